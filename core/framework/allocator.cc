@@ -1,0 +1,98 @@
+#include "core/framework/allocator.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
+namespace shardflow {
+namespace {
+
+// Blocks of at least kCacheMin bytes are cached after release, bucketed by size rounded up to a
+// quarter power of two, up to kCacheLimit bytes in all. Smaller blocks go straight to malloc,
+// which is fast for them and does not return them to the kernel.
+constexpr size_t kCacheMin = 64 << 10;
+constexpr size_t kCacheLimit = size_t{2} << 30;
+
+size_t RoundBucket(size_t n) {
+  if (n < kCacheMin) return (n + Allocator::kAlignment - 1) & ~(Allocator::kAlignment - 1);
+  size_t p = 1;
+  while (p * 2 <= n) p *= 2;
+  size_t quarter = p / 4;
+  return (n + quarter - 1) / quarter * quarter;
+}
+
+class CachingCpuAllocator final : public Allocator {
+ public:
+  std::string Name() const override { return "cpu"; }
+
+  void* AllocateRaw(size_t alignment, size_t num_bytes) override {
+    if (alignment < kAlignment) alignment = kAlignment;
+    size_t bucket = RoundBucket(num_bytes == 0 ? 1 : num_bytes);
+    void* ptr = nullptr;
+    if (bucket >= kCacheMin && alignment <= 4096) {
+      absl::MutexLock lock(&mu_);
+      auto it = free_.find(bucket);
+      if (it != free_.end() && !it->second.empty()) {
+        ptr = it->second.back();
+        it->second.pop_back();
+        cached_bytes_ -= bucket;
+      }
+    }
+    if (ptr == nullptr) {
+      ptr = std::aligned_alloc(bucket >= kCacheMin ? 4096 : alignment,
+                               (bucket + alignment - 1) / alignment * alignment);
+      if (ptr == nullptr) return nullptr;
+    }
+    num_allocs_.fetch_add(1, std::memory_order_relaxed);
+    int64_t in_use = in_use_.fetch_add(bucket, std::memory_order_relaxed) + bucket;
+    int64_t peak = peak_.load(std::memory_order_relaxed);
+    while (in_use > peak && !peak_.compare_exchange_weak(peak, in_use)) {
+    }
+    return ptr;
+  }
+
+  void DeallocateRaw(void* ptr, size_t num_bytes) override {
+    if (ptr == nullptr) return;
+    size_t bucket = RoundBucket(num_bytes == 0 ? 1 : num_bytes);
+    in_use_.fetch_sub(bucket, std::memory_order_relaxed);
+    if (bucket >= kCacheMin) {
+      absl::MutexLock lock(&mu_);
+      if (cached_bytes_ + bucket <= kCacheLimit) {
+        free_[bucket].push_back(ptr);
+        cached_bytes_ += bucket;
+        return;
+      }
+    }
+    std::free(ptr);
+  }
+
+  AllocatorStats GetStats() const override {
+    AllocatorStats s;
+    s.num_allocs = num_allocs_.load();
+    s.bytes_in_use = in_use_.load();
+    s.peak_bytes_in_use = peak_.load();
+    absl::MutexLock lock(&mu_);
+    s.bytes_cached = cached_bytes_;
+    return s;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<size_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
+  int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> num_allocs_{0};
+  std::atomic<int64_t> in_use_{0};
+  std::atomic<int64_t> peak_{0};
+};
+
+}  // namespace
+
+Allocator* CpuAllocator() {
+  static Allocator* allocator = new CachingCpuAllocator();
+  return allocator;
+}
+
+}  // namespace shardflow

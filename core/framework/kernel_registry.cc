@@ -1,0 +1,97 @@
+#include "core/framework/kernel_registry.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace shardflow {
+
+bool KernelDef::Matches(const NodeDef& node) const {
+  for (const auto& [attr, type] : constraints_) {
+    auto it = node.attr().find(attr);
+    if (it == node.attr().end() || it->second.type() != type) return false;
+  }
+  return true;
+}
+
+std::string KernelDef::DebugString() const {
+  std::vector<std::string> cs;
+  for (const auto& [attr, type] : constraints_) cs.push_back(absl::StrCat(attr, "=", DataTypeString(type)));
+  return absl::StrCat(device_type_, cs.empty() ? "" : absl::StrCat("[", absl::StrJoin(cs, ","), "]"));
+}
+
+KernelRegistry* KernelRegistry::Global() {
+  static KernelRegistry* registry = new KernelRegistry();
+  return registry;
+}
+
+void KernelRegistry::Register(KernelDef def, KernelFactory factory) {
+  std::string op = def.op();
+  kernels_.emplace(op, Entry{std::move(def), std::move(factory)});
+}
+
+const KernelRegistry::Entry* KernelRegistry::FindEntry(const NodeDef& node,
+                                                       const std::string& device_type) const {
+  auto range = kernels_.equal_range(node.op());
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.def.device_type() == device_type && it->second.def.Matches(node)) {
+      return &it->second;
+    }
+  }
+  return nullptr;
+}
+
+absl::StatusOr<const KernelDef*> KernelRegistry::Find(const NodeDef& node,
+                                                      const std::string& device_type) const {
+  const Entry* e = FindEntry(node, device_type);
+  if (e != nullptr) return &e->def;
+  std::vector<std::string> available;
+  for (const KernelDef* d : KernelsForOp(node.op())) available.push_back(d->DebugString());
+  std::vector<std::string> attrs;
+  for (const auto& [name, value] : node.attr()) {
+    if (value.value_case() == AttrValue::kType) {
+      attrs.push_back(absl::StrCat(name, "=", DataTypeString(value.type())));
+    }
+  }
+  return absl::NotFoundError(absl::StrCat(
+      NodeErrorPrefix(node), "no ", device_type, " kernel for ", node.op(),
+      attrs.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(attrs, ", ")),
+      "; registered kernels: ",
+      available.empty() ? std::string("none") : absl::StrJoin(available, " ")));
+}
+
+std::vector<std::string> KernelRegistry::SupportedDeviceTypes(const NodeDef& node) const {
+  std::vector<std::string> types;
+  auto range = kernels_.equal_range(node.op());
+  for (auto it = range.first; it != range.second; ++it) {
+    const std::string& t = it->second.def.device_type();
+    if (it->second.def.Matches(node) && std::find(types.begin(), types.end(), t) == types.end()) {
+      types.push_back(t);
+    }
+  }
+  return types;
+}
+
+absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
+    DeviceBase* device, const NodeDef& node, const DataTypeVector& input_types,
+    const DataTypeVector& output_types) const {
+  const Entry* e = FindEntry(node, device->device_type());
+  if (e == nullptr) return Find(node, device->device_type()).status();
+  OpKernelConstruction construction(device, node, input_types, output_types);
+  std::unique_ptr<OpKernel> kernel(e->factory(&construction));
+  if (!construction.status().ok()) {
+    return absl::Status(construction.status().code(),
+                        absl::StrCat(NodeErrorPrefix(node), construction.status().message()));
+  }
+  return kernel;
+}
+
+std::vector<const KernelDef*> KernelRegistry::KernelsForOp(const std::string& op) const {
+  std::vector<const KernelDef*> out;
+  auto range = kernels_.equal_range(op);
+  for (auto it = range.first; it != range.second; ++it) out.push_back(&it->second.def);
+  return out;
+}
+
+}  // namespace shardflow

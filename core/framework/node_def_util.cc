@@ -1,0 +1,84 @@
+#include "core/framework/node_def_util.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/framework/attr_value.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+
+std::string NodeErrorPrefix(const NodeDef& node) {
+  return absl::StrCat("node '", node.name(), "' (", node.op(), "): ");
+}
+
+absl::Status AddDefaultsAndValidate(const OpDef& op, NodeDef* node) {
+  auto error = [&](const std::string& msg) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(NodeErrorPrefix(*node), msg, "; signature: ", op.Signature()));
+  };
+  auto* attrs = node->mutable_attr();
+  for (const AttrDef& def : op.attrs) {
+    auto it = attrs->find(def.name);
+    if (it == attrs->end()) {
+      if (!def.has_default) return error(absl::StrCat("attr '", def.name, "' is missing"));
+      (*attrs)[def.name] = def.default_value;
+      continue;
+    }
+    const AttrValue& v = it->second;
+    std::string type = AttrValueTypeName(v);
+    bool list_ok = def.type.rfind("list(", 0) == 0 && v.value_case() == AttrValue::kList &&
+                   (v.list().ByteSizeLong() == 0 || type == def.type);
+    if (type != def.type && !list_ok) {
+      return error(absl::StrCat("attr '", def.name, "' has type ", type.empty() ? "<unset>" : type,
+                                "; expected ", def.type));
+    }
+    if (!def.allowed_types.empty()) {
+      bool allowed = false;
+      for (DataType t : def.allowed_types) allowed |= t == v.type();
+      if (!allowed) {
+        std::vector<std::string> names;
+        for (DataType t : def.allowed_types) names.push_back(DataTypeString(t));
+        return error(absl::StrCat("attr '", def.name, "' is ", DataTypeString(v.type()),
+                                  "; allowed: ", absl::StrJoin(names, ", ")));
+      }
+    }
+    if (def.has_minimum && def.type == "int" && v.i() < def.minimum) {
+      return error(absl::StrCat("attr '", def.name, "' is ", v.i(), "; must be >= ", def.minimum));
+    }
+  }
+  for (const auto& [name, _] : *attrs) {
+    if (!name.empty() && name[0] == '_') continue;
+    if (op.FindAttr(name) == nullptr) return error(absl::StrCat("unknown attr '", name, "'"));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+absl::Status ExpandArgs(const OpDef& op, const NodeDef& node, const std::vector<ArgDef>& args,
+                        DataTypeVector* out) {
+  out->clear();
+  for (const ArgDef& a : args) {
+    DataType t = a.type;
+    if (!a.type_attr.empty()) {
+      absl::Status s = GetAttr(node.attr(), a.type_attr, &t);
+      if (!s.ok()) return WithContext(s, NodeErrorPrefix(node));
+    }
+    int64_t n = 1;
+    if (!a.number_attr.empty()) {
+      absl::Status s = GetAttr(node.attr(), a.number_attr, &n);
+      if (!s.ok()) return WithContext(s, NodeErrorPrefix(node));
+    }
+    for (int64_t i = 0; i < n; ++i) out->push_back(t);
+  }
+  return absl::OkStatus();
+}
+}  // namespace
+
+absl::Status ComputeArgTypes(const OpDef& op, const NodeDef& node, DataTypeVector* inputs,
+                             DataTypeVector* outputs) {
+  absl::Status s = ExpandArgs(op, node, op.inputs, inputs);
+  if (!s.ok()) return s;
+  return ExpandArgs(op, node, op.outputs, outputs);
+}
+
+}  // namespace shardflow
