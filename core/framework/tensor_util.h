@@ -1,0 +1,20 @@
+// Tensor utilities shared by the graph builder and kernels.
+#ifndef SHARDFLOW_CORE_FRAMEWORK_TENSOR_UTIL_H_
+#define SHARDFLOW_CORE_FRAMEWORK_TENSOR_UTIL_H_
+
+#include "absl/status/statusor.h"
+#include "core/framework/tensor.h"
+
+namespace shardflow {
+
+// Converts every element of `in` to `to` (C++ static_cast semantics; float to bool is x != 0).
+// Error for string tensors unless both are strings. `out` must have `in`'s shape and dtype `to`.
+absl::Status CastInto(const Tensor& in, Tensor* out);
+absl::StatusOr<Tensor> CastTensor(const Tensor& in, DataType to);
+
+// Element-wise equality of dtype, shape and values (bitwise for floats, so NaN == NaN).
+bool TensorsEqual(const Tensor& a, const Tensor& b);
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_CORE_FRAMEWORK_TENSOR_UTIL_H_

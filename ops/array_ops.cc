@@ -1,0 +1,381 @@
+// Array ops: constants, placeholders, identity, shape manipulation, casts.
+#include "absl/strings/str_cat.h"
+#include "core/framework/op_def.h"
+#include "core/framework/shape_inference.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+namespace {
+
+// Normalises a possibly negative axis against `rank`; error when out of range.
+absl::Status CanonicalAxis(int64_t axis, int rank, int64_t* out) {
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ",
+                                                   rank, "; valid: [", -rank, ", ", rank, ")"));
+  }
+  *out = axis < 0 ? axis + rank : axis;
+  return absl::OkStatus();
+}
+
+absl::Status ConstShape(InferenceContext* c) {
+  const auto& attr = c->node().attr();
+  auto it = attr.find("value");
+  if (it == attr.end() || it->second.value_case() != AttrValue::kTensor) {
+    return c->InvalidArgument("attr 'value' must hold a tensor");
+  }
+  const TensorProto& proto = it->second.tensor();
+  DataType dtype;
+  SF_RETURN_IF_ERROR(c->GetAttr("dtype", &dtype));
+  if (proto.dtype() != dtype) {
+    return c->InvalidArgument(absl::StrCat("value has type ", DataTypeString(proto.dtype()),
+                                           " but attr dtype is ", DataTypeString(dtype)));
+  }
+  SF_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.shape()));
+  if (!shape.IsFullyDefined()) return c->InvalidArgument("a constant's shape must be fully defined");
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
+absl::Status ReshapeShape(InferenceContext* c) {
+  SF_ASSIGN_OR_RETURN(TensorShape target, c->ConstantInputAsShape(1));
+  const TensorShape& in = c->input(0);
+  if (target.unknown_rank()) {
+    c->set_output(0, target);
+    return absl::OkStatus();
+  }
+  int unknown_index = -1;
+  int64_t known_product = 1;
+  std::vector<int64_t> values;
+  bool constant = c->GetConstantInts(1, &values);
+  for (int i = 0; i < target.rank(); ++i) {
+    if (target.dim(i) < 0) {
+      if (constant) {
+        if (unknown_index >= 0) return c->InvalidArgument("shape may contain at most one -1");
+        unknown_index = i;
+      }
+    } else {
+      known_product *= target.dim(i);
+    }
+  }
+  int64_t n = in.num_elements();
+  if (constant && n >= 0) {
+    if (unknown_index >= 0) {
+      if (known_product == 0 || n % known_product != 0) {
+        return c->InvalidArgument(absl::StrCat("cannot reshape ", in.DebugString(), " (", n,
+                                               " elements) to ", target.DebugString()));
+      }
+      target.set_dim(unknown_index, n / known_product);
+    } else if (known_product != n) {
+      return c->InvalidArgument(absl::StrCat("cannot reshape ", in.DebugString(), " (", n,
+                                             " elements) to ", target.DebugString(), " (",
+                                             known_product, " elements)"));
+    }
+  }
+  c->set_output(0, target);
+  return absl::OkStatus();
+}
+
+absl::Status TransposeShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  std::vector<int64_t> perm;
+  if (!c->GetConstantInts(1, &perm)) {
+    const TensorShape& p = c->input(1);
+    c->set_output(0, p.rank() == 1 && p.dim(0) >= 0 ? TensorShape::UnknownOfRank(p.dim(0))
+                                                     : in.unknown_rank() ? TensorShape::Unknown()
+                                                                         : TensorShape::UnknownOfRank(in.rank()));
+    return absl::OkStatus();
+  }
+  int rank = static_cast<int>(perm.size());
+  if (!in.unknown_rank() && in.rank() != rank) {
+    return c->InvalidArgument(absl::StrCat("perm has ", rank, " entries but the input has rank ",
+                                           in.rank()));
+  }
+  std::vector<bool> seen(rank, false);
+  TensorShape out = TensorShape::UnknownOfRank(rank);
+  for (int i = 0; i < rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]]) {
+      return c->InvalidArgument("perm must be a permutation of 0..rank-1");
+    }
+    seen[perm[i]] = true;
+    if (!in.unknown_rank()) out.set_dim(i, in.dim(perm[i]));
+  }
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status ConcatShape(InferenceContext* c) {
+  int n = c->num_inputs() - 1;
+  std::vector<int64_t> axis_values;
+  int rank = -1;
+  for (int i = 0; i < n; ++i) {
+    if (!c->input(i).unknown_rank()) {
+      if (rank >= 0 && c->input(i).rank() != rank) {
+        return c->InvalidArgument(absl::StrCat("all values must have the same rank; value 0 has rank ",
+                                               rank, " and value ", i, " has rank ",
+                                               c->input(i).rank()));
+      }
+      rank = c->input(i).rank();
+    }
+  }
+  if (rank == 0) return c->InvalidArgument("cannot concatenate scalars; use ExpandDims first");
+  if (!c->GetConstantInts(n, &axis_values) || rank < 0) {
+    c->set_output(0, rank < 0 ? TensorShape::Unknown() : TensorShape::UnknownOfRank(rank));
+    return absl::OkStatus();
+  }
+  if (axis_values.size() != 1) return c->InvalidArgument("axis must be a scalar");
+  int64_t axis;
+  SF_RETURN_IF_ERROR(CanonicalAxis(axis_values[0], rank, &axis));
+  TensorShape out = TensorShape::UnknownOfRank(rank);
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const TensorShape& s = c->input(i);
+    if (s.unknown_rank()) {
+      total = -1;
+      continue;
+    }
+    for (int d = 0; d < rank; ++d) {
+      if (d == axis) continue;
+      if (s.dim(d) >= 0 && out.dim(d) >= 0 && s.dim(d) != out.dim(d)) {
+        return c->InvalidArgument(absl::StrCat("dimension ", d, " of value ", i, " is ", s.dim(d),
+                                               " but an earlier value has ", out.dim(d),
+                                               "; only the concat axis ", axis, " may differ"));
+      }
+      if (s.dim(d) >= 0) out.set_dim(d, s.dim(d));
+    }
+    if (total >= 0 && s.dim(axis) >= 0) {
+      total += s.dim(axis);
+    } else {
+      total = -1;
+    }
+  }
+  out.set_dim(axis, total);
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status SliceShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  std::vector<int64_t> begin, size;
+  bool have_begin = c->GetConstantInts(1, &begin);
+  bool have_size = c->GetConstantInts(2, &size);
+  if (!have_size) {
+    c->set_output(0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank()));
+    return absl::OkStatus();
+  }
+  if (!in.unknown_rank() && static_cast<int>(size.size()) != in.rank()) {
+    return c->InvalidArgument(absl::StrCat("size has ", size.size(), " entries for an input of rank ",
+                                           in.rank()));
+  }
+  if (have_begin && begin.size() != size.size()) {
+    return c->InvalidArgument("begin and size must have the same length");
+  }
+  TensorShape out;
+  for (size_t i = 0; i < size.size(); ++i) {
+    int64_t dim = in.unknown_rank() ? -1 : in.dim(i);
+    int64_t b = have_begin ? begin[i] : -1;
+    if (have_begin && (b < 0 || (dim >= 0 && b > dim))) {
+      return c->InvalidArgument(absl::StrCat("begin[", i, "] = ", b, " is outside [0, ", dim, "]"));
+    }
+    int64_t s = size[i];
+    if (s == -1) {
+      s = (dim >= 0 && b >= 0) ? dim - b : -1;
+    } else if (s < -1 || (dim >= 0 && b >= 0 && b + s > dim)) {
+      return c->InvalidArgument(absl::StrCat("slice [", b, ", ", b, "+", s,
+                                             ") is out of bounds for dimension ", i, " of size ",
+                                             dim));
+    }
+    out.AddDim(s);
+  }
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status FillShape(InferenceContext* c) {
+  if (c->input(1).rank() > 0) return c->InvalidArgument("value must be a scalar");
+  SF_ASSIGN_OR_RETURN(TensorShape out, c->ConstantInputAsShape(0));
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status ShapeShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  c->set_output(0, TensorShape({in.unknown_rank() ? -1 : in.rank()}));
+  return absl::OkStatus();
+}
+
+absl::Status ExpandDimsShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  std::vector<int64_t> axis;
+  if (in.unknown_rank() || !c->GetConstantInts(1, &axis)) {
+    c->set_output(0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank() + 1));
+    return absl::OkStatus();
+  }
+  if (axis.size() != 1) return c->InvalidArgument("axis must hold one value");
+  int64_t a;
+  SF_RETURN_IF_ERROR(CanonicalAxis(axis[0], in.rank() + 1, &a));
+  TensorShape out = in;
+  out.InsertDim(static_cast<int>(a), 1);
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status SqueezeShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  std::vector<int64_t> dims;
+  SF_RETURN_IF_ERROR(c->GetAttr("squeeze_dims", &dims));
+  if (in.unknown_rank()) {
+    c->set_output(0, TensorShape::Unknown());
+    return absl::OkStatus();
+  }
+  std::vector<bool> drop(in.rank(), false);
+  for (int64_t d : dims) {
+    int64_t a;
+    SF_RETURN_IF_ERROR(CanonicalAxis(d, in.rank(), &a));
+    if (in.dim(a) >= 0 && in.dim(a) != 1) {
+      return c->InvalidArgument(absl::StrCat("cannot squeeze dimension ", a, " of size ", in.dim(a)));
+    }
+    drop[a] = true;
+  }
+  TensorShape out;
+  for (int i = 0; i < in.rank(); ++i) {
+    bool squeeze = dims.empty() ? in.dim(i) == 1 : drop[i];
+    if (dims.empty() && in.dim(i) < 0) {
+      c->set_output(0, TensorShape::Unknown());  // cannot tell which dims are 1
+      return absl::OkStatus();
+    }
+    if (!squeeze) out.AddDim(in.dim(i));
+  }
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status PlaceholderShape(InferenceContext* c) {
+  TensorShape shape;
+  SF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+REGISTER_OP("Const")
+    .Output("output: dtype")
+    .Attr("value: tensor")
+    .Attr("dtype: type")
+    .SetShapeFn(ConstShape)
+    .Doc("A constant tensor.");
+
+REGISTER_OP("Placeholder")
+    .Output("output: dtype")
+    .Attr("dtype: type")
+    .Attr("shape: shape = <unknown>")
+    .SetShapeFn(PlaceholderShape)
+    .Doc("A value that must be fed at Run time; its shape may be partial.");
+
+REGISTER_OP("Identity").Input("input: T").Output("output: T").Attr("T: type")
+    .SetShapeFn(UnchangedShape).Doc("Returns its input.");
+
+REGISTER_OP("StopGradient").Input("input: T").Output("output: T").Attr("T: type")
+    .SetShapeFn(UnchangedShape).Doc("Identity that gradients do not flow through.");
+
+REGISTER_OP("NoOp").Doc("Does nothing; useful as a target that groups control inputs.");
+
+REGISTER_OP("Reshape")
+    .Input("tensor: T")
+    .Input("shape: Tshape")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Tshape: {int32, int64} = int32")
+    .SetShapeFn(ReshapeShape)
+    .Doc("Same elements in another shape; one entry of `shape` may be -1 (inferred).");
+
+REGISTER_OP("Transpose")
+    .Input("x: T")
+    .Input("perm: Tperm")
+    .Output("y: T")
+    .Attr("T: type")
+    .Attr("Tperm: {int32, int64} = int32")
+    .SetShapeFn(TransposeShape)
+    .Doc("Permutes dimensions: y.shape[i] = x.shape[perm[i]].");
+
+REGISTER_OP("Concat")
+    .Input("values: N * T")
+    .Input("axis: Tidx")
+    .Output("output: T")
+    .Attr("N: int >= 1")
+    .Attr("T: type")
+    .Attr("Tidx: {int32, int64} = int32")
+    .SetShapeFn(ConcatShape)
+    .Doc("Joins tensors along `axis` (negative counts from the end).");
+
+REGISTER_OP("Slice")
+    .Input("input: T")
+    .Input("begin: Index")
+    .Input("size: Index")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Index: {int32, int64} = int32")
+    .SetShapeFn(SliceShape)
+    .Doc("input[begin[i] : begin[i] + size[i]] per dimension; size -1 means to the end.");
+
+REGISTER_OP("Cast")
+    .Input("x: SrcT")
+    .Output("y: DstT")
+    .Attr("SrcT: type")
+    .Attr("DstT: type")
+    .SetShapeFn(UnchangedShape)
+    .Doc("Converts element type.");
+
+REGISTER_OP("Fill")
+    .Input("dims: index_type")
+    .Input("value: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("index_type: {int32, int64} = int32")
+    .SetShapeFn(FillShape)
+    .Doc("A tensor of shape `dims` with every element `value`.");
+
+REGISTER_OP("Shape")
+    .Input("input: T")
+    .Output("output: out_type")
+    .Attr("T: type")
+    .Attr("out_type: {int32, int64} = int32")
+    .SetShapeFn(ShapeShape)
+    .Doc("The shape of a tensor as a vector.");
+
+REGISTER_OP("ZerosLike").Input("x: T").Output("y: T").Attr("T: type")
+    .SetShapeFn(UnchangedShape).Doc("Zeros of x's shape and type.");
+REGISTER_OP("OnesLike").Input("x: T").Output("y: T").Attr("T: type")
+    .SetShapeFn(UnchangedShape).Doc("Ones of x's shape and type.");
+
+REGISTER_OP("ExpandDims")
+    .Input("input: T")
+    .Input("axis: Tdim")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Tdim: {int32, int64} = int32")
+    .SetShapeFn(ExpandDimsShape)
+    .Doc("Inserts a dimension of size 1 at `axis`.");
+
+REGISTER_OP("Squeeze")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("squeeze_dims: list(int) = []")
+    .SetShapeFn(SqueezeShape)
+    .Doc("Removes dimensions of size 1 (all of them, or those listed).");
+
+REGISTER_OP("_Arg")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("index: int >= 0")
+    .SetShapeFn(UnknownShape)
+    .Doc("Internal: the index-th fed value of a step.");
+
+REGISTER_OP("_Retval")
+    .Input("input: T")
+    .Attr("T: type")
+    .Attr("index: int >= 0")
+    .Doc("Internal: stores the index-th fetched value of a step.");
+
+}  // namespace shardflow

@@ -1,0 +1,190 @@
+// Math ops: element-wise unary and binary (NumPy broadcasting), comparisons, reductions, MatMul.
+#include "absl/strings/str_cat.h"
+#include "core/framework/op_def.h"
+#include "core/framework/shape_inference.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+namespace {
+
+#define SF_UNARY_OP(NAME, TYPES, DOC) \
+  REGISTER_OP(NAME).Input("x: T").Output("y: T").Attr("T: " TYPES).SetShapeFn(UnchangedShape).Doc(DOC)
+
+#define SF_BINARY_OP(NAME, TYPES, DOC)                                                 \
+  REGISTER_OP(NAME).Input("x: T").Input("y: T").Output("z: T").Attr("T: " TYPES)       \
+      .SetShapeFn(BroadcastBinaryShape).Doc(DOC)
+
+#define SF_COMPARE_OP(NAME, TYPES, DOC)                                                \
+  REGISTER_OP(NAME).Input("x: T").Input("y: T").Output("z: bool").Attr("T: " TYPES)    \
+      .SetShapeFn(BroadcastBinaryShape).Doc(DOC)
+
+#define SF_FLOAT_TYPES "{float, double, half, bfloat16}"
+#define SF_SIGNED_TYPES "{float, double, half, bfloat16, int32, int64}"
+#define SF_REAL_TYPES "{float, double, half, bfloat16, int8, uint8, int32, int64}"
+
+absl::Status ReductionShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  bool keep_dims;
+  SF_RETURN_IF_ERROR(c->GetAttr("keep_dims", &keep_dims));
+  std::vector<int64_t> axes;
+  if (!c->GetConstantInts(1, &axes) || in.unknown_rank()) {
+    c->set_output(0, keep_dims && !in.unknown_rank() ? TensorShape::UnknownOfRank(in.rank())
+                                                     : TensorShape::Unknown());
+    return absl::OkStatus();
+  }
+  int rank = in.rank();
+  std::vector<bool> reduce(rank, false);
+  for (int64_t a : axes) {
+    if (a < -rank || a >= rank) {
+      return c->InvalidArgument(absl::StrCat("reduction axis ", a, " is out of range for rank ",
+                                             rank, "; valid: [", -rank, ", ", rank, ")"));
+    }
+    reduce[a < 0 ? a + rank : a] = true;
+  }
+  TensorShape out;
+  for (int i = 0; i < rank; ++i) {
+    if (!reduce[i]) {
+      out.AddDim(in.dim(i));
+    } else if (keep_dims) {
+      out.AddDim(1);
+    }
+  }
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status ArgMaxShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  std::vector<int64_t> axis;
+  if (in.unknown_rank() || !c->GetConstantInts(1, &axis)) {
+    c->set_output(0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank() - 1));
+    return absl::OkStatus();
+  }
+  if (axis.size() != 1) return c->InvalidArgument("dimension must be a scalar");
+  int64_t a = axis[0];
+  if (a < -in.rank() || a >= in.rank()) {
+    return c->InvalidArgument(absl::StrCat("dimension ", a, " is out of range for rank ", in.rank()));
+  }
+  if (a < 0) a += in.rank();
+  TensorShape out = in;
+  out.RemoveDim(static_cast<int>(a));
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status MatMulShape(InferenceContext* c) {
+  TensorShape a, b;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 2, &a));
+  SF_RETURN_IF_ERROR(c->WithRank(1, 2, &b));
+  bool ta, tb;
+  SF_RETURN_IF_ERROR(c->GetAttr("transpose_a", &ta));
+  SF_RETURN_IF_ERROR(c->GetAttr("transpose_b", &tb));
+  int64_t m = a.dim(ta ? 1 : 0), ka = a.dim(ta ? 0 : 1);
+  int64_t kb = b.dim(tb ? 1 : 0), n = b.dim(tb ? 0 : 1);
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    return c->InvalidArgument(absl::StrCat(
+        "inner dimensions differ: a is ", a.DebugString(), ta ? " (transposed)" : "", ", b is ",
+        b.DebugString(), tb ? " (transposed)" : "", "; a's columns (", ka, ") must equal b's rows (",
+        kb, ")"));
+  }
+  c->set_output(0, TensorShape({m, n}));
+  return absl::OkStatus();
+}
+
+absl::Status AddNShape(InferenceContext* c) {
+  TensorShape out = c->input(0);
+  for (int i = 1; i < c->num_inputs(); ++i) {
+    auto merged = out.Merge(c->input(i));
+    if (!merged.ok()) {
+      return c->InvalidArgument(absl::StrCat("input ", i, ": ", merged.status().message(),
+                                             "; AddN needs inputs of one shape"));
+    }
+    out = *merged;
+  }
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+SF_UNARY_OP("Neg", SF_SIGNED_TYPES, "-x");
+SF_UNARY_OP("Abs", SF_SIGNED_TYPES, "|x|");
+SF_UNARY_OP("Square", SF_SIGNED_TYPES, "x * x");
+SF_UNARY_OP("Sign", SF_SIGNED_TYPES, "-1, 0 or 1");
+SF_UNARY_OP("Relu", SF_SIGNED_TYPES, "max(x, 0)");
+SF_UNARY_OP("Sqrt", SF_FLOAT_TYPES, "square root");
+SF_UNARY_OP("Rsqrt", SF_FLOAT_TYPES, "1 / sqrt(x)");
+SF_UNARY_OP("Exp", SF_FLOAT_TYPES, "e^x");
+SF_UNARY_OP("Log", SF_FLOAT_TYPES, "natural logarithm");
+SF_UNARY_OP("Tanh", SF_FLOAT_TYPES, "hyperbolic tangent");
+SF_UNARY_OP("Sigmoid", SF_FLOAT_TYPES, "1 / (1 + e^-x)");
+SF_UNARY_OP("Reciprocal", SF_FLOAT_TYPES, "1 / x");
+
+SF_BINARY_OP("Add", SF_REAL_TYPES, "x + y");
+SF_BINARY_OP("Sub", SF_REAL_TYPES, "x - y");
+SF_BINARY_OP("Mul", SF_REAL_TYPES, "x * y");
+SF_BINARY_OP("Div", SF_REAL_TYPES, "x / y (integer division truncates; division by zero is an error for integers)");
+SF_BINARY_OP("Maximum", SF_REAL_TYPES, "max(x, y)");
+SF_BINARY_OP("Minimum", SF_REAL_TYPES, "min(x, y)");
+SF_BINARY_OP("Pow", SF_FLOAT_TYPES, "x ^ y");
+SF_BINARY_OP("SquaredDifference", SF_SIGNED_TYPES, "(x - y)^2");
+
+SF_COMPARE_OP("Equal", "{float, double, half, bfloat16, int8, uint8, int32, int64, bool}", "x == y");
+SF_COMPARE_OP("NotEqual", "{float, double, half, bfloat16, int8, uint8, int32, int64, bool}", "x != y");
+SF_COMPARE_OP("Less", SF_REAL_TYPES, "x < y");
+SF_COMPARE_OP("LessEqual", SF_REAL_TYPES, "x <= y");
+SF_COMPARE_OP("Greater", SF_REAL_TYPES, "x > y");
+SF_COMPARE_OP("GreaterEqual", SF_REAL_TYPES, "x >= y");
+
+REGISTER_OP("LogicalAnd").Input("x: bool").Input("y: bool").Output("z: bool")
+    .SetShapeFn(BroadcastBinaryShape).Doc("x && y");
+REGISTER_OP("LogicalOr").Input("x: bool").Input("y: bool").Output("z: bool")
+    .SetShapeFn(BroadcastBinaryShape).Doc("x || y");
+REGISTER_OP("LogicalNot").Input("x: bool").Output("y: bool")
+    .SetShapeFn(UnchangedShape).Doc("!x");
+
+#define SF_REDUCTION_OP(NAME, DOC)                                                    \
+  REGISTER_OP(NAME)                                                                   \
+      .Input("input: T")                                                              \
+      .Input("axis: Tidx")                                                            \
+      .Output("output: T")                                                            \
+      .Attr("T: " SF_REAL_TYPES)                                                      \
+      .Attr("Tidx: {int32, int64} = int32")                                           \
+      .Attr("keep_dims: bool = false")                                                \
+      .SetShapeFn(ReductionShape)                                                     \
+      .Doc(DOC " over the dimensions in `axis` (a scalar or vector; negative counts from the end)")
+SF_REDUCTION_OP("Sum", "Sum");
+SF_REDUCTION_OP("Mean", "Mean");
+SF_REDUCTION_OP("Max", "Maximum");
+SF_REDUCTION_OP("Min", "Minimum");
+SF_REDUCTION_OP("Prod", "Product");
+
+REGISTER_OP("ArgMax")
+    .Input("input: T")
+    .Input("dimension: Tidx")
+    .Output("output: output_type")
+    .Attr("T: " SF_REAL_TYPES)
+    .Attr("Tidx: {int32, int64} = int32")
+    .Attr("output_type: {int32, int64} = int64")
+    .SetShapeFn(ArgMaxShape)
+    .Doc("Index of the largest value along `dimension` (the first one on ties).");
+
+REGISTER_OP("MatMul")
+    .Input("a: T")
+    .Input("b: T")
+    .Output("product: T")
+    .Attr("transpose_a: bool = false")
+    .Attr("transpose_b: bool = false")
+    .Attr("T: {float, double, bfloat16}")
+    .SetShapeFn(MatMulShape)
+    .Doc("Matrix product of rank-2 tensors, optionally transposing either.");
+
+REGISTER_OP("AddN")
+    .Input("inputs: N * T")
+    .Output("sum: T")
+    .Attr("N: int >= 1")
+    .Attr("T: " SF_REAL_TYPES)
+    .SetShapeFn(AddNShape)
+    .Doc("Element-wise sum of N tensors of one shape.");
+
+}  // namespace shardflow

@@ -1,0 +1,85 @@
+// The C++ op API: one function per op, building a node in a Scope.
+//
+//   Scope s = Scope::NewRootScope();
+//   auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, {-1, 3});
+//   auto y = ops::Sum(s, ops::Square(s, x), {1}, /*keep_dims=*/true);
+//
+// Each returns an Output (or Operation for ops without outputs). After an error every later
+// call returns an invalid Output and scope.status() holds the first error.
+#ifndef SHARDFLOW_OPS_OPS_H_
+#define SHARDFLOW_OPS_OPS_H_
+
+#include <vector>
+
+#include "ops/scope.h"
+
+namespace shardflow {
+namespace ops {
+
+// ---- array ----
+Output Const(const Scope& s, const Input& value);
+Output Placeholder(const Scope& s, DataType dtype, const TensorShape& shape = TensorShape::Unknown());
+Output Identity(const Scope& s, const Input& x);
+Output StopGradient(const Scope& s, const Input& x);
+Operation NoOp(const Scope& s);
+Output Reshape(const Scope& s, const Input& x, const Input& shape);
+Output Transpose(const Scope& s, const Input& x, const Input& perm);
+Output Concat(const Scope& s, const std::vector<Input>& values, const Input& axis);
+Output Slice(const Scope& s, const Input& x, const Input& begin, const Input& size);
+Output Cast(const Scope& s, const Input& x, DataType dtype);
+Output Fill(const Scope& s, const Input& dims, const Input& value);
+Output Shape(const Scope& s, const Input& x, DataType out_type = DT_INT32);
+Output ZerosLike(const Scope& s, const Input& x);
+Output OnesLike(const Scope& s, const Input& x);
+Output ExpandDims(const Scope& s, const Input& x, const Input& axis);
+Output Squeeze(const Scope& s, const Input& x, const std::vector<int64_t>& dims = {});
+
+// ---- element-wise ----
+Output Neg(const Scope& s, const Input& x);
+Output Abs(const Scope& s, const Input& x);
+Output Square(const Scope& s, const Input& x);
+Output Sign(const Scope& s, const Input& x);
+Output Relu(const Scope& s, const Input& x);
+Output Sqrt(const Scope& s, const Input& x);
+Output Rsqrt(const Scope& s, const Input& x);
+Output Exp(const Scope& s, const Input& x);
+Output Log(const Scope& s, const Input& x);
+Output Tanh(const Scope& s, const Input& x);
+Output Sigmoid(const Scope& s, const Input& x);
+Output Reciprocal(const Scope& s, const Input& x);
+Output LogicalNot(const Scope& s, const Input& x);
+
+Output Add(const Scope& s, const Input& x, const Input& y);
+Output Sub(const Scope& s, const Input& x, const Input& y);
+Output Mul(const Scope& s, const Input& x, const Input& y);
+Output Div(const Scope& s, const Input& x, const Input& y);
+Output Maximum(const Scope& s, const Input& x, const Input& y);
+Output Minimum(const Scope& s, const Input& x, const Input& y);
+Output Pow(const Scope& s, const Input& x, const Input& y);
+Output SquaredDifference(const Scope& s, const Input& x, const Input& y);
+Output Equal(const Scope& s, const Input& x, const Input& y);
+Output NotEqual(const Scope& s, const Input& x, const Input& y);
+Output Less(const Scope& s, const Input& x, const Input& y);
+Output LessEqual(const Scope& s, const Input& x, const Input& y);
+Output Greater(const Scope& s, const Input& x, const Input& y);
+Output GreaterEqual(const Scope& s, const Input& x, const Input& y);
+Output LogicalAnd(const Scope& s, const Input& x, const Input& y);
+Output LogicalOr(const Scope& s, const Input& x, const Input& y);
+Output AddN(const Scope& s, const std::vector<Input>& inputs);
+
+// ---- reductions ----
+Output Sum(const Scope& s, const Input& x, const Input& axes, bool keep_dims = false);
+Output Mean(const Scope& s, const Input& x, const Input& axes, bool keep_dims = false);
+Output Max(const Scope& s, const Input& x, const Input& axes, bool keep_dims = false);
+Output Min(const Scope& s, const Input& x, const Input& axes, bool keep_dims = false);
+Output Prod(const Scope& s, const Input& x, const Input& axes, bool keep_dims = false);
+Output ArgMax(const Scope& s, const Input& x, const Input& dimension, DataType out_type = DT_INT64);
+
+// ---- linear algebra ----
+Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a = false,
+              bool transpose_b = false);
+
+}  // namespace ops
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_OPS_OPS_H_
