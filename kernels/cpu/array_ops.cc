@@ -1,0 +1,370 @@
+// CPU kernels for shape manipulation: Reshape, ExpandDims, Squeeze, Shape, Transpose, Concat,
+// Slice, Cast, Fill, ZerosLike, OnesLike. Data movement is written once per element size (and
+// once for strings) instead of once per dtype, so these kernels accept every dtype.
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/framework/kernel_registry.h"
+#include "core/framework/tensor_util.h"
+#include "core/platform/threadpool.h"
+
+namespace shardflow {
+namespace {
+
+// Reads an int32 or int64 tensor as int64 values.
+std::vector<int64_t> ReadInts(const Tensor& t) {
+  std::vector<int64_t> v(t.NumElements());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    v[i] = t.dtype() == DT_INT32 ? t.data<int32_t>()[i] : t.data<int64_t>()[i];
+  }
+  return v;
+}
+
+absl::Status CanonicalAxis(int64_t axis, int rank, int64_t* out) {
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(absl::StrCat("axis ", axis, " is out of range for rank ",
+                                                   rank, "; valid: [", -rank, ", ", rank, ")"));
+  }
+  *out = axis < 0 ? axis + rank : axis;
+  return absl::OkStatus();
+}
+
+// Copies element i of `src` to element j of `dst` for same-typed tensors.
+inline void CopyElement(const Tensor& src, int64_t i, Tensor* dst, int64_t j, size_t elem) {
+  if (src.dtype() == DT_STRING) {
+    dst->data<std::string>()[j] = src.data<std::string>()[i];
+  } else {
+    std::memcpy(static_cast<char*>(dst->raw_data()) + j * elem,
+                static_cast<const char*>(src.raw_data()) + i * elem, elem);
+  }
+}
+
+// Copies `count` consecutive elements.
+inline void CopyRun(const Tensor& src, int64_t i, Tensor* dst, int64_t j, int64_t count,
+                    size_t elem) {
+  if (src.dtype() == DT_STRING) {
+    for (int64_t k = 0; k < count; ++k) dst->data<std::string>()[j + k] = src.data<std::string>()[i + k];
+  } else if (count > 0) {
+    std::memcpy(static_cast<char*>(dst->raw_data()) + j * elem,
+                static_cast<const char*>(src.raw_data()) + i * elem, count * elem);
+  }
+}
+
+class ReshapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& shape_t = ctx->input(1);
+    OP_REQUIRES(ctx, shape_t.dims() == 1,
+                absl::InvalidArgumentError(absl::StrCat("shape must be a vector, got shape ",
+                                                        shape_t.shape().DebugString())));
+    std::vector<int64_t> dims = ReadInts(shape_t);
+    int unknown = -1;
+    int64_t product = 1;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] == -1) {
+        OP_REQUIRES(ctx, unknown < 0, absl::InvalidArgumentError("shape may contain at most one -1"));
+        unknown = static_cast<int>(i);
+      } else {
+        OP_REQUIRES(ctx, dims[i] >= 0,
+                    absl::InvalidArgumentError(absl::StrCat("shape has negative dimension ", dims[i])));
+        product *= dims[i];
+      }
+    }
+    if (unknown >= 0) {
+      OP_REQUIRES(ctx, product > 0 && x.NumElements() % product == 0,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "cannot reshape ", x.shape().DebugString(), " (", x.NumElements(),
+                      " elements) so that the known dimensions multiply to ", product)));
+      dims[unknown] = x.NumElements() / product;
+    }
+    auto out = x.Reshaped(TensorShape(absl::MakeConstSpan(dims)));
+    OP_REQUIRES_OK(ctx, out.status());
+    ctx->set_output(0, *std::move(out));
+  }
+};
+
+class ExpandDimsOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    std::vector<int64_t> axis = ReadInts(ctx->input(1));
+    OP_REQUIRES(ctx, axis.size() == 1, absl::InvalidArgumentError("axis must hold one value"));
+    int64_t a;
+    OP_REQUIRES_OK(ctx, CanonicalAxis(axis[0], x.dims() + 1, &a));
+    TensorShape shape = x.shape();
+    shape.InsertDim(static_cast<int>(a), 1);
+    ctx->set_output(0, *x.Reshaped(shape));
+  }
+};
+
+class SqueezeOp : public OpKernel {
+ public:
+  explicit SqueezeOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("squeeze_dims", &dims_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    std::vector<bool> drop(x.dims(), dims_.empty());
+    if (!dims_.empty()) {
+      for (int64_t d : dims_) {
+        int64_t a;
+        OP_REQUIRES_OK(ctx, CanonicalAxis(d, x.dims(), &a));
+        OP_REQUIRES(ctx, x.dim_size(a) == 1,
+                    absl::InvalidArgumentError(absl::StrCat("cannot squeeze dimension ", a,
+                                                            " of size ", x.dim_size(a))));
+        drop[a] = true;
+      }
+    }
+    TensorShape shape;
+    for (int i = 0; i < x.dims(); ++i) {
+      if (!(drop[i] && x.dim_size(i) == 1)) shape.AddDim(x.dim_size(i));
+    }
+    ctx->set_output(0, *x.Reshaped(shape));
+  }
+
+ private:
+  std::vector<int64_t> dims_;
+};
+
+class ShapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({x.dims()}), &out));
+    for (int i = 0; i < x.dims(); ++i) {
+      if (out->dtype() == DT_INT32) {
+        out->data<int32_t>()[i] = static_cast<int32_t>(x.dim_size(i));
+      } else {
+        out->data<int64_t>()[i] = x.dim_size(i);
+      }
+    }
+  }
+};
+
+class TransposeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    std::vector<int64_t> perm = ReadInts(ctx->input(1));
+    int rank = x.dims();
+    OP_REQUIRES(ctx, static_cast<int>(perm.size()) == rank,
+                absl::InvalidArgumentError(absl::StrCat("perm has ", perm.size(),
+                                                        " entries but the input has rank ", rank)));
+    std::vector<bool> seen(rank, false);
+    TensorShape out_shape;
+    for (int i = 0; i < rank; ++i) {
+      OP_REQUIRES(ctx, perm[i] >= 0 && perm[i] < rank && !seen[perm[i]],
+                  absl::InvalidArgumentError("perm must be a permutation of 0..rank-1"));
+      seen[perm[i]] = true;
+      out_shape.AddDim(x.dim_size(perm[i]));
+    }
+    Tensor* y;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &y));
+    int64_t n = x.NumElements();
+    if (n == 0) return;
+    // in_stride[d]: stride in x of x's dim d; out dim i walks x's dim perm[i].
+    std::vector<int64_t> in_stride(rank, 1);
+    for (int d = rank - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * x.dim_size(d + 1);
+    std::vector<int64_t> walk(rank);
+    for (int i = 0; i < rank; ++i) walk[i] = in_stride[perm[i]];
+    size_t elem = DataTypeSize(x.dtype());
+    int64_t inner = rank > 0 ? out_shape.dim(rank - 1) : 1;
+    int64_t rows = n / inner;
+    auto body = [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> idx(rank, 0);
+      for (int64_t r = begin; r < end; ++r) {
+        int64_t rem = r, src = 0;
+        for (int i = rank - 2; i >= 0; --i) {
+          idx[i] = rem % out_shape.dim(i);
+          rem /= out_shape.dim(i);
+          src += idx[i] * walk[i];
+        }
+        int64_t dst = r * inner;
+        int64_t step = rank > 0 ? walk[rank - 1] : 1;
+        if (step == 1) {
+          CopyRun(x, src, y, dst, inner, elem);
+        } else if (elem == 4 && x.dtype() != DT_STRING) {
+          const uint32_t* s = x.data<uint32_t>() + src;
+          uint32_t* d = y->data<uint32_t>() + dst;
+          for (int64_t k = 0; k < inner; ++k) d[k] = s[k * step];
+        } else {
+          for (int64_t k = 0; k < inner; ++k) CopyElement(x, src + k * step, y, dst + k, elem);
+        }
+      }
+    };
+    if (ctx->intra_op_pool() && x.dtype() != DT_STRING) {
+      ctx->intra_op_pool()->ParallelFor(rows, inner * 2, body);
+    } else {
+      body(0, rows);
+    }
+  }
+};
+
+class ConcatOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    int n = ctx->num_inputs() - 1;
+    std::vector<int64_t> axis_v = ReadInts(ctx->input(n));
+    OP_REQUIRES(ctx, axis_v.size() == 1, absl::InvalidArgumentError("axis must be a scalar"));
+    const Tensor& first = ctx->input(0);
+    int rank = first.dims();
+    OP_REQUIRES(ctx, rank > 0, absl::InvalidArgumentError("cannot concatenate scalars"));
+    int64_t axis;
+    OP_REQUIRES_OK(ctx, CanonicalAxis(axis_v[0], rank, &axis));
+    TensorShape out_shape = first.shape();
+    int64_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& t = ctx->input(i);
+      OP_REQUIRES(ctx, t.dims() == rank,
+                  absl::InvalidArgumentError(absl::StrCat("value ", i, " has rank ", t.dims(),
+                                                          "; expected ", rank)));
+      for (int d = 0; d < rank; ++d) {
+        OP_REQUIRES(ctx, d == axis || t.dim_size(d) == first.dim_size(d),
+                    absl::InvalidArgumentError(absl::StrCat(
+                        "value ", i, " has shape ", t.shape().DebugString(), " but value 0 has ",
+                        first.shape().DebugString(), "; only dimension ", axis, " may differ")));
+      }
+      total += t.dim_size(axis);
+    }
+    out_shape.set_dim(static_cast<int>(axis), total);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= out_shape.dim(d);
+    for (int d = axis + 1; d < rank; ++d) inner *= out_shape.dim(d);
+    size_t elem = DataTypeSize(first.dtype());
+    int64_t out_row = total * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t offset = o * out_row;
+      for (int i = 0; i < n; ++i) {
+        const Tensor& t = ctx->input(i);
+        int64_t chunk = t.dim_size(axis) * inner;
+        CopyRun(t, o * chunk, out, offset, chunk, elem);
+        offset += chunk;
+      }
+    }
+  }
+};
+
+class SliceOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    std::vector<int64_t> begin = ReadInts(ctx->input(1));
+    std::vector<int64_t> size = ReadInts(ctx->input(2));
+    int rank = x.dims();
+    OP_REQUIRES(ctx, static_cast<int>(begin.size()) == rank && static_cast<int>(size.size()) == rank,
+                absl::InvalidArgumentError(absl::StrCat("begin and size must have ", rank,
+                                                        " entries for an input of shape ",
+                                                        x.shape().DebugString())));
+    TensorShape out_shape;
+    for (int d = 0; d < rank; ++d) {
+      int64_t s = size[d] == -1 ? x.dim_size(d) - begin[d] : size[d];
+      OP_REQUIRES(ctx, begin[d] >= 0 && s >= 0 && begin[d] + s <= x.dim_size(d),
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "slice [", begin[d], ", ", begin[d] + s, ") is out of bounds for dimension ",
+                      d, " of size ", x.dim_size(d))));
+      out_shape.AddDim(s);
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    int64_t n = out_shape.num_elements();
+    if (n == 0) return;
+    if (rank == 0) {
+      CopyRun(x, 0, out, 0, 1, DataTypeSize(x.dtype()));
+      return;
+    }
+    std::vector<int64_t> stride(rank, 1);
+    for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * x.dim_size(d + 1);
+    int64_t inner = out_shape.dim(rank - 1);
+    size_t elem = DataTypeSize(x.dtype());
+    for (int64_t r = 0; r < n / inner; ++r) {
+      int64_t rem = r, src = begin[rank - 1];
+      for (int d = rank - 2; d >= 0; --d) {
+        src += (begin[d] + rem % out_shape.dim(d)) * stride[d];
+        rem /= out_shape.dim(d);
+      }
+      CopyRun(x, src, out, r * inner, inner, elem);
+    }
+  }
+};
+
+class CastOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
+    OP_REQUIRES_OK(ctx, CastInto(ctx->input(0), out));
+  }
+};
+
+class FillOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& dims_t = ctx->input(0);
+    const Tensor& value = ctx->input(1);
+    OP_REQUIRES(ctx, dims_t.dims() == 1, absl::InvalidArgumentError("dims must be a vector"));
+    OP_REQUIRES(ctx, value.dims() == 0,
+                absl::InvalidArgumentError(absl::StrCat("value must be a scalar, got shape ",
+                                                        value.shape().DebugString())));
+    std::vector<int64_t> dims = ReadInts(dims_t);
+    for (int64_t d : dims) {
+      OP_REQUIRES(ctx, d >= 0, absl::InvalidArgumentError(absl::StrCat("dims has negative entry ", d)));
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(absl::MakeConstSpan(dims)), &out));
+    FillWith(value, out);
+  }
+
+  static void FillWith(const Tensor& value, Tensor* out) {
+    size_t elem = DataTypeSize(value.dtype());
+    for (int64_t i = 0; i < out->NumElements(); ++i) CopyElement(value, 0, out, i, elem);
+  }
+};
+
+template <int kValue>
+class ConstantLikeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    OP_REQUIRES(ctx, x.dtype() != DT_STRING,
+                absl::InvalidArgumentError("ZerosLike/OnesLike need a numeric tensor"));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    auto one = CastTensor(Tensor::Scalar<int32_t>(kValue), x.dtype());
+    OP_REQUIRES_OK(ctx, one.status());
+    FillOp::FillWith(*one, out);
+  }
+};
+
+REGISTER_KERNEL(KernelDef("Reshape").Device(kDeviceCpu).HostMemory("shape"), ReshapeOp);
+REGISTER_KERNEL(KernelDef("ExpandDims").Device(kDeviceCpu).HostMemory("axis"), ExpandDimsOp);
+REGISTER_KERNEL(KernelDef("Squeeze").Device(kDeviceCpu), SqueezeOp);
+REGISTER_KERNEL(KernelDef("Shape").Device(kDeviceCpu).HostMemory("output"), ShapeOp);
+REGISTER_KERNEL(KernelDef("Transpose").Device(kDeviceCpu).HostMemory("perm"), TransposeOp);
+REGISTER_KERNEL(KernelDef("Concat").Device(kDeviceCpu).HostMemory("axis"), ConcatOp);
+REGISTER_KERNEL(KernelDef("Slice").Device(kDeviceCpu).HostMemory("begin").HostMemory("size"), SliceOp);
+REGISTER_KERNEL(KernelDef("Cast").Device(kDeviceCpu), CastOp);
+REGISTER_KERNEL(KernelDef("Fill").Device(kDeviceCpu).HostMemory("dims"), FillOp);
+REGISTER_KERNEL(KernelDef("ZerosLike").Device(kDeviceCpu), ConstantLikeOp<0>);
+REGISTER_KERNEL(KernelDef("OnesLike").Device(kDeviceCpu), ConstantLikeOp<1>);
+
+}  // namespace
+}  // namespace shardflow

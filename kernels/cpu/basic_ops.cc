@@ -1,0 +1,92 @@
+// Kernels that move tensors without computing: Const, Identity, NoOp, _Arg, _Retval,
+// Placeholder. All are cheap and run inline in the executor.
+#include "absl/strings/str_cat.h"
+#include "core/framework/kernel_registry.h"
+
+namespace shardflow {
+namespace {
+
+class ConstOp : public OpKernel {
+ public:
+  explicit ConstOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("value", &value_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor value_;
+};
+
+class IdentityOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+  bool IsExpensive() const override { return false; }
+};
+
+class NoOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  bool IsExpensive() const override { return false; }
+};
+
+class PlaceholderOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ctx->SetStatus(absl::InvalidArgumentError(
+        "a placeholder must be fed: pass a value for it in the feeds"));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class ArgOp : public OpKernel {
+ public:
+  explicit ArgOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("index", &index_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES(ctx, ctx->call_frame() != nullptr,
+                absl::InternalError("_Arg needs a call frame"));
+    Tensor value;
+    OP_REQUIRES_OK(ctx, ctx->call_frame()->GetArg(index_, &value));
+    ctx->set_output(0, std::move(value));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int index_ = 0;
+};
+
+class RetvalOp : public OpKernel {
+ public:
+  explicit RetvalOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("index", &index_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    OP_REQUIRES(ctx, ctx->call_frame() != nullptr,
+                absl::InternalError("_Retval needs a call frame"));
+    OP_REQUIRES_OK(ctx, ctx->call_frame()->SetRetval(index_, ctx->input(0)));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int index_ = 0;
+};
+
+// These kernels work for any dtype: one registration without a type constraint.
+REGISTER_KERNEL(KernelDef("Const").Device(kDeviceCpu), ConstOp);
+REGISTER_KERNEL(KernelDef("Identity").Device(kDeviceCpu), IdentityOp);
+REGISTER_KERNEL(KernelDef("StopGradient").Device(kDeviceCpu), IdentityOp);
+REGISTER_KERNEL(KernelDef("NoOp").Device(kDeviceCpu), NoOp);
+REGISTER_KERNEL(KernelDef("Placeholder").Device(kDeviceCpu), PlaceholderOp);
+REGISTER_KERNEL(KernelDef("_Arg").Device(kDeviceCpu), ArgOp);
+REGISTER_KERNEL(KernelDef("_Retval").Device(kDeviceCpu), RetvalOp);
+
+}  // namespace
+}  // namespace shardflow

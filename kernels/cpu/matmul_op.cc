@@ -1,0 +1,140 @@
+// MatMul on CPU: float and bfloat16 through a oneDNN matmul primitive (created once per shape
+// and cached in the kernel), double through Eigen.
+#include <map>
+#include <tuple>
+
+#include "Eigen/Core"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/framework/kernel_registry.h"
+#include "kernels/cpu/onednn_util.h"
+
+namespace shardflow {
+namespace {
+
+struct MatMulDims {
+  int64_t m, k, n;
+};
+
+// Validates shapes and allocates the output; false after setting an error.
+bool PrepareMatMul(OpKernelContext* ctx, bool ta, bool tb, MatMulDims* dims, Tensor** out) {
+  const Tensor& a = ctx->input(0);
+  const Tensor& b = ctx->input(1);
+  if (a.dims() != 2 || b.dims() != 2) {
+    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
+        "both inputs must be matrices; got ", a.shape().DebugString(), " and ",
+        b.shape().DebugString())));
+    return false;
+  }
+  dims->m = a.dim_size(ta ? 1 : 0);
+  dims->k = a.dim_size(ta ? 0 : 1);
+  int64_t kb = b.dim_size(tb ? 1 : 0);
+  dims->n = b.dim_size(tb ? 0 : 1);
+  if (dims->k != kb) {
+    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
+        "inner dimensions differ: a is ", a.shape().DebugString(), ta ? " (transposed)" : "",
+        ", b is ", b.shape().DebugString(), tb ? " (transposed)" : "", "; ", dims->k, " vs ", kb)));
+    return false;
+  }
+  absl::Status s = ctx->allocate_output(0, TensorShape({dims->m, dims->n}), out);
+  if (!s.ok()) {
+    ctx->SetStatus(s);
+    return false;
+  }
+  return true;
+}
+
+template <typename T>
+class OneDnnMatMulOp : public OpKernel {
+ public:
+  explicit OneDnnMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("transpose_a", &ta_);
+    if (s.ok()) s = c->GetAttr("transpose_b", &tb_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    MatMulDims d;
+    Tensor* out;
+    if (!PrepareMatMul(ctx, ta_, tb_, &d, &out)) return;
+    if (d.m == 0 || d.n == 0) return;
+    if (d.k == 0) {
+      for (int64_t i = 0; i < out->NumElements(); ++i) out->data<T>()[i] = T(0);
+      return;
+    }
+    SetOneDnnThreads(ctx);
+    const dnnl::matmul& prim = GetPrimitive(d);
+    dnnl::memory::data_type dt = std::is_same_v<T, float> ? dnnl::memory::data_type::f32
+                                                          : dnnl::memory::data_type::bf16;
+    auto a_md = dnnl::memory::desc({d.m, d.k}, dt,
+                                   ta_ ? dnnl::memory::dims{1, d.m} : dnnl::memory::dims{d.k, 1});
+    auto b_md = dnnl::memory::desc({d.k, d.n}, dt,
+                                   tb_ ? dnnl::memory::dims{1, d.k} : dnnl::memory::dims{d.n, 1});
+    auto c_md = dnnl::memory::desc({d.m, d.n}, dt, dnnl::memory::dims{d.n, 1});
+    dnnl::engine& eng = CpuEngine();
+    dnnl::memory a_mem(a_md, eng, const_cast<void*>(ctx->input(0).raw_data()));
+    dnnl::memory b_mem(b_md, eng, const_cast<void*>(ctx->input(1).raw_data()));
+    dnnl::memory c_mem(c_md, eng, out->raw_data());
+    dnnl::stream stream(eng);
+    prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    stream.wait();
+  }
+
+ private:
+  const dnnl::matmul& GetPrimitive(const MatMulDims& d) {
+    absl::MutexLock lock(&mu_);
+    auto key = std::make_tuple(d.m, d.k, d.n);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    dnnl::memory::data_type dt = std::is_same_v<T, float> ? dnnl::memory::data_type::f32
+                                                          : dnnl::memory::data_type::bf16;
+    auto a_md = dnnl::memory::desc({d.m, d.k}, dt,
+                                   ta_ ? dnnl::memory::dims{1, d.m} : dnnl::memory::dims{d.k, 1});
+    auto b_md = dnnl::memory::desc({d.k, d.n}, dt,
+                                   tb_ ? dnnl::memory::dims{1, d.k} : dnnl::memory::dims{d.n, 1});
+    auto c_md = dnnl::memory::desc({d.m, d.n}, dt, dnnl::memory::dims{d.n, 1});
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), CpuEngine());
+    return cache_.emplace(key, dnnl::matmul(pd)).first->second;
+  }
+
+  bool ta_ = false, tb_ = false;
+  absl::Mutex mu_;
+  // Primitives are immutable once made and may execute concurrently.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, dnnl::matmul> cache_ ABSL_GUARDED_BY(mu_);
+};
+
+class EigenMatMulOp : public OpKernel {
+ public:
+  explicit EigenMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("transpose_a", &ta_);
+    if (s.ok()) s = c->GetAttr("transpose_b", &tb_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    MatMulDims d;
+    Tensor* out;
+    if (!PrepareMatMul(ctx, ta_, tb_, &d, &out)) return;
+    using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    Eigen::Map<const Mat> am(a.data<double>(), a.dim_size(0), a.dim_size(1));
+    Eigen::Map<const Mat> bm(b.data<double>(), b.dim_size(0), b.dim_size(1));
+    Eigen::Map<Mat> cm(out->data<double>(), d.m, d.n);
+    if (!ta_ && !tb_) cm.noalias() = am * bm;
+    if (ta_ && !tb_) cm.noalias() = am.transpose() * bm;
+    if (!ta_ && tb_) cm.noalias() = am * bm.transpose();
+    if (ta_ && tb_) cm.noalias() = am.transpose() * bm.transpose();
+  }
+
+ private:
+  bool ta_ = false, tb_ = false;
+};
+
+REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<float>("T"),
+                OneDnnMatMulOp<float>);
+REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<bfloat16>("T"),
+                OneDnnMatMulOp<bfloat16>);
+REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<double>("T"), EigenMatMulOp);
+
+}  // namespace
+}  // namespace shardflow

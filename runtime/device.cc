@@ -1,0 +1,45 @@
+#include "runtime/device.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace shardflow {
+
+int NumHardwareThreads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : static_cast<int>(n);
+}
+
+CpuDevice::CpuDevice(const std::string& name, int inter_op_threads, int intra_op_threads)
+    : Device(DeviceAttributes{name, kDeviceCpu, 0}),
+      inter_op_pool_(absl::StrCat(name, "/inter"), inter_op_threads,
+                     [intra_op_threads] { omp_set_num_threads(intra_op_threads); }) {
+  if (intra_op_threads > 1) {
+    intra_op_pool_ = std::make_unique<ThreadPool>(absl::StrCat(name, "/intra"), intra_op_threads - 1);
+  }
+  set_intra_op(intra_op_pool_.get(), intra_op_threads);
+}
+
+CpuDevice::~CpuDevice() = default;
+
+std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto& options,
+                                                      const std::string& job, int task) {
+  int cores = NumHardwareThreads();
+  int count = std::max(1, options.cpu_device_count());
+  int intra = options.intra_op_threads() > 0 ? options.intra_op_threads()
+                                             : std::max(1, cores / count);
+  int inter = options.inter_op_threads() > 0 ? options.inter_op_threads()
+                                             : std::max(1, cores / count);
+  std::vector<std::unique_ptr<Device>> devices;
+  for (int i = 0; i < count; ++i) {
+    devices.push_back(std::make_unique<CpuDevice>(
+        DeviceName::Full(job, 0, task, kDeviceCpu, i).ToString(), inter, intra));
+  }
+  return devices;
+}
+
+}  // namespace shardflow

@@ -1,0 +1,56 @@
+// Device: a place where kernels run, with its memory, its inter-op threads and its intra-op
+// budget. The executor only talks to this interface, so GPU and remote devices fit without
+// changing it.
+//
+// Thread safety: every method may be called concurrently.
+#ifndef SHARDFLOW_RUNTIME_DEVICE_H_
+#define SHARDFLOW_RUNTIME_DEVICE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/framework/device_base.h"
+#include "core/platform/threadpool.h"
+#include "core/protos/config.pb.h"
+
+namespace shardflow {
+
+class Device : public DeviceBase {
+ public:
+  using DeviceBase::DeviceBase;
+  // Runs `fn` on one of the device's inter-op threads.
+  virtual void Schedule(std::function<void()> fn) = 0;
+  // Waits until work queued on the device (e.g. a GPU stream) has finished.
+  virtual absl::Status Sync() { return absl::OkStatus(); }
+};
+
+// A CPU device: tensors in host memory, `inter_op_threads` workers for independent ops and
+// `intra_op_threads` for one op (the ParallelFor caller counts as one of them, and OpenMP-based
+// oneDNN kernels are told the same number).
+class CpuDevice final : public Device {
+ public:
+  CpuDevice(const std::string& name, int inter_op_threads, int intra_op_threads);
+  ~CpuDevice() override;
+  Allocator* GetAllocator() override { return CpuAllocator(); }
+  void Schedule(std::function<void()> fn) override { inter_op_pool_.Schedule(std::move(fn)); }
+
+ private:
+  ThreadPool inter_op_pool_;
+  std::unique_ptr<ThreadPool> intra_op_pool_;
+};
+
+// The thread budget the machine allows, from std::thread::hardware_concurrency().
+int NumHardwareThreads();
+
+// Creates the devices of one task ("/job:JOB/replica:0/task:TASK/device:CPU:i" for i below
+// cpu_device_count). With several CPU devices the cores are split between them so their
+// threads do not oversubscribe the machine.
+std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto& options,
+                                                      const std::string& job, int task);
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_RUNTIME_DEVICE_H_

@@ -1,0 +1,289 @@
+#include "runtime/executor.h"
+
+#include <atomic>
+#include <thread>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/framework/kernel_registry.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+
+absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph,
+                                                           Device* device) {
+  std::unique_ptr<Executor> ex(new Executor());
+  ex->device_ = device;
+  SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph->TopologicalOrder());
+  std::vector<int> index_of(graph->num_node_ids(), -1);
+  for (size_t i = 0; i < order.size(); ++i) index_of[order[i]->id()] = static_cast<int>(i);
+  ex->items_.resize(order.size());
+  int slot = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    Node* n = order[i];
+    NodeItem& item = ex->items_[i];
+    item.node = n;
+    SF_ASSIGN_OR_RETURN(item.kernel,
+                        KernelRegistry::Global()->CreateKernel(device, n->def(), n->input_types(),
+                                                               n->output_types()));
+    item.is_async = item.kernel->AsAsync() != nullptr;
+    item.expensive = item.kernel->IsExpensive();
+    item.input_start = slot;
+    item.num_inputs = n->num_inputs();
+    item.initial_pending = static_cast<int>(n->in_edges().size());
+    slot += n->num_inputs();
+    if (item.initial_pending == 0) ex->roots_.push_back(static_cast<int>(i));
+  }
+  ex->total_inputs_ = slot;
+  for (size_t i = 0; i < order.size(); ++i) {
+    Node* n = order[i];
+    NodeItem& item = ex->items_[i];
+    item.out_begin = static_cast<int>(ex->out_edges_.size());
+    std::vector<int> last_edge_for_output(n->num_outputs(), -1);
+    for (const Edge* e : n->out_edges()) {
+      OutEdge oe;
+      oe.dst = index_of[e->dst->id()];
+      oe.src_output = e->IsControl() ? -1 : e->src_output;
+      oe.dst_slot = e->IsControl() ? -1 : ex->items_[oe.dst].input_start + e->dst_input;
+      if (!e->IsControl()) last_edge_for_output[e->src_output] = static_cast<int>(ex->out_edges_.size());
+      ex->out_edges_.push_back(oe);
+    }
+    for (int k : last_edge_for_output) {
+      if (k >= 0) ex->out_edges_[k].last_use = true;
+    }
+    item.out_end = static_cast<int>(ex->out_edges_.size());
+  }
+  ex->graph_ = std::move(graph);
+  return ex;
+}
+
+Executor::~Executor() = default;
+
+// The state of one step. Deletes itself when the last node has finished.
+class ExecutorState {
+ public:
+  ExecutorState(const Executor* ex, const Executor::Args& args, Executor::DoneCallback done)
+      : ex_(ex),
+        args_(args),
+        done_(std::move(done)),
+        inputs_(ex->total_inputs_),
+        pending_(new std::atomic<int>[ex->items_.size()]) {
+    for (size_t i = 0; i < ex->items_.size(); ++i) {
+      pending_[i].store(ex->items_[i].initial_pending, std::memory_order_relaxed);
+    }
+  }
+
+  void Start() {
+    if (ex_->items_.empty()) {
+      Finish();
+      return;
+    }
+    num_outstanding_.store(static_cast<int>(ex_->roots_.size()), std::memory_order_relaxed);
+    ReadyList ready(ex_->roots_.begin(), ex_->roots_.end());
+    ReadyList inline_ready;
+    ScheduleReady(ready, &inline_ready);
+    RunInline(&inline_ready);
+  }
+
+ private:
+  using ReadyList = absl::InlinedVector<int, 8>;
+
+  void Process(int id) {
+    ReadyList inline_ready;
+    inline_ready.push_back(id);
+    RunInline(&inline_ready);
+  }
+
+  void RunInline(ReadyList* inline_ready) {
+    while (!inline_ready->empty()) {
+      int id = inline_ready->back();
+      inline_ready->pop_back();
+      RunNode(id, inline_ready);
+    }
+  }
+
+  void RunNode(int id, ReadyList* inline_ready) {
+    const Executor::NodeItem& item = ex_->items_[id];
+    if (args_.cancelled && args_.cancelled->load(std::memory_order_relaxed)) {
+      Abort(absl::CancelledError("the step was cancelled"));
+    }
+    if (aborted_.load(std::memory_order_relaxed)) {
+      ClearInputs(item);
+      NodeDone();
+      return;
+    }
+    OpKernelContext::Params params;
+    params.step_id = args_.step_id;
+    params.device = ex_->device_;
+    params.kernel = item.kernel.get();
+    params.inputs = inputs_.data() + item.input_start;
+    params.num_inputs = item.num_inputs;
+    params.call_frame = args_.call_frame;
+    int64_t start = args_.stats ? NowMicros() : 0;
+    if (item.is_async) {
+      // The context must outlive this frame: it moves to the heap with its params.
+      auto* state = new AsyncState{params, nullptr, start};
+      state->ctx = std::make_unique<OpKernelContext>(&state->params);
+      item.kernel->AsAsync()->ComputeAsync(state->ctx.get(), [this, id, state] {
+        ReadyList ready;
+        const Executor::NodeItem& it = ex_->items_[id];
+        if (Complete(it, state->ctx.get(), state->start, &ready)) {
+          ReadyList none;
+          ScheduleReady(ready, &none);
+          for (int r : none) ex_->device_->Schedule([this, r] { Process(r); });
+        }
+        delete state;
+        NodeDone();
+      });
+      return;
+    }
+    OpKernelContext ctx(&params);
+    item.kernel->Compute(&ctx);
+    ReadyList ready;
+    if (Complete(item, &ctx, start, &ready)) ScheduleReady(ready, inline_ready);
+    NodeDone();
+  }
+
+  struct AsyncState {
+    OpKernelContext::Params params;
+    std::unique_ptr<OpKernelContext> ctx;
+    int64_t start;
+  };
+
+  // Checks the kernel's result, records stats and hands outputs to consumers. Returns false
+  // (after aborting the step) on error.
+  bool Complete(const Executor::NodeItem& item, OpKernelContext* ctx, int64_t start,
+                ReadyList* ready) {
+    ClearInputs(item);
+    absl::Status s = ctx->status();
+    if (s.ok()) {
+      for (int i = 0; i < ctx->num_outputs(); ++i) {
+        const Tensor* t = ctx->mutable_output(i);
+        if (!t->IsInitialized() || t->dtype() != item.node->output_type(i)) {
+          s = absl::InternalError(absl::StrCat(
+              "kernel produced ", t->IsInitialized() ? DataTypeString(t->dtype()) : "no value",
+              " for output ", i, "; expected ", DataTypeString(item.node->output_type(i))));
+          break;
+        }
+      }
+    }
+    if (args_.stats) RecordStats(item, ctx, start);
+    if (!s.ok()) {
+      Abort(absl::Status(s.code(), absl::StrCat(NodeErrorPrefix(item.node->def()), s.message())));
+      return false;
+    }
+    for (int k = item.out_begin; k < item.out_end; ++k) {
+      const Executor::OutEdge& e = ex_->out_edges_[k];
+      if (e.dst_slot >= 0) {
+        Tensor* out = ctx->mutable_output(e.src_output);
+        if (e.last_use) {
+          inputs_[e.dst_slot] = std::move(*out);
+        } else {
+          inputs_[e.dst_slot] = *out;
+        }
+      }
+      if (pending_[e.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(e.dst);
+    }
+    return true;
+  }
+
+  void RecordStats(const Executor::NodeItem& item, OpKernelContext* ctx, int64_t start) {
+    NodeExecStats ns;
+    ns.set_node_name(item.node->name());
+    ns.set_op(item.node->op());
+    ns.set_start_micros(start);
+    ns.set_end_micros(NowMicros());
+    ns.set_thread_id(static_cast<int64_t>(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000));
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      const Tensor* t = ctx->mutable_output(i);
+      if (!t->IsInitialized()) continue;
+      NodeOutputStats* o = ns.add_output();
+      o->set_slot(i);
+      o->set_dtype(t->dtype());
+      t->shape().AsProto(o->mutable_shape());
+      o->set_bytes(static_cast<int64_t>(t->TotalBytes()));
+    }
+    args_.stats->Record(ex_->device_->name(), std::move(ns));
+  }
+
+  void ClearInputs(const Executor::NodeItem& item) {
+    for (int i = 0; i < item.num_inputs; ++i) inputs_[item.input_start + i] = Tensor();
+  }
+
+  // Cheap nodes go inline; expensive ones to the device's threads, keeping the last one inline
+  // when there is no other inline work.
+  void ScheduleReady(const ReadyList& ready, ReadyList* inline_ready) {
+    if (ready.empty()) return;
+    num_outstanding_.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
+    int deferred = -1;
+    for (int id : ready) {
+      if (!ex_->items_[id].expensive) {
+        inline_ready->push_back(id);
+        continue;
+      }
+      if (deferred >= 0) ex_->device_->Schedule([this, d = deferred] { Process(d); });
+      deferred = id;
+    }
+    if (deferred >= 0) {
+      if (inline_ready->empty()) {
+        inline_ready->push_back(deferred);
+      } else {
+        ex_->device_->Schedule([this, deferred] { Process(deferred); });
+      }
+    }
+  }
+
+  void Abort(const absl::Status& s) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!status_.ok()) return;
+      status_ = s;
+    }
+    aborted_.store(true, std::memory_order_relaxed);
+    if (args_.on_abort) args_.on_abort(s);
+  }
+
+  void NodeDone() {
+    if (num_outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
+  }
+
+  void Finish() {
+    absl::Status s;
+    {
+      absl::MutexLock lock(&mu_);
+      s = status_;
+    }
+    Executor::DoneCallback done = std::move(done_);
+    delete this;
+    done(s);
+  }
+
+  const Executor* ex_;
+  const Executor::Args args_;
+  Executor::DoneCallback done_;
+  std::vector<Tensor> inputs_;
+  std::unique_ptr<std::atomic<int>[]> pending_;
+  std::atomic<int> num_outstanding_{0};
+  std::atomic<bool> aborted_{false};
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+void Executor::RunAsync(const Args& args, DoneCallback done) {
+  (new ExecutorState(this, args, std::move(done)))->Start();
+}
+
+absl::Status Executor::Run(const Args& args) {
+  absl::Notification n;
+  absl::Status status;
+  RunAsync(args, [&](const absl::Status& s) {
+    status = s;
+    n.Notify();
+  });
+  n.WaitForNotification();
+  return status;
+}
+
+}  // namespace shardflow

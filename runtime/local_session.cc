@@ -1,0 +1,228 @@
+// The in-process session: one task ("/job:localhost/replica:0/task:0") with its CPU devices.
+#include <atomic>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "core/platform/status.h"
+#include "partitioner/placer.h"
+#include "runtime/executor.h"
+#include "runtime/session.h"
+#include "runtime/subgraph.h"
+
+namespace shardflow {
+namespace {
+
+class VectorCallFrame : public CallFrame {
+ public:
+  VectorCallFrame(std::vector<std::pair<std::string, Tensor>> feeds, size_t num_fetches)
+      : feeds_(std::move(feeds)), retvals_(num_fetches) {}
+  absl::Status GetArg(int index, Tensor* value) const override {
+    if (index < 0 || index >= static_cast<int>(feeds_.size())) {
+      return absl::InternalError(absl::StrCat("no feed ", index));
+    }
+    *value = feeds_[index].second;
+    return absl::OkStatus();
+  }
+  absl::Status SetRetval(int index, const Tensor& value) override {
+    if (index < 0 || index >= static_cast<int>(retvals_.size())) {
+      return absl::InternalError(absl::StrCat("no fetch ", index));
+    }
+    retvals_[index] = value;
+    return absl::OkStatus();
+  }
+  std::vector<Tensor>& retvals() { return retvals_; }
+
+ private:
+  const std::vector<std::pair<std::string, Tensor>> feeds_;
+  std::vector<Tensor> retvals_;
+};
+
+// Everything built for one Run signature.
+struct PreparedRun {
+  std::vector<FeedSpec> feeds;
+  std::unique_ptr<Executor> executor;
+  std::map<std::string, std::string> placement;
+};
+
+class LocalSession final : public Session {
+ public:
+  explicit LocalSession(const SessionOptions& options) : options_(options) {
+    devices_ = CreateCpuDevices(options.config, "localhost", 0);
+  }
+
+  absl::Status Create(const GraphDef& graph) override {
+    absl::MutexLock lock(&mu_);
+    SF_RETURN_IF_ERROR(CheckOpen());
+    if (created_) {
+      return absl::FailedPreconditionError("Session::Create was called twice; use Extend to add nodes");
+    }
+    SF_RETURN_IF_ERROR(Graph::FromGraphDef(graph).status());
+    graph_def_ = graph;
+    created_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::Status Extend(const GraphDef& graph) override {
+    absl::MutexLock lock(&mu_);
+    SF_RETURN_IF_ERROR(CheckOpen());
+    GraphDef merged = graph_def_;
+    for (const NodeDef& n : graph.node()) *merged.add_node() = n;
+    SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());
+    graph_def_ = std::move(merged);
+    created_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::Status Run(const RunOptions& run_options,
+                   const std::vector<std::pair<std::string, Tensor>>& feeds,
+                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                   std::vector<Tensor>* outputs, RunMetadata* metadata) override {
+    if (fetches.empty() && targets.empty()) {
+      return absl::InvalidArgumentError("Run needs at least one fetch or target");
+    }
+    SF_ASSIGN_OR_RETURN(PreparedRun * prepared, GetOrPrepare(feeds, fetches, targets));
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const FeedSpec& spec = prepared->feeds[i];
+      const Tensor& t = feeds[i].second;
+      if (t.dtype() != spec.dtype || !t.shape().IsCompatibleWith(spec.shape)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "feed '", spec.name, "': expected ", DataTypeString(spec.dtype), " of shape ",
+            spec.shape.DebugString(), " but got ",
+            t.IsInitialized() ? absl::StrCat(DataTypeString(t.dtype()), " of shape ",
+                                             t.shape().DebugString())
+                              : std::string("an uninitialized tensor")));
+      }
+    }
+    // Heap-allocated: after a timeout the step winds down on its own, after Run returned.
+    auto step = std::make_shared<StepState>(feeds, fetches.size());
+    Executor::Args args;
+    args.step_id = next_step_id_.fetch_add(1);
+    args.call_frame = &step->frame;
+    args.cancelled = std::make_shared<std::atomic<bool>>(false);
+    bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
+    if (trace) args.stats = &step->stats;
+    absl::Status status = RunStep(prepared->executor.get(), args, step, run_options.timeout_in_ms());
+    if (!status.ok()) return status;
+    if (metadata != nullptr) {
+      if (trace) step->stats.Finalize(metadata->mutable_step_stats());
+      for (const auto& [node, device] : prepared->placement) (*metadata->mutable_placement())[node] = device;
+    }
+    if (outputs != nullptr) *outputs = std::move(step->frame.retvals());
+    return absl::OkStatus();
+  }
+
+  std::vector<DeviceAttributes> ListDevices() const override {
+    std::vector<DeviceAttributes> out;
+    for (const auto& d : devices_) out.push_back(d->attributes());
+    return out;
+  }
+
+  absl::Status Close() override {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+    cache_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status CheckOpen() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (closed_) return absl::FailedPreconditionError("the session is closed");
+    return absl::OkStatus();
+  }
+
+  struct StepState {
+    StepState(const std::vector<std::pair<std::string, Tensor>>& feeds, size_t num_fetches)
+        : frame(feeds, num_fetches) {}
+    VectorCallFrame frame;
+    StepStatsCollector stats;
+    absl::Notification done;
+    absl::Status status;
+  };
+
+  // Runs one step; after timeout_ms (0 = no limit) cancels it and returns DEADLINE_EXCEEDED.
+  absl::Status RunStep(Executor* executor, const Executor::Args& args,
+                       std::shared_ptr<StepState> step, int64_t timeout_ms) {
+    if (timeout_ms <= 0) return executor->Run(args);
+    executor->RunAsync(args, [step](const absl::Status& s) {
+      step->status = s;
+      step->done.Notify();
+    });
+    if (!step->done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
+      args.cancelled->store(true);
+      return absl::DeadlineExceededError(absl::StrCat(
+          "step did not finish within RunOptions.timeout_in_ms = ", timeout_ms, " ms"));
+    }
+    return step->status;
+  }
+
+  absl::StatusOr<PreparedRun*> GetOrPrepare(
+      const std::vector<std::pair<std::string, Tensor>>& feeds,
+      const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
+    std::vector<std::string> feed_names;
+    for (const auto& f : feeds) feed_names.push_back(f.first);
+    std::string key = absl::StrCat(absl::StrJoin(feed_names, ","), "->",
+                                   absl::StrJoin(fetches, ","), "//", absl::StrJoin(targets, ","));
+    absl::MutexLock lock(&mu_);
+    SF_RETURN_IF_ERROR(CheckOpen());
+    if (!created_) return absl::FailedPreconditionError("Session::Run before Session::Create");
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second.get();
+    SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
+    auto prepared = std::make_unique<PreparedRun>();
+    SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feed_names, fetches, targets, &prepared->feeds));
+    PlacerOptions placer_options;
+    placer_options.allow_soft_placement = options_.config.allow_soft_placement();
+    placer_options.log_device_placement = options_.config.log_device_placement();
+    SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), ListDevices(), placer_options));
+    Device* device = nullptr;
+    for (Node* n : graph->nodes()) {
+      prepared->placement[n->name()] = n->assigned_device();
+      Device* d = FindDevice(n->assigned_device());
+      if (device != nullptr && d != device) {
+        return absl::UnimplementedError(absl::StrCat(
+            "this graph places nodes on both ", device->name(), " and ", d->name(),
+            "; running one graph across several devices needs the partitioner, which is not "
+            "built yet. Put every node on one device"));
+      }
+      device = d;
+    }
+    if (device == nullptr) device = devices_[0].get();
+    SF_ASSIGN_OR_RETURN(prepared->executor, Executor::Create(std::move(graph), device));
+    PreparedRun* raw = prepared.get();
+    cache_[key] = std::move(prepared);
+    return raw;
+  }
+
+  Device* FindDevice(const std::string& name) const {
+    for (const auto& d : devices_) {
+      if (d->name() == name) return d.get();
+    }
+    return nullptr;
+  }
+
+  const SessionOptions options_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::atomic<int64_t> next_step_id_{1};
+  absl::Mutex mu_;
+  GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
+  bool created_ ABSL_GUARDED_BY(mu_) = false;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, std::unique_ptr<PreparedRun>> cache_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
+  if (!options.target.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown session target '", options.target,
+        "'; only \"\" (a local session) is supported in this build"));
+  }
+  return std::unique_ptr<Session>(new LocalSession(options));
+}
+
+}  // namespace shardflow

@@ -1,0 +1,69 @@
+// Session: runs a graph. The local session runs in this process on this machine's devices.
+//
+//   SessionOptions options;                     // options.config: threads, devices
+//   SF_ASSIGN_OR_RETURN(auto session, NewSession(options));
+//   SF_RETURN_IF_ERROR(session->Create(graph_def));
+//   std::vector<Tensor> out;
+//   SF_RETURN_IF_ERROR(session->Run({{"x", x_value}}, {"y:0"}, {"train"}, &out));
+//
+// Run prunes the graph to what the fetches and targets need (feeds cut it), places it,
+// instantiates kernels, and caches all that per (feeds, fetches, targets) signature, so later
+// steps with the same signature only execute.
+//
+// Thread safety: Run may be called concurrently from several threads.
+#ifndef SHARDFLOW_RUNTIME_SESSION_H_
+#define SHARDFLOW_RUNTIME_SESSION_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/framework/device_base.h"
+#include "core/framework/tensor.h"
+#include "core/protos/config.pb.h"
+#include "core/protos/graph.pb.h"
+
+namespace shardflow {
+
+struct SessionOptions {
+  // "" for a local session.
+  std::string target;
+  SessionOptionsProto config;
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Sets the graph; validates it whole (see Graph::FromGraphDef). Call once.
+  virtual absl::Status Create(const GraphDef& graph) = 0;
+  // Adds nodes to the graph; the result is validated again.
+  virtual absl::Status Extend(const GraphDef& graph) = 0;
+
+  // feeds: tensor name ("node" or "node:k") -> value; fetches: tensor names whose values are
+  // returned in `outputs`, in order; targets: node names to run without fetching anything.
+  // `metadata` (may be null) receives step stats when options.trace_level is FULL_TRACE.
+  virtual absl::Status Run(const RunOptions& options,
+                           const std::vector<std::pair<std::string, Tensor>>& feeds,
+                           const std::vector<std::string>& fetches,
+                           const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                           RunMetadata* metadata) = 0;
+  absl::Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                   const std::vector<std::string>& fetches,
+                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+    return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
+  }
+
+  virtual std::vector<DeviceAttributes> ListDevices() const = 0;
+  // Releases resources; later calls fail with FailedPrecondition.
+  virtual absl::Status Close() = 0;
+};
+
+// A session for options.target ("" = local). Error for an unknown target scheme.
+absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options);
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_RUNTIME_SESSION_H_
