@@ -55,7 +55,7 @@ absl::Status PlaceGraph(Graph* graph, const std::vector<DeviceAttributes>& devic
                                            absl::StrJoin(kernel_types, ", "), ")")
                             : "no such device";
       return absl::InvalidArgumentError(absl::StrCat(
-          prefix, "was explicitly assigned to '", node->requested_device(), "' but ", why,
+          "node '", node->name(), "' (", node->op(), ") was explicitly assigned to '", node->requested_device(), "' but ", why,
           "; available devices are [", absl::StrJoin(names, ", "),
           "]. Change the device, or set allow_soft_placement"));
     }

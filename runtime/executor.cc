@@ -80,7 +80,7 @@ class ExecutorState {
       Finish();
       return;
     }
-    num_outstanding_.store(static_cast<int>(ex_->roots_.size()), std::memory_order_relaxed);
+    // ScheduleReady counts the roots as outstanding.
     ReadyList ready(ex_->roots_.begin(), ex_->roots_.end());
     ReadyList inline_ready;
     ScheduleReady(ready, &inline_ready);

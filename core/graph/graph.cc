@@ -145,9 +145,13 @@ std::vector<Node*> Graph::nodes() const {
 
 std::string Graph::UniqueName(const std::string& base) const {
   if (!by_name_.contains(base)) return base;
-  for (int i = 1;; ++i) {
+  int& next = next_suffix_[base];
+  for (int i = std::max(next, 1);; ++i) {
     std::string candidate = absl::StrCat(base, "_", i);
-    if (!by_name_.contains(candidate)) return candidate;
+    if (!by_name_.contains(candidate)) {
+      next = i + 1;
+      return candidate;
+    }
   }
 }
 

@@ -138,6 +138,8 @@ class Graph {
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Edge>> edges_;
   absl::flat_hash_map<std::string, Node*> by_name_;
+  // Next suffix to try per base name, so UniqueName stays O(1) amortised.
+  mutable absl::flat_hash_map<std::string, int> next_suffix_;
   int num_nodes_ = 0;
 };
 
