@@ -65,14 +65,16 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   shardflow::SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\nExecutor overhead, %d trivial nodes per step (+Const, +fetch/target), %u hardware threads\n",
-              shardflow::kNodes, std::thread::hardware_concurrency());
+  std::printf(
+      "\nExecutor overhead, %d trivial nodes per step (+Const, +fetch/target), %u hardware "
+      "threads\n",
+      shardflow::kNodes, std::thread::hardware_concurrency());
   std::printf("%-12s %14s %14s %10s\n", "graph", "step (us)", "us per node", "target");
   for (const char* graph : {"Chain", "FanOut"}) {
     double sec = reporter.Seconds(std::string("BM_Executor") + graph + "/real_time");
     if (sec < 0) continue;
-    std::printf("%-12s %14.1f %14.3f %10s\n", graph, sec * 1e6,
-                sec * 1e6 / (shardflow::kNodes + 2), "<= 0.25");
+    std::printf("%-12s %14.1f %14.3f %10s\n", graph, sec * 1e6, sec * 1e6 / (shardflow::kNodes + 2),
+                "<= 0.25");
   }
   return 0;
 }

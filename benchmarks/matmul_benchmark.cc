@@ -29,8 +29,8 @@ Tensor RandomMatrix(int64_t n, int seed) {
 }
 
 void SetFlops(benchmark::State& state, int64_t n) {
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * n * n * n * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
 void BM_SessionMatMul(benchmark::State& state) {
@@ -65,8 +65,18 @@ void BM_DnnlSgemm(benchmark::State& state) {
   SetFlops(state, n);
 }
 
-BENCHMARK(BM_SessionMatMul)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_DnnlSgemm)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SessionMatMul)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_DnnlSgemm)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace shardflow
@@ -77,7 +87,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\nfp32 MatMul n x n x n, %d threads: session vs dnnl_sgemm (same process run)\n",
               shardflow::NumHardwareThreads());
-  std::printf("%6s %18s %18s %8s %8s\n", "n", "session GFLOP/s", "dnnl_sgemm GFLOP/s", "ratio", "target");
+  std::printf("%6s %18s %18s %8s %8s\n", "n", "session GFLOP/s", "dnnl_sgemm GFLOP/s", "ratio",
+              "target");
   for (int n : {256, 1024, 2048}) {
     double s = reporter.Seconds("BM_SessionMatMul/" + std::to_string(n) + "/real_time");
     double d = reporter.Seconds("BM_DnnlSgemm/" + std::to_string(n) + "/real_time");

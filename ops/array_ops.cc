@@ -31,7 +31,8 @@ absl::Status ConstShape(InferenceContext* c) {
                                            " but attr dtype is ", DataTypeString(dtype)));
   }
   SF_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.shape()));
-  if (!shape.IsFullyDefined()) return c->InvalidArgument("a constant's shape must be fully defined");
+  if (!shape.IsFullyDefined())
+    return c->InvalidArgument("a constant's shape must be fully defined");
   c->set_output(0, shape);
   return absl::OkStatus();
 }
@@ -81,14 +82,14 @@ absl::Status TransposeShape(InferenceContext* c) {
   if (!c->GetConstantInts(1, &perm)) {
     const TensorShape& p = c->input(1);
     c->set_output(0, p.rank() == 1 && p.dim(0) >= 0 ? TensorShape::UnknownOfRank(p.dim(0))
-                                                     : in.unknown_rank() ? TensorShape::Unknown()
-                                                                         : TensorShape::UnknownOfRank(in.rank()));
+                     : in.unknown_rank()            ? TensorShape::Unknown()
+                                                    : TensorShape::UnknownOfRank(in.rank()));
     return absl::OkStatus();
   }
   int rank = static_cast<int>(perm.size());
   if (!in.unknown_rank() && in.rank() != rank) {
-    return c->InvalidArgument(absl::StrCat("perm has ", rank, " entries but the input has rank ",
-                                           in.rank()));
+    return c->InvalidArgument(
+        absl::StrCat("perm has ", rank, " entries but the input has rank ", in.rank()));
   }
   std::vector<bool> seen(rank, false);
   TensorShape out = TensorShape::UnknownOfRank(rank);
@@ -110,9 +111,9 @@ absl::Status ConcatShape(InferenceContext* c) {
   for (int i = 0; i < n; ++i) {
     if (!c->input(i).unknown_rank()) {
       if (rank >= 0 && c->input(i).rank() != rank) {
-        return c->InvalidArgument(absl::StrCat("all values must have the same rank; value 0 has rank ",
-                                               rank, " and value ", i, " has rank ",
-                                               c->input(i).rank()));
+        return c->InvalidArgument(
+            absl::StrCat("all values must have the same rank; value 0 has rank ", rank,
+                         " and value ", i, " has rank ", c->input(i).rank()));
       }
       rank = c->input(i).rank();
     }
@@ -159,12 +160,13 @@ absl::Status SliceShape(InferenceContext* c) {
   bool have_begin = c->GetConstantInts(1, &begin);
   bool have_size = c->GetConstantInts(2, &size);
   if (!have_size) {
-    c->set_output(0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank()));
+    c->set_output(
+        0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank()));
     return absl::OkStatus();
   }
   if (!in.unknown_rank() && static_cast<int>(size.size()) != in.rank()) {
-    return c->InvalidArgument(absl::StrCat("size has ", size.size(), " entries for an input of rank ",
-                                           in.rank()));
+    return c->InvalidArgument(
+        absl::StrCat("size has ", size.size(), " entries for an input of rank ", in.rank()));
   }
   if (have_begin && begin.size() != size.size()) {
     return c->InvalidArgument("begin and size must have the same length");
@@ -180,9 +182,8 @@ absl::Status SliceShape(InferenceContext* c) {
     if (s == -1) {
       s = (dim >= 0 && b >= 0) ? dim - b : -1;
     } else if (s < -1 || (dim >= 0 && b >= 0 && b + s > dim)) {
-      return c->InvalidArgument(absl::StrCat("slice [", b, ", ", b, "+", s,
-                                             ") is out of bounds for dimension ", i, " of size ",
-                                             dim));
+      return c->InvalidArgument(absl::StrCat(
+          "slice [", b, ", ", b, "+", s, ") is out of bounds for dimension ", i, " of size ", dim));
     }
     out.AddDim(s);
   }
@@ -207,7 +208,8 @@ absl::Status ExpandDimsShape(InferenceContext* c) {
   const TensorShape& in = c->input(0);
   std::vector<int64_t> axis;
   if (in.unknown_rank() || !c->GetConstantInts(1, &axis)) {
-    c->set_output(0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank() + 1));
+    c->set_output(
+        0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank() + 1));
     return absl::OkStatus();
   }
   if (axis.size() != 1) return c->InvalidArgument("axis must hold one value");
@@ -232,7 +234,8 @@ absl::Status SqueezeShape(InferenceContext* c) {
     int64_t a;
     SF_RETURN_IF_ERROR(CanonicalAxis(d, in.rank(), &a));
     if (in.dim(a) >= 0 && in.dim(a) != 1) {
-      return c->InvalidArgument(absl::StrCat("cannot squeeze dimension ", a, " of size ", in.dim(a)));
+      return c->InvalidArgument(
+          absl::StrCat("cannot squeeze dimension ", a, " of size ", in.dim(a)));
     }
     drop[a] = true;
   }
@@ -272,11 +275,19 @@ REGISTER_OP("Placeholder")
     .SetShapeFn(PlaceholderShape)
     .Doc("A value that must be fed at Run time; its shape may be partial.");
 
-REGISTER_OP("Identity").Input("input: T").Output("output: T").Attr("T: type")
-    .SetShapeFn(UnchangedShape).Doc("Returns its input.");
+REGISTER_OP("Identity")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(UnchangedShape)
+    .Doc("Returns its input.");
 
-REGISTER_OP("StopGradient").Input("input: T").Output("output: T").Attr("T: type")
-    .SetShapeFn(UnchangedShape).Doc("Identity that gradients do not flow through.");
+REGISTER_OP("StopGradient")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(UnchangedShape)
+    .Doc("Identity that gradients do not flow through.");
 
 REGISTER_OP("NoOp").Doc("Does nothing; useful as a target that groups control inputs.");
 
@@ -343,10 +354,18 @@ REGISTER_OP("Shape")
     .SetShapeFn(ShapeShape)
     .Doc("The shape of a tensor as a vector.");
 
-REGISTER_OP("ZerosLike").Input("x: T").Output("y: T").Attr("T: type")
-    .SetShapeFn(UnchangedShape).Doc("Zeros of x's shape and type.");
-REGISTER_OP("OnesLike").Input("x: T").Output("y: T").Attr("T: type")
-    .SetShapeFn(UnchangedShape).Doc("Ones of x's shape and type.");
+REGISTER_OP("ZerosLike")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: type")
+    .SetShapeFn(UnchangedShape)
+    .Doc("Zeros of x's shape and type.");
+REGISTER_OP("OnesLike")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: type")
+    .SetShapeFn(UnchangedShape)
+    .Doc("Ones of x's shape and type.");
 
 REGISTER_OP("ExpandDims")
     .Input("input: T")

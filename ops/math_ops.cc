@@ -8,15 +8,30 @@ namespace shardflow {
 namespace {
 
 #define SF_UNARY_OP(NAME, TYPES, DOC) \
-  REGISTER_OP(NAME).Input("x: T").Output("y: T").Attr("T: " TYPES).SetShapeFn(UnchangedShape).Doc(DOC)
+  REGISTER_OP(NAME)                   \
+      .Input("x: T")                  \
+      .Output("y: T")                 \
+      .Attr("T: " TYPES)              \
+      .SetShapeFn(UnchangedShape)     \
+      .Doc(DOC)
 
-#define SF_BINARY_OP(NAME, TYPES, DOC)                                                 \
-  REGISTER_OP(NAME).Input("x: T").Input("y: T").Output("z: T").Attr("T: " TYPES)       \
-      .SetShapeFn(BroadcastBinaryShape).Doc(DOC)
+#define SF_BINARY_OP(NAME, TYPES, DOC)  \
+  REGISTER_OP(NAME)                     \
+      .Input("x: T")                    \
+      .Input("y: T")                    \
+      .Output("z: T")                   \
+      .Attr("T: " TYPES)                \
+      .SetShapeFn(BroadcastBinaryShape) \
+      .Doc(DOC)
 
-#define SF_COMPARE_OP(NAME, TYPES, DOC)                                                \
-  REGISTER_OP(NAME).Input("x: T").Input("y: T").Output("z: bool").Attr("T: " TYPES)    \
-      .SetShapeFn(BroadcastBinaryShape).Doc(DOC)
+#define SF_COMPARE_OP(NAME, TYPES, DOC) \
+  REGISTER_OP(NAME)                     \
+      .Input("x: T")                    \
+      .Input("y: T")                    \
+      .Output("z: bool")                \
+      .Attr("T: " TYPES)                \
+      .SetShapeFn(BroadcastBinaryShape) \
+      .Doc(DOC)
 
 #define SF_FLOAT_TYPES "{float, double, half, bfloat16}"
 #define SF_SIGNED_TYPES "{float, double, half, bfloat16, int32, int64}"
@@ -57,13 +72,15 @@ absl::Status ArgMaxShape(InferenceContext* c) {
   const TensorShape& in = c->input(0);
   std::vector<int64_t> axis;
   if (in.unknown_rank() || !c->GetConstantInts(1, &axis)) {
-    c->set_output(0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank() - 1));
+    c->set_output(
+        0, in.unknown_rank() ? TensorShape::Unknown() : TensorShape::UnknownOfRank(in.rank() - 1));
     return absl::OkStatus();
   }
   if (axis.size() != 1) return c->InvalidArgument("dimension must be a scalar");
   int64_t a = axis[0];
   if (a < -in.rank() || a >= in.rank()) {
-    return c->InvalidArgument(absl::StrCat("dimension ", a, " is out of range for rank ", in.rank()));
+    return c->InvalidArgument(
+        absl::StrCat("dimension ", a, " is out of range for rank ", in.rank()));
   }
   if (a < 0) a += in.rank();
   TensorShape out = in;
@@ -82,10 +99,10 @@ absl::Status MatMulShape(InferenceContext* c) {
   int64_t m = a.dim(ta ? 1 : 0), ka = a.dim(ta ? 0 : 1);
   int64_t kb = b.dim(tb ? 1 : 0), n = b.dim(tb ? 0 : 1);
   if (ka >= 0 && kb >= 0 && ka != kb) {
-    return c->InvalidArgument(absl::StrCat(
-        "inner dimensions differ: a is ", a.DebugString(), ta ? " (transposed)" : "", ", b is ",
-        b.DebugString(), tb ? " (transposed)" : "", "; a's columns (", ka, ") must equal b's rows (",
-        kb, ")"));
+    return c->InvalidArgument(absl::StrCat("inner dimensions differ: a is ", a.DebugString(),
+                                           ta ? " (transposed)" : "", ", b is ", b.DebugString(),
+                                           tb ? " (transposed)" : "", "; a's columns (", ka,
+                                           ") must equal b's rows (", kb, ")"));
   }
   c->set_output(0, TensorShape({m, n}));
   return absl::OkStatus();
@@ -123,36 +140,47 @@ SF_UNARY_OP("Reciprocal", SF_FLOAT_TYPES, "1 / x");
 SF_BINARY_OP("Add", SF_REAL_TYPES, "x + y");
 SF_BINARY_OP("Sub", SF_REAL_TYPES, "x - y");
 SF_BINARY_OP("Mul", SF_REAL_TYPES, "x * y");
-SF_BINARY_OP("Div", SF_REAL_TYPES, "x / y (integer division truncates; division by zero is an error for integers)");
+SF_BINARY_OP("Div", SF_REAL_TYPES,
+             "x / y (integer division truncates; division by zero is an error for integers)");
 SF_BINARY_OP("Maximum", SF_REAL_TYPES, "max(x, y)");
 SF_BINARY_OP("Minimum", SF_REAL_TYPES, "min(x, y)");
 SF_BINARY_OP("Pow", SF_FLOAT_TYPES, "x ^ y");
 SF_BINARY_OP("SquaredDifference", SF_SIGNED_TYPES, "(x - y)^2");
 
-SF_COMPARE_OP("Equal", "{float, double, half, bfloat16, int8, uint8, int32, int64, bool}", "x == y");
-SF_COMPARE_OP("NotEqual", "{float, double, half, bfloat16, int8, uint8, int32, int64, bool}", "x != y");
+SF_COMPARE_OP("Equal", "{float, double, half, bfloat16, int8, uint8, int32, int64, bool}",
+              "x == y");
+SF_COMPARE_OP("NotEqual", "{float, double, half, bfloat16, int8, uint8, int32, int64, bool}",
+              "x != y");
 SF_COMPARE_OP("Less", SF_REAL_TYPES, "x < y");
 SF_COMPARE_OP("LessEqual", SF_REAL_TYPES, "x <= y");
 SF_COMPARE_OP("Greater", SF_REAL_TYPES, "x > y");
 SF_COMPARE_OP("GreaterEqual", SF_REAL_TYPES, "x >= y");
 
-REGISTER_OP("LogicalAnd").Input("x: bool").Input("y: bool").Output("z: bool")
-    .SetShapeFn(BroadcastBinaryShape).Doc("x && y");
-REGISTER_OP("LogicalOr").Input("x: bool").Input("y: bool").Output("z: bool")
-    .SetShapeFn(BroadcastBinaryShape).Doc("x || y");
-REGISTER_OP("LogicalNot").Input("x: bool").Output("y: bool")
-    .SetShapeFn(UnchangedShape).Doc("!x");
+REGISTER_OP("LogicalAnd")
+    .Input("x: bool")
+    .Input("y: bool")
+    .Output("z: bool")
+    .SetShapeFn(BroadcastBinaryShape)
+    .Doc("x && y");
+REGISTER_OP("LogicalOr")
+    .Input("x: bool")
+    .Input("y: bool")
+    .Output("z: bool")
+    .SetShapeFn(BroadcastBinaryShape)
+    .Doc("x || y");
+REGISTER_OP("LogicalNot").Input("x: bool").Output("y: bool").SetShapeFn(UnchangedShape).Doc("!x");
 
-#define SF_REDUCTION_OP(NAME, DOC)                                                    \
-  REGISTER_OP(NAME)                                                                   \
-      .Input("input: T")                                                              \
-      .Input("axis: Tidx")                                                            \
-      .Output("output: T")                                                            \
-      .Attr("T: " SF_REAL_TYPES)                                                      \
-      .Attr("Tidx: {int32, int64} = int32")                                           \
-      .Attr("keep_dims: bool = false")                                                \
-      .SetShapeFn(ReductionShape)                                                     \
-      .Doc(DOC " over the dimensions in `axis` (a scalar or vector; negative counts from the end)")
+#define SF_REDUCTION_OP(NAME, DOC)          \
+  REGISTER_OP(NAME)                         \
+      .Input("input: T")                    \
+      .Input("axis: Tidx")                  \
+      .Output("output: T")                  \
+      .Attr("T: " SF_REAL_TYPES)            \
+      .Attr("Tidx: {int32, int64} = int32") \
+      .Attr("keep_dims: bool = false")      \
+      .SetShapeFn(ReductionShape)           \
+      .Doc(DOC                              \
+           " over the dimensions in `axis` (a scalar or vector; negative counts from the end)")
 SF_REDUCTION_OP("Sum", "Sum");
 SF_REDUCTION_OP("Mean", "Mean");
 SF_REDUCTION_OP("Max", "Maximum");

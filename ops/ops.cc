@@ -112,7 +112,8 @@ Output AddN(const Scope& s, const std::vector<Input>& inputs) {
   return First(OpBuilder(s, "AddN").InputList(inputs).Finalize());
 }
 Output ArgMax(const Scope& s, const Input& x, const Input& dimension, DataType out_type) {
-  return First(OpBuilder(s, "ArgMax").Input(x).Input(dimension).Attr("output_type", out_type).Finalize());
+  return First(
+      OpBuilder(s, "ArgMax").Input(x).Input(dimension).Attr("output_type", out_type).Finalize());
 }
 Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a, bool transpose_b) {
   return First(OpBuilder(s, "MatMul")

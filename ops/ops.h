@@ -18,7 +18,8 @@ namespace ops {
 
 // ---- array ----
 Output Const(const Scope& s, const Input& value);
-Output Placeholder(const Scope& s, DataType dtype, const TensorShape& shape = TensorShape::Unknown());
+Output Placeholder(const Scope& s, DataType dtype,
+                   const TensorShape& shape = TensorShape::Unknown());
 Output Identity(const Scope& s, const Input& x);
 Output StopGradient(const Scope& s, const Input& x);
 Operation NoOp(const Scope& s);

@@ -135,7 +135,8 @@ Operation OpBuilder::Finalize() {
   for (size_t a = 0; a < args_.size(); ++a) {
     const ArgDef& arg = op_def.inputs[a];
     if (!arg.number_attr.empty() && !def.attr().contains(arg.number_attr)) {
-      (*def.mutable_attr())[arg.number_attr] = MakeAttr(static_cast<int64_t>(args_[a].items.size()));
+      (*def.mutable_attr())[arg.number_attr] =
+          MakeAttr(static_cast<int64_t>(args_[a].items.size()));
     }
     if (arg.type_attr.empty() || def.attr().contains(arg.type_attr)) continue;
     for (const auto& item : args_[a].items) {
@@ -190,8 +191,8 @@ Operation OpBuilder::Finalize() {
         }
         value = *cast;
       }
-      Scope const_scope = scope_.WithOpName(absl::StrCat(def.name(), "/", arg.name))
-                              .WithNoControlDependencies();
+      Scope const_scope =
+          scope_.WithOpName(absl::StrCat(def.name(), "/", arg.name)).WithNoControlDependencies();
       Operation c = OpBuilder(const_scope, "Const")
                         .Attr("value", value)
                         .Attr("dtype", value.dtype())

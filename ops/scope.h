@@ -70,13 +70,13 @@ class Output {
 // (ops::Mul(s, x_float, 2) multiplies by 2.0f).
 class Input {
  public:
-  Input(const Output& output) : output_(output) {}  // NOLINT: implicit by design
+  Input(const Output& output) : output_(output) {}                  // NOLINT: implicit by design
   Input(const Tensor& value) : value_(value), is_literal_(true) {}  // NOLINT
-  Input(float v) : Input(Tensor::Scalar(v)) {}  // NOLINT
-  Input(double v) : Input(Tensor::Scalar(v)) {}  // NOLINT
-  Input(int v) : Input(Tensor::Scalar<int32_t>(v)) {}  // NOLINT
-  Input(int64_t v) : Input(Tensor::Scalar<int64_t>(v)) {}  // NOLINT
-  Input(bool v) : Input(Tensor::Scalar(v)) {}  // NOLINT
+  Input(float v) : Input(Tensor::Scalar(v)) {}                      // NOLINT
+  Input(double v) : Input(Tensor::Scalar(v)) {}                     // NOLINT
+  Input(int v) : Input(Tensor::Scalar<int32_t>(v)) {}               // NOLINT
+  Input(int64_t v) : Input(Tensor::Scalar<int64_t>(v)) {}           // NOLINT
+  Input(bool v) : Input(Tensor::Scalar(v)) {}                       // NOLINT
   Input(std::initializer_list<float> v);
   Input(std::initializer_list<int> v);
   Input(std::initializer_list<int64_t> v);
@@ -139,7 +139,8 @@ class Scope {
 // N = length of a list input), turns literals into Consts of the resolved type, adds the node,
 // connects it, and infers its shapes. Errors go into the scope.
 //
-//   Operation op = OpBuilder(scope, "MatMul").Input(a).Input(b).Attr("transpose_b", true).Finalize();
+//   Operation op = OpBuilder(scope, "MatMul").Input(a).Input(b).Attr("transpose_b",
+//   true).Finalize();
 class OpBuilder {
  public:
   OpBuilder(const Scope& scope, std::string op_type);

@@ -21,13 +21,16 @@ absl::Status PlaceGraph(Graph* graph, const std::vector<DeviceAttributes>& devic
     names.push_back(d.name);
   }
   for (Node* node : graph->nodes()) {
-    std::vector<std::string> kernel_types = KernelRegistry::Global()->SupportedDeviceTypes(node->def());
+    std::vector<std::string> kernel_types =
+        KernelRegistry::Global()->SupportedDeviceTypes(node->def());
     auto has_kernel = [&](const DeviceAttributes& d) {
-      return std::find(kernel_types.begin(), kernel_types.end(), d.device_type) != kernel_types.end();
+      return std::find(kernel_types.begin(), kernel_types.end(), d.device_type) !=
+             kernel_types.end();
     };
     std::string prefix = NodeErrorPrefix(node->def());
     if (kernel_types.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(prefix, "no kernel is registered for this op "
+      return absl::InvalidArgumentError(absl::StrCat(prefix,
+                                                     "no kernel is registered for this op "
                                                      "with these attrs on any device type"));
     }
     SF_ASSIGN_OR_RETURN(DeviceName spec, DeviceName::Parse(node->requested_device()));
@@ -50,14 +53,14 @@ absl::Status PlaceGraph(Graph* graph, const std::vector<DeviceAttributes>& devic
       }
     }
     if (chosen < 0) {
-      std::string why = any_match
-                            ? absl::StrCat("no matching device has a kernel for it (kernels exist for: ",
-                                           absl::StrJoin(kernel_types, ", "), ")")
-                            : "no such device";
+      std::string why =
+          any_match ? absl::StrCat("no matching device has a kernel for it (kernels exist for: ",
+                                   absl::StrJoin(kernel_types, ", "), ")")
+                    : "no such device";
       return absl::InvalidArgumentError(absl::StrCat(
-          "node '", node->name(), "' (", node->op(), ") was explicitly assigned to '", node->requested_device(), "' but ", why,
-          "; available devices are [", absl::StrJoin(names, ", "),
-          "]. Change the device, or set allow_soft_placement"));
+          "node '", node->name(), "' (", node->op(), ") was explicitly assigned to '",
+          node->requested_device(), "' but ", why, "; available devices are [",
+          absl::StrJoin(names, ", "), "]. Change the device, or set allow_soft_placement"));
     }
     node->set_assigned_device(devices[chosen].name);
     if (options.log_device_placement) {

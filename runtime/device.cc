@@ -19,7 +19,8 @@ CpuDevice::CpuDevice(const std::string& name, int inter_op_threads, int intra_op
       inter_op_pool_(absl::StrCat(name, "/inter"), inter_op_threads,
                      [intra_op_threads] { omp_set_num_threads(intra_op_threads); }) {
   if (intra_op_threads > 1) {
-    intra_op_pool_ = std::make_unique<ThreadPool>(absl::StrCat(name, "/intra"), intra_op_threads - 1);
+    intra_op_pool_ =
+        std::make_unique<ThreadPool>(absl::StrCat(name, "/intra"), intra_op_threads - 1);
   }
   set_intra_op(intra_op_pool_.get(), intra_op_threads);
 }
@@ -30,10 +31,10 @@ std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto&
                                                       const std::string& job, int task) {
   int cores = NumHardwareThreads();
   int count = std::max(1, options.cpu_device_count());
-  int intra = options.intra_op_threads() > 0 ? options.intra_op_threads()
-                                             : std::max(1, cores / count);
-  int inter = options.inter_op_threads() > 0 ? options.inter_op_threads()
-                                             : std::max(1, cores / count);
+  int intra =
+      options.intra_op_threads() > 0 ? options.intra_op_threads() : std::max(1, cores / count);
+  int inter =
+      options.inter_op_threads() > 0 ? options.inter_op_threads() : std::max(1, cores / count);
   std::vector<std::unique_ptr<Device>> devices;
   for (int i = 0; i < count; ++i) {
     devices.push_back(std::make_unique<CpuDevice>(

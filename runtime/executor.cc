@@ -25,9 +25,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
     Node* n = order[i];
     NodeItem& item = ex->items_[i];
     item.node = n;
-    SF_ASSIGN_OR_RETURN(item.kernel,
-                        KernelRegistry::Global()->CreateKernel(device, n->def(), n->input_types(),
-                                                               n->output_types()));
+    SF_ASSIGN_OR_RETURN(item.kernel, KernelRegistry::Global()->CreateKernel(
+                                         device, n->def(), n->input_types(), n->output_types()));
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.expensive = item.kernel->IsExpensive();
     item.input_start = slot;
@@ -47,7 +46,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
       oe.dst = index_of[e->dst->id()];
       oe.src_output = e->IsControl() ? -1 : e->src_output;
       oe.dst_slot = e->IsControl() ? -1 : ex->items_[oe.dst].input_start + e->dst_input;
-      if (!e->IsControl()) last_edge_for_output[e->src_output] = static_cast<int>(ex->out_edges_.size());
+      if (!e->IsControl())
+        last_edge_for_output[e->src_output] = static_cast<int>(ex->out_edges_.size());
       ex->out_edges_.push_back(oe);
     }
     for (int k : last_edge_for_output) {
@@ -195,7 +195,8 @@ class ExecutorState {
     ns.set_op(item.node->op());
     ns.set_start_micros(start);
     ns.set_end_micros(NowMicros());
-    ns.set_thread_id(static_cast<int64_t>(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000));
+    ns.set_thread_id(
+        static_cast<int64_t>(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000));
     for (int i = 0; i < ctx->num_outputs(); ++i) {
       const Tensor* t = ctx->mutable_output(i);
       if (!t->IsInitialized()) continue;

@@ -30,8 +30,8 @@ class Executor {
  public:
   struct Args {
     int64_t step_id = 0;
-    CallFrame* call_frame = nullptr;          // borrowed; feeds and fetches
-    StepStatsCollector* stats = nullptr;      // borrowed; null = no tracing
+    CallFrame* call_frame = nullptr;      // borrowed; feeds and fetches
+    StepStatsCollector* stats = nullptr;  // borrowed; null = no tracing
     // Called once with the first error of the step (e.g. to abort a rendezvous).
     std::function<void(const absl::Status&)> on_abort;
     // Set to true to stop the step: no kernel starts afterwards and the step ends with
@@ -58,9 +58,9 @@ class Executor {
  private:
   friend class ExecutorState;
   struct OutEdge {
-    int dst = 0;          // node index
-    int src_output = 0;   // -1 for a control edge
-    int dst_slot = -1;    // global input slot, -1 for a control edge
+    int dst = 0;            // node index
+    int src_output = 0;     // -1 for a control edge
+    int dst_slot = -1;      // global input slot, -1 for a control edge
     bool last_use = false;  // the last edge reading src_output: the tensor may be moved
   };
   struct NodeItem {

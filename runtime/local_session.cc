@@ -58,7 +58,8 @@ class LocalSession final : public Session {
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
     if (created_) {
-      return absl::FailedPreconditionError("Session::Create was called twice; use Extend to add nodes");
+      return absl::FailedPreconditionError(
+          "Session::Create was called twice; use Extend to add nodes");
     }
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(graph).status());
     graph_def_ = graph;
@@ -92,9 +93,9 @@ class LocalSession final : public Session {
         return absl::InvalidArgumentError(absl::StrCat(
             "feed '", spec.name, "': expected ", DataTypeString(spec.dtype), " of shape ",
             spec.shape.DebugString(), " but got ",
-            t.IsInitialized() ? absl::StrCat(DataTypeString(t.dtype()), " of shape ",
-                                             t.shape().DebugString())
-                              : std::string("an uninitialized tensor")));
+            t.IsInitialized()
+                ? absl::StrCat(DataTypeString(t.dtype()), " of shape ", t.shape().DebugString())
+                : std::string("an uninitialized tensor")));
       }
     }
     // Heap-allocated: after a timeout the step winds down on its own, after Run returned.
@@ -105,11 +106,13 @@ class LocalSession final : public Session {
     args.cancelled = std::make_shared<std::atomic<bool>>(false);
     bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
     if (trace) args.stats = &step->stats;
-    absl::Status status = RunStep(prepared->executor.get(), args, step, run_options.timeout_in_ms());
+    absl::Status status =
+        RunStep(prepared->executor.get(), args, step, run_options.timeout_in_ms());
     if (!status.ok()) return status;
     if (metadata != nullptr) {
       if (trace) step->stats.Finalize(metadata->mutable_step_stats());
-      for (const auto& [node, device] : prepared->placement) (*metadata->mutable_placement())[node] = device;
+      for (const auto& [node, device] : prepared->placement)
+        (*metadata->mutable_placement())[node] = device;
     }
     if (outputs != nullptr) *outputs = std::move(step->frame.retvals());
     return absl::OkStatus();
@@ -218,9 +221,9 @@ class LocalSession final : public Session {
 
 absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
   if (!options.target.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown session target '", options.target,
-        "'; only \"\" (a local session) is supported in this build"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown session target '", options.target,
+                     "'; only \"\" (a local session) is supported in this build"));
   }
   return std::unique_ptr<Session>(new LocalSession(options));
 }

@@ -2,7 +2,8 @@
 //
 //   auto out = RunOp("Add", {Tensor::FromVector<float>({1, 2}), Tensor::Scalar(1.0f)});
 //   // out->at(0) is float [2] {2 3}
-//   auto sum = RunOp("Sum", {x, Tensor::FromVector<int32_t>({1})}, {{"keep_dims", MakeAttr(true)}});
+//   auto sum = RunOp("Sum", {x, Tensor::FromVector<int32_t>({1})}, {{"keep_dims",
+//   MakeAttr(true)}});
 //
 // Type attrs (T, N, ...) are inferred from the inputs as the graph builder does; the node goes
 // through the same validation, shape inference and kernel lookup as in a graph. Used by the op

@@ -51,8 +51,8 @@ class Session {
                            const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
                            RunMetadata* metadata) = 0;
   absl::Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                   const std::vector<std::string>& fetches,
-                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                   std::vector<Tensor>* outputs) {
     return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
   }
 

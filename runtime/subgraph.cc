@@ -14,13 +14,13 @@ absl::StatusOr<std::pair<Node*, int>> ResolveTensor(Graph* graph, const std::str
                                                     const char* role) {
   SF_ASSIGN_OR_RETURN(TensorRef ref, ParseTensorRef(name));
   if (ref.index == Edge::kControlSlot) {
-    return absl::InvalidArgumentError(absl::StrCat(role, " '", name,
-                                                   "' must name a tensor, not a control input"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(role, " '", name, "' must name a tensor, not a control input"));
   }
   Node* node = graph->FindNode(ref.node);
   if (node == nullptr) {
-    return absl::NotFoundError(absl::StrCat(role, " '", name, "': no node named '", ref.node,
-                                            "' in the graph"));
+    return absl::NotFoundError(
+        absl::StrCat(role, " '", name, "': no node named '", ref.node, "' in the graph"));
   }
   if (ref.index >= node->num_outputs()) {
     return absl::InvalidArgumentError(absl::StrCat(role, " '", name, "': node '", ref.node, "' (",
@@ -60,8 +60,9 @@ absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
     spec.dtype = node->output_type(index);
     spec.shape = node->output_shape(index);
     specs->push_back(spec);
-    SF_ASSIGN_OR_RETURN(Node* arg, AddInternalNode(graph, absl::StrCat("_arg_", node->name(), "_", index),
-                                                   "_Arg", spec.dtype, static_cast<int>(i)));
+    SF_ASSIGN_OR_RETURN(
+        Node * arg, AddInternalNode(graph, absl::StrCat("_arg_", node->name(), "_", index), "_Arg",
+                                    spec.dtype, static_cast<int>(i)));
     arg->set_requested_device(node->requested_device());
     std::vector<const Edge*> outs;
     for (const Edge* e : node->out_edges()) {
@@ -83,9 +84,9 @@ absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
       node = it->second;
       index = 0;
     }
-    SF_ASSIGN_OR_RETURN(Node* ret, AddInternalNode(graph, absl::StrCat("_retval_", node->name(), "_", index),
-                                                   "_Retval", node->output_type(index),
-                                                   static_cast<int>(i)));
+    SF_ASSIGN_OR_RETURN(Node * ret,
+                        AddInternalNode(graph, absl::StrCat("_retval_", node->name(), "_", index),
+                                        "_Retval", node->output_type(index), static_cast<int>(i)));
     ret->set_requested_device(node->requested_device());
     SF_RETURN_IF_ERROR(graph->AddEdge(node, index, ret, 0).status());
     keep.push_back(ret);
@@ -95,8 +96,8 @@ absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
     if (!name.empty() && name[0] == '^') name = name.substr(1);
     Node* node = graph->FindNode(name);
     if (node == nullptr) {
-      return absl::NotFoundError(absl::StrCat("target '", t, "': no node named '", name,
-                                              "' in the graph"));
+      return absl::NotFoundError(
+          absl::StrCat("target '", t, "': no node named '", name, "' in the graph"));
     }
     keep.push_back(node);
   }

@@ -5,13 +5,41 @@
 
 namespace shardflow {
 
-AttrValue MakeAttr(int64_t v) { AttrValue a; a.set_i(v); return a; }
-AttrValue MakeAttr(float v) { AttrValue a; a.set_f(v); return a; }
-AttrValue MakeAttr(bool v) { AttrValue a; a.set_b(v); return a; }
-AttrValue MakeAttr(DataType v) { AttrValue a; a.set_type(v); return a; }
-AttrValue MakeAttr(const std::string& v) { AttrValue a; a.set_s(v); return a; }
-AttrValue MakeAttr(const TensorShape& v) { AttrValue a; v.AsProto(a.mutable_shape()); return a; }
-AttrValue MakeAttr(const Tensor& v) { AttrValue a; v.AsProto(a.mutable_tensor()); return a; }
+AttrValue MakeAttr(int64_t v) {
+  AttrValue a;
+  a.set_i(v);
+  return a;
+}
+AttrValue MakeAttr(float v) {
+  AttrValue a;
+  a.set_f(v);
+  return a;
+}
+AttrValue MakeAttr(bool v) {
+  AttrValue a;
+  a.set_b(v);
+  return a;
+}
+AttrValue MakeAttr(DataType v) {
+  AttrValue a;
+  a.set_type(v);
+  return a;
+}
+AttrValue MakeAttr(const std::string& v) {
+  AttrValue a;
+  a.set_s(v);
+  return a;
+}
+AttrValue MakeAttr(const TensorShape& v) {
+  AttrValue a;
+  v.AsProto(a.mutable_shape());
+  return a;
+}
+AttrValue MakeAttr(const Tensor& v) {
+  AttrValue a;
+  v.AsProto(a.mutable_tensor());
+  return a;
+}
 AttrValue MakeAttr(const std::vector<int64_t>& v) {
   AttrValue a;
   auto* list = a.mutable_list();
@@ -27,13 +55,20 @@ AttrValue MakeAttr(const std::vector<DataType>& v) {
 
 std::string AttrValueTypeName(const AttrValue& v) {
   switch (v.value_case()) {
-    case AttrValue::kS: return "string";
-    case AttrValue::kI: return "int";
-    case AttrValue::kF: return "float";
-    case AttrValue::kB: return "bool";
-    case AttrValue::kType: return "type";
-    case AttrValue::kShape: return "shape";
-    case AttrValue::kTensor: return "tensor";
+    case AttrValue::kS:
+      return "string";
+    case AttrValue::kI:
+      return "int";
+    case AttrValue::kF:
+      return "float";
+    case AttrValue::kB:
+      return "bool";
+    case AttrValue::kType:
+      return "type";
+    case AttrValue::kShape:
+      return "shape";
+    case AttrValue::kTensor:
+      return "tensor";
     case AttrValue::kList: {
       const auto& l = v.list();
       if (l.type_size() > 0) return "list(type)";
@@ -43,17 +78,23 @@ std::string AttrValueTypeName(const AttrValue& v) {
       if (l.shape_size() > 0) return "list(shape)";
       return "list(int)";  // also the empty list
     }
-    default: return "";
+    default:
+      return "";
   }
 }
 
 std::string SummarizeAttrValue(const AttrValue& v) {
   switch (v.value_case()) {
-    case AttrValue::kS: return absl::StrCat("\"", v.s(), "\"");
-    case AttrValue::kI: return absl::StrCat(v.i());
-    case AttrValue::kF: return absl::StrCat(v.f());
-    case AttrValue::kB: return v.b() ? "true" : "false";
-    case AttrValue::kType: return DataTypeString(v.type());
+    case AttrValue::kS:
+      return absl::StrCat("\"", v.s(), "\"");
+    case AttrValue::kI:
+      return absl::StrCat(v.i());
+    case AttrValue::kF:
+      return absl::StrCat(v.f());
+    case AttrValue::kB:
+      return v.b() ? "true" : "false";
+    case AttrValue::kType:
+      return DataTypeString(v.type());
     case AttrValue::kShape: {
       auto s = TensorShape::FromProto(v.shape());
       return s.ok() ? s->DebugString() : "<bad shape>";
@@ -71,7 +112,8 @@ std::string SummarizeAttrValue(const AttrValue& v) {
       }
       return absl::StrCat("[", absl::StrJoin(l.i(), ", "), "]");
     }
-    default: return "<unset>";
+    default:
+      return "<unset>";
   }
 }
 
@@ -84,9 +126,8 @@ absl::Status Lookup(const AttrMap& attrs, const std::string& name, AttrValue::Va
     return absl::NotFoundError(absl::StrCat("attr '", name, "' is not set"));
   }
   if (it->second.value_case() != want) {
-    return absl::InvalidArgumentError(absl::StrCat("attr '", name, "' has type ",
-                                                   AttrValueTypeName(it->second),
-                                                   "; expected ", want_name));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "attr '", name, "' has type ", AttrValueTypeName(it->second), "; expected ", want_name));
   }
   *out = &it->second;
   return absl::OkStatus();
@@ -94,13 +135,13 @@ absl::Status Lookup(const AttrMap& attrs, const std::string& name, AttrValue::Va
 
 }  // namespace
 
-#define SF_GET_ATTR(CPP, CASE, NAME, EXPR)                                         \
-  absl::Status GetAttr(const AttrMap& attrs, const std::string& name, CPP* v) {    \
-    const AttrValue* a;                                                            \
-    absl::Status s = Lookup(attrs, name, AttrValue::CASE, NAME, &a);               \
-    if (!s.ok()) return s;                                                         \
-    EXPR;                                                                          \
-    return absl::OkStatus();                                                       \
+#define SF_GET_ATTR(CPP, CASE, NAME, EXPR)                                      \
+  absl::Status GetAttr(const AttrMap& attrs, const std::string& name, CPP* v) { \
+    const AttrValue* a;                                                         \
+    absl::Status s = Lookup(attrs, name, AttrValue::CASE, NAME, &a);            \
+    if (!s.ok()) return s;                                                      \
+    EXPR;                                                                       \
+    return absl::OkStatus();                                                    \
   }
 SF_GET_ATTR(int64_t, kI, "int", *v = a->i())
 SF_GET_ATTR(int, kI, "int", *v = static_cast<int>(a->i()))

@@ -18,8 +18,8 @@ namespace shardflow {
 class ThreadPool;
 
 struct DeviceAttributes {
-  std::string name;         // full name, "/job:localhost/replica:0/task:0/device:CPU:0"
-  std::string device_type;  // "CPU", "GPU"
+  std::string name;                // full name, "/job:localhost/replica:0/task:0/device:CPU:0"
+  std::string device_type;         // "CPU", "GPU"
   int64_t memory_limit_bytes = 0;  // 0 = no stated limit
 };
 

@@ -17,8 +17,10 @@ bool KernelDef::Matches(const NodeDef& node) const {
 
 std::string KernelDef::DebugString() const {
   std::vector<std::string> cs;
-  for (const auto& [attr, type] : constraints_) cs.push_back(absl::StrCat(attr, "=", DataTypeString(type)));
-  return absl::StrCat(device_type_, cs.empty() ? "" : absl::StrCat("[", absl::StrJoin(cs, ","), "]"));
+  for (const auto& [attr, type] : constraints_)
+    cs.push_back(absl::StrCat(attr, "=", DataTypeString(type)));
+  return absl::StrCat(device_type_,
+                      cs.empty() ? "" : absl::StrCat("[", absl::StrJoin(cs, ","), "]"));
 }
 
 KernelRegistry* KernelRegistry::Global() {
@@ -54,11 +56,11 @@ absl::StatusOr<const KernelDef*> KernelRegistry::Find(const NodeDef& node,
       attrs.push_back(absl::StrCat(name, "=", DataTypeString(value.type())));
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      NodeErrorPrefix(node), "no ", device_type, " kernel for ", node.op(),
-      attrs.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(attrs, ", ")),
-      "; registered kernels: ",
-      available.empty() ? std::string("none") : absl::StrJoin(available, " ")));
+  return absl::NotFoundError(
+      absl::StrCat(NodeErrorPrefix(node), "no ", device_type, " kernel for ", node.op(),
+                   attrs.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(attrs, ", ")),
+                   "; registered kernels: ",
+                   available.empty() ? std::string("none") : absl::StrJoin(available, " ")));
 }
 
 std::vector<std::string> KernelRegistry::SupportedDeviceTypes(const NodeDef& node) const {

@@ -92,10 +92,10 @@ struct KernelRegistration {
   }
 };
 
-#define SF_KERNEL_UNIQ_HELPER(ctr, def, ...)                                             \
-  static ::shardflow::KernelRegistration sf_kernel_registration_##ctr(                  \
-      def, [](::shardflow::OpKernelConstruction* c) -> ::shardflow::OpKernel* {         \
-        return new __VA_ARGS__(c);                                                       \
+#define SF_KERNEL_UNIQ_HELPER(ctr, def, ...)                                    \
+  static ::shardflow::KernelRegistration sf_kernel_registration_##ctr(          \
+      def, [](::shardflow::OpKernelConstruction* c) -> ::shardflow::OpKernel* { \
+        return new __VA_ARGS__(c);                                              \
       })
 #define SF_KERNEL_UNIQ(ctr, def, ...) SF_KERNEL_UNIQ_HELPER(ctr, def, __VA_ARGS__)
 #define REGISTER_KERNEL(def, ...) SF_KERNEL_UNIQ(__COUNTER__, def, __VA_ARGS__)

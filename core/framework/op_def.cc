@@ -29,8 +29,7 @@ std::string ArgString(const ArgDef& a) {
 }
 
 absl::Status BadSpec(const std::string& op, const std::string& spec, absl::string_view why) {
-  return absl::InvalidArgumentError(
-      absl::StrCat("op '", op, "': bad spec '", spec, "': ", why));
+  return absl::InvalidArgumentError(absl::StrCat("op '", op, "': bad spec '", spec, "': ", why));
 }
 
 absl::Status ParseArg(const std::string& op, const std::string& spec, const OpDef& def,
@@ -126,8 +125,9 @@ absl::Status ParseAttr(const std::string& op, const std::string& spec, AttrDef* 
       attr->allowed_types.push_back(*dt);
     }
   } else {
-    static const char* kTypes[] = {"type", "int", "float", "bool", "string", "shape", "tensor",
-                                   "list(int)", "list(type)", "list(shape)", "list(float)"};
+    static const char* kTypes[] = {"type",       "int",         "float",      "bool",
+                                   "string",     "shape",       "tensor",     "list(int)",
+                                   "list(type)", "list(shape)", "list(float)"};
     bool known = false;
     for (const char* t : kTypes) known |= rest == t;
     if (!known) return BadSpec(op, spec, absl::StrCat("unknown attr type '", rest, "'"));
@@ -155,19 +155,37 @@ std::string OpDef::Signature() const {
     if (a.has_default) absl::StrAppend(&s, " = ", SummarizeAttrValue(a.default_value));
     attr_strs.push_back(s);
   }
-  std::string sig = absl::StrCat(name, "(", absl::StrJoin(ins, ", "), ") -> (",
-                                 absl::StrJoin(outs, ", "), ")");
+  std::string sig =
+      absl::StrCat(name, "(", absl::StrJoin(ins, ", "), ") -> (", absl::StrJoin(outs, ", "), ")");
   if (!attr_strs.empty()) absl::StrAppend(&sig, "; ", absl::StrJoin(attr_strs, "; "));
   return sig;
 }
 
 OpDefBuilder::OpDefBuilder(std::string name) { def_.name = std::move(name); }
-OpDefBuilder& OpDefBuilder::Input(std::string spec) { inputs_.push_back(std::move(spec)); return *this; }
-OpDefBuilder& OpDefBuilder::Output(std::string spec) { outputs_.push_back(std::move(spec)); return *this; }
-OpDefBuilder& OpDefBuilder::Attr(std::string spec) { attrs_.push_back(std::move(spec)); return *this; }
-OpDefBuilder& OpDefBuilder::SetShapeFn(ShapeFn fn) { def_.shape_fn = std::move(fn); return *this; }
-OpDefBuilder& OpDefBuilder::SetIsStateful() { def_.is_stateful = true; return *this; }
-OpDefBuilder& OpDefBuilder::Doc(std::string doc) { def_.doc = std::move(doc); return *this; }
+OpDefBuilder& OpDefBuilder::Input(std::string spec) {
+  inputs_.push_back(std::move(spec));
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Output(std::string spec) {
+  outputs_.push_back(std::move(spec));
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Attr(std::string spec) {
+  attrs_.push_back(std::move(spec));
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::SetShapeFn(ShapeFn fn) {
+  def_.shape_fn = std::move(fn);
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::SetIsStateful() {
+  def_.is_stateful = true;
+  return *this;
+}
+OpDefBuilder& OpDefBuilder::Doc(std::string doc) {
+  def_.doc = std::move(doc);
+  return *this;
+}
 
 absl::StatusOr<OpDef> OpDefBuilder::Finalize() const {
   OpDef def = def_;
@@ -228,7 +246,8 @@ absl::StatusOr<const OpDef*> OpRegistry::Find(const std::string& name) const {
   std::string lower = absl::AsciiStrToLower(name);
   for (const auto& [n, _] : ops_) {
     std::string ln = absl::AsciiStrToLower(n);
-    if (!lower.empty() && (ln.find(lower) != std::string::npos || lower.find(ln) != std::string::npos)) {
+    if (!lower.empty() &&
+        (ln.find(lower) != std::string::npos || lower.find(ln) != std::string::npos)) {
       similar.push_back(n);
     }
   }

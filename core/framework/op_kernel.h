@@ -172,13 +172,13 @@ class OpKernelContext {
     }                                 \
   } while (0)
 
-#define OP_REQUIRES_OK(CTX, EXPR)            \
-  do {                                       \
-    ::absl::Status sf_op_status_ = (EXPR);   \
-    if (!sf_op_status_.ok()) {               \
-      (CTX)->SetStatus(sf_op_status_);       \
-      return;                                \
-    }                                        \
+#define OP_REQUIRES_OK(CTX, EXPR)          \
+  do {                                     \
+    ::absl::Status sf_op_status_ = (EXPR); \
+    if (!sf_op_status_.ok()) {             \
+      (CTX)->SetStatus(sf_op_status_);     \
+      return;                              \
+    }                                      \
   } while (0)
 
 #define OP_REQUIRES_ASYNC(CTX, EXP, STATUS, DONE) \

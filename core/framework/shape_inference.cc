@@ -22,8 +22,8 @@ absl::Status InferenceContext::WithRank(int i, int rank, TensorShape* out) const
     return absl::OkStatus();
   }
   if (s.rank() != rank) {
-    return absl::InvalidArgumentError(absl::StrCat("input ", i, " must have rank ", rank,
-                                                   " but has shape ", s.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", i, " must have rank ", rank, " but has shape ", s.DebugString()));
   }
   *out = s;
   return absl::OkStatus();
@@ -32,8 +32,8 @@ absl::Status InferenceContext::WithRank(int i, int rank, TensorShape* out) const
 absl::Status InferenceContext::WithRankAtLeast(int i, int rank, TensorShape* out) const {
   const TensorShape& s = inputs_[i];
   if (!s.unknown_rank() && s.rank() < rank) {
-    return absl::InvalidArgumentError(absl::StrCat("input ", i, " must have rank >= ", rank,
-                                                   " but has shape ", s.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", i, " must have rank >= ", rank, " but has shape ", s.DebugString()));
   }
   *out = s;
   return absl::OkStatus();
@@ -92,9 +92,8 @@ absl::StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorSh
       d = da;
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
-          "shapes ", a.DebugString(), " and ", b.DebugString(),
-          " cannot be broadcast: dimension ", i, " is ", da, " vs ", db,
-          " (dimensions must be equal or one of them 1)"));
+          "shapes ", a.DebugString(), " and ", b.DebugString(), " cannot be broadcast: dimension ",
+          i, " is ", da, " vs ", db, " (dimensions must be equal or one of them 1)"));
     }
     out.set_dim(i, d);
   }

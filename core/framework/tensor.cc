@@ -43,13 +43,13 @@ class ExternalBuffer final : public TensorBuffer {
 absl::StatusOr<Tensor> Tensor::Create(Allocator* allocator, DataType dtype,
                                       const TensorShape& shape) {
   if (dtype == DT_INVALID || (dtype != DT_STRING && DataTypeSize(dtype) == 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot create a tensor of type ",
-                                                   DataTypeString(dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create a tensor of type ", DataTypeString(dtype)));
   }
   if (!shape.IsFullyDefined()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot create a tensor of shape ", shape.DebugString(),
-        ": a tensor's shape must be fully defined (no unknown dimensions)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create a tensor of shape ", shape.DebugString(),
+                     ": a tensor's shape must be fully defined (no unknown dimensions)"));
   }
   Tensor t;
   t.dtype_ = dtype;
@@ -62,10 +62,9 @@ absl::StatusOr<Tensor> Tensor::Create(Allocator* allocator, DataType dtype,
   size_t bytes = t.TotalBytes();
   void* ptr = allocator->AllocateRaw(Allocator::kAlignment, bytes);
   if (ptr == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("allocator '", allocator->Name(), "' could not allocate ", bytes,
-                     " bytes for a ", DataTypeString(dtype), " tensor of shape ",
-                     shape.DebugString()));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "allocator '", allocator->Name(), "' could not allocate ", bytes, " bytes for a ",
+        DataTypeString(dtype), " tensor of shape ", shape.DebugString()));
   }
   t.buf_ = new AllocatedBuffer(allocator, ptr, bytes);
   return t;
@@ -89,13 +88,17 @@ Tensor Tensor::WrapExternal(DataType dtype, const TensorShape& shape, void* data
 }
 
 Tensor::Tensor(const Tensor& other)
-    : dtype_(other.dtype_), shape_(other.shape_), num_elements_(other.num_elements_),
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      num_elements_(other.num_elements_),
       buf_(other.buf_) {
   if (buf_) buf_->Ref();
 }
 
 Tensor::Tensor(Tensor&& other) noexcept
-    : dtype_(other.dtype_), shape_(std::move(other.shape_)), num_elements_(other.num_elements_),
+    : dtype_(other.dtype_),
+      shape_(std::move(other.shape_)),
+      num_elements_(other.num_elements_),
       buf_(other.buf_) {
   other.buf_ = nullptr;
   other.dtype_ = DT_INVALID;
@@ -160,18 +163,18 @@ absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto, Allocator* al
   if (!t.ok()) return t.status();
   if (proto.dtype() == DT_STRING) {
     if (proto.string_val_size() != t->NumElements()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "string tensor proto of shape ", shape->DebugString(), " has ",
-          proto.string_val_size(), " values; expected ", t->NumElements()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("string tensor proto of shape ", shape->DebugString(), " has ",
+                       proto.string_val_size(), " values; expected ", t->NumElements()));
     }
-    for (int i = 0; i < proto.string_val_size(); ++i) t->data<std::string>()[i] = proto.string_val(i);
+    for (int i = 0; i < proto.string_val_size(); ++i)
+      t->data<std::string>()[i] = proto.string_val(i);
     return t;
   }
   if (proto.content().size() != t->TotalBytes()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "tensor proto of type ", DataTypeString(proto.dtype()), " and shape ",
-        shape->DebugString(), " has ", proto.content().size(), " bytes of content; expected ",
-        t->TotalBytes()));
+        "tensor proto of type ", DataTypeString(proto.dtype()), " and shape ", shape->DebugString(),
+        " has ", proto.content().size(), " bytes of content; expected ", t->TotalBytes()));
   }
   if (t->TotalBytes() > 0) std::memcpy(t->raw_data(), proto.content().data(), t->TotalBytes());
   return t;
@@ -209,12 +212,15 @@ std::string Tensor::SummarizeValue(int max_entries) const {
   std::string out;
   if (!IsInitialized()) return "<uninitialized>";
   int64_t n = std::min<int64_t>(num_elements_, max_entries);
-  SF_SWITCH_ALL(dtype_, T, {
-    for (int64_t i = 0; i < n; ++i) {
-      if (i > 0) out += " ";
-      AppendValue(&out, data<T>()[i]);
-    }
-  }, return "<invalid>");
+  SF_SWITCH_ALL(
+      dtype_, T,
+      {
+        for (int64_t i = 0; i < n; ++i) {
+          if (i > 0) out += " ";
+          AppendValue(&out, data<T>()[i]);
+        }
+      },
+      return "<invalid>");
   if (num_elements_ > n) out += "...";
   return out;
 }

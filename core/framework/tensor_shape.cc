@@ -70,8 +70,8 @@ bool TensorShape::IsCompatibleWith(const TensorShape& other) const {
 
 absl::StatusOr<TensorShape> TensorShape::Merge(const TensorShape& other) const {
   if (!IsCompatibleWith(other)) {
-    return absl::InvalidArgumentError(absl::StrCat("shapes ", DebugString(), " and ",
-                                                   other.DebugString(), " are incompatible"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shapes ", DebugString(), " and ", other.DebugString(), " are incompatible"));
   }
   if (unknown_rank_) return other;
   if (other.unknown_rank_) return *this;
@@ -84,13 +84,13 @@ absl::StatusOr<TensorShape> TensorShape::Merge(const TensorShape& other) const {
 
 std::string TensorShape::DebugString() const {
   if (unknown_rank_) return "<unknown>";
-  return absl::StrCat(
-      "[",
-      absl::StrJoin(dims_, ",",
-                    [](std::string* out, int64_t d) {
-                      absl::StrAppend(out, d < 0 ? std::string("?") : absl::StrCat(d));
-                    }),
-      "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(dims_, ",",
+                                    [](std::string* out, int64_t d) {
+                                      absl::StrAppend(out,
+                                                      d < 0 ? std::string("?") : absl::StrCat(d));
+                                    }),
+                      "]");
 }
 
 }  // namespace shardflow

@@ -30,7 +30,8 @@ absl::Status CastInto(const Tensor& in, Tensor* out) {
       return absl::UnimplementedError(absl::StrCat("cannot cast ", DataTypeString(in.dtype()),
                                                    " to ", DataTypeString(out->dtype())));
     }
-    for (int64_t i = 0; i < in.NumElements(); ++i) out->data<std::string>()[i] = in.data<std::string>()[i];
+    for (int64_t i = 0; i < in.NumElements(); ++i)
+      out->data<std::string>()[i] = in.data<std::string>()[i];
     return absl::OkStatus();
   }
   if (in.dtype() == out->dtype()) {
@@ -40,11 +41,14 @@ absl::Status CastInto(const Tensor& in, Tensor* out) {
     return absl::OkStatus();
   }
   absl::Status status;
-  SF_SWITCH_NUMERIC(in.dtype(), From, {
-    SF_SWITCH_NUMERIC(out->dtype(), To, {
-      CastLoop(in.data<From>(), out->data<To>(), in.NumElements());
-    }, status = absl::InvalidArgumentError("bad cast target type"));
-  }, status = absl::InvalidArgumentError("bad cast source type"));
+  SF_SWITCH_NUMERIC(
+      in.dtype(), From,
+      {
+        SF_SWITCH_NUMERIC(
+            out->dtype(), To, { CastLoop(in.data<From>(), out->data<To>(), in.NumElements()); },
+            status = absl::InvalidArgumentError("bad cast target type"));
+      },
+      status = absl::InvalidArgumentError("bad cast source type"));
   return status;
 }
 

@@ -7,17 +7,28 @@ namespace shardflow {
 
 std::string DataTypeString(DataType dtype) {
   switch (dtype) {
-    case DT_FLOAT: return "float";
-    case DT_DOUBLE: return "double";
-    case DT_INT32: return "int32";
-    case DT_UINT8: return "uint8";
-    case DT_INT8: return "int8";
-    case DT_STRING: return "string";
-    case DT_INT64: return "int64";
-    case DT_BOOL: return "bool";
-    case DT_BFLOAT16: return "bfloat16";
-    case DT_HALF: return "half";
-    default: return absl::StrCat("invalid(", static_cast<int>(dtype), ")");
+    case DT_FLOAT:
+      return "float";
+    case DT_DOUBLE:
+      return "double";
+    case DT_INT32:
+      return "int32";
+    case DT_UINT8:
+      return "uint8";
+    case DT_INT8:
+      return "int8";
+    case DT_STRING:
+      return "string";
+    case DT_INT64:
+      return "int64";
+    case DT_BOOL:
+      return "bool";
+    case DT_BFLOAT16:
+      return "bfloat16";
+    case DT_HALF:
+      return "half";
+    default:
+      return absl::StrCat("invalid(", static_cast<int>(dtype), ")");
   }
 }
 
@@ -40,11 +51,21 @@ absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
 
 int DataTypeSize(DataType dtype) {
   switch (dtype) {
-    case DT_FLOAT: case DT_INT32: return 4;
-    case DT_DOUBLE: case DT_INT64: return 8;
-    case DT_UINT8: case DT_INT8: case DT_BOOL: return 1;
-    case DT_BFLOAT16: case DT_HALF: return 2;
-    default: return 0;
+    case DT_FLOAT:
+    case DT_INT32:
+      return 4;
+    case DT_DOUBLE:
+    case DT_INT64:
+      return 8;
+    case DT_UINT8:
+    case DT_INT8:
+    case DT_BOOL:
+      return 1;
+    case DT_BFLOAT16:
+    case DT_HALF:
+      return 2;
+    default:
+      return 0;
   }
 }
 
@@ -61,9 +82,9 @@ bool DataTypeIsNumeric(DataType dtype) {
 }
 
 const std::vector<DataType>& AllDataTypes() {
-  static const auto* all = new std::vector<DataType>{
-      DT_FLOAT, DT_DOUBLE, DT_INT32, DT_UINT8, DT_INT8, DT_STRING, DT_INT64, DT_BOOL,
-      DT_BFLOAT16, DT_HALF};
+  static const auto* all =
+      new std::vector<DataType>{DT_FLOAT,  DT_DOUBLE, DT_INT32, DT_UINT8,    DT_INT8,
+                                DT_STRING, DT_INT64,  DT_BOOL,  DT_BFLOAT16, DT_HALF};
   return *all;
 }
 

@@ -38,14 +38,14 @@ struct DataTypeToEnum;
 template <DataType D>
 struct EnumToDataType;
 
-#define SF_MATCH_TYPE_AND_ENUM(TYPE, ENUM)                 \
-  template <>                                              \
-  struct DataTypeToEnum<TYPE> {                            \
-    static constexpr DataType value = ENUM;                \
-  };                                                       \
-  template <>                                              \
-  struct EnumToDataType<ENUM> {                            \
-    using Type = TYPE;                                     \
+#define SF_MATCH_TYPE_AND_ENUM(TYPE, ENUM)  \
+  template <>                               \
+  struct DataTypeToEnum<TYPE> {             \
+    static constexpr DataType value = ENUM; \
+  };                                        \
+  template <>                               \
+  struct EnumToDataType<ENUM> {             \
+    using Type = TYPE;                      \
   }
 SF_MATCH_TYPE_AND_ENUM(float, DT_FLOAT);
 SF_MATCH_TYPE_AND_ENUM(double, DT_DOUBLE);
@@ -61,11 +61,11 @@ SF_MATCH_TYPE_AND_ENUM(half, DT_HALF);
 
 // Runtime dispatch: binds the C++ type of `dtype` to TYPE_ALIAS and runs BODY. The default
 // branch runs DEFAULT (a statement) for types outside the list.
-#define SF_TYPE_CASE(ENUM, TYPE_ALIAS, BODY) \
-  case ENUM: {                               \
+#define SF_TYPE_CASE(ENUM, TYPE_ALIAS, BODY)       \
+  case ENUM: {                                     \
     using TYPE_ALIAS = EnumToDataType<ENUM>::Type; \
-    BODY;                                    \
-    break;                                   \
+    BODY;                                          \
+    break;                                         \
   }
 #define SF_SWITCH_FLOAT(dtype, TYPE_ALIAS, BODY, DEFAULT) \
   switch (dtype) {                                        \

@@ -60,14 +60,13 @@ absl::StatusOr<const Edge*> Graph::AddEdge(Node* src, int src_output, Node* dst,
   std::string prefix = NodeErrorPrefix(dst->def());
   if (src_output < 0 || src_output >= src->num_outputs()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        prefix, "input ", dst_input, " refers to output ", src_output, " of '", src->name(),
-        "' (", src->op(), "), which has ", src->num_outputs(), " output(s)"));
+        prefix, "input ", dst_input, " refers to output ", src_output, " of '", src->name(), "' (",
+        src->op(), "), which has ", src->num_outputs(), " output(s)"));
   }
   if (dst_input < 0 || dst_input >= dst->num_inputs()) {
     return absl::InvalidArgumentError(absl::StrCat(prefix, "has ", dst->num_inputs(),
-                                                   " input(s); cannot connect input ",
-                                                   dst_input, "; signature: ",
-                                                   dst->op_def().Signature()));
+                                                   " input(s); cannot connect input ", dst_input,
+                                                   "; signature: ", dst->op_def().Signature()));
   }
   if (dst->input_edges_[dst_input] != nullptr) {
     return absl::InvalidArgumentError(
@@ -189,9 +188,9 @@ absl::StatusOr<std::vector<Node*>> Graph::TopologicalOrder() const {
     if (!n) continue;
     for (int i = 0; i < n->num_inputs(); ++i) {
       if (n->input_edges_[i] == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(NodeErrorPrefix(n->def_), "input ", i,
-                                                       " is not connected; signature: ",
-                                                       n->op_def().Signature()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeErrorPrefix(n->def_), "input ", i,
+                         " is not connected; signature: ", n->op_def().Signature()));
       }
     }
     pending[n->id()] = static_cast<int>(n->in_edges_.size());
@@ -212,9 +211,9 @@ absl::StatusOr<std::vector<Node*>> Graph::TopologicalOrder() const {
     for (const auto& n : nodes_) {
       if (n && pending[n->id()] > 0 && cycle.size() < 8) cycle.push_back(n->name());
     }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "graph has a cycle through nodes {", absl::StrJoin(cycle, ", "),
-        cycle.size() == 8 ? ", ..." : "", "}; a dataflow graph must be acyclic"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph has a cycle through nodes {", absl::StrJoin(cycle, ", "),
+                     cycle.size() == 8 ? ", ..." : "", "}; a dataflow graph must be acyclic"));
   }
   return order;
 }
@@ -255,8 +254,8 @@ absl::StatusOr<TensorRef> ParseTensorRef(absl::string_view ref) {
     }
   }
   if (r.node.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("malformed tensor reference '", ref,
-                                                   "': empty node name"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed tensor reference '", ref, "': empty node name"));
   }
   return r;
 }
@@ -281,9 +280,8 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def,
       if (!ref.ok()) return WithContext(ref.status(), prefix);
       Node* src = g->FindNode(ref->node);
       if (src == nullptr) {
-        return absl::InvalidArgumentError(absl::StrCat(prefix, "input '", in,
-                                                       "' refers to node '", ref->node,
-                                                       "', which is not in the graph"));
+        return absl::InvalidArgumentError(absl::StrCat(prefix, "input '", in, "' refers to node '",
+                                                       ref->node, "', which is not in the graph"));
       }
       if (ref->index == Edge::kControlSlot) {
         seen_control = true;
@@ -295,18 +293,17 @@ absl::StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const GraphDef& def,
             prefix, "data input '", in, "' comes after a control input; list '^' inputs last"));
       }
       if (data_index >= dst->num_inputs()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            prefix, "has ", nd.input_size(), " inputs listed but takes ", dst->num_inputs(),
-            "; signature: ", dst->op_def().Signature()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(prefix, "has ", nd.input_size(), " inputs listed but takes ",
+                         dst->num_inputs(), "; signature: ", dst->op_def().Signature()));
       }
       SF_RETURN_IF_ERROR(g->AddEdge(src, ref->index, dst, data_index).status());
       ++data_index;
     }
     if (data_index != dst->num_inputs()) {
       return absl::InvalidArgumentError(absl::StrCat(prefix, "has ", data_index,
-                                                     " data input(s) but takes ",
-                                                     dst->num_inputs(), "; signature: ",
-                                                     dst->op_def().Signature()));
+                                                     " data input(s) but takes ", dst->num_inputs(),
+                                                     "; signature: ", dst->op_def().Signature()));
     }
   }
   SF_ASSIGN_OR_RETURN(std::vector<Node*> order, g->TopologicalOrder());

@@ -24,7 +24,8 @@ absl::Status WriteGraphDef(const std::string& path, const GraphDef& def, GraphFo
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) {
-      return absl::PermissionDeniedError(absl::StrCat("cannot write '", tmp, "': ", std::strerror(errno)));
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write '", tmp, "': ", std::strerror(errno)));
     }
     out.write(data.data(), static_cast<std::streamsize>(data.size()));
     if (!out.flush()) {
@@ -32,8 +33,8 @@ absl::Status WriteGraphDef(const std::string& path, const GraphDef& def, GraphFo
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot rename '", tmp, "' to '", path, "': ",
-                                                    std::strerror(errno)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot rename '", tmp, "' to '", path, "': ", std::strerror(errno)));
   }
   return absl::OkStatus();
 }
@@ -41,8 +42,8 @@ absl::Status WriteGraphDef(const std::string& path, const GraphDef& def, GraphFo
 absl::StatusOr<GraphDef> ReadGraphDef(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot open GraphDef file '", path, "': ",
-                                            std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot open GraphDef file '", path, "': ", std::strerror(errno)));
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
@@ -53,8 +54,8 @@ absl::StatusOr<GraphDef> ReadGraphDef(const std::string& path) {
   google::protobuf::TextFormat::Parser parser;
   parser.AllowPartialMessage(false);
   if (parser.ParseFromString(data, &def)) return def;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "'", path, "' is not a GraphDef in binary or text protobuf format"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", path, "' is not a GraphDef in binary or text protobuf format"));
 }
 
 }  // namespace shardflow

@@ -18,16 +18,16 @@
 #define SF_STATUS_CONCAT_INNER(a, b) a##b
 #define SF_STATUS_CONCAT(a, b) SF_STATUS_CONCAT_INNER(a, b)
 
-#define SF_RETURN_IF_ERROR(expr)                          \
-  do {                                                    \
-    ::absl::Status sf_status_ = (expr);                   \
+#define SF_RETURN_IF_ERROR(expr)                                 \
+  do {                                                           \
+    ::absl::Status sf_status_ = (expr);                          \
     if (ABSL_PREDICT_FALSE(!sf_status_.ok())) return sf_status_; \
   } while (0)
 
 #define SF_ASSIGN_OR_RETURN(lhs, expr) \
   SF_ASSIGN_OR_RETURN_IMPL(SF_STATUS_CONCAT(sf_statusor_, __LINE__), lhs, expr)
-#define SF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                             \
+#define SF_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)          \
+  auto tmp = (expr);                                      \
   if (ABSL_PREDICT_FALSE(!tmp.ok())) return tmp.status(); \
   lhs = std::move(tmp).value()
 

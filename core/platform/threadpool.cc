@@ -30,9 +30,8 @@ void ThreadPool::Schedule(std::function<void()> fn) {
 
 void ThreadPool::WorkerLoop() {
   if (thread_init_) thread_init_();
-  auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return !tasks_.empty() || stopping_;
-  };
+  auto has_work = [this]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !tasks_.empty() || stopping_; };
   while (true) {
     std::function<void()> task;
     {
@@ -77,7 +76,8 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit_ns,
   if (total <= 0) return;
   constexpr int64_t kMinShardNs = 20000;
   int64_t max_shards = static_cast<int64_t>(workers_.size()) + 1;
-  int64_t by_cost = std::max<int64_t>(1, total * std::max<int64_t>(cost_per_unit_ns, 1) / kMinShardNs);
+  int64_t by_cost =
+      std::max<int64_t>(1, total * std::max<int64_t>(cost_per_unit_ns, 1) / kMinShardNs);
   int64_t shards = std::min({max_shards, by_cost, total});
   if (shards <= 1) {
     fn(0, total);
@@ -93,9 +93,8 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit_ns,
   for (int64_t i = 0; i < shards - 1; ++i) Schedule([state] { state->Drain(); });
   state->Drain();
   absl::MutexLock lock(&state->mu);
-  auto all_done = [s = state.get()]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
-    return s->finished == s->num_chunks;
-  };
+  auto all_done = [s = state.get()]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->finished == s->num_chunks; };
   state->mu.Await(absl::Condition(&all_done));
 }
 

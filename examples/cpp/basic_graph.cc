@@ -26,7 +26,7 @@ absl::Status Main(const std::string& out_dir) {
   Output y = ops::Relu(layer.WithOpName("y"), ops::Add(layer, ops::MatMul(layer, x, w), b));
   Output e = ops::Exp(root, y);
   Output probs = ops::Div(root.WithOpName("probs"), e, ops::Sum(root, e, {1}, true));
-  Output both = ops::Concat(root.WithOpName("both"), {y, ops::Transpose(root, probs, {1, 0}) }, 0);
+  Output both = ops::Concat(root.WithOpName("both"), {y, ops::Transpose(root, probs, {1, 0})}, 0);
   Output corner = ops::Slice(root.WithOpName("corner"), both, {0, 0}, {2, 1});
   Output flat = ops::Reshape(root.WithOpName("flat"), corner, {-1});
   std::printf("x: %s, y: %s (shapes inferred at build time)\n", x.shape().DebugString().c_str(),

@@ -44,7 +44,8 @@ inline void CopyElement(const Tensor& src, int64_t i, Tensor* dst, int64_t j, si
 inline void CopyRun(const Tensor& src, int64_t i, Tensor* dst, int64_t j, int64_t count,
                     size_t elem) {
   if (src.dtype() == DT_STRING) {
-    for (int64_t k = 0; k < count; ++k) dst->data<std::string>()[j + k] = src.data<std::string>()[i + k];
+    for (int64_t k = 0; k < count; ++k)
+      dst->data<std::string>()[j + k] = src.data<std::string>()[i + k];
   } else if (count > 0) {
     std::memcpy(static_cast<char*>(dst->raw_data()) + j * elem,
                 static_cast<const char*>(src.raw_data()) + i * elem, count * elem);
@@ -66,11 +67,13 @@ class ReshapeOp : public OpKernel {
     int64_t product = 1;
     for (size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] == -1) {
-        OP_REQUIRES(ctx, unknown < 0, absl::InvalidArgumentError("shape may contain at most one -1"));
+        OP_REQUIRES(ctx, unknown < 0,
+                    absl::InvalidArgumentError("shape may contain at most one -1"));
         unknown = static_cast<int>(i);
       } else {
-        OP_REQUIRES(ctx, dims[i] >= 0,
-                    absl::InvalidArgumentError(absl::StrCat("shape has negative dimension ", dims[i])));
+        OP_REQUIRES(
+            ctx, dims[i] >= 0,
+            absl::InvalidArgumentError(absl::StrCat("shape has negative dimension ", dims[i])));
         product *= dims[i];
       }
     }
@@ -118,8 +121,8 @@ class SqueezeOp : public OpKernel {
         int64_t a;
         OP_REQUIRES_OK(ctx, CanonicalAxis(d, x.dims(), &a));
         OP_REQUIRES(ctx, x.dim_size(a) == 1,
-                    absl::InvalidArgumentError(absl::StrCat("cannot squeeze dimension ", a,
-                                                            " of size ", x.dim_size(a))));
+                    absl::InvalidArgumentError(
+                        absl::StrCat("cannot squeeze dimension ", a, " of size ", x.dim_size(a))));
         drop[a] = true;
       }
     }
@@ -229,8 +232,8 @@ class ConcatOp : public OpKernel {
     for (int i = 0; i < n; ++i) {
       const Tensor& t = ctx->input(i);
       OP_REQUIRES(ctx, t.dims() == rank,
-                  absl::InvalidArgumentError(absl::StrCat("value ", i, " has rank ", t.dims(),
-                                                          "; expected ", rank)));
+                  absl::InvalidArgumentError(
+                      absl::StrCat("value ", i, " has rank ", t.dims(), "; expected ", rank)));
       for (int d = 0; d < rank; ++d) {
         OP_REQUIRES(ctx, d == axis || t.dim_size(d) == first.dim_size(d),
                     absl::InvalidArgumentError(absl::StrCat(
@@ -267,7 +270,8 @@ class SliceOp : public OpKernel {
     std::vector<int64_t> begin = ReadInts(ctx->input(1));
     std::vector<int64_t> size = ReadInts(ctx->input(2));
     int rank = x.dims();
-    OP_REQUIRES(ctx, static_cast<int>(begin.size()) == rank && static_cast<int>(size.size()) == rank,
+    OP_REQUIRES(ctx,
+                static_cast<int>(begin.size()) == rank && static_cast<int>(size.size()) == rank,
                 absl::InvalidArgumentError(absl::StrCat("begin and size must have ", rank,
                                                         " entries for an input of shape ",
                                                         x.shape().DebugString())));
@@ -275,9 +279,9 @@ class SliceOp : public OpKernel {
     for (int d = 0; d < rank; ++d) {
       int64_t s = size[d] == -1 ? x.dim_size(d) - begin[d] : size[d];
       OP_REQUIRES(ctx, begin[d] >= 0 && s >= 0 && begin[d] + s <= x.dim_size(d),
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "slice [", begin[d], ", ", begin[d] + s, ") is out of bounds for dimension ",
-                      d, " of size ", x.dim_size(d))));
+                  absl::InvalidArgumentError(absl::StrCat("slice [", begin[d], ", ", begin[d] + s,
+                                                          ") is out of bounds for dimension ", d,
+                                                          " of size ", x.dim_size(d))));
       out_shape.AddDim(s);
     }
     Tensor* out;
@@ -325,7 +329,8 @@ class FillOp : public OpKernel {
                                                         value.shape().DebugString())));
     std::vector<int64_t> dims = ReadInts(dims_t);
     for (int64_t d : dims) {
-      OP_REQUIRES(ctx, d >= 0, absl::InvalidArgumentError(absl::StrCat("dims has negative entry ", d)));
+      OP_REQUIRES(ctx, d >= 0,
+                  absl::InvalidArgumentError(absl::StrCat("dims has negative entry ", d)));
     }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(absl::MakeConstSpan(dims)), &out));
@@ -360,7 +365,8 @@ REGISTER_KERNEL(KernelDef("Squeeze").Device(kDeviceCpu), SqueezeOp);
 REGISTER_KERNEL(KernelDef("Shape").Device(kDeviceCpu).HostMemory("output"), ShapeOp);
 REGISTER_KERNEL(KernelDef("Transpose").Device(kDeviceCpu).HostMemory("perm"), TransposeOp);
 REGISTER_KERNEL(KernelDef("Concat").Device(kDeviceCpu).HostMemory("axis"), ConcatOp);
-REGISTER_KERNEL(KernelDef("Slice").Device(kDeviceCpu).HostMemory("begin").HostMemory("size"), SliceOp);
+REGISTER_KERNEL(KernelDef("Slice").Device(kDeviceCpu).HostMemory("begin").HostMemory("size"),
+                SliceOp);
 REGISTER_KERNEL(KernelDef("Cast").Device(kDeviceCpu), CastOp);
 REGISTER_KERNEL(KernelDef("Fill").Device(kDeviceCpu).HostMemory("dims"), FillOp);
 REGISTER_KERNEL(KernelDef("ZerosLike").Device(kDeviceCpu), ConstantLikeOp<0>);

@@ -37,8 +37,8 @@ class PlaceholderOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    ctx->SetStatus(absl::InvalidArgumentError(
-        "a placeholder must be fed: pass a value for it in the feeds"));
+    ctx->SetStatus(
+        absl::InvalidArgumentError("a placeholder must be fed: pass a value for it in the feeds"));
   }
   bool IsExpensive() const override { return false; }
 };
@@ -50,8 +50,7 @@ class ArgOp : public OpKernel {
     if (!s.ok()) c->SetStatus(s);
   }
   void Compute(OpKernelContext* ctx) override {
-    OP_REQUIRES(ctx, ctx->call_frame() != nullptr,
-                absl::InternalError("_Arg needs a call frame"));
+    OP_REQUIRES(ctx, ctx->call_frame() != nullptr, absl::InternalError("_Arg needs a call frame"));
     Tensor value;
     OP_REQUIRES_OK(ctx, ctx->call_frame()->GetArg(index_, &value));
     ctx->set_output(0, std::move(value));

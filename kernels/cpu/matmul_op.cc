@@ -21,9 +21,9 @@ bool PrepareMatMul(OpKernelContext* ctx, bool ta, bool tb, MatMulDims* dims, Ten
   const Tensor& a = ctx->input(0);
   const Tensor& b = ctx->input(1);
   if (a.dims() != 2 || b.dims() != 2) {
-    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-        "both inputs must be matrices; got ", a.shape().DebugString(), " and ",
-        b.shape().DebugString())));
+    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat("both inputs must be matrices; got ",
+                                                           a.shape().DebugString(), " and ",
+                                                           b.shape().DebugString())));
     return false;
   }
   dims->m = a.dim_size(ta ? 1 : 0);
@@ -64,8 +64,8 @@ class OneDnnMatMulOp : public OpKernel {
     }
     SetOneDnnThreads(ctx);
     const dnnl::matmul& prim = GetPrimitive(d);
-    dnnl::memory::data_type dt = std::is_same_v<T, float> ? dnnl::memory::data_type::f32
-                                                          : dnnl::memory::data_type::bf16;
+    dnnl::memory::data_type dt =
+        std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
     auto a_md = dnnl::memory::desc({d.m, d.k}, dt,
                                    ta_ ? dnnl::memory::dims{1, d.m} : dnnl::memory::dims{d.k, 1});
     auto b_md = dnnl::memory::desc({d.k, d.n}, dt,
@@ -86,8 +86,8 @@ class OneDnnMatMulOp : public OpKernel {
     auto key = std::make_tuple(d.m, d.k, d.n);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    dnnl::memory::data_type dt = std::is_same_v<T, float> ? dnnl::memory::data_type::f32
-                                                          : dnnl::memory::data_type::bf16;
+    dnnl::memory::data_type dt =
+        std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
     auto a_md = dnnl::memory::desc({d.m, d.k}, dt,
                                    ta_ ? dnnl::memory::dims{1, d.m} : dnnl::memory::dims{d.k, 1});
     auto b_md = dnnl::memory::desc({d.k, d.n}, dt,

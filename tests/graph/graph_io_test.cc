@@ -16,7 +16,8 @@ std::vector<Tensor> RunZ(const GraphDef& def) {
   EXPECT_TRUE(session.ok());
   EXPECT_TRUE((*session)->Create(def).ok());
   std::vector<Tensor> out;
-  absl::Status s = (*session)->Run({{"x", Tensor::FromVector<float>({10, 20, 30})}}, {"z"}, {}, &out);
+  absl::Status s =
+      (*session)->Run({{"x", Tensor::FromVector<float>({10, 20, 30})}}, {"z"}, {}, &out);
   EXPECT_TRUE(s.ok()) << s;
   return out;
 }
@@ -30,7 +31,8 @@ TEST(GraphIoTest, BinaryAndTextRoundTripGiveTheSameResults) {
   std::vector<Tensor> expected = RunZ(def);
   test::ExpectValues<float>(expected[0], {22, 44, 66});
   for (GraphFormat f : {GraphFormat::kBinary, GraphFormat::kText}) {
-    std::string path = ::testing::TempDir() + "/graph_io_test_" + (f == GraphFormat::kText ? "t" : "b");
+    std::string path =
+        ::testing::TempDir() + "/graph_io_test_" + (f == GraphFormat::kText ? "t" : "b");
     ASSERT_TRUE(WriteGraphDef(path, def, f).ok());
     auto loaded = ReadGraphDef(path);
     ASSERT_TRUE(loaded.ok()) << loaded.status();

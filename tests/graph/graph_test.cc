@@ -50,13 +50,17 @@ TEST(GraphTest, UnknownOpNamesNodeAndSuggests) {
 }
 
 TEST(GraphTest, MissingDanglingAndExtraInputs) {
-  std::string missing = ErrorOf(std::string(kConsts) +
+  std::string missing = ErrorOf(
+      std::string(kConsts) +
       R"(node { name: "s" op: "Add" input: "a" attr { key: "T" value { type: DT_FLOAT } } })");
-  EXPECT_NE(missing.find("node 's' (Add): has 1 data input(s) but takes 2"), std::string::npos) << missing;
-  std::string dangling = ErrorOf(std::string(kConsts) +
+  EXPECT_NE(missing.find("node 's' (Add): has 1 data input(s) but takes 2"), std::string::npos)
+      << missing;
+  std::string dangling = ErrorOf(
+      std::string(kConsts) +
       R"(node { name: "s" op: "Add" input: "a" input: "nope" attr { key: "T" value { type: DT_FLOAT } } })");
   EXPECT_NE(dangling.find("'nope', which is not in the graph"), std::string::npos) << dangling;
-  std::string slot = ErrorOf(std::string(kConsts) +
+  std::string slot = ErrorOf(
+      std::string(kConsts) +
       R"(node { name: "s" op: "Add" input: "a:3" input: "b" attr { key: "T" value { type: DT_FLOAT } } })");
   EXPECT_NE(slot.find("has 1 output(s)"), std::string::npos) << slot;
 }
@@ -75,7 +79,8 @@ TEST(GraphTest, DtypeMismatchSuggestsCast) {
            attr { key: "value" value { tensor { dtype: DT_INT32 shape { } content: "\001\000\000\000" } } } }
     node { name: "s" op: "Add" input: "a" input: "i" attr { key: "T" value { type: DT_FLOAT } } })");
   EXPECT_NE(e.find("node 's' (Add): input 1 expects float but 'i:0' is int32; insert a Cast"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
 }
 
 TEST(GraphTest, IncompatibleShapesNameTheNodeAndShapes) {
@@ -86,13 +91,15 @@ TEST(GraphTest, IncompatibleShapesNameTheNodeAndShapes) {
 }
 
 TEST(GraphTest, AttrErrors) {
-  std::string missing_attr = ErrorOf(std::string(kConsts) +
-      R"(node { name: "s" op: "Add" input: "a" input: "b" })");
+  std::string missing_attr =
+      ErrorOf(std::string(kConsts) + R"(node { name: "s" op: "Add" input: "a" input: "b" })");
   EXPECT_NE(missing_attr.find("attr 'T' is missing"), std::string::npos) << missing_attr;
-  std::string bad_type = ErrorOf(std::string(kConsts) +
+  std::string bad_type = ErrorOf(
+      std::string(kConsts) +
       R"(node { name: "s" op: "Add" input: "a" input: "b" attr { key: "T" value { type: DT_STRING } } })");
   EXPECT_NE(bad_type.find("allowed:"), std::string::npos) << bad_type;
-  std::string unknown = ErrorOf(std::string(kConsts) +
+  std::string unknown = ErrorOf(
+      std::string(kConsts) +
       R"(node { name: "s" op: "Add" input: "a" input: "b" attr { key: "T" value { type: DT_FLOAT } }
                 attr { key: "color" value { s: "red" } } })");
   EXPECT_NE(unknown.find("unknown attr 'color'"), std::string::npos) << unknown;

@@ -43,7 +43,8 @@ TEST(ScopeTest, NameScopesAndUniqueNames) {
 TEST(ScopeTest, DeviceAndControlDependencyScopes) {
   Scope root = Scope::NewRootScope();
   auto init = ops::NoOp(root.WithOpName("init"));
-  Scope dev = root.WithDevice("/device:CPU:1").WithControlDependencies(std::vector<Operation>{init});
+  Scope dev =
+      root.WithDevice("/device:CPU:1").WithControlDependencies(std::vector<Operation>{init});
   auto c = ops::Const(dev, 3.0f);
   EXPECT_EQ(c.node()->requested_device(), "/device:CPU:1");
   bool has_control = false;

@@ -20,7 +20,10 @@ std::atomic<int> g_counted{0};
 // on another thread after `millis`.
 REGISTER_OP("TestCount").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
 REGISTER_OP("TestFail").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
-REGISTER_OP("TestAsyncDelay").Input("x: float").Output("y: float").Attr("millis: int = 10")
+REGISTER_OP("TestAsyncDelay")
+    .Input("x: float")
+    .Output("y: float")
+    .Attr("millis: int = 10")
     .SetShapeFn(UnchangedShape);
 
 class CountOp : public OpKernel {
@@ -104,7 +107,8 @@ TEST(ExecutorTest, FirstErrorAbortsAndLaterNodesDoNotRun) {
   auto out = test::RunScope(s, {}, {after});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("node 'boom' (TestFail): this kernel always fails"),
-            std::string::npos) << out.status();
+            std::string::npos)
+      << out.status();
   EXPECT_EQ(g_counted.load(), 0);
 }
 
@@ -122,7 +126,8 @@ TEST(ExecutorTest, AsyncKernelsFinishOnOtherThreads) {
 TEST(ExecutorTest, TimeoutCancelsTheStep) {
   Scope s = Scope::NewRootScope();
   Output x = ops::Const(s, 1.0f);
-  Operation slow = OpBuilder(s.WithOpName("slow"), "TestAsyncDelay").Input(x).Attr("millis", 500).Finalize();
+  Operation slow =
+      OpBuilder(s.WithOpName("slow"), "TestAsyncDelay").Input(x).Attr("millis", 500).Finalize();
   Output after = Custom(s, "TestCount", Output(slow.node(), 0));
   GraphDef def;
   ASSERT_TRUE(s.ToGraphDef(&def).ok());

@@ -66,15 +66,19 @@ TEST(SessionTest, BadFeedsAndFetchesAreClearErrors) {
   absl::Status dtype = session->Run({{"x", Tensor::Scalar<int32_t>(1)}}, {"y"}, {}, &out);
   EXPECT_EQ(dtype.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(dtype.message().find("feed 'x': expected float of shape [?,3] but got int32"),
-            std::string::npos) << dtype;
-  absl::Status shape = session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2, 4}))}}, {"y"}, {}, &out);
+            std::string::npos)
+      << dtype;
+  absl::Status shape =
+      session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2, 4}))}}, {"y"}, {}, &out);
   EXPECT_NE(shape.message().find("of shape [2,4]"), std::string::npos) << shape;
   absl::Status unfed = session->Run({}, {"y"}, {}, &out);
-  EXPECT_NE(unfed.message().find("placeholder 'x' (float, shape [?,3])"), std::string::npos) << unfed;
+  EXPECT_NE(unfed.message().find("placeholder 'x' (float, shape [?,3])"), std::string::npos)
+      << unfed;
   absl::Status nofetch = session->Run({}, {"nothere:0"}, {}, &out);
   EXPECT_EQ(nofetch.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(nofetch.message().find("no node named 'nothere'"), std::string::npos) << nofetch;
-  absl::Status badslot = session->Run({{"x", Tensor(DT_FLOAT, TensorShape({1, 3}))}}, {"y:1"}, {}, &out);
+  absl::Status badslot =
+      session->Run({{"x", Tensor(DT_FLOAT, TensorShape({1, 3}))}}, {"y:1"}, {}, &out);
   EXPECT_NE(badslot.message().find("has 1 output(s)"), std::string::npos) << badslot;
   absl::Status notarget = session->Run({}, {}, {"ghost"}, &out);
   EXPECT_EQ(notarget.code(), absl::StatusCode::kNotFound);
@@ -87,11 +91,13 @@ TEST(SessionTest, KernelErrorsNameTheNode) {
   ops::Reshape(s.WithOpName("reshape"), x, {5});
   auto session = Open(s);
   std::vector<Tensor> out;
-  absl::Status st = session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2, 3}))}}, {"reshape"}, {}, &out);
+  absl::Status st =
+      session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2, 3}))}}, {"reshape"}, {}, &out);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("node 'reshape' (Reshape)"), std::string::npos) << st;
   // The session stays usable after a failed step.
-  ASSERT_TRUE(session->Run({{"x", Tensor(DT_FLOAT, TensorShape({5}))}}, {"reshape"}, {}, &out).ok());
+  ASSERT_TRUE(
+      session->Run({{"x", Tensor(DT_FLOAT, TensorShape({5}))}}, {"reshape"}, {}, &out).ok());
 }
 
 TEST(SessionTest, TargetsRunAndPruningSkipsUnneededNodes) {
@@ -171,9 +177,12 @@ TEST(SessionTest, ExplicitDeviceThatDoesNotExist) {
   absl::Status st = session->Run({}, {"c"}, {}, &out);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("node 'c' (Const) was explicitly assigned to '/device:GPU:0'"),
-            std::string::npos) << st;
-  EXPECT_NE(st.message().find("available devices are [/job:localhost/replica:0/task:0/device:CPU:0]"),
-            std::string::npos) << st;
+            std::string::npos)
+      << st;
+  EXPECT_NE(
+      st.message().find("available devices are [/job:localhost/replica:0/task:0/device:CPU:0]"),
+      std::string::npos)
+      << st;
   SessionOptions soft;
   soft.config.set_allow_soft_placement(true);
   auto soft_session = Open(s, soft);
