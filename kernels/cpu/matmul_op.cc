@@ -63,25 +63,34 @@ class OneDnnMatMulOp : public OpKernel {
       return;
     }
     SetOneDnnThreads(ctx);
-    const dnnl::matmul& prim = GetPrimitive(d);
-    dnnl::memory::data_type dt =
-        std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
-    auto a_md = dnnl::memory::desc({d.m, d.k}, dt,
-                                   ta_ ? dnnl::memory::dims{1, d.m} : dnnl::memory::dims{d.k, 1});
-    auto b_md = dnnl::memory::desc({d.k, d.n}, dt,
-                                   tb_ ? dnnl::memory::dims{1, d.k} : dnnl::memory::dims{d.n, 1});
-    auto c_md = dnnl::memory::desc({d.m, d.n}, dt, dnnl::memory::dims{d.n, 1});
+    const Cached& cached = GetPrimitive(d);
     dnnl::engine& eng = CpuEngine();
-    dnnl::memory a_mem(a_md, eng, const_cast<void*>(ctx->input(0).raw_data()));
-    dnnl::memory b_mem(b_md, eng, const_cast<void*>(ctx->input(1).raw_data()));
-    dnnl::memory c_mem(c_md, eng, out->raw_data());
+    dnnl::memory a_mem(cached.pd.src_desc(), eng, const_cast<void*>(ctx->input(0).raw_data()));
+    dnnl::memory b_mem(cached.pd.weights_desc(), eng, const_cast<void*>(ctx->input(1).raw_data()));
+    dnnl::memory c_mem(cached.pd.dst_desc(), eng, out->raw_data());
+    // Each call brings its own scratchpad: with oneDNN's default (library-owned) scratchpad a
+    // primitive must not run on two threads at once, and concurrent steps share this kernel.
+    Tensor scratch;
+    size_t scratch_bytes = cached.pd.scratchpad_desc().get_size();
+    OP_REQUIRES_OK(
+        ctx,
+        ctx->allocate_temp(DT_UINT8, TensorShape({static_cast<int64_t>(scratch_bytes)}), &scratch));
+    dnnl::memory s_mem(cached.pd.scratchpad_desc(), eng, scratch.raw_data());
     dnnl::stream stream(eng);
-    prim.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+    cached.prim.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                                 {DNNL_ARG_WEIGHTS, b_mem},
+                                 {DNNL_ARG_DST, c_mem},
+                                 {DNNL_ARG_SCRATCHPAD, s_mem}});
     stream.wait();
   }
 
  private:
-  const dnnl::matmul& GetPrimitive(const MatMulDims& d) {
+  struct Cached {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+  };
+
+  const Cached& GetPrimitive(const MatMulDims& d) {
     absl::MutexLock lock(&mu_);
     auto key = std::make_tuple(d.m, d.k, d.n);
     auto it = cache_.find(key);
@@ -93,14 +102,17 @@ class OneDnnMatMulOp : public OpKernel {
     auto b_md = dnnl::memory::desc({d.k, d.n}, dt,
                                    tb_ ? dnnl::memory::dims{1, d.k} : dnnl::memory::dims{d.n, 1});
     auto c_md = dnnl::memory::desc({d.m, d.n}, dt, dnnl::memory::dims{d.n, 1});
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), CpuEngine());
-    return cache_.emplace(key, dnnl::matmul(pd)).first->second;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, CpuEngine());
+    return cache_.emplace(key, Cached{pd, dnnl::matmul(pd)}).first->second;
   }
 
   bool ta_ = false, tb_ = false;
   absl::Mutex mu_;
-  // Primitives are immutable once made and may execute concurrently.
-  std::map<std::tuple<int64_t, int64_t, int64_t>, dnnl::matmul> cache_ ABSL_GUARDED_BY(mu_);
+  // Entries are never removed, so references stay valid; primitives with a user scratchpad may
+  // execute concurrently.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Cached> cache_ ABSL_GUARDED_BY(mu_);
 };
 
 class EigenMatMulOp : public OpKernel {

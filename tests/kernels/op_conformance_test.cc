@@ -1,0 +1,467 @@
+// Op conformance: every op in the OpRegistry, run through every CPU kernel registered for it and
+// every dtype that kernel takes, against a reference computed in double by plain C++.
+//
+// ConformanceTable() holds one small case per op: its inputs (data inputs in double, cast to the
+// dtype under test; index inputs such as shapes and axes as given) and a reference function of
+// the inputs as the kernel sees them. The test fails for an op without an entry, so a new op is
+// not done until it has one here. Internal ops (names starting with "_") are skipped;
+// Placeholder and NoOp, which compute nothing, are checked by hand.
+//
+// The dtypes come from the KernelRegistry: the TypeConstraint on the op's type attr ("T", or the
+// attr a case names) of each CPU KernelDef. A kernel without a constraint accepts any type; for
+// those float and int32 are checked (those the op allows). One summary line per op is printed.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/framework/attr_value.h"
+#include "core/framework/device_name.h"
+#include "core/framework/kernel_registry.h"
+#include "core/framework/op_def.h"
+#include "core/framework/tensor.h"
+#include "core/framework/tensor_util.h"
+#include "gtest/gtest.h"
+#include "runtime/op_runner.h"
+
+namespace shardflow {
+namespace {
+
+using Attrs = std::map<std::string, AttrValue>;
+
+// ---- the table ------------------------------------------------------------------------------
+
+struct ConformanceCase {
+  // Inputs in argument order. Inputs of a fixed-type argument or of one typed by the swept attr
+  // are cast to that type (so give them in double, with values valid for every dtype the op's
+  // kernels take: small non-negative integers unless only signed or floating kernels exist).
+  // Other inputs (shapes, axes, perms) are passed as given.
+  std::vector<Tensor> inputs;
+  // The expected first output, in double, from the inputs as the kernel sees them (cast inputs
+  // cast back to double). Integer and bool outputs are compared exactly, so the reference must
+  // be integral for them.
+  std::function<Tensor(const std::vector<Tensor>&)> reference;
+  // Extra attrs for a dtype, e.g. Cast's DstT; may be empty.
+  std::function<Attrs(DataType)> attrs;
+  // The type attr whose kernel constraints give the dtypes to check.
+  std::string type_attr = "T";
+  // When set, replaces the generic run: checks the op by hand and returns the summary.
+  std::function<std::string()> custom;
+};
+
+using RefFn = std::function<double(double, double)>;
+
+Tensor D(const std::vector<double>& v, const TensorShape& shape) {
+  return Tensor::FromVector<double>(v, shape);
+}
+Tensor I32(const std::vector<int32_t>& v) { return Tensor::FromVector<int32_t>(v); }
+
+std::vector<double> Values(const Tensor& t) {
+  auto d = CastTensor(t, DT_DOUBLE);
+  if (!d.ok()) {
+    ADD_FAILURE() << "cannot read " << t.DebugString() << " as double: " << d.status();
+    return {};
+  }
+  return std::vector<double>(d->data<double>(), d->data<double>() + d->NumElements());
+}
+
+// x: [2,3] -> f(x) element-wise.
+ConformanceCase Unary(const std::vector<double>& x, const std::function<double(double)>& f) {
+  ConformanceCase c;
+  c.inputs = {D(x, {2, 3})};
+  c.reference = [f](const std::vector<Tensor>& in) {
+    std::vector<double> v = Values(in[0]);
+    for (double& e : v) e = f(e);
+    return D(v, in[0].shape());
+  };
+  return c;
+}
+
+// x: [2,3], y: [3] (broadcast along rows) -> f(x[i,j], y[j]).
+ConformanceCase Binary(const std::vector<double>& x, const std::vector<double>& y, const RefFn& f) {
+  ConformanceCase c;
+  c.inputs = {D(x, {2, 3}), D(y, {3})};
+  c.reference = [f](const std::vector<Tensor>& in) {
+    const std::vector<double> a = Values(in[0]), b = Values(in[1]);
+    std::vector<double> z(6);
+    for (int i = 0; i < 6; ++i) z[i] = f(a[i], b[i % 3]);
+    return D(z, {2, 3});
+  };
+  return c;
+}
+
+// [[1,2,3],[4,5,6]] reduced over axis 1 -> [2].
+ConformanceCase Reduction(const std::function<double(const std::vector<double>&)>& f) {
+  ConformanceCase c;
+  c.inputs = {D({1, 2, 3, 4, 5, 6}, {2, 3}), Tensor::Scalar<int32_t>(1)};
+  c.reference = [f](const std::vector<Tensor>& in) {
+    const std::vector<double> v = Values(in[0]);
+    return D({f({v[0], v[1], v[2]}), f({v[3], v[4], v[5]})}, {2});
+  };
+  return c;
+}
+
+// A fixed expectation (for data movement, where the values pass through exactly).
+ConformanceCase Fixed(std::vector<Tensor> inputs, const Tensor& expected) {
+  ConformanceCase c;
+  c.inputs = std::move(inputs);
+  c.reference = [expected](const std::vector<Tensor>&) { return expected; };
+  return c;
+}
+
+ConformanceCase PassThrough() {
+  ConformanceCase c;
+  c.inputs = {D({1, 2, 3, 4, 5, 6}, {2, 3})};
+  c.reference = [](const std::vector<Tensor>& in) { return in[0]; };
+  return c;
+}
+
+double Sum(const std::vector<double>& v) {
+  double s = 0;
+  for (double e : v) s += e;
+  return s;
+}
+
+const std::map<std::string, ConformanceCase>& ConformanceTable() {
+  static const auto* table = [] {
+    auto* t = new std::map<std::string, ConformanceCase>;
+    auto& m = *t;
+    const Tensor x23 = D({1, 2, 3, 4, 5, 6}, {2, 3});
+
+    // Element-wise unary. Signed ops see negatives; floating ones positive values.
+    const std::vector<double> signed_x = {-3, -1, 0, 1, 2, 4};
+    const std::vector<double> positive_x = {1, 2, 3, 4, 0.5, 8};
+    const std::vector<double> small_x = {-2, -1, 0, 0.5, 1, 3};
+    m["Neg"] = Unary(signed_x, [](double a) { return -a; });
+    m["Abs"] = Unary(signed_x, [](double a) { return std::abs(a); });
+    m["Square"] = Unary(signed_x, [](double a) { return a * a; });
+    m["Sign"] = Unary(signed_x, [](double a) { return double((a > 0) - (a < 0)); });
+    m["Relu"] = Unary(signed_x, [](double a) { return std::max(a, 0.0); });
+    m["Sqrt"] = Unary(positive_x, [](double a) { return std::sqrt(a); });
+    m["Rsqrt"] = Unary(positive_x, [](double a) { return 1 / std::sqrt(a); });
+    m["Log"] = Unary(positive_x, [](double a) { return std::log(a); });
+    m["Reciprocal"] = Unary(positive_x, [](double a) { return 1 / a; });
+    m["Exp"] = Unary(small_x, [](double a) { return std::exp(a); });
+    m["Tanh"] = Unary(small_x, [](double a) { return std::tanh(a); });
+    m["Sigmoid"] = Unary(small_x, [](double a) { return 1 / (1 + std::exp(-a)); });
+    m["LogicalNot"] = Unary({0, 1, 1, 0, 2, 0}, [](double a) { return double(a == 0); });
+
+    // Element-wise binary, [2,3] with [3]. Values fit int8 and uint8 (no negative results).
+    m["Add"] = Binary({1, 2, 3, 4, 5, 6}, {10, 20, 30}, [](double a, double b) { return a + b; });
+    m["Sub"] = Binary({5, 6, 7, 8, 9, 10}, {1, 2, 3}, [](double a, double b) { return a - b; });
+    m["Mul"] = Binary({1, 2, 3, 4, 5, 6}, {2, 3, 4}, [](double a, double b) { return a * b; });
+    // Exact quotients, so integer division agrees with real division.
+    m["Div"] = Binary({2, 4, 6, 5, 8, 9}, {1, 2, 3}, [](double a, double b) { return a / b; });
+    m["Maximum"] =
+        Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return std::max(a, b); });
+    m["Minimum"] =
+        Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return std::min(a, b); });
+    m["Pow"] = Binary({0.5, 1, 2, 3, 1.5, 4}, {2, 0.5, -1},
+                      [](double a, double b) { return std::pow(a, b); });
+    m["SquaredDifference"] =
+        Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return (a - b) * (a - b); });
+    // Comparisons: less, equal and greater pairs; as bools {F,T,T,T,T,F} vs {F,T,T}.
+    const std::vector<double> cx = {0, 1, 2, 3, 2, 0}, cy = {0, 2, 1};
+    m["Equal"] = Binary(cx, cy, [](double a, double b) { return double(a == b); });
+    m["NotEqual"] = Binary(cx, cy, [](double a, double b) { return double(a != b); });
+    m["Less"] = Binary(cx, cy, [](double a, double b) { return double(a < b); });
+    m["LessEqual"] = Binary(cx, cy, [](double a, double b) { return double(a <= b); });
+    m["Greater"] = Binary(cx, cy, [](double a, double b) { return double(a > b); });
+    m["GreaterEqual"] = Binary(cx, cy, [](double a, double b) { return double(a >= b); });
+    m["LogicalAnd"] = Binary(cx, cy, [](double a, double b) { return double(a != 0 && b != 0); });
+    m["LogicalOr"] = Binary(cx, cy, [](double a, double b) { return double(a != 0 || b != 0); });
+
+    ConformanceCase addn;
+    addn.inputs = {x23, D({10, 20, 30, 40, 50, 60}, {2, 3}), D({0, 1, 0, 1, 0, 1}, {2, 3})};
+    addn.reference = [](const std::vector<Tensor>& in) {
+      std::vector<double> z(6, 0.0);
+      for (const Tensor& t : in) {
+        const std::vector<double> v = Values(t);
+        for (int i = 0; i < 6; ++i) z[i] += v[i];
+      }
+      return D(z, {2, 3});
+    };
+    m["AddN"] = addn;
+
+    // Reductions over axis 1 of [[1,2,3],[4,5,6]]; the means are whole numbers.
+    m["Sum"] = Reduction(Sum);
+    m["Mean"] = Reduction([](const std::vector<double>& v) { return Sum(v) / v.size(); });
+    m["Max"] = Reduction(
+        [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); });
+    m["Min"] = Reduction(
+        [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+    m["Prod"] = Reduction([](const std::vector<double>& v) {
+      double p = 1;
+      for (double e : v) p *= e;
+      return p;
+    });
+    m["ArgMax"] =
+        Fixed({D({1, 5, 3, 6, 2, 4}, {2, 3}), Tensor::Scalar<int32_t>(1)}, D({1, 0}, {2}));
+
+    ConformanceCase matmul;
+    matmul.inputs = {x23, D({1, 0, 0, 1, 2, -1}, {3, 2})};
+    matmul.reference = [](const std::vector<Tensor>& in) {
+      const std::vector<double> a = Values(in[0]), b = Values(in[1]);
+      std::vector<double> z(4, 0.0);
+      for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 2; ++j) {
+          for (int k = 0; k < 3; ++k) z[i * 2 + j] += a[i * 3 + k] * b[k * 2 + j];
+        }
+      }
+      return D(z, {2, 2});
+    };
+    m["MatMul"] = matmul;
+
+    // Array ops: small fixed expectations.
+    m["Identity"] = PassThrough();
+    m["StopGradient"] = PassThrough();
+    m["Reshape"] = Fixed({x23, I32({3, -1})}, D({1, 2, 3, 4, 5, 6}, {3, 2}));
+    m["ExpandDims"] = Fixed({x23, Tensor::Scalar<int32_t>(-1)}, D({1, 2, 3, 4, 5, 6}, {2, 3, 1}));
+    m["Squeeze"] = Fixed({D({1, 2, 3, 4, 5, 6}, {1, 2, 1, 3})}, x23);
+    m["Shape"] = Fixed({D({1, 2, 3, 4, 5, 6}, {3, 1, 2})}, D({3, 1, 2}, {3}));
+    m["Transpose"] = Fixed({x23, I32({1, 0})}, D({1, 4, 2, 5, 3, 6}, {3, 2}));
+    m["Concat"] = Fixed({D({1, 2, 3, 4}, {2, 2}), D({5, 6}, {2, 1}), Tensor::Scalar<int32_t>(1)},
+                        D({1, 2, 5, 3, 4, 6}, {2, 3}));
+    m["Slice"] = Fixed({x23, I32({0, 1}), I32({2, -1})}, D({2, 3, 5, 6}, {2, 2}));
+    m["Fill"] =
+        Fixed({I32({2, 3}), Tensor::Scalar<double>(7)}, D(std::vector<double>(6, 7), {2, 3}));
+    m["ZerosLike"] = Fixed({x23}, D(std::vector<double>(6, 0), {2, 3}));
+    m["OnesLike"] = Fixed({x23}, D(std::vector<double>(6, 1), {2, 3}));
+
+    // Cast from the swept type to int32: truncation toward zero.
+    ConformanceCase cast =
+        Unary({-2.75, -1, 0, 1.5, 2.25, 3.75}, [](double a) { return std::trunc(a); });
+    cast.type_attr = "SrcT";
+    cast.attrs = [](DataType) { return Attrs{{"DstT", MakeAttr(DT_INT32)}}; };
+    m["Cast"] = cast;
+
+    // Const: no inputs; the value attr is built in the swept dtype.
+    ConformanceCase constant = Fixed({}, x23);
+    constant.type_attr = "dtype";
+    constant.attrs = [x23](DataType dt) {
+      auto value = CastTensor(x23, dt);
+      EXPECT_TRUE(value.ok()) << value.status();
+      return Attrs{{"value", MakeAttr(value.ok() ? *value : Tensor())}};
+    };
+    m["Const"] = constant;
+
+    // Compute nothing: checked by hand.
+    m["Placeholder"].custom = [] {
+      auto out = RunOp("Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});
+      EXPECT_FALSE(out.ok()) << "an unfed Placeholder must fail";
+      if (!out.ok()) {
+        EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+        EXPECT_NE(out.status().message().find("must be fed"), std::string::npos) << out.status();
+      }
+      return std::string("float (unfed: the documented error)");
+    };
+    m["NoOp"].custom = [] {
+      auto out = RunOp("NoOp", {});
+      EXPECT_TRUE(out.ok()) << out.status();
+      if (out.ok()) EXPECT_TRUE(out->empty());
+      return std::string("no inputs or outputs (runs, returns nothing)");
+    };
+    return t;
+  }();
+  return *table;
+}
+
+// ---- the generic run ------------------------------------------------------------------------
+
+// Relative tolerance for a floating output dtype.
+double Tolerance(DataType dtype) {
+  switch (dtype) {
+    case DT_DOUBLE:
+      return 1e-10;
+    case DT_FLOAT:
+      return 1e-5;
+    case DT_HALF:
+      return 2e-3;
+    default:
+      return 1e-2;  // bfloat16
+  }
+}
+
+// Dtypes to check for `op` on CPU: each constrained kernel's type for `type_attr`, and float and
+// int32 (as far as the op allows them) for a kernel without one, which sets *any_unconstrained.
+// DT_INVALID stands for one run of an op without `type_attr` (its inputs have fixed types).
+// Sorted, without duplicates.
+std::vector<DataType> DtypesToCheck(const OpDef& def, const std::string& type_attr,
+                                    bool* any_unconstrained) {
+  std::set<DataType> out;
+  const AttrDef* attr = def.FindAttr(type_attr);
+  *any_unconstrained = false;
+  for (const KernelDef* k : KernelRegistry::Global()->KernelsForOp(def.name)) {
+    if (k->device_type() != kDeviceCpu) continue;
+    bool constrained = false;
+    for (const auto& [name, type] : k->constraints()) {
+      if (name == type_attr) {
+        out.insert(type);
+        constrained = true;
+      }
+    }
+    if (constrained) continue;
+    if (attr == nullptr) {
+      out.insert(DT_INVALID);
+      continue;
+    }
+    *any_unconstrained = true;
+    const std::vector<DataType>& allowed = attr->allowed_types;
+    bool added = false;
+    for (DataType dt : {DT_FLOAT, DT_INT32}) {
+      if (allowed.empty() || std::count(allowed.begin(), allowed.end(), dt) > 0) {
+        out.insert(dt);
+        added = true;
+      }
+    }
+    if (!added) out.insert(allowed.front());
+  }
+  return std::vector<DataType>(out.begin(), out.end());
+}
+
+// The dtype the op's first output must have.
+DataType ExpectedOutputType(const OpDef& def, const Attrs& attrs) {
+  const ArgDef& out = def.outputs[0];
+  if (out.type != DT_INVALID) return out.type;
+  auto it = attrs.find(out.type_attr);
+  if (it != attrs.end()) return it->second.type();
+  const AttrDef* attr = def.FindAttr(out.type_attr);
+  return attr != nullptr && attr->has_default ? attr->default_value.type() : DT_INVALID;
+}
+
+// Runs `c` for one dtype (DT_INVALID: the op's fixed types) and compares with the reference.
+void CheckCase(const OpDef& def, const ConformanceCase& c, DataType dt) {
+  const std::string what = def.name + " " + (dt == DT_INVALID ? "fixed types" : DataTypeString(dt));
+  Attrs attrs = c.attrs ? c.attrs(dt) : Attrs();
+  if (dt != DT_INVALID) attrs[c.type_attr] = MakeAttr(dt);
+
+  // Cast the inputs of fixed-type and swept-type arguments; keep the rest.
+  std::vector<Tensor> inputs, seen;
+  size_t next = 0;
+  for (size_t a = 0; a < def.inputs.size(); ++a) {
+    const ArgDef& arg = def.inputs[a];
+    size_t n = 1;
+    if (!arg.number_attr.empty()) n = c.inputs.size() - next - (def.inputs.size() - a - 1);
+    for (size_t i = 0; i < n && next < c.inputs.size(); ++i, ++next) {
+      const Tensor& given = c.inputs[next];
+      DataType to = arg.type;
+      if (to == DT_INVALID && dt != DT_INVALID && arg.type_attr == c.type_attr) to = dt;
+      if (to == DT_INVALID || to == given.dtype()) {
+        inputs.push_back(given);
+        seen.push_back(given);
+        continue;
+      }
+      auto cast = CastTensor(given, to);
+      ASSERT_TRUE(cast.ok()) << what << ": input " << next << ": " << cast.status();
+      auto back = CastTensor(*cast, DT_DOUBLE);
+      ASSERT_TRUE(back.ok()) << what << ": input " << next << ": " << back.status();
+      inputs.push_back(*cast);
+      seen.push_back(*back);
+    }
+  }
+  ASSERT_EQ(next, c.inputs.size()) << what << ": the case has more inputs than the op takes";
+
+  auto out = RunOp(def.name, inputs, attrs);
+  ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+  ASSERT_FALSE(out->empty()) << what << ": no outputs";
+  const Tensor& got = (*out)[0];
+  const DataType want_type = ExpectedOutputType(def, attrs);
+  EXPECT_EQ(got.dtype(), want_type) << what << ": output dtype " << DataTypeString(got.dtype());
+  const Tensor want = c.reference(seen);
+  ASSERT_EQ(got.shape(), want.shape()) << what << ": got " << got.DebugString();
+  const std::vector<double> g = Values(got), w = Values(want);
+  ASSERT_EQ(g.size(), w.size()) << what;
+  const bool exact = !DataTypeIsFloating(got.dtype());
+  int failures = 0;
+  for (size_t i = 0; i < w.size() && failures < 3; ++i) {
+    if (exact) {
+      if (w[i] != std::trunc(w[i])) {
+        ADD_FAILURE() << what << ": reference element " << i << " is " << w[i]
+                      << ", not a whole number, for an integer output: choose inputs in the "
+                         "conformance table that give whole numbers";
+        ++failures;
+      } else if (g[i] != w[i]) {
+        ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", want " << w[i] << " ("
+                      << got.DebugString() << ")";
+        ++failures;
+      }
+    } else if (!(std::abs(g[i] - w[i]) <= Tolerance(got.dtype()) * std::max(1.0, std::abs(w[i])))) {
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", want " << w[i] << " ("
+                    << got.DebugString() << ")";
+      ++failures;
+    }
+  }
+}
+
+std::string FixedInputTypes(const OpDef& def) {
+  std::string s;
+  for (const ArgDef& arg : def.inputs) {
+    if (arg.type != DT_INVALID) s += (s.empty() ? "" : ",") + DataTypeString(arg.type);
+  }
+  return s.empty() ? "fixed types" : s + " (fixed by the op)";
+}
+
+TEST(OpConformanceTest, EveryOpEveryCpuKernelEveryDtype) {
+  const auto& table = ConformanceTable();
+  int ops_checked = 0, runs = 0;
+  for (const std::string& name : OpRegistry::Global()->ListOpNames()) {
+    if (name.empty() || name[0] == '_') continue;  // internal: _Arg, _Retval
+    auto it = table.find(name);
+    if (it == table.end()) {
+      ADD_FAILURE() << "op " << name << " has no conformance entry: add one to ConformanceTable() "
+                    << "in tests/kernels/op_conformance_test.cc";
+      continue;
+    }
+    const OpDef* def = OpRegistry::Global()->LookUp(name);
+    ASSERT_NE(def, nullptr) << name;
+    const ConformanceCase& c = it->second;
+    SCOPED_TRACE("op " + name);
+    ++ops_checked;
+    if (c.custom) {
+      std::cout << "[conformance] " << name << ": " << c.custom() << "\n";
+      ++runs;
+      continue;
+    }
+    bool any_unconstrained = false;
+    const std::vector<DataType> dtypes = DtypesToCheck(*def, c.type_attr, &any_unconstrained);
+    if (dtypes.empty()) {
+      ADD_FAILURE() << "op " << name << " has no CPU kernel";
+      continue;
+    }
+    std::string summary;
+    std::set<DataType> checked;
+    for (DataType dt : dtypes) {
+      CheckCase(*def, c, dt);
+      ++runs;
+      checked.insert(dt);
+      summary += (summary.empty() ? "" : " ") +
+                 (dt == DT_INVALID ? FixedInputTypes(*def) : DataTypeString(dt));
+    }
+    if (any_unconstrained) summary += " (kernel takes any type)";
+    // Types the op's signature allows that no CPU kernel computes: an error at run time.
+    const AttrDef* attr = def->FindAttr(c.type_attr);
+    if (attr != nullptr && !any_unconstrained) {
+      std::string missing;
+      for (DataType dt : attr->allowed_types) {
+        if (checked.count(dt) == 0) missing += " " + DataTypeString(dt);
+      }
+      if (!missing.empty()) summary += "; allowed but no CPU kernel:" + missing;
+    }
+    std::cout << "[conformance] " << name << ": " << summary << "\n";
+  }
+  // An entry for an op that no longer exists is dead weight.
+  for (const auto& [name, c] : table) {
+    EXPECT_NE(OpRegistry::Global()->LookUp(name), nullptr)
+        << "the conformance table has an entry for " << name << ", which is not a registered op";
+  }
+  std::cout << "[conformance] " << ops_checked << " ops, " << runs << " (op, dtype) runs\n";
+  EXPECT_GT(ops_checked, 0);
+}
+
+}  // namespace
+}  // namespace shardflow
