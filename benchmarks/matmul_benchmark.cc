@@ -9,6 +9,8 @@
 
 #include <cstdio>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "benchmarks/summary_reporter.h"
@@ -82,6 +84,13 @@ BENCHMARK(BM_DnnlSgemm)
 }  // namespace shardflow
 
 int main(int argc, char** argv) {
+  // Defaults: 5 repetitions in random order, medians in the summary (flags override).
+  std::vector<char*> args(argv, argv + argc);
+  std::string reps = "--benchmark_repetitions=5",
+              interleave = "--benchmark_enable_random_interleaving=true";
+  args.insert(args.begin() + 1, {reps.data(), interleave.data()});
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   benchmark::Initialize(&argc, argv);
   shardflow::SummaryReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

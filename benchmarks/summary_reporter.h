@@ -1,10 +1,14 @@
-// A Google Benchmark console reporter that also keeps each run's mean real time, so a
-// benchmark's main() can print a side-by-side table (ratios measured in the same process run).
+// A Google Benchmark console reporter that also keeps every repetition's mean real time, so a
+// benchmark's main() can print a side-by-side table of medians (ratios measured in the same
+// process run). Run with --benchmark_repetitions=N --benchmark_enable_random_interleaving=true
+// so that both sides of a ratio see the same machine noise.
 #ifndef SHARDFLOW_BENCHMARKS_SUMMARY_REPORTER_H_
 #define SHARDFLOW_BENCHMARKS_SUMMARY_REPORTER_H_
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 
@@ -15,19 +19,28 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& r : runs) {
       if (r.run_type == Run::RT_Iteration && r.iterations > 0) {
-        seconds_[r.benchmark_name()] = r.real_accumulated_time / static_cast<double>(r.iterations);
+        std::string name = r.run_name.str();
+        seconds_[name].push_back(r.real_accumulated_time / static_cast<double>(r.iterations));
       }
     }
     ConsoleReporter::ReportRuns(runs);
   }
-  // Mean wall seconds per iteration of the named benchmark ("BM_Foo/1024"), or -1.
+  // Median over repetitions of the wall seconds per iteration of the named benchmark
+  // ("BM_Foo/1024/real_time"), or -1 when it did not run.
   double Seconds(const std::string& name) const {
     auto it = seconds_.find(name);
-    return it == seconds_.end() ? -1 : it->second;
+    if (it == seconds_.end() || it->second.empty()) return -1;
+    std::vector<double> v = it->second;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+  int Repetitions(const std::string& name) const {
+    auto it = seconds_.find(name);
+    return it == seconds_.end() ? 0 : static_cast<int>(it->second.size());
   }
 
  private:
-  std::map<std::string, double> seconds_;
+  std::map<std::string, std::vector<double>> seconds_;
 };
 
 }  // namespace shardflow

@@ -81,30 +81,50 @@ class ExecutorState {
       return;
     }
     // ScheduleReady counts the roots as outstanding.
-    ReadyList ready(ex_->roots_.begin(), ex_->roots_.end());
-    ReadyList inline_ready;
-    ScheduleReady(ready, &inline_ready);
-    RunInline(&inline_ready);
+    InlineQueue queue;
+    ScheduleReady(ReadyList(ex_->roots_.begin(), ex_->roots_.end()), &queue);
+    RunInline(&queue);
   }
 
  private:
   using ReadyList = absl::InlinedVector<int, 8>;
 
+  // Work this thread will run itself: cheap nodes first, then at most one expensive node.
+  // Keeping one expensive node on the thread that made it ready avoids a hand-off (and, for
+  // OpenMP kernels, a second thread team competing for the cores); any further expensive
+  // nodes go to the device's threads so they can run in parallel.
+  struct InlineQueue {
+    ReadyList cheap;
+    int expensive = -1;
+  };
+
   void Process(int id) {
-    ReadyList inline_ready;
-    inline_ready.push_back(id);
-    RunInline(&inline_ready);
+    InlineQueue queue;
+    if (ex_->items_[id].expensive) {
+      queue.expensive = id;
+    } else {
+      queue.cheap.push_back(id);
+    }
+    RunInline(&queue);
   }
 
-  void RunInline(ReadyList* inline_ready) {
-    while (!inline_ready->empty()) {
-      int id = inline_ready->back();
-      inline_ready->pop_back();
-      RunNode(id, inline_ready);
+  void RunInline(InlineQueue* queue) {
+    while (true) {
+      int id;
+      if (!queue->cheap.empty()) {
+        id = queue->cheap.back();
+        queue->cheap.pop_back();
+      } else if (queue->expensive >= 0) {
+        id = queue->expensive;
+        queue->expensive = -1;
+      } else {
+        return;
+      }
+      RunNode(id, queue);
     }
   }
 
-  void RunNode(int id, ReadyList* inline_ready) {
+  void RunNode(int id, InlineQueue* queue) {
     const Executor::NodeItem& item = ex_->items_[id];
     if (args_.cancelled && args_.cancelled->load(std::memory_order_relaxed)) {
       Abort(absl::CancelledError("the step was cancelled"));
@@ -129,20 +149,19 @@ class ExecutorState {
       item.kernel->AsAsync()->ComputeAsync(state->ctx.get(), [this, id, state] {
         ReadyList ready;
         const Executor::NodeItem& it = ex_->items_[id];
-        if (Complete(it, state->ctx.get(), state->start, &ready)) {
-          ReadyList none;
-          ScheduleReady(ready, &none);
-          for (int r : none) ex_->device_->Schedule([this, r] { Process(r); });
-        }
+        // Runs on the thread that called `done`; it keeps the ready work (see InlineQueue).
+        InlineQueue q;
+        if (Complete(it, state->ctx.get(), state->start, &ready)) ScheduleReady(ready, &q);
         delete state;
         NodeDone();
+        RunInline(&q);
       });
       return;
     }
     OpKernelContext ctx(&params);
     item.kernel->Compute(&ctx);
     ReadyList ready;
-    if (Complete(item, &ctx, start, &ready)) ScheduleReady(ready, inline_ready);
+    if (Complete(item, &ctx, start, &ready)) ScheduleReady(ready, queue);
     NodeDone();
   }
 
@@ -213,25 +232,18 @@ class ExecutorState {
     for (int i = 0; i < item.num_inputs; ++i) inputs_[item.input_start + i] = Tensor();
   }
 
-  // Cheap nodes go inline; expensive ones to the device's threads, keeping the last one inline
-  // when there is no other inline work.
-  void ScheduleReady(const ReadyList& ready, ReadyList* inline_ready) {
+  // Counts `ready` as outstanding and queues it: cheap nodes and one expensive node inline, the
+  // other expensive nodes to the device's inter-op threads.
+  void ScheduleReady(const ReadyList& ready, InlineQueue* queue) {
     if (ready.empty()) return;
     num_outstanding_.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
-    int deferred = -1;
     for (int id : ready) {
       if (!ex_->items_[id].expensive) {
-        inline_ready->push_back(id);
-        continue;
-      }
-      if (deferred >= 0) ex_->device_->Schedule([this, d = deferred] { Process(d); });
-      deferred = id;
-    }
-    if (deferred >= 0) {
-      if (inline_ready->empty()) {
-        inline_ready->push_back(deferred);
+        queue->cheap.push_back(id);
+      } else if (queue->expensive < 0) {
+        queue->expensive = id;
       } else {
-        ex_->device_->Schedule([this, deferred] { Process(deferred); });
+        ex_->device_->Schedule([this, id] { Process(id); });
       }
     }
   }
