@@ -54,6 +54,15 @@ class LocalSession final : public Session {
     devices_ = CreateCpuDevices(options.config, "localhost", 0);
   }
 
+  // Waits for steps abandoned after a timeout (they were cancelled, so this is bounded by the
+  // kernels already running) before executors and devices go away.
+  ~LocalSession() override {
+    absl::MutexLock lock(&steps_mu_);
+    auto drained = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) { return abandoned_steps_ == 0; };
+    steps_mu_.Await(absl::Condition(&drained));
+  }
+
   absl::Status Create(const GraphDef& graph) override {
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
@@ -150,9 +159,15 @@ class LocalSession final : public Session {
   absl::Status RunStep(Executor* executor, const Executor::Args& args,
                        std::shared_ptr<StepState> step, int64_t timeout_ms) {
     if (timeout_ms <= 0) return executor->Run(args);
-    executor->RunAsync(args, [step](const absl::Status& s) {
+    {
+      absl::MutexLock lock(&steps_mu_);
+      ++abandoned_steps_;  // counted until the step's done callback, whether abandoned or not
+    }
+    executor->RunAsync(args, [this, step](const absl::Status& s) {
       step->status = s;
       step->done.Notify();
+      absl::MutexLock lock(&steps_mu_);
+      --abandoned_steps_;
     });
     if (!step->done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
       args.cancelled->store(true);
@@ -215,6 +230,8 @@ class LocalSession final : public Session {
   bool created_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<PreparedRun>> cache_ ABSL_GUARDED_BY(mu_);
+  absl::Mutex steps_mu_;
+  int abandoned_steps_ ABSL_GUARDED_BY(steps_mu_) = 0;
 };
 
 }  // namespace
