@@ -216,3 +216,23 @@ REGISTER_OP("AddN")
     .Doc("Element-wise sum of N tensors of one shape.");
 
 }  // namespace shardflow
+
+namespace shardflow {
+namespace {
+absl::Status SumToShapeShape(InferenceContext* c) {
+  SF_ASSIGN_OR_RETURN(TensorShape shape, c->ConstantInputAsShape(1));
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+}  // namespace
+
+REGISTER_OP("SumToShape")
+    .Input("input: T")
+    .Input("shape: int32")
+    .Output("output: T")
+    .Attr("T: {float, double, half, bfloat16, int32, int64}")
+    .SetShapeFn(SumToShapeShape)
+    .Doc(
+        "Sums `input` over the dimensions that broadcasting to it from `shape` would add or "
+        "stretch (the gradient of a broadcast).");
+}  // namespace shardflow

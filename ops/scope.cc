@@ -19,6 +19,7 @@ Tensor VectorTensor(std::initializer_list<V> v) {
 }  // namespace
 
 Input::Input(std::initializer_list<float> v) : Input(VectorTensor<float>(v)) {}
+Input::Input(std::initializer_list<double> v) : Input(VectorTensor<double>(v)) {}
 Input::Input(std::initializer_list<int> v) : Input(VectorTensor<int32_t>(v)) {}
 Input::Input(std::initializer_list<int64_t> v) : Input(VectorTensor<int64_t>(v)) {}
 Input::Input(std::initializer_list<std::initializer_list<float>> rows) {
@@ -41,6 +42,13 @@ Scope Scope::NewRootScope() {
 
 Scope Scope::WithOpName(const std::string& name) const {
   Scope s = *this;
+  s.op_name_ = name;
+  return s;
+}
+
+Scope Scope::WithAbsoluteOpName(const std::string& name) const {
+  Scope s = *this;
+  s.prefix_.clear();
   s.op_name_ = name;
   return s;
 }

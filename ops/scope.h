@@ -78,6 +78,7 @@ class Input {
   Input(int64_t v) : Input(Tensor::Scalar<int64_t>(v)) {}           // NOLINT
   Input(bool v) : Input(Tensor::Scalar(v)) {}                       // NOLINT
   Input(std::initializer_list<float> v);
+  Input(std::initializer_list<double> v);
   Input(std::initializer_list<int> v);
   Input(std::initializer_list<int64_t> v);
   Input(std::initializer_list<std::initializer_list<float>> rows);
@@ -92,6 +93,14 @@ class Input {
   bool is_literal_ = false;
 };
 
+// A variable created in a graph (see ops/training.h): its handle, its read, its initializer.
+struct VariableInfo {
+  Node* handle = nullptr;       // VarHandleOp
+  Node* read = nullptr;         // ReadVariableOp, the value used by the model
+  Node* initializer = nullptr;  // AssignVariableOp of the initial value
+  bool trainable = true;        // false for optimizer slots and counters
+};
+
 class Scope {
  public:
   // A new, empty graph.
@@ -99,6 +108,8 @@ class Scope {
 
   // The next op built gets exactly this name (inside the current name scope).
   Scope WithOpName(const std::string& name) const;
+  // The next op is named exactly `name`, ignoring the current name scope.
+  Scope WithAbsoluteOpName(const std::string& name) const;
   // Ops built under the result are named "<prefix>/<name>/...".
   Scope NewSubScope(const std::string& name) const;
   // Ops built under the result request this device (full or partial spec).
@@ -119,12 +130,16 @@ class Scope {
   // The name the next op of this type gets: the WithOpName name, else "<prefix>/<Op>[_k]".
   std::string UniqueNameForOp(const std::string& op_type) const;
   const std::string& device() const { return device_; }
+  // Variables created anywhere in this scope's graph, in creation order.
+  const std::vector<VariableInfo>& variables() const { return shared_->variables; }
+  void AddVariable(const VariableInfo& info) const { shared_->variables.push_back(info); }
   const std::vector<Node*>& control_deps() const { return control_deps_; }
 
  private:
   struct Shared {
     std::unique_ptr<Graph> graph;
     absl::Status status;
+    std::vector<VariableInfo> variables;
   };
   Scope() = default;
 

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/framework/device_base.h"
+#include "core/framework/resource_mgr.h"
 #include "core/platform/threadpool.h"
 #include "core/protos/config.pb.h"
 
@@ -36,8 +37,10 @@ class CpuDevice final : public Device {
   ~CpuDevice() override;
   Allocator* GetAllocator() override { return CpuAllocator(); }
   void Schedule(std::function<void()> fn) override { inter_op_pool_.Schedule(std::move(fn)); }
+  ResourceMgr* resource_manager() override { return &resources_; }
 
  private:
+  ResourceMgr resources_;
   ThreadPool inter_op_pool_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
 };

@@ -15,6 +15,7 @@
 
 namespace shardflow {
 
+class ResourceMgr;
 class ThreadPool;
 
 struct DeviceAttributes {
@@ -45,6 +46,9 @@ class DeviceBase {
 
   // The device's compute stream (a cudaStream_t) for GPU devices; null elsewhere.
   virtual void* gpu_stream() const { return nullptr; }
+
+  // State that outlives steps (variables). Never null for devices that run stateful kernels.
+  virtual ResourceMgr* resource_manager() { return nullptr; }
 
  protected:
   void set_intra_op(ThreadPool* pool, int threads) {

@@ -250,6 +250,124 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     };
     m["Const"] = constant;
 
+    // ---- state and training ops: checked by hand, float and double ----
+    m["SumToShape"] = Fixed({x23, I32({3})}, D({5, 7, 9}, {3}));
+    auto make_var = [](const std::string& name, DataType dt, const Tensor& value) {
+      auto h = RunOp("VarHandleOp", {},
+                     {{"dtype", MakeAttr(dt)}, {"shape", MakeAttr(value.shape())},
+                      {"shared_name", MakeAttr(name)}});
+      EXPECT_TRUE(h.ok()) << h.status();
+      if (!h.ok()) return Tensor();
+      auto v = CastTensor(value, dt);
+      auto a = RunOp("AssignVariableOp", {(*h)[0], *v});
+      EXPECT_TRUE(a.ok()) << a.status();
+      return (*h)[0];
+    };
+    auto read_var = [](const Tensor& handle, DataType dt) {
+      auto r = RunOp("ReadVariableOp", {handle}, {{"dtype", MakeAttr(dt)}});
+      EXPECT_TRUE(r.ok()) << r.status();
+      auto d = r.ok() ? CastTensor((*r)[0], DT_DOUBLE) : absl::StatusOr<Tensor>(Tensor());
+      return d.ok() ? *d : Tensor();
+    };
+    auto expect_near = [](const Tensor& got, const std::vector<double>& want, const char* what) {
+      ASSERT_EQ(got.NumElements(), static_cast<int64_t>(want.size())) << what;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_NEAR(got.data<double>()[i], want[i], 1e-5 * std::max(1.0, std::abs(want[i])))
+            << what << " element " << i;
+      }
+    };
+    auto scalar = [](double v, DataType dt) { return *CastTensor(Tensor::Scalar(v), dt); };
+    m["VarHandleOp"].custom = [=] {
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+        Tensor h = make_var("conformance/var_" + DataTypeString(dt), dt, D({1, 2}, {2}));
+        expect_near(read_var(h, dt), {1, 2}, "VarHandleOp + AssignVariableOp + ReadVariableOp");
+      }
+      return std::string("float double (with AssignVariableOp and ReadVariableOp)");
+    };
+    m["ReadVariableOp"].custom = m["VarHandleOp"].custom;
+    m["AssignVariableOp"].custom = m["VarHandleOp"].custom;
+    m["AssignAddVariableOp"].custom = [=] {
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+        Tensor h = make_var("conformance/add_" + DataTypeString(dt), dt, D({1, 2}, {2}));
+        EXPECT_TRUE(RunOp("AssignAddVariableOp", {h, *CastTensor(D({10, 20}, {2}), dt)}).ok());
+        expect_near(read_var(h, dt), {11, 22}, "AssignAddVariableOp");
+      }
+      return std::string("float double");
+    };
+    m["VarIsInitializedOp"].custom = [=] {
+      Tensor h = make_var("conformance/init_check", DT_FLOAT, D({1}, {1}));
+      auto r = RunOp("VarIsInitializedOp", {h});
+      EXPECT_TRUE(r.ok() && (*r)[0].scalar<bool>());
+      Tensor missing(DT_STRING, TensorShape());
+      missing.data<std::string>()[0] = "conformance/no_such_variable";
+      auto r2 = RunOp("VarIsInitializedOp", {missing});
+      EXPECT_TRUE(r2.ok() && !(*r2)[0].scalar<bool>());
+      return std::string("string handle (true and false cases)");
+    };
+    m["ResourceApplyGradientDescent"].custom = [=] {
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+        Tensor h = make_var("conformance/sgd_" + DataTypeString(dt), dt, D({1, 2}, {2}));
+        EXPECT_TRUE(RunOp("ResourceApplyGradientDescent",
+                          {h, scalar(0.5, dt), *CastTensor(D({2, 4}, {2}), dt)}).ok());
+        expect_near(read_var(h, dt), {0, 0}, "ResourceApplyGradientDescent");
+      }
+      return std::string("float double");
+    };
+    m["ResourceApplyMomentum"].custom = [=] {
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+        Tensor v = make_var("conformance/mom_v_" + DataTypeString(dt), dt, D({1, 2}, {2}));
+        Tensor a = make_var("conformance/mom_a_" + DataTypeString(dt), dt, D({1, 1}, {2}));
+        EXPECT_TRUE(RunOp("ResourceApplyMomentum", {v, a, scalar(0.1, dt), *CastTensor(D({2, 4}, {2}), dt),
+                                                    scalar(0.9, dt)}).ok());
+        // accum = 0.9 * 1 + g; var -= 0.1 * accum
+        expect_near(read_var(a, dt), {2.9, 4.9}, "ResourceApplyMomentum accum");
+        expect_near(read_var(v, dt), {1 - 0.29, 2 - 0.49}, "ResourceApplyMomentum var");
+      }
+      return std::string("float double");
+    };
+    m["ResourceApplyAdam"].custom = [=] {
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+        Tensor v = make_var("conformance/adam_v_" + DataTypeString(dt), dt, D({1}, {1}));
+        Tensor mm = make_var("conformance/adam_m_" + DataTypeString(dt), dt, D({0}, {1}));
+        Tensor vv = make_var("conformance/adam_vv_" + DataTypeString(dt), dt, D({0}, {1}));
+        EXPECT_TRUE(RunOp("ResourceApplyAdam",
+                          {v, mm, vv, scalar(0.9, dt), scalar(0.999, dt), scalar(0.1, dt),
+                           scalar(0.9, dt), scalar(0.999, dt), scalar(1e-8, dt),
+                           *CastTensor(D({2}, {1}), dt)}).ok());
+        // t = 1: m = 0.2, v = 0.004, lr_t = 0.1 * sqrt(0.001) / 0.1; var -= lr_t * m / sqrt(v)
+        double lr_t = 0.1 * std::sqrt(1 - 0.999) / (1 - 0.9);
+        expect_near(read_var(v, dt), {1 - lr_t * 0.2 / (std::sqrt(0.004) + 1e-8)}, "ResourceApplyAdam");
+      }
+      return std::string("float double");
+    };
+    auto random_check = [](const char* op, double lo, double hi, double mean, double stddev) {
+      return [=] {
+        for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+          Attrs attrs{{"dtype", MakeAttr(dt)}, {"seed", MakeAttr(int64_t{5})}};
+          auto a = RunOp(op, {Tensor::FromVector<int32_t>({100, 100})}, attrs);
+          auto b = RunOp(op, {Tensor::FromVector<int32_t>({100, 100})}, attrs);
+          EXPECT_TRUE(a.ok() && b.ok());
+          if (!a.ok() || !b.ok()) continue;
+          Tensor x = *CastTensor((*a)[0], DT_DOUBLE);
+          EXPECT_TRUE(TensorsEqual((*a)[0], (*b)[0])) << op << ": same seed, same values";
+          double sum = 0, sum_sq = 0;
+          for (int64_t i = 0; i < x.NumElements(); ++i) {
+            double v = x.data<double>()[i];
+            EXPECT_TRUE(v >= lo && v <= hi) << op << " value " << v;
+            sum += v;
+            sum_sq += v * v;
+          }
+          double n = static_cast<double>(x.NumElements()), m = sum / n;
+          EXPECT_NEAR(m, mean, 0.03) << op;
+          EXPECT_NEAR(std::sqrt(sum_sq / n - m * m), stddev, 0.03) << op;
+        }
+        return std::string("float double (range, mean, stddev, seeded repeatability)");
+      };
+    };
+    m["RandomUniform"].custom = random_check("RandomUniform", 0, 1, 0.5, std::sqrt(1.0 / 12));
+    m["RandomStandardNormal"].custom = random_check("RandomStandardNormal", -10, 10, 0, 1);
+    m["TruncatedNormal"].custom = random_check("TruncatedNormal", -2, 2, 0, 0.87962566103423978);
+
     // Compute nothing: checked by hand.
     m["Placeholder"].custom = [] {
       auto out = RunOp("Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});

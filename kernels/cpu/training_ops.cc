@@ -1,0 +1,218 @@
+// Optimizer updates, in place on the variables (copy-on-write, see ResourceMgr).
+//
+// Lock order: the variable first, then its slots in input order; every kernel here follows it.
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/framework/kernel_registry.h"
+#include "core/platform/threadpool.h"
+#include "kernels/cpu/variable_util.h"
+
+namespace shardflow {
+namespace {
+
+// Locks and checks a variable that an update writes: initialized, same shape as `grad`.
+absl::StatusOr<Tensor*> Writable(OpKernelContext* ctx, int input, Variable* var,
+                                 const Tensor& grad) {
+  const std::string& name = ctx->input(input).data<std::string>()[0];
+  if (!var->initialized()) return absl::FailedPreconditionError(UninitializedMessage(name));
+  if (var->dtype() != grad.dtype()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' holds ", DataTypeString(var->dtype()),
+                     " but the gradient is ", DataTypeString(grad.dtype())));
+  }
+  Tensor* v = var->mutable_value();
+  if (v->shape() != grad.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' has shape ", v->shape().DebugString(),
+                     " but its gradient has shape ", grad.shape().DebugString()));
+  }
+  return v;
+}
+
+template <typename T>
+T ScalarInput(OpKernelContext* ctx, int i) {
+  return ctx->input(i).data<T>()[0];
+}
+
+void Parallel(OpKernelContext* ctx, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (ctx->intra_op_pool() != nullptr) {
+    ctx->intra_op_pool()->ParallelFor(n, 4, fn);
+  } else {
+    fn(0, n);
+  }
+}
+
+template <typename T>
+class ApplyGradientDescentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto var = LookupVariable(ctx, 0);
+    OP_REQUIRES_OK(ctx, var.status());
+    const Tensor& delta = ctx->input(2);
+    const T alpha = ScalarInput<T>(ctx, 1);
+    absl::MutexLock lock((*var)->mu());
+    auto v = Writable(ctx, 0, var->get(), delta);
+    OP_REQUIRES_OK(ctx, v.status());
+    T* w = (*v)->template data<T>();
+    const T* d = delta.data<T>();
+    Parallel(ctx, delta.NumElements(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) w[i] -= alpha * d[i];
+    });
+  }
+};
+
+template <typename T>
+class ApplyMomentumOp : public OpKernel {
+ public:
+  explicit ApplyMomentumOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("use_nesterov", &nesterov_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    auto var = LookupVariable(ctx, 0);
+    OP_REQUIRES_OK(ctx, var.status());
+    auto accum = LookupVariable(ctx, 1);
+    OP_REQUIRES_OK(ctx, accum.status());
+    const T lr = ScalarInput<T>(ctx, 2);
+    const Tensor& grad = ctx->input(3);
+    const T momentum = ScalarInput<T>(ctx, 4);
+    absl::MutexLock lock_var((*var)->mu());
+    absl::MutexLock lock_accum((*accum)->mu());
+    auto v = Writable(ctx, 0, var->get(), grad);
+    OP_REQUIRES_OK(ctx, v.status());
+    auto a = Writable(ctx, 1, accum->get(), grad);
+    OP_REQUIRES_OK(ctx, a.status());
+    T* w = (*v)->template data<T>();
+    T* acc = (*a)->template data<T>();
+    const T* g = grad.data<T>();
+    const bool nesterov = nesterov_;
+    Parallel(ctx, grad.NumElements(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        acc[i] = momentum * acc[i] + g[i];
+        w[i] -= nesterov ? lr * (g[i] + momentum * acc[i]) : lr * acc[i];
+      }
+    });
+  }
+
+ private:
+  bool nesterov_ = false;
+};
+
+template <typename T>
+class ApplyAdamOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto var = LookupVariable(ctx, 0);
+    OP_REQUIRES_OK(ctx, var.status());
+    auto m = LookupVariable(ctx, 1);
+    OP_REQUIRES_OK(ctx, m.status());
+    auto v = LookupVariable(ctx, 2);
+    OP_REQUIRES_OK(ctx, v.status());
+    const double beta1_power = static_cast<double>(ScalarInput<T>(ctx, 3));
+    const double beta2_power = static_cast<double>(ScalarInput<T>(ctx, 4));
+    const T lr = ScalarInput<T>(ctx, 5), beta1 = ScalarInput<T>(ctx, 6),
+            beta2 = ScalarInput<T>(ctx, 7), eps = ScalarInput<T>(ctx, 8);
+    const Tensor& grad = ctx->input(9);
+    OP_REQUIRES(ctx, beta1_power < 1.0 && beta2_power < 1.0,
+                absl::InvalidArgumentError("beta1_power and beta2_power must be below 1"));
+    absl::MutexLock lock_var((*var)->mu());
+    absl::MutexLock lock_m((*m)->mu());
+    absl::MutexLock lock_v((*v)->mu());
+    auto wv = Writable(ctx, 0, var->get(), grad);
+    OP_REQUIRES_OK(ctx, wv.status());
+    auto mv = Writable(ctx, 1, m->get(), grad);
+    OP_REQUIRES_OK(ctx, mv.status());
+    auto vv = Writable(ctx, 2, v->get(), grad);
+    OP_REQUIRES_OK(ctx, vv.status());
+    const double bias = std::sqrt(1.0 - beta2_power) / (1.0 - beta1_power);
+    const T lr_t = static_cast<T>(lr * bias);
+    T* w = (*wv)->template data<T>();
+    T* mm = (*mv)->template data<T>();
+    T* vvp = (*vv)->template data<T>();
+    const T* g = grad.data<T>();
+    Parallel(ctx, grad.NumElements(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        mm[i] = beta1 * mm[i] + (1 - beta1) * g[i];
+        vvp[i] = beta2 * vvp[i] + (1 - beta2) * g[i] * g[i];
+        w[i] -= lr_t * mm[i] / (std::sqrt(vvp[i]) + eps);
+      }
+    });
+  }
+};
+
+#define SF_REGISTER_APPLY(T)                                                                    \
+  REGISTER_KERNEL(                                                                              \
+      KernelDef("ResourceApplyGradientDescent").Device(kDeviceCpu).TypeConstraint<T>("T"),      \
+      ApplyGradientDescentOp<T>);                                                               \
+  REGISTER_KERNEL(KernelDef("ResourceApplyMomentum").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+                  ApplyMomentumOp<T>);                                                          \
+  REGISTER_KERNEL(KernelDef("ResourceApplyAdam").Device(kDeviceCpu).TypeConstraint<T>("T"),     \
+                  ApplyAdamOp<T>)
+SF_REGISTER_APPLY(float);
+SF_REGISTER_APPLY(double);
+
+// SumToShape: sums `input` down to `shape` (the reverse of broadcasting).
+template <typename T>
+class SumToShapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const Tensor& shape_t = ctx->input(1);
+    OP_REQUIRES(ctx, shape_t.dims() == 1, absl::InvalidArgumentError("shape must be a vector"));
+    TensorShape target;
+    for (int64_t i = 0; i < shape_t.NumElements(); ++i) target.AddDim(shape_t.data<int32_t>()[i]);
+    int rank = in.dims();
+    int offset = rank - target.rank();
+    OP_REQUIRES(
+        ctx, offset >= 0,
+        absl::InvalidArgumentError(absl::StrCat("cannot sum ", in.shape().DebugString(),
+                                                " to the larger rank of ", target.DebugString())));
+    // Output stride per input dim (0 where the dim is summed away).
+    std::vector<int64_t> out_stride(rank, 0);
+    int64_t stride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      int td = d - offset;
+      if (td < 0) continue;
+      OP_REQUIRES(ctx, target.dim(td) == in.dim_size(d) || target.dim(td) == 1,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "cannot sum ", in.shape().DebugString(), " to ", target.DebugString(),
+                      ": dimension ", d, " is neither equal nor 1")));
+      if (target.dim(td) != 1) out_stride[d] = stride;
+      stride *= target.dim(td);
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, target, &out));
+    T* o = out->data<T>();
+    for (int64_t i = 0; i < out->NumElements(); ++i) o[i] = T(0);
+    const T* x = in.data<T>();
+    std::vector<int64_t> idx(rank, 0);
+    int64_t pos = 0;
+    for (int64_t i = 0; i < in.NumElements(); ++i) {
+      o[pos] = o[pos] + x[i];
+      for (int d = rank - 1; d >= 0; --d) {
+        pos += out_stride[d];
+        if (++idx[d] < in.dim_size(d)) break;
+        pos -= out_stride[d] * in.dim_size(d);
+        idx[d] = 0;
+      }
+    }
+  }
+};
+
+#define SF_REGISTER_SUM_TO_SHAPE(T)                                                          \
+  REGISTER_KERNEL(                                                                           \
+      KernelDef("SumToShape").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("shape"), \
+      SumToShapeOp<T>)
+SF_REGISTER_SUM_TO_SHAPE(float);
+SF_REGISTER_SUM_TO_SHAPE(double);
+SF_REGISTER_SUM_TO_SHAPE(half);
+SF_REGISTER_SUM_TO_SHAPE(bfloat16);
+SF_REGISTER_SUM_TO_SHAPE(int32_t);
+SF_REGISTER_SUM_TO_SHAPE(int64_t);
+
+}  // namespace
+}  // namespace shardflow

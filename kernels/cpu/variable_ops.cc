@@ -1,0 +1,142 @@
+// Variable kernels: handles, reads, assignments. The variable lives in the device's ResourceMgr.
+#include "absl/strings/str_cat.h"
+#include "core/framework/kernel_registry.h"
+#include "core/framework/resource_mgr.h"
+#include "kernels/cpu/variable_util.h"
+
+namespace shardflow {
+
+absl::StatusOr<std::shared_ptr<Variable>> LookupVariable(OpKernelContext* ctx, int input) {
+  ResourceMgr* rm = ctx->device()->resource_manager();
+  if (rm == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("device ", ctx->device()->name(), " keeps no variables"));
+  }
+  const Tensor& handle = ctx->input(input);
+  if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
+    return absl::InvalidArgumentError("a variable handle must be a string scalar");
+  }
+  return rm->Lookup(handle.data<std::string>()[0]);
+}
+
+std::string UninitializedMessage(const std::string& name) {
+  return absl::StrCat("variable '", name,
+                      "' is not initialized: run its initializer first (e.g. the op returned by "
+                      "InitializeAllVariables), or restore it from a checkpoint");
+}
+
+namespace {
+
+class VarHandleOp : public OpKernel {
+ public:
+  explicit VarHandleOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("shared_name", &name_);
+    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
+    if (s.ok()) s = c->GetAttr("shape", &shape_);
+    if (!s.ok()) c->SetStatus(s);
+    if (name_.empty()) name_ = c->def().name();
+    handle_ = Tensor(DT_STRING, TensorShape());
+    handle_.data<std::string>()[0] = name_;
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    ResourceMgr* rm = ctx->device()->resource_manager();
+    OP_REQUIRES(ctx, rm != nullptr,
+                absl::FailedPreconditionError(
+                    absl::StrCat("device ", ctx->device()->name(), " keeps no variables")));
+    OP_REQUIRES_OK(ctx, rm->LookupOrCreate(name_, dtype_, shape_).status());
+    ctx->set_output(0, handle_);
+  }
+
+ private:
+  std::string name_;
+  DataType dtype_ = DT_INVALID;
+  TensorShape shape_;
+  Tensor handle_;
+};
+
+class ReadVariableOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    auto var = LookupVariable(ctx, 0);
+    OP_REQUIRES_OK(ctx, var.status());
+    absl::MutexLock lock((*var)->mu());
+    const std::string& name = ctx->input(0).data<std::string>()[0];
+    OP_REQUIRES(ctx, (*var)->initialized(),
+                absl::FailedPreconditionError(UninitializedMessage(name)));
+    OP_REQUIRES(ctx, (*var)->dtype() == output_type(0),
+                absl::InvalidArgumentError(
+                    absl::StrCat("variable '", name, "' holds ", DataTypeString((*var)->dtype()),
+                                 " but is read as ", DataTypeString(output_type(0)))));
+    ctx->set_output(0, (*var)->value());
+  }
+};
+
+template <bool kAdd>
+class AssignVariableOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return kAdd; }
+  void Compute(OpKernelContext* ctx) override {
+    auto var = LookupVariable(ctx, 0);
+    OP_REQUIRES_OK(ctx, var.status());
+    const Tensor& value = ctx->input(1);
+    const std::string& name = ctx->input(0).data<std::string>()[0];
+    absl::MutexLock lock((*var)->mu());
+    OP_REQUIRES(ctx, (*var)->dtype() == value.dtype(),
+                absl::InvalidArgumentError(
+                    absl::StrCat("variable '", name, "' holds ", DataTypeString((*var)->dtype()),
+                                 " but the value is ", DataTypeString(value.dtype()))));
+    OP_REQUIRES(ctx, value.shape().IsCompatibleWith((*var)->declared_shape()),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "variable '", name, "' has shape ", (*var)->declared_shape().DebugString(),
+                    " but the value has shape ", value.shape().DebugString())));
+    if (!kAdd) {
+      (*var)->set_value(value);
+      return;
+    }
+    OP_REQUIRES(ctx, (*var)->initialized(),
+                absl::FailedPreconditionError(UninitializedMessage(name)));
+    Tensor* v = (*var)->mutable_value();
+    OP_REQUIRES(ctx, v->shape() == value.shape(),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "AssignAdd to variable '", name, "' of shape ", v->shape().DebugString(),
+                    " with a value of shape ", value.shape().DebugString())));
+    SF_SWITCH_NUMERIC(
+        value.dtype(), T,
+        {
+          T* out = v->data<T>();
+          const T* in = value.data<T>();
+          for (int64_t i = 0; i < value.NumElements(); ++i) out[i] = out[i] + in[i];
+        },
+        ctx->SetStatus(absl::InvalidArgumentError("AssignAdd needs a numeric variable")));
+  }
+};
+
+class VarIsInitializedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
+    auto var = LookupVariable(ctx, 0);
+    if (!var.ok()) {
+      out->scalar<bool>() = false;
+      return;
+    }
+    absl::MutexLock lock((*var)->mu());
+    out->scalar<bool>() = (*var)->initialized();
+  }
+};
+
+REGISTER_KERNEL(KernelDef("VarHandleOp").Device(kDeviceCpu), VarHandleOp);
+REGISTER_KERNEL(KernelDef("ReadVariableOp").Device(kDeviceCpu), ReadVariableOp);
+REGISTER_KERNEL(KernelDef("AssignVariableOp").Device(kDeviceCpu), AssignVariableOp<false>);
+REGISTER_KERNEL(KernelDef("AssignAddVariableOp").Device(kDeviceCpu), AssignVariableOp<true>);
+REGISTER_KERNEL(KernelDef("VarIsInitializedOp").Device(kDeviceCpu), VarIsInitializedOp);
+
+}  // namespace
+}  // namespace shardflow

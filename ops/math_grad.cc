@@ -1,0 +1,266 @@
+// Gradient functions of the math ops (see ops/gradients.h for the contract).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "ops/gradients.h"
+#include "ops/ops.h"
+
+namespace shardflow {
+namespace {
+
+using Grads = std::vector<Output>;
+
+#define SF_GRAD(NAME) \
+  absl::Status NAME##Grad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx)
+
+// ---- binary, with broadcasting ----
+SF_GRAD(Add) {
+  dx->push_back(ReduceLike(s, dy[0], GradInput(op, 0)));
+  dx->push_back(ReduceLike(s, dy[0], GradInput(op, 1)));
+  return absl::OkStatus();
+}
+SF_GRAD(Sub) {
+  dx->push_back(ReduceLike(s, dy[0], GradInput(op, 0)));
+  dx->push_back(ReduceLike(s, ops::Neg(s, dy[0]), GradInput(op, 1)));
+  return absl::OkStatus();
+}
+SF_GRAD(Mul) {
+  Output x = GradInput(op, 0), y = GradInput(op, 1);
+  dx->push_back(ReduceLike(s, ops::Mul(s, dy[0], y), x));
+  dx->push_back(ReduceLike(s, ops::Mul(s, x, dy[0]), y));
+  return absl::OkStatus();
+}
+SF_GRAD(Div) {
+  Output x = GradInput(op, 0), y = GradInput(op, 1);
+  dx->push_back(ReduceLike(s, ops::Div(s, dy[0], y), x));
+  // d(x/y)/dy = -x / y^2
+  dx->push_back(
+      ReduceLike(s, ops::Neg(s, ops::Div(s, ops::Mul(s, dy[0], x), ops::Square(s, y))), y));
+  return absl::OkStatus();
+}
+SF_GRAD(SquaredDifference) {
+  Output x = GradInput(op, 0), y = GradInput(op, 1);
+  Output two_diff = ops::Mul(s, ops::Mul(s, 2, ops::Sub(s, x, y)), dy[0]);
+  dx->push_back(ReduceLike(s, two_diff, x));
+  dx->push_back(ReduceLike(s, ops::Neg(s, two_diff), y));
+  return absl::OkStatus();
+}
+// Maximum/Minimum: the gradient goes to the input that was chosen (x on ties).
+absl::Status SelectGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx, bool max) {
+  Output x = GradInput(op, 0), y = GradInput(op, 1);
+  Output pick_x = max ? ops::GreaterEqual(s, x, y) : ops::LessEqual(s, x, y);
+  Output mask = ops::Cast(s, pick_x, dy[0].dtype());
+  dx->push_back(ReduceLike(s, ops::Mul(s, dy[0], mask), x));
+  dx->push_back(ReduceLike(s, ops::Mul(s, dy[0], ops::Sub(s, 1, mask)), y));
+  return absl::OkStatus();
+}
+SF_GRAD(Maximum) { return SelectGrad(s, op, dy, dx, true); }
+SF_GRAD(Minimum) { return SelectGrad(s, op, dy, dx, false); }
+SF_GRAD(Pow) {
+  Output x = GradInput(op, 0), y = GradInput(op, 1), z = GradOutput(op, 0);
+  // dz/dx = y * x^(y-1); dz/dy = z * log(x), taken as 0 where x <= 0.
+  dx->push_back(
+      ReduceLike(s, ops::Mul(s, dy[0], ops::Mul(s, y, ops::Pow(s, x, ops::Sub(s, y, 1)))), x));
+  Output positive = ops::Cast(s, ops::Greater(s, x, 0), x.dtype());
+  Output safe_x = ops::Add(s, ops::Mul(s, x, positive), ops::Sub(s, 1, positive));
+  dx->push_back(ReduceLike(
+      s, ops::Mul(s, dy[0], ops::Mul(s, z, ops::Mul(s, ops::Log(s, safe_x), positive))), y));
+  return absl::OkStatus();
+}
+
+// ---- unary ----
+SF_GRAD(Neg) {
+  dx->push_back(ops::Neg(s, dy[0]));
+  return absl::OkStatus();
+}
+SF_GRAD(Abs) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Sign(s, GradInput(op, 0))));
+  return absl::OkStatus();
+}
+SF_GRAD(Square) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Mul(s, 2, GradInput(op, 0))));
+  return absl::OkStatus();
+}
+SF_GRAD(Sqrt) {  // 0.5 / sqrt(x)
+  dx->push_back(ops::Div(s, ops::Mul(s, dy[0], 0.5), GradOutput(op, 0)));
+  return absl::OkStatus();
+}
+SF_GRAD(Rsqrt) {  // -0.5 * x^-1.5 = -0.5 * y^3
+  Output y = GradOutput(op, 0);
+  dx->push_back(ops::Mul(s, dy[0], ops::Mul(s, -0.5, ops::Mul(s, y, ops::Square(s, y)))));
+  return absl::OkStatus();
+}
+SF_GRAD(Exp) {
+  dx->push_back(ops::Mul(s, dy[0], GradOutput(op, 0)));
+  return absl::OkStatus();
+}
+SF_GRAD(Log) {
+  dx->push_back(ops::Div(s, dy[0], GradInput(op, 0)));
+  return absl::OkStatus();
+}
+SF_GRAD(Tanh) {
+  Output y = GradOutput(op, 0);
+  dx->push_back(ops::Mul(s, dy[0], ops::Sub(s, 1, ops::Square(s, y))));
+  return absl::OkStatus();
+}
+SF_GRAD(Sigmoid) {
+  Output y = GradOutput(op, 0);
+  dx->push_back(ops::Mul(s, dy[0], ops::Mul(s, y, ops::Sub(s, 1, y))));
+  return absl::OkStatus();
+}
+SF_GRAD(Reciprocal) {  // -1/x^2 = -y^2
+  dx->push_back(ops::Neg(s, ops::Mul(s, dy[0], ops::Square(s, GradOutput(op, 0)))));
+  return absl::OkStatus();
+}
+SF_GRAD(Sign) {
+  dx->push_back(ops::ZerosLike(s, GradInput(op, 0)));
+  return absl::OkStatus();
+}
+
+// ---- n-ary, casts, matmul ----
+SF_GRAD(AddN) {
+  for (int i = 0; i < op.node()->num_inputs(); ++i) dx->push_back(dy[0]);
+  return absl::OkStatus();
+}
+SF_GRAD(Cast) {
+  DataType src = op.node()->input_type(0);
+  bool differentiable = DataTypeIsFloating(src) && DataTypeIsFloating(op.node()->output_type(0));
+  dx->push_back(differentiable ? ops::Cast(s, dy[0], src) : Output());
+  return absl::OkStatus();
+}
+SF_GRAD(MatMul) {
+  bool ta, tb;
+  absl::Status st = GetAttr(op.node()->attrs(), "transpose_a", &ta);
+  if (st.ok()) st = GetAttr(op.node()->attrs(), "transpose_b", &tb);
+  if (!st.ok()) return st;
+  Output a = GradInput(op, 0), b = GradInput(op, 1), g = dy[0];
+  if (!ta && !tb) {
+    dx->push_back(ops::MatMul(s, g, b, false, true));
+    dx->push_back(ops::MatMul(s, a, g, true, false));
+  } else if (ta && !tb) {
+    dx->push_back(ops::MatMul(s, b, g, false, true));
+    dx->push_back(ops::MatMul(s, a, g, false, false));
+  } else if (!ta && tb) {
+    dx->push_back(ops::MatMul(s, g, b, false, false));
+    dx->push_back(ops::MatMul(s, g, a, true, false));
+  } else {
+    dx->push_back(ops::MatMul(s, b, g, true, true));
+    dx->push_back(ops::MatMul(s, g, a, true, true));
+  }
+  return absl::OkStatus();
+}
+
+// ---- reductions ----
+// The constant, normalised, sorted reduction axes of `op`, or an error naming the node.
+absl::StatusOr<std::vector<int64_t>> ConstantAxes(const Operation& op) {
+  Output axes = GradInput(op, 1);
+  const Tensor* t = axes.node()->constant_value();
+  int rank = GradInput(op, 0).shape().rank();
+  if (t == nullptr || rank < 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "the gradient of ", op.node()->op(), " needs constant axes and an input of known rank"));
+  }
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < t->NumElements(); ++i) {
+    int64_t a = t->dtype() == DT_INT32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i];
+    out.push_back(a < 0 ? a + rank : a);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// dy (reduced) brought back to x's rank with size-1 reduced dims.
+absl::StatusOr<Output> KeepDims(const Scope& s, const Operation& op, const Output& g) {
+  bool keep;
+  absl::Status st = GetAttr(op.node()->attrs(), "keep_dims", &keep);
+  if (!st.ok()) return st;
+  auto axes = ConstantAxes(op);
+  if (!axes.ok()) return axes.status();
+  if (keep) return g;
+  Output out = g;
+  for (int64_t a : *axes) out = ops::ExpandDims(s, out, static_cast<int32_t>(a));
+  return out;
+}
+
+// Broadcasts `g` (x's rank, size-1 reduced dims) to x's shape.
+Output BroadcastLike(const Scope& s, const Output& g, const Output& x) {
+  return ops::Add(s, ops::ZerosLike(s, x), g);
+}
+
+SF_GRAD(Sum) {
+  auto g = KeepDims(s, op, dy[0]);
+  if (!g.ok()) return g.status();
+  dx->push_back(BroadcastLike(s, *g, GradInput(op, 0)));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+SF_GRAD(Mean) {
+  auto g = KeepDims(s, op, dy[0]);
+  if (!g.ok()) return g.status();
+  Output x = GradInput(op, 0);
+  // count = size(x) / size(y), computed at run time so unknown dims work.
+  Output sx = ops::Prod(s, ops::Shape(s, x), 0);
+  Output sy = ops::Prod(s, ops::Shape(s, GradOutput(op, 0)), 0);
+  Output count = ops::Cast(s, ops::Div(s, sx, ops::Maximum(s, sy, 1)), x.dtype());
+  dx->push_back(ops::Div(s, BroadcastLike(s, *g, x), count));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+// Max/Min: the gradient is shared equally by the elements equal to the result.
+SF_GRAD(MaxMin) {
+  auto g = KeepDims(s, op, dy[0]);
+  if (!g.ok()) return g.status();
+  auto y = KeepDims(s, op, GradOutput(op, 0));
+  if (!y.ok()) return y.status();
+  Output x = GradInput(op, 0);
+  Output mask = ops::Cast(s, ops::Equal(s, x, *y), x.dtype());
+  auto axes = ConstantAxes(op);
+  std::vector<int32_t> axes32(axes->begin(), axes->end());
+  Output ties = ops::Sum(s, mask, Tensor::FromVector(axes32), true);
+  dx->push_back(ops::Div(s, ops::Mul(s, mask, *g), ties));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+
+REGISTER_GRADIENT("Add", AddGrad);
+REGISTER_GRADIENT("Sub", SubGrad);
+REGISTER_GRADIENT("Mul", MulGrad);
+REGISTER_GRADIENT("Div", DivGrad);
+REGISTER_GRADIENT("SquaredDifference", SquaredDifferenceGrad);
+REGISTER_GRADIENT("Maximum", MaximumGrad);
+REGISTER_GRADIENT("Minimum", MinimumGrad);
+REGISTER_GRADIENT("Pow", PowGrad);
+REGISTER_GRADIENT("Neg", NegGrad);
+REGISTER_GRADIENT("Abs", AbsGrad);
+REGISTER_GRADIENT("Square", SquareGrad);
+REGISTER_GRADIENT("Sqrt", SqrtGrad);
+REGISTER_GRADIENT("Rsqrt", RsqrtGrad);
+REGISTER_GRADIENT("Exp", ExpGrad);
+REGISTER_GRADIENT("Log", LogGrad);
+REGISTER_GRADIENT("Tanh", TanhGrad);
+REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
+REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
+REGISTER_GRADIENT("Sign", SignGrad);
+REGISTER_GRADIENT("AddN", AddNGrad);
+REGISTER_GRADIENT("Cast", CastGrad);
+REGISTER_GRADIENT("MatMul", MatMulGrad);
+REGISTER_GRADIENT("Sum", SumGrad);
+REGISTER_GRADIENT("Mean", MeanGrad);
+REGISTER_GRADIENT("Max", MaxMinGrad);
+REGISTER_GRADIENT("Min", MaxMinGrad);
+
+// Outputs that are integers, booleans or piecewise constant: no gradient flows.
+REGISTER_NO_GRADIENT("Equal");
+REGISTER_NO_GRADIENT("NotEqual");
+REGISTER_NO_GRADIENT("Less");
+REGISTER_NO_GRADIENT("LessEqual");
+REGISTER_NO_GRADIENT("Greater");
+REGISTER_NO_GRADIENT("GreaterEqual");
+REGISTER_NO_GRADIENT("LogicalAnd");
+REGISTER_NO_GRADIENT("LogicalOr");
+REGISTER_NO_GRADIENT("LogicalNot");
+REGISTER_NO_GRADIENT("ArgMax");
+
+}  // namespace
+}  // namespace shardflow

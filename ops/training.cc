@@ -1,0 +1,274 @@
+#include "ops/training.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/platform/status.h"
+#include "ops/gradients.h"
+
+namespace shardflow {
+
+Var Var::Create(const Scope& scope, const Input& initial_value, bool trainable) {
+  if (!scope.ok()) return Var();
+  std::string name = scope.UniqueNameForOp("Variable");
+  // The handle node's name is the variable's shared name; the rest lives under it.
+  Scope sub = scope.WithAbsoluteOpName(name).NewSubScope(name).WithNoControlDependencies();
+  sub = Scope(sub);
+  Output value = initial_value.is_literal()
+                     ? ops::Const(sub.WithOpName("initial_value"), initial_value)
+                     : initial_value.output();
+  if (!value.valid()) {
+    scope.UpdateStatus(absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "': the initial value is invalid")));
+    return Var();
+  }
+  Operation handle = OpBuilder(scope.WithAbsoluteOpName(name), "VarHandleOp")
+                         .Attr("dtype", value.dtype())
+                         .Attr("shape", value.shape())
+                         .Attr("shared_name", name)
+                         .Finalize();
+  if (!handle.valid()) return Var();
+  Operation read = OpBuilder(scope.WithAbsoluteOpName(name + "/read").WithNoControlDependencies(),
+                             "ReadVariableOp")
+                       .Input(Output(handle.node(), 0))
+                       .Attr("dtype", value.dtype())
+                       .Attr("_shape", value.shape())
+                       .Finalize();
+  Operation assign = OpBuilder(scope.WithAbsoluteOpName(name + "/Assign"), "AssignVariableOp")
+                         .Input(Output(handle.node(), 0))
+                         .Input(value)
+                         .Finalize();
+  if (!read.valid() || !assign.valid()) return Var();
+  VariableInfo info;
+  info.handle = handle.node();
+  info.read = read.node();
+  info.initializer = assign.node();
+  info.trainable = trainable;
+  scope.AddVariable(info);
+  return Var(info);
+}
+
+std::string Var::name() const { return info_.handle ? info_.handle->name() : "<invalid>"; }
+
+std::vector<Var> AllVariables(const Scope& scope, bool trainable_only) {
+  std::vector<Var> out;
+  for (const VariableInfo& info : scope.variables()) {
+    if (!trainable_only || info.trainable) out.push_back(Var(info));
+  }
+  return out;
+}
+
+Operation InitializeAllVariables(const Scope& scope) {
+  std::vector<Operation> inits;
+  for (const VariableInfo& info : scope.variables()) inits.push_back(Operation(info.initializer));
+  return ops::NoOp(scope.WithControlDependencies(inits).WithOpName("init_all_variables"));
+}
+
+namespace init {
+namespace {
+
+Tensor ShapeTensor(const TensorShape& shape) {
+  std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
+  return Tensor::FromVector(dims);
+}
+
+Tensor ScalarOf(double v, DataType dtype) {
+  return dtype == DT_DOUBLE ? Tensor::Scalar(v) : Tensor::Scalar(static_cast<float>(v));
+}
+
+Output Random(const Scope& s, const char* op, const TensorShape& shape, int64_t seed,
+              DataType dtype) {
+  Operation r = OpBuilder(s, op)
+                    .Input(ShapeTensor(shape))
+                    .Attr("dtype", dtype)
+                    .Attr("seed", seed)
+                    .Attr("seed2", seed == 0 ? int64_t{0} : int64_t{1})
+                    .Finalize();
+  return r.valid() ? Output(r.node(), 0) : Output();
+}
+
+void Fans(const TensorShape& shape, double* fan_in, double* fan_out) {
+  int r = shape.rank();
+  if (r < 1) {
+    *fan_in = *fan_out = 1;
+  } else if (r == 1) {
+    *fan_in = *fan_out = static_cast<double>(shape.dim(0));
+  } else {
+    double receptive = 1;
+    for (int i = 0; i < r - 2; ++i) receptive *= static_cast<double>(shape.dim(i));
+    *fan_in = receptive * static_cast<double>(shape.dim(r - 2));
+    *fan_out = receptive * static_cast<double>(shape.dim(r - 1));
+  }
+}
+
+// Standard deviation of a unit normal truncated at two standard deviations.
+constexpr double kTruncatedStddev = 0.87962566103423978;
+
+Output UniformLimit(const Scope& s, const TensorShape& shape, double limit, int64_t seed,
+                    DataType dtype) {
+  Output u = Random(s, "RandomUniform", shape, seed, dtype);
+  return ops::Mul(s, ops::Sub(s, ops::Mul(s, u, ScalarOf(2, dtype)), ScalarOf(1, dtype)),
+                  ScalarOf(limit, dtype));
+}
+
+}  // namespace
+
+Output Zeros(const Scope& s, const TensorShape& shape, DataType dtype) {
+  return ops::Fill(s, ShapeTensor(shape), ScalarOf(0, dtype));
+}
+Output Constant(const Scope& s, const TensorShape& shape, float value, DataType dtype) {
+  return ops::Fill(s, ShapeTensor(shape), ScalarOf(value, dtype));
+}
+Output GlorotUniform(const Scope& s, const TensorShape& shape, int64_t seed, DataType dtype) {
+  double in, out;
+  Fans(shape, &in, &out);
+  return UniformLimit(s, shape, std::sqrt(6.0 / (in + out)), seed, dtype);
+}
+Output GlorotNormal(const Scope& s, const TensorShape& shape, int64_t seed, DataType dtype) {
+  double in, out;
+  Fans(shape, &in, &out);
+  return TruncatedNormal(s, shape, std::sqrt(2.0 / (in + out)) / kTruncatedStddev, seed, dtype);
+}
+Output HeUniform(const Scope& s, const TensorShape& shape, int64_t seed, DataType dtype) {
+  double in, out;
+  Fans(shape, &in, &out);
+  return UniformLimit(s, shape, std::sqrt(6.0 / in), seed, dtype);
+}
+Output HeNormal(const Scope& s, const TensorShape& shape, int64_t seed, DataType dtype) {
+  double in, out;
+  Fans(shape, &in, &out);
+  return TruncatedNormal(s, shape, std::sqrt(2.0 / in) / kTruncatedStddev, seed, dtype);
+}
+Output TruncatedNormal(const Scope& s, const TensorShape& shape, float stddev, int64_t seed,
+                       DataType dtype) {
+  return ops::Mul(s, Random(s, "TruncatedNormal", shape, seed, dtype), ScalarOf(stddev, dtype));
+}
+
+}  // namespace init
+
+absl::StatusOr<Operation> Optimizer::Minimize(const Scope& scope, const Output& loss,
+                                              std::vector<Var> vars) {
+  if (vars.empty()) vars = AllVariables(scope, /*trainable_only=*/true);
+  if (vars.empty())
+    return absl::InvalidArgumentError("Minimize: the graph has no trainable variables");
+  std::vector<Output> xs;
+  for (const Var& v : vars) xs.push_back(v.value());
+  std::vector<Output> grads;
+  SF_RETURN_IF_ERROR(AddGradients(scope, {loss}, xs, &grads));
+  std::vector<std::pair<Output, Var>> pairs;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (grads[i].valid()) pairs.push_back({grads[i], vars[i]});
+  }
+  if (pairs.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Minimize: the loss '", loss.name(), "' depends on none of the variables"));
+  }
+  return ApplyGradients(scope, pairs);
+}
+
+absl::StatusOr<Operation> Optimizer::ApplyGradients(
+    const Scope& scope, const std::vector<std::pair<Output, Var>>& grads) {
+  Scope s = scope.NewSubScope("train");
+  SF_RETURN_IF_ERROR(Prepare(s));
+  std::vector<Operation> updates;
+  for (const auto& [grad, var] : grads) {
+    Scope vs = s.WithDevice(var.info().handle->requested_device());
+    SF_ASSIGN_OR_RETURN(Operation update, ApplyDense(vs, grad, var));
+    updates.push_back(update);
+  }
+  SF_ASSIGN_OR_RETURN(Operation step, Finish(s, updates));
+  SF_RETURN_IF_ERROR(scope.status());
+  return step;
+}
+
+absl::StatusOr<Operation> Optimizer::Finish(const Scope& s, const std::vector<Operation>& updates) {
+  return ops::NoOp(s.WithControlDependencies(updates).WithOpName("step"));
+}
+
+Var Optimizer::ZerosSlot(const Scope& scope, const Var& var, const std::string& slot) {
+  Scope s = scope.WithAbsoluteOpName(var.name() + "/" + slot).WithNoControlDependencies();
+  // Zeros shaped like the variable's initial value, not its current value: all initializers run
+  // together, so reading the variable here could see it uninitialized.
+  Output initial = GradInput(Operation(var.info().initializer), 1);
+  Output zeros = ops::ZerosLike(s.WithAbsoluteOpName(var.name() + "/" + slot + "_init"), initial);
+  return Var::Create(s, zeros, /*trainable=*/false);
+}
+
+namespace {
+Operation Done(const Scope& s, Operation op) {
+  if (!op.valid()) s.UpdateStatus(absl::InternalError("optimizer update could not be built"));
+  return op;
+}
+Tensor Scalar(double v, DataType dtype) {
+  return dtype == DT_DOUBLE ? Tensor::Scalar(v) : Tensor::Scalar(static_cast<float>(v));
+}
+}  // namespace
+
+absl::StatusOr<Operation> GradientDescentOptimizer::ApplyDense(const Scope& s, const Output& grad,
+                                                               const Var& var) {
+  Operation op = OpBuilder(s, "ResourceApplyGradientDescent")
+                     .Input(var.handle())
+                     .Input(Scalar(lr_, grad.dtype()))
+                     .Input(grad)
+                     .Finalize();
+  SF_RETURN_IF_ERROR(s.status());
+  return Done(s, op);
+}
+
+absl::StatusOr<Operation> MomentumOptimizer::ApplyDense(const Scope& s, const Output& grad,
+                                                        const Var& var) {
+  Var accum = ZerosSlot(s, var, "Momentum");
+  Operation op = OpBuilder(s, "ResourceApplyMomentum")
+                     .Input(var.handle())
+                     .Input(accum.handle())
+                     .Input(Scalar(lr_, grad.dtype()))
+                     .Input(grad)
+                     .Input(Scalar(momentum_, grad.dtype()))
+                     .Attr("use_nesterov", nesterov_)
+                     .Finalize();
+  SF_RETURN_IF_ERROR(s.status());
+  return Done(s, op);
+}
+
+absl::Status AdamOptimizer::Prepare(const Scope& s) {
+  step_ = Var::Create(s.WithOpName("adam_step"), Tensor::Scalar(0.0f), /*trainable=*/false);
+  next_step_ = ops::Add(s, step_.value(), 1.0f);
+  return s.status();
+}
+
+absl::StatusOr<Operation> AdamOptimizer::Finish(const Scope& s,
+                                                const std::vector<Operation>& updates) {
+  // t += 1 after every variable was updated with this step's t.
+  Operation bump = OpBuilder(s.WithControlDependencies(updates).WithOpName("adam_step_increment"),
+                             "AssignAddVariableOp")
+                       .Input(step_.handle())
+                       .Input(Tensor::Scalar(1.0f))
+                       .Finalize();
+  SF_RETURN_IF_ERROR(s.status());
+  return ops::NoOp(s.WithControlDependencies(std::vector<Operation>{bump}).WithOpName("step"));
+}
+
+absl::StatusOr<Operation> AdamOptimizer::ApplyDense(const Scope& s, const Output& grad,
+                                                    const Var& var) {
+  Var m = ZerosSlot(s, var, "Adam_m");
+  Var v = ZerosSlot(s, var, "Adam_v");
+  DataType t = grad.dtype();
+  // beta^t in the variable's precision.
+  Output step = t == DT_FLOAT ? next_step_ : ops::Cast(s, next_step_, t);
+  Operation op = OpBuilder(s, "ResourceApplyAdam")
+                     .Input(var.handle())
+                     .Input(m.handle())
+                     .Input(v.handle())
+                     .Input(ops::Pow(s, Scalar(beta1_, t), step))
+                     .Input(ops::Pow(s, Scalar(beta2_, t), step))
+                     .Input(Scalar(lr_, t))
+                     .Input(Scalar(beta1_, t))
+                     .Input(Scalar(beta2_, t))
+                     .Input(Scalar(epsilon_, t))
+                     .Input(grad)
+                     .Finalize();
+  SF_RETURN_IF_ERROR(s.status());
+  return Done(s, op);
+}
+
+}  // namespace shardflow

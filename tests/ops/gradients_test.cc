@@ -1,0 +1,184 @@
+#include "ops/gradients.h"
+
+#include <random>
+
+#include "core/framework/kernel_registry.h"
+#include "core/framework/shape_inference.h"
+#include "gtest/gtest.h"
+#include "ops/ops.h"
+#include "tests/util/gradient_checker.h"
+#include "tests/util/test_util.h"
+
+namespace shardflow {
+namespace {
+
+Tensor RandomDouble(const TensorShape& shape, double lo, double hi, uint32_t seed) {
+  Tensor t(DT_DOUBLE, shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<double>()[i] = dist(gen);
+  return t;
+}
+
+// Checks d op(x)/dx for a unary op on x in [lo, hi].
+void CheckUnary(const std::string& op, double lo, double hi) {
+  SCOPED_TRACE(op);
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
+  Output y(OpBuilder(s, op).Input(x).Finalize().node(), 0);
+  auto err = test::MaxGradientError(s, {x}, {RandomDouble({2, 3}, lo, hi, 1)}, y, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
+}
+
+// A deliberately wrong gradient (claims d exp(x)/dx = 2 exp(x)): the checker must catch it.
+REGISTER_OP("TestWrongGradExp").Input("x: double").Output("y: double").SetShapeFn(UnchangedShape);
+class WrongGradExpOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* y;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &y));
+    for (int64_t i = 0; i < y->NumElements(); ++i)
+      y->data<double>()[i] = std::exp(ctx->input(0).data<double>()[i]);
+  }
+};
+REGISTER_KERNEL(KernelDef("TestWrongGradExp").Device(kDeviceCpu), WrongGradExpOp);
+REGISTER_GRADIENT("TestWrongGradExp", [](const Scope& s, const Operation& op,
+                                         const std::vector<Output>& dy, std::vector<Output>* dx) {
+  dx->push_back(ops::Mul(s, ops::Mul(s, dy[0], GradOutput(op, 0)), 2.0));
+  return absl::OkStatus();
+});
+
+TEST(GradientsTest, CheckerCatchesAWrongGradient) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({4}));
+  Output y(OpBuilder(s, "TestWrongGradExp").Input(x).Finalize().node(), 0);
+  auto err = test::MaxGradientError(s, {x}, {RandomDouble({4}, -1, 1, 11)}, y, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_GT(*err, 0.1);
+}
+
+TEST(GradientsTest, UnaryOps) {
+  for (const char* op : {"Neg", "Abs", "Square", "Exp", "Tanh", "Sigmoid"}) CheckUnary(op, -2, 2);
+  for (const char* op : {"Sqrt", "Rsqrt", "Log", "Reciprocal"}) CheckUnary(op, 0.5, 3);
+}
+
+// Binary ops with broadcasting: [2,3] with [3], [2,1] and a scalar.
+TEST(GradientsTest, BinaryOpsWithBroadcasting) {
+  for (const char* op :
+       {"Add", "Sub", "Mul", "Div", "SquaredDifference", "Maximum", "Minimum", "Pow"}) {
+    for (TensorShape ys :
+         {TensorShape({2, 3}), TensorShape({3}), TensorShape({2, 1}), TensorShape()}) {
+      SCOPED_TRACE(std::string(op) + " with y " + ys.DebugString());
+      Scope s = Scope::NewRootScope();
+      auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
+      auto y = ops::Placeholder(s.WithOpName("y"), DT_DOUBLE, ys);
+      Output z(OpBuilder(s, op).Input(x).Input(y).Finalize().node(), 0);
+      // Keep x and y apart so Maximum/Minimum have no ties, and positive for Pow/Div.
+      auto err = test::MaxGradientError(
+          s, {x, y}, {RandomDouble({2, 3}, 0.5, 1.5, 2), RandomDouble(ys, 2.0, 3.0, 3)}, z, 1e-6);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, 1e-5);
+    }
+  }
+}
+
+TEST(GradientsTest, UnknownBatchDimUsesRuntimeReduction) {
+  // x: [?,3] + b: [3] — the gradient of b sums over a batch only known at run time.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({-1, 3}));
+  auto b = ops::Placeholder(s.WithOpName("b"), DT_DOUBLE, TensorShape({-1, 1}));
+  auto y = ops::Mul(s, x, b);
+  auto err = test::MaxGradientError(
+      s, {x, b}, {RandomDouble({4, 3}, -1, 1, 4), RandomDouble({4, 1}, -1, 1, 5)}, y, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
+}
+
+TEST(GradientsTest, MatMulAllTransposes) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::to_string(ta) + std::to_string(tb));
+      Scope s = Scope::NewRootScope();
+      TensorShape as = ta ? TensorShape({4, 2}) : TensorShape({2, 4});
+      TensorShape bs = tb ? TensorShape({3, 4}) : TensorShape({4, 3});
+      auto a = ops::Placeholder(s.WithOpName("a"), DT_DOUBLE, as);
+      auto b = ops::Placeholder(s.WithOpName("b"), DT_DOUBLE, bs);
+      auto c = ops::MatMul(s, a, b, ta, tb);
+      auto err = test::MaxGradientError(
+          s, {a, b}, {RandomDouble(as, -1, 1, 6), RandomDouble(bs, -1, 1, 7)}, c, 1e-6);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, 1e-6);
+    }
+  }
+}
+
+TEST(GradientsTest, Reductions) {
+  for (const char* op : {"Sum", "Mean", "Max", "Min"}) {
+    for (bool keep : {false, true}) {
+      for (std::vector<int32_t> axes : {std::vector<int32_t>{1}, {0, 2}, {-1}}) {
+        SCOPED_TRACE(std::string(op) + (keep ? " keep" : "") + " axes " + std::to_string(axes[0]));
+        Scope s = Scope::NewRootScope();
+        auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3, 4}));
+        Output y(OpBuilder(s, op)
+                     .Input(x)
+                     .Input(Tensor::FromVector(axes))
+                     .Attr("keep_dims", keep)
+                     .Finalize()
+                     .node(),
+                 0);
+        auto err = test::MaxGradientError(s, {x}, {RandomDouble({2, 3, 4}, -1, 1, 8)}, y, 1e-6);
+        ASSERT_TRUE(err.ok()) << err.status();
+        EXPECT_LT(*err, 1e-6);
+      }
+    }
+  }
+}
+
+TEST(GradientsTest, ArrayOps) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
+  auto y = ops::Placeholder(s.WithOpName("y"), DT_DOUBLE, TensorShape({2, 2}));
+  auto r = ops::Reshape(s, ops::Transpose(s, x, {1, 0}), {2, 3});
+  auto c = ops::Concat(s, {r, y, ops::Identity(s, x)}, 1);
+  auto e = ops::Squeeze(s, ops::ExpandDims(s, ops::Cast(s, c, DT_DOUBLE), 0), {0});
+  auto total = ops::AddN(s, {e, e});
+  auto err = test::MaxGradientError(
+      s, {x, y}, {RandomDouble({2, 3}, -1, 1, 9), RandomDouble({2, 2}, -1, 1, 10)}, total, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
+}
+
+TEST(GradientsTest, SharedTensorsSumAndStopGradientStops) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3}));
+  // y = x*x + stop(x)*x : dy/dx = 2x + stop(x) (the stopped path contributes no gradient).
+  auto y = ops::Add(s, ops::Mul(s, x, x), ops::Mul(s, ops::StopGradient(s, x), x));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {y}, {x}, &grads).ok());
+  auto out = test::RunScope(s, {{"x", Tensor::FromVector<double>({1, 2, 3})}}, {grads[0]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  test::ExpectValues<double>((*out)[0], {3, 6, 9}, 1e-12);
+}
+
+TEST(GradientsTest, UnreachableAndMissingGradients) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({3}));
+  auto z = ops::Placeholder(s.WithOpName("z"), DT_FLOAT, TensorShape({3}));
+  auto y = ops::Exp(s, x);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {y}, {x, z}, &grads).ok());
+  EXPECT_TRUE(grads[0].valid());
+  EXPECT_FALSE(grads[1].valid());  // y does not depend on z
+  // Prod has no gradient function: the error names the node and the way out.
+  auto p = ops::Prod(s.WithOpName("product"), x, {0});
+  absl::Status st = AddGradients(s, {p}, {x}, &grads);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("no gradient is registered for op 'Prod' (node 'product')"),
+            std::string::npos)
+      << st;
+}
+
+}  // namespace
+}  // namespace shardflow
