@@ -66,6 +66,7 @@ absl::Status ConcatGrad(const Scope& s, const Operation& op, const Grads& dy, Gr
 }
 
 REGISTER_GRADIENT("Identity", IdentityGrad);
+REGISTER_GRADIENT("CheckNumerics", IdentityGrad);
 REGISTER_GRADIENT("Reshape", ReshapeLikeInputGrad);
 REGISTER_GRADIENT("ExpandDims", ReshapeLikeInputGrad);
 REGISTER_GRADIENT("Squeeze", ReshapeLikeInputGrad);

@@ -236,3 +236,13 @@ REGISTER_OP("SumToShape")
         "Sums `input` over the dimensions that broadcasting to it from `shape` would add or "
         "stretch (the gradient of a broadcast).");
 }  // namespace shardflow
+
+namespace shardflow {
+REGISTER_OP("CheckNumerics")
+    .Input("tensor: T")
+    .Output("output: T")
+    .Attr("T: {float, double, half, bfloat16}")
+    .Attr("message: string = ''")
+    .SetShapeFn(UnchangedShape)
+    .Doc("Passes `tensor` through; fails with `message` when it holds NaN or Inf.");
+}  // namespace shardflow

@@ -8,7 +8,10 @@
 
 namespace shardflow {
 
-Var Var::Create(const Scope& scope, const Input& initial_value, bool trainable) {
+Var Var::Create(const Scope& outer, const Input& initial_value, bool trainable) {
+  // A variable's nodes never inherit control dependencies: initialising it must not need
+  // anything but its initial value.
+  const Scope scope = outer.WithNoControlDependencies();
   if (!scope.ok()) return Var();
   std::string name = scope.UniqueNameForOp("Variable");
   // The handle node's name is the variable's shared name; the rest lives under it.

@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "absl/container/inlined_vector.h"
@@ -188,6 +189,7 @@ class ExecutorState {
         }
       }
     }
+    if (s.ok() && args_.check_numerics) s = CheckNumerics(ctx);
     if (args_.stats) RecordStats(item, ctx, start);
     if (!s.ok()) {
       Abort(absl::Status(s.code(), absl::StrCat(NodeErrorPrefix(item.node->def()), s.message())));
@@ -206,6 +208,32 @@ class ExecutorState {
       if (pending_[e.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(e.dst);
     }
     return true;
+  }
+
+  static absl::Status CheckNumerics(OpKernelContext* ctx) {
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      const Tensor* t = ctx->mutable_output(i);
+      int64_t bad = -1;
+      SF_SWITCH_FLOAT(
+          t->dtype(), T,
+          {
+            const T* p = t->data<T>();
+            for (int64_t k = 0; k < t->NumElements() && bad < 0; ++k) {
+              if (!std::isfinite(static_cast<double>(p[k]))) bad = k;
+            }
+          },
+          continue);
+      if (bad >= 0) {
+        double v = 0;
+        SF_SWITCH_FLOAT(
+            t->dtype(), T, { v = static_cast<double>(t->data<T>()[bad]); }, break);
+        return absl::InvalidArgumentError(
+            absl::StrCat("produced ", std::isnan(v) ? "NaN" : "Inf", " in output ", i, " (shape ",
+                         t->shape().DebugString(), ", element ", bad,
+                         "): the first non-finite value of this step (check_numerics)"));
+      }
+    }
+    return absl::OkStatus();
   }
 
   void RecordStats(const Executor::NodeItem& item, OpKernelContext* ctx, int64_t start) {

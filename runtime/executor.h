@@ -37,6 +37,8 @@ class Executor {
     // Set to true to stop the step: no kernel starts afterwards and the step ends with
     // CANCELLED (unless it had already failed).
     std::shared_ptr<std::atomic<bool>> cancelled;
+    // Fail the step at the first kernel output holding NaN or Inf (RunOptions.check_numerics).
+    bool check_numerics = false;
   };
   using DoneCallback = std::function<void(const absl::Status&)>;
 

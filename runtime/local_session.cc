@@ -113,6 +113,7 @@ class LocalSession final : public Session {
     args.step_id = next_step_id_.fetch_add(1);
     args.call_frame = &step->frame;
     args.cancelled = std::make_shared<std::atomic<bool>>(false);
+    args.check_numerics = run_options.check_numerics();
     bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
     if (trace) args.stats = &step->stats;
     absl::Status status =

@@ -214,5 +214,39 @@ SF_REGISTER_SUM_TO_SHAPE(bfloat16);
 SF_REGISTER_SUM_TO_SHAPE(int32_t);
 SF_REGISTER_SUM_TO_SHAPE(int64_t);
 
+template <typename T>
+class CheckNumericsOp : public OpKernel {
+ public:
+  explicit CheckNumericsOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("message", &message_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    const T* p = t.data<T>();
+    for (int64_t i = 0; i < t.NumElements(); ++i) {
+      double v = static_cast<double>(p[i]);
+      if (!std::isfinite(v)) {
+        ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
+            message_.empty() ? "" : message_ + ": ", "tensor of shape ", t.shape().DebugString(),
+            " holds ", std::isnan(v) ? "NaN" : "Inf", " at element ", i)));
+        return;
+      }
+    }
+    ctx->set_output(0, t);
+  }
+
+ private:
+  std::string message_;
+};
+REGISTER_KERNEL(KernelDef("CheckNumerics").Device(kDeviceCpu).TypeConstraint<float>("T"),
+                CheckNumericsOp<float>);
+REGISTER_KERNEL(KernelDef("CheckNumerics").Device(kDeviceCpu).TypeConstraint<double>("T"),
+                CheckNumericsOp<double>);
+REGISTER_KERNEL(KernelDef("CheckNumerics").Device(kDeviceCpu).TypeConstraint<half>("T"),
+                CheckNumericsOp<half>);
+REGISTER_KERNEL(KernelDef("CheckNumerics").Device(kDeviceCpu).TypeConstraint<bfloat16>("T"),
+                CheckNumericsOp<bfloat16>);
+
 }  // namespace
 }  // namespace shardflow

@@ -218,3 +218,38 @@ TEST(SessionTest, ExtendAddsNodes) {
 
 }  // namespace
 }  // namespace shardflow
+
+namespace shardflow {
+namespace {
+
+TEST(SessionTest, CheckNumericsNamesTheFirstNonFiniteOp) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({3}));
+  auto bad = ops::Log(s.WithOpName("log"), x);  // log(-1) = NaN
+  auto out = ops::Exp(s.WithOpName("exp"), ops::Mul(s.WithOpName("scaled"), bad, 2.0f));
+  auto session = Open(s);
+  std::vector<Tensor> result;
+  Tensor xv = Tensor::FromVector<float>({1, -1, 2});
+  ASSERT_TRUE(session->Run({{"x", xv}}, {"exp"}, {}, &result).ok());  // NaN flows silently
+  EXPECT_TRUE(std::isnan(result[0].data<float>()[1]));
+  RunOptions opts;
+  opts.set_check_numerics(true);
+  absl::Status st = session->Run(opts, {{"x", xv}}, {"exp"}, {}, &result, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("node 'log' (Log): produced NaN in output 0 (shape [3], element 1)"),
+            std::string::npos)
+      << st;
+  // The CheckNumerics op fails the step with its message.
+  Scope c = Scope::NewRootScope();
+  auto y = ops::Placeholder(c.WithOpName("y"), DT_FLOAT);
+  OpBuilder(c.WithOpName("check"), "CheckNumerics")
+      .Input(y)
+      .Attr("message", std::string("y is bad"))
+      .Finalize();
+  auto checker = Open(c);
+  st = checker->Run({{"y", Tensor::Scalar(INFINITY)}}, {"check"}, {}, &result);
+  EXPECT_NE(st.message().find("y is bad: tensor of shape [] holds Inf"), std::string::npos) << st;
+}
+
+}  // namespace
+}  // namespace shardflow
