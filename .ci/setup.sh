@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc libabsl-dev
-  libdnnl-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+  dataset-fashion-mnist python3-numpy
 )
 missing=()
 for p in "${packages[@]}"; do
