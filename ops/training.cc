@@ -197,6 +197,13 @@ Var Optimizer::ZerosSlot(const Scope& scope, const Var& var, const std::string& 
   return Var::Create(s, zeros, /*trainable=*/false);
 }
 
+Input Optimizer::LearningRate(const Scope& scope, double value, DataType dtype) const {
+  if (lr_tensor_.valid()) {
+    return lr_tensor_.dtype() == dtype ? lr_tensor_ : ops::Cast(scope, lr_tensor_, dtype);
+  }
+  return dtype == DT_DOUBLE ? Tensor::Scalar(value) : Tensor::Scalar(static_cast<float>(value));
+}
+
 namespace {
 Operation Done(const Scope& s, Operation op) {
   if (!op.valid()) s.UpdateStatus(absl::InternalError("optimizer update could not be built"));
@@ -211,7 +218,7 @@ absl::StatusOr<Operation> GradientDescentOptimizer::ApplyDense(const Scope& s, c
                                                                const Var& var) {
   Operation op = OpBuilder(s, "ResourceApplyGradientDescent")
                      .Input(var.handle())
-                     .Input(Scalar(lr_, grad.dtype()))
+                     .Input(LearningRate(s, lr_, grad.dtype()))
                      .Input(grad)
                      .Finalize();
   SF_RETURN_IF_ERROR(s.status());
@@ -224,7 +231,7 @@ absl::StatusOr<Operation> MomentumOptimizer::ApplyDense(const Scope& s, const Ou
   Operation op = OpBuilder(s, "ResourceApplyMomentum")
                      .Input(var.handle())
                      .Input(accum.handle())
-                     .Input(Scalar(lr_, grad.dtype()))
+                     .Input(LearningRate(s, lr_, grad.dtype()))
                      .Input(grad)
                      .Input(Scalar(momentum_, grad.dtype()))
                      .Attr("use_nesterov", nesterov_)
@@ -264,7 +271,7 @@ absl::StatusOr<Operation> AdamOptimizer::ApplyDense(const Scope& s, const Output
                      .Input(v.handle())
                      .Input(ops::Pow(s, Scalar(beta1_, t), step))
                      .Input(ops::Pow(s, Scalar(beta2_, t), step))
-                     .Input(Scalar(lr_, t))
+                     .Input(LearningRate(s, lr_, t))
                      .Input(Scalar(beta1_, t))
                      .Input(Scalar(beta2_, t))
                      .Input(Scalar(epsilon_, t))

@@ -76,6 +76,9 @@ class Optimizer {
   // Updates each variable with its gradient.
   absl::StatusOr<Operation> ApplyGradients(const Scope& scope,
                                            const std::vector<std::pair<Output, Var>>& grads);
+  // Takes the learning rate from a float scalar tensor (e.g. a Placeholder fed every step, for a
+  // schedule) instead of the constant given at construction. Call before Minimize.
+  void set_learning_rate(const Output& lr) { lr_tensor_ = lr; }
 
  protected:
   // Called once per ApplyGradients before any ApplyDense (e.g. to create shared state).
@@ -88,6 +91,11 @@ class Optimizer {
   // A non-trainable variable of var's shape and dtype, initialised to zeros, named
   // "<var>/<slot>".
   static Var ZerosSlot(const Scope& scope, const Var& var, const std::string& slot);
+  // The learning rate as an input of `dtype`: the tensor from set_learning_rate, else `value`.
+  Input LearningRate(const Scope& scope, double value, DataType dtype) const;
+
+ private:
+  Output lr_tensor_;
 };
 
 class GradientDescentOptimizer : public Optimizer {

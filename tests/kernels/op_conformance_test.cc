@@ -369,6 +369,129 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["RandomStandardNormal"].custom = random_check("RandomStandardNormal", -10, 10, 0, 1);
     m["TruncatedNormal"].custom = random_check("TruncatedNormal", -2, 2, 0, 0.87962566103423978);
 
+    // NN ops (ops/nn_ops.cc). Windows are tiny, so the references are written out.
+    {
+      auto window = [](std::vector<int64_t> ksize, std::vector<int64_t> strides,
+                       const std::string& padding) {
+        return [=](DataType) {
+          Attrs a{{"strides", MakeAttr(strides)}, {"padding", MakeAttr(padding)}};
+          if (!ksize.empty()) a["ksize"] = MakeAttr(ksize);
+          return a;
+        };
+      };
+      const auto conv = window({}, {1, 1, 1, 1}, "VALID");
+      const auto pool = window({1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+      const Tensor img = D({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+      const Tensor diag = D({1, 0, 0, 1}, {2, 2, 1, 1});
+      // out[i,j] = x[i,j] + x[i+1,j+1].
+      m["Conv2D"] = Fixed({img, diag}, D({6, 8, 12, 14}, {1, 2, 2, 1}));
+      m["Conv2D"].attrs = conv;
+      m["Conv2DBackpropInput"] = Fixed({I32({1, 3, 3, 1}), diag, D({1, 2, 3, 4}, {1, 2, 2, 1})},
+                                       D({1, 2, 0, 3, 5, 2, 0, 3, 4}, {1, 3, 3, 1}));
+      m["Conv2DBackpropInput"].attrs = conv;
+      m["Conv2DBackpropFilter"] = Fixed({img, I32({2, 2, 1, 1}), D({1, 0, 0, 1}, {1, 2, 2, 1})},
+                                        D({6, 8, 12, 14}, {2, 2, 1, 1}));
+      m["Conv2DBackpropFilter"].attrs = conv;
+      const Tensor px = D({1, 5, 3, 2, 4, 0, 7, 8}, {1, 2, 4, 1});
+      m["MaxPool"] = Fixed({px}, D({5, 8}, {1, 1, 2, 1}));
+      m["MaxPool"].attrs = pool;
+      m["MaxPoolGrad"] = Fixed({px, D({5, 8}, {1, 1, 2, 1}), D({10, 20}, {1, 1, 2, 1})},
+                               D({0, 10, 0, 0, 0, 0, 0, 20}, {1, 2, 4, 1}));
+      m["MaxPoolGrad"].attrs = pool;
+      m["AvgPool"] = Fixed({px}, D({2.5, 5}, {1, 1, 2, 1}));
+      m["AvgPool"].attrs = pool;
+      m["AvgPoolGrad"] = Fixed({I32({1, 2, 4, 1}), D({4, 8}, {1, 1, 2, 1})},
+                               D({1, 1, 2, 2, 1, 1, 2, 2}, {1, 2, 4, 1}));
+      m["AvgPoolGrad"].attrs = pool;
+
+      m["BiasAdd"] = Fixed({x23, D({10, 20, 30}, {3})}, D({11, 22, 33, 14, 25, 36}, {2, 3}));
+      m["BiasAddGrad"] = Fixed({x23}, D({5, 7, 9}, {3}));
+      m["ReluGrad"] = Fixed({x23, D({-1, 2, 0, 3, -2, 1}, {2, 3})}, D({0, 2, 0, 4, 0, 6}, {2, 3}));
+
+      // Row-wise softmax of [2,3] logits in double.
+      auto softmax_rows = [](const std::vector<double>& x, bool log) {
+        std::vector<double> y(6);
+        for (int r = 0; r < 2; ++r) {
+          const double mx = std::max({x[r * 3], x[r * 3 + 1], x[r * 3 + 2]});
+          double s = 0;
+          for (int k = 0; k < 3; ++k) s += std::exp(x[r * 3 + k] - mx);
+          for (int k = 0; k < 3; ++k) {
+            y[r * 3 + k] = log ? x[r * 3 + k] - mx - std::log(s) : std::exp(x[r * 3 + k] - mx) / s;
+          }
+        }
+        return y;
+      };
+      const Tensor logits = D({1, 2, 3, -1, 0, 4}, {2, 3});
+      for (bool log : {false, true}) {
+        ConformanceCase sm;
+        sm.inputs = {logits};
+        sm.reference = [=](const std::vector<Tensor>& in) {
+          return D(softmax_rows(Values(in[0]), log), {2, 3});
+        };
+        m[log ? "LogSoftmax" : "Softmax"] = sm;
+      }
+      ConformanceCase xent;
+      xent.inputs = {logits, D({0, 0, 1, 0.5, 0.5, 0}, {2, 3})};
+      xent.reference = [=](const std::vector<Tensor>& in) {
+        const std::vector<double> logp = softmax_rows(Values(in[0]), true), l = Values(in[1]);
+        std::vector<double> loss(2, 0.0);
+        for (int i = 0; i < 6; ++i) loss[i / 3] -= l[i] * logp[i];
+        return D(loss, {2});
+      };
+      m["SoftmaxCrossEntropyWithLogits"] = xent;
+      ConformanceCase sparse;
+      sparse.inputs = {logits, I32({2, 0})};
+      sparse.reference = [=](const std::vector<Tensor>& in) {
+        const std::vector<double> logp = softmax_rows(Values(in[0]), true);
+        return D({-logp[2], -logp[3]}, {2});
+      };
+      m["SparseSoftmaxCrossEntropyWithLogits"] = sparse;
+
+      // Batch norm over 3 rows of 2 channels, epsilon 0.001 (the default).
+      ConformanceCase bn;
+      bn.inputs = {D({1, 2, 3, 6, 5, 1}, {3, 2}), D({1, 2}, {2}), D({0, 1}, {2}), D({}, {0}),
+                   D({}, {0})};
+      bn.reference = [](const std::vector<Tensor>& in) {
+        const std::vector<double> x = Values(in[0]), scale = Values(in[1]), offset = Values(in[2]);
+        std::vector<double> y(6);
+        for (int k = 0; k < 2; ++k) {
+          const double mean = (x[k] + x[2 + k] + x[4 + k]) / 3;
+          double var = 0;
+          for (int r = 0; r < 3; ++r) var += (x[r * 2 + k] - mean) * (x[r * 2 + k] - mean) / 3;
+          for (int r = 0; r < 3; ++r) {
+            y[r * 2 + k] = (x[r * 2 + k] - mean) / std::sqrt(var + 0.001) * scale[k] + offset[k];
+          }
+        }
+        return D(y, {3, 2});
+      };
+      m["FusedBatchNorm"] = bn;
+      // Gradient with reserve spaces mean = (3, 3) and inv_std = (0.5, 0.25).
+      ConformanceCase bn_grad;
+      bn_grad.inputs = {D({1, 0, -1, 2, 0.5, 1}, {3, 2}), D({1, 2, 3, 6, 5, 1}, {3, 2}),
+                        D({1, 2}, {2}), D({3, 3}, {2}), D({0.5, 0.25}, {2})};
+      bn_grad.reference = [](const std::vector<Tensor>& in) {
+        const std::vector<double> g = Values(in[0]), x = Values(in[1]), scale = Values(in[2]),
+                                  mean = Values(in[3]), inv = Values(in[4]);
+        std::vector<double> dx(6);
+        for (int k = 0; k < 2; ++k) {
+          double g_mean = 0, gx_mean = 0;
+          for (int r = 0; r < 3; ++r) {
+            g_mean += g[r * 2 + k] / 3;
+            gx_mean += g[r * 2 + k] * (x[r * 2 + k] - mean[k]) * inv[k] / 3;
+          }
+          for (int r = 0; r < 3; ++r) {
+            const double xhat = (x[r * 2 + k] - mean[k]) * inv[k];
+            dx[r * 2 + k] = scale[k] * inv[k] * (g[r * 2 + k] - g_mean - xhat * gx_mean);
+          }
+        }
+        return D(dx, {3, 2});
+      };
+      m["FusedBatchNormGrad"] = bn_grad;
+      // Rate 0: the mask is all ones.
+      m["Dropout"] = PassThrough();
+      m["Dropout"].attrs = [](DataType) { return Attrs{{"rate", MakeAttr(0.0f)}}; };
+    }
+
     // Compute nothing: checked by hand.
     m["Placeholder"].custom = [] {
       auto out = RunOp("Placeholder", {}, {{"dtype", MakeAttr(DT_FLOAT)}});

@@ -1,0 +1,396 @@
+// CPU kernels for BiasAdd, BiasAddGrad, ReluGrad, Softmax, LogSoftmax, the two softmax
+// cross-entropies and Dropout, for float and double.
+//
+// All of them view their input as rows of the last dimension. Loops over a row are plain and
+// vectorised; rows are sharded over the intra-op pool. Softmax and the cross-entropies subtract
+// each row's maximum before exponentiating, so large logits (1e4) stay finite.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/strings/str_cat.h"
+#include "core/framework/kernel_registry.h"
+#include "kernels/cpu/cwise_ops_common.h"
+
+namespace shardflow {
+namespace {
+
+template <typename T>
+using RowMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstRowMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// ---- BiasAdd ---------------------------------------------------------------------------------
+
+template <typename T>
+class BiasAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    OP_REQUIRES(ctx, value.dims() >= 2,
+                absl::InvalidArgumentError(absl::StrCat("value must have rank >= 2, got shape ",
+                                                        value.shape().DebugString())));
+    const int64_t c = value.dim_size(value.dims() - 1);
+    OP_REQUIRES(ctx, bias.dims() == 1 && bias.dim_size(0) == c,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "bias must be a vector of ", c, " entries (value's last dimension, value ",
+                    value.shape().DebugString(), "), got shape ", bias.shape().DebugString())));
+    // Read the input before it may be forwarded to the output (which empties ctx->input(0)).
+    const T* x = value.data<T>();
+    const T* b = bias.data<T>();
+    const int64_t rows = c == 0 ? 0 : value.NumElements() / c;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, value.shape(), &out));
+    if (c == 0) return;
+    T* y = out->data<T>();
+    cwise::RunSharded(ctx, rows, std::max<int64_t>(1, c / 8), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* xr = x + r * c;
+        T* yr = y + r * c;
+        SF_SIMD_LOOP
+        for (int64_t k = 0; k < c; ++k) yr[k] = xr[k] + b[k];
+      }
+    });
+  }
+};
+
+// Sums rows [begin, end) of x ([rows, c]) into acc[0..c), in blocks so that float keeps its
+// precision over many rows.
+template <typename T>
+void SumRows(const T* x, int64_t begin, int64_t end, int64_t c, T* acc, T* block) {
+  constexpr int64_t kBlockRows = 64;
+  for (int64_t r0 = begin; r0 < end; r0 += kBlockRows) {
+    const int64_t r1 = std::min(end, r0 + kBlockRows);
+    std::fill(block, block + c, T(0));
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * c;
+      SF_SIMD_LOOP
+      for (int64_t k = 0; k < c; ++k) block[k] += xr[k];
+    }
+    SF_SIMD_LOOP
+    for (int64_t k = 0; k < c; ++k) acc[k] += block[k];
+  }
+}
+
+template <typename T>
+class BiasAddGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& grad = ctx->input(0);
+    OP_REQUIRES(ctx, grad.dims() >= 2,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "out_backprop must have rank >= 2, got shape ", grad.shape().DebugString())));
+    const int64_t c = grad.dim_size(grad.dims() - 1);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({c}), &out));
+    T* sum = out->data<T>();
+    std::fill(sum, sum + c, T(0));
+    if (c == 0) return;
+    const int64_t rows = grad.NumElements() / c;
+    const T* x = grad.data<T>();
+    // One partial sum per shard, added up at the end.
+    const int64_t shards =
+        rows * c < (1 << 15) ? 1 : std::min<int64_t>(rows, ctx->device()->intra_op_threads());
+    std::vector<T> partial(shards * c, T(0)), blocks(shards * c);
+    cwise::RunSharded(ctx, shards, 1 << 20, [&](int64_t begin, int64_t end) {
+      for (int64_t s = begin; s < end; ++s) {
+        SumRows(x, rows * s / shards, rows * (s + 1) / shards, c, partial.data() + s * c,
+                blocks.data() + s * c);
+      }
+    });
+    for (int64_t s = 0; s < shards; ++s) {
+      for (int64_t k = 0; k < c; ++k) sum[k] += partial[s * c + k];
+    }
+  }
+};
+
+// ---- ReluGrad --------------------------------------------------------------------------------
+
+template <typename T>
+class ReluGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& grad = ctx->input(0);
+    const Tensor& features = ctx->input(1);
+    OP_REQUIRES(ctx, grad.shape() == features.shape(),
+                absl::InvalidArgumentError(
+                    absl::StrCat("gradients ", grad.shape().DebugString(), " and features ",
+                                 features.shape().DebugString(), " must have one shape")));
+    // Read the input before it may be forwarded to the output (which empties ctx->input(0)).
+    const T* g = grad.data<T>();
+    const T* f = features.data<T>();
+    const int64_t n = grad.NumElements();
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(0, 0, grad.shape(), &out));
+    T* y = out->data<T>();
+    // Both operands are loaded unconditionally, so that the select vectorises.
+    cwise::RunSharded(ctx, n, 1, [g, f, y](int64_t begin, int64_t end) {
+      SF_SIMD_LOOP
+      for (int64_t i = begin; i < end; ++i) {
+        const T gi = g[i];
+        y[i] = f[i] > T(0) ? gi : T(0);
+      }
+    });
+  }
+};
+
+// ---- Softmax, LogSoftmax ---------------------------------------------------------------------
+
+// Rows of the last dimension: the input must have rank >= 1.
+bool RowsOf(OpKernelContext* ctx, const Tensor& t, const char* what, int64_t* rows, int64_t* c) {
+  if (t.dims() < 1) {
+    ctx->SetStatus(
+        absl::InvalidArgumentError(absl::StrCat(what, " must have rank >= 1, got a scalar")));
+    return false;
+  }
+  *c = t.dim_size(t.dims() - 1);
+  *rows = *c == 0 ? 0 : t.NumElements() / *c;
+  return true;
+}
+
+template <typename T, bool kLog>
+class SoftmaxOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    int64_t rows, c;
+    if (!RowsOf(ctx, logits, "logits", &rows, &c)) return;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, logits.shape(), &out));
+    const T* x = logits.data<T>();
+    T* y = out->data<T>();
+    cwise::RunSharded(ctx, rows, std::max<int64_t>(1, c * 4), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        ConstRowMap<T> in(x + r * c, c);
+        RowMap<T> o(y + r * c, c);
+        o = in - in.maxCoeff();
+        if constexpr (kLog) {
+          o -= std::log(o.exp().sum());
+        } else {
+          o = o.exp();
+          o *= T(1) / o.sum();
+        }
+      }
+    });
+  }
+};
+
+// ---- cross-entropies -------------------------------------------------------------------------
+
+// For one row: backprop = softmax(x); returns log(sum(exp(x - max))) and sets *max.
+template <typename T>
+T SoftmaxRow(const T* x, int64_t c, T* backprop, T* max) {
+  ConstRowMap<T> in(x, c);
+  RowMap<T> b(backprop, c);
+  *max = in.maxCoeff();
+  b = (in - *max).exp();
+  const T sum = b.sum();
+  b *= T(1) / sum;
+  return std::log(sum);
+}
+
+template <typename T>
+class SoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& features = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    OP_REQUIRES(ctx, features.dims() == 2 && labels.shape() == features.shape(),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "features ", features.shape().DebugString(), " and labels ",
+                    labels.shape().DebugString(), " must have one shape [batch, classes]")));
+    const int64_t n = features.dim_size(0), c = features.dim_size(1);
+    Tensor *loss, *backprop;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n}), &loss));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, features.shape(), &backprop));
+    if (c == 0) {
+      std::fill(loss->data<T>(), loss->data<T>() + n, T(0));
+      return;
+    }
+    const T* x = features.data<T>();
+    const T* l = labels.data<T>();
+    T* lo = loss->data<T>();
+    T* b = backprop->data<T>();
+    cwise::RunSharded(ctx, n, std::max<int64_t>(1, c * 6), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* xr = x + r * c;
+        const T* lr = l + r * c;
+        T* br = b + r * c;
+        T max;
+        const T log_sum = SoftmaxRow(xr, c, br, &max);
+        // loss = sum_j labels_j * (log_sum - (x_j - max))
+        T sum = 0;
+        for (int64_t k = 0; k < c; ++k) {
+          sum += lr[k] * (log_sum - (xr[k] - max));
+          br[k] -= lr[k];
+        }
+        lo[r] = sum;
+      }
+    });
+  }
+};
+
+template <typename T, typename L>
+class SparseSoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& features = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    OP_REQUIRES(ctx, features.dims() == 2,
+                absl::InvalidArgumentError(absl::StrCat("features must be [batch, classes], got ",
+                                                        features.shape().DebugString())));
+    const int64_t n = features.dim_size(0), c = features.dim_size(1);
+    OP_REQUIRES(
+        ctx, labels.dims() == 1 && labels.dim_size(0) == n,
+        absl::InvalidArgumentError(absl::StrCat(
+            "labels must be a vector of ", n, " class indices (one per row of features ",
+            features.shape().DebugString(), "), got shape ", labels.shape().DebugString())));
+    const L* lab = labels.data<L>();
+    for (int64_t r = 0; r < n; ++r) {
+      OP_REQUIRES(ctx, lab[r] >= 0 && lab[r] < c,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "label ", lab[r], " at row ", r, " is outside the valid range [0, ", c,
+                      ") of class indices (features have ", c, " columns)")));
+    }
+    Tensor *loss, *backprop;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n}), &loss));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, features.shape(), &backprop));
+    const T* x = features.data<T>();
+    T* lo = loss->data<T>();
+    T* b = backprop->data<T>();
+    cwise::RunSharded(ctx, n, std::max<int64_t>(1, c * 5), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* xr = x + r * c;
+        T* br = b + r * c;
+        T max;
+        const T log_sum = SoftmaxRow(xr, c, br, &max);
+        const int64_t k = static_cast<int64_t>(lab[r]);
+        lo[r] = log_sum - (xr[k] - max);
+        br[k] -= T(1);
+      }
+    });
+  }
+};
+
+// ---- Dropout ---------------------------------------------------------------------------------
+
+// SplitMix64's finaliser: a bijective 64-bit mix.
+inline uint64_t Mix(uint64_t z) {
+  z ^= z >> 30;
+  z *= 0xbf58476d1ce4e5b9ULL;
+  z ^= z >> 27;
+  z *= 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
+// MurmurHash3's 32-bit finaliser: a bijective mix of 32-bit multiplies, which vectorise.
+inline uint32_t Mix32(uint32_t h) {
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  return h ^ (h >> 16);
+}
+
+// The mask is a pure function of (seed, seed2, run index, element index), so it does not depend
+// on how the elements are sharded; the run index advances once per Compute. An element's bits
+// are two rounds of Mix32 over its index keyed by the run's 64-bit key (indices are taken modulo
+// 2^32).
+template <typename T>
+class DropoutOp : public OpKernel {
+ public:
+  explicit DropoutOp(OpKernelConstruction* c) : OpKernel(c) {
+    int64_t seed = 0, seed2 = 0;
+    absl::Status s = c->GetAttr("rate", &rate_);
+    if (s.ok()) s = c->GetAttr("seed", &seed);
+    if (s.ok()) s = c->GetAttr("seed2", &seed2);
+    if (s.ok() && !(rate_ >= 0.0f && rate_ < 1.0f)) {
+      s = absl::InvalidArgumentError(absl::StrCat("rate must be in [0, 1), got ", rate_));
+    }
+    if (!s.ok()) {
+      c->SetStatus(s);
+      return;
+    }
+    if (seed == 0 && seed2 == 0) {
+      std::random_device rd;
+      key_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    } else {
+      key_ = Mix(static_cast<uint64_t>(seed) * kGolden ^ Mix(static_cast<uint64_t>(seed2) + 1));
+    }
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor *out, *mask;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &mask));
+    const uint64_t run = runs_.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t key = Mix(key_ ^ Mix((run + 1) * kGolden));
+    const uint32_t k1 = static_cast<uint32_t>(key), k2 = static_cast<uint32_t>(key >> 32);
+    // u = 24 random bits / 2^24 in [0, 1); keep when u >= rate, i.e. bits >= threshold.
+    const uint32_t threshold =
+        static_cast<uint32_t>(std::ceil(static_cast<double>(rate_) * (1 << 24)));
+    const T scale = T(1) / (T(1) - static_cast<T>(rate_));
+    const T* in = x.data<T>();
+    T* o = out->data<T>();
+    T* m = mask->data<T>();
+    cwise::RunSharded(ctx, x.NumElements(), 1, [=](int64_t begin, int64_t end) {
+      const T s = scale;  // a local, so that the select below needs no load
+      SF_SIMD_LOOP
+      for (int64_t i = begin; i < end; ++i) {
+        const uint32_t bits = Mix32(Mix32(static_cast<uint32_t>(i) ^ k1) + k2) >> 8;
+        // 1 when bits >= threshold, else 0, by arithmetic (a compare becomes a branch here).
+        const int32_t kept = 1 + (static_cast<int32_t>(bits - threshold) >> 31);
+        const T keep = static_cast<T>(kept) * s;
+        m[i] = keep;
+        o[i] = in[i] * keep;
+      }
+    });
+  }
+
+ private:
+  float rate_ = 0;
+  uint64_t key_ = 0;
+  std::atomic<uint64_t> runs_{0};
+};
+
+#define SF_REGISTER_NN_FLOATING(T)                                                                 \
+  REGISTER_KERNEL(KernelDef("BiasAdd").Device(kDeviceCpu).TypeConstraint<T>("T"), BiasAddOp<T>);   \
+  REGISTER_KERNEL(KernelDef("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<T>("T"),              \
+                  BiasAddGradOp<T>);                                                               \
+  REGISTER_KERNEL(KernelDef("ReluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluGradOp<T>); \
+  REGISTER_KERNEL(KernelDef("Softmax").Device(kDeviceCpu).TypeConstraint<T>("T"),                  \
+                  SoftmaxOp<T, false>);                                                            \
+  REGISTER_KERNEL(KernelDef("LogSoftmax").Device(kDeviceCpu).TypeConstraint<T>("T"),               \
+                  SoftmaxOp<T, true>);                                                             \
+  REGISTER_KERNEL(                                                                                 \
+      KernelDef("SoftmaxCrossEntropyWithLogits").Device(kDeviceCpu).TypeConstraint<T>("T"),        \
+      SoftmaxXentOp<T>);                                                                           \
+  REGISTER_KERNEL(KernelDef("SparseSoftmaxCrossEntropyWithLogits")                                 \
+                      .Device(kDeviceCpu)                                                          \
+                      .TypeConstraint<T>("T")                                                      \
+                      .TypeConstraint<int32_t>("Tlabels"),                                         \
+                  SparseSoftmaxXentOp<T, int32_t>);                                                \
+  REGISTER_KERNEL(KernelDef("SparseSoftmaxCrossEntropyWithLogits")                                 \
+                      .Device(kDeviceCpu)                                                          \
+                      .TypeConstraint<T>("T")                                                      \
+                      .TypeConstraint<int64_t>("Tlabels"),                                         \
+                  SparseSoftmaxXentOp<T, int64_t>);                                                \
+  REGISTER_KERNEL(KernelDef("Dropout").Device(kDeviceCpu).TypeConstraint<T>("T"), DropoutOp<T>)
+
+SF_REGISTER_NN_FLOATING(float);
+SF_REGISTER_NN_FLOATING(double);
+
+}  // namespace
+}  // namespace shardflow

@@ -1,0 +1,144 @@
+// Gradient functions of the neural-network ops (ops/nn_ops.cc) and of Relu.
+//
+// Gradients with respect to integer inputs (labels, shapes) and to FusedBatchNorm's mean and
+// variance are invalid Outputs ("no gradient"). The cross-entropies differentiate only the loss
+// output: the gradient arriving at `backprop` is ignored (second derivatives through backprop are
+// not supported).
+#include <string>
+#include <vector>
+
+#include "core/framework/attr_value.h"
+#include "core/platform/status.h"
+#include "ops/gradients.h"
+#include "ops/nn_ops.h"
+#include "ops/ops.h"
+
+namespace shardflow {
+namespace {
+
+using GradOutputs = std::vector<Output>;
+
+// The shape of x as an int32 vector: a Const when known at build time, else a Shape op.
+Output ShapeOf(const Scope& s, const Output& x) {
+  const TensorShape& shape = x.shape();
+  if (shape.IsFullyDefined()) {
+    std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
+    return ops::Const(s, Tensor::FromVector<int32_t>(dims));
+  }
+  return ops::Shape(s, x, DT_INT32);
+}
+
+struct WindowAttrs {
+  std::vector<int64_t> ksize, strides;
+  std::string padding;
+};
+
+absl::Status GetWindowAttrs(const Operation& op, bool pooling, WindowAttrs* w) {
+  const AttrMap& attrs = op.node()->attrs();
+  if (pooling) SF_RETURN_IF_ERROR(GetAttr(attrs, "ksize", &w->ksize));
+  SF_RETURN_IF_ERROR(GetAttr(attrs, "strides", &w->strides));
+  return GetAttr(attrs, "padding", &w->padding);
+}
+
+absl::Status Conv2DGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                        GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  Output x = GradInput(op, 0), filter = GradInput(op, 1);
+  dx->push_back(ops::Conv2DBackpropInput(s, ShapeOf(s, x), filter, dy[0], w.strides, w.padding));
+  dx->push_back(ops::Conv2DBackpropFilter(s, x, ShapeOf(s, filter), dy[0], w.strides, w.padding));
+  return absl::OkStatus();
+}
+
+absl::Status MaxPoolGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                         GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, true, &w));
+  dx->push_back(ops::MaxPoolGrad(s, GradInput(op, 0), GradOutput(op, 0), dy[0], w.ksize, w.strides,
+                                 w.padding));
+  return absl::OkStatus();
+}
+
+absl::Status AvgPoolGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                         GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, true, &w));
+  dx->push_back(
+      ops::AvgPoolGrad(s, ShapeOf(s, GradInput(op, 0)), dy[0], w.ksize, w.strides, w.padding));
+  return absl::OkStatus();
+}
+
+absl::Status BiasAddGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                         GradOutputs* dx) {
+  dx->push_back(dy[0]);
+  dx->push_back(ops::BiasAddGrad(s, dy[0]));
+  return absl::OkStatus();
+}
+
+// Relu's output is positive exactly where its input is, and lets the input be freed.
+absl::Status ReluGrad(const Scope& s, const Operation& op, const GradOutputs& dy, GradOutputs* dx) {
+  dx->push_back(ops::ReluGrad(s, dy[0], GradOutput(op, 0)));
+  return absl::OkStatus();
+}
+
+// dx = (dy - sum(dy * y)) * y, sums along the last dimension.
+absl::Status SoftmaxGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                         GradOutputs* dx) {
+  Output y = GradOutput(op, 0);
+  Output dot = ops::Sum(s, ops::Mul(s, dy[0], y), -1, /*keep_dims=*/true);
+  dx->push_back(ops::Mul(s, ops::Sub(s, dy[0], dot), y));
+  return absl::OkStatus();
+}
+
+// dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y).
+absl::Status LogSoftmaxGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                            GradOutputs* dx) {
+  Output total = ops::Sum(s, dy[0], -1, /*keep_dims=*/true);
+  dx->push_back(ops::Sub(s, dy[0], ops::Mul(s, ops::Exp(s, GradOutput(op, 0)), total)));
+  return absl::OkStatus();
+}
+
+// d(loss_i)/d(features_i) = backprop_i; labels get no gradient.
+absl::Status XentGrad(const Scope& s, const Operation& op, const GradOutputs& dy, GradOutputs* dx) {
+  dx->push_back(ops::Mul(s, GradOutput(op, 1), ops::ExpandDims(s, dy[0], -1)));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+
+absl::Status FusedBatchNormGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                GradOutputs* dx) {
+  float epsilon;
+  bool is_training;
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "epsilon", &epsilon));
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "is_training", &is_training));
+  auto g = ops::FusedBatchNormGrad(s, dy[0], GradInput(op, 0), GradInput(op, 1), GradOutput(op, 3),
+                                   GradOutput(op, 4), epsilon, is_training);
+  dx->push_back(g.x_backprop);
+  dx->push_back(g.scale_backprop);
+  dx->push_back(g.offset_backprop);
+  dx->push_back(Output());  // mean
+  dx->push_back(Output());  // variance
+  return absl::OkStatus();
+}
+
+absl::Status DropoutGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                         GradOutputs* dx) {
+  dx->push_back(ops::Mul(s, dy[0], GradOutput(op, 1)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+REGISTER_GRADIENT("Conv2D", Conv2DGrad);
+REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
+REGISTER_GRADIENT("AvgPool", AvgPoolGrad);
+REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
+REGISTER_GRADIENT("Relu", ReluGrad);
+REGISTER_GRADIENT("Softmax", SoftmaxGrad);
+REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
+REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGrad);
+REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
+REGISTER_GRADIENT("FusedBatchNorm", FusedBatchNormGrad);
+REGISTER_GRADIENT("Dropout", DropoutGrad);
+
+}  // namespace shardflow

@@ -1,0 +1,451 @@
+// Neural-network ops: convolution, pooling, bias, activations' gradients, softmax and
+// cross-entropy, batch normalisation and dropout, with their shape functions.
+//
+// Images are NHWC ([batch, height, width, channels]); filters are [height, width, in, out].
+// `strides` and `ksize` have four entries, [1, along height, along width, 1].
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/framework/op_def.h"
+#include "core/framework/shape_inference.h"
+#include "core/framework/windowed_output.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+namespace {
+
+// Reads a 4-entry `attr` of the form [1, h, w, 1] into (*h, *w).
+absl::Status GetSpatialAttr(InferenceContext* c, const std::string& attr, int64_t* h, int64_t* w) {
+  std::vector<int64_t> v;
+  SF_RETURN_IF_ERROR(c->GetAttr(attr, &v));
+  if (v.size() != 4 || v[0] != 1 || v[3] != 1 || v[1] < 1 || v[2] < 1) {
+    std::string got;
+    for (int64_t e : v) absl::StrAppend(&got, got.empty() ? "" : ", ", e);
+    return c->InvalidArgument(
+        absl::StrCat(attr, " must be [1, height, width, 1] with entries >= 1 ",
+                     "(NHWC; no striding over batch or channels), got [", got, "]"));
+  }
+  *h = v[1];
+  *w = v[2];
+  return absl::OkStatus();
+}
+
+// The NHWC output of sliding an (kh, kw) window with the op's strides and padding over `in`.
+absl::Status WindowedShape(InferenceContext* c, const TensorShape& in, int64_t kh, int64_t kw,
+                           int64_t channels, TensorShape* out) {
+  int64_t sh, sw;
+  SF_RETURN_IF_ERROR(GetSpatialAttr(c, "strides", &sh, &sw));
+  std::string padding;
+  SF_RETURN_IF_ERROR(c->GetAttr("padding", &padding));
+  SF_RETURN_IF_ERROR(CheckPadding(padding));
+  int64_t oh = -1, ow = -1, pb, pa;
+  if (kh >= 0) SF_RETURN_IF_ERROR(WindowedOutputSize(in.dim(1), kh, sh, padding, &oh, &pb, &pa));
+  if (kw >= 0) SF_RETURN_IF_ERROR(WindowedOutputSize(in.dim(2), kw, sw, padding, &ow, &pb, &pa));
+  *out = TensorShape({in.dim(0), oh, ow, channels});
+  return absl::OkStatus();
+}
+
+absl::Status Conv2DShape(InferenceContext* c) {
+  TensorShape in, filter;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
+  SF_RETURN_IF_ERROR(c->WithRank(1, 4, &filter));
+  if (in.dim(3) >= 0 && filter.dim(2) >= 0 && in.dim(3) != filter.dim(2)) {
+    return c->InvalidArgument(absl::StrCat(
+        "input has ", in.dim(3), " channels (shape ", in.DebugString(), ", NHWC) but the filter ",
+        filter.DebugString(), " ([height, width, in, out]) expects ", filter.dim(2)));
+  }
+  TensorShape out;
+  SF_RETURN_IF_ERROR(WindowedShape(c, in, filter.dim(0), filter.dim(1), filter.dim(3), &out));
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+// Output 0 is the shape held by constant input `i` (a 4-vector), else unknown of rank 4.
+absl::Status ShapeFromInput(InferenceContext* c, int i) {
+  SF_ASSIGN_OR_RETURN(TensorShape shape, c->ConstantInputAsShape(i));
+  if (shape.unknown_rank()) shape = TensorShape::UnknownOfRank(4);
+  if (shape.rank() != 4) {
+    return c->InvalidArgument(
+        absl::StrCat("input ", i, " must hold 4 sizes, got ", shape.rank(), " of them"));
+  }
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
+absl::Status Conv2DBackpropInputShape(InferenceContext* c) {
+  TensorShape filter, grad;
+  SF_RETURN_IF_ERROR(c->WithRank(1, 4, &filter));
+  SF_RETURN_IF_ERROR(c->WithRank(2, 4, &grad));
+  return ShapeFromInput(c, 0);
+}
+
+absl::Status Conv2DBackpropFilterShape(InferenceContext* c) {
+  TensorShape in, grad;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
+  SF_RETURN_IF_ERROR(c->WithRank(2, 4, &grad));
+  return ShapeFromInput(c, 1);
+}
+
+absl::Status PoolShape(InferenceContext* c) {
+  TensorShape in;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
+  int64_t kh, kw;
+  SF_RETURN_IF_ERROR(GetSpatialAttr(c, "ksize", &kh, &kw));
+  TensorShape out;
+  SF_RETURN_IF_ERROR(WindowedShape(c, in, kh, kw, in.dim(3), &out));
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+absl::Status MaxPoolGradShape(InferenceContext* c) {
+  TensorShape in, out, grad;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
+  SF_RETURN_IF_ERROR(c->WithRank(1, 4, &out));
+  SF_RETURN_IF_ERROR(c->WithRank(2, 4, &grad));
+  if (!out.IsCompatibleWith(grad)) {
+    return c->InvalidArgument(absl::StrCat("orig_output ", out.DebugString(), " and grad ",
+                                           grad.DebugString(), " must have one shape"));
+  }
+  c->set_output(0, in);
+  return absl::OkStatus();
+}
+
+absl::Status AvgPoolGradShape(InferenceContext* c) {
+  TensorShape grad;
+  SF_RETURN_IF_ERROR(c->WithRank(1, 4, &grad));
+  return ShapeFromInput(c, 0);
+}
+
+absl::Status BiasAddShape(InferenceContext* c) {
+  TensorShape value, bias;
+  SF_RETURN_IF_ERROR(c->WithRankAtLeast(0, 2, &value));
+  SF_RETURN_IF_ERROR(c->WithRank(1, 1, &bias));
+  if (!value.unknown_rank()) {
+    const int64_t last = value.dim(value.rank() - 1);
+    if (last >= 0 && bias.dim(0) >= 0 && last != bias.dim(0)) {
+      return c->InvalidArgument(absl::StrCat("bias has ", bias.dim(0),
+                                             " entries but the last dimension of value ",
+                                             value.DebugString(), " is ", last));
+    }
+  }
+  c->set_output(0, value);
+  return absl::OkStatus();
+}
+
+absl::Status BiasAddGradShape(InferenceContext* c) {
+  TensorShape grad;
+  SF_RETURN_IF_ERROR(c->WithRankAtLeast(0, 2, &grad));
+  c->set_output(0,
+                grad.unknown_rank() ? TensorShape({-1}) : TensorShape({grad.dim(grad.rank() - 1)}));
+  return absl::OkStatus();
+}
+
+// Output 0 has the merged shape of inputs 0 and 1.
+absl::Status MergedShape(InferenceContext* c) {
+  auto merged = c->input(0).Merge(c->input(1));
+  if (!merged.ok()) {
+    return c->InvalidArgument(
+        absl::StrCat(merged.status().message(), "; both inputs must have one shape"));
+  }
+  c->set_output(0, *merged);
+  return absl::OkStatus();
+}
+
+absl::Status SoftmaxShape(InferenceContext* c) {
+  TensorShape logits;
+  SF_RETURN_IF_ERROR(c->WithRankAtLeast(0, 1, &logits));
+  c->set_output(0, logits);
+  return absl::OkStatus();
+}
+
+absl::Status XentShape(InferenceContext* c) {
+  TensorShape features, labels;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 2, &features));
+  SF_RETURN_IF_ERROR(c->WithRank(1, 2, &labels));
+  auto merged = features.Merge(labels);
+  if (!merged.ok()) {
+    return c->InvalidArgument(absl::StrCat("features ", features.DebugString(), " and labels ",
+                                           labels.DebugString(),
+                                           " must have one shape [batch, classes]"));
+  }
+  c->set_output(0, TensorShape({merged->dim(0)}));
+  c->set_output(1, *merged);
+  return absl::OkStatus();
+}
+
+absl::Status SparseXentShape(InferenceContext* c) {
+  TensorShape features, labels;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 2, &features));
+  SF_RETURN_IF_ERROR(c->WithRank(1, 1, &labels));
+  if (features.dim(0) >= 0 && labels.dim(0) >= 0 && features.dim(0) != labels.dim(0)) {
+    return c->InvalidArgument(absl::StrCat(
+        "features ", features.DebugString(), " has ", features.dim(0), " rows but labels ",
+        labels.DebugString(), " has ", labels.dim(0), "; want one label per row"));
+  }
+  const int64_t n = features.dim(0) >= 0 ? features.dim(0) : labels.dim(0);
+  c->set_output(0, TensorShape({n}));
+  c->set_output(1, TensorShape({n, features.dim(1)}));
+  return absl::OkStatus();
+}
+
+// Checks that input i is a vector of `channels` entries (or, when `may_be_empty`, of none).
+absl::Status ChannelVector(InferenceContext* c, int i, const char* what, int64_t* channels,
+                           bool may_be_empty) {
+  TensorShape v;
+  SF_RETURN_IF_ERROR(c->WithRank(i, 1, &v));
+  const int64_t n = v.dim(0);
+  if (n < 0 || (may_be_empty && n == 0)) return absl::OkStatus();
+  if (*channels >= 0 && n != *channels) {
+    return c->InvalidArgument(absl::StrCat(what, " has ", n, " entries but x has ", *channels,
+                                           " channels (its last dimension)"));
+  }
+  *channels = n;
+  return absl::OkStatus();
+}
+
+absl::Status FusedBatchNormShape(InferenceContext* c) {
+  TensorShape x;
+  SF_RETURN_IF_ERROR(c->WithRankAtLeast(0, 2, &x));
+  bool is_training;
+  SF_RETURN_IF_ERROR(c->GetAttr("is_training", &is_training));
+  int64_t channels = x.unknown_rank() ? -1 : x.dim(x.rank() - 1);
+  SF_RETURN_IF_ERROR(ChannelVector(c, 1, "scale", &channels, false));
+  SF_RETURN_IF_ERROR(ChannelVector(c, 2, "offset", &channels, false));
+  // In training the given mean and variance are unused and may be empty.
+  SF_RETURN_IF_ERROR(ChannelVector(c, 3, "mean", &channels, is_training));
+  SF_RETURN_IF_ERROR(ChannelVector(c, 4, "variance", &channels, is_training));
+  c->set_output(0, x);
+  for (int i = 1; i < 5; ++i) c->set_output(i, TensorShape({channels}));
+  return absl::OkStatus();
+}
+
+absl::Status FusedBatchNormGradShape(InferenceContext* c) {
+  auto merged = c->input(0).Merge(c->input(1));
+  if (!merged.ok()) {
+    return c->InvalidArgument(absl::StrCat("y_backprop ", c->input(0).DebugString(), " and x ",
+                                           c->input(1).DebugString(), " must have one shape"));
+  }
+  if (!merged->unknown_rank() && merged->rank() < 2) {
+    return c->InvalidArgument(absl::StrCat("x must have rank >= 2, got ", merged->DebugString()));
+  }
+  int64_t channels = merged->unknown_rank() ? -1 : merged->dim(merged->rank() - 1);
+  SF_RETURN_IF_ERROR(ChannelVector(c, 2, "scale", &channels, false));
+  SF_RETURN_IF_ERROR(ChannelVector(c, 3, "reserve_space_1", &channels, false));
+  SF_RETURN_IF_ERROR(ChannelVector(c, 4, "reserve_space_2", &channels, false));
+  c->set_output(0, *merged);
+  c->set_output(1, TensorShape({channels}));
+  c->set_output(2, TensorShape({channels}));
+  c->set_output(3, TensorShape({0}));
+  c->set_output(4, TensorShape({0}));
+  return absl::OkStatus();
+}
+
+absl::Status DropoutShape(InferenceContext* c) {
+  float rate;
+  SF_RETURN_IF_ERROR(c->GetAttr("rate", &rate));
+  if (!(rate >= 0.0f && rate < 1.0f)) {
+    return c->InvalidArgument(absl::StrCat("rate must be in [0, 1), got ", rate));
+  }
+  c->set_output(0, c->input(0));
+  c->set_output(1, c->input(0));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+REGISTER_OP("Conv2D")
+    .Input("input: T")
+    .Input("filter: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .SetShapeFn(Conv2DShape)
+    .Doc(
+        "2-D convolution (cross-correlation) of an NHWC input with a [height, width, in, out] "
+        "filter; padding \"SAME\" or \"VALID\".");
+
+REGISTER_OP("Conv2DBackpropInput")
+    .Input("input_sizes: int32")
+    .Input("filter: T")
+    .Input("out_backprop: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .SetShapeFn(Conv2DBackpropInputShape)
+    .Doc("Gradient of Conv2D with respect to its input, whose shape input_sizes gives.");
+
+REGISTER_OP("Conv2DBackpropFilter")
+    .Input("input: T")
+    .Input("filter_sizes: int32")
+    .Input("out_backprop: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .SetShapeFn(Conv2DBackpropFilterShape)
+    .Doc("Gradient of Conv2D with respect to its filter, whose shape filter_sizes gives.");
+
+REGISTER_OP("MaxPool")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("ksize: list(int)")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .SetShapeFn(PoolShape)
+    .Doc("Maximum over windows of an NHWC input (padding never wins).");
+
+REGISTER_OP("MaxPoolGrad")
+    .Input("orig_input: T")
+    .Input("orig_output: T")
+    .Input("grad: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("ksize: list(int)")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .SetShapeFn(MaxPoolGradShape)
+    .Doc(
+        "Gradient of MaxPool: each window's gradient goes to the first position holding its "
+        "maximum.");
+
+REGISTER_OP("AvgPool")
+    .Input("value: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("ksize: list(int)")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .SetShapeFn(PoolShape)
+    .Doc("Mean over windows of an NHWC input; padded positions are not counted.");
+
+REGISTER_OP("AvgPoolGrad")
+    .Input("orig_input_shape: int32")
+    .Input("grad: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("ksize: list(int)")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .SetShapeFn(AvgPoolGradShape)
+    .Doc("Gradient of AvgPool: each window's gradient spread evenly over its valid positions.");
+
+REGISTER_OP("BiasAdd")
+    .Input("value: T")
+    .Input("bias: T")
+    .Output("output: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(BiasAddShape)
+    .Doc("value + bias, bias a vector added along the last dimension (value of rank >= 2).");
+
+REGISTER_OP("BiasAddGrad")
+    .Input("out_backprop: T")
+    .Output("output: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(BiasAddGradShape)
+    .Doc("Sum over every dimension but the last: the gradient of BiasAdd's bias.");
+
+REGISTER_OP("ReluGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(MergedShape)
+    .Doc("gradients where features > 0, else 0 (features: Relu's input or output).");
+
+REGISTER_OP("Softmax")
+    .Input("logits: T")
+    .Output("softmax: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(SoftmaxShape)
+    .Doc("exp(logits) / sum(exp(logits)) along the last dimension.");
+
+REGISTER_OP("LogSoftmax")
+    .Input("logits: T")
+    .Output("logsoftmax: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(SoftmaxShape)
+    .Doc("logits - log(sum(exp(logits))) along the last dimension.");
+
+REGISTER_OP("SoftmaxCrossEntropyWithLogits")
+    .Input("features: T")
+    .Input("labels: T")
+    .Output("loss: T")
+    .Output("backprop: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(XentShape)
+    .Doc(
+        "Per-row cross-entropy between softmax(features) and the label distributions, both "
+        "[batch, classes]; backprop = softmax(features) - labels.");
+
+REGISTER_OP("SparseSoftmaxCrossEntropyWithLogits")
+    .Input("features: T")
+    .Input("labels: Tlabels")
+    .Output("loss: T")
+    .Output("backprop: T")
+    .Attr("T: {float, double}")
+    .Attr("Tlabels: {int32, int64} = int64")
+    .SetShapeFn(SparseXentShape)
+    .Doc(
+        "Per-row cross-entropy of softmax(features) [batch, classes] against class indices "
+        "labels [batch] in [0, classes); backprop = softmax(features) - one_hot(labels).");
+
+REGISTER_OP("FusedBatchNorm")
+    .Input("x: T")
+    .Input("scale: T")
+    .Input("offset: T")
+    .Input("mean: T")
+    .Input("variance: T")
+    .Output("y: T")
+    .Output("batch_mean: T")
+    .Output("batch_variance: T")
+    .Output("reserve_space_1: T")
+    .Output("reserve_space_2: T")
+    .Attr("T: {float}")
+    .Attr("epsilon: float = 0.001")
+    .Attr("is_training: bool = true")
+    .SetShapeFn(FusedBatchNormShape)
+    .Doc(
+        "Batch normalisation over every dimension but the last (the channels): "
+        "y = scale * (x - mean) / sqrt(variance + epsilon) + offset. In training the batch's "
+        "mean and variance are used and returned (batch_variance with Bessel's correction, for "
+        "running averages); in inference the given ones. reserve_space_1 and _2 hold the mean "
+        "and 1 / sqrt(variance + epsilon) that were applied, for FusedBatchNormGrad.");
+
+REGISTER_OP("FusedBatchNormGrad")
+    .Input("y_backprop: T")
+    .Input("x: T")
+    .Input("scale: T")
+    .Input("reserve_space_1: T")
+    .Input("reserve_space_2: T")
+    .Output("x_backprop: T")
+    .Output("scale_backprop: T")
+    .Output("offset_backprop: T")
+    .Output("reserve_space_3: T")
+    .Output("reserve_space_4: T")
+    .Attr("T: {float}")
+    .Attr("epsilon: float = 0.001")
+    .Attr("is_training: bool = true")
+    .SetShapeFn(FusedBatchNormGradShape)
+    .Doc(
+        "Gradient of FusedBatchNorm from its reserve spaces (epsilon is already in them); "
+        "reserve_space_3 and _4 are empty.");
+
+REGISTER_OP("Dropout")
+    .Input("x: T")
+    .Output("output: T")
+    .Output("mask: T")
+    .Attr("T: {float, double}")
+    .Attr("rate: float")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .SetIsStateful()
+    .SetShapeFn(DropoutShape)
+    .Doc(
+        "mask = (uniform[0,1) >= rate) / (1 - rate), output = x * mask, rate in [0, 1). With a "
+        "nonzero seed or seed2 the k-th run of the node draws the same mask in every process.");
+
+}  // namespace shardflow

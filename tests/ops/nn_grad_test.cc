@@ -1,0 +1,292 @@
+// Gradient checks of the nn ops' gradient functions (ops/nn_grad.cc) against central finite
+// differences (tests/util/gradient_checker.h). Ops with double kernels are checked in double with
+// a tight tolerance; the float-only ones (convolution, pooling, batch norm) in float with
+// delta 1e-2 and tolerance 1e-2, on inputs away from the kinks of max and relu.
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ops/gradients.h"
+#include "ops/nn_ops.h"
+#include "ops/ops.h"
+#include "tests/util/gradient_checker.h"
+#include "tests/util/test_util.h"
+
+namespace shardflow {
+namespace {
+
+template <typename T>
+Tensor Random(const TensorShape& shape, uint32_t seed, double lo = -1, double hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  Tensor t(DataTypeToEnum<T>::value, shape);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<T>()[i] = static_cast<T>(dist(gen));
+  return t;
+}
+
+// Distinct values 0.1 apart, shuffled: a 1e-2 nudge never changes which one is a window's max.
+Tensor Separated(const TensorShape& shape, uint32_t seed) {
+  Tensor t(DT_FLOAT, shape);
+  std::vector<int> order(t.NumElements());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+  for (int64_t i = 0; i < t.NumElements(); ++i)
+    t.data<float>()[i] = 0.1f * order[i] - 0.95f;  // never 0 (relu's kink)
+  return t;
+}
+
+constexpr double kFloatDelta = 1e-2, kFloatTol = 1e-2;
+constexpr double kDoubleDelta = 1e-6, kDoubleTol = 1e-6;
+
+Output Placeholder(const Scope& s, const std::string& name, const Tensor& value) {
+  return ops::Placeholder(s.WithOpName(name), value.dtype(), value.shape());
+}
+
+// ---- float: convolution, pooling, batch norm ------------------------------------------------
+
+struct ConvGradCase {
+  TensorShape input, filter;
+  int64_t stride;
+  std::string padding;
+};
+
+TEST(NnGradTest, Conv2D) {
+  const std::vector<ConvGradCase> cases = {{{1, 5, 5, 2}, {3, 3, 2, 3}, 1, "SAME"},
+                                           {{2, 6, 7, 2}, {2, 3, 2, 2}, 2, "VALID"},
+                                           {{1, 5, 6, 3}, {3, 3, 3, 2}, 2, "SAME"}};
+  uint32_t seed = 1;
+  for (const ConvGradCase& c : cases) {
+    SCOPED_TRACE(c.input.DebugString() + " * " + c.filter.DebugString() + " " + c.padding);
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>(c.input, seed++), fv = Random<float>(c.filter, seed++);
+    Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
+    Output y = ops::Conv2D(s, x, f, {1, c.stride, c.stride, 1}, c.padding);
+    auto err = test::MaxGradientError(s, {x, f}, {xv, fv}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
+TEST(NnGradTest, MaxPoolAndAvgPool) {
+  struct PoolGradCase {
+    TensorShape input;
+    int64_t k, stride;
+    std::string padding;
+  };
+  const std::vector<PoolGradCase> cases = {
+      {{1, 4, 4, 2}, 2, 2, "VALID"}, {{2, 5, 5, 2}, 3, 2, "SAME"}, {{1, 5, 4, 3}, 2, 1, "VALID"}};
+  uint32_t seed = 10;
+  for (const PoolGradCase& c : cases) {
+    for (bool max : {true, false}) {
+      SCOPED_TRACE(std::string(max ? "MaxPool " : "AvgPool ") + c.input.DebugString() + " " +
+                   c.padding);
+      Scope s = Scope::NewRootScope();
+      Tensor xv = Separated(c.input, seed++);
+      Output x = Placeholder(s, "x", xv);
+      const std::vector<int64_t> ksize = {1, c.k, c.k, 1}, strides = {1, c.stride, c.stride, 1};
+      Output y = max ? ops::MaxPool(s, x, ksize, strides, c.padding)
+                     : ops::AvgPool(s, x, ksize, strides, c.padding);
+      auto err = test::MaxGradientError(s, {x}, {xv}, y, kFloatDelta);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, kFloatTol);
+    }
+  }
+}
+
+TEST(NnGradTest, FusedBatchNormTrainingAndInference) {
+  for (bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "inference");
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>({2, 3, 3, 2}, 20, -2, 2);
+    Tensor scale_v = Tensor::FromVector<float>({1.5f, -0.75f});
+    Tensor offset_v = Tensor::FromVector<float>({0.1f, 0.2f});
+    Output x = Placeholder(s, "x", xv), scale = Placeholder(s, "scale", scale_v),
+           offset = Placeholder(s, "offset", offset_v);
+    Output mean = ops::Const(s, Tensor::FromVector<float>({0.2f, -0.1f}));
+    Output var = ops::Const(s, Tensor::FromVector<float>({1.5f, 0.5f}));
+    auto bn = ops::FusedBatchNorm(s, x, scale, offset, mean, var, 0.001f, training);
+    auto err =
+        test::MaxGradientError(s, {x, scale, offset}, {xv, scale_v, offset_v}, bn.y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
+// ---- double: bias, activations, softmax, losses, dropout ------------------------------------
+
+TEST(NnGradTest, BiasAddAndRelu) {
+  Scope s = Scope::NewRootScope();
+  Tensor vv = Random<double>({2, 3, 4}, 30), bv = Random<double>({4}, 31);
+  // Keep relu inputs away from 0, where it has a kink.
+  for (int64_t i = 0; i < vv.NumElements(); ++i) {
+    double& e = vv.data<double>()[i];
+    e = e < 0 ? e - 0.5 : e + 1.5;
+  }
+  Output v = Placeholder(s, "v", vv), b = Placeholder(s, "b", bv);
+  Output y = ops::Relu(s, ops::BiasAdd(s, v, b));
+  auto err = test::MaxGradientError(s, {v, b}, {vv, bv}, y, kDoubleDelta);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, kDoubleTol);
+}
+
+TEST(NnGradTest, ReluFloat) {
+  Scope s = Scope::NewRootScope();
+  Tensor xv = Separated({3, 5}, 32);
+  Output x = Placeholder(s, "x", xv);
+  auto err = test::MaxGradientError(s, {x}, {xv}, ops::Relu(s, x), kFloatDelta);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, kFloatTol);
+}
+
+TEST(NnGradTest, SoftmaxAndLogSoftmax) {
+  for (bool log : {false, true}) {
+    SCOPED_TRACE(log ? "LogSoftmax" : "Softmax");
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<double>({2, 3, 5}, 40, -2, 2);
+    Output x = Placeholder(s, "x", xv);
+    Output y = log ? ops::LogSoftmax(s, x) : ops::Softmax(s, x);
+    auto err = test::MaxGradientError(s, {x}, {xv}, y, kDoubleDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kDoubleTol);
+  }
+}
+
+TEST(NnGradTest, SoftmaxCrossEntropyWithLogits) {
+  Scope s = Scope::NewRootScope();
+  Tensor xv = Random<double>({4, 6}, 50, -3, 3);
+  Tensor lv = Random<double>({4, 6}, 51, 0, 1);
+  for (int64_t r = 0; r < 4; ++r) {
+    double sum = 0;
+    for (int64_t k = 0; k < 6; ++k) sum += lv.data<double>()[r * 6 + k];
+    for (int64_t k = 0; k < 6; ++k) lv.data<double>()[r * 6 + k] /= sum;
+  }
+  Output x = Placeholder(s, "x", xv);
+  auto xent = ops::SoftmaxCrossEntropyWithLogits(s, x, ops::Const(s, lv));
+  auto err = test::MaxGradientError(s, {x}, {xv}, xent.loss, kDoubleDelta);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, kDoubleTol);
+}
+
+TEST(NnGradTest, SparseSoftmaxCrossEntropyWithLogits) {
+  for (bool wide : {false, true}) {
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<double>({5, 4}, 60, -3, 3);
+    Tensor labels = wide ? Tensor::FromVector<int64_t>({0, 3, 1, 1, 2})
+                         : Tensor::FromVector<int32_t>({0, 3, 1, 1, 2});
+    Output x = Placeholder(s, "x", xv);
+    auto xent = ops::SparseSoftmaxCrossEntropyWithLogits(s, x, ops::Const(s, labels));
+    // Through Mean, as a training loss is.
+    Output loss = ops::Mean(s, xent.loss, 0);
+    auto err = test::MaxGradientError(s, {x}, {xv}, loss, kDoubleDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kDoubleTol);
+  }
+}
+
+TEST(NnGradTest, LabelsGetNoGradient) {
+  Scope s = Scope::NewRootScope();
+  Output x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
+  Output labels = ops::Placeholder(s.WithOpName("labels"), DT_DOUBLE, TensorShape({2, 3}));
+  auto xent = ops::SoftmaxCrossEntropyWithLogits(s, x, labels);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {xent.loss}, {x, labels}, &grads).ok()) << s.status();
+  ASSERT_EQ(grads.size(), 2u);
+  EXPECT_TRUE(grads[0].valid());
+  EXPECT_FALSE(grads[1].valid());
+}
+
+TEST(NnGradTest, DropoutRateZeroIsIdentity) {
+  Scope s = Scope::NewRootScope();
+  Tensor xv = Random<double>({3, 4}, 70);
+  Output x = Placeholder(s, "x", xv);
+  auto err = test::MaxGradientError(s, {x}, {xv}, ops::Dropout(s, x, 0.0f, 5), kDoubleDelta);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, kDoubleTol);
+}
+
+// With a real rate the mask changes every run, so compare within one run: dx = dy * mask.
+TEST(NnGradTest, DropoutGradientIsMaskedUpstreamGradient) {
+  Scope s = Scope::NewRootScope();
+  Tensor xv = Random<double>({8, 16}, 71), rv = Random<double>({8, 16}, 72);
+  Output x = Placeholder(s, "x", xv);
+  auto d = ops::DropoutWithMask(s, x, 0.5f, 9);
+  Output loss = ops::Sum(s, ops::Mul(s, d.output, ops::Const(s, rv)), {0, 1});
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {loss}, {x}, &grads).ok()) << s.status();
+  auto out = test::RunScope(s, {{x.name(), xv}}, {d.mask, grads[0]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor& mask = (*out)[0];
+  const Tensor& dx = (*out)[1];
+  int zeros = 0;
+  for (int64_t i = 0; i < xv.NumElements(); ++i) {
+    EXPECT_DOUBLE_EQ(dx.data<double>()[i], rv.data<double>()[i] * mask.data<double>()[i]);
+    zeros += mask.data<double>()[i] == 0;
+  }
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, xv.NumElements());
+}
+
+// The CNN of the benchmark at a small batch, built with an unknown batch dimension: every
+// parameter gets a gradient of its own shape, and plain gradient descent (parameters fed as
+// placeholders) lowers the loss on a fixed batch.
+TEST(NnGradTest, SmallCnnTrainsEndToEnd) {
+  Scope s = Scope::NewRootScope();
+  auto images = ops::Placeholder(s.WithOpName("images"), DT_FLOAT, TensorShape({-1, 12, 12, 1}));
+  auto labels = ops::Placeholder(s.WithOpName("labels"), DT_INT32, TensorShape({-1}));
+  std::vector<Tensor> values = {
+      Random<float>({5, 5, 1, 4}, 1, -0.3, 0.3),    Random<float>({4}, 2, 0, 0.1),
+      Random<float>({3, 3, 4, 8}, 3, -0.2, 0.2),    Random<float>({8}, 4, 0, 0.1),
+      Random<float>({3 * 3 * 8, 16}, 5, -0.2, 0.2), Random<float>({16}, 6, 0, 0.1),
+      Random<float>({16, 3}, 7, -0.3, 0.3),         Random<float>({3}, 8, 0, 0.1)};
+  std::vector<Output> params;
+  for (size_t i = 0; i < values.size(); ++i) {
+    params.push_back(Placeholder(s, "p" + std::to_string(i), values[i]));
+  }
+  const std::vector<int64_t> one = {1, 1, 1, 1}, two = {1, 2, 2, 1};
+  Output h =
+      ops::Relu(s, ops::BiasAdd(s, ops::Conv2D(s, images, params[0], one, "SAME"), params[1]));
+  h = ops::MaxPool(s, h, two, two, "SAME");  // [?, 6, 6, 4]
+  h = ops::Relu(s, ops::BiasAdd(s, ops::Conv2D(s, h, params[2], one, "SAME"), params[3]));
+  h = ops::MaxPool(s, h, two, two, "VALID");  // [?, 3, 3, 8]
+  ASSERT_EQ(h.shape(), TensorShape({-1, 3, 3, 8}));
+  h = ops::Reshape(s, h, Tensor::FromVector<int32_t>({-1, 3 * 3 * 8}));
+  h = ops::Relu(s, ops::BiasAdd(s, ops::MatMul(s, h, params[4]), params[5]));
+  Output logits = ops::BiasAdd(s, ops::MatMul(s, h, params[6]), params[7]);
+  Output loss = ops::Mean(s, ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, labels).loss, 0);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {loss}, params, &grads).ok()) << s.status();
+  for (size_t i = 0; i < grads.size(); ++i) {
+    ASSERT_TRUE(grads[i].valid()) << "parameter " << i;
+    EXPECT_TRUE(grads[i].shape().IsCompatibleWith(values[i].shape()))
+        << "parameter " << i << ": " << grads[i].shape().DebugString();
+  }
+  Tensor batch = Random<float>({6, 12, 12, 1}, 9, 0, 1);
+  Tensor batch_labels = Tensor::FromVector<int32_t>({0, 1, 2, 0, 1, 2});
+  std::vector<Output> fetches = {loss};
+  fetches.insert(fetches.end(), grads.begin(), grads.end());
+  std::vector<float> losses;
+  for (int step = 0; step < 8; ++step) {
+    std::vector<std::pair<std::string, Tensor>> feeds = {{images.name(), batch},
+                                                         {labels.name(), batch_labels}};
+    for (size_t i = 0; i < params.size(); ++i) feeds.push_back({params[i].name(), values[i]});
+    auto out = test::RunScope(s, feeds, fetches);
+    ASSERT_TRUE(out.ok()) << out.status();
+    losses.push_back((*out)[0].scalar<float>());
+    for (size_t i = 0; i < values.size(); ++i) {
+      const Tensor& g = (*out)[i + 1];
+      ASSERT_EQ(g.shape(), values[i].shape()) << "parameter " << i;
+      Tensor next = values[i].DeepCopy();
+      for (int64_t k = 0; k < next.NumElements(); ++k)
+        next.data<float>()[k] -= 0.5f * g.data<float>()[k];
+      values[i] = next;
+    }
+  }
+  EXPECT_LT(losses.back(), losses.front() * 0.8)
+      << "loss " << losses.front() << " -> " << losses.back();
+}
+
+}  // namespace
+}  // namespace shardflow

@@ -1,0 +1,32 @@
+// shardflow: the command-line tool.
+//
+//   shardflow train [flags]     train a model on Fashion-MNIST (see shardflow train --help)
+#include <cstdio>
+#include <string>
+
+#include "tools/shardflow/train.h"
+
+namespace {
+void Usage(FILE* out) {
+  std::fprintf(out,
+               "usage: shardflow <command> [flags]\n\n"
+               "commands:\n"
+               "  train    train a CNN or MLP on Fashion-MNIST (shardflow train --help)\n");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(stderr);
+    return 2;
+  }
+  std::string command = argv[1];
+  if (command == "train") return shardflow::TrainMain(argc, argv, 2);
+  if (command == "--help" || command == "-h" || command == "help") {
+    Usage(stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "shardflow: unknown command '%s'\n\n", command.c_str());
+  Usage(stderr);
+  return 2;
+}

@@ -1,0 +1,447 @@
+#include "tools/shardflow/train.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "core/platform/status.h"
+#include "ops/nn_ops.h"
+#include "runtime/checkpoint.h"
+#include "runtime/data/batch_iterator.h"
+#include "runtime/data/fashion_mnist.h"
+#include "runtime/device.h"
+#include "runtime/session.h"
+#include "tools/shardflow/flags.h"
+#include "tools/shardflow/models.h"
+#include "tools/shardflow/npy.h"
+
+namespace shardflow {
+namespace {
+
+struct TrainConfig {
+  std::string model = "cnn";
+  int64_t batch_size = 64;
+  int64_t epochs = 2;
+  std::string optimizer = "adam";
+  double lr = 0;  // 0: the optimizer's default
+  int64_t threads = 0;
+  std::string checkpoint_dir = "checkpoints";
+  bool resume = false;
+  int64_t seed = 1;
+  std::string data_dir = kDefaultFashionMnistDir;
+  int64_t max_steps = 0;
+  std::string trace_dir;
+  bool progress = true;
+  std::string lr_decay = "cosine";
+};
+
+double DefaultLearningRate(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0.1;
+  if (optimizer == "momentum") return 0.01;
+  return 0.001;
+}
+
+// Everything the training loop runs.
+struct TrainGraph {
+  Scope scope = Scope::NewRootScope();
+  Model model;
+  Operation train_op;
+  Operation init_op;
+  Output learning_rate;  // float scalar placeholder, fed every step
+  Output predictions;
+  std::vector<Var> variables;          // every variable, optimizer slots included
+  std::vector<Output> restore_values;  // one placeholder per variable
+  Operation restore_op;
+};
+
+absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
+  auto g = std::make_unique<TrainGraph>();
+  Scope& s = g->scope;
+  SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed));
+  // A non-finite loss fails the step before any variable is updated.
+  Output checked = ops::Identity(s.WithOpName("loss_is_finite"),
+                                 Output(OpBuilder(s.WithOpName("check_loss"), "CheckNumerics")
+                                            .Input(g->model.loss)
+                                            .Attr("message", std::string("loss is not finite"))
+                                            .Finalize()
+                                            .node(),
+                                        0));
+  std::unique_ptr<Optimizer> opt;
+  double lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
+  if (c.optimizer == "sgd") {
+    opt = std::make_unique<GradientDescentOptimizer>(lr);
+  } else if (c.optimizer == "momentum") {
+    opt = std::make_unique<MomentumOptimizer>(lr, 0.9);
+  } else if (c.optimizer == "adam") {
+    opt = std::make_unique<AdamOptimizer>(lr);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", c.optimizer,
+                                                   "'; --optimizer takes sgd, momentum or adam"));
+  }
+  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
+  opt->set_learning_rate(g->learning_rate);
+  SF_ASSIGN_OR_RETURN(g->train_op,
+                      opt->Minimize(s.WithControlDependencies(checked), g->model.loss));
+  g->predictions = ops::ArgMax(s.WithOpName("predictions"), g->model.eval_logits, 1, DT_INT32);
+  g->variables = AllVariables(s);
+  g->init_op = InitializeAllVariables(s);
+  Scope rs = s.NewSubScope("restore");
+  std::vector<Operation> assigns;
+  for (const Var& v : g->variables) {
+    Output value = ops::Placeholder(rs, v.dtype(), v.shape());
+    g->restore_values.push_back(value);
+    assigns.push_back(OpBuilder(rs, "AssignVariableOp").Input(v.handle()).Input(value).Finalize());
+  }
+  g->restore_op = ops::NoOp(rs.WithControlDependencies(assigns).WithOpName("all"));
+  SF_RETURN_IF_ERROR(s.status());
+  return g;
+}
+
+std::string Duration(double seconds) {
+  int64_t s = static_cast<int64_t>(seconds + 0.5);
+  return s >= 3600 ? absl::StrFormat("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
+                   : absl::StrFormat("%d:%02d", s / 60, s % 60);
+}
+
+// One line per update on a terminal (redrawn with \r); one line every 10% otherwise.
+class ProgressBar {
+ public:
+  ProgressBar(int64_t epochs, int64_t steps_per_epoch, bool enabled)
+      : epochs_(epochs), steps_(steps_per_epoch), enabled_(enabled), tty_(isatty(STDOUT_FILENO)) {}
+
+  void Update(int64_t epoch, int64_t step, double loss, double examples_per_sec,
+              double seconds_left) {
+    if (!enabled_) return;
+    bool last = step + 1 == steps_;
+    int64_t tenth = std::max<int64_t>(1, steps_ / 10);
+    if (!tty_ && !last && (step + 1) % tenth != 0) return;
+    constexpr int kWidth = 24;
+    int filled = static_cast<int>(kWidth * (step + 1) / steps_);
+    std::string bar(filled, '=');
+    if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, '.');
+    std::printf("%sepoch %lld/%lld [%s] step %lld/%lld  loss %.4f  %.0f ex/s  ETA %s%s",
+                tty_ ? "\r" : "", static_cast<long long>(epoch + 1),
+                static_cast<long long>(epochs_), bar.c_str(), static_cast<long long>(step + 1),
+                static_cast<long long>(steps_), loss, examples_per_sec,
+                Duration(seconds_left).c_str(), tty_ && !last ? "  " : "\n");
+    std::fflush(stdout);
+  }
+
+ private:
+  int64_t epochs_, steps_;
+  bool enabled_, tty_;
+};
+
+absl::StatusOr<double> Evaluate(Session* session, const TrainGraph& g, const Dataset& test) {
+  BatchIteratorOptions o;
+  o.batch_size = 1000;
+  o.shuffle = false;
+  o.num_epochs = 1;
+  o.layout = g.model.image_layout ? ImageLayout::kImage : ImageLayout::kFlat;
+  SF_ASSIGN_OR_RETURN(auto it, BatchIterator::Create(test, o));
+  int64_t correct = 0, total = 0;
+  while (true) {
+    auto batch = it->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    SF_RETURN_IF_ERROR(batch.status());
+    std::vector<Tensor> out;
+    SF_RETURN_IF_ERROR(
+        session->Run({{g.model.images.name(), batch->images}}, {g.predictions.name()}, {}, &out));
+    for (int64_t i = 0; i < batch->labels.NumElements(); ++i) {
+      correct += out[0].data<int32_t>()[i] == batch->labels.data<int32_t>()[i];
+    }
+    total += batch->labels.NumElements();
+  }
+  return static_cast<double>(correct) / static_cast<double>(total);
+}
+
+std::string CheckpointPath(const TrainConfig& c) { return c.checkpoint_dir + "/model.ckpt"; }
+
+absl::Status SaveTo(Session* session, const TrainGraph& g, const TrainConfig& c, int64_t epoch,
+                    int64_t global_step) {
+  std::vector<std::string> names;
+  for (const Var& v : g.variables) names.push_back(v.value().name());
+  std::vector<Tensor> values;
+  SF_RETURN_IF_ERROR(session->Run({}, names, {}, &values));
+  NamedTensors tensors;
+  for (size_t i = 0; i < g.variables.size(); ++i)
+    tensors.push_back({g.variables[i].name(), values[i]});
+  Tensor model(DT_STRING, TensorShape());
+  model.data<std::string>()[0] = c.model;
+  tensors.push_back({"_meta/model", model});
+  tensors.push_back({"_meta/epoch", Tensor::Scalar<int64_t>(epoch)});
+  tensors.push_back({"_meta/global_step", Tensor::Scalar<int64_t>(global_step)});
+  std::error_code ec;
+  std::filesystem::create_directories(c.checkpoint_dir, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create --checkpoint-dir '", c.checkpoint_dir, "': ", ec.message()));
+  }
+  return SaveCheckpoint(CheckpointPath(c), tensors);
+}
+
+// Restores variables; returns (epochs done, global step).
+absl::StatusOr<std::pair<int64_t, int64_t>> RestoreFrom(Session* session, const TrainGraph& g,
+                                                        const TrainConfig& c) {
+  std::string path = CheckpointPath(c);
+  SF_ASSIGN_OR_RETURN(NamedTensors loaded, LoadCheckpoint(path));
+  NamedTensors vars;
+  int64_t epoch = 0, step = 0;
+  std::string model;
+  for (auto& [name, t] : loaded) {
+    if (name == "_meta/model") {
+      model = t.data<std::string>()[0];
+    } else if (name == "_meta/epoch") {
+      epoch = t.scalar<int64_t>();
+    } else if (name == "_meta/global_step") {
+      step = t.scalar<int64_t>();
+    } else {
+      vars.push_back({name, t});
+    }
+  }
+  if (model != c.model) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("checkpoint '", path, "' was written for --model ",
+                     model.empty() ? "<unknown>" : model, " but this run trains --model ", c.model,
+                     "; pass the same --model, or another --checkpoint-dir"));
+  }
+  std::vector<VariableSpec> specs;
+  for (const Var& v : g.variables) specs.push_back({v.name(), v.dtype(), v.shape()});
+  SF_RETURN_IF_ERROR(WithContext(CheckCompatible(vars, specs),
+                                 absl::StrCat("checkpoint '", path, "' does not fit the ", c.model,
+                                              " model with --optimizer ", c.optimizer, ": ")));
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (size_t i = 0; i < g.variables.size(); ++i) {
+    for (auto& [name, t] : vars) {
+      if (name == g.variables[i].name()) feeds.push_back({g.restore_values[i].name(), t});
+    }
+  }
+  std::vector<Tensor> out;
+  SF_RETURN_IF_ERROR(session->Run(feeds, {}, {g.restore_op.node()->name()}, &out));
+  return std::make_pair(epoch, step);
+}
+
+// Re-runs a step whose loss was not finite with check_numerics, to name the first op that
+// produced a non-finite value (the failed step updated nothing).
+std::string DiagnoseNonFinite(Session* session, const TrainGraph& g,
+                              const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  RunOptions opts;
+  opts.set_check_numerics(true);
+  std::vector<Tensor> out;
+  std::vector<std::pair<std::string, Tensor>> forward;
+  for (const auto& f : feeds) {
+    if (f.first != g.learning_rate.name()) forward.push_back(f);
+  }
+  absl::Status st = session->Run(opts, forward, {g.model.loss.name()}, {}, &out, nullptr);
+  return st.ok() ? std::string("no op produced a non-finite value when the step was re-run")
+                 : std::string(st.message());
+}
+
+absl::Status Train(const TrainConfig& c) {
+  if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
+  if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
+  if (c.threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
+  if (c.lr_decay != "cosine" && c.lr_decay != "none") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --lr-decay '", c.lr_decay, "'; it takes cosine or none"));
+  }
+  SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(c.data_dir, Split::kTrain));
+  SF_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(c.data_dir, Split::kTest));
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<TrainGraph> g, BuildTrainGraph(c));
+  GraphDef def;
+  SF_RETURN_IF_ERROR(g->scope.ToGraphDef(&def));
+  SessionOptions options;
+  options.config.set_intra_op_threads(static_cast<int>(c.threads));
+  options.config.set_inter_op_threads(static_cast<int>(c.threads));
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(options));
+  SF_RETURN_IF_ERROR(session->Create(def));
+  std::vector<Tensor> out;
+  SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));
+  int64_t start_epoch = 0, global_step = 0;
+  if (c.resume) {
+    SF_ASSIGN_OR_RETURN(auto restored, RestoreFrom(session.get(), *g, c));
+    std::tie(start_epoch, global_step) = restored;
+    std::printf("resumed from %s: %lld epoch(s), %lld steps done\n", CheckpointPath(c).c_str(),
+                static_cast<long long>(start_epoch), static_cast<long long>(global_step));
+    if (start_epoch >= c.epochs) {
+      std::printf("nothing to do: --epochs %lld already reached\n",
+                  static_cast<long long>(c.epochs));
+    }
+  }
+  BatchIteratorOptions o;
+  o.batch_size = c.batch_size;
+  o.seed = static_cast<uint64_t>(c.seed) + static_cast<uint64_t>(start_epoch);  // epoch e: seed+e
+  o.layout = g->model.image_layout ? ImageLayout::kImage : ImageLayout::kFlat;
+  o.num_epochs = c.epochs - start_epoch;
+  o.drop_remainder = true;
+  SF_ASSIGN_OR_RETURN(auto batches, BatchIterator::Create(train, o));
+  int64_t steps_per_epoch = batches->batches_per_epoch();
+  std::printf(
+      "training %s on Fashion-MNIST (%lld examples, %lld steps/epoch, batch %lld), %s lr %g, "
+      "%lld thread(s), seed %lld\n",
+      c.model.c_str(), static_cast<long long>(train.size()),
+      static_cast<long long>(steps_per_epoch), static_cast<long long>(c.batch_size),
+      c.optimizer.c_str(), c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
+      c.lr_decay == "cosine" ? "cosine decay" : "constant",
+      static_cast<long long>(c.threads > 0 ? c.threads : NumHardwareThreads()),
+      static_cast<long long>(c.seed));
+  ProgressBar bar(c.epochs, steps_per_epoch, c.progress);
+  const std::vector<std::string> fetch = {g->model.loss.name()};
+  const std::vector<std::string> targets = {g->train_op.node()->name()};
+  // Parity traces: initial weights, every batch, every loss.
+  std::vector<Tensor> traced_images, traced_labels;
+  std::vector<float> losses;
+  if (!c.trace_dir.empty()) {
+    std::filesystem::create_directories(c.trace_dir);
+    std::vector<std::string> names;
+    for (const Var& v : g->variables) names.push_back(v.value().name());
+    std::vector<Tensor> values;
+    SF_RETURN_IF_ERROR(session->Run({}, names, {}, &values));
+    for (size_t i = 0; i < values.size(); ++i) {
+      std::string file = absl::StrReplaceAll(g->variables[i].name(), {{"/", "__"}});
+      SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/init_" + file + ".npy", values[i]));
+    }
+  }
+  auto epoch_start = std::chrono::steady_clock::now();
+  double smoothed = 0;
+  int64_t steps_this_run = 0;
+  int64_t current_epoch = start_epoch;
+  auto train_start = std::chrono::steady_clock::now();
+  // Throughput is also reported without the first steps (kernel set-up, first-touch memory).
+  constexpr int64_t kWarmupSteps = 10;
+  auto warm_start = train_start;
+  while (c.max_steps == 0 || steps_this_run < c.max_steps) {
+    auto batch = batches->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    SF_RETURN_IF_ERROR(batch.status());
+    int64_t epoch = start_epoch + batch->epoch;
+    if (epoch != current_epoch) {
+      SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, epoch, global_step));
+      current_epoch = epoch;
+      epoch_start = std::chrono::steady_clock::now();
+    }
+    // Cosine decay from --lr to 0 over every step of --epochs (epoch-exact, so --resume agrees).
+    double base_lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
+    double progress = static_cast<double>(epoch * steps_per_epoch + batch->step) /
+                      static_cast<double>(c.epochs * steps_per_epoch);
+    double lr = c.lr_decay == "cosine" ? base_lr * 0.5 * (1 + std::cos(M_PI * progress)) : base_lr;
+    std::vector<std::pair<std::string, Tensor>> feeds = {
+        {g->model.images.name(), batch->images},
+        {g->model.labels.name(), batch->labels},
+        {g->learning_rate.name(), Tensor::Scalar(static_cast<float>(lr))}};
+    absl::Status st = session->Run(feeds, fetch, targets, &out);
+    if (!st.ok()) {
+      if (st.message().find("loss is not finite") != absl::string_view::npos) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("training stopped at step ", global_step + 1, " (epoch ", epoch + 1,
+                         "): the loss is not finite. First op with a non-finite value: ",
+                         DiagnoseNonFinite(session.get(), *g, feeds),
+                         ". Variables keep their values from before this step; try a lower --lr"));
+      }
+      return st;
+    }
+    float loss = out[0].scalar<float>();
+    if (!c.trace_dir.empty()) {
+      traced_images.push_back(batch->images);
+      traced_labels.push_back(batch->labels);
+      losses.push_back(loss);
+    }
+    ++global_step;
+    ++steps_this_run;
+    if (steps_this_run == kWarmupSteps) warm_start = std::chrono::steady_clock::now();
+    smoothed = steps_this_run == 1 ? loss : 0.98 * smoothed + 0.02 * loss;
+    double epoch_secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
+    double ex_per_sec = (batch->step + 1) * c.batch_size / std::max(epoch_secs, 1e-9);
+    double steps_left =
+        (c.epochs - epoch - 1) * steps_per_epoch + (steps_per_epoch - batch->step - 1);
+    bar.Update(epoch, batch->step, smoothed, ex_per_sec, steps_left * c.batch_size / ex_per_sec);
+  }
+  auto train_end = std::chrono::steady_clock::now();
+  double train_secs = std::chrono::duration<double>(train_end - train_start).count();
+  double warm_secs = std::chrono::duration<double>(train_end - warm_start).count();
+  double warm_rate = steps_this_run > kWarmupSteps ? (steps_this_run - kWarmupSteps) *
+                                                         c.batch_size / std::max(warm_secs, 1e-9)
+                                                   : 0;
+  if (!c.trace_dir.empty() && !losses.empty()) {
+    auto stack = [](const std::vector<Tensor>& parts) {
+      TensorShape shape = parts[0].shape();
+      shape.set_dim(0, 0);
+      for (const Tensor& p : parts) shape.set_dim(0, shape.dim(0) + p.dim_size(0));
+      Tensor all(parts[0].dtype(), shape);
+      size_t offset = 0;
+      for (const Tensor& p : parts) {
+        std::memcpy(static_cast<char*>(all.raw_data()) + offset, p.raw_data(), p.TotalBytes());
+        offset += p.TotalBytes();
+      }
+      return all;
+    };
+    SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/images.npy", stack(traced_images)));
+    SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/labels.npy", stack(traced_labels)));
+    SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/losses.npy", Tensor::FromVector(losses)));
+  }
+  int64_t epochs_done = c.max_steps > 0 ? current_epoch : std::max(current_epoch + 1, c.epochs);
+  if (c.max_steps == 0 && start_epoch >= c.epochs) epochs_done = start_epoch;
+  SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, epochs_done, global_step));
+  SF_ASSIGN_OR_RETURN(double accuracy, Evaluate(session.get(), *g, test));
+  std::printf(
+      "trained %lld steps in %s (%.0f examples/s; %.0f examples/s after the first %lld "
+      "steps)\ntest accuracy %.2f%% on %lld images; checkpoint %s\n",
+      static_cast<long long>(steps_this_run), Duration(train_secs).c_str(),
+      steps_this_run * c.batch_size / std::max(train_secs, 1e-9), warm_rate,
+      static_cast<long long>(kWarmupSteps), 100 * accuracy, static_cast<long long>(test.size()),
+      CheckpointPath(c).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int TrainMain(int argc, char** argv, int first) {
+  TrainConfig c;
+  Flags flags(
+      "shardflow train",
+      "Trains a CNN or an MLP on Fashion-MNIST (Debian's dataset-fashion-mnist) with a live\n"
+      "progress bar, then prints the test accuracy and writes a checkpoint. The same --seed\n"
+      "and --threads give the same loss curve.");
+  flags.String("model", &c.model, "cnn (2 conv + 2 dense layers) or mlp (784-512-512-10)");
+  flags.Int("batch-size", &c.batch_size, "examples per training step");
+  flags.Int("epochs", &c.epochs, "passes over the 60,000 training images");
+  flags.String("optimizer", &c.optimizer, "sgd, momentum (0.9) or adam");
+  flags.Double("lr", &c.lr, "learning rate; 0 = 0.001 for adam, 0.01 for momentum, 0.1 for sgd");
+  flags.String("lr-decay", &c.lr_decay, "cosine (from --lr down to 0 over all epochs) or none");
+  flags.Int("threads", &c.threads, "CPU threads for the step (0 = every core)");
+  flags.String("checkpoint-dir", &c.checkpoint_dir,
+               "where model.ckpt is written (after every epoch and at the end)");
+  flags.Bool("resume", &c.resume, "continue from the checkpoint in --checkpoint-dir");
+  flags.Int("seed", &c.seed, "seed for the initial weights and the batch order");
+  flags.String("data-dir", &c.data_dir, "folder with the four Fashion-MNIST idx(.gz) files");
+  flags.Int("max-steps", &c.max_steps, "stop after this many steps (0 = run every epoch)");
+  flags.String("trace-dir", &c.trace_dir,
+               "write initial weights, batches and losses as .npy files here (for parity checks)");
+  flags.Bool("progress", &c.progress, "show the progress bar");
+  absl::Status st = flags.Parse(argc, argv, first);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  if (flags.help_requested()) {
+    std::printf("%s", flags.Usage().c_str());
+    return 0;
+  }
+  st = Train(c);
+  if (!st.ok()) {
+    std::fprintf(stderr, "\nshardflow train: %s\n", std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace shardflow
