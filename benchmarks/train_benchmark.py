@@ -7,8 +7,12 @@ python3-torch is installed; Debian's PyTorch links the reference BLAS, so this s
 itself with Debian's OpenBLAS (libopenblas0-openmp) on LD_LIBRARY_PATH when that is installed, and
 says which BLAS the peer used. Both sides are timed after 10 warm-up steps.
 
-usage: train_benchmark.py path/to/shardflow [--steps N]
+Each configuration runs ROUNDS times, alternating shardflow and PyTorch so that both see the
+same machine (these VMs have noisy neighbours); the table shows medians.
+
+usage: train_benchmark.py path/to/shardflow [--steps N] [--rounds R]
 """
+import statistics
 import os
 import re
 import subprocess
@@ -76,6 +80,7 @@ def main():
         return
     binary = sys.argv[1]
     steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 100
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
     try:
         import torch  # noqa: F401
         have_torch = True
@@ -87,17 +92,21 @@ def main():
         env["LD_LIBRARY_PATH"] = OPENBLAS + ":" + env.get("LD_LIBRARY_PATH", "")
         blas = "OpenBLAS (libopenblas0-openmp)"
     print(f"training throughput, {THREADS} threads, Adam lr 1e-3, Fashion-MNIST; "
-          f"{steps} timed steps after 10 warm-up steps")
+          f"{steps} timed steps after 10 warm-up steps; median of {rounds} alternating rounds")
     print(f"PyTorch: {torch.__version__ + ' with ' + blas if have_torch else 'not installed (apt-get install python3-torch)'}")
     print(f"{'model':5s} {'batch':>5s} {'shardflow img/s':>16s} {'PyTorch img/s':>14s} {'ratio':>7s} {'target':>7s}")
     for model in ("cnn", "mlp"):
         for batch in (64, 128):
-            ours = shardflow_rate(binary, model, batch, steps)
-            theirs = None
-            if have_torch:
-                out = subprocess.run([sys.executable, __file__, "--torch-worker", model, str(batch), str(steps)],
-                                     capture_output=True, text=True, env=env, check=True).stdout
-                theirs = float(out.strip().splitlines()[-1])
+            ours_runs, theirs_runs = [], []
+            for _ in range(rounds):
+                ours_runs.append(shardflow_rate(binary, model, batch, steps))
+                if have_torch:
+                    out = subprocess.run([sys.executable, __file__, "--torch-worker", model, str(batch),
+                                          str(steps)], capture_output=True, text=True, env=env,
+                                         check=True).stdout
+                    theirs_runs.append(float(out.strip().splitlines()[-1]))
+            ours = statistics.median(ours_runs)
+            theirs = statistics.median(theirs_runs) if theirs_runs else None
             target = {"cnn": ">= 1.5", "mlp": ">= 1.3"}[model] if batch == 128 else "-"
             print(f"{model:5s} {batch:5d} {ours:16.0f} {theirs or float('nan'):14.0f} "
                   f"{(ours / theirs) if theirs else float('nan'):7.2f} {target:>7s}")

@@ -14,8 +14,11 @@ int NumHardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-CpuDevice::CpuDevice(const std::string& name, int inter_op_threads, int intra_op_threads)
+CpuDevice::CpuDevice(const std::string& name, int inter_op_threads, int intra_op_threads,
+                     int compute_slots)
     : Device(DeviceAttributes{name, kDeviceCpu, 0}),
+      compute_slots_(std::max(1, compute_slots)),
+      free_slots_(std::max(1, compute_slots)),
       inter_op_pool_(absl::StrCat(name, "/inter"), inter_op_threads,
                      [intra_op_threads] { omp_set_num_threads(intra_op_threads); }) {
   if (intra_op_threads > 1) {
@@ -27,6 +30,18 @@ CpuDevice::CpuDevice(const std::string& name, int inter_op_threads, int intra_op
 
 CpuDevice::~CpuDevice() = default;
 
+void CpuDevice::AcquireComputeSlot() {
+  absl::MutexLock lock(&slots_mu_);
+  auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(slots_mu_) { return free_slots_ > 0; };
+  slots_mu_.Await(absl::Condition(&available));
+  --free_slots_;
+}
+
+void CpuDevice::ReleaseComputeSlot() {
+  absl::MutexLock lock(&slots_mu_);
+  ++free_slots_;
+}
+
 std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto& options,
                                                       const std::string& job, int task) {
   int cores = NumHardwareThreads();
@@ -35,10 +50,12 @@ std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto&
       options.intra_op_threads() > 0 ? options.intra_op_threads() : std::max(1, cores / count);
   int inter =
       options.inter_op_threads() > 0 ? options.inter_op_threads() : std::max(1, cores / count);
+  // The cores this device may keep busy, divided by the threads one kernel uses.
+  int slots = std::max(1, std::max(1, cores / count) / intra);
   std::vector<std::unique_ptr<Device>> devices;
   for (int i = 0; i < count; ++i) {
     devices.push_back(std::make_unique<CpuDevice>(
-        DeviceName::Full(job, 0, task, kDeviceCpu, i).ToString(), inter, intra));
+        DeviceName::Full(job, 0, task, kDeviceCpu, i).ToString(), inter, intra, slots));
   }
   return devices;
 }

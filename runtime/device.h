@@ -24,6 +24,14 @@ class Device : public DeviceBase {
   using DeviceBase::DeviceBase;
   // Runs `fn` on one of the device's inter-op threads.
   virtual void Schedule(std::function<void()> fn) = 0;
+  // Expensive synchronous kernels run between these two calls. A device whose kernels each use
+  // its whole intra-op budget admits only as many at a time as the cores allow, so concurrent
+  // expensive ops queue instead of oversubscribing the cores (two 2-thread OpenMP teams on two
+  // cores run far slower than one after the other).
+  virtual void AcquireComputeSlot() {}
+  virtual void ReleaseComputeSlot() {}
+  // How many expensive kernels may run at once (a large number when unlimited).
+  virtual int compute_slots() const { return 1 << 20; }
   // Waits until work queued on the device (e.g. a GPU stream) has finished.
   virtual absl::Status Sync() { return absl::OkStatus(); }
 };
@@ -33,14 +41,22 @@ class Device : public DeviceBase {
 // oneDNN kernels are told the same number).
 class CpuDevice final : public Device {
  public:
-  CpuDevice(const std::string& name, int inter_op_threads, int intra_op_threads);
+  // `compute_slots`: expensive kernels allowed to run at once (see AcquireComputeSlot).
+  CpuDevice(const std::string& name, int inter_op_threads, int intra_op_threads,
+            int compute_slots = 1);
   ~CpuDevice() override;
   Allocator* GetAllocator() override { return CpuAllocator(); }
   void Schedule(std::function<void()> fn) override { inter_op_pool_.Schedule(std::move(fn)); }
   ResourceMgr* resource_manager() override { return &resources_; }
+  void AcquireComputeSlot() override;
+  void ReleaseComputeSlot() override;
+  int compute_slots() const override { return compute_slots_; }
 
  private:
   ResourceMgr resources_;
+  const int compute_slots_;
+  absl::Mutex slots_mu_;
+  int free_slots_ ABSL_GUARDED_BY(slots_mu_);
   ThreadPool inter_op_pool_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
 };

@@ -90,19 +90,21 @@ class ExecutorState {
  private:
   using ReadyList = absl::InlinedVector<int, 8>;
 
-  // Work this thread will run itself: cheap nodes first, then at most one expensive node.
-  // Keeping one expensive node on the thread that made it ready avoids a hand-off (and, for
-  // OpenMP kernels, a second thread team competing for the cores); any further expensive
-  // nodes go to the device's threads so they can run in parallel.
+  // Work this thread will run itself: cheap nodes first, then expensive ones in the order they
+  // became ready. Keeping an expensive node on the thread that made it ready avoids a hand-off
+  // (and, for OpenMP kernels, a second thread team competing for the cores). Further expensive
+  // nodes go to the device's threads to run in parallel — unless the device runs one expensive
+  // kernel at a time anyway, when a hand-off would only add latency.
   struct InlineQueue {
     ReadyList cheap;
-    int expensive = -1;
+    ReadyList expensive;
+    size_t next_expensive = 0;
   };
 
   void Process(int id) {
     InlineQueue queue;
-    if (ex_->items_[id].expensive) {
-      queue.expensive = id;
+    if (IsExpensiveNow(id)) {
+      queue.expensive.push_back(id);
     } else {
       queue.cheap.push_back(id);
     }
@@ -115,9 +117,8 @@ class ExecutorState {
       if (!queue->cheap.empty()) {
         id = queue->cheap.back();
         queue->cheap.pop_back();
-      } else if (queue->expensive >= 0) {
-        id = queue->expensive;
-        queue->expensive = -1;
+      } else if (queue->next_expensive < queue->expensive.size()) {
+        id = queue->expensive[queue->next_expensive++];
       } else {
         return;
       }
@@ -160,7 +161,14 @@ class ExecutorState {
       return;
     }
     OpKernelContext ctx(&params);
-    item.kernel->Compute(&ctx);
+    if (IsExpensiveNow(id)) {
+      ex_->device_->AcquireComputeSlot();
+      if (args_.stats) start = NowMicros();  // queueing for the slot is not kernel time
+      item.kernel->Compute(&ctx);
+      ex_->device_->ReleaseComputeSlot();
+    } else {
+      item.kernel->Compute(&ctx);
+    }
     ReadyList ready;
     if (Complete(item, &ctx, start, &ready)) ScheduleReady(ready, queue);
     NodeDone();
@@ -260,16 +268,31 @@ class ExecutorState {
     for (int i = 0; i < item.num_inputs; ++i) inputs_[item.input_start + i] = Tensor();
   }
 
+  // Whether node `id`, whose inputs are all present, is worth a thread and a compute slot: its
+  // kernel says it is expensive and some input is large (a scalar Pow or a bias-sized Add is
+  // not, whatever its kernel says).
+  bool IsExpensiveNow(int id) const {
+    const Executor::NodeItem& item = ex_->items_[id];
+    if (!item.expensive) return false;
+    if (item.num_inputs == 0) return true;
+    constexpr int64_t kSmallElements = 1 << 14;
+    for (int i = 0; i < item.num_inputs; ++i) {
+      if (inputs_[item.input_start + i].NumElements() > kSmallElements) return true;
+    }
+    return false;
+  }
+
   // Counts `ready` as outstanding and queues it: cheap nodes and one expensive node inline, the
   // other expensive nodes to the device's inter-op threads.
   void ScheduleReady(const ReadyList& ready, InlineQueue* queue) {
     if (ready.empty()) return;
     num_outstanding_.fetch_add(static_cast<int>(ready.size()), std::memory_order_relaxed);
     for (int id : ready) {
-      if (!ex_->items_[id].expensive) {
+      if (!IsExpensiveNow(id)) {
         queue->cheap.push_back(id);
-      } else if (queue->expensive < 0) {
-        queue->expensive = id;
+      } else if (queue->next_expensive == queue->expensive.size() ||
+                 ex_->device_->compute_slots() <= 1) {
+        queue->expensive.push_back(id);
       } else {
         ex_->device_->Schedule([this, id] { Process(id); });
       }

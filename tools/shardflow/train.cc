@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -41,6 +43,7 @@ struct TrainConfig {
   std::string trace_dir;
   bool progress = true;
   std::string lr_decay = "cosine";
+  int64_t profile_step = 0;
 };
 
 double DefaultLearningRate(const std::string& optimizer) {
@@ -245,6 +248,32 @@ std::string DiagnoseNonFinite(Session* session, const TrainGraph& g,
                  : std::string(st.message());
 }
 
+// Time per op type in one traced step, most expensive first.
+void PrintOpProfile(const RunMetadata& md, int64_t step) {
+  std::map<std::string, std::pair<int64_t, int>> by_op;  // op -> (total µs, count)
+  int64_t first = INT64_MAX, last = 0, busy = 0;
+  for (const auto& dev : md.step_stats().dev_stats()) {
+    for (const auto& n : dev.node_stats()) {
+      auto& e = by_op[n.op()];
+      e.first += n.end_micros() - n.start_micros();
+      e.second += 1;
+      busy += n.end_micros() - n.start_micros();
+      first = std::min(first, n.start_micros());
+      last = std::max(last, n.end_micros());
+    }
+  }
+  std::vector<std::pair<std::string, std::pair<int64_t, int>>> rows(by_op.begin(), by_op.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::printf("\nprofile of step %lld: %.2f ms wall, %.2f ms in kernels\n%-32s %10s %6s %7s\n",
+              static_cast<long long>(step), (last - first) / 1000.0, busy / 1000.0, "op",
+              "total ms", "count", "share");
+  for (const auto& [op, e] : rows) {
+    std::printf("%-32s %10.2f %6d %6.1f%%\n", op.c_str(), e.first / 1000.0, e.second,
+                100.0 * e.first / std::max<int64_t>(busy, 1));
+  }
+}
+
 absl::Status Train(const TrainConfig& c) {
   if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
   if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
@@ -337,7 +366,12 @@ absl::Status Train(const TrainConfig& c) {
         {g->model.images.name(), batch->images},
         {g->model.labels.name(), batch->labels},
         {g->learning_rate.name(), Tensor::Scalar(static_cast<float>(lr))}};
-    absl::Status st = session->Run(feeds, fetch, targets, &out);
+    RunOptions run_options;
+    RunMetadata metadata;
+    bool profile = c.profile_step > 0 && global_step + 1 == c.profile_step;
+    if (profile) run_options.set_trace_level(RunOptions::FULL_TRACE);
+    absl::Status st = session->Run(run_options, feeds, fetch, targets, &out, &metadata);
+    if (st.ok() && profile) PrintOpProfile(metadata, global_step + 1);
     if (!st.ok()) {
       if (st.message().find("loss is not finite") != absl::string_view::npos) {
         return absl::InvalidArgumentError(
@@ -427,6 +461,8 @@ int TrainMain(int argc, char** argv, int first) {
   flags.String("trace-dir", &c.trace_dir,
                "write initial weights, batches and losses as .npy files here (for parity checks)");
   flags.Bool("progress", &c.progress, "show the progress bar");
+  flags.Int("profile-step", &c.profile_step,
+            "trace this step (1-based) and print the time spent per op type");
   absl::Status st = flags.Parse(argc, argv, first);
   if (!st.ok()) {
     std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
