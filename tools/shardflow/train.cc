@@ -313,15 +313,13 @@ absl::Status Train(const TrainConfig& c) {
   o.drop_remainder = true;
   SF_ASSIGN_OR_RETURN(auto batches, BatchIterator::Create(train, o));
   int64_t steps_per_epoch = batches->batches_per_epoch();
-  std::printf(
-      "training %s on Fashion-MNIST (%lld examples, %lld steps/epoch, batch %lld), %s lr %g, "
-      "%lld thread(s), seed %lld\n",
-      c.model.c_str(), static_cast<long long>(train.size()),
-      static_cast<long long>(steps_per_epoch), static_cast<long long>(c.batch_size),
-      c.optimizer.c_str(), c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
+  absl::PrintF(
+      "training %s on Fashion-MNIST (%d examples, %d steps/epoch, batch %d), %s lr %g (%s), "
+      "%d thread(s), seed %d\n",
+      c.model, train.size(), steps_per_epoch, c.batch_size, c.optimizer,
+      c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
       c.lr_decay == "cosine" ? "cosine decay" : "constant",
-      static_cast<long long>(c.threads > 0 ? c.threads : NumHardwareThreads()),
-      static_cast<long long>(c.seed));
+      c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.seed);
   ProgressBar bar(c.epochs, steps_per_epoch, c.progress);
   const std::vector<std::string> fetch = {g->model.loss.name()};
   const std::vector<std::string> targets = {g->train_op.node()->name()};
