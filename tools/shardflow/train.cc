@@ -20,6 +20,7 @@
 #include "runtime/data/batch_iterator.h"
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/device.h"
+#include "runtime/saver.h"
 #include "runtime/session.h"
 #include "tools/shardflow/flags.h"
 #include "tools/shardflow/models.h"
@@ -60,9 +61,8 @@ struct TrainGraph {
   Operation init_op;
   Output learning_rate;  // float scalar placeholder, fed every step
   Output predictions;
-  std::vector<Var> variables;          // every variable, optimizer slots included
-  std::vector<Output> restore_values;  // one placeholder per variable
-  Operation restore_op;
+  std::vector<Var> variables;  // every variable, optimizer slots included
+  std::unique_ptr<Saver> saver;
 };
 
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
@@ -96,14 +96,7 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c
   g->predictions = ops::ArgMax(s.WithOpName("predictions"), g->model.eval_logits, 1, DT_INT32);
   g->variables = AllVariables(s);
   g->init_op = InitializeAllVariables(s);
-  Scope rs = s.NewSubScope("restore");
-  std::vector<Operation> assigns;
-  for (const Var& v : g->variables) {
-    Output value = ops::Placeholder(rs, v.dtype(), v.shape());
-    g->restore_values.push_back(value);
-    assigns.push_back(OpBuilder(rs, "AssignVariableOp").Input(v.handle()).Input(value).Finalize());
-  }
-  g->restore_op = ops::NoOp(rs.WithControlDependencies(assigns).WithOpName("all"));
+  g->saver = std::make_unique<Saver>(s);
   SF_RETURN_IF_ERROR(s.status());
   return g;
 }
@@ -170,45 +163,29 @@ std::string CheckpointPath(const TrainConfig& c) { return c.checkpoint_dir + "/m
 
 absl::Status SaveTo(Session* session, const TrainGraph& g, const TrainConfig& c, int64_t epoch,
                     int64_t global_step) {
-  std::vector<std::string> names;
-  for (const Var& v : g.variables) names.push_back(v.value().name());
-  std::vector<Tensor> values;
-  SF_RETURN_IF_ERROR(session->Run({}, names, {}, &values));
-  NamedTensors tensors;
-  for (size_t i = 0; i < g.variables.size(); ++i)
-    tensors.push_back({g.variables[i].name(), values[i]});
   Tensor model(DT_STRING, TensorShape());
   model.data<std::string>()[0] = c.model;
-  tensors.push_back({"_meta/model", model});
-  tensors.push_back({"_meta/epoch", Tensor::Scalar<int64_t>(epoch)});
-  tensors.push_back({"_meta/global_step", Tensor::Scalar<int64_t>(global_step)});
   std::error_code ec;
   std::filesystem::create_directories(c.checkpoint_dir, ec);
   if (ec) {
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create --checkpoint-dir '", c.checkpoint_dir, "': ", ec.message()));
   }
-  return SaveCheckpoint(CheckpointPath(c), tensors);
+  return g.saver->Save(session, CheckpointPath(c),
+                       {{"_meta/model", model},
+                        {"_meta/epoch", Tensor::Scalar<int64_t>(epoch)},
+                        {"_meta/global_step", Tensor::Scalar<int64_t>(global_step)}});
 }
 
 // Restores variables; returns (epochs done, global step).
 absl::StatusOr<std::pair<int64_t, int64_t>> RestoreFrom(Session* session, const TrainGraph& g,
                                                         const TrainConfig& c) {
   std::string path = CheckpointPath(c);
+  // The model name is checked first: it gives the clearest message for the commonest mistake.
   SF_ASSIGN_OR_RETURN(NamedTensors loaded, LoadCheckpoint(path));
-  NamedTensors vars;
-  int64_t epoch = 0, step = 0;
   std::string model;
-  for (auto& [name, t] : loaded) {
-    if (name == "_meta/model") {
-      model = t.data<std::string>()[0];
-    } else if (name == "_meta/epoch") {
-      epoch = t.scalar<int64_t>();
-    } else if (name == "_meta/global_step") {
-      step = t.scalar<int64_t>();
-    } else {
-      vars.push_back({name, t});
-    }
+  for (const auto& [name, t] : loaded) {
+    if (name == "_meta/model") model = t.data<std::string>()[0];
   }
   if (model != c.model) {
     return absl::InvalidArgumentError(
@@ -216,19 +193,15 @@ absl::StatusOr<std::pair<int64_t, int64_t>> RestoreFrom(Session* session, const 
                      model.empty() ? "<unknown>" : model, " but this run trains --model ", c.model,
                      "; pass the same --model, or another --checkpoint-dir"));
   }
-  std::vector<VariableSpec> specs;
-  for (const Var& v : g.variables) specs.push_back({v.name(), v.dtype(), v.shape()});
-  SF_RETURN_IF_ERROR(WithContext(CheckCompatible(vars, specs),
-                                 absl::StrCat("checkpoint '", path, "' does not fit the ", c.model,
-                                              " model with --optimizer ", c.optimizer, ": ")));
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (size_t i = 0; i < g.variables.size(); ++i) {
-    for (auto& [name, t] : vars) {
-      if (name == g.variables[i].name()) feeds.push_back({g.restore_values[i].name(), t});
-    }
+  auto meta = g.saver->Restore(session, path);
+  if (!meta.ok()) {
+    return WithContext(meta.status(), absl::StrCat("with --optimizer ", c.optimizer, ": "));
   }
-  std::vector<Tensor> out;
-  SF_RETURN_IF_ERROR(session->Run(feeds, {}, {g.restore_op.node()->name()}, &out));
+  int64_t epoch = 0, step = 0;
+  for (const auto& [name, t] : *meta) {
+    if (name == "_meta/epoch") epoch = t.scalar<int64_t>();
+    if (name == "_meta/global_step") step = t.scalar<int64_t>();
+  }
   return std::make_pair(epoch, step);
 }
 
