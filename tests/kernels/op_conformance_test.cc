@@ -255,7 +255,8 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["CheckNumerics"] = Fixed({x23}, x23);
     auto make_var = [](const std::string& name, DataType dt, const Tensor& value) {
       auto h = RunOp("VarHandleOp", {},
-                     {{"dtype", MakeAttr(dt)}, {"shape", MakeAttr(value.shape())},
+                     {{"dtype", MakeAttr(dt)},
+                      {"shape", MakeAttr(value.shape())},
                       {"shared_name", MakeAttr(name)}});
       EXPECT_TRUE(h.ok()) << h.status();
       if (!h.ok()) return Tensor();
@@ -309,7 +310,8 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
       for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
         Tensor h = make_var("conformance/sgd_" + DataTypeString(dt), dt, D({1, 2}, {2}));
         EXPECT_TRUE(RunOp("ResourceApplyGradientDescent",
-                          {h, scalar(0.5, dt), *CastTensor(D({2, 4}, {2}), dt)}).ok());
+                          {h, scalar(0.5, dt), *CastTensor(D({2, 4}, {2}), dt)})
+                        .ok());
         expect_near(read_var(h, dt), {0, 0}, "ResourceApplyGradientDescent");
       }
       return std::string("float double");
@@ -318,8 +320,9 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
       for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
         Tensor v = make_var("conformance/mom_v_" + DataTypeString(dt), dt, D({1, 2}, {2}));
         Tensor a = make_var("conformance/mom_a_" + DataTypeString(dt), dt, D({1, 1}, {2}));
-        EXPECT_TRUE(RunOp("ResourceApplyMomentum", {v, a, scalar(0.1, dt), *CastTensor(D({2, 4}, {2}), dt),
-                                                    scalar(0.9, dt)}).ok());
+        EXPECT_TRUE(RunOp("ResourceApplyMomentum",
+                          {v, a, scalar(0.1, dt), *CastTensor(D({2, 4}, {2}), dt), scalar(0.9, dt)})
+                        .ok());
         // accum = 0.9 * 1 + g; var -= 0.1 * accum
         expect_near(read_var(a, dt), {2.9, 4.9}, "ResourceApplyMomentum accum");
         expect_near(read_var(v, dt), {1 - 0.29, 2 - 0.49}, "ResourceApplyMomentum var");
@@ -331,13 +334,14 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
         Tensor v = make_var("conformance/adam_v_" + DataTypeString(dt), dt, D({1}, {1}));
         Tensor mm = make_var("conformance/adam_m_" + DataTypeString(dt), dt, D({0}, {1}));
         Tensor vv = make_var("conformance/adam_vv_" + DataTypeString(dt), dt, D({0}, {1}));
-        EXPECT_TRUE(RunOp("ResourceApplyAdam",
-                          {v, mm, vv, scalar(0.9, dt), scalar(0.999, dt), scalar(0.1, dt),
-                           scalar(0.9, dt), scalar(0.999, dt), scalar(1e-8, dt),
-                           *CastTensor(D({2}, {1}), dt)}).ok());
+        EXPECT_TRUE(RunOp("ResourceApplyAdam", {v, mm, vv, scalar(0.9, dt), scalar(0.999, dt),
+                                                scalar(0.1, dt), scalar(0.9, dt), scalar(0.999, dt),
+                                                scalar(1e-8, dt), *CastTensor(D({2}, {1}), dt)})
+                        .ok());
         // t = 1: m = 0.2, v = 0.004, lr_t = 0.1 * sqrt(0.001) / 0.1; var -= lr_t * m / sqrt(v)
         double lr_t = 0.1 * std::sqrt(1 - 0.999) / (1 - 0.9);
-        expect_near(read_var(v, dt), {1 - lr_t * 0.2 / (std::sqrt(0.004) + 1e-8)}, "ResourceApplyAdam");
+        expect_near(read_var(v, dt), {1 - lr_t * 0.2 / (std::sqrt(0.004) + 1e-8)},
+                    "ResourceApplyAdam");
       }
       return std::string("float double");
     };
