@@ -21,8 +21,9 @@ Device* EagerCpuDevice() {
 
 }  // namespace
 
-absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
-                                          const std::map<std::string, AttrValue>& attrs) {
+absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, std::vector<Tensor> inputs,
+                                          const std::map<std::string, AttrValue>& attrs,
+                                          const RunOpOptions& options) {
   SF_ASSIGN_OR_RETURN(const OpDef* op_def, OpRegistry::Global()->Find(op));
   NodeDef def;
   def.set_name(op);
@@ -67,20 +68,27 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, const std::vect
     shapes.push_back(inputs[i].shape());
     values.push_back(&inputs[i]);
   }
-  if (op_def->shape_fn) {
+  if (options.infer_shapes && op_def->shape_fn) {
     InferenceContext ctx(def, in_types, out_types, shapes, values);
     absl::Status s = op_def->shape_fn(&ctx);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
   }
+  std::unique_ptr<Device> own_device;
   Device* device = EagerCpuDevice();
+  if (options.intra_op_threads > 0) {
+    own_device = std::make_unique<CpuDevice>("/job:localhost/replica:0/task:0/device:CPU:0", 1,
+                                             options.intra_op_threads);
+    device = own_device.get();
+  }
   SF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
                       KernelRegistry::Global()->CreateKernel(device, def, in_types, out_types));
-  std::vector<Tensor> in = inputs;
+  shapes.clear();
+  values.clear();  // they point into `inputs`, which the kernel may now move from
   OpKernelContext::Params params;
   params.device = device;
   params.kernel = kernel.get();
-  params.inputs = in.data();
-  params.num_inputs = static_cast<int>(in.size());
+  params.inputs = inputs.data();
+  params.num_inputs = static_cast<int>(inputs.size());
   OpKernelContext ctx(&params);
   kernel->Compute(&ctx);
   if (!ctx.status().ok()) {

@@ -21,8 +21,18 @@
 
 namespace shardflow {
 
-absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, const std::vector<Tensor>& inputs,
-                                          const std::map<std::string, AttrValue>& attrs = {});
+struct RunOpOptions {
+  // Run the op's shape function first, as a graph would. Off, only the kernel checks its inputs
+  // (kernel tests use this to reach the kernel's own errors).
+  bool infer_shapes = true;
+  // Threads the op may use; 0 uses the shared eager device and its budget.
+  int intra_op_threads = 0;
+};
+
+// `inputs` is taken by value: move tensors in to let the kernel reuse their buffers.
+absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, std::vector<Tensor> inputs,
+                                          const std::map<std::string, AttrValue>& attrs = {},
+                                          const RunOpOptions& options = {});
 
 }  // namespace shardflow
 

@@ -41,43 +41,12 @@ Tensor RunOne(const std::string& op, const std::vector<Tensor>& inputs, const At
 // later arguments), as RunOp does.
 absl::StatusOr<Tensor> RunKernelDirect(const std::string& op, const std::vector<Tensor>& inputs,
                                        const Attrs& attrs = {}, int intra_threads = 1) {
-  auto op_def = OpRegistry::Global()->Find(op);
-  if (!op_def.ok()) return op_def.status();
-  NodeDef def;
-  def.set_name(op);
-  def.set_op(op);
-  for (const auto& [name, value] : attrs) (*def.mutable_attr())[name] = value;
-  size_t next = 0;
-  const auto& args = (*op_def)->inputs;
-  for (size_t a = 0; a < args.size(); ++a) {
-    int64_t n = 1;
-    if (!args[a].number_attr.empty()) {
-      n = static_cast<int64_t>(inputs.size() - next - (args.size() - a - 1));
-      (*def.mutable_attr())[args[a].number_attr] = MakeAttr(n);
-    }
-    if (!args[a].type_attr.empty() && !def.attr().contains(args[a].type_attr)) {
-      (*def.mutable_attr())[args[a].type_attr] = MakeAttr(inputs[next].dtype());
-    }
-    next += n;
-  }
-  absl::Status s = AddDefaultsAndValidate(**op_def, &def);
-  if (!s.ok()) return s;
-  DataTypeVector in_types, out_types;
-  s = ComputeArgTypes(**op_def, def, &in_types, &out_types);
-  if (!s.ok()) return s;
-  CpuDevice device("/job:localhost/replica:0/task:0/device:CPU:0", 1, intra_threads);
-  auto kernel = KernelRegistry::Global()->CreateKernel(&device, def, in_types, out_types);
-  if (!kernel.ok()) return kernel.status();
-  std::vector<Tensor> in = inputs;
-  OpKernelContext::Params params;
-  params.device = &device;
-  params.kernel = kernel->get();
-  params.inputs = in.data();
-  params.num_inputs = static_cast<int>(in.size());
-  OpKernelContext ctx(&params);
-  (*kernel)->Compute(&ctx);
-  if (!ctx.status().ok()) return ctx.status();
-  return ctx.release_output(0);
+  RunOpOptions options;
+  options.infer_shapes = false;
+  options.intra_op_threads = intra_threads;
+  auto out = RunOp(op, inputs, attrs, options);
+  if (!out.ok()) return out.status();
+  return (*out)[0];
 }
 
 // Expects an InvalidArgument error whose message contains `needle`.

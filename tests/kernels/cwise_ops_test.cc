@@ -39,32 +39,12 @@ Tensor RunOne(const std::string& op, const std::vector<Tensor>& inputs, const At
 // inputs handed over so that the kernel may reuse their buffers, and `intra_threads` threads.
 absl::StatusOr<Tensor> RunKernelDirect(const std::string& op, std::vector<Tensor> inputs,
                                        int intra_threads) {
-  auto op_def = OpRegistry::Global()->Find(op);
-  if (!op_def.ok()) return op_def.status();
-  NodeDef def;
-  def.set_name(op);
-  def.set_op(op);
-  if ((*op_def)->FindAttr("T") != nullptr) (*def.mutable_attr())["T"] = MakeAttr(inputs[0].dtype());
-  if ((*op_def)->FindAttr("N") != nullptr) {
-    (*def.mutable_attr())["N"] = MakeAttr(static_cast<int64_t>(inputs.size()));
-  }
-  absl::Status s = AddDefaultsAndValidate(**op_def, &def);
-  if (!s.ok()) return s;
-  DataTypeVector in_types, out_types;
-  s = ComputeArgTypes(**op_def, def, &in_types, &out_types);
-  if (!s.ok()) return s;
-  CpuDevice device("/job:localhost/replica:0/task:0/device:CPU:0", 1, intra_threads);
-  auto kernel = KernelRegistry::Global()->CreateKernel(&device, def, in_types, out_types);
-  if (!kernel.ok()) return kernel.status();
-  OpKernelContext::Params params;
-  params.device = &device;
-  params.kernel = kernel->get();
-  params.inputs = inputs.data();
-  params.num_inputs = static_cast<int>(inputs.size());
-  OpKernelContext ctx(&params);
-  (*kernel)->Compute(&ctx);
-  if (!ctx.status().ok()) return ctx.status();
-  return ctx.release_output(0);
+  RunOpOptions options;
+  options.infer_shapes = false;
+  options.intra_op_threads = intra_threads;
+  auto out = RunOp(op, std::move(inputs), {}, options);
+  if (!out.ok()) return out.status();
+  return (*out)[0];
 }
 
 // Moves tensors into a vector (a braced list would copy them and keep a second reference).

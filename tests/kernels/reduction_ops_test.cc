@@ -40,32 +40,12 @@ Attrs KeepDims(bool keep) { return {{"keep_dims", MakeAttr(keep)}}; }
 // and `intra_threads` threads.
 absl::StatusOr<Tensor> RunKernelDirect(const std::string& op, const std::vector<Tensor>& inputs,
                                        int intra_threads, const Attrs& attrs = {}) {
-  auto op_def = OpRegistry::Global()->Find(op);
-  if (!op_def.ok()) return op_def.status();
-  NodeDef def;
-  def.set_name(op);
-  def.set_op(op);
-  for (const auto& [name, value] : attrs) (*def.mutable_attr())[name] = value;
-  (*def.mutable_attr())["T"] = MakeAttr(inputs[0].dtype());
-  (*def.mutable_attr())["Tidx"] = MakeAttr(inputs[1].dtype());
-  absl::Status s = AddDefaultsAndValidate(**op_def, &def);
-  if (!s.ok()) return s;
-  DataTypeVector in_types, out_types;
-  s = ComputeArgTypes(**op_def, def, &in_types, &out_types);
-  if (!s.ok()) return s;
-  CpuDevice device("/job:localhost/replica:0/task:0/device:CPU:0", 1, intra_threads);
-  auto kernel = KernelRegistry::Global()->CreateKernel(&device, def, in_types, out_types);
-  if (!kernel.ok()) return kernel.status();
-  std::vector<Tensor> in = inputs;
-  OpKernelContext::Params params;
-  params.device = &device;
-  params.kernel = kernel->get();
-  params.inputs = in.data();
-  params.num_inputs = static_cast<int>(in.size());
-  OpKernelContext ctx(&params);
-  (*kernel)->Compute(&ctx);
-  if (!ctx.status().ok()) return ctx.status();
-  return ctx.release_output(0);
+  RunOpOptions options;
+  options.infer_shapes = false;
+  options.intra_op_threads = intra_threads;
+  auto out = RunOp(op, inputs, attrs, options);
+  if (!out.ok()) return out.status();
+  return (*out)[0];
 }
 
 double ValueAt(const Tensor& t, int64_t i) {
