@@ -143,6 +143,7 @@ class ExecutorState {
     params.inputs = inputs_.data() + item.input_start;
     params.num_inputs = item.num_inputs;
     params.call_frame = args_.call_frame;
+    params.rendezvous = args_.rendezvous;
     int64_t start = args_.stats ? NowMicros() : 0;
     if (item.is_async) {
       // The context must outlive this frame: it moves to the heap with its params.
@@ -261,6 +262,7 @@ class ExecutorState {
       t->shape().AsProto(o->mutable_shape());
       o->set_bytes(static_cast<int64_t>(t->TotalBytes()));
     }
+    ns.set_allocator_bytes_in_use(ex_->device_->GetAllocator()->GetStats().bytes_in_use);
     args_.stats->Record(ex_->device_->name(), std::move(ns));
   }
 

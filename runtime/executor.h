@@ -31,6 +31,7 @@ class Executor {
   struct Args {
     int64_t step_id = 0;
     CallFrame* call_frame = nullptr;      // borrowed; feeds and fetches
+    Rendezvous* rendezvous = nullptr;     // borrowed; Send/Recv between devices
     StepStatsCollector* stats = nullptr;  // borrowed; null = no tracing
     // Called once with the first error of the step (e.g. to abort a rendezvous).
     std::function<void(const absl::Status&)> on_abort;

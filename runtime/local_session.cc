@@ -8,8 +8,10 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/platform/status.h"
+#include "partitioner/partition.h"
 #include "partitioner/placer.h"
 #include "runtime/executor.h"
+#include "runtime/rendezvous.h"
 #include "runtime/session.h"
 #include "runtime/subgraph.h"
 
@@ -42,9 +44,11 @@ class VectorCallFrame : public CallFrame {
 };
 
 // Everything built for one Run signature.
+// Everything built for one Run signature: one executor per device the graph uses.
 struct PreparedRun {
   std::vector<FeedSpec> feeds;
-  std::unique_ptr<Executor> executor;
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<GraphDef> partitions;  // what each executor runs, for RunMetadata
   std::map<std::string, std::string> placement;
 };
 
@@ -116,11 +120,13 @@ class LocalSession final : public Session {
     args.check_numerics = run_options.check_numerics();
     bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
     if (trace) args.stats = &step->stats;
-    absl::Status status =
-        RunStep(prepared->executor.get(), args, step, run_options.timeout_in_ms());
+    absl::Status status = RunStep(*prepared, args, step, run_options.timeout_in_ms());
     if (!status.ok()) return status;
     if (metadata != nullptr) {
-      if (trace) step->stats.Finalize(metadata->mutable_step_stats());
+      if (trace) {
+        step->stats.Finalize(metadata->mutable_step_stats());
+        for (const GraphDef& part : prepared->partitions) *metadata->add_partition_graphs() = part;
+      }
       for (const auto& [node, device] : prepared->placement)
         (*metadata->mutable_placement())[node] = device;
     }
@@ -153,28 +159,54 @@ class LocalSession final : public Session {
     VectorCallFrame frame;
     StepStatsCollector stats;
     absl::Notification done;
-    absl::Status status;
+    absl::Mutex mu;
+    absl::Status status ABSL_GUARDED_BY(mu);
+    int pending ABSL_GUARDED_BY(mu) = 0;
   };
 
   // Runs one step; after timeout_ms (0 = no limit) cancels it and returns DEADLINE_EXCEEDED.
-  absl::Status RunStep(Executor* executor, const Executor::Args& args,
+  // Runs one step on every device of `prepared`: all executors share the step's rendezvous, the
+  // first error aborts it (so every pending _Recv returns), and the step's status is the first
+  // error. After timeout_ms (0 = no limit) the step is cancelled and DEADLINE_EXCEEDED returned;
+  // the session's destructor waits for such abandoned steps.
+  absl::Status RunStep(const PreparedRun& prepared, Executor::Args args,
                        std::shared_ptr<StepState> step, int64_t timeout_ms) {
-    if (timeout_ms <= 0) return executor->Run(args);
+    auto rendezvous = std::make_shared<LocalRendezvous>();
+    args.rendezvous = rendezvous.get();
+    args.on_abort = [rendezvous](const absl::Status& s) { rendezvous->StartAbort(s); };
     {
       absl::MutexLock lock(&steps_mu_);
-      ++abandoned_steps_;  // counted until the step's done callback, whether abandoned or not
+      ++abandoned_steps_;  // counted until the step's last executor is done
     }
-    executor->RunAsync(args, [this, step](const absl::Status& s) {
-      step->status = s;
+    step->pending = static_cast<int>(prepared.executors.size());
+    auto done = [this, step, rendezvous](const absl::Status& s) {
+      bool last;
+      {
+        absl::MutexLock lock(&step->mu);
+        if (step->status.ok() && !s.ok()) step->status = s;
+        last = --step->pending == 0;
+      }
+      if (!last) return;
       step->done.Notify();
       absl::MutexLock lock(&steps_mu_);
       --abandoned_steps_;
-    });
-    if (!step->done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
-      args.cancelled->store(true);
-      return absl::DeadlineExceededError(absl::StrCat(
-          "step did not finish within RunOptions.timeout_in_ms = ", timeout_ms, " ms"));
+    };
+    // Every executor but the first starts on its device's threads; the first runs here.
+    for (size_t i = 1; i < prepared.executors.size(); ++i) {
+      Executor* ex = prepared.executors[i].get();
+      ex->device()->Schedule([ex, args, done] { ex->RunAsync(args, done); });
     }
+    prepared.executors[0]->RunAsync(args, done);
+    if (timeout_ms <= 0) {
+      step->done.WaitForNotification();
+    } else if (!step->done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
+      absl::Status deadline = absl::DeadlineExceededError(absl::StrCat(
+          "step did not finish within RunOptions.timeout_in_ms = ", timeout_ms, " ms"));
+      args.cancelled->store(true);
+      rendezvous->StartAbort(deadline);
+      return deadline;
+    }
+    absl::MutexLock lock(&step->mu);
     return step->status;
   }
 
@@ -197,20 +229,24 @@ class LocalSession final : public Session {
     placer_options.allow_soft_placement = options_.config.allow_soft_placement();
     placer_options.log_device_placement = options_.config.log_device_placement();
     SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), ListDevices(), placer_options));
-    Device* device = nullptr;
-    for (Node* n : graph->nodes()) {
-      prepared->placement[n->name()] = n->assigned_device();
-      Device* d = FindDevice(n->assigned_device());
-      if (device != nullptr && d != device) {
-        return absl::UnimplementedError(absl::StrCat(
-            "this graph places nodes on both ", device->name(), " and ", d->name(),
-            "; running one graph across several devices needs the partitioner, which is not "
-            "built yet. Put every node on one device"));
+    for (Node* n : graph->nodes()) prepared->placement[n->name()] = n->assigned_device();
+    std::map<std::string, GraphDef> parts;
+    SF_RETURN_IF_ERROR(PartitionGraph(*graph, PartitionOptions(), &parts));
+    for (auto& [device_name, part] : parts) {
+      Device* device = FindDevice(device_name);
+      if (device == nullptr) {
+        return absl::InternalError(absl::StrCat("placed on unknown device ", device_name));
       }
-      device = d;
+      SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> part_graph, Graph::FromGraphDef(part));
+      for (Node* n : part_graph->nodes()) n->set_assigned_device(device_name);
+      SF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                          Executor::Create(std::move(part_graph), device));
+      prepared->executors.push_back(std::move(executor));
+      prepared->partitions.push_back(std::move(part));
     }
-    if (device == nullptr) device = devices_[0].get();
-    SF_ASSIGN_OR_RETURN(prepared->executor, Executor::Create(std::move(graph), device));
+    if (prepared->executors.empty()) {
+      return absl::InvalidArgumentError("nothing to run: the fetches and targets need no node");
+    }
     PreparedRun* raw = prepared.get();
     cache_[key] = std::move(prepared);
     return raw;

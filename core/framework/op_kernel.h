@@ -38,6 +38,7 @@ namespace shardflow {
 
 class AsyncOpKernel;
 class OpKernelContext;
+class Rendezvous;
 
 // Arguments of a step that a kernel may need: the feeds and fetches (_Arg/_Retval kernels).
 class CallFrame {
@@ -125,6 +126,8 @@ class OpKernelContext {
     Tensor* inputs = nullptr;
     int num_inputs = 0;
     CallFrame* call_frame = nullptr;
+    // Where _Send and _Recv exchange tensors in this step; borrowed, may be null.
+    Rendezvous* rendezvous = nullptr;
   };
 
   // `params` is borrowed and must outlive the context.
@@ -157,6 +160,7 @@ class OpKernelContext {
   const OpKernel& op_kernel() const { return *params_->kernel; }
   int64_t step_id() const { return params_->step_id; }
   CallFrame* call_frame() const { return params_->call_frame; }
+  Rendezvous* rendezvous() const { return params_->rendezvous; }
 
  private:
   Params* params_;

@@ -1,0 +1,63 @@
+#include "runtime/rendezvous.h"
+
+#include <vector>
+
+namespace shardflow {
+
+LocalRendezvous::~LocalRendezvous() {
+  StartAbort(absl::CancelledError("the step's rendezvous was destroyed"));
+}
+
+absl::Status LocalRendezvous::Send(const std::string& key, const Tensor& value) {
+  DoneCallback waiter;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!status_.ok()) return status_;
+    Slot& slot = slots_[key];
+    if (slot.waiters.empty()) {
+      slot.values.push_back(value);
+      return absl::OkStatus();
+    }
+    waiter = std::move(slot.waiters.front());
+    slot.waiters.pop_front();
+    if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
+  }
+  waiter(absl::OkStatus(), value);  // outside the lock: it may run the receiver's successors
+  return absl::OkStatus();
+}
+
+void LocalRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
+  Tensor value;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = status_;
+    if (status.ok()) {
+      Slot& slot = slots_[key];
+      if (slot.values.empty()) {
+        slot.waiters.push_back(std::move(done));
+        return;
+      }
+      value = std::move(slot.values.front());
+      slot.values.pop_front();
+      if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
+    }
+  }
+  done(status, value);
+}
+
+void LocalRendezvous::StartAbort(const absl::Status& status) {
+  std::vector<DoneCallback> waiters;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!status_.ok()) return;
+    status_ = status.ok() ? absl::CancelledError("rendezvous aborted") : status;
+    for (auto& [key, slot] : slots_) {
+      for (auto& w : slot.waiters) waiters.push_back(std::move(w));
+    }
+    slots_.clear();
+  }
+  for (auto& w : waiters) w(status, Tensor());
+}
+
+}  // namespace shardflow

@@ -1,0 +1,36 @@
+// LocalRendezvous: the in-process Rendezvous, shared by the devices of one step.
+//
+// Thread safety: every method may be called from any thread.
+#ifndef SHARDFLOW_RUNTIME_RENDEZVOUS_H_
+#define SHARDFLOW_RUNTIME_RENDEZVOUS_H_
+
+#include <deque>
+#include <map>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "core/framework/rendezvous.h"
+
+namespace shardflow {
+
+class LocalRendezvous final : public Rendezvous {
+ public:
+  ~LocalRendezvous() override;
+  absl::Status Send(const std::string& key, const Tensor& value) override;
+  void RecvAsync(const std::string& key, DoneCallback done) override;
+  void StartAbort(const absl::Status& status) override;
+
+ private:
+  // Per key: tensors sent and not yet received, or receivers waiting (never both).
+  struct Slot {
+    std::deque<Tensor> values;
+    std::deque<DoneCallback> waiters;
+  };
+  absl::Mutex mu_;
+  std::map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_RUNTIME_RENDEZVOUS_H_

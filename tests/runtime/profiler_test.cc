@@ -1,0 +1,275 @@
+#include "runtime/profiler.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "ops/ops.h"
+#include "runtime/session.h"
+#include "tests/runtime/profiler_fixtures.h"
+#include "tests/util/mini_json.h"
+
+namespace shardflow {
+namespace {
+
+using namespace profiler_test;  // NOLINT: test fixtures
+
+TEST(MiniJsonTest, RejectsInvalidJson) {
+  for (const char* bad : {"{", "[1,]", "{\"a\":1,}", "01", "\"a\nb\"", "{'a':1}", "[1] x",
+                          "\"\\ud800\"", "tru", "[-]", "1."}) {
+    EXPECT_FALSE(test::ParseJson(bad).ok()) << bad;
+  }
+  auto v = test::ParseJson(R"({"a": [1, -2.5e3, true, null], "s": "q\"\\\u00e9\ud83d\ude00"})");
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->Get("a")->array[1].number, -2500);
+  EXPECT_EQ(v->GetString("s"), "q\"\\\xc3\xa9\xf0\x9f\x98\x80");
+}
+
+TEST(TransfersTest, MatchesSendAndRecvByAttrs) {
+  RunMetadata md = TwoDeviceMetadata();
+  std::vector<Transfer> t = MatchTransfers(md);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].key.tensor_name, "a/MatMul:0");
+  EXPECT_EQ(t[0].send_node, "send1");
+  EXPECT_EQ(t[0].recv_node, "recv1");
+  EXPECT_EQ(t[0].bytes, 24);  // the _Recv's output
+  EXPECT_EQ(t[1].key.tensor_name, "b/Relu:0");
+  EXPECT_EQ(t[1].key.send_device, kB);
+  EXPECT_EQ(t[1].bytes, 64);  // the _Recv recorded none: the _Send's
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(1536), "1.5 KiB");
+  EXPECT_EQ(FormatBytes(3 << 20), "3.0 MiB");
+  EXPECT_EQ(FormatBytes(-1), "?");
+}
+
+TEST(ChromeTraceTest, TwoDevicesWithFlowsAndCounters) {
+  RunMetadata md = TwoDeviceMetadata();
+  JsonValue trace = ParseTrace(ChromeTraceJson(md));
+  ASSERT_NE(trace.Get("traceEvents"), nullptr);
+
+  // One process per device, named by the device.
+  std::map<int, std::string> process_name;
+  for (const JsonValue* e : EventsWithPh(trace, "M")) {
+    if (e->GetString("name") == "process_name") {
+      EXPECT_EQ(process_name.count(e->GetNumber("pid")), 0u);
+      process_name[e->GetNumber("pid")] = e->Get("args")->GetString("name");
+    }
+  }
+  ASSERT_EQ(process_name.size(), 2u);
+  EXPECT_EQ(process_name[1], kA);
+  EXPECT_EQ(process_name[2], kB);
+
+  // A complete event per node, relative times, thread rows per thread id.
+  auto complete = EventsWithPh(trace, "X");
+  ASSERT_EQ(complete.size(), 10u);
+  std::map<std::string, const JsonValue*> by_name;
+  std::set<std::pair<int, int>> rows;
+  for (const JsonValue* e : complete) {
+    by_name[e->GetString("name")] = e;
+    rows.insert({e->GetNumber("pid"), e->GetNumber("tid")});
+  }
+  EXPECT_EQ(rows.size(), 4u);  // A: threads 7, 9; B: threads 3, 4
+  const JsonValue& matmul = *by_name["a/MatMul"];
+  EXPECT_EQ(matmul.GetString("cat"), "MatMul");
+  EXPECT_EQ(matmul.GetNumber("ts"), 0);
+  EXPECT_EQ(matmul.GetNumber("dur"), 100);
+  EXPECT_EQ(matmul.GetNumber("pid"), 1);
+  const JsonValue& out0 = matmul.Get("args")->Get("outputs")->array.at(0);
+  EXPECT_EQ(out0.GetNumber("bytes"), 24);
+  EXPECT_EQ(out0.GetString("dtype"), "float");
+  EXPECT_EQ(out0.Get("shape")->array.at(0).number, 6);
+  EXPECT_EQ(by_name["b/late"]->GetNumber("ts"), 490);
+  EXPECT_EQ(by_name["recv1"]->Get("args")->GetString("peer_device"), kA);
+  EXPECT_EQ(by_name["recv1"]->Get("args")->GetString("tensor_name"), "a/MatMul:0");
+
+  // Every "s" has exactly one "f" with its id, at or after it; ids unique per transfer.
+  auto starts = EventsWithPh(trace, "s");
+  auto finishes = EventsWithPh(trace, "f");
+  ASSERT_EQ(starts.size(), 2u);
+  ASSERT_EQ(finishes.size(), 2u);
+  std::set<double> ids;
+  for (const JsonValue* s : starts) {
+    EXPECT_TRUE(ids.insert(s->GetNumber("id")).second) << "duplicate flow id";
+    int matches = 0;
+    for (const JsonValue* f : finishes) {
+      if (f->GetNumber("id") != s->GetNumber("id")) continue;
+      ++matches;
+      EXPECT_GE(f->GetNumber("ts"), s->GetNumber("ts"));
+      EXPECT_EQ(f->GetString("bp"), "e");
+      EXPECT_NE(f->GetNumber("pid"), s->GetNumber("pid"));
+      EXPECT_EQ(f->GetString("name"), s->GetString("name"));
+      EXPECT_EQ(f->GetString("cat"), s->GetString("cat"));
+    }
+    EXPECT_EQ(matches, 1);
+  }
+  // The A->B flow starts inside send1 (pid 1) and ends inside recv1 (pid 2) at 150.
+  for (const JsonValue* f : finishes) {
+    if (f->GetString("name") == "a/MatMul:0") {
+      EXPECT_EQ(f->GetNumber("pid"), 2);
+      EXPECT_EQ(f->GetNumber("ts"), 150);
+    }
+  }
+
+  // Counters for both devices, in time order, with the recorded values.
+  auto counters = EventsWithPh(trace, "C");
+  std::map<int, std::vector<std::pair<double, double>>> series;
+  for (const JsonValue* c : counters) {
+    EXPECT_EQ(c->GetString("name"), "allocator_bytes_in_use");
+    series[c->GetNumber("pid")].push_back({c->GetNumber("ts"), c->Get("args")->GetNumber("bytes")});
+  }
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[1].size(), 5u);
+  EXPECT_EQ(series[1].front(), std::make_pair(100.0, 1000.0));
+  EXPECT_EQ(series[1].back(), std::make_pair(410.0, 2064.0));
+  EXPECT_TRUE(std::is_sorted(series[2].begin(), series[2].end()));
+}
+
+TEST(ChromeTraceTest, EscapesStringsAndKeepsFlowsOrderedUnderClockSkew) {
+  RunMetadata md;
+  // A node name with every kind of character that needs escaping, and an invalid UTF-8 byte.
+  AddStats(&md, kA, "we\"ird\\name\n\t\x01 \xc3\xa9 \xff", "Op/\"x\"", 0, 10, 1);
+  // The receiver's clock is behind: the _Recv ends before the _Send starts.
+  AddStats(&md, kA, "s", "_Send", 100, 110, 1);
+  AddStats(&md, kB, "r", "_Recv", 40, 60, 1, 8);
+  GraphDef* g = md.add_partition_graphs();
+  AddTransferAttrs(AddNode(g, "s", "_Send", kA, {}), "x:0", kA, kB);
+  AddTransferAttrs(AddNode(g, "r", "_Recv", kB, {}), "x:0", kA, kB);
+  JsonValue trace = ParseTrace(ChromeTraceJson(md));
+  auto complete = EventsWithPh(trace, "X");
+  ASSERT_EQ(complete.size(), 3u);
+  EXPECT_EQ(complete[0]->GetString("name"), "we\"ird\\name\n\t\x01 \xc3\xa9 \xef\xbf\xbd");
+  EXPECT_EQ(complete[0]->GetString("cat"), "Op/\"x\"");
+  auto s = EventsWithPh(trace, "s");
+  auto f = EventsWithPh(trace, "f");
+  ASSERT_EQ(s.size(), 1u);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_LE(s[0]->GetNumber("ts"), f[0]->GetNumber("ts"));
+  EXPECT_EQ(f[0]->GetNumber("ts"), 60);           // the end of the _Recv's slice
+  EXPECT_TRUE(EventsWithPh(trace, "C").empty());  // no allocator numbers recorded
+}
+
+TEST(ChromeTraceTest, EmptyMetadataIsAnEmptyTrace) {
+  JsonValue trace = ParseTrace(ChromeTraceJson(RunMetadata()));
+  ASSERT_NE(trace.Get("traceEvents"), nullptr);
+  EXPECT_TRUE(trace.Get("traceEvents")->array.empty());
+}
+
+TEST(PlacementSummaryTest, ExactNumbersForTwoDevices) {
+  PlacementSummary s = ComputePlacementSummary(TwoDeviceMetadata());
+  EXPECT_EQ(s.step_start_micros, kT);
+  EXPECT_EQ(s.step_micros, 500);
+  ASSERT_EQ(s.devices.size(), 2u);
+  const DeviceSummary& a = s.devices[0];
+  EXPECT_EQ(a.device, kA);
+  EXPECT_EQ(a.op_count, 5);
+  EXPECT_EQ(a.busy_micros, 190);  // [0,150) overlapping, [150,160), [300,320), [400,410)
+  EXPECT_EQ(a.idle_micros, 310);
+  EXPECT_EQ(a.bytes_out, 24);
+  EXPECT_EQ(a.bytes_in, 64);
+  EXPECT_EQ(a.transfers_out, 1);
+  EXPECT_EQ(a.transfers_in, 1);
+  ASSERT_EQ(a.top_ops.size(), 3u);
+  EXPECT_EQ(a.top_ops[0].op, "Add");  // tie with MatMul at 100 µs: by name
+  EXPECT_EQ(a.top_ops[1].op, "MatMul");
+  EXPECT_EQ(a.top_ops[2].op, "_Recv");
+  EXPECT_EQ(a.top_ops[2].micros, 20);
+  const DeviceSummary& b = s.devices[1];
+  EXPECT_EQ(b.device, kB);
+  EXPECT_EQ(b.op_count, 5);
+  EXPECT_EQ(b.busy_micros, 260);  // [20,270) merged from four overlapping/adjacent, [490,500)
+  EXPECT_EQ(b.idle_micros, 240);
+  EXPECT_EQ(b.bytes_in, 24);
+  EXPECT_EQ(b.bytes_out, 64);
+  ASSERT_EQ(b.top_ops.size(), 3u);
+  EXPECT_EQ(b.top_ops[0].op, "_Recv");
+  EXPECT_EQ(b.top_ops[1].op, "Relu");
+  EXPECT_EQ(b.top_ops[1].micros, 140);
+  EXPECT_EQ(b.top_ops[1].count, 2);
+  ASSERT_EQ(s.links.size(), 2u);
+  EXPECT_EQ(s.links[0].send_device, kA);
+  EXPECT_EQ(s.links[0].recv_device, kB);
+  EXPECT_EQ(s.links[0].transfers, 1);
+  EXPECT_EQ(s.links[0].bytes, 24);
+  EXPECT_EQ(s.links[1].send_device, kB);
+  EXPECT_EQ(s.links[1].bytes, 64);
+
+  std::string report = PlacementReport(TwoDeviceMetadata());
+  EXPECT_NE(report.find("step: 0.500 ms on 2 device(s)"), std::string::npos) << report;
+  EXPECT_NE(report.find("0.190"), std::string::npos) << report;
+  EXPECT_NE(report.find("Add 0.100 x1, MatMul 0.100 x1, _Recv 0.020 x1"), std::string::npos)
+      << report;
+  EXPECT_NE(report.find(absl::StrCat(kA, " -> ", kB)), std::string::npos) << report;
+}
+
+TEST(PlacementSummaryTest, RepeatedTransfersAddUpPerLink) {
+  RunMetadata md;
+  for (int i = 0; i < 3; ++i) {
+    AddStats(&md, kA, "s", "_Send", 100 * i, 100 * i + 5, 1);
+    AddStats(&md, kB, "r", "_Recv", 100 * i, 100 * i + 10, 1, 1000);
+  }
+  GraphDef* g = md.add_partition_graphs();
+  AddTransferAttrs(AddNode(g, "s", "_Send", kA), "loop/x:0", kA, kB);
+  AddTransferAttrs(AddNode(g, "r", "_Recv", kB), "loop/x:0", kA, kB);
+  PlacementSummary s = ComputePlacementSummary(md);
+  ASSERT_EQ(s.links.size(), 1u);
+  EXPECT_EQ(s.links[0].transfers, 3);
+  EXPECT_EQ(s.links[0].bytes, 3000);
+  EXPECT_EQ(s.devices[0].busy_micros, 15);
+  EXPECT_EQ(s.devices[1].busy_micros, 30);
+  JsonValue trace = ParseTrace(ChromeTraceJson(md));
+  EXPECT_EQ(EventsWithPh(trace, "s").size(), 3u);
+  EXPECT_EQ(EventsWithPh(trace, "f").size(), 3u);
+}
+
+TEST(ProfilerSessionTest, RealSingleDeviceRun) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 2}));
+  auto w = ops::Const(s.WithOpName("w"), {{1.0f, 2.0f}, {3.0f, 4.0f}});
+  auto y = ops::MatMul(s.WithOpName("y"), x, w);
+  ops::Identity(s.WithOpName("z").WithControlDependencies(std::vector<Operation>{w.op()}), y);
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok()) << s.status();
+  auto session = NewSession(SessionOptions());
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(def).ok());
+  RunOptions opts;
+  opts.set_trace_level(RunOptions::FULL_TRACE);
+  RunMetadata md;
+  std::vector<Tensor> out;
+  Tensor xv = Tensor::FromVector<float>({1, 0, 0, 1}, TensorShape({2, 2}));
+  absl::Status st = (*session)->Run(opts, {{"x", xv}}, {"z"}, {}, &out, &md);
+  ASSERT_TRUE(st.ok()) << st;
+  int recorded = 0;
+  for (const auto& d : md.step_stats().dev_stats()) recorded += d.node_stats_size();
+  ASSERT_GT(recorded, 0);
+
+  JsonValue trace = ParseTrace(ChromeTraceJson(md));
+  ASSERT_NE(trace.Get("traceEvents"), nullptr);
+  int processes = 0;
+  for (const JsonValue* e : EventsWithPh(trace, "M")) {
+    processes += e->GetString("name") == "process_name";
+  }
+  EXPECT_EQ(processes, 1);
+  EXPECT_EQ(EventsWithPh(trace, "X").size(), static_cast<size_t>(recorded));
+  EXPECT_TRUE(EventsWithPh(trace, "s").empty());
+  for (const JsonValue* e : EventsWithPh(trace, "X")) EXPECT_GE(e->GetNumber("ts"), 0);
+
+  PlacementSummary summary = ComputePlacementSummary(md);
+  ASSERT_EQ(summary.devices.size(), 1u);
+  EXPECT_EQ(summary.devices[0].op_count, recorded);
+  EXPECT_LE(summary.devices[0].busy_micros, summary.step_micros);
+  EXPECT_TRUE(summary.links.empty());
+  EXPECT_NE(PlacementReport(md).find("links: none"), std::string::npos);
+  std::string dot = PlacedGraphDot(def, &md);
+  EXPECT_NE(dot.find("subgraph \"cluster_0\""), std::string::npos) << dot;
+  EXPECT_EQ(dot.find("cluster_1"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("label=\"y\\nMatMul\", fillcolor=\"" + DevicePalette()[0]), std::string::npos)
+      << dot;
+}
+
+}  // namespace
+}  // namespace shardflow
