@@ -50,8 +50,9 @@ std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto&
       options.intra_op_threads() > 0 ? options.intra_op_threads() : std::max(1, cores / count);
   int inter =
       options.inter_op_threads() > 0 ? options.inter_op_threads() : std::max(1, cores / count);
-  // The cores this device may keep busy, divided by the threads one kernel uses.
-  int slots = std::max(1, std::max(1, cores / count) / intra);
+  // Expensive kernels at once: the cores this device may keep busy divided by the threads one
+  // kernel uses, and never more than the inter-op threads the options allow.
+  int slots = std::max(1, std::min(inter, std::max(1, cores / count) / intra));
   std::vector<std::unique_ptr<Device>> devices;
   for (int i = 0; i < count; ++i) {
     devices.push_back(std::make_unique<CpuDevice>(
