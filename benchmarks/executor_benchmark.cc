@@ -64,16 +64,8 @@ BENCHMARK(BM_ExecutorFanOut)->Unit(benchmark::kMicrosecond)->UseRealTime();
 }  // namespace shardflow
 
 int main(int argc, char** argv) {
-  // Defaults: 5 repetitions in random order, medians in the summary (flags override).
-  std::vector<char*> args(argv, argv + argc);
-  std::string reps = "--benchmark_repetitions=5",
-              interleave = "--benchmark_enable_random_interleaving=true";
-  args.insert(args.begin() + 1, {reps.data(), interleave.data()});
-  argc = static_cast<int>(args.size());
-  argv = args.data();
-  benchmark::Initialize(&argc, argv);
   shardflow::SummaryReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  shardflow::RunBenchmarks(argc, argv, &reporter);
   std::printf(
       "\nExecutor overhead, %d trivial nodes per step (+Const, +fetch/target), %u hardware "
       "threads\n",

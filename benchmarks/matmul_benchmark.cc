@@ -84,16 +84,8 @@ BENCHMARK(BM_DnnlSgemm)
 }  // namespace shardflow
 
 int main(int argc, char** argv) {
-  // Defaults: 5 repetitions in random order, medians in the summary (flags override).
-  std::vector<char*> args(argv, argv + argc);
-  std::string reps = "--benchmark_repetitions=5",
-              interleave = "--benchmark_enable_random_interleaving=true";
-  args.insert(args.begin() + 1, {reps.data(), interleave.data()});
-  argc = static_cast<int>(args.size());
-  argv = args.data();
-  benchmark::Initialize(&argc, argv);
   shardflow::SummaryReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  shardflow::RunBenchmarks(argc, argv, &reporter);
   std::printf("\nfp32 MatMul n x n x n, %d threads: session vs dnnl_sgemm (same process run)\n",
               shardflow::NumHardwareThreads());
   std::printf("%6s %18s %18s %8s %8s\n", "n", "session GFLOP/s", "dnnl_sgemm GFLOP/s", "ratio",

@@ -43,6 +43,18 @@ class SummaryReporter : public benchmark::ConsoleReporter {
   std::map<std::string, std::vector<double>> seconds_;
 };
 
+// Runs the registered benchmarks with this project's defaults — 5 repetitions in random order
+// (flags on the command line override them) — reporting through `reporter`.
+inline void RunBenchmarks(int argc, char** argv, SummaryReporter* reporter) {
+  std::vector<char*> args(argv, argv + argc);
+  static std::string reps = "--benchmark_repetitions=5";
+  static std::string interleave = "--benchmark_enable_random_interleaving=true";
+  args.insert(args.begin() + 1, {reps.data(), interleave.data()});
+  int count = static_cast<int>(args.size());
+  benchmark::Initialize(&count, args.data());
+  benchmark::RunSpecifiedBenchmarks(reporter);
+}
+
 }  // namespace shardflow
 
 #endif  // SHARDFLOW_BENCHMARKS_SUMMARY_REPORTER_H_

@@ -57,15 +57,8 @@ BENCHMARK(BM_Towers)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime
 }  // namespace shardflow
 
 int main(int argc, char** argv) {
-  std::vector<char*> args(argv, argv + argc);
-  std::string reps = "--benchmark_repetitions=5",
-              interleave = "--benchmark_enable_random_interleaving=true";
-  args.insert(args.begin() + 1, {reps.data(), interleave.data()});
-  argc = static_cast<int>(args.size());
-  argv = args.data();
-  benchmark::Initialize(&argc, argv);
   shardflow::SummaryReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
+  shardflow::RunBenchmarks(argc, argv, &reporter);
   double one = reporter.Seconds("BM_Towers/1/real_time");
   double two = reporter.Seconds("BM_Towers/2/real_time");
   if (one > 0 && two > 0) {
