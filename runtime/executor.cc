@@ -152,12 +152,14 @@ class ExecutorState {
       item.kernel->AsAsync()->ComputeAsync(state->ctx.get(), [this, id, state] {
         ReadyList ready;
         const Executor::NodeItem& it = ex_->items_[id];
-        // Runs on the thread that called `done`; it keeps the ready work (see InlineQueue).
-        InlineQueue q;
-        if (Complete(it, state->ctx.get(), state->start, &ready)) ScheduleReady(ready, &q);
+        // `done` may be called on another device's thread (a _Send waking this _Recv): the
+        // ready work goes to this device's threads, so neither device runs the other's nodes.
+        auto q = std::make_shared<InlineQueue>();
+        if (Complete(it, state->ctx.get(), state->start, &ready)) ScheduleReady(ready, q.get());
         delete state;
+        bool has_work = !q->cheap.empty() || !q->expensive.empty();
+        if (has_work) ex_->device_->Schedule([this, q] { RunInline(q.get()); });
         NodeDone();
-        RunInline(&q);
       });
       return;
     }

@@ -87,6 +87,23 @@ check("--help explains every flag", help_text.returncode == 0 and all(
     f"--{f}" in help_text.stdout for f in ["model", "batch-size", "epochs", "optimizer", "lr", "threads",
                                             "checkpoint-dir", "resume", "seed"]), help_text.stdout)
 
+# shardflow profile: a step split over 2 CPU devices gives a valid trace with a row per device and
+# a Send->Recv arrow per transfer, and a placement report listing both links.
+with tempfile.TemporaryDirectory() as tmp:
+    prof = subprocess.run([BINARY, "profile", "--model", "mlp", "--steps", "2", "--out", tmp],
+                          capture_output=True, text=True)
+    ok = prof.returncode == 0
+    if ok:
+        import json
+        events = json.load(open(os.path.join(tmp, "trace.json")))["traceEvents"]
+        processes = {e["pid"] for e in events if e.get("ph") == "X"}
+        starts = sorted(e["id"] for e in events if e.get("ph") == "s")
+        ends = sorted(e["id"] for e in events if e.get("ph") == "f")
+        report = open(os.path.join(tmp, "placement.txt")).read()
+        ok = len(processes) == 2 and starts and starts == ends and report.count(" -> ") == 2
+    check("profile writes a two-device trace with matched Send->Recv flows and a report", ok,
+          prof.stdout + prof.stderr)
+
 failed = results.count(False)
 print(f"{len(results) - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -1,17 +1,21 @@
 // shardflow: the command-line tool.
 //
 //   shardflow train [flags]     train a model on Fashion-MNIST (see shardflow train --help)
+//   shardflow profile [flags]   profile a training step split across CPU devices
 #include <cstdio>
 #include <string>
 
+#include "tools/shardflow/profile.h"
 #include "tools/shardflow/train.h"
 
 namespace {
 void Usage(FILE* out) {
-  std::fprintf(out,
-               "usage: shardflow <command> [flags]\n\n"
-               "commands:\n"
-               "  train    train a CNN or MLP on Fashion-MNIST (shardflow train --help)\n");
+  std::fprintf(
+      out,
+      "usage: shardflow <command> [flags]\n\n"
+      "commands:\n"
+      "  train    train a CNN or MLP on Fashion-MNIST (shardflow train --help)\n"
+      "  profile  profile a training step split across CPU devices (shardflow profile --help)\n");
 }
 }  // namespace
 
@@ -22,6 +26,7 @@ int main(int argc, char** argv) {
   }
   std::string command = argv[1];
   if (command == "train") return shardflow::TrainMain(argc, argv, 2);
+  if (command == "profile") return shardflow::ProfileMain(argc, argv, 2);
   if (command == "--help" || command == "-h" || command == "help") {
     Usage(stdout);
     return 0;

@@ -47,23 +47,28 @@ Output Standardize(const Scope& s, const Output& images) {
                   1.0f / kPixelStddev);
 }
 
-absl::StatusOr<Model> BuildModel(const Scope& scope, const std::string& name, int64_t seed) {
+absl::StatusOr<Model> BuildModel(const Scope& scope, const std::string& name, int64_t seed,
+                                 const std::vector<std::string>& layer_devices) {
+  auto layer = [&](size_t i) {
+    return layer_devices.empty() ? scope
+                                 : scope.WithDevice(layer_devices[i % layer_devices.size()]);
+  };
   Model m;
   m.labels = ops::Placeholder(scope.WithOpName("labels"), DT_INT32, TensorShape({-1}));
   if (name == "mlp") {
     m.images = ops::Placeholder(scope.WithOpName("images"), DT_FLOAT, TensorShape({-1, 784}));
-    Output h = Dense(scope, "dense1", Standardize(scope, m.images), 784, 512, seed, true);
-    h = Dense(scope, "dense2", h, 512, 512, seed + 1, true);
-    m.logits = Dense(scope, "logits", h, 512, 10, seed + 2, false);
+    Output h = Dense(layer(0), "dense1", Standardize(layer(0), m.images), 784, 512, seed, true);
+    h = Dense(layer(1), "dense2", h, 512, 512, seed + 1, true);
+    m.logits = Dense(layer(2), "logits", h, 512, 10, seed + 2, false);
     m.eval_logits = m.logits;
   } else if (name == "cnn") {
     m.image_layout = true;
     m.images = ops::Placeholder(scope.WithOpName("images"), DT_FLOAT, TensorShape({-1, 28, 28, 1}));
-    Output h = ConvPool(scope, "conv1", Standardize(scope, m.images), 1, 32, seed);
-    h = ConvPool(scope, "conv2", h, 32, 64, seed + 1);
+    Output h = ConvPool(layer(0), "conv1", Standardize(layer(0), m.images), 1, 32, seed);
+    h = ConvPool(layer(1), "conv2", h, 32, 64, seed + 1);
     h = ops::Reshape(scope, h, {-1, 7 * 7 * 64});
-    h = Dense(scope, "dense1", h, 7 * 7 * 64, 1024, seed + 2, true);
-    m.logits = Dense(scope, "logits", h, 1024, 10, seed + 3, false);
+    h = Dense(layer(2), "dense1", h, 7 * 7 * 64, 1024, seed + 2, true);
+    m.logits = Dense(layer(3), "logits", h, 1024, 10, seed + 3, false);
     m.eval_logits = m.logits;
   } else {
     return absl::InvalidArgumentError(

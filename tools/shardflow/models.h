@@ -3,6 +3,7 @@
 #define SHARDFLOW_TOOLS_SHARDFLOW_MODELS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ops/training.h"
@@ -22,7 +23,10 @@ struct Model {
 // "mlp": 784-512-512-10 with ReLU. "cnn": conv 5x5x32 SAME + ReLU + max-pool 2, conv 5x5x64
 // SAME + ReLU + max-pool 2, dense 1024 + ReLU, dense 10. Weights Glorot-uniform from `seed`,
 // biases zero. Error for an unknown name, listing the known ones.
-absl::StatusOr<Model> BuildModel(const Scope& scope, const std::string& name, int64_t seed);
+// With `layer_devices`, layer i (its variables, forward ops and, through AddGradients, their
+// gradients) requests device layer_devices[i % size] — a model-parallel split.
+absl::StatusOr<Model> BuildModel(const Scope& scope, const std::string& name, int64_t seed,
+                                 const std::vector<std::string>& layer_devices = {});
 
 }  // namespace shardflow
 
