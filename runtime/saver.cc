@@ -38,6 +38,11 @@ absl::Status Saver::Save(Session* session, const std::string& path,
 
 absl::StatusOr<NamedTensors> Saver::Restore(Session* session, const std::string& path) const {
   SF_ASSIGN_OR_RETURN(NamedTensors loaded, LoadCheckpoint(path));
+  return Restore(session, loaded, path);
+}
+
+absl::StatusOr<NamedTensors> Saver::Restore(Session* session, const NamedTensors& loaded,
+                                            const std::string& path) const {
   NamedTensors vars, meta;
   for (auto& entry : loaded) (entry.first.rfind("_meta/", 0) == 0 ? meta : vars).push_back(entry);
   std::vector<VariableSpec> specs;

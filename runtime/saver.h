@@ -38,6 +38,9 @@ class Saver {
                     const NamedTensors& extra = {}) const;
   // Assigns every variable from the checkpoint; returns the "_meta/" tensors.
   absl::StatusOr<NamedTensors> Restore(Session* session, const std::string& path) const;
+  // The same from a checkpoint already loaded; `source` names it in errors.
+  absl::StatusOr<NamedTensors> Restore(Session* session, const NamedTensors& loaded,
+                                       const std::string& source) const;
   const std::vector<Var>& variables() const { return variables_; }
 
  private:

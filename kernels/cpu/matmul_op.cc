@@ -45,13 +45,17 @@ bool PrepareMatMul(OpKernelContext* ctx, bool ta, bool tb, MatMulDims* dims, Ten
   return true;
 }
 
+void ReadTransposeAttrs(OpKernelConstruction* c, bool* ta, bool* tb) {
+  absl::Status s = c->GetAttr("transpose_a", ta);
+  if (s.ok()) s = c->GetAttr("transpose_b", tb);
+  if (!s.ok()) c->SetStatus(s);
+}
+
 template <typename T>
 class OneDnnMatMulOp : public OpKernel {
  public:
   explicit OneDnnMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("transpose_a", &ta_);
-    if (s.ok()) s = c->GetAttr("transpose_b", &tb_);
-    if (!s.ok()) c->SetStatus(s);
+    ReadTransposeAttrs(c, &ta_, &tb_);
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -130,9 +134,7 @@ class OneDnnMatMulOp : public OpKernel {
 class EigenMatMulOp : public OpKernel {
  public:
   explicit EigenMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("transpose_a", &ta_);
-    if (s.ok()) s = c->GetAttr("transpose_b", &tb_);
-    if (!s.ok()) c->SetStatus(s);
+    ReadTransposeAttrs(c, &ta_, &tb_);
   }
   void Compute(OpKernelContext* ctx) override {
     MatMulDims d;

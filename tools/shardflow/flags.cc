@@ -1,5 +1,7 @@
 #include "tools/shardflow/flags.h"
 
+#include <cstdio>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -96,6 +98,25 @@ absl::Status Flags::Parse(int argc, char** argv, int first) {
     flag->set_by_user = true;
   }
   return absl::OkStatus();
+}
+
+int Flags::RunCommand(int argc, char** argv, int first, const std::function<absl::Status()>& body,
+                      const std::string& error_prefix) {
+  absl::Status st = Parse(argc, argv, first);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  if (help_requested()) {
+    std::printf("%s", Usage().c_str());
+    return 0;
+  }
+  st = body();
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s%s\n", error_prefix.c_str(), std::string(st.message()).c_str());
+    return 1;
+  }
+  return 0;
 }
 
 std::string Flags::Usage() const {

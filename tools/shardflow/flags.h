@@ -30,6 +30,11 @@ class Flags {
   // malformed value, a positional argument.
   absl::Status Parse(int argc, char** argv, int first = 1);
   bool help_requested() const { return help_; }
+  // A subcommand's whole life: parses argv[first..], prints usage for --help, else runs `body`.
+  // Returns the exit code: 0 ok or help, 1 when `body` fails (its message after
+  // `error_prefix` on stderr), 2 for bad flags.
+  int RunCommand(int argc, char** argv, int first, const std::function<absl::Status()>& body,
+                 const std::string& error_prefix);
   bool was_set(const std::string& name) const;
   std::string Usage() const;
 

@@ -102,21 +102,8 @@ int ProfileMain(int argc, char** argv, int first) {
   flags.Int("steps", &c.steps, "steps to run; the last one is traced");
   flags.String("out", &c.out, "folder for trace.json, placement.txt, graph.dot (and graph.svg)");
   flags.String("data-dir", &c.data_dir, "folder with the Fashion-MNIST idx(.gz) files");
-  absl::Status st = flags.Parse(argc, argv, first);
-  if (!st.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
-  st = Profile(c);
-  if (!st.ok()) {
-    std::fprintf(stderr, "shardflow profile: %s\n", std::string(st.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return flags.RunCommand(
+      argc, argv, first, [&c] { return Profile(c); }, "shardflow profile: ");
 }
 
 }  // namespace shardflow

@@ -193,7 +193,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> RestoreFrom(Session* session, const 
                      model.empty() ? "<unknown>" : model, " but this run trains --model ", c.model,
                      "; pass the same --model, or another --checkpoint-dir"));
   }
-  auto meta = g.saver->Restore(session, path);
+  auto meta = g.saver->Restore(session, loaded, path);
   if (!meta.ok()) {
     return WithContext(meta.status(), absl::StrCat("with --optimizer ", c.optimizer, ": "));
   }
@@ -434,21 +434,8 @@ int TrainMain(int argc, char** argv, int first) {
   flags.Bool("progress", &c.progress, "show the progress bar");
   flags.Int("profile-step", &c.profile_step,
             "trace this step (1-based) and print the time spent per op type");
-  absl::Status st = flags.Parse(argc, argv, first);
-  if (!st.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(st.message()).c_str());
-    return 2;
-  }
-  if (flags.help_requested()) {
-    std::printf("%s", flags.Usage().c_str());
-    return 0;
-  }
-  st = Train(c);
-  if (!st.ok()) {
-    std::fprintf(stderr, "\nshardflow train: %s\n", std::string(st.message()).c_str());
-    return 1;
-  }
-  return 0;
+  return flags.RunCommand(
+      argc, argv, first, [&c] { return Train(c); }, "\nshardflow train: ");
 }
 
 }  // namespace shardflow
