@@ -66,6 +66,18 @@ Scope Scope::WithDevice(const std::string& device) const {
   return s;
 }
 
+Scope Scope::ColocateWith(const Operation& op) const {
+  Scope s = *this;
+  if (op.valid()) s.colocate_with_.push_back(absl::StrCat("loc:@", op.node()->name()));
+  return s;
+}
+
+Scope Scope::ClearColocation() const {
+  Scope s = *this;
+  s.colocate_with_.clear();
+  return s;
+}
+
 Scope Scope::WithControlDependencies(const std::vector<Operation>& ops) const {
   Scope s = *this;
   for (const Operation& op : ops) {
@@ -125,6 +137,10 @@ Operation OpBuilder::Finalize() {
   def.set_name(scope_.UniqueNameForOp(op_type_));
   def.set_op(op_type_);
   def.set_device(scope_.device());
+  if (!scope_.colocate_with().empty()) {
+    AttrValue& classes = (*def.mutable_attr())["_class"];
+    for (const std::string& entry : scope_.colocate_with()) classes.mutable_list()->add_s(entry);
+  }
   std::string prefix = NodeErrorPrefix(def);
   auto op = g->registry()->Find(op_type_);
   if (!op.ok()) {

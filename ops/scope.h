@@ -114,6 +114,11 @@ class Scope {
   Scope NewSubScope(const std::string& name) const;
   // Ops built under the result request this device (full or partial spec).
   Scope WithDevice(const std::string& device) const;
+  // Ops built under the result share a device with `op` (its colocation group; see
+  // partitioner/placer.h). They get the attr _class = ["loc:@<op name>"].
+  Scope ColocateWith(const Operation& op) const;
+  Scope ColocateWith(const Output& output) const { return ColocateWith(output.op()); }
+  Scope ClearColocation() const;
   // Ops built under the result run after these (control edges).
   Scope WithControlDependencies(const std::vector<Operation>& ops) const;
   Scope WithControlDependencies(const Output& output) const;
@@ -134,6 +139,7 @@ class Scope {
   const std::vector<VariableInfo>& variables() const { return shared_->variables; }
   void AddVariable(const VariableInfo& info) const { shared_->variables.push_back(info); }
   const std::vector<Node*>& control_deps() const { return control_deps_; }
+  const std::vector<std::string>& colocate_with() const { return colocate_with_; }
 
  private:
   struct Shared {
@@ -148,6 +154,7 @@ class Scope {
   std::string op_name_;
   std::string device_;
   std::vector<Node*> control_deps_;
+  std::vector<std::string> colocate_with_;  // "loc:@name" entries
 };
 
 // Builds one node: resolves type attrs from the inputs (T = dtype of the first input typed T,

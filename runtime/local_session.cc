@@ -77,6 +77,8 @@ class LocalSession final : public Session {
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(graph).status());
     graph_def_ = graph;
     created_ = true;
+    placement_.clear();
+    placement_valid_ = false;
     return absl::OkStatus();
   }
 
@@ -88,6 +90,7 @@ class LocalSession final : public Session {
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());
     graph_def_ = std::move(merged);
     created_ = true;
+    placement_valid_ = false;  // new nodes; the placed ones keep their devices
     return absl::OkStatus();
   }
 
@@ -224,10 +227,29 @@ class LocalSession final : public Session {
     if (it != cache_.end()) return it->second.get();
     SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
     auto prepared = std::make_unique<PreparedRun>();
+    SF_RETURN_IF_ERROR(PlaceWholeGraph());
     SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feed_names, fetches, targets, &prepared->feeds));
+    // Nodes keep the whole graph's placement; a feed's _Arg goes where its first consumer is,
+    // a fetch's _Retval where its tensor is produced.
+    for (Node* n : graph->nodes()) {
+      auto it = placement_.find(n->name());
+      if (it != placement_.end()) n->set_assigned_device(it->second);
+    }
+    for (Node* n : graph->nodes()) {
+      if (!n->assigned_device().empty()) continue;
+      if (n->op() == "_Retval" && n->num_inputs() > 0 && n->input_edge(0) != nullptr) {
+        n->set_assigned_device(n->input_edge(0)->src->assigned_device());
+      } else if (n->op() == "_Arg") {
+        for (const Edge* e : n->out_edges()) {
+          if (!e->dst->assigned_device().empty()) {
+            n->set_assigned_device(e->dst->assigned_device());
+            break;
+          }
+        }
+      }
+    }
     PlacerOptions placer_options;
     placer_options.allow_soft_placement = options_.config.allow_soft_placement();
-    placer_options.log_device_placement = options_.config.log_device_placement();
     SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), ListDevices(), placer_options));
     for (Node* n : graph->nodes()) prepared->placement[n->name()] = n->assigned_device();
     std::map<std::string, GraphDef> parts;
@@ -252,6 +274,32 @@ class LocalSession final : public Session {
     return raw;
   }
 
+  // Places the whole graph once per Create/Extend (nodes placed before keep their device) with
+  // the session's policy, so stateful nodes stay put across Run signatures.
+  absl::Status PlaceWholeGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (placement_valid_) return absl::OkStatus();
+    SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
+    for (Node* n : graph->nodes()) {
+      auto it = placement_.find(n->name());
+      if (it != placement_.end()) n->set_assigned_device(it->second);
+    }
+    std::vector<int> threads, slots;
+    for (const auto& d : devices_) {
+      threads.push_back(d->intra_op_threads());
+      slots.push_back(std::min(d->compute_slots(), 64));
+    }
+    Cluster cluster = Cluster::ForDevices(ListDevices(), threads, slots);
+    PlacerOptions placer_options;
+    placer_options.allow_soft_placement = options_.config.allow_soft_placement();
+    placer_options.log_device_placement = options_.config.log_device_placement();
+    placer_options.policy = options_.config.placement_policy();
+    placer_options.cluster = &cluster;
+    SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), ListDevices(), placer_options));
+    for (Node* n : graph->nodes()) placement_[n->name()] = n->assigned_device();
+    placement_valid_ = true;
+    return absl::OkStatus();
+  }
+
   Device* FindDevice(const std::string& name) const {
     for (const auto& d : devices_) {
       if (d->name() == name) return d.get();
@@ -265,6 +313,9 @@ class LocalSession final : public Session {
   absl::Mutex mu_;
   GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
   bool created_ ABSL_GUARDED_BY(mu_) = false;
+  // The whole graph's placement, node name -> device; valid until the graph changes.
+  std::map<std::string, std::string> placement_ ABSL_GUARDED_BY(mu_);
+  bool placement_valid_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<PreparedRun>> cache_ ABSL_GUARDED_BY(mu_);
   absl::Mutex steps_mu_;
