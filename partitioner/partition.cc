@@ -1,8 +1,12 @@
 #include "partitioner/partition.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "core/framework/attr_value.h"
+#include "core/framework/device_name.h"
+#include "core/framework/kernel_registry.h"
 
 namespace shardflow {
 namespace {
@@ -10,6 +14,40 @@ namespace {
 // A name part safe for node names: '/' and ':' become '_'.
 std::string Mangle(const std::string& s) {
   return absl::StrReplaceAll(s, {{"/", "_"}, {":", "_"}});
+}
+
+}  // namespace
+
+absl::Status HostMemoryArgs(const Node& node, const std::string& device_type,
+                            std::vector<bool>* inputs, std::vector<bool>* outputs) {
+  inputs->assign(node.num_inputs(), false);
+  outputs->assign(node.num_outputs(), false);
+  auto kernel = KernelRegistry::Global()->Find(node.def(), device_type);
+  if (!kernel.ok()) return kernel.status();
+  const auto& host = (*kernel)->host_memory();
+  if (host.empty()) return absl::OkStatus();
+  // Expand the op's argument list (list arguments have `number_attr` entries) to indices.
+  auto mark = [&](const std::vector<ArgDef>& args, std::vector<bool>* flags) {
+    size_t index = 0;
+    for (const ArgDef& arg : args) {
+      int64_t count = 1;
+      if (!arg.number_attr.empty()) GetAttr(node.attrs(), arg.number_attr, &count).IgnoreError();
+      bool is_host = std::find(host.begin(), host.end(), arg.name) != host.end();
+      for (int64_t k = 0; k < count && index < flags->size(); ++k, ++index) {
+        (*flags)[index] = is_host;
+      }
+    }
+  };
+  mark(node.op_def().inputs, inputs);
+  mark(node.op_def().outputs, outputs);
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string DeviceType(const std::string& device) {
+  auto parsed = DeviceName::Parse(device);
+  return parsed.ok() && parsed->has_type ? parsed->type : "CPU";
 }
 
 class Partitioner {
@@ -31,11 +69,17 @@ class Partitioner {
       NodeDef* def = (*parts_)[device].add_node();
       *def = n->def();
       def->clear_input();
+      std::vector<bool> host_in, host_out;
+      HostMemoryArgs(*n, DeviceType(device), &host_in, &host_out).IgnoreError();
       for (int i = 0; i < n->num_inputs(); ++i) {
         const Edge* e = n->input_edge(i);
-        def->add_input(e->src->assigned_device() == device
-                           ? TensorRefString(e->src->name(), e->src_output)
-                           : RecvFor(e->src, e->src_output, device));
+        if (e->src->assigned_device() == device) {
+          def->add_input(TensorRefString(e->src->name(), e->src_output));
+          continue;
+        }
+        std::string recv = RecvFor(e->src, e->src_output, device);
+        def->add_input(recv);
+        if (host_in[i]) MarkHostMemory(device, recv);
       }
       for (const Edge* e : n->in_edges()) {
         if (!e->IsControl()) continue;
@@ -80,6 +124,11 @@ class Partitioner {
     NodeDef* send = AddTransfer("_Send", "_send_" + suffix, src_device, src->output_type(index),
                                 tensor, src_device, dst_device);
     send->add_input(tensor);
+    std::vector<bool> host_in, host_out;
+    HostMemoryArgs(*src, DeviceType(src_device), &host_in, &host_out).IgnoreError();
+    if (index < static_cast<int>(host_out.size()) && host_out[index]) {
+      (*send->mutable_attr())[kHostMemoryAttr] = MakeAttr(true);
+    }
     AddTransfer("_Recv", "_recv_" + suffix, dst_device, src->output_type(index), tensor, src_device,
                 dst_device);
     return recvs_[key] = "_recv_" + suffix;
@@ -107,6 +156,13 @@ class Partitioner {
     AddTransfer("_Recv", "_recv_ctrl_" + suffix, dst_device, DT_FLOAT, tensor, src_device,
                 dst_device);
     return recvs_[key] = "_recv_ctrl_" + suffix;
+  }
+
+  // Marks the _Recv `name` on `device`: a consumer needs its tensor in host memory.
+  void MarkHostMemory(const std::string& device, const std::string& name) {
+    for (NodeDef& n : *(*parts_)[device].mutable_node()) {
+      if (n.name() == name) (*n.mutable_attr())[kHostMemoryAttr] = MakeAttr(true);
+    }
   }
 
   const PartitionOptions& options_;

@@ -194,12 +194,14 @@ class LocalSession final : public Session {
       absl::MutexLock lock(&steps_mu_);
       --abandoned_steps_;
     };
-    // Every executor but the first starts on its device's threads; the first runs here.
-    for (size_t i = 1; i < prepared.executors.size(); ++i) {
+    // Every executor but the first starts on its device's threads; the first runs here, unless
+    // there is a timeout to watch: then this thread only waits.
+    const size_t first_here = timeout_ms > 0 ? 0 : 1;
+    for (size_t i = first_here; i < prepared.executors.size(); ++i) {
       Executor* ex = prepared.executors[i].get();
       ex->device()->Schedule([ex, args, done] { ex->RunAsync(args, done); });
     }
-    prepared.executors[0]->RunAsync(args, done);
+    if (first_here == 1) prepared.executors[0]->RunAsync(args, done);
     if (timeout_ms <= 0) {
       step->done.WaitForNotification();
     } else if (!step->done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {

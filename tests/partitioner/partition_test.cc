@@ -173,6 +173,75 @@ TEST(PartitionTest, AnErrorOnOneDeviceAbortsTheOtherWithoutAHang) {
   ASSERT_TRUE((*session)->Run({{"x", Tensor(DT_FLOAT, TensorShape({7}))}}, {"y"}, {}, &out).ok());
 }
 
+// A small CNN: conv + bias + relu + max-pool on CPU:0, the dense layer and loss on `device2`.
+std::vector<Tensor> RunCnn(const std::string& device2, const SessionOptions& options) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 8, 8, 1}));
+  Tensor fv(DT_FLOAT, TensorShape({3, 3, 1, 4})), wv(DT_FLOAT, TensorShape({64, 3}));
+  for (int i = 0; i < 36; ++i) fv.data<float>()[i] = 0.05f * (i % 9) - 0.2f;
+  for (int i = 0; i < 192; ++i) wv.data<float>()[i] = 0.01f * (i % 11) - 0.05f;
+  auto filter = ops::Const(s.WithOpName("filter"), fv);
+  auto bias = ops::Const(s.WithOpName("bias"), {0.1f, -0.1f, 0.05f, 0.0f});
+  auto w = ops::Const(s.WithOpName("w"), wv);
+  auto conv = ops::Conv2D(s.WithOpName("conv"), x, filter, {1, 1, 1, 1}, "SAME");
+  auto act = ops::Relu(s, ops::BiasAdd(s, conv, bias));
+  auto pool = ops::MaxPool(s.WithOpName("pool"), act, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+  Scope d2 = s.WithDevice(device2);
+  auto flat = ops::Reshape(d2.WithOpName("flat"), pool, Tensor::FromVector<int32_t>({2, 64}));
+  auto logits = ops::MatMul(d2.WithOpName("logits"), flat, w);
+  auto labels = ops::Const(s, Tensor::FromVector<int32_t>({1, 2}));
+  auto loss = ops::Mean(d2.WithOpName("loss"),
+                        ops::SparseSoftmaxCrossEntropyWithLogits(d2, logits, labels).loss, {0});
+  std::vector<Output> grads;
+  EXPECT_TRUE(AddGradients(s, {loss}, {filter, bias, w, x}, &grads).ok()) << s.status();
+  Tensor xv(DT_FLOAT, TensorShape({2, 8, 8, 1}));
+  for (int i = 0; i < 128; ++i) xv.data<float>()[i] = 0.03f * (i % 17) - 0.2f;
+  std::vector<Output> fetches = {loss};
+  fetches.insert(fetches.end(), grads.begin(), grads.end());
+  auto out = test::RunScope(s, {{"x", xv}}, fetches, options);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *out : std::vector<Tensor>();
+}
+
+TEST(PartitionTest, SplitCnnForwardAndBackwardMatchesOneDevice) {
+  // One intra-op thread in both: oneDNN's filter gradient sums in an order that depends on it.
+  SessionOptions one, two = TwoDevices();
+  one.config.set_intra_op_threads(1);
+  two.config.set_intra_op_threads(1);
+  std::vector<Tensor> single = RunCnn("", one);
+  std::vector<Tensor> split = RunCnn("/device:CPU:1", two);
+  ASSERT_EQ(single.size(), 5u);
+  ASSERT_EQ(split.size(), 5u);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(TensorsEqual(single[i], split[i])) << "output " << i;
+}
+
+TEST(PartitionTest, HostMemoryTensorsAreMarkedOnTheirTransfer) {
+  // The shape of a Reshape on CPU:1 comes from CPU:0: Reshape keeps `shape` in host memory.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Const(s.WithOpName("x"), {1.0f, 2.0f, 3.0f, 4.0f});
+  auto shape = ops::Const(s.WithOpName("shape"), Tensor::FromVector<int32_t>({2, 2}));
+  auto r = ops::Reshape(s.WithOpName("r").WithDevice("/device:CPU:1"), x, shape);
+  Graph* g = s.graph();
+  ASSERT_TRUE(PlaceGraph(g, {{kCpu0, "CPU", 0}, {kCpu1, "CPU", 0}}).ok());
+  std::vector<bool> in, out;
+  ASSERT_TRUE(HostMemoryArgs(*g->FindNode("r"), "CPU", &in, &out).ok());
+  EXPECT_EQ(in, (std::vector<bool>{false, true}));
+  std::map<std::string, GraphDef> parts;
+  ASSERT_TRUE(PartitionGraph(*g, PartitionOptions(), &parts).ok());
+  int marked = 0, unmarked = 0;
+  for (const NodeDef& n : parts[kCpu1].node()) {
+    if (n.op() != "_Recv") continue;
+    bool host = n.attr().count(kHostMemoryAttr) > 0 && n.attr().at(kHostMemoryAttr).b();
+    (host ? marked : unmarked) += 1;
+    EXPECT_EQ(host, n.attr().at("tensor_name").s() == "shape:0") << n.name();
+  }
+  EXPECT_EQ(marked, 1);
+  EXPECT_EQ(unmarked, 1);
+  auto result = test::RunScope(s, {}, {r}, TwoDevices());
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ((*result)[0].shape(), TensorShape({2, 2}));
+}
+
 TEST(PartitionTest, UnplacedNodeIsAnError) {
   Scope s = Scope::NewRootScope();
   ops::Const(s.WithOpName("c"), 1.0f);

@@ -20,6 +20,7 @@ std::atomic<int> g_counted{0};
 // on another thread after `millis`.
 REGISTER_OP("TestCount").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
 REGISTER_OP("TestFail").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
+REGISTER_OP("TestSleep").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
 REGISTER_OP("TestAsyncDelay")
     .Input("x: float")
     .Output("y: float")
@@ -39,6 +40,15 @@ class FailOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     ctx->SetStatus(absl::InvalidArgumentError("this kernel always fails"));
+  }
+};
+// A synchronous kernel that blocks its thread for 400 ms.
+class SleepOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    ctx->set_output(0, ctx->input(0));
   }
 };
 class AsyncDelayOp : public AsyncOpKernel {
@@ -61,6 +71,7 @@ class AsyncDelayOp : public AsyncOpKernel {
 REGISTER_KERNEL(KernelDef("TestCount").Device(kDeviceCpu), CountOp);
 REGISTER_KERNEL(KernelDef("TestFail").Device(kDeviceCpu), FailOp);
 REGISTER_KERNEL(KernelDef("TestAsyncDelay").Device(kDeviceCpu), AsyncDelayOp);
+REGISTER_KERNEL(KernelDef("TestSleep").Device(kDeviceCpu), SleepOp);
 
 Output Custom(const Scope& s, const char* op, const Input& x) {
   Operation o = OpBuilder(s, op).Input(x).Finalize();
@@ -143,6 +154,26 @@ TEST(ExecutorTest, TimeoutCancelsTheStep) {
   EXPECT_LT(took, std::chrono::milliseconds(400));
   // Destroying the session now waits for the abandoned step instead of freeing its executor
   // under it (regression: this was a use-after-free).
+  session->reset();
+}
+
+// Regression: a step on one device ran on the caller's thread, so a slow synchronous kernel
+// finished before the timeout was ever checked.
+TEST(ExecutorTest, TimeoutCoversSlowSynchronousKernelsOnOneDevice) {
+  Scope s = Scope::NewRootScope();
+  Output slow = Custom(s.WithOpName("sleepy"), "TestSleep", ops::Const(s, 1.0f));
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok());
+  auto session = NewSession(SessionOptions());
+  ASSERT_TRUE((*session)->Create(def).ok());
+  RunOptions opts;
+  opts.set_timeout_in_ms(50);
+  std::vector<Tensor> out;
+  auto start = std::chrono::steady_clock::now();
+  absl::Status st = (*session)->Run(opts, {}, {slow.name()}, {}, &out, nullptr);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_LT(took, std::chrono::milliseconds(350));
   session->reset();
 }
 
