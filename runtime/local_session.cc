@@ -60,12 +60,7 @@ class LocalSession final : public Session {
 
   // Waits for steps abandoned after a timeout (they were cancelled, so this is bounded by the
   // kernels already running) before executors and devices go away.
-  ~LocalSession() override {
-    absl::MutexLock lock(&steps_mu_);
-    auto drained = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) { return abandoned_steps_ == 0; };
-    steps_mu_.Await(absl::Condition(&drained));
-  }
+  ~LocalSession() override { WaitForAbandonedSteps(); }
 
   absl::Status Create(const GraphDef& graph) override {
     absl::MutexLock lock(&mu_);
@@ -144,6 +139,7 @@ class LocalSession final : public Session {
   }
 
   absl::Status Close() override {
+    WaitForAbandonedSteps();  // they still use the executors dropped below
     absl::MutexLock lock(&mu_);
     closed_ = true;
     cache_.clear();
@@ -151,6 +147,13 @@ class LocalSession final : public Session {
   }
 
  private:
+  void WaitForAbandonedSteps() {
+    absl::MutexLock lock(&steps_mu_);
+    auto drained = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) { return abandoned_steps_ == 0; };
+    steps_mu_.Await(absl::Condition(&drained));
+  }
+
   absl::Status CheckOpen() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (closed_) return absl::FailedPreconditionError("the session is closed");
     return absl::OkStatus();

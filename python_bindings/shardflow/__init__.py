@@ -1,0 +1,39 @@
+"""shardflow: build dataflow graphs in Python, place them on devices, run, train and profile.
+
+Example::
+
+    import numpy as np
+    import shardflow as sf
+
+    g = sf.Graph()
+    with g.as_default():
+        x = sf.placeholder(sf.float32, [None, 3], name="x")
+        w = sf.Variable(np.ones((3, 1), np.float32), name="w")
+        y = sf.reduce_sum(x @ w)
+        train = sf.train.GradientDescentOptimizer(0.1).minimize(y)
+        init = sf.global_variables_initializer()
+    with sf.Session(graph=g) as sess:
+        sess.run(init)
+        print(sess.run(y, {x: np.ones((2, 3), np.float32)}))    # 6.0
+
+See docs/python.md for the whole API.
+"""
+
+from shardflow import _shardflow  # noqa: F401 (the C++ engine)
+from shardflow import datasets, errors, layers, nn, profiler, train  # noqa: F401
+from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
+                              float64, int8, int32, int64, string, uint8)
+from shardflow.framework import (Graph, Operation, Tensor, TensorShape,  # noqa: F401
+                                 control_dependencies, convert_to_tensor, device,
+                                 get_default_graph, name_scope, reset_default_graph)
+from shardflow.gradients import gradients  # noqa: F401
+from shardflow.ops import *  # noqa: F401,F403
+from shardflow.ops import abs, pow, slice  # noqa: F401,A004 (shadow builtins, as in TF)
+from shardflow.session import (ConfigProto, InteractiveSession, RunMetadata,  # noqa: F401
+                               RunOptions, Session, get_default_session)
+from shardflow.variables import (Initializer, Variable, global_variables,  # noqa: F401
+                                 global_variables_initializer, initializers,
+                                 trainable_variables)
+
+bool = bool_  # noqa: A001 (sf.bool, as in TF)
+__version__ = "0.1.0"

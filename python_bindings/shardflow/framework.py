@@ -1,0 +1,509 @@
+"""Graphs, tensors and operations, and the context managers that shape how ops are built.
+
+Example::
+
+    import shardflow as sf
+
+    g = sf.Graph()
+    with g.as_default():
+        with sf.name_scope("layer1"), sf.device("/device:CPU:0"):
+            x = sf.placeholder(sf.float32, [None, 3], name="x")
+            y = sf.matmul(x, sf.constant([[1.0], [2.0], [3.0]]))
+    y.name        # 'layer1/MatMul:0'
+    y.shape       # TensorShape([None, 1])
+    y.op.device   # '/device:CPU:0'
+"""
+
+import contextlib
+import threading
+
+import numpy as np
+
+from shardflow import _shardflow as _C
+from shardflow import dtypes
+
+
+class TensorShape:
+    """A static shape: a list of dimensions (None = unknown), or an unknown rank.
+
+    Compares equal to lists and tuples: ``x.shape == [None, 784]``.
+    """
+
+    def __init__(self, dims):
+        self._dims = None if dims is None else [None if d is None or d < 0 else int(d)
+                                                for d in dims]
+
+    @property
+    def ndims(self):
+        """The rank, or None when unknown."""
+        return None if self._dims is None else len(self._dims)
+
+    rank = ndims
+
+    def as_list(self):
+        """The dimensions as a list (None for unknown ones); ValueError for an unknown rank."""
+        if self._dims is None:
+            raise ValueError("as_list() is not defined on a shape of unknown rank")
+        return list(self._dims)
+
+    def is_fully_defined(self):
+        return self._dims is not None and all(d is not None for d in self._dims)
+
+    def num_elements(self):
+        """The element count, or None unless fully defined."""
+        if not self.is_fully_defined():
+            return None
+        return int(np.prod(self._dims, dtype=np.int64))
+
+    def __len__(self):
+        return len(self.as_list())
+
+    def __iter__(self):
+        return iter(self.as_list())
+
+    def __getitem__(self, i):
+        return self.as_list()[i]
+
+    def __eq__(self, other):
+        if isinstance(other, TensorShape):
+            return self._dims == other._dims
+        if other is None:
+            return self._dims is None
+        try:
+            return self._dims is not None and self._dims == list(other)
+        except TypeError:
+            return False
+
+    def __repr__(self):
+        return "TensorShape(%s)" % ("<unknown>" if self._dims is None else self._dims)
+
+
+class Operation:
+    """A node of the graph. Run it as a target: ``sess.run(train_op)``."""
+
+    def __init__(self, graph, name, outputs):
+        self.graph = graph
+        self.name = name
+        self.outputs = [Tensor(graph, ref, self) for ref in outputs]
+
+    def _info(self):
+        return self.graph._handle.node_info(self.name)
+
+    @property
+    def type(self):
+        """The op type, e.g. 'MatMul'."""
+        return self._info()["op"]
+
+    @property
+    def device(self):
+        """The requested device ('' = any)."""
+        return self._info()["device"]
+
+    @property
+    def inputs(self):
+        """The tensors feeding this op, in order."""
+        return [self.graph.get_tensor_by_name(n) for n in self._info()["inputs"]]
+
+    @property
+    def control_inputs(self):
+        return [self.graph.get_operation_by_name(n) for n in self._info()["control_inputs"]]
+
+    def run(self, feed_dict=None, session=None):
+        """Runs this op in `session` (default: the current default session)."""
+        from shardflow.session import get_default_session
+        (session or get_default_session()).run(self, feed_dict)
+
+    def __repr__(self):
+        return "<sf.Operation '%s'>" % self.name
+
+
+class _TensorOperators:
+    """Operators shared by Tensor and Variable: ``+ - * / // @ ** -x abs(x) < <= > >=``."""
+
+    def __add__(self, other):
+        from shardflow import ops
+        return ops.add(self, other)
+
+    def __radd__(self, other):
+        from shardflow import ops
+        return ops.add(other, self)
+
+    def __sub__(self, other):
+        from shardflow import ops
+        return ops.subtract(self, other)
+
+    def __rsub__(self, other):
+        from shardflow import ops
+        return ops.subtract(other, self)
+
+    def __mul__(self, other):
+        from shardflow import ops
+        return ops.multiply(self, other)
+
+    def __rmul__(self, other):
+        from shardflow import ops
+        return ops.multiply(other, self)
+
+    def __truediv__(self, other):
+        from shardflow import ops
+        return ops.divide(self, other)
+
+    def __rtruediv__(self, other):
+        from shardflow import ops
+        return ops.divide(other, self)
+
+    def __matmul__(self, other):
+        from shardflow import ops
+        return ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        from shardflow import ops
+        return ops.matmul(other, self)
+
+    def __pow__(self, other):
+        from shardflow import ops
+        return ops.pow(self, other)
+
+    def __rpow__(self, other):
+        from shardflow import ops
+        return ops.pow(other, self)
+
+    def __neg__(self):
+        from shardflow import ops
+        return ops.negative(self)
+
+    def __abs__(self):
+        from shardflow import ops
+        return ops.abs(self)
+
+    def __lt__(self, other):
+        from shardflow import ops
+        return ops.less(self, other)
+
+    def __le__(self, other):
+        from shardflow import ops
+        return ops.less_equal(self, other)
+
+    def __gt__(self, other):
+        from shardflow import ops
+        return ops.greater(self, other)
+
+    def __ge__(self, other):
+        from shardflow import ops
+        return ops.greater_equal(self, other)
+
+    # Tensors are graph nodes: == and hash stay identity-based (use sf.equal for values).
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise TypeError("a symbolic tensor has no truth value; run it in a Session first")
+
+
+class Tensor(_TensorOperators):
+    """One output of an Operation: a symbolic value, computed by ``Session.run``.
+
+    Example::
+
+        x = sf.placeholder(sf.float32, [2])
+        y = x * 2 + 1                      # operators build ops
+        sess.run(y, {x: [1, 2]})           # array([3., 5.], dtype=float32)
+    """
+
+    def __init__(self, graph, ref, op):
+        self.graph = graph
+        self._ref = ref
+        self.op = op
+        self.name = ref.name
+        self.value_index = ref.index
+        self.dtype = dtypes.as_dtype(ref.dtype)
+        self.shape = TensorShape(ref.shape)
+
+    def get_shape(self):
+        return self.shape
+
+    def eval(self, feed_dict=None, session=None):
+        """Runs the tensor in `session` (default: the current default session)."""
+        from shardflow.session import get_default_session
+        return (session or get_default_session()).run(self, feed_dict)
+
+    def __repr__(self):
+        return "<sf.Tensor '%s' shape=%s dtype=%s>" % (
+            self.name, "<unknown>" if self.shape.ndims is None else self.shape.as_list(),
+            self.dtype.name)
+
+
+class Graph:
+    """A dataflow graph. Ops are added to the default graph; ``as_default()`` changes it.
+
+    Example::
+
+        g = sf.Graph()
+        with g.as_default():
+            c = sf.constant(3.0)
+        assert c.graph is g
+
+    A failed op (bad shapes, unknown attr, ...) raises and leaves the graph as it was, so
+    building can go on.
+
+    Thread safety: build a graph from one thread at a time.
+    """
+
+    def __init__(self):
+        self._handle = _C.GraphHandle()
+        self._name_scope = ""
+        self._used_scopes = set()
+        self._device = ""
+        self._control_inputs = []
+        self._ops = {}
+        self._variables = []
+
+    @contextlib.contextmanager
+    def as_default(self):
+        """Makes this the default graph inside the ``with`` block."""
+        _stack().append(self)
+        try:
+            yield self
+        finally:
+            _stack().pop()
+
+    # ---- context managers -----------------------------------------------------------------
+
+    def _unique_scope(self, name):
+        full = self._name_scope + "/" + name if self._name_scope else name
+        base, k = full, 0
+        while full in self._used_scopes or self._handle.has_node(full):
+            k += 1
+            full = "%s_%d" % (base, k)
+        self._used_scopes.add(full)
+        return full
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        """Ops built inside are named '<scope>/<name>'. A name used before gets a suffix
+        ('dense', 'dense_1'); a name ending in '/' re-enters that exact scope; None or ''
+        returns to the top level."""
+        old = self._name_scope
+        if not name:
+            new = ""
+        elif name.endswith("/"):
+            new = name[:-1]
+        else:
+            new = self._unique_scope(name)
+        self._name_scope = new
+        try:
+            yield new + "/" if new else ""
+        finally:
+            self._name_scope = old
+
+    def device(self, device_name):
+        """Ops built inside request `device_name` ('/device:CPU:1', '/job:worker/task:1/...');
+        None clears the request."""
+        if device_name is not None and not isinstance(device_name, str):
+            raise TypeError("device takes a device name string or None, not %r"
+                            % (device_name,))
+        return self._device_scope(device_name)
+
+    @contextlib.contextmanager
+    def _device_scope(self, device_name):
+        old = self._device
+        self._device = device_name or ""
+        try:
+            yield
+        finally:
+            self._device = old
+
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs):
+        """Ops built inside run after every op (or tensor's op) in `control_inputs`;
+        None clears the dependencies."""
+        old = self._control_inputs
+        if control_inputs is None:
+            self._control_inputs = []
+        else:
+            names = []
+            for c in control_inputs:
+                op = _as_operation(c)
+                if op.graph is not self:
+                    raise ValueError("control input %s is from another graph" % op.name)
+                names.append(op.name)
+            self._control_inputs = old + names
+        try:
+            yield
+        finally:
+            self._control_inputs = old
+
+    def _ctx(self, name=None):
+        if name is not None and not isinstance(name, str):
+            raise TypeError("name must be a string, not %r" % (name,))
+        return _C.BuildContext(name or "", self._name_scope, self._device,
+                               list(self._control_inputs))
+
+    # ---- building -------------------------------------------------------------------------
+
+    def _add_op(self, op_type, inputs, attrs=None, name=None):
+        """Adds one op of a registered type; returns the Operation."""
+        refs = [_to_input(self, i) for i in inputs]
+        op_name, outputs = self._handle.add_op(op_type, refs, attrs or {}, self._ctx(name))
+        op = Operation(self, op_name, outputs)
+        self._ops[op_name] = op
+        return op
+
+    def _operation(self, name, outputs=()):
+        op = self._ops.get(name)
+        if op is None:
+            op = Operation(self, name, outputs)
+            self._ops[name] = op
+        return op
+
+    # ---- queries --------------------------------------------------------------------------
+
+    def get_operations(self):
+        """Every op of the graph, in the order they were added."""
+        return [self.get_operation_by_name(n) for n in self._handle.node_names()]
+
+    def get_operation_by_name(self, name):
+        """The op named `name` (LookupError when there is none)."""
+        if name in self._ops:
+            return self._ops[name]
+        info = self._handle.node_info(name)
+        refs = [self._handle.output_ref(name, i) for i in range(info["num_outputs"])]
+        return self._operation(name, refs)
+
+    def get_tensor_by_name(self, name):
+        """The tensor 'op:index' (or 'op', meaning output 0)."""
+        op_name, _, index = name.partition(":")
+        op = self.get_operation_by_name(op_name)
+        i = int(index) if index else 0
+        if not 0 <= i < len(op.outputs):
+            raise ValueError("op '%s' has %d output(s); '%s' does not exist"
+                             % (op_name, len(op.outputs), name))
+        return op.outputs[i]
+
+    def as_graph_def(self):
+        """The graph as a serialized GraphDef protobuf (bytes), as the C++ API reads it."""
+        return self._handle.as_graph_def()
+
+    @property
+    def num_nodes(self):
+        return self._handle.num_nodes
+
+    def __repr__(self):
+        return "<sf.Graph with %d nodes>" % self.num_nodes
+
+
+_local = threading.local()
+_global_default_graph = [None]
+
+
+def _stack():
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+def get_default_graph():
+    """The graph new ops go into: the innermost ``g.as_default()``, else a global graph."""
+    stack = _stack()
+    if stack:
+        return stack[-1]
+    if _global_default_graph[0] is None:
+        _global_default_graph[0] = Graph()
+    return _global_default_graph[0]
+
+
+def reset_default_graph():
+    """Replaces the global default graph with an empty one."""
+    if _stack():
+        raise RuntimeError("reset_default_graph() inside a `with g.as_default()` block")
+    _global_default_graph[0] = Graph()
+
+
+def name_scope(name):
+    """``with sf.name_scope("dense"):`` — names ops 'dense/...' in the default graph."""
+    return get_default_graph().name_scope(name)
+
+
+def device(device_name):
+    """``with sf.device("/device:CPU:1"):`` — ops built inside request that device.
+
+    Example::
+
+        with sf.device("/job:worker/task:1/device:CPU:0"):
+            h = sf.nn.relu(sf.matmul(x, w))
+    """
+    return get_default_graph().device(device_name)
+
+
+def control_dependencies(control_inputs):
+    """``with sf.control_dependencies([a]):`` — ops built inside run after `a`."""
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def _as_operation(x):
+    if isinstance(x, Operation):
+        return x
+    if isinstance(x, Tensor):
+        return x.op
+    from shardflow.variables import Variable
+    if isinstance(x, Variable):
+        return x.value().op
+    raise TypeError("expected an Operation or Tensor, got %r" % (x,))
+
+
+def _literal(value):
+    """A Python value or array as an array for a Const: floats become float32, ints int32."""
+    if isinstance(value, np.ndarray):
+        return value
+    arr = np.asarray(value)
+    if arr.dtype == np.float64:
+        return arr.astype(np.float32)
+    if arr.dtype == np.int64:
+        if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
+            return arr.astype(np.int32)
+    if arr.dtype.kind == "O":
+        raise TypeError("cannot convert %r to a tensor" % (value,))
+    return arr
+
+
+def _to_input(graph, x):
+    """An op input: a tensor's reference, a list of inputs (list arguments), or a literal."""
+    if isinstance(x, Tensor):
+        if x.graph is not graph:
+            raise ValueError("tensor %s is from another graph" % x.name)
+        return x._ref
+    from shardflow.variables import Variable
+    if isinstance(x, Variable):
+        return _to_input(graph, x.value())
+    if isinstance(x, _InputList):
+        return [_to_input(graph, i) for i in x.items]
+    if isinstance(x, Operation):
+        raise TypeError("op %s was given where a tensor is needed; use %s.outputs[0]"
+                        % (x.name, x.name))
+    return _literal(x)
+
+
+class _InputList:
+    """Marks an argument that is a list of tensors (AddN, Concat)."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+
+def convert_to_tensor(value, dtype=None, name=None):
+    """A Tensor for `value`: tensors pass through, anything else becomes a constant.
+
+    Example::
+
+        t = sf.convert_to_tensor([1.0, 2.0])   # float32 [2]
+    """
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != dtypes.as_dtype(dtype):
+            raise ValueError("tensor %s has dtype %s, not %s"
+                             % (value.name, value.dtype.name, dtypes.as_dtype(dtype).name))
+        return value
+    from shardflow.variables import Variable
+    if isinstance(value, Variable):
+        return value.value()
+    from shardflow import ops
+    return ops.constant(value, dtype=dtype, name=name)

@@ -1,0 +1,218 @@
+"""A small layer API: Dense, Conv2D, MaxPool2D, Flatten, Dropout and Sequential.
+
+Each layer creates its variables on its first call, under its own name scope, and on the device
+given to it (``device=``), so a model can be spread over devices layer by layer.
+
+Example::
+
+    model = sf.layers.Sequential([
+        sf.layers.Dense(512, activation=sf.nn.relu, device="/device:CPU:0"),
+        sf.layers.Dropout(0.2),
+        sf.layers.Dense(10, device="/device:CPU:1"),
+    ])
+    logits = model(x, training=True)       # the training path (dropout active)
+    eval_logits = model(x)                 # shares the variables; dropout off
+"""
+
+import contextlib
+
+import numpy as np
+
+from shardflow import nn, ops
+from shardflow.framework import convert_to_tensor, get_default_graph
+from shardflow.variables import Variable, initializers
+
+
+class Layer:
+    """Base class: ``__call__`` enters the layer's name scope and device, builds the
+    variables once (``build``), then applies ``call``."""
+
+    _default_name = "layer"
+
+    def __init__(self, name=None, device=None):
+        self.name = name
+        self.device = device
+        self._scope = None
+        self._built = False
+        self.variables = []
+
+    @contextlib.contextmanager
+    def _context(self, g):
+        if self._scope is None:
+            with g.name_scope(self.name or self._default_name) as scope:
+                self._scope = scope
+        with g.name_scope(self._scope), g.device(self.device) if self.device else \
+                contextlib.nullcontext():
+            yield
+
+    def add_variable(self, name, shape, initializer, trainable=True):
+        v = Variable(initializer, shape=shape, name=name, trainable=trainable)
+        self.variables.append(v)
+        return v
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
+
+    def build(self, input_shape):
+        pass
+
+    def call(self, x, training=False):
+        raise NotImplementedError
+
+    def __call__(self, x, training=False):
+        x = convert_to_tensor(x)
+        with self._context(x.graph if hasattr(x, "graph") else get_default_graph()):
+            if not self._built:
+                self.build(x.shape)
+                self._built = True
+            return self.call(x, training=training)
+
+
+def _last_dim(shape, layer):
+    if shape.ndims is None or shape[-1] is None:
+        raise ValueError("%s needs inputs whose last dimension is known, got %r" % (layer, shape))
+    return shape[-1]
+
+
+class Dense(Layer):
+    """y = activation(x @ kernel + bias) for x of shape [batch, in].
+
+    Example: ``h = sf.layers.Dense(128, activation=sf.nn.relu, seed=1)(x)``.
+    """
+
+    _default_name = "dense"
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
+                 seed=0, name=None, device=None):
+        super().__init__(name, device)
+        self.units = int(units)
+        self.activation = activation
+        self.use_bias = use_bias
+        self.kernel_initializer = kernel_initializer or initializers.glorot_uniform(seed)
+
+    def build(self, input_shape):
+        n_in = _last_dim(input_shape, "Dense")
+        self.kernel = self.add_variable("kernel", [n_in, self.units], self.kernel_initializer)
+        if self.use_bias:
+            self.bias = self.add_variable("bias", [self.units], initializers.zeros())
+
+    def call(self, x, training=False):
+        y = ops.matmul(x, self.kernel)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
+class Conv2D(Layer):
+    """2-D convolution of NHWC inputs, plus a bias and an optional activation.
+
+    Example: ``h = sf.layers.Conv2D(32, 5, activation=sf.nn.relu)(images)``.
+    """
+
+    _default_name = "conv2d"
+
+    def __init__(self, filters, kernel_size, strides=1, padding="SAME", activation=None,
+                 use_bias=True, kernel_initializer=None, seed=0, name=None, device=None):
+        super().__init__(name, device)
+        self.filters = int(filters)
+        self.kernel_size = ((kernel_size, kernel_size) if isinstance(kernel_size, int)
+                            else tuple(kernel_size))
+        self.strides = strides
+        self.padding = padding
+        self.activation = activation
+        self.use_bias = use_bias
+        self.kernel_initializer = kernel_initializer or initializers.glorot_uniform(seed)
+
+    def build(self, input_shape):
+        c_in = _last_dim(input_shape, "Conv2D")
+        self.kernel = self.add_variable(
+            "kernel", list(self.kernel_size) + [c_in, self.filters], self.kernel_initializer)
+        if self.use_bias:
+            self.bias = self.add_variable("bias", [self.filters], initializers.zeros())
+
+    def call(self, x, training=False):
+        y = nn.conv2d(x, self.kernel, strides=self.strides, padding=self.padding)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
+class MaxPool2D(Layer):
+    """Max pooling of NHWC inputs. Example: ``sf.layers.MaxPool2D(2)(h)``."""
+
+    _default_name = "max_pool"
+
+    def __init__(self, pool_size=2, strides=None, padding="VALID", name=None, device=None):
+        super().__init__(name, device)
+        self.pool_size = pool_size
+        self.strides = pool_size if strides is None else strides
+        self.padding = padding
+
+    def call(self, x, training=False):
+        return nn.max_pool(x, self.pool_size, self.strides, self.padding)
+
+
+class Flatten(Layer):
+    """[batch, d1, d2, ...] -> [batch, d1 * d2 * ...] (the dimensions after the first must be
+    known)."""
+
+    _default_name = "flatten"
+
+    def call(self, x, training=False):
+        dims = x.shape.as_list()[1:] if x.shape.ndims is not None else [None]
+        if any(d is None for d in dims):
+            raise ValueError("Flatten needs known dimensions after the batch one, got %r"
+                             % (x.shape,))
+        return ops.reshape(x, [-1, int(np.prod(dims, dtype=np.int64))])
+
+
+class Dropout(Layer):
+    """Zeroes a fraction `rate` of the inputs when called with ``training=True`` (and scales
+    the rest by 1 / (1 - rate)); the identity otherwise."""
+
+    _default_name = "dropout"
+
+    def __init__(self, rate, seed=0, name=None, device=None):
+        super().__init__(name, device)
+        if not 0 <= rate < 1:
+            raise ValueError("Dropout rate must be in [0, 1), got %r" % (rate,))
+        self.rate = rate
+        self.seed = seed
+
+    def call(self, x, training=False):
+        if not training or self.rate == 0:
+            return x
+        return nn.dropout(x, self.rate, seed=self.seed)
+
+
+class Sequential(Layer):
+    """Layers applied in order. `device` (optional) is the default for layers without one.
+
+    Example::
+
+        model = sf.layers.Sequential([sf.layers.Flatten(), sf.layers.Dense(10)])
+        logits = model(images)
+    """
+
+    _default_name = "sequential"
+
+    def __init__(self, layers=None, name=None, device=None):
+        super().__init__(name, device)
+        self.layers = list(layers or [])
+
+    def add(self, layer):
+        self.layers.append(layer)
+
+    @property
+    def variables(self):
+        return [v for layer in self.layers for v in layer.variables]
+
+    @variables.setter
+    def variables(self, value):
+        pass  # the layers own the variables
+
+    def call(self, x, training=False):
+        for layer in self.layers:
+            x = layer(x, training=training)
+        return x

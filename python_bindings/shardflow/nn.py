@@ -1,0 +1,114 @@
+"""Neural-network ops: activations, convolution, pooling, losses, dropout.
+
+Images are NHWC ([batch, height, width, channels]); filters are [height, width, in, out].
+
+Example::
+
+    h = sf.nn.relu(sf.nn.conv2d(images, filters, strides=1, padding="SAME"))
+    p = sf.nn.max_pool(h, ksize=2, strides=2, padding="VALID")
+    loss = sf.reduce_mean(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
+"""
+
+from shardflow.ops import _op, _out, sigmoid, tanh  # noqa: F401 (re-exported)
+
+
+def relu(features, name=None):
+    """max(features, 0). Example: ``h = sf.nn.relu(sf.matmul(x, w) + b)``."""
+    return _out("Relu", [features], name=name)
+
+
+def softmax(logits, name=None):
+    """exp(logits) / sum(exp(logits)) along the last dimension."""
+    return _out("Softmax", [logits], name=name)
+
+
+def log_softmax(logits, name=None):
+    """log(softmax(logits)), computed stably."""
+    return _out("LogSoftmax", [logits], name=name)
+
+
+def bias_add(value, bias, name=None):
+    """`value` plus the vector `bias` along the last dimension."""
+    return _out("BiasAdd", [value, bias], name=name)
+
+
+def _four(v, what):
+    """An int, a pair (h, w) or a full [1, h, w, 1] list as the 4-element form."""
+    if isinstance(v, int):
+        return [1, v, v, 1]
+    v = list(v)
+    if len(v) == 2:
+        return [1, v[0], v[1], 1]
+    if len(v) == 4:
+        return v
+    raise ValueError("%s takes an int, [h, w] or [1, h, w, 1], not %r" % (what, v))
+
+
+def _padding(p):
+    if not isinstance(p, str):
+        raise TypeError("padding must be 'SAME' or 'VALID', not %r" % (p,))
+    return p.upper()
+
+
+def conv2d(input, filters, strides=1, padding="SAME", name=None):  # noqa: A002
+    """2-D convolution of NHWC `input` with [h, w, in, out] `filters`.
+
+    `strides` is an int, [h, w] or [1, h, w, 1]; `padding` 'SAME' or 'VALID'.
+
+    Example::
+
+        y = sf.nn.conv2d(x, w, strides=1, padding="SAME")   # x [N,28,28,1], w [5,5,1,32]
+    """
+    return _out("Conv2D", [input, filters],
+                {"strides": _four(strides, "strides"), "padding": _padding(padding)}, name)
+
+
+def max_pool(value, ksize, strides, padding="VALID", name=None):
+    """Max pooling; `ksize` and `strides` are ints, [h, w] or [1, h, w, 1].
+
+    Example: ``p = sf.nn.max_pool(h, ksize=2, strides=2, padding="VALID")``.
+    """
+    return _out("MaxPool", [value], {"ksize": _four(ksize, "ksize"),
+                                     "strides": _four(strides, "strides"),
+                                     "padding": _padding(padding)}, name)
+
+
+def avg_pool(value, ksize, strides, padding="VALID", name=None):
+    """Average pooling; arguments as in max_pool."""
+    return _out("AvgPool", [value], {"ksize": _four(ksize, "ksize"),
+                                     "strides": _four(strides, "strides"),
+                                     "padding": _padding(padding)}, name)
+
+
+def softmax_cross_entropy_with_logits(labels, logits, name=None):
+    """Per-row cross-entropy between softmax(logits) and the distributions `labels`, both
+    [batch, classes]; returns [batch].
+
+    Example::
+
+        loss = sf.reduce_mean(sf.nn.softmax_cross_entropy_with_logits(labels=onehot, logits=z))
+    """
+    return _op("SoftmaxCrossEntropyWithLogits", [logits, labels], name=name).outputs[0]
+
+
+def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
+    """Per-row cross-entropy of softmax(logits) [batch, classes] against class indices
+    `labels` (int32 or int64, [batch]); returns [batch].
+
+    Example::
+
+        loss = sf.reduce_mean(
+            sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
+    """
+    return _op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=name).outputs[0]
+
+
+def dropout(x, rate, seed=0, name=None):
+    """`x` with each element zeroed with probability `rate` and the rest scaled by
+    1 / (1 - rate). A nonzero `seed` makes the masks reproducible.
+
+    Example: ``h = sf.nn.dropout(h, rate=0.5)`` (training graphs only).
+    """
+    if not 0 <= rate < 1:
+        raise ValueError("dropout rate must be in [0, 1), got %r" % (rate,))
+    return _op("Dropout", [x], {"rate": float(rate), "seed": int(seed)}, name).outputs[0]

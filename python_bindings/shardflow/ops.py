@@ -1,0 +1,365 @@
+"""Array and math ops: each builds one node (or a few) in the default graph.
+
+Example::
+
+    x = sf.placeholder(sf.float32, [None, 3], name="x")
+    w = sf.constant(np.ones((3, 2), np.float32))
+    y = sf.reduce_mean(sf.square(sf.matmul(x, w)), axis=1)
+
+Literals (Python numbers, lists, NumPy arrays) become constants; a Python number takes the dtype
+of the other operand (``x * 2`` multiplies a float32 ``x`` by 2.0).
+"""
+
+import numpy as np
+
+from shardflow import dtypes
+from shardflow.framework import (Tensor, _InputList, _literal, convert_to_tensor,
+                                 get_default_graph)
+
+
+def _graph_of(*values):
+    for v in values:
+        g = getattr(v, "graph", None)
+        if g is not None:
+            return g
+    return get_default_graph()
+
+
+def _op(op_type, inputs, attrs=None, name=None):
+    """Builds one op of a registered type in the graph of its inputs; returns the Operation."""
+    return _graph_of(*inputs)._add_op(op_type, inputs, attrs, name)
+
+
+def _out(op_type, inputs, attrs=None, name=None):
+    return _op(op_type, inputs, attrs, name).outputs[0]
+
+
+# ---- sources ------------------------------------------------------------------------------
+
+
+def placeholder(dtype, shape=None, name=None):
+    """A tensor whose value is fed at run time: ``sess.run(y, {x: array})``.
+
+    `shape` may have None dimensions (any size) or be None (any shape).
+
+    Example::
+
+        x = sf.placeholder(sf.float32, [None, 784], name="images")
+    """
+    dt = dtypes.as_dtype(dtype)
+    attrs = {"dtype": dt._enum, "shape": None if shape is None else list(shape)}
+    return _out("Placeholder", [], attrs, name)
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    """A tensor with a fixed value. Python floats become float32, ints int32.
+
+    Example::
+
+        c = sf.constant([[1.0, 2.0]])                  # float32 [1, 2]
+        z = sf.constant(0, dtype=sf.float32, shape=[2, 2])
+    """
+    if dtype is not None:
+        arr = np.asarray(value, dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+    else:
+        arr = _literal(value)
+    if shape is not None:
+        shape = list(shape)
+        if arr.size == 1:
+            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        else:
+            arr = arr.reshape(shape)
+    arr = np.ascontiguousarray(arr)
+    return _out("Const", [], {"value": arr, "dtype": dtypes.as_dtype(arr.dtype)._enum}, name)
+
+
+def zeros(shape, dtype=dtypes.float32, name=None):
+    """A constant of zeros."""
+    return constant(0, dtype=dtype, shape=shape, name=name)
+
+
+def ones(shape, dtype=dtypes.float32, name=None):
+    """A constant of ones."""
+    return constant(1, dtype=dtype, shape=shape, name=name)
+
+
+def fill(dims, value, name=None):
+    """A tensor of shape `dims` (a tensor or list) filled with `value`."""
+    return _out("Fill", [dims, value], name=name)
+
+
+def random_uniform(shape, dtype=dtypes.float32, seed=0, name=None):
+    """Uniform samples in [0, 1); a nonzero seed makes them reproducible."""
+    return _out("RandomUniform", [list(shape)],
+                {"dtype": dtypes.as_dtype(dtype)._enum, "seed": seed}, name)
+
+
+def random_normal(shape, dtype=dtypes.float32, seed=0, name=None):
+    """Samples of the standard normal distribution."""
+    return _out("RandomStandardNormal", [list(shape)],
+                {"dtype": dtypes.as_dtype(dtype)._enum, "seed": seed}, name)
+
+
+def truncated_normal(shape, dtype=dtypes.float32, seed=0, name=None):
+    """Normal samples redrawn until within two standard deviations."""
+    return _out("TruncatedNormal", [list(shape)],
+                {"dtype": dtypes.as_dtype(dtype)._enum, "seed": seed}, name)
+
+
+# ---- element-wise -------------------------------------------------------------------------
+
+
+def _binary(op_type, doc):
+    def fn(x, y, name=None):
+        return _out(op_type, [x, y], name=name)
+    fn.__doc__ = doc + "\n\nBroadcasts like NumPy. Example: ``sf.%s(x, 2.0)``." % op_type.lower()
+    return fn
+
+
+def _unary(op_type, doc):
+    def fn(x, name=None):
+        return _out(op_type, [x], name=name)
+    fn.__doc__ = doc + "\n\nExample: ``y = sf.%s(x)``." % op_type.lower()
+    return fn
+
+
+add = _binary("Add", "x + y, element-wise.")
+subtract = _binary("Sub", "x - y, element-wise.")
+multiply = _binary("Mul", "x * y, element-wise.")
+divide = _binary("Div", "x / y, element-wise.")
+maximum = _binary("Maximum", "max(x, y), element-wise.")
+minimum = _binary("Minimum", "min(x, y), element-wise.")
+pow = _binary("Pow", "x ** y, element-wise.")  # noqa: A001 (shadows the builtin, as in TF)
+squared_difference = _binary("SquaredDifference", "(x - y) ** 2, element-wise.")
+equal = _binary("Equal", "x == y, element-wise (bool).")
+not_equal = _binary("NotEqual", "x != y, element-wise (bool).")
+less = _binary("Less", "x < y, element-wise (bool).")
+less_equal = _binary("LessEqual", "x <= y, element-wise (bool).")
+greater = _binary("Greater", "x > y, element-wise (bool).")
+greater_equal = _binary("GreaterEqual", "x >= y, element-wise (bool).")
+logical_and = _binary("LogicalAnd", "x and y, element-wise.")
+logical_or = _binary("LogicalOr", "x or y, element-wise.")
+
+negative = _unary("Neg", "-x.")
+abs = _unary("Abs", "|x|.")  # noqa: A001
+square = _unary("Square", "x * x.")
+sign = _unary("Sign", "-1, 0 or 1.")
+sqrt = _unary("Sqrt", "Square root.")
+rsqrt = _unary("Rsqrt", "1 / sqrt(x).")
+exp = _unary("Exp", "e ** x.")
+log = _unary("Log", "Natural logarithm.")
+tanh = _unary("Tanh", "Hyperbolic tangent.")
+sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x)).")
+reciprocal = _unary("Reciprocal", "1 / x.")
+logical_not = _unary("LogicalNot", "not x.")
+identity = _unary("Identity", "The same value (a new node; useful to name or place a value).")
+stop_gradient = _unary("StopGradient", "The same value; gradients do not flow through it.")
+zeros_like = _unary("ZerosLike", "Zeros of x's shape and dtype.")
+ones_like = _unary("OnesLike", "Ones of x's shape and dtype.")
+
+
+def add_n(inputs, name=None):
+    """The sum of a list of tensors of one shape.
+
+    Example::
+
+        total = sf.add_n([a, b, c])
+    """
+    return _graph_of(*inputs)._add_op("AddN", [_InputList(inputs)], None, name).outputs[0]
+
+
+def cast(x, dtype, name=None):
+    """`x` converted to `dtype`. Example: ``sf.cast(labels, sf.float32)``."""
+    return _out("Cast", [x], {"DstT": dtypes.as_dtype(dtype)._enum}, name)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    """Matrix product of two rank-2 tensors (also ``a @ b``).
+
+    Example::
+
+        y = sf.matmul(x, w)                  # [batch, in] x [in, out]
+        g = sf.matmul(x, x, transpose_a=True)
+    """
+    return _out("MatMul", [a, b], {"transpose_a": transpose_a, "transpose_b": transpose_b},
+                name)
+
+
+# ---- reductions ---------------------------------------------------------------------------
+
+
+def _reduction(op_type, doc):
+    def fn(input_tensor, axis=None, keepdims=False, name=None):
+        x = convert_to_tensor(input_tensor)
+        if axis is None:
+            if x.shape.ndims is None:
+                if keepdims:
+                    raise ValueError("keepdims needs a known rank when axis is None")
+                x = reshape(x, [-1])
+                axis = [0]
+            else:
+                axis = list(range(x.shape.ndims))
+        elif isinstance(axis, int):
+            axis = [axis]
+        return _out(op_type, [x, np.asarray(axis, dtype=np.int32)], {"keep_dims": keepdims},
+                    name)
+    fn.__doc__ = (doc + " over `axis` (an int, a list, or None for all dimensions).\n\n"
+                  "Example::\n\n    m = sf.%s(x, axis=1, keepdims=True)\n"
+                  % ("reduce_" + op_type.lower()))
+    return fn
+
+
+reduce_sum = _reduction("Sum", "Sum")
+reduce_mean = _reduction("Mean", "Mean")
+reduce_max = _reduction("Max", "Maximum")
+reduce_min = _reduction("Min", "Minimum")
+reduce_prod = _reduction("Prod", "Product")
+
+
+def argmax(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    """Index of the largest value along `axis`.
+
+    Example: ``predictions = sf.argmax(logits, axis=1, output_type=sf.int32)``.
+    """
+    if axis is None:
+        axis = 0
+    return _out("ArgMax", [input, np.int32(axis)],
+                {"output_type": dtypes.as_dtype(output_type)._enum}, name)
+
+
+# ---- shapes -------------------------------------------------------------------------------
+
+
+def reshape(tensor, shape, name=None):
+    """`tensor` with another shape of the same element count; one dimension may be -1.
+
+    Example: ``flat = sf.reshape(images, [-1, 784])``.
+    """
+    if not isinstance(shape, Tensor):
+        shape = np.asarray(shape, dtype=np.int32)
+    return _out("Reshape", [tensor, shape], name=name)
+
+
+def transpose(a, perm=None, name=None):
+    """Permutes the dimensions (reverses them when `perm` is None)."""
+    if perm is None:
+        rank = convert_to_tensor(a).shape.ndims
+        if rank is None:
+            raise ValueError("transpose without perm needs a known rank")
+        perm = list(reversed(range(rank)))
+    return _out("Transpose", [a, np.asarray(perm, dtype=np.int32)], name=name)
+
+
+def concat(values, axis, name=None):
+    """Joins tensors along `axis`. Example: ``sf.concat([a, b], axis=1)``."""
+    return _graph_of(*values)._add_op("Concat", [_InputList(values), np.int32(axis)], None,
+                                      name).outputs[0]
+
+
+def slice(input_, begin, size, name=None):  # noqa: A001
+    """The part of `input_` starting at `begin` with `size` (-1: to the end)."""
+    return _out("Slice", [input_, np.asarray(begin, np.int32), np.asarray(size, np.int32)],
+                name=name)
+
+
+def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
+    """The run-time shape of `input` as a 1-D tensor."""
+    return _out("Shape", [input], {"out_type": dtypes.as_dtype(out_type)._enum}, name)
+
+
+def expand_dims(input, axis, name=None):  # noqa: A002
+    """`input` with a dimension of size 1 inserted at `axis`."""
+    return _out("ExpandDims", [input, np.int32(axis)], name=name)
+
+
+def squeeze(input, axis=None, name=None):  # noqa: A002
+    """`input` without dimensions of size 1 (only those in `axis`, when given)."""
+    if axis is None:
+        axis = []
+    elif isinstance(axis, int):
+        axis = [axis]
+    return _out("Squeeze", [input], {"squeeze_dims": list(axis)}, name)
+
+
+def no_op(name=None):
+    """An op that does nothing; with control dependencies it groups other ops."""
+    return get_default_graph()._add_op("NoOp", [], None, name)
+
+
+def group(*inputs, name=None):
+    """One op that runs all of `inputs` (ops or tensors).
+
+    Example: ``train = sf.group(update_w, update_b)``.
+    """
+    from shardflow.framework import control_dependencies
+    with control_dependencies(inputs):
+        return no_op(name=name)
+
+
+def check_numerics(tensor, message, name=None):
+    """`tensor`, after checking it holds no NaN or Inf (the step fails naming `message`)."""
+    return _out("CheckNumerics", [tensor], {"message": message}, name)
+
+
+
+__all__ = [
+    "abs",
+    "add",
+    "add_n",
+    "argmax",
+    "cast",
+    "check_numerics",
+    "concat",
+    "constant",
+    "divide",
+    "equal",
+    "exp",
+    "expand_dims",
+    "fill",
+    "greater",
+    "greater_equal",
+    "group",
+    "identity",
+    "less",
+    "less_equal",
+    "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "matmul",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "no_op",
+    "not_equal",
+    "ones",
+    "ones_like",
+    "placeholder",
+    "pow",
+    "random_normal",
+    "random_uniform",
+    "reciprocal",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_min",
+    "reduce_prod",
+    "reduce_sum",
+    "reshape",
+    "rsqrt",
+    "shape",
+    "sigmoid",
+    "sign",
+    "slice",
+    "sqrt",
+    "square",
+    "squared_difference",
+    "squeeze",
+    "stop_gradient",
+    "subtract",
+    "tanh",
+    "transpose",
+    "truncated_normal",
+    "zeros",
+    "zeros_like",
+]

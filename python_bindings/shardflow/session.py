@@ -1,0 +1,284 @@
+"""Sessions run graphs: ``sess.run(fetches, feed_dict)`` with NumPy arrays in and out.
+
+Example::
+
+    with sf.Session(config=sf.ConfigProto(cpu_device_count=2)) as sess:
+        sess.run(sf.global_variables_initializer())
+        loss_value, _ = sess.run([loss, train_op], {x: images, y: labels})
+
+Feeds: a C-contiguous NumPy array of a supported dtype is passed to the engine without a copy
+(the engine holds a reference to it for the step; do not write to it from another thread while a
+step runs). Other values are converted (and copied). Fetches come back as NumPy arrays that own
+their data (no copy when the engine has no other reference to the result).
+
+The engine runs the step with the GIL released, so other Python threads keep running.
+"""
+
+import collections
+import threading
+
+import numpy as np
+
+from shardflow import _shardflow as _C
+from shardflow import dtypes
+from shardflow.framework import Operation, Tensor, get_default_graph
+from shardflow.variables import Variable
+
+
+class RunOptions:
+    """Options for one step.
+
+    Example::
+
+        opts = sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE)
+        md = sf.RunMetadata()
+        sess.run(y, {x: a}, options=opts, run_metadata=md)
+    """
+
+    NO_TRACE = 0
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level=NO_TRACE, timeout_in_ms=0, check_numerics=False):
+        if trace_level not in (self.NO_TRACE, self.FULL_TRACE):
+            raise ValueError("trace_level is RunOptions.NO_TRACE or RunOptions.FULL_TRACE")
+        self.trace_level = trace_level
+        self.timeout_in_ms = int(timeout_in_ms)
+        self.check_numerics = bool(check_numerics)
+
+
+RunMetadata = _C.RunMetadata
+RunMetadata.__doc__ = """What one traced step did (filled by ``Session.run(..., run_metadata=md)``
+with ``RunOptions(trace_level=FULL_TRACE)``): ``placement`` (node -> device), ``devices``,
+``node_stats()``, ``partition_graph_count``; read it with sf.profiler."""
+
+
+class ConfigProto:
+    """How a session sets up its devices and threads.
+
+    Example::
+
+        sf.Session(config=sf.ConfigProto(cpu_device_count=2, intra_op_threads=1))
+
+    cpu_device_count: CPU devices exposed ('/device:CPU:0', '/device:CPU:1', ...); 0 = 1.
+    inter_op_threads / intra_op_threads: threads per device (0 = automatic).
+    allow_soft_placement: place ops elsewhere when their requested device cannot run them.
+    log_device_placement: print 'node (Op) -> device' once per placed graph.
+    """
+
+    _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count",
+               "allow_soft_placement", "log_device_placement")
+
+    def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
+                 allow_soft_placement=False, log_device_placement=False):
+        self.inter_op_threads = inter_op_threads
+        self.intra_op_threads = intra_op_threads
+        self.cpu_device_count = cpu_device_count
+        self.allow_soft_placement = allow_soft_placement
+        self.log_device_placement = log_device_placement
+
+    def _to_c(self):
+        c = _C.SessionConfig()
+        for f in self._FIELDS:
+            setattr(c, f, getattr(self, f))
+        return c
+
+
+def _config(config):
+    if config is None:
+        return ConfigProto()
+    if isinstance(config, ConfigProto):
+        return config
+    if isinstance(config, dict):
+        unknown = set(config) - set(ConfigProto._FIELDS)
+        if unknown:
+            raise ValueError("unknown config field(s) %s; known: %s"
+                             % (sorted(unknown), ", ".join(ConfigProto._FIELDS)))
+        return ConfigProto(**config)
+    raise TypeError("config is a sf.ConfigProto or a dict, not %r" % (config,))
+
+
+class _FetchPlan:
+    """Flattens a nested structure of fetches into tensor names and targets, and rebuilds the
+    structure from the fetched arrays."""
+
+    def __init__(self, graph, fetches):
+        self.names = []
+        self.targets = []
+        self._index = {}
+        self.build = self._plan(graph, fetches)
+
+    def _tensor(self, t):
+        i = self._index.get(t.name)
+        if i is None:
+            i = self._index[t.name] = len(self.names)
+            self.names.append(t.name)
+        return lambda out: out[i]
+
+    def _plan(self, graph, f):
+        if isinstance(f, Tensor):
+            if f.graph is not graph:
+                raise ValueError("fetch %s is from another graph than the session's" % f.name)
+            return self._tensor(f)
+        if isinstance(f, Variable):
+            return self._plan(graph, f.value())
+        if isinstance(f, Operation):
+            if f.graph is not graph:
+                raise ValueError("fetch %s is from another graph than the session's" % f.name)
+            self.targets.append(f.name)
+            return lambda out: None
+        if isinstance(f, str):
+            if ":" in f:
+                return self._tensor(graph.get_tensor_by_name(f))
+            self.targets.append(graph.get_operation_by_name(f).name)
+            return lambda out: None
+        if isinstance(f, dict):
+            parts = [(k, self._plan(graph, v)) for k, v in f.items()]
+            kind = type(f)
+            return lambda out: kind((k, p(out)) for k, p in parts)
+        if isinstance(f, tuple) and hasattr(f, "_fields"):  # namedtuple
+            parts = [self._plan(graph, v) for v in f]
+            kind = type(f)
+            return lambda out: kind(*[p(out) for p in parts])
+        if isinstance(f, (list, tuple)):
+            parts = [self._plan(graph, v) for v in f]
+            kind = type(f)
+            return lambda out: kind(p(out) for p in parts)
+        if f is None:
+            raise TypeError("fetch None is not allowed")
+        raise TypeError("cannot fetch %r (of type %s); fetch Tensors, Operations, Variables, "
+                        "names, or lists/tuples/dicts of them" % (f, type(f).__name__))
+
+
+def _feed_value(tensor, value):
+    """`value` as an array of the placeholder's dtype (ndarrays of that dtype pass as is)."""
+    want = tensor.dtype.as_numpy_dtype
+    if isinstance(value, np.ndarray):
+        if value.dtype == want or tensor.dtype == dtypes.string:
+            return value
+        if not np.can_cast(value.dtype, want, "same_kind"):
+            raise TypeError("feed for '%s' has dtype %s but the tensor is %s"
+                            % (tensor.name, value.dtype, tensor.dtype.name))
+        return value.astype(want)
+    if tensor.dtype == dtypes.string:
+        return np.asarray(value, dtype=object)
+    try:
+        return np.asarray(value, dtype=want)
+    except (TypeError, ValueError) as e:
+        raise TypeError("feed for '%s' (%s): %s" % (tensor.name, tensor.dtype.name, e)) from None
+
+
+_default_session = threading.local()
+
+
+def get_default_session():
+    """The session of the innermost ``with sess:`` (or ``sess.as_default()``) block."""
+    stack = getattr(_default_session, "stack", [])
+    if not stack:
+        raise RuntimeError("no default session: use `with sf.Session() as sess:` or pass "
+                           "session=")
+    return stack[-1]
+
+
+class Session:
+    """Runs the ops of one graph.
+
+    `target` is "" for a local session in this process; other targets (e.g. "grpc://host:port")
+    are passed to the engine, which raises when it cannot serve them. `graph` defaults to the
+    default graph; ops added to it after the session was created can be run too.
+
+    Example::
+
+        with sf.Session() as sess:
+            print(sess.run(y, feed_dict={x: np.ones((2, 3), np.float32)}))
+
+    Thread safety: ``run`` may be called from several threads at once.
+    """
+
+    def __init__(self, target="", graph=None, config=None):
+        if not isinstance(target, str):
+            raise TypeError("target is a string such as '' or 'grpc://host:port'")
+        self.graph = graph or get_default_graph()
+        self.target = target
+        self._config = _config(config)
+        self._handle = _C.SessionHandle(self.graph._handle, target, self._config._to_c())
+        self._plans = collections.OrderedDict()
+
+    def _plan(self, fetches):
+        # Plans are cached for fetches that are hashable (a tensor, a tuple of tensors, ...).
+        try:
+            key = (type(fetches), fetches) if not isinstance(fetches, list) else None
+            hash(key)
+        except TypeError:
+            key = None
+        if key is not None:
+            plan = self._plans.get(key)
+            if plan is not None:
+                return plan
+        plan = _FetchPlan(self.graph, fetches)
+        if key is not None:
+            self._plans[key] = plan
+            if len(self._plans) > 256:
+                self._plans.popitem(last=False)
+        return plan
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        """Runs one step and returns the values of `fetches`, in the same structure.
+
+        `fetches` is a Tensor, Operation (gives None), Variable, name, or a nested
+        list/tuple/dict of them. `feed_dict` maps placeholders (tensors or names) to values.
+        `options` is a RunOptions; `run_metadata` a RunMetadata filled when tracing.
+
+        Errors of the step arrive as sf.errors exceptions (ValueError for invalid arguments,
+        ...), with the engine's message.
+        """
+        plan = self._plan(fetches)
+        feeds = []
+        if feed_dict:
+            for key, value in feed_dict.items():
+                if isinstance(key, str):
+                    key = self.graph.get_tensor_by_name(key)
+                elif not isinstance(key, Tensor):
+                    raise TypeError("feed_dict keys are tensors or tensor names, not %r" % (key,))
+                feeds.append((key.name, _feed_value(key, value)))
+        if options is None:
+            out = self._handle.run(feeds, plan.names, plan.targets, 0, 0, False, run_metadata)
+        else:
+            out = self._handle.run(feeds, plan.names, plan.targets, options.trace_level,
+                                   options.timeout_in_ms, options.check_numerics, run_metadata)
+        return plan.build(out)
+
+    def list_devices(self):
+        """The full names of the session's devices."""
+        return self._handle.list_devices()
+
+    def close(self):
+        """Releases the session's devices; later runs raise FailedPreconditionError."""
+        self._handle.close()
+
+    def as_default(self):
+        """``with sess.as_default():`` makes Tensor.eval() and Operation.run() use it."""
+        return _DefaultSession(self, close=False)
+
+    def __enter__(self):
+        stack = _default_session.__dict__.setdefault("stack", [])
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _default_session.stack.pop()
+        self.close()
+
+
+class _DefaultSession:
+    def __init__(self, session, close):
+        self._session = session
+
+    def __enter__(self):
+        _default_session.__dict__.setdefault("stack", []).append(self._session)
+        return self._session
+
+    def __exit__(self, *exc):
+        _default_session.stack.pop()
+
+
+InteractiveSession = Session

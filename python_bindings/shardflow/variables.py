@@ -1,0 +1,179 @@
+"""Variables: state that persists across the steps of a session, and their initial values.
+
+Example::
+
+    w = sf.Variable(sf.initializers.glorot_uniform(seed=1), shape=[784, 10], name="w")
+    b = sf.Variable(np.zeros(10, np.float32), name="b")
+    logits = x @ w + b
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run(w.assign(np.ones((784, 10), np.float32)))
+"""
+
+import numpy as np
+
+from shardflow import dtypes
+from shardflow.framework import (Tensor, _TensorOperators, _literal, _to_input,
+                                 get_default_graph)
+
+
+class Initializer:
+    """An initial value computed in the graph from a shape and dtype (see sf.initializers)."""
+
+    def __init__(self, kind, seed=0, value=0.0):
+        self.kind = kind
+        self.seed = int(seed)
+        self.value = float(value)
+
+    def __call__(self, shape, dtype=dtypes.float32, name=None):
+        g = get_default_graph()
+        with g.name_scope(name or self.kind):
+            ref = g._handle.initializer(self.kind, list(shape), self.seed,
+                                        dtypes.as_dtype(dtype)._enum, self.value, g._ctx())
+        op = g.get_operation_by_name(ref.node)
+        return op.outputs[ref.index]
+
+    def __repr__(self):
+        return "sf.initializers.%s(seed=%d)" % (self.kind, self.seed)
+
+
+class initializers:  # noqa: N801 (a namespace, spelled like TensorFlow's module)
+    """Initial values for variables and layers.
+
+    Example::
+
+        sf.Variable(sf.initializers.he_normal(seed=3), shape=[5, 5, 1, 32])
+    """
+
+    @staticmethod
+    def zeros():
+        return Initializer("zeros")
+
+    @staticmethod
+    def constant(value):
+        return Initializer("constant", value=value)
+
+    @staticmethod
+    def glorot_uniform(seed=0):
+        return Initializer("glorot_uniform", seed)
+
+    @staticmethod
+    def glorot_normal(seed=0):
+        return Initializer("glorot_normal", seed)
+
+    @staticmethod
+    def he_uniform(seed=0):
+        return Initializer("he_uniform", seed)
+
+    @staticmethod
+    def he_normal(seed=0):
+        return Initializer("he_normal", seed)
+
+    @staticmethod
+    def truncated_normal(stddev=1.0, seed=0):
+        return Initializer("truncated_normal", seed, value=stddev)
+
+
+class Variable(_TensorOperators):
+    """A tensor whose value persists across steps and that optimizers update.
+
+    `initial_value` is a Tensor, an array-like, a callable returning one, or an Initializer
+    (then `shape` is required). Use it like a tensor (``x @ w``); ``value()`` is the read.
+
+    Example::
+
+        v = sf.Variable(0.0, name="counter")
+        inc = v.assign_add(1.0)
+    """
+
+    def __init__(self, initial_value, name=None, trainable=True, dtype=None, shape=None):
+        g = get_default_graph()
+        if isinstance(initial_value, Initializer):
+            if shape is None:
+                raise ValueError("a Variable initialised by %r needs a shape" % initial_value)
+            initial_value = initial_value(shape, dtype or dtypes.float32,
+                                          name=(name or "Variable") + "/initial_value")
+        elif callable(initial_value):
+            initial_value = initial_value()
+        if not isinstance(initial_value, Tensor):
+            if dtype is not None:
+                initial_value = np.asarray(initial_value,
+                                           dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+            initial_value = _literal(initial_value)
+            if shape is not None:
+                initial_value = np.broadcast_to(initial_value, list(shape)).copy()
+        handle, read, init_name, shared_name = g._handle.create_variable(
+            _to_input(g, initial_value), bool(trainable), g._ctx(name or "Variable"))
+        self.graph = g
+        self.name = shared_name
+        self.trainable = bool(trainable)
+        self._handle_op = g._operation(handle.node, [handle])
+        self._read = g._operation(read.node, [read]).outputs[0]
+        self.initializer = g.get_operation_by_name(init_name)
+        g._variables.append(self)
+
+    @property
+    def handle(self):
+        """The VarHandleOp's output (a string scalar naming the variable)."""
+        return self._handle_op.outputs[0]
+
+    def value(self):
+        """The variable's value in a step (its ReadVariableOp)."""
+        return self._read
+
+    read_value = value
+
+    @property
+    def dtype(self):
+        return self._read.dtype
+
+    @property
+    def shape(self):
+        return self._read.shape
+
+    @property
+    def op(self):
+        return self._read.op
+
+    def assign(self, value, name=None):
+        """An op that sets the variable to `value`."""
+        from shardflow.ops import _op
+        return _op("AssignVariableOp", [self.handle, value],
+                   {"dtype": self.dtype._enum}, name)
+
+    def assign_add(self, delta, name=None):
+        """An op that adds `delta` to the variable."""
+        from shardflow.ops import _op
+        return _op("AssignAddVariableOp", [self.handle, delta],
+                   {"dtype": self.dtype._enum}, name)
+
+    def eval(self, session=None):
+        """The current value (runs the read in `session` or the default session)."""
+        return self._read.eval(session=session)
+
+    def __repr__(self):
+        return "<sf.Variable '%s' shape=%s dtype=%s>" % (
+            self.name, self.shape.as_list() if self.shape.ndims is not None else "<unknown>",
+            self.dtype.name)
+
+
+def global_variables(graph=None):
+    """Every Variable created from Python in the graph."""
+    return list((graph or get_default_graph())._variables)
+
+
+def trainable_variables(graph=None):
+    """The trainable Variables of the graph."""
+    return [v for v in global_variables(graph) if v.trainable]
+
+
+def global_variables_initializer(name=None):
+    """One op that runs every variable's initializer (optimizer slots included).
+
+    Example::
+
+        sess.run(sf.global_variables_initializer())
+    """
+    g = get_default_graph()
+    op_name = g._handle.initialize_all_variables(g._ctx(name))
+    return g.get_operation_by_name(op_name)

@@ -1,0 +1,64 @@
+// The `shardflow._shardflow` extension module: the public C++ API of shardflow for the Python
+// package in python_bindings/shardflow/. Users import `shardflow`, not this module.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+
+#include "python_bindings/src/status_exceptions.h"
+#include "python_bindings/src/tensor_conversion.h"
+#include "runtime/data/fashion_mnist.h"
+
+namespace shardflow {
+namespace python {
+
+void RegisterGraphBindings(pybind11::module_& m);
+void RegisterSessionBindings(pybind11::module_& m);
+
+namespace {
+
+namespace py = pybind11;
+
+// (images float32 [N,784] in [0,1], labels int32 [N]); the arrays own the loader's buffers.
+py::tuple LoadFashionMnistArrays(const std::string& dir, const std::string& split) {
+  Split s;
+  if (split == "train") {
+    s = Split::kTrain;
+  } else if (split == "test") {
+    s = Split::kTest;
+  } else {
+    throw StatusError(
+        absl::InvalidArgumentError("split must be 'train' or 'test', not '" + split + "'"));
+  }
+  absl::StatusOr<Dataset> data;
+  {
+    py::gil_scoped_release release;
+    data = LoadFashionMnist(dir.empty() ? kDefaultFashionMnistDir : dir, s);
+  }
+  ThrowIfError(data.status());
+  Tensor images = std::move(data->images);
+  Tensor labels = std::move(data->labels);
+  data = absl::StatusOr<Dataset>();  // drop the dataset's references: the arrays own the data
+  return py::make_tuple(TensorToArray(std::move(images)), TensorToArray(std::move(labels)));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_shardflow, m) {
+  m.doc() = "shardflow's C++ engine; use the `shardflow` package instead of this module.";
+  RegisterStatusErrors(m);
+  RegisterGraphBindings(m);
+  RegisterSessionBindings(m);
+  m.def("load_fashion_mnist", &LoadFashionMnistArrays, py::arg("dir") = "",
+        py::arg("split") = "train");
+  m.attr("DEFAULT_FASHION_MNIST_DIR") = std::string(kDefaultFashionMnistDir);
+  m.def("_raise_status", [](int code, const std::string& message) {
+    // Test hook: raises the exception a status of this code becomes.
+    ThrowIfError(absl::Status(static_cast<absl::StatusCode>(code), message));
+  });
+}
+
+}  // namespace python
+}  // namespace shardflow

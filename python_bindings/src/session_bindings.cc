@@ -1,0 +1,281 @@
+// Python bindings for running graphs and reading what a step did: SessionHandle (Session::Run
+// with NumPy feeds and fetches, the GIL released while the step runs), RunMetadata and the
+// profiler outputs.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/graph/graph.h"
+#include "python_bindings/src/graph_handle.h"
+#include "python_bindings/src/status_exceptions.h"
+#include "python_bindings/src/tensor_conversion.h"
+#include "runtime/profiler.h"
+#include "runtime/session.h"
+
+namespace shardflow {
+namespace python {
+namespace {
+
+namespace py = pybind11;
+using GraphPtr = std::shared_ptr<GraphHandle>;
+
+// Test hook: the data pointers of the tensors the last Run passed to Session::Run, and how many
+// feeds and fetches crossed without a copy (shardflow._shardflow._last_run_stats()).
+struct LastRunStats {
+  std::vector<uintptr_t> feed_pointers;
+  int feeds_zero_copy = 0;
+  int fetches_zero_copy = 0;
+};
+LastRunStats g_last_run;
+
+// Note [Feeds the engine may keep]: AssignVariableOp stores its value tensor as the variable's
+// buffer (no copy), and later updates write into it. A fed array that reaches such an input
+// through buffer-forwarding ops would become the variable's memory: the user's array would
+// change with training. Such feeds are copied; all others are wrapped without a copy.
+bool FeedMayBeKept(const Graph& graph, const std::string& tensor_name) {
+  auto ref = ParseTensorRef(tensor_name);
+  if (!ref.ok()) return true;
+  Node* start = graph.FindNode(ref->node);
+  if (start == nullptr) return true;
+  std::vector<std::pair<Node*, int>> stack = {{start, ref->index}};
+  std::unordered_set<Node*> seen;
+  while (!stack.empty()) {
+    auto [node, slot] = stack.back();
+    stack.pop_back();
+    for (const Edge* e : node->out_edges()) {
+      if (e->IsControl() || e->src_output != slot) continue;
+      const std::string& op = e->dst->op();
+      if (op == "AssignVariableOp" || op == "AssignAddVariableOp") return true;
+      bool forwards = op == "Identity" || op == "StopGradient" || op == "Reshape" ||
+                      op == "ExpandDims" || op == "Squeeze";
+      if (forwards && e->dst_input == 0 && seen.insert(e->dst).second) {
+        stack.emplace_back(e->dst, 0);
+      }
+    }
+  }
+  return false;
+}
+
+struct SessionConfig {
+  int inter_op_threads = 0;
+  int intra_op_threads = 0;
+  int cpu_device_count = 0;
+  bool allow_soft_placement = false;
+  bool log_device_placement = false;
+};
+
+class SessionHandle {
+ public:
+  SessionHandle(GraphPtr graph, const std::string& target, const SessionConfig& config)
+      : graph_(std::move(graph)) {
+    SessionOptions options;
+    options.target = target;
+    options.config.set_inter_op_threads(config.inter_op_threads);
+    options.config.set_intra_op_threads(config.intra_op_threads);
+    options.config.set_cpu_device_count(config.cpu_device_count);
+    options.config.set_allow_soft_placement(config.allow_soft_placement);
+    options.config.set_log_device_placement(config.log_device_placement);
+    SF_PY_ASSIGN_OR_THROW(session_, NewSession(options));
+  }
+  ~SessionHandle() {
+    // Executor threads may need the GIL to drop the last reference to a fed array.
+    py::gil_scoped_release release;
+    session_.reset();
+  }
+
+  // feeds: [(tensor name, value)]; returns one array per fetch.
+  py::list Run(const py::list& feeds, const std::vector<std::string>& fetches,
+               const std::vector<std::string>& targets, int trace_level, int64_t timeout_in_ms,
+               bool check_numerics, RunMetadata* metadata) {
+    if (!session_) {
+      throw StatusError(absl::FailedPreconditionError("the session was closed"));
+    }
+    SyncGraph();
+    std::vector<std::pair<std::string, Tensor>> inputs;
+    inputs.reserve(feeds.size());
+    g_last_run = LastRunStats();
+    for (py::handle item : feeds) {
+      auto pair = item.cast<py::tuple>();
+      std::string name = pair[0].cast<std::string>();
+      bool zero_copy = false;
+      std::string what = absl::StrCat("feed for '", name, "'");
+      Tensor t = ArrayToTensor(pair[1], !MayBeKept(name), &zero_copy, what.c_str());
+      g_last_run.feed_pointers.push_back(reinterpret_cast<uintptr_t>(t.raw_data()));
+      g_last_run.feeds_zero_copy += zero_copy;
+      inputs.emplace_back(std::move(name), std::move(t));
+    }
+    RunOptions options;
+    options.set_trace_level(static_cast<RunOptions::TraceLevel>(trace_level));
+    options.set_timeout_in_ms(timeout_in_ms);
+    options.set_check_numerics(check_numerics);
+    std::vector<Tensor> outputs;
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      status = session_->Run(options, inputs, fetches, targets, &outputs, metadata);
+    }
+    // `inputs` is destroyed with the GIL held, so releasing the fed arrays is cheap.
+    ThrowIfError(status);
+    py::list result;
+    for (Tensor& t : outputs) {
+      bool zero_copy = false;
+      result.append(TensorToArray(std::move(t), &zero_copy));
+      g_last_run.fetches_zero_copy += zero_copy;
+    }
+    return result;
+  }
+
+  std::vector<std::string> ListDevices() const {
+    if (!session_) throw StatusError(absl::FailedPreconditionError("the session was closed"));
+    std::vector<std::string> names;
+    for (const DeviceAttributes& d : session_->ListDevices()) names.push_back(d.name);
+    return names;
+  }
+
+  void Close() {
+    if (!session_) return;
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = session_->Close();
+      session_.reset();
+    }
+    ThrowIfError(s);
+  }
+
+ private:
+  // Sends the nodes added to the Python graph since the last step (Create, then Extend).
+  void SyncGraph() {
+    if (created_ && graph_->generation() == synced_generation_) return;
+    GraphDef full;
+    graph_->graph()->ToGraphDef(&full);
+    GraphDef delta;
+    for (const NodeDef& n : full.node()) {
+      if (sent_.insert(n.name()).second) *delta.add_node() = n;
+    }
+    if (!created_) {
+      ThrowIfError(session_->Create(full));
+      created_ = true;
+    } else if (delta.node_size() > 0) {
+      ThrowIfError(session_->Extend(delta));
+    }
+    synced_generation_ = graph_->generation();
+    feed_may_be_kept_.clear();
+  }
+
+  bool MayBeKept(const std::string& name) {
+    auto it = feed_may_be_kept_.find(name);
+    if (it != feed_may_be_kept_.end()) return it->second;
+    bool kept = FeedMayBeKept(*graph_->graph(), name);
+    feed_may_be_kept_.emplace(name, kept);
+    return kept;
+  }
+
+  GraphPtr graph_;
+  std::unique_ptr<Session> session_;
+  bool created_ = false;
+  int64_t synced_generation_ = -1;
+  std::unordered_set<std::string> sent_;
+  std::unordered_map<std::string, bool> feed_may_be_kept_;
+};
+
+py::list NodeStats(const RunMetadata& md) {
+  py::list out;
+  for (const auto& dev : md.step_stats().dev_stats()) {
+    for (const auto& n : dev.node_stats()) {
+      py::dict d;
+      d["device"] = dev.device();
+      d["node"] = n.node_name();
+      d["op"] = n.op();
+      d["start_micros"] = n.start_micros();
+      d["end_micros"] = n.end_micros();
+      out.append(d);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void RegisterSessionBindings(py::module_& m) {
+  py::class_<SessionConfig>(m, "SessionConfig")
+      .def(py::init<>())
+      .def_readwrite("inter_op_threads", &SessionConfig::inter_op_threads)
+      .def_readwrite("intra_op_threads", &SessionConfig::intra_op_threads)
+      .def_readwrite("cpu_device_count", &SessionConfig::cpu_device_count)
+      .def_readwrite("allow_soft_placement", &SessionConfig::allow_soft_placement)
+      .def_readwrite("log_device_placement", &SessionConfig::log_device_placement);
+
+  py::class_<SessionHandle>(m, "SessionHandle", "The C++ session behind shardflow.Session.")
+      .def(py::init<GraphPtr, std::string, SessionConfig>())
+      .def("run", &SessionHandle::Run, py::arg("feeds"), py::arg("fetches"), py::arg("targets"),
+           py::arg("trace_level") = 0, py::arg("timeout_in_ms") = 0,
+           py::arg("check_numerics") = false, py::arg("metadata") = nullptr)
+      .def("list_devices", &SessionHandle::ListDevices)
+      .def("close", &SessionHandle::Close);
+
+  py::class_<RunMetadata>(m, "RunMetadata",
+                          "What one step did: step stats per device, placement, partition "
+                          "graphs (filled by Session.run with FULL_TRACE).")
+      .def(py::init<>())
+      .def_property_readonly("placement",
+                             [](const RunMetadata& md) {
+                               std::map<std::string, std::string> p(md.placement().begin(),
+                                                                    md.placement().end());
+                               return p;
+                             })
+      .def_property_readonly("devices",
+                             [](const RunMetadata& md) {
+                               std::vector<std::string> d;
+                               for (const auto& s : md.step_stats().dev_stats()) {
+                                 d.push_back(s.device());
+                               }
+                               return d;
+                             })
+      .def_property_readonly("partition_graph_count",
+                             [](const RunMetadata& md) { return md.partition_graphs_size(); })
+      .def("node_stats", &NodeStats,
+           "One dict per node execution: device, node, op, start_micros, end_micros.")
+      .def("SerializeToString",
+           [](const RunMetadata& md) { return py::bytes(md.SerializeAsString()); })
+      .def("ParseFromString",
+           [](RunMetadata& md, const py::bytes& data) {
+             if (!md.ParseFromString(std::string(data))) {
+               throw StatusError(absl::InvalidArgumentError("not a serialized RunMetadata"));
+             }
+           })
+      .def("Clear", [](RunMetadata& md) { md.Clear(); });
+
+  m.def("chrome_trace_json", [](const RunMetadata& md) { return ChromeTraceJson(md); });
+  m.def("placement_report", [](const RunMetadata& md) { return PlacementReport(md); });
+  m.def(
+      "placed_graph_dot",
+      [](const GraphHandle& g, const RunMetadata* md) {
+        GraphDef def;
+        g.graph()->ToGraphDef(&def);
+        return PlacedGraphDot(def, md);
+      },
+      py::arg("graph"), py::arg("metadata") = nullptr);
+  m.def("dot_to_svg", [](const std::string& dot) {
+    SF_PY_ASSIGN_OR_THROW(std::string svg, DotToSvg(dot));
+    return svg;
+  });
+  m.def("_last_run_stats", []() {
+    py::dict d;
+    d["feed_pointers"] = g_last_run.feed_pointers;
+    d["feeds_zero_copy"] = g_last_run.feeds_zero_copy;
+    d["fetches_zero_copy"] = g_last_run.fetches_zero_copy;
+    return d;
+  });
+}
+
+}  // namespace python
+}  // namespace shardflow

@@ -1,0 +1,153 @@
+"""Gradients and optimizers from Python: finite differences and known update rules."""
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+
+RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    g = sf.Graph()
+    with g.as_default():
+        yield g
+
+
+def numeric_grad(f, x, eps=1e-3):
+    g = np.zeros_like(x, dtype=np.float64)
+    for i in np.ndindex(x.shape):
+        xp, xm = x.astype(np.float64), x.astype(np.float64)
+        xp[i] += eps
+        xm[i] -= eps
+        g[i] = (f(xp) - f(xm)) / (2 * eps)
+    return g
+
+
+def check_gradient(build, x_value, rtol=2e-2, atol=2e-3):
+    """build(x) -> scalar loss tensor; compares sf.gradients with central differences."""
+    x = sf.placeholder(sf.float64, list(x_value.shape))
+    loss = build(x)
+    (dx,) = sf.gradients(loss, [x])
+    with sf.Session() as sess:
+        got = sess.run(dx, {x: x_value})
+        want = numeric_grad(lambda v: float(sess.run(loss, {x: v})), x_value)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def test_known_gradient_of_a_quadratic():
+    x = sf.placeholder(sf.float32, [3])
+    y = sf.reduce_sum(x * x * 3.0)
+    (dx,) = sf.gradients(y, [x])
+    with sf.Session() as sess:
+        out = sess.run(dx, {x: np.array([1, -2, 0.5], np.float32)})
+    np.testing.assert_allclose(out, [6, -12, 3])
+
+
+def test_gradient_of_matmul_relu_chain():
+    w = RNG.standard_normal((4, 3))
+    check_gradient(lambda x: sf.reduce_sum(sf.nn.relu(x @ sf.constant(w)) ** 2),
+                   RNG.standard_normal((2, 4)))
+
+
+def test_gradient_of_tanh_sigmoid_exp_mean():
+    check_gradient(lambda x: sf.reduce_mean(sf.tanh(x) * sf.sigmoid(x) + sf.exp(x / 3)),
+                   RNG.standard_normal((3, 3)))
+
+
+def test_gradient_of_softmax_cross_entropy():
+    labels = np.array([1, 0, 2], np.int32)
+    check_gradient(
+        lambda x: sf.reduce_mean(
+            sf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x)),
+        RNG.standard_normal((3, 4)))
+
+
+def test_gradient_of_broadcast_division():
+    check_gradient(lambda x: sf.reduce_sum(x / sf.constant(np.array([1.0, 2.0, 4.0]))),
+                   RNG.standard_normal((2, 3)))
+
+
+def test_gradient_of_unrelated_x_is_none():
+    x = sf.placeholder(sf.float32, [2])
+    z = sf.placeholder(sf.float32, [2])
+    assert sf.gradients(sf.reduce_sum(x), [z]) == [None]
+
+
+def test_gradients_with_respect_to_variables_and_grad_ys():
+    w = sf.Variable(np.array([1.0, 2.0], np.float32), name="w")
+    y = w * w
+    (dw,) = sf.gradients(y, [w], grad_ys=[sf.constant([1.0, 10.0])])
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(dw), [2.0, 40.0])
+
+
+def test_sgd_step_matches_the_update_rule():
+    w0 = np.array([[1.0], [2.0]], np.float32)
+    w = sf.Variable(w0, name="w")
+    x = sf.placeholder(sf.float32, [None, 2])
+    loss = sf.reduce_sum(x @ w)
+    train = sf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    xv = np.array([[1.0, 3.0]], np.float32)
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run(train, {x: xv})
+        np.testing.assert_allclose(sess.run(w), w0 - 0.5 * xv.T)
+
+
+def test_momentum_and_adam_reduce_a_quadratic():
+    for opt in (sf.train.MomentumOptimizer(0.05, momentum=0.9),
+                sf.train.AdamOptimizer(0.1)):
+        g = sf.Graph()
+        with g.as_default():
+            v = sf.Variable(np.array([3.0, -4.0], np.float32))
+            loss = sf.reduce_sum(sf.square(v - 1.0))
+            train = opt.minimize(loss)
+            init = sf.global_variables_initializer()
+            with sf.Session() as sess:
+                sess.run(init)
+                first = sess.run(loss)
+                for _ in range(100):
+                    sess.run(train)
+                assert sess.run(loss) < 0.05 * first, type(opt).__name__
+
+
+def test_adam_first_step_is_lr_times_sign():
+    v = sf.Variable(np.array([1.0, -1.0], np.float32))
+    loss = sf.reduce_sum(v * sf.constant([3.0, -0.5]))
+    train = sf.train.AdamOptimizer(0.01).minimize(loss)
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run(train)
+        np.testing.assert_allclose(sess.run(v), [1.0 - 0.01, -1.0 + 0.01], rtol=1e-4)
+
+
+def test_learning_rate_placeholder_and_apply_gradients():
+    v = sf.Variable(np.array([2.0], np.float32))
+    lr = sf.placeholder(sf.float32, [])
+    opt = sf.train.GradientDescentOptimizer(lr)
+    loss = sf.reduce_sum(v * 4.0)
+    train = opt.apply_gradients(opt.compute_gradients(loss))
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run(train, {lr: 0.25})
+        np.testing.assert_allclose(sess.run(v), [1.0])
+
+
+def test_variable_assign_and_assign_add():
+    v = sf.Variable(np.zeros(3, np.float32))
+    src = sf.placeholder(sf.float32, [3])
+    assign = v.assign(src)
+    inc = v.assign_add(sf.constant([1.0, 1.0, 1.0]))
+    fed = np.array([1.0, 2.0, 3.0], np.float32)
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run(assign, {src: fed})
+        # a feed that becomes a variable's value is copied (Note [Feeds the engine may keep])
+        assert sf._shardflow._last_run_stats()["feeds_zero_copy"] == 0
+        sess.run(inc)
+        np.testing.assert_array_equal(sess.run(v), [2.0, 3.0, 4.0])
+    # the fed array became no variable's memory: it is unchanged
+    np.testing.assert_array_equal(fed, [1.0, 2.0, 3.0])
