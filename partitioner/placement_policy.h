@@ -3,9 +3,10 @@
 // The placer (placer.h) works out the constraints — requested devices, colocation, kernels —
 // and hands a PlacementProblem to a policy:
 //   constraints  the first feasible device in the device list (TensorFlow's behaviour);
-//   cost         list scheduling by earliest finish time on the cost model, then local moves
-//                kept when the placement simulator says the step gets faster; respects the
-//                devices' memory limits.
+//   cost         list scheduling by earliest finish time on the cost model; then local search
+//                (one colocation group moved at a time, kept when the placement simulator says
+//                the step gets faster) from that schedule and from every device alone, keeping
+//                the fastest; respects the devices' memory limits.
 #ifndef SHARDFLOW_PARTITIONER_PLACEMENT_POLICY_H_
 #define SHARDFLOW_PARTITIONER_PLACEMENT_POLICY_H_
 
@@ -42,9 +43,10 @@ class PlacementPolicy {
 };
 
 struct CostPolicyOptions {
-  // Local improvement after list scheduling stops once it has replayed this many nodes in the
-  // simulator in total (so a 10,000-node graph gets a few passes, a small one many).
-  int64_t refine_budget_node_visits = 20'000'000;
+  // Local search after list scheduling stops once it has replayed this many nodes in the
+  // simulator in total, over all its starts (so a 10,000-node graph gets a few dozen moves
+  // tried, a small one exhaustive passes).
+  int64_t refine_budget_node_visits = 3'000'000;
 };
 
 std::unique_ptr<PlacementPolicy> NewConstraintsPolicy();

@@ -2,9 +2,11 @@
 //
 //   shardflow train [flags]     train a model on Fashion-MNIST (see shardflow train --help)
 //   shardflow profile [flags]   profile a training step split across CPU devices
+//   shardflow place [flags]     place a graph, explain a node's placement, simulate the step
 #include <cstdio>
 #include <string>
 
+#include "tools/shardflow/place.h"
 #include "tools/shardflow/profile.h"
 #include "tools/shardflow/train.h"
 
@@ -15,7 +17,9 @@ void Usage(FILE* out) {
       "usage: shardflow <command> [flags]\n\n"
       "commands:\n"
       "  train    train a CNN or MLP on Fashion-MNIST (shardflow train --help)\n"
-      "  profile  profile a training step split across CPU devices (shardflow profile --help)\n");
+      "  profile  profile a training step split across CPU devices (shardflow profile --help)\n"
+      "  place    place a graph on devices, explain a node, simulate the step\n"
+      "           (shardflow place --help)\n");
 }
 }  // namespace
 
@@ -27,6 +31,7 @@ int main(int argc, char** argv) {
   std::string command = argv[1];
   if (command == "train") return shardflow::TrainMain(argc, argv, 2);
   if (command == "profile") return shardflow::ProfileMain(argc, argv, 2);
+  if (command == "place") return shardflow::PlaceMain(argc, argv, 2);
   if (command == "--help" || command == "-h" || command == "help") {
     Usage(stdout);
     return 0;

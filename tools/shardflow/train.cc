@@ -45,6 +45,9 @@ struct TrainConfig {
   bool progress = true;
   std::string lr_decay = "cosine";
   int64_t profile_step = 0;
+  int64_t devices = 1;
+  std::string placement_policy = "constraints";
+  bool log_placement = false;
 };
 
 double DefaultLearningRate(const std::string& optimizer) {
@@ -251,6 +254,7 @@ absl::Status Train(const TrainConfig& c) {
   if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
   if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
   if (c.threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
+  if (c.devices < 1) return absl::InvalidArgumentError("--devices must be at least 1");
   if (c.lr_decay != "cosine" && c.lr_decay != "none") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --lr-decay '", c.lr_decay, "'; it takes cosine or none"));
@@ -263,6 +267,9 @@ absl::Status Train(const TrainConfig& c) {
   SessionOptions options;
   options.config.set_intra_op_threads(static_cast<int>(c.threads));
   options.config.set_inter_op_threads(static_cast<int>(c.threads));
+  options.config.set_cpu_device_count(static_cast<int>(c.devices));
+  options.config.set_placement_policy(c.placement_policy);
+  options.config.set_log_device_placement(c.log_placement);
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(options));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
@@ -432,6 +439,11 @@ int TrainMain(int argc, char** argv, int first) {
   flags.String("trace-dir", &c.trace_dir,
                "write initial weights, batches and losses as .npy files here (for parity checks)");
   flags.Bool("progress", &c.progress, "show the progress bar");
+  flags.Int("devices", &c.devices, "CPU devices the session exposes (threads are split)");
+  flags.String("placement-policy", &c.placement_policy,
+               "constraints (every node on the first device) or cost (spread by the cost model)");
+  flags.Bool("log-placement", &c.log_placement,
+             "print 'name (Op) -> device' for every node, once, when the graph is placed");
   flags.Int("profile-step", &c.profile_step,
             "trace this step (1-based) and print the time spent per op type");
   return flags.RunCommand(
