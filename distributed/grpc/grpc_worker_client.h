@@ -1,0 +1,150 @@
+// GrpcWorkerClient: the master's and the transport's handle on one task's WorkerService.
+//
+//   GrpcClientOptions options;                      // TLS, token, control-call deadline
+//   GrpcWorkerCache cache(options);                 // one channel per address, shared
+//   SF_ASSIGN_OR_RETURN(auto client, cache.GetClient("10.0.0.2:2222", "/job:worker/.../task:1"));
+//   GetStatusResponse status;
+//   SF_RETURN_IF_ERROR(client->GetStatus(&status));  // devices + incarnation
+//   client->RunGraphAsync(&req, &resp, /*timeout_ms=*/0, &cancel, [](absl::Status s) { ... });
+//
+// Errors name the task (when given) and the address: "task /job:worker/replica:0/task:1 at
+// 127.0.0.1:4567: RunGraph failed: UNAVAILABLE: ...". Control calls (GetStatus, RegisterGraph,
+// CleanupGraph, AbortStep) have a deadline of options.control_timeout_ms; RunGraph only the one
+// given; RecvTensor none (it waits for the sender's compute; a dead peer is noticed by the
+// connection breaking or by keepalive pings, within ~6 s).
+//
+// Thread safety: every method may be called from any thread; callbacks run on the thread of the
+// client's GrpcClientQueue (one per cache): keep them short.
+#ifndef SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_CLIENT_H_
+#define SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/framework/allocator.h"
+#include "core/framework/tensor.h"
+#include "core/protos/worker.grpc.pb.h"
+#include "distributed/grpc/grpc_security.h"
+#include "distributed/transport.h"
+#include "grpcpp/channel.h"
+#include "grpcpp/completion_queue.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace shardflow {
+
+struct GrpcClientOptions {
+  GrpcSecurityOptions security;
+  int64_t control_timeout_ms = 30000;
+  // Keepalive pings on idle and busy connections: a peer that stops answering is declared
+  // unavailable after keepalive_time_ms + keepalive_timeout_ms.
+  int keepalive_time_ms = 3000;
+  int keepalive_timeout_ms = 3000;
+};
+
+// Channel arguments shardflow uses on both ends: no message size limit, keepalive, fast
+// reconnection after a task restarts.
+grpc::ChannelArguments WorkerChannelArguments(const GrpcClientOptions& options);
+
+// A completion queue and the one thread that finishes the client calls made on it (decoding
+// RecvTensor replies included). Shared by the clients of a GrpcWorkerCache.
+class GrpcClientQueue {
+ public:
+  struct Call {
+    virtual ~Call() = default;
+    virtual void OnDone(bool ok) = 0;
+  };
+  GrpcClientQueue();
+  // Waits for the calls in flight to finish.
+  ~GrpcClientQueue();
+  grpc::CompletionQueue* cq() { return &cq_; }
+
+ private:
+  grpc::CompletionQueue cq_;
+  std::thread thread_;
+};
+
+class GrpcWorkerClient {
+ public:
+  using StatusCallback = std::function<void(const absl::Status&)>;
+  using TensorCallback = std::function<void(const absl::Status&, Tensor)>;
+
+  // `task` may be empty; it only names the peer in errors. `queue` null = a queue of its own.
+  // The client must outlive its calls.
+  GrpcWorkerClient(std::string address, std::string task, std::shared_ptr<grpc::Channel> channel,
+                   GrpcClientOptions options, std::shared_ptr<GrpcClientQueue> queue = nullptr);
+
+  const std::string& address() const { return address_; }
+  const std::string& task() const { return task_; }
+
+  absl::Status GetStatus(GetStatusResponse* response);
+  absl::Status RegisterGraph(const RegisterGraphRequest& request, RegisterGraphResponse* response);
+  absl::Status CleanupGraph(const std::string& graph_handle);
+  absl::Status AbortStep(int64_t step_id, const absl::Status& status);
+  // `request` and `response` are borrowed until `done`. timeout_ms 0 = no deadline. `cancel`
+  // (may be null) is borrowed until `done`.
+  void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response, int64_t timeout_ms,
+                     CallCancellation* cancel, StatusCallback done);
+  absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
+                        int64_t timeout_ms = 0);
+  void GetStatusAsync(GetStatusResponse* response, StatusCallback done);
+  void RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGraphResponse* response,
+                          StatusCallback done);
+  void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done);
+
+  // The tensor `key` of step `step_id`, decoded into memory from `allocator` (null = CPU).
+  void RecvTensorAsync(int64_t step_id, const std::string& key, Allocator* allocator,
+                       CallCancellation* cancel, TensorCallback done);
+
+ private:
+  template <typename Request, typename Response, typename Method>
+  void CallAsync(const char* name, Method method, const Request* request, Response* response,
+                 int64_t timeout_ms, CallCancellation* cancel, StatusCallback done);
+  absl::Status Annotate(const char* method, const grpc::Status& status) const;
+
+  const std::string address_;
+  const std::string task_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  const GrpcClientOptions options_;
+  const std::shared_ptr<GrpcClientQueue> queue_;
+  std::unique_ptr<WorkerService::Stub> stub_;
+  grpc::GenericStub generic_;
+};
+
+// Clients by address, one channel each, created on first use.
+class GrpcWorkerCache {
+ public:
+  explicit GrpcWorkerCache(GrpcClientOptions options);
+  // Errors: credentials that cannot be made (plaintext to a non-loopback address without
+  // options.security.plaintext, unreadable PEM files).
+  absl::StatusOr<std::shared_ptr<GrpcWorkerClient>> GetClient(const std::string& address,
+                                                              const std::string& task = "");
+  const GrpcClientOptions& options() const { return options_; }
+
+ private:
+  const GrpcClientOptions options_;
+  const std::shared_ptr<GrpcClientQueue> queue_;
+  absl::Mutex mu_;
+  std::map<std::string, std::shared_ptr<GrpcWorkerClient>> clients_ ABSL_GUARDED_BY(mu_);
+};
+
+// The gRPC TensorTransport: RecvTensor through the cache's clients.
+class GrpcTensorTransport final : public TensorTransport {
+ public:
+  explicit GrpcTensorTransport(std::shared_ptr<GrpcWorkerCache> cache);
+  void RecvTensorAsync(const RecvTensorCall& call, CallCancellation* cancel,
+                       RecvDone done) override;
+
+ private:
+  const std::shared_ptr<GrpcWorkerCache> cache_;
+};
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_CLIENT_H_

@@ -1,0 +1,260 @@
+#include "distributed/grpc/grpc_worker_service.h"
+
+#include <atomic>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "distributed/grpc/grpc_security.h"
+#include "distributed/grpc/grpc_status.h"
+#include "distributed/grpc/tensor_coding.h"
+#include "grpcpp/support/byte_buffer.h"
+
+namespace shardflow {
+namespace {
+
+// One event of one call on a completion queue.
+class Call;
+struct CallTag {
+  Call* call;
+  int event;
+};
+enum Event { kRequested = 0, kFinished = 1, kDone = 2 };
+
+class Call {
+ public:
+  virtual ~Call() = default;
+  virtual void OnEvent(int event, bool ok) = 0;
+};
+
+// One unary call: requested, handled (possibly asynchronously), finished. Deleted after both
+// its Finish and its done notification (cancellation detection) have come back, or at once
+// when the request was never matched (server shutdown).
+template <class Request, class Response>
+class UnaryCall final : public Call {
+ public:
+  using RequestFn =
+      std::function<void(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
+                         grpc::ServerCompletionQueue*, void*)>;
+  using Handler = std::function<void(UnaryCall*)>;
+
+  // Posts a request for the next call of this method on `cq`.
+  static void Post(GrpcWorkerService* service, grpc::ServerCompletionQueue* cq, RequestFn request,
+                   Handler handler) {
+    auto* call = new UnaryCall(service, cq, std::move(request), std::move(handler));
+    call->context_.AsyncNotifyWhenDone(&call->done_tag_);
+    call->request_fn_(&call->context_, &call->request_, &call->responder_, cq,
+                      &call->requested_tag_);
+  }
+
+  void OnEvent(int event, bool ok) override {
+    switch (event) {
+      case kRequested: {
+        if (!ok) {  // the server is shutting down; no done notification will come
+          delete this;
+          return;
+        }
+        if (service_->accepting()) Post(service_, cq_, request_fn_, handler_);  // keep one posted
+        grpc::Status auth = CheckBearerToken(context_, service_->token());
+        if (!auth.ok()) {
+          Finish(auth);
+          return;
+        }
+        handler_(this);
+        return;
+      }
+      case kFinished:
+      case kDone:
+        if (event == kDone && context_.IsCancelled()) {
+          std::function<void()> on_cancel = std::move(on_cancel_);
+          if (on_cancel) on_cancel();
+        }
+        if (refs_.fetch_sub(1) == 1) delete this;
+        return;
+    }
+  }
+
+  // Sends the reply (the response when `status` is OK). Callable from any thread, once.
+  void Finish(const grpc::Status& status) {
+    if (status.ok()) {
+      responder_.Finish(response_, status, &finished_tag_);
+    } else {
+      responder_.FinishWithError(status, &finished_tag_);
+    }
+  }
+  void Finish(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+
+  const Request& request() const { return request_; }
+  Response* response() { return &response_; }
+  Worker* worker() const { return service_->worker(); }
+  // Runs on this thread of the queue if the client cancels the call (or its deadline passes)
+  // before the reply reached it. Set only from the handler.
+  void set_on_cancel(std::function<void()> fn) { on_cancel_ = std::move(fn); }
+
+ private:
+  UnaryCall(GrpcWorkerService* service, grpc::ServerCompletionQueue* cq, RequestFn request,
+            Handler handler)
+      : service_(service),
+        cq_(cq),
+        request_fn_(std::move(request)),
+        handler_(std::move(handler)),
+        responder_(&context_) {}
+
+  GrpcWorkerService* const service_;
+  grpc::ServerCompletionQueue* const cq_;
+  const RequestFn request_fn_;
+  const Handler handler_;
+  grpc::ServerContext context_;
+  Request request_;
+  Response response_;
+  grpc::ServerAsyncResponseWriter<Response> responder_;
+  CallTag requested_tag_{this, kRequested};
+  CallTag finished_tag_{this, kFinished};
+  CallTag done_tag_{this, kDone};
+  std::atomic<int> refs_{2};  // the finished and the done events
+  std::function<void()> on_cancel_;
+};
+
+absl::Status CancelledByClient(const std::string& what, int64_t step_id, const std::string& task) {
+  return absl::CancelledError(absl::StrCat(what, " of step ", step_id, " on task ", task,
+                                           " was cancelled by its caller (or its deadline "
+                                           "passed); the step is aborted here"));
+}
+
+}  // namespace
+
+GrpcWorkerService::GrpcWorkerService(Worker* worker, std::string token)
+    : worker_(worker), token_(std::move(token)) {}
+
+GrpcWorkerService::~GrpcWorkerService() { Shutdown(); }
+
+void GrpcWorkerService::AddCompletionQueues(grpc::ServerBuilder* builder, int num_threads) {
+  for (int i = 0; i < std::max(1, num_threads); ++i) cqs_.push_back(builder->AddCompletionQueue());
+}
+
+void GrpcWorkerService::Start() {
+  started_ = true;
+  for (auto& cq : cqs_) {
+    PostRequests(cq.get());
+    threads_.emplace_back([this, q = cq.get()] { Poll(q); });
+  }
+}
+
+void GrpcWorkerService::Poll(grpc::ServerCompletionQueue* cq) {
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq->Next(&tag, &ok)) {
+    auto* t = static_cast<CallTag*>(tag);
+    t->call->OnEvent(t->event, ok);
+  }
+}
+
+void GrpcWorkerService::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  for (auto& cq : cqs_) cq->Shutdown();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
+  AsyncService* s = &service_;
+  using GetStatusCall = UnaryCall<GetStatusRequest, GetStatusResponse>;
+  GetStatusCall::Post(
+      this, cq,
+      [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
+        s->RequestGetStatus(ctx, req, resp, q, q, tag);
+      },
+      [](GetStatusCall* call) {
+        call->worker()->GetStatus(call->response());
+        call->Finish(grpc::Status::OK);
+      });
+
+  using RegisterCall = UnaryCall<RegisterGraphRequest, RegisterGraphResponse>;
+  RegisterCall::Post(
+      this, cq,
+      [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
+        s->RequestRegisterGraph(ctx, req, resp, q, q, tag);
+      },
+      [](RegisterCall* call) {
+        call->Finish(call->worker()->RegisterGraph(call->request(), call->response()));
+      });
+
+  using RunCall = UnaryCall<RunGraphRequest, RunGraphResponse>;
+  RunCall::Post(
+      this, cq,
+      [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
+        s->RequestRunGraph(ctx, req, resp, q, q, tag);
+      },
+      [](RunCall* call) {
+        Worker* worker = call->worker();
+        const int64_t step_id = call->request().step_id();
+        call->set_on_cancel([worker, step_id] {
+          worker->AbortStep(step_id, CancelledByClient("RunGraph", step_id, worker->task()));
+        });
+        worker->RunGraphAsync(&call->request(), call->response(),
+                              [call](const absl::Status& status) { call->Finish(status); });
+      });
+
+  using RecvCall = UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>;
+  RecvCall::Post(
+      this, cq,
+      [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
+        s->RequestRecvTensor(ctx, req, resp, q, q, tag);
+      },
+      [](RecvCall* call) {
+        RecvTensorRequest request;
+        std::vector<grpc::Slice> slices;
+        std::string bytes;
+        if (call->request().Valid() && call->request().Dump(&slices).ok()) {
+          for (const auto& slice : slices) {
+            bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+          }
+        }
+        if (!request.ParseFromString(bytes) || request.rendezvous_key().empty()) {
+          call->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                    absl::StrCat("RecvTensor: the ", bytes.size(),
+                                                 "-byte request is not a RecvTensorRequest "
+                                                 "with a rendezvous_key")));
+          return;
+        }
+        Worker* worker = call->worker();
+        const int64_t step_id = request.step_id();
+        call->set_on_cancel([worker, step_id] {
+          worker->AbortStep(step_id, CancelledByClient("RecvTensor", step_id, worker->task()));
+        });
+        worker->RecvTensorAsync(step_id, request.rendezvous_key(),
+                                [call](const absl::Status& status, const Tensor& tensor) {
+                                  if (status.ok()) *call->response() = EncodeTensor(tensor);
+                                  call->Finish(status);
+                                });
+      });
+
+  using CleanupCall = UnaryCall<CleanupGraphRequest, CleanupGraphResponse>;
+  CleanupCall::Post(
+      this, cq,
+      [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
+        s->RequestCleanupGraph(ctx, req, resp, q, q, tag);
+      },
+      [](CleanupCall* call) {
+        call->Finish(call->worker()->CleanupGraph(call->request().graph_handle()));
+      });
+
+  using AbortCall = UnaryCall<AbortStepRequest, AbortStepResponse>;
+  AbortCall::Post(
+      this, cq,
+      [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
+        s->RequestAbortStep(ctx, req, resp, q, q, tag);
+      },
+      [](AbortCall* call) {
+        const AbortStepRequest& r = call->request();
+        absl::Status status(static_cast<absl::StatusCode>(r.code()), r.message());
+        if (r.code() == 0 || r.code() < 0 || r.code() > 16) {
+          status =
+              absl::AbortedError(r.message().empty() ? "step aborted by the master" : r.message());
+        }
+        call->worker()->AbortStep(r.step_id(), status);
+        call->Finish(grpc::Status::OK);
+      });
+}
+
+}  // namespace shardflow

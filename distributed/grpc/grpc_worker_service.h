@@ -1,0 +1,75 @@
+// GrpcWorkerService: WorkerService over gRPC's asynchronous API, for one Worker.
+//
+//   GrpcWorkerService service(worker, token);
+//   builder.RegisterService(service.service());
+//   auto cqs = service.AddCompletionQueues(&builder, /*num_threads=*/2);
+//   server = builder.BuildAndStart();
+//   service.Start();            // posts the first request of every method, starts the threads
+//   ...
+//   worker->Shutdown();         // every pending call gets its reply
+//   server->Shutdown();
+//   service.Shutdown();         // drains the completion queues, joins the threads
+//
+// Threads: exactly `num_threads`, each polling its own completion queue; no handler blocks on
+// another call (RunGraph and RecvTensor finish from the callbacks of the Worker). RecvTensor is
+// a raw method: its reply is the byte buffer of distributed/grpc/tensor_coding.h, whose tensor
+// slice points at the sent tensor's memory. Every call is checked against the token first.
+//
+// Thread safety: Start and Shutdown are called once each, from one thread.
+#ifndef SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_SERVICE_H_
+#define SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_SERVICE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/protos/worker.grpc.pb.h"
+#include "distributed/worker.h"
+#include "grpcpp/server_builder.h"
+
+namespace shardflow {
+
+class GrpcWorkerService {
+ public:
+  using AsyncService = WorkerService::WithAsyncMethod_GetStatus<
+      WorkerService::WithAsyncMethod_RegisterGraph<WorkerService::WithAsyncMethod_RunGraph<
+          WorkerService::WithRawMethod_RecvTensor<WorkerService::WithAsyncMethod_CleanupGraph<
+              WorkerService::WithAsyncMethod_AbortStep<WorkerService::Service>>>>>>;
+
+  // `worker` is borrowed and must outlive the service. `token` empty = no token check.
+  GrpcWorkerService(Worker* worker, std::string token);
+  ~GrpcWorkerService();
+
+  grpc::Service* service() { return &service_; }
+  // Before BuildAndStart: one completion queue per thread (at least one).
+  void AddCompletionQueues(grpc::ServerBuilder* builder, int num_threads);
+  // After BuildAndStart.
+  void Start();
+  // Before the grpc::Server's Shutdown: no new request is posted.
+  void StopAccepting() { accepting_.store(false); }
+  bool accepting() const { return accepting_.load(); }
+  // After the grpc::Server's Shutdown: drains the queues and joins the threads.
+  void Shutdown();
+
+  Worker* worker() const { return worker_; }
+  const std::string& token() const { return token_; }
+
+ private:
+  void PostRequests(grpc::ServerCompletionQueue* cq);
+  void Poll(grpc::ServerCompletionQueue* cq);
+
+  Worker* const worker_;
+  const std::string token_;
+  AsyncService service_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> accepting_{true};
+  bool started_ = false;
+  bool shut_down_ = false;
+};
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_SERVICE_H_

@@ -1,0 +1,181 @@
+#include "distributed/remote_rendezvous.h"
+
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/framework/device_name.h"
+
+namespace shardflow {
+
+absl::StatusOr<ParsedRendezvousKey> ParseRendezvousKey(const std::string& key) {
+  std::vector<std::string> parts = absl::StrSplit(key, ';');
+  if (parts.size() != 5) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rendezvous key '", key,
+                     "' is malformed; expected \"src_device;incarnation;dst_device;edge;0:0\""));
+  }
+  ParsedRendezvousKey out;
+  out.src_device = parts[0];
+  out.dst_device = parts[2];
+  out.edge_name = parts[3];
+  if (!absl::SimpleHexAtoi(parts[1], &out.src_incarnation)) {
+    return absl::InvalidArgumentError(absl::StrCat("rendezvous key '", key, "': incarnation '",
+                                                   parts[1], "' is not a hexadecimal number"));
+  }
+  auto src = DeviceName::Parse(out.src_device);
+  if (!src.ok() || !src->IsFullySpecified()) {
+    return absl::InvalidArgumentError(absl::StrCat("rendezvous key '", key, "': source device '",
+                                                   out.src_device, "' is not a full name"));
+  }
+  out.src_task = src->TaskName();
+  return out;
+}
+
+RemoteRendezvous::RemoteRendezvous(int64_t step_id, std::string local_task,
+                                   TensorTransport* transport, TaskResolver resolve)
+    : step_id_(step_id),
+      local_task_(std::move(local_task)),
+      local_prefix_(local_task_ + "/"),
+      transport_(transport),
+      resolve_(std::move(resolve)) {}
+
+RemoteRendezvous::~RemoteRendezvous() {
+  StartAbort(absl::CancelledError(
+      absl::StrCat("the rendezvous of step ", step_id_, " on ", local_task_, " was destroyed")));
+}
+
+absl::Status RemoteRendezvous::Send(const std::string& key, const Tensor& value) {
+  DoneCallback waiter;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!status_.ok()) return status_;
+    Slot& slot = slots_[key];
+    if (slot.waiters.empty()) {
+      slot.values.push_back(value);
+      return absl::OkStatus();
+    }
+    waiter = std::move(slot.waiters.front());
+    slot.waiters.pop_front();
+    if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
+  }
+  waiter(absl::OkStatus(), value);  // outside the lock: it may run the receiver's successors
+  return absl::OkStatus();
+}
+
+void RemoteRendezvous::RecvLocalAsync(const std::string& key, DoneCallback done) {
+  Tensor value;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = status_;
+    if (status.ok()) {
+      Slot& slot = slots_[key];
+      if (slot.values.empty()) {
+        slot.waiters.push_back(std::move(done));
+        return;
+      }
+      value = std::move(slot.values.front());
+      slot.values.pop_front();
+      if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
+    }
+  }
+  done(status, value);
+}
+
+void RemoteRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
+  auto parsed = ParseRendezvousKey(key);
+  if (!parsed.ok()) {
+    done(parsed.status(), Tensor());
+    return;
+  }
+  if (parsed->src_task == local_task_) {
+    RecvLocalAsync(key, std::move(done));
+  } else {
+    RecvRemote(key, *parsed, std::move(done));
+  }
+}
+
+void RemoteRendezvous::RecvRemote(const std::string& key, const ParsedRendezvousKey& parsed,
+                                  DoneCallback done) {
+  absl::StatusOr<std::string> address =
+      resolve_ ? resolve_(parsed.src_task) : absl::NotFoundError("no task resolver was given");
+  if (!address.ok()) {
+    done(absl::FailedPreconditionError(absl::StrCat(
+             "step ", step_id_, " on ", local_task_, " must receive '", key, "' from task ",
+             parsed.src_task, ", whose address is not known: ", address.status().message(),
+             "; list it in RegisterGraphRequest.cluster")),
+         Tensor());
+    return;
+  }
+  auto cancel = std::make_shared<CallCancellation>();
+  int64_t id = 0;
+  absl::Status aborted;
+  {
+    absl::MutexLock lock(&mu_);
+    aborted = status_;
+    if (aborted.ok()) {
+      id = next_remote_id_++;
+      remote_[id] = cancel;
+    }
+  }
+  if (!aborted.ok()) {
+    done(aborted, Tensor());
+    return;
+  }
+  RecvTensorCall call;
+  call.task = parsed.src_task;
+  call.address = *address;
+  call.step_id = step_id_;
+  call.key = key;
+  transport_->RecvTensorAsync(call, cancel.get(),
+                              [self = shared_from_this(), this, id, cancel, done = std::move(done)](
+                                  const absl::Status& s, Tensor t) {
+                                absl::Status abort;
+                                {
+                                  absl::MutexLock lock(&mu_);
+                                  remote_.erase(id);
+                                  abort = status_;
+                                }
+                                // An aborted step reports its abort status, not the CANCELLED of
+                                // its cancelled call.
+                                if (!s.ok() && !abort.ok()) {
+                                  done(abort, Tensor());
+                                } else {
+                                  done(s, t);
+                                }
+                              });
+}
+
+void RemoteRendezvous::StartAbort(const absl::Status& status) {
+  std::vector<DoneCallback> waiters;
+  std::vector<std::shared_ptr<CallCancellation>> remote;
+  absl::Status abort;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!status_.ok()) return;
+    status_ =
+        status.ok() ? absl::CancelledError(absl::StrCat("step ", step_id_, " aborted")) : status;
+    abort = status_;
+    for (auto& [key, slot] : slots_) {
+      for (auto& w : slot.waiters) waiters.push_back(std::move(w));
+    }
+    slots_.clear();
+    for (auto& [id, c] : remote_) remote.push_back(c);
+  }
+  for (auto& c : remote) c->Cancel();
+  for (auto& w : waiters) w(abort, Tensor());
+}
+
+absl::Status RemoteRendezvous::status() const {
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
+bool RemoteRendezvous::Idle() const {
+  absl::MutexLock lock(&mu_);
+  return slots_.empty() && remote_.empty();
+}
+
+}  // namespace shardflow

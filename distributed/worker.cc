@@ -1,0 +1,449 @@
+#include "distributed/worker.h"
+
+#include <atomic>
+#include <random>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/framework/attr_value.h"
+#include "core/framework/device_name.h"
+#include "core/platform/status.h"
+#include "runtime/step_stats_collector.h"
+
+namespace shardflow {
+namespace {
+
+// Feeds by _Arg index and fetches by _Retval index, shared by the task's executors of a step.
+class IndexedCallFrame final : public CallFrame {
+ public:
+  explicit IndexedCallFrame(std::map<int, Tensor> args) : args_(std::move(args)) {}
+  absl::Status GetArg(int index, Tensor* value) const override {
+    auto it = args_.find(index);
+    if (it == args_.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RunGraphRequest.args has no value for _Arg index ", index));
+    }
+    *value = it->second;
+    return absl::OkStatus();
+  }
+  absl::Status SetRetval(int index, const Tensor& value) override {
+    absl::MutexLock lock(&mu_);
+    retvals_[index] = value;
+    return absl::OkStatus();
+  }
+  std::map<int, Tensor> TakeRetvals() {
+    absl::MutexLock lock(&mu_);
+    return std::move(retvals_);
+  }
+
+ private:
+  const std::map<int, Tensor> args_;
+  absl::Mutex mu_;
+  std::map<int, Tensor> retvals_ ABSL_GUARDED_BY(mu_);
+};
+
+// The per-step state of one RunGraph call, alive until its last executor is done.
+struct RunState {
+  explicit RunState(std::map<int, Tensor> args) : frame(std::move(args)) {}
+  IndexedCallFrame frame;
+  StepStatsCollector stats;
+  absl::Mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  int pending ABSL_GUARDED_BY(mu) = 0;
+};
+
+absl::Status CheckIncarnation(const Node& n, const std::string& local_task, uint64_t incarnation,
+                              const std::string& device) {
+  std::string send_device;
+  int64_t send_incarnation = 0;
+  SF_RETURN_IF_ERROR(GetAttr(n.attrs(), "send_device", &send_device));
+  SF_RETURN_IF_ERROR(GetAttr(n.attrs(), "send_device_incarnation", &send_incarnation));
+  if (absl::StartsWith(send_device, local_task + "/") &&
+      static_cast<uint64_t>(send_incarnation) != incarnation) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node '", n.name(), "' (", n.op(), ") of the partition for ", device,
+        " names send_device_incarnation ", absl::Hex(static_cast<uint64_t>(send_incarnation)),
+        " for ", send_device, ", but task ", local_task, " is incarnation ", absl::Hex(incarnation),
+        " (the graph was partitioned for an earlier run of this task); ask GetStatus for the "
+        "incarnation and partition again"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint64_t NewIncarnation() {
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                      static_cast<uint64_t>(NowMicros()));
+  uint64_t v = 0;
+  while (v == 0) v = gen();
+  return v;
+}
+
+Worker::Worker(std::string task, std::vector<Device*> devices, TensorTransport* transport,
+               uint64_t incarnation)
+    : task_(std::move(task)),
+      devices_(std::move(devices)),
+      transport_(transport),
+      incarnation_(incarnation) {}
+
+Worker::~Worker() { Shutdown(); }
+
+void Worker::GetStatus(GetStatusResponse* response) const {
+  response->set_task(task_);
+  response->set_incarnation(incarnation_);
+  for (Device* d : devices_) {
+    WorkerDevice* out = response->add_devices();
+    out->set_name(d->name());
+    out->set_device_type(d->device_type());
+    out->set_memory_limit(d->attributes().memory_limit_bytes);
+  }
+}
+
+Device* Worker::FindDevice(const std::string& name) const {
+  for (Device* d : devices_) {
+    if (d->name() == name) return d;
+  }
+  return nullptr;
+}
+
+absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
+                                   RegisterGraphResponse* response) {
+  if (request.partitions().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("RegisterGraph on task ", task_, ": the request has no partition"));
+  }
+  auto graph = std::make_shared<RegisteredGraph>();
+  graph->session_handle = request.session_handle();
+  std::set<int> arg_indices;
+  // Sorted by device name (a std::map in the request is not ordered).
+  std::map<std::string, const GraphDef*> partitions;
+  for (const auto& [device_name, def] : request.partitions()) partitions[device_name] = &def;
+  for (const auto& [device_name, def] : partitions) {
+    Device* device = FindDevice(device_name);
+    if (device == nullptr) {
+      std::vector<std::string> names;
+      for (Device* d : devices_) names.push_back(d->name());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RegisterGraph: a partition is for device '", device_name, "', which task ", task_,
+          " does not have; its devices are [", absl::StrJoin(names, ", "), "]"));
+    }
+    auto built = Graph::FromGraphDef(*def);
+    if (!built.ok()) {
+      return WithContext(built.status(),
+                         absl::StrCat("RegisterGraph: partition for ", device_name, ": "));
+    }
+    std::unique_ptr<Graph> part = std::move(built).value();
+    for (Node* n : part->nodes()) {
+      n->set_assigned_device(device_name);
+      if (n->op() == "_Send" || n->op() == "_Recv") {
+        SF_RETURN_IF_ERROR(CheckIncarnation(*n, task_, incarnation_, device_name));
+      }
+      if (n->op() == "_Recv") {
+        std::string send_device;
+        SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "send_device", &send_device));
+        auto src = DeviceName::Parse(send_device);
+        if (!src.ok() || !src->has_job || !src->has_task) {
+          return absl::InvalidArgumentError(absl::StrCat("RegisterGraph: node '", n->name(),
+                                                         "' receives from '", send_device,
+                                                         "', which is not a full device name"));
+        }
+        const std::string src_task = src->TaskName();
+        if (src_task != task_ && request.cluster().count(src_task) == 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("RegisterGraph: node '", n->name(), "' on ", device_name,
+                           " receives from task ", src_task,
+                           ", which RegisterGraphRequest.cluster does not list; add its "
+                           "address there"));
+        }
+      }
+      if (n->op() == "_Arg") {
+        int index = 0;
+        SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "index", &index));
+        arg_indices.insert(index);
+      }
+    }
+    auto executor = Executor::Create(std::move(part), device);
+    if (!executor.ok()) {
+      return WithContext(executor.status(),
+                         absl::StrCat("RegisterGraph: partition for ", device_name, ": "));
+    }
+    graph->executors.push_back(std::move(executor).value());
+  }
+  graph->arg_indices.assign(arg_indices.begin(), arg_indices.end());
+  absl::MutexLock lock(&mu_);
+  if (shutting_down_) {
+    return absl::UnavailableError(absl::StrCat("task ", task_, " is shutting down"));
+  }
+  for (const auto& [task, address] : request.cluster()) cluster_[task] = address;
+  graph->handle = absl::StrCat("graph-", absl::Hex(incarnation_), "-", next_graph_++);
+  graphs_[graph->handle] = graph;
+  response->set_graph_handle(graph->handle);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Worker::ResolveTask(const std::string& task) const {
+  absl::MutexLock lock(&mu_);
+  auto it = cluster_.find(task);
+  if (it == cluster_.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("task ", task, " is not in the cluster known to ", task_));
+  }
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Worker::AcquireStep(int64_t step_id, bool run) {
+  if (shutting_down_) {
+    return absl::UnavailableError(absl::StrCat("task ", task_, " is shutting down"));
+  }
+  auto retired = retired_.find(step_id);
+  if (retired != retired_.end()) {
+    if (!retired->second.ok()) return retired->second;
+    return absl::FailedPreconditionError(
+        absl::StrCat("step ", step_id, " already finished on task ", task_,
+                     (run ? "; step ids must not be reused" : "; its tensors were all taken")));
+  }
+  Step& step = steps_[step_id];
+  if (step.rendezvous == nullptr) {
+    step.rendezvous = std::make_shared<RemoteRendezvous>(
+        step_id, task_, transport_, [this](const std::string& task) { return ResolveTask(task); });
+  }
+  if (run) {
+    ++step.running;
+  } else {
+    ++step.serving;
+  }
+  ++in_flight_;
+  return step.rendezvous;
+}
+
+void Worker::ReleaseStep(int64_t step_id, bool run) {
+  absl::MutexLock lock(&mu_);
+  auto it = steps_.find(step_id);
+  if (it != steps_.end()) {
+    if (run) {
+      --it->second.running;
+    } else {
+      --it->second.serving;
+    }
+    MaybeRetireLocked(step_id);
+  }
+  --in_flight_;
+}
+
+void Worker::MaybeRetireLocked(int64_t step_id) {
+  auto it = steps_.find(step_id);
+  if (it == steps_.end()) return;
+  const Step& step = it->second;
+  if (step.running > 0) return;
+  absl::Status status = step.rendezvous->status();
+  // A served tensor's waiter leaves the rendezvous before the serve is released.
+  if (status.ok() && (step.serving > 0 || !step.rendezvous->Idle())) return;
+  steps_.erase(it);
+  retired_[step_id] = status;
+  retired_order_.push_back(step_id);
+  while (retired_order_.size() > kRetiredStepsKept) {
+    retired_.erase(retired_order_.front());
+    retired_order_.pop_front();
+  }
+}
+
+void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
+                           StatusCallback done) {
+  const int64_t step_id = request->step_id();
+  std::shared_ptr<RegisteredGraph> graph;
+  std::shared_ptr<RemoteRendezvous> rendezvous;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = graphs_.find(request->graph_handle());
+    if (it == graphs_.end()) {
+      done(absl::NotFoundError(absl::StrCat(
+          "RunGraph: task ", task_, " (incarnation ", absl::Hex(incarnation_), ") has no graph '",
+          request->graph_handle(),
+          "'; it was never registered here, was cleaned up, or the task restarted: register "
+          "the graph again")));
+      return;
+    }
+    graph = it->second;
+  }
+  std::map<int, Tensor> args;
+  for (const IndexedTensor& arg : request->args()) {
+    auto t = Tensor::FromProto(arg.tensor());
+    if (!t.ok()) {
+      done(WithContext(t.status(), absl::StrCat("RunGraph step ", step_id, " on task ", task_,
+                                                ": args index ", arg.index(), ": ")));
+      return;
+    }
+    args[arg.index()] = std::move(t).value();
+  }
+  for (int index : graph->arg_indices) {
+    if (args.count(index) == 0) {
+      done(absl::InvalidArgumentError(
+          absl::StrCat("RunGraph step ", step_id, " of graph '", graph->handle, "' on task ", task_,
+                       ": no value for _Arg index ", index, " in RunGraphRequest.args")));
+      return;
+    }
+  }
+  absl::Status acquire_status;
+  {
+    absl::MutexLock lock(&mu_);
+    auto acquired = AcquireStep(step_id, /*run=*/true);
+    if (acquired.ok()) {
+      rendezvous = *acquired;
+    } else {
+      acquire_status = acquired.status();
+    }
+  }
+  if (!acquire_status.ok()) {
+    done(acquire_status);
+    return;
+  }
+  auto state = std::make_shared<RunState>(std::move(args));
+  Executor::Args exec_args;
+  exec_args.step_id = step_id;
+  exec_args.call_frame = &state->frame;
+  exec_args.rendezvous = rendezvous.get();
+  exec_args.stats = request->trace() ? &state->stats : nullptr;
+  exec_args.check_numerics = request->check_numerics();
+  exec_args.cancelled = std::make_shared<std::atomic<bool>>(false);
+  exec_args.on_abort = [rendezvous](const absl::Status& s) { rendezvous->StartAbort(s); };
+  state->pending = static_cast<int>(graph->executors.size());
+  const bool trace = request->trace();
+  auto executor_done = [this, state, graph, rendezvous, step_id, response, trace,
+                        done](const absl::Status& s) {
+    {
+      absl::MutexLock lock(&state->mu);
+      if (state->status.ok() && !s.ok()) state->status = s;
+      if (--state->pending > 0) return;
+    }
+    absl::Status status;
+    {
+      absl::MutexLock lock(&state->mu);
+      status = state->status;
+    }
+    if (status.ok()) {
+      for (auto& [index, value] : state->frame.TakeRetvals()) {
+        IndexedTensor* out = response->add_retvals();
+        out->set_index(index);
+        value.AsProto(out->mutable_tensor());
+      }
+      if (trace) state->stats.Finalize(response->mutable_step_stats());
+    } else {
+      status = WithContext(status, absl::StrCat(task_, ": "));
+      rendezvous->StartAbort(status);
+    }
+    ReleaseStep(step_id, /*run=*/true);
+    done(status);
+  };
+  // An aborted step must still run its executors' done path; they see the abort at once.
+  for (size_t i = 0; i < graph->executors.size(); ++i) {
+    Executor* ex = graph->executors[i].get();
+    ex->device()->Schedule(
+        [ex, exec_args, executor_done] { ex->RunAsync(exec_args, executor_done); });
+  }
+}
+
+void Worker::RecvTensorAsync(int64_t step_id, const std::string& key, TensorCallback done) {
+  auto parsed = ParseRendezvousKey(key);
+  if (!parsed.ok()) {
+    done(parsed.status(), Tensor());
+    return;
+  }
+  if (parsed->src_task != task_) {
+    done(absl::InvalidArgumentError(absl::StrCat("RecvTensor: key '", key, "' is sent by task ",
+                                                 parsed->src_task, ", not by this task (", task_,
+                                                 "); ask that task's worker")),
+         Tensor());
+    return;
+  }
+  if (parsed->src_incarnation != incarnation_) {
+    done(absl::FailedPreconditionError(absl::StrCat(
+             "RecvTensor: key '", key, "' was made for incarnation ",
+             absl::Hex(parsed->src_incarnation), " of task ", task_, ", but this is incarnation ",
+             absl::Hex(incarnation_),
+             ": the task restarted since the graph was partitioned; register the graph again")),
+         Tensor());
+    return;
+  }
+  std::shared_ptr<RemoteRendezvous> rendezvous;
+  absl::Status acquire_status;
+  {
+    absl::MutexLock lock(&mu_);
+    auto acquired = AcquireStep(step_id, /*run=*/false);
+    if (acquired.ok()) {
+      rendezvous = *acquired;
+    } else {
+      acquire_status = acquired.status();
+    }
+  }
+  if (!acquire_status.ok()) {
+    done(acquire_status, Tensor());
+    return;
+  }
+  rendezvous->RecvLocalAsync(key, [this, step_id, done](const absl::Status& s, const Tensor& t) {
+    done(s, t);
+    ReleaseStep(step_id, /*run=*/false);
+  });
+}
+
+absl::Status Worker::CleanupGraph(const std::string& graph_handle) {
+  absl::MutexLock lock(&mu_);
+  if (graphs_.erase(graph_handle) == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("CleanupGraph: task ", task_, " has no graph '", graph_handle, "'"));
+  }
+  return absl::OkStatus();
+}
+
+void Worker::AbortStep(int64_t step_id, const absl::Status& status) {
+  absl::Status abort =
+      status.ok() ? absl::CancelledError(absl::StrCat("step ", step_id, " was aborted")) : status;
+  std::shared_ptr<RemoteRendezvous> rendezvous;
+  {
+    absl::MutexLock lock(&mu_);
+    if (retired_.count(step_id) > 0) return;  // finished or aborted already
+    Step& step = steps_[step_id];
+    if (step.rendezvous == nullptr) {
+      step.rendezvous = std::make_shared<RemoteRendezvous>(
+          step_id, task_, transport_,
+          [this](const std::string& task) { return ResolveTask(task); });
+    }
+    rendezvous = step.rendezvous;
+  }
+  rendezvous->StartAbort(abort);  // outside the lock: waiters' callbacks release the step
+  absl::MutexLock lock(&mu_);
+  MaybeRetireLocked(step_id);
+}
+
+void Worker::Shutdown() {
+  std::vector<std::shared_ptr<RemoteRendezvous>> rendezvous;
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    for (auto& [id, step] : steps_) rendezvous.push_back(step.rendezvous);
+  }
+  for (auto& r : rendezvous) {
+    r->StartAbort(absl::UnavailableError(absl::StrCat("task ", task_, " is shutting down")));
+  }
+  absl::MutexLock lock(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  mu_.Await(absl::Condition(&idle));
+  std::vector<int64_t> ids;
+  for (const auto& [id, step] : steps_) ids.push_back(id);
+  for (int64_t id : ids) MaybeRetireLocked(id);
+}
+
+int Worker::num_active_steps() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(steps_.size());
+}
+
+int Worker::num_registered_graphs() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(graphs_.size());
+}
+
+}  // namespace shardflow

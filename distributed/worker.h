@@ -1,0 +1,142 @@
+// Worker: what one task does for a master and for its peers, independent of the wire.
+//
+// The gRPC service (distributed/grpc/grpc_worker_service.h) turns WorkerService calls into
+// calls of these methods; a master in the same process may call them directly.
+//
+//   Worker worker("/job:worker/replica:0/task:0", devices, transport, incarnation);
+//   worker.RegisterGraph(request, &response);        // partitions -> executors, once per graph
+//   worker.RunGraphAsync(&run_request, &run_response, done);   // one step of this task's part
+//   worker.RecvTensorAsync(step_id, key, done);      // a peer pulls a tensor of a local _Send
+//   worker.AbortStep(step_id, status);               // every pending recv of the step fails
+//
+// Steps. Each step id has one RemoteRendezvous on this worker, created by whichever comes
+// first: RunGraph, a peer's RecvTensor (a peer may ask before this task has started the step)
+// or AbortStep. A step is retired (its rendezvous dropped) once no RunGraph of it is running and
+// nothing is left in its rendezvous (every sent tensor taken, no receiver waiting), or at once
+// when it was aborted and nothing runs. The last kRetiredStepsKept retired step ids are
+// remembered with their final status, so that a late RecvTensor or RunGraph for one gets that
+// status instead of waiting forever; memory per worker is bounded by the steps in flight.
+//
+// Thread safety: every method may be called from any thread.
+#ifndef SHARDFLOW_DISTRIBUTED_WORKER_H_
+#define SHARDFLOW_DISTRIBUTED_WORKER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "core/protos/worker.pb.h"
+#include "distributed/remote_rendezvous.h"
+#include "distributed/transport.h"
+#include "runtime/device.h"
+#include "runtime/executor.h"
+
+namespace shardflow {
+
+inline constexpr size_t kRetiredStepsKept = 4096;
+
+class Worker {
+ public:
+  using StatusCallback = std::function<void(const absl::Status&)>;
+  using TensorCallback = std::function<void(const absl::Status&, const Tensor&)>;
+
+  // `task`: "/job:J/replica:0/task:T". `devices` and `transport` are borrowed and must outlive
+  // the worker. `incarnation` must be nonzero and differ between runs of the process (the
+  // server draws it at random).
+  Worker(std::string task, std::vector<Device*> devices, TensorTransport* transport,
+         uint64_t incarnation);
+  // Aborts every step and waits for running executors (see Shutdown).
+  ~Worker();
+
+  const std::string& task() const { return task_; }
+  uint64_t incarnation() const { return incarnation_; }
+  const std::vector<Device*>& devices() const { return devices_; }
+
+  void GetStatus(GetStatusResponse* response) const;
+
+  // Builds one executor per partition. Errors: a partition for a device this task does not
+  // have, an invalid graph, a _Send/_Recv from a device of this task whose incarnation is not
+  // this worker's (a graph partitioned for a previous run of the task), a _Recv from a task
+  // `cluster` does not list.
+  absl::Status RegisterGraph(const RegisterGraphRequest& request, RegisterGraphResponse* response);
+
+  // Runs one step of a registered graph on every partition; `done` is called exactly once,
+  // possibly on another thread, after every executor has finished. `request` and `response`
+  // are borrowed until then. The step's status is its first error (which aborted it).
+  void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
+                     StatusCallback done);
+
+  // Serves a peer: the tensor a local _Send left under `key` in step `step_id`, once it is
+  // there. Errors: a malformed key, a key whose source device is not on this task, a key made
+  // for another incarnation, the step's abort status, a step that already finished here.
+  void RecvTensorAsync(int64_t step_id, const std::string& key, TensorCallback done);
+
+  // Drops a registered graph; running steps keep their executors until they end.
+  absl::Status CleanupGraph(const std::string& graph_handle);
+
+  // Aborts step `step_id` here with `status` (not OK; OK becomes CANCELLED). Pending recvs
+  // return it, and a RunGraph or RecvTensor of that step arriving later fails with it.
+  void AbortStep(int64_t step_id, const absl::Status& status);
+
+  // Refuses new work (UNAVAILABLE), aborts every step, and waits until no executor runs and no
+  // callback of RunGraphAsync/RecvTensorAsync is still to come. Idempotent.
+  void Shutdown();
+
+  // For tests and monitoring.
+  int num_active_steps() const;
+  int num_registered_graphs() const;
+
+ private:
+  struct RegisteredGraph {
+    std::string handle;
+    std::string session_handle;
+    std::vector<std::unique_ptr<Executor>> executors;
+    std::vector<int> arg_indices;  // _Arg indices the partitions read
+  };
+  struct Step {
+    std::shared_ptr<RemoteRendezvous> rendezvous;
+    int running = 0;  // RunGraph calls of this step still running here
+    int serving = 0;  // peers' RecvTensor calls waiting on this step
+  };
+
+  // The step's state, created when absent; error when retired or shutting down.
+  absl::StatusOr<std::shared_ptr<RemoteRendezvous>> AcquireStep(int64_t step_id, bool run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Called after a RunGraph (run) or a serve ends; retires the step when it is done.
+  void ReleaseStep(int64_t step_id, bool run);
+  void MaybeRetireLocked(int64_t step_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::string> ResolveTask(const std::string& task) const;
+  Device* FindDevice(const std::string& name) const;
+
+  const std::string task_;
+  const std::vector<Device*> devices_;
+  TensorTransport* const transport_;
+  const uint64_t incarnation_;
+
+  mutable absl::Mutex mu_;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t next_graph_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ ABSL_GUARDED_BY(mu_);
+  // Task name -> address, merged from every RegisterGraphRequest.cluster.
+  std::map<std::string, std::string> cluster_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, Step> steps_ ABSL_GUARDED_BY(mu_);
+  // Retired steps, oldest first, with their final status.
+  std::deque<int64_t> retired_order_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, absl::Status> retired_ ABSL_GUARDED_BY(mu_);
+  // RunGraph and serve callbacks still to come (Shutdown waits for 0).
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A random, nonzero 64-bit incarnation.
+uint64_t NewIncarnation();
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_DISTRIBUTED_WORKER_H_
