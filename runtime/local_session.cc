@@ -329,13 +329,37 @@ class LocalSession final : public Session {
 
 }  // namespace
 
+namespace {
+absl::Mutex factories_mu(absl::kConstInit);
+std::map<std::string, SessionFactory>& Factories() {
+  static auto* factories = new std::map<std::string, SessionFactory>;
+  return *factories;
+}
+}  // namespace
+
+void RegisterSessionFactory(const std::string& scheme, SessionFactory factory) {
+  absl::MutexLock lock(&factories_mu);
+  Factories()[scheme] = std::move(factory);
+}
+
 absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
-  if (!options.target.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown session target '", options.target,
-                     "'; only \"\" (a local session) is supported in this build"));
+  if (options.target.empty()) return std::unique_ptr<Session>(new LocalSession(options));
+  size_t pos = options.target.find("://");
+  std::string scheme = pos == std::string::npos ? "" : options.target.substr(0, pos);
+  SessionFactory factory;
+  std::vector<std::string> known;
+  {
+    absl::MutexLock lock(&factories_mu);
+    auto it = Factories().find(scheme);
+    if (it != Factories().end()) factory = it->second;
+    for (const auto& [name, f] : Factories()) known.push_back(name + "://host:port");
   }
-  return std::unique_ptr<Session>(new LocalSession(options));
+  if (!factory) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown session target '", options.target, "'; use \"\" for a local ",
+                     "session", known.empty() ? "" : " or ", absl::StrJoin(known, ", ")));
+  }
+  return factory(options);
 }
 
 }  // namespace shardflow

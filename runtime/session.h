@@ -14,6 +14,7 @@
 #ifndef SHARDFLOW_RUNTIME_SESSION_H_
 #define SHARDFLOW_RUNTIME_SESSION_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -61,8 +62,15 @@ class Session {
   virtual absl::Status Close() = 0;
 };
 
-// A session for options.target ("" = local). Error for an unknown target scheme.
+// A session for options.target: "" = local; "grpc://host:port" = the master served at that
+// address (distributed/). Error for an unknown target scheme.
 absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options);
+
+// Makes sessions for targets that start with "<scheme>://". Registered at static
+// initialisation by the layers above the runtime (the distributed runtime registers "grpc").
+using SessionFactory =
+    std::function<absl::StatusOr<std::unique_ptr<Session>>(const SessionOptions& options)>;
+void RegisterSessionFactory(const std::string& scheme, SessionFactory factory);
 
 }  // namespace shardflow
 

@@ -107,7 +107,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
   return grpc::SslCredentials(ssl);
 }
 
-grpc::Status CheckBearerToken(const grpc::ServerContext& context, const std::string& token) {
+grpc::Status CheckBearerToken(const grpc::ServerContextBase& context, const std::string& token) {
   if (token.empty()) return grpc::Status::OK;
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");

@@ -59,7 +59,7 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
 
 // OK when `token` is empty or the call carries "authorization: Bearer <token>"; else
 // UNAUTHENTICATED (without echoing what was sent).
-grpc::Status CheckBearerToken(const grpc::ServerContext& context, const std::string& token);
+grpc::Status CheckBearerToken(const grpc::ServerContextBase& context, const std::string& token);
 
 // Adds the token (when set) to an outgoing call.
 void AddBearerToken(grpc::ClientContext* context, const std::string& token);
