@@ -63,18 +63,29 @@ class ConfigProto:
     inter_op_threads / intra_op_threads: threads per device (0 = automatic).
     allow_soft_placement: place ops elsewhere when their requested device cannot run them.
     log_device_placement: print 'node (Op) -> device' once per placed graph.
+    placement_policy: "constraints" (default: the first device that can run an op) or "cost"
+        (spread unplaced ops by the cost model; see docs/placement.md).
+    auth_token, tls_ca_file, tls_cert_file, tls_key_file: how to reach a "grpc://" master
+        that requires a token or TLS.
     """
 
     _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count",
-               "allow_soft_placement", "log_device_placement")
+               "allow_soft_placement", "log_device_placement", "placement_policy", "auth_token",
+               "tls_ca_file", "tls_cert_file", "tls_key_file")
 
     def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
-                 allow_soft_placement=False, log_device_placement=False):
+                 allow_soft_placement=False, log_device_placement=False, placement_policy="",
+                 auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file=""):
         self.inter_op_threads = inter_op_threads
         self.intra_op_threads = intra_op_threads
         self.cpu_device_count = cpu_device_count
         self.allow_soft_placement = allow_soft_placement
         self.log_device_placement = log_device_placement
+        self.placement_policy = placement_policy
+        self.auth_token = auth_token
+        self.tls_ca_file = tls_ca_file
+        self.tls_cert_file = tls_cert_file
+        self.tls_key_file = tls_key_file
 
     def _to_c(self):
         c = _C.SessionConfig()

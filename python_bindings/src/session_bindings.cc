@@ -70,6 +70,11 @@ struct SessionConfig {
   int cpu_device_count = 0;
   bool allow_soft_placement = false;
   bool log_device_placement = false;
+  std::string placement_policy;
+  std::string auth_token;
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class SessionHandle {
@@ -83,6 +88,11 @@ class SessionHandle {
     options.config.set_cpu_device_count(config.cpu_device_count);
     options.config.set_allow_soft_placement(config.allow_soft_placement);
     options.config.set_log_device_placement(config.log_device_placement);
+    options.config.set_placement_policy(config.placement_policy);
+    options.config.set_auth_token(config.auth_token);
+    options.config.set_tls_ca_file(config.tls_ca_file);
+    options.config.set_tls_cert_file(config.tls_cert_file);
+    options.config.set_tls_key_file(config.tls_key_file);
     SF_PY_ASSIGN_OR_THROW(session_, NewSession(options));
   }
   ~SessionHandle() {
@@ -212,7 +222,12 @@ void RegisterSessionBindings(py::module_& m) {
       .def_readwrite("intra_op_threads", &SessionConfig::intra_op_threads)
       .def_readwrite("cpu_device_count", &SessionConfig::cpu_device_count)
       .def_readwrite("allow_soft_placement", &SessionConfig::allow_soft_placement)
-      .def_readwrite("log_device_placement", &SessionConfig::log_device_placement);
+      .def_readwrite("log_device_placement", &SessionConfig::log_device_placement)
+      .def_readwrite("placement_policy", &SessionConfig::placement_policy)
+      .def_readwrite("auth_token", &SessionConfig::auth_token)
+      .def_readwrite("tls_ca_file", &SessionConfig::tls_ca_file)
+      .def_readwrite("tls_cert_file", &SessionConfig::tls_cert_file)
+      .def_readwrite("tls_key_file", &SessionConfig::tls_key_file);
 
   py::class_<SessionHandle>(m, "SessionHandle", "The C++ session behind shardflow.Session.")
       .def(py::init<GraphPtr, std::string, SessionConfig>())

@@ -1,0 +1,104 @@
+"""Sessions on a cluster from Python: two `shardflow server` processes on loopback, a graph split
+over their tasks with sf.device, results equal to a local session, training, profiling, and
+errors for an unreachable master."""
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+
+BUILD = os.environ.get("SHARDFLOW_BUILD_DIR",
+                       os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+BINARY = os.path.join(BUILD, "bin", "shardflow")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    ports = [free_port(), free_port()]
+    spec = tmp_path_factory.mktemp("cluster") / "cluster.json"
+    spec.write_text(json.dumps({"worker": [f"127.0.0.1:{p}" for p in ports]}))
+    procs = []
+    for task in range(2):
+        p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
+                              "--threads", "1"], stdout=subprocess.PIPE, text=True)
+        procs.append(p)
+        line = p.stdout.readline()
+        assert "listening on" in line, line
+    yield f"grpc://127.0.0.1:{ports[0]}"
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        assert p.wait(timeout=10) == 0  # SIGTERM: a clean shutdown
+
+
+def split_graph(distributed=True):
+    def on(task):
+        return sf.device(f"/job:worker/task:{task}") if distributed else contextlib.nullcontext()
+
+    g = sf.Graph()
+    with g.as_default():
+        with on(0):
+            x = sf.placeholder(sf.float32, [4, 3], name="x")
+        with on(1):
+            w = sf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 10, name="w")
+            h = sf.nn.relu(x @ w)
+        with on(0):
+            loss = sf.reduce_sum(h * h)
+        train = sf.train.AdamOptimizer(0.01).minimize(loss)
+        init = sf.global_variables_initializer()
+    return g, x, loss, train, init
+
+
+def test_split_graph_runs_and_trains_like_a_local_session(cluster):
+    xv = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    results = {}
+    for target in ["", cluster]:
+        g, x, loss, train, init = split_graph(distributed=bool(target))
+        with sf.Session(target, graph=g, config=sf.ConfigProto(intra_op_threads=1)) as sess:
+            sess.run(init)
+            curve = [sess.run([loss, train], {x: xv})[0] for _ in range(5)]
+        results[target or "local"] = np.array(curve)
+    assert results[cluster][-1] < results[cluster][0]
+    np.testing.assert_array_equal(results["local"], results[cluster])
+
+
+def test_profile_of_a_distributed_step_has_both_tasks(cluster):
+    g, x, loss, train, init = split_graph()
+    with sf.Session(cluster, graph=g) as sess:
+        sess.run(init)
+        md = sf.RunMetadata()
+        sess.run(loss, {x: np.ones((4, 3), np.float32)},
+                 options=sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE), run_metadata=md)
+    trace = json.loads(sf.profiler.chrome_trace(md))
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"}
+    assert any("task:0" in n for n in names) and any("task:1" in n for n in names)
+    starts = sorted(e["id"] for e in trace["traceEvents"] if e.get("ph") == "s")
+    ends = sorted(e["id"] for e in trace["traceEvents"] if e.get("ph") == "f")
+    assert starts and starts == ends
+
+
+def test_an_unreachable_master_is_an_unavailable_error():
+    g = sf.Graph()
+    with g.as_default():
+        c = sf.constant(1.0)
+    port = free_port()
+    with pytest.raises(sf.errors.UnavailableError) as e:
+        with sf.Session(f"grpc://127.0.0.1:{port}", graph=g) as sess:
+            sess.run(c)
+    assert f"127.0.0.1:{port}" in str(e.value)
+    assert isinstance(e.value, ConnectionError)
