@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""Two tasks on two emulated hosts: network namespaces joined by a veth pair whose link is rate
+limited with tc tbf. `shardflow train --cluster` runs model-parallel from host 0 and must give
+the same loss curve as a local run; a task killed on host 1 must fail the next step within the
+bound with an error naming it.
+
+usage: netns_test.py path/to/shardflow        (root; exits 77 = skipped without namespaces)
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BINARY = os.path.abspath(sys.argv[1])
+SUFFIX = str(os.getpid())
+NS = [f"sf_h0_{SUFFIX}", f"sf_h1_{SUFFIX}"]
+VETH = [f"sfv0_{SUFFIX}"[:15], f"sfv1_{SUFFIX}"[:15]]
+SUBNET = f"10.231.{os.getpid() % 200 + 20}"
+ADDR = [f"{SUBNET}.1", f"{SUBNET}.2"]
+RATE = "400mbit"
+results = []
+
+
+def check(name, condition, detail=""):
+    results.append(condition)
+    print(f"{'ok  ' if condition else 'FAIL'} {name}{'' if condition else ': ' + detail}")
+
+
+def sh(*args, check_rc=True):
+    r = subprocess.run(list(args), capture_output=True, text=True)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
+    return r
+
+
+def skip(why):
+    print(f"SKIPPED: {why}")
+    sys.exit(77)
+
+
+def setup():
+    if os.geteuid() != 0:
+        skip("needs root to create network namespaces")
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        skip("needs iproute2 (ip, tc)")
+    try:
+        for ns in NS:
+            sh("ip", "netns", "add", ns)
+    except RuntimeError as e:
+        teardown()
+        skip(f"cannot create network namespaces here ({e})")
+    sh("ip", "link", "add", VETH[0], "type", "veth", "peer", "name", VETH[1])
+    for i in range(2):
+        sh("ip", "link", "set", VETH[i], "netns", NS[i])
+        sh("ip", "netns", "exec", NS[i], "ip", "addr", "add", f"{ADDR[i]}/24", "dev", VETH[i])
+        sh("ip", "netns", "exec", NS[i], "ip", "link", "set", VETH[i], "up")
+        sh("ip", "netns", "exec", NS[i], "ip", "link", "set", "lo", "up")
+        sh("ip", "netns", "exec", NS[i], "tc", "qdisc", "add", "dev", VETH[i], "root", "tbf",
+           "rate", RATE, "burst", "256kb", "latency", "100ms")
+
+
+def teardown():
+    for ns in NS:
+        sh("ip", "netns", "pids", ns, check_rc=False)
+        pids = sh("ip", "netns", "pids", ns, check_rc=False).stdout.split()
+        for pid in pids:
+            sh("kill", "-9", pid, check_rc=False)
+        sh("ip", "netns", "del", ns, check_rc=False)
+
+
+def start_task(spec, task):
+    p = subprocess.Popen(["ip", "netns", "exec", NS[task], BINARY, "server", "--cluster", spec,
+                          "--task", str(task), "--threads", "1", "--plaintext"],
+                         stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if "listening on" not in line:
+        raise RuntimeError(f"task {task} did not start: {line}")
+    return p
+
+
+def train(tmp, tag, *flags, ns=None):
+    out = os.path.join(tmp, tag)
+    cmd = [BINARY, "train", "--model", "mlp", "--max-steps", "30", "--progress=false",
+           "--checkpoint-dir", out, "--trace-dir", out, *flags]
+    if ns:
+        cmd = ["ip", "netns", "exec", ns] + cmd
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    return r, os.path.join(out, "losses.npy")
+
+
+def main():
+    import numpy as np
+    setup()
+    tasks = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            spec = os.path.join(tmp, "cluster.json")
+            with open(spec, "w") as f:
+                json.dump({"worker": [f"{ADDR[0]}:2222", f"{ADDR[1]}:2222"]}, f)
+            tasks = [start_task(spec, 0), start_task(spec, 1)]
+            local, local_losses = train(tmp, "local", "--threads", "1")
+            start = time.time()
+            dist, dist_losses = train(tmp, "dist", "--cluster", spec, "--plaintext", ns=NS[0])
+            took = time.time() - start
+            ok = local.returncode == 0 and dist.returncode == 0
+            check("model-parallel training across two emulated hosts runs", ok,
+                  local.stderr + dist.stderr)
+            if ok:
+                a, b = np.load(local_losses), np.load(dist_losses)
+                check(f"its loss curve equals the local one (30 steps over a {RATE} link, "
+                      f"{took:.1f} s)", a.shape == b.shape and np.allclose(a, b, rtol=1e-5),
+                      f"{a[:5]} vs {b[:5]}")
+            # Host 1 becomes unreachable in the middle of training (its link goes down, no
+            # reset reaches anyone): the step fails naming task 1 within the bound.
+            out = os.path.join(tmp, "cut")
+            long_run = subprocess.Popen(
+                ["ip", "netns", "exec", NS[0], BINARY, "train", "--model", "mlp", "--max-steps",
+                 "100000", "--progress=false", "--checkpoint-dir", out, "--cluster", spec,
+                 "--plaintext"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(4)
+            cut = time.time()
+            sh("ip", "netns", "exec", NS[1], "ip", "link", "set", VETH[1], "down")
+            try:
+                _, err = long_run.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                long_run.kill()
+                _, err = long_run.communicate()
+            took = time.time() - cut
+            check(f"an unreachable host fails the step naming its task within 10 s ({took:.1f} s)",
+                  long_run.returncode not in (0, None) and "task:1" in err and took <= 10,
+                  f"rc {long_run.returncode} after {took:.1f} s: {err[-400:]}")
+            sh("ip", "netns", "exec", NS[1], "ip", "link", "set", VETH[1], "up")
+            # Kill the task on host 1: the next training run fails naming it, within the bound.
+            tasks[1].kill()
+            tasks[1].wait()
+            start = time.time()
+            dead, _ = train(tmp, "dead", "--cluster", spec, "--plaintext", ns=NS[0])
+            took = time.time() - start
+            check("a dead task on the other host is an error naming it, within 10 s",
+                  dead.returncode != 0 and "task:1" in dead.stderr and took < 15,
+                  f"rc {dead.returncode} after {took:.1f} s: {dead.stderr[-400:]}")
+    finally:
+        for t in tasks:
+            t.terminate()
+        teardown()
+    failed = results.count(False)
+    print(f"{len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
