@@ -11,6 +11,7 @@
 #include "runtime/data/fashion_mnist.h"
 #include "runtime/profiler.h"
 #include "runtime/session.h"
+#include "tools/shardflow/cluster_flags.h"
 #include "tools/shardflow/flags.h"
 #include "tools/shardflow/models.h"
 
@@ -24,6 +25,7 @@ struct ProfileConfig {
   int64_t steps = 5;
   std::string out = "profile";
   std::string data_dir = kDefaultFashionMnistDir;
+  ClusterFlags cluster;
 };
 
 absl::Status WriteFile(const std::string& path, const std::string& text) {
@@ -37,8 +39,12 @@ absl::Status Profile(const ProfileConfig& c) {
   if (c.devices < 1 || c.steps < 1 || c.batch_size < 1) {
     return absl::InvalidArgumentError("--devices, --steps and --batch-size must be positive");
   }
-  std::vector<std::string> layer_devices;
-  for (int64_t i = 0; i < c.devices; ++i) layer_devices.push_back(absl::StrCat("/device:CPU:", i));
+  SF_ASSIGN_OR_RETURN(std::vector<std::string> layer_devices, c.cluster.Tasks());
+  if (layer_devices.empty()) {
+    for (int64_t i = 0; i < c.devices; ++i) {
+      layer_devices.push_back(absl::StrCat("/device:CPU:", i));
+    }
+  }
   Scope s = Scope::NewRootScope();
   SF_ASSIGN_OR_RETURN(Model m, BuildModel(s, c.model, 1, layer_devices));
   AdamOptimizer adam(1e-3);
@@ -48,7 +54,7 @@ absl::Status Profile(const ProfileConfig& c) {
   SF_RETURN_IF_ERROR(s.ToGraphDef(&def));
   SessionOptions options;
   options.config.set_cpu_device_count(static_cast<int>(c.devices));
-  SF_ASSIGN_OR_RETURN(auto session, NewSession(options));
+  SF_ASSIGN_OR_RETURN(auto session, c.cluster.OpenSession(options));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
   SF_RETURN_IF_ERROR(session->Run({}, {}, {init.name()}, &out));
@@ -77,7 +83,10 @@ absl::Status Profile(const ProfileConfig& c) {
   auto svg = DotToSvg(dot);
   std::string svg_note = svg.ok() ? c.out + "/graph.svg" : std::string(svg.status().message());
   if (svg.ok()) SF_RETURN_IF_ERROR(WriteFile(c.out + "/graph.svg", *svg));
-  absl::PrintF("%s on %d CPU device(s), profile of step %d (batch %d):\n\n%s\n", c.model, c.devices,
+  absl::PrintF("%s on %s, profile of step %d (batch %d):\n\n%s\n", c.model,
+               c.cluster.cluster.empty()
+                   ? absl::StrCat(c.devices, " CPU device(s)")
+                   : absl::StrCat(layer_devices.size(), " task(s) of ", c.cluster.cluster),
                c.steps, c.batch_size, report);
   absl::PrintF(
       "wrote %s/trace.json (open in https://ui.perfetto.dev or chrome://tracing),\n"
@@ -102,6 +111,7 @@ int ProfileMain(int argc, char** argv, int first) {
   flags.Int("steps", &c.steps, "steps to run; the last one is traced");
   flags.String("out", &c.out, "folder for trace.json, placement.txt, graph.dot (and graph.svg)");
   flags.String("data-dir", &c.data_dir, "folder with the Fashion-MNIST idx(.gz) files");
+  c.cluster.Register(&flags);
   return flags.RunCommand(
       argc, argv, first, [&c] { return Profile(c); }, "shardflow profile: ");
 }

@@ -15,7 +15,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "core/platform/status.h"
-#include "distributed/master.h"
 #include "ops/nn_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/data/batch_iterator.h"
@@ -23,6 +22,7 @@
 #include "runtime/device.h"
 #include "runtime/saver.h"
 #include "runtime/session.h"
+#include "tools/shardflow/cluster_flags.h"
 #include "tools/shardflow/flags.h"
 #include "tools/shardflow/models.h"
 #include "tools/shardflow/npy.h"
@@ -49,10 +49,7 @@ struct TrainConfig {
   int64_t devices = 1;
   std::string placement_policy = "constraints";
   bool log_placement = false;
-  std::string cluster;
-  std::string token;
-  std::string tls_ca;
-  bool plaintext = false;
+  ClusterFlags cluster;
   // Filled from --cluster: the task of every model layer, in turn.
   std::vector<std::string> layer_devices;
 };
@@ -258,12 +255,7 @@ void PrintOpProfile(const RunMetadata& md, int64_t step) {
 }
 
 absl::Status Train(TrainConfig c) {
-  if (!c.cluster.empty()) {
-    SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster));
-    for (const TaskId& t : spec.tasks()) {
-      c.layer_devices.push_back(ClusterSpec::TaskName(t.job, t.task));
-    }
-  }
+  SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
   if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
   if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
   if (c.threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
@@ -283,20 +275,7 @@ absl::Status Train(TrainConfig c) {
   options.config.set_cpu_device_count(static_cast<int>(c.devices));
   options.config.set_placement_policy(c.placement_policy);
   options.config.set_log_device_placement(c.log_placement);
-  std::unique_ptr<Session> session;
-  if (c.cluster.empty()) {
-    SF_ASSIGN_OR_RETURN(session, NewSession(options));
-  } else {
-    // Model parallel over the cluster's tasks; this process is the master.
-    SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster));
-    MasterOptions master_options;
-    master_options.cluster = spec;
-    master_options.client.security.token = c.token;
-    master_options.client.security.tls_ca_file = c.tls_ca;
-    master_options.client.security.plaintext = c.plaintext;
-    SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
-    SF_ASSIGN_OR_RETURN(session, NewClusterSession(master, options));
-  }
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
   SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));
@@ -468,14 +447,7 @@ int TrainMain(int argc, char** argv, int first) {
   flags.Int("devices", &c.devices, "CPU devices the session exposes (threads are split)");
   flags.String("placement-policy", &c.placement_policy,
                "constraints (every node on the first device) or cost (spread by the cost model)");
-  flags.String("cluster", &c.cluster,
-               "cluster spec JSON ({\"worker\": [\"host:port\", ...]}): train model-parallel, "
-               "layer i on task i mod N, this process as the master (start the tasks with "
-               "shardflow server)");
-  flags.String("token", &c.token, "the cluster's shared token (with --cluster)");
-  flags.String("tls-ca", &c.tls_ca, "CA of the tasks' TLS certificates (with --cluster)");
-  flags.Bool("plaintext", &c.plaintext,
-             "talk to non-loopback tasks without TLS (with --cluster; trusted networks only)");
+  c.cluster.Register(&flags);
   flags.Bool("log-placement", &c.log_placement,
              "print 'name (Op) -> device' for every node, once, when the graph is placed");
   flags.Int("profile-step", &c.profile_step,

@@ -1,0 +1,40 @@
+#include "tools/shardflow/cluster_flags.h"
+
+#include "core/platform/status.h"
+#include "distributed/master.h"
+
+namespace shardflow {
+
+void ClusterFlags::Register(Flags* flags) {
+  flags->String("cluster", &cluster,
+                "cluster spec JSON ({\"worker\": [\"host:port\", ...]}): run model-parallel, "
+                "layer i on task i mod N, this process as the master (start the tasks with "
+                "shardflow server)");
+  flags->String("token", &token, "the cluster's shared token (with --cluster)");
+  flags->String("tls-ca", &tls_ca, "CA of the tasks' TLS certificates (with --cluster)");
+  flags->Bool("plaintext", &plaintext,
+              "talk to non-loopback tasks without TLS (with --cluster; trusted networks only)");
+}
+
+absl::StatusOr<std::vector<std::string>> ClusterFlags::Tasks() const {
+  std::vector<std::string> out;
+  if (cluster.empty()) return out;
+  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(cluster));
+  for (const TaskId& t : spec.tasks()) out.push_back(ClusterSpec::TaskName(t.job, t.task));
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
+    const SessionOptions& options) const {
+  if (cluster.empty()) return NewSession(options);
+  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(cluster));
+  MasterOptions master_options;
+  master_options.cluster = spec;
+  master_options.client.security.token = token;
+  master_options.client.security.tls_ca_file = tls_ca;
+  master_options.client.security.plaintext = plaintext;
+  SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
+  return NewClusterSession(master, options);
+}
+
+}  // namespace shardflow

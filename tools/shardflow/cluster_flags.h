@@ -1,0 +1,33 @@
+// The flags that point a subcommand at a cluster (--cluster, --token, --tls-ca, --plaintext),
+// shared by `shardflow train` and `shardflow profile`.
+#ifndef SHARDFLOW_TOOLS_SHARDFLOW_CLUSTER_FLAGS_H_
+#define SHARDFLOW_TOOLS_SHARDFLOW_CLUSTER_FLAGS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/session.h"
+#include "tools/shardflow/flags.h"
+
+namespace shardflow {
+
+struct ClusterFlags {
+  std::string cluster;
+  std::string token;
+  std::string tls_ca;
+  bool plaintext = false;
+
+  void Register(Flags* flags);
+  // The task names of the cluster ("/job:worker/replica:0/task:0", ...); empty without
+  // --cluster.
+  absl::StatusOr<std::vector<std::string>> Tasks() const;
+  // A local session without --cluster; else a session whose master runs in this process and
+  // drives the cluster's tasks.
+  absl::StatusOr<std::unique_ptr<Session>> OpenSession(const SessionOptions& options) const;
+};
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_TOOLS_SHARDFLOW_CLUSTER_FLAGS_H_
