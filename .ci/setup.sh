@@ -14,9 +14,9 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo=sudo
 if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo=sudo
   echo "setup: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
@@ -24,3 +24,11 @@ fi
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
+
+# The Python package, importable by Debian's /usr/bin/python3 from any folder: installed under
+# /usr/local, whose lib/python3/dist-packages a .pth file in the site folder points at.
+if [ -f build/python/shardflow/__init__.py ]; then
+  $sudo cmake --install build --component python --prefix /usr/local >/dev/null
+  site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+  echo /usr/local/lib/python3/dist-packages | $sudo tee "$site/shardflow-local.pth" >/dev/null
+fi

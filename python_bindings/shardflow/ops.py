@@ -69,7 +69,8 @@ def constant(value, dtype=None, shape=None, name=None):
             arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
         else:
             arr = arr.reshape(shape)
-    arr = np.ascontiguousarray(arr)
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a scalar 1-d)
+        arr = arr.copy(order="C")
     return _out("Const", [], {"value": arr, "dtype": dtypes.as_dtype(arr.dtype)._enum}, name)
 
 

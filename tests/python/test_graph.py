@@ -177,3 +177,17 @@ def test_variables_and_layers_create_named_variables(g):
     assert [w.shape.as_list() for w in layer.variables] == [[3, 4], [4]]
     assert all(w.name.startswith("fc/") for w in layer.variables)
     assert len(sf.trainable_variables()) == 3
+
+
+def test_a_python_scalar_constant_is_a_scalar():
+    # Regression: constants of Python and NumPy scalars came out with shape [1].
+    g = sf.Graph()
+    with g.as_default():
+        a = sf.constant(1.0)
+        b = sf.constant(np.float64(2.0))
+        c = sf.constant(3, dtype=sf.float32)
+        assert a.shape.as_list() == [] and b.shape.as_list() == [] and c.shape.as_list() == []
+        with sf.Session(graph=g) as sess:
+            out = sess.run([a, b, c])
+    assert [np.shape(v) for v in out] == [(), (), ()]
+    assert out[1] == 2.0 and out[2] == 3.0
