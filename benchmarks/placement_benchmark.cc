@@ -21,6 +21,7 @@
 #include "ops/ops.h"
 #include "partitioner/placer.h"
 #include "partitioner/simulator.h"
+#include "tests/util/random_graph.h"
 
 namespace shardflow {
 namespace {
@@ -31,32 +32,6 @@ struct RandomGraph {
   Scope scope = Scope::NewRootScope();
   CostModel costs;
 };
-
-// Node i consumes 1-3 earlier nodes (or a constant when it is a source); compute 20-220 µs;
-// outputs 40 KB - 2.5 MB. Costs are set as measurements, so the policy and the enumeration
-// see the same numbers.
-void BuildRandomGraph(uint32_t seed, int nodes, RandomGraph* g) {
-  std::mt19937 rng(seed);
-  std::vector<Output> outs;
-  for (int i = 0; i < nodes; ++i) {
-    std::string name = absl::StrCat("n", i);
-    Output o;
-    if (outs.empty() || (outs.size() < 3 && rng() % 2 == 0)) {
-      o = ops::Neg(g->scope.WithOpName(name), ops::Const(g->scope.WithOpName(name + "_c"), 1.0f));
-      g->costs.SetMeasured(name + "_c", 0.1, 100, 10, {4});
-    } else {
-      int fan_in = 1 + rng() % std::min<int>(3, outs.size());
-      std::set<int> picked;
-      for (int k = 0; k < fan_in; ++k) picked.insert(rng() % outs.size());
-      std::vector<Input> in;
-      for (int p : picked) in.push_back(outs[p]);
-      o = in.size() == 1 ? ops::Neg(g->scope.WithOpName(name), in[0])
-                         : ops::AddN(g->scope.WithOpName(name), in);
-    }
-    g->costs.SetMeasured(name, 20 + rng() % 200, 100, 10, {(1 + rng() % 64) * 40000});
-    outs.push_back(o);
-  }
-}
 
 Cluster MakeCluster(int devices, double gbps, double latency_us, bool mixed_speeds) {
   ClusterDescription d;
@@ -83,7 +58,7 @@ Quality MeasureQuality(int nodes, const Cluster& cluster, int graphs, uint32_t s
   const int d = cluster.num_devices();
   for (int k = 0; k < graphs; ++k) {
     RandomGraph rg;
-    BuildRandomGraph(seed0 + k, nodes, &rg);
+    test::BuildRandomGraph(seed0 + k, nodes, rg.scope, &rg.costs);
     GraphDef def;
     if (!rg.scope.ToGraphDef(&def).ok()) std::abort();
     double policy_time[2];

@@ -1,20 +1,23 @@
 // RecvTensor between two processes on loopback: throughput for 4 KB, 1 MB and 64 MB tensors and
 // the round trip of a 4-byte tensor, medians over many calls.
 //
-//   build-dist/bin/transfer_benchmark            # spawns itself as the serving task
-//   build-dist/bin/transfer_benchmark --json     # one JSON object
-//   (benchmarks/transfer_benchmark.py)
+//   build-dist/bin/transfer_benchmark              # spawns itself as the serving task
+//   build-dist/bin/transfer_benchmark --json       # one JSON object
+//   build-dist/bin/transfer_benchmark --only=64MB --rounds=50
+//   (benchmarks/transfer_benchmark.py runs it beside iperf3)
 //
-// The serving process holds a graph Const(N bytes) -> _Send per size. Each iteration runs one
-// step there (RunGraph; the tensor then waits in the step's rendezvous) and times only the
-// RecvTensor that pulls it: request, the tensor's bytes straight from the Const's buffer into
-// gRPC slices, and the decode into a fresh tensor on this side.
+// The serving process holds a graph Const(N bytes) -> _Send per size. Each call runs one step
+// there (RunGraph; the tensor then waits in the step's rendezvous) and times only the RecvTensor
+// that pulls it: request, the tensor's bytes straight from the Const's buffer into gRPC slices,
+// and the decode into a fresh tensor on this side. The sizes take turns: each of `--rounds`
+// rounds (default 15) makes 100 calls of 4 B and of 4 KB, 20 of 1 MB and 2 of 64 MB.
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -24,6 +27,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/rendezvous.h"
+#include "core/platform/status.h"
 #include "distributed/grpc/grpc_worker_client.h"
 #include "distributed/server.h"
 
@@ -74,52 +78,57 @@ GraphDef ConstSendGraph(int64_t bytes, uint64_t incarnation, const std::string& 
   return def;
 }
 
-struct Result {
+// One tensor size: its graph on the serving task and the times of its calls.
+struct Size {
+  const char* name;
   int64_t bytes;
-  int iterations;
-  double median_s;
-  double min_s;
+  int calls_per_round;
+  std::string graph_handle;
+  std::string key;
+  std::vector<double> times;
 };
 
-absl::StatusOr<Result> Measure(GrpcWorkerClient* client, uint64_t incarnation, int64_t bytes,
-                               int iterations, int64_t* step_id) {
+absl::Status Register(GrpcWorkerClient* client, uint64_t incarnation, Size* size) {
   RegisterGraphRequest reg;
-  const std::string edge = absl::StrCat("c_", bytes, ":0");
-  (*reg.mutable_partitions())[kSrc] = ConstSendGraph(bytes, incarnation, edge);
-  RegisterGraphResponse reg_response;
-  auto s = client->RegisterGraph(reg, &reg_response);
-  if (!s.ok()) return s;
-  const std::string key = RendezvousKey(kSrc, incarnation, kDst, edge);
-  std::vector<double> times;
-  for (int i = -3; i < iterations; ++i) {  // 3 warm-up calls
-    RunGraphRequest run;
-    run.set_graph_handle(reg_response.graph_handle());
-    run.set_step_id(++*step_id);
-    RunGraphResponse run_response;
-    s = client->RunGraph(run, &run_response);
-    if (!s.ok()) return s;
-    absl::Notification done;
-    absl::Status status;
-    int64_t got = 0;
-    auto start = std::chrono::steady_clock::now();
-    client->RecvTensorAsync(*step_id, key, nullptr, nullptr, [&](const absl::Status& st, Tensor t) {
-      status = st;
-      got = t.TotalBytes();
-      done.Notify();
-    });
-    done.WaitForNotification();
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (!status.ok()) return status;
-    if (got != bytes) return absl::InternalError(absl::StrCat("got ", got, " bytes"));
-    if (i >= 0) times.push_back(seconds);
-  }
-  client->CleanupGraph(reg_response.graph_handle()).IgnoreError();
-  std::sort(times.begin(), times.end());
-  return Result{bytes, iterations, times[times.size() / 2], times.front()};
+  const std::string edge = absl::StrCat("c_", size->bytes, ":0");
+  (*reg.mutable_partitions())[kSrc] = ConstSendGraph(size->bytes, incarnation, edge);
+  RegisterGraphResponse response;
+  SF_RETURN_IF_ERROR(client->RegisterGraph(reg, &response));
+  size->graph_handle = response.graph_handle();
+  size->key = RendezvousKey(kSrc, incarnation, kDst, edge);
+  return absl::OkStatus();
 }
 
-int Run(const char* self, bool json) {
+// Runs one step on the serving task (the tensor then waits in its rendezvous) and times the
+// RecvTensor that pulls it. `record` false = a warm-up call.
+absl::Status TimeOneCall(GrpcWorkerClient* client, int64_t step_id, Size* size, bool record) {
+  RunGraphRequest run;
+  run.set_graph_handle(size->graph_handle);
+  run.set_step_id(step_id);
+  RunGraphResponse run_response;
+  SF_RETURN_IF_ERROR(client->RunGraph(run, &run_response));
+  absl::Notification done;
+  absl::Status status;
+  int64_t got = 0;
+  auto start = std::chrono::steady_clock::now();
+  client->RecvTensorAsync(step_id, size->key, nullptr, nullptr,
+                          [&](const absl::Status& st, Tensor t) {
+                            status = st;
+                            got = t.TotalBytes();
+                            done.Notify();
+                          });
+  done.WaitForNotification();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  SF_RETURN_IF_ERROR(status);
+  if (got != size->bytes) {
+    return absl::InternalError(absl::StrCat(size->name, ": got ", got, " bytes"));
+  }
+  if (record) size->times.push_back(seconds);
+  return absl::OkStatus();
+}
+
+int Run(const char* self, bool json, const std::string& only, int rounds) {
   int to_child[2], from_child[2];
   if (pipe(to_child) != 0 || pipe(from_child) != 0) return 1;
   pid_t pid = fork();
@@ -143,40 +152,63 @@ int Run(const char* self, bool json) {
   GrpcWorkerCache cache{GrpcClientOptions()};
   auto client = cache.GetClient(address, "/job:worker/replica:0/task:0");
   if (!client.ok()) return 1;
-  struct Size {
-    const char* name;
-    int64_t bytes;
-    int iterations;
-  } sizes[] = {
-      {"rtt_4B", 4, 2000}, {"4KB", 4 << 10, 2000}, {"1MB", 1 << 20, 300}, {"64MB", 64 << 20, 30}};
+  // The sizes take turns in every round, so that a change in the machine's load (other
+  // processes, CPU steal) falls on all of them alike rather than on whichever ran last.
+  std::vector<Size> sizes = {
+      {"rtt_4B", 4, 100}, {"4KB", 4 << 10, 100}, {"1MB", 1 << 20, 20}, {"64MB", 64 << 20, 2}};
+  if (!only.empty()) {
+    sizes.erase(
+        std::remove_if(sizes.begin(), sizes.end(), [&](const Size& s) { return only != s.name; }),
+        sizes.end());
+    if (sizes.empty()) {
+      std::cerr << "--only: expected one of rtt_4B, 4KB, 1MB, 64MB\n";
+      return 2;
+    }
+  }
   int64_t step_id = 0;
-  std::vector<std::pair<std::string, Result>> results;
-  for (const Size& size : sizes) {
-    auto r = Measure(client->get(), incarnation, size.bytes, size.iterations, &step_id);
-    if (!r.ok()) {
-      std::cerr << size.name << ": " << r.status() << "\n";
+  for (Size& size : sizes) {
+    absl::Status s = Register(client->get(), incarnation, &size);
+    for (int i = 0; s.ok() && i < 3; ++i) s = TimeOneCall(client->get(), ++step_id, &size, false);
+    if (!s.ok()) {
+      std::cerr << size.name << ": " << s << "\n";
       return 1;
     }
-    results.emplace_back(size.name, *r);
+  }
+  for (int round = 0; round < rounds; ++round) {
+    for (Size& size : sizes) {
+      for (int i = 0; i < size.calls_per_round; ++i) {
+        absl::Status s = TimeOneCall(client->get(), ++step_id, &size, true);
+        if (!s.ok()) {
+          std::cerr << size.name << ": " << s << "\n";
+          return 1;
+        }
+      }
+    }
+  }
+  for (Size& size : sizes) {
+    (*client)->CleanupGraph(size.graph_handle).IgnoreError();
+    std::sort(size.times.begin(), size.times.end());
   }
   close(to_child[1]);
   waitpid(pid, nullptr, 0);
+  auto median = [](const Size& s) { return s.times[s.times.size() / 2]; };
   if (json) {
     std::cout << "{";
-    for (size_t i = 0; i < results.size(); ++i) {
-      const Result& r = results[i].second;
-      std::cout << (i ? ", " : "") << "\"" << results[i].first << "\": {\"bytes\": " << r.bytes
-                << ", \"iterations\": " << r.iterations << ", \"median_s\": " << r.median_s
-                << ", \"min_s\": " << r.min_s << "}";
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const Size& s = sizes[i];
+      std::cout << (i ? ", " : "") << "\"" << s.name << "\": {\"bytes\": " << s.bytes
+                << ", \"iterations\": " << s.times.size() << ", \"median_s\": " << median(s)
+                << ", \"min_s\": " << s.times.front() << "}";
     }
     std::cout << "}\n";
     return 0;
   }
-  std::printf("%-8s %12s %12s %12s %12s\n", "tensor", "bytes", "median", "min", "GB/s (med)");
-  for (const auto& [name, r] : results) {
-    std::printf("%-8s %12lld %10.1f us %10.1f us %12.3f\n", name.c_str(),
-                static_cast<long long>(r.bytes), r.median_s * 1e6, r.min_s * 1e6,
-                r.bytes / r.median_s / 1e9);
+  std::printf("%-8s %12s %8s %12s %12s %12s\n", "tensor", "bytes", "calls", "median", "min",
+              "GB/s (med)");
+  for (const Size& s : sizes) {
+    std::printf("%-8s %12lld %8zu %10.1f us %10.1f us %12.3f\n", s.name,
+                static_cast<long long>(s.bytes), s.times.size(), median(s) * 1e6,
+                s.times.front() * 1e6, s.bytes / median(s) / 1e9);
   }
   return 0;
 }
@@ -186,9 +218,13 @@ int Run(const char* self, bool json) {
 
 int main(int argc, char** argv) {
   bool serve = false, json = false;
+  std::string only;
+  int rounds = 15;
   for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--only=", 7) == 0) only = argv[i] + 7;
+    if (std::strncmp(argv[i], "--rounds=", 9) == 0) rounds = std::max(1, std::atoi(argv[i] + 9));
     if (std::strcmp(argv[i], "--serve") == 0) serve = true;
     if (std::strcmp(argv[i], "--json") == 0) json = true;
   }
-  return serve ? shardflow::Serve() : shardflow::Run(argv[0], json);
+  return serve ? shardflow::Serve() : shardflow::Run(argv[0], json, only, rounds);
 }

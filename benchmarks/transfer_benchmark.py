@@ -2,15 +2,21 @@
 """RecvTensor throughput and round trip beside raw TCP (iperf3, one stream), in one run.
 
     /usr/bin/python3 benchmarks/transfer_benchmark.py [build-dist/bin/transfer_benchmark]
+                     [--passes N]
 
-Runs iperf3 -s / iperf3 -c 127.0.0.1 (one stream, 5 s) and then transfer_benchmark --json
-(two processes on loopback), and prints one table: GB/s for 4 KB, 1 MB and 64 MB tensors, each as
-a share of iperf3's rate, and the median round trip of a 4-byte tensor. Exit status 0 when both
-ran, whatever the numbers (the targets are printed beside them).
+Alternates N times (default 3) between iperf3 -c 127.0.0.1 (one stream, 3 s) and
+transfer_benchmark --json (two processes on loopback, one gRPC connection; the sizes take turns
+inside it), so that both see the same machine. Prints one table: the median over the passes of
+each pass's median time, GB/s for 4 KB, 1 MB and 64 MB tensors as a share of iperf3's median
+rate, the spread of the passes, and the median round trip of a 4-byte tensor. The load average
+is printed before and after: on a shared machine the figures move with it. Exit status 0 when
+both ran, whatever the numbers (the targets are printed beside them).
 """
+import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -18,9 +24,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def iperf3_bytes_per_s(port=5299, seconds=5):
-    if shutil.which("iperf3") is None:
-        return None, "iperf3 not installed (apt-get install -y iperf3)"
+def iperf3_bytes_per_s(port=5299, seconds=3):
     server = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -28,38 +32,61 @@ def iperf3_bytes_per_s(port=5299, seconds=5):
         out = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds),
                               "-P", "1", "-J"], capture_output=True, text=True, timeout=60)
         report = json.loads(out.stdout)
-        return report["end"]["sum_received"]["bits_per_second"] / 8, None
+        return report["end"]["sum_received"]["bits_per_second"] / 8
     finally:
         server.kill()
         server.wait()
 
 
+def load_average():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
 def main():
-    binary = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build-dist", "bin",
-                                                                "transfer_benchmark")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary", nargs="?",
+                        default=os.path.join(ROOT, "build-dist", "bin", "transfer_benchmark"))
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    binary = args.binary
     if not os.path.exists(binary):
         binary = os.path.join(ROOT, "build", "bin", "transfer_benchmark")
-    tcp, why = iperf3_bytes_per_s()
-    out = subprocess.run([binary, "--json"], capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        print(out.stderr, file=sys.stderr)
-        return 1
-    results = json.loads(out.stdout)
-    print(f"machine: {os.cpu_count()} CPUs; loopback; one TCP connection each")
-    if tcp is None:
-        print(f"iperf3: {why}")
+    have_iperf3 = shutil.which("iperf3") is not None
+    print(f"machine: {os.cpu_count()} CPUs, load average {load_average()}; loopback; "
+          f"one TCP connection each; {args.passes} alternating passes")
+    tcp, runs = [], []
+    for _ in range(args.passes):
+        if have_iperf3:
+            tcp.append(iperf3_bytes_per_s())
+        out = subprocess.run([binary, "--json"], capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            print(out.stderr, file=sys.stderr)
+            return 1
+        runs.append(json.loads(out.stdout))
+    rate = statistics.median(tcp) if tcp else None
+    if rate is None:
+        print("iperf3: not installed (apt-get install -y iperf3)")
     else:
-        print(f"iperf3 -c 127.0.0.1 -P 1: {tcp / 1e9:.3f} GB/s")
-    print(f"{'tensor':<8} {'median':>12} {'GB/s':>8} {'vs iperf3':>10}   target")
+        spread = ", ".join(f"{x / 1e9:.2f}" for x in tcp)
+        print(f"iperf3 -c 127.0.0.1 -P 1: {rate / 1e9:.3f} GB/s (passes: {spread})")
+    print(f"{'tensor':<8} {'median':>12} {'GB/s':>8} {'vs iperf3':>10}   {'passes (median us)':<28}"
+          f" target")
     for name in ("4KB", "1MB", "64MB"):
-        r = results[name]
-        rate = r["bytes"] / r["median_s"]
-        ratio = f"{100 * rate / tcp:.0f}%" if tcp else "n/a"
+        times = [r[name]["median_s"] for r in runs]
+        median = statistics.median(times)
+        size = runs[0][name]["bytes"]
+        ratio = f"{100 * size / median / rate:.0f}%" if rate else "n/a"
         target = ">= 80% of iperf3" if name == "64MB" else ""
-        print(f"{name:<8} {r['median_s'] * 1e6:>9.1f} us {rate / 1e9:>8.3f} {ratio:>10}   {target}")
-    rtt = results["rtt_4B"]
-    print(f"{'4 B RTT':<8} {rtt['median_s'] * 1e6:>9.1f} us {'':>8} {'':>10}   <= 100 us"
-          f" (min {rtt['min_s'] * 1e6:.1f} us)")
+        spread = ", ".join(f"{t * 1e6:.0f}" for t in times)
+        print(f"{name:<8} {median * 1e6:>9.1f} us {size / median / 1e9:>8.3f} {ratio:>10}   "
+              f"{spread:<28} {target}")
+    rtt = [r["rtt_4B"]["median_s"] for r in runs]
+    best = min(r["rtt_4B"]["min_s"] for r in runs)
+    spread = ", ".join(f"{t * 1e6:.0f}" for t in rtt)
+    print(f"{'4 B RTT':<8} {statistics.median(rtt) * 1e6:>9.1f} us {'':>8} {'':>10}   "
+          f"{spread:<28} <= 100 us (min {best * 1e6:.1f} us)")
+    print(f"load average after: {load_average()}")
     return 0
 
 

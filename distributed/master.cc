@@ -136,19 +136,7 @@ class MasterSession {
       return absl::InvalidArgumentError("Run needs at least one fetch or target");
     }
     SF_ASSIGN_OR_RETURN(Prepared * prepared, GetOrPrepare(feeds, fetches, targets));
-    for (size_t i = 0; i < feeds.size(); ++i) {
-      const FeedSpec& spec = prepared->feeds[i];
-      const Tensor& t = feeds[i].second;
-      if (!t.IsInitialized() || t.dtype() != spec.dtype ||
-          !t.shape().IsCompatibleWith(spec.shape)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "feed '", spec.name, "': expected ", DataTypeString(spec.dtype), " of shape ",
-            spec.shape.DebugString(), " but got ",
-            t.IsInitialized()
-                ? absl::StrCat(DataTypeString(t.dtype()), " of shape ", t.shape().DebugString())
-                : std::string("an uninitialized tensor")));
-      }
-    }
+    SF_RETURN_IF_ERROR(CheckFeeds(prepared->feeds, feeds));
     const bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
     struct Call {
       std::string task;
@@ -312,10 +300,7 @@ class MasterSession {
   absl::Status PlaceWholeGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (placement_valid_) return absl::OkStatus();
     SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
-    for (Node* n : graph->nodes()) {
-      auto it = placement_.find(n->name());
-      if (it != placement_.end()) n->set_assigned_device(it->second);
-    }
+    ApplyWholeGraphPlacement(graph.get(), placement_);
     Cluster cluster = CostCluster();
     PlacerOptions options;
     options.allow_soft_placement = config_.allow_soft_placement();
@@ -333,8 +318,7 @@ class MasterSession {
                                          const std::vector<std::string>& targets) {
     std::vector<std::string> feed_names;
     for (const auto& f : feeds) feed_names.push_back(f.first);
-    std::string key = absl::StrCat(absl::StrJoin(feed_names, ","), "->",
-                                   absl::StrJoin(fetches, ","), "//", absl::StrJoin(targets, ","));
+    std::string key = RunSignature(feed_names, fetches, targets);
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
     auto it = cache_map_.find(key);
@@ -343,23 +327,7 @@ class MasterSession {
     SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
     auto prepared = std::make_unique<Prepared>();
     SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feed_names, fetches, targets, &prepared->feeds));
-    for (Node* n : graph->nodes()) {
-      auto p = placement_.find(n->name());
-      if (p != placement_.end()) n->set_assigned_device(p->second);
-    }
-    for (Node* n : graph->nodes()) {
-      if (!n->assigned_device().empty()) continue;
-      if (n->op() == "_Retval" && n->num_inputs() > 0 && n->input_edge(0) != nullptr) {
-        n->set_assigned_device(n->input_edge(0)->src->assigned_device());
-      } else if (n->op() == "_Arg") {
-        for (const Edge* e : n->out_edges()) {
-          if (!e->dst->assigned_device().empty()) {
-            n->set_assigned_device(e->dst->assigned_device());
-            break;
-          }
-        }
-      }
-    }
+    ApplyWholeGraphPlacement(graph.get(), placement_);
     PlacerOptions placer_options;
     placer_options.allow_soft_placement = config_.allow_soft_placement();
     SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), devices_, placer_options));

@@ -73,6 +73,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  for (const auto& [name, value] : TransferChannelArguments()) {
+    builder.AddChannelArgument(name, value);
+  }
   builder.RegisterService(server->service_->service());
   for (grpc::Service* s : options.extra_services) builder.RegisterService(s);
   server->service_->AddCompletionQueues(&builder, options.num_threads);

@@ -97,18 +97,7 @@ class LocalSession final : public Session {
       return absl::InvalidArgumentError("Run needs at least one fetch or target");
     }
     SF_ASSIGN_OR_RETURN(PreparedRun * prepared, GetOrPrepare(feeds, fetches, targets));
-    for (size_t i = 0; i < feeds.size(); ++i) {
-      const FeedSpec& spec = prepared->feeds[i];
-      const Tensor& t = feeds[i].second;
-      if (t.dtype() != spec.dtype || !t.shape().IsCompatibleWith(spec.shape)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "feed '", spec.name, "': expected ", DataTypeString(spec.dtype), " of shape ",
-            spec.shape.DebugString(), " but got ",
-            t.IsInitialized()
-                ? absl::StrCat(DataTypeString(t.dtype()), " of shape ", t.shape().DebugString())
-                : std::string("an uninitialized tensor")));
-      }
-    }
+    SF_RETURN_IF_ERROR(CheckFeeds(prepared->feeds, feeds));
     // Heap-allocated: after a timeout the step winds down on its own, after Run returned.
     auto step = std::make_shared<StepState>(feeds, fetches.size());
     Executor::Args args;
@@ -223,8 +212,7 @@ class LocalSession final : public Session {
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
     std::vector<std::string> feed_names;
     for (const auto& f : feeds) feed_names.push_back(f.first);
-    std::string key = absl::StrCat(absl::StrJoin(feed_names, ","), "->",
-                                   absl::StrJoin(fetches, ","), "//", absl::StrJoin(targets, ","));
+    std::string key = RunSignature(feed_names, fetches, targets);
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
     if (!created_) return absl::FailedPreconditionError("Session::Run before Session::Create");
@@ -234,25 +222,7 @@ class LocalSession final : public Session {
     auto prepared = std::make_unique<PreparedRun>();
     SF_RETURN_IF_ERROR(PlaceWholeGraph());
     SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feed_names, fetches, targets, &prepared->feeds));
-    // Nodes keep the whole graph's placement; a feed's _Arg goes where its first consumer is,
-    // a fetch's _Retval where its tensor is produced.
-    for (Node* n : graph->nodes()) {
-      auto it = placement_.find(n->name());
-      if (it != placement_.end()) n->set_assigned_device(it->second);
-    }
-    for (Node* n : graph->nodes()) {
-      if (!n->assigned_device().empty()) continue;
-      if (n->op() == "_Retval" && n->num_inputs() > 0 && n->input_edge(0) != nullptr) {
-        n->set_assigned_device(n->input_edge(0)->src->assigned_device());
-      } else if (n->op() == "_Arg") {
-        for (const Edge* e : n->out_edges()) {
-          if (!e->dst->assigned_device().empty()) {
-            n->set_assigned_device(e->dst->assigned_device());
-            break;
-          }
-        }
-      }
-    }
+    ApplyWholeGraphPlacement(graph.get(), placement_);
     PlacerOptions placer_options;
     placer_options.allow_soft_placement = options_.config.allow_soft_placement();
     SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), ListDevices(), placer_options));
@@ -284,10 +254,7 @@ class LocalSession final : public Session {
   absl::Status PlaceWholeGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (placement_valid_) return absl::OkStatus();
     SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
-    for (Node* n : graph->nodes()) {
-      auto it = placement_.find(n->name());
-      if (it != placement_.end()) n->set_assigned_device(it->second);
-    }
+    ApplyWholeGraphPlacement(graph.get(), placement_);
     std::vector<int> threads, slots;
     for (const auto& d : devices_) {
       threads.push_back(d->intra_op_threads());

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/framework/attr_value.h"
 #include "core/platform/status.h"
 
@@ -130,6 +131,51 @@ absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
     }
   }
   return absl::OkStatus();
+}
+
+void ApplyWholeGraphPlacement(Graph* graph, const std::map<std::string, std::string>& placement) {
+  for (Node* n : graph->nodes()) {
+    auto it = placement.find(n->name());
+    if (it != placement.end()) n->set_assigned_device(it->second);
+  }
+  for (Node* n : graph->nodes()) {
+    if (!n->assigned_device().empty()) continue;
+    if (n->op() == "_Retval" && n->num_inputs() > 0 && n->input_edge(0) != nullptr) {
+      n->set_assigned_device(n->input_edge(0)->src->assigned_device());
+    } else if (n->op() == "_Arg") {
+      for (const Edge* e : n->out_edges()) {
+        if (!e->dst->assigned_device().empty()) {
+          n->set_assigned_device(e->dst->assigned_device());
+          break;
+        }
+      }
+    }
+  }
+}
+
+absl::Status CheckFeeds(const std::vector<FeedSpec>& specs,
+                        const std::vector<std::pair<std::string, Tensor>>& feeds) {
+  for (size_t i = 0; i < feeds.size() && i < specs.size(); ++i) {
+    const FeedSpec& spec = specs[i];
+    const Tensor& t = feeds[i].second;
+    if (t.IsInitialized() && t.dtype() == spec.dtype && t.shape().IsCompatibleWith(spec.shape)) {
+      continue;
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "feed '", spec.name, "': expected ", DataTypeString(spec.dtype), " of shape ",
+        spec.shape.DebugString(), " but got ",
+        t.IsInitialized()
+            ? absl::StrCat(DataTypeString(t.dtype()), " of shape ", t.shape().DebugString())
+            : std::string("an uninitialized tensor")));
+  }
+  return absl::OkStatus();
+}
+
+std::string RunSignature(const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& fetches,
+                         const std::vector<std::string>& targets) {
+  return absl::StrCat(absl::StrJoin(feeds, ","), "->", absl::StrJoin(fetches, ","), "//",
+                      absl::StrJoin(targets, ","));
 }
 
 }  // namespace shardflow

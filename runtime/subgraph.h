@@ -3,10 +3,13 @@
 #ifndef SHARDFLOW_RUNTIME_SUBGRAPH_H_
 #define SHARDFLOW_RUNTIME_SUBGRAPH_H_
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/framework/tensor.h"
 #include "core/graph/graph.h"
 
 namespace shardflow {
@@ -23,6 +26,21 @@ struct FeedSpec {
 absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
                            const std::vector<std::string>& fetches,
                            const std::vector<std::string>& targets, std::vector<FeedSpec>* specs);
+
+// Gives the nodes of a rewritten graph the devices the whole graph was placed on
+// (`placement`: node name -> device); a feed's _Arg goes where its first consumer is, a fetch's
+// _Retval where its tensor is produced. Nodes it cannot place keep no device.
+void ApplyWholeGraphPlacement(Graph* graph, const std::map<std::string, std::string>& placement);
+
+// Checks fed values against the specs RewriteForRun returned (same order); the error names the
+// feed, what it should be and what it is.
+absl::Status CheckFeeds(const std::vector<FeedSpec>& specs,
+                        const std::vector<std::pair<std::string, Tensor>>& feeds);
+
+// The key under which sessions cache what they built for one (feeds, fetches, targets).
+std::string RunSignature(const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& fetches,
+                         const std::vector<std::string>& targets);
 
 }  // namespace shardflow
 

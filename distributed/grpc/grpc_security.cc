@@ -90,13 +90,18 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
     }
     return grpc::InsecureChannelCredentials();
   }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "a client certificate needs both tls_cert_file and tls_key_file (or neither, to present "
+        "no certificate)");
+  }
   grpc::SslCredentialsOptions ssl;
   if (!options.tls_ca_file.empty()) {
     auto ca = ReadPem(options.tls_ca_file, "TLS CA");
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *ca;
   }
-  if (!options.tls_cert_file.empty() && !options.tls_key_file.empty()) {
+  if (!options.tls_cert_file.empty()) {
     auto key = ReadPem(options.tls_key_file, "TLS key");
     if (!key.ok()) return key.status();
     auto cert = ReadPem(options.tls_cert_file, "TLS certificate");

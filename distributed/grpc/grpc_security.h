@@ -30,7 +30,10 @@ struct GrpcSecurityOptions {
   // Allow plaintext on a non-loopback address (servers) or to any address (clients).
   bool plaintext = false;
   // PEM files. A server with cert+key serves TLS; a client with ca verifies servers with it
-  // (and presents cert+key when they are given, for servers that require client certs).
+  // (and presents cert+key when they are given, for servers that require client certs; one
+  // without the other is an error). A server's own calls to its peers (RecvTensor) are made with
+  // the same options: give servers tls_ca_file too, or their peers are checked against the
+  // system's roots.
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_ca_file;

@@ -62,8 +62,28 @@ void StartCall(GrpcClientQueue* queue, std::shared_ptr<grpc::ClientContext> cont
 
 }  // namespace
 
+// Note [HTTP/2 flow control for tensors]
+// With gRPC's defaults, back-to-back 64 MB RecvTensors on loopback took 28-31 ms; gRPC's BDP
+// estimator sizes each stream's receive window to the (tiny) bandwidth-delay product it measures
+// on loopback, so the sender keeps stopping for WINDOW_UPDATEs. A fixed 8 MB window (lookahead
+// bytes with BDP probing off; a larger lookahead alone changes nothing, the estimator overrides
+// it) and 16 MB frames (the HTTP/2 maximum) bring them to 18 ms with 20% less CPU. Measured side
+// by side in one binary (docs/distributed.md, "Measured transfer speed"): 4, 8, 16 and 32 MB
+// windows do alike, TCP read chunk sizes and the write buffer size make no difference, 4 B round
+// trips are unchanged. 8 MB is what one stream may have in flight before its reader drains it:
+// enough for 10 Gb/s up to ~6 ms round trips.
+const std::vector<std::pair<std::string, int>>& TransferChannelArguments() {
+  static const auto* args = new std::vector<std::pair<std::string, int>>{
+      {GRPC_ARG_HTTP2_BDP_PROBE, 0},
+      {GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20},
+      {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
+  };
+  return *args;
+}
+
 grpc::ChannelArguments WorkerChannelArguments(const GrpcClientOptions& options) {
   grpc::ChannelArguments args;
+  for (const auto& [name, value] : TransferChannelArguments()) args.SetInt(name, value);
   args.SetMaxReceiveMessageSize(-1);
   args.SetMaxSendMessageSize(-1);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, options.keepalive_time_ms);

@@ -24,6 +24,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -49,8 +51,14 @@ struct GrpcClientOptions {
 };
 
 // Channel arguments shardflow uses on both ends: no message size limit, keepalive, fast
-// reconnection after a task restarts.
+// reconnection after a task restarts, and TransferChannelArguments().
 grpc::ChannelArguments WorkerChannelArguments(const GrpcClientOptions& options);
+
+// The HTTP/2 settings for moving large tensors, set on clients and servers alike (a server's
+// settings govern what its clients send it, and the other way round): frames of up to 16 MB and
+// a fixed 8 MB flow-control window per stream, with gRPC's BDP probing off. See Note [HTTP/2
+// flow control for tensors] in grpc_worker_client.cc.
+const std::vector<std::pair<std::string, int>>& TransferChannelArguments();
 
 // A completion queue and the one thread that finishes the client calls made on it (decoding
 // RecvTensor replies included). Shared by the clients of a GrpcWorkerCache.

@@ -15,6 +15,7 @@
 #include "partitioner/placement_policy.h"
 #include "partitioner/simulator.h"
 #include "runtime/session.h"
+#include "tests/util/random_graph.h"
 #include "tests/util/test_util.h"
 
 namespace shardflow {
@@ -208,36 +209,10 @@ TEST(CostPolicyTest, RespectsMemoryLimits) {
   EXPECT_THAT(st.message(), HasSubstr(kCpu0));
 }
 
-// A random DAG of Neg/AddN nodes with measured costs and output sizes set directly.
 struct RandomCase {
   Scope scope = Scope::NewRootScope();
   CostModel costs;
 };
-
-void BuildRandomCase(uint32_t seed, int nodes, RandomCase* c) {
-  std::mt19937 rng(seed);
-  std::vector<Output> outs;
-  for (int i = 0; i < nodes; ++i) {
-    std::string name = absl::StrCat("n", i);
-    Output o;
-    if (outs.empty() || (outs.size() < 3 && rng() % 2 == 0)) {
-      o = ops::Neg(c->scope.WithOpName(name), ops::Const(c->scope.WithOpName(name + "_c"), 1.0f));
-      c->costs.SetMeasured(name + "_c", 0.1, 100, 10, {4});
-    } else {
-      int fan_in = 1 + rng() % std::min<int>(3, outs.size());
-      std::vector<Input> in;
-      std::set<int> picked;
-      for (int k = 0; k < fan_in; ++k) picked.insert(rng() % outs.size());
-      for (int p : picked) in.push_back(outs[p]);
-      o = in.size() == 1 ? ops::Neg(c->scope.WithOpName(name), in[0])
-                         : ops::AddN(c->scope.WithOpName(name), in);
-    }
-    double micros = 20 + rng() % 200;
-    int64_t bytes = (1 + rng() % 64) * 40000;  // 40 KB .. 2.5 MB
-    c->costs.SetMeasured(name, micros, 100, 10, {bytes});
-    outs.push_back(o);
-  }
-}
 
 // A two-device cluster with a real link: 10 GB/s, 20 µs.
 Cluster TwoDeviceCluster() {
@@ -259,7 +234,7 @@ TEST(CostPolicyTest, NearTheBestPlacementOnSmallRandomGraphs) {
   const int cases = 12;
   for (int seed = 1; seed <= cases; ++seed) {
     RandomCase c;
-    BuildRandomCase(seed, 9, &c);
+    test::BuildRandomGraph(seed, 9, c.scope, &c.costs);
     auto g = ToGraph(c.scope);
     PlacerOptions options;
     options.policy = "cost";

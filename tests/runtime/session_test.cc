@@ -193,9 +193,19 @@ TEST(SessionTest, LifecycleErrors) {
   auto session = NewSession(SessionOptions());
   std::vector<Tensor> out;
   EXPECT_EQ((*session)->Run({}, {"x"}, {}, &out).code(), absl::StatusCode::kFailedPrecondition);
+  SessionOptions unknown;
+  unknown.target = "carrier-pigeon://localhost:1";
+  auto bad = NewSession(unknown);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("grpc://host:port"), std::string::npos) << bad.status();
+  // A grpc:// session with no master there fails at its first call, naming the address.
   SessionOptions remote;
-  remote.target = "grpc://localhost:1";
-  EXPECT_FALSE(NewSession(remote).ok());
+  remote.target = "grpc://127.0.0.1:1";
+  auto unreachable = NewSession(remote);
+  ASSERT_TRUE(unreachable.ok()) << unreachable.status();
+  absl::Status created = (*unreachable)->Create(GraphDef());
+  EXPECT_EQ(created.code(), absl::StatusCode::kUnavailable) << created;
+  EXPECT_NE(created.message().find("127.0.0.1:1"), std::string::npos) << created;
   ASSERT_TRUE((*session)->Close().ok());
   EXPECT_FALSE((*session)->Create(GraphDef()).ok());
 }
