@@ -4,6 +4,8 @@
 //   build-dist/bin/transfer_benchmark              # spawns itself as the serving task
 //   build-dist/bin/transfer_benchmark --json       # one JSON object
 //   build-dist/bin/transfer_benchmark --only=64MB --rounds=50
+//   build-dist/bin/transfer_benchmark --chunk_bytes=0            # one call per tensor, no ranges
+//   build-dist/bin/transfer_benchmark --chunk_bytes=8388608 --in_flight=2 --queue_threads=1
 //   (benchmarks/transfer_benchmark.py runs it beside iperf3)
 //
 // The serving process holds a graph Const(N bytes) -> _Send per size. Each call runs one step
@@ -128,7 +130,8 @@ absl::Status TimeOneCall(GrpcWorkerClient* client, int64_t step_id, Size* size, 
   return absl::OkStatus();
 }
 
-int Run(const char* self, bool json, const std::string& only, int rounds) {
+int Run(const char* self, bool json, const std::string& only, int rounds,
+        const GrpcClientOptions& client_options) {
   int to_child[2], from_child[2];
   if (pipe(to_child) != 0 || pipe(from_child) != 0) return 1;
   pid_t pid = fork();
@@ -149,7 +152,7 @@ int Run(const char* self, bool json, const std::string& only, int rounds) {
     std::cerr << "the serving process did not start\n";
     return 1;
   }
-  GrpcWorkerCache cache{GrpcClientOptions()};
+  GrpcWorkerCache cache{client_options};
   auto client = cache.GetClient(address, "/job:worker/replica:0/task:0");
   if (!client.ok()) return 1;
   // The sizes take turns in every round, so that a change in the machine's load (other
@@ -220,11 +223,22 @@ int main(int argc, char** argv) {
   bool serve = false, json = false;
   std::string only;
   int rounds = 15;
+  // Defaults are the library's; the flags let one binary compare settings side by side.
+  shardflow::GrpcClientOptions client_options;
   for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--chunk_bytes=", 14) == 0) {
+      client_options.recv_chunk_bytes = std::atoll(argv[i] + 14);
+    }
+    if (std::strncmp(argv[i], "--in_flight=", 12) == 0) {
+      client_options.recv_ranges_in_flight = std::atoi(argv[i] + 12);
+    }
+    if (std::strncmp(argv[i], "--queue_threads=", 16) == 0) {
+      client_options.queue_threads = std::atoi(argv[i] + 16);
+    }
     if (std::strncmp(argv[i], "--only=", 7) == 0) only = argv[i] + 7;
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) rounds = std::max(1, std::atoi(argv[i] + 9));
     if (std::strcmp(argv[i], "--serve") == 0) serve = true;
     if (std::strcmp(argv[i], "--json") == 0) json = true;
   }
-  return serve ? shardflow::Serve() : shardflow::Run(argv[0], json, only, rounds);
+  return serve ? shardflow::Serve() : shardflow::Run(argv[0], json, only, rounds, client_options);
 }

@@ -2,7 +2,7 @@
 """RecvTensor throughput and round trip beside raw TCP (iperf3, one stream), in one run.
 
     /usr/bin/python3 benchmarks/transfer_benchmark.py [build-dist/bin/transfer_benchmark]
-                     [--passes N]
+                     [--passes N] [--baseline OTHER_BINARY]
 
 Alternates N times (default 3) between iperf3 -c 127.0.0.1 (one stream, 3 s) and
 transfer_benchmark --json (two processes on loopback, one gRPC connection; the sizes take turns
@@ -10,7 +10,9 @@ inside it), so that both see the same machine. Prints one table: the median over
 each pass's median time, GB/s for 4 KB, 1 MB and 64 MB tensors as a share of iperf3's median
 rate, the spread of the passes, and the median round trip of a 4-byte tensor. The load average
 is printed before and after: on a shared machine the figures move with it. Exit status 0 when
-both ran, whatever the numbers (the targets are printed beside them).
+both ran, whatever the numbers (the targets are printed beside them). With --baseline, every
+pass also runs OTHER_BINARY (e.g. a build of the previous commit) right after the binary, and a
+second table shows it: before and after from the same passes.
 """
 import argparse
 import json
@@ -43,33 +45,8 @@ def load_average():
         return " ".join(f.read().split()[:3])
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("binary", nargs="?",
-                        default=os.path.join(ROOT, "build-dist", "bin", "transfer_benchmark"))
-    parser.add_argument("--passes", type=int, default=3)
-    args = parser.parse_args()
-    binary = args.binary
-    if not os.path.exists(binary):
-        binary = os.path.join(ROOT, "build", "bin", "transfer_benchmark")
-    have_iperf3 = shutil.which("iperf3") is not None
-    print(f"machine: {os.cpu_count()} CPUs, load average {load_average()}; loopback; "
-          f"one TCP connection each; {args.passes} alternating passes")
-    tcp, runs = [], []
-    for _ in range(args.passes):
-        if have_iperf3:
-            tcp.append(iperf3_bytes_per_s())
-        out = subprocess.run([binary, "--json"], capture_output=True, text=True, timeout=600)
-        if out.returncode != 0:
-            print(out.stderr, file=sys.stderr)
-            return 1
-        runs.append(json.loads(out.stdout))
-    rate = statistics.median(tcp) if tcp else None
-    if rate is None:
-        print("iperf3: not installed (apt-get install -y iperf3)")
-    else:
-        spread = ", ".join(f"{x / 1e9:.2f}" for x in tcp)
-        print(f"iperf3 -c 127.0.0.1 -P 1: {rate / 1e9:.3f} GB/s (passes: {spread})")
+def print_table(binary, runs, rate):
+    print(f"{binary}:")
     print(f"{'tensor':<8} {'median':>12} {'GB/s':>8} {'vs iperf3':>10}   {'passes (median us)':<28}"
           f" target")
     for name in ("4KB", "1MB", "64MB"):
@@ -86,6 +63,44 @@ def main():
     spread = ", ".join(f"{t * 1e6:.0f}" for t in rtt)
     print(f"{'4 B RTT':<8} {statistics.median(rtt) * 1e6:>9.1f} us {'':>8} {'':>10}   "
           f"{spread:<28} <= 100 us (min {best * 1e6:.1f} us)")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary", nargs="?",
+                        default=os.path.join(ROOT, "build-dist", "bin", "transfer_benchmark"))
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--baseline", help="another transfer_benchmark to run in every pass")
+    args = parser.parse_args()
+    binary = args.binary
+    if not os.path.exists(binary):
+        binary = os.path.join(ROOT, "build", "bin", "transfer_benchmark")
+    have_iperf3 = shutil.which("iperf3") is not None
+    print(f"machine: {os.cpu_count()} CPUs, load average {load_average()}; loopback; "
+          f"one TCP connection each; {args.passes} alternating passes")
+    tcp, runs, baseline_runs = [], [], []
+    for i in range(args.passes):
+        if have_iperf3:
+            tcp.append(iperf3_bytes_per_s())
+        order = [(binary, runs), (args.baseline, baseline_runs)]
+        for command, into in order if i % 2 == 0 else order[::-1]:  # neither always goes first
+            if command is None:
+                continue
+            out = subprocess.run([command, "--json"], capture_output=True, text=True,
+                                 timeout=600)
+            if out.returncode != 0:
+                print(out.stderr, file=sys.stderr)
+                return 1
+            into.append(json.loads(out.stdout))
+    rate = statistics.median(tcp) if tcp else None
+    if rate is None:
+        print("iperf3: not installed (apt-get install -y iperf3)")
+    else:
+        spread = ", ".join(f"{x / 1e9:.2f}" for x in tcp)
+        print(f"iperf3 -c 127.0.0.1 -P 1: {rate / 1e9:.3f} GB/s (passes: {spread})")
+    print_table(binary, runs, rate)
+    if baseline_runs:
+        print_table(args.baseline, baseline_runs, rate)
     print(f"load average after: {load_average()}")
     return 0
 

@@ -1,6 +1,8 @@
 #include "distributed/worker.h"
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <random>
 #include <set>
 
@@ -237,11 +239,15 @@ void Worker::ReleaseStep(int64_t step_id, bool run) {
 void Worker::MaybeRetireLocked(int64_t step_id) {
   auto it = steps_.find(step_id);
   if (it == steps_.end()) return;
-  const Step& step = it->second;
-  if (step.running > 0) return;
+  Step& step = it->second;
   absl::Status status = step.rendezvous->status();
+  if (!status.ok()) step.partly_served.clear();  // an aborted step's tensors go at once
+  if (step.running > 0) return;
   // A served tensor's waiter leaves the rendezvous before the serve is released.
-  if (status.ok() && (step.serving > 0 || !step.rendezvous->Idle())) return;
+  if (status.ok() &&
+      (step.serving > 0 || !step.rendezvous->Idle() || !step.partly_served.empty())) {
+    return;
+  }
   steps_.erase(it);
   retired_[step_id] = status;
   retired_order_.push_back(step_id);
@@ -346,45 +352,143 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   }
 }
 
-void Worker::RecvTensorAsync(int64_t step_id, const std::string& key, TensorCallback done) {
+absl::Status Worker::CheckServedKey(const std::string& key) const {
   auto parsed = ParseRendezvousKey(key);
-  if (!parsed.ok()) {
-    done(parsed.status(), Tensor());
-    return;
-  }
+  if (!parsed.ok()) return parsed.status();
   if (parsed->src_task != task_) {
-    done(absl::InvalidArgumentError(absl::StrCat("RecvTensor: key '", key, "' is sent by task ",
-                                                 parsed->src_task, ", not by this task (", task_,
-                                                 "); ask that task's worker")),
-         Tensor());
-    return;
+    return absl::InvalidArgumentError(absl::StrCat("RecvTensor: key '", key, "' is sent by task ",
+                                                   parsed->src_task, ", not by this task (", task_,
+                                                   "); ask that task's worker"));
   }
   if (parsed->src_incarnation != incarnation_) {
-    done(absl::FailedPreconditionError(absl::StrCat(
-             "RecvTensor: key '", key, "' was made for incarnation ",
-             absl::Hex(parsed->src_incarnation), " of task ", task_, ", but this is incarnation ",
-             absl::Hex(incarnation_),
-             ": the task restarted since the graph was partitioned; register the graph again")),
-         Tensor());
+    return absl::FailedPreconditionError(absl::StrCat(
+        "RecvTensor: key '", key, "' was made for incarnation ", absl::Hex(parsed->src_incarnation),
+        " of task ", task_, ", but this is incarnation ", absl::Hex(incarnation_),
+        ": the task restarted since the graph was partitioned; register the graph again"));
+  }
+  return absl::OkStatus();
+}
+
+void Worker::RecvTensorAsync(int64_t step_id, const std::string& key, TensorCallback done) {
+  RecvTensorRangeAsync(step_id, key, ByteRange(),
+                       [done = std::move(done)](const absl::Status& s, const Tensor& t,
+                                                const ByteRange&) { done(s, t); });
+}
+
+// Note [Ranged RecvTensor]
+// A unary reply reaches the receiver whole, so its copy into the destination tensor (~20% of a
+// 64 MB call on loopback) cannot start before the last byte has arrived. A receiver therefore
+// pulls a large tensor as byte ranges, a few calls in flight at once, and copies each range
+// while the next ones are still on the wire (GrpcWorkerClient::RecvTensorAsync). The first
+// ranged call takes the tensor from the rendezvous as a whole call would; the tensor then waits
+// in Step::partly_served for the other ranges. Each byte is served at most once, so the worker
+// knows when the last range has gone and drops the tensor without the receiver having to say
+// so; a range that overlaps one already served is an error (a confused or hostile peer), as is
+// one outside the tensor. A step holding such a tensor is not idle, so it is not retired until
+// every range was served or the step is aborted; abort drops the tensors at once.
+absl::Status Worker::ServeRangeLocked(Step* step, const std::string& key, ByteRange* range) {
+  auto it = step->partly_served.find(key);
+  PartlyServed& kept = it->second;
+  const int64_t total = static_cast<int64_t>(kept.tensor.TotalBytes());
+  if (range->offset >= 0 && range->offset < total) {
+    range->length = std::min(range->length, total - range->offset);
+  }
+  if (range->offset < 0 || range->offset >= total || range->length <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "RecvTensor of '", key, "' on task ", task_, ": byte range starting at ", range->offset,
+        " (length ", range->length, ") is not inside the tensor's ", total, " bytes"));
+  }
+  const int64_t end = range->offset + range->length;
+  auto next = kept.served.upper_bound(range->offset);
+  const bool overlaps_before =
+      next != kept.served.begin() && std::prev(next)->second > range->offset;
+  const bool overlaps_after = next != kept.served.end() && next->first < end;
+  if (overlaps_before || overlaps_after) {
+    return absl::InvalidArgumentError(absl::StrCat("RecvTensor of '", key, "' on task ", task_,
+                                                   ": bytes [", range->offset, ", ", end,
+                                                   ") were already served, in part or whole"));
+  }
+  kept.served[range->offset] = end;
+  kept.bytes_left -= range->length;
+  // The reply holds its own reference to the tensor until gRPC has written it out.
+  if (kept.bytes_left == 0) step->partly_served.erase(it);
+  return absl::OkStatus();
+}
+
+void Worker::RecvTensorRangeAsync(int64_t step_id, const std::string& key, ByteRange range,
+                                  RangeCallback done) {
+  absl::Status status = CheckServedKey(key);
+  if (status.ok() &&
+      (range.offset < 0 || range.length < 0 || (range.length == 0 && range.offset != 0))) {
+    status = absl::InvalidArgumentError(absl::StrCat(
+        "RecvTensor of '", key, "': byte range offset ", range.offset, " length ", range.length,
+        " is invalid (length 0 asks for the whole tensor, at offset 0)"));
+  }
+  if (!status.ok()) {
+    done(status, Tensor(), range);
     return;
   }
   std::shared_ptr<RemoteRendezvous> rendezvous;
-  absl::Status acquire_status;
+  bool acquired = false;
+  bool from_kept = false;
+  Tensor kept;
   {
     absl::MutexLock lock(&mu_);
-    auto acquired = AcquireStep(step_id, /*run=*/false);
-    if (acquired.ok()) {
-      rendezvous = *acquired;
+    auto step_rendezvous = AcquireStep(step_id, /*run=*/false);
+    if (!step_rendezvous.ok()) {
+      status = step_rendezvous.status();
     } else {
-      acquire_status = acquired.status();
+      acquired = true;
+      rendezvous = *step_rendezvous;
+      Step& step = steps_[step_id];
+      auto it = step.partly_served.find(key);
+      if (range.length > 0 && it != step.partly_served.end()) {
+        from_kept = true;
+        status = rendezvous->status();
+        if (status.ok()) {
+          kept = it->second.tensor;
+          status = ServeRangeLocked(&step, key, &range);
+        }
+      }
     }
   }
-  if (!acquire_status.ok()) {
-    done(acquire_status, Tensor());
+  if (!acquired) {
+    done(status, Tensor(), range);
     return;
   }
-  rendezvous->RecvLocalAsync(key, [this, step_id, done](const absl::Status& s, const Tensor& t) {
-    done(s, t);
+  if (from_kept) {
+    done(status, status.ok() ? kept : Tensor(), range);
+    ReleaseStep(step_id, /*run=*/false);
+    return;
+  }
+  rendezvous->RecvLocalAsync(key, [this, step_id, key, range, done = std::move(done)](
+                                      const absl::Status& s, const Tensor& t) mutable {
+    absl::Status status = s;
+    const int64_t total = s.ok() ? static_cast<int64_t>(t.TotalBytes()) : 0;
+    if (!s.ok() || t.dtype() == DT_STRING || range.length == 0 ||
+        (range.offset == 0 && range.length >= total)) {
+      range = ByteRange();  // the whole tensor
+    } else {
+      absl::MutexLock lock(&mu_);
+      // Gone only when the step was aborted (and retired) since the tensor was handed over.
+      auto it = steps_.find(step_id);
+      auto retired = retired_.find(step_id);
+      if (it != steps_.end()) {
+        status = it->second.rendezvous->status();
+      } else if (retired != retired_.end()) {
+        status = retired->second;
+      }
+      if (it == steps_.end() && status.ok()) {
+        status = absl::AbortedError(absl::StrCat("step ", step_id, " ended on task ", task_));
+      }
+      if (status.ok()) {
+        PartlyServed& kept = it->second.partly_served[key];
+        kept.tensor = t;
+        kept.bytes_left = total;
+        status = ServeRangeLocked(&it->second, key, &range);
+      }
+    }
+    done(status, status.ok() ? t : Tensor(), range);
     ReleaseStep(step_id, /*run=*/false);
   });
 }

@@ -7,6 +7,7 @@
 //   worker.RegisterGraph(request, &response);        // partitions -> executors, once per graph
 //   worker.RunGraphAsync(&run_request, &run_response, done);   // one step of this task's part
 //   worker.RecvTensorAsync(step_id, key, done);      // a peer pulls a tensor of a local _Send
+//   worker.RecvTensorRangeAsync(step_id, key, {offset, length}, done);  // ... a part of it
 //   worker.AbortStep(step_id, status);               // every pending recv of the step fails
 //
 // Steps. Each step id has one RemoteRendezvous on this worker, created by whichever comes
@@ -16,6 +17,12 @@
 // when it was aborted and nothing runs. The last kRetiredStepsKept retired step ids are
 // remembered with their final status, so that a late RecvTensor or RunGraph for one gets that
 // status instead of waiting forever; memory per worker is bounded by the steps in flight.
+//
+// Ranged serving (Note [Ranged RecvTensor] in worker.cc). A peer may pull a large tensor as
+// several byte ranges, several in flight at once. The first range takes the tensor from the
+// rendezvous; the step then keeps it until every byte has been served (each at most once), and
+// a step with such a tensor is not retired unless aborted. Aborting the step drops it (a reply
+// already being written keeps its own reference until gRPC is done with it).
 //
 // Thread safety: every method may be called from any thread.
 #ifndef SHARDFLOW_DISTRIBUTED_WORKER_H_
@@ -46,6 +53,15 @@ class Worker {
  public:
   using StatusCallback = std::function<void(const absl::Status&)>;
   using TensorCallback = std::function<void(const absl::Status&, const Tensor&)>;
+  // A byte range of a served tensor. length 0 = the whole tensor.
+  struct ByteRange {
+    int64_t offset = 0;
+    int64_t length = 0;
+  };
+  // `range` is what to send of `tensor`: length 0 = all of it (the tensor is small enough, a
+  // DT_STRING, or the request asked for all of it), else a range inside it.
+  using RangeCallback =
+      std::function<void(const absl::Status&, const Tensor&, const ByteRange& range)>;
 
   // `task`: "/job:J/replica:0/task:T". `devices` and `transport` are borrowed and must outlive
   // the worker. `incarnation` must be nonzero and differ between runs of the process (the
@@ -78,6 +94,14 @@ class Worker {
   // for another incarnation, the step's abort status, a step that already finished here.
   void RecvTensorAsync(int64_t step_id, const std::string& key, TensorCallback done);
 
+  // Serves bytes [range.offset, range.offset + range.length) of the tensor, cut at its end
+  // (range.length 0 = all of it, as RecvTensorAsync). `done` gets the tensor and the range to
+  // send: the whole tensor when the range covers it or the tensor is DT_STRING. Errors, besides
+  // RecvTensorAsync's: INVALID_ARGUMENT for a range that starts outside the tensor or overlaps
+  // bytes already served; the tensor stays for the ranges still to come.
+  void RecvTensorRangeAsync(int64_t step_id, const std::string& key, ByteRange range,
+                            RangeCallback done);
+
   // Drops a registered graph; running steps keep their executors until they end.
   absl::Status CleanupGraph(const std::string& graph_handle);
 
@@ -100,10 +124,17 @@ class Worker {
     std::vector<std::unique_ptr<Executor>> executors;
     std::vector<int> arg_indices;  // _Arg indices the partitions read
   };
+  // A tensor taken from the rendezvous by a ranged RecvTensor, kept until all of it is served.
+  struct PartlyServed {
+    Tensor tensor;
+    std::map<int64_t, int64_t> served;  // offset -> end of every range served so far
+    int64_t bytes_left = 0;
+  };
   struct Step {
     std::shared_ptr<RemoteRendezvous> rendezvous;
     int running = 0;  // RunGraph calls of this step still running here
     int serving = 0;  // peers' RecvTensor calls waiting on this step
+    std::map<std::string, PartlyServed> partly_served;  // by rendezvous key
   };
 
   // The step's state, created when absent; error when retired or shutting down.
@@ -113,6 +144,11 @@ class Worker {
   void ReleaseStep(int64_t step_id, bool run);
   void MaybeRetireLocked(int64_t step_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> ResolveTask(const std::string& task) const;
+  // OK when `key` may be served by this task (well formed, sent here, this incarnation).
+  absl::Status CheckServedKey(const std::string& key) const;
+  // Serves `range` of the tensor of `key` kept in `step`; drops it when all bytes are served.
+  absl::Status ServeRangeLocked(Step* step, const std::string& key, ByteRange* range)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Device* FindDevice(const std::string& name) const;
 
   const std::string task_;

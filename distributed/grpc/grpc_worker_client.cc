@@ -1,6 +1,9 @@
 #include "distributed/grpc/grpc_worker_client.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
@@ -110,7 +113,8 @@ GrpcWorkerClient::GrpcWorkerClient(std::string address, std::string task,
       task_(std::move(task)),
       channel_(std::move(channel)),
       options_(std::move(options)),
-      queue_(queue != nullptr ? std::move(queue) : std::make_shared<GrpcClientQueue>()),
+      queue_(queue != nullptr ? std::move(queue)
+                              : std::make_shared<GrpcClientQueue>(options_.queue_threads)),
       stub_(WorkerService::NewStub(channel_)),
       generic_(channel_) {}
 
@@ -218,55 +222,288 @@ absl::Status GrpcWorkerClient::AbortStep(int64_t step_id, const absl::Status& st
   return Wait([&](StatusCallback done) { AbortStepAsync(step_id, status, std::move(done)); });
 }
 
+// One RecvTensor pulled as byte ranges (Note [Ranged RecvTensor] in distributed/worker.cc). The
+// first call (GrpcWorkerClient::RecvTensorAsync) asks for the first recv_chunk_bytes; a reply
+// with the whole tensor ends it there (small and string tensors: one call, as before ranges).
+// Otherwise this takes over: the reply names the tensor's dtype and shape, the destination is
+// allocated, the next ranges are asked for, and every range is copied into the destination
+// while the later ones are still on the wire. The first error
+// cancels the calls still in flight; `done` runs once, when none is left.
+class RangedRecvTensor : public std::enable_shared_from_this<RangedRecvTensor> {
+ public:
+  RangedRecvTensor(GrpcWorkerClient* client, int64_t step_id, std::string key, Allocator* allocator,
+                   CallCancellation* cancel, GrpcWorkerClient::TensorCallback done)
+      : client_(client),
+        step_id_(step_id),
+        key_(std::move(key)),
+        allocator_(allocator != nullptr ? allocator : CpuAllocator()),
+        cancel_(cancel),
+        chunk_bytes_(client->options_.recv_chunk_bytes),
+        max_in_flight_(std::max(1, client->options_.recv_ranges_in_flight)),
+        done_(std::move(done)) {}
+
+  // Goes on from the reply to the first call (made by GrpcWorkerClient::RecvTensorAsync, which
+  // asked for `first_length` bytes at offset 0) when it held only a part of the tensor.
+  void Continue(RecvTensorReply first, int64_t first_length) {
+    if (cancel_ != nullptr) {
+      cancel_->SetCancelHook([self = shared_from_this()] {
+        self->Fail(self->client_->Annotate(
+            "RecvTensor", grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the caller")));
+      });
+    }
+    Handle(/*id=*/-1, 0, first_length, absl::OkStatus(), std::move(first));
+  }
+
+ private:
+  // Starts the call for [offset, offset + length); length 0 = the whole tensor.
+  void Issue(int64_t offset, int64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    RecvTensorRequest request;
+    request.set_step_id(step_id_);
+    request.set_rendezvous_key(key_);
+    request.set_offset(offset);
+    request.set_length(length);
+    std::string bytes = request.SerializeAsString();
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer request_buffer(&slice, 1);
+    auto response = std::make_shared<grpc::ByteBuffer>();
+    auto context = NewContext(client_->options_, 0);
+    const int id = next_call_++;
+    calls_[id] = context;
+    ++on_wire_;
+    StartCall<grpc::ByteBuffer>(
+        client_->queue_.get(), std::move(context),
+        [&](grpc::ClientContext* c, grpc::CompletionQueue* cq) {
+          return client_->generic_.PrepareUnaryCall(c, kRecvTensorMethod, request_buffer, cq);
+        },
+        response.get(), nullptr,
+        [self = shared_from_this(), id, offset, length, response](const grpc::Status& s) {
+          self->OnReply(id, offset, length, s, *response);
+        });
+  }
+
+  absl::Status Describe(const absl::Status& s) const {
+    return absl::Status(
+        s.code(), absl::StrCat("RecvTensor of '", key_, "' (step ", step_id_, ") from ",
+                               client_->task_.empty() ? client_->address_ : client_->task_, ": ",
+                               s.message()));
+  }
+
+  void OnReply(int id, int64_t offset, int64_t length, const grpc::Status& grpc_status,
+               const grpc::ByteBuffer& buffer) {
+    absl::Status status = client_->Annotate("RecvTensor", grpc_status);
+    std::optional<RecvTensorReply> reply;
+    if (status.ok()) {
+      auto parsed = RecvTensorReply::Parse(buffer);
+      if (parsed.ok()) {
+        reply.emplace(std::move(parsed).value());
+      } else {
+        status = Describe(parsed.status());
+      }
+    }
+    Handle(id, offset, length, status, std::move(reply));
+  }
+
+  // The reply (or error) of the call `id` for [offset, +length); id -1 = the first call, which
+  // was not counted in on_wire_.
+  void Handle(int id, int64_t offset, int64_t length, absl::Status status,
+              std::optional<RecvTensorReply> reply) {
+    bool copy = false;
+    Tensor dst;
+    {
+      absl::MutexLock lock(&mu_);
+      if (id >= 0) {
+        calls_.erase(id);
+        --on_wire_;
+      }
+      if (status.ok() && status_.ok()) {
+        if (!started_) {
+          started_ = true;
+          status = StartRangesLocked(*reply, offset, length);
+        } else {
+          status = CheckRangeLocked(*reply, offset, length);
+        }
+        if (status.ok()) {
+          copy = true;
+          ++copying_;
+          dst = dst_;
+          // Ask for the next range before copying this one, so that the wire stays busy.
+          while (on_wire_ < max_in_flight_ && next_offset_ < total_bytes_) {
+            const int64_t n = std::min(chunk_bytes_, total_bytes_ - next_offset_);
+            Issue(next_offset_, n);
+            next_offset_ += n;
+          }
+        }
+      }
+    }
+    if (!status.ok()) {
+      Fail(status);
+    } else if (copy) {
+      absl::Status copied = reply->CopyInto(&dst);
+      reply.reset();  // gives the received slices back now
+      if (!copied.ok()) Fail(Describe(copied));
+      absl::MutexLock lock(&mu_);
+      --copying_;
+      bytes_left_ -= reply_length(offset, length);
+    }
+    MaybeFinish();
+  }
+
+  // The length of the range asked for at `offset` (cut at the tensor's end).
+  int64_t reply_length(int64_t offset, int64_t length) const ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return std::min(length, total_bytes_ - offset);
+  }
+
+  // The first reply held only a part: allocates the destination.
+  absl::Status StartRangesLocked(const RecvTensorReply& reply, int64_t offset, int64_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    total_bytes_ = reply.total_bytes();
+    if (reply.range_offset() != offset || reply.range_length() != reply_length(offset, length)) {
+      return Describe(absl::InvalidArgumentError(
+          absl::StrCat("asked for bytes [", offset, ", +", length, ") but got [",
+                       reply.range_offset(), ", +", reply.range_length(), ")")));
+    }
+    auto created = Tensor::Create(allocator_, reply.dtype(), reply.shape());
+    if (!created.ok()) return Describe(created.status());
+    dst_ = std::move(created).value();
+    next_offset_ = offset + reply.range_length();
+    bytes_left_ = total_bytes_;
+    return absl::OkStatus();
+  }
+
+  // A later reply must be the range asked for, of the same tensor.
+  absl::Status CheckRangeLocked(const RecvTensorReply& reply, int64_t offset, int64_t length)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (reply.whole() || reply.dtype() != dst_.dtype() || !(reply.shape() == dst_.shape()) ||
+        reply.range_offset() != offset || reply.range_length() != reply_length(offset, length)) {
+      return Describe(absl::InvalidArgumentError(absl::StrCat(
+          "asked for bytes [", offset, ", +", length, ") of a ", DataTypeString(dst_.dtype()), " ",
+          dst_.shape().DebugString(), " but got ",
+          reply.whole() ? std::string("a whole tensor")
+                        : absl::StrCat("[", reply.range_offset(), ", +", reply.range_length(), ")"),
+          " of a ", DataTypeString(reply.dtype()), " ", reply.shape().DebugString())));
+    }
+    return absl::OkStatus();
+  }
+
+  // Records the first error and cancels the calls still in flight.
+  void Fail(const absl::Status& status) {
+    std::vector<std::shared_ptr<grpc::ClientContext>> contexts;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!status_.ok()) return;
+      status_ = status;
+      for (auto& [id, context] : calls_) contexts.push_back(context);
+    }
+    for (auto& context : contexts) context->TryCancel();
+  }
+
+  void MaybeFinish() {
+    absl::Status status;
+    Tensor result;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || on_wire_ > 0 || copying_ > 0) return;
+      if (status_.ok() && bytes_left_ > 0) return;
+      finished_ = true;
+      status = status_;
+      if (status.ok()) result = std::move(dst_);
+      dst_ = Tensor();
+    }
+    if (cancel_ != nullptr) cancel_->ClearCancelHook();  // drops the hook's reference to us
+    done_(status, std::move(result));
+  }
+
+  GrpcWorkerClient* const client_;
+  const int64_t step_id_;
+  const std::string key_;
+  Allocator* const allocator_;
+  CallCancellation* const cancel_;
+  const int64_t chunk_bytes_;
+  const int max_in_flight_;
+  const GrpcWorkerClient::TensorCallback done_;
+
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  Tensor dst_ ABSL_GUARDED_BY(mu_);
+  int64_t total_bytes_ = 0;  // set once, under mu_, by the first reply
+  int64_t next_offset_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t bytes_left_ ABSL_GUARDED_BY(mu_) = 1;
+  int on_wire_ ABSL_GUARDED_BY(mu_) = 0;
+  int copying_ ABSL_GUARDED_BY(mu_) = 0;
+  int next_call_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int, std::shared_ptr<grpc::ClientContext>> calls_ ABSL_GUARDED_BY(mu_);
+};
+
 void GrpcWorkerClient::RecvTensorAsync(int64_t step_id, const std::string& key,
                                        Allocator* allocator, CallCancellation* cancel,
                                        TensorCallback done) {
+  // The first call is a plain one, so that a small tensor (the latency path) costs no more than
+  // before ranges existed; only a reply holding part of a tensor sets up a RangedRecvTensor.
+  const int64_t first_length = std::max<int64_t>(0, options_.recv_chunk_bytes);
   RecvTensorRequest request;
   request.set_step_id(step_id);
   request.set_rendezvous_key(key);
+  request.set_length(first_length);
   std::string bytes = request.SerializeAsString();
   grpc::Slice slice(bytes);
-  auto request_buffer = std::make_shared<grpc::ByteBuffer>(&slice, 1);
+  grpc::ByteBuffer request_buffer(&slice, 1);
   auto response = std::make_shared<grpc::ByteBuffer>();
   StartCall<grpc::ByteBuffer>(
       queue_.get(), NewContext(options_, 0),
       [&](grpc::ClientContext* c, grpc::CompletionQueue* cq) {
-        return generic_.PrepareUnaryCall(c, kRecvTensorMethod, *request_buffer, cq);
+        return generic_.PrepareUnaryCall(c, kRecvTensorMethod, request_buffer, cq);
       },
       response.get(), cancel,
-      [this, response, key, step_id, allocator, done = std::move(done)](const grpc::Status& s) {
+      [this, response, key, step_id, allocator, cancel, first_length,
+       done = std::move(done)](const grpc::Status& s) {
         if (!s.ok()) {
           done(Annotate("RecvTensor", s), Tensor());
           return;
         }
-        auto tensor = DecodeTensor(*response, allocator);
-        if (!tensor.ok()) {
-          done(absl::Status(
-                   tensor.status().code(),
-                   absl::StrCat("RecvTensor of '", key, "' (step ", step_id, ") from ",
-                                task_.empty() ? address_ : task_, ": ", tensor.status().message())),
-               Tensor());
+        auto describe = [&](const absl::Status& error) {
+          return absl::Status(
+              error.code(), absl::StrCat("RecvTensor of '", key, "' (step ", step_id, ") from ",
+                                         task_.empty() ? address_ : task_, ": ", error.message()));
+        };
+        auto reply = RecvTensorReply::Parse(*response);
+        if (!reply.ok()) {
+          done(describe(reply.status()), Tensor());
           return;
         }
-        done(absl::OkStatus(), std::move(tensor).value());
+        if (reply->whole()) {
+          auto tensor = reply->ToTensor(allocator);
+          if (!tensor.ok()) {
+            done(describe(tensor.status()), Tensor());
+          } else {
+            done(absl::OkStatus(), std::move(tensor).value());
+          }
+          return;
+        }
+        std::make_shared<RangedRecvTensor>(this, step_id, key, allocator, cancel, done)
+            ->Continue(std::move(reply).value(), first_length);
       });
 }
 
-GrpcClientQueue::GrpcClientQueue() {
-  thread_ = std::thread([this] {
-    void* tag = nullptr;
-    bool ok = false;
-    while (cq_.Next(&tag, &ok)) static_cast<Call*>(tag)->OnDone(ok);
-  });
+GrpcClientQueue::GrpcClientQueue(int num_threads) {
+  for (int i = 0; i < std::max(1, num_threads); ++i) {
+    threads_.emplace_back([this] {
+      void* tag = nullptr;
+      bool ok = false;
+      while (cq_.Next(&tag, &ok)) static_cast<Call*>(tag)->OnDone(ok);
+    });
+  }
 }
 
 GrpcClientQueue::~GrpcClientQueue() {
   cq_.Shutdown();
-  thread_.join();
+  for (auto& t : threads_) t.join();
 }
 
 GrpcWorkerCache::GrpcWorkerCache(GrpcClientOptions options)
-    : options_(std::move(options)), queue_(std::make_shared<GrpcClientQueue>()) {}
+    : options_(std::move(options)),
+      queue_(std::make_shared<GrpcClientQueue>(options_.queue_threads)) {}
 
 absl::StatusOr<std::shared_ptr<GrpcWorkerClient>> GrpcWorkerCache::GetClient(
     const std::string& address, const std::string& task) {

@@ -14,7 +14,8 @@
 // connection breaking or by keepalive pings, within ~6 s).
 //
 // Thread safety: every method may be called from any thread; callbacks run on the thread of the
-// client's GrpcClientQueue (one per cache): keep them short.
+// client's GrpcClientQueue (one per cache, GrpcClientOptions::queue_threads threads; with more
+// than one, two callbacks may run at once): keep them short.
 #ifndef SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_CLIENT_H_
 #define SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_CLIENT_H_
 
@@ -48,6 +49,17 @@ struct GrpcClientOptions {
   // unavailable after keepalive_time_ms + keepalive_timeout_ms.
   int keepalive_time_ms = 3000;
   int keepalive_timeout_ms = 3000;
+  // RecvTensor asks for a tensor's first recv_chunk_bytes; a larger tensor comes as ranges of
+  // that size, recv_ranges_in_flight calls at a time, each copied into the destination while
+  // the next is on the wire (Note [Ranged RecvTensor] in distributed/worker.cc). 0 = one call
+  // per tensor, whatever its size. Chosen by measurement (docs/distributed.md, "Measured
+  // transfer speed"): 4 MB x 2 beat 2 MB, 8 MB and 3 or more in flight on loopback.
+  int64_t recv_chunk_bytes = 4 << 20;
+  int recv_ranges_in_flight = 2;
+  // Threads that finish client calls (GrpcClientQueue); with gRPC's epoll engine they also read
+  // the sockets. One: a second thread polling the same queue made 64 MB pulls twice as slow on
+  // 2 vCPUs (the pollers hand the socket back and forth).
+  int queue_threads = 1;
 };
 
 // Channel arguments shardflow uses on both ends: no message size limit, keepalive, fast
@@ -60,22 +72,23 @@ grpc::ChannelArguments WorkerChannelArguments(const GrpcClientOptions& options);
 // flow control for tensors] in grpc_worker_client.cc.
 const std::vector<std::pair<std::string, int>>& TransferChannelArguments();
 
-// A completion queue and the one thread that finishes the client calls made on it (decoding
-// RecvTensor replies included). Shared by the clients of a GrpcWorkerCache.
+// A completion queue and the threads that finish the client calls made on it (decoding
+// RecvTensor replies included; with gRPC's epoll engine they also read the sockets). Shared by
+// the clients of a GrpcWorkerCache.
 class GrpcClientQueue {
  public:
   struct Call {
     virtual ~Call() = default;
     virtual void OnDone(bool ok) = 0;
   };
-  GrpcClientQueue();
+  explicit GrpcClientQueue(int num_threads = 1);
   // Waits for the calls in flight to finish.
   ~GrpcClientQueue();
   grpc::CompletionQueue* cq() { return &cq_; }
 
  private:
   grpc::CompletionQueue cq_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 class GrpcWorkerClient {
@@ -106,11 +119,15 @@ class GrpcWorkerClient {
                           StatusCallback done);
   void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done);
 
-  // The tensor `key` of step `step_id`, decoded into memory from `allocator` (null = CPU).
+  // The tensor `key` of step `step_id`, decoded into memory from `allocator` (null = CPU). A
+  // tensor larger than options.recv_chunk_bytes comes as several ranged calls; `done` is called
+  // once, after every one of them has finished, with the first error if any (the others are
+  // cancelled then). `cancel` (may be null) is borrowed until `done` and ends them all.
   void RecvTensorAsync(int64_t step_id, const std::string& key, Allocator* allocator,
                        CallCancellation* cancel, TensorCallback done);
 
  private:
+  friend class RangedRecvTensor;
   template <typename Request, typename Response, typename Method>
   void CallAsync(const char* name, Method method, const Request* request, Response* response,
                  int64_t timeout_ms, CallCancellation* cancel, StatusCallback done);

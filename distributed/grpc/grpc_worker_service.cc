@@ -222,11 +222,19 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
         call->set_on_cancel([worker, step_id] {
           worker->AbortStep(step_id, CancelledByClient("RecvTensor", step_id, worker->task()));
         });
-        worker->RecvTensorAsync(step_id, request.rendezvous_key(),
-                                [call](const absl::Status& status, const Tensor& tensor) {
-                                  if (status.ok()) *call->response() = EncodeTensor(tensor);
-                                  call->Finish(status);
-                                });
+        // When the tensor is already there this runs inline, on this queue's thread: the
+        // reply is written without another thread hop (the small-tensor round trip).
+        worker->RecvTensorRangeAsync(
+            step_id, request.rendezvous_key(), {request.offset(), request.length()},
+            [call](const absl::Status& status, const Tensor& tensor,
+                   const Worker::ByteRange& range) {
+              if (status.ok()) {
+                *call->response() = range.length == 0
+                                        ? EncodeTensor(tensor)
+                                        : EncodeTensorRange(tensor, range.offset, range.length);
+              }
+              call->Finish(status);
+            });
       });
 
   using CleanupCall = UnaryCall<CleanupGraphRequest, CleanupGraphResponse>;

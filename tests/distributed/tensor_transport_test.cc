@@ -1,7 +1,11 @@
 // RecvTensor end to end: a tensor a _Send leaves on one server is pulled over gRPC bit-exactly
 // (0 bytes, small, strings, 64 MB); the wire format's checks (truncated, mismatched or garbage
-// bytes give errors, never a crash); the remote rendezvous pulls from another task.
+// bytes give errors, never a crash); ranged pulls (64 MB + 3 bytes in 4 MB and odd ranges, bad
+// ranges, an abort in the middle); the remote rendezvous pulls from another task.
+#include <atomic>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "core/framework/attr_value.h"
 #include "core/framework/tensor_util.h"
@@ -46,8 +50,8 @@ class TensorTransportTest : public ::testing::Test {
     client_ = *cache_->GetClient(server_->address(), server_->task_name());
   }
 
-  // Sends `value` in step `step_id` on the server and pulls it back over RecvTensor.
-  absl::StatusOr<Tensor> RoundTrip(const Tensor& value, int64_t step_id) {
+  // Sends `value` in step `step_id` on the server (it then waits in the step's rendezvous).
+  absl::Status SendOnServer(const Tensor& value, int64_t step_id) {
     RegisterGraphRequest reg;
     (*reg.mutable_partitions())[kTask0Cpu] = SendGraph(value.dtype(), server_->incarnation());
     RegisterGraphResponse reg_response;
@@ -59,26 +63,52 @@ class TensorTransportTest : public ::testing::Test {
     arg->set_index(0);
     value.AsProto(arg->mutable_tensor());
     RunGraphResponse run_response;
-    SF_RETURN_IF_ERROR(client_->RunGraph(run, &run_response));
+    return client_->RunGraph(run, &run_response);
+  }
+
+  std::string Key() const {
+    return RendezvousKey(kTask0Cpu, server_->incarnation(), kTask1Cpu, "t:0");
+  }
+
+  // Pulls the tensor of step `step_id` over RecvTensor with `client` (null = client_).
+  absl::StatusOr<Tensor> Pull(int64_t step_id, GrpcWorkerClient* client = nullptr,
+                              Allocator* allocator = nullptr) {
+    if (client == nullptr) client = client_.get();
     absl::Notification done;
     absl::StatusOr<Tensor> result;
-    client_->RecvTensorAsync(step_id,
-                             RendezvousKey(kTask0Cpu, server_->incarnation(), kTask1Cpu, "t:0"),
-                             nullptr, nullptr, [&](const absl::Status& s, Tensor t) {
-                               if (s.ok()) {
-                                 result = std::move(t);
-                               } else {
-                                 result = s;
-                               }
-                               done.Notify();
-                             });
+    client->RecvTensorAsync(step_id, Key(), allocator, nullptr,
+                            [&](const absl::Status& s, Tensor t) {
+                              if (s.ok()) {
+                                result = std::move(t);
+                              } else {
+                                result = s;
+                              }
+                              done.Notify();
+                            });
     done.WaitForNotification();
     return result;
+  }
+
+  // Sends `value` in step `step_id` on the server and pulls it back over RecvTensor.
+  absl::StatusOr<Tensor> RoundTrip(const Tensor& value, int64_t step_id,
+                                   GrpcWorkerClient* client = nullptr) {
+    SF_RETURN_IF_ERROR(SendOnServer(value, step_id));
+    return Pull(step_id, client);
+  }
+
+  // A client of its own, pulling tensors as ranges of `chunk_bytes`, `in_flight` at a time.
+  std::shared_ptr<GrpcWorkerClient> RangedClient(int64_t chunk_bytes, int in_flight) {
+    GrpcClientOptions options;
+    options.recv_chunk_bytes = chunk_bytes;
+    options.recv_ranges_in_flight = in_flight;
+    ranged_caches_.push_back(std::make_shared<GrpcWorkerCache>(options));
+    return *ranged_caches_.back()->GetClient(server_->address(), server_->task_name());
   }
 
   std::unique_ptr<Server> server_;
   std::shared_ptr<GrpcWorkerCache> cache_;
   std::shared_ptr<GrpcWorkerClient> client_;
+  std::vector<std::shared_ptr<GrpcWorkerCache>> ranged_caches_;
 };
 
 TEST_F(TensorTransportTest, RoundTripsAreBitExact) {
@@ -133,6 +163,170 @@ TEST_F(TensorTransportTest, GarbageRequestIsInvalidArgumentAndServerKeepsServing
   EXPECT_EQ(got->scalar<int32_t>(), 42);
 }
 
+Tensor RandomBytes(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Tensor t(DT_UINT8, TensorShape({n}));
+  for (int64_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(rng());
+  return t;
+}
+
+TEST_F(TensorTransportTest, RangedRoundTripsAreBitExact) {
+  std::mt19937 rng(11);
+  Tensor floats(DT_FLOAT, TensorShape({16, 1024, 1024}));  // 64 MB
+  uint32_t* words = reinterpret_cast<uint32_t*>(floats.raw_data());
+  for (int64_t i = 0; i < floats.NumElements(); ++i) words[i] = rng();
+  Tensor strings(DT_STRING, TensorShape({2, 2}));  // never split: one call
+  for (int i = 0; i < 4; ++i) strings.data<std::string>()[i] = std::string(3 << 20, 'a' + i);
+  auto odd_chunks = RangedClient((3 << 20) + 5, 2);
+  auto tiny_chunks = RangedClient(1000, 4);
+  struct Case {
+    Tensor value;
+    GrpcWorkerClient* client;
+  };
+  std::vector<Case> cases = {
+      {RandomBytes((int64_t{64} << 20) + 3, 1), nullptr},  // 4 MB ranges, the last 3 bytes
+      {floats, nullptr},
+      {RandomBytes((int64_t{64} << 20) + 3, 2), odd_chunks.get()},
+      {RandomBytes(100003, 3), tiny_chunks.get()},  // 101 ranges, 4 in flight
+      {RandomBytes(1000, 4), tiny_chunks.get()},    // exactly one range: a whole reply
+      {strings, tiny_chunks.get()},
+      {Tensor::Scalar<float>(2.5f), tiny_chunks.get()},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    auto got = RoundTrip(cases[i].value, 300 + i, cases[i].client);
+    ASSERT_TRUE(got.ok()) << "case " << i << ": " << got.status();
+    EXPECT_TRUE(TensorsEqual(cases[i].value, *got)) << "case " << i;
+    if (got->dtype() != DT_STRING) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(got->raw_data()) % Allocator::kAlignment, 0u);
+    }
+  }
+  // Every range was served, so the server let go of every tensor and retired every step.
+  EXPECT_EQ(test::ActiveStepsAfterSettling(server_->worker()), 0);
+}
+
+// One raw RecvTensor call with `request`.
+grpc::Status RawRecvTensor(grpc::GenericStub* stub, const RecvTensorRequest& request,
+                           grpc::ByteBuffer* response) {
+  grpc::Slice slice(request.SerializeAsString());
+  grpc::ByteBuffer buffer(&slice, 1);
+  grpc::ClientContext context;
+  absl::Notification done;
+  grpc::Status status;
+  stub->UnaryCall(&context, "/shardflow.WorkerService/RecvTensor", grpc::StubOptions(), &buffer,
+                  response, [&](grpc::Status s) {
+                    status = s;
+                    done.Notify();
+                  });
+  done.WaitForNotification();
+  return status;
+}
+
+TEST_F(TensorTransportTest, BadRangeIsInvalidArgumentAndServerKeepsServing) {
+  const Tensor value = RandomBytes(1000, 5);
+  ASSERT_TRUE(SendOnServer(value, 60).ok());
+  grpc::GenericStub stub(
+      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  auto request = [&](int64_t offset, int64_t length) {
+    RecvTensorRequest r;
+    r.set_step_id(60);
+    r.set_rendezvous_key(Key());
+    r.set_offset(offset);
+    r.set_length(length);
+    return r;
+  };
+  Tensor assembled(DT_UINT8, TensorShape({1000}));
+  grpc::ByteBuffer response;
+  ASSERT_TRUE(RawRecvTensor(&stub, request(0, 100), &response).ok());
+  auto first = RecvTensorReply::Parse(response);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->whole());
+  EXPECT_EQ(first->range_offset(), 0);
+  EXPECT_EQ(first->range_length(), 100);
+  ASSERT_TRUE(first->CopyInto(&assembled).ok());
+  // Overlapping what was served, outside the tensor, negative, empty: errors, nothing served.
+  for (auto [offset, length] : std::vector<std::pair<int64_t, int64_t>>{
+           {50, 100}, {0, 1}, {1000, 1}, {5000, 10}, {-1, 5}, {5, 0}, {200, -3}}) {
+    grpc::Status status = RawRecvTensor(&stub, request(offset, length), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << offset << "+" << length << ": " << status.error_message();
+  }
+  // The rest, asked past the end: cut at the end of the tensor.
+  ASSERT_TRUE(RawRecvTensor(&stub, request(100, 1 << 20), &response).ok());
+  auto rest = RecvTensorReply::Parse(response);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(rest->range_offset(), 100);
+  EXPECT_EQ(rest->range_length(), 900);
+  ASSERT_TRUE(rest->CopyInto(&assembled).ok());
+  EXPECT_TRUE(TensorsEqual(value, assembled));
+  // All served: the tensor is gone; a further range finds the step finished.
+  grpc::Status late = RawRecvTensor(&stub, request(0, 10), &response);
+  EXPECT_FALSE(late.ok());
+  auto got = RoundTrip(Tensor::Scalar<int32_t>(7), 61);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->scalar<int32_t>(), 7);
+  EXPECT_EQ(test::ActiveStepsAfterSettling(server_->worker()), 0);
+}
+
+// The CPU allocator, but the first large allocation (the destination of a ranged pull: the
+// first range has been served, the rest not yet) tells the test and waits for its go-ahead.
+class PausingAllocator final : public Allocator {
+ public:
+  std::string Name() const override { return "pausing"; }
+  void* AllocateRaw(size_t alignment, size_t num_bytes) override {
+    if (num_bytes >= (1 << 20) && !paused_.exchange(true)) {
+      reached.Notify();
+      resume.WaitForNotification();
+    }
+    return CpuAllocator()->AllocateRaw(alignment, num_bytes);
+  }
+  void DeallocateRaw(void* ptr, size_t num_bytes) override {
+    CpuAllocator()->DeallocateRaw(ptr, num_bytes);
+  }
+  AllocatorStats GetStats() const override { return CpuAllocator()->GetStats(); }
+  absl::Notification reached;
+  absl::Notification resume;
+
+ private:
+  std::atomic<bool> paused_{false};
+};
+
+TEST_F(TensorTransportTest, AbortDuringRangedPullFailsItWithTheAbortAndNeverHangs) {
+  const Tensor value = RandomBytes(int64_t{16} << 20, 6);
+  auto client = RangedClient(64 << 10, 4);  // 256 ranges
+  for (bool wait_for_first_range : {true, false}) {
+    const int64_t step_id = wait_for_first_range ? 70 : 71;
+    ASSERT_TRUE(SendOnServer(value, step_id).ok());
+    PausingAllocator allocator;
+    absl::Notification done;
+    absl::Status status;
+    client->RecvTensorAsync(step_id, Key(), &allocator, nullptr,
+                            [&](const absl::Status& s, Tensor) {
+                              status = s;
+                              done.Notify();
+                            });
+    if (wait_for_first_range) {
+      // The first range has been served; the server keeps the tensor for the others.
+      allocator.reached.WaitForNotification();
+      server_->worker()->AbortStep(step_id, absl::AbortedError("test abort"));
+      allocator.resume.Notify();
+    } else {
+      // Aborted while ranges are on the wire (or before: either way it must fail, not hang).
+      allocator.reached.WaitForNotificationWithTimeout(absl::Seconds(10));
+      allocator.resume.Notify();
+      server_->worker()->AbortStep(step_id, absl::AbortedError("test abort"));
+    }
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30))) << "the pull hangs";
+    if (wait_for_first_range || !status.ok()) {
+      EXPECT_FALSE(status.ok());
+      EXPECT_TRUE(absl::StrContains(status.message(), "test abort")) << status;
+    }
+  }
+  auto got = RoundTrip(Tensor::Scalar<int32_t>(9), 72, client.get());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->scalar<int32_t>(), 9);
+  EXPECT_EQ(test::ActiveStepsAfterSettling(server_->worker()), 0) << "aborted tensors released";
+}
+
 // Encodes a header and `payload` bytes the way a (possibly lying) sender would.
 grpc::ByteBuffer RawReply(const RecvTensorHeader& header, const std::string& payload) {
   std::string header_bytes = header.SerializeAsString();
@@ -184,6 +378,45 @@ TEST(TensorCodingTest, HeaderThatDoesNotMatchItsBytesIsAnError) {
   grpc::Slice truncated(std::string("\x10\x08", 2));
   EXPECT_FALSE(DecodeTensor(grpc::ByteBuffer(&truncated, 1), nullptr).ok());
   EXPECT_FALSE(DecodeTensor(grpc::ByteBuffer(), nullptr).ok());
+}
+
+TEST(TensorCodingTest, RangeRepliesCarryTheirPlaceAndAreChecked) {
+  const Tensor t = RandomBytes(100000, 8);
+  Tensor assembled(DT_UINT8, TensorShape({100000}));
+  for (auto [offset, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 10}, {10, 40000}, {40010, 59989}, {99999, 1}}) {
+    auto reply = RecvTensorReply::Parse(EncodeTensorRange(t, offset, length));
+    ASSERT_TRUE(reply.ok()) << reply.status();
+    EXPECT_FALSE(reply->whole());
+    EXPECT_EQ(reply->total_bytes(), 100000);
+    ASSERT_TRUE(reply->CopyInto(&assembled).ok());
+    EXPECT_FALSE(DecodeTensor(EncodeTensorRange(t, offset, length), nullptr).ok())
+        << "a range is not a whole tensor";
+  }
+  EXPECT_TRUE(TensorsEqual(t, assembled));
+  Tensor wrong(DT_INT8, TensorShape({100000}));
+  auto reply = RecvTensorReply::Parse(EncodeTensorRange(t, 0, 10));
+  EXPECT_FALSE(reply->CopyInto(&wrong).ok());
+  // A lying sender: a range outside the tensor, bytes that do not match the range, a range of
+  // a string tensor.
+  RecvTensorHeader header;
+  header.set_dtype(DT_UINT8);
+  header.mutable_shape()->add_dim(16);
+  header.set_num_bytes(16);
+  header.set_range_offset(8);
+  header.set_range_length(8);
+  EXPECT_TRUE(RecvTensorReply::Parse(RawReply(header, std::string(8, 'x'))).ok());
+  EXPECT_FALSE(RecvTensorReply::Parse(RawReply(header, std::string(7, 'x'))).ok());
+  header.set_range_length(9);
+  EXPECT_FALSE(RecvTensorReply::Parse(RawReply(header, std::string(9, 'x'))).ok());
+  header.set_range_offset(-8);
+  header.set_range_length(8);
+  EXPECT_FALSE(RecvTensorReply::Parse(RawReply(header, std::string(8, 'x'))).ok());
+  header.set_dtype(DT_STRING);
+  header.set_num_bytes(0);
+  header.set_range_offset(0);
+  header.set_range_length(8);
+  EXPECT_FALSE(RecvTensorReply::Parse(RawReply(header, std::string(8, 'x'))).ok());
 }
 
 }  // namespace
