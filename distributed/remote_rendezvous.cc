@@ -47,41 +47,11 @@ RemoteRendezvous::~RemoteRendezvous() {
 }
 
 absl::Status RemoteRendezvous::Send(const std::string& key, const Tensor& value) {
-  DoneCallback waiter;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!status_.ok()) return status_;
-    Slot& slot = slots_[key];
-    if (slot.waiters.empty()) {
-      slot.values.push_back(value);
-      return absl::OkStatus();
-    }
-    waiter = std::move(slot.waiters.front());
-    slot.waiters.pop_front();
-    if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
-  }
-  waiter(absl::OkStatus(), value);  // outside the lock: it may run the receiver's successors
-  return absl::OkStatus();
+  return local_.Send(key, value);
 }
 
 void RemoteRendezvous::RecvLocalAsync(const std::string& key, DoneCallback done) {
-  Tensor value;
-  absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    status = status_;
-    if (status.ok()) {
-      Slot& slot = slots_[key];
-      if (slot.values.empty()) {
-        slot.waiters.push_back(std::move(done));
-        return;
-      }
-      value = std::move(slot.values.front());
-      slot.values.pop_front();
-      if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
-    }
-  }
-  done(status, value);
+  local_.RecvAsync(key, std::move(done));
 }
 
 void RemoteRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
@@ -149,7 +119,6 @@ void RemoteRendezvous::RecvRemote(const std::string& key, const ParsedRendezvous
 }
 
 void RemoteRendezvous::StartAbort(const absl::Status& status) {
-  std::vector<DoneCallback> waiters;
   std::vector<std::shared_ptr<CallCancellation>> remote;
   absl::Status abort;
   {
@@ -158,14 +127,10 @@ void RemoteRendezvous::StartAbort(const absl::Status& status) {
     status_ =
         status.ok() ? absl::CancelledError(absl::StrCat("step ", step_id_, " aborted")) : status;
     abort = status_;
-    for (auto& [key, slot] : slots_) {
-      for (auto& w : slot.waiters) waiters.push_back(std::move(w));
-    }
-    slots_.clear();
     for (auto& [id, c] : remote_) remote.push_back(c);
   }
   for (auto& c : remote) c->Cancel();
-  for (auto& w : waiters) w(abort, Tensor());
+  local_.StartAbort(abort);
 }
 
 absl::Status RemoteRendezvous::status() const {
@@ -175,7 +140,7 @@ absl::Status RemoteRendezvous::status() const {
 
 bool RemoteRendezvous::Idle() const {
   absl::MutexLock lock(&mu_);
-  return slots_.empty() && remote_.empty();
+  return remote_.empty() && local_.Idle();
 }
 
 }  // namespace shardflow

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/framework/rendezvous.h"
 #include "distributed/transport.h"
+#include "runtime/rendezvous.h"
 
 namespace shardflow {
 
@@ -71,10 +72,6 @@ class RemoteRendezvous final : public Rendezvous,
   bool Idle() const;
 
  private:
-  struct Slot {
-    std::deque<Tensor> values;
-    std::deque<DoneCallback> waiters;
-  };
   void RecvRemote(const std::string& key, const ParsedRendezvousKey& parsed, DoneCallback done);
 
   const int64_t step_id_;
@@ -83,8 +80,9 @@ class RemoteRendezvous final : public Rendezvous,
   TensorTransport* const transport_;
   const TaskResolver resolve_;
 
+  // Sends of this task's devices and their receivers here or at a peer (RecvLocalAsync).
+  LocalRendezvous local_;
   mutable absl::Mutex mu_;
-  std::map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
   // Remote recvs in flight, so that StartAbort can cancel them.
   std::map<int64_t, std::shared_ptr<CallCancellation>> remote_ ABSL_GUARDED_BY(mu_);

@@ -48,16 +48,24 @@ void LocalRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
 
 void LocalRendezvous::StartAbort(const absl::Status& status) {
   std::vector<DoneCallback> waiters;
+  absl::Status abort;
   {
     absl::MutexLock lock(&mu_);
     if (!status_.ok()) return;
     status_ = status.ok() ? absl::CancelledError("rendezvous aborted") : status;
+    abort = status_;
     for (auto& [key, slot] : slots_) {
       for (auto& w : slot.waiters) waiters.push_back(std::move(w));
     }
     slots_.clear();
   }
-  for (auto& w : waiters) w(status, Tensor());
+  // Waiters get the abort status, never OK with an empty tensor.
+  for (auto& w : waiters) w(abort, Tensor());
+}
+
+bool LocalRendezvous::Idle() const {
+  absl::MutexLock lock(&mu_);
+  return slots_.empty();
 }
 
 }  // namespace shardflow

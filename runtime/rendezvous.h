@@ -19,6 +19,8 @@ class LocalRendezvous final : public Rendezvous {
   absl::Status Send(const std::string& key, const Tensor& value) override;
   void RecvAsync(const std::string& key, DoneCallback done) override;
   void StartAbort(const absl::Status& status) override;
+  // True when no tensor waits to be received and no receiver waits.
+  bool Idle() const;
 
  private:
   // Per key: tensors sent and not yet received, or receivers waiting (never both).
@@ -26,7 +28,7 @@ class LocalRendezvous final : public Rendezvous {
     std::deque<Tensor> values;
     std::deque<DoneCallback> waiters;
   };
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   std::map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
