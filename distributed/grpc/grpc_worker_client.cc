@@ -15,6 +15,20 @@
 namespace shardflow {
 namespace {
 
+// A RecvTensor request for [offset, offset + length) of `key` (length 0 = the whole tensor), as
+// the raw method sends it.
+grpc::ByteBuffer RecvTensorRequestBuffer(int64_t step_id, const std::string& key, int64_t offset,
+                                         int64_t length) {
+  RecvTensorRequest request;
+  request.set_step_id(step_id);
+  request.set_rendezvous_key(key);
+  request.set_offset(offset);
+  request.set_length(length);
+  std::string bytes = request.SerializeAsString();
+  grpc::Slice slice(bytes);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
 constexpr char kRecvTensorMethod[] = "/shardflow.WorkerService/RecvTensor";
 
 std::shared_ptr<grpc::ClientContext> NewContext(const GrpcClientOptions& options,
@@ -257,14 +271,7 @@ class RangedRecvTensor : public std::enable_shared_from_this<RangedRecvTensor> {
  private:
   // Starts the call for [offset, offset + length); length 0 = the whole tensor.
   void Issue(int64_t offset, int64_t length) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    RecvTensorRequest request;
-    request.set_step_id(step_id_);
-    request.set_rendezvous_key(key_);
-    request.set_offset(offset);
-    request.set_length(length);
-    std::string bytes = request.SerializeAsString();
-    grpc::Slice slice(bytes);
-    grpc::ByteBuffer request_buffer(&slice, 1);
+    grpc::ByteBuffer request_buffer = RecvTensorRequestBuffer(step_id_, key_, offset, length);
     auto response = std::make_shared<grpc::ByteBuffer>();
     auto context = NewContext(client_->options_, 0);
     const int id = next_call_++;
@@ -442,13 +449,7 @@ void GrpcWorkerClient::RecvTensorAsync(int64_t step_id, const std::string& key,
   // The first call is a plain one, so that a small tensor (the latency path) costs no more than
   // before ranges existed; only a reply holding part of a tensor sets up a RangedRecvTensor.
   const int64_t first_length = std::max<int64_t>(0, options_.recv_chunk_bytes);
-  RecvTensorRequest request;
-  request.set_step_id(step_id);
-  request.set_rendezvous_key(key);
-  request.set_length(first_length);
-  std::string bytes = request.SerializeAsString();
-  grpc::Slice slice(bytes);
-  grpc::ByteBuffer request_buffer(&slice, 1);
+  grpc::ByteBuffer request_buffer = RecvTensorRequestBuffer(step_id, key, 0, first_length);
   auto response = std::make_shared<grpc::ByteBuffer>();
   StartCall<grpc::ByteBuffer>(
       queue_.get(), NewContext(options_, 0),
