@@ -97,7 +97,7 @@ class GrpcSession final : public Session {
     ListDevicesRequest request;
     ListDevicesResponse response;
     grpc::ClientContext context;
-    const_cast<GrpcSession*>(this)->Prepare(&context, kControlTimeoutMs);
+    Prepare(&context, kControlTimeoutMs);
     std::vector<DeviceAttributes> out;
     if (!stub_->ListDevices(&context, request, &response).ok()) return out;
     for (const WorkerDevice& d : response.devices()) {
@@ -124,7 +124,7 @@ class GrpcSession final : public Session {
   }
 
  private:
-  void Prepare(grpc::ClientContext* context, int64_t timeout_ms) {
+  void Prepare(grpc::ClientContext* context, int64_t timeout_ms) const {
     AddBearerToken(context, config_.auth_token());
     if (timeout_ms > 0) {
       context->set_deadline(std::chrono::system_clock::now() +
