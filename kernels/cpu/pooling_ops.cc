@@ -86,6 +86,29 @@ class PoolOpBase : public OpKernel {
     return WindowedOutputSize(g->w, g->kw, g->sw, padding_, &g->ow, &g->pad_left, &after);
   }
 
+  // The forward pass shared by MaxPool and AvgPool: allocates the output and calls
+  // window(in, g, img, h0, h1, w0, w1, o) for every output pixel, sharded over the intra-op
+  // threads; [h0, h1) x [w0, w1) is the pixel's window clipped to the input, o its C outputs.
+  template <typename Window>
+  void PoolForward(OpKernelContext* ctx, Window window) const {
+    const Tensor& input = ctx->input(0);
+    PoolGeometry g;
+    OP_REQUIRES_OK(ctx, Geometry(input.shape(), &g));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
+    const float* in = input.data<float>();
+    cwise::RunSharded(ctx, g.n * g.oh, std::max<int64_t>(1, g.ow * g.c * g.kh * g.kw / 8),
+                      [&](int64_t begin, int64_t end) {
+                        ForEachOutputPixel(g, begin, end, out->data<float>(),
+                                           [&](int64_t img, int64_t y, int64_t x, float* o) {
+                                             int64_t h0, h1, w0, w1;
+                                             g.Rows(y, &h0, &h1);
+                                             g.Cols(x, &w0, &w1);
+                                             window(in, g, img, h0, h1, w0, w1, o);
+                                           });
+                      });
+  }
+
   static absl::Status CheckGradShape(const Tensor& t, const char* what, const PoolGeometry& g) {
     if (t.shape() == g.output_shape()) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(what, " has shape ", t.shape().DebugString(),
@@ -125,43 +148,30 @@ class MaxPoolOp : public PoolOpBase {
  public:
   using PoolOpBase::PoolOpBase;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
-    PoolGeometry g;
-    OP_REQUIRES_OK(ctx, Geometry(input.shape(), &g));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
-    const float* in = input.data<float>();
-    const int64_t c = g.c;
-    cwise::RunSharded(ctx, g.n * g.oh, std::max<int64_t>(1, g.ow * c * g.kh * g.kw / 8),
-                      [&](int64_t begin, int64_t end) {
-                        ForEachOutputPixel(
-                            g, begin, end, out->data<float>(),
-                            [&](int64_t img, int64_t y, int64_t x, float* o) {
-                              int64_t h0, h1, w0, w1;
-                              g.Rows(y, &h0, &h1);
-                              g.Cols(x, &w0, &w1);
-                              if (Is2x2(g) && h1 - h0 == 2 && w1 - w0 == 2) {
-                                const Window2x2 p(in, g, img, h0, w0);
-                                SF_SIMD_LOOP
-                                for (int64_t k = 0; k < c; ++k) {
-                                  const float a = p.p00[k] > p.p01[k] ? p.p00[k] : p.p01[k];
-                                  const float b = p.p10[k] > p.p11[k] ? p.p10[k] : p.p11[k];
-                                  o[k] = b > a ? b : a;
-                                }
-                                return;
-                              }
-                              std::fill(o, o + c, -std::numeric_limits<float>::infinity());
-                              for (int64_t hh = h0; hh < h1; ++hh) {
-                                for (int64_t ww = w0; ww < w1; ++ww) {
-                                  const float* p = in + ((img * g.h + hh) * g.w + ww) * c;
-                                  SF_SIMD_LOOP
-                                  for (int64_t k = 0; k < c; ++k) {
-                                    o[k] = p[k] > o[k] ? p[k] : o[k];
-                                  }
-                                }
-                              }
-                            });
-                      });
+    PoolForward(ctx, [](const float* in, const PoolGeometry& g, int64_t img, int64_t h0, int64_t h1,
+                        int64_t w0, int64_t w1, float* o) {
+      const int64_t c = g.c;
+      if (Is2x2(g) && h1 - h0 == 2 && w1 - w0 == 2) {
+        const Window2x2 p(in, g, img, h0, w0);
+        SF_SIMD_LOOP
+        for (int64_t k = 0; k < c; ++k) {
+          const float a = p.p00[k] > p.p01[k] ? p.p00[k] : p.p01[k];
+          const float b = p.p10[k] > p.p11[k] ? p.p10[k] : p.p11[k];
+          o[k] = b > a ? b : a;
+        }
+        return;
+      }
+      std::fill(o, o + c, -std::numeric_limits<float>::infinity());
+      for (int64_t hh = h0; hh < h1; ++hh) {
+        for (int64_t ww = w0; ww < w1; ++ww) {
+          const float* p = in + ((img * g.h + hh) * g.w + ww) * c;
+          SF_SIMD_LOOP
+          for (int64_t k = 0; k < c; ++k) {
+            o[k] = p[k] > o[k] ? p[k] : o[k];
+          }
+        }
+      }
+    });
   }
 };
 
@@ -169,34 +179,21 @@ class AvgPoolOp : public PoolOpBase {
  public:
   using PoolOpBase::PoolOpBase;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
-    PoolGeometry g;
-    OP_REQUIRES_OK(ctx, Geometry(input.shape(), &g));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
-    const float* in = input.data<float>();
-    const int64_t c = g.c;
-    cwise::RunSharded(ctx, g.n * g.oh, std::max<int64_t>(1, g.ow * c * g.kh * g.kw / 8),
-                      [&](int64_t begin, int64_t end) {
-                        ForEachOutputPixel(
-                            g, begin, end, out->data<float>(),
-                            [&](int64_t img, int64_t y, int64_t x, float* o) {
-                              int64_t h0, h1, w0, w1;
-                              g.Rows(y, &h0, &h1);
-                              g.Cols(x, &w0, &w1);
-                              std::fill(o, o + c, 0.0f);
-                              for (int64_t hh = h0; hh < h1; ++hh) {
-                                for (int64_t ww = w0; ww < w1; ++ww) {
-                                  const float* p = in + ((img * g.h + hh) * g.w + ww) * c;
-                                  SF_SIMD_LOOP
-                                  for (int64_t k = 0; k < c; ++k) o[k] += p[k];
-                                }
-                              }
-                              const float scale = 1.0f / static_cast<float>((h1 - h0) * (w1 - w0));
-                              SF_SIMD_LOOP
-                              for (int64_t k = 0; k < c; ++k) o[k] *= scale;
-                            });
-                      });
+    PoolForward(ctx, [](const float* in, const PoolGeometry& g, int64_t img, int64_t h0, int64_t h1,
+                        int64_t w0, int64_t w1, float* o) {
+      const int64_t c = g.c;
+      std::fill(o, o + c, 0.0f);
+      for (int64_t hh = h0; hh < h1; ++hh) {
+        for (int64_t ww = w0; ww < w1; ++ww) {
+          const float* p = in + ((img * g.h + hh) * g.w + ww) * c;
+          SF_SIMD_LOOP
+          for (int64_t k = 0; k < c; ++k) o[k] += p[k];
+        }
+      }
+      const float scale = 1.0f / static_cast<float>((h1 - h0) * (w1 - w0));
+      SF_SIMD_LOOP
+      for (int64_t k = 0; k < c; ++k) o[k] *= scale;
+    });
   }
 };
 
