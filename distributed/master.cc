@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
@@ -10,6 +11,8 @@
 #include "core/framework/attr_value.h"
 #include "core/framework/device_name.h"
 #include "core/platform/status.h"
+#include "distributed/worker.h"
+#include "glog/logging.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/partition.h"
 #include "partitioner/placer.h"
@@ -18,8 +21,6 @@
 
 namespace shardflow {
 namespace {
-
-constexpr int kConnectAttempts = 20;  // 5 s
 
 std::string TaskOf(const std::string& device) {
   auto parsed = DeviceName::Parse(device);
@@ -74,41 +75,94 @@ class MasterSession {
       : handle_(std::move(handle)),
         options_(options),
         cache_(std::move(cache)),
-        config_(std::move(config)) {}
+        config_(std::move(config)),
+        last_used_(absl::Now()) {}
 
-  // Finds every task's devices and incarnation, and checks the graph.
+  // Asks every task, all at once, for its devices and incarnation, and checks the graph. A
+  // task that does not answer within options.connect_timeout is left out (Note [Tasks that are
+  // down]); when none answers, the error names every task.
   absl::Status Init(const GraphDef& graph) {
+    SF_RETURN_IF_ERROR(CheckClientGraph(graph));
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(graph).status());
-    for (const TaskId& id : options_->cluster.tasks()) {
-      Task t;
-      t.name = ClusterSpec::TaskName(id.job, id.task);
-      SF_ASSIGN_OR_RETURN(t.address, options_->cluster.TaskAddress(id.job, id.task));
-      SF_ASSIGN_OR_RETURN(t.client, cache_->GetClient(t.address, t.name));
+    struct Probe {
+      TaskId id;
+      Task task;
       GetStatusResponse status;
-      // A task that is (re)starting refuses connections for a moment: retry for a few seconds.
-      absl::Status s = t.client->GetStatus(&status);
-      for (int attempt = 0; attempt < kConnectAttempts && absl::IsUnavailable(s); ++attempt) {
-        absl::SleepFor(absl::Milliseconds(250));
-        s = t.client->GetStatus(&status);
+      absl::Status result;
+    };
+    // Shared with the callbacks, which may still be unlocking when the wait below ends.
+    struct Probes {
+      std::vector<Probe> probes;
+      absl::Mutex mu;
+      int pending ABSL_GUARDED_BY(mu) = 0;
+    };
+    auto state = std::make_shared<Probes>();
+    for (const TaskId& id : options_->cluster.tasks()) {
+      Probe p;
+      p.id = id;
+      p.task.name = ClusterSpec::TaskName(id.job, id.task);
+      SF_ASSIGN_OR_RETURN(p.task.address, options_->cluster.TaskAddress(id.job, id.task));
+      SF_ASSIGN_OR_RETURN(p.task.client, cache_->GetClient(p.task.address, p.task.name));
+      state->probes.push_back(std::move(p));
+    }
+    const int64_t timeout_ms =
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(options_->connect_timeout));
+    {
+      absl::MutexLock lock(&state->mu);
+      state->pending = static_cast<int>(state->probes.size());
+    }
+    for (Probe& p : state->probes) {
+      p.task.client->GetStatusAsync(
+          &p.status,
+          [state, &p](const absl::Status& s) {
+            absl::MutexLock lock(&state->mu);
+            p.result = s;
+            --state->pending;
+          },
+          timeout_ms, /*wait_for_ready=*/true);
+    }
+    {
+      absl::MutexLock lock(&state->mu);
+      auto all_done = [&state]()
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->mu) { return state->pending == 0; };
+      state->mu.Await(absl::Condition(&all_done));
+    }
+    std::vector<Probe>& probes = state->probes;
+    std::vector<std::string> down;
+    for (Probe& p : probes) {
+      if (!p.result.ok()) {
+        down.push_back(p.task.name);
+        unreachable_[p.task.name] = absl::UnavailableError(
+            absl::StrCat(p.result.message(), "; is `shardflow server --job ", p.id.job, " --task ",
+                         p.id.task, "` running at ", p.task.address, "?"));
+        continue;
       }
-      if (!s.ok()) {
-        return absl::Status(
-            s.code(), absl::StrCat(s.message(), "; is `shardflow server --job ", id.job, " --task ",
-                                   id.task, "` running at ", t.address, "?"));
+      if (p.status.task() != p.task.name) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "the server at ", p.task.address, " is task ", p.status.task(),
+            ", but the cluster spec says ", p.task.name, " is there; fix the cluster spec"));
       }
-      if (status.task() != t.name) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("the server at ", t.address, " is task ", status.task(),
-                         ", but the "
-                         "cluster spec says ",
-                         t.name, " is there; fix the cluster spec"));
-      }
-      t.incarnation = status.incarnation();
-      for (const WorkerDevice& d : status.devices()) {
+      p.task.incarnation = p.status.incarnation();
+      for (const WorkerDevice& d : p.status.devices()) {
         devices_.push_back(DeviceAttributes{d.name(), d.device_type(), d.memory_limit()});
-        device_task_[d.name()] = t.name;
+        device_task_[d.name()] = p.task.name;
       }
-      tasks_[t.name] = std::move(t);
+      tasks_[p.task.name] = std::move(p.task);
+    }
+    if (tasks_.empty()) {
+      return unreachable_.size() == 1
+                 ? unreachable_.begin()->second
+                 : absl::UnavailableError(absl::StrCat(
+                       "no task of the cluster answered within ",
+                       absl::FormatDuration(options_->connect_timeout), ": ",
+                       absl::StrJoin(unreachable_, "; ", [](std::string* out, const auto& kv) {
+                         absl::StrAppend(out, kv.second.message());
+                       })));
+    }
+    if (!down.empty()) {
+      LOG(WARNING) << "master: session " << handle_ << " leaves out task(s) "
+                   << absl::StrJoin(down, ", ")
+                   << ", which did not answer; its graph may use only the others";
     }
     absl::MutexLock lock(&mu_);
     graph_def_ = graph;
@@ -118,8 +172,10 @@ class MasterSession {
   const std::vector<DeviceAttributes>& devices() const { return devices_; }
 
   absl::Status Extend(const GraphDef& graph) {
+    SF_RETURN_IF_ERROR(CheckClientGraph(graph));
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
+    last_used_ = absl::Now();
     GraphDef merged = graph_def_;
     for (const NodeDef& n : graph.node()) *merged.add_node() = n;
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());
@@ -128,114 +184,102 @@ class MasterSession {
     return absl::OkStatus();
   }
 
-  absl::Status Run(const RunOptions& run_options,
-                   const std::vector<std::pair<std::string, Tensor>>& feeds,
-                   const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-                   std::vector<Tensor>* outputs, RunMetadata* metadata) {
+  // Note [A step waits on no thread]
+  // RunAsync prepares the signature (the first time) and sends RunGraph to every task; it
+  // returns then. The step finishes from the completion of the last RunGraph, on the worker
+  // clients' queue thread, which calls `done`. A step that waits (on a slow kernel, on a
+  // transfer, for its deadline) therefore holds no thread of the master, and any number of
+  // them cannot keep other sessions from being served. The caller's cancellation and the
+  // step's deadline end it on every task: cancellation through AbortStep and the RunGraph
+  // calls' own cancellation, the deadline through RunGraphRequest.timeout_ms and the calls'
+  // gRPC deadlines.
+  void RunAsync(const RunOptions& run_options, std::vector<std::pair<std::string, Tensor>> feeds,
+                const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+                std::vector<Tensor>* outputs, RunMetadata* metadata, StepCall* call,
+                std::function<void(absl::Status)> done) {
+    Touch(+1);
+    auto finish = [this, done = std::move(done)](absl::Status s) {
+      Touch(-1);
+      done(std::move(s));
+    };
     if (fetches.empty() && targets.empty()) {
-      return absl::InvalidArgumentError("Run needs at least one fetch or target");
+      finish(absl::InvalidArgumentError("Run needs at least one fetch or target"));
+      return;
     }
-    SF_ASSIGN_OR_RETURN(Prepared * prepared, GetOrPrepare(feeds, fetches, targets));
-    SF_RETURN_IF_ERROR(CheckFeeds(prepared->feeds, feeds));
-    const bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
-    struct Call {
-      std::string task;
-      std::shared_ptr<GrpcWorkerClient> client;
-      RunGraphRequest request;
-      RunGraphResponse response;
-      int64_t sent = 0, received = 0;
+    // The step's time limit: the tightest of the options', the caller's and the master's.
+    int64_t timeout_ms = run_options.timeout_in_ms() > 0 ? run_options.timeout_in_ms() : 0;
+    auto tighten = [&timeout_ms](int64_t ms) {
+      if (timeout_ms <= 0 || ms < timeout_ms) timeout_ms = ms;
     };
-    struct State {
-      absl::Mutex mu;
-      int pending = 0;
-      std::vector<absl::Status> errors;
-      bool aborted = false;
-      absl::Notification done;
-    };
-    auto calls = std::make_shared<std::vector<Call>>();
-    const int64_t step_id = NewStepId();
-    for (const auto& [task, handle] : prepared->handles) {
-      Call c;
-      c.task = task;
-      c.client = tasks_.at(task).client;
-      c.request.set_graph_handle(handle);
-      c.request.set_step_id(step_id);
-      c.request.set_trace(trace);
-      c.request.set_timeout_ms(run_options.timeout_in_ms());
-      c.request.set_check_numerics(run_options.check_numerics());
-      calls->push_back(std::move(c));
+    if (options_->max_step_time > absl::ZeroDuration()) {
+      tighten(std::max<int64_t>(1, absl::ToInt64Milliseconds(options_->max_step_time)));
+    }
+    if (call != nullptr && call->deadline != absl::InfiniteFuture()) {
+      const int64_t left = absl::ToInt64Milliseconds(call->deadline - absl::Now());
+      if (left <= 0) {
+        finish(absl::DeadlineExceededError(
+            "the step's deadline passed before it started; give it more time"));
+        return;
+      }
+      tighten(left);
+    }
+    auto prepared = GetOrPrepare(feeds, fetches, targets);
+    if (!prepared.ok()) {
+      finish(prepared.status());
+      return;
+    }
+    absl::Status checked = CheckFeeds((*prepared)->feeds, feeds);
+    if (!checked.ok()) {
+      finish(checked);
+      return;
+    }
+    auto step = std::make_shared<Step>();
+    step->prepared = *prepared;
+    step->fetches = fetches.size();
+    step->outputs = outputs;
+    step->metadata = metadata;
+    step->trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
+    step->step_id = NewStepId();
+    step->caller = call;
+    step->done = std::move(finish);
+    for (const auto& [task, handle] : step->prepared->handles) {
+      auto c = std::make_unique<Step::TaskCall>();
+      c->task = task;
+      c->client = tasks_.at(task).client;
+      c->request.set_graph_handle(handle);
+      c->request.set_step_id(step->step_id);
+      c->request.set_trace(step->trace);
+      c->request.set_timeout_ms(timeout_ms);
+      c->request.set_check_numerics(run_options.check_numerics());
+      step->calls.push_back(std::move(c));
     }
     for (size_t i = 0; i < feeds.size(); ++i) {
-      for (Call& c : *calls) {
-        if (c.task != prepared->arg_task[i]) continue;
-        IndexedTensor* arg = c.request.add_args();
+      for (auto& c : step->calls) {
+        if (c->task != step->prepared->arg_task[i]) continue;
+        IndexedTensor* arg = c->request.add_args();
         arg->set_index(static_cast<int>(i));
         feeds[i].second.AsProto(arg->mutable_tensor());
       }
     }
-    auto state = std::make_shared<State>();
-    state->pending = static_cast<int>(calls->size());
+    feeds.clear();  // their bytes are in the requests now
+    step->pending = static_cast<int>(step->calls.size());
     // The gRPC deadline leaves the worker's own timeout time to report first.
-    const int64_t deadline_ms =
-        run_options.timeout_in_ms() > 0 ? run_options.timeout_in_ms() + 2000 : 0;
-    for (size_t i = 0; i < calls->size(); ++i) {
-      Call* c = &(*calls)[i];
-      c->sent = NowMicros();
-      c->client->RunGraphAsync(&c->request, &c->response, deadline_ms, nullptr,
-                               [calls, state, c, step_id](const absl::Status& s) {
-                                 c->received = NowMicros();
-                                 bool abort_others = false;
-                                 bool last;
-                                 {
-                                   absl::MutexLock lock(&state->mu);
-                                   if (!s.ok()) {
-                                     state->errors.push_back(s);
-                                     abort_others = !state->aborted;
-                                     state->aborted = true;
-                                   }
-                                   last = --state->pending == 0;
-                                 }
-                                 if (abort_others) {
-                                   for (Call& other : *calls) {
-                                     if (&other == c) continue;
-                                     other.client->AbortStepAsync(step_id, s,
-                                                                  [calls](const absl::Status&) {});
-                                   }
-                                 }
-                                 if (last) state->done.Notify();
-                               });
+    const int64_t deadline_ms = timeout_ms > 0 ? timeout_ms + 2000 : 0;
+    if (call != nullptr) {
+      call->cancellation.SetCancelHook([step] {
+        step->Abort(absl::CancelledError(
+            absl::StrCat("step ", step->step_id, " was cancelled by its caller")));
+      });
     }
-    state->done.WaitForNotification();
-    {
-      absl::MutexLock lock(&state->mu);
-      if (!state->errors.empty()) return PickError(state->errors);
+    for (auto& c : step->calls) {
+      Step::TaskCall* tc = c.get();
+      tc->sent = NowMicros();
+      tc->client->RunGraphAsync(&tc->request, &tc->response, deadline_ms, &tc->cancel,
+                                [this, step, tc](const absl::Status& s) {
+                                  tc->received = NowMicros();
+                                  step->OnTaskDone(tc, s, this);
+                                });
     }
-    outputs->assign(fetches.size(), Tensor());
-    for (Call& c : *calls) {
-      for (const IndexedTensor& r : c.response.retvals()) {
-        if (r.index() < 0 || r.index() >= static_cast<int>(fetches.size())) {
-          return absl::InternalError(
-              absl::StrCat("task ", c.task, " returned fetch ", r.index(), " of ", fetches.size()));
-        }
-        SF_ASSIGN_OR_RETURN((*outputs)[r.index()], Tensor::FromProto(r.tensor()));
-      }
-    }
-    if (metadata != nullptr) {
-      if (trace) {
-        for (Call& c : *calls) {
-          StepStats* stats = c.response.mutable_step_stats();
-          AlignClock(c.sent, c.received, stats);
-          for (DeviceStepStats& d : *stats->mutable_dev_stats()) {
-            *metadata->mutable_step_stats()->add_dev_stats() = std::move(d);
-          }
-        }
-        for (const GraphDef& part : prepared->partitions) *metadata->add_partition_graphs() = part;
-      }
-      for (const auto& [node, device] : prepared->placement) {
-        (*metadata->mutable_placement())[node] = device;
-      }
-    }
-    return absl::OkStatus();
   }
 
   absl::Status Close() {
@@ -259,6 +303,12 @@ class MasterSession {
     return first;
   }
 
+  // How long no call has used the session as of `now` (zero while a step runs).
+  absl::Duration IdleFor(absl::Time now) {
+    absl::MutexLock lock(&mu_);
+    return steps_running_ > 0 ? absl::ZeroDuration() : now - last_used_;
+  }
+
  private:
   struct Task {
     std::string name, address;
@@ -272,6 +322,126 @@ class MasterSession {
     std::vector<GraphDef> partitions;
     std::map<std::string, std::string> placement;
   };
+
+  // Forgets a signature whose graph a task no longer has, so that the next step registers it
+  // again.
+  void ForgetGraph(const std::shared_ptr<const Prepared>& prepared) {
+    absl::MutexLock lock(&mu_);
+    for (auto it = cache_map_.begin(); it != cache_map_.end(); ++it) {
+      if (it->second == prepared) {
+        cache_map_.erase(it);
+        return;
+      }
+    }
+  }
+
+  // One step in flight: a RunGraph per task, finished by the last reply.
+  struct Step {
+    struct TaskCall {
+      std::string task;
+      std::shared_ptr<GrpcWorkerClient> client;
+      RunGraphRequest request;
+      RunGraphResponse response;
+      CallCancellation cancel;
+      int64_t sent = 0, received = 0;
+    };
+    std::shared_ptr<const Prepared> prepared;
+    std::vector<std::unique_ptr<TaskCall>> calls;
+    size_t fetches = 0;
+    std::vector<Tensor>* outputs = nullptr;
+    RunMetadata* metadata = nullptr;
+    bool trace = false;
+    int64_t step_id = 0;
+    StepCall* caller = nullptr;
+    std::function<void(absl::Status)> done;
+
+    absl::Mutex mu;
+    int pending ABSL_GUARDED_BY(mu) = 0;
+    std::vector<absl::Status> errors ABSL_GUARDED_BY(mu);
+    bool aborted ABSL_GUARDED_BY(mu) = false;
+
+    // Aborts the step on every task whose RunGraph has not answered (once).
+    void Abort(const absl::Status& status, const TaskCall* except = nullptr) {
+      {
+        absl::MutexLock lock(&mu);
+        if (aborted) return;
+        aborted = true;
+      }
+      for (auto& other : calls) {
+        if (other.get() == except) continue;
+        other->client->AbortStepAsync(step_id, status, [](const absl::Status&) {});
+        if (status.code() == absl::StatusCode::kCancelled) other->cancel.Cancel();
+      }
+    }
+
+    void OnTaskDone(TaskCall* call, const absl::Status& s, MasterSession* session) {
+      if (!s.ok()) {
+        if (absl::IsNotFound(s) && absl::StrContains(s.message(), "has no graph")) {
+          session->ForgetGraph(prepared);  // collected on the worker: register again next time
+        }
+        {
+          absl::MutexLock lock(&mu);
+          errors.push_back(s);
+        }
+        Abort(s, call);
+      }
+      {
+        absl::MutexLock lock(&mu);
+        if (--pending > 0) return;
+      }
+      if (caller != nullptr) caller->cancellation.ClearCancelHook();
+      done(Finish());
+    }
+
+    // Collects the fetched tensors and the run metadata once every task has answered.
+    absl::Status Finish() {
+      {
+        absl::MutexLock lock(&mu);
+        if (!errors.empty()) return PickError(errors);
+      }
+      outputs->assign(fetches, Tensor());
+      for (auto& c : calls) {
+        for (const IndexedTensor& r : c->response.retvals()) {
+          if (r.index() < 0 || r.index() >= static_cast<int>(fetches)) {
+            return absl::InternalError(
+                absl::StrCat("task ", c->task, " returned fetch ", r.index(), " of ", fetches));
+          }
+          auto t = Tensor::FromProto(r.tensor());
+          if (!t.ok()) {
+            return absl::InternalError(
+                absl::StrCat("task ", c->task, " returned fetch ", r.index(),
+                             " as an invalid tensor: ", t.status().message()));
+          }
+          (*outputs)[r.index()] = std::move(t).value();
+        }
+      }
+      if (metadata != nullptr) {
+        if (trace) {
+          for (auto& c : calls) {
+            StepStats* stats = c->response.mutable_step_stats();
+            AlignClock(c->sent, c->received, stats);
+            for (DeviceStepStats& d : *stats->mutable_dev_stats()) {
+              *metadata->mutable_step_stats()->add_dev_stats() = std::move(d);
+            }
+          }
+          for (const GraphDef& part : prepared->partitions)
+            *metadata->add_partition_graphs() = part;
+        }
+        for (const auto& [node, device] : prepared->placement) {
+          (*metadata->mutable_placement())[node] = device;
+        }
+      }
+      return absl::OkStatus();
+    }
+  };
+
+  // Counts steps in flight (delta +1 when one starts, -1 when it ends) and marks the session
+  // used.
+  void Touch(int delta) {
+    absl::MutexLock lock(&mu_);
+    steps_running_ += delta;
+    last_used_ = absl::Now();
+  }
 
   absl::Status CheckOpen() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (closed_) return absl::FailedPreconditionError("the session is closed");
@@ -297,9 +467,32 @@ class MasterSession {
     return cluster.ok() ? *cluster : local;
   }
 
+  // Note [Tasks that are down]
+  // A session is created with the tasks that answer; one that is down only matters to a graph
+  // that asks for it. Such a graph fails here with the task's own error (UNAVAILABLE, its
+  // address and the command that starts it), not with the placer's "no such device".
+  absl::Status CheckRequestedTasksAreUp(const Graph& graph) const {
+    if (unreachable_.empty()) return absl::OkStatus();
+    for (const Node* n : graph.nodes()) {
+      if (n->requested_device().empty()) continue;
+      auto spec = DeviceName::Parse(n->requested_device());
+      if (!spec.ok() || !spec->has_job || !spec->has_task) continue;
+      auto down = unreachable_.find(spec->TaskName());
+      if (down != unreachable_.end()) {
+        return absl::Status(
+            down->second.code(),
+            absl::StrCat("node '", n->name(), "' asks for ", n->requested_device(), ", but task ",
+                         down->first,
+                         " did not answer when the session was created: ", down->second.message()));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status PlaceWholeGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (placement_valid_) return absl::OkStatus();
     SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
+    SF_RETURN_IF_ERROR(CheckRequestedTasksAreUp(*graph));
     ApplyWholeGraphPlacement(graph.get(), placement_);
     Cluster cluster = CostCluster();
     PlacerOptions options;
@@ -313,19 +506,19 @@ class MasterSession {
     return absl::OkStatus();
   }
 
-  absl::StatusOr<Prepared*> GetOrPrepare(const std::vector<std::pair<std::string, Tensor>>& feeds,
-                                         const std::vector<std::string>& fetches,
-                                         const std::vector<std::string>& targets) {
+  absl::StatusOr<std::shared_ptr<const Prepared>> GetOrPrepare(
+      const std::vector<std::pair<std::string, Tensor>>& feeds,
+      const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
     std::vector<std::string> feed_names;
     for (const auto& f : feeds) feed_names.push_back(f.first);
     std::string key = RunSignature(feed_names, fetches, targets);
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
     auto it = cache_map_.find(key);
-    if (it != cache_map_.end()) return it->second.get();
+    if (it != cache_map_.end()) return it->second;
     SF_RETURN_IF_ERROR(PlaceWholeGraph());
     SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
-    auto prepared = std::make_unique<Prepared>();
+    auto prepared = std::make_shared<Prepared>();
     SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feed_names, fetches, targets, &prepared->feeds));
     ApplyWholeGraphPlacement(graph.get(), placement_);
     PlacerOptions placer_options;
@@ -351,12 +544,12 @@ class MasterSession {
     std::map<std::string, GraphDef> parts;
     SF_RETURN_IF_ERROR(PartitionGraph(*graph, partition_options, &parts));
     std::map<std::string, RegisterGraphRequest> requests;
-    const std::map<std::string, std::string> addresses = options_->cluster.TaskAddresses();
     for (auto& [device, part] : parts) {
       if (part.node_size() == 0) continue;
       RegisterGraphRequest& r = requests[device_task_.at(device)];
       r.set_session_handle(handle_);
-      for (const auto& [task, address] : addresses) (*r.mutable_cluster())[task] = address;
+      // Every task that answered: a partition may receive from any of them.
+      for (const auto& [task, t] : tasks_) (*r.mutable_cluster())[task] = t.address;
       prepared->partitions.push_back(part);
       (*r.mutable_partitions())[device] = std::move(part);
     }
@@ -368,9 +561,8 @@ class MasterSession {
     if (prepared->handles.empty()) {
       return absl::InvalidArgumentError("nothing to run: the fetches and targets need no node");
     }
-    Prepared* raw = prepared.get();
-    cache_map_[key] = std::move(prepared);
-    return raw;
+    cache_map_[key] = prepared;
+    return std::shared_ptr<const Prepared>(prepared);
   }
 
   const std::string handle_;
@@ -379,6 +571,7 @@ class MasterSession {
   const SessionOptionsProto config_;
   // Set by Init, read-only afterwards.
   std::map<std::string, Task> tasks_;
+  std::map<std::string, absl::Status> unreachable_;  // task -> why it was left out
   std::vector<DeviceAttributes> devices_;
   std::map<std::string, std::string> device_task_;
 
@@ -387,15 +580,27 @@ class MasterSession {
   std::map<std::string, std::string> placement_ ABSL_GUARDED_BY(mu_);
   bool placement_valid_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  std::map<std::string, std::unique_ptr<Prepared>> cache_map_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<const Prepared>> cache_map_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_used_ ABSL_GUARDED_BY(mu_);
+  int steps_running_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // ---- Master --------------------------------------------------------------------------------
 
 Master::Master(MasterOptions options)
-    : options_(std::move(options)), cache_(std::make_shared<GrpcWorkerCache>(options_.client)) {}
+    : options_(std::move(options)), cache_(std::make_shared<GrpcWorkerCache>(options_.client)) {
+  if (options_.session_idle_timeout > absl::ZeroDuration()) {
+    const absl::Duration every =
+        std::clamp(options_.session_idle_timeout / 4, absl::Milliseconds(100), absl::Seconds(5));
+    collector_ = std::thread([this, every] {
+      while (!stop_.WaitForNotificationWithTimeout(every)) CollectGarbage(absl::Now());
+    });
+  }
+}
 
 Master::~Master() {
+  stop_.Notify();
+  if (collector_.joinable()) collector_.join();
   std::map<std::string, std::shared_ptr<MasterSession>> sessions;
   {
     absl::MutexLock lock(&mu_);
@@ -414,11 +619,16 @@ absl::StatusOr<std::shared_ptr<Master>> Master::Create(MasterOptions options) {
 
 absl::StatusOr<std::string> Master::CreateSession(const GraphDef& graph,
                                                   const SessionOptionsProto& config) {
-  std::string handle;
   {
     absl::MutexLock lock(&mu_);
-    handle = absl::StrCat("session-", next_session_++, "-", NewStepId() % 1000000);
+    if (static_cast<int>(sessions_.size()) >= options_.max_sessions) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the master has ", sessions_.size(),
+          " open sessions, the most it keeps (--max-sessions); close sessions that are no "
+          "longer used"));
+    }
   }
+  const std::string handle = NewRandomHandle("session-");
   auto session = std::make_shared<MasterSession>(handle, &options_, cache_, config);
   SF_RETURN_IF_ERROR(session->Init(graph));
   absl::MutexLock lock(&mu_);
@@ -430,9 +640,10 @@ absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(const std::string& h
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
-    return absl::NotFoundError(absl::StrCat("no session '", handle,
-                                            "' on this master (closed, or the master was "
-                                            "restarted); create a new session"));
+    return absl::NotFoundError(absl::StrCat(
+        "no session '", handle,
+        "' on this master (closed, collected after being idle, or the master was restarted); "
+        "create a new session"));
   }
   return it->second;
 }
@@ -442,13 +653,37 @@ absl::Status Master::ExtendSession(const std::string& handle, const GraphDef& gr
   return session->Extend(graph);
 }
 
+void Master::RunStepAsync(const std::string& handle, const RunOptions& options,
+                          std::vector<std::pair<std::string, Tensor>> feeds,
+                          const std::vector<std::string>& fetches,
+                          const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                          RunMetadata* metadata, StepCall* call,
+                          std::function<void(absl::Status)> done) {
+  auto session = Find(handle);
+  if (!session.ok()) {
+    done(session.status());
+    return;
+  }
+  // The session stays alive until the step is done, even if it is closed meanwhile.
+  std::shared_ptr<MasterSession> keep = *session;
+  keep->RunAsync(options, std::move(feeds), fetches, targets, outputs, metadata, call,
+                 [keep, done = std::move(done)](absl::Status s) { done(std::move(s)); });
+}
+
 absl::Status Master::RunStep(const std::string& handle, const RunOptions& options,
                              const std::vector<std::pair<std::string, Tensor>>& feeds,
                              const std::vector<std::string>& fetches,
                              const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
                              RunMetadata* metadata) {
-  SF_ASSIGN_OR_RETURN(auto session, Find(handle));
-  return session->Run(options, feeds, fetches, targets, outputs, metadata);
+  absl::Notification finished;
+  absl::Status result;
+  RunStepAsync(handle, options, feeds, fetches, targets, outputs, metadata, nullptr,
+               [&](absl::Status s) {
+                 result = std::move(s);
+                 finished.Notify();
+               });
+  finished.WaitForNotification();
+  return result;
 }
 
 absl::Status Master::CloseSession(const std::string& handle) {
@@ -463,18 +698,54 @@ absl::Status Master::CloseSession(const std::string& handle) {
   return session->Close();
 }
 
+void Master::CollectGarbage(absl::Time now) {
+  if (options_.session_idle_timeout <= absl::ZeroDuration()) return;
+  std::vector<std::pair<std::string, std::shared_ptr<MasterSession>>> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      const absl::Duration idle_for = it->second->IdleFor(now);
+      if (idle_for > options_.session_idle_timeout) {
+        LOG(INFO) << "master: closing session " << it->first << ": idle for "
+                  << absl::FormatDuration(idle_for) << " (session idle timeout "
+                  << absl::FormatDuration(options_.session_idle_timeout) << ")";
+        idle.emplace_back(it->first, std::move(it->second));
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& [handle, session] : idle) {
+    absl::Status s = session->Close();
+    if (!s.ok()) LOG(WARNING) << "master: closing idle session " << handle << ": " << s;
+  }
+}
+
+int Master::num_sessions() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(sessions_.size());
+}
+
 absl::StatusOr<std::vector<DeviceAttributes>> Master::ListDevices() {
   std::vector<DeviceAttributes> out;
+  absl::Status first_error;
   for (const TaskId& id : options_.cluster.tasks()) {
     std::string name = ClusterSpec::TaskName(id.job, id.task);
     SF_ASSIGN_OR_RETURN(std::string address, options_.cluster.TaskAddress(id.job, id.task));
     SF_ASSIGN_OR_RETURN(auto client, cache_->GetClient(address, name));
     GetStatusResponse status;
-    SF_RETURN_IF_ERROR(client->GetStatus(&status));
+    absl::Status s = client->GetStatus(&status);
+    if (!s.ok()) {
+      // A task that is down has no devices to offer; the others still do.
+      if (first_error.ok()) first_error = s;
+      continue;
+    }
     for (const WorkerDevice& d : status.devices()) {
       out.push_back(DeviceAttributes{d.name(), d.device_type(), d.memory_limit()});
     }
   }
+  if (out.empty() && !first_error.ok()) return first_error;
   return out;
 }
 

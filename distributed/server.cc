@@ -59,16 +59,25 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   client_options.security = options.security;
   server->cache_ = std::make_shared<GrpcWorkerCache>(client_options);
   server->transport_ = std::make_unique<GrpcTensorTransport>(server->cache_);
-  server->worker_ =
-      std::make_unique<Worker>(task_name, devices, server->transport_.get(),
-                               options.incarnation != 0 ? options.incarnation : NewIncarnation());
+  WorkerOptions worker_options = options.worker;
+  if (worker_options.known_cluster.empty()) {
+    worker_options.known_cluster = options.cluster.TaskAddresses();
+  }
+  server->worker_ = std::make_unique<Worker>(
+      task_name, devices, server->transport_.get(),
+      options.incarnation != 0 ? options.incarnation : NewIncarnation(), worker_options);
   server->service_ =
       std::make_unique<GrpcWorkerService>(server->worker_.get(), options.security.token);
 
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(bind, *credentials, &port);
-  builder.SetMaxReceiveMessageSize(-1);
+  if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server for task ", task_name, ": max_message_bytes ", options.max_message_bytes,
+        " is not in [1, 2^31 - 1] (gRPC's largest message)"));
+  }
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(-1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
@@ -89,6 +98,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
   server->address_ = absl::StrCat(HostOf(bind), ":", port);
   server->service_->Start();
+  if (options.gc_interval > absl::ZeroDuration()) {
+    Server* raw = server.get();
+    const absl::Duration every = options.gc_interval;
+    server->collector_ = std::thread([raw, every] {
+      while (!raw->stop_collecting_.WaitForNotificationWithTimeout(every)) {
+        raw->worker_->CollectGarbage(absl::Now());
+      }
+    });
+  }
   return server;
 }
 
@@ -100,6 +118,8 @@ void Server::Shutdown() {
     if (shut_down_) return;
     shut_down_ = true;
   }
+  stop_collecting_.Notify();
+  if (collector_.joinable()) collector_.join();
   // Every step's pending call gets its reply before the server stops; then no handler runs.
   if (worker_ != nullptr) worker_->Shutdown();
   if (service_ != nullptr) service_->StopAccepting();

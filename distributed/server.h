@@ -12,7 +12,13 @@
 // The address comes from options.address, else from options.cluster for (job, task). Without
 // TLS options the server refuses a non-loopback address unless security.plaintext is set (see
 // distributed/grpc/grpc_security.h). Threads: options.num_threads completion-queue pollers for
-// WorkerService (default 2) plus the devices' threads.
+// WorkerService (default 2), the devices' threads, and one that collects idle graphs and
+// abandoned steps every options.gc_interval (Worker::CollectGarbage).
+//
+// Limits (docs/distributed.md, "Security and limits"): the token is checked before a request
+// is read; no request may be larger than options.max_message_bytes; the worker's limits and
+// timeouts are options.worker; when options.cluster lists tasks, RegisterGraph requests must
+// agree with its addresses.
 //
 // Thread safety: every method may be called from any thread; Shutdown is idempotent.
 #ifndef SHARDFLOW_DISTRIBUTED_SERVER_H_
@@ -21,10 +27,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "core/protos/config.pb.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/grpc/grpc_security.h"
@@ -53,6 +62,12 @@ struct ServerOptions {
   GrpcSecurityOptions security;
   // Completion-queue threads serving WorkerService (the thread budget of the RPC layer).
   int num_threads = 2;
+  // The largest request the server reads (RESOURCE_EXHAUSTED beyond it).
+  int64_t max_message_bytes = int64_t{1} << 30;
+  // The worker's limits and timeouts. known_cluster is filled from `cluster` when left empty.
+  WorkerOptions worker;
+  // How often idle graphs and abandoned steps are collected. Zero = never (tests).
+  absl::Duration gc_interval = absl::Seconds(1);
   // Services to host beside WorkerService (borrowed; must outlive the server). They should
   // check security.token with CheckBearerToken.
   std::vector<grpc::Service*> extra_services;
@@ -96,6 +111,8 @@ class Server {
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<GrpcWorkerService> service_;
   std::unique_ptr<grpc::Server> server_;
+  absl::Notification stop_collecting_;
+  std::thread collector_;
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "core/framework/attr_value.h"
 #include "core/framework/device_name.h"
 #include "core/platform/status.h"
+#include "glog/logging.h"
 #include "runtime/step_stats_collector.h"
 
 namespace shardflow {
@@ -85,12 +87,21 @@ uint64_t NewIncarnation() {
   return v;
 }
 
+std::string NewRandomHandle(const std::string& prefix) {
+  // std::random_device reads the kernel's entropy source on Linux.
+  std::random_device rd;
+  auto word = [&rd] { return (static_cast<uint64_t>(rd()) << 32) | rd(); };
+  return absl::StrCat(prefix, absl::Hex(word(), absl::kZeroPad16),
+                      absl::Hex(word(), absl::kZeroPad16));
+}
+
 Worker::Worker(std::string task, std::vector<Device*> devices, TensorTransport* transport,
-               uint64_t incarnation)
+               uint64_t incarnation, WorkerOptions options)
     : task_(std::move(task)),
       devices_(std::move(devices)),
       transport_(transport),
-      incarnation_(incarnation) {}
+      incarnation_(incarnation),
+      options_(std::move(options)) {}
 
 Worker::~Worker() { Shutdown(); }
 
@@ -112,14 +123,54 @@ Device* Worker::FindDevice(const std::string& name) const {
   return nullptr;
 }
 
+// Note [Worker isolation]
+// A worker serves every session of every master that holds the cluster's token, so nothing one
+// request says may change what another session's steps do. Task addresses are therefore kept
+// per registered graph (not merged worker-wide, where a request could point task 1 of every
+// session at a server of its choosing), and a step resolves its peers through the graph that
+// runs it. When the server was started with the cluster spec, a request's addresses must also
+// agree with it. Graph handles are 128-bit random strings (a handle is the only thing that
+// names a graph in RunGraph and CleanupGraph), and a step id, once a graph of one session runs
+// under it, cannot be joined by a graph of another session.
+absl::Status Worker::CheckClusterAddresses(const RegisterGraphRequest& request) const {
+  if (options_.known_cluster.empty()) return absl::OkStatus();
+  for (const auto& [task, address] : request.cluster()) {
+    auto known = options_.known_cluster.find(task);
+    if (known == options_.known_cluster.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "RegisterGraph on task ", task_, ": RegisterGraphRequest.cluster names task ", task,
+          ", which is not in this server's cluster spec"));
+    }
+    if (known->second != address) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("RegisterGraph on task ", task_, ": RegisterGraphRequest.cluster says task ",
+                       task, " is at ", address, ", but this server's cluster spec says ",
+                       known->second, "; give the master and the servers the same cluster spec"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
                                    RegisterGraphResponse* response) {
   if (request.partitions().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("RegisterGraph on task ", task_, ": the request has no partition"));
   }
+  SF_RETURN_IF_ERROR(CheckClusterAddresses(request));
+  {
+    absl::MutexLock lock(&mu_);
+    if (static_cast<int>(graphs_.size()) >= options_.max_registered_graphs) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "RegisterGraph on task ", task_, ": ", graphs_.size(),
+          " graphs are registered, the most this worker keeps (--max-graphs); close sessions "
+          "that are no longer used"));
+    }
+  }
   auto graph = std::make_shared<RegisteredGraph>();
   graph->session_handle = request.session_handle();
+  graph->cluster =
+      std::make_shared<const TaskAddresses>(request.cluster().begin(), request.cluster().end());
   std::set<int> arg_indices;
   // Sorted by device name (a std::map in the request is not ordered).
   std::map<std::string, const GraphDef*> partitions;
@@ -180,24 +231,33 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
   if (shutting_down_) {
     return absl::UnavailableError(absl::StrCat("task ", task_, " is shutting down"));
   }
-  for (const auto& [task, address] : request.cluster()) cluster_[task] = address;
-  graph->handle = absl::StrCat("graph-", absl::Hex(incarnation_), "-", next_graph_++);
+  graph->handle = NewRandomHandle("graph-");
+  graph->last_used = absl::Now();
   graphs_[graph->handle] = graph;
   response->set_graph_handle(graph->handle);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> Worker::ResolveTask(const std::string& task) const {
+absl::StatusOr<std::string> Worker::ResolveTask(int64_t step_id, const std::string& task) const {
   absl::MutexLock lock(&mu_);
-  auto it = cluster_.find(task);
-  if (it == cluster_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("task ", task, " is not in the cluster known to ", task_));
+  auto step = steps_.find(step_id);
+  if (step != steps_.end() && step->second.cluster != nullptr) {
+    auto it = step->second.cluster->find(task);
+    if (it != step->second.cluster->end()) return it->second;
   }
-  return it->second;
+  return absl::NotFoundError(absl::StrCat("task ", task,
+                                          " is not in the cluster the graph of step ", step_id,
+                                          " was registered with on ", task_));
 }
 
-absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Worker::AcquireStep(int64_t step_id, bool run) {
+std::shared_ptr<RemoteRendezvous> Worker::NewRendezvous(int64_t step_id) {
+  return std::make_shared<RemoteRendezvous>(
+      step_id, task_, transport_,
+      [this, step_id](const std::string& task) { return ResolveTask(step_id, task); });
+}
+
+absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Worker::AcquireStep(
+    int64_t step_id, bool run, const RegisteredGraph* graph) {
   if (shutting_down_) {
     return absl::UnavailableError(absl::StrCat("task ", task_, " is shutting down"));
   }
@@ -208,16 +268,34 @@ absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Worker::AcquireStep(int64_t st
         absl::StrCat("step ", step_id, " already finished on task ", task_,
                      (run ? "; step ids must not be reused" : "; its tensors were all taken")));
   }
-  Step& step = steps_[step_id];
-  if (step.rendezvous == nullptr) {
-    step.rendezvous = std::make_shared<RemoteRendezvous>(
-        step_id, task_, transport_, [this](const std::string& task) { return ResolveTask(task); });
+  auto it = steps_.find(step_id);
+  if (it == steps_.end()) {
+    if (static_cast<int>(steps_.size()) >= options_.max_active_steps) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "task ", task_, " has ", steps_.size(),
+          " steps in flight, the most it runs at once; retry when some have finished"));
+    }
+    it = steps_.emplace(step_id, Step()).first;
+  }
+  Step& step = it->second;
+  if (step.rendezvous == nullptr) step.rendezvous = NewRendezvous(step_id);
+  if (graph != nullptr) {
+    if (step.cluster == nullptr) {
+      step.session_handle = graph->session_handle;
+      step.cluster = graph->cluster;
+    } else if (step.session_handle != graph->session_handle) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("RunGraph on task ", task_, ": step id ", step_id,
+                       " is in use by another session; step ids must be unique (the master "
+                       "draws them at random)"));
+    }
   }
   if (run) {
     ++step.running;
   } else {
     ++step.serving;
   }
+  step.last_activity = absl::Now();
   ++in_flight_;
   return step.rendezvous;
 }
@@ -231,6 +309,7 @@ void Worker::ReleaseStep(int64_t step_id, bool run) {
     } else {
       --it->second.serving;
     }
+    it->second.last_activity = absl::Now();
     MaybeRetireLocked(step_id);
   }
   --in_flight_;
@@ -277,10 +356,24 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   }
   std::map<int, Tensor> args;
   for (const IndexedTensor& arg : request->args()) {
+    if (!std::binary_search(graph->arg_indices.begin(), graph->arg_indices.end(), arg.index())) {
+      done(absl::InvalidArgumentError(absl::StrCat(
+          "RunGraph step ", step_id, " of graph '", graph->handle, "' on task ", task_,
+          ": RunGraphRequest.args has index ", arg.index(), ", which no _Arg of the graph reads",
+          " (its _Arg indices are [", absl::StrJoin(graph->arg_indices, ", "), "])")));
+      return;
+    }
+    if (args.count(arg.index()) > 0) {
+      done(absl::InvalidArgumentError(absl::StrCat("RunGraph step ", step_id, " on task ", task_,
+                                                   ": RunGraphRequest.args gives index ",
+                                                   arg.index(), " twice")));
+      return;
+    }
     auto t = Tensor::FromProto(arg.tensor());
     if (!t.ok()) {
-      done(WithContext(t.status(), absl::StrCat("RunGraph step ", step_id, " on task ", task_,
-                                                ": args index ", arg.index(), ": ")));
+      done(absl::InvalidArgumentError(absl::StrCat("RunGraph step ", step_id, " on task ", task_,
+                                                   ": args index ", arg.index(), ": ",
+                                                   t.status().message())));
       return;
     }
     args[arg.index()] = std::move(t).value();
@@ -294,11 +387,15 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
     }
   }
   absl::Status acquire_status;
+  std::shared_ptr<std::atomic<bool>> cancelled;
   {
     absl::MutexLock lock(&mu_);
-    auto acquired = AcquireStep(step_id, /*run=*/true);
+    auto acquired = AcquireStep(step_id, /*run=*/true, graph.get());
     if (acquired.ok()) {
       rendezvous = *acquired;
+      cancelled = steps_[step_id].cancelled;
+      ++graph->running;
+      graph->last_used = absl::Now();
     } else {
       acquire_status = acquired.status();
     }
@@ -314,17 +411,29 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   exec_args.rendezvous = rendezvous.get();
   exec_args.stats = request->trace() ? &state->stats : nullptr;
   exec_args.check_numerics = request->check_numerics();
-  exec_args.cancelled = std::make_shared<std::atomic<bool>>(false);
+  exec_args.cancelled = cancelled;
   exec_args.on_abort = [rendezvous](const absl::Status& s) { rendezvous->StartAbort(s); };
   state->pending = static_cast<int>(graph->executors.size());
   const bool trace = request->trace();
-  auto executor_done = [this, state, graph, rendezvous, step_id, response, trace,
+  // The step's time limit: its executors are cancelled through the rendezvous's abort.
+  std::optional<Timer::Id> deadline;
+  if (request->timeout_ms() > 0) {
+    const int64_t ms = request->timeout_ms();
+    deadline = deadlines_.Schedule(
+        absl::Now() + absl::Milliseconds(ms), [this, step_id, ms] {
+          AbortStep(step_id, absl::DeadlineExceededError(absl::StrCat(
+                                 "step ", step_id, " on task ", task_, " ran past its limit of ",
+                                 ms, " ms (RunOptions.timeout_in_ms or the caller's deadline)")));
+        });
+  }
+  auto executor_done = [this, state, graph, rendezvous, step_id, response, trace, deadline,
                         done](const absl::Status& s) {
     {
       absl::MutexLock lock(&state->mu);
       if (state->status.ok() && !s.ok()) state->status = s;
       if (--state->pending > 0) return;
     }
+    if (deadline.has_value()) deadlines_.Cancel(*deadline);
     absl::Status status;
     {
       absl::MutexLock lock(&state->mu);
@@ -338,8 +447,17 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
       }
       if (trace) state->stats.Finalize(response->mutable_step_stats());
     } else {
+      // A step stopped by AbortStep (a deadline, a caller's cancellation, another task's error)
+      // reports why, not the executors' plain "cancelled".
+      absl::Status abort = rendezvous->status();
+      if (!abort.ok() && absl::IsCancelled(status)) status = abort;
       status = WithContext(status, absl::StrCat(task_, ": "));
       rendezvous->StartAbort(status);
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      --graph->running;
+      graph->last_used = absl::Now();
     }
     ReleaseStep(step_id, /*run=*/true);
     done(status);
@@ -410,6 +528,7 @@ absl::Status Worker::ServeRangeLocked(Step* step, const std::string& key, ByteRa
   }
   kept.served[range->offset] = end;
   kept.bytes_left -= range->length;
+  step->last_activity = absl::Now();
   // The reply holds its own reference to the tensor until gRPC has written it out.
   if (kept.bytes_left == 0) step->partly_served.erase(it);
   return absl::OkStatus();
@@ -509,12 +628,16 @@ void Worker::AbortStep(int64_t step_id, const absl::Status& status) {
   {
     absl::MutexLock lock(&mu_);
     if (retired_.count(step_id) > 0) return;  // finished or aborted already
-    Step& step = steps_[step_id];
-    if (step.rendezvous == nullptr) {
-      step.rendezvous = std::make_shared<RemoteRendezvous>(
-          step_id, task_, transport_,
-          [this](const std::string& task) { return ResolveTask(task); });
+    auto it = steps_.find(step_id);
+    // An abort for an unknown step is remembered (a RunGraph of it may still arrive), but
+    // never grows the table past its limit.
+    if (it == steps_.end() && static_cast<int>(steps_.size()) >= options_.max_active_steps) {
+      return;
     }
+    Step& step = steps_[step_id];
+    if (step.rendezvous == nullptr) step.rendezvous = NewRendezvous(step_id);
+    step.last_activity = absl::Now();
+    step.cancelled->store(true);
     rendezvous = step.rendezvous;
   }
   rendezvous->StartAbort(abort);  // outside the lock: waiters' callbacks release the step
@@ -527,7 +650,10 @@ void Worker::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     shutting_down_ = true;
-    for (auto& [id, step] : steps_) rendezvous.push_back(step.rendezvous);
+    for (auto& [id, step] : steps_) {
+      rendezvous.push_back(step.rendezvous);
+      step.cancelled->store(true);
+    }
   }
   for (auto& r : rendezvous) {
     r->StartAbort(absl::UnavailableError(absl::StrCat("task ", task_, " is shutting down")));
@@ -538,6 +664,61 @@ void Worker::Shutdown() {
   std::vector<int64_t> ids;
   for (const auto& [id, step] : steps_) ids.push_back(id);
   for (int64_t id : ids) MaybeRetireLocked(id);
+}
+
+void Worker::CollectGarbage(absl::Time now) {
+  struct Abandoned {
+    int64_t step_id;
+    std::shared_ptr<RemoteRendezvous> rendezvous;
+    absl::Status status;
+  };
+  std::vector<Abandoned> abandoned;
+  {
+    absl::MutexLock lock(&mu_);
+    if (options_.graph_idle_timeout > absl::ZeroDuration()) {
+      for (auto it = graphs_.begin(); it != graphs_.end();) {
+        const RegisteredGraph& g = *it->second;
+        if (g.running == 0 && now - g.last_used > options_.graph_idle_timeout) {
+          LOG(INFO) << task_ << ": dropped graph " << g.handle << " of session '"
+                    << g.session_handle << "': no step ran it for "
+                    << absl::FormatDuration(now - g.last_used) << " (graph idle timeout "
+                    << absl::FormatDuration(options_.graph_idle_timeout) << ")";
+          it = graphs_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (const auto& [id, step] : steps_) {
+      if (step.running > 0) continue;
+      const absl::Duration idle = now - step.last_activity;
+      const bool transfer = !step.partly_served.empty() &&
+                            options_.transfer_idle_timeout > absl::ZeroDuration() &&
+                            idle > options_.transfer_idle_timeout;
+      const bool orphan = options_.abandoned_step_timeout > absl::ZeroDuration() &&
+                          idle > options_.abandoned_step_timeout;
+      if (!transfer && !orphan) continue;
+      absl::Status status = absl::AbortedError(
+          absl::StrCat("step ", id, " on task ", task_, " was abandoned: ",
+                       transfer ? "a ranged RecvTensor stopped part-way" : "nothing ran or used it",
+                       " for ", absl::FormatDuration(idle), "; its tensors were freed"));
+      LOG(INFO) << task_ << ": " << status.message();
+      step.cancelled->store(true);
+      abandoned.push_back({id, step.rendezvous, status});
+    }
+  }
+  for (Abandoned& a : abandoned) {
+    a.rendezvous->StartAbort(a.status);  // outside the lock: waiters' callbacks release the step
+    absl::MutexLock lock(&mu_);
+    MaybeRetireLocked(a.step_id);
+  }
+}
+
+int Worker::num_partly_served() const {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (const auto& [id, step] : steps_) n += static_cast<int>(step.partly_served.size());
+  return n;
 }
 
 int Worker::num_active_steps() const {

@@ -9,6 +9,7 @@
 //   worker.RecvTensorAsync(step_id, key, done);      // a peer pulls a tensor of a local _Send
 //   worker.RecvTensorRangeAsync(step_id, key, {offset, length}, done);  // ... a part of it
 //   worker.AbortStep(step_id, status);               // every pending recv of the step fails
+//   worker.CollectGarbage(absl::Now());              // the server calls this every second
 //
 // Steps. Each step id has one RemoteRendezvous on this worker, created by whichever comes
 // first: RunGraph, a peer's RecvTensor (a peer may ask before this task has started the step)
@@ -18,16 +19,29 @@
 // remembered with their final status, so that a late RecvTensor or RunGraph for one gets that
 // status instead of waiting forever; memory per worker is bounded by the steps in flight.
 //
+// Isolation (Note [Worker isolation] in worker.cc). Each registered graph keeps the task
+// addresses of its own RegisterGraphRequest, and a step resolves peers only through the graph
+// that runs it, so one session's request can never redirect another session's transfers. When
+// the server knows the cluster (WorkerOptions::known_cluster), a request must agree with it. A
+// step id is bound to the session of the first graph that runs it. Graph handles are random.
+//
 // Ranged serving (Note [Ranged RecvTensor] in worker.cc). A peer may pull a large tensor as
 // several byte ranges, several in flight at once. The first range takes the tensor from the
 // rendezvous; the step then keeps it until every byte has been served (each at most once), and
 // a step with such a tensor is not retired unless aborted. Aborting the step drops it (a reply
 // already being written keeps its own reference until gRPC is done with it).
 //
+// Collection. CollectGarbage drops registered graphs that no step has run for
+// graph_idle_timeout, and aborts steps that nothing runs here and nothing has touched for a
+// while: transfer_idle_timeout when a ranged transfer was abandoned part-way, else
+// abandoned_step_timeout (tensors sent for a receiver that never came). Each collection is
+// logged.
+//
 // Thread safety: every method may be called from any thread.
 #ifndef SHARDFLOW_DISTRIBUTED_WORKER_H_
 #define SHARDFLOW_DISTRIBUTED_WORKER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -39,6 +53,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/platform/timer.h"
 #include "core/protos/worker.pb.h"
 #include "distributed/remote_rendezvous.h"
 #include "distributed/transport.h"
@@ -48,6 +64,26 @@
 namespace shardflow {
 
 inline constexpr size_t kRetiredStepsKept = 4096;
+
+// Limits and timeouts of a worker (docs/distributed.md, "Security and limits").
+struct WorkerOptions {
+  // Task name -> "host:port", as this task's server knows the cluster. When not empty, every
+  // address a RegisterGraphRequest gives must be this map's address for that task.
+  std::map<std::string, std::string> known_cluster;
+  // RegisterGraph beyond this many registered graphs is RESOURCE_EXHAUSTED.
+  int max_registered_graphs = 4096;
+  // A new step beyond this many steps in flight is RESOURCE_EXHAUSTED.
+  int max_active_steps = 4096;
+  // A graph no step has run for this long is dropped (its master gets NOT_FOUND and
+  // registers it again). Zero = never.
+  absl::Duration graph_idle_timeout = absl::Hours(2);
+  // A step nothing runs here whose ranged transfer has had no range pulled for this long is
+  // aborted and its kept tensor freed. Zero = never.
+  absl::Duration transfer_idle_timeout = absl::Seconds(60);
+  // A step nothing runs here and nothing has touched for this long (a sent tensor whose
+  // receiver never came) is aborted. Zero = never.
+  absl::Duration abandoned_step_timeout = absl::Minutes(10);
+};
 
 class Worker {
  public:
@@ -67,7 +103,7 @@ class Worker {
   // the worker. `incarnation` must be nonzero and differ between runs of the process (the
   // server draws it at random).
   Worker(std::string task, std::vector<Device*> devices, TensorTransport* transport,
-         uint64_t incarnation);
+         uint64_t incarnation, WorkerOptions options = WorkerOptions());
   // Aborts every step and waits for running executors (see Shutdown).
   ~Worker();
 
@@ -80,12 +116,14 @@ class Worker {
   // Builds one executor per partition. Errors: a partition for a device this task does not
   // have, an invalid graph, a _Send/_Recv from a device of this task whose incarnation is not
   // this worker's (a graph partitioned for a previous run of the task), a _Recv from a task
-  // `cluster` does not list.
+  // `cluster` does not list, an address that disagrees with known_cluster, too many graphs.
   absl::Status RegisterGraph(const RegisterGraphRequest& request, RegisterGraphResponse* response);
 
   // Runs one step of a registered graph on every partition; `done` is called exactly once,
   // possibly on another thread, after every executor has finished. `request` and `response`
   // are borrowed until then. The step's status is its first error (which aborted it).
+  // INVALID_ARGUMENT for args that are not the graph's _Arg indices (or repeat one), or whose
+  // value is not a valid tensor; FAILED_PRECONDITION for a step id another session is using.
   void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
                      StatusCallback done);
 
@@ -113,16 +151,27 @@ class Worker {
   // callback of RunGraphAsync/RecvTensorAsync is still to come. Idempotent.
   void Shutdown();
 
+  // Drops idle graphs and aborts abandoned steps as of `now` (see "Collection" above).
+  void CollectGarbage(absl::Time now);
+
   // For tests and monitoring.
   int num_active_steps() const;
   int num_registered_graphs() const;
+  // Tensors kept for ranged transfers, over all steps.
+  int num_partly_served() const;
 
  private:
+  // Task name -> address, as one RegisterGraphRequest gave them.
+  using TaskAddresses = std::map<std::string, std::string>;
   struct RegisteredGraph {
     std::string handle;
     std::string session_handle;
+    std::shared_ptr<const TaskAddresses> cluster;
     std::vector<std::unique_ptr<Executor>> executors;
     std::vector<int> arg_indices;  // _Arg indices the partitions read
+    // Guarded by the worker's mu_.
+    absl::Time last_used;
+    int running = 0;
   };
   // A tensor taken from the rendezvous by a ranged RecvTensor, kept until all of it is served.
   struct PartlyServed {
@@ -135,15 +184,27 @@ class Worker {
     int running = 0;  // RunGraph calls of this step still running here
     int serving = 0;  // peers' RecvTensor calls waiting on this step
     std::map<std::string, PartlyServed> partly_served;  // by rendezvous key
+    // Set by the first RunGraph of the step: whose step it is and where its peers are.
+    std::string session_handle;
+    std::shared_ptr<const TaskAddresses> cluster;
+    absl::Time last_activity;
+    // Set when the step is aborted: the executors running it start no further kernel.
+    std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
   };
 
-  // The step's state, created when absent; error when retired or shutting down.
-  absl::StatusOr<std::shared_ptr<RemoteRendezvous>> AcquireStep(int64_t step_id, bool run)
+  // The step's state, created when absent; error when retired, shutting down, at the limit of
+  // steps, or (for a RunGraph of `graph`) bound to another session.
+  absl::StatusOr<std::shared_ptr<RemoteRendezvous>> AcquireStep(
+      int64_t step_id, bool run, const RegisteredGraph* graph = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::shared_ptr<RemoteRendezvous> NewRendezvous(int64_t step_id);
   // Called after a RunGraph (run) or a serve ends; retires the step when it is done.
   void ReleaseStep(int64_t step_id, bool run);
   void MaybeRetireLocked(int64_t step_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::string> ResolveTask(const std::string& task) const;
+  // The address of `task` for step `step_id`, from the graph that runs the step.
+  absl::StatusOr<std::string> ResolveTask(int64_t step_id, const std::string& task) const;
+  // Checks a request's task addresses against known_cluster.
+  absl::Status CheckClusterAddresses(const RegisterGraphRequest& request) const;
   // OK when `key` may be served by this task (well formed, sent here, this incarnation).
   absl::Status CheckServedKey(const std::string& key) const;
   // Serves `range` of the tensor of `key` kept in `step`; drops it when all bytes are served.
@@ -155,23 +216,27 @@ class Worker {
   const std::vector<Device*> devices_;
   TensorTransport* const transport_;
   const uint64_t incarnation_;
+  const WorkerOptions options_;
 
   mutable absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t next_graph_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ ABSL_GUARDED_BY(mu_);
-  // Task name -> address, merged from every RegisterGraphRequest.cluster.
-  std::map<std::string, std::string> cluster_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, Step> steps_ ABSL_GUARDED_BY(mu_);
   // Retired steps, oldest first, with their final status.
   std::deque<int64_t> retired_order_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, absl::Status> retired_ ABSL_GUARDED_BY(mu_);
   // RunGraph and serve callbacks still to come (Shutdown waits for 0).
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  // Ends steps at RunGraphRequest.timeout_ms. Last member: destroyed (joined) first, while the
+  // state its callbacks touch is still there.
+  Timer deadlines_{"step deadlines"};
 };
 
 // A random, nonzero 64-bit incarnation.
 uint64_t NewIncarnation();
+
+// A fresh handle that cannot be guessed: `prefix` and 128 random bits in hex.
+std::string NewRandomHandle(const std::string& prefix);
 
 }  // namespace shardflow
 

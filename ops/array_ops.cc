@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/op_def.h"
 #include "core/framework/shape_inference.h"
+#include "core/platform/checked_math.h"
 #include "core/platform/status.h"
 
 namespace shardflow {
@@ -54,8 +55,9 @@ absl::Status ReshapeShape(InferenceContext* c) {
         if (unknown_index >= 0) return c->InvalidArgument("shape may contain at most one -1");
         unknown_index = i;
       }
-    } else {
-      known_product *= target.dim(i);
+    } else if (!CheckedMul(known_product, target.dim(i), &known_product)) {
+      return c->InvalidArgument(
+          absl::StrCat("shape ", target.DebugString(), " has more elements than fit in 64 bits"));
     }
   }
   int64_t n = in.num_elements();

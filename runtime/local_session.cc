@@ -69,6 +69,7 @@ class LocalSession final : public Session {
       return absl::FailedPreconditionError(
           "Session::Create was called twice; use Extend to add nodes");
     }
+    SF_RETURN_IF_ERROR(CheckClientGraph(graph));
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(graph).status());
     graph_def_ = graph;
     created_ = true;
@@ -80,6 +81,7 @@ class LocalSession final : public Session {
   absl::Status Extend(const GraphDef& graph) override {
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
+    SF_RETURN_IF_ERROR(CheckClientGraph(graph));
     GraphDef merged = graph_def_;
     for (const NodeDef& n : graph.node()) *merged.add_node() = n;
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());

@@ -153,6 +153,18 @@ void ApplyWholeGraphPlacement(Graph* graph, const std::map<std::string, std::str
   }
 }
 
+absl::Status CheckClientGraph(const GraphDef& graph) {
+  for (const NodeDef& node : graph.node()) {
+    if (!node.op().empty() && node.op()[0] == '_') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "node '", node.name(), "' uses the internal op ", node.op(),
+          ", which only the runtime may insert; feed a Placeholder instead of _Arg, fetch a "
+          "tensor instead of _Retval, and let the partitioner add _Send/_Recv"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckFeeds(const std::vector<FeedSpec>& specs,
                         const std::vector<std::pair<std::string, Tensor>>& feeds) {
   for (size_t i = 0; i < feeds.size() && i < specs.size(); ++i) {

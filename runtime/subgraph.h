@@ -21,6 +21,12 @@ struct FeedSpec {
   TensorShape shape;  // declared (Placeholder) or inferred; may be partial
 };
 
+// Checks a graph a client submits to a session (Create, Extend, a master's CreateSession):
+// INVALID_ARGUMENT naming the first node whose op is internal — its name starts with '_'
+// (_Send, _Recv, _Arg, _Retval, ...). Those ops are inserted by the runtime itself; in a
+// client's graph a _Recv would wait for a tensor nobody sends, an _Arg read another feed.
+absl::Status CheckClientGraph(const GraphDef& graph);
+
 // Errors: a feed or fetch naming a node or output that does not exist, a target that does not
 // exist, a tensor fed twice, or a Placeholder that is needed but not fed.
 absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,

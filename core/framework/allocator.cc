@@ -1,5 +1,7 @@
 #include "core/framework/allocator.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <vector>
@@ -16,6 +18,16 @@ namespace {
 constexpr size_t kCacheMin = 64 << 10;
 constexpr size_t kCacheLimit = size_t{2} << 30;
 
+// Larger requests are refused before any arithmetic on them (RoundBucket cannot overflow below).
+constexpr size_t kMaxRequest = size_t{1} << 60;
+
+int64_t DefaultMemoryLimit() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return int64_t{1} << 40;
+  return static_cast<int64_t>(pages) * page_size / 10 * 9;
+}
+
 size_t RoundBucket(size_t n) {
   if (n < kCacheMin) return (n + Allocator::kAlignment - 1) & ~(Allocator::kAlignment - 1);
   size_t p = 1;
@@ -29,8 +41,16 @@ class CachingCpuAllocator final : public Allocator {
   std::string Name() const override { return "cpu"; }
 
   void* AllocateRaw(size_t alignment, size_t num_bytes) override {
+    if (num_bytes > kMaxRequest) return nullptr;
     if (alignment < kAlignment) alignment = kAlignment;
     size_t bucket = RoundBucket(num_bytes == 0 ? 1 : num_bytes);
+    // Reserve the bytes first, so that concurrent allocations cannot pass the limit together.
+    const int64_t limit = limit_.load(std::memory_order_relaxed);
+    int64_t in_use = in_use_.fetch_add(bucket, std::memory_order_relaxed) + bucket;
+    if (in_use > limit) {
+      in_use_.fetch_sub(bucket, std::memory_order_relaxed);
+      return nullptr;
+    }
     void* ptr = nullptr;
     if (bucket >= kCacheMin && alignment <= 4096) {
       absl::MutexLock lock(&mu_);
@@ -44,10 +64,12 @@ class CachingCpuAllocator final : public Allocator {
     if (ptr == nullptr) {
       ptr = std::aligned_alloc(bucket >= kCacheMin ? 4096 : alignment,
                                (bucket + alignment - 1) / alignment * alignment);
-      if (ptr == nullptr) return nullptr;
+      if (ptr == nullptr) {
+        in_use_.fetch_sub(bucket, std::memory_order_relaxed);
+        return nullptr;
+      }
     }
     num_allocs_.fetch_add(1, std::memory_order_relaxed);
-    int64_t in_use = in_use_.fetch_add(bucket, std::memory_order_relaxed) + bucket;
     int64_t peak = peak_.load(std::memory_order_relaxed);
     while (in_use > peak && !peak_.compare_exchange_weak(peak, in_use)) {
     }
@@ -69,11 +91,15 @@ class CachingCpuAllocator final : public Allocator {
     std::free(ptr);
   }
 
+  void set_limit(int64_t bytes) { limit_.store(bytes); }
+  int64_t limit() const { return limit_.load(); }
+
   AllocatorStats GetStats() const override {
     AllocatorStats s;
     s.num_allocs = num_allocs_.load();
     s.bytes_in_use = in_use_.load();
     s.peak_bytes_in_use = peak_.load();
+    s.bytes_limit = limit_.load();
     absl::MutexLock lock(&mu_);
     s.bytes_cached = cached_bytes_;
     return s;
@@ -86,13 +112,22 @@ class CachingCpuAllocator final : public Allocator {
   std::atomic<int64_t> num_allocs_{0};
   std::atomic<int64_t> in_use_{0};
   std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> limit_{DefaultMemoryLimit()};
 };
+
+CachingCpuAllocator* TheCpuAllocator() {
+  static CachingCpuAllocator* allocator = new CachingCpuAllocator();
+  return allocator;
+}
 
 }  // namespace
 
-Allocator* CpuAllocator() {
-  static Allocator* allocator = new CachingCpuAllocator();
-  return allocator;
+Allocator* CpuAllocator() { return TheCpuAllocator(); }
+
+void SetCpuMemoryLimit(int64_t bytes) {
+  TheCpuAllocator()->set_limit(bytes > 0 ? bytes : DefaultMemoryLimit());
 }
+
+int64_t CpuMemoryLimit() { return TheCpuAllocator()->limit(); }
 
 }  // namespace shardflow

@@ -21,6 +21,8 @@ struct AllocatorStats {
   int64_t peak_bytes_in_use = 0;
   // Bytes held in the allocator's cache, free for reuse.
   int64_t bytes_cached = 0;
+  // The most bytes that may be in use at once; 0 = no limit.
+  int64_t bytes_limit = 0;
 };
 
 class Allocator {
@@ -39,8 +41,15 @@ class Allocator {
   virtual bool IsHostMemory() const { return true; }
 };
 
-// The process-wide CPU allocator. Never null; lives for the whole process.
+// The process-wide CPU allocator. Never null; lives for the whole process. It refuses (returns
+// nullptr for) an allocation that would take its bytes in use past its limit, so that one
+// request cannot make a server allocate more memory than the machine has.
 Allocator* CpuAllocator();
+
+// The CPU allocator's limit on bytes in use. The default is 90% of the machine's physical
+// memory. `bytes` <= 0 restores the default. Allocations already made are not affected.
+void SetCpuMemoryLimit(int64_t bytes);
+int64_t CpuMemoryLimit();
 
 }  // namespace shardflow
 

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
+#include "core/platform/checked_math.h"
 
 namespace shardflow {
 namespace {
@@ -18,12 +19,26 @@ class AllocatedBuffer final : public TensorBuffer {
   Allocator* allocator_;
 };
 
+// The std::string objects of a DT_STRING tensor live in memory from the allocator, so that
+// they count against its limit like any other tensor's (their characters do not).
 class StringBuffer final : public TensorBuffer {
  public:
-  explicit StringBuffer(int64_t n) : TensorBuffer(new std::string[n > 0 ? n : 1], n) {}
+  // `data` holds `n` default-constructed strings (the constructor makes them).
+  StringBuffer(Allocator* allocator, void* data, int64_t n, size_t bytes)
+      : TensorBuffer(data, bytes), allocator_(allocator), n_(n) {
+    auto* strings = static_cast<std::string*>(data);
+    for (int64_t i = 0; i < n; ++i) new (strings + i) std::string();
+  }
+  Allocator* allocator() const override { return allocator_; }
 
  private:
-  ~StringBuffer() override { delete[] static_cast<std::string*>(data()); }
+  ~StringBuffer() override {
+    auto* strings = static_cast<std::string*>(data());
+    for (int64_t i = 0; i < n_; ++i) strings[i].~basic_string();
+    allocator_->DeallocateRaw(data(), size());
+  }
+  Allocator* allocator_;
+  const int64_t n_;
 };
 
 class ExternalBuffer final : public TensorBuffer {
@@ -38,6 +53,14 @@ class ExternalBuffer final : public TensorBuffer {
   std::function<void()> release_;
 };
 
+// Says how close the allocator is to its limit, for allocation errors.
+std::string MemoryLimitHint(Allocator* allocator) {
+  AllocatorStats stats = allocator->GetStats();
+  if (stats.bytes_limit <= 0) return "";
+  return absl::StrCat(" (", stats.bytes_in_use, " of its limit of ", stats.bytes_limit,
+                      " bytes are in use; a server's limit is set with --memory-limit-mb)");
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> Tensor::Create(Allocator* allocator, DataType dtype,
@@ -51,22 +74,35 @@ absl::StatusOr<Tensor> Tensor::Create(Allocator* allocator, DataType dtype,
         absl::StrCat("cannot create a tensor of shape ", shape.DebugString(),
                      ": a tensor's shape must be fully defined (no unknown dimensions)"));
   }
+  auto num_elements = shape.CheckedNumElements();
+  if (!num_elements.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot create a ", DataTypeString(dtype),
+                                                   " tensor: ", num_elements.status().message()));
+  }
+  const int64_t element_bytes =
+      dtype == DT_STRING ? static_cast<int64_t>(sizeof(std::string)) : DataTypeSize(dtype);
+  int64_t bytes = 0;
+  if (!CheckedMul(*num_elements, element_bytes, &bytes)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("a ", DataTypeString(dtype), " tensor of shape ", shape.DebugString(),
+                     " would need more than 2^63 bytes; no allocator can hold it"));
+  }
+  void* ptr = allocator->AllocateRaw(Allocator::kAlignment, static_cast<size_t>(bytes));
+  if (ptr == nullptr) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("allocator '", allocator->Name(), "' could not allocate ", bytes,
+                     " bytes for a ", DataTypeString(dtype), " tensor of shape ",
+                     shape.DebugString(), MemoryLimitHint(allocator)));
+  }
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = shape;
-  t.num_elements_ = shape.num_elements();
+  t.num_elements_ = *num_elements;
   if (dtype == DT_STRING) {
-    t.buf_ = new StringBuffer(t.num_elements_);
-    return t;
+    t.buf_ = new StringBuffer(allocator, ptr, *num_elements, static_cast<size_t>(bytes));
+  } else {
+    t.buf_ = new AllocatedBuffer(allocator, ptr, static_cast<size_t>(bytes));
   }
-  size_t bytes = t.TotalBytes();
-  void* ptr = allocator->AllocateRaw(Allocator::kAlignment, bytes);
-  if (ptr == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "allocator '", allocator->Name(), "' could not allocate ", bytes, " bytes for a ",
-        DataTypeString(dtype), " tensor of shape ", shape.DebugString()));
-  }
-  t.buf_ = new AllocatedBuffer(allocator, ptr, bytes);
   return t;
 }
 
@@ -156,25 +192,44 @@ Tensor Tensor::DeepCopy() const {
   return t;
 }
 
+// Every size is checked against what the proto holds before anything is allocated: a proto
+// cannot make us allocate more than it carries (a few bytes per element at most).
 absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto, Allocator* allocator) {
   auto shape = TensorShape::FromProto(proto.shape());
   if (!shape.ok()) return shape.status();
-  auto t = Create(allocator, proto.dtype(), *shape);
-  if (!t.ok()) return t.status();
-  if (proto.dtype() == DT_STRING) {
-    if (proto.string_val_size() != t->NumElements()) {
+  const DataType dtype = proto.dtype();
+  if (!DataType_IsValid(dtype) || dtype == DT_INVALID ||
+      (dtype != DT_STRING && DataTypeSize(dtype) == 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor proto has no valid dtype (", static_cast<int>(dtype), ")"));
+  }
+  auto num_elements = shape->CheckedNumElements();
+  if (!num_elements.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor proto: ", num_elements.status().message()));
+  }
+  if (dtype == DT_STRING) {
+    if (proto.string_val_size() != *num_elements) {
       return absl::InvalidArgumentError(
           absl::StrCat("string tensor proto of shape ", shape->DebugString(), " has ",
-                       proto.string_val_size(), " values; expected ", t->NumElements()));
+                       proto.string_val_size(), " values; expected ", *num_elements));
     }
+  } else {
+    int64_t bytes = 0;
+    const bool fits = CheckedMul(*num_elements, DataTypeSize(dtype), &bytes);
+    if (!fits || static_cast<uint64_t>(bytes) != proto.content().size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor proto of type ", DataTypeString(dtype), " and shape ", shape->DebugString(),
+          " has ", proto.content().size(), " bytes of content; expected ",
+          fits ? absl::StrCat(bytes) : std::string("more than 2^63")));
+    }
+  }
+  auto t = Create(allocator, dtype, *shape);
+  if (!t.ok()) return t.status();
+  if (dtype == DT_STRING) {
     for (int i = 0; i < proto.string_val_size(); ++i)
       t->data<std::string>()[i] = proto.string_val(i);
     return t;
-  }
-  if (proto.content().size() != t->TotalBytes()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "tensor proto of type ", DataTypeString(proto.dtype()), " and shape ", shape->DebugString(),
-        " has ", proto.content().size(), " bytes of content; expected ", t->TotalBytes()));
   }
   if (t->TotalBytes() > 0) std::memcpy(t->raw_data(), proto.content().data(), t->TotalBytes());
   return t;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/platform/checked_math.h"
 
 namespace shardflow {
 
@@ -24,13 +25,23 @@ absl::StatusOr<TensorShape> TensorShape::FromProto(const TensorShapeProto& proto
     }
     return Unknown();
   }
+  if (proto.dim_size() > kMaxRank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape has ", proto.dim_size(), " dimensions; at most ", kMaxRank, " are allowed"));
+  }
   TensorShape s;
+  int64_t known_product = 1;
   for (int64_t d : proto.dim()) {
     if (d < kUnknownDim) {
       return absl::InvalidArgumentError(
           absl::StrCat("shape dimension ", d, " is negative; use -1 for an unknown dimension"));
     }
     s.dims_.push_back(d);
+    if (d >= 0 && !CheckedMul(known_product, d, &known_product)) {
+      return absl::InvalidArgumentError(absl::StrCat("shape ", s.DebugString(),
+                                                     "... has more elements than fit in 64 bits; ",
+                                                     "no tensor can have this shape"));
+    }
   }
   return s;
 }
@@ -55,7 +66,22 @@ bool TensorShape::IsFullyDefined() const {
 int64_t TensorShape::num_elements() const {
   if (!IsFullyDefined()) return -1;
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims_) {
+    if (!CheckedMul(n, d, &n)) return -1;
+  }
+  return n;
+}
+
+absl::StatusOr<int64_t> TensorShape::CheckedNumElements() const {
+  if (!IsFullyDefined()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", DebugString(), " is not fully defined, so it has no element count"));
+  }
+  int64_t n = num_elements();
+  if (n < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape ", DebugString(), " has more elements than fit in 64 bits"));
+  }
   return n;
 }
 

@@ -26,6 +26,8 @@ namespace shardflow {
 class TensorShape {
  public:
   static constexpr int64_t kUnknownDim = -1;
+  // The most dimensions a shape may have (as TensorFlow's).
+  static constexpr int kMaxRank = 254;
   using Dims = absl::InlinedVector<int64_t, 4>;
 
   // A scalar: rank 0, known.
@@ -36,7 +38,8 @@ class TensorShape {
   // A known rank with every dimension unknown.
   static TensorShape UnknownOfRank(int rank);
 
-  // Validates a proto: dims must be >= -1.
+  // Validates a proto: at most kMaxRank dims, each >= -1, and the product of the known ones
+  // must fit in int64 (so no shape that came from bytes can overflow an element count).
   static absl::StatusOr<TensorShape> FromProto(const TensorShapeProto& proto);
   void AsProto(TensorShapeProto* proto) const;
 
@@ -46,8 +49,12 @@ class TensorShape {
   int64_t dim(int i) const { return dims_[i]; }
   const Dims& dims() const { return dims_; }
   bool IsFullyDefined() const;
-  // Product of the dimensions; -1 unless fully defined.
+  // Product of the dimensions; -1 unless fully defined, and -1 when the product does not fit
+  // in int64 (a shape built in code from untrusted values can be that large).
   int64_t num_elements() const;
+  // The element count of a fully defined shape; INVALID_ARGUMENT naming the shape when it is
+  // not fully defined or has more elements than int64 holds.
+  absl::StatusOr<int64_t> CheckedNumElements() const;
 
   void AddDim(int64_t size) { dims_.push_back(size); }
   void set_dim(int i, int64_t size) { dims_[i] = size; }

@@ -1,90 +1,164 @@
 #include "distributed/grpc/grpc_master_service.h"
 
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "distributed/grpc/grpc_security.h"
 #include "distributed/grpc/grpc_status.h"
 
 namespace shardflow {
 
+// One call: its reply buffer, its deadline and cancellation for a step, and its end. Deleted
+// by gRPC's OnDone, which comes after Finish; OnCancel may come at any time before that, from
+// another thread, and cancels the step (if any) that the call started.
+class GrpcMasterService::Call final : public grpc::ServerUnaryReactor {
+ public:
+  Call(grpc::CallbackServerContext* context, grpc::ByteBuffer* response) : response_(response) {
+    const auto deadline = context->deadline();
+    // gRPC's "no deadline" is the far future; anything within a century is a real one.
+    if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365 * 100)) {
+      step_.deadline = absl::FromChrono(deadline);
+    }
+  }
+
+  StepCall* step() { return &step_; }
+
+  // Sends `message` when `status` is OK, else the error. Once.
+  template <typename Message>
+  void Reply(const absl::Status& status, const Message& message) {
+    if (!status.ok()) {
+      Finish(ToGrpcStatus(status));
+      return;
+    }
+    bool own_buffer = false;
+    grpc::Status serialized =
+        grpc::SerializationTraits<Message>::Serialize(message, response_, &own_buffer);
+    Finish(serialized);
+  }
+  void Fail(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+
+  void OnCancel() override { step_.cancellation.Cancel(); }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::ByteBuffer* const response_;
+  StepCall step_;
+};
+
 GrpcMasterService::GrpcMasterService(std::shared_ptr<Master> master, std::string token,
                                      int num_threads)
     : master_(std::move(master)), token_(std::move(token)), pool_("master", num_threads) {}
 
-grpc::ServerUnaryReactor* GrpcMasterService::Dispatch(grpc::CallbackServerContext* context,
-                                                      std::function<absl::Status()> work) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+template <typename Request>
+grpc::ServerUnaryReactor* GrpcMasterService::Dispatch(
+    const char* method, grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    grpc::ByteBuffer* response, std::function<void(Call*, const Request&)> work) {
+  auto* call = new Call(context, response);
   grpc::Status auth = CheckBearerToken(*context, token_);
   if (!auth.ok()) {
-    reactor->Finish(auth);
-    return reactor;
+    call->Finish(auth);
+    return call;
   }
-  pool_.Schedule([reactor, work = std::move(work)] { reactor->Finish(ToGrpcStatus(work())); });
-  return reactor;
+  auto parsed = std::make_shared<Request>();
+  grpc::ByteBuffer copy(*request);  // shares the slices; Deserialize consumes its argument
+  if (copy.Valid() && !grpc::SerializationTraits<Request>::Deserialize(&copy, parsed.get()).ok()) {
+    call->Fail(absl::InvalidArgumentError(
+        absl::StrCat("MasterService.", method, ": the ", request->Length(),
+                     "-byte request is not a ", parsed->GetTypeName(),
+                     " (a client built from another master.proto, or not a shardflow client?)")));
+    return call;
+  }
+  pool_.Schedule([call, parsed, work = std::move(work)] { work(call, *parsed); });
+  return call;
 }
 
 grpc::ServerUnaryReactor* GrpcMasterService::CreateSession(grpc::CallbackServerContext* context,
-                                                           const CreateSessionRequest* request,
-                                                           CreateSessionResponse* response) {
-  return Dispatch(context, [this, request, response]() -> absl::Status {
-    auto handle = master_->CreateSession(request->graph_def(), request->config());
-    if (!handle.ok()) return handle.status();
-    response->set_session_handle(*handle);
-    return absl::OkStatus();
-  });
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  return Dispatch<CreateSessionRequest>("CreateSession", context, request, response,
+                                        [this](Call* call, const CreateSessionRequest& r) {
+                                          CreateSessionResponse out;
+                                          auto handle =
+                                              master_->CreateSession(r.graph_def(), r.config());
+                                          if (handle.ok()) out.set_session_handle(*handle);
+                                          call->Reply(handle.status(), out);
+                                        });
 }
 
 grpc::ServerUnaryReactor* GrpcMasterService::ExtendSession(grpc::CallbackServerContext* context,
-                                                           const ExtendSessionRequest* request,
-                                                           ExtendSessionResponse* response) {
-  return Dispatch(context, [this, request] {
-    return master_->ExtendSession(request->session_handle(), request->graph_def());
-  });
+                                                           const grpc::ByteBuffer* request,
+                                                           grpc::ByteBuffer* response) {
+  return Dispatch<ExtendSessionRequest>(
+      "ExtendSession", context, request, response,
+      [this](Call* call, const ExtendSessionRequest& r) {
+        call->Reply(master_->ExtendSession(r.session_handle(), r.graph_def()),
+                    ExtendSessionResponse());
+      });
 }
 
 grpc::ServerUnaryReactor* GrpcMasterService::RunStep(grpc::CallbackServerContext* context,
-                                                     const RunStepRequest* request,
-                                                     RunStepResponse* response) {
-  return Dispatch(context, [this, request, response]() -> absl::Status {
-    std::vector<std::pair<std::string, Tensor>> feeds;
-    for (const NamedTensor& f : request->feeds()) {
-      auto t = Tensor::FromProto(f.tensor());
-      if (!t.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("feed '", f.name(), "' is not a valid tensor: ", t.status().message()));
-      }
-      feeds.emplace_back(f.name(), std::move(*t));
-    }
-    std::vector<std::string> fetches(request->fetches().begin(), request->fetches().end());
-    std::vector<std::string> targets(request->targets().begin(), request->targets().end());
-    std::vector<Tensor> outputs;
-    absl::Status s = master_->RunStep(request->session_handle(), request->options(), feeds, fetches,
-                                      targets, &outputs, response->mutable_metadata());
-    if (!s.ok()) return s;
-    for (const Tensor& t : outputs) t.AsProto(response->add_tensors());
-    return absl::OkStatus();
-  });
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  return Dispatch<RunStepRequest>(
+      "RunStep", context, request, response, [this](Call* call, const RunStepRequest& r) {
+        std::vector<std::pair<std::string, Tensor>> feeds;
+        for (const NamedTensor& f : r.feeds()) {
+          auto t = Tensor::FromProto(f.tensor());
+          if (!t.ok()) {
+            call->Fail(absl::InvalidArgumentError(absl::StrCat(
+                "feed '", f.name(), "' is not a valid tensor: ", t.status().message())));
+            return;
+          }
+          feeds.emplace_back(f.name(), std::move(t).value());
+        }
+        std::vector<std::string> fetches(r.fetches().begin(), r.fetches().end());
+        std::vector<std::string> targets(r.targets().begin(), r.targets().end());
+        struct Result {
+          std::vector<Tensor> outputs;
+          RunStepResponse response;
+        };
+        auto result = std::make_shared<Result>();
+        master_->RunStepAsync(r.session_handle(), r.options(), std::move(feeds), fetches, targets,
+                              &result->outputs, result->response.mutable_metadata(), call->step(),
+                              [call, result](absl::Status s) {
+                                if (s.ok()) {
+                                  for (const Tensor& t : result->outputs) {
+                                    t.AsProto(result->response.add_tensors());
+                                  }
+                                  result->outputs.clear();
+                                }
+                                call->Reply(s, result->response);
+                              });
+      });
 }
 
 grpc::ServerUnaryReactor* GrpcMasterService::CloseSession(grpc::CallbackServerContext* context,
-                                                          const CloseSessionRequest* request,
-                                                          CloseSessionResponse* response) {
-  return Dispatch(context,
-                  [this, request] { return master_->CloseSession(request->session_handle()); });
+                                                          const grpc::ByteBuffer* request,
+                                                          grpc::ByteBuffer* response) {
+  return Dispatch<CloseSessionRequest>(
+      "CloseSession", context, request, response, [this](Call* call, const CloseSessionRequest& r) {
+        call->Reply(master_->CloseSession(r.session_handle()), CloseSessionResponse());
+      });
 }
 
 grpc::ServerUnaryReactor* GrpcMasterService::ListDevices(grpc::CallbackServerContext* context,
-                                                         const ListDevicesRequest* request,
-                                                         ListDevicesResponse* response) {
-  return Dispatch(context, [this, response]() -> absl::Status {
-    auto devices = master_->ListDevices();
-    if (!devices.ok()) return devices.status();
-    for (const DeviceAttributes& d : *devices) {
-      WorkerDevice* out = response->add_devices();
-      out->set_name(d.name);
-      out->set_device_type(d.device_type);
-      out->set_memory_limit(d.memory_limit_bytes);
-    }
-    return absl::OkStatus();
-  });
+                                                         const grpc::ByteBuffer* request,
+                                                         grpc::ByteBuffer* response) {
+  return Dispatch<ListDevicesRequest>("ListDevices", context, request, response,
+                                      [this](Call* call, const ListDevicesRequest&) {
+                                        ListDevicesResponse out;
+                                        auto devices = master_->ListDevices();
+                                        if (devices.ok()) {
+                                          for (const DeviceAttributes& d : *devices) {
+                                            WorkerDevice* w = out.add_devices();
+                                            w->set_name(d.name);
+                                            w->set_device_type(d.device_type);
+                                            w->set_memory_limit(d.memory_limit_bytes);
+                                          }
+                                        }
+                                        call->Reply(devices.status(), out);
+                                      });
 }
 
 }  // namespace shardflow

@@ -156,11 +156,21 @@ void GrpcWorkerClient::CallAsync(const char* name, Method method, const Request*
     return stub_->PrepareAsync##Name(c, req, cq);                              \
   }
 
-void GrpcWorkerClient::GetStatusAsync(GetStatusResponse* response, StatusCallback done) {
+void GrpcWorkerClient::GetStatusAsync(GetStatusResponse* response, StatusCallback done,
+                                      int64_t timeout_ms, bool wait_for_ready) {
   auto request = std::make_shared<GetStatusRequest>();
-  CallAsync("GetStatus", SF_WORKER_METHOD(GetStatus), request.get(), response,
-            options_.control_timeout_ms, nullptr,
-            [request, done = std::move(done)](const absl::Status& s) { done(s); });
+  auto context =
+      NewContext(options_, timeout_ms > 0 ? timeout_ms : options_.control_timeout_ms);
+  context->set_wait_for_ready(wait_for_ready);
+  StartCall<GetStatusResponse>(
+      queue_.get(), std::move(context),
+      [&](grpc::ClientContext* c, grpc::CompletionQueue* cq) {
+        return stub_->PrepareAsyncGetStatus(c, *request, cq);
+      },
+      response, nullptr,
+      [this, request, done = std::move(done)](const grpc::Status& s) {
+        done(Annotate("GetStatus", s));
+      });
 }
 
 void GrpcWorkerClient::RegisterGraphAsync(const RegisterGraphRequest* request,

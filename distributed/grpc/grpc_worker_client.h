@@ -114,7 +114,11 @@ class GrpcWorkerClient {
                      CallCancellation* cancel, StatusCallback done);
   absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
                         int64_t timeout_ms = 0);
-  void GetStatusAsync(GetStatusResponse* response, StatusCallback done);
+  // timeout_ms 0 = options.control_timeout_ms. With wait_for_ready, a task that cannot be
+  // reached yet (starting, or restarted while the channel backs off) is waited for until the
+  // deadline instead of failing at once.
+  void GetStatusAsync(GetStatusResponse* response, StatusCallback done, int64_t timeout_ms = 0,
+                      bool wait_for_ready = false);
   void RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGraphResponse* response,
                           StatusCallback done);
   void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/platform/checked_math.h"
 #include "core/platform/status.h"
 #include "core/protos/worker.pb.h"
 #include "grpc/slice.h"
@@ -170,8 +171,15 @@ absl::StatusOr<RecvTensorReply> RecvTensorReply::Parse(const grpc::ByteBuffer& b
                                                    shape->DebugString(), " is not fully defined"));
   }
   // Checked before anything is allocated, so that a lying header cannot make us allocate.
-  const uint64_t expected =
-      is_string ? 0 : static_cast<uint64_t>(shape->num_elements()) * DataTypeSize(dtype);
+  int64_t num_elements = shape->num_elements();
+  int64_t expected_bytes = 0;
+  if (num_elements < 0 ||
+      (!is_string && !CheckedMul(num_elements, DataTypeSize(dtype), &expected_bytes))) {
+    return absl::InvalidArgumentError(absl::StrCat("RecvTensor reply: a ", DataTypeString(dtype),
+                                                   " tensor of shape ", shape->DebugString(),
+                                                   " has more bytes than fit in 64 bits"));
+  }
+  const uint64_t expected = static_cast<uint64_t>(expected_bytes);
   if (header.num_bytes() < 0 || static_cast<uint64_t>(header.num_bytes()) != expected) {
     return absl::InvalidArgumentError(absl::StrCat("RecvTensor reply: header says ",
                                                    header.num_bytes(), " bytes for a ",

@@ -5,8 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/tensor_util.h"
+#include "core/platform/checked_math.h"
 #include "core/platform/threadpool.h"
 
 namespace shardflow {
@@ -74,7 +76,10 @@ class ReshapeOp : public OpKernel {
         OP_REQUIRES(
             ctx, dims[i] >= 0,
             absl::InvalidArgumentError(absl::StrCat("shape has negative dimension ", dims[i])));
-        product *= dims[i];
+        OP_REQUIRES(
+            ctx, CheckedMul(product, dims[i], &product),
+            absl::InvalidArgumentError(absl::StrCat("shape [", absl::StrJoin(dims, ","),
+                                                    "] has more elements than fit in 64 bits")));
       }
     }
     if (unknown >= 0) {

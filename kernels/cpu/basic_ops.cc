@@ -47,18 +47,28 @@ class ArgOp : public OpKernel {
  public:
   explicit ArgOp(OpKernelConstruction* c) : OpKernel(c) {
     absl::Status s = c->GetAttr("index", &index_);
+    if (s.ok()) s = c->GetAttr("T", &dtype_);
     if (!s.ok()) c->SetStatus(s);
   }
+  // A fed value comes from the caller (a session's feeds, a RunGraph request): a value of
+  // another type is the caller's error, said as such, never an internal one.
   void Compute(OpKernelContext* ctx) override {
     OP_REQUIRES(ctx, ctx->call_frame() != nullptr, absl::InternalError("_Arg needs a call frame"));
     Tensor value;
     OP_REQUIRES_OK(ctx, ctx->call_frame()->GetArg(index_, &value));
+    OP_REQUIRES(ctx, value.IsInitialized() && value.dtype() == dtype_,
+                absl::InvalidArgumentError(absl::StrCat(
+                    "fed value ", index_, " (node '", name(), "') is ",
+                    value.IsInitialized() ? DataTypeString(value.dtype()) : "uninitialized",
+                    ", but the graph expects ", DataTypeString(dtype_), "; feed a ",
+                    DataTypeString(dtype_), " tensor")));
     ctx->set_output(0, std::move(value));
   }
   bool IsExpensive() const override { return false; }
 
  private:
   int index_ = 0;
+  DataType dtype_ = DT_INVALID;
 };
 
 class RetvalOp : public OpKernel {

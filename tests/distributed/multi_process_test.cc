@@ -32,6 +32,7 @@
 #include "ops/ops.h"
 #include "runtime/profiler.h"
 #include "runtime/session.h"
+#include "tests/distributed/process_util.h"
 #include "tests/util/test_util.h"
 
 namespace shardflow {
@@ -39,86 +40,28 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kBinary = std::string(SHARDFLOW_BINARY_DIR) + "/bin/shardflow";
+using test::FreePort;
+const std::string& kBinary = test::ShardflowBinary();
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
-// A `shardflow server` child process.
+// A `shardflow server` task of the test's cluster.
 class Task {
  public:
-  Task(const std::string& cluster, int task, const std::vector<std::string>& extra = {}) {
-    int out[2];
-    if (pipe(out) != 0) return;
-    std::vector<std::string> args = {kBinary,  "server", "--cluster",          cluster,     "--job",
-                                     "worker", "--task", std::to_string(task), "--threads", "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out[1], 1);
-      close(out[0]);
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(kBinary.c_str(), argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    fd_ = out[0];
-  }
-  ~Task() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    if (fd_ >= 0) close(fd_);
-  }
-  // Waits (up to 30 s) for the "listening on" line.
-  bool WaitReady() {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (output_.find("listening on") == std::string::npos) {
-      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      deadline - std::chrono::steady_clock::now())
-                                      .count());
-      if (left <= 0) return false;
-      pollfd p{fd_, POLLIN, 0};
-      if (poll(&p, 1, left) <= 0) return false;
-      char buf[512];
-      ssize_t n = read(fd_, buf, sizeof(buf));
-      if (n <= 0) return false;
-      output_.append(buf, n);
-    }
-    return true;
-  }
-  void Signal(int sig) { kill(pid_, sig); }
-  // Exit status after waiting up to `seconds`; -1 if still running.
-  int Wait(int seconds) {
-    for (int i = 0; i < seconds * 20; ++i) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return -1;
-  }
-  const std::string& output() const { return output_; }
+  Task(const std::string& cluster, int task, const std::vector<std::string>& extra = {})
+      : process_(Args(cluster, task, extra)) {}
+  bool WaitReady() { return process_.WaitFor("listening on"); }
+  void Signal(int sig) { process_.Signal(sig); }
+  int Wait(int seconds) { return process_.Wait(seconds); }
+  std::string output() { return process_.output(); }
 
  private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string output_;
+  static std::vector<std::string> Args(const std::string& cluster, int task,
+                                       const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"server", "--cluster",          cluster,     "--job", "worker",
+                                     "--task", std::to_string(task), "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  test::ServerProcess process_;
 };
 
 std::string Device(int task) {

@@ -267,6 +267,36 @@ TEST_F(TensorTransportTest, BadRangeIsInvalidArgumentAndServerKeepsServing) {
   EXPECT_EQ(test::ActiveStepsAfterSettling(server_->worker()), 0);
 }
 
+// Regression (issue 10, finding 5): a receiver that pulled one range of a tensor and went away
+// left the tensor kept on the serving worker forever. Now it is freed once no range has been
+// pulled for the transfer idle timeout.
+TEST_F(TensorTransportTest, AnAbandonedRangedPullIsFreedByTheCollector) {
+  const Tensor value = RandomBytes(int64_t{4} << 20, 9);
+  ASSERT_TRUE(SendOnServer(value, 80).ok());
+  grpc::GenericStub stub(
+      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  RecvTensorRequest r;
+  r.set_step_id(80);
+  r.set_rendezvous_key(Key());
+  r.set_offset(0);
+  r.set_length(1 << 20);
+  grpc::ByteBuffer response;
+  ASSERT_TRUE(RawRecvTensor(&stub, r, &response).ok());
+  Worker* worker = server_->worker();
+  EXPECT_EQ(worker->num_partly_served(), 1);
+  // Not yet idle long enough: kept.
+  worker->CollectGarbage(absl::Now() + absl::Seconds(1));
+  EXPECT_EQ(worker->num_partly_served(), 1);
+  worker->CollectGarbage(absl::Now() + WorkerOptions().transfer_idle_timeout + absl::Seconds(1));
+  EXPECT_EQ(worker->num_partly_served(), 0);
+  EXPECT_EQ(test::ActiveStepsAfterSettling(worker), 0);
+  // The receiver, if it comes back, learns why.
+  r.set_offset(1 << 20);
+  grpc::Status late = RawRecvTensor(&stub, r, &response);
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::ABORTED) << late.error_message();
+  EXPECT_TRUE(absl::StrContains(late.error_message(), "abandoned")) << late.error_message();
+}
+
 // The CPU allocator, but the first large allocation (the destination of a ranged pull: the
 // first range has been served, the rest not yet) tells the test and waits for its go-ahead.
 class PausingAllocator final : public Allocator {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "glog/logging.h"
 #include "tools/shardflow/place.h"
 #include "tools/shardflow/profile.h"
 #include "tools/shardflow/server.h"
@@ -27,6 +28,9 @@ void Usage(FILE* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // glog (Debian's libgoogle-glog): servers log what they collect and refuse, to stderr.
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
   if (argc < 2) {
     Usage(stderr);
     return 2;

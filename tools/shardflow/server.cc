@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "core/framework/allocator.h"
 #include "core/platform/status.h"
 #include "distributed/grpc/grpc_master_service.h"
 #include "distributed/master.h"
@@ -26,7 +27,25 @@ struct ServerConfig {
   bool require_client_cert = false;
   bool plaintext = false;
   bool master = true;
+  // Limits (docs/distributed.md, "Security and limits").
+  int64_t max_message_mb = 1024;
+  int64_t memory_limit_mb = 0;
+  int64_t max_sessions = 1024;
+  int64_t max_graphs = 4096;
+  int64_t max_step_secs = 0;
+  int64_t session_idle_secs = 3600;
+  int64_t graph_idle_secs = 7200;
+  int64_t transfer_idle_secs = 60;
+  int64_t step_idle_secs = 600;
 };
+
+absl::Status CheckNonNegative(const char* flag, int64_t value) {
+  if (value < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " is ", value, "; it must be 0 or more"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Serve(const ServerConfig& c) {
   if (c.cluster.empty()) {
@@ -39,6 +58,23 @@ absl::Status Serve(const ServerConfig& c) {
                                                    c.task, " in job '", c.job, "'"));
   }
   if (c.devices < 1) return absl::InvalidArgumentError("--devices must be at least 1");
+  if (c.max_message_mb < 1 || c.max_message_mb > 2047) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-message-mb is ", c.max_message_mb, "; it must be in [1, 2047]"));
+  }
+  if (c.max_sessions < 1 || c.max_graphs < 1) {
+    return absl::InvalidArgumentError("--max-sessions and --max-graphs must be at least 1");
+  }
+  for (const auto& [flag, value] :
+       std::vector<std::pair<const char*, int64_t>>{{"memory-limit-mb", c.memory_limit_mb},
+                                                    {"max-step-secs", c.max_step_secs},
+                                                    {"session-idle-secs", c.session_idle_secs},
+                                                    {"graph-idle-secs", c.graph_idle_secs},
+                                                    {"transfer-idle-secs", c.transfer_idle_secs},
+                                                    {"step-idle-secs", c.step_idle_secs}}) {
+    SF_RETURN_IF_ERROR(CheckNonNegative(flag, value));
+  }
+  if (c.memory_limit_mb > 0) SetCpuMemoryLimit(c.memory_limit_mb << 20);
   // SIGTERM and SIGINT are taken by sigwait below: block them before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
@@ -60,11 +96,19 @@ absl::Status Serve(const ServerConfig& c) {
   options.security.tls_ca_file = c.tls_ca;
   options.security.require_client_cert = c.require_client_cert;
   options.security.plaintext = c.plaintext;
+  options.max_message_bytes = c.max_message_mb << 20;
+  options.worker.max_registered_graphs = static_cast<int>(c.max_graphs);
+  options.worker.graph_idle_timeout = absl::Seconds(c.graph_idle_secs);
+  options.worker.transfer_idle_timeout = absl::Seconds(c.transfer_idle_secs);
+  options.worker.abandoned_step_timeout = absl::Seconds(c.step_idle_secs);
   std::unique_ptr<GrpcMasterService> master_service;
   if (c.master) {
     MasterOptions master_options;
     master_options.cluster = spec;
     master_options.client.security = options.security;
+    master_options.max_sessions = static_cast<int>(c.max_sessions);
+    master_options.session_idle_timeout = absl::Seconds(c.session_idle_secs);
+    master_options.max_step_time = absl::Seconds(c.max_step_secs);
     SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
     master_service = std::make_unique<GrpcMasterService>(master, c.token);
     options.extra_services.push_back(master_service.get());
@@ -110,6 +154,24 @@ int ServerMain(int argc, char** argv, int first) {
   flags.Bool("plaintext", &c.plaintext,
              "serve without TLS on a non-loopback address (trusted networks only)");
   flags.Bool("master", &c.master, "also serve MasterService");
+  flags.Int("max-message-mb", &c.max_message_mb,
+            "largest request this server reads, in MiB (larger ones: RESOURCE_EXHAUSTED)");
+  flags.Int("memory-limit-mb", &c.memory_limit_mb,
+            "most tensor memory in use at once, in MiB (0 = 90% of physical memory); an "
+            "allocation past it fails the step with RESOURCE_EXHAUSTED");
+  flags.Int("max-sessions", &c.max_sessions, "most sessions the master keeps open at once");
+  flags.Int("max-graphs", &c.max_graphs, "most graphs the worker keeps registered at once");
+  flags.Int("max-step-secs", &c.max_step_secs,
+            "longest a step may run on this master, in seconds (0 = no limit of its own)");
+  flags.Int("session-idle-secs", &c.session_idle_secs,
+            "close a master session no call has used for this long (0 = never)");
+  flags.Int("graph-idle-secs", &c.graph_idle_secs,
+            "drop a registered graph no step has run for this long (0 = never)");
+  flags.Int("transfer-idle-secs", &c.transfer_idle_secs,
+            "abort a step whose ranged tensor transfer stopped part-way this long ago");
+  flags.Int("step-idle-secs", &c.step_idle_secs,
+            "abort a step that nothing has run or used here for this long (a tensor sent for a "
+            "receiver that never came; 0 = never)");
   return flags.RunCommand(
       argc, argv, first, [&c] { return Serve(c); }, "shardflow server: ");
 }
