@@ -1,12 +1,19 @@
 #!/usr/bin/python3
-"""`shardflow train` behaviour end to end: determinism, resume, and clear errors for bad input.
+"""`shardflow train` behaviour end to end: determinism, checkpoints and resume (also after SIGKILL),
+and clear errors for bad input.
 
 usage: train_cli_test.py path/to/shardflow
 """
 import os
+import pty
+import re
+import select
+import signal
+import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 try:
     import numpy as np
@@ -34,6 +41,77 @@ def losses(tmp, tag, *flags):
     return np.load(os.path.join(trace, "losses.npy"))
 
 
+def index(ckpt_dir):
+    """The checkpoint names the index lists, oldest first."""
+    with open(os.path.join(ckpt_dir, "checkpoint")) as f:
+        return [l.strip() for l in f if l.strip() and not l.startswith("#")]
+
+
+def corrupt(path):
+    data = bytearray(open(path, "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    open(path, "wb").write(bytes(data))
+
+
+def read_checkpoint(path):
+    """[(name, raw variable bytes without their crc)] of a runtime/checkpoint.h file, version 1."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"SFCKPT01", path
+    count = struct.unpack_from("<Q", data, 12)[0]
+    pos, entries = 24, []
+    for _ in range(count):
+        start = pos
+        (name_len,) = struct.unpack_from("<I", data, pos)
+        name = data[pos + 4:pos + 4 + name_len].decode()
+        pos += 4 + name_len + 4
+        (rank,) = struct.unpack_from("<I", data, pos)
+        pos += 4 + 8 * rank
+        (size,) = struct.unpack_from("<Q", data, pos)
+        pos += 8 + size
+        entries.append((name, data[start:pos]))
+        pos += 4
+    return entries
+
+
+def write_checkpoint(path, entries):
+    header = b"SFCKPT01" + struct.pack("<IQ", 1, len(entries))
+    out = header + struct.pack("<I", zlib.crc32(header))
+    for _, raw in entries:
+        out += raw + struct.pack("<I", zlib.crc32(raw))
+    out += b"SFCKTAIL" + struct.pack("<I", zlib.crc32(out))
+    open(path, "wb").write(out)
+
+
+def train_until_killed(ckpt_dir, kill_after_step, *flags):
+    """Trains on a pseudo-terminal (so the bar shows every step), SIGKILLs the process once the
+    bar shows `kill_after_step`, and returns the last step the bar showed."""
+    master, slave = pty.openpty()
+    p = subprocess.Popen([BINARY, "train", "--checkpoint-dir", ckpt_dir, *flags],
+                         stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.DEVNULL)
+    os.close(slave)
+    out, killed = b"", False
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        if not ready:
+            p.kill()
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the process is gone and its output drained
+            break
+        if not chunk:
+            break
+        out += chunk
+        steps = [int(s) for s in re.findall(rb"step (\d+)/\d+", out)]
+        if not killed and steps and steps[-1] >= kill_after_step:
+            p.send_signal(signal.SIGKILL)
+            killed = True
+    p.wait()
+    os.close(master)
+    steps = [int(s) for s in re.findall(rb"step (\d+)/\d+", out)]
+    return (steps[-1] if steps else -1), p.returncode
+
+
 with tempfile.TemporaryDirectory() as tmp:
     a = losses(tmp, "a", "--seed", "5", "--threads", "2")
     b = losses(tmp, "b", "--seed", "5", "--threads", "2")
@@ -50,20 +128,88 @@ with tempfile.TemporaryDirectory() as tmp:
           second.stdout + second.stderr)
     check("resume trains only the remaining epoch", "trained 937 steps" in second.stdout, second.stdout)
 
+    check("epoch ends are checkpoints named by step, listed in the index",
+          index(ckpt) == ["model.ckpt-937", "model.ckpt-1874"]
+          and f"checkpoint {ckpt}/model.ckpt-1874" in second.stdout, f"{index(ckpt)} {second.stdout}")
+
     # A checkpoint from another model is refused, naming the problem.
     other = run("--model", "cnn", "--resume", "--max-steps", "1", "--checkpoint-dir", ckpt)
     check("checkpoint from another model is a clear error",
           other.returncode == 1 and "written for --model mlp" in other.stderr, other.stderr)
 
-    # A corrupt checkpoint is refused, never half-loaded.
-    path = os.path.join(ckpt, "model.ckpt")
-    data = bytearray(open(path, "rb").read())
-    data[len(data) // 2] ^= 0xFF
-    open(path, "wb").write(bytes(data))
-    corrupt = run("--model", "mlp", "--resume", "--checkpoint-dir", ckpt)
-    check("corrupt checkpoint is a clear error naming the variable",
-          corrupt.returncode == 1 and "checksum" in corrupt.stderr and "variable" in corrupt.stderr,
-          corrupt.stderr)
+    # The single model.ckpt of earlier versions (no _meta/epoch_step, no _meta/batch_size) still
+    # resumes, at the start of the epoch it recorded; the new series starts beside it.
+    legacy = os.path.join(tmp, "legacy")
+    os.makedirs(legacy)
+    entries = [e for e in read_checkpoint(os.path.join(ckpt, "model.ckpt-937"))
+               if e[0] not in ("_meta/epoch_step", "_meta/batch_size")]
+    write_checkpoint(os.path.join(legacy, "model.ckpt"), entries)
+    old = run("--model", "mlp", "--epochs", "2", "--resume", "--max-steps", "3", "--checkpoint-dir", legacy)
+    check("a model.ckpt of earlier versions still resumes",
+          old.returncode == 0 and f"resumed from {legacy}/model.ckpt: 1 epoch(s), 937 steps done\n" in old.stdout
+          and index(legacy) == ["model.ckpt-940"] and os.path.exists(os.path.join(legacy, "model.ckpt")),
+          old.stdout + old.stderr)
+
+    # No readable checkpoint at all: refused, never half-loaded, naming each file and the way out.
+    for name in index(ckpt):
+        corrupt(os.path.join(ckpt, name))
+    broken = run("--model", "mlp", "--resume", "--checkpoint-dir", ckpt)
+    check("corrupt checkpoints are a clear error naming the variable and the way out",
+          broken.returncode == 1 and "checksum" in broken.stderr and "variable" in broken.stderr
+          and "model.ckpt-937" in broken.stderr and "model.ckpt-1874" in broken.stderr
+          and "without --resume" in broken.stderr, broken.stderr)
+    empty = run("--model", "mlp", "--resume", "--checkpoint-dir", os.path.join(tmp, "none"))
+    check("--resume without a checkpoint says so", empty.returncode == 1 and "no checkpoint" in empty.stderr,
+          empty.stderr)
+
+    # Every N steps, keeping the last K; the final checkpoint is not written twice.
+    series = os.path.join(tmp, "series")
+    every = ("--model", "mlp", "--checkpoint-every-steps", "10", "--keep-checkpoints", "3",
+             "--checkpoint-dir", series)
+    r = run(*every, "--max-steps", "50")
+    check("a checkpoint every N steps, only the last K kept",
+          r.returncode == 0 and index(series) == ["model.ckpt-30", "model.ckpt-40", "model.ckpt-50"]
+          and sorted(os.listdir(series)) == ["checkpoint", "model.ckpt-30", "model.ckpt-40", "model.ckpt-50"],
+          f"{os.listdir(series)} {r.stderr}")
+
+    # A damaged latest checkpoint: resume from the one before, with a warning naming the file;
+    # the damaged one leaves the series at the next checkpoint.
+    corrupt(os.path.join(series, "model.ckpt-50"))
+    r = run(*every, "--resume", "--max-steps", "5")
+    check("a corrupt latest checkpoint falls back to the previous one, with a warning",
+          r.returncode == 0 and "model.ckpt-50" in r.stderr and "checksum" in r.stderr
+          and f"resuming from '{series}/model.ckpt-40'" in r.stderr
+          and f"resumed from {series}/model.ckpt-40: 0 epoch(s), 40 steps done" in r.stdout
+          and index(series) == ["model.ckpt-30", "model.ckpt-40", "model.ckpt-45"]
+          and not os.path.exists(os.path.join(series, "model.ckpt-50")),
+          f"{os.listdir(series)} {r.stdout} {r.stderr}")
+
+    timed = os.path.join(tmp, "timed")
+    r = run("--model", "mlp", "--max-steps", "4", "--checkpoint-every-secs", "1e-9", "--keep-checkpoints", "10",
+            "--checkpoint-dir", timed)
+    check("--checkpoint-every-secs checkpoints when the time is up",
+          r.returncode == 0 and index(timed) == [f"model.ckpt-{i}" for i in (1, 2, 3, 4)], r.stderr)
+    bad = run("--keep-checkpoints", "0")
+    check("--keep-checkpoints 0 is refused", bad.returncode == 1 and "--keep-checkpoints" in bad.stderr,
+          bad.stderr)
+
+    # SIGKILL mid-epoch loses at most N steps; --resume continues at the next step with the same
+    # batches and learning rate, so the losses equal those of the uninterrupted run `a`.
+    killed_dir = os.path.join(tmp, "killed")
+    seen, code = train_until_killed(killed_dir, 15, "--model", "mlp", "--seed", "5", "--threads", "2",
+                                    "--checkpoint-every-steps", "10")
+    saved = int(index(killed_dir)[-1].split("-")[-1]) if os.path.exists(os.path.join(killed_dir, "checkpoint")) else -1
+    check("SIGKILL mid-epoch loses at most --checkpoint-every-steps steps",
+          code == -signal.SIGKILL and 0 < saved <= seen <= saved + 10 and saved < len(a),
+          f"exit {code}, last step shown {seen}, latest checkpoint {saved}")
+    if 0 < saved < len(a):
+        trace = os.path.join(tmp, "killed_trace")
+        r = run("--model", "mlp", "--seed", "5", "--threads", "2", "--resume", "--checkpoint-dir", killed_dir,
+                "--trace-dir", trace, "--max-steps", str(len(a) - saved))
+        b2 = np.load(os.path.join(trace, "losses.npy")) if r.returncode == 0 else np.zeros(0)
+        check("resume after SIGKILL continues mid-epoch with the same batches, weights and lr",
+              f"{saved} steps done, continuing epoch 1 at step {saved + 1}/937" in r.stdout
+              and np.array_equal(b2, a[saved:]), f"{r.stdout} {r.stderr} {b2[:3]} vs {a[saved:saved + 3]}")
 
     # A diverging run stops at the step and names the first op with a non-finite value.
     nan = run("--model", "mlp", "--optimizer", "sgd", "--lr", "1e9", "--lr-decay", "none",
@@ -85,7 +231,9 @@ check("unknown model lists the known ones", bad_model.returncode == 1 and "cnn o
 help_text = run("--help")
 check("--help explains every flag", help_text.returncode == 0 and all(
     f"--{f}" in help_text.stdout for f in ["model", "batch-size", "epochs", "optimizer", "lr", "threads",
-                                            "checkpoint-dir", "resume", "seed"]), help_text.stdout)
+                                            "checkpoint-dir", "checkpoint-every-steps",
+                                            "checkpoint-every-secs", "keep-checkpoints", "resume",
+                                            "seed"]), help_text.stdout)
 
 # shardflow profile: a step split over 2 CPU devices gives a valid trace with a row per device and
 # a Send->Recv arrow per transfer, and a placement report listing both links.

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "core/platform/status.h"
 #include "ops/nn_ops.h"
@@ -22,6 +23,7 @@
 #include "runtime/device.h"
 #include "runtime/saver.h"
 #include "runtime/session.h"
+#include "tools/shardflow/checkpoint_series.h"
 #include "tools/shardflow/cluster_flags.h"
 #include "tools/shardflow/flags.h"
 #include "tools/shardflow/models.h"
@@ -38,6 +40,9 @@ struct TrainConfig {
   double lr = 0;  // 0: the optimizer's default
   int64_t threads = 0;
   std::string checkpoint_dir = "checkpoints";
+  int64_t checkpoint_every_steps = 0;  // 0: off
+  double checkpoint_every_secs = 600;  // 0: off
+  int64_t keep_checkpoints = 5;
   bool resume = false;
   int64_t seed = 1;
   std::string data_dir = kDefaultFashionMnistDir;
@@ -166,10 +171,20 @@ absl::StatusOr<double> Evaluate(Session* session, const TrainGraph& g, const Dat
   return static_cast<double>(correct) / static_cast<double>(total);
 }
 
-std::string CheckpointPath(const TrainConfig& c) { return c.checkpoint_dir + "/model.ckpt"; }
+// Where training stands: `epoch` epochs are complete, and `step` batches of the next one.
+struct Position {
+  int64_t epoch = 0;
+  int64_t step = 0;
+  int64_t global_step = 0;
+};
 
-absl::Status SaveTo(Session* session, const TrainGraph& g, const TrainConfig& c, int64_t epoch,
-                    int64_t global_step) {
+// Writes a checkpoint of every variable and of `at` and adds it to the series. Besides the
+// variables it holds _meta/model (the --model name), _meta/epoch and _meta/epoch_step (a
+// Position), _meta/global_step and _meta/batch_size (the batches _meta/epoch_step counts).
+// model.ckpt of earlier versions has no epoch_step and no batch_size: it was written at an epoch
+// end, or at --max-steps, where resuming restarted the epoch.
+absl::Status SaveTo(Session* session, const TrainGraph& g, const TrainConfig& c,
+                    CheckpointSeries* series, const Position& at) {
   Tensor model(DT_STRING, TensorShape());
   model.data<std::string>()[0] = c.model;
   std::error_code ec;
@@ -178,38 +193,125 @@ absl::Status SaveTo(Session* session, const TrainGraph& g, const TrainConfig& c,
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create --checkpoint-dir '", c.checkpoint_dir, "': ", ec.message()));
   }
-  return g.saver->Save(session, CheckpointPath(c),
-                       {{"_meta/model", model},
-                        {"_meta/epoch", Tensor::Scalar<int64_t>(epoch)},
-                        {"_meta/global_step", Tensor::Scalar<int64_t>(global_step)}});
+  SF_RETURN_IF_ERROR(g.saver->Save(session, series->PathFor(at.global_step),
+                                   {{"_meta/model", model},
+                                    {"_meta/epoch", Tensor::Scalar<int64_t>(at.epoch)},
+                                    {"_meta/epoch_step", Tensor::Scalar<int64_t>(at.step)},
+                                    {"_meta/global_step", Tensor::Scalar<int64_t>(at.global_step)},
+                                    {"_meta/batch_size", Tensor::Scalar<int64_t>(c.batch_size)}}));
+  return series->Commit(at.global_step);
 }
 
-// Restores variables; returns (epochs done, global step).
-absl::StatusOr<std::pair<int64_t, int64_t>> RestoreFrom(Session* session, const TrainGraph& g,
-                                                        const TrainConfig& c) {
-  std::string path = CheckpointPath(c);
-  // The model name is checked first: it gives the clearest message for the commonest mistake.
-  SF_ASSIGN_OR_RETURN(NamedTensors loaded, LoadCheckpoint(path));
-  std::string model;
-  for (const auto& [name, t] : loaded) {
-    if (name == "_meta/model") model = t.data<std::string>()[0];
+struct Resumed {
+  std::string path;
+  Position at;
+  int64_t batch_size = 0;  // 0: not recorded (model.ckpt of earlier versions)
+};
+
+// Restores the variables from the latest loadable checkpoint of the series. A checkpoint that
+// cannot be read (missing, truncated, a checksum mismatch) is skipped for the one before it,
+// with a warning naming it; one that reads but does not fit (another --model or --optimizer) is
+// an error, as every older one would fit no better.
+absl::StatusOr<Resumed> RestoreFrom(Session* session, const TrainGraph& g, const TrainConfig& c,
+                                    CheckpointSeries* series) {
+  std::string note;
+  std::vector<std::string> candidates = series->ResumeCandidates(&note);
+  if (!note.empty()) std::fprintf(stderr, "warning: %s\n", note.c_str());
+  if (candidates.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("--resume found no checkpoint in --checkpoint-dir '", c.checkpoint_dir,
+                     "' (no index '", CheckpointSeries::kIndexName,
+                     "', no model.ckpt-<step>, no model.ckpt); train without "
+                     "--resume to start, or pass the --checkpoint-dir of an earlier run"));
   }
-  if (model != c.model) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("checkpoint '", path, "' was written for --model ",
-                     model.empty() ? "<unknown>" : model, " but this run trains --model ", c.model,
-                     "; pass the same --model, or another --checkpoint-dir"));
+  std::vector<std::string> unreadable;
+  for (const std::string& path : candidates) {
+    absl::StatusOr<NamedTensors> loaded = LoadCheckpoint(path);
+    if (!loaded.ok()) {
+      unreadable.push_back(std::string(loaded.status().message()));
+      continue;
+    }
+    // The model name is checked first: it gives the clearest message for the commonest mistake.
+    std::string model;
+    for (const auto& [name, t] : *loaded) {
+      if (name == "_meta/model") model = t.data<std::string>()[0];
+    }
+    if (model != c.model) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint '", path, "' was written for --model ",
+                       model.empty() ? "<unknown>" : model, " but this run trains --model ",
+                       c.model, "; pass the same --model, or another --checkpoint-dir"));
+    }
+    auto meta = g.saver->Restore(session, *loaded, path);
+    if (!meta.ok()) {
+      return WithContext(meta.status(), absl::StrCat("with --optimizer ", c.optimizer, ": "));
+    }
+    Resumed r;
+    r.path = path;
+    for (const auto& [name, t] : *meta) {
+      if (name == "_meta/epoch") r.at.epoch = t.scalar<int64_t>();
+      if (name == "_meta/epoch_step") r.at.step = t.scalar<int64_t>();
+      if (name == "_meta/global_step") r.at.global_step = t.scalar<int64_t>();
+      if (name == "_meta/batch_size") r.batch_size = t.scalar<int64_t>();
+    }
+    if (!unreadable.empty()) {
+      std::fprintf(stderr,
+                   "warning: skipped %zu unreadable checkpoint(s): %s; resuming from '%s'\n",
+                   unreadable.size(), absl::StrJoin(unreadable, "; ").c_str(), path.c_str());
+    }
+    series->ContinueAfter(path);
+    return r;
   }
-  auto meta = g.saver->Restore(session, loaded, path);
-  if (!meta.ok()) {
-    return WithContext(meta.status(), absl::StrCat("with --optimizer ", c.optimizer, ": "));
+  return absl::DataLossError(absl::StrCat(
+      "--resume found no readable checkpoint in --checkpoint-dir '", c.checkpoint_dir,
+      "': ", absl::StrJoin(unreadable, "; "),
+      ". Restore the directory from a backup, or move it away and train without --resume"));
+}
+
+// Where this run starts: the beginning, or with --resume the position of the checkpoint it
+// restored (in batches of this run's --batch-size), printed; *saved_step becomes that
+// checkpoint's step when it belongs to the series (not a model.ckpt of earlier versions).
+absl::StatusOr<Position> StartingPosition(Session* session, const TrainGraph& g,
+                                          const TrainConfig& c, int64_t steps_per_epoch,
+                                          CheckpointSeries* series, int64_t* saved_step) {
+  if (!c.resume) {
+    std::vector<std::string> earlier;
+    if (CheckpointSeries::ReadIndex(c.checkpoint_dir, &earlier).ok() && !earlier.empty()) {
+      std::fprintf(
+          stderr,
+          "note: --checkpoint-dir '%s' holds the checkpoints of an earlier run (latest "
+          "%s); this run's first checkpoint replaces them (pass --resume to continue it)\n",
+          c.checkpoint_dir.c_str(), earlier.back().c_str());
+    }
+    return Position();
   }
-  int64_t epoch = 0, step = 0;
-  for (const auto& [name, t] : *meta) {
-    if (name == "_meta/epoch") epoch = t.scalar<int64_t>();
-    if (name == "_meta/global_step") step = t.scalar<int64_t>();
+  SF_ASSIGN_OR_RETURN(Resumed r, RestoreFrom(session, g, c, series));
+  Position at = r.at;
+  if (r.path != absl::StrCat(c.checkpoint_dir, "/", CheckpointSeries::kLegacyName)) {
+    *saved_step = at.global_step;
   }
-  return std::make_pair(epoch, step);
+  if (r.batch_size != 0 && r.batch_size != c.batch_size && at.step > 0) {
+    std::printf(
+        "the checkpoint counted batches of %lld; its %lld examples into epoch %lld are "
+        "%lld batches of %lld\n",
+        static_cast<long long>(r.batch_size), static_cast<long long>(at.step * r.batch_size),
+        static_cast<long long>(at.epoch + 1),
+        static_cast<long long>(at.step * r.batch_size / c.batch_size),
+        static_cast<long long>(c.batch_size));
+    at.step = at.step * r.batch_size / c.batch_size;
+  }
+  if (steps_per_epoch > 0 && at.step >= steps_per_epoch) at = {at.epoch + 1, 0, at.global_step};
+  std::printf("resumed from %s: %lld epoch(s), %lld steps done", r.path.c_str(),
+              static_cast<long long>(at.epoch), static_cast<long long>(at.global_step));
+  if (at.step > 0) {
+    std::printf(", continuing epoch %lld at step %lld/%lld", static_cast<long long>(at.epoch + 1),
+                static_cast<long long>(at.step + 1), static_cast<long long>(steps_per_epoch));
+  }
+  std::printf("\n");
+  if (at.epoch >= c.epochs) {
+    std::printf("nothing to do: --epochs %lld already reached\n", static_cast<long long>(c.epochs));
+  }
+  return at;
 }
 
 // Re-runs a step whose loss was not finite with check_numerics, to name the first op that
@@ -264,6 +366,13 @@ absl::Status Train(TrainConfig c) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --lr-decay '", c.lr_decay, "'; it takes cosine or none"));
   }
+  if (c.checkpoint_every_steps < 0 || c.checkpoint_every_secs < 0) {
+    return absl::InvalidArgumentError(
+        "--checkpoint-every-steps and --checkpoint-every-secs must be >= 0 (0 = off)");
+  }
+  if (c.keep_checkpoints < 1) {
+    return absl::InvalidArgumentError("--keep-checkpoints must be at least 1");
+  }
   SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(c.data_dir, Split::kTrain));
   SF_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(c.data_dir, Split::kTest));
   SF_ASSIGN_OR_RETURN(std::unique_ptr<TrainGraph> g, BuildTrainGraph(c));
@@ -279,25 +388,24 @@ absl::Status Train(TrainConfig c) {
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
   SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));
-  int64_t start_epoch = 0, global_step = 0;
-  if (c.resume) {
-    SF_ASSIGN_OR_RETURN(auto restored, RestoreFrom(session.get(), *g, c));
-    std::tie(start_epoch, global_step) = restored;
-    std::printf("resumed from %s: %lld epoch(s), %lld steps done\n", CheckpointPath(c).c_str(),
-                static_cast<long long>(start_epoch), static_cast<long long>(global_step));
-    if (start_epoch >= c.epochs) {
-      std::printf("nothing to do: --epochs %lld already reached\n",
-                  static_cast<long long>(c.epochs));
-    }
-  }
+  CheckpointSeries series(c.checkpoint_dir, c.keep_checkpoints);
+  Position at;              // where training stands
+  int64_t saved_step = -1;  // global step of this series' latest checkpoint
+  const int64_t steps_per_epoch = train.size() / c.batch_size;  // batches drop the remainder
+  SF_ASSIGN_OR_RETURN(
+      at, StartingPosition(session.get(), *g, c, steps_per_epoch, &series, &saved_step));
+  const int64_t start_epoch = at.epoch;
   BatchIteratorOptions o;
   o.batch_size = c.batch_size;
   o.seed = static_cast<uint64_t>(c.seed) + static_cast<uint64_t>(start_epoch);  // epoch e: seed+e
   o.layout = g->model.image_layout ? ImageLayout::kImage : ImageLayout::kFlat;
-  o.num_epochs = c.epochs - start_epoch;
+  o.num_epochs = std::max<int64_t>(c.epochs - start_epoch, 0);
   o.drop_remainder = true;
   SF_ASSIGN_OR_RETURN(auto batches, BatchIterator::Create(train, o));
-  int64_t steps_per_epoch = batches->batches_per_epoch();
+  // Mid-epoch: the batches of this epoch that the checkpoint had trained on, in the same order.
+  for (int64_t i = 0; i < at.step && o.num_epochs > 0; ++i) {
+    SF_RETURN_IF_ERROR(batches->Next().status());
+  }
   absl::PrintF(
       "training %s on Fashion-MNIST (%d examples, %d steps/epoch, batch %d), %s lr %g (%s), "
       "%d thread(s), seed %d\n",
@@ -325,8 +433,10 @@ absl::Status Train(TrainConfig c) {
   auto epoch_start = std::chrono::steady_clock::now();
   double smoothed = 0;
   int64_t steps_this_run = 0;
+  int64_t steps_this_epoch = 0;  // in this run
   int64_t current_epoch = start_epoch;
   auto train_start = std::chrono::steady_clock::now();
+  auto last_save = train_start;
   // Throughput is also reported without the first steps (kernel set-up, first-touch memory).
   constexpr int64_t kWarmupSteps = 10;
   auto warm_start = train_start;
@@ -336,8 +446,8 @@ absl::Status Train(TrainConfig c) {
     SF_RETURN_IF_ERROR(batch.status());
     int64_t epoch = start_epoch + batch->epoch;
     if (epoch != current_epoch) {
-      SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, epoch, global_step));
       current_epoch = epoch;
+      steps_this_epoch = 0;
       epoch_start = std::chrono::steady_clock::now();
     }
     // Cosine decay from --lr to 0 over every step of --epochs (epoch-exact, so --resume agrees).
@@ -351,14 +461,14 @@ absl::Status Train(TrainConfig c) {
         {g->learning_rate.name(), Tensor::Scalar(static_cast<float>(lr))}};
     RunOptions run_options;
     RunMetadata metadata;
-    bool profile = c.profile_step > 0 && global_step + 1 == c.profile_step;
+    bool profile = c.profile_step > 0 && at.global_step + 1 == c.profile_step;
     if (profile) run_options.set_trace_level(RunOptions::FULL_TRACE);
     absl::Status st = session->Run(run_options, feeds, fetch, targets, &out, &metadata);
-    if (st.ok() && profile) PrintOpProfile(metadata, global_step + 1);
+    if (st.ok() && profile) PrintOpProfile(metadata, at.global_step + 1);
     if (!st.ok()) {
       if (st.message().find("loss is not finite") != absl::string_view::npos) {
         return absl::InvalidArgumentError(
-            absl::StrCat("training stopped at step ", global_step + 1, " (epoch ", epoch + 1,
+            absl::StrCat("training stopped at step ", at.global_step + 1, " (epoch ", epoch + 1,
                          "): the loss is not finite. First op with a non-finite value: ",
                          DiagnoseNonFinite(session.get(), *g, feeds),
                          ". Variables keep their values from before this step; try a lower --lr"));
@@ -371,16 +481,27 @@ absl::Status Train(TrainConfig c) {
       traced_labels.push_back(batch->labels);
       losses.push_back(loss);
     }
-    ++global_step;
+    at = {epoch, batch->step + 1, at.global_step + 1};
+    if (at.step == steps_per_epoch) at = {epoch + 1, 0, at.global_step};
     ++steps_this_run;
+    ++steps_this_epoch;
     if (steps_this_run == kWarmupSteps) warm_start = std::chrono::steady_clock::now();
     smoothed = steps_this_run == 1 ? loss : 0.98 * smoothed + 0.02 * loss;
-    double epoch_secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-    double ex_per_sec = (batch->step + 1) * c.batch_size / std::max(epoch_secs, 1e-9);
+    auto now = std::chrono::steady_clock::now();
+    double epoch_secs = std::chrono::duration<double>(now - epoch_start).count();
+    double ex_per_sec = steps_this_epoch * c.batch_size / std::max(epoch_secs, 1e-9);
     double steps_left =
         (c.epochs - epoch - 1) * steps_per_epoch + (steps_per_epoch - batch->step - 1);
     bar.Update(epoch, batch->step, smoothed, ex_per_sec, steps_left * c.batch_size / ex_per_sec);
+    bool due = at.step == 0 ||  // an epoch ended
+               (c.checkpoint_every_steps > 0 && at.global_step % c.checkpoint_every_steps == 0) ||
+               (c.checkpoint_every_secs > 0 &&
+                std::chrono::duration<double>(now - last_save).count() >= c.checkpoint_every_secs);
+    if (due) {
+      SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, &series, at));
+      saved_step = at.global_step;
+      last_save = std::chrono::steady_clock::now();
+    }
   }
   auto train_end = std::chrono::steady_clock::now();
   double train_secs = std::chrono::duration<double>(train_end - train_start).count();
@@ -405,9 +526,7 @@ absl::Status Train(TrainConfig c) {
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/labels.npy", stack(traced_labels)));
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/losses.npy", Tensor::FromVector(losses)));
   }
-  int64_t epochs_done = c.max_steps > 0 ? current_epoch : std::max(current_epoch + 1, c.epochs);
-  if (c.max_steps == 0 && start_epoch >= c.epochs) epochs_done = start_epoch;
-  SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, epochs_done, global_step));
+  if (at.global_step != saved_step) SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, &series, at));
   SF_ASSIGN_OR_RETURN(double accuracy, Evaluate(session.get(), *g, test));
   std::printf(
       "trained %lld steps in %s (%.0f examples/s; %.0f examples/s after the first %lld "
@@ -415,7 +534,7 @@ absl::Status Train(TrainConfig c) {
       static_cast<long long>(steps_this_run), Duration(train_secs).c_str(),
       steps_this_run * c.batch_size / std::max(train_secs, 1e-9), warm_rate,
       static_cast<long long>(kWarmupSteps), 100 * accuracy, static_cast<long long>(test.size()),
-      CheckpointPath(c).c_str());
+      series.latest().c_str());
   return absl::OkStatus();
 }
 
@@ -426,8 +545,10 @@ int TrainMain(int argc, char** argv, int first) {
   Flags flags(
       "shardflow train",
       "Trains a CNN or an MLP on Fashion-MNIST (Debian's dataset-fashion-mnist) with a live\n"
-      "progress bar, then prints the test accuracy and writes a checkpoint. The same --seed\n"
-      "and --threads give the same loss curve.");
+      "progress bar, then prints the test accuracy. It checkpoints at every epoch end, at the\n"
+      "end and (by default) every 10 minutes, keeping the latest 5, so a crash loses little:\n"
+      "--resume continues from the latest. The same --seed and --threads give the same loss\n"
+      "curve, also across a --resume.");
   flags.String("model", &c.model, "cnn (2 conv + 2 dense layers) or mlp (784-512-512-10)");
   flags.Int("batch-size", &c.batch_size, "examples per training step");
   flags.Int("epochs", &c.epochs, "passes over the 60,000 training images");
@@ -436,8 +557,17 @@ int TrainMain(int argc, char** argv, int first) {
   flags.String("lr-decay", &c.lr_decay, "cosine (from --lr down to 0 over all epochs) or none");
   flags.Int("threads", &c.threads, "CPU threads for the step (0 = every core)");
   flags.String("checkpoint-dir", &c.checkpoint_dir,
-               "where model.ckpt is written (after every epoch and at the end)");
-  flags.Bool("resume", &c.resume, "continue from the checkpoint in --checkpoint-dir");
+               "folder of the model.ckpt-<step> files and their index 'checkpoint' (written at "
+               "every epoch end, at the end, and as --checkpoint-every-* say)");
+  flags.Int("checkpoint-every-steps", &c.checkpoint_every_steps,
+            "also checkpoint when the global step is a multiple of this (0 = off)");
+  flags.Double("checkpoint-every-secs", &c.checkpoint_every_secs,
+               "also checkpoint when this many seconds passed since the last one (0 = off)");
+  flags.Int("keep-checkpoints", &c.keep_checkpoints,
+            "checkpoints kept in --checkpoint-dir; older ones are deleted");
+  flags.Bool("resume", &c.resume,
+             "continue from the latest readable checkpoint in --checkpoint-dir (mid-epoch: same "
+             "step, batch order and learning rate); also reads model.ckpt of earlier versions");
   flags.Int("seed", &c.seed, "seed for the initial weights and the batch order");
   flags.String("data-dir", &c.data_dir, "folder with the four Fashion-MNIST idx(.gz) files");
   flags.Int("max-steps", &c.max_steps, "stop after this many steps (0 = run every epoch)");

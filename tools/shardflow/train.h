@@ -1,5 +1,5 @@
 // `shardflow train`: trains the CNN or MLP on Fashion-MNIST with a live progress bar, reports
-// test accuracy and writes a checkpoint.
+// test accuracy and checkpoints as it goes (tools/shardflow/checkpoint_series.h).
 #ifndef SHARDFLOW_TOOLS_SHARDFLOW_TRAIN_H_
 #define SHARDFLOW_TOOLS_SHARDFLOW_TRAIN_H_
 
