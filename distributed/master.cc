@@ -397,7 +397,17 @@ class MasterSession {
     absl::Status Finish() {
       {
         absl::MutexLock lock(&mu);
-        if (!errors.empty()) return PickError(errors);
+        if (!errors.empty()) {
+          absl::Status error = PickError(errors);
+          // A step its caller's deadline ended fails with DEADLINE_EXCEEDED, whatever the
+          // cancellations it caused on the tasks said first.
+          if (caller != nullptr && absl::Now() >= caller->deadline &&
+              !absl::IsDeadlineExceeded(error)) {
+            return absl::DeadlineExceededError(
+                absl::StrCat("the step's deadline passed (", error.message(), ")"));
+          }
+          return error;
+        }
       }
       outputs->assign(fetches, Tensor());
       for (auto& c : calls) {
