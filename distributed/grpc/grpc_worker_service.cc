@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <functional>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "distributed/grpc/grpc_security.h"
@@ -29,20 +30,25 @@ class Call {
 // One unary call: requested, handled (possibly asynchronously), finished. Deleted after both
 // its Finish and its done notification (cancellation detection) have come back, or at once
 // when the request was never matched (server shutdown).
+//
+// Every method is raw on the wire: the call parses the request itself (after the token check),
+// so bytes that are not the method's message get INVALID_ARGUMENT naming the method, not gRPC's
+// INTERNAL "Unable to parse request". A Response of grpc::ByteBuffer is sent as it is (the
+// RecvTensor reply); any other is serialized.
 template <class Request, class Response>
 class UnaryCall final : public Call {
  public:
-  using RequestFn =
-      std::function<void(grpc::ServerContext*, Request*, grpc::ServerAsyncResponseWriter<Response>*,
-                         grpc::ServerCompletionQueue*, void*)>;
+  using RequestFn = std::function<void(grpc::ServerContext*, grpc::ByteBuffer*,
+                                       grpc::ServerAsyncResponseWriter<grpc::ByteBuffer>*,
+                                       grpc::ServerCompletionQueue*, void*)>;
   using Handler = std::function<void(UnaryCall*)>;
 
-  // Posts a request for the next call of this method on `cq`.
-  static void Post(GrpcWorkerService* service, grpc::ServerCompletionQueue* cq, RequestFn request,
-                   Handler handler) {
-    auto* call = new UnaryCall(service, cq, std::move(request), std::move(handler));
+  // Posts a request for the next call of method `method` on `cq`.
+  static void Post(GrpcWorkerService* service, grpc::ServerCompletionQueue* cq, const char* method,
+                   RequestFn request, Handler handler) {
+    auto* call = new UnaryCall(service, cq, method, std::move(request), std::move(handler));
     call->context_.AsyncNotifyWhenDone(&call->done_tag_);
-    call->request_fn_(&call->context_, &call->request_, &call->responder_, cq,
+    call->request_fn_(&call->context_, &call->raw_request_, &call->responder_, cq,
                       &call->requested_tag_);
   }
 
@@ -53,12 +59,15 @@ class UnaryCall final : public Call {
           delete this;
           return;
         }
-        if (service_->accepting()) Post(service_, cq_, request_fn_, handler_);  // keep one posted
+        if (service_->accepting()) {
+          Post(service_, cq_, method_, request_fn_, handler_);  // keep one posted
+        }
         grpc::Status auth = CheckBearerToken(context_, service_->token());
         if (!auth.ok()) {
           Finish(auth);
           return;
         }
+        if (!ParseRequest()) return;
         handler_(this);
         return;
       }
@@ -75,10 +84,21 @@ class UnaryCall final : public Call {
 
   // Sends the reply (the response when `status` is OK). Callable from any thread, once.
   void Finish(const grpc::Status& status) {
-    if (status.ok()) {
+    if (!status.ok()) {
+      responder_.FinishWithError(status, &finished_tag_);
+      return;
+    }
+    if constexpr (std::is_same_v<Response, grpc::ByteBuffer>) {
       responder_.Finish(response_, status, &finished_tag_);
     } else {
-      responder_.FinishWithError(status, &finished_tag_);
+      bool own_buffer = false;
+      grpc::Status serialized =
+          grpc::SerializationTraits<Response>::Serialize(response_, &raw_response_, &own_buffer);
+      if (!serialized.ok()) {
+        responder_.FinishWithError(serialized, &finished_tag_);
+        return;
+      }
+      responder_.Finish(raw_response_, status, &finished_tag_);
     }
   }
   void Finish(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
@@ -91,22 +111,40 @@ class UnaryCall final : public Call {
   void set_on_cancel(std::function<void()> fn) { on_cancel_ = std::move(fn); }
 
  private:
-  UnaryCall(GrpcWorkerService* service, grpc::ServerCompletionQueue* cq, RequestFn request,
-            Handler handler)
+  UnaryCall(GrpcWorkerService* service, grpc::ServerCompletionQueue* cq, const char* method,
+            RequestFn request, Handler handler)
       : service_(service),
         cq_(cq),
+        method_(method),
         request_fn_(std::move(request)),
         handler_(std::move(handler)),
         responder_(&context_) {}
 
+  // Parses raw_request_ into request_; on failure finishes the call and returns false.
+  bool ParseRequest() {
+    grpc::ByteBuffer copy(raw_request_);  // shares the slices; Deserialize consumes its argument
+    if (!copy.Valid() || grpc::SerializationTraits<Request>::Deserialize(&copy, &request_).ok()) {
+      return true;
+    }
+    Finish(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("WorkerService.", method_, ": the ", raw_request_.Length(),
+                     "-byte request is not a ", request_.GetTypeName(),
+                     " (a client built from another worker.proto, or not a shardflow client?)")));
+    return false;
+  }
+
   GrpcWorkerService* const service_;
   grpc::ServerCompletionQueue* const cq_;
+  const char* const method_;
   const RequestFn request_fn_;
   const Handler handler_;
   grpc::ServerContext context_;
+  grpc::ByteBuffer raw_request_;
+  grpc::ByteBuffer raw_response_;
   Request request_;
   Response response_;
-  grpc::ServerAsyncResponseWriter<Response> responder_;
+  grpc::ServerAsyncResponseWriter<grpc::ByteBuffer> responder_;
   CallTag requested_tag_{this, kRequested};
   CallTag finished_tag_{this, kFinished};
   CallTag done_tag_{this, kDone};
@@ -160,7 +198,7 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
   AsyncService* s = &service_;
   using GetStatusCall = UnaryCall<GetStatusRequest, GetStatusResponse>;
   GetStatusCall::Post(
-      this, cq,
+      this, cq, "GetStatus",
       [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
         s->RequestGetStatus(ctx, req, resp, q, q, tag);
       },
@@ -171,7 +209,7 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
 
   using RegisterCall = UnaryCall<RegisterGraphRequest, RegisterGraphResponse>;
   RegisterCall::Post(
-      this, cq,
+      this, cq, "RegisterGraph",
       [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
         s->RequestRegisterGraph(ctx, req, resp, q, q, tag);
       },
@@ -181,7 +219,7 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
 
   using RunCall = UnaryCall<RunGraphRequest, RunGraphResponse>;
   RunCall::Post(
-      this, cq,
+      this, cq, "RunGraph",
       [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
         s->RequestRunGraph(ctx, req, resp, q, q, tag);
       },
@@ -195,26 +233,17 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
                               [call](const absl::Status& status) { call->Finish(status); });
       });
 
-  using RecvCall = UnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>;
+  using RecvCall = UnaryCall<RecvTensorRequest, grpc::ByteBuffer>;
   RecvCall::Post(
-      this, cq,
+      this, cq, "RecvTensor",
       [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
         s->RequestRecvTensor(ctx, req, resp, q, q, tag);
       },
       [](RecvCall* call) {
-        RecvTensorRequest request;
-        std::vector<grpc::Slice> slices;
-        std::string bytes;
-        if (call->request().Valid() && call->request().Dump(&slices).ok()) {
-          for (const auto& slice : slices) {
-            bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-          }
-        }
-        if (!request.ParseFromString(bytes) || request.rendezvous_key().empty()) {
+        const RecvTensorRequest& request = call->request();
+        if (request.rendezvous_key().empty()) {
           call->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                    absl::StrCat("RecvTensor: the ", bytes.size(),
-                                                 "-byte request is not a RecvTensorRequest "
-                                                 "with a rendezvous_key")));
+                                    "WorkerService.RecvTensor: the request has no rendezvous_key"));
           return;
         }
         Worker* worker = call->worker();
@@ -239,7 +268,7 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
 
   using CleanupCall = UnaryCall<CleanupGraphRequest, CleanupGraphResponse>;
   CleanupCall::Post(
-      this, cq,
+      this, cq, "CleanupGraph",
       [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
         s->RequestCleanupGraph(ctx, req, resp, q, q, tag);
       },
@@ -249,7 +278,7 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
 
   using AbortCall = UnaryCall<AbortStepRequest, AbortStepResponse>;
   AbortCall::Post(
-      this, cq,
+      this, cq, "AbortStep",
       [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
         s->RequestAbortStep(ctx, req, resp, q, q, tag);
       },

@@ -11,9 +11,10 @@
 //   service.Shutdown();         // drains the completion queues, joins the threads
 //
 // Threads: exactly `num_threads`, each polling its own completion queue; no handler blocks on
-// another call (RunGraph and RecvTensor finish from the callbacks of the Worker). RecvTensor is
-// a raw method: its reply is the byte buffer of distributed/grpc/tensor_coding.h, whose tensor
-// slice points at the sent tensor's memory. Every call is checked against the token first.
+// another call (RunGraph and RecvTensor finish from the callbacks of the Worker). Every method
+// is raw: the service parses each request itself, after checking the token, so garbage bytes
+// get INVALID_ARGUMENT naming the method. RecvTensor's reply is the byte buffer of
+// distributed/grpc/tensor_coding.h, whose tensor slice points at the sent tensor's memory.
 //
 // Thread safety: Start and Shutdown are called once each, from one thread.
 #ifndef SHARDFLOW_DISTRIBUTED_GRPC_GRPC_WORKER_SERVICE_H_
@@ -33,10 +34,11 @@ namespace shardflow {
 
 class GrpcWorkerService {
  public:
-  using AsyncService = WorkerService::WithAsyncMethod_GetStatus<
-      WorkerService::WithAsyncMethod_RegisterGraph<WorkerService::WithAsyncMethod_RunGraph<
-          WorkerService::WithRawMethod_RecvTensor<WorkerService::WithAsyncMethod_CleanupGraph<
-              WorkerService::WithAsyncMethod_AbortStep<WorkerService::Service>>>>>>;
+  // Every method raw: requests are parsed by the service (see UnaryCall in the .cc).
+  using AsyncService = WorkerService::WithRawMethod_GetStatus<
+      WorkerService::WithRawMethod_RegisterGraph<WorkerService::WithRawMethod_RunGraph<
+          WorkerService::WithRawMethod_RecvTensor<WorkerService::WithRawMethod_CleanupGraph<
+              WorkerService::WithRawMethod_AbortStep<WorkerService::Service>>>>>>;
 
   // `worker` is borrowed and must outlive the service. `token` empty = no token check.
   GrpcWorkerService(Worker* worker, std::string token);

@@ -269,7 +269,8 @@ TEST_F(HostileRequestsTest, InternalOpsAreRefusedAndWaitingStepsDoNotWedgeTheMas
   }
 }
 
-// Regression (finding 6): garbage bytes to a master method were UNIMPLEMENTED with no message.
+// Regression (finding 6): garbage bytes to a master method were UNIMPLEMENTED with no message
+// (and to a worker method INTERNAL): a client's mistake is INVALID_ARGUMENT naming the method.
 TEST_F(HostileRequestsTest, GarbageBytesAreInvalidArgumentNamingTheMethod) {
   StartTasks(2);
   grpc::GenericStub stub(grpc::CreateChannel(Target(), grpc::InsecureChannelCredentials()));
@@ -304,7 +305,8 @@ TEST_F(HostileRequestsTest, GarbageBytesAreInvalidArgumentNamingTheMethod) {
                      done.Notify();
                    });
     done.WaitForNotification();
-    EXPECT_FALSE(status.ok()) << method;
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_THAT(status.error_message(), HasSubstr("WorkerService." + method));
   }
   ExpectStillServing();
 }
