@@ -175,7 +175,7 @@ class MasterSession {
     SF_RETURN_IF_ERROR(CheckClientGraph(graph));
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
-    last_used_ = absl::Now();
+    Touch(0);
     GraphDef merged = graph_def_;
     for (const NodeDef& n : graph.node()) *merged.add_node() = n;
     SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());
@@ -305,7 +305,7 @@ class MasterSession {
 
   // How long no call has used the session as of `now` (zero while a step runs).
   absl::Duration IdleFor(absl::Time now) {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&use_mu_);
     return steps_running_ > 0 ? absl::ZeroDuration() : now - last_used_;
   }
 
@@ -448,7 +448,7 @@ class MasterSession {
   // Counts steps in flight (delta +1 when one starts, -1 when it ends) and marks the session
   // used.
   void Touch(int delta) {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&use_mu_);
     steps_running_ += delta;
     last_used_ = absl::Now();
   }
@@ -591,8 +591,11 @@ class MasterSession {
   bool placement_valid_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::shared_ptr<const Prepared>> cache_map_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_used_ ABSL_GUARDED_BY(mu_);
-  int steps_running_ ABSL_GUARDED_BY(mu_) = 0;
+  // Apart from mu_, which a new signature's registration holds for a while: the collector only
+  // needs these.
+  absl::Mutex use_mu_;
+  absl::Time last_used_ ABSL_GUARDED_BY(use_mu_);
+  int steps_running_ ABSL_GUARDED_BY(use_mu_) = 0;
 };
 
 // ---- Master --------------------------------------------------------------------------------
@@ -710,21 +713,26 @@ absl::Status Master::CloseSession(const std::string& handle) {
 
 void Master::CollectGarbage(absl::Time now) {
   if (options_.session_idle_timeout <= absl::ZeroDuration()) return;
-  std::vector<std::pair<std::string, std::shared_ptr<MasterSession>>> idle;
+  std::vector<std::pair<std::string, std::shared_ptr<MasterSession>>> candidates;
   {
     absl::MutexLock lock(&mu_);
-    for (auto it = sessions_.begin(); it != sessions_.end();) {
-      const absl::Duration idle_for = it->second->IdleFor(now);
-      if (idle_for > options_.session_idle_timeout) {
-        LOG(INFO) << "master: closing session " << it->first << ": idle for "
-                  << absl::FormatDuration(idle_for) << " (session idle timeout "
-                  << absl::FormatDuration(options_.session_idle_timeout) << ")";
-        idle.emplace_back(it->first, std::move(it->second));
-        it = sessions_.erase(it);
-      } else {
-        ++it;
-      }
+    candidates.assign(sessions_.begin(), sessions_.end());
+  }
+  // Asked without the master's lock, so that a busy session never holds up the others.
+  std::vector<std::pair<std::string, std::shared_ptr<MasterSession>>> idle;
+  for (auto& [handle, session] : candidates) {
+    const absl::Duration idle_for = session->IdleFor(now);
+    if (idle_for <= options_.session_idle_timeout) continue;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = sessions_.find(handle);
+      if (it == sessions_.end() || it->second != session) continue;  // closed meanwhile
+      sessions_.erase(it);
     }
+    LOG(INFO) << "master: closing session " << handle << ": idle for "
+              << absl::FormatDuration(idle_for) << " (session idle timeout "
+              << absl::FormatDuration(options_.session_idle_timeout) << ")";
+    idle.emplace_back(handle, std::move(session));
   }
   for (auto& [handle, session] : idle) {
     absl::Status s = session->Close();
