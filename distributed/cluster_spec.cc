@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/device_name.h"
 #include "google/protobuf/struct.pb.h"
@@ -17,12 +18,14 @@ namespace {
 constexpr char kExpected[] =
     "expected {\"worker\": [\"host:port\", ...], \"ps\": [\"host:port\", ...]}";
 
+// Letters, digits and '_', starting with a letter: the task and device names built from it
+// must parse back (DeviceName), so that every task of an accepted spec is addressable.
 bool ValidJobName(const std::string& job) {
-  if (job.empty()) return false;
   for (char c : job) {
     if (!(isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
   }
-  return true;
+  auto parsed = DeviceName::Parse(absl::StrCat("/job:", job));
+  return parsed.ok() && parsed->has_job && parsed->job == job;
 }
 
 // "host:port", "[v6]:port"; port in 0..65535.
@@ -32,6 +35,24 @@ bool ValidAddress(const std::string& address) {
   int port = 0;
   if (!absl::SimpleAtoi(address.substr(colon + 1), &port)) return false;
   return port >= 0 && port <= 65535;
+}
+
+// `s` as a JSON string literal: quotes, backslashes and control characters escaped (addresses
+// are only checked for a ":port" suffix, so they may hold any of them).
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      out += absl::StrFormat("\\u%04x", u);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace
@@ -50,7 +71,8 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromMap(
   for (const auto& [job, addresses] : jobs) {
     if (!ValidJobName(job)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(source, ": job name '", job, "' is not valid; use letters, digits and '_'"));
+          absl::StrCat(source, ": job name '", job,
+                       "' is not valid; use a letter, then letters, digits and '_'"));
     }
     if (addresses.empty()) {
       return absl::InvalidArgumentError(
@@ -164,7 +186,9 @@ std::map<std::string, std::string> ClusterSpec::TaskAddresses() const {
 std::string ClusterSpec::ToJson() const {
   std::vector<std::string> parts;
   for (const auto& [job, addresses] : jobs_) {
-    parts.push_back(absl::StrCat("\"", job, "\": [\"", absl::StrJoin(addresses, "\", \""), "\"]"));
+    std::vector<std::string> quoted;
+    for (const std::string& address : addresses) quoted.push_back(JsonString(address));
+    parts.push_back(absl::StrCat(JsonString(job), ": [", absl::StrJoin(quoted, ", "), "]"));
   }
   return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
 }

@@ -1,6 +1,7 @@
 #include "partitioner/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -88,11 +89,22 @@ absl::StatusOr<Cluster> Cluster::FromDescription(const ClusterDescription& descr
       return absl::InvalidArgumentError(
           absl::StrCat("cluster device '", d->name(), "' is listed twice"));
     }
+    if (!std::isfinite(d->gflops()) || !std::isfinite(d->memory_gbps())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster device '", d->name(), "' has gflops ", d->gflops(), " and memory_gbps ",
+          d->memory_gbps(), "; give finite numbers (0 or leave out for the default)"));
+    }
     if (d->memory_bytes() < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("cluster device '", d->name(), "' has negative memory_bytes"));
     }
     FillDeviceDefaults(d, 1);
+  }
+  const LinkDescription& default_link = c.description_.default_link();
+  if (!std::isfinite(default_link.gbps()) || !std::isfinite(default_link.latency_us()) ||
+      default_link.gbps() < 0 || default_link.latency_us() < 0) {
+    return absl::InvalidArgumentError(
+        "the cluster's default_link needs a finite, non-negative gbps and latency_us");
   }
   auto to_link = [](const LinkDescription& l) {
     Link out;
@@ -109,9 +121,11 @@ absl::StatusOr<Cluster> Cluster::FromDescription(const ClusterDescription& descr
                                                      " names a device the description does "
                                                      "not list under \"devices\""));
     }
-    if (l.gbps() < 0 || l.latency_us() < 0) {
+    if (!(l.gbps() >= 0) || !(l.latency_us() >= 0) || !std::isfinite(l.gbps()) ||
+        !std::isfinite(l.latency_us())) {
       return absl::InvalidArgumentError(absl::StrCat("cluster link ", l.src(), " -> ", l.dst(),
-                                                     " has a negative bandwidth or latency"));
+                                                     " has a negative or non-finite bandwidth or "
+                                                     "latency"));
     }
     c.links_[a * n + b] = to_link(l);
     given[a * n + b] = true;

@@ -7,7 +7,9 @@
 
 namespace shardflow {
 
-// Converts every element of `in` to `to` (C++ static_cast semantics; float to bool is x != 0).
+// Converts every element of `in` to `to` (C++ static_cast semantics; float to bool is x != 0;
+// float to integer is defined for every value: NaN -> 0, out-of-range values saturate to the
+// integer type's min or max, see Note [Float to integer casts] in tensor_util.cc).
 // Error for string tensors unless both are strings. `out` must have `in`'s shape and dtype `to`.
 absl::Status CastInto(const Tensor& in, Tensor* out);
 absl::StatusOr<Tensor> CastTensor(const Tensor& in, DataType to);

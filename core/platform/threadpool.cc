@@ -68,6 +68,9 @@ struct ParallelForState {
       finished += done_here;
     }
   }
+
+  // True once every chunk has run; the condition ParallelFor awaits.
+  bool AllDone() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return finished == num_chunks; }
 };
 }  // namespace
 
@@ -93,9 +96,7 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit_ns,
   for (int64_t i = 0; i < shards - 1; ++i) Schedule([state] { state->Drain(); });
   state->Drain();
   absl::MutexLock lock(&state->mu);
-  auto all_done = [s = state.get()]()
-                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) { return s->finished == s->num_chunks; };
-  state->mu.Await(absl::Condition(&all_done));
+  state->mu.Await(absl::Condition(state.get(), &ParallelForState::AllDone));
 }
 
 }  // namespace shardflow
