@@ -10,12 +10,14 @@
 #include "absl/time/clock.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/device_name.h"
+#include "core/framework/op_names.h"
 #include "core/platform/status.h"
 #include "distributed/worker.h"
 #include "glog/logging.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/partition.h"
 #include "partitioner/placer.h"
+#include "runtime/graph_execution_state.h"
 #include "runtime/step_stats_collector.h"
 #include "runtime/subgraph.h"
 
@@ -164,24 +166,28 @@ class MasterSession {
                    << absl::StrJoin(down, ", ")
                    << ", which did not answer; its graph may use only the others";
     }
-    absl::MutexLock lock(&mu_);
-    graph_def_ = graph;
-    return absl::OkStatus();
+    GraphExecutionStateOptions state_options;
+    state_options.devices = devices_;
+    state_options.config = config_;
+    state_options.cost_cluster = [this] { return CostCluster(); };
+    state_options.check_graph = [this](const Graph& g) { return CheckRequestedTasksAreUp(g); };
+    state_options.incarnation = [this](const std::string& device) -> uint64_t {
+      auto t = device_task_.find(device);
+      return t == device_task_.end() ? 0 : tasks_.at(t->second).incarnation;
+    };
+    state_ = std::make_unique<GraphExecutionState>(std::move(state_options));
+    return state_->Create(graph);
   }
 
   const std::vector<DeviceAttributes>& devices() const { return devices_; }
 
   absl::Status Extend(const GraphDef& graph) {
-    SF_RETURN_IF_ERROR(CheckClientGraph(graph));
-    absl::MutexLock lock(&mu_);
-    SF_RETURN_IF_ERROR(CheckOpen());
+    {
+      absl::MutexLock lock(&mu_);
+      SF_RETURN_IF_ERROR(CheckOpen());
+    }
     Touch(0);
-    GraphDef merged = graph_def_;
-    for (const NodeDef& n : graph.node()) *merged.add_node() = n;
-    SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());
-    graph_def_ = std::move(merged);
-    placement_valid_ = false;
-    return absl::OkStatus();
+    return state_->Extend(graph);
   }
 
   // Note [A step waits on no thread]
@@ -318,7 +324,7 @@ class MasterSession {
   struct Prepared {
     std::vector<FeedSpec> feeds;
     std::map<std::string, std::string> handles;  // task -> graph handle
-    std::vector<std::string> arg_task, retval_task;
+    std::vector<std::string> arg_task;           // the task of each feed's _Arg
     std::vector<GraphDef> partitions;
     std::map<std::string, std::string> placement;
   };
@@ -499,23 +505,6 @@ class MasterSession {
     return absl::OkStatus();
   }
 
-  absl::Status PlaceWholeGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (placement_valid_) return absl::OkStatus();
-    SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
-    SF_RETURN_IF_ERROR(CheckRequestedTasksAreUp(*graph));
-    ApplyWholeGraphPlacement(graph.get(), placement_);
-    Cluster cluster = CostCluster();
-    PlacerOptions options;
-    options.allow_soft_placement = config_.allow_soft_placement();
-    options.log_device_placement = config_.log_device_placement();
-    options.policy = config_.placement_policy();
-    options.cluster = &cluster;
-    SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), devices_, options));
-    for (Node* n : graph->nodes()) placement_[n->name()] = n->assigned_device();
-    placement_valid_ = true;
-    return absl::OkStatus();
-  }
-
   absl::StatusOr<std::shared_ptr<const Prepared>> GetOrPrepare(
       const std::vector<std::pair<std::string, Tensor>>& feeds,
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
@@ -526,50 +515,27 @@ class MasterSession {
     SF_RETURN_IF_ERROR(CheckOpen());
     auto it = cache_map_.find(key);
     if (it != cache_map_.end()) return it->second;
-    SF_RETURN_IF_ERROR(PlaceWholeGraph());
-    SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
+    SF_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan,
+                        state_->BuildPlan(feed_names, fetches, targets));
     auto prepared = std::make_shared<Prepared>();
-    SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feed_names, fetches, targets, &prepared->feeds));
-    ApplyWholeGraphPlacement(graph.get(), placement_);
-    PlacerOptions placer_options;
-    placer_options.allow_soft_placement = config_.allow_soft_placement();
-    SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), devices_, placer_options));
-    prepared->arg_task.resize(feeds.size());
-    prepared->retval_task.resize(fetches.size());
-    for (Node* n : graph->nodes()) {
-      prepared->placement[n->name()] = n->assigned_device();
-      if (n->op() != "_Arg" && n->op() != "_Retval") continue;
-      int index = 0;
-      SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "index", &index));
-      auto& slots = n->op() == "_Arg" ? prepared->arg_task : prepared->retval_task;
-      if (index >= 0 && index < static_cast<int>(slots.size())) {
-        slots[index] = TaskOf(n->assigned_device());
-      }
+    prepared->feeds = plan->feeds;
+    prepared->placement = plan->placement;
+    for (const std::string& device : plan->feed_devices) {
+      prepared->arg_task.push_back(TaskOf(device));
     }
-    PartitionOptions partition_options;
-    partition_options.incarnation = [this](const std::string& device) -> uint64_t {
-      auto t = device_task_.find(device);
-      return t == device_task_.end() ? 0 : tasks_.at(t->second).incarnation;
-    };
-    std::map<std::string, GraphDef> parts;
-    SF_RETURN_IF_ERROR(PartitionGraph(*graph, partition_options, &parts));
     std::map<std::string, RegisterGraphRequest> requests;
-    for (auto& [device, part] : parts) {
-      if (part.node_size() == 0) continue;
+    for (const auto& [device, part] : plan->partitions) {
       RegisterGraphRequest& r = requests[device_task_.at(device)];
       r.set_session_handle(handle_);
       // Every task that answered: a partition may receive from any of them.
       for (const auto& [task, t] : tasks_) (*r.mutable_cluster())[task] = t.address;
       prepared->partitions.push_back(part);
-      (*r.mutable_partitions())[device] = std::move(part);
+      (*r.mutable_partitions())[device] = part;
     }
     for (auto& [task, request] : requests) {
       RegisterGraphResponse response;
       SF_RETURN_IF_ERROR(tasks_.at(task).client->RegisterGraph(request, &response));
       prepared->handles[task] = response.graph_handle();
-    }
-    if (prepared->handles.empty()) {
-      return absl::InvalidArgumentError("nothing to run: the fetches and targets need no node");
     }
     cache_map_[key] = prepared;
     return std::shared_ptr<const Prepared>(prepared);
@@ -585,10 +551,9 @@ class MasterSession {
   std::vector<DeviceAttributes> devices_;
   std::map<std::string, std::string> device_task_;
 
+  // The graph and its placement; set by Init.
+  std::unique_ptr<GraphExecutionState> state_;
   absl::Mutex mu_;
-  GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> placement_ ABSL_GUARDED_BY(mu_);
-  bool placement_valid_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::shared_ptr<const Prepared>> cache_map_ ABSL_GUARDED_BY(mu_);
   // Apart from mu_, which a new signature's registration holds for a while: the collector only

@@ -12,50 +12,21 @@
 #include "absl/strings/str_join.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/device_name.h"
+#include "core/framework/op_names.h"
 #include "core/platform/status.h"
 #include "glog/logging.h"
+#include "runtime/call_frame.h"
+#include "runtime/executor_barrier.h"
 #include "runtime/step_stats_collector.h"
 
 namespace shardflow {
 namespace {
 
-// Feeds by _Arg index and fetches by _Retval index, shared by the task's executors of a step.
-class IndexedCallFrame final : public CallFrame {
- public:
-  explicit IndexedCallFrame(std::map<int, Tensor> args) : args_(std::move(args)) {}
-  absl::Status GetArg(int index, Tensor* value) const override {
-    auto it = args_.find(index);
-    if (it == args_.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("RunGraphRequest.args has no value for _Arg index ", index));
-    }
-    *value = it->second;
-    return absl::OkStatus();
-  }
-  absl::Status SetRetval(int index, const Tensor& value) override {
-    absl::MutexLock lock(&mu_);
-    retvals_[index] = value;
-    return absl::OkStatus();
-  }
-  std::map<int, Tensor> TakeRetvals() {
-    absl::MutexLock lock(&mu_);
-    return std::move(retvals_);
-  }
-
- private:
-  const std::map<int, Tensor> args_;
-  absl::Mutex mu_;
-  std::map<int, Tensor> retvals_ ABSL_GUARDED_BY(mu_);
-};
-
 // The per-step state of one RunGraph call, alive until its last executor is done.
 struct RunState {
-  explicit RunState(std::map<int, Tensor> args) : frame(std::move(args)) {}
-  IndexedCallFrame frame;
+  RunState(std::map<int, Tensor> args, int num_retvals) : frame(std::move(args), num_retvals) {}
+  StepCallFrame frame;
   StepStatsCollector stats;
-  absl::Mutex mu;
-  absl::Status status ABSL_GUARDED_BY(mu);
-  int pending ABSL_GUARDED_BY(mu) = 0;
 };
 
 absl::Status CheckIncarnation(const Node& n, const std::string& local_task, uint64_t incarnation,
@@ -192,10 +163,10 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
     std::unique_ptr<Graph> part = std::move(built).value();
     for (Node* n : part->nodes()) {
       n->set_assigned_device(device_name);
-      if (n->op() == "_Send" || n->op() == "_Recv") {
+      if (n->op() == kSendOp || n->op() == kRecvOp) {
         SF_RETURN_IF_ERROR(CheckIncarnation(*n, task_, incarnation_, device_name));
       }
-      if (n->op() == "_Recv") {
+      if (n->op() == kRecvOp) {
         std::string send_device;
         SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "send_device", &send_device));
         auto src = DeviceName::Parse(send_device);
@@ -213,10 +184,15 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
                            "address there"));
         }
       }
-      if (n->op() == "_Arg") {
+      if (n->op() == kArgOp) {
         int index = 0;
         SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "index", &index));
         arg_indices.insert(index);
+      }
+      if (n->op() == kRetvalOp) {
+        int index = 0;
+        SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "index", &index));
+        graph->num_retvals = std::max(graph->num_retvals, index + 1);
       }
     }
     auto executor = Executor::Create(std::move(part), device);
@@ -224,6 +200,7 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
       return WithContext(executor.status(),
                          absl::StrCat("RegisterGraph: partition for ", device_name, ": "));
     }
+    graph->executor_ptrs.push_back(executor->get());
     graph->executors.push_back(std::move(executor).value());
   }
   graph->arg_indices.assign(arg_indices.begin(), arg_indices.end());
@@ -404,7 +381,7 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
     done(acquire_status);
     return;
   }
-  auto state = std::make_shared<RunState>(std::move(args));
+  auto state = std::make_shared<RunState>(std::move(args), graph->num_retvals);
   Executor::Args exec_args;
   exec_args.step_id = step_id;
   exec_args.call_frame = &state->frame;
@@ -412,35 +389,22 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   exec_args.stats = request->trace() ? &state->stats : nullptr;
   exec_args.check_numerics = request->check_numerics();
   exec_args.cancelled = cancelled;
-  exec_args.on_abort = [rendezvous](const absl::Status& s) { rendezvous->StartAbort(s); };
-  state->pending = static_cast<int>(graph->executors.size());
   const bool trace = request->trace();
   // The step's time limit: its executors are cancelled through the rendezvous's abort.
   std::optional<Timer::Id> deadline;
   if (request->timeout_ms() > 0) {
     const int64_t ms = request->timeout_ms();
-    deadline = deadlines_.Schedule(
-        absl::Now() + absl::Milliseconds(ms), [this, step_id, ms] {
-          AbortStep(step_id, absl::DeadlineExceededError(absl::StrCat(
-                                 "step ", step_id, " on task ", task_, " ran past its limit of ",
-                                 ms, " ms (RunOptions.timeout_in_ms or the caller's deadline)")));
-        });
+    deadline = deadlines_.Schedule(absl::Now() + absl::Milliseconds(ms), [this, step_id, ms] {
+      AbortStep(step_id, absl::DeadlineExceededError(absl::StrCat(
+                             "step ", step_id, " on task ", task_, " ran past its limit of ", ms,
+                             " ms (RunOptions.timeout_in_ms or the caller's deadline)")));
+    });
   }
-  auto executor_done = [this, state, graph, rendezvous, step_id, response, trace, deadline,
-                        done](const absl::Status& s) {
-    {
-      absl::MutexLock lock(&state->mu);
-      if (state->status.ok() && !s.ok()) state->status = s;
-      if (--state->pending > 0) return;
-    }
+  auto step_done = [this, state, graph, rendezvous, step_id, response, trace, deadline,
+                    done](absl::Status status) {
     if (deadline.has_value()) deadlines_.Cancel(*deadline);
-    absl::Status status;
-    {
-      absl::MutexLock lock(&state->mu);
-      status = state->status;
-    }
     if (status.ok()) {
-      for (auto& [index, value] : state->frame.TakeRetvals()) {
+      for (auto& [index, value] : state->frame.TakeRetvalMap()) {
         IndexedTensor* out = response->add_retvals();
         out->set_index(index);
         value.AsProto(out->mutable_tensor());
@@ -463,11 +427,7 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
     done(status);
   };
   // An aborted step must still run its executors' done path; they see the abort at once.
-  for (size_t i = 0; i < graph->executors.size(); ++i) {
-    Executor* ex = graph->executors[i].get();
-    ex->device()->Schedule(
-        [ex, exec_args, executor_done] { ex->RunAsync(exec_args, executor_done); });
-  }
+  ExecutorBarrier::Run(graph->executor_ptrs, exec_args, rendezvous.get(), std::move(step_done));
 }
 
 absl::Status Worker::CheckServedKey(const std::string& key) const {

@@ -168,7 +168,9 @@ class Worker {
     std::string session_handle;
     std::shared_ptr<const TaskAddresses> cluster;
     std::vector<std::unique_ptr<Executor>> executors;
+    std::vector<Executor*> executor_ptrs;
     std::vector<int> arg_indices;  // _Arg indices the partitions read
+    int num_retvals = 0;           // one past the largest _Retval index
     // Guarded by the worker's mu_.
     absl::Time last_used;
     int running = 0;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "core/framework/op_names.h"
 #include "core/platform/status.h"
 #include "ops/ops.h"
 
@@ -140,7 +141,7 @@ absl::Status AddGradients(const Scope& scope, const std::vector<Output>& ys,
     if (!any) continue;
     bool no_gradient = false;
     const GradFunc* fn = GradientRegistry::Global()->Lookup(node->op(), &no_gradient);
-    if (node->op() == "StopGradient" || no_gradient || node->num_inputs() == 0) continue;
+    if (node->op() == kStopGradientOp || no_gradient || node->num_inputs() == 0) continue;
     bool needs_inputs = false;
     for (int i = 0; i < node->num_inputs(); ++i) {
       const Edge* e = node->input_edge(i);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/device_name.h"
+#include "core/framework/op_names.h"
 #include "core/platform/status.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -291,7 +292,7 @@ int64_t CostModel::MemoryBytes(const Node& node) const {
   if (!aliases->contains(node.op())) {
     for (int i = 0; i < node.num_outputs(); ++i) bytes += OutputBytes(node, i);
   }
-  if (node.op() == "VarHandleOp") {
+  if (node.op() == kVarHandleOp) {
     TensorShape shape;
     DataType dtype = DT_FLOAT;
     if (GetAttr(node.attrs(), "shape", &shape).ok() &&

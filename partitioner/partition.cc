@@ -7,6 +7,7 @@
 #include "core/framework/attr_value.h"
 #include "core/framework/device_name.h"
 #include "core/framework/kernel_registry.h"
+#include "core/framework/op_names.h"
 
 namespace shardflow {
 namespace {
@@ -143,7 +144,7 @@ class Partitioner {
     const std::string& src_device = src->assigned_device();
     NodeDef* dummy = (*parts_)[src_device].add_node();
     dummy->set_name("_ctrl_" + suffix);
-    dummy->set_op("Const");
+    dummy->set_op(kConstOp);
     dummy->set_device(src_device);
     dummy->set_assigned_device(src_device);
     (*dummy->mutable_attr())["dtype"] = MakeAttr(DT_FLOAT);

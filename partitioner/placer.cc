@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/kernel_registry.h"
+#include "core/framework/op_names.h"
 #include "core/platform/status.h"
 #include "partitioner/placement_policy.h"
 
@@ -89,7 +90,7 @@ absl::Status BuildConstraints(Graph* graph, const std::vector<DeviceAttributes>&
     }
     // A variable's users live where the variable lives.
     for (const Edge* e : n->in_edges()) {
-      if (!e->IsControl() && e->src->op() == "VarHandleOp") uf.Union(n->id(), e->src->id());
+      if (!e->IsControl() && e->src->op() == kVarHandleOp) uf.Union(n->id(), e->src->id());
     }
   }
   PlacementProblem& p = c->problem;

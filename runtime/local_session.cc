@@ -8,87 +8,52 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/platform/status.h"
-#include "partitioner/partition.h"
-#include "partitioner/placer.h"
+#include "runtime/call_frame.h"
+#include "runtime/device.h"
 #include "runtime/executor.h"
+#include "runtime/executor_barrier.h"
+#include "runtime/graph_execution_state.h"
 #include "runtime/rendezvous.h"
 #include "runtime/session.h"
+#include "runtime/step_stats_collector.h"
 #include "runtime/subgraph.h"
 
 namespace shardflow {
 namespace {
 
-class VectorCallFrame : public CallFrame {
- public:
-  VectorCallFrame(std::vector<std::pair<std::string, Tensor>> feeds, size_t num_fetches)
-      : feeds_(std::move(feeds)), retvals_(num_fetches) {}
-  absl::Status GetArg(int index, Tensor* value) const override {
-    if (index < 0 || index >= static_cast<int>(feeds_.size())) {
-      return absl::InternalError(absl::StrCat("no feed ", index));
-    }
-    *value = feeds_[index].second;
-    return absl::OkStatus();
-  }
-  absl::Status SetRetval(int index, const Tensor& value) override {
-    if (index < 0 || index >= static_cast<int>(retvals_.size())) {
-      return absl::InternalError(absl::StrCat("no fetch ", index));
-    }
-    retvals_[index] = value;
-    return absl::OkStatus();
-  }
-  std::vector<Tensor>& retvals() { return retvals_; }
-
- private:
-  const std::vector<std::pair<std::string, Tensor>> feeds_;
-  std::vector<Tensor> retvals_;
-};
-
-// Everything built for one Run signature.
-// Everything built for one Run signature: one executor per device the graph uses.
+// What a signature runs here: its plan and one executor per device the plan uses.
 struct PreparedRun {
-  std::vector<FeedSpec> feeds;
+  std::shared_ptr<const ExecutionPlan> plan;
   std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<Executor*> executor_ptrs;
   std::vector<GraphDef> partitions;  // what each executor runs, for RunMetadata
-  std::map<std::string, std::string> placement;
 };
 
 class LocalSession final : public Session {
  public:
-  explicit LocalSession(const SessionOptions& options) : options_(options) {
-    devices_ = CreateCpuDevices(options.config, "localhost", 0);
-  }
+  explicit LocalSession(const SessionOptions& options)
+      : options_(options),
+        devices_(CreateDevicesOrDie(options.config)),
+        state_(StateOptions(options, devices_)) {}
 
   // Waits for steps abandoned after a timeout (they were cancelled, so this is bounded by the
   // kernels already running) before executors and devices go away.
   ~LocalSession() override { WaitForAbandonedSteps(); }
 
   absl::Status Create(const GraphDef& graph) override {
-    absl::MutexLock lock(&mu_);
-    SF_RETURN_IF_ERROR(CheckOpen());
-    if (created_) {
-      return absl::FailedPreconditionError(
-          "Session::Create was called twice; use Extend to add nodes");
+    {
+      absl::MutexLock lock(&mu_);
+      SF_RETURN_IF_ERROR(CheckOpen());
     }
-    SF_RETURN_IF_ERROR(CheckClientGraph(graph));
-    SF_RETURN_IF_ERROR(Graph::FromGraphDef(graph).status());
-    graph_def_ = graph;
-    created_ = true;
-    placement_.clear();
-    placement_valid_ = false;
-    return absl::OkStatus();
+    return state_.Create(graph);
   }
 
   absl::Status Extend(const GraphDef& graph) override {
-    absl::MutexLock lock(&mu_);
-    SF_RETURN_IF_ERROR(CheckOpen());
-    SF_RETURN_IF_ERROR(CheckClientGraph(graph));
-    GraphDef merged = graph_def_;
-    for (const NodeDef& n : graph.node()) *merged.add_node() = n;
-    SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());
-    graph_def_ = std::move(merged);
-    created_ = true;
-    placement_valid_ = false;  // new nodes; the placed ones keep their devices
-    return absl::OkStatus();
+    {
+      absl::MutexLock lock(&mu_);
+      SF_RETURN_IF_ERROR(CheckOpen());
+    }
+    return state_.Extend(graph);
   }
 
   absl::Status Run(const RunOptions& run_options,
@@ -99,35 +64,32 @@ class LocalSession final : public Session {
       return absl::InvalidArgumentError("Run needs at least one fetch or target");
     }
     SF_ASSIGN_OR_RETURN(PreparedRun * prepared, GetOrPrepare(feeds, fetches, targets));
-    SF_RETURN_IF_ERROR(CheckFeeds(prepared->feeds, feeds));
+    SF_RETURN_IF_ERROR(CheckFeeds(prepared->plan->feeds, feeds));
+    std::map<int, Tensor> args;
+    for (size_t i = 0; i < feeds.size(); ++i) args[static_cast<int>(i)] = feeds[i].second;
     // Heap-allocated: after a timeout the step winds down on its own, after Run returned.
-    auto step = std::make_shared<StepState>(feeds, fetches.size());
-    Executor::Args args;
-    args.step_id = next_step_id_.fetch_add(1);
-    args.call_frame = &step->frame;
-    args.cancelled = std::make_shared<std::atomic<bool>>(false);
-    args.check_numerics = run_options.check_numerics();
+    auto step = std::make_shared<StepState>(std::move(args), static_cast<int>(fetches.size()));
+    Executor::Args exec_args;
+    exec_args.step_id = next_step_id_.fetch_add(1);
+    exec_args.call_frame = &step->frame;
+    exec_args.cancelled = std::make_shared<std::atomic<bool>>(false);
+    exec_args.check_numerics = run_options.check_numerics();
     bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
-    if (trace) args.stats = &step->stats;
-    absl::Status status = RunStep(*prepared, args, step, run_options.timeout_in_ms());
-    if (!status.ok()) return status;
+    if (trace) exec_args.stats = &step->stats;
+    SF_RETURN_IF_ERROR(RunStep(*prepared, exec_args, step, run_options.timeout_in_ms()));
     if (metadata != nullptr) {
       if (trace) {
         step->stats.Finalize(metadata->mutable_step_stats());
         for (const GraphDef& part : prepared->partitions) *metadata->add_partition_graphs() = part;
       }
-      for (const auto& [node, device] : prepared->placement)
+      for (const auto& [node, device] : prepared->plan->placement)
         (*metadata->mutable_placement())[node] = device;
     }
-    if (outputs != nullptr) *outputs = std::move(step->frame.retvals());
+    if (outputs != nullptr) *outputs = step->frame.TakeRetvals();
     return absl::OkStatus();
   }
 
-  std::vector<DeviceAttributes> ListDevices() const override {
-    std::vector<DeviceAttributes> out;
-    for (const auto& d : devices_) out.push_back(d->attributes());
-    return out;
-  }
+  std::vector<DeviceAttributes> ListDevices() const override { return state_.devices(); }
 
   absl::Status Close() override {
     WaitForAbandonedSteps();  // they still use the executors dropped below
@@ -138,6 +100,27 @@ class LocalSession final : public Session {
   }
 
  private:
+  static std::vector<std::unique_ptr<Device>> CreateDevicesOrDie(
+      const SessionOptionsProto& config) {
+    return CreateCpuDevices(config, "localhost", 0);
+  }
+
+  static GraphExecutionStateOptions StateOptions(
+      const SessionOptions& options, const std::vector<std::unique_ptr<Device>>& devices) {
+    GraphExecutionStateOptions state;
+    state.config = options.config;
+    std::vector<int> threads, slots;
+    for (const auto& d : devices) {
+      state.devices.push_back(d->attributes());
+      threads.push_back(d->intra_op_threads());
+      slots.push_back(std::min(d->compute_slots(), 64));
+    }
+    state.cost_cluster = [attributes = state.devices, threads, slots] {
+      return Cluster::ForDevices(attributes, threads, slots);
+    };
+    return state;
+  }
+
   void WaitForAbandonedSteps() {
     absl::MutexLock lock(&steps_mu_);
     auto drained = [this]()
@@ -151,51 +134,34 @@ class LocalSession final : public Session {
   }
 
   struct StepState {
-    StepState(const std::vector<std::pair<std::string, Tensor>>& feeds, size_t num_fetches)
-        : frame(feeds, num_fetches) {}
-    VectorCallFrame frame;
+    StepState(std::map<int, Tensor> args, int num_fetches) : frame(std::move(args), num_fetches) {}
+    StepCallFrame frame;
     StepStatsCollector stats;
     absl::Notification done;
-    absl::Mutex mu;
-    absl::Status status ABSL_GUARDED_BY(mu);
-    int pending ABSL_GUARDED_BY(mu) = 0;
+    absl::Status status;  // written before `done` is notified
   };
 
-  // Runs one step; after timeout_ms (0 = no limit) cancels it and returns DEADLINE_EXCEEDED.
-  // Runs one step on every device of `prepared`: all executors share the step's rendezvous, the
-  // first error aborts it (so every pending _Recv returns), and the step's status is the first
-  // error. After timeout_ms (0 = no limit) the step is cancelled and DEADLINE_EXCEEDED returned;
-  // the session's destructor waits for such abandoned steps.
+  // Runs one step on every device of `prepared` (ExecutorBarrier: the first error aborts the
+  // step's rendezvous, so every pending _Recv returns, and is the step's status). After
+  // timeout_ms (0 = no limit) the step is cancelled and DEADLINE_EXCEEDED returned; the
+  // session's destructor waits for such abandoned steps.
   absl::Status RunStep(const PreparedRun& prepared, Executor::Args args,
                        std::shared_ptr<StepState> step, int64_t timeout_ms) {
     auto rendezvous = std::make_shared<LocalRendezvous>();
     args.rendezvous = rendezvous.get();
-    args.on_abort = [rendezvous](const absl::Status& s) { rendezvous->StartAbort(s); };
     {
       absl::MutexLock lock(&steps_mu_);
       ++abandoned_steps_;  // counted until the step's last executor is done
     }
-    step->pending = static_cast<int>(prepared.executors.size());
     auto done = [this, step, rendezvous](const absl::Status& s) {
-      bool last;
-      {
-        absl::MutexLock lock(&step->mu);
-        if (step->status.ok() && !s.ok()) step->status = s;
-        last = --step->pending == 0;
-      }
-      if (!last) return;
+      step->status = s;
       step->done.Notify();
       absl::MutexLock lock(&steps_mu_);
       --abandoned_steps_;
     };
-    // Every executor but the first starts on its device's threads; the first runs here, unless
-    // there is a timeout to watch: then this thread only waits.
-    const size_t first_here = timeout_ms > 0 ? 0 : 1;
-    for (size_t i = first_here; i < prepared.executors.size(); ++i) {
-      Executor* ex = prepared.executors[i].get();
-      ex->device()->Schedule([ex, args, done] { ex->RunAsync(args, done); });
-    }
-    if (first_here == 1) prepared.executors[0]->RunAsync(args, done);
+    // Without a timeout to watch, the first executor starts on this thread.
+    ExecutorBarrier::Run(prepared.executor_ptrs, args, rendezvous.get(), std::move(done),
+                         /*run_first_here=*/timeout_ms <= 0);
     if (timeout_ms <= 0) {
       step->done.WaitForNotification();
     } else if (!step->done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
@@ -205,7 +171,6 @@ class LocalSession final : public Session {
       rendezvous->StartAbort(deadline);
       return deadline;
     }
-    absl::MutexLock lock(&step->mu);
     return step->status;
   }
 
@@ -217,21 +182,11 @@ class LocalSession final : public Session {
     std::string key = RunSignature(feed_names, fetches, targets);
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
-    if (!created_) return absl::FailedPreconditionError("Session::Run before Session::Create");
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second.get();
-    SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
     auto prepared = std::make_unique<PreparedRun>();
-    SF_RETURN_IF_ERROR(PlaceWholeGraph());
-    SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feed_names, fetches, targets, &prepared->feeds));
-    ApplyWholeGraphPlacement(graph.get(), placement_);
-    PlacerOptions placer_options;
-    placer_options.allow_soft_placement = options_.config.allow_soft_placement();
-    SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), ListDevices(), placer_options));
-    for (Node* n : graph->nodes()) prepared->placement[n->name()] = n->assigned_device();
-    std::map<std::string, GraphDef> parts;
-    SF_RETURN_IF_ERROR(PartitionGraph(*graph, PartitionOptions(), &parts));
-    for (auto& [device_name, part] : parts) {
+    SF_ASSIGN_OR_RETURN(prepared->plan, state_.BuildPlan(feed_names, fetches, targets));
+    for (const auto& [device_name, part] : prepared->plan->partitions) {
       Device* device = FindDevice(device_name);
       if (device == nullptr) {
         return absl::InternalError(absl::StrCat("placed on unknown device ", device_name));
@@ -240,38 +195,13 @@ class LocalSession final : public Session {
       for (Node* n : part_graph->nodes()) n->set_assigned_device(device_name);
       SF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                           Executor::Create(std::move(part_graph), device));
+      prepared->executor_ptrs.push_back(executor.get());
       prepared->executors.push_back(std::move(executor));
-      prepared->partitions.push_back(std::move(part));
-    }
-    if (prepared->executors.empty()) {
-      return absl::InvalidArgumentError("nothing to run: the fetches and targets need no node");
+      prepared->partitions.push_back(part);
     }
     PreparedRun* raw = prepared.get();
     cache_[key] = std::move(prepared);
     return raw;
-  }
-
-  // Places the whole graph once per Create/Extend (nodes placed before keep their device) with
-  // the session's policy, so stateful nodes stay put across Run signatures.
-  absl::Status PlaceWholeGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (placement_valid_) return absl::OkStatus();
-    SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
-    ApplyWholeGraphPlacement(graph.get(), placement_);
-    std::vector<int> threads, slots;
-    for (const auto& d : devices_) {
-      threads.push_back(d->intra_op_threads());
-      slots.push_back(std::min(d->compute_slots(), 64));
-    }
-    Cluster cluster = Cluster::ForDevices(ListDevices(), threads, slots);
-    PlacerOptions placer_options;
-    placer_options.allow_soft_placement = options_.config.allow_soft_placement();
-    placer_options.log_device_placement = options_.config.log_device_placement();
-    placer_options.policy = options_.config.placement_policy();
-    placer_options.cluster = &cluster;
-    SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), ListDevices(), placer_options));
-    for (Node* n : graph->nodes()) placement_[n->name()] = n->assigned_device();
-    placement_valid_ = true;
-    return absl::OkStatus();
   }
 
   Device* FindDevice(const std::string& name) const {
@@ -282,14 +212,10 @@ class LocalSession final : public Session {
   }
 
   const SessionOptions options_;
-  std::vector<std::unique_ptr<Device>> devices_;
+  const std::vector<std::unique_ptr<Device>> devices_;
+  GraphExecutionState state_;
   std::atomic<int64_t> next_step_id_{1};
   absl::Mutex mu_;
-  GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
-  bool created_ ABSL_GUARDED_BY(mu_) = false;
-  // The whole graph's placement, node name -> device; valid until the graph changes.
-  std::map<std::string, std::string> placement_ ABSL_GUARDED_BY(mu_);
-  bool placement_valid_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<PreparedRun>> cache_ ABSL_GUARDED_BY(mu_);
   absl::Mutex steps_mu_;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/attr_value.h"
+#include "core/framework/op_names.h"
 #include "core/platform/status.h"
 
 namespace shardflow {
@@ -120,7 +121,7 @@ absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
     if (!needed[n->id()]) graph->RemoveNode(n);
   }
   for (Node* n : graph->nodes()) {
-    if (n->op() == "Placeholder") {
+    if (n->op() == kPlaceholderOp) {
       DataType dtype;
       TensorShape shape;
       SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "dtype", &dtype));
@@ -140,9 +141,9 @@ void ApplyWholeGraphPlacement(Graph* graph, const std::map<std::string, std::str
   }
   for (Node* n : graph->nodes()) {
     if (!n->assigned_device().empty()) continue;
-    if (n->op() == "_Retval" && n->num_inputs() > 0 && n->input_edge(0) != nullptr) {
+    if (n->op() == kRetvalOp && n->num_inputs() > 0 && n->input_edge(0) != nullptr) {
       n->set_assigned_device(n->input_edge(0)->src->assigned_device());
-    } else if (n->op() == "_Arg") {
+    } else if (n->op() == kArgOp) {
       for (const Edge* e : n->out_edges()) {
         if (!e->dst->assigned_device().empty()) {
           n->set_assigned_device(e->dst->assigned_device());

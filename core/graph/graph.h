@@ -23,6 +23,7 @@
 #include "core/framework/attr_value.h"
 #include "core/framework/node_def_util.h"
 #include "core/framework/op_def.h"
+#include "core/framework/op_names.h"
 #include "core/framework/tensor.h"
 #include "core/protos/graph.pb.h"
 
@@ -72,7 +73,7 @@ class Node {
   const TensorShape& output_shape(int i) const { return output_shapes_[i]; }
   // The value of a Const node (parsed once), or null for any other node.
   const Tensor* constant_value() const;
-  bool IsConstant() const { return def_.op() == "Const"; }
+  bool IsConstant() const { return def_.op() == kConstOp; }
 
  private:
   friend class Graph;

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/framework/op_names.h"
 #include "runtime/profiler/transfers.h"
 
 namespace shardflow {
@@ -132,7 +133,7 @@ std::string PlacedGraphDot(const GraphDef& graph, const RunMetadata* md) {
     }
     for (int i : members) {
       const NodeDef& n = *nodes[i].def;
-      const bool transfer = n.op() == "_Send" || n.op() == "_Recv";
+      const bool transfer = n.op() == kSendOp || n.op() == kRecvOp;
       absl::StrAppend(&out, indent, "n", i, " [label=", DotQuote(n.name() + "\n" + n.op()),
                       ", fillcolor=", DotQuote(color), transfer ? ", shape=cds" : "", "];\n");
     }

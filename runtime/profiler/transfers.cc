@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "core/framework/op_names.h"
 
 namespace shardflow {
 
@@ -98,7 +99,7 @@ std::vector<Transfer> MatchTransfers(const RunMetadata& md) {
       TransferKey key;
       if (def == nullptr || def->op() != ns.op() || !TransferKeyOf(*def, &key)) continue;
       auto& [sends, recvs] = sides[key];
-      (ns.op() == "_Send" ? sends : recvs).push_back({&ns, ns.node_name()});
+      (ns.op() == kSendOp ? sends : recvs).push_back({&ns, ns.node_name()});
     }
   }
   std::vector<Transfer> transfers;

@@ -1,0 +1,103 @@
+#include "runtime/graph_execution_state.h"
+
+#include "core/framework/attr_value.h"
+#include "core/platform/status.h"
+#include "partitioner/partition.h"
+#include "partitioner/placer.h"
+
+namespace shardflow {
+
+GraphExecutionState::GraphExecutionState(GraphExecutionStateOptions options)
+    : options_(std::move(options)) {}
+
+absl::Status GraphExecutionState::Create(const GraphDef& graph) {
+  SF_RETURN_IF_ERROR(CheckClientGraph(graph));
+  SF_RETURN_IF_ERROR(Graph::FromGraphDef(graph).status());
+  absl::MutexLock lock(&mu_);
+  if (created_) {
+    return absl::FailedPreconditionError(
+        "Session::Create was called twice; use Extend to add nodes");
+  }
+  graph_def_ = graph;
+  created_ = true;
+  placement_.clear();
+  placement_valid_ = false;
+  return absl::OkStatus();
+}
+
+absl::Status GraphExecutionState::Extend(const GraphDef& graph) {
+  SF_RETURN_IF_ERROR(CheckClientGraph(graph));
+  absl::MutexLock lock(&mu_);
+  GraphDef merged = graph_def_;
+  for (const NodeDef& n : graph.node()) *merged.add_node() = n;
+  SF_RETURN_IF_ERROR(Graph::FromGraphDef(merged).status());
+  graph_def_ = std::move(merged);
+  created_ = true;
+  placement_valid_ = false;  // new nodes; the placed ones keep their devices
+  return absl::OkStatus();
+}
+
+bool GraphExecutionState::created() const {
+  absl::MutexLock lock(&mu_);
+  return created_;
+}
+
+absl::Status GraphExecutionState::PlaceWholeGraph() {
+  if (placement_valid_) return absl::OkStatus();
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
+  if (options_.check_graph) SF_RETURN_IF_ERROR(options_.check_graph(*graph));
+  ApplyWholeGraphPlacement(graph.get(), placement_);
+  Cluster cluster =
+      options_.cost_cluster ? options_.cost_cluster() : Cluster::ForDevices(options_.devices);
+  PlacerOptions placer;
+  placer.allow_soft_placement = options_.config.allow_soft_placement();
+  placer.log_device_placement = options_.config.log_device_placement();
+  placer.policy = options_.config.placement_policy();
+  placer.cluster = &cluster;
+  SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));
+  for (Node* n : graph->nodes()) placement_[n->name()] = n->assigned_device();
+  placement_valid_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const ExecutionPlan>> GraphExecutionState::BuildPlan(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  absl::MutexLock lock(&mu_);
+  if (!created_) return absl::FailedPreconditionError("Session::Run before Session::Create");
+  SF_RETURN_IF_ERROR(PlaceWholeGraph());
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
+  auto plan = std::make_shared<ExecutionPlan>();
+  SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feeds, fetches, targets, &plan->feeds));
+  ApplyWholeGraphPlacement(graph.get(), placement_);
+  // What the whole-graph placement does not cover (the new _Arg/_Retval nodes it could not
+  // place) gets the constraints policy.
+  PlacerOptions placer;
+  placer.allow_soft_placement = options_.config.allow_soft_placement();
+  SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));
+  plan->feed_devices.resize(feeds.size());
+  plan->fetch_devices.resize(fetches.size());
+  for (Node* n : graph->nodes()) {
+    plan->placement[n->name()] = n->assigned_device();
+    if (n->op() != kArgOp && n->op() != kRetvalOp) continue;
+    int index = 0;
+    SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "index", &index));
+    auto& slots = n->op() == kArgOp ? plan->feed_devices : plan->fetch_devices;
+    if (index >= 0 && index < static_cast<int>(slots.size())) {
+      slots[index] = n->assigned_device();
+    }
+  }
+  PartitionOptions partition;
+  partition.incarnation = options_.incarnation;
+  std::map<std::string, GraphDef> parts;
+  SF_RETURN_IF_ERROR(PartitionGraph(*graph, partition, &parts));
+  for (auto& [device, part] : parts) {
+    if (part.node_size() > 0) plan->partitions[device] = std::move(part);
+  }
+  if (plan->partitions.empty()) {
+    return absl::InvalidArgumentError("nothing to run: the fetches and targets need no node");
+  }
+  return std::shared_ptr<const ExecutionPlan>(std::move(plan));
+}
+
+}  // namespace shardflow
