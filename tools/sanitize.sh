@@ -72,6 +72,10 @@ export_sanitizer_env() {
 }
 
 EXCLUDED='^(python/|tools/|distributed/netns$)'
+# Tests that measure the process's RSS against a bound run last, with ASan's quarantine of freed
+# memory cut from 256 MB to 16 MB and free memory returned to the OS each second: otherwise the
+# quarantine and allocator caches alone exceed the bound. Everything else runs with the defaults.
+RSS_BOUND_TESTS='^distributed/soak_test$'
 
 main() {
   ensure_toolchain
@@ -83,7 +87,13 @@ main() {
   fi
   export_sanitizer_env
   local status=0
-  (cd "$BUILD" && nice -n 10 ctest --output-on-failure -j "$JOBS" -E "$EXCLUDED" "$@") || status=$?
+  (cd "$BUILD" && nice -n 10 ctest --output-on-failure -j "$JOBS" \
+    -E "$EXCLUDED|$RSS_BOUND_TESTS" "$@") || status=$?
+  if (($# == 0)); then  # with ctest arguments (a -R of their own), only the first run
+    (cd "$BUILD" &&
+      ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=16:allocator_release_to_os_interval_ms=1000" \
+        nice -n 10 ctest --output-on-failure -R "$RSS_BOUND_TESTS") || status=$?
+  fi
   if ((status == 0)); then
     echo "SANITIZE PASS: every C++ test and corpus replay ran clean under ASan+UBSan ($BUILD)"
   else
