@@ -4,6 +4,7 @@
 #include "distributed/grpc/grpc_worker_service.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "runtime/device_factory.h"
 
 namespace shardflow {
 namespace {
@@ -52,7 +53,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Create(const ServerOptions& opti
   }
 
   std::unique_ptr<Server> server(new Server());
-  server->devices_ = CreateCpuDevices(options.config, options.job, options.task);
+  auto created = DeviceFactory::CreateDevices(options.config, options.job, options.task);
+  if (!created.ok()) return created.status();
+  server->devices_ = std::move(created).value();
   std::vector<Device*> devices;
   for (auto& d : server->devices_) devices.push_back(d.get());
   GrpcClientOptions client_options;

@@ -58,7 +58,7 @@ struct ServerOptions {
   // interfaces of that port ("0.0.0.0:port") unless the host is a loopback one.
   std::string address;
   ClusterSpec cluster;         // may be empty when `address` is given
-  SessionOptionsProto config;  // devices and threads (CreateCpuDevices)
+  SessionOptionsProto config;  // devices and threads (DeviceFactory::CreateDevices)
   GrpcSecurityOptions security;
   // Completion-queue threads serving WorkerService (the thread budget of the RPC layer).
   int num_threads = 2;

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/device_factory.h"
 
 namespace shardflow {
 
@@ -42,23 +43,43 @@ void CpuDevice::ReleaseComputeSlot() {
   ++free_slots_;
 }
 
-std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto& options,
-                                                      const std::string& job, int task) {
-  int cores = NumHardwareThreads();
-  int count = std::max(1, options.cpu_device_count());
-  int intra =
-      options.intra_op_threads() > 0 ? options.intra_op_threads() : std::max(1, cores / count);
-  int inter =
-      options.inter_op_threads() > 0 ? options.inter_op_threads() : std::max(1, cores / count);
-  // Expensive kernels at once: the cores this device may keep busy divided by the threads one
-  // kernel uses, and never more than the inter-op threads the options allow.
-  int slots = std::max(1, std::min(inter, std::max(1, cores / count) / intra));
-  std::vector<std::unique_ptr<Device>> devices;
-  for (int i = 0; i < count; ++i) {
-    devices.push_back(std::make_unique<CpuDevice>(
-        DeviceName::Full(job, 0, task, kDeviceCpu, i).ToString(), inter, intra, slots));
+namespace {
+
+class CpuDeviceFactory final : public DeviceFactory {
+ public:
+  absl::Status AddDevices(const SessionOptionsProto& options, const std::string& job, int task,
+                          std::vector<std::unique_ptr<Device>>* devices) override {
+    if (options.cpu_device_count() < 0 || options.cpu_device_count() > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cpu_device_count is ", options.cpu_device_count(), "; give 0 (one) to 1024"));
+    }
+    for (int threads : {options.inter_op_threads(), options.intra_op_threads()}) {
+      if (threads < 0 || threads > 4096) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a thread count of ", threads,
+            " was asked for; inter_op_threads and intra_op_threads must be in [0, 4096] "
+            "(0 = one per core)"));
+      }
+    }
+    int cores = NumHardwareThreads();
+    int count = std::max(1, options.cpu_device_count());
+    int intra =
+        options.intra_op_threads() > 0 ? options.intra_op_threads() : std::max(1, cores / count);
+    int inter =
+        options.inter_op_threads() > 0 ? options.inter_op_threads() : std::max(1, cores / count);
+    // Expensive kernels at once: the cores this device may keep busy divided by the threads one
+    // kernel uses, and never more than the inter-op threads the options allow.
+    int slots = std::max(1, std::min(inter, std::max(1, cores / count) / intra));
+    for (int i = 0; i < count; ++i) {
+      devices->push_back(std::make_unique<CpuDevice>(
+          DeviceName::Full(job, 0, task, kDeviceCpu, i).ToString(), inter, intra, slots));
+    }
+    return absl::OkStatus();
   }
-  return devices;
-}
+};
+
+REGISTER_DEVICE_FACTORY(kDeviceCpu, CpuDeviceFactory, kCpuDeviceFactoryPriority);
+
+}  // namespace
 
 }  // namespace shardflow

@@ -64,11 +64,11 @@ class CpuDevice final : public Device {
 // The thread budget the machine allows, from std::thread::hardware_concurrency().
 int NumHardwareThreads();
 
-// Creates the devices of one task ("/job:JOB/replica:0/task:TASK/device:CPU:i" for i below
-// cpu_device_count). With several CPU devices the cores are split between them so their
-// threads do not oversubscribe the machine.
-std::vector<std::unique_ptr<Device>> CreateCpuDevices(const SessionOptionsProto& options,
-                                                      const std::string& job, int task);
+// CPU devices are made by the "CPU" device factory (runtime/device_factory.h): task (job, task)
+// gets "/job:JOB/replica:0/task:TASK/device:CPU:i" for i below config.cpu_device_count (at least
+// one). With several CPU devices the cores are split between them so their threads do not
+// oversubscribe the machine. Its priority is kCpuDeviceFactoryPriority.
+inline constexpr int kCpuDeviceFactoryPriority = 50;
 
 }  // namespace shardflow
 

@@ -10,6 +10,7 @@
 #include "core/platform/status.h"
 #include "runtime/call_frame.h"
 #include "runtime/device.h"
+#include "runtime/device_factory.h"
 #include "runtime/executor.h"
 #include "runtime/executor_barrier.h"
 #include "runtime/graph_execution_state.h"
@@ -31,10 +32,8 @@ struct PreparedRun {
 
 class LocalSession final : public Session {
  public:
-  explicit LocalSession(const SessionOptions& options)
-      : options_(options),
-        devices_(CreateDevicesOrDie(options.config)),
-        state_(StateOptions(options, devices_)) {}
+  LocalSession(const SessionOptions& options, std::vector<std::unique_ptr<Device>> devices)
+      : options_(options), devices_(std::move(devices)), state_(StateOptions(options, devices_)) {}
 
   // Waits for steps abandoned after a timeout (they were cancelled, so this is bounded by the
   // kernels already running) before executors and devices go away.
@@ -100,11 +99,6 @@ class LocalSession final : public Session {
   }
 
  private:
-  static std::vector<std::unique_ptr<Device>> CreateDevicesOrDie(
-      const SessionOptionsProto& config) {
-    return CreateCpuDevices(config, "localhost", 0);
-  }
-
   static GraphExecutionStateOptions StateOptions(
       const SessionOptions& options, const std::vector<std::unique_ptr<Device>>& devices) {
     GraphExecutionStateOptions state;
@@ -238,7 +232,10 @@ void RegisterSessionFactory(const std::string& scheme, SessionFactory factory) {
 }
 
 absl::StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
-  if (options.target.empty()) return std::unique_ptr<Session>(new LocalSession(options));
+  if (options.target.empty()) {
+    SF_ASSIGN_OR_RETURN(auto devices, DeviceFactory::CreateDevices(options.config, "localhost", 0));
+    return std::unique_ptr<Session>(new LocalSession(options, std::move(devices)));
+  }
   size_t pos = options.target.find("://");
   std::string scheme = pos == std::string::npos ? "" : options.target.substr(0, pos);
   SessionFactory factory;

@@ -6,14 +6,18 @@
 #include "core/framework/shape_inference.h"
 #include "core/platform/status.h"
 #include "runtime/device.h"
+#include "runtime/device_factory.h"
 
 namespace shardflow {
 namespace {
 
+// The shared eager device: the CPU factory's first device (it never fails on default options).
 Device* EagerCpuDevice() {
   static Device* device = [] {
-    SessionOptionsProto options;
-    auto devices = CreateCpuDevices(options, "localhost", 0);
+    std::vector<std::unique_ptr<Device>> devices;
+    DeviceFactory::Get(kDeviceCpu)
+        ->AddDevices(SessionOptionsProto(), "localhost", 0, &devices)
+        .IgnoreError();
     return devices[0].release();
   }();
   return device;
@@ -73,12 +77,15 @@ absl::StatusOr<std::vector<Tensor>> RunOp(const std::string& op, std::vector<Ten
     absl::Status s = op_def->shape_fn(&ctx);
     if (!s.ok()) return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
   }
-  std::unique_ptr<Device> own_device;
+  std::vector<std::unique_ptr<Device>> own_device;
   Device* device = EagerCpuDevice();
   if (options.intra_op_threads > 0) {
-    own_device = std::make_unique<CpuDevice>("/job:localhost/replica:0/task:0/device:CPU:0", 1,
-                                             options.intra_op_threads);
-    device = own_device.get();
+    SessionOptionsProto config;
+    config.set_inter_op_threads(1);
+    config.set_intra_op_threads(options.intra_op_threads);
+    SF_RETURN_IF_ERROR(
+        DeviceFactory::Get(kDeviceCpu)->AddDevices(config, "localhost", 0, &own_device));
+    device = own_device[0].get();
   }
   SF_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
                       KernelRegistry::Global()->CreateKernel(device, def, in_types, out_types));
