@@ -54,21 +54,21 @@ void RemoteRendezvous::RecvLocalAsync(const std::string& key, DoneCallback done)
   local_.RecvAsync(key, std::move(done));
 }
 
-void RemoteRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
+void RemoteRendezvous::RecvAsync(const std::string& key, const RecvArgs& args, DoneCallback done) {
   auto parsed = ParseRendezvousKey(key);
   if (!parsed.ok()) {
     done(parsed.status(), Tensor());
     return;
   }
   if (parsed->src_task == local_task_) {
-    RecvLocalAsync(key, std::move(done));
+    local_.RecvAsync(key, args, std::move(done));
   } else {
-    RecvRemote(key, *parsed, std::move(done));
+    RecvRemote(key, *parsed, args, std::move(done));
   }
 }
 
 void RemoteRendezvous::RecvRemote(const std::string& key, const ParsedRendezvousKey& parsed,
-                                  DoneCallback done) {
+                                  const RecvArgs& args, DoneCallback done) {
   absl::StatusOr<std::string> address =
       resolve_ ? resolve_(parsed.src_task) : absl::NotFoundError("no task resolver was given");
   if (!address.ok()) {
@@ -99,9 +99,13 @@ void RemoteRendezvous::RecvRemote(const std::string& key, const ParsedRendezvous
   call.address = *address;
   call.step_id = step_id_;
   call.key = key;
+  // The transport writes into host memory the receiver can use directly; device memory is
+  // filled from there by the receiving device.
+  const bool to_host = args.allocator == nullptr || args.allocator->IsHostMemory();
+  call.allocator = to_host ? args.allocator : nullptr;
   transport_->RecvTensorAsync(call, cancel.get(),
-                              [self = shared_from_this(), this, id, cancel, done = std::move(done)](
-                                  const absl::Status& s, Tensor t) {
+                              [self = shared_from_this(), this, id, cancel, to_host, args,
+                               done = std::move(done)](const absl::Status& s, Tensor t) {
                                 absl::Status abort;
                                 {
                                   absl::MutexLock lock(&mu_);
@@ -112,8 +116,11 @@ void RemoteRendezvous::RecvRemote(const std::string& key, const ParsedRendezvous
                                 // its cancelled call.
                                 if (!s.ok() && !abort.ok()) {
                                   done(abort, Tensor());
-                                } else {
+                                } else if (!s.ok() || to_host) {
                                   done(s, t);
+                                } else {
+                                  auto received = ToReceiverMemory(t, args);
+                                  done(received.status(), received.ok() ? *received : Tensor());
                                 }
                               });
 }

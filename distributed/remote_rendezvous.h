@@ -59,7 +59,8 @@ class RemoteRendezvous final : public Rendezvous,
   ~RemoteRendezvous() override;
 
   absl::Status Send(const std::string& key, const Tensor& value) override;
-  void RecvAsync(const std::string& key, DoneCallback done) override;
+  using Rendezvous::RecvAsync;
+  void RecvAsync(const std::string& key, const RecvArgs& args, DoneCallback done) override;
   void StartAbort(const absl::Status& status) override;
 
   // Takes the tensor of a local _Send for a peer (the serving side of RecvTensor).
@@ -72,7 +73,8 @@ class RemoteRendezvous final : public Rendezvous,
   bool Idle() const;
 
  private:
-  void RecvRemote(const std::string& key, const ParsedRendezvousKey& parsed, DoneCallback done);
+  void RecvRemote(const std::string& key, const ParsedRendezvousKey& parsed, const RecvArgs& args,
+                  DoneCallback done);
 
   const int64_t step_id_;
   const std::string local_task_;

@@ -21,27 +21,8 @@ std::string Mangle(const std::string& s) {
 
 absl::Status HostMemoryArgs(const Node& node, const std::string& device_type,
                             std::vector<bool>* inputs, std::vector<bool>* outputs) {
-  inputs->assign(node.num_inputs(), false);
-  outputs->assign(node.num_outputs(), false);
-  auto kernel = KernelRegistry::Global()->Find(node.def(), device_type);
-  if (!kernel.ok()) return kernel.status();
-  const auto& host = (*kernel)->host_memory();
-  if (host.empty()) return absl::OkStatus();
-  // Expand the op's argument list (list arguments have `number_attr` entries) to indices.
-  auto mark = [&](const std::vector<ArgDef>& args, std::vector<bool>* flags) {
-    size_t index = 0;
-    for (const ArgDef& arg : args) {
-      int64_t count = 1;
-      if (!arg.number_attr.empty()) GetAttr(node.attrs(), arg.number_attr, &count).IgnoreError();
-      bool is_host = std::find(host.begin(), host.end(), arg.name) != host.end();
-      for (int64_t k = 0; k < count && index < flags->size(); ++k, ++index) {
-        (*flags)[index] = is_host;
-      }
-    }
-  };
-  mark(node.op_def().inputs, inputs);
-  mark(node.op_def().outputs, outputs);
-  return absl::OkStatus();
+  return KernelRegistry::Global()->HostMemoryArgs(node.def(), device_type, node.num_inputs(),
+                                                  node.num_outputs(), inputs, outputs);
 }
 
 namespace {

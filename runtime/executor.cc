@@ -126,6 +126,20 @@ class ExecutorState {
     }
   }
 
+  // Host-memory inputs of a kernel (KernelDef::HostMemory) that arrived in device memory are
+  // copied to the host by the device (on a CPU device they are there already).
+  absl::Status InputsToHost(const Executor::NodeItem& item) {
+    for (int i = 0; i < item.num_inputs; ++i) {
+      Tensor& input = inputs_[item.input_start + i];
+      if (!item.kernel->input_on_host(i) || IsHostTensor(input)) continue;
+      SF_ASSIGN_OR_RETURN(Tensor host, Tensor::Create(ex_->device_->GetHostAllocator(),
+                                                      input.dtype(), input.shape()));
+      SF_RETURN_IF_ERROR(ex_->device_->CopyTensor(input, &host));
+      input = std::move(host);
+    }
+    return absl::OkStatus();
+  }
+
   void RunNode(int id, InlineQueue* queue) {
     const Executor::NodeItem& item = ex_->items_[id];
     if (args_.cancelled && args_.cancelled->load(std::memory_order_relaxed)) {
@@ -135,6 +149,16 @@ class ExecutorState {
       ClearInputs(item);
       NodeDone();
       return;
+    }
+    if (item.kernel->has_host_inputs()) {
+      absl::Status moved = InputsToHost(item);
+      if (!moved.ok()) {
+        Abort(absl::Status(moved.code(), absl::StrCat("node '", item.node->name(), "' (",
+                                                      item.node->op(), "): ", moved.message())));
+        ClearInputs(item);
+        NodeDone();
+        return;
+      }
     }
     OpKernelContext::Params params;
     params.step_id = args_.step_id;

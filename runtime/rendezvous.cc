@@ -8,8 +8,17 @@ LocalRendezvous::~LocalRendezvous() {
   StartAbort(absl::CancelledError("the step's rendezvous was destroyed"));
 }
 
+void LocalRendezvous::Deliver(const RecvArgs& args, const DoneCallback& done, const Tensor& value) {
+  auto received = ToReceiverMemory(value, args);
+  if (received.ok()) {
+    done(absl::OkStatus(), *received);
+  } else {
+    done(received.status(), Tensor());
+  }
+}
+
 absl::Status LocalRendezvous::Send(const std::string& key, const Tensor& value) {
-  DoneCallback waiter;
+  Waiter waiter;
   {
     absl::MutexLock lock(&mu_);
     if (!status_.ok()) return status_;
@@ -22,11 +31,12 @@ absl::Status LocalRendezvous::Send(const std::string& key, const Tensor& value) 
     slot.waiters.pop_front();
     if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
   }
-  waiter(absl::OkStatus(), value);  // outside the lock: it may run the receiver's successors
+  // Outside the lock: it may run the receiver's successors.
+  Deliver(waiter.args, waiter.done, value);
   return absl::OkStatus();
 }
 
-void LocalRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
+void LocalRendezvous::RecvAsync(const std::string& key, const RecvArgs& args, DoneCallback done) {
   Tensor value;
   absl::Status status;
   {
@@ -35,7 +45,7 @@ void LocalRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
     if (status.ok()) {
       Slot& slot = slots_[key];
       if (slot.values.empty()) {
-        slot.waiters.push_back(std::move(done));
+        slot.waiters.push_back(Waiter{args, std::move(done)});
         return;
       }
       value = std::move(slot.values.front());
@@ -43,11 +53,15 @@ void LocalRendezvous::RecvAsync(const std::string& key, DoneCallback done) {
       if (slot.waiters.empty() && slot.values.empty()) slots_.erase(key);
     }
   }
-  done(status, value);
+  if (!status.ok()) {
+    done(status, Tensor());
+    return;
+  }
+  Deliver(args, done, value);
 }
 
 void LocalRendezvous::StartAbort(const absl::Status& status) {
-  std::vector<DoneCallback> waiters;
+  std::vector<Waiter> waiters;
   absl::Status abort;
   {
     absl::MutexLock lock(&mu_);
@@ -60,7 +74,7 @@ void LocalRendezvous::StartAbort(const absl::Status& status) {
     slots_.clear();
   }
   // Waiters get the abort status, never OK with an empty tensor.
-  for (auto& w : waiters) w(abort, Tensor());
+  for (auto& w : waiters) w.done(abort, Tensor());
 }
 
 bool LocalRendezvous::Idle() const {

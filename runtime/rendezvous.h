@@ -17,17 +17,24 @@ class LocalRendezvous final : public Rendezvous {
  public:
   ~LocalRendezvous() override;
   absl::Status Send(const std::string& key, const Tensor& value) override;
-  void RecvAsync(const std::string& key, DoneCallback done) override;
+  using Rendezvous::RecvAsync;
+  void RecvAsync(const std::string& key, const RecvArgs& args, DoneCallback done) override;
   void StartAbort(const absl::Status& status) override;
   // True when no tensor waits to be received and no receiver waits.
   bool Idle() const;
 
  private:
   // Per key: tensors sent and not yet received, or receivers waiting (never both).
+  struct Waiter {
+    RecvArgs args;
+    DoneCallback done;
+  };
   struct Slot {
     std::deque<Tensor> values;
-    std::deque<DoneCallback> waiters;
+    std::deque<Waiter> waiters;
   };
+  // Hands `value` to a receiver, in the memory it asked for.
+  static void Deliver(const RecvArgs& args, const DoneCallback& done, const Tensor& value);
   mutable absl::Mutex mu_;
   std::map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,8 @@
 #include "core/framework/device_base.h"
 
+#include "absl/strings/str_cat.h"
+#include "core/framework/tensor_util.h"
+
 namespace shardflow {
 
 DeviceBase::DeviceBase(DeviceAttributes attributes) : attributes_(std::move(attributes)) {
@@ -8,5 +11,18 @@ DeviceBase::DeviceBase(DeviceAttributes attributes) : attributes_(std::move(attr
 }
 
 DeviceBase::~DeviceBase() = default;
+
+absl::Status DeviceBase::CopyTensor(const Tensor& src, Tensor* dst) {
+  if (!IsHostTensor(src) || !IsHostTensor(*dst)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "device ", name(), " cannot copy a tensor between ", IsHostTensor(src) ? "host" : "device",
+        " and ", IsHostTensor(*dst) ? "host" : "device", " memory"));
+  }
+  if (src.dtype() != dst->dtype() || src.shape() != dst->shape()) {
+    return absl::InternalError(
+        absl::StrCat("CopyTensor of a ", src.DebugString(0), " into a ", dst->DebugString(0)));
+  }
+  return CastInto(src, dst);  // same dtype: a copy
+}
 
 }  // namespace shardflow

@@ -10,8 +10,10 @@
 
 #include <string>
 
+#include "absl/status/status.h"
 #include "core/framework/allocator.h"
 #include "core/framework/device_name.h"
+#include "core/framework/tensor.h"
 
 namespace shardflow {
 
@@ -38,6 +40,13 @@ class DeviceBase {
   virtual Allocator* GetAllocator() = 0;
   // Host memory usable by this device (pinned for a GPU).
   virtual Allocator* GetHostAllocator() { return CpuAllocator(); }
+
+  // Copies `src` into `dst` (same dtype and shape, allocated), where either may be in this
+  // device's memory or in host memory: a received tensor into the memory its receiver wants, a
+  // device tensor to the host for a host-memory kernel input. The default copies between host
+  // memories and is UNIMPLEMENTED for anything else; devices with memory of their own override
+  // it.
+  virtual absl::Status CopyTensor(const Tensor& src, Tensor* dst);
 
   // Threads a kernel may use for one op (ParallelFor); null means run serially. Borrowed.
   ThreadPool* intra_op_pool() const { return intra_op_pool_; }

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/framework/op_def.h"
+#include "core/platform/status.h"
 
 namespace shardflow {
 
@@ -86,7 +88,46 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
     return absl::Status(construction.status().code(),
                         absl::StrCat(NodeErrorPrefix(node), construction.status().message()));
   }
+  if (!e->def.host_memory().empty()) {
+    std::vector<bool> inputs, outputs;
+    SF_RETURN_IF_ERROR(HostMemoryArgs(node, device->device_type(),
+                                      static_cast<int>(input_types.size()),
+                                      static_cast<int>(output_types.size()), &inputs, &outputs));
+    auto any = [](const std::vector<bool>& v) {
+      return std::find(v.begin(), v.end(), true) != v.end();
+    };
+    if (any(inputs)) kernel->host_inputs_ = std::move(inputs);
+    if (any(outputs)) kernel->host_outputs_ = std::move(outputs);
+  }
   return kernel;
+}
+
+absl::Status KernelRegistry::HostMemoryArgs(const NodeDef& node, const std::string& device_type,
+                                            int num_inputs, int num_outputs,
+                                            std::vector<bool>* inputs,
+                                            std::vector<bool>* outputs) const {
+  inputs->assign(num_inputs, false);
+  outputs->assign(num_outputs, false);
+  const Entry* e = FindEntry(node, device_type);
+  if (e == nullptr) return Find(node, device_type).status();
+  const auto& host = e->def.host_memory();
+  if (host.empty()) return absl::OkStatus();
+  SF_ASSIGN_OR_RETURN(const OpDef* op_def, OpRegistry::Global()->Find(node.op()));
+  // Expand the op's argument list (list arguments have `number_attr` entries) to indices.
+  auto mark = [&](const std::vector<ArgDef>& args, std::vector<bool>* flags) {
+    size_t index = 0;
+    for (const ArgDef& arg : args) {
+      int64_t count = 1;
+      if (!arg.number_attr.empty()) GetAttr(node.attr(), arg.number_attr, &count).IgnoreError();
+      const bool is_host = std::find(host.begin(), host.end(), arg.name) != host.end();
+      for (int64_t k = 0; k < count && index < flags->size(); ++k, ++index) {
+        (*flags)[index] = is_host;
+      }
+    }
+  };
+  mark(op_def->inputs, inputs);
+  mark(op_def->outputs, outputs);
+  return absl::OkStatus();
 }
 
 std::vector<const KernelDef*> KernelRegistry::KernelsForOp(const std::string& op) const {

@@ -77,6 +77,13 @@ class KernelRegistry {
   // All registrations of `op`.
   std::vector<const KernelDef*> KernelsForOp(const std::string& op) const;
 
+  // Which inputs and outputs of `node` the kernel for `device_type` keeps in host memory
+  // (KernelDef::HostMemory names op arguments; list arguments expand to all their tensors).
+  // `num_inputs`/`num_outputs`: the node's tensor counts.
+  absl::Status HostMemoryArgs(const NodeDef& node, const std::string& device_type, int num_inputs,
+                              int num_outputs, std::vector<bool>* inputs,
+                              std::vector<bool>* outputs) const;
+
  private:
   struct Entry {
     KernelDef def;

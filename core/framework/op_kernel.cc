@@ -25,7 +25,7 @@ OpKernelContext::OpKernelContext(Params* params)
 OpKernelContext::~OpKernelContext() = default;
 
 absl::Status OpKernelContext::allocate_output(int index, const TensorShape& shape, Tensor** out) {
-  auto t = Tensor::Create(allocator(), params_->kernel->output_type(index), shape);
+  auto t = Tensor::Create(output_allocator(index), params_->kernel->output_type(index), shape);
   if (!t.ok()) return t.status();
   outputs_[index] = *std::move(t);
   *out = &outputs_[index];
@@ -38,7 +38,8 @@ absl::Status OpKernelContext::forward_input_or_allocate_output(int input_index, 
   Tensor& in = params_->inputs[input_index];
   DataType out_type = params_->kernel->output_type(output_index);
   if (in.dtype() == out_type && out_type != DT_STRING && in.RefCountIsOne() &&
-      in.NumElements() == shape.num_elements() && in.buffer()->allocator() == allocator()) {
+      in.NumElements() == shape.num_elements() &&
+      in.buffer()->allocator() == output_allocator(output_index)) {
     auto reshaped = in.Reshaped(shape);
     if (reshaped.ok()) {
       outputs_[output_index] = *std::move(reshaped);

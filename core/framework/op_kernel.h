@@ -97,12 +97,23 @@ class OpKernel {
   int num_outputs() const { return static_cast<int>(output_types_.size()); }
   DataType input_type(int i) const { return input_types_[i]; }
   DataType output_type(int i) const { return output_types_[i]; }
+  // Arguments the kernel's registration keeps in host memory (KernelDef::HostMemory): the
+  // executor hands it such inputs in host memory, and its outputs there come from the device's
+  // host allocator.
+  bool input_on_host(int i) const { return !host_inputs_.empty() && host_inputs_[i]; }
+  bool output_on_host(int i) const { return !host_outputs_.empty() && host_outputs_[i]; }
+  bool has_host_inputs() const { return !host_inputs_.empty(); }
 
  private:
+  friend class KernelRegistry;
+
   std::string name_;
   std::string type_string_;
   DataTypeVector input_types_;
   DataTypeVector output_types_;
+  // Empty when no argument is in host memory.
+  std::vector<bool> host_inputs_;
+  std::vector<bool> host_outputs_;
 };
 
 class AsyncOpKernel : public OpKernel {
@@ -156,6 +167,11 @@ class OpKernelContext {
 
   DeviceBase* device() const { return params_->device; }
   Allocator* allocator() const { return params_->device->GetAllocator(); }
+  // Where output `index` is allocated: host memory for a host-memory output, else the device's.
+  Allocator* output_allocator(int index) const {
+    return params_->kernel->output_on_host(index) ? params_->device->GetHostAllocator()
+                                                  : params_->device->GetAllocator();
+  }
   ThreadPool* intra_op_pool() const { return params_->device->intra_op_pool(); }
   const OpKernel& op_kernel() const { return *params_->kernel; }
   int64_t step_id() const { return params_->step_id; }

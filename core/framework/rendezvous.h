@@ -7,7 +7,9 @@
 //
 // Contracts: RecvAsync's `done` is called exactly once — with the tensor, or with the abort
 // status — possibly on another thread. After StartAbort every pending and later RecvAsync gets
-// the abort status and Send fails with it.
+// the abort status and Send fails with it. A receiver says where it wants the tensor
+// (RecvArgs): the tensor it gets is in that memory, copied by the receiving device when the
+// sender's memory is another (a CPU -> GPU edge); between CPU devices nothing is copied.
 #ifndef SHARDFLOW_CORE_FRAMEWORK_RENDEZVOUS_H_
 #define SHARDFLOW_CORE_FRAMEWORK_RENDEZVOUS_H_
 
@@ -16,18 +18,39 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/framework/allocator.h"
 #include "core/framework/tensor.h"
 
 namespace shardflow {
+
+class DeviceBase;
+
+// Where a receiver wants a tensor.
+struct RecvArgs {
+  // The receiving device (it makes the copy when one is needed); null = the host.
+  DeviceBase* device = nullptr;
+  // The memory the tensor should be in; null = host memory.
+  Allocator* allocator = nullptr;
+};
 
 class Rendezvous {
  public:
   using DoneCallback = std::function<void(const absl::Status&, const Tensor&)>;
   virtual ~Rendezvous() = default;
   virtual absl::Status Send(const std::string& key, const Tensor& value) = 0;
-  virtual void RecvAsync(const std::string& key, DoneCallback done) = 0;
+  virtual void RecvAsync(const std::string& key, const RecvArgs& args, DoneCallback done) = 0;
+  // A receive into host memory.
+  void RecvAsync(const std::string& key, DoneCallback done) {
+    RecvAsync(key, RecvArgs(), std::move(done));
+  }
   virtual void StartAbort(const absl::Status& status) = 0;
 };
+
+// `value` in the memory `args` asks for: `value` itself when it is there already (always
+// between host memories), else a copy into a tensor from args.allocator made by args.device.
+// Errors: the allocation fails, or the device cannot copy between those memories.
+absl::StatusOr<Tensor> ToReceiverMemory(const Tensor& value, const RecvArgs& args);
 
 // "src_device;incarnation(hex);dst_device;tensor_name;0:0".
 std::string RendezvousKey(const std::string& src_device, uint64_t src_incarnation,

@@ -140,6 +140,13 @@ class Tensor {
   TensorBuffer* buf_ = nullptr;
 };
 
+// True when the CPU can read the tensor's memory directly (an uninitialized tensor, external
+// memory, and memory from a host allocator all count).
+inline bool IsHostTensor(const Tensor& t) {
+  return t.buffer() == nullptr || t.buffer()->allocator() == nullptr ||
+         t.buffer()->allocator()->IsHostMemory();
+}
+
 template <typename T>
 Tensor Tensor::FromVector(const std::vector<T>& values, const TensorShape& shape) {
   Tensor t(DataTypeToEnum<T>::value, shape);

@@ -40,8 +40,11 @@ class RecvOp : public AsyncOpKernel {
     OP_REQUIRES_ASYNC(ctx, ctx->rendezvous() != nullptr,
                       absl::InternalError("_Recv runs without a rendezvous"), done);
     DataType want = output_type(0);
+    RecvArgs args;
+    args.device = ctx->device();
+    args.allocator = ctx->output_allocator(0);  // the host's for a host-memory tensor
     ctx->rendezvous()->RecvAsync(
-        key_, [ctx, done, want, key = key_](const absl::Status& s, const Tensor& value) {
+        key_, args, [ctx, done, want, key = key_](const absl::Status& s, const Tensor& value) {
           if (!s.ok()) {
             ctx->SetStatus(s);
           } else if (value.dtype() != want) {
