@@ -15,6 +15,7 @@
 
 #include "core/graph/graph.h"
 #include "core/graph/graph_io.h"
+#include "google/protobuf/stubs/logging.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "tests/fuzz/mem_file.h"
@@ -44,6 +45,13 @@ void CheckReimport(const Graph& graph) {
 
 }  // namespace
 }  // namespace shardflow
+
+// Protobuf logs every text-format parse error to stderr; most inputs are not text GraphDefs, and
+// the logging would dominate the run. ReadGraphDef's status says the same.
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  google::protobuf::SetLogHandler(nullptr);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shardflow;
