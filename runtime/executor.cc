@@ -168,6 +168,7 @@ class ExecutorState {
     params.num_inputs = item.num_inputs;
     params.call_frame = args_.call_frame;
     params.rendezvous = args_.rendezvous;
+    params.collective_executor = args_.collective_executor;
     int64_t start = args_.stats ? NowMicros() : 0;
     if (item.is_async) {
       // The context must outlive this frame: it moves to the heap with its params.

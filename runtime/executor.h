@@ -30,8 +30,11 @@ class Executor {
  public:
   struct Args {
     int64_t step_id = 0;
-    CallFrame* call_frame = nullptr;      // borrowed; feeds and fetches
-    Rendezvous* rendezvous = nullptr;     // borrowed; Send/Recv between devices
+    CallFrame* call_frame = nullptr;   // borrowed; feeds and fetches
+    Rendezvous* rendezvous = nullptr;  // borrowed; Send/Recv between devices
+    // Borrowed; collectives among groups of devices (core/framework/collective.h). Null = the
+    // step has none, and a collective kernel fails naming that.
+    CollectiveExecutor* collective_executor = nullptr;
     StepStatsCollector* stats = nullptr;  // borrowed; null = no tracing
     // Called once with the first error of the step (e.g. to abort a rendezvous).
     std::function<void(const absl::Status&)> on_abort;

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/synchronization/mutex.h"
+#include "core/framework/collective.h"
 
 namespace shardflow {
 namespace {
@@ -25,7 +26,11 @@ void ExecutorBarrier::Run(const std::vector<Executor*>& executors, Executor::Arg
     done(absl::OkStatus());
     return;
   }
-  args.on_abort = [rendezvous](const absl::Status& s) { rendezvous->StartAbort(s); };
+  CollectiveExecutor* collectives = args.collective_executor;
+  args.on_abort = [rendezvous, collectives](const absl::Status& s) {
+    rendezvous->StartAbort(s);
+    if (collectives != nullptr) collectives->StartAbort(s);
+  };
   auto state = std::make_shared<BarrierState>(static_cast<int>(executors.size()), std::move(done));
   auto executor_done = [state](const absl::Status& s) {
     absl::Status status;

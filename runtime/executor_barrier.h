@@ -4,7 +4,8 @@
 //                        [](const absl::Status& s) { ... all done; s is the step's status });
 //
 // Every executor gets `args` with on_abort set so that the first error aborts `rendezvous`
-// (every pending _Recv, on every device, returns that error) and becomes the step's status.
+// (every pending _Recv, on every device, returns that error) and the step's collectives
+// (args.collective_executor, when set), and becomes the step's status.
 // The local session and a worker's RunGraph both run their steps this way.
 //
 // Contracts: `done` is called exactly once, after the last executor has finished, possibly on

@@ -36,6 +36,8 @@
 
 namespace shardflow {
 
+class CollectiveExecutor;
+
 class AsyncOpKernel;
 class OpKernelContext;
 class Rendezvous;
@@ -139,6 +141,8 @@ class OpKernelContext {
     CallFrame* call_frame = nullptr;
     // Where _Send and _Recv exchange tensors in this step; borrowed, may be null.
     Rendezvous* rendezvous = nullptr;
+    // Collective operations among the members of groups; borrowed, may be null (none).
+    CollectiveExecutor* collective_executor = nullptr;
   };
 
   // `params` is borrowed and must outlive the context.
@@ -177,6 +181,7 @@ class OpKernelContext {
   int64_t step_id() const { return params_->step_id; }
   CallFrame* call_frame() const { return params_->call_frame; }
   Rendezvous* rendezvous() const { return params_->rendezvous; }
+  CollectiveExecutor* collective_executor() const { return params_->collective_executor; }
 
  private:
   Params* params_;
