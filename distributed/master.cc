@@ -73,7 +73,7 @@ absl::Status PickError(const std::vector<absl::Status>& errors) {
 class MasterSession {
  public:
   MasterSession(std::string handle, const MasterOptions* options,
-                std::shared_ptr<GrpcWorkerCache> cache, SessionOptionsProto config)
+                std::shared_ptr<WorkerCacheInterface> cache, SessionOptionsProto config)
       : handle_(std::move(handle)),
         options_(options),
         cache_(std::move(cache)),
@@ -104,7 +104,7 @@ class MasterSession {
       p.id = id;
       p.task.name = ClusterSpec::TaskName(id.job, id.task);
       SF_ASSIGN_OR_RETURN(p.task.address, options_->cluster.TaskAddress(id.job, id.task));
-      SF_ASSIGN_OR_RETURN(p.task.client, cache_->GetClient(p.task.address, p.task.name));
+      SF_ASSIGN_OR_RETURN(p.task.client, cache_->GetWorker(p.task.address, p.task.name));
       state->probes.push_back(std::move(p));
     }
     const int64_t timeout_ms =
@@ -289,7 +289,7 @@ class MasterSession {
   }
 
   absl::Status Close() {
-    std::vector<std::pair<std::shared_ptr<GrpcWorkerClient>, std::string>> handles;
+    std::vector<std::pair<std::shared_ptr<WorkerInterface>, std::string>> handles;
     {
       absl::MutexLock lock(&mu_);
       if (closed_) return absl::OkStatus();
@@ -318,7 +318,7 @@ class MasterSession {
  private:
   struct Task {
     std::string name, address;
-    std::shared_ptr<GrpcWorkerClient> client;
+    std::shared_ptr<WorkerInterface> client;
     uint64_t incarnation = 0;
   };
   struct Prepared {
@@ -345,7 +345,7 @@ class MasterSession {
   struct Step {
     struct TaskCall {
       std::string task;
-      std::shared_ptr<GrpcWorkerClient> client;
+      std::shared_ptr<WorkerInterface> client;
       RunGraphRequest request;
       RunGraphResponse response;
       CallCancellation cancel;
@@ -543,7 +543,7 @@ class MasterSession {
 
   const std::string handle_;
   const MasterOptions* const options_;
-  const std::shared_ptr<GrpcWorkerCache> cache_;
+  const std::shared_ptr<WorkerCacheInterface> cache_;
   const SessionOptionsProto config_;
   // Set by Init, read-only afterwards.
   std::map<std::string, Task> tasks_;
@@ -565,8 +565,8 @@ class MasterSession {
 
 // ---- Master --------------------------------------------------------------------------------
 
-Master::Master(MasterOptions options)
-    : options_(std::move(options)), cache_(std::make_shared<GrpcWorkerCache>(options_.client)) {
+Master::Master(MasterOptions options, std::shared_ptr<WorkerCacheInterface> cache)
+    : options_(std::move(options)), cache_(std::move(cache)) {
   if (options_.session_idle_timeout > absl::ZeroDuration()) {
     const absl::Duration every =
         std::clamp(options_.session_idle_timeout / 4, absl::Milliseconds(100), absl::Seconds(5));
@@ -592,7 +592,11 @@ absl::StatusOr<std::shared_ptr<Master>> Master::Create(MasterOptions options) {
     return absl::InvalidArgumentError(
         "the master's cluster spec has no tasks; give {\"worker\": [\"host:port\", ...]}");
   }
-  return std::shared_ptr<Master>(new Master(std::move(options)));
+  std::shared_ptr<WorkerCacheInterface> cache = options.worker_cache;
+  if (cache == nullptr) {
+    SF_ASSIGN_OR_RETURN(cache, NewWorkerCache(options.protocol, options.client));
+  }
+  return std::shared_ptr<Master>(new Master(std::move(options), std::move(cache)));
 }
 
 absl::StatusOr<std::string> Master::CreateSession(const GraphDef& graph,
@@ -716,7 +720,7 @@ absl::StatusOr<std::vector<DeviceAttributes>> Master::ListDevices() {
   for (const TaskId& id : options_.cluster.tasks()) {
     std::string name = ClusterSpec::TaskName(id.job, id.task);
     SF_ASSIGN_OR_RETURN(std::string address, options_.cluster.TaskAddress(id.job, id.task));
-    SF_ASSIGN_OR_RETURN(auto client, cache_->GetClient(address, name));
+    SF_ASSIGN_OR_RETURN(auto client, cache_->GetWorker(address, name));
     GetStatusResponse status;
     absl::Status s = client->GetStatus(&status);
     if (!s.ok()) {

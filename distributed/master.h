@@ -26,8 +26,9 @@
 // session no call has used for options.session_idle_timeout is closed and its graphs cleaned
 // up on the workers. Session handles are 128-bit random strings.
 //
-// The master runs in a task's server (GrpcMasterService) or in the client's process
-// (NewClusterSession).
+// The master runs in a task's server (ServerOptions::host_master) or in the client's process
+// (NewClusterSession). It reaches the tasks through a WorkerCacheInterface: the one given in the
+// options, else one of options.protocol (distributed/protocol.h).
 //
 // Thread safety: every method may be called concurrently.
 #ifndef SHARDFLOW_DISTRIBUTED_MASTER_H_
@@ -48,14 +49,20 @@
 #include "core/protos/config.pb.h"
 #include "core/protos/cost.pb.h"
 #include "distributed/cluster_spec.h"
-#include "distributed/grpc/grpc_worker_client.h"
+#include "distributed/protocol.h"
+#include "distributed/transport.h"
+#include "distributed/worker_interface.h"
 #include "runtime/session.h"
 
 namespace shardflow {
 
 struct MasterOptions {
   ClusterSpec cluster;
-  GrpcClientOptions client;
+  // How the tasks are reached: a cache to share (a server's), else a new one of `protocol` with
+  // `client` options.
+  std::shared_ptr<WorkerCacheInterface> worker_cache;
+  std::string protocol = kDefaultProtocol;
+  WorkerClientOptions client;
   // The link between devices of different tasks, for the cost policy.
   LinkDescription inter_task_link;
   // How long CreateSession waits for a task to say what devices it has (a task that is
@@ -118,11 +125,11 @@ class Master {
   const ClusterSpec& cluster() const { return options_.cluster; }
 
  private:
-  explicit Master(MasterOptions options);
+  Master(MasterOptions options, std::shared_ptr<WorkerCacheInterface> cache);
   absl::StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle);
 
   const MasterOptions options_;
-  std::shared_ptr<GrpcWorkerCache> cache_;
+  std::shared_ptr<WorkerCacheInterface> cache_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<MasterSession>> sessions_ ABSL_GUARDED_BY(mu_);
   // The collector thread (when session_idle_timeout is set) stops when this is notified.

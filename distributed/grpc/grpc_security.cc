@@ -28,16 +28,6 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const std::string& 
   return text.str();
 }
 
-std::string HostOf(const std::string& address) {
-  std::string host = address;
-  size_t colon = address.rfind(':');
-  if (colon != std::string::npos) host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  return host;
-}
-
 constexpr char kWrongToken[] =
     "missing or wrong token: this server requires \"authorization: Bearer <token>\" metadata "
     "with the cluster's shared token (--token)";
@@ -102,11 +92,6 @@ class CoreServerCredentials final : public grpc::ServerCredentials {
 };
 
 }  // namespace
-
-bool IsLoopbackAddress(const std::string& address) {
-  std::string host = HostOf(address);
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
-}
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     const GrpcSecurityOptions& options, const std::string& address) {

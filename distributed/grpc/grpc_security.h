@@ -20,36 +20,15 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "distributed/security.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_context.h"
 
 namespace shardflow {
 
-struct GrpcSecurityOptions {
-  // Allow plaintext on a non-loopback address (servers) or to any address (clients).
-  bool plaintext = false;
-  // PEM files. A server with cert+key serves TLS; a client with ca verifies servers with it
-  // (and presents cert+key when they are given, for servers that require client certs; one
-  // without the other is an error). A server's own calls to its peers (RecvTensor) are made with
-  // the same options: give servers tls_ca_file too, or their peers are checked against the
-  // system's roots.
-  std::string tls_cert_file;
-  std::string tls_key_file;
-  std::string tls_ca_file;
-  // Server: require and verify client certificates against tls_ca_file.
-  bool require_client_cert = false;
-  // Client: the name to expect in the server's certificate instead of the host of the address
-  // (e.g. when connecting to 127.0.0.1 with a certificate for "worker0").
-  std::string tls_server_name_override;
-  // Shared secret sent as "authorization: Bearer <token>" and checked on every call.
-  std::string token;
-
-  bool tls() const { return !tls_cert_file.empty() || !tls_ca_file.empty(); }
-};
-
-// True for 127.0.0.0/8, localhost, [::1] hosts ("host:port").
-bool IsLoopbackAddress(const std::string& address);
+// The protocol-neutral options, by their gRPC-era name.
+using GrpcSecurityOptions = SecurityOptions;
 
 // Credentials for a server bound to `address`. Errors: plaintext refused (naming the address
 // and the way out), unreadable PEM files, a client CA required but not given.

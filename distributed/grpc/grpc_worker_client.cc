@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "core/platform/status.h"
 #include "distributed/grpc/grpc_status.h"
 #include "distributed/grpc/tensor_coding.h"
 #include "grpcpp/client_context.h"
@@ -159,8 +160,7 @@ void GrpcWorkerClient::CallAsync(const char* name, Method method, const Request*
 void GrpcWorkerClient::GetStatusAsync(GetStatusResponse* response, StatusCallback done,
                                       int64_t timeout_ms, bool wait_for_ready) {
   auto request = std::make_shared<GetStatusRequest>();
-  auto context =
-      NewContext(options_, timeout_ms > 0 ? timeout_ms : options_.control_timeout_ms);
+  auto context = NewContext(options_, timeout_ms > 0 ? timeout_ms : options_.control_timeout_ms);
   context->set_wait_for_ready(wait_for_ready);
   StartCall<GetStatusResponse>(
       queue_.get(), std::move(context),
@@ -198,53 +198,16 @@ void GrpcWorkerClient::AbortStepAsync(int64_t step_id, const absl::Status& statu
             [request, response, done = std::move(done)](const absl::Status& s) { done(s); });
 }
 
-namespace {
-// Waits for an async call.
-template <typename Start>
-absl::Status Wait(Start start) {
-  absl::Notification finished;
-  absl::Status result;
-  start([&](const absl::Status& s) {
-    result = s;
-    finished.Notify();
-  });
-  finished.WaitForNotification();
-  return result;
-}
-}  // namespace
-
-absl::Status GrpcWorkerClient::GetStatus(GetStatusResponse* response) {
-  return Wait([&](StatusCallback done) { GetStatusAsync(response, std::move(done)); });
-}
-
-absl::Status GrpcWorkerClient::RegisterGraph(const RegisterGraphRequest& request,
-                                             RegisterGraphResponse* response) {
-  return Wait(
-      [&](StatusCallback done) { RegisterGraphAsync(&request, response, std::move(done)); });
-}
-
-absl::Status GrpcWorkerClient::RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
-                                        int64_t timeout_ms) {
-  return Wait([&](StatusCallback done) {
-    RunGraphAsync(&request, response, timeout_ms, nullptr, std::move(done));
-  });
-}
-
-absl::Status GrpcWorkerClient::CleanupGraph(const std::string& graph_handle) {
-  CleanupGraphRequest request;
-  CleanupGraphResponse response;
-  request.set_graph_handle(graph_handle);
-  return Wait([&](StatusCallback done) {
-    CallAsync("CleanupGraph", SF_WORKER_METHOD(CleanupGraph), &request, &response,
-              options_.control_timeout_ms, nullptr, std::move(done));
-  });
+void GrpcWorkerClient::CleanupGraphAsync(const std::string& graph_handle, StatusCallback done) {
+  auto request = std::make_shared<CleanupGraphRequest>();
+  auto response = std::make_shared<CleanupGraphResponse>();
+  request->set_graph_handle(graph_handle);
+  CallAsync("CleanupGraph", SF_WORKER_METHOD(CleanupGraph), request.get(), response.get(),
+            options_.control_timeout_ms, nullptr,
+            [request, response, done = std::move(done)](const absl::Status& s) { done(s); });
 }
 
 #undef SF_WORKER_METHOD
-
-absl::Status GrpcWorkerClient::AbortStep(int64_t step_id, const absl::Status& status) {
-  return Wait([&](StatusCallback done) { AbortStepAsync(step_id, status, std::move(done)); });
-}
 
 // One RecvTensor pulled as byte ranges (Note [Ranged RecvTensor] in distributed/worker.cc). The
 // first call (GrpcWorkerClient::RecvTensorAsync) asks for the first recv_chunk_bytes; a reply
@@ -515,6 +478,16 @@ GrpcClientQueue::~GrpcClientQueue() {
 GrpcWorkerCache::GrpcWorkerCache(GrpcClientOptions options)
     : options_(std::move(options)),
       queue_(std::make_shared<GrpcClientQueue>(options_.queue_threads)) {}
+
+absl::StatusOr<std::shared_ptr<WorkerInterface>> GrpcWorkerCache::GetWorker(
+    const std::string& address, const std::string& task) {
+  SF_ASSIGN_OR_RETURN(std::shared_ptr<GrpcWorkerClient> client, GetClient(address, task));
+  return std::shared_ptr<WorkerInterface>(std::move(client));
+}
+
+std::unique_ptr<TensorTransport> GrpcWorkerCache::NewTransport() {
+  return std::make_unique<GrpcTensorTransport>(shared_from_this());
+}
 
 absl::StatusOr<std::shared_ptr<GrpcWorkerClient>> GrpcWorkerCache::GetClient(
     const std::string& address, const std::string& task) {

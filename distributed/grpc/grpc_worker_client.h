@@ -35,6 +35,7 @@
 #include "core/protos/worker.grpc.pb.h"
 #include "distributed/grpc/grpc_security.h"
 #include "distributed/transport.h"
+#include "distributed/worker_interface.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/completion_queue.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -42,25 +43,8 @@
 
 namespace shardflow {
 
-struct GrpcClientOptions {
-  GrpcSecurityOptions security;
-  int64_t control_timeout_ms = 30000;
-  // Keepalive pings on idle and busy connections: a peer that stops answering is declared
-  // unavailable after keepalive_time_ms + keepalive_timeout_ms.
-  int keepalive_time_ms = 3000;
-  int keepalive_timeout_ms = 3000;
-  // RecvTensor asks for a tensor's first recv_chunk_bytes; a larger tensor comes as ranges of
-  // that size, recv_ranges_in_flight calls at a time, each copied into the destination while
-  // the next is on the wire (Note [Ranged RecvTensor] in distributed/worker.cc). 0 = one call
-  // per tensor, whatever its size. Chosen by measurement (docs/distributed.md, "Measured
-  // transfer speed"): 4 MB x 2 beat 2 MB, 8 MB and 3 or more in flight on loopback.
-  int64_t recv_chunk_bytes = 4 << 20;
-  int recv_ranges_in_flight = 2;
-  // Threads that finish client calls (GrpcClientQueue); with gRPC's epoll engine they also read
-  // the sockets. One: a second thread polling the same queue made 64 MB pulls twice as slow on
-  // 2 vCPUs (the pollers hand the socket back and forth).
-  int queue_threads = 1;
-};
+// The protocol-neutral client options, by their gRPC-era name.
+using GrpcClientOptions = WorkerClientOptions;
 
 // Channel arguments shardflow uses on both ends: no message size limit, keepalive, fast
 // reconnection after a task restarts, and TransferChannelArguments().
@@ -91,9 +75,8 @@ class GrpcClientQueue {
   std::vector<std::thread> threads_;
 };
 
-class GrpcWorkerClient {
+class GrpcWorkerClient final : public WorkerInterface {
  public:
-  using StatusCallback = std::function<void(const absl::Status&)>;
   using TensorCallback = std::function<void(const absl::Status&, Tensor)>;
 
   // `task` may be empty; it only names the peer in errors. `queue` null = a queue of its own.
@@ -101,27 +84,18 @@ class GrpcWorkerClient {
   GrpcWorkerClient(std::string address, std::string task, std::shared_ptr<grpc::Channel> channel,
                    GrpcClientOptions options, std::shared_ptr<GrpcClientQueue> queue = nullptr);
 
-  const std::string& address() const { return address_; }
-  const std::string& task() const { return task_; }
+  const std::string& address() const override { return address_; }
+  const std::string& task() const override { return task_; }
 
-  absl::Status GetStatus(GetStatusResponse* response);
-  absl::Status RegisterGraph(const RegisterGraphRequest& request, RegisterGraphResponse* response);
-  absl::Status CleanupGraph(const std::string& graph_handle);
-  absl::Status AbortStep(int64_t step_id, const absl::Status& status);
-  // `request` and `response` are borrowed until `done`. timeout_ms 0 = no deadline. `cancel`
-  // (may be null) is borrowed until `done`.
-  void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response, int64_t timeout_ms,
-                     CallCancellation* cancel, StatusCallback done);
-  absl::Status RunGraph(const RunGraphRequest& request, RunGraphResponse* response,
-                        int64_t timeout_ms = 0);
-  // timeout_ms 0 = options.control_timeout_ms. With wait_for_ready, a task that cannot be
-  // reached yet (starting, or restarted while the channel backs off) is waited for until the
-  // deadline instead of failing at once.
+  // WorkerInterface (distributed/worker_interface.h).
   void GetStatusAsync(GetStatusResponse* response, StatusCallback done, int64_t timeout_ms = 0,
-                      bool wait_for_ready = false);
+                      bool wait_for_ready = false) override;
   void RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGraphResponse* response,
-                          StatusCallback done);
-  void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done);
+                          StatusCallback done) override;
+  void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response, int64_t timeout_ms,
+                     CallCancellation* cancel, StatusCallback done) override;
+  void CleanupGraphAsync(const std::string& graph_handle, StatusCallback done) override;
+  void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done) override;
 
   // The tensor `key` of step `step_id`, decoded into memory from `allocator` (null = CPU). A
   // tensor larger than options.recv_chunk_bytes comes as several ranged calls; `done` is called
@@ -147,7 +121,8 @@ class GrpcWorkerClient {
 };
 
 // Clients by address, one channel each, created on first use.
-class GrpcWorkerCache {
+class GrpcWorkerCache final : public WorkerCacheInterface,
+                              public std::enable_shared_from_this<GrpcWorkerCache> {
  public:
   explicit GrpcWorkerCache(GrpcClientOptions options);
   // Errors: credentials that cannot be made (plaintext to a non-loopback address without
@@ -155,6 +130,12 @@ class GrpcWorkerCache {
   absl::StatusOr<std::shared_ptr<GrpcWorkerClient>> GetClient(const std::string& address,
                                                               const std::string& task = "");
   const GrpcClientOptions& options() const { return options_; }
+
+  // WorkerCacheInterface.
+  absl::StatusOr<std::shared_ptr<WorkerInterface>> GetWorker(const std::string& address,
+                                                             const std::string& task) override;
+  // A GrpcTensorTransport over this cache (which must outlive it).
+  std::unique_ptr<TensorTransport> NewTransport() override;
 
  private:
   const GrpcClientOptions options_;

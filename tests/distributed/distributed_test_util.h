@@ -14,6 +14,7 @@
 #include "core/framework/attr_value.h"
 #include "core/framework/device_name.h"
 #include "core/platform/status.h"
+#include "distributed/grpc/grpc_worker_client.h"
 #include "distributed/server.h"
 #include "gtest/gtest.h"
 #include "partitioner/partition.h"

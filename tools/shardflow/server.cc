@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/allocator.h"
 #include "core/platform/status.h"
-#include "distributed/grpc/grpc_master_service.h"
 #include "distributed/master.h"
 #include "distributed/server.h"
 #include "tools/shardflow/flags.h"
@@ -101,18 +100,12 @@ absl::Status Serve(const ServerConfig& c) {
   options.worker.graph_idle_timeout = absl::Seconds(c.graph_idle_secs);
   options.worker.transfer_idle_timeout = absl::Seconds(c.transfer_idle_secs);
   options.worker.abandoned_step_timeout = absl::Seconds(c.step_idle_secs);
-  std::unique_ptr<GrpcMasterService> master_service;
-  if (c.master) {
-    MasterOptions master_options;
-    master_options.cluster = spec;
-    master_options.client.security = options.security;
-    master_options.max_sessions = static_cast<int>(c.max_sessions);
-    master_options.session_idle_timeout = absl::Seconds(c.session_idle_secs);
-    master_options.max_step_time = absl::Seconds(c.max_step_secs);
-    SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
-    master_service = std::make_unique<GrpcMasterService>(master, c.token);
-    options.extra_services.push_back(master_service.get());
-  }
+  options.host_master = c.master;
+  options.master.cluster = spec;
+  options.master.client.security = options.security;
+  options.master.max_sessions = static_cast<int>(c.max_sessions);
+  options.master.session_idle_timeout = absl::Seconds(c.session_idle_secs);
+  options.master.max_step_time = absl::Seconds(c.max_step_secs);
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(options));
   std::printf("shardflow server %s listening on %s (incarnation %016llx%s)\n",
               server->task_name().c_str(), server->address().c_str(),

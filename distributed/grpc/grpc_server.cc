@@ -1,0 +1,143 @@
+#include "distributed/grpc/grpc_server.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/platform/status.h"
+#include "distributed/grpc/grpc_security.h"
+#include "grpcpp/server_builder.h"
+#include "runtime/device_factory.h"
+
+namespace shardflow {
+namespace {
+
+std::string HostOf(const std::string& address) {
+  size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(0, colon);
+}
+
+// The "grpc" protocol.
+const bool kRegistered = [] {
+  Protocol grpc;
+  grpc.new_worker_cache = [](const WorkerClientOptions& options)
+      -> absl::StatusOr<std::shared_ptr<WorkerCacheInterface>> {
+    return std::shared_ptr<WorkerCacheInterface>(std::make_shared<GrpcWorkerCache>(options));
+  };
+  grpc.new_server = [](const ServerOptions& options) { return GrpcServer::Create(options); };
+  RegisterProtocol("grpc", std::move(grpc));
+  return true;
+}();
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& options) {
+  const std::string task_name = ClusterSpec::TaskName(options.job, options.task);
+  SF_ASSIGN_OR_RETURN(const std::string bind, ServerBindAddress(options));
+  if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "server for task ", task_name, ": max_message_bytes ", options.max_message_bytes,
+        " is not in [1, 2^31 - 1] (gRPC's largest message)"));
+  }
+  auto credentials = MakeServerCredentials(options.security, bind);
+  if (!credentials.ok()) {
+    return absl::Status(
+        credentials.status().code(),
+        absl::StrCat("server for task ", task_name, ": ", credentials.status().message()));
+  }
+
+  std::unique_ptr<GrpcServer> server(new GrpcServer());
+  SF_ASSIGN_OR_RETURN(server->devices_,
+                      DeviceFactory::CreateDevices(options.config, options.job, options.task));
+  std::vector<Device*> devices;
+  for (auto& d : server->devices_) devices.push_back(d.get());
+  WorkerClientOptions client_options;
+  client_options.security = options.security;
+  server->cache_ = std::make_shared<GrpcWorkerCache>(client_options);
+  server->transport_ = server->cache_->NewTransport();
+  WorkerOptions worker_options = options.worker;
+  if (worker_options.known_cluster.empty()) {
+    worker_options.known_cluster = options.cluster.TaskAddresses();
+  }
+  server->worker_ = std::make_unique<Worker>(
+      task_name, devices, server->transport_.get(),
+      options.incarnation != 0 ? options.incarnation : NewIncarnation(), worker_options);
+  server->service_ =
+      std::make_unique<GrpcWorkerService>(server->worker_.get(), options.security.token);
+  if (options.host_master) {
+    MasterOptions master_options = options.master;
+    if (master_options.cluster.tasks().empty()) master_options.cluster = options.cluster;
+    // The master's calls get channels of their own (the worker's carry the tensors), with the
+    // server's security unless the master was given its own.
+    const SecurityOptions& own = master_options.client.security;
+    if (own.token.empty() && !own.tls() && !own.plaintext) {
+      master_options.client.security = options.security;
+    }
+    SF_ASSIGN_OR_RETURN(server->master_, Master::Create(master_options));
+    server->master_service_ =
+        std::make_unique<GrpcMasterService>(server->master_, options.security.token);
+  }
+
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(bind, *credentials, &port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(-1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  for (const auto& [name, value] : TransferChannelArguments()) {
+    builder.AddChannelArgument(name, value);
+  }
+  builder.RegisterService(server->service_->service());
+  if (server->master_service_ != nullptr) builder.RegisterService(server->master_service_.get());
+  server->service_->AddCompletionQueues(&builder, options.num_threads);
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
+    server->service_->Shutdown();
+    return absl::UnavailableError(
+        absl::StrCat("server for task ", task_name, ": could not listen on ", bind,
+                     " (in use, or not an address of this host); pick another port or 0"));
+  }
+  server->address_ = absl::StrCat(HostOf(bind), ":", port);
+  server->service_->Start();
+  if (options.gc_interval > absl::ZeroDuration()) {
+    GrpcServer* raw = server.get();
+    const absl::Duration every = options.gc_interval;
+    server->collector_ = std::thread([raw, every] {
+      while (!raw->stop_collecting_.WaitForNotificationWithTimeout(every)) {
+        raw->worker_->CollectGarbage(absl::Now());
+      }
+    });
+  }
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+GrpcServer::~GrpcServer() { Shutdown(); }
+
+void GrpcServer::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  stop_collecting_.Notify();
+  if (collector_.joinable()) collector_.join();
+  // Every step's pending call gets its reply before the server stops; then no handler runs.
+  if (worker_ != nullptr) worker_->Shutdown();
+  if (service_ != nullptr) service_->StopAccepting();
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+  if (service_ != nullptr) service_->Shutdown();
+}
+
+void GrpcServer::Wait() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&shut_down_));
+}
+
+std::vector<Device*> GrpcServer::devices() const {
+  std::vector<Device*> out;
+  for (const auto& d : devices_) out.push_back(d.get());
+  return out;
+}
+
+}  // namespace shardflow
