@@ -325,6 +325,10 @@ absl::StatusOr<std::pair<std::string, Tensor>> ReadVariable(CheckpointReader& in
   }
 
   const std::string where = absl::StrCat(var, " in checkpoint '", path, "'");
+  if (name.empty()) {  // SaveCheckpoint never writes one
+    return absl::InvalidArgumentError(
+        absl::StrCat(ordinal, " in checkpoint '", path, "' has an empty name"));
+  }
   if (!known) {
     return absl::InvalidArgumentError(absl::StrCat(where, " has unknown dtype code ", dtype_code,
                                                    "; this build knows ", KnownDataTypes()));

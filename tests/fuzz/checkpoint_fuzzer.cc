@@ -67,9 +67,10 @@ uint64_t Get(const std::string& s, size_t pos, int bytes) {
   return v;
 }
 
-void PutCrc(std::string* s, size_t pos, size_t begin) {
+// Writes at `pos` the CRC of bytes [begin, end).
+void PutCrc(std::string* s, size_t pos, size_t begin, size_t end) {
   uint32_t crc = static_cast<uint32_t>(
-      crc32_z(0, reinterpret_cast<const Bytef*>(s->data() + begin), pos - begin));
+      crc32_z(0, reinterpret_cast<const Bytef*>(s->data() + begin), end - begin));
   for (int i = 0; i < 4; ++i) (*s)[pos + i] = static_cast<char>(crc >> (8 * i));
 }
 
@@ -78,7 +79,7 @@ void PutCrc(std::string* s, size_t pos, size_t begin) {
 std::string WithChecksumsFixed(std::string s) {
   constexpr size_t kHeader = 8 + 4 + 8;
   if (s.size() < kHeader + 4) return s;
-  PutCrc(&s, kHeader, 0);
+  PutCrc(&s, kHeader, 0, kHeader);
   const uint64_t count = Get(s, 12, 8);
   size_t pos = kHeader + 4;
   for (uint64_t v = 0; v < count; ++v) {
@@ -92,10 +93,10 @@ std::string WithChecksumsFixed(std::string s) {
     if (!skip(Get(s, pos - 4, 4)) || !skip(8)) return s;            // name, dtype and rank
     if (!skip(Get(s, pos - 4, 4) * 8) || !skip(8)) return s;        // dims, data length
     if (!skip(Get(s, pos - 8, 8)) || s.size() - pos < 4) return s;  // data
-    PutCrc(&s, pos, begin);
+    PutCrc(&s, pos, begin, pos);
     pos += 4;
   }
-  if (s.size() - pos >= 12) PutCrc(&s, pos + 8, 0);
+  if (s.size() - pos >= 12) PutCrc(&s, pos + 8, 0, pos);  // every byte before the trailer
   return s;
 }
 
