@@ -61,6 +61,9 @@ struct ServerOptions {
   int64_t max_message_bytes = int64_t{1} << 30;
   // The worker's limits and timeouts. known_cluster is filled from `cluster` when left empty.
   WorkerOptions worker;
+  // A tensor its receiver pulls in parts (a transport's ranged transfer) and stopped pulling
+  // part-way is freed after this long, its step aborted. Zero = never.
+  absl::Duration transfer_idle_timeout = absl::Seconds(60);
   // How often idle graphs and abandoned steps are collected. Zero = never (tests).
   absl::Duration gc_interval = absl::Seconds(1);
   // Host a master too (clients open sessions at the server's address). Its cluster and its

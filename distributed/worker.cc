@@ -297,13 +297,9 @@ void Worker::MaybeRetireLocked(int64_t step_id) {
   if (it == steps_.end()) return;
   Step& step = it->second;
   absl::Status status = step.rendezvous->status();
-  if (!status.ok()) step.partly_served.clear();  // an aborted step's tensors go at once
   if (step.running > 0) return;
   // A served tensor's waiter leaves the rendezvous before the serve is released.
-  if (status.ok() &&
-      (step.serving > 0 || !step.rendezvous->Idle() || !step.partly_served.empty())) {
-    return;
-  }
+  if (status.ok() && (step.serving > 0 || !step.rendezvous->Idle())) return;
   steps_.erase(it);
   retired_[step_id] = status;
   retired_order_.push_back(step_id);
@@ -448,128 +444,52 @@ absl::Status Worker::CheckServedKey(const std::string& key) const {
 }
 
 void Worker::RecvTensorAsync(int64_t step_id, const std::string& key, TensorCallback done) {
-  RecvTensorRangeAsync(step_id, key, ByteRange(),
-                       [done = std::move(done)](const absl::Status& s, const Tensor& t,
-                                                const ByteRange&) { done(s, t); });
-}
-
-// Note [Ranged RecvTensor]
-// A unary reply reaches the receiver whole, so its copy into the destination tensor (~20% of a
-// 64 MB call on loopback) cannot start before the last byte has arrived. A receiver therefore
-// pulls a large tensor as byte ranges, a few calls in flight at once, and copies each range
-// while the next ones are still on the wire (GrpcWorkerClient::RecvTensorAsync). The first
-// ranged call takes the tensor from the rendezvous as a whole call would; the tensor then waits
-// in Step::partly_served for the other ranges. Each byte is served at most once, so the worker
-// knows when the last range has gone and drops the tensor without the receiver having to say
-// so; a range that overlaps one already served is an error (a confused or hostile peer), as is
-// one outside the tensor. A step holding such a tensor is not idle, so it is not retired until
-// every range was served or the step is aborted; abort drops the tensors at once.
-absl::Status Worker::ServeRangeLocked(Step* step, const std::string& key, ByteRange* range) {
-  auto it = step->partly_served.find(key);
-  PartlyServed& kept = it->second;
-  const int64_t total = static_cast<int64_t>(kept.tensor.TotalBytes());
-  if (range->offset >= 0 && range->offset < total) {
-    range->length = std::min(range->length, total - range->offset);
-  }
-  if (range->offset < 0 || range->offset >= total || range->length <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "RecvTensor of '", key, "' on task ", task_, ": byte range starting at ", range->offset,
-        " (length ", range->length, ") is not inside the tensor's ", total, " bytes"));
-  }
-  const int64_t end = range->offset + range->length;
-  auto next = kept.served.upper_bound(range->offset);
-  const bool overlaps_before =
-      next != kept.served.begin() && std::prev(next)->second > range->offset;
-  const bool overlaps_after = next != kept.served.end() && next->first < end;
-  if (overlaps_before || overlaps_after) {
-    return absl::InvalidArgumentError(absl::StrCat("RecvTensor of '", key, "' on task ", task_,
-                                                   ": bytes [", range->offset, ", ", end,
-                                                   ") were already served, in part or whole"));
-  }
-  kept.served[range->offset] = end;
-  kept.bytes_left -= range->length;
-  step->last_activity = absl::Now();
-  // The reply holds its own reference to the tensor until gRPC has written it out.
-  if (kept.bytes_left == 0) step->partly_served.erase(it);
-  return absl::OkStatus();
-}
-
-void Worker::RecvTensorRangeAsync(int64_t step_id, const std::string& key, ByteRange range,
-                                  RangeCallback done) {
   absl::Status status = CheckServedKey(key);
-  if (status.ok() &&
-      (range.offset < 0 || range.length < 0 || (range.length == 0 && range.offset != 0))) {
-    status = absl::InvalidArgumentError(absl::StrCat(
-        "RecvTensor of '", key, "': byte range offset ", range.offset, " length ", range.length,
-        " is invalid (length 0 asks for the whole tensor, at offset 0)"));
-  }
   if (!status.ok()) {
-    done(status, Tensor(), range);
+    done(status, Tensor());
     return;
   }
   std::shared_ptr<RemoteRendezvous> rendezvous;
-  bool acquired = false;
-  bool from_kept = false;
-  Tensor kept;
   {
     absl::MutexLock lock(&mu_);
-    auto step_rendezvous = AcquireStep(step_id, /*run=*/false);
-    if (!step_rendezvous.ok()) {
-      status = step_rendezvous.status();
+    auto acquired = AcquireStep(step_id, /*run=*/false);
+    if (!acquired.ok()) {
+      status = acquired.status();
     } else {
-      acquired = true;
-      rendezvous = *step_rendezvous;
-      Step& step = steps_[step_id];
-      auto it = step.partly_served.find(key);
-      if (range.length > 0 && it != step.partly_served.end()) {
-        from_kept = true;
-        status = rendezvous->status();
-        if (status.ok()) {
-          kept = it->second.tensor;
-          status = ServeRangeLocked(&step, key, &range);
-        }
-      }
+      rendezvous = *acquired;
     }
   }
-  if (!acquired) {
-    done(status, Tensor(), range);
+  if (!status.ok()) {
+    done(status, Tensor());
     return;
   }
-  if (from_kept) {
-    done(status, status.ok() ? kept : Tensor(), range);
-    ReleaseStep(step_id, /*run=*/false);
-    return;
+  rendezvous->RecvLocalAsync(
+      key, [this, step_id, done = std::move(done)](const absl::Status& s, const Tensor& t) {
+        done(s, t);
+        ReleaseStep(step_id, /*run=*/false);
+      });
+}
+
+absl::Status Worker::StepStatus(int64_t step_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = steps_.find(step_id);
+  if (it != steps_.end()) return it->second.rendezvous->status();
+  auto retired = retired_.find(step_id);
+  return retired != retired_.end() ? retired->second : absl::OkStatus();
+}
+
+void Worker::SetAbortListener(AbortListener listener) {
+  absl::MutexLock lock(&mu_);
+  abort_listener_ = std::move(listener);
+}
+
+void Worker::NotifyAbort(int64_t step_id, const absl::Status& status) {
+  AbortListener listener;
+  {
+    absl::MutexLock lock(&mu_);
+    listener = abort_listener_;
   }
-  rendezvous->RecvLocalAsync(key, [this, step_id, key, range, done = std::move(done)](
-                                      const absl::Status& s, const Tensor& t) mutable {
-    absl::Status status = s;
-    const int64_t total = s.ok() ? static_cast<int64_t>(t.TotalBytes()) : 0;
-    if (!s.ok() || t.dtype() == DT_STRING || range.length == 0 ||
-        (range.offset == 0 && range.length >= total)) {
-      range = ByteRange();  // the whole tensor
-    } else {
-      absl::MutexLock lock(&mu_);
-      // Gone only when the step was aborted (and retired) since the tensor was handed over.
-      auto it = steps_.find(step_id);
-      auto retired = retired_.find(step_id);
-      if (it != steps_.end()) {
-        status = it->second.rendezvous->status();
-      } else if (retired != retired_.end()) {
-        status = retired->second;
-      }
-      if (it == steps_.end() && status.ok()) {
-        status = absl::AbortedError(absl::StrCat("step ", step_id, " ended on task ", task_));
-      }
-      if (status.ok()) {
-        PartlyServed& kept = it->second.partly_served[key];
-        kept.tensor = t;
-        kept.bytes_left = total;
-        status = ServeRangeLocked(&it->second, key, &range);
-      }
-    }
-    done(status, status.ok() ? t : Tensor(), range);
-    ReleaseStep(step_id, /*run=*/false);
-  });
+  if (listener) listener(step_id, status);
 }
 
 absl::Status Worker::CleanupGraph(const std::string& graph_handle) {
@@ -585,9 +505,19 @@ void Worker::AbortStep(int64_t step_id, const absl::Status& status) {
   absl::Status abort =
       status.ok() ? absl::CancelledError(absl::StrCat("step ", step_id, " was aborted")) : status;
   std::shared_ptr<RemoteRendezvous> rendezvous;
+  bool retired = false;
   {
     absl::MutexLock lock(&mu_);
-    if (retired_.count(step_id) > 0) return;  // finished or aborted already
+    retired = retired_.count(step_id) > 0;  // finished or aborted already
+  }
+  if (retired) {
+    // Its tensors may still be on their way out through the transport: it drops them.
+    NotifyAbort(step_id, abort);
+    return;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (retired_.count(step_id) > 0) return;
     auto it = steps_.find(step_id);
     // An abort for an unknown step is remembered (a RunGraph of it may still arrive), but
     // never grows the table past its limit.
@@ -601,8 +531,11 @@ void Worker::AbortStep(int64_t step_id, const absl::Status& status) {
     rendezvous = step.rendezvous;
   }
   rendezvous->StartAbort(abort);  // outside the lock: waiters' callbacks release the step
-  absl::MutexLock lock(&mu_);
-  MaybeRetireLocked(step_id);
+  {
+    absl::MutexLock lock(&mu_);
+    MaybeRetireLocked(step_id);
+  }
+  NotifyAbort(step_id, abort);
 }
 
 void Worker::Shutdown() {
@@ -652,16 +585,13 @@ void Worker::CollectGarbage(absl::Time now) {
     for (const auto& [id, step] : steps_) {
       if (step.running > 0) continue;
       const absl::Duration idle = now - step.last_activity;
-      const bool transfer = !step.partly_served.empty() &&
-                            options_.transfer_idle_timeout > absl::ZeroDuration() &&
-                            idle > options_.transfer_idle_timeout;
-      const bool orphan = options_.abandoned_step_timeout > absl::ZeroDuration() &&
-                          idle > options_.abandoned_step_timeout;
-      if (!transfer && !orphan) continue;
-      absl::Status status = absl::AbortedError(
-          absl::StrCat("step ", id, " on task ", task_, " was abandoned: ",
-                       transfer ? "a ranged RecvTensor stopped part-way" : "nothing ran or used it",
-                       " for ", absl::FormatDuration(idle), "; its tensors were freed"));
+      if (options_.abandoned_step_timeout <= absl::ZeroDuration() ||
+          idle <= options_.abandoned_step_timeout) {
+        continue;
+      }
+      absl::Status status = absl::AbortedError(absl::StrCat(
+          "step ", id, " on task ", task_, " was abandoned: nothing ran or used it for ",
+          absl::FormatDuration(idle), "; its tensors were freed"));
       LOG(INFO) << task_ << ": " << status.message();
       step.cancelled->store(true);
       abandoned.push_back({id, step.rendezvous, status});
@@ -669,16 +599,12 @@ void Worker::CollectGarbage(absl::Time now) {
   }
   for (Abandoned& a : abandoned) {
     a.rendezvous->StartAbort(a.status);  // outside the lock: waiters' callbacks release the step
-    absl::MutexLock lock(&mu_);
-    MaybeRetireLocked(a.step_id);
+    {
+      absl::MutexLock lock(&mu_);
+      MaybeRetireLocked(a.step_id);
+    }
+    NotifyAbort(a.step_id, a.status);
   }
-}
-
-int Worker::num_partly_served() const {
-  absl::MutexLock lock(&mu_);
-  int n = 0;
-  for (const auto& [id, step] : steps_) n += static_cast<int>(step.partly_served.size());
-  return n;
 }
 
 int Worker::num_active_steps() const {

@@ -7,7 +7,6 @@
 //   worker.RegisterGraph(request, &response);        // partitions -> executors, once per graph
 //   worker.RunGraphAsync(&run_request, &run_response, done);   // one step of this task's part
 //   worker.RecvTensorAsync(step_id, key, done);      // a peer pulls a tensor of a local _Send
-//   worker.RecvTensorRangeAsync(step_id, key, {offset, length}, done);  // ... a part of it
 //   worker.AbortStep(step_id, status);               // every pending recv of the step fails
 //   worker.CollectGarbage(absl::Now());              // the server calls this every second
 //
@@ -25,15 +24,11 @@
 // the server knows the cluster (WorkerOptions::known_cluster), a request must agree with it. A
 // step id is bound to the session of the first graph that runs it. Graph handles are random.
 //
-// Ranged serving (Note [Ranged RecvTensor] in worker.cc). A peer may pull a large tensor as
-// several byte ranges, several in flight at once. The first range takes the tensor from the
-// rendezvous; the step then keeps it until every byte has been served (each at most once), and
-// a step with such a tensor is not retired unless aborted. Aborting the step drops it (a reply
-// already being written keeps its own reference until gRPC is done with it).
+// A transport that pulls a tensor in parts (gRPC's ranged RecvTensor) keeps it itself once
+// RecvTensorAsync has handed it over; it learns of aborted steps through the abort listener.
 //
 // Collection. CollectGarbage drops registered graphs that no step has run for
-// graph_idle_timeout, and aborts steps that nothing runs here and nothing has touched for a
-// while: transfer_idle_timeout when a ranged transfer was abandoned part-way, else
+// graph_idle_timeout, and aborts steps that nothing runs here and nothing has touched for
 // abandoned_step_timeout (tensors sent for a receiver that never came). Each collection is
 // logged.
 //
@@ -77,9 +72,6 @@ struct WorkerOptions {
   // A graph no step has run for this long is dropped (its master gets NOT_FOUND and
   // registers it again). Zero = never.
   absl::Duration graph_idle_timeout = absl::Hours(2);
-  // A step nothing runs here whose ranged transfer has had no range pulled for this long is
-  // aborted and its kept tensor freed. Zero = never.
-  absl::Duration transfer_idle_timeout = absl::Seconds(60);
   // A step nothing runs here and nothing has touched for this long (a sent tensor whose
   // receiver never came) is aborted. Zero = never.
   absl::Duration abandoned_step_timeout = absl::Minutes(10);
@@ -89,15 +81,8 @@ class Worker {
  public:
   using StatusCallback = std::function<void(const absl::Status&)>;
   using TensorCallback = std::function<void(const absl::Status&, const Tensor&)>;
-  // A byte range of a served tensor. length 0 = the whole tensor.
-  struct ByteRange {
-    int64_t offset = 0;
-    int64_t length = 0;
-  };
-  // `range` is what to send of `tensor`: length 0 = all of it (the tensor is small enough, a
-  // DT_STRING, or the request asked for all of it), else a range inside it.
-  using RangeCallback =
-      std::function<void(const absl::Status&, const Tensor&, const ByteRange& range)>;
+  // Told of every step aborted here (AbortStep, a deadline, collection), with the status.
+  using AbortListener = std::function<void(int64_t step_id, const absl::Status& status)>;
 
   // `task`: "/job:J/replica:0/task:T". `devices` and `transport` are borrowed and must outlive
   // the worker. `incarnation` must be nonzero and differ between runs of the process (the
@@ -132,13 +117,12 @@ class Worker {
   // for another incarnation, the step's abort status, a step that already finished here.
   void RecvTensorAsync(int64_t step_id, const std::string& key, TensorCallback done);
 
-  // Serves bytes [range.offset, range.offset + range.length) of the tensor, cut at its end
-  // (range.length 0 = all of it, as RecvTensorAsync). `done` gets the tensor and the range to
-  // send: the whole tensor when the range covers it or the tensor is DT_STRING. Errors, besides
-  // RecvTensorAsync's: INVALID_ARGUMENT for a range that starts outside the tensor or overlaps
-  // bytes already served; the tensor stays for the ranges still to come.
-  void RecvTensorRangeAsync(int64_t step_id, const std::string& key, ByteRange range,
-                            RangeCallback done);
+  // OK while step `step_id` runs or is unknown here; the status it was aborted with, or ended
+  // with when it failed.
+  absl::Status StepStatus(int64_t step_id) const;
+
+  // Sets the one listener told of aborted steps (before serving; replaces an earlier one).
+  void SetAbortListener(AbortListener listener);
 
   // Drops a registered graph; running steps keep their executors until they end.
   absl::Status CleanupGraph(const std::string& graph_handle);
@@ -157,8 +141,6 @@ class Worker {
   // For tests and monitoring.
   int num_active_steps() const;
   int num_registered_graphs() const;
-  // Tensors kept for ranged transfers, over all steps.
-  int num_partly_served() const;
 
  private:
   // Task name -> address, as one RegisterGraphRequest gave them.
@@ -175,17 +157,10 @@ class Worker {
     absl::Time last_used;
     int running = 0;
   };
-  // A tensor taken from the rendezvous by a ranged RecvTensor, kept until all of it is served.
-  struct PartlyServed {
-    Tensor tensor;
-    std::map<int64_t, int64_t> served;  // offset -> end of every range served so far
-    int64_t bytes_left = 0;
-  };
   struct Step {
     std::shared_ptr<RemoteRendezvous> rendezvous;
     int running = 0;  // RunGraph calls of this step still running here
     int serving = 0;  // peers' RecvTensor calls waiting on this step
-    std::map<std::string, PartlyServed> partly_served;  // by rendezvous key
     // Set by the first RunGraph of the step: whose step it is and where its peers are.
     std::string session_handle;
     std::shared_ptr<const TaskAddresses> cluster;
@@ -209,9 +184,7 @@ class Worker {
   absl::Status CheckClusterAddresses(const RegisterGraphRequest& request) const;
   // OK when `key` may be served by this task (well formed, sent here, this incarnation).
   absl::Status CheckServedKey(const std::string& key) const;
-  // Serves `range` of the tensor of `key` kept in `step`; drops it when all bytes are served.
-  absl::Status ServeRangeLocked(Step* step, const std::string& key, ByteRange* range)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void NotifyAbort(int64_t step_id, const absl::Status& status);
   Device* FindDevice(const std::string& name) const;
 
   const std::string task_;
@@ -229,6 +202,7 @@ class Worker {
   absl::flat_hash_map<int64_t, absl::Status> retired_ ABSL_GUARDED_BY(mu_);
   // RunGraph and serve callbacks still to come (Shutdown waits for 0).
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  AbortListener abort_listener_ ABSL_GUARDED_BY(mu_);
   // Ends steps at RunGraphRequest.timeout_ms. Last member: destroyed (joined) first, while the
   // state its callbacks touch is still there.
   Timer deadlines_{"step deadlines"};

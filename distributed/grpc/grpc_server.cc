@@ -59,8 +59,8 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
   server->worker_ = std::make_unique<Worker>(
       task_name, devices, server->transport_.get(),
       options.incarnation != 0 ? options.incarnation : NewIncarnation(), worker_options);
-  server->service_ =
-      std::make_unique<GrpcWorkerService>(server->worker_.get(), options.security.token);
+  server->service_ = std::make_unique<GrpcWorkerService>(
+      server->worker_.get(), options.security.token, options.transfer_idle_timeout);
   if (options.host_master) {
     MasterOptions master_options = options.master;
     if (master_options.cluster.tasks().empty()) master_options.cluster = options.cluster;
@@ -104,6 +104,7 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
     server->collector_ = std::thread([raw, every] {
       while (!raw->stop_collecting_.WaitForNotificationWithTimeout(every)) {
         raw->worker_->CollectGarbage(absl::Now());
+        raw->service_->CollectGarbage(absl::Now());
       }
     });
   }

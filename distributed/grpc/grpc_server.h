@@ -34,6 +34,7 @@ class GrpcServer final : public Server {
   std::vector<Device*> devices() const override;
   std::shared_ptr<WorkerCacheInterface> worker_cache() const override { return cache_; }
   Master* master() const override { return master_.get(); }
+  GrpcWorkerService* worker_service() const { return service_.get(); }
 
  private:
   GrpcServer() = default;

@@ -160,10 +160,17 @@ absl::Status CancelledByClient(const std::string& what, int64_t step_id, const s
 
 }  // namespace
 
-GrpcWorkerService::GrpcWorkerService(Worker* worker, std::string token)
-    : worker_(worker), token_(std::move(token)) {}
+GrpcWorkerService::GrpcWorkerService(Worker* worker, std::string token,
+                                     absl::Duration transfer_idle_timeout)
+    : worker_(worker), token_(std::move(token)), ranged_(worker, transfer_idle_timeout) {
+  worker_->SetAbortListener(
+      [this](int64_t step_id, const absl::Status& status) { ranged_.DropStep(step_id, status); });
+}
 
-GrpcWorkerService::~GrpcWorkerService() { Shutdown(); }
+GrpcWorkerService::~GrpcWorkerService() {
+  Shutdown();
+  worker_->SetAbortListener(nullptr);
+}
 
 void GrpcWorkerService::AddCompletionQueues(grpc::ServerBuilder* builder, int num_threads) {
   for (int i = 0; i < std::max(1, num_threads); ++i) cqs_.push_back(builder->AddCompletionQueue());
@@ -234,12 +241,13 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
       });
 
   using RecvCall = UnaryCall<RecvTensorRequest, grpc::ByteBuffer>;
+  RangedRecvTensorServer* ranged = &ranged_;
   RecvCall::Post(
       this, cq, "RecvTensor",
       [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
         s->RequestRecvTensor(ctx, req, resp, q, q, tag);
       },
-      [](RecvCall* call) {
+      [ranged](RecvCall* call) {
         const RecvTensorRequest& request = call->request();
         if (request.rendezvous_key().empty()) {
           call->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -253,17 +261,17 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
         });
         // When the tensor is already there this runs inline, on this queue's thread: the
         // reply is written without another thread hop (the small-tensor round trip).
-        worker->RecvTensorRangeAsync(
-            step_id, request.rendezvous_key(), {request.offset(), request.length()},
-            [call](const absl::Status& status, const Tensor& tensor,
-                   const Worker::ByteRange& range) {
-              if (status.ok()) {
-                *call->response() = range.length == 0
-                                        ? EncodeTensor(tensor)
-                                        : EncodeTensorRange(tensor, range.offset, range.length);
-              }
-              call->Finish(status);
-            });
+        ranged->Serve(step_id, request.rendezvous_key(), {request.offset(), request.length()},
+                      [call](const absl::Status& status, const Tensor& tensor,
+                             const RangedRecvTensorServer::ByteRange& range) {
+                        if (status.ok()) {
+                          *call->response() =
+                              range.length == 0
+                                  ? EncodeTensor(tensor)
+                                  : EncodeTensorRange(tensor, range.offset, range.length);
+                        }
+                        call->Finish(status);
+                      });
       });
 
   using CleanupCall = UnaryCall<CleanupGraphRequest, CleanupGraphResponse>;

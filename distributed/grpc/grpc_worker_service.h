@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/protos/worker.grpc.pb.h"
+#include "distributed/grpc/ranged_recv_tensor.h"
 #include "distributed/worker.h"
 #include "grpcpp/server_builder.h"
 
@@ -41,7 +42,10 @@ class GrpcWorkerService {
               WorkerService::WithRawMethod_AbortStep<WorkerService::Service>>>>>>;
 
   // `worker` is borrowed and must outlive the service. `token` empty = no token check.
-  GrpcWorkerService(Worker* worker, std::string token);
+  // `transfer_idle_timeout`: a tensor pulled in ranges whose receiver stopped part-way is freed
+  // after this long (RangedRecvTensorServer; zero = never).
+  GrpcWorkerService(Worker* worker, std::string token,
+                    absl::Duration transfer_idle_timeout = absl::Seconds(60));
   ~GrpcWorkerService();
 
   grpc::Service* service() { return &service_; }
@@ -57,6 +61,9 @@ class GrpcWorkerService {
 
   Worker* worker() const { return worker_; }
   const std::string& token() const { return token_; }
+  RangedRecvTensorServer* ranged() { return &ranged_; }
+  // Frees abandoned ranged transfers (the server's collector calls this).
+  void CollectGarbage(absl::Time now) { ranged_.CollectGarbage(now); }
 
  private:
   void PostRequests(grpc::ServerCompletionQueue* cq);
@@ -64,6 +71,7 @@ class GrpcWorkerService {
 
   Worker* const worker_;
   const std::string token_;
+  RangedRecvTensorServer ranged_;
   AsyncService service_;
   std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs_;
   std::vector<std::thread> threads_;

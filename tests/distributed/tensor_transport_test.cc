@@ -9,6 +9,7 @@
 
 #include "core/framework/attr_value.h"
 #include "core/framework/tensor_util.h"
+#include "distributed/grpc/grpc_server.h"
 #include "distributed/grpc/tensor_coding.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
@@ -282,14 +283,15 @@ TEST_F(TensorTransportTest, AnAbandonedRangedPullIsFreedByTheCollector) {
   r.set_length(1 << 20);
   grpc::ByteBuffer response;
   ASSERT_TRUE(RawRecvTensor(&stub, r, &response).ok());
-  Worker* worker = server_->worker();
-  EXPECT_EQ(worker->num_partly_served(), 1);
+  RangedRecvTensorServer* ranged =
+      static_cast<GrpcServer*>(server_.get())->worker_service()->ranged();
+  EXPECT_EQ(ranged->num_kept(), 1);
   // Not yet idle long enough: kept.
-  worker->CollectGarbage(absl::Now() + absl::Seconds(1));
-  EXPECT_EQ(worker->num_partly_served(), 1);
-  worker->CollectGarbage(absl::Now() + WorkerOptions().transfer_idle_timeout + absl::Seconds(1));
-  EXPECT_EQ(worker->num_partly_served(), 0);
-  EXPECT_EQ(test::ActiveStepsAfterSettling(worker), 0);
+  ranged->CollectGarbage(absl::Now() + absl::Seconds(1));
+  EXPECT_EQ(ranged->num_kept(), 1);
+  ranged->CollectGarbage(absl::Now() + ServerOptions().transfer_idle_timeout + absl::Seconds(1));
+  EXPECT_EQ(ranged->num_kept(), 0);
+  EXPECT_EQ(test::ActiveStepsAfterSettling(server_->worker()), 0);
   // The receiver, if it comes back, learns why.
   r.set_offset(1 << 20);
   grpc::Status late = RawRecvTensor(&stub, r, &response);

@@ -98,7 +98,7 @@ absl::Status Serve(const ServerConfig& c) {
   options.max_message_bytes = c.max_message_mb << 20;
   options.worker.max_registered_graphs = static_cast<int>(c.max_graphs);
   options.worker.graph_idle_timeout = absl::Seconds(c.graph_idle_secs);
-  options.worker.transfer_idle_timeout = absl::Seconds(c.transfer_idle_secs);
+  options.transfer_idle_timeout = absl::Seconds(c.transfer_idle_secs);
   options.worker.abandoned_step_timeout = absl::Seconds(c.step_idle_secs);
   options.host_master = c.master;
   options.master.cluster = spec;
