@@ -30,6 +30,7 @@
 #include "core/framework/attr_value.h"
 #include "core/framework/rendezvous.h"
 #include "core/platform/status.h"
+#include "distributed/grpc/grpc_poll_strategy.h"
 #include "distributed/grpc/grpc_worker_client.h"
 #include "distributed/server.h"
 
@@ -223,6 +224,7 @@ int main(int argc, char** argv) {
   bool serve = false, json = false;
   std::string only;
   int rounds = 15;
+  std::string poll_strategy = shardflow::kDefaultGrpcPollStrategy;
   // Defaults are the library's; the flags let one binary compare settings side by side.
   shardflow::GrpcClientOptions client_options;
   for (int i = 1; i < argc; ++i) {
@@ -239,6 +241,13 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) rounds = std::max(1, std::atoi(argv[i] + 9));
     if (std::strcmp(argv[i], "--serve") == 0) serve = true;
     if (std::strcmp(argv[i], "--json") == 0) json = true;
+    if (std::strncmp(argv[i], "--poll_strategy=", 16) == 0) poll_strategy = argv[i] + 16;
+  }
+  // Before any gRPC object: the benchmark measures the strategy a server uses.
+  absl::Status poll = shardflow::ChooseGrpcPollStrategy(poll_strategy);
+  if (!poll.ok()) {
+    std::fprintf(stderr, "transfer_benchmark: %s\n", std::string(poll.message()).c_str());
+    return 2;
   }
   return serve ? shardflow::Serve() : shardflow::Run(argv[0], json, only, rounds, client_options);
 }

@@ -57,6 +57,9 @@ struct ServerOptions {
   SecurityOptions security;
   // Threads of the protocol's server (for gRPC: completion-queue pollers of WorkerService).
   int num_threads = 2;
+  // gRPC only: its I/O polling strategy ("poll", "epoll1", "" = gRPC's default), applied when
+  // it is the first gRPC object of the process (distributed/grpc/grpc_poll_strategy.h).
+  std::string grpc_poll_strategy = "poll";
   // The largest request the server reads (RESOURCE_EXHAUSTED beyond it).
   int64_t max_message_bytes = int64_t{1} << 30;
   // The worker's limits and timeouts. known_cluster is filled from `cluster` when left empty.

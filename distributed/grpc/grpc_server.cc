@@ -2,7 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/platform/status.h"
+#include "distributed/grpc/grpc_poll_strategy.h"
 #include "distributed/grpc/grpc_security.h"
+#include "glog/logging.h"
 #include "grpcpp/server_builder.h"
 #include "runtime/device_factory.h"
 
@@ -30,6 +32,9 @@ const bool kRegistered = [] {
 
 absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& options) {
   const std::string task_name = ClusterSpec::TaskName(options.job, options.task);
+  absl::Status poll = ChooseGrpcPollStrategy(options.grpc_poll_strategy);
+  if (absl::IsInvalidArgument(poll)) return poll;
+  if (!poll.ok()) LOG(WARNING) << "server for task " << task_name << ": " << poll.message();
   SF_ASSIGN_OR_RETURN(const std::string bind, ServerBindAddress(options));
   if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
