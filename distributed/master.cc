@@ -770,9 +770,8 @@ class ClusterSession final : public Session {
                                         outputs != nullptr ? outputs : &out, metadata));
     return absl::OkStatus();
   }
-  std::vector<DeviceAttributes> ListDevices() const override {
-    auto devices = master_->ListDevices();
-    return devices.ok() ? *devices : std::vector<DeviceAttributes>();
+  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() const override {
+    return master_->ListDevices();
   }
   absl::Status Close() override {
     std::string handle;

@@ -1,6 +1,6 @@
 // The cost model behind the `cost` placement policy and the placement simulator.
 //
-//   Cluster cluster = Cluster::ForDevices(session->ListDevices());       // or FromJsonFile
+//   Cluster cluster = Cluster::ForDevices(*session->ListDevices());      // or FromJsonFile
 //   CostModel costs;                                                     // analytic estimates
 //   costs.AddStepStats(metadata.step_stats(), cluster);                  // refined by a run
 //   SF_ASSIGN_OR_RETURN(SimGraph sim, BuildSimGraph(*graph, cluster, costs));

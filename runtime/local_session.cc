@@ -88,7 +88,9 @@ class LocalSession final : public Session {
     return absl::OkStatus();
   }
 
-  std::vector<DeviceAttributes> ListDevices() const override { return state_.devices(); }
+  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() const override {
+    return state_.devices();
+  }
 
   absl::Status Close() override {
     WaitForAbandonedSteps();  // they still use the executors dropped below

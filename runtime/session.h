@@ -57,7 +57,9 @@ class Session {
     return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
   }
 
-  virtual std::vector<DeviceAttributes> ListDevices() const = 0;
+  // The devices the session places on. Errors: a remote session's master cannot be reached
+  // (or none of its tasks can).
+  virtual absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() const = 0;
   // Releases resources; later calls fail with FailedPrecondition.
   virtual absl::Status Close() = 0;
 };

@@ -93,13 +93,14 @@ class GrpcSession final : public Session {
     return absl::OkStatus();
   }
 
-  std::vector<DeviceAttributes> ListDevices() const override {
+  absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() const override {
     ListDevicesRequest request;
     ListDevicesResponse response;
     grpc::ClientContext context;
     Prepare(&context, kControlTimeoutMs);
     std::vector<DeviceAttributes> out;
-    if (!stub_->ListDevices(&context, request, &response).ok()) return out;
+    SF_RETURN_IF_ERROR(
+        Annotate("ListDevices", stub_->ListDevices(&context, request, &response)));
     for (const WorkerDevice& d : response.devices()) {
       out.push_back(DeviceAttributes{d.name(), d.device_type(), d.memory_limit()});
     }

@@ -146,7 +146,9 @@ class SessionHandle {
   std::vector<std::string> ListDevices() const {
     if (!session_) throw StatusError(absl::FailedPreconditionError("the session was closed"));
     std::vector<std::string> names;
-    for (const DeviceAttributes& d : session_->ListDevices()) names.push_back(d.name);
+    auto devices = session_->ListDevices();
+    if (!devices.ok()) throw StatusError(devices.status());
+    for (const DeviceAttributes& d : *devices) names.push_back(d.name);
     return names;
   }
 

@@ -151,7 +151,9 @@ TEST_F(MultiProcessTest, ThreeTasksGiveTheLocalResultsAndOneProfile) {
   auto session = Connect();
   ASSERT_NE(session, nullptr);
   ASSERT_TRUE(session->Create(split.Def()).ok());
-  EXPECT_EQ(session->ListDevices().size(), 3u);
+  auto devices = session->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(devices->size(), 3u);
   RunOptions trace;
   trace.set_trace_level(RunOptions::FULL_TRACE);
   for (int step = 0; step < 3; ++step) {
