@@ -36,7 +36,8 @@ class ClusterSpec {
 
   // Parses the JSON form. `source` names the text in errors (a file name or "--cluster").
   // Errors: not JSON, not an object, a job whose value is not a list of "host:port" strings,
-  // an address without a port, a job name that is not [a-zA-Z0-9_]+, no job at all.
+  // an address without a port, a job name that is not a letter followed by [a-zA-Z0-9_]*, no job at
+  // all.
   static absl::StatusOr<ClusterSpec> FromJson(const std::string& json,
                                               const std::string& source = "cluster spec");
   static absl::StatusOr<ClusterSpec> FromJsonFile(const std::string& path);

@@ -224,6 +224,17 @@ absl::StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto, Allocator* al
           fits ? absl::StrCat(bytes) : std::string("more than 2^63")));
     }
   }
+  if (dtype == DT_BOOL) {
+    // Any other byte is not a bool: reading it as one is undefined behaviour.
+    const std::string& content = proto.content();
+    for (size_t i = 0; i < content.size(); ++i) {
+      if (static_cast<uint8_t>(content[i]) > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "bool tensor proto holds byte ", static_cast<int>(static_cast<uint8_t>(content[i])),
+            " at element ", i, "; a bool is 0 or 1"));
+      }
+    }
+  }
   auto t = Create(allocator, dtype, *shape);
   if (!t.ok()) return t.status();
   if (dtype == DT_STRING) {

@@ -241,6 +241,7 @@ absl::Status RecvTensorReply::CopyInto(Tensor* dst) {
     return absl::OkStatus();
   }
   auto* out = static_cast<uint8_t*>(dst->raw_data()) + range_offset_;
+  uint8_t* const begin = out;
   size_t n = static_cast<size_t>(range_length_);
   size_t index = data_slice_, offset = data_offset_;
   while (n > 0) {
@@ -255,6 +256,21 @@ absl::Status RecvTensorReply::CopyInto(Tensor* dst) {
   // The slices are released here rather than with the reply, so the memory gRPC read into goes
   // back as soon as it has been copied.
   slices_.clear();
+  if (dtype_ == DT_BOOL) {
+    // A peer's bytes: anything but 0 and 1 is not a bool, and reading it as one is undefined.
+    // The bad bytes are cleared too, so that nothing can read them before the error is seen.
+    absl::Status bad;
+    for (uint8_t* p = begin; p < out; ++p) {
+      if (*p <= 1) continue;
+      if (bad.ok()) {
+        bad = absl::InvalidArgumentError(
+            absl::StrCat("RecvTensor reply: a bool tensor holds byte ", static_cast<int>(*p),
+                         " at offset ", range_offset_ + (p - begin), "; a bool is 0 or 1"));
+      }
+      *p = 0;
+    }
+    if (!bad.ok()) return bad;
+  }
   return absl::OkStatus();
 }
 

@@ -118,6 +118,18 @@ TEST(TensorLimitsTest, FromProtoChecksWhatTheProtoCarriesBeforeAllocating) {
   TensorProto bad_type;
   bad_type.set_dtype(static_cast<DataType>(999));
   EXPECT_EQ(Tensor::FromProto(bad_type).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Regression (found by the tensor_proto fuzzer): a bool is 0 or 1; byte 93 read as bool is
+  // undefined behaviour.
+  TensorProto bools;
+  bools.set_dtype(DT_BOOL);
+  bools.mutable_shape()->add_dim(4);
+  bools.set_content(std::string("\1\0\0\x5d", 4));
+  auto b = Tensor::FromProto(bools);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << b.status();
+  EXPECT_TRUE(absl::StrContains(b.status().message(), "byte 93 at element 3")) << b.status();
+  bools.set_content(std::string("\1\0\0\1", 4));
+  EXPECT_TRUE(Tensor::FromProto(bools).ok());
 }
 
 // A kernel that computes a shape from values (Fill's dims) gets an error, not a crash.

@@ -410,6 +410,15 @@ TEST(TensorCodingTest, HeaderThatDoesNotMatchItsBytesIsAnError) {
   grpc::Slice truncated(std::string("\x10\x08", 2));
   EXPECT_FALSE(DecodeTensor(grpc::ByteBuffer(&truncated, 1), nullptr).ok());
   EXPECT_FALSE(DecodeTensor(grpc::ByteBuffer(), nullptr).ok());
+  // A bool is 0 or 1: a peer's other byte is refused, not read (undefined behaviour).
+  RecvTensorHeader bools;
+  bools.set_dtype(DT_BOOL);
+  bools.mutable_shape()->add_dim(3);
+  bools.set_num_bytes(3);
+  EXPECT_TRUE(DecodeTensor(RawReply(bools, std::string("\1\0\1", 3)), nullptr).ok());
+  auto bad_bool = DecodeTensor(RawReply(bools, std::string("\1\x5d\1", 3)), nullptr);
+  EXPECT_EQ(bad_bool.status().code(), absl::StatusCode::kInvalidArgument) << bad_bool.status();
+  EXPECT_TRUE(absl::StrContains(bad_bool.status().message(), "byte 93")) << bad_bool.status();
 }
 
 TEST(TensorCodingTest, RangeRepliesCarryTheirPlaceAndAreChecked) {

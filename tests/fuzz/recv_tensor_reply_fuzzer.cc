@@ -82,8 +82,18 @@ void CheckHeader(const RecvTensorReply& reply) {
   }
 }
 
+// Bools must arrive as 0 or 1: any other byte is refused by CopyInto (reading it as bool is
+// undefined).
+bool BadBoolBytes(DataType dtype, const std::string& data) {
+  return dtype == DT_BOOL && data.find_first_not_of(std::string("\0\1", 2)) != std::string::npos;
+}
+
 void CheckWhole(RecvTensorReply reply, const std::string& data) {
   auto t = reply.ToTensor(nullptr);
+  if (BadBoolBytes(reply.dtype(), data)) {
+    if (t.ok()) Fail("ToTensor accepted a bool byte other than 0 and 1");
+    return;
+  }
   if (!t.ok()) {
     if (t.status().code() == absl::StatusCode::kResourceExhausted) return;
     Fail("ToTensor of an accepted whole reply: " + t.status().ToString());
@@ -107,6 +117,13 @@ void CheckRanged(RecvTensorReply reply, const std::string& data) {
   if (!dst.ok()) return;
   std::memset(dst->raw_data(), 0, dst->TotalBytes());
   absl::Status copied = reply.CopyInto(&*dst);
+  if (BadBoolBytes(reply.dtype(), data)) {
+    if (copied.ok()) Fail("CopyInto accepted a bool byte other than 0 and 1");
+    if (TensorBytes(*dst).find_first_not_of(std::string("\0\1", 2)) != std::string::npos) {
+      Fail("CopyInto left a bool byte other than 0 and 1 in the destination");
+    }
+    return;
+  }
   if (!copied.ok()) Fail("CopyInto of an accepted ranged reply: " + copied.ToString());
   const std::string bytes = TensorBytes(*dst);
   if (bytes.compare(reply.range_offset(), reply.range_length(), data) != 0) {
