@@ -205,6 +205,15 @@ REGISTER_OP("MatMul")
     .Attr("transpose_b: bool = false")
     .Attr("T: {float, double, bfloat16}")
     .SetShapeFn(MatMulShape)
+    .SetFlopsFn([](const OpCostContext& c) {
+      bool ta = false, tb = false;
+      c.GetAttr("transpose_a", &ta);
+      c.GetAttr("transpose_b", &tb);
+      const TensorShape& a = c.input(0);
+      const TensorShape& b = c.input(1);
+      // [m, k] x [k, n]: a multiply and an add per (m, n, k).
+      return 2 * c.Dim(a, ta ? 1 : 0) * c.Dim(a, ta ? 0 : 1) * c.Dim(b, tb ? 0 : 1);
+    })
     .Doc("Matrix product of rank-2 tensors, optionally transposing either.");
 
 REGISTER_OP("AddN")

@@ -252,6 +252,22 @@ absl::Status DropoutShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// Each output element of a convolution is a dot product over the filter's height, width and
+// input channels: a multiply and an add each. `filter` is [KH, KW, IC, OC].
+double ConvFlops(const OpCostContext& c, const TensorShape& out, const TensorShape& filter) {
+  return 2 * c.Elements(out) * c.Dim(filter, 0) * c.Dim(filter, 1) * c.Dim(filter, 2);
+}
+
+// A pooling window's worth of work per element of the larger side (inputs or outputs).
+double PoolFlops(const OpCostContext& c) {
+  std::vector<int64_t> ksize;
+  double window = 1;
+  if (c.GetAttr("ksize", &ksize)) {
+    for (int64_t k : ksize) window *= static_cast<double>(std::max<int64_t>(1, k));
+  }
+  return std::max(c.InputElements(), c.OutputElements()) * window;
+}
+
 }  // namespace
 
 REGISTER_OP("Conv2D")
@@ -262,6 +278,7 @@ REGISTER_OP("Conv2D")
     .Attr("strides: list(int)")
     .Attr("padding: string")
     .SetShapeFn(Conv2DShape)
+    .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.output(0), c.input(1)); })
     .Doc(
         "2-D convolution (cross-correlation) of an NHWC input with a [height, width, in, out] "
         "filter; padding \"SAME\" or \"VALID\".");
@@ -275,6 +292,7 @@ REGISTER_OP("Conv2DBackpropInput")
     .Attr("strides: list(int)")
     .Attr("padding: string")
     .SetShapeFn(Conv2DBackpropInputShape)
+    .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.input(2), c.input(1)); })
     .Doc("Gradient of Conv2D with respect to its input, whose shape input_sizes gives.");
 
 REGISTER_OP("Conv2DBackpropFilter")
@@ -286,6 +304,7 @@ REGISTER_OP("Conv2DBackpropFilter")
     .Attr("strides: list(int)")
     .Attr("padding: string")
     .SetShapeFn(Conv2DBackpropFilterShape)
+    .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.input(2), c.output(0)); })
     .Doc("Gradient of Conv2D with respect to its filter, whose shape filter_sizes gives.");
 
 REGISTER_OP("MaxPool")
@@ -296,6 +315,7 @@ REGISTER_OP("MaxPool")
     .Attr("strides: list(int)")
     .Attr("padding: string")
     .SetShapeFn(PoolShape)
+    .SetFlopsFn([](const OpCostContext& c) { return PoolFlops(c); })
     .Doc("Maximum over windows of an NHWC input (padding never wins).");
 
 REGISTER_OP("MaxPoolGrad")
@@ -308,6 +328,7 @@ REGISTER_OP("MaxPoolGrad")
     .Attr("strides: list(int)")
     .Attr("padding: string")
     .SetShapeFn(MaxPoolGradShape)
+    .SetFlopsFn([](const OpCostContext& c) { return PoolFlops(c); })
     .Doc(
         "Gradient of MaxPool: each window's gradient goes to the first position holding its "
         "maximum.");
@@ -320,6 +341,7 @@ REGISTER_OP("AvgPool")
     .Attr("strides: list(int)")
     .Attr("padding: string")
     .SetShapeFn(PoolShape)
+    .SetFlopsFn([](const OpCostContext& c) { return PoolFlops(c); })
     .Doc("Mean over windows of an NHWC input; padded positions are not counted.");
 
 REGISTER_OP("AvgPoolGrad")
@@ -331,6 +353,7 @@ REGISTER_OP("AvgPoolGrad")
     .Attr("strides: list(int)")
     .Attr("padding: string")
     .SetShapeFn(AvgPoolGradShape)
+    .SetFlopsFn([](const OpCostContext& c) { return PoolFlops(c); })
     .Doc("Gradient of AvgPool: each window's gradient spread evenly over its valid positions.");
 
 REGISTER_OP("BiasAdd")

@@ -42,12 +42,6 @@ double Elements(const TensorShape& shape, int64_t unknown_dim) {
   return n;
 }
 
-double Dim(const TensorShape& shape, int i, int64_t unknown_dim) {
-  if (shape.unknown_rank() || i >= shape.rank()) return static_cast<double>(unknown_dim);
-  int64_t d = shape.dim(i < 0 ? shape.rank() + i : i);
-  return static_cast<double>(d < 0 ? unknown_dim : d);
-}
-
 int64_t ElementBytes(DataType t) {
   int size = DataTypeSize(t);
   return size > 0 ? size : 8;  // strings and handles: a pointer's worth
@@ -216,31 +210,15 @@ CostModel::Work CostModel::AnalyticWork(const Node& node) const {
     out_elems += e;
     w.bytes += e * ElementBytes(node.output_type(i));
   }
-  if (op == "MatMul") {
-    bool ta = false, tb = false;
-    GetAttr(node.attrs(), "transpose_a", &ta).IgnoreError();
-    GetAttr(node.attrs(), "transpose_b", &tb).IgnoreError();
-    const TensorShape& a = InputShape(node, 0);
-    const TensorShape& b = InputShape(node, 1);
-    double m = Dim(a, ta ? 1 : 0, u), k = Dim(a, ta ? 0 : 1, u), n = Dim(b, tb ? 0 : 1, u);
-    w.flops = 2 * m * n * k;
-  } else if (op == "Conv2D") {
-    // filter [KH, KW, IC, OC]; each output element is a dot product of KH*KW*IC.
-    const TensorShape& f = InputShape(node, 1);
-    w.flops = 2 * Elements(node.output_shape(0), u) * Dim(f, 0, u) * Dim(f, 1, u) * Dim(f, 2, u);
-  } else if (op == "Conv2DBackpropInput" || op == "Conv2DBackpropFilter") {
-    const TensorShape& grad = InputShape(node, 2);
-    const TensorShape f = op == "Conv2DBackpropInput" ? InputShape(node, 1) : node.output_shape(0);
-    w.flops = 2 * Elements(grad, u) * Dim(f, 0, u) * Dim(f, 1, u) * Dim(f, 2, u);
-  } else if (op == "MaxPool" || op == "AvgPool" || op == "MaxPoolGrad" || op == "AvgPoolGrad") {
-    std::vector<int64_t> ksize;
-    double window = 1;
-    if (GetAttr(node.attrs(), "ksize", &ksize).ok()) {
-      for (int64_t k : ksize) window *= static_cast<double>(std::max<int64_t>(1, k));
-    }
-    w.flops = std::max(in_elems, out_elems) * window;
+  // The op's own estimate (registered beside its definition), else a couple of operations
+  // per element (element-wise ops, reductions, optimizer updates).
+  if (node.op_def().flops_fn) {
+    std::vector<TensorShape> inputs, outputs;
+    for (int i = 0; i < node.num_inputs(); ++i) inputs.push_back(InputShape(node, i));
+    for (int i = 0; i < node.num_outputs(); ++i) outputs.push_back(node.output_shape(i));
+    OpCostContext context(node.def(), &inputs, &outputs, u);
+    w.flops = node.op_def().flops_fn(context);
   } else {
-    // Element-wise ops, reductions, optimizer updates: a few flops per element.
     w.flops = 2 * std::max(in_elems, out_elems);
   }
   return w;

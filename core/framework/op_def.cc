@@ -178,6 +178,10 @@ OpDefBuilder& OpDefBuilder::SetShapeFn(ShapeFn fn) {
   def_.shape_fn = std::move(fn);
   return *this;
 }
+OpDefBuilder& OpDefBuilder::SetFlopsFn(FlopsFn fn) {
+  def_.flops_fn = std::move(fn);
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::SetIsStateful() {
   def_.is_stateful = true;
   return *this;

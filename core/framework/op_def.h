@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/framework/op_cost.h"
 #include "core/framework/types.h"
 #include "core/protos/graph.pb.h"
 
@@ -59,6 +60,8 @@ struct OpDef {
   std::vector<ArgDef> outputs;
   std::vector<AttrDef> attrs;
   ShapeFn shape_fn;
+  // The op's floating-point work for the cost model; null = a couple per element.
+  FlopsFn flops_fn;
   // Stateful ops (variables, random) are never deduplicated or constant-folded.
   bool is_stateful = false;
   std::string doc;
@@ -75,6 +78,7 @@ class OpDefBuilder {
   OpDefBuilder& Output(std::string spec);
   OpDefBuilder& Attr(std::string spec);
   OpDefBuilder& SetShapeFn(ShapeFn fn);
+  OpDefBuilder& SetFlopsFn(FlopsFn fn);
   OpDefBuilder& SetIsStateful();
   OpDefBuilder& Doc(std::string doc);
   // Parses every spec; an error names the op and the bad spec.
