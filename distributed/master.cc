@@ -385,10 +385,16 @@ class MasterSession {
         if (absl::IsNotFound(s) && absl::StrContains(s.message(), "has no graph")) {
           session->ForgetGraph(prepared);  // collected on the worker: register again next time
         }
+        bool first_error = false;
         {
           absl::MutexLock lock(&mu);
+          first_error = errors.empty();
           errors.push_back(s);
         }
+        // A task lost (the errors of the step's other tasks follow from the first).
+        LOG_IF(WARNING, first_error && absl::IsUnavailable(s))
+            << "master: session " << session->handle_ << ": step " << step_id << " failed: task "
+            << call->task << " is unavailable: " << s.message();
         Abort(s, call);
       }
       {
@@ -613,6 +619,7 @@ absl::StatusOr<std::string> Master::CreateSession(const GraphDef& graph,
   const std::string handle = NewRandomHandle("session-");
   auto session = std::make_shared<MasterSession>(handle, &options_, cache_, config);
   SF_RETURN_IF_ERROR(session->Init(graph));
+  LOG(INFO) << "master: opened session " << handle << " (" << graph.node_size() << " nodes)";
   absl::MutexLock lock(&mu_);
   sessions_[handle] = std::move(session);
   return handle;
@@ -677,6 +684,7 @@ absl::Status Master::CloseSession(const std::string& handle) {
     session = std::move(it->second);
     sessions_.erase(it);
   }
+  LOG(INFO) << "master: closed session " << handle;
   return session->Close();
 }
 

@@ -8,30 +8,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "core/framework/types.h"
+#include "nlohmann/json.hpp"
 #include "runtime/profiler/transfers.h"
 
 namespace shardflow {
 namespace {
 
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not valid.
-size_t Utf8SequenceLength(absl::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  unsigned char c = byte(i);
-  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (len == 0 || i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-  }
-  if (len == 2 && c < 0xC2) return 0;                                          // overlong
-  if (len == 3 && c == 0xE0 && byte(i + 1) < 0xA0) return 0;                   // overlong
-  if (len == 3 && c == 0xED && byte(i + 1) >= 0xA0) return 0;                  // surrogate
-  if (len == 4 && c == 0xF0 && byte(i + 1) < 0x90) return 0;                   // overlong
-  if (len == 4 && (c > 0xF4 || (c == 0xF4 && byte(i + 1) >= 0x90))) return 0;  // > U+10FFFF
-  return len;
-}
+// Keys stay in the order written, as before (Perfetto does not mind; people reading do).
+using Json = nlohmann::ordered_json;
 
 // One process row: a device, its node executions and its thread ids.
 struct DeviceRows {
@@ -40,66 +25,42 @@ struct DeviceRows {
   std::map<int64_t, int> tid_of_thread;  // thread_id -> tid (1-based, in thread_id order)
 };
 
-std::string ShapeJson(const TensorShapeProto& shape) {
-  if (shape.unknown_rank()) return "null";
-  return absl::StrCat("[", absl::StrJoin(shape.dim(), ","), "]");
+Json ShapeJson(const TensorShapeProto& shape) {
+  if (shape.unknown_rank()) return nullptr;
+  Json dims = Json::array();
+  for (int64_t d : shape.dim()) dims.push_back(d);
+  return dims;
 }
 
-std::string ArgsJson(
-    const NodeExecStats& ns, const std::string& device,
-    const absl::flat_hash_map<const NodeExecStats*, const Transfer*>& transfer_of) {
-  std::string args = absl::StrCat("{\"op\":", JsonQuote(ns.op()), ",\"outputs\":[");
-  for (int i = 0; i < ns.output_size(); ++i) {
-    const NodeOutputStats& out = ns.output(i);
-    absl::StrAppend(&args, i == 0 ? "" : ",", "{\"slot\":", out.slot(),
-                    ",\"dtype\":", JsonQuote(DataTypeString(out.dtype())),
-                    ",\"shape\":", ShapeJson(out.shape()), ",\"bytes\":", out.bytes(), "}");
+Json ArgsJson(const NodeExecStats& ns, const std::string& device,
+              const absl::flat_hash_map<const NodeExecStats*, const Transfer*>& transfer_of) {
+  Json outputs = Json::array();
+  for (const NodeOutputStats& out : ns.output()) {
+    outputs.push_back({{"slot", out.slot()},
+                       {"dtype", DataTypeString(out.dtype())},
+                       {"shape", ShapeJson(out.shape())},
+                       {"bytes", out.bytes()}});
   }
-  absl::StrAppend(&args, "],\"allocator_bytes_in_use\":", ns.allocator_bytes_in_use());
+  Json args = {{"op", ns.op()},
+               {"outputs", std::move(outputs)},
+               {"allocator_bytes_in_use", ns.allocator_bytes_in_use()}};
   auto it = transfer_of.find(&ns);
   if (it != transfer_of.end()) {
     const TransferKey& key = it->second->key;
     const std::string& peer = key.send_device == device ? key.recv_device : key.send_device;
-    absl::StrAppend(&args, ",\"tensor_name\":", JsonQuote(key.tensor_name),
-                    ",\"peer_device\":", JsonQuote(peer), ",\"bytes\":", it->second->bytes);
+    args["tensor_name"] = key.tensor_name;
+    args["peer_device"] = peer;
+    args["bytes"] = it->second->bytes;
   }
-  return absl::StrCat(args, "}");
+  return args;
+}
+
+// One event as compact JSON; bytes that are not valid UTF-8 become U+FFFD.
+std::string Dump(const Json& event) {
+  return event.dump(-1, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace);
 }
 
 }  // namespace
-
-std::string JsonQuote(absl::string_view s) {
-  std::string out = "\"";
-  out.reserve(s.size() + 2);
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = Utf8SequenceLength(s, i);
-    if (len == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    if (len > 1) {
-      out.append(s.data() + i, len);
-    } else if (c == '"') {
-      out += "\\\"";
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7F) {
-      out += absl::StrFormat("\\u%04x", c);
-    } else {
-      out += static_cast<char>(c);
-    }
-    i += len;
-  }
-  return out + "\"";
-}
 
 std::string ChromeTraceJson(const RunMetadata& md) {
   // Devices in name order (several DeviceStepStats for one device are merged).
@@ -131,17 +92,24 @@ std::string ChromeTraceJson(const RunMetadata& md) {
     if (t.recv != nullptr) transfer_of[t.recv] = &t;
   }
 
-  std::vector<std::string> events;
+  std::vector<Json> events;
   for (const auto& [name, rows] : devices) {
-    events.push_back(absl::StrCat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", rows.pid,
-                                  ",\"tid\":0,\"args\":{\"name\":", JsonQuote(name), "}}"));
-    events.push_back(
-        absl::StrCat("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":", rows.pid,
-                     ",\"tid\":0,\"args\":{\"sort_index\":", rows.pid, "}}"));
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", rows.pid},
+                      {"tid", 0},
+                      {"args", {{"name", name}}}});
+    events.push_back({{"ph", "M"},
+                      {"name", "process_sort_index"},
+                      {"pid", rows.pid},
+                      {"tid", 0},
+                      {"args", {{"sort_index", rows.pid}}}});
     for (const auto& [thread, tid] : rows.tid_of_thread) {
-      events.push_back(absl::StrCat("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":", rows.pid,
-                                    ",\"tid\":", tid, ",\"args\":{\"name\":\"thread ", thread,
-                                    "\"}}"));
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", rows.pid},
+                        {"tid", tid},
+                        {"args", {{"name", absl::StrCat("thread ", thread)}}}});
     }
   }
   for (const auto& [name, rows] : devices) {
@@ -149,10 +117,14 @@ std::string ChromeTraceJson(const RunMetadata& md) {
     for (const NodeExecStats* ns : rows.nodes) {
       auto [p, t] = pid_tid[ns];
       int64_t dur = std::max<int64_t>(0, ns->end_micros() - ns->start_micros());
-      events.push_back(absl::StrCat(
-          "{\"ph\":\"X\",\"name\":", JsonQuote(ns->node_name()), ",\"cat\":", JsonQuote(ns->op()),
-          ",\"pid\":", p, ",\"tid\":", t, ",\"ts\":", ns->start_micros() - t0, ",\"dur\":", dur,
-          ",\"args\":", ArgsJson(*ns, name, transfer_of), "}"));
+      events.push_back({{"ph", "X"},
+                        {"name", ns->node_name()},
+                        {"cat", ns->op()},
+                        {"pid", p},
+                        {"tid", t},
+                        {"ts", ns->start_micros() - t0},
+                        {"dur", dur},
+                        {"args", ArgsJson(*ns, name, transfer_of)}});
       has_memory |= ns->allocator_bytes_in_use() != 0;
     }
     if (!has_memory) continue;
@@ -160,10 +132,11 @@ std::string ChromeTraceJson(const RunMetadata& md) {
     std::stable_sort(by_end.begin(), by_end.end(),
                      [](auto* a, auto* b) { return a->end_micros() < b->end_micros(); });
     for (const NodeExecStats* ns : by_end) {
-      events.push_back(
-          absl::StrCat("{\"ph\":\"C\",\"name\":\"allocator_bytes_in_use\",\"pid\":", rows.pid,
-                       ",\"ts\":", std::max(ns->start_micros(), ns->end_micros()) - t0,
-                       ",\"args\":{\"bytes\":", ns->allocator_bytes_in_use(), "}}"));
+      events.push_back({{"ph", "C"},
+                        {"name", "allocator_bytes_in_use"},
+                        {"pid", rows.pid},
+                        {"ts", std::max(ns->start_micros(), ns->end_micros()) - t0},
+                        {"args", {{"bytes", ns->allocator_bytes_in_use()}}}});
     }
   }
   int flow_id = 0;
@@ -174,18 +147,32 @@ std::string ChromeTraceJson(const RunMetadata& md) {
     int64_t recv_end = std::max(t.recv->start_micros(), t.recv->end_micros());
     int64_t f_ts = std::min(std::max(t.recv->start_micros(), s_ts), recv_end);
     s_ts = std::min(s_ts, f_ts);
-    const std::string name = JsonQuote(t.key.tensor_name);
     auto [sp, st] = pid_tid[t.send];
     auto [rp, rt] = pid_tid[t.recv];
-    events.push_back(absl::StrCat("{\"ph\":\"s\",\"name\":", name,
-                                  ",\"cat\":\"transfer\",\"id\":", flow_id, ",\"pid\":", sp,
-                                  ",\"tid\":", st, ",\"ts\":", s_ts - t0, "}"));
-    events.push_back(absl::StrCat("{\"ph\":\"f\",\"bp\":\"e\",\"name\":", name,
-                                  ",\"cat\":\"transfer\",\"id\":", flow_id, ",\"pid\":", rp,
-                                  ",\"tid\":", rt, ",\"ts\":", f_ts - t0, "}"));
+    events.push_back({{"ph", "s"},
+                      {"name", t.key.tensor_name},
+                      {"cat", "transfer"},
+                      {"id", flow_id},
+                      {"pid", sp},
+                      {"tid", st},
+                      {"ts", s_ts - t0}});
+    events.push_back({{"ph", "f"},
+                      {"bp", "e"},
+                      {"name", t.key.tensor_name},
+                      {"cat", "transfer"},
+                      {"id", flow_id},
+                      {"pid", rp},
+                      {"tid", rt},
+                      {"ts", f_ts - t0}});
   }
-  return absl::StrCat("{\"traceEvents\":[\n", absl::StrJoin(events, ",\n"),
-                      "\n],\"displayTimeUnit\":\"ms\"}\n");
+  // The document is {"traceEvents": [...], "displayTimeUnit": "ms"}, one event per line so that
+  // a large trace still reads (and greps) line by line.
+  std::string out = "{\"traceEvents\":[\n";
+  for (size_t i = 0; i < events.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ",\n", Dump(events[i]));
+  }
+  absl::StrAppend(&out, "\n],\"displayTimeUnit\":\"ms\"}\n");
+  return out;
 }
 
 }  // namespace shardflow

@@ -21,21 +21,18 @@
 //   - a counter ("ph":"C", name "allocator_bytes_in_use") per node end on each device that
 //     records a non-zero allocator_bytes_in_use anywhere in the step.
 // Timestamps ("ts", "dur") are integer microseconds relative to the earliest start in the step.
-// Strings are JSON-escaped; bytes that are not valid UTF-8 become U+FFFD.
+// The JSON is written by nlohmann-json, one event per line; bytes of names that are not valid
+// UTF-8 become U+FFFD.
 #ifndef SHARDFLOW_RUNTIME_PROFILER_CHROME_TRACE_H_
 #define SHARDFLOW_RUNTIME_PROFILER_CHROME_TRACE_H_
 
 #include <string>
 
-#include "absl/strings/string_view.h"
 #include "core/protos/config.pb.h"
 
 namespace shardflow {
 
 std::string ChromeTraceJson(const RunMetadata& md);
-
-// `s` as a quoted JSON string literal (with the quotes).
-std::string JsonQuote(absl::string_view s);
 
 }  // namespace shardflow
 

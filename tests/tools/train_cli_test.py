@@ -235,6 +235,35 @@ check("--help explains every flag", help_text.returncode == 0 and all(
                                             "checkpoint-every-secs", "keep-checkpoints", "resume",
                                             "seed"]), help_text.stdout)
 
+
+# The flag parser (CLI11 behind tools/shardflow/flags.h): both spellings, booleans, an empty
+# --name=, errors that name the flag, --help and --log-level on every command.
+def cli(*args):
+    return subprocess.run([BINARY, *args], capture_output=True, text=True)
+
+
+spelled = cli("place", "--model=towers", "--devices", "2", "--simulate=false", "--cluster=",
+              "--log-level=warning")
+check("--name=value, --name value, --flag=false and an empty --name= parse",
+      spelled.returncode == 0 and "placed" in spelled.stdout and "simulated" not in spelled.stdout,
+      spelled.stdout + spelled.stderr)
+bad_value = run("--epochs", "two")
+check("a malformed value names the flag and the value",
+      bad_value.returncode == 2 and "--epochs" in bad_value.stderr and "'two'" in bad_value.stderr,
+      bad_value.stderr)
+bad_level = cli("server", "--log-level", "debug")
+check("--log-level takes info, warning or error",
+      bad_level.returncode == 2 and "--log-level" in bad_level.stderr and "warning" in bad_level.stderr,
+      bad_level.stderr)
+helps = {c: cli(c, "--help") for c in ["train", "profile", "place", "server"]}
+check("every command has --help listing --log-level",
+      all(h.returncode == 0 and f"usage: shardflow {c}" in h.stdout and "--log-level" in h.stdout
+          for c, h in helps.items()), str({c: h.stdout[:200] for c, h in helps.items()}))
+unknown_command = cli("trian")
+check("an unknown command is refused, listing the commands",
+      unknown_command.returncode == 2 and "unknown command 'trian'" in unknown_command.stderr
+      and "server" in unknown_command.stderr, unknown_command.stderr)
+
 # shardflow profile: a step split over 2 CPU devices gives a valid trace with a row per device and
 # a Send->Recv arrow per transfer, and a placement report listing both links.
 with tempfile.TemporaryDirectory() as tmp:

@@ -1,53 +1,77 @@
-// A small command-line flag parser: --name=value or --name value, --flag for booleans, --help.
+// The command line of the shardflow tool, parsed by CLI11 (Debian's libcli11-dev): subcommands,
+// each with its own flags and --help, and errors that name the flag and the way out.
 //
-//   Flags flags("shardflow train", "Trains a model on Fashion-MNIST.");
-//   int64_t epochs = 2;
-//   flags.Int("epochs", &epochs, "passes over the training set");
-//   SF_RETURN_IF_ERROR(flags.Parse(argc, argv));   // error names an unknown flag
-//   if (flags.help_requested()) { std::cout << flags.Usage(); ... }
+//   CommandLine cli("shardflow", "dataflow graphs split across devices and hosts");
+//   auto c = std::make_shared<TrainConfig>();
+//   Flags* flags = cli.AddCommand("train", "train a model", "Trains a model on Fashion-MNIST.",
+//                                 [c] { return Train(*c); }, "shardflow train: ");
+//   flags->Int("epochs", &c->epochs, "passes over the training set");
+//   return cli.Run(argc, argv);  // the process's exit code
+//
+// What users type: --name value or --name=value (--name= is an empty value); a Bool flag is
+// --name (true) or --name=false (also =true, =1, =0); -h or --help on every command. A flag given
+// twice keeps the last value. Every command also takes --log-level info|warning|error, the least
+// severe glog message printed (docs/distributed.md, "Logs").
+//
+// Only flags.cc includes CLI11 (a large header-only library). Its exceptions stay inside Run().
 #ifndef SHARDFLOW_TOOLS_SHARDFLOW_FLAGS_H_
 #define SHARDFLOW_TOOLS_SHARDFLOW_FLAGS_H_
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace shardflow {
 
+// The flags of one command. Each call registers a flag whose current value is its default and
+// shows in --help; `value` is borrowed and must outlive CommandLine::Run().
 class Flags {
  public:
-  Flags(std::string command, std::string summary)
-      : command_(std::move(command)), summary_(std::move(summary)) {}
-  // Each registers a flag whose current value is its default; `value` is borrowed.
   void String(const std::string& name, std::string* value, const std::string& help);
   void Int(const std::string& name, int64_t* value, const std::string& help);
   void Double(const std::string& name, double* value, const std::string& help);
   void Bool(const std::string& name, bool* value, const std::string& help);
-  // Parses argv[first..]. Errors: an unknown flag (with the closest known names), a missing or
-  // malformed value, a positional argument.
-  absl::Status Parse(int argc, char** argv, int first = 1);
-  bool help_requested() const { return help_; }
-  // A subcommand's whole life: parses argv[first..], prints usage for --help, else runs `body`.
-  // Returns the exit code: 0 ok or help, 1 when `body` fails (its message after
-  // `error_prefix` on stderr), 2 for bad flags.
-  int RunCommand(int argc, char** argv, int first, const std::function<absl::Status()>& body,
-                 const std::string& error_prefix);
-  bool was_set(const std::string& name) const;
-  std::string Usage() const;
 
  private:
-  struct Flag {
-    std::string name, help, default_text, kind;
-    std::function<bool(const std::string&)> set;
-    bool is_bool = false;
-    bool set_by_user = false;
-  };
-  std::string command_, summary_;
-  std::vector<Flag> flags_;
-  bool help_ = false;
+  friend class CommandLine;
+  explicit Flags(CLI::App* command) : command_(command) {}
+  CLI::App* command_;  // owned by the CommandLine
+};
+
+class CommandLine {
+ public:
+  // `name` is the program's name in usage and errors; `summary` opens `name --help`.
+  CommandLine(const std::string& name, const std::string& summary);
+  ~CommandLine();
+  CommandLine(const CommandLine&) = delete;
+  CommandLine& operator=(const CommandLine&) = delete;
+
+  // Adds a command: `one_line` is its line in `name --help`, `description` opens its own --help.
+  // `run` runs once its flags are parsed; its error is printed after `error_prefix` on stderr.
+  // The returned Flags belong to this CommandLine.
+  Flags* AddCommand(const std::string& command, const std::string& one_line,
+                    const std::string& description, std::function<absl::Status()> run,
+                    const std::string& error_prefix);
+
+  // Parses argv, applies --log-level, and runs the command argv names. Returns the exit code: 0
+  // when the command succeeded or help was asked for, 1 when the command failed, 2 for a bad
+  // command line (an unknown command or flag, a missing or malformed value; the message says
+  // which, with the closest known flags). Call once.
+  int Run(int argc, char** argv);
+
+ private:
+  struct Command;
+  std::unique_ptr<CLI::App> app_;
+  std::vector<std::unique_ptr<Command>> commands_;
+  std::string log_level_ = "info";
 };
 
 }  // namespace shardflow

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -115,16 +116,18 @@ void BuildTowers(const Scope& scope, int dim, int depth) {
   ops::Add(scope.WithOpName("join"), tops[0], tops[1]);
 }
 
-int PlaceMain(int argc, char** argv, int first) {
-  PlaceConfig c;
-  Flags flags(
-      "shardflow place",
+void AddPlaceCommand(CommandLine* cli) {
+  auto config = std::make_shared<PlaceConfig>();
+  PlaceConfig& c = *config;
+  Flags& flags = *cli->AddCommand(
+      "place", "place a graph on devices, explain a node, simulate the step",
       "Places a graph on devices and says where every node went and why. The graph is a\n"
       "model's training step (--model) or a GraphDef file (--graph); the devices are N local\n"
       "CPU devices (--devices) or a cluster description (--cluster, JSON: devices with their\n"
       "GFLOP/s, memory and slots, links with bandwidth and latency; see docs/placement.md).\n"
       "--simulate estimates the step time and per-device utilisation of the placement;\n"
-      "--explain NODE prints that node's constraints and the policy's reason.");
+      "--explain NODE prints that node's constraints and the policy's reason.",
+      [config] { return Place(*config); }, "shardflow place: ");
   flags.String("model", &c.model, "cnn, mlp or towers (two independent matmul towers)");
   flags.String("graph", &c.graph, "a GraphDef file (binary or text) to place instead of --model");
   flags.Int("devices", &c.devices, "local CPU devices to place on (without --cluster)");
@@ -138,8 +141,6 @@ int PlaceMain(int argc, char** argv, int first) {
   flags.Bool("allow-soft-placement", &c.allow_soft_placement,
              "let a node whose requested device cannot run it go to another device of its task");
   flags.Int("batch-size", &c.batch_size, "size assumed for unknown (batch) dimensions");
-  return flags.RunCommand(
-      argc, argv, first, [&c] { return Place(c); }, "shardflow place: ");
 }
 
 }  // namespace shardflow

@@ -8,8 +8,10 @@
 
 namespace shardflow {
 
-// Returns the process exit code (0 ok, 1 failed, 2 bad flags).
-int PlaceMain(int argc, char** argv, int first);
+class CommandLine;
+
+// Adds the command and its flags to `cli`.
+void AddPlaceCommand(CommandLine* cli);
 
 // Two independent towers of `depth` [dim x dim] matmuls ("tower0/matmul0"...), joined by an Add
 // named "join": the model-parallel example of `place --model towers` and the towers benchmark.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -97,14 +98,16 @@ absl::Status Profile(const ProfileConfig& c) {
 
 }  // namespace
 
-int ProfileMain(int argc, char** argv, int first) {
-  ProfileConfig c;
-  Flags flags(
-      "shardflow profile",
+void AddProfileCommand(CommandLine* cli) {
+  auto config = std::make_shared<ProfileConfig>();
+  ProfileConfig& c = *config;
+  Flags& flags = *cli->AddCommand(
+      "profile", "profile a training step split across CPU devices",
       "Trains a few steps of a model whose layers are spread over N CPU devices (layer i on\n"
       "device i mod N) and writes the profile of the last step: a Chrome trace with one row\n"
       "per device and arrows for every tensor that crossed devices, a placement report and\n"
-      "a Graphviz graph coloured by device.");
+      "a Graphviz graph coloured by device.",
+      [config] { return Profile(*config); }, "shardflow profile: ");
   flags.String("model", &c.model, "cnn or mlp");
   flags.Int("devices", &c.devices, "CPU devices to spread the layers over");
   flags.Int("batch-size", &c.batch_size, "examples per step");
@@ -112,8 +115,6 @@ int ProfileMain(int argc, char** argv, int first) {
   flags.String("out", &c.out, "folder for trace.json, placement.txt, graph.dot (and graph.svg)");
   flags.String("data-dir", &c.data_dir, "folder with the Fashion-MNIST idx(.gz) files");
   c.cluster.Register(&flags);
-  return flags.RunCommand(
-      argc, argv, first, [&c] { return Profile(c); }, "shardflow profile: ");
 }
 
 }  // namespace shardflow

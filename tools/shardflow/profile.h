@@ -5,8 +5,10 @@
 
 namespace shardflow {
 
-// Returns the process exit code (0 ok, 1 failed, 2 bad flags).
-int ProfileMain(int argc, char** argv, int first);
+class CommandLine;
+
+// Adds the command and its flags to `cli`.
+void AddProfileCommand(CommandLine* cli);
 
 }  // namespace shardflow
 

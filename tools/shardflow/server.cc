@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "core/framework/allocator.h"
@@ -124,13 +125,16 @@ absl::Status Serve(const ServerConfig& c) {
 
 }  // namespace
 
-int ServerMain(int argc, char** argv, int first) {
-  ServerConfig c;
-  Flags flags("shardflow server",
-              "Runs one task of a cluster: its devices, a worker service and (unless\n"
-              "--master=false) a master service that clients reach as grpc://host:port.\n"
-              "Prints its address and devices, serves until SIGTERM or SIGINT, then stops\n"
-              "cleanly (running steps fail with UNAVAILABLE on their clients).");
+void AddServerCommand(CommandLine* cli) {
+  auto config = std::make_shared<ServerConfig>();
+  ServerConfig& c = *config;
+  Flags& flags = *cli->AddCommand(
+      "server", "run one task of a cluster (worker and master services)",
+      "Runs one task of a cluster: its devices, a worker service and (unless\n"
+      "--master=false) a master service that clients reach as grpc://host:port.\n"
+      "Prints its address and devices, serves until SIGTERM or SIGINT, then stops\n"
+      "cleanly (running steps fail with UNAVAILABLE on their clients).",
+      [config] { return Serve(*config); }, "shardflow server: ");
   flags.String("cluster", &c.cluster, "cluster spec JSON: {\"worker\": [\"host:port\", ...]}");
   flags.String("job", &c.job, "this task's job in the cluster spec");
   flags.Int("task", &c.task, "this task's index in its job");
@@ -165,8 +169,6 @@ int ServerMain(int argc, char** argv, int first) {
   flags.Int("step-idle-secs", &c.step_idle_secs,
             "abort a step that nothing has run or used here for this long (a tensor sent for a "
             "receiver that never came; 0 = never)");
-  return flags.RunCommand(
-      argc, argv, first, [&c] { return Serve(c); }, "shardflow server: ");
 }
 
 }  // namespace shardflow

@@ -5,8 +5,10 @@
 
 namespace shardflow {
 
-// Returns the process exit code (0 ok, 1 failed, 2 bad flags).
-int ServerMain(int argc, char** argv, int first);
+class CommandLine;
+
+// Adds the command and its flags to `cli`.
+void AddServerCommand(CommandLine* cli);
 
 }  // namespace shardflow
 

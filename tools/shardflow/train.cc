@@ -540,15 +540,17 @@ absl::Status Train(TrainConfig c) {
 
 }  // namespace
 
-int TrainMain(int argc, char** argv, int first) {
-  TrainConfig c;
-  Flags flags(
-      "shardflow train",
+void AddTrainCommand(CommandLine* cli) {
+  auto config = std::make_shared<TrainConfig>();
+  TrainConfig& c = *config;
+  Flags& flags = *cli->AddCommand(
+      "train", "train a CNN or MLP on Fashion-MNIST",
       "Trains a CNN or an MLP on Fashion-MNIST (Debian's dataset-fashion-mnist) with a live\n"
       "progress bar, then prints the test accuracy. It checkpoints at every epoch end, at the\n"
       "end and (by default) every 10 minutes, keeping the latest 5, so a crash loses little:\n"
       "--resume continues from the latest. The same --seed and --threads give the same loss\n"
-      "curve, also across a --resume.");
+      "curve, also across a --resume.",
+      [config] { return Train(*config); }, "\nshardflow train: ");
   flags.String("model", &c.model, "cnn (2 conv + 2 dense layers) or mlp (784-512-512-10)");
   flags.Int("batch-size", &c.batch_size, "examples per training step");
   flags.Int("epochs", &c.epochs, "passes over the 60,000 training images");
@@ -582,8 +584,6 @@ int TrainMain(int argc, char** argv, int first) {
              "print 'name (Op) -> device' for every node, once, when the graph is placed");
   flags.Int("profile-step", &c.profile_step,
             "trace this step (1-based) and print the time spent per op type");
-  return flags.RunCommand(
-      argc, argv, first, [&c] { return Train(c); }, "\nshardflow train: ");
 }
 
 }  // namespace shardflow

@@ -3,13 +3,12 @@
 #ifndef SHARDFLOW_TOOLS_SHARDFLOW_TRAIN_H_
 #define SHARDFLOW_TOOLS_SHARDFLOW_TRAIN_H_
 
-#include <string>
-
 namespace shardflow {
 
-// Runs the subcommand with argv[first..] as its flags; returns the process exit code (0 ok,
-// 1 training failed, 2 bad flags).
-int TrainMain(int argc, char** argv, int first);
+class CommandLine;
+
+// Adds the command and its flags to `cli`.
+void AddTrainCommand(CommandLine* cli);
 
 }  // namespace shardflow
 
