@@ -36,13 +36,6 @@ absl::StatusOr<std::shared_ptr<Variable>> ResourceMgr::Lookup(const std::string&
   return it->second;
 }
 
-std::vector<std::string> ResourceMgr::VariableNames() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<std::string> names;
-  for (const auto& [n, _] : vars_) names.push_back(n);
-  return names;
-}
-
 void ResourceMgr::Clear() {
   absl::MutexLock lock(&mu_);
   vars_.clear();

@@ -51,7 +51,6 @@ class ResourceMgr {
                                                            const TensorShape& shape);
   // NotFound naming the variable when absent.
   absl::StatusOr<std::shared_ptr<Variable>> Lookup(const std::string& name) const;
-  std::vector<std::string> VariableNames() const;
   void Clear();
 
  private:

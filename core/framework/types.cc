@@ -77,10 +77,6 @@ bool DataTypeIsInteger(DataType dtype) {
   return dtype == DT_INT8 || dtype == DT_UINT8 || dtype == DT_INT32 || dtype == DT_INT64;
 }
 
-bool DataTypeIsNumeric(DataType dtype) {
-  return dtype != DT_STRING && dtype != DT_INVALID && DataTypeSize(dtype) > 0;
-}
-
 const std::vector<DataType>& AllDataTypes() {
   static const auto* all =
       new std::vector<DataType>{DT_FLOAT,  DT_DOUBLE, DT_INT32, DT_UINT8,    DT_INT8,

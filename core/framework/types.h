@@ -29,7 +29,6 @@ int DataTypeSize(DataType dtype);
 bool DataTypeIsFloating(DataType dtype);
 bool DataTypeIsInteger(DataType dtype);
 // Every type except string and invalid.
-bool DataTypeIsNumeric(DataType dtype);
 // All valid types, in enum order.
 const std::vector<DataType>& AllDataTypes();
 

@@ -52,6 +52,26 @@ TEST(ScopeTest, DeviceAndControlDependencyScopes) {
   EXPECT_TRUE(has_control);
 }
 
+TEST(ScopeTest, OpBuilderControlInputsAndClearedColocation) {
+  Scope root = Scope::NewRootScope();
+  auto first = ops::NoOp(root.WithOpName("first"));
+  auto x = ops::Const(root.WithOpName("x"), 1.0f);
+  Operation after =
+      OpBuilder(root.WithOpName("after"), "Identity").Input(x).ControlInput(first).Finalize();
+  ASSERT_TRUE(root.ok()) << root.status();
+  bool has_control = false;
+  for (const Edge* e : after.node()->in_edges()) {
+    has_control |= e->IsControl() && e->src == first.node();
+  }
+  EXPECT_TRUE(has_control);
+  // Colocation requests stop at ClearColocation.
+  Scope near = root.ColocateWith(x);
+  auto with = ops::Const(near.WithOpName("with"), 2.0f);
+  auto without = ops::Const(near.ClearColocation().WithOpName("without"), 3.0f);
+  EXPECT_TRUE(with.node()->def().attr().contains("_class"));
+  EXPECT_FALSE(without.node()->def().attr().contains("_class"));
+}
+
 TEST(ScopeTest, LiteralsTakeTheDtypeOfTheOtherInput) {
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s, DT_DOUBLE);

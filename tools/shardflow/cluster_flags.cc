@@ -1,7 +1,9 @@
 #include "tools/shardflow/cluster_flags.h"
 
 #include "core/platform/status.h"
+#include "distributed/grpc/grpc_poll_strategy.h"
 #include "distributed/master.h"
+#include "glog/logging.h"
 
 namespace shardflow {
 
@@ -27,6 +29,10 @@ absl::StatusOr<std::vector<std::string>> ClusterFlags::Tasks() const {
 absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
     const SessionOptions& options) const {
   if (cluster.empty()) return NewSession(options);
+  // The master in this process talks gRPC to the tasks: with the poll strategy a server uses
+  // (it is this process's first gRPC object).
+  absl::Status poll = ChooseGrpcPollStrategy(kDefaultGrpcPollStrategy);
+  if (!poll.ok()) LOG(WARNING) << poll.message();
   SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(cluster));
   MasterOptions master_options;
   master_options.cluster = spec;
