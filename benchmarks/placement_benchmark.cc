@@ -33,8 +33,8 @@ struct RandomGraph {
   CostModel costs;
 };
 
-Cluster MakeCluster(int devices, double gbps, double latency_us, bool mixed_speeds) {
-  ClusterDescription d;
+DeviceTopology MakeCluster(int devices, double gbps, double latency_us, bool mixed_speeds) {
+  TopologyDescription d;
   for (int i = 0; i < devices; ++i) {
     auto* dev = d.add_devices();
     dev->set_name(absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", i));
@@ -43,7 +43,7 @@ Cluster MakeCluster(int devices, double gbps, double latency_us, bool mixed_spee
   }
   d.mutable_default_link()->set_gbps(gbps);
   d.mutable_default_link()->set_latency_us(latency_us);
-  auto c = Cluster::FromDescription(d);
+  auto c = DeviceTopology::FromDescription(d);
   if (!c.ok()) std::abort();
   return *c;
 }
@@ -53,7 +53,7 @@ struct Quality {
   int optimal = 0, graphs = 0;
 };
 
-Quality MeasureQuality(int nodes, const Cluster& cluster, int graphs, uint32_t seed0) {
+Quality MeasureQuality(int nodes, const DeviceTopology& cluster, int graphs, uint32_t seed0) {
   Quality q;
   const int d = cluster.num_devices();
   for (int k = 0; k < graphs; ++k) {
@@ -67,7 +67,7 @@ Quality MeasureQuality(int nodes, const Cluster& cluster, int graphs, uint32_t s
       auto graph = Graph::FromGraphDef(def);
       PlacerOptions options;
       options.policy = p == 0 ? "cost" : "constraints";
-      options.cluster = &cluster;
+      options.topology = &cluster;
       options.costs = &rg.costs;
       if (!PlaceGraph(graph->get(), cluster.Devices(), options).ok()) std::abort();
       auto s = BuildSimGraph(**graph, cluster, rg.costs);
@@ -126,7 +126,7 @@ GraphDef LargeGraph(int target_nodes) {
 
 void BM_Place10kNodes(benchmark::State& state, const char* policy) {
   static const GraphDef* def = new GraphDef(LargeGraph(10000));
-  Cluster cluster = MakeCluster(4, 10, 20, false);
+  DeviceTopology cluster = MakeCluster(4, 10, 20, false);
   for (auto _ : state) {
     state.PauseTiming();
     auto graph = Graph::FromGraphDef(*def);
@@ -134,7 +134,7 @@ void BM_Place10kNodes(benchmark::State& state, const char* policy) {
     state.ResumeTiming();
     PlacerOptions options;
     options.policy = policy;
-    options.cluster = &cluster;
+    options.topology = &cluster;
     if (!PlaceGraph(graph->get(), cluster.Devices(), options).ok()) std::abort();
   }
   state.counters["nodes"] = def->node_size();
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
   struct Case {
     const char* name;
     int nodes;
-    shardflow::Cluster cluster;
+    shardflow::DeviceTopology cluster;
   };
   std::vector<Case> cases = {
       {"10 nodes, 2 devices, 10 GB/s, 20 us", 10, MakeCluster(2, 10, 20, false)},

@@ -89,7 +89,7 @@ double Predict(const CostModel& costs, const RunMetadata& placed, const Session&
     used.insert(it->second);
   }
   *devices_used = static_cast<int>(used.size());
-  Cluster cluster = Cluster::ForDevices(*target.ListDevices(), {1, 1}, {1, 1});
+  DeviceTopology cluster = DeviceTopology::ForDevices(*target.ListDevices(), {1, 1}, {1, 1});
   auto sim = BuildSimGraph(**graph, cluster, costs);
   if (!sim.ok()) std::abort();
   auto where = PlacementVector(*sim, cluster);
@@ -115,10 +115,10 @@ SimulatorCheck CheckSimulator(int rounds) {
   for (int r = 0; r < rounds; ++r) {
     md.Clear();
     if (!one->Run(trace, {}, {"join"}, {}, &out, &md).ok()) std::abort();
-    from_one.AddStepStats(md.step_stats(), Cluster::ForDevices(*one->ListDevices()));
+    from_one.AddStepStats(md.step_stats(), DeviceTopology::ForDevices(*one->ListDevices()));
     md.Clear();
     if (!two->Run(trace, {}, {"join"}, {}, &out, &md).ok()) std::abort();
-    from_two.AddStepStats(md.step_stats(), Cluster::ForDevices(*two->ListDevices()));
+    from_two.AddStepStats(md.step_stats(), DeviceTopology::ForDevices(*two->ListDevices()));
     for (int i = 0; i < 3; ++i) {
       auto start = std::chrono::steady_clock::now();
       if (!two->Run({}, {"join"}, {}, &out).ok()) std::abort();

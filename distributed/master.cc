@@ -169,7 +169,7 @@ class MasterSession {
     GraphExecutionStateOptions state_options;
     state_options.devices = devices_;
     state_options.config = config_;
-    state_options.cost_cluster = [this] { return CostCluster(); };
+    state_options.topology = [this] { return CostCluster(); };
     state_options.check_graph = [this](const Graph& g) { return CheckRequestedTasksAreUp(g); };
     state_options.incarnation = [this](const std::string& device) -> uint64_t {
       auto t = device_task_.find(device);
@@ -471,9 +471,9 @@ class MasterSession {
   }
 
   // The cost model's view of the cluster: in-process links within a task, options.link across.
-  Cluster CostCluster() const {
-    Cluster local = Cluster::ForDevices(devices_);
-    ClusterDescription d = local.description();
+  DeviceTopology CostCluster() const {
+    DeviceTopology local = DeviceTopology::ForDevices(devices_);
+    TopologyDescription d = local.description();
     for (size_t a = 0; a < devices_.size(); ++a) {
       for (size_t b = 0; b < devices_.size(); ++b) {
         if (a == b || device_task_.at(devices_[a].name) == device_task_.at(devices_[b].name)) {
@@ -485,7 +485,7 @@ class MasterSession {
         l->set_dst(devices_[b].name);
       }
     }
-    auto cluster = Cluster::FromDescription(d);
+    auto cluster = DeviceTopology::FromDescription(d);
     return cluster.ok() ? *cluster : local;
   }
 
@@ -748,11 +748,11 @@ absl::StatusOr<std::vector<DeviceAttributes>> Master::ListDevices() {
 
 namespace {
 
-class ClusterSession final : public Session {
+class InProcessMasterSession final : public Session {
  public:
-  ClusterSession(std::shared_ptr<Master> master, SessionOptions options)
+  InProcessMasterSession(std::shared_ptr<Master> master, SessionOptions options)
       : master_(std::move(master)), options_(std::move(options)) {}
-  ~ClusterSession() override { Close().IgnoreError(); }
+  ~InProcessMasterSession() override { Close().IgnoreError(); }
 
   absl::Status Create(const GraphDef& graph) override {
     absl::MutexLock lock(&mu_);
@@ -811,10 +811,11 @@ class ClusterSession final : public Session {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Session>> NewClusterSession(std::shared_ptr<Master> master,
-                                                           const SessionOptions& options) {
-  if (master == nullptr) return absl::InvalidArgumentError("NewClusterSession needs a master");
-  return std::unique_ptr<Session>(new ClusterSession(std::move(master), options));
+absl::StatusOr<std::unique_ptr<Session>> NewInProcessMasterSession(std::shared_ptr<Master> master,
+                                                                   const SessionOptions& options) {
+  if (master == nullptr)
+    return absl::InvalidArgumentError("NewInProcessMasterSession needs a master");
+  return std::unique_ptr<Session>(new InProcessMasterSession(std::move(master), options));
 }
 
 }  // namespace shardflow

@@ -27,8 +27,8 @@
 // up on the workers. Session handles are 128-bit random strings.
 //
 // The master runs in a task's server (ServerOptions::host_master) or in the client's process
-// (NewClusterSession). It reaches the tasks through a WorkerCacheInterface: the one given in the
-// options, else one of options.protocol (distributed/protocol.h).
+// (NewInProcessMasterSession). It reaches the tasks through a WorkerCacheInterface: the one given
+// in the options, else one of options.protocol (distributed/protocol.h).
 //
 // Thread safety: every method may be called concurrently.
 #ifndef SHARDFLOW_DISTRIBUTED_MASTER_H_
@@ -138,8 +138,8 @@ class Master {
 };
 
 // A Session run by a master in this process (the client is the master).
-absl::StatusOr<std::unique_ptr<Session>> NewClusterSession(std::shared_ptr<Master> master,
-                                                           const SessionOptions& options);
+absl::StatusOr<std::unique_ptr<Session>> NewInProcessMasterSession(std::shared_ptr<Master> master,
+                                                                   const SessionOptions& options);
 
 }  // namespace shardflow
 

@@ -65,10 +65,12 @@ bool IsCheapOp(const std::string& op) {
 
 }  // namespace
 
-// ---- Cluster ------------------------------------------------------------------------------
+// ---- DeviceTopology
+// ------------------------------------------------------------------------------
 
-absl::StatusOr<Cluster> Cluster::FromDescription(const ClusterDescription& description) {
-  Cluster c;
+absl::StatusOr<DeviceTopology> DeviceTopology::FromDescription(
+    const TopologyDescription& description) {
+  DeviceTopology c;
   c.description_ = description;
   const int n = c.description_.devices_size();
   if (n == 0) return absl::InvalidArgumentError("the cluster description lists no devices");
@@ -129,8 +131,9 @@ absl::StatusOr<Cluster> Cluster::FromDescription(const ClusterDescription& descr
   return c;
 }
 
-absl::StatusOr<Cluster> Cluster::FromJson(const std::string& json, const std::string& source) {
-  ClusterDescription description;
+absl::StatusOr<DeviceTopology> DeviceTopology::FromJson(const std::string& json,
+                                                        const std::string& source) {
+  TopologyDescription description;
   auto status = google::protobuf::util::JsonStringToMessage(json, &description);
   if (!status.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -142,7 +145,7 @@ absl::StatusOr<Cluster> Cluster::FromJson(const std::string& json, const std::st
   return cluster;
 }
 
-absl::StatusOr<Cluster> Cluster::FromJsonFile(const std::string& path) {
+absl::StatusOr<DeviceTopology> DeviceTopology::FromJsonFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("cannot open cluster description '", path, "'"));
@@ -152,10 +155,10 @@ absl::StatusOr<Cluster> Cluster::FromJsonFile(const std::string& path) {
   return FromJson(text.str(), path);
 }
 
-Cluster Cluster::ForDevices(const std::vector<DeviceAttributes>& devices,
-                            const std::vector<int>& intra_op_threads,
-                            const std::vector<int>& slots) {
-  Cluster c;
+DeviceTopology DeviceTopology::ForDevices(const std::vector<DeviceAttributes>& devices,
+                                          const std::vector<int>& intra_op_threads,
+                                          const std::vector<int>& slots) {
+  DeviceTopology c;
   for (size_t i = 0; i < devices.size(); ++i) {
     DeviceDescription* d = c.description_.add_devices();
     d->set_name(devices[i].name);
@@ -170,14 +173,14 @@ Cluster Cluster::ForDevices(const std::vector<DeviceAttributes>& devices,
   return c;
 }
 
-int Cluster::FindDevice(const std::string& name) const {
+int DeviceTopology::FindDevice(const std::string& name) const {
   for (int i = 0; i < num_devices(); ++i) {
     if (description_.devices(i).name() == name) return i;
   }
   return -1;
 }
 
-std::vector<DeviceAttributes> Cluster::Devices() const {
+std::vector<DeviceAttributes> DeviceTopology::Devices() const {
   std::vector<DeviceAttributes> out;
   for (const DeviceDescription& d : description_.devices()) {
     DeviceAttributes a;
@@ -291,7 +294,7 @@ void CostModel::SetMeasured(const std::string& node, double micros, double gflop
   m.output_bytes = std::move(output_bytes);
 }
 
-void CostModel::AddStepStats(const StepStats& stats, const Cluster& cluster) {
+void CostModel::AddStepStats(const StepStats& stats, const DeviceTopology& cluster) {
   DeviceDescription fallback;
   FillDeviceDefaults(&fallback, 1);
   for (const DeviceStepStats& dev : stats.dev_stats()) {
@@ -322,7 +325,7 @@ void CostModel::AddStepStats(const StepStats& stats, const Cluster& cluster) {
 
 // ---- SimGraph -----------------------------------------------------------------------------
 
-absl::StatusOr<SimGraph> BuildSimGraph(const Graph& graph, const Cluster& cluster,
+absl::StatusOr<SimGraph> BuildSimGraph(const Graph& graph, const DeviceTopology& cluster,
                                        const CostModel& costs) {
   SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.TopologicalOrder());
   SimGraph g;

@@ -1,9 +1,9 @@
 // The cost model behind the `cost` placement policy and the placement simulator.
 //
-//   Cluster cluster = Cluster::ForDevices(*session->ListDevices());      // or FromJsonFile
-//   CostModel costs;                                                     // analytic estimates
-//   costs.AddStepStats(metadata.step_stats(), cluster);                  // refined by a run
-//   SF_ASSIGN_OR_RETURN(SimGraph sim, BuildSimGraph(*graph, cluster, costs));
+//   DeviceTopology cluster = DeviceTopology::ForDevices(*session->ListDevices());      // or
+//   FromJsonFile CostModel costs;                                                     // analytic
+//   estimates costs.AddStepStats(metadata.step_stats(), cluster);                  // refined by a
+//   run SF_ASSIGN_OR_RETURN(SimGraph sim, BuildSimGraph(*graph, cluster, costs));
 //
 // A node's compute time on a device is estimated from its FLOPs and the bytes it reads and
 // writes (whichever bound is slower at the device's GFLOP/s and GB/s), plus a fixed dispatch
@@ -36,18 +36,19 @@ inline constexpr double kDefaultGpuMemoryGbps = 1500.0;
 inline constexpr double kInProcessLatencyUs = 2.0;
 
 // Devices (in placement order) and the links between them.
-class Cluster {
+class DeviceTopology {
  public:
   // Errors name the device or link at fault. Missing speeds get the defaults above.
-  static absl::StatusOr<Cluster> FromDescription(const ClusterDescription& description);
+  static absl::StatusOr<DeviceTopology> FromDescription(const TopologyDescription& description);
   // `source` names the JSON in errors (a file name).
-  static absl::StatusOr<Cluster> FromJson(const std::string& json, const std::string& source);
-  static absl::StatusOr<Cluster> FromJsonFile(const std::string& path);
+  static absl::StatusOr<DeviceTopology> FromJson(const std::string& json,
+                                                 const std::string& source);
+  static absl::StatusOr<DeviceTopology> FromJsonFile(const std::string& path);
   // One device per entry with default speeds (a CPU device: kDefaultCpuGflopsPerThread per
   // intra-op thread when `intra_op_threads` gives them), linked in-process.
-  static Cluster ForDevices(const std::vector<DeviceAttributes>& devices,
-                            const std::vector<int>& intra_op_threads = {},
-                            const std::vector<int>& slots = {});
+  static DeviceTopology ForDevices(const std::vector<DeviceAttributes>& devices,
+                                   const std::vector<int>& intra_op_threads = {},
+                                   const std::vector<int>& slots = {});
 
   int num_devices() const { return static_cast<int>(description_.devices_size()); }
   const DeviceDescription& device(int i) const { return description_.devices(i); }
@@ -55,7 +56,7 @@ class Cluster {
   int FindDevice(const std::string& name) const;
   // As DeviceAttributes, for the placer.
   std::vector<DeviceAttributes> Devices() const;
-  const ClusterDescription& description() const { return description_; }
+  const TopologyDescription& description() const { return description_; }
 
   // Microseconds to move `bytes` from device a to device b (0 when a == b).
   double TransferMicros(int a, int b, int64_t bytes) const {
@@ -69,7 +70,7 @@ class Cluster {
     double latency_us = 0;
     double us_per_byte = 0;  // 0 = unlimited bandwidth
   };
-  ClusterDescription description_;
+  TopologyDescription description_;
   std::vector<Link> links_;  // [a * D + b]
 };
 
@@ -107,7 +108,7 @@ class CostModel {
 
   // Folds in the node times and output sizes of a traced step; `cluster` says how fast the
   // devices they ran on are (devices it does not list count as a default CPU device).
-  void AddStepStats(const StepStats& stats, const Cluster& cluster);
+  void AddStepStats(const StepStats& stats, const DeviceTopology& cluster);
   // Sets a node's measured time directly: `micros` on a device of `gflops` / `memory_gbps`.
   // Output sizes are optional. For synthetic graphs and tests.
   void SetMeasured(const std::string& node, double micros, double gflops, double memory_gbps,
@@ -150,7 +151,7 @@ struct SimGraph {
   double Cost(int n, int d) const { return cost[static_cast<size_t>(n) * num_devices + d]; }
 };
 
-absl::StatusOr<SimGraph> BuildSimGraph(const Graph& graph, const Cluster& cluster,
+absl::StatusOr<SimGraph> BuildSimGraph(const Graph& graph, const DeviceTopology& cluster,
                                        const CostModel& costs);
 
 }  // namespace shardflow

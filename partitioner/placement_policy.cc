@@ -12,7 +12,7 @@ namespace shardflow {
 namespace {
 
 // "CPU:1" for "/job:localhost/replica:0/task:0/device:CPU:1": enough in a reason.
-std::string Short(const Cluster& cluster, int d) {
+std::string Short(const DeviceTopology& cluster, int d) {
   const std::string& name = cluster.device(d).name();
   size_t pos = name.find("/device:");
   return pos == std::string::npos ? name : name.substr(pos + 8);
@@ -43,7 +43,7 @@ class CostPolicy final : public PlacementPolicy {
   std::string name() const override { return "cost"; }
 
   absl::Status Place(const PlacementProblem& p, PlacementDecision* out) const override {
-    const Cluster& cluster = *p.cluster;
+    const DeviceTopology& cluster = *p.topology;
     SF_ASSIGN_OR_RETURN(SimGraph g, BuildSimGraph(*p.graph, cluster, *p.costs));
     const int n_count = g.num_nodes;
     const int d_count = g.num_devices;
@@ -285,7 +285,7 @@ class CostPolicy final : public PlacementPolicy {
                 const std::vector<int64_t>& group_memory, int64_t budget,
                 std::vector<int64_t>* used, std::vector<int>* group_device,
                 std::vector<std::string>* reason) const {
-    const Cluster& cluster = *p.cluster;
+    const DeviceTopology& cluster = *p.topology;
     const int g_count = static_cast<int>(group_device->size());
     std::vector<int> where(g.num_nodes);
     for (int n = 0; n < g.num_nodes; ++n) where[n] = (*group_device)[group[n]];
@@ -328,8 +328,8 @@ class CostPolicy final : public PlacementPolicy {
   static absl::Status OutOfMemory(const PlacementProblem& p, int grp, int64_t bytes) {
     std::string limits;
     for (int d : p.feasible[grp]) {
-      absl::StrAppend(&limits, limits.empty() ? "" : ", ", p.cluster->device(d).name(), " (",
-                      p.cluster->device(d).memory_bytes(), " bytes)");
+      absl::StrAppend(&limits, limits.empty() ? "" : ", ", p.topology->device(d).name(), " (",
+                      p.topology->device(d).memory_bytes(), " bytes)");
     }
     const Node* first = p.graph->node(p.group_members[grp][0]);
     return absl::ResourceExhaustedError(absl::StrCat(

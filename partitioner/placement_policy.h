@@ -22,7 +22,7 @@ namespace shardflow {
 
 struct PlacementProblem {
   const Graph* graph = nullptr;
-  const Cluster* cluster = nullptr;  // its devices, in order, are the candidates
+  const DeviceTopology* topology = nullptr;  // its devices, in order, are the candidates
   const CostModel* costs = nullptr;
   std::vector<int> group_of;                    // node id -> group, -1 for unused ids
   std::vector<std::vector<int>> group_members;  // group -> node ids

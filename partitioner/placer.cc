@@ -223,10 +223,10 @@ absl::Status PlaceGraph(Graph* graph, const std::vector<DeviceAttributes>& devic
   SF_ASSIGN_OR_RETURN(std::unique_ptr<PlacementPolicy> policy, NewPlacementPolicy(options.policy));
   Constraints c;
   SF_RETURN_IF_ERROR(BuildConstraints(graph, devices, options, &c));
-  Cluster default_cluster;
-  const Cluster* cluster = options.cluster;
+  DeviceTopology default_cluster;
+  const DeviceTopology* cluster = options.topology;
   if (cluster == nullptr) {
-    default_cluster = Cluster::ForDevices(devices);
+    default_cluster = DeviceTopology::ForDevices(devices);
     cluster = &default_cluster;
   } else if (cluster->num_devices() != static_cast<int>(devices.size())) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -234,7 +234,7 @@ absl::Status PlaceGraph(Graph* graph, const std::vector<DeviceAttributes>& devic
         " are being placed on; describe exactly the placement devices"));
   }
   CostModel default_costs;
-  c.problem.cluster = cluster;
+  c.problem.topology = cluster;
   c.problem.costs = options.costs != nullptr ? options.costs : &default_costs;
   PlacementDecision decision;
   SF_RETURN_IF_ERROR(policy->Place(c.problem, &decision));

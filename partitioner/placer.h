@@ -39,10 +39,10 @@ struct PlacerOptions {
   bool log_device_placement = false;
   // "constraints" or "cost".
   std::string policy = "constraints";
-  // For the cost policy: device speeds, memory and links (default: Cluster::ForDevices of the
-  // devices), and the cost model (default: analytic estimates). The cluster's devices must be
+  // For the cost policy: device speeds, memory and links (default: DeviceTopology::ForDevices of
+  // the devices), and the cost model (default: analytic estimates). The cluster's devices must be
   // the devices given to PlaceGraph, in the same order.
-  const Cluster* cluster = nullptr;
+  const DeviceTopology* topology = nullptr;
   const CostModel* costs = nullptr;
 };
 

@@ -11,7 +11,7 @@ namespace shardflow {
 namespace {
 
 // The replay, shared by Simulate and SimulateStepMicros. `result` may be null.
-double Run(const SimGraph& g, const std::vector<int>& device_of, const Cluster& cluster,
+double Run(const SimGraph& g, const std::vector<int>& device_of, const DeviceTopology& cluster,
            SimResult* result) {
   const int n = g.num_nodes;
   const int d_count = g.num_devices;
@@ -90,18 +90,19 @@ double Run(const SimGraph& g, const std::vector<int>& device_of, const Cluster& 
 }  // namespace
 
 SimResult Simulate(const SimGraph& graph, const std::vector<int>& device_of,
-                   const Cluster& cluster) {
+                   const DeviceTopology& cluster) {
   SimResult result;
   Run(graph, device_of, cluster, &result);
   return result;
 }
 
 double SimulateStepMicros(const SimGraph& graph, const std::vector<int>& device_of,
-                          const Cluster& cluster) {
+                          const DeviceTopology& cluster) {
   return Run(graph, device_of, cluster, nullptr);
 }
 
-absl::StatusOr<std::vector<int>> PlacementVector(const SimGraph& graph, const Cluster& cluster) {
+absl::StatusOr<std::vector<int>> PlacementVector(const SimGraph& graph,
+                                                 const DeviceTopology& cluster) {
   std::vector<int> out(graph.num_nodes, -1);
   for (int n = 0; n < graph.num_nodes; ++n) {
     const Node* node = graph.nodes[n];
@@ -120,7 +121,7 @@ absl::StatusOr<std::vector<int>> PlacementVector(const SimGraph& graph, const Cl
   return out;
 }
 
-std::string FormatSimResult(const SimResult& r, const Cluster& cluster) {
+std::string FormatSimResult(const SimResult& r, const DeviceTopology& cluster) {
   std::string out = absl::StrFormat("simulated step time: %.1f us\n\n", r.step_micros);
   absl::StrAppendFormat(&out, "%-48s %7s %12s %8s\n", "device", "nodes", "busy us", "util");
   for (int d = 0; d < cluster.num_devices(); ++d) {

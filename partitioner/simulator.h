@@ -40,18 +40,19 @@ struct SimResult {
 
 // `device_of[n]` is the cluster index of SimGraph node n.
 SimResult Simulate(const SimGraph& graph, const std::vector<int>& device_of,
-                   const Cluster& cluster);
+                   const DeviceTopology& cluster);
 // The same, computing only the step time (the cost policy calls this many times).
 double SimulateStepMicros(const SimGraph& graph, const std::vector<int>& device_of,
-                          const Cluster& cluster);
+                          const DeviceTopology& cluster);
 
 // The device indices of a placed graph's nodes, in SimGraph order. Error for a node that is
 // not placed or placed on a device the cluster does not list.
-absl::StatusOr<std::vector<int>> PlacementVector(const SimGraph& graph, const Cluster& cluster);
+absl::StatusOr<std::vector<int>> PlacementVector(const SimGraph& graph,
+                                                 const DeviceTopology& cluster);
 
 // A table: step time, then per device its nodes, busy time and utilisation, then per link the
 // bytes and transfers.
-std::string FormatSimResult(const SimResult& result, const Cluster& cluster);
+std::string FormatSimResult(const SimResult& result, const DeviceTopology& cluster);
 
 }  // namespace shardflow
 

@@ -47,13 +47,13 @@ absl::Status GraphExecutionState::PlaceWholeGraph() {
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
   if (options_.check_graph) SF_RETURN_IF_ERROR(options_.check_graph(*graph));
   ApplyWholeGraphPlacement(graph.get(), placement_);
-  Cluster cluster =
-      options_.cost_cluster ? options_.cost_cluster() : Cluster::ForDevices(options_.devices);
+  DeviceTopology cluster =
+      options_.topology ? options_.topology() : DeviceTopology::ForDevices(options_.devices);
   PlacerOptions placer;
   placer.allow_soft_placement = options_.config.allow_soft_placement();
   placer.log_device_placement = options_.config.log_device_placement();
   placer.policy = options_.config.placement_policy();
-  placer.cluster = &cluster;
+  placer.topology = &cluster;
   SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));
   for (Node* n : graph->nodes()) placement_[n->name()] = n->assigned_device();
   placement_valid_ = true;

@@ -50,8 +50,8 @@ struct GraphExecutionStateOptions {
   // Placement policy, soft placement, placement logging.
   SessionOptionsProto config;
   // The cost model's view of the devices for the cost policy (speeds, memory, links); unset =
-  // Cluster::ForDevices(devices).
-  std::function<Cluster()> cost_cluster;
+  // DeviceTopology::ForDevices(devices).
+  std::function<DeviceTopology()> topology;
   // The incarnation of each device's process, for rendezvous keys; unset = 1 (one process).
   std::function<uint64_t(const std::string& device)> incarnation;
   // Called on the whole graph before it is placed; an error stops placement (the master says

@@ -111,8 +111,8 @@ class LocalSession final : public Session {
       threads.push_back(d->intra_op_threads());
       slots.push_back(std::min(d->compute_slots(), 64));
     }
-    state.cost_cluster = [attributes = state.devices, threads, slots] {
-      return Cluster::ForDevices(attributes, threads, slots);
+    state.topology = [attributes = state.devices, threads, slots] {
+      return DeviceTopology::ForDevices(attributes, threads, slots);
     };
     return state;
   }

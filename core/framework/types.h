@@ -28,7 +28,6 @@ absl::StatusOr<DataType> ParseDataType(absl::string_view name);
 int DataTypeSize(DataType dtype);
 bool DataTypeIsFloating(DataType dtype);
 bool DataTypeIsInteger(DataType dtype);
-// Every type except string and invalid.
 // All valid types, in enum order.
 const std::vector<DataType>& AllDataTypes();
 

@@ -1,7 +1,7 @@
 // Fuzzes the cluster descriptions of the cost model (partitioner/cost_model.h): the input is
-// the JSON a user passes to `shardflow place --cluster` or the cost placement policy.
+// the JSON a user passes to `shardflow place --topology` or the cost placement policy.
 //
-// Checked on every input: Cluster::FromJson returns a status and never crashes. Checked when
+// Checked on every input: DeviceTopology::FromJson returns a status and never crashes. Checked when
 // it accepts: every device has a full, distinct name and finite, positive speeds and slots;
 // every transfer time is finite and non-negative; a small graph's simulation costs are finite
 // and non-negative on every device; and the description, written back as JSON, parses to the
@@ -53,7 +53,7 @@ const Graph& SmallGraph() {
   return *graph;
 }
 
-void CheckAccepted(const Cluster& cluster) {
+void CheckAccepted(const DeviceTopology& cluster) {
   const int n = cluster.num_devices();
   if (n <= 0) Fail("a cluster without devices");
   for (int i = 0; i < n; ++i) {
@@ -84,7 +84,7 @@ void CheckAccepted(const Cluster& cluster) {
   if (!google::protobuf::util::MessageToJsonString(cluster.description(), &json).ok()) {
     Fail("the description does not print as JSON");
   }
-  auto again = Cluster::FromJson(json, "round trip");
+  auto again = DeviceTopology::FromJson(json, "round trip");
   if (!again.ok()) Fail("FromJson rejects its own description: " + again.status().ToString());
   if (again->description().SerializeAsString() != cluster.description().SerializeAsString()) {
     Fail("the JSON round trip changes the description: " + json);
@@ -95,7 +95,7 @@ void CheckAccepted(const Cluster& cluster) {
 }  // namespace shardflow
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto cluster = shardflow::Cluster::FromJson(
+  auto cluster = shardflow::DeviceTopology::FromJson(
       std::string(reinterpret_cast<const char*>(data), size), "fuzz input");
   if (cluster.ok()) shardflow::CheckAccepted(*cluster);
   return 0;

@@ -215,8 +215,8 @@ struct RandomCase {
 };
 
 // A two-device cluster with a real link: 10 GB/s, 20 µs.
-Cluster TwoDeviceCluster() {
-  ClusterDescription d;
+DeviceTopology TwoDeviceCluster() {
+  TopologyDescription d;
   for (int i = 0; i < 2; ++i) {
     auto* dev = d.add_devices();
     dev->set_name(absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", i));
@@ -225,11 +225,11 @@ Cluster TwoDeviceCluster() {
   }
   d.mutable_default_link()->set_gbps(10);
   d.mutable_default_link()->set_latency_us(20);
-  return *Cluster::FromDescription(d);
+  return *DeviceTopology::FromDescription(d);
 }
 
 TEST(CostPolicyTest, NearTheBestPlacementOnSmallRandomGraphs) {
-  Cluster cluster = TwoDeviceCluster();
+  DeviceTopology cluster = TwoDeviceCluster();
   double ratio_sum = 0;
   const int cases = 12;
   for (int seed = 1; seed <= cases; ++seed) {
@@ -238,7 +238,7 @@ TEST(CostPolicyTest, NearTheBestPlacementOnSmallRandomGraphs) {
     auto g = ToGraph(c.scope);
     PlacerOptions options;
     options.policy = "cost";
-    options.cluster = &cluster;
+    options.topology = &cluster;
     options.costs = &c.costs;
     ASSERT_TRUE(PlaceGraph(g.get(), cluster.Devices(), options).ok());
     auto sim = BuildSimGraph(*g, cluster, c.costs);
@@ -272,7 +272,7 @@ TEST(SimulatorTest, ChainAcrossALinkMatchesHandArithmetic) {
   costs.SetMeasured("b", 10, 100, 10, {1000000});
   costs.SetMeasured("c", 5, 100, 10, {4});
   costs.SetMeasured("d", 7, 100, 10, {4});
-  Cluster cluster = TwoDeviceCluster();  // 10 GB/s: 1 MB takes 100 µs, plus 20 µs latency
+  DeviceTopology cluster = TwoDeviceCluster();  // 10 GB/s: 1 MB takes 100 µs, plus 20 µs latency
   auto sim = BuildSimGraph(*g, cluster, costs);
   ASSERT_TRUE(sim.ok());
   std::vector<int> where(4);
@@ -299,7 +299,7 @@ TEST(CostModelTest, AnalyticEstimatesAndRefinementFromStepStats) {
   auto m2 = ops::MatMul(s.WithOpName("m2"), m1, x);
   auto g = ToGraph(s);
   CostModel costs;
-  Cluster cluster = Cluster::ForDevices(Cpus(1));
+  DeviceTopology cluster = DeviceTopology::ForDevices(Cpus(1));
   const DeviceDescription& cpu = cluster.device(0);
   EXPECT_DOUBLE_EQ(costs.AnalyticWork(*g->FindNode("m1")).flops, 2.0 * 200 * 200 * 200);
   EXPECT_TRUE(costs.AnalyticWork(*g->FindNode("x")).cheap);
@@ -328,7 +328,7 @@ TEST(CostModelTest, AnalyticEstimatesAndRefinementFromStepStats) {
 }
 
 TEST(ClusterTest, JsonDescriptionsAndTheirErrors) {
-  auto ok = Cluster::FromJson(
+  auto ok = DeviceTopology::FromJson(
       R"({"devices": [{"name": "/job:w/replica:0/task:0/device:CPU:0", "gflops": 50},
                       {"name": "/job:w/replica:0/task:1/device:CPU:0"}],
           "links": [{"src": "/job:w/replica:0/task:0/device:CPU:0",
@@ -343,19 +343,21 @@ TEST(ClusterTest, JsonDescriptionsAndTheirErrors) {
   EXPECT_DOUBLE_EQ(ok->TransferMicros(0, 1, 1000000), 50 + 1000);
   EXPECT_DOUBLE_EQ(ok->TransferMicros(1, 0, 1000000), 50 + 1000);  // the reverse direction
   EXPECT_DOUBLE_EQ(ok->TransferMicros(1, 1, 1000000), 0);
-  EXPECT_THAT(Cluster::FromJson("{devices: [", "bad.json").status().message(),
+  EXPECT_THAT(DeviceTopology::FromJson("{devices: [", "bad.json").status().message(),
               HasSubstr("bad.json: not a valid cluster description"));
-  EXPECT_THAT(
-      Cluster::FromJson(R"({"devices": [{"name": "/device:CPU:0"}]})", "p.json").status().message(),
-      HasSubstr("give a full name"));
-  EXPECT_THAT(Cluster::FromJson(R"({"devices": [{"name": "/job:w/replica:0/task:0/device:CPU:0"}],
-                                    "links": [{"src": "/job:w/replica:0/task:0/device:CPU:0",
-                                               "dst": "/job:x/replica:0/task:0/device:CPU:0"}]})",
-                                "l.json")
+  EXPECT_THAT(DeviceTopology::FromJson(R"({"devices": [{"name": "/device:CPU:0"}]})", "p.json")
                   .status()
                   .message(),
-              HasSubstr("names a device the description does not list"));
-  EXPECT_EQ(Cluster::FromJsonFile("/nonexistent/cluster.json").status().code(),
+              HasSubstr("give a full name"));
+  EXPECT_THAT(
+      DeviceTopology::FromJson(R"({"devices": [{"name": "/job:w/replica:0/task:0/device:CPU:0"}],
+                                    "links": [{"src": "/job:w/replica:0/task:0/device:CPU:0",
+                                               "dst": "/job:x/replica:0/task:0/device:CPU:0"}]})",
+                               "l.json")
+          .status()
+          .message(),
+      HasSubstr("names a device the description does not list"));
+  EXPECT_EQ(DeviceTopology::FromJsonFile("/nonexistent/cluster.json").status().code(),
             absl::StatusCode::kNotFound);
 }
 

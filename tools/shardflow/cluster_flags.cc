@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
   master_options.client.security.tls_ca_file = tls_ca;
   master_options.client.security.plaintext = plaintext;
   SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
-  return NewClusterSession(master, options);
+  return NewInProcessMasterSession(master, options);
 }
 
 }  // namespace shardflow

@@ -48,8 +48,8 @@ absl::StatusOr<GraphDef> BuildGraph(const PlaceConfig& c) {
   return def;
 }
 
-absl::StatusOr<Cluster> MakeCluster(const PlaceConfig& c) {
-  if (!c.cluster.empty()) return Cluster::FromJsonFile(c.cluster);
+absl::StatusOr<DeviceTopology> MakeCluster(const PlaceConfig& c) {
+  if (!c.cluster.empty()) return DeviceTopology::FromJsonFile(c.cluster);
   if (c.devices < 1 || c.threads_per_device < 1) {
     return absl::InvalidArgumentError("--devices and --threads-per-device must be positive");
   }
@@ -57,18 +57,18 @@ absl::StatusOr<Cluster> MakeCluster(const PlaceConfig& c) {
   for (int64_t i = 0; i < c.devices; ++i) {
     devices.push_back({absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", i), "CPU", 0});
   }
-  return Cluster::ForDevices(devices, std::vector<int>(c.devices, c.threads_per_device));
+  return DeviceTopology::ForDevices(devices, std::vector<int>(c.devices, c.threads_per_device));
 }
 
 absl::Status Place(const PlaceConfig& c) {
   SF_ASSIGN_OR_RETURN(GraphDef def, BuildGraph(c));
-  SF_ASSIGN_OR_RETURN(Cluster cluster, MakeCluster(c));
+  SF_ASSIGN_OR_RETURN(DeviceTopology cluster, MakeCluster(c));
   CostModelOptions cost_options;
   cost_options.unknown_dim = c.batch_size;
   CostModel costs(cost_options);
   PlacerOptions options;
   options.policy = c.policy;
-  options.cluster = &cluster;
+  options.topology = &cluster;
   options.costs = &costs;
   options.allow_soft_placement = c.allow_soft_placement;
   options.log_device_placement = c.log_placement;
@@ -133,7 +133,10 @@ void AddPlaceCommand(CommandLine* cli) {
   flags.Int("devices", &c.devices, "local CPU devices to place on (without --cluster)");
   flags.Int("threads-per-device", &c.threads_per_device,
             "intra-op threads of each local CPU device (sets its speed in the cost model)");
-  flags.String("cluster", &c.cluster, "cluster description JSON file (instead of --devices)");
+  // --cluster is the flag's old name (other commands' --cluster is a cluster spec of tasks).
+  flags.String("topology,--cluster", &c.cluster,
+               "device topology JSON file: devices, speeds, memory and links (instead of "
+               "--devices; --cluster is its old name)");
   flags.String("policy", &c.policy, "cost (list scheduling on the cost model) or constraints");
   flags.String("explain", &c.explain, "explain the placement of this node and stop");
   flags.Bool("simulate", &c.simulate, "print the simulated step time and device utilisation");
