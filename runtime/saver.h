@@ -1,20 +1,29 @@
-// Saver: saves and restores the variables of a graph through a session.
+// Saver: saves the variables of a graph to a checkpoint and restores them, through the session
+// that runs the graph. It works on any GraphDef — built with the C++ API (ops/), by Python, or
+// read from a file — because it finds the variables in the GraphDef itself (its VarHandleOp
+// nodes); it needs no graph-building API.
 //
-//   Scope s = Scope::NewRootScope();
-//   ... build the model and optimizer ...
-//   Saver saver(s);                        // adds restore ops: create it before ToGraphDef
-//   GraphDef def; SF_RETURN_IF_ERROR(s.ToGraphDef(&def));
-//   ... session->Create(def), train ...
+//   GraphDef def = ...;                        // scope.ToGraphDef(&def), or ReadGraphDef(path)
+//   SF_ASSIGN_OR_RETURN(Saver saver, Saver::AddToGraph(&def));   // before Session::Create
+//   SF_RETURN_IF_ERROR(session->Create(def));
+//   ... train ...
 //   SF_RETURN_IF_ERROR(saver.Save(session.get(), "ckpt/model.ckpt", {{"_meta/step", step}}));
 //   SF_ASSIGN_OR_RETURN(NamedTensors extra, saver.Restore(session.get(), "ckpt/model.ckpt"));
 //
-// Every variable of the scope is saved (optimizer slots included) under its name, plus any
-// extra tensors the caller adds (names starting with "_meta/"). Restore checks names, dtypes and
+// For a session already created from `def`, Saver::AddToSession(session, def) adds the same
+// nodes with Session::Extend.
+//
+// A variable is saved under its shared name (the VarHandleOp's `shared_name`, or its node name
+// when that is empty); optimizer slots are variables too, so they are saved with the model. The
+// caller may add extra tensors whose names start with "_meta/". Restore checks names, dtypes and
 // shapes against the graph before assigning anything, so a checkpoint of another model is an
 // error naming each difference and never a partial load.
 //
+// The nodes added (Note [Saver nodes] in saver.cc) live under one fresh name scope, "save" (or
+// "save_1", ... when the graph already uses it); nothing else in the graph changes.
+//
 // Thread safety: Save and Restore may be called from any thread, not concurrently with steps
-// that update the variables.
+// that update the variables. A Saver is a value: copies save and restore the same variables.
 #ifndef SHARDFLOW_RUNTIME_SAVER_H_
 #define SHARDFLOW_RUNTIME_SAVER_H_
 
@@ -22,7 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "ops/training.h"
+#include "core/protos/graph.pb.h"
 #include "runtime/checkpoint.h"
 #include "runtime/session.h"
 
@@ -30,22 +39,36 @@ namespace shardflow {
 
 class Saver {
  public:
-  // Records the scope's variables and adds one placeholder and assignment per variable.
-  explicit Saver(const Scope& scope);
+  // Adds the save and restore nodes for every variable of `graph` to it. Errors: a VarHandleOp
+  // without a valid `dtype` or `shape` attr (named), two variables of one shared name with
+  // different dtypes or shapes.
+  static absl::StatusOr<Saver> AddToGraph(GraphDef* graph);
+  // The same for a session created from `graph`: the nodes are added with session->Extend.
+  static absl::StatusOr<Saver> AddToSession(Session* session, const GraphDef& graph);
 
-  // `extra` names must start with "_meta/".
+  // Writes every variable and `extra` (names must start with "_meta/") to `path`, atomically
+  // (see SaveCheckpoint).
   absl::Status Save(Session* session, const std::string& path,
                     const NamedTensors& extra = {}) const;
-  // Assigns every variable from the checkpoint; returns the "_meta/" tensors.
+  // Assigns every variable from the checkpoint at `path`; returns its "_meta/" tensors.
   absl::StatusOr<NamedTensors> Restore(Session* session, const std::string& path) const;
   // The same from a checkpoint already loaded; `source` names it in errors.
   absl::StatusOr<NamedTensors> Restore(Session* session, const NamedTensors& loaded,
                                        const std::string& source) const;
-  const std::vector<Var>& variables() const { return variables_; }
+
+  // The variables, in the order of their nodes in the graph.
+  const std::vector<VariableSpec>& variables() const { return variables_; }
+  // The NoOp that Restore runs (after feeding every variable's value).
+  const std::string& restore_op() const { return restore_op_; }
 
  private:
-  std::vector<Var> variables_;
-  std::vector<Output> values_;  // restore placeholders, one per variable
+  Saver() = default;
+  // Builds the nodes for the variables of `graph` into `added` (nothing is added to `graph`).
+  static absl::StatusOr<Saver> Build(const GraphDef& graph, GraphDef* added);
+
+  std::vector<VariableSpec> variables_;
+  std::vector<std::string> reads_;   // one ReadVariableOp per variable: what Save fetches
+  std::vector<std::string> values_;  // one Placeholder per variable: what Restore feeds
   std::string restore_op_;
 };
 

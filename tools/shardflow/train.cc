@@ -73,8 +73,8 @@ struct TrainGraph {
   Operation init_op;
   Output learning_rate;  // float scalar placeholder, fed every step
   Output predictions;
-  std::vector<Var> variables;  // every variable, optimizer slots included
-  std::unique_ptr<Saver> saver;
+  std::vector<Var> variables;    // every variable, optimizer slots included
+  std::unique_ptr<Saver> saver;  // set by Train once the graph is a GraphDef
 };
 
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
@@ -108,7 +108,6 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c
   g->predictions = ops::ArgMax(s.WithOpName("predictions"), g->model.eval_logits, 1, DT_INT32);
   g->variables = AllVariables(s);
   g->init_op = InitializeAllVariables(s);
-  g->saver = std::make_unique<Saver>(s);
   SF_RETURN_IF_ERROR(s.status());
   return g;
 }
@@ -378,6 +377,8 @@ absl::Status Train(TrainConfig c) {
   SF_ASSIGN_OR_RETURN(std::unique_ptr<TrainGraph> g, BuildTrainGraph(c));
   GraphDef def;
   SF_RETURN_IF_ERROR(g->scope.ToGraphDef(&def));
+  SF_ASSIGN_OR_RETURN(Saver saver, Saver::AddToGraph(&def));
+  g->saver = std::make_unique<Saver>(std::move(saver));
   SessionOptions options;
   options.config.set_intra_op_threads(static_cast<int>(c.threads));
   options.config.set_inter_op_threads(static_cast<int>(c.threads));
