@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "datasets/fashion_mnist.h"
 #include "python_bindings/src/status_exceptions.h"
 #include "python_bindings/src/tensor_conversion.h"
-#include "runtime/data/fashion_mnist.h"
 
 namespace shardflow {
 namespace python {

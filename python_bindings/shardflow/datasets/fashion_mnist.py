@@ -7,7 +7,7 @@ Example::
     y_train.shape, y_train.dtype      # (60000,) int32, classes 0..9
 
 The files come from Debian's `dataset-fashion-mnist` package (apt-get install
-dataset-fashion-mnist), read by the engine's loader (runtime/data/fashion_mnist.h).
+dataset-fashion-mnist), read by shardflow's C++ loader (datasets/fashion_mnist.h).
 """
 
 from shardflow import _shardflow as _C

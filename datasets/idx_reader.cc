@@ -1,4 +1,4 @@
-#include "runtime/data/idx_reader.h"
+#include "datasets/idx_reader.h"
 
 #include <zlib.h>
 

@@ -12,13 +12,13 @@
 // int32 [N] in [0,10); example_shape is [28,28,1].
 //
 // Thread safety: may be called from any thread.
-#ifndef SHARDFLOW_RUNTIME_DATA_FASHION_MNIST_H_
-#define SHARDFLOW_RUNTIME_DATA_FASHION_MNIST_H_
+#ifndef SHARDFLOW_DATASETS_FASHION_MNIST_H_
+#define SHARDFLOW_DATASETS_FASHION_MNIST_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "runtime/data/dataset.h"
+#include "datasets/dataset.h"
 
 namespace shardflow {
 
@@ -35,4 +35,4 @@ absl::StatusOr<Dataset> LoadFashionMnist(const std::string& dir = kDefaultFashio
 
 }  // namespace shardflow
 
-#endif  // SHARDFLOW_RUNTIME_DATA_FASHION_MNIST_H_
+#endif  // SHARDFLOW_DATASETS_FASHION_MNIST_H_

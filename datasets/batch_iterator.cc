@@ -1,4 +1,4 @@
-#include "runtime/data/batch_iterator.h"
+#include "datasets/batch_iterator.h"
 
 #include <algorithm>
 #include <cstring>

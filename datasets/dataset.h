@@ -1,13 +1,13 @@
 // Dataset: a labelled image classification set held in memory, as training input.
 //
-//   SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist());   // runtime/data/fashion_mnist.h
+//   SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist());   // datasets/fashion_mnist.h
 //   train.size()                    // 60000
 //   train.images                    // float [60000,784], one contiguous buffer
 //   train.example_shape             // [28,28,1]
 //
 // A Dataset is a value: copies share the image and label buffers (see Tensor).
-#ifndef SHARDFLOW_RUNTIME_DATA_DATASET_H_
-#define SHARDFLOW_RUNTIME_DATA_DATASET_H_
+#ifndef SHARDFLOW_DATASETS_DATASET_H_
+#define SHARDFLOW_DATASETS_DATASET_H_
 
 #include <cstdint>
 
@@ -35,4 +35,4 @@ absl::Status ValidateDataset(const Dataset& dataset);
 
 }  // namespace shardflow
 
-#endif  // SHARDFLOW_RUNTIME_DATA_DATASET_H_
+#endif  // SHARDFLOW_DATASETS_DATASET_H_

@@ -1,4 +1,4 @@
-#include "runtime/data/dataset.h"
+#include "datasets/dataset.h"
 
 #include "absl/strings/str_cat.h"
 

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "core/framework/tensor_util.h"
+#include "datasets/batch_iterator.h"
+#include "datasets/dataset.h"
+#include "datasets/fashion_mnist.h"
+#include "datasets/idx_reader.h"
 #include "gtest/gtest.h"
-#include "runtime/data/batch_iterator.h"
-#include "runtime/data/dataset.h"
-#include "runtime/data/fashion_mnist.h"
-#include "runtime/data/idx_reader.h"
 #include "tests/util/file_formats.h"
 
 namespace shardflow {

@@ -1,10 +1,10 @@
-#include "runtime/data/fashion_mnist.h"
+#include "datasets/fashion_mnist.h"
 
 #include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "core/platform/status.h"
-#include "runtime/data/idx_reader.h"
+#include "datasets/idx_reader.h"
 
 namespace shardflow {
 namespace {

@@ -25,8 +25,8 @@
 // Thread safety: Next() may be called from several threads; calls are serialized and each batch
 // goes to exactly one caller. The iterator must not be destroyed while a call to Next() is in
 // progress. Batches own their tensors (they share nothing with the dataset or with each other).
-#ifndef SHARDFLOW_RUNTIME_DATA_BATCH_ITERATOR_H_
-#define SHARDFLOW_RUNTIME_DATA_BATCH_ITERATOR_H_
+#ifndef SHARDFLOW_DATASETS_BATCH_ITERATOR_H_
+#define SHARDFLOW_DATASETS_BATCH_ITERATOR_H_
 
 #include <cstdint>
 #include <deque>
@@ -39,7 +39,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "core/framework/tensor.h"
-#include "runtime/data/dataset.h"
+#include "datasets/dataset.h"
 
 namespace shardflow {
 
@@ -117,4 +117,4 @@ class BatchIterator {
 
 }  // namespace shardflow
 
-#endif  // SHARDFLOW_RUNTIME_DATA_BATCH_ITERATOR_H_
+#endif  // SHARDFLOW_DATASETS_BATCH_ITERATOR_H_

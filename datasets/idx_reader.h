@@ -16,8 +16,8 @@
 // allocated for bytes the file really holds, so a corrupt header cannot cause a huge allocation.
 //
 // Thread safety: ReadIdxFile may be called from any thread.
-#ifndef SHARDFLOW_RUNTIME_DATA_IDX_READER_H_
-#define SHARDFLOW_RUNTIME_DATA_IDX_READER_H_
+#ifndef SHARDFLOW_DATASETS_IDX_READER_H_
+#define SHARDFLOW_DATASETS_IDX_READER_H_
 
 #include <string>
 
@@ -32,4 +32,4 @@ absl::StatusOr<Tensor> ReadIdxFile(const std::string& path);
 
 }  // namespace shardflow
 
-#endif  // SHARDFLOW_RUNTIME_DATA_IDX_READER_H_
+#endif  // SHARDFLOW_DATASETS_IDX_READER_H_
