@@ -19,6 +19,10 @@ Rules:
             third-party headers the installed package provides (PUBLIC_THIRD_PARTY); a public
             message's .proto imports only public messages; examples/ include only public headers
             (an example must build against an installed shardflow).
+  devices   A device (a class deriving from Device) is constructed only in a file that defines
+            a DeviceFactory (runtime/device_factory.h): sessions, servers, eager RunOp and tests
+            ask the registered factories, so a new device type plugs in at one place. A test
+            may construct a test double it defines itself.
 """
 
 import argparse
@@ -152,6 +156,49 @@ def check_public(root, public, protos, errors):
                             f"SHARDFLOW_PUBLIC_PROTOS in cmake/install.cmake")
 
 
+DEVICE_CLASS_RE = re.compile(r"\bclass\s+(\w+)\s+(?:final\s+)?:\s*public\s+(?:\w+::)*Device\b")
+FACTORY_RE = re.compile(r"\bpublic\s+(?:\w+::)*DeviceFactory\b")
+
+
+def device_classes(root, files):
+    """Names of the classes deriving directly from Device anywhere in the tree."""
+    names = set()
+    for rel in files:
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            names.update(DEVICE_CLASS_RE.findall(f.read()))
+    return names
+
+
+def check_devices(root, rel, classes, errors):
+    """A device class constructed (new X(...), make_unique<X>(...), a member or local X x(...))
+    outside a file that defines a DeviceFactory."""
+    if not classes or not rel.endswith((".cc", ".cpp", ".h", ".cu")):
+        return
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    if FACTORY_RE.search(text):
+        return
+    if rel.startswith("tests/"):
+        classes = classes - set(DEVICE_CLASS_RE.findall(text))
+        if not classes:
+            return
+    names = "|".join(sorted(map(re.escape, classes)))
+    construct = re.compile(
+        rf"(?:\bnew\s+(?:\w+::)*(?:{names})\s*[({{]"
+        rf"|make_(?:unique|shared)<\s*(?:\w+::)*(?:{names})\s*>"
+        rf"|^\s*(?:\w+::)*(?:{names})\s+\w+\s*[;({{])")
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("//"):
+            continue
+        m = construct.search(line)
+        if m:
+            errors.append(
+                f"{rel}:{number}: devices: constructs a device directly "
+                f"(\"{m.group(0).strip()}\"); devices are made by their DeviceFactory: use "
+                f"DeviceFactory::CreateDevices or DeviceFactory::Get(type)->AddDevices "
+                f"(runtime/device_factory.h; tests: tests/util/test_device.h)")
+
+
 def check_example(rel, number, delim, included, public, protos, errors):
     if not rel.startswith("examples/") or delim == "<":
         return
@@ -178,8 +225,11 @@ def main(argv):
     errors = []
     files = 0
     count = 0
-    for rel in sources(args.root):
+    all_sources = list(sources(args.root))
+    classes = device_classes(args.root, all_sources)
+    for rel in all_sources:
         files += 1
+        check_devices(args.root, rel, classes, errors)
         for number, delim, included in includes(os.path.join(args.root, rel)):
             count += 1
             check_layering(rel, number, included, errors)
@@ -192,7 +242,7 @@ def main(argv):
     for e in errors:
         print(e)
     if errors:
-        print(f"check_layers: {len(errors)} include(s) against the rules above "
+        print(f"check_layers: {len(errors)} line(s) against the rules above "
               f"(DESIGN.md, tools/check_layers.py)", file=sys.stderr)
         return 1
     print(f"check_layers: {files} files, {count} includes: OK")

@@ -19,6 +19,7 @@
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "tests/fuzz/mem_file.h"
+#include "tests/util/test_device.h"
 
 namespace shardflow {
 namespace {
@@ -30,7 +31,7 @@ namespace {
 
 // One inter-op and one intra-op thread: kernels are constructed, never run.
 Device* FuzzDevice() {
-  static Device* device = new CpuDevice("/job:localhost/replica:0/task:0/device:CPU:0", 1, 1);
+  static Device* device = NewTestCpuDevice(1, 1).release();
   return device;
 }
 

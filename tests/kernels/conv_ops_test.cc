@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "runtime/device.h"
 #include "runtime/op_runner.h"
+#include "tests/util/test_device.h"
 
 namespace shardflow {
 namespace {
@@ -180,7 +181,7 @@ TEST(Conv2DTest, BackpropFilterMatchesNaiveLoops) {
 class OneKernel {
  public:
   OneKernel(const std::string& op, const Attrs& attrs, int intra_op_threads = 2)
-      : device_("/job:localhost/replica:0/task:0/device:CPU:0", 1, intra_op_threads) {
+      : device_(NewTestCpuDevice(1, intra_op_threads)) {
     const OpDef* op_def = OpRegistry::Global()->LookUp(op);
     NodeDef def;
     def.set_name("node");
@@ -192,7 +193,7 @@ class OneKernel {
     DataTypeVector in_types, out_types;
     s = ComputeArgTypes(*op_def, def, &in_types, &out_types);
     EXPECT_TRUE(s.ok()) << s;
-    auto kernel = KernelRegistry::Global()->CreateKernel(&device_, def, in_types, out_types);
+    auto kernel = KernelRegistry::Global()->CreateKernel(device_.get(), def, in_types, out_types);
     EXPECT_TRUE(kernel.ok()) << kernel.status();
     if (kernel.ok()) kernel_ = *std::move(kernel);
   }
@@ -201,7 +202,7 @@ class OneKernel {
   absl::StatusOr<Tensor> Compute(std::vector<Tensor> in) {
     if (kernel_ == nullptr) return absl::InternalError("no kernel");
     OpKernelContext::Params params;
-    params.device = &device_;
+    params.device = device_.get();
     params.kernel = kernel_.get();
     params.inputs = in.data();
     params.num_inputs = static_cast<int>(in.size());
@@ -212,7 +213,7 @@ class OneKernel {
   }
 
  private:
-  CpuDevice device_;
+  std::unique_ptr<Device> device_;
   std::unique_ptr<OpKernel> kernel_;
 };
 

@@ -22,6 +22,7 @@
 #include "runtime/device.h"
 #include "runtime/op_runner.h"
 #include "runtime/session.h"
+#include "tests/util/test_device.h"
 #include "tests/util/test_util.h"
 
 namespace shardflow {
@@ -127,7 +128,7 @@ std::string Describe(DataType dt, int64_t m, int64_t k, int64_t n, bool ta, bool
 class MatMulKernel {
  public:
   MatMulKernel(DataType dtype, bool ta, bool tb)
-      : device_("/job:localhost/replica:0/task:0/device:CPU:0", 1, 2) {
+      : device_(NewTestCpuDevice(1, 2)) {
     const OpDef* op_def = OpRegistry::Global()->LookUp("MatMul");
     NodeDef def;
     def.set_name("matmul");
@@ -140,7 +141,7 @@ class MatMulKernel {
     DataTypeVector in_types, out_types;
     s = ComputeArgTypes(*op_def, def, &in_types, &out_types);
     EXPECT_TRUE(s.ok()) << s;
-    auto kernel = KernelRegistry::Global()->CreateKernel(&device_, def, in_types, out_types);
+    auto kernel = KernelRegistry::Global()->CreateKernel(device_.get(), def, in_types, out_types);
     EXPECT_TRUE(kernel.ok()) << kernel.status();
     if (kernel.ok()) kernel_ = *std::move(kernel);
   }
@@ -149,7 +150,7 @@ class MatMulKernel {
     if (kernel_ == nullptr) return absl::InternalError("no kernel");
     std::vector<Tensor> in = {a, b};
     OpKernelContext::Params params;
-    params.device = &device_;
+    params.device = device_.get();
     params.kernel = kernel_.get();
     params.inputs = in.data();
     params.num_inputs = 2;
@@ -160,7 +161,7 @@ class MatMulKernel {
   }
 
  private:
-  CpuDevice device_;
+  std::unique_ptr<Device> device_;
   std::unique_ptr<OpKernel> kernel_;
 };
 

@@ -119,6 +119,30 @@ class CheckLayersTest(unittest.TestCase):
             self.assertIn(bad, out)
         self.assertEqual(len(out.splitlines()), 7, out)  # and runtime/session.h, as above
 
+    def test_a_device_is_made_only_by_a_factory(self):
+        device_h = ("class CpuDevice final : public Device {\n public:\n"
+                    "  CpuDevice(const std::string& name);\n};\n")
+        files = dict(GOOD, **{
+            "runtime/device.h": device_h,
+            # The factory's own file constructs its devices.
+            "runtime/device.cc": "class CpuDeviceFactory : public DeviceFactory {};\n"
+                                 "  devices->push_back(std::make_unique<CpuDevice>(name));\n",
+            # A test double defined in the test itself may be constructed there.
+            "tests/runtime/fake_test.cc": "class FakeDevice final : public Device {};\n"
+                                          "  FakeDevice device;\n",
+            "runtime/op_runner.cc": "  static Device* d = new CpuDevice(name);\n",
+            "distributed/worker.cc": "  auto d = std::make_unique<shardflow::CpuDevice>(name);\n",
+            "tests/kernels/matmul_test.cc": "  // CpuDevice device_; in a comment is fine\n"
+                                            "  CpuDevice device_;\n",
+        })
+        rc, out = run_check(files)
+        self.assertEqual(rc, 1, out)
+        for bad in ["runtime/op_runner.cc:1: devices: constructs a device directly",
+                    "distributed/worker.cc:1: devices:", "tests/kernels/matmul_test.cc:2: devices:"]:
+            self.assertIn(bad, out)
+        self.assertIn("DeviceFactory::CreateDevices", out)
+        self.assertEqual(len(out.splitlines()), 3, out)
+
     def test_the_tree_itself_passes(self):
         p = subprocess.run([sys.executable, CHECK, "--root", ROOT], capture_output=True,
                            text=True)
