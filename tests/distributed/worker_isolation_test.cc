@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/tensor_util.h"
+#include "distributed/master.h"
 #include "gtest/gtest.h"
 #include "ops/ops.h"
 #include "tests/distributed/distributed_test_util.h"
@@ -280,6 +281,53 @@ TEST_F(WorkerIsolationTest, TooManyGraphsIsResourceExhausted) {
   EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
   ASSERT_TRUE(client->CleanupGraph(first).ok());
   EXPECT_TRUE(client->RegisterGraph(request, &response).ok());
+}
+
+// Regression (finding 5), in process: the master closes sessions no call has used for
+// session_idle_timeout, and refuses sessions beyond max_sessions until one closes.
+TEST_F(WorkerIsolationTest, TheMasterCollectsIdleSessionsAndBoundsTheirNumber) {
+  MasterOptions options;
+  auto spec = ClusterSpec::FromJson(
+      absl::StrCat(R"({"worker": [")", server0_->address(), R"("]})"), "test");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  options.cluster = *spec;
+  options.session_idle_timeout = absl::Minutes(5);
+  options.max_sessions = 2;
+  auto master = Master::Create(options);
+  ASSERT_TRUE(master.ok()) << master.status();
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2}));
+  ops::Neg(s.WithOpName("y"), x);
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok());
+
+  auto a = (*master)->CreateSession(def, SessionOptionsProto());
+  auto b = (*master)->CreateSession(def, SessionOptionsProto());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ((*master)->num_sessions(), 2);
+  auto c = (*master)->CreateSession(def, SessionOptionsProto());
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
+
+  // Not idle long enough: both stay; past the timeout: both are closed, and a step on one says so.
+  (*master)->CollectGarbage(absl::Now() + absl::Minutes(1));
+  EXPECT_EQ((*master)->num_sessions(), 2);
+  (*master)->CollectGarbage(absl::Now() + absl::Minutes(6));
+  EXPECT_EQ((*master)->num_sessions(), 0);
+  std::vector<Tensor> out;
+  absl::Status st = (*master)->RunStep(*a, RunOptions(), {{"x", Tensor::FromVector<float>({1, 2})}},
+                                       {"y"}, {}, &out, nullptr);
+  EXPECT_FALSE(st.ok());
+
+  // Room again; the new session runs.
+  auto d = (*master)->CreateSession(def, SessionOptionsProto());
+  ASSERT_TRUE(d.ok()) << d.status();
+  st = (*master)->RunStep(*d, RunOptions(), {{"x", Tensor::FromVector<float>({1, 2})}}, {"y"}, {},
+                          &out, nullptr);
+  ASSERT_TRUE(st.ok()) << st;
+  test::ExpectValues<float>(out[0], {-1, -2});
+  EXPECT_TRUE((*master)->CloseSession(*d).ok());
+  EXPECT_EQ((*master)->num_sessions(), 0);
 }
 
 }  // namespace
