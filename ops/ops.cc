@@ -124,5 +124,48 @@ Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a, 
                    .Finalize());
 }
 
+
+Output CollectiveReduce(const Scope& s, const Input& x, int group_size, int64_t group_key,
+                        int64_t instance_key, const std::string& merge_op,
+                        const std::string& final_op) {
+  return First(OpBuilder(s, "CollectiveReduce")
+                   .Input(x)
+                   .Attr("group_size", group_size)
+                   .Attr("group_key", group_key)
+                   .Attr("instance_key", instance_key)
+                   .Attr("merge_op", merge_op)
+                   .Attr("final_op", final_op)
+                   .Finalize());
+}
+Output CollectiveBcastSend(const Scope& s, const Input& x, int group_size, int64_t group_key,
+                           int64_t instance_key, const TensorShape& shape) {
+  return First(OpBuilder(s, "CollectiveBcastSend")
+                   .Input(x)
+                   .Attr("group_size", group_size)
+                   .Attr("group_key", group_key)
+                   .Attr("instance_key", instance_key)
+                   .Attr("shape", shape)
+                   .Finalize());
+}
+Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape,
+                           int group_size, int64_t group_key, int64_t instance_key) {
+  return First(OpBuilder(s, "CollectiveBcastRecv")
+                   .Attr("T", dtype)
+                   .Attr("shape", shape)
+                   .Attr("group_size", group_size)
+                   .Attr("group_key", group_key)
+                   .Attr("instance_key", instance_key)
+                   .Finalize());
+}
+Output CollectiveGather(const Scope& s, const Input& x, int group_size, int64_t group_key,
+                        int64_t instance_key) {
+  return First(OpBuilder(s, "CollectiveGather")
+                   .Input(x)
+                   .Attr("group_size", group_size)
+                   .Attr("group_key", group_key)
+                   .Attr("instance_key", instance_key)
+                   .Finalize());
+}
+
 }  // namespace ops
 }  // namespace shardflow

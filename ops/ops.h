@@ -76,6 +76,22 @@ Output Min(const Scope& s, const Input& x, const Input& axes, bool keep_dims = f
 Output Prod(const Scope& s, const Input& x, const Input& axes, bool keep_dims = false);
 Output ArgMax(const Scope& s, const Input& x, const Input& dimension, DataType out_type = DT_INT64);
 
+// ---- collectives (ops/collective_ops.cc; docs/distributed.md "Collectives") ----
+// One op per device of a group of group_size devices, each with the same group_key and
+// instance_key; a session runs every member in one step (in-graph replication).
+// merge_op: "Add", "Mul", "Min", "Max"; final_op: "Id" or "Div" (with Add: the mean).
+Output CollectiveReduce(const Scope& s, const Input& x, int group_size, int64_t group_key,
+                        int64_t instance_key, const std::string& merge_op = "Add",
+                        const std::string& final_op = "Id");
+// A broadcast: one member sends `x`, the others receive a tensor of `shape`.
+Output CollectiveBcastSend(const Scope& s, const Input& x, int group_size, int64_t group_key,
+                           int64_t instance_key, const TensorShape& shape);
+Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape,
+                           int group_size, int64_t group_key, int64_t instance_key);
+// All-gather: the members' inputs (one shape) concatenated along dimension 0, in rank order.
+Output CollectiveGather(const Scope& s, const Input& x, int group_size, int64_t group_key,
+                        int64_t instance_key);
+
 // ---- linear algebra ----
 Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a = false,
               bool transpose_b = false);

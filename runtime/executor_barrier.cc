@@ -4,6 +4,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "core/framework/collective.h"
+#include "runtime/collectives/ring.h"
 
 namespace shardflow {
 namespace {
@@ -12,6 +13,8 @@ namespace {
 struct BarrierState {
   explicit BarrierState(int pending, ExecutorBarrier::DoneCallback done)
       : pending(pending), done(std::move(done)) {}
+  // The step's collectives when the caller brings none: a ring over the step's rendezvous.
+  std::unique_ptr<RingCollectiveExecutor> ring;
   absl::Mutex mu;
   int pending ABSL_GUARDED_BY(mu);
   absl::Status status ABSL_GUARDED_BY(mu);
@@ -26,12 +29,16 @@ void ExecutorBarrier::Run(const std::vector<Executor*>& executors, Executor::Arg
     done(absl::OkStatus());
     return;
   }
+  auto state = std::make_shared<BarrierState>(static_cast<int>(executors.size()), std::move(done));
+  if (args.collective_executor == nullptr) {
+    state->ring = std::make_unique<RingCollectiveExecutor>(rendezvous);
+    args.collective_executor = state->ring.get();
+  }
   CollectiveExecutor* collectives = args.collective_executor;
   args.on_abort = [rendezvous, collectives](const absl::Status& s) {
     rendezvous->StartAbort(s);
     if (collectives != nullptr) collectives->StartAbort(s);
   };
-  auto state = std::make_shared<BarrierState>(static_cast<int>(executors.size()), std::move(done));
   auto executor_done = [state](const absl::Status& s) {
     absl::Status status;
     {
@@ -40,7 +47,9 @@ void ExecutorBarrier::Run(const std::vector<Executor*>& executors, Executor::Arg
       if (--state->pending > 0) return;
       status = state->status;
     }
-    state->done(status);
+    // Moved out first: `done` may drop the rendezvous the ring refers to.
+    ExecutorBarrier::DoneCallback done = std::move(state->done);
+    done(status);
   };
   const size_t first_scheduled = run_first_here ? 1 : 0;
   for (size_t i = first_scheduled; i < executors.size(); ++i) {

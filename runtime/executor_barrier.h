@@ -5,7 +5,8 @@
 //
 // Every executor gets `args` with on_abort set so that the first error aborts `rendezvous`
 // (every pending _Recv, on every device, returns that error) and the step's collectives
-// (args.collective_executor, when set), and becomes the step's status.
+// (args.collective_executor; when the caller sets none, a RingCollectiveExecutor over
+// `rendezvous`, runtime/collectives/ring.h, alive until `done`), and becomes the step's status.
 // The local session and a worker's RunGraph both run their steps this way.
 //
 // Contracts: `done` is called exactly once, after the last executor has finished, possibly on

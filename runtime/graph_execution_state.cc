@@ -4,6 +4,7 @@
 #include "core/platform/status.h"
 #include "partitioner/partition.h"
 #include "partitioner/placer.h"
+#include "runtime/collectives/group_resolution.h"
 
 namespace shardflow {
 
@@ -55,6 +56,8 @@ absl::Status GraphExecutionState::PlaceWholeGraph() {
   placer.policy = options_.config.placement_policy();
   placer.topology = &cluster;
   SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));
+  // Collective ops learn their group's members (every member is in this graph).
+  SF_RETURN_IF_ERROR(ResolveCollectiveGroups(graph.get(), options_.incarnation));
   for (Node* n : graph->nodes()) placement_[n->name()] = n->assigned_device();
   placement_valid_ = true;
   return absl::OkStatus();
@@ -75,6 +78,8 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> GraphExecutionState::BuildP
   PlacerOptions placer;
   placer.allow_soft_placement = options_.config.allow_soft_placement();
   SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));
+  // Collective ops learn their group's members (every member is in this graph).
+  SF_RETURN_IF_ERROR(ResolveCollectiveGroups(graph.get(), options_.incarnation));
   plan->feed_devices.resize(feeds.size());
   plan->fetch_devices.resize(fetches.size());
   for (Node* n : graph->nodes()) {

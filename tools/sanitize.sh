@@ -13,7 +13,8 @@
 # Not run here (see docs/fuzzing.md): python/* (pytest loads the extension into an uninstrumented
 # interpreter, which ASan cannot start in without LD_PRELOAD games), tools/train_*_accuracy (full
 # training runs, 15-40 minutes each without ASan), tools/train_parity, tools/train_cli and
-# distributed/netns (Python drivers of the `shardflow` binary; netns needs root).
+# distributed/netns (Python drivers of the `shardflow` binary; netns needs root), bazel/build
+# (a Bazel build of its own, not instrumented).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -71,7 +72,7 @@ export_sanitizer_env() {
   export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 }
 
-EXCLUDED='^(python/|tools/|distributed/netns$)'
+EXCLUDED='^(python/|tools/|distributed/netns$|bazel/)'
 # Tests that measure the process's RSS against a bound run last, with ASan's quarantine of freed
 # memory cut from 256 MB to 16 MB and free memory returned to the OS each second: otherwise the
 # quarantine and allocator caches alone exceed the bound. Everything else runs with the defaults.

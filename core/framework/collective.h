@@ -22,13 +22,14 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "core/framework/tensor.h"
 
 namespace shardflow {
 
-enum class ReductionOp { kSum, kMean, kMin, kMax };
+enum class ReductionOp { kSum, kMean, kMin, kMax, kProd };
 
 struct CollectiveParams {
   int64_t group_key = 0;     // the group, as every member names it
@@ -36,6 +37,10 @@ struct CollectiveParams {
   int rank = 0;              // this member, in [0, group_size)
   int64_t instance_key = 0;  // the collective op instance, as every member names it
   std::string device;        // this member's device, for errors
+  // Every member's device and its process's incarnation, in rank order (devices[rank] ==
+  // device). Resolved before the step runs (runtime/collectives/group_resolution.h).
+  std::vector<std::string> devices;
+  std::vector<uint64_t> incarnations;
   ReductionOp reduction = ReductionOp::kSum;  // for AllReduce
   int source_rank = 0;                        // for Broadcast
 };

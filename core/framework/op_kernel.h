@@ -215,6 +215,16 @@ class OpKernelContext {
     }                                             \
   } while (0)
 
+#define OP_REQUIRES_OK_ASYNC(CTX, EXPR, DONE)  \
+  do {                                         \
+    ::absl::Status sf_op_status_ = (EXPR);     \
+    if (!sf_op_status_.ok()) {                 \
+      (CTX)->SetStatus(sf_op_status_);         \
+      (DONE)();                                \
+      return;                                  \
+    }                                          \
+  } while (0)
+
 }  // namespace shardflow
 
 #endif  // SHARDFLOW_CORE_FRAMEWORK_OP_KERNEL_H_

@@ -205,14 +205,16 @@ TEST_F(HostileRequestsTest, InternalOpsAreRefusedAndWaitingStepsDoNotWedgeTheMas
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
     EXPECT_THAT(st.error_message(), HasSubstr("internal op _Recv"));
   }
-  // A long step on task 1: a chain of 1024x1024 matmuls (many seconds on one thread).
+  // A long step on task 1: a chain of 2000 1024x1024 matmuls (4 TFLOP: half a minute and more
+  // on one thread even where oneDNN reaches 200 GFLOP/s; a chain of 200 once finished inside
+  // the 3 s deadline below). Every step of it is cut short by a deadline or a cancellation.
   Scope s = Scope::NewRootScope();
   Tensor w(DT_FLOAT, TensorShape({1024, 1024}));
   for (int64_t i = 0; i < w.NumElements(); ++i) w.data<float>()[i] = 1e-4f;
   Scope t1 = s.WithDevice(Device(1));
   Output weight = ops::Const(t1, w);
   Output chain = weight;
-  for (int d = 0; d < 200; ++d) chain = ops::MatMul(t1, chain, weight);
+  for (int d = 0; d < 2000; ++d) chain = ops::MatMul(t1, chain, weight);
   ops::Sum(s.WithOpName("total").WithDevice(Device(0)), chain, {0, 1});
   GraphDef long_def;
   ASSERT_TRUE(s.ToGraphDef(&long_def).ok());

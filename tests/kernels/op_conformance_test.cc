@@ -27,7 +27,9 @@
 #include "core/framework/tensor.h"
 #include "core/framework/tensor_util.h"
 #include "gtest/gtest.h"
+#include "ops/ops.h"
 #include "runtime/op_runner.h"
+#include "runtime/session.h"
 
 namespace shardflow {
 namespace {
@@ -125,6 +127,65 @@ double Sum(const std::vector<double>& v) {
   double s = 0;
   for (double e : v) s += e;
   return s;
+}
+
+// Collectives: every member of a 3-device group in one local session, each dtype the CPU
+// kernels take, against a reference in double (tests/runtime/collective_ops_test.cc has the rest).
+std::vector<DataType> DtypesToCheck(const OpDef& def, const std::string& type_attr,
+                                    bool* any_unconstrained);
+
+std::string CheckCollective(const std::string& op) {
+  constexpr int kMembers = 3;
+  const OpDef* def = OpRegistry::Global()->LookUp(op);
+  bool any = false;
+  std::string summary;
+  for (DataType dt : DtypesToCheck(*def, "T", &any)) {
+    Scope s = Scope::NewRootScope();
+    std::vector<std::string> fetches;
+    std::vector<std::vector<double>> inputs;
+    for (int m = 0; m < kMembers; ++m) {
+      const std::string device = "/job:localhost/replica:0/task:0/device:CPU:" + std::to_string(m);
+      std::vector<double> v = {double(m), 1, double(m % 2), 0};
+      auto value = CastTensor(D(v, {2, 2}), dt);
+      EXPECT_TRUE(value.ok()) << value.status();
+      if (!value.ok()) return "cast failed";
+      inputs.push_back(v);
+      Scope d = s.WithDevice(device);
+      auto x = ops::Const(d, *value);
+      Output y;
+      if (op == "CollectiveReduce") y = ops::CollectiveReduce(d, x, kMembers, 1, 1);
+      if (op == "CollectiveGather") y = ops::CollectiveGather(d, x, kMembers, 1, 1);
+      if (op == "CollectiveBcastSend" || op == "CollectiveBcastRecv") {
+        y = m == 1 ? ops::CollectiveBcastSend(d, x, kMembers, 1, 1, {2, 2})
+                   : ops::CollectiveBcastRecv(d, dt, {2, 2}, kMembers, 1, 1);
+      }
+      fetches.push_back(y.name());
+    }
+    SessionOptions options;
+    options.config.set_cpu_device_count(kMembers);
+    GraphDef graph;
+    EXPECT_TRUE(s.ToGraphDef(&graph).ok()) << s.status();
+    auto session = NewSession(options);
+    std::vector<Tensor> out;
+    absl::Status st = (*session)->Create(graph);
+    if (st.ok()) st = (*session)->Run({}, fetches, {}, &out);
+    EXPECT_TRUE(st.ok()) << op << " " << DataTypeString(dt) << ": " << st;
+    if (!st.ok()) return st.ToString();
+    std::vector<double> want;
+    if (op == "CollectiveReduce") {
+      for (int j = 0; j < 4; ++j) want.push_back(inputs[0][j] + inputs[1][j] + inputs[2][j]);
+    } else if (op == "CollectiveGather") {
+      for (const auto& v : inputs) want.insert(want.end(), v.begin(), v.end());
+    } else {
+      want = inputs[1];
+    }
+    for (int m = 0; m < kMembers; ++m) {
+      std::vector<double> got = Values(out[m]);
+      EXPECT_EQ(got, want) << op << " " << DataTypeString(dt) << " member " << m;
+    }
+    summary += (summary.empty() ? "" : " ") + DataTypeString(dt);
+  }
+  return summary + " (3 devices, one session)";
 }
 
 const std::map<std::string, ConformanceCase>& ConformanceTable() {
@@ -494,6 +555,11 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
       // Rate 0: the mask is all ones.
       m["Dropout"] = PassThrough();
       m["Dropout"].attrs = [](DataType) { return Attrs{{"rate", MakeAttr(0.0f)}}; };
+    }
+
+    for (const char* op : {"CollectiveReduce", "CollectiveBcastSend", "CollectiveBcastRecv",
+                           "CollectiveGather"}) {
+      m[op].custom = [op] { return CheckCollective(op); };
     }
 
     // Compute nothing: checked by hand.

@@ -29,11 +29,12 @@ namespace test {
 // `xs` must be Placeholders of a floating dtype; x_values their values.
 inline absl::StatusOr<double> MaxGradientError(const Scope& scope, const std::vector<Output>& xs,
                                                const std::vector<Tensor>& x_values, const Output& y,
-                                               double delta = 1e-3, uint32_t seed = 7) {
+                                               double delta = 1e-3, uint32_t seed = 7,
+                                               const SessionOptions& options = SessionOptions()) {
   if (!scope.ok()) return scope.status();
   const TensorShape& ys = y.shape();
   // The projection r has y's run-time shape: compute y once to learn it.
-  auto session = NewSession(SessionOptions());
+  auto session = NewSession(options);
   if (!session.ok()) return session.status();
   GraphDef def0;
   absl::Status st = scope.ToGraphDef(&def0);
@@ -66,7 +67,7 @@ inline absl::StatusOr<double> MaxGradientError(const Scope& scope, const std::ve
   GraphDef def;
   st = scope.ToGraphDef(&def);
   if (!st.ok()) return st;
-  auto s2 = NewSession(SessionOptions());
+  auto s2 = NewSession(options);
   if (!s2.ok()) return s2.status();
   st = (*s2)->Create(def);
   if (!st.ok()) return st;

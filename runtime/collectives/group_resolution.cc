@@ -1,0 +1,164 @@
+#include "runtime/collectives/group_resolution.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/framework/attr_value.h"
+#include "core/framework/device_name.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+namespace {
+
+constexpr char kReduce[] = "CollectiveReduce";
+constexpr char kBcastSend[] = "CollectiveBcastSend";
+constexpr char kBcastRecv[] = "CollectiveBcastRecv";
+constexpr char kGather[] = "CollectiveGather";
+
+// Broadcast senders and receivers are one kind of instance.
+std::string InstanceKind(const std::string& op) {
+  return op == kBcastRecv ? std::string(kBcastSend) : op;
+}
+
+// Orders device names as their parts: job, replica, task, type, index (numbers as numbers).
+bool DeviceLess(const std::string& a, const std::string& b) {
+  auto pa = DeviceName::Parse(a), pb = DeviceName::Parse(b);
+  if (!pa.ok() || !pb.ok()) return a < b;
+  return std::tie(pa->job, pa->replica, pa->task, pa->type, pa->id) <
+         std::tie(pb->job, pb->replica, pb->task, pb->type, pb->id);
+}
+
+struct Member {
+  Node* node;
+  int64_t group_size;
+  int64_t instance_key;
+};
+
+std::string Names(const std::vector<Member>& members) {
+  std::vector<std::string> names;
+  for (const Member& m : members) names.push_back(absl::StrCat("'", m.node->name(), "'"));
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+bool IsCollectiveOp(const std::string& op) {
+  return op == kReduce || op == kBcastSend || op == kBcastRecv || op == kGather;
+}
+
+absl::Status ResolveCollectiveGroups(
+    Graph* graph, const std::function<uint64_t(const std::string& device)>& incarnation) {
+  std::map<int64_t, std::vector<Member>> groups;  // group_key -> its ops
+  for (Node* n : graph->nodes()) {
+    if (!IsCollectiveOp(n->op())) continue;
+    Member m{n, 0, 0};
+    int64_t group_key = 0;
+    SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "group_key", &group_key));
+    SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "group_size", &m.group_size));
+    SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "instance_key", &m.instance_key));
+    if (n->assigned_device().empty()) {
+      return absl::InternalError(
+          absl::StrCat("collective op '", n->name(), "' is not placed before group resolution"));
+    }
+    groups[group_key].push_back(m);
+  }
+  for (auto& [group_key, members] : groups) {
+    const std::string where = absl::StrCat("collective group ", group_key);
+    const int64_t size = members[0].group_size;
+    std::set<std::string> device_set;
+    for (const Member& m : members) {
+      if (m.group_size != size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": '", members[0].node->name(), "' says group_size ", size, " but '",
+            m.node->name(), "' says ", m.group_size,
+            ": every op of a group must give the same group_size"));
+      }
+      device_set.insert(m.node->assigned_device());
+    }
+    std::vector<std::string> devices(device_set.begin(), device_set.end());
+    std::sort(devices.begin(), devices.end(), DeviceLess);
+    if (static_cast<int64_t>(devices.size()) != size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has group_size ", size, " but its ops in this run (", Names(members),
+          ") are on ", devices.size(), " device(s): ", absl::StrJoin(devices, ", "),
+          ". A group has one member per device, and every member must be in the graph that "
+          "runs (fetch or run every replica's op in one step), each on its own device"));
+    }
+    // Each instance: one op per device of the group, of one kind and dtype.
+    std::map<int64_t, std::vector<Member>> instances;
+    for (const Member& m : members) instances[m.instance_key].push_back(m);
+    for (const auto& [instance_key, ops] : instances) {
+      const std::string inst = absl::StrCat(where, " instance ", instance_key);
+      std::set<std::string> seen;
+      int senders = 0;
+      for (const Member& m : ops) {
+        if (!seen.insert(m.node->assigned_device()).second) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              inst, ": two of its ops (", Names(ops), ") are on ", m.node->assigned_device(),
+              "; each member of a group is on its own device"));
+        }
+        if (InstanceKind(m.node->op()) != InstanceKind(ops[0].node->op())) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              inst, ": '", ops[0].node->name(), "' is ", ops[0].node->op(), " but '",
+              m.node->name(), "' is ", m.node->op(),
+              ": the ops of one instance must be one collective (give each its own "
+              "instance_key)"));
+        }
+        DataType a = DT_INVALID, b = DT_INVALID;
+        SF_RETURN_IF_ERROR(GetAttr(ops[0].node->attrs(), "T", &a));
+        SF_RETURN_IF_ERROR(GetAttr(m.node->attrs(), "T", &b));
+        if (a != b) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              inst, ": '", ops[0].node->name(), "' is ", DataTypeString(a), " but '",
+              m.node->name(), "' is ", DataTypeString(b), ": the members must agree on T"));
+        }
+        if (m.node->op() == kBcastSend) ++senders;
+      }
+      if (static_cast<int64_t>(ops.size()) != size) {
+        std::vector<std::string> missing;
+        for (const std::string& d : devices) {
+          if (!seen.count(d)) missing.push_back(d);
+        }
+        return absl::InvalidArgumentError(absl::StrCat(
+            inst, " has ", ops.size(), " of its ", size, " members (", Names(ops),
+            "); none on ", absl::StrJoin(missing, ", "),
+            ": every device of the group needs its op of each instance"));
+      }
+      if (InstanceKind(ops[0].node->op()) == kBcastSend && senders != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            inst, " is a broadcast with ", senders,
+            " CollectiveBcastSend ops; it needs exactly one source (the others "
+            "CollectiveBcastRecv)"));
+      }
+    }
+    std::vector<int64_t> incarnations;
+    for (const std::string& d : devices) {
+      incarnations.push_back(incarnation ? static_cast<int64_t>(incarnation(d)) : 1);
+    }
+    const std::string joined = absl::StrJoin(devices, ",");
+    for (const Member& m : members) {
+      m.node->SetAttr("_group_devices", MakeAttr(joined));
+      m.node->SetAttr("_group_incarnations", MakeAttr(incarnations));
+    }
+    // A broadcast's members learn the source's rank.
+    for (const auto& [instance_key, ops] : instances) {
+      if (InstanceKind(ops[0].node->op()) != kBcastSend) continue;
+      int64_t source = -1;
+      for (const Member& m : ops) {
+        if (m.node->op() == kBcastSend) {
+          source = std::find(devices.begin(), devices.end(), m.node->assigned_device()) -
+                   devices.begin();
+        }
+      }
+      for (const Member& m : ops) m.node->SetAttr("_source_rank", MakeAttr(source));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shardflow

@@ -1,0 +1,372 @@
+// Collective ops in one process: CollectiveReduce, CollectiveBcastSend/Recv and CollectiveGather
+// among the CPU devices of a local session (the ring over the in-process rendezvous), every
+// dtype and reduction, tensors smaller than the group and larger than a chunk; the ring itself
+// with many lanes; and the errors: a group missing a member, members that disagree, an op run
+// eagerly.
+#include <cmath>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "core/framework/attr_value.h"
+#include "core/framework/tensor_util.h"
+#include "core/platform/status.h"
+#include "gtest/gtest.h"
+#include "ops/ops.h"
+#include "runtime/collectives/group_resolution.h"
+#include "runtime/collectives/ring.h"
+#include "runtime/op_runner.h"
+#include "runtime/rendezvous.h"
+#include "tests/util/gradient_checker.h"
+#include "tests/util/test_util.h"
+
+namespace shardflow {
+namespace {
+
+std::string Cpu(int i) { return absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", i); }
+
+SessionOptions Devices(int n) {
+  SessionOptions options;
+  options.config.set_cpu_device_count(n);
+  options.config.set_inter_op_threads(1);
+  options.config.set_intra_op_threads(1);
+  return options;
+}
+
+// Member i's input: values i*1000 + j (cast to dtype).
+Tensor MemberInput(DataType dtype, int member, int64_t n) {
+  std::vector<double> v(n);
+  for (int64_t j = 0; j < n; ++j) v[j] = (member + 1) * 0.5 + (j % 7);
+  Tensor d = Tensor::FromVector<double>(v);
+  auto cast = RunOp("Cast", {d}, {{"DstT", MakeAttr(dtype)}});
+  EXPECT_TRUE(cast.ok()) << cast.status();
+  return (*cast)[0];
+}
+
+std::vector<double> AsDoubles(const Tensor& t) {
+  auto cast = RunOp("Cast", {t}, {{"DstT", MakeAttr(DT_DOUBLE)}});
+  EXPECT_TRUE(cast.ok()) << cast.status();
+  const Tensor& d = (*cast)[0];
+  return std::vector<double>(d.data<double>(), d.data<double>() + d.NumElements());
+}
+
+struct ReduceCase {
+  DataType dtype;
+  std::string merge, final_op;
+  int members;
+  int64_t elements;
+};
+
+void RunReduce(const ReduceCase& c) {
+  SCOPED_TRACE(absl::StrCat(DataTypeString(c.dtype), " ", c.merge, "/", c.final_op, " ",
+                            c.members, " members, ", c.elements, " elements"));
+  Scope s = Scope::NewRootScope();
+  std::vector<std::string> fetches;
+  std::vector<std::vector<double>> inputs;
+  for (int m = 0; m < c.members; ++m) {
+    Tensor in = MemberInput(c.dtype, m, c.elements);
+    inputs.push_back(AsDoubles(in));
+    Scope d = s.WithDevice(Cpu(m));
+    auto x = ops::Const(d, in);
+    auto y = ops::CollectiveReduce(d.WithOpName(absl::StrCat("reduce", m)), x, c.members,
+                                   /*group_key=*/7, /*instance_key=*/1, c.merge, c.final_op);
+    fetches.push_back(y.name());
+  }
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok()) << s.status();
+  auto session = NewSession(Devices(c.members));
+  ASSERT_TRUE(session.ok());
+  ASSERT_TRUE((*session)->Create(def).ok());
+  std::vector<Tensor> out;
+  absl::Status st = (*session)->Run({}, fetches, {}, &out);
+  ASSERT_TRUE(st.ok()) << st;
+  const bool integral = c.dtype == DT_INT32 || c.dtype == DT_INT64;
+  const double tol = c.dtype == DT_HALF ? 2e-2 : c.dtype == DT_BFLOAT16 ? 1e-1 : 1e-9;
+  for (int m = 0; m < c.members; ++m) {
+    std::vector<double> got = AsDoubles(out[m]);
+    ASSERT_EQ(got.size(), static_cast<size_t>(c.elements));
+    for (int64_t j = 0; j < c.elements; ++j) {
+      double want = inputs[0][j];
+      for (int k = 1; k < c.members; ++k) {
+        const double v = inputs[k][j];
+        if (c.merge == "Add") want += v;
+        if (c.merge == "Mul") want *= v;
+        if (c.merge == "Min") want = std::min(want, v);
+        if (c.merge == "Max") want = std::max(want, v);
+      }
+      if (c.final_op == "Div") want = integral ? std::trunc(want / c.members) : want / c.members;
+      ASSERT_NEAR(got[j], want, tol * std::max(1.0, std::fabs(want)))
+          << "member " << m << " element " << j;
+    }
+  }
+}
+
+TEST(CollectiveOpsTest, ReduceEveryDtypeAndMergeOp) {
+  for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16, DT_INT32, DT_INT64}) {
+    RunReduce({dt, "Add", "Id", 3, 10});
+    RunReduce({dt, "Add", "Div", 4, 9});
+  }
+  for (const char* merge : {"Mul", "Min", "Max"}) RunReduce({DT_FLOAT, merge, "Id", 3, 11});
+}
+
+TEST(CollectiveOpsTest, ReduceOfFewerElementsThanMembersAndOfOne) {
+  RunReduce({DT_FLOAT, "Add", "Id", 4, 3});   // some segments are empty
+  RunReduce({DT_FLOAT, "Add", "Id", 4, 0});   // nothing at all
+  RunReduce({DT_FLOAT, "Add", "Div", 1, 5});  // a group of one
+  RunReduce({DT_FLOAT, "Add", "Id", 2, 1 << 21});  // 8 MiB: several 4 MiB chunks per segment
+}
+
+TEST(CollectiveOpsTest, BroadcastFromAnyMember) {
+  for (int source : {0, 2}) {
+    Scope s = Scope::NewRootScope();
+    Tensor value = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
+    std::vector<std::string> fetches;
+    for (int m = 0; m < 3; ++m) {
+      Scope d = s.WithDevice(Cpu(m)).WithOpName(absl::StrCat("b", m));
+      Output out = m == source
+                       ? ops::CollectiveBcastSend(d, ops::Const(s.WithDevice(Cpu(m)), value), 3,
+                                                  1, 5, value.shape())
+                       : ops::CollectiveBcastRecv(d, DT_FLOAT, value.shape(), 3, 1, 5);
+      fetches.push_back(out.name());
+    }
+    std::vector<Tensor> out;
+    GraphDef def;
+    ASSERT_TRUE(s.ToGraphDef(&def).ok());
+    auto session = NewSession(Devices(3));
+    ASSERT_TRUE((*session)->Create(def).ok());
+    absl::Status st = (*session)->Run({}, fetches, {}, &out);
+    ASSERT_TRUE(st.ok()) << st;
+    for (const Tensor& t : out) {
+      EXPECT_EQ(t.shape(), value.shape());
+      test::ExpectValues<float>(t, {1, 2, 3, 4, 5, 6});
+    }
+  }
+}
+
+TEST(CollectiveOpsTest, GatherConcatenatesInRankOrder) {
+  Scope s = Scope::NewRootScope();
+  std::vector<std::string> fetches;
+  // Built out of order: ranks follow the device names, not the order of the graph.
+  for (int m : {2, 0, 1}) {
+    Scope d = s.WithDevice(Cpu(m));
+    auto x = ops::Const(d, Tensor::FromVector<int32_t>({m * 10, m * 10 + 1}, TensorShape({1, 2})));
+    fetches.push_back(ops::CollectiveGather(d.WithOpName(absl::StrCat("g", m)), x, 3, 2, 1).name());
+  }
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok());
+  auto session = NewSession(Devices(3));
+  ASSERT_TRUE((*session)->Create(def).ok());
+  std::vector<Tensor> out;
+  absl::Status st = (*session)->Run({}, fetches, {}, &out);
+  ASSERT_TRUE(st.ok()) << st;
+  for (const Tensor& t : out) {
+    EXPECT_EQ(t.shape(), TensorShape({3, 2}));
+    test::ExpectValues<int32_t>(t, {0, 1, 10, 11, 20, 21});
+  }
+}
+
+TEST(CollectiveOpsTest, SeveralInstancesAndGroupsInOneStepAndAcrossSteps) {
+  Scope s = Scope::NewRootScope();
+  std::vector<std::string> fetches;
+  auto x0 = ops::Placeholder(s.WithDevice(Cpu(0)).WithOpName("x0"), DT_FLOAT, TensorShape({2}));
+  auto x1 = ops::Placeholder(s.WithDevice(Cpu(1)).WithOpName("x1"), DT_FLOAT, TensorShape({2}));
+  for (int inst = 1; inst <= 3; ++inst) {
+    fetches.push_back(ops::CollectiveReduce(s.WithDevice(Cpu(0)), x0, 2, 1, inst).name());
+    fetches.push_back(ops::CollectiveReduce(s.WithDevice(Cpu(1)), x1, 2, 1, inst).name());
+  }
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok());
+  auto session = NewSession(Devices(2));
+  ASSERT_TRUE((*session)->Create(def).ok());
+  for (int step = 0; step < 20; ++step) {
+    std::vector<Tensor> out;
+    absl::Status st = (*session)->Run({{"x0", Tensor::FromVector<float>({1, float(step)})},
+                                       {"x1", Tensor::FromVector<float>({2, 3})}},
+                                      fetches, {}, &out);
+    ASSERT_TRUE(st.ok()) << st;
+    for (const Tensor& t : out) test::ExpectValues<float>(t, {3, step + 3.0f});
+  }
+}
+
+// The ring on its own, many lanes (tiny chunks), members on their own threads.
+TEST(RingCollectiveTest, ManyLanesAndUnevenSegments) {
+  for (int n : {2, 3, 5}) {
+    for (int64_t elements : {int64_t{1}, int64_t{17}, int64_t{1000}}) {
+      LocalRendezvous rendezvous;
+      RingOptions options;
+      options.chunk_bytes = 12;  // 3 floats per lane
+      RingCollectiveExecutor ring(&rendezvous, options);
+      std::vector<std::string> devices;
+      for (int m = 0; m < n; ++m) devices.push_back(Cpu(m));
+      std::vector<Tensor> outputs(n);
+      std::vector<absl::Status> statuses(n);
+      std::vector<std::thread> threads;
+      for (int m = 0; m < n; ++m) {
+        threads.emplace_back([&, m] {
+          CollectiveParams p;
+          p.group_key = 1;
+          p.group_size = n;
+          p.rank = m;
+          p.instance_key = 1;
+          p.device = devices[m];
+          p.devices = devices;
+          p.incarnations.assign(n, 1);
+          p.reduction = ReductionOp::kMean;
+          std::vector<float> v(elements);
+          for (int64_t j = 0; j < elements; ++j) v[j] = m * 1.0f + j;
+          Tensor in = Tensor::FromVector<float>(v);
+          outputs[m] = Tensor(DT_FLOAT, in.shape());
+          absl::Notification done;
+          ring.AllReduceAsync(p, in, &outputs[m], [&, m](const absl::Status& s) {
+            statuses[m] = s;
+            done.Notify();
+          });
+          done.WaitForNotification();
+        });
+      }
+      for (auto& t : threads) t.join();
+      for (int m = 0; m < n; ++m) {
+        ASSERT_TRUE(statuses[m].ok()) << statuses[m];
+        for (int64_t j = 0; j < elements; ++j) {
+          ASSERT_NEAR(outputs[m].data<float>()[j], (n - 1) / 2.0f + j, 1e-4)
+              << n << " members, element " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(RingCollectiveTest, AMemberWithAnotherShapeFailsEveryMemberNamingIt) {
+  LocalRendezvous rendezvous;
+  RingCollectiveExecutor ring(&rendezvous);
+  std::vector<std::string> devices = {Cpu(0), Cpu(1)};
+  std::vector<absl::Status> statuses(2);
+  std::vector<Tensor> outputs(2);
+  std::vector<std::thread> threads;
+  for (int m = 0; m < 2; ++m) {
+    threads.emplace_back([&, m] {
+      CollectiveParams p;
+      p.group_key = 3;
+      p.group_size = 2;
+      p.rank = m;
+      p.instance_key = 9;
+      p.device = devices[m];
+      p.devices = devices;
+      p.incarnations = {1, 1};
+      Tensor in(DT_FLOAT, TensorShape({m == 0 ? 4 : 6}));
+      for (int64_t j = 0; j < in.NumElements(); ++j) in.data<float>()[j] = 1;
+      outputs[m] = Tensor(DT_FLOAT, in.shape());
+      absl::Notification done;
+      ring.AllReduceAsync(p, in, &outputs[m], [&, m](const absl::Status& s) {
+        statuses[m] = s;
+        done.Notify();
+      });
+      done.WaitForNotification();
+    });
+  }
+  for (auto& t : threads) t.join();
+  int naming = 0;
+  for (const absl::Status& s : statuses) {
+    EXPECT_FALSE(s.ok());
+    naming += absl::StrContains(s.message(), "must have the same dtype and shape");
+  }
+  EXPECT_GE(naming, 1) << statuses[0] << " / " << statuses[1];
+  EXPECT_TRUE(absl::StrContains(statuses[0].ToString() + statuses[1].ToString(),
+                                "CollectiveReduce group 3 instance 9"));
+}
+
+absl::Status RunGraph(const Scope& s, const std::vector<std::string>& fetches, int devices) {
+  GraphDef def;
+  SF_RETURN_IF_ERROR(s.ToGraphDef(&def));
+  SF_ASSIGN_OR_RETURN(auto session, NewSession(Devices(devices)));
+  SF_RETURN_IF_ERROR(session->Create(def));
+  std::vector<Tensor> out;
+  return session->Run({}, fetches, {}, &out);
+}
+
+TEST(CollectiveOpsTest, GroupsThatCannotMeetAreRefusedBeforeTheStepRuns) {
+  Tensor v = Tensor::FromVector<float>({1, 2});
+  {  // group_size 3 but two members
+    Scope s = Scope::NewRootScope();
+    auto a = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("a"), ops::Const(s, v), 3, 1, 1);
+    auto b = ops::CollectiveReduce(s.WithDevice(Cpu(1)).WithOpName("b"), ops::Const(s, v), 3, 1, 1);
+    absl::Status st = RunGraph(s, {a.name(), b.name()}, 3);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_TRUE(absl::StrContains(st.message(), "collective group 1 has group_size 3 but its ops "
+                                                "in this run ('a', 'b') are on 2 device(s)"))
+        << st;
+  }
+  {  // members disagree on group_size
+    Scope s = Scope::NewRootScope();
+    auto a = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("a"), ops::Const(s, v), 2, 1, 1);
+    auto b = ops::CollectiveReduce(s.WithDevice(Cpu(1)).WithOpName("b"), ops::Const(s, v), 3, 1, 1);
+    absl::Status st = RunGraph(s, {a.name(), b.name()}, 2);
+    EXPECT_TRUE(absl::StrContains(st.message(), "says group_size 2 but 'b' says 3")) << st;
+  }
+  {  // two members on one device
+    Scope s = Scope::NewRootScope();
+    auto a = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("a"), ops::Const(s, v), 2, 1, 1);
+    auto b = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("b"), ops::Const(s, v), 2, 1, 1);
+    absl::Status st = RunGraph(s, {a.name(), b.name()}, 2);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  }
+  {  // an instance missing on one device of the group
+    Scope s = Scope::NewRootScope();
+    auto a = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("a"), ops::Const(s, v), 2, 1, 1);
+    auto b = ops::CollectiveReduce(s.WithDevice(Cpu(1)).WithOpName("b"), ops::Const(s, v), 2, 1, 1);
+    auto c = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("c"), ops::Const(s, v), 2, 1, 2);
+    absl::Status st = RunGraph(s, {a.name(), b.name(), c.name()}, 2);
+    EXPECT_TRUE(absl::StrContains(st.message(), "instance 2 has 1 of its 2 members")) << st;
+  }
+  {  // a broadcast without a source
+    Scope s = Scope::NewRootScope();
+    auto a = ops::CollectiveBcastRecv(s.WithDevice(Cpu(0)).WithOpName("a"), DT_FLOAT, {2}, 2, 1, 1);
+    auto b = ops::CollectiveBcastRecv(s.WithDevice(Cpu(1)).WithOpName("b"), DT_FLOAT, {2}, 2, 1, 1);
+    absl::Status st = RunGraph(s, {a.name(), b.name()}, 2);
+    EXPECT_TRUE(absl::StrContains(st.message(), "needs exactly one source")) << st;
+  }
+  {  // a bad merge_op: the kernel says which
+    Scope s = Scope::NewRootScope();
+    auto a = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("a"), ops::Const(s, v), 1, 1, 1,
+                                   "Sub");
+    absl::Status st = RunGraph(s, {a.name()}, 1);
+    EXPECT_TRUE(absl::StrContains(st.message(), "merge_op 'Sub' is not one of Add, Mul, Min, Max"))
+        << st;
+  }
+}
+
+// y = reduce(x0, x1) on CPU:0 + 2 * reduce(x0, x1) on CPU:1: dL/dx_m is the all-reduce of the
+// output gradients, checked against finite differences in a two-device session.
+TEST(CollectiveOpsTest, GradientOfASumAndAMeanAllReduce) {
+  for (const char* final_op : {"Id", "Div"}) {
+    Scope s = Scope::NewRootScope();
+    auto x0 = ops::Placeholder(s.WithDevice(Cpu(0)).WithOpName("x0"), DT_DOUBLE, {2, 3});
+    auto x1 = ops::Placeholder(s.WithDevice(Cpu(1)).WithOpName("x1"), DT_DOUBLE, {2, 3});
+    auto y0 = ops::CollectiveReduce(s.WithDevice(Cpu(0)), ops::Tanh(s.WithDevice(Cpu(0)), x0), 2,
+                                    1, 1, "Add", final_op);
+    auto y1 = ops::CollectiveReduce(s.WithDevice(Cpu(1)), ops::Square(s.WithDevice(Cpu(1)), x1),
+                                    2, 1, 1, "Add", final_op);
+    auto y = ops::Add(s, y0, ops::Mul(s, y1, ops::Const(s, 2.0)));
+    Tensor v0 = Tensor::FromVector<double>({0.1, -0.2, 0.3, 0.4, -0.5, 0.6}, {2, 3});
+    Tensor v1 = Tensor::FromVector<double>({1, 2, -3, 0.5, 0.25, -1}, {2, 3});
+    auto err = test::MaxGradientError(s, {x0, x1}, {v0, v1}, y, 1e-4, 7, Devices(2));
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, 1e-6) << final_op;
+  }
+}
+
+TEST(CollectiveOpsTest, EagerCollectivesSayTheyNeedASession) {
+  auto out = RunOp("CollectiveReduce", {Tensor::FromVector<float>({1})},
+                   {{"group_size", MakeAttr(1)}, {"group_key", MakeAttr(1)},
+                    {"instance_key", MakeAttr(1)}});
+  ASSERT_FALSE(out.ok());
+  EXPECT_TRUE(absl::StrContains(out.status().message(), "collective ops run in a session"))
+      << out.status();
+}
+
+}  // namespace
+}  // namespace shardflow
