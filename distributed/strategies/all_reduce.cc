@@ -27,7 +27,8 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
                                                          const std::vector<std::string>& devices,
                                                          const ReplicaBuilder& build,
                                                          const OptimizerFactory& make_optimizer,
-                                                         int64_t group_key) {
+                                                         int64_t group_key,
+                                                         const UpdateGate& gate) {
   if (devices.empty()) {
     return absl::InvalidArgumentError("all-reduce training needs at least one replica device");
   }
@@ -79,7 +80,8 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
       averaged.emplace_back(g, out.variables[r][k]);
     }
     std::unique_ptr<Optimizer> opt = make_optimizer();
-    SF_ASSIGN_OR_RETURN(Operation update, opt->ApplyGradients(s, averaged));
+    Scope apply = gate ? s.WithControlDependencies(gate(s, out.losses[r])) : s;
+    SF_ASSIGN_OR_RETURN(Operation update, opt->ApplyGradients(apply, averaged));
     updates.push_back(update);
   }
   Scope root = scope.WithDevice(devices[0]);

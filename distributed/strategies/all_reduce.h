@@ -39,6 +39,9 @@ struct AllReduceTraining {
 
 using ReplicaBuilder = std::function<absl::StatusOr<Output>(const Scope& scope, int replica)>;
 using OptimizerFactory = std::function<std::unique_ptr<Optimizer>()>;
+// Made per replica from its loss; the replica's updates run only after it (e.g. a check that
+// the loss is finite, so a bad step updates nothing).
+using UpdateGate = std::function<Output(const Scope& scope, const Output& loss)>;
 
 // Errors: no device; a replica whose variables differ from replica 0's (names, shapes, dtypes);
 // the builder's or the optimizer's errors.
@@ -46,7 +49,8 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
                                                          const std::vector<std::string>& devices,
                                                          const ReplicaBuilder& build,
                                                          const OptimizerFactory& make_optimizer,
-                                                         int64_t group_key = 1);
+                                                         int64_t group_key = 1,
+                                                         const UpdateGate& gate = nullptr);
 
 }  // namespace shardflow
 

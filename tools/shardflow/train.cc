@@ -18,6 +18,7 @@
 #include "core/platform/status.h"
 #include "datasets/batch_iterator.h"
 #include "datasets/fashion_mnist.h"
+#include "distributed/strategies/all_reduce.h"
 #include "ops/nn_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/device.h"
@@ -55,8 +56,13 @@ struct TrainConfig {
   std::string placement_policy = "constraints";
   bool log_placement = false;
   ClusterFlags cluster;
-  // Filled from --cluster: the task of every model layer, in turn.
+  // "none" (one model; with --cluster or --devices, split across them) or "allreduce" (one
+  // replica per task of --cluster, or per device of --devices; gradients averaged).
+  std::string strategy = "none";
+  // Filled from --cluster: the task of every model layer, in turn (strategy none).
   std::vector<std::string> layer_devices;
+  // Filled for strategy allreduce: the device of every replica.
+  std::vector<std::string> replica_devices;
 };
 
 double DefaultLearningRate(const std::string& optimizer) {
@@ -75,32 +81,85 @@ struct TrainGraph {
   Output predictions;
   std::vector<Var> variables;    // every variable, optimizer slots included
   std::unique_ptr<Saver> saver;  // set by Train once the graph is a GraphDef
+  // Strategy allreduce: every replica's model (model is replicas[0]), their mean loss, and the
+  // op that copies replica 0's variables to the others (after init or restore).
+  std::vector<Model> replicas;
+  Output mean_loss;
+  Operation sync_op;
 };
 
+// Rows [begin, begin + count) of `t` (dimension 0), copied.
+Tensor Rows(const Tensor& t, int64_t begin, int64_t count) {
+  TensorShape shape = t.shape();
+  shape.set_dim(0, count);
+  Tensor out(t.dtype(), shape);
+  const size_t row = t.dim_size(0) > 0 ? t.TotalBytes() / t.dim_size(0) : 0;
+  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + begin * row, count * row);
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Optimizer>> NewOptimizer(const TrainConfig& c) {
+  double lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
+  if (c.optimizer == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
+  if (c.optimizer == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9);
+  if (c.optimizer == "adam") return std::make_unique<AdamOptimizer>(lr);
+  return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", c.optimizer,
+                                                 "'; --optimizer takes sgd, momentum or adam"));
+}
+
+// Fails the step before any variable is updated when `loss` is not finite.
+Output CheckedLoss(const Scope& s, const Output& loss) {
+  return ops::Identity(s.WithOpName("loss_is_finite"),
+                       Output(OpBuilder(s.WithOpName("check_loss"), "CheckNumerics")
+                                  .Input(loss)
+                                  .Attr("message", std::string("loss is not finite"))
+                                  .Finalize()
+                                  .node(),
+                              0));
+}
+
+// Strategy allreduce: a replica per device of c.replica_devices (distributed/strategies/).
+absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const TrainConfig& c) {
+  auto g = std::make_unique<TrainGraph>();
+  Scope& s = g->scope;
+  SF_RETURN_IF_ERROR(NewOptimizer(c).status());
+  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
+  auto build = [&](const Scope& rs, int replica) -> absl::StatusOr<Output> {
+    SF_ASSIGN_OR_RETURN(Model m, BuildModel(rs, c.model, c.seed));
+    g->replicas.push_back(m);
+    return m.loss;
+  };
+  auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
+    auto opt = NewOptimizer(c);
+    (*opt)->set_learning_rate(g->learning_rate);
+    return std::move(opt).value();
+  };
+  SF_ASSIGN_OR_RETURN(AllReduceTraining dp,
+                      BuildAllReduceTraining(s, c.replica_devices, build, optimizer,
+                                             /*group_key=*/1, CheckedLoss));
+  g->model = g->replicas[0];
+  Scope chief = s.WithDevice(c.replica_devices[0]);
+  g->mean_loss = ops::Mul(chief.WithOpName("mean_loss"),
+                          ops::AddN(chief, std::vector<Input>(dp.losses.begin(), dp.losses.end())),
+                          1.0f / static_cast<float>(dp.losses.size()));
+  g->train_op = dp.train_op;
+  g->sync_op = dp.sync_op;
+  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.replica_devices[0]),
+                               g->model.eval_logits, 1, DT_INT32);
+  g->variables = AllVariables(s);
+  g->init_op = InitializeAllVariables(s);
+  SF_RETURN_IF_ERROR(s.status());
+  return g;
+}
+
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
+  if (c.strategy == "allreduce") return BuildAllReduceTrainGraph(c);
   auto g = std::make_unique<TrainGraph>();
   Scope& s = g->scope;
   SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed, c.layer_devices));
   // A non-finite loss fails the step before any variable is updated.
-  Output checked = ops::Identity(s.WithOpName("loss_is_finite"),
-                                 Output(OpBuilder(s.WithOpName("check_loss"), "CheckNumerics")
-                                            .Input(g->model.loss)
-                                            .Attr("message", std::string("loss is not finite"))
-                                            .Finalize()
-                                            .node(),
-                                        0));
-  std::unique_ptr<Optimizer> opt;
-  double lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
-  if (c.optimizer == "sgd") {
-    opt = std::make_unique<GradientDescentOptimizer>(lr);
-  } else if (c.optimizer == "momentum") {
-    opt = std::make_unique<MomentumOptimizer>(lr, 0.9);
-  } else if (c.optimizer == "adam") {
-    opt = std::make_unique<AdamOptimizer>(lr);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", c.optimizer,
-                                                   "'; --optimizer takes sgd, momentum or adam"));
-  }
+  Output checked = CheckedLoss(s, g->model.loss);
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, NewOptimizer(c));
   g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
   opt->set_learning_rate(g->learning_rate);
   SF_ASSIGN_OR_RETURN(g->train_op,
@@ -372,6 +431,35 @@ absl::Status Train(TrainConfig c) {
   if (c.keep_checkpoints < 1) {
     return absl::InvalidArgumentError("--keep-checkpoints must be at least 1");
   }
+  if (c.strategy == "ps-async" || c.strategy == "ps-sync" || c.strategy == "averaging") {
+    return absl::UnimplementedError(absl::StrCat(
+        "--strategy ", c.strategy, " is not available yet; --strategy takes none or allreduce"));
+  }
+  if (c.strategy != "none" && c.strategy != "allreduce") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown --strategy '", c.strategy,
+                                                   "'; it takes none or allreduce"));
+  }
+  // Strategy allreduce: a replica per task of --cluster, else per device of --devices; each
+  // replica trains on its own --batch-size examples of every step's global batch.
+  const int64_t per_replica_batch = c.batch_size;
+  if (c.strategy == "allreduce") {
+    if (!c.layer_devices.empty()) {
+      if (c.devices != 1) {
+        return absl::InvalidArgumentError(
+            "--strategy allreduce with --cluster puts one replica on each task's CPU; --devices "
+            "(model parallelism inside a replica) must be 1 there");
+      }
+      for (const std::string& task : c.layer_devices) {
+        c.replica_devices.push_back(task + "/device:CPU:0");
+      }
+    } else {
+      for (int64_t r = 0; r < c.devices; ++r) {
+        c.replica_devices.push_back(absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", r));
+      }
+    }
+    c.layer_devices.clear();
+    c.batch_size *= static_cast<int64_t>(c.replica_devices.size());  // the global batch
+  }
   SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(c.data_dir, Split::kTrain));
   SF_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(c.data_dir, Split::kTest));
   SF_ASSIGN_OR_RETURN(std::unique_ptr<TrainGraph> g, BuildTrainGraph(c));
@@ -407,15 +495,24 @@ absl::Status Train(TrainConfig c) {
   for (int64_t i = 0; i < at.step && o.num_epochs > 0; ++i) {
     SF_RETURN_IF_ERROR(batches->Next().status());
   }
+  if (g->sync_op.node() != nullptr) {
+    // Every replica starts from replica 0's values (initialised or restored).
+    SF_RETURN_IF_ERROR(session->Run({}, {}, {g->sync_op.node()->name()}, &out));
+    absl::PrintF("data parallel: all-reduce over %d replicas (%s), %d examples each per step\n",
+                 c.replica_devices.size(), absl::StrJoin(c.replica_devices, ", "),
+                 per_replica_batch);
+  }
   absl::PrintF(
-      "training %s on Fashion-MNIST (%d examples, %d steps/epoch, batch %d), %s lr %g (%s), "
+      "training %s on Fashion-MNIST (%d examples, %d steps/epoch, %sbatch %d), %s lr %g (%s), "
       "%d thread(s), seed %d\n",
-      c.model, train.size(), steps_per_epoch, c.batch_size, c.optimizer,
+      c.model, train.size(), steps_per_epoch, g->replicas.empty() ? "" : "global ", c.batch_size,
+      c.optimizer,
       c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
       c.lr_decay == "cosine" ? "cosine decay" : "constant",
       c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.seed);
   ProgressBar bar(c.epochs, steps_per_epoch, c.progress);
-  const std::vector<std::string> fetch = {g->model.loss.name()};
+  const std::vector<std::string> fetch = {
+      g->mean_loss.node() != nullptr ? g->mean_loss.name() : g->model.loss.name()};
   const std::vector<std::string> targets = {g->train_op.node()->name()};
   // Parity traces: initial weights, every batch, every loss.
   std::vector<Tensor> traced_images, traced_labels;
@@ -457,9 +554,19 @@ absl::Status Train(TrainConfig c) {
                       static_cast<double>(c.epochs * steps_per_epoch);
     double lr = c.lr_decay == "cosine" ? base_lr * 0.5 * (1 + std::cos(M_PI * progress)) : base_lr;
     std::vector<std::pair<std::string, Tensor>> feeds = {
-        {g->model.images.name(), batch->images},
-        {g->model.labels.name(), batch->labels},
         {g->learning_rate.name(), Tensor::Scalar(static_cast<float>(lr))}};
+    if (g->replicas.empty()) {
+      feeds.push_back({g->model.images.name(), batch->images});
+      feeds.push_back({g->model.labels.name(), batch->labels});
+    } else {
+      // Replica r trains on rows [r * b, (r + 1) * b) of the global batch.
+      for (size_t r = 0; r < g->replicas.size(); ++r) {
+        feeds.push_back({g->replicas[r].images.name(),
+                         Rows(batch->images, r * per_replica_batch, per_replica_batch)});
+        feeds.push_back({g->replicas[r].labels.name(),
+                         Rows(batch->labels, r * per_replica_batch, per_replica_batch)});
+      }
+    }
     RunOptions run_options;
     RunMetadata metadata;
     bool profile = c.profile_step > 0 && at.global_step + 1 == c.profile_step;
@@ -578,6 +685,10 @@ void AddTrainCommand(CommandLine* cli) {
                "write initial weights, batches and losses as .npy files here (for parity checks)");
   flags.Bool("progress", &c.progress, "show the progress bar");
   flags.Int("devices", &c.devices, "CPU devices the session exposes (threads are split)");
+  flags.String("strategy", &c.strategy,
+               "none (one model, split over --devices/--cluster by layer) or allreduce (a "
+               "replica per device, or per task of --cluster, gradients averaged; --batch-size "
+               "is per replica)");
   flags.String("placement-policy", &c.placement_policy,
                "constraints (every node on the first device) or cost (spread by the cost model)");
   c.cluster.Register(&flags);

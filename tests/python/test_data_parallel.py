@@ -1,0 +1,79 @@
+"""`shardflow train --strategy allreduce`: replicas on two `shardflow server` processes (one per
+task, gradients averaged with the ring all-reduce between the processes) follow the same loss
+curve as two replicas on two devices of one process, and as one model on the global batch;
+unknown and unfinished strategies are clear errors."""
+
+import json
+import os
+import socket
+import subprocess
+
+import numpy as np
+import pytest
+
+BUILD = os.environ.get("SHARDFLOW_BUILD_DIR",
+                       os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+BINARY = os.path.join(BUILD, "bin", "shardflow")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    ports = [free_port(), free_port()]
+    path = tmp_path_factory.mktemp("cluster") / "cluster.json"
+    path.write_text(json.dumps({"worker": [f"127.0.0.1:{p}" for p in ports]}))
+    procs = []
+    for task in range(2):
+        p = subprocess.Popen([BINARY, "server", "--cluster", str(path), "--task", str(task),
+                              "--threads", "1", "--log-level", "warning"],
+                             stdout=subprocess.PIPE, text=True)
+        procs.append(p)
+        line = p.stdout.readline()
+        assert "listening on" in line, line
+    yield str(path)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        assert p.wait(timeout=10) == 0
+
+
+def train(tmp_path, tag, *flags):
+    out = str(tmp_path / tag)
+    r = subprocess.run([BINARY, "train", "--model", "mlp", "--max-steps", "20", "--progress=false",
+                        "--threads", "1", "--optimizer", "sgd", "--lr", "0.05",
+                        "--checkpoint-dir", out, "--trace-dir", out, *flags],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    return r.stdout, np.load(os.path.join(out, "losses.npy"))
+
+
+def test_allreduce_across_two_processes_matches_two_local_devices_and_one_model(spec, tmp_path):
+    out, across = train(tmp_path, "tasks", "--strategy", "allreduce", "--cluster", spec,
+                        "--batch-size", "32")
+    assert "all-reduce over 2 replicas" in out and "global batch 64" in out, out
+    _, local = train(tmp_path, "devices", "--strategy", "allreduce", "--devices", "2",
+                     "--batch-size", "32")
+    _, single = train(tmp_path, "single", "--batch-size", "64")
+    assert len(across) == len(local) == len(single) == 20
+    np.testing.assert_allclose(across, local, rtol=1e-4, atol=1e-5)
+    # The mean of the replicas' gradients is the gradient of the global batch's mean loss.
+    np.testing.assert_allclose(across, single, rtol=1e-3, atol=1e-4)
+    assert across[-1] < across[0]
+
+
+def test_unknown_and_unfinished_strategies_are_errors(tmp_path):
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    for strategy, words in [("ring", "unknown --strategy 'ring'"),
+                            ("ps-sync", "--strategy ps-sync is not available yet")]:
+        r = subprocess.run([BINARY, "train", "--strategy", strategy, "--max-steps", "1",
+                            "--checkpoint-dir", str(tmp_path)], capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode != 0 and words in r.stderr, r.stderr
