@@ -290,6 +290,7 @@ class ExecutorState {
       o->set_bytes(static_cast<int64_t>(t->TotalBytes()));
     }
     ns.set_allocator_bytes_in_use(ex_->device_->GetAllocator()->GetStats().bytes_in_use);
+    if (!ctx->timeline_label().empty()) ns.set_timeline_label(ctx->timeline_label());
     args_.stats->Record(ex_->device_->name(), std::move(ns));
   }
 

@@ -183,10 +183,16 @@ class OpKernelContext {
   Rendezvous* rendezvous() const { return params_->rendezvous; }
   CollectiveExecutor* collective_executor() const { return params_->collective_executor; }
 
+  // What this execution did beyond its op, for the trace (NodeExecStats.timeline_label), e.g.
+  // a collective's group, peers and bytes. Empty by default.
+  void set_timeline_label(std::string label) { timeline_label_ = std::move(label); }
+  const std::string& timeline_label() const { return timeline_label_; }
+
  private:
   Params* params_;
   absl::InlinedVector<Tensor, 2> outputs_;
   absl::Status status_;
+  std::string timeline_label_;
 };
 
 #define OP_REQUIRES(CTX, EXP, STATUS) \

@@ -62,6 +62,24 @@ class CollectiveOpKernel : public AsyncOpKernel {
     }
     return collectives;
   }
+  // For the trace: the group, this member's place in it, its ring neighbours and the bytes.
+  // The all-reduce's ring: from the member before, to the one after. A broadcast names its
+  // source, an all-gather every member.
+  void Label(OpKernelContext* ctx, int64_t bytes) const {
+    const int n = params_.group_size, r = params_.rank;
+    std::string peers;
+    if (type_string() == "CollectiveReduce" && n > 1) {
+      peers = absl::StrCat(", ring from ", params_.devices[(r + n - 1) % n], " to ",
+                           params_.devices[(r + 1) % n]);
+    } else if (type_string() == "CollectiveGather") {
+      peers = absl::StrCat(", members ", absl::StrJoin(params_.devices, " "));
+    } else if (n > 1) {
+      peers = absl::StrCat(", source ", params_.devices[params_.source_rank]);
+    }
+    ctx->set_timeline_label(absl::StrCat("group ", params_.group_key, " instance ",
+                                         params_.instance_key, ": rank ", r, " of ", n, peers,
+                                         ", ", bytes, " bytes"));
+  }
   static CollectiveExecutor::DoneCallback Finish(OpKernelContext* ctx, DoneCallback done) {
     return [ctx, done = std::move(done)](const absl::Status& s) {
       if (!s.ok()) ctx->SetStatus(s);
@@ -110,6 +128,7 @@ class CollectiveReduceOp : public CollectiveOpKernel {
         ctx, ctx->forward_input_or_allocate_output(0, 0, ctx->input(0).shape(), &output), done);
     // A forwarded input now lives in the output (reduced in place).
     const Tensor& input = ctx->input(0).IsInitialized() ? ctx->input(0) : *output;
+    Label(ctx, static_cast<int64_t>(input.TotalBytes()));
     collectives->AllReduceAsync(params_, input, output, Finish(ctx, std::move(done)));
   }
 };
@@ -147,6 +166,7 @@ class CollectiveBcastOp : public CollectiveOpKernel {
                             shape_.DebugString())),
                         done);
       output = ctx->mutable_output(0);
+      Label(ctx, static_cast<int64_t>(input.TotalBytes()));
       collectives->BroadcastAsync(params_, input, output, Finish(ctx, std::move(done)));
       return;
     }
@@ -158,6 +178,7 @@ class CollectiveBcastOp : public CollectiveOpKernel {
     // Says what is expected; the executor replaces it with the source's tensor.
     output = ctx->mutable_output(0);
     *output = Tensor(output_type(0), shape_);
+    Label(ctx, static_cast<int64_t>(output->TotalBytes()));
     collectives->BroadcastAsync(params_, Tensor(), output, Finish(ctx, std::move(done)));
   }
 
@@ -186,6 +207,7 @@ class CollectiveGatherOp : public CollectiveOpKernel {
     shape.set_dim(0, shape.dim(0) * params_.group_size);
     Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, shape, &output), done);
+    Label(ctx, static_cast<int64_t>(input.TotalBytes()));
     collectives->AllGatherAsync(params_, input, output, Finish(ctx, std::move(done)));
   }
 };

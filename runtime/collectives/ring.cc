@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/framework/types.h"
+#include "core/platform/timer.h"
+#include "glog/logging.h"
 
 namespace shardflow {
 namespace {
@@ -122,12 +125,35 @@ absl::Status StartFromInput(const Tensor& input, Tensor* output) {
 // What the lanes of one collective call share until the last one is done.
 struct CallState {
   CallState(const CollectiveParams& params, Rendezvous* rendezvous, int pending,
-            CollectiveExecutor::DoneCallback done, std::string what)
+            CollectiveExecutor::DoneCallback done, std::string what,
+            absl::Duration straggler_warning)
       : params(params),
         rendezvous(rendezvous),
         pending(pending),
         done(std::move(done)),
-        what(std::move(what)) {}
+        what(std::move(what)),
+        straggler_warning(straggler_warning) {}
+
+  // Warns (once) if the data of member `from` has not come after straggler_warning; the
+  // returned id is cancelled by Received when it comes.
+  Timer::Id Watch(int from) {
+    if (straggler_warning <= absl::ZeroDuration()) return 0;
+    return StragglerTimer().Schedule(
+        absl::Now() + straggler_warning,
+        [what = what, wait = straggler_warning, device = params.devices[from], from] {
+          LOG(WARNING) << what << ": waited " << absl::FormatDuration(wait) << " for member "
+                       << from << " (" << device
+                       << "); its task is missing, stuck or slow (the step goes on waiting "
+                          "until its deadline or an error)";
+        });
+  }
+  static void Received(Timer::Id id) {
+    if (id != 0) StragglerTimer().Cancel(id);
+  }
+  static Timer& StragglerTimer() {
+    static Timer* timer = new Timer("collective stragglers");
+    return *timer;
+  }
 
   // A lane (or peer) is done; the last one calls `done`. The first error aborts the step's
   // rendezvous, so the other lanes (and every member waiting on this one) stop at once.
@@ -160,6 +186,7 @@ struct CallState {
   std::atomic<int> pending;
   CollectiveExecutor::DoneCallback done;
   const std::string what;
+  const absl::Duration straggler_warning;
   absl::Mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
 };
@@ -210,10 +237,12 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
     return;
   }
   const int from = Mod(r - 1, n);
+  const Timer::Id watch = state->Watch(from);
   state->rendezvous->RecvAsync(
       Key(p, from, r, what),
-      [state, lane, step, reduce_scatter, recv_offset, recv_count, from](const absl::Status& s,
-                                                                          const Tensor& value) {
+      [state, lane, step, reduce_scatter, recv_offset, recv_count, from, watch](
+          const absl::Status& s, const Tensor& value) {
+        CallState::Received(watch);
         if (!s.ok()) {
           state->Finish(s);
           return;
@@ -301,7 +330,8 @@ void RingCollectiveExecutor::AllReduceAsync(const CollectiveParams& params, cons
   const int64_t largest_segment = (input.NumElements() + n - 1) / n;
   const int lanes =
       static_cast<int>(std::max<int64_t>(1, (largest_segment + chunk_elements - 1) / chunk_elements));
-  auto state = std::make_shared<AllReduceState>(params, rendezvous_, lanes, std::move(done), what);
+  auto state = std::make_shared<AllReduceState>(params, rendezvous_, lanes, std::move(done), what,
+                                                options_.straggler_warning);
   state->out = *output;
   state->elements = input.NumElements();
   state->chunk_elements = chunk_elements;
@@ -333,12 +363,15 @@ void RingCollectiveExecutor::BroadcastAsync(const CollectiveParams& params, cons
     done(s);
     return;
   }
-  auto state = std::make_shared<CallState>(params, rendezvous_, 1, std::move(done), what);
+  auto state = std::make_shared<CallState>(params, rendezvous_, 1, std::move(done), what,
+                                           options_.straggler_warning);
   const DataType want = output->IsInitialized() ? output->dtype() : DT_INVALID;
   const TensorShape want_shape = output->shape();
+  const Timer::Id watch = state->Watch(src);
   rendezvous_->RecvAsync(
       Key(params, src, params.rank, "b"),
-      [state, output, want, want_shape, src](const absl::Status& s, const Tensor& value) {
+      [state, output, want, want_shape, src, watch](const absl::Status& s, const Tensor& value) {
+        CallState::Received(watch);
         if (!s.ok()) {
           state->Finish(s);
           return;
@@ -376,14 +409,17 @@ void RingCollectiveExecutor::AllGatherAsync(const CollectiveParams& params, cons
   for (int peer = 0; peer < n && s.ok(); ++peer) {
     if (peer != r) s = rendezvous_->Send(Key(params, r, peer, "g"), input);
   }
-  auto state = std::make_shared<CallState>(params, rendezvous_, n, std::move(done), what);
+  auto state = std::make_shared<CallState>(params, rendezvous_, n, std::move(done), what,
+                                           options_.straggler_warning);
   state->Finish(s);  // this member's own part
   for (int peer = 0; peer < n; ++peer) {
     if (peer == r) continue;
+    const Timer::Id watch = state->Watch(peer);
     rendezvous_->RecvAsync(
         Key(params, peer, r, "g"),
-        [state, base, bytes, peer, shape = input.shape(), dtype = input.dtype()](
+        [state, base, bytes, peer, watch, shape = input.shape(), dtype = input.dtype()](
             const absl::Status& s, const Tensor& value) {
+          CallState::Received(watch);
           if (!s.ok()) {
             state->Finish(s);
             return;

@@ -37,6 +37,7 @@
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "core/framework/collective.h"
 #include "core/framework/rendezvous.h"
 
@@ -46,6 +47,10 @@ struct RingOptions {
   // The largest message of an all-reduce; smaller tensors go whole. 4 MiB, as the gRPC
   // transport's recv_chunk_bytes: larger messages wait longer to start being reduced.
   int64_t chunk_bytes = 4 << 20;
+  // A member that waits this long for a peer's data logs a warning naming the peer's device
+  // (its task is missing, stuck or slow); it goes on waiting, until the step's deadline or
+  // abort. Zero: no warning.
+  absl::Duration straggler_warning = absl::Seconds(60);
 };
 
 class RingCollectiveExecutor final : public CollectiveExecutor {

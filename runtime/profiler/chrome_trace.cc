@@ -44,6 +44,7 @@ Json ArgsJson(const NodeExecStats& ns, const std::string& device,
   Json args = {{"op", ns.op()},
                {"outputs", std::move(outputs)},
                {"allocator_bytes_in_use", ns.allocator_bytes_in_use()}};
+  if (!ns.timeline_label().empty()) args["label"] = ns.timeline_label();
   auto it = transfer_of.find(&ns);
   if (it != transfer_of.end()) {
     const TransferKey& key = it->second->key;

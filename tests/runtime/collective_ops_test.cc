@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/tensor_util.h"
 #include "core/platform/status.h"
@@ -20,6 +21,7 @@
 #include "runtime/collectives/group_resolution.h"
 #include "runtime/collectives/ring.h"
 #include "runtime/op_runner.h"
+#include "runtime/profiler/chrome_trace.h"
 #include "runtime/rendezvous.h"
 #include "tests/util/gradient_checker.h"
 #include "tests/util/test_util.h"
@@ -279,6 +281,41 @@ TEST(RingCollectiveTest, AMemberWithAnotherShapeFailsEveryMemberNamingIt) {
                                 "CollectiveReduce group 3 instance 9"));
 }
 
+// A member that never comes: after straggler_warning the waiting member logs which one it
+// waits for, and goes on waiting until the step is aborted.
+TEST(RingCollectiveTest, AMissingMemberIsNamedAfterTheWarningBound) {
+  LocalRendezvous rendezvous;
+  RingOptions options;
+  options.straggler_warning = absl::Milliseconds(100);
+  RingCollectiveExecutor ring(&rendezvous, options);
+  CollectiveParams p;
+  p.group_key = 6;
+  p.group_size = 2;
+  p.rank = 0;
+  p.instance_key = 2;
+  p.device = Cpu(0);
+  p.devices = {Cpu(0), Cpu(1)};
+  p.incarnations = {1, 1};
+  Tensor in = Tensor::FromVector<float>({1, 2});
+  Tensor out(DT_FLOAT, in.shape());
+  absl::Notification done;
+  absl::Status status;
+  testing::internal::CaptureStderr();
+  ring.AllReduceAsync(p, in, &out, [&](const absl::Status& s) {
+    status = s;
+    done.Notify();
+  });
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_FALSE(done.HasBeenNotified()) << "the ring must go on waiting";
+  rendezvous.StartAbort(absl::DeadlineExceededError("the step's deadline"));
+  done.WaitForNotification();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_TRUE(absl::StrContains(err, absl::StrCat("CollectiveReduce group 6 instance 2 on ", Cpu(0),
+                                                  ": waited 100ms for member 1 (", Cpu(1), ")")))
+      << err;
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+}
+
 absl::Status RunGraph(const Scope& s, const std::vector<std::string>& fetches, int devices) {
   GraphDef def;
   SF_RETURN_IF_ERROR(s.ToGraphDef(&def));
@@ -357,6 +394,40 @@ TEST(CollectiveOpsTest, GradientOfASumAndAMeanAllReduce) {
     ASSERT_TRUE(err.ok()) << err.status();
     EXPECT_LT(*err, 1e-6) << final_op;
   }
+}
+
+// A traced step shows each collective with its group, ring peers and bytes (NodeExecStats
+// timeline_label, the Chrome trace's "label").
+TEST(CollectiveOpsTest, TheTraceNamesPeersAndBytes) {
+  Scope s = Scope::NewRootScope();
+  std::vector<std::string> fetches;
+  for (int m = 0; m < 2; ++m) {
+    Scope d = s.WithDevice(Cpu(m));
+    auto x = ops::Const(d, Tensor::FromVector<float>({1, 2, 3, 4}));
+    fetches.push_back(ops::CollectiveReduce(d.WithOpName(absl::StrCat("r", m)), x, 2, 4, 9).name());
+  }
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok());
+  auto session = NewSession(Devices(2));
+  ASSERT_TRUE((*session)->Create(def).ok());
+  RunOptions options;
+  options.set_trace_level(RunOptions::FULL_TRACE);
+  RunMetadata md;
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run(options, {}, fetches, {}, &out, &md).ok());
+  int labelled = 0;
+  for (const auto& dev : md.step_stats().dev_stats()) {
+    for (const auto& ns : dev.node_stats()) {
+      if (ns.op() != "CollectiveReduce") continue;
+      ++labelled;
+      const int rank = dev.device() == Cpu(0) ? 0 : 1;
+      EXPECT_EQ(ns.timeline_label(),
+                absl::StrCat("group 4 instance 9: rank ", rank, " of 2, ring from ", Cpu(1 - rank),
+                             " to ", Cpu(1 - rank), ", 16 bytes"));
+    }
+  }
+  EXPECT_EQ(labelled, 2);
+  EXPECT_TRUE(absl::StrContains(ChromeTraceJson(md), "\"label\":\"group 4 instance 9: rank 0 of 2"));
 }
 
 TEST(CollectiveOpsTest, EagerCollectivesSayTheyNeedASession) {
