@@ -21,14 +21,44 @@ std::vector<Var> NewVariables(const std::vector<Var>& before, const std::vector<
   return out;
 }
 
+// Note [Gradient buckets] in all_reduce.h: indices of `grads`, last first, grouped by dtype into
+// buckets of at most `bucket_bytes` (0: one per gradient). Gradients that do not exist (the loss
+// does not depend on the variable) or whose shape is not fully known go alone or nowhere.
+struct Bucket {
+  std::vector<int64_t> vars;
+};
+
+std::vector<Bucket> Buckets(const std::vector<Output>& grads, int64_t bucket_bytes) {
+  std::vector<Bucket> out;
+  int64_t bytes = 0;
+  DataType dtype = DT_INVALID;
+  for (int64_t k = static_cast<int64_t>(grads.size()) - 1; k >= 0; --k) {
+    if (!grads[k].node()) continue;
+    const TensorShape& shape = grads[k].shape();
+    const bool known = shape.IsFullyDefined();
+    const int64_t size = known ? shape.num_elements() * DataTypeSize(grads[k].dtype()) : 0;
+    const bool fits = known && bucket_bytes > 0 && !out.empty() && dtype == grads[k].dtype() &&
+                      bytes + size <= bucket_bytes && out.back().vars.size() > 0;
+    if (fits) {
+      out.back().vars.push_back(k);
+      bytes += size;
+    } else {
+      out.push_back(Bucket{{k}});
+      bytes = known ? size : bucket_bytes + 1;  // an unknown shape stays alone
+      dtype = grads[k].dtype();
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
                                                          const std::vector<std::string>& devices,
                                                          const ReplicaBuilder& build,
                                                          const OptimizerFactory& make_optimizer,
-                                                         int64_t group_key,
-                                                         const UpdateGate& gate) {
+                                                         const AllReduceOptions& options) {
+  const int64_t group_key = options.group_key;
   if (devices.empty()) {
     return absl::InvalidArgumentError("all-reduce training needs at least one replica device");
   }
@@ -70,17 +100,44 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
     for (const Var& v : out.variables[r]) xs.push_back(v.value());
     std::vector<Output> grads;
     SF_RETURN_IF_ERROR(AddGradients(s, {out.losses[r]}, xs, &grads));
+    std::vector<Output> reduced(num_vars);
+    if (replicas == 1) {
+      reduced = grads;
+    } else {
+      std::vector<Bucket> buckets = Buckets(grads, options.bucket_bytes);
+      for (size_t i = 0; i < buckets.size(); ++i) {
+        const Bucket& b = buckets[i];
+        Scope bs = s.NewSubScope(absl::StrCat("allreduce_bucket_", i));
+        const int64_t instance = static_cast<int64_t>(i) + 1;
+        if (b.vars.size() == 1) {
+          reduced[b.vars[0]] = ops::CollectiveReduce(bs, grads[b.vars[0]], replicas, group_key,
+                                                     instance, "Add", "Div");
+          continue;
+        }
+        std::vector<Input> flat;
+        for (int64_t k : b.vars) flat.push_back(ops::Reshape(bs, grads[k], {-1}));
+        Output fused = ops::CollectiveReduce(bs, ops::Concat(bs, flat, 0), replicas, group_key,
+                                             instance, "Add", "Div");
+        int64_t offset = 0;
+        for (int64_t k : b.vars) {
+          const TensorShape& shape = out.variables[r][k].shape();
+          const int64_t n = shape.num_elements();
+          std::vector<int32_t> dims;
+          for (int d = 0; d < shape.rank(); ++d) dims.push_back(static_cast<int32_t>(shape.dim(d)));
+          reduced[k] = ops::Reshape(
+              bs, ops::Slice(bs, fused, {static_cast<int32_t>(offset)}, {static_cast<int32_t>(n)}),
+              ops::Const(bs, Tensor::FromVector<int32_t>(dims, TensorShape({shape.rank()}))));
+          offset += n;
+        }
+      }
+    }
     std::vector<std::pair<Output, Var>> averaged;
     for (int64_t k = 0; k < num_vars; ++k) {
-      if (!grads[k].node()) continue;  // the loss does not depend on it
-      Output g = replicas == 1 ? grads[k]
-                               : ops::CollectiveReduce(s.WithOpName(absl::StrCat("allreduce_", k)),
-                                                       grads[k], replicas, group_key, k + 1,
-                                                       "Add", "Div");
-      averaged.emplace_back(g, out.variables[r][k]);
+      if (!reduced[k].node()) continue;  // the loss does not depend on it
+      averaged.emplace_back(reduced[k], out.variables[r][k]);
     }
     std::unique_ptr<Optimizer> opt = make_optimizer();
-    Scope apply = gate ? s.WithControlDependencies(gate(s, out.losses[r])) : s;
+    Scope apply = options.gate ? s.WithControlDependencies(options.gate(s, out.losses[r])) : s;
     SF_ASSIGN_OR_RETURN(Operation update, opt->ApplyGradients(apply, averaged));
     updates.push_back(update);
   }
@@ -90,7 +147,7 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   std::vector<Operation> assigns;
   for (int64_t k = 0; k < num_vars && replicas > 1; ++k) {
     const Var& source = out.variables[0][k];
-    const int64_t instance = num_vars + k + 1;
+    const int64_t instance = (int64_t{1} << 20) + k;
     Output sent = ops::CollectiveBcastSend(scopes[0].WithOpName(absl::StrCat("sync_send_", k)),
                                            source.value(), replicas, group_key, instance,
                                            source.shape());

@@ -153,7 +153,11 @@ void ExpectSameHistory(const std::vector<std::vector<Tensor>>& a,
   }
 }
 
-TEST(AllReduceStrategyTest, ReplicasOnDevicesEqualOneReplicaOnTheirBatchesTogether) {
+// Also with every bucket size (Note [Gradient buckets]): one all-reduce per gradient, a few
+// small buckets, and everything in one.
+class AllReduceBuckets : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(AllReduceBuckets, ReplicasOnDevicesEqualOneReplicaOnTheirBatchesTogether) {
   constexpr int kReplicas = 3, kSteps = 6;
   auto batches = Batches(kReplicas, kSteps);
   Scope s = Scope::NewRootScope();
@@ -161,7 +165,9 @@ TEST(AllReduceStrategyTest, ReplicasOnDevicesEqualOneReplicaOnTheirBatchesTogeth
   for (int r = 0; r < kReplicas; ++r) {
     devices.push_back(absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", r));
   }
-  auto dp = BuildAllReduceTraining(s, devices, Classifier, Sgd());
+  AllReduceOptions buckets;
+  buckets.bucket_bytes = GetParam();
+  auto dp = BuildAllReduceTraining(s, devices, Classifier, Sgd(), buckets);
   ASSERT_TRUE(dp.ok()) << dp.status();
   Operation init = InitializeAllVariables(s);
   GraphDef def;
@@ -175,7 +181,16 @@ TEST(AllReduceStrategyTest, ReplicasOnDevicesEqualOneReplicaOnTheirBatchesTogeth
   ASSERT_TRUE((*session)->Run({}, {}, {dp->sync_op.node()->name()}, &out).ok());
   auto replicated = TrainReplicas(session->get(), *dp, batches, kSteps);
   ExpectSameHistory(replicated, TrainSingle(batches, kSteps));
+  // How many all-reduces the graph has: one per bucket, per replica.
+  int reduces = 0;
+  for (const NodeDef& n : def.node()) reduces += n.op() == "CollectiveReduce";
+  const int per_replica = reduces / kReplicas;
+  if (GetParam() == 0) EXPECT_EQ(per_replica, 3);         // w1, b1 and w2 each alone
+  if (GetParam() == (4 << 20)) EXPECT_EQ(per_replica, 1);  // all three fused
+  if (GetParam() == 64) EXPECT_GT(per_replica, 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(BucketBytes, AllReduceBuckets, ::testing::Values(0, 64, 4 << 20));
 
 TEST(AllReduceStrategyTest, ReplicasOnTwoTasksEqualOneReplica) {
   constexpr int kSteps = 5;

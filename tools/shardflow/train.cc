@@ -134,9 +134,10 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
     (*opt)->set_learning_rate(g->learning_rate);
     return std::move(opt).value();
   };
+  AllReduceOptions options;
+  options.gate = CheckedLoss;
   SF_ASSIGN_OR_RETURN(AllReduceTraining dp,
-                      BuildAllReduceTraining(s, c.replica_devices, build, optimizer,
-                                             /*group_key=*/1, CheckedLoss));
+                      BuildAllReduceTraining(s, c.replica_devices, build, optimizer, options));
   g->model = g->replicas[0];
   Scope chief = s.WithDevice(c.replica_devices[0]);
   g->mean_loss = ops::Mul(chief.WithOpName("mean_loss"),
