@@ -94,6 +94,7 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   }
   const int64_t num_vars = static_cast<int64_t>(out.variables[0].size());
   std::vector<Operation> updates;
+  std::vector<std::vector<Var>> to_average;  // per replica
   for (int r = 0; r < replicas; ++r) {
     const Scope& s = scopes[r];
     std::vector<Output> xs;
@@ -101,7 +102,7 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
     std::vector<Output> grads;
     SF_RETURN_IF_ERROR(AddGradients(s, {out.losses[r]}, xs, &grads));
     std::vector<Output> reduced(num_vars);
-    if (replicas == 1) {
+    if (replicas == 1 || options.average_parameters) {
       reduced = grads;
     } else {
       std::vector<Bucket> buckets = Buckets(grads, options.bucket_bytes);
@@ -138,8 +139,40 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
     }
     std::unique_ptr<Optimizer> opt = make_optimizer();
     Scope apply = options.gate ? s.WithControlDependencies(options.gate(s, out.losses[r])) : s;
+    std::vector<Var> before = AllVariables(scope);
     SF_ASSIGN_OR_RETURN(Operation update, opt->ApplyGradients(apply, averaged));
     updates.push_back(update);
+    // What parameter averaging averages: the trainable variables, then the optimizer's state.
+    std::vector<Var> averaged_vars = out.variables[r];
+    if (options.average_optimizer_state) {
+      for (const Var& v : NewVariables(before, AllVariables(scope))) averaged_vars.push_back(v);
+    }
+    to_average.push_back(std::move(averaged_vars));
+  }
+  if (options.average_parameters && replicas > 1) {
+    std::vector<Operation> assigns;
+    for (size_t k = 0; k < to_average[0].size(); ++k) {
+      const Var& first = to_average[0][k];
+      for (int r = 0; r < replicas; ++r) {
+        if (to_average[r].size() != to_average[0].size() ||
+            to_average[r][k].shape() != first.shape() ||
+            to_average[r][k].dtype() != first.dtype()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "replica ", r, "'s optimizer state differs from replica 0's (variable ", k,
+              "): every replica must use the same optimizer"));
+        }
+        const Var& v = to_average[r][k];
+        Scope vs = scopes[r].NewSubScope(absl::StrCat("average_", k));
+        Output mean = ops::CollectiveReduce(vs, v.value(), replicas, group_key,
+                                            (int64_t{1} << 21) + static_cast<int64_t>(k), "Add",
+                                            "Div");
+        assigns.push_back(
+            OpBuilder(vs.WithOpName("assign"), "AssignVariableOp").Input(v.handle()).Input(mean).Finalize());
+      }
+    }
+    out.average_op = ops::NoOp(scope.WithDevice(devices[0])
+                                   .WithOpName("average_parameters")
+                                   .WithControlDependencies(assigns));
   }
   Scope root = scope.WithDevice(devices[0]);
   out.train_op = ops::NoOp(root.WithOpName("all_reduce_train").WithControlDependencies(updates));

@@ -41,6 +41,7 @@ struct AllReduceTraining {
   std::vector<std::vector<Var>> variables;  // per replica, the trainable variables, one order
   Operation train_op;                       // every replica's update
   Operation sync_op;                        // replica 0's variables to the others
+  Operation average_op;                     // average_parameters only: the mean to everyone
 };
 
 using ReplicaBuilder = std::function<absl::StatusOr<Output>(const Scope& scope, int replica)>;
@@ -54,6 +55,13 @@ struct AllReduceOptions {
   // Note [Gradient buckets]; 0 = one all-reduce per gradient.
   int64_t bucket_bytes = 4 << 20;
   UpdateGate gate;  // may be empty
+  // Parameter averaging (DL4J on Spark) instead of gradient averaging: train_op applies each
+  // replica's own gradients to its own variables, with no communication; average_op (run every
+  // k steps) replaces every replica's variables by their mean across replicas (instances
+  // 2^21 + k), and also its optimizer's state (slots such as momentum or Adam's moments) when
+  // average_optimizer_state is set.
+  bool average_parameters = false;
+  bool average_optimizer_state = true;
 };
 
 // Errors: no device; a replica whose variables differ from replica 0's (names, shapes, dtypes);

@@ -71,6 +71,7 @@ OptimizerFactory Sgd() {
 std::vector<std::vector<Tensor>> TrainReplicas(Session* session, const AllReduceTraining& dp,
                                                const std::vector<std::vector<Batch>>& batches,
                                                int steps) {
+  const bool averaging = dp.average_op.node() != nullptr;
   std::vector<std::vector<Tensor>> history;
   std::vector<Tensor> out;
   const int replicas = static_cast<int>(dp.losses.size());
@@ -82,6 +83,8 @@ std::vector<std::vector<Tensor>> TrainReplicas(Session* session, const AllReduce
       feeds.push_back({absl::StrCat(prefix, "y", r), batches[step][r].y});
     }
     absl::Status st = session->Run(feeds, {}, {dp.train_op.node()->name()}, &out);
+    EXPECT_TRUE(st.ok()) << st;
+    if (st.ok() && averaging) st = session->Run({}, {}, {dp.average_op.node()->name()}, &out);
     EXPECT_TRUE(st.ok()) << st;
     if (!st.ok()) return history;
     std::vector<std::string> names;
@@ -107,10 +110,10 @@ std::vector<std::vector<Tensor>> TrainReplicas(Session* session, const AllReduce
 }
 
 std::vector<std::vector<Tensor>> TrainSingle(const std::vector<std::vector<Batch>>& batches,
-                                             int steps) {
+                                             int steps, OptimizerFactory opt = Sgd()) {
   Scope s = Scope::NewRootScope();
   auto dp = BuildAllReduceTraining(s, {"/job:localhost/replica:0/task:0/device:CPU:0"},
-                                   Classifier, Sgd());
+                                   Classifier, opt);
   EXPECT_TRUE(dp.ok()) << dp.status();
   Operation init = InitializeAllVariables(s);
   GraphDef def;
@@ -223,6 +226,45 @@ TEST(AllReduceStrategyTest, ReplicasOnTwoTasksEqualOneReplica) {
   ASSERT_TRUE((*session)->Run({}, {}, {dp->sync_op.node()->name()}, &out).ok());
   auto replicated = TrainReplicas(session->get(), *dp, batches, kSteps);
   ExpectSameHistory(replicated, TrainSingle(batches, kSteps));
+}
+
+// Parameter averaging after every step: with SGD, and with momentum when the optimizer's state
+// is averaged too, it is the same as averaging gradients, so the same as one replica on the
+// replicas' batches together.
+TEST(AllReduceStrategyTest, ParameterAveragingEveryStepEqualsOneReplica) {
+  constexpr int kReplicas = 2, kSteps = 5;
+  auto batches = Batches(kReplicas, kSteps);
+  const std::vector<std::pair<const char*, OptimizerFactory>> optimizers = {
+      {"sgd", Sgd()},
+      {"momentum", [] { return std::make_unique<MomentumOptimizer>(0.3, 0.9); }}};
+  for (const auto& [name, opt] : optimizers) {
+    SCOPED_TRACE(name);
+    Scope s = Scope::NewRootScope();
+    AllReduceOptions options;
+    options.average_parameters = true;
+    auto dp = BuildAllReduceTraining(s,
+                                     {"/job:localhost/replica:0/task:0/device:CPU:0",
+                                      "/job:localhost/replica:0/task:0/device:CPU:1"},
+                                     Classifier, opt, options);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    ASSERT_NE(dp->average_op.node(), nullptr);
+    Operation init = InitializeAllVariables(s);
+    GraphDef def;
+    ASSERT_TRUE(s.ToGraphDef(&def).ok());
+    int reduces = 0;
+    for (const NodeDef& n : def.node()) reduces += n.op() == "CollectiveReduce";
+    // 3 variables (+ 3 momentum slots) per replica, no gradient all-reduce.
+    EXPECT_EQ(reduces, kReplicas * (std::string(name) == "sgd" ? 3 : 6));
+    SessionOptions session_options;
+    session_options.config.set_cpu_device_count(kReplicas);
+    auto session = NewSession(session_options);
+    ASSERT_TRUE((*session)->Create(def).ok());
+    std::vector<Tensor> out;
+    ASSERT_TRUE((*session)->Run({}, {}, {init.node()->name()}, &out).ok());
+    ASSERT_TRUE((*session)->Run({}, {}, {dp->sync_op.node()->name()}, &out).ok());
+    auto averaged = TrainReplicas(session->get(), *dp, batches, kSteps);
+    ExpectSameHistory(averaged, TrainSingle(batches, kSteps, opt));
+  }
 }
 
 TEST(AllReduceStrategyTest, ReplicasThatDifferAreRefused) {

@@ -1,7 +1,8 @@
-"""`shardflow train --strategy allreduce`: replicas on two `shardflow server` processes (one per
-task, gradients averaged with the ring all-reduce between the processes) follow the same loss
-curve as two replicas on two devices of one process, and as one model on the global batch;
-unknown and unfinished strategies are clear errors."""
+"""`shardflow train --strategy allreduce|averaging`: replicas on two `shardflow server` processes
+(one per task, gradients averaged with the ring all-reduce between the processes) follow the same
+loss curve as two replicas on two devices of one process, and as one model on the global batch;
+parameter averaging after every step follows it too; unknown and unfinished strategies are clear
+errors."""
 
 import json
 import os
@@ -57,7 +58,7 @@ def train(tmp_path, tag, *flags):
 def test_allreduce_across_two_processes_matches_two_local_devices_and_one_model(spec, tmp_path):
     out, across = train(tmp_path, "tasks", "--strategy", "allreduce", "--cluster", spec,
                         "--batch-size", "32")
-    assert "all-reduce over 2 replicas" in out and "global batch 64" in out, out
+    assert "gradients all-reduced over 2 replicas" in out and "global batch 64" in out, out
     _, local = train(tmp_path, "devices", "--strategy", "allreduce", "--devices", "2",
                      "--batch-size", "32")
     _, single = train(tmp_path, "single", "--batch-size", "64")
@@ -66,6 +67,15 @@ def test_allreduce_across_two_processes_matches_two_local_devices_and_one_model(
     # The mean of the replicas' gradients is the gradient of the global batch's mean loss.
     np.testing.assert_allclose(across, single, rtol=1e-3, atol=1e-4)
     assert across[-1] < across[0]
+    # Parameter averaging after every step is, with SGD, gradient averaging.
+    out, averaged = train(tmp_path, "averaging", "--strategy", "averaging", "--average-every",
+                          "1", "--cluster", spec, "--batch-size", "32")
+    assert "parameters averaged every 1 steps over 2 replicas" in out, out
+    np.testing.assert_allclose(averaged, across, rtol=1e-4, atol=1e-5)
+    # Every 5 steps: another curve, still learning.
+    _, sparse = train(tmp_path, "averaging5", "--strategy", "averaging", "--average-every", "5",
+                      "--devices", "2", "--batch-size", "32")
+    assert sparse[-1] < sparse[0] and not np.allclose(sparse, across)
 
 
 def test_unknown_and_unfinished_strategies_are_errors(tmp_path):

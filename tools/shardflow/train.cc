@@ -59,9 +59,11 @@ struct TrainConfig {
   // "none" (one model; with --cluster or --devices, split across them) or "allreduce" (one
   // replica per task of --cluster, or per device of --devices; gradients averaged).
   std::string strategy = "none";
+  // Strategy averaging: steps between parameter averages.
+  int64_t average_every = 10;
   // Filled from --cluster: the task of every model layer, in turn (strategy none).
   std::vector<std::string> layer_devices;
-  // Filled for strategy allreduce: the device of every replica.
+  // Filled for strategies allreduce and averaging: the device of every replica.
   std::vector<std::string> replica_devices;
 };
 
@@ -86,6 +88,7 @@ struct TrainGraph {
   std::vector<Model> replicas;
   Output mean_loss;
   Operation sync_op;
+  Operation average_op;  // strategy averaging
 };
 
 // Rows [begin, begin + count) of `t` (dimension 0), copied.
@@ -118,7 +121,8 @@ Output CheckedLoss(const Scope& s, const Output& loss) {
                               0));
 }
 
-// Strategy allreduce: a replica per device of c.replica_devices (distributed/strategies/).
+// Strategies allreduce and averaging: a replica per device of c.replica_devices
+// (distributed/strategies/all_reduce.h).
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const TrainConfig& c) {
   auto g = std::make_unique<TrainGraph>();
   Scope& s = g->scope;
@@ -136,6 +140,7 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
   };
   AllReduceOptions options;
   options.gate = CheckedLoss;
+  options.average_parameters = c.strategy == "averaging";
   SF_ASSIGN_OR_RETURN(AllReduceTraining dp,
                       BuildAllReduceTraining(s, c.replica_devices, build, optimizer, options));
   g->model = g->replicas[0];
@@ -145,6 +150,7 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
                           1.0f / static_cast<float>(dp.losses.size()));
   g->train_op = dp.train_op;
   g->sync_op = dp.sync_op;
+  g->average_op = dp.average_op;
   g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.replica_devices[0]),
                                g->model.eval_logits, 1, DT_INT32);
   g->variables = AllVariables(s);
@@ -154,7 +160,7 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
 }
 
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
-  if (c.strategy == "allreduce") return BuildAllReduceTrainGraph(c);
+  if (c.strategy == "allreduce" || c.strategy == "averaging") return BuildAllReduceTrainGraph(c);
   auto g = std::make_unique<TrainGraph>();
   Scope& s = g->scope;
   SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed, c.layer_devices));
@@ -432,23 +438,27 @@ absl::Status Train(TrainConfig c) {
   if (c.keep_checkpoints < 1) {
     return absl::InvalidArgumentError("--keep-checkpoints must be at least 1");
   }
-  if (c.strategy == "ps-async" || c.strategy == "ps-sync" || c.strategy == "averaging") {
-    return absl::UnimplementedError(absl::StrCat(
-        "--strategy ", c.strategy, " is not available yet; --strategy takes none or allreduce"));
+  if (c.strategy == "ps-async" || c.strategy == "ps-sync") {
+    return absl::UnimplementedError(
+        absl::StrCat("--strategy ", c.strategy,
+                     " is not available yet; --strategy takes none, allreduce or averaging"));
   }
-  if (c.strategy != "none" && c.strategy != "allreduce") {
+  if (c.strategy != "none" && c.strategy != "allreduce" && c.strategy != "averaging") {
     return absl::InvalidArgumentError(absl::StrCat("unknown --strategy '", c.strategy,
-                                                   "'; it takes none or allreduce"));
+                                                   "'; it takes none, allreduce or averaging"));
+  }
+  if (c.average_every < 1) {
+    return absl::InvalidArgumentError("--average-every must be at least 1 (steps)");
   }
   // Strategy allreduce: a replica per task of --cluster, else per device of --devices; each
   // replica trains on its own --batch-size examples of every step's global batch.
   const int64_t per_replica_batch = c.batch_size;
-  if (c.strategy == "allreduce") {
+  if (c.strategy == "allreduce" || c.strategy == "averaging") {
     if (!c.layer_devices.empty()) {
       if (c.devices != 1) {
-        return absl::InvalidArgumentError(
-            "--strategy allreduce with --cluster puts one replica on each task's CPU; --devices "
-            "(model parallelism inside a replica) must be 1 there");
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--strategy ", c.strategy, " with --cluster puts one replica on each task's CPU; "
+            "--devices (model parallelism inside a replica) must be 1 there"));
       }
       for (const std::string& task : c.layer_devices) {
         c.replica_devices.push_back(task + "/device:CPU:0");
@@ -499,7 +509,10 @@ absl::Status Train(TrainConfig c) {
   if (g->sync_op.node() != nullptr) {
     // Every replica starts from replica 0's values (initialised or restored).
     SF_RETURN_IF_ERROR(session->Run({}, {}, {g->sync_op.node()->name()}, &out));
-    absl::PrintF("data parallel: all-reduce over %d replicas (%s), %d examples each per step\n",
+    absl::PrintF("data parallel: %s over %d replicas (%s), %d examples each per step\n",
+                 g->average_op.node() != nullptr
+                     ? absl::StrCat("parameters averaged every ", c.average_every, " steps")
+                     : std::string("gradients all-reduced"),
                  c.replica_devices.size(), absl::StrJoin(c.replica_devices, ", "),
                  per_replica_batch);
   }
@@ -602,11 +615,23 @@ absl::Status Train(TrainConfig c) {
     double steps_left =
         (c.epochs - epoch - 1) * steps_per_epoch + (steps_per_epoch - batch->step - 1);
     bar.Update(epoch, batch->step, smoothed, ex_per_sec, steps_left * c.batch_size / ex_per_sec);
+    // Strategy averaging: every replica takes the replicas' mean every --average-every steps,
+    // and before a checkpoint (replica 0's variables are what is saved and evaluated).
+    auto average = [&]() -> absl::Status {
+      if (g->average_op.node() == nullptr) return absl::OkStatus();
+      return session->Run({}, {}, {g->average_op.node()->name()}, &out);
+    };
+    bool averaged = false;
+    if (g->average_op.node() != nullptr && at.global_step % c.average_every == 0) {
+      SF_RETURN_IF_ERROR(average());
+      averaged = true;
+    }
     bool due = at.step == 0 ||  // an epoch ended
                (c.checkpoint_every_steps > 0 && at.global_step % c.checkpoint_every_steps == 0) ||
                (c.checkpoint_every_secs > 0 &&
                 std::chrono::duration<double>(now - last_save).count() >= c.checkpoint_every_secs);
     if (due) {
+      if (!averaged) SF_RETURN_IF_ERROR(average());
       SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, &series, at));
       saved_step = at.global_step;
       last_save = std::chrono::steady_clock::now();
@@ -634,6 +659,9 @@ absl::Status Train(TrainConfig c) {
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/images.npy", stack(traced_images)));
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/labels.npy", stack(traced_labels)));
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/losses.npy", Tensor::FromVector(losses)));
+  }
+  if (g->average_op.node() != nullptr && at.global_step != saved_step) {
+    SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
   }
   if (at.global_step != saved_step) SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, &series, at));
   SF_ASSIGN_OR_RETURN(double accuracy, Evaluate(session.get(), *g, test));
@@ -687,9 +715,12 @@ void AddTrainCommand(CommandLine* cli) {
   flags.Bool("progress", &c.progress, "show the progress bar");
   flags.Int("devices", &c.devices, "CPU devices the session exposes (threads are split)");
   flags.String("strategy", &c.strategy,
-               "none (one model, split over --devices/--cluster by layer) or allreduce (a "
-               "replica per device, or per task of --cluster, gradients averaged; --batch-size "
-               "is per replica)");
+               "none (one model, split over --devices/--cluster by layer), allreduce (a replica "
+               "per device, or per task of --cluster, gradients averaged every step; "
+               "--batch-size is per replica) or averaging (replicas train alone, parameters and "
+               "optimizer state averaged every --average-every steps)");
+  flags.Int("average-every", &c.average_every,
+            "--strategy averaging: steps between parameter averages");
   flags.String("placement-policy", &c.placement_policy,
                "constraints (every node on the first device) or cost (spread by the cost model)");
   c.cluster.Register(&flags);
