@@ -78,6 +78,49 @@ def test_allreduce_across_two_processes_matches_two_local_devices_and_one_model(
     assert sparse[-1] < sparse[0] and not np.allclose(sparse, across)
 
 
+def test_a_killed_replica_task_fails_training_naming_it_within_10_s(tmp_path):
+    """SIGKILL one of the two server processes mid-training: `train` stops within 10 s with an
+    error naming the task, and does not hang."""
+    import signal
+    import time
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    ports = [free_port(), free_port()]
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"worker": [f"127.0.0.1:{p}" for p in ports]}))
+    servers = []
+    try:
+        for task in range(2):
+            p = subprocess.Popen([BINARY, "server", "--cluster", str(path), "--task", str(task),
+                                  "--threads", "1", "--log-level", "warning"],
+                                 stdout=subprocess.PIPE, text=True)
+            servers.append(p)
+            assert "listening on" in p.stdout.readline()
+        trainer = subprocess.Popen(
+            [BINARY, "train", "--model", "mlp", "--strategy", "allreduce", "--cluster", str(path),
+             "--batch-size", "32", "--epochs", "5", "--progress=false", "--threads", "1",
+             "--checkpoint-dir", str(tmp_path / "ckpt"), "--checkpoint-every-secs", "0"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(4)  # training is under way
+        assert trainer.poll() is None, trainer.communicate()
+        servers[1].send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        try:
+            out, err = trainer.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            trainer.kill()
+            pytest.fail("training hung after a replica's task was killed")
+        elapsed = time.monotonic() - killed_at
+        assert trainer.returncode != 0, out
+        assert "task:1" in err, err
+        assert elapsed < 10, f"{elapsed:.1f} s: {err}"
+    finally:
+        for p in servers:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+
+
 def test_unknown_and_unfinished_strategies_are_errors(tmp_path):
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
