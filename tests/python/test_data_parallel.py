@@ -121,6 +121,51 @@ def test_a_killed_replica_task_fails_training_naming_it_within_10_s(tmp_path):
             p.wait()
 
 
+def test_one_process_per_task_with_job_and_task(tmp_path):
+    """`train --cluster F --task 1` serves its task until the chief is done; `--task 0` serves
+    task 0 and trains. Started in either order (the chief first here, task 1 a moment later);
+    both exit 0, and the curve is the one two `shardflow server` processes give."""
+    import time
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    ports = [free_port(), free_port()]
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"worker": [f"127.0.0.1:{p}" for p in ports]}))
+    common = ["--model", "mlp", "--strategy", "allreduce", "--cluster", str(path), "--threads",
+              "1", "--optimizer", "sgd", "--lr", "0.05", "--batch-size", "32", "--max-steps", "20",
+              "--progress=false"]
+    out = str(tmp_path / "chief")
+    chief = subprocess.Popen([BINARY, "train", *common, "--task", "0", "--checkpoint-dir", out,
+                              "--trace-dir", out], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    time.sleep(1)
+    worker = subprocess.Popen([BINARY, "train", *common, "--task", "1"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        chief_out, chief_err = chief.communicate(timeout=300)
+        worker_out, worker_err = worker.communicate(timeout=60)
+    finally:
+        for p in (chief, worker):
+            if p.poll() is None:
+                p.kill()
+    assert chief.returncode == 0, chief_err
+    assert "gradients all-reduced over 2 replicas" in chief_out, chief_out
+    assert worker.returncode == 0, worker_err
+    assert "the chief stopped answering" in worker_out, worker_out
+    losses = np.load(os.path.join(out, "losses.npy"))
+    assert len(losses) == 20 and losses[-1] < losses[0]
+
+
+def test_a_task_not_in_the_cluster_file_is_refused(tmp_path):
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}))
+    r = subprocess.run([BINARY, "train", "--cluster", str(path), "--task", "2"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "has no such task (job worker has 2 task(s))" in r.stderr, r.stderr
+
+
 def test_unknown_and_unfinished_strategies_are_errors(tmp_path):
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")

@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
   master_options.client.security.token = token;
   master_options.client.security.tls_ca_file = tls_ca;
   master_options.client.security.plaintext = plaintext;
+  master_options.connect_timeout = connect_timeout;
   SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
   return NewInProcessMasterSession(master, options);
 }

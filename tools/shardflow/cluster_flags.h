@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "runtime/session.h"
 #include "tools/shardflow/flags.h"
 
@@ -18,6 +19,8 @@ struct ClusterFlags {
   std::string token;
   std::string tls_ca;
   bool plaintext = false;
+  // How long OpenSession's master waits for a task that does not answer yet (starting).
+  absl::Duration connect_timeout = absl::Seconds(3);
 
   void Register(Flags* flags);
   // The task names of the cluster ("/job:worker/replica:0/task:0", ...); empty without

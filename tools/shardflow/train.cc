@@ -29,6 +29,7 @@
 #include "tools/shardflow/flags.h"
 #include "tools/shardflow/models.h"
 #include "tools/shardflow/npy.h"
+#include "tools/shardflow/task_server.h"
 
 namespace shardflow {
 namespace {
@@ -59,6 +60,10 @@ struct TrainConfig {
   // "none" (one model; with --cluster or --devices, split across them) or "allreduce" (one
   // replica per task of --cluster, or per device of --devices; gradients averaged).
   std::string strategy = "none";
+  // With --cluster: this process's own task (-1: none, the process only drives the cluster's
+  // `shardflow server` tasks). Task 0 of the job trains; the others serve until it is done.
+  std::string job = "worker";
+  int64_t task = -1;
   // Strategy averaging: steps between parameter averages.
   int64_t average_every = 10;
   // Filled from --cluster: the task of every model layer, in turn (strategy none).
@@ -423,6 +428,27 @@ void PrintOpProfile(const RunMetadata& md, int64_t step) {
 
 absl::Status Train(TrainConfig c) {
   SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
+  // One process per task (--job/--task): serve this task; only the chief (task 0) goes on.
+  std::unique_ptr<Server> own_task;  // declared first: it outlives the session below
+  if (c.task >= 0) {
+    if (c.cluster.cluster.empty()) {
+      return absl::InvalidArgumentError("--task N needs --cluster FILE (the tasks' addresses)");
+    }
+    SF_ASSIGN_OR_RETURN(own_task, StartTaskServer(c.cluster, c.job, static_cast<int>(c.task),
+                                                  static_cast<int>(c.threads)));
+    // The other tasks' processes may start a little after this one (a launcher starts them
+    // all at once, not in order).
+    c.cluster.connect_timeout = absl::Seconds(60);
+    if (c.task != 0) {
+      SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster.cluster));
+      SecurityOptions security;
+      security.token = c.cluster.token;
+      security.tls_ca_file = c.cluster.tls_ca;
+      security.plaintext = c.cluster.plaintext;
+      return ServeUntilChiefLeaves(own_task.get(), spec, c.job, security, absl::Minutes(5),
+                                   absl::Seconds(3));
+    }
+  }
   if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
   if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
   if (c.threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
@@ -719,6 +745,11 @@ void AddTrainCommand(CommandLine* cli) {
                "per device, or per task of --cluster, gradients averaged every step; "
                "--batch-size is per replica) or averaging (replicas train alone, parameters and "
                "optimizer state averaged every --average-every steps)");
+  flags.String("job", &c.job, "with --cluster and --task: this process's job");
+  flags.Int("task", &c.task,
+            "with --cluster: this process serves task N of --job itself (one process per task, "
+            "as launchers start them); task 0 trains, the others serve until it is done (-1: "
+            "none, the cluster's tasks are `shardflow server` processes)");
   flags.Int("average-every", &c.average_every,
             "--strategy averaging: steps between parameter averages");
   flags.String("placement-policy", &c.placement_policy,

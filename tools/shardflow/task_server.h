@@ -1,0 +1,35 @@
+// One process per task for `shardflow train --cluster FILE --job J --task N` (as TensorFlow's
+// between-graph scripts and launchers start them): the process serves its own task of the
+// cluster; task 0 of the job (the chief) also runs the training loop, the others serve until the
+// chief has finished.
+#ifndef SHARDFLOW_TOOLS_SHARDFLOW_TASK_SERVER_H_
+#define SHARDFLOW_TOOLS_SHARDFLOW_TASK_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "distributed/cluster_spec.h"
+#include "distributed/server.h"
+#include "tools/shardflow/cluster_flags.h"
+
+namespace shardflow {
+
+// This process's task (job, task) of the --cluster file, with `threads` per device (0 = the
+// cores) and the cluster flags' token and plaintext setting. Errors: no such task in the file,
+// its address cannot be bound, a non-loopback address without --plaintext.
+absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& cluster,
+                                                        const std::string& job, int task,
+                                                        int threads);
+
+// Serves until the chief (task 0 of `job`) has answered and then stopped answering for
+// `gone_after` (it finished, or died: a launcher restarts the job either way), or until SIGTERM /
+// SIGINT. Error: the chief never answered within `first_wait`, naming it and its address.
+absl::Status ServeUntilChiefLeaves(Server* server, const ClusterSpec& spec, const std::string& job,
+                                   const SecurityOptions& security, absl::Duration first_wait,
+                                   absl::Duration gone_after);
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_TOOLS_SHARDFLOW_TASK_SERVER_H_
