@@ -80,8 +80,8 @@ TEST_F(CollectiveAcrossTasksTest, BroadcastAndGatherAcrossTasksOverManySteps) {
   auto x0 = ops::Placeholder(d0.WithOpName("x0"), DT_FLOAT, {2});
   auto b0 = ops::CollectiveBcastSend(d0.WithOpName("b0"), x0, 2, 2, 1, {2});
   auto b1 = ops::CollectiveBcastRecv(d1.WithOpName("b1"), DT_FLOAT, {2}, 2, 2, 1);
-  auto g0 = ops::CollectiveGather(d0.WithOpName("g0"), b0, 2, 2, 2);
-  auto g1 = ops::CollectiveGather(d1.WithOpName("g1"), ops::Neg(d1, b1), 2, 2, 2);
+  ops::CollectiveGather(d0.WithOpName("g0"), b0, 2, 2, 2);
+  ops::CollectiveGather(d1.WithOpName("g1"), ops::Neg(d1, b1), 2, 2, 2);
   GraphDef def;
   ASSERT_TRUE(s.ToGraphDef(&def).ok());
   auto handle = master_->CreateSession(def, SessionOptionsProto());

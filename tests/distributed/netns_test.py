@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Two tasks on two emulated hosts: network namespaces joined by a veth pair whose link is rate
 limited with tc tbf. `shardflow train --cluster` runs model-parallel from host 0 and must give
-the same loss curve as a local run; a task killed on host 1 must fail the next step within the
-bound with an error naming it.
+the same loss curve as a local run; `--strategy allreduce` across the hosts must give the curve
+of two local replicas; a task killed on host 1 must fail the next step within the bound with an
+error naming it.
 
 usage: netns_test.py path/to/shardflow        (root; exits 77 = skipped without namespaces)
 """
@@ -112,6 +113,24 @@ def main():
                 a, b = np.load(local_losses), np.load(dist_losses)
                 check(f"its loss curve equals the local one (30 steps over a {RATE} link, "
                       f"{took:.1f} s)", a.shape == b.shape and np.allclose(a, b, rtol=1e-5),
+                      f"{a[:5]} vs {b[:5]}")
+            # Data parallel across the hosts: a replica on each, gradients all-reduced over
+            # the rate-limited link; with SGD the same curve as two replicas on two local devices.
+            dp = ["--strategy", "allreduce", "--batch-size", "32", "--optimizer", "sgd",
+                  "--lr", "0.05"]
+            local_dp, local_dp_losses = train(tmp, "local_dp", "--threads", "1", "--devices", "2",
+                                              *dp)
+            start = time.time()
+            dist_dp, dist_dp_losses = train(tmp, "dist_dp", "--cluster", spec, "--plaintext", *dp,
+                                            ns=NS[0])
+            took = time.time() - start
+            ok = local_dp.returncode == 0 and dist_dp.returncode == 0
+            check("all-reduce training across two emulated hosts runs", ok,
+                  local_dp.stderr + dist_dp.stderr)
+            if ok:
+                a, b = np.load(local_dp_losses), np.load(dist_dp_losses)
+                check(f"its loss curve equals two local replicas' (30 steps over a {RATE} link, "
+                      f"{took:.1f} s)", a.shape == b.shape and np.allclose(a, b, rtol=1e-4),
                       f"{a[:5]} vs {b[:5]}")
             # Host 1 becomes unreachable in the middle of training (its link goes down, no
             # reset reaches anyone): the step fails naming task 1 within the bound.
