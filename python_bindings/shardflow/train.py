@@ -13,6 +13,10 @@ for a schedule). Optimizer state (momentum, Adam's moments and step) lives in no
 variables that ``sf.global_variables_initializer()`` initialises — create it after minimize().
 """
 
+import os
+
+import numpy as np
+
 from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
 from shardflow.gradients import gradients
 from shardflow.variables import Variable, trainable_variables
@@ -111,3 +115,128 @@ class AdamOptimizer(Optimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, name="Adam"):
         super().__init__(learning_rate, name, beta1=float(beta1), beta2=float(beta2),
                          epsilon=float(epsilon))
+
+
+class Saver:
+    """Saves and restores variables, as TensorFlow 1.x's ``tf.train.Saver``.
+
+    Files use shardflow's checkpoint format (runtime/checkpoint.h: checksummed, written
+    atomically), the same as ``shardflow train`` and the C++ Saver. Beside them, a ``checkpoint``
+    state file names the latest (``latest_checkpoint`` reads it), and only the newest
+    ``max_to_keep`` checkpoints written by this Saver are kept.
+
+    Example::
+
+        saver = sf.train.Saver()
+        path = saver.save(sess, "/tmp/model/model.ckpt", global_step=step)   # .../model.ckpt-100
+        saver.restore(sess, sf.train.latest_checkpoint("/tmp/model"))
+
+    `var_list`: the variables (default: every global variable), or a dict name -> variable to
+    save them under other names.
+    """
+
+    def __init__(self, var_list=None, max_to_keep=5, name=None):
+        from shardflow.ops import group, placeholder
+        from shardflow.variables import global_variables
+        g = get_default_graph()
+        if var_list is None:
+            var_list = global_variables(g)
+        if isinstance(var_list, dict):
+            items = sorted(var_list.items())
+        else:
+            items = [(v.name, v) for v in var_list]
+        if not items:
+            raise ValueError("Saver: no variables to save")
+        names = [n for n, _ in items]
+        if len(set(names)) != len(names):
+            raise ValueError("Saver: two variables are saved under one name")
+        self._names = names
+        self._vars = [v for _, v in items]
+        self._max_to_keep = int(max_to_keep)
+        self._kept = []
+        with g.name_scope(name or "save"):
+            self._feeds = [placeholder(v.dtype, _dims(v), name="restore_%d" % i)
+                           for i, v in enumerate(self._vars)]
+            self._restore_op = group(*[v.assign(p) for v, p in zip(self._vars, self._feeds)],
+                                     name="restore_all")
+
+    def save(self, sess, save_path, global_step=None, write_state=True):
+        """Writes every variable's value to `save_path` (with "-<global_step>" appended when
+        given; a Variable or tensor is evaluated) and returns the path written."""
+        from shardflow import _shardflow
+        if global_step is not None:
+            if not isinstance(global_step, (int, np.integer)):
+                global_step = sess.run(global_step)
+            save_path = "%s-%d" % (save_path, int(global_step))
+        values = sess.run([v.value() for v in self._vars])
+        directory = os.path.dirname(save_path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        _shardflow.save_checkpoint(save_path, list(zip(self._names, values)))
+        if save_path in self._kept:
+            self._kept.remove(save_path)
+        self._kept.append(save_path)
+        while self._max_to_keep > 0 and len(self._kept) > self._max_to_keep:
+            old = self._kept.pop(0)
+            if os.path.exists(old):
+                os.remove(old)
+        if write_state:
+            _write_checkpoint_state(directory or ".", save_path, self._kept)
+        return save_path
+
+    def restore(self, sess, save_path):
+        """Sets every variable from the checkpoint at `save_path`. Errors: NotFoundError (no
+        file, or a variable missing from it, naming them), InvalidArgumentError (a dtype or
+        shape that is not the variable's), DataLossError (a damaged file)."""
+        from shardflow import _shardflow, errors
+        if save_path is None:
+            raise ValueError("Saver.restore: save_path is None (latest_checkpoint found none?)")
+        loaded = dict(_shardflow.load_checkpoint(save_path))
+        missing = [n for n in self._names if n not in loaded]
+        if missing:
+            raise errors.NotFoundError(
+                "checkpoint %s has no variable(s) %s" % (save_path, ", ".join(missing)))
+        feed = {}
+        for name, v, p in zip(self._names, self._vars, self._feeds):
+            value = loaded[name]
+            want = _dims(v)
+            if want is not None and (len(want) != value.ndim or any(
+                    w is not None and w != d for w, d in zip(want, value.shape))):
+                raise errors.InvalidArgumentError(
+                    "variable '%s' has shape %s in %s but %s in the model"
+                    % (name, list(value.shape), save_path, want))
+            feed[p] = value
+        sess.run(self._restore_op, feed_dict=feed)
+
+
+def _dims(v):
+    """A variable's dimensions as a list (None entries unknown), or None for an unknown rank."""
+    try:
+        return v.shape.as_list()
+    except ValueError:
+        return None
+
+
+def _write_checkpoint_state(directory, latest, kept):
+    """The "checkpoint" file TensorFlow writes beside checkpoints (text format)."""
+    lines = ['model_checkpoint_path: "%s"' % os.path.basename(latest)]
+    lines += ['all_model_checkpoint_paths: "%s"' % os.path.basename(p) for p in kept]
+    tmp = os.path.join(directory, "checkpoint.tmp")
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, os.path.join(directory, "checkpoint"))
+
+
+def latest_checkpoint(checkpoint_dir):
+    """The path of the newest checkpoint a Saver wrote in `checkpoint_dir`, or None."""
+    state = os.path.join(checkpoint_dir, "checkpoint")
+    try:
+        with open(state) as f:
+            for line in f:
+                if line.startswith("model_checkpoint_path:"):
+                    name = line.split(":", 1)[1].strip().strip('"')
+                    path = name if os.path.isabs(name) else os.path.join(checkpoint_dir, name)
+                    return path if os.path.exists(path) else None
+    except FileNotFoundError:
+        return None
+    return None

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "datasets/fashion_mnist.h"
+#include "runtime/checkpoint.h"
 #include "python_bindings/src/status_exceptions.h"
 #include "python_bindings/src/tensor_conversion.h"
 
@@ -44,6 +45,40 @@ py::tuple LoadFashionMnistArrays(const std::string& dir, const std::string& spli
   return py::make_tuple(TensorToArray(std::move(images)), TensorToArray(std::move(labels)));
 }
 
+// sf.train.Saver's file format is runtime/checkpoint.h's: [(name, array)] in, and out in saved
+// order.
+void SaveCheckpointArrays(const std::string& path, const py::list& items) {
+  NamedTensors tensors;
+  for (py::handle item : items) {
+    auto pair = item.cast<py::tuple>();
+    if (pair.size() != 2) {
+      throw StatusError(absl::InvalidArgumentError("save_checkpoint takes (name, array) pairs"));
+    }
+    std::string name = pair[0].cast<std::string>();
+    const std::string what = "checkpoint variable '" + name + "'";
+    tensors.emplace_back(name, ArrayToTensor(pair[1], /*allow_zero_copy=*/false, nullptr,
+                                             what.c_str()));
+  }
+  absl::Status st;
+  {
+    py::gil_scoped_release release;
+    st = SaveCheckpoint(path, tensors);
+  }
+  ThrowIfError(st);
+}
+
+py::list LoadCheckpointArrays(const std::string& path) {
+  absl::StatusOr<NamedTensors> loaded;
+  {
+    py::gil_scoped_release release;
+    loaded = LoadCheckpoint(path);
+  }
+  ThrowIfError(loaded.status());
+  py::list out;
+  for (auto& [name, tensor] : *loaded) out.append(py::make_tuple(name, TensorToArray(tensor)));
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_shardflow, m) {
@@ -54,6 +89,8 @@ PYBIND11_MODULE(_shardflow, m) {
   m.def("load_fashion_mnist", &LoadFashionMnistArrays, py::arg("dir") = "",
         py::arg("split") = "train");
   m.attr("DEFAULT_FASHION_MNIST_DIR") = std::string(kDefaultFashionMnistDir);
+  m.def("save_checkpoint", &SaveCheckpointArrays, py::arg("path"), py::arg("items"));
+  m.def("load_checkpoint", &LoadCheckpointArrays, py::arg("path"));
   m.def("_raise_status", [](int code, const std::string& message) {
     // Test hook: raises the exception a status of this code becomes.
     ThrowIfError(absl::Status(static_cast<absl::StatusCode>(code), message));
