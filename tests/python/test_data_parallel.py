@@ -6,43 +6,23 @@ errors."""
 
 import json
 import os
-import socket
 import subprocess
 
 import numpy as np
 import pytest
 
-BUILD = os.environ.get("SHARDFLOW_BUILD_DIR",
-                       os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-BINARY = os.path.join(BUILD, "bin", "shardflow")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from cluster_util import BINARY, free_port, start_servers, stop_servers, write_cluster
 
 
 @pytest.fixture(scope="module")
 def spec(tmp_path_factory):
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
-    ports = [free_port(), free_port()]
     path = tmp_path_factory.mktemp("cluster") / "cluster.json"
-    path.write_text(json.dumps({"worker": [f"127.0.0.1:{p}" for p in ports]}))
-    procs = []
-    for task in range(2):
-        p = subprocess.Popen([BINARY, "server", "--cluster", str(path), "--task", str(task),
-                              "--threads", "1", "--log-level", "warning"],
-                             stdout=subprocess.PIPE, text=True)
-        procs.append(p)
-        line = p.stdout.readline()
-        assert "listening on" in line, line
+    write_cluster(path)
+    procs = start_servers(path, 2, "--log-level", "warning")
     yield str(path)
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        assert p.wait(timeout=10) == 0
+    stop_servers(procs)
 
 
 def train(tmp_path, tag, *flags):

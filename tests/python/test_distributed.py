@@ -5,45 +5,24 @@ errors for an unreachable master."""
 import contextlib
 import json
 import os
-import socket
-import subprocess
-import time
 
 import numpy as np
 import pytest
 
 import shardflow as sf
 
-BUILD = os.environ.get("SHARDFLOW_BUILD_DIR",
-                       os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-BINARY = os.path.join(BUILD, "bin", "shardflow")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from cluster_util import BINARY, free_port, start_servers, stop_servers, write_cluster
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
-    ports = [free_port(), free_port()]
     spec = tmp_path_factory.mktemp("cluster") / "cluster.json"
-    spec.write_text(json.dumps({"worker": [f"127.0.0.1:{p}" for p in ports]}))
-    procs = []
-    for task in range(2):
-        p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
-                              "--threads", "1"], stdout=subprocess.PIPE, text=True)
-        procs.append(p)
-        line = p.stdout.readline()
-        assert "listening on" in line, line
+    ports = write_cluster(spec)
+    procs = start_servers(spec)
     yield f"grpc://127.0.0.1:{ports[0]}"
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        assert p.wait(timeout=10) == 0  # SIGTERM: a clean shutdown
+    stop_servers(procs)
 
 
 def split_graph(distributed=True):

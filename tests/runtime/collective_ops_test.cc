@@ -194,6 +194,45 @@ TEST(CollectiveOpsTest, SeveralInstancesAndGroupsInOneStepAndAcrossSteps) {
   }
 }
 
+// Member `rank` of a group of `n` CPU devices of this process, for the ring on its own.
+CollectiveParams Member(int rank, int n, int64_t group, int64_t instance) {
+  CollectiveParams p;
+  p.group_key = group;
+  p.group_size = n;
+  p.rank = rank;
+  p.instance_key = instance;
+  for (int m = 0; m < n; ++m) p.devices.push_back(Cpu(m));
+  p.device = p.devices[rank];
+  p.incarnations.assign(n, 1);
+  return p;
+}
+
+// Runs an all-reduce of `inputs[m]` on member m's own thread; the members' statuses and outputs.
+std::vector<absl::Status> RunAllReduce(RingCollectiveExecutor* ring, int64_t group,
+                                       int64_t instance, ReductionOp op,
+                                       const std::vector<Tensor>& inputs,
+                                       std::vector<Tensor>* outputs) {
+  const int n = static_cast<int>(inputs.size());
+  std::vector<absl::Status> statuses(n);
+  outputs->assign(n, Tensor());
+  std::vector<std::thread> threads;
+  for (int m = 0; m < n; ++m) {
+    threads.emplace_back([&, m] {
+      CollectiveParams p = Member(m, n, group, instance);
+      p.reduction = op;
+      (*outputs)[m] = Tensor(inputs[m].dtype(), inputs[m].shape());
+      absl::Notification done;
+      ring->AllReduceAsync(p, inputs[m], &(*outputs)[m], [&, m](const absl::Status& s) {
+        statuses[m] = s;
+        done.Notify();
+      });
+      done.WaitForNotification();
+    });
+  }
+  for (auto& t : threads) t.join();
+  return statuses;
+}
+
 // The ring on its own, many lanes (tiny chunks), members on their own threads.
 TEST(RingCollectiveTest, ManyLanesAndUnevenSegments) {
   for (int n : {2, 3, 5}) {
@@ -202,35 +241,14 @@ TEST(RingCollectiveTest, ManyLanesAndUnevenSegments) {
       RingOptions options;
       options.chunk_bytes = 12;  // 3 floats per lane
       RingCollectiveExecutor ring(&rendezvous, options);
-      std::vector<std::string> devices;
-      for (int m = 0; m < n; ++m) devices.push_back(Cpu(m));
-      std::vector<Tensor> outputs(n);
-      std::vector<absl::Status> statuses(n);
-      std::vector<std::thread> threads;
+      std::vector<Tensor> inputs, outputs;
       for (int m = 0; m < n; ++m) {
-        threads.emplace_back([&, m] {
-          CollectiveParams p;
-          p.group_key = 1;
-          p.group_size = n;
-          p.rank = m;
-          p.instance_key = 1;
-          p.device = devices[m];
-          p.devices = devices;
-          p.incarnations.assign(n, 1);
-          p.reduction = ReductionOp::kMean;
-          std::vector<float> v(elements);
-          for (int64_t j = 0; j < elements; ++j) v[j] = m * 1.0f + j;
-          Tensor in = Tensor::FromVector<float>(v);
-          outputs[m] = Tensor(DT_FLOAT, in.shape());
-          absl::Notification done;
-          ring.AllReduceAsync(p, in, &outputs[m], [&, m](const absl::Status& s) {
-            statuses[m] = s;
-            done.Notify();
-          });
-          done.WaitForNotification();
-        });
+        std::vector<float> v(elements);
+        for (int64_t j = 0; j < elements; ++j) v[j] = m * 1.0f + j;
+        inputs.push_back(Tensor::FromVector<float>(v));
       }
-      for (auto& t : threads) t.join();
+      std::vector<absl::Status> statuses =
+          RunAllReduce(&ring, 1, 1, ReductionOp::kMean, inputs, &outputs);
       for (int m = 0; m < n; ++m) {
         ASSERT_TRUE(statuses[m].ok()) << statuses[m];
         for (int64_t j = 0; j < elements; ++j) {
@@ -245,32 +263,11 @@ TEST(RingCollectiveTest, ManyLanesAndUnevenSegments) {
 TEST(RingCollectiveTest, AMemberWithAnotherShapeFailsEveryMemberNamingIt) {
   LocalRendezvous rendezvous;
   RingCollectiveExecutor ring(&rendezvous);
-  std::vector<std::string> devices = {Cpu(0), Cpu(1)};
-  std::vector<absl::Status> statuses(2);
-  std::vector<Tensor> outputs(2);
-  std::vector<std::thread> threads;
-  for (int m = 0; m < 2; ++m) {
-    threads.emplace_back([&, m] {
-      CollectiveParams p;
-      p.group_key = 3;
-      p.group_size = 2;
-      p.rank = m;
-      p.instance_key = 9;
-      p.device = devices[m];
-      p.devices = devices;
-      p.incarnations = {1, 1};
-      Tensor in(DT_FLOAT, TensorShape({m == 0 ? 4 : 6}));
-      for (int64_t j = 0; j < in.NumElements(); ++j) in.data<float>()[j] = 1;
-      outputs[m] = Tensor(DT_FLOAT, in.shape());
-      absl::Notification done;
-      ring.AllReduceAsync(p, in, &outputs[m], [&, m](const absl::Status& s) {
-        statuses[m] = s;
-        done.Notify();
-      });
-      done.WaitForNotification();
-    });
-  }
-  for (auto& t : threads) t.join();
+  std::vector<Tensor> inputs = {Tensor::FromVector<float>({1, 1, 1, 1}),
+                                Tensor::FromVector<float>({1, 1, 1, 1, 1, 1})};
+  std::vector<Tensor> outputs;
+  std::vector<absl::Status> statuses =
+      RunAllReduce(&ring, 3, 9, ReductionOp::kSum, inputs, &outputs);
   int naming = 0;
   for (const absl::Status& s : statuses) {
     EXPECT_FALSE(s.ok());
@@ -288,14 +285,7 @@ TEST(RingCollectiveTest, AMissingMemberIsNamedAfterTheWarningBound) {
   RingOptions options;
   options.straggler_warning = absl::Milliseconds(100);
   RingCollectiveExecutor ring(&rendezvous, options);
-  CollectiveParams p;
-  p.group_key = 6;
-  p.group_size = 2;
-  p.rank = 0;
-  p.instance_key = 2;
-  p.device = Cpu(0);
-  p.devices = {Cpu(0), Cpu(1)};
-  p.incarnations = {1, 1};
+  CollectiveParams p = Member(0, 2, 6, 2);
   Tensor in = Tensor::FromVector<float>({1, 2});
   Tensor out(DT_FLOAT, in.shape());
   absl::Notification done;

@@ -1,0 +1,43 @@
+"""Helpers for the Python tests that start `shardflow server` processes on loopback."""
+import json
+import os
+import socket
+import subprocess
+
+BUILD = os.environ.get("SHARDFLOW_BUILD_DIR",
+                       os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+BINARY = os.path.join(BUILD, "bin", "shardflow")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_cluster(path, tasks=2):
+    """A cluster file of `tasks` worker tasks on free loopback ports; returns the ports."""
+    ports = [free_port() for _ in range(tasks)]
+    with open(path, "w") as f:
+        json.dump({"worker": [f"127.0.0.1:{p}" for p in ports]}, f)
+    return ports
+
+
+def start_servers(spec, tasks=2, *flags):
+    """`shardflow server --cluster spec --task i` for each task, once each says it listens."""
+    procs = []
+    for task in range(tasks):
+        p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
+                              "--threads", "1", *flags], stdout=subprocess.PIPE, text=True)
+        procs.append(p)
+        line = p.stdout.readline()
+        assert "listening on" in line, line
+    return procs
+
+
+def stop_servers(procs):
+    """SIGTERM: a clean shutdown, exit status 0."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        assert p.wait(timeout=10) == 0
