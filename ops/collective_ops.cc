@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/framework/op_def.h"
-#include "ops/gradients.h"
-#include "ops/ops.h"
 #include "core/framework/shape_inference.h"
 #include "core/platform/status.h"
+#include "ops/gradients.h"
+#include "ops/ops.h"
 
 namespace shardflow {
 namespace {
@@ -50,8 +50,9 @@ absl::Status GatherShape(InferenceContext* c) {
     return absl::OkStatus();
   }
   if (in.rank() == 0) {
-    return c->InvalidArgument("CollectiveGather: the input must have rank >= 1 (it is "
-                              "concatenated along dimension 0)");
+    return c->InvalidArgument(
+        "CollectiveGather: the input must have rank >= 1 (it is "
+        "concatenated along dimension 0)");
   }
   if (in.dim(0) != TensorShape::kUnknownDim) {
     if (group_size < 1 || in.dim(0) > std::numeric_limits<int64_t>::max() / group_size) {
@@ -67,43 +68,51 @@ absl::Status GatherShape(InferenceContext* c) {
 
 }  // namespace
 
-static const OpRegistration kCollectiveReduceRegistration = CollectiveOp("CollectiveReduce")
-    .Input("input: T")
-    .Output("data: T")
-    .Attr("T: {float, half, bfloat16, double, int32, int64}")
-    .Attr("merge_op: string = 'Add'")
-    .Attr("final_op: string = 'Id'")
-    .Attr("subdiv_offsets: list(int) = []")
-    .SetShapeFn(UnchangedShape)
-    .Doc("Every member's `data` is the reduction (merge_op: Add, Mul, Min, Max) of the members' "
-         "`input`, then final_op (Id, or Div: divided by group_size, a mean). A ring all-reduce.");
+static const OpRegistration kCollectiveReduceRegistration =
+    CollectiveOp("CollectiveReduce")
+        .Input("input: T")
+        .Output("data: T")
+        .Attr("T: {float, half, bfloat16, double, int32, int64}")
+        .Attr("merge_op: string = 'Add'")
+        .Attr("final_op: string = 'Id'")
+        .Attr("subdiv_offsets: list(int) = []")
+        .SetShapeFn(UnchangedShape)
+        .Doc(
+            "Every member's `data` is the reduction (merge_op: Add, Mul, Min, Max) of the members' "
+            "`input`, then final_op (Id, or Div: divided by group_size, a mean). A ring "
+            "all-reduce.");
 
-static const OpRegistration kCollectiveBcastSendRegistration = CollectiveOp("CollectiveBcastSend")
-    .Input("input: T")
-    .Output("data: T")
-    .Attr("T: {float, half, bfloat16, double, int32, int64, bool}")
-    .Attr("shape: shape")
-    .Attr("_source_rank: int = -1")
-    .SetShapeFn(UnchangedShape)
-    .Doc("The source of a broadcast: the group's CollectiveBcastRecv ops receive `input`; "
-         "`data` is `input`.");
+static const OpRegistration kCollectiveBcastSendRegistration =
+    CollectiveOp("CollectiveBcastSend")
+        .Input("input: T")
+        .Output("data: T")
+        .Attr("T: {float, half, bfloat16, double, int32, int64, bool}")
+        .Attr("shape: shape")
+        .Attr("_source_rank: int = -1")
+        .SetShapeFn(UnchangedShape)
+        .Doc(
+            "The source of a broadcast: the group's CollectiveBcastRecv ops receive `input`; "
+            "`data` is `input`.");
 
-static const OpRegistration kCollectiveBcastRecvRegistration = CollectiveOp("CollectiveBcastRecv")
-    .Output("data: T")
-    .Attr("T: {float, half, bfloat16, double, int32, int64, bool}")
-    .Attr("shape: shape")
-    .Attr("_source_rank: int = -1")
-    .SetShapeFn(ShapeAttrOrUnknown)
-    .Doc("A receiver of a broadcast: `data` is the CollectiveBcastSend member's input.");
+static const OpRegistration kCollectiveBcastRecvRegistration =
+    CollectiveOp("CollectiveBcastRecv")
+        .Output("data: T")
+        .Attr("T: {float, half, bfloat16, double, int32, int64, bool}")
+        .Attr("shape: shape")
+        .Attr("_source_rank: int = -1")
+        .SetShapeFn(ShapeAttrOrUnknown)
+        .Doc("A receiver of a broadcast: `data` is the CollectiveBcastSend member's input.");
 
-static const OpRegistration kCollectiveGatherRegistration = CollectiveOp("CollectiveGather")
-    .Input("input: T")
-    .Output("data: T")
-    .Attr("T: {float, half, bfloat16, double, int32, int64}")
-    .Attr("shape: shape = <unknown>")
-    .SetShapeFn(GatherShape)
-    .Doc("All-gather: `data` is the members' inputs (of one shape) concatenated along "
-         "dimension 0, in rank order.");
+static const OpRegistration kCollectiveGatherRegistration =
+    CollectiveOp("CollectiveGather")
+        .Input("input: T")
+        .Output("data: T")
+        .Attr("T: {float, half, bfloat16, double, int32, int64}")
+        .Attr("shape: shape = <unknown>")
+        .SetShapeFn(GatherShape)
+        .Doc(
+            "All-gather: `data` is the members' inputs (of one shape) concatenated along "
+            "dimension 0, in rank order.");
 
 namespace {
 
@@ -123,9 +132,9 @@ absl::Status CollectiveReduceGrad(const Scope& s, const Operation& op,
   SF_RETURN_IF_ERROR(GetAttr(attrs, "group_key", &group_key));
   SF_RETURN_IF_ERROR(GetAttr(attrs, "instance_key", &instance_key));
   if (merge != "Add") {
-    return absl::UnimplementedError(absl::StrCat(
-        "CollectiveReduce '", op.node()->name(), "' with merge_op ", merge,
-        " has no gradient (Add, with final_op Id or Div, has)"));
+    return absl::UnimplementedError(
+        absl::StrCat("CollectiveReduce '", op.node()->name(), "' with merge_op ", merge,
+                     " has no gradient (Add, with final_op Id or Div, has)"));
   }
   constexpr int64_t kGradientBit = int64_t{1} << 62;
   if (instance_key & kGradientBit) {

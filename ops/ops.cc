@@ -124,7 +124,6 @@ Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a, 
                    .Finalize());
 }
 
-
 Output CollectiveReduce(const Scope& s, const Input& x, int group_size, int64_t group_key,
                         int64_t instance_key, const std::string& merge_op,
                         const std::string& final_op) {
@@ -147,8 +146,8 @@ Output CollectiveBcastSend(const Scope& s, const Input& x, int group_size, int64
                    .Attr("shape", shape)
                    .Finalize());
 }
-Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape,
-                           int group_size, int64_t group_key, int64_t instance_key) {
+Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape, int group_size,
+                           int64_t group_key, int64_t instance_key) {
   return First(OpBuilder(s, "CollectiveBcastRecv")
                    .Attr("T", dtype)
                    .Attr("shape", shape)

@@ -86,8 +86,8 @@ Output CollectiveReduce(const Scope& s, const Input& x, int group_size, int64_t 
 // A broadcast: one member sends `x`, the others receive a tensor of `shape`.
 Output CollectiveBcastSend(const Scope& s, const Input& x, int group_size, int64_t group_key,
                            int64_t instance_key, const TensorShape& shape);
-Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape,
-                           int group_size, int64_t group_key, int64_t instance_key);
+Output CollectiveBcastRecv(const Scope& s, DataType dtype, const TensorShape& shape, int group_size,
+                           int64_t group_key, int64_t instance_key);
 // All-gather: the members' inputs (one shape) concatenated along dimension 0, in rank order.
 Output CollectiveGather(const Scope& s, const Input& x, int group_size, int64_t group_key,
                         int64_t instance_key);

@@ -1,6 +1,7 @@
 #include "runtime/executor_barrier.h"
 
 #include <memory>
+#include <optional>
 
 #include "absl/synchronization/mutex.h"
 #include "core/framework/collective.h"
@@ -13,8 +14,9 @@ namespace {
 struct BarrierState {
   explicit BarrierState(int pending, ExecutorBarrier::DoneCallback done)
       : pending(pending), done(std::move(done)) {}
-  // The step's collectives when the caller brings none: a ring over the step's rendezvous.
-  std::unique_ptr<RingCollectiveExecutor> ring;
+  // The step's collectives when the caller brings none: a ring over the step's rendezvous
+  // (in the state itself: no allocation of its own on every step).
+  std::optional<RingCollectiveExecutor> ring;
   absl::Mutex mu;
   int pending ABSL_GUARDED_BY(mu);
   absl::Status status ABSL_GUARDED_BY(mu);
@@ -31,8 +33,8 @@ void ExecutorBarrier::Run(const std::vector<Executor*>& executors, Executor::Arg
   }
   auto state = std::make_shared<BarrierState>(static_cast<int>(executors.size()), std::move(done));
   if (args.collective_executor == nullptr) {
-    state->ring = std::make_unique<RingCollectiveExecutor>(rendezvous);
-    args.collective_executor = state->ring.get();
+    state->ring.emplace(rendezvous);
+    args.collective_executor = &*state->ring;
   }
   CollectiveExecutor* collectives = args.collective_executor;
   args.on_abort = [rendezvous, collectives](const absl::Status& s) {

@@ -26,6 +26,7 @@ Rules:
 """
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -63,13 +64,18 @@ INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 IMPORT_RE = re.compile(r'^\s*import\s+(?:public\s+)?"([^"]+)"\s*;')
 
 
-def includes(path):
-    """Yields (line number, delimiter, included path) for each #include of the file."""
+def read(path):
     with open(path, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            m = INCLUDE_RE.match(line)
-            if m:
-                yield number, m.group(1), m.group(2)
+        return f.read()
+
+
+def includes(path, text=None):
+    """Yields (line number, delimiter, included path) for each #include of the file (`text`:
+    its contents, when already read)."""
+    for number, line in enumerate((read(path) if text is None else text).splitlines(), 1):
+        m = INCLUDE_RE.match(line)
+        if m:
+            yield number, m.group(1), m.group(2)
 
 
 def sources(root):
@@ -160,33 +166,37 @@ DEVICE_CLASS_RE = re.compile(r"\bclass\s+(\w+)\s+(?:final\s+)?:\s*public\s+(?:\w
 FACTORY_RE = re.compile(r"\bpublic\s+(?:\w+::)*DeviceFactory\b")
 
 
-def device_classes(root, files):
-    """Names of the classes deriving directly from Device anywhere in the tree."""
+def device_classes(texts):
+    """Names of the classes deriving directly from Device anywhere in the tree (rel -> text)."""
     names = set()
-    for rel in files:
-        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
-            names.update(DEVICE_CLASS_RE.findall(f.read()))
+    for text in texts.values():
+        names.update(DEVICE_CLASS_RE.findall(text))
     return names
 
 
-def check_devices(root, rel, classes, errors):
+@functools.lru_cache(maxsize=None)
+def construction_re(classes):
+    """Constructions of the classes in `classes` (a frozenset): new X(...), make_unique<X>(...),
+    a member or local `X x(...)`."""
+    names = "|".join(sorted(map(re.escape, classes)))
+    return re.compile(
+        rf"(?:\bnew\s+(?:\w+::)*(?:{names})\s*[({{]"
+        rf"|make_(?:unique|shared)<\s*(?:\w+::)*(?:{names})\s*>"
+        rf"|^\s*(?:\w+::)*(?:{names})\s+\w+\s*[;({{])")
+
+
+def check_devices(rel, text, classes, errors):
     """A device class constructed (new X(...), make_unique<X>(...), a member or local X x(...))
     outside a file that defines a DeviceFactory."""
     if not classes or not rel.endswith((".cc", ".cpp", ".h", ".cu")):
         return
-    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
-        text = f.read()
     if FACTORY_RE.search(text):
         return
     if rel.startswith("tests/"):
         classes = classes - set(DEVICE_CLASS_RE.findall(text))
         if not classes:
             return
-    names = "|".join(sorted(map(re.escape, classes)))
-    construct = re.compile(
-        rf"(?:\bnew\s+(?:\w+::)*(?:{names})\s*[({{]"
-        rf"|make_(?:unique|shared)<\s*(?:\w+::)*(?:{names})\s*>"
-        rf"|^\s*(?:\w+::)*(?:{names})\s+\w+\s*[;({{])")
+    construct = construction_re(frozenset(classes))
     for number, line in enumerate(text.splitlines(), 1):
         if line.lstrip().startswith("//"):
             continue
@@ -225,12 +235,12 @@ def main(argv):
     errors = []
     files = 0
     count = 0
-    all_sources = list(sources(args.root))
-    classes = device_classes(args.root, all_sources)
-    for rel in all_sources:
+    texts = {rel: read(os.path.join(args.root, rel)) for rel in sources(args.root)}
+    classes = device_classes(texts)
+    for rel, text in texts.items():
         files += 1
-        check_devices(args.root, rel, classes, errors)
-        for number, delim, included in includes(os.path.join(args.root, rel)):
+        check_devices(rel, text, classes, errors)
+        for number, delim, included in includes(rel, text):
             count += 1
             check_layering(rel, number, included, errors)
             check_grpc(rel, number, included, errors)

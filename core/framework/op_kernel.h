@@ -221,14 +221,14 @@ class OpKernelContext {
     }                                             \
   } while (0)
 
-#define OP_REQUIRES_OK_ASYNC(CTX, EXPR, DONE)  \
-  do {                                         \
-    ::absl::Status sf_op_status_ = (EXPR);     \
-    if (!sf_op_status_.ok()) {                 \
-      (CTX)->SetStatus(sf_op_status_);         \
-      (DONE)();                                \
-      return;                                  \
-    }                                          \
+#define OP_REQUIRES_OK_ASYNC(CTX, EXPR, DONE) \
+  do {                                        \
+    ::absl::Status sf_op_status_ = (EXPR);    \
+    if (!sf_op_status_.ok()) {                \
+      (CTX)->SetStatus(sf_op_status_);        \
+      (DONE)();                               \
+      return;                                 \
+    }                                         \
   } while (0)
 
 }  // namespace shardflow

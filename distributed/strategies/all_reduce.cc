@@ -38,7 +38,7 @@ std::vector<Bucket> Buckets(const std::vector<Output>& grads, int64_t bucket_byt
     const bool known = shape.IsFullyDefined();
     const int64_t size = known ? shape.num_elements() * DataTypeSize(grads[k].dtype()) : 0;
     const bool fits = known && bucket_bytes > 0 && !out.empty() && dtype == grads[k].dtype() &&
-                      bytes + size <= bucket_bytes && out.back().vars.size() > 0;
+                      bytes + size <= bucket_bytes;
     if (fits) {
       out.back().vars.push_back(k);
       bytes += size;
@@ -66,7 +66,8 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   AllReduceTraining out;
   std::vector<Scope> scopes;
   for (int r = 0; r < replicas; ++r) {
-    Scope s = (r == 0 ? scope : scope.NewSubScope(absl::StrCat("replica_", r))).WithDevice(devices[r]);
+    Scope s =
+        (r == 0 ? scope : scope.NewSubScope(absl::StrCat("replica_", r))).WithDevice(devices[r]);
     std::vector<Var> before = AllVariables(scope, /*trainable_only=*/true);
     SF_ASSIGN_OR_RETURN(Output loss, build(s, r));
     SF_RETURN_IF_ERROR(scope.status());
@@ -83,8 +84,8 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
           return absl::InvalidArgumentError(absl::StrCat(
               "replica ", r, "'s variable '", vars[k].name(), "' is ",
               DataTypeString(vars[k].dtype()), " ", vars[k].shape().DebugString(),
-              " but replica 0's '", first[k].name(), "' is ", DataTypeString(first[k].dtype()),
-              " ", first[k].shape().DebugString(), ": every replica must build the same model"));
+              " but replica 0's '", first[k].name(), "' is ", DataTypeString(first[k].dtype()), " ",
+              first[k].shape().DebugString(), ": every replica must build the same model"));
         }
       }
     }
@@ -157,17 +158,19 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
         if (to_average[r].size() != to_average[0].size() ||
             to_average[r][k].shape() != first.shape() ||
             to_average[r][k].dtype() != first.dtype()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "replica ", r, "'s optimizer state differs from replica 0's (variable ", k,
-              "): every replica must use the same optimizer"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("replica ", r, "'s optimizer state differs from replica 0's (variable ",
+                           k, "): every replica must use the same optimizer"));
         }
         const Var& v = to_average[r][k];
         Scope vs = scopes[r].NewSubScope(absl::StrCat("average_", k));
-        Output mean = ops::CollectiveReduce(vs, v.value(), replicas, group_key,
-                                            (int64_t{1} << 21) + static_cast<int64_t>(k), "Add",
-                                            "Div");
-        assigns.push_back(
-            OpBuilder(vs.WithOpName("assign"), "AssignVariableOp").Input(v.handle()).Input(mean).Finalize());
+        Output mean =
+            ops::CollectiveReduce(vs, v.value(), replicas, group_key,
+                                  (int64_t{1} << 21) + static_cast<int64_t>(k), "Add", "Div");
+        assigns.push_back(OpBuilder(vs.WithOpName("assign"), "AssignVariableOp")
+                              .Input(v.handle())
+                              .Input(mean)
+                              .Finalize());
       }
     }
     out.average_op = ops::NoOp(scope.WithDevice(devices[0])
@@ -181,20 +184,20 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   for (int64_t k = 0; k < num_vars && replicas > 1; ++k) {
     const Var& source = out.variables[0][k];
     const int64_t instance = (int64_t{1} << 20) + k;
-    Output sent = ops::CollectiveBcastSend(scopes[0].WithOpName(absl::StrCat("sync_send_", k)),
-                                           source.value(), replicas, group_key, instance,
-                                           source.shape());
+    Output sent =
+        ops::CollectiveBcastSend(scopes[0].WithOpName(absl::StrCat("sync_send_", k)),
+                                 source.value(), replicas, group_key, instance, source.shape());
     assigns.push_back(sent.op());
     for (int r = 1; r < replicas; ++r) {
       const Var& target = out.variables[r][k];
-      Output got = ops::CollectiveBcastRecv(scopes[r].WithOpName(absl::StrCat("sync_recv_", k)),
-                                            source.dtype(), source.shape(), replicas, group_key,
-                                            instance);
-      assigns.push_back(OpBuilder(scopes[r].WithOpName(absl::StrCat("sync_assign_", k)),
-                                  "AssignVariableOp")
-                            .Input(target.handle())
-                            .Input(got)
-                            .Finalize());
+      Output got =
+          ops::CollectiveBcastRecv(scopes[r].WithOpName(absl::StrCat("sync_recv_", k)),
+                                   source.dtype(), source.shape(), replicas, group_key, instance);
+      assigns.push_back(
+          OpBuilder(scopes[r].WithOpName(absl::StrCat("sync_assign_", k)), "AssignVariableOp")
+              .Input(target.handle())
+              .Input(got)
+              .Finalize());
     }
   }
   out.sync_op = ops::NoOp(root.WithOpName("all_reduce_sync").WithControlDependencies(assigns));

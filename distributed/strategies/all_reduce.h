@@ -37,7 +37,7 @@
 namespace shardflow {
 
 struct AllReduceTraining {
-  std::vector<Output> losses;              // per replica
+  std::vector<Output> losses;               // per replica
   std::vector<std::vector<Var>> variables;  // per replica, the trainable variables, one order
   Operation train_op;                       // every replica's update
   Operation sync_op;                        // replica 0's variables to the others

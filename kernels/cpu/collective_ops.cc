@@ -40,8 +40,8 @@ class CollectiveOpKernel : public AsyncOpKernel {
     if (static_cast<int64_t>(params_.devices.size()) != group_size ||
         params_.incarnations.size() != params_.devices.size() || it == params_.devices.end()) {
       c->SetStatus(absl::FailedPreconditionError(absl::StrCat(
-          type_string(), " '", name(), "' (group ", params_.group_key, ") on ",
-          params_.device, " has no resolved group (members: '", devices,
+          type_string(), " '", name(), "' (group ", params_.group_key, ") on ", params_.device,
+          " has no resolved group (members: '", devices,
           "'): collective ops run in a session, which finds every member of the group in the "
           "graph; they cannot run one at a time (eager RunOp)")));
       return;
@@ -56,7 +56,8 @@ class CollectiveOpKernel : public AsyncOpKernel {
     CollectiveExecutor* collectives = ctx->collective_executor();
     if (collectives == nullptr) {
       ctx->SetStatus(absl::FailedPreconditionError(
-          absl::StrCat(type_string(), " '", name(), "' runs in a step without a "
+          absl::StrCat(type_string(), " '", name(),
+                       "' runs in a step without a "
                        "CollectiveExecutor (Executor::Args::collective_executor)")));
       done();
     }
@@ -77,8 +78,8 @@ class CollectiveOpKernel : public AsyncOpKernel {
       peers = absl::StrCat(", source ", params_.devices[params_.source_rank]);
     }
     ctx->set_timeline_label(absl::StrCat("group ", params_.group_key, " instance ",
-                                         params_.instance_key, ": rank ", r, " of ", n, peers,
-                                         ", ", bytes, " bytes"));
+                                         params_.instance_key, ": rank ", r, " of ", n, peers, ", ",
+                                         bytes, " bytes"));
   }
   static CollectiveExecutor::DoneCallback Finish(OpKernelContext* ctx, DoneCallback done) {
     return [ctx, done = std::move(done)](const absl::Status& s) {
@@ -115,9 +116,9 @@ class CollectiveReduceOp : public CollectiveOpKernel {
     } else if (merge == "Max") {
       params_.reduction = ReductionOp::kMax;
     } else {
-      c->SetStatus(absl::InvalidArgumentError(
-          absl::StrCat("CollectiveReduce '", name(), "': merge_op '", merge,
-                       "' is not one of Add, Mul, Min, Max")));
+      c->SetStatus(
+          absl::InvalidArgumentError(absl::StrCat("CollectiveReduce '", name(), "': merge_op '",
+                                                  merge, "' is not one of Add, Mul, Min, Max")));
     }
   }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
@@ -146,9 +147,9 @@ class CollectiveBcastOp : public CollectiveOpKernel {
       return;
     }
     if (source < 0 || source >= params_.group_size || (is_source_ && source != params_.rank)) {
-      c->SetStatus(absl::FailedPreconditionError(absl::StrCat(
-          type_string(), " '", name(), "' has no resolved source (", source,
-          "): broadcasts run in a session, which finds every member in the graph")));
+      c->SetStatus(absl::FailedPreconditionError(
+          absl::StrCat(type_string(), " '", name(), "' has no resolved source (", source,
+                       "): broadcasts run in a session, which finds every member in the graph")));
       return;
     }
     params_.source_rank = static_cast<int>(source);
@@ -159,12 +160,12 @@ class CollectiveBcastOp : public CollectiveOpKernel {
     Tensor* output = nullptr;
     if (is_source_) {
       const Tensor& input = ctx->input(0);
-      OP_REQUIRES_ASYNC(ctx, !shape_.IsFullyDefined() || shape_ == input.shape(),
-                        absl::InvalidArgumentError(absl::StrCat(
-                            "CollectiveBcastSend '", name(), "': the input is ",
-                            input.shape().DebugString(), " but the shape attr says ",
-                            shape_.DebugString())),
-                        done);
+      OP_REQUIRES_ASYNC(
+          ctx, !shape_.IsFullyDefined() || shape_ == input.shape(),
+          absl::InvalidArgumentError(absl::StrCat(
+              "CollectiveBcastSend '", name(), "': the input is ", input.shape().DebugString(),
+              " but the shape attr says ", shape_.DebugString())),
+          done);
       output = ctx->mutable_output(0);
       Label(ctx, static_cast<int64_t>(input.TotalBytes()));
       collectives->BroadcastAsync(params_, input, output, Finish(ctx, std::move(done)));
@@ -195,9 +196,10 @@ class CollectiveGatherOp : public CollectiveOpKernel {
     if (collectives == nullptr) return;
     const Tensor& input = ctx->input(0);
     OP_REQUIRES_ASYNC(ctx, input.dims() >= 1,
-                      absl::InvalidArgumentError(absl::StrCat(
-                          "CollectiveGather '", name(), "': the input is a scalar; it "
-                          "needs rank >= 1 (concatenated along dimension 0)")),
+                      absl::InvalidArgumentError(
+                          absl::StrCat("CollectiveGather '", name(),
+                                       "': the input is a scalar; it "
+                                       "needs rank >= 1 (concatenated along dimension 0)")),
                       done);
     TensorShape shape = input.shape();
     OP_REQUIRES_ASYNC(ctx, shape.dim(0) <= std::numeric_limits<int64_t>::max() / params_.group_size,
@@ -212,16 +214,14 @@ class CollectiveGatherOp : public CollectiveOpKernel {
   }
 };
 
-#define SF_REGISTER_COLLECTIVE(type)                                                        \
-  REGISTER_KERNEL(KernelDef("CollectiveReduce").Device(kDeviceCpu).TypeConstraint<type>("T"), \
-                  CollectiveReduceOp);                                                      \
-  REGISTER_KERNEL(                                                                          \
-      KernelDef("CollectiveBcastSend").Device(kDeviceCpu).TypeConstraint<type>("T"),        \
-      CollectiveBcastOp);                                                                   \
-  REGISTER_KERNEL(                                                                          \
-      KernelDef("CollectiveBcastRecv").Device(kDeviceCpu).TypeConstraint<type>("T"),        \
-      CollectiveBcastOp);                                                                   \
-  REGISTER_KERNEL(KernelDef("CollectiveGather").Device(kDeviceCpu).TypeConstraint<type>("T"), \
+#define SF_REGISTER_COLLECTIVE(type)                                                             \
+  REGISTER_KERNEL(KernelDef("CollectiveReduce").Device(kDeviceCpu).TypeConstraint<type>("T"),    \
+                  CollectiveReduceOp);                                                           \
+  REGISTER_KERNEL(KernelDef("CollectiveBcastSend").Device(kDeviceCpu).TypeConstraint<type>("T"), \
+                  CollectiveBcastOp);                                                            \
+  REGISTER_KERNEL(KernelDef("CollectiveBcastRecv").Device(kDeviceCpu).TypeConstraint<type>("T"), \
+                  CollectiveBcastOp);                                                            \
+  REGISTER_KERNEL(KernelDef("CollectiveGather").Device(kDeviceCpu).TypeConstraint<type>("T"),    \
                   CollectiveGatherOp)
 
 SF_REGISTER_COLLECTIVE(float);

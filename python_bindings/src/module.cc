@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "datasets/fashion_mnist.h"
-#include "runtime/checkpoint.h"
 #include "python_bindings/src/status_exceptions.h"
 #include "python_bindings/src/tensor_conversion.h"
+#include "runtime/checkpoint.h"
 
 namespace shardflow {
 namespace python {
@@ -56,8 +56,8 @@ void SaveCheckpointArrays(const std::string& path, const py::list& items) {
     }
     std::string name = pair[0].cast<std::string>();
     const std::string what = "checkpoint variable '" + name + "'";
-    tensors.emplace_back(name, ArrayToTensor(pair[1], /*allow_zero_copy=*/false, nullptr,
-                                             what.c_str()));
+    tensors.emplace_back(name,
+                         ArrayToTensor(pair[1], /*allow_zero_copy=*/false, nullptr, what.c_str()));
   }
   absl::Status st;
   {
@@ -75,7 +75,9 @@ py::list LoadCheckpointArrays(const std::string& path) {
   }
   ThrowIfError(loaded.status());
   py::list out;
-  for (auto& [name, tensor] : *loaded) out.append(py::make_tuple(name, TensorToArray(tensor)));
+  for (auto& [name, tensor] : *loaded) {
+    out.append(py::make_tuple(name, TensorToArray(std::move(tensor))));
+  }
   return out;
 }
 

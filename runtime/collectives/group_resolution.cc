@@ -73,10 +73,10 @@ absl::Status ResolveCollectiveGroups(
     std::set<std::string> device_set;
     for (const Member& m : members) {
       if (m.group_size != size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ": '", members[0].node->name(), "' says group_size ", size, " but '",
-            m.node->name(), "' says ", m.group_size,
-            ": every op of a group must give the same group_size"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": '", members[0].node->name(), "' says group_size ", size,
+                         " but '", m.node->name(), "' says ", m.group_size,
+                         ": every op of a group must give the same group_size"));
       }
       device_set.insert(m.node->assigned_device());
     }
@@ -103,11 +103,11 @@ absl::Status ResolveCollectiveGroups(
               "; each member of a group is on its own device"));
         }
         if (InstanceKind(m.node->op()) != InstanceKind(ops[0].node->op())) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              inst, ": '", ops[0].node->name(), "' is ", ops[0].node->op(), " but '",
-              m.node->name(), "' is ", m.node->op(),
-              ": the ops of one instance must be one collective (give each its own "
-              "instance_key)"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(inst, ": '", ops[0].node->name(), "' is ", ops[0].node->op(), " but '",
+                           m.node->name(), "' is ", m.node->op(),
+                           ": the ops of one instance must be one collective (give each its own "
+                           "instance_key)"));
         }
         DataType a = DT_INVALID, b = DT_INVALID;
         SF_RETURN_IF_ERROR(GetAttr(ops[0].node->attrs(), "T", &a));
@@ -124,16 +124,16 @@ absl::Status ResolveCollectiveGroups(
         for (const std::string& d : devices) {
           if (!seen.count(d)) missing.push_back(d);
         }
-        return absl::InvalidArgumentError(absl::StrCat(
-            inst, " has ", ops.size(), " of its ", size, " members (", Names(ops),
-            "); none on ", absl::StrJoin(missing, ", "),
-            ": every device of the group needs its op of each instance"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(inst, " has ", ops.size(), " of its ", size, " members (", Names(ops),
+                         "); none on ", absl::StrJoin(missing, ", "),
+                         ": every device of the group needs its op of each instance"));
       }
       if (InstanceKind(ops[0].node->op()) == kBcastSend && senders != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            inst, " is a broadcast with ", senders,
-            " CollectiveBcastSend ops; it needs exactly one source (the others "
-            "CollectiveBcastRecv)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(inst, " is a broadcast with ", senders,
+                         " CollectiveBcastSend ops; it needs exactly one source (the others "
+                         "CollectiveBcastRecv)"));
       }
     }
     std::vector<int64_t> incarnations;

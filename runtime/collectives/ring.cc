@@ -23,10 +23,12 @@ void ReduceTyped(ReductionOp op, T* dst, const T* src, int64_t n) {
   switch (op) {
     case ReductionOp::kSum:
     case ReductionOp::kMean:
-      for (int64_t i = 0; i < n; ++i) dst[i] = T(static_cast<Acc>(dst[i]) + static_cast<Acc>(src[i]));
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = T(static_cast<Acc>(dst[i]) + static_cast<Acc>(src[i]));
       break;
     case ReductionOp::kProd:
-      for (int64_t i = 0; i < n; ++i) dst[i] = T(static_cast<Acc>(dst[i]) * static_cast<Acc>(src[i]));
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = T(static_cast<Acc>(dst[i]) * static_cast<Acc>(src[i]));
       break;
     case ReductionOp::kMin:
       for (int64_t i = 0; i < n; ++i) {
@@ -43,7 +45,8 @@ void ReduceTyped(ReductionOp op, T* dst, const T* src, int64_t n) {
 
 template <typename T, typename Acc>
 void DivideTyped(T* data, int64_t n, int divisor) {
-  for (int64_t i = 0; i < n; ++i) data[i] = T(static_cast<Acc>(data[i]) / static_cast<Acc>(divisor));
+  for (int64_t i = 0; i < n; ++i)
+    data[i] = T(static_cast<Acc>(data[i]) / static_cast<Acc>(divisor));
 }
 
 // dst[i] = dst[i] (op) src[i] for n elements of `dtype`.
@@ -76,6 +79,11 @@ absl::Status Reduce(DataType dtype, ReductionOp op, void* dst, const void* src, 
           absl::StrCat("all-reduce of ", DataTypeString(dtype),
                        " is not supported (float, double, half, bfloat16, int32, int64)"));
   }
+}
+
+// OK for the dtypes Reduce takes (n = 0 touches no memory).
+absl::Status CheckReducible(DataType dtype) {
+  return Reduce(dtype, ReductionOp::kSum, nullptr, nullptr, 0);
 }
 
 void Divide(DataType dtype, void* data, int64_t n, int divisor) {
@@ -113,8 +121,8 @@ absl::Status StartFromInput(const Tensor& input, Tensor* output) {
   if (!output->IsInitialized() || output->dtype() != input.dtype() ||
       output->NumElements() != input.NumElements()) {
     return absl::InternalError(absl::StrCat("the output (", output->DebugString(0),
-                                            ") does not match the input (",
-                                            input.DebugString(0), ")"));
+                                            ") does not match the input (", input.DebugString(0),
+                                            ")"));
   }
   if (!output->SharesBufferWith(input) && input.TotalBytes() > 0) {
     std::memcpy(output->raw_data(), input.raw_data(), input.TotalBytes());
@@ -195,7 +203,7 @@ struct CallState {
 
 struct AllReduceState : CallState {
   using CallState::CallState;
-  Tensor out;                 // shares the caller's output buffer
+  Tensor out;  // shares the caller's output buffer
   int64_t elements = 0;
   int64_t chunk_elements = 1;  // per lane and segment
   // Segment i is [SegmentStart(i), SegmentStart(i + 1)).
@@ -239,9 +247,8 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
   const int from = Mod(r - 1, n);
   const Timer::Id watch = state->Watch(from);
   state->rendezvous->RecvAsync(
-      Key(p, from, r, what),
-      [state, lane, step, reduce_scatter, recv_offset, recv_count, from, watch](
-          const absl::Status& s, const Tensor& value) {
+      Key(p, from, r, what), [state, lane, step, reduce_scatter, recv_offset, recv_count, from,
+                              watch](const absl::Status& s, const Tensor& value) {
         CallState::Received(watch);
         if (!s.ok()) {
           state->Finish(s);
@@ -249,15 +256,15 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
         }
         const CollectiveParams& p = state->params;
         if (value.dtype() != state->out.dtype() || value.NumElements() != recv_count) {
-          state->Finish(absl::InvalidArgumentError(absl::StrCat(
-              "member ", from, " (", p.devices[from], ") sent ", value.NumElements(), " ",
-              DataTypeString(value.dtype()), " elements where this member (rank ", p.rank,
-              ") has ", recv_count, " ", DataTypeString(state->out.dtype()),
-              ": every member's input must have the same dtype and shape")));
+          state->Finish(absl::InvalidArgumentError(
+              absl::StrCat("member ", from, " (", p.devices[from], ") sent ", value.NumElements(),
+                           " ", DataTypeString(value.dtype()), " elements where this member (rank ",
+                           p.rank, ") has ", recv_count, " ", DataTypeString(state->out.dtype()),
+                           ": every member's input must have the same dtype and shape")));
           return;
         }
-        char* dst = static_cast<char*>(state->out.raw_data()) +
-                    recv_offset * DataTypeSize(value.dtype());
+        char* dst =
+            static_cast<char*>(state->out.raw_data()) + recv_offset * DataTypeSize(value.dtype());
         if (reduce_scatter) {
           absl::Status reduced =
               Reduce(value.dtype(), p.reduction, dst, value.raw_data(), recv_count);
@@ -280,8 +287,8 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
 }  // namespace
 
 std::string DescribeCollective(const char* what, const CollectiveParams& params) {
-  return absl::StrCat(what, " group ", params.group_key, " instance ", params.instance_key,
-                      " on ", params.device);
+  return absl::StrCat(what, " group ", params.group_key, " instance ", params.instance_key, " on ",
+                      params.device);
 }
 
 RingCollectiveExecutor::RingCollectiveExecutor(Rendezvous* rendezvous, RingOptions options)
@@ -300,9 +307,9 @@ absl::Status RingCollectiveExecutor::CheckCall(const CollectiveParams& p) const 
   const int n = p.group_size;
   if (n < 1 || p.rank < 0 || p.rank >= n || static_cast<int>(p.devices.size()) != n ||
       static_cast<int>(p.incarnations.size()) != n || p.devices[p.rank] != p.device) {
-    return absl::InternalError(absl::StrCat(
-        "the group is not resolved for this member: group_size ", n, ", rank ", p.rank, ", ",
-        p.devices.size(), " devices, ", p.incarnations.size(), " incarnations"));
+    return absl::InternalError(
+        absl::StrCat("the group is not resolved for this member: group_size ", n, ", rank ", p.rank,
+                     ", ", p.devices.size(), " devices, ", p.incarnations.size(), " incarnations"));
   }
   return absl::OkStatus();
 }
@@ -318,7 +325,7 @@ void RingCollectiveExecutor::AllReduceAsync(const CollectiveParams& params, cons
   }
   if (s.ok() && input.NumElements() > 0) {
     // Refuse unsupported dtypes before anything is sent (the peers would wait on this member).
-    s = Reduce(input.dtype(), params.reduction, output->raw_data(), output->raw_data(), 0);
+    s = CheckReducible(input.dtype());
   }
   if (!s.ok()) {
     done(absl::Status(s.code(), absl::StrCat(what, ": ", s.message())));
@@ -328,8 +335,8 @@ void RingCollectiveExecutor::AllReduceAsync(const CollectiveParams& params, cons
   const int64_t elem = std::max<int64_t>(1, DataTypeSize(input.dtype()));
   const int64_t chunk_elements = std::max<int64_t>(1, options_.chunk_bytes / elem);
   const int64_t largest_segment = (input.NumElements() + n - 1) / n;
-  const int lanes =
-      static_cast<int>(std::max<int64_t>(1, (largest_segment + chunk_elements - 1) / chunk_elements));
+  const int lanes = static_cast<int>(
+      std::max<int64_t>(1, (largest_segment + chunk_elements - 1) / chunk_elements));
   auto state = std::make_shared<AllReduceState>(params, rendezvous_, lanes, std::move(done), what,
                                                 options_.straggler_warning);
   state->out = *output;
@@ -377,10 +384,10 @@ void RingCollectiveExecutor::BroadcastAsync(const CollectiveParams& params, cons
           return;
         }
         if (want != DT_INVALID && (value.dtype() != want || value.shape() != want_shape)) {
-          state->Finish(absl::InvalidArgumentError(absl::StrCat(
-              "the source (rank ", src, ", ", state->params.devices[src], ") sent ",
-              value.DebugString(0), " where this member expects ", DataTypeString(want), " ",
-              want_shape.DebugString())));
+          state->Finish(absl::InvalidArgumentError(
+              absl::StrCat("the source (rank ", src, ", ", state->params.devices[src], ") sent ",
+                           value.DebugString(0), " where this member expects ",
+                           DataTypeString(want), " ", want_shape.DebugString())));
           return;
         }
         *output = value;
@@ -426,12 +433,13 @@ void RingCollectiveExecutor::AllGatherAsync(const CollectiveParams& params, cons
           }
           if (value.dtype() != dtype || value.shape() != shape) {
             state->Finish(absl::InvalidArgumentError(absl::StrCat(
-                "member ", peer, " (", state->params.devices[peer], ") sent ",
-                value.DebugString(0), " where this member's input is ", DataTypeString(dtype),
-                " ", shape.DebugString(), ": every member's input must have one shape")));
+                "member ", peer, " (", state->params.devices[peer], ") sent ", value.DebugString(0),
+                " where this member's input is ", DataTypeString(dtype), " ", shape.DebugString(),
+                ": every member's input must have one shape")));
             return;
           }
-          if (bytes > 0 && !state->failed()) std::memcpy(base + peer * bytes, value.raw_data(), bytes);
+          if (bytes > 0 && !state->failed())
+            std::memcpy(base + peer * bytes, value.raw_data(), bytes);
           state->Finish(absl::OkStatus());
         });
   }

@@ -109,19 +109,44 @@ std::vector<std::vector<Tensor>> TrainReplicas(Session* session, const AllReduce
   return history;
 }
 
+std::vector<std::string> LocalDevices(int n) {
+  std::vector<std::string> devices;
+  for (int r = 0; r < n; ++r) {
+    devices.push_back(absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", r));
+  }
+  return devices;
+}
+
+// A local session of `devices` CPU devices running `def`, with the variables initialised and
+// replica 0's values broadcast to the other replicas.
+std::unique_ptr<Session> StartLocal(const GraphDef& def, int devices, const Operation& init,
+                                    const AllReduceTraining& dp) {
+  SessionOptions options;
+  options.config.set_cpu_device_count(devices);
+  auto session = NewSession(options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  EXPECT_TRUE((*session)->Create(def).ok());
+  std::vector<Tensor> out;
+  EXPECT_TRUE((*session)->Run({}, {}, {init.node()->name()}, &out).ok());
+  EXPECT_TRUE((*session)->Run({}, {}, {dp.sync_op.node()->name()}, &out).ok());
+  return std::move(session).value();
+}
+
+int CountReduces(const GraphDef& def) {
+  int reduces = 0;
+  for (const NodeDef& n : def.node()) reduces += n.op() == "CollectiveReduce";
+  return reduces;
+}
+
 std::vector<std::vector<Tensor>> TrainSingle(const std::vector<std::vector<Batch>>& batches,
                                              int steps, OptimizerFactory opt = Sgd()) {
   Scope s = Scope::NewRootScope();
-  auto dp = BuildAllReduceTraining(s, {"/job:localhost/replica:0/task:0/device:CPU:0"},
-                                   Classifier, opt);
+  auto dp = BuildAllReduceTraining(s, LocalDevices(1), Classifier, opt);
   EXPECT_TRUE(dp.ok()) << dp.status();
   Operation init = InitializeAllVariables(s);
   GraphDef def;
   EXPECT_TRUE(s.ToGraphDef(&def).ok());
-  auto session = NewSession(SessionOptions());
-  EXPECT_TRUE((*session)->Create(def).ok());
-  std::vector<Tensor> out;
-  EXPECT_TRUE((*session)->Run({}, {}, {init.node()->name()}, &out).ok());
+  std::unique_ptr<Session> session = StartLocal(def, 1, init, *dp);
   // One replica on the concatenated batches.
   std::vector<std::vector<Batch>> joined;
   for (const auto& step : batches) {
@@ -132,7 +157,7 @@ std::vector<std::vector<Tensor>> TrainSingle(const std::vector<std::vector<Batch
     }
     joined.push_back({Batch{Concat0(xs), Concat0(ys)}});
   }
-  return TrainReplicas(session->get(), *dp, joined, steps);
+  return TrainReplicas(session.get(), *dp, joined, steps);
 }
 
 std::vector<std::vector<Batch>> Batches(int replicas, int steps) {
@@ -164,33 +189,27 @@ TEST_P(AllReduceBuckets, ReplicasOnDevicesEqualOneReplicaOnTheirBatchesTogether)
   constexpr int kReplicas = 3, kSteps = 6;
   auto batches = Batches(kReplicas, kSteps);
   Scope s = Scope::NewRootScope();
-  std::vector<std::string> devices;
-  for (int r = 0; r < kReplicas; ++r) {
-    devices.push_back(absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", r));
-  }
   AllReduceOptions buckets;
   buckets.bucket_bytes = GetParam();
-  auto dp = BuildAllReduceTraining(s, devices, Classifier, Sgd(), buckets);
+  auto dp = BuildAllReduceTraining(s, LocalDevices(kReplicas), Classifier, Sgd(), buckets);
   ASSERT_TRUE(dp.ok()) << dp.status();
   Operation init = InitializeAllVariables(s);
   GraphDef def;
   ASSERT_TRUE(s.ToGraphDef(&def).ok());
-  SessionOptions options;
-  options.config.set_cpu_device_count(kReplicas);
-  auto session = NewSession(options);
-  ASSERT_TRUE((*session)->Create(def).ok());
-  std::vector<Tensor> out;
-  ASSERT_TRUE((*session)->Run({}, {}, {init.node()->name()}, &out).ok());
-  ASSERT_TRUE((*session)->Run({}, {}, {dp->sync_op.node()->name()}, &out).ok());
-  auto replicated = TrainReplicas(session->get(), *dp, batches, kSteps);
+  std::unique_ptr<Session> session = StartLocal(def, kReplicas, init, *dp);
+  auto replicated = TrainReplicas(session.get(), *dp, batches, kSteps);
   ExpectSameHistory(replicated, TrainSingle(batches, kSteps));
   // How many all-reduces the graph has: one per bucket, per replica.
-  int reduces = 0;
-  for (const NodeDef& n : def.node()) reduces += n.op() == "CollectiveReduce";
-  const int per_replica = reduces / kReplicas;
-  if (GetParam() == 0) EXPECT_EQ(per_replica, 3);         // w1, b1 and w2 each alone
-  if (GetParam() == (4 << 20)) EXPECT_EQ(per_replica, 1);  // all three fused
-  if (GetParam() == 64) EXPECT_GT(per_replica, 1);
+  const int per_replica = CountReduces(def) / kReplicas;
+  if (GetParam() == 0) {
+    EXPECT_EQ(per_replica, 3);  // w1, b1 and w2 each alone
+  }
+  if (GetParam() == (4 << 20)) {
+    EXPECT_EQ(per_replica, 1);  // all three fused
+  }
+  if (GetParam() == 64) {
+    EXPECT_GT(per_replica, 1);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(BucketBytes, AllReduceBuckets, ::testing::Values(0, 64, 4 << 20));
@@ -209,10 +228,9 @@ TEST(AllReduceStrategyTest, ReplicasOnTwoTasksEqualOneReplica) {
   auto master = Master::Create(options);
   ASSERT_TRUE(master.ok()) << master.status();
   Scope s = Scope::NewRootScope();
-  auto dp = BuildAllReduceTraining(s,
-                                   {"/job:worker/replica:0/task:0/device:CPU:0",
-                                    "/job:worker/replica:0/task:1/device:CPU:0"},
-                                   Classifier, Sgd());
+  auto dp = BuildAllReduceTraining(
+      s, {"/job:worker/replica:0/task:0/device:CPU:0", "/job:worker/replica:0/task:1/device:CPU:0"},
+      Classifier, Sgd());
   ASSERT_TRUE(dp.ok()) << dp.status();
   Operation init = InitializeAllVariables(s);
   GraphDef def;
@@ -235,34 +253,22 @@ TEST(AllReduceStrategyTest, ParameterAveragingEveryStepEqualsOneReplica) {
   constexpr int kReplicas = 2, kSteps = 5;
   auto batches = Batches(kReplicas, kSteps);
   const std::vector<std::pair<const char*, OptimizerFactory>> optimizers = {
-      {"sgd", Sgd()},
-      {"momentum", [] { return std::make_unique<MomentumOptimizer>(0.3, 0.9); }}};
+      {"sgd", Sgd()}, {"momentum", [] { return std::make_unique<MomentumOptimizer>(0.3, 0.9); }}};
   for (const auto& [name, opt] : optimizers) {
     SCOPED_TRACE(name);
     Scope s = Scope::NewRootScope();
     AllReduceOptions options;
     options.average_parameters = true;
-    auto dp = BuildAllReduceTraining(s,
-                                     {"/job:localhost/replica:0/task:0/device:CPU:0",
-                                      "/job:localhost/replica:0/task:0/device:CPU:1"},
-                                     Classifier, opt, options);
+    auto dp = BuildAllReduceTraining(s, LocalDevices(kReplicas), Classifier, opt, options);
     ASSERT_TRUE(dp.ok()) << dp.status();
     ASSERT_NE(dp->average_op.node(), nullptr);
     Operation init = InitializeAllVariables(s);
     GraphDef def;
     ASSERT_TRUE(s.ToGraphDef(&def).ok());
-    int reduces = 0;
-    for (const NodeDef& n : def.node()) reduces += n.op() == "CollectiveReduce";
     // 3 variables (+ 3 momentum slots) per replica, no gradient all-reduce.
-    EXPECT_EQ(reduces, kReplicas * (std::string(name) == "sgd" ? 3 : 6));
-    SessionOptions session_options;
-    session_options.config.set_cpu_device_count(kReplicas);
-    auto session = NewSession(session_options);
-    ASSERT_TRUE((*session)->Create(def).ok());
-    std::vector<Tensor> out;
-    ASSERT_TRUE((*session)->Run({}, {}, {init.node()->name()}, &out).ok());
-    ASSERT_TRUE((*session)->Run({}, {}, {dp->sync_op.node()->name()}, &out).ok());
-    auto averaged = TrainReplicas(session->get(), *dp, batches, kSteps);
+    EXPECT_EQ(CountReduces(def), kReplicas * (std::string(name) == "sgd" ? 3 : 6));
+    std::unique_ptr<Session> session = StartLocal(def, kReplicas, init, *dp);
+    auto averaged = TrainReplicas(session.get(), *dp, batches, kSteps);
     ExpectSameHistory(averaged, TrainSingle(batches, kSteps, opt));
   }
 }
@@ -270,9 +276,7 @@ TEST(AllReduceStrategyTest, ParameterAveragingEveryStepEqualsOneReplica) {
 TEST(AllReduceStrategyTest, ReplicasThatDifferAreRefused) {
   Scope s = Scope::NewRootScope();
   auto dp = BuildAllReduceTraining(
-      s,
-      {"/job:localhost/replica:0/task:0/device:CPU:0",
-       "/job:localhost/replica:0/task:0/device:CPU:1"},
+      s, LocalDevices(2),
       [](const Scope& s, int replica) -> absl::StatusOr<Output> {
         Var w = Var::Create(s.WithOpName("w"), init::Zeros(s, {replica + 1}));
         return ops::Sum(s, w.value(), {0});

@@ -111,7 +111,8 @@ TEST_F(CollectiveAcrossTasksTest, AMemberTaskThatIsGoneFailsTheStepNamingIt) {
   auto handle = master_->CreateSession(def, SessionOptionsProto());
   ASSERT_TRUE(handle.ok()) << handle.status();
   std::vector<std::pair<std::string, Tensor>> feeds = {
-      {"x0", Tensor::FromVector<float>({1, 2, 3, 4})}, {"x1", Tensor::FromVector<float>({1, 1, 1, 1})}};
+      {"x0", Tensor::FromVector<float>({1, 2, 3, 4})},
+      {"x1", Tensor::FromVector<float>({1, 1, 1, 1})}};
   std::vector<Tensor> out;
   ASSERT_TRUE(master_->RunStep(*handle, RunOptions(), feeds, fetches, {}, &out, nullptr).ok());
   test::ExpectValues<float>(out[0], {2, 3, 4, 5});

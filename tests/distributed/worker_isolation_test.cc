@@ -287,8 +287,8 @@ TEST_F(WorkerIsolationTest, TooManyGraphsIsResourceExhausted) {
 // session_idle_timeout, and refuses sessions beyond max_sessions until one closes.
 TEST_F(WorkerIsolationTest, TheMasterCollectsIdleSessionsAndBoundsTheirNumber) {
   MasterOptions options;
-  auto spec = ClusterSpec::FromJson(
-      absl::StrCat(R"({"worker": [")", server0_->address(), R"("]})"), "test");
+  auto spec = ClusterSpec::FromJson(absl::StrCat(R"({"worker": [")", server0_->address(), R"("]})"),
+                                    "test");
   ASSERT_TRUE(spec.ok()) << spec.status();
   options.cluster = *spec;
   options.session_idle_timeout = absl::Minutes(5);

@@ -127,8 +127,7 @@ std::string Describe(DataType dt, int64_t m, int64_t k, int64_t n, bool ta, bool
 // One MatMul kernel instance, computed on several inputs (so its primitive cache is exercised).
 class MatMulKernel {
  public:
-  MatMulKernel(DataType dtype, bool ta, bool tb)
-      : device_(NewTestCpuDevice(1, 2)) {
+  MatMulKernel(DataType dtype, bool ta, bool tb) : device_(NewTestCpuDevice(1, 2)) {
     const OpDef* op_def = OpRegistry::Global()->LookUp("MatMul");
     NodeDef def;
     def.set_name("matmul");

@@ -557,8 +557,8 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
       m["Dropout"].attrs = [](DataType) { return Attrs{{"rate", MakeAttr(0.0f)}}; };
     }
 
-    for (const char* op : {"CollectiveReduce", "CollectiveBcastSend", "CollectiveBcastRecv",
-                           "CollectiveGather"}) {
+    for (const char* op :
+         {"CollectiveReduce", "CollectiveBcastSend", "CollectiveBcastRecv", "CollectiveGather"}) {
       m[op].custom = [op] { return CheckCollective(op); };
     }
 

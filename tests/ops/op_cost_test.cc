@@ -27,8 +27,7 @@ TEST(OpCostTest, MatMulCountsAMultiplyAndAnAddPerTerm) {
                          {{"transpose_a", MakeAttr(true)}, {"transpose_b", MakeAttr(true)}}),
                    2 * 3 * 4 * 5);
   // An unknown batch dimension counts as unknown_dim.
-  EXPECT_DOUBLE_EQ(Flops("MatMul", {TensorShape({-1, 4}), TensorShape({4, 5})}, {}),
-                   2 * 7 * 4 * 5);
+  EXPECT_DOUBLE_EQ(Flops("MatMul", {TensorShape({-1, 4}), TensorShape({4, 5})}, {}), 2 * 7 * 4 * 5);
 }
 
 TEST(OpCostTest, ConvolutionsAndPoolingFollowTheirWindows) {

@@ -64,8 +64,8 @@ struct ReduceCase {
 };
 
 void RunReduce(const ReduceCase& c) {
-  SCOPED_TRACE(absl::StrCat(DataTypeString(c.dtype), " ", c.merge, "/", c.final_op, " ",
-                            c.members, " members, ", c.elements, " elements"));
+  SCOPED_TRACE(absl::StrCat(DataTypeString(c.dtype), " ", c.merge, "/", c.final_op, " ", c.members,
+                            " members, ", c.elements, " elements"));
   Scope s = Scope::NewRootScope();
   std::vector<std::string> fetches;
   std::vector<std::vector<double>> inputs;
@@ -116,9 +116,9 @@ TEST(CollectiveOpsTest, ReduceEveryDtypeAndMergeOp) {
 }
 
 TEST(CollectiveOpsTest, ReduceOfFewerElementsThanMembersAndOfOne) {
-  RunReduce({DT_FLOAT, "Add", "Id", 4, 3});   // some segments are empty
-  RunReduce({DT_FLOAT, "Add", "Id", 4, 0});   // nothing at all
-  RunReduce({DT_FLOAT, "Add", "Div", 1, 5});  // a group of one
+  RunReduce({DT_FLOAT, "Add", "Id", 4, 3});        // some segments are empty
+  RunReduce({DT_FLOAT, "Add", "Id", 4, 0});        // nothing at all
+  RunReduce({DT_FLOAT, "Add", "Div", 1, 5});       // a group of one
   RunReduce({DT_FLOAT, "Add", "Id", 2, 1 << 21});  // 8 MiB: several 4 MiB chunks per segment
 }
 
@@ -130,8 +130,8 @@ TEST(CollectiveOpsTest, BroadcastFromAnyMember) {
     for (int m = 0; m < 3; ++m) {
       Scope d = s.WithDevice(Cpu(m)).WithOpName(absl::StrCat("b", m));
       Output out = m == source
-                       ? ops::CollectiveBcastSend(d, ops::Const(s.WithDevice(Cpu(m)), value), 3,
-                                                  1, 5, value.shape())
+                       ? ops::CollectiveBcastSend(d, ops::Const(s.WithDevice(Cpu(m)), value), 3, 1,
+                                                  5, value.shape())
                        : ops::CollectiveBcastRecv(d, DT_FLOAT, value.shape(), 3, 1, 5);
       fetches.push_back(out.name());
     }
@@ -323,8 +323,9 @@ TEST(CollectiveOpsTest, GroupsThatCannotMeetAreRefusedBeforeTheStepRuns) {
     auto b = ops::CollectiveReduce(s.WithDevice(Cpu(1)).WithOpName("b"), ops::Const(s, v), 3, 1, 1);
     absl::Status st = RunGraph(s, {a.name(), b.name()}, 3);
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
-    EXPECT_TRUE(absl::StrContains(st.message(), "collective group 1 has group_size 3 but its ops "
-                                                "in this run ('a', 'b') are on 2 device(s)"))
+    EXPECT_TRUE(absl::StrContains(st.message(),
+                                  "collective group 1 has group_size 3 but its ops "
+                                  "in this run ('a', 'b') are on 2 device(s)"))
         << st;
   }
   {  // members disagree on group_size
@@ -373,10 +374,10 @@ TEST(CollectiveOpsTest, GradientOfASumAndAMeanAllReduce) {
     Scope s = Scope::NewRootScope();
     auto x0 = ops::Placeholder(s.WithDevice(Cpu(0)).WithOpName("x0"), DT_DOUBLE, {2, 3});
     auto x1 = ops::Placeholder(s.WithDevice(Cpu(1)).WithOpName("x1"), DT_DOUBLE, {2, 3});
-    auto y0 = ops::CollectiveReduce(s.WithDevice(Cpu(0)), ops::Tanh(s.WithDevice(Cpu(0)), x0), 2,
+    auto y0 = ops::CollectiveReduce(s.WithDevice(Cpu(0)), ops::Tanh(s.WithDevice(Cpu(0)), x0), 2, 1,
+                                    1, "Add", final_op);
+    auto y1 = ops::CollectiveReduce(s.WithDevice(Cpu(1)), ops::Square(s.WithDevice(Cpu(1)), x1), 2,
                                     1, 1, "Add", final_op);
-    auto y1 = ops::CollectiveReduce(s.WithDevice(Cpu(1)), ops::Square(s.WithDevice(Cpu(1)), x1),
-                                    2, 1, 1, "Add", final_op);
     auto y = ops::Add(s, y0, ops::Mul(s, y1, ops::Const(s, 2.0)));
     Tensor v0 = Tensor::FromVector<double>({0.1, -0.2, 0.3, 0.4, -0.5, 0.6}, {2, 3});
     Tensor v1 = Tensor::FromVector<double>({1, 2, -3, 0.5, 0.25, -1}, {2, 3});
@@ -417,13 +418,14 @@ TEST(CollectiveOpsTest, TheTraceNamesPeersAndBytes) {
     }
   }
   EXPECT_EQ(labelled, 2);
-  EXPECT_TRUE(absl::StrContains(ChromeTraceJson(md), "\"label\":\"group 4 instance 9: rank 0 of 2"));
+  EXPECT_TRUE(
+      absl::StrContains(ChromeTraceJson(md), "\"label\":\"group 4 instance 9: rank 0 of 2"));
 }
 
 TEST(CollectiveOpsTest, EagerCollectivesSayTheyNeedASession) {
-  auto out = RunOp("CollectiveReduce", {Tensor::FromVector<float>({1})},
-                   {{"group_size", MakeAttr(1)}, {"group_key", MakeAttr(1)},
-                    {"instance_key", MakeAttr(1)}});
+  auto out = RunOp(
+      "CollectiveReduce", {Tensor::FromVector<float>({1})},
+      {{"group_size", MakeAttr(1)}, {"group_key", MakeAttr(1)}, {"instance_key", MakeAttr(1)}});
   ASSERT_FALSE(out.ok());
   EXPECT_TRUE(absl::StrContains(out.status().message(), "collective ops run in a session"))
       << out.status();

@@ -23,9 +23,8 @@ inline std::unique_ptr<Device> NewTestCpuDevice(int inter_op_threads, int intra_
   config.set_intra_op_threads(intra_op_threads);
   std::vector<std::unique_ptr<Device>> devices;
   DeviceFactory* factory = DeviceFactory::Get(kDeviceCpu);
-  absl::Status s = factory == nullptr
-                       ? absl::NotFoundError("no CPU device factory registered")
-                       : factory->AddDevices(config, "localhost", 0, &devices);
+  absl::Status s = factory == nullptr ? absl::NotFoundError("no CPU device factory registered")
+                                      : factory->AddDevices(config, "localhost", 0, &devices);
   if (!s.ok() || devices.empty()) {
     std::fprintf(stderr, "NewTestCpuDevice: %s\n", s.ToString().c_str());
     std::abort();

@@ -19,9 +19,9 @@ absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& clus
                                                         int threads) {
   SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(cluster.cluster));
   if (!spec.HasTask(job, task)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--job ", job, " --task ", task, ": the cluster file ", cluster.cluster,
-        " has no such task (job ", job, " has ", spec.num_tasks(job), " task(s))"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--job ", job, " --task ", task, ": the cluster file ", cluster.cluster,
+                     " has no such task (job ", job, " has ", spec.num_tasks(job), " task(s))"));
   }
   ServerOptions options;
   options.job = job;
@@ -81,13 +81,13 @@ absl::Status ServeUntilChiefLeaves(Server* server, const ClusterSpec& spec, cons
       seen = true;
       last_answer = now;
     } else if (!seen && now - start > first_wait) {
-      return absl::UnavailableError(absl::StrCat(
-          "the chief ", chief, " at ", address, " did not answer within ",
-          absl::FormatDuration(first_wait), ": start `shardflow train ... --task 0` there (",
-          status.message(), ")"));
+      return absl::UnavailableError(
+          absl::StrCat("the chief ", chief, " at ", address, " did not answer within ",
+                       absl::FormatDuration(first_wait),
+                       ": start `shardflow train ... --task 0` there (", status.message(), ")"));
     } else if (seen && now - last_answer >= gone_after) {
-      std::printf("task %s: the chief stopped answering (%s); done\n",
-                  server->task_name().c_str(), std::string(status.message()).c_str());
+      std::printf("task %s: the chief stopped answering (%s); done\n", server->task_name().c_str(),
+                  std::string(status.message()).c_str());
       std::fflush(stdout);
       return absl::OkStatus();
     }

@@ -482,9 +482,10 @@ absl::Status Train(TrainConfig c) {
   if (c.strategy == "allreduce" || c.strategy == "averaging") {
     if (!c.layer_devices.empty()) {
       if (c.devices != 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--strategy ", c.strategy, " with --cluster puts one replica on each task's CPU; "
-            "--devices (model parallelism inside a replica) must be 1 there"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--strategy ", c.strategy,
+                         " with --cluster puts one replica on each task's CPU; "
+                         "--devices (model parallelism inside a replica) must be 1 there"));
       }
       for (const std::string& task : c.layer_devices) {
         c.replica_devices.push_back(task + "/device:CPU:0");
@@ -546,13 +547,12 @@ absl::Status Train(TrainConfig c) {
       "training %s on Fashion-MNIST (%d examples, %d steps/epoch, %sbatch %d), %s lr %g (%s), "
       "%d thread(s), seed %d\n",
       c.model, train.size(), steps_per_epoch, g->replicas.empty() ? "" : "global ", c.batch_size,
-      c.optimizer,
-      c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
+      c.optimizer, c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
       c.lr_decay == "cosine" ? "cosine decay" : "constant",
       c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.seed);
   ProgressBar bar(c.epochs, steps_per_epoch, c.progress);
-  const std::vector<std::string> fetch = {
-      g->mean_loss.node() != nullptr ? g->mean_loss.name() : g->model.loss.name()};
+  const std::vector<std::string> fetch = {g->mean_loss.node() != nullptr ? g->mean_loss.name()
+                                                                         : g->model.loss.name()};
   const std::vector<std::string> targets = {g->train_op.node()->name()};
   // Parity traces: initial weights, every batch, every loss.
   std::vector<Tensor> traced_images, traced_labels;
@@ -641,23 +641,16 @@ absl::Status Train(TrainConfig c) {
     double steps_left =
         (c.epochs - epoch - 1) * steps_per_epoch + (steps_per_epoch - batch->step - 1);
     bar.Update(epoch, batch->step, smoothed, ex_per_sec, steps_left * c.batch_size / ex_per_sec);
-    // Strategy averaging: every replica takes the replicas' mean every --average-every steps,
-    // and before a checkpoint (replica 0's variables are what is saved and evaluated).
-    auto average = [&]() -> absl::Status {
-      if (g->average_op.node() == nullptr) return absl::OkStatus();
-      return session->Run({}, {}, {g->average_op.node()->name()}, &out);
-    };
-    bool averaged = false;
-    if (g->average_op.node() != nullptr && at.global_step % c.average_every == 0) {
-      SF_RETURN_IF_ERROR(average());
-      averaged = true;
-    }
     bool due = at.step == 0 ||  // an epoch ended
                (c.checkpoint_every_steps > 0 && at.global_step % c.checkpoint_every_steps == 0) ||
                (c.checkpoint_every_secs > 0 &&
                 std::chrono::duration<double>(now - last_save).count() >= c.checkpoint_every_secs);
+    // Strategy averaging: every replica takes the replicas' mean every --average-every steps,
+    // and before a checkpoint (replica 0's variables are what is saved and evaluated).
+    if (g->average_op.node() != nullptr && (due || at.global_step % c.average_every == 0)) {
+      SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
+    }
     if (due) {
-      if (!averaged) SF_RETURN_IF_ERROR(average());
       SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, &series, at));
       saved_step = at.global_step;
       last_save = std::chrono::steady_clock::now();
