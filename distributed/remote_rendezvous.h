@@ -62,6 +62,7 @@ class RemoteRendezvous final : public Rendezvous,
   using Rendezvous::RecvAsync;
   void RecvAsync(const std::string& key, const RecvArgs& args, DoneCallback done) override;
   void StartAbort(const absl::Status& status) override;
+  void OnAbort(std::function<void(const absl::Status&)> fn) override { local_.OnAbort(fn); }
 
   // Takes the tensor of a local _Send for a peer (the serving side of RecvTensor).
   void RecvLocalAsync(const std::string& key, DoneCallback done);

@@ -88,9 +88,9 @@ absl::Status BuildConstraints(Graph* graph, const std::vector<DeviceAttributes>&
         uf.Union(n->id(), target->id());
       }
     }
-    // A variable's users live where the variable lives.
+    // A variable's (an accumulator's, a queue's) users live where it lives.
     for (const Edge* e : n->in_edges()) {
-      if (!e->IsControl() && e->src->op() == kVarHandleOp) uf.Union(n->id(), e->src->id());
+      if (!e->IsControl() && IsResourceHandleOp(e->src->op())) uf.Union(n->id(), e->src->id());
     }
   }
   PlacementProblem& p = c->problem;

@@ -62,6 +62,7 @@ void LocalRendezvous::RecvAsync(const std::string& key, const RecvArgs& args, Do
 
 void LocalRendezvous::StartAbort(const absl::Status& status) {
   std::vector<Waiter> waiters;
+  std::vector<std::function<void(const absl::Status&)>> on_abort;
   absl::Status abort;
   {
     absl::MutexLock lock(&mu_);
@@ -72,9 +73,24 @@ void LocalRendezvous::StartAbort(const absl::Status& status) {
       for (auto& w : slot.waiters) waiters.push_back(std::move(w));
     }
     slots_.clear();
+    on_abort.swap(on_abort_);
   }
   // Waiters get the abort status, never OK with an empty tensor.
   for (auto& w : waiters) w.done(abort, Tensor());
+  for (auto& fn : on_abort) fn(abort);
+}
+
+void LocalRendezvous::OnAbort(std::function<void(const absl::Status&)> fn) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    status = status_;
+    if (status.ok()) {
+      on_abort_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn(status);
 }
 
 bool LocalRendezvous::Idle() const {

@@ -5,8 +5,10 @@
 #define SHARDFLOW_RUNTIME_RENDEZVOUS_H_
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "core/framework/rendezvous.h"
@@ -20,6 +22,7 @@ class LocalRendezvous final : public Rendezvous {
   using Rendezvous::RecvAsync;
   void RecvAsync(const std::string& key, const RecvArgs& args, DoneCallback done) override;
   void StartAbort(const absl::Status& status) override;
+  void OnAbort(std::function<void(const absl::Status&)> fn) override;
   // True when no tensor waits to be received and no receiver waits.
   bool Idle() const;
 
@@ -38,6 +41,7 @@ class LocalRendezvous final : public Rendezvous {
   mutable absl::Mutex mu_;
   std::map<std::string, Slot> slots_ ABSL_GUARDED_BY(mu_);
   absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void(const absl::Status&)>> on_abort_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shardflow

@@ -25,6 +25,15 @@ inline constexpr char kIdentityOp[] = "Identity";
 inline constexpr char kNoOp[] = "NoOp";
 inline constexpr char kStopGradientOp[] = "StopGradient";
 inline constexpr char kVarHandleOp[] = "VarHandleOp";
+// Other ops whose output names a resource that lives on their device (ops/data_flow_ops.cc).
+inline constexpr char kAccumulatorHandleOp[] = "ResourceConditionalAccumulator";
+inline constexpr char kQueueHandleOp[] = "FIFOQueueV2";
+
+// True for ops that output a handle to state kept on their device: the ops that take the handle
+// run there too.
+inline bool IsResourceHandleOp(const std::string& op) {
+  return op == kVarHandleOp || op == kAccumulatorHandleOp || op == kQueueHandleOp;
+}
 
 // True for ops only the runtime may insert (their name starts with '_').
 inline bool IsInternalOp(const std::string& op) { return !op.empty() && op[0] == '_'; }

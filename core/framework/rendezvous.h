@@ -45,6 +45,11 @@ class Rendezvous {
     RecvAsync(key, RecvArgs(), std::move(done));
   }
   virtual void StartAbort(const absl::Status& status) = 0;
+  // Calls `fn` once with the abort status when the rendezvous is aborted or destroyed (at once
+  // when it already is aborted). For kernels that wait on something other than a tensor (a
+  // queue, a gradient accumulator), so that an aborted step never leaves them waiting; `fn`
+  // must do nothing once the kernel has finished.
+  virtual void OnAbort(std::function<void(const absl::Status&)> fn) = 0;
 };
 
 // `value` in the memory `args` asks for: `value` itself when it is there already (always

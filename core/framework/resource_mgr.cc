@@ -15,13 +15,19 @@ absl::StatusOr<std::shared_ptr<Variable>> ResourceMgr::LookupOrCreate(const std:
   absl::MutexLock lock(&mu_);
   auto it = vars_.find(name);
   if (it != vars_.end()) {
-    if (it->second->dtype() != dtype) {
+    const Variable& v = *it->second;
+    // Another graph (another worker of a between-graph job) declared it differently.
+    if (v.dtype() != dtype || !v.declared_shape().IsCompatibleWith(shape)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "variable '", name, "' exists with dtype ", DataTypeString(it->second->dtype()),
-          "; it cannot be used as ", DataTypeString(dtype)));
+          "variable '", name, "' exists on this device as ", DataTypeString(v.dtype()), " ",
+          v.declared_shape().DebugString(), " but this graph declares it ", DataTypeString(dtype),
+          " ", shape.DebugString(),
+          "; the graphs that share it (e.g. the workers of one job) must agree, or give it "
+          "another name"));
     }
     return it->second;
   }
+  if (resources_.count(name) > 0) return NameTaken(name, "variable");
   auto var = std::make_shared<Variable>(dtype, shape);
   vars_[name] = var;
   return var;
@@ -39,6 +45,16 @@ absl::StatusOr<std::shared_ptr<Variable>> ResourceMgr::Lookup(const std::string&
 void ResourceMgr::Clear() {
   absl::MutexLock lock(&mu_);
   vars_.clear();
+  resources_.clear();
+}
+
+absl::Status ResourceMgr::NameTaken(const std::string& name, const char* want) const {
+  std::string have = vars_.count(name) > 0 ? "a variable" : "another kind of resource";
+  auto it = resources_.find(name);
+  if (it != resources_.end()) have = it->second->DebugString();
+  return absl::InvalidArgumentError(absl::StrCat("resource name '", name, "' is taken by ", have,
+                                                 " on this device (wanted: ", want,
+                                                 "); give one of them another shared_name"));
 }
 
 }  // namespace shardflow

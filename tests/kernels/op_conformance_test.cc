@@ -16,6 +16,7 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -555,6 +556,83 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
       // Rate 0: the mask is all ones.
       m["Dropout"] = PassThrough();
       m["Dropout"].attrs = [](DataType) { return Attrs{{"rate", MakeAttr(0.0f)}}; };
+    }
+
+    // Accumulators and queues (ops/data_flow_ops.cc), run eagerly: takes and dequeues that do
+    // not have to wait. tests/runtime/data_flow_ops_test.cc covers waiting, deadlines, close.
+    // Each op of a family runs the family's check: fresh resource names each time.
+    auto fresh = std::make_shared<int>(0);
+    auto accumulator = [=] {
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+        const std::string name = "conformance/acc_" + std::to_string((*fresh)++);
+        auto h = RunOp("ResourceConditionalAccumulator", {},
+                       {{"dtype", MakeAttr(dt)},
+                        {"shape", MakeAttr(TensorShape({2}))},
+                        {"shared_name", MakeAttr(name)}});
+        EXPECT_TRUE(h.ok()) << h.status();
+        if (!h.ok()) continue;
+        const Tensor handle = (*h)[0];
+        auto apply = [&](int64_t step, std::vector<double> g) {
+          return RunOp("ResourceAccumulatorApplyGradient",
+                       {handle, Tensor::Scalar<int64_t>(step), *CastTensor(D(g, {2}), dt)},
+                       {{"dtype", MakeAttr(dt)}});
+        };
+        EXPECT_TRUE(apply(0, {1, 2}).ok());
+        EXPECT_TRUE(apply(0, {3, 4}).ok());
+        auto n = RunOp("ResourceAccumulatorNumAccumulated", {handle});
+        EXPECT_TRUE(n.ok() && (*n)[0].scalar<int32_t>() == 2);
+        auto mean = RunOp("ResourceAccumulatorTakeGradient", {handle, Tensor::Scalar<int32_t>(2)},
+                          {{"dtype", MakeAttr(dt)}});
+        EXPECT_TRUE(mean.ok()) << mean.status();
+        if (mean.ok()) expect_near(*CastTensor((*mean)[0], DT_DOUBLE), {2, 3}, "take (mean)");
+        EXPECT_TRUE(apply(0, {9, 9}).ok());  // stale after the take
+        auto dropped = RunOp("ResourceAccumulatorNumDropped", {handle});
+        EXPECT_TRUE(dropped.ok() && (*dropped)[0].scalar<int64_t>() == 1);
+        EXPECT_TRUE(
+            RunOp("ResourceAccumulatorSetGlobalStep", {handle, Tensor::Scalar<int64_t>(5)}).ok());
+        EXPECT_TRUE(RunOp("ResourceAccumulatorClose", {handle}).ok());
+        auto closed = RunOp("ResourceAccumulatorTakeGradient", {handle, Tensor::Scalar<int32_t>(1)},
+                            {{"dtype", MakeAttr(dt)}});
+        EXPECT_EQ(closed.status().code(), absl::StatusCode::kCancelled) << closed.status();
+      }
+      return std::string("float double (apply, take the mean, stale drop, set step, close)");
+    };
+    for (const char* op : {"ResourceConditionalAccumulator", "ResourceAccumulatorApplyGradient",
+                           "ResourceAccumulatorTakeGradient", "ResourceAccumulatorSetGlobalStep",
+                           "ResourceAccumulatorNumAccumulated", "ResourceAccumulatorNumDropped",
+                           "ResourceAccumulatorClose"}) {
+      m[op].custom = accumulator;
+    }
+    auto queue = [=] {
+      for (DataType dt : {DT_FLOAT, DT_INT64}) {
+        auto h =
+            RunOp("FIFOQueueV2", {},
+                  {{"dtype", MakeAttr(dt)},
+                   {"shape", MakeAttr(TensorShape())},
+                   {"shared_name", MakeAttr("conformance/queue_" + std::to_string((*fresh)++))}});
+        EXPECT_TRUE(h.ok()) << h.status();
+        if (!h.ok()) continue;
+        const Tensor handle = (*h)[0];
+        EXPECT_TRUE(RunOp("QueueEnqueueManyV2", {handle, *CastTensor(D({1, 2}, {2}), dt)}).ok());
+        EXPECT_TRUE(RunOp("QueueEnqueueV2", {handle, *CastTensor(Tensor::Scalar(3.0), dt)}).ok());
+        auto size = RunOp("QueueSizeV2", {handle});
+        EXPECT_TRUE(size.ok() && (*size)[0].scalar<int32_t>() == 3);
+        for (double want : {1.0, 2.0, 3.0}) {
+          auto got = RunOp("QueueDequeueV2", {handle}, {{"T", MakeAttr(dt)}});
+          EXPECT_TRUE(got.ok()) << got.status();
+          if (got.ok()) {
+            EXPECT_EQ(CastTensor((*got)[0], DT_DOUBLE)->scalar<double>(), want);
+          }
+        }
+        EXPECT_TRUE(RunOp("QueueCloseV2", {handle}).ok());
+        auto empty = RunOp("QueueDequeueV2", {handle}, {{"T", MakeAttr(dt)}});
+        EXPECT_EQ(empty.status().code(), absl::StatusCode::kOutOfRange) << empty.status();
+      }
+      return std::string("float int64 (enqueue, enqueue many, size, FIFO dequeue, close)");
+    };
+    for (const char* op : {"FIFOQueueV2", "QueueEnqueueV2", "QueueEnqueueManyV2", "QueueDequeueV2",
+                           "QueueSizeV2", "QueueCloseV2"}) {
+      m[op].custom = queue;
     }
 
     for (const char* op :

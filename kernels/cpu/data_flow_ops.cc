@@ -1,0 +1,747 @@
+// Kernels of the gradient accumulator and FIFO queue ops (ops/data_flow_ops.cc). The
+// accumulator and the queue are resources in the device's ResourceMgr, shared by every graph that
+// names them. Taking a gradient and dequeueing wait without holding a thread: the kernels are
+// asynchronous, and a waiting kernel finishes exactly once — when the resource satisfies it, when
+// its step is aborted (Rendezvous::OnAbort: a dead peer, a deadline, a cancelled step), or when its
+// timeout_ms passes. A wait longer than a minute is logged with what is missing.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "core/framework/kernel_registry.h"
+#include "core/framework/rendezvous.h"
+#include "core/framework/resource_mgr.h"
+#include "core/platform/status.h"
+#include "core/platform/timer.h"
+#include "glog/logging.h"
+
+namespace shardflow {
+namespace {
+
+// How long a wait lasts before it is logged (and logged again).
+constexpr absl::Duration kWaitWarning = absl::Seconds(60);
+
+Timer& WaitTimer() {
+  static Timer* timer = new Timer("resource waits");  // never destroyed: waits outlive main()
+  return *timer;
+}
+
+// One kernel waiting on a resource. Whoever removes it from the resource's list (under the
+// resource's lock) finishes it, so it finishes once.
+struct Waiter {
+  std::function<void(const absl::Status&, Tensor)> done;
+  int required = 1;  // gradients a take needs
+  absl::Time since = absl::Now();
+  Timer::Id timeout = 0;
+  Timer::Id warning = 0;
+};
+
+// Removes `w` from `owner`'s waiters and fails it with `s`, unless it finished already.
+template <typename Owner>
+void FailWaiter(const std::weak_ptr<Owner>& weak, const std::shared_ptr<Waiter>& w,
+                const absl::Status& s) {
+  auto o = weak.lock();
+  if (o == nullptr) return;
+  {
+    absl::MutexLock lock(&o->mu_);
+    auto it = std::find(o->waiters_.begin(), o->waiters_.end(), w);
+    if (it == o->waiters_.end()) return;  // finished already
+    o->waiters_.erase(it);
+  }
+  WaitTimer().Cancel(w->warning);
+  WaitTimer().Cancel(w->timeout);
+  w->done(s, Tensor());
+}
+
+// Logs a wait that lasts, every kWaitWarning, with what it lacks.
+template <typename Owner>
+void ScheduleWarning(const std::weak_ptr<Owner>& weak, const std::shared_ptr<Waiter>& w,
+                     const std::string& what) {
+  w->warning = WaitTimer().Schedule(absl::Now() + kWaitWarning, [weak, w, what] {
+    auto o = weak.lock();
+    if (o == nullptr) return;
+    std::string report;
+    {
+      absl::MutexLock lock(&o->mu_);
+      if (std::find(o->waiters_.begin(), o->waiters_.end(), w) == o->waiters_.end()) return;
+      report = o->WaitReport();
+      ScheduleWarning(weak, w, what);
+    }
+    LOG(WARNING) << what << ": still waiting after " << absl::FormatDuration(absl::Now() - w->since)
+                 << "; " << report;
+  });
+}
+
+// Adds `w` to `owner`'s waiters (the caller holds owner->mu_) with its timeout and warnings.
+// Returns what to register with the step's rendezvous once the lock is released.
+// `Owner` has `absl::Mutex mu_`, `std::deque<std::shared_ptr<Waiter>> waiters_` and
+// `std::string WaitReport()` (what a long wait lacks).
+template <typename Owner>
+std::function<void(const absl::Status&)> Park(const std::shared_ptr<Owner>& owner,
+                                              const std::shared_ptr<Waiter>& w, int64_t timeout_ms,
+                                              const std::string& what) {
+  owner->waiters_.push_back(w);
+  std::weak_ptr<Owner> weak = owner;
+  if (timeout_ms >= 0) {
+    w->timeout = WaitTimer().Schedule(
+        absl::Now() + absl::Milliseconds(timeout_ms), [weak, w, what, timeout_ms] {
+          FailWaiter(weak, w,
+                     absl::DeadlineExceededError(
+                         absl::StrCat(what, ": nothing arrived within timeout_ms=", timeout_ms)));
+        });
+  }
+  ScheduleWarning(weak, w, what);
+  return [weak, w](const absl::Status& s) { FailWaiter(weak, w, s); };
+}
+
+// Connects a waiter to its step's abort. Made before the kernel parks (once parked it may finish
+// on another thread at any moment, and its context and step with it), armed once parked.
+struct AbortLink {
+  absl::Mutex mu;
+  absl::Status aborted ABSL_GUARDED_BY(mu);
+  std::function<void(const absl::Status&)> fail ABSL_GUARDED_BY(mu);
+
+  static std::shared_ptr<AbortLink> For(OpKernelContext* ctx) {
+    auto link = std::make_shared<AbortLink>();
+    if (ctx->rendezvous() != nullptr) {
+      ctx->rendezvous()->OnAbort([link](const absl::Status& s) {
+        std::function<void(const absl::Status&)> fail;
+        {
+          absl::MutexLock lock(&link->mu);
+          link->aborted = s;
+          fail = link->fail;
+        }
+        if (fail) fail(s);
+      });
+    }
+    return link;
+  }
+  // `fail` runs on the step's abort, at once when it came already.
+  void Arm(std::function<void(const absl::Status&)> f) {
+    absl::Status s;
+    {
+      absl::MutexLock lock(&mu);
+      fail = f;
+      s = aborted;
+    }
+    if (!s.ok()) f(s);
+  }
+};
+
+// Finishes waiters taken off a list, outside the owner's lock.
+void Finish(std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>> ready) {
+  for (auto& [w, value] : ready) {
+    WaitTimer().Cancel(w->warning);
+    WaitTimer().Cancel(w->timeout);
+    w->done(absl::OkStatus(), std::move(value));
+  }
+}
+
+// The handle (input 0) as a resource name.
+absl::StatusOr<std::string> HandleName(OpKernelContext* ctx) {
+  const Tensor& handle = ctx->input(0);
+  if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
+    return absl::InvalidArgumentError("a resource handle must be a string scalar");
+  }
+  return handle.data<std::string>()[0];
+}
+
+template <typename T>
+absl::StatusOr<std::shared_ptr<T>> LookupHandle(OpKernelContext* ctx) {
+  ResourceMgr* rm = ctx->device()->resource_manager();
+  if (rm == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("device ", ctx->device()->name(), " keeps no resources"));
+  }
+  SF_ASSIGN_OR_RETURN(std::string name, HandleName(ctx));
+  return rm->LookupResource<T>(name);
+}
+
+// ---- gradient accumulator ----------------------------------------------------------------
+
+class GradientAccumulator : public ResourceBase {
+ public:
+  static constexpr char kTypeName[] = "gradient accumulator";
+
+  GradientAccumulator(std::string name, DataType dtype, TensorShape shape, bool mean)
+      : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)), mean_(mean) {}
+
+  std::string DebugString() const override {
+    return absl::StrCat("a gradient accumulator of ", DataTypeString(dtype_), " ",
+                        shape_.DebugString());
+  }
+  DataType dtype() const { return dtype_; }
+  const std::string& name() const { return name_; }
+
+  // Adds `grad` unless it is stale; sets `label` to what happened, for the trace.
+  absl::Status Apply(int64_t local_step, const Tensor& grad, const std::string& source,
+                     std::string* label) {
+    std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!source.empty()) last_step_of_[source] = local_step;
+      if (closed_ || local_step < global_step_) {
+        ++dropped_;
+        *label = absl::StrCat(closed_ ? "dropped (accumulator closed)" : "stale: dropped",
+                              ", local_step ", local_step, " < global step ", global_step_, "; ",
+                              dropped_, " dropped so far");
+        return absl::OkStatus();
+      }
+      if (!grad.shape().IsCompatibleWith(shape_) || (count_ > 0 && grad.shape() != sum_.shape())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "accumulator '", name_, "' holds gradients of shape ",
+            (count_ > 0 ? sum_.shape() : shape_).DebugString(), " but got one of shape ",
+            grad.shape().DebugString(), source.empty() ? "" : absl::StrCat(" from ", source)));
+      }
+      if (count_ == 0) {
+        sum_ = grad.DeepCopy();
+      } else {
+        SF_SWITCH_FLOAT(
+            dtype_, T,
+            {
+              T* out = sum_.data<T>();
+              const T* in = grad.data<T>();
+              for (int64_t i = 0; i < grad.NumElements(); ++i) out[i] += in[i];
+            },
+            return absl::InternalError("accumulator dtype"));
+      }
+      ++count_;
+      if (!source.empty()) sources_this_step_.insert(source);
+      *label = absl::StrCat("applied for step ", local_step, ": ", count_, " gradient(s) held");
+      TakeReady(&ready);
+    }
+    Finish(std::move(ready));
+    return absl::OkStatus();
+  }
+
+  void Take(std::shared_ptr<GradientAccumulator> self, OpKernelContext* ctx, int required,
+            std::function<void(const absl::Status&, Tensor)> done) {
+    std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>> ready;
+    std::function<void(const absl::Status&)> fail;
+    auto link = AbortLink::For(ctx);
+    {
+      absl::MutexLock lock(&mu_);
+      if (!closed_) {
+        auto w = std::make_shared<Waiter>();
+        w->done = std::move(done);
+        w->required = required;
+        fail =
+            Park(self, w, -1, absl::StrCat("taking ", required, " gradient(s) from '", name_, "'"));
+        TakeReady(&ready);
+      }
+    }
+    if (!fail) {
+      done(absl::CancelledError(absl::StrCat("accumulator '", name_, "' is closed")), Tensor());
+      return;
+    }
+    Finish(std::move(ready));
+    link->Arm(std::move(fail));
+  }
+
+  void SetGlobalStep(int64_t step) {
+    absl::MutexLock lock(&mu_);
+    global_step_ = step;
+    count_ = 0;
+    sum_ = Tensor();
+    closed_ = false;
+    sources_this_step_.clear();
+  }
+
+  void Close() {
+    std::deque<std::shared_ptr<Waiter>> waiters;
+    {
+      absl::MutexLock lock(&mu_);
+      closed_ = true;
+      waiters.swap(waiters_);
+    }
+    for (auto& w : waiters) {
+      WaitTimer().Cancel(w->warning);
+      WaitTimer().Cancel(w->timeout);
+      w->done(absl::CancelledError(absl::StrCat("accumulator '", name_, "' was closed")), Tensor());
+    }
+  }
+
+  int32_t num_accumulated() {
+    absl::MutexLock lock(&mu_);
+    return count_;
+  }
+  int64_t num_dropped() {
+    absl::MutexLock lock(&mu_);
+    return dropped_;
+  }
+
+  // For a long wait: who sent this step's gradients, and who sent before but not this step.
+  std::string WaitReport() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::string> missing;
+    for (const auto& [source, step] : last_step_of_) {
+      if (sources_this_step_.count(source) == 0) missing.push_back(source);
+    }
+    return absl::StrCat(count_, " fresh gradient(s) for global step ", global_step_,
+                        " so far, from [", absl::StrJoin(sources_this_step_, ", "), "]",
+                        missing.empty()
+                            ? std::string()
+                            : absl::StrCat("; missing from [", absl::StrJoin(missing, ", "), "]"));
+  }
+
+  absl::Mutex mu_;
+  std::deque<std::shared_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);
+
+ private:
+  // Hands the average to the first waiter that has enough gradients.
+  void TakeReady(std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>>* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (waiters_.empty() || count_ < waiters_.front()->required) return;
+    Tensor out = std::move(sum_);
+    if (mean_ && count_ > 1) {
+      SF_SWITCH_FLOAT(
+          dtype_, T,
+          {
+            T* v = out.data<T>();
+            const T scale = T(1) / static_cast<T>(count_);
+            for (int64_t i = 0; i < out.NumElements(); ++i) v[i] *= scale;
+          },
+          break);
+    }
+    ready->emplace_back(waiters_.front(), std::move(out));
+    waiters_.pop_front();
+    sum_ = Tensor();
+    count_ = 0;
+    ++global_step_;
+    sources_this_step_.clear();
+  }
+
+  const std::string name_;
+  const DataType dtype_;
+  const TensorShape shape_;
+  const bool mean_;
+  Tensor sum_ ABSL_GUARDED_BY(mu_);
+  int32_t count_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, int64_t> last_step_of_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> sources_this_step_ ABSL_GUARDED_BY(mu_);
+};
+
+class AccumulatorHandleOp : public OpKernel {
+ public:
+  explicit AccumulatorHandleOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string reduction;
+    absl::Status s = c->GetAttr("shared_name", &name_);
+    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
+    if (s.ok()) s = c->GetAttr("shape", &shape_);
+    if (s.ok()) s = c->GetAttr("reduction_type", &reduction);
+    if (s.ok() && reduction != "MEAN" && reduction != "SUM") {
+      s = absl::InvalidArgumentError(absl::StrCat("ResourceConditionalAccumulator '",
+                                                  c->def().name(),
+                                                  "': reduction_type is 'MEAN' or "
+                                                  "'SUM', not '",
+                                                  reduction, "'"));
+    }
+    if (!s.ok()) c->SetStatus(s);
+    mean_ = reduction == "MEAN";
+    if (name_.empty()) name_ = c->def().name();
+    handle_ = Tensor(DT_STRING, TensorShape());
+    handle_.data<std::string>()[0] = name_;
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    ResourceMgr* rm = ctx->device()->resource_manager();
+    OP_REQUIRES(ctx, rm != nullptr,
+                absl::FailedPreconditionError(
+                    absl::StrCat("device ", ctx->device()->name(), " keeps no resources")));
+    auto acc = rm->LookupOrCreateResource<GradientAccumulator>(
+        name_, [&]() -> absl::StatusOr<std::shared_ptr<GradientAccumulator>> {
+          return std::make_shared<GradientAccumulator>(name_, dtype_, shape_, mean_);
+        });
+    OP_REQUIRES_OK(ctx, acc.status());
+    OP_REQUIRES(ctx, (*acc)->dtype() == dtype_,
+                absl::InvalidArgumentError(
+                    absl::StrCat("accumulator '", name_, "' exists as ", (*acc)->DebugString(),
+                                 "; this graph declares it ", DataTypeString(dtype_))));
+    ctx->set_output(0, handle_);
+  }
+
+ private:
+  std::string name_;
+  DataType dtype_ = DT_INVALID;
+  TensorShape shape_;
+  bool mean_ = true;
+  Tensor handle_;
+};
+
+class AccumulatorApplyOp : public OpKernel {
+ public:
+  explicit AccumulatorApplyOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("source", &source_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    auto acc = LookupHandle<GradientAccumulator>(ctx);
+    OP_REQUIRES_OK(ctx, acc.status());
+    const Tensor& step = ctx->input(1);
+    OP_REQUIRES(ctx, step.NumElements() == 1,
+                absl::InvalidArgumentError("local_step must be a scalar"));
+    OP_REQUIRES(ctx, ctx->input(2).dtype() == (*acc)->dtype(),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "accumulator '", (*acc)->name(), "' holds ", DataTypeString((*acc)->dtype()),
+                    " but the gradient is ", DataTypeString(ctx->input(2).dtype()))));
+    std::string label;
+    OP_REQUIRES_OK(ctx, (*acc)->Apply(step.scalar<int64_t>(), ctx->input(2), source_, &label));
+    ctx->set_timeline_label(std::move(label));
+  }
+
+ private:
+  std::string source_;
+};
+
+class AccumulatorTakeOp : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  bool IsExpensive() const override { return false; }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    auto acc = LookupHandle<GradientAccumulator>(ctx);
+    if (!acc.ok()) {
+      ctx->SetStatus(acc.status());
+      done();
+      return;
+    }
+    const Tensor& n = ctx->input(1);
+    if (n.NumElements() != 1 || n.scalar<int32_t>() < 1) {
+      ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
+          "take from accumulator '", (*acc)->name(), "': num_required must be a scalar >= 1")));
+      done();
+      return;
+    }
+    (*acc)->Take(*acc, ctx, n.scalar<int32_t>(),
+                 [ctx, done = std::move(done)](const absl::Status& s, Tensor value) {
+                   if (s.ok()) {
+                     ctx->set_output(0, std::move(value));
+                   } else {
+                     ctx->SetStatus(s);
+                   }
+                   done();
+                 });
+  }
+};
+
+template <typename Fn>
+class AccumulatorSimpleOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    auto acc = LookupHandle<GradientAccumulator>(ctx);
+    OP_REQUIRES_OK(ctx, acc.status());
+    Fn()(ctx, acc->get());
+  }
+};
+
+struct SetGlobalStepFn {
+  void operator()(OpKernelContext* ctx, GradientAccumulator* acc) {
+    OP_REQUIRES(ctx, ctx->input(1).NumElements() == 1,
+                absl::InvalidArgumentError("new_global_step must be a scalar"));
+    acc->SetGlobalStep(ctx->input(1).scalar<int64_t>());
+  }
+};
+struct NumAccumulatedFn {
+  void operator()(OpKernelContext* ctx, GradientAccumulator* acc) {
+    ctx->set_output(0, Tensor::Scalar<int32_t>(acc->num_accumulated()));
+  }
+};
+struct NumDroppedFn {
+  void operator()(OpKernelContext* ctx, GradientAccumulator* acc) {
+    ctx->set_output(0, Tensor::Scalar<int64_t>(acc->num_dropped()));
+  }
+};
+struct CloseFn {
+  void operator()(OpKernelContext*, GradientAccumulator* acc) { acc->Close(); }
+};
+
+// ---- FIFO queue ---------------------------------------------------------------------------
+
+class FifoQueue : public ResourceBase {
+ public:
+  static constexpr char kTypeName[] = "FIFO queue";
+
+  FifoQueue(std::string name, DataType dtype, TensorShape shape, int64_t capacity)
+      : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)), capacity_(capacity) {}
+
+  std::string DebugString() const override {
+    return absl::StrCat("a FIFO queue of ", DataTypeString(dtype_), " ", shape_.DebugString());
+  }
+  DataType dtype() const { return dtype_; }
+  const std::string& name() const { return name_; }
+
+  absl::Status Enqueue(std::vector<Tensor> items) {
+    std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>> ready;
+    {
+      absl::MutexLock lock(&mu_);
+      if (closed_) {
+        return absl::CancelledError(absl::StrCat("queue '", name_, "' is closed"));
+      }
+      if (capacity_ >= 0 && static_cast<int64_t>(items_.size() + items.size()) > capacity_) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("queue '", name_, "' holds ", items_.size(), " of at most ", capacity_,
+                         " elements; ", items.size(), " more do not fit"));
+      }
+      for (Tensor& t : items) items_.push_back(std::move(t));
+      while (!waiters_.empty() && !items_.empty()) {
+        ready.emplace_back(waiters_.front(), std::move(items_.front()));
+        waiters_.pop_front();
+        items_.pop_front();
+      }
+    }
+    Finish(std::move(ready));
+    return absl::OkStatus();
+  }
+
+  void Dequeue(std::shared_ptr<FifoQueue> self, OpKernelContext* ctx, int64_t timeout_ms,
+               std::function<void(const absl::Status&, Tensor)> done) {
+    Tensor item;
+    bool closed = false;
+    std::function<void(const absl::Status&)> fail;
+    auto link = AbortLink::For(ctx);
+    {
+      absl::MutexLock lock(&mu_);
+      if (!items_.empty()) {
+        item = std::move(items_.front());
+        items_.pop_front();
+      } else if (closed_) {
+        closed = true;
+      } else {
+        auto w = std::make_shared<Waiter>();
+        w->done = std::move(done);
+        fail = Park(self, w, timeout_ms, absl::StrCat("dequeue from '", name_, "'"));
+      }
+    }
+    if (fail) {
+      link->Arm(std::move(fail));
+    } else if (closed) {
+      done(ClosedAndEmpty(), Tensor());
+    } else {
+      done(absl::OkStatus(), std::move(item));
+    }
+  }
+
+  void Close() {
+    std::deque<std::shared_ptr<Waiter>> waiters;
+    {
+      absl::MutexLock lock(&mu_);
+      closed_ = true;
+      waiters.swap(waiters_);  // the queue is empty when anyone waits
+    }
+    for (auto& w : waiters) {
+      WaitTimer().Cancel(w->warning);
+      WaitTimer().Cancel(w->timeout);
+      w->done(ClosedAndEmpty(), Tensor());
+    }
+  }
+
+  int32_t size() {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int32_t>(items_.size());
+  }
+
+  std::string WaitReport() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return absl::StrCat("queue '", name_, "' is empty and ", waiters_.size(),
+                        " dequeue(s) wait; whoever enqueues (for a token queue: the chief's "
+                        "update) has not");
+  }
+
+  absl::Mutex mu_;
+  std::deque<std::shared_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);
+
+ private:
+  absl::Status ClosedAndEmpty() const {
+    return absl::OutOfRangeError(absl::StrCat("queue '", name_, "' is closed and empty"));
+  }
+
+  const std::string name_;
+  const DataType dtype_;
+  const TensorShape shape_;
+  const int64_t capacity_;
+  std::deque<Tensor> items_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class FifoQueueHandleOp : public OpKernel {
+ public:
+  explicit FifoQueueHandleOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("shared_name", &name_);
+    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
+    if (s.ok()) s = c->GetAttr("shape", &shape_);
+    if (s.ok()) s = c->GetAttr("capacity", &capacity_);
+    if (s.ok() && (dtype_ == DT_STRING || dtype_ == DT_INVALID)) {
+      s = absl::InvalidArgumentError(absl::StrCat("FIFOQueueV2 '", c->def().name(),
+                                                  "': elements of ", DataTypeString(dtype_),
+                                                  " are not supported; use a numeric dtype"));
+    }
+    if (!s.ok()) c->SetStatus(s);
+    if (name_.empty()) name_ = c->def().name();
+    handle_ = Tensor(DT_STRING, TensorShape());
+    handle_.data<std::string>()[0] = name_;
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    ResourceMgr* rm = ctx->device()->resource_manager();
+    OP_REQUIRES(ctx, rm != nullptr,
+                absl::FailedPreconditionError(
+                    absl::StrCat("device ", ctx->device()->name(), " keeps no resources")));
+    auto q = rm->LookupOrCreateResource<FifoQueue>(
+        name_, [&]() -> absl::StatusOr<std::shared_ptr<FifoQueue>> {
+          return std::make_shared<FifoQueue>(name_, dtype_, shape_, capacity_);
+        });
+    OP_REQUIRES_OK(ctx, q.status());
+    OP_REQUIRES(ctx, (*q)->dtype() == dtype_,
+                absl::InvalidArgumentError(
+                    absl::StrCat("queue '", name_, "' exists as ", (*q)->DebugString(),
+                                 "; this graph declares it ", DataTypeString(dtype_))));
+    ctx->set_output(0, handle_);
+  }
+
+ private:
+  std::string name_;
+  DataType dtype_ = DT_INVALID;
+  TensorShape shape_;
+  int64_t capacity_ = -1;
+  Tensor handle_;
+};
+
+template <bool kMany>
+class EnqueueOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    auto q = LookupHandle<FifoQueue>(ctx);
+    OP_REQUIRES_OK(ctx, q.status());
+    const Tensor& value = ctx->input(1);
+    OP_REQUIRES(ctx, value.dtype() == (*q)->dtype(),
+                absl::InvalidArgumentError(
+                    absl::StrCat("queue '", (*q)->name(), "' holds ", DataTypeString((*q)->dtype()),
+                                 " but the value is ", DataTypeString(value.dtype()))));
+    std::vector<Tensor> items;
+    if (!kMany) {
+      items.push_back(value);
+    } else {
+      OP_REQUIRES(ctx, value.dims() >= 1,
+                  absl::InvalidArgumentError("QueueEnqueueManyV2 needs a value of rank >= 1"));
+      TensorShape element;
+      for (int i = 1; i < value.dims(); ++i) element.AddDim(value.dim_size(i));
+      const int64_t n = value.dim_size(0);
+      const size_t bytes = n == 0 ? 0 : value.TotalBytes() / static_cast<size_t>(n);
+      for (int64_t i = 0; i < n; ++i) {
+        Tensor t(value.dtype(), element);
+        if (bytes > 0) {
+          std::memcpy(t.raw_data(), static_cast<const char*>(value.raw_data()) + i * bytes, bytes);
+        }
+        items.push_back(std::move(t));
+      }
+    }
+    OP_REQUIRES_OK(ctx, (*q)->Enqueue(std::move(items)));
+  }
+};
+
+class DequeueOp : public AsyncOpKernel {
+ public:
+  explicit DequeueOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    absl::Status s = c->GetAttr("timeout_ms", &timeout_ms_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  bool IsExpensive() const override { return false; }
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    auto q = LookupHandle<FifoQueue>(ctx);
+    if (!q.ok()) {
+      ctx->SetStatus(q.status());
+      done();
+      return;
+    }
+    if ((*q)->dtype() != output_type(0)) {
+      ctx->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("queue '", (*q)->name(), "' holds ", DataTypeString((*q)->dtype()),
+                       " but is dequeued as ", DataTypeString(output_type(0)))));
+      done();
+      return;
+    }
+    (*q)->Dequeue(*q, ctx, timeout_ms_,
+                  [ctx, done = std::move(done)](const absl::Status& s, Tensor value) {
+                    if (s.ok()) {
+                      ctx->set_output(0, std::move(value));
+                    } else {
+                      ctx->SetStatus(s);
+                    }
+                    done();
+                  });
+  }
+
+ private:
+  int64_t timeout_ms_ = -1;
+};
+
+class QueueSizeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    auto q = LookupHandle<FifoQueue>(ctx);
+    OP_REQUIRES_OK(ctx, q.status());
+    ctx->set_output(0, Tensor::Scalar<int32_t>((*q)->size()));
+  }
+};
+
+class QueueCloseOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    auto q = LookupHandle<FifoQueue>(ctx);
+    OP_REQUIRES_OK(ctx, q.status());
+    (*q)->Close();
+  }
+};
+
+#define SF_REGISTER_ACCUMULATOR(type)                           \
+  REGISTER_KERNEL(KernelDef("ResourceConditionalAccumulator")   \
+                      .Device(kDeviceCpu)                       \
+                      .TypeConstraint<type>("dtype"),           \
+                  AccumulatorHandleOp);                         \
+  REGISTER_KERNEL(KernelDef("ResourceAccumulatorApplyGradient") \
+                      .Device(kDeviceCpu)                       \
+                      .TypeConstraint<type>("dtype"),           \
+                  AccumulatorApplyOp);                          \
+  REGISTER_KERNEL(KernelDef("ResourceAccumulatorTakeGradient")  \
+                      .Device(kDeviceCpu)                       \
+                      .TypeConstraint<type>("dtype"),           \
+                  AccumulatorTakeOp);
+SF_REGISTER_ACCUMULATOR(float)
+SF_REGISTER_ACCUMULATOR(double)
+#undef SF_REGISTER_ACCUMULATOR
+
+REGISTER_KERNEL(KernelDef("ResourceAccumulatorSetGlobalStep").Device(kDeviceCpu),
+                AccumulatorSimpleOp<SetGlobalStepFn>);
+REGISTER_KERNEL(KernelDef("ResourceAccumulatorNumAccumulated").Device(kDeviceCpu),
+                AccumulatorSimpleOp<NumAccumulatedFn>);
+REGISTER_KERNEL(KernelDef("ResourceAccumulatorNumDropped").Device(kDeviceCpu),
+                AccumulatorSimpleOp<NumDroppedFn>);
+REGISTER_KERNEL(KernelDef("ResourceAccumulatorClose").Device(kDeviceCpu),
+                AccumulatorSimpleOp<CloseFn>);
+REGISTER_KERNEL(KernelDef("FIFOQueueV2").Device(kDeviceCpu), FifoQueueHandleOp);
+REGISTER_KERNEL(KernelDef("QueueEnqueueV2").Device(kDeviceCpu), EnqueueOp<false>);
+REGISTER_KERNEL(KernelDef("QueueEnqueueManyV2").Device(kDeviceCpu), EnqueueOp<true>);
+REGISTER_KERNEL(KernelDef("QueueDequeueV2").Device(kDeviceCpu), DequeueOp);
+REGISTER_KERNEL(KernelDef("QueueSizeV2").Device(kDeviceCpu), QueueSizeOp);
+REGISTER_KERNEL(KernelDef("QueueCloseV2").Device(kDeviceCpu), QueueCloseOp);
+
+}  // namespace
+}  // namespace shardflow
