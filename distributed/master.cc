@@ -1,6 +1,7 @@
 #include "distributed/master.h"
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -144,6 +145,7 @@ class MasterSession {
             "the server at ", p.task.address, " is task ", p.status.task(),
             ", but the cluster spec says ", p.task.name, " is there; fix the cluster spec"));
       }
+      SF_RETURN_IF_ERROR(CheckSameCluster(p.task.name, p.status));
       p.task.incarnation = p.status.incarnation();
       for (const WorkerDevice& d : p.status.devices()) {
         devices_.push_back(DeviceAttributes{d.name(), d.device_type(), d.memory_limit()});
@@ -493,13 +495,47 @@ class MasterSession {
   // A session is created with the tasks that answer; one that is down only matters to a graph
   // that asks for it. Such a graph fails here with the task's own error (UNAVAILABLE, its
   // address and the command that starts it), not with the placer's "no such device".
+  // A task started with another cluster spec than this master's (a launcher that gave the
+  // tasks different files) would exchange tensors with the wrong peers: refuse, naming the task
+  // and the first difference.
+  absl::Status CheckSameCluster(const std::string& task, const GetStatusResponse& status) const {
+    if (status.cluster().empty()) return absl::OkStatus();
+    const std::map<std::string, std::string> mine = options_->cluster.TaskAddresses();
+    std::map<std::string, std::string> theirs(status.cluster().begin(), status.cluster().end());
+    if (mine == theirs) return absl::OkStatus();
+    std::string difference;
+    for (const auto& [name, address] : mine) {
+      auto it = theirs.find(name);
+      if (it == theirs.end()) {
+        difference = absl::StrCat("it has no task ", name, " (", address, " here)");
+      } else if (it->second != address) {
+        difference = absl::StrCat("it has ", name, " at ", it->second, " (", address, " here)");
+      }
+      if (!difference.empty()) break;
+    }
+    if (difference.empty()) {
+      for (const auto& [name, address] : theirs) {
+        if (mine.count(name) == 0) {
+          difference = absl::StrCat("it has a task ", name, " at ", address,
+                                    " that this cluster spec lacks");
+          break;
+        }
+      }
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "task ", task, " was started with another cluster spec than this master's: ", difference,
+        ". Start every task with the same cluster spec"));
+  }
+
   absl::Status CheckRequestedTasksAreUp(const Graph& graph) const {
     if (unreachable_.empty()) return absl::OkStatus();
     for (const Node* n : graph.nodes()) {
       if (n->requested_device().empty()) continue;
       auto spec = DeviceName::Parse(n->requested_device());
       if (!spec.ok() || !spec->has_job || !spec->has_task) continue;
-      auto down = unreachable_.find(spec->TaskName());
+      // "/job:ps/task:0" names the same task as "/job:ps/replica:0/task:0".
+      if (spec->has_replica && spec->replica != 0) continue;
+      auto down = unreachable_.find(ClusterSpec::TaskName(spec->job, spec->task));
       if (down != unreachable_.end()) {
         return absl::Status(
             down->second.code(),

@@ -79,6 +79,9 @@ Worker::~Worker() { Shutdown(); }
 void Worker::GetStatus(GetStatusResponse* response) const {
   response->set_task(task_);
   response->set_incarnation(incarnation_);
+  for (const auto& [task, address] : options_.known_cluster) {
+    (*response->mutable_cluster())[task] = address;
+  }
   for (Device* d : devices_) {
     WorkerDevice* out = response->add_devices();
     out->set_name(d->name());

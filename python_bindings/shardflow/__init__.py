@@ -24,9 +24,10 @@ from shardflow import (collective_ops, datasets, errors, layers, nn, profiler,  
                        train)
 from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
                               float64, int8, int32, int64, string, uint8)
-from shardflow.framework import (Graph, Operation, Tensor, TensorShape,  # noqa: F401
-                                 control_dependencies, convert_to_tensor, device,
-                                 get_default_graph, name_scope, reset_default_graph)
+from shardflow.framework import (Graph, GraphKeys, Operation, Tensor,  # noqa: F401
+                                 TensorShape, add_to_collection, control_dependencies,
+                                 convert_to_tensor, device, get_collection, get_default_graph,
+                                 name_scope, reset_default_graph)
 from shardflow.gradients import gradients  # noqa: F401
 from shardflow.ops import *  # noqa: F401,F403
 from shardflow.ops import abs, pow, slice  # noqa: F401,A004 (shadow builtins, as in TF)
@@ -34,7 +35,8 @@ from shardflow.session import (ConfigProto, InteractiveSession, RunMetadata,  # 
                                RunOptions, Session, get_default_session)
 from shardflow.variables import (Initializer, Variable, global_variables,  # noqa: F401
                                  global_variables_initializer, initializers,
-                                 trainable_variables)
+                                 local_variables, local_variables_initializer,
+                                 trainable_variables, variables_initializer)
 
 bool = bool_  # noqa: A001 (sf.bool, as in TF)
 __version__ = "0.1.0"

@@ -25,6 +25,16 @@ class DType:
         return self.name in ("float32", "float64", "float16", "bfloat16")
 
     @property
+    def size(self):
+        """Bytes per element (string: 8, a pointer's worth)."""
+        return {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1,
+                "int32": 4, "int64": 8, "bool": 1}.get(self.name, 8)
+
+    @property
+    def base_dtype(self):
+        return self
+
+    @property
     def is_integer(self):
         return self.name in ("int8", "uint8", "int32", "int64")
 

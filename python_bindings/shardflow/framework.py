@@ -254,9 +254,11 @@ class Graph:
         self._name_scope = ""
         self._used_scopes = set()
         self._device = ""
+        self._device_fn = None
         self._control_inputs = []
         self._ops = {}
         self._variables = []
+        self._collections = {}
 
     @contextlib.contextmanager
     def as_default(self):
@@ -296,22 +298,45 @@ class Graph:
         finally:
             self._name_scope = old
 
-    def device(self, device_name):
-        """Ops built inside request `device_name` ('/device:CPU:1', '/job:worker/task:1/...');
-        None clears the request."""
-        if device_name is not None and not isinstance(device_name, str):
-            raise TypeError("device takes a device name string or None, not %r"
-                            % (device_name,))
-        return self._device_scope(device_name)
+    def device(self, device_name_or_function):
+        """Ops built inside request a device: a name ('/device:CPU:1',
+        '/job:worker/task:1/...'), or a function of the op being built that returns one (as
+        sf.train.replica_device_setter does; it gets an object with the op's `type`, `name`
+        and, for a variable, `shape` and `dtype`). None clears the request."""
+        if callable(device_name_or_function):
+            return self._device_scope("", device_name_or_function)
+        if device_name_or_function is not None and not isinstance(device_name_or_function, str):
+            raise TypeError("device takes a device name string, a function or None, not %r"
+                            % (device_name_or_function,))
+        return self._device_scope(device_name_or_function)
 
     @contextlib.contextmanager
-    def _device_scope(self, device_name):
-        old = self._device
+    def _device_scope(self, device_name, device_fn=None):
+        old = self._device, self._device_fn
         self._device = device_name or ""
+        self._device_fn = device_fn
         try:
             yield
         finally:
-            self._device = old
+            self._device, self._device_fn = old
+
+    def _device_for(self, op_type, name="", shape=None, dtype=None):
+        """The device an op of `op_type` built now requests."""
+        if self._device_fn is None:
+            return self._device
+        device = self._device_fn(_OpToPlace(op_type, name, shape, dtype))
+        if device is not None and not isinstance(device, str):
+            raise TypeError("a device function returned %r; it returns a device name string"
+                            % (device,))
+        return device or ""
+
+    # ---- collections (as TF1's tf.add_to_collection / tf.get_collection) ------------------
+
+    def add_to_collection(self, name, value):
+        self._collections.setdefault(name, []).append(value)
+
+    def get_collection(self, name):
+        return list(self._collections.get(name, []))
 
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
@@ -333,10 +358,10 @@ class Graph:
         finally:
             self._control_inputs = old
 
-    def _ctx(self, name=None):
+    def _ctx(self, name=None, op_type=""):
         if name is not None and not isinstance(name, str):
             raise TypeError("name must be a string, not %r" % (name,))
-        return _C.BuildContext(name or "", self._name_scope, self._device,
+        return _C.BuildContext(name or "", self._name_scope, self._device_for(op_type, name or ""),
                                list(self._control_inputs))
 
     # ---- building -------------------------------------------------------------------------
@@ -344,7 +369,16 @@ class Graph:
     def _add_op(self, op_type, inputs, attrs=None, name=None):
         """Adds one op of a registered type; returns the Operation."""
         refs = [_to_input(self, i) for i in inputs]
-        op_name, outputs = self._handle.add_op(op_type, refs, attrs or {}, self._ctx(name))
+        ctx = self._ctx(name, op_type)
+        if self._device_fn is not None:
+            # An op that uses a variable (an accumulator, a queue) runs where that lives, as
+            # TF's colocation does, whatever the device function says.
+            for i in inputs:
+                if isinstance(i, Tensor) and i.op.type in _RESOURCE_HANDLE_OPS:
+                    ctx = _C.BuildContext(name or "", self._name_scope, i.op.device,
+                                          list(self._control_inputs))
+                    break
+        op_name, outputs = self._handle.add_op(op_type, refs, attrs or {}, ctx)
         op = Operation(self, op_name, outputs)
         self._ops[op_name] = op
         return op
@@ -424,15 +458,53 @@ def name_scope(name):
     return get_default_graph().name_scope(name)
 
 
-def device(device_name):
-    """``with sf.device("/device:CPU:1"):`` — ops built inside request that device.
+# Ops whose output names state on their device (core/framework/op_names.h).
+_RESOURCE_HANDLE_OPS = ("VarHandleOp", "ResourceConditionalAccumulator", "FIFOQueueV2")
+
+
+class _OpToPlace:
+    """What a device function is told about the op being built."""
+
+    def __init__(self, op_type, name, shape=None, dtype=None):
+        self.type = op_type
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.device = ""
+
+    def __repr__(self):
+        return "<op to place: %s %r>" % (self.type or "?", self.name)
+
+
+def device(device_name_or_function):
+    """``with sf.device("/device:CPU:1"):`` — ops built inside request that device (or the
+    device a function of the op returns, e.g. sf.train.replica_device_setter(...)).
 
     Example::
 
         with sf.device("/job:worker/task:1/device:CPU:0"):
             h = sf.nn.relu(sf.matmul(x, w))
     """
-    return get_default_graph().device(device_name)
+    return get_default_graph().device(device_name_or_function)
+
+
+def add_to_collection(name, value):
+    """Adds `value` to the default graph's collection `name`."""
+    get_default_graph().add_to_collection(name, value)
+
+
+def get_collection(name):
+    """The default graph's collection `name` (a list; empty when none)."""
+    return get_default_graph().get_collection(name)
+
+
+class GraphKeys:
+    """Names of the standard collections, as TF1's tf.GraphKeys."""
+
+    GLOBAL_STEP = "global_step"
+    GLOBAL_VARIABLES = "variables"
+    LOCAL_VARIABLES = "local_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
 
 
 def control_dependencies(control_inputs):

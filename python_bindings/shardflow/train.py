@@ -17,7 +17,8 @@ import os
 
 import numpy as np
 
-from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
+from shardflow import dtypes
+from shardflow.framework import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from shardflow.gradients import gradients
 from shardflow.variables import Variable, trainable_variables
 
@@ -48,16 +49,17 @@ class Optimizer:
             handles.append(v.handle.op.name)
         return handles
 
-    def minimize(self, loss, var_list=None, name=None):
+    def minimize(self, loss, global_step=None, var_list=None, name=None):
         """An op that takes one optimisation step on `loss` for `var_list` (default: every
-        trainable variable of the graph, including those created in C++)."""
+        trainable variable of the graph, including those created in C++), then adds one to
+        `global_step` when given (a Variable, e.g. get_or_create_global_step())."""
         loss = convert_to_tensor(loss)
         g = loss.graph
         with g.name_scope(name or self._name):
             op_name = g._handle.minimize(
                 self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
                 loss._ref, self._var_handles(var_list), g._ctx())
-        return g.get_operation_by_name(op_name)
+        return _count_step(g.get_operation_by_name(op_name), global_step)
 
     def compute_gradients(self, loss, var_list=None):
         """[(gradient, variable)] for `var_list` (default: the trainable Variables)."""
@@ -65,9 +67,9 @@ class Optimizer:
             else list(var_list)
         return list(zip(gradients(loss, var_list), var_list))
 
-    def apply_gradients(self, grads_and_vars, name=None):
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """An op that updates each variable with its gradient (pairs with a None gradient are
-        skipped)."""
+        skipped), then adds one to `global_step` when given."""
         pairs = [(g_, v) for g_, v in grads_and_vars if g_ is not None]
         if not pairs:
             raise ValueError("apply_gradients: no variable has a gradient")
@@ -76,7 +78,54 @@ class Optimizer:
             op_name = g._handle.apply_gradients(
                 self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
                 [(convert_to_tensor(gr)._ref, v.handle.op.name) for gr, v in pairs], g._ctx())
-        return g.get_operation_by_name(op_name)
+        return _count_step(g.get_operation_by_name(op_name), global_step)
+
+
+def _count_step(update, global_step):
+    """`update`, then global_step += 1 (the returned op) when a global step is given."""
+    if global_step is None:
+        return update
+    if not isinstance(global_step, Variable):
+        raise TypeError("global_step is a Variable (sf.train.get_or_create_global_step()), "
+                        "not %r" % (global_step,))
+    from shardflow.framework import control_dependencies
+    with control_dependencies([update]):
+        return global_step.assign_add(np.array(1, global_step.dtype.as_numpy_dtype),
+                                      name="increment_global_step")
+
+
+def get_global_step(graph=None):
+    """The graph's global step Variable, or None."""
+    steps = (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_STEP)
+    return steps[0] if steps else None
+
+
+def create_global_step(graph=None):
+    """Creates the global step: an int64 scalar Variable named "global_step", not trainable,
+    starting at 0 (under replica_device_setter it lives on a ps task)."""
+    g = graph or get_default_graph()
+    if get_global_step(g) is not None:
+        raise ValueError("the graph has a global step already")
+    with g.as_default(), g.name_scope(None):
+        step = Variable(0, name="global_step", trainable=False, dtype=dtypes.int64)
+    g.add_to_collection(GraphKeys.GLOBAL_STEP, step)
+    return step
+
+
+def get_or_create_global_step(graph=None):
+    """The global step, created on first call.
+
+    Example::
+
+        global_step = sf.train.get_or_create_global_step()
+        train_op = opt.minimize(loss, global_step=global_step)
+    """
+    return get_global_step(graph) or create_global_step(graph)
+
+
+def global_step(sess, global_step_tensor):
+    """The global step's value as an int."""
+    return int(sess.run(global_step_tensor))
 
 
 class GradientDescentOptimizer(Optimizer):
@@ -240,3 +289,12 @@ def latest_checkpoint(checkpoint_dir):
     except FileNotFoundError:
         return None
     return None
+
+
+# TF1's distributed training API (between-graph replication), under sf.train as in TensorFlow.
+from shardflow.cluster import (ClusterSpec, GreedyLoadBalancingStrategy, Server,  # noqa: E402,F401
+                               replica_device_setter)
+from shardflow.monitored_session import (CheckpointSaverHook, MonitoredTrainingSession,  # noqa: E402,F401,E501
+                                         SessionRunArgs, SessionRunContext, SessionRunHook,
+                                         SessionRunValues, StopAtStepHook)
+from shardflow.sync_replicas import SyncReplicasOptimizer  # noqa: E402,F401

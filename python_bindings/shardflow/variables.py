@@ -13,7 +13,7 @@ Example::
 import numpy as np
 
 from shardflow import dtypes
-from shardflow.framework import (Tensor, _TensorOperators, _literal, _to_input,
+from shardflow.framework import (GraphKeys, Tensor, _TensorOperators, _literal, _to_input,
                                  get_default_graph)
 
 
@@ -86,8 +86,29 @@ class Variable(_TensorOperators):
         inc = v.assign_add(1.0)
     """
 
-    def __init__(self, initial_value, name=None, trainable=True, dtype=None, shape=None):
+    def __init__(self, initial_value, name=None, trainable=True, dtype=None, shape=None,
+                 collections=None):
         g = get_default_graph()
+        # A device function (sf.train.replica_device_setter) places the variable as a whole:
+        # its handle, initial value, read and every later user go where it says.
+        place_shape, place_dtype = shape, dtype
+        if shape is None and not isinstance(initial_value, (Tensor, Initializer)) \
+                and not callable(initial_value):
+            literal = np.asarray(initial_value)
+            place_shape = literal.shape
+            place_dtype = dtype or dtypes.as_dtype(literal.dtype.name)
+        device = g._device_for("VarHandleOp", name or "Variable", place_shape,
+                               dtypes.as_dtype(place_dtype) if place_dtype is not None else None)
+        with g._device_scope(device):
+            self._build(g, initial_value, name, trainable, dtype, shape)
+        self._device = device
+        collections = list(collections) if collections is not None else [GraphKeys.GLOBAL_VARIABLES]
+        self._local = GraphKeys.LOCAL_VARIABLES in collections
+        for c in collections:
+            if c != GraphKeys.GLOBAL_VARIABLES:
+                g.add_to_collection(c, self)
+
+    def _build(self, g, initial_value, name, trainable, dtype, shape):
         if isinstance(initial_value, Initializer):
             if shape is None:
                 raise ValueError("a Variable initialised by %r needs a shape" % initial_value)
@@ -111,6 +132,11 @@ class Variable(_TensorOperators):
         self._read = g._operation(read.node, [read]).outputs[0]
         self.initializer = g.get_operation_by_name(init_name)
         g._variables.append(self)
+
+    @property
+    def device(self):
+        """The device the variable requests ('' = any)."""
+        return self._device
 
     @property
     def handle(self):
@@ -138,14 +164,22 @@ class Variable(_TensorOperators):
     def assign(self, value, name=None):
         """An op that sets the variable to `value`."""
         from shardflow.ops import _op
-        return _op("AssignVariableOp", [self.handle, value],
-                   {"dtype": self.dtype._enum}, name)
+        with self.graph._device_scope(self._device):
+            return _op("AssignVariableOp", [self.handle, value],
+                       {"dtype": self.dtype._enum}, name)
 
     def assign_add(self, delta, name=None):
         """An op that adds `delta` to the variable."""
         from shardflow.ops import _op
-        return _op("AssignAddVariableOp", [self.handle, delta],
-                   {"dtype": self.dtype._enum}, name)
+        with self.graph._device_scope(self._device):
+            return _op("AssignAddVariableOp", [self.handle, delta],
+                       {"dtype": self.dtype._enum}, name)
+
+    def is_initialized(self, name=None):
+        """A bool tensor: whether the variable has a value (on its device)."""
+        from shardflow.ops import _out
+        with self.graph._device_scope(self._device):
+            return _out("VarIsInitializedOp", [self.handle], None, name)
 
     def eval(self, session=None):
         """The current value (runs the read in `session` or the default session)."""
@@ -158,8 +192,27 @@ class Variable(_TensorOperators):
 
 
 def global_variables(graph=None):
-    """Every Variable created from Python in the graph."""
-    return list((graph or get_default_graph())._variables)
+    """Every Variable created from Python in the graph, but local ones (those made with
+    collections=[sf.GraphKeys.LOCAL_VARIABLES]: per-worker state such as a replica's step)."""
+    return [v for v in (graph or get_default_graph())._variables if not v._local]
+
+
+def local_variables(graph=None):
+    """The graph's local variables (collections=[sf.GraphKeys.LOCAL_VARIABLES])."""
+    return [v for v in (graph or get_default_graph())._variables if v._local]
+
+
+def variables_initializer(var_list, name="init"):
+    """One op that runs the initializers of `var_list`."""
+    from shardflow.ops import group, no_op
+    if not var_list:
+        return no_op(name=name)
+    return group(*[v.initializer for v in var_list], name=name)
+
+
+def local_variables_initializer():
+    """One op that initialises the local variables."""
+    return variables_initializer(local_variables(), name="init_local")
 
 
 def trainable_variables(graph=None):

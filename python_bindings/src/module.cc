@@ -17,6 +17,7 @@ namespace python {
 
 void RegisterGraphBindings(pybind11::module_& m);
 void RegisterSessionBindings(pybind11::module_& m);
+void RegisterServerBindings(pybind11::module_& m);
 
 namespace {
 
@@ -88,6 +89,7 @@ PYBIND11_MODULE(_shardflow, m) {
   RegisterStatusErrors(m);
   RegisterGraphBindings(m);
   RegisterSessionBindings(m);
+  RegisterServerBindings(m);
   m.def("load_fashion_mnist", &LoadFashionMnistArrays, py::arg("dir") = "",
         py::arg("split") = "train");
   m.attr("DEFAULT_FASHION_MNIST_DIR") = std::string(kDefaultFashionMnistDir);

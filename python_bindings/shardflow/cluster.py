@@ -1,0 +1,249 @@
+"""Clusters from Python, as TensorFlow 1.x's between-graph replication writes them.
+
+Example (one process per task; this is worker `i`)::
+
+    cluster = sf.train.ClusterSpec({"ps": ["127.0.0.1:2222"],
+                                    "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]})
+    server = sf.train.Server(cluster, job_name="worker", task_index=i)
+    with sf.device(sf.train.replica_device_setter(
+            cluster=cluster, worker_device="/job:worker/task:%d" % i)):
+        ...                                   # variables go to the ps, the rest to this worker
+    with sf.Session(server.target) as sess:  # or sf.train.MonitoredTrainingSession(...)
+        ...
+
+A parameter server only serves: ``sf.train.Server(cluster, "ps", 0).join()``.
+
+Variables live on their task and are shared by every graph that names them, so the workers'
+graphs (each built by its own process) update the same variables on the ps. A worker's graph
+whose variable has another shape or dtype than the one on the ps fails with an error naming it.
+"""
+
+import os
+
+from shardflow import _shardflow as _C
+
+
+class ClusterSpec:
+    """The tasks of a cluster: job name -> list of "host:port" (or dict index -> address).
+
+    Example::
+
+        cluster = sf.train.ClusterSpec({"ps": ["ps0:2222"], "worker": ["w0:2222", "w1:2222"]})
+        cluster.num_tasks("worker")      # 2
+        cluster.task_address("ps", 0)    # "ps0:2222"
+    """
+
+    def __init__(self, cluster):
+        if isinstance(cluster, ClusterSpec):
+            cluster = cluster.as_dict()
+        if not isinstance(cluster, dict):
+            raise TypeError("ClusterSpec takes a dict job -> [addresses], not %r" % (cluster,))
+        self._jobs = {}
+        for job, tasks in cluster.items():
+            if not isinstance(job, str) or not job:
+                raise ValueError("ClusterSpec: job names are non-empty strings, not %r" % (job,))
+            if isinstance(tasks, dict):
+                if sorted(tasks) != list(range(len(tasks))):
+                    raise ValueError("ClusterSpec: job '%s' lists tasks %s; sparse jobs are not "
+                                     "supported, number them 0..n-1" % (job, sorted(tasks)))
+                tasks = [tasks[i] for i in range(len(tasks))]
+            tasks = list(tasks)
+            for address in tasks:
+                if not isinstance(address, str) or ":" not in address:
+                    raise ValueError("ClusterSpec: task of job '%s' has address %r; addresses "
+                                     "are 'host:port'" % (job, address))
+            self._jobs[job] = tasks
+
+    @property
+    def jobs(self):
+        return sorted(self._jobs)
+
+    def as_dict(self):
+        return {job: list(tasks) for job, tasks in self._jobs.items()}
+
+    def num_tasks(self, job_name):
+        if job_name not in self._jobs:
+            raise ValueError("no job '%s' in the cluster (jobs: %s)" % (job_name, self.jobs))
+        return len(self._jobs[job_name])
+
+    def task_indices(self, job_name):
+        return list(range(self.num_tasks(job_name)))
+
+    def job_tasks(self, job_name):
+        self.num_tasks(job_name)
+        return list(self._jobs[job_name])
+
+    def task_address(self, job_name, task_index):
+        tasks = self.job_tasks(job_name)
+        if not 0 <= task_index < len(tasks):
+            raise ValueError("job '%s' has %d task(s); there is no task %d"
+                             % (job_name, len(tasks), task_index))
+        return tasks[task_index]
+
+    def __eq__(self, other):
+        return isinstance(other, ClusterSpec) and self._jobs == other._jobs
+
+    def __repr__(self):
+        return "ClusterSpec(%r)" % (self._jobs,)
+
+
+class Server:
+    """One task of a cluster, served in this process (workers' and parameter servers'
+    state, and a master: sessions opened at `target` run graphs across the whole cluster).
+
+    Example::
+
+        server = sf.train.Server(cluster, job_name="ps", task_index=0)
+        server.join()            # a parameter server serves until the process is stopped
+
+    `config` (a sf.ConfigProto) sets the task's devices and threads (`cpu_device_count`,
+    `inter_op_threads`, `intra_op_threads`) and its `auth_token`. `connect_timeout` (seconds,
+    default 30, or $SHARDFLOW_CONNECT_TIMEOUT) bounds how long a session opened here waits for
+    the other tasks (a ps not up yet) before its error names those that never answered.
+    Addresses other than loopback ones need `plaintext=True` (or TLS; docs/distributed.md).
+    """
+
+    def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
+                 config=None, start=True, plaintext=False, connect_timeout=None):
+        from shardflow.session import _config
+        cluster = ClusterSpec(server_or_cluster_def)
+        if job_name is None:
+            if len(cluster.jobs) != 1:
+                raise ValueError("Server: job_name is needed when the cluster has several jobs "
+                                 "(%s)" % ", ".join(cluster.jobs))
+            job_name = cluster.jobs[0]
+        if task_index is None:
+            if cluster.num_tasks(job_name) != 1:
+                raise ValueError("Server: task_index is needed: job '%s' has %d tasks"
+                                 % (job_name, cluster.num_tasks(job_name)))
+            task_index = 0
+        cluster.task_address(job_name, int(task_index))  # a clear error for a missing task
+        if protocol not in (None, "grpc"):
+            raise ValueError("Server: protocol '%s' is not available; use 'grpc'" % protocol)
+        if not start:
+            raise ValueError("Server(start=False) is not supported: the server starts at once")
+        if connect_timeout is None:
+            env = os.environ.get("SHARDFLOW_CONNECT_TIMEOUT")
+            try:
+                connect_timeout = float(env) if env else 30.0
+            except ValueError:
+                raise ValueError("SHARDFLOW_CONNECT_TIMEOUT is '%s'; it is a number of seconds"
+                                 % env) from None
+        cfg = _config(config)
+        self.server_def = cluster
+        self.job_name = job_name
+        self.task_index = int(task_index)
+        self._handle = _C.ServerHandle(
+            cluster.as_dict(), job_name, self.task_index, cfg.inter_op_threads,
+            cfg.intra_op_threads, cfg.cpu_device_count, cfg.auth_token, bool(plaintext),
+            float(connect_timeout))
+
+    @property
+    def target(self):
+        """The target sessions open to use this task's master: "grpc://host:port"."""
+        return "grpc://" + self._handle.address
+
+    def join(self):
+        """Blocks until the server is stopped (by `stop()` from another thread)."""
+        self._handle.join()
+
+    def stop(self):
+        """Stops serving: running steps are aborted, their callers get an error."""
+        self._handle.stop()
+
+    @staticmethod
+    def create_local_server(config=None, start=True):
+        """A one-task cluster on a free loopback port."""
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        return Server({"localhost": ["127.0.0.1:%d" % port]}, "localhost", 0, config=config,
+                      start=start)
+
+
+class _ReplicaDeviceSetter:
+    """The device function of replica_device_setter (see there)."""
+
+    def __init__(self, ps_devices, worker_device, ps_ops, strategy):
+        self._ps_devices = ps_devices
+        self._worker_device = worker_device
+        self._ps_ops = ps_ops
+        self._strategy = strategy
+
+    def __call__(self, op):
+        if self._ps_devices and op.type in self._ps_ops:
+            return self._ps_devices[self._strategy(op)]
+        return self._worker_device
+
+
+class _RoundRobin:
+    def __init__(self, num_tasks):
+        self._n = num_tasks
+        self._next = 0
+
+    def __call__(self, op):
+        task = self._next
+        self._next = (self._next + 1) % self._n
+        return task
+
+
+class GreedyLoadBalancingStrategy:
+    """Puts each variable on the ps task holding the fewest bytes so far (variables of unknown
+    size count as 4 bytes), as TF1's tf.contrib.training.GreedyLoadBalancingStrategy.
+
+    Example::
+
+        sf.train.replica_device_setter(cluster=cluster, ps_strategy=
+            sf.train.GreedyLoadBalancingStrategy(num_tasks=2))
+    """
+
+    def __init__(self, num_tasks, load_fn=None):
+        self._loads = [0] * int(num_tasks)
+        self._load_fn = load_fn or _variable_bytes
+
+    def __call__(self, op):
+        task = min(range(len(self._loads)), key=lambda i: self._loads[i])
+        self._loads[task] += self._load_fn(op)
+        return task
+
+
+def _variable_bytes(op):
+    size = 4 if op.dtype is None else op.dtype.size
+    for d in (op.shape or []):
+        size *= int(d) if d is not None and int(d) > 0 else 1
+    return size
+
+
+def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:worker",
+                          merge_devices=True, cluster=None, ps_ops=None, ps_strategy=None):
+    """A device function for ``sf.device(...)``: variables (their handles, initial values,
+    reads and updates) go to the parameter-server tasks, round-robin by default (or as
+    `ps_strategy` says, e.g. GreedyLoadBalancingStrategy to balance bytes), and every other op
+    to `worker_device`.
+
+    Example::
+
+        with sf.device(sf.train.replica_device_setter(
+                cluster=cluster, worker_device="/job:worker/task:%d" % task_index)):
+            w = sf.Variable(...)          # /job:ps/task:0
+            b = sf.Variable(...)          # /job:ps/task:1 (with two ps tasks)
+            y = x @ w + b                 # /job:worker/task:<task_index>
+
+    `cluster` (a ClusterSpec or dict) gives the number of ps tasks; without it, `ps_tasks`.
+    With no ps task, every op goes to `worker_device`.
+    """
+    if cluster is not None:
+        cluster = ClusterSpec(cluster)
+        ps_job = ps_device.split("/job:")[1].split("/")[0] if "/job:" in ps_device else "ps"
+        ps_tasks = cluster.num_tasks(ps_job) if ps_job in cluster.jobs else 0
+    ps_tasks = int(ps_tasks)
+    if ps_tasks < 0:
+        raise ValueError("replica_device_setter: ps_tasks is %d; it is >= 0" % ps_tasks)
+    ps_ops = set(ps_ops or ("VarHandleOp", "Variable", "VariableV2"))
+    ps_devices = ["%s/task:%d" % (ps_device, i) for i in range(ps_tasks)]
+    if ps_strategy is None:
+        ps_strategy = _RoundRobin(max(ps_tasks, 1))
+    elif not callable(ps_strategy):
+        raise TypeError("ps_strategy is a function of the op that returns a ps task index")
+    return _ReplicaDeviceSetter(ps_devices, worker_device or "", ps_ops, ps_strategy)

@@ -1,0 +1,241 @@
+"""Synchronous parameter-server training, as TensorFlow 1.x's tf.train.SyncReplicasOptimizer.
+
+Every worker adds its gradients to accumulators that live beside the variables on the ps tasks
+(ResourceConditionalAccumulator). The chief takes the mean of the first `replicas_to_aggregate`
+fresh gradients of each variable, applies it with the wrapped optimizer, advances the global step
+and puts `total_num_replicas` tokens in a queue on the global step's task. A worker's step ends
+by taking a token, which carries the global step it may compute its next gradients for, so no
+worker runs ahead; a gradient computed for an older step (a straggler's, with backup workers:
+total_num_replicas > replicas_to_aggregate) is counted and dropped.
+
+Example (worker `task_index` of a cluster with ps and worker jobs)::
+
+    opt = sf.train.SyncReplicasOptimizer(sf.train.GradientDescentOptimizer(0.1),
+                                         replicas_to_aggregate=2, total_num_replicas=2)
+    train_op = opt.minimize(loss, global_step=global_step)
+    hooks = [opt.make_session_run_hook(is_chief=(task_index == 0)),
+             sf.train.StopAtStepHook(last_step=1000)]
+    with sf.train.MonitoredTrainingSession(master=server.target, is_chief=(task_index == 0),
+                                           hooks=hooks) as sess:
+        while not sess.should_stop():
+            sess.run(train_op, feed_dict=...)
+"""
+
+import threading
+
+import numpy as np
+
+from shardflow import dtypes, errors
+from shardflow.framework import GraphKeys, control_dependencies, convert_to_tensor
+from shardflow.monitored_session import SessionRunHook
+from shardflow.ops import _op, _out, fill, group
+from shardflow.variables import Variable
+
+
+class SyncReplicasOptimizer:
+    """Wraps an optimizer for synchronous data-parallel training over parameter servers (see the
+    module's text). `total_num_replicas` defaults to `replicas_to_aggregate`; it must be at least
+    as large (the difference are backup workers)."""
+
+    def __init__(self, opt, replicas_to_aggregate, total_num_replicas=None,
+                 variable_averages=None, variables_to_average=None, use_locking=False,
+                 name="sync_replicas"):
+        if total_num_replicas is None:
+            total_num_replicas = replicas_to_aggregate
+        replicas_to_aggregate = int(replicas_to_aggregate)
+        total_num_replicas = int(total_num_replicas)
+        if replicas_to_aggregate < 1:
+            raise ValueError("replicas_to_aggregate is %d; it is >= 1" % replicas_to_aggregate)
+        if total_num_replicas < replicas_to_aggregate:
+            raise ValueError(
+                "replicas_to_aggregate (%d) is larger than total_num_replicas (%d): the chief "
+                "would wait for gradients that no worker sends. Aggregate at most as many "
+                "replicas as there are workers" % (replicas_to_aggregate, total_num_replicas))
+        if variable_averages is not None:
+            raise ValueError("SyncReplicasOptimizer: variable_averages is not supported")
+        self._opt = opt
+        self._replicas_to_aggregate = replicas_to_aggregate
+        self._total_num_replicas = total_num_replicas
+        self._name = name
+        self._gradients_applied = False
+        self._accumulators = []
+        self._chief_queue_runner = None
+
+    def compute_gradients(self, *args, **kwargs):
+        return self._opt.compute_gradients(*args, **kwargs)
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None):
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list),
+                                    global_step=global_step, name=name)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        """The worker's train op: adds its gradients to the accumulators, then waits for a
+        token (the go-ahead for the next step). Builds the chief's update too (run by the hook
+        of make_session_run_hook(is_chief=True))."""
+        if global_step is None:
+            raise ValueError("SyncReplicasOptimizer.apply_gradients needs global_step")
+        if self._gradients_applied:
+            raise ValueError("SyncReplicasOptimizer.apply_gradients may be called only once")
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            raise ValueError("SyncReplicasOptimizer: no variable has a gradient")
+        g = global_step.graph
+        worker_device = g._device_for("NoOp")
+        with g.name_scope(name or self._name):
+            # This worker's step: the global step its gradients are for. Local: each worker has
+            # its own, on its own device.
+            with g._device_scope(worker_device):
+                self._local_step = Variable(np.int64(0), name="sync_rep_local_step", dtype=dtypes.int64,
+                                            trainable=False,
+                                            collections=[GraphKeys.LOCAL_VARIABLES])
+            local_step = self._local_step.value()
+            applies, aggregated = [], []
+            for grad, var in pairs:
+                grad = convert_to_tensor(grad)
+                with g._device_scope(var.device):
+                    acc = _out("ResourceConditionalAccumulator", [], {
+                        "dtype": var.dtype._enum, "shape": var.shape.as_list()
+                        if var.shape.ndims is not None else None,
+                        "shared_name": var.name + "/grad_accum"}, name="grad_accum")
+                    applies.append(_op("ResourceAccumulatorApplyGradient",
+                                       [acc, local_step, grad],
+                                       {"dtype": var.dtype._enum, "source": worker_device}))
+                    aggregated.append(_out(
+                        "ResourceAccumulatorTakeGradient",
+                        [acc, np.int32(self._replicas_to_aggregate)],
+                        {"dtype": var.dtype._enum}))
+                self._accumulators.append((acc, var))
+            # The chief's update: apply the means, count the step.
+            update = self._opt.apply_gradients(list(zip(aggregated, [v for _, v in pairs])),
+                                               global_step=global_step)
+            with g._device_scope(global_step.device):
+                queue = _out("FIFOQueueV2", [], {
+                    "dtype": dtypes.int64._enum, "shape": [],
+                    "shared_name": "sync_token_q"}, name="sync_token_q")
+                self._token_queue = queue
+                with control_dependencies(applies):
+                    token = _out("QueueDequeueV2", [queue], {"T": dtypes.int64._enum})
+                with control_dependencies([update]):
+                    # A read of its own, after the update: the new global step.
+                    step_now = _out("ReadVariableOp", [global_step.handle],
+                                    {"dtype": global_step.dtype._enum})
+                    tokens = fill(np.array([self._total_num_replicas], np.int32), step_now)
+                    self._sync_op = _op("QueueEnqueueManyV2", [queue, tokens],
+                                        {"T": dtypes.int64._enum}, name="sync_op")
+                self._num_tokens = _out("QueueSizeV2", [queue])
+                self._close_queue = _op("QueueCloseV2", [queue])
+            with g._device_scope(worker_device):
+                train_op = self._local_step.assign(token, name="train_op")
+            self._chief_init_op = group(*[
+                _op("ResourceAccumulatorSetGlobalStep", [acc, global_step.value()])
+                for acc, _ in self._accumulators], name="chief_init_op")
+            self._close_accumulators = group(*[
+                _op("ResourceAccumulatorClose", [acc]) for acc, _ in self._accumulators],
+                name="close_accumulators")
+            self._num_dropped = [_out("ResourceAccumulatorNumDropped", [acc])
+                                 for acc, _ in self._accumulators]
+            self._local_step_init_op = self._local_step.assign(global_step.value(),
+                                                               name="local_step_init")
+        self._global_step = global_step
+        self._gradients_applied = True
+        return train_op
+
+    def get_init_tokens_op(self, num_tokens=-1):
+        """An op that puts `num_tokens` tokens (default: replicas_to_aggregate) in the queue, so
+        that the first steps can start. Run by the chief's hook."""
+        if not self._gradients_applied:
+            raise ValueError("get_init_tokens_op: call apply_gradients (or minimize) first")
+        needed = self._replicas_to_aggregate - self._total_num_replicas
+        if num_tokens == -1:
+            num_tokens = self._replicas_to_aggregate
+        elif num_tokens < needed:
+            raise ValueError("too few tokens (%d) to finish the first step; at least %d"
+                             % (num_tokens, needed))
+        if num_tokens <= 0:
+            return group(name="no_init_tokens")
+        g = self._global_step.graph
+        with g._device_scope(self._global_step.device):
+            tokens = fill(np.array([num_tokens], np.int32), self._global_step.value())
+            return _op("QueueEnqueueManyV2", [self._token_queue, tokens],
+                       {"T": dtypes.int64._enum}, name="init_tokens")
+
+    @property
+    def chief_init_op(self):
+        return self._chief_init_op
+
+    @property
+    def local_step_init_op(self):
+        return self._local_step_init_op
+
+    def dropped_gradients(self, session):
+        """How many stale gradients the accumulators have dropped (summed over variables)."""
+        return int(sum(session.run(self._num_dropped)))
+
+    def get_slot(self, *args, **kwargs):
+        return None
+
+    def make_session_run_hook(self, is_chief, num_tokens=-1):
+        """The hook that starts synchronous training in a MonitoredTrainingSession: on the chief
+        it resets the accumulators to the global step, puts the first tokens in the queue and
+        runs the update loop in a thread; on every worker it sets the local step."""
+        return _SyncReplicasHook(self, is_chief, num_tokens)
+
+
+class _SyncReplicasHook(SessionRunHook):
+    def __init__(self, opt, is_chief, num_tokens):
+        self._opt = opt
+        self._is_chief = is_chief
+        self._num_tokens = num_tokens
+        self._init_tokens = None
+        self._thread = None
+        self._stop = threading.Event()
+        self._error = None
+
+    def begin(self):
+        if not self._opt._gradients_applied:
+            raise ValueError("SyncReplicasOptimizer: call apply_gradients (or minimize) before "
+                             "the session starts")
+        if self._is_chief:
+            self._init_tokens = self._opt.get_init_tokens_op(self._num_tokens)
+
+    def after_create_session(self, session, coord=None):
+        if self._is_chief:
+            session.run(self._opt._chief_init_op)
+            session.run(self._init_tokens)
+            self._thread = threading.Thread(target=self._update_loop, args=(session,),
+                                            name="sync_replicas_chief", daemon=True)
+            self._thread.start()
+        session.run(self._opt._local_step_init_op)
+
+    def _update_loop(self, session):
+        # Takes the mean gradients, applies them and hands out tokens, until stopped.
+        while not self._stop.is_set():
+            try:
+                session.run(self._opt._sync_op)
+            except (errors.CancelledError, errors.OutOfRangeError):
+                return  # closed: the session is ending
+            except Exception as e:  # noqa: BLE001 (reported to the chief's next run)
+                if not self._stop.is_set():
+                    self._error = e
+                return
+
+    def before_run(self, run_context):
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise RuntimeError("the chief's synchronous update failed: %s" % error) from error
+        return None
+
+    def end(self, session):
+        if not self._is_chief:
+            return
+        self._stop.set()
+        # Wake the update loop and any worker waiting for a token: close the accumulators (a
+        # take in progress ends) and the token queue (waiting workers get OUT_OF_RANGE, which
+        # ends their MonitoredTrainingSession).
+        try:
+            session.run(self._opt._close_accumulators)
+            session.run(self._opt._close_queue)
+        except errors.OpError:
+            pass
+        if self._thread is not None:
+            self._thread.join(timeout=30)

@@ -1,0 +1,98 @@
+// Python bindings for an in-process task server (sf.train.Server): one task of a cluster with
+// its devices, its worker and a master, so that sessions opened at its target run graphs across
+// the cluster — the piece TensorFlow 1.x's between-graph replication builds on.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "distributed/cluster_spec.h"
+#include "distributed/server.h"
+#include "python_bindings/src/status_exceptions.h"
+
+namespace shardflow {
+namespace python {
+namespace {
+
+namespace py = pybind11;
+
+class ServerHandle {
+ public:
+  ServerHandle(std::map<std::string, std::vector<std::string>> cluster, const std::string& job,
+               int task, int inter_op_threads, int intra_op_threads, int cpu_device_count,
+               const std::string& auth_token, bool plaintext, double connect_timeout_s) {
+    ServerOptions options;
+    options.job = job;
+    options.task = task;
+    SF_PY_ASSIGN_OR_THROW(options.cluster, ClusterSpec::FromMap(std::move(cluster)));
+    if (!options.cluster.HasTask(job, task)) {
+      throw StatusError(absl::InvalidArgumentError(
+          absl::StrCat("the cluster has no task ", task, " of job '", job, "': its jobs are ",
+                       options.cluster.ToJson())));
+    }
+    options.config.set_inter_op_threads(inter_op_threads);
+    options.config.set_intra_op_threads(intra_op_threads);
+    options.config.set_cpu_device_count(cpu_device_count);
+    options.security.token = auth_token;
+    options.security.plaintext = plaintext;
+    options.host_master = true;
+    // A worker started before its parameter servers waits this long for them (then the error
+    // names them), as TensorFlow's CreateSession waits for its workers.
+    if (connect_timeout_s > 0) options.master.connect_timeout = absl::Seconds(connect_timeout_s);
+    py::gil_scoped_release release;
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(options);
+    if (!server.ok()) {
+      py::gil_scoped_acquire acquire;
+      ThrowIfError(server.status());
+    }
+    server_ = std::move(*server);
+  }
+  ~ServerHandle() {
+    py::gil_scoped_release release;
+    server_.reset();
+  }
+
+  std::string address() const { return Get()->address(); }
+  std::string task_name() const { return Get()->task_name(); }
+  void Join() {
+    Server* s = Get();
+    py::gil_scoped_release release;
+    s->Wait();
+  }
+  void Stop() {
+    Server* s = Get();
+    py::gil_scoped_release release;
+    s->Shutdown();
+  }
+
+ private:
+  Server* Get() const {
+    if (!server_) throw StatusError(absl::FailedPreconditionError("the server was destroyed"));
+    return server_.get();
+  }
+  std::unique_ptr<Server> server_;
+};
+
+}  // namespace
+
+void RegisterServerBindings(py::module_& m) {
+  py::class_<ServerHandle>(m, "ServerHandle", "The C++ task server behind sf.train.Server.")
+      .def(py::init<std::map<std::string, std::vector<std::string>>, std::string, int, int, int,
+                    int, std::string, bool, double>(),
+           py::arg("cluster"), py::arg("job"), py::arg("task"), py::arg("inter_op_threads") = 0,
+           py::arg("intra_op_threads") = 0, py::arg("cpu_device_count") = 0,
+           py::arg("auth_token") = "", py::arg("plaintext") = false,
+           py::arg("connect_timeout_s") = 0.0)
+      .def_property_readonly("address", &ServerHandle::address)
+      .def_property_readonly("task_name", &ServerHandle::task_name)
+      .def("join", &ServerHandle::Join)
+      .def("stop", &ServerHandle::Stop);
+}
+
+}  // namespace python
+}  // namespace shardflow

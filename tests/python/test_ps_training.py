@@ -1,0 +1,284 @@
+"""Parameter-server training from Python, as TF1 programs write it (issue 12): the TF1-style
+example (examples/python/between_graph_ps.py) as 1 ps + 2 worker processes, synchronous and
+asynchronous, against the same program on one worker; resume from the chief's checkpoint after a
+worker is killed; and in process: replica_device_setter's placement, variables shared between
+two graphs, and the bad-input errors (a worker's variable that disagrees with the ps's, a ps that
+never comes up, replicas_to_aggregate larger than the workers)."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+from cluster_util import free_port
+from conftest import REPO_ROOT
+
+EXAMPLE = os.path.join(REPO_ROOT, "examples", "python", "between_graph_ps.py")
+HAVE_DATA = os.path.exists("/usr/share/datasets/fashion-mnist")
+needs_data = pytest.mark.skipif(not HAVE_DATA, reason="apt-get install dataset-fashion-mnist")
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(sf.__file__))
+    return env
+
+
+def _start(args, log):
+    return subprocess.Popen([sys.executable, EXAMPLE, *args], env=_env(), stdout=log,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+class Job:
+    """1 ps + `workers` worker processes of the example on free loopback ports."""
+
+    def __init__(self, tmp_path, workers=2, extra=()):
+        self.ports = [free_port() for _ in range(1 + workers)]
+        self.common = ["--ps", "127.0.0.1:%d" % self.ports[0],
+                       "--workers", ",".join("127.0.0.1:%d" % p for p in self.ports[1:]),
+                       *extra]
+        self.logs = {}
+        self.procs = {}
+        self.tmp = tmp_path
+        self._launch("ps", 0)
+        for task in range(workers - 1, -1, -1):  # the chief last: the others wait for it
+            self._launch("worker", task)
+
+    def _launch(self, job, task):
+        name = "%s%d" % (job, task)
+        path = self.tmp / ("%s-%d.log" % (name, len(self.logs)))
+        self.logs[name] = path
+        self.procs[name] = _start([*self.common, "--job", job, "--task", str(task)],
+                                  open(path, "w"))
+
+    def output(self, name):
+        return self.logs[name].read_text()
+
+    def wait_workers(self, timeout=240):
+        for name, p in self.procs.items():
+            if name.startswith("worker"):
+                assert p.wait(timeout=timeout) == 0, self.output(name)
+
+    def kill_all(self):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
+
+
+def _accuracy(text):
+    m = re.search(r"test accuracy: ([0-9.]+)%", text)
+    assert m, text
+    return float(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def single_worker_accuracy():
+    out = subprocess.run([sys.executable, EXAMPLE, "--steps", "800"], env=_env(),
+                         capture_output=True, text=True, timeout=300, check=True).stdout
+    return _accuracy(out)
+
+
+@needs_data
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_one_ps_two_workers_train_to_the_single_worker_accuracy(tmp_path, mode,
+                                                                single_worker_accuracy):
+    job = Job(tmp_path, extra=["--steps", "800"] + (["--async"] if mode == "async" else []))
+    try:
+        job.wait_workers()
+        chief = job.output("worker0")
+        acc = _accuracy(chief)
+        print("%s: 1 ps + 2 workers %.2f%%, one worker %.2f%%" % (mode, acc,
+                                                                   single_worker_accuracy))
+        assert acc >= single_worker_accuracy - 3.0, chief
+        assert "worker 1: global step" in job.output("worker1")
+    finally:
+        job.kill_all()
+
+
+@needs_data
+def test_a_restarted_job_resumes_from_the_chiefs_last_checkpoint(tmp_path):
+    ckpt = tmp_path / "ckpt"
+    extra = ["--steps", "100000", "--checkpoint-dir", str(ckpt), "--save-steps", "50"]
+    job = Job(tmp_path, extra=extra)
+    try:
+        deadline = time.monotonic() + 120
+        while not re.search(r"global step [3-9]\d\d", job.output("worker0")):
+            assert time.monotonic() < deadline, job.output("worker0")
+            assert job.procs["worker0"].poll() is None, job.output("worker0")
+            time.sleep(0.2)
+        job.procs["worker1"].send_signal(signal.SIGKILL)
+    finally:
+        job.kill_all()  # a launcher restarts the whole job
+    latest = sf.train.latest_checkpoint(str(ckpt))
+    assert latest is not None
+    saved_step = int(latest.rsplit("-", 1)[1])
+    assert saved_step >= 250
+    extra[1] = str(saved_step + 200)
+    job = Job(tmp_path, extra=extra)
+    try:
+        job.wait_workers()
+        chief = job.output("worker0")
+        # The chief restored the checkpoint's step; the other worker may already have made the
+        # first update by the time the chief reads it (the first tokens let steps start).
+        start = int(re.search(r"worker 0 starts at global step (\d+)", chief).group(1))
+        assert saved_step <= start <= saved_step + 2, chief
+        assert _accuracy(chief) > 70, chief
+        assert sf.train.latest_checkpoint(str(ckpt)).endswith("-%d" % (saved_step + 200))
+    finally:
+        job.kill_all()
+
+
+# ---- in process ----------------------------------------------------------------------------
+
+
+def _cluster(ps=1, workers=1):
+    return sf.train.ClusterSpec({
+        "ps": ["127.0.0.1:%d" % free_port() for _ in range(ps)],
+        "worker": ["127.0.0.1:%d" % free_port() for _ in range(workers)]})
+
+
+def test_replica_device_setter_puts_variables_on_the_ps_round_robin_or_by_bytes():
+    cluster = _cluster(ps=2)
+    g = sf.Graph()
+    with g.as_default(), sf.device(sf.train.replica_device_setter(
+            cluster=cluster, worker_device="/job:worker/task:0")):
+        a = sf.Variable(np.zeros((100, 100), np.float32), name="a")
+        b = sf.Variable(np.zeros(3, np.float32), name="b")
+        c = sf.Variable(np.zeros(3, np.float32), name="c")
+        y = a.value() * 2.0
+        assign = b.assign(np.ones(3, np.float32))
+    assert [v.device for v in (a, b, c)] == ["/job:ps/task:0", "/job:ps/task:1",
+                                             "/job:ps/task:0"]
+    assert a.value().op.device == "/job:ps/task:0"
+    assert assign.device == "/job:ps/task:1"
+    assert y.op.device == "/job:worker/task:0"
+    g = sf.Graph()
+    with g.as_default(), sf.device(sf.train.replica_device_setter(
+            cluster=cluster, ps_strategy=sf.train.GreedyLoadBalancingStrategy(2))):
+        big = sf.Variable(np.zeros((100, 100), np.float32), name="big")
+        small = [sf.Variable(np.zeros(3, np.float32), name="s%d" % i) for i in range(3)]
+    assert big.device == "/job:ps/task:0"
+    assert [v.device for v in small] == ["/job:ps/task:1"] * 3
+
+
+def test_two_graphs_share_the_ps_variables_and_a_disagreeing_shape_is_named():
+    cluster = _cluster()
+    ps = sf.train.Server(cluster, "ps", 0)
+    worker = sf.train.Server(cluster, "worker", 0)
+    setter = sf.train.replica_device_setter(cluster=cluster, worker_device="/job:worker/task:0")
+    g1 = sf.Graph()
+    with g1.as_default(), sf.device(setter):
+        w = sf.Variable(np.full((2, 2), 3.0, np.float32), name="w")
+        init = sf.global_variables_initializer()
+    with sf.Session(worker.target, graph=g1) as sess:
+        sess.run(init)
+    g2 = sf.Graph()
+    with g2.as_default(), sf.device(sf.train.replica_device_setter(cluster=cluster)):
+        w2 = sf.Variable(np.zeros((2, 2), np.float32), name="w")  # not initialised here
+    with sf.Session(worker.target, graph=g2) as sess:
+        np.testing.assert_array_equal(sess.run(w2), np.full((2, 2), 3.0))
+    g3 = sf.Graph()
+    with g3.as_default(), sf.device(sf.train.replica_device_setter(cluster=cluster)):
+        w3 = sf.Variable(np.zeros((2, 5), np.float32), name="w")
+    with sf.Session(worker.target, graph=g3) as sess:
+        with pytest.raises(sf.errors.InvalidArgumentError, match=r"variable 'w'.*\[2,2\].*\[2,5\]"):
+            sess.run(w3)
+    worker.stop()
+    ps.stop()
+
+
+def test_a_ps_that_never_comes_up_is_named_after_a_bounded_wait():
+    cluster = _cluster()
+    worker = sf.train.Server(cluster, "worker", 0, connect_timeout=1)
+    g = sf.Graph()
+    with g.as_default(), sf.device(sf.train.replica_device_setter(cluster=cluster)):
+        v = sf.Variable(np.zeros(2, np.float32), name="v")
+        init = sf.global_variables_initializer()
+    start = time.monotonic()
+    with sf.Session(worker.target, graph=g) as sess:
+        with pytest.raises(sf.errors.OpError, match=r"/job:ps/replica:0/task:0"):
+            sess.run(init)
+    assert time.monotonic() - start < 30
+    del v
+    worker.stop()
+
+
+def test_replicas_to_aggregate_larger_than_the_workers_is_refused():
+    with pytest.raises(ValueError, match="replicas_to_aggregate"):
+        sf.train.SyncReplicasOptimizer(sf.train.GradientDescentOptimizer(0.1),
+                                       replicas_to_aggregate=3, total_num_replicas=2)
+
+
+def test_a_server_for_a_task_the_cluster_lacks_is_refused():
+    cluster = _cluster()
+    with pytest.raises(ValueError, match="task 3"):
+        sf.train.Server(cluster, "worker", 3)
+    with pytest.raises(ValueError, match="no job 'chief'"):
+        sf.train.Server(cluster, "chief", 0)
+
+
+def test_sync_replicas_in_one_process_with_sgd_matches_the_mean_gradient():
+    """One worker, replicas_to_aggregate=1: each step applies exactly its own gradient, so the
+    parameters equal plain SGD's after the same steps."""
+    cluster = _cluster()
+    ps = sf.train.Server(cluster, "ps", 0)
+    worker = sf.train.Server(cluster, "worker", 0)
+    rng = np.random.default_rng(0)
+    xs = rng.normal(size=(5, 8, 3)).astype(np.float32)
+
+    def build(sync):
+        g = sf.Graph()
+        with g.as_default(), sf.device(sf.train.replica_device_setter(
+                cluster=cluster, worker_device="/job:worker/task:0") if sync else None):
+            x = sf.placeholder(sf.float32, [None, 3])
+            w = sf.Variable(np.ones((3, 1), np.float32), name="w_sync" if sync else "w")
+            loss = sf.reduce_mean(sf.square(x @ w - 1.0))
+            step = sf.train.get_or_create_global_step()
+            opt = sf.train.GradientDescentOptimizer(0.1)
+            hooks = [sf.train.StopAtStepHook(last_step=len(xs))]
+            if sync:
+                opt = sf.train.SyncReplicasOptimizer(opt, 1, 1)
+                hooks.append(opt.make_session_run_hook(True, num_tokens=0))
+            train = opt.minimize(loss, global_step=step)
+        return g, x, w, step, train, hooks
+
+    results = []
+    for sync in (False, True):
+        g, x, w, step, train, hooks = build(sync)
+        with g.as_default(), sf.train.MonitoredTrainingSession(
+                master=worker.target if sync else "", is_chief=True, hooks=hooks) as sess:
+            i = 0
+            while not sess.should_stop():
+                sess.run(train, {x: xs[i]})
+                i += 1
+            results.append((sess.run(w), sess.run(step), i))
+    (w_plain, s_plain, n_plain), (w_sync, s_sync, n_sync) = results
+    assert n_plain == n_sync == len(xs) and s_plain == s_sync == len(xs)
+    np.testing.assert_allclose(w_sync, w_plain, rtol=1e-5)
+    worker.stop()
+    ps.stop()
+
+
+def test_tasks_started_with_different_cluster_specs_are_refused_naming_the_task():
+    p0, w0, w1 = free_port(), free_port(), free_port()
+    ps = sf.train.Server({"ps": ["127.0.0.1:%d" % p0], "worker": ["127.0.0.1:%d" % w0]}, "ps", 0)
+    worker = sf.train.Server({"ps": ["127.0.0.1:%d" % p0],
+                              "worker": ["127.0.0.1:%d" % w0, "127.0.0.1:%d" % w1]},
+                             "worker", 0, connect_timeout=1)
+    g = sf.Graph()
+    with g.as_default(), sf.device(sf.train.replica_device_setter(ps_tasks=1)):
+        v = sf.Variable(np.zeros(2, np.float32), name="v")
+    with sf.Session(worker.target, graph=g) as sess:
+        with pytest.raises(sf.errors.FailedPreconditionError,
+                           match=r"task /job:ps/replica:0/task:0 was started with another "
+                                 r"cluster spec.*/job:worker/replica:0/task:1"):
+            sess.run(v.initializer)
+    worker.stop()
+    ps.stop()
