@@ -183,6 +183,23 @@ std::map<std::string, std::string> ClusterSpec::TaskAddresses() const {
   return out;
 }
 
+std::string ClusterSpec::DifferenceFrom(const std::map<std::string, std::string>& other) const {
+  const std::map<std::string, std::string> mine = TaskAddresses();
+  for (const auto& [name, address] : mine) {
+    auto it = other.find(name);
+    if (it == other.end()) return absl::StrCat("it has no task ", name, " (", address, " here)");
+    if (it->second != address) {
+      return absl::StrCat("it has ", name, " at ", it->second, " (", address, " here)");
+    }
+  }
+  for (const auto& [name, address] : other) {
+    if (mine.count(name) == 0) {
+      return absl::StrCat("it has a task ", name, " at ", address, " that this cluster spec lacks");
+    }
+  }
+  return "";
+}
+
 std::string ClusterSpec::ToJson() const {
   std::vector<std::string> parts;
   for (const auto& [job, addresses] : jobs_) {

@@ -60,6 +60,9 @@ class ClusterSpec {
   const std::map<std::string, std::vector<std::string>>& job_addresses() const { return jobs_; }
   // Task name -> address for every task (the form RegisterGraphRequest.cluster takes).
   std::map<std::string, std::string> TaskAddresses() const;
+  // How `other` (task name -> address, as TaskAddresses) differs from this spec, in words
+  // ("it has no task /job:ps/replica:0/task:1 (h:2 here)"): the first difference; "" when none.
+  std::string DifferenceFrom(const std::map<std::string, std::string>& other) const;
 
   std::string ToJson() const;
 

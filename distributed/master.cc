@@ -500,28 +500,9 @@ class MasterSession {
   // and the first difference.
   absl::Status CheckSameCluster(const std::string& task, const GetStatusResponse& status) const {
     if (status.cluster().empty()) return absl::OkStatus();
-    const std::map<std::string, std::string> mine = options_->cluster.TaskAddresses();
-    std::map<std::string, std::string> theirs(status.cluster().begin(), status.cluster().end());
-    if (mine == theirs) return absl::OkStatus();
-    std::string difference;
-    for (const auto& [name, address] : mine) {
-      auto it = theirs.find(name);
-      if (it == theirs.end()) {
-        difference = absl::StrCat("it has no task ", name, " (", address, " here)");
-      } else if (it->second != address) {
-        difference = absl::StrCat("it has ", name, " at ", it->second, " (", address, " here)");
-      }
-      if (!difference.empty()) break;
-    }
-    if (difference.empty()) {
-      for (const auto& [name, address] : theirs) {
-        if (mine.count(name) == 0) {
-          difference = absl::StrCat("it has a task ", name, " at ", address,
-                                    " that this cluster spec lacks");
-          break;
-        }
-      }
-    }
+    std::string difference = options_->cluster.DifferenceFrom(
+        std::map<std::string, std::string>(status.cluster().begin(), status.cluster().end()));
+    if (difference.empty()) return absl::OkStatus();
     return absl::FailedPreconditionError(absl::StrCat(
         "task ", task, " was started with another cluster spec than this master's: ", difference,
         ". Start every task with the same cluster spec"));

@@ -21,18 +21,16 @@
 namespace shardflow {
 namespace {
 
-absl::Status NoOutputs(InferenceContext*) { return absl::OkStatus(); }
-
 absl::Status HandleIsScalar(InferenceContext* c) {
   if (c->input(0).rank() > 0) return c->InvalidArgument("the resource handle must be a scalar");
   return absl::OkStatus();
 }
 
-absl::Status ShapeAttr(InferenceContext* c) {
-  TensorShape shape;
-  SF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
-  c->set_output(0, shape);
-  return HandleIsScalar(c);
+// What a take or dequeue outputs is known only when it runs.
+absl::Status UnknownAfterHandle(InferenceContext* c) {
+  SF_RETURN_IF_ERROR(HandleIsScalar(c));
+  c->set_output(0, TensorShape::Unknown());
+  return absl::OkStatus();
 }
 
 absl::Status ScalarAfterHandle(InferenceContext* c) {
@@ -75,11 +73,7 @@ REGISTER_OP("ResourceAccumulatorTakeGradient")
     .Output("average: dtype")
     .Attr("dtype: {float, double}")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) -> absl::Status {
-      SF_RETURN_IF_ERROR(HandleIsScalar(c));
-      c->set_output(0, TensorShape::Unknown());
-      return absl::OkStatus();
-    })
+    .SetShapeFn(UnknownAfterHandle)
     .Doc(
         "Waits until `num_required` fresh gradients were applied, then outputs their mean (or "
         "sum), empties the accumulator and advances its global step by one.");
@@ -154,11 +148,7 @@ REGISTER_OP("QueueDequeueV2")
     .Attr("T: type")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) -> absl::Status {
-      SF_RETURN_IF_ERROR(HandleIsScalar(c));
-      c->set_output(0, TensorShape::Unknown());
-      return absl::OkStatus();
-    })
+    .SetShapeFn(UnknownAfterHandle)
     .Doc(
         "Removes and outputs the first element, waiting for one. Error OUT_OF_RANGE once the "
         "queue is closed and empty.");

@@ -24,6 +24,7 @@
 #include "core/platform/status.h"
 #include "core/platform/timer.h"
 #include "glog/logging.h"
+#include "kernels/cpu/variable_util.h"
 
 namespace shardflow {
 namespace {
@@ -44,6 +45,13 @@ struct Waiter {
   absl::Time since = absl::Now();
   Timer::Id timeout = 0;
   Timer::Id warning = 0;
+
+  // Ends the wait (once it is off its resource's list, outside the resource's lock).
+  void Complete(const absl::Status& s, Tensor value) {
+    WaitTimer().Cancel(warning);
+    WaitTimer().Cancel(timeout);
+    done(s, std::move(value));
+  }
 };
 
 // Removes `w` from `owner`'s waiters and fails it with `s`, unless it finished already.
@@ -58,9 +66,7 @@ void FailWaiter(const std::weak_ptr<Owner>& weak, const std::shared_ptr<Waiter>&
     if (it == o->waiters_.end()) return;  // finished already
     o->waiters_.erase(it);
   }
-  WaitTimer().Cancel(w->warning);
-  WaitTimer().Cancel(w->timeout);
-  w->done(s, Tensor());
+  w->Complete(s, Tensor());
 }
 
 // Logs a wait that lasts, every kWaitWarning, with what it lacks.
@@ -140,32 +146,81 @@ struct AbortLink {
 
 // Finishes waiters taken off a list, outside the owner's lock.
 void Finish(std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>> ready) {
-  for (auto& [w, value] : ready) {
-    WaitTimer().Cancel(w->warning);
-    WaitTimer().Cancel(w->timeout);
-    w->done(absl::OkStatus(), std::move(value));
-  }
+  for (auto& [w, value] : ready) w->Complete(absl::OkStatus(), std::move(value));
 }
 
-// The handle (input 0) as a resource name.
-absl::StatusOr<std::string> HandleName(OpKernelContext* ctx) {
-  const Tensor& handle = ctx->input(0);
-  if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
-    return absl::InvalidArgumentError("a resource handle must be a string scalar");
-  }
-  return handle.data<std::string>()[0];
+// Fails every waiter taken off a closed resource's list.
+void FailAll(std::deque<std::shared_ptr<Waiter>> waiters, const absl::Status& s) {
+  for (auto& w : waiters) w->Complete(s, Tensor());
 }
 
-template <typename T>
-absl::StatusOr<std::shared_ptr<T>> LookupHandle(OpKernelContext* ctx) {
+// A waiting kernel's completion: the value as output 0, or the error.
+std::function<void(const absl::Status&, Tensor)> OutputOrError(OpKernelContext* ctx,
+                                                               AsyncOpKernel::DoneCallback done) {
+  return [ctx, done = std::move(done)](const absl::Status& s, Tensor value) {
+    if (s.ok()) {
+      ctx->set_output(0, std::move(value));
+    } else {
+      ctx->SetStatus(s);
+    }
+    done();
+  };
+}
+
+absl::StatusOr<ResourceMgr*> ResourcesOf(OpKernelContext* ctx) {
   ResourceMgr* rm = ctx->device()->resource_manager();
   if (rm == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("device ", ctx->device()->name(), " keeps no resources"));
   }
-  SF_ASSIGN_OR_RETURN(std::string name, HandleName(ctx));
+  return rm;
+}
+
+template <typename T>
+absl::StatusOr<std::shared_ptr<T>> LookupHandle(OpKernelContext* ctx) {
+  SF_ASSIGN_OR_RETURN(ResourceMgr * rm, ResourcesOf(ctx));
+  SF_ASSIGN_OR_RETURN(std::string name, ResourceHandleName(ctx, 0));
   return rm->LookupResource<T>(name);
 }
+
+// A handle op (attrs shared_name, dtype, shape): outputs the resource's name, creating the
+// resource on first use with Make(). T has dtype() and DebugString().
+template <typename T>
+class ResourceHandleKernel : public OpKernel {
+ public:
+  explicit ResourceHandleKernel(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("shared_name", &name_);
+    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
+    if (s.ok()) s = c->GetAttr("shape", &shape_);
+    if (!s.ok()) c->SetStatus(s);
+    if (name_.empty()) name_ = c->def().name();
+    handle_ = Tensor(DT_STRING, TensorShape());
+    handle_.data<std::string>()[0] = name_;
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    auto rm = ResourcesOf(ctx);
+    OP_REQUIRES_OK(ctx, rm.status());
+    auto made = (*rm)->LookupOrCreateResource<T>(
+        name_, [this]() -> absl::StatusOr<std::shared_ptr<T>> { return Make(); });
+    OP_REQUIRES_OK(ctx, made.status());
+    OP_REQUIRES(ctx, (*made)->dtype() == dtype_,
+                absl::InvalidArgumentError(
+                    absl::StrCat("resource '", name_, "' exists as ", (*made)->DebugString(),
+                                 "; this graph declares it ", DataTypeString(dtype_))));
+    ctx->set_output(0, handle_);
+  }
+
+ protected:
+  virtual std::shared_ptr<T> Make() const = 0;
+
+  std::string name_;
+  DataType dtype_ = DT_INVALID;
+  TensorShape shape_;
+
+ private:
+  Tensor handle_;
+};
 
 // ---- gradient accumulator ----------------------------------------------------------------
 
@@ -264,11 +319,8 @@ class GradientAccumulator : public ResourceBase {
       closed_ = true;
       waiters.swap(waiters_);
     }
-    for (auto& w : waiters) {
-      WaitTimer().Cancel(w->warning);
-      WaitTimer().Cancel(w->timeout);
-      w->done(absl::CancelledError(absl::StrCat("accumulator '", name_, "' was closed")), Tensor());
-    }
+    FailAll(std::move(waiters),
+            absl::CancelledError(absl::StrCat("accumulator '", name_, "' was closed")));
   }
 
   int32_t num_accumulated() {
@@ -333,14 +385,11 @@ class GradientAccumulator : public ResourceBase {
   std::set<std::string> sources_this_step_ ABSL_GUARDED_BY(mu_);
 };
 
-class AccumulatorHandleOp : public OpKernel {
+class AccumulatorHandleOp : public ResourceHandleKernel<GradientAccumulator> {
  public:
-  explicit AccumulatorHandleOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit AccumulatorHandleOp(OpKernelConstruction* c) : ResourceHandleKernel(c) {
     std::string reduction;
-    absl::Status s = c->GetAttr("shared_name", &name_);
-    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
-    if (s.ok()) s = c->GetAttr("shape", &shape_);
-    if (s.ok()) s = c->GetAttr("reduction_type", &reduction);
+    absl::Status s = c->GetAttr("reduction_type", &reduction);
     if (s.ok() && reduction != "MEAN" && reduction != "SUM") {
       s = absl::InvalidArgumentError(absl::StrCat("ResourceConditionalAccumulator '",
                                                   c->def().name(),
@@ -350,34 +399,13 @@ class AccumulatorHandleOp : public OpKernel {
     }
     if (!s.ok()) c->SetStatus(s);
     mean_ = reduction == "MEAN";
-    if (name_.empty()) name_ = c->def().name();
-    handle_ = Tensor(DT_STRING, TensorShape());
-    handle_.data<std::string>()[0] = name_;
-  }
-  bool IsExpensive() const override { return false; }
-  void Compute(OpKernelContext* ctx) override {
-    ResourceMgr* rm = ctx->device()->resource_manager();
-    OP_REQUIRES(ctx, rm != nullptr,
-                absl::FailedPreconditionError(
-                    absl::StrCat("device ", ctx->device()->name(), " keeps no resources")));
-    auto acc = rm->LookupOrCreateResource<GradientAccumulator>(
-        name_, [&]() -> absl::StatusOr<std::shared_ptr<GradientAccumulator>> {
-          return std::make_shared<GradientAccumulator>(name_, dtype_, shape_, mean_);
-        });
-    OP_REQUIRES_OK(ctx, acc.status());
-    OP_REQUIRES(ctx, (*acc)->dtype() == dtype_,
-                absl::InvalidArgumentError(
-                    absl::StrCat("accumulator '", name_, "' exists as ", (*acc)->DebugString(),
-                                 "; this graph declares it ", DataTypeString(dtype_))));
-    ctx->set_output(0, handle_);
   }
 
  private:
-  std::string name_;
-  DataType dtype_ = DT_INVALID;
-  TensorShape shape_;
+  std::shared_ptr<GradientAccumulator> Make() const override {
+    return std::make_shared<GradientAccumulator>(name_, dtype_, shape_, mean_);
+  }
   bool mean_ = true;
-  Tensor handle_;
 };
 
 class AccumulatorApplyOp : public OpKernel {
@@ -423,15 +451,7 @@ class AccumulatorTakeOp : public AsyncOpKernel {
       done();
       return;
     }
-    (*acc)->Take(*acc, ctx, n.scalar<int32_t>(),
-                 [ctx, done = std::move(done)](const absl::Status& s, Tensor value) {
-                   if (s.ok()) {
-                     ctx->set_output(0, std::move(value));
-                   } else {
-                     ctx->SetStatus(s);
-                   }
-                   done();
-                 });
+    (*acc)->Take(*acc, ctx, n.scalar<int32_t>(), OutputOrError(ctx, std::move(done)));
   }
 };
 
@@ -541,11 +561,7 @@ class FifoQueue : public ResourceBase {
       closed_ = true;
       waiters.swap(waiters_);  // the queue is empty when anyone waits
     }
-    for (auto& w : waiters) {
-      WaitTimer().Cancel(w->warning);
-      WaitTimer().Cancel(w->timeout);
-      w->done(ClosedAndEmpty(), Tensor());
-    }
+    FailAll(std::move(waiters), ClosedAndEmpty());
   }
 
   int32_t size() {
@@ -575,47 +591,23 @@ class FifoQueue : public ResourceBase {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class FifoQueueHandleOp : public OpKernel {
+class FifoQueueHandleOp : public ResourceHandleKernel<FifoQueue> {
  public:
-  explicit FifoQueueHandleOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("shared_name", &name_);
-    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
-    if (s.ok()) s = c->GetAttr("shape", &shape_);
-    if (s.ok()) s = c->GetAttr("capacity", &capacity_);
+  explicit FifoQueueHandleOp(OpKernelConstruction* c) : ResourceHandleKernel(c) {
+    absl::Status s = c->GetAttr("capacity", &capacity_);
     if (s.ok() && (dtype_ == DT_STRING || dtype_ == DT_INVALID)) {
       s = absl::InvalidArgumentError(absl::StrCat("FIFOQueueV2 '", c->def().name(),
                                                   "': elements of ", DataTypeString(dtype_),
                                                   " are not supported; use a numeric dtype"));
     }
     if (!s.ok()) c->SetStatus(s);
-    if (name_.empty()) name_ = c->def().name();
-    handle_ = Tensor(DT_STRING, TensorShape());
-    handle_.data<std::string>()[0] = name_;
-  }
-  bool IsExpensive() const override { return false; }
-  void Compute(OpKernelContext* ctx) override {
-    ResourceMgr* rm = ctx->device()->resource_manager();
-    OP_REQUIRES(ctx, rm != nullptr,
-                absl::FailedPreconditionError(
-                    absl::StrCat("device ", ctx->device()->name(), " keeps no resources")));
-    auto q = rm->LookupOrCreateResource<FifoQueue>(
-        name_, [&]() -> absl::StatusOr<std::shared_ptr<FifoQueue>> {
-          return std::make_shared<FifoQueue>(name_, dtype_, shape_, capacity_);
-        });
-    OP_REQUIRES_OK(ctx, q.status());
-    OP_REQUIRES(ctx, (*q)->dtype() == dtype_,
-                absl::InvalidArgumentError(
-                    absl::StrCat("queue '", name_, "' exists as ", (*q)->DebugString(),
-                                 "; this graph declares it ", DataTypeString(dtype_))));
-    ctx->set_output(0, handle_);
   }
 
  private:
-  std::string name_;
-  DataType dtype_ = DT_INVALID;
-  TensorShape shape_;
+  std::shared_ptr<FifoQueue> Make() const override {
+    return std::make_shared<FifoQueue>(name_, dtype_, shape_, capacity_);
+  }
   int64_t capacity_ = -1;
-  Tensor handle_;
 };
 
 template <bool kMany>
@@ -674,15 +666,7 @@ class DequeueOp : public AsyncOpKernel {
       done();
       return;
     }
-    (*q)->Dequeue(*q, ctx, timeout_ms_,
-                  [ctx, done = std::move(done)](const absl::Status& s, Tensor value) {
-                    if (s.ok()) {
-                      ctx->set_output(0, std::move(value));
-                    } else {
-                      ctx->SetStatus(s);
-                    }
-                    done();
-                  });
+    (*q)->Dequeue(*q, ctx, timeout_ms_, OutputOrError(ctx, std::move(done)));
   }
 
  private:

@@ -2,6 +2,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/resource_mgr.h"
+#include "core/platform/status.h"
 #include "kernels/cpu/variable_util.h"
 
 namespace shardflow {
@@ -12,11 +13,16 @@ absl::StatusOr<std::shared_ptr<Variable>> LookupVariable(OpKernelContext* ctx, i
     return absl::FailedPreconditionError(
         absl::StrCat("device ", ctx->device()->name(), " keeps no variables"));
   }
+  SF_ASSIGN_OR_RETURN(std::string name, ResourceHandleName(ctx, input));
+  return rm->Lookup(name);
+}
+
+absl::StatusOr<std::string> ResourceHandleName(OpKernelContext* ctx, int input) {
   const Tensor& handle = ctx->input(input);
   if (handle.dtype() != DT_STRING || handle.NumElements() != 1) {
-    return absl::InvalidArgumentError("a variable handle must be a string scalar");
+    return absl::InvalidArgumentError("a resource handle must be a string scalar");
   }
-  return rm->Lookup(handle.data<std::string>()[0]);
+  return handle.data<std::string>()[0];
 }
 
 std::string UninitializedMessage(const std::string& name) {

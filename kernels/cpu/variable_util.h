@@ -1,4 +1,4 @@
-// Helpers shared by kernels that use variables.
+// Helpers shared by kernels that use variables and other resources.
 #ifndef SHARDFLOW_KERNELS_CPU_VARIABLE_UTIL_H_
 #define SHARDFLOW_KERNELS_CPU_VARIABLE_UTIL_H_
 
@@ -11,6 +11,8 @@
 
 namespace shardflow {
 
+// The resource name a handle (a string scalar) in input `input` holds.
+absl::StatusOr<std::string> ResourceHandleName(OpKernelContext* ctx, int input);
 // The variable named by the string handle in input `input`.
 absl::StatusOr<std::shared_ptr<Variable>> LookupVariable(OpKernelContext* ctx, int input);
 // "variable 'x' is not initialized: ..." with the way out.

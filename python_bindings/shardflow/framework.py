@@ -358,27 +358,26 @@ class Graph:
         finally:
             self._control_inputs = old
 
-    def _ctx(self, name=None, op_type=""):
+    def _ctx(self, name=None, op_type="", device=None):
         if name is not None and not isinstance(name, str):
             raise TypeError("name must be a string, not %r" % (name,))
-        return _C.BuildContext(name or "", self._name_scope, self._device_for(op_type, name or ""),
-                               list(self._control_inputs))
+        if device is None:
+            device = self._device_for(op_type, name or "")
+        return _C.BuildContext(name or "", self._name_scope, device, list(self._control_inputs))
 
     # ---- building -------------------------------------------------------------------------
 
     def _add_op(self, op_type, inputs, attrs=None, name=None):
         """Adds one op of a registered type; returns the Operation."""
         refs = [_to_input(self, i) for i in inputs]
-        ctx = self._ctx(name, op_type)
+        device = None
         if self._device_fn is not None:
             # An op that uses a variable (an accumulator, a queue) runs where that lives, as
             # TF's colocation does, whatever the device function says.
-            for i in inputs:
-                if isinstance(i, Tensor) and i.op.type in _RESOURCE_HANDLE_OPS:
-                    ctx = _C.BuildContext(name or "", self._name_scope, i.op.device,
-                                          list(self._control_inputs))
-                    break
-        op_name, outputs = self._handle.add_op(op_type, refs, attrs or {}, ctx)
+            device = next((i.op.device for i in inputs if isinstance(i, Tensor)
+                           and i.op.type in _RESOURCE_HANDLE_OPS), None)
+        op_name, outputs = self._handle.add_op(op_type, refs, attrs or {},
+                                               self._ctx(name, op_type, device))
         op = Operation(self, op_name, outputs)
         self._ops[op_name] = op
         return op

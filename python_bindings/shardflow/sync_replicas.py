@@ -122,7 +122,6 @@ class SyncReplicasOptimizer:
                     tokens = fill(np.array([self._total_num_replicas], np.int32), step_now)
                     self._sync_op = _op("QueueEnqueueManyV2", [queue, tokens],
                                         {"T": dtypes.int64._enum}, name="sync_op")
-                self._num_tokens = _out("QueueSizeV2", [queue])
                 self._close_queue = _op("QueueCloseV2", [queue])
             with g._device_scope(worker_device):
                 train_op = self._local_step.assign(token, name="train_op")
@@ -170,9 +169,6 @@ class SyncReplicasOptimizer:
     def dropped_gradients(self, session):
         """How many stale gradients the accumulators have dropped (summed over variables)."""
         return int(sum(session.run(self._num_dropped)))
-
-    def get_slot(self, *args, **kwargs):
-        return None
 
     def make_session_run_hook(self, is_chief, num_tokens=-1):
         """The hook that starts synchronous training in a MonitoredTrainingSession: on the chief
