@@ -683,12 +683,21 @@ absl::Status Master::RunStep(const std::string& handle, const RunOptions& option
                              RunMetadata* metadata) {
   absl::Notification finished;
   absl::Status result;
-  RunStepAsync(handle, options, feeds, fetches, targets, outputs, metadata, nullptr,
+  StepCall call;
+  PeerWatch* watch = options_.peer_watch.get();
+  const int64_t watching =
+      watch != nullptr ? watch->OnLoss([&call] { call.cancellation.Cancel(); }) : -1;
+  RunStepAsync(handle, options, feeds, fetches, targets, outputs, metadata, &call,
                [&](absl::Status s) {
                  result = std::move(s);
                  finished.Notify();
                });
   finished.WaitForNotification();
+  if (watch != nullptr) {
+    watch->Remove(watching);
+    // A step cancelled (or broken) because a task was lost says which.
+    if (!result.ok() && !watch->status().ok()) return watch->status();
+  }
   return result;
 }
 

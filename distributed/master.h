@@ -49,6 +49,7 @@
 #include "core/protos/config.pb.h"
 #include "core/protos/cost.pb.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/peer_watch.h"
 #include "distributed/protocol.h"
 #include "distributed/transport.h"
 #include "distributed/worker_interface.h"
@@ -75,6 +76,9 @@ struct MasterOptions {
   // No step runs longer than this (RunOptions.timeout_in_ms and the caller's deadline may make
   // it shorter). Zero = no limit of the master's own.
   absl::Duration max_step_time = absl::ZeroDuration();
+  // Tasks whose loss fails every step RunStep runs, even steps that do not run on them (between-
+  // graph replication: the other workers); see distributed/peer_watch.h. May be null.
+  std::shared_ptr<PeerWatch> peer_watch;
   MasterOptions() {
     inter_task_link.set_gbps(1.25);
     inter_task_link.set_latency_us(100);

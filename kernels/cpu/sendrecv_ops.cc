@@ -7,7 +7,17 @@
 namespace shardflow {
 namespace {
 
-std::string KeyFromAttrs(OpKernelConstruction* c) {
+// "/job:w/replica:0/task:1/device:CPU:0" -> "/job:w/replica:0/task:1".
+std::string TaskOf(const std::string& device) { return device.substr(0, device.find("/device:")); }
+
+struct Transfer {
+  std::string key;
+  // A transfer between tasks names the other task in the trace (its timeline label, with the
+  // bytes), e.g. "to /job:ps/replica:0/task:0"; "" between devices of one task.
+  std::string peer;
+};
+
+Transfer FromAttrs(OpKernelConstruction* c, bool is_send) {
   std::string tensor, send, recv;
   int64_t incarnation = 0;
   absl::Status s = c->GetAttr("tensor_name", &tensor);
@@ -15,26 +25,36 @@ std::string KeyFromAttrs(OpKernelConstruction* c) {
   if (s.ok()) s = c->GetAttr("recv_device", &recv);
   if (s.ok()) s = c->GetAttr("send_device_incarnation", &incarnation);
   if (!s.ok()) c->SetStatus(s);
-  return RendezvousKey(send, static_cast<uint64_t>(incarnation), recv, tensor);
+  Transfer t;
+  t.key = RendezvousKey(send, static_cast<uint64_t>(incarnation), recv, tensor);
+  if (TaskOf(send) != TaskOf(recv))
+    t.peer = is_send ? "to " + TaskOf(recv) : "from " + TaskOf(send);
+  return t;
+}
+
+void LabelTransfer(OpKernelContext* ctx, const std::string& peer, const Tensor& value) {
+  if (!peer.empty())
+    ctx->set_timeline_label(absl::StrCat(peer, ", ", value.TotalBytes(), " bytes"));
 }
 
 class SendOp : public OpKernel {
  public:
-  explicit SendOp(OpKernelConstruction* c) : OpKernel(c), key_(KeyFromAttrs(c)) {}
+  explicit SendOp(OpKernelConstruction* c) : OpKernel(c), transfer_(FromAttrs(c, true)) {}
   bool IsExpensive() const override { return false; }
   void Compute(OpKernelContext* ctx) override {
     OP_REQUIRES(ctx, ctx->rendezvous() != nullptr,
                 absl::InternalError("_Send runs without a rendezvous"));
-    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(key_, ctx->input(0)));
+    LabelTransfer(ctx, transfer_.peer, ctx->input(0));
+    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(transfer_.key, ctx->input(0)));
   }
 
  private:
-  const std::string key_;
+  const Transfer transfer_;
 };
 
 class RecvOp : public AsyncOpKernel {
  public:
-  explicit RecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), key_(KeyFromAttrs(c)) {}
+  explicit RecvOp(OpKernelConstruction* c) : AsyncOpKernel(c), transfer_(FromAttrs(c, false)) {}
   bool IsExpensive() const override { return false; }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     OP_REQUIRES_ASYNC(ctx, ctx->rendezvous() != nullptr,
@@ -43,23 +63,25 @@ class RecvOp : public AsyncOpKernel {
     RecvArgs args;
     args.device = ctx->device();
     args.allocator = ctx->output_allocator(0);  // the host's for a host-memory tensor
-    ctx->rendezvous()->RecvAsync(
-        key_, args, [ctx, done, want, key = key_](const absl::Status& s, const Tensor& value) {
-          if (!s.ok()) {
-            ctx->SetStatus(s);
-          } else if (value.dtype() != want) {
-            ctx->SetStatus(absl::InternalError(
-                absl::StrCat("received ", DataTypeString(value.dtype()), " for ", key,
-                             "; expected ", DataTypeString(want))));
-          } else {
-            ctx->set_output(0, value);
-          }
-          done();
-        });
+    ctx->rendezvous()->RecvAsync(transfer_.key, args,
+                                 [ctx, done, want, key = transfer_.key, peer = transfer_.peer](
+                                     const absl::Status& s, const Tensor& value) {
+                                   if (!s.ok()) {
+                                     ctx->SetStatus(s);
+                                   } else if (value.dtype() != want) {
+                                     ctx->SetStatus(absl::InternalError(absl::StrCat(
+                                         "received ", DataTypeString(value.dtype()), " for ", key,
+                                         "; expected ", DataTypeString(want))));
+                                   } else {
+                                     LabelTransfer(ctx, peer, value);
+                                     ctx->set_output(0, value);
+                                   }
+                                   done();
+                                 });
   }
 
  private:
-  const std::string key_;
+  const Transfer transfer_;
 };
 
 REGISTER_KERNEL(KernelDef("_Send").Device(kDeviceCpu), SendOp);

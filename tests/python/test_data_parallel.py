@@ -1,8 +1,8 @@
 """`shardflow train --strategy allreduce|averaging`: replicas on two `shardflow server` processes
 (one per task, gradients averaged with the ring all-reduce between the processes) follow the same
 loss curve as two replicas on two devices of one process, and as one model on the global batch;
-parameter averaging after every step follows it too; unknown and unfinished strategies are clear
-errors."""
+parameter averaging after every step follows it too; an unknown strategy is a clear error
+(the ps strategies: test_ps_cli.py)."""
 
 import json
 import os
@@ -146,11 +146,10 @@ def test_a_task_not_in_the_cluster_file_is_refused(tmp_path):
     assert r.returncode != 0 and "has no such task (job worker has 2 task(s))" in r.stderr, r.stderr
 
 
-def test_unknown_and_unfinished_strategies_are_errors(tmp_path):
+def test_unknown_strategy_is_an_error(tmp_path):
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
-    for strategy, words in [("ring", "unknown --strategy 'ring'"),
-                            ("ps-sync", "--strategy ps-sync is not available yet")]:
+    for strategy, words in [("ring", "unknown --strategy 'ring'")]:
         r = subprocess.run([BINARY, "train", "--strategy", strategy, "--max-steps", "1",
                             "--checkpoint-dir", str(tmp_path)], capture_output=True, text=True,
                            timeout=120)

@@ -26,8 +26,16 @@ absl::StatusOr<std::vector<std::string>> ClusterFlags::Tasks() const {
   return out;
 }
 
+SecurityOptions ClusterFlags::Security() const {
+  SecurityOptions security;
+  security.token = token;
+  security.tls_ca_file = tls_ca;
+  security.plaintext = plaintext;
+  return security;
+}
+
 absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
-    const SessionOptions& options) const {
+    const SessionOptions& options, std::shared_ptr<PeerWatch> watch) const {
   if (cluster.empty()) return NewSession(options);
   // The master in this process talks gRPC to the tasks: with the poll strategy a server uses
   // (it is this process's first gRPC object).
@@ -36,9 +44,8 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
   SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(cluster));
   MasterOptions master_options;
   master_options.cluster = spec;
-  master_options.client.security.token = token;
-  master_options.client.security.tls_ca_file = tls_ca;
-  master_options.client.security.plaintext = plaintext;
+  master_options.client.security = Security();
+  master_options.peer_watch = std::move(watch);
   master_options.connect_timeout = connect_timeout;
   SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
   return NewInProcessMasterSession(master, options);

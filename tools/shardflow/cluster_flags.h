@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "distributed/peer_watch.h"
 #include "runtime/session.h"
 #include "tools/shardflow/flags.h"
 
@@ -27,8 +28,12 @@ struct ClusterFlags {
   // --cluster.
   absl::StatusOr<std::vector<std::string>> Tasks() const;
   // A local session without --cluster; else a session whose master runs in this process and
-  // drives the cluster's tasks.
-  absl::StatusOr<std::unique_ptr<Session>> OpenSession(const SessionOptions& options) const;
+  // drives the cluster's tasks; with `watch`, a lost task it watches fails every step
+  // (distributed/peer_watch.h).
+  absl::StatusOr<std::unique_ptr<Session>> OpenSession(
+      const SessionOptions& options, std::shared_ptr<PeerWatch> watch = nullptr) const;
+  // How tasks are reached with these flags (token, CA, plaintext).
+  SecurityOptions Security() const;
 };
 
 }  // namespace shardflow

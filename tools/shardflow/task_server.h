@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -23,12 +24,13 @@ absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& clus
                                                         const std::string& job, int task,
                                                         int threads);
 
-// Serves until the chief (task 0 of `job`) has answered and then stopped answering for
-// `gone_after` (it finished, or died: a launcher restarts the job either way), or until SIGTERM /
-// SIGINT. Error: the chief never answered within `first_wait`, naming it and its address.
-absl::Status ServeUntilChiefLeaves(Server* server, const ClusterSpec& spec, const std::string& job,
-                                   const SecurityOptions& security, absl::Duration first_wait,
-                                   absl::Duration gone_after);
+// Serves until the tasks it waits for (the chief; for a ps task, every worker) have answered and
+// then none of them has answered for `gone_after` (they finished, or died: a launcher restarts
+// the job either way), or until SIGTERM / SIGINT. Error: none of them answered within
+// `first_wait`, naming them and their addresses.
+absl::Status ServeUntilTasksLeave(Server* server, const ClusterSpec& spec,
+                                  const std::vector<TaskId>& tasks, const SecurityOptions& security,
+                                  absl::Duration first_wait, absl::Duration gone_after);
 
 }  // namespace shardflow
 

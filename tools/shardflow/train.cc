@@ -3,12 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -18,7 +22,10 @@
 #include "core/platform/status.h"
 #include "datasets/batch_iterator.h"
 #include "datasets/fashion_mnist.h"
+#include "distributed/peer_watch.h"
+#include "distributed/protocol.h"
 #include "distributed/strategies/all_reduce.h"
+#include "distributed/strategies/parameter_server.h"
 #include "ops/nn_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/device.h"
@@ -30,6 +37,7 @@
 #include "tools/shardflow/models.h"
 #include "tools/shardflow/npy.h"
 #include "tools/shardflow/task_server.h"
+#include "tools/shardflow/train_report.h"
 
 namespace shardflow {
 namespace {
@@ -70,7 +78,18 @@ struct TrainConfig {
   std::vector<std::string> layer_devices;
   // Filled for strategies allreduce and averaging: the device of every replica.
   std::vector<std::string> replica_devices;
+  // Filled for strategies ps-async and ps-sync: the ps tasks' devices, this worker's, and the
+  // number of workers.
+  std::vector<std::string> ps_devices;
+  std::string worker_device;
+  int64_t num_workers = 1;
+  // Trace every step and write its time split (train_report.h) as a JSON line here.
+  std::string step_stats;
 };
+
+bool IsParameterServerStrategy(const std::string& strategy) {
+  return strategy == "ps-async" || strategy == "ps-sync";
+}
 
 double DefaultLearningRate(const std::string& optimizer) {
   if (optimizer == "sgd") return 0.1;
@@ -94,6 +113,9 @@ struct TrainGraph {
   Output mean_loss;
   Operation sync_op;
   Operation average_op;  // strategy averaging
+  // Strategies ps-async and ps-sync: this worker's graph (its train_op is train_op).
+  bool parameter_servers = false;
+  ParameterServerTraining ps;
 };
 
 // Rows [begin, begin + count) of `t` (dimension 0), copied.
@@ -164,8 +186,43 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
   return g;
 }
 
+// Strategies ps-async and ps-sync: this worker's model, the variables on the ps tasks
+// (distributed/strategies/parameter_server.h).
+absl::StatusOr<std::unique_ptr<TrainGraph>> BuildParameterServerTrainGraph(const TrainConfig& c) {
+  auto g = std::make_unique<TrainGraph>();
+  Scope& s = g->scope;
+  SF_RETURN_IF_ERROR(NewOptimizer(c).status());
+  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate").WithDevice(c.worker_device),
+                                      DT_FLOAT, TensorShape());
+  ParameterServerOptions o;
+  o.ps_devices = c.ps_devices;
+  o.worker_device = c.worker_device;
+  o.sync = c.strategy == "ps-sync";
+  o.replicas_to_aggregate = o.total_num_replicas = static_cast<int>(c.num_workers);
+  o.gate = CheckedLoss;
+  auto build = [&](const Scope& ws) -> absl::StatusOr<Output> {
+    SF_ASSIGN_OR_RETURN(g->model, BuildModel(ws, c.model, c.seed));
+    return g->model.loss;
+  };
+  auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
+    auto opt = NewOptimizer(c);
+    (*opt)->set_learning_rate(g->learning_rate);
+    return std::move(opt).value();
+  };
+  SF_ASSIGN_OR_RETURN(g->ps, BuildParameterServerTraining(s, o, build, optimizer));
+  g->parameter_servers = true;
+  g->train_op = g->ps.train_op;
+  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.worker_device),
+                               g->model.eval_logits, 1, DT_INT32);
+  g->variables = AllVariables(s);
+  g->init_op = InitializeAllVariables(s);
+  SF_RETURN_IF_ERROR(s.status());
+  return g;
+}
+
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
   if (c.strategy == "allreduce" || c.strategy == "averaging") return BuildAllReduceTrainGraph(c);
+  if (IsParameterServerStrategy(c.strategy)) return BuildParameterServerTrainGraph(c);
   auto g = std::make_unique<TrainGraph>();
   Scope& s = g->scope;
   SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed, c.layer_devices));
@@ -182,41 +239,6 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c
   SF_RETURN_IF_ERROR(s.status());
   return g;
 }
-
-std::string Duration(double seconds) {
-  int64_t s = static_cast<int64_t>(seconds + 0.5);
-  return s >= 3600 ? absl::StrFormat("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60)
-                   : absl::StrFormat("%d:%02d", s / 60, s % 60);
-}
-
-// One line per update on a terminal (redrawn with \r); one line every 10% otherwise.
-class ProgressBar {
- public:
-  ProgressBar(int64_t epochs, int64_t steps_per_epoch, bool enabled)
-      : epochs_(epochs), steps_(steps_per_epoch), enabled_(enabled), tty_(isatty(STDOUT_FILENO)) {}
-
-  void Update(int64_t epoch, int64_t step, double loss, double examples_per_sec,
-              double seconds_left) {
-    if (!enabled_) return;
-    bool last = step + 1 == steps_;
-    int64_t tenth = std::max<int64_t>(1, steps_ / 10);
-    if (!tty_ && !last && (step + 1) % tenth != 0) return;
-    constexpr int kWidth = 24;
-    int filled = static_cast<int>(kWidth * (step + 1) / steps_);
-    std::string bar(filled, '=');
-    if (filled < kWidth) bar += '>' + std::string(kWidth - filled - 1, '.');
-    std::printf("%sepoch %lld/%lld [%s] step %lld/%lld  loss %.4f  %.0f ex/s  ETA %s%s",
-                tty_ ? "\r" : "", static_cast<long long>(epoch + 1),
-                static_cast<long long>(epochs_), bar.c_str(), static_cast<long long>(step + 1),
-                static_cast<long long>(steps_), loss, examples_per_sec,
-                Duration(seconds_left).c_str(), tty_ && !last ? "  " : "\n");
-    std::fflush(stdout);
-  }
-
- private:
-  int64_t epochs_, steps_;
-  bool enabled_, tty_;
-};
 
 absl::StatusOr<double> Evaluate(Session* session, const TrainGraph& g, const Dataset& test) {
   BatchIteratorOptions o;
@@ -400,35 +422,203 @@ std::string DiagnoseNonFinite(Session* session, const TrainGraph& g,
                  : std::string(st.message());
 }
 
-// Time per op type in one traced step, most expensive first.
-void PrintOpProfile(const RunMetadata& md, int64_t step) {
-  std::map<std::string, std::pair<int64_t, int>> by_op;  // op -> (total µs, count)
-  int64_t first = INT64_MAX, last = 0, busy = 0;
-  for (const auto& dev : md.step_stats().dev_stats()) {
-    for (const auto& n : dev.node_stats()) {
-      auto& e = by_op[n.op()];
-      e.first += n.end_micros() - n.start_micros();
-      e.second += 1;
-      busy += n.end_micros() - n.start_micros();
-      first = std::min(first, n.start_micros());
-      last = std::max(last, n.end_micros());
+// The learning rate of global batch `index` (0-based) of the run: --lr, with cosine decay to 0
+// over every step of --epochs (epoch-exact, so --resume agrees).
+double LearningRateAt(const TrainConfig& c, int64_t index, int64_t steps_per_epoch) {
+  const double base = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
+  if (c.lr_decay != "cosine") return base;
+  const double progress =
+      static_cast<double>(index) / static_cast<double>(c.epochs * steps_per_epoch);
+  return base * 0.5 * (1 + std::cos(M_PI * progress));
+}
+
+// Strategy ps-sync, on the chief: runs the update (take the mean gradients, apply, hand out
+// tokens) in a thread of its own, one global step after the other. A failure closes the
+// accumulators and the token queue, so that no worker waits for a token forever, and is
+// reported by Finish.
+class SyncUpdateLoop {
+ public:
+  SyncUpdateLoop(Session* session, const TrainGraph& g, const TrainConfig& c, int64_t first_index,
+                 int64_t steps_per_epoch)
+      : session_(session), g_(g) {
+    thread_ = std::thread([this, &c, first_index, steps_per_epoch] {
+      std::vector<Tensor> out;
+      for (int64_t index = first_index; !stop_.load(); ++index) {
+        const float lr = static_cast<float>(LearningRateAt(c, index, steps_per_epoch));
+        absl::Status st = session_->Run({{g_.learning_rate.name(), Tensor::Scalar(lr)}}, {},
+                                        {g_.ps.update_op.node()->name()}, &out);
+        if (!st.ok()) {
+          if (!stop_.load()) {
+            error_ = WithContext(st, "the chief's synchronous update failed: ");
+            Close();
+          }
+          return;
+        }
+      }
+    });
+  }
+  ~SyncUpdateLoop() { Finish().IgnoreError(); }
+
+  // Stops the loop (closing what it waits on); the error that ended it early, if any.
+  absl::Status Finish() {
+    if (thread_.joinable()) {
+      stop_.store(true);
+      Close();
+      thread_.join();
     }
+    return error_;
   }
-  std::vector<std::pair<std::string, std::pair<int64_t, int>>> rows(by_op.begin(), by_op.end());
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-  std::printf("\nprofile of step %lld: %.2f ms wall, %.2f ms in kernels\n%-32s %10s %6s %7s\n",
-              static_cast<long long>(step), (last - first) / 1000.0, busy / 1000.0, "op",
-              "total ms", "count", "share");
-  for (const auto& [op, e] : rows) {
-    std::printf("%-32s %10.2f %6d %6.1f%%\n", op.c_str(), e.first / 1000.0, e.second,
-                100.0 * e.first / std::max<int64_t>(busy, 1));
+
+ private:
+  void Close() {
+    std::vector<Tensor> out;
+    session_->Run({}, {}, {g_.ps.close_op.node()->name()}, &out).IgnoreError();
   }
+
+  Session* const session_;
+  const TrainGraph& g_;
+  std::atomic<bool> stop_{false};
+  absl::Status error_;  // written by the thread before it ends, read after join
+  std::thread thread_;
+};
+
+// Polls `count` (an int32 scalar) until it reaches `want`, for at most `limit`; `what` and
+// `who` name the wait in the error.
+absl::Status WaitForCount(Session* session, const Output& count, int64_t want, absl::Duration limit,
+                          const std::string& what, const std::string& who) {
+  const absl::Time end = absl::Now() + limit;
+  std::vector<Tensor> out;
+  while (true) {
+    SF_RETURN_IF_ERROR(session->Run({}, {count.name()}, {}, &out));
+    if (out[0].scalar<int32_t>() >= want) return absl::OkStatus();
+    if (absl::Now() > end) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("waited ", absl::FormatDuration(limit), " for ", what, "; check ", who,
+                       " (its output says why it is late or failed)"));
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
+// Strategies ps-async and ps-sync: checks the cluster and this process's task, and fills the
+// devices of the ps tasks and of this worker.
+absl::Status SetUpParameterServerWorker(TrainConfig* c) {
+  const std::string how = absl::StrCat(
+      "--strategy ", c->strategy,
+      " runs one process per task: give --cluster FILE with a \"ps\" and a \"worker\" job, "
+      "and --job ps|worker --task N");
+  if (c->cluster.cluster.empty() || c->task < 0) return absl::InvalidArgumentError(how);
+  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c->cluster.cluster));
+  if (spec.num_tasks("ps") == 0 || spec.num_tasks("worker") == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("the cluster file ", c->cluster.cluster,
+                                                   " has jobs [", absl::StrJoin(spec.jobs(), ", "),
+                                                   "]; ", how));
+  }
+  if (c->job != "ps" && c->job != "worker") {
+    return absl::InvalidArgumentError(absl::StrCat("--job ", c->job, ": ", how));
+  }
+  for (int t = 0; t < spec.num_tasks("ps"); ++t) {
+    c->ps_devices.push_back(ClusterSpec::TaskName("ps", t) + "/device:CPU:0");
+  }
+  c->worker_device = ClusterSpec::TaskName("worker", static_cast<int>(c->task)) + "/device:CPU:0";
+  c->num_workers = spec.num_tasks("worker");
+  return absl::OkStatus();
+}
+
+// Strategies ps-async and ps-sync: a PeerWatch of every task but this one.
+absl::StatusOr<std::shared_ptr<PeerWatch>> WatchOtherTasks(const TrainConfig& c) {
+  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster.cluster));
+  std::vector<TaskId> others;
+  for (const TaskId& t : spec.tasks()) {
+    if (t.job != c.job || t.task != c.task) others.push_back(t);
+  }
+  WorkerClientOptions client;
+  client.security = c.cluster.Security();
+  SF_ASSIGN_OR_RETURN(std::shared_ptr<WorkerCacheInterface> probes,
+                      NewWorkerCache(kDefaultProtocol, client));
+  return PeerWatch::Start(std::move(probes), spec, others);
+}
+
+// Strategies ps-async and ps-sync, once the session exists. The chief (which has initialised or
+// restored the variables) resets the accumulators, starts the update loop (sync) and says the
+// model is ready; the others wait for that and start at the global step (its batches, in sync;
+// its share of them, in async). Every worker sets its local step (sync).
+absl::Status StartParameterServerWorker(Session* session, const TrainGraph& g, const TrainConfig& c,
+                                        int64_t steps_per_epoch, Position* at,
+                                        std::unique_ptr<SyncUpdateLoop>* update_loop) {
+  const bool sync = c.strategy == "ps-sync";
+  std::vector<Tensor> out;
+  if (c.task == 0) {
+    if (sync) {
+      SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.chief_init_op.node()->name()}, &out));
+      *update_loop =
+          std::make_unique<SyncUpdateLoop>(session, g, c, at->global_step, steps_per_epoch);
+    }
+    SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.ready_op.node()->name()}, &out));
+  } else {
+    SF_RETURN_IF_ERROR(WaitForCount(session, g.ps.is_ready, 1, absl::Minutes(10),
+                                    "the chief to initialise or restore the model",
+                                    "the chief (--job worker --task 0)"));
+    SF_RETURN_IF_ERROR(session->Run({}, {g.ps.global_step.value().name()}, {}, &out));
+    const int64_t step = out[0].scalar<int64_t>();
+    const int64_t batches = sync ? step : step / c.num_workers;  // async: one per worker step
+    *at = {batches / steps_per_epoch, batches % steps_per_epoch, batches};
+  }
+  if (sync)
+    SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.local_step_init_op.node()->name()}, &out));
+  std::map<std::string, int> per_ps;
+  for (const auto& [name, device] : g.ps.variable_devices) ++per_ps[device];
+  std::vector<std::string> spread;
+  for (const auto& [device, n] : per_ps) spread.push_back(absl::StrCat(n, " on ", device));
+  absl::PrintF(
+      "data parallel: %s parameter servers, %d workers, %d examples each per step; "
+      "variables: %s\nworker %d starts at global step %d\n",
+      sync ? "synchronous" : "asynchronous", c.num_workers, c.batch_size / c.num_workers,
+      absl::StrJoin(spread, ", "), c.task, at->global_step);
+  return absl::OkStatus();
+}
+
+// Strategies ps-async and ps-sync, after this worker's last step: says it is done and waits
+// until every worker is (a worker that left early would look dead to the others' PeerWatch);
+// then stops the watch and the chief's update loop.
+absl::Status FinishParameterServerWorker(Session* session, const TrainGraph& g,
+                                         const TrainConfig& c, PeerWatch* watch,
+                                         SyncUpdateLoop* update_loop) {
+  std::vector<Tensor> out;
+  SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.done_op.node()->name()}, &out));
+  SF_RETURN_IF_ERROR(WaitForCount(session, g.ps.num_done, c.num_workers, absl::Hours(1),
+                                  "every worker to finish its steps", "the other workers"));
+  watch->Stop();
+  if (update_loop != nullptr) SF_RETURN_IF_ERROR(update_loop->Finish());
+  if (c.strategy == "ps-sync" && c.task == 0) {
+    SF_RETURN_IF_ERROR(session->Run({}, {g.ps.num_dropped.name()}, {}, &out));
+    absl::PrintF("stale gradients dropped: %d\n", out[0].scalar<int64_t>());
+  }
+  return absl::OkStatus();
+}
+
+// Medians of the traced steps' time split (train_report.h), after the first 10% (warm-up).
+void PrintStepSplits(std::vector<StepSplit> splits) {
+  splits.erase(splits.begin(), splits.begin() + static_cast<std::ptrdiff_t>(splits.size() / 10));
+  auto median = [&](double StepSplit::*field) {
+    std::vector<double> v;
+    for (const StepSplit& s : splits) v.push_back(s.*field);
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  absl::PrintF(
+      "step time (median of %d traced steps): %.2f ms = compute %.2f + communication %.2f + "
+      "waiting %.2f ms\n",
+      splits.size(), median(&StepSplit::wall_ms), median(&StepSplit::compute_ms),
+      median(&StepSplit::communication_ms), median(&StepSplit::waiting_ms));
 }
 
 absl::Status Train(TrainConfig c) {
   SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
-  // One process per task (--job/--task): serve this task; only the chief (task 0) goes on.
+  const bool ps_strategy = IsParameterServerStrategy(c.strategy);
+  if (ps_strategy) SF_RETURN_IF_ERROR(SetUpParameterServerWorker(&c));
+  // One process per task (--job/--task): serve this task. Only the chief (task 0) goes on, or
+  // with parameter servers every worker (a ps task serves until the workers are done).
   std::unique_ptr<Server> own_task;  // declared first: it outlives the session below
   if (c.task >= 0) {
     if (c.cluster.cluster.empty()) {
@@ -439,14 +629,16 @@ absl::Status Train(TrainConfig c) {
     // The other tasks' processes may start a little after this one (a launcher starts them
     // all at once, not in order).
     c.cluster.connect_timeout = absl::Seconds(60);
-    if (c.task != 0) {
-      SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster.cluster));
-      SecurityOptions security;
-      security.token = c.cluster.token;
-      security.tls_ca_file = c.cluster.tls_ca;
-      security.plaintext = c.cluster.plaintext;
-      return ServeUntilChiefLeaves(own_task.get(), spec, c.job, security, absl::Minutes(5),
-                                   absl::Seconds(3));
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster.cluster));
+    if (ps_strategy && c.job == "ps") {
+      std::vector<TaskId> workers;
+      for (int t = 0; t < spec.num_tasks("worker"); ++t) workers.push_back({"worker", t});
+      return ServeUntilTasksLeave(own_task.get(), spec, workers, c.cluster.Security(),
+                                  absl::Minutes(5), absl::Seconds(3));
+    }
+    if (!ps_strategy && c.task != 0) {
+      return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
+                                  absl::Minutes(5), absl::Seconds(3));
     }
   }
   if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
@@ -464,14 +656,11 @@ absl::Status Train(TrainConfig c) {
   if (c.keep_checkpoints < 1) {
     return absl::InvalidArgumentError("--keep-checkpoints must be at least 1");
   }
-  if (c.strategy == "ps-async" || c.strategy == "ps-sync") {
-    return absl::UnimplementedError(
-        absl::StrCat("--strategy ", c.strategy,
-                     " is not available yet; --strategy takes none, allreduce or averaging"));
-  }
-  if (c.strategy != "none" && c.strategy != "allreduce" && c.strategy != "averaging") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown --strategy '", c.strategy,
-                                                   "'; it takes none, allreduce or averaging"));
+  if (c.strategy != "none" && c.strategy != "allreduce" && c.strategy != "averaging" &&
+      !ps_strategy) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --strategy '", c.strategy,
+                     "'; it takes none, allreduce, averaging, ps-async or ps-sync"));
   }
   if (c.average_every < 1) {
     return absl::InvalidArgumentError("--average-every must be at least 1 (steps)");
@@ -498,6 +687,16 @@ absl::Status Train(TrainConfig c) {
     c.layer_devices.clear();
     c.batch_size *= static_cast<int64_t>(c.replica_devices.size());  // the global batch
   }
+  if (ps_strategy) {
+    if (c.devices != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--strategy ", c.strategy,
+                       " runs each worker's model on its task's CPU; --devices must "
+                       "be 1 there"));
+    }
+    c.layer_devices.clear();
+    c.batch_size *= c.num_workers;  // the global batch: each worker takes its rows of it
+  }
   SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(c.data_dir, Split::kTrain));
   SF_ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(c.data_dir, Split::kTest));
   SF_ASSIGN_OR_RETURN(std::unique_ptr<TrainGraph> g, BuildTrainGraph(c));
@@ -511,16 +710,30 @@ absl::Status Train(TrainConfig c) {
   options.config.set_cpu_device_count(static_cast<int>(c.devices));
   options.config.set_placement_policy(c.placement_policy);
   options.config.set_log_device_placement(c.log_placement);
-  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options));
+  // With parameter servers every other task is watched: a lost one fails this worker's steps
+  // (a synchronous step would otherwise wait for its gradients forever).
+  std::shared_ptr<PeerWatch> watch;
+  if (ps_strategy) {
+    SF_ASSIGN_OR_RETURN(watch, WatchOtherTasks(c));
+  }
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options, watch));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
-  SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));
+  const bool is_chief = !ps_strategy || c.task == 0;
   CheckpointSeries series(c.checkpoint_dir, c.keep_checkpoints);
   Position at;              // where training stands
   int64_t saved_step = -1;  // global step of this series' latest checkpoint
   const int64_t steps_per_epoch = train.size() / c.batch_size;  // batches drop the remainder
-  SF_ASSIGN_OR_RETURN(
-      at, StartingPosition(session.get(), *g, c, steps_per_epoch, &series, &saved_step));
+  if (is_chief) {
+    SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));
+    SF_ASSIGN_OR_RETURN(
+        at, StartingPosition(session.get(), *g, c, steps_per_epoch, &series, &saved_step));
+  }
+  std::unique_ptr<SyncUpdateLoop> update_loop;
+  if (ps_strategy) {
+    SF_RETURN_IF_ERROR(
+        StartParameterServerWorker(session.get(), *g, c, steps_per_epoch, &at, &update_loop));
+  }
   const int64_t start_epoch = at.epoch;
   BatchIteratorOptions o;
   o.batch_size = c.batch_size;
@@ -546,13 +759,24 @@ absl::Status Train(TrainConfig c) {
   absl::PrintF(
       "training %s on Fashion-MNIST (%d examples, %d steps/epoch, %sbatch %d), %s lr %g (%s), "
       "%d thread(s), seed %d\n",
-      c.model, train.size(), steps_per_epoch, g->replicas.empty() ? "" : "global ", c.batch_size,
-      c.optimizer, c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
+      c.model, train.size(), steps_per_epoch, g->replicas.empty() && !ps_strategy ? "" : "global ",
+      c.batch_size, c.optimizer, c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
       c.lr_decay == "cosine" ? "cosine decay" : "constant",
       c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.seed);
-  ProgressBar bar(c.epochs, steps_per_epoch, c.progress);
-  const std::vector<std::string> fetch = {g->mean_loss.node() != nullptr ? g->mean_loss.name()
-                                                                         : g->model.loss.name()};
+  ProgressBar bar(c.epochs, steps_per_epoch, c.progress && is_chief);
+  std::vector<std::string> fetch = {g->mean_loss.node() != nullptr ? g->mean_loss.name()
+                                                                   : g->model.loss.name()};
+  if (g->ps.staleness.valid()) fetch.push_back(g->ps.staleness.name());
+  int64_t staleness_sum = 0, staleness_max = 0;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> step_stats(nullptr, &std::fclose);
+  if (!c.step_stats.empty()) {
+    step_stats.reset(std::fopen(c.step_stats.c_str(), "w"));
+    if (step_stats == nullptr) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot write --step-stats '", c.step_stats, "': ", std::strerror(errno)));
+    }
+  }
+  std::vector<StepSplit> splits;
   const std::vector<std::string> targets = {g->train_op.node()->name()};
   // Parity traces: initial weights, every batch, every loss.
   std::vector<Tensor> traced_images, traced_labels;
@@ -588,14 +812,16 @@ absl::Status Train(TrainConfig c) {
       steps_this_epoch = 0;
       epoch_start = std::chrono::steady_clock::now();
     }
-    // Cosine decay from --lr to 0 over every step of --epochs (epoch-exact, so --resume agrees).
-    double base_lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
-    double progress = static_cast<double>(epoch * steps_per_epoch + batch->step) /
-                      static_cast<double>(c.epochs * steps_per_epoch);
-    double lr = c.lr_decay == "cosine" ? base_lr * 0.5 * (1 + std::cos(M_PI * progress)) : base_lr;
+    const double lr = LearningRateAt(c, epoch * steps_per_epoch + batch->step, steps_per_epoch);
     std::vector<std::pair<std::string, Tensor>> feeds = {
         {g->learning_rate.name(), Tensor::Scalar(static_cast<float>(lr))}};
-    if (g->replicas.empty()) {
+    if (ps_strategy) {
+      // This worker's rows of the global batch.
+      feeds.push_back({g->model.images.name(),
+                       Rows(batch->images, c.task * per_replica_batch, per_replica_batch)});
+      feeds.push_back({g->model.labels.name(),
+                       Rows(batch->labels, c.task * per_replica_batch, per_replica_batch)});
+    } else if (g->replicas.empty()) {
       feeds.push_back({g->model.images.name(), batch->images});
       feeds.push_back({g->model.labels.name(), batch->labels});
     } else {
@@ -610,8 +836,12 @@ absl::Status Train(TrainConfig c) {
     RunOptions run_options;
     RunMetadata metadata;
     bool profile = c.profile_step > 0 && at.global_step + 1 == c.profile_step;
-    if (profile) run_options.set_trace_level(RunOptions::FULL_TRACE);
+    if (profile || step_stats) run_options.set_trace_level(RunOptions::FULL_TRACE);
+    const auto step_start = std::chrono::steady_clock::now();
     absl::Status st = session->Run(run_options, feeds, fetch, targets, &out, &metadata);
+    const double step_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - step_start)
+            .count();
     if (st.ok() && profile) PrintOpProfile(metadata, at.global_step + 1);
     if (!st.ok()) {
       if (st.message().find("loss is not finite") != absl::string_view::npos) {
@@ -624,6 +854,19 @@ absl::Status Train(TrainConfig c) {
       return st;
     }
     float loss = out[0].scalar<float>();
+    const int64_t staleness = out.size() > 1 ? out[1].scalar<int64_t>() : 0;
+    staleness_sum += staleness;
+    staleness_max = std::max(staleness_max, staleness);
+    if (step_stats) {
+      StepSplit split = SplitStep(metadata, step_ms);
+      splits.push_back(split);
+      std::fprintf(step_stats.get(),
+                   "{\"step\": %lld, \"loss\": %.6f, \"wall_ms\": %.3f, \"compute_ms\": %.3f, "
+                   "\"communication_ms\": %.3f, \"waiting_ms\": %.3f, \"staleness\": %lld}\n",
+                   static_cast<long long>(at.global_step + 1), loss, split.wall_ms,
+                   split.compute_ms, split.communication_ms, split.waiting_ms,
+                   static_cast<long long>(staleness));
+    }
     if (!c.trace_dir.empty()) {
       traced_images.push_back(batch->images);
       traced_labels.push_back(batch->labels);
@@ -641,10 +884,12 @@ absl::Status Train(TrainConfig c) {
     double steps_left =
         (c.epochs - epoch - 1) * steps_per_epoch + (steps_per_epoch - batch->step - 1);
     bar.Update(epoch, batch->step, smoothed, ex_per_sec, steps_left * c.batch_size / ex_per_sec);
-    bool due = at.step == 0 ||  // an epoch ended
-               (c.checkpoint_every_steps > 0 && at.global_step % c.checkpoint_every_steps == 0) ||
-               (c.checkpoint_every_secs > 0 &&
-                std::chrono::duration<double>(now - last_save).count() >= c.checkpoint_every_secs);
+    bool due =
+        is_chief &&
+        (at.step == 0 ||  // an epoch ended
+         (c.checkpoint_every_steps > 0 && at.global_step % c.checkpoint_every_steps == 0) ||
+         (c.checkpoint_every_secs > 0 &&
+          std::chrono::duration<double>(now - last_save).count() >= c.checkpoint_every_secs));
     // Strategy averaging: every replica takes the replicas' mean every --average-every steps,
     // and before a checkpoint (replica 0's variables are what is saved and evaluated).
     if (g->average_op.node() != nullptr && (due || at.global_step % c.average_every == 0)) {
@@ -656,7 +901,16 @@ absl::Status Train(TrainConfig c) {
       last_save = std::chrono::steady_clock::now();
     }
   }
+  if (ps_strategy) {
+    SF_RETURN_IF_ERROR(
+        FinishParameterServerWorker(session.get(), *g, c, watch.get(), update_loop.get()));
+  }
   auto train_end = std::chrono::steady_clock::now();
+  if (!splits.empty()) PrintStepSplits(splits);
+  if (g->ps.staleness.valid() && steps_this_run > 0) {
+    absl::PrintF("staleness: %.2f updates of other workers per step on average, at most %d\n",
+                 static_cast<double>(staleness_sum) / steps_this_run, staleness_max);
+  }
   double train_secs = std::chrono::duration<double>(train_end - train_start).count();
   double warm_secs = std::chrono::duration<double>(train_end - warm_start).count();
   double warm_rate = steps_this_run > kWarmupSteps ? (steps_this_run - kWarmupSteps) *
@@ -678,6 +932,11 @@ absl::Status Train(TrainConfig c) {
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/images.npy", stack(traced_images)));
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/labels.npy", stack(traced_labels)));
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/losses.npy", Tensor::FromVector(losses)));
+  }
+  if (!is_chief) {
+    absl::PrintF("worker %d: trained %d steps in %s; the chief evaluates and checkpoints\n", c.task,
+                 steps_this_run, Duration(train_secs));
+    return absl::OkStatus();
   }
   if (g->average_op.node() != nullptr && at.global_step != saved_step) {
     SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
@@ -736,9 +995,15 @@ void AddTrainCommand(CommandLine* cli) {
   flags.String("strategy", &c.strategy,
                "none (one model, split over --devices/--cluster by layer), allreduce (a replica "
                "per device, or per task of --cluster, gradients averaged every step; "
-               "--batch-size is per replica) or averaging (replicas train alone, parameters and "
-               "optimizer state averaged every --average-every steps)");
-  flags.String("job", &c.job, "with --cluster and --task: this process's job");
+               "--batch-size is per replica), averaging (replicas train alone, parameters and "
+               "optimizer state averaged every --average-every steps), ps-async or ps-sync "
+               "(parameter servers: one process per task of a cluster with ps and worker jobs; "
+               "variables on the ps tasks, each worker trains on --batch-size examples per "
+               "step and updates them on its own (async) or averaged with the others (sync))");
+  flags.String("job", &c.job, "with --cluster and --task: this process's job (worker or ps)");
+  flags.String("step-stats", &c.step_stats,
+               "trace every step and write its time split into compute, communication and "
+               "waiting as JSON lines to this file (and print the medians)");
   flags.Int("task", &c.task,
             "with --cluster: this process serves task N of --job itself (one process per task, "
             "as launchers start them); task 0 trains, the others serve until it is done (-1: "
