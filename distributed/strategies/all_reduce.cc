@@ -51,6 +51,8 @@ std::vector<Bucket> Buckets(const std::vector<Output>& grads, int64_t bucket_byt
   return out;
 }
 
+const std::string& VariableDevice(const Var& v) { return v.info().handle->requested_device(); }
+
 }  // namespace
 
 absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
@@ -167,10 +169,12 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
         Output mean =
             ops::CollectiveReduce(vs, v.value(), replicas, group_key,
                                   (int64_t{1} << 21) + static_cast<int64_t>(k), "Add", "Div");
-        assigns.push_back(OpBuilder(vs.WithOpName("assign"), "AssignVariableOp")
-                              .Input(v.handle())
-                              .Input(mean)
-                              .Finalize());
+        // Where the variable lives (a device of the replica's task when its layers are split).
+        assigns.push_back(
+            OpBuilder(vs.WithOpName("assign").WithDevice(VariableDevice(v)), "AssignVariableOp")
+                .Input(v.handle())
+                .Input(mean)
+                .Finalize());
       }
     }
     out.average_op = ops::NoOp(scope.WithDevice(devices[0])
@@ -193,11 +197,13 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
       Output got =
           ops::CollectiveBcastRecv(scopes[r].WithOpName(absl::StrCat("sync_recv_", k)),
                                    source.dtype(), source.shape(), replicas, group_key, instance);
-      assigns.push_back(
-          OpBuilder(scopes[r].WithOpName(absl::StrCat("sync_assign_", k)), "AssignVariableOp")
-              .Input(target.handle())
-              .Input(got)
-              .Finalize());
+      assigns.push_back(OpBuilder(scopes[r]
+                                      .WithOpName(absl::StrCat("sync_assign_", k))
+                                      .WithDevice(VariableDevice(target)),
+                                  "AssignVariableOp")
+                            .Input(target.handle())
+                            .Input(got)
+                            .Finalize());
     }
   }
   out.sync_op = ops::NoOp(root.WithOpName("all_reduce_sync").WithControlDependencies(assigns));

@@ -101,19 +101,20 @@ def test_a_killed_replica_task_fails_training_naming_it_within_10_s(tmp_path):
             p.wait()
 
 
-def test_one_process_per_task_with_job_and_task(tmp_path):
+def job_losses(tmp_path, *flags):
     """`train --cluster F --task 1` serves its task until the chief is done; `--task 0` serves
     task 0 and trains. Started in either order (the chief first here, task 1 a moment later);
-    both exit 0, and the curve is the one two `shardflow server` processes give."""
+    both exit 0. The chief's loss curve."""
     import time
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
+    tmp_path.mkdir(exist_ok=True)
     ports = [free_port(), free_port()]
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps({"worker": [f"127.0.0.1:{p}" for p in ports]}))
     common = ["--model", "mlp", "--strategy", "allreduce", "--cluster", str(path), "--threads",
               "1", "--optimizer", "sgd", "--lr", "0.05", "--batch-size", "32", "--max-steps", "20",
-              "--progress=false"]
+              "--progress=false", *flags]
     out = str(tmp_path / "chief")
     chief = subprocess.Popen([BINARY, "train", *common, "--task", "0", "--checkpoint-dir", out,
                               "--trace-dir", out], stdout=subprocess.PIPE,
@@ -134,6 +135,15 @@ def test_one_process_per_task_with_job_and_task(tmp_path):
     assert "the chief stopped answering" in worker_out, worker_out
     losses = np.load(os.path.join(out, "losses.npy"))
     assert len(losses) == 20 and losses[-1] < losses[0]
+    return losses
+
+
+def test_one_process_per_task_with_job_and_task(tmp_path):
+    """...and with --devices 2 each replica's layers are split over two devices of its task
+    (model parallelism inside a replica): the same curve."""
+    one = job_losses(tmp_path / "one")
+    two = job_losses(tmp_path / "two", "--devices", "2")
+    np.testing.assert_allclose(two, one, rtol=1e-4, atol=1e-5)
 
 
 def test_a_task_not_in_the_cluster_file_is_refused(tmp_path):

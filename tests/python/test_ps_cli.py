@@ -67,16 +67,25 @@ def checkpoint(path):
 SGD = ["--optimizer", "sgd", "--lr", "0.05", "--lr-decay", "none", "--max-steps", "20"]
 
 
-def test_sync_workers_take_the_step_of_one_worker_on_their_rows_together(tmp_path):
+@pytest.mark.parametrize("devices", [1, 2])
+def test_sync_workers_take_the_step_of_one_worker_on_their_rows_together(tmp_path, devices):
+    """With --devices 2 each worker's layers are also split over two devices of its task (model
+    parallelism inside a replica): the same parameters."""
     cluster, spec = ps_cluster(tmp_path)
-    results = finish(start_job(tmp_path, cluster, spec, "ps-sync", "--batch-size", "32", *SGD),
-                     tmp_path)
+    results = finish(start_job(tmp_path, cluster, spec, "ps-sync", "--batch-size", "32",
+                               "--devices", str(devices), "--log-placement", *SGD), tmp_path)
     for key, (code, text) in results.items():
         assert code == 0, f"{key}: {text}"
     chief = results[("worker", 0)][1]
     assert "synchronous parameter servers, 2 workers, 32 examples each" in chief, chief
     assert "global batch 64" in chief and "stale gradients dropped: 0" in chief, chief
     assert "worker 1: trained 20 steps" in results[("worker", 1)][1]
+    worker1 = results[("worker", 1)][1]
+    # Placement: the model on the worker (both its devices with --devices 2), variables on ps.
+    assert re.search(r"\S+/weights \(VarHandleOp\) -> /job:ps/replica:0/task:0", worker1), \
+        worker1[:3000]
+    used = set(re.findall(r"-> (/job:worker/replica:0/task:1/device:CPU:\d)", worker1))
+    assert len(used) == devices, used
     assert "serving until they finish" in results[("ps", 0)][1]
     single_dir = tmp_path / "single"
     r = subprocess.run([BINARY, "train", "--model", "mlp", "--threads", "1", "--progress=false",

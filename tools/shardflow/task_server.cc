@@ -17,7 +17,7 @@ namespace shardflow {
 
 absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& cluster,
                                                         const std::string& job, int task,
-                                                        int threads) {
+                                                        int threads, int devices) {
   SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(cluster.cluster));
   if (!spec.HasTask(job, task)) {
     return absl::InvalidArgumentError(
@@ -30,6 +30,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& clus
   options.cluster = spec;
   options.config.set_intra_op_threads(threads);
   options.config.set_inter_op_threads(threads);
+  options.config.set_cpu_device_count(devices);
   options.security.token = cluster.token;
   options.security.tls_ca_file = cluster.tls_ca;
   options.security.plaintext = cluster.plaintext;

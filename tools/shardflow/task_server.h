@@ -17,12 +17,13 @@
 
 namespace shardflow {
 
-// This process's task (job, task) of the --cluster file, with `threads` per device (0 = the
-// cores) and the cluster flags' token and plaintext setting. Errors: no such task in the file,
-// its address cannot be bound, a non-loopback address without --plaintext.
+// This process's task (job, task) of the --cluster file, with `devices` CPU devices and
+// `threads` per device (0 = the cores) and the cluster flags' token and plaintext setting. Errors:
+// no such task in the file, its address cannot be bound, a non-loopback address without
+// --plaintext.
 absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& cluster,
                                                         const std::string& job, int task,
-                                                        int threads);
+                                                        int threads, int devices = 1);
 
 // Serves until the tasks it waits for (the chief; for a ps task, every worker) have answered and
 // then none of them has answered for `gone_after` (they finished, or died: a launcher restarts

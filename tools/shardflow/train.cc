@@ -76,8 +76,11 @@ struct TrainConfig {
   int64_t average_every = 10;
   // Filled from --cluster: the task of every model layer, in turn (strategy none).
   std::vector<std::string> layer_devices;
-  // Filled for strategies allreduce and averaging: the device of every replica.
+  // Filled for strategies allreduce and averaging: the device of every replica and, with
+  // --cluster and --devices N > 1, the devices its layers are split over (model parallelism
+  // inside a replica).
   std::vector<std::string> replica_devices;
+  std::vector<std::vector<std::string>> replica_layer_devices;
   // Filled for strategies ps-async and ps-sync: the ps tasks' devices, this worker's, and the
   // number of workers.
   std::vector<std::string> ps_devices;
@@ -89,6 +92,14 @@ struct TrainConfig {
 
 bool IsParameterServerStrategy(const std::string& strategy) {
   return strategy == "ps-async" || strategy == "ps-sync";
+}
+
+// The devices of `task` ("/job:worker/replica:0/task:1") a replica's layers go to with
+// --devices n: CPU:0..n-1, or none (the replica's device) for n = 1.
+std::vector<std::string> TaskDevices(const std::string& task, int64_t n) {
+  std::vector<std::string> out;
+  for (int64_t d = 0; d < n && n > 1; ++d) out.push_back(absl::StrCat(task, "/device:CPU:", d));
+  return out;
 }
 
 double DefaultLearningRate(const std::string& optimizer) {
@@ -156,7 +167,10 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
   SF_RETURN_IF_ERROR(NewOptimizer(c).status());
   g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
   auto build = [&](const Scope& rs, int replica) -> absl::StatusOr<Output> {
-    SF_ASSIGN_OR_RETURN(Model m, BuildModel(rs, c.model, c.seed));
+    SF_ASSIGN_OR_RETURN(
+        Model m, BuildModel(rs, c.model, c.seed,
+                            c.replica_layer_devices.empty() ? std::vector<std::string>()
+                                                            : c.replica_layer_devices[replica]));
     g->replicas.push_back(m);
     return m.loss;
   };
@@ -201,7 +215,7 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildParameterServerTrainGraph(const
   o.replicas_to_aggregate = o.total_num_replicas = static_cast<int>(c.num_workers);
   o.gate = CheckedLoss;
   auto build = [&](const Scope& ws) -> absl::StatusOr<Output> {
-    SF_ASSIGN_OR_RETURN(g->model, BuildModel(ws, c.model, c.seed));
+    SF_ASSIGN_OR_RETURN(g->model, BuildModel(ws, c.model, c.seed, c.layer_devices));
     return g->model.loss;
   };
   auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
@@ -624,8 +638,9 @@ absl::Status Train(TrainConfig c) {
     if (c.cluster.cluster.empty()) {
       return absl::InvalidArgumentError("--task N needs --cluster FILE (the tasks' addresses)");
     }
-    SF_ASSIGN_OR_RETURN(own_task, StartTaskServer(c.cluster, c.job, static_cast<int>(c.task),
-                                                  static_cast<int>(c.threads)));
+    SF_ASSIGN_OR_RETURN(own_task,
+                        StartTaskServer(c.cluster, c.job, static_cast<int>(c.task),
+                                        static_cast<int>(c.threads), static_cast<int>(c.devices)));
     // The other tasks' processes may start a little after this one (a launcher starts them
     // all at once, not in order).
     c.cluster.connect_timeout = absl::Seconds(60);
@@ -670,14 +685,10 @@ absl::Status Train(TrainConfig c) {
   const int64_t per_replica_batch = c.batch_size;
   if (c.strategy == "allreduce" || c.strategy == "averaging") {
     if (!c.layer_devices.empty()) {
-      if (c.devices != 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--strategy ", c.strategy,
-                         " with --cluster puts one replica on each task's CPU; "
-                         "--devices (model parallelism inside a replica) must be 1 there"));
-      }
+      // A replica per task; with --devices N its layers are split over the task's N devices.
       for (const std::string& task : c.layer_devices) {
         c.replica_devices.push_back(task + "/device:CPU:0");
+        c.replica_layer_devices.push_back(TaskDevices(task, c.devices));
       }
     } else {
       for (int64_t r = 0; r < c.devices; ++r) {
@@ -688,13 +699,9 @@ absl::Status Train(TrainConfig c) {
     c.batch_size *= static_cast<int64_t>(c.replica_devices.size());  // the global batch
   }
   if (ps_strategy) {
-    if (c.devices != 1) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--strategy ", c.strategy,
-                       " runs each worker's model on its task's CPU; --devices must "
-                       "be 1 there"));
-    }
-    c.layer_devices.clear();
+    // With --devices N each worker's layers are split over its task's N devices.
+    c.layer_devices =
+        TaskDevices(c.worker_device.substr(0, c.worker_device.find("/device:")), c.devices);
     c.batch_size *= c.num_workers;  // the global batch: each worker takes its rows of it
   }
   SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(c.data_dir, Split::kTrain));
@@ -777,6 +784,13 @@ absl::Status Train(TrainConfig c) {
     }
   }
   std::vector<StepSplit> splits;
+  // The step split is this worker's view (replica 0's task with allreduce).
+  const std::string split_task = [&] {
+    const std::string& d = ps_strategy                 ? c.worker_device
+                           : c.replica_devices.empty() ? std::string()
+                                                       : c.replica_devices[0];
+    return d.substr(0, d.find("/device:"));
+  }();
   const std::vector<std::string> targets = {g->train_op.node()->name()};
   // Parity traces: initial weights, every batch, every loss.
   std::vector<Tensor> traced_images, traced_labels;
@@ -858,7 +872,7 @@ absl::Status Train(TrainConfig c) {
     staleness_sum += staleness;
     staleness_max = std::max(staleness_max, staleness);
     if (step_stats) {
-      StepSplit split = SplitStep(metadata, step_ms);
+      StepSplit split = SplitStep(metadata, step_ms, split_task);
       splits.push_back(split);
       std::fprintf(step_stats.get(),
                    "{\"step\": %lld, \"loss\": %.6f, \"wall_ms\": %.3f, \"compute_ms\": %.3f, "
@@ -991,7 +1005,11 @@ void AddTrainCommand(CommandLine* cli) {
   flags.String("trace-dir", &c.trace_dir,
                "write initial weights, batches and losses as .npy files here (for parity checks)");
   flags.Bool("progress", &c.progress, "show the progress bar");
-  flags.Int("devices", &c.devices, "CPU devices the session exposes (threads are split)");
+  flags.Int("devices", &c.devices,
+            "CPU devices the session exposes (threads are split); with --cluster and a "
+            "data-parallel strategy, each replica's layers are split over N devices of its task "
+            "(model parallelism inside a replica; tasks started by --task get N devices, "
+            "`shardflow server` tasks need --devices N)");
   flags.String("strategy", &c.strategy,
                "none (one model, split over --devices/--cluster by layer), allreduce (a replica "
                "per device, or per task of --cluster, gradients averaged every step; "

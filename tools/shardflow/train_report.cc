@@ -116,9 +116,10 @@ bool IsWaiting(const std::string& op) {
 
 }  // namespace
 
-StepSplit SplitStep(const RunMetadata& md, double wall_ms) {
+StepSplit SplitStep(const RunMetadata& md, double wall_ms, const std::string& task) {
   std::vector<Interval> compute, communication;
   for (const auto& dev : md.step_stats().dev_stats()) {
+    if (!task.empty() && dev.device().rfind(task + "/", 0) != 0) continue;
     for (const auto& n : dev.node_stats()) {
       Interval i{n.start_micros(), n.end_micros()};
       if (IsWaiting(n.op())) continue;

@@ -28,14 +28,16 @@ class ProgressBar {
 // Time per op type in one traced step, most expensive first.
 void PrintOpProfile(const RunMetadata& md, int64_t step);
 
-// Note [Step time split]. A traced step's wall time (as its caller measured it) in three parts:
-//   compute: time when at least one kernel of the step ran somewhere (any task, any device),
-//            other than the kernels below;
+// Note [Step time split]. A traced step's wall time (as its caller measured it), seen from one
+// task (a worker: its kernels only, on any of its devices; all tasks when `task` is empty), in
+// three parts:
+//   compute: time when at least one of the task's kernels ran, other than the kernels below;
 //   communication: time when tensors were on the move between tasks (_Send/_Recv pairs that
 //            cross tasks, collectives) and nothing computed: the part the network costs that
 //            the computation did not hide;
 //   waiting: the rest: a synchronous step waiting for the other workers' gradients or its
-//            token (QueueDequeueV2, ResourceAccumulatorTakeGradient), scheduling, RPC overhead.
+//            token (QueueDequeueV2, ResourceAccumulatorTakeGradient), for a ps to apply the
+//            update, for a slower replica of the step, scheduling, RPC overhead.
 // A collective's time includes waiting for the slowest peer of its ring; it counts as
 // communication. Clocks of tasks on one host agree; across hosts they are as good as NTP.
 struct StepSplit {
@@ -44,7 +46,7 @@ struct StepSplit {
   double communication_ms = 0;
   double waiting_ms = 0;
 };
-StepSplit SplitStep(const RunMetadata& md, double wall_ms);
+StepSplit SplitStep(const RunMetadata& md, double wall_ms, const std::string& task = "");
 
 }  // namespace shardflow
 

@@ -1,0 +1,229 @@
+#!/usr/bin/python3
+"""Where a data-parallel step's time goes (the seeds' second question): per strategy and network,
+the median step split into compute, communication and waiting, against the compute-only step.
+
+    /usr/bin/python3 benchmarks/data_parallel_split.py [build/bin/shardflow]
+        [--models mlp cnn] [--networks loopback 10gbit 1gbit] [--steps 60] [--out DIR]
+
+Two workers (and, for ps-async and ps-sync, one ps task), one `shardflow train --cluster --job
+--task` process per task, 1 thread each, 64 examples per worker and step, Adam. The chief runs
+with --step-stats, which traces every step and splits its wall time (Note [Step time split] in
+tools/shardflow/train_report.h): compute = some kernel of the step ran; communication = tensors
+were crossing between tasks and nothing computed (what the network cost that computation did not
+hide); waiting = the rest (sync tokens, a slower peer, RPC overhead). Medians over the steps
+after the first 10. "compute-only" is the same model and batch in one process with no strategy
+(the step a worker would take alone); the last column is step / compute-only step.
+
+Networks: loopback (all tasks on 127.0.0.1), or emulated hosts (root): one network namespace per
+task, each joined to a bridge (in a namespace of its own) by a veth pair whose both ends are
+rate limited with tc tbf (10 Gbit/s or 1 Gbit/s). Without root the emulated rows are skipped.
+
+Prints a table and writes DIR/data_parallel_split.png (stacked bars; Debian's
+python3-matplotlib). Every process is bounded in time; namespaces are removed at the end.
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STRATEGIES = ["allreduce", "averaging", "ps-async", "ps-sync"]
+BATCH = 64
+SUFFIX = str(os.getpid())
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sh(*args, check=True):
+    r = subprocess.run(list(args), capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
+    return r
+
+
+class Hosts:
+    """`count` emulated hosts behind a bridge, each uplink and downlink at `rate`; or loopback."""
+
+    def __init__(self, count, rate=None):
+        self.rate = rate
+        self.ns = [f"sfb{i}_{SUFFIX}" for i in range(count)] if rate else [None] * count
+        self.bridge_ns = f"sfbr_{SUFFIX}"
+        subnet = f"10.232.{os.getpid() % 200 + 20}"
+        self.addr = [f"{subnet}.{i + 1}" for i in range(count)] if rate else ["127.0.0.1"] * count
+        if not rate:
+            return
+        sh("ip", "netns", "add", self.bridge_ns)
+        sh("ip", "netns", "exec", self.bridge_ns, "ip", "link", "add", "br0", "type", "bridge")
+        sh("ip", "netns", "exec", self.bridge_ns, "ip", "link", "set", "br0", "up")
+        for i, ns in enumerate(self.ns):
+            host, port = f"sfh{i}_{SUFFIX}"[:15], f"sfp{i}_{SUFFIX}"[:15]
+            sh("ip", "netns", "add", ns)
+            sh("ip", "link", "add", host, "type", "veth", "peer", "name", port)
+            sh("ip", "link", "set", host, "netns", ns)
+            sh("ip", "link", "set", port, "netns", self.bridge_ns)
+            sh("ip", "netns", "exec", ns, "ip", "addr", "add", f"{self.addr[i]}/24", "dev", host)
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", host, "up")
+            sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            sh("ip", "netns", "exec", self.bridge_ns, "ip", "link", "set", port, "master", "br0")
+            sh("ip", "netns", "exec", self.bridge_ns, "ip", "link", "set", port, "up")
+            for where, dev in ((ns, host), (self.bridge_ns, port)):
+                sh("ip", "netns", "exec", where, "tc", "qdisc", "add", "dev", dev, "root", "tbf",
+                   "rate", rate, "burst", "1mb" if rate == "10gbit" else "256kb",
+                   "latency", "50ms")
+
+    def command(self, i, argv):
+        return argv if self.ns[i] is None else ["ip", "netns", "exec", self.ns[i]] + argv
+
+    def close(self):
+        if not self.rate:
+            return
+        for ns in self.ns + [self.bridge_ns]:
+            for pid in sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                sh("kill", "-9", pid, check=False)
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def medians(path):
+    rows = [json.loads(line) for line in open(path)]
+    rows = rows[10:] if len(rows) > 20 else rows
+    keys = ("wall_ms", "compute_ms", "communication_ms", "waiting_ms")
+    return {k: statistics.median(r[k] for r in rows) for k in keys}
+
+
+def run_strategy(cli, hosts, strategy, model, steps, workdir):
+    """Median split of the chief's steps."""
+    ps = strategy.startswith("ps-")
+    tasks = ([("worker", 0, 0), ("worker", 1, 1)] + ([("ps", 0, 2)] if ps else []))
+    port = free_port() if hosts.rate is None else 2300
+    spec = {"worker": [], "ps": []}
+    for job, task, host in tasks:
+        addr = hosts.addr[host]
+        spec[job].append(f"{addr}:{free_port() if hosts.rate is None else port + host}")
+    if not ps:
+        del spec["ps"]
+    cluster = os.path.join(workdir, f"{strategy}-{model}.json")
+    with open(cluster, "w") as f:
+        json.dump(spec, f)
+    stats = os.path.join(workdir, f"{strategy}-{model}.jsonl")
+    common = [cli, "train", "--model", model, "--strategy", strategy, "--cluster", cluster,
+              "--plaintext", "--threads", "1", "--batch-size", str(BATCH), "--max-steps",
+              str(steps), "--progress=false", "--checkpoint-dir",
+              os.path.join(workdir, f"ckpt-{strategy}-{model}"), "--checkpoint-every-secs", "0",
+              "--average-every", "10"]
+    procs = []
+    for job, task, host in sorted(tasks, key=lambda t: (t[0] == "worker" and t[1] == 0)):
+        extra = ["--step-stats", stats] if (job, task) == ("worker", 0) else []
+        procs.append(subprocess.Popen(
+            hosts.command(host, common + ["--job", job, "--task", str(task)] + extra),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    for p in procs:
+        try:
+            outputs.append(p.communicate(timeout=900)[0])
+        except subprocess.TimeoutExpired:
+            p.kill()
+            outputs.append(p.communicate()[0])
+    if any(p.returncode != 0 for p in procs):
+        raise RuntimeError("\n".join(o[-800:] for o in outputs))
+    return medians(stats)
+
+
+def compute_only(cli, model, steps, workdir):
+    stats = os.path.join(workdir, f"alone-{model}.jsonl")
+    subprocess.run([cli, "train", "--model", model, "--threads", "1", "--batch-size", str(BATCH),
+                    "--max-steps", str(steps), "--progress=false", "--checkpoint-dir",
+                    os.path.join(workdir, f"ckpt-alone-{model}"), "--checkpoint-every-secs", "0",
+                    "--step-stats", stats], check=True, capture_output=True, timeout=900)
+    return medians(stats)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("cli", nargs="?", default=os.path.join(ROOT, "build", "bin", "shardflow"))
+    parser.add_argument("--models", nargs="+", default=["mlp", "cnn"])
+    parser.add_argument("--networks", nargs="+", default=["loopback", "10gbit", "1gbit"])
+    parser.add_argument("--strategies", nargs="+", default=STRATEGIES)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--out", default=".")
+    args = parser.parse_args()
+    with open("/proc/cpuinfo") as f:
+        cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
+    print(f"machine: {cpu}, {os.cpu_count()} vCPUs, {time.strftime('%Y-%m-%d')}; 2 workers x 1 "
+          f"thread, {BATCH} examples per worker and step, Adam; medians of steps 11-{args.steps}")
+    emulate = os.geteuid() == 0 and shutil.which("tc") is not None
+    header = (f"{'network':<9} {'model':<5} {'strategy':<16} {'step ms':>8} {'compute':>8} "
+              f"{'comm':>8} {'waiting':>8} {'x alone':>8}")
+    print(header)
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        alone = {m: compute_only(args.cli, m, args.steps, workdir) for m in args.models}
+        for m in args.models:
+            a = alone[m]
+            print(f"{'-':<9} {m:<5} {'compute-only':<16} {a['wall_ms']:>8.2f} "
+                  f"{a['compute_ms']:>8.2f} {a['communication_ms']:>8.2f} "
+                  f"{a['waiting_ms']:>8.2f} {1:>8.2f}")
+        for network in args.networks:
+            if network != "loopback" and not emulate:
+                print(f"{network:<9} (skipped: emulated hosts need root and tc)")
+                continue
+            hosts = Hosts(3, None if network == "loopback" else network)
+            try:
+                for m in args.models:
+                    for strategy in args.strategies:
+                        s = run_strategy(args.cli, hosts, strategy, m, args.steps, workdir)
+                        ratio = s["wall_ms"] / alone[m]["wall_ms"]
+                        rows.append((network, m, strategy, s, ratio))
+                        print(f"{network:<9} {m:<5} {strategy:<16} {s['wall_ms']:>8.2f} "
+                              f"{s['compute_ms']:>8.2f} {s['communication_ms']:>8.2f} "
+                              f"{s['waiting_ms']:>8.2f} {ratio:>8.2f}", flush=True)
+            finally:
+                hosts.close()
+    plot(rows, alone, args.out)
+    return 0
+
+
+def plot(rows, alone, out):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(no plot: apt-get install python3-matplotlib)")
+        return
+    models = sorted({r[1] for r in rows})
+    if not models:
+        return
+    fig, axes = plt.subplots(1, len(models), figsize=(7 * len(models), 5), squeeze=False)
+    for ax, m in zip(axes[0], models):
+        mine = [r for r in rows if r[1] == m]
+        labels = ["alone"] + [f"{r[0]}\n{r[2]}" for r in mine]
+        splits = [alone[m]] + [r[3] for r in mine]
+        bottom = [0.0] * len(splits)
+        for key, color in (("compute_ms", "tab:blue"), ("communication_ms", "tab:orange"),
+                           ("waiting_ms", "tab:gray")):
+            values = [s[key] for s in splits]
+            ax.bar(range(len(splits)), values, bottom=bottom, color=color,
+                   label=key.replace("_ms", ""))
+            bottom = [b + v for b, v in zip(bottom, values)]
+        ax.set_xticks(range(len(splits)))
+        ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("median step time (ms)")
+        ax.set_title(f"{m}: 2 workers x {BATCH} examples")
+        ax.legend()
+    path = os.path.join(out, "data_parallel_split.png")
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
