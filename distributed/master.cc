@@ -590,6 +590,7 @@ class MasterSession {
 
 Master::Master(MasterOptions options, std::shared_ptr<WorkerCacheInterface> cache)
     : options_(std::move(options)), cache_(std::move(cache)) {
+  SetPeerWatch(options_.peer_watch);
   if (options_.session_idle_timeout > absl::ZeroDuration()) {
     const absl::Duration every =
         std::clamp(options_.session_idle_timeout / 4, absl::Milliseconds(100), absl::Seconds(5));
@@ -672,8 +673,50 @@ void Master::RunStepAsync(const std::string& handle, const RunOptions& options,
   }
   // The session stays alive until the step is done, even if it is closed meanwhile.
   std::shared_ptr<MasterSession> keep = *session;
+  std::shared_ptr<PeerWatch> watch;
+  {
+    absl::MutexLock lock(&mu_);
+    watch = peer_watch_;
+  }
+  if (watch == nullptr) {
+    keep->RunAsync(options, std::move(feeds), fetches, targets, outputs, metadata, call,
+                   [keep, done = std::move(done)](absl::Status s) { done(std::move(s)); });
+    return;
+  }
+  // A lost task cancels the step (through the caller's StepCall, or one of our own); the
+  // watch's callback may run after the step is done, so it reaches the call through `link`,
+  // which the end of the step cuts.
+  struct Link {
+    absl::Mutex mu;
+    StepCall* call ABSL_GUARDED_BY(mu) = nullptr;
+  };
+  auto link = std::make_shared<Link>();
+  std::shared_ptr<StepCall> own = call == nullptr ? std::make_shared<StepCall>() : nullptr;
+  if (own != nullptr) call = own.get();
+  {
+    absl::MutexLock lock(&link->mu);
+    link->call = call;
+  }
+  const int64_t id = watch->OnLoss([link] {
+    absl::MutexLock lock(&link->mu);
+    if (link->call != nullptr) link->call->cancellation.Cancel();
+  });
   keep->RunAsync(options, std::move(feeds), fetches, targets, outputs, metadata, call,
-                 [keep, done = std::move(done)](absl::Status s) { done(std::move(s)); });
+                 [keep, watch, id, link, own, done = std::move(done)](absl::Status s) {
+                   watch->Remove(id);
+                   {
+                     absl::MutexLock lock(&link->mu);
+                     link->call = nullptr;
+                   }
+                   // A step cancelled (or broken) because a task was lost says which.
+                   if (!s.ok() && !watch->status().ok()) s = watch->status();
+                   done(std::move(s));
+                 });
+}
+
+void Master::SetPeerWatch(std::shared_ptr<PeerWatch> watch) {
+  absl::MutexLock lock(&mu_);
+  peer_watch_ = std::move(watch);
 }
 
 absl::Status Master::RunStep(const std::string& handle, const RunOptions& options,
@@ -683,21 +726,12 @@ absl::Status Master::RunStep(const std::string& handle, const RunOptions& option
                              RunMetadata* metadata) {
   absl::Notification finished;
   absl::Status result;
-  StepCall call;
-  PeerWatch* watch = options_.peer_watch.get();
-  const int64_t watching =
-      watch != nullptr ? watch->OnLoss([&call] { call.cancellation.Cancel(); }) : -1;
-  RunStepAsync(handle, options, feeds, fetches, targets, outputs, metadata, &call,
+  RunStepAsync(handle, options, feeds, fetches, targets, outputs, metadata, nullptr,
                [&](absl::Status s) {
                  result = std::move(s);
                  finished.Notify();
                });
   finished.WaitForNotification();
-  if (watch != nullptr) {
-    watch->Remove(watching);
-    // A step cancelled (or broken) because a task was lost says which.
-    if (!result.ok() && !watch->status().ok()) return watch->status();
-  }
   return result;
 }
 

@@ -76,8 +76,9 @@ struct MasterOptions {
   // No step runs longer than this (RunOptions.timeout_in_ms and the caller's deadline may make
   // it shorter). Zero = no limit of the master's own.
   absl::Duration max_step_time = absl::ZeroDuration();
-  // Tasks whose loss fails every step RunStep runs, even steps that do not run on them (between-
-  // graph replication: the other workers); see distributed/peer_watch.h. May be null.
+  // Tasks whose loss fails every step the master runs, even steps that do not run on them
+  // (between-graph replication: the other workers); see distributed/peer_watch.h. May be null;
+  // Master::SetPeerWatch replaces it.
   std::shared_ptr<PeerWatch> peer_watch;
   MasterOptions() {
     inter_task_link.set_gbps(1.25);
@@ -127,6 +128,8 @@ class Master {
   absl::StatusOr<std::vector<DeviceAttributes>> ListDevices();
 
   const ClusterSpec& cluster() const { return options_.cluster; }
+  // From now on, steps that start are cancelled when `watch` loses a task (null: none are).
+  void SetPeerWatch(std::shared_ptr<PeerWatch> watch);
 
  private:
   Master(MasterOptions options, std::shared_ptr<WorkerCacheInterface> cache);
@@ -136,6 +139,7 @@ class Master {
   std::shared_ptr<WorkerCacheInterface> cache_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<MasterSession>> sessions_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<PeerWatch> peer_watch_ ABSL_GUARDED_BY(mu_);
   // The collector thread (when session_idle_timeout is set) stops when this is notified.
   absl::Notification stop_;
   std::thread collector_;

@@ -19,6 +19,7 @@ whose variable has another shape or dtype than the one on the ps fails with an e
 """
 
 import os
+import weakref
 
 from shardflow import _shardflow as _C
 
@@ -137,6 +138,18 @@ class Server:
             cluster.as_dict(), job_name, self.task_index, cfg.inter_op_threads,
             cfg.intra_op_threads, cfg.cpu_device_count, cfg.auth_token, bool(plaintext),
             float(connect_timeout))
+        _SERVERS[self.target] = self
+
+    def _watch_other_tasks(self):
+        """Until _unwatch: a task of the cluster that dies or stops answering (4 s) fails every
+        step of sessions opened at this server's target, with an error naming it."""
+        others = [(job, t) for job in self.server_def.jobs
+                  for t in range(self.server_def.num_tasks(job))
+                  if (job, t) != (self.job_name, self.task_index)]
+        self._handle.watch(others)
+
+    def _unwatch(self):
+        self._handle.unwatch()
 
     @property
     def target(self):
@@ -160,6 +173,14 @@ class Server:
             port = s.getsockname()[1]
         return Server({"localhost": ["127.0.0.1:%d" % port]}, "localhost", 0, config=config,
                       start=start)
+
+
+# The servers of this process by target, for hooks that have a session and need its server.
+_SERVERS = weakref.WeakValueDictionary()
+
+
+def _server_for_target(target):
+    return _SERVERS.get(target)
 
 
 class _ReplicaDeviceSetter:

@@ -195,6 +195,12 @@ class _SyncReplicasHook(SessionRunHook):
             self._init_tokens = self._opt.get_init_tokens_op(self._num_tokens)
 
     def after_create_session(self, session, coord=None):
+        # A synchronous step waits for every worker: one that dies must fail the others' steps
+        # (naming it) instead of leaving them waiting for its gradients.
+        from shardflow.cluster import _server_for_target
+        self._server = _server_for_target(getattr(session, "target", ""))
+        if self._server is not None:
+            self._server._watch_other_tasks()
         if self._is_chief:
             session.run(self._opt._chief_init_op)
             session.run(self._init_tokens)
@@ -222,6 +228,9 @@ class _SyncReplicasHook(SessionRunHook):
         return None
 
     def end(self, session):
+        # Training is over: the others may leave now without failing anyone.
+        if getattr(self, "_server", None) is not None:
+            self._server._unwatch()
         if not self._is_chief:
             return
         self._stop.set()

@@ -12,6 +12,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/peer_watch.h"
+#include "distributed/protocol.h"
 #include "distributed/server.h"
 #include "python_bindings/src/status_exceptions.h"
 
@@ -44,6 +46,8 @@ class ServerHandle {
     // A worker started before its parameter servers waits this long for them (then the error
     // names them), as TensorFlow's CreateSession waits for its workers.
     if (connect_timeout_s > 0) options.master.connect_timeout = absl::Seconds(connect_timeout_s);
+    cluster_ = options.cluster;
+    security_ = options.security;
     py::gil_scoped_release release;
     absl::StatusOr<std::unique_ptr<Server>> server = Server::Create(options);
     if (!server.ok()) {
@@ -69,12 +73,47 @@ class ServerHandle {
     py::gil_scoped_release release;
     s->Shutdown();
   }
+  // Until Unwatch, a lost task of `tasks` ((job, index) pairs) fails every step of this
+  // server's master, naming it (distributed/peer_watch.h): synchronous training must not wait
+  // for a dead worker's gradients.
+  void Watch(const std::vector<std::pair<std::string, int>>& tasks) {
+    Master* master = Get()->master();
+    if (master == nullptr) return;
+    std::vector<TaskId> ids;
+    for (const auto& [job, task] : tasks) ids.push_back({job, task});
+    WorkerClientOptions client;
+    client.security = security_;
+    py::gil_scoped_release release;
+    absl::StatusOr<std::shared_ptr<WorkerCacheInterface>> probes =
+        NewWorkerCache(kDefaultProtocol, client);
+    absl::StatusOr<std::shared_ptr<PeerWatch>> watch =
+        probes.ok() ? PeerWatch::Start(*probes, cluster_, ids)
+                    : absl::StatusOr<std::shared_ptr<PeerWatch>>(probes.status());
+    if (!watch.ok()) {
+      py::gil_scoped_acquire acquire;
+      ThrowIfError(watch.status());
+    }
+    if (watch_ != nullptr) watch_->Stop();
+    watch_ = *watch;
+    master->SetPeerWatch(watch_);
+  }
+  void Unwatch() {
+    Master* master = Get()->master();
+    if (master == nullptr || watch_ == nullptr) return;
+    py::gil_scoped_release release;
+    watch_->Stop();
+    master->SetPeerWatch(nullptr);
+    watch_.reset();
+  }
 
  private:
   Server* Get() const {
     if (!server_) throw StatusError(absl::FailedPreconditionError("the server was destroyed"));
     return server_.get();
   }
+  ClusterSpec cluster_;
+  SecurityOptions security_;
+  std::shared_ptr<PeerWatch> watch_;
   std::unique_ptr<Server> server_;
 };
 
@@ -91,7 +130,9 @@ void RegisterServerBindings(py::module_& m) {
       .def_property_readonly("address", &ServerHandle::address)
       .def_property_readonly("task_name", &ServerHandle::task_name)
       .def("join", &ServerHandle::Join)
-      .def("stop", &ServerHandle::Stop);
+      .def("stop", &ServerHandle::Stop)
+      .def("watch", &ServerHandle::Watch, py::arg("tasks"))
+      .def("unwatch", &ServerHandle::Unwatch);
 }
 
 }  // namespace python

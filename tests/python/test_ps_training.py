@@ -96,7 +96,9 @@ def test_one_ps_two_workers_train_to_the_single_worker_accuracy(tmp_path, mode,
         acc = _accuracy(chief)
         print("%s: 1 ps + 2 workers %.2f%%, one worker %.2f%%" % (mode, acc,
                                                                    single_worker_accuracy))
-        assert acc >= single_worker_accuracy - 3.0, chief
+        # Asynchronous updates are computed on parameters a few updates old, more so when the
+        # machine is loaded (ctest -j2 on 2 vCPUs: 76.5-83% seen at 800 steps, 82-83% alone).
+        assert acc >= single_worker_accuracy - (3.0 if mode == "sync" else 7.5), chief
         assert "worker 1: global step" in job.output("worker1")
     finally:
         job.kill_all()
@@ -114,6 +116,14 @@ def test_a_restarted_job_resumes_from_the_chiefs_last_checkpoint(tmp_path):
             assert job.procs["worker0"].poll() is None, job.output("worker0")
             time.sleep(0.2)
         job.procs["worker1"].send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        # The chief's synchronous step does not wait for the dead worker's gradients: it fails
+        # within 10 s, naming it (the sync hook watches the other tasks).
+        code = job.procs["worker0"].wait(timeout=60)
+        elapsed = time.monotonic() - killed
+        chief = job.output("worker0")
+        assert code != 0 and "task /job:worker/replica:0/task:1" in chief, chief[-3000:]
+        assert elapsed < 10, "%.1f s: %s" % (elapsed, chief[-3000:])
     finally:
         job.kill_all()  # a launcher restarts the whole job
     latest = sf.train.latest_checkpoint(str(ckpt))
