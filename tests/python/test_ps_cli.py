@@ -28,7 +28,7 @@ def ps_cluster(tmp_path, workers=2, ps=1):
     return str(path), spec
 
 
-def start_job(tmp_path, cluster, spec, strategy, *flags, log_tag=""):
+def start_job(tmp_path, cluster, spec, strategy, *flags, log_tag="", chief_flags=()):
     """Every task of `spec` as its own `shardflow train` process; {(job, task): Popen}."""
     procs = {}
     for job in ("ps", "worker"):
@@ -37,7 +37,8 @@ def start_job(tmp_path, cluster, spec, strategy, *flags, log_tag=""):
             procs[(job, task)] = subprocess.Popen(
                 [BINARY, "train", "--model", "mlp", "--strategy", strategy, "--cluster", cluster,
                  "--job", job, "--task", str(task), "--threads", "1", "--progress=false",
-                 "--checkpoint-dir", str(tmp_path / "ckpt"), *flags],
+                 "--checkpoint-dir", str(tmp_path / "ckpt"), *flags,
+                 *(chief_flags if (job, task) == ("worker", 0) else ())],
                 stdout=log, stderr=subprocess.STDOUT, text=True)
     return procs
 
@@ -172,7 +173,7 @@ def test_step_stats_split_each_step(tmp_path):
     cluster, spec = ps_cluster(tmp_path)
     stats = tmp_path / "steps.jsonl"
     procs = start_job(tmp_path, cluster, spec, "ps-sync", "--max-steps", "30",
-                      "--step-stats", str(stats))
+                      chief_flags=["--step-stats", str(stats)])
     results = finish(procs, tmp_path)
     for key, (code, text) in results.items():
         assert code == 0, f"{key}: {text}"

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -12,7 +11,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -23,10 +21,6 @@
 #include "datasets/batch_iterator.h"
 #include "datasets/fashion_mnist.h"
 #include "distributed/peer_watch.h"
-#include "distributed/protocol.h"
-#include "distributed/strategies/all_reduce.h"
-#include "distributed/strategies/parameter_server.h"
-#include "ops/nn_ops.h"
 #include "runtime/checkpoint.h"
 #include "runtime/device.h"
 #include "runtime/saver.h"
@@ -37,222 +31,12 @@
 #include "tools/shardflow/models.h"
 #include "tools/shardflow/npy.h"
 #include "tools/shardflow/task_server.h"
+#include "tools/shardflow/train_graph.h"
+#include "tools/shardflow/train_ps.h"
 #include "tools/shardflow/train_report.h"
 
 namespace shardflow {
 namespace {
-
-struct TrainConfig {
-  std::string model = "cnn";
-  int64_t batch_size = 64;
-  int64_t epochs = 2;
-  std::string optimizer = "adam";
-  double lr = 0;  // 0: the optimizer's default
-  int64_t threads = 0;
-  std::string checkpoint_dir = "checkpoints";
-  int64_t checkpoint_every_steps = 0;  // 0: off
-  double checkpoint_every_secs = 600;  // 0: off
-  int64_t keep_checkpoints = 5;
-  bool resume = false;
-  int64_t seed = 1;
-  std::string data_dir = kDefaultFashionMnistDir;
-  int64_t max_steps = 0;
-  std::string trace_dir;
-  bool progress = true;
-  std::string lr_decay = "cosine";
-  int64_t profile_step = 0;
-  int64_t devices = 1;
-  std::string placement_policy = "constraints";
-  bool log_placement = false;
-  ClusterFlags cluster;
-  // "none" (one model; with --cluster or --devices, split across them) or "allreduce" (one
-  // replica per task of --cluster, or per device of --devices; gradients averaged).
-  std::string strategy = "none";
-  // With --cluster: this process's own task (-1: none, the process only drives the cluster's
-  // `shardflow server` tasks). Task 0 of the job trains; the others serve until it is done.
-  std::string job = "worker";
-  int64_t task = -1;
-  // Strategy averaging: steps between parameter averages.
-  int64_t average_every = 10;
-  // Filled from --cluster: the task of every model layer, in turn (strategy none).
-  std::vector<std::string> layer_devices;
-  // Filled for strategies allreduce and averaging: the device of every replica and, with
-  // --cluster and --devices N > 1, the devices its layers are split over (model parallelism
-  // inside a replica).
-  std::vector<std::string> replica_devices;
-  std::vector<std::vector<std::string>> replica_layer_devices;
-  // Filled for strategies ps-async and ps-sync: the ps tasks' devices, this worker's, and the
-  // number of workers.
-  std::vector<std::string> ps_devices;
-  std::string worker_device;
-  int64_t num_workers = 1;
-  // Trace every step and write its time split (train_report.h) as a JSON line here.
-  std::string step_stats;
-};
-
-bool IsParameterServerStrategy(const std::string& strategy) {
-  return strategy == "ps-async" || strategy == "ps-sync";
-}
-
-// The devices of `task` ("/job:worker/replica:0/task:1") a replica's layers go to with
-// --devices n: CPU:0..n-1, or none (the replica's device) for n = 1.
-std::vector<std::string> TaskDevices(const std::string& task, int64_t n) {
-  std::vector<std::string> out;
-  for (int64_t d = 0; d < n && n > 1; ++d) out.push_back(absl::StrCat(task, "/device:CPU:", d));
-  return out;
-}
-
-double DefaultLearningRate(const std::string& optimizer) {
-  if (optimizer == "sgd") return 0.1;
-  if (optimizer == "momentum") return 0.01;
-  return 0.001;
-}
-
-// Everything the training loop runs.
-struct TrainGraph {
-  Scope scope = Scope::NewRootScope();
-  Model model;
-  Operation train_op;
-  Operation init_op;
-  Output learning_rate;  // float scalar placeholder, fed every step
-  Output predictions;
-  std::vector<Var> variables;    // every variable, optimizer slots included
-  std::unique_ptr<Saver> saver;  // set by Train once the graph is a GraphDef
-  // Strategy allreduce: every replica's model (model is replicas[0]), their mean loss, and the
-  // op that copies replica 0's variables to the others (after init or restore).
-  std::vector<Model> replicas;
-  Output mean_loss;
-  Operation sync_op;
-  Operation average_op;  // strategy averaging
-  // Strategies ps-async and ps-sync: this worker's graph (its train_op is train_op).
-  bool parameter_servers = false;
-  ParameterServerTraining ps;
-};
-
-// Rows [begin, begin + count) of `t` (dimension 0), copied.
-Tensor Rows(const Tensor& t, int64_t begin, int64_t count) {
-  TensorShape shape = t.shape();
-  shape.set_dim(0, count);
-  Tensor out(t.dtype(), shape);
-  const size_t row = t.dim_size(0) > 0 ? t.TotalBytes() / t.dim_size(0) : 0;
-  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + begin * row, count * row);
-  return out;
-}
-
-absl::StatusOr<std::unique_ptr<Optimizer>> NewOptimizer(const TrainConfig& c) {
-  double lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
-  if (c.optimizer == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
-  if (c.optimizer == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9);
-  if (c.optimizer == "adam") return std::make_unique<AdamOptimizer>(lr);
-  return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", c.optimizer,
-                                                 "'; --optimizer takes sgd, momentum or adam"));
-}
-
-// Fails the step before any variable is updated when `loss` is not finite.
-Output CheckedLoss(const Scope& s, const Output& loss) {
-  return ops::Identity(s.WithOpName("loss_is_finite"),
-                       Output(OpBuilder(s.WithOpName("check_loss"), "CheckNumerics")
-                                  .Input(loss)
-                                  .Attr("message", std::string("loss is not finite"))
-                                  .Finalize()
-                                  .node(),
-                              0));
-}
-
-// Strategies allreduce and averaging: a replica per device of c.replica_devices
-// (distributed/strategies/all_reduce.h).
-absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const TrainConfig& c) {
-  auto g = std::make_unique<TrainGraph>();
-  Scope& s = g->scope;
-  SF_RETURN_IF_ERROR(NewOptimizer(c).status());
-  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
-  auto build = [&](const Scope& rs, int replica) -> absl::StatusOr<Output> {
-    SF_ASSIGN_OR_RETURN(
-        Model m, BuildModel(rs, c.model, c.seed,
-                            c.replica_layer_devices.empty() ? std::vector<std::string>()
-                                                            : c.replica_layer_devices[replica]));
-    g->replicas.push_back(m);
-    return m.loss;
-  };
-  auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
-    auto opt = NewOptimizer(c);
-    (*opt)->set_learning_rate(g->learning_rate);
-    return std::move(opt).value();
-  };
-  AllReduceOptions options;
-  options.gate = CheckedLoss;
-  options.average_parameters = c.strategy == "averaging";
-  SF_ASSIGN_OR_RETURN(AllReduceTraining dp,
-                      BuildAllReduceTraining(s, c.replica_devices, build, optimizer, options));
-  g->model = g->replicas[0];
-  Scope chief = s.WithDevice(c.replica_devices[0]);
-  g->mean_loss = ops::Mul(chief.WithOpName("mean_loss"),
-                          ops::AddN(chief, std::vector<Input>(dp.losses.begin(), dp.losses.end())),
-                          1.0f / static_cast<float>(dp.losses.size()));
-  g->train_op = dp.train_op;
-  g->sync_op = dp.sync_op;
-  g->average_op = dp.average_op;
-  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.replica_devices[0]),
-                               g->model.eval_logits, 1, DT_INT32);
-  g->variables = AllVariables(s);
-  g->init_op = InitializeAllVariables(s);
-  SF_RETURN_IF_ERROR(s.status());
-  return g;
-}
-
-// Strategies ps-async and ps-sync: this worker's model, the variables on the ps tasks
-// (distributed/strategies/parameter_server.h).
-absl::StatusOr<std::unique_ptr<TrainGraph>> BuildParameterServerTrainGraph(const TrainConfig& c) {
-  auto g = std::make_unique<TrainGraph>();
-  Scope& s = g->scope;
-  SF_RETURN_IF_ERROR(NewOptimizer(c).status());
-  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate").WithDevice(c.worker_device),
-                                      DT_FLOAT, TensorShape());
-  ParameterServerOptions o;
-  o.ps_devices = c.ps_devices;
-  o.worker_device = c.worker_device;
-  o.sync = c.strategy == "ps-sync";
-  o.replicas_to_aggregate = o.total_num_replicas = static_cast<int>(c.num_workers);
-  o.gate = CheckedLoss;
-  auto build = [&](const Scope& ws) -> absl::StatusOr<Output> {
-    SF_ASSIGN_OR_RETURN(g->model, BuildModel(ws, c.model, c.seed, c.layer_devices));
-    return g->model.loss;
-  };
-  auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
-    auto opt = NewOptimizer(c);
-    (*opt)->set_learning_rate(g->learning_rate);
-    return std::move(opt).value();
-  };
-  SF_ASSIGN_OR_RETURN(g->ps, BuildParameterServerTraining(s, o, build, optimizer));
-  g->parameter_servers = true;
-  g->train_op = g->ps.train_op;
-  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.worker_device),
-                               g->model.eval_logits, 1, DT_INT32);
-  g->variables = AllVariables(s);
-  g->init_op = InitializeAllVariables(s);
-  SF_RETURN_IF_ERROR(s.status());
-  return g;
-}
-
-absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
-  if (c.strategy == "allreduce" || c.strategy == "averaging") return BuildAllReduceTrainGraph(c);
-  if (IsParameterServerStrategy(c.strategy)) return BuildParameterServerTrainGraph(c);
-  auto g = std::make_unique<TrainGraph>();
-  Scope& s = g->scope;
-  SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed, c.layer_devices));
-  // A non-finite loss fails the step before any variable is updated.
-  Output checked = CheckedLoss(s, g->model.loss);
-  SF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, NewOptimizer(c));
-  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
-  opt->set_learning_rate(g->learning_rate);
-  SF_ASSIGN_OR_RETURN(g->train_op,
-                      opt->Minimize(s.WithControlDependencies(checked), g->model.loss));
-  g->predictions = ops::ArgMax(s.WithOpName("predictions"), g->model.eval_logits, 1, DT_INT32);
-  g->variables = AllVariables(s);
-  g->init_op = InitializeAllVariables(s);
-  SF_RETURN_IF_ERROR(s.status());
-  return g;
-}
 
 absl::StatusOr<double> Evaluate(Session* session, const TrainGraph& g, const Dataset& test) {
   BatchIteratorOptions o;
@@ -276,13 +60,6 @@ absl::StatusOr<double> Evaluate(Session* session, const TrainGraph& g, const Dat
   }
   return static_cast<double>(correct) / static_cast<double>(total);
 }
-
-// Where training stands: `epoch` epochs are complete, and `step` batches of the next one.
-struct Position {
-  int64_t epoch = 0;
-  int64_t step = 0;
-  int64_t global_step = 0;
-};
 
 // Writes a checkpoint of every variable and of `at` and adds it to the series. Besides the
 // variables it holds _meta/model (the --model name), _meta/epoch and _meta/epoch_step (a
@@ -434,197 +211,6 @@ std::string DiagnoseNonFinite(Session* session, const TrainGraph& g,
   absl::Status st = session->Run(opts, forward, {g.model.loss.name()}, {}, &out, nullptr);
   return st.ok() ? std::string("no op produced a non-finite value when the step was re-run")
                  : std::string(st.message());
-}
-
-// The learning rate of global batch `index` (0-based) of the run: --lr, with cosine decay to 0
-// over every step of --epochs (epoch-exact, so --resume agrees).
-double LearningRateAt(const TrainConfig& c, int64_t index, int64_t steps_per_epoch) {
-  const double base = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
-  if (c.lr_decay != "cosine") return base;
-  const double progress =
-      static_cast<double>(index) / static_cast<double>(c.epochs * steps_per_epoch);
-  return base * 0.5 * (1 + std::cos(M_PI * progress));
-}
-
-// Strategy ps-sync, on the chief: runs the update (take the mean gradients, apply, hand out
-// tokens) in a thread of its own, one global step after the other. A failure closes the
-// accumulators and the token queue, so that no worker waits for a token forever, and is
-// reported by Finish.
-class SyncUpdateLoop {
- public:
-  SyncUpdateLoop(Session* session, const TrainGraph& g, const TrainConfig& c, int64_t first_index,
-                 int64_t steps_per_epoch)
-      : session_(session), g_(g) {
-    thread_ = std::thread([this, &c, first_index, steps_per_epoch] {
-      std::vector<Tensor> out;
-      for (int64_t index = first_index; !stop_.load(); ++index) {
-        const float lr = static_cast<float>(LearningRateAt(c, index, steps_per_epoch));
-        absl::Status st = session_->Run({{g_.learning_rate.name(), Tensor::Scalar(lr)}}, {},
-                                        {g_.ps.update_op.node()->name()}, &out);
-        if (!st.ok()) {
-          if (!stop_.load()) {
-            error_ = WithContext(st, "the chief's synchronous update failed: ");
-            Close();
-          }
-          return;
-        }
-      }
-    });
-  }
-  ~SyncUpdateLoop() { Finish().IgnoreError(); }
-
-  // Stops the loop (closing what it waits on); the error that ended it early, if any.
-  absl::Status Finish() {
-    if (thread_.joinable()) {
-      stop_.store(true);
-      Close();
-      thread_.join();
-    }
-    return error_;
-  }
-
- private:
-  void Close() {
-    std::vector<Tensor> out;
-    session_->Run({}, {}, {g_.ps.close_op.node()->name()}, &out).IgnoreError();
-  }
-
-  Session* const session_;
-  const TrainGraph& g_;
-  std::atomic<bool> stop_{false};
-  absl::Status error_;  // written by the thread before it ends, read after join
-  std::thread thread_;
-};
-
-// Polls `count` (an int32 scalar) until it reaches `want`, for at most `limit`; `what` and
-// `who` name the wait in the error.
-absl::Status WaitForCount(Session* session, const Output& count, int64_t want, absl::Duration limit,
-                          const std::string& what, const std::string& who) {
-  const absl::Time end = absl::Now() + limit;
-  std::vector<Tensor> out;
-  while (true) {
-    SF_RETURN_IF_ERROR(session->Run({}, {count.name()}, {}, &out));
-    if (out[0].scalar<int32_t>() >= want) return absl::OkStatus();
-    if (absl::Now() > end) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("waited ", absl::FormatDuration(limit), " for ", what, "; check ", who,
-                       " (its output says why it is late or failed)"));
-    }
-    absl::SleepFor(absl::Milliseconds(200));
-  }
-}
-
-// Strategies ps-async and ps-sync: checks the cluster and this process's task, and fills the
-// devices of the ps tasks and of this worker.
-absl::Status SetUpParameterServerWorker(TrainConfig* c) {
-  const std::string how = absl::StrCat(
-      "--strategy ", c->strategy,
-      " runs one process per task: give --cluster FILE with a \"ps\" and a \"worker\" job, "
-      "and --job ps|worker --task N");
-  if (c->cluster.cluster.empty() || c->task < 0) return absl::InvalidArgumentError(how);
-  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c->cluster.cluster));
-  if (spec.num_tasks("ps") == 0 || spec.num_tasks("worker") == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("the cluster file ", c->cluster.cluster,
-                                                   " has jobs [", absl::StrJoin(spec.jobs(), ", "),
-                                                   "]; ", how));
-  }
-  if (c->job != "ps" && c->job != "worker") {
-    return absl::InvalidArgumentError(absl::StrCat("--job ", c->job, ": ", how));
-  }
-  for (int t = 0; t < spec.num_tasks("ps"); ++t) {
-    c->ps_devices.push_back(ClusterSpec::TaskName("ps", t) + "/device:CPU:0");
-  }
-  c->worker_device = ClusterSpec::TaskName("worker", static_cast<int>(c->task)) + "/device:CPU:0";
-  c->num_workers = spec.num_tasks("worker");
-  return absl::OkStatus();
-}
-
-// Strategies ps-async and ps-sync: a PeerWatch of every task but this one.
-absl::StatusOr<std::shared_ptr<PeerWatch>> WatchOtherTasks(const TrainConfig& c) {
-  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster.cluster));
-  std::vector<TaskId> others;
-  for (const TaskId& t : spec.tasks()) {
-    if (t.job != c.job || t.task != c.task) others.push_back(t);
-  }
-  WorkerClientOptions client;
-  client.security = c.cluster.Security();
-  SF_ASSIGN_OR_RETURN(std::shared_ptr<WorkerCacheInterface> probes,
-                      NewWorkerCache(kDefaultProtocol, client));
-  return PeerWatch::Start(std::move(probes), spec, others);
-}
-
-// Strategies ps-async and ps-sync, once the session exists. The chief (which has initialised or
-// restored the variables) resets the accumulators, starts the update loop (sync) and says the
-// model is ready; the others wait for that and start at the global step (its batches, in sync;
-// its share of them, in async). Every worker sets its local step (sync).
-absl::Status StartParameterServerWorker(Session* session, const TrainGraph& g, const TrainConfig& c,
-                                        int64_t steps_per_epoch, Position* at,
-                                        std::unique_ptr<SyncUpdateLoop>* update_loop) {
-  const bool sync = c.strategy == "ps-sync";
-  std::vector<Tensor> out;
-  if (c.task == 0) {
-    if (sync) {
-      SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.chief_init_op.node()->name()}, &out));
-      *update_loop =
-          std::make_unique<SyncUpdateLoop>(session, g, c, at->global_step, steps_per_epoch);
-    }
-    SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.ready_op.node()->name()}, &out));
-  } else {
-    SF_RETURN_IF_ERROR(WaitForCount(session, g.ps.is_ready, 1, absl::Minutes(10),
-                                    "the chief to initialise or restore the model",
-                                    "the chief (--job worker --task 0)"));
-    SF_RETURN_IF_ERROR(session->Run({}, {g.ps.global_step.value().name()}, {}, &out));
-    const int64_t step = out[0].scalar<int64_t>();
-    const int64_t batches = sync ? step : step / c.num_workers;  // async: one per worker step
-    *at = {batches / steps_per_epoch, batches % steps_per_epoch, batches};
-  }
-  if (sync)
-    SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.local_step_init_op.node()->name()}, &out));
-  std::map<std::string, int> per_ps;
-  for (const auto& [name, device] : g.ps.variable_devices) ++per_ps[device];
-  std::vector<std::string> spread;
-  for (const auto& [device, n] : per_ps) spread.push_back(absl::StrCat(n, " on ", device));
-  absl::PrintF(
-      "data parallel: %s parameter servers, %d workers, %d examples each per step; "
-      "variables: %s\nworker %d starts at global step %d\n",
-      sync ? "synchronous" : "asynchronous", c.num_workers, c.batch_size / c.num_workers,
-      absl::StrJoin(spread, ", "), c.task, at->global_step);
-  return absl::OkStatus();
-}
-
-// Strategies ps-async and ps-sync, after this worker's last step: says it is done and waits
-// until every worker is (a worker that left early would look dead to the others' PeerWatch);
-// then stops the watch and the chief's update loop.
-absl::Status FinishParameterServerWorker(Session* session, const TrainGraph& g,
-                                         const TrainConfig& c, PeerWatch* watch,
-                                         SyncUpdateLoop* update_loop) {
-  std::vector<Tensor> out;
-  SF_RETURN_IF_ERROR(session->Run({}, {}, {g.ps.done_op.node()->name()}, &out));
-  SF_RETURN_IF_ERROR(WaitForCount(session, g.ps.num_done, c.num_workers, absl::Hours(1),
-                                  "every worker to finish its steps", "the other workers"));
-  watch->Stop();
-  if (update_loop != nullptr) SF_RETURN_IF_ERROR(update_loop->Finish());
-  if (c.strategy == "ps-sync" && c.task == 0) {
-    SF_RETURN_IF_ERROR(session->Run({}, {g.ps.num_dropped.name()}, {}, &out));
-    absl::PrintF("stale gradients dropped: %d\n", out[0].scalar<int64_t>());
-  }
-  return absl::OkStatus();
-}
-
-// Medians of the traced steps' time split (train_report.h), after the first 10% (warm-up).
-void PrintStepSplits(std::vector<StepSplit> splits) {
-  splits.erase(splits.begin(), splits.begin() + static_cast<std::ptrdiff_t>(splits.size() / 10));
-  auto median = [&](double StepSplit::*field) {
-    std::vector<double> v;
-    for (const StepSplit& s : splits) v.push_back(s.*field);
-    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-    return v[v.size() / 2];
-  };
-  absl::PrintF(
-      "step time (median of %d traced steps): %.2f ms = compute %.2f + communication %.2f + "
-      "waiting %.2f ms\n",
-      splits.size(), median(&StepSplit::wall_ms), median(&StepSplit::compute_ms),
-      median(&StepSplit::communication_ms), median(&StepSplit::waiting_ms));
 }
 
 absl::Status Train(TrainConfig c) {

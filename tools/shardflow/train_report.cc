@@ -143,4 +143,19 @@ StepSplit SplitStep(const RunMetadata& md, double wall_ms, const std::string& ta
   return s;
 }
 
+void PrintStepSplits(std::vector<StepSplit> splits) {
+  splits.erase(splits.begin(), splits.begin() + static_cast<std::ptrdiff_t>(splits.size() / 10));
+  auto median = [&](double StepSplit::*field) {
+    std::vector<double> v;
+    for (const StepSplit& s : splits) v.push_back(s.*field);
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+  };
+  absl::PrintF(
+      "step time (median of %d traced steps): %.2f ms = compute %.2f + communication %.2f + "
+      "waiting %.2f ms\n",
+      splits.size(), median(&StepSplit::wall_ms), median(&StepSplit::compute_ms),
+      median(&StepSplit::communication_ms), median(&StepSplit::waiting_ms));
+}
+
 }  // namespace shardflow

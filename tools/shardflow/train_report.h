@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/protos/config.pb.h"
 
@@ -47,6 +48,9 @@ struct StepSplit {
   double waiting_ms = 0;
 };
 StepSplit SplitStep(const RunMetadata& md, double wall_ms, const std::string& task = "");
+
+// Medians of the traced steps' time split (train_report.h), after the first 10% (warm-up).
+void PrintStepSplits(std::vector<StepSplit> splits);
 
 }  // namespace shardflow
 

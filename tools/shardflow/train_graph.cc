@@ -1,0 +1,164 @@
+#include "tools/shardflow/train_graph.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/platform/status.h"
+#include "distributed/strategies/all_reduce.h"
+#include "ops/nn_ops.h"
+
+namespace shardflow {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Optimizer>> NewOptimizer(const TrainConfig& c) {
+  double lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
+  if (c.optimizer == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
+  if (c.optimizer == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9);
+  if (c.optimizer == "adam") return std::make_unique<AdamOptimizer>(lr);
+  return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", c.optimizer,
+                                                 "'; --optimizer takes sgd, momentum or adam"));
+}
+
+// Fails the step before any variable is updated when `loss` is not finite.
+Output CheckedLoss(const Scope& s, const Output& loss) {
+  return ops::Identity(s.WithOpName("loss_is_finite"),
+                       Output(OpBuilder(s.WithOpName("check_loss"), "CheckNumerics")
+                                  .Input(loss)
+                                  .Attr("message", std::string("loss is not finite"))
+                                  .Finalize()
+                                  .node(),
+                              0));
+}
+
+// Strategies allreduce and averaging: a replica per device of c.replica_devices
+// (distributed/strategies/all_reduce.h).
+absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const TrainConfig& c) {
+  auto g = std::make_unique<TrainGraph>();
+  Scope& s = g->scope;
+  SF_RETURN_IF_ERROR(NewOptimizer(c).status());
+  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
+  auto build = [&](const Scope& rs, int replica) -> absl::StatusOr<Output> {
+    SF_ASSIGN_OR_RETURN(
+        Model m, BuildModel(rs, c.model, c.seed,
+                            c.replica_layer_devices.empty() ? std::vector<std::string>()
+                                                            : c.replica_layer_devices[replica]));
+    g->replicas.push_back(m);
+    return m.loss;
+  };
+  auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
+    auto opt = NewOptimizer(c);
+    (*opt)->set_learning_rate(g->learning_rate);
+    return std::move(opt).value();
+  };
+  AllReduceOptions options;
+  options.gate = CheckedLoss;
+  options.average_parameters = c.strategy == "averaging";
+  SF_ASSIGN_OR_RETURN(AllReduceTraining dp,
+                      BuildAllReduceTraining(s, c.replica_devices, build, optimizer, options));
+  g->model = g->replicas[0];
+  Scope chief = s.WithDevice(c.replica_devices[0]);
+  g->mean_loss = ops::Mul(chief.WithOpName("mean_loss"),
+                          ops::AddN(chief, std::vector<Input>(dp.losses.begin(), dp.losses.end())),
+                          1.0f / static_cast<float>(dp.losses.size()));
+  g->train_op = dp.train_op;
+  g->sync_op = dp.sync_op;
+  g->average_op = dp.average_op;
+  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.replica_devices[0]),
+                               g->model.eval_logits, 1, DT_INT32);
+  g->variables = AllVariables(s);
+  g->init_op = InitializeAllVariables(s);
+  SF_RETURN_IF_ERROR(s.status());
+  return g;
+}
+
+// Strategies ps-async and ps-sync: this worker's model, the variables on the ps tasks
+// (distributed/strategies/parameter_server.h).
+absl::StatusOr<std::unique_ptr<TrainGraph>> BuildParameterServerTrainGraph(const TrainConfig& c) {
+  auto g = std::make_unique<TrainGraph>();
+  Scope& s = g->scope;
+  SF_RETURN_IF_ERROR(NewOptimizer(c).status());
+  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate").WithDevice(c.worker_device),
+                                      DT_FLOAT, TensorShape());
+  ParameterServerOptions o;
+  o.ps_devices = c.ps_devices;
+  o.worker_device = c.worker_device;
+  o.sync = c.strategy == "ps-sync";
+  o.replicas_to_aggregate = o.total_num_replicas = static_cast<int>(c.num_workers);
+  o.gate = CheckedLoss;
+  auto build = [&](const Scope& ws) -> absl::StatusOr<Output> {
+    SF_ASSIGN_OR_RETURN(g->model, BuildModel(ws, c.model, c.seed, c.layer_devices));
+    return g->model.loss;
+  };
+  auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
+    auto opt = NewOptimizer(c);
+    (*opt)->set_learning_rate(g->learning_rate);
+    return std::move(opt).value();
+  };
+  SF_ASSIGN_OR_RETURN(g->ps, BuildParameterServerTraining(s, o, build, optimizer));
+  g->parameter_servers = true;
+  g->train_op = g->ps.train_op;
+  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.worker_device),
+                               g->model.eval_logits, 1, DT_INT32);
+  g->variables = AllVariables(s);
+  g->init_op = InitializeAllVariables(s);
+  SF_RETURN_IF_ERROR(s.status());
+  return g;
+}
+
+}  // namespace
+
+bool IsParameterServerStrategy(const std::string& strategy) {
+  return strategy == "ps-async" || strategy == "ps-sync";
+}
+
+std::vector<std::string> TaskDevices(const std::string& task, int64_t n) {
+  std::vector<std::string> out;
+  for (int64_t d = 0; d < n && n > 1; ++d) out.push_back(absl::StrCat(task, "/device:CPU:", d));
+  return out;
+}
+
+double DefaultLearningRate(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0.1;
+  if (optimizer == "momentum") return 0.01;
+  return 0.001;
+}
+
+double LearningRateAt(const TrainConfig& c, int64_t index, int64_t steps_per_epoch) {
+  const double base = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
+  if (c.lr_decay != "cosine") return base;
+  const double progress =
+      static_cast<double>(index) / static_cast<double>(c.epochs * steps_per_epoch);
+  return base * 0.5 * (1 + std::cos(M_PI * progress));
+}
+
+Tensor Rows(const Tensor& t, int64_t begin, int64_t count) {
+  TensorShape shape = t.shape();
+  shape.set_dim(0, count);
+  Tensor out(t.dtype(), shape);
+  const size_t row = t.dim_size(0) > 0 ? t.TotalBytes() / t.dim_size(0) : 0;
+  std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + begin * row, count * row);
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c) {
+  if (c.strategy == "allreduce" || c.strategy == "averaging") return BuildAllReduceTrainGraph(c);
+  if (IsParameterServerStrategy(c.strategy)) return BuildParameterServerTrainGraph(c);
+  auto g = std::make_unique<TrainGraph>();
+  Scope& s = g->scope;
+  SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed, c.layer_devices));
+  // A non-finite loss fails the step before any variable is updated.
+  Output checked = CheckedLoss(s, g->model.loss);
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, NewOptimizer(c));
+  g->learning_rate = ops::Placeholder(s.WithOpName("learning_rate"), DT_FLOAT, TensorShape());
+  opt->set_learning_rate(g->learning_rate);
+  SF_ASSIGN_OR_RETURN(g->train_op,
+                      opt->Minimize(s.WithControlDependencies(checked), g->model.loss));
+  g->predictions = ops::ArgMax(s.WithOpName("predictions"), g->model.eval_logits, 1, DT_INT32);
+  g->variables = AllVariables(s);
+  g->init_op = InitializeAllVariables(s);
+  SF_RETURN_IF_ERROR(s.status());
+  return g;
+}
+
+}  // namespace shardflow
