@@ -77,8 +77,8 @@ absl::Status RankAndSize(const Environment& env, const std::string& rank_var,
   SF_ASSIGN_OR_RETURN(*size, IntVariable(env, size_var, source, kMaxTasks + 1));
   SF_ASSIGN_OR_RETURN(*rank, IntVariable(env, rank_var, source));
   if (*size < 1 || *rank >= *size) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", rank_var, "=", *rank,
-                                                   " is not below ", size_var, "=", *size));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", rank_var, "=", *rank, " is not below ", size_var, "=", *size));
   }
   return absl::OkStatus();
 }
@@ -146,10 +146,9 @@ absl::StatusOr<ClusterResolution> ResolveTfConfig(const Environment& env) {
   if (!r.spec.HasTask(r.job, r.task)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "TF_CONFIG names task ", r.job, ":", r.task, " but its cluster has ",
-        r.spec.num_tasks(r.job) == 0 ? absl::StrCat("no job '", r.job, "' (jobs: ",
-                                                    absl::StrJoin(r.spec.jobs(), ", "), ")")
-                                     : absl::StrCat(r.spec.num_tasks(r.job), " ", r.job,
-                                                    " task(s)")));
+        r.spec.num_tasks(r.job) == 0
+            ? absl::StrCat("no job '", r.job, "' (jobs: ", absl::StrJoin(r.spec.jobs(), ", "), ")")
+            : absl::StrCat(r.spec.num_tasks(r.job), " ", r.job, " task(s)")));
   }
   r.num_tasks = r.spec.num_tasks(r.job);
   return r;
@@ -160,8 +159,8 @@ absl::StatusOr<ClusterResolution> ResolveTfConfig(const Environment& env) {
 absl::StatusOr<std::vector<std::string>> ExpandHostlist(const std::string& hostlist,
                                                         const std::string& variable) {
   auto bad = [&](const std::string& why) {
-    return absl::InvalidArgumentError(absl::StrCat(variable, "='", hostlist,
-                                                   "' is not a Slurm hostlist: ", why));
+    return absl::InvalidArgumentError(
+        absl::StrCat(variable, "='", hostlist, "' is not a Slurm hostlist: ", why));
   };
   std::vector<std::string> out;
   size_t i = 0;
@@ -239,14 +238,14 @@ absl::StatusOr<std::vector<int>> ExpandTasksPerNode(const std::string& counts,
       absl::string_view rest = item.substr(paren);
       if (rest.size() < 4 || rest.substr(0, 2) != "(x" || rest.back() != ')' ||
           !absl::SimpleAtoi(rest.substr(2, rest.size() - 3), &repeat) || repeat < 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            variable, "='", counts, "': '", item, "' is not N or N(xM), as \"2(x3),1\""));
+        return absl::InvalidArgumentError(absl::StrCat(variable, "='", counts, "': '", item,
+                                                       "' is not N or N(xM), as \"2(x3),1\""));
       }
     }
-    if (!absl::SimpleAtoi(number, &count) || count < 0 || count > kMaxTasks ||
-        repeat > kMaxTasks || out.size() + repeat > static_cast<size_t>(kMaxTasks)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          variable, "='", counts, "': '", item, "' is not N or N(xM), as \"2(x3),1\""));
+    if (!absl::SimpleAtoi(number, &count) || count < 0 || count > kMaxTasks || repeat > kMaxTasks ||
+        out.size() + repeat > static_cast<size_t>(kMaxTasks)) {
+      return absl::InvalidArgumentError(absl::StrCat(variable, "='", counts, "': '", item,
+                                                     "' is not N or N(xM), as \"2(x3),1\""));
     }
     out.insert(out.end(), repeat, count);
   }
@@ -260,7 +259,7 @@ absl::StatusOr<ClusterResolution> ResolveSlurm(const Environment& env,
   r.source = source;
   int size = 0;
   SF_RETURN_IF_ERROR(RankAndSize(env, "SLURM_PROCID", "SLURM_NTASKS", source, &r.task, &size));
-  const char* nodes_var = Find(env, "SLURM_STEP_NODELIST") != nullptr ? "SLURM_STEP_NODELIST"
+  const char* nodes_var = Find(env, "SLURM_STEP_NODELIST") != nullptr  ? "SLURM_STEP_NODELIST"
                           : Find(env, "SLURM_JOB_NODELIST") != nullptr ? "SLURM_JOB_NODELIST"
                                                                        : "SLURM_NODELIST";
   const char* counts_var = Find(env, "SLURM_STEP_TASKS_PER_NODE") != nullptr
@@ -271,9 +270,9 @@ absl::StatusOr<ClusterResolution> ResolveSlurm(const Environment& env,
   SF_ASSIGN_OR_RETURN(std::vector<std::string> nodes, ExpandHostlist(nodelist, nodes_var));
   SF_ASSIGN_OR_RETURN(std::vector<int> counts, ExpandTasksPerNode(counts_text, counts_var));
   if (counts.size() != nodes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": ", nodes_var, " has ", nodes.size(), " node(s) but ", counts_var, "='",
-        counts_text, "' gives task counts for ", counts.size()));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", nodes_var, " has ", nodes.size(),
+                                                   " node(s) but ", counts_var, "='", counts_text,
+                                                   "' gives task counts for ", counts.size()));
   }
   int64_t total = 0;
   for (int c : counts) total += c;
@@ -316,18 +315,18 @@ absl::StatusOr<ClusterResolution> ResolveSlurm(const Environment& env,
   if (const std::string* node_id = Find(env, "SLURM_NODEID")) {
     SF_ASSIGN_OR_RETURN(int id, IntVariable(env, "SLURM_NODEID", source));
     if (id != node_of[r.task]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ": task ", r.task, " should run on node ", node_of[r.task], " (",
-          nodes[node_of[r.task]], ") by ", counts_var, " but SLURM_NODEID=", *node_id,
-          "; start the step with the default -m block or with -m cyclic"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": task ", r.task, " should run on node ", node_of[r.task], " (",
+                       nodes[node_of[r.task]], ") by ", counts_var, " but SLURM_NODEID=", *node_id,
+                       "; start the step with the default -m block or with -m cyclic"));
     }
   }
   if (Find(env, "SLURM_LOCALID") != nullptr) {
     SF_ASSIGN_OR_RETURN(int local, IntVariable(env, "SLURM_LOCALID", source));
     if (local != local_of[r.task]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(source, ": task ", r.task, " should be local task ", local_of[r.task],
-                       " of its node but SLURM_LOCALID=", local));
+      return absl::InvalidArgumentError(absl::StrCat(source, ": task ", r.task,
+                                                     " should be local task ", local_of[r.task],
+                                                     " of its node but SLURM_LOCALID=", local));
     }
   }
   std::vector<std::string> addresses;
@@ -351,8 +350,8 @@ absl::StatusOr<ClusterResolution> ResolveOpenMpi(const Environment& env,
   r.source = source;
   SF_RETURN_IF_ERROR(RankAndSize(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", source,
                                  &r.task, &r.num_tasks));
-  SF_ASSIGN_OR_RETURN(int local, OptionalInt(env, "OMPI_COMM_WORLD_LOCAL_RANK", source, 0,
-                                             kMaxTasks));
+  SF_ASSIGN_OR_RETURN(int local,
+                      OptionalInt(env, "OMPI_COMM_WORLD_LOCAL_RANK", source, 0, kMaxTasks));
   SF_ASSIGN_OR_RETURN(int local_size, OptionalInt(env, "OMPI_COMM_WORLD_LOCAL_SIZE", source,
                                                   r.num_tasks, kMaxTasks + 1));
   r.port = options.base_port + local;
@@ -383,8 +382,8 @@ absl::StatusOr<ClusterResolution> ResolveTorchrun(const Environment& env,
   SF_RETURN_IF_ERROR(CheckPort(master_port, "MASTER_PORT"));
   r.port = options.base_port + local;
   SF_RETURN_IF_ERROR(CheckPort(r.port, "the base port plus LOCAL_RANK"));
-  r.coordinator = options.coordinator.empty() ? absl::StrCat(host, ":", master_port)
-                                              : options.coordinator;
+  r.coordinator =
+      options.coordinator.empty() ? absl::StrCat(host, ":", master_port) : options.coordinator;
   return r;
 }
 
@@ -399,8 +398,8 @@ absl::StatusOr<ClusterResolution> ResolveKubernetes(const Environment& env,
   SF_ASSIGN_OR_RETURN(int workers, IntVariable(env, "SHARDFLOW_NUM_TASKS", source, kMaxTasks + 1));
   SF_ASSIGN_OR_RETURN(std::string service, Required(env, "SHARDFLOW_SERVICE", source));
   SF_ASSIGN_OR_RETURN(std::string hostname, Required(env, "HOSTNAME", source));
-  SF_ASSIGN_OR_RETURN(int port, OptionalInt(env, "SHARDFLOW_PORT", source, options.base_port,
-                                            65536));
+  SF_ASSIGN_OR_RETURN(int port,
+                      OptionalInt(env, "SHARDFLOW_PORT", source, options.base_port, 65536));
   SF_RETURN_IF_ERROR(CheckPort(port, "SHARDFLOW_PORT"));
   const std::string* job = Find(env, "SHARDFLOW_JOB");
   r.job = job != nullptr ? *job : "worker";
@@ -412,18 +411,19 @@ absl::StatusOr<ClusterResolution> ResolveKubernetes(const Environment& env,
   const std::string suffix = absl::StrCat("-", r.task);
   if (hostname.size() <= suffix.size() ||
       hostname.compare(hostname.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": HOSTNAME='", hostname, "' is not <job name>-", r.task,
-        " (JOB_COMPLETION_INDEX=", r.task, "); set the pod's subdomain to the headless Service "
-        "and leave its hostname to the Job"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": HOSTNAME='", hostname, "' is not <job name>-", r.task,
+                     " (JOB_COMPLETION_INDEX=", r.task,
+                     "); set the pod's subdomain to the headless Service "
+                     "and leave its hostname to the Job"));
   }
   const std::string own_job_name = hostname.substr(0, hostname.size() - suffix.size());
   SF_ASSIGN_OR_RETURN(int num_ps, OptionalInt(env, "SHARDFLOW_NUM_PS", source, 0, kMaxTasks + 1));
   const std::string* ps_job_name = Find(env, "SHARDFLOW_PS_JOB_NAME");
   const std::string* worker_job_name = Find(env, "SHARDFLOW_WORKER_JOB_NAME");
   if (num_ps > 0 && ps_job_name == nullptr && r.job == "worker") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": SHARDFLOW_NUM_PS=", num_ps, " needs SHARDFLOW_PS_JOB_NAME (the ps Job)"));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": SHARDFLOW_NUM_PS=", num_ps,
+                                                   " needs SHARDFLOW_PS_JOB_NAME (the ps Job)"));
   }
   auto addresses = [&](const std::string& job_name, int count) {
     std::vector<std::string> out;
@@ -438,9 +438,10 @@ absl::StatusOr<ClusterResolution> ResolveKubernetes(const Environment& env,
     if (num_ps > 0) jobs["ps"] = addresses(*ps_job_name, num_ps);
   } else {
     if (worker_job_name == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ": a ps pod needs SHARDFLOW_WORKER_JOB_NAME (the workers' Job) and "
-                  "SHARDFLOW_NUM_TASKS (their count)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(source,
+                       ": a ps pod needs SHARDFLOW_WORKER_JOB_NAME (the workers' Job) and "
+                       "SHARDFLOW_NUM_TASKS (their count)"));
     }
     SF_ASSIGN_OR_RETURN(num_ps, IntVariable(env, "SHARDFLOW_NUM_PS", source, kMaxTasks + 1));
     jobs["ps"] = addresses(own_job_name, num_ps);
@@ -566,12 +567,10 @@ absl::Status WriteAll(int fd, const std::string& data, absl::Time deadline) {
 std::string PeerHost(const sockaddr_storage& addr) {
   char text[INET6_ADDRSTRLEN] = {};
   if (addr.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, text,
-              sizeof(text));
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, text, sizeof(text));
     return text;
   }
-  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, text,
-            sizeof(text));
+  inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr, text, sizeof(text));
   return absl::StrCat("[", text, "]");
 }
 
@@ -585,7 +584,8 @@ absl::StatusOr<ClusterSpec> Coordinate(const ClusterResolution& r, absl::Time de
   addrinfo* found = nullptr;
   if (getaddrinfo(host == "0.0.0.0" ? nullptr : host.c_str(), port.c_str(), &hints, &found) != 0 ||
       found == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot resolve the coordinator ", r.coordinator));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot resolve the coordinator ", r.coordinator));
   }
   Fd listener(socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
@@ -700,9 +700,8 @@ absl::StatusOr<ClusterSpec> Join(const ClusterResolution& r, absl::Time deadline
                                          " ranks: ", line.status().message()));
       }
       if (line->rfind("error ", 0) == 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("the rendezvous at ", r.coordinator, " refused rank ", r.task, ": ",
-                         line->substr(6)));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the rendezvous at ", r.coordinator, " refused rank ", r.task, ": ", line->substr(6)));
       }
       if (*line == "end") break;
       if (addresses.size() >= static_cast<size_t>(r.num_tasks)) {
@@ -716,16 +715,14 @@ absl::StatusOr<ClusterSpec> Join(const ClusterResolution& r, absl::Time deadline
     }
     return ClusterSpec::FromMap({{r.job, addresses}}, "the rendezvous");
   }
-  return absl::DeadlineExceededError(
-      absl::StrCat("rank ", r.task, " could not reach the rendezvous at ", r.coordinator,
-                   " (rank 0) in time (", last.message(),
-                   "); check that rank 0 runs and that --coordinator names its host"));
+  return absl::DeadlineExceededError(absl::StrCat(
+      "rank ", r.task, " could not reach the rendezvous at ", r.coordinator, " (rank 0) in time (",
+      last.message(), "); check that rank 0 runs and that --coordinator names its host"));
 }
 
 }  // namespace
 
-absl::StatusOr<ClusterSpec> GatherClusterSpec(const ClusterResolution& r,
-                                              absl::Duration timeout) {
+absl::StatusOr<ClusterSpec> GatherClusterSpec(const ClusterResolution& r, absl::Duration timeout) {
   if (r.num_tasks < 1 || r.task < 0 || r.task >= r.num_tasks) {
     return absl::InvalidArgumentError(
         absl::StrCat("rendezvous: rank ", r.task, " of ", r.num_tasks, " tasks"));

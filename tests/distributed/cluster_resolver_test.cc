@@ -2,8 +2,8 @@
 // malformed, and the rendezvous of ranks that know no addresses (threads on loopback).
 #include "distributed/cluster_resolver.h"
 
-#include <sys/socket.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
@@ -68,8 +68,8 @@ TEST(ClusterResolverTest, Hostlists) {
               ElementsAre("node01", "node02", "node03", "node04", "node07", "gpu7"));
   EXPECT_THAT(*ExpandHostlist("a[8-10]-ib", "V"), ElementsAre("a8-ib", "a9-ib", "a10-ib"));
   EXPECT_THAT(*ExpandHostlist("single", "V"), ElementsAre("single"));
-  for (const std::string bad : {"", "node[1-", "node[]", "node[3-1]", "n[1-2]x[3]", "a,,b", "a,",
-                                "n[a-b]", "n]1["}) {
+  for (const std::string bad :
+       {"", "node[1-", "node[]", "node[3-1]", "n[1-2]x[3]", "a,,b", "a,", "n[a-b]", "n]1["}) {
     auto r = ExpandHostlist(bad, "SLURM_STEP_NODELIST");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("SLURM_STEP_NODELIST")) << bad;
@@ -83,9 +83,12 @@ TEST(ClusterResolverTest, Hostlists) {
 }
 
 Environment SlurmEnv(int procid, int node, int local) {
-  return {{"SLURM_PROCID", absl::StrCat(procid)}, {"SLURM_NTASKS", "4"},
-          {"SLURM_STEP_ID", "0"},                 {"SLURM_STEP_NODELIST", "node[1-2]"},
-          {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"}, {"SLURM_NODEID", absl::StrCat(node)},
+  return {{"SLURM_PROCID", absl::StrCat(procid)},
+          {"SLURM_NTASKS", "4"},
+          {"SLURM_STEP_ID", "0"},
+          {"SLURM_STEP_NODELIST", "node[1-2]"},
+          {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+          {"SLURM_NODEID", absl::StrCat(node)},
           {"SLURM_LOCALID", absl::StrCat(local)}};
 }
 
@@ -186,10 +189,8 @@ TEST(ClusterResolverTest, OpenMpiAndTorchrunNeedARendezvous) {
   EXPECT_EQ(r->coordinator, "10.0.0.1:29500");
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"MASTER_PORT", "99999"}, {"MASTER_ADDR", ""}, {"WORLD_SIZE", "0"}, {"RANK", "-1"}}) {
-    Environment env = {{"RANK", "1"},
-                       {"WORLD_SIZE", "2"},
-                       {"MASTER_ADDR", "h"},
-                       {"MASTER_PORT", "29500"}};
+    Environment env = {
+        {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"}};
     env[name] = value;
     auto bad = ResolveTorchrun(env, {});
     ASSERT_FALSE(bad.ok()) << name;
@@ -198,8 +199,8 @@ TEST(ClusterResolverTest, OpenMpiAndTorchrunNeedARendezvous) {
 }
 
 TEST(ClusterResolverTest, KubernetesIndexedJob) {
-  Environment env = {{"JOB_COMPLETION_INDEX", "2"},   {"SHARDFLOW_NUM_TASKS", "3"},
-                     {"SHARDFLOW_SERVICE", "train"},  {"HOSTNAME", "mnist-2"},
+  Environment env = {{"JOB_COMPLETION_INDEX", "2"},         {"SHARDFLOW_NUM_TASKS", "3"},
+                     {"SHARDFLOW_SERVICE", "train"},        {"HOSTNAME", "mnist-2"},
                      {"SHARDFLOW_PS_JOB_NAME", "mnist-ps"}, {"SHARDFLOW_NUM_PS", "1"}};
   auto r = ResolveCluster(env, {});
   ASSERT_TRUE(r.ok()) << r.status();
@@ -210,16 +211,19 @@ TEST(ClusterResolverTest, KubernetesIndexedJob) {
               ElementsAre("mnist-0.train:2222", "mnist-1.train:2222", "mnist-2.train:2222"));
   EXPECT_THAT(r->spec.job_addresses().at("ps"), ElementsAre("mnist-ps-0.train:2222"));
   // The ps Job's pod.
-  Environment ps = {{"JOB_COMPLETION_INDEX", "0"},  {"SHARDFLOW_NUM_TASKS", "3"},
-                    {"SHARDFLOW_SERVICE", "train"}, {"HOSTNAME", "mnist-ps-0"},
-                    {"SHARDFLOW_JOB", "ps"},        {"SHARDFLOW_NUM_PS", "1"},
+  Environment ps = {{"JOB_COMPLETION_INDEX", "0"},
+                    {"SHARDFLOW_NUM_TASKS", "3"},
+                    {"SHARDFLOW_SERVICE", "train"},
+                    {"HOSTNAME", "mnist-ps-0"},
+                    {"SHARDFLOW_JOB", "ps"},
+                    {"SHARDFLOW_NUM_PS", "1"},
                     {"SHARDFLOW_WORKER_JOB_NAME", "mnist"}};
   r = ResolveKubernetes(ps, {});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->job, "ps");
   EXPECT_EQ(*r->spec.TaskAddress("worker", 0), "mnist-0.train:2222");
-  for (const auto& [name, value, words] : std::vector<std::tuple<std::string, std::string,
-                                                                 std::string>>{
+  for (const auto& [name, value, words] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
            {"HOSTNAME", "mnist-7", "is not <job name>-2"},
            {"JOB_COMPLETION_INDEX", "5", "JOB_COMPLETION_INDEX=5 but the Job has 3"},
            {"SHARDFLOW_SERVICE", "", "SHARDFLOW_SERVICE is not set"},
@@ -290,8 +294,8 @@ TEST(ClusterResolverTest, RendezvousDropsGarbageAndKeepsGoing) {
   absl::StatusOr<ClusterSpec> zero = absl::UnknownError("");
   std::thread rank0([&] { zero = GatherClusterSpec(Rank(0, 2, port), absl::Seconds(20)); });
   // A stranger sends garbage (and a rank out of range), then the real rank 1 comes.
-  for (const std::string hello : {std::string(1000, 'x') + "\n",
-                                   std::string("shardflow-rendezvous 9:1 worker\n")}) {
+  for (const std::string hello :
+       {std::string(1000, 'x') + "\n", std::string("shardflow-rendezvous 9:1 worker\n")}) {
     for (int attempt = 0; attempt < 100; ++attempt) {
       int fd = socket(AF_INET, SOCK_STREAM, 0);
       sockaddr_in a{};

@@ -4,11 +4,13 @@
 #define SHARDFLOW_TOOLS_SHARDFLOW_CLUSTER_FLAGS_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "distributed/cluster_spec.h"
 #include "distributed/peer_watch.h"
 #include "runtime/session.h"
 #include "tools/shardflow/flags.h"
@@ -16,14 +18,28 @@
 namespace shardflow {
 
 struct ClusterFlags {
+  // A cluster spec file, or "auto": the environment a launcher gives (TF_CONFIG, Slurm,
+  // OpenMPI, Kubernetes, torchrun; distributed/cluster_resolver.h).
   std::string cluster;
   std::string token;
   std::string tls_ca;
   bool plaintext = false;
+  // --cluster auto: the first task's port on each host, and where ranks meet when the
+  // environment gives no addresses (MPI, torchrun).
+  int64_t port_base = 2222;
+  std::string coordinator;
+  double rendezvous_timeout_secs = 120;
   // How long OpenSession's master waits for a task that does not answer yet (starting).
   absl::Duration connect_timeout = absl::Seconds(3);
 
   void Register(Flags* flags);
+  bool is_auto() const { return cluster == "auto"; }
+  // --cluster auto: resolves the environment (and, for MPI and torchrun, gathers every task's
+  // address at the coordinator) and sets *job and *task to this process's; prints where it is.
+  // Errors name the variable or the ranks missing.
+  absl::Status ResolveAuto(std::string* job, int64_t* task);
+  // The cluster: the file's, or the resolved one (after ResolveAuto).
+  absl::StatusOr<ClusterSpec> Spec() const;
   // The task names of the cluster ("/job:worker/replica:0/task:0", ...); empty without
   // --cluster.
   absl::StatusOr<std::vector<std::string>> Tasks() const;
@@ -34,6 +50,9 @@ struct ClusterFlags {
       const SessionOptions& options, std::shared_ptr<PeerWatch> watch = nullptr) const;
   // How tasks are reached with these flags (token, CA, plaintext).
   SecurityOptions Security() const;
+
+ private:
+  std::optional<ClusterSpec> resolved_;
 };
 
 }  // namespace shardflow

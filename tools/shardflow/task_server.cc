@@ -18,7 +18,7 @@ namespace shardflow {
 absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& cluster,
                                                         const std::string& job, int task,
                                                         int threads, int devices) {
-  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(cluster.cluster));
+  SF_ASSIGN_OR_RETURN(ClusterSpec spec, cluster.Spec());
   if (!spec.HasTask(job, task)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--job ", job, " --task ", task, ": the cluster file ", cluster.cluster,

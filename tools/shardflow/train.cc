@@ -214,6 +214,8 @@ std::string DiagnoseNonFinite(Session* session, const TrainGraph& g,
 }
 
 absl::Status Train(TrainConfig c) {
+  // --cluster auto: this process is the task its launcher says (mpirun, srun, ...).
+  if (c.cluster.is_auto()) SF_RETURN_IF_ERROR(c.cluster.ResolveAuto(&c.job, &c.task));
   SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
   const bool ps_strategy = IsParameterServerStrategy(c.strategy);
   if (ps_strategy) SF_RETURN_IF_ERROR(SetUpParameterServerWorker(&c));
@@ -230,7 +232,7 @@ absl::Status Train(TrainConfig c) {
     // The other tasks' processes may start a little after this one (a launcher starts them
     // all at once, not in order).
     c.cluster.connect_timeout = absl::Seconds(60);
-    SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster.cluster));
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
     if (ps_strategy && c.job == "ps") {
       std::vector<TaskId> workers;
       for (int t = 0; t < spec.num_tasks("worker"); ++t) workers.push_back({"worker", t});

@@ -40,7 +40,7 @@ absl::Status SetUpParameterServerWorker(TrainConfig* c) {
       " runs one process per task: give --cluster FILE with a \"ps\" and a \"worker\" job, "
       "and --job ps|worker --task N");
   if (c->cluster.cluster.empty() || c->task < 0) return absl::InvalidArgumentError(how);
-  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c->cluster.cluster));
+  SF_ASSIGN_OR_RETURN(ClusterSpec spec, c->cluster.Spec());
   if (spec.num_tasks("ps") == 0 || spec.num_tasks("worker") == 0) {
     return absl::InvalidArgumentError(absl::StrCat("the cluster file ", c->cluster.cluster,
                                                    " has jobs [", absl::StrJoin(spec.jobs(), ", "),
@@ -58,7 +58,7 @@ absl::Status SetUpParameterServerWorker(TrainConfig* c) {
 }
 
 absl::StatusOr<std::shared_ptr<PeerWatch>> WatchOtherTasks(const TrainConfig& c) {
-  SF_ASSIGN_OR_RETURN(ClusterSpec spec, ClusterSpec::FromJsonFile(c.cluster.cluster));
+  SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
   std::vector<TaskId> others;
   for (const TaskId& t : spec.tasks()) {
     if (t.job != c.job || t.task != c.task) others.push_back(t);
