@@ -20,8 +20,8 @@ See docs/python.md for the whole API.
 """
 
 from shardflow import _shardflow  # noqa: F401 (the C++ engine)
-from shardflow import (collective_ops, datasets, errors, layers, nn, profiler,  # noqa: F401
-                       train)
+from shardflow import (collective_ops, datasets, distribute, errors, layers, nn,  # noqa: F401
+                       profiler, train)
 from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
                               float64, int8, int32, int64, string, uint8)
 from shardflow.framework import (Graph, GraphKeys, Operation, Tensor,  # noqa: F401

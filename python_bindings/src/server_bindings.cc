@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "distributed/cluster_resolver.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/peer_watch.h"
 #include "distributed/protocol.h"
@@ -117,9 +118,66 @@ class ServerHandle {
   std::unique_ptr<Server> server_;
 };
 
+// A resolution as a dict: source, job, task, num_tasks, port, coordinator, cluster (job ->
+// addresses; empty until a rendezvous for MPI and torchrun).
+py::dict ResolutionDict(const ClusterResolution& r) {
+  py::dict d;
+  d["source"] = r.source;
+  d["job"] = r.job;
+  d["task"] = r.task;
+  d["num_tasks"] = r.num_tasks;
+  d["port"] = r.port;
+  d["coordinator"] = r.coordinator;
+  d["cluster"] = r.spec.job_addresses();
+  return d;
+}
+
+py::dict Resolve(const std::string& source, const Environment& env, int base_port,
+                 const std::string& coordinator) {
+  ResolveOptions options;
+  options.base_port = base_port;
+  options.coordinator = coordinator;
+  absl::StatusOr<ClusterResolution> r =
+      source == "auto"         ? ResolveCluster(env, options)
+      : source == "TF_CONFIG"  ? ResolveTfConfig(env)
+      : source == "Slurm"      ? ResolveSlurm(env, options)
+      : source == "OpenMPI"    ? ResolveOpenMpi(env, options)
+      : source == "Kubernetes" ? ResolveKubernetes(env, options)
+      : source == "torchrun"   ? ResolveTorchrun(env, options)
+                               : absl::StatusOr<ClusterResolution>(absl::InvalidArgumentError(
+                                     absl::StrCat("unknown cluster resolver '", source, "'")));
+  ThrowIfError(r.status());
+  return ResolutionDict(*r);
+}
+
+std::map<std::string, std::vector<std::string>> Gather(const std::string& source,
+                                                       const std::string& job, int task,
+                                                       int num_tasks, int port,
+                                                       const std::string& coordinator,
+                                                       double timeout_s) {
+  ClusterResolution r;
+  r.source = source;
+  r.job = job;
+  r.task = task;
+  r.num_tasks = num_tasks;
+  r.port = port;
+  r.coordinator = coordinator;
+  absl::StatusOr<ClusterSpec> spec;
+  {
+    py::gil_scoped_release release;
+    spec = GatherClusterSpec(r, absl::Seconds(timeout_s));
+  }
+  ThrowIfError(spec.status());
+  return spec->job_addresses();
+}
+
 }  // namespace
 
 void RegisterServerBindings(py::module_& m) {
+  m.def("resolve_cluster", &Resolve, py::arg("source"), py::arg("env"), py::arg("base_port"),
+        py::arg("coordinator"));
+  m.def("gather_cluster_spec", &Gather, py::arg("source"), py::arg("job"), py::arg("task"),
+        py::arg("num_tasks"), py::arg("port"), py::arg("coordinator"), py::arg("timeout_s"));
   py::class_<ServerHandle>(m, "ServerHandle", "The C++ task server behind sf.train.Server.")
       .def(py::init<std::map<std::string, std::vector<std::string>>, std::string, int, int, int,
                     int, std::string, bool, double>(),

@@ -1,0 +1,108 @@
+"""Cluster resolvers, as tf.distribute.cluster_resolver: the ClusterSpec of the job a launcher
+started this process in, and this task's type and index, from the environment.
+
+    import shardflow as sf
+    resolver = sf.distribute.cluster_resolver.SlurmClusterResolver()   # under srun
+    server = sf.train.Server(resolver.cluster_spec(), job_name=resolver.task_type,
+                             task_index=resolver.task_id)
+
+Resolvers: TFConfigClusterResolver (TF_CONFIG, TensorFlow's JSON), SlurmClusterResolver
+(SLURM_PROCID, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE, ...), MPIClusterResolver (OpenMPI's
+OMPI_COMM_WORLD_*), KubernetesClusterResolver (an indexed Job: JOB_COMPLETION_INDEX,
+SHARDFLOW_NUM_TASKS, SHARDFLOW_SERVICE, HOSTNAME) and TorchrunClusterResolver (RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT); resolve() picks the first whose variables are set. MPI
+and torchrun give ranks but no addresses: cluster_spec() then meets the other ranks at the
+coordinator (rank 0; MASTER_ADDR:MASTER_PORT for torchrun, 127.0.0.1:port_base-1 for MPI on one
+node, or `coordinator=`) and waits at most `rendezvous_timeout` seconds, naming the ranks that
+never came. Each task of a node listens on port_base + its local rank. One implementation with the
+CLI's `--cluster auto` (distributed/cluster_resolver.h); a malformed environment raises
+InvalidArgumentError naming the variable.
+"""
+
+import os
+
+from shardflow import _shardflow as _C
+from shardflow.cluster import ClusterSpec
+
+
+class ClusterResolver:
+    """Base: resolves `source` from `environment` (default: os.environ) when first asked."""
+
+    source = "auto"
+
+    def __init__(self, port_base=2222, coordinator=None, rendezvous_timeout=120.0,
+                 environment=None):
+        self._port_base = int(port_base)
+        self._coordinator = coordinator or ""
+        self._timeout = float(rendezvous_timeout)
+        self._env = dict(os.environ if environment is None else environment)
+        self._resolved = None
+        self._cluster = None
+
+    def _resolve(self):
+        if self._resolved is None:
+            self._resolved = _C.resolve_cluster(self.source, self._env, self._port_base,
+                                                self._coordinator)
+        return self._resolved
+
+    @property
+    def task_type(self):
+        return self._resolve()["job"]
+
+    @property
+    def task_id(self):
+        return self._resolve()["task"]
+
+    @property
+    def environment(self):
+        """Which launcher the environment came from ("TF_CONFIG", "Slurm", ...)."""
+        return self._resolve()["source"]
+
+    def num_tasks(self, task_type=None):
+        return self.cluster_spec().num_tasks(task_type or self.task_type)
+
+    def cluster_spec(self):
+        """The cluster as a ClusterSpec (after a rendezvous for MPI and torchrun)."""
+        if self._cluster is None:
+            r = self._resolve()
+            jobs = r["cluster"]
+            if not jobs:
+                jobs = _C.gather_cluster_spec(r["source"], r["job"], r["task"], r["num_tasks"],
+                                              r["port"], r["coordinator"], self._timeout)
+            self._cluster = ClusterSpec({k: list(v) for k, v in jobs.items()})
+        return self._cluster
+
+    def master(self, task_type=None, task_id=None, rpc_layer="grpc"):
+        """The target of a task's server ("grpc://host:port"; this task's by default)."""
+        task_type = self.task_type if task_type is None else task_type
+        task_id = self.task_id if task_id is None else task_id
+        address = self.cluster_spec().task_address(task_type, int(task_id))
+        return "%s://%s" % (rpc_layer, address) if rpc_layer else address
+
+
+class TFConfigClusterResolver(ClusterResolver):
+    source = "TF_CONFIG"
+
+
+class SlurmClusterResolver(ClusterResolver):
+    source = "Slurm"
+
+
+class MPIClusterResolver(ClusterResolver):
+    source = "OpenMPI"
+
+
+class KubernetesClusterResolver(ClusterResolver):
+    source = "Kubernetes"
+
+
+class TorchrunClusterResolver(ClusterResolver):
+    source = "torchrun"
+
+
+def resolve(**kwargs):
+    """The resolver of whichever launcher started this process (TF_CONFIG first, then Slurm,
+    OpenMPI, a Kubernetes indexed Job, torchrun); InvalidArgumentError when none did."""
+    r = ClusterResolver(**kwargs)
+    r._resolve()
+    return r
