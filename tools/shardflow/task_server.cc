@@ -8,10 +8,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
+#include "core/framework/resource_mgr.h"
 #include "core/platform/status.h"
 #include "distributed/protocol.h"
 #include "distributed/worker_interface.h"
 #include "glog/logging.h"
+#include "ops/ops.h"
+#include "runtime/device.h"
 
 namespace shardflow {
 
@@ -39,6 +42,51 @@ absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& clus
   std::printf("task %s serving on %s\n", server->task_name().c_str(), server->address().c_str());
   std::fflush(stdout);
   return server;
+}
+
+namespace {
+
+constexpr char kJobDone[] = "shardflow_job_done";
+
+// Whether the chief has marked this task's job done (MarkJobDone).
+bool JobDone(Server* server) {
+  for (Device* d : server->devices()) {
+    if (d->resource_manager() != nullptr && d->resource_manager()->Lookup(kJobDone).ok()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::Status MarkJobDone(const ClusterFlags& cluster, const std::vector<TaskId>& tasks) {
+  if (tasks.empty()) return absl::OkStatus();
+  Scope s = Scope::NewRootScope();
+  std::vector<Operation> marks;
+  for (const TaskId& t : tasks) {
+    Scope ts = s.WithDevice(ClusterSpec::TaskName(t.job, t.task) + "/device:CPU:0")
+                   .NewSubScope(absl::StrCat(t.job, "_", t.task));
+    Output handle(OpBuilder(ts.WithOpName("done"), "VarHandleOp")
+                      .Attr("dtype", DT_INT32)
+                      .Attr("shape", TensorShape())
+                      .Attr("shared_name", std::string(kJobDone))
+                      .Finalize(),
+                  0);
+    marks.push_back(OpBuilder(ts.WithOpName("mark"), "AssignVariableOp")
+                        .Input(handle)
+                        .Input(Tensor::Scalar<int32_t>(1))
+                        .Finalize());
+  }
+  ops::NoOp(s.WithOpName("mark_job_done").WithControlDependencies(marks));
+  GraphDef def;
+  SF_RETURN_IF_ERROR(s.ToGraphDef(&def));
+  ClusterFlags quick = cluster;
+  quick.connect_timeout = absl::Seconds(3);
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, quick.OpenSession(SessionOptions()));
+  SF_RETURN_IF_ERROR(session->Create(def));
+  std::vector<Tensor> out;
+  return session->Run({}, {}, {"mark_job_done"}, &out);
 }
 
 absl::Status ServeUntilTasksLeave(Server* server, const ClusterSpec& spec,
@@ -89,6 +137,12 @@ absl::Status ServeUntilTasksLeave(Server* server, const ClusterSpec& spec,
       any |= s.ok();
       if (!s.ok()) last_error = std::string(s.message());
     }
+    if (JobDone(server)) {
+      std::printf("task %s: the chief says training is done; exiting\n",
+                  server->task_name().c_str());
+      std::fflush(stdout);
+      return absl::OkStatus();
+    }
     if (any) {
       if (!seen) {
         std::printf("task %s: %s up; serving until %s\n", server->task_name().c_str(),
@@ -104,10 +158,14 @@ absl::Status ServeUntilTasksLeave(Server* server, const ClusterSpec& spec,
                        ": start `shardflow ", "train ... --job ", tasks[0].job, " --task ",
                        tasks[0].task, "` there (", last_error, ")"));
     } else if (seen && now - last_answer >= gone_after) {
-      std::printf("task %s: %s stopped answering (%s); done\n", server->task_name().c_str(),
-                  tasks.size() == 1 ? "the chief" : "every worker", last_error.c_str());
-      std::fflush(stdout);
-      return absl::OkStatus();
+      // Gone without saying training is done: it failed (or was killed). An error exit lets a
+      // cluster manager restart this task with the rest of the job (which resumes from the
+      // last checkpoint).
+      return absl::UnavailableError(absl::StrCat(
+          tasks.size() == 1 ? "the chief " : "every worker (", who, tasks.size() == 1 ? "" : ")",
+          " stopped answering (", last_error,
+          ") before training was done; exiting with an error so that the job is restarted "
+          "(training resumes from the last checkpoint with --auto-resume or --resume)"));
     }
     timespec wait{0, 250'000'000};
     if (sigtimedwait(&signals, nullptr, &wait) > 0) {

@@ -25,10 +25,15 @@ absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& clus
                                                         const std::string& job, int task,
                                                         int threads, int devices = 1);
 
-// Serves until the tasks it waits for (the chief; for a ps task, every worker) have answered and
-// then none of them has answered for `gone_after` (they finished, or died: a launcher restarts
-// the job either way), or until SIGTERM / SIGINT. Error: none of them answered within
-// `first_wait`, naming them and their addresses.
+// Tells `tasks` (serving in ServeUntilTasksLeave) that training is done, so they exit 0 (a
+// variable "shardflow_job_done" on each task's CPU:0). Errors: a task that cannot be reached.
+absl::Status MarkJobDone(const ClusterFlags& cluster, const std::vector<TaskId>& tasks);
+
+// Serves until the chief marks the job done (MarkJobDone: exit 0), or until SIGTERM / SIGINT.
+// Errors: the tasks it waits for (the chief; for a ps task, every worker) answered and then
+// none of them did for `gone_after` without marking the job done (they failed or were killed:
+// the error exit lets a cluster manager restart this task with the job); none of them answered
+// within `first_wait` (naming them and their addresses).
 absl::Status ServeUntilTasksLeave(Server* server, const ClusterSpec& spec,
                                   const std::vector<TaskId>& tasks, const SecurityOptions& security,
                                   absl::Duration first_wait, absl::Duration gone_after);

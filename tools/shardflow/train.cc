@@ -157,9 +157,13 @@ absl::StatusOr<Resumed> RestoreFrom(Session* session, const TrainGraph& g, const
 absl::StatusOr<Position> StartingPosition(Session* session, const TrainGraph& g,
                                           const TrainConfig& c, int64_t steps_per_epoch,
                                           CheckpointSeries* series, int64_t* saved_step) {
-  if (!c.resume) {
-    std::vector<std::string> earlier;
-    if (CheckpointSeries::ReadIndex(c.checkpoint_dir, &earlier).ok() && !earlier.empty()) {
+  std::vector<std::string> earlier;
+  const bool have_earlier =
+      CheckpointSeries::ReadIndex(c.checkpoint_dir, &earlier).ok() && !earlier.empty();
+  if (!c.resume && !(c.auto_resume && have_earlier)) {
+    if (c.auto_resume) {
+      std::printf("--auto-resume: no checkpoint in '%s' yet; starting\n", c.checkpoint_dir.c_str());
+    } else if (have_earlier) {
       std::fprintf(
           stderr,
           "note: --checkpoint-dir '%s' holds the checkpoints of an earlier run (latest "
@@ -552,6 +556,21 @@ absl::Status Train(TrainConfig c) {
       steps_this_run * c.batch_size / std::max(train_secs, 1e-9), warm_rate,
       static_cast<long long>(kWarmupSteps), 100 * accuracy, static_cast<long long>(test.size()),
       series.latest().c_str());
+  std::fflush(stdout);
+  if (c.task >= 0) {
+    // The tasks serving this job (the other replicas' tasks; the ps tasks) may leave now.
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
+    std::vector<TaskId> serving;
+    for (const TaskId& t : spec.tasks()) {
+      const bool self = t.job == c.job && t.task == c.task;
+      if (!self && (!ps_strategy || t.job == "ps")) serving.push_back(t);
+    }
+    absl::Status marked = MarkJobDone(c.cluster, serving);
+    if (!marked.ok()) {
+      std::fprintf(stderr, "warning: could not tell every task that training is done: %s\n",
+                   std::string(marked.message()).c_str());
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -584,6 +603,10 @@ void AddTrainCommand(CommandLine* cli) {
                "also checkpoint when this many seconds passed since the last one (0 = off)");
   flags.Int("keep-checkpoints", &c.keep_checkpoints,
             "checkpoints kept in --checkpoint-dir; older ones are deleted");
+  flags.Bool("auto-resume", &c.auto_resume,
+             "continue from the latest checkpoint in --checkpoint-dir when it has one, else "
+             "start: the same command for a job's first start and for every restart by its "
+             "cluster manager (Kubernetes, Slurm --requeue, mpirun again)");
   flags.Bool("resume", &c.resume,
              "continue from the latest readable checkpoint in --checkpoint-dir (mid-epoch: same "
              "step, batch order and learning rate); also reads model.ckpt of earlier versions");

@@ -31,6 +31,7 @@ struct TrainConfig {
   double checkpoint_every_secs = 600;  // 0: off
   int64_t keep_checkpoints = 5;
   bool resume = false;
+  bool auto_resume = false;  // resume when --checkpoint-dir has a checkpoint
   int64_t seed = 1;
   std::string data_dir = kDefaultFashionMnistDir;
   int64_t max_steps = 0;
