@@ -34,3 +34,10 @@ if [ -f build/python/shardflow/__init__.py ]; then
   site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
   echo /usr/local/lib/python3/dist-packages | $sudo tee "$site/shardflow-local.pth" >/dev/null
 fi
+
+# The Kubernetes schemas for the offline manifest check (tests/deploy/validate_manifests.js):
+# npm's kubernetes-models and js-yaml, into build/npm, when npm is there (the test skips without).
+if command -v npm >/dev/null 2>&1 && [ ! -d build/npm/node_modules/kubernetes-models ]; then
+  npm install --prefix build/npm --no-audit --no-fund --silent kubernetes-models@4 js-yaml@4 \
+    >/dev/null 2>&1 || echo "setup: npm install kubernetes-models failed; the manifest test will skip"
+fi
