@@ -110,8 +110,8 @@ class Operation:
 
     def run(self, feed_dict=None, session=None):
         """Runs this op in `session` (default: the current default session)."""
-        from shardflow.session import get_default_session
-        (session or get_default_session()).run(self, feed_dict)
+        from shardflow.session import _session_for
+        _session_for(session).run(self, feed_dict)
 
     def __repr__(self):
         return "<sf.Operation '%s'>" % self.name
@@ -146,11 +146,11 @@ class _TensorOperators:
 
     def __truediv__(self, other):
         from shardflow import ops
-        return ops.divide(self, other)
+        return ops.truediv(self, other)
 
     def __rtruediv__(self, other):
         from shardflow import ops
-        return ops.divide(other, self)
+        return ops.truediv(other, self)
 
     def __matmul__(self, other):
         from shardflow import ops
@@ -222,10 +222,15 @@ class Tensor(_TensorOperators):
     def get_shape(self):
         return self.shape
 
+    @property
+    def device(self):
+        """The device its op asks for (TF1's Tensor.device)."""
+        return self.op.device
+
     def eval(self, feed_dict=None, session=None):
         """Runs the tensor in `session` (default: the current default session)."""
-        from shardflow.session import get_default_session
-        return (session or get_default_session()).run(self, feed_dict)
+        from shardflow.session import _session_for
+        return _session_for(session).run(self, feed_dict)
 
     def __repr__(self):
         return "<sf.Tensor '%s' shape=%s dtype=%s>" % (

@@ -183,7 +183,7 @@ class Dropout(Layer):
     def call(self, x, training=False):
         if not training or self.rate == 0:
             return x
-        return nn.dropout(x, self.rate, seed=self.seed)
+        return nn.dropout(x, rate=self.rate, seed=self.seed)
 
 
 class Sequential(Layer):

@@ -103,12 +103,41 @@ def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     return _op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=name).outputs[0]
 
 
-def dropout(x, rate, seed=0, name=None):
-    """`x` with each element zeroed with probability `rate` and the rest scaled by
-    1 / (1 - rate). A nonzero `seed` makes the masks reproducible.
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
+    """TF1's tf.nn.dropout: each element of `x` kept with probability `keep_prob` (the second
+    argument, as in TF1) and scaled by 1 / keep_prob, else zeroed. Give `rate` = 1 - keep_prob
+    instead if you prefer TF2's spelling (one of the two). Either may be a tensor, e.g. a
+    ``keep_prob`` placeholder fed 0.5 for training and 1.0 for evaluation. `noise_shape`
+    (broadcastable to x's shape) shares one mask along dimensions of size 1. A seed makes the
+    masks reproducible.
 
-    Example: ``h = sf.nn.dropout(h, rate=0.5)`` (training graphs only).
+    Example::
+
+        keep_prob = sf.placeholder(sf.float32)
+        h_drop = sf.nn.dropout(h_fc1, keep_prob)
     """
-    if not 0 <= rate < 1:
-        raise ValueError("dropout rate must be in [0, 1), got %r" % (rate,))
-    return _op("Dropout", [x], {"rate": float(rate), "seed": int(seed)}, name).outputs[0]
+    from shardflow import ops
+    from shardflow.framework import Tensor
+    if (keep_prob is None) == (rate is None):
+        raise ValueError("dropout needs keep_prob (TF1: the probability of keeping an element) "
+                         "or rate (= 1 - keep_prob), exactly one of them")
+    if keep_prob is not None and not isinstance(keep_prob, Tensor):
+        if not 0 < keep_prob <= 1:
+            raise ValueError("dropout keep_prob must be in (0, 1], got %r" % (keep_prob,))
+        rate = 1.0 - float(keep_prob)
+        keep_prob = None
+    if rate is not None and not isinstance(rate, Tensor):
+        if not 0 <= rate < 1:
+            raise ValueError("dropout rate must be in [0, 1), got %r" % (rate,))
+        if noise_shape is None:
+            return _op("Dropout", [x], {"rate": float(rate), "seed": int(seed or 0)},
+                       name).outputs[0]
+        keep_prob = 1.0 - float(rate)
+    elif rate is not None:
+        keep_prob = ops.subtract(1.0, rate)
+    # A tensor keep_prob (or a noise_shape): mask = [uniform < keep_prob], x * mask / keep_prob.
+    x = ops.convert_to_tensor(x)
+    shape = ops.shape(x) if noise_shape is None else noise_shape
+    uniform = ops.random_uniform(shape, dtype=x.dtype, seed=seed)
+    mask = ops.cast(ops.less(uniform, keep_prob), x.dtype)
+    return ops.multiply(ops.divide(x, keep_prob), mask, name=name)

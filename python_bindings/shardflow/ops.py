@@ -89,22 +89,60 @@ def fill(dims, value, name=None):
     return _out("Fill", [dims, value], name=name)
 
 
-def random_uniform(shape, dtype=dtypes.float32, seed=0, name=None):
-    """Uniform samples in [0, 1); a nonzero seed makes them reproducible."""
-    return _out("RandomUniform", [list(shape)],
-                {"dtype": dtypes.as_dtype(dtype)._enum, "seed": seed}, name)
+def _shape_input(shape):
+    """A shape argument: a tensor (e.g. sf.shape(x)) as it is, else a list of ints."""
+    if isinstance(shape, Tensor):
+        return shape
+    return np.asarray(list(shape), dtype=np.int32)
 
 
-def random_normal(shape, dtype=dtypes.float32, seed=0, name=None):
-    """Samples of the standard normal distribution."""
-    return _out("RandomStandardNormal", [list(shape)],
-                {"dtype": dtypes.as_dtype(dtype)._enum, "seed": seed}, name)
+def _scaled(make_sample, scale, offset, default_scale, default_offset, name):
+    """make_sample(name) * scale + offset, leaving out what is the default (a tensor never is);
+    `name` goes to the last op."""
+    scale_needed = isinstance(scale, Tensor) or scale != default_scale
+    offset_needed = isinstance(offset, Tensor) or offset != default_offset
+    if not scale_needed and not offset_needed:
+        return make_sample(name)
+    out = make_sample(None)
+    if scale_needed:
+        out = multiply(out, scale, name=None if offset_needed else name)
+    if offset_needed:
+        out = add(out, offset, name=name)
+    return out
 
 
-def truncated_normal(shape, dtype=dtypes.float32, seed=0, name=None):
-    """Normal samples redrawn until within two standard deviations."""
-    return _out("TruncatedNormal", [list(shape)],
-                {"dtype": dtypes.as_dtype(dtype)._enum, "seed": seed}, name)
+def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
+    """Uniform samples in [minval, maxval) (TF1's signature; maxval defaults to 1). A seed makes
+    them reproducible; without one each run differs.
+
+    Example: ``w = sf.Variable(sf.random_uniform([784, 10], -0.1, 0.1))``.
+    """
+    dt = dtypes.as_dtype(dtype)
+    if not dt.is_floating:
+        raise ValueError("random_uniform of %s is not supported; draw floats and sf.cast them"
+                         % dt.name)
+    if maxval is None:
+        maxval = 1
+    attrs = {"dtype": dt._enum, "seed": int(seed or 0)}
+    width = (subtract(maxval, minval) if isinstance(maxval, Tensor) or isinstance(minval, Tensor)
+             else maxval - minval)
+    return _scaled(lambda n: _out("RandomUniform", [_shape_input(shape)], attrs, n), width,
+                   minval, 1, 0, name)
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    """Normal samples with `mean` and `stddev` (TF1's signature)."""
+    attrs = {"dtype": dtypes.as_dtype(dtype)._enum, "seed": int(seed or 0)}
+    return _scaled(lambda n: _out("RandomStandardNormal", [_shape_input(shape)], attrs, n),
+                   stddev, mean, 1.0, 0.0, name)
+
+
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    """Normal samples redrawn until within two standard deviations of `mean` (TF1's
+    signature). Example: ``sf.truncated_normal([5, 5, 1, 32], stddev=0.1)``."""
+    attrs = {"dtype": dtypes.as_dtype(dtype)._enum, "seed": int(seed or 0)}
+    return _scaled(lambda n: _out("TruncatedNormal", [_shape_input(shape)], attrs, n), stddev,
+                   mean, 1.0, 0.0, name)
 
 
 # ---- element-wise -------------------------------------------------------------------------
@@ -122,6 +160,20 @@ def _unary(op_type, doc):
         return _out(op_type, [x], name=name)
     fn.__doc__ = doc + "\n\nExample: ``y = sf.%s(x)``." % op_type.lower()
     return fn
+
+
+def truediv(x, y, name=None):
+    """x / y with true division, as Python 3 and TF1's ``/``: integer operands are converted to
+    float64 first (int32 / int32 is not truncated); floats divide as they are."""
+    dt = x.dtype if isinstance(x, Tensor) else (y.dtype if isinstance(y, Tensor) else None)
+    if dt is not None and dt.is_integer:
+        x = cast(x, dtypes.float64) if isinstance(x, Tensor) else float(x)
+        y = cast(y, dtypes.float64) if isinstance(y, Tensor) else float(y)
+        if isinstance(x, float) and isinstance(y, Tensor):
+            x = constant(x, dtype=dtypes.float64)
+        if isinstance(y, float) and isinstance(x, Tensor):
+            y = constant(y, dtype=dtypes.float64)
+    return _out("Div", [x, y], name=name)
 
 
 add = _binary("Add", "x + y, element-wise.")
@@ -190,7 +242,20 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
 
 
 def _reduction(op_type, doc):
-    def fn(input_tensor, axis=None, keepdims=False, name=None):
+    def fn(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+           keep_dims=None):
+        # TF1's spellings: reduction_indices for axis, keep_dims for keepdims.
+        if reduction_indices is not None:
+            if axis is not None:
+                raise ValueError("give axis or reduction_indices (TF1's name for it), not both")
+            axis = reduction_indices
+        if keep_dims is not None:
+            if keepdims is not None:
+                raise ValueError("give keepdims or keep_dims (TF1's name for it), not both")
+            keepdims = keep_dims
+        keepdims = bool(keepdims)
+        if isinstance(axis, Tensor):
+            raise TypeError("reduce_*: axis must be an int or a list of ints, not a tensor")
         x = convert_to_tensor(input_tensor)
         if axis is None:
             if x.shape.ndims is None:
@@ -200,8 +265,8 @@ def _reduction(op_type, doc):
                 axis = [0]
             else:
                 axis = list(range(x.shape.ndims))
-        elif isinstance(axis, int):
-            axis = [axis]
+        elif isinstance(axis, (int, np.integer)):
+            axis = [int(axis)]
         return _out(op_type, [x, np.asarray(axis, dtype=np.int32)], {"keep_dims": keepdims},
                     name)
     fn.__doc__ = (doc + " over `axis` (an int, a list, or None for all dimensions).\n\n"
@@ -360,6 +425,7 @@ __all__ = [
     "subtract",
     "tanh",
     "transpose",
+    "truediv",
     "truncated_normal",
     "zeros",
     "zeros_like",

@@ -182,12 +182,19 @@ _default_session = threading.local()
 
 
 def get_default_session():
-    """The session of the innermost ``with sess:`` (or ``sess.as_default()``) block."""
+    """The session of the innermost ``with sess:`` (or ``sess.as_default()``) block, or the
+    latest InteractiveSession; None when there is none (as in TF1)."""
     stack = getattr(_default_session, "stack", [])
-    if not stack:
-        raise RuntimeError("no default session: use `with sf.Session() as sess:` or pass "
-                           "session=")
-    return stack[-1]
+    return stack[-1] if stack else None
+
+
+def _session_for(session):
+    """`session`, else the default one; an error saying how to get one when there is none."""
+    session = session or get_default_session()
+    if session is None:
+        raise RuntimeError("no default session: use `with sf.Session() as sess:`, "
+                           "sf.InteractiveSession(), or pass session=")
+    return session
 
 
 class Session:
@@ -250,6 +257,11 @@ class Session:
                     key = self.graph.get_tensor_by_name(key)
                 elif not isinstance(key, Tensor):
                     raise TypeError("feed_dict keys are tensors or tensor names, not %r" % (key,))
+                if getattr(key, "graph", self.graph) is not self.graph:
+                    raise ValueError(
+                        "cannot feed '%s': it belongs to another graph than this session's "
+                        "(build it in the session's graph, or open the session with "
+                        "graph=that graph)" % key.name)
                 feeds.append((key.name, _feed_value(key, value)))
         if options is None:
             out = self._handle.run(feeds, plan.names, plan.targets, 0, 0, False, run_metadata)
@@ -292,4 +304,20 @@ class _DefaultSession:
         _default_session.stack.pop()
 
 
-InteractiveSession = Session
+class InteractiveSession(Session):
+    """A Session that makes itself the default session when it is made (TF1's
+    tf.InteractiveSession), so that ``t.eval()`` and ``op.run()`` work without a ``with`` block;
+    close() removes it again."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph=graph, config=config)
+        _default_session.__dict__.setdefault("stack", []).append(self)
+        self._installed = True
+
+    def close(self):
+        if getattr(self, "_installed", False):
+            stack = _default_session.__dict__.setdefault("stack", [])
+            if self in stack:
+                stack.remove(self)
+            self._installed = False
+        super().close()

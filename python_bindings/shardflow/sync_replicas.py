@@ -124,7 +124,7 @@ class SyncReplicasOptimizer:
                                         {"T": dtypes.int64._enum}, name="sync_op")
                 self._close_queue = _op("QueueCloseV2", [queue])
             with g._device_scope(worker_device):
-                train_op = self._local_step.assign(token, name="train_op")
+                train_op = self._local_step.assign(token, name="train_op", read_value=False)
             self._chief_init_op = group(*[
                 _op("ResourceAccumulatorSetGlobalStep", [acc, global_step.value()])
                 for acc, _ in self._accumulators], name="chief_init_op")
@@ -133,8 +133,8 @@ class SyncReplicasOptimizer:
                 name="close_accumulators")
             self._num_dropped = [_out("ResourceAccumulatorNumDropped", [acc])
                                  for acc, _ in self._accumulators]
-            self._local_step_init_op = self._local_step.assign(global_step.value(),
-                                                               name="local_step_init")
+            self._local_step_init_op = self._local_step.assign(
+                global_step.value(), name="local_step_init", read_value=False)
         self._global_step = global_step
         self._gradients_applied = True
         return train_op

@@ -91,7 +91,7 @@ def _count_step(update, global_step):
     from shardflow.framework import control_dependencies
     with control_dependencies([update]):
         return global_step.assign_add(np.array(1, global_step.dtype.as_numpy_dtype),
-                                      name="increment_global_step")
+                                      name="increment_global_step", read_value=False)
 
 
 def get_global_step(graph=None):
@@ -206,7 +206,8 @@ class Saver:
         with g.name_scope(name or "save"):
             self._feeds = [placeholder(v.dtype, _dims(v), name="restore_%d" % i)
                            for i, v in enumerate(self._vars)]
-            self._restore_op = group(*[v.assign(p) for v, p in zip(self._vars, self._feeds)],
+            self._restore_op = group(*[v.assign(p, read_value=False)
+                                       for v, p in zip(self._vars, self._feeds)],
                                      name="restore_all")
 
     def save(self, sess, save_path, global_step=None, write_state=True):

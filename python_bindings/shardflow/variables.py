@@ -161,19 +161,34 @@ class Variable(_TensorOperators):
     def op(self):
         return self._read.op
 
-    def assign(self, value, name=None):
-        """An op that sets the variable to `value`."""
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        """Sets the variable to `value`. As in TF1, the result is a tensor holding the new value
+        (fetching it runs the assignment and returns the value); with read_value=False, the
+        assignment op itself."""
         from shardflow.ops import _op
         with self.graph._device_scope(self._device):
-            return _op("AssignVariableOp", [self.handle, value],
-                       {"dtype": self.dtype._enum}, name)
+            op = _op("AssignVariableOp", [self.handle, value], {"dtype": self.dtype._enum}, name)
+        return self._read_after(op) if read_value else op
 
-    def assign_add(self, delta, name=None):
-        """An op that adds `delta` to the variable."""
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        """Adds `delta` to the variable; the result as for assign."""
         from shardflow.ops import _op
         with self.graph._device_scope(self._device):
-            return _op("AssignAddVariableOp", [self.handle, delta],
-                       {"dtype": self.dtype._enum}, name)
+            op = _op("AssignAddVariableOp", [self.handle, delta], {"dtype": self.dtype._enum},
+                     name)
+        return self._read_after(op) if read_value else op
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        """Subtracts `delta` from the variable; the result as for assign."""
+        from shardflow import ops
+        return self.assign_add(ops.negative(delta), name=name, read_value=read_value)
+
+    def _read_after(self, op):
+        from shardflow.framework import control_dependencies
+        from shardflow.ops import _out
+        with self.graph._device_scope(self._device), control_dependencies([op]):
+            return _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
+                        op.name + "/value")
 
     def is_initialized(self, name=None):
         """A bool tensor: whether the variable has a value (on its device)."""

@@ -1,0 +1,135 @@
+"""TensorFlow 1.x idioms that used to differ (issue 14, "What was found"), each checked against
+TF1's behaviour: random ops with mean/stddev/minval/maxval, reductions with reduction_indices and
+keep_dims, tf.nn.dropout's second argument as keep_prob (and a keep_prob placeholder), true
+division of integers, InteractiveSession as the default session, assign that can be fetched,
+and a placeholder of another graph refused."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+def run(t, feed=None, graph=None):
+    with tf.Session(graph=graph or tf.get_default_graph()) as s:
+        return s.run(t, feed)
+
+
+def test_random_ops_take_tf1_arguments():
+    g = tf.Graph()
+    with g.as_default():
+        n = tf.random_normal([20000], mean=5.0, stddev=2.0, seed=1)
+        t = tf.truncated_normal([20000], stddev=0.1, seed=2)
+        u = tf.random_uniform([20000], -1, 3, seed=3)
+        scale = tf.placeholder(tf.float32, [])
+        v = tf.random_uniform([1000], minval=0.0, maxval=scale, seed=4)
+        with tf.Session() as s:
+            n_, t_, u_, v_ = s.run([n, t, u, v], {scale: 10.0})
+    assert abs(n_.mean() - 5) < 0.1 and abs(n_.std() - 2) < 0.1
+    assert abs(t_.std() - 0.088) < 0.01 and np.abs(t_).max() <= 0.2  # within 2 stddev
+    assert u_.min() >= -1 and u_.max() < 3 and abs(u_.mean() - 1) < 0.05
+    assert v_.max() < 10 and v_.max() > 9
+
+
+def test_reductions_take_reduction_indices_and_keep_dims():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+        a = tf.reduce_sum(x, reduction_indices=[1])
+        b = tf.reduce_mean(x, reduction_indices=0, keep_dims=True)
+        c = tf.reduce_max(x, 1, keepdims=True)
+        out = run([a, b, c], graph=g)
+    np.testing.assert_allclose(out[0], [3, 7])
+    np.testing.assert_allclose(out[1], [[2, 3]])
+    np.testing.assert_allclose(out[2], [[2], [4]])
+    with pytest.raises(ValueError, match="reduction_indices"):
+        tf.reduce_sum(tf.constant([1.0]), axis=0, reduction_indices=0)
+
+
+def test_dropout_second_argument_is_keep_prob_and_may_be_a_placeholder():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.ones([100000])
+        kept = tf.nn.dropout(x, 0.9, seed=1)           # TF1: keep 90%
+        keep_prob = tf.placeholder(tf.float32)
+        fed = tf.nn.dropout(x, keep_prob, seed=2)
+        by_rate = tf.nn.dropout(x, rate=0.25, seed=3)
+        with tf.Session() as s:
+            k = s.run(kept)
+            half = s.run(fed, {keep_prob: 0.5})
+            whole = s.run(fed, {keep_prob: 1.0})
+            r = s.run(by_rate)
+    assert abs((k > 0).mean() - 0.9) < 0.01
+    np.testing.assert_allclose(k[k > 0], 1 / 0.9, rtol=1e-5)
+    assert abs((half > 0).mean() - 0.5) < 0.01 and np.allclose(half[half > 0], 2.0)
+    np.testing.assert_array_equal(whole, np.ones(100000))   # evaluation: keep_prob 1
+    assert abs((r > 0).mean() - 0.75) < 0.01
+    with pytest.raises(ValueError, match="exactly one"):
+        tf.nn.dropout(x)
+
+
+def test_integer_division_is_true_division():
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant(7)
+        b = tf.constant(2)
+        q = a / b
+        assert q.dtype == tf.float64
+        f = tf.constant(7.0) / 2
+        out = run([q, a / 2, 7 / b, f], graph=g)
+    assert out[0] == 3.5 and out[1] == 3.5 and out[2] == 3.5 and out[3] == 3.5
+
+
+def test_interactive_session_is_the_default():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant([1.0, 2.0]) * 3
+        sess = tf.InteractiveSession(graph=g)
+        try:
+            np.testing.assert_allclose(x.eval(), [3, 6])
+            assert tf.get_default_session() is sess
+        finally:
+            sess.close()
+        assert tf.get_default_session() is not sess
+
+
+def test_assign_can_be_fetched():
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(1.0)
+        plus = v.assign_add(2.0)
+        to = v.assign(10.0)
+        minus = v.assign_sub(4.0)
+        op = v.assign(0.0, read_value=False)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run(plus) == 3.0
+            assert s.run(to) == 10.0
+            assert s.run(minus) == 6.0
+            assert s.run(op) is None and s.run(v.value()) == 0.0
+
+
+def test_minimize_is_an_operation_with_run():
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(1.0)
+        loss = tf.square(w)
+        step = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            with s.as_default():
+                step.run()
+            assert s.run(w.value()) == pytest.approx(0.5)
+
+
+def test_feeding_a_placeholder_of_another_graph_is_an_error():
+    other = tf.Graph()
+    with other.as_default():
+        stranger = tf.placeholder(tf.float32, [], name="x")
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [], name="x")
+        y = x * 2
+        with tf.Session() as s:
+            assert s.run(y, {x: 2.0}) == 4.0
+            with pytest.raises(ValueError, match="another graph"):
+                s.run(y, {stranger: 2.0})
