@@ -151,7 +151,9 @@ absl::Status AddGradients(const Scope& scope, const std::vector<Output>& ys,
     if (fn == nullptr) {
       return absl::UnimplementedError(absl::StrCat(
           "no gradient is registered for op '", node->op(), "' (node '", node->name(),
-          "'); register one with REGISTER_GRADIENT, or cut the path with StopGradient"));
+          "'); cut the path with stop_gradient (Python sf.stop_gradient, C++ "
+          "ops::StopGradient), or register a gradient for the op (C++ REGISTER_GRADIENT; "
+          "docs/extending.md)"));
     }
     for (int i = 0; i < node->num_outputs(); ++i) {
       if (!dy[i].valid()) dy[i] = ops::ZerosLike(ns, Output(node, i));

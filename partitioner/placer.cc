@@ -41,7 +41,7 @@ absl::StatusOr<DeviceName> NodeRequest(const Node* n) {
       n->assigned_device().empty() ? n->requested_device() : n->assigned_device();
   auto parsed = DeviceName::Parse(spec);
   if (!parsed.ok()) {
-    return WithContext(parsed.status(), absl::StrCat("node ", Describe(n), " device"));
+    return WithContext(parsed.status(), absl::StrCat("node ", Describe(n), " requests a device: "));
   }
   return parsed;
 }

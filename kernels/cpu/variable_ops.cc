@@ -27,8 +27,9 @@ absl::StatusOr<std::string> ResourceHandleName(OpKernelContext* ctx, int input) 
 
 std::string UninitializedMessage(const std::string& name) {
   return absl::StrCat("variable '", name,
-                      "' is not initialized: run its initializer first (e.g. the op returned by "
-                      "InitializeAllVariables), or restore it from a checkpoint");
+                      "' is not initialized: run its initializer first (Python: "
+                      "sess.run(sf.global_variables_initializer()); C++: the op "
+                      "InitializeAllVariables returns), or restore it from a checkpoint");
 }
 
 namespace {

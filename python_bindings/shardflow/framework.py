@@ -23,15 +23,53 @@ from shardflow import _shardflow as _C
 from shardflow import dtypes
 
 
+class Dimension(int):
+    """One known dimension of a static shape, as TF1's tf.Dimension: an int that also has
+    ``.value`` (``x.get_shape()[1].value``)."""
+
+    @property
+    def value(self):
+        return int(self)
+
+    def __repr__(self):
+        return "Dimension(%d)" % int(self)
+
+
+class _UnknownDimension:
+    """An unknown dimension (TF1's Dimension(None)): ``.value`` is None; it equals None."""
+
+    value = None
+
+    def __eq__(self, other):
+        return other is None or isinstance(other, _UnknownDimension)
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    def __hash__(self):
+        return hash(None)
+
+    def __index__(self):
+        raise TypeError("the dimension is unknown (None); it has no integer value")
+
+    __int__ = __index__
+
+    def __repr__(self):
+        return "Dimension(None)"
+
+
 class TensorShape:
     """A static shape: a list of dimensions (None = unknown), or an unknown rank.
 
-    Compares equal to lists and tuples: ``x.shape == [None, 784]``.
+    Compares equal to lists and tuples: ``x.shape == [None, 784]``. Indexing gives TF1's
+    Dimension: ``x.shape[1] == 784`` and ``x.get_shape()[1].value``; ``as_list()`` gives plain
+    ints and None.
     """
 
     def __init__(self, dims):
-        self._dims = None if dims is None else [None if d is None or d < 0 else int(d)
-                                                for d in dims]
+        self._dims = None if dims is None else [
+            None if d is None or getattr(d, "value", 0) is None or int(d) < 0 else int(d)
+            for d in dims]
 
     @property
     def ndims(self):
@@ -58,11 +96,15 @@ class TensorShape:
     def __len__(self):
         return len(self.as_list())
 
-    def __iter__(self):
-        return iter(self.as_list())
-
     def __getitem__(self, i):
-        return self.as_list()[i]
+        dims = self.as_list()
+        if isinstance(i, slice):
+            return TensorShape(dims[i])
+        d = dims[i]
+        return _UnknownDimension() if d is None else Dimension(d)
+
+    def __iter__(self):
+        return (_UnknownDimension() if d is None else Dimension(d) for d in self.as_list())
 
     def __eq__(self, other):
         if isinstance(other, TensorShape):

@@ -70,7 +70,7 @@ class Layer:
 
 
 def _last_dim(shape, layer):
-    if shape.ndims is None or shape[-1] is None:
+    if shape.ndims is None or shape.as_list()[-1] is None:
         raise ValueError("%s needs inputs whose last dimension is known, got %r" % (layer, shape))
     return shape[-1]
 

@@ -50,7 +50,16 @@ def _padding(p):
     return p.upper()
 
 
-def conv2d(input, filters, strides=1, padding="SAME", name=None):  # noqa: A002
+def _nhwc(data_format, what):
+    if data_format not in (None, "NHWC"):
+        raise ValueError(
+            "%s(data_format=%r): shardflow's CPU kernels take NHWC only; give NHWC input (from "
+            "NCHW: sf.transpose(x, [0, 2, 3, 1])) and leave data_format out or 'NHWC'"
+            % (what, data_format))
+
+
+def conv2d(input, filters=None, strides=1, padding="SAME", use_cudnn_on_gpu=True,  # noqa: A002
+           data_format="NHWC", dilations=None, name=None, filter=None):  # noqa: A002
     """2-D convolution of NHWC `input` with [h, w, in, out] `filters`.
 
     `strides` is an int, [h, w] or [1, h, w, 1]; `padding` 'SAME' or 'VALID'.
@@ -59,22 +68,32 @@ def conv2d(input, filters, strides=1, padding="SAME", name=None):  # noqa: A002
 
         y = sf.nn.conv2d(x, w, strides=1, padding="SAME")   # x [N,28,28,1], w [5,5,1,32]
     """
+    if filters is None:
+        filters = filter  # TF1's name for it
+    if filters is None:
+        raise ValueError("conv2d needs filters (TF1: filter)")
+    _nhwc(data_format, "conv2d")
+    if dilations not in (None, 1, [1, 1], [1, 1, 1, 1], (1, 1, 1, 1)):
+        raise ValueError("conv2d(dilations=%r): dilated convolutions are not supported" %
+                         (dilations,))
     return _out("Conv2D", [input, filters],
                 {"strides": _four(strides, "strides"), "padding": _padding(padding)}, name)
 
 
-def max_pool(value, ksize, strides, padding="VALID", name=None):
+def max_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=None):
     """Max pooling; `ksize` and `strides` are ints, [h, w] or [1, h, w, 1].
 
     Example: ``p = sf.nn.max_pool(h, ksize=2, strides=2, padding="VALID")``.
     """
+    _nhwc(data_format, "max_pool")
     return _out("MaxPool", [value], {"ksize": _four(ksize, "ksize"),
                                      "strides": _four(strides, "strides"),
                                      "padding": _padding(padding)}, name)
 
 
-def avg_pool(value, ksize, strides, padding="VALID", name=None):
+def avg_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=None):
     """Average pooling; arguments as in max_pool."""
+    _nhwc(data_format, "avg_pool")
     return _out("AvgPool", [value], {"ksize": _four(ksize, "ksize"),
                                      "strides": _four(strides, "strides"),
                                      "padding": _padding(padding)}, name)

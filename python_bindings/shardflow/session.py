@@ -52,6 +52,17 @@ with ``RunOptions(trace_level=FULL_TRACE)``): ``placement`` (node -> device), ``
 ``node_stats()``, ``partition_graph_count``; read it with sf.profiler."""
 
 
+class GPUOptions:
+    """TF1's tf.GPUOptions (allow_growth, per_process_gpu_memory_fraction): accepted so that TF1
+    code setting them runs; without GPU devices they change nothing."""
+
+    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=1.0,
+                 visible_device_list=""):
+        self.allow_growth = allow_growth
+        self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
+        self.visible_device_list = visible_device_list
+
+
 class ConfigProto:
     """How a session sets up its devices and threads.
 
@@ -75,7 +86,26 @@ class ConfigProto:
 
     def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
                  allow_soft_placement=False, log_device_placement=False, placement_policy="",
-                 auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file=""):
+                 auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file="",
+                 device_count=None, inter_op_parallelism_threads=None,
+                 intra_op_parallelism_threads=None, gpu_options=None):
+        # TF1's spellings: device_count={"CPU": n, "GPU": m}, *_parallelism_threads.
+        if inter_op_parallelism_threads is not None:
+            inter_op_threads = inter_op_parallelism_threads
+        if intra_op_parallelism_threads is not None:
+            intra_op_threads = intra_op_parallelism_threads
+        if device_count is not None:
+            unknown = set(device_count) - {"CPU", "GPU"}
+            if unknown:
+                raise ValueError("ConfigProto(device_count=...) takes 'CPU' and 'GPU' counts, "
+                                 "not %s" % sorted(unknown))
+            if device_count.get("GPU", 0):
+                raise ValueError("ConfigProto(device_count={'GPU': %d}): this build has no GPU "
+                                 "devices; leave GPU out or set it to 0" % device_count["GPU"])
+            cpu_device_count = int(device_count.get("CPU", cpu_device_count))
+        # gpu_options (allow_growth, per_process_gpu_memory_fraction) are kept for TF1 code
+        # that sets them; they change nothing without a GPU.
+        self.gpu_options = gpu_options if gpu_options is not None else GPUOptions()
         self.inter_op_threads = inter_op_threads
         self.intra_op_threads = intra_op_threads
         self.cpu_device_count = cpu_device_count

@@ -133,3 +133,61 @@ def test_feeding_a_placeholder_of_another_graph_is_an_error():
             assert s.run(y, {x: 2.0}) == 4.0
             with pytest.raises(ValueError, match="another graph"):
                 s.run(y, {stranger: 2.0})
+
+
+def test_config_proto_takes_tf1_fields():
+    config = tf.ConfigProto(device_count={"CPU": 2}, inter_op_parallelism_threads=1,
+                            intra_op_parallelism_threads=1, allow_soft_placement=True)
+    config.gpu_options.allow_growth = True  # TF1 code sets it; no effect without a GPU
+    g = tf.Graph()
+    with g.as_default():
+        c = tf.constant(1.0)
+        with tf.Session(config=config) as s:
+            devices = s.list_devices()
+            assert s.run(c) == 1.0
+    assert sum("CPU:" in d for d in devices) == 2
+    with pytest.raises(ValueError, match="no GPU"):
+        tf.ConfigProto(device_count={"GPU": 1})
+
+
+def test_conv2d_and_pooling_take_tf1_arguments():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.ones([1, 4, 4, 1])
+        w = tf.ones([2, 2, 1, 1])
+        y = tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME", data_format="NHWC")
+        z = tf.nn.conv2d(x, filter=w, strides=[1, 2, 2, 1], padding="VALID")
+        p = tf.nn.max_pool(y, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="SAME",
+                           data_format="NHWC")
+        out = run([y, z, p], graph=g)
+    assert out[0].shape == (1, 4, 4, 1) and out[1].shape == (1, 2, 2, 1)
+    np.testing.assert_allclose(out[1], 4.0)
+    with pytest.raises(ValueError, match="NHWC only"):
+        tf.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME", data_format="NCHW")
+
+
+def test_static_shapes_are_dimensions():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 784])
+    shape = x.get_shape()
+    assert shape[1].value == 784 and shape[1] == 784 and int(shape[1]) == 784
+    assert shape[0].value is None and shape[0] == None  # noqa: E711 (TF1's Dimension(None))
+    assert shape.as_list() == [None, 784] and shape[1:] == [784]
+    assert [d.value for d in shape] == [None, 784]
+
+
+def test_error_texts_speak_to_python_users():
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(1.0)
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.FailedPreconditionError,
+                               match=r"sf\.global_variables_initializer\(\)"):
+                s.run(v.value())
+        with tf.device("/bogus:x"):
+            c = tf.constant(1.0)
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match="requests a device: malformed device name"):
+                s.run(c)
