@@ -20,11 +20,11 @@ See docs/python.md for the whole API.
 """
 
 from shardflow import _shardflow  # noqa: F401 (the C++ engine)
-from shardflow import (collective_ops, datasets, distribute, errors, layers, nn,  # noqa: F401
-                       profiler, train)
+from shardflow import (collective_ops, datasets, distribute, errors, layers, losses,  # noqa: F401
+                       nn, profiler, train)
 from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
                               float64, int8, int32, int64, string, uint8)
-from shardflow.framework import (Graph, GraphKeys, Operation, Tensor,  # noqa: F401
+from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,  # noqa: F401
                                  TensorShape, add_to_collection, control_dependencies,
                                  convert_to_tensor, device, get_collection, get_default_graph,
                                  name_scope, reset_default_graph)
@@ -38,6 +38,14 @@ from shardflow.variables import (Initializer, Variable, global_variables,  # noq
                                  global_variables_initializer, initializers,
                                  local_variables, local_variables_initializer,
                                  trainable_variables, variables_initializer)
+
+from shardflow.variable_scope import (AUTO_REUSE, VariableScope,  # noqa: F401
+                                      constant_initializer, get_variable, get_variable_scope,
+                                      glorot_normal_initializer, glorot_uniform_initializer,
+                                      ones_initializer, random_normal_initializer,
+                                      random_uniform_initializer, truncated_normal_initializer,
+                                      variable_scope, variance_scaling_initializer,
+                                      zeros_initializer)
 
 bool = bool_  # noqa: A001 (sf.bool, as in TF)
 __version__ = "0.1.0"

@@ -18,9 +18,9 @@ import contextlib
 
 import numpy as np
 
-from shardflow import nn, ops
+from shardflow import dtypes, nn, ops
 from shardflow.framework import convert_to_tensor, get_default_graph
-from shardflow.variables import Variable, initializers
+from shardflow.variables import Initializer, Variable, initializers
 
 
 class Layer:
@@ -46,6 +46,9 @@ class Layer:
             yield
 
     def add_variable(self, name, shape, initializer, trainable=True):
+        if callable(initializer) and not isinstance(initializer, Initializer):
+            # A TF1-style initializer: a function of (shape, dtype).
+            initializer = initializer(list(shape), dtypes.float32)
         v = Variable(initializer, shape=shape, name=name, trainable=trainable)
         self.variables.append(v)
         return v
@@ -216,3 +219,52 @@ class Sequential(Layer):
         for layer in self.layers:
             x = layer(x, training=training)
         return x
+
+
+# ---- TF1's functional layers (tf.layers.dense, ...): one call builds and applies a layer -----
+
+
+def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
+          bias_initializer=None, name=None, reuse=None, trainable=True):
+    """TF1's tf.layers.dense: variables <name>/kernel and <name>/bias."""
+    layer = Dense(units, activation=activation, use_bias=use_bias,
+                  kernel_initializer=kernel_initializer, name=name)
+    return layer(inputs)
+
+
+def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+           data_format="channels_last", activation=None, use_bias=True, kernel_initializer=None,
+           name=None, reuse=None, trainable=True):
+    """TF1's tf.layers.conv2d (padding 'valid' by default, as there; NHWC inputs)."""
+    if data_format not in ("channels_last", "NHWC"):
+        raise ValueError("layers.conv2d(data_format=%r): only channels_last (NHWC) is supported"
+                         % (data_format,))
+    return Conv2D(filters, kernel_size, strides=strides, padding=padding.upper(),
+                  activation=activation, use_bias=use_bias,
+                  kernel_initializer=kernel_initializer, name=name)(inputs)
+
+
+def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):
+    """TF1's tf.layers.max_pooling2d."""
+    if data_format not in ("channels_last", "NHWC"):
+        raise ValueError("layers.max_pooling2d: only channels_last (NHWC) is supported")
+    return MaxPool2D(pool_size, strides=strides, padding=padding.upper(), name=name)(inputs)
+
+
+def flatten(inputs, name=None):
+    """TF1's tf.layers.flatten: [batch, ...] -> [batch, everything else]."""
+    return Flatten(name=name)(inputs)
+
+
+def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
+    """TF1's tf.layers.dropout: drops a fraction `rate` when `training` (a bool, or a bool
+    tensor such as a placeholder fed True while training), else the identity."""
+    from shardflow.framework import Tensor
+    if isinstance(training, Tensor):
+        keep_prob = ops.subtract(1.0, ops.multiply(float(rate),
+                                                   ops.cast(training, dtypes.float32)))
+        return nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed, name=name)
+    if not training or rate == 0:
+        return ops.identity(inputs, name=name)
+    return nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed, name=name)

@@ -149,7 +149,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         if not 0 <= rate < 1:
             raise ValueError("dropout rate must be in [0, 1), got %r" % (rate,))
         if noise_shape is None:
-            return _op("Dropout", [x], {"rate": float(rate), "seed": int(seed or 0)},
+            return _op("Dropout", [x], {"rate": float(rate), "seed": ops._op_seed(seed)},
                        name).outputs[0]
         keep_prob = 1.0 - float(rate)
     elif rate is not None:
@@ -160,3 +160,49 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     uniform = ops.random_uniform(shape, dtype=x.dtype, seed=seed)
     mask = ops.cast(ops.less(uniform, keep_prob), x.dtype)
     return ops.multiply(ops.divide(x, keep_prob), mask, name=name)
+
+
+def l2_loss(t, name=None):
+    """sum(t ** 2) / 2 (TF1's tf.nn.l2_loss, e.g. weight decay)."""
+    from shardflow import ops
+    return ops.multiply(ops.reduce_sum(ops.square(t)), 0.5, name=name)
+
+
+def xw_plus_b(x, weights, biases, name=None):
+    """matmul(x, weights) + biases."""
+    from shardflow import ops
+    return bias_add(ops.matmul(x, weights), biases, name=name)
+
+
+def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
+    """(mean, variance) of `x` over `axes`, as TF1's tf.nn.moments."""
+    from shardflow import ops
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    mean = ops.reduce_mean(x, axis=list(axes), keepdims=True)
+    variance = ops.reduce_mean(ops.squared_difference(x, ops.stop_gradient(mean)),
+                               axis=list(axes), keepdims=True)
+    if not keep:
+        mean = ops.squeeze(mean, list(axes))
+        variance = ops.squeeze(variance, list(axes))
+    return mean, variance
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """(x - mean) / sqrt(variance + variance_epsilon) * scale + offset (offset and scale may be
+    None), as TF1's tf.nn.batch_normalization."""
+    from shardflow import ops
+    inv = ops.rsqrt(ops.add(variance, variance_epsilon))
+    if scale is not None:
+        inv = ops.multiply(inv, scale)
+    y = ops.multiply(ops.subtract(x, mean), inv)
+    return ops.add(y, offset, name=name) if offset is not None else ops.identity(y, name=name)
+
+
+def sigmoid(x, name=None):
+    from shardflow import ops
+    return ops.sigmoid(x, name=name)
+
+
+def tanh(x, name=None):
+    from shardflow import ops
+    return ops.tanh(x, name=name)

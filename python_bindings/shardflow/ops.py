@@ -13,8 +13,8 @@ of the other operand (``x * 2`` multiplies a float32 ``x`` by 2.0).
 import numpy as np
 
 from shardflow import dtypes
-from shardflow.framework import (Tensor, _InputList, _literal, convert_to_tensor,
-                                 get_default_graph)
+from shardflow.framework import (Tensor, TensorShape, _InputList, _literal,
+                                 convert_to_tensor, get_default_graph)
 
 
 def _graph_of(*values):
@@ -89,6 +89,26 @@ def fill(dims, value, name=None):
     return _out("Fill", [dims, value], name=name)
 
 
+def set_random_seed(seed):
+    """TF1's graph-level seed: random ops built afterwards in the default graph without a seed
+    of their own get seeds derived from it (the same program gives the same numbers)."""
+    g = get_default_graph()
+    g._graph_seed = int(seed)
+    g._seed_counter = 0
+
+
+def _op_seed(seed):
+    """An op's seed: its own, else one derived from the graph's (set_random_seed), else 0
+    (random)."""
+    if seed:
+        return int(seed)
+    g = get_default_graph()
+    if getattr(g, "_graph_seed", None) is None:
+        return 0
+    g._seed_counter += 1
+    return (g._graph_seed * 1000003 + g._seed_counter) % (2 ** 31 - 1) or 1
+
+
 def _shape_input(shape):
     """A shape argument: a tensor (e.g. sf.shape(x)) as it is, else a list of ints."""
     if isinstance(shape, Tensor):
@@ -123,7 +143,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
                          % dt.name)
     if maxval is None:
         maxval = 1
-    attrs = {"dtype": dt._enum, "seed": int(seed or 0)}
+    attrs = {"dtype": dt._enum, "seed": _op_seed(seed)}
     width = (subtract(maxval, minval) if isinstance(maxval, Tensor) or isinstance(minval, Tensor)
              else maxval - minval)
     return _scaled(lambda n: _out("RandomUniform", [_shape_input(shape)], attrs, n), width,
@@ -132,7 +152,7 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal samples with `mean` and `stddev` (TF1's signature)."""
-    attrs = {"dtype": dtypes.as_dtype(dtype)._enum, "seed": int(seed or 0)}
+    attrs = {"dtype": dtypes.as_dtype(dtype)._enum, "seed": _op_seed(seed)}
     return _scaled(lambda n: _out("RandomStandardNormal", [_shape_input(shape)], attrs, n),
                    stddev, mean, 1.0, 0.0, name)
 
@@ -140,7 +160,7 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal samples redrawn until within two standard deviations of `mean` (TF1's
     signature). Example: ``sf.truncated_normal([5, 5, 1, 32], stddev=0.1)``."""
-    attrs = {"dtype": dtypes.as_dtype(dtype)._enum, "seed": int(seed or 0)}
+    attrs = {"dtype": dtypes.as_dtype(dtype)._enum, "seed": _op_seed(seed)}
     return _scaled(lambda n: _out("TruncatedNormal", [_shape_input(shape)], attrs, n), stddev,
                    mean, 1.0, 0.0, name)
 
@@ -362,6 +382,48 @@ def group(*inputs, name=None):
         return no_op(name=name)
 
 
+def placeholder_with_default(input, shape, name=None):  # noqa: A002
+    """`input` unless a value is fed for the result (TF1's tf.placeholder_with_default).
+
+    Example: ``keep_prob = sf.placeholder_with_default(1.0, [])`` (feed 0.5 when training).
+    """
+    value = convert_to_tensor(input)
+    if shape is not None and value.shape.ndims is not None and \
+            value.shape != TensorShape(list(shape)):
+        raise ValueError("placeholder_with_default: the default has shape %s, not %s"
+                         % (value.shape.as_list(), list(shape)))
+    return identity(value, name=name)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    """`t` with values below `clip_value_min` raised to it and above `clip_value_max` lowered
+    to it (the gradient flows where no clipping happened)."""
+    return minimum(maximum(t, clip_value_min), clip_value_max, name=name)
+
+
+def global_norm(t_list, name=None):
+    """sqrt(sum of the squares of every element of every tensor in `t_list`)."""
+    squares = [reduce_sum(square(t)) for t in t_list if t is not None]
+    return sqrt(add_n(squares) if len(squares) > 1 else squares[0], name=name)
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    """`t` scaled down so that its L2 norm (over `axes`, default all) is at most clip_norm."""
+    t = convert_to_tensor(t)
+    norm = sqrt(reduce_sum(square(t), axis=axes, keepdims=True))
+    return multiply(t, divide(clip_norm, maximum(norm, clip_norm)), name=name)
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """TF1's clip_by_global_norm: every tensor of `t_list` scaled by
+    clip_norm / max(global_norm, clip_norm); returns (clipped list, global norm). None entries
+    stay None."""
+    norm = use_norm if use_norm is not None else global_norm(t_list)
+    scale = divide(clip_norm, maximum(norm, clip_norm))
+    clipped = [None if t is None else multiply(t, scale) for t in t_list]
+    return clipped, norm
+
+
 def check_numerics(tensor, message, name=None):
     """`tensor`, after checking it holds no NaN or Inf (the step fails naming `message`)."""
     return _out("CheckNumerics", [tensor], {"message": message}, name)
@@ -375,6 +437,11 @@ __all__ = [
     "argmax",
     "cast",
     "check_numerics",
+    "clip_by_global_norm",
+    "clip_by_norm",
+    "clip_by_value",
+    "global_norm",
+    "placeholder_with_default",
     "concat",
     "constant",
     "divide",
@@ -413,6 +480,7 @@ __all__ = [
     "reduce_sum",
     "reshape",
     "rsqrt",
+    "set_random_seed",
     "shape",
     "sigmoid",
     "sign",

@@ -166,6 +166,84 @@ class AdamOptimizer(Optimizer):
                          epsilon=float(epsilon))
 
 
+# ---- learning-rate schedules (TF1's tf.train.*_decay): tensors of the global step ----------
+
+
+def _step_ratio(global_step, decay_steps, staircase):
+    """global_step / decay_steps as float32 (floored when staircase)."""
+    from shardflow import ops
+    step = global_step.value() if isinstance(global_step, Variable) else \
+        convert_to_tensor(global_step)
+    if staircase:
+        # Integer division of non-negative steps is the floor.
+        if not step.dtype.is_integer:
+            step = ops.cast(step, dtypes.int64)
+        return ops.cast(ops.divide(step, ops.cast(decay_steps, step.dtype)), dtypes.float32)
+    return ops.divide(ops.cast(step, dtypes.float32), float(decay_steps))
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                      name=None):
+    """learning_rate * decay_rate ** (global_step / decay_steps) (floored when staircase).
+
+    Example::
+
+        global_step = sf.train.get_or_create_global_step()
+        lr = sf.train.exponential_decay(0.1, global_step, 1000, 0.96, staircase=True)
+        train = sf.train.GradientDescentOptimizer(lr).minimize(loss, global_step=global_step)
+    """
+    from shardflow import ops
+    if global_step is None:
+        raise ValueError("exponential_decay needs global_step")
+    return ops.multiply(learning_rate,
+                        ops.pow(float(decay_rate), _step_ratio(global_step, decay_steps,
+                                                               staircase)), name=name)
+
+
+def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                       name=None):
+    """learning_rate / (1 + decay_rate * global_step / decay_steps)."""
+    from shardflow import ops
+    ratio = _step_ratio(global_step, decay_steps, staircase)
+    return ops.divide(learning_rate, ops.add(1.0, ops.multiply(float(decay_rate), ratio)),
+                      name=name)
+
+
+def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                      name=None):
+    """learning_rate * exp(-decay_rate * global_step / decay_steps)."""
+    from shardflow import ops
+    ratio = _step_ratio(global_step, decay_steps, staircase)
+    return ops.multiply(learning_rate, ops.exp(ops.multiply(-float(decay_rate), ratio)),
+                        name=name)
+
+
+def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
+                     power=1.0, cycle=False, name=None):
+    """(learning_rate - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end."""
+    from shardflow import ops
+    if cycle:
+        raise ValueError("polynomial_decay(cycle=True) is not supported")
+    step = ops.minimum(_step_ratio(global_step, decay_steps, False), 1.0)
+    return ops.add(ops.multiply(float(learning_rate) - float(end_learning_rate),
+                                ops.pow(ops.subtract(1.0, step), float(power))),
+                   float(end_learning_rate), name=name)
+
+
+def piecewise_constant(x, boundaries, values, name=None):
+    """values[0] while x <= boundaries[0], values[1] while x <= boundaries[1], ...,
+    values[-1] after the last boundary."""
+    from shardflow import ops
+    if len(values) != len(boundaries) + 1:
+        raise ValueError("piecewise_constant needs one more value than boundaries")
+    x = x.value() if isinstance(x, Variable) else convert_to_tensor(x)
+    out = ops.constant(float(values[0]))
+    for b, (lo, hi) in zip(boundaries, zip(values, values[1:])):
+        above = ops.cast(ops.greater(x, ops.cast(b, x.dtype)), dtypes.float32)
+        out = ops.add(out, ops.multiply(float(hi) - float(lo), above))
+    return ops.identity(out, name=name)
+
+
 class Saver:
     """Saves and restores variables, as TensorFlow 1.x's ``tf.train.Saver``.
 

@@ -191,3 +191,149 @@ def test_error_texts_speak_to_python_users():
             with pytest.raises(tf.errors.InvalidArgumentError,
                                match="requests a device: malformed device name"):
                 s.run(c)
+
+
+def test_variable_scope_and_get_variable_share_by_name():
+    g = tf.Graph()
+    with g.as_default():
+        def layer(x):
+            w = tf.get_variable("w", [2, 3], initializer=tf.truncated_normal_initializer(
+                stddev=0.1, seed=1))
+            b = tf.get_variable("b", [3], initializer=tf.constant_initializer(0.5))
+            return tf.matmul(x, w) + b, w
+        x = tf.ones([1, 2])
+        with tf.variable_scope("tower"):
+            y1, w1 = layer(x)
+        with tf.variable_scope("tower", reuse=True):
+            y2, w2 = layer(x)
+        with tf.variable_scope("tower") as scope:
+            scope.reuse_variables()
+            _, w3 = layer(x)
+        with tf.variable_scope("auto", reuse=tf.AUTO_REUSE):
+            a1 = tf.get_variable("v", [1], initializer=tf.zeros_initializer())
+        with tf.variable_scope("auto", reuse=tf.AUTO_REUSE):
+            a2 = tf.get_variable("v", [1])
+        assert w1 is w2 is w3 and a1 is a2
+        assert w1.name.split(":")[0] == "tower/w"
+        with tf.variable_scope("outer"):
+            with tf.variable_scope("inner"):
+                nested = tf.get_variable("z", [2], initializer=tf.ones_initializer())
+        assert nested.name.split(":")[0] == "outer/inner/z"
+        with pytest.raises(ValueError, match="already exists, disallowed"):
+            with tf.variable_scope("tower"):
+                layer(x)
+        with pytest.raises(ValueError, match="does not exist"):
+            with tf.variable_scope("nowhere", reuse=True):
+                tf.get_variable("w", [1])
+        with pytest.raises(ValueError, match="specified shape"):
+            with tf.variable_scope("tower", reuse=True):
+                tf.get_variable("w", [5, 5])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            a, b = s.run([y1, y2])
+        np.testing.assert_allclose(a, b)
+
+
+def test_learning_rate_schedules_follow_the_global_step():
+    g = tf.Graph()
+    with g.as_default():
+        step = tf.train.get_or_create_global_step()
+        smooth = tf.train.exponential_decay(0.1, step, 10, 0.5)
+        stairs = tf.train.exponential_decay(0.1, step, 10, 0.5, staircase=True)
+        pieces = tf.train.piecewise_constant(step, [5, 15], [1.0, 0.5, 0.1])
+        inverse = tf.train.inverse_time_decay(1.0, step, 10, 1.0)
+        set_step = step.assign(tf.placeholder(tf.int64, [], name="s"))
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got = {}
+            for k in (0, 5, 15, 25):
+                s.run(set_step, {"s:0": k})
+                got[k] = s.run([smooth, stairs, pieces, inverse])
+    np.testing.assert_allclose(got[15][0], 0.1 * 0.5 ** 1.5, rtol=1e-5)
+    np.testing.assert_allclose(got[15][1], 0.05, rtol=1e-6)
+    np.testing.assert_allclose(got[25][1], 0.025, rtol=1e-6)
+    assert [got[k][2] for k in (0, 5, 15, 25)] == pytest.approx([1.0, 1.0, 0.5, 0.1])
+    np.testing.assert_allclose(got[5][3], 1 / 1.5, rtol=1e-6)
+
+
+def test_clipping_norms_losses_and_normalization_match_numpy():
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((4, 3)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant(xv)
+        a, b = tf.constant([3.0, 4.0]), tf.constant([12.0])
+        clipped, norm = tf.clip_by_global_norm([a, b, None], 6.5)
+        mean, var = tf.nn.moments(x, axes=[0])
+        bn = tf.nn.batch_normalization(x, mean, var, offset=1.0, scale=2.0,
+                                       variance_epsilon=1e-3)
+        out = run([tf.clip_by_value(x, -0.5, 0.5), norm, clipped[0], clipped[1],
+                   tf.clip_by_norm(a, 1.0), tf.nn.l2_loss(x),
+                   tf.nn.xw_plus_b(x, tf.ones([3, 2]), tf.constant([1.0, 2.0])), mean, var, bn,
+                   tf.losses.mean_squared_error(tf.zeros([4, 3]), x),
+                   tf.losses.sparse_softmax_cross_entropy(tf.constant([0, 1, 2, 0]), x)],
+                  graph=g)
+    np.testing.assert_allclose(out[0], np.clip(xv, -0.5, 0.5))
+    assert out[1] == pytest.approx(13.0)
+    np.testing.assert_allclose(out[2], [1.5, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(out[3], [6.0], rtol=1e-6)
+    np.testing.assert_allclose(out[4], [0.6, 0.8], rtol=1e-6)
+    assert out[5] == pytest.approx((xv ** 2).sum() / 2, rel=1e-5)
+    np.testing.assert_allclose(out[6], xv @ np.ones((3, 2)) + [1, 2], rtol=1e-5)
+    np.testing.assert_allclose(out[7], xv.mean(0), rtol=1e-5)
+    np.testing.assert_allclose(out[8], xv.var(0), rtol=1e-4)
+    np.testing.assert_allclose(out[9], (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3) * 2 + 1,
+                               rtol=1e-4, atol=1e-5)
+    assert out[10] == pytest.approx((xv ** 2).mean(), rel=1e-5)
+    logp = xv - np.log(np.exp(xv).sum(1, keepdims=True))
+    assert out[11] == pytest.approx(-np.mean(logp[np.arange(4), [0, 1, 2, 0]]), rel=1e-5)
+
+
+def test_placeholder_with_default_and_graph_seeds():
+    g = tf.Graph()
+    with g.as_default():
+        keep = tf.placeholder_with_default(1.0, [])
+        y = keep * 2
+        with tf.Session() as s:
+            assert s.run(y) == 2.0 and s.run(y, {keep: 0.25}) == 0.5
+
+    def draw():
+        g = tf.Graph()
+        with g.as_default():
+            tf.set_random_seed(42)
+            r = tf.random_normal([5])
+            u = tf.random_uniform([5])
+            with tf.Session() as s:
+                return s.run([r, u])
+    first, second = draw(), draw()
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+    assert not np.array_equal(first[0], first[1])
+
+
+def test_functional_layers():
+    g = tf.Graph()
+    with g.as_default():
+        images = tf.placeholder(tf.float32, [None, 8, 8, 1])
+        training = tf.placeholder(tf.bool, [])
+        h = tf.layers.conv2d(images, 4, 3, padding="same", activation=tf.nn.relu, name="conv")
+        h = tf.layers.max_pooling2d(h, 2, 2)
+        h = tf.layers.flatten(h)
+        h = tf.layers.dropout(h, rate=0.5, training=training)
+        logits = tf.layers.dense(h, 3, kernel_initializer=tf.glorot_uniform_initializer(),
+                                 name="logits")
+        names = sorted(v.name.split(":")[0] for v in tf.trainable_variables())
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            ones = np.ones((2, 8, 8, 1), np.float32)
+            a = s.run(logits, {images: ones, training: False})
+            b = s.run(logits, {images: ones, training: False})
+            c = s.run(h, {images: ones, training: True})
+            kept = s.run(h, {images: ones, training: False})
+    assert a.shape == (2, 3)
+    np.testing.assert_array_equal(a, b)  # no dropout when not training
+    live = kept != 0
+    assert live.sum() > 10
+    assert 0.25 < (c[live] == 0).mean() < 0.75   # about half dropped while training
+    np.testing.assert_allclose(c[live & (c != 0)], 2 * kept[live & (c != 0)], rtol=1e-5)
+    assert names == ["conv/bias", "conv/kernel", "logits/bias", "logits/kernel"]

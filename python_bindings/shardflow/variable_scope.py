@@ -1,0 +1,224 @@
+"""TF1's variable scopes: ``get_variable`` with sharing by name, and its initializers.
+
+Example::
+
+    def layer(x, n_out):
+        w = sf.get_variable("w", [x.shape[1].value, n_out],
+                            initializer=sf.truncated_normal_initializer(stddev=0.1))
+        b = sf.get_variable("b", [n_out], initializer=sf.constant_initializer(0.1))
+        return sf.nn.relu(sf.matmul(x, w) + b)
+
+    with sf.variable_scope("tower"):
+        y1 = layer(x1, 10)                      # creates tower/w, tower/b
+    with sf.variable_scope("tower", reuse=True):
+        y2 = layer(x2, 10)                      # the same variables
+
+As in TF1: inside ``variable_scope("s")`` a variable is named "s/<name>" whatever name_scope
+is open; ``reuse=True`` requires that it exists (and has the same shape), reuse False (the
+default, inherited from the enclosing scope) that it does not, ``reuse=sf.AUTO_REUSE`` either;
+``scope.reuse_variables()`` turns reuse on for the rest of the block. The scope also opens a
+name scope of the same name for the ops built inside.
+"""
+
+import contextlib
+
+import numpy as np
+
+from shardflow import dtypes
+from shardflow.framework import get_default_graph
+
+AUTO_REUSE = "AUTO_REUSE"
+
+
+class VariableScope:
+    """What ``variable_scope(...)`` yields: its name, reuse, and default initializer."""
+
+    def __init__(self, name, reuse, initializer=None):
+        self.name = name
+        self.reuse = reuse
+        self.initializer = initializer
+        self.original_name_scope = name + "/" if name else ""
+
+    def reuse_variables(self):
+        """Reuse variables for the rest of this scope's block."""
+        self.reuse = True
+
+    def __repr__(self):
+        return "<sf.VariableScope '%s' reuse=%r>" % (self.name, self.reuse)
+
+
+def _stack(g):
+    if not hasattr(g, "_variable_scopes"):
+        g._variable_scopes = [VariableScope("", False)]
+        g._variable_store = {}
+    return g._variable_scopes
+
+
+def get_variable_scope():
+    """The innermost variable scope (the root one, named "", outside any)."""
+    return _stack(get_default_graph())[-1]
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
+                   reuse=None, dtype=None):
+    """Enters a variable scope (and a name scope of the same name); see the module's text.
+    `name_or_scope` may be a VariableScope (re-entered by its full name)."""
+    g = get_default_graph()
+    stack = _stack(g)
+    outer = stack[-1]
+    if isinstance(name_or_scope, VariableScope):
+        full = name_or_scope.name
+        inherit = name_or_scope.reuse
+    else:
+        name = name_or_scope if name_or_scope is not None else default_name
+        if not name:
+            raise ValueError("variable_scope needs a name (or default_name)")
+        full = outer.name + "/" + name if outer.name else name
+        inherit = outer.reuse
+    if reuse is None or reuse is False:
+        reuse = True if inherit is True else (inherit if inherit == AUTO_REUSE else False)
+    scope = VariableScope(full, reuse, initializer or outer.initializer)
+    stack.append(scope)
+    try:
+        with g.name_scope(full.rsplit("/", 1)[-1] if not isinstance(name_or_scope,
+                                                                   VariableScope) else full + "/"):
+            yield scope
+    finally:
+        stack.pop()
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
+                 trainable=True, collections=None, use_resource=None):
+    """The variable "<scope>/<name>": created (from `initializer`, else the scope's, else
+    Glorot uniform for floats and zeros otherwise) or, when the scope reuses, the existing one."""
+    from shardflow.variables import Variable
+    g = get_default_graph()
+    scope = _stack(g)[-1]
+    full = scope.name + "/" + name if scope.name else name
+    store = g._variable_store
+    if full in store:
+        if scope.reuse is False:
+            raise ValueError(
+                "Variable %s already exists, disallowed. Did you mean to set reuse=True or "
+                "reuse=sf.AUTO_REUSE in variable_scope?" % full)
+        v = store[full]
+        if shape is not None and v.shape.as_list() != list(shape):
+            raise ValueError("Trying to share variable %s, but specified shape %s and found "
+                             "shape %s." % (full, list(shape), v.shape.as_list()))
+        return v
+    if scope.reuse is True:
+        raise ValueError("Variable %s does not exist, or was not created with get_variable(). "
+                         "Did you mean to set reuse=sf.AUTO_REUSE in variable_scope?" % full)
+    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    init = initializer or scope.initializer
+    if init is None:
+        init = glorot_uniform_initializer() if dt.is_floating else zeros_initializer()
+    if callable(init) and not hasattr(init, "shape"):
+        if shape is None:
+            raise ValueError("get_variable('%s') needs a shape to use its initializer" % full)
+        prefix = scope.name + "/" if scope.name else None
+        with g.name_scope(prefix):
+            value = init(list(shape), dt)
+    else:
+        value = np.asarray(init, dtype=dt.as_numpy_dtype)
+        if shape is not None:
+            value = np.broadcast_to(value, list(shape)).copy()
+    prefix = scope.name + "/" if scope.name else None
+    with g.name_scope(prefix):
+        v = Variable(value, name=name, trainable=trainable, dtype=dt, collections=collections)
+    store[full] = v
+    return v
+
+
+# ---- initializers: callables (shape, dtype) -> tensor, as TF1's ------------------------------
+
+
+def _initializer(build):
+    def make(*args, **kwargs):
+        def init(shape, dtype=dtypes.float32, partition_info=None):
+            return build(list(shape), dtypes.as_dtype(dtype), *args, **kwargs)
+        return init
+    return make
+
+
+@_initializer
+def zeros_initializer(shape, dtype):
+    from shardflow import ops
+    return ops.zeros(shape, dtype=dtype)
+
+
+@_initializer
+def ones_initializer(shape, dtype):
+    from shardflow import ops
+    return ops.ones(shape, dtype=dtype)
+
+
+@_initializer
+def constant_initializer(shape, dtype, value=0):
+    from shardflow import ops
+    return ops.constant(np.broadcast_to(np.asarray(value, dtype.as_numpy_dtype), shape).copy())
+
+
+@_initializer
+def truncated_normal_initializer(shape, dtype, mean=0.0, stddev=1.0, seed=None):
+    from shardflow import ops
+    return ops.truncated_normal(shape, mean=mean, stddev=stddev, dtype=dtype, seed=seed)
+
+
+@_initializer
+def random_normal_initializer(shape, dtype, mean=0.0, stddev=1.0, seed=None):
+    from shardflow import ops
+    return ops.random_normal(shape, mean=mean, stddev=stddev, dtype=dtype, seed=seed)
+
+
+@_initializer
+def random_uniform_initializer(shape, dtype, minval=0.0, maxval=None, seed=None):
+    from shardflow import ops
+    return ops.random_uniform(shape, minval, 1.0 if maxval is None else maxval, dtype=dtype,
+                              seed=seed)
+
+
+def _fans(shape):
+    if len(shape) < 2:
+        return shape[0] if shape else 1, shape[0] if shape else 1
+    receptive = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return shape[-2] * receptive, shape[-1] * receptive
+
+
+@_initializer
+def glorot_uniform_initializer(shape, dtype, seed=None):
+    from shardflow import ops
+    fan_in, fan_out = _fans(shape)
+    limit = float(np.sqrt(6.0 / (fan_in + fan_out)))
+    return ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=seed)
+
+
+@_initializer
+def glorot_normal_initializer(shape, dtype, seed=None):
+    from shardflow import ops
+    fan_in, fan_out = _fans(shape)
+    return ops.truncated_normal(shape, stddev=float(np.sqrt(2.0 / (fan_in + fan_out))),
+                                dtype=dtype, seed=seed)
+
+
+@_initializer
+def variance_scaling_initializer(shape, dtype, scale=1.0, mode="fan_in",
+                                 distribution="truncated_normal", seed=None):
+    from shardflow import ops
+    fan_in, fan_out = _fans(shape)
+    n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[mode]
+    if distribution in ("uniform",):
+        limit = float(np.sqrt(3.0 * scale / n))
+        return ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=seed)
+    stddev = float(np.sqrt(scale / n)) / (0.87962566103423978
+                                          if distribution == "truncated_normal" else 1.0)
+    return ops.truncated_normal(shape, stddev=stddev, dtype=dtype, seed=seed)
+
+
+__all__ = [
+    "AUTO_REUSE", "VariableScope", "constant_initializer", "get_variable", "get_variable_scope",
+    "glorot_normal_initializer", "glorot_uniform_initializer", "ones_initializer",
+    "random_normal_initializer", "random_uniform_initializer", "truncated_normal_initializer",
+    "variable_scope", "variance_scaling_initializer", "zeros_initializer",
+]
