@@ -1,4 +1,6 @@
 // Gradient functions of the array ops (see ops/gradients.h for the contract).
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "ops/gradients.h"
 #include "ops/ops.h"
@@ -65,6 +67,53 @@ absl::Status ConcatGrad(const Scope& s, const Operation& op, const Grads& dy, Gr
   return absl::OkStatus();
 }
 
+// Slice: dy goes back into zeros of the input's shape at `begin` (the input's shape and begin
+// and size must be known when the graph is built; padded with zero blocks along each
+// dimension, as the engine has no Pad kernel yet).
+absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
+  Output x = GradInput(op, 0);
+  const Tensor* begin_t = GradInput(op, 1).node()->constant_value();
+  const Tensor* size_t_ = GradInput(op, 2).node()->constant_value();
+  const TensorShape& shape = x.shape();
+  if (begin_t == nullptr || size_t_ == nullptr || !shape.IsFullyDefined()) {
+    return absl::UnimplementedError(
+        "the gradient of Slice needs a constant begin and size and an input shape known when "
+        "the graph is built");
+  }
+  auto at = [](const Tensor* t, int i) -> int64_t {
+    return t->dtype() == DT_INT32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i];
+  };
+  Tensor zero(dy[0].dtype(), TensorShape({}));
+  std::memset(zero.raw_data(), 0, zero.TotalBytes());
+  Output cur = dy[0];
+  std::vector<int64_t> cur_dims;
+  for (int d = 0; d < shape.rank(); ++d) {
+    const int64_t b = at(begin_t, d);
+    const int64_t n = at(size_t_, d) < 0 ? shape.dim(d) - b : at(size_t_, d);
+    cur_dims.push_back(n);
+  }
+  for (int d = 0; d < shape.rank(); ++d) {
+    const int64_t before = at(begin_t, d);
+    const int64_t after = shape.dim(d) - before - cur_dims[d];
+    if (before == 0 && after == 0) continue;
+    std::vector<Input> parts;
+    auto zeros = [&](int64_t n) {
+      std::vector<int32_t> dims(cur_dims.begin(), cur_dims.end());
+      dims[d] = static_cast<int32_t>(n);
+      return ops::Fill(s, Tensor::FromVector(dims), ops::Const(s, zero));
+    };
+    if (before > 0) parts.push_back(zeros(before));
+    parts.push_back(cur);
+    if (after > 0) parts.push_back(zeros(after));
+    cur = ops::Concat(s, parts, d);
+    cur_dims[d] = shape.dim(d);
+  }
+  dx->push_back(cur);
+  dx->push_back(Output());
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("CheckNumerics", IdentityGrad);
 REGISTER_GRADIENT("Reshape", ReshapeLikeInputGrad);
@@ -72,6 +121,7 @@ REGISTER_GRADIENT("ExpandDims", ReshapeLikeInputGrad);
 REGISTER_GRADIENT("Squeeze", ReshapeLikeInputGrad);
 REGISTER_GRADIENT("Transpose", TransposeGrad);
 REGISTER_GRADIENT("Concat", ConcatGrad);
+REGISTER_GRADIENT("Slice", SliceGrad);
 REGISTER_NO_GRADIENT("ReadVariableOp");  // gradients stop at the read (the x of AddGradients)
 
 // Ops whose outputs do not depend differentiably on their inputs.

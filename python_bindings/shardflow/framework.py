@@ -214,6 +214,23 @@ class _TensorOperators:
         from shardflow import ops
         return ops.negative(self)
 
+    def __getitem__(self, key):
+        """Basic indexing, ``x[:, 1]``, ``sf.shape(x)[0]`` (shardflow.array_ops.getitem)."""
+        from shardflow.array_ops import getitem
+        return getitem(self, key)
+
+    def __floordiv__(self, other):
+        raise TypeError("// on tensors is not supported yet (no FloorDiv kernel); for "
+                        "non-negative integers sf.divide(x, y) truncates, which is the floor")
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self, other):
+        raise TypeError("% on tensors is not supported yet (no FloorMod kernel); compute "
+                        "x - sf.divide(x, y) * y for non-negative integers")
+
+    __rmod__ = __mod__
+
     def __abs__(self):
         from shardflow import ops
         return ops.abs(self)

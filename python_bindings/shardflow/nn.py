@@ -206,3 +206,9 @@ def sigmoid(x, name=None):
 def tanh(x, name=None):
     from shardflow import ops
     return ops.tanh(x, name=name)
+
+
+def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=None):
+    """TF1's tf.nn.embedding_lookup (shardflow.array_ops.embedding_lookup)."""
+    from shardflow.array_ops import embedding_lookup as lookup
+    return lookup(params, ids, partition_strategy, name, max_norm)

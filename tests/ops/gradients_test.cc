@@ -150,6 +150,18 @@ TEST(GradientsTest, ArrayOps) {
   EXPECT_LT(*err, 1e-6);
 }
 
+TEST(GradientsTest, SliceGoesBackIntoZerosAroundTheSlice) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3, 4, 2}));
+  // Interior, open-ended (-1) and whole-dimension slices.
+  auto a = ops::Slice(s, x, {1, 1, 0}, {1, 2, -1});
+  auto b = ops::Slice(s, x, {0, 2, 1}, {-1, -1, 1});
+  auto total = ops::Concat(s, {ops::Reshape(s, a, {-1}), ops::Reshape(s, b, {-1})}, 0);
+  auto err = test::MaxGradientError(s, {x}, {RandomDouble({3, 4, 2}, -1, 1, 12)}, total, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
+}
+
 TEST(GradientsTest, SharedTensorsSumAndStopGradientStops) {
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3}));

@@ -337,3 +337,49 @@ def test_functional_layers():
     assert 0.25 < (c[live] == 0).mean() < 0.75   # about half dropped while training
     np.testing.assert_allclose(c[live & (c != 0)], 2 * kept[live & (c != 0)], rtol=1e-5)
     assert names == ["conv/bias", "conv/kernel", "logits/bias", "logits/kernel"]
+
+
+def test_array_ops_and_indexing_match_numpy():
+    xv = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant(xv)
+        cases = [
+            (x[:, 1], xv[:, 1]), (x[1], xv[1]), (x[-1, 1:3, :2], xv[-1, 1:3, :2]),
+            (x[..., 2], xv[..., 2]), (x[0, None, :, 1], xv[0, None, :, 1]),
+            (tf.shape(x)[2], 4),
+            (tf.one_hot([0, 2, 5], 3), np.eye(3, dtype=np.float32)[[0, 2]].tolist() + [[0, 0, 0]]),
+            (tf.one_hot([1], 2, on_value=5.0, off_value=-1.0), [[-1.0, 5.0]]),
+            (tf.gather(x, [1, 0, 1]), xv[[1, 0, 1]]),
+            (tf.nn.embedding_lookup(tf.constant(xv[0]), [[2], [0]]), xv[0][[[2], [0]]]),
+            (tf.stack([x[0], x[1]], axis=1), np.stack([xv[0], xv[1]], axis=1)),
+            (tf.unstack(x, axis=2)[3], xv[:, :, 3]),
+            (tf.split(x, [1, -1], axis=1)[1], xv[:, 1:]),
+            (tf.tile(x[:, :1], [1, 2, 1]), np.tile(xv[:, :1], [1, 2, 1])),
+            (tf.range(2, 11, 3), np.arange(2, 11, 3)),
+            (tf.where(x > 10, x, -x), np.where(xv > 10, xv, -xv)),
+            (tf.pad(x[0], [[1, 0], [0, 2]]), np.pad(xv[0], [[1, 0], [0, 2]])),
+            (tf.argmin(x, 2), xv.argmin(2)),
+            (tf.reduce_any(x > 20, reduction_indices=[2]), (xv > 20).any(2)),
+            (tf.reduce_all(x >= 1, axis=None), (xv >= 1).all()),
+        ]
+        got = run([c[0] for c in cases], graph=g)
+    for (tensor, want), value in zip(cases, got):
+        np.testing.assert_allclose(value, want, err_msg=tensor.name)
+    with pytest.raises(ValueError, match="strided"):
+        x[::2]
+    with pytest.raises(TypeError, match="//"):
+        x // 2
+
+
+def test_gathered_and_indexed_values_carry_gradients():
+    g = tf.Graph()
+    with g.as_default():
+        table = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2))
+        picked = tf.gather(table, [2, 2, 0])
+        loss = tf.reduce_sum(picked) + tf.reduce_sum(table[1] * 10)
+        grad = tf.gradients(loss, [table.value()])[0]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            gv = s.run(grad)
+    np.testing.assert_allclose(gv, [[1, 1], [10, 10], [2, 2]])

@@ -1,0 +1,302 @@
+"""TF1 array ops built from the engine's existing ops (and tested against NumPy): one_hot,
+gather / nn.embedding_lookup, stack, unstack, split, tile, range, where (three arguments), pad,
+argmin, reduce_any, reduce_all, and tensor indexing (``x[:, 1]``, ``sf.shape(x)[0]``).
+
+Note [Composed array ops]. The engine has no kernels of their own for these yet; each is a few
+existing ops, so that TF1 programs run, gradients flow, and placement works unchanged. The
+price: shapes must be known where a TF1 kernel would take them at run time (split, unstack,
+tile and pad need the static shape of the dimensions they touch; range needs Python numbers),
+and gather is a one-hot matrix product (fine for embedding tables of thousands of rows, wasteful
+for millions). Each raises a clear error where its composition cannot do what TF1 does.
+"""
+
+import builtins
+
+import numpy as np
+
+from shardflow import dtypes, ops
+from shardflow.framework import Tensor, convert_to_tensor
+
+
+def _static_dims(x, what):
+    x = convert_to_tensor(x)
+    if x.shape.ndims is None:
+        raise ValueError("%s needs a tensor of known rank, got %r" % (what, x))
+    return x, x.shape.as_list()
+
+
+def _axis(axis, rank, what):
+    if not -rank <= axis < rank:
+        raise ValueError("%s: axis %d is out of range for rank %d" % (what, axis, rank))
+    return axis % rank
+
+
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """[..., depth] with on_value where the last index equals the position, off_value
+    elsewhere (TF1's tf.one_hot; axis -1 only). Indices out of [0, depth) give all off_value."""
+    if axis not in (None, -1):
+        raise ValueError("one_hot(axis=%r): only the last axis (-1) is supported" % (axis,))
+    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    indices = convert_to_tensor(indices)
+    positions = ops.constant(np.arange(int(depth), dtype=indices.dtype.as_numpy_dtype))
+    hot = ops.cast(ops.equal(ops.expand_dims(indices, -1), positions), dt)
+    if on_value is None and off_value is None:
+        return ops.identity(hot, name=name)
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    return ops.add(ops.multiply(hot, ops.subtract(on, off)), off, name=name)
+
+
+def gather(params, indices, axis=0, name=None, validate_indices=None):
+    """Rows `indices` of `params` (axis 0), as TF1's tf.gather; gradients flow to params.
+    Note [Composed array ops]: a one-hot product, so params' first dimension must be known."""
+    if axis != 0:
+        raise ValueError("gather(axis=%r): only axis 0 is supported" % (axis,))
+    params, dims = _static_dims(params, "gather")
+    if not dims or dims[0] is None:
+        raise ValueError("gather needs params whose first dimension is known, got %r" % params)
+    indices = convert_to_tensor(indices)
+    flat = ops.reshape(params, [dims[0], -1])
+    rows = ops.matmul(ops.reshape(one_hot(indices, dims[0], dtype=params.dtype), [-1, dims[0]]),
+                      flat)
+    out_shape = ops.concat([ops.shape(indices), np.asarray(
+        [d if d is not None else -1 for d in dims[1:]], np.int32)], 0) if dims[1:] else \
+        ops.shape(indices)
+    return ops.reshape(rows, out_shape, name=name)
+
+
+def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=None):
+    """TF1's tf.nn.embedding_lookup for one table: gather(params, ids)."""
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise ValueError("embedding_lookup over a sharded table is not supported; "
+                             "give one table")
+        params = params[0]
+    if max_norm is not None:
+        raise ValueError("embedding_lookup(max_norm=...) is not supported")
+    return gather(params, ids, name=name)
+
+
+def stack(values, axis=0, name=None):
+    """Tensors of one shape joined along a new dimension `axis` (TF1's tf.stack)."""
+    values = [convert_to_tensor(v) for v in values]
+    rank = values[0].shape.ndims
+    if axis < 0:
+        if rank is None:
+            raise ValueError("stack with a negative axis needs a known rank")
+        axis += rank + 1
+    return ops.concat([ops.expand_dims(v, axis) for v in values], axis, name=name)
+
+
+def unstack(value, num=None, axis=0, name=None):
+    """The slices of `value` along `axis` (whose size must be known), as TF1's tf.unstack."""
+    value, dims = _static_dims(value, "unstack")
+    axis = _axis(axis, len(dims), "unstack")
+    n = dims[axis] if dims[axis] is not None else num
+    if n is None:
+        raise ValueError("unstack needs the size of axis %d (pass num=)" % axis)
+    out = []
+    for i in builtins.range(n):
+        begin = [0] * len(dims)
+        begin[axis] = i
+        size = [-1] * len(dims)
+        size[axis] = 1
+        out.append(ops.squeeze(ops.slice(value, begin, size), [axis]))
+    return out
+
+
+def split(value, num_or_size_splits, axis=0, num=None, name=None):
+    """Pieces of `value` along `axis`: `num_or_size_splits` equal ones, or pieces of the given
+    sizes (one may be -1), as TF1's tf.split."""
+    value, dims = _static_dims(value, "split")
+    axis = _axis(axis, len(dims), "split")
+    total = dims[axis]
+    if isinstance(num_or_size_splits, int):
+        if total is None or total % num_or_size_splits:
+            raise ValueError("split: dimension %d (%s) is not known or not divisible into %d"
+                             % (axis, total, num_or_size_splits))
+        sizes = [total // num_or_size_splits] * num_or_size_splits
+    else:
+        sizes = list(num_or_size_splits)
+        if -1 in sizes:
+            if total is None:
+                raise ValueError("split: a -1 size needs dimension %d to be known" % axis)
+            sizes[sizes.index(-1)] = total - sum(s for s in sizes if s != -1)
+    out, offset = [], 0
+    for s in sizes:
+        begin = [0] * len(dims)
+        begin[axis] = offset
+        size = [-1] * len(dims)
+        size[axis] = s
+        out.append(ops.slice(value, begin, size))
+        offset += s
+    return out
+
+
+def tile(input, multiples, name=None):  # noqa: A002
+    """`input` repeated `multiples[i]` times along dimension i (Python ints), as tf.tile."""
+    value, dims = _static_dims(input, "tile")
+    if isinstance(multiples, Tensor):
+        raise ValueError("tile needs multiples as Python ints")
+    if len(multiples) != len(dims):
+        raise ValueError("tile: %d multiples for rank %d" % (len(multiples), len(dims)))
+    out = value
+    for axis, m in enumerate(multiples):
+        if m != 1:
+            out = ops.concat([out] * int(m), axis)
+    return ops.identity(out, name=name)
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
+    """[start, start + delta, ...) below `limit` (Python numbers), as TF1's tf.range."""
+    if limit is None:
+        start, limit = 0, start
+    if any(isinstance(v, Tensor) for v in (start, limit, delta)):
+        raise ValueError("range with tensor bounds is not supported; give Python numbers")
+    values = np.arange(start, limit, delta)
+    if dtype is not None:
+        values = values.astype(dtypes.as_dtype(dtype).as_numpy_dtype)
+    elif values.dtype == np.int64:
+        values = values.astype(np.int32)
+    elif values.dtype == np.float64:
+        values = values.astype(np.float32)
+    return ops.constant(values, name=name)
+
+
+def where(condition, x=None, y=None, name=None):
+    """x where `condition` is true, else y (both given; shapes as for broadcasting), as TF1's
+    three-argument tf.where. The one-argument form (indices of true elements) is not supported.
+    Gradients flow to x and y where each is chosen."""
+    if x is None or y is None:
+        raise ValueError("where(condition) (the indices of true elements) is not supported; "
+                         "give where(condition, x, y)")
+    x = convert_to_tensor(x) if not isinstance(x, Tensor) else x
+    pick = ops.cast(condition, x.dtype)
+    return ops.add(ops.multiply(pick, x), ops.multiply(ops.subtract(1, pick), y), name=name)
+
+
+def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+    """`tensor` with paddings[i] = [before, after] values added along dimension i (Python
+    ints; the padded dimensions' sizes must be known), as TF1's tf.pad (CONSTANT mode)."""
+    if mode.upper() != "CONSTANT":
+        raise ValueError("pad(mode=%r): only CONSTANT is supported" % (mode,))
+    value, dims = _static_dims(tensor, "pad")
+    paddings = np.asarray(paddings).tolist()
+    if len(paddings) != len(dims):
+        raise ValueError("pad: %d paddings for rank %d" % (len(paddings), len(dims)))
+    out = value
+    for axis, (before, after) in enumerate(paddings):
+        if before == 0 and after == 0:
+            continue
+        shape = out.shape.as_list()
+        if any(d is None for i, d in enumerate(shape) if i != axis):
+            raise ValueError("pad needs the sizes of the other dimensions, got %r" % shape)
+        parts = []
+        for n in (before, after):
+            if n:
+                block = list(shape)
+                block[axis] = int(n)
+                parts.append(ops.constant(np.full(block, constant_values,
+                                                  out.dtype.as_numpy_dtype)))
+            else:
+                parts.append(None)
+        pieces = [p for p in (parts[0], out, parts[1]) if p is not None]
+        out = ops.concat(pieces, axis)
+    return ops.identity(out, name=name)
+
+
+def argmin(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    """Index of the smallest value along `axis` (argmax of the negation)."""
+    return ops.argmax(ops.negative(input), axis=axis, output_type=output_type, name=name)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Logical or over `axis` (TF1's tf.reduce_any)."""
+    x = ops.cast(input_tensor, dtypes.float32)
+    m = ops.reduce_max(x, axis=axis, keepdims=keepdims, reduction_indices=reduction_indices,
+                       keep_dims=keep_dims)
+    return ops.cast(m, dtypes.bool_, name=name)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+               keep_dims=None):
+    """Logical and over `axis` (TF1's tf.reduce_all)."""
+    x = ops.cast(input_tensor, dtypes.float32)
+    m = ops.reduce_min(x, axis=axis, keepdims=keepdims, reduction_indices=reduction_indices,
+                       keep_dims=keep_dims)
+    return ops.cast(m, dtypes.bool_, name=name)
+
+
+def getitem(tensor, key):
+    """``tensor[key]``: ints (dropping the dimension), slices with step 1 (or None), ``...`` and
+    ``None`` (a new dimension), as TF1's basic indexing. A dimension with a negative index or
+    an open-ended slice may be unknown; strided slices are not supported."""
+    value = convert_to_tensor(tensor)
+    if value.shape.ndims is None:
+        raise ValueError("indexing needs a tensor of known rank, got %r" % value)
+    dims = value.shape.as_list()
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise ValueError("an index may have one ... at most")
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        named = len([k for k in key if k is not None and k is not Ellipsis])
+        key = key[:i] + (slice(None),) * (len(dims) - named) + key[i + 1:]
+    begin, size, squeeze, new_axes = [], [], [], []
+    dim = 0
+    out_axis = 0
+    for k in key:
+        if k is None:
+            new_axes.append(out_axis)
+            out_axis += 1
+            continue
+        if dim >= len(dims):
+            raise IndexError("too many indices for a tensor of rank %d" % len(dims))
+        n = dims[dim]
+        if isinstance(k, (int, np.integer)):
+            k = int(k)
+            if k < 0:
+                if n is None:
+                    raise ValueError("a negative index needs dimension %d to be known" % dim)
+                k += n
+            if n is not None and not 0 <= k < n:
+                raise IndexError("index %d is out of bounds for dimension %d of size %d"
+                                 % (k, dim, n))
+            begin.append(k)
+            size.append(1)
+            squeeze.append(dim)
+        elif isinstance(k, slice):
+            if k.step not in (None, 1):
+                raise ValueError("strided slices (step %r) are not supported" % (k.step,))
+            start, stop = k.start or 0, k.stop
+            if start < 0 or (stop is not None and stop < 0):
+                if n is None:
+                    raise ValueError("a negative slice bound needs dimension %d to be known"
+                                     % dim)
+                start = start + n if start < 0 else start
+                stop = stop + n if stop is not None and stop < 0 else stop
+            if n is not None:
+                start = min(start, n)
+                stop = n if stop is None else min(stop, n)
+            begin.append(start)
+            size.append(-1 if stop is None else max(stop - start, 0))
+            out_axis += 1
+        else:
+            raise TypeError("tensors are indexed with ints, slices, ... and None, not %r"
+                            % (k,))
+        dim += 1
+    for _ in dims[dim:]:
+        begin.append(0)
+        size.append(-1)
+    out = ops.slice(value, begin, size)
+    if squeeze:
+        out = ops.squeeze(out, squeeze)
+    for axis in new_axes:
+        out = ops.expand_dims(out, axis)
+    return out
+
+
+__all__ = ["argmin", "embedding_lookup", "gather", "one_hot", "pad", "range", "reduce_all",
+           "reduce_any", "split", "stack", "tile", "unstack", "where"]
