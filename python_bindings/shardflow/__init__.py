@@ -38,6 +38,7 @@ from shardflow.session import (ConfigProto, InteractiveSession, RunMetadata,  # 
                                GPUOptions)
 from shardflow.variables import (Initializer, Variable, global_variables,  # noqa: F401
                                  global_variables_initializer, initializers,
+                                 initialize_all_variables, initialize_variables, all_variables,
                                  local_variables, local_variables_initializer,
                                  trainable_variables, variables_initializer)
 

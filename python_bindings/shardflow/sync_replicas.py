@@ -96,7 +96,7 @@ class SyncReplicasOptimizer:
                     acc = _out("ResourceConditionalAccumulator", [], {
                         "dtype": var.dtype._enum, "shape": var.shape.as_list()
                         if var.shape.ndims is not None else None,
-                        "shared_name": var.name + "/grad_accum"}, name="grad_accum")
+                        "shared_name": var._shared_name + "/grad_accum"}, name="grad_accum")
                     applies.append(_op("ResourceAccumulatorApplyGradient",
                                        [acc, local_step, grad],
                                        {"dtype": var.dtype._enum, "source": worker_device}))

@@ -271,7 +271,7 @@ class Saver:
         if isinstance(var_list, dict):
             items = sorted(var_list.items())
         else:
-            items = [(v.name, v) for v in var_list]
+            items = [(v._shared_name, v) for v in var_list]
         if not items:
             raise ValueError("Saver: no variables to save")
         names = [n for n, _ in items]

@@ -126,7 +126,10 @@ class Variable(_TensorOperators):
         handle, read, init_name, shared_name = g._handle.create_variable(
             _to_input(g, initial_value), bool(trainable), g._ctx(name or "Variable"))
         self.graph = g
-        self.name = shared_name
+        # TF1's names: the variable "<name>:0" (its value), its op "<name>"; checkpoints and
+        # shared state use the bare shared name.
+        self._shared_name = shared_name
+        self.name = shared_name + ":0"
         self.trainable = bool(trainable)
         self._handle_op = g._operation(handle.node, [handle])
         self._read = g._operation(read.node, [read]).outputs[0]
@@ -137,6 +140,14 @@ class Variable(_TensorOperators):
     def device(self):
         """The device the variable requests ('' = any)."""
         return self._device
+
+    @property
+    def op(self):
+        """The variable's op (its handle; ``v.op.name`` is the name without ":0")."""
+        return self._handle_op
+
+    def get_shape(self):
+        return self.shape
 
     @property
     def handle(self):
@@ -156,10 +167,6 @@ class Variable(_TensorOperators):
     @property
     def shape(self):
         return self._read.shape
-
-    @property
-    def op(self):
-        return self._read.op
 
     def assign(self, value, use_locking=None, name=None, read_value=True):
         """Sets the variable to `value`. As in TF1, the result is a tensor holding the new value
@@ -245,3 +252,18 @@ def global_variables_initializer(name=None):
     g = get_default_graph()
     op_name = g._handle.initialize_all_variables(g._ctx(name))
     return g.get_operation_by_name(op_name)
+
+
+def initialize_all_variables():
+    """TF1's deprecated spelling of global_variables_initializer()."""
+    return global_variables_initializer()
+
+
+def initialize_variables(var_list, name="init"):
+    """TF1's deprecated spelling of variables_initializer()."""
+    return variables_initializer(var_list, name=name)
+
+
+def all_variables():
+    """TF1's deprecated spelling of global_variables()."""
+    return global_variables()

@@ -170,7 +170,7 @@ def test_tensors_from_another_graph_are_rejected(g):
 
 def test_variables_and_layers_create_named_variables(g):
     v = sf.Variable(np.zeros((2, 3), np.float32), name="v")
-    assert v.name == "v" and v.shape == [2, 3] and v.dtype == sf.float32
+    assert v.name == "v:0" and v.op.name == "v" and v.shape == [2, 3] and v.dtype == sf.float32
     layer = sf.layers.Dense(4, name="fc")
     y = layer(sf.placeholder(sf.float32, [None, 3]))
     assert y.shape == [None, 4]
