@@ -38,6 +38,13 @@ SF_GRAD(Div) {
       ReduceLike(s, ops::Neg(s, ops::Div(s, ops::Mul(s, dy[0], x), ops::Square(s, y))), y));
   return absl::OkStatus();
 }
+// FloorMod: x - floor(x / y) * y, so dx = dy and dy_y = -floor(x / y) dy (almost everywhere).
+SF_GRAD(FloorMod) {
+  Output x = GradInput(op, 0), y = GradInput(op, 1);
+  dx->push_back(ReduceLike(s, dy[0], x));
+  dx->push_back(ReduceLike(s, ops::Neg(s, ops::Mul(s, dy[0], ops::FloorDiv(s, x, y))), y));
+  return absl::OkStatus();
+}
 SF_GRAD(SquaredDifference) {
   Output x = GradInput(op, 0), y = GradInput(op, 1);
   Output two_diff = ops::Mul(s, ops::Mul(s, 2, ops::Sub(s, x, y)), dy[0]);
@@ -227,6 +234,7 @@ REGISTER_GRADIENT("Add", AddGrad);
 REGISTER_GRADIENT("Sub", SubGrad);
 REGISTER_GRADIENT("Mul", MulGrad);
 REGISTER_GRADIENT("Div", DivGrad);
+REGISTER_GRADIENT("FloorMod", FloorModGrad);
 REGISTER_GRADIENT("SquaredDifference", SquaredDifferenceGrad);
 REGISTER_GRADIENT("Maximum", MaximumGrad);
 REGISTER_GRADIENT("Minimum", MinimumGrad);
@@ -252,6 +260,7 @@ REGISTER_GRADIENT("Min", MaxMinGrad);
 
 // Outputs that are integers, booleans or piecewise constant: no gradient flows.
 REGISTER_NO_GRADIENT("Equal");
+REGISTER_NO_GRADIENT("FloorDiv");  // piecewise constant
 REGISTER_NO_GRADIENT("NotEqual");
 REGISTER_NO_GRADIENT("Less");
 REGISTER_NO_GRADIENT("LessEqual");

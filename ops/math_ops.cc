@@ -142,6 +142,11 @@ SF_BINARY_OP("Sub", SF_REAL_TYPES, "x - y");
 SF_BINARY_OP("Mul", SF_REAL_TYPES, "x * y");
 SF_BINARY_OP("Div", SF_REAL_TYPES,
              "x / y (integer division truncates; division by zero is an error for integers)");
+SF_BINARY_OP("FloorDiv", SF_REAL_TYPES,
+             "floor(x / y), rounding toward minus infinity as Python's // (integer division by "
+             "zero is an error)");
+SF_BINARY_OP("FloorMod", SF_REAL_TYPES,
+             "x - floor(x / y) * y: the remainder with the divisor's sign, as Python's %");
 SF_BINARY_OP("Maximum", SF_REAL_TYPES, "max(x, y)");
 SF_BINARY_OP("Minimum", SF_REAL_TYPES, "min(x, y)");
 SF_BINARY_OP("Pow", SF_FLOAT_TYPES, "x ^ y");

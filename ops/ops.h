@@ -54,6 +54,9 @@ Output Add(const Scope& s, const Input& x, const Input& y);
 Output Sub(const Scope& s, const Input& x, const Input& y);
 Output Mul(const Scope& s, const Input& x, const Input& y);
 Output Div(const Scope& s, const Input& x, const Input& y);
+// Rounding toward minus infinity, as Python's // and %.
+Output FloorDiv(const Scope& s, const Input& x, const Input& y);
+Output FloorMod(const Scope& s, const Input& x, const Input& y);
 Output Maximum(const Scope& s, const Input& x, const Input& y);
 Output Minimum(const Scope& s, const Input& x, const Input& y);
 Output Pow(const Scope& s, const Input& x, const Input& y);

@@ -72,6 +72,46 @@ struct DivFn {
     }
   }
 };
+// FloorDiv and FloorMod round the quotient toward minus infinity (Python's // and %): the
+// remainder has the divisor's sign. Integer division by zero is an error (checked below).
+struct FloorDivFn {
+  static constexpr int kCostNs = 6;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return cwise::WrappingNeg(a);
+      }
+      C q = static_cast<C>(a / b);
+      if constexpr (std::is_signed_v<C>) {
+        if (a % b != 0 && ((a < 0) != (b < 0))) q = static_cast<C>(q - 1);
+      }
+      return q;
+    } else {
+      return std::floor(a / b);
+    }
+  }
+};
+struct FloorModFn {
+  static constexpr int kCostNs = 6;
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_integral_v<C>) {
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return 0;
+      }
+      C r = static_cast<C>(a % b);
+      if constexpr (std::is_signed_v<C>) {
+        if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<C>(r + b);
+      }
+      return r;
+    } else {
+      C r = std::fmod(a, b);
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    }
+  }
+};
 // Maximum and Minimum propagate NaN from either side.
 struct MaximumFn {
   static constexpr int kCostNs = 1;
@@ -198,7 +238,8 @@ class BinaryOp : public OpKernel {
     const T* y = y_in.data<T>();
     const TensorShape x_shape = x_in.shape(), y_shape = y_in.shape();
     const int64_t y_count = y_in.NumElements();
-    if constexpr (std::is_same_v<F, DivFn> && std::is_integral_v<T>) {
+    if constexpr ((std::is_same_v<F, DivFn> || std::is_same_v<F, FloorDivFn> ||
+                   std::is_same_v<F, FloorModFn>)&&std::is_integral_v<T>) {
       OP_REQUIRES(ctx, !ContainsZero(y, y_count),
                   absl::InvalidArgumentError(absl::StrCat(
                       "integer division by zero: the divisor (input y, shape ",
@@ -256,6 +297,8 @@ SF_REGISTER_BINARY_REAL("Add", AddFn);
 SF_REGISTER_BINARY_REAL("Sub", SubFn);
 SF_REGISTER_BINARY_REAL("Mul", MulFn);
 SF_REGISTER_BINARY_SIGNED("Div", DivFn);
+SF_REGISTER_BINARY_REAL("FloorDiv", FloorDivFn);
+SF_REGISTER_BINARY_REAL("FloorMod", FloorModFn);
 SF_REGISTER_BINARY_REAL("Maximum", MaximumFn);
 SF_REGISTER_BINARY_REAL("Minimum", MinimumFn);
 SF_REGISTER_BINARY_FLOAT("Pow", PowFn);

@@ -220,16 +220,20 @@ class _TensorOperators:
         return getitem(self, key)
 
     def __floordiv__(self, other):
-        raise TypeError("// on tensors is not supported yet (no FloorDiv kernel); for "
-                        "non-negative integers sf.divide(x, y) truncates, which is the floor")
+        from shardflow import ops
+        return ops.floordiv(self, other)
 
-    __rfloordiv__ = __floordiv__
+    def __rfloordiv__(self, other):
+        from shardflow import ops
+        return ops.floordiv(other, self)
 
     def __mod__(self, other):
-        raise TypeError("% on tensors is not supported yet (no FloorMod kernel); compute "
-                        "x - sf.divide(x, y) * y for non-negative integers")
+        from shardflow import ops
+        return ops.floormod(self, other)
 
-    __rmod__ = __mod__
+    def __rmod__(self, other):
+        from shardflow import ops
+        return ops.floormod(other, self)
 
     def __abs__(self):
         from shardflow import ops

@@ -196,6 +196,9 @@ def truediv(x, y, name=None):
     return _out("Div", [x, y], name=name)
 
 
+floordiv = _binary("FloorDiv", "floor(x / y), element-wise, as Python's // (TF1's tf.floordiv).")
+floormod = _binary("FloorMod", "x - floor(x / y) * y, element-wise, as Python's % (tf.floormod).")
+mod = floormod
 add = _binary("Add", "x + y, element-wise.")
 subtract = _binary("Sub", "x - y, element-wise.")
 multiply = _binary("Mul", "x * y, element-wise.")
@@ -449,6 +452,9 @@ __all__ = [
     "exp",
     "expand_dims",
     "fill",
+    "floordiv",
+    "floormod",
+    "mod",
     "greater",
     "greater_equal",
     "group",

@@ -219,6 +219,10 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["Mul"] = Binary({1, 2, 3, 4, 5, 6}, {2, 3, 4}, [](double a, double b) { return a * b; });
     // Exact quotients, so integer division agrees with real division.
     m["Div"] = Binary({2, 4, 6, 5, 8, 9}, {1, 2, 3}, [](double a, double b) { return a / b; });
+    m["FloorDiv"] = Binary({7, 8, 9, 5, 4, 10}, {2, 3, 4},
+                           [](double a, double b) { return std::floor(a / b); });
+    m["FloorMod"] = Binary({7, 8, 9, 5, 4, 10}, {2, 3, 4},
+                           [](double a, double b) { return a - std::floor(a / b) * b; });
     m["Maximum"] =
         Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return std::max(a, b); });
     m["Minimum"] =

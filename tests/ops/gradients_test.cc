@@ -84,6 +84,19 @@ TEST(GradientsTest, BinaryOpsWithBroadcasting) {
   }
 }
 
+// FloorMod is x - floor(x / y) * y: away from the jumps (x / y in (2.1, 2.7) here) its
+// gradient is (1, -floor(x / y)).
+TEST(GradientsTest, FloorModAwayFromItsJumps) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
+  auto y = ops::Placeholder(s.WithOpName("y"), DT_DOUBLE, TensorShape({3}));
+  auto z = ops::FloorMod(s, x, y);
+  auto err = test::MaxGradientError(
+      s, {x, y}, {RandomDouble({2, 3}, 5.1, 5.4, 21), RandomDouble({3}, 2.0, 2.4, 22)}, z, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-5);
+}
+
 TEST(GradientsTest, UnknownBatchDimUsesRuntimeReduction) {
   // x: [?,3] + b: [3] — the gradient of b sums over a batch only known at run time.
   Scope s = Scope::NewRootScope();

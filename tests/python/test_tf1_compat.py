@@ -368,8 +368,26 @@ def test_array_ops_and_indexing_match_numpy():
         np.testing.assert_allclose(value, want, err_msg=tensor.name)
     with pytest.raises(ValueError, match="strided"):
         x[::2]
-    with pytest.raises(TypeError, match="//"):
-        x // 2
+
+
+def test_floor_division_and_modulo_follow_python():
+    a_v = np.array([7, -7, 7, -7, 0], np.int32)
+    b_v = np.array([2, 2, -2, -2, 3], np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        a, b = tf.constant(a_v), tf.constant(b_v)
+        f = tf.constant([7.5, -7.5]) // 2.0
+        out = run([a // b, a % b, tf.floordiv(a, 3), tf.mod(a, 3), f, tf.constant(-7.5) % 2.0],
+                  graph=g)
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="division by zero"):
+                s.run(a // tf.constant(0))
+    np.testing.assert_array_equal(out[0], a_v // b_v)
+    np.testing.assert_array_equal(out[1], a_v % b_v)
+    np.testing.assert_array_equal(out[2], a_v // 3)
+    np.testing.assert_array_equal(out[3], a_v % 3)
+    np.testing.assert_allclose(out[4], [3.0, -4.0])
+    assert out[5] == pytest.approx(0.5)
 
 
 def test_gathered_and_indexed_values_carry_gradients():
