@@ -197,6 +197,18 @@ Var Optimizer::ZerosSlot(const Scope& scope, const Var& var, const std::string& 
   return Var::Create(s, zeros, /*trainable=*/false);
 }
 
+Var Optimizer::ConstantSlot(const Scope& scope, const Var& var, const std::string& slot,
+                            double value) {
+  Scope s = scope.WithAbsoluteOpName(var.name() + "/" + slot).WithNoControlDependencies();
+  Output initial = GradInput(Operation(var.info().initializer), 1);
+  Scope is = s.WithAbsoluteOpName(var.name() + "/" + slot + "_init");
+  Output filled =
+      ops::Add(is, ops::ZerosLike(is, initial),
+               initial.dtype() == DT_DOUBLE ? Input(Tensor::Scalar(value))
+                                            : Input(Tensor::Scalar(static_cast<float>(value))));
+  return Var::Create(s, filled, /*trainable=*/false);
+}
+
 Input Optimizer::LearningRate(const Scope& scope, double value, DataType dtype) const {
   if (lr_tensor_.valid()) {
     return lr_tensor_.dtype() == dtype ? lr_tensor_ : ops::Cast(scope, lr_tensor_, dtype);
@@ -279,6 +291,50 @@ absl::StatusOr<Operation> AdamOptimizer::ApplyDense(const Scope& s, const Output
                      .Finalize();
   SF_RETURN_IF_ERROR(s.status());
   return Done(s, op);
+}
+
+namespace {
+Output Read(const Scope& s, const Var& v, const Operation& after) {
+  return Output(
+      OpBuilder(s.WithControlDependencies(std::vector<Operation>{after}), "ReadVariableOp")
+          .Input(v.handle())
+          .Attr("dtype", v.dtype())
+          .Finalize(),
+      0);
+}
+Operation AssignTo(const Scope& s, const Var& v, const Input& value, const char* op) {
+  return OpBuilder(s, op).Input(v.handle()).Input(value).Finalize();
+}
+}  // namespace
+
+absl::StatusOr<Operation> RMSPropOptimizer::ApplyDense(const Scope& s, const Output& grad,
+                                                       const Var& var) {
+  const DataType dt = grad.dtype();
+  Var ms = ConstantSlot(s, var, "RMSProp", 1.0);
+  Var mom = ZerosSlot(s, var, "Momentum");
+  Output ms_new = ops::Add(s, ops::Mul(s, ms.value(), Scalar(decay_, dt)),
+                           ops::Mul(s, ops::Square(s, grad), Scalar(1 - decay_, dt)));
+  Operation set_ms = AssignTo(s, ms, ms_new, "AssignVariableOp");
+  Output step = ops::Mul(s, ops::Mul(s, LearningRate(s, lr_, dt), grad),
+                         ops::Rsqrt(s, ops::Add(s, ms_new, Scalar(epsilon_, dt))));
+  Output mom_new = ops::Add(s, ops::Mul(s, mom.value(), Scalar(momentum_, dt)), step);
+  Operation set_mom = AssignTo(s, mom, mom_new, "AssignVariableOp");
+  Operation update = AssignTo(s.WithControlDependencies(std::vector<Operation>{set_ms, set_mom}),
+                              var, ops::Neg(s, mom_new), "AssignAddVariableOp");
+  SF_RETURN_IF_ERROR(s.status());
+  return Done(s, update);
+}
+
+absl::StatusOr<Operation> AdagradOptimizer::ApplyDense(const Scope& s, const Output& grad,
+                                                       const Var& var) {
+  const DataType dt = grad.dtype();
+  Var accum = ConstantSlot(s, var, "Adagrad", initial_);
+  Operation add = AssignTo(s, accum, ops::Square(s, grad), "AssignAddVariableOp");
+  Output accum_new = Read(s, accum, add);
+  Output step = ops::Mul(s, ops::Mul(s, LearningRate(s, lr_, dt), grad), ops::Rsqrt(s, accum_new));
+  Operation update = AssignTo(s, var, ops::Neg(s, step), "AssignAddVariableOp");
+  SF_RETURN_IF_ERROR(s.status());
+  return Done(s, update);
 }
 
 }  // namespace shardflow

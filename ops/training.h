@@ -88,9 +88,11 @@ class Optimizer {
   // Groups the updates into the returned op; may add work that runs after all of them.
   virtual absl::StatusOr<Operation> Finish(const Scope& scope,
                                            const std::vector<Operation>& updates);
-  // A non-trainable variable of var's shape and dtype, initialised to zeros, named
-  // "<var>/<slot>".
+  // A non-trainable variable of var's shape and dtype, initialised to zeros (or `value`),
+  // named "<var>/<slot>".
   static Var ZerosSlot(const Scope& scope, const Var& var, const std::string& slot);
+  static Var ConstantSlot(const Scope& scope, const Var& var, const std::string& slot,
+                          double value);
   // The learning rate as an input of `dtype`: the tensor from set_learning_rate, else `value`.
   Input LearningRate(const Scope& scope, double value, DataType dtype) const;
 
@@ -138,6 +140,36 @@ class AdamOptimizer : public Optimizer {
   // The step count (a float variable, so checkpoints keep it) and this step's t = count + 1.
   Var step_;
   Output next_step_;
+};
+
+// TF1's tf.train.RMSPropOptimizer (not centered): ms = decay * ms + (1 - decay) * grad^2;
+// mom = momentum * mom + lr * grad / sqrt(ms + epsilon); var -= mom. ms starts at ones, as in
+// TF1. Built from element-wise ops and assignments (no fused kernel yet).
+class RMSPropOptimizer : public Optimizer {
+ public:
+  RMSPropOptimizer(double learning_rate, double decay = 0.9, double momentum = 0.0,
+                   double epsilon = 1e-10)
+      : lr_(learning_rate), decay_(decay), momentum_(momentum), epsilon_(epsilon) {}
+
+ protected:
+  absl::StatusOr<Operation> ApplyDense(const Scope& s, const Output& grad, const Var& var) override;
+
+ private:
+  double lr_, decay_, momentum_, epsilon_;
+};
+
+// TF1's tf.train.AdagradOptimizer: accum += grad^2; var -= lr * grad / sqrt(accum), the
+// accumulator starting at initial_accumulator_value (0.1). Built from element-wise ops.
+class AdagradOptimizer : public Optimizer {
+ public:
+  explicit AdagradOptimizer(double learning_rate, double initial_accumulator_value = 0.1)
+      : lr_(learning_rate), initial_(initial_accumulator_value) {}
+
+ protected:
+  absl::StatusOr<Operation> ApplyDense(const Scope& s, const Output& grad, const Var& var) override;
+
+ private:
+  double lr_, initial_;
 };
 
 }  // namespace shardflow

@@ -244,6 +244,38 @@ def piecewise_constant(x, boundaries, values, name=None):
     return ops.identity(out, name=name)
 
 
+class RMSPropOptimizer(Optimizer):
+    """TF1's RMSProp: ms = decay * ms + (1 - decay) * grad^2 (ms starts at 1);
+    mom = momentum * mom + learning_rate * grad / sqrt(ms + epsilon); var -= mom.
+
+    Example: ``sf.train.RMSPropOptimizer(0.001).minimize(loss)``.
+    """
+
+    _kind = "rmsprop"
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10,
+                 use_locking=False, centered=False, name="RMSProp"):
+        if centered:
+            raise ValueError("RMSPropOptimizer(centered=True) is not supported yet")
+        super().__init__(learning_rate, name, decay=float(decay), momentum=float(momentum),
+                         epsilon=float(epsilon))
+
+
+class AdagradOptimizer(Optimizer):
+    """TF1's Adagrad: accum += grad^2 (accum starts at initial_accumulator_value);
+    var -= learning_rate * grad / sqrt(accum)."""
+
+    _kind = "adagrad"
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
+                 name="Adagrad"):
+        if initial_accumulator_value <= 0:
+            raise ValueError("initial_accumulator_value must be positive, got %r"
+                             % (initial_accumulator_value,))
+        super().__init__(learning_rate, name,
+                         initial_accumulator_value=float(initial_accumulator_value))
+
+
 class Saver:
     """Saves and restores variables, as TensorFlow 1.x's ``tf.train.Saver``.
 

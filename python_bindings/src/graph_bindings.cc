@@ -136,9 +136,14 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& kind, const py::dict
   } else if (kind == "adam") {
     opt = std::make_unique<AdamOptimizer>(lr, get("beta1", 0.9), get("beta2", 0.999),
                                           get("epsilon", 1e-8));
+  } else if (kind == "rmsprop") {
+    opt = std::make_unique<RMSPropOptimizer>(lr, get("decay", 0.9), get("momentum", 0.0),
+                                             get("epsilon", 1e-10));
+  } else if (kind == "adagrad") {
+    opt = std::make_unique<AdagradOptimizer>(lr, get("initial_accumulator_value", 0.1));
   } else {
-    throw StatusError(absl::InvalidArgumentError(
-        absl::StrCat("unknown optimizer '", kind, "'; use sgd, momentum or adam")));
+    throw StatusError(absl::InvalidArgumentError(absl::StrCat(
+        "unknown optimizer '", kind, "'; use sgd, momentum, adam, rmsprop or adagrad")));
   }
   return opt;
 }

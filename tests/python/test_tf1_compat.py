@@ -401,3 +401,38 @@ def test_gathered_and_indexed_values_carry_gradients():
             s.run(tf.global_variables_initializer())
             gv = s.run(grad)
     np.testing.assert_allclose(gv, [[1, 1], [10, 10], [2, 2]])
+
+
+@pytest.mark.parametrize("kind", ["rmsprop", "rmsprop_momentum", "adagrad"])
+def test_rmsprop_and_adagrad_follow_tf1s_update_rules(kind):
+    target = np.array([1.0, -2.0, 3.0], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(np.zeros(3, np.float32))
+        loss = tf.reduce_sum(tf.square(w - target))
+        if kind == "adagrad":
+            opt = tf.train.AdagradOptimizer(0.5, initial_accumulator_value=0.1)
+        else:
+            opt = tf.train.RMSPropOptimizer(0.1, decay=0.9, epsilon=1e-6,
+                                            momentum=0.5 if kind.endswith("momentum") else 0.0)
+        step = opt.minimize(loss)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got = []
+            for _ in range(3):
+                s.run(step)
+                got.append(s.run(w.value()))
+    # The same rules in NumPy.
+    wv = np.zeros(3, np.float64)
+    ms, mom, acc = np.ones(3), np.zeros(3), np.full(3, 0.1)
+    for i in range(3):
+        grad = 2 * (wv - target)
+        if kind == "adagrad":
+            acc += grad ** 2
+            wv -= 0.5 * grad / np.sqrt(acc)
+        else:
+            ms = 0.9 * ms + 0.1 * grad ** 2
+            mom = (0.5 if kind.endswith("momentum") else 0.0) * mom + 0.1 * grad / np.sqrt(
+                ms + 1e-6)
+            wv -= mom
+        np.testing.assert_allclose(got[i], wv, rtol=1e-5, atol=1e-6)

@@ -590,8 +590,13 @@ void AddTrainCommand(CommandLine* cli) {
   flags.String("model", &c.model, "cnn (2 conv + 2 dense layers) or mlp (784-512-512-10)");
   flags.Int("batch-size", &c.batch_size, "examples per training step");
   flags.Int("epochs", &c.epochs, "passes over the 60,000 training images");
-  flags.String("optimizer", &c.optimizer, "sgd, momentum (0.9) or adam");
-  flags.Double("lr", &c.lr, "learning rate; 0 = 0.001 for adam, 0.01 for momentum, 0.1 for sgd");
+  flags.String("optimizer", &c.optimizer,
+               "sgd, momentum (0.9), adam, rmsprop (decay 0.9) or adagrad (accumulators from "
+               "0.1)");
+  flags.Double(
+      "lr", &c.lr,
+      "learning rate; 0 = 0.001 for adam and rmsprop, 0.01 for momentum and adagrad, 0.1 for "
+      "sgd");
   flags.String("lr-decay", &c.lr_decay, "cosine (from --lr down to 0 over all epochs) or none");
   flags.Int("threads", &c.threads, "CPU threads for the step (0 = every core)");
   flags.String("checkpoint-dir", &c.checkpoint_dir,

@@ -16,8 +16,11 @@ absl::StatusOr<std::unique_ptr<Optimizer>> NewOptimizer(const TrainConfig& c) {
   if (c.optimizer == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
   if (c.optimizer == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9);
   if (c.optimizer == "adam") return std::make_unique<AdamOptimizer>(lr);
-  return absl::InvalidArgumentError(absl::StrCat("unknown optimizer '", c.optimizer,
-                                                 "'; --optimizer takes sgd, momentum or adam"));
+  if (c.optimizer == "rmsprop") return std::make_unique<RMSPropOptimizer>(lr);
+  if (c.optimizer == "adagrad") return std::make_unique<AdagradOptimizer>(lr);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown optimizer '", c.optimizer,
+                   "'; --optimizer takes sgd, momentum, adam, rmsprop or adagrad"));
 }
 
 // Fails the step before any variable is updated when `loss` is not finite.
@@ -120,7 +123,7 @@ std::vector<std::string> TaskDevices(const std::string& task, int64_t n) {
 
 double DefaultLearningRate(const std::string& optimizer) {
   if (optimizer == "sgd") return 0.1;
-  if (optimizer == "momentum") return 0.01;
+  if (optimizer == "momentum" || optimizer == "adagrad") return 0.01;
   return 0.001;
 }
 
