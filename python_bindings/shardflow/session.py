@@ -162,6 +162,11 @@ class _FetchPlan:
             return self._tensor(f)
         if isinstance(f, Variable):
             return self._plan(graph, f.value())
+        from shardflow.summary import _Summary
+        if isinstance(f, _Summary):
+            # Note [Summaries on the client] in summary.py: fetch, then serialize here.
+            parts = [self._plan(graph, t) for t in f.tensors]
+            return lambda out: f._encode([p(out) for p in parts])
         if isinstance(f, Operation):
             if f.graph is not graph:
                 raise ValueError("fetch %s is from another graph than the session's" % f.name)
@@ -299,6 +304,11 @@ class Session:
             out = self._handle.run(feeds, plan.names, plan.targets, options.trace_level,
                                    options.timeout_in_ms, options.check_numerics, run_metadata)
         return plan.build(out)
+
+    @property
+    def graph_def(self):
+        """The session's graph as a serialized GraphDef (TF1's sess.graph_def)."""
+        return self.graph.as_graph_def()
 
     def list_devices(self):
         """The full names of the session's devices."""

@@ -1,0 +1,269 @@
+"""TF1's tf.summary: scalar and histogram summaries, merge_all, and a FileWriter that writes
+TensorBoard's event files (the graph included, and run metadata such as device placement).
+
+Example::
+
+    tf.summary.scalar("loss", loss)
+    tf.summary.histogram("weights", w)
+    merged = tf.summary.merge_all()
+    writer = tf.summary.FileWriter("/tmp/logs", sess.graph)
+    summary, _ = sess.run([merged, train_op], feed)
+    writer.add_summary(summary, step)
+    writer.close()
+
+Note [Summaries on the client]. A summary here is a fetchable object, not an op: running it
+fetches the tensors it summarizes and serializes a `Summary` protocol buffer (TensorFlow's
+summary.proto, fields written by hand below) in the client, so ``sess.run(merged)`` returns the
+same bytes TF1's summary ops return and FileWriter.add_summary takes them. Histograms use
+TensorFlow's default buckets (edges growing by 10% from 1e-12, mirrored for negatives). Event
+files are TFRecord files: per record, the length (uint64 little-endian), its masked CRC-32C, the
+serialized Event and its masked CRC-32C.
+"""
+
+import os
+import socket
+import struct
+import time
+
+import numpy as np
+
+from shardflow.framework import convert_to_tensor, get_default_graph
+
+SUMMARIES = "summaries"
+
+# ---- protocol buffer wire format (the few fields summaries and events use) -----------------
+
+
+def _varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _key(field, wire):
+    return _varint((field << 3) | wire)
+
+
+def _bytes_field(field, data):
+    if isinstance(data, str):
+        data = data.encode()
+    return _key(field, 2) + _varint(len(data)) + data
+
+
+def _double_field(field, value):
+    return _key(field, 1) + struct.pack("<d", value)
+
+
+def _float_field(field, value):
+    return _key(field, 5) + struct.pack("<f", value)
+
+
+def _int_field(field, value):
+    return _key(field, 0) + _varint(int(value))
+
+
+def _packed_doubles(field, values):
+    return _bytes_field(field, b"".join(struct.pack("<d", v) for v in values))
+
+
+# ---- CRC-32C (Castagnoli), masked as TFRecord does ------------------------------------------
+
+def _crc_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_TABLE = _crc_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def masked_crc32c(data):
+    c = crc32c(data)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+# ---- summaries -----------------------------------------------------------------------------
+
+def _bucket_limits():
+    v, pos = 1e-12, []
+    while v < 1e20:
+        pos.append(v)
+        v *= 1.1
+    return [-x for x in reversed(pos)] + [0.0] + pos + [float("inf")]
+
+
+_LIMITS = np.array(_bucket_limits())
+
+
+def _histogram(values):
+    values = np.asarray(values, np.float64).ravel()
+    out = b""
+    if values.size == 0:
+        return _double_field(1, 0) + _double_field(2, 0) + _double_field(3, 0)
+    counts = np.bincount(np.searchsorted(_LIMITS, values, side="left"),
+                         minlength=len(_LIMITS))[:len(_LIMITS)]
+    used = np.nonzero(counts)[0]
+    lo, hi = max(used[0] - 1, 0), min(used[-1] + 1, len(_LIMITS) - 1)
+    out += _double_field(1, values.min()) + _double_field(2, values.max())
+    out += _double_field(3, float(values.size)) + _double_field(4, float(values.sum()))
+    out += _double_field(5, float((values * values).sum()))
+    out += _packed_doubles(6, _LIMITS[lo:hi + 1]) + _packed_doubles(7, counts[lo:hi + 1])
+    return out
+
+
+class _Summary:
+    """A fetchable summary (Note [Summaries on the client]): `tensors` to fetch, and how their
+    values become a serialized Summary."""
+
+    def __init__(self, tensors, serialize, name):
+        self.tensors = tensors
+        self._serialize = serialize
+        self.name = name
+
+    def _encode(self, values):
+        return self._serialize(values)
+
+    def __repr__(self):
+        return "<sf.summary %s>" % self.name
+
+
+def _tag(name):
+    scope = get_default_graph()._name_scope
+    return scope + "/" + name if scope else name
+
+
+def scalar(name, tensor, collections=None, family=None):
+    """A summary of a scalar tensor's value (TensorBoard's scalars)."""
+    tensor = convert_to_tensor(tensor)
+    tag = _tag(name)
+    s = _Summary([tensor], lambda v: _bytes_field(1, _bytes_field(1, tag) + _float_field(
+        2, float(np.asarray(v[0]).reshape(())))), tag)
+    for c in collections or [SUMMARIES]:
+        get_default_graph().add_to_collection(c, s)
+    return s
+
+
+def histogram(name, values, collections=None, family=None):
+    """A histogram of a tensor's values (TensorBoard's histograms and distributions)."""
+    values = convert_to_tensor(values)
+    tag = _tag(name)
+    s = _Summary([values], lambda v: _bytes_field(1, _bytes_field(1, tag) + _bytes_field(
+        5, _histogram(v[0]))), tag)
+    for c in collections or [SUMMARIES]:
+        get_default_graph().add_to_collection(c, s)
+    return s
+
+
+def merge(inputs, collections=None, name=None):
+    """One summary holding all of `inputs` (summaries)."""
+    inputs = list(inputs)
+    tensors, spans = [], []
+    for s in inputs:
+        spans.append((len(tensors), len(tensors) + len(s.tensors)))
+        tensors.extend(s.tensors)
+
+    def serialize(values):
+        return b"".join(s._encode(values[a:b]) for s, (a, b) in zip(inputs, spans))
+    merged = _Summary(tensors, serialize, name or "merged")
+    for c in collections or []:
+        get_default_graph().add_to_collection(c, merged)
+    return merged
+
+
+def merge_all(key=SUMMARIES, scope=None, name=None):
+    """Every summary of the collection `key` merged into one (None when there are none)."""
+    found = get_default_graph().get_collection(key)
+    if scope:
+        found = [s for s in found if s.name.startswith(scope)]
+    return merge(found, name=name) if found else None
+
+
+# ---- FileWriter ----------------------------------------------------------------------------
+
+class FileWriter:
+    """Writes TensorBoard event files into `logdir`: the graph (when given), summaries by step,
+    run metadata (placement, step stats) by tag.
+
+    Example::
+
+        writer = sf.summary.FileWriter("/tmp/logs", sess.graph)
+        writer.add_summary(sess.run(merged), global_step=step)
+    """
+
+    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, filename_suffix=""):
+        os.makedirs(logdir, exist_ok=True)
+        self._path = os.path.join(logdir, "events.out.tfevents.%d.%s%s" % (
+            int(time.time()), socket.gethostname(), filename_suffix))
+        self._file = open(self._path, "ab")
+        self._closed = False
+        self._write_event(_bytes_field(3, "brain.Event:2"))
+        if graph is not None:
+            self.add_graph(graph)
+
+    def get_logdir(self):
+        return os.path.dirname(self._path)
+
+    def _write_event(self, fields, step=None):
+        if self._closed:
+            raise RuntimeError("the FileWriter is closed")
+        event = _double_field(1, time.time())
+        if step is not None:
+            event += _int_field(2, step)
+        event += fields
+        header = struct.pack("<Q", len(event))
+        self._file.write(header + struct.pack("<I", masked_crc32c(header)) + event +
+                         struct.pack("<I", masked_crc32c(event)))
+
+    def add_summary(self, summary, global_step=None):
+        """`summary`: the bytes of a fetched summary (or merged summary)."""
+        if isinstance(summary, _Summary):
+            raise TypeError("add_summary takes the value of sess.run(summary), not the summary")
+        if isinstance(summary, np.ndarray):
+            summary = summary.item()
+        self._write_event(_bytes_field(5, bytes(summary)), global_step)
+
+    def add_graph(self, graph, global_step=None):
+        """The graph (a sf.Graph, or the bytes of a GraphDef), for TensorBoard's graph view."""
+        data = graph.as_graph_def() if hasattr(graph, "as_graph_def") else bytes(graph)
+        self._write_event(_bytes_field(4, data), global_step)
+
+    def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """A step's run metadata (device placement, step stats) under `tag`."""
+        tagged = _bytes_field(1, tag) + _bytes_field(2, run_metadata.SerializeToString())
+        self._write_event(_bytes_field(8, tagged), global_step)
+
+    def flush(self):
+        self._file.flush()
+
+    def close(self):
+        if not self._closed:
+            self._file.flush()
+            self._file.close()
+            self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+__all__ = ["FileWriter", "histogram", "merge", "merge_all", "scalar"]
