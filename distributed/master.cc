@@ -276,7 +276,8 @@ class MasterSession {
     if (call != nullptr) {
       call->cancellation.SetCancelHook([step] {
         step->Abort(absl::CancelledError(
-            absl::StrCat("step ", step->step_id, " was cancelled by its caller")));
+                        absl::StrCat("step ", step->step_id, " was cancelled by its caller")),
+                    nullptr, /*cancel_calls=*/true);
       });
     }
     for (auto& c : step->calls) {
@@ -368,8 +369,12 @@ class MasterSession {
     std::vector<absl::Status> errors ABSL_GUARDED_BY(mu);
     bool aborted ABSL_GUARDED_BY(mu) = false;
 
-    // Aborts the step on every task whose RunGraph has not answered (once).
-    void Abort(const absl::Status& status, const TaskCall* except = nullptr) {
+    // Aborts the step on every task whose RunGraph has not answered (once). The RunGraph calls
+    // themselves are cancelled only when the caller cancelled the step: after a task's error
+    // they go on until their tasks answer, so that a lost task's own error (UNAVAILABLE, naming
+    // it) is not masked by the cancellations it caused elsewhere (PickError).
+    void Abort(const absl::Status& status, const TaskCall* except = nullptr,
+               bool cancel_calls = false) {
       {
         absl::MutexLock lock(&mu);
         if (aborted) return;
@@ -378,7 +383,7 @@ class MasterSession {
       for (auto& other : calls) {
         if (other.get() == except) continue;
         other->client->AbortStepAsync(step_id, status, [](const absl::Status&) {});
-        if (status.code() == absl::StatusCode::kCancelled) other->cancel.Cancel();
+        if (cancel_calls) other->cancel.Cancel();
       }
     }
 

@@ -212,3 +212,28 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=
     """TF1's tf.nn.embedding_lookup (shardflow.array_ops.embedding_lookup)."""
     from shardflow.array_ops import embedding_lookup as lookup
     return lookup(params, ids, partition_strategy, name, max_norm)
+
+
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
+    """The k largest entries of the last dimension and their indices (ties: the lower index
+    first), as TF1's tf.nn.top_k; returns (values, indices). Built from k argmax steps, so
+    meant for small k (the last dimension's size must be known)."""
+    from shardflow import array_ops, dtypes, ops
+    x = ops.convert_to_tensor(input)
+    if x.shape.ndims is None or x.shape.as_list()[-1] is None:
+        raise ValueError("top_k needs the size of the last dimension")
+    n = x.shape.as_list()[-1]
+    if not 1 <= k <= n:
+        raise ValueError("top_k: k=%d is not in [1, %d]" % (k, n))
+    axis = x.shape.ndims - 1
+    values, indices = [], []
+    rest = x
+    for _ in range(k):
+        idx = ops.argmax(rest, axis=axis, output_type=dtypes.int32)
+        values.append(ops.reduce_max(rest, axis=axis))
+        indices.append(idx)
+        # Take the chosen entry out of the running: far below anything else.
+        far = 3e38 if x.dtype.name == "float32" else 1e300
+        rest = ops.subtract(rest, ops.multiply(array_ops.one_hot(idx, n, dtype=x.dtype), far))
+    return (array_ops.stack(values, axis=axis, name=None),
+            array_ops.stack(indices, axis=axis, name=name))

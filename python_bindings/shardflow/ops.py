@@ -257,8 +257,39 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
         y = sf.matmul(x, w)                  # [batch, in] x [in, out]
         g = sf.matmul(x, x, transpose_a=True)
     """
+    a_t, b_t = convert_to_tensor(a), convert_to_tensor(b)
+    ra, rb = a_t.shape.ndims, b_t.shape.ndims
+    if (ra or 2) > 2 or (rb or 2) > 2:
+        return _batch_matmul(a_t, b_t, transpose_a, transpose_b, name)
     return _out("MatMul", [a, b], {"transpose_a": transpose_a, "transpose_b": transpose_b},
                 name)
+
+
+def _batch_matmul(a, b, transpose_a, transpose_b, name):
+    """matmul of rank-3 (or higher) tensors, TF1's batched matmul: [..., n, k] x [..., k, m].
+    Built from MatMul: a batch times one matrix is one reshaped product; a batch times a batch
+    is one product per item (the batch dimensions must be known)."""
+    from shardflow import array_ops
+    if a.shape.ndims is None or b.shape.ndims is None:
+        raise ValueError("batched matmul needs inputs of known rank")
+    da, db = a.shape.as_list(), b.shape.as_list()
+    if len(db) == 2 and not transpose_a:
+        k = da[-1]
+        flat = reshape(a, [-1, k if k is not None else -1])
+        out = _out("MatMul", [flat, b], {"transpose_a": False, "transpose_b": transpose_b})
+        m = db[0] if transpose_b else db[1]
+        lead = [d if d is not None else -1 for d in da[:-1]]
+        if lead.count(-1) > 1:
+            raise ValueError("batched matmul: at most one unknown leading dimension")
+        return reshape(out, lead + [m], name=name)
+    if len(da) != len(db):
+        raise ValueError("batched matmul of ranks %d and %d is not supported" % (len(da), len(db)))
+    if len(da) != 3 or da[0] is None:
+        raise ValueError("batched matmul of two batches needs rank 3 and a known batch size "
+                         "(got %s and %s)" % (da, db))
+    items = [_out("MatMul", [x, y], {"transpose_a": transpose_a, "transpose_b": transpose_b})
+             for x, y in zip(array_ops.unstack(a), array_ops.unstack(b))]
+    return array_ops.stack(items, axis=0, name=name)
 
 
 # ---- reductions ---------------------------------------------------------------------------

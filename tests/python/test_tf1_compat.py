@@ -436,3 +436,24 @@ def test_rmsprop_and_adagrad_follow_tf1s_update_rules(kind):
                 ms + 1e-6)
             wv -= mom
         np.testing.assert_allclose(got[i], wv, rtol=1e-5, atol=1e-6)
+
+
+def test_batched_matmul_and_top_k_match_numpy():
+    rng = np.random.default_rng(1)
+    av = rng.standard_normal((3, 2, 4)).astype(np.float32)
+    bv = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    mv = rng.standard_normal((4, 5)).astype(np.float32)
+    xv = np.array([[1.0, 5.0, 3.0, 5.0], [0.5, -1.0, 2.0, 0.0]], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        a, b = tf.constant(av), tf.constant(bv)
+        p = tf.placeholder(tf.float32, [None, 2, 4])
+        values, indices = tf.nn.top_k(tf.constant(xv), k=3)
+        with tf.Session() as s:
+            out = s.run([tf.matmul(a, b), tf.matmul(a, tf.constant(mv)), tf.matmul(p, mv),
+                         values, indices], {p: av})
+    np.testing.assert_allclose(out[0], av @ bv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1], av @ mv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[2], av @ mv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[3], [[5, 5, 3], [2, 0.5, 0]])
+    np.testing.assert_array_equal(out[4], [[1, 3, 2], [2, 0, 3]])
