@@ -29,6 +29,7 @@ from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,
                                  convert_to_tensor, device, get_collection, get_default_graph,
                                  name_scope, reset_default_graph)
 from shardflow.gradients import gradients  # noqa: F401
+from shardflow.control_flow import case, cond  # noqa: F401
 from shardflow.array_ops import (argmin, gather, one_hot, pad, range, reduce_all,  # noqa: F401,A004
                                  reduce_any, split, stack, tile, unstack, where)
 from shardflow.ops import *  # noqa: F401,F403

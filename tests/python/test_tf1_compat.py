@@ -457,3 +457,26 @@ def test_batched_matmul_and_top_k_match_numpy():
     np.testing.assert_allclose(out[2], av @ mv, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out[3], [[5, 5, 3], [2, 0.5, 0]])
     np.testing.assert_array_equal(out[4], [[1, 3, 2], [2, 0, 3]])
+
+
+def test_cond_and_case_select_like_tf1_and_refuse_side_effects():
+    g = tf.Graph()
+    with g.as_default():
+        flag = tf.placeholder(tf.bool, [])
+        k = tf.placeholder(tf.int32, [])
+        x = tf.Variable(3.0)
+        y = tf.cond(flag, lambda: x * 2.0, lambda: x - 1.0)
+        pair = tf.cond(flag, lambda: (x, tf.constant(1)), lambda: (-x, tf.constant(2)))
+        picked = tf.case([(tf.equal(k, 0), lambda: tf.constant(10.0)),
+                          (tf.equal(k, 1), lambda: tf.constant(20.0))],
+                         default=lambda: tf.constant(30.0))
+        grad = tf.gradients(y, [x.value()])[0]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run(y, {flag: True}) == 6.0 and s.run(y, {flag: False}) == 2.0
+            assert s.run(grad, {flag: True}) == 2.0 and s.run(grad, {flag: False}) == 1.0
+            v, i = s.run(pair, {flag: False})
+            assert v == -3.0 and i == 2
+            assert [s.run(picked, {k: j}) for j in (0, 1, 5)] == [10.0, 20.0, 30.0]
+        with pytest.raises(ValueError, match="changes state"):
+            tf.cond(flag, lambda: x.assign(1.0), lambda: x.value())
