@@ -103,6 +103,7 @@ void RemoteRendezvous::RecvRemote(const std::string& key, const ParsedRendezvous
   // filled from there by the receiving device.
   const bool to_host = args.allocator == nullptr || args.allocator->IsHostMemory();
   call.allocator = to_host ? args.allocator : nullptr;
+  if (to_host) call.destination = args.destination;
   transport_->RecvTensorAsync(call, cancel.get(),
                               [self = shared_from_this(), this, id, cancel, to_host, args,
                                done = std::move(done)](const absl::Status& s, Tensor t) {

@@ -74,6 +74,8 @@ struct RecvTensorCall {
   std::string key;  // rendezvous key (core/framework/rendezvous.h)
   // Where the received tensor's memory comes from (the receiving device's); borrowed.
   Allocator* allocator = nullptr;  // null = CpuAllocator()
+  // Optional: host memory to decode into when dtype and shape match (RecvArgs::destination).
+  Tensor destination;
 };
 
 class TensorTransport {

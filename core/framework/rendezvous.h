@@ -32,6 +32,11 @@ struct RecvArgs {
   DeviceBase* device = nullptr;
   // The memory the tensor should be in; null = host memory.
   Allocator* allocator = nullptr;
+  // Optional, host memory: where the value should land. A transport that copies the bytes
+  // anyway (from the network) writes them here when dtype and shape match, and hands back this
+  // tensor; otherwise (an in-process value, a mismatch) the value comes as usual and the
+  // receiver copies what it needs.
+  Tensor destination;
 };
 
 class Rendezvous {

@@ -16,6 +16,16 @@
 namespace shardflow {
 namespace {
 
+// Whether `destination` can take the reply's bytes (RecvArgs::destination).
+bool Fits(const Tensor& destination, const RecvTensorReply& reply) {
+  return destination.IsInitialized() && reply.dtype() != DT_STRING &&
+         destination.dtype() == reply.dtype() && destination.shape() == reply.shape();
+}
+
+}  // namespace
+
+namespace {
+
 // A RecvTensor request for [offset, offset + length) of `key` (length 0 = the whole tensor), as
 // the raw method sends it.
 grpc::ByteBuffer RecvTensorRequestBuffer(int64_t step_id, const std::string& key, int64_t offset,
@@ -219,10 +229,12 @@ void GrpcWorkerClient::CleanupGraphAsync(const std::string& graph_handle, Status
 class RangedRecvTensor : public std::enable_shared_from_this<RangedRecvTensor> {
  public:
   RangedRecvTensor(GrpcWorkerClient* client, int64_t step_id, std::string key, Allocator* allocator,
-                   CallCancellation* cancel, GrpcWorkerClient::TensorCallback done)
+                   CallCancellation* cancel, GrpcWorkerClient::TensorCallback done,
+                   Tensor destination)
       : client_(client),
         step_id_(step_id),
         key_(std::move(key)),
+        destination_(std::move(destination)),
         allocator_(allocator != nullptr ? allocator : CpuAllocator()),
         cancel_(cancel),
         chunk_bytes_(client->options_.recv_chunk_bytes),
@@ -342,9 +354,13 @@ class RangedRecvTensor : public std::enable_shared_from_this<RangedRecvTensor> {
           absl::StrCat("asked for bytes [", offset, ", +", length, ") but got [",
                        reply.range_offset(), ", +", reply.range_length(), ")")));
     }
-    auto created = Tensor::Create(allocator_, reply.dtype(), reply.shape());
-    if (!created.ok()) return Describe(created.status());
-    dst_ = std::move(created).value();
+    if (Fits(destination_, reply)) {
+      dst_ = destination_;
+    } else {
+      auto created = Tensor::Create(allocator_, reply.dtype(), reply.shape());
+      if (!created.ok()) return Describe(created.status());
+      dst_ = std::move(created).value();
+    }
     next_offset_ = offset + reply.range_length();
     bytes_left_ = total_bytes_;
     return absl::OkStatus();
@@ -396,6 +412,7 @@ class RangedRecvTensor : public std::enable_shared_from_this<RangedRecvTensor> {
   GrpcWorkerClient* const client_;
   const int64_t step_id_;
   const std::string key_;
+  Tensor destination_;  // may be uninitialized (RecvTensorAsync)
   Allocator* const allocator_;
   CallCancellation* const cancel_;
   const int64_t chunk_bytes_;
@@ -418,7 +435,7 @@ class RangedRecvTensor : public std::enable_shared_from_this<RangedRecvTensor> {
 
 void GrpcWorkerClient::RecvTensorAsync(int64_t step_id, const std::string& key,
                                        Allocator* allocator, CallCancellation* cancel,
-                                       TensorCallback done) {
+                                       TensorCallback done, Tensor destination) {
   // The first call is a plain one, so that a small tensor (the latency path) costs no more than
   // before ranges existed; only a reply holding part of a tensor sets up a RangedRecvTensor.
   const int64_t first_length = std::max<int64_t>(0, options_.recv_chunk_bytes);
@@ -431,7 +448,7 @@ void GrpcWorkerClient::RecvTensorAsync(int64_t step_id, const std::string& key,
       },
       response.get(), cancel,
       [this, response, key, step_id, allocator, cancel, first_length,
-       done = std::move(done)](const grpc::Status& s) {
+       destination = std::move(destination), done = std::move(done)](const grpc::Status& s) {
         if (!s.ok()) {
           done(Annotate("RecvTensor", s), Tensor());
           return;
@@ -446,6 +463,16 @@ void GrpcWorkerClient::RecvTensorAsync(int64_t step_id, const std::string& key,
           done(describe(reply.status()), Tensor());
           return;
         }
+        if (reply->whole() && Fits(destination, *reply)) {
+          Tensor into = destination;
+          absl::Status copied = reply->CopyInto(&into);
+          if (!copied.ok()) {
+            done(describe(copied), Tensor());
+          } else {
+            done(absl::OkStatus(), std::move(into));
+          }
+          return;
+        }
         if (reply->whole()) {
           auto tensor = reply->ToTensor(allocator);
           if (!tensor.ok()) {
@@ -455,7 +482,7 @@ void GrpcWorkerClient::RecvTensorAsync(int64_t step_id, const std::string& key,
           }
           return;
         }
-        std::make_shared<RangedRecvTensor>(this, step_id, key, allocator, cancel, done)
+        std::make_shared<RangedRecvTensor>(this, step_id, key, allocator, cancel, done, destination)
             ->Continue(std::move(reply).value(), first_length);
       });
 }
@@ -512,7 +539,8 @@ void GrpcTensorTransport::RecvTensorAsync(const RecvTensorCall& call, CallCancel
     done(client.status(), Tensor());
     return;
   }
-  (*client)->RecvTensorAsync(call.step_id, call.key, call.allocator, cancel, std::move(done));
+  (*client)->RecvTensorAsync(call.step_id, call.key, call.allocator, cancel, std::move(done),
+                             call.destination);
 }
 
 }  // namespace shardflow

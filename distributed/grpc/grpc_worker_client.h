@@ -101,8 +101,11 @@ class GrpcWorkerClient final : public WorkerInterface {
   // tensor larger than options.recv_chunk_bytes comes as several ranged calls; `done` is called
   // once, after every one of them has finished, with the first error if any (the others are
   // cancelled then). `cancel` (may be null) is borrowed until `done` and ends them all.
+  // With an initialized `destination` of the reply's dtype and shape, the bytes are decoded
+  // into it (and it is what `done` gets) instead of into a new tensor.
   void RecvTensorAsync(int64_t step_id, const std::string& key, Allocator* allocator,
-                       CallCancellation* cancel, TensorCallback done);
+                       CallCancellation* cancel, TensorCallback done,
+                       Tensor destination = Tensor());
 
  private:
   friend class RangedRecvTensor;

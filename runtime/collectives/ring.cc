@@ -246,9 +246,15 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
   }
   const int from = Mod(r - 1, n);
   const Timer::Id watch = state->Watch(from);
+  // The all-gather's chunks belong in the output as they are: a transport that copies them off
+  // the network anyway writes them there (no second copy, no temporary).
+  RecvArgs args;
+  if (!reduce_scatter && recv_count > 0)
+    args.destination = View(state->out, recv_offset, recv_count);
   state->rendezvous->RecvAsync(
-      Key(p, from, r, what), [state, lane, step, reduce_scatter, recv_offset, recv_count, from,
-                              watch](const absl::Status& s, const Tensor& value) {
+      Key(p, from, r, what), args,
+      [state, lane, step, reduce_scatter, recv_offset, recv_count, from, watch](
+          const absl::Status& s, const Tensor& value) {
         CallState::Received(watch);
         if (!s.ok()) {
           state->Finish(s);
@@ -277,7 +283,7 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
           if (step == p.group_size - 2 && p.reduction == ReductionOp::kMean) {
             Divide(value.dtype(), dst, recv_count, p.group_size);
           }
-        } else if (recv_count > 0) {
+        } else if (recv_count > 0 && value.raw_data() != dst) {
           std::memcpy(dst, value.raw_data(), value.TotalBytes());
         }
         RunLaneStep(state, lane, step + 1);
