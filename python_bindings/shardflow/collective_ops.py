@@ -15,7 +15,7 @@ Example::
 """
 
 from shardflow import dtypes
-from shardflow.framework import convert_to_tensor
+from shardflow.framework import _plain_dims, convert_to_tensor
 from shardflow.ops import _graph_of
 
 
@@ -44,7 +44,7 @@ def broadcast_send(t, shape, dtype, group_size, group_key, instance_key,
         raise ValueError("broadcast_send: dtype %s does not match the tensor's %s"
                          % (dtypes.as_dtype(dtype).name, t.dtype.name))
     attrs = _attrs(group_size, group_key, instance_key, communication_hint, timeout)
-    attrs["shape"] = list(shape)
+    attrs["shape"] = _plain_dims(shape)
     return _graph_of(t)._add_op("CollectiveBcastSend", [t], attrs, name).outputs[0]
 
 
@@ -52,7 +52,7 @@ def broadcast_recv(shape, dtype, group_size, group_key, instance_key,
                    communication_hint="auto", timeout=0, name=None):
     """A receiver of a broadcast: the broadcast_send member's tensor (of ``shape``)."""
     attrs = _attrs(group_size, group_key, instance_key, communication_hint, timeout)
-    attrs.update({"shape": list(shape), "T": dtypes.as_dtype(dtype)._enum})
+    attrs.update({"shape": _plain_dims(shape), "T": dtypes.as_dtype(dtype)._enum})
     return _graph_of()._add_op("CollectiveBcastRecv", [], attrs, name).outputs[0]
 
 

@@ -11,7 +11,7 @@ gradient (0 * inf), as with tf.where.
 """
 
 from shardflow import dtypes, ops
-from shardflow.framework import Operation, Tensor, convert_to_tensor, get_default_graph
+from shardflow.framework import Operation, convert_to_tensor, get_default_graph
 
 _STATEFUL = ("Assign", "ResourceApply", "Queue", "ResourceAccumulator", "Collective", "Save",
              "Restore")

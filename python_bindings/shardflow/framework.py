@@ -58,6 +58,13 @@ class _UnknownDimension:
         return "Dimension(None)"
 
 
+def _plain_dims(shape):
+    """A shape as a list of ints and None (from a TensorShape, its Dimensions, or a list)."""
+    if isinstance(shape, TensorShape):
+        return shape.as_list()
+    return [None if d is None or getattr(d, "value", 0) is None else int(d) for d in shape]
+
+
 class TensorShape:
     """A static shape: a list of dimensions (None = unknown), or an unknown rank.
 

@@ -13,7 +13,7 @@ of the other operand (``x * 2`` multiplies a float32 ``x`` by 2.0).
 import numpy as np
 
 from shardflow import dtypes
-from shardflow.framework import (Tensor, TensorShape, _InputList, _literal,
+from shardflow.framework import (Tensor, TensorShape, _InputList, _literal, _plain_dims,
                                  convert_to_tensor, get_default_graph)
 
 
@@ -47,7 +47,7 @@ def placeholder(dtype, shape=None, name=None):
         x = sf.placeholder(sf.float32, [None, 784], name="images")
     """
     dt = dtypes.as_dtype(dtype)
-    attrs = {"dtype": dt._enum, "shape": None if shape is None else list(shape)}
+    attrs = {"dtype": dt._enum, "shape": None if shape is None else _plain_dims(shape)}
     return _out("Placeholder", [], attrs, name)
 
 
@@ -64,7 +64,7 @@ def constant(value, dtype=None, shape=None, name=None):
     else:
         arr = _literal(value)
     if shape is not None:
-        shape = list(shape)
+        shape = _plain_dims(shape)
         if arr.size == 1:
             arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
         else:
@@ -113,7 +113,7 @@ def _shape_input(shape):
     """A shape argument: a tensor (e.g. sf.shape(x)) as it is, else a list of ints."""
     if isinstance(shape, Tensor):
         return shape
-    return np.asarray(list(shape), dtype=np.int32)
+    return np.asarray(_plain_dims(shape), dtype=np.int32)
 
 
 def _scaled(make_sample, scale, offset, default_scale, default_offset, name):

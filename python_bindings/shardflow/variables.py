@@ -13,8 +13,8 @@ Example::
 import numpy as np
 
 from shardflow import dtypes
-from shardflow.framework import (GraphKeys, Tensor, _TensorOperators, _literal, _to_input,
-                                 get_default_graph)
+from shardflow.framework import (GraphKeys, Tensor, _TensorOperators, _literal, _plain_dims,
+                                 _to_input, get_default_graph)
 
 
 class Initializer:
@@ -28,7 +28,7 @@ class Initializer:
     def __call__(self, shape, dtype=dtypes.float32, name=None):
         g = get_default_graph()
         with g.name_scope(name or self.kind):
-            ref = g._handle.initializer(self.kind, list(shape), self.seed,
+            ref = g._handle.initializer(self.kind, _plain_dims(shape), self.seed,
                                         dtypes.as_dtype(dtype)._enum, self.value, g._ctx())
         op = g.get_operation_by_name(ref.node)
         return op.outputs[ref.index]
@@ -122,7 +122,7 @@ class Variable(_TensorOperators):
                                            dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
             initial_value = _literal(initial_value)
             if shape is not None:
-                initial_value = np.broadcast_to(initial_value, list(shape)).copy()
+                initial_value = np.broadcast_to(initial_value, _plain_dims(shape)).copy()
         handle, read, init_name, shared_name = g._handle.create_variable(
             _to_input(g, initial_value), bool(trainable), g._ctx(name or "Variable"))
         self.graph = g

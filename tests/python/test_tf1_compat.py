@@ -480,3 +480,19 @@ def test_cond_and_case_select_like_tf1_and_refuse_side_effects():
             assert [s.run(picked, {k: j}) for j in (0, 1, 5)] == [10.0, 20.0, 30.0]
         with pytest.raises(ValueError, match="changes state"):
             tf.cond(flag, lambda: x.assign(1.0), lambda: x.value())
+
+
+def test_static_shapes_can_be_passed_where_shapes_go():
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        y = tf.placeholder(tf.float32, shape=x.get_shape())      # TensorShape with None
+        w = tf.Variable(tf.zeros(tf.TensorShape([3, 2])))
+        z = tf.zeros(w.get_shape()) + tf.ones(list(w.shape))
+        r = tf.reshape(tf.matmul(y, w), [-1, w.shape[1]])
+        assert y.shape.as_list() == [None, 3]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            out = s.run([z, r], {y: np.ones((2, 3), np.float32)})
+    np.testing.assert_allclose(out[0], np.ones((3, 2)))
+    assert out[1].shape == (2, 2)
