@@ -5,9 +5,43 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "core/platform/status.h"
+#include "distributed/protocol.h"
 #include "glog/logging.h"
 
 namespace shardflow {
+
+std::vector<absl::Status> ProbeTasks(const std::vector<std::shared_ptr<WorkerInterface>>& workers,
+                                     absl::Duration timeout) {
+  std::vector<GetStatusResponse> responses(workers.size());
+  std::vector<absl::Status> statuses(workers.size());
+  absl::BlockingCounter pending(static_cast<int>(workers.size()));
+  for (size_t i = 0; i < workers.size(); ++i) {
+    workers[i]->GetStatusAsync(
+        &responses[i],
+        [&statuses, &pending, i](const absl::Status& s) {
+          statuses[i] = s;
+          pending.DecrementCount();
+        },
+        absl::ToInt64Milliseconds(timeout), /*wait_for_ready=*/true);
+  }
+  pending.Wait();
+  return statuses;
+}
+
+absl::StatusOr<std::shared_ptr<WorkerCacheInterface>> NewProbeCache(
+    const SecurityOptions& security) {
+  WorkerClientOptions client;
+  client.security = security;
+  return NewWorkerCache(kDefaultProtocol, client);
+}
+
+absl::StatusOr<std::shared_ptr<PeerWatch>> PeerWatch::Start(const ClusterSpec& spec,
+                                                            const std::vector<TaskId>& tasks,
+                                                            const SecurityOptions& security,
+                                                            PeerWatchOptions options) {
+  SF_ASSIGN_OR_RETURN(std::shared_ptr<WorkerCacheInterface> probes, NewProbeCache(security));
+  return Start(std::move(probes), spec, tasks, options);
+}
 
 absl::StatusOr<std::shared_ptr<PeerWatch>> PeerWatch::Start(
     std::shared_ptr<WorkerCacheInterface> probes, const ClusterSpec& spec,
@@ -75,31 +109,18 @@ void PeerWatch::Lose(absl::Status status) {
 }
 
 void PeerWatch::ProbeAll() {
-  struct Probe {
-    GetStatusResponse response;
-    absl::Status status;
-  };
-  std::vector<Probe> probes(peers_.size());
-  absl::BlockingCounter pending(static_cast<int>(peers_.size()));
-  for (size_t i = 0; i < peers_.size(); ++i) {
-    peers_[i].worker->GetStatusAsync(
-        &probes[i].response,
-        [&probes, &pending, i](const absl::Status& s) {
-          probes[i].status = s;
-          pending.DecrementCount();
-        },
-        absl::ToInt64Milliseconds(options_.probe_timeout), /*wait_for_ready=*/true);
-  }
-  pending.Wait();
+  std::vector<std::shared_ptr<WorkerInterface>> workers;
+  for (const Peer& p : peers_) workers.push_back(p.worker);
+  const std::vector<absl::Status> statuses = ProbeTasks(workers, options_.probe_timeout);
   const absl::Time now = absl::Now();
   for (size_t i = 0; i < peers_.size(); ++i) {
     Peer& p = peers_[i];
-    if (probes[i].status.ok()) {
+    if (statuses[i].ok()) {
       p.seen = true;
       p.last_answer = now;
       continue;
     }
-    p.last_error = std::string(probes[i].status.message());
+    p.last_error = std::string(statuses[i].message());
     if (p.seen && now - p.last_answer >= options_.lost_after) {
       Lose(absl::UnavailableError(absl::StrCat(
           "task ", p.task, " at ", p.address, " stopped answering ",

@@ -30,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "distributed/cluster_spec.h"
+#include "distributed/security.h"
 #include "distributed/worker_interface.h"
 
 namespace shardflow {
@@ -42,6 +43,17 @@ struct PeerWatchOptions {
   absl::Duration first_wait = absl::Minutes(2);
 };
 
+// GetStatus of every worker at once (waiting up to `timeout` for a reconnecting channel);
+// their statuses, in order. Shared by PeerWatch and the CLI's serving tasks.
+std::vector<absl::Status> ProbeTasks(const std::vector<std::shared_ptr<WorkerInterface>>& workers,
+                                     absl::Duration timeout);
+
+// A worker cache of its own for probes, reaching tasks with `security`: a probe that finds a
+// task down leaves its channel backing off, which must not be the channel a transport pulls
+// tensors on.
+absl::StatusOr<std::shared_ptr<WorkerCacheInterface>> NewProbeCache(
+    const SecurityOptions& security);
+
 class PeerWatch {
  public:
   // Starts probing `tasks` of `spec` through `probes` (a worker cache of its own: a probe that
@@ -50,6 +62,11 @@ class PeerWatch {
   static absl::StatusOr<std::shared_ptr<PeerWatch>> Start(
       std::shared_ptr<WorkerCacheInterface> probes, const ClusterSpec& spec,
       const std::vector<TaskId>& tasks, PeerWatchOptions options = {});
+  // The same through a probe cache of its own (NewProbeCache).
+  static absl::StatusOr<std::shared_ptr<PeerWatch>> Start(const ClusterSpec& spec,
+                                                          const std::vector<TaskId>& tasks,
+                                                          const SecurityOptions& security,
+                                                          PeerWatchOptions options = {});
   ~PeerWatch();
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;

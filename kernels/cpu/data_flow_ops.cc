@@ -167,15 +167,6 @@ std::function<void(const absl::Status&, Tensor)> OutputOrError(OpKernelContext* 
   };
 }
 
-absl::StatusOr<ResourceMgr*> ResourcesOf(OpKernelContext* ctx) {
-  ResourceMgr* rm = ctx->device()->resource_manager();
-  if (rm == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("device ", ctx->device()->name(), " keeps no resources"));
-  }
-  return rm;
-}
-
 template <typename T>
 absl::StatusOr<std::shared_ptr<T>> LookupHandle(OpKernelContext* ctx) {
   SF_ASSIGN_OR_RETURN(ResourceMgr * rm, ResourcesOf(ctx));
@@ -188,38 +179,26 @@ absl::StatusOr<std::shared_ptr<T>> LookupHandle(OpKernelContext* ctx) {
 template <typename T>
 class ResourceHandleKernel : public OpKernel {
  public:
-  explicit ResourceHandleKernel(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("shared_name", &name_);
-    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
-    if (s.ok()) s = c->GetAttr("shape", &shape_);
-    if (!s.ok()) c->SetStatus(s);
-    if (name_.empty()) name_ = c->def().name();
-    handle_ = Tensor(DT_STRING, TensorShape());
-    handle_.data<std::string>()[0] = name_;
-  }
+  explicit ResourceHandleKernel(OpKernelConstruction* c)
+      : OpKernel(c), attrs_(ReadHandleAttrs(c)) {}
   bool IsExpensive() const override { return false; }
   void Compute(OpKernelContext* ctx) override {
     auto rm = ResourcesOf(ctx);
     OP_REQUIRES_OK(ctx, rm.status());
     auto made = (*rm)->LookupOrCreateResource<T>(
-        name_, [this]() -> absl::StatusOr<std::shared_ptr<T>> { return Make(); });
+        attrs_.name, [this]() -> absl::StatusOr<std::shared_ptr<T>> { return Make(); });
     OP_REQUIRES_OK(ctx, made.status());
-    OP_REQUIRES(ctx, (*made)->dtype() == dtype_,
+    OP_REQUIRES(ctx, (*made)->dtype() == attrs_.dtype,
                 absl::InvalidArgumentError(
-                    absl::StrCat("resource '", name_, "' exists as ", (*made)->DebugString(),
-                                 "; this graph declares it ", DataTypeString(dtype_))));
-    ctx->set_output(0, handle_);
+                    absl::StrCat("resource '", attrs_.name, "' exists as ", (*made)->DebugString(),
+                                 "; this graph declares it ", DataTypeString(attrs_.dtype))));
+    ctx->set_output(0, attrs_.handle);
   }
 
  protected:
   virtual std::shared_ptr<T> Make() const = 0;
 
-  std::string name_;
-  DataType dtype_ = DT_INVALID;
-  TensorShape shape_;
-
- private:
-  Tensor handle_;
+  const HandleAttrs attrs_;
 };
 
 // ---- gradient accumulator ----------------------------------------------------------------
@@ -403,7 +382,7 @@ class AccumulatorHandleOp : public ResourceHandleKernel<GradientAccumulator> {
 
  private:
   std::shared_ptr<GradientAccumulator> Make() const override {
-    return std::make_shared<GradientAccumulator>(name_, dtype_, shape_, mean_);
+    return std::make_shared<GradientAccumulator>(attrs_.name, attrs_.dtype, attrs_.shape, mean_);
   }
   bool mean_ = true;
 };
@@ -595,9 +574,9 @@ class FifoQueueHandleOp : public ResourceHandleKernel<FifoQueue> {
  public:
   explicit FifoQueueHandleOp(OpKernelConstruction* c) : ResourceHandleKernel(c) {
     absl::Status s = c->GetAttr("capacity", &capacity_);
-    if (s.ok() && (dtype_ == DT_STRING || dtype_ == DT_INVALID)) {
+    if (s.ok() && (attrs_.dtype == DT_STRING || attrs_.dtype == DT_INVALID)) {
       s = absl::InvalidArgumentError(absl::StrCat("FIFOQueueV2 '", c->def().name(),
-                                                  "': elements of ", DataTypeString(dtype_),
+                                                  "': elements of ", DataTypeString(attrs_.dtype),
                                                   " are not supported; use a numeric dtype"));
     }
     if (!s.ok()) c->SetStatus(s);
@@ -605,7 +584,7 @@ class FifoQueueHandleOp : public ResourceHandleKernel<FifoQueue> {
 
  private:
   std::shared_ptr<FifoQueue> Make() const override {
-    return std::make_shared<FifoQueue>(name_, dtype_, shape_, capacity_);
+    return std::make_shared<FifoQueue>(attrs_.name, attrs_.dtype, attrs_.shape, capacity_);
   }
   int64_t capacity_ = -1;
 };

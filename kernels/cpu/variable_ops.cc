@@ -7,12 +7,29 @@
 
 namespace shardflow {
 
-absl::StatusOr<std::shared_ptr<Variable>> LookupVariable(OpKernelContext* ctx, int input) {
+absl::StatusOr<ResourceMgr*> ResourcesOf(OpKernelContext* ctx) {
   ResourceMgr* rm = ctx->device()->resource_manager();
   if (rm == nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("device ", ctx->device()->name(), " keeps no variables"));
+        absl::StrCat("device ", ctx->device()->name(), " keeps no variables or other resources"));
   }
+  return rm;
+}
+
+HandleAttrs ReadHandleAttrs(OpKernelConstruction* c) {
+  HandleAttrs a;
+  absl::Status s = c->GetAttr("shared_name", &a.name);
+  if (s.ok()) s = c->GetAttr("dtype", &a.dtype);
+  if (s.ok()) s = c->GetAttr("shape", &a.shape);
+  if (!s.ok()) c->SetStatus(s);
+  if (a.name.empty()) a.name = c->def().name();
+  a.handle = Tensor(DT_STRING, TensorShape());
+  a.handle.data<std::string>()[0] = a.name;
+  return a;
+}
+
+absl::StatusOr<std::shared_ptr<Variable>> LookupVariable(OpKernelContext* ctx, int input) {
+  SF_ASSIGN_OR_RETURN(ResourceMgr * rm, ResourcesOf(ctx));
   SF_ASSIGN_OR_RETURN(std::string name, ResourceHandleName(ctx, input));
   return rm->Lookup(name);
 }
@@ -36,30 +53,17 @@ namespace {
 
 class VarHandleOp : public OpKernel {
  public:
-  explicit VarHandleOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("shared_name", &name_);
-    if (s.ok()) s = c->GetAttr("dtype", &dtype_);
-    if (s.ok()) s = c->GetAttr("shape", &shape_);
-    if (!s.ok()) c->SetStatus(s);
-    if (name_.empty()) name_ = c->def().name();
-    handle_ = Tensor(DT_STRING, TensorShape());
-    handle_.data<std::string>()[0] = name_;
-  }
+  explicit VarHandleOp(OpKernelConstruction* c) : OpKernel(c), attrs_(ReadHandleAttrs(c)) {}
   bool IsExpensive() const override { return false; }
   void Compute(OpKernelContext* ctx) override {
-    ResourceMgr* rm = ctx->device()->resource_manager();
-    OP_REQUIRES(ctx, rm != nullptr,
-                absl::FailedPreconditionError(
-                    absl::StrCat("device ", ctx->device()->name(), " keeps no variables")));
-    OP_REQUIRES_OK(ctx, rm->LookupOrCreate(name_, dtype_, shape_).status());
-    ctx->set_output(0, handle_);
+    auto rm = ResourcesOf(ctx);
+    OP_REQUIRES_OK(ctx, rm.status());
+    OP_REQUIRES_OK(ctx, (*rm)->LookupOrCreate(attrs_.name, attrs_.dtype, attrs_.shape).status());
+    ctx->set_output(0, attrs_.handle);
   }
 
  private:
-  std::string name_;
-  DataType dtype_ = DT_INVALID;
-  TensorShape shape_;
-  Tensor handle_;
+  const HandleAttrs attrs_;
 };
 
 class ReadVariableOp : public OpKernel {

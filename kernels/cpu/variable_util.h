@@ -11,6 +11,21 @@
 
 namespace shardflow {
 
+// The device's resource manager (variables, queues, accumulators); FAILED_PRECONDITION naming
+// the device when it keeps none.
+absl::StatusOr<ResourceMgr*> ResourcesOf(OpKernelContext* ctx);
+
+// What a handle op (VarHandleOp, FIFOQueueV2, ...) is built with: its attrs shared_name (the
+// node's name when empty), dtype and shape, and the handle it outputs (the name as a string
+// scalar). Missing attrs are errors set on `c`.
+struct HandleAttrs {
+  std::string name;
+  DataType dtype = DT_INVALID;
+  TensorShape shape;
+  Tensor handle;
+};
+HandleAttrs ReadHandleAttrs(OpKernelConstruction* c);
+
 // The resource name a handle (a string scalar) in input `input` holds.
 absl::StatusOr<std::string> ResourceHandleName(OpKernelContext* ctx, int input);
 // The variable named by the string handle in input `input`.

@@ -14,7 +14,6 @@
 #include "distributed/cluster_resolver.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/peer_watch.h"
-#include "distributed/protocol.h"
 #include "distributed/server.h"
 #include "python_bindings/src/status_exceptions.h"
 
@@ -82,14 +81,8 @@ class ServerHandle {
     if (master == nullptr) return;
     std::vector<TaskId> ids;
     for (const auto& [job, task] : tasks) ids.push_back({job, task});
-    WorkerClientOptions client;
-    client.security = security_;
     py::gil_scoped_release release;
-    absl::StatusOr<std::shared_ptr<WorkerCacheInterface>> probes =
-        NewWorkerCache(kDefaultProtocol, client);
-    absl::StatusOr<std::shared_ptr<PeerWatch>> watch =
-        probes.ok() ? PeerWatch::Start(*probes, cluster_, ids)
-                    : absl::StatusOr<std::shared_ptr<PeerWatch>>(probes.status());
+    absl::StatusOr<std::shared_ptr<PeerWatch>> watch = PeerWatch::Start(cluster_, ids, security_);
     if (!watch.ok()) {
       py::gil_scoped_acquire acquire;
       ThrowIfError(watch.status());

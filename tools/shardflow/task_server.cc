@@ -6,11 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
 #include "core/framework/resource_mgr.h"
 #include "core/platform/status.h"
-#include "distributed/protocol.h"
+#include "distributed/peer_watch.h"
 #include "distributed/worker_interface.h"
 #include "glog/logging.h"
 #include "ops/ops.h"
@@ -92,11 +91,7 @@ absl::Status MarkJobDone(const ClusterFlags& cluster, const std::vector<TaskId>&
 absl::Status ServeUntilTasksLeave(Server* server, const ClusterSpec& spec,
                                   const std::vector<TaskId>& tasks, const SecurityOptions& security,
                                   absl::Duration first_wait, absl::Duration gone_after) {
-  // Probed through a cache of its own: a probe that finds a task not up yet leaves its channel
-  // backing off, which must not be the channel the task's transport pulls tensors on.
-  WorkerClientOptions client;
-  client.security = security;
-  SF_ASSIGN_OR_RETURN(auto probes, NewWorkerCache(kDefaultProtocol, client));
+  SF_ASSIGN_OR_RETURN(auto probes, NewProbeCache(security));
   std::vector<std::shared_ptr<WorkerInterface>> workers;
   std::vector<std::string> named;
   for (const TaskId& t : tasks) {
@@ -118,19 +113,7 @@ absl::Status ServeUntilTasksLeave(Server* server, const ClusterSpec& spec,
   absl::Time last_answer = start;
   std::string last_error;
   while (true) {
-    std::vector<GetStatusResponse> responses(workers.size());
-    std::vector<absl::Status> statuses(workers.size());
-    absl::BlockingCounter pending(static_cast<int>(workers.size()));
-    for (size_t i = 0; i < workers.size(); ++i) {
-      workers[i]->GetStatusAsync(
-          &responses[i],
-          [&statuses, &pending, i](const absl::Status& s) {
-            statuses[i] = s;
-            pending.DecrementCount();
-          },
-          /*timeout_ms=*/1000, /*wait_for_ready=*/true);
-    }
-    pending.Wait();
+    const std::vector<absl::Status> statuses = ProbeTasks(workers, absl::Seconds(1));
     const absl::Time now = absl::Now();
     bool any = false;
     for (const absl::Status& s : statuses) {

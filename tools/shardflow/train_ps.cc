@@ -9,7 +9,6 @@
 #include "absl/time/clock.h"
 #include "core/platform/status.h"
 #include "distributed/cluster_spec.h"
-#include "distributed/protocol.h"
 
 namespace shardflow {
 namespace {
@@ -63,11 +62,7 @@ absl::StatusOr<std::shared_ptr<PeerWatch>> WatchOtherTasks(const TrainConfig& c)
   for (const TaskId& t : spec.tasks()) {
     if (t.job != c.job || t.task != c.task) others.push_back(t);
   }
-  WorkerClientOptions client;
-  client.security = c.cluster.Security();
-  SF_ASSIGN_OR_RETURN(std::shared_ptr<WorkerCacheInterface> probes,
-                      NewWorkerCache(kDefaultProtocol, client));
-  return PeerWatch::Start(std::move(probes), spec, others);
+  return PeerWatch::Start(spec, others, c.cluster.Security());
 }
 
 absl::Status StartParameterServerWorker(Session* session, const TrainGraph& g, const TrainConfig& c,
