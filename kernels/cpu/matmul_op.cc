@@ -79,7 +79,16 @@ class OneDnnMatMulOp : public OpKernel {
                   absl::InternalError(absl::StrCat("dnnl_sgemm failed with status ", st)));
       return;
     }
-    const Cached& cached = GetPrimitive(d);
+    const Cached* found = nullptr;
+    try {
+      found = &GetPrimitive(d);
+    } catch (const dnnl::error&) {
+      // oneDNN has no bf16 matmul for this processor (AVX2 without AVX512-BF16 or AMX): widen
+      // to fp32, multiply there, round back (what the bf16 primitive computes, accumulating in
+      // fp32). Regression test: the conformance test's bf16 MatMul on such a machine.
+      return Fp32Fallback(ctx, d, out);
+    }
+    const Cached& cached = *found;
     dnnl::engine& eng = CpuEngine();
     dnnl::memory a_mem(cached.pd.src_desc(), eng, const_cast<void*>(ctx->input(0).raw_data()));
     dnnl::memory b_mem(cached.pd.weights_desc(), eng, const_cast<void*>(ctx->input(1).raw_data()));
@@ -101,6 +110,29 @@ class OneDnnMatMulOp : public OpKernel {
   }
 
  private:
+  void Fp32Fallback(OpKernelContext* ctx, const MatMulDims& d, Tensor* out) {
+    auto widen = [&](const Tensor& t, Tensor* wide) {
+      OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, t.shape(), wide));
+      const T* src = t.data<T>();
+      float* dst = wide->data<float>();
+      for (int64_t i = 0; i < t.NumElements(); ++i) dst[i] = static_cast<float>(src[i]);
+    };
+    Tensor a, b, c;
+    widen(ctx->input(0), &a);
+    widen(ctx->input(1), &b);
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, out->shape(), &c));
+    if (!ctx->status().ok()) return;
+    const int64_t lda = a.dim_size(1), ldb = b.dim_size(1);
+    dnnl_status_t st =
+        dnnl_sgemm(ta_ ? 'T' : 'N', tb_ ? 'T' : 'N', d.m, d.n, d.k, 1.0f, a.data<float>(), lda,
+                   b.data<float>(), ldb, 0.0f, c.data<float>(), d.n);
+    OP_REQUIRES(ctx, st == dnnl_success,
+                absl::InternalError(absl::StrCat("dnnl_sgemm failed with status ", st)));
+    const float* src = c.data<float>();
+    T* dst = out->data<T>();
+    for (int64_t i = 0; i < out->NumElements(); ++i) dst[i] = static_cast<T>(src[i]);
+  }
+
   struct Cached {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
