@@ -72,7 +72,8 @@ Worker::Worker(std::string task, std::vector<Device*> devices, TensorTransport* 
       devices_(std::move(devices)),
       transport_(transport),
       incarnation_(incarnation),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      functions_(devices_, SessionOptionsProto()) {}
 
 Worker::~Worker() { Shutdown(); }
 
@@ -388,6 +389,7 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   exec_args.stats = request->trace() ? &state->stats : nullptr;
   exec_args.check_numerics = request->check_numerics();
   exec_args.cancelled = cancelled;
+  exec_args.function_library = &functions_;
   const bool trace = request->trace();
   // The step's time limit: its executors are cancelled through the rendezvous's abort.
   std::optional<Timer::Id> deadline;

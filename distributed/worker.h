@@ -55,6 +55,7 @@
 #include "distributed/transport.h"
 #include "runtime/device.h"
 #include "runtime/executor.h"
+#include "runtime/function_runtime.h"
 
 namespace shardflow {
 
@@ -192,6 +193,9 @@ class Worker {
   TensorTransport* const transport_;
   const uint64_t incarnation_;
   const WorkerOptions options_;
+  // Runs the graph functions of this task's steps (While) on its devices; declared before the
+  // registered graphs, whose executors use it.
+  FunctionRuntime functions_;
 
   mutable absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;

@@ -53,9 +53,16 @@ absl::Status ConcatGrad(const Scope& s, const Operation& op, const Grads& dy, Gr
   for (int i = 0; i < n; ++i) {
     Output x = GradInput(op, i);
     int64_t size = x.shape().dim(static_cast<int>(axis));
+    if (size < 0 && i == n - 1) {  // the last piece: the rest of dy, whatever its size
+      std::vector<int32_t> begin(rank, 0), sizes(rank, -1);
+      begin[axis] = offset;
+      dx->push_back(ops::Slice(s, dy[0], Tensor::FromVector(begin), Tensor::FromVector(sizes)));
+      break;
+    }
     if (size < 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          "the gradient of Concat needs every input's size along axis ", axis, " at build time"));
+      return absl::UnimplementedError(
+          absl::StrCat("the gradient of Concat needs every input's size along axis ", axis,
+                       " but the last one's at build time"));
     }
     std::vector<int32_t> begin(rank, 0), sizes(rank, -1);
     begin[axis] = offset;
@@ -67,46 +74,49 @@ absl::Status ConcatGrad(const Scope& s, const Operation& op, const Grads& dy, Gr
   return absl::OkStatus();
 }
 
-// Slice: dy goes back into zeros of the input's shape at `begin` (the input's shape and begin
-// and size must be known when the graph is built; padded with zero blocks along each
-// dimension, as the engine has no Pad kernel yet).
+// Slice: dy goes back into zeros of the input's shape at `begin` (begin and size must be
+// constant; padded with zero blocks along each dimension, as the engine has no Pad kernel yet).
 absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
   Output x = GradInput(op, 0);
   const Tensor* begin_t = GradInput(op, 1).node()->constant_value();
   const Tensor* size_t_ = GradInput(op, 2).node()->constant_value();
   const TensorShape& shape = x.shape();
-  if (begin_t == nullptr || size_t_ == nullptr || !shape.IsFullyDefined()) {
-    return absl::UnimplementedError(
-        "the gradient of Slice needs a constant begin and size and an input shape known when "
-        "the graph is built");
-  }
   auto at = [](const Tensor* t, int i) -> int64_t {
     return t->dtype() == DT_INT32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i];
   };
+  // dy is padded with zeros back to x's shape, one dimension at a time. A dimension needs its
+  // size known at build time only when the slice stops short of its end.
+  bool ok = begin_t != nullptr && size_t_ != nullptr && !shape.unknown_rank();
+  for (int d = 0; ok && d < shape.rank(); ++d) {
+    ok = at(size_t_, d) < 0 || shape.dim(d) >= 0 || at(begin_t, d) + at(size_t_, d) == 0;
+  }
+  if (!ok) {
+    return absl::UnimplementedError(
+        "the gradient of Slice needs a constant begin and size, and the size of each dimension "
+        "that the slice does not take to its end known when the graph is built");
+  }
   Tensor zero(dy[0].dtype(), TensorShape({}));
   std::memset(zero.raw_data(), 0, zero.TotalBytes());
   Output cur = dy[0];
-  std::vector<int64_t> cur_dims;
-  for (int d = 0; d < shape.rank(); ++d) {
-    const int64_t b = at(begin_t, d);
-    const int64_t n = at(size_t_, d) < 0 ? shape.dim(d) - b : at(size_t_, d);
-    cur_dims.push_back(n);
-  }
-  for (int d = 0; d < shape.rank(); ++d) {
+  const int rank = shape.rank();
+  for (int d = 0; d < rank; ++d) {
     const int64_t before = at(begin_t, d);
-    const int64_t after = shape.dim(d) - before - cur_dims[d];
+    const int64_t after = at(size_t_, d) < 0 ? 0 : shape.dim(d) - before - at(size_t_, d);
     if (before == 0 && after == 0) continue;
-    std::vector<Input> parts;
+    // Zeros of cur's shape but n long along d: cur's run-time shape with dimension d set to n.
     auto zeros = [&](int64_t n) {
-      std::vector<int32_t> dims(cur_dims.begin(), cur_dims.end());
-      dims[d] = static_cast<int32_t>(n);
-      return ops::Fill(s, Tensor::FromVector(dims), ops::Const(s, zero));
+      std::vector<int32_t> keep(rank, 1), set(rank, 0);
+      keep[d] = 0;
+      set[d] = static_cast<int32_t>(n);
+      Output dims = ops::Add(s, ops::Mul(s, ops::Shape(s, cur), Tensor::FromVector(keep)),
+                             Tensor::FromVector(set));
+      return ops::Fill(s, dims, ops::Const(s, zero));
     };
+    std::vector<Input> parts;
     if (before > 0) parts.push_back(zeros(before));
     parts.push_back(cur);
     if (after > 0) parts.push_back(zeros(after));
     cur = ops::Concat(s, parts, d);
-    cur_dims[d] = shape.dim(d);
   }
   dx->push_back(cur);
   dx->push_back(Output());

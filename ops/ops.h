@@ -99,6 +99,23 @@ Output CollectiveGather(const Scope& s, const Input& x, int group_size, int64_t 
 Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a = false,
               bool transpose_b = false);
 
+// ---- control flow (ops/control_flow_ops.cc) ----
+// A graph function from ops built in their own root scope: `args` are its Placeholders, in
+// order; `rets` what it returns. Errors: the scope's build error.
+absl::StatusOr<GraphFunction> MakeFunction(const Scope& root, const std::vector<Output>& args,
+                                           const std::vector<Output>& rets);
+// while cond(vars..., captured...): vars = body(vars..., captured...). Returns the final value of
+// each loop variable. `keep_history` (TF1's back_prop) makes the loop differentiable.
+std::vector<Output> While(const Scope& s, const std::vector<Input>& vars,
+                          const std::vector<Input>& captured, const GraphFunction& cond,
+                          const GraphFunction& body, bool keep_history = true);
+// then_branch(inputs...) when `cond` (a bool scalar) is true, else else_branch(inputs...); both
+// return values of `out_types` (of `output_shapes`, when given). Only the branch taken runs.
+std::vector<Output> If(const Scope& s, const Input& cond, const std::vector<Input>& inputs,
+                       const GraphFunction& then_branch, const GraphFunction& else_branch,
+                       const std::vector<DataType>& out_types,
+                       const std::vector<TensorShape>& output_shapes = {});
+
 }  // namespace ops
 }  // namespace shardflow
 

@@ -158,6 +158,17 @@ Operation OpBuilder::Finalize() {
   // Resolve type and length attrs from the non-literal inputs.
   for (size_t a = 0; a < args_.size(); ++a) {
     const ArgDef& arg = op_def.inputs[a];
+    if (!arg.type_list_attr.empty() && !def.attr().contains(arg.type_list_attr)) {
+      AttrValue types;
+      types.mutable_list();  // an empty list is still a list
+      for (const auto& item : args_[a].items) {
+        DataType t = item.is_literal()       ? item.value().dtype()
+                     : item.output().valid() ? item.output().dtype()
+                                             : DT_INVALID;
+        types.mutable_list()->add_type(t);
+      }
+      (*def.mutable_attr())[arg.type_list_attr] = types;
+    }
     if (!arg.number_attr.empty() && !def.attr().contains(arg.number_attr)) {
       (*def.mutable_attr())[arg.number_attr] =
           MakeAttr(static_cast<int64_t>(args_[a].items.size()));

@@ -71,6 +71,11 @@ class ExecutorState {
         done_(std::move(done)),
         inputs_(ex->total_inputs_),
         pending_(new std::atomic<int>[ex->items_.size()]) {
+    call_options_.step_id = args.step_id;
+    call_options_.stats = args.stats;
+    call_options_.collective_executor = args.collective_executor;
+    call_options_.cancelled = args.cancelled;
+    call_options_.check_numerics = args.check_numerics;
     for (size_t i = 0; i < ex->items_.size(); ++i) {
       pending_[i].store(ex->items_[i].initial_pending, std::memory_order_relaxed);
     }
@@ -169,6 +174,8 @@ class ExecutorState {
     params.call_frame = args_.call_frame;
     params.rendezvous = args_.rendezvous;
     params.collective_executor = args_.collective_executor;
+    params.function_library = args_.function_library;
+    params.call_options = &call_options_;
     int64_t start = args_.stats ? NowMicros() : 0;
     if (item.is_async) {
       // The context must outlive this frame: it moves to the heap with its params.
@@ -356,6 +363,7 @@ class ExecutorState {
 
   const Executor* ex_;
   const Executor::Args args_;
+  FunctionCallOptions call_options_;
   Executor::DoneCallback done_;
   std::vector<Tensor> inputs_;
   std::unique_ptr<std::atomic<int>[]> pending_;

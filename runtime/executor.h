@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/framework/function.h"
 #include "core/framework/op_kernel.h"
 #include "core/graph/graph.h"
 #include "runtime/device.h"
@@ -36,6 +37,8 @@ class Executor {
     // step has none, and a collective kernel fails naming that.
     CollectiveExecutor* collective_executor = nullptr;
     StepStatsCollector* stats = nullptr;  // borrowed; null = no tracing
+    // Borrowed; runs graph functions (While). Null = the step has none.
+    FunctionLibrary* function_library = nullptr;
     // Called once with the first error of the step (e.g. to abort a rendezvous).
     std::function<void(const absl::Status&)> on_abort;
     // Set to true to stop the step: no kernel starts afterwards and the step ends with

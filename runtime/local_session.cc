@@ -13,6 +13,7 @@
 #include "runtime/device_factory.h"
 #include "runtime/executor.h"
 #include "runtime/executor_barrier.h"
+#include "runtime/function_runtime.h"
 #include "runtime/graph_execution_state.h"
 #include "runtime/rendezvous.h"
 #include "runtime/session.h"
@@ -33,7 +34,10 @@ struct PreparedRun {
 class LocalSession final : public Session {
  public:
   LocalSession(const SessionOptions& options, std::vector<std::unique_ptr<Device>> devices)
-      : options_(options), devices_(std::move(devices)), state_(StateOptions(options, devices_)) {}
+      : options_(options),
+        devices_(std::move(devices)),
+        state_(StateOptions(options, devices_)),
+        functions_(DevicePointers(devices_), options.config) {}
 
   // Waits for steps abandoned after a timeout (they were cancelled, so this is bounded by the
   // kernels already running) before executors and devices go away.
@@ -73,6 +77,7 @@ class LocalSession final : public Session {
     exec_args.call_frame = &step->frame;
     exec_args.cancelled = std::make_shared<std::atomic<bool>>(false);
     exec_args.check_numerics = run_options.check_numerics();
+    exec_args.function_library = &functions_;
     bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
     if (trace) exec_args.stats = &step->stats;
     SF_RETURN_IF_ERROR(RunStep(*prepared, exec_args, step, run_options.timeout_in_ms()));
@@ -117,6 +122,11 @@ class LocalSession final : public Session {
     return state;
   }
 
+  static std::vector<Device*> DevicePointers(const std::vector<std::unique_ptr<Device>>& devices) {
+    std::vector<Device*> out;
+    for (const auto& d : devices) out.push_back(d.get());
+    return out;
+  }
   void WaitForAbandonedSteps() {
     absl::MutexLock lock(&steps_mu_);
     auto drained = [this]()
@@ -210,6 +220,9 @@ class LocalSession final : public Session {
   const SessionOptions options_;
   const std::vector<std::unique_ptr<Device>> devices_;
   GraphExecutionState state_;
+  // The graph functions of this session's steps (While); before the cache, whose executors
+  // use it.
+  FunctionRuntime functions_;
   std::atomic<int64_t> next_step_id_{1};
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -40,6 +40,17 @@ AttrValue MakeAttr(const Tensor& v) {
   v.AsProto(a.mutable_tensor());
   return a;
 }
+AttrValue MakeAttr(const GraphFunction& v) {
+  AttrValue a;
+  *a.mutable_func() = v;
+  return a;
+}
+AttrValue MakeAttr(const std::vector<TensorShape>& v) {
+  AttrValue a;
+  auto* list = a.mutable_list();
+  for (const TensorShape& x : v) x.AsProto(list->add_shape());
+  return a;
+}
 AttrValue MakeAttr(const std::vector<int64_t>& v) {
   AttrValue a;
   auto* list = a.mutable_list();
@@ -69,6 +80,8 @@ std::string AttrValueTypeName(const AttrValue& v) {
       return "shape";
     case AttrValue::kTensor:
       return "tensor";
+    case AttrValue::kFunc:
+      return "func";
     case AttrValue::kList: {
       const auto& l = v.list();
       if (l.type_size() > 0) return "list(type)";
@@ -103,8 +116,19 @@ std::string SummarizeAttrValue(const AttrValue& v) {
       auto t = Tensor::FromProto(v.tensor());
       return t.ok() ? t->DebugString(4) : "<bad tensor>";
     }
+    case AttrValue::kFunc:
+      return absl::StrCat("<function of ", v.func().graph().node_size(), " nodes, ",
+                          v.func().arg_size(), " args, ", v.func().ret_size(), " results>");
     case AttrValue::kList: {
       const auto& l = v.list();
+      if (l.shape_size() > 0) {
+        std::vector<std::string> shapes;
+        for (const auto& p : l.shape()) {
+          auto s = TensorShape::FromProto(p);
+          shapes.push_back(s.ok() ? s->DebugString() : "<bad shape>");
+        }
+        return absl::StrCat("[", absl::StrJoin(shapes, ", "), "]");
+      }
       if (l.type_size() > 0) {
         std::vector<std::string> names;
         for (int t : l.type()) names.push_back(DataTypeString(static_cast<DataType>(t)));
@@ -155,6 +179,7 @@ SF_GET_ATTR(std::vector<DataType>, kList, "list(type)", {
   v->clear();
   for (int t : a->list().type()) v->push_back(static_cast<DataType>(t));
 })
+SF_GET_ATTR(GraphFunction, kFunc, "func", *v = a->func())
 #undef SF_GET_ATTR
 
 absl::Status GetAttr(const AttrMap& attrs, const std::string& name, TensorShape* v) {
@@ -164,6 +189,19 @@ absl::Status GetAttr(const AttrMap& attrs, const std::string& name, TensorShape*
   auto shape = TensorShape::FromProto(a->shape());
   if (!shape.ok()) return shape.status();
   *v = *shape;
+  return absl::OkStatus();
+}
+
+absl::Status GetAttr(const AttrMap& attrs, const std::string& name, std::vector<TensorShape>* v) {
+  const AttrValue* a;
+  absl::Status s = Lookup(attrs, name, AttrValue::kList, "list(shape)", &a);
+  if (!s.ok()) return s;
+  v->clear();
+  for (const auto& p : a->list().shape()) {
+    auto shape = TensorShape::FromProto(p);
+    if (!shape.ok()) return shape.status();
+    v->push_back(*shape);
+  }
   return absl::OkStatus();
 }
 

@@ -26,6 +26,8 @@ AttrValue MakeAttr(const std::string& v);
 inline AttrValue MakeAttr(const char* v) { return MakeAttr(std::string(v)); }
 AttrValue MakeAttr(const TensorShape& v);
 AttrValue MakeAttr(const Tensor& v);
+AttrValue MakeAttr(const GraphFunction& v);
+AttrValue MakeAttr(const std::vector<TensorShape>& v);
 AttrValue MakeAttr(const std::vector<int64_t>& v);
 AttrValue MakeAttr(const std::vector<DataType>& v);
 
@@ -40,6 +42,8 @@ absl::Status GetAttr(const AttrMap& attrs, const std::string& name, TensorShape*
 absl::Status GetAttr(const AttrMap& attrs, const std::string& name, Tensor* v);
 absl::Status GetAttr(const AttrMap& attrs, const std::string& name, std::vector<int64_t>* v);
 absl::Status GetAttr(const AttrMap& attrs, const std::string& name, std::vector<DataType>* v);
+absl::Status GetAttr(const AttrMap& attrs, const std::string& name, GraphFunction* v);
+absl::Status GetAttr(const AttrMap& attrs, const std::string& name, std::vector<TensorShape>* v);
 
 // The attr type name as used in op signatures: "int", "float", "bool", "type", "string",
 // "shape", "tensor", "list(int)", ...; "" when unset.

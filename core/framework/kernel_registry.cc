@@ -119,6 +119,9 @@ absl::Status KernelRegistry::HostMemoryArgs(const NodeDef& node, const std::stri
     for (const ArgDef& arg : args) {
       int64_t count = 1;
       if (!arg.number_attr.empty()) GetAttr(node.attr(), arg.number_attr, &count).IgnoreError();
+      if (!arg.type_list_attr.empty() && node.attr().contains(arg.type_list_attr)) {
+        count = node.attr().at(arg.type_list_attr).list().type_size();
+      }
       const bool is_host = std::find(host.begin(), host.end(), arg.name) != host.end();
       for (int64_t k = 0; k < count && index < flags->size(); ++k, ++index) {
         (*flags)[index] = is_host;

@@ -58,6 +58,15 @@ absl::Status ExpandArgs(const OpDef& op, const NodeDef& node, const std::vector<
                         DataTypeVector* out) {
   out->clear();
   for (const ArgDef& a : args) {
+    if (!a.type_list_attr.empty()) {
+      auto it = node.attr().find(a.type_list_attr);
+      if (it == node.attr().end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeErrorPrefix(node), "attr '", a.type_list_attr, "' is missing"));
+      }
+      for (int t : it->second.list().type()) out->push_back(static_cast<DataType>(t));
+      continue;
+    }
     DataType t = a.type;
     if (!a.type_attr.empty()) {
       absl::Status s = GetAttr(node.attr(), a.type_attr, &t);

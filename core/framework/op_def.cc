@@ -23,7 +23,9 @@ const AttrDef* OpDef::FindAttr(const std::string& attr_name) const {
 namespace {
 
 std::string ArgString(const ArgDef& a) {
-  std::string type = a.type_attr.empty() ? DataTypeString(a.type) : a.type_attr;
+  std::string type = !a.type_list_attr.empty() ? a.type_list_attr
+                     : a.type_attr.empty()     ? DataTypeString(a.type)
+                                               : a.type_attr;
   if (!a.number_attr.empty()) return absl::StrCat(a.name, ": ", a.number_attr, " * ", type);
   return absl::StrCat(a.name, ": ", type);
 }
@@ -46,8 +48,12 @@ absl::Status ParseArg(const std::string& op, const std::string& spec, const OpDe
     return BadSpec(op, spec, "expected 'name: N * T'");
   }
   auto fixed = ParseDataType(type);
-  if (fixed.ok() && def.FindAttr(type) == nullptr) {
+  const AttrDef* named = def.FindAttr(type);
+  if (fixed.ok() && named == nullptr) {
     arg->type = *fixed;
+  } else if (named != nullptr && named->type == "list(type)") {
+    if (!arg->number_attr.empty()) return BadSpec(op, spec, "a list(type) takes no 'N *'");
+    arg->type_list_attr = type;
   } else {
     arg->type_attr = type;
   }
@@ -75,6 +81,8 @@ absl::Status ParseDefault(const std::string& op, const std::string& spec, const 
     auto t = ParseDataType(text);
     if (!t.ok()) return BadSpec(op, spec, t.status().message());
     *out = MakeAttr(*t);
+  } else if (type.rfind("list(", 0) == 0 && text == "[]") {
+    out->mutable_list();  // the empty list, of any element type
   } else if (type == "list(int)") {
     std::string inner(absl::StripSuffix(absl::StripPrefix(text, "["), "]"));
     std::vector<int64_t> values;
@@ -125,9 +133,9 @@ absl::Status ParseAttr(const std::string& op, const std::string& spec, AttrDef* 
       attr->allowed_types.push_back(*dt);
     }
   } else {
-    static const char* kTypes[] = {"type",       "int",         "float",      "bool",
-                                   "string",     "shape",       "tensor",     "list(int)",
-                                   "list(type)", "list(shape)", "list(float)"};
+    static const char* kTypes[] = {"type",       "int",         "float",       "bool",
+                                   "string",     "shape",       "tensor",      "list(int)",
+                                   "list(type)", "list(shape)", "list(float)", "func"};
     bool known = false;
     for (const char* t : kTypes) known |= rest == t;
     if (!known) return BadSpec(op, spec, absl::StrCat("unknown attr type '", rest, "'"));

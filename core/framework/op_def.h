@@ -42,6 +42,9 @@ struct ArgDef {
   DataType type = DT_INVALID;  // fixed type, or DT_INVALID when type_attr names it
   std::string type_attr;
   std::string number_attr;  // non-empty for a list of `number_attr` tensors
+  // Non-empty for a list of tensors of different types: the list(type) attr naming them, one
+  // type per tensor ("input: T" with "T: list(type)").
+  std::string type_list_attr;
 };
 
 struct AttrDef {

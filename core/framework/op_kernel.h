@@ -37,6 +37,8 @@
 namespace shardflow {
 
 class CollectiveExecutor;
+class FunctionLibrary;
+struct FunctionCallOptions;
 
 class AsyncOpKernel;
 class OpKernelContext;
@@ -143,6 +145,10 @@ class OpKernelContext {
     Rendezvous* rendezvous = nullptr;
     // Collective operations among the members of groups; borrowed, may be null (none).
     CollectiveExecutor* collective_executor = nullptr;
+    // Graph functions (While's cond and body) and what their calls inherit from this step;
+    // borrowed, may be null (then a While fails naming that).
+    FunctionLibrary* function_library = nullptr;
+    const FunctionCallOptions* call_options = nullptr;
   };
 
   // `params` is borrowed and must outlive the context.
@@ -182,6 +188,8 @@ class OpKernelContext {
   CallFrame* call_frame() const { return params_->call_frame; }
   Rendezvous* rendezvous() const { return params_->rendezvous; }
   CollectiveExecutor* collective_executor() const { return params_->collective_executor; }
+  FunctionLibrary* function_library() const { return params_->function_library; }
+  const FunctionCallOptions* call_options() const { return params_->call_options; }
 
   // What this execution did beyond its op, for the trace (NodeExecStats.timeline_label), e.g.
   // a collective's group, peers and bytes. Empty by default.

@@ -1,6 +1,7 @@
 // CPU kernels for shape manipulation: Reshape, ExpandDims, Squeeze, Shape, Transpose, Concat,
 // Slice, Cast, Fill, ZerosLike, OnesLike. Data movement is written once per element size (and
 // once for strings) instead of once per dtype, so these kernels accept every dtype.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/tensor_util.h"
 #include "core/platform/checked_math.h"
+#include "core/platform/status.h"
 #include "core/platform/threadpool.h"
 
 namespace shardflow {
@@ -364,6 +366,106 @@ class ConstantLikeOp : public OpKernel {
   }
 };
 
+// GatherV2 and GatherV2Grad see params as [outer, rows, inner] and the output as
+// [outer, indices, inner] (Note in ops/gather_ops.cc).
+struct GatherGeometry {
+  int64_t axis = 0, outer = 1, rows = 0, inner = 1;
+};
+
+absl::Status GatherGeometryOf(const TensorShape& params, const Tensor& axis_t, GatherGeometry* g) {
+  if (axis_t.NumElements() != 1) return absl::InvalidArgumentError("axis must be a scalar");
+  SF_RETURN_IF_ERROR(CanonicalAxis(ReadInts(axis_t)[0], params.rank(), &g->axis));
+  g->rows = params.dim(g->axis);
+  for (int d = 0; d < g->axis; ++d) g->outer *= params.dim(d);
+  for (int d = static_cast<int>(g->axis) + 1; d < params.rank(); ++d) {
+    g->inner *= params.dim(d);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckIndices(const std::vector<int64_t>& indices, int64_t rows) {
+  for (size_t j = 0; j < indices.size(); ++j) {
+    if (indices[j] < 0 || indices[j] >= rows) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("indices[", j, "] = ", indices[j], " is not in [0, ", rows, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+class GatherOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& params = ctx->input(0);
+    OP_REQUIRES(ctx, params.dims() >= 1,
+                absl::InvalidArgumentError("params must have at least one dimension"));
+    GatherGeometry g;
+    OP_REQUIRES_OK(ctx, GatherGeometryOf(params.shape(), ctx->input(2), &g));
+    std::vector<int64_t> indices = ReadInts(ctx->input(1));
+    OP_REQUIRES_OK(ctx, CheckIndices(indices, g.rows));
+    TensorShape out_shape;
+    for (int d = 0; d < g.axis; ++d) out_shape.AddDim(params.dim_size(d));
+    for (int d = 0; d < ctx->input(1).dims(); ++d) out_shape.AddDim(ctx->input(1).dim_size(d));
+    for (int d = static_cast<int>(g.axis) + 1; d < params.dims(); ++d) {
+      out_shape.AddDim(params.dim_size(d));
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    size_t elem = DataTypeSize(params.dtype());
+    const int64_t k = static_cast<int64_t>(indices.size());
+    for (int64_t o = 0; o < g.outer; ++o) {
+      for (int64_t j = 0; j < k; ++j) {
+        CopyRun(params, (o * g.rows + indices[j]) * g.inner, out, (o * k + j) * g.inner, g.inner,
+                elem);
+      }
+    }
+  }
+};
+
+class GatherGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& grad = ctx->input(0);
+    std::vector<int64_t> dims = ReadInts(ctx->input(3));
+    for (int64_t d : dims) {
+      OP_REQUIRES(ctx, d >= 0,
+                  absl::InvalidArgumentError(absl::StrCat("params_shape has negative entry ", d)));
+    }
+    TensorShape params_shape(absl::MakeConstSpan(dims));
+    OP_REQUIRES(ctx, params_shape.rank() >= 1,
+                absl::InvalidArgumentError("params_shape must have at least one dimension"));
+    GatherGeometry g;
+    OP_REQUIRES_OK(ctx, GatherGeometryOf(params_shape, ctx->input(2), &g));
+    std::vector<int64_t> indices = ReadInts(ctx->input(1));
+    OP_REQUIRES_OK(ctx, CheckIndices(indices, g.rows));
+    const int64_t k = static_cast<int64_t>(indices.size());
+    OP_REQUIRES(ctx, grad.NumElements() == g.outer * k * g.inner,
+                absl::InvalidArgumentError(
+                    absl::StrCat("grad has shape ", grad.shape().DebugString(), "; gathering ", k,
+                                 " indices from params of shape ", params_shape.DebugString(),
+                                 " gives ", g.outer * k * g.inner, " elements")));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, params_shape, &out));
+    SF_SWITCH_FLOAT(
+        grad.dtype(), T,
+        {
+          T* dst = out->data<T>();
+          const T* src = grad.data<T>();
+          std::fill(dst, dst + out->NumElements(), T(0));
+          for (int64_t o = 0; o < g.outer; ++o) {
+            for (int64_t j = 0; j < k; ++j) {
+              T* row = dst + (o * g.rows + indices[j]) * g.inner;
+              const T* from = src + (o * k + j) * g.inner;
+              for (int64_t i = 0; i < g.inner; ++i) row[i] = row[i] + from[i];
+            }
+          }
+        },
+        ctx->SetStatus(absl::InvalidArgumentError("GatherV2Grad takes a floating-point grad")));
+  }
+};
+
 REGISTER_KERNEL(KernelDef("Reshape").Device(kDeviceCpu).HostMemory("shape"), ReshapeOp);
 REGISTER_KERNEL(KernelDef("ExpandDims").Device(kDeviceCpu).HostMemory("axis"), ExpandDimsOp);
 REGISTER_KERNEL(KernelDef("Squeeze").Device(kDeviceCpu), SqueezeOp);
@@ -376,6 +478,10 @@ REGISTER_KERNEL(KernelDef("Cast").Device(kDeviceCpu), CastOp);
 REGISTER_KERNEL(KernelDef("Fill").Device(kDeviceCpu).HostMemory("dims"), FillOp);
 REGISTER_KERNEL(KernelDef("ZerosLike").Device(kDeviceCpu), ConstantLikeOp<0>);
 REGISTER_KERNEL(KernelDef("OnesLike").Device(kDeviceCpu), ConstantLikeOp<1>);
+REGISTER_KERNEL(KernelDef("GatherV2").Device(kDeviceCpu).HostMemory("axis"), GatherOp);
+REGISTER_KERNEL(
+    KernelDef("GatherV2Grad").Device(kDeviceCpu).HostMemory("axis").HostMemory("params_shape"),
+    GatherGradOp);
 
 }  // namespace
 }  // namespace shardflow

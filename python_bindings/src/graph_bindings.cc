@@ -71,6 +71,23 @@ AttrValue ToAttr(const OpDef& op, const std::string& name, py::handle v) {
     if (def->type == "shape") return MakeAttr(ToShape(v));
     if (def->type == "tensor") return MakeAttr(ArrayToTensor(v, false, nullptr, what.c_str()));
     if (def->type == "list(int)") return MakeAttr(v.cast<std::vector<int64_t>>());
+    if (def->type == "list(shape)") {
+      std::vector<TensorShape> shapes;
+      for (py::handle t : v) shapes.push_back(ToShape(t));
+      return MakeAttr(shapes);
+    }
+    if (def->type == "func") {
+      // (serialized GraphDef, [arg placeholder names], [returned tensor names])
+      auto parts = v.cast<py::tuple>();
+      if (parts.size() != 3) throw py::cast_error();
+      GraphFunction f;
+      if (!f.mutable_graph()->ParseFromString(parts[0].cast<std::string>())) {
+        throw StatusError(absl::InvalidArgumentError(absl::StrCat(what, ": not a GraphDef")));
+      }
+      for (py::handle a : parts[1]) f.add_arg(a.cast<std::string>());
+      for (py::handle r : parts[2]) f.add_ret(r.cast<std::string>());
+      return MakeAttr(f);
+    }
     if (def->type == "list(type)") {
       std::vector<DataType> types;
       for (py::handle t : v) types.push_back(ToDataType(t, what));
@@ -102,7 +119,7 @@ py::tuple AddOp(GraphHandle& g, const std::string& op_type, const py::list& inpu
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ArgDef& arg = op->inputs[i];
     std::string what = absl::StrCat(op_type, " input '", arg.name, "'");
-    if (!arg.number_attr.empty()) {
+    if (!arg.number_attr.empty() || !arg.type_list_attr.empty()) {
       std::vector<Input> items;
       for (py::handle item : inputs[i]) items.push_back(ToInput(g, item, what));
       b.InputList(items);
@@ -309,6 +326,17 @@ void RegisterGraphBindings(py::module_& m) {
       .def("output_ref",
            [](const GraphHandle& g, const std::string& node, int index) {
              return g.MakeRef(g.ResolveOutput(OutputRef{node, index}));
+           })
+      .def("import_graph_def",
+           [](GraphHandle& g, const py::bytes& data, const std::string& prefix,
+              const std::vector<std::pair<std::string, OutputRef>>& input_map,
+              const std::vector<std::string>& control_inputs) {
+             GraphDef def;
+             if (!def.ParseFromString(std::string(data))) {
+               throw StatusError(absl::InvalidArgumentError(
+                   "import_graph_def: the bytes are not a serialized GraphDef"));
+             }
+             return g.ImportGraphDef(def, prefix, input_map, control_inputs);
            })
       .def("as_graph_def", [](const GraphHandle& g) {
         GraphDef def;

@@ -1,5 +1,9 @@
 #include "python_bindings/src/graph_handle.h"
 
+#include <map>
+#include <memory>
+#include <set>
+
 #include "absl/strings/str_cat.h"
 #include "core/graph/graph.h"
 
@@ -60,6 +64,89 @@ Var GraphHandle::FindVariable(const std::string& handle_name) const {
   }
   throw StatusError(
       absl::NotFoundError(absl::StrCat("no variable with handle '", handle_name, "'")));
+}
+
+std::vector<std::string> GraphHandle::ImportGraphDef(
+    const GraphDef& def, const std::string& prefix,
+    const std::vector<std::pair<std::string, OutputRef>>& input_map,
+    const std::vector<std::string>& control_inputs) {
+  ThrowIfError(root_.status());
+  // Whole-graph validation first, so that what is added below only fails on name clashes and
+  // on mapped inputs of the wrong dtype.
+  absl::StatusOr<std::unique_ptr<Graph>> alone = Graph::FromGraphDef(def, graph()->registry());
+  if (!alone.ok()) {
+    throw StatusError(absl::InvalidArgumentError(
+        absl::StrCat("import_graph_def: the GraphDef is not valid: ", alone.status().message())));
+  }
+  SF_PY_ASSIGN_OR_THROW(std::vector<Node*> order, (*alone)->TopologicalOrder());
+  std::map<std::pair<std::string, int>, Output> mapped;
+  std::set<std::pair<std::string, int>> unused;
+  for (const auto& [key, ref] : input_map) {
+    absl::StatusOr<TensorRef> k = ParseTensorRef(key);
+    if (!k.ok() || k->index == Edge::kControlSlot) {
+      throw StatusError(absl::InvalidArgumentError(absl::StrCat(
+          "import_graph_def: input_map key '", key, "' is not a tensor name ('node:0')")));
+    }
+    mapped[{k->node, k->index}] = ResolveOutput(ref);
+    unused.insert({k->node, k->index});
+  }
+  std::vector<Node*> deps;
+  for (const std::string& name : control_inputs) deps.push_back(FindNode(name));
+  auto renamed = [&](const std::string& name) {
+    return prefix.empty() ? name : absl::StrCat(prefix, "/", name);
+  };
+
+  Graph* g = graph();
+  std::vector<Node*> added;
+  auto fail = [&](const absl::Status& s) {
+    for (auto it = added.rbegin(); it != added.rend(); ++it) g->RemoveNode(*it);
+    ++generation_;
+    throw StatusError(absl::InvalidArgumentError(absl::StrCat("import_graph_def: ", s.message())));
+  };
+  for (Node* source : order) {
+    NodeDef nd = source->def();
+    const std::string name = renamed(nd.name());
+    if (g->FindNode(name) != nullptr) {
+      fail(absl::AlreadyExistsError(absl::StrCat("the graph already has a node named '", name,
+                                                 "'; pass name='...' for a prefix")));
+    }
+    nd.set_name(name);
+    nd.clear_input();
+    absl::StatusOr<Node*> n = g->AddNode(nd);
+    if (!n.ok()) fail(n.status());
+    added.push_back(*n);
+    bool has_inputs = false;
+    for (const Edge* e : source->in_edges()) {
+      has_inputs = true;
+      Node* src = g->FindNode(renamed(e->src->name()));
+      if (e->IsControl()) {
+        g->AddControlEdge(src, *n);
+        continue;
+      }
+      Output from(src, e->src_output);
+      auto m = mapped.find({e->src->name(), e->src_output});
+      if (m != mapped.end()) {
+        from = m->second;
+        unused.erase(m->first);
+      }
+      absl::StatusOr<const Edge*> edge = g->AddEdge(from.node(), from.index(), *n, e->dst_input);
+      if (!edge.ok()) fail(edge.status());
+    }
+    if (!has_inputs) {
+      for (Node* d : deps) g->AddControlEdge(d, *n);
+    }
+    absl::Status s = g->InferShapes(*n);
+    if (!s.ok()) fail(s);
+  }
+  if (!unused.empty()) {
+    fail(absl::InvalidArgumentError(absl::StrCat("input_map names '", unused.begin()->first, ":",
+                                                 unused.begin()->second,
+                                                 "', which no node of the GraphDef reads")));
+  }
+  ++generation_;
+  std::vector<std::string> names;
+  for (Node* n : added) names.push_back(n->name());
+  return names;
 }
 
 void GraphHandle::Recover() {

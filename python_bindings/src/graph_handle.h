@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/scope.h"
@@ -85,6 +86,16 @@ class GraphHandle {
 
   // The variable whose VarHandleOp is named `handle_name`.
   Var FindVariable(const std::string& handle_name) const;
+
+  // TF1's import_graph_def: validates `def` on its own (ops, attrs, edges, dtypes, cycles,
+  // shapes), then adds its nodes as `prefix/name` ("" = unchanged), each input named in
+  // `input_map` ("node:index" or "node" for :0) wired to that existing tensor instead, and
+  // `control_inputs` added to every node without inputs. All or nothing: on an error no node
+  // stays. Returns the new nodes' names, in topological order.
+  std::vector<std::string> ImportGraphDef(
+      const GraphDef& def, const std::string& prefix,
+      const std::vector<std::pair<std::string, OutputRef>>& input_map,
+      const std::vector<std::string>& control_inputs);
 
  private:
   // Note [Recovering after a build error]: OpBuilder removes a node that fails validation, so

@@ -135,6 +135,78 @@ double Sum(const std::vector<double>& v) {
 std::vector<DataType> DtypesToCheck(const OpDef& def, const std::string& type_attr,
                                     bool* any_unconstrained);
 
+// pred ? x * y : x - y, both ways, for each float dtype, in a session.
+std::string CheckIf() {
+  std::string summary;
+  for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+    GraphFunction branches[2];
+    for (int b = 0; b < 2; ++b) {
+      Scope r = Scope::NewRootScope();
+      auto x = ops::Placeholder(r.WithOpName("x"), dt, TensorShape({2}));
+      auto y = ops::Placeholder(r.WithOpName("y"), dt, TensorShape({2}));
+      auto f = ops::MakeFunction(r, {x, y}, {b == 0 ? ops::Mul(r, x, y) : ops::Sub(r, x, y)});
+      EXPECT_TRUE(f.ok()) << f.status();
+      if (!f.ok()) return "cannot build the branches";
+      branches[b] = *f;
+    }
+    Scope s = Scope::NewRootScope();
+    auto pred = ops::Placeholder(s.WithOpName("pred"), DT_BOOL, TensorShape({}));
+    auto x = ops::Const(s, *CastTensor(D({1.5, -2}, {2}), dt));
+    auto y = ops::Const(s, *CastTensor(D({2, 4}, {2}), dt));
+    auto out = ops::If(s, pred, {x, y}, branches[0], branches[1], {dt});
+    ops::Identity(s.WithOpName("out"), out[0]);
+    GraphDef def;
+    EXPECT_TRUE(s.ToGraphDef(&def).ok()) << s.status();
+    auto session = NewSession(SessionOptions());
+    EXPECT_TRUE(session.ok() && (*session)->Create(def).ok());
+    for (bool p : {true, false}) {
+      std::vector<Tensor> got;
+      absl::Status st = (*session)->Run({{"pred", Tensor::Scalar<bool>(p)}}, {"out"}, {}, &got);
+      EXPECT_TRUE(st.ok()) << st;
+      if (!st.ok()) return "failed";
+      EXPECT_EQ(Values(got[0]), p ? (std::vector<double>{3, -8}) : (std::vector<double>{-0.5, -6}))
+          << DataTypeString(dt);
+    }
+    summary += (summary.empty() ? "" : " ") + DataTypeString(dt);
+  }
+  return summary + " (a session runs each branch)";
+}
+
+// sum = 0; for i in 0..4: sum += x (x of each float dtype), in a session.
+std::string CheckWhile() {
+  std::string summary;
+  for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+    Scope rc = Scope::NewRootScope();
+    auto i = ops::Placeholder(rc.WithOpName("i"), DT_INT32, TensorShape({}));
+    auto acc = ops::Placeholder(rc.WithOpName("acc"), dt, TensorShape({2}));
+    auto x = ops::Placeholder(rc.WithOpName("x"), dt, TensorShape({2}));
+    auto cond = ops::MakeFunction(rc, {i, acc, x}, {ops::Less(rc, i, 4)});
+    Scope rb = Scope::NewRootScope();
+    auto bi = ops::Placeholder(rb.WithOpName("i"), DT_INT32, TensorShape({}));
+    auto bacc = ops::Placeholder(rb.WithOpName("acc"), dt, TensorShape({2}));
+    auto bx = ops::Placeholder(rb.WithOpName("x"), dt, TensorShape({2}));
+    auto body =
+        ops::MakeFunction(rb, {bi, bacc, bx}, {ops::Add(rb, bi, 1), ops::Add(rb, bacc, bx)});
+    EXPECT_TRUE(cond.ok() && body.ok());
+    if (!cond.ok() || !body.ok()) return "cannot build the functions";
+    Scope s = Scope::NewRootScope();
+    auto xv = ops::Const(s, *CastTensor(D({1.5, -2}, {2}), dt));
+    auto out = ops::While(s, {0, ops::ZerosLike(s, xv)}, {xv}, *cond, *body);
+    ops::Identity(s.WithOpName("sum"), out[1]);
+    GraphDef def;
+    EXPECT_TRUE(s.ToGraphDef(&def).ok()) << s.status();
+    auto session = NewSession(SessionOptions());
+    EXPECT_TRUE(session.ok() && (*session)->Create(def).ok());
+    std::vector<Tensor> got;
+    absl::Status st = (*session)->Run({}, {"sum"}, {}, &got);
+    EXPECT_TRUE(st.ok()) << st;
+    if (!st.ok()) return "failed";
+    EXPECT_EQ(Values(got[0]), (std::vector<double>{6, -8})) << DataTypeString(dt);
+    summary += (summary.empty() ? "" : " ") + DataTypeString(dt);
+  }
+  return summary + " (a session runs the loop; more in tests/runtime/while_test.cc)";
+}
+
 std::string CheckCollective(const std::string& op) {
   constexpr int kMembers = 3;
   const OpDef* def = OpRegistry::Global()->LookUp(op);
@@ -294,6 +366,14 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["Concat"] = Fixed({D({1, 2, 3, 4}, {2, 2}), D({5, 6}, {2, 1}), Tensor::Scalar<int32_t>(1)},
                         D({1, 2, 5, 3, 4, 6}, {2, 3}));
     m["Slice"] = Fixed({x23, I32({0, 1}), I32({2, -1})}, D({2, 3, 5, 6}, {2, 2}));
+    // Columns 2, 0, 2 of x23; the gradient adds rows back where they came from.
+    m["GatherV2"] =
+        Fixed({x23, I32({2, 0, 2}), Tensor::Scalar<int32_t>(1)}, D({3, 1, 3, 6, 4, 6}, {2, 3}));
+    m["GatherV2"].type_attr = "Tparams";
+    m["GatherV2Grad"] = Fixed({x23, I32({2, 0, 2}), Tensor::Scalar<int32_t>(1), I32({2, 4})},
+                              D({2, 0, 4, 0, 5, 0, 10, 0}, {2, 4}));
+    m["While"].custom = [] { return CheckWhile(); };
+    m["If"].custom = [] { return CheckIf(); };
     m["Fill"] =
         Fixed({I32({2, 3}), Tensor::Scalar<double>(7)}, D(std::vector<double>(6, 7), {2, 3}));
     m["ZerosLike"] = Fixed({x23}, D(std::vector<double>(6, 0), {2, 3}));

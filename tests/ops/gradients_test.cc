@@ -175,6 +175,100 @@ TEST(GradientsTest, SliceGoesBackIntoZerosAroundTheSlice) {
   EXPECT_LT(*err, 1e-6);
 }
 
+// Repeated indices add their rows back twice; GatherV2Grad's own gradient gathers again.
+TEST(GradientsTest, GatherAddsRowsBackWhereTheyCameFrom) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3, 4, 2}));
+  auto g = Output(OpBuilder(s, "GatherV2").Input(x).Input({3, 0, 3}).Input(1).Finalize());
+  auto err =
+      test::MaxGradientError(s, {x}, {RandomDouble({3, 4, 2}, -1, 1, 31)}, ops::Mul(s, g, g), 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
+
+  Scope s2 = Scope::NewRootScope();
+  auto dy = ops::Placeholder(s2.WithOpName("dy"), DT_DOUBLE, TensorShape({2, 3}));
+  auto back = Output(
+      OpBuilder(s2, "GatherV2Grad").Input(dy).Input({1, 1, 0}).Input(1).Input({2, 4}).Finalize());
+  err = test::MaxGradientError(s2, {dy}, {RandomDouble({2, 3}, -1, 1, 32)},
+                               ops::Mul(s2, back, back), 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
+}
+
+// A loop h = tanh(h * w + x) run 5 times: gradients for the initial h, for the captured w and
+// x, through the backward While (more in tests/runtime/while_test.cc).
+TEST(GradientsTest, WhileLoopAgainstFiniteDifferences) {
+  Scope rc = Scope::NewRootScope();
+  std::vector<Output> cargs = {ops::Placeholder(rc.WithOpName("i"), DT_INT32, TensorShape({})),
+                               ops::Placeholder(rc.WithOpName("h"), DT_DOUBLE, TensorShape({2})),
+                               ops::Placeholder(rc.WithOpName("w"), DT_DOUBLE, TensorShape({2})),
+                               ops::Placeholder(rc.WithOpName("x"), DT_DOUBLE, TensorShape({2}))};
+  auto cond = ops::MakeFunction(rc, cargs, {ops::Less(rc, cargs[0], 5)});
+  Scope rb = Scope::NewRootScope();
+  std::vector<Output> b = {ops::Placeholder(rb.WithOpName("i"), DT_INT32, TensorShape({})),
+                           ops::Placeholder(rb.WithOpName("h"), DT_DOUBLE, TensorShape({2})),
+                           ops::Placeholder(rb.WithOpName("w"), DT_DOUBLE, TensorShape({2})),
+                           ops::Placeholder(rb.WithOpName("x"), DT_DOUBLE, TensorShape({2}))};
+  auto next = ops::Tanh(rb, ops::Add(rb, ops::Mul(rb, b[1], b[2]), b[3]));
+  auto body = ops::MakeFunction(rb, b, {ops::Add(rb, b[0], 1), next});
+  ASSERT_TRUE(cond.ok() && body.ok());
+  Scope s = Scope::NewRootScope();
+  auto h0 = ops::Placeholder(s.WithOpName("h0"), DT_DOUBLE, TensorShape({2}));
+  auto w = ops::Placeholder(s.WithOpName("w"), DT_DOUBLE, TensorShape({2}));
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2}));
+  auto out = ops::While(s, {0, h0}, {w, x}, *cond, *body);
+  auto err = test::MaxGradientError(
+      s, {h0, w, x},
+      {RandomDouble({2}, -1, 1, 33), RandomDouble({2}, 0.5, 1.5, 34), RandomDouble({2}, -1, 1, 35)},
+      out[1], 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-7);
+}
+
+// If(pred, x, w): tanh(x * w) or x * x + w; the gradient of the branch taken, each way.
+TEST(GradientsTest, IfAgainstFiniteDifferences) {
+  GraphFunction branches[2];
+  for (int b = 0; b < 2; ++b) {
+    Scope r = Scope::NewRootScope();
+    auto x = ops::Placeholder(r.WithOpName("x"), DT_DOUBLE, TensorShape({2}));
+    auto w = ops::Placeholder(r.WithOpName("w"), DT_DOUBLE, TensorShape({2}));
+    auto out = b == 0 ? ops::Tanh(r, ops::Mul(r, x, w)) : ops::Add(r, ops::Mul(r, x, x), w);
+    auto f = ops::MakeFunction(r, {x, w}, {out});
+    ASSERT_TRUE(f.ok()) << f.status();
+    branches[b] = *f;
+  }
+  for (bool taken : {true, false}) {
+    Scope s = Scope::NewRootScope();
+    auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2}));
+    auto w = ops::Placeholder(s.WithOpName("w"), DT_DOUBLE, TensorShape({2}));
+    auto out = ops::If(s, ops::Const(s, taken), {x, w}, branches[0], branches[1], {DT_DOUBLE},
+                       {TensorShape({2})});
+    auto err = test::MaxGradientError(
+        s, {x, w}, {RandomDouble({2}, -1, 1, 41), RandomDouble({2}, 0.5, 1.5, 42)}, out[0], 1e-6);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, 1e-7) << (taken ? "then" : "else");
+  }
+}
+
+// Regression: the gradients of Slice and Concat worked only with every shape known at build
+// time; an LSTM's gate split on a batch of unknown size had none (dynamic_rnn, issue 14).
+TEST(GradientsTest, SliceAndConcatWithAnUnknownBatch) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({-1, 4}));
+  auto part =
+      ops::Slice(s, x, Tensor::FromVector<int32_t>({0, 1}), Tensor::FromVector<int32_t>({-1, 2}));
+  auto y = ops::Concat(s, {part, x}, 1);  // [?, 6]
+  auto w = ops::Const(s, Tensor::FromVector<double>({1, 2, 3, 4, 5, 6}));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {ops::Mul(s, y, w)}, {x}, &grads).ok()) << s.status();
+  auto out = test::RunScope(
+      s, {{"x", Tensor::FromVector<double>({0, 0, 0, 0, 0, 0, 0, 0}, TensorShape({2, 4}))}},
+      {grads[0]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  // x[:, 1] gets w[0] + w[3], x[:, 2] gets w[1] + w[4], x[:, 0] w[2], x[:, 3] w[5].
+  test::ExpectValues<double>((*out)[0], {3, 5, 7, 6, 3, 5, 7, 6}, 1e-12);
+}
+
 TEST(GradientsTest, SharedTensorsSumAndStopGradientStops) {
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3}));
