@@ -9,7 +9,7 @@ packages=(
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc libabsl-dev
   libdnnl-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libgoogle-glog-dev
   libcli11-dev nlohmann-json3-dev bazel-bootstrap
-  dataset-fashion-mnist python3-numpy pybind11-dev python3-dev python3-pytest
+  dataset-fashion-mnist python3-numpy pybind11-dev python3-dev python3-pytest python3-protobuf
   openmpi-bin slurmctld slurmd slurm-client
 )
 missing=()

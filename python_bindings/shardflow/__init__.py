@@ -29,7 +29,7 @@ from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,
                                  convert_to_tensor, device, get_collection, get_default_graph,
                                  name_scope, reset_default_graph)
 from shardflow.gradients import gradients  # noqa: F401
-from shardflow.control_flow import case, cond  # noqa: F401
+from shardflow.control_flow import case, cond, while_loop  # noqa: F401
 from shardflow.array_ops import (argmin, gather, one_hot, pad, range, reduce_all,  # noqa: F401,A004
                                  reduce_any, split, stack, tile, unstack, where)
 from shardflow.ops import *  # noqa: F401,F403
@@ -51,5 +51,16 @@ from shardflow.variable_scope import (AUTO_REUSE, VariableScope,  # noqa: F401
                                       variable_scope, variance_scaling_initializer,
                                       zeros_initializer)
 
+from shardflow.graph_io import gfile, import_graph_def  # noqa: F401
+from shardflow import graph_io as _graph_io
+from shardflow import contrib, io  # noqa: F401  (sf.contrib.rnn, sf.io.gfile, ...)
+
 bool = bool_  # noqa: A001 (sf.bool, as in TF)
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # sf.GraphDef and the other protobuf messages load python3-protobuf on first use only.
+    if name in ("GraphDef", "NodeDef", "AttrValue", "TensorProto", "GraphFunction"):
+        return getattr(_graph_io, name)
+    raise AttributeError("module 'shardflow' has no attribute '%s'" % name)

@@ -2,12 +2,12 @@
 gather / nn.embedding_lookup, stack, unstack, split, tile, range, where (three arguments), pad,
 argmin, reduce_any, reduce_all, and tensor indexing (``x[:, 1]``, ``sf.shape(x)[0]``).
 
-Note [Composed array ops]. The engine has no kernels of their own for these yet; each is a few
-existing ops, so that TF1 programs run, gradients flow, and placement works unchanged. The
-price: shapes must be known where a TF1 kernel would take them at run time (split, unstack,
-tile and pad need the static shape of the dimensions they touch; range needs Python numbers),
-and gather is a one-hot matrix product (fine for embedding tables of thousands of rows, wasteful
-for millions). Each raises a clear error where its composition cannot do what TF1 does.
+Note [Composed array ops]. Except gather (the engine's GatherV2 kernel, any axis, rows
+scattered back by GatherV2Grad), these are a few existing ops each, so that TF1 programs run,
+gradients flow, and placement works unchanged. The price: shapes must be known where a TF1
+kernel would take them at run time (split, unstack, tile and pad need the static shape of the
+dimensions they touch; range needs Python numbers). Each raises a clear error where its
+composition cannot do what TF1 does.
 """
 
 import builtins
@@ -48,21 +48,15 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 
 def gather(params, indices, axis=0, name=None, validate_indices=None):
-    """Rows `indices` of `params` (axis 0), as TF1's tf.gather; gradients flow to params.
-    Note [Composed array ops]: a one-hot product, so params' first dimension must be known."""
-    if axis != 0:
-        raise ValueError("gather(axis=%r): only axis 0 is supported" % (axis,))
-    params, dims = _static_dims(params, "gather")
-    if not dims or dims[0] is None:
-        raise ValueError("gather needs params whose first dimension is known, got %r" % params)
+    """Slices of `params` along `axis` at `indices`, as TF1's tf.gather (the GatherV2 op):
+    the result's shape is params.shape[:axis] + indices.shape + params.shape[axis+1:];
+    gradients flow to params (an index picked twice gets both). An index out of range is an
+    error when the step runs."""
+    params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
-    flat = ops.reshape(params, [dims[0], -1])
-    rows = ops.matmul(ops.reshape(one_hot(indices, dims[0], dtype=params.dtype), [-1, dims[0]]),
-                      flat)
-    out_shape = ops.concat([ops.shape(indices), np.asarray(
-        [d if d is not None else -1 for d in dims[1:]], np.int32)], 0) if dims[1:] else \
-        ops.shape(indices)
-    return ops.reshape(rows, out_shape, name=name)
+    if not indices.dtype.is_integer:
+        raise TypeError("gather: indices must be int32 or int64, not %s" % indices.dtype.name)
+    return ops._out("GatherV2", [params, indices, int(axis)], None, name)
 
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=None):

@@ -1,37 +1,15 @@
-"""TF1's tf.cond and tf.case, for branches without side effects.
+"""TF1's control flow: tf.cond, tf.case and tf.while_loop, as functional ops.
 
-Note [cond without control flow]. The engine has no Switch/Merge yet (issue 14's control flow
-is still to come). Until then `cond(pred, true_fn, false_fn)` builds both branches and selects
-between their results element-wise, with a cast of `pred`: the value is TF1's, gradients flow to
-the branch that was taken, and placement and profiling see ordinary ops. What differs from TF1:
-both branches run, so a branch that changes state (assign, an optimizer step, a queue) would
-change it in either case; that is refused (the error names the op), as is a pair of branches
-whose results differ in structure. A non-finite value in the branch not taken still poisons the
-gradient (0 * inf), as with tf.where.
+cond builds one If op and while_loop one While op (Note [While as a function call] in
+ops/control_flow_ops.cc): the branches, the loop's cond and its body are traced once into
+function graphs (_FuncGraph), outer tensors they use are passed in, and the kernel calls the
+function it needs. Only the branch taken runs, side effects included, as in TF1; gradients flow
+through both ops.
 """
 
 from shardflow import dtypes, ops
-from shardflow.framework import Operation, convert_to_tensor, get_default_graph
-
-_STATEFUL = ("Assign", "ResourceApply", "Queue", "ResourceAccumulator", "Collective", "Save",
-             "Restore")
-
-
-def _build(fn, what):
-    g = get_default_graph()
-    before = set(g._handle.node_names())
-    result = fn()
-    for name in g._handle.node_names():
-        if name in before:
-            continue
-        op_type = g.get_operation_by_name(name).type
-        if op_type.startswith(_STATEFUL):
-            raise ValueError(
-                "cond: the %s branch builds '%s' (%s), which changes state; shardflow's cond runs "
-                "both branches (Note [cond without control flow] in shardflow/control_flow.py), "
-                "so move the update out of the branch, e.g. compute the value with cond and "
-                "assign it after" % (what, name, op_type))
-    return result
+from shardflow.framework import (Operation, Tensor, _FuncGraph, _InputList, _plain_dims,
+                                 _shape_or_none, convert_to_tensor, get_default_graph)
 
 
 def _flatten(x):
@@ -50,7 +28,8 @@ def _pack(structure, flat):
 
     def rebuild(x):
         if isinstance(x, tuple):
-            return tuple(rebuild(i) for i in x)
+            items = [rebuild(i) for i in x]
+            return type(x)(*items) if hasattr(x, "_fields") else tuple(items)  # namedtuples
         if isinstance(x, list):
             return [rebuild(i) for i in x]
         if isinstance(x, dict):
@@ -59,25 +38,40 @@ def _pack(structure, flat):
     return rebuild(structure)
 
 
-def _select(pred, a, b):
-    if isinstance(a, Operation) or isinstance(b, Operation) or a is None or b is None:
-        raise ValueError("cond: both branches must return tensors (got %r and %r)" % (a, b))
-    a, b = convert_to_tensor(a), convert_to_tensor(b)
-    if a.dtype != b.dtype:
-        raise ValueError("cond: the branches return %s and %s" % (a.dtype.name, b.dtype.name))
-    if a.dtype.is_floating:
-        take = ops.cast(pred, a.dtype)
-        return ops.add(ops.multiply(take, a), ops.multiply(ops.subtract(1, take), b))
-    # Integers and bools: select through a float mask, then back.
-    take = ops.cast(pred, dtypes.float64)
-    mixed = ops.add(ops.multiply(take, ops.cast(a, dtypes.float64)),
-                    ops.multiply(ops.subtract(1.0, take), ops.cast(b, dtypes.float64)))
-    return ops.cast(mixed, a.dtype)
+def _merged_shape(a, b):
+    """The most specific shape both branch results have (None where they differ)."""
+    sa, sb = _shape_or_none(a), _shape_or_none(b)
+    if sa is None or sb is None or len(sa) != len(sb):
+        return None
+    return [x if x == y else None for x, y in zip(sa, sb)]
+
+
+def _trace_branch(g, prefix, fn, what):
+    fg = _FuncGraph(g, prefix)
+    with fg.as_default():
+        result = fn()
+        flat = []
+        for r in _flatten(result if isinstance(result, (list, tuple, dict)) else [result]):
+            if r is None:
+                raise ValueError("cond: the %s branch returned None; return tensors (or ops)"
+                                 % what)
+            if isinstance(r, Operation):
+                # An op (tf.no_op, tf.group): a value that depends on it, so it runs.
+                with fg.control_dependencies([r]):
+                    r = ops.constant(True, name="done")
+            elif not isinstance(r, Tensor) or r.graph is not fg:
+                r = convert_to_tensor(r)
+                if r.graph is not fg:
+                    r = fg._capture(r) if fg._encloses(r.graph) else r
+                    r = ops.identity(r)
+            flat.append(r)
+    return fg, result, flat
 
 
 def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, fn2=None):
-    """TF1's tf.cond for branches without side effects (Note [cond without control flow]):
-    the value of true_fn() where `pred` (a scalar bool tensor) is true, else of false_fn().
+    """TF1's tf.cond: the value of true_fn() where `pred` (a scalar bool tensor) is true, else
+    of false_fn(). One If op: only the branch taken runs (its assigns and updates included);
+    gradients flow to the tensors the taken branch used.
 
     Example: ``h = tf.cond(is_training, lambda: tf.nn.dropout(h, 0.5), lambda: h)``.
     """
@@ -85,26 +79,58 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     false_fn = false_fn or fn2
     if true_fn is None or false_fn is None:
         raise ValueError("cond needs true_fn and false_fn")
+    if not callable(true_fn) or not callable(false_fn):
+        raise TypeError("cond: true_fn and false_fn must be callables (lambda: ...)")
     pred = convert_to_tensor(pred)
     if pred.dtype != dtypes.bool_:
         raise TypeError("cond: pred must be a bool tensor, not %s" % pred.dtype.name)
     if pred.shape.ndims not in (None, 0):
         raise ValueError("cond: pred must be a scalar, got shape %s" % pred.shape.as_list())
-    a = _build(true_fn, "true")
-    b = _build(false_fn, "false")
-    flat_a, flat_b = _flatten(a), _flatten(b)
-    if len(flat_a) != len(flat_b):
+    g = get_default_graph()
+    if isinstance(g, _FuncGraph) and pred.graph is not g and g._encloses(pred.graph):
+        pred = g._capture(pred)
+    with g.name_scope(name or "cond") as scope:
+        prefix = scope[:-1]
+    then_g, structure, then_out = _trace_branch(g, prefix + "/true", true_fn, "true")
+    else_g, other, else_out = _trace_branch(g, prefix + "/false", false_fn, "false")
+    if len(then_out) != len(else_out):
         raise ValueError("cond: the branches return different structures (%d and %d values)"
-                         % (len(flat_a), len(flat_b)))
-    chosen = [_select(pred, x, y) for x, y in zip(flat_a, flat_b)]
-    if name and len(chosen) == 1:
-        chosen = [ops.identity(chosen[0], name=name)]
-    return _pack(a, chosen)
+                         % (len(then_out), len(else_out)))
+    for i, (a, b) in enumerate(zip(then_out, else_out)):
+        if a.dtype != b.dtype:
+            raise ValueError("cond: the branches return %s and %s as value %d"
+                             % (a.dtype.name, b.dtype.name, i))
+    captures, seen = [], set()
+    for fg in (then_g, else_g):
+        for outer, _ in fg._captures:
+            key = (id(outer.graph), outer.name)
+            if key not in seen:
+                seen.add(key)
+                captures.append(outer)
+    attrs = {
+        "then_branch": _function_attr(then_g, [], then_out, captures),
+        "else_branch": _function_attr(else_g, [], else_out, captures),
+        "Tout": [t.dtype._enum for t in then_out],
+        "output_shapes": [_merged_shape(a, b) for a, b in zip(then_out, else_out)],
+    }
+    op = g._add_op("If", [pred, _InputList(captures)], attrs, name=prefix.rsplit("/", 1)[-1])
+    flat_results = _flat_results(structure)
+    outputs = [op if isinstance(r, Operation) else op.outputs[i]
+               for i, r in enumerate(flat_results)]
+    if name and len(outputs) == 1 and not isinstance(outputs[0], Operation):
+        outputs = [ops.identity(outputs[0], name=name)]
+    if not isinstance(structure, (list, tuple, dict)):
+        return outputs[0]
+    return _pack(structure, outputs)
+
+
+def _flat_results(structure):
+    return _flatten(structure if isinstance(structure, (list, tuple, dict)) else [structure])
 
 
 def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
-    """TF1's tf.case: the first pair whose predicate is true, else `default` (same rules as
-    cond: every branch is built and must be free of side effects)."""
+    """TF1's tf.case: the first pair whose predicate is true, else `default` (nested conds:
+    only the branch taken runs)."""
     pairs = list(pred_fn_pairs.items()) if isinstance(pred_fn_pairs, dict) else \
         list(pred_fn_pairs)
     if default is None:
@@ -117,4 +143,135 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     return result_fn()
 
 
-__all__ = ["case", "cond"]
+def _loop_function(g, prefix, fn, structure, flat, invariants, what):
+    """Traces `fn` into a function graph; returns (graph, arg placeholders, results)."""
+    fg = _FuncGraph(g, prefix)
+    with fg.as_default():
+        args = []
+        for i, v in enumerate(flat):
+            shape = invariants[i] if invariants is not None else _shape_or_none(v)
+            args.append(ops.placeholder(v.dtype, shape=shape, name="arg_%d" % i))
+        packed = _pack(structure, args)
+        result = fn(*packed) if isinstance(structure, (list, tuple)) else fn(packed)
+    return fg, args, result
+
+
+def _function_attr(fg, args, results, captures):
+    names = [a.op.name for a in args] + [fg._capture(t).op.name for t in captures]
+    return (fg._as_graph_def_bytes(), names, [r.name for r in results])
+
+
+def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
+               back_prop=True, swap_memory=False, name=None, maximum_iterations=None,
+               return_same_structure=False):
+    """TF1's tf.while_loop: ``while cond(*vars): vars = body(*vars)``, in the graph.
+
+    `loop_vars` is a (nested) list or tuple of tensors; body returns the same structure. The
+    loop is one While op (Note [While as a function call] in ops/control_flow_ops.cc): cond and
+    body are traced once into functions, outer tensors they use are passed in, ops they build
+    run on the loop's device unless they ask for another (a body may span devices), and
+    gradients flow through the loop to its inputs and to the outer tensors (variables) the body
+    uses. A loop variable keeps its dtype and shape unless `shape_invariants` relaxes it
+    (then, with back_prop, it must still keep one shape per run). `maximum_iterations` (an int)
+    bounds the loop. parallel_iterations and swap_memory are accepted and ignored: iterations
+    run one after another.
+
+    Example::
+
+        i, acc = sf.while_loop(lambda i, acc: i < 10,
+                               lambda i, acc: (i + 1, acc * x),
+                               [0, sf.ones_like(x)])
+    """
+    single = not isinstance(loop_vars, (list, tuple))
+    op, n = _build_while(cond, body, loop_vars, shape_invariants, back_prop, name,
+                         maximum_iterations)
+    outputs = list(op.outputs[:n])
+    if single:
+        return outputs[0]
+    if len(outputs) == 1 and not return_same_structure:
+        return outputs[0]
+    return _pack(loop_vars, outputs)
+
+
+def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, name=None,
+                 maximum_iterations=None):
+    """Builds the While op of while_loop; returns (op, number of loop variables). Its outputs:
+    the final loop variables, the number of iterations, then (back_prop) each variable as it
+    entered every iteration, stacked ([iterations, ...]; dynamic_rnn reads its outputs there)."""
+    g = get_default_graph()
+    structure = loop_vars
+    flat = []
+    for v in _flatten(loop_vars):
+        t = convert_to_tensor(v)
+        if isinstance(g, _FuncGraph) and t.graph is not g and g._encloses(t.graph):
+            t = g._capture(t)
+        flat.append(t)
+    if not flat:
+        raise ValueError("while_loop needs at least one loop variable")
+    invariants = None
+    if shape_invariants is not None:
+        invariants = [_plain_dims(s) if s is not None else None
+                      for s in _flatten_like(structure, shape_invariants)]
+    if maximum_iterations is not None and not isinstance(maximum_iterations, int):
+        raise TypeError("while_loop: maximum_iterations must be a Python int here (got %r); a "
+                        "tensor bound can go into cond instead" % (maximum_iterations,))
+    with g.name_scope(name or "while") as scope:
+        prefix = scope[:-1]
+    cond_g, cond_args, pred = _loop_function(g, prefix + "/cond", cond, structure, flat,
+                                             invariants, "cond")
+    with cond_g.as_default():
+        pred = convert_to_tensor(pred)
+    if pred.dtype != dtypes.bool_ or pred.get_shape().ndims not in (None, 0):
+        raise ValueError("while_loop: cond must return a bool scalar, not %s %s"
+                         % (pred.dtype.name, pred.get_shape()))
+    body_g, body_args, result = _loop_function(g, prefix + "/body", body, structure, flat,
+                                               invariants, "body")
+    with body_g.as_default():
+        out = _flatten(result if isinstance(result, (list, tuple, dict)) else [result])
+        if len(out) != len(flat):
+            raise ValueError("while_loop: body returned %d values for %d loop variables"
+                             % (len(out), len(flat)))
+        results = []
+        for v, r in zip(flat, out):
+            if isinstance(r, Operation) or r is None:
+                raise ValueError("while_loop: body must return tensors, got %r" % (r,))
+            r = convert_to_tensor(r, dtype=v.dtype) if not isinstance(r, Tensor) else r
+            if r.graph is not body_g:
+                r = body_g._capture(r)
+            if r.dtype != v.dtype:
+                raise ValueError("while_loop: loop variable %s is %s but body returns %s"
+                                 % (v.name, v.dtype.name, r.dtype.name))
+            results.append(r)
+    # Both functions take every captured tensor, in one order.
+    captures, seen = [], set()
+    for fg in (cond_g, body_g):
+        for outer, _ in fg._captures:
+            key = (id(outer.graph), outer.name)
+            if key not in seen:
+                seen.add(key)
+                captures.append(outer)
+    attrs = {
+        "cond": _function_attr(cond_g, cond_args, [pred], captures),
+        "body": _function_attr(body_g, body_args, results, captures),
+        "Thistory": [v.dtype._enum for v in flat] if back_prop else [],
+        "maximum_iterations": -1 if maximum_iterations is None else int(maximum_iterations),
+    }
+    if invariants is not None:
+        attrs["output_shapes"] = [s if s is not None else None for s in invariants]
+    op = g._add_op("While", [_InputList(flat), _InputList(captures)], attrs,
+                   name=prefix.rsplit("/", 1)[-1])
+    return op, len(flat)
+
+
+def _flatten_like(structure, value):
+    """`value` (shape invariants) in the structure of `structure` (loop_vars), flattened."""
+    if isinstance(structure, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(structure):
+            raise ValueError("while_loop: shape_invariants must have the structure of loop_vars")
+        return [x for s, v in zip(structure, value) for x in _flatten_like(s, v)]
+    if isinstance(structure, dict):
+        return [x for k in sorted(structure) for x in _flatten_like(structure[k], value[k])]
+    return [value]
+
+
+__all__ = ["case", "cond", "while_loop"]

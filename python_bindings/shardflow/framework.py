@@ -488,9 +488,20 @@ class Graph:
                              % (op_name, len(op.outputs), name))
         return op.outputs[i]
 
-    def as_graph_def(self):
-        """The graph as a serialized GraphDef protobuf (bytes), as the C++ API reads it."""
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """The graph as a GraphDef message (sf.GraphDef, python3-protobuf; shardflow.graph_io):
+        its nodes with their ops, inputs, devices and attrs, as the C++ API and the `shardflow`
+        CLI read it. ``.SerializeToString()`` gives the bytes."""
+        from shardflow.graph_io import graph_def_from_bytes
+        return graph_def_from_bytes(self._handle.as_graph_def())
+
+    def _as_graph_def_bytes(self):
+        """The serialized GraphDef, without python3-protobuf."""
         return self._handle.as_graph_def()
+
+    @property
+    def graph_def_versions(self):
+        raise AttributeError("shardflow GraphDefs carry no versions (graph.as_graph_def())")
 
     @property
     def num_nodes(self):
@@ -498,6 +509,69 @@ class Graph:
 
     def __repr__(self):
         return "<sf.Graph with %d nodes>" % self.num_nodes
+
+
+class _FuncGraph(Graph):
+    """The graph of a function: a while_loop's cond or body (shardflow/control_flow.py).
+
+    Ops built while it is the default graph go into it; a tensor of an enclosing graph that one
+    of them uses is captured: it becomes a Placeholder here (an argument of the function) and
+    the loop passes the outer tensor in. Variables created inside are created in the outermost
+    graph (as TF1 lifts them out of a loop) and read there.
+    """
+
+    def __init__(self, outer, name_prefix):
+        super().__init__()
+        self._outer = outer
+        self._name_scope = name_prefix
+        self._used_scopes.add(name_prefix)
+        self._captures = []       # [(outer tensor, placeholder)] in the order they were taken
+        self._capture_of = {}     # (id(outer graph), outer tensor name) -> placeholder
+        if hasattr(outer, "_variable_scopes"):  # variable scopes go on inside the function
+            self._variable_scopes = list(outer._variable_scopes)
+            self._variable_store = outer._variable_store
+
+    def _outermost(self):
+        g = self
+        while isinstance(g, _FuncGraph):
+            g = g._outer
+        return g
+
+    def _encloses(self, graph):
+        g = self._outer
+        while g is not None:
+            if g is graph:
+                return True
+            g = getattr(g, "_outer", None)
+        return False
+
+    def _capture(self, tensor):
+        key = (id(tensor.graph), tensor.name)
+        if key in self._capture_of:
+            return self._capture_of[key]
+        if not self._encloses(tensor.graph):
+            raise ValueError("tensor %s is from another graph" % tensor.name)
+        inner = tensor
+        if tensor.graph is not self._outer:
+            inner = self._outer._capture(tensor)  # through the enclosing function
+        saved = self._control_inputs, self._device, self._device_fn
+        self._control_inputs, self._device, self._device_fn = [], "", None
+        try:
+            from shardflow import ops
+            with self.as_default():
+                ph = ops.placeholder(tensor.dtype, shape=_shape_or_none(tensor),
+                                     name="captured_%d" % len(self._captures))
+        finally:
+            self._control_inputs, self._device, self._device_fn = saved
+        self._captures.append((inner, ph))
+        self._capture_of[key] = ph
+        self._capture_of[(id(inner.graph), inner.name)] = ph
+        return ph
+
+
+def _shape_or_none(tensor):
+    shape = tensor.get_shape()
+    return None if shape.ndims is None else [d if d is None else int(d) for d in shape.as_list()]
 
 
 _local = threading.local()
@@ -616,6 +690,8 @@ def _to_input(graph, x):
     """An op input: a tensor's reference, a list of inputs (list arguments), or a literal."""
     if isinstance(x, Tensor):
         if x.graph is not graph:
+            if isinstance(graph, _FuncGraph) and graph._encloses(x.graph):
+                return graph._capture(x)._ref
             raise ValueError("tensor %s is from another graph" % x.name)
         return x._ref
     from shardflow.variables import Variable

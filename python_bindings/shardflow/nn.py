@@ -9,7 +9,9 @@ Example::
     loss = sf.reduce_mean(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
 """
 
+from shardflow import rnn_cell  # noqa: F401 (sf.nn.rnn_cell.BasicLSTMCell, ...)
 from shardflow.ops import _op, _out, sigmoid, tanh  # noqa: F401 (re-exported)
+from shardflow.rnn_cell import dynamic_rnn  # noqa: F401
 
 
 def relu(features, name=None):

@@ -18,11 +18,16 @@ from shardflow.framework import (Tensor, TensorShape, _InputList, _literal, _pla
 
 
 def _graph_of(*values):
+    default = get_default_graph()
     for v in values:
         g = getattr(v, "graph", None)
         if g is not None:
+            # Inside a while_loop's function, outer tensors are captured into it.
+            encloses = getattr(default, "_encloses", None)
+            if g is not default and encloses is not None and encloses(g):
+                return default
             return g
-    return get_default_graph()
+    return default
 
 
 def _op(op_type, inputs, attrs=None, name=None):

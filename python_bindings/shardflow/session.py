@@ -307,7 +307,7 @@ class Session:
 
     @property
     def graph_def(self):
-        """The session's graph as a serialized GraphDef (TF1's sess.graph_def)."""
+        """The session's graph as a GraphDef message (TF1's sess.graph_def)."""
         return self.graph.as_graph_def()
 
     def list_devices(self):

@@ -241,8 +241,9 @@ class FileWriter:
         self._write_event(_bytes_field(5, bytes(summary)), global_step)
 
     def add_graph(self, graph, global_step=None):
-        """The graph (a sf.Graph, or the bytes of a GraphDef), for TensorBoard's graph view."""
-        data = graph.as_graph_def() if hasattr(graph, "as_graph_def") else bytes(graph)
+        """The graph (a sf.Graph, a GraphDef or its bytes), for TensorBoard's graph view."""
+        from shardflow.graph_io import _serialized
+        data = _serialized(graph, "FileWriter.add_graph")
         self._write_event(_bytes_field(4, data), global_step)
 
     def add_run_metadata(self, run_metadata, tag, global_step=None):

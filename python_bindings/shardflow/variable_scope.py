@@ -96,6 +96,10 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     g = get_default_graph()
     scope = _stack(g)[-1]
     full = scope.name + "/" + name if scope.name else name
+    # In a while_loop's function the variable is made (or found) in the outermost graph, as
+    # TF1 lifts a loop's variables out of it.
+    g = g._outermost() if hasattr(g, "_outermost") else g
+    _stack(g)
     store = g._variable_store
     if full in store:
         if scope.reuse is False:
@@ -118,14 +122,14 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         if shape is None:
             raise ValueError("get_variable('%s') needs a shape to use its initializer" % full)
         prefix = scope.name + "/" if scope.name else None
-        with g.name_scope(prefix):
+        with g.as_default(), g.name_scope(prefix):
             value = init(list(shape), dt)
     else:
         value = np.asarray(init, dtype=dt.as_numpy_dtype)
         if shape is not None:
             value = np.broadcast_to(value, list(shape)).copy()
     prefix = scope.name + "/" if scope.name else None
-    with g.name_scope(prefix):
+    with g.as_default(), g.name_scope(prefix):
         v = Variable(value, name=name, trainable=trainable, dtype=dt, collections=collections)
     store[full] = v
     return v

@@ -89,6 +89,13 @@ class Variable(_TensorOperators):
     def __init__(self, initial_value, name=None, trainable=True, dtype=None, shape=None,
                  collections=None):
         g = get_default_graph()
+        outermost = getattr(g, "_outermost", None)
+        if outermost is not None:
+            # Created inside a while_loop's function: the variable lives outside the loop (as
+            # in TF1) and the function captures its value.
+            with outermost().as_default():
+                self.__init__(initial_value, name, trainable, dtype, shape, collections)
+            return
         # A device function (sf.train.replica_device_setter) places the variable as a whole:
         # its handle, initial value, read and every later user go where it says.
         place_shape, place_dtype = shape, dtype
@@ -191,9 +198,9 @@ class Variable(_TensorOperators):
         return self.assign_add(ops.negative(delta), name=name, read_value=read_value)
 
     def _read_after(self, op):
-        from shardflow.framework import control_dependencies
         from shardflow.ops import _out
-        with self.graph._device_scope(self._device), control_dependencies([op]):
+        g = op.graph  # a cond branch or loop body when the update is made inside one
+        with g._device_scope(self._device), g.control_dependencies([op]):
             return _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
                         op.name + "/value")
 

@@ -40,13 +40,4 @@ def test_profile_two_devices(tmp_path):
     assert (tmp_path / "placed.dot").read_text().startswith("digraph")
     assert "transfers between devices" in out and " 0 transfers" not in out
 
-
-@pytest.mark.skipif(not HAVE_DATA, reason="apt-get install dataset-fashion-mnist")
-def test_tf1_tutorials_run_as_written():
-    """TF1's deep-MNIST and softmax-regression tutorials, unchanged but for the import line."""
-    out = run_example("tf1_deep_mnist.py", "--steps", "300")
-    assert "step 200, training accuracy" in out
-    accuracy = float(out.split("test accuracy")[1])
-    assert accuracy > 0.7, out
-    out = run_example("tf1_softmax_regression.py", "--steps", "300")
-    assert float(out.split("test accuracy")[1]) > 0.7, out
+# The TF1 tutorials run beside PyTorch in test_tf1_vs_torch.py (ctest: python/tf1_vs_torch).

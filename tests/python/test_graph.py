@@ -119,10 +119,15 @@ def test_get_by_name_and_operations(g):
         g.get_operation_by_name("nope")
 
 
-def test_graph_def_round_trips_as_bytes(g):
+def test_graph_def_is_a_protobuf_message_that_round_trips(g):
     sf.constant([1.0, 2.0], name="c")
-    data = g.as_graph_def()
-    assert isinstance(data, bytes) and b"Const" in data and b"c" in data
+    graph_def = g.as_graph_def()
+    assert isinstance(graph_def, sf.GraphDef)
+    assert [(n.name, n.op) for n in graph_def.node] == [("c", "Const")]
+    data = graph_def.SerializeToString()
+    again = sf.GraphDef()
+    again.ParseFromString(data)
+    assert again == graph_def == sf.GraphDef.FromString(g._as_graph_def_bytes())
 
 
 def test_build_error_raises_and_graph_stays_usable(g):

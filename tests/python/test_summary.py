@@ -85,7 +85,7 @@ def test_summaries_and_event_files_read_back(tmp_path):
                 writer.add_summary(summary, global_step=step)
             writer.add_run_metadata(md, "step2", global_step=2)
             writer.close()
-            graph_bytes = sess.graph_def
+            graph_bytes = sess.graph_def.SerializeToString()
     files = glob.glob(str(tmp_path / "events.out.tfevents.*"))
     assert len(files) == 1
     events = [dict((n, v) for n, _, v in fields(r)) for r in records(files[0])]

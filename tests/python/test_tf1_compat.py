@@ -459,7 +459,7 @@ def test_batched_matmul_and_top_k_match_numpy():
     np.testing.assert_array_equal(out[4], [[1, 3, 2], [2, 0, 3]])
 
 
-def test_cond_and_case_select_like_tf1_and_refuse_side_effects():
+def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():
         flag = tf.placeholder(tf.bool, [])
@@ -478,8 +478,30 @@ def test_cond_and_case_select_like_tf1_and_refuse_side_effects():
             v, i = s.run(pair, {flag: False})
             assert v == -3.0 and i == 2
             assert [s.run(picked, {k: j}) for j in (0, 1, 5)] == [10.0, 20.0, 30.0]
-        with pytest.raises(ValueError, match="changes state"):
-            tf.cond(flag, lambda: x.assign(1.0), lambda: x.value())
+
+
+def test_cond_runs_only_the_branch_taken_side_effects_included():
+    g = tf.Graph()
+    with g.as_default():
+        flag = tf.placeholder(tf.bool, [])
+        counter = tf.Variable(0.0)
+        bump = tf.cond(flag, lambda: counter.assign_add(1.0), lambda: counter.assign_add(10.0))
+        # TF1's classic: an update run only in training, returned through a control dependency.
+        table = tf.constant([1.0, 2.0, 3.0])
+        index = tf.placeholder(tf.int32, [])
+        # The branch not taken would fail (index out of range): it never runs.
+        safe = tf.cond(index < 3, lambda: tf.gather(table, index), lambda: tf.constant(-1.0))
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run(bump, {flag: True}) == 1.0
+            assert s.run(bump, {flag: False}) == 11.0
+            assert s.run(counter) == 11.0
+            assert s.run(safe, {index: 2}) == 3.0 and s.run(safe, {index: 7}) == -1.0
+            op = tf.cond(flag, lambda: tf.group(counter.assign(5.0)), lambda: tf.no_op())
+            s.run(op, {flag: False})
+            assert s.run(counter) == 11.0
+            s.run(op, {flag: True})
+            assert s.run(counter) == 5.0
 
 
 def test_static_shapes_can_be_passed_where_shapes_go():

@@ -1,0 +1,263 @@
+"""Recurrent cells and dynamic_rnn, as TF1's tf.nn.rnn_cell and tf.nn.dynamic_rnn.
+
+Example (a character model)::
+
+    cell = sf.nn.rnn_cell.BasicLSTMCell(128)
+    outputs, state = sf.nn.dynamic_rnn(cell, embedded, dtype=sf.float32)   # [batch, time, 128]
+
+Cells make their variables with get_variable under their own variable scope the first time
+they are called (``rnn/basic_lstm_cell/kernel`` and ``.../bias``, TF1's names and layouts, so
+checkpoints line up); a cell called again reuses them. dynamic_rnn runs the cell in a
+while_loop (one While op; Note [While as a function call] in ops/control_flow_ops.cc): one
+iteration per time step, whatever the sequence length, with gradients through time. The
+outputs are read from the loop's history of the output variable, so nothing grows per step.
+"""
+
+import collections
+
+from shardflow import array_ops, dtypes, ops
+from shardflow.control_flow import _build_while, _flatten, _pack
+from shardflow.framework import convert_to_tensor
+from shardflow.variable_scope import (constant_initializer, get_variable, variable_scope,
+                                      zeros_initializer)
+
+
+class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
+    """An LSTM's state: the cell state c and the output h."""
+
+    @property
+    def dtype(self):
+        return self.c.dtype
+
+
+def _zeros(batch_size, units, dtype):
+    if isinstance(batch_size, int):
+        return ops.zeros([batch_size, units], dtype)
+    dims = array_ops.stack([convert_to_tensor(batch_size), convert_to_tensor(units)])
+    # The reshape gives the result its static depth (fill's shape is known only at run time).
+    return ops.reshape(ops.fill(dims, ops.cast(0, dtype)), [-1, units])
+
+
+def _depth(inputs, what):
+    d = inputs.shape.as_list()[-1] if inputs.shape.ndims else None
+    if d is None:
+        raise ValueError("%s needs the depth of its inputs (their last dimension) to be known"
+                         % what)
+    return int(d)
+
+
+class RNNCell:
+    """The interface: ``output, new_state = cell(inputs, state)``; state_size, output_size,
+    zero_state(batch_size, dtype)."""
+
+    _default_name = "rnn_cell"
+
+    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
+        self._num_units = int(num_units)
+        self._activation = activation or ops.tanh
+        self._reuse = reuse
+        self._name = name
+        self._scope = None
+
+    @property
+    def state_size(self):
+        return self._num_units
+
+    @property
+    def output_size(self):
+        return self._num_units
+
+    def zero_state(self, batch_size, dtype):
+        size = self.state_size
+        if isinstance(size, tuple):
+            return type(size)(*[_zeros(batch_size, s, dtype) for s in size]) \
+                if hasattr(size, "_fields") else tuple(_zeros(batch_size, s, dtype) for s in size)
+        return _zeros(batch_size, size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        # The first call fixes the scope; later calls (every time step) reuse its variables.
+        if self._scope is None:
+            with variable_scope(scope or self._name or self._default_name) as vs:
+                self._scope = vs
+                return self.call(convert_to_tensor(inputs), state)
+        with variable_scope(self._scope, reuse=True):
+            return self.call(convert_to_tensor(inputs), state)
+
+    def _linear(self, args, units, bias_start=0.0):
+        """concat(args) @ kernel + bias, with TF1's variable names."""
+        x = ops.concat(list(args), 1) if len(args) > 1 else args[0]
+        depth = sum(_depth(a, type(self).__name__) for a in args)
+        kernel = get_variable("kernel", [depth, units], dtype=x.dtype)
+        bias = get_variable("bias", [units], dtype=x.dtype,
+                            initializer=constant_initializer(bias_start)
+                            if bias_start else zeros_initializer())
+        return ops.add(ops.matmul(x, kernel), bias)
+
+
+class BasicRNNCell(RNNCell):
+    """h' = activation(W [x, h] + b)."""
+
+    _default_name = "basic_rnn_cell"
+
+    def call(self, inputs, state):
+        out = self._activation(self._linear([inputs, state], self._num_units))
+        return out, out
+
+
+class BasicLSTMCell(RNNCell):
+    """TF1's BasicLSTMCell: gates i, j, f, o = split(W [x, h] + b, 4); c' = c * sigmoid(f +
+    forget_bias) + sigmoid(i) * tanh(j); h' = tanh(c') * sigmoid(o). State LSTMStateTuple(c, h)
+    (state_is_tuple=False is not supported)."""
+
+    _default_name = "basic_lstm_cell"
+
+    def __init__(self, num_units, forget_bias=1.0, state_is_tuple=True, activation=None,
+                 reuse=None, name=None, dtype=None):
+        super().__init__(num_units, activation, reuse, name, dtype)
+        if not state_is_tuple:
+            raise ValueError("BasicLSTMCell(state_is_tuple=False) is deprecated in TF1 and not "
+                             "supported; use the LSTMStateTuple state")
+        self._forget_bias = float(forget_bias)
+
+    @property
+    def state_size(self):
+        return LSTMStateTuple(self._num_units, self._num_units)
+
+    def call(self, inputs, state):
+        c, h = state
+        gates = self._linear([inputs, h], 4 * self._num_units)
+        i, j, f, o = array_ops.split(gates, 4, axis=1)
+        new_c = ops.add(ops.multiply(c, ops.sigmoid(ops.add(f, self._forget_bias))),
+                        ops.multiply(ops.sigmoid(i), self._activation(j)))
+        new_h = ops.multiply(self._activation(new_c), ops.sigmoid(o))
+        return new_h, LSTMStateTuple(new_c, new_h)
+
+
+class LSTMCell(BasicLSTMCell):
+    """TF1's LSTMCell without peepholes, projections or clipping (those raise)."""
+
+    _default_name = "lstm_cell"
+
+    def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None,
+                 num_proj=None, proj_clip=None, forget_bias=1.0, state_is_tuple=True,
+                 activation=None, reuse=None, name=None, dtype=None):
+        if use_peepholes or cell_clip is not None or num_proj is not None:
+            raise ValueError("LSTMCell: peepholes, cell_clip and num_proj are not supported; "
+                             "use BasicLSTMCell's gates")
+        super().__init__(num_units, forget_bias, state_is_tuple, activation, reuse, name, dtype)
+
+
+class GRUCell(RNNCell):
+    """TF1's GRUCell: r, u = sigmoid(W_g [x, h] + b_g); c = tanh(W_c [x, r * h] + b_c);
+    h' = u * h + (1 - u) * c (variables gates/kernel, gates/bias, candidate/...)."""
+
+    _default_name = "gru_cell"
+
+    def call(self, inputs, state):
+        with variable_scope("gates"):
+            r, u = array_ops.split(ops.sigmoid(self._linear([inputs, state], 2 * self._num_units,
+                                                             bias_start=1.0)), 2, axis=1)
+        with variable_scope("candidate"):
+            c = self._activation(self._linear([inputs, ops.multiply(r, state)], self._num_units))
+        new_h = ops.add(ops.multiply(u, state), ops.multiply(ops.subtract(1.0, u), c))
+        return new_h, new_h
+
+
+class MultiRNNCell(RNNCell):
+    """Cells stacked: each one's output is the next one's input (variables cell_0/..., ...)."""
+
+    def __init__(self, cells, state_is_tuple=True):
+        self._cells = list(cells)
+        self._scope = None
+        self._name = None
+        if not state_is_tuple:
+            raise ValueError("MultiRNNCell(state_is_tuple=False) is not supported")
+
+    @property
+    def state_size(self):
+        return tuple(c.state_size for c in self._cells)
+
+    @property
+    def output_size(self):
+        return self._cells[-1].output_size
+
+    def zero_state(self, batch_size, dtype):
+        return tuple(c.zero_state(batch_size, dtype) for c in self._cells)
+
+    _default_name = "multi_rnn_cell"
+
+    def call(self, inputs, state):
+        x, new_states = inputs, []
+        for k, (cell, s) in enumerate(zip(self._cells, state)):
+            with variable_scope("cell_%d" % k):
+                x, s2 = cell(x, s)
+            new_states.append(s2)
+        return x, tuple(new_states)
+
+
+def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
+                parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
+    """Runs `cell` over the time steps of `inputs` ([batch, time, depth], or [time, batch,
+    depth] with time_major) in one while_loop; returns (outputs, final state) as TF1 does.
+    With `sequence_length` ([batch] ints), a sequence's outputs past its length are zeros and
+    its state stops changing there."""
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is not None and x.shape.ndims != 3:
+        raise ValueError("dynamic_rnn takes [batch, time, depth] inputs, got shape %s" % x.shape)
+    with variable_scope(scope or "rnn"):
+        if not time_major:
+            x = ops.transpose(x, [1, 0, 2])
+        dims = x.shape.as_list() if x.shape.ndims else [None] * 3
+        batch = dims[1] if dims[1] is not None else array_ops.unstack(ops.shape(x), 3)[1]
+        time = dims[0] if dims[0] is not None else array_ops.unstack(ops.shape(x), 3)[0]
+        if initial_state is None:
+            if dtype is None:
+                raise ValueError("dynamic_rnn needs initial_state or dtype")
+            initial_state = cell.zero_state(batch, dtype)
+        flat_init = [convert_to_tensor(s) for s in _flatten(initial_state)]
+        lengths = None if sequence_length is None else ops.cast(sequence_length, dtypes.int32)
+
+        def step(t, out, flat, new_out, new_state):
+            """The loop variables after step t: the new ones, or the old ones where step t is
+            past the end of the input or of a sequence (outputs there are zeros)."""
+            dt = new_out.dtype
+            keep = ops.cast(ops.less(t, time), dt)
+            if lengths is not None:
+                keep = ops.multiply(keep, ops.expand_dims(ops.cast(ops.less(t, lengths), dt), 1))
+            out = ops.add(ops.multiply(keep, new_out),
+                          ops.multiply(ops.subtract(1.0, ops.cast(ops.less(t, time), dt)), out))
+            state = [ops.add(o, ops.multiply(keep, ops.subtract(n, o)))
+                     for n, o in zip(_flatten(new_state), flat)]
+            return out, state
+
+        # Step 0 runs before the loop, and iteration t computes step t + 1: the loop's history
+        # of the output variable (each value as it enters an iteration) is then exactly
+        # outputs[0..time), with no slicing. The last iteration's step is past the end and
+        # discarded by step()'s mask. So `time` must be at least 1.
+        first_out, first_state = cell(array_ops.gather(x, 0), initial_state)
+        zero = ops.zeros_like(first_out)
+        out0, state0 = step(0, zero, flat_init, first_out, first_state)
+
+        def cond(t, out, *state):
+            return ops.less(t, time)
+
+        def body(t, out, *state):
+            nxt = ops.add(t, 1)
+            x_t = array_ops.gather(x, ops.minimum(nxt, ops.subtract(time, 1)))
+            new_out, new_state = cell(x_t, _pack(initial_state, list(state)))
+            out, flat = step(nxt, out, list(state), new_out, new_state)
+            return [nxt, out] + flat
+
+        op, n = _build_while(cond, body, [ops.constant(0), out0] + state0, name="while")
+        outputs = op.outputs[n + 1 + 1]          # history of the output variable: [time, ...]
+        if isinstance(time, int):
+            outputs = ops.reshape(outputs, [time, dims[1] if dims[1] is not None else -1,
+                                            cell.output_size])
+        if not time_major:
+            outputs = ops.transpose(outputs, [1, 0, 2])
+        state = _pack(initial_state, list(op.outputs[2:n]))
+    return outputs, state
+
+
+__all__ = ["BasicLSTMCell", "BasicRNNCell", "GRUCell", "LSTMCell", "LSTMStateTuple",
+           "MultiRNNCell", "RNNCell", "dynamic_rnn"]
