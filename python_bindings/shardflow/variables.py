@@ -13,8 +13,8 @@ Example::
 import numpy as np
 
 from shardflow import dtypes
-from shardflow.framework import (GraphKeys, Tensor, _TensorOperators, _literal, _plain_dims,
-                                 _to_input, get_default_graph)
+from shardflow.framework import (GraphKeys, Tensor, _FuncGraph, _TensorOperators, _literal,
+                                 _plain_dims, _to_input, get_default_graph)
 
 
 class Initializer:
@@ -220,10 +220,34 @@ class Variable(_TensorOperators):
             self.dtype.name)
 
 
+def _adopt_engine_variables(g):
+    """Wraps the variables the C++ side made (optimizer slots: Adam's m and v, momentum
+    accumulators) as Variables, so that global_variables and the Saver see them as TF1's do."""
+    known = {v.op.name for v in g._variables}
+    for handle_name in g._handle.variables(False):
+        if handle_name in known:
+            continue
+        handle, read, init_name, shared_name, trainable = g._handle.variable_info(handle_name)
+        v = Variable.__new__(Variable)
+        v.graph = g
+        v._shared_name = shared_name
+        v.name = shared_name + ":0"
+        v.trainable = bool(trainable)
+        v._handle_op = g._operation(handle.node, [handle])
+        v._read = g._operation(read.node, [read]).outputs[0]
+        v.initializer = g.get_operation_by_name(init_name)
+        v._device = v._handle_op.device
+        v._local = False
+        g._variables.append(v)
+
+
 def global_variables(graph=None):
-    """Every Variable created from Python in the graph, but local ones (those made with
+    """Every variable of the graph, optimizer slots included, but local ones (those made with
     collections=[sf.GraphKeys.LOCAL_VARIABLES]: per-worker state such as a replica's step)."""
-    return [v for v in (graph or get_default_graph())._variables if not v._local]
+    g = graph or get_default_graph()
+    if not isinstance(g, _FuncGraph):
+        _adopt_engine_variables(g)
+    return [v for v in g._variables if not v._local]
 
 
 def local_variables(graph=None):

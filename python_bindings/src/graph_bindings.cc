@@ -311,6 +311,12 @@ void RegisterGraphBindings(py::module_& m) {
              }
              return names;
            })
+      .def("variable_info",
+           [](const GraphHandle& g, const std::string& handle_name) {
+             Var v = g.FindVariable(handle_name);
+             return py::make_tuple(g.MakeRef(v.handle()), g.MakeRef(v.value()),
+                                   v.initializer().name(), v.name(), v.info().trainable);
+           })
       .def("gradients", &Gradients)
       .def("minimize", &Minimize)
       .def("apply_gradients", &ApplyGradients)

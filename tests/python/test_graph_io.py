@@ -146,3 +146,60 @@ def test_contrib_rnn_is_the_rnn_cells():
     assert tf.contrib.rnn.LSTMStateTuple is tf.nn.rnn_cell.LSTMStateTuple
     with pytest.raises(AttributeError, match="tf.contrib.slim"):
         tf.contrib.slim
+
+
+def test_hand_made_functions_that_lie_get_errors_not_crashes():
+    """A GraphDef edited by hand (or by an attacker) whose While/If functions do not match
+    their declarations: each run fails with an error naming the problem; the session stays
+    usable."""
+    with tf.Graph().as_default() as g:
+        x = tf.placeholder(tf.float32, [], name="x")
+        _, r = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + x), [0, 0.0])
+        tf.identity(r, name="sum")
+        tf.identity(tf.cond(x > 0, lambda: x * 2.0, lambda: x), name="picked")
+    good = g.as_graph_def()
+
+    def broken(edit):
+        graph_def = tf.GraphDef()
+        graph_def.CopyFrom(good)
+        for node in graph_def.node:
+            edit(node)
+        return graph_def
+
+    def run(graph_def, fetch):
+        with tf.Graph().as_default():
+            tf.import_graph_def(graph_def, name="")
+            with tf.Session() as sess:
+                return sess.run(fetch + ":0", {"x:0": 1.0})
+
+    assert run(good, "sum") == 3.0 and run(good, "picked") == 2.0
+
+    def body_returns_a_missing_tensor(node):
+        if node.op == "While":
+            node.attr["body"].func.ret[1] = "nowhere:0"
+
+    def body_graph_has_an_unknown_op(node):
+        if node.op == "While":
+            node.attr["body"].func.graph.node[-1].op = "NoSuchOp"
+
+    def cond_returns_a_float(node):
+        if node.op == "While":
+            node.attr["cond"].func.ret[0] = node.attr["body"].func.ret[1].replace("body", "cond")
+
+    def branch_takes_fewer_args(node):
+        if node.op == "If":
+            del node.attr["then_branch"].func.arg[:]
+
+    def branch_returns_too_much(node):
+        if node.op == "If":
+            node.attr["then_branch"].func.ret.append(node.attr["then_branch"].func.ret[0])
+
+    for edit, fetch in [(body_returns_a_missing_tensor, "sum"),
+                        (body_graph_has_an_unknown_op, "sum"),
+                        (cond_returns_a_float, "sum"),
+                        (branch_takes_fewer_args, "picked"),
+                        (branch_returns_too_much, "picked")]:
+        with pytest.raises(tf.errors.OpError) as e:
+            run(broken(edit), fetch)
+        print(edit.__name__, "->", e.value)
+        assert str(e.value), edit.__name__

@@ -83,3 +83,35 @@ def test_errors_name_the_variable_and_the_file(tmp_path):
     with pytest.raises(sf.errors.NotFoundError):
         with sf.Session(graph=g) as sess:
             saver.restore(sess, str(tmp_path / "missing.ckpt"))
+
+
+def test_optimizer_slots_are_global_variables_and_saved(tmp_path):
+    """Regression (issue 14): as in TF1, global_variables() and a default Saver include the
+    optimizer's slots (Adam's m and v), so a model restored into a new graph trains on; the
+    slots were left out and the restored model's first step failed as uninitialized."""
+    def build():
+        x = sf.placeholder(sf.float32, [None, 2])
+        w = sf.Variable(np.ones((2, 1), np.float32), name="w")
+        loss = sf.reduce_sum(sf.square(sf.matmul(x, w)))
+        train = sf.train.AdamOptimizer(0.1).minimize(loss)
+        return x, w, loss, train
+
+    feed = np.array([[1.0, 2.0]], np.float32)
+    with sf.Graph().as_default():
+        x, w, loss, train = build()
+        names = sorted(v.op.name for v in sf.global_variables())
+        assert "w" in names and any(n.startswith("w/Adam") for n in names), names
+        assert [v.op.name for v in sf.trainable_variables()] == ["w"]
+        saver = sf.train.Saver()
+        with sf.Session() as sess:
+            sess.run(sf.global_variables_initializer())
+            sess.run(train, {x: feed})
+            path = saver.save(sess, str(tmp_path / "m"))
+            sess.run(train, {x: feed})
+            want = sess.run(w)
+    with sf.Graph().as_default():
+        x, w, loss, train = build()
+        with sf.Session() as sess:
+            sf.train.Saver().restore(sess, path)
+            sess.run(train, {x: feed})        # Adam's moments came back with the weights
+            np.testing.assert_allclose(sess.run(w), want, rtol=1e-6)
