@@ -13,6 +13,13 @@
 
 namespace shardflow {
 
+absl::StatusOr<std::unique_ptr<Executor>> Executor::CreateForPartition(const GraphDef& partition,
+                                                                       Device* device) {
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(partition));
+  for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
+  return Create(std::move(graph), device);
+}
+
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph,
                                                            Device* device) {
   std::unique_ptr<Executor> ex(new Executor());

@@ -53,6 +53,10 @@ class Executor {
   // cycle, an unconnected input, or a node without a kernel on the device.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph,
                                                           Device* device);
+  // The executor of one partition of a step (GraphExecutionState's plan): builds the graph
+  // and assigns every node to `device`, then Create.
+  static absl::StatusOr<std::unique_ptr<Executor>> CreateForPartition(const GraphDef& partition,
+                                                                      Device* device);
   ~Executor();
 
   // Runs one step; `done` is called exactly once, possibly on another thread. The calling

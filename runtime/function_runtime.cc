@@ -55,10 +55,8 @@ absl::StatusOr<std::unique_ptr<FunctionRuntime::Instance>> FunctionRuntime::Buil
     if (device == nullptr) {
       return absl::InternalError(absl::StrCat("function placed on unknown device ", device_name));
     }
-    SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> part_graph, Graph::FromGraphDef(part));
-    for (Node* n : part_graph->nodes()) n->set_assigned_device(device_name);
     SF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                        Executor::Create(std::move(part_graph), device));
+                        Executor::CreateForPartition(part, device));
     instance->executor_ptrs.push_back(executor.get());
     instance->executors.push_back(std::move(executor));
   }

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/function.h"
 #include "core/framework/kernel_registry.h"
@@ -21,15 +20,17 @@ class IfOp : public AsyncOpKernel {
     const AttrMap& attrs = c->def().attr();
     init_ = GetAttr(attrs, "Tout", &types_);
     if (init_.ok()) init_ = GetAttr(attrs, "output_shapes", &shapes_);
-    if (init_.ok()) init_ = GetAttr(attrs, "then_branch", &branches_[0]);
-    if (init_.ok()) init_ = GetAttr(attrs, "else_branch", &branches_[1]);
+    std::vector<GraphFunction> branches(2);
+    if (init_.ok()) init_ = GetAttr(attrs, "then_branch", &branches[0]);
+    if (init_.ok()) init_ = GetAttr(attrs, "else_branch", &branches[1]);
     for (int b = 0; init_.ok() && b < 2; ++b) {
-      if (branches_[b].ret_size() != static_cast<int>(types_.size())) {
+      if (branches[b].ret_size() != static_cast<int>(types_.size())) {
         init_ = absl::InvalidArgumentError(absl::StrCat(
-            b == 0 ? "then_branch" : "else_branch", " returns ", branches_[b].ret_size(),
+            b == 0 ? "then_branch" : "else_branch", " returns ", branches[b].ret_size(),
             " values and the If has ", types_.size(), " outputs"));
       }
     }
+    branches_ = std::make_unique<KernelFunctions>(std::move(branches));
   }
   bool IsExpensive() const override { return false; }
 
@@ -51,8 +52,13 @@ class IfOp : public AsyncOpKernel {
                        " of shape ", pred.shape().DebugString())));
     }
     const int taken = pred.data<bool>()[0] ? 0 : 1;
-    absl::StatusOr<FunctionLibrary::Handle> handle = Instantiate(ctx, taken);
-    if (!handle.ok()) return fail(handle.status());
+    absl::StatusOr<FunctionLibrary::Handle> handle =
+        branches_->Get(ctx->function_library(), taken, ctx->device()->name());
+    if (!handle.ok()) {
+      return fail(WithContext(
+          handle.status(),
+          absl::StrCat("cannot prepare cond's ", taken == 0 ? "true" : "false", " branch: ")));
+    }
     std::vector<Tensor> args;
     for (int i = 1; i < ctx->num_inputs(); ++i) args.push_back(ctx->input(i));
     auto rets = std::make_shared<std::vector<Tensor>>();
@@ -75,23 +81,6 @@ class IfOp : public AsyncOpKernel {
   }
 
  private:
-  absl::StatusOr<FunctionLibrary::Handle> Instantiate(OpKernelContext* ctx, int branch) {
-    FunctionLibrary* lib = ctx->function_library();
-    {
-      absl::MutexLock lock(&mu_);
-      if (instantiated_for_[branch] == lib) return handles_[branch];
-    }
-    auto h = lib->Instantiate(branches_[branch], ctx->device()->name());
-    if (!h.ok()) {
-      return WithContext(h.status(), absl::StrCat("cannot prepare cond's ",
-                                                  branch == 0 ? "true" : "false", " branch: "));
-    }
-    absl::MutexLock lock(&mu_);
-    instantiated_for_[branch] = lib;
-    handles_[branch] = *h;
-    return *h;
-  }
-
   absl::Status Check(const std::vector<Tensor>& rets, const char* which) const {
     for (size_t i = 0; i < types_.size(); ++i) {
       const Tensor* t = i < rets.size() ? &rets[i] : nullptr;
@@ -113,10 +102,7 @@ class IfOp : public AsyncOpKernel {
   absl::Status init_;
   std::vector<DataType> types_;
   std::vector<TensorShape> shapes_;
-  GraphFunction branches_[2];
-  absl::Mutex mu_;
-  FunctionLibrary* instantiated_for_[2] ABSL_GUARDED_BY(mu_) = {nullptr, nullptr};
-  FunctionLibrary::Handle handles_[2] ABSL_GUARDED_BY(mu_) = {-1, -1};
+  std::unique_ptr<KernelFunctions> branches_;  // then, else
 };
 
 REGISTER_KERNEL(KernelDef("If").Device(kDeviceCpu), IfOp);

@@ -197,10 +197,8 @@ class LocalSession final : public Session {
       if (device == nullptr) {
         return absl::InternalError(absl::StrCat("placed on unknown device ", device_name));
       }
-      SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> part_graph, Graph::FromGraphDef(part));
-      for (Node* n : part_graph->nodes()) n->set_assigned_device(device_name);
       SF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                          Executor::Create(std::move(part_graph), device));
+                          Executor::CreateForPartition(part, device));
       prepared->executor_ptrs.push_back(executor.get());
       prepared->executors.push_back(std::move(executor));
       prepared->partitions.push_back(part);

@@ -28,8 +28,22 @@ class WhileOp : public AsyncOpKernel {
     if (init_.ok()) init_ = GetAttr(attrs, "Tcaptured", &captured_types_);
     std::vector<DataType> history;
     if (init_.ok()) init_ = GetAttr(attrs, "Thistory", &history);
-    if (init_.ok()) init_ = GetAttr(attrs, "cond", &cond_);
-    if (init_.ok()) init_ = GetAttr(attrs, "body", &body_);
+    std::vector<GraphFunction> functions(2);
+    if (init_.ok()) init_ = GetAttr(attrs, "cond", &functions[0]);
+    if (init_.ok()) init_ = GetAttr(attrs, "body", &functions[1]);
+    const size_t n = types_.size();
+    const GraphFunction &cond = functions[0], &body = functions[1];
+    if (init_.ok() && (cond.ret_size() != 1 || body.ret_size() != static_cast<int>(n) ||
+                       cond.arg_size() != static_cast<int>(n + captured_types_.size()) ||
+                       body.arg_size() != cond.arg_size())) {
+      init_ = absl::InvalidArgumentError(absl::StrCat(
+          "cond must take ", n + captured_types_.size(), " arguments (", n,
+          " loop variables, then the captured tensors) and return 1 bool; body must take the "
+          "same and return ",
+          n, "; they take ", cond.arg_size(), " and ", body.arg_size(), " and return ",
+          cond.ret_size(), " and ", body.ret_size()));
+    }
+    functions_ = std::make_unique<KernelFunctions>(std::move(functions));
     if (init_.ok()) init_ = GetAttr(attrs, "output_shapes", &shapes_);
     if (init_.ok()) init_ = GetAttr(attrs, "maximum_iterations", &maximum_iterations_);
     keep_history_ = !history.empty();
@@ -48,8 +62,6 @@ class WhileOp : public AsyncOpKernel {
 
  private:
   struct Loop;
-  absl::Status Instantiate(OpKernelContext* ctx, FunctionLibrary::Handle* cond,
-                           FunctionLibrary::Handle* body);
   // Runs the loop until a call goes asynchronous or the loop ends; `have_result`: the call of
   // the current phase has finished and its result is in `loop`.
   void Drive(Loop* loop, bool have_result);
@@ -62,13 +74,9 @@ class WhileOp : public AsyncOpKernel {
   absl::Status init_;
   std::vector<DataType> types_, captured_types_;
   std::vector<TensorShape> shapes_;
-  GraphFunction cond_, body_;
+  std::unique_ptr<KernelFunctions> functions_;  // cond, body
   int64_t maximum_iterations_ = -1;
   bool keep_history_ = false;
-  absl::Mutex mu_;
-  FunctionLibrary* instantiated_for_ ABSL_GUARDED_BY(mu_) = nullptr;
-  FunctionLibrary::Handle cond_handle_ ABSL_GUARDED_BY(mu_) = -1;
-  FunctionLibrary::Handle body_handle_ ABSL_GUARDED_BY(mu_) = -1;
 };
 
 struct WhileOp::Loop {
@@ -89,29 +97,6 @@ struct WhileOp::Loop {
   std::atomic<int> handoff{0};
 };
 
-absl::Status WhileOp::Instantiate(OpKernelContext* ctx, FunctionLibrary::Handle* cond,
-                                  FunctionLibrary::Handle* body) {
-  FunctionLibrary* lib = ctx->function_library();
-  {
-    absl::MutexLock lock(&mu_);
-    if (instantiated_for_ == lib) {
-      *cond = cond_handle_;
-      *body = body_handle_;
-      return absl::OkStatus();
-    }
-  }
-  const std::string& device = ctx->device()->name();
-  auto c = lib->Instantiate(cond_, device);
-  if (!c.ok()) return WithContext(c.status(), "cannot prepare the loop's cond: ");
-  auto b = lib->Instantiate(body_, device);
-  if (!b.ok()) return WithContext(b.status(), "cannot prepare the loop's body: ");
-  absl::MutexLock lock(&mu_);
-  instantiated_for_ = lib;
-  cond_handle_ = *cond = *c;
-  body_handle_ = *body = *b;
-  return absl::OkStatus();
-}
-
 void WhileOp::ComputeAsync(OpKernelContext* ctx, DoneCallback done) {
   auto fail = [&](const absl::Status& s) {
     ctx->SetStatus(s);
@@ -124,22 +109,22 @@ void WhileOp::ComputeAsync(OpKernelContext* ctx, DoneCallback done) {
         "library (run the graph through a session or a worker)"));
   }
   const size_t n = types_.size();
-  if (cond_.ret_size() != 1 || body_.ret_size() != static_cast<int>(n) ||
-      cond_.arg_size() != static_cast<int>(n + captured_types_.size()) ||
-      body_.arg_size() != cond_.arg_size()) {
-    return fail(absl::InvalidArgumentError(absl::StrCat(
-        "cond must take ", n + captured_types_.size(), " arguments (", n,
-        " loop variables, then the captured tensors) and return 1 bool; body must take the same "
-        "and return ",
-        n, "; they take ", cond_.arg_size(), " and ", body_.arg_size(), " and return ",
-        cond_.ret_size(), " and ", body_.ret_size())));
-  }
   auto* loop = new Loop;
-  absl::Status s = Instantiate(ctx, &loop->cond, &loop->body);
-  if (!s.ok()) {
+  const std::string& device = ctx->device()->name();
+  absl::StatusOr<FunctionLibrary::Handle> cond =
+      functions_->Get(ctx->function_library(), 0, device);
+  if (!cond.ok()) {
     delete loop;
-    return fail(s);
+    return fail(WithContext(cond.status(), "cannot prepare the loop's cond: "));
   }
+  absl::StatusOr<FunctionLibrary::Handle> body =
+      functions_->Get(ctx->function_library(), 1, device);
+  if (!body.ok()) {
+    delete loop;
+    return fail(WithContext(body.status(), "cannot prepare the loop's body: "));
+  }
+  loop->cond = *cond;
+  loop->body = *body;
   loop->ctx = ctx;
   loop->done = std::move(done);
   loop->lib = ctx->function_library();

@@ -18,6 +18,7 @@
 #ifndef SHARDFLOW_CORE_FRAMEWORK_FUNCTION_H_
 #define SHARDFLOW_CORE_FRAMEWORK_FUNCTION_H_
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/framework/tensor.h"
 #include "core/protos/graph.pb.h"
 
@@ -56,6 +58,41 @@ class FunctionLibrary {
   // `args` in the order of the function's `arg`; the results land in `rets` in `ret` order.
   virtual void Run(Handle handle, const FunctionCallOptions& options, std::vector<Tensor> args,
                    std::vector<Tensor>* rets, DoneCallback done) = 0;
+};
+
+// The handles of a kernel's functions (While's cond and body, If's branches), instantiated
+// the first time each is needed and kept for the library that made them: the library's own
+// cache keys on the serialized function, too slow to consult on every call. Thread-safe.
+class KernelFunctions {
+ public:
+  explicit KernelFunctions(std::vector<GraphFunction> functions)
+      : functions_(std::move(functions)), handles_(functions_.size(), -1) {}
+
+  const GraphFunction& function(size_t i) const { return functions_[i]; }
+
+  // Function `i` instantiated through `lib` on `device`.
+  absl::StatusOr<FunctionLibrary::Handle> Get(FunctionLibrary* lib, size_t i,
+                                              const std::string& device) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (lib_ != lib) {
+        lib_ = lib;
+        std::fill(handles_.begin(), handles_.end(), -1);
+      }
+      if (handles_[i] >= 0) return handles_[i];
+    }
+    absl::StatusOr<FunctionLibrary::Handle> h = lib->Instantiate(functions_[i], device);
+    if (!h.ok()) return h.status();
+    absl::MutexLock lock(&mu_);
+    if (lib_ == lib) handles_[i] = *h;
+    return *h;
+  }
+
+ private:
+  const std::vector<GraphFunction> functions_;
+  absl::Mutex mu_;
+  FunctionLibrary* lib_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<FunctionLibrary::Handle> handles_ ABSL_GUARDED_BY(mu_);  // -1: not yet
 };
 
 }  // namespace shardflow

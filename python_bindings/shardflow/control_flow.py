@@ -92,7 +92,7 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     with g.name_scope(name or "cond") as scope:
         prefix = scope[:-1]
     then_g, structure, then_out = _trace_branch(g, prefix + "/true", true_fn, "true")
-    else_g, other, else_out = _trace_branch(g, prefix + "/false", false_fn, "false")
+    else_g, _, else_out = _trace_branch(g, prefix + "/false", false_fn, "false")
     if len(then_out) != len(else_out):
         raise ValueError("cond: the branches return different structures (%d and %d values)"
                          % (len(then_out), len(else_out)))
@@ -100,13 +100,7 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         if a.dtype != b.dtype:
             raise ValueError("cond: the branches return %s and %s as value %d"
                              % (a.dtype.name, b.dtype.name, i))
-    captures, seen = [], set()
-    for fg in (then_g, else_g):
-        for outer, _ in fg._captures:
-            key = (id(outer.graph), outer.name)
-            if key not in seen:
-                seen.add(key)
-                captures.append(outer)
+    captures = _union_captures(then_g, else_g)
     attrs = {
         "then_branch": _function_attr(then_g, [], then_out, captures),
         "else_branch": _function_attr(else_g, [], else_out, captures),
@@ -154,6 +148,19 @@ def _loop_function(g, prefix, fn, structure, flat, invariants, what):
         packed = _pack(structure, args)
         result = fn(*packed) if isinstance(structure, (list, tuple)) else fn(packed)
     return fg, args, result
+
+
+def _union_captures(*graphs):
+    """The outer tensors any of `graphs` captured, each once, in the order first taken: every
+    function of one op takes all of them, in this order."""
+    captures, seen = [], set()
+    for fg in graphs:
+        for outer, _ in fg._captures:
+            key = (id(outer.graph), outer.name)
+            if key not in seen:
+                seen.add(key)
+                captures.append(outer)
+    return captures
 
 
 def _function_attr(fg, args, results, captures):
@@ -242,14 +249,7 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
                 raise ValueError("while_loop: loop variable %s is %s but body returns %s"
                                  % (v.name, v.dtype.name, r.dtype.name))
             results.append(r)
-    # Both functions take every captured tensor, in one order.
-    captures, seen = [], set()
-    for fg in (cond_g, body_g):
-        for outer, _ in fg._captures:
-            key = (id(outer.graph), outer.name)
-            if key not in seen:
-                seen.add(key)
-                captures.append(outer)
+    captures = _union_captures(cond_g, body_g)
     attrs = {
         "cond": _function_attr(cond_g, cond_args, [pred], captures),
         "body": _function_attr(body_g, body_args, results, captures),

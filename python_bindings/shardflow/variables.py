@@ -132,6 +132,10 @@ class Variable(_TensorOperators):
                 initial_value = np.broadcast_to(initial_value, _plain_dims(shape)).copy()
         handle, read, init_name, shared_name = g._handle.create_variable(
             _to_input(g, initial_value), bool(trainable), g._ctx(name or "Variable"))
+        self._attach(g, handle, read, init_name, shared_name, trainable)
+
+    def _attach(self, g, handle, read, init_name, shared_name, trainable):
+        """Points this Variable at the engine's variable and registers it with `g`."""
         self.graph = g
         # TF1's names: the variable "<name>:0" (its value), its op "<name>"; checkpoints and
         # shared state use the bare shared name.
@@ -227,18 +231,10 @@ def _adopt_engine_variables(g):
     for handle_name in g._handle.variables(False):
         if handle_name in known:
             continue
-        handle, read, init_name, shared_name, trainable = g._handle.variable_info(handle_name)
         v = Variable.__new__(Variable)
-        v.graph = g
-        v._shared_name = shared_name
-        v.name = shared_name + ":0"
-        v.trainable = bool(trainable)
-        v._handle_op = g._operation(handle.node, [handle])
-        v._read = g._operation(read.node, [read]).outputs[0]
-        v.initializer = g.get_operation_by_name(init_name)
+        v._attach(g, *g._handle.variable_info(handle_name))
         v._device = v._handle_op.device
         v._local = False
-        g._variables.append(v)
 
 
 def global_variables(graph=None):
