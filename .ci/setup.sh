@@ -12,6 +12,7 @@ packages=(
   dataset-fashion-mnist python3-numpy pybind11-dev python3-dev python3-pytest python3-protobuf
   python3-torch libopenblas0-openmp
   openmpi-bin slurmctld slurmd slurm-client
+  libucx-dev ucx-utils iperf3
 )
 missing=()
 for p in "${packages[@]}"; do

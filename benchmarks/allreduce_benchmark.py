@@ -3,7 +3,7 @@
 torch.distributed.all_reduce with gloo (Debian's python3-torch), side by side in one run.
 
     /usr/bin/python3 benchmarks/allreduce_benchmark.py [build/bin/shardflow]
-                     [--sizes-mib 1 16 64] [--iters 10] [--rounds 3]
+                     [--sizes-mib 1 16 64] [--iters 10] [--rounds 3] [--transports grpc ucx]
 
 shardflow: two `shardflow server` processes (tasks 0 and 1 of one cluster, one CPU device and
 one thread each, as gloo's two processes) and a client (this script, through the Python package)
@@ -14,7 +14,9 @@ the larger of the two tasks'; step overhead (the client's RunStep, RunGraph on e
 printed beside it. gloo: two processes (torch.multiprocessing), all_reduce(SUM) of a tensor of
 the same size, timed around the call after a barrier, the larger of the two ranks.
 
-The rounds alternate between the two, so both see the same machine; each round's median over
+Each transport (--transports: gRPC's RecvTensor, and UCX's data plane, docs/distributed.md
+"Choosing a transport") gets its own pair of servers. The rounds alternate between them and gloo,
+so all see the same machine; each round's median over
 --iters calls is kept, and the table gives the median of the rounds, as algorithm bandwidth
 (bytes of the tensor / time) and the ratio to gloo. Target (issue 12): >= 1.5x gloo at 16 and
 64 MiB. Exit status 0 whatever the numbers.
@@ -74,17 +76,17 @@ def run_gloo(sizes, iters):
 
 # ---- shardflow -----------------------------------------------------------------------------
 
-def start_servers(cli, workdir):
+def start_servers(cli, workdir, transport):
     ports = [free_port(), free_port()]
     cluster = {"worker": ["127.0.0.1:%d" % p for p in ports]}
-    path = os.path.join(workdir, "cluster.json")
+    path = os.path.join(workdir, "cluster_%s.json" % transport)
     with open(path, "w") as f:
         json.dump(cluster, f)
     procs = []
     for task in range(2):
         procs.append(subprocess.Popen(
             [cli, "server", "--cluster", path, "--job", "worker", "--task", str(task),
-             "--threads", "1", "--log-level", "warning"],
+             "--threads", "1", "--log-level", "warning", "--transport", transport],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
     deadline = time.time() + 30
     for port in ports:
@@ -138,6 +140,7 @@ def main():
     parser.add_argument("--sizes-mib", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--transports", nargs="+", default=["grpc", "ucx"])
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.cli))),
                                     "python"))
@@ -146,35 +149,52 @@ def main():
     with open("/proc/cpuinfo") as f:
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
     print(f"machine: {cpu}, {os.cpu_count()} vCPUs; load {open('/proc/loadavg').read().split()[:3]}")
-    sf_rounds = {m: [] for m in args.sizes_mib}
-    sf_steps = {m: [] for m in args.sizes_mib}
-    gloo_rounds = {m: [] for m in args.sizes_mib}
+    names = ["shardflow " + t for t in args.transports] + ["gloo"]
+    times = {n: {m: [] for m in args.sizes_mib} for n in names}
+    steps = {n: {m: [] for m in args.sizes_mib} for n in names}
     with tempfile.TemporaryDirectory() as workdir:
-        procs, ports = start_servers(args.cli, workdir)
+        servers = {}
         try:
+            for t in args.transports:
+                servers[t] = start_servers(args.cli, workdir, t)
             for r in range(args.rounds):
-                res = run_shardflow(sf, ports, args.sizes_mib, args.iters)
-                for m, (op, step) in res.items():
-                    sf_rounds[m].append(op)
-                    sf_steps[m].append(step)
-                for m, t in run_gloo(args.sizes_mib, args.iters).items():
-                    gloo_rounds[m].append(t)
+                order = names[r % len(names):] + names[:r % len(names)]
+                for n in order:
+                    if n == "gloo":
+                        for m, t in run_gloo(args.sizes_mib, args.iters).items():
+                            times[n][m].append(t)
+                        continue
+                    ports = servers[n.split()[1]][1]
+                    for m, (op, step) in run_shardflow(sf, ports, args.sizes_mib,
+                                                       args.iters).items():
+                        times[n][m].append(op)
+                        steps[n][m].append(step)
                 print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
         finally:
-            for p in procs:
-                p.terminate()
-                p.wait(timeout=30)
+            for procs, _ in servers.values():
+                for p in procs:
+                    p.terminate()
+                    p.wait(timeout=30)
     print(f"\nall-reduce (sum) of float32 between 2 processes on loopback; medians of "
-          f"{args.rounds} rounds x {args.iters} calls; GB/s = tensor bytes / time")
-    print(f"{'size':>7} {'shardflow':>12} {'GB/s':>7} {'(step)':>10} {'gloo':>12} {'GB/s':>7} "
-          f"{'ratio':>7}  target")
+          f"{args.rounds} rounds x {args.iters} calls; GB/s = tensor bytes / time "
+          f"(shardflow: the CollectiveReduce op's span; its whole step in parentheses)")
+    header = f"{'size':>7}"
+    for n in names:
+        header += f" {n:>22}"
+    print(header + "  vs gloo" + ("  ucx/grpc" if {"grpc", "ucx"} <= set(args.transports) else ""))
     for m in args.sizes_mib:
         size = m * (1 << 20)
-        ts, tg = statistics.median(sf_rounds[m]), statistics.median(gloo_rounds[m])
-        step = statistics.median(sf_steps[m])
-        target = ">= 1.5x" if m >= 16 else ""
-        print(f"{m:>4} MiB {ts * 1e3:>9.2f} ms {size / ts / 1e9:>7.2f} {step * 1e3:>7.2f} ms "
-              f"{tg * 1e3:>9.2f} ms {size / tg / 1e9:>7.2f} {tg / ts:>6.2f}x  {target}")
+        med = {n: statistics.median(times[n][m]) for n in names}
+        line = f"{m:>4} MiB"
+        for n in names:
+            extra = f" ({statistics.median(steps[n][m]) * 1e3:.1f})" if steps[n][m] else ""
+            line += f" {med[n] * 1e3:>7.2f} ms{extra:>8} {size / med[n] / 1e9:>4.1f}"
+        ratios = ", ".join(f"{n.split()[-1]} {med['gloo'] / med[n]:.2f}x" for n in names
+                           if n != "gloo")
+        line += "  " + ratios
+        if {"grpc", "ucx"} <= set(args.transports):
+            line += f"  {med['shardflow grpc'] / med['shardflow ucx']:.2f}x"
+        print(line)
     return 0
 
 

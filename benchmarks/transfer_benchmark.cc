@@ -6,6 +6,8 @@
 //   build-dist/bin/transfer_benchmark --only=64MB --rounds=50
 //   build-dist/bin/transfer_benchmark --chunk_bytes=0            # one call per tensor, no ranges
 //   build-dist/bin/transfer_benchmark --chunk_bytes=8388608 --in_flight=2 --queue_threads=1
+//   build-dist/bin/transfer_benchmark --transport=ucx            # both tasks' UCX data planes
+//   build-dist/bin/transfer_benchmark --destination    # into a given tensor, as collectives pull
 //   (benchmarks/transfer_benchmark.py runs it beside iperf3)
 //
 // The serving process holds a graph Const(N bytes) -> _Send per size. Each call runs one step
@@ -30,6 +32,7 @@
 #include "core/framework/attr_value.h"
 #include "core/framework/rendezvous.h"
 #include "core/platform/status.h"
+#include "distributed/data_plane.h"
 #include "distributed/grpc/grpc_poll_strategy.h"
 #include "distributed/grpc/grpc_worker_client.h"
 #include "distributed/server.h"
@@ -40,9 +43,10 @@ namespace {
 constexpr char kSrc[] = "/job:worker/replica:0/task:0/device:CPU:0";
 constexpr char kDst[] = "/job:worker/replica:0/task:1/device:CPU:0";
 
-int Serve() {
+int Serve(const std::string& transport) {
   ServerOptions options;
   options.address = "127.0.0.1:0";
+  options.transport = transport;
   options.config.set_inter_op_threads(1);
   options.config.set_intra_op_threads(1);
   options.num_threads = 1;  // one core each for sender and receiver
@@ -89,6 +93,7 @@ struct Size {
   std::string graph_handle;
   std::string key;
   std::vector<double> times;
+  Tensor destination;  // --destination
 };
 
 absl::Status Register(GrpcWorkerClient* client, uint64_t incarnation, Size* size) {
@@ -104,7 +109,9 @@ absl::Status Register(GrpcWorkerClient* client, uint64_t incarnation, Size* size
 
 // Runs one step on the serving task (the tensor then waits in its rendezvous) and times the
 // RecvTensor that pulls it. `record` false = a warm-up call.
-absl::Status TimeOneCall(GrpcWorkerClient* client, int64_t step_id, Size* size, bool record) {
+absl::Status TimeOneCall(GrpcWorkerClient* client, TensorTransport* transport,
+                         const std::string& address, int64_t step_id, Size* size, bool record,
+                         bool destination) {
   RunGraphRequest run;
   run.set_graph_handle(size->graph_handle);
   run.set_step_id(step_id);
@@ -113,13 +120,26 @@ absl::Status TimeOneCall(GrpcWorkerClient* client, int64_t step_id, Size* size, 
   absl::Notification done;
   absl::Status status;
   int64_t got = 0;
+  RecvTensorCall call;
+  call.task = "/job:worker/replica:0/task:0";
+  call.address = address;
+  call.step_id = step_id;
+  call.key = size->key;
+  // RecvArgs::destination, as the ring all-reduce gives it (its output, written again every
+  // step): the transport writes there instead of into a fresh tensor.
+  if (destination) {
+    if (!size->destination.IsInitialized()) {
+      size->destination = Tensor(DT_UINT8, TensorShape({size->bytes}));
+      std::memset(size->destination.raw_data(), 0, size->bytes);
+    }
+    call.destination = size->destination;
+  }
   auto start = std::chrono::steady_clock::now();
-  client->RecvTensorAsync(step_id, size->key, nullptr, nullptr,
-                          [&](const absl::Status& st, Tensor t) {
-                            status = st;
-                            got = t.TotalBytes();
-                            done.Notify();
-                          });
+  transport->RecvTensorAsync(call, nullptr, [&](const absl::Status& st, Tensor t) {
+    status = st;
+    got = t.TotalBytes();
+    done.Notify();
+  });
   done.WaitForNotification();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -132,7 +152,8 @@ absl::Status TimeOneCall(GrpcWorkerClient* client, int64_t step_id, Size* size, 
 }
 
 int Run(const char* self, bool json, const std::string& only, int rounds,
-        const GrpcClientOptions& client_options) {
+        const GrpcClientOptions& client_options, const std::string& transport_name,
+        bool destination) {
   int to_child[2], from_child[2];
   if (pipe(to_child) != 0 || pipe(from_child) != 0) return 1;
   pid_t pid = fork();
@@ -141,7 +162,8 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
     dup2(from_child[1], 1);
     close(to_child[1]);
     close(from_child[0]);
-    execl("/proc/self/exe", self, "--serve", nullptr);
+    const std::string transport_flag = "--transport=" + transport_name;
+    execl("/proc/self/exe", self, "--serve", transport_flag.c_str(), nullptr);
     _exit(127);
   }
   close(to_child[0]);
@@ -153,9 +175,22 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
     std::cerr << "the serving process did not start\n";
     return 1;
   }
-  GrpcWorkerCache cache{client_options};
-  auto client = cache.GetClient(address, "/job:worker/replica:0/task:0");
+  auto cache = std::make_shared<GrpcWorkerCache>(client_options);
+  auto client = cache->GetClient(address, "/job:worker/replica:0/task:0");
   if (!client.ok()) return 1;
+  // The receiving task's transport: gRPC's RecvTensor, or a UCX data plane of its own.
+  std::unique_ptr<TensorTransport> transport;
+  if (transport_name == "grpc") {
+    transport = cache->NewTransport();
+  } else {
+    auto plane =
+        NewDataPlane(transport_name, "/job:worker/replica:0/task:1", cache, cache->NewTransport());
+    if (!plane.ok()) {
+      std::cerr << plane.status() << "\n";
+      return 1;
+    }
+    transport = std::move(*plane);
+  }
   // The sizes take turns in every round, so that a change in the machine's load (other
   // processes, CPU steal) falls on all of them alike rather than on whichever ran last.
   std::vector<Size> sizes = {
@@ -172,7 +207,10 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
   int64_t step_id = 0;
   for (Size& size : sizes) {
     absl::Status s = Register(client->get(), incarnation, &size);
-    for (int i = 0; s.ok() && i < 3; ++i) s = TimeOneCall(client->get(), ++step_id, &size, false);
+    for (int i = 0; s.ok() && i < 3; ++i) {
+      s = TimeOneCall(client->get(), transport.get(), address, ++step_id, &size, false,
+                      destination);
+    }
     if (!s.ok()) {
       std::cerr << size.name << ": " << s << "\n";
       return 1;
@@ -181,7 +219,8 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
   for (int round = 0; round < rounds; ++round) {
     for (Size& size : sizes) {
       for (int i = 0; i < size.calls_per_round; ++i) {
-        absl::Status s = TimeOneCall(client->get(), ++step_id, &size, true);
+        absl::Status s = TimeOneCall(client->get(), transport.get(), address, ++step_id, &size,
+                                     true, destination);
         if (!s.ok()) {
           std::cerr << size.name << ": " << s << "\n";
           return 1;
@@ -193,6 +232,7 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
     (*client)->CleanupGraph(size.graph_handle).IgnoreError();
     std::sort(size.times.begin(), size.times.end());
   }
+  transport.reset();
   close(to_child[1]);
   waitpid(pid, nullptr, 0);
   auto median = [](const Size& s) { return s.times[s.times.size() / 2]; };
@@ -223,6 +263,8 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
 int main(int argc, char** argv) {
   bool serve = false, json = false;
   std::string only;
+  std::string transport = "grpc";
+  bool destination = false;
   int rounds = 15;
   std::string poll_strategy = shardflow::kDefaultGrpcPollStrategy;
   // Defaults are the library's; the flags let one binary compare settings side by side.
@@ -240,7 +282,9 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--only=", 7) == 0) only = argv[i] + 7;
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) rounds = std::max(1, std::atoi(argv[i] + 9));
     if (std::strcmp(argv[i], "--serve") == 0) serve = true;
+    if (std::strncmp(argv[i], "--transport=", 12) == 0) transport = argv[i] + 12;
     if (std::strcmp(argv[i], "--json") == 0) json = true;
+    if (std::strcmp(argv[i], "--destination") == 0) destination = true;
     if (std::strncmp(argv[i], "--poll_strategy=", 16) == 0) poll_strategy = argv[i] + 16;
   }
   // Before any gRPC object: the benchmark measures the strategy a server uses.
@@ -249,5 +293,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "transfer_benchmark: %s\n", std::string(poll.message()).c_str());
     return 2;
   }
-  return serve ? shardflow::Serve() : shardflow::Run(argv[0], json, only, rounds, client_options);
+  if (transport != "grpc" && transport != "ucx") {
+    std::fprintf(stderr, "transfer_benchmark: --transport is grpc or ucx\n");
+    return 2;
+  }
+  return serve
+             ? shardflow::Serve(transport)
+             : shardflow::Run(argv[0], json, only, rounds, client_options, transport, destination);
 }

@@ -1,18 +1,21 @@
 #!/usr/bin/python3
-"""RecvTensor throughput and round trip beside raw TCP (iperf3, one stream), in one run.
+"""RecvTensor throughput and round trip over each transport, beside raw TCP (iperf3, one stream),
+in one run.
 
-    /usr/bin/python3 benchmarks/transfer_benchmark.py [build-dist/bin/transfer_benchmark]
-                     [--passes N] [--baseline OTHER_BINARY]
+    /usr/bin/python3 benchmarks/transfer_benchmark.py [build/bin/transfer_benchmark]
+                     [--passes N] [--transports grpc,ucx] [--destination] [--baseline OTHER]
 
 Alternates N times (default 3) between iperf3 -c 127.0.0.1 (one stream, 3 s) and
-transfer_benchmark --json (two processes on loopback, one gRPC connection; the sizes take turns
-inside it), so that both see the same machine. Prints one table: the median over the passes of
-each pass's median time, GB/s for 4 KB, 1 MB and 64 MB tensors as a share of iperf3's median
-rate, the spread of the passes, and the median round trip of a 4-byte tensor. The load average
-is printed before and after: on a shared machine the figures move with it. Exit status 0 when
-both ran, whatever the numbers (the targets are printed beside them). With --baseline, every
-pass also runs OTHER_BINARY (e.g. a build of the previous commit) right after the binary, and a
-second table shows it: before and after from the same passes.
+transfer_benchmark --json --transport=T for each transport T (two processes on loopback; the sizes
+take turns inside it; the transports take turns between passes), so that all see the same
+machine. Prints one table per transport: the median over the passes of each pass's median time,
+GB/s for 4 KB, 1 MB and 64 MB tensors as a share of iperf3's median rate, the spread of the
+passes, and the median round trip of a 4-byte tensor; then UCX against gRPC. With --destination
+each transport also runs pulling into a given tensor (RecvArgs::destination, as the ring
+all-reduce does). The load average is printed before and after: on a shared machine the figures
+move with it. Exit status 0 when all ran, whatever the numbers (the targets are printed beside
+them). With --baseline, every pass also runs OTHER_BINARY (e.g. a build of the previous commit,
+gRPC) and a table shows it: before and after from the same passes.
 """
 import argparse
 import json
@@ -45,62 +48,87 @@ def load_average():
         return " ".join(f.read().split()[:3])
 
 
-def print_table(binary, runs, rate):
-    print(f"{binary}:")
+TARGETS = {
+    "grpc": {"64MB": ">= 80% of iperf3", "rtt": "<= 100 us"},
+    "ucx": {"64MB": ">= 4 GB/s, >= 2x grpc", "rtt": "<= 30 us"},
+}
+
+
+def print_table(name, runs, rate):
+    targets = TARGETS.get(name.split()[0], {})
+    print(f"{name}:")
     print(f"{'tensor':<8} {'median':>12} {'GB/s':>8} {'vs iperf3':>10}   {'passes (median us)':<28}"
           f" target")
-    for name in ("4KB", "1MB", "64MB"):
-        times = [r[name]["median_s"] for r in runs]
+    for size_name in ("4KB", "1MB", "64MB"):
+        times = [r[size_name]["median_s"] for r in runs]
         median = statistics.median(times)
-        size = runs[0][name]["bytes"]
+        size = runs[0][size_name]["bytes"]
         ratio = f"{100 * size / median / rate:.0f}%" if rate else "n/a"
-        target = ">= 80% of iperf3" if name == "64MB" else ""
         spread = ", ".join(f"{t * 1e6:.0f}" for t in times)
-        print(f"{name:<8} {median * 1e6:>9.1f} us {size / median / 1e9:>8.3f} {ratio:>10}   "
-              f"{spread:<28} {target}")
+        print(f"{size_name:<8} {median * 1e6:>9.1f} us {size / median / 1e9:>8.3f} {ratio:>10}   "
+              f"{spread:<28} {targets.get(size_name, '')}")
     rtt = [r["rtt_4B"]["median_s"] for r in runs]
     best = min(r["rtt_4B"]["min_s"] for r in runs)
     spread = ", ".join(f"{t * 1e6:.0f}" for t in rtt)
     print(f"{'4 B RTT':<8} {statistics.median(rtt) * 1e6:>9.1f} us {'':>8} {'':>10}   "
-          f"{spread:<28} <= 100 us (min {best * 1e6:.1f} us)")
+          f"{spread:<28} {targets.get('rtt', '')} (min {best * 1e6:.1f} us)")
+
+
+def median_of(runs, size_name):
+    return statistics.median(r[size_name]["median_s"] for r in runs)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary", nargs="?",
-                        default=os.path.join(ROOT, "build-dist", "bin", "transfer_benchmark"))
+                        default=os.path.join(ROOT, "build", "bin", "transfer_benchmark"))
     parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--transports", default="grpc,ucx",
+                        help="comma-separated: grpc, ucx (a build without UCX runs ucx as grpc)")
+    parser.add_argument("--destination", action="store_true",
+                        help="also pull into a given tensor (as collectives do)")
     parser.add_argument("--baseline", help="another transfer_benchmark to run in every pass")
     args = parser.parse_args()
     binary = args.binary
     if not os.path.exists(binary):
-        binary = os.path.join(ROOT, "build", "bin", "transfer_benchmark")
+        binary = os.path.join(ROOT, "build-dist", "bin", "transfer_benchmark")
     have_iperf3 = shutil.which("iperf3") is not None
+    configs = []  # (name, command)
+    for t in [t for t in args.transports.split(",") if t]:
+        configs.append((t, [binary, "--json", "--transport=" + t]))
+        if args.destination:
+            configs.append((t + " into destination",
+                            [binary, "--json", "--transport=" + t, "--destination"]))
+    if args.baseline:
+        configs.append(("baseline " + args.baseline, [args.baseline, "--json"]))
     print(f"machine: {os.cpu_count()} CPUs, load average {load_average()}; loopback; "
-          f"one TCP connection each; {args.passes} alternating passes")
-    tcp, runs, baseline_runs = [], [], []
+          f"{args.passes} alternating passes")
+    tcp = []
+    runs = {name: [] for name, _ in configs}
     for i in range(args.passes):
         if have_iperf3:
             tcp.append(iperf3_bytes_per_s())
-        order = [(binary, runs), (args.baseline, baseline_runs)]
-        for command, into in order if i % 2 == 0 else order[::-1]:  # neither always goes first
-            if command is None:
-                continue
-            out = subprocess.run([command, "--json"], capture_output=True, text=True,
-                                 timeout=600)
+        k = i % len(configs)  # a different configuration goes first in each pass
+        for name, command in configs[k:] + configs[:k]:
+            out = subprocess.run(command, capture_output=True, text=True, timeout=600)
             if out.returncode != 0:
-                print(out.stderr, file=sys.stderr)
+                print(name + ":", out.stderr, file=sys.stderr)
                 return 1
-            into.append(json.loads(out.stdout))
+            runs[name].append(json.loads(out.stdout))
     rate = statistics.median(tcp) if tcp else None
     if rate is None:
         print("iperf3: not installed (apt-get install -y iperf3)")
     else:
         spread = ", ".join(f"{x / 1e9:.2f}" for x in tcp)
         print(f"iperf3 -c 127.0.0.1 -P 1: {rate / 1e9:.3f} GB/s (passes: {spread})")
-    print_table(binary, runs, rate)
-    if baseline_runs:
-        print_table(args.baseline, baseline_runs, rate)
+    for name, _ in configs:
+        print_table(name, runs[name], rate)
+    if "grpc" in runs and "ucx" in runs:
+        g, u = runs["grpc"], runs["ucx"]
+        print("ucx vs grpc: 64MB %.2fx faster, 1MB %.2fx, 4 B round trip %.2fx shorter"
+              % (median_of(g, "64MB") / median_of(u, "64MB"),
+                 median_of(g, "1MB") / median_of(u, "1MB"),
+                 median_of(g, "rtt_4B") / median_of(u, "rtt_4B")))
     print(f"load average after: {load_average()}")
     return 0
 

@@ -90,6 +90,11 @@ class TensorTransport {
   // borrowed and must outlive the call.
   virtual void RecvTensorAsync(const RecvTensorCall& call, CallCancellation* cancel,
                                RecvDone done) = 0;
+
+  // The data plane this task also serves tensors on ("ucx") and its address there, published in
+  // GetStatus so that peers pull over it; "" for a transport that uses the gRPC connection only.
+  virtual std::string data_plane() const { return ""; }
+  virtual std::string data_plane_address() const { return ""; }
 };
 
 }  // namespace shardflow

@@ -89,6 +89,10 @@ void Worker::GetStatus(GetStatusResponse* response) const {
     out->set_device_type(d->device_type());
     out->set_memory_limit(d->attributes().memory_limit_bytes);
   }
+  if (transport_ != nullptr && !transport_->data_plane().empty()) {
+    response->set_data_plane(transport_->data_plane());
+    response->set_data_plane_address(transport_->data_plane_address());
+  }
 }
 
 Device* Worker::FindDevice(const std::string& name) const {

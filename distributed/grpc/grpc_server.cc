@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/platform/status.h"
+#include "distributed/data_plane.h"
 #include "distributed/grpc/grpc_poll_strategy.h"
 #include "distributed/grpc/grpc_security.h"
 #include "glog/logging.h"
@@ -36,6 +37,10 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
   if (absl::IsInvalidArgument(poll)) return poll;
   if (!poll.ok()) LOG(WARNING) << "server for task " << task_name << ": " << poll.message();
   SF_ASSIGN_OR_RETURN(const std::string bind, ServerBindAddress(options));
+  if (absl::Status t = CheckTransportName(options.transport); !t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server for task ", task_name, ": ", t.message()));
+  }
   if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
         "server for task ", task_name, ": max_message_bytes ", options.max_message_bytes,
@@ -56,7 +61,19 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
   WorkerClientOptions client_options;
   client_options.security = options.security;
   server->cache_ = std::make_shared<GrpcWorkerCache>(client_options);
-  server->transport_ = server->cache_->NewTransport();
+  // The data plane (ServerOptions::transport): UCX beside gRPC when asked for and available,
+  // else RecvTensor on the gRPC connection.
+  if (options.transport == "ucx") {
+    auto ucx = NewDataPlane("ucx", task_name, server->cache_, server->cache_->NewTransport());
+    if (ucx.ok()) {
+      server->data_plane_ = ucx->get();
+      server->transport_ = *std::move(ucx);
+    } else {
+      LOG(WARNING) << "server for task " << task_name << ": " << ucx.status().message()
+                   << "; tensors travel over gRPC";
+    }
+  }
+  if (server->transport_ == nullptr) server->transport_ = server->cache_->NewTransport();
   WorkerOptions worker_options = options.worker;
   if (worker_options.known_cluster.empty()) {
     worker_options.known_cluster = options.cluster.TaskAddresses();
@@ -64,6 +81,7 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
   server->worker_ = std::make_unique<Worker>(
       task_name, devices, server->transport_.get(),
       options.incarnation != 0 ? options.incarnation : NewIncarnation(), worker_options);
+  if (server->data_plane_ != nullptr) server->data_plane_->Serve(server->worker_.get());
   server->service_ = std::make_unique<GrpcWorkerService>(
       server->worker_.get(), options.security.token, options.transfer_idle_timeout);
   if (options.host_master) {
@@ -128,6 +146,7 @@ void GrpcServer::Shutdown() {
   if (collector_.joinable()) collector_.join();
   // Every step's pending call gets its reply before the server stops; then no handler runs.
   if (worker_ != nullptr) worker_->Shutdown();
+  if (data_plane_ != nullptr) data_plane_->StopServing();
   if (service_ != nullptr) service_->StopAccepting();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

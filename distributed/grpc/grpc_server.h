@@ -22,6 +22,8 @@
 
 namespace shardflow {
 
+class DataPlane;
+
 class GrpcServer final : public Server {
  public:
   static absl::StatusOr<std::unique_ptr<Server>> Create(const ServerOptions& options);
@@ -43,6 +45,8 @@ class GrpcServer final : public Server {
   std::vector<std::unique_ptr<Device>> devices_;
   std::shared_ptr<GrpcWorkerCache> cache_;
   std::unique_ptr<TensorTransport> transport_;
+  // transport_ when it is a data plane (ServerOptions::transport "ucx"), else null.
+  DataPlane* data_plane_ = nullptr;
   std::unique_ptr<Worker> worker_;
   std::shared_ptr<Master> master_;
   std::unique_ptr<GrpcMasterService> master_service_;

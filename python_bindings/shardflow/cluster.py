@@ -102,6 +102,8 @@ class Server:
     default 30, or $SHARDFLOW_CONNECT_TIMEOUT) bounds how long a session opened here waits for
     the other tasks (a ps not up yet) before its error names those that never answered.
     Addresses other than loopback ones need `plaintext=True` (or TLS; docs/distributed.md).
+    `protocol="grpc+ucx"` moves tensors between tasks over UCX (shared memory, TCP or RDMA verbs
+    as UCX_TLS allows) with gRPC for the rest, as TF1's "grpc+verbs" did.
     """
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
@@ -119,8 +121,14 @@ class Server:
                                  % (job_name, cluster.num_tasks(job_name)))
             task_index = 0
         cluster.task_address(job_name, int(task_index))  # a clear error for a missing task
-        if protocol not in (None, "grpc"):
-            raise ValueError("Server: protocol '%s' is not available; use 'grpc'" % protocol)
+        # TF1 named its RDMA data planes "grpc+verbs", "grpc+gdr": here "grpc+ucx" (UCX's shared
+        # memory, TCP or verbs for tensors; gRPC for the rest). A task without UCX falls back to
+        # gRPC with one logged line.
+        transports = {None: "grpc", "grpc": "grpc", "grpc+ucx": "ucx"}
+        if protocol not in transports:
+            raise ValueError("Server: protocol '%s' is not available; use 'grpc' or 'grpc+ucx'%s"
+                             % (protocol, " (TF1's RDMA data planes are 'grpc+ucx' here)"
+                                if str(protocol).startswith("grpc+") else ""))
         if not start:
             raise ValueError("Server(start=False) is not supported: the server starts at once")
         if connect_timeout is None:
@@ -137,7 +145,7 @@ class Server:
         self._handle = _C.ServerHandle(
             cluster.as_dict(), job_name, self.task_index, cfg.inter_op_threads,
             cfg.intra_op_threads, cfg.cpu_device_count, cfg.auth_token, bool(plaintext),
-            float(connect_timeout))
+            float(connect_timeout), transports[protocol])
         _SERVERS[self.target] = self
 
     def _watch_other_tasks(self):

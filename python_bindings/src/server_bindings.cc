@@ -27,8 +27,10 @@ class ServerHandle {
  public:
   ServerHandle(std::map<std::string, std::vector<std::string>> cluster, const std::string& job,
                int task, int inter_op_threads, int intra_op_threads, int cpu_device_count,
-               const std::string& auth_token, bool plaintext, double connect_timeout_s) {
+               const std::string& auth_token, bool plaintext, double connect_timeout_s,
+               const std::string& transport) {
     ServerOptions options;
+    options.transport = transport;
     options.job = job;
     options.task = task;
     SF_PY_ASSIGN_OR_THROW(options.cluster, ClusterSpec::FromMap(std::move(cluster)));
@@ -173,11 +175,11 @@ void RegisterServerBindings(py::module_& m) {
         py::arg("num_tasks"), py::arg("port"), py::arg("coordinator"), py::arg("timeout_s"));
   py::class_<ServerHandle>(m, "ServerHandle", "The C++ task server behind sf.train.Server.")
       .def(py::init<std::map<std::string, std::vector<std::string>>, std::string, int, int, int,
-                    int, std::string, bool, double>(),
+                    int, std::string, bool, double, std::string>(),
            py::arg("cluster"), py::arg("job"), py::arg("task"), py::arg("inter_op_threads") = 0,
            py::arg("intra_op_threads") = 0, py::arg("cpu_device_count") = 0,
            py::arg("auth_token") = "", py::arg("plaintext") = false,
-           py::arg("connect_timeout_s") = 0.0)
+           py::arg("connect_timeout_s") = 0.0, py::arg("transport") = "grpc")
       .def_property_readonly("address", &ServerHandle::address)
       .def_property_readonly("task_name", &ServerHandle::task_name)
       .def("join", &ServerHandle::Join)

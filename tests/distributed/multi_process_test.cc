@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -20,10 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/tensor_util.h"
 #include "core/protos/master.grpc.pb.h"
+#include "distributed/data_plane.h"
 #include "gmock/gmock.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
@@ -68,7 +71,9 @@ std::string Device(int task) {
   return absl::StrCat("/job:worker/replica:0/task:", task, "/device:CPU:0");
 }
 
-class MultiProcessTest : public ::testing::Test {
+// Each test runs twice: tensors between the tasks over gRPC, then over UCX (a build without UCX
+// falls back to gRPC, so the second run is then a second gRPC run).
+class MultiProcessTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (access(kBinary.c_str(), X_OK) != 0) GTEST_SKIP() << kBinary << " is not built";
@@ -87,10 +92,17 @@ class MultiProcessTest : public ::testing::Test {
     tasks_.clear();
     if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
   }
-  void StartTask(int i, const std::vector<std::string>& extra = {}) {
+  void StartTask(int i, std::vector<std::string> extra = {}) {
     if (static_cast<int>(tasks_.size()) <= i) tasks_.resize(i + 1);
+    extra.push_back("--transport");
+    extra.push_back(GetParam());
     tasks_[i] = std::make_unique<Task>(cluster_, i, extra);
     ASSERT_TRUE(tasks_[i]->WaitReady()) << "task " << i << ": " << tasks_[i]->output();
+    const std::vector<std::string> have = RegisteredDataPlanes();
+    if (GetParam() == "grpc" || std::find(have.begin(), have.end(), "ucx") != have.end()) {
+      EXPECT_TRUE(absl::StrContains(tasks_[i]->output(), "tensors over " + GetParam()))
+          << tasks_[i]->output();
+    }
   }
   std::unique_ptr<Session> Connect(const std::string& policy = "") {
     SessionOptions options;
@@ -138,7 +150,7 @@ struct Mlp {
   }
 };
 
-TEST_F(MultiProcessTest, ThreeTasksGiveTheLocalResultsAndOneProfile) {
+TEST_P(MultiProcessTest, ThreeTasksGiveTheLocalResultsAndOneProfile) {
   Mlp local("", "", "");
   SessionOptions one;
   one.config.set_intra_op_threads(1);
@@ -178,7 +190,7 @@ TEST_F(MultiProcessTest, ThreeTasksGiveTheLocalResultsAndOneProfile) {
   EXPECT_TRUE(session->Close().ok());
 }
 
-TEST_F(MultiProcessTest, TheCostPolicySpreadsUnplacedTowersOverTasks) {
+TEST_P(MultiProcessTest, TheCostPolicySpreadsUnplacedTowersOverTasks) {
   Scope s = Scope::NewRootScope();
   Tensor w(DT_FLOAT, TensorShape({256, 256}));
   for (int64_t i = 0; i < w.NumElements(); ++i) w.data<float>()[i] = (i % 13) * 1e-3f;
@@ -204,7 +216,7 @@ TEST_F(MultiProcessTest, TheCostPolicySpreadsUnplacedTowersOverTasks) {
   EXPECT_GE(used.size(), 2u);
 }
 
-TEST_F(MultiProcessTest, BadRequestsGetErrorsAndTheServerKeepsServing) {
+TEST_P(MultiProcessTest, BadRequestsGetErrorsAndTheServerKeepsServing) {
   auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", ports_[0]),
                                      grpc::InsecureChannelCredentials());
   auto stub = MasterService::NewStub(channel);
@@ -239,7 +251,7 @@ TEST_F(MultiProcessTest, BadRequestsGetErrorsAndTheServerKeepsServing) {
   EXPECT_TRUE(session->Run({{"x", split.x_value}}, {"loss"}, {}, &out).ok());
 }
 
-TEST_F(MultiProcessTest, AKilledWorkerFailsTheStepNamingItAndARestartedOneServesANewSession) {
+TEST_P(MultiProcessTest, AKilledWorkerFailsTheStepNamingItAndARestartedOneServesANewSession) {
   // Task 1 runs a long chain of matmuls; it is killed in the middle of the step.
   Scope s = Scope::NewRootScope();
   Tensor w(DT_FLOAT, TensorShape({1024, 1024}));
@@ -288,10 +300,15 @@ TEST_F(MultiProcessTest, AKilledWorkerFailsTheStepNamingItAndARestartedOneServes
   EXPECT_FALSE(old.ok());
 }
 
-TEST_F(MultiProcessTest, SigtermShutsAServerDownCleanly) {
+TEST_P(MultiProcessTest, SigtermShutsAServerDownCleanly) {
   tasks_[2]->Signal(SIGTERM);
   EXPECT_EQ(tasks_[2]->Wait(10), 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(Transports, MultiProcessTest, ::testing::Values("grpc", "ucx"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 }  // namespace
 }  // namespace shardflow

@@ -5,8 +5,11 @@ the same loss curve as a local run; `--strategy allreduce` across the hosts must
 of two local replicas; `--strategy ps-sync` with a ps and a worker on host 0 and a worker on host
 1 (one process per task) must end with the parameters of one local worker on both workers' rows;
 a task killed on host 1 must fail the next step within the bound with an error naming it.
+With `--transport ucx` the tasks move tensors over UCX with UCX_TLS=tcp (without it UCX would
+find shared memory between namespaces of one machine and bypass the link under test).
 
-usage: netns_test.py path/to/shardflow        (root; exits 77 = skipped without namespaces)
+usage: netns_test.py path/to/shardflow [--transport grpc|ucx]
+       (root; exits 77 = skipped without namespaces)
 """
 import json
 import os
@@ -17,6 +20,10 @@ import tempfile
 import time
 
 BINARY = os.path.abspath(sys.argv[1])
+TRANSPORT = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--transport" else "grpc"
+# Every shardflow process here: the tasks' data plane, over TCP only.
+TRANSPORT_FLAGS = ["--transport", TRANSPORT]
+ENV = dict(os.environ, UCX_TLS="tcp") if TRANSPORT == "ucx" else dict(os.environ)
 SUFFIX = str(os.getpid())
 NS = [f"sf_h0_{SUFFIX}", f"sf_h1_{SUFFIX}"]
 VETH = [f"sfv0_{SUFFIX}"[:15], f"sfv1_{SUFFIX}"[:15]]
@@ -75,11 +82,13 @@ def teardown():
 
 def start_task(spec, task):
     p = subprocess.Popen(["ip", "netns", "exec", NS[task], BINARY, "server", "--cluster", spec,
-                          "--task", str(task), "--threads", "1", "--plaintext"],
-                         stdout=subprocess.PIPE, text=True)
+                          "--task", str(task), "--threads", "1", "--plaintext", *TRANSPORT_FLAGS],
+                         stdout=subprocess.PIPE, text=True, env=ENV)
     line = p.stdout.readline()
     if "listening on" not in line:
         raise RuntimeError(f"task {task} did not start: {line}")
+    if TRANSPORT == "ucx" and "tensors over ucx" not in line:
+        print(f"note: task {task} fell back to gRPC (no UCX in this build?): {line.strip()}")
     return p
 
 
@@ -89,7 +98,7 @@ def train(tmp, tag, *flags, ns=None):
            "--checkpoint-dir", out, "--trace-dir", out, *flags]
     if ns:
         cmd = ["ip", "netns", "exec", ns] + cmd
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=ENV)
     return r, os.path.join(out, "losses.npy")
 
 
@@ -109,8 +118,8 @@ def ps_sync_across_hosts(tmp, np):
         procs.append(subprocess.Popen(
             ["ip", "netns", "exec", ns, BINARY, "train", "--strategy", "ps-sync", "--cluster",
              spec, "--plaintext", "--job", job, "--task", str(task), "--batch-size", "32",
-             "--checkpoint-dir", ckpt, *sgd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True))
+             "--checkpoint-dir", ckpt, *TRANSPORT_FLAGS, *sgd], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, env=ENV))
     outputs = []
     for p in procs:
         try:
@@ -144,6 +153,8 @@ def ps_sync_across_hosts(tmp, np):
 
 def main():
     import numpy as np
+    print(f"tensors between the tasks over {TRANSPORT}"
+          + (" (UCX_TLS=tcp)" if TRANSPORT == "ucx" else ""))
     setup()
     tasks = []
     try:
@@ -189,7 +200,8 @@ def main():
             long_run = subprocess.Popen(
                 ["ip", "netns", "exec", NS[0], BINARY, "train", "--model", "mlp", "--max-steps",
                  "100000", "--progress=false", "--checkpoint-dir", out, "--cluster", spec,
-                 "--plaintext"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 "--plaintext"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=ENV)
             time.sleep(4)
             cut = time.time()
             sh("ip", "netns", "exec", NS[1], "ip", "link", "set", VETH[1], "down")

@@ -1,7 +1,12 @@
 // RecvTensor end to end: a tensor a _Send leaves on one server is pulled over gRPC bit-exactly
 // (0 bytes, small, strings, 64 MB); the wire format's checks (truncated, mismatched or garbage
 // bytes give errors, never a crash); ranged pulls (64 MB + 3 bytes in 4 MB and odd ranges, bad
-// ranges, an abort in the middle); the remote rendezvous pulls from another task.
+// ranges, an abort in the middle); the remote rendezvous pulls from another task. And, for each
+// transport (grpc, and ucx where built: TransportTest), the same semantics through the
+// TensorTransport interface: bit-exact round trips, the destination written in place, an abort or
+// a shutdown failing a waiting pull, cancellation aborting the step on the sender, a stale
+// incarnation refused, and a UCX receiver falling back to gRPC for a peer without UCX.
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <utility>
@@ -9,6 +14,7 @@
 
 #include "core/framework/attr_value.h"
 #include "core/framework/tensor_util.h"
+#include "distributed/data_plane.h"
 #include "distributed/grpc/grpc_server.h"
 #include "distributed/grpc/tensor_coding.h"
 #include "grpcpp/create_channel.h"
@@ -458,6 +464,279 @@ TEST(TensorCodingTest, RangeRepliesCarryTheirPlaceAndAreChecked) {
   header.set_range_offset(0);
   header.set_range_length(8);
   EXPECT_FALSE(RecvTensorReply::Parse(RawReply(header, std::string(8, 'x'))).ok());
+}
+
+// The same pulls through the TensorTransport interface, once per transport: "grpc" (the
+// server's RecvTensor) and "ucx" (both tasks' UCX data planes; skipped when UCX is not built).
+class TransportTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string& transport = GetParam();
+    if (transport == "ucx") {
+      std::vector<std::string> have = RegisteredDataPlanes();
+      if (std::find(have.begin(), have.end(), "ucx") == have.end()) {
+        GTEST_SKIP() << "this build has no UCX (apt-get install libucx-dev)";
+      }
+    }
+    server_ = StartServerWith(transport);
+    ASSERT_NE(server_, nullptr);
+    cache_ = std::make_shared<GrpcWorkerCache>(GrpcClientOptions());
+    client_ = *cache_->GetClient(server_->address(), server_->task_name());
+    transport_ = MakeTransport(transport);
+    ASSERT_NE(transport_, nullptr);
+  }
+
+  static std::unique_ptr<Server> StartServerWith(const std::string& transport) {
+    ServerOptions options;
+    options.job = "worker";
+    options.task = 0;
+    options.address = "127.0.0.1:0";
+    options.config.set_inter_op_threads(2);
+    options.config.set_intra_op_threads(1);
+    options.transport = transport;
+    auto server = Server::Create(options);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? std::move(server).value() : nullptr;
+  }
+
+  // The receiving side: task 1's transport.
+  std::unique_ptr<TensorTransport> MakeTransport(const std::string& transport) {
+    if (transport == "grpc") return cache_->NewTransport();
+    auto plane =
+        NewDataPlane(transport, "/job:worker/replica:0/task:1", cache_, cache_->NewTransport());
+    EXPECT_TRUE(plane.ok()) << plane.status();
+    if (!plane.ok()) return nullptr;
+    return std::unique_ptr<TensorTransport>(std::move(*plane));
+  }
+
+  absl::Status SendOnServer(const Tensor& value, int64_t step_id) {
+    RegisterGraphRequest reg;
+    (*reg.mutable_partitions())[kTask0Cpu] = SendGraph(value.dtype(), server_->incarnation());
+    RegisterGraphResponse reg_response;
+    SF_RETURN_IF_ERROR(client_->RegisterGraph(reg, &reg_response));
+    RunGraphRequest run;
+    run.set_graph_handle(reg_response.graph_handle());
+    run.set_step_id(step_id);
+    IndexedTensor* arg = run.add_args();
+    arg->set_index(0);
+    value.AsProto(arg->mutable_tensor());
+    RunGraphResponse run_response;
+    return client_->RunGraph(run, &run_response);
+  }
+
+  RecvTensorCall Call(int64_t step_id, uint64_t incarnation = 0) const {
+    RecvTensorCall call;
+    call.task = server_->task_name();
+    call.address = server_->address();
+    call.step_id = step_id;
+    call.key = RendezvousKey(kTask0Cpu, incarnation != 0 ? incarnation : server_->incarnation(),
+                             kTask1Cpu, "t:0");
+    return call;
+  }
+
+  // Starts a pull; Wait() gives its result.
+  struct PendingPull {
+    absl::Notification done;
+    absl::StatusOr<Tensor> result;
+    CallCancellation cancel;
+    bool Wait(absl::Duration timeout = absl::Seconds(30)) {
+      return done.WaitForNotificationWithTimeout(timeout);
+    }
+  };
+  std::unique_ptr<PendingPull> Start(const RecvTensorCall& call, TensorTransport* t = nullptr) {
+    auto pull = std::make_unique<PendingPull>();
+    PendingPull* p = pull.get();
+    (t != nullptr ? t : transport_.get())
+        ->RecvTensorAsync(call, &p->cancel, [p](const absl::Status& s, Tensor tensor) {
+          if (s.ok()) {
+            p->result = std::move(tensor);
+          } else {
+            p->result = s;
+          }
+          p->done.Notify();
+        });
+    return pull;
+  }
+
+  absl::StatusOr<Tensor> RoundTrip(const Tensor& value, int64_t step_id) {
+    SF_RETURN_IF_ERROR(SendOnServer(value, step_id));
+    auto pull = Start(Call(step_id));
+    if (!pull->Wait()) return absl::DeadlineExceededError("the pull hangs");
+    return pull->result;
+  }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<GrpcWorkerCache> cache_;
+  std::shared_ptr<GrpcWorkerClient> client_;
+  std::unique_ptr<TensorTransport> transport_;
+};
+
+TEST_P(TransportTest, RoundTripsAreBitExact) {
+  std::mt19937 rng(17);
+  std::vector<Tensor> values;
+  values.push_back(Tensor(DT_FLOAT, TensorShape({0, 3})));
+  values.push_back(Tensor::Scalar<float>(3.5f));
+  values.push_back(Tensor::FromVector<int64_t>({1, -2, 3, 1LL << 40}));
+  Tensor bools(DT_BOOL, TensorShape({5}));
+  for (int i = 0; i < 5; ++i) bools.data<bool>()[i] = (i % 2) == 0;
+  values.push_back(bools);
+  Tensor mid(DT_DOUBLE, TensorShape({128, 1024}));  // 1 MB: past UCX's eager threshold
+  for (int64_t i = 0; i < mid.NumElements(); ++i) mid.data<double>()[i] = rng() * 1e-3;
+  values.push_back(mid);
+  Tensor big(DT_FLOAT, TensorShape({16, 1024, 1024}));  // 64 MB, NaNs included
+  uint32_t* words = reinterpret_cast<uint32_t*>(big.raw_data());
+  for (int64_t i = 0; i < big.NumElements(); ++i) words[i] = rng();
+  values.push_back(big);
+  Tensor strings(DT_STRING, TensorShape({4}));
+  strings.data<std::string>()[0] = "";
+  strings.data<std::string>()[1] = "hello";
+  strings.data<std::string>()[2] = std::string(1000, '\0');
+  strings.data<std::string>()[3] = std::string(300000, 'x');  // a large string reply
+  values.push_back(strings);
+  for (size_t i = 0; i < values.size(); ++i) {
+    auto got = RoundTrip(values[i], 100 + i);
+    ASSERT_TRUE(got.ok()) << "value " << i << ": " << got.status();
+    EXPECT_TRUE(TensorsEqual(values[i], *got)) << "value " << i << ": " << got->DebugString();
+    EXPECT_FALSE(got->SharesBufferWith(values[i]));
+  }
+  EXPECT_EQ(test::ActiveStepsAfterSettling(server_->worker()), 0) << "pulled steps are retired";
+}
+
+TEST_P(TransportTest, TheReceiverWritesStraightIntoAFittingDestination) {
+  Tensor value = RandomBytes(int64_t{8} << 20, 21);
+  ASSERT_TRUE(SendOnServer(value, 200).ok());
+  RecvTensorCall call = Call(200);
+  call.destination = Tensor(DT_UINT8, TensorShape({int64_t{8} << 20}));
+  auto pull = Start(call);
+  ASSERT_TRUE(pull->Wait()) << "the pull hangs";
+  ASSERT_TRUE(pull->result.ok()) << pull->result.status();
+  EXPECT_TRUE(TensorsEqual(value, *pull->result));
+  EXPECT_TRUE(pull->result->SharesBufferWith(call.destination)) << "copied, not written in place";
+  // A destination of another shape is not used.
+  ASSERT_TRUE(SendOnServer(value, 201).ok());
+  call = Call(201);
+  call.destination = Tensor(DT_UINT8, TensorShape({16}));
+  pull = Start(call);
+  ASSERT_TRUE(pull->Wait());
+  ASSERT_TRUE(pull->result.ok()) << pull->result.status();
+  EXPECT_TRUE(TensorsEqual(value, *pull->result));
+  EXPECT_FALSE(pull->result->SharesBufferWith(call.destination));
+}
+
+TEST_P(TransportTest, AnAbortOnTheSenderFailsAWaitingPullWithTheAbort) {
+  auto pull = Start(Call(300));  // nothing sent yet: the pull waits on the sender
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_FALSE(pull->done.HasBeenNotified());
+  server_->worker()->AbortStep(300, absl::AbortedError("test abort"));
+  ASSERT_TRUE(pull->Wait()) << "the pull hangs";
+  EXPECT_EQ(pull->result.status().code(), absl::StatusCode::kAborted) << pull->result.status();
+  EXPECT_TRUE(absl::StrContains(pull->result.status().message(), "test abort"));
+  auto got = RoundTrip(Tensor::Scalar<int32_t>(5), 301);  // and the task serves on
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->scalar<int32_t>(), 5);
+}
+
+TEST_P(TransportTest, CancellingAPullEndsItAndAbortsTheStepOnTheSender) {
+  auto pull = Start(Call(400));
+  absl::SleepFor(absl::Milliseconds(200));
+  pull->cancel.Cancel();
+  ASSERT_TRUE(pull->Wait(absl::Seconds(10))) << "a cancelled pull hangs";
+  EXPECT_EQ(pull->result.status().code(), absl::StatusCode::kCancelled) << pull->result.status();
+  // The sender learns of it: the step is aborted there.
+  absl::Status step;
+  for (int i = 0; i < 200 && step.ok(); ++i) {
+    step = server_->worker()->StepStatus(400);
+    if (step.ok()) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_FALSE(step.ok()) << "the step still runs on the sender";
+  // A later pull of another step is unaffected.
+  auto got = RoundTrip(Tensor::Scalar<int32_t>(6), 401);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->scalar<int32_t>(), 6);
+}
+
+TEST_P(TransportTest, AKeyForAnotherIncarnationIsRefused) {
+  ASSERT_TRUE(SendOnServer(Tensor::Scalar<int32_t>(1), 500).ok());
+  auto pull = Start(Call(500, server_->incarnation() + 1));
+  ASSERT_TRUE(pull->Wait());
+  EXPECT_FALSE(pull->result.ok());
+  EXPECT_TRUE(absl::StrContains(pull->result.status().message(), "incarnation"))
+      << pull->result.status();
+}
+
+TEST_P(TransportTest, AServerShuttingDownFailsAWaitingPull) {
+  auto pull = Start(Call(600));
+  absl::SleepFor(absl::Milliseconds(200));
+  server_->Shutdown();
+  ASSERT_TRUE(pull->Wait()) << "the pull hangs";
+  EXPECT_FALSE(pull->result.ok());
+}
+
+TEST_P(TransportTest, GetStatusPublishesTheDataPlane) {
+  GetStatusResponse status;
+  ASSERT_TRUE(client_->GetStatus(&status).ok());
+  if (GetParam() == "ucx") {
+    EXPECT_EQ(status.data_plane(), "ucx");
+    EXPECT_FALSE(status.data_plane_address().empty());
+  } else {
+    EXPECT_EQ(status.data_plane(), "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, TransportTest, ::testing::Values("grpc", "ucx"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+TEST(UcxTransportTest, APeerWithoutUcxIsPulledFromOverGrpc) {
+  std::vector<std::string> have = RegisteredDataPlanes();
+  if (std::find(have.begin(), have.end(), "ucx") == have.end()) {
+    GTEST_SKIP() << "this build has no UCX";
+  }
+  std::unique_ptr<Server> grpc_only = test::StartServer(0);
+  ASSERT_NE(grpc_only, nullptr);
+  auto cache = std::make_shared<GrpcWorkerCache>(GrpcClientOptions());
+  auto client = *cache->GetClient(grpc_only->address(), grpc_only->task_name());
+  auto plane = NewDataPlane("ucx", "/job:worker/replica:0/task:1", cache, cache->NewTransport());
+  ASSERT_TRUE(plane.ok()) << plane.status();
+  for (int64_t step = 1; step <= 2; ++step) {  // the second asks no GetStatus again
+    RegisterGraphRequest reg;
+    (*reg.mutable_partitions())[kTask0Cpu] = SendGraph(DT_INT32, grpc_only->incarnation());
+    RegisterGraphResponse reg_response;
+    ASSERT_TRUE(client->RegisterGraph(reg, &reg_response).ok());
+    RunGraphRequest run;
+    run.set_graph_handle(reg_response.graph_handle());
+    run.set_step_id(step);
+    IndexedTensor* arg = run.add_args();
+    arg->set_index(0);
+    Tensor::Scalar<int32_t>(static_cast<int32_t>(40 + step)).AsProto(arg->mutable_tensor());
+    RunGraphResponse run_response;
+    ASSERT_TRUE(client->RunGraph(run, &run_response).ok());
+    RecvTensorCall call;
+    call.task = grpc_only->task_name();
+    call.address = grpc_only->address();
+    call.step_id = step;
+    call.key = RendezvousKey(kTask0Cpu, grpc_only->incarnation(), kTask1Cpu, "t:0");
+    absl::Notification done;
+    absl::StatusOr<Tensor> result;
+    (*plane)->RecvTensorAsync(call, nullptr, [&](const absl::Status& s, Tensor t) {
+      result = s.ok() ? absl::StatusOr<Tensor>(std::move(t)) : absl::StatusOr<Tensor>(s);
+      done.Notify();
+    });
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(30)));
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->scalar<int32_t>(), 40 + step);
+  }
+}
+
+TEST(UcxTransportTest, AnUnknownTransportIsRefusedByName) {
+  ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.transport = "verbs";
+  auto server = Server::Create(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "grpc or ucx")) << server.status();
 }
 
 }  // namespace

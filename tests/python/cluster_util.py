@@ -23,16 +23,18 @@ def write_cluster(path, tasks=2):
     return ports
 
 
-def start_servers(spec, tasks=2, *flags):
-    """`shardflow server --cluster spec --task i` for each task, once each says it listens."""
-    procs = []
+def start_servers(spec, tasks=2, *flags, banner=False):
+    """`shardflow server --cluster spec --task i` for each task, once each says it listens.
+    With banner=True, also returns each server's "listening on" line."""
+    procs, lines = [], []
     for task in range(tasks):
         p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
                               "--threads", "1", *flags], stdout=subprocess.PIPE, text=True)
         procs.append(p)
         line = p.stdout.readline()
         assert "listening on" in line, line
-    return procs
+        lines.append(line)
+    return (procs, lines) if banner else procs
 
 
 def stop_servers(procs):

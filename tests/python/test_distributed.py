@@ -14,13 +14,24 @@ import shardflow as sf
 from cluster_util import BINARY, free_port, start_servers, stop_servers, write_cluster
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def ucx_built():
+    """Whether `shardflow server --transport ucx` gets UCX (a build without it falls back)."""
+    return os.path.exists(os.path.join(os.path.dirname(BINARY), "..", "distributed",
+                                       "CMakeFiles", "shardflow_ucx.dir"))
+
+
+# Every test below runs once with tensors over gRPC and once over UCX (docs/distributed.md,
+# "Choosing a transport").
+@pytest.fixture(scope="module", params=["grpc", "ucx"])
+def cluster(tmp_path_factory, request):
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
     spec = tmp_path_factory.mktemp("cluster") / "cluster.json"
     ports = write_cluster(spec)
-    procs = start_servers(spec)
+    procs, lines = start_servers(spec, 2, "--transport", request.param, banner=True)
+    if request.param == "grpc" or ucx_built():
+        for line in lines:
+            assert "tensors over %s" % request.param in line, line
     yield f"grpc://127.0.0.1:{ports[0]}"
     stop_servers(procs)
 
@@ -81,3 +92,26 @@ def test_an_unreachable_master_is_an_unavailable_error():
             sess.run(c)
     assert f"127.0.0.1:{port}" in str(e.value)
     assert isinstance(e.value, ConnectionError)
+
+
+def test_in_process_servers_move_tensors_over_ucx_as_tf1s_grpc_plus_verbs_did():
+    ports = [free_port(), free_port()]
+    spec = sf.train.ClusterSpec({"worker": ["127.0.0.1:%d" % p for p in ports]})
+    servers = [sf.train.Server(spec, job_name="worker", task_index=i, protocol="grpc+ucx")
+               for i in range(2)]
+    xv = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+    results = {}
+    try:
+        for target in ["", servers[0].target]:
+            g, x, loss, train, init = split_graph(distributed=bool(target))
+            with sf.Session(target, graph=g) as sess:
+                sess.run(init)
+                results[target or "local"] = [sess.run([loss, train], {x: xv})[0]
+                                              for _ in range(4)]
+    finally:
+        for s in servers:
+            s.stop()
+    np.testing.assert_array_equal(results["local"], results[servers[0].target])
+    # TF1's other data planes get an error that names the one shardflow has.
+    with pytest.raises(ValueError, match=r"grpc\+ucx"):
+        sf.train.Server(spec, job_name="worker", task_index=0, protocol="grpc+verbs")

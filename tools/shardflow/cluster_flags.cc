@@ -30,6 +30,10 @@ void ClusterFlags::Register(Flags* flags) {
   flags->String("tls-ca", &tls_ca, "CA of the tasks' TLS certificates (with --cluster)");
   flags->Bool("plaintext", &plaintext,
               "talk to non-loopback tasks without TLS (with --cluster; trusted networks only)");
+  flags->String(
+      "transport", &transport,
+      "with --cluster --job/--task: the data plane between tasks, grpc or ucx (UCX: "
+      "shared memory, TCP or RDMA verbs as UCX_TLS allows; gRPC stays the control plane)");
 }
 
 absl::Status ClusterFlags::ResolveAuto(std::string* job, int64_t* task) {

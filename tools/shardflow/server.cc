@@ -39,6 +39,7 @@ struct ServerConfig {
   int64_t transfer_idle_secs = 60;
   int64_t step_idle_secs = 600;
   std::string grpc_poll_strategy = kDefaultGrpcPollStrategy;
+  std::string transport = "grpc";
 };
 
 absl::Status CheckNonNegative(const char* flag, int64_t value) {
@@ -100,6 +101,7 @@ absl::Status Serve(const ServerConfig& c) {
   options.security.plaintext = c.plaintext;
   options.max_message_bytes = c.max_message_mb << 20;
   options.grpc_poll_strategy = c.grpc_poll_strategy;
+  options.transport = c.transport;
   options.worker.max_registered_graphs = static_cast<int>(c.max_graphs);
   options.worker.graph_idle_timeout = absl::Seconds(c.graph_idle_secs);
   options.transfer_idle_timeout = absl::Seconds(c.transfer_idle_secs);
@@ -111,10 +113,13 @@ absl::Status Serve(const ServerConfig& c) {
   options.master.session_idle_timeout = absl::Seconds(c.session_idle_secs);
   options.master.max_step_time = absl::Seconds(c.max_step_secs);
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(options));
-  std::printf("shardflow server %s listening on %s (incarnation %016llx%s)\n",
+  GetStatusResponse status;
+  server->worker()->GetStatus(&status);  // which data plane the server got (ucx may fall back)
+  std::printf("shardflow server %s listening on %s (incarnation %016llx%s; tensors over %s)\n",
               server->task_name().c_str(), server->address().c_str(),
               static_cast<unsigned long long>(server->incarnation()),
-              c.master ? ", with a master" : "");
+              c.master ? ", with a master" : "",
+              status.data_plane().empty() ? "grpc" : status.data_plane().c_str());
   for (Device* d : server->devices()) std::printf("  device %s\n", d->name().c_str());
   std::fflush(stdout);
   int received = 0;
@@ -154,6 +159,10 @@ void AddServerCommand(CommandLine* cli) {
   flags.Bool("plaintext", &c.plaintext,
              "serve without TLS on a non-loopback address (trusted networks only)");
   flags.Bool("master", &c.master, "also serve MasterService");
+  flags.String("transport", &c.transport,
+               "the data plane tensors travel on between tasks: grpc, or ucx (UCX: shared "
+               "memory, TCP or RDMA verbs as UCX_TLS allows; gRPC stays the control plane; a peer "
+               "without UCX is reached over gRPC)");
   flags.String("grpc-poll-strategy", &c.grpc_poll_strategy,
                "gRPC's I/O polling: poll (measured fastest here), epoll1, or empty for gRPC's "
                "default; GRPC_POLL_STRATEGY in the environment wins");

@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& clus
   options.security.token = cluster.token;
   options.security.tls_ca_file = cluster.tls_ca;
   options.security.plaintext = cluster.plaintext;
+  options.transport = cluster.transport;
   options.host_master = false;  // the chief's training loop runs its own master
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(options));
   std::printf("task %s serving on %s\n", server->task_name().c_str(), server->address().c_str());

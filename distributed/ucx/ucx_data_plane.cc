@@ -1,0 +1,1107 @@
+#include "distributed/ucx/ucx_data_plane.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <ucp/api/ucp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/platform/checked_math.h"
+#include "core/platform/status.h"
+#include "core/protos/worker.pb.h"
+#include "glog/logging.h"
+
+namespace shardflow {
+namespace {
+
+// Active message ids (Note [UCX data plane]).
+constexpr unsigned kRequestAm = 11;
+constexpr unsigned kReplyAm = 12;
+constexpr unsigned kCancelAm = 13;
+
+// A request's key (a rendezvous key is ~150 bytes) and a reply's error text are bounded.
+constexpr size_t kMaxKeyBytes = 64 << 10;
+constexpr size_t kMaxErrorBytes = 2048;
+// Polling after the last activity before the progress thread sleeps (SHARDFLOW_UCX_SPIN_US).
+constexpr int64_t kDefaultSpinUs = 200;
+constexpr int64_t kMaxSpinUs = 1000000;
+
+// SHARDFLOW_UCX_SPIN_US, or the default; INVALID_ARGUMENT naming the variable when malformed.
+absl::StatusOr<std::chrono::microseconds> SpinFromEnvironment() {
+  const char* env = std::getenv("SHARDFLOW_UCX_SPIN_US");
+  if (env == nullptr || *env == '\0') return std::chrono::microseconds(kDefaultSpinUs);
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(env, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0 || v > kMaxSpinUs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "SHARDFLOW_UCX_SPIN_US is '", env, "'; it is the microseconds the UCX progress thread ",
+        "polls before sleeping, 0 to ", kMaxSpinUs, " (unset: ", kDefaultSpinUs, ")"));
+  }
+  return std::chrono::microseconds(v);
+}
+
+struct RequestHeader {
+  uint64_t id;
+  int64_t step_id;
+};
+struct ReplyHeader {
+  uint64_t id;
+  int32_t code;
+  int32_t dtype;
+  uint32_t rank;
+  uint32_t message_bytes;
+  // then `rank` int64 dims, then `message_bytes` of error text
+};
+
+absl::Status UcxError(const std::string& what, ucs_status_t status) {
+  return absl::UnavailableError(absl::StrCat(what, ": ", ucs_status_string(status)));
+}
+
+// DT_STRING values on the wire: per value, its length (uint64) then its bytes.
+std::string EncodeStrings(const Tensor& t) {
+  std::string out;
+  const std::string* v = t.data<std::string>();
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    const uint64_t n = v[i].size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    out.append(v[i]);
+  }
+  return out;
+}
+
+absl::Status DecodeStrings(const std::string& bytes, Tensor* t) {
+  size_t at = 0;
+  std::string* v = t->data<std::string>();
+  for (int64_t i = 0; i < t->NumElements(); ++i) {
+    uint64_t n = 0;
+    if (bytes.size() - at < sizeof(n)) {
+      return absl::InvalidArgumentError(absl::StrCat("string value ", i, " is cut short"));
+    }
+    std::memcpy(&n, bytes.data() + at, sizeof(n));
+    at += sizeof(n);
+    if (n > bytes.size() - at) {
+      return absl::InvalidArgumentError(absl::StrCat("string value ", i, " announces ", n,
+                                                     " bytes but ", bytes.size() - at, " follow"));
+    }
+    v[i].assign(bytes.data() + at, n);
+    at += n;
+  }
+  if (at != bytes.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(bytes.size() - at, " bytes follow the last string value"));
+  }
+  return absl::OkStatus();
+}
+
+// Bytes of a peer's bool tensor that are not 0 or 1 are an error (and cleared).
+absl::Status CheckBools(Tensor* t) {
+  auto* p = static_cast<uint8_t*>(t->raw_data());
+  absl::Status bad;
+  for (size_t i = 0; i < t->TotalBytes(); ++i) {
+    if (p[i] <= 1) continue;
+    if (bad.ok()) {
+      bad = absl::InvalidArgumentError(absl::StrCat("a bool tensor holds byte ",
+                                                    static_cast<int>(p[i]), " at offset ", i,
+                                                    "; a bool is 0 or 1"));
+    }
+    p[i] = 0;
+  }
+  return bad;
+}
+
+// Whether endpoints to a peer ask UCX for peer-failure handling (Note [UCX data plane]).
+// SHARDFLOW_UCX_PEER_FAILURE: "remote" (default: peers on other hosts only), "always", "never".
+bool PeerFailureHandling(bool same_host) {
+  const char* env = std::getenv("SHARDFLOW_UCX_PEER_FAILURE");
+  const std::string mode = env == nullptr ? "remote" : env;
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  return !same_host;
+}
+
+absl::Status CheckPeerFailureEnvironment() {
+  const char* env = std::getenv("SHARDFLOW_UCX_PEER_FAILURE");
+  if (env == nullptr) return absl::OkStatus();
+  const std::string mode = env;
+  if (mode == "remote" || mode == "always" || mode == "never") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "SHARDFLOW_UCX_PEER_FAILURE is '", mode, "'; use remote (the default: UCX's peer-failure ",
+      "handling for peers on other hosts), always, or never"));
+}
+
+// Whether the host of "host:port" is this machine: a loopback address, one of its interfaces'
+// addresses, or its host name. Names are not resolved (no DNS lookup on this path).
+bool IsThisHost(const std::string& address) {
+  std::string host = address;
+  const size_t colon = address.rfind(':');
+  if (colon != std::string::npos) host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1") return true;
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) == 0 && host == name) return true;
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {0};
+    if (i->ifa_addr->sa_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text,
+                sizeof(text));
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text,
+                sizeof(text));
+    } else {
+      continue;
+    }
+    found = host == text;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+// The UCP context, worker and progress thread of one task (Note [UCX data plane]). Everything
+// that touches UCX, and the maps below, is on the progress thread.
+class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
+ public:
+  using Done = TensorTransport::RecvDone;
+
+  static absl::StatusOr<std::shared_ptr<UcxEngine>> Create(const std::string& task);
+  ~UcxEngine();
+
+  const std::string& address() const { return address_; }
+  const std::string& task() const { return task_; }
+
+  // Runs `fn` on the progress thread (inline when called there). After Stop, dropped.
+  void Run(std::function<void()> fn);
+  // Ends the progress thread: pending pulls fail UNAVAILABLE, endpoints close. Idempotent.
+  void Stop();
+
+  // On the progress thread ----------------------------------------------------------------
+  // Connects to a peer's worker address; returns the endpoint's id.
+  // `same_host`: the peer runs on this machine (Note [UCX data plane]: error-handling mode).
+  absl::StatusOr<uint64_t> Connect(const std::string& peer_task, const std::string& peer_address,
+                                   bool same_host);
+  bool Alive(uint64_t ep_id) const { return eps_.count(ep_id) != 0; }
+  // Pulls call.key from the peer at `ep_id`.
+  void Pull(uint64_t ep_id, const RecvTensorCall& call, CallCancellation* cancel, Done done);
+  void set_serving(Worker* worker) { serving_ = worker; }
+  // Told (on the progress thread) when an endpoint fails: the data plane forgets the peer.
+  void set_on_peer_lost(std::function<void(const std::string& peer_task)> f) {
+    on_peer_lost_ = std::move(f);
+  }
+
+ private:
+  struct Endpoint {
+    ucp_ep_h ep;
+    std::string task;
+  };
+  struct Pending {
+    uint64_t ep_id = 0;
+    RecvTensorCall call;
+    CallCancellation* cancel = nullptr;
+    Done done;
+    bool receiving = false;  // a rendezvous receive into `tensor` is in flight
+    bool finished = false;   // `done` has run (cancelled while receiving)
+    ucs_status_ptr_t recv_request = nullptr;
+    Tensor tensor;
+    std::string staging;  // DT_STRING values
+  };
+  // Held by UCX until a send completes: what the send reads.
+  struct SendContext {
+    std::weak_ptr<UcxEngine> engine;
+    uint64_t pending_id = 0;  // a request's pull, failed if the send fails; 0 for replies
+    std::string header;
+    std::string key;
+    Tensor tensor;
+    std::string payload;
+  };
+  struct RecvContext {
+    UcxEngine* engine;
+    uint64_t id;
+  };
+
+  explicit UcxEngine(std::string task) : task_(std::move(task)) {}
+  absl::Status Init();
+  void Loop();
+  bool OnProgressThread() const { return std::this_thread::get_id() == thread_id_; }
+
+  // AM handlers (progress thread).
+  static ucs_status_t OnRequest(void* arg, const void* header, size_t header_length, void* data,
+                                size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t OnReply(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param);
+  static ucs_status_t OnCancel(void* arg, const void* header, size_t header_length, void* data,
+                               size_t length, const ucp_am_recv_param_t* param);
+  static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  static void OnSent(void* request, ucs_status_t status, void* user_data);
+  static void OnReceived(void* request, ucs_status_t status, size_t length, void* user_data);
+
+  ucs_status_t HandleReply(const void* header, size_t header_length, void* data, size_t length,
+                           const ucp_am_recv_param_t* param);
+  void SendReply(ucp_ep_h ep, uint64_t id, const absl::Status& status, const Tensor& tensor);
+  // Sends on `ep`; `ctx` is freed when the send completes (or fails).
+  void Send(ucp_ep_h ep, unsigned am, std::unique_ptr<SendContext> ctx, const void* data,
+            size_t length, uint32_t flags);
+  // Runs the pull's `done` once and forgets it (unless a receive still writes into its tensor).
+  void Finish(uint64_t id, const absl::Status& status);
+  void Cancel(uint64_t id);
+  void CloseEndpoint(uint64_t ep_id, const absl::Status& why);
+
+  const std::string task_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::string address_;
+  size_t max_am_header_ = 0;
+  std::chrono::microseconds spin_{kDefaultSpinUs};
+  int epoll_fd_ = -1;
+  int event_fd_ = -1;
+  std::thread thread_;
+  std::thread::id thread_id_;
+
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool sleeping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+
+  // Progress thread only.
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, Endpoint> eps_;
+  std::map<ucp_ep_h, uint64_t> ep_ids_;
+  std::map<uint64_t, Pending> pending_;
+  Worker* serving_ = nullptr;
+  bool down_ = false;  // stopping: new pulls fail at once
+  std::function<void(const std::string&)> on_peer_lost_;
+};
+
+absl::StatusOr<std::shared_ptr<UcxEngine>> UcxEngine::Create(const std::string& task) {
+  std::shared_ptr<UcxEngine> engine(new UcxEngine(task));
+  absl::Status s = engine->Init();
+  if (!s.ok()) {
+    return absl::UnavailableError(absl::StrCat("UCX for task ", task, ": ", s.message()));
+  }
+  return engine;
+}
+
+absl::Status UcxEngine::Init() {
+  absl::StatusOr<std::chrono::microseconds> spin = SpinFromEnvironment();
+  if (!spin.ok()) return spin.status();
+  SF_RETURN_IF_ERROR(CheckPeerFailureEnvironment());
+  spin_ = *spin;
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return UcxError("reading the UCX_* environment", st);
+  // A peer that vanished without closing its connection is found by keepalive probes; UCX's
+  // default interval (20 s) is longer than a step should hang. The environment wins.
+  if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
+    ucp_config_modify(config, "KEEPALIVE_INTERVAL", "2s");
+  }
+  ucp_params_t params;
+  std::memset(&params, 0, sizeof(params));
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.name = "shardflow";
+  st = ucp_init(&params, config, &context_);
+  ucp_config_release(config);
+  if (st != UCS_OK) return UcxError("ucp_init", st);
+
+  ucp_worker_params_t wp;
+  std::memset(&wp, 0, sizeof(wp));
+  wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  st = ucp_worker_create(context_, &wp, &worker_);
+  if (st != UCS_OK) return UcxError("ucp_worker_create", st);
+
+  ucp_worker_attr_t attr;
+  std::memset(&attr, 0, sizeof(attr));
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
+  st = ucp_worker_query(worker_, &attr);
+  if (st != UCS_OK) return UcxError("ucp_worker_query", st);
+  address_.assign(reinterpret_cast<const char*>(attr.address), attr.address_length);
+  ucp_worker_release_address(worker_, attr.address);
+  max_am_header_ = attr.max_am_header;
+  if (max_am_header_ < sizeof(ReplyHeader) + 8 * 8 + 64) {
+    return absl::UnavailableError(
+        absl::StrCat("UCX allows active-message headers of ", max_am_header_, " bytes only"));
+  }
+
+  struct Handler {
+    unsigned id;
+    ucp_am_recv_callback_t cb;
+  };
+  for (const Handler& h :
+       {Handler{kRequestAm, &UcxEngine::OnRequest}, Handler{kReplyAm, &UcxEngine::OnReply},
+        Handler{kCancelAm, &UcxEngine::OnCancel}}) {
+    ucp_am_handler_param_t hp;
+    std::memset(&hp, 0, sizeof(hp));
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.id = h.id;
+    hp.cb = h.cb;
+    hp.arg = this;
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    st = ucp_worker_set_am_recv_handler(worker_, &hp);
+    if (st != UCS_OK) return UcxError("ucp_worker_set_am_recv_handler", st);
+  }
+
+  int ucx_fd = -1;
+  st = ucp_worker_get_efd(worker_, &ucx_fd);
+  if (st != UCS_OK) return UcxError("ucp_worker_get_efd", st);
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || event_fd_ < 0) {
+    return absl::UnavailableError(absl::StrCat("epoll/eventfd: ", std::strerror(errno)));
+  }
+  for (int fd : {ucx_fd, event_fd_}) {
+    epoll_event ev;
+    std::memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      return absl::UnavailableError(absl::StrCat("epoll_ctl: ", std::strerror(errno)));
+    }
+  }
+  absl::Notification started;
+  thread_ = std::thread([this, &started] {
+    thread_id_ = std::this_thread::get_id();
+    started.Notify();
+    Loop();
+  });
+  started.WaitForNotification();
+  return absl::OkStatus();
+}
+
+UcxEngine::~UcxEngine() {
+  Stop();
+  if (worker_ != nullptr) ucp_worker_destroy(worker_);
+  if (context_ != nullptr) ucp_cleanup(context_);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (event_fd_ >= 0) close(event_fd_);
+}
+
+void UcxEngine::Run(std::function<void()> fn) {
+  if (OnProgressThread()) {
+    fn();
+    return;
+  }
+  bool wake = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopped_) return;
+    queue_.push_back(std::move(fn));
+    wake = sleeping_;
+  }
+  if (wake) {
+    const uint64_t one = 1;
+    ssize_t n = write(event_fd_, &one, sizeof(one));
+    (void)n;
+  }
+}
+
+void UcxEngine::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  const uint64_t one = 1;
+  ssize_t n = write(event_fd_, &one, sizeof(one));
+  (void)n;
+  thread_.join();
+}
+
+void UcxEngine::Loop() {
+  auto last_activity = std::chrono::steady_clock::now();
+  while (true) {
+    std::deque<std::function<void()>> work;
+    bool stop = false;
+    {
+      absl::MutexLock lock(&mu_);
+      work.swap(queue_);
+      stop = stopping_;
+    }
+    for (auto& fn : work) fn();
+    if (stop) break;
+    bool busy = !work.empty();
+    while (ucp_worker_progress(worker_) != 0) busy = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (busy) {
+      last_activity = now;
+      continue;
+    }
+    if (now - last_activity < spin_) continue;
+    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!queue_.empty() || stopping_) continue;
+      sleeping_ = true;
+    }
+    epoll_event events[2];
+    epoll_wait(epoll_fd_, events, 2, 100);
+    {
+      absl::MutexLock lock(&mu_);
+      sleeping_ = false;
+    }
+    uint64_t drained;
+    while (read(event_fd_, &drained, sizeof(drained)) > 0) {
+    }
+    last_activity = std::chrono::steady_clock::now();
+  }
+  // Stopping: no more closures; pulls in flight fail, endpoints close.
+  {
+    absl::MutexLock lock(&mu_);
+    stopped_ = true;
+    queue_.clear();
+  }
+  const absl::Status down =
+      absl::UnavailableError(absl::StrCat("task ", task_, ": the UCX data plane is shutting down"));
+  down_ = true;
+  serving_ = nullptr;
+  std::vector<uint64_t> ids;
+  for (const auto& [id, p] : pending_) ids.push_back(id);
+  for (uint64_t id : ids) Finish(id, down);
+  std::vector<ucs_status_ptr_t> closing;
+  for (auto& [id, e] : eps_) {
+    ucp_request_param_t param;
+    std::memset(&param, 0, sizeof(param));
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    ucs_status_ptr_t r = ucp_ep_close_nbx(e.ep, &param);
+    if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+  }
+  eps_.clear();
+  ep_ids_.clear();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (ucs_status_ptr_t r : closing) {
+    while (ucp_request_check_status(r) == UCS_INPROGRESS &&
+           std::chrono::steady_clock::now() < deadline) {
+      ucp_worker_progress(worker_);
+    }
+    ucp_request_free(r);
+  }
+}
+
+absl::StatusOr<uint64_t> UcxEngine::Connect(const std::string& peer_task,
+                                            const std::string& peer_address, bool same_host) {
+  ucp_ep_params_t params;
+  std::memset(&params, 0, sizeof(params));
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
+  params.err_mode =
+      PeerFailureHandling(same_host) ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+  params.err_handler.cb = &UcxEngine::OnEndpointError;
+  params.err_handler.arg = this;
+  ucp_ep_h ep = nullptr;
+  ucs_status_t st = ucp_ep_create(worker_, &params, &ep);
+  if (st != UCS_OK) {
+    return UcxError(absl::StrCat("connecting to task ", peer_task, " over UCX"), st);
+  }
+  const uint64_t id = next_id_++;
+  eps_[id] = Endpoint{ep, peer_task};
+  ep_ids_[ep] = id;
+  return id;
+}
+
+void UcxEngine::Send(ucp_ep_h ep, unsigned am, std::unique_ptr<SendContext> ctx, const void* data,
+                     size_t length, uint32_t flags) {
+  ucp_request_param_t param;
+  std::memset(&param, 0, sizeof(param));
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  param.cb.send = &UcxEngine::OnSent;
+  param.flags = flags;
+  param.memory_type = UCS_MEMORY_TYPE_HOST;
+  SendContext* raw = ctx.release();
+  param.user_data = raw;
+  ucs_status_ptr_t r =
+      ucp_am_send_nbx(ep, am, raw->header.data(), raw->header.size(), data, length, &param);
+  if (r == nullptr) {
+    delete raw;
+  } else if (UCS_PTR_IS_ERR(r)) {
+    OnSent(nullptr, UCS_PTR_STATUS(r), raw);
+  }
+}
+
+void UcxEngine::OnSent(void* request, ucs_status_t status, void* user_data) {
+  std::unique_ptr<SendContext> ctx(static_cast<SendContext*>(user_data));
+  if (request != nullptr) ucp_request_free(request);
+  if (status == UCS_OK || ctx->pending_id == 0) return;
+  if (std::shared_ptr<UcxEngine> engine = ctx->engine.lock()) {
+    auto it = engine->pending_.find(ctx->pending_id);
+    if (it == engine->pending_.end()) return;
+    const auto ep = engine->eps_.find(it->second.ep_id);
+    engine->Finish(
+        ctx->pending_id,
+        UcxError(absl::StrCat("RecvTensor request to task ",
+                              ep == engine->eps_.end() ? it->second.call.task : ep->second.task,
+                              " over UCX failed"),
+                 status));
+  }
+}
+
+void UcxEngine::Pull(uint64_t ep_id, const RecvTensorCall& call, CallCancellation* cancel,
+                     Done done) {
+  auto ep = eps_.find(ep_id);
+  if (ep == eps_.end() || down_) {
+    done(absl::UnavailableError(absl::StrCat(
+             "task ", call.task, " at ", call.address, ": ",
+             down_ ? "this task's UCX data plane is shutting down" : "its UCX connection is gone")),
+         Tensor());
+    return;
+  }
+  if (call.key.size() > kMaxKeyBytes) {
+    done(absl::InvalidArgumentError(
+             absl::StrCat("rendezvous key of ", call.key.size(), " bytes; at most ", kMaxKeyBytes)),
+         Tensor());
+    return;
+  }
+  const uint64_t id = next_id_++;
+  Pending& p = pending_[id];
+  p.ep_id = ep_id;
+  p.call = call;
+  p.cancel = cancel;
+  p.done = std::move(done);
+  auto ctx = std::make_unique<SendContext>();
+  ctx->engine = weak_from_this();
+  ctx->pending_id = id;
+  RequestHeader header{id, call.step_id};
+  ctx->header.assign(reinterpret_cast<const char*>(&header), sizeof(header));
+  ctx->key = call.key;
+  const void* key = ctx->key.data();
+  const size_t key_bytes = ctx->key.size();
+  Send(ep->second.ep, kRequestAm, std::move(ctx), key, key_bytes, UCP_AM_SEND_FLAG_REPLY);
+  if (cancel != nullptr && pending_.count(id) != 0) {
+    std::weak_ptr<UcxEngine> weak = weak_from_this();
+    cancel->SetCancelHook([weak, id] {
+      if (std::shared_ptr<UcxEngine> engine = weak.lock()) {
+        engine->Run([engine, id] { engine->Cancel(id); });
+      }
+    });
+  }
+}
+
+void UcxEngine::Finish(uint64_t id, const absl::Status& status) {
+  auto it = pending_.find(id);
+  if (it == pending_.end() || it->second.finished) return;
+  Pending& p = it->second;
+  p.finished = true;
+  if (p.cancel != nullptr) p.cancel->ClearCancelHook();
+  Done done = std::move(p.done);
+  Tensor result = status.ok() ? p.tensor : Tensor();
+  if (!p.receiving) pending_.erase(it);
+  done(status, std::move(result));
+}
+
+void UcxEngine::Cancel(uint64_t id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end() || it->second.finished) return;
+  Pending& p = it->second;
+  auto ep = eps_.find(p.ep_id);
+  if (ep != eps_.end()) {
+    // The sender aborts the step, as a cancelled gRPC RecvTensor makes it do.
+    auto ctx = std::make_unique<SendContext>();
+    RequestHeader header{id, p.call.step_id};
+    ctx->header.assign(reinterpret_cast<const char*>(&header), sizeof(header));
+    Send(ep->second.ep, kCancelAm, std::move(ctx), nullptr, 0, 0);
+  }
+  if (p.receiving && p.recv_request != nullptr) ucp_request_cancel(worker_, p.recv_request);
+  Finish(id, absl::CancelledError(absl::StrCat("RecvTensor of step ", p.call.step_id, " from task ",
+                                               p.call.task, " was cancelled")));
+}
+
+void UcxEngine::CloseEndpoint(uint64_t ep_id, const absl::Status& why) {
+  auto ep = eps_.find(ep_id);
+  if (ep == eps_.end()) return;
+  const std::string peer = ep->second.task;
+  ucp_ep_h handle = ep->second.ep;
+  eps_.erase(ep);
+  ep_ids_.erase(handle);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, p] : pending_) {
+    if (p.ep_id == ep_id) ids.push_back(id);
+  }
+  for (uint64_t id : ids) Finish(id, why);
+  ucp_request_param_t param;
+  std::memset(&param, 0, sizeof(param));
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t r = ucp_ep_close_nbx(handle, &param);
+  if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);
+  if (on_peer_lost_) on_peer_lost_(peer);
+}
+
+void UcxEngine::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
+  auto* engine = static_cast<UcxEngine*>(arg);
+  auto it = engine->ep_ids_.find(ep);
+  if (it == engine->ep_ids_.end()) return;
+  const uint64_t ep_id = it->second;
+  const std::string peer = engine->eps_[ep_id].task;
+  LOG(WARNING) << "task " << engine->task_ << ": UCX connection to task " << peer
+               << " failed: " << ucs_status_string(status);
+  engine->CloseEndpoint(
+      ep_id, absl::UnavailableError(absl::StrCat("task ", peer, ": its UCX connection failed (",
+                                                 ucs_status_string(status),
+                                                 "); the task died or its host is unreachable")));
+}
+
+ucs_status_t UcxEngine::OnReply(void* arg, const void* header, size_t header_length, void* data,
+                                size_t length, const ucp_am_recv_param_t* param) {
+  return static_cast<UcxEngine*>(arg)->HandleReply(header, header_length, data, length, param);
+}
+
+ucs_status_t UcxEngine::HandleReply(const void* header, size_t header_length, void* data,
+                                    size_t length, const ucp_am_recv_param_t* param) {
+  if (header_length < sizeof(ReplyHeader)) return UCS_OK;  // not ours to answer: dropped
+  ReplyHeader h;
+  std::memcpy(&h, header, sizeof(h));
+  auto it = pending_.find(h.id);
+  if (it == pending_.end() || it->second.finished || it->second.receiving) {
+    return UCS_OK;  // cancelled, failed, or a duplicate: its data is dropped
+  }
+  Pending& p = it->second;
+  const std::string from = absl::StrCat("RecvTensor over UCX from task ", p.call.task, ": ");
+  auto bad = [&](const std::string& what) {
+    Finish(h.id, absl::InvalidArgumentError(absl::StrCat(from, what)));
+    return UCS_OK;
+  };
+  const auto* bytes = static_cast<const char*>(header);
+  if (h.rank > static_cast<uint32_t>(TensorShape::kMaxRank) || h.message_bytes > kMaxErrorBytes ||
+      header_length != sizeof(h) + 8 * static_cast<size_t>(h.rank) + h.message_bytes) {
+    return bad(absl::StrCat("a reply header of ", header_length, " bytes for rank ", h.rank,
+                            " and a message of ", h.message_bytes, " bytes"));
+  }
+  if (h.code != 0) {
+    const int code =
+        h.code < 0 || h.code > 16 ? static_cast<int>(absl::StatusCode::kUnknown) : h.code;
+    Finish(h.id, absl::Status(static_cast<absl::StatusCode>(code),
+                              std::string(bytes + sizeof(h) + 8 * h.rank, h.message_bytes)));
+    return UCS_OK;
+  }
+  const auto dtype = static_cast<DataType>(h.dtype);
+  const bool is_string = dtype == DT_STRING;
+  if (!DataType_IsValid(h.dtype) || dtype == DT_INVALID ||
+      (!is_string && DataTypeSize(dtype) == 0)) {
+    return bad(absl::StrCat("the reply has no valid dtype (", h.dtype, ")"));
+  }
+  TensorShapeProto shape_proto;
+  for (uint32_t i = 0; i < h.rank; ++i) {
+    int64_t d;
+    std::memcpy(&d, bytes + sizeof(h) + 8 * i, sizeof(d));
+    shape_proto.add_dim(d);
+  }
+  auto shape = TensorShape::FromProto(shape_proto);
+  if (!shape.ok()) return bad(std::string(shape.status().message()));
+  if (!shape->IsFullyDefined()) return bad("shape " + shape->DebugString() + " is not defined");
+  int64_t expected = 0;
+  if (!is_string && !CheckedMul(shape->num_elements(), DataTypeSize(dtype), &expected)) {
+    return bad("shape " + shape->DebugString() + " is too large");
+  }
+  if (!is_string && static_cast<uint64_t>(expected) != length) {
+    return bad(absl::StrCat("a ", DataTypeString(dtype), " tensor of shape ", shape->DebugString(),
+                            " has ", expected, " bytes but ", length, " came"));
+  }
+  const Tensor& dst = p.call.destination;
+  if (!is_string && dst.IsInitialized() && dst.dtype() == dtype && dst.shape() == *shape) {
+    p.tensor = dst;
+  } else {
+    auto created = Tensor::Create(p.call.allocator != nullptr ? p.call.allocator : CpuAllocator(),
+                                  dtype, *shape);
+    if (!created.ok()) {
+      Finish(h.id,
+             absl::Status(created.status().code(), absl::StrCat(from, created.status().message())));
+      return UCS_OK;
+    }
+    p.tensor = *std::move(created);
+  }
+  void* target = p.tensor.raw_data();
+  if (is_string) {
+    p.staging.resize(length);
+    target = p.staging.data();
+  }
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+    if (length > 0) std::memcpy(target, data, length);
+    absl::Status s;
+    if (is_string) s = DecodeStrings(p.staging, &p.tensor);
+    if (s.ok() && dtype == DT_BOOL) s = CheckBools(&p.tensor);
+    Finish(h.id, s.ok() ? s : absl::InvalidArgumentError(absl::StrCat(from, s.message())));
+    return UCS_OK;
+  }
+  // Zero-copy: UCX moves the bytes straight into the tensor (Note [UCX data plane]).
+  auto* ctx = new RecvContext{this, h.id};
+  ucp_request_param_t rp;
+  std::memset(&rp, 0, sizeof(rp));
+  rp.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+  rp.cb.recv_am = &UcxEngine::OnReceived;
+  rp.user_data = ctx;
+  rp.memory_type = UCS_MEMORY_TYPE_HOST;
+  p.receiving = true;
+  ucs_status_ptr_t r = ucp_am_recv_data_nbx(worker_, data, target, length, &rp);
+  if (r == nullptr) {
+    OnReceived(nullptr, UCS_OK, length, ctx);
+  } else if (UCS_PTR_IS_ERR(r)) {
+    OnReceived(nullptr, UCS_PTR_STATUS(r), 0, ctx);
+  } else {
+    p.recv_request = r;
+  }
+  // The receive has been started (UCX owns the descriptor now): UCX's own AM users return
+  // UCS_INPROGRESS here.
+  return UCS_INPROGRESS;
+}
+
+void UcxEngine::OnReceived(void* request, ucs_status_t status, size_t /*length*/, void* user_data) {
+  std::unique_ptr<RecvContext> ctx(static_cast<RecvContext*>(user_data));
+  if (request != nullptr) ucp_request_free(request);
+  UcxEngine* engine = ctx->engine;
+  auto it = engine->pending_.find(ctx->id);
+  if (it == engine->pending_.end()) return;
+  Pending& p = it->second;
+  p.receiving = false;
+  p.recv_request = nullptr;
+  if (p.finished) {  // cancelled while the bytes were on their way
+    engine->pending_.erase(it);
+    return;
+  }
+  const std::string from = absl::StrCat("RecvTensor over UCX from task ", p.call.task, ": ");
+  absl::Status s;
+  if (status != UCS_OK) {
+    s = UcxError(from + "receiving the tensor's bytes", status);
+  } else if (p.tensor.dtype() == DT_STRING) {
+    s = DecodeStrings(p.staging, &p.tensor);
+    if (!s.ok()) s = absl::InvalidArgumentError(from + std::string(s.message()));
+  } else if (p.tensor.dtype() == DT_BOOL) {
+    s = CheckBools(&p.tensor);
+    if (!s.ok()) s = absl::InvalidArgumentError(from + std::string(s.message()));
+  }
+  engine->Finish(ctx->id, s);
+}
+
+ucs_status_t UcxEngine::OnRequest(void* arg, const void* header, size_t header_length, void* data,
+                                  size_t length, const ucp_am_recv_param_t* param) {
+  auto* engine = static_cast<UcxEngine*>(arg);
+  if (header_length != sizeof(RequestHeader) ||
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
+    return UCS_OK;  // no id or no way back: dropped
+  }
+  RequestHeader h;
+  std::memcpy(&h, header, sizeof(h));
+  ucp_ep_h reply_ep = param->reply_ep;
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length == 0 ||
+      length > kMaxKeyBytes) {
+    engine->SendReply(reply_ep, h.id,
+                      absl::InvalidArgumentError(absl::StrCat(
+                          "UCX RecvTensor to task ", engine->task_, ": a rendezvous key of ",
+                          length, " bytes (1 to ", kMaxKeyBytes, " expected)")),
+                      Tensor());
+    return UCS_OK;
+  }
+  Worker* worker = engine->serving_;
+  if (worker == nullptr) {
+    engine->SendReply(reply_ep, h.id,
+                      absl::UnavailableError(absl::StrCat("task ", engine->task_,
+                                                          " is not serving tensors over UCX "
+                                                          "(starting or shutting down)")),
+                      Tensor());
+    return UCS_OK;
+  }
+  std::string key(static_cast<const char*>(data), length);
+  std::weak_ptr<UcxEngine> weak = engine->weak_from_this();
+  const uint64_t id = h.id;
+  worker->RecvTensorAsync(
+      h.step_id, key, [weak, reply_ep, id](const absl::Status& status, const Tensor& tensor) {
+        std::shared_ptr<UcxEngine> e = weak.lock();
+        if (e == nullptr) return;
+        e->Run([e, reply_ep, id, status, tensor] { e->SendReply(reply_ep, id, status, tensor); });
+      });
+  return UCS_OK;
+}
+
+ucs_status_t UcxEngine::OnCancel(void* arg, const void* header, size_t header_length,
+                                 void* /*data*/, size_t /*length*/,
+                                 const ucp_am_recv_param_t* /*param*/) {
+  auto* engine = static_cast<UcxEngine*>(arg);
+  if (header_length != sizeof(RequestHeader) || engine->serving_ == nullptr) return UCS_OK;
+  RequestHeader h;
+  std::memcpy(&h, header, sizeof(h));
+  Worker* worker = engine->serving_;
+  worker->AbortStep(h.step_id,
+                    absl::CancelledError(absl::StrCat(
+                        "RecvTensor of step ", h.step_id, " on task ", worker->task(),
+                        " was cancelled by its caller over UCX; the step is aborted here")));
+  return UCS_OK;
+}
+
+void UcxEngine::SendReply(ucp_ep_h ep, uint64_t id, const absl::Status& status,
+                          const Tensor& tensor) {
+  auto ctx = std::make_unique<SendContext>();
+  ReplyHeader h;
+  std::memset(&h, 0, sizeof(h));
+  h.id = id;
+  h.code = static_cast<int32_t>(status.code());
+  const void* data = nullptr;
+  size_t length = 0;
+  std::string message;
+  if (!status.ok()) {
+    message = std::string(status.message()).substr(0, kMaxErrorBytes);
+    const size_t room = max_am_header_ - sizeof(h);
+    if (message.size() > room) message.resize(room);
+    h.message_bytes = static_cast<uint32_t>(message.size());
+  } else {
+    h.dtype = tensor.dtype();
+    h.rank = static_cast<uint32_t>(tensor.shape().rank());
+    ctx->tensor = tensor;
+    if (tensor.dtype() == DT_STRING) {
+      ctx->payload = EncodeStrings(tensor);
+      data = ctx->payload.data();
+      length = ctx->payload.size();
+    } else {
+      data = tensor.raw_data();
+      length = tensor.TotalBytes();
+    }
+  }
+  ctx->header.assign(reinterpret_cast<const char*>(&h), sizeof(h));
+  for (uint32_t i = 0; i < h.rank; ++i) {
+    const int64_t d = tensor.shape().dim(static_cast<int>(i));
+    ctx->header.append(reinterpret_cast<const char*>(&d), sizeof(d));
+  }
+  ctx->header += message;
+  if (ctx->header.size() > max_am_header_) {  // a rank UCX's header cannot carry
+    SendReply(ep, id,
+              absl::UnimplementedError(
+                  absl::StrCat("task ", task_, ": a tensor of rank ", h.rank,
+                               " does not fit a UCX active-message header; use --transport grpc")),
+              Tensor());
+    return;
+  }
+  Send(ep, kReplyAm, std::move(ctx), data, length, 0);
+}
+
+// Peers by address, each asked once for its UCX address. Shared with the callbacks of the calls
+// it makes (GetStatus, the engine's closures), so that it outlives them.
+class PeerTable : public std::enable_shared_from_this<PeerTable> {
+ public:
+  PeerTable(std::shared_ptr<UcxEngine> engine, std::shared_ptr<WorkerCacheInterface> cache,
+            std::unique_ptr<TensorTransport> fallback)
+      : engine_(std::move(engine)), cache_(std::move(cache)), fallback_(std::move(fallback)) {}
+
+  const std::shared_ptr<UcxEngine>& engine() const { return engine_; }
+
+  void RecvTensorAsync(const RecvTensorCall& call, CallCancellation* cancel,
+                       TensorTransport::RecvDone done) {
+    enum { kFallback, kUcx, kWait, kResolve } action = kWait;
+    uint64_t ep_id = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      Peer& peer = peers_[call.address];
+      switch (peer.state) {
+        case Peer::kGrpc:
+          action = kFallback;
+          break;
+        case Peer::kUcx:
+          action = kUcx;
+          ep_id = peer.ep_id;
+          break;
+        case Peer::kResolving:
+          action = kWait;
+          peer.waiting.push_back({call, cancel, std::move(done)});
+          break;
+        case Peer::kUnknown:
+          action = kResolve;
+          peer.state = Peer::kResolving;
+          peer.task = call.task;
+          peer.waiting.push_back({call, cancel, std::move(done)});
+          break;
+      }
+    }
+    // Never under mu_: a callback may run inline and pull again.
+    switch (action) {
+      case kFallback:
+        fallback_->RecvTensorAsync(call, cancel, std::move(done));
+        return;
+      case kUcx: {
+        std::shared_ptr<UcxEngine> engine = engine_;
+        engine_->Run([engine, ep_id, call, cancel, done = std::move(done)]() mutable {
+          engine->Pull(ep_id, call, cancel, std::move(done));
+        });
+        return;
+      }
+      case kWait:
+        return;
+      case kResolve:
+        Resolve(call.address, call.task);
+        return;
+    }
+  }
+
+  // A peer whose connection failed is asked again on its next pull.
+  void Forget(const std::string& task) {
+    absl::MutexLock lock(&mu_);
+    for (auto& [address, peer] : peers_) {
+      if (peer.task == task && peer.state == Peer::kUcx) {
+        peer.state = Peer::kUnknown;
+        peer.ep_id = 0;
+      }
+    }
+  }
+
+ private:
+  struct Waiting {
+    RecvTensorCall call;
+    CallCancellation* cancel;
+    TensorTransport::RecvDone done;
+  };
+  struct Peer {
+    enum State { kUnknown, kResolving, kUcx, kGrpc } state = kUnknown;
+    std::string task;
+    uint64_t ep_id = 0;
+    std::vector<Waiting> waiting;
+  };
+
+  // Asks the peer's GetStatus for its data plane, connects, and sends the waiting pulls.
+  void Resolve(const std::string& address, const std::string& task) {
+    auto worker = cache_->GetWorker(address, task);
+    if (!worker.ok()) {
+      Settle(address, Peer::kUnknown, 0, "");
+      return;
+    }
+    auto response = std::make_shared<GetStatusResponse>();
+    std::shared_ptr<WorkerInterface> client = *worker;
+    std::shared_ptr<PeerTable> self = shared_from_this();
+    client->GetStatusAsync(response.get(), [self, address, task, response,
+                                            client](const absl::Status& status) {
+      if (!status.ok()) {
+        // Unreachable now: these pulls go over gRPC (and fail there as gRPC's would); the next
+        // one asks again.
+        self->Settle(address, Peer::kUnknown, 0, "");
+        return;
+      }
+      if (response->data_plane() != "ucx" || response->data_plane_address().empty()) {
+        self->Settle(address, Peer::kGrpc, 0,
+                     absl::StrCat("task ", task, " at ", address,
+                                  " has no UCX data plane; tensors from it travel over gRPC"));
+        return;
+      }
+      const std::string peer_address = response->data_plane_address();
+      self->engine_->Run([self, address, task, peer_address] {
+        absl::StatusOr<uint64_t> ep =
+            self->engine_->Connect(task, peer_address, IsThisHost(address));
+        if (!ep.ok()) {
+          self->Settle(address, Peer::kGrpc, 0,
+                       absl::StrCat(ep.status().message(), "; tensors from it travel over gRPC"));
+        } else {
+          self->Settle(address, Peer::kUcx, *ep, "");
+        }
+      });
+    });
+  }
+
+  void Settle(const std::string& address, Peer::State state, uint64_t ep_id,
+              const std::string& log) {
+    std::vector<Waiting> waiting;
+    {
+      absl::MutexLock lock(&mu_);
+      Peer& peer = peers_[address];
+      peer.state = state;
+      peer.ep_id = ep_id;
+      waiting.swap(peer.waiting);
+    }
+    if (!log.empty()) LOG(INFO) << "task " << engine_->task() << ": " << log;
+    for (Waiting& w : waiting) {
+      if (state == Peer::kUcx) {
+        std::shared_ptr<UcxEngine> engine = engine_;
+        engine_->Run([engine, ep_id, w = std::move(w)]() mutable {
+          engine->Pull(ep_id, w.call, w.cancel, std::move(w.done));
+        });
+      } else {
+        fallback_->RecvTensorAsync(w.call, w.cancel, std::move(w.done));
+      }
+    }
+  }
+
+  const std::shared_ptr<UcxEngine> engine_;
+  const std::shared_ptr<WorkerCacheInterface> cache_;
+  const std::unique_ptr<TensorTransport> fallback_;
+  absl::Mutex mu_;
+  std::map<std::string, Peer> peers_ ABSL_GUARDED_BY(mu_);
+};
+
+class UcxDataPlane final : public DataPlane {
+ public:
+  explicit UcxDataPlane(std::shared_ptr<PeerTable> peers) : peers_(std::move(peers)) {
+    std::weak_ptr<PeerTable> weak = peers_;
+    engine()->Run([this, weak] {
+      engine()->set_on_peer_lost([weak](const std::string& task) {
+        if (std::shared_ptr<PeerTable> peers = weak.lock()) peers->Forget(task);
+      });
+    });
+  }
+  ~UcxDataPlane() override {
+    StopServing();
+    engine()->Stop();
+  }
+
+  std::string data_plane() const override { return "ucx"; }
+  std::string data_plane_address() const override { return engine()->address(); }
+
+  void Serve(Worker* worker) override { SetServing(worker); }
+  void StopServing() override { SetServing(nullptr); }
+
+  void RecvTensorAsync(const RecvTensorCall& call, CallCancellation* cancel,
+                       RecvDone done) override {
+    peers_->RecvTensorAsync(call, cancel, std::move(done));
+  }
+
+ private:
+  const std::shared_ptr<UcxEngine>& engine() const { return peers_->engine(); }
+
+  void SetServing(Worker* worker) {
+    auto set = std::make_shared<absl::Notification>();
+    engine()->Run([engine = engine(), worker, set] {
+      engine->set_serving(worker);
+      set->Notify();
+    });
+    // A stopped engine drops the closure, and serves nothing anyway.
+    set->WaitForNotificationWithTimeout(absl::Seconds(5));
+  }
+
+  const std::shared_ptr<PeerTable> peers_;
+};
+
+const bool kRegistered = [] {
+  RegisterDataPlane("ucx", &NewUcxDataPlane);
+  return true;
+}();
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataPlane>> NewUcxDataPlane(
+    const std::string& task, std::shared_ptr<WorkerCacheInterface> cache,
+    std::unique_ptr<TensorTransport> fallback) {
+  auto engine = UcxEngine::Create(task);
+  if (!engine.ok()) return engine.status();
+  return std::unique_ptr<DataPlane>(new UcxDataPlane(
+      std::make_shared<PeerTable>(*std::move(engine), std::move(cache), std::move(fallback))));
+}
+
+}  // namespace shardflow

@@ -1,0 +1,75 @@
+// The "ucx" data plane: tensors between tasks over UCX (Debian's libucx 1.13), which reaches
+// InfiniBand/RoCE verbs, shared memory (posix, sysv, cma) and TCP through one API; gRPC stays the
+// control plane. Servers make it when ServerOptions::transport is "ucx" (distributed/data_plane.h
+// registers it by name; this header is for tests and benchmarks that make one themselves).
+//
+// Note [UCX data plane]
+// ---------------------
+// Wire protocol: three active messages (AM) on UCP endpoints made from the worker addresses the
+// tasks publish in GetStatus (data_plane_address).
+//   request  receiver -> sender   header {id, step_id}, data: the rendezvous key
+//                                 (sent with UCP_AM_SEND_FLAG_REPLY: the sender answers on the
+//                                 endpoint UCX hands its handler, no second address exchange)
+//   reply    sender -> receiver   header {id, code, dtype, rank, message length, dims, message},
+//                                 data: the tensor's bytes (DT_STRING: length-prefixed values)
+//   cancel   receiver -> sender   header {id, step_id}: the receiver gave up; the sender aborts
+//                                 the step, as gRPC's RecvTensor does when its caller cancels.
+// Why active messages rather than tag matching or RMA get with remote keys: the pull has to wait
+// for the sender's _Send anyway, so the sender answers when the tensor exists, and UCX's AM
+// rendezvous gives the rest for free. A small reply arrives eagerly inside the AM (one memcpy into
+// the tensor); for a large one the handler learns dtype, shape and size from the header, makes the
+// destination tensor (the _Recv's own buffer when RecvArgs::destination fits, else one from the
+// receiving device's allocator) and calls ucp_am_recv_data_nbx into it: UCX then moves the bytes
+// with its zero-copy protocol of the transport (CMA's process_vm_readv, an RDMA read of the
+// sender's registered tensor, TCP straight into the buffer), once, with no staging copy. Tag
+// matching would need the receiver to know the size before posting, so a second round trip;
+// RMA get would need our own rkey exchange and a completion message, which is what the AM
+// rendezvous already does. (NCCL's UCX plugin and UCX-Py make the same choice of eager for small
+// and rendezvous for large messages.)
+// Memory registration: UCX registers the buffers of a zero-copy transfer through its own
+// registration cache (UCX_RCACHE_*, on by default), keyed by address range; the engine's CPU
+// allocator reuses its blocks, so a tensor of the same size on the next step hits the cache
+// instead of registering again. No pool of our own: it would add a copy into the pool's memory,
+// which the rcache avoids.
+// Threads: one progress thread owns the UCP worker (UCS_THREAD_MODE_SINGLE, no UCX locks). Other
+// threads hand it closures through a queue and an eventfd. After any activity it polls for a
+// short while (200 µs; SHARDFLOW_UCX_SPIN_US sets it, 0 to 1000000) before arming the worker's
+// wakeup fd and sleeping in epoll, so back-to-back small transfers see polling latency and an
+// idle task costs no CPU. Completion callbacks run on
+// it and must be short (the rendezvous's are).
+// Errors and liveness: a peer that dies or whose connection breaks fails every pull waiting on
+// it with UNAVAILABLE naming the task (the endpoint's error handler), and its next pull asks the
+// peer's GetStatus again (a restarted task has a new address). Endpoints to peers on other hosts
+// ask for UCP_ERR_HANDLING_MODE_PEER, with keepalive probes (UCX_KEEPALIVE_INTERVAL, 2 s here
+// unless set in the environment) that find a peer that vanished without closing its
+// connections. Endpoints to a peer on this host do not: in UCX 1.13 peer-failure handling rules
+// out its shared-memory and CMA transports, and the 64 MiB pull then goes over loopback TCP at
+// half the speed (measured: 28.5 ms against 13.9 ms). UCX still reports a reset connection there
+// (a killed peer fails the pull at once, tested), and a peer that hangs is bounded by the control
+// plane: its RunGraph fails on gRPC's keepalive, the master cancels the step, and the cancelled
+// pulls end here (CallCancellation). SHARDFLOW_UCX_PEER_FAILURE=always|never overrides the
+// choice ("remote" is the default). Everything a peer sends is checked before use: header sizes,
+// dtype, rank and dims (no overflow), data length equal to dtype × shape, bool bytes, string
+// lengths; a bad reply fails that pull with INVALID_ARGUMENT, a bad request gets an error reply
+// or is dropped, and the task serves on. UCX_* environment variables (UCX_TLS, UCX_NET_DEVICES,
+// UCX_RNDV_THRESH, ...) apply as UCX documents them: the context reads them.
+#ifndef SHARDFLOW_DISTRIBUTED_UCX_UCX_DATA_PLANE_H_
+#define SHARDFLOW_DISTRIBUTED_UCX_UCX_DATA_PLANE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "distributed/data_plane.h"
+
+namespace shardflow {
+
+// UNAVAILABLE naming UCX's error when no UCP context or worker can be made here (no usable
+// transport for UCX_TLS, a broken UCX_* variable).
+absl::StatusOr<std::unique_ptr<DataPlane>> NewUcxDataPlane(
+    const std::string& task, std::shared_ptr<WorkerCacheInterface> cache,
+    std::unique_ptr<TensorTransport> fallback);
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_DISTRIBUTED_UCX_UCX_DATA_PLANE_H_
