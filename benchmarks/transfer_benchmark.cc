@@ -8,6 +8,9 @@
 //   build-dist/bin/transfer_benchmark --chunk_bytes=8388608 --in_flight=2 --queue_threads=1
 //   build-dist/bin/transfer_benchmark --transport=ucx            # both tasks' UCX data planes
 //   build-dist/bin/transfer_benchmark --destination    # into a given tensor, as collectives pull
+//   transfer_benchmark --serve --bind=10.0.0.2 --transport=ucx        # a serving task alone...
+//   transfer_benchmark --connect=10.0.0.2:PORT,INCARNATION --transport=ucx   # ...and its puller
+//   (benchmarks/netns_transfer_benchmark.py runs these in two network namespaces)
 //   (benchmarks/transfer_benchmark.py runs it beside iperf3)
 //
 // The serving process holds a graph Const(N bytes) -> _Send per size. Each call runs one step
@@ -43,9 +46,10 @@ namespace {
 constexpr char kSrc[] = "/job:worker/replica:0/task:0/device:CPU:0";
 constexpr char kDst[] = "/job:worker/replica:0/task:1/device:CPU:0";
 
-int Serve(const std::string& transport) {
+int Serve(const std::string& transport, const std::string& bind) {
   ServerOptions options;
-  options.address = "127.0.0.1:0";
+  options.address = bind + ":0";
+  options.security.plaintext = true;  // a benchmark between namespaces of one machine
   options.transport = transport;
   options.config.set_inter_op_threads(1);
   options.config.set_intra_op_threads(1);
@@ -153,10 +157,23 @@ absl::Status TimeOneCall(GrpcWorkerClient* client, TensorTransport* transport,
 
 int Run(const char* self, bool json, const std::string& only, int rounds,
         const GrpcClientOptions& client_options, const std::string& transport_name,
-        bool destination) {
+        bool destination, const std::string& connect) {
   int to_child[2], from_child[2];
   if (pipe(to_child) != 0 || pipe(from_child) != 0) return 1;
-  pid_t pid = fork();
+  char address[256];
+  unsigned long long incarnation = 0;
+  pid_t pid = -1;
+  if (!connect.empty()) {  // a server started elsewhere (another namespace)
+    const size_t comma = connect.find(',');
+    if (comma == std::string::npos || comma >= sizeof(address)) {
+      std::cerr << "--connect=HOST:PORT,INCARNATION\n";
+      return 2;
+    }
+    std::snprintf(address, sizeof(address), "%s", connect.substr(0, comma).c_str());
+    incarnation = std::strtoull(connect.c_str() + comma + 1, nullptr, 10);
+  } else {
+    pid = fork();
+  }
   if (pid == 0) {
     dup2(to_child[0], 0);
     dup2(from_child[1], 1);
@@ -169,13 +186,13 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
   close(to_child[0]);
   close(from_child[1]);
   FILE* in = fdopen(from_child[0], "r");
-  char address[256];
-  unsigned long long incarnation = 0;
-  if (fscanf(in, "ADDRESS %255s %llu", address, &incarnation) != 2) {
+  if (pid > 0 && fscanf(in, "ADDRESS %255s %llu", address, &incarnation) != 2) {
     std::cerr << "the serving process did not start\n";
     return 1;
   }
-  auto cache = std::make_shared<GrpcWorkerCache>(client_options);
+  GrpcClientOptions options = client_options;
+  options.security.plaintext = true;  // --connect: a non-loopback address between namespaces
+  auto cache = std::make_shared<GrpcWorkerCache>(options);
   auto client = cache->GetClient(address, "/job:worker/replica:0/task:0");
   if (!client.ok()) return 1;
   // The receiving task's transport: gRPC's RecvTensor, or a UCX data plane of its own.
@@ -183,8 +200,8 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
   if (transport_name == "grpc") {
     transport = cache->NewTransport();
   } else {
-    auto plane =
-        NewDataPlane(transport_name, "/job:worker/replica:0/task:1", cache, cache->NewTransport());
+    auto plane = NewDataPlane(transport_name, {"/job:worker/replica:0/task:1"}, cache,
+                              cache->NewTransport());
     if (!plane.ok()) {
       std::cerr << plane.status() << "\n";
       return 1;
@@ -234,7 +251,7 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
   }
   transport.reset();
   close(to_child[1]);
-  waitpid(pid, nullptr, 0);
+  if (pid > 0) waitpid(pid, nullptr, 0);
   auto median = [](const Size& s) { return s.times[s.times.size() / 2]; };
   if (json) {
     std::cout << "{";
@@ -264,6 +281,7 @@ int main(int argc, char** argv) {
   bool serve = false, json = false;
   std::string only;
   std::string transport = "grpc";
+  std::string bind = "127.0.0.1", connect;
   bool destination = false;
   int rounds = 15;
   std::string poll_strategy = shardflow::kDefaultGrpcPollStrategy;
@@ -285,6 +303,8 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--transport=", 12) == 0) transport = argv[i] + 12;
     if (std::strcmp(argv[i], "--json") == 0) json = true;
     if (std::strcmp(argv[i], "--destination") == 0) destination = true;
+    if (std::strncmp(argv[i], "--bind=", 7) == 0) bind = argv[i] + 7;
+    if (std::strncmp(argv[i], "--connect=", 10) == 0) connect = argv[i] + 10;
     if (std::strncmp(argv[i], "--poll_strategy=", 16) == 0) poll_strategy = argv[i] + 16;
   }
   // Before any gRPC object: the benchmark measures the strategy a server uses.
@@ -297,7 +317,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "transfer_benchmark: --transport is grpc or ucx\n");
     return 2;
   }
-  return serve
-             ? shardflow::Serve(transport)
-             : shardflow::Run(argv[0], json, only, rounds, client_options, transport, destination);
+  return serve ? shardflow::Serve(transport, bind)
+               : shardflow::Run(argv[0], json, only, rounds, client_options, transport, destination,
+                                connect);
 }

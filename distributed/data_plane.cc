@@ -41,7 +41,7 @@ std::vector<std::string> RegisteredDataPlanes() {
 }
 
 absl::StatusOr<std::unique_ptr<DataPlane>> NewDataPlane(const std::string& name,
-                                                        const std::string& task,
+                                                        const DataPlaneOptions& options,
                                                         std::shared_ptr<WorkerCacheInterface> cache,
                                                         std::unique_ptr<TensorTransport> fallback) {
   DataPlaneFactory factory;
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<DataPlane>> NewDataPlane(const std::string& name,
                                             have.empty() ? "" : ", ", absl::StrJoin(have, ", "),
                                             "); for ucx, apt-get install libucx-dev and rebuild"));
   }
-  return factory(task, std::move(cache), std::move(fallback));
+  return factory(options, std::move(cache), std::move(fallback));
 }
 
 absl::Status CheckTransportName(const std::string& name) {

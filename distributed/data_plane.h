@@ -5,7 +5,8 @@
 // peers, and Serve() makes it answer peers' pulls from this task's worker.
 //
 //   SF_ASSIGN_OR_RETURN(std::unique_ptr<DataPlane> ucx,
-//                       NewDataPlane("ucx", task, worker_cache, worker_cache->NewTransport()));
+//                       NewDataPlane("ucx", {task, token}, worker_cache,
+//                                    worker_cache->NewTransport()));
 //   Worker worker(task, devices, ucx.get(), incarnation);   // GetStatus publishes its address
 //   ucx->Serve(&worker);
 //   ...
@@ -43,10 +44,17 @@ class DataPlane : public TensorTransport {
   virtual void StopServing() = 0;
 };
 
-// Makes the data plane for task `task` ("/job:J/replica:0/task:T"). `cache` reaches the peers'
-// GetStatus; `fallback` pulls from peers without this data plane.
+struct DataPlaneOptions {
+  std::string task;  // "/job:J/replica:0/task:T"
+  // The cluster's shared token (SecurityOptions::token): sent with every pull, and required of
+  // every peer's pull when not empty, as gRPC's bearer token is.
+  std::string token;
+};
+
+// Makes a data plane. `cache` reaches the peers' GetStatus; `fallback` pulls from peers without
+// this data plane.
 using DataPlaneFactory = std::function<absl::StatusOr<std::unique_ptr<DataPlane>>(
-    const std::string& task, std::shared_ptr<WorkerCacheInterface> cache,
+    const DataPlaneOptions& options, std::shared_ptr<WorkerCacheInterface> cache,
     std::unique_ptr<TensorTransport> fallback)>;
 
 // A second registration of a name is a bug in shardflow and aborts with a message.
@@ -58,7 +66,7 @@ std::vector<std::string> RegisteredDataPlanes();
 // NOT_FOUND naming the ones this build has when `name` is not registered; the factory's error
 // (UNAVAILABLE when the library finds no usable transport) otherwise.
 absl::StatusOr<std::unique_ptr<DataPlane>> NewDataPlane(const std::string& name,
-                                                        const std::string& task,
+                                                        const DataPlaneOptions& options,
                                                         std::shared_ptr<WorkerCacheInterface> cache,
                                                         std::unique_ptr<TensorTransport> fallback);
 

@@ -41,6 +41,12 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
     return absl::InvalidArgumentError(
         absl::StrCat("server for task ", task_name, ": ", t.message()));
   }
+  if (options.transport == "ucx" && options.security.tls()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server for task ", task_name,
+                     ": --transport ucx cannot encrypt tensors (UCX has no TLS); with TLS use "
+                     "--transport grpc, or drop TLS on a trusted network"));
+  }
   if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
     return absl::InvalidArgumentError(absl::StrCat(
         "server for task ", task_name, ": max_message_bytes ", options.max_message_bytes,
@@ -64,7 +70,8 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
   // The data plane (ServerOptions::transport): UCX beside gRPC when asked for and available,
   // else RecvTensor on the gRPC connection.
   if (options.transport == "ucx") {
-    auto ucx = NewDataPlane("ucx", task_name, server->cache_, server->cache_->NewTransport());
+    auto ucx = NewDataPlane("ucx", {task_name, options.security.token}, server->cache_,
+                            server->cache_->NewTransport());
     if (ucx.ok()) {
       server->data_plane_ = ucx->get();
       server->transport_ = *std::move(ucx);

@@ -57,10 +57,14 @@ absl::StatusOr<std::chrono::microseconds> SpinFromEnvironment() {
   return std::chrono::microseconds(v);
 }
 
+// A request's and a cancel's header: then `token_bytes` of the cluster's token.
 struct RequestHeader {
   uint64_t id;
   int64_t step_id;
+  uint32_t token_bytes;
+  uint32_t reserved;
 };
+constexpr size_t kMaxTokenBytes = 4096;
 struct ReplyHeader {
   uint64_t id;
   int32_t code;
@@ -185,7 +189,7 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
  public:
   using Done = TensorTransport::RecvDone;
 
-  static absl::StatusOr<std::shared_ptr<UcxEngine>> Create(const std::string& task);
+  static absl::StatusOr<std::shared_ptr<UcxEngine>> Create(const DataPlaneOptions& options);
   ~UcxEngine();
 
   const std::string& address() const { return address_; }
@@ -240,7 +244,14 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
     uint64_t id;
   };
 
-  explicit UcxEngine(std::string task) : task_(std::move(task)) {}
+  explicit UcxEngine(const DataPlaneOptions& options)
+      : task_(options.task), token_(options.token) {}
+  // The header of a request or cancel: id, step, this task's token.
+  std::string RequestHeaderBytes(uint64_t id, int64_t step_id) const;
+  // Parses a request's or cancel's header and checks its token; false = drop it, with *why set
+  // when the sender should be told.
+  bool ParseRequestHeader(const void* header, size_t header_length, RequestHeader* h,
+                          absl::Status* why) const;
   absl::Status Init();
   void Loop();
   bool OnProgressThread() const { return std::this_thread::get_id() == thread_id_; }
@@ -268,6 +279,7 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   void CloseEndpoint(uint64_t ep_id, const absl::Status& why);
 
   const std::string task_;
+  const std::string token_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;
@@ -290,17 +302,57 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   std::map<ucp_ep_h, uint64_t> ep_ids_;
   std::map<uint64_t, Pending> pending_;
   Worker* serving_ = nullptr;
+  // The pulls this task is answering, by (the peer's reply endpoint, its request id) -> step: a
+  // cancel aborts a step only when the same peer asked for one of its tensors.
+  std::map<std::pair<ucp_ep_h, uint64_t>, int64_t> answering_;
   bool down_ = false;  // stopping: new pulls fail at once
   std::function<void(const std::string&)> on_peer_lost_;
 };
 
-absl::StatusOr<std::shared_ptr<UcxEngine>> UcxEngine::Create(const std::string& task) {
-  std::shared_ptr<UcxEngine> engine(new UcxEngine(task));
+absl::StatusOr<std::shared_ptr<UcxEngine>> UcxEngine::Create(const DataPlaneOptions& options) {
+  if (options.token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("UCX for task ", options.task, ": a token of ",
+                                                   options.token.size(), " bytes; at most ",
+                                                   kMaxTokenBytes));
+  }
+  std::shared_ptr<UcxEngine> engine(new UcxEngine(options));
   absl::Status s = engine->Init();
   if (!s.ok()) {
-    return absl::UnavailableError(absl::StrCat("UCX for task ", task, ": ", s.message()));
+    return absl::Status(absl::IsInvalidArgument(s) ? s.code() : absl::StatusCode::kUnavailable,
+                        absl::StrCat("UCX for task ", options.task, ": ", s.message()));
   }
   return engine;
+}
+
+std::string UcxEngine::RequestHeaderBytes(uint64_t id, int64_t step_id) const {
+  RequestHeader h{id, step_id, static_cast<uint32_t>(token_.size()), 0};
+  return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + token_;
+}
+
+bool UcxEngine::ParseRequestHeader(const void* header, size_t header_length, RequestHeader* h,
+                                   absl::Status* why) const {
+  if (header_length < sizeof(RequestHeader)) return false;  // no id: nobody to tell
+  std::memcpy(h, header, sizeof(*h));
+  if (h->token_bytes > kMaxTokenBytes || header_length != sizeof(*h) + h->token_bytes) {
+    *why = absl::InvalidArgumentError(absl::StrCat("UCX request to task ", task_, ": a header of ",
+                                                   header_length, " bytes announcing a token of ",
+                                                   h->token_bytes));
+    return false;
+  }
+  if (token_.empty()) return true;
+  // The token is checked before anything else is read, in time independent of where it differs.
+  const char* given = static_cast<const char*>(header) + sizeof(*h);
+  unsigned char diff = h->token_bytes == token_.size() ? 0 : 1;
+  for (size_t i = 0; i < token_.size(); ++i) {
+    diff |= static_cast<unsigned char>(token_[i] ^ (i < h->token_bytes ? given[i] : 0));
+  }
+  if (diff != 0) {
+    *why = absl::UnauthenticatedError(absl::StrCat("UCX request to task ", task_,
+                                                   ": missing or wrong token; give every task the "
+                                                   "cluster's --token"));
+    return false;
+  }
+  return true;
 }
 
 absl::Status UcxEngine::Init() {
@@ -585,8 +637,7 @@ void UcxEngine::Pull(uint64_t ep_id, const RecvTensorCall& call, CallCancellatio
   auto ctx = std::make_unique<SendContext>();
   ctx->engine = weak_from_this();
   ctx->pending_id = id;
-  RequestHeader header{id, call.step_id};
-  ctx->header.assign(reinterpret_cast<const char*>(&header), sizeof(header));
+  ctx->header = RequestHeaderBytes(id, call.step_id);
   ctx->key = call.key;
   const void* key = ctx->key.data();
   const size_t key_bytes = ctx->key.size();
@@ -621,9 +672,8 @@ void UcxEngine::Cancel(uint64_t id) {
   if (ep != eps_.end()) {
     // The sender aborts the step, as a cancelled gRPC RecvTensor makes it do.
     auto ctx = std::make_unique<SendContext>();
-    RequestHeader header{id, p.call.step_id};
-    ctx->header.assign(reinterpret_cast<const char*>(&header), sizeof(header));
-    Send(ep->second.ep, kCancelAm, std::move(ctx), nullptr, 0, 0);
+    ctx->header = RequestHeaderBytes(id, p.call.step_id);
+    Send(ep->second.ep, kCancelAm, std::move(ctx), nullptr, 0, UCP_AM_SEND_FLAG_REPLY);
   }
   if (p.receiving && p.recv_request != nullptr) ucp_request_cancel(worker_, p.recv_request);
   Finish(id, absl::CancelledError(absl::StrCat("RecvTensor of step ", p.call.step_id, " from task ",
@@ -800,13 +850,14 @@ void UcxEngine::OnReceived(void* request, ucs_status_t status, size_t /*length*/
 ucs_status_t UcxEngine::OnRequest(void* arg, const void* header, size_t header_length, void* data,
                                   size_t length, const ucp_am_recv_param_t* param) {
   auto* engine = static_cast<UcxEngine*>(arg);
-  if (header_length != sizeof(RequestHeader) ||
-      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
-    return UCS_OK;  // no id or no way back: dropped
-  }
-  RequestHeader h;
-  std::memcpy(&h, header, sizeof(h));
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) return UCS_OK;  // no way back
   ucp_ep_h reply_ep = param->reply_ep;
+  RequestHeader h;
+  absl::Status why;
+  if (!engine->ParseRequestHeader(header, header_length, &h, &why)) {
+    if (!why.ok()) engine->SendReply(reply_ep, h.id, why, Tensor());
+    return UCS_OK;
+  }
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 || length == 0 ||
       length > kMaxKeyBytes) {
     engine->SendReply(reply_ep, h.id,
@@ -828,6 +879,7 @@ ucs_status_t UcxEngine::OnRequest(void* arg, const void* header, size_t header_l
   std::string key(static_cast<const char*>(data), length);
   std::weak_ptr<UcxEngine> weak = engine->weak_from_this();
   const uint64_t id = h.id;
+  engine->answering_[{reply_ep, id}] = h.step_id;
   worker->RecvTensorAsync(
       h.step_id, key, [weak, reply_ep, id](const absl::Status& status, const Tensor& tensor) {
         std::shared_ptr<UcxEngine> e = weak.lock();
@@ -839,11 +891,19 @@ ucs_status_t UcxEngine::OnRequest(void* arg, const void* header, size_t header_l
 
 ucs_status_t UcxEngine::OnCancel(void* arg, const void* header, size_t header_length,
                                  void* /*data*/, size_t /*length*/,
-                                 const ucp_am_recv_param_t* /*param*/) {
+                                 const ucp_am_recv_param_t* param) {
   auto* engine = static_cast<UcxEngine*>(arg);
-  if (header_length != sizeof(RequestHeader) || engine->serving_ == nullptr) return UCS_OK;
   RequestHeader h;
-  std::memcpy(&h, header, sizeof(h));
+  absl::Status why;
+  if (engine->serving_ == nullptr || (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0 ||
+      !engine->ParseRequestHeader(header, header_length, &h, &why)) {
+    return UCS_OK;
+  }
+  // Only a pull this peer made and that is still being answered can be cancelled: a peer cannot
+  // abort other steps by naming them.
+  auto it = engine->answering_.find({param->reply_ep, h.id});
+  if (it == engine->answering_.end()) return UCS_OK;
+  h.step_id = it->second;
   Worker* worker = engine->serving_;
   worker->AbortStep(h.step_id,
                     absl::CancelledError(absl::StrCat(
@@ -854,6 +914,7 @@ ucs_status_t UcxEngine::OnCancel(void* arg, const void* header, size_t header_le
 
 void UcxEngine::SendReply(ucp_ep_h ep, uint64_t id, const absl::Status& status,
                           const Tensor& tensor) {
+  answering_.erase({ep, id});
   auto ctx = std::make_unique<SendContext>();
   ReplyHeader h;
   std::memset(&h, 0, sizeof(h));
@@ -1096,9 +1157,9 @@ const bool kRegistered = [] {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DataPlane>> NewUcxDataPlane(
-    const std::string& task, std::shared_ptr<WorkerCacheInterface> cache,
+    const DataPlaneOptions& options, std::shared_ptr<WorkerCacheInterface> cache,
     std::unique_ptr<TensorTransport> fallback) {
-  auto engine = UcxEngine::Create(task);
+  auto engine = UcxEngine::Create(options);
   if (!engine.ok()) return engine.status();
   return std::unique_ptr<DataPlane>(new UcxDataPlane(
       std::make_shared<PeerTable>(*std::move(engine), std::move(cache), std::move(fallback))));

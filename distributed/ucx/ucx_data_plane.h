@@ -13,7 +13,11 @@
 //   reply    sender -> receiver   header {id, code, dtype, rank, message length, dims, message},
 //                                 data: the tensor's bytes (DT_STRING: length-prefixed values)
 //   cancel   receiver -> sender   header {id, step_id}: the receiver gave up; the sender aborts
-//                                 the step, as gRPC's RecvTensor does when its caller cancels.
+//                                 the step, as gRPC's RecvTensor does when its caller cancels —
+//                                 only a step whose pull this peer made and is still answered.
+// Requests and cancels carry the cluster's token (SecurityOptions::token) after their header; a
+// task with a token answers a request without it UNAUTHENTICATED. UCX itself neither
+// authenticates nor encrypts: there is no TLS on this plane (a server with TLS refuses "ucx").
 // Why active messages rather than tag matching or RMA get with remote keys: the pull has to wait
 // for the sender's _Send anyway, so the sender answers when the tensor exists, and UCX's AM
 // rendezvous gives the rest for free. A small reply arrives eagerly inside the AM (one memcpy into
@@ -67,7 +71,7 @@ namespace shardflow {
 // UNAVAILABLE naming UCX's error when no UCP context or worker can be made here (no usable
 // transport for UCX_TLS, a broken UCX_* variable).
 absl::StatusOr<std::unique_ptr<DataPlane>> NewUcxDataPlane(
-    const std::string& task, std::shared_ptr<WorkerCacheInterface> cache,
+    const DataPlaneOptions& options, std::shared_ptr<WorkerCacheInterface> cache,
     std::unique_ptr<TensorTransport> fallback);
 
 }  // namespace shardflow

@@ -503,7 +503,7 @@ class TransportTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<TensorTransport> MakeTransport(const std::string& transport) {
     if (transport == "grpc") return cache_->NewTransport();
     auto plane =
-        NewDataPlane(transport, "/job:worker/replica:0/task:1", cache_, cache_->NewTransport());
+        NewDataPlane(transport, {"/job:worker/replica:0/task:1"}, cache_, cache_->NewTransport());
     EXPECT_TRUE(plane.ok()) << plane.status();
     if (!plane.ok()) return nullptr;
     return std::unique_ptr<TensorTransport>(std::move(*plane));
@@ -697,7 +697,7 @@ TEST(UcxTransportTest, APeerWithoutUcxIsPulledFromOverGrpc) {
   ASSERT_NE(grpc_only, nullptr);
   auto cache = std::make_shared<GrpcWorkerCache>(GrpcClientOptions());
   auto client = *cache->GetClient(grpc_only->address(), grpc_only->task_name());
-  auto plane = NewDataPlane("ucx", "/job:worker/replica:0/task:1", cache, cache->NewTransport());
+  auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, cache, cache->NewTransport());
   ASSERT_TRUE(plane.ok()) << plane.status();
   for (int64_t step = 1; step <= 2; ++step) {  // the second asks no GetStatus again
     RegisterGraphRequest reg;

@@ -43,6 +43,8 @@ constexpr unsigned kRequestAm = 11, kReplyAm = 12, kCancelAm = 13;
 struct RequestHeader {
   uint64_t id;
   int64_t step_id;
+  uint32_t token_bytes;
+  uint32_t reserved;
 };
 struct ReplyHeader {
   uint64_t id;
@@ -236,10 +238,11 @@ class RawPeer {
 
 std::string Bytes(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
 
-std::unique_ptr<Server> StartUcxServer() {
+std::unique_ptr<Server> StartUcxServer(const std::string& token = "") {
   ServerOptions options;
   options.address = "127.0.0.1:0";
   options.transport = "ucx";
+  options.security.token = token;
   options.config.set_inter_op_threads(2);
   auto server = Server::Create(options);
   EXPECT_TRUE(server.ok()) << server.status();
@@ -301,49 +304,61 @@ TEST(UcxWireTest, MalformedMessagesToAServingTaskAreDroppedOrAnsweredAndItServes
   RawPeer peer;
   ucp_ep_h ep = peer.Connect(status.data_plane_address());
 
-  RequestHeader h{1, 77};
-  const std::string header = Bytes(&h, sizeof(h));
-  // Dropped: a short header; no reply endpoint; a cancel of the wrong size; an unsolicited
-  // reply; an id nothing handles.
+  RequestHeader h{1, 77, 0, 0};
+  auto bytes = [&h] { return Bytes(&h, sizeof(h)); };
+  // Dropped: a short header; no reply endpoint; a cancel of the wrong size; unsolicited replies;
+  // an id nothing handles.
   peer.Send(ep, kRequestAm, "abc", "key", UCP_AM_SEND_FLAG_REPLY);
-  peer.Send(ep, kRequestAm, header, "key", 0);
-  peer.Send(ep, kCancelAm, "xy", "", 0);
+  peer.Send(ep, kRequestAm, bytes(), "key", 0);
+  peer.Send(ep, kCancelAm, "xy", "", UCP_AM_SEND_FLAG_REPLY);
   peer.Send(ep, kReplyAm, std::string(3, '\xff'), "zz", 0);
-  peer.Send(ep, kReplyAm, Bytes(&h, sizeof(h)) + std::string(64, '\xff'), "zz", 0);
-  peer.Send(ep, 99, header, "zz", 0);  // UCX logs a warning and drops it
-  // Answered with errors: an empty key, a key that is not one, a key past 64 KiB.
+  peer.Send(ep, kReplyAm, bytes() + std::string(64, '\xff'), "zz", 0);
+  peer.Send(ep, 99, bytes(), "zz", 0);  // UCX logs a warning and drops it
+  // Answered with errors: an empty key, a key that is not one, a key past 64 KiB, a header
+  // announcing a token it does not carry.
   h.id = 2;
-  peer.Send(ep, kRequestAm, Bytes(&h, sizeof(h)), "", UCP_AM_SEND_FLAG_REPLY);
+  peer.Send(ep, kRequestAm, bytes(), "", UCP_AM_SEND_FLAG_REPLY);
   h.id = 3;
-  peer.Send(ep, kRequestAm, Bytes(&h, sizeof(h)), "not a rendezvous key", UCP_AM_SEND_FLAG_REPLY);
+  peer.Send(ep, kRequestAm, bytes(), "not a rendezvous key", UCP_AM_SEND_FLAG_REPLY);
   h.id = 4;
-  peer.Send(ep, kRequestAm, Bytes(&h, sizeof(h)), std::string(100 << 10, 'k'),
-            UCP_AM_SEND_FLAG_REPLY);
-  ASSERT_TRUE(peer.WaitReplies(3)) << "the task stopped answering";
+  peer.Send(ep, kRequestAm, bytes(), std::string(100 << 10, 'k'), UCP_AM_SEND_FLAG_REPLY);
+  h.id = 5;
+  h.token_bytes = 100;
+  peer.Send(ep, kRequestAm, bytes(), "key", UCP_AM_SEND_FLAG_REPLY);
+  h.token_bytes = 0;
+  ASSERT_TRUE(peer.WaitReplies(4)) << "the task stopped answering";
+  absl::SleepFor(absl::Milliseconds(100));
   std::vector<RawPeer::Reply> replies = peer.replies();
-  ASSERT_EQ(replies.size(), 3u) << "a dropped message was answered";
+  ASSERT_EQ(replies.size(), 4u) << "a dropped message was answered";
   for (const RawPeer::Reply& r : replies) {
     EXPECT_GE(r.header.id, 2u);
     EXPECT_EQ(r.header.code, static_cast<int32_t>(absl::StatusCode::kInvalidArgument))
         << "reply to request " << r.header.id;
   }
-  // A well-formed cancel aborts that step on the task (and nothing else).
-  h.id = 5;
+  // A cancel aborts a step only when this peer's pull of it is being answered: one for a pull
+  // nobody made is dropped; one for a waiting pull aborts its step (and the pull's answer says
+  // so).
+  h.id = 6;
+  h.step_id = 4243;
+  peer.Send(ep, kCancelAm, bytes(), "", UCP_AM_SEND_FLAG_REPLY);
+  const std::string key = RendezvousKey(kTask0Cpu, server->incarnation(), kTask1Cpu, "t:0");
+  h.id = 7;
   h.step_id = 4242;
-  peer.Send(ep, kCancelAm, Bytes(&h, sizeof(h)), "", 0);
-  absl::Status step;
-  for (int i = 0; i < 200 && step.ok(); ++i) {
-    step = server->worker()->StepStatus(4242);
-    if (step.ok()) absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_EQ(step.code(), absl::StatusCode::kCancelled) << step;
+  peer.Send(ep, kRequestAm, bytes(), key, UCP_AM_SEND_FLAG_REPLY);  // waits for a _Send
+  absl::SleepFor(absl::Milliseconds(100));
+  peer.Send(ep, kCancelAm, bytes(), "", UCP_AM_SEND_FLAG_REPLY);
+  ASSERT_TRUE(peer.WaitReplies(5));
+  EXPECT_EQ(peer.replies().back().header.id, 7u);
+  EXPECT_EQ(peer.replies().back().header.code, static_cast<int32_t>(absl::StatusCode::kCancelled));
+  EXPECT_EQ(server->worker()->StepStatus(4242).code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(server->worker()->StepStatus(4243).ok()) << "a step nobody pulled was aborted";
 
   // The task serves a real pull after all that.
   auto cache = std::make_shared<GrpcWorkerCache>(GrpcClientOptions());
   auto client = *cache->GetClient(server->address(), server->task_name());
   ASSERT_TRUE(
       SendOnServer(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(7), 9).ok());
-  auto plane = NewDataPlane("ucx", "/job:worker/replica:0/task:1", cache, cache->NewTransport());
+  auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, cache, cache->NewTransport());
   ASSERT_TRUE(plane.ok()) << plane.status();
   RecvTensorCall call;
   call.task = server->task_name();
@@ -405,7 +420,7 @@ class LyingCache final : public WorkerCacheInterface {
 TEST(UcxWireTest, ALyingSendersRepliesFailThePullAndTheReceiverPullsOn) {
   RawPeer peer;
   auto cache = std::make_shared<LyingCache>(peer.address());
-  auto plane = NewDataPlane("ucx", "/job:worker/replica:0/task:1", cache, nullptr);
+  auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, cache, nullptr);
   ASSERT_TRUE(plane.ok()) << plane.status();
   RecvTensorCall call;
   call.task = "/job:worker/replica:0/task:0";
@@ -479,6 +494,49 @@ TEST(UcxWireTest, ALyingSendersRepliesFailThePullAndTheReceiverPullsOn) {
   auto got = Pull(plane->get(), call);
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(TensorsEqual(*got, Tensor::FromVector<float>({1.5f, -2.0f})));
+}
+
+TEST(UcxWireTest, ATaskWithATokenAnswersOnlyPullsThatCarryIt) {
+  std::unique_ptr<Server> server = StartUcxServer("s3cret");
+  ASSERT_NE(server, nullptr);
+  GrpcClientOptions client_options;
+  client_options.security.token = "s3cret";  // GetStatus over gRPC needs it too
+  auto cache = std::make_shared<GrpcWorkerCache>(client_options);
+  auto client = *cache->GetClient(server->address(), server->task_name());
+  RecvTensorCall call;
+  call.task = server->task_name();
+  call.address = server->address();
+  call.key = RendezvousKey(kTask0Cpu, server->incarnation(), kTask1Cpu, "t:0");
+  int64_t step = 0;
+  for (const std::string token : {"s3cret", "wrong", ""}) {
+    call.step_id = ++step;
+    ASSERT_TRUE(
+        SendOnServer(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(3), call.step_id)
+            .ok());
+    auto plane =
+        NewDataPlane("ucx", {"/job:worker/replica:0/task:1", token}, cache, cache->NewTransport());
+    ASSERT_TRUE(plane.ok()) << plane.status();
+    auto got = Pull(plane->get(), call);
+    if (token == "s3cret") {
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_EQ(got->scalar<int32_t>(), 3);
+    } else {
+      EXPECT_EQ(got.status().code(), absl::StatusCode::kUnauthenticated)
+          << "token '" << token << "': " << got.status();
+      EXPECT_TRUE(absl::StrContains(got.status().message(), "--token")) << got.status();
+    }
+  }
+}
+
+TEST(UcxWireTest, UcxIsRefusedWithTls) {
+  ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.transport = "ucx";
+  options.security.tls_cert_file = "/nonexistent/cert.pem";
+  options.security.tls_key_file = "/nonexistent/key.pem";
+  auto server = Server::Create(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_TRUE(absl::StrContains(server.status().message(), "cannot encrypt")) << server.status();
 }
 
 #else
