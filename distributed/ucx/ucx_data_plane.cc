@@ -130,6 +130,24 @@ absl::Status CheckBools(Tensor* t) {
   return bad;
 }
 
+// FNV-1a over the token, then the bytes: a check against corrupted or truncated addresses, and,
+// with a token, against addresses not made by a task of the cluster (not a cryptographic MAC).
+uint64_t AddressTag(const std::string& token, const std::string& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string* part : {&token, &bytes}) {
+    for (unsigned char c : *part) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  }
+  return h;
+}
+
+constexpr char kAddressMagic[] = "SFUCX1";  // envelope version 1
+constexpr size_t kMagicBytes = sizeof(kAddressMagic) - 1;
+constexpr size_t kEnvelopeBytes = kMagicBytes + 4 + 4 + 8;  // magic, UCX major, minor, tag
+constexpr size_t kMaxAddressBytes = 64 << 10;
+
 // Whether endpoints to a peer ask UCX for peer-failure handling (Note [UCX data plane]).
 // SHARDFLOW_UCX_PEER_FAILURE: "remote" (default: peers on other hosts only), "always", "never".
 bool PeerFailureHandling(bool same_host) {
@@ -389,7 +407,8 @@ absl::Status UcxEngine::Init() {
   attr.field_mask = UCP_WORKER_ATTR_FIELD_ADDRESS | UCP_WORKER_ATTR_FIELD_MAX_AM_HEADER;
   st = ucp_worker_query(worker_, &attr);
   if (st != UCS_OK) return UcxError("ucp_worker_query", st);
-  address_.assign(reinterpret_cast<const char*>(attr.address), attr.address_length);
+  address_ = WrapUcxAddress(
+      std::string(reinterpret_cast<const char*>(attr.address), attr.address_length), token_);
   ucp_worker_release_address(worker_, attr.address);
   max_am_header_ = attr.max_am_header;
   if (max_am_header_ < sizeof(ReplyHeader) + 8 * 8 + 64) {
@@ -554,12 +573,19 @@ void UcxEngine::Loop() {
 }
 
 absl::StatusOr<uint64_t> UcxEngine::Connect(const std::string& peer_task,
-                                            const std::string& peer_address, bool same_host) {
+                                            const std::string& wrapped_address, bool same_host) {
+  // UCX asserts (aborting the process) on an address it cannot unpack: only one that passes the
+  // envelope's checks reaches it.
+  absl::StatusOr<std::string> peer_address = UnwrapUcxAddress(wrapped_address, token_);
+  if (!peer_address.ok()) {
+    return absl::Status(peer_address.status().code(),
+                        absl::StrCat("task ", peer_task, ": ", peer_address.status().message()));
+  }
   ucp_ep_params_t params;
   std::memset(&params, 0, sizeof(params));
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
+  params.address = reinterpret_cast<const ucp_address_t*>(peer_address->data());
   params.err_mode =
       PeerFailureHandling(same_host) ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = &UcxEngine::OnEndpointError;
@@ -1155,6 +1181,42 @@ const bool kRegistered = [] {
 }();
 
 }  // namespace
+
+std::string WrapUcxAddress(const std::string& address, const std::string& token) {
+  unsigned major = 0, minor = 0, release = 0;
+  ucp_get_version(&major, &minor, &release);
+  const uint32_t v[2] = {major, minor};
+  const uint64_t tag = AddressTag(token, address);
+  std::string out(kAddressMagic, kMagicBytes);
+  out.append(reinterpret_cast<const char*>(v), sizeof(v));
+  out.append(reinterpret_cast<const char*>(&tag), sizeof(tag));
+  return out + address;
+}
+
+absl::StatusOr<std::string> UnwrapUcxAddress(const std::string& wrapped, const std::string& token) {
+  if (wrapped.size() <= kEnvelopeBytes || wrapped.size() > kMaxAddressBytes ||
+      wrapped.compare(0, kMagicBytes, kAddressMagic) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("its UCX address (", wrapped.size(),
+                                                   " bytes) is not one shardflow publishes"));
+  }
+  uint32_t v[2];
+  std::memcpy(v, wrapped.data() + kMagicBytes, sizeof(v));
+  unsigned major = 0, minor = 0, release = 0;
+  ucp_get_version(&major, &minor, &release);
+  if (v[0] != major || v[1] != minor) {
+    return absl::FailedPreconditionError(absl::StrCat("it runs UCX ", v[0], ".", v[1],
+                                                      " and this task ", major, ".", minor,
+                                                      " (UCX addresses differ between versions)"));
+  }
+  uint64_t tag = 0;
+  std::memcpy(&tag, wrapped.data() + kMagicBytes + sizeof(v), sizeof(tag));
+  std::string address = wrapped.substr(kEnvelopeBytes);
+  if (tag != AddressTag(token, address)) {
+    return absl::InvalidArgumentError(
+        "its UCX address fails its check (corrupted, or made with another --token)");
+  }
+  return address;
+}
 
 absl::StatusOr<std::unique_ptr<DataPlane>> NewUcxDataPlane(
     const DataPlaneOptions& options, std::shared_ptr<WorkerCacheInterface> cache,

@@ -70,6 +70,16 @@ namespace shardflow {
 
 // UNAVAILABLE naming UCX's error when no UCP context or worker can be made here (no usable
 // transport for UCX_TLS, a broken UCX_* variable).
+// The UCX worker address a task publishes in GetStatus, in an envelope: "SFUCX1", the UCX
+// major and minor version, a 64-bit FNV-1a tag over the cluster's token and the address, then the
+// address. UCX aborts the process on an address it cannot unpack (a corrupted one, or one from
+// another UCX version), so a receiver unwraps and checks before connecting, and falls back to
+// gRPC when the check fails. The tag is not a cryptographic MAC.
+std::string WrapUcxAddress(const std::string& address, const std::string& token);
+// INVALID_ARGUMENT (not an envelope, a tag that does not match), FAILED_PRECONDITION (another
+// UCX version), else the address.
+absl::StatusOr<std::string> UnwrapUcxAddress(const std::string& wrapped, const std::string& token);
+
 absl::StatusOr<std::unique_ptr<DataPlane>> NewUcxDataPlane(
     const DataPlaneOptions& options, std::shared_ptr<WorkerCacheInterface> cache,
     std::unique_ptr<TensorTransport> fallback);

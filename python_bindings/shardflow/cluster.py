@@ -102,8 +102,9 @@ class Server:
     default 30, or $SHARDFLOW_CONNECT_TIMEOUT) bounds how long a session opened here waits for
     the other tasks (a ps not up yet) before its error names those that never answered.
     Addresses other than loopback ones need `plaintext=True` (or TLS; docs/distributed.md).
-    `protocol="grpc+ucx"` moves tensors between tasks over UCX (shared memory, TCP or RDMA verbs
-    as UCX_TLS allows) with gRPC for the rest, as TF1's "grpc+verbs" did.
+    `protocol="grpc+ucx"` (or `config=sf.ConfigProto(transport="ucx")`) moves tensors between
+    tasks over UCX (shared memory, TCP or RDMA verbs as UCX_TLS allows) with gRPC for the rest,
+    as TF1's "grpc+verbs" did.
     """
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
@@ -145,7 +146,8 @@ class Server:
         self._handle = _C.ServerHandle(
             cluster.as_dict(), job_name, self.task_index, cfg.inter_op_threads,
             cfg.intra_op_threads, cfg.cpu_device_count, cfg.auth_token, bool(plaintext),
-            float(connect_timeout), transports[protocol])
+            float(connect_timeout),
+            transports[protocol] if protocol is not None else cfg.transport)
         _SERVERS[self.target] = self
 
     def _watch_other_tasks(self):

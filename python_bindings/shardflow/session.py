@@ -78,16 +78,19 @@ class ConfigProto:
         (spread unplaced ops by the cost model; see docs/placement.md).
     auth_token, tls_ca_file, tls_cert_file, tls_key_file: how to reach a "grpc://" master
         that requires a token or TLS.
+    transport: for sf.train.Server(config=...), the data plane tensors travel on between tasks:
+        "grpc" (default) or "ucx" (docs/distributed.md, "Choosing a transport"; the same as
+        Server(protocol="grpc+ucx")).
     """
 
     _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count",
                "allow_soft_placement", "log_device_placement", "placement_policy", "auth_token",
-               "tls_ca_file", "tls_cert_file", "tls_key_file")
+               "tls_ca_file", "tls_cert_file", "tls_key_file", "transport")
 
     def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
                  allow_soft_placement=False, log_device_placement=False, placement_policy="",
                  auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file="",
-                 device_count=None, inter_op_parallelism_threads=None,
+                 transport="grpc", device_count=None, inter_op_parallelism_threads=None,
                  intra_op_parallelism_threads=None, gpu_options=None):
         # TF1's spellings: device_count={"CPU": n, "GPU": m}, *_parallelism_threads.
         if inter_op_parallelism_threads is not None:
@@ -116,11 +119,15 @@ class ConfigProto:
         self.tls_ca_file = tls_ca_file
         self.tls_cert_file = tls_cert_file
         self.tls_key_file = tls_key_file
+        if transport not in ("grpc", "ucx"):
+            raise ValueError("ConfigProto(transport=%r): use 'grpc' or 'ucx'" % (transport,))
+        self.transport = transport
 
     def _to_c(self):
         c = _C.SessionConfig()
         for f in self._FIELDS:
-            setattr(c, f, getattr(self, f))
+            if f != "transport":  # a server's, not a session's (sf.train.Server reads it)
+                setattr(c, f, getattr(self, f))
         return c
 
 

@@ -32,6 +32,8 @@
 #include "gtest/gtest.h"
 #ifdef SHARDFLOW_HAVE_UCX
 #include <ucp/api/ucp.h>
+
+#include "distributed/ucx/ucx_data_plane.h"
 #endif
 
 namespace shardflow {
@@ -302,7 +304,9 @@ TEST(UcxWireTest, MalformedMessagesToAServingTaskAreDroppedOrAnsweredAndItServes
   server->worker()->GetStatus(&status);
   ASSERT_EQ(status.data_plane(), "ucx");
   RawPeer peer;
-  ucp_ep_h ep = peer.Connect(status.data_plane_address());
+  auto unwrapped = UnwrapUcxAddress(status.data_plane_address(), "");
+  ASSERT_TRUE(unwrapped.ok()) << unwrapped.status();
+  ucp_ep_h ep = peer.Connect(*unwrapped);
 
   RequestHeader h{1, 77, 0, 0};
   auto bytes = [&h] { return Bytes(&h, sizeof(h)); };
@@ -419,7 +423,7 @@ class LyingCache final : public WorkerCacheInterface {
 
 TEST(UcxWireTest, ALyingSendersRepliesFailThePullAndTheReceiverPullsOn) {
   RawPeer peer;
-  auto cache = std::make_shared<LyingCache>(peer.address());
+  auto cache = std::make_shared<LyingCache>(WrapUcxAddress(peer.address(), ""));
   auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, cache, nullptr);
   ASSERT_TRUE(plane.ok()) << plane.status();
   RecvTensorCall call;
@@ -496,6 +500,40 @@ TEST(UcxWireTest, ALyingSendersRepliesFailThePullAndTheReceiverPullsOn) {
   EXPECT_TRUE(TensorsEqual(*got, Tensor::FromVector<float>({1.5f, -2.0f})));
 }
 
+// Pulls nothing: says it was asked.
+class MarkerTransport final : public TensorTransport {
+ public:
+  void RecvTensorAsync(const RecvTensorCall&, CallCancellation*, RecvDone done) override {
+    done(absl::UnavailableError("the fallback transport was used"), Tensor());
+  }
+};
+
+TEST(UcxWireTest, AGarbageUcxAddressFallsBackToGrpcWithoutAHang) {
+  // A real address with bytes changed, cut, from another UCX version, or tagged with another
+  // token; and bytes that are no address at all. UCX would abort the process on most of them.
+  RawPeer real;
+  const std::string good = WrapUcxAddress(real.address(), "");
+  std::string flipped = good;
+  flipped[flipped.size() / 2] ^= 0x5a;
+  std::string other_version = good;
+  other_version[6] ^= 1;  // the major version, after "SFUCX1"
+  for (const std::string address :
+       {flipped, good.substr(0, good.size() - 7), other_version,
+        WrapUcxAddress(real.address(), "another token"), std::string("x"), std::string(64, '\xff'),
+        std::string("\x01\x00\x00\x00garbage", 11)}) {
+    auto cache = std::make_shared<LyingCache>(address);
+    auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, cache,
+                              std::make_unique<MarkerTransport>());
+    ASSERT_TRUE(plane.ok()) << plane.status();
+    RecvTensorCall call;
+    call.task = "/job:worker/replica:0/task:0";
+    call.address = "127.0.0.1:1";
+    call.key = RendezvousKey(kTask0Cpu, 1, kTask1Cpu, "t:0");
+    auto got = Pull(plane->get(), call);
+    EXPECT_TRUE(absl::StrContains(got.status().message(), "fallback")) << got.status();
+  }
+}
+
 TEST(UcxWireTest, ATaskWithATokenAnswersOnlyPullsThatCarryIt) {
   std::unique_ptr<Server> server = StartUcxServer("s3cret");
   ASSERT_NE(server, nullptr);
@@ -503,28 +541,50 @@ TEST(UcxWireTest, ATaskWithATokenAnswersOnlyPullsThatCarryIt) {
   client_options.security.token = "s3cret";  // GetStatus over gRPC needs it too
   auto cache = std::make_shared<GrpcWorkerCache>(client_options);
   auto client = *cache->GetClient(server->address(), server->task_name());
+  const std::string key = RendezvousKey(kTask0Cpu, server->incarnation(), kTask1Cpu, "t:0");
   RecvTensorCall call;
   call.task = server->task_name();
   call.address = server->address();
-  call.key = RendezvousKey(kTask0Cpu, server->incarnation(), kTask1Cpu, "t:0");
+  call.key = key;
+  // A receiver with the cluster's token pulls over UCX; one with another token cannot even use
+  // the task's address (its tag is the token's) and is sent to its fallback.
   int64_t step = 0;
-  for (const std::string token : {"s3cret", "wrong", ""}) {
+  for (const std::string token : {"s3cret", "wrong"}) {
     call.step_id = ++step;
     ASSERT_TRUE(
         SendOnServer(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(3), call.step_id)
             .ok());
-    auto plane =
-        NewDataPlane("ucx", {"/job:worker/replica:0/task:1", token}, cache, cache->NewTransport());
+    auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1", token}, cache,
+                              std::make_unique<MarkerTransport>());
     ASSERT_TRUE(plane.ok()) << plane.status();
     auto got = Pull(plane->get(), call);
     if (token == "s3cret") {
       ASSERT_TRUE(got.ok()) << got.status();
       EXPECT_EQ(got->scalar<int32_t>(), 3);
     } else {
-      EXPECT_EQ(got.status().code(), absl::StatusCode::kUnauthenticated)
-          << "token '" << token << "': " << got.status();
-      EXPECT_TRUE(absl::StrContains(got.status().message(), "--token")) << got.status();
+      EXPECT_TRUE(absl::StrContains(got.status().message(), "fallback")) << got.status();
     }
+  }
+  // A hand-made peer that has the address: requests without the token, or with another, are
+  // answered UNAUTHENTICATED; with it, the tensor comes.
+  GetStatusResponse status;
+  server->worker()->GetStatus(&status);
+  auto unwrapped = UnwrapUcxAddress(status.data_plane_address(), "s3cret");
+  ASSERT_TRUE(unwrapped.ok()) << unwrapped.status();
+  RawPeer peer;
+  ucp_ep_h ep = peer.Connect(*unwrapped);
+  ASSERT_TRUE(
+      SendOnServer(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(4), 10).ok());
+  uint64_t id = 0;
+  for (const std::string token : {"", "s3creT", "s3cret"}) {
+    RequestHeader h{++id, 10, static_cast<uint32_t>(token.size()), 0};
+    peer.Send(ep, kRequestAm, Bytes(&h, sizeof(h)) + token, key, UCP_AM_SEND_FLAG_REPLY);
+    ASSERT_TRUE(peer.WaitReplies(id));
+    const RawPeer::Reply r = peer.replies().back();
+    EXPECT_EQ(r.header.id, id);
+    EXPECT_EQ(r.header.code,
+              token == "s3cret" ? 0 : static_cast<int32_t>(absl::StatusCode::kUnauthenticated))
+        << "token '" << token << "'";
   }
 }
 

@@ -97,8 +97,10 @@ def test_an_unreachable_master_is_an_unavailable_error():
 def test_in_process_servers_move_tensors_over_ucx_as_tf1s_grpc_plus_verbs_did():
     ports = [free_port(), free_port()]
     spec = sf.train.ClusterSpec({"worker": ["127.0.0.1:%d" % p for p in ports]})
-    servers = [sf.train.Server(spec, job_name="worker", task_index=i, protocol="grpc+ucx")
-               for i in range(2)]
+    # TF1's spelling on one task, ConfigProto's on the other.
+    servers = [sf.train.Server(spec, job_name="worker", task_index=0, protocol="grpc+ucx"),
+               sf.train.Server(spec, job_name="worker", task_index=1,
+                               config=sf.ConfigProto(transport="ucx"))]
     xv = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
     results = {}
     try:
@@ -115,3 +117,5 @@ def test_in_process_servers_move_tensors_over_ucx_as_tf1s_grpc_plus_verbs_did():
     # TF1's other data planes get an error that names the one shardflow has.
     with pytest.raises(ValueError, match=r"grpc\+ucx"):
         sf.train.Server(spec, job_name="worker", task_index=0, protocol="grpc+verbs")
+    with pytest.raises(ValueError, match="'grpc' or 'ucx'"):
+        sf.ConfigProto(transport="verbs")
