@@ -163,6 +163,47 @@ inline absl::Status RunDistributedStep(const DistributedGraph& g, int64_t step_i
   return absl::OkStatus();
 }
 
+// _Arg(0) -> _Send of edge "t:0" from task 0's CPU to task 1's: the tensor a transport test
+// pulls, under RendezvousKey(task 0 CPU, incarnation, task 1 CPU, "t:0").
+inline GraphDef ArgSendGraph(DataType dtype, uint64_t incarnation) {
+  GraphDef def;
+  NodeDef* arg = def.add_node();
+  arg->set_name("arg");
+  arg->set_op("_Arg");
+  (*arg->mutable_attr())["T"] = MakeAttr(dtype);
+  (*arg->mutable_attr())["index"] = MakeAttr(0);
+  NodeDef* send = def.add_node();
+  send->set_name("send");
+  send->set_op("_Send");
+  send->add_input("arg");
+  auto& attr = *send->mutable_attr();
+  attr["T"] = MakeAttr(dtype);
+  attr["tensor_name"] = MakeAttr(std::string("t:0"));
+  attr["send_device"] = MakeAttr(std::string("/job:worker/replica:0/task:0/device:CPU:0"));
+  attr["recv_device"] = MakeAttr(std::string("/job:worker/replica:0/task:1/device:CPU:0"));
+  attr["send_device_incarnation"] = MakeAttr(static_cast<int64_t>(incarnation));
+  return def;
+}
+
+// Registers ArgSendGraph on task 0 through `client` and runs step `step_id` with `value` fed:
+// the tensor then waits in that step's rendezvous for a peer's pull.
+inline absl::Status SendOnTask0(GrpcWorkerClient* client, uint64_t incarnation, const Tensor& value,
+                                int64_t step_id) {
+  RegisterGraphRequest reg;
+  (*reg.mutable_partitions())["/job:worker/replica:0/task:0/device:CPU:0"] =
+      ArgSendGraph(value.dtype(), incarnation);
+  RegisterGraphResponse reg_response;
+  SF_RETURN_IF_ERROR(client->RegisterGraph(reg, &reg_response));
+  RunGraphRequest run;
+  run.set_graph_handle(reg_response.graph_handle());
+  run.set_step_id(step_id);
+  IndexedTensor* arg = run.add_args();
+  arg->set_index(0);
+  value.AsProto(arg->mutable_tensor());
+  RunGraphResponse run_response;
+  return client->RunGraph(run, &run_response);
+}
+
 }  // namespace test
 }  // namespace shardflow
 

@@ -27,27 +27,6 @@ namespace {
 constexpr char kTask0Cpu[] = "/job:worker/replica:0/task:0/device:CPU:0";
 constexpr char kTask1Cpu[] = "/job:worker/replica:0/task:1/device:CPU:0";
 
-// _Arg(0) -> _Send to task:1 under `key`'s edge "t:0".
-GraphDef SendGraph(DataType dtype, uint64_t incarnation) {
-  GraphDef def;
-  NodeDef* arg = def.add_node();
-  arg->set_name("arg");
-  arg->set_op("_Arg");
-  (*arg->mutable_attr())["T"] = MakeAttr(dtype);
-  (*arg->mutable_attr())["index"] = MakeAttr(0);
-  NodeDef* send = def.add_node();
-  send->set_name("send");
-  send->set_op("_Send");
-  send->add_input("arg");
-  auto& attr = *send->mutable_attr();
-  attr["T"] = MakeAttr(dtype);
-  attr["tensor_name"] = MakeAttr(std::string("t:0"));
-  attr["send_device"] = MakeAttr(std::string(kTask0Cpu));
-  attr["recv_device"] = MakeAttr(std::string(kTask1Cpu));
-  attr["send_device_incarnation"] = MakeAttr(static_cast<int64_t>(incarnation));
-  return def;
-}
-
 class TensorTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,18 +38,7 @@ class TensorTransportTest : public ::testing::Test {
 
   // Sends `value` in step `step_id` on the server (it then waits in the step's rendezvous).
   absl::Status SendOnServer(const Tensor& value, int64_t step_id) {
-    RegisterGraphRequest reg;
-    (*reg.mutable_partitions())[kTask0Cpu] = SendGraph(value.dtype(), server_->incarnation());
-    RegisterGraphResponse reg_response;
-    SF_RETURN_IF_ERROR(client_->RegisterGraph(reg, &reg_response));
-    RunGraphRequest run;
-    run.set_graph_handle(reg_response.graph_handle());
-    run.set_step_id(step_id);
-    IndexedTensor* arg = run.add_args();
-    arg->set_index(0);
-    value.AsProto(arg->mutable_tensor());
-    RunGraphResponse run_response;
-    return client_->RunGraph(run, &run_response);
+    return test::SendOnTask0(client_.get(), server_->incarnation(), value, step_id);
   }
 
   std::string Key() const {
@@ -510,18 +478,7 @@ class TransportTest : public ::testing::TestWithParam<std::string> {
   }
 
   absl::Status SendOnServer(const Tensor& value, int64_t step_id) {
-    RegisterGraphRequest reg;
-    (*reg.mutable_partitions())[kTask0Cpu] = SendGraph(value.dtype(), server_->incarnation());
-    RegisterGraphResponse reg_response;
-    SF_RETURN_IF_ERROR(client_->RegisterGraph(reg, &reg_response));
-    RunGraphRequest run;
-    run.set_graph_handle(reg_response.graph_handle());
-    run.set_step_id(step_id);
-    IndexedTensor* arg = run.add_args();
-    arg->set_index(0);
-    value.AsProto(arg->mutable_tensor());
-    RunGraphResponse run_response;
-    return client_->RunGraph(run, &run_response);
+    return test::SendOnTask0(client_.get(), server_->incarnation(), value, step_id);
   }
 
   RecvTensorCall Call(int64_t step_id, uint64_t incarnation = 0) const {
@@ -700,18 +657,9 @@ TEST(UcxTransportTest, APeerWithoutUcxIsPulledFromOverGrpc) {
   auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, cache, cache->NewTransport());
   ASSERT_TRUE(plane.ok()) << plane.status();
   for (int64_t step = 1; step <= 2; ++step) {  // the second asks no GetStatus again
-    RegisterGraphRequest reg;
-    (*reg.mutable_partitions())[kTask0Cpu] = SendGraph(DT_INT32, grpc_only->incarnation());
-    RegisterGraphResponse reg_response;
-    ASSERT_TRUE(client->RegisterGraph(reg, &reg_response).ok());
-    RunGraphRequest run;
-    run.set_graph_handle(reg_response.graph_handle());
-    run.set_step_id(step);
-    IndexedTensor* arg = run.add_args();
-    arg->set_index(0);
-    Tensor::Scalar<int32_t>(static_cast<int32_t>(40 + step)).AsProto(arg->mutable_tensor());
-    RunGraphResponse run_response;
-    ASSERT_TRUE(client->RunGraph(run, &run_response).ok());
+    ASSERT_TRUE(test::SendOnTask0(client.get(), grpc_only->incarnation(),
+                                  Tensor::Scalar<int32_t>(static_cast<int32_t>(40 + step)), step)
+                    .ok());
     RecvTensorCall call;
     call.task = grpc_only->task_name();
     call.address = grpc_only->address();

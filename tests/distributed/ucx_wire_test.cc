@@ -30,6 +30,7 @@
 #include "distributed/grpc/grpc_worker_client.h"
 #include "distributed/server.h"
 #include "gtest/gtest.h"
+#include "tests/distributed/distributed_test_util.h"
 #ifdef SHARDFLOW_HAVE_UCX
 #include <ucp/api/ucp.h>
 
@@ -251,39 +252,6 @@ std::unique_ptr<Server> StartUcxServer(const std::string& token = "") {
   return server.ok() ? std::move(server).value() : nullptr;
 }
 
-// _Arg(0) -> _Send to task:1 as "t:0"; run once per step on `server`.
-absl::Status SendOnServer(GrpcWorkerClient* client, uint64_t incarnation, const Tensor& value,
-                          int64_t step_id) {
-  GraphDef def;
-  NodeDef* arg = def.add_node();
-  arg->set_name("arg");
-  arg->set_op("_Arg");
-  (*arg->mutable_attr())["T"] = MakeAttr(value.dtype());
-  (*arg->mutable_attr())["index"] = MakeAttr(0);
-  NodeDef* send = def.add_node();
-  send->set_name("send");
-  send->set_op("_Send");
-  send->add_input("arg");
-  auto& attr = *send->mutable_attr();
-  attr["T"] = MakeAttr(value.dtype());
-  attr["tensor_name"] = MakeAttr(std::string("t:0"));
-  attr["send_device"] = MakeAttr(std::string(kTask0Cpu));
-  attr["recv_device"] = MakeAttr(std::string(kTask1Cpu));
-  attr["send_device_incarnation"] = MakeAttr(static_cast<int64_t>(incarnation));
-  RegisterGraphRequest reg;
-  (*reg.mutable_partitions())[kTask0Cpu] = def;
-  RegisterGraphResponse reg_response;
-  SF_RETURN_IF_ERROR(client->RegisterGraph(reg, &reg_response));
-  RunGraphRequest run;
-  run.set_graph_handle(reg_response.graph_handle());
-  run.set_step_id(step_id);
-  IndexedTensor* a = run.add_args();
-  a->set_index(0);
-  value.AsProto(a->mutable_tensor());
-  RunGraphResponse run_response;
-  return client->RunGraph(run, &run_response);
-}
-
 absl::StatusOr<Tensor> Pull(TensorTransport* transport, const RecvTensorCall& call) {
   absl::Notification done;
   absl::StatusOr<Tensor> result;
@@ -361,7 +329,7 @@ TEST(UcxWireTest, MalformedMessagesToAServingTaskAreDroppedOrAnsweredAndItServes
   auto cache = std::make_shared<GrpcWorkerCache>(GrpcClientOptions());
   auto client = *cache->GetClient(server->address(), server->task_name());
   ASSERT_TRUE(
-      SendOnServer(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(7), 9).ok());
+      test::SendOnTask0(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(7), 9).ok());
   auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, cache, cache->NewTransport());
   ASSERT_TRUE(plane.ok()) << plane.status();
   RecvTensorCall call;
@@ -551,9 +519,9 @@ TEST(UcxWireTest, ATaskWithATokenAnswersOnlyPullsThatCarryIt) {
   int64_t step = 0;
   for (const std::string token : {"s3cret", "wrong"}) {
     call.step_id = ++step;
-    ASSERT_TRUE(
-        SendOnServer(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(3), call.step_id)
-            .ok());
+    ASSERT_TRUE(test::SendOnTask0(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(3),
+                                  call.step_id)
+                    .ok());
     auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1", token}, cache,
                               std::make_unique<MarkerTransport>());
     ASSERT_TRUE(plane.ok()) << plane.status();
@@ -574,7 +542,7 @@ TEST(UcxWireTest, ATaskWithATokenAnswersOnlyPullsThatCarryIt) {
   RawPeer peer;
   ucp_ep_h ep = peer.Connect(*unwrapped);
   ASSERT_TRUE(
-      SendOnServer(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(4), 10).ok());
+      test::SendOnTask0(client.get(), server->incarnation(), Tensor::Scalar<int32_t>(4), 10).ok());
   uint64_t id = 0;
   for (const std::string token : {"", "s3creT", "s3cret"}) {
     RequestHeader h{++id, 10, static_cast<uint32_t>(token.size()), 0};
@@ -585,6 +553,21 @@ TEST(UcxWireTest, ATaskWithATokenAnswersOnlyPullsThatCarryIt) {
     EXPECT_EQ(r.header.code,
               token == "s3cret" ? 0 : static_cast<int32_t>(absl::StatusCode::kUnauthenticated))
         << "token '" << token << "'";
+  }
+}
+
+TEST(UcxWireTest, BrokenUcxEnvironmentVariablesAreNamedInTheError) {
+  for (const auto& [name, value] :
+       std::vector<std::pair<const char*, const char*>>{{"SHARDFLOW_UCX_SPIN_US", "fast"},
+                                                        {"SHARDFLOW_UCX_SPIN_US", "-5"},
+                                                        {"SHARDFLOW_UCX_SPIN_US", "99999999"},
+                                                        {"SHARDFLOW_UCX_PEER_FAILURE", "often"}}) {
+    setenv(name, value, 1);
+    auto plane = NewDataPlane("ucx", {"/job:worker/replica:0/task:1"}, nullptr, nullptr);
+    unsetenv(name);
+    ASSERT_FALSE(plane.ok()) << name << "=" << value;
+    EXPECT_EQ(plane.status().code(), absl::StatusCode::kInvalidArgument) << plane.status();
+    EXPECT_TRUE(absl::StrContains(plane.status().message(), name)) << plane.status();
   }
 }
 
