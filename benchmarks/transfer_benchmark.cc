@@ -13,11 +13,14 @@
 //   (benchmarks/netns_transfer_benchmark.py runs these in two network namespaces)
 //   (benchmarks/transfer_benchmark.py runs it beside iperf3)
 //
-// The serving process holds a graph Const(N bytes) -> _Send per size. Each call runs one step
-// there (RunGraph; the tensor then waits in the step's rendezvous) and times only the RecvTensor
-// that pulls it: request, the tensor's bytes straight from the Const's buffer into gRPC slices,
-// and the decode into a fresh tensor on this side. The sizes take turns: each of `--rounds`
-// rounds (default 15) makes 100 calls of 4 B and of 4 KB, 20 of 1 MB and 2 of 64 MB.
+// The serving process holds a graph Const(N bytes) -> _Send per row. A step runs there (RunGraph;
+// the tensor then waits in the step's rendezvous) and only the RecvTensor that pulls it is timed:
+// request, the tensor's bytes from the Const's buffer, and the decode into a tensor on this side.
+// rtt_4B is the round trip as ping-pong benchmarks measure it: one step sends 100 4-byte tensors,
+// pulled back to back. 4B_idle pulls one 4-byte tensor right after each step, so both tasks'
+// transport threads have been idle for a gRPC round trip (and may sleep). The rows take turns:
+// each of `--rounds` rounds (default 15) makes 100 calls of rtt_4B, 50 of 4B_idle, 100 of 4 KB,
+// 20 of 1 MB and 2 of 64 MB.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,53 +70,64 @@ int Serve(const std::string& transport, const std::string& bind) {
   return 0;
 }
 
-GraphDef ConstSendGraph(int64_t bytes, uint64_t incarnation, const std::string& edge) {
+// `edges.size()` pairs Const(N bytes) -> _Send, one per edge.
+GraphDef ConstSendGraph(int64_t bytes, uint64_t incarnation,
+                        const std::vector<std::string>& edges) {
   GraphDef def;
-  NodeDef* c = def.add_node();
-  c->set_name("c");
-  c->set_op("Const");
   Tensor value(DT_UINT8, TensorShape({bytes}));
   for (int64_t i = 0; i < bytes; ++i) value.data<uint8_t>()[i] = static_cast<uint8_t>(i * 131);
-  (*c->mutable_attr())["dtype"] = MakeAttr(DT_UINT8);
-  (*c->mutable_attr())["value"] = MakeAttr(value);
-  NodeDef* send = def.add_node();
-  send->set_name("send");
-  send->set_op("_Send");
-  send->add_input("c");
-  auto& attr = *send->mutable_attr();
-  attr["T"] = MakeAttr(DT_UINT8);
-  attr["tensor_name"] = MakeAttr(edge);
-  attr["send_device"] = MakeAttr(std::string(kSrc));
-  attr["recv_device"] = MakeAttr(std::string(kDst));
-  attr["send_device_incarnation"] = MakeAttr(static_cast<int64_t>(incarnation));
+  for (size_t n = 0; n < edges.size(); ++n) {
+    NodeDef* c = def.add_node();
+    c->set_name(absl::StrCat("c", n));
+    c->set_op("Const");
+    (*c->mutable_attr())["dtype"] = MakeAttr(DT_UINT8);
+    (*c->mutable_attr())["value"] = MakeAttr(value);
+    NodeDef* send = def.add_node();
+    send->set_name(absl::StrCat("send", n));
+    send->set_op("_Send");
+    send->add_input(c->name());
+    auto& attr = *send->mutable_attr();
+    attr["T"] = MakeAttr(DT_UINT8);
+    attr["tensor_name"] = MakeAttr(edges[n]);
+    attr["send_device"] = MakeAttr(std::string(kSrc));
+    attr["recv_device"] = MakeAttr(std::string(kDst));
+    attr["send_device_incarnation"] = MakeAttr(static_cast<int64_t>(incarnation));
+  }
   return def;
 }
 
-// One tensor size: its graph on the serving task and the times of its calls.
+// One row of the table: its graph on the serving task and the times of its calls.
 struct Size {
   const char* name;
   int64_t bytes;
-  int calls_per_round;
+  int steps_per_round;
+  // Tensors one step sends. 1: every call runs a step first, so the pull meets both tasks idle
+  // (the data planes' threads asleep). More: one step, then its tensors pulled back to back (a
+  // ping-pong, as osu_latency and ucx_perftest measure a round trip).
+  int tensors_per_step = 1;
   std::string graph_handle;
-  std::string key;
+  std::vector<std::string> keys;
   std::vector<double> times;
   Tensor destination;  // --destination
 };
 
 absl::Status Register(GrpcWorkerClient* client, uint64_t incarnation, Size* size) {
   RegisterGraphRequest reg;
-  const std::string edge = absl::StrCat("c_", size->bytes, ":0");
-  (*reg.mutable_partitions())[kSrc] = ConstSendGraph(size->bytes, incarnation, edge);
+  std::vector<std::string> edges;
+  for (int n = 0; n < size->tensors_per_step; ++n) {
+    edges.push_back(absl::StrCat("c_", size->bytes, "_", n, ":0"));
+    size->keys.push_back(RendezvousKey(kSrc, incarnation, kDst, edges.back()));
+  }
+  (*reg.mutable_partitions())[kSrc] = ConstSendGraph(size->bytes, incarnation, edges);
   RegisterGraphResponse response;
   SF_RETURN_IF_ERROR(client->RegisterGraph(reg, &response));
   size->graph_handle = response.graph_handle();
-  size->key = RendezvousKey(kSrc, incarnation, kDst, edge);
   return absl::OkStatus();
 }
 
-// Runs one step on the serving task (the tensor then waits in its rendezvous) and times the
-// RecvTensor that pulls it. `record` false = a warm-up call.
-absl::Status TimeOneCall(GrpcWorkerClient* client, TensorTransport* transport,
+// Runs one step on the serving task (its tensors then wait in its rendezvous) and times the
+// RecvTensor calls that pull them, one after the other. `record` false = a warm-up step.
+absl::Status TimeOneStep(GrpcWorkerClient* client, TensorTransport* transport,
                          const std::string& address, int64_t step_id, Size* size, bool record,
                          bool destination) {
   RunGraphRequest run;
@@ -121,37 +135,39 @@ absl::Status TimeOneCall(GrpcWorkerClient* client, TensorTransport* transport,
   run.set_step_id(step_id);
   RunGraphResponse run_response;
   SF_RETURN_IF_ERROR(client->RunGraph(run, &run_response));
-  absl::Notification done;
-  absl::Status status;
-  int64_t got = 0;
-  RecvTensorCall call;
-  call.task = "/job:worker/replica:0/task:0";
-  call.address = address;
-  call.step_id = step_id;
-  call.key = size->key;
-  // RecvArgs::destination, as the ring all-reduce gives it (its output, written again every
-  // step): the transport writes there instead of into a fresh tensor.
-  if (destination) {
-    if (!size->destination.IsInitialized()) {
-      size->destination = Tensor(DT_UINT8, TensorShape({size->bytes}));
-      std::memset(size->destination.raw_data(), 0, size->bytes);
+  for (const std::string& key : size->keys) {
+    absl::Notification done;
+    absl::Status status;
+    int64_t got = 0;
+    RecvTensorCall call;
+    call.task = "/job:worker/replica:0/task:0";
+    call.address = address;
+    call.step_id = step_id;
+    call.key = key;
+    // RecvArgs::destination, as the ring all-reduce gives it (its output, written again every
+    // step): the transport writes there instead of into a fresh tensor.
+    if (destination) {
+      if (!size->destination.IsInitialized()) {
+        size->destination = Tensor(DT_UINT8, TensorShape({size->bytes}));
+        std::memset(size->destination.raw_data(), 0, size->bytes);
+      }
+      call.destination = size->destination;
     }
-    call.destination = size->destination;
+    auto start = std::chrono::steady_clock::now();
+    transport->RecvTensorAsync(call, nullptr, [&](const absl::Status& st, Tensor t) {
+      status = st;
+      got = t.TotalBytes();
+      done.Notify();
+    });
+    done.WaitForNotification();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    SF_RETURN_IF_ERROR(status);
+    if (got != size->bytes) {
+      return absl::InternalError(absl::StrCat(size->name, ": got ", got, " bytes"));
+    }
+    if (record) size->times.push_back(seconds);
   }
-  auto start = std::chrono::steady_clock::now();
-  transport->RecvTensorAsync(call, nullptr, [&](const absl::Status& st, Tensor t) {
-    status = st;
-    got = t.TotalBytes();
-    done.Notify();
-  });
-  done.WaitForNotification();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  SF_RETURN_IF_ERROR(status);
-  if (got != size->bytes) {
-    return absl::InternalError(absl::StrCat(size->name, ": got ", got, " bytes"));
-  }
-  if (record) size->times.push_back(seconds);
   return absl::OkStatus();
 }
 
@@ -210,22 +226,25 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
   }
   // The sizes take turns in every round, so that a change in the machine's load (other
   // processes, CPU steal) falls on all of them alike rather than on whichever ran last.
-  std::vector<Size> sizes = {
-      {"rtt_4B", 4, 100}, {"4KB", 4 << 10, 100}, {"1MB", 1 << 20, 20}, {"64MB", 64 << 20, 2}};
+  std::vector<Size> sizes = {{"rtt_4B", 4, 1, 100},
+                             {"4B_idle", 4, 50},
+                             {"4KB", 4 << 10, 100},
+                             {"1MB", 1 << 20, 20},
+                             {"64MB", 64 << 20, 2}};
   if (!only.empty()) {
     sizes.erase(
         std::remove_if(sizes.begin(), sizes.end(), [&](const Size& s) { return only != s.name; }),
         sizes.end());
     if (sizes.empty()) {
-      std::cerr << "--only: expected one of rtt_4B, 4KB, 1MB, 64MB\n";
+      std::cerr << "--only: expected one of rtt_4B, 4B_idle, 4KB, 1MB, 64MB\n";
       return 2;
     }
   }
   int64_t step_id = 0;
   for (Size& size : sizes) {
     absl::Status s = Register(client->get(), incarnation, &size);
-    for (int i = 0; s.ok() && i < 3; ++i) {
-      s = TimeOneCall(client->get(), transport.get(), address, ++step_id, &size, false,
+    for (int i = 0; s.ok() && i < 2; ++i) {
+      s = TimeOneStep(client->get(), transport.get(), address, ++step_id, &size, false,
                       destination);
     }
     if (!s.ok()) {
@@ -235,8 +254,8 @@ int Run(const char* self, bool json, const std::string& only, int rounds,
   }
   for (int round = 0; round < rounds; ++round) {
     for (Size& size : sizes) {
-      for (int i = 0; i < size.calls_per_round; ++i) {
-        absl::Status s = TimeOneCall(client->get(), transport.get(), address, ++step_id, &size,
+      for (int i = 0; i < size.steps_per_round; ++i) {
+        absl::Status s = TimeOneStep(client->get(), transport.get(), address, ++step_id, &size,
                                      true, destination);
         if (!s.ok()) {
           std::cerr << size.name << ": " << s << "\n";

@@ -4,13 +4,17 @@ in one run.
 
     /usr/bin/python3 benchmarks/transfer_benchmark.py [build/bin/transfer_benchmark]
                      [--passes N] [--transports grpc,ucx] [--destination] [--baseline OTHER]
+                     [--no-torch-rpc]
 
 Alternates N times (default 3) between iperf3 -c 127.0.0.1 (one stream, 3 s) and
 transfer_benchmark --json --transport=T for each transport T (two processes on loopback; the sizes
 take turns inside it; the transports take turns between passes), so that all see the same
-machine. Prints one table per transport: the median over the passes of each pass's median time,
-GB/s for 4 KB, 1 MB and 64 MB tensors as a share of iperf3's median rate, the spread of the
-passes, and the median round trip of a 4-byte tensor; then UCX against gRPC. With --destination
+machine; PyTorch RPC (TensorPipe, benchmarks/torch_rpc_benchmark.py) takes its turn too, when
+torch imports. Prints one table per transport: the median over the passes of each pass's median
+time, GB/s for 4 KB, 1 MB and 64 MB tensors as a share of iperf3's median rate, the spread of the
+passes, the median round trip of a 4-byte tensor (back to back, as ping-pong benchmarks measure
+it) and a 4-byte pull right after a step (both tasks idle for a gRPC round trip before it); then
+UCX against gRPC and PyTorch RPC. With --destination
 each transport also runs pulling into a given tensor (RecvArgs::destination, as the ring
 all-reduce does). The load average is printed before and after: on a shared machine the figures
 move with it. Exit status 0 when all ran, whatever the numbers (the targets are printed beside
@@ -52,6 +56,8 @@ TARGETS = {
     "grpc": {"64MB": ">= 80% of iperf3", "rtt": "<= 100 us"},
     "ucx": {"64MB": ">= 4 GB/s, >= 2x grpc", "rtt": "<= 30 us"},
 }
+ROWS = [("4KB", "4KB"), ("1MB", "1MB"), ("64MB", "64MB")]
+LATENCY_ROWS = [("rtt_4B", "4 B RTT", "rtt"), ("4B_idle", "4 B idle", None)]
 
 
 def print_table(name, runs, rate):
@@ -59,7 +65,7 @@ def print_table(name, runs, rate):
     print(f"{name}:")
     print(f"{'tensor':<8} {'median':>12} {'GB/s':>8} {'vs iperf3':>10}   {'passes (median us)':<28}"
           f" target")
-    for size_name in ("4KB", "1MB", "64MB"):
+    for size_name, _ in ROWS:
         times = [r[size_name]["median_s"] for r in runs]
         median = statistics.median(times)
         size = runs[0][size_name]["bytes"]
@@ -67,11 +73,14 @@ def print_table(name, runs, rate):
         spread = ", ".join(f"{t * 1e6:.0f}" for t in times)
         print(f"{size_name:<8} {median * 1e6:>9.1f} us {size / median / 1e9:>8.3f} {ratio:>10}   "
               f"{spread:<28} {targets.get(size_name, '')}")
-    rtt = [r["rtt_4B"]["median_s"] for r in runs]
-    best = min(r["rtt_4B"]["min_s"] for r in runs)
-    spread = ", ".join(f"{t * 1e6:.0f}" for t in rtt)
-    print(f"{'4 B RTT':<8} {statistics.median(rtt) * 1e6:>9.1f} us {'':>8} {'':>10}   "
-          f"{spread:<28} {targets.get('rtt', '')} (min {best * 1e6:.1f} us)")
+    for key, label, target in LATENCY_ROWS:
+        if key not in runs[0]:
+            continue
+        rtt = [r[key]["median_s"] for r in runs]
+        best = min(r[key]["min_s"] for r in runs)
+        spread = ", ".join(f"{t * 1e6:.0f}" for t in rtt)
+        print(f"{label:<8} {statistics.median(rtt) * 1e6:>9.1f} us {'':>8} {'':>10}   "
+              f"{spread:<28} {targets.get(target, '')} (min {best * 1e6:.1f} us)")
 
 
 def median_of(runs, size_name):
@@ -88,6 +97,7 @@ def main():
     parser.add_argument("--destination", action="store_true",
                         help="also pull into a given tensor (as collectives do)")
     parser.add_argument("--baseline", help="another transfer_benchmark to run in every pass")
+    parser.add_argument("--no-torch-rpc", action="store_true", help="leave PyTorch RPC out")
     args = parser.parse_args()
     binary = args.binary
     if not os.path.exists(binary):
@@ -101,6 +111,12 @@ def main():
                             [binary, "--json", "--transport=" + t, "--destination"]))
     if args.baseline:
         configs.append(("baseline " + args.baseline, [args.baseline, "--json"]))
+    if not args.no_torch_rpc and subprocess.run(
+            ["/usr/bin/python3", "-c", "import torch.distributed.rpc"],
+            capture_output=True).returncode == 0:
+        configs.append(("torch rpc", ["/usr/bin/python3",
+                                      os.path.join(ROOT, "benchmarks", "torch_rpc_benchmark.py"),
+                                      "--json"]))
     print(f"machine: {os.cpu_count()} CPUs, load average {load_average()}; loopback; "
           f"{args.passes} alternating passes")
     tcp = []
@@ -114,7 +130,7 @@ def main():
             if out.returncode != 0:
                 print(name + ":", out.stderr, file=sys.stderr)
                 return 1
-            runs[name].append(json.loads(out.stdout))
+            runs[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
     rate = statistics.median(tcp) if tcp else None
     if rate is None:
         print("iperf3: not installed (apt-get install -y iperf3)")
@@ -129,6 +145,12 @@ def main():
               % (median_of(g, "64MB") / median_of(u, "64MB"),
                  median_of(g, "1MB") / median_of(u, "1MB"),
                  median_of(g, "rtt_4B") / median_of(u, "rtt_4B")))
+    if "torch rpc" in runs and "ucx" in runs:
+        t, u = runs["torch rpc"], runs["ucx"]
+        print("ucx vs PyTorch RPC: 64MB %.2fx faster, 1MB %.2fx, 4 B round trip %.2fx shorter"
+              % (median_of(t, "64MB") / median_of(u, "64MB"),
+                 median_of(t, "1MB") / median_of(u, "1MB"),
+                 median_of(t, "rtt_4B") / median_of(u, "rtt_4B")))
     print(f"load average after: {load_average()}")
     return 0
 

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <ucp/api/ucp.h>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -38,9 +40,12 @@ constexpr unsigned kCancelAm = 13;
 // A request's key (a rendezvous key is ~150 bytes) and a reply's error text are bounded.
 constexpr size_t kMaxKeyBytes = 64 << 10;
 constexpr size_t kMaxErrorBytes = 2048;
-// Polling after the last activity before the progress thread sleeps (SHARDFLOW_UCX_SPIN_US).
+// Polling after the last activity before the progress thread sleeps (SHARDFLOW_UCX_SPIN_US). A
+// thread that pulls polls for its answer for a quarter of it (Note [UCX data plane]: threads).
 constexpr int64_t kDefaultSpinUs = 200;
 constexpr int64_t kMaxSpinUs = 1000000;
+// How long a thread waits for the progress thread to leave it the worker before it queues.
+constexpr std::chrono::microseconds kTakeWorker(20);
 
 // SHARDFLOW_UCX_SPIN_US, or the default; INVALID_ARGUMENT naming the variable when malformed.
 absl::StatusOr<std::chrono::microseconds> SpinFromEnvironment() {
@@ -202,7 +207,8 @@ bool IsThisHost(const std::string& address) {
 }
 
 // The UCP context, worker and progress thread of one task (Note [UCX data plane]). Everything
-// that touches UCX, and the maps below, is on the progress thread.
+// that touches UCX, and the maps below, runs with the worker held (worker_mu_): on the progress
+// thread, or on a thread that took the worker to send and poll itself.
 class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
  public:
   using Done = TensorTransport::RecvDone;
@@ -213,12 +219,16 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   const std::string& address() const { return address_; }
   const std::string& task() const { return task_; }
 
-  // Runs `fn` on the progress thread (inline when called there). After Stop, dropped.
+  // Runs `fn` with the worker held: here when this thread holds it or can take it within
+  // kTakeWorker, else queued for the progress thread. After Stop, dropped.
   void Run(std::function<void()> fn);
+  // Pull(), and then this thread polls for the answer for up to caller_poll_ (the done callback
+  // then runs here, after the worker is released); past that the progress thread takes over.
+  void PullHere(uint64_t ep_id, const RecvTensorCall& call, CallCancellation* cancel, Done done);
   // Ends the progress thread: pending pulls fail UNAVAILABLE, endpoints close. Idempotent.
   void Stop();
 
-  // On the progress thread ----------------------------------------------------------------
+  // With the worker held ------------------------------------------------------------------
   // Connects to a peer's worker address; returns the endpoint's id.
   // `same_host`: the peer runs on this machine (Note [UCX data plane]: error-handling mode).
   absl::StatusOr<uint64_t> Connect(const std::string& peer_task, const std::string& peer_address,
@@ -227,7 +237,7 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   // Pulls call.key from the peer at `ep_id`.
   void Pull(uint64_t ep_id, const RecvTensorCall& call, CallCancellation* cancel, Done done);
   void set_serving(Worker* worker) { serving_ = worker; }
-  // Told (on the progress thread) when an endpoint fails: the data plane forgets the peer.
+  // Told (with the worker held) when an endpoint fails: the data plane forgets the peer.
   void set_on_peer_lost(std::function<void(const std::string& peer_task)> f) {
     on_peer_lost_ = std::move(f);
   }
@@ -272,9 +282,20 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
                           absl::Status* why) const;
   absl::Status Init();
   void Loop();
-  bool OnProgressThread() const { return std::this_thread::get_id() == thread_id_; }
+  bool HoldsWorker() const {
+    return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+  }
+  // Takes worker_mu_ from another thread than the progress thread, waiting at most kTakeWorker;
+  // false = busy (the caller queues instead).
+  bool TryTakeWorker(std::unique_lock<std::mutex>* lock);
+  // Releases it; `wake`: the progress thread goes on with what this thread started.
+  void ReleaseWorker(std::unique_lock<std::mutex>* lock, bool wake);
+  bool Stopped() {
+    absl::MutexLock l(&mu_);
+    return stopped_;
+  }
 
-  // AM handlers (progress thread).
+  // AM handlers (with the worker held).
   static ucs_status_t OnRequest(void* arg, const void* header, size_t header_length, void* data,
                                 size_t length, const ucp_am_recv_param_t* param);
   static ucs_status_t OnReply(void* arg, const void* header, size_t header_length, void* data,
@@ -303,10 +324,17 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   std::string address_;
   size_t max_am_header_ = 0;
   std::chrono::microseconds spin_{kDefaultSpinUs};
+  std::chrono::microseconds caller_poll_{kDefaultSpinUs / 4};
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   std::thread thread_;
-  std::thread::id thread_id_;
+
+  // Held by whoever touches UCX or the maps below; owner_ names that thread (Run from inside a
+  // callback runs inline). wanted_ counts threads waiting to take it: the progress thread leaves
+  // it to them between its passes.
+  std::mutex worker_mu_;
+  std::atomic<std::thread::id> owner_{};
+  std::atomic<int> wanted_{0};
 
   absl::Mutex mu_;
   std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
@@ -314,7 +342,7 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 
-  // Progress thread only.
+  // With the worker held.
   uint64_t next_id_ = 1;
   std::map<uint64_t, Endpoint> eps_;
   std::map<ucp_ep_h, uint64_t> ep_ids_;
@@ -378,6 +406,7 @@ absl::Status UcxEngine::Init() {
   if (!spin.ok()) return spin.status();
   SF_RETURN_IF_ERROR(CheckPeerFailureEnvironment());
   spin_ = *spin;
+  caller_poll_ = *spin / 4;
   ucp_config_t* config = nullptr;
   ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
   if (st != UCS_OK) return UcxError("reading the UCX_* environment", st);
@@ -398,7 +427,7 @@ absl::Status UcxEngine::Init() {
   ucp_worker_params_t wp;
   std::memset(&wp, 0, sizeof(wp));
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  wp.thread_mode = UCS_THREAD_MODE_SINGLE;
+  wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;  // several threads, one at a time (worker_mu_)
   st = ucp_worker_create(context_, &wp, &worker_);
   if (st != UCS_OK) return UcxError("ucp_worker_create", st);
 
@@ -454,7 +483,6 @@ absl::Status UcxEngine::Init() {
   }
   absl::Notification started;
   thread_ = std::thread([this, &started] {
-    thread_id_ = std::this_thread::get_id();
     started.Notify();
     Loop();
   });
@@ -470,9 +498,45 @@ UcxEngine::~UcxEngine() {
   if (event_fd_ >= 0) close(event_fd_);
 }
 
+bool UcxEngine::TryTakeWorker(std::unique_lock<std::mutex>* lock) {
+  wanted_.fetch_add(1, std::memory_order_acq_rel);
+  const auto deadline = std::chrono::steady_clock::now() + kTakeWorker;
+  bool got = lock->try_lock();
+  while (!got && std::chrono::steady_clock::now() < deadline) {
+    sched_yield();  // on a VM with one free core, the holder may need this one
+    got = lock->try_lock();
+  }
+  wanted_.fetch_sub(1, std::memory_order_acq_rel);
+  if (got) owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  return got;
+}
+
+void UcxEngine::ReleaseWorker(std::unique_lock<std::mutex>* lock, bool wake) {
+  owner_.store(std::thread::id(), std::memory_order_relaxed);
+  lock->unlock();
+  if (!wake) return;
+  bool sleeping = false;
+  {
+    absl::MutexLock l(&mu_);
+    sleeping = sleeping_;
+  }
+  if (sleeping) {
+    const uint64_t one = 1;
+    ssize_t n = write(event_fd_, &one, sizeof(one));
+    (void)n;
+  }
+}
+
 void UcxEngine::Run(std::function<void()> fn) {
-  if (OnProgressThread()) {
+  if (HoldsWorker()) {
     fn();
+    return;
+  }
+  std::unique_lock<std::mutex> worker(worker_mu_, std::defer_lock);
+  if (TryTakeWorker(&worker)) {
+    if (!Stopped()) fn();
+    // A send may still need progress (a rendezvous): the progress thread goes on with it.
+    ReleaseWorker(&worker, /*wake=*/true);
     return;
   }
   bool wake = false;
@@ -489,6 +553,49 @@ void UcxEngine::Run(std::function<void()> fn) {
   }
 }
 
+void UcxEngine::PullHere(uint64_t ep_id, const RecvTensorCall& call, CallCancellation* cancel,
+                         Done done) {
+  std::unique_lock<std::mutex> worker(worker_mu_, std::defer_lock);
+  if (HoldsWorker() || caller_poll_.count() == 0 || !TryTakeWorker(&worker)) {
+    auto self = shared_from_this();
+    Run([self, ep_id, call, cancel, done = std::move(done)]() mutable {
+      self->Pull(ep_id, call, cancel, std::move(done));
+    });
+    return;
+  }
+  if (Stopped()) {  // dropped, as Run drops closures after Stop
+    ReleaseWorker(&worker, /*wake=*/false);
+    return;
+  }
+  // The answer, when it comes while this thread polls: `done` runs after the worker is released,
+  // so that what it starts (the executor's next ops) does not hold up the other pulls.
+  struct Answer {
+    bool polling = true;  // both fields are read and written with the worker held
+    bool arrived = false;
+    absl::Status status;
+    Tensor tensor;
+    Done done;
+  };
+  auto answer = std::make_shared<Answer>();
+  answer->done = std::move(done);
+  Pull(ep_id, call, cancel, [answer](const absl::Status& status, Tensor tensor) {
+    if (!answer->polling) {
+      answer->done(status, std::move(tensor));
+      return;
+    }
+    answer->arrived = true;
+    answer->status = status;
+    answer->tensor = std::move(tensor);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + caller_poll_;
+  while (!answer->arrived) {
+    if (ucp_worker_progress(worker_) == 0 && std::chrono::steady_clock::now() >= deadline) break;
+  }
+  answer->polling = false;
+  ReleaseWorker(&worker, /*wake=*/!answer->arrived);
+  if (answer->arrived) answer->done(answer->status, std::move(answer->tensor));
+}
+
 void UcxEngine::Stop() {
   {
     absl::MutexLock lock(&mu_);
@@ -503,7 +610,12 @@ void UcxEngine::Stop() {
 
 void UcxEngine::Loop() {
   auto last_activity = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> worker(worker_mu_, std::defer_lock);
   while (true) {
+    // A thread that wants the worker (to send and poll its own pull) gets it between passes.
+    while (wanted_.load(std::memory_order_acquire) > 0) sched_yield();
+    worker.lock();
+    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
     std::deque<std::function<void()>> work;
     bool stop = false;
     {
@@ -512,21 +624,21 @@ void UcxEngine::Loop() {
       stop = stopping_;
     }
     for (auto& fn : work) fn();
-    if (stop) break;
+    if (stop) break;  // the worker stays held for the shutdown below
     bool busy = !work.empty();
     while (ucp_worker_progress(worker_) != 0) busy = true;
     const auto now = std::chrono::steady_clock::now();
+    bool sleep = false;
     if (busy) {
       last_activity = now;
-      continue;
-    }
-    if (now - last_activity < spin_) continue;
-    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
-    {
+    } else if (now - last_activity >= spin_ && ucp_worker_arm(worker_) != UCS_ERR_BUSY) {
       absl::MutexLock lock(&mu_);
-      if (!queue_.empty() || stopping_) continue;
-      sleeping_ = true;
+      sleep = queue_.empty() && !stopping_;
+      sleeping_ = sleep;
     }
+    owner_.store(std::thread::id(), std::memory_order_relaxed);
+    worker.unlock();
+    if (!sleep) continue;
     epoll_event events[2];
     epoll_wait(epoll_fd_, events, 2, 100);
     {
@@ -536,7 +648,8 @@ void UcxEngine::Loop() {
     uint64_t drained;
     while (read(event_fd_, &drained, sizeof(drained)) > 0) {
     }
-    last_activity = std::chrono::steady_clock::now();
+    // last_activity stays: a wake for a message that a polling caller already took finds nothing
+    // to do, and the thread sleeps again after one pass instead of polling beside that caller.
   }
   // Stopping: no more closures; pulls in flight fail, endpoints close.
   {
@@ -570,6 +683,7 @@ void UcxEngine::Loop() {
     }
     ucp_request_free(r);
   }
+  owner_.store(std::thread::id(), std::memory_order_relaxed);
 }
 
 absl::StatusOr<uint64_t> UcxEngine::Connect(const std::string& peer_task,
@@ -1027,10 +1141,7 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
         fallback_->RecvTensorAsync(call, cancel, std::move(done));
         return;
       case kUcx: {
-        std::shared_ptr<UcxEngine> engine = engine_;
-        engine_->Run([engine, ep_id, call, cancel, done = std::move(done)]() mutable {
-          engine->Pull(ep_id, call, cancel, std::move(done));
-        });
+        engine_->PullHere(ep_id, call, cancel, std::move(done));
         return;
       }
       case kWait:
