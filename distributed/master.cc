@@ -330,6 +330,7 @@ class MasterSession {
     std::vector<std::string> arg_task;           // the task of each feed's _Arg
     std::vector<GraphDef> partitions;
     std::map<std::string, std::string> placement;
+    std::shared_ptr<const ExecutionPlan> plan;  // the optimized graph and its report
   };
 
   // Forgets a signature whose graph a task no longer has, so that the next step registers it
@@ -455,6 +456,8 @@ class MasterSession {
           }
           for (const GraphDef& part : prepared->partitions)
             *metadata->add_partition_graphs() = part;
+          *metadata->mutable_optimized_graph() = prepared->plan->optimized_graph;
+          *metadata->mutable_optimizer_report() = prepared->plan->optimizer_report;
         }
         for (const auto& [node, device] : prepared->placement) {
           (*metadata->mutable_placement())[node] = device;
@@ -548,6 +551,7 @@ class MasterSession {
     auto prepared = std::make_shared<Prepared>();
     prepared->feeds = plan->feeds;
     prepared->placement = plan->placement;
+    prepared->plan = plan;
     for (const std::string& device : plan->feed_devices) {
       prepared->arg_task.push_back(TaskOf(device));
     }

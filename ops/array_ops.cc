@@ -390,8 +390,11 @@ REGISTER_OP("_Arg")
     .Output("output: T")
     .Attr("T: type")
     .Attr("index: int >= 0")
-    .SetShapeFn(UnknownShape)
-    .Doc("Internal: the index-th fed value of a step.");
+    .Attr("shape: shape = <unknown>")
+    .SetShapeFn(PlaceholderShape)
+    .Doc(
+        "Internal: the index-th fed value of a step; `shape` is what the feed was checked "
+        "against (the fed Placeholder's, possibly partial).");
 
 REGISTER_OP("_Retval")
     .Input("input: T")

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
 #include "core/platform/status.h"
 #include "ops/gradients.h"
@@ -47,6 +48,64 @@ absl::Status Conv2DGrad(const Scope& s, const Operation& op, const GradOutputs& 
   Output x = GradInput(op, 0), filter = GradInput(op, 1);
   dx->push_back(ops::Conv2DBackpropInput(s, ShapeOf(s, x), filter, dy[0], w.strides, w.padding));
   dx->push_back(ops::Conv2DBackpropFilter(s, x, ShapeOf(s, filter), dy[0], w.strides, w.padding));
+  return absl::OkStatus();
+}
+
+// The gradient at a fused op's pre-activation sum, from its output y = activation(sum).
+absl::Status FusedActivationGrad(const Scope& s, const Operation& op, const Output& dy,
+                                 Output* dsum) {
+  std::string activation;
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "activation", &activation));
+  Output y = GradOutput(op, 0);
+  if (activation.empty()) {
+    *dsum = dy;
+  } else if (activation == "Relu") {
+    *dsum = ops::ReluGrad(s, dy, y);
+  } else if (activation == "Tanh") {
+    *dsum = ops::Mul(s, dy, ops::Sub(s, 1, ops::Square(s, y)));
+  } else if (activation == "Sigmoid") {
+    *dsum = ops::Mul(s, dy, ops::Mul(s, y, ops::Sub(s, 1, y)));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("no gradient for activation ", activation));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FusedConv2DGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                             GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  Output g;
+  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
+  Output x = GradInput(op, 0), filter = GradInput(op, 1);
+  dx->push_back(ops::Conv2DBackpropInput(s, ShapeOf(s, x), filter, g, w.strides, w.padding));
+  dx->push_back(ops::Conv2DBackpropFilter(s, x, ShapeOf(s, filter), g, w.strides, w.padding));
+  dx->push_back(ops::BiasAddGrad(s, g));
+  return absl::OkStatus();
+}
+
+absl::Status FusedMatMulGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                             GradOutputs* dx) {
+  bool ta = false, tb = false;
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "transpose_a", &ta));
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "transpose_b", &tb));
+  Output g;
+  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
+  Output a = GradInput(op, 0), b = GradInput(op, 1);
+  if (!ta && !tb) {
+    dx->push_back(ops::MatMul(s, g, b, false, true));
+    dx->push_back(ops::MatMul(s, a, g, true, false));
+  } else if (ta && !tb) {
+    dx->push_back(ops::MatMul(s, b, g, false, true));
+    dx->push_back(ops::MatMul(s, a, g, false, false));
+  } else if (!ta && tb) {
+    dx->push_back(ops::MatMul(s, g, b, false, false));
+    dx->push_back(ops::MatMul(s, g, a, true, false));
+  } else {
+    dx->push_back(ops::MatMul(s, b, g, true, true));
+    dx->push_back(ops::MatMul(s, g, a, true, true));
+  }
+  dx->push_back(ops::BiasAddGrad(s, g));
   return absl::OkStatus();
 }
 
@@ -129,6 +188,8 @@ absl::Status DropoutGrad(const Scope& s, const Operation& op, const GradOutputs&
 
 }  // namespace
 
+REGISTER_GRADIENT("_FusedConv2D", FusedConv2DGrad);
+REGISTER_GRADIENT("_FusedMatMul", FusedMatMulGrad);
 REGISTER_GRADIENT("Conv2D", Conv2DGrad);
 REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
 REGISTER_GRADIENT("AvgPool", AvgPoolGrad);

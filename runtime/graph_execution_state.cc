@@ -2,9 +2,11 @@
 
 #include "core/framework/attr_value.h"
 #include "core/platform/status.h"
+#include "partitioner/optimizer/graph_optimizer.h"
 #include "partitioner/partition.h"
 #include "partitioner/placer.h"
 #include "runtime/collectives/group_resolution.h"
+#include "runtime/op_runner.h"
 
 namespace shardflow {
 
@@ -72,6 +74,24 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> GraphExecutionState::BuildP
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
   auto plan = std::make_shared<ExecutionPlan>();
   SF_RETURN_IF_ERROR(RewriteForRun(graph.get(), feeds, fetches, targets, &plan->feeds));
+  // The optimizer sees the pruned graph; its rewritten nodes keep the names of those they
+  // replace, so the whole graph's placement still applies (Note [graph optimizer]).
+  GraphOptimizerOptions optimize;
+  optimize.config = options_.config.rewrite_options();
+  for (const std::string& t : targets) {
+    auto ref = ParseTensorRef(t);
+    optimize.keep.insert(ref.ok() ? ref->node : t);
+  }
+  optimize.evaluate = [](const NodeDef& node, std::vector<Tensor> inputs) {
+    std::map<std::string, AttrValue> attrs(node.attr().begin(), node.attr().end());
+    RunOpOptions run;
+    run.intra_op_threads = 1;
+    return RunOp(node.op(), std::move(inputs), attrs, run);
+  };
+  std::vector<std::string> before;
+  for (Node* n : graph->nodes()) before.push_back(n->name());
+  SF_RETURN_IF_ERROR(OptimizeGraph(optimize, graph.get(), &plan->optimizer_report));
+  graph->ToGraphDef(&plan->optimized_graph);
   ApplyWholeGraphPlacement(graph.get(), placement_);
   // What the whole-graph placement does not cover (the new _Arg/_Retval nodes it could not
   // place) gets the constraints policy.
@@ -90,6 +110,14 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> GraphExecutionState::BuildP
     auto& slots = n->op() == kArgOp ? plan->feed_devices : plan->fetch_devices;
     if (index >= 0 && index < static_cast<int>(slots.size())) {
       slots[index] = n->assigned_device();
+    }
+  }
+  // Nodes the optimizer folded, merged or fused away still report where the whole graph put them
+  // (RunMetadata.placement keeps every node the user's step needed).
+  for (const std::string& name : before) {
+    auto it = placement_.find(name);
+    if (it != placement_.end() && plan->placement.count(name) == 0) {
+      plan->placement[name] = it->second;
     }
   }
   PartitionOptions partition;

@@ -42,6 +42,9 @@ struct ExecutionPlan {
   std::map<std::string, std::string> placement;  // node of the rewritten graph -> device
   std::vector<std::string> feed_devices;         // where each feed's _Arg runs
   std::vector<std::string> fetch_devices;        // where each fetch's _Retval runs
+  // The graph after the graph optimizer (before placement) and what each pass changed.
+  GraphDef optimized_graph;
+  GraphOptimizerReport optimizer_report;
 };
 
 struct GraphExecutionStateOptions {

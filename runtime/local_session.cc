@@ -85,6 +85,8 @@ class LocalSession final : public Session {
       if (trace) {
         step->stats.Finalize(metadata->mutable_step_stats());
         for (const GraphDef& part : prepared->partitions) *metadata->add_partition_graphs() = part;
+        *metadata->mutable_optimized_graph() = prepared->plan->optimized_graph;
+        *metadata->mutable_optimizer_report() = prepared->plan->optimizer_report;
       }
       for (const auto& [node, device] : prepared->plan->placement)
         (*metadata->mutable_placement())[node] = device;

@@ -66,6 +66,10 @@ absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
         Node * arg, AddInternalNode(graph, absl::StrCat("_arg_", node->name(), "_", index), "_Arg",
                                     spec.dtype, static_cast<int>(i)));
     arg->set_requested_device(node->requested_device());
+    // The fed value is checked against spec.shape (CheckFeeds): the graph optimizer may rely on
+    // what it knows of it.
+    arg->SetAttr("shape", MakeAttr(spec.shape));
+    SF_RETURN_IF_ERROR(graph->InferShapes(arg));
     std::vector<const Edge*> outs;
     for (const Edge* e : node->out_edges()) {
       if (!e->IsControl() && e->src_output == index) outs.push_back(e);
@@ -156,7 +160,10 @@ void ApplyWholeGraphPlacement(Graph* graph, const std::map<std::string, std::str
 
 absl::Status CheckClientGraph(const GraphDef& graph) {
   for (const NodeDef& node : graph.node()) {
-    if (!node.op().empty() && node.op()[0] == '_') {
+    // The graph optimizer's fused ops (_FusedMatMul, _FusedConv2D) compute what a user could ask
+    // for and may come in graphs other tools optimized; the other internal ops are the runtime's.
+    const bool fused = node.op().rfind("_Fused", 0) == 0;
+    if (!node.op().empty() && node.op()[0] == '_' && !fused) {
       return absl::InvalidArgumentError(absl::StrCat(
           "node '", node.name(), "' uses the internal op ", node.op(),
           ", which only the runtime may insert; feed a Placeholder instead of _Arg, fetch a "

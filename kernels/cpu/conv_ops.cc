@@ -16,11 +16,13 @@
 // Each kernel caches its primitives (and reorders) per input shape; they run with a user-owned
 // scratchpad allocated per call, so concurrent steps may share them.
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -226,8 +228,10 @@ struct ForwardEntry {
 
 // Runs the cached forward convolution of `e` on NHWC src/dst and an HWIO filter. `filter` is
 // reordered into the primitive's layout first.
+// `bias` (may be null): for a primitive made with one (_FusedConv2D).
 absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memory::desc& filter_md,
-                        const void* src, const void* filter, void* dst) {
+                        const void* src, const void* filter, void* dst,
+                        const void* bias = nullptr) {
   CallBuffers buffers(ctx);
   SF_ASSIGN_OR_RETURN(void* scratch, buffers.Get(e.scratch_bytes));
   dnnl::engine& eng = CpuEngine();
@@ -241,10 +245,15 @@ absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memor
     Run(stream, e.filter_in, user_filter, weights,
         memory(e.filter_in.pd->scratchpad_desc(), eng, scratch));
   }
-  e.prim.execute(stream, {{DNNL_ARG_SRC, memory(e.pd.src_desc(), eng, const_cast<void*>(src))},
-                          {DNNL_ARG_WEIGHTS, weights},
-                          {DNNL_ARG_DST, memory(e.pd.dst_desc(), eng, dst)},
-                          {DNNL_ARG_SCRATCHPAD, scratch_mem}});
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(e.pd.src_desc(), eng, const_cast<void*>(src))},
+      {DNNL_ARG_WEIGHTS, weights},
+      {DNNL_ARG_DST, memory(e.pd.dst_desc(), eng, dst)},
+      {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+  if (bias != nullptr) {
+    args.insert({DNNL_ARG_BIAS, memory(e.pd.bias_desc(), eng, const_cast<void*>(bias))});
+  }
+  e.prim.execute(stream, args);
   stream.wait();
   return absl::OkStatus();
 }
@@ -284,6 +293,75 @@ class Conv2DOp : public ConvOpBase<ForwardEntry> {
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
     return MakeForwardEntry(ForwardPd(g), g.filter(Tag::hwio));
   }
+};
+
+// ---- _FusedConv2D ---------------------------------------------------------------------------
+
+// Conv2D + BiasAdd (+ Relu, Tanh, Sigmoid) as one oneDNN primitive: the bias and the activation
+// (a post-op) are applied as the convolution writes its output, saving two passes over it. Made
+// by the graph optimizer's remapping pass.
+class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
+ public:
+  explicit FusedConv2DOp(OpKernelConstruction* c) : ConvOpBase(c) {
+    absl::Status s = c->GetAttr("activation", &activation_);
+    if (s.ok() && activation_ != "" && activation_ != "Relu" && activation_ != "Tanh" &&
+        activation_ != "Sigmoid") {
+      s = absl::InvalidArgumentError(
+          absl::StrCat("activation \"", activation_, "\"; one of \"\", Relu, Tanh, Sigmoid"));
+    }
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+ private:
+  void ComputeConv(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
+    const Tensor& bias = ctx->input(2);
+    ConvGeometry g;
+    OP_REQUIRES_OK(ctx, Geometry(input.shape(), filter.shape(), &g));
+    OP_REQUIRES(ctx, bias.dims() == 1 && bias.dim_size(0) == g.cout,
+                absl::InvalidArgumentError(absl::StrCat("bias must be a vector of ", g.cout,
+                                                        " values (the filter's out channels), got ",
+                                                        bias.shape().DebugString())));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
+    if (out->NumElements() == 0) return;
+    if (g.cin == 0) {  // no input channels: every position is activation(bias)
+      float* o = out->data<float>();
+      for (int64_t i = 0; i < out->NumElements(); ++i) {
+        float v = bias.data<float>()[i % g.cout];
+        if (activation_ == "Relu") v = v > 0 ? v : 0;
+        if (activation_ == "Tanh") v = std::tanh(v);
+        if (activation_ == "Sigmoid") v = 1 / (1 + std::exp(-v));
+        o[i] = v;
+      }
+      return;
+    }
+    SetOneDnnThreads(ctx);
+    const ForwardEntry& e = GetEntry(g);
+    OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
+                                   out->raw_data(), bias.raw_data()));
+  }
+
+  std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
+                                      dnnl::algorithm::convolution_direct, g.src(),
+                                      g.filter(Tag::any), memory::desc({g.cout}, kF32, Tag::a),
+                                      g.dst(), g.strides(), g.pad_l(), g.pad_r());
+    dnnl::primitive_attr attr = UserScratchpad();
+    if (!activation_.empty()) {
+      dnnl::post_ops post;
+      const dnnl::algorithm alg = activation_ == "Relu"   ? dnnl::algorithm::eltwise_relu
+                                  : activation_ == "Tanh" ? dnnl::algorithm::eltwise_tanh
+                                                          : dnnl::algorithm::eltwise_logistic;
+      post.append_eltwise(1.0f, alg, 0.0f, 0.0f);
+      attr.set_post_ops(post);
+    }
+    return MakeForwardEntry(dnnl::convolution_forward::primitive_desc(d, attr, CpuEngine()),
+                            g.filter(Tag::hwio));
+  }
+
+  std::string activation_;
 };
 
 // ---- Conv2DBackpropInput --------------------------------------------------------------------
@@ -465,6 +543,8 @@ class Conv2DBackpropFilterOp : public ConvOpBase<BackwardFilterEntry> {
 };
 
 REGISTER_KERNEL(KernelDef("Conv2D").Device(kDeviceCpu).TypeConstraint<float>("T"), Conv2DOp);
+REGISTER_KERNEL(KernelDef("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"),
+                FusedConv2DOp);
 REGISTER_KERNEL(KernelDef("Conv2DBackpropInput")
                     .Device(kDeviceCpu)
                     .TypeConstraint<float>("T")

@@ -1,6 +1,8 @@
 // MatMul on CPU: float and bfloat16 through a oneDNN matmul primitive (created once per shape
 // and cached in the kernel), double through Eigen.
+#include <cstring>
 #include <map>
+#include <string>
 #include <tuple>
 
 #include "Eigen/Core"
@@ -188,6 +190,62 @@ class EigenMatMulOp : public OpKernel {
   bool ta_ = false, tb_ = false;
 };
 
+// _FusedMatMul (float), made by the graph optimizer from MatMul + BiasAdd (+ activation): the
+// bias is broadcast into the output and dnnl_sgemm accumulates onto it (beta = 1), so the sum
+// costs no pass of its own; the activation then runs over the output while it is in cache.
+class FusedMatMulOp : public OpKernel {
+ public:
+  explicit FusedMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+    ReadTransposeAttrs(c, &ta_, &tb_);
+    absl::Status s = c->GetAttr("activation", &activation_);
+    if (s.ok() && activation_ != "" && activation_ != "Relu" && activation_ != "Tanh" &&
+        activation_ != "Sigmoid") {
+      s = absl::InvalidArgumentError(
+          absl::StrCat("activation \"", activation_, "\"; one of \"\", Relu, Tanh, Sigmoid"));
+    }
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    MatMulDims d;
+    Tensor* out;
+    if (!PrepareMatMul(ctx, ta_, tb_, &d, &out)) return;
+    const Tensor& bias = ctx->input(2);
+    OP_REQUIRES(ctx, bias.dims() == 1 && bias.dim_size(0) == d.n,
+                absl::InvalidArgumentError(absl::StrCat("bias must be a vector of ", d.n,
+                                                        " values (the output's columns), got ",
+                                                        bias.shape().DebugString())));
+    if (d.m == 0 || d.n == 0) return;
+    float* c = out->data<float>();
+    for (int64_t i = 0; i < d.m; ++i) {
+      std::memcpy(c + i * d.n, bias.data<float>(), d.n * sizeof(float));
+    }
+    if (d.k > 0) {
+      SetOneDnnThreads(ctx);
+      const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
+      dnnl_status_t st = dnnl_sgemm(ta_ ? 'T' : 'N', tb_ ? 'T' : 'N', d.m, d.n, d.k, 1.0f,
+                                    ctx->input(0).data<float>(), lda, ctx->input(1).data<float>(),
+                                    ldb, 1.0f, c, d.n);
+      OP_REQUIRES(ctx, st == dnnl_success,
+                  absl::InternalError(absl::StrCat("dnnl_sgemm failed with status ", st)));
+    }
+    Eigen::Map<Eigen::ArrayXf> v(c, out->NumElements());
+    if (activation_ == "Relu") {
+      v = v.max(0.0f);
+    } else if (activation_ == "Tanh") {
+      v = v.tanh();
+    } else if (activation_ == "Sigmoid") {
+      v = v.logistic();
+    }
+  }
+
+ private:
+  bool ta_ = false, tb_ = false;
+  std::string activation_;
+};
+
+REGISTER_KERNEL(KernelDef("_FusedMatMul").Device(kDeviceCpu).TypeConstraint<float>("T"),
+                FusedMatMulOp);
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<float>("T"),
                 OneDnnMatMulOp<float>);
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<bfloat16>("T"),

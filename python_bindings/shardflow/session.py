@@ -63,6 +63,49 @@ class GPUOptions:
         self.visible_device_list = visible_device_list
 
 
+class RewriterConfig:
+    """The graph optimizer's passes, as TF's RewriterConfig names them (docs/optimizer.md).
+
+    Each is RewriterConfig.DEFAULT (on), ON or OFF; disable_meta_optimizer=True turns all off::
+
+        rewrite = sf.RewriterConfig(constant_folding=sf.RewriterConfig.OFF)
+        config = sf.ConfigProto(graph_options=sf.GraphOptions(rewrite_options=rewrite))
+        config.graph_options.rewrite_options.remapping = sf.RewriterConfig.OFF   # TF1 style
+    """
+
+    DEFAULT, ON, OFF = 0, 1, 2
+    PASSES = ("arithmetic_optimization", "constant_folding", "common_subgraph_elimination",
+              "dependency_optimization", "remapping")
+
+    def __init__(self, disable_meta_optimizer=False, **passes):
+        unknown = set(passes) - set(self.PASSES)
+        if unknown:
+            raise ValueError("RewriterConfig has no pass %s; known: %s"
+                             % (sorted(unknown), ", ".join(self.PASSES)))
+        self.disable_meta_optimizer = bool(disable_meta_optimizer)
+        for name in self.PASSES:
+            setattr(self, name, passes.get(name, self.DEFAULT))
+
+    def _toggles(self):
+        out = {}
+        for name in self.PASSES:
+            value = getattr(self, name)
+            if value is True or value is False:  # a plain switch: True = ON, False = OFF
+                value = self.ON if value else self.OFF
+            if value not in (self.DEFAULT, self.ON, self.OFF):
+                raise ValueError("RewriterConfig.%s is %r; use RewriterConfig.DEFAULT, ON or OFF"
+                                 % (name, value))
+            out[name] = int(value)
+        return out
+
+
+class GraphOptions:
+    """TF1's tf.GraphOptions: holds rewrite_options (a RewriterConfig)."""
+
+    def __init__(self, rewrite_options=None):
+        self.rewrite_options = rewrite_options if rewrite_options is not None else RewriterConfig()
+
+
 class ConfigProto:
     """How a session sets up its devices and threads.
 
@@ -78,6 +121,8 @@ class ConfigProto:
         (spread unplaced ops by the cost model; see docs/placement.md).
     auth_token, tls_ca_file, tls_cert_file, tls_key_file: how to reach a "grpc://" master
         that requires a token or TLS.
+    graph_options: sf.GraphOptions(rewrite_options=sf.RewriterConfig(...)): which graph optimizer
+        passes run (all by default; docs/optimizer.md).
     transport: for sf.train.Server(config=...), the data plane tensors travel on between tasks:
         "grpc" (default) or "ucx" (docs/distributed.md, "Choosing a transport"; the same as
         Server(protocol="grpc+ucx")).
@@ -85,13 +130,13 @@ class ConfigProto:
 
     _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count",
                "allow_soft_placement", "log_device_placement", "placement_policy", "auth_token",
-               "tls_ca_file", "tls_cert_file", "tls_key_file", "transport")
+               "tls_ca_file", "tls_cert_file", "tls_key_file", "transport", "graph_options")
 
     def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
                  allow_soft_placement=False, log_device_placement=False, placement_policy="",
                  auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file="",
                  transport="grpc", device_count=None, inter_op_parallelism_threads=None,
-                 intra_op_parallelism_threads=None, gpu_options=None):
+                 intra_op_parallelism_threads=None, gpu_options=None, graph_options=None):
         # TF1's spellings: device_count={"CPU": n, "GPU": m}, *_parallelism_threads.
         if inter_op_parallelism_threads is not None:
             inter_op_threads = inter_op_parallelism_threads
@@ -122,12 +167,17 @@ class ConfigProto:
         if transport not in ("grpc", "ucx"):
             raise ValueError("ConfigProto(transport=%r): use 'grpc' or 'ucx'" % (transport,))
         self.transport = transport
+        self.graph_options = graph_options if graph_options is not None else GraphOptions()
 
     def _to_c(self):
         c = _C.SessionConfig()
         for f in self._FIELDS:
-            if f != "transport":  # a server's, not a session's (sf.train.Server reads it)
+            # transport is a server's, not a session's (sf.train.Server reads it)
+            if f not in ("transport", "graph_options"):
                 setattr(c, f, getattr(self, f))
+        rewrite = self.graph_options.rewrite_options
+        c.rewrite_options = rewrite._toggles()
+        c.disable_meta_optimizer = rewrite.disable_meta_optimizer
         return c
 
 

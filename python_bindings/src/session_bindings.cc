@@ -75,6 +75,9 @@ struct SessionConfig {
   std::string tls_ca_file;
   std::string tls_cert_file;
   std::string tls_key_file;
+  // RewriterConfig's toggles (0 DEFAULT, 1 ON, 2 OFF) by pass name, and disable_meta_optimizer.
+  std::map<std::string, int> rewrite_options;
+  bool disable_meta_optimizer = false;
 };
 
 class SessionHandle {
@@ -93,6 +96,31 @@ class SessionHandle {
     options.config.set_tls_ca_file(config.tls_ca_file);
     options.config.set_tls_cert_file(config.tls_cert_file);
     options.config.set_tls_key_file(config.tls_key_file);
+    RewriterConfig* rewrite = options.config.mutable_rewrite_options();
+    rewrite->set_disable_meta_optimizer(config.disable_meta_optimizer);
+    for (const auto& [pass, toggle] : config.rewrite_options) {
+      if (toggle < 0 || toggle > 2) {
+        throw StatusError(absl::InvalidArgumentError(absl::StrCat(
+            "rewrite_options.", pass, " is ", toggle, "; RewriterConfig.DEFAULT, ON or OFF")));
+      }
+      const auto t = static_cast<RewriterConfig::Toggle>(toggle);
+      if (pass == "arithmetic_optimization") {
+        rewrite->set_arithmetic_optimization(t);
+      } else if (pass == "constant_folding") {
+        rewrite->set_constant_folding(t);
+      } else if (pass == "common_subgraph_elimination") {
+        rewrite->set_common_subgraph_elimination(t);
+      } else if (pass == "dependency_optimization") {
+        rewrite->set_dependency_optimization(t);
+      } else if (pass == "remapping") {
+        rewrite->set_remapping(t);
+      } else {
+        throw StatusError(absl::InvalidArgumentError(absl::StrCat(
+            "rewrite_options has no pass '", pass,
+            "'; known: arithmetic_optimization, constant_folding, common_subgraph_elimination, "
+            "dependency_optimization, remapping")));
+      }
+    }
     SF_PY_ASSIGN_OR_THROW(session_, NewSession(options));
   }
   ~SessionHandle() {
@@ -229,7 +257,9 @@ void RegisterSessionBindings(py::module_& m) {
       .def_readwrite("auth_token", &SessionConfig::auth_token)
       .def_readwrite("tls_ca_file", &SessionConfig::tls_ca_file)
       .def_readwrite("tls_cert_file", &SessionConfig::tls_cert_file)
-      .def_readwrite("tls_key_file", &SessionConfig::tls_key_file);
+      .def_readwrite("tls_key_file", &SessionConfig::tls_key_file)
+      .def_readwrite("rewrite_options", &SessionConfig::rewrite_options)
+      .def_readwrite("disable_meta_optimizer", &SessionConfig::disable_meta_optimizer);
 
   py::class_<SessionHandle>(m, "SessionHandle", "The C++ session behind shardflow.Session.")
       .def(py::init<GraphPtr, std::string, SessionConfig>())
@@ -259,6 +289,31 @@ void RegisterSessionBindings(py::module_& m) {
                              })
       .def_property_readonly("partition_graph_count",
                              [](const RunMetadata& md) { return md.partition_graphs_size(); })
+      .def_property_readonly(
+          "optimizer_report",
+          [](const RunMetadata& md) {
+            py::list passes;
+            for (const auto& p : md.optimizer_report().passes()) {
+              py::dict d;
+              d["name"] = p.name();
+              d["nodes_before"] = p.nodes_before();
+              d["nodes_after"] = p.nodes_after();
+              d["seconds"] = p.seconds();
+              d["changes"] = std::vector<std::string>(p.changes().begin(), p.changes().end());
+              passes.append(d);
+            }
+            return passes;
+          },
+          "With FULL_TRACE: one dict per graph optimizer pass run (name, nodes_before, "
+          "nodes_after, seconds, changes).")
+      .def_property_readonly(
+          "optimized_graph_ops",
+          [](const RunMetadata& md) {
+            std::map<std::string, std::string> ops;
+            for (const NodeDef& n : md.optimized_graph().node()) ops[n.name()] = n.op();
+            return ops;
+          },
+          "With FULL_TRACE: node name -> op of the graph after the optimizer.")
       .def("node_stats", &NodeStats,
            "One dict per node execution: device, node, op, start_micros, end_micros.")
       .def("SerializeToString",

@@ -4,7 +4,8 @@
 // ConformanceTable() holds one small case per op: its inputs (data inputs in double, cast to the
 // dtype under test; index inputs such as shapes and axes as given) and a reference function of
 // the inputs as the kernel sees them. The test fails for an op without an entry, so a new op is
-// not done until it has one here. Internal ops (names starting with "_") are skipped;
+// not done until it has one here. Internal ops (names starting with "_") are skipped, except the
+// fused kernels of the graph optimizer (_FusedMatMul, _FusedConv2D);
 // Placeholder and NoOp, which compute nothing, are checked by hand.
 //
 // The dtypes come from the KernelRegistry: the TypeConstraint on the op's type attr ("T", or the
@@ -354,6 +355,12 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
       return D(z, {2, 2});
     };
     m["MatMul"] = matmul;
+    // The graph optimizer's MatMul + BiasAdd + Relu: relu([[7, -1], [16, -1]] + [0.5, -0.5]).
+    m["_FusedMatMul"] = Fixed({x23, D({1, 0, 0, 1, 2, -1}, {3, 2}), D({0.5, -0.5}, {2})},
+                              D({7.5, 0, 16.5, 0}, {2, 2}));
+    m["_FusedMatMul"].attrs = [](DataType) {
+      return Attrs{{"activation", MakeAttr(std::string("Relu"))}};
+    };
 
     // Array ops: small fixed expectations.
     m["Identity"] = PassThrough();
@@ -536,6 +543,13 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
       // out[i,j] = x[i,j] + x[i+1,j+1].
       m["Conv2D"] = Fixed({img, diag}, D({6, 8, 12, 14}, {1, 2, 2, 1}));
       m["Conv2D"].attrs = conv;
+      // Conv2D + BiasAdd + Relu: relu([6, 8, 12, 14] - 7).
+      m["_FusedConv2D"] = Fixed({img, diag, D({-7}, {1})}, D({0, 1, 5, 7}, {1, 2, 2, 1}));
+      m["_FusedConv2D"].attrs = [conv](DataType dt) {
+        Attrs a = conv(dt);
+        a["activation"] = MakeAttr(std::string("Relu"));
+        return a;
+      };
       m["Conv2DBackpropInput"] = Fixed({I32({1, 3, 3, 1}), diag, D({1, 2, 3, 4}, {1, 2, 2, 1})},
                                        D({1, 2, 0, 3, 5, 2, 0, 3, 4}, {1, 3, 3, 1}));
       m["Conv2DBackpropInput"].attrs = conv;
@@ -884,7 +898,9 @@ TEST(OpConformanceTest, EveryOpEveryCpuKernelEveryDtype) {
   const auto& table = ConformanceTable();
   int ops_checked = 0, runs = 0;
   for (const std::string& name : OpRegistry::Global()->ListOpNames()) {
-    if (name.empty() || name[0] == '_') continue;  // internal: _Arg, _Retval
+    // Internal ops (_Arg, _Retval, ...) are skipped, but not the fused kernels the graph
+    // optimizer makes: they compute what users asked for.
+    if (name.empty() || (name[0] == '_' && name.rfind("_Fused", 0) != 0)) continue;
     auto it = table.find(name);
     if (it == table.end()) {
       ADD_FAILURE() << "op " << name << " has no conformance entry: add one to ConformanceTable() "

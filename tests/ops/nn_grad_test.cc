@@ -70,6 +70,60 @@ TEST(NnGradTest, Conv2D) {
   }
 }
 
+// For Relu: weights scaled to [-0.1, 0.1] and biases of +2 and -3 keep every pre-activation at
+// least 0.2 from relu's kink, on both sides, so the finite differences never straddle it.
+void AwayFromKink(const std::string& activation, Tensor* weights, Tensor* bias) {
+  if (activation != "Relu") return;
+  for (int64_t i = 0; i < weights->NumElements(); ++i) weights->data<float>()[i] *= 0.1f;
+  for (int64_t i = 0; i < bias->NumElements(); ++i) bias->data<float>()[i] = i % 2 ? -3.0f : 2.0f;
+}
+
+// The graph optimizer's fused kernels (partitioner/optimizer/remapper.cc) and their gradients
+// (ops/nn_grad.cc), for each activation and transpose.
+TEST(NnGradTest, FusedMatMulAndFusedConv2D) {
+  uint32_t seed = 40;
+  for (const std::string activation : {"", "Relu", "Tanh", "Sigmoid"}) {
+    for (bool ta : {false, true}) {
+      SCOPED_TRACE("_FusedMatMul activation '" + activation + "' transpose_a " +
+                   std::to_string(ta));
+      Scope s = Scope::NewRootScope();
+      Tensor av = Random<float>(ta ? TensorShape({4, 3}) : TensorShape({3, 4}), seed++);
+      Tensor bv = Random<float>({4, 5}, seed++), biasv = Random<float>({5}, seed++);
+      AwayFromKink(activation, &bv, &biasv);
+      Output a = Placeholder(s, "a", av), b = Placeholder(s, "b", bv);
+      Output bias = Placeholder(s, "bias", biasv);
+      Output y(OpBuilder(s, "_FusedMatMul")
+                   .Input(a)
+                   .Input(b)
+                   .Input(bias)
+                   .Attr("transpose_a", ta)
+                   .Attr("activation", activation)
+                   .Finalize());
+      auto err = test::MaxGradientError(s, {a, b, bias}, {av, bv, biasv}, y, kFloatDelta);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, kFloatTol);
+    }
+    SCOPED_TRACE("_FusedConv2D activation '" + activation + "'");
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>({1, 5, 5, 2}, seed++), fv = Random<float>({3, 3, 2, 3}, seed++);
+    Tensor biasv = Random<float>({3}, seed++);
+    AwayFromKink(activation, &fv, &biasv);
+    Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
+    Output bias = Placeholder(s, "bias", biasv);
+    Output y(OpBuilder(s, "_FusedConv2D")
+                 .Input(x)
+                 .Input(f)
+                 .Input(bias)
+                 .Attr("strides", std::vector<int64_t>{1, 2, 2, 1})
+                 .Attr("padding", std::string("SAME"))
+                 .Attr("activation", activation)
+                 .Finalize());
+    auto err = test::MaxGradientError(s, {x, f, bias}, {xv, fv, biasv}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 TEST(NnGradTest, MaxPoolAndAvgPool) {
   struct PoolGradCase {
     TensorShape input;

@@ -397,6 +397,8 @@ TEST(SessionPlacementTest, CostPolicyRunsTowersOnTwoDevicesWithTheSameResult) {
     SessionOptions options;
     options.config.set_cpu_device_count(2);
     options.config.set_placement_policy(policy == 0 ? "constraints" : "cost");
+    // The towers are built of constants: folded, there would be nothing left to place.
+    options.config.mutable_rewrite_options()->set_constant_folding(RewriterConfig::OFF);
     auto session = NewSession(options);
     ASSERT_TRUE((*session)->Create(def).ok());
     RunMetadata md;

@@ -34,8 +34,10 @@ def test_metadata_has_stats_for_both_devices(traced):
     assert {n.split("device:")[-1] for n in md.devices} == {"CPU:0", "CPU:1"}
     stats = md.node_stats()
     assert all(s["end_micros"] >= s["start_micros"] for s in stats)
+    # Fused away by the graph optimizer, the MatMuls still report where they were placed.
     assert md.placement["first/MatMul"].endswith("CPU:0")
     assert md.placement["second/MatMul"].endswith("CPU:1")
+    assert md.placement["first/Relu"].endswith("CPU:0")
     # it round-trips as a protobuf
     copy = sf.RunMetadata()
     copy.ParseFromString(md.SerializeToString())
@@ -50,7 +52,8 @@ def test_chrome_trace_is_valid_json_with_matching_flows(traced):
              if e.get("ph") == "M" and e.get("name") == "process_name"}
     assert any("CPU:0" in n for n in names) and any("CPU:1" in n for n in names)
     slices = [e for e in events if e.get("ph") == "X"]
-    assert any(e["name"] == "first/MatMul" for e in slices)
+    # The graph optimizer fused first/MatMul + BiasAdd + Relu into one node named after the Relu.
+    assert any(e["name"] == "first/Relu" and e["cat"] == "_FusedMatMul" for e in slices)
     starts = {e["id"]: e for e in events if e.get("ph") == "s"}
     finishes = {e["id"]: e for e in events if e.get("ph") == "f"}
     assert starts, "no Send -> Recv flow in a two-device step"
@@ -72,7 +75,7 @@ def test_dot_has_a_cluster_per_device(traced):
     dot = sf.profiler.to_dot(g, md)
     assert dot.lstrip().startswith("digraph")
     assert dot.count("subgraph \"cluster_") == 2
-    assert "first/MatMul" in dot
+    assert "first/Relu" in dot  # the fused first layer (docs/optimizer.md)
     # without metadata: the requested devices
     assert "digraph" in sf.profiler.to_dot(g)
 

@@ -18,13 +18,28 @@ std::atomic<int> g_counted{0};
 
 // Test ops: an expensive counter, a kernel that always fails, and an async kernel that finishes
 // on another thread after `millis`.
-REGISTER_OP("TestCount").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
-REGISTER_OP("TestFail").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
-REGISTER_OP("TestSleep").Input("x: float").Output("y: float").SetShapeFn(UnchangedShape);
+// Stateful: they count, fail or sleep as a side effect, which the graph optimizer must neither
+// fold into a constant at plan time nor merge.
+REGISTER_OP("TestCount")
+    .Input("x: float")
+    .Output("y: float")
+    .SetIsStateful()
+    .SetShapeFn(UnchangedShape);
+REGISTER_OP("TestFail")
+    .Input("x: float")
+    .Output("y: float")
+    .SetIsStateful()
+    .SetShapeFn(UnchangedShape);
+REGISTER_OP("TestSleep")
+    .Input("x: float")
+    .Output("y: float")
+    .SetIsStateful()
+    .SetShapeFn(UnchangedShape);
 REGISTER_OP("TestAsyncDelay")
     .Input("x: float")
     .Output("y: float")
     .Attr("millis: int = 10")
+    .SetIsStateful()
     .SetShapeFn(UnchangedShape);
 
 class CountOp : public OpKernel {

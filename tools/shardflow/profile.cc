@@ -10,6 +10,7 @@
 #include "core/platform/status.h"
 #include "datasets/batch_iterator.h"
 #include "datasets/fashion_mnist.h"
+#include "google/protobuf/text_format.h"
 #include "runtime/profiler.h"
 #include "runtime/session.h"
 #include "tools/shardflow/cluster_flags.h"
@@ -34,6 +35,21 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   if (!f) return absl::PermissionDeniedError(absl::StrCat("cannot write '", path, "'"));
   f << text;
   return f.good() ? absl::OkStatus() : absl::DataLossError(absl::StrCat("short write to ", path));
+}
+
+// What the graph optimizer did to the traced step's graph: one block per pass run.
+std::string OptimizerReportText(const RunMetadata& md, int* nodes_before, int* nodes_after) {
+  std::string out;
+  const auto& passes = md.optimizer_report().passes();
+  *nodes_before = passes.empty() ? md.optimized_graph().node_size() : passes[0].nodes_before();
+  *nodes_after = md.optimized_graph().node_size();
+  for (const auto& p : passes) {
+    absl::StrAppendFormat(&out, "%s: %d -> %d nodes, %d change(s), %.2f ms\n", p.name(),
+                          p.nodes_before(), p.nodes_after(), p.changes_size(), p.seconds() * 1e3);
+    for (const std::string& c : p.changes()) absl::StrAppend(&out, "  ", c, "\n");
+  }
+  if (passes.empty()) out = "the graph optimizer is off (RewriterConfig.disable_meta_optimizer)\n";
+  return out;
 }
 
 absl::Status Profile(const ProfileConfig& c) {
@@ -81,6 +97,12 @@ absl::Status Profile(const ProfileConfig& c) {
   SF_RETURN_IF_ERROR(WriteFile(c.out + "/trace.json", ChromeTraceJson(md)));
   SF_RETURN_IF_ERROR(WriteFile(c.out + "/placement.txt", report));
   SF_RETURN_IF_ERROR(WriteFile(c.out + "/graph.dot", dot));
+  int nodes_before = 0, nodes_after = 0;
+  SF_RETURN_IF_ERROR(
+      WriteFile(c.out + "/optimizer.txt", OptimizerReportText(md, &nodes_before, &nodes_after)));
+  std::string optimized;
+  google::protobuf::TextFormat::PrintToString(md.optimized_graph(), &optimized);
+  SF_RETURN_IF_ERROR(WriteFile(c.out + "/optimized_graph.pbtxt", optimized));
   auto svg = DotToSvg(dot);
   std::string svg_note = svg.ok() ? c.out + "/graph.svg" : std::string(svg.status().message());
   if (svg.ok()) SF_RETURN_IF_ERROR(WriteFile(c.out + "/graph.svg", *svg));
@@ -89,10 +111,19 @@ absl::Status Profile(const ProfileConfig& c) {
                    ? absl::StrCat(c.devices, " CPU device(s)")
                    : absl::StrCat(layer_devices.size(), " task(s) of ", c.cluster.cluster),
                c.steps, c.batch_size, report);
+  int fused = 0, folded = 0;
+  for (const auto& p : md.optimizer_report().passes()) {
+    if (p.name() == "remapping") fused += p.changes_size();
+    if (p.name() == "constant_folding") folded += p.changes_size();
+  }
+  absl::PrintF(
+      "graph optimizer: %d -> %d nodes (%d fused, %d folded; every change in "
+      "%s/optimizer.txt)\n",
+      nodes_before, nodes_after, fused, folded, c.out);
   absl::PrintF(
       "wrote %s/trace.json (open in https://ui.perfetto.dev or chrome://tracing),\n"
-      "      %s/placement.txt, %s/graph.dot; svg: %s\n",
-      c.out, c.out, c.out, svg_note);
+      "      %s/placement.txt, %s/graph.dot, %s/optimized_graph.pbtxt; svg: %s\n",
+      c.out, c.out, c.out, c.out, svg_note);
   return absl::OkStatus();
 }
 

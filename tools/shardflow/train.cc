@@ -252,6 +252,10 @@ absl::Status Train(TrainConfig c) {
   if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
   if (c.threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
   if (c.devices < 1) return absl::InvalidArgumentError("--devices must be at least 1");
+  if (c.graph_optimizer != "on" && c.graph_optimizer != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown --graph-optimizer '", c.graph_optimizer,
+                                                   "'; it takes on or off"));
+  }
   if (c.lr_decay != "cosine" && c.lr_decay != "none") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --lr-decay '", c.lr_decay, "'; it takes cosine or none"));
@@ -309,6 +313,7 @@ absl::Status Train(TrainConfig c) {
   options.config.set_cpu_device_count(static_cast<int>(c.devices));
   options.config.set_placement_policy(c.placement_policy);
   options.config.set_log_device_placement(c.log_placement);
+  options.config.mutable_rewrite_options()->set_disable_meta_optimizer(c.graph_optimizer == "off");
   // With parameter servers every other task is watched: a lost one fails this worker's steps
   // (a synchronous step would otherwise wait for its gradients forever).
   std::shared_ptr<PeerWatch> watch;
@@ -589,6 +594,9 @@ void AddTrainCommand(CommandLine* cli) {
       [config] { return Train(*config); }, "\nshardflow train: ");
   flags.String("model", &c.model, "cnn (2 conv + 2 dense layers) or mlp (784-512-512-10)");
   flags.Int("batch-size", &c.batch_size, "examples per training step");
+  flags.String("graph-optimizer", &c.graph_optimizer,
+               "on or off: folding, CSE, fusion of MatMul/Conv2D + bias + activation "
+               "(docs/optimizer.md)");
   flags.Int("epochs", &c.epochs, "passes over the 60,000 training images");
   flags.String("optimizer", &c.optimizer,
                "sgd, momentum (0.9), adam, rmsprop (decay 0.9) or adagrad (accumulators from "

@@ -21,6 +21,8 @@ namespace shardflow {
 
 struct TrainConfig {
   std::string model = "cnn";
+  // "on" (default) or "off": the graph optimizer (docs/optimizer.md), off for A/B measurements.
+  std::string graph_optimizer = "on";
   int64_t batch_size = 64;
   int64_t epochs = 2;
   std::string optimizer = "adam";

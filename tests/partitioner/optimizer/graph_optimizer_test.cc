@@ -1,0 +1,286 @@
+// The graph optimizer's passes (partitioner/optimizer/): for each, a graph it rewrites runs in a
+// session with every pass on and with the optimizer off, on random inputs; the values and the
+// gradients must agree, and the report (RunMetadata.optimizer_report) and the optimized graph
+// must show that the pass fired.
+#include "partitioner/optimizer/graph_optimizer.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "ops/gradients.h"
+#include "ops/nn_ops.h"
+#include "ops/ops.h"
+#include "runtime/session.h"
+#include "tests/util/test_util.h"
+
+namespace shardflow {
+namespace {
+
+Tensor Random(const TensorShape& shape, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  Tensor t(DT_FLOAT, shape);
+  for (int64_t i = 0; i < t.NumElements(); ++i) t.data<float>()[i] = dist(gen);
+  return t;
+}
+
+struct Result {
+  std::vector<Tensor> values;
+  RunMetadata metadata;
+};
+
+// Runs the scope's graph with the given rewrite options (FULL_TRACE, so the report comes back).
+Result RunGraph(const Scope& s, const RewriterConfig& rewrite,
+                const std::vector<std::pair<std::string, Tensor>>& feeds,
+                const std::vector<std::string>& fetches,
+                const std::vector<std::string>& targets = {}) {
+  Result r;
+  GraphDef def;
+  EXPECT_TRUE(s.ToGraphDef(&def).ok()) << s.status();
+  SessionOptions options;
+  *options.config.mutable_rewrite_options() = rewrite;
+  auto session = NewSession(options);
+  EXPECT_TRUE(session.ok());
+  EXPECT_TRUE((*session)->Create(def).ok());
+  RunOptions run;
+  run.set_trace_level(RunOptions::FULL_TRACE);
+  absl::Status st = (*session)->Run(run, feeds, fetches, targets, &r.values, &r.metadata);
+  EXPECT_TRUE(st.ok()) << st;
+  return r;
+}
+
+RewriterConfig Off() {
+  RewriterConfig c;
+  c.set_disable_meta_optimizer(true);
+  return c;
+}
+
+// The changes the pass named `pass` reported, joined.
+std::string Changes(const RunMetadata& md, const std::string& pass) {
+  std::string out;
+  for (const auto& p : md.optimizer_report().passes()) {
+    if (p.name() != pass) continue;
+    for (const std::string& c : p.changes()) out += c + "\n";
+  }
+  return out;
+}
+
+int CountOp(const GraphDef& g, const std::string& op) {
+  int n = 0;
+  for (const NodeDef& node : g.node()) n += node.op() == op;
+  return n;
+}
+
+void ExpectSame(const Result& a, const Result& b, double tol) {
+  ASSERT_EQ(a.values.size(), b.values.size());
+  for (size_t i = 0; i < a.values.size(); ++i) {
+    SCOPED_TRACE("fetch " + std::to_string(i));
+    const Tensor& x = a.values[i];
+    const Tensor& y = b.values[i];
+    ASSERT_EQ(x.shape(), y.shape());
+    ASSERT_EQ(x.dtype(), y.dtype());
+    for (int64_t j = 0; j < x.NumElements(); ++j) {
+      if (x.dtype() == DT_FLOAT) {
+        ASSERT_NEAR(x.data<float>()[j], y.data<float>()[j], tol) << "element " << j;
+      } else if (x.dtype() == DT_INT32) {
+        ASSERT_EQ(x.data<int32_t>()[j], y.data<int32_t>()[j]) << "element " << j;
+      }
+    }
+  }
+}
+
+// Both configurations; returns the optimized run.
+Result Compare(const Scope& s, const std::vector<std::pair<std::string, Tensor>>& feeds,
+               const std::vector<std::string>& fetches, double tol = 1e-5) {
+  Result on = RunGraph(s, RewriterConfig(), feeds, fetches);
+  Result off = RunGraph(s, Off(), feeds, fetches);
+  ExpectSame(on, off, tol);
+  EXPECT_EQ(off.metadata.optimizer_report().passes_size(), 0);
+  return on;
+}
+
+TEST(GraphOptimizerTest, ArithmeticForwardsNeutralOperations) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({3, 4}));
+  auto a = ops::Mul(s.WithOpName("times_one"), x, 1.0f);
+  auto b = ops::Add(s.WithOpName("plus_zero"), a, 0.0f);
+  auto c = ops::Neg(s.WithOpName("neg2"), ops::Neg(s.WithOpName("neg1"), b));
+  auto d = ops::Reshape(s.WithOpName("same_shape"), c, ops::Const(s, {3, 4}));
+  auto y = ops::Exp(s.WithOpName("y"), d);
+  std::vector<Output> grads;
+  absl::Status gs = AddGradients(s, {y}, {x}, &grads);
+  ASSERT_TRUE(gs.ok()) << gs;
+  Result on = Compare(s, {{"x", Random({3, 4}, 1)}}, {"y", grads[0].name()});
+  const std::string changes = Changes(on.metadata, "arithmetic_optimization");
+  EXPECT_NE(changes.find("'times_one' (Mul)"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("'plus_zero' (Add)"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("'neg2' (Neg of Neg)"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("'same_shape' (Reshape)"), std::string::npos) << changes;
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "Neg"), 0);
+}
+
+TEST(GraphOptimizerTest, ArithmeticKeepsABroadcastingNeutral) {
+  // x [3, 1] + zeros [3, 4] is [3, 4]: not x.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({3, 1}));
+  Tensor zeros(DT_FLOAT, TensorShape({3, 4}));
+  for (int i = 0; i < 12; ++i) zeros.data<float>()[i] = 0;
+  auto y = ops::Add(s.WithOpName("y"), x, ops::Const(s, zeros));
+  Result on = Compare(s, {{"x", Random({3, 1}, 2)}}, {"y"});
+  EXPECT_EQ(on.values[0].shape(), TensorShape({3, 4}));
+  EXPECT_EQ(Changes(on.metadata, "arithmetic_optimization"), "");
+}
+
+TEST(GraphOptimizerTest, ConstantFoldingComputesConstantSubgraphsOnce) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 3}));
+  auto scale = ops::Mul(s.WithOpName("scale"), ops::Const(s, 2.0f), ops::Const(s, 3.0f));
+  auto shift = ops::Exp(s.WithOpName("shift"), ops::Const(s, {{0.5f, 1.0f, 1.5f}}));
+  auto shape = ops::Shape(s.WithOpName("shape"), x);
+  auto y = ops::Add(s.WithOpName("y"), ops::Mul(s, x, scale), shift);
+  auto z = ops::Reshape(s.WithOpName("z"), y, shape);
+  std::vector<Output> grads;
+  absl::Status gs = AddGradients(s, {z}, {x}, &grads);
+  ASSERT_TRUE(gs.ok()) << gs;
+  Result on = Compare(s, {{"x", Random({2, 3}, 3)}}, {"z", grads[0].name(), "shape"});
+  const std::string changes = Changes(on.metadata, "constant_folding");
+  EXPECT_NE(changes.find("folded 'scale' (Mul)"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("folded 'shift' (Exp)"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("folded 'shape' (Shape)"), std::string::npos) << changes;
+  test::ExpectValues<int32_t>(on.values[2], {2, 3});
+}
+
+TEST(GraphOptimizerTest, ConstantFoldingLeavesFedAndStatefulNodes) {
+  Scope s = Scope::NewRootScope();
+  auto c = ops::Const(s.WithOpName("c"), 2.0f);
+  auto doubled = ops::Mul(s.WithOpName("doubled"), c, c);
+  // Feeding "doubled" replaces it: nothing downstream may be folded from the constant.
+  auto y = ops::Add(s.WithOpName("y"), doubled, 1.0f);
+  Result on = RunGraph(s, RewriterConfig(), {{"doubled", Tensor::Scalar(10.0f)}}, {"y"});
+  test::ExpectValues<float>(on.values[0], {11.0f});
+}
+
+TEST(GraphOptimizerTest, CommonSubgraphEliminationMergesEqualNodes) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({4}));
+  auto a = ops::Exp(s.WithOpName("exp_a"), x);
+  auto b = ops::Exp(s.WithOpName("exp_b"), x);
+  auto y = ops::Add(s.WithOpName("y"), ops::Tanh(s.WithOpName("t1"), a),
+                    ops::Tanh(s.WithOpName("t2"), b));
+  std::vector<Output> grads;
+  absl::Status gs = AddGradients(s, {y}, {x}, &grads);
+  ASSERT_TRUE(gs.ok()) << gs;
+  Result on = Compare(s, {{"x", Random({4}, 4)}}, {"y", grads[0].name()});
+  const std::string changes = Changes(on.metadata, "common_subgraph_elimination");
+  EXPECT_NE(changes.find("merged 'exp_b' (Exp) into 'exp_a'"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("merged 't2' (Tanh) into 't1'"), std::string::npos) << changes;
+}
+
+TEST(GraphOptimizerTest, DependencyOptimizationForwardsIdentitiesAndKeepsTargets) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2}));
+  auto i1 = ops::Identity(s.WithOpName("id1"), x);
+  auto i2 = ops::Identity(s.WithOpName("id2"), i1);
+  auto y = ops::Exp(s.WithOpName("y"), i2);
+  auto target = ops::Identity(s.WithOpName("target"), y);
+  Result on =
+      RunGraph(s, RewriterConfig(), {{"x", Tensor::FromVector<float>({0, 1})}}, {"y"}, {"target"});
+  const std::string changes = Changes(on.metadata, "dependency_optimization");
+  EXPECT_NE(changes.find("forwarded 'id1' (Identity)"), std::string::npos) << changes;
+  EXPECT_NE(changes.find("forwarded 'id2' (Identity)"), std::string::npos) << changes;
+  EXPECT_EQ(changes.find("'target'"), std::string::npos) << changes;  // a target stays
+  test::ExpectValues<float>(on.values[0], {1.0f, 2.7182817f});
+}
+
+TEST(GraphOptimizerTest, RemappingFusesMatMulBiasAddRelu) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({5, 4}));
+  auto w = ops::Placeholder(s.WithOpName("w"), DT_FLOAT, TensorShape({4, 3}));
+  auto b = ops::Placeholder(s.WithOpName("b"), DT_FLOAT, TensorShape({3}));
+  auto w2 = ops::Placeholder(s.WithOpName("w2"), DT_FLOAT, TensorShape({3, 3}));
+  auto h = ops::Relu(s.WithOpName("h"),
+                     ops::BiasAdd(s.WithOpName("ba"), ops::MatMul(s.WithOpName("mm"), x, w), b));
+  auto y = ops::Tanh(
+      s.WithOpName("y"),
+      ops::BiasAdd(s.WithOpName("ba2"), ops::MatMul(s.WithOpName("mm2"), h, w2, false, false), b));
+  auto loss = ops::Sum(s.WithOpName("loss"), ops::Square(s, y), {0, 1});
+  std::vector<Output> grads;
+  absl::Status gs = AddGradients(s, {loss}, {x, w, b, w2}, &grads);
+  ASSERT_TRUE(gs.ok()) << gs;
+  std::vector<std::string> fetches = {"loss"};
+  for (const Output& g : grads) fetches.push_back(g.name());
+  Result on = Compare(s,
+                      {{"x", Random({5, 4}, 5)},
+                       {"w", Random({4, 3}, 6)},
+                       {"b", Random({3}, 7)},
+                       {"w2", Random({3, 3}, 11)}},
+                      fetches, 1e-4);
+  const std::string changes = Changes(on.metadata, "remapping");
+  EXPECT_NE(changes.find("'mm' (MatMul) + 'ba' (BiasAdd) + 'h' (Relu) into _FusedMatMul"),
+            std::string::npos)
+      << changes;
+  EXPECT_NE(changes.find("'mm2' (MatMul) + 'ba2' (BiasAdd) + 'y' (Tanh) into _FusedMatMul"),
+            std::string::npos)
+      << changes;
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "_FusedMatMul"), 2);
+  // Turned off, the graph keeps its MatMuls.
+  RewriterConfig no_remap;
+  no_remap.set_remapping(RewriterConfig::OFF);
+  Result off = RunGraph(s, no_remap,
+                        {{"x", Random({5, 4}, 5)},
+                         {"w", Random({4, 3}, 6)},
+                         {"b", Random({3}, 7)},
+                         {"w2", Random({3, 3}, 11)}},
+                        fetches);
+  EXPECT_EQ(CountOp(off.metadata.optimized_graph(), "_FusedMatMul"), 0);
+  ExpectSame(on, off, 1e-4);
+}
+
+TEST(GraphOptimizerTest, RemappingFusesConv2DBiasAddAndLeavesSharedIntermediates) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 6, 6, 3}));
+  auto f = ops::Placeholder(s.WithOpName("f"), DT_FLOAT, TensorShape({3, 3, 3, 4}));
+  auto b = ops::Placeholder(s.WithOpName("b"), DT_FLOAT, TensorShape({4}));
+  auto f2 = ops::Placeholder(s.WithOpName("f2"), DT_FLOAT, TensorShape({3, 3, 4, 4}));
+  auto conv = ops::Conv2D(s.WithOpName("conv"), x, f, {1, 1, 1, 1}, "SAME");
+  auto h = ops::Relu(s.WithOpName("h"), ops::BiasAdd(s.WithOpName("ba"), conv, b));
+  // A second conv whose sum is also read elsewhere: only conv + bias fuse, not the Sigmoid.
+  auto conv2 = ops::Conv2D(s.WithOpName("conv2"), h, f2, {1, 2, 2, 1}, "VALID");
+  auto sum2 = ops::BiasAdd(s.WithOpName("ba2"), conv2, b);
+  auto y = ops::Add(s.WithOpName("y"), ops::Sigmoid(s.WithOpName("sig"), sum2), sum2);
+  auto loss = ops::Sum(s.WithOpName("loss"), ops::Square(s, y), {0, 1, 2, 3});
+  std::vector<Output> grads;
+  absl::Status gs = AddGradients(s, {loss}, {x, f, b, f2}, &grads);
+  ASSERT_TRUE(gs.ok()) << gs;
+  std::vector<std::string> fetches = {"loss"};
+  for (const Output& g : grads) fetches.push_back(g.name());
+  Result on = Compare(s,
+                      {{"x", Random({2, 6, 6, 3}, 8)},
+                       {"f", Random({3, 3, 3, 4}, 9)},
+                       {"b", Random({4}, 10)},
+                       {"f2", Random({3, 3, 4, 4}, 12)}},
+                      fetches, 1e-3);
+  const std::string changes = Changes(on.metadata, "remapping");
+  EXPECT_NE(changes.find("'conv' (Conv2D) + 'ba' (BiasAdd) + 'h' (Relu) into _FusedConv2D"),
+            std::string::npos)
+      << changes;
+  EXPECT_NE(changes.find("'conv2' (Conv2D) + 'ba2' (BiasAdd) into _FusedConv2D"), std::string::npos)
+      << changes;
+  EXPECT_EQ(changes.find("'sig'"), std::string::npos) << changes;
+}
+
+TEST(GraphOptimizerTest, PassEnabledFollowsTheConfig) {
+  RewriterConfig c;
+  EXPECT_TRUE(PassEnabled(c, "constant_folding"));
+  c.set_constant_folding(RewriterConfig::OFF);
+  EXPECT_FALSE(PassEnabled(c, "constant_folding"));
+  EXPECT_TRUE(PassEnabled(c, "remapping"));
+  c.set_remapping(RewriterConfig::ON);
+  c.set_disable_meta_optimizer(true);
+  EXPECT_FALSE(PassEnabled(c, "remapping"));
+}
+
+}  // namespace
+}  // namespace shardflow
