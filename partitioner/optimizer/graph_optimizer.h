@@ -16,7 +16,9 @@
 //   common_subgraph_elimination  two pure nodes with the same op, attrs, device and inputs -> one
 //   dependency_optimization      Identity/StopGradient forwarded to their input; dead nodes removed
 //   remapping                    MatMul/Conv2D + BiasAdd (+ Relu, Relu6, Elu, Tanh, Sigmoid) ->
-//                                one _FusedMatMul/_FusedConv2D (a oneDNN primitive with post-ops)
+//                                one _FusedMatMul/_FusedConv2D (a oneDNN primitive with post-ops);
+//                                first, an inference FusedBatchNorm with constant statistics is
+//                                folded into the constant weights before it (+ a BiasAdd)
 // The first four run twice (one pass's result feeds another's); remapping runs last, once.
 //
 // A rewritten node keeps its name where one node replaces another (a folded constant, the fused

@@ -3,6 +3,8 @@
 // product is written). Only when nothing else reads the intermediate results: in a training
 // graph the activation's gradient reads the activation's output, which the fused node still
 // produces under the same name.
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
 #include "core/platform/status.h"
@@ -22,10 +24,15 @@ bool IsFloat(const Node& n) { return n.num_outputs() == 1 && n.output_type(0) ==
 
 class Remapper : public GraphOptimizationPass {
  public:
+  // Before fusing: inference batch norms folded into the weights before them.
+  static absl::Status FoldBatchNorms(const GraphOptimizerOptions& options, Graph* graph,
+                                     std::vector<std::string>* changes);
+
   const char* name() const override { return "remapping"; }
 
   absl::Status Run(const GraphOptimizerOptions& options, Graph* graph,
                    std::vector<std::string>* changes) override {
+    SF_RETURN_IF_ERROR(FoldBatchNorms(options, graph, changes));
     SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph->TopologicalOrder());
     std::vector<int> ids;
     for (Node* n : order) ids.push_back(n->id());
@@ -111,6 +118,121 @@ class Remapper : public GraphOptimizationPass {
     return absl::OkStatus();
   }
 };
+
+// An inference batch norm (FusedBatchNorm, is_training false) whose statistics are constants
+// (a frozen graph), right after a Conv2D or MatMul whose weights are a constant, is folded into
+// the weights: w' = w * s and a BiasAdd of offset - mean * s, s = scale / sqrt(variance + eps)
+// per output channel. The BiasAdd then fuses with the product like any other.
+absl::Status Remapper::FoldBatchNorms(const GraphOptimizerOptions& options, Graph* graph,
+                                      std::vector<std::string>* changes) {
+  std::vector<int> ids;
+  for (Node* n : graph->nodes()) ids.push_back(n->id());
+  for (int id : ids) {
+    Node* bn = graph->node(id);  // null once removed (a dead constant below)
+    if (bn == nullptr || bn->op() != "FusedBatchNorm" || optimizer::IsFixed(*bn, options)) continue;
+    bool training = true;
+    float epsilon = 0.001f;
+    if (!GetAttr(bn->attrs(), "is_training", &training).ok() || training ||
+        !GetAttr(bn->attrs(), "epsilon", &epsilon).ok()) {
+      continue;
+    }
+    bool other_outputs_read = false;
+    for (const Edge* e : bn->out_edges()) other_outputs_read |= !e->IsControl() && e->src_output;
+    const Edge* in = bn->input_edge(0);
+    if (other_outputs_read || in == nullptr) continue;
+    Node* product = in->src;
+    const bool conv = product->op() == "Conv2D";
+    bool tb = false;
+    if (product->op() == "MatMul" && (!GetAttr(product->attrs(), "transpose_b", &tb).ok() || tb)) {
+      continue;
+    }
+    if ((!conv && product->op() != "MatMul") || SoleReader(*product) != bn ||
+        optimizer::IsFixed(*product, options) || !optimizer::SameDevice(*product, *bn) ||
+        product->input_edge(1) == nullptr) {
+      continue;
+    }
+    const Tensor* w = product->input_edge(1)->src->constant_value();
+    std::vector<const Tensor*> stats;  // scale, offset, mean, variance
+    for (int i = 1; i <= 4; ++i) {
+      const Edge* e = bn->input_edge(i);
+      stats.push_back(e == nullptr ? nullptr : e->src->constant_value());
+    }
+    if (w == nullptr || w->dtype() != DT_FLOAT || w->shape().rank() < 2) continue;
+    const int64_t channels = w->shape().dim(w->shape().rank() - 1);
+    bool ok = true;
+    for (const Tensor* t : stats) {
+      ok &= t != nullptr && t->dtype() == DT_FLOAT && t->NumElements() == channels;
+    }
+    if (!ok) continue;
+    std::vector<float> factor(channels);
+    Tensor bias(DT_FLOAT, TensorShape({channels}));
+    for (int64_t c = 0; c < channels; ++c) {
+      factor[c] = stats[0]->data<float>()[c] / std::sqrt(stats[3]->data<float>()[c] + epsilon);
+      bias.data<float>()[c] = stats[1]->data<float>()[c] - stats[2]->data<float>()[c] * factor[c];
+    }
+    Tensor folded(DT_FLOAT, w->shape());
+    for (int64_t i = 0; i < w->NumElements(); ++i) {
+      folded.data<float>()[i] = w->data<float>()[i] * factor[i % channels];
+    }
+    auto constant = [&](const std::string& suffix, const Tensor& value) {
+      NodeDef def;
+      def.set_name(graph->UniqueName(bn->name() + suffix));
+      def.set_op("Const");
+      def.set_device(bn->requested_device());
+      def.set_assigned_device(bn->assigned_device());
+      (*def.mutable_attr())["dtype"] = MakeAttr(DT_FLOAT);
+      (*def.mutable_attr())["value"] = MakeAttr(value);
+      return graph->AddNode(std::move(def));
+    };
+    std::vector<int> replaced = {product->input_edge(1)->src->id()};
+    for (int i = 1; i <= 4; ++i) replaced.push_back(bn->input_edge(i)->src->id());
+    SF_ASSIGN_OR_RETURN(Node * weights, constant("/folded_weights", folded));
+    SF_ASSIGN_OR_RETURN(Node * offset, constant("/folded_bias", bias));
+    SF_RETURN_IF_ERROR(graph->InferShapes(weights));
+    SF_RETURN_IF_ERROR(graph->InferShapes(offset));
+    graph->RemoveEdge(product->input_edge(1));
+    SF_RETURN_IF_ERROR(graph->AddEdge(weights, 0, product, 1).status());
+    // A BiasAdd takes the batch norm's name, consumers and control edges.
+    std::vector<std::pair<Node*, int>> readers;
+    std::vector<Node*> waiters, waits_for;
+    for (const Edge* e : bn->out_edges()) {
+      if (e->IsControl()) {
+        waiters.push_back(e->dst);
+      } else {
+        readers.push_back({e->dst, e->dst_input});
+      }
+    }
+    for (const Edge* e : bn->in_edges()) {
+      if (e->IsControl()) waits_for.push_back(e->src);
+    }
+    NodeDef def;
+    def.set_name(bn->name());
+    def.set_op("BiasAdd");
+    def.set_device(bn->requested_device());
+    def.set_assigned_device(bn->assigned_device());
+    (*def.mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+    const std::string what = absl::StrCat("folded '", bn->name(), "' (FusedBatchNorm) into '",
+                                          product->name(), "' (", product->op(), ") + BiasAdd");
+    graph->RemoveNode(bn);
+    SF_ASSIGN_OR_RETURN(Node * add, graph->AddNode(std::move(def)));
+    SF_RETURN_IF_ERROR(graph->AddEdge(product, 0, add, 0).status());
+    SF_RETURN_IF_ERROR(graph->AddEdge(offset, 0, add, 1).status());
+    SF_RETURN_IF_ERROR(graph->InferShapes(add));
+    for (auto [dst, input] : readers)
+      SF_RETURN_IF_ERROR(graph->AddEdge(add, 0, dst, input).status());
+    for (Node* dst : waiters) graph->AddControlEdge(add, dst);
+    for (Node* src : waits_for) graph->AddControlEdge(src, add);
+    // The constants folded in, unless something else reads them.
+    for (int c_id : replaced) {
+      Node* c = graph->node(c_id);
+      if (c != nullptr && c->out_edges().empty() && !optimizer::IsFixed(*c, options)) {
+        graph->RemoveNode(c);
+      }
+    }
+    changes->push_back(what);
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 

@@ -271,6 +271,41 @@ TEST(GraphOptimizerTest, RemappingFusesConv2DBiasAddAndLeavesSharedIntermediates
   EXPECT_EQ(changes.find("'sig'"), std::string::npos) << changes;
 }
 
+TEST(GraphOptimizerTest, RemappingFoldsAnInferenceBatchNormIntoTheConvolution) {
+  // A frozen inference graph: constant filter and statistics.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 5, 5, 3}));
+  auto f = ops::Const(s.WithOpName("filter"), Random({3, 3, 3, 4}, 20));
+  Tensor var = Random({4}, 24);
+  for (int i = 0; i < 4; ++i) var.data<float>()[i] = 0.5f + var.data<float>()[i] * 0.25f;
+  auto bn = ops::FusedBatchNorm(s.WithOpName("bn"),
+                                ops::Conv2D(s.WithOpName("conv"), x, f, {1, 1, 1, 1}, "SAME"),
+                                ops::Const(s, Random({4}, 21)), ops::Const(s, Random({4}, 22)),
+                                ops::Const(s, Random({4}, 23)), ops::Const(s, var), 0.001f,
+                                /*is_training=*/false);
+  auto y = ops::Relu(s.WithOpName("y"), bn.y);
+  Result on = Compare(s, {{"x", Random({2, 5, 5, 3}, 25)}}, {"y"}, 1e-4);
+  const std::string changes = Changes(on.metadata, "remapping");
+  EXPECT_NE(changes.find("folded 'bn' (FusedBatchNorm) into 'conv' (Conv2D) + BiasAdd"),
+            std::string::npos)
+      << changes;
+  EXPECT_NE(changes.find("'conv' (Conv2D) + 'bn' (BiasAdd) + 'y' (Relu) into _FusedConv2D"),
+            std::string::npos)
+      << changes;
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "FusedBatchNorm"), 0);
+  // A training batch norm (its statistics come from the batch) stays.
+  Scope t = Scope::NewRootScope();
+  auto tx = ops::Placeholder(t.WithOpName("x"), DT_FLOAT, TensorShape({2, 5, 5, 3}));
+  auto tbn = ops::FusedBatchNorm(
+      t.WithOpName("bn"),
+      ops::Conv2D(t, tx, ops::Const(t, Random({3, 3, 3, 4}, 20)), {1, 1, 1, 1}, "SAME"),
+      ops::Const(t, Random({4}, 21)), ops::Const(t, Random({4}, 22)),
+      ops::Const(t, Random({4}, 23)), ops::Const(t, var), 0.001f, /*is_training=*/true);
+  ops::Identity(t.WithOpName("ty"), tbn.y);
+  Result trained = Compare(t, {{"x", Random({2, 5, 5, 3}, 25)}}, {"ty"}, 1e-4);
+  EXPECT_EQ(CountOp(trained.metadata.optimized_graph(), "FusedBatchNorm"), 1);
+}
+
 TEST(GraphOptimizerTest, PassEnabledFollowsTheConfig) {
   RewriterConfig c;
   EXPECT_TRUE(PassEnabled(c, "constant_folding"));
