@@ -139,18 +139,13 @@ def main():
         print(f"iperf3 -c 127.0.0.1 -P 1: {rate / 1e9:.3f} GB/s (passes: {spread})")
     for name, _ in configs:
         print_table(name, runs[name], rate)
-    if "grpc" in runs and "ucx" in runs:
-        g, u = runs["grpc"], runs["ucx"]
-        print("ucx vs grpc: 64MB %.2fx faster, 1MB %.2fx, 4 B round trip %.2fx shorter"
-              % (median_of(g, "64MB") / median_of(u, "64MB"),
-                 median_of(g, "1MB") / median_of(u, "1MB"),
-                 median_of(g, "rtt_4B") / median_of(u, "rtt_4B")))
-    if "torch rpc" in runs and "ucx" in runs:
-        t, u = runs["torch rpc"], runs["ucx"]
-        print("ucx vs PyTorch RPC: 64MB %.2fx faster, 1MB %.2fx, 4 B round trip %.2fx shorter"
-              % (median_of(t, "64MB") / median_of(u, "64MB"),
-                 median_of(t, "1MB") / median_of(u, "1MB"),
-                 median_of(t, "rtt_4B") / median_of(u, "rtt_4B")))
+    for peer, label in (("grpc", "grpc"), ("torch rpc", "PyTorch RPC")):
+        if peer in runs and "ucx" in runs:
+            p, u = runs[peer], runs["ucx"]
+            print("ucx vs %s: 64MB %.2fx faster, 1MB %.2fx, 4 B round trip %.2fx shorter"
+                  % (label, median_of(p, "64MB") / median_of(u, "64MB"),
+                     median_of(p, "1MB") / median_of(u, "1MB"),
+                     median_of(p, "rtt_4B") / median_of(u, "rtt_4B")))
     print(f"load average after: {load_average()}")
     return 0
 

@@ -1,5 +1,6 @@
 // Math ops: element-wise unary and binary (NumPy broadcasting), comparisons, reductions, MatMul.
 #include "absl/strings/str_cat.h"
+#include "core/framework/fused_ops.h"
 #include "core/framework/op_def.h"
 #include "core/framework/shape_inference.h"
 #include "core/platform/status.h"
@@ -108,6 +109,21 @@ absl::Status MatMulShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// [m, k] x [k, n]: a multiply and an add per (m, n, k).
+double MatMulFlops(const OpCostContext& c) {
+  bool ta = false, tb = false;
+  c.GetAttr("transpose_a", &ta);
+  c.GetAttr("transpose_b", &tb);
+  const TensorShape& a = c.input(0);
+  const TensorShape& b = c.input(1);
+  return 2 * c.Dim(a, ta ? 1 : 0) * c.Dim(a, ta ? 0 : 1) * c.Dim(b, tb ? 0 : 1);
+}
+
+absl::Status FusedMatMulShape(InferenceContext* c) {
+  SF_RETURN_IF_ERROR(MatMulShape(c));
+  return CheckFusedBiasAndActivation(c, c->output(0).dim(1));
+}
+
 absl::Status AddNShape(InferenceContext* c) {
   TensorShape out = c->input(0);
   for (int i = 1; i < c->num_inputs(); ++i) {
@@ -210,16 +226,23 @@ REGISTER_OP("MatMul")
     .Attr("transpose_b: bool = false")
     .Attr("T: {float, double, bfloat16}")
     .SetShapeFn(MatMulShape)
-    .SetFlopsFn([](const OpCostContext& c) {
-      bool ta = false, tb = false;
-      c.GetAttr("transpose_a", &ta);
-      c.GetAttr("transpose_b", &tb);
-      const TensorShape& a = c.input(0);
-      const TensorShape& b = c.input(1);
-      // [m, k] x [k, n]: a multiply and an add per (m, n, k).
-      return 2 * c.Dim(a, ta ? 1 : 0) * c.Dim(a, ta ? 0 : 1) * c.Dim(b, tb ? 0 : 1);
-    })
+    .SetFlopsFn(MatMulFlops)
     .Doc("Matrix product of rank-2 tensors, optionally transposing either.");
+
+// Made by the graph optimizer's remapping pass (partitioner/optimizer/) from MatMul + BiasAdd
+// (+ activation): one GEMM accumulating onto the bias, the activation applied in cache.
+REGISTER_OP("_FusedMatMul")
+    .Input("a: T")
+    .Input("b: T")
+    .Input("bias: T")
+    .Output("product: T")
+    .Attr("transpose_a: bool = false")
+    .Attr("transpose_b: bool = false")
+    .Attr("T: {float}")
+    .Attr("activation: string = ''")
+    .SetShapeFn(FusedMatMulShape)
+    .SetFlopsFn(MatMulFlops)
+    .Doc("activation(MatMul(a, b) + bias); activation \"\", Relu, Tanh or Sigmoid.");
 
 REGISTER_OP("AddN")
     .Input("inputs: N * T")

@@ -71,42 +71,28 @@ absl::Status FusedActivationGrad(const Scope& s, const Operation& op, const Outp
   return absl::OkStatus();
 }
 
-absl::Status FusedConv2DGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
-                             GradOutputs* dx) {
-  WindowAttrs w;
-  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+// A fused op's gradient: its product's (Conv2D's or MatMul's registered gradient function, which
+// reads the same inputs and attrs) at the pre-activation sum, then the bias's.
+absl::Status FusedProductGrad(const std::string& product, const Scope& s, const Operation& op,
+                              const GradOutputs& dy, GradOutputs* dx) {
   Output g;
   SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
-  Output x = GradInput(op, 0), filter = GradInput(op, 1);
-  dx->push_back(ops::Conv2DBackpropInput(s, ShapeOf(s, x), filter, g, w.strides, w.padding));
-  dx->push_back(ops::Conv2DBackpropFilter(s, x, ShapeOf(s, filter), g, w.strides, w.padding));
+  bool no_gradient = false;
+  const GradFunc* fn = GradientRegistry::Global()->Lookup(product, &no_gradient);
+  if (fn == nullptr) return absl::InternalError("no gradient function for " + product);
+  SF_RETURN_IF_ERROR((*fn)(s, op, {g}, dx));
   dx->push_back(ops::BiasAddGrad(s, g));
   return absl::OkStatus();
 }
 
+absl::Status FusedConv2DGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                             GradOutputs* dx) {
+  return FusedProductGrad("Conv2D", s, op, dy, dx);
+}
+
 absl::Status FusedMatMulGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                              GradOutputs* dx) {
-  bool ta = false, tb = false;
-  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "transpose_a", &ta));
-  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "transpose_b", &tb));
-  Output g;
-  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
-  Output a = GradInput(op, 0), b = GradInput(op, 1);
-  if (!ta && !tb) {
-    dx->push_back(ops::MatMul(s, g, b, false, true));
-    dx->push_back(ops::MatMul(s, a, g, true, false));
-  } else if (ta && !tb) {
-    dx->push_back(ops::MatMul(s, b, g, false, true));
-    dx->push_back(ops::MatMul(s, a, g, false, false));
-  } else if (!ta && tb) {
-    dx->push_back(ops::MatMul(s, g, b, false, false));
-    dx->push_back(ops::MatMul(s, g, a, true, false));
-  } else {
-    dx->push_back(ops::MatMul(s, b, g, true, true));
-    dx->push_back(ops::MatMul(s, g, a, true, true));
-  }
-  dx->push_back(ops::BiasAddGrad(s, g));
-  return absl::OkStatus();
+  return FusedProductGrad("MatMul", s, op, dy, dx);
 }
 
 absl::Status MaxPoolGrad(const Scope& s, const Operation& op, const GradOutputs& dy,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/framework/fused_ops.h"
 #include "core/framework/op_def.h"
 #include "core/framework/shape_inference.h"
 #include "core/framework/windowed_output.h"
@@ -252,51 +253,15 @@ absl::Status DropoutShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-// Each output element of a convolution is a dot product over the filter's height, width and
-// input channels: a multiply and an add each. `filter` is [KH, KW, IC, OC].
-// The fused ops' bias (input 2): a vector as long as the output's last dimension; and their
-// activation attr.
-absl::Status FusedBiasAndActivation(InferenceContext* c, int64_t channels) {
-  TensorShape bias;
-  SF_RETURN_IF_ERROR(c->WithRank(2, 1, &bias));
-  if (channels >= 0 && bias.dim(0) >= 0 && bias.dim(0) != channels) {
-    return c->InvalidArgument(
-        absl::StrCat("bias has ", bias.dim(0), " values for ", channels, " output channels"));
-  }
-  std::string activation;
-  SF_RETURN_IF_ERROR(c->GetAttr("activation", &activation));
-  if (activation != "" && activation != "Relu" && activation != "Tanh" && activation != "Sigmoid") {
-    return c->InvalidArgument(
-        absl::StrCat("activation \"", activation, "\"; one of \"\", Relu, Tanh, Sigmoid"));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status FusedMatMulShape(InferenceContext* c) {
-  TensorShape a, b;
-  SF_RETURN_IF_ERROR(c->WithRank(0, 2, &a));
-  SF_RETURN_IF_ERROR(c->WithRank(1, 2, &b));
-  bool ta, tb;
-  SF_RETURN_IF_ERROR(c->GetAttr("transpose_a", &ta));
-  SF_RETURN_IF_ERROR(c->GetAttr("transpose_b", &tb));
-  const int64_t m = a.dim(ta ? 1 : 0), ka = a.dim(ta ? 0 : 1);
-  const int64_t kb = b.dim(tb ? 1 : 0), n = b.dim(tb ? 0 : 1);
-  if (ka >= 0 && kb >= 0 && ka != kb) {
-    return c->InvalidArgument(absl::StrCat("inner dimensions differ: a is ", a.DebugString(),
-                                           ", b is ", b.DebugString()));
-  }
-  SF_RETURN_IF_ERROR(FusedBiasAndActivation(c, n));
-  c->set_output(0, TensorShape({m, n}));
-  return absl::OkStatus();
-}
-
 absl::Status FusedConv2DShape(InferenceContext* c) {
   SF_RETURN_IF_ERROR(Conv2DShape(c));
   TensorShape filter;
   SF_RETURN_IF_ERROR(c->WithRank(1, 4, &filter));
-  return FusedBiasAndActivation(c, filter.dim(3));
+  return CheckFusedBiasAndActivation(c, filter.dim(3));
 }
 
+// Each output element of a convolution is a dot product over the filter's height, width and
+// input channels: a multiply and an add each. `filter` is [KH, KW, IC, OC].
 double ConvFlops(const OpCostContext& c, const TensorShape& out, const TensorShape& filter) {
   return 2 * c.Elements(out) * c.Dim(filter, 0) * c.Dim(filter, 1) * c.Dim(filter, 2);
 }
@@ -327,7 +292,8 @@ REGISTER_OP("Conv2D")
         "filter; padding \"SAME\" or \"VALID\".");
 
 // Made by the graph optimizer's remapping pass (partitioner/optimizer/), not by users: one oneDNN
-// primitive (or GEMM) with the bias and activation applied as it writes its output.
+// primitive with the bias and activation applied as it writes its output (_FusedMatMul, its
+// matrix-product sibling, is beside MatMul in math_ops.cc).
 REGISTER_OP("_FusedConv2D")
     .Input("input: T")
     .Input("filter: T")
@@ -340,26 +306,6 @@ REGISTER_OP("_FusedConv2D")
     .SetShapeFn(FusedConv2DShape)
     .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.output(0), c.input(1)); })
     .Doc("activation(Conv2D(input, filter) + bias); activation \"\", Relu, Tanh or Sigmoid.");
-
-REGISTER_OP("_FusedMatMul")
-    .Input("a: T")
-    .Input("b: T")
-    .Input("bias: T")
-    .Output("product: T")
-    .Attr("transpose_a: bool = false")
-    .Attr("transpose_b: bool = false")
-    .Attr("T: {float}")
-    .Attr("activation: string = ''")
-    .SetShapeFn(FusedMatMulShape)
-    .SetFlopsFn([](const OpCostContext& c) {
-      bool ta = false, tb = false;
-      c.GetAttr("transpose_a", &ta);
-      c.GetAttr("transpose_b", &tb);
-      const TensorShape& a = c.input(0);
-      const TensorShape& b = c.input(1);
-      return 2 * c.Dim(a, ta ? 1 : 0) * c.Dim(a, ta ? 0 : 1) * c.Dim(b, tb ? 0 : 1);
-    })
-    .Doc("activation(MatMul(a, b) + bias); activation \"\", Relu, Tanh or Sigmoid.");
 
 REGISTER_OP("Conv2DBackpropInput")
     .Input("input_sizes: int32")

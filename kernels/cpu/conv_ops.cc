@@ -27,6 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/framework/fused_ops.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/windowed_output.h"
 #include "core/platform/status.h"
@@ -304,11 +305,7 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
  public:
   explicit FusedConv2DOp(OpKernelConstruction* c) : ConvOpBase(c) {
     absl::Status s = c->GetAttr("activation", &activation_);
-    if (s.ok() && activation_ != "" && activation_ != "Relu" && activation_ != "Tanh" &&
-        activation_ != "Sigmoid") {
-      s = absl::InvalidArgumentError(
-          absl::StrCat("activation \"", activation_, "\"; one of \"\", Relu, Tanh, Sigmoid"));
-    }
+    if (s.ok()) s = CheckFusedActivation(activation_);
     if (!s.ok()) c->SetStatus(s);
   }
 

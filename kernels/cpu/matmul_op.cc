@@ -8,6 +8,7 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "core/framework/fused_ops.h"
 #include "core/framework/kernel_registry.h"
 #include "kernels/cpu/onednn_util.h"
 #include "oneapi/dnnl/dnnl.h"
@@ -198,11 +199,7 @@ class FusedMatMulOp : public OpKernel {
   explicit FusedMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
     ReadTransposeAttrs(c, &ta_, &tb_);
     absl::Status s = c->GetAttr("activation", &activation_);
-    if (s.ok() && activation_ != "" && activation_ != "Relu" && activation_ != "Tanh" &&
-        activation_ != "Sigmoid") {
-      s = absl::InvalidArgumentError(
-          absl::StrCat("activation \"", activation_, "\"; one of \"\", Relu, Tanh, Sigmoid"));
-    }
+    if (s.ok()) s = CheckFusedActivation(activation_);
     if (!s.ok()) c->SetStatus(s);
   }
 

@@ -42,9 +42,8 @@ class ArithmeticOptimizer : public GraphOptimizationPass {
   absl::Status Run(const GraphOptimizerOptions& options, Graph* graph,
                    std::vector<std::string>* changes) override {
     SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph->TopologicalOrder());
-    std::vector<bool> gone(graph->num_node_ids(), false);
     for (Node* n : order) {
-      if (gone[n->id()] || optimizer::IsFixed(*n, options)) continue;
+      if (optimizer::IsFixed(*n, options)) continue;
       int forward = -1;  // the input `n` returns unchanged
       const std::string& op = n->op();
       if (n->num_inputs() == 2 && n->input_edge(0) && n->input_edge(1) &&
@@ -80,7 +79,6 @@ class ArithmeticOptimizer : public GraphOptimizationPass {
       const Node* src = n->input_edge(forward)->src;
       const std::string what = absl::StrCat("'", n->name(), "' (", op, ") returns '", src->name(),
                                             "' unchanged: forwarded");
-      gone[n->id()] = true;
       SF_RETURN_IF_ERROR(optimizer::ForwardInput(graph, n, forward));
       changes->push_back(what);
     }

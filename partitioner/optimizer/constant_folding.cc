@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "core/framework/attr_value.h"
 #include "core/framework/op_cost.h"
-#include "core/framework/op_names.h"
 #include "core/platform/status.h"
 #include "partitioner/optimizer/graph_optimizer.h"
 
@@ -104,42 +102,17 @@ class ConstantFolding : public GraphOptimizationPass {
     return true;
   }
 
-  static NodeDef ConstDef(const std::string& name, const Node& like, const Tensor& value) {
-    NodeDef def;
-    def.set_name(name);
-    def.set_op(kConstOp);
-    def.set_device(like.requested_device());
-    def.set_assigned_device(like.assigned_device());
-    (*def.mutable_attr())["dtype"] = MakeAttr(value.dtype());
-    (*def.mutable_attr())["value"] = MakeAttr(value);
-    return def;
-  }
-
   // One output: a Const takes the node's name and consumers. Several: one Const per output
   // ("name/folded_i"); the node, read by nobody, goes with the dependency pass.
   static absl::Status Replace(Graph* graph, Node* n, const std::vector<Tensor>& outputs) {
     if (outputs.size() == 1) {
-      std::vector<std::pair<Node*, int>> readers;
-      std::vector<Node*> waiters;
-      for (const Edge* e : n->out_edges()) {
-        if (e->IsControl()) {
-          waiters.push_back(e->dst);
-        } else {
-          readers.push_back({e->dst, e->dst_input});
-        }
-      }
-      NodeDef def = ConstDef(n->name(), *n, outputs[0]);
-      graph->RemoveNode(n);
-      SF_ASSIGN_OR_RETURN(Node * c, graph->AddNode(std::move(def)));
-      SF_RETURN_IF_ERROR(graph->InferShapes(c));
-      for (auto [dst, input] : readers)
-        SF_RETURN_IF_ERROR(graph->AddEdge(c, 0, dst, input).status());
-      for (Node* dst : waiters) graph->AddControlEdge(c, dst);
-      return absl::OkStatus();
+      return optimizer::ReplaceNode(graph, n, optimizer::ConstNodeDef(n->name(), *n, outputs[0]),
+                                    {}, {})
+          .status();
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
-      NodeDef def =
-          ConstDef(graph->UniqueName(absl::StrCat(n->name(), "/folded_", i)), *n, outputs[i]);
+      NodeDef def = optimizer::ConstNodeDef(
+          graph->UniqueName(absl::StrCat(n->name(), "/folded_", i)), *n, outputs[i]);
       SF_ASSIGN_OR_RETURN(Node * c, graph->AddNode(std::move(def)));
       SF_RETURN_IF_ERROR(graph->InferShapes(c));
       SF_RETURN_IF_ERROR(optimizer::MoveOutputs(graph, n, static_cast<int>(i), c, 0));

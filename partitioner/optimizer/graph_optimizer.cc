@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "core/framework/attr_value.h"
 #include "core/framework/op_names.h"
 #include "core/platform/status.h"
 
@@ -129,6 +130,49 @@ absl::Status ForwardInput(Graph* graph, Node* node, int input) {
 
 bool SameDevice(const Node& a, const Node& b) {
   return a.requested_device() == b.requested_device() && a.assigned_device() == b.assigned_device();
+}
+
+NodeDef ConstNodeDef(const std::string& name, const Node& like, const Tensor& value) {
+  NodeDef def;
+  def.set_name(name);
+  def.set_op(kConstOp);
+  def.set_device(like.requested_device());
+  def.set_assigned_device(like.assigned_device());
+  (*def.mutable_attr())["dtype"] = MakeAttr(value.dtype());
+  (*def.mutable_attr())["value"] = MakeAttr(value);
+  return def;
+}
+
+absl::StatusOr<Node*> ReplaceNode(Graph* graph, Node* old, NodeDef def,
+                                  const std::vector<std::pair<Node*, int>>& inputs,
+                                  const std::vector<Node*>& waits_for) {
+  struct Reader {
+    int output;
+    Node* dst;
+    int input;
+  };
+  std::vector<Reader> readers;
+  std::vector<Node*> waiters;
+  for (const Edge* e : old->out_edges()) {
+    if (e->IsControl()) {
+      waiters.push_back(e->dst);
+    } else {
+      readers.push_back({e->src_output, e->dst, e->dst_input});
+    }
+  }
+  graph->RemoveNode(old);
+  SF_ASSIGN_OR_RETURN(Node * n, graph->AddNode(std::move(def)));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SF_RETURN_IF_ERROR(
+        graph->AddEdge(inputs[i].first, inputs[i].second, n, static_cast<int>(i)).status());
+  }
+  for (Node* w : waits_for) graph->AddControlEdge(w, n);
+  SF_RETURN_IF_ERROR(graph->InferShapes(n));
+  for (const Reader& r : readers) {
+    SF_RETURN_IF_ERROR(graph->AddEdge(n, r.output, r.dst, r.input).status());
+  }
+  for (Node* dst : waiters) graph->AddControlEdge(n, dst);
+  return n;
 }
 
 }  // namespace optimizer

@@ -95,6 +95,14 @@ void MoveControlOutputs(Graph* graph, Node* from, Node* to);
 absl::Status ForwardInput(Graph* graph, Node* node, int input);
 // Whether two nodes are asked for, or placed on, the same device (or neither says).
 bool SameDevice(const Node& a, const Node& b);
+// A Const holding `value`, on `like`'s device.
+NodeDef ConstNodeDef(const std::string& name, const Node& like, const Tensor& value);
+// Replaces `old` by a node made from `def` (usually of old's name: `old` is removed first). The
+// new node reads inputs[i] on input i and waits for `waits_for`; it takes old's consumers (output
+// i for output i) and control consumers. Its shapes are inferred.
+absl::StatusOr<Node*> ReplaceNode(Graph* graph, Node* old, NodeDef def,
+                                  const std::vector<std::pair<Node*, int>>& inputs,
+                                  const std::vector<Node*>& waits_for);
 
 }  // namespace optimizer
 }  // namespace shardflow

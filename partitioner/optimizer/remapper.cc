@@ -48,7 +48,8 @@ class Remapper : public GraphOptimizationPass {
       if (bias_add == nullptr || bias_add->op() != "BiasAdd" || !IsFloat(*bias_add) ||
           optimizer::IsFixed(*bias_add, options) || !optimizer::SameDevice(*product, *bias_add) ||
           bias_add->input_edge(0) == nullptr || bias_add->input_edge(0)->src != product ||
-          bias_add->input_edge(1) == nullptr) {
+          bias_add->input_edge(1) == nullptr || product->input_edge(0) == nullptr ||
+          product->input_edge(1) == nullptr) {
         continue;
       }
       Node* activation = SoleReader(*bias_add);
@@ -69,28 +70,18 @@ class Remapper : public GraphOptimizationPass {
       for (const auto& [attr, value] : product->attrs()) (*def.mutable_attr())[attr] = value;
       (*def.mutable_attr())["activation"] =
           MakeAttr(activation != nullptr ? activation->op() : std::string());
-      std::vector<std::pair<Node*, int>> ins = {
-          {product->input_edge(0) ? product->input_edge(0)->src : nullptr,
-           product->input_edge(0) ? product->input_edge(0)->src_output : 0},
-          {product->input_edge(1) ? product->input_edge(1)->src : nullptr,
-           product->input_edge(1) ? product->input_edge(1)->src_output : 0},
-          {bias_add->input_edge(1)->src, bias_add->input_edge(1)->src_output}};
-      if (ins[0].first == nullptr || ins[1].first == nullptr) continue;
+      std::vector<std::pair<Node*, int>> inputs;
+      for (const Edge* in :
+           {product->input_edge(0), product->input_edge(1), bias_add->input_edge(1)}) {
+        inputs.push_back({in->src, in->src_output});
+      }
       std::vector<Node*> waits_for;
-      for (Node* n : {product, bias_add, last}) {
+      for (Node* n : {product, bias_add, activation}) {
+        if (n == nullptr) continue;
         for (const Edge* e : n->in_edges()) {
           if (e->IsControl() && e->src != product && e->src != bias_add) {
             waits_for.push_back(e->src);
           }
-        }
-      }
-      std::vector<std::pair<Node*, int>> readers;
-      std::vector<Node*> waiters;
-      for (const Edge* e : last->out_edges()) {
-        if (e->IsControl()) {
-          waiters.push_back(e->dst);
-        } else {
-          readers.push_back({e->dst, e->dst_input});
         }
       }
       const std::string what =
@@ -100,19 +91,10 @@ class Remapper : public GraphOptimizationPass {
                            ? absl::StrCat(" + '", activation->name(), "' (", activation->op(), ")")
                            : "",
                        " into ", def.op());
-      for (Node* n : {product, bias_add, activation}) {
-        if (n != nullptr) graph->RemoveNode(n);
-      }
-      SF_ASSIGN_OR_RETURN(Node * fused, graph->AddNode(std::move(def)));
-      for (int i = 0; i < 3; ++i) {
-        SF_RETURN_IF_ERROR(graph->AddEdge(ins[i].first, ins[i].second, fused, i).status());
-      }
-      for (Node* w : waits_for) graph->AddControlEdge(w, fused);
-      SF_RETURN_IF_ERROR(graph->InferShapes(fused));
-      for (auto [dst, input] : readers) {
-        SF_RETURN_IF_ERROR(graph->AddEdge(fused, 0, dst, input).status());
-      }
-      for (Node* dst : waiters) graph->AddControlEdge(fused, dst);
+      graph->RemoveNode(product);
+      if (last != bias_add) graph->RemoveNode(bias_add);
+      SF_RETURN_IF_ERROR(
+          optimizer::ReplaceNode(graph, last, std::move(def), inputs, waits_for).status());
       changes->push_back(what);
     }
     return absl::OkStatus();
@@ -174,34 +156,20 @@ absl::Status Remapper::FoldBatchNorms(const GraphOptimizerOptions& options, Grap
     for (int64_t i = 0; i < w->NumElements(); ++i) {
       folded.data<float>()[i] = w->data<float>()[i] * factor[i % channels];
     }
-    auto constant = [&](const std::string& suffix, const Tensor& value) {
-      NodeDef def;
-      def.set_name(graph->UniqueName(bn->name() + suffix));
-      def.set_op("Const");
-      def.set_device(bn->requested_device());
-      def.set_assigned_device(bn->assigned_device());
-      (*def.mutable_attr())["dtype"] = MakeAttr(DT_FLOAT);
-      (*def.mutable_attr())["value"] = MakeAttr(value);
-      return graph->AddNode(std::move(def));
+    auto constant = [&](const std::string& suffix, const Tensor& value) -> absl::StatusOr<Node*> {
+      SF_ASSIGN_OR_RETURN(Node * c, graph->AddNode(optimizer::ConstNodeDef(
+                                        graph->UniqueName(bn->name() + suffix), *bn, value)));
+      SF_RETURN_IF_ERROR(graph->InferShapes(c));
+      return c;
     };
     std::vector<int> replaced = {product->input_edge(1)->src->id()};
     for (int i = 1; i <= 4; ++i) replaced.push_back(bn->input_edge(i)->src->id());
     SF_ASSIGN_OR_RETURN(Node * weights, constant("/folded_weights", folded));
     SF_ASSIGN_OR_RETURN(Node * offset, constant("/folded_bias", bias));
-    SF_RETURN_IF_ERROR(graph->InferShapes(weights));
-    SF_RETURN_IF_ERROR(graph->InferShapes(offset));
     graph->RemoveEdge(product->input_edge(1));
     SF_RETURN_IF_ERROR(graph->AddEdge(weights, 0, product, 1).status());
     // A BiasAdd takes the batch norm's name, consumers and control edges.
-    std::vector<std::pair<Node*, int>> readers;
-    std::vector<Node*> waiters, waits_for;
-    for (const Edge* e : bn->out_edges()) {
-      if (e->IsControl()) {
-        waiters.push_back(e->dst);
-      } else {
-        readers.push_back({e->dst, e->dst_input});
-      }
-    }
+    std::vector<Node*> waits_for;
     for (const Edge* e : bn->in_edges()) {
       if (e->IsControl()) waits_for.push_back(e->src);
     }
@@ -213,15 +181,9 @@ absl::Status Remapper::FoldBatchNorms(const GraphOptimizerOptions& options, Grap
     (*def.mutable_attr())["T"] = MakeAttr(DT_FLOAT);
     const std::string what = absl::StrCat("folded '", bn->name(), "' (FusedBatchNorm) into '",
                                           product->name(), "' (", product->op(), ") + BiasAdd");
-    graph->RemoveNode(bn);
-    SF_ASSIGN_OR_RETURN(Node * add, graph->AddNode(std::move(def)));
-    SF_RETURN_IF_ERROR(graph->AddEdge(product, 0, add, 0).status());
-    SF_RETURN_IF_ERROR(graph->AddEdge(offset, 0, add, 1).status());
-    SF_RETURN_IF_ERROR(graph->InferShapes(add));
-    for (auto [dst, input] : readers)
-      SF_RETURN_IF_ERROR(graph->AddEdge(add, 0, dst, input).status());
-    for (Node* dst : waiters) graph->AddControlEdge(add, dst);
-    for (Node* src : waits_for) graph->AddControlEdge(src, add);
+    SF_RETURN_IF_ERROR(
+        optimizer::ReplaceNode(graph, bn, std::move(def), {{product, 0}, {offset, 0}}, waits_for)
+            .status());
     // The constants folded in, unless something else reads them.
     for (int c_id : replaced) {
       Node* c = graph->node(c_id);

@@ -253,8 +253,8 @@ absl::Status Train(TrainConfig c) {
   if (c.threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
   if (c.devices < 1) return absl::InvalidArgumentError("--devices must be at least 1");
   if (c.graph_optimizer != "on" && c.graph_optimizer != "off") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown --graph-optimizer '", c.graph_optimizer,
-                                                   "'; it takes on or off"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --graph-optimizer '", c.graph_optimizer, "'; it takes on or off"));
   }
   if (c.lr_decay != "cosine" && c.lr_decay != "none") {
     return absl::InvalidArgumentError(

@@ -1,0 +1,43 @@
+// What the fused ops the graph optimizer makes (_FusedMatMul, _FusedConv2D; partitioner/optimizer/
+// remapper.cc) share between their definitions (ops/) and their kernels (kernels/cpu/): the
+// activations they apply and the check of their bias input.
+#ifndef SHARDFLOW_CORE_FRAMEWORK_FUSED_OPS_H_
+#define SHARDFLOW_CORE_FRAMEWORK_FUSED_OPS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/framework/shape_inference.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+
+// The `activation` attr: "" (none), "Relu", "Tanh" or "Sigmoid".
+inline absl::Status CheckFusedActivation(const std::string& activation) {
+  if (activation.empty() || activation == "Relu" || activation == "Tanh" ||
+      activation == "Sigmoid") {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("activation \"", activation, "\"; one of \"\", Relu, Tanh, Sigmoid"));
+}
+
+// Shape functions: input 2 (the bias) is a vector of `channels` values (-1: unknown), and the
+// activation attr is one of the above.
+inline absl::Status CheckFusedBiasAndActivation(InferenceContext* c, int64_t channels) {
+  TensorShape bias;
+  SF_RETURN_IF_ERROR(c->WithRank(2, 1, &bias));
+  if (channels >= 0 && bias.dim(0) >= 0 && bias.dim(0) != channels) {
+    return c->InvalidArgument(
+        absl::StrCat("bias has ", bias.dim(0), " values for ", channels, " output channels"));
+  }
+  std::string activation;
+  SF_RETURN_IF_ERROR(c->GetAttr("activation", &activation));
+  absl::Status s = CheckFusedActivation(activation);
+  return s.ok() ? s : c->InvalidArgument(std::string(s.message()));
+}
+
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_CORE_FRAMEWORK_FUSED_OPS_H_
