@@ -1,7 +1,8 @@
 // The "ucx" data plane: tensors between tasks over UCX (Debian's libucx 1.13), which reaches
 // InfiniBand/RoCE verbs, shared memory (posix, sysv, cma) and TCP through one API; gRPC stays the
 // control plane. Servers make it when ServerOptions::transport is "ucx" (distributed/data_plane.h
-// registers it by name; this header is for tests and benchmarks that make one themselves).
+// registers it by name; this header is for tests and benchmarks that make one themselves). The
+// engine under it (UCP worker, progress thread, the wire protocol below) is ucx_engine.{h,cc}.
 //
 // Note [UCX data plane]
 // ---------------------
