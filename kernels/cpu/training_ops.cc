@@ -184,11 +184,31 @@ class SumToShapeOp : public OpKernel {
       if (target.dim(td) != 1) out_stride[d] = stride;
       stride *= target.dim(td);
     }
+    // Nothing to sum (the gradient of an Add of equal shapes, as in a residual block): the
+    // input is the output.
+    if (offset == 0 && target == in.shape()) {
+      ctx->set_output(0, in);
+      return;
+    }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, target, &out));
     T* o = out->data<T>();
     for (int64_t i = 0; i < out->NumElements(); ++i) o[i] = T(0);
     const T* x = in.data<T>();
+    // Summing whole leading dimensions away (a bias's gradient): rows added into the output.
+    int lead = 0;
+    while (lead < rank && out_stride[lead] == 0) ++lead;
+    bool rows_only = true;
+    for (int d = lead; d < rank; ++d) rows_only &= out_stride[d] != 0;
+    if (rows_only && out->NumElements() > 0) {
+      const int64_t width = out->NumElements();
+      const int64_t rows = in.NumElements() / width;
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* xr = x + r * width;
+        for (int64_t k = 0; k < width; ++k) o[k] = o[k] + xr[k];
+      }
+      return;
+    }
     std::vector<int64_t> idx(rank, 0);
     int64_t pos = 0;
     for (int64_t i = 0; i < in.NumElements(); ++i) {

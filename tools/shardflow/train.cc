@@ -34,6 +34,7 @@
 #include "tools/shardflow/train_graph.h"
 #include "tools/shardflow/train_ps.h"
 #include "tools/shardflow/train_report.h"
+#include "tools/shardflow/train_synthetic.h"
 
 namespace shardflow {
 namespace {
@@ -276,6 +277,7 @@ absl::Status Train(TrainConfig c) {
   if (c.average_every < 1) {
     return absl::InvalidArgumentError("--average-every must be at least 1 (steps)");
   }
+  if (c.synthetic) return TrainSynthetic(c);
   // Strategy allreduce: a replica per task of --cluster, else per device of --devices; each
   // replica trains on its own --batch-size examples of every step's global batch.
   const int64_t per_replica_batch = c.batch_size;
@@ -592,7 +594,13 @@ void AddTrainCommand(CommandLine* cli) {
       "--resume continues from the latest. The same --seed and --threads give the same loss\n"
       "curve, also across a --resume.",
       [config] { return Train(*config); }, "\nshardflow train: ");
-  flags.String("model", &c.model, "cnn (2 conv + 2 dense layers) or mlp (784-512-512-10)");
+  flags.String("model", &c.model,
+               "cnn (2 conv + 2 dense layers), mlp (784-512-512-10), resnet (ResNet-8 for "
+               "28x28 images), resnet18 or resnet50 (torchvision's)");
+  flags.Bool("synthetic", &c.synthetic,
+             "train on one fixed batch of random images (224x224x3, 1000 classes for resnet18 "
+             "and resnet50) and print images/s: a throughput benchmark, no dataset needed; "
+             "--max-steps steps (default 12, the first 2 warm-up)");
   flags.Int("batch-size", &c.batch_size, "examples per training step");
   flags.String("graph-optimizer", &c.graph_optimizer,
                "on or off: folding, CSE, fusion of MatMul/Conv2D + bias + activation "

@@ -11,6 +11,10 @@
 namespace shardflow {
 namespace {
 
+ImageSpec SpecOf(const TrainConfig& c) {
+  return c.synthetic ? SyntheticImageSpec(c.model) : ImageSpec();
+}
+
 absl::StatusOr<std::unique_ptr<Optimizer>> NewOptimizer(const TrainConfig& c) {
   double lr = c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer);
   if (c.optimizer == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
@@ -45,7 +49,8 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
     SF_ASSIGN_OR_RETURN(
         Model m, BuildModel(rs, c.model, c.seed,
                             c.replica_layer_devices.empty() ? std::vector<std::string>()
-                                                            : c.replica_layer_devices[replica]));
+                                                            : c.replica_layer_devices[replica],
+                            SpecOf(c)));
     g->replicas.push_back(m);
     return m.loss;
   };
@@ -90,7 +95,7 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildParameterServerTrainGraph(const
   o.replicas_to_aggregate = o.total_num_replicas = static_cast<int>(c.num_workers);
   o.gate = CheckedLoss;
   auto build = [&](const Scope& ws) -> absl::StatusOr<Output> {
-    SF_ASSIGN_OR_RETURN(g->model, BuildModel(ws, c.model, c.seed, c.layer_devices));
+    SF_ASSIGN_OR_RETURN(g->model, BuildModel(ws, c.model, c.seed, c.layer_devices, SpecOf(c)));
     return g->model.loss;
   };
   auto optimizer = [&]() -> std::unique_ptr<Optimizer> {
@@ -149,7 +154,7 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c
   if (IsParameterServerStrategy(c.strategy)) return BuildParameterServerTrainGraph(c);
   auto g = std::make_unique<TrainGraph>();
   Scope& s = g->scope;
-  SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed, c.layer_devices));
+  SF_ASSIGN_OR_RETURN(g->model, BuildModel(s, c.model, c.seed, c.layer_devices, SpecOf(c)));
   // A non-finite loss fails the step before any variable is updated.
   Output checked = CheckedLoss(s, g->model.loss);
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt, NewOptimizer(c));

@@ -21,6 +21,8 @@ namespace shardflow {
 
 struct TrainConfig {
   std::string model = "cnn";
+  // Train on one fixed batch of random images (train_synthetic.h) instead of Fashion-MNIST.
+  bool synthetic = false;
   // "on" (default) or "off": the graph optimizer (docs/optimizer.md), off for A/B measurements.
   std::string graph_optimizer = "on";
   int64_t batch_size = 64;
