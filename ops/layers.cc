@@ -28,7 +28,8 @@ Output Conv2D::operator()(const Output& x) const {
 Dense::Dense(const Scope& s, const std::string& name, int64_t in, int64_t out, int64_t seed,
              bool use_bias)
     : scope_(s.NewSubScope(name)) {
-  weights_ = Var::Create(scope_.WithOpName("weights"), init::GlorotUniform(scope_, {in, out}, seed));
+  weights_ =
+      Var::Create(scope_.WithOpName("weights"), init::GlorotUniform(scope_, {in, out}, seed));
   if (use_bias) bias_ = Var::Create(scope_.WithOpName("bias"), init::Zeros(scope_, {out}));
 }
 
@@ -46,8 +47,8 @@ BatchNorm::BatchNorm(const Scope& s, const std::string& name, int64_t channels,
                      "got ", o.momentum, " and ", o.epsilon)));
     return;
   }
-  gamma_ = Var::Create(scope_.WithOpName("gamma"),
-                       init::Constant(scope_, {channels}, o.gamma_init));
+  gamma_ =
+      Var::Create(scope_.WithOpName("gamma"), init::Constant(scope_, {channels}, o.gamma_init));
   beta_ = Var::Create(scope_.WithOpName("beta"), init::Zeros(scope_, {channels}));
   moving_mean_ = Var::Create(scope_.WithOpName("moving_mean"), init::Zeros(scope_, {channels}),
                              /*trainable=*/false);
@@ -79,9 +80,7 @@ Output BatchNorm::operator()(const Output& x, bool training) {
   return bn.y;
 }
 
-Output GlobalAveragePool(const Scope& s, const Output& x) {
-  return ops::Mean(s, x, {1, 2});
-}
+Output GlobalAveragePool(const Scope& s, const Output& x) { return ops::Mean(s, x, {1, 2}); }
 
 Output WithUpdates(const Scope& s, const Output& loss, const std::vector<Operation>& updates) {
   if (updates.empty()) return loss;

@@ -64,8 +64,8 @@ ResNet::ResNet(const Scope& s, const ResNetOptions& o) : scope_(s), options_(o) 
     }
     const int64_t width = o.width << stage;
     const int64_t out = width * expansion;
-    Scope stage_scope = StageScope(static_cast<int>(stage)).NewSubScope(
-        absl::StrCat("stage", stage + 1));
+    Scope stage_scope =
+        StageScope(static_cast<int>(stage)).NewSubScope(absl::StrCat("stage", stage + 1));
     std::vector<Block> blocks;
     for (int b = 0; b < o.blocks[stage]; ++b) {
       const int64_t stride = stage > 0 && b == 0 ? 2 : 1;

@@ -653,6 +653,9 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     LOCAL_VARIABLES = "local_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
+    # Batch normalisation's moving-average updates: run them with the train op, as in TF1
+    # (``with sf.control_dependencies(sf.get_collection(sf.GraphKeys.UPDATE_OPS)): ...``).
+    UPDATE_OPS = "update_ops"
 
 
 def control_dependencies(control_inputs):

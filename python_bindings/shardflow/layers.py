@@ -1,4 +1,6 @@
-"""A small layer API: Dense, Conv2D, MaxPool2D, Flatten, Dropout and Sequential.
+"""A small layer API: Dense, Conv2D, BatchNormalization, MaxPool2D, AveragePooling2D,
+GlobalAveragePooling2D, Flatten, Dropout and Sequential (ResNets built from them:
+shardflow.applications).
 
 Each layer creates its variables on its first call, under its own name scope, and on the device
 given to it (``device=``), so a model can be spread over devices layer by layer.
@@ -141,6 +143,117 @@ class Conv2D(Layer):
         return self.activation(y) if self.activation else y
 
 
+class BatchNormalization(Layer):
+    """Batch normalisation over the last axis (channels), as TF1's tf.layers.BatchNormalization.
+
+    Called with ``training=True`` it normalises with the batch's mean and variance and adds
+    the updates of its moving averages (moving = momentum * moving + (1 - momentum) * batch) to
+    ``self.updates`` and to the graph's ``sf.GraphKeys.UPDATE_OPS``; run them with the train
+    op. Otherwise it normalises with the moving averages. `training` may also be a bool tensor
+    (a placeholder): then both are built and the fed value picks one, and the updates change
+    nothing when it is false.
+
+    Example::
+
+        bn = sf.layers.BatchNormalization()
+        h = sf.nn.relu(bn(conv(x), training=True))
+        with sf.control_dependencies(sf.get_collection(sf.GraphKeys.UPDATE_OPS)):
+            train = opt.minimize(loss)
+    """
+
+    _default_name = "batch_normalization"
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer=None, gamma_initializer=None, moving_mean_initializer=None,
+                 moving_variance_initializer=None, name=None, device=None, trainable=True):
+        super().__init__(name, device)
+        if axis not in (-1, 3):
+            raise ValueError("BatchNormalization(axis=%r): only the last axis (channels, NHWC) "
+                             "is supported" % (axis,))
+        if not 0 <= momentum < 1:
+            raise ValueError("BatchNormalization momentum must be in [0, 1), got %r" % (momentum,))
+        if not epsilon > 0:
+            raise ValueError("BatchNormalization epsilon must be positive, got %r" % (epsilon,))
+        self.momentum = float(momentum)
+        self.epsilon = float(epsilon)
+        self.center = center
+        self.scale = scale
+        self.trainable = trainable
+        self.beta_initializer = beta_initializer or initializers.zeros()
+        self.gamma_initializer = gamma_initializer or initializers.constant(1.0)
+        self.moving_mean_initializer = moving_mean_initializer or initializers.zeros()
+        self.moving_variance_initializer = (moving_variance_initializer
+                                            or initializers.constant(1.0))
+        self.updates = []
+
+    def build(self, input_shape):
+        c = _last_dim(input_shape, "BatchNormalization")
+        self.gamma = self.add_variable("gamma", [c], self.gamma_initializer,
+                                       trainable=self.scale and self.trainable)
+        self.beta = self.add_variable("beta", [c], self.beta_initializer,
+                                      trainable=self.center and self.trainable)
+        self.moving_mean = self.add_variable("moving_mean", [c], self.moving_mean_initializer,
+                                             trainable=False)
+        self.moving_variance = self.add_variable("moving_variance", [c],
+                                                 self.moving_variance_initializer,
+                                                 trainable=False)
+
+    def _add_update(self, moving, batch, weight):
+        delta = ops.multiply(ops.subtract(batch, moving.value()), 1.0 - self.momentum)
+        if weight is not None:
+            delta = ops.multiply(delta, weight)
+        update = moving.assign_add(delta, read_value=False)
+        self.updates.append(update)
+        from shardflow.framework import add_to_collection, GraphKeys
+        add_to_collection(GraphKeys.UPDATE_OPS, update)
+
+    def call(self, x, training=False):
+        from shardflow.framework import Tensor
+        mean, var = self.moving_mean.value(), self.moving_variance.value()
+        if isinstance(training, Tensor):
+            # Both paths; the fed bool weighs them (0 or 1) and the updates.
+            t = ops.cast(training, dtypes.float32)
+            y_train, batch_mean, batch_var = nn.fused_batch_norm(
+                x, self.gamma.value(), self.beta.value(), epsilon=self.epsilon)
+            y_eval, _, _ = nn.fused_batch_norm(x, self.gamma.value(), self.beta.value(), mean,
+                                               var, epsilon=self.epsilon, is_training=False)
+            self._add_update(self.moving_mean, batch_mean, t)
+            self._add_update(self.moving_variance, batch_var, t)
+            return ops.add(ops.multiply(y_train, t), ops.multiply(y_eval, ops.subtract(1.0, t)))
+        if not training:
+            return nn.fused_batch_norm(x, self.gamma.value(), self.beta.value(), mean, var,
+                                       epsilon=self.epsilon, is_training=False)[0]
+        y, batch_mean, batch_var = nn.fused_batch_norm(x, self.gamma.value(), self.beta.value(),
+                                                       epsilon=self.epsilon)
+        self._add_update(self.moving_mean, batch_mean, None)
+        self._add_update(self.moving_variance, batch_var, None)
+        return y
+
+
+class AveragePooling2D(Layer):
+    """Average pooling of NHWC inputs. Example: ``sf.layers.AveragePooling2D(2)(h)``."""
+
+    _default_name = "average_pooling2d"
+
+    def __init__(self, pool_size=2, strides=None, padding="VALID", name=None, device=None):
+        super().__init__(name, device)
+        self.pool_size = pool_size
+        self.strides = pool_size if strides is None else strides
+        self.padding = padding
+
+    def call(self, x, training=False):
+        return nn.avg_pool(x, self.pool_size, self.strides, self.padding)
+
+
+class GlobalAveragePooling2D(Layer):
+    """[batch, height, width, channels] -> [batch, channels]: the mean over the image."""
+
+    _default_name = "global_average_pooling2d"
+
+    def call(self, x, training=False):
+        return ops.reduce_mean(x, axis=[1, 2])
+
+
 class MaxPool2D(Layer):
     """Max pooling of NHWC inputs. Example: ``sf.layers.MaxPool2D(2)(h)``."""
 
@@ -250,6 +363,36 @@ def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="chan
     if data_format not in ("channels_last", "NHWC"):
         raise ValueError("layers.max_pooling2d: only channels_last (NHWC) is supported")
     return MaxPool2D(pool_size, strides=strides, padding=padding.upper(), name=name)(inputs)
+
+
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
+                        beta_initializer=None, gamma_initializer=None,
+                        moving_mean_initializer=None, moving_variance_initializer=None,
+                        training=False, trainable=True, name=None, reuse=None, fused=None):
+    """TF1's tf.layers.batch_normalization: variables <name>/gamma, beta, moving_mean and
+    moving_variance; with training=True (or a bool tensor) the moving-average updates go to
+    sf.GraphKeys.UPDATE_OPS, as in TF1::
+
+        h = sf.layers.batch_normalization(h, training=is_training)
+        with sf.control_dependencies(sf.get_collection(sf.GraphKeys.UPDATE_OPS)):
+            train_op = opt.minimize(loss)
+    """
+    layer = BatchNormalization(axis=axis, momentum=momentum, epsilon=epsilon, center=center,
+                               scale=scale, beta_initializer=beta_initializer,
+                               gamma_initializer=gamma_initializer,
+                               moving_mean_initializer=moving_mean_initializer,
+                               moving_variance_initializer=moving_variance_initializer,
+                               trainable=trainable, name=name)
+    return layer(inputs, training=training)
+
+
+def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                      name=None):
+    """TF1's tf.layers.average_pooling2d."""
+    if data_format not in ("channels_last", "NHWC"):
+        raise ValueError("layers.average_pooling2d: only channels_last (NHWC) is supported")
+    return AveragePooling2D(pool_size, strides=strides, padding=padding.upper(),
+                            name=name)(inputs)
 
 
 def flatten(inputs, name=None):

@@ -9,6 +9,8 @@ Example::
     loss = sf.reduce_mean(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
 """
 
+import numpy as np
+
 from shardflow import rnn_cell  # noqa: F401 (sf.nn.rnn_cell.BasicLSTMCell, ...)
 from shardflow.ops import _op, _out, sigmoid, tanh  # noqa: F401 (re-exported)
 from shardflow.rnn_cell import dynamic_rnn  # noqa: F401
@@ -198,6 +200,29 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
         inv = ops.multiply(inv, scale)
     y = ops.multiply(ops.subtract(x, mean), inv)
     return ops.add(y, offset, name=name) if offset is not None else ops.identity(y, name=name)
+
+
+def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
+                     data_format="NHWC", is_training=True, name=None):
+    """Batch normalisation over the last dimension (channels), as TF1's tf.nn.fused_batch_norm:
+    returns (y, mean, variance). In training the batch's statistics are used and returned (the
+    variance unbiased, for moving averages); otherwise `mean` and `variance` are.
+
+    Example::
+
+        y, batch_mean, batch_var = sf.nn.fused_batch_norm(x, gamma, beta)
+    """
+    from shardflow import ops
+    _nhwc(data_format, "fused_batch_norm")
+    if is_training:
+        empty = ops.constant(np.zeros([0], np.float32))
+        mean = empty if mean is None else mean
+        variance = empty if variance is None else variance
+    elif mean is None or variance is None:
+        raise ValueError("fused_batch_norm(is_training=False) needs mean and variance")
+    op = _op("FusedBatchNorm", [x, scale, offset, mean, variance],
+             {"epsilon": float(epsilon), "is_training": bool(is_training)}, name)
+    return op.outputs[0], op.outputs[1], op.outputs[2]
 
 
 def sigmoid(x, name=None):

@@ -84,9 +84,9 @@ TEST(BatchNormLayerTest, TrainingNormalisesAndUpdatesMovingAverages) {
   std::vector<double> x_mean, x_var;
   Moments(xv, &x_mean, &x_var);
   const double rows = 4 * 3 * 3;
-  ASSERT_TRUE(session->Run({}, {bn.moving_mean().value().name(),
-                                bn.moving_variance().value().name()},
-                           {}, &out)
+  ASSERT_TRUE(session
+                  ->Run({}, {bn.moving_mean().value().name(), bn.moving_variance().value().name()},
+                        {}, &out)
                   .ok());
   for (int k = 0; k < 2; ++k) {
     EXPECT_NEAR(out[0].data<float>()[k], 0.1 * x_mean[k], 1e-5);
@@ -96,14 +96,14 @@ TEST(BatchNormLayerTest, TrainingNormalisesAndUpdatesMovingAverages) {
   // Evaluation now uses the moving averages.
   ASSERT_TRUE(session->Run({{"x", xv}}, {eval_y.name()}, {}, &out).ok());
   std::vector<Tensor> mv;
-  ASSERT_TRUE(session->Run({}, {bn.moving_mean().value().name(),
-                                bn.moving_variance().value().name()},
-                           {}, &mv)
-                  .ok());
+  ASSERT_TRUE(
+      session
+          ->Run({}, {bn.moving_mean().value().name(), bn.moving_variance().value().name()}, {}, &mv)
+          .ok());
   for (int64_t i = 0; i < 6; ++i) {
     const int k = i % 2;
-    const float expected = (xv.data<float>()[i] - mv[0].data<float>()[k]) /
-                           std::sqrt(mv[1].data<float>()[k] + 1e-3f);
+    const float expected =
+        (xv.data<float>()[i] - mv[0].data<float>()[k]) / std::sqrt(mv[1].data<float>()[k] + 1e-3f);
     EXPECT_NEAR(out[0].data<float>()[i], expected, 1e-4) << i;
   }
 }
@@ -172,8 +172,7 @@ TEST(ResNetTest, ShapesNamesAndUpdates) {
   none.blocks = {2, 0};
   layers::ResNet broken(bad, none);
   EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("stage 2 has 0 blocks"), std::string::npos)
-      << bad.status();
+  EXPECT_NE(bad.status().message().find("stage 2 has 0 blocks"), std::string::npos) << bad.status();
 }
 
 // A small ResNet fits a fixed batch: every trainable variable gets a gradient, the loss falls,
@@ -189,8 +188,7 @@ TEST(ResNetTest, SmallResNetLearns) {
   Output logits = net(images, true);
   Output eval_logits = net(images, false);
   Output loss = layers::WithUpdates(
-      s,
-      ops::Mean(s, ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, labels).loss, {0}),
+      s, ops::Mean(s, ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, labels).loss, {0}),
       net.update_ops());
   std::vector<Output> grads;
   std::vector<Output> values;
@@ -233,8 +231,7 @@ TEST(SumToShapeTest, EqualShapesAndLeadingDimensions) {
   ASSERT_TRUE(AddGradients(s, {sum}, {a, b, c}, &grads).ok()) << s.status();
   Tensor av = RandomTensor(TensorShape({2, 3}), 1), bv = RandomTensor(TensorShape({2, 3}), 2);
   Tensor cv = RandomTensor(TensorShape({3}), 3);
-  auto out = test::RunScope(s, {{"a", av}, {"b", bv}, {"c", cv}},
-                            {grads[0], grads[1], grads[2]});
+  auto out = test::RunScope(s, {{"a", av}, {"b", bv}, {"c", cv}}, {grads[0], grads[1], grads[2]});
   ASSERT_TRUE(out.ok()) << out.status();
   test::ExpectValues<float>((*out)[0], {2, 2, 2, 2, 2, 2});
   test::ExpectValues<float>((*out)[1], {2, 2, 2, 2, 2, 2});

@@ -225,9 +225,27 @@ with tempfile.TemporaryDirectory() as tmp:
 unknown = run("--epoch", "3")
 check("unknown flag is rejected with a suggestion", unknown.returncode == 2 and "--epochs" in unknown.stderr,
       unknown.stderr)
-bad_model = run("--model", "resnet", "--max-steps", "1")
-check("unknown model lists the known ones", bad_model.returncode == 1 and "cnn or mlp" in bad_model.stderr,
+bad_model = run("--model", "vgg16", "--max-steps", "1")
+check("unknown model lists the known ones",
+      bad_model.returncode == 1 and "cnn, mlp, resnet, resnet18 or resnet50" in bad_model.stderr,
       bad_model.stderr)
+# --synthetic: one fixed batch of random images, images/s from the median step after warm-up.
+synthetic = run("--model", "resnet18", "--synthetic", "--batch-size", "2", "--max-steps", "4",
+                "--optimizer", "momentum")
+check("--synthetic trains ResNet-18 on 224x224x3 images of 1000 classes and reports images/s",
+      synthetic.returncode == 0 and "224x224x3 images, 1000 classes, batch 2" in synthetic.stdout
+      and re.search(r"resnet18 synthetic: [0-9.]+ images/s \(median step [0-9.]+ ms over 2 steps",
+                    synthetic.stdout) is not None, synthetic.stdout + synthetic.stderr)
+losses = [float(v) for v in re.findall(r"step \d+: loss ([0-9.]+)", synthetic.stdout)]
+check("--synthetic steps train (the loss on the fixed batch falls)",
+      len(losses) == 4 and losses[-1] < losses[0], synthetic.stdout)
+small = run("--model", "resnet", "--synthetic", "--batch-size", "8", "--max-steps", "2")
+check("--synthetic with a Fashion-MNIST-sized model", small.returncode == 0 and
+      "28x28x1 images, 10 classes, batch 8" in small.stdout, small.stdout + small.stderr)
+bad_synthetic = run("--model", "resnet", "--synthetic", "--strategy", "allreduce", "--devices", "2")
+check("--synthetic refuses a data-parallel strategy",
+      bad_synthetic.returncode == 1 and "--synthetic measures one model" in bad_synthetic.stderr,
+      bad_synthetic.stderr)
 help_text = run("--help")
 check("--help explains every flag", help_text.returncode == 0 and all(
     f"--{f}" in help_text.stdout for f in ["model", "batch-size", "epochs", "optimizer", "lr", "threads",

@@ -45,9 +45,8 @@ absl::Status TrainSynthetic(const TrainConfig& c) {
 
   // One batch, fed every step.
   const TensorShape shape =
-      g->model.image_layout
-          ? TensorShape({c.batch_size, spec.height, spec.width, spec.channels})
-          : TensorShape({c.batch_size, spec.height * spec.width * spec.channels});
+      g->model.image_layout ? TensorShape({c.batch_size, spec.height, spec.width, spec.channels})
+                            : TensorShape({c.batch_size, spec.height * spec.width * spec.channels});
   Tensor images(DT_FLOAT, shape);
   Tensor labels(DT_INT32, TensorShape({c.batch_size}));
   std::mt19937_64 rng(static_cast<uint64_t>(c.seed));
@@ -60,8 +59,8 @@ absl::Status TrainSynthetic(const TrainConfig& c) {
   absl::PrintF(
       "training %s on synthetic data (%dx%dx%d images, %d classes, batch %d), %s lr %g, %d "
       "thread(s), graph optimizer %s; %d steps, the first %d warm-up\n",
-      c.model, spec.height, spec.width, spec.channels, spec.classes, c.batch_size, c.optimizer,
-      lr, c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.graph_optimizer, steps,
+      c.model, spec.height, spec.width, spec.channels, spec.classes, c.batch_size, c.optimizer, lr,
+      c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.graph_optimizer, steps,
       std::min(kWarmup, steps - 1));
   std::fflush(stdout);
   const std::vector<std::pair<std::string, Tensor>> feeds = {
@@ -78,8 +77,7 @@ absl::Status TrainSynthetic(const TrainConfig& c) {
     SF_RETURN_IF_ERROR(session->Run(run_options, feeds, {g->model.loss.name()},
                                     {g->train_op.node()->name()}, &out, &metadata));
     const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     step_ms.push_back(ms);
     absl::PrintF("step %d: loss %.4f, %.1f ms (%.1f images/s)\n", step, out[0].scalar<float>(), ms,
                  1000.0 * c.batch_size / ms);
@@ -90,8 +88,9 @@ absl::Status TrainSynthetic(const TrainConfig& c) {
   std::vector<double> timed(step_ms.begin() + std::min<int64_t>(kWarmup, steps - 1), step_ms.end());
   std::sort(timed.begin(), timed.end());
   const double median = timed[timed.size() / 2];
-  absl::PrintF("%s synthetic: %.2f images/s (median step %.1f ms over %d steps after warm-up)\n",
-               c.model, 1000.0 * c.batch_size / median, median, timed.size());
+  absl::PrintF("%s synthetic: %.2f images/s (median step %.1f ms over %d step%s after warm-up)\n",
+               c.model, 1000.0 * c.batch_size / median, median, timed.size(),
+               timed.size() == 1 ? "" : "s");
   return absl::OkStatus();
 }
 

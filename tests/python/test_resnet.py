@@ -1,0 +1,121 @@
+"""Batch normalisation and ResNets from Python: TF1's tf.layers.batch_normalization with
+UPDATE_OPS (a Python bool or a bool placeholder for `training`), the layer classes, and
+sf.applications' ResNets (shapes, variables, updates, learning a fixed batch)."""
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    g = sf.Graph()
+    with g.as_default():
+        yield g
+
+
+def _moments(x):
+    flat = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    return flat.mean(0), flat.var(0)
+
+
+def test_tf1_batch_normalization_with_update_ops():
+    rng = np.random.RandomState(0)
+    xv = (rng.rand(8, 3, 3, 4) * 4 + 2).astype(np.float32)
+    x = sf.placeholder(sf.float32, [None, 3, 3, 4], name="x")
+    is_training = sf.placeholder(sf.bool_, [], name="is_training")
+    y = sf.layers.batch_normalization(x, momentum=0.9, training=is_training, name="bn")
+    update_ops = sf.get_collection(sf.GraphKeys.UPDATE_OPS)
+    assert len(update_ops) == 2
+    names = sorted(v.name for v in sf.global_variables())
+    assert names == ["bn/beta:0", "bn/gamma:0", "bn/moving_mean:0", "bn/moving_variance:0"]
+    assert sorted(v.name for v in sf.trainable_variables()) == ["bn/beta:0", "bn/gamma:0"]
+    loss = sf.reduce_sum(y * y)
+    with sf.control_dependencies(update_ops):
+        train = sf.train.GradientDescentOptimizer(0.0).minimize(loss)  # lr 0: only the updates
+    by_name = {v.name: v for v in sf.global_variables()}
+    moving, moving_var = by_name["bn/moving_mean:0"], by_name["bn/moving_variance:0"]
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        # Training: the batch's statistics normalise.
+        out = sess.run(y, {x: xv, is_training: True})
+        mean, var = _moments(out)
+        np.testing.assert_allclose(mean, 0, atol=1e-5)
+        np.testing.assert_allclose(var, 1, atol=1e-2)
+        # Evaluating changed nothing; a training step moves the averages by 10%.
+        np.testing.assert_allclose(sess.run(moving), 0)
+        sess.run(train, {x: xv, is_training: True})
+        x_mean, x_var = _moments(xv)
+        n = xv.size // 4
+        np.testing.assert_allclose(sess.run(moving), 0.1 * x_mean, rtol=1e-5)
+        np.testing.assert_allclose(sess.run(moving_var), 0.9 + 0.1 * x_var * n / (n - 1),
+                                   rtol=1e-5)
+        # A step with is_training False uses and keeps the moving averages.
+        before = sess.run(moving)
+        sess.run(train, {x: xv, is_training: False})
+        np.testing.assert_allclose(sess.run(moving), before)
+        out = sess.run(y, {x: xv, is_training: False})
+        mm, mv = sess.run([moving, moving_var])
+        np.testing.assert_allclose(out, (xv - mm) / np.sqrt(mv + 1e-3), rtol=1e-4, atol=1e-5)
+
+
+def test_batch_normalization_layer_python_bool_and_errors():
+    x = sf.placeholder(sf.float32, [4, 5], name="x")
+    bn = sf.layers.BatchNormalization(momentum=0.5, name="norm")
+    y_train = bn(x, training=True)
+    y_eval = bn(x)
+    assert len(bn.updates) == 2
+    assert len(bn.variables) == 4
+    xv = np.random.RandomState(1).randn(4, 5).astype(np.float32)
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run(bn.updates, {x: xv})
+        np.testing.assert_allclose(sess.run(bn.moving_mean.value()), 0.5 * xv.mean(0),
+                                   rtol=1e-5, atol=1e-6)
+        a, b = sess.run([y_train, y_eval], {x: xv})
+        np.testing.assert_allclose(a.mean(0), 0, atol=1e-5)
+        assert not np.allclose(a, b)
+    with pytest.raises(ValueError, match="momentum must be in"):
+        sf.layers.BatchNormalization(momentum=1.0)
+    with pytest.raises(ValueError, match="only the last axis"):
+        sf.layers.BatchNormalization(axis=1)
+
+
+def test_resnet50_graph():
+    images = sf.placeholder(sf.float32, [None, 64, 64, 3], name="images")
+    net = sf.applications.ResNet([3, 4, 6, 3], bottleneck=True, width=8, classes=10,
+                                 name="resnet50")
+    logits = net(images, training=True)
+    eval_logits = net(images)
+    assert logits.shape.as_list() == [None, 10]
+    assert eval_logits.shape.as_list() == [None, 10]
+    # 53 batch norms (stem, 16 blocks x 3, 4 projection shortcuts), two updates each.
+    assert len(net.updates) == 2 * 53
+    names = {v.name for v in net.variables}
+    assert "resnet50/stage4/block3/conv3/kernel:0" in names
+    assert "resnet50/stage2/block1/conv_shortcut/kernel:0" in names
+    assert len(net.variables) == 53 * 5 + 2
+    with pytest.raises(ValueError, match="one block per stage"):
+        sf.applications.ResNet([2, 0], bottleneck=False)
+
+
+def test_small_resnet_learns_a_batch():
+    rng = np.random.RandomState(2)
+    xv = rng.randn(16, 12, 12, 1).astype(np.float32)
+    yv = (np.arange(16) % 4).astype(np.int32)
+    x = sf.placeholder(sf.float32, [None, 12, 12, 1], name="x")
+    labels = sf.placeholder(sf.int32, [None], name="labels")
+    net = sf.applications.small_resnet(classes=4, width=4)
+    logits = net(x, training=True)
+    eval_logits = net(x)
+    loss = sf.reduce_mean(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                         logits=logits))
+    with sf.control_dependencies(net.updates):
+        train = sf.train.AdamOptimizer(0.01).minimize(loss)
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        losses = [sess.run([loss, train], {x: xv, labels: yv})[0] for _ in range(40)]
+        assert losses[-1] < 0.5 * losses[0], losses
+        predictions = sess.run(eval_logits, {x: xv}).argmax(1)
+        assert predictions.shape == (16,)
