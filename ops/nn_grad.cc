@@ -90,6 +90,33 @@ absl::Status FusedConv2DGrad(const Scope& s, const Operation& op, const GradOutp
   return FusedProductGrad("Conv2D", s, op, dy, dx);
 }
 
+// The remapper makes _FusedConv2DBatchNorm in graphs that are already differentiated; this is
+// for graphs that use it directly. The convolution is recomputed, then the inference batch norm's
+// gradient (FusedBatchNormGrad, is_training false) and Conv2D's registered gradient follow; the
+// moving statistics get none, as FusedBatchNorm's.
+absl::Status FusedConv2DBatchNormGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                      GradOutputs* dx) {
+  Output g;
+  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  float epsilon;
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "epsilon", &epsilon));
+  Output conv = ops::Conv2D(s, GradInput(op, 0), GradInput(op, 1), w.strides, w.padding);
+  Output inv_std = ops::Rsqrt(s, ops::Add(s, GradInput(op, 5), epsilon));
+  auto bn = ops::FusedBatchNormGrad(s, g, conv, GradInput(op, 2), GradInput(op, 4), inv_std,
+                                    epsilon, /*is_training=*/false);
+  bool no_gradient = false;
+  const GradFunc* fn = GradientRegistry::Global()->Lookup("Conv2D", &no_gradient);
+  if (fn == nullptr) return absl::InternalError("no gradient function for Conv2D");
+  SF_RETURN_IF_ERROR((*fn)(s, op, {bn.x_backprop}, dx));
+  dx->push_back(bn.scale_backprop);
+  dx->push_back(bn.offset_backprop);
+  dx->push_back(Output());  // mean
+  dx->push_back(Output());  // variance
+  return absl::OkStatus();
+}
+
 absl::Status FusedMatMulGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                              GradOutputs* dx) {
   return FusedProductGrad("MatMul", s, op, dy, dx);
@@ -186,6 +213,7 @@ REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
 REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGrad);
 REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
 REGISTER_GRADIENT("FusedBatchNorm", FusedBatchNormGrad);
+REGISTER_GRADIENT("_FusedConv2DBatchNorm", FusedConv2DBatchNormGrad);
 REGISTER_GRADIENT("Dropout", DropoutGrad);
 
 }  // namespace shardflow

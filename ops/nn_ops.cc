@@ -260,6 +260,25 @@ absl::Status FusedConv2DShape(InferenceContext* c) {
   return CheckFusedBiasAndActivation(c, filter.dim(3));
 }
 
+// Inputs 2..5 (scale, offset, mean, variance) are vectors of the filter's output channels.
+absl::Status FusedConv2DBatchNormShape(InferenceContext* c) {
+  SF_RETURN_IF_ERROR(Conv2DShape(c));
+  TensorShape filter;
+  SF_RETURN_IF_ERROR(c->WithRank(1, 4, &filter));
+  for (int i = 2; i <= 5; ++i) {
+    TensorShape v;
+    SF_RETURN_IF_ERROR(c->WithRank(i, 1, &v));
+    if (filter.dim(3) >= 0 && v.dim(0) >= 0 && v.dim(0) != filter.dim(3)) {
+      return c->InvalidArgument(absl::StrCat("input ", i, " has ", v.dim(0), " values for ",
+                                             filter.dim(3), " output channels"));
+    }
+  }
+  std::string activation;
+  SF_RETURN_IF_ERROR(c->GetAttr("activation", &activation));
+  absl::Status s = CheckFusedActivation(activation);
+  return s.ok() ? s : c->InvalidArgument(std::string(s.message()));
+}
+
 // Each output element of a convolution is a dot product over the filter's height, width and
 // input channels: a multiply and an add each. `filter` is [KH, KW, IC, OC].
 double ConvFlops(const OpCostContext& c, const TensorShape& out, const TensorShape& filter) {
@@ -306,6 +325,28 @@ REGISTER_OP("_FusedConv2D")
     .SetShapeFn(FusedConv2DShape)
     .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.output(0), c.input(1)); })
     .Doc("activation(Conv2D(input, filter) + bias); activation \"\", Relu, Tanh or Sigmoid.");
+
+// Made by the remapping pass from Conv2D + an inference FusedBatchNorm (+ activation) whose
+// statistics are not constants (variables: a model evaluated as it trains); the batch norm's
+// per-channel scale and shift are applied as the convolution writes its output.
+REGISTER_OP("_FusedConv2DBatchNorm")
+    .Input("input: T")
+    .Input("filter: T")
+    .Input("scale: T")
+    .Input("offset: T")
+    .Input("mean: T")
+    .Input("variance: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("epsilon: float = 0.001")
+    .Attr("activation: string = ''")
+    .SetShapeFn(FusedConv2DBatchNormShape)
+    .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.output(0), c.input(1)); })
+    .Doc(
+        "activation((Conv2D(input, filter) - mean) * scale / sqrt(variance + epsilon) + "
+        "offset): Conv2D and an inference FusedBatchNorm in one pass.");
 
 REGISTER_OP("Conv2DBackpropInput")
     .Input("input_sizes: int32")

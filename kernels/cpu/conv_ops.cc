@@ -230,9 +230,10 @@ struct ForwardEntry {
 // Runs the cached forward convolution of `e` on NHWC src/dst and an HWIO filter. `filter` is
 // reordered into the primitive's layout first.
 // `bias` (may be null): for a primitive made with one (_FusedConv2D).
+// `post_op_inputs` (may be empty): the per-channel inputs of binary post-ops 0, 1, ...
 absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memory::desc& filter_md,
-                        const void* src, const void* filter, void* dst,
-                        const void* bias = nullptr) {
+                        const void* src, const void* filter, void* dst, const void* bias = nullptr,
+                        const std::vector<const float*>& post_op_inputs = {}) {
   CallBuffers buffers(ctx);
   SF_ASSIGN_OR_RETURN(void* scratch, buffers.Get(e.scratch_bytes));
   dnnl::engine& eng = CpuEngine();
@@ -253,6 +254,11 @@ absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memor
       {DNNL_ARG_SCRATCHPAD, scratch_mem}};
   if (bias != nullptr) {
     args.insert({DNNL_ARG_BIAS, memory(e.pd.bias_desc(), eng, const_cast<void*>(bias))});
+  }
+  for (size_t i = 0; i < post_op_inputs.size(); ++i) {
+    const memory::desc md({1, e.pd.dst_desc().dims()[1], 1, 1}, kF32, Tag::nchw);
+    args.insert({DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
+                 memory(md, eng, const_cast<float*>(post_op_inputs[i]))});
   }
   e.prim.execute(stream, args);
   stream.wait();
@@ -298,6 +304,20 @@ class Conv2DOp : public ConvOpBase<ForwardEntry> {
 
 // ---- _FusedConv2D ---------------------------------------------------------------------------
 
+// The activation of _Fused* ops as a oneDNN eltwise algorithm.
+dnnl::algorithm EltwiseOf(const std::string& activation) {
+  return activation == "Relu"   ? dnnl::algorithm::eltwise_relu
+         : activation == "Tanh" ? dnnl::algorithm::eltwise_tanh
+                                : dnnl::algorithm::eltwise_logistic;
+}
+
+float Activate(const std::string& activation, float v) {
+  if (activation == "Relu") return v > 0 ? v : 0;
+  if (activation == "Tanh") return std::tanh(v);
+  if (activation == "Sigmoid") return 1 / (1 + std::exp(-v));
+  return v;
+}
+
 // Conv2D + BiasAdd (+ Relu, Tanh, Sigmoid) as one oneDNN primitive: the bias and the activation
 // (a post-op) are applied as the convolution writes its output, saving two passes over it. Made
 // by the graph optimizer's remapping pass.
@@ -326,11 +346,7 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
     if (g.cin == 0) {  // no input channels: every position is activation(bias)
       float* o = out->data<float>();
       for (int64_t i = 0; i < out->NumElements(); ++i) {
-        float v = bias.data<float>()[i % g.cout];
-        if (activation_ == "Relu") v = v > 0 ? v : 0;
-        if (activation_ == "Tanh") v = std::tanh(v);
-        if (activation_ == "Sigmoid") v = 1 / (1 + std::exp(-v));
-        o[i] = v;
+        o[i] = Activate(activation_, bias.data<float>()[i % g.cout]);
       }
       return;
     }
@@ -348,10 +364,7 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
     dnnl::primitive_attr attr = UserScratchpad();
     if (!activation_.empty()) {
       dnnl::post_ops post;
-      const dnnl::algorithm alg = activation_ == "Relu"   ? dnnl::algorithm::eltwise_relu
-                                  : activation_ == "Tanh" ? dnnl::algorithm::eltwise_tanh
-                                                          : dnnl::algorithm::eltwise_logistic;
-      post.append_eltwise(1.0f, alg, 0.0f, 0.0f);
+      post.append_eltwise(1.0f, EltwiseOf(activation_), 0.0f, 0.0f);
       attr.set_post_ops(post);
     }
     return MakeForwardEntry(dnnl::convolution_forward::primitive_desc(d, attr, CpuEngine()),
@@ -359,6 +372,108 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
   }
 
   std::string activation_;
+};
+
+// ---- _FusedConv2DBatchNorm ------------------------------------------------------------------
+
+struct BatchNormConvEntry {
+  std::unique_ptr<ForwardEntry> forward;
+  // The scale, shift and activation run as post-ops of the convolution's own kernel; else (no
+  // optimised kernel takes them here) in one pass over its output.
+  bool post_ops = false;
+};
+
+// Conv2D + inference FusedBatchNorm (+ activation), made by the remapping pass: y =
+// act(conv * s + b) per output channel, s = scale / sqrt(variance + epsilon), b = offset - mean *
+// s, as binary post-ops (multiply, add) and an eltwise post-op of one oneDNN primitive.
+class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
+ public:
+  explicit FusedConv2DBatchNormOp(OpKernelConstruction* c) : ConvOpBase(c) {
+    absl::Status s = c->GetAttr("activation", &activation_);
+    if (s.ok()) s = CheckFusedActivation(activation_);
+    if (s.ok()) s = c->GetAttr("epsilon", &epsilon_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+ private:
+  void ComputeConv(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
+    ConvGeometry g;
+    OP_REQUIRES_OK(ctx, Geometry(input.shape(), filter.shape(), &g));
+    static constexpr const char* kNames[] = {"scale", "offset", "mean", "variance"};
+    for (int i = 2; i <= 5; ++i) {
+      const Tensor& v = ctx->input(i);
+      OP_REQUIRES(ctx, v.dims() == 1 && v.dim_size(0) == g.cout,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      kNames[i - 2], " must be a vector of ", g.cout,
+                      " values (the filter's out channels), got ", v.shape().DebugString())));
+    }
+    std::vector<float> scale(g.cout), shift(g.cout);
+    for (int64_t k = 0; k < g.cout; ++k) {
+      const double s = ctx->input(2).data<float>()[k] /
+                       std::sqrt(static_cast<double>(ctx->input(5).data<float>()[k]) + epsilon_);
+      scale[k] = static_cast<float>(s);
+      shift[k] =
+          static_cast<float>(ctx->input(3).data<float>()[k] - ctx->input(4).data<float>()[k] * s);
+    }
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
+    if (out->NumElements() == 0) return;
+    float* o = out->data<float>();
+    const int64_t positions = out->NumElements() / g.cout;
+    if (g.cin == 0) {  // no input channels: every position is act(shift)
+      for (int64_t p = 0; p < positions; ++p) {
+        for (int64_t k = 0; k < g.cout; ++k) o[p * g.cout + k] = Activate(activation_, shift[k]);
+      }
+      return;
+    }
+    SetOneDnnThreads(ctx);
+    const BatchNormConvEntry& e = GetEntry(g);
+    if (e.post_ops) {
+      OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
+                                     filter.raw_data(), o, nullptr, {scale.data(), shift.data()}));
+      return;
+    }
+    OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
+                                   filter.raw_data(), o));
+    for (int64_t p = 0; p < positions; ++p) {
+      float* row = o + p * g.cout;
+      for (int64_t k = 0; k < g.cout; ++k)
+        row[k] = Activate(activation_, row[k] * scale[k] + shift[k]);
+    }
+  }
+
+  std::unique_ptr<BatchNormConvEntry> MakeEntry(const ConvGeometry& g) const override {
+    auto e = std::make_unique<BatchNormConvEntry>();
+    const memory::desc channel({1, g.cout, 1, 1}, kF32, Tag::nchw);
+    dnnl::post_ops post;
+    post.append_binary(dnnl::algorithm::binary_mul, channel);
+    post.append_binary(dnnl::algorithm::binary_add, channel);
+    if (!activation_.empty()) post.append_eltwise(1.0f, EltwiseOf(activation_), 0.0f, 0.0f);
+    dnnl::primitive_attr attr = UserScratchpad();
+    attr.set_post_ops(post);
+    dnnl::convolution_forward::desc d(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, g.src(),
+        g.filter(Tag::any), g.dst(), g.strides(), g.pad_l(), g.pad_r());
+    try {
+      dnnl::convolution_forward::primitive_desc pd(d, attr, CpuEngine());
+      // Only an optimised kernel: a reference one with post-ops is slower than two passes.
+      const std::string impl = pd.impl_info_str();
+      if (impl.rfind("jit", 0) == 0 || impl.rfind("brg", 0) == 0) {
+        e->forward = MakeForwardEntry(pd, g.filter(Tag::hwio));
+        e->post_ops = true;
+        return e;
+      }
+    } catch (const dnnl::error&) {
+      // No kernel takes these post-ops: the pass after the convolution does.
+    }
+    e->forward = MakeForwardEntry(ForwardPd(g), g.filter(Tag::hwio));
+    return e;
+  }
+
+  std::string activation_;
+  float epsilon_ = 0.001f;
 };
 
 // ---- Conv2DBackpropInput --------------------------------------------------------------------
@@ -542,6 +657,8 @@ class Conv2DBackpropFilterOp : public ConvOpBase<BackwardFilterEntry> {
 REGISTER_KERNEL(KernelDef("Conv2D").Device(kDeviceCpu).TypeConstraint<float>("T"), Conv2DOp);
 REGISTER_KERNEL(KernelDef("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"),
                 FusedConv2DOp);
+REGISTER_KERNEL(KernelDef("_FusedConv2DBatchNorm").Device(kDeviceCpu).TypeConstraint<float>("T"),
+                FusedConv2DBatchNormOp);
 REGISTER_KERNEL(KernelDef("Conv2DBackpropInput")
                     .Device(kDeviceCpu)
                     .TypeConstraint<float>("T")

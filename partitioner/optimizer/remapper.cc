@@ -1,8 +1,10 @@
 // remapping: MatMul or Conv2D, then BiasAdd, then optionally Relu, Tanh or Sigmoid, become one
 // _FusedMatMul / _FusedConv2D (kernels/cpu: the bias and the activation are applied as the
-// product is written). Only when nothing else reads the intermediate results: in a training
-// graph the activation's gradient reads the activation's output, which the fused node still
-// produces under the same name.
+// product is written). An inference batch norm after a Conv2D is folded into constant weights
+// when its statistics are constants (a frozen graph), else fused with the convolution (and an
+// activation after it) into _FusedConv2DBatchNorm. Only when nothing else reads the intermediate
+// results: in a training graph the activation's gradient reads the activation's output, which the
+// fused node still produces under the same name.
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -27,12 +29,16 @@ class Remapper : public GraphOptimizationPass {
   // Before fusing: inference batch norms folded into the weights before them.
   static absl::Status FoldBatchNorms(const GraphOptimizerOptions& options, Graph* graph,
                                      std::vector<std::string>* changes);
+  // Then the others after a Conv2D: one _FusedConv2DBatchNorm.
+  static absl::Status FuseConvBatchNorms(const GraphOptimizerOptions& options, Graph* graph,
+                                         std::vector<std::string>* changes);
 
   const char* name() const override { return "remapping"; }
 
   absl::Status Run(const GraphOptimizerOptions& options, Graph* graph,
                    std::vector<std::string>* changes) override {
     SF_RETURN_IF_ERROR(FoldBatchNorms(options, graph, changes));
+    SF_RETURN_IF_ERROR(FuseConvBatchNorms(options, graph, changes));
     SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph->TopologicalOrder());
     std::vector<int> ids;
     for (Node* n : order) ids.push_back(n->id());
@@ -191,6 +197,78 @@ absl::Status Remapper::FoldBatchNorms(const GraphOptimizerOptions& options, Grap
         graph->RemoveNode(c);
       }
     }
+    changes->push_back(what);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Remapper::FuseConvBatchNorms(const GraphOptimizerOptions& options, Graph* graph,
+                                          std::vector<std::string>* changes) {
+  std::vector<int> ids;
+  for (Node* n : graph->nodes()) ids.push_back(n->id());
+  for (int id : ids) {
+    Node* bn = graph->node(id);
+    if (bn == nullptr || bn->op() != "FusedBatchNorm" || optimizer::IsFixed(*bn, options)) continue;
+    bool training = true;
+    float epsilon = 0.001f;
+    if (!GetAttr(bn->attrs(), "is_training", &training).ok() || training ||
+        !GetAttr(bn->attrs(), "epsilon", &epsilon).ok() || bn->output_type(0) != DT_FLOAT) {
+      continue;
+    }
+    bool other_outputs_read = false;
+    for (const Edge* e : bn->out_edges()) other_outputs_read |= !e->IsControl() && e->src_output;
+    const Edge* in = bn->input_edge(0);
+    if (other_outputs_read || in == nullptr) continue;
+    Node* conv = in->src;
+    if (conv->op() != "Conv2D" || !IsFloat(*conv) || SoleReader(*conv) != bn ||
+        optimizer::IsFixed(*conv, options) || !optimizer::SameDevice(*conv, *bn) ||
+        conv->input_edge(0) == nullptr || conv->input_edge(1) == nullptr) {
+      continue;
+    }
+    bool inputs_ok = true;
+    for (int i = 1; i <= 4; ++i) inputs_ok &= bn->input_edge(i) != nullptr;
+    if (!inputs_ok) continue;
+    // The activation reads only output 0 through its only edge (SoleReader looks at output 0).
+    Node* activation = bn->out_edges().size() == 1 ? SoleReader(*bn) : nullptr;
+    if (activation != nullptr &&
+        (!IsFloat(*activation) || optimizer::IsFixed(*activation, options) ||
+         !optimizer::SameDevice(*bn, *activation) ||
+         (activation->op() != "Relu" && activation->op() != "Tanh" &&
+          activation->op() != "Sigmoid"))) {
+      activation = nullptr;
+    }
+    Node* last = activation != nullptr ? activation : bn;
+    NodeDef def;
+    def.set_name(last->name());
+    def.set_op("_FusedConv2DBatchNorm");
+    def.set_device(last->requested_device());
+    def.set_assigned_device(last->assigned_device());
+    for (const auto& [attr, value] : conv->attrs()) (*def.mutable_attr())[attr] = value;
+    (*def.mutable_attr())["epsilon"] = MakeAttr(epsilon);
+    (*def.mutable_attr())["activation"] =
+        MakeAttr(activation != nullptr ? activation->op() : std::string());
+    std::vector<std::pair<Node*, int>> inputs;
+    for (const Edge* e : {conv->input_edge(0), conv->input_edge(1), bn->input_edge(1),
+                          bn->input_edge(2), bn->input_edge(3), bn->input_edge(4)}) {
+      inputs.push_back({e->src, e->src_output});
+    }
+    std::vector<Node*> waits_for;
+    for (Node* n : {conv, bn, activation}) {
+      if (n == nullptr) continue;
+      for (const Edge* e : n->in_edges()) {
+        if (e->IsControl() && e->src != conv && e->src != bn) waits_for.push_back(e->src);
+      }
+    }
+    const std::string what = absl::StrCat(
+        "fused '", conv->name(), "' (Conv2D) + '", bn->name(), "' (FusedBatchNorm, inference)",
+        activation != nullptr
+            ? absl::StrCat(" + '", activation->name(), "' (", activation->op(), ")")
+            : "",
+        " into _FusedConv2DBatchNorm");
+    graph->RemoveNode(conv);
+    if (last != bn) graph->RemoveNode(bn);
+    SF_RETURN_IF_ERROR(
+        optimizer::ReplaceNode(graph, last, std::move(def), inputs, waits_for).status());
     changes->push_back(what);
   }
   return absl::OkStatus();

@@ -550,6 +550,16 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
         a["activation"] = MakeAttr(std::string("Relu"));
         return a;
       };
+      // Conv2D, then (v - mean) * scale / sqrt(variance + eps) + offset, then Relu: with mean 1,
+      // variance 4 - eps, scale 2, offset -7: relu([6, 8, 12, 14] - 1 - 7).
+      m["_FusedConv2DBatchNorm"] =
+          Fixed({img, diag, D({2}, {1}), D({-7}, {1}), D({1}, {1}), D({4 - 0.001}, {1})},
+                D({0, 0, 4, 6}, {1, 2, 2, 1}));
+      m["_FusedConv2DBatchNorm"].attrs = [conv](DataType dt) {
+        Attrs a = conv(dt);
+        a["activation"] = MakeAttr(std::string("Relu"));
+        return a;
+      };
       m["Conv2DBackpropInput"] = Fixed({I32({1, 3, 3, 1}), diag, D({1, 2, 3, 4}, {1, 2, 2, 1})},
                                        D({1, 2, 0, 3, 5, 2, 0, 3, 4}, {1, 3, 3, 1}));
       m["Conv2DBackpropInput"].attrs = conv;

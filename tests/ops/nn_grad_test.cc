@@ -124,6 +124,40 @@ TEST(NnGradTest, FusedMatMulAndFusedConv2D) {
   }
 }
 
+// Conv2D + inference batch norm (+ activation) as the remapper fuses them, with respect to the
+// input, the filter, the scale and the offset.
+TEST(NnGradTest, FusedConv2DBatchNorm) {
+  uint32_t seed = 60;
+  for (const std::string activation : {"", "Relu", "Tanh"}) {
+    SCOPED_TRACE("_FusedConv2DBatchNorm activation '" + activation + "'");
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>({2, 4, 5, 2}, seed++), fv = Random<float>({3, 3, 2, 3}, seed++);
+    Tensor scalev = Random<float>({3}, seed++, 0.5, 1.5), offsetv = Random<float>({3}, seed++);
+    Tensor meanv = Random<float>({3}, seed++), varv = Random<float>({3}, seed++, 0.5, 1.5);
+    AwayFromKink(activation, &fv, &offsetv);
+    Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
+    Output scale = Placeholder(s, "scale", scalev), offset = Placeholder(s, "offset", offsetv);
+    // The mean stays within 0.1 of 0, so Relu's offsets of +2 and -3 keep clear of the kink.
+    for (int64_t i = 0; i < 3; ++i) meanv.data<float>()[i] *= 0.1f;
+    Output y(OpBuilder(s, "_FusedConv2DBatchNorm")
+                 .Input(x)
+                 .Input(f)
+                 .Input(scale)
+                 .Input(offset)
+                 .Input(ops::Const(s, meanv))
+                 .Input(ops::Const(s, varv))
+                 .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
+                 .Attr("padding", std::string("SAME"))
+                 .Attr("epsilon", 0.001f)
+                 .Attr("activation", activation)
+                 .Finalize());
+    auto err =
+        test::MaxGradientError(s, {x, f, scale, offset}, {xv, fv, scalev, offsetv}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 TEST(NnGradTest, MaxPoolAndAvgPool) {
   struct PoolGradCase {
     TensorShape input;

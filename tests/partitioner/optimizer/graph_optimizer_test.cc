@@ -306,6 +306,61 @@ TEST(GraphOptimizerTest, RemappingFoldsAnInferenceBatchNormIntoTheConvolution) {
   EXPECT_EQ(CountOp(trained.metadata.optimized_graph(), "FusedBatchNorm"), 1);
 }
 
+TEST(GraphOptimizerTest, RemappingFusesAConvolutionWithAnInferenceBatchNormOfFedStatistics) {
+  // Statistics that are not constants (fed here; variables in a model evaluated while it
+  // trains): Conv2D + FusedBatchNorm + Relu become one _FusedConv2DBatchNorm, stride 2 and 1x1
+  // included.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 6, 6, 3}));
+  auto f = ops::Placeholder(s.WithOpName("f"), DT_FLOAT, TensorShape({3, 3, 3, 4}));
+  auto f1 = ops::Placeholder(s.WithOpName("f1"), DT_FLOAT, TensorShape({1, 1, 4, 4}));
+  std::vector<Output> stats;
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random({2, 6, 6, 3}, 30)},
+                                                       {"f", Random({3, 3, 3, 4}, 31)},
+                                                       {"f1", Random({1, 1, 4, 4}, 32)}};
+  for (const char* name : {"scale", "offset", "mean", "variance"}) {
+    stats.push_back(ops::Placeholder(s.WithOpName(name), DT_FLOAT, TensorShape({4})));
+    Tensor v = Random({4}, static_cast<uint32_t>(33 + feeds.size()));
+    if (std::string(name) == "variance") {
+      for (int i = 0; i < 4; ++i) v.data<float>()[i] = 1.0f + 0.5f * v.data<float>()[i];
+    }
+    feeds.push_back({name, v});
+  }
+  auto bn = ops::FusedBatchNorm(s.WithOpName("bn"),
+                                ops::Conv2D(s.WithOpName("conv"), x, f, {1, 2, 2, 1}, "SAME"),
+                                stats[0], stats[1], stats[2], stats[3], 0.001f, false);
+  auto h = ops::Relu(s.WithOpName("h"), bn.y);
+  auto bn1 = ops::FusedBatchNorm(s.WithOpName("bn1"),
+                                 ops::Conv2D(s.WithOpName("conv1"), h, f1, {1, 1, 1, 1}, "VALID"),
+                                 stats[0], stats[1], stats[2], stats[3], 0.001f, false);
+  auto y = ops::Identity(s.WithOpName("y"), bn1.y);
+  Result on = Compare(s, feeds, {"y"}, 1e-4);
+  const std::string changes = Changes(on.metadata, "remapping");
+  EXPECT_NE(changes.find("fused 'conv' (Conv2D) + 'bn' (FusedBatchNorm, inference) + 'h' (Relu) "
+                         "into _FusedConv2DBatchNorm"),
+            std::string::npos)
+      << changes;
+  EXPECT_NE(changes.find("fused 'conv1' (Conv2D) + 'bn1' (FusedBatchNorm, inference) into "
+                         "_FusedConv2DBatchNorm"),
+            std::string::npos)
+      << changes;
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "FusedBatchNorm"), 0);
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "_FusedConv2DBatchNorm"), 2);
+  // A batch norm whose batch statistics are read (training) is left alone.
+  Scope t = Scope::NewRootScope();
+  auto tx = ops::Placeholder(t.WithOpName("x"), DT_FLOAT, TensorShape({2, 6, 6, 3}));
+  auto tf = ops::Placeholder(t.WithOpName("f"), DT_FLOAT, TensorShape({3, 3, 3, 4}));
+  const Output none = ops::Const(t, Tensor(DT_FLOAT, TensorShape({0})));
+  auto tbn = ops::FusedBatchNorm(t.WithOpName("bn"), ops::Conv2D(t, tx, tf, {1, 1, 1, 1}, "SAME"),
+                                 ops::Const(t, Random({4}, 21)), ops::Const(t, Random({4}, 22)),
+                                 none, none, 0.001f, /*is_training=*/true);
+  ops::Identity(t.WithOpName("ty"), tbn.y);
+  ops::Identity(t.WithOpName("tm"), tbn.batch_mean);
+  Result trained = Compare(t, {{"x", Random({2, 6, 6, 3}, 25)}, {"f", Random({3, 3, 3, 4}, 26)}},
+                           {"ty", "tm"}, 1e-4);
+  EXPECT_EQ(CountOp(trained.metadata.optimized_graph(), "_FusedConv2DBatchNorm"), 0);
+}
+
 TEST(GraphOptimizerTest, PassEnabledFollowsTheConfig) {
   RewriterConfig c;
   EXPECT_TRUE(PassEnabled(c, "constant_folding"));
