@@ -23,7 +23,8 @@ namespace shardflow {
 // tests/partitioner/optimizer/ run both on random inputs, forward and gradients.
 // Order: arithmetic simplification first (x*1 becomes x, which lets CSE and folding see more),
 // then folding, CSE, and dependency optimization (forwarding the identities the others left and
-// removing the nodes nothing reads any more); twice, then fusion, once, on the final graph.
+// removing the nodes nothing reads any more); twice, then bfloat16 mixed precision when asked
+// for (Note [bfloat16 mixed precision]), then fusion, once, on the final graph.
 
 bool PassEnabled(const RewriterConfig& config, const std::string& pass) {
   if (config.disable_meta_optimizer()) return false;
@@ -33,6 +34,9 @@ bool PassEnabled(const RewriterConfig& config, const std::string& pass) {
   if (pass == "common_subgraph_elimination") t = config.common_subgraph_elimination();
   if (pass == "dependency_optimization") t = config.dependency_optimization();
   if (pass == "remapping") t = config.remapping();
+  if (pass == "auto_mixed_precision_onednn_bfloat16") {
+    return config.auto_mixed_precision_onednn_bfloat16() == RewriterConfig::ON;
+  }
   return t != RewriterConfig::OFF;
 }
 
@@ -47,6 +51,8 @@ absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Graph* graph,
   for (int round = 0; round < 2; ++round) {
     for (auto& p : passes) order.push_back(p.get());
   }
+  std::unique_ptr<GraphOptimizationPass> mixed_precision = NewAutoMixedPrecision();
+  order.push_back(mixed_precision.get());
   std::unique_ptr<GraphOptimizationPass> remapper = NewRemapper();
   order.push_back(remapper.get());
   for (GraphOptimizationPass* pass : order) {

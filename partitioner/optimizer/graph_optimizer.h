@@ -72,12 +72,15 @@ std::unique_ptr<GraphOptimizationPass> NewConstantFolding();
 std::unique_ptr<GraphOptimizationPass> NewCommonSubgraphElimination();
 std::unique_ptr<GraphOptimizationPass> NewDependencyOptimizer();
 std::unique_ptr<GraphOptimizationPass> NewRemapper();
+// Off unless turned ON: MatMul and convolutions on bfloat16 inputs (auto_mixed_precision.cc).
+std::unique_ptr<GraphOptimizationPass> NewAutoMixedPrecision();
 
 // Runs the passes the config leaves on; `report` (may be null) gets one entry per pass run.
 absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Graph* graph,
                            GraphOptimizerReport* report);
 
-// Whether the config turns the pass named `pass` on (DEFAULT and ON do; disable_all wins).
+// Whether the config turns the pass named `pass` on (DEFAULT and ON do, except for
+// auto_mixed_precision_onednn_bfloat16, which only ON turns on; disable_meta_optimizer wins).
 bool PassEnabled(const RewriterConfig& config, const std::string& pass);
 
 // Helpers the passes share (graph_rewrite_util.cc).

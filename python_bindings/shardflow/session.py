@@ -66,7 +66,9 @@ class GPUOptions:
 class RewriterConfig:
     """The graph optimizer's passes, as TF's RewriterConfig names them (docs/optimizer.md).
 
-    Each is RewriterConfig.DEFAULT (on), ON or OFF; disable_meta_optimizer=True turns all off::
+    Each is RewriterConfig.DEFAULT (on), ON or OFF; disable_meta_optimizer=True turns all off.
+    auto_mixed_precision_onednn_bfloat16 (bfloat16 matrix products and convolutions, fp32
+    master weights; docs/optimizer.md) is the exception: only ON turns it on::
 
         rewrite = sf.RewriterConfig(constant_folding=sf.RewriterConfig.OFF)
         config = sf.ConfigProto(graph_options=sf.GraphOptions(rewrite_options=rewrite))
@@ -75,7 +77,7 @@ class RewriterConfig:
 
     DEFAULT, ON, OFF = 0, 1, 2
     PASSES = ("arithmetic_optimization", "constant_folding", "common_subgraph_elimination",
-              "dependency_optimization", "remapping")
+              "dependency_optimization", "remapping", "auto_mixed_precision_onednn_bfloat16")
 
     def __init__(self, disable_meta_optimizer=False, **passes):
         unknown = set(passes) - set(self.PASSES)

@@ -114,11 +114,13 @@ class SessionHandle {
         rewrite->set_dependency_optimization(t);
       } else if (pass == "remapping") {
         rewrite->set_remapping(t);
+      } else if (pass == "auto_mixed_precision_onednn_bfloat16") {
+        rewrite->set_auto_mixed_precision_onednn_bfloat16(t);
       } else {
         throw StatusError(absl::InvalidArgumentError(absl::StrCat(
             "rewrite_options has no pass '", pass,
             "'; known: arithmetic_optimization, constant_folding, common_subgraph_elimination, "
-            "dependency_optimization, remapping")));
+            "dependency_optimization, remapping, auto_mixed_precision_onednn_bfloat16")));
       }
     }
     SF_PY_ASSIGN_OR_THROW(session_, NewSession(options));

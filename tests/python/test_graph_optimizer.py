@@ -75,3 +75,45 @@ def test_bad_rewrite_options_are_refused():
     sf.constant(1.0)
     with pytest.raises(ValueError, match="DEFAULT, ON or OFF"):
         sf.Session(config=config)
+
+
+def _bf16(a):
+    """Rounds float32 to bfloat16 (nearest even), in float32."""
+    bits = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def test_bfloat16_mixed_precision_is_opt_in():
+    """auto_mixed_precision_onednn_bfloat16=ON: the products read bfloat16-rounded inputs (fp32
+    master weights); off by default."""
+    rng = np.random.RandomState(3)
+    xv, wv = rng.randn(8, 6).astype(np.float32), rng.randn(6, 5).astype(np.float32)
+    x = sf.placeholder(sf.float32, [8, 6], name="x")
+    w = sf.Variable(wv, name="w")
+    y = sf.matmul(x, w, name="y")
+    grad = sf.gradients(sf.reduce_sum(y * y), [w])[0]
+    config = sf.ConfigProto(graph_options=sf.GraphOptions(rewrite_options=sf.RewriterConfig(
+        auto_mixed_precision_onednn_bfloat16=sf.RewriterConfig.ON)))
+    meta = sf.RunMetadata()
+    with sf.Session(config=config) as sess:
+        sess.run(w.initializer)
+        yv, gv = sess.run([y, grad], {x: xv},
+                          options=sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE),
+                          run_metadata=meta)
+        np.testing.assert_allclose(sess.run(w), wv)  # the master weights stay fp32
+    passes = {p["name"]: p for p in meta.optimizer_report}
+    assert "auto_mixed_precision_onednn_bfloat16" in passes
+    np.testing.assert_allclose(yv, _bf16(xv) @ _bf16(wv), rtol=1e-2, atol=1e-4)
+    exact = xv @ wv
+    assert np.abs(yv - exact).max() > 0  # rounding happened
+    np.testing.assert_allclose(yv, exact, rtol=3e-2, atol=3e-2)
+    np.testing.assert_allclose(gv, 2 * xv.T @ exact, rtol=5e-2, atol=5e-2)
+    meta = sf.RunMetadata()
+    with sf.Session() as sess:
+        sess.run(w.initializer)
+        np.testing.assert_allclose(
+            sess.run(y, {x: xv}, options=sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE),
+                     run_metadata=meta), exact, rtol=1e-5, atol=1e-5)
+    assert "auto_mixed_precision_onednn_bfloat16" not in [p["name"] for p in
+                                                          meta.optimizer_report]

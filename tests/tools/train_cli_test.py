@@ -242,6 +242,15 @@ check("--synthetic steps train (the loss on the fixed batch falls)",
 small = run("--model", "resnet", "--synthetic", "--batch-size", "8", "--max-steps", "2")
 check("--synthetic with a Fashion-MNIST-sized model", small.returncode == 0 and
       "28x28x1 images, 10 classes, batch 8" in small.stdout, small.stdout + small.stderr)
+bad_precision = run("--precision", "fp8", "--max-steps", "1")
+check("--precision takes fp32 or bf16",
+      bad_precision.returncode == 1 and "unknown --precision 'fp8'" in bad_precision.stderr,
+      bad_precision.stderr)
+bf16 = run("--model", "mlp", "--synthetic", "--precision", "bf16", "--batch-size", "16",
+           "--max-steps", "3")
+check("--precision bf16 trains (bfloat16 mixed precision)",
+      bf16.returncode == 0 and "bf16" in bf16.stdout and "images/s" in bf16.stdout,
+      bf16.stdout + bf16.stderr)
 bad_synthetic = run("--model", "resnet", "--synthetic", "--strategy", "allreduce", "--devices", "2")
 check("--synthetic refuses a data-parallel strategy",
       bad_synthetic.returncode == 1 and "--synthetic measures one model" in bad_synthetic.stderr,

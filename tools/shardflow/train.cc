@@ -257,6 +257,14 @@ absl::Status Train(TrainConfig c) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --graph-optimizer '", c.graph_optimizer, "'; it takes on or off"));
   }
+  if (c.precision != "fp32" && c.precision != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --precision '", c.precision, "'; it takes fp32 or bf16"));
+  }
+  if (c.precision == "bf16" && c.graph_optimizer == "off") {
+    return absl::InvalidArgumentError(
+        "--precision bf16 is a pass of the graph optimizer: leave out --graph-optimizer off");
+  }
   if (c.lr_decay != "cosine" && c.lr_decay != "none") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --lr-decay '", c.lr_decay, "'; it takes cosine or none"));
@@ -309,13 +317,7 @@ absl::Status Train(TrainConfig c) {
   SF_RETURN_IF_ERROR(g->scope.ToGraphDef(&def));
   SF_ASSIGN_OR_RETURN(Saver saver, Saver::AddToGraph(&def));
   g->saver = std::make_unique<Saver>(std::move(saver));
-  SessionOptions options;
-  options.config.set_intra_op_threads(static_cast<int>(c.threads));
-  options.config.set_inter_op_threads(static_cast<int>(c.threads));
-  options.config.set_cpu_device_count(static_cast<int>(c.devices));
-  options.config.set_placement_policy(c.placement_policy);
-  options.config.set_log_device_placement(c.log_placement);
-  options.config.mutable_rewrite_options()->set_disable_meta_optimizer(c.graph_optimizer == "off");
+  SessionOptions options = TrainSessionOptions(c);
   // With parameter servers every other task is watched: a lost one fails this worker's steps
   // (a synchronous step would otherwise wait for its gradients forever).
   std::shared_ptr<PeerWatch> watch;
@@ -364,11 +366,12 @@ absl::Status Train(TrainConfig c) {
   }
   absl::PrintF(
       "training %s on Fashion-MNIST (%d examples, %d steps/epoch, %sbatch %d), %s lr %g (%s), "
-      "%d thread(s), seed %d\n",
+      "%d thread(s), seed %d%s\n",
       c.model, train.size(), steps_per_epoch, g->replicas.empty() && !ps_strategy ? "" : "global ",
       c.batch_size, c.optimizer, c.lr > 0 ? c.lr : DefaultLearningRate(c.optimizer),
       c.lr_decay == "cosine" ? "cosine decay" : "constant",
-      c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.seed);
+      c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.seed,
+      c.precision == "bf16" ? ", bf16 mixed precision" : "");
   ProgressBar bar(c.epochs, steps_per_epoch, c.progress && is_chief);
   std::vector<std::string> fetch = {g->mean_loss.node() != nullptr ? g->mean_loss.name()
                                                                    : g->model.loss.name()};
@@ -602,6 +605,10 @@ void AddTrainCommand(CommandLine* cli) {
              "and resnet50) and print images/s: a throughput benchmark, no dataset needed; "
              "--max-steps steps (default 12, the first 2 warm-up)");
   flags.Int("batch-size", &c.batch_size, "examples per training step");
+  flags.String("precision", &c.precision,
+               "fp32, or bf16: matrix products and convolutions on bfloat16 inputs with fp32 "
+               "master weights (native bf16 kernels on AVX512-BF16/AMX processors, rounded "
+               "inputs and fp32 kernels elsewhere; docs/optimizer.md)");
   flags.String("graph-optimizer", &c.graph_optimizer,
                "on or off: folding, CSE, fusion of MatMul/Conv2D + bias + activation "
                "(docs/optimizer.md)");

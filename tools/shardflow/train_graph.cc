@@ -140,6 +140,19 @@ double LearningRateAt(const TrainConfig& c, int64_t index, int64_t steps_per_epo
   return base * 0.5 * (1 + std::cos(M_PI * progress));
 }
 
+SessionOptions TrainSessionOptions(const TrainConfig& c) {
+  SessionOptions options;
+  options.config.set_intra_op_threads(static_cast<int>(c.threads));
+  options.config.set_inter_op_threads(static_cast<int>(c.threads));
+  options.config.set_cpu_device_count(static_cast<int>(c.devices));
+  options.config.set_placement_policy(c.placement_policy);
+  options.config.set_log_device_placement(c.log_placement);
+  RewriterConfig* rewrite = options.config.mutable_rewrite_options();
+  rewrite->set_disable_meta_optimizer(c.graph_optimizer == "off");
+  if (c.precision == "bf16") rewrite->set_auto_mixed_precision_onednn_bfloat16(RewriterConfig::ON);
+  return options;
+}
+
 Tensor Rows(const Tensor& t, int64_t begin, int64_t count) {
   TensorShape shape = t.shape();
   shape.set_dim(0, count);

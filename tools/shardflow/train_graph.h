@@ -14,6 +14,7 @@
 #include "distributed/strategies/parameter_server.h"
 #include "ops/training.h"
 #include "runtime/saver.h"
+#include "runtime/session.h"
 #include "tools/shardflow/cluster_flags.h"
 #include "tools/shardflow/models.h"
 
@@ -25,6 +26,9 @@ struct TrainConfig {
   bool synthetic = false;
   // "on" (default) or "off": the graph optimizer (docs/optimizer.md), off for A/B measurements.
   std::string graph_optimizer = "on";
+  // "fp32" (default) or "bf16": matrix products and convolutions on bfloat16 inputs, fp32 master
+  // weights (the optimizer's auto_mixed_precision_onednn_bfloat16 pass).
+  std::string precision = "fp32";
   int64_t batch_size = 64;
   int64_t epochs = 2;
   std::string optimizer = "adam";
@@ -114,6 +118,10 @@ struct Position {
 
 // Rows [begin, begin + count) of `t` (dimension 0), copied.
 Tensor Rows(const Tensor& t, int64_t begin, int64_t count);
+
+// The session options of a training run: threads, devices, placement, the graph optimizer and
+// the precision.
+SessionOptions TrainSessionOptions(const TrainConfig& c);
 
 // The graph of c.strategy. Errors: an unknown --optimizer or --model, the strategy's errors.
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c);

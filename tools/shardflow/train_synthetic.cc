@@ -31,13 +31,7 @@ absl::Status TrainSynthetic(const TrainConfig& c) {
   const ImageSpec& spec = g->model.spec;
   GraphDef def;
   SF_RETURN_IF_ERROR(g->scope.ToGraphDef(&def));
-  SessionOptions options;
-  options.config.set_intra_op_threads(static_cast<int>(c.threads));
-  options.config.set_inter_op_threads(static_cast<int>(c.threads));
-  options.config.set_cpu_device_count(static_cast<int>(c.devices));
-  options.config.set_placement_policy(c.placement_policy);
-  options.config.set_log_device_placement(c.log_placement);
-  options.config.mutable_rewrite_options()->set_disable_meta_optimizer(c.graph_optimizer == "off");
+  SessionOptions options = TrainSessionOptions(c);
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
@@ -58,10 +52,10 @@ absl::Status TrainSynthetic(const TrainConfig& c) {
 
   absl::PrintF(
       "training %s on synthetic data (%dx%dx%d images, %d classes, batch %d), %s lr %g, %d "
-      "thread(s), graph optimizer %s; %d steps, the first %d warm-up\n",
+      "thread(s), graph optimizer %s, %s; %d steps, the first %d warm-up\n",
       c.model, spec.height, spec.width, spec.channels, spec.classes, c.batch_size, c.optimizer, lr,
-      c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.graph_optimizer, steps,
-      std::min(kWarmup, steps - 1));
+      c.threads > 0 ? c.threads : int64_t{NumHardwareThreads()}, c.graph_optimizer, c.precision,
+      steps, std::min(kWarmup, steps - 1));
   std::fflush(stdout);
   const std::vector<std::pair<std::string, Tensor>> feeds = {
       {g->learning_rate.name(), Tensor::Scalar(lr)},

@@ -4,7 +4,12 @@
 // must show that the pass fired.
 #include "partitioner/optimizer/graph_optimizer.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -361,6 +366,119 @@ TEST(GraphOptimizerTest, RemappingFusesAConvolutionWithAnInferenceBatchNormOfFed
   EXPECT_EQ(CountOp(trained.metadata.optimized_graph(), "_FusedConv2DBatchNorm"), 0);
 }
 
+// bfloat16 rounding to nearest even, in fp32 (the reference the pass must match).
+Tensor RoundedToBf16(const Tensor& t) {
+  Tensor out(DT_FLOAT, t.shape());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &t.data<float>()[i], 4);
+    bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&out.data<float>()[i], &bits, 4);
+  }
+  return out;
+}
+
+RewriterConfig MixedPrecision() {
+  RewriterConfig c;
+  c.set_auto_mixed_precision_onednn_bfloat16(RewriterConfig::ON);
+  return c;
+}
+
+// A dense layer and a convolution, with gradients: the rewritten graph computes exactly what the
+// fp32 graph computes on bfloat16-rounded inputs of every product (emulated here, or MatMul in
+// bfloat16 with SHARDFLOW_NATIVE_BF16=1), each rounded tensor is cast once, and the pass is off
+// by default.
+void CheckMixedPrecision(bool native) {
+  setenv("SHARDFLOW_NATIVE_BF16", native ? "1" : "0", 1);
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({4, 6}));
+  auto w = ops::Placeholder(s.WithOpName("w"), DT_FLOAT, TensorShape({6, 5}));
+  auto img = ops::Placeholder(s.WithOpName("img"), DT_FLOAT, TensorShape({2, 5, 5, 2}));
+  auto f = ops::Placeholder(s.WithOpName("f"), DT_FLOAT, TensorShape({3, 3, 2, 3}));
+  auto h = ops::MatMul(s.WithOpName("h"), x, w);
+  auto c = ops::Conv2D(s.WithOpName("c"), img, f, {1, 1, 1, 1}, "SAME");
+  auto loss = ops::Add(s.WithOpName("loss"), ops::Sum(s, ops::Square(s, h), {0, 1}),
+                       ops::Sum(s, ops::Square(s, c), {0, 1, 2, 3}));
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {loss}, {w, f}, &grads).ok());
+  const Tensor xv = Random({4, 6}, 40), wv = Random({6, 5}, 41);
+  const Tensor iv = Random({2, 5, 5, 2}, 42), fv = Random({3, 3, 2, 3}, 43);
+  const std::vector<std::string> fetches = {"h", "c", grads[0].name(), grads[1].name()};
+  Result mixed =
+      RunGraph(s, MixedPrecision(), {{"x", xv}, {"w", wv}, {"img", iv}, {"f", fv}}, fetches);
+  // The forward products equal fp32 products of rounded inputs (a native bfloat16 MatMul also
+  // rounds its product: within 2^-8 of it).
+  Result reference = RunGraph(s, Off(),
+                              {{"x", RoundedToBf16(xv)},
+                               {"w", RoundedToBf16(wv)},
+                               {"img", RoundedToBf16(iv)},
+                               {"f", RoundedToBf16(fv)}},
+                              {"h", "c"});
+  for (int i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < reference.values[i].NumElements(); ++j) {
+      const float expected = reference.values[i].data<float>()[j];
+      const double tol = native && i == 0 ? std::fabs(expected) / 256 + 1e-6 : 1e-5;
+      ASSERT_NEAR(mixed.values[i].data<float>()[j], expected, tol)
+          << fetches[i] << " element " << j;
+    }
+  }
+  // Values and gradients within bfloat16's precision of the fp32 ones (relative to the largest
+  // entry: sums of products cancel), and not all equal to them.
+  Result fp32 =
+      RunGraph(s, RewriterConfig(), {{"x", xv}, {"w", wv}, {"img", iv}, {"f", fv}}, fetches);
+  bool any_differs = false;
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    double largest = 0;
+    for (int64_t j = 0; j < fp32.values[i].NumElements(); ++j) {
+      largest = std::max<double>(largest, std::fabs(fp32.values[i].data<float>()[j]));
+    }
+    for (int64_t j = 0; j < fp32.values[i].NumElements(); ++j) {
+      const float a = mixed.values[i].data<float>()[j], b = fp32.values[i].data<float>()[j];
+      ASSERT_NEAR(a, b, 2e-2 * largest) << fetches[i] << " element " << j;
+      any_differs |= a != b;
+    }
+  }
+  EXPECT_TRUE(any_differs);
+  const std::string changes = Changes(mixed.metadata, "auto_mixed_precision_onednn_bfloat16");
+  const GraphDef& g = mixed.metadata.optimized_graph();
+  if (native) {
+    EXPECT_NE(changes.find("'h' (MatMul) runs in bfloat16"), std::string::npos) << changes;
+    bool bf16_matmul = false;
+    for (const NodeDef& n : g.node()) {
+      bf16_matmul |= n.op() == "MatMul" && n.attr().at("T").type() == DT_BFLOAT16;
+    }
+    EXPECT_TRUE(bf16_matmul);
+  } else {
+    EXPECT_NE(changes.find("'h' (MatMul) reads bfloat16-rounded inputs"), std::string::npos)
+        << changes;
+    EXPECT_NE(changes.find("no native bfloat16"), std::string::npos) << changes;
+  }
+  EXPECT_NE(changes.find("'c' (Conv2D) reads bfloat16-rounded inputs"), std::string::npos)
+      << changes;
+  EXPECT_NE(changes.find("(Conv2DBackpropFilter) reads bfloat16-rounded inputs"), std::string::npos)
+      << changes;
+  // The convolution's input and filter are rounded once for the forward op and its gradient:
+  // no two Casts read the same tensor.
+  std::set<std::string> cast_inputs;
+  for (const NodeDef& n : g.node()) {
+    if (n.op() == "Cast") {
+      EXPECT_TRUE(cast_inputs.insert(n.input(0)).second) << "two Casts of " << n.input(0);
+    }
+  }
+  // Off by default.
+  EXPECT_EQ(Changes(fp32.metadata, "auto_mixed_precision_onednn_bfloat16"), "");
+  EXPECT_EQ(CountOp(fp32.metadata.optimized_graph(), "Cast"), 0);
+  unsetenv("SHARDFLOW_NATIVE_BF16");
+}
+
+TEST(GraphOptimizerTest, MixedPrecisionRoundsProductInputsToBfloat16) {
+  CheckMixedPrecision(false);
+}
+
+TEST(GraphOptimizerTest, MixedPrecisionRunsMatMulInBfloat16WhereNative) {
+  CheckMixedPrecision(true);
+}
+
 TEST(GraphOptimizerTest, PassEnabledFollowsTheConfig) {
   RewriterConfig c;
   EXPECT_TRUE(PassEnabled(c, "constant_folding"));
@@ -370,6 +488,13 @@ TEST(GraphOptimizerTest, PassEnabledFollowsTheConfig) {
   c.set_remapping(RewriterConfig::ON);
   c.set_disable_meta_optimizer(true);
   EXPECT_FALSE(PassEnabled(c, "remapping"));
+  // Mixed precision changes the numbers: only ON turns it on.
+  RewriterConfig m;
+  EXPECT_FALSE(PassEnabled(m, "auto_mixed_precision_onednn_bfloat16"));
+  m.set_auto_mixed_precision_onednn_bfloat16(RewriterConfig::ON);
+  EXPECT_TRUE(PassEnabled(m, "auto_mixed_precision_onednn_bfloat16"));
+  m.set_disable_meta_optimizer(true);
+  EXPECT_FALSE(PassEnabled(m, "auto_mixed_precision_onednn_bfloat16"));
 }
 
 }  // namespace
