@@ -10,19 +10,26 @@ says which BLAS the peer used. Both sides are timed after 10 warm-up steps.
 Each configuration runs ROUNDS times, alternating shardflow and PyTorch so that both see the
 same machine (these VMs have noisy neighbours); the table shows medians.
 
-A third column runs shardflow with its graph optimizer off (`--graph-optimizer off`: no folding,
+A bf16 column runs shardflow with `--precision bf16` (bfloat16 mixed precision; on a processor
+without native bfloat16 the product inputs are only rounded and the fp32 kernels run, so it shows
+the cost of the casts, not a speed-up). A third column runs shardflow with its graph optimizer off (`--graph-optimizer off`: no folding,
 no MatMul/Conv2D + bias + activation fusion), in the same rounds, to show what the optimizer buys.
-Targets (issue 16): fp32 at batch 128, CNN and MLP >= 1.6x PyTorch.
+Targets (issue 16): fp32 at batch 128, CNN and MLP >= 1.6x PyTorch; bf16 CNN >= 1.6x fp32.
 
 ResNet-50 (the same rounds): training at batch 32 on synthetic 224x224x3 images, 1000 classes,
 SGD with momentum 0.9 (`shardflow train --model resnet50 --synthetic` against torchvision's
 resnet50), images/s from the median step after 2 warm-up steps; and inference at batch 1
 (shardflow through its Python API, sf.applications.resnet50 in evaluation mode; torchvision's in
-eval() under no_grad()), the median latency of --infer-runs runs after 3 warm-up runs.
+eval() under no_grad()), the median latency of --infer-runs runs after 3 warm-up runs; and the
+same frozen (shardflow: sf.graph_util.convert_variables_to_constants, as TF1 deploys a model;
+PyTorch: TorchScript frozen and optimize_for_inference).
+With native bfloat16 (or --bf16-resnet), bf16 rows too: `--precision bf16` against PyTorch's
+torch.cpu.amp.autocast(dtype=torch.bfloat16) (skipped otherwise: PyTorch's bf16 convolutions fall
+back to reference kernels there and take minutes per step).
 Targets (issue 16): training >= 1.3x torchvision, inference latency >= 1.5x better.
 
 usage: train_benchmark.py path/to/shardflow [--steps N] [--rounds R] [--resnet-steps N]
-                          [--infer-runs N] [--only cnn,mlp,resnet50]
+                          [--infer-runs N] [--only cnn,mlp,resnet50] [--bf16-resnet]
 """
 import statistics
 import os
@@ -36,12 +43,19 @@ OPENBLAS = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 THREADS = 2
 
 
-def shardflow_rate(binary, model, batch, steps, graph_optimizer="on"):
+def native_bf16():
+    """Whether the processor multiplies bfloat16 natively (AVX512-BF16 or AMX-BF16)."""
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def shardflow_rate(binary, model, batch, steps, graph_optimizer="on", precision="fp32"):
     with tempfile.TemporaryDirectory() as ckpt:
         out = subprocess.run([binary, "train", "--model", model, "--batch-size", str(batch),
                               "--threads", str(THREADS), "--max-steps", str(steps + 10), "--lr-decay", "none",
                               "--checkpoint-dir", ckpt, "--progress=false",
-                              "--graph-optimizer", graph_optimizer],
+                              "--graph-optimizer", graph_optimizer, "--precision", precision],
                              capture_output=True, text=True, check=True).stdout
     return float(re.search(r"([0-9.]+) examples/s after the first", out).group(1))
 
@@ -100,20 +114,27 @@ def median_step(step, warmup, steps):
     return statistics.median(times)
 
 
-def torch_resnet(mode, steps):
+def torch_resnet(mode, steps, precision="fp32"):
     """torchvision's resnet50: training images/s at batch 32 (SGD, momentum 0.9) or inference
-    latency in ms at batch 1."""
+    latency in ms at batch 1; bf16 under torch.cpu.amp.autocast."""
+    import contextlib
     import torch
     import torchvision
+    amp = (torch.cpu.amp.autocast(dtype=torch.bfloat16) if precision == "bf16"
+           else contextlib.nullcontext())
     torch.set_num_threads(THREADS)
     torch.manual_seed(1)
     net = torchvision.models.resnet50()
-    if mode == "infer":
+    if mode in ("infer", "infer-frozen"):
         net.eval()
         x = torch.randn(1, 3, 224, 224)
+        if mode == "infer-frozen":
+            # TorchScript frozen and optimised for inference (batch norm folded, oneDNN layouts).
+            with torch.no_grad(), amp:
+                net = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(net)))
 
         def infer():
-            with torch.no_grad():
+            with torch.no_grad(), amp:
                 net(x)
         return 1000 * median_step(infer, 3, steps)
     x = torch.randn(RESNET_BATCH, 3, 224, 224)
@@ -123,31 +144,45 @@ def torch_resnet(mode, steps):
 
     def step():
         opt.zero_grad()
-        loss_fn(net(x), y).backward()
+        with amp:
+            loss = loss_fn(net(x), y)
+        loss.backward()
         opt.step()
     return RESNET_BATCH / median_step(step, 2, steps)
 
 
-def shardflow_resnet_train(binary, steps):
+def shardflow_resnet_train(binary, steps, precision="fp32"):
     out = subprocess.run([binary, "train", "--model", "resnet50", "--synthetic", "--batch-size",
                           str(RESNET_BATCH), "--threads", str(THREADS), "--max-steps", str(steps + 2),
-                          "--optimizer", "momentum", "--lr", "0.01"],
+                          "--optimizer", "momentum", "--lr", "0.01", "--precision", precision],
                          capture_output=True, text=True, check=True).stdout
     return float(re.search(r"resnet50 synthetic: ([0-9.]+) images/s", out).group(1))
 
 
-def shardflow_resnet_infer(runs):
-    """Latency in ms of sf.applications.resnet50 at batch 1, evaluation mode."""
+def shardflow_resnet_infer(runs, precision="fp32", frozen=False):
+    """Latency in ms of sf.applications.resnet50 at batch 1, evaluation mode; `frozen`: after
+    sf.graph_util.convert_variables_to_constants, as TF1 programs deploy a model."""
     import numpy as np
     import shardflow as sf
     images = sf.placeholder(sf.float32, [1, 224, 224, 3], name="images")
-    logits = sf.applications.resnet50()(images, training=False)
+    logits = sf.identity(sf.applications.resnet50()(images, training=False), name="logits")
+    rewrite = sf.RewriterConfig(auto_mixed_precision_onednn_bfloat16=(
+        sf.RewriterConfig.ON if precision == "bf16" else sf.RewriterConfig.DEFAULT))
     config = sf.ConfigProto(intra_op_parallelism_threads=THREADS,
-                            inter_op_parallelism_threads=THREADS)
+                            inter_op_parallelism_threads=THREADS,
+                            graph_options=sf.GraphOptions(rewrite_options=rewrite))
+    x = np.random.RandomState(1).randn(1, 224, 224, 3).astype(np.float32)
     with sf.Session(config=config) as sess:
         sess.run(sf.global_variables_initializer())
-        x = np.random.RandomState(1).randn(1, 224, 224, 3).astype(np.float32)
-        return 1000 * median_step(lambda: sess.run(logits, {images: x}), 3, runs)
+        if not frozen:
+            return 1000 * median_step(lambda: sess.run(logits, {images: x}), 3, runs)
+        graph_def = sf.graph_util.convert_variables_to_constants(
+            sess, sess.graph.as_graph_def(), ["logits"])
+    with sf.Graph().as_default() as g:
+        out, = sf.import_graph_def(graph_def, return_elements=["logits:0"], name="")
+        feed = g.get_tensor_by_name("images:0")
+        with sf.Session(config=config) as sess:
+            return 1000 * median_step(lambda: sess.run(out, {feed: x}), 3, runs)
 
 
 def main():
@@ -156,10 +191,10 @@ def main():
         print(torch_rate(model, batch, steps))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-resnet-worker":
-        print(torch_resnet(sys.argv[2], int(sys.argv[3])))
+        print(torch_resnet(sys.argv[2], int(sys.argv[3]), sys.argv[4]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "--shardflow-infer-worker":
-        print(shardflow_resnet_infer(int(sys.argv[2])))
+        print(shardflow_resnet_infer(int(sys.argv[2]), sys.argv[3], sys.argv[4] == "frozen"))
         return
     binary = sys.argv[1]
     steps = int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 100
@@ -184,13 +219,17 @@ def main():
           f"{steps} timed steps after 10 warm-up steps; median of {rounds} alternating rounds")
     print(f"PyTorch: {torch.__version__ + ' with ' + blas if have_torch else 'not installed (apt-get install python3-torch)'}")
     print(f"{'model':5s} {'batch':>5s} {'shardflow img/s':>16s} {'(optimizer off)':>16s} "
-          f"{'PyTorch img/s':>14s} {'ratio':>7s} {'target':>7s}")
+          f"{'PyTorch img/s':>14s} {'ratio':>7s} {'target':>7s} {'bf16 img/s':>11s} "
+          f"{'bf16/fp32':>9s}")
+    bf16_note = ("native bfloat16" if native_bf16() else
+                 "no native bfloat16 here: bf16 rounds inputs, fp32 kernels")
     for model in [m for m in ("cnn", "mlp") if m in only]:
         for batch in (64, 128):
-            ours_runs, plain_runs, theirs_runs = [], [], []
+            ours_runs, plain_runs, theirs_runs, bf16_runs = [], [], [], []
             for _ in range(rounds):
                 ours_runs.append(shardflow_rate(binary, model, batch, steps))
                 plain_runs.append(shardflow_rate(binary, model, batch, steps, "off"))
+                bf16_runs.append(shardflow_rate(binary, model, batch, steps, precision="bf16"))
                 if have_torch:
                     out = subprocess.run([sys.executable, __file__, "--torch-worker", model, str(batch),
                                           str(steps)], capture_output=True, text=True, env=env,
@@ -199,14 +238,19 @@ def main():
             ours = statistics.median(ours_runs)
             plain = statistics.median(plain_runs)
             theirs = statistics.median(theirs_runs) if theirs_runs else None
+            bf16 = statistics.median(bf16_runs)
             target = ">= 1.6" if batch == 128 else "-"
             print(f"{model:5s} {batch:5d} {ours:16.0f} {plain:16.0f} {theirs or float('nan'):14.0f} "
-                  f"{(ours / theirs) if theirs else float('nan'):7.2f} {target:>7s}")
+                  f"{(ours / theirs) if theirs else float('nan'):7.2f} {target:>7s} {bf16:11.0f} "
+                  f"{bf16 / ours:9.2f}")
+    if [m for m in ("cnn", "mlp") if m in only]:
+        print(f"bf16: {bf16_note}; target bf16/fp32 >= 1.6 for the CNN")
     if "resnet50" in only:
-        resnet_table(binary, rounds, resnet_steps, infer_runs, have_torch, env)
+        resnet_table(binary, rounds, resnet_steps, infer_runs, have_torch, env,
+                     "--bf16-resnet" in sys.argv or native_bf16())
 
 
-def resnet_table(binary, rounds, steps, runs, have_torch, env):
+def resnet_table(binary, rounds, steps, runs, have_torch, env, bf16):
     py_env = dict(os.environ)
     py_env["PYTHONPATH"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(binary))),
                                         "python")
@@ -216,25 +260,43 @@ def resnet_table(binary, rounds, steps, runs, have_torch, env):
                              env=environ, check=True).stdout
         return float(out.strip().splitlines()[-1])
 
-    train, infer, torch_train, torch_infer = [], [], [], []
+    precisions = ["fp32", "bf16"] if bf16 else ["fp32"]
+    results = {(p, k): [] for p in precisions for k in (
+        "train", "infer", "frozen", "torch_train", "torch_infer", "torch_frozen")}
     for _ in range(rounds):
-        train.append(shardflow_resnet_train(binary, steps))
-        infer.append(worker("--shardflow-infer-worker", str(runs), environ=py_env))
-        if have_torch:
-            torch_train.append(worker("--torch-resnet-worker", "train", str(steps), environ=env))
-            torch_infer.append(worker("--torch-resnet-worker", "infer", str(runs), environ=env))
-    med = statistics.median
+        for p in precisions:
+            results[(p, "train")].append(shardflow_resnet_train(binary, steps, p))
+            results[(p, "infer")].append(
+                worker("--shardflow-infer-worker", str(runs), p, "variables", environ=py_env))
+            results[(p, "frozen")].append(
+                worker("--shardflow-infer-worker", str(runs), p, "frozen", environ=py_env))
+            if have_torch:
+                results[(p, "torch_train")].append(
+                    worker("--torch-resnet-worker", "train", str(steps), p, environ=env))
+                results[(p, "torch_infer")].append(
+                    worker("--torch-resnet-worker", "infer", str(runs), p, environ=env))
+                results[(p, "torch_frozen")].append(
+                    worker("--torch-resnet-worker", "infer-frozen", str(runs), p, environ=env))
+
+    def med(p, k):
+        values = results[(p, k)]
+        return statistics.median(values) if values else float("nan")
+
     print(f"\nResNet-50, {THREADS} threads; training: synthetic 224x224x3, batch {RESNET_BATCH}, "
           f"SGD momentum 0.9, median step of {steps} after 2 warm-up; inference: batch 1, "
           f"median of {runs} runs after 3 warm-up; median of {rounds} alternating rounds")
+    if not bf16:
+        print("bf16 rows skipped: no native bfloat16 on this processor (--bf16-resnet forces them)")
     print(f"{'':22s} {'shardflow':>10s} {'torchvision':>12s} {'ratio':>7s} {'target':>7s}")
-    ours, theirs = med(train), med(torch_train) if torch_train else float("nan")
-    print(f"{'train fp32 (img/s)':22s} {ours:10.2f} {theirs:12.2f} {ours / theirs:7.2f} "
-          f"{'>= 1.3':>7s}")
-    ours, theirs = med(infer), med(torch_infer) if torch_infer else float("nan")
-    print(f"{'infer b1 fp32 (ms)':22s} {ours:10.1f} {theirs:12.1f} {theirs / ours:7.2f} "
-          f"{'>= 1.5':>7s}")
-
-
-if __name__ == "__main__":
-    main()
+    for p in precisions:
+        ours, theirs = med(p, "train"), med(p, "torch_train")
+        print(f"{'train ' + p + ' (img/s)':22s} {ours:10.2f} {theirs:12.2f} {ours / theirs:7.2f} "
+              f"{'>= 1.3':>7s}")
+        ours, theirs = med(p, "infer"), med(p, "torch_infer")
+        print(f"{'infer b1 ' + p + ' (ms)':22s} {ours:10.1f} {theirs:12.1f} {theirs / ours:7.2f} "
+              f"{'>= 1.5':>7s}")
+        ours, theirs = med(p, "frozen"), med(p, "torch_frozen")
+        print(f"{'  frozen (ms)':22s} {ours:10.1f} {theirs:12.1f} {theirs / ours:7.2f} "
+              f"{'>= 1.5':>7s}")
+    print("frozen: shardflow after sf.graph_util.convert_variables_to_constants; PyTorch "
+          "torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(net)))")

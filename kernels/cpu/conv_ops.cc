@@ -176,6 +176,8 @@ class ConvOpBase : public OpKernel {
     }
     sh_ = strides[1];
     sw_ = strides[2];
+    // Set by the remapping pass when the filter is a Const (absent: false).
+    if (!c->GetAttr("_filter_is_constant", &constant_filter_).ok()) constant_filter_ = false;
   }
 
   void Compute(OpKernelContext* ctx) final {
@@ -199,6 +201,9 @@ class ConvOpBase : public OpKernel {
     return *e;
   }
 
+  // Whether input 1, the filter, is a constant (forward kernels reorder it once).
+  bool constant_filter() const { return constant_filter_; }
+
   absl::Status Geometry(const TensorShape& in, const TensorShape& filter, ConvGeometry* g) const {
     return MakeGeometry(in, filter, sh_, sw_, padding_, g);
   }
@@ -214,6 +219,7 @@ class ConvOpBase : public OpKernel {
  private:
   std::string padding_;
   int64_t sh_ = 1, sw_ = 1;
+  bool constant_filter_ = false;
   absl::Mutex mu_;
   std::map<ConvGeometry::Key, std::unique_ptr<Entry>> cache_ ABSL_GUARDED_BY(mu_);
 };
@@ -225,15 +231,22 @@ struct ForwardEntry {
   dnnl::convolution_forward prim;
   Reorder filter_in;  // [h, w, in, out] -> pd.weights_desc()
   size_t scratch_bytes;
+  // A constant filter (attr _filter_is_constant: a Const, as in a frozen graph) in the
+  // primitive's layout, reordered by the first call and reused by the others. Never freed while
+  // the entry lives, so a pointer into it stays valid after the lock is released.
+  mutable absl::Mutex weights_mu;
+  mutable std::unique_ptr<Tensor> constant_weights ABSL_GUARDED_BY(weights_mu);
 };
 
 // Runs the cached forward convolution of `e` on NHWC src/dst and an HWIO filter. `filter` is
 // reordered into the primitive's layout first.
 // `bias` (may be null): for a primitive made with one (_FusedConv2D).
 // `post_op_inputs` (may be empty): the per-channel inputs of binary post-ops 0, 1, ...
+// `constant_filter`: the filter never changes (reordered once, ForwardEntry::constant_weights).
 absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memory::desc& filter_md,
                         const void* src, const void* filter, void* dst, const void* bias = nullptr,
-                        const std::vector<const float*>& post_op_inputs = {}) {
+                        const std::vector<const float*>& post_op_inputs = {},
+                        bool constant_filter = false) {
   CallBuffers buffers(ctx);
   SF_ASSIGN_OR_RETURN(void* scratch, buffers.Get(e.scratch_bytes));
   dnnl::engine& eng = CpuEngine();
@@ -241,7 +254,18 @@ absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memor
   memory scratch_mem(e.pd.scratchpad_desc(), eng, scratch);
   memory user_filter(filter_md, eng, const_cast<void*>(filter));
   memory weights = user_filter;
-  if (e.filter_in.prim) {
+  if (e.filter_in.prim && constant_filter) {
+    absl::MutexLock lock(&e.weights_mu);
+    if (e.constant_weights == nullptr) {
+      auto w = std::make_unique<Tensor>(
+          DT_UINT8, TensorShape({static_cast<int64_t>(e.pd.weights_desc().get_size())}));
+      Run(stream, e.filter_in, user_filter, memory(e.pd.weights_desc(), eng, w->raw_data()),
+          memory(e.filter_in.pd->scratchpad_desc(), eng, scratch));
+      stream.wait();
+      e.constant_weights = std::move(w);
+    }
+    weights = memory(e.pd.weights_desc(), eng, e.constant_weights->raw_data());
+  } else if (e.filter_in.prim) {
     SF_ASSIGN_OR_RETURN(void* w, buffers.Get(e.pd.weights_desc().get_size()));
     weights = memory(e.pd.weights_desc(), eng, w);
     Run(stream, e.filter_in, user_filter, weights,
@@ -269,8 +293,9 @@ std::unique_ptr<ForwardEntry> MakeForwardEntry(const dnnl::convolution_forward::
                                                const memory::desc& user_filter) {
   Reorder r = Reorder::Make(user_filter, pd.weights_desc());
   size_t scratch = std::max(pd.scratchpad_desc().get_size(), r.scratch_bytes());
-  return std::unique_ptr<ForwardEntry>(
-      new ForwardEntry{pd, dnnl::convolution_forward(pd), std::move(r), scratch});
+  auto e = std::unique_ptr<ForwardEntry>(
+      new ForwardEntry{pd, dnnl::convolution_forward(pd), std::move(r), scratch, {}, nullptr});
+  return e;
 }
 
 void FillZero(Tensor* t) {
@@ -294,7 +319,7 @@ class Conv2DOp : public ConvOpBase<ForwardEntry> {
     SetOneDnnThreads(ctx);
     const ForwardEntry& e = GetEntry(g);
     OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                                   out->raw_data()));
+                                   out->raw_data(), nullptr, {}, constant_filter()));
   }
 
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -353,7 +378,7 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
     SetOneDnnThreads(ctx);
     const ForwardEntry& e = GetEntry(g);
     OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                                   out->raw_data(), bias.raw_data()));
+                                   out->raw_data(), bias.raw_data(), {}, constant_filter()));
   }
 
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -431,12 +456,13 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
     SetOneDnnThreads(ctx);
     const BatchNormConvEntry& e = GetEntry(g);
     if (e.post_ops) {
-      OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
-                                     filter.raw_data(), o, nullptr, {scale.data(), shift.data()}));
+      OP_REQUIRES_OK(
+          ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
+                          o, nullptr, {scale.data(), shift.data()}, constant_filter()));
       return;
     }
     OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
-                                   filter.raw_data(), o));
+                                   filter.raw_data(), o, nullptr, {}, constant_filter()));
     for (int64_t p = 0; p < positions; ++p) {
       float* row = o + p * g.cout;
       for (int64_t k = 0; k < g.cout; ++k)

