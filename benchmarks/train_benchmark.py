@@ -300,3 +300,7 @@ def resnet_table(binary, rounds, steps, runs, have_torch, env, bf16):
               f"{'>= 1.5':>7s}")
     print("frozen: shardflow after sf.graph_util.convert_variables_to_constants; PyTorch "
           "torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.script(net)))")
+
+
+if __name__ == "__main__":
+    main()

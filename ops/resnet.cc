@@ -15,9 +15,7 @@ ResNetOptions ResNet18Options(int64_t classes) {
 }
 
 ResNetOptions ResNet50Options(int64_t classes) {
-  ResNetOptions o;
-  o.blocks = {3, 4, 6, 3};
-  o.bottleneck = true;
+  ResNetOptions o;  // the defaults are ResNet-50's
   o.classes = classes;
   return o;
 }

@@ -24,6 +24,56 @@ Node* SoleReader(const Node& n) {
 
 bool IsFloat(const Node& n) { return n.num_outputs() == 1 && n.output_type(0) == DT_FLOAT; }
 
+// The Relu, Tanh or Sigmoid that is the sole reader of `n`'s output and may join its fusion, else
+// null.
+Node* FusibleActivation(const Node& n, const GraphOptimizerOptions& options) {
+  Node* a = SoleReader(n);
+  if (a == nullptr || !IsFloat(*a) || optimizer::IsFixed(*a, options) ||
+      !optimizer::SameDevice(n, *a) ||
+      (a->op() != "Relu" && a->op() != "Tanh" && a->op() != "Sigmoid")) {
+    return nullptr;
+  }
+  return a;
+}
+
+// A fused node: named after and placed like `last` (the end of the chain it replaces), with
+// `product`'s attrs and the activation's name (or "") as its "activation" attr.
+NodeDef FusedNodeDef(const std::string& op, const Node& last, const Node& product,
+                     const Node* activation) {
+  NodeDef def;
+  def.set_name(last.name());
+  def.set_op(op);
+  def.set_device(last.requested_device());
+  def.set_assigned_device(last.assigned_device());
+  for (const auto& [attr, value] : product.attrs()) (*def.mutable_attr())[attr] = value;
+  (*def.mutable_attr())["activation"] =
+      MakeAttr(activation != nullptr ? activation->op() : std::string());
+  return def;
+}
+
+// What the nodes of a chain wait for from outside it (their control inputs): the fused node
+// waits for the same.
+std::vector<Node*> OuterControlInputs(const std::vector<Node*>& chain) {
+  std::vector<Node*> out;
+  for (Node* n : chain) {
+    if (n == nullptr) continue;
+    for (const Edge* e : n->in_edges()) {
+      if (!e->IsControl()) continue;
+      bool inside = false;
+      for (Node* c : chain) inside |= c == e->src;
+      if (!inside) out.push_back(e->src);
+    }
+  }
+  return out;
+}
+
+// " + 'name' (Op)" for a change line, or "" without an activation.
+std::string ActivationPart(const Node* activation) {
+  return activation != nullptr
+             ? absl::StrCat(" + '", activation->name(), "' (", activation->op(), ")")
+             : "";
+}
+
 class Remapper : public GraphOptimizationPass {
  public:
   // Before fusing: inference batch norms folded into the weights before them.
@@ -58,45 +108,20 @@ class Remapper : public GraphOptimizationPass {
           product->input_edge(1) == nullptr) {
         continue;
       }
-      Node* activation = SoleReader(*bias_add);
-      if (activation != nullptr &&
-          (!IsFloat(*activation) || optimizer::IsFixed(*activation, options) ||
-           !optimizer::SameDevice(*bias_add, *activation) ||
-           (activation->op() != "Relu" && activation->op() != "Tanh" &&
-            activation->op() != "Sigmoid"))) {
-        activation = nullptr;
-      }
+      Node* activation = FusibleActivation(*bias_add, options);
       Node* last = activation != nullptr ? activation : bias_add;
       // The fused node takes the last node's name, consumers and control edges.
-      NodeDef def;
-      def.set_name(last->name());
-      def.set_op(matmul ? "_FusedMatMul" : "_FusedConv2D");
-      def.set_device(last->requested_device());
-      def.set_assigned_device(last->assigned_device());
-      for (const auto& [attr, value] : product->attrs()) (*def.mutable_attr())[attr] = value;
-      (*def.mutable_attr())["activation"] =
-          MakeAttr(activation != nullptr ? activation->op() : std::string());
+      NodeDef def =
+          FusedNodeDef(matmul ? "_FusedMatMul" : "_FusedConv2D", *last, *product, activation);
       std::vector<std::pair<Node*, int>> inputs;
       for (const Edge* in :
            {product->input_edge(0), product->input_edge(1), bias_add->input_edge(1)}) {
         inputs.push_back({in->src, in->src_output});
       }
-      std::vector<Node*> waits_for;
-      for (Node* n : {product, bias_add, activation}) {
-        if (n == nullptr) continue;
-        for (const Edge* e : n->in_edges()) {
-          if (e->IsControl() && e->src != product && e->src != bias_add) {
-            waits_for.push_back(e->src);
-          }
-        }
-      }
+      const std::vector<Node*> waits_for = OuterControlInputs({product, bias_add, activation});
       const std::string what =
           absl::StrCat("fused '", product->name(), "' (", product->op(), ") + '", bias_add->name(),
-                       "' (BiasAdd)",
-                       activation != nullptr
-                           ? absl::StrCat(" + '", activation->name(), "' (", activation->op(), ")")
-                           : "",
-                       " into ", def.op());
+                       "' (BiasAdd)", ActivationPart(activation), " into ", def.op());
       graph->RemoveNode(product);
       if (last != bias_add) graph->RemoveNode(bias_add);
       SF_RETURN_IF_ERROR(
@@ -248,43 +273,20 @@ absl::Status Remapper::FuseConvBatchNorms(const GraphOptimizerOptions& options, 
     bool inputs_ok = true;
     for (int i = 1; i <= 4; ++i) inputs_ok &= bn->input_edge(i) != nullptr;
     if (!inputs_ok) continue;
-    // The activation reads only output 0 through its only edge (SoleReader looks at output 0).
-    Node* activation = bn->out_edges().size() == 1 ? SoleReader(*bn) : nullptr;
-    if (activation != nullptr &&
-        (!IsFloat(*activation) || optimizer::IsFixed(*activation, options) ||
-         !optimizer::SameDevice(*bn, *activation) ||
-         (activation->op() != "Relu" && activation->op() != "Tanh" &&
-          activation->op() != "Sigmoid"))) {
-      activation = nullptr;
-    }
+    // The activation must be the batch norm's only reader (SoleReader looks at one edge).
+    Node* activation = FusibleActivation(*bn, options);
     Node* last = activation != nullptr ? activation : bn;
-    NodeDef def;
-    def.set_name(last->name());
-    def.set_op("_FusedConv2DBatchNorm");
-    def.set_device(last->requested_device());
-    def.set_assigned_device(last->assigned_device());
-    for (const auto& [attr, value] : conv->attrs()) (*def.mutable_attr())[attr] = value;
+    NodeDef def = FusedNodeDef("_FusedConv2DBatchNorm", *last, *conv, activation);
     (*def.mutable_attr())["epsilon"] = MakeAttr(epsilon);
-    (*def.mutable_attr())["activation"] =
-        MakeAttr(activation != nullptr ? activation->op() : std::string());
     std::vector<std::pair<Node*, int>> inputs;
     for (const Edge* e : {conv->input_edge(0), conv->input_edge(1), bn->input_edge(1),
                           bn->input_edge(2), bn->input_edge(3), bn->input_edge(4)}) {
       inputs.push_back({e->src, e->src_output});
     }
-    std::vector<Node*> waits_for;
-    for (Node* n : {conv, bn, activation}) {
-      if (n == nullptr) continue;
-      for (const Edge* e : n->in_edges()) {
-        if (e->IsControl() && e->src != conv && e->src != bn) waits_for.push_back(e->src);
-      }
-    }
+    const std::vector<Node*> waits_for = OuterControlInputs({conv, bn, activation});
     const std::string what = absl::StrCat(
         "fused '", conv->name(), "' (Conv2D) + '", bn->name(), "' (FusedBatchNorm, inference)",
-        activation != nullptr
-            ? absl::StrCat(" + '", activation->name(), "' (", activation->op(), ")")
-            : "",
-        " into _FusedConv2DBatchNorm");
+        ActivationPart(activation), " into _FusedConv2DBatchNorm");
     graph->RemoveNode(conv);
     if (last != bn) graph->RemoveNode(bn);
     SF_RETURN_IF_ERROR(

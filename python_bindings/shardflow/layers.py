@@ -230,10 +230,8 @@ class BatchNormalization(Layer):
         return y
 
 
-class AveragePooling2D(Layer):
-    """Average pooling of NHWC inputs. Example: ``sf.layers.AveragePooling2D(2)(h)``."""
-
-    _default_name = "average_pooling2d"
+class _Pool2D(Layer):
+    """A pooling window over NHWC inputs; subclasses name the nn function."""
 
     def __init__(self, pool_size=2, strides=None, padding="VALID", name=None, device=None):
         super().__init__(name, device)
@@ -242,7 +240,14 @@ class AveragePooling2D(Layer):
         self.padding = padding
 
     def call(self, x, training=False):
-        return nn.avg_pool(x, self.pool_size, self.strides, self.padding)
+        return self._pool(x, self.pool_size, self.strides, self.padding)
+
+
+class AveragePooling2D(_Pool2D):
+    """Average pooling of NHWC inputs. Example: ``sf.layers.AveragePooling2D(2)(h)``."""
+
+    _default_name = "average_pooling2d"
+    _pool = staticmethod(nn.avg_pool)
 
 
 class GlobalAveragePooling2D(Layer):
@@ -254,19 +259,11 @@ class GlobalAveragePooling2D(Layer):
         return ops.reduce_mean(x, axis=[1, 2])
 
 
-class MaxPool2D(Layer):
+class MaxPool2D(_Pool2D):
     """Max pooling of NHWC inputs. Example: ``sf.layers.MaxPool2D(2)(h)``."""
 
     _default_name = "max_pool"
-
-    def __init__(self, pool_size=2, strides=None, padding="VALID", name=None, device=None):
-        super().__init__(name, device)
-        self.pool_size = pool_size
-        self.strides = pool_size if strides is None else strides
-        self.padding = padding
-
-    def call(self, x, training=False):
-        return nn.max_pool(x, self.pool_size, self.strides, self.padding)
+    _pool = staticmethod(nn.max_pool)
 
 
 class Flatten(Layer):
