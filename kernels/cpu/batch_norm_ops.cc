@@ -2,8 +2,10 @@
 //
 // x is viewed as [rows, channels]. Per-channel sums run over row blocks in float, each block's
 // sums added into double per shard, so that a batch of 10^5 rows keeps float precision; the
-// element-wise passes are plain vectorised loops. Training reads x twice for the statistics
-// (mean, then the centred variance, which cannot cancel catastrophically) and once to normalise.
+// element-wise passes are plain vectorised loops. Training reads x once for the statistics (the
+// sums of d = x - shift and d^2, with the shift the mean of the first 64 rows, so that the
+// variance E[d^2] - E[d]^2 does not cancel: d is of the order of the deviation, not of the mean)
+// and once to normalise.
 //
 // Reserve spaces: reserve_space_1 is the mean that was subtracted and reserve_space_2 the
 // 1 / sqrt(variance + epsilon) that was applied (batch statistics in training, the given ones in
@@ -88,33 +90,36 @@ class FusedBatchNormOp : public OpKernel {
     const float* xd = x.data<float>();
     std::vector<double> mean(c), var(c);
     if (is_training_) {
+      // One pass: sums of d and d^2 for d = x - shift, with the shift the mean of the first 64
+      // rows, so that E[d^2] - E[d]^2 does not cancel (d is of the order of the deviation).
+      std::vector<float> shift(c, 0.0f);
+      const int64_t head = std::min<int64_t>(rows, 64);
+      for (int64_t r = 0; r < head; ++r) {
+        for (int64_t k = 0; k < c; ++k) shift[k] += xd[r * c + k];
+      }
+      for (int64_t k = 0; k < c; ++k) shift[k] /= static_cast<float>(std::max<int64_t>(head, 1));
+      const float* sh = shift.data();
       std::vector<double> total;
       ReduceColumns(
-          ctx, rows, c, 1,
+          ctx, rows, c, 2,
           [&](int64_t r0, int64_t r1, float* acc) {
-            for (int64_t r = r0; r < r1; ++r) {
-              const float* xr = xd + r * c;
-              SF_SIMD_LOOP
-              for (int64_t k = 0; k < c; ++k) acc[k] += xr[k];
-            }
-          },
-          &total);
-      std::vector<float> mean_f(c);
-      for (int64_t k = 0; k < c; ++k) mean_f[k] = static_cast<float>(mean[k] = total[k] / rows);
-      const float* mf = mean_f.data();
-      ReduceColumns(
-          ctx, rows, c, 1,
-          [&](int64_t r0, int64_t r1, float* acc) {
+            float* sq = acc + c;
             for (int64_t r = r0; r < r1; ++r) {
               const float* xr = xd + r * c;
               SF_SIMD_LOOP
               for (int64_t k = 0; k < c; ++k) {
-                const float d = xr[k] - mf[k];
-                acc[k] += d * d;
+                const float d = xr[k] - sh[k];
+                acc[k] += d;
+                sq[k] += d * d;
               }
             }
           },
           &total);
+      for (int64_t k = 0; k < c; ++k) {
+        const double m = total[k] / rows;
+        mean[k] = sh[k] + m;
+        total[k] = std::max(0.0, total[c + k] - rows * m * m);  // sum of squared deviations
+      }
       const double bessel = rows > 1 ? static_cast<double>(rows) / (rows - 1) : 1.0;
       for (int64_t k = 0; k < c; ++k) {
         var[k] = total[k] / rows;

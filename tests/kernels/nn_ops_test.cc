@@ -387,6 +387,36 @@ TEST(FusedBatchNormTest, TrainingAndInference) {
       << "inference needs a mean and variance";
 }
 
+// The statistics take one pass over x (sums of x - shift and its square): a large mean with a
+// small deviation, whose first rows (the shift) differ from the rest, keeps the variance exact.
+TEST(FusedBatchNormTest, VarianceKeepsPrecisionWithALargeMean) {
+  const int64_t rows = 4096, c = 3;
+  Tensor x(DT_FLOAT, {rows, c});
+  std::mt19937 gen(5);
+  std::normal_distribution<float> noise(0.0f, 0.5f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < c; ++k) {
+      // Channel k's mean is 1000 * (k + 1); after row 100 it moves up by 2.
+      x.data<float>()[r * c + k] = 1000.0f * (k + 1) + (r >= 100 ? 2.0f : 0.0f) + noise(gen);
+    }
+  }
+  const std::vector<double> xv = Values(x);
+  std::vector<double> mean(c, 0.0), var(c, 0.0);
+  for (int64_t i = 0; i < rows * c; ++i) mean[i % c] += xv[i] / rows;
+  for (int64_t i = 0; i < rows * c; ++i) var[i % c] += std::pow(xv[i] - mean[i % c], 2) / rows;
+  for (double& v : var) v *= double(rows) / (rows - 1);
+  Tensor empty(DT_FLOAT, {0});
+  auto out = RunOp(
+      "FusedBatchNorm",
+      {x, Tensor::FromVector<float>({1, 1, 1}), Tensor::FromVector<float>({0, 0, 0}), empty, empty},
+      {{"epsilon", MakeAttr(0.001f)}, {"is_training", MakeAttr(true)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (int64_t k = 0; k < c; ++k) {
+    EXPECT_NEAR((*out)[1].data<float>()[k], mean[k], 1e-3 * (k + 1)) << "mean " << k;
+    EXPECT_NEAR((*out)[2].data<float>()[k], var[k], 1e-3 * var[k]) << "variance " << k;
+  }
+}
+
 TEST(FusedBatchNormTest, GradientMatchesClosedForm) {
   const int64_t rows = 3 * 4, c = 3;
   Tensor x = Random({3, 4, c}, 41), dy = Random({3, 4, c}, 42);
