@@ -71,16 +71,22 @@ absl::Status FusedActivationGrad(const Scope& s, const Operation& op, const Outp
   return absl::OkStatus();
 }
 
-// A fused op's gradient: its product's (Conv2D's or MatMul's registered gradient function, which
-// reads the same inputs and attrs) at the pre-activation sum, then the bias's.
+// The gradient function registered for `product` (Conv2D, MatMul) applied to a fused op, which
+// has the product's inputs first and its attrs, at the product's output gradient `g`.
+absl::Status ProductGrad(const std::string& product, const Scope& s, const Operation& op,
+                         const Output& g, GradOutputs* dx) {
+  bool no_gradient = false;
+  const GradFunc* fn = GradientRegistry::Global()->Lookup(product, &no_gradient);
+  if (fn == nullptr) return absl::InternalError("no gradient function for " + product);
+  return (*fn)(s, op, {g}, dx);
+}
+
+// A fused op's gradient: its product's at the pre-activation sum, then the bias's.
 absl::Status FusedProductGrad(const std::string& product, const Scope& s, const Operation& op,
                               const GradOutputs& dy, GradOutputs* dx) {
   Output g;
   SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
-  bool no_gradient = false;
-  const GradFunc* fn = GradientRegistry::Global()->Lookup(product, &no_gradient);
-  if (fn == nullptr) return absl::InternalError("no gradient function for " + product);
-  SF_RETURN_IF_ERROR((*fn)(s, op, {g}, dx));
+  SF_RETURN_IF_ERROR(ProductGrad(product, s, op, g, dx));
   dx->push_back(ops::BiasAddGrad(s, g));
   return absl::OkStatus();
 }
@@ -106,10 +112,7 @@ absl::Status FusedConv2DBatchNormGrad(const Scope& s, const Operation& op, const
   Output inv_std = ops::Rsqrt(s, ops::Add(s, GradInput(op, 5), epsilon));
   auto bn = ops::FusedBatchNormGrad(s, g, conv, GradInput(op, 2), GradInput(op, 4), inv_std,
                                     epsilon, /*is_training=*/false);
-  bool no_gradient = false;
-  const GradFunc* fn = GradientRegistry::Global()->Lookup("Conv2D", &no_gradient);
-  if (fn == nullptr) return absl::InternalError("no gradient function for Conv2D");
-  SF_RETURN_IF_ERROR((*fn)(s, op, {bn.x_backprop}, dx));
+  SF_RETURN_IF_ERROR(ProductGrad("Conv2D", s, op, bn.x_backprop, dx));
   dx->push_back(bn.scale_backprop);
   dx->push_back(bn.offset_backprop);
   dx->push_back(Output());  // mean

@@ -273,10 +273,7 @@ absl::Status FusedConv2DBatchNormShape(InferenceContext* c) {
                                              filter.dim(3), " output channels"));
     }
   }
-  std::string activation;
-  SF_RETURN_IF_ERROR(c->GetAttr("activation", &activation));
-  absl::Status s = CheckFusedActivation(activation);
-  return s.ok() ? s : c->InvalidArgument(std::string(s.message()));
+  return CheckFusedActivationAttr(c);
 }
 
 // Each output element of a convolution is a dot product over the filter's height, width and

@@ -1,6 +1,6 @@
-// What the fused ops the graph optimizer makes (_FusedMatMul, _FusedConv2D; partitioner/optimizer/
-// remapper.cc) share between their definitions (ops/) and their kernels (kernels/cpu/): the
-// activations they apply and the check of their bias input.
+// What the fused ops the graph optimizer makes (_FusedMatMul, _FusedConv2D,
+// _FusedConv2DBatchNorm; partitioner/optimizer/remapper.cc) share between their definitions (ops/)
+// and their kernels (kernels/cpu/): the activations they apply and the check of their bias input.
 #ifndef SHARDFLOW_CORE_FRAMEWORK_FUSED_OPS_H_
 #define SHARDFLOW_CORE_FRAMEWORK_FUSED_OPS_H_
 
@@ -23,6 +23,14 @@ inline absl::Status CheckFusedActivation(const std::string& activation) {
       absl::StrCat("activation \"", activation, "\"; one of \"\", Relu, Tanh, Sigmoid"));
 }
 
+// Shape functions: the activation attr is one of the above.
+inline absl::Status CheckFusedActivationAttr(InferenceContext* c) {
+  std::string activation;
+  SF_RETURN_IF_ERROR(c->GetAttr("activation", &activation));
+  absl::Status s = CheckFusedActivation(activation);
+  return s.ok() ? s : c->InvalidArgument(std::string(s.message()));
+}
+
 // Shape functions: input 2 (the bias) is a vector of `channels` values (-1: unknown), and the
 // activation attr is one of the above.
 inline absl::Status CheckFusedBiasAndActivation(InferenceContext* c, int64_t channels) {
@@ -32,10 +40,7 @@ inline absl::Status CheckFusedBiasAndActivation(InferenceContext* c, int64_t cha
     return c->InvalidArgument(
         absl::StrCat("bias has ", bias.dim(0), " values for ", channels, " output channels"));
   }
-  std::string activation;
-  SF_RETURN_IF_ERROR(c->GetAttr("activation", &activation));
-  absl::Status s = CheckFusedActivation(activation);
-  return s.ok() ? s : c->InvalidArgument(std::string(s.message()));
+  return CheckFusedActivationAttr(c);
 }
 
 }  // namespace shardflow

@@ -293,9 +293,8 @@ std::unique_ptr<ForwardEntry> MakeForwardEntry(const dnnl::convolution_forward::
                                                const memory::desc& user_filter) {
   Reorder r = Reorder::Make(user_filter, pd.weights_desc());
   size_t scratch = std::max(pd.scratchpad_desc().get_size(), r.scratch_bytes());
-  auto e = std::unique_ptr<ForwardEntry>(
+  return std::unique_ptr<ForwardEntry>(
       new ForwardEntry{pd, dnnl::convolution_forward(pd), std::move(r), scratch, {}, nullptr});
-  return e;
 }
 
 void FillZero(Tensor* t) {

@@ -31,6 +31,18 @@
 namespace shardflow {
 namespace {
 
+// A Cast from `from` to `to`, placed like `like`.
+NodeDef CastDef(const std::string& name, const Node& like, DataType from, DataType to) {
+  NodeDef def;
+  def.set_name(name);
+  def.set_op("Cast");
+  def.set_device(like.requested_device());
+  def.set_assigned_device(like.assigned_device());
+  (*def.mutable_attr())["SrcT"] = MakeAttr(from);
+  (*def.mutable_attr())["DstT"] = MakeAttr(to);
+  return def;
+}
+
 // The inputs of an allowed op that carry fp32 data (the others are int32 shapes).
 std::vector<int> FloatInputs(const std::string& op) {
   if (op == "MatMul" || op == "Conv2D") return {0, 1};
@@ -49,7 +61,7 @@ class AutoMixedPrecision : public GraphOptimizationPass {
     casts_.clear();
     std::vector<int> ids;
     for (Node* n : graph->nodes()) ids.push_back(n->id());
-    int native_ops = 0, emulated_ops = 0;
+    int emulated_ops = 0;
     for (int id : ids) {
       Node* n = graph->node(id);
       if (n == nullptr || FloatInputs(n->op()).empty() || n->num_outputs() != 1 ||
@@ -60,22 +72,21 @@ class AutoMixedPrecision : public GraphOptimizationPass {
       for (int i : FloatInputs(n->op())) connected &= n->input_edge(i) != nullptr;
       if (!connected) continue;
       if (native && n->op() == "MatMul") {
-        SF_RETURN_IF_ERROR(RunInBf16(graph, n));
-        ++native_ops;
         changes->push_back(absl::StrCat("'", n->name(), "' (MatMul) runs in bfloat16"));
+        SF_RETURN_IF_ERROR(RunInBf16(graph, n));
         continue;
       }
-      const std::string name = n->name(), op = n->op();
-      for (int i : FloatInputs(op)) {
+      for (int i : FloatInputs(n->op())) {
         const Edge* e = n->input_edge(i);
         SF_ASSIGN_OR_RETURN(Node * rounded, Cast(graph, e->src, e->src_output, *n, true));
         graph->RemoveEdge(e);
         SF_RETURN_IF_ERROR(graph->AddEdge(rounded, 0, n, i).status());
       }
       ++emulated_ops;
-      changes->push_back(absl::StrCat("'", name, "' (", op, ") reads bfloat16-rounded inputs"));
+      changes->push_back(
+          absl::StrCat("'", n->name(), "' (", n->op(), ") reads bfloat16-rounded inputs"));
     }
-    if (native_ops + emulated_ops > 0 && !native) {
+    if (emulated_ops > 0 && !native) {
       changes->push_back(
           "this processor has no native bfloat16 (AVX512-BF16, AMX): inputs are rounded to "
           "bfloat16 and the fp32 kernels run (same accuracy, no speed-up)");
@@ -94,14 +105,9 @@ class AutoMixedPrecision : public GraphOptimizationPass {
     }
     auto make = [&](Node* from, int from_output, DataType to,
                     const std::string& suffix) -> absl::StatusOr<Node*> {
-      NodeDef def;
-      def.set_name(graph->UniqueName(absl::StrCat(src->name(), suffix)));
-      def.set_op("Cast");
-      def.set_device(like.requested_device());
-      def.set_assigned_device(like.assigned_device());
-      (*def.mutable_attr())["SrcT"] = MakeAttr(from->output_type(from_output));
-      (*def.mutable_attr())["DstT"] = MakeAttr(to);
-      SF_ASSIGN_OR_RETURN(Node * c, graph->AddNode(std::move(def)));
+      SF_ASSIGN_OR_RETURN(
+          Node * c, graph->AddNode(CastDef(graph->UniqueName(absl::StrCat(src->name(), suffix)),
+                                           like, from->output_type(from_output), to)));
       SF_RETURN_IF_ERROR(graph->AddEdge(from, from_output, c, 0).status());
       SF_RETURN_IF_ERROR(graph->InferShapes(c));
       return c;
@@ -143,14 +149,9 @@ class AutoMixedPrecision : public GraphOptimizationPass {
       if (e->IsControl()) graph->AddControlEdge(e->src, product);
     }
     SF_RETURN_IF_ERROR(graph->InferShapes(product));
-    NodeDef back;
-    back.set_name(n->name());
-    back.set_op("Cast");
-    back.set_device(n->requested_device());
-    back.set_assigned_device(n->assigned_device());
-    (*back.mutable_attr())["SrcT"] = MakeAttr(DT_BFLOAT16);
-    (*back.mutable_attr())["DstT"] = MakeAttr(DT_FLOAT);
-    return optimizer::ReplaceNode(graph, n, std::move(back), {{product, 0}}, {}).status();
+    return optimizer::ReplaceNode(graph, n, CastDef(n->name(), *n, DT_BFLOAT16, DT_FLOAT),
+                                  {{product, 0}}, {})
+        .status();
   }
 
   std::map<std::tuple<int, int, bool>, int> casts_;  // (src id, output, widened) -> cast id

@@ -67,6 +67,23 @@ std::vector<Node*> OuterControlInputs(const std::vector<Node*>& chain) {
   return out;
 }
 
+// The node an inference batch norm normalises (its input 0), when `bn` is a FusedBatchNorm with
+// is_training false of which only output 0 is read; else null. Sets `epsilon`.
+Node* InferenceBatchNormInput(const Node& bn, const GraphOptimizerOptions& options,
+                              float* epsilon) {
+  bool training = true;
+  if (bn.op() != "FusedBatchNorm" || optimizer::IsFixed(bn, options) ||
+      !GetAttr(bn.attrs(), "is_training", &training).ok() || training ||
+      !GetAttr(bn.attrs(), "epsilon", epsilon).ok()) {
+    return nullptr;
+  }
+  for (const Edge* e : bn.out_edges()) {
+    if (!e->IsControl() && e->src_output != 0) return nullptr;
+  }
+  const Edge* in = bn.input_edge(0);
+  return in == nullptr ? nullptr : in->src;
+}
+
 // " + 'name' (Op)" for a change line, or "" without an activation.
 std::string ActivationPart(const Node* activation) {
   return activation != nullptr
@@ -162,18 +179,9 @@ absl::Status Remapper::FoldBatchNorms(const GraphOptimizerOptions& options, Grap
   for (Node* n : graph->nodes()) ids.push_back(n->id());
   for (int id : ids) {
     Node* bn = graph->node(id);  // null once removed (a dead constant below)
-    if (bn == nullptr || bn->op() != "FusedBatchNorm" || optimizer::IsFixed(*bn, options)) continue;
-    bool training = true;
     float epsilon = 0.001f;
-    if (!GetAttr(bn->attrs(), "is_training", &training).ok() || training ||
-        !GetAttr(bn->attrs(), "epsilon", &epsilon).ok()) {
-      continue;
-    }
-    bool other_outputs_read = false;
-    for (const Edge* e : bn->out_edges()) other_outputs_read |= !e->IsControl() && e->src_output;
-    const Edge* in = bn->input_edge(0);
-    if (other_outputs_read || in == nullptr) continue;
-    Node* product = in->src;
+    Node* product = bn == nullptr ? nullptr : InferenceBatchNormInput(*bn, options, &epsilon);
+    if (product == nullptr) continue;
     const bool conv = product->op() == "Conv2D";
     bool tb = false;
     if (product->op() == "MatMul" && (!GetAttr(product->attrs(), "transpose_b", &tb).ok() || tb)) {
@@ -253,18 +261,9 @@ absl::Status Remapper::FuseConvBatchNorms(const GraphOptimizerOptions& options, 
   for (Node* n : graph->nodes()) ids.push_back(n->id());
   for (int id : ids) {
     Node* bn = graph->node(id);
-    if (bn == nullptr || bn->op() != "FusedBatchNorm" || optimizer::IsFixed(*bn, options)) continue;
-    bool training = true;
     float epsilon = 0.001f;
-    if (!GetAttr(bn->attrs(), "is_training", &training).ok() || training ||
-        !GetAttr(bn->attrs(), "epsilon", &epsilon).ok() || bn->output_type(0) != DT_FLOAT) {
-      continue;
-    }
-    bool other_outputs_read = false;
-    for (const Edge* e : bn->out_edges()) other_outputs_read |= !e->IsControl() && e->src_output;
-    const Edge* in = bn->input_edge(0);
-    if (other_outputs_read || in == nullptr) continue;
-    Node* conv = in->src;
+    Node* conv = bn == nullptr ? nullptr : InferenceBatchNormInput(*bn, options, &epsilon);
+    if (conv == nullptr || bn->output_type(0) != DT_FLOAT) continue;
     if (conv->op() != "Conv2D" || !IsFloat(*conv) || SoleReader(*conv) != bn ||
         optimizer::IsFixed(*conv, options) || !optimizer::SameDevice(*conv, *bn) ||
         conv->input_edge(0) == nullptr || conv->input_edge(1) == nullptr) {

@@ -17,6 +17,7 @@ He-normal filters, global average pooling and a dense layer.
 """
 
 from shardflow import nn, ops
+from shardflow.framework import get_default_graph
 from shardflow.layers import (BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, Layer)
 from shardflow.variables import initializers
 
@@ -54,9 +55,8 @@ class ResNet(Layer):
         self.imagenet_stem = imagenet_stem
         self.seed = seed
         self.updates = []
-        self._parts = None
 
-    def _build_parts(self):
+    def build(self, input_shape):
         seed = self.seed
         self._stem = _ConvNorm(self.width, 7 if self.imagenet_stem else 3,
                                2 if self.imagenet_stem else 1, seed, "conv1")
@@ -87,12 +87,8 @@ class ResNet(Layer):
             self._stages.append(blocks)
         self._head = Dense(self.classes, kernel_initializer=initializers.glorot_uniform(seed),
                            name="logits")
-        self._parts = True
 
     def call(self, x, training=False):
-        from shardflow.framework import get_default_graph
-        if self._parts is None:
-            self._build_parts()
         g = get_default_graph()
         h = nn.relu(self._stem(x, training))
         if self.imagenet_stem:
@@ -123,7 +119,7 @@ class ResNet(Layer):
 
     @property
     def variables(self):
-        if self._parts is None:
+        if not self._built:
             return []
         layers = [layer for p in self._parts_list() for layer in (p.conv, p.norm)]
         return [v for layer in layers + [self._head] for v in layer.variables]

@@ -21,7 +21,8 @@ import contextlib
 import numpy as np
 
 from shardflow import dtypes, nn, ops
-from shardflow.framework import convert_to_tensor, get_default_graph
+from shardflow.framework import (GraphKeys, Tensor, add_to_collection, convert_to_tensor,
+                                 get_default_graph)
 from shardflow.variables import Initializer, Variable, initializers
 
 
@@ -204,11 +205,9 @@ class BatchNormalization(Layer):
             delta = ops.multiply(delta, weight)
         update = moving.assign_add(delta, read_value=False)
         self.updates.append(update)
-        from shardflow.framework import add_to_collection, GraphKeys
         add_to_collection(GraphKeys.UPDATE_OPS, update)
 
     def call(self, x, training=False):
-        from shardflow.framework import Tensor
         mean, var = self.moving_mean.value(), self.moving_variance.value()
         if isinstance(training, Tensor):
             # Both paths; the fed bool weighs them (0 or 1) and the updates.
@@ -400,7 +399,6 @@ def flatten(inputs, name=None):
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
     """TF1's tf.layers.dropout: drops a fraction `rate` when `training` (a bool, or a bool
     tensor such as a placeholder fed True while training), else the identity."""
-    from shardflow.framework import Tensor
     if isinstance(training, Tensor):
         keep_prob = ops.subtract(1.0, ops.multiply(float(rate),
                                                    ops.cast(training, dtypes.float32)))
