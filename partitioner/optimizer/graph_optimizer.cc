@@ -42,6 +42,14 @@ bool PassEnabled(const RewriterConfig& config, const std::string& pass) {
 
 absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Graph* graph,
                            GraphOptimizerReport* report) {
+  // _filter_is_constant makes a convolution kernel reorder its filter once and reuse it: only the
+  // remapping pass, which sees the filter is a Const, may set it. A client graph's value is not
+  // trusted (on a variable filter the kernel would keep computing with the first value).
+  for (Node* n : graph->nodes()) {
+    if (n->attrs().count("_filter_is_constant") > 0) {
+      n->SetAttr("_filter_is_constant", MakeAttr(false));
+    }
+  }
   std::vector<std::unique_ptr<GraphOptimizationPass>> passes;
   passes.push_back(NewArithmeticOptimizer());
   passes.push_back(NewConstantFolding());

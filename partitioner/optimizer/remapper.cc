@@ -159,7 +159,8 @@ class Remapper : public GraphOptimizationPass {
       }
       const Edge* filter = n->input_edge(1);
       if (filter == nullptr || filter->src->op() != "Const" ||
-          n->attrs().count("_filter_is_constant") > 0) {
+          (n->attrs().count("_filter_is_constant") > 0 &&
+           n->attrs().at("_filter_is_constant").b())) {
         continue;
       }
       n->SetAttr("_filter_is_constant", MakeAttr(true));

@@ -483,6 +483,40 @@ TEST(GraphOptimizerTest, MixedPrecisionRunsMatMulInBfloat16WhereNative) {
   CheckMixedPrecision(true);
 }
 
+// _filter_is_constant in a client's graph is not trusted: on a fed (changing) filter the
+// convolution computes with each step's filter, with the optimizer on or off.
+TEST(GraphOptimizerTest, AClientsConstantFilterClaimIsIgnored) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({1, 4, 4, 2}));
+  auto f = ops::Placeholder(s.WithOpName("f"), DT_FLOAT, TensorShape({3, 3, 2, 8}));
+  Output y(OpBuilder(s.WithOpName("y"), "Conv2D")
+               .Input(x)
+               .Input(f)
+               .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
+               .Attr("padding", std::string("SAME"))
+               .Attr("_filter_is_constant", true)
+               .Finalize());
+  for (const RewriterConfig& config : {RewriterConfig(), Off()}) {
+    GraphDef def;
+    ASSERT_TRUE(s.ToGraphDef(&def).ok()) << s.status();
+    SessionOptions options;
+    *options.config.mutable_rewrite_options() = config;
+    auto session = NewSession(options);
+    ASSERT_TRUE(session.ok());
+    ASSERT_TRUE((*session)->Create(def).ok());
+    const Tensor xv = Random({1, 4, 4, 2}, 50);
+    std::vector<Tensor> first, second, expected;
+    ASSERT_TRUE(
+        (*session)->Run({{"x", xv}, {"f", Random({3, 3, 2, 8}, 51)}}, {"y"}, {}, &first).ok());
+    const Tensor f2 = Random({3, 3, 2, 8}, 52);
+    ASSERT_TRUE((*session)->Run({{"x", xv}, {"f", f2}}, {"y"}, {}, &second).ok());
+    Result fresh = RunGraph(s, Off(), {{"x", xv}, {"f", f2}}, {"y"});
+    for (int64_t j = 0; j < second[0].NumElements(); ++j) {
+      ASSERT_NEAR(second[0].data<float>()[j], fresh.values[0].data<float>()[j], 1e-5) << j;
+    }
+  }
+}
+
 TEST(GraphOptimizerTest, PassEnabledFollowsTheConfig) {
   RewriterConfig c;
   EXPECT_TRUE(PassEnabled(c, "constant_folding"));
