@@ -387,6 +387,28 @@ TEST(FusedBatchNormTest, TrainingAndInference) {
       << "inference needs a mean and variance";
 }
 
+// _FusedConv2DBatchNorm may come in a client's graph: statistics of the wrong length and an
+// unknown activation are errors naming them.
+TEST(FusedConv2DBatchNormTest, BadInputsAreErrors) {
+  const Tensor x = Random({1, 3, 3, 2}, 61), f = Random({1, 1, 2, 4}, 62);
+  const Tensor four = Tensor::FromVector<float>({1, 1, 1, 1});
+  const Tensor three = Tensor::FromVector<float>({1, 1, 1});
+  const Attrs attrs = {{"strides", MakeAttr(std::vector<int64_t>{1, 1, 1, 1})},
+                       {"padding", MakeAttr(std::string("SAME"))}};
+  auto ok = RunOp("_FusedConv2DBatchNorm", {x, f, four, four, four, four}, attrs);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  auto short_scale = RunOp("_FusedConv2DBatchNorm", {x, f, three, four, four, four}, attrs);
+  ASSERT_FALSE(short_scale.ok());
+  EXPECT_NE(short_scale.status().message().find("channels"), std::string::npos)
+      << short_scale.status();
+  Attrs bad = attrs;
+  bad["activation"] = MakeAttr(std::string("Swish"));
+  auto swish = RunOp("_FusedConv2DBatchNorm", {x, f, four, four, four, four}, bad);
+  ASSERT_FALSE(swish.ok());
+  EXPECT_NE(swish.status().message().find("activation \"Swish\""), std::string::npos)
+      << swish.status();
+}
+
 // The statistics take one pass over x (sums of x - shift and its square): a large mean with a
 // small deviation, whose first rows (the shift) differ from the rest, keeps the variance exact.
 TEST(FusedBatchNormTest, VarianceKeepsPrecisionWithALargeMean) {
