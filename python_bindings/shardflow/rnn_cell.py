@@ -226,7 +226,11 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
                 keep = ops.multiply(keep, ops.expand_dims(ops.cast(ops.less(t, lengths), dt), 1))
             out = ops.add(ops.multiply(keep, new_out),
                           ops.multiply(ops.subtract(1.0, ops.cast(ops.less(t, time), dt)), out))
-            state = [ops.add(o, ops.multiply(keep, ops.subtract(n, o)))
+            # keep·n + (1 − keep)·o is exactly n or o for keep ∈ {0, 1}; o + keep·(n − o)
+            # was not (n − o + o can be an ulp off n), so a final state differed from the
+            # output it stopped at.
+            drop = ops.subtract(1.0, keep)
+            state = [ops.add(ops.multiply(keep, n), ops.multiply(drop, o))
                      for n, o in zip(_flatten(new_state), flat)]
             return out, state
 

@@ -224,6 +224,27 @@ def test_dynamic_rnn_lstm_matches_numpy_and_its_gradients_finite_differences():
             assert abs(dk[k_idx] - (fk(kv + dkv) - fk(kv - dkv)) / (2 * eps)) < 1e-6
 
 
+def test_dynamic_rnn_final_state_is_exactly_the_last_output():
+    """Regression: the state past a sequence's end was carried as o + keep·(n − o), an ulp off
+    n for some values, so the final state differed from the output it stopped at (seen on a
+    CI machine with other matmul rounding)."""
+    rng = np.random.default_rng(11)
+    batch, steps = 24, 6
+    xv = rng.normal(size=(batch, steps, 3)).astype(np.float32) * 3
+    lengths = rng.integers(1, steps + 1, size=batch).astype(np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, None, 3])
+        n = tf.placeholder(tf.int32, [None])
+        outputs, state = tf.nn.dynamic_rnn(tf.contrib.rnn.BasicRNNCell(7), x,
+                                           sequence_length=n, dtype=tf.float32)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            out, st = s.run([outputs, state], {x: xv, n: lengths})
+    last = out[np.arange(batch), lengths - 1]
+    np.testing.assert_array_equal(st, last)
+
+
 def test_dynamic_rnn_sequence_length_gru_and_stacked_cells():
     rng = np.random.default_rng(4)
     xv = rng.normal(size=(3, 4, 2)).astype(np.float32)
@@ -243,7 +264,7 @@ def test_dynamic_rnn_sequence_length_gru_and_stacked_cells():
             assert out.shape == (3, 4, 5)
             # Past a sequence's length its outputs are zeros and its state stops there.
             assert np.all(out[1, 2:] == 0) and np.all(out[2] == 0) and np.any(out[1, :2] != 0)
-            np.testing.assert_allclose(s1[1], out[1, 1], rtol=1e-6)
+            np.testing.assert_array_equal(s1[1], out[1, 1])
             assert np.all(s0[2] == 0) and np.all(s1[2] == 0)
             before = s.run(tf.reduce_sum(tf.square(outputs)), {x: xv, lengths: [4, 4, 4]})
             for _ in range(20):
