@@ -53,7 +53,8 @@ SF_GRAD(SquaredDifference) {
   return absl::OkStatus();
 }
 // Maximum/Minimum: the gradient goes to the input that was chosen (x on ties).
-absl::Status SelectGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx, bool max) {
+absl::Status ChosenInputGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx,
+                             bool max) {
   Output x = GradInput(op, 0), y = GradInput(op, 1);
   Output pick_x = max ? ops::GreaterEqual(s, x, y) : ops::LessEqual(s, x, y);
   Output mask = ops::Cast(s, pick_x, dy[0].dtype());
@@ -61,8 +62,23 @@ absl::Status SelectGrad(const Scope& s, const Operation& op, const Grads& dy, Gr
   dx->push_back(ReduceLike(s, ops::Mul(s, dy[0], ops::Sub(s, 1, mask)), y));
   return absl::OkStatus();
 }
-SF_GRAD(Maximum) { return SelectGrad(s, op, dy, dx, true); }
-SF_GRAD(Minimum) { return SelectGrad(s, op, dy, dx, false); }
+SF_GRAD(Maximum) { return ChosenInputGrad(s, op, dy, dx, true); }
+SF_GRAD(Minimum) { return ChosenInputGrad(s, op, dy, dx, false); }
+// Select/SelectV2: the gradient goes to the operand that was chosen; the condition gets none.
+SF_GRAD(Select) {
+  Output cond = GradInput(op, 0), zeros = ops::ZerosLike(s, dy[0]);
+  dx->push_back(Output());
+  dx->push_back(ops::Select(s, cond, dy[0], zeros));
+  dx->push_back(ops::Select(s, cond, zeros, dy[0]));
+  return absl::OkStatus();
+}
+SF_GRAD(SelectV2) {
+  Output cond = GradInput(op, 0), zeros = ops::ZerosLike(s, dy[0]);
+  dx->push_back(Output());
+  dx->push_back(ReduceLike(s, ops::SelectV2(s, cond, dy[0], zeros), GradInput(op, 1)));
+  dx->push_back(ReduceLike(s, ops::SelectV2(s, cond, zeros, dy[0]), GradInput(op, 2)));
+  return absl::OkStatus();
+}
 SF_GRAD(Pow) {
   Output x = GradInput(op, 0), y = GradInput(op, 1), z = GradOutput(op, 0);
   // dz/dx = y * x^(y-1); dz/dy = z * log(x), taken as 0 where x <= 0.
@@ -237,6 +253,8 @@ REGISTER_GRADIENT("Div", DivGrad);
 REGISTER_GRADIENT("FloorMod", FloorModGrad);
 REGISTER_GRADIENT("SquaredDifference", SquaredDifferenceGrad);
 REGISTER_GRADIENT("Maximum", MaximumGrad);
+REGISTER_GRADIENT("Select", SelectGrad);
+REGISTER_GRADIENT("SelectV2", SelectV2Grad);
 REGISTER_GRADIENT("Minimum", MinimumGrad);
 REGISTER_GRADIENT("Pow", PowGrad);
 REGISTER_GRADIENT("Neg", NegGrad);

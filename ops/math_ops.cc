@@ -283,3 +283,77 @@ REGISTER_OP("CheckNumerics")
     .SetShapeFn(UnchangedShape)
     .Doc("Passes `tensor` through; fails with `message` when it holds NaN or Inf.");
 }  // namespace shardflow
+
+namespace shardflow {
+namespace {
+
+// Two dims that may be unknown (-1) agree when either is unknown or they are equal.
+bool DimsAgree(int64_t a, int64_t b) { return a < 0 || b < 0 || a == b; }
+
+// Select (TF1's tf.where): t and e have one shape; condition has that shape, is a vector over
+// its first dimension, or is a scalar.
+absl::Status SelectShape(InferenceContext* c) {
+  const TensorShape &cond = c->input(0), &t = c->input(1), &e = c->input(2);
+  TensorShape out = t.unknown_rank() ? e : t;
+  if (!t.unknown_rank() && !e.unknown_rank()) {
+    bool same = t.rank() == e.rank();
+    for (int i = 0; same && i < t.rank(); ++i) {
+      same = DimsAgree(t.dim(i), e.dim(i));
+      if (same && out.dim(i) < 0) out.set_dim(i, e.dim(i));
+    }
+    if (!same) {
+      return c->InvalidArgument(absl::StrCat("Select needs t and e of one shape, got ",
+                                             t.DebugString(), " and ", e.DebugString(),
+                                             "; use SelectV2 (tf.where_v2) to broadcast"));
+    }
+  }
+  if (!cond.unknown_rank() && !out.unknown_rank() && cond.rank() != 0) {
+    bool ok;
+    if (cond.rank() == 1 && out.rank() > 1) {
+      ok = DimsAgree(cond.dim(0), out.dim(0));
+    } else {
+      ok = cond.rank() == out.rank();
+      for (int i = 0; ok && i < out.rank(); ++i) ok = DimsAgree(cond.dim(i), out.dim(i));
+    }
+    if (!ok) {
+      return c->InvalidArgument(absl::StrCat(
+          "Select's condition ", cond.DebugString(), " must be a scalar, have t's shape ",
+          out.DebugString(), ", or be a vector over t's first dimension"));
+    }
+  }
+  c->set_output(0, std::move(out));
+  return absl::OkStatus();
+}
+
+// SelectV2: the NumPy broadcast of all three inputs.
+absl::Status SelectV2Shape(InferenceContext* c) {
+  auto te = BroadcastShapes(c->input(1), c->input(2));
+  if (!te.ok()) return te.status();
+  auto out = BroadcastShapes(c->input(0), *te);
+  if (!out.ok()) return out.status();
+  c->set_output(0, *std::move(out));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+REGISTER_OP("Select")
+    .Input("condition: bool")
+    .Input("t: T")
+    .Input("e: T")
+    .Output("output: T")
+    .Attr("T: {float, double, half, bfloat16, int8, uint8, int32, int64, bool}")
+    .SetShapeFn(SelectShape)
+    .Doc(
+        "t where condition is true, else e (TF1's tf.where). t and e have one shape; condition "
+        "has it too, or is a vector choosing whole rows along t's first dimension, or a scalar. "
+        "Only the chosen value is read, so NaN or Inf in the other does not leak.");
+REGISTER_OP("SelectV2")
+    .Input("condition: bool")
+    .Input("t: T")
+    .Input("e: T")
+    .Output("output: T")
+    .Attr("T: {float, double, half, bfloat16, int8, uint8, int32, int64, bool}")
+    .SetShapeFn(SelectV2Shape)
+    .Doc("t where condition is true, else e, with all three broadcast like NumPy (tf.where_v2).");
+}  // namespace shardflow

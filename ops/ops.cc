@@ -86,6 +86,12 @@ SF_UNARY_BUILDER(Tanh)
 SF_UNARY_BUILDER(Sigmoid)
 SF_UNARY_BUILDER(Reciprocal)
 SF_UNARY_BUILDER(LogicalNot)
+Output Select(const Scope& s, const Input& condition, const Input& t, const Input& e) {
+  return First(OpBuilder(s, "Select").Input(condition).Input(t).Input(e).Finalize());
+}
+Output SelectV2(const Scope& s, const Input& condition, const Input& t, const Input& e) {
+  return First(OpBuilder(s, "SelectV2").Input(condition).Input(t).Input(e).Finalize());
+}
 SF_BINARY_BUILDER(Add)
 SF_BINARY_BUILDER(Sub)
 SF_BINARY_BUILDER(Mul)

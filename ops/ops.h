@@ -70,6 +70,10 @@ Output GreaterEqual(const Scope& s, const Input& x, const Input& y);
 Output LogicalAnd(const Scope& s, const Input& x, const Input& y);
 Output LogicalOr(const Scope& s, const Input& x, const Input& y);
 Output AddN(const Scope& s, const std::vector<Input>& inputs);
+// t where `condition` is true, else e. Select: t and e of one shape, condition of that shape,
+// a vector over its first dimension, or a scalar (TF1's tf.where). SelectV2 broadcasts all three.
+Output Select(const Scope& s, const Input& condition, const Input& t, const Input& e);
+Output SelectV2(const Scope& s, const Input& condition, const Input& t, const Input& e);
 
 // ---- reductions ----
 Output Sum(const Scope& s, const Input& x, const Input& axes, bool keep_dims = false);

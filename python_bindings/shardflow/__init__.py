@@ -31,7 +31,8 @@ from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,
 from shardflow.gradients import gradients  # noqa: F401
 from shardflow.control_flow import case, cond, while_loop  # noqa: F401
 from shardflow.array_ops import (argmin, gather, one_hot, pad, range, reduce_all,  # noqa: F401,A004
-                                 reduce_any, split, stack, tile, unstack, where)
+                                 reduce_any, split, stack, tile, unstack, where,
+                                 where_v2)
 from shardflow.ops import *  # noqa: F401,F403
 from shardflow.ops import abs, pow, slice  # noqa: F401,A004 (shadow builtins, as in TF)
 from shardflow.session import (ConfigProto, InteractiveSession, RunMetadata,  # noqa: F401

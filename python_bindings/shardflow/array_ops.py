@@ -157,16 +157,49 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     return ops.constant(values, name=name)
 
 
+def _select_operands(condition, x, y):
+    """condition as a bool tensor; x and y as tensors of one dtype (a literal takes the other's)."""
+    from shardflow.variables import Variable
+    like = next((v for v in (x, y) if isinstance(v, (Tensor, Variable))), None)
+    dtype = like.dtype if like is not None else None
+    x = convert_to_tensor(x, dtype=dtype)
+    y = convert_to_tensor(y, dtype=x.dtype)
+    condition = convert_to_tensor(condition)
+    if condition.dtype != dtypes.bool_:
+        raise TypeError("where's condition must be bool, got %s (%s); compare it first, e.g. "
+                        "sf.greater(c, 0)" % (condition.name, condition.dtype.name))
+    return condition, x, y
+
+
 def where(condition, x=None, y=None, name=None):
-    """x where `condition` is true, else y (both given; shapes as for broadcasting), as TF1's
-    three-argument tf.where. The one-argument form (indices of true elements) is not supported.
-    Gradients flow to x and y where each is chosen."""
+    """x where `condition` is true, else y (both given), as TF1's three-argument tf.where (the
+    Select op): x and y have one shape and `condition` has it too, or is a vector choosing
+    whole rows of x's first dimension, or a scalar. Where shapes differ otherwise, they are
+    broadcast as tf.where_v2 does. Only the chosen value is read, so ``sf.where(x > 0,
+    sf.log(x), sf.zeros_like(x))`` has no NaN; gradients flow to x and y where each is chosen.
+    The one-argument form (indices of true elements) is not supported."""
     if x is None or y is None:
         raise ValueError("where(condition) (the indices of true elements) is not supported; "
                          "give where(condition, x, y)")
-    x = convert_to_tensor(x) if not isinstance(x, Tensor) else x
-    pick = ops.cast(condition, x.dtype)
-    return ops.add(ops.multiply(pick, x), ops.multiply(ops.subtract(1, pick), y), name=name)
+    condition, x, y = _select_operands(condition, x, y)
+    cs, xs, ys = (t.shape.as_list() if t.shape.ndims is not None else None
+                  for t in (condition, x, y))
+    row_vector = cs is not None and xs is not None and len(cs) == 1 and len(xs) > 1
+    same = xs is not None and xs == ys and None not in xs and cs is not None and (
+        len(cs) == 0 or cs == xs)
+    if row_vector or same:
+        return ops._out("Select", [condition, x, y], name=name)
+    return ops._out("SelectV2", [condition, x, y], name=name)
+
+
+def where_v2(condition, x=None, y=None, name=None):
+    """x where `condition` is true, else y, with all three broadcast like NumPy (TF's
+    tf.where_v2 / TF2's tf.where; the SelectV2 op)."""
+    if x is None or y is None:
+        raise ValueError("where_v2(condition) (the indices of true elements) is not supported; "
+                         "give where_v2(condition, x, y)")
+    condition, x, y = _select_operands(condition, x, y)
+    return ops._out("SelectV2", [condition, x, y], name=name)
 
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
@@ -293,4 +326,4 @@ def getitem(tensor, key):
 
 
 __all__ = ["argmin", "embedding_lookup", "gather", "one_hot", "pad", "range", "reduce_all",
-           "reduce_any", "split", "stack", "tile", "unstack", "where"]
+           "reduce_any", "split", "stack", "tile", "unstack", "where", "where_v2"]

@@ -422,6 +422,76 @@ TEST(CwiseBinaryTest, MaximumAndMinimumPropagateNaN) {
   }
 }
 
+// ---- Select / SelectV2 ----------------------------------------------------------------------
+
+Tensor Bools(const std::vector<bool>& v, const TensorShape& shape) {
+  Tensor t(DT_BOOL, shape);
+  for (size_t i = 0; i < v.size(); ++i) t.data<bool>()[i] = v[i];
+  return t;
+}
+
+TEST(SelectTest, ReadsOnlyTheChosenOperand) {
+  // The arithmetic form c*t + (1-c)*e gives NaN where e is Inf and c is true.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor c = Bools({true, false, true, false}, {4});
+  Tensor t = Tensor::FromVector<float>({1, inf, 3, nan});
+  Tensor e = Tensor::FromVector<float>({inf, 2, nan, 4});
+  for (const char* op : {"Select", "SelectV2"}) {
+    Tensor z = RunOne(op, {c, t, e});
+    ASSERT_EQ(z.NumElements(), 4) << op;
+    EXPECT_EQ(std::vector<float>(z.data<float>(), z.data<float>() + 4),
+              (std::vector<float>{1, 2, 3, 4}))
+        << op;
+  }
+}
+
+TEST(SelectTest, SelectRowVectorAndScalarCondition) {
+  Tensor t = Tensor::FromVector<int32_t>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
+  Tensor e = Tensor::FromVector<int32_t>({-1, -2, -3, -4, -5, -6}, TensorShape({3, 2}));
+  Tensor rows = RunOne("Select", {Bools({true, false, true}, {3}), t, e});
+  EXPECT_EQ(std::vector<int32_t>(rows.data<int32_t>(), rows.data<int32_t>() + 6),
+            (std::vector<int32_t>{1, 2, -3, -4, 5, 6}));
+  Tensor all = RunOne("Select", {Bools({false}, {}), t, e});
+  EXPECT_EQ(std::vector<int32_t>(all.data<int32_t>(), all.data<int32_t>() + 6),
+            (std::vector<int32_t>{-1, -2, -3, -4, -5, -6}));
+}
+
+TEST(SelectTest, SelectV2BroadcastsAllThreeOnEveryThreadCount) {
+  // condition [4,1,3], t [5,1], e scalar -> [4,5,3]; large enough to be sharded.
+  const TensorShape out({4, 500, 3});
+  Tensor c(DT_BOOL, TensorShape({4, 1, 3}));
+  for (int i = 0; i < 12; ++i) c.data<bool>()[i] = (i * 7) % 3 == 0;
+  Tensor t = RandomTensor<float>(TensorShape({500, 1}), -5, 5, 71);
+  Tensor e = Tensor::Scalar<float>(-100);
+  std::vector<double> want(out.num_elements());
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 500; ++b)
+      for (int k = 0; k < 3; ++k)
+        want[(a * 500 + b) * 3 + k] = c.data<bool>()[a * 3 + k] ? t.data<float>()[b] : -100.0;
+  ExpectClose(RunOne("SelectV2", {c, t, e}), want, 0, "SelectV2");
+  for (int threads : {1, 3, 8}) {
+    auto z = RunKernelDirect("SelectV2", {c, t, e}, threads);
+    ASSERT_TRUE(z.ok()) << z.status();
+    EXPECT_EQ(z->shape(), out);
+    ExpectClose(*z, want, 0, "SelectV2 threads=" + std::to_string(threads));
+  }
+}
+
+TEST(SelectTest, BadShapesAreErrorsNamingThem) {
+  Tensor t(DT_FLOAT, TensorShape({2, 3}));
+  Tensor e(DT_FLOAT, TensorShape({3}));
+  auto v1 = RunOp("Select", {Bools({true, false}, {2}), t, e});
+  ASSERT_FALSE(v1.ok());
+  EXPECT_NE(v1.status().message().find("SelectV2"), std::string::npos) << v1.status();
+  auto cond = RunKernelDirect("Select", {Bools({true, false, true}, {3}), t, t}, 1);
+  ASSERT_FALSE(cond.ok());
+  EXPECT_NE(cond.status().message().find("condition [3]"), std::string::npos) << cond.status();
+  auto v2 = RunKernelDirect("SelectV2", {Bools({true, false}, {2}), t, e}, 1);
+  ASSERT_FALSE(v2.ok());
+  EXPECT_EQ(v2.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 // ---- binary: errors -------------------------------------------------------------------------
 
 TEST(CwiseBinaryErrorTest, IncompatibleShapes) {

@@ -315,6 +315,29 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["LogicalAnd"] = Binary(cx, cy, [](double a, double b) { return double(a != 0 && b != 0); });
     m["LogicalOr"] = Binary(cx, cy, [](double a, double b) { return double(a != 0 || b != 0); });
 
+    // Select: condition [2,3] (Select also [2], a row each); SelectV2: condition [2,1] with t
+    // [2,3] and e [3].
+    const auto select_ref = [](const TensorShape& cond_shape, bool v2) {
+      return [cond_shape, v2](const std::vector<Tensor>& in) {
+        const std::vector<double> c = Values(in[0]), t = Values(in[1]), e = Values(in[2]);
+        std::vector<double> z(6);
+        for (int i = 0; i < 6; ++i) {
+          const int row = i / 3, col = i % 3;
+          const double pick = cond_shape.num_elements() == 6 ? c[i] : c[row];
+          z[i] = pick != 0 ? t[i] : e[v2 ? col : i];
+        }
+        return D(z, {2, 3});
+      };
+    };
+    ConformanceCase select;
+    select.inputs = {D({1, 0, 0, 1, 1, 0}, {2, 3}), x23, D({7, 8, 9, 10, 11, 12}, {2, 3})};
+    select.reference = select_ref({2, 3}, false);
+    m["Select"] = select;
+    ConformanceCase select_v2;
+    select_v2.inputs = {D({0, 1}, {2, 1}), x23, D({7, 8, 9}, {3})};
+    select_v2.reference = select_ref({2, 1}, true);
+    m["SelectV2"] = select_v2;
+
     ConformanceCase addn;
     addn.inputs = {x23, D({10, 20, 30, 40, 50, 60}, {2, 3}), D({0, 1, 0, 1, 0, 1}, {2, 3})};
     addn.reference = [](const std::vector<Tensor>& in) {

@@ -84,6 +84,36 @@ TEST(GradientsTest, BinaryOpsWithBroadcasting) {
   }
 }
 
+// Select and SelectV2: each operand gets the gradient where it was chosen. Select's condition
+// is full-shape or a vector over rows; SelectV2 broadcasts t ([2,3]) against e ([3]) and a
+// condition of [2,1].
+TEST(GradientsTest, SelectAndSelectV2) {
+  struct Case {
+    const char* op;
+    std::vector<bool> cond;
+    TensorShape cond_shape, e_shape;
+  };
+  for (const Case& c :
+       {Case{"Select", {true, false, false, true, true, false}, {2, 3}, {2, 3}},
+        Case{"Select", {false, true}, {2}, {2, 3}}, Case{"SelectV2", {true, false}, {2, 1}, {3}},
+        Case{"SelectV2", {true, false, true}, {3}, {2, 3}}}) {
+    SCOPED_TRACE(std::string(c.op) + " condition " + c.cond_shape.DebugString());
+    Scope s = Scope::NewRootScope();
+    Tensor cond(DT_BOOL, c.cond_shape);
+    for (size_t i = 0; i < c.cond.size(); ++i) cond.data<bool>()[i] = c.cond[i];
+    auto t = ops::Placeholder(s.WithOpName("t"), DT_DOUBLE, TensorShape({2, 3}));
+    auto e = ops::Placeholder(s.WithOpName("e"), DT_DOUBLE, c.e_shape);
+    Output z = std::string(c.op) == "Select" ? ops::Select(s, ops::Const(s, cond), t, e)
+                                             : ops::SelectV2(s, ops::Const(s, cond), t, e);
+    // Square the result so the gradient depends on the values chosen.
+    auto err = test::MaxGradientError(
+        s, {t, e}, {RandomDouble({2, 3}, -1, 1, 31), RandomDouble(c.e_shape, -1, 1, 32)},
+        ops::Square(s, z), 1e-6);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, 1e-6);
+  }
+}
+
 // FloorMod is x - floor(x / y) * y: away from the jumps (x / y in (2.1, 2.7) here) its
 // gradient is (1, -floor(x / y)).
 TEST(GradientsTest, FloorModAwayFromItsJumps) {

@@ -370,6 +370,32 @@ def test_array_ops_and_indexing_match_numpy():
         x[::2]
 
 
+def test_where_reads_only_the_chosen_value_and_broadcasts():
+    xv = np.array([[-1.0, -2.0, 2.0], [4.0, -3.0, 0.5]], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [2, 3])
+        # The safe-log idiom: log(x) is NaN where x < 0 and must not leak (at x == 0 the
+        # gradient is 0 * inf = NaN, in TF1 too, so the inputs avoid it).
+        safe = tf.where(x > 0, tf.log(x), tf.zeros_like(x))
+        grad = tf.gradients(tf.reduce_sum(safe), [x])[0]
+        rows = tf.where(tf.constant([True, False]), x, -x)          # TF1: a row per element
+        bcast = tf.where_v2(x > 1, x, 0.0)                          # scalar e, broadcast
+        lit = tf.where(x > 0, 1.0, x)                               # literal t takes x's dtype
+        with tf.Session() as s:
+            out = s.run([safe, grad, rows, bcast, lit], {x: xv})
+    assert [o.op.type for o in (safe, rows, bcast)] == ["Select", "Select", "SelectV2"]
+    positive = xv > 0
+    np.testing.assert_allclose(out[0], np.where(positive, np.log(np.where(positive, xv, 1)), 0))
+    np.testing.assert_allclose(out[1], np.where(positive, 1 / np.where(positive, xv, 1), 0))
+    assert np.all(np.isfinite(out[1]))
+    np.testing.assert_array_equal(out[2], np.stack([xv[0], -xv[1]]))
+    np.testing.assert_array_equal(out[3], np.where(xv > 1, xv, 0))
+    np.testing.assert_array_equal(out[4], np.where(positive, 1, xv))
+    with pytest.raises(TypeError, match="must be bool"):
+        tf.where(tf.constant([1.0]), tf.constant([1.0]), tf.constant([2.0]))
+
+
 def test_floor_division_and_modulo_follow_python():
     a_v = np.array([7, -7, 7, -7, 0], np.int32)
     b_v = np.array([2, 2, -2, -2, 3], np.int32)
