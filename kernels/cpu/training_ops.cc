@@ -2,10 +2,13 @@
 //
 // Lock order: the variable first, then its slots in input order; every kernel here follows it.
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
 #include "core/platform/threadpool.h"
+#include "kernels/cpu/cwise_ops_common.h"
 #include "kernels/cpu/variable_util.h"
 
 namespace shardflow {
@@ -28,6 +31,24 @@ absl::StatusOr<Tensor*> Writable(OpKernelContext* ctx, int input, Variable* var,
                      " but its gradient has shape ", grad.shape().DebugString()));
   }
   return v;
+}
+
+// An update's variable and slots must be distinct variables: their locks are taken one after
+// another (the same one twice would deadlock) and the loops write them as separate arrays.
+absl::Status CheckDistinct(OpKernelContext* ctx,
+                           const std::vector<std::pair<int, Variable*>>& vars) {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (vars[i].second == vars[j].second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("inputs ", vars[j].first, " and ", vars[i].first,
+                         " of this update are the same variable '",
+                         ctx->input(vars[i].first).data<std::string>()[0],
+                         "'; a variable and its optimizer slots must be distinct variables"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 template <typename T>
@@ -55,9 +76,10 @@ class ApplyGradientDescentOp : public OpKernel {
     absl::MutexLock lock((*var)->mu());
     auto v = Writable(ctx, 0, var->get(), delta);
     OP_REQUIRES_OK(ctx, v.status());
-    T* w = (*v)->template data<T>();
-    const T* d = delta.data<T>();
+    T* __restrict w = (*v)->template data<T>();
+    const T* __restrict d = delta.data<T>();
     Parallel(ctx, delta.NumElements(), [&](int64_t b, int64_t e) {
+      SF_SIMD_LOOP
       for (int64_t i = b; i < e; ++i) w[i] -= alpha * d[i];
     });
   }
@@ -78,20 +100,29 @@ class ApplyMomentumOp : public OpKernel {
     const T lr = ScalarInput<T>(ctx, 2);
     const Tensor& grad = ctx->input(3);
     const T momentum = ScalarInput<T>(ctx, 4);
+    OP_REQUIRES_OK(ctx, CheckDistinct(ctx, {{0, var->get()}, {1, accum->get()}}));
     absl::MutexLock lock_var((*var)->mu());
     absl::MutexLock lock_accum((*accum)->mu());
     auto v = Writable(ctx, 0, var->get(), grad);
     OP_REQUIRES_OK(ctx, v.status());
     auto a = Writable(ctx, 1, accum->get(), grad);
     OP_REQUIRES_OK(ctx, a.status());
-    T* w = (*v)->template data<T>();
-    T* acc = (*a)->template data<T>();
-    const T* g = grad.data<T>();
-    const bool nesterov = nesterov_;
+    T* __restrict w = (*v)->template data<T>();
+    T* __restrict acc = (*a)->template data<T>();
+    const T* __restrict g = grad.data<T>();
     Parallel(ctx, grad.NumElements(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        acc[i] = momentum * acc[i] + g[i];
-        w[i] -= nesterov ? lr * (g[i] + momentum * acc[i]) : lr * acc[i];
+      if (nesterov_) {
+        SF_SIMD_LOOP
+        for (int64_t i = b; i < e; ++i) {
+          acc[i] = momentum * acc[i] + g[i];
+          w[i] -= lr * (g[i] + momentum * acc[i]);
+        }
+      } else {
+        SF_SIMD_LOOP
+        for (int64_t i = b; i < e; ++i) {
+          acc[i] = momentum * acc[i] + g[i];
+          w[i] -= lr * acc[i];
+        }
       }
     });
   }
@@ -118,6 +149,7 @@ class ApplyAdamOp : public OpKernel {
     const Tensor& grad = ctx->input(9);
     OP_REQUIRES(ctx, beta1_power < 1.0 && beta2_power < 1.0,
                 absl::InvalidArgumentError("beta1_power and beta2_power must be below 1"));
+    OP_REQUIRES_OK(ctx, CheckDistinct(ctx, {{0, var->get()}, {1, m->get()}, {2, v->get()}}));
     absl::MutexLock lock_var((*var)->mu());
     absl::MutexLock lock_m((*m)->mu());
     absl::MutexLock lock_v((*v)->mu());
@@ -129,11 +161,15 @@ class ApplyAdamOp : public OpKernel {
     OP_REQUIRES_OK(ctx, vv.status());
     const double bias = std::sqrt(1.0 - beta2_power) / (1.0 - beta1_power);
     const T lr_t = static_cast<T>(lr * bias);
-    T* w = (*wv)->template data<T>();
-    T* mm = (*mv)->template data<T>();
-    T* vvp = (*vv)->template data<T>();
-    const T* g = grad.data<T>();
+    // Distinct variables (checked above) and the gradient, a separate tensor (mutable_value()
+    // copies a buffer the gradient shares): the loop vectorises (sqrt and division stay IEEE,
+    // so the results are the scalar loop's, bit for bit).
+    T* __restrict w = (*wv)->template data<T>();
+    T* __restrict mm = (*mv)->template data<T>();
+    T* __restrict vvp = (*vv)->template data<T>();
+    const T* __restrict g = grad.data<T>();
     Parallel(ctx, grad.NumElements(), [&](int64_t b, int64_t e) {
+      SF_SIMD_LOOP
       for (int64_t i = b; i < e; ++i) {
         mm[i] = beta1 * mm[i] + (1 - beta1) * g[i];
         vvp[i] = beta2 * vvp[i] + (1 - beta2) * g[i] * g[i];

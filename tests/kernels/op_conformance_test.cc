@@ -502,8 +502,14 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
         // accum = 0.9 * 1 + g; var -= 0.1 * accum
         expect_near(read_var(a, dt), {2.9, 4.9}, "ResourceApplyMomentum accum");
         expect_near(read_var(v, dt), {1 - 0.29, 2 - 0.49}, "ResourceApplyMomentum var");
+        auto same =
+            RunOp("ResourceApplyMomentum",
+                  {v, v, scalar(0.1, dt), *CastTensor(D({2, 4}, {2}), dt), scalar(0.9, dt)});
+        EXPECT_FALSE(same.ok());
+        EXPECT_NE(same.status().message().find("same variable"), std::string::npos)
+            << same.status();
       }
-      return std::string("float double");
+      return std::string("float double (aliased accumulator refused)");
     };
     m["ResourceApplyAdam"].custom = [=] {
       for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
@@ -519,7 +525,38 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
         expect_near(read_var(v, dt), {1 - lr_t * 0.2 / (std::sqrt(0.004) + 1e-8)},
                     "ResourceApplyAdam");
       }
-      return std::string("float double");
+      // 1003 elements (the vectorised loop and its remainder) against a reference.
+      constexpr int kN = 1003;
+      std::vector<double> w0(kN), m0(kN), v0(kN), g(kN), want(kN);
+      for (int i = 0; i < kN; ++i) {
+        w0[i] = std::sin(i) * 2;
+        m0[i] = std::cos(i) * 0.1;
+        v0[i] = 0.01 + 0.001 * (i % 7);
+        g[i] = std::sin(3.0 * i);
+        const double mi = 0.9 * m0[i] + 0.1 * g[i], vi = 0.999 * v0[i] + 0.001 * g[i] * g[i];
+        const double lr_t = 0.01 * std::sqrt(1 - 0.998) / (1 - 0.81);
+        want[i] = w0[i] - lr_t * mi / (std::sqrt(vi) + 1e-8);
+      }
+      Tensor w = make_var("conformance/adam_big_w", DT_FLOAT, D(w0, {kN}));
+      Tensor mm = make_var("conformance/adam_big_m", DT_FLOAT, D(m0, {kN}));
+      Tensor vv = make_var("conformance/adam_big_v", DT_FLOAT, D(v0, {kN}));
+      const DataType f = DT_FLOAT;
+      EXPECT_TRUE(RunOp("ResourceApplyAdam", {w, mm, vv, scalar(0.81, f), scalar(0.998, f),
+                                              scalar(0.01, f), scalar(0.9, f), scalar(0.999, f),
+                                              scalar(1e-8, f), *CastTensor(D(g, {kN}), f)})
+                      .ok());
+      expect_near(read_var(w, f), want, "ResourceApplyAdam, 1003 elements");
+      // The same variable as the value and a slot: an error naming it (two locks of one
+      // variable would deadlock), and the variable unchanged.
+      auto same = RunOp("ResourceApplyAdam", {w, w, vv, scalar(0.81, f), scalar(0.998, f),
+                                              scalar(0.01, f), scalar(0.9, f), scalar(0.999, f),
+                                              scalar(1e-8, f), *CastTensor(D(g, {kN}), f)});
+      EXPECT_FALSE(same.ok());
+      EXPECT_NE(same.status().message().find("same variable 'conformance/adam_big_w'"),
+                std::string::npos)
+          << same.status();
+      expect_near(read_var(w, f), want, "ResourceApplyAdam after the refused update");
+      return std::string("float double (and 1003 elements; aliased slots refused)");
     };
     auto random_check = [](const char* op, double lo, double hi, double mean, double stddev) {
       return [=] {
