@@ -544,3 +544,23 @@ def test_static_shapes_can_be_passed_where_shapes_go():
             out = s.run([z, r], {y: np.ones((2, 3), np.float32)})
     np.testing.assert_allclose(out[0], np.ones((3, 2)))
     assert out[1].shape == (2, 2)
+
+
+def test_softmax_cross_entropy_v2_matches_v1_and_trains_the_labels():
+    rng = np.random.default_rng(3)
+    zv = rng.normal(size=(4, 5)).astype(np.float32)
+    lv = rng.dirichlet(np.ones(5), size=4).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        z = tf.constant(zv)
+        labels = tf.constant(lv)
+        v1 = tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=z)
+        v2 = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=z)
+        dz1, dl1 = tf.gradients(tf.reduce_sum(v1), [z, labels])
+        dz2, dl2 = tf.gradients(tf.reduce_sum(v2), [z, labels])
+        a, b, gz1, gz2, gl2 = run([v1, v2, dz1, dz2, dl2], graph=g)
+    assert dl1 is None                      # v1: no gradient to the labels, as in TF1
+    np.testing.assert_allclose(a, b, rtol=1e-5)
+    np.testing.assert_allclose(gz1, gz2, rtol=1e-4, atol=1e-6)
+    log_softmax = zv - np.log(np.exp(zv).sum(1, keepdims=True))
+    np.testing.assert_allclose(gl2, -log_softmax, rtol=1e-5)
