@@ -135,6 +135,28 @@ SF_GRAD(Reciprocal) {  // -1/x^2 = -y^2
   dx->push_back(ops::Neg(s, ops::Mul(s, dy[0], ops::Square(s, GradOutput(op, 0)))));
   return absl::OkStatus();
 }
+SF_GRAD(Sin) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Cos(s, GradInput(op, 0))));
+  return absl::OkStatus();
+}
+SF_GRAD(Cos) {
+  dx->push_back(ops::Neg(s, ops::Mul(s, dy[0], ops::Sin(s, GradInput(op, 0)))));
+  return absl::OkStatus();
+}
+SF_GRAD(Log1p) {
+  dx->push_back(ops::Div(s, dy[0], ops::Add(s, 1, GradInput(op, 0))));
+  return absl::OkStatus();
+}
+SF_GRAD(Expm1) {  // e^x = y + 1
+  dx->push_back(ops::Mul(s, dy[0], ops::Add(s, GradOutput(op, 0), 1)));
+  return absl::OkStatus();
+}
+SF_GRAD(Erf) {  // 2 / sqrt(pi) * exp(-x^2)
+  Output x = GradInput(op, 0);
+  dx->push_back(ops::Mul(
+      s, dy[0], ops::Mul(s, 1.1283791670955126, ops::Exp(s, ops::Neg(s, ops::Square(s, x))))));
+  return absl::OkStatus();
+}
 SF_GRAD(Sign) {
   dx->push_back(ops::ZerosLike(s, GradInput(op, 0)));
   return absl::OkStatus();
@@ -266,6 +288,11 @@ REGISTER_GRADIENT("Exp", ExpGrad);
 REGISTER_GRADIENT("Log", LogGrad);
 REGISTER_GRADIENT("Tanh", TanhGrad);
 REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
+REGISTER_GRADIENT("Sin", SinGrad);
+REGISTER_GRADIENT("Cos", CosGrad);
+REGISTER_GRADIENT("Log1p", Log1pGrad);
+REGISTER_GRADIENT("Expm1", Expm1Grad);
+REGISTER_GRADIENT("Erf", ErfGrad);
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
 REGISTER_GRADIENT("Sign", SignGrad);
 REGISTER_GRADIENT("AddN", AddNGrad);
@@ -287,6 +314,13 @@ REGISTER_NO_GRADIENT("GreaterEqual");
 REGISTER_NO_GRADIENT("LogicalAnd");
 REGISTER_NO_GRADIENT("LogicalOr");
 REGISTER_NO_GRADIENT("LogicalNot");
+// Piecewise constant (TF1 gives them no gradient either) and predicates.
+REGISTER_NO_GRADIENT("Floor");
+REGISTER_NO_GRADIENT("Ceil");
+REGISTER_NO_GRADIENT("Round");
+REGISTER_NO_GRADIENT("IsNan");
+REGISTER_NO_GRADIENT("IsInf");
+REGISTER_NO_GRADIENT("IsFinite");
 REGISTER_NO_GRADIENT("ArgMax");
 
 }  // namespace

@@ -152,6 +152,25 @@ SF_UNARY_OP("Log", SF_FLOAT_TYPES, "natural logarithm");
 SF_UNARY_OP("Tanh", SF_FLOAT_TYPES, "hyperbolic tangent");
 SF_UNARY_OP("Sigmoid", SF_FLOAT_TYPES, "1 / (1 + e^-x)");
 SF_UNARY_OP("Reciprocal", SF_FLOAT_TYPES, "1 / x");
+SF_UNARY_OP("Floor", SF_FLOAT_TYPES, "the largest integer not above x");
+SF_UNARY_OP("Ceil", SF_FLOAT_TYPES, "the smallest integer not below x");
+SF_UNARY_OP("Round", SF_FLOAT_TYPES, "x rounded to the nearest integer, halves to even");
+SF_UNARY_OP("Sin", SF_FLOAT_TYPES, "sine");
+SF_UNARY_OP("Cos", SF_FLOAT_TYPES, "cosine");
+SF_UNARY_OP("Log1p", SF_FLOAT_TYPES, "log(1 + x), accurate for small x");
+SF_UNARY_OP("Expm1", SF_FLOAT_TYPES, "e^x - 1, accurate for small x");
+SF_UNARY_OP("Erf", SF_FLOAT_TYPES, "the error function");
+
+#define SF_FLOAT_PREDICATE_OP(NAME, DOC) \
+  REGISTER_OP(NAME)                      \
+      .Input("x: T")                     \
+      .Output("y: bool")                 \
+      .Attr("T: " SF_FLOAT_TYPES)        \
+      .SetShapeFn(UnchangedShape)        \
+      .Doc(DOC)
+SF_FLOAT_PREDICATE_OP("IsNan", "whether x is NaN");
+SF_FLOAT_PREDICATE_OP("IsInf", "whether x is +Inf or -Inf");
+SF_FLOAT_PREDICATE_OP("IsFinite", "whether x is neither NaN nor infinite");
 
 SF_BINARY_OP("Add", SF_REAL_TYPES, "x + y");
 SF_BINARY_OP("Sub", SF_REAL_TYPES, "x - y");

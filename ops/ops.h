@@ -48,6 +48,17 @@ Output Log(const Scope& s, const Input& x);
 Output Tanh(const Scope& s, const Input& x);
 Output Sigmoid(const Scope& s, const Input& x);
 Output Reciprocal(const Scope& s, const Input& x);
+Output Floor(const Scope& s, const Input& x);
+Output Ceil(const Scope& s, const Input& x);
+Output Round(const Scope& s, const Input& x);
+Output Sin(const Scope& s, const Input& x);
+Output Cos(const Scope& s, const Input& x);
+Output Log1p(const Scope& s, const Input& x);
+Output Expm1(const Scope& s, const Input& x);
+Output Erf(const Scope& s, const Input& x);
+Output IsNan(const Scope& s, const Input& x);
+Output IsInf(const Scope& s, const Input& x);
+Output IsFinite(const Scope& s, const Input& x);
 Output LogicalNot(const Scope& s, const Input& x);
 
 Output Add(const Scope& s, const Input& x, const Input& y);

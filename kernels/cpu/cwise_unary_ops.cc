@@ -1,5 +1,6 @@
 // CPU kernels for the element-wise unary ops: Neg, Abs, Square, Sign, Relu, Sqrt, Rsqrt, Exp,
-// Log, Tanh, Sigmoid, Reciprocal and LogicalNot.
+// Log, Tanh, Sigmoid, Reciprocal, Floor, Ceil, Round, Sin, Cos, Log1p, Expm1, Erf and LogicalNot;
+// and the predicates IsNan, IsInf and IsFinite (bool outputs).
 //
 // Every (op, type) the op definitions allow is registered. Half and bfloat16 are computed in
 // float, in blocks of kNarrowBlock elements. The transcendental functions of float and double go
@@ -70,6 +71,23 @@ struct ReluFn {
     return a < C(0) ? C(0) : a;
   }
 };
+// Rounds halves to even (the default rounding mode), as TF's Round and NumPy's round.
+struct RoundFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 1;
+  template <typename C>
+  C operator()(C a) const {
+    return std::nearbyint(a);
+  }
+};
+struct ErfFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::erf(a);
+  }
+};
 struct LogicalNotFn {
   static constexpr bool kEigen = false;
   static constexpr int kCostNs = 1;
@@ -96,6 +114,12 @@ SF_EIGEN_UNARY_FN(LogFn, 5, std::log(a), log);
 SF_EIGEN_UNARY_FN(TanhFn, 5, std::tanh(a), tanh);
 SF_EIGEN_UNARY_FN(SigmoidFn, 5, C(1) / (C(1) + std::exp(-a)), logistic);
 SF_EIGEN_UNARY_FN(ReciprocalFn, 1, C(1) / a, inverse);
+SF_EIGEN_UNARY_FN(FloorFn, 1, std::floor(a), floor);
+SF_EIGEN_UNARY_FN(CeilFn, 1, std::ceil(a), ceil);
+SF_EIGEN_UNARY_FN(SinFn, 5, std::sin(a), sin);
+SF_EIGEN_UNARY_FN(CosFn, 5, std::cos(a), cos);
+SF_EIGEN_UNARY_FN(Log1pFn, 5, std::log1p(a), log1p);
+SF_EIGEN_UNARY_FN(Expm1Fn, 5, std::expm1(a), expm1);
 #undef SF_EIGEN_UNARY_FN
 
 // y[0..n) = f(x[0..n)) for storage type T. y may equal x.
@@ -138,6 +162,44 @@ class UnaryOp : public OpKernel {
   }
 };
 
+// y = pred(x) as bool, for the floating types (half and bfloat16 widened: exact for these tests).
+enum class FloatClass { kNan, kInf, kFinite };
+template <typename T, FloatClass K>
+class FloatPredicateOp : public OpKernel {
+ public:
+  explicit FloatPredicateOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x_in = ctx->input(0);
+    Tensor* y_out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x_in.shape(), &y_out));
+    const T* x = x_in.data<T>();
+    bool* y = y_out->data<bool>();
+    cwise::RunSharded(ctx, y_out->NumElements(), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const float v = static_cast<float>(x[i]);
+        if constexpr (K == FloatClass::kNan) {
+          y[i] = std::isnan(v);
+        } else if constexpr (K == FloatClass::kInf) {
+          y[i] = std::isinf(v);
+        } else {
+          y[i] = std::isfinite(v);
+        }
+      }
+    });
+  }
+};
+
+#define SF_REGISTER_PREDICATE(NAME, KIND)                                           \
+  REGISTER_KERNEL(KernelDef(NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),    \
+                  (FloatPredicateOp<float, KIND>));                                 \
+  REGISTER_KERNEL(KernelDef(NAME).Device(kDeviceCpu).TypeConstraint<double>("T"),   \
+                  (FloatPredicateOp<double, KIND>));                                \
+  REGISTER_KERNEL(KernelDef(NAME).Device(kDeviceCpu).TypeConstraint<half>("T"),     \
+                  (FloatPredicateOp<half, KIND>));                                  \
+  REGISTER_KERNEL(KernelDef(NAME).Device(kDeviceCpu).TypeConstraint<bfloat16>("T"), \
+                  (FloatPredicateOp<bfloat16, KIND>))
+
 #define SF_REGISTER_UNARY(NAME, FN, T) \
   REGISTER_KERNEL(KernelDef(NAME).Device(kDeviceCpu).TypeConstraint<T>("T"), UnaryOp<T, FN>)
 
@@ -164,6 +226,17 @@ SF_REGISTER_UNARY_FLOAT("Log", LogFn);
 SF_REGISTER_UNARY_FLOAT("Tanh", TanhFn);
 SF_REGISTER_UNARY_FLOAT("Sigmoid", SigmoidFn);
 SF_REGISTER_UNARY_FLOAT("Reciprocal", ReciprocalFn);
+SF_REGISTER_UNARY_FLOAT("Floor", FloorFn);
+SF_REGISTER_UNARY_FLOAT("Ceil", CeilFn);
+SF_REGISTER_UNARY_FLOAT("Round", RoundFn);
+SF_REGISTER_UNARY_FLOAT("Sin", SinFn);
+SF_REGISTER_UNARY_FLOAT("Cos", CosFn);
+SF_REGISTER_UNARY_FLOAT("Log1p", Log1pFn);
+SF_REGISTER_UNARY_FLOAT("Expm1", Expm1Fn);
+SF_REGISTER_UNARY_FLOAT("Erf", ErfFn);
+SF_REGISTER_PREDICATE("IsNan", FloatClass::kNan);
+SF_REGISTER_PREDICATE("IsInf", FloatClass::kInf);
+SF_REGISTER_PREDICATE("IsFinite", FloatClass::kFinite);
 REGISTER_KERNEL(KernelDef("LogicalNot").Device(kDeviceCpu), UnaryOp<bool, LogicalNotFn>);
 
 }  // namespace

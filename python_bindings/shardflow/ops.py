@@ -232,6 +232,17 @@ log = _unary("Log", "Natural logarithm.")
 tanh = _unary("Tanh", "Hyperbolic tangent.")
 sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x)).")
 reciprocal = _unary("Reciprocal", "1 / x.")
+floor = _unary("Floor", "The largest integer not above x (no gradient, as in TF1).")
+ceil = _unary("Ceil", "The smallest integer not below x (no gradient, as in TF1).")
+round = _unary("Round", "x rounded to the nearest integer, halves to even (no gradient).")  # noqa: A001
+sin = _unary("Sin", "Sine.")
+cos = _unary("Cos", "Cosine.")
+log1p = _unary("Log1p", "log(1 + x), accurate for small x.")
+expm1 = _unary("Expm1", "e ** x - 1, accurate for small x.")
+erf = _unary("Erf", "The error function.")
+is_nan = _unary("IsNan", "Whether x is NaN (bool).")
+is_inf = _unary("IsInf", "Whether x is +Inf or -Inf (bool).")
+is_finite = _unary("IsFinite", "Whether x is neither NaN nor infinite (bool).")
 logical_not = _unary("LogicalNot", "not x.")
 identity = _unary("Identity", "The same value (a new node; useful to name or place a value).")
 stop_gradient = _unary("StopGradient", "The same value; gradients do not flow through it.")
@@ -470,6 +481,17 @@ def check_numerics(tensor, message, name=None):
 
 
 __all__ = [
+    "ceil",
+    "cos",
+    "erf",
+    "expm1",
+    "floor",
+    "is_finite",
+    "is_inf",
+    "is_nan",
+    "log1p",
+    "round",
+    "sin",
     "abs",
     "add",
     "add_n",

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -284,6 +285,22 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["Exp"] = Unary(small_x, [](double a) { return std::exp(a); });
     m["Tanh"] = Unary(small_x, [](double a) { return std::tanh(a); });
     m["Sigmoid"] = Unary(small_x, [](double a) { return 1 / (1 + std::exp(-a)); });
+    m["Floor"] = Unary({-2.5, -1, 0, 0.5, 1.5, 3.25}, [](double a) { return std::floor(a); });
+    m["Ceil"] = Unary({-2.5, -1, 0, 0.5, 1.5, 3.25}, [](double a) { return std::ceil(a); });
+    // Halves round to even: -2.5 -> -2, 0.5 -> 0, 1.5 -> 2.
+    m["Round"] =
+        Unary({-2.5, -1.25, 0, 0.5, 1.5, 3.75}, [](double a) { return std::nearbyint(a); });
+    m["Sin"] = Unary(small_x, [](double a) { return std::sin(a); });
+    m["Cos"] = Unary(small_x, [](double a) { return std::cos(a); });
+    m["Log1p"] = Unary(positive_x, [](double a) { return std::log1p(a); });
+    m["Expm1"] = Unary(small_x, [](double a) { return std::expm1(a); });
+    m["Erf"] = Unary(small_x, [](double a) { return std::erf(a); });
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const std::vector<double> special = {1, -inf, nan, 0, inf, -2};
+    m["IsNan"] = Unary(special, [](double a) { return double(std::isnan(a)); });
+    m["IsInf"] = Unary(special, [](double a) { return double(std::isinf(a)); });
+    m["IsFinite"] = Unary(special, [](double a) { return double(std::isfinite(a)); });
     m["LogicalNot"] = Unary({0, 1, 1, 0, 2, 0}, [](double a) { return double(a == 0); });
 
     // Element-wise binary, [2,3] with [3]. Values fit int8 and uint8 (no negative results).

@@ -62,6 +62,8 @@ TEST(GradientsTest, CheckerCatchesAWrongGradient) {
 TEST(GradientsTest, UnaryOps) {
   for (const char* op : {"Neg", "Abs", "Square", "Exp", "Tanh", "Sigmoid"}) CheckUnary(op, -2, 2);
   for (const char* op : {"Sqrt", "Rsqrt", "Log", "Reciprocal"}) CheckUnary(op, 0.5, 3);
+  for (const char* op : {"Sin", "Cos", "Expm1", "Erf"}) CheckUnary(op, -2, 2);
+  CheckUnary("Log1p", -0.5, 3);
 }
 
 // Binary ops with broadcasting: [2,3] with [3], [2,1] and a scalar.

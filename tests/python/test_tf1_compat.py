@@ -564,3 +564,25 @@ def test_softmax_cross_entropy_v2_matches_v1_and_trains_the_labels():
     np.testing.assert_allclose(gz1, gz2, rtol=1e-4, atol=1e-6)
     log_softmax = zv - np.log(np.exp(zv).sum(1, keepdims=True))
     np.testing.assert_allclose(gl2, -log_softmax, rtol=1e-5)
+
+
+def test_rounding_trigonometric_and_float_class_ops_match_numpy():
+    xv = np.array([-2.5, -0.5, 0.5, 1.5, 2.25, 1e-7], np.float32)
+    special = np.array([1.0, np.inf, -np.inf, np.nan, 0.0, -3.0], np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant(xv)
+        sp = tf.constant(special)
+        outs = run([tf.floor(x), tf.ceil(x), tf.round(x), tf.sin(x), tf.cos(x), tf.log1p(tf.abs(x)),
+                    tf.expm1(x), tf.erf(x), tf.is_nan(sp), tf.is_inf(sp), tf.is_finite(sp),
+                    tf.gradients(tf.reduce_sum(tf.sin(x) + tf.log1p(tf.abs(x))), [x])[0]],
+                   graph=g)
+        assert tf.gradients(tf.reduce_sum(tf.floor(x)), [x]) == [None]   # TF1: no gradient
+    import math
+    want = [np.floor(xv), np.ceil(xv), np.round(xv), np.sin(xv), np.cos(xv), np.log1p(np.abs(xv)),
+            np.expm1(xv), np.array([math.erf(v) for v in xv], np.float32), np.isnan(special),
+            np.isinf(special), np.isfinite(special),
+            np.cos(xv) + np.sign(xv) / (1 + np.abs(xv))]
+    for got, w in zip(outs, want):
+        np.testing.assert_allclose(got, w, rtol=2e-6, atol=1e-7)
+    assert outs[2].tolist() == [-2.0, -0.0, 0.0, 2.0, 2.0, 0.0]     # halves to even
