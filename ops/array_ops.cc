@@ -284,6 +284,22 @@ REGISTER_OP("Identity")
     .SetShapeFn(UnchangedShape)
     .Doc("Returns its input.");
 
+REGISTER_OP("Print")
+    .Input("input: T")
+    .Input("data: U")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("U: list(type) = []")
+    .Attr("message: string = ''")
+    .Attr("first_n: int = -1")
+    .Attr("summarize: int = 3")
+    .SetIsStateful()
+    .SetShapeFn(UnchangedShape)
+    .Doc(
+        "Returns its input and, when it runs, writes `message` and the first `summarize` values "
+        "of each `data` tensor to standard error (TF1's tf.Print); only the first `first_n` "
+        "runs print when first_n >= 0.");
+
 REGISTER_OP("StopGradient")
     .Input("input: T")
     .Output("output: T")

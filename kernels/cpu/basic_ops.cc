@@ -1,6 +1,12 @@
 // Kernels that move tensors without computing: Const, Identity, NoOp, _Arg, _Retval,
-// Placeholder. All are cheap and run inline in the executor.
+// Placeholder, and Print (Identity that also writes a line to stderr). All are cheap and run
+// inline in the executor.
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/framework/kernel_registry.h"
 
 namespace shardflow {
@@ -88,10 +94,57 @@ class RetvalOp : public OpKernel {
   int index_ = 0;
 };
 
+// Print: forwards input 0 and writes the message and a summary of inputs 1.. to stderr, one
+// line per run (the first first_n runs when first_n >= 0).
+class PrintOp : public OpKernel {
+ public:
+  explicit PrintOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("message", &message_);
+    if (s.ok()) s = c->GetAttr("first_n", &first_n_);
+    if (s.ok()) s = c->GetAttr("summarize", &summarize_);
+    if (s.ok() && summarize_ < 0) {
+      s = absl::InvalidArgumentError(
+          absl::StrCat("Print's summarize must be >= 0, got ", summarize_));
+    }
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    bool print = true;
+    if (first_n_ >= 0) {
+      absl::MutexLock lock(&mu_);
+      print = printed_ < first_n_;
+      if (print) ++printed_;
+    }
+    if (print) {
+      std::string line = message_;
+      for (int i = 1; i < ctx->num_inputs(); ++i) {
+        const Tensor& t = ctx->input(i);
+        absl::StrAppend(&line, "[",
+                        t.SummarizeValue(static_cast<int>(
+                            std::min<int64_t>(summarize_, std::numeric_limits<int>::max()))),
+                        "]");
+      }
+      line += "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    ctx->set_output(0, ctx->input(0));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  std::string message_;
+  int64_t first_n_ = -1;
+  int64_t summarize_ = 3;
+  absl::Mutex mu_;
+  int64_t printed_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 // These kernels work for any dtype: one registration without a type constraint.
 REGISTER_KERNEL(KernelDef("Const").Device(kDeviceCpu), ConstOp);
 REGISTER_KERNEL(KernelDef("Identity").Device(kDeviceCpu), IdentityOp);
 REGISTER_KERNEL(KernelDef("StopGradient").Device(kDeviceCpu), IdentityOp);
+REGISTER_KERNEL(KernelDef("Print").Device(kDeviceCpu), PrintOp);
 REGISTER_KERNEL(KernelDef("NoOp").Device(kDeviceCpu), NoOp);
 REGISTER_KERNEL(KernelDef("Placeholder").Device(kDeviceCpu), PlaceholderOp);
 REGISTER_KERNEL(KernelDef("_Arg").Device(kDeviceCpu), ArgOp);

@@ -250,6 +250,22 @@ zeros_like = _unary("ZerosLike", "Zeros of x's shape and dtype.")
 ones_like = _unary("OnesLike", "Ones of x's shape and dtype.")
 
 
+def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802
+    """TF1's tf.Print: `input_` unchanged; each time it runs, `message` and the first
+    `summarize` (default 3) values of every tensor in `data` are written to standard error
+    (only the first `first_n` runs when first_n is given). Use the result in place of
+    `input_` so that the print runs::
+
+        x = sf.Print(x, [sf.reduce_mean(x), sf.shape(x)], "x mean, shape: ")
+    """
+    data = list(data) if isinstance(data, (list, tuple)) else [data]
+    attrs = {"message": "" if message is None else str(message),
+             "first_n": -1 if first_n is None else int(first_n),
+             "summarize": 3 if summarize is None else int(summarize)}
+    return _graph_of(input_, *data)._add_op("Print", [input_, _InputList(data)], attrs,
+                                            name).outputs[0]
+
+
 def add_n(inputs, name=None):
     """The sum of a list of tensors of one shape.
 
@@ -481,6 +497,7 @@ def check_numerics(tensor, message, name=None):
 
 
 __all__ = [
+    "Print",
     "ceil",
     "cos",
     "erf",

@@ -446,6 +446,10 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     // ---- state and training ops: checked by hand, float and double ----
     m["SumToShape"] = Fixed({x23, I32({3})}, D({5, 7, 9}, {3}));
     m["CheckNumerics"] = Fixed({x23}, x23);
+    m["Print"] = Fixed({x23, D({7, 8}, {2})}, x23);  // prints "[7 8]" to stderr
+    m["Print"].attrs = [](DataType) {
+      return Attrs{{"U", MakeAttr(std::vector<DataType>{DT_DOUBLE})}};
+    };
     auto make_var = [](const std::string& name, DataType dt, const Tensor& value) {
       auto h = RunOp("VarHandleOp", {},
                      {{"dtype", MakeAttr(dt)},

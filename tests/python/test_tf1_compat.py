@@ -586,3 +586,21 @@ def test_rounding_trigonometric_and_float_class_ops_match_numpy():
     for got, w in zip(outs, want):
         np.testing.assert_allclose(got, w, rtol=2e-6, atol=1e-7)
     assert outs[2].tolist() == [-2.0, -0.0, 0.0, 2.0, 2.0, 0.0]     # halves to even
+
+
+def test_print_passes_its_input_through_and_writes_the_data(capfd):
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [3])
+        y = tf.Print(x, [tf.reduce_sum(x), x], "sum and x: ", summarize=2) * 2
+        once = tf.Print(x, [x], "once: ", first_n=1)
+        dx = tf.gradients(tf.reduce_sum(y), [x])[0]
+        with tf.Session() as s:
+            out, grad = s.run([y, dx], {x: [1.0, 2.0, 3.0]})
+            for _ in range(3):
+                s.run(once, {x: [4.0, 5.0, 6.0]})
+    np.testing.assert_allclose(out, [2, 4, 6])
+    np.testing.assert_allclose(grad, [2, 2, 2])
+    err = capfd.readouterr().err
+    assert "sum and x: [6][1 2...]" in err, err
+    assert err.count("once: ") == 1, err
