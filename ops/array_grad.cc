@@ -126,6 +126,7 @@ absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Gra
 
 REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("CheckNumerics", IdentityGrad);
+REGISTER_NO_GRADIENT("Where");  // integer coordinates
 REGISTER_GRADIENT("Print", [](const Scope&, const Operation& op, const Grads& dy, Grads* dx) {
   dx->push_back(dy[0]);  // the printed tensors get none
   for (int i = 1; i < op.node()->num_inputs(); ++i) dx->push_back(Output());

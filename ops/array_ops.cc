@@ -254,6 +254,15 @@ absl::Status SqueezeShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// Where: [number of true elements (unknown), rank of the input].
+absl::Status WhereShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  c->set_output(0, in.unknown_rank()
+                       ? TensorShape({TensorShape::kUnknownDim, TensorShape::kUnknownDim})
+                       : TensorShape({TensorShape::kUnknownDim, in.rank()}));
+  return absl::OkStatus();
+}
+
 absl::Status PlaceholderShape(InferenceContext* c) {
   TensorShape shape;
   SF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
@@ -299,6 +308,15 @@ REGISTER_OP("Print")
         "Returns its input and, when it runs, writes `message` and the first `summarize` values "
         "of each `data` tensor to standard error (TF1's tf.Print); only the first `first_n` "
         "runs print when first_n >= 0.");
+
+REGISTER_OP("Where")
+    .Input("input: T")
+    .Output("index: int64")
+    .Attr("T: {bool, float, double, int8, uint8, int32, int64} = bool")
+    .SetShapeFn(WhereShape)
+    .Doc(
+        "The coordinates of the true (non-zero) elements of `input`, one row each in row-major "
+        "order: [count, rank] int64 (TF1's one-argument tf.where).");
 
 REGISTER_OP("StopGradient")
     .Input("input: T")

@@ -466,6 +466,48 @@ class GatherGradOp : public OpKernel {
   }
 };
 
+// Where: counts the true elements, then writes each one's coordinates (row-major order).
+template <typename T>
+class WhereOp : public OpKernel {
+ public:
+  explicit WhereOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    const T* x = in.data<T>();
+    const int64_t n = in.NumElements();
+    int64_t count = 0;
+    for (int64_t i = 0; i < n; ++i) count += x[i] != T(0);
+    const int rank = in.shape().rank();
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({count, rank}), &out));
+    int64_t* idx = out->data<int64_t>();
+    std::vector<int64_t> coord(rank, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      if (x[i] != T(0)) {
+        std::copy(coord.begin(), coord.end(), idx);
+        idx += rank;
+      }
+      // Advance the row-major coordinate of element i to i + 1.
+      for (int d = rank - 1; d >= 0; --d) {
+        if (++coord[d] < in.shape().dim(d)) break;
+        coord[d] = 0;
+      }
+    }
+  }
+};
+
+#define SF_REGISTER_WHERE(T) \
+  REGISTER_KERNEL(KernelDef("Where").Device(kDeviceCpu).TypeConstraint<T>("T"), WhereOp<T>)
+SF_REGISTER_WHERE(bool);
+SF_REGISTER_WHERE(float);
+SF_REGISTER_WHERE(double);
+SF_REGISTER_WHERE(int8_t);
+SF_REGISTER_WHERE(uint8_t);
+SF_REGISTER_WHERE(int32_t);
+SF_REGISTER_WHERE(int64_t);
+#undef SF_REGISTER_WHERE
+
 REGISTER_KERNEL(KernelDef("Reshape").Device(kDeviceCpu).HostMemory("shape"), ReshapeOp);
 REGISTER_KERNEL(KernelDef("ExpandDims").Device(kDeviceCpu).HostMemory("axis"), ExpandDimsOp);
 REGISTER_KERNEL(KernelDef("Squeeze").Device(kDeviceCpu), SqueezeOp);

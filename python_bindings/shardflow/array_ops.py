@@ -177,10 +177,17 @@ def where(condition, x=None, y=None, name=None):
     whole rows of x's first dimension, or a scalar. Where shapes differ otherwise, they are
     broadcast as tf.where_v2 does. Only the chosen value is read, so ``sf.where(x > 0,
     sf.log(x), sf.zeros_like(x))`` has no NaN; gradients flow to x and y where each is chosen.
-    The one-argument form (indices of true elements) is not supported."""
+    With only `condition`: the coordinates of its true elements, [count, rank] int64 in
+    row-major order (the Where op)."""
+    if x is None and y is None:
+        condition = convert_to_tensor(condition)
+        if condition.dtype != dtypes.bool_:
+            raise TypeError("where(condition): condition must be bool, got %s (%s)"
+                            % (condition.name, condition.dtype.name))
+        return ops._out("Where", [condition], None, name)
     if x is None or y is None:
-        raise ValueError("where(condition) (the indices of true elements) is not supported; "
-                         "give where(condition, x, y)")
+        raise ValueError("where: give both x and y, or neither (the coordinates of the true "
+                         "elements)")
     condition, x, y = _select_operands(condition, x, y)
     cs, xs, ys = (t.shape.as_list() if t.shape.ndims is not None else None
                   for t in (condition, x, y))
@@ -200,6 +207,33 @@ def where_v2(condition, x=None, y=None, name=None):
                          "give where_v2(condition, x, y)")
     condition, x, y = _select_operands(condition, x, y)
     return ops._out("SelectV2", [condition, x, y], name=name)
+
+
+def boolean_mask(tensor, mask, name=None, axis=None):
+    """The elements (rows) of `tensor` where `mask` is true, as TF1's tf.boolean_mask: `mask`
+    (bool, known rank k) covers tensor's first k dimensions (or k dimensions from `axis`); the
+    result is [count] + tensor.shape[k:]. Gradients flow to the picked elements."""
+    tensor = convert_to_tensor(tensor)
+    mask = convert_to_tensor(mask)
+    if mask.dtype != dtypes.bool_:
+        raise TypeError("boolean_mask: mask must be bool, got %s" % mask.dtype.name)
+    k = mask.shape.ndims
+    if k is None or k == 0:
+        raise ValueError("boolean_mask: the mask needs a known rank of at least 1")
+    axis = 0 if axis is None else int(axis)
+    rank = tensor.shape.ndims
+    if rank is not None and axis + k > rank:
+        raise ValueError("boolean_mask: a rank-%d mask from axis %d does not fit a rank-%d "
+                         "tensor" % (k, axis, rank))
+    if axis != 0:
+        raise ValueError("boolean_mask: only axis=0 is supported")
+    rest = tensor.shape.as_list()[k:] if rank is not None else None
+    if rest is not None and None not in rest:
+        flat = ops.reshape(tensor, [-1] + rest)
+    else:
+        flat = ops.reshape(tensor, ops.concat([[-1], ops.slice(ops.shape(tensor), [k], [-1])], 0))
+    picked = ops.reshape(ops._out("Where", [ops.reshape(mask, [-1])]), [-1])
+    return gather(flat, picked, name=name)
 
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
@@ -325,5 +359,5 @@ def getitem(tensor, key):
     return out
 
 
-__all__ = ["argmin", "embedding_lookup", "gather", "one_hot", "pad", "range", "reduce_all",
-           "reduce_any", "split", "stack", "tile", "unstack", "where", "where_v2"]
+__all__ = ["argmin", "boolean_mask", "embedding_lookup", "gather", "one_hot", "pad", "range",
+           "reduce_all", "reduce_any", "split", "stack", "tile", "unstack", "where", "where_v2"]

@@ -570,3 +570,30 @@ TEST(IdentityTest, ReturnsTheInputBuffer) {
 
 }  // namespace
 }  // namespace shardflow
+
+namespace shardflow {
+namespace {
+
+TEST(WhereTest, CoordinatesOfTrueElementsInRowMajorOrder) {
+  Tensor x(DT_BOOL, TensorShape({2, 2, 3}));
+  const std::vector<int> on = {1, 5, 6, 11};
+  for (int i = 0; i < 12; ++i) x.data<bool>()[i] = std::count(on.begin(), on.end(), i) > 0;
+  auto out = RunOp("Where", {x}, {{"T", MakeAttr(DT_BOOL)}});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const Tensor& idx = (*out)[0];
+  ASSERT_EQ(idx.shape(), TensorShape({4, 3}));
+  EXPECT_EQ(std::vector<int64_t>(idx.data<int64_t>(), idx.data<int64_t>() + 12),
+            (std::vector<int64_t>{0, 0, 1, 0, 1, 2, 1, 0, 0, 1, 1, 2}));
+  // Nothing true: [0, rank]; a float input counts non-zeros.
+  auto none = RunOp("Where", {Tensor::FromVector<float>({0, 0, 0})}, {{"T", MakeAttr(DT_FLOAT)}});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ((*none)[0].shape(), TensorShape({0, 1}));
+  auto some = RunOp("Where", {Tensor::FromVector<float>({0, -2.5f, 0, 1})},
+                    {{"T", MakeAttr(DT_FLOAT)}});
+  ASSERT_TRUE(some.ok()) << some.status();
+  EXPECT_EQ(std::vector<int64_t>((*some)[0].data<int64_t>(), (*some)[0].data<int64_t>() + 2),
+            (std::vector<int64_t>{1, 3}));
+}
+
+}  // namespace
+}  // namespace shardflow

@@ -446,6 +446,9 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     // ---- state and training ops: checked by hand, float and double ----
     m["SumToShape"] = Fixed({x23, I32({3})}, D({5, 7, 9}, {3}));
     m["CheckNumerics"] = Fixed({x23}, x23);
+    // True (non-zero) at [0,1], [1,0] and [1,2].
+    m["Where"] = Fixed({D({0, 1, 0, 1, 0, 1}, {2, 3})},
+                       Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 2}, TensorShape({3, 2})));
     m["Print"] = Fixed({x23, D({7, 8}, {2})}, x23);  // prints "[7 8]" to stderr
     m["Print"].attrs = [](DataType) {
       return Attrs{{"U", MakeAttr(std::vector<DataType>{DT_DOUBLE})}};

@@ -604,3 +604,26 @@ def test_print_passes_its_input_through_and_writes_the_data(capfd):
     err = capfd.readouterr().err
     assert "sum and x: [6][1 2...]" in err, err
     assert err.count("once: ") == 1, err
+
+
+def test_boolean_mask_and_one_argument_where():
+    xv = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
+    mv = np.array([[True, False, True], [False, False, True]])
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 3, 2])
+        m = tf.placeholder(tf.bool, [None, 3])
+        picked = tf.boolean_mask(x, m)
+        loss = tf.reduce_sum(tf.square(picked))
+        dx = tf.gradients(loss, [x])[0]
+        coords = tf.where(m)
+        none = tf.where(tf.constant([False, False]))
+        with tf.Session() as s:
+            p, d, c, n = s.run([picked, dx, coords, none], {x: xv, m: mv})
+    np.testing.assert_array_equal(p, xv[mv])
+    np.testing.assert_array_equal(d, 2 * xv * mv[:, :, None])
+    np.testing.assert_array_equal(c, np.argwhere(mv))
+    assert c.dtype == np.int64 and n.shape == (0, 1)
+    assert picked.shape.as_list() == [None, 2]
+    with pytest.raises(TypeError, match="must be bool"):
+        tf.boolean_mask(tf.constant([1.0]), tf.constant([1]))
