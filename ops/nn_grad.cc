@@ -51,6 +51,19 @@ absl::Status Conv2DGrad(const Scope& s, const Operation& op, const GradOutputs& 
   return absl::OkStatus();
 }
 
+// Conv2DBackpropInput (also conv2d_transpose): y = conv^T(filter, dz) is linear in both, so
+// d/d dz is the forward convolution of dy and d/d filter the filter gradient of dy against dz.
+absl::Status Conv2DBackpropInputGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                     GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  Output filter = GradInput(op, 1), dz = GradInput(op, 2);
+  dx->push_back(Output());  // input_sizes
+  dx->push_back(ops::Conv2DBackpropFilter(s, dy[0], ShapeOf(s, filter), dz, w.strides, w.padding));
+  dx->push_back(ops::Conv2D(s, dy[0], filter, w.strides, w.padding));
+  return absl::OkStatus();
+}
+
 // The gradient at a fused op's pre-activation sum, from its output y = activation(sum).
 absl::Status FusedActivationGrad(const Scope& s, const Operation& op, const Output& dy,
                                  Output* dsum) {
@@ -207,6 +220,7 @@ absl::Status DropoutGrad(const Scope& s, const Operation& op, const GradOutputs&
 REGISTER_GRADIENT("_FusedConv2D", FusedConv2DGrad);
 REGISTER_GRADIENT("_FusedMatMul", FusedMatMulGrad);
 REGISTER_GRADIENT("Conv2D", Conv2DGrad);
+REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
 REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
 REGISTER_GRADIENT("AvgPool", AvgPoolGrad);
 REGISTER_GRADIENT("BiasAdd", BiasAddGrad);

@@ -70,6 +70,33 @@ TEST(NnGradTest, Conv2D) {
   }
 }
 
+// Conv2DBackpropInput as conv2d_transpose: dz [n, h, w, out] up to input_sizes through the
+// filter; gradients to the filter and to dz.
+TEST(NnGradTest, Conv2DBackpropInputAsTransposedConvolution) {
+  const std::vector<ConvGradCase> cases = {{{1, 5, 5, 2}, {3, 3, 2, 3}, 1, "SAME"},
+                                           {{2, 6, 7, 2}, {2, 3, 2, 2}, 2, "VALID"},
+                                           {{1, 6, 6, 3}, {3, 3, 3, 2}, 2, "SAME"}};
+  uint32_t seed = 40;
+  for (const ConvGradCase& c : cases) {
+    SCOPED_TRACE(c.input.DebugString() + " * " + c.filter.DebugString() + " " + c.padding);
+    // dz has the forward convolution's output shape.
+    auto out_dim = [&](int64_t in, int64_t k) {
+      return c.padding == "SAME" ? (in + c.stride - 1) / c.stride : (in - k) / c.stride + 1;
+    };
+    const TensorShape dz_shape({c.input.dim(0), out_dim(c.input.dim(1), c.filter.dim(0)),
+                                out_dim(c.input.dim(2), c.filter.dim(1)), c.filter.dim(3)});
+    Tensor fv = Random<float>(c.filter, seed++), dzv = Random<float>(dz_shape, seed++);
+    Scope s = Scope::NewRootScope();
+    Output f = Placeholder(s, "f", fv), dz = Placeholder(s, "dz", dzv);
+    std::vector<int32_t> sizes(c.input.dims().begin(), c.input.dims().end());
+    Output y = ops::Conv2DBackpropInput(s, Tensor::FromVector<int32_t>(sizes), f, dz,
+                                        {1, c.stride, c.stride, 1}, c.padding);
+    auto err = test::MaxGradientError(s, {f, dz}, {fv, dzv}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 // For Relu: weights scaled to [-0.1, 0.1] and biases of +2 and -3 keep every pre-activation at
 // least 0.2 from relu's kink, on both sides, so the finite differences never straddle it.
 void AwayFromKink(const std::string& activation, Tensor* weights, Tensor* bias) {
