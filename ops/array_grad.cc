@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "core/platform/status.h"
 #include "ops/gradients.h"
 #include "ops/ops.h"
 
@@ -9,6 +10,25 @@ namespace shardflow {
 namespace {
 
 using Grads = std::vector<Output>;
+
+// Each x[k] is in the sums of out[k..] (out[k+1..] when exclusive): the gradient is the
+// running sum of dy from the other end, with the same exclusivity.
+absl::Status CumsumGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
+  bool exclusive = false;
+  bool reverse = false;
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "exclusive", &exclusive));
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "reverse", &reverse));
+  dx->push_back(Output(OpBuilder(s, "Cumsum")
+                           .Input(dy[0])
+                           .Input(GradInput(op, 1))
+                           .Attr("exclusive", exclusive)
+                           .Attr("reverse", !reverse)
+                           .Finalize()
+                           .node(),
+                       0));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
 
 absl::Status IdentityGrad(const Scope&, const Operation&, const Grads& dy, Grads* dx) {
   dx->push_back(dy[0]);
@@ -127,6 +147,13 @@ absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Gra
 REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("CheckNumerics", IdentityGrad);
 REGISTER_NO_GRADIENT("Where");  // integer coordinates
+REGISTER_GRADIENT("ReverseV2", [](const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
+  dx->push_back(
+      Output(OpBuilder(s, "ReverseV2").Input(dy[0]).Input(GradInput(op, 1)).Finalize().node(), 0));
+  dx->push_back(Output());
+  return absl::OkStatus();
+});
+REGISTER_GRADIENT("Cumsum", CumsumGrad);
 REGISTER_GRADIENT("Print", [](const Scope&, const Operation& op, const Grads& dy, Grads* dx) {
   dx->push_back(dy[0]);  // the printed tensors get none
   for (int i = 1; i < op.node()->num_inputs(); ++i) dx->push_back(Output());

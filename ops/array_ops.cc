@@ -403,6 +403,28 @@ REGISTER_OP("OnesLike")
     .SetShapeFn(UnchangedShape)
     .Doc("Ones of x's shape and type.");
 
+REGISTER_OP("ReverseV2")
+    .Input("tensor: T")
+    .Input("axis: Tidx")
+    .Output("output: T")
+    .Attr("T: {float, double, half, bfloat16, int8, uint8, int32, int64, bool}")
+    .Attr("Tidx: {int32, int64} = int32")
+    .SetShapeFn(UnchangedShape)
+    .Doc("`tensor` with the order of elements reversed along each dimension in `axis`.");
+
+REGISTER_OP("Cumsum")
+    .Input("x: T")
+    .Input("axis: Tidx")
+    .Output("out: T")
+    .Attr("T: {float, double, half, bfloat16, int32, int64}")
+    .Attr("Tidx: {int32, int64} = int32")
+    .Attr("exclusive: bool = false")
+    .Attr("reverse: bool = false")
+    .SetShapeFn(UnchangedShape)
+    .Doc(
+        "Running sums along `axis`: out[i] = x[0] + ... + x[i] (exclusive: up to x[i-1]; "
+        "reverse: from the end).");
+
 REGISTER_OP("ExpandDims")
     .Input("input: T")
     .Input("axis: Tdim")

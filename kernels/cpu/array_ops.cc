@@ -3,6 +3,7 @@
 // once for strings) instead of once per dtype, so these kernels accept every dtype.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -466,6 +467,97 @@ class GatherGradOp : public OpKernel {
   }
 };
 
+// ReverseV2: each output element copies the input element at the mirrored coordinates along
+// the reversed dimensions (any element size; the dims are walked with an odometer).
+class ReverseOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const int rank = x.dims();
+    std::vector<bool> flip(rank, false);
+    for (int64_t a : ReadInts(ctx->input(1))) {
+      int64_t d;
+      OP_REQUIRES_OK(ctx, CanonicalAxis(a, rank, &d));
+      OP_REQUIRES(ctx, !flip[d],
+                  absl::InvalidArgumentError(
+                      absl::StrCat("ReverseV2: dimension ", d, " is given twice in axis")));
+      flip[d] = true;
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const int64_t n = x.NumElements();
+    if (n == 0) return;
+    const size_t size = DataTypeSize(x.dtype());
+    const char* src = static_cast<const char*>(x.raw_data());
+    char* dst = static_cast<char*>(out->raw_data());
+    // Source offset (in elements) of output element i, kept up to date as i advances.
+    std::vector<int64_t> stride(rank, 1), coord(rank, 0);
+    for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * x.shape().dim(d + 1);
+    int64_t from = 0;
+    for (int d = 0; d < rank; ++d) {
+      if (flip[d]) from += (x.shape().dim(d) - 1) * stride[d];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      std::memcpy(dst + i * size, src + from * size, size);
+      for (int d = rank - 1; d >= 0; --d) {
+        const int64_t dim = x.shape().dim(d);
+        if (++coord[d] < dim) {
+          from += flip[d] ? -stride[d] : stride[d];
+          break;
+        }
+        coord[d] = 0;
+        from -= (flip[d] ? -stride[d] : stride[d]) * (dim - 1);
+      }
+    }
+  }
+};
+
+// Cumsum over [outer, n, inner] views of the input.
+template <typename T>
+class CumsumOp : public OpKernel {
+ public:
+  explicit CumsumOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("exclusive", &exclusive_);
+    if (s.ok()) s = c->GetAttr("reverse", &reverse_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const std::vector<int64_t> axis = ReadInts(ctx->input(1));
+    OP_REQUIRES(ctx, axis.size() == 1, absl::InvalidArgumentError("Cumsum: axis must be a scalar"));
+    OP_REQUIRES(ctx, x.dims() >= 1,
+                absl::InvalidArgumentError("Cumsum: the input must have at least one dimension"));
+    int64_t a;
+    OP_REQUIRES_OK(ctx, CanonicalAxis(axis[0], x.dims(), &a));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < a; ++d) outer *= x.shape().dim(d);
+    for (int d = static_cast<int>(a) + 1; d < x.dims(); ++d) inner *= x.shape().dim(d);
+    const int64_t n = x.shape().dim(static_cast<int>(a));
+    using C = std::conditional_t<std::is_integral_v<T>, T, double>;
+    const T* in = x.data<T>();
+    T* y = out->data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < inner; ++j) {
+        const int64_t base = o * n * inner + j;
+        C sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t at = base + (reverse_ ? n - 1 - k : k) * inner;
+          const C v = static_cast<C>(static_cast<double>(in[at]));
+          if (!exclusive_) sum += v;
+          y[at] = static_cast<T>(sum);
+          if (exclusive_) sum += v;
+        }
+      }
+    }
+  }
+
+ private:
+  bool exclusive_ = false, reverse_ = false;
+};
+
 // Where: counts the true elements, then writes each one's coordinates (row-major order).
 template <typename T>
 class WhereOp : public OpKernel {
@@ -496,6 +588,19 @@ class WhereOp : public OpKernel {
     }
   }
 };
+
+REGISTER_KERNEL(KernelDef("ReverseV2").Device(kDeviceCpu).HostMemory("axis"), ReverseOp);
+#define SF_REGISTER_CUMSUM(T)                                                           \
+  REGISTER_KERNEL(                                                                      \
+      KernelDef("Cumsum").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("axis"), \
+      CumsumOp<T>)
+SF_REGISTER_CUMSUM(float);
+SF_REGISTER_CUMSUM(double);
+SF_REGISTER_CUMSUM(half);
+SF_REGISTER_CUMSUM(bfloat16);
+SF_REGISTER_CUMSUM(int32_t);
+SF_REGISTER_CUMSUM(int64_t);
+#undef SF_REGISTER_CUMSUM
 
 #define SF_REGISTER_WHERE(T) \
   REGISTER_KERNEL(KernelDef("Where").Device(kDeviceCpu).TypeConstraint<T>("T"), WhereOp<T>)

@@ -266,6 +266,23 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None): 
                                             name).outputs[0]
 
 
+def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Running sums along `axis` (TF1's tf.cumsum): exclusive leaves out the element itself,
+    reverse sums from the end. Example: ``sf.cumsum([1, 2, 3]) -> [1, 3, 6]``."""
+    return _out("Cumsum", [x, np.int32(axis)],
+                {"exclusive": bool(exclusive), "reverse": bool(reverse)}, name)
+
+
+def reverse(tensor, axis, name=None):
+    """`tensor` with its elements reversed along each dimension in `axis` (a list of ints, as
+    TF1's tf.reverse / tf.reverse_v2)."""
+    axis = [int(a) for a in (axis if isinstance(axis, (list, tuple)) else [axis])]
+    return _out("ReverseV2", [tensor, np.asarray(axis, np.int32)], None, name)
+
+
+reverse_v2 = reverse
+
+
 def add_n(inputs, name=None):
     """The sum of a list of tensors of one shape.
 
@@ -497,6 +514,9 @@ def check_numerics(tensor, message, name=None):
 
 
 __all__ = [
+    "cumsum",
+    "reverse",
+    "reverse_v2",
     "Print",
     "ceil",
     "cos",

@@ -446,6 +446,8 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     // ---- state and training ops: checked by hand, float and double ----
     m["SumToShape"] = Fixed({x23, I32({3})}, D({5, 7, 9}, {3}));
     m["CheckNumerics"] = Fixed({x23}, x23);
+    m["ReverseV2"] = Fixed({x23, I32({1})}, D({3, 2, 1, 6, 5, 4}, {2, 3}));
+    m["Cumsum"] = Fixed({x23, I32({1})}, D({1, 3, 6, 4, 9, 15}, {2, 3}));
     // True (non-zero) at [0,1], [1,0] and [1,2].
     m["Where"] = Fixed({D({0, 1, 0, 1, 0, 1}, {2, 3})},
                        Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 2}, TensorShape({3, 2})));

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/shape_inference.h"
 #include "gtest/gtest.h"
@@ -114,6 +115,44 @@ TEST(GradientsTest, SelectAndSelectV2) {
     ASSERT_TRUE(err.ok()) << err.status();
     EXPECT_LT(*err, 1e-6);
   }
+}
+
+TEST(GradientsTest, CumsumAndReverse) {
+  for (bool exclusive : {false, true}) {
+    for (bool reverse : {false, true}) {
+      for (int axis : {0, 1}) {
+        SCOPED_TRACE(absl::StrCat("exclusive ", exclusive, " reverse ", reverse, " axis ", axis));
+        Scope s = Scope::NewRootScope();
+        auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3, 4}));
+        Output y(OpBuilder(s, "Cumsum")
+                     .Input(x)
+                     .Input(Tensor::Scalar<int32_t>(axis))
+                     .Attr("exclusive", exclusive)
+                     .Attr("reverse", reverse)
+                     .Finalize()
+                     .node(),
+                 0);
+        // Square so the gradient depends on where each sum goes.
+        auto err = test::MaxGradientError(s, {x}, {RandomDouble({3, 4}, -1, 1, 51)},
+                                          ops::Square(s, y), 1e-6);
+        ASSERT_TRUE(err.ok()) << err.status();
+        EXPECT_LT(*err, 1e-6);
+      }
+    }
+  }
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3, 2}));
+  Output y(OpBuilder(s, "ReverseV2")
+               .Input(x)
+               .Input(Tensor::FromVector<int32_t>({0, 2}))
+               .Finalize()
+               .node(),
+           0);
+  auto w = ops::Const(s, RandomDouble({2, 3, 2}, -1, 1, 52));
+  auto err =
+      test::MaxGradientError(s, {x}, {RandomDouble({2, 3, 2}, -1, 1, 53)}, ops::Mul(s, y, w), 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
 }
 
 // FloorMod is x - floor(x / y) * y: away from the jumps (x / y in (2.1, 2.7) here) its

@@ -627,3 +627,22 @@ def test_boolean_mask_and_one_argument_where():
     assert picked.shape.as_list() == [None, 2]
     with pytest.raises(TypeError, match="must be bool"):
         tf.boolean_mask(tf.constant([1.0]), tf.constant([1]))
+
+
+def test_cumsum_and_reverse_match_numpy():
+    xv = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.constant(xv)
+        outs = run([tf.cumsum(x, axis=1), tf.cumsum(x, 0, exclusive=True),
+                    tf.cumsum(x, 1, reverse=True), tf.cumsum(tf.constant([1, 2, 3])),
+                    tf.reverse(x, [1]), tf.reverse_v2(x, axis=[0, 1]),
+                    tf.gradients(tf.reduce_sum(tf.cumsum(x, 1) * x), [x])[0]], graph=g)
+    np.testing.assert_array_equal(outs[0], np.cumsum(xv, 1))
+    np.testing.assert_array_equal(outs[1], np.cumsum(xv, 0) - xv)
+    np.testing.assert_array_equal(outs[2], np.cumsum(xv[:, ::-1], 1)[:, ::-1])
+    np.testing.assert_array_equal(outs[3], [1, 3, 6])
+    np.testing.assert_array_equal(outs[4], xv[:, ::-1])
+    np.testing.assert_array_equal(outs[5], xv[::-1, ::-1])
+    # d/dx_k sum_j cumsum_j * x_j = cumsum_k + sum_{j >= k} x_j
+    np.testing.assert_allclose(outs[6], np.cumsum(xv, 1) + np.cumsum(xv[:, ::-1], 1)[:, ::-1])
