@@ -15,6 +15,8 @@ without native bfloat16 the product inputs are only rounded and the fp32 kernels
 the cost of the casts, not a speed-up). A third column runs shardflow with its graph optimizer off (`--graph-optimizer off`: no folding,
 no MatMul/Conv2D + bias + activation fusion), in the same rounds, to show what the optimizer buys.
 Targets (issue 16): fp32 at batch 128, CNN and MLP >= 1.6x PyTorch; bf16 CNN >= 1.6x fp32.
+The last column states each as a share of the fp32 matmul ceiling measured in the same rounds:
+FLOPs per image x img/s / the best dnnl_sgemm GFLOP/s (n = 1024, build/bin/matmul_benchmark).
 
 ResNet-50 (the same rounds): training at batch 32 on synthetic 224x224x3 images, 1000 classes,
 SGD with momentum 0.9 (`shardflow train --model resnet50 --synthetic` against torchvision's
@@ -48,6 +50,36 @@ def native_bf16():
     with open("/proc/cpuinfo") as f:
         flags = f.read()
     return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+# Multiply-add FLOPs per training image (forward, weight gradients, and input gradients but the
+# first layer's), counting the matmuls and convolutions only:
+# MLP 784-512-512-10: 2*(784*512 + 512*512 + 512*10) * 2 + 2*(512*512 + 512*10);
+# CNN: conv 5x5 1->32 at 28x28, conv 5x5 32->64 at 14x14, dense 3136->1024, 1024->10.
+FLOPS_PER_IMAGE = {
+    "mlp": 2 * (784 * 512 + 512 * 512 + 512 * 10) * 2 + 2 * (512 * 512 + 512 * 10),
+    "cnn": 2 * (784 * 32 * 25 + 196 * 64 * 800 + 3136 * 1024 + 1024 * 10) * 2
+           + 2 * (196 * 64 * 800 + 3136 * 1024 + 1024 * 10),
+}
+
+
+def sgemm_gflops(binary):
+    """The fp32 matmul ceiling here and now: the best dnnl_sgemm GFLOP/s at n = 1024 with the
+    same threads (build/bin/matmul_benchmark, beside the shardflow binary), or None."""
+    bench = os.path.join(os.path.dirname(os.path.abspath(binary)), "matmul_benchmark")
+    if not os.path.exists(bench):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "sgemm.json")
+        subprocess.run([bench, "--benchmark_filter=BM_DnnlSgemm/1024", "--benchmark_min_time=0.3",
+                        "--benchmark_out=" + out, "--benchmark_out_format=json"],
+                       capture_output=True, check=True,
+                       env=dict(os.environ, OMP_NUM_THREADS=str(THREADS)))
+        import json
+        with open(out) as f:
+            runs = [b["GFLOP/s"] for b in json.load(f)["benchmarks"]
+                    if b.get("run_type") == "iteration"]
+    return max(runs) if runs else None
 
 
 def shardflow_rate(binary, model, batch, steps, graph_optimizer="on", precision="fp32"):
@@ -220,13 +252,17 @@ def main():
     print(f"PyTorch: {torch.__version__ + ' with ' + blas if have_torch else 'not installed (apt-get install python3-torch)'}")
     print(f"{'model':5s} {'batch':>5s} {'shardflow img/s':>16s} {'(optimizer off)':>16s} "
           f"{'PyTorch img/s':>14s} {'ratio':>7s} {'target':>7s} {'bf16 img/s':>11s} "
-          f"{'bf16/fp32':>9s}")
+          f"{'bf16/fp32':>9s} {'of sgemm':>8s}")
+    ceilings = []
     bf16_note = ("native bfloat16" if native_bf16() else
                  "no native bfloat16 here: bf16 rounds inputs, fp32 kernels")
     for model in [m for m in ("cnn", "mlp") if m in only]:
         for batch in (64, 128):
             ours_runs, plain_runs, theirs_runs, bf16_runs = [], [], [], []
             for _ in range(rounds):
+                ceiling = sgemm_gflops(binary)
+                if ceiling:
+                    ceilings.append(ceiling)
                 ours_runs.append(shardflow_rate(binary, model, batch, steps))
                 plain_runs.append(shardflow_rate(binary, model, batch, steps, "off"))
                 bf16_runs.append(shardflow_rate(binary, model, batch, steps, precision="bf16"))
@@ -240,11 +276,18 @@ def main():
             theirs = statistics.median(theirs_runs) if theirs_runs else None
             bf16 = statistics.median(bf16_runs)
             target = ">= 1.6" if batch == 128 else "-"
+            share = (FLOPS_PER_IMAGE[model] * ours / 1e9 / max(ceilings)) if ceilings else None
             print(f"{model:5s} {batch:5d} {ours:16.0f} {plain:16.0f} {theirs or float('nan'):14.0f} "
                   f"{(ours / theirs) if theirs else float('nan'):7.2f} {target:>7s} {bf16:11.0f} "
-                  f"{bf16 / ours:9.2f}")
+                  f"{bf16 / ours:9.2f} {share * 100 if share else float('nan'):7.0f}%")
     if [m for m in ("cnn", "mlp") if m in only]:
         print(f"bf16: {bf16_note}; target bf16/fp32 >= 1.6 for the CNN")
+        if ceilings:
+            print(f"of sgemm: FLOPs per image (matmuls and convolutions: mlp "
+                  f"{FLOPS_PER_IMAGE['mlp'] / 1e6:.2f} M, cnn {FLOPS_PER_IMAGE['cnn'] / 1e6:.1f} M) "
+                  f"x img/s / the best dnnl_sgemm n=1024 rate of the run, "
+                  f"{max(ceilings):.0f} GFLOP/s ({THREADS} threads; rounds "
+                  f"{', '.join(f'{c:.0f}' for c in ceilings)})")
     if "resnet50" in only:
         resnet_table(binary, rounds, resnet_steps, infer_runs, have_torch, env,
                      "--bf16-resnet" in sys.argv or native_bf16())
