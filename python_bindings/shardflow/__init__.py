@@ -56,6 +56,7 @@ from shardflow.variable_scope import (AUTO_REUSE, VariableScope,  # noqa: F401
 from shardflow.graph_io import gfile, import_graph_def  # noqa: F401
 from shardflow import graph_io as _graph_io
 from shardflow import contrib, io, metrics  # noqa: F401  (sf.contrib.rnn, sf.io.gfile, ...)
+from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
 
 bool = bool_  # noqa: A001 (sf.bool, as in TF)
 __version__ = "0.1.0"

@@ -339,6 +339,8 @@ class Session:
         `fetches` is a Tensor, Operation (gives None), Variable, name, or a nested
         list/tuple/dict of them. `feed_dict` maps placeholders (tensors or names) to values.
         `options` is a RunOptions; `run_metadata` a RunMetadata filled when tracing.
+        get_next() tensors of a tf.data iterator that the fetches need are fed with its next
+        element (sf.errors.OutOfRangeError when it has none; shardflow/data).
 
         Errors of the step arrive as sf.errors exceptions (ValueError for invalid arguments,
         ...), with the engine's message.
@@ -357,6 +359,9 @@ class Session:
                         "(build it in the session's graph, or open the session with "
                         "graph=that graph)" % key.name)
                 feeds.append((key.name, _feed_value(key, value)))
+        data_iterators = self.graph.__dict__.get("_data_iterators")
+        if data_iterators is not None:  # tf.data get_next() tensors (shardflow/data/iterator_ops)
+            feeds = data_iterators.feeds_for_step(self, plan, feeds, feed_dict)
         if options is None:
             out = self._handle.run(feeds, plan.names, plan.targets, 0, 0, False, run_metadata)
         else:

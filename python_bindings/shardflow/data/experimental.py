@@ -1,0 +1,23 @@
+"""tf.data.experimental (and tf.contrib.data) spellings TF1 programs use.
+
+Example::
+
+    ds = ds.apply(sf.data.experimental.shuffle_and_repeat(10000, seed=1))
+    ds = ds.apply(sf.data.experimental.map_and_batch(parse, 128))
+    ds = ds.prefetch(sf.data.experimental.AUTOTUNE)
+"""
+
+from shardflow.data.batching import unbatch  # noqa: F401
+
+AUTOTUNE = -1  # accepted where TF takes it (prefetch, num_parallel_calls); changes nothing here
+
+
+def shuffle_and_repeat(buffer_size, count=None, seed=None):
+    """For Dataset.apply: shuffle(buffer_size, seed) then repeat(count), each pass reshuffled."""
+    return lambda dataset: dataset.shuffle(buffer_size, seed).repeat(count)
+
+
+def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainder=False,
+                  num_parallel_calls=None):
+    """For Dataset.apply: map(map_func) then batch(batch_size, drop_remainder)."""
+    return lambda dataset: dataset.map(map_func).batch(batch_size, drop_remainder)

@@ -1,0 +1,197 @@
+"""The structure of a dataset's elements: nesting, component dtypes and shapes.
+
+An element is a nested structure whose leaves are its components: tuples (and namedtuples) and
+dicts nest, as in TF1's tf.data; anything else, a list included, is one component (a list is a
+value, ``[1, 2, 3]`` one int32 vector). Inside the pipeline an element travels flat, as a tuple
+of NumPy arrays in the order flatten() gives (dict keys sorted); a dataset keeps the structure
+to pack it again for map functions and get_next().
+
+Example::
+
+    flat = flatten({"y": 1, "x": (2, 3)})      # [2, 3, 1]
+    pack_as({"y": 0, "x": (0, 0)}, flat)        # {"x": (2, 3), "y": 1}
+"""
+
+import numpy as np
+
+from shardflow import dtypes
+from shardflow.framework import Tensor, TensorShape, _literal
+from shardflow.variables import Variable
+
+
+def _is_nested(value):
+    return isinstance(value, (tuple, dict))
+
+
+def _children(value):
+    if isinstance(value, dict):
+        return [value[k] for k in sorted(value)]
+    return list(value)
+
+
+def flatten(structure):
+    """The leaves of `structure`, depth first (dict values in sorted key order)."""
+    if not _is_nested(structure):
+        return [structure]
+    out = []
+    for child in _children(structure):
+        out.extend(flatten(child))
+    return out
+
+
+def pack_as(structure, flat):
+    """`flat` (a sequence of leaves) nested as `structure` is."""
+    flat = list(flat)
+    packed, used = _pack(structure, flat, 0)
+    if used != len(flat):
+        raise ValueError("a structure of %d components cannot hold %d values"
+                         % (used, len(flat)))
+    return packed
+
+
+def _pack(structure, flat, start):
+    if not _is_nested(structure):
+        return flat[start], start + 1
+    children = []
+    for child in _children(structure):
+        value, start = _pack(child, flat, start)
+        children.append(value)
+    if isinstance(structure, dict):
+        return type(structure)(zip(sorted(structure), children)), start
+    if hasattr(structure, "_fields"):  # namedtuple
+        return type(structure)(*children), start
+    return tuple(children), start
+
+
+def same_structure(a, b):
+    """Whether `a` and `b` nest alike (same kinds, lengths and dict keys)."""
+    if _is_nested(a) != _is_nested(b):
+        return False
+    if not _is_nested(a):
+        return True
+    if isinstance(a, dict) != isinstance(b, dict):
+        return False
+    if isinstance(a, dict) and sorted(a) != sorted(b):
+        return False
+    ca, cb = _children(a), _children(b)
+    return len(ca) == len(cb) and all(same_structure(x, y) for x, y in zip(ca, cb))
+
+
+def lists_to_tuples(structure):
+    """A map function's result with lists read as tuples (as TF 1.13+ does)."""
+    if isinstance(structure, list):
+        return tuple(lists_to_tuples(v) for v in structure)
+    if isinstance(structure, dict):
+        return type(structure)((k, lists_to_tuples(v)) for k, v in structure.items())
+    if isinstance(structure, tuple) and not hasattr(structure, "_fields"):
+        return tuple(lists_to_tuples(v) for v in structure)
+    return structure
+
+
+# ---- components ---------------------------------------------------------------------------
+
+
+def as_component(value, dtype=None):
+    """A component given by the user, as a NumPy array or a graph Tensor.
+
+    Tensors (and variables, read) stay symbolic: they are evaluated when an iterator is
+    initialized. Python numbers and lists take TF1's defaults (float32, int32); text becomes
+    bytes objects (dtype string).
+    """
+    if isinstance(value, Variable):
+        value = value.value()
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != dtypes.as_dtype(dtype):
+            raise TypeError("tensor %s is %s, not %s"
+                            % (value.name, value.dtype.name, dtypes.as_dtype(dtype).name))
+        return value
+    if dtype is not None:
+        return to_array(value, dtypes.as_dtype(dtype))
+    if isinstance(value, np.ndarray) and value.dtype.kind not in "SUO":
+        return value
+    if isinstance(value, np.ndarray) or np.asarray(value).dtype.kind in "SUO":
+        return to_array(value, dtypes.string)
+    return _literal(value)
+
+
+def to_array(value, dtype):
+    """`value` as an array of `dtype` (strings: an object array of bytes)."""
+    if dtype == dtypes.string:
+        arr = np.asarray(value, dtype=object)
+        encode = np.frompyfunc(lambda s: s.encode() if isinstance(s, str) else bytes(s), 1, 1)
+        return encode(arr).astype(object) if arr.size else arr
+    want = dtype.as_numpy_dtype
+    if isinstance(value, np.ndarray) and value.dtype == want:
+        return value
+    return np.asarray(value, dtype=want)
+
+
+def dtype_of(component):
+    if isinstance(component, Tensor):
+        return component.dtype
+    return dtypes.as_dtype(component.dtype)
+
+
+def shape_of(component):
+    if isinstance(component, Tensor):
+        return component.shape
+    return TensorShape(component.shape)
+
+
+# ---- shapes -------------------------------------------------------------------------------
+
+
+def as_shape(shape):
+    """A TensorShape from a TensorShape, a list/tuple of dims (None or -1 unknown) or None."""
+    if isinstance(shape, TensorShape):
+        return shape
+    if shape is None:
+        return TensorShape(None)
+    return TensorShape(list(shape))
+
+
+def is_compatible(shape, value_shape):
+    """Whether a value of `value_shape` (a tuple) fits the static `shape`."""
+    if shape.ndims is None:
+        return True
+    dims = shape.as_list()
+    return len(dims) == len(value_shape) and all(
+        d is None or d == v for d, v in zip(dims, value_shape))
+
+
+def shapes_compatible(a, b):
+    """Whether two static shapes could describe the same value."""
+    if a.ndims is None or b.ndims is None:
+        return True
+    da, db = a.as_list(), b.as_list()
+    return len(da) == len(db) and all(x is None or y is None or x == y for x, y in zip(da, db))
+
+
+def most_specific_common(a, b):
+    """The most specific shape that both `a` and `b` fit (None where they differ)."""
+    if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
+        return TensorShape(None)
+    return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
+
+
+def with_leading(dim, shape):
+    """`shape` with one more leading dimension `dim` (None for unknown)."""
+    if shape.ndims is None:
+        return TensorShape(None)
+    return TensorShape([dim] + shape.as_list())
+
+
+def without_leading(shape):
+    """`shape` without its first dimension (unknown rank stays unknown)."""
+    if shape.ndims is None:
+        return TensorShape(None)
+    if shape.ndims == 0:
+        raise ValueError("a scalar has no first dimension to slice or unbatch")
+    return TensorShape(shape.as_list()[1:])
+
+
+def describe(shape):
+    """A shape as TF writes it in messages: [2,3], [?,3] or <unknown>."""
+    if shape.ndims is None:
+        return "<unknown>"
+    return "[%s]" % ",".join("?" if d is None else str(d) for d in shape.as_list())
