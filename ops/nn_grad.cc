@@ -64,6 +64,28 @@ absl::Status Conv2DBackpropInputGrad(const Scope& s, const Operation& op, const 
   return absl::OkStatus();
 }
 
+absl::Status LrnGrad(const Scope& s, const Operation& op, const GradOutputs& dy, GradOutputs* dx) {
+  const AttrMap& a = op.node()->attrs();
+  int64_t radius;
+  float bias, alpha, beta;
+  SF_RETURN_IF_ERROR(GetAttr(a, "depth_radius", &radius));
+  SF_RETURN_IF_ERROR(GetAttr(a, "bias", &bias));
+  SF_RETURN_IF_ERROR(GetAttr(a, "alpha", &alpha));
+  SF_RETURN_IF_ERROR(GetAttr(a, "beta", &beta));
+  dx->push_back(Output(OpBuilder(s, "LRNGrad")
+                           .Input(dy[0])
+                           .Input(GradInput(op, 0))
+                           .Input(GradOutput(op, 0))
+                           .Attr("depth_radius", radius)
+                           .Attr("bias", bias)
+                           .Attr("alpha", alpha)
+                           .Attr("beta", beta)
+                           .Finalize()
+                           .node(),
+                       0));
+  return absl::OkStatus();
+}
+
 // The gradient at a fused op's pre-activation sum, from its output y = activation(sum).
 absl::Status FusedActivationGrad(const Scope& s, const Operation& op, const Output& dy,
                                  Output* dsum) {
@@ -220,6 +242,7 @@ absl::Status DropoutGrad(const Scope& s, const Operation& op, const GradOutputs&
 REGISTER_GRADIENT("_FusedConv2D", FusedConv2DGrad);
 REGISTER_GRADIENT("_FusedMatMul", FusedMatMulGrad);
 REGISTER_GRADIENT("Conv2D", Conv2DGrad);
+REGISTER_GRADIENT("LRN", LrnGrad);
 REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
 REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
 REGISTER_GRADIENT("AvgPool", AvgPoolGrad);

@@ -441,6 +441,33 @@ REGISTER_OP("ReluGrad")
     .SetShapeFn(MergedShape)
     .Doc("gradients where features > 0, else 0 (features: Relu's input or output).");
 
+REGISTER_OP("LRN")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: {float, double}")
+    .Attr("depth_radius: int = 5")
+    .Attr("bias: float = 1")
+    .Attr("alpha: float = 1")
+    .Attr("beta: float = 0.5")
+    .SetShapeFn(UnchangedShape)
+    .Doc(
+        "Local response normalisation across channels (TF1's tf.nn.lrn, 4-D NHWC input): "
+        "output = input / (bias + alpha * sum(input^2 over channels c - depth_radius .. c + "
+        "depth_radius))^beta.");
+
+REGISTER_OP("LRNGrad")
+    .Input("input_grads: T")
+    .Input("input_image: T")
+    .Input("output_image: T")
+    .Output("output: T")
+    .Attr("T: {float, double}")
+    .Attr("depth_radius: int = 5")
+    .Attr("bias: float = 1")
+    .Attr("alpha: float = 1")
+    .Attr("beta: float = 0.5")
+    .SetShapeFn(UnchangedShape)
+    .Doc("The gradient of LRN at input_image from the gradient at its output.");
+
 REGISTER_OP("Softmax")
     .Input("logits: T")
     .Output("softmax: T")

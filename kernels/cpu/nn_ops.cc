@@ -365,11 +365,134 @@ class DropoutOp : public OpKernel {
   std::atomic<uint64_t> runs_{0};
 };
 
+// LRN over the channels (the last dimension) of NHWC data: each pixel's channel vector is
+// normalised by the sums of squares in a window of 2 * depth_radius + 1 channels.
+struct LrnParams {
+  int64_t radius = 5;
+  float bias = 1, alpha = 1, beta = 0.5f;
+
+  absl::Status Read(OpKernelConstruction* c) {
+    SF_RETURN_IF_ERROR(c->GetAttr("depth_radius", &radius));
+    SF_RETURN_IF_ERROR(c->GetAttr("bias", &bias));
+    SF_RETURN_IF_ERROR(c->GetAttr("alpha", &alpha));
+    SF_RETURN_IF_ERROR(c->GetAttr("beta", &beta));
+    if (radius < 0 || radius > (int64_t{1} << 20)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LRN's depth_radius must be in [0, 2^20], got ", radius));
+    }
+    return absl::OkStatus();
+  }
+};
+
+absl::Status CheckLrnInput(const Tensor& t, const char* what) {
+  if (t.dims() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LRN's ", what, " must be 4-D (NHWC), got ", t.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+// scale[c] = bias + alpha * sum of x[j]^2 for |j - c| <= radius, for one pixel's channels.
+template <typename T>
+void LrnScale(const T* x, int64_t depth, const LrnParams& p, double* scale) {
+  for (int64_t c = 0; c < depth; ++c) {
+    double sum = 0;
+    const int64_t lo = std::max<int64_t>(0, c - p.radius), hi = std::min(depth - 1, c + p.radius);
+    for (int64_t j = lo; j <= hi; ++j) sum += static_cast<double>(x[j]) * x[j];
+    scale[c] = p.bias + p.alpha * sum;
+  }
+}
+
+template <typename T>
+class LrnOp : public OpKernel {
+ public:
+  explicit LrnOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = p_.Read(c);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    OP_REQUIRES_OK(ctx, CheckLrnInput(in, "input"));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    const int64_t depth = in.dim_size(3);
+    if (depth == 0) return;
+    const int64_t pixels = in.NumElements() / depth;
+    const T* x = in.data<T>();
+    T* y = out->data<T>();
+    cwise::RunSharded(ctx, pixels, depth * (2 * p_.radius + 4), [&](int64_t b, int64_t e) {
+      std::vector<double> scale(depth);
+      for (int64_t px = b; px < e; ++px) {
+        LrnScale(x + px * depth, depth, p_, scale.data());
+        for (int64_t c = 0; c < depth; ++c) {
+          y[px * depth + c] = static_cast<T>(x[px * depth + c] * std::pow(scale[c], -p_.beta));
+        }
+      }
+    });
+  }
+
+ private:
+  LrnParams p_;
+};
+
+// dx[j] = dy[j] * s[j]^-beta - 2 alpha beta x[j] * sum over c with |j - c| <= radius of
+//         dy[c] x[c] s[c]^(-beta - 1).
+template <typename T>
+class LrnGradOp : public OpKernel {
+ public:
+  explicit LrnGradOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = p_.Read(c);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    const Tensor& in = ctx->input(1);
+    OP_REQUIRES_OK(ctx, CheckLrnInput(in, "input_image"));
+    OP_REQUIRES(ctx, dy.shape() == in.shape() && ctx->input(2).shape() == in.shape(),
+                absl::InvalidArgumentError(
+                    absl::StrCat("LRNGrad: input_grads ", dy.shape().DebugString(),
+                                 ", input_image ", in.shape().DebugString(), " and output_image ",
+                                 ctx->input(2).shape().DebugString(), " must have one shape")));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    const int64_t depth = in.dim_size(3);
+    if (depth == 0) return;
+    const int64_t pixels = in.NumElements() / depth;
+    const T* x = in.data<T>();
+    const T* g = dy.data<T>();
+    T* dx = out->data<T>();
+    cwise::RunSharded(ctx, pixels, depth * (4 * p_.radius + 8), [&](int64_t b, int64_t e) {
+      std::vector<double> scale(depth), t(depth);
+      for (int64_t px = b; px < e; ++px) {
+        const T* xp = x + px * depth;
+        const T* gp = g + px * depth;
+        LrnScale(xp, depth, p_, scale.data());
+        for (int64_t c = 0; c < depth; ++c) {
+          t[c] = static_cast<double>(gp[c]) * xp[c] * std::pow(scale[c], -p_.beta - 1.0);
+        }
+        for (int64_t j = 0; j < depth; ++j) {
+          double sum = 0;
+          const int64_t lo = std::max<int64_t>(0, j - p_.radius),
+                        hi = std::min(depth - 1, j + p_.radius);
+          for (int64_t c = lo; c <= hi; ++c) sum += t[c];
+          dx[px * depth + j] = static_cast<T>(gp[j] * std::pow(scale[j], -p_.beta) -
+                                              2.0 * p_.alpha * p_.beta * xp[j] * sum);
+        }
+      }
+    });
+  }
+
+ private:
+  LrnParams p_;
+};
+
 #define SF_REGISTER_NN_FLOATING(T)                                                                 \
   REGISTER_KERNEL(KernelDef("BiasAdd").Device(kDeviceCpu).TypeConstraint<T>("T"), BiasAddOp<T>);   \
   REGISTER_KERNEL(KernelDef("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<T>("T"),              \
                   BiasAddGradOp<T>);                                                               \
   REGISTER_KERNEL(KernelDef("ReluGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), ReluGradOp<T>); \
+  REGISTER_KERNEL(KernelDef("LRN").Device(kDeviceCpu).TypeConstraint<T>("T"), LrnOp<T>);           \
+  REGISTER_KERNEL(KernelDef("LRNGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), LrnGradOp<T>);   \
   REGISTER_KERNEL(KernelDef("Softmax").Device(kDeviceCpu).TypeConstraint<T>("T"),                  \
                   SoftmaxOp<T, false>);                                                            \
   REGISTER_KERNEL(KernelDef("LogSoftmax").Device(kDeviceCpu).TypeConstraint<T>("T"),               \

@@ -446,6 +446,50 @@ const std::map<std::string, ConformanceCase>& ConformanceTable() {
     // ---- state and training ops: checked by hand, float and double ----
     m["SumToShape"] = Fixed({x23, I32({3})}, D({5, 7, 9}, {3}));
     m["CheckNumerics"] = Fixed({x23}, x23);
+    {
+      // LRN of a [1,1,2,3] image, radius 1, bias 1, alpha 0.5, beta 0.5.
+      ConformanceCase lrn;
+      lrn.inputs = {D({1, 2, 3, -1, 0, 2}, {1, 1, 2, 3})};
+      lrn.attrs = [](DataType) {
+        return Attrs{{"depth_radius", MakeAttr(int64_t{1})},
+                     {"bias", MakeAttr(1.0f)},
+                     {"alpha", MakeAttr(0.5f)},
+                     {"beta", MakeAttr(0.5f)}};
+      };
+      lrn.reference = [](const std::vector<Tensor>& in) {
+        const std::vector<double> x = Values(in[0]);
+        std::vector<double> y(6);
+        for (int p = 0; p < 2; ++p) {
+          for (int c = 0; c < 3; ++c) {
+            double sum = 0;
+            for (int j = std::max(0, c - 1); j <= std::min(2, c + 1); ++j) {
+              sum += x[p * 3 + j] * x[p * 3 + j];
+            }
+            y[p * 3 + c] = x[p * 3 + c] / std::sqrt(1 + 0.5 * sum);
+          }
+        }
+        return D(y, {1, 1, 2, 3});
+      };
+      m["LRN"] = lrn;
+      // LRNGrad is checked against finite differences in tests/ops/nn_grad_test.cc; here its
+      // gradient of a radius-0 LRN with beta 0.5, bias 1, alpha 1 at x: dy * (1 + x^2)^-1.5.
+      ConformanceCase lrn_grad;
+      lrn_grad.inputs = {D({1, 1, 1, 1, 1, 1}, {1, 1, 2, 3}),
+                         D({0, 1, 2, -1, 0.5, 3}, {1, 1, 2, 3}),
+                         D({0, 0, 0, 0, 0, 0}, {1, 1, 2, 3})};
+      lrn_grad.attrs = [](DataType) {
+        return Attrs{{"depth_radius", MakeAttr(int64_t{0})},
+                     {"bias", MakeAttr(1.0f)},
+                     {"alpha", MakeAttr(1.0f)},
+                     {"beta", MakeAttr(0.5f)}};
+      };
+      lrn_grad.reference = [](const std::vector<Tensor>& in) {
+        std::vector<double> x = Values(in[1]);
+        for (double& v : x) v = std::pow(1 + v * v, -1.5);
+        return D(x, {1, 1, 2, 3});
+      };
+      m["LRNGrad"] = lrn_grad;
+    }
     m["ReverseV2"] = Fixed({x23, I32({1})}, D({3, 2, 1, 6, 5, 4}, {2, 3}));
     m["Cumsum"] = Fixed({x23, I32({1})}, D({1, 3, 6, 4, 9, 15}, {2, 3}));
     // True (non-zero) at [0,1], [1,0] and [1,2].

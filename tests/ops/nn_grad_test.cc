@@ -97,6 +97,27 @@ TEST(NnGradTest, Conv2DBackpropInputAsTransposedConvolution) {
   }
 }
 
+TEST(NnGradTest, LocalResponseNormalization) {
+  for (int64_t radius : {0, 1, 2}) {
+    SCOPED_TRACE(radius);
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<double>({2, 2, 3, 5}, 80 + radius, -2, 2);
+    Output x = Placeholder(s, "x", xv);
+    Output y(OpBuilder(s, "LRN")
+                 .Input(x)
+                 .Attr("depth_radius", radius)
+                 .Attr("bias", 1.5f)
+                 .Attr("alpha", 0.3f)
+                 .Attr("beta", 0.75f)
+                 .Finalize()
+                 .node(),
+             0);
+    auto err = test::MaxGradientError(s, {x}, {xv}, y, kDoubleDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kDoubleTol);
+  }
+}
+
 // For Relu: weights scaled to [-0.1, 0.1] and biases of +2 and -3 keep every pre-activation at
 // least 0.2 from relu's kink, on both sides, so the finite differences never straddle it.
 void AwayFromKink(const std::string& activation, Tensor* weights, Tensor* bias) {
