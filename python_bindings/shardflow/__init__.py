@@ -57,6 +57,14 @@ from shardflow.graph_io import gfile, import_graph_def  # noqa: F401
 from shardflow import graph_io as _graph_io
 from shardflow import contrib, io, metrics  # noqa: F401  (sf.contrib.rnn, sf.io.gfile, ...)
 from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
+from shardflow.math_composites import (count_nonzero, div_no_nan, eye, lin_space,  # noqa: F401
+                                       linspace, log_sigmoid, norm, rank, reduce_logsumexp,
+                                       size, to_double, to_float, to_int32, to_int64)
+from shardflow.check_ops import *  # noqa: F401,F403 (assert_equal, assert_positive, Assert, ...)
+from shardflow.moving_averages import moving_average_variables  # noqa: F401
+from shardflow import app, flags, tf_logging as logging  # noqa: F401 (tf.app, tf.flags, tf.logging)
+from shardflow.namespaces import (compat, disable_eager_execution,  # noqa: F401,A004
+                                  disable_v2_behavior, executing_eagerly, linalg, math, random)
 
 bool = bool_  # noqa: A001 (sf.bool, as in TF)
 __version__ = "0.1.0"

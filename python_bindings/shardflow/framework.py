@@ -410,8 +410,16 @@ class Graph:
     def add_to_collection(self, name, value):
         self._collections.setdefault(name, []).append(value)
 
-    def get_collection(self, name):
-        return list(self._collections.get(name, []))
+    def get_collection(self, name, scope=None):
+        """The collection `name` (a copy); with `scope`, only the items that have a name
+        matched at its start by that regular expression, as TF1's get_collection."""
+        items = list(self._collections.get(name, []))
+        if scope is None:
+            return items
+        import re
+        pattern = re.compile(scope)
+        return [v for v in items if isinstance(getattr(v, "name", None), str)
+                and pattern.match(v.name)]
 
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
@@ -641,9 +649,10 @@ def add_to_collection(name, value):
     get_default_graph().add_to_collection(name, value)
 
 
-def get_collection(name):
-    """The default graph's collection `name` (a list; empty when none)."""
-    return get_default_graph().get_collection(name)
+def get_collection(name, scope=None):
+    """The default graph's collection `name` (a list; empty when none); with `scope`, only the
+    items whose name starts with a match of that regular expression (TF1's filter)."""
+    return get_default_graph().get_collection(name, scope)
 
 
 class GraphKeys:
@@ -656,6 +665,16 @@ class GraphKeys:
     # Batch normalisation's moving-average updates: run them with the train op, as in TF1
     # (``with sf.control_dependencies(sf.get_collection(sf.GraphKeys.UPDATE_OPS)): ...``).
     UPDATE_OPS = "update_ops"
+    # Losses: sf.losses.* add theirs to LOSSES; a variable's regularizer penalty (get_variable,
+    # layers' kernel_regularizer=) goes to REGULARIZATION_LOSSES. get_total_loss sums both.
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    # The variables ExponentialMovingAverage.apply() keeps averages of.
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    # Weights and biases for apply_regularization's default (filled by the caller, as in TF1
+    # where contrib layers add theirs).
+    WEIGHTS = "weights"
+    BIASES = "biases"
 
 
 def control_dependencies(control_inputs):

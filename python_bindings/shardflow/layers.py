@@ -23,6 +23,7 @@ import numpy as np
 from shardflow import dtypes, nn, ops
 from shardflow.framework import (GraphKeys, Tensor, add_to_collection, convert_to_tensor,
                                  get_default_graph)
+from shardflow.regularizers import add_regularization_loss
 from shardflow.variables import Initializer, Variable, initializers
 
 
@@ -48,12 +49,16 @@ class Layer:
                 contextlib.nullcontext():
             yield
 
-    def add_variable(self, name, shape, initializer, trainable=True):
+    def add_variable(self, name, shape, initializer, trainable=True, regularizer=None):
+        """A new variable of the layer; `regularizer` (a function of it, e.g.
+        sf.contrib.layers.l2_regularizer(1e-4)) adds its penalty to
+        GraphKeys.REGULARIZATION_LOSSES, as TF1's layers do."""
         if callable(initializer) and not isinstance(initializer, Initializer):
             # A TF1-style initializer: a function of (shape, dtype).
             initializer = initializer(list(shape), dtypes.float32)
         v = Variable(initializer, shape=shape, name=name, trainable=trainable)
         self.variables.append(v)
+        add_regularization_loss(v, regularizer)
         return v
 
     @property
@@ -72,7 +77,19 @@ class Layer:
             if not self._built:
                 self.build(x.shape)
                 self._built = True
-            return self.call(x, training=training)
+            y = self.call(x, training=training)
+            activity_regularizer = getattr(self, "activity_regularizer", None)
+            if activity_regularizer is not None:
+                # TF1.13-1.15's activity_regularizer: a penalty on the layer's output, divided
+                # by the batch size ("batch-agnostic", as their Keras-based layers do).
+                with y.graph.name_scope("ActivityRegularizer"):
+                    penalty = activity_regularizer(y)
+                    if penalty is not None:
+                        batch = ops.cast(ops.shape(y)[0], penalty.dtype)
+                        penalty = ops.divide(penalty, batch)
+                if penalty is not None:
+                    add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
+            return y
 
 
 def _last_dim(shape, layer):
@@ -84,24 +101,35 @@ def _last_dim(shape, layer):
 class Dense(Layer):
     """y = activation(x @ kernel + bias) for x of shape [batch, in].
 
+    `kernel_regularizer`, `bias_regularizer` and `activity_regularizer` (functions of the
+    kernel, the bias and the output) add their penalties to GraphKeys.REGULARIZATION_LOSSES,
+    as TF1's.
+
     Example: ``h = sf.layers.Dense(128, activation=sf.nn.relu, seed=1)(x)``.
     """
 
     _default_name = "dense"
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
-                 seed=0, name=None, device=None):
+                 seed=0, name=None, device=None, bias_initializer=None,
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None):
         super().__init__(name, device)
         self.units = int(units)
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer or initializers.glorot_uniform(seed)
+        self.bias_initializer = bias_initializer or initializers.zeros()
+        self.kernel_regularizer = kernel_regularizer
+        self.bias_regularizer = bias_regularizer
+        self.activity_regularizer = activity_regularizer
 
     def build(self, input_shape):
         n_in = _last_dim(input_shape, "Dense")
-        self.kernel = self.add_variable("kernel", [n_in, self.units], self.kernel_initializer)
+        self.kernel = self.add_variable("kernel", [n_in, self.units], self.kernel_initializer,
+                                        regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.bias = self.add_variable("bias", [self.units], initializers.zeros())
+            self.bias = self.add_variable("bias", [self.units], self.bias_initializer,
+                                          regularizer=self.bias_regularizer)
 
     def call(self, x, training=False):
         y = ops.matmul(x, self.kernel)
@@ -113,14 +141,22 @@ class Dense(Layer):
 class Conv2D(Layer):
     """2-D convolution of NHWC inputs, plus a bias and an optional activation.
 
+    Regularizers as for Dense.
+
     Example: ``h = sf.layers.Conv2D(32, 5, activation=sf.nn.relu)(images)``.
     """
 
     _default_name = "conv2d"
 
     def __init__(self, filters, kernel_size, strides=1, padding="SAME", activation=None,
-                 use_bias=True, kernel_initializer=None, seed=0, name=None, device=None):
+                 use_bias=True, kernel_initializer=None, seed=0, name=None, device=None,
+                 bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None):
         super().__init__(name, device)
+        self.bias_initializer = bias_initializer or initializers.zeros()
+        self.kernel_regularizer = kernel_regularizer
+        self.bias_regularizer = bias_regularizer
+        self.activity_regularizer = activity_regularizer
         self.filters = int(filters)
         self.kernel_size = ((kernel_size, kernel_size) if isinstance(kernel_size, int)
                             else tuple(kernel_size))
@@ -133,9 +169,11 @@ class Conv2D(Layer):
     def build(self, input_shape):
         c_in = _last_dim(input_shape, "Conv2D")
         self.kernel = self.add_variable(
-            "kernel", list(self.kernel_size) + [c_in, self.filters], self.kernel_initializer)
+            "kernel", list(self.kernel_size) + [c_in, self.filters], self.kernel_initializer,
+            regularizer=self.kernel_regularizer)
         if self.use_bias:
-            self.bias = self.add_variable("bias", [self.filters], initializers.zeros())
+            self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
+                                          regularizer=self.bias_regularizer)
 
     def call(self, x, training=False):
         y = nn.conv2d(x, self.kernel, strides=self.strides, padding=self.padding)
@@ -334,23 +372,31 @@ class Sequential(Layer):
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
-          bias_initializer=None, name=None, reuse=None, trainable=True):
-    """TF1's tf.layers.dense: variables <name>/kernel and <name>/bias."""
+          bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+          activity_regularizer=None, name=None, reuse=None, trainable=True):
+    """TF1's tf.layers.dense: variables <name>/kernel and <name>/bias; the regularizers'
+    penalties go to GraphKeys.REGULARIZATION_LOSSES."""
     layer = Dense(units, activation=activation, use_bias=use_bias,
-                  kernel_initializer=kernel_initializer, name=name)
+                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                  activity_regularizer=activity_regularizer, name=name)
     return layer(inputs)
 
 
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            data_format="channels_last", activation=None, use_bias=True, kernel_initializer=None,
-           name=None, reuse=None, trainable=True):
-    """TF1's tf.layers.conv2d (padding 'valid' by default, as there; NHWC inputs)."""
+           bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+           activity_regularizer=None, name=None, reuse=None, trainable=True):
+    """TF1's tf.layers.conv2d (padding 'valid' by default, as there; NHWC inputs); the
+    regularizers' penalties go to GraphKeys.REGULARIZATION_LOSSES."""
     if data_format not in ("channels_last", "NHWC"):
         raise ValueError("layers.conv2d(data_format=%r): only channels_last (NHWC) is supported"
                          % (data_format,))
     return Conv2D(filters, kernel_size, strides=strides, padding=padding.upper(),
                   activation=activation, use_bias=use_bias,
-                  kernel_initializer=kernel_initializer, name=name)(inputs)
+                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                  activity_regularizer=activity_regularizer, name=name)(inputs)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",

@@ -7,10 +7,10 @@ Example::
 """
 
 from shardflow import nn, ops
-from shardflow.framework import get_default_graph
+from shardflow.framework import GraphKeys, get_default_graph
 
-LOSSES = "losses"
-REGULARIZATION_LOSSES = "regularization_losses"
+LOSSES = GraphKeys.LOSSES
+REGULARIZATION_LOSSES = GraphKeys.REGULARIZATION_LOSSES
 
 
 def _finish(per_example, weights, loss_collection, name):
@@ -52,23 +52,49 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
                    weights, loss_collection, name)
 
 
+def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,
+                          scope=None, loss_collection=LOSSES, name=None):
+    """Mean sigmoid cross-entropy of logits against labels in [0, 1] of the same shape (TF1's
+    tf.losses.sigmoid_cross_entropy; label_smoothing moves them toward 1/2)."""
+    labels = ops.cast(multi_class_labels, logits.dtype)
+    if label_smoothing:
+        labels = ops.add(ops.multiply(labels, 1.0 - label_smoothing), 0.5 * label_smoothing)
+    return _finish(nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits),
+                   weights, loss_collection, name)
+
+
 def add_loss(loss, loss_collection=LOSSES):
-    get_default_graph().add_to_collection(loss_collection, loss)
+    """Adds `loss` to `loss_collection` (LOSSES), for get_losses and get_total_loss."""
+    if loss_collection:
+        get_default_graph().add_to_collection(loss_collection, loss)
 
 
 def get_losses(scope=None, loss_collection=LOSSES):
-    return get_default_graph().get_collection(loss_collection)
+    """The losses added to `loss_collection` (those whose name matches `scope`, when given)."""
+    return get_default_graph().get_collection(loss_collection, scope)
 
 
 def get_regularization_losses(scope=None):
-    return get_default_graph().get_collection(REGULARIZATION_LOSSES)
+    """The penalties in GraphKeys.REGULARIZATION_LOSSES, as TF1: one per regularized variable
+    (get_variable(regularizer=), layers' kernel_regularizer=, ...), filtered by `scope`."""
+    return get_default_graph().get_collection(REGULARIZATION_LOSSES, scope)
 
 
-def get_total_loss(add_regularization_losses=True, name="total_loss"):
-    """The sum of every loss in the LOSSES collection (and the regularization losses)."""
-    losses = get_losses()
+def get_regularization_loss(scope=None, name="total_regularization_loss"):
+    """The sum of get_regularization_losses(scope), or a 0.0 constant when there are none, as
+    TF1's tf.losses.get_regularization_loss."""
+    losses = get_regularization_losses(scope)
+    if not losses:
+        return ops.constant(0.0, name=name)
+    return ops.add_n(losses, name=name) if len(losses) > 1 else ops.identity(losses[0], name=name)
+
+
+def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None):
+    """The sum of every loss in the LOSSES collection (and the regularization losses), as
+    TF1's tf.losses.get_total_loss; an error when there are none."""
+    losses = get_losses(scope)
     if add_regularization_losses:
-        losses = losses + get_regularization_losses()
+        losses = losses + get_regularization_losses(scope)
     if not losses:
         raise ValueError("get_total_loss: no losses were added (use sf.losses.*)")
     return ops.add_n(losses, name=name) if len(losses) > 1 else ops.identity(losses[0], name=name)

@@ -1,5 +1,9 @@
 """Neural-network ops: activations, convolution, pooling, losses, dropout.
 
+The activations and losses that TF1 has as kernels of their own (softplus, elu, sigmoid cross
+entropy, ...) are composed here from the engine's ops, in forms that stay finite for large |x|
+in value and gradient: Note [Stable composites] below.
+
 Images are NHWC ([batch, height, width, channels]); filters are [height, width, in, out].
 
 Example::
@@ -11,6 +15,7 @@ Example::
 
 import numpy as np
 
+from shardflow import array_ops, dtypes, ops
 from shardflow import rnn_cell  # noqa: F401 (sf.nn.rnn_cell.BasicLSTMCell, ...)
 from shardflow.ops import _op, _out, sigmoid, tanh  # noqa: F401 (re-exported)
 from shardflow.rnn_cell import dynamic_rnn  # noqa: F401
@@ -282,3 +287,193 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
         rest = ops.subtract(rest, ops.multiply(array_ops.one_hot(idx, n, dtype=x.dtype), far))
     return (array_ops.stack(values, axis=axis, name=None),
             array_ops.stack(indices, axis=axis, name=name))
+
+
+# ---- activations and losses composed from the engine's ops -----------------------------------
+#
+# Note [Stable composites]. Each is built so that neither its value nor its gradient overflows:
+# exp() only ever sees a value <= 0 (exp(-|x|), or exp(minimum(x, 0)) in a branch that where()
+# does not choose for x > 0: where() passes a zero gradient to the unchosen branch, but
+# 0 * inf is NaN, so that branch's input is clamped first). Where TF1's kernels define the
+# gradient at a kink (x = 0), the same where() conditions give the same value.
+
+
+def _float_tensor(x, what):
+    x = ops.convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        raise TypeError("%s takes a floating-point tensor, got %s (%s); cast it first"
+                        % (what, x.name, x.dtype.name))
+    return x
+
+
+def _like(value, x):
+    """A Python number as a scalar of x's dtype (a float64 graph keeps all its digits)."""
+    from shardflow.framework import Tensor
+    if isinstance(value, Tensor):
+        return value
+    return np.asarray(value, dtype=x.dtype.as_numpy_dtype)
+
+
+def _relu_and_softplus_of_neg_abs(x):
+    """(max(x, 0), log1p(exp(-|x|))): the two stable parts of softplus(x), as TF1 builds
+    them (where(x >= 0, ...)), so that the gradient at x = 0 is TF1's (sigmoid(0) = 0.5)."""
+    nonnegative = ops.greater_equal(x, 0)
+    relu_x = array_ops.where(nonnegative, x, ops.zeros_like(x))
+    neg_abs = array_ops.where(nonnegative, ops.negative(x), x)
+    return relu_x, ops.log1p(ops.exp(neg_abs))
+
+
+def softplus(features, name=None):
+    """log(exp(features) + 1), as TF1's tf.nn.softplus, computed as
+    max(x, 0) + log(1 + exp(-|x|)) so that it neither overflows nor loses small values; the
+    gradient is sigmoid(x)."""
+    x = _float_tensor(features, "softplus")
+    relu_x, tail = _relu_and_softplus_of_neg_abs(x)
+    return ops.add(relu_x, tail, name=name)
+
+
+def softsign(features, name=None):
+    """features / (|features| + 1), as TF1's tf.nn.softsign."""
+    x = _float_tensor(features, "softsign")
+    return ops.divide(x, ops.add(ops.abs(x), 1), name=name)
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """features where positive, else alpha * features (TF1's tf.nn.leaky_relu; any alpha, and
+    the gradient at 0 is alpha, as TF1's kernel)."""
+    x = _float_tensor(features, "leaky_relu")
+    return array_ops.where(ops.greater(x, 0), x, ops.multiply(x, _like(alpha, x)), name=name)
+
+
+def relu6(features, name=None):
+    """min(max(features, 0), 6), as TF1's tf.nn.relu6 (the gradient is 1 strictly between 0
+    and 6, else 0, as TF1's kernel)."""
+    x = _float_tensor(features, "relu6")
+    return array_ops.where(ops.less(x, 6), relu(x), 6.0, name=name)
+
+
+def _exp_minus_one_below_zero(x):
+    """exp(x) - 1 for x <= 0, with x clamped to <= 0 so that the branch where() does not take
+    (x > 0) has a finite gradient (Note [Stable composites])."""
+    return ops.subtract(ops.exp(ops.minimum(x, 0)), 1)
+
+
+def elu(features, name=None):
+    """features where positive, else exp(features) - 1, as TF1's tf.nn.elu."""
+    x = _float_tensor(features, "elu")
+    return array_ops.where(ops.greater(x, 0), x, _exp_minus_one_below_zero(x), name=name)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(features, name=None):
+    """scale * elu with alpha (scale 1.0507..., alpha 1.6732..., Klambauer et al. 2017), as
+    TF1's tf.nn.selu."""
+    x = _float_tensor(features, "selu")
+    inner = array_ops.where(ops.greater(x, 0), x,
+                            ops.multiply(_exp_minus_one_below_zero(x), _like(_SELU_ALPHA, x)))
+    return ops.multiply(inner, _like(_SELU_SCALE, x), name=name)
+
+
+def swish(features, name=None):
+    """features * sigmoid(features) (TF1.15's tf.nn.swish)."""
+    x = _float_tensor(features, "swish")
+    return ops.multiply(x, ops.sigmoid(x), name=name)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """x / sqrt(max(sum(x ** 2, axis), epsilon)), as TF1's tf.nn.l2_normalize: `axis` an int
+    or list (None: every dimension; `dim` is TF1's older name for it)."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("l2_normalize: give axis or dim (its older name), not both")
+        axis = dim
+    x = _float_tensor(x, "l2_normalize")
+    square_sum = ops.reduce_sum(ops.square(x), axis=axis, keepdims=True)
+    return ops.multiply(x, ops.rsqrt(ops.maximum(square_sum, _like(epsilon, x))), name=name)
+
+
+def _labels_like(labels, logits, what, label_name):
+    """`labels` as a tensor of logits' dtype and a compatible shape, else a clear error."""
+    from shardflow.framework import Tensor
+    from shardflow.variables import Variable
+    if labels is None or logits is None:
+        raise ValueError("%s needs both %s= and logits=" % (what, label_name))
+    logits = _float_tensor(logits, what)
+    if not isinstance(labels, (Tensor, Variable)):
+        labels = np.asarray(labels, dtype=logits.dtype.as_numpy_dtype)
+    labels = ops.convert_to_tensor(labels)
+    if labels.dtype != logits.dtype:
+        raise TypeError("%s: %s (%s) must have the dtype of logits (%s); cast it first"
+                        % (what, label_name, labels.dtype.name, logits.dtype.name))
+    a, b = labels.shape, logits.shape
+    if a.ndims is not None and b.ndims is not None and (
+            a.ndims != b.ndims or any(p is not None and q is not None and p != q
+                                      for p, q in zip(a.as_list(), b.as_list()))):
+        raise ValueError("%s: logits and %s must have the same shape (%s vs %s)"
+                         % (what, label_name, b.as_list(), a.as_list()))
+    return labels, logits
+
+
+def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
+    """Element-wise -z * log(sigmoid(x)) - (1 - z) * log(1 - sigmoid(x)) for labels z and
+    logits x of one shape, as TF1's tf.nn.sigmoid_cross_entropy_with_logits: computed as
+    max(x, 0) - x * z + log(1 + exp(-|x|)), finite for any x, with the gradient
+    sigmoid(x) - z. Pass the arguments by name (labels=, logits=), as TF1 requires."""
+    if _sentinel is not None:
+        raise ValueError("sigmoid_cross_entropy_with_logits: pass labels= and logits= by name")
+    z, x = _labels_like(labels, logits, "sigmoid_cross_entropy_with_logits", "labels")
+    relu_x, tail = _relu_and_softplus_of_neg_abs(x)
+    return ops.add(ops.subtract(relu_x, ops.multiply(x, z)), tail, name=name)
+
+
+def weighted_cross_entropy_with_logits(targets=None, logits=None, pos_weight=None, name=None,
+                                       labels=None):
+    """sigmoid cross entropy with the positive term weighted by `pos_weight`:
+    -pos_weight * z * log(sigmoid(x)) - (1 - z) * log(1 - sigmoid(x)), as TF1's
+    tf.nn.weighted_cross_entropy_with_logits, computed stably as
+    (1 - z) * x + (1 + (pos_weight - 1) * z) * (log(1 + exp(-|x|)) + max(-x, 0)).
+    `labels` is TF1.14's name for `targets` (give one)."""
+    what = "weighted_cross_entropy_with_logits"
+    if labels is not None:
+        if targets is not None:
+            raise ValueError("%s: give targets or labels (its newer name), not both" % what)
+        targets = labels
+    if pos_weight is None:
+        raise ValueError("%s needs pos_weight" % what)
+    z, x = _labels_like(targets, logits, what, "targets")
+    log_weight = ops.add(ops.multiply(ops.subtract(_like(pos_weight, x), 1), z), 1)
+    nonnegative = ops.greater_equal(x, 0)
+    neg_abs = array_ops.where(nonnegative, ops.negative(x), x)
+    relu_neg = array_ops.where(nonnegative, ops.zeros_like(x), ops.negative(x))
+    tail = ops.add(ops.log1p(ops.exp(neg_abs)), relu_neg)
+    return ops.add(ops.multiply(ops.subtract(1, z), x), ops.multiply(log_weight, tail),
+                   name=name)
+
+
+def in_top_k(predictions, targets, k, name=None):
+    """A bool [batch]: whether targets[i] is among the k largest of predictions[i]
+    ([batch, classes], float; the number of classes must be known), as TF1's tf.nn.in_top_k:
+    classes tied with the target's value count as within the top k (the target is in when
+    fewer than k classes are strictly larger), and a non-finite prediction for the target or
+    a target outside [0, classes) is never in."""
+    p = _float_tensor(predictions, "in_top_k")
+    if p.shape.ndims != 2 or p.shape.as_list()[1] is None:
+        raise ValueError("in_top_k: predictions must be [batch, classes] with classes known, "
+                         "got %s" % (p.shape,))
+    targets = ops.convert_to_tensor(targets)
+    if not targets.dtype.is_integer:
+        raise TypeError("in_top_k: targets must be int32 or int64, not %s" % targets.dtype.name)
+    from shardflow.framework import Tensor
+    if not isinstance(k, Tensor) and int(k) != k:
+        raise TypeError("in_top_k: k must be an int, not %r" % (k,))
+    hot = ops.cast(array_ops.one_hot(targets, p.shape.as_list()[1]), dtypes.bool_)
+    target_value = ops.reduce_sum(array_ops.where_v2(hot, p, ops.zeros_like(p)), axis=1)
+    larger = ops.reduce_sum(ops.cast(ops.greater(p, ops.expand_dims(target_value, 1)),
+                                     dtypes.int32), axis=1)
+    k = ops.cast(k, dtypes.int32) if isinstance(k, Tensor) else int(k)
+    finite = ops.equal(ops.subtract(target_value, target_value), 0)  # inf - inf, NaN: NaN
+    in_range = array_ops.reduce_any(hot, axis=1)
+    return ops.logical_and(ops.logical_and(ops.less(larger, k), finite), in_range, name=name)

@@ -410,3 +410,4 @@ from shardflow.monitored_session import (CheckpointSaverHook, MonitoredTrainingS
                                          SessionRunValues, StopAtStepHook)
 from shardflow.sync_replicas import SyncReplicasOptimizer  # noqa: E402,F401
 from shardflow.graph_io import write_graph  # noqa: E402,F401 (tf.train.write_graph)
+from shardflow.moving_averages import ExponentialMovingAverage  # noqa: E402,F401

@@ -31,12 +31,14 @@ AUTO_REUSE = "AUTO_REUSE"
 
 
 class VariableScope:
-    """What ``variable_scope(...)`` yields: its name, reuse, and default initializer."""
+    """What ``variable_scope(...)`` yields: its name, reuse, default initializer and default
+    regularizer."""
 
-    def __init__(self, name, reuse, initializer=None):
+    def __init__(self, name, reuse, initializer=None, regularizer=None):
         self.name = name
         self.reuse = reuse
         self.initializer = initializer
+        self.regularizer = regularizer
         self.original_name_scope = name + "/" if name else ""
 
     def reuse_variables(self):
@@ -61,9 +63,10 @@ def get_variable_scope():
 
 @contextlib.contextmanager
 def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
-                   reuse=None, dtype=None):
+                   regularizer=None, reuse=None, dtype=None):
     """Enters a variable scope (and a name scope of the same name); see the module's text.
-    `name_or_scope` may be a VariableScope (re-entered by its full name)."""
+    `name_or_scope` may be a VariableScope (re-entered by its full name). `initializer` and
+    `regularizer` are the defaults of get_variable inside (inherited by inner scopes)."""
     g = get_default_graph()
     stack = _stack(g)
     outer = stack[-1]
@@ -78,7 +81,11 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         inherit = outer.reuse
     if reuse is None or reuse is False:
         reuse = True if inherit is True else (inherit if inherit == AUTO_REUSE else False)
-    scope = VariableScope(full, reuse, initializer or outer.initializer)
+    if isinstance(name_or_scope, VariableScope):
+        initializer = initializer or name_or_scope.initializer
+        regularizer = regularizer or name_or_scope.regularizer
+    scope = VariableScope(full, reuse, initializer or outer.initializer,
+                          regularizer or outer.regularizer)
     stack.append(scope)
     try:
         with g.name_scope(full.rsplit("/", 1)[-1] if not isinstance(name_or_scope,
@@ -91,7 +98,11 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
                  trainable=True, collections=None, use_resource=None):
     """The variable "<scope>/<name>": created (from `initializer`, else the scope's, else
-    Glorot uniform for floats and zeros otherwise) or, when the scope reuses, the existing one."""
+    Glorot uniform for floats and zeros otherwise) or, when the scope reuses, the existing one.
+
+    `regularizer` (else the scope's): a function of the new variable whose result, unless
+    None, goes to GraphKeys.REGULARIZATION_LOSSES, as in TF1 (on creation only, not on reuse).
+    """
     from shardflow.variables import Variable
     g = get_default_graph()
     scope = _stack(g)[-1]
@@ -132,6 +143,11 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     with g.as_default(), g.name_scope(prefix):
         v = Variable(value, name=name, trainable=trainable, dtype=dt, collections=collections)
     store[full] = v
+    if regularizer is None:
+        regularizer = scope.regularizer
+    if regularizer is not None:
+        from shardflow.regularizers import add_regularization_loss
+        add_regularization_loss(v, regularizer)
     return v
 
 

@@ -1,0 +1,253 @@
+"""TF1 math functions composed from the engine's ops (and tested against NumPy):
+reduce_logsumexp, count_nonzero, norm, the to_float/to_int32/... casts, size, rank, eye,
+linspace, log_sigmoid and div_no_nan.
+
+Example::
+
+    lse = sf.reduce_logsumexp(logits, axis=1)          # stable: max + log(sum(exp(x - max)))
+    n = sf.norm(w, axis=1, keepdims=True)              # euclidean norms of the rows
+    identity = sf.eye(3)
+
+Like Note [Composed array ops] in shardflow/array_ops.py, they need at build time what TF1's
+kernels would take at run time where their composition must: eye's sizes and linspace's `num`
+are Python ints.
+"""
+
+import numpy as np
+
+from shardflow import array_ops, dtypes, ops
+from shardflow.framework import Tensor, convert_to_tensor
+
+
+def _reduction_args(axis, keepdims, reduction_indices, keep_dims, what):
+    """TF1's two spellings of a reduction's arguments as one (axis, keepdims)."""
+    if reduction_indices is not None:
+        if axis is not None:
+            raise ValueError("%s: give axis or reduction_indices (TF1's name for it), not both"
+                             % what)
+        axis = reduction_indices
+    if keep_dims is not None:
+        if keepdims is not None:
+            raise ValueError("%s: give keepdims or keep_dims (TF1's name for it), not both"
+                             % what)
+        keepdims = keep_dims
+    return axis, bool(keepdims)
+
+
+def _floating(x, what):
+    x = convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        raise TypeError("%s takes a floating-point tensor, got %s (%s); cast it first"
+                        % (what, x.name, x.dtype.name))
+    return x
+
+
+def _is_finite(x):
+    """x - x == 0: false for inf and NaN (without an IsFinite kernel)."""
+    return ops.equal(ops.subtract(x, x), 0)
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
+                     keep_dims=None):
+    """log(sum(exp(x))) over `axis`, as TF1's tf.reduce_logsumexp: computed as
+    max + log(sum(exp(x - max))) so that large values do not overflow (the max is taken as 0
+    where it is not finite, as TF1 does); the gradient is softmax(x) along `axis`."""
+    axis, keepdims = _reduction_args(axis, keepdims, reduction_indices, keep_dims,
+                                     "reduce_logsumexp")
+    x = _floating(input_tensor, "reduce_logsumexp")
+    raw_max = ops.reduce_max(x, axis=axis, keepdims=True)
+    shift = ops.stop_gradient(array_ops.where(_is_finite(raw_max), raw_max,
+                                              ops.zeros_like(raw_max)))
+    total = ops.reduce_sum(ops.exp(ops.subtract(x, shift)), axis=axis, keepdims=keepdims)
+    # The shift had keepdims=True; summing it over the same axes (each of size 1) gives it
+    # the result's shape.
+    return ops.add(ops.log(total), ops.reduce_sum(shift, axis=axis, keepdims=keepdims),
+                   name=name)
+
+
+def _cast_to(dtype, default_name):
+    def fn(x, name=default_name):
+        return ops.cast(x, dtype, name=name)
+    fn.__doc__ = ("`x` cast to %s (TF1's tf.%s; the same as sf.cast(x, sf.%s))."
+                  % (dtype.name, default_name, dtype.name))
+    return fn
+
+
+to_float = _cast_to(dtypes.float32, "ToFloat")
+to_double = _cast_to(dtypes.float64, "ToDouble")
+to_int32 = _cast_to(dtypes.int32, "ToInt32")
+to_int64 = _cast_to(dtypes.int64, "ToInt64")
+to_float.__name__, to_double.__name__ = "to_float", "to_double"
+to_int32.__name__, to_int64.__name__ = "to_int32", "to_int64"
+
+
+def size(input, name=None, out_type=dtypes.int32):  # noqa: A002
+    """The number of elements of `input` as a scalar of `out_type`, as TF1's tf.size: a
+    constant when the shape is known when the graph is built, else computed at run time."""
+    x = convert_to_tensor(input)
+    out_type = dtypes.as_dtype(out_type)
+    if x.shape.is_fully_defined():
+        return ops.constant(x.shape.num_elements(), dtype=out_type, name=name)
+    return ops.reduce_prod(ops.shape(x, out_type=out_type), name=name)
+
+
+def rank(input, name=None):  # noqa: A002
+    """The number of dimensions of `input` as an int32 scalar, as TF1's tf.rank (a constant
+    when the rank is known when the graph is built)."""
+    x = convert_to_tensor(input)
+    if x.shape.ndims is not None:
+        return ops.constant(x.shape.ndims, dtype=dtypes.int32, name=name)
+    return ops.reshape(ops.shape(ops.shape(x)), [], name=name)
+
+
+def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
+                  reduction_indices=None, keep_dims=None, input=None):  # noqa: A002
+    """The number of non-zero (for bool: true) elements over `axis`, as `dtype` (int64), as
+    TF1's tf.count_nonzero."""
+    if input is not None:
+        if input_tensor is not None:
+            raise ValueError("count_nonzero: give input_tensor or input (its newer name), "
+                             "not both")
+        input_tensor = input
+    if input_tensor is None:
+        raise ValueError("count_nonzero needs input_tensor")
+    axis, keepdims = _reduction_args(axis, keepdims, reduction_indices, keep_dims,
+                                     "count_nonzero")
+    x = convert_to_tensor(input_tensor)
+    if x.dtype == dtypes.string:
+        raise TypeError("count_nonzero of strings is not supported")
+    nonzero = x if x.dtype == dtypes.bool_ else ops.not_equal(x, 0)
+    count = ops.reduce_sum(ops.cast(nonzero, dtypes.int64), axis=axis, keepdims=keepdims)
+    dtype = dtypes.as_dtype(dtype)
+    if dtype == dtypes.int64:
+        return ops.identity(count, name=name)
+    return ops.cast(count, dtype, name=name)
+
+
+def _norm_axes(axis, rank_, what):
+    """None (every dimension, as one vector), or a tuple of one or two int axes."""
+    if axis is None:
+        return None
+    if isinstance(axis, Tensor):
+        raise TypeError("%s: axis must be an int or a pair of ints, not a tensor" % what)
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if len(axes) not in (1, 2) or not all(isinstance(a, (int, np.integer)) for a in axes):
+        raise ValueError("%s: axis must be an int or a pair of ints, got %r" % (what, axis))
+    if len(axes) == 2 and rank_ is not None and axes[0] % rank_ == axes[1] % rank_:
+        raise ValueError("%s: the two axes must differ, got %r" % (what, axis))
+    return tuple(int(a) for a in axes)
+
+
+def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None,  # noqa: A002
+         keep_dims=None):
+    """The vector or matrix norm of `tensor`, as TF1's tf.norm.
+
+    `axis` None: the whole tensor as one vector; an int: vector norms along it; a pair: matrix
+    norms over those two dimensions. `ord`: 'euclidean' (the default; the Frobenius norm of a
+    matrix), 'fro', 1, 2 (vectors), np.inf or any p > 0 (vectors: sum(|x| ** p) ** (1/p));
+    for matrices 'euclidean'/'fro', 1 (largest column sum of |x|) and np.inf (largest row
+    sum). A matrix 2-norm needs the SVD, which the engine lacks: an error."""
+    _, keepdims = _reduction_args(None, keepdims, None, keep_dims, "norm")
+    x = _floating(tensor, "norm")
+    axes = _norm_axes(axis, x.shape.ndims, "norm")
+    matrix = axes is not None and len(axes) == 2
+    if matrix:
+        if ord not in ("euclidean", "fro", 1, np.inf):
+            raise ValueError("norm: ord=%r is not supported for matrices; use 'euclidean', "
+                             "'fro', 1 or np.inf" % (ord,))
+    else:
+        if ord == "fro":
+            raise ValueError("norm: ord='fro' is for matrices (axis a pair of ints); use "
+                             "'euclidean' for vectors")
+        if ord != "euclidean" and (isinstance(ord, str) or isinstance(ord, bool) or
+                                   not isinstance(ord, (int, float, np.number)) or ord <= 0):
+            raise ValueError("norm: ord must be 'euclidean', 'fro', a number > 0 or np.inf, "
+                             "got %r" % (ord,))
+    reduce_axes = list(axes) if axes is not None else None
+    if ord in ("euclidean", "fro") or (not matrix and ord == 2):
+        return ops.sqrt(ops.reduce_sum(ops.square(x), axis=reduce_axes, keepdims=keepdims),
+                        name=name)
+    if matrix:
+        # 1: the largest column sum (sum over the rows axis, then max over the columns);
+        # inf: the largest row sum.
+        rows, cols = axes if ord == 1 else (axes[1], axes[0])
+        sums = ops.reduce_sum(ops.abs(x), axis=rows, keepdims=True)
+        return ops.reduce_max(sums, axis=[rows, cols], keepdims=keepdims, name=name)
+    if ord == np.inf:
+        return ops.reduce_max(ops.abs(x), axis=reduce_axes, keepdims=keepdims, name=name)
+    if ord == 1:
+        return ops.reduce_sum(ops.abs(x), axis=reduce_axes, keepdims=keepdims, name=name)
+    p = np.asarray(ord, dtype=x.dtype.as_numpy_dtype)
+    total = ops.reduce_sum(ops.pow(ops.abs(x), p), axis=reduce_axes, keepdims=keepdims)
+    return ops.pow(total, np.asarray(1.0 / p, dtype=p.dtype), name=name)
+
+
+def _python_int(value, what, minimum=0):
+    if isinstance(value, Tensor):
+        raise ValueError("%s must be a Python int here (the engine builds it as a constant), "
+                         "not a tensor" % what)
+    if isinstance(value, bool) or int(value) != value or value < minimum:
+        raise ValueError("%s must be an int >= %d, got %r" % (what, minimum, value))
+    return int(value)
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
+    """An identity matrix [num_rows, num_columns] (square by default), repeated over
+    `batch_shape` when given, as TF1's tf.eye; the sizes are Python ints."""
+    rows = _python_int(num_rows, "eye: num_rows")
+    cols = rows if num_columns is None else _python_int(num_columns, "eye: num_columns")
+    value = np.eye(rows, cols, dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+    if batch_shape is not None:
+        batch = [_python_int(d, "eye: batch_shape") for d in batch_shape]
+        value = np.broadcast_to(value, batch + [rows, cols]).copy()
+    return ops.constant(value, name=name)
+
+
+def linspace(start, stop, num, name=None):
+    """`num` evenly spaced values from `start` to `stop`, both included, as TF1's tf.linspace
+    (tf.lin_space). `start` and `stop` may be float scalar tensors; `num` is a Python int."""
+    n = _python_int(num, "linspace: num", minimum=1)
+    if not isinstance(start, Tensor) and not isinstance(stop, Tensor):
+        return ops.constant(np.linspace(float(start), float(stop), n, dtype=np.float32),
+                            name=name)
+    like = start if isinstance(start, Tensor) else stop
+    if not like.dtype.is_floating:
+        raise TypeError("linspace: start and stop must be float32 or float64, not %s"
+                        % like.dtype.name)
+    start = convert_to_tensor(start, dtype=like.dtype) if not isinstance(start, Tensor) \
+        else start
+    stop = convert_to_tensor(stop, dtype=like.dtype) if not isinstance(stop, Tensor) else stop
+    if n == 1:
+        return ops.reshape(start, [1], name=name)
+    # start * (1 - t) + stop * t: exactly start and stop at the ends.
+    t = ops.constant(np.arange(n, dtype=like.dtype.as_numpy_dtype) / (n - 1))
+    return ops.add(ops.multiply(ops.reshape(start, [1]), ops.subtract(1, t)),
+                   ops.multiply(ops.reshape(stop, [1]), t), name=name)
+
+
+lin_space = linspace
+
+
+def log_sigmoid(x, name=None):
+    """log(sigmoid(x)) = -softplus(-x), computed stably (TF1's tf.log_sigmoid)."""
+    from shardflow import nn
+    x = _floating(x, "log_sigmoid")
+    return ops.negative(nn.softplus(ops.negative(x)), name=name)
+
+
+def div_no_nan(x, y, name=None):
+    """x / y, and 0 where y is 0 (TF1.13's tf.div_no_nan, tf.math.divide_no_nan); no NaN in
+    the value or the gradient there."""
+    y_t = convert_to_tensor(y, dtype=x.dtype if isinstance(x, Tensor) else None) \
+        if not isinstance(y, Tensor) else y
+    zero = ops.equal(y_t, 0)
+    safe_y = array_ops.where_v2(zero, ops.ones_like(y_t), y_t)
+    quotient = ops.divide(x, safe_y)
+    return array_ops.where_v2(zero, ops.zeros_like(quotient), quotient, name=name)
+
+
+divide_no_nan = div_no_nan
+
+
+__all__ = ["count_nonzero", "div_no_nan", "eye", "lin_space", "linspace", "log_sigmoid", "norm",
+           "rank", "reduce_logsumexp", "size", "to_double", "to_float", "to_int32", "to_int64"]
