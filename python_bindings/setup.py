@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,7 +49,8 @@ setup(
     name="shardflow",
     version="0.1.0",
     description="Python API of shardflow, a dataflow-graph ML engine",
-    packages=["shardflow", "shardflow.datasets"],
+    # Every subpackage (shardflow.data, .datasets, .distribute, ...).
+    packages=find_packages(where=HERE, include=["shardflow", "shardflow.*"]),
     package_dir={"": "."},
     ext_modules=[Extension("shardflow._shardflow", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
