@@ -182,6 +182,46 @@ class Conv2D(Layer):
         return self.activation(y) if self.activation else y
 
 
+class Conv2DTranspose(Conv2D):
+    """Transposed 2-D convolution (TF1's tf.layers.Conv2DTranspose), NHWC: the output is
+    `strides` times larger ('SAME'; 'VALID' adds kernel_size - 1). The kernel is
+    [kh, kw, filters, in_channels], as in TF1.
+
+    Example: ``up = sf.layers.Conv2DTranspose(16, 3, strides=2, padding="same")(h)``.
+    """
+
+    _default_name = "conv2d_transpose"
+
+    def build(self, input_shape):
+        c_in = _last_dim(input_shape, "Conv2DTranspose")
+        self.kernel = self.add_variable(
+            "kernel", list(self.kernel_size) + [self.filters, c_in], self.kernel_initializer,
+            regularizer=self.kernel_regularizer)
+        if self.use_bias:
+            self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
+                                          regularizer=self.bias_regularizer)
+
+    def call(self, x, training=False):
+        strides = nn._four(self.strides, "strides")
+        padding = self.padding.upper()
+        dims = x.shape.as_list()
+
+        def out_size(i):
+            size, k, st = dims[i], self.kernel_size[i - 1], strides[i]
+            if size is None:
+                return None
+            return size * st if padding == "SAME" else (size - 1) * st + max(k - st, 0) + st
+        out = [out_size(1), out_size(2)]
+        if None in out:
+            raise ValueError("Conv2DTranspose needs the input's height and width, got %r" % dims)
+        batch = dims[0] if dims[0] is not None else ops.shape(x)[0]
+        y = nn.conv2d_transpose(x, self.kernel, [batch, out[0], out[1], self.filters],
+                                strides=strides, padding=padding)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
 class BatchNormalization(Layer):
     """Batch normalisation over the last axis (channels), as TF1's tf.layers.BatchNormalization.
 
@@ -397,6 +437,24 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
                   kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
                   kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                   activity_regularizer=activity_regularizer, name=name)(inputs)
+
+
+def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", activation=None, use_bias=True,
+                     kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, name=None, reuse=None,
+                     trainable=True):
+    """TF1's tf.layers.conv2d_transpose (NHWC inputs)."""
+    if data_format not in ("channels_last", "NHWC"):
+        raise ValueError("layers.conv2d_transpose(data_format=%r): only channels_last (NHWC) is "
+                         "supported" % (data_format,))
+    return Conv2DTranspose(filters, kernel_size, strides=strides, padding=padding.upper(),
+                           activation=activation, use_bias=use_bias,
+                           kernel_initializer=kernel_initializer,
+                           bias_initializer=bias_initializer,
+                           kernel_regularizer=kernel_regularizer,
+                           bias_regularizer=bias_regularizer,
+                           activity_regularizer=activity_regularizer, name=name)(inputs)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",

@@ -89,6 +89,47 @@ def conv2d(input, filters=None, strides=1, padding="SAME", use_cudnn_on_gpu=True
                 {"strides": _four(strides, "strides"), "padding": _padding(padding)}, name)
 
 
+def conv2d_transpose(value, filter=None, output_shape=None, strides=None,  # noqa: A002
+                     padding="SAME", data_format="NHWC", name=None, filters=None, input=None):
+    """TF1's tf.nn.conv2d_transpose (the gradient of conv2d with respect to its input, used to
+    upsample): `value` [N, h, w, in] with `filter` [kh, kw, out, in] to `output_shape`
+    [N, H, W, out] (a list or an int32 tensor). Trains through both (docs/python.md)."""
+    filter = filter if filter is not None else filters  # noqa: A001
+    value = value if value is not None else input
+    if filter is None or output_shape is None or strides is None:
+        raise ValueError("conv2d_transpose needs value, filter, output_shape and strides")
+    _nhwc(data_format, "conv2d_transpose")
+    from shardflow.framework import Tensor
+    parts = None
+    if not isinstance(output_shape, Tensor):
+        parts = list(output_shape)
+        if any(isinstance(p, Tensor) for p in parts):
+            output_shape = array_ops.stack([
+                ops.cast(p, dtypes.int32) if isinstance(p, Tensor)
+                else ops.constant(int(p), dtype=dtypes.int32) for p in parts])
+        else:
+            output_shape = np.asarray(parts, np.int32)
+    static = None
+    if parts is not None and len(parts) == 4 and isinstance(parts[0], Tensor) and \
+            not any(isinstance(p, Tensor) for p in parts[1:]):
+        static = [-1] + [int(p) for p in parts[1:]]
+    y = _out("Conv2DBackpropInput", [output_shape, filter, value],
+             {"strides": _four(strides, "strides"), "padding": _padding(padding)},
+             None if static else name)
+    # A batch known only at run time: keep the known dimensions in the static shape.
+    return ops.reshape(y, static, name=name) if static else y
+
+
+def lrn(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5, name=None):  # noqa: A002
+    """TF1's tf.nn.lrn / local_response_normalization over the channels of NHWC `input`:
+    input / (bias + alpha * sum of squares over 2 * depth_radius + 1 channels) ** beta."""
+    return _out("LRN", [input], {"depth_radius": int(depth_radius), "bias": float(bias),
+                                 "alpha": float(alpha), "beta": float(beta)}, name)
+
+
+local_response_normalization = lrn
+
+
 def max_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=None):
     """Max pooling; `ksize` and `strides` are ints, [h, w] or [1, h, w, 1].
 

@@ -646,3 +646,39 @@ def test_cumsum_and_reverse_match_numpy():
     np.testing.assert_array_equal(outs[5], xv[::-1, ::-1])
     # d/dx_k sum_j cumsum_j * x_j = cumsum_k + sum_{j >= k} x_j
     np.testing.assert_allclose(outs[6], np.cumsum(xv, 1) + np.cumsum(xv[:, ::-1], 1)[:, ::-1])
+
+
+def test_conv2d_transpose_and_lrn():
+    rng = np.random.default_rng(5)
+    xv = rng.normal(size=(2, 3, 3, 4)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        tf.set_random_seed(3)
+        x = tf.placeholder(tf.float32, [None, 3, 3, 4])
+        up = tf.layers.conv2d_transpose(x, 2, 3, strides=2, padding="same")
+        valid = tf.layers.conv2d_transpose(x, 2, 3, strides=2, padding="valid")
+        w = tf.constant(rng.normal(size=(3, 3, 2, 4)).astype(np.float32))
+        by_hand = tf.nn.conv2d_transpose(x, w, [2, 6, 6, 2], strides=2, padding="SAME")
+        # conv2d_transpose is the gradient of conv2d with respect to its input.
+        probe = tf.placeholder(tf.float32, [2, 6, 6, 2])
+        fwd = tf.nn.conv2d(probe, w, strides=2, padding="SAME")
+        as_grad = tf.gradients(fwd, [probe], grad_ys=[x])[0]
+        n = tf.nn.lrn(x, depth_radius=1, bias=1.0, alpha=0.5, beta=0.75)
+        loss = tf.reduce_mean(tf.square(up)) + tf.reduce_mean(n)
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            u, v, a, b, nv = s.run([up, valid, by_hand, as_grad, n],
+                                   {x: xv, probe: np.zeros((2, 6, 6, 2), np.float32)})
+            before = s.run(loss, {x: xv})
+            for _ in range(5):
+                s.run(train, {x: xv})
+            after = s.run(loss, {x: xv})
+    assert u.shape == (2, 6, 6, 2) and v.shape == (2, 7, 7, 2)
+    assert up.shape.as_list() == [None, 6, 6, 2]
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    sq = np.square(xv)
+    window = sq + np.concatenate([sq[..., 1:], 0 * sq[..., :1]], -1) + \
+        np.concatenate([0 * sq[..., :1], sq[..., :-1]], -1)
+    np.testing.assert_allclose(nv, xv / (1 + 0.5 * window) ** 0.75, rtol=1e-5)
+    assert after < before
