@@ -11,6 +11,7 @@
 #include "core/framework/fused_ops.h"
 #include "core/framework/kernel_registry.h"
 #include "kernels/cpu/onednn_util.h"
+#include "kernels/cpu/sgemm.h"
 #include "oneapi/dnnl/dnnl.h"
 
 namespace shardflow {
@@ -72,14 +73,11 @@ class OneDnnMatMulOp : public OpKernel {
     }
     SetOneDnnThreads(ctx);
     if constexpr (std::is_same_v<T, float>) {
-      // fp32: oneDNN's GEMM entry point is measurably faster here than the matmul primitive
-      // (benchmarks/matmul_benchmark.cc) and is thread-safe without a scratchpad.
+      // fp32: a GEMM entry point (kernels/cpu/sgemm.h) is measurably faster here than the
+      // matmul primitive (benchmarks/matmul_benchmark.cc) and thread-safe without a scratchpad.
       const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
-      dnnl_status_t st = dnnl_sgemm(ta_ ? 'T' : 'N', tb_ ? 'T' : 'N', d.m, d.n, d.k, 1.0f,
-                                    ctx->input(0).data<float>(), lda, ctx->input(1).data<float>(),
-                                    ldb, 0.0f, out->data<float>(), d.n);
-      OP_REQUIRES(ctx, st == dnnl_success,
-                  absl::InternalError(absl::StrCat("dnnl_sgemm failed with status ", st)));
+      OP_REQUIRES_OK(ctx, Sgemm(ta_, tb_, d.m, d.n, d.k, ctx->input(0).data<float>(), lda,
+                                ctx->input(1).data<float>(), ldb, 0.0f, out->data<float>(), d.n));
       return;
     }
     const Cached* found = nullptr;
@@ -192,7 +190,7 @@ class EigenMatMulOp : public OpKernel {
 };
 
 // _FusedMatMul (float), made by the graph optimizer from MatMul + BiasAdd (+ activation): the
-// bias is broadcast into the output and dnnl_sgemm accumulates onto it (beta = 1), so the sum
+// bias is broadcast into the output and the GEMM accumulates onto it (beta = 1), so the sum
 // costs no pass of its own; the activation then runs over the output while it is in cache.
 class FusedMatMulOp : public OpKernel {
  public:
@@ -220,11 +218,8 @@ class FusedMatMulOp : public OpKernel {
     if (d.k > 0) {
       SetOneDnnThreads(ctx);
       const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
-      dnnl_status_t st = dnnl_sgemm(ta_ ? 'T' : 'N', tb_ ? 'T' : 'N', d.m, d.n, d.k, 1.0f,
-                                    ctx->input(0).data<float>(), lda, ctx->input(1).data<float>(),
-                                    ldb, 1.0f, c, d.n);
-      OP_REQUIRES(ctx, st == dnnl_success,
-                  absl::InternalError(absl::StrCat("dnnl_sgemm failed with status ", st)));
+      OP_REQUIRES_OK(ctx, Sgemm(ta_, tb_, d.m, d.n, d.k, ctx->input(0).data<float>(), lda,
+                                ctx->input(1).data<float>(), ldb, 1.0f, c, d.n));
     }
     Eigen::Map<Eigen::ArrayXf> v(c, out->NumElements());
     if (activation_ == "Relu") {

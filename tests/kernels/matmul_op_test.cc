@@ -4,6 +4,7 @@
 // reused across shapes (its primitive cache), and the session path run repeatedly.
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/node_def_util.h"
@@ -18,6 +20,7 @@
 #include "core/framework/tensor.h"
 #include "core/framework/tensor_util.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/sgemm.h"
 #include "ops/ops.h"
 #include "runtime/device.h"
 #include "runtime/op_runner.h"
@@ -279,6 +282,63 @@ TYPED_TEST(MatMulTypedTest, OneKernelReusedAcrossShapes) {
 }
 
 // ---- errors ---------------------------------------------------------------------------------
+
+// Sets SHARDFLOW_SGEMM for the scope of a test.
+class ScopedSgemmLibrary {
+ public:
+  explicit ScopedSgemmLibrary(const char* library) { setenv("SHARDFLOW_SGEMM", library, 1); }
+  ~ScopedSgemmLibrary() { unsetenv("SHARDFLOW_SGEMM"); }
+};
+
+// Both GEMM libraries (kernels/cpu/sgemm.h) give the reference product, MatMul and _FusedMatMul,
+// every transpose, shapes on both sides of the shape rule, with a leading dimension that is a
+// multiple of 256 floats.
+TEST(MatMulSgemmTest, BothLibrariesComputeTheProduct) {
+  struct Shape {
+    int64_t m, n, k;
+  };
+  uint32_t seed = 900;
+  for (const char* library : {"onednn", "openblas", "auto"}) {
+    ScopedSgemmLibrary use(library);
+    if (std::string(library) == "openblas" &&
+        std::string(SgemmLibraryFor(false, false, 8, 8, 8)) != "openblas") {
+      GTEST_LOG_(INFO) << "OpenBLAS (libopenblas0-openmp) not loadable here: only oneDNN checked";
+      continue;
+    }
+    for (const Shape& sh : {Shape{128, 512, 300}, Shape{64, 256, 128}, Shape{300, 10, 512},
+                            Shape{1, 1, 1}, Shape{7, 300, 0}}) {
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          const std::string what = absl::StrCat(library, " ", sh.m, "x", sh.n, "x", sh.k,
+                                                ta ? " ta" : "", tb ? " tb" : "");
+          Tensor a = RandomMatrix<float>(ShapeA(sh.m, sh.k, ta), seed++);
+          Tensor b = RandomMatrix<float>(ShapeB(sh.k, sh.n, tb), seed++);
+          auto out = RunOp("MatMul", {a, b}, Transposes(ta, tb));
+          ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+          ExpectProduct((*out)[0], a, b, ta, tb, what);
+          // _FusedMatMul with a zero bias and no activation is the product too (beta = 1 path).
+          Attrs fused = Transposes(ta, tb);
+          fused["activation"] = MakeAttr(std::string());
+          auto f = RunOp("_FusedMatMul",
+                         {a, b, Tensor::FromVector<float>(std::vector<float>(sh.n, 0.0f))}, fused);
+          ASSERT_TRUE(f.ok()) << what << " fused: " << f.status();
+          ExpectProduct((*f)[0], a, b, ta, tb, what + " fused");
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulSgemmTest, ShapeRuleAndOverride) {
+  {
+    ScopedSgemmLibrary use("onednn");
+    EXPECT_STREQ(SgemmLibraryFor(false, false, 128, 1024, 3136), "onednn");
+  }
+  // Small n and transposed B always stay with oneDNN under the shape rule.
+  EXPECT_STREQ(SgemmLibraryFor(false, false, 128, 10, 512), "onednn");
+  EXPECT_STREQ(SgemmLibraryFor(false, true, 128, 512, 512), "onednn");
+  EXPECT_STREQ(SgemmLibraryFor(true, false, 3136, 1024, 128), "onednn");
+}
 
 TEST(MatMulErrorTest, InnerDimensionMismatch) {
   Tensor a(DT_FLOAT, TensorShape({2, 3}));
