@@ -73,12 +73,12 @@ const char* SgemmLibraryFor(bool ta, bool tb, int64_t m, int64_t n, int64_t k) {
 
 absl::Status Sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (UseOpenBlas(ta, tb, m, n, k) && openblas_mu.TryLock()) {
+  if (UseOpenBlas(ta, tb, m, n, k)) {
+    absl::MutexLock lock(&openblas_mu);
     LoadOpenBlas()(kCblasRowMajor, ta ? kCblasTrans : kCblasNoTrans,
                    tb ? kCblasTrans : kCblasNoTrans, static_cast<int>(m), static_cast<int>(n),
                    static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb),
                    beta, c, static_cast<int>(ldc));
-    openblas_mu.Unlock();
     return absl::OkStatus();
   }
   dnnl_status_t st =

@@ -14,9 +14,12 @@
 //
 // OpenBLAS is Debian's OpenMP build (libopenblas0-openmp, the same OpenMP runtime as oneDNN),
 // loaded at first use with dlopen; without it every product goes to oneDNN. One OpenBLAS call
-// runs at a time (its OpenMP build shares buffers between callers); a product that finds it busy
-// goes to oneDNN instead of waiting. SHARDFLOW_SGEMM=onednn or openblas forces one library (tests
-// and benchmarks), auto (the default) chooses by shape.
+// runs at a time (its OpenMP build shares buffers between callers): a product waits for a busy
+// one rather than switching library, so the library, and the rounding, depend on the shape only
+// (a step computes the same bits however its kernels are scheduled; regression test:
+// distributed/multi_process_test's cost-policy towers, compared bit for bit with a local run).
+// SHARDFLOW_SGEMM=onednn or openblas forces one library (tests and benchmarks), auto (the
+// default) chooses by shape.
 #ifndef SHARDFLOW_KERNELS_CPU_SGEMM_H_
 #define SHARDFLOW_KERNELS_CPU_SGEMM_H_
 
