@@ -24,7 +24,9 @@ from shardflow.variables import Variable, trainable_variables
 
 
 class Optimizer:
-    """Base class; use GradientDescentOptimizer, MomentumOptimizer or AdamOptimizer."""
+    """Base class; use GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer, ... (their
+    updates are built by the engine; AdadeltaOptimizer, FtrlOptimizer and
+    ProximalGradientDescentOptimizer are composed in Python: composite_optimizers.py)."""
 
     _kind = None
 
@@ -411,3 +413,9 @@ from shardflow.monitored_session import (CheckpointSaverHook, MonitoredTrainingS
 from shardflow.sync_replicas import SyncReplicasOptimizer  # noqa: E402,F401
 from shardflow.graph_io import write_graph  # noqa: E402,F401 (tf.train.write_graph)
 from shardflow.moving_averages import ExponentialMovingAverage  # noqa: E402,F401
+# TF1 optimizers composed from element-wise ops, with get_slot / get_slot_names.
+from shardflow.composite_optimizers import (AdadeltaOptimizer, FtrlOptimizer,  # noqa: E402,F401
+                                            ProximalGradientDescentOptimizer)
+# Thread coordination; start_queue_runners starts nothing (inputs come from tf.data).
+from shardflow.coordinator import (Coordinator, LooperThread, QueueRunner,  # noqa: E402,F401
+                                   add_queue_runner, start_queue_runners)

@@ -1,0 +1,272 @@
+"""TF1 optimizers composed in Python from element-wise ops and slot variables: Adadelta, FTRL
+and proximal gradient descent (``sf.train.AdadeltaOptimizer``, ``FtrlOptimizer``,
+``ProximalGradientDescentOptimizer``).
+
+Example::
+
+    opt = sf.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01)
+    train_op = opt.minimize(loss, global_step=sf.train.get_or_create_global_step())
+    opt.get_slot(w, "accum")        # the Variable "w/Ftrl"; opt.get_slot_names() == [...]
+
+Each update is TF1's kernel (ApplyAdadelta, ApplyFtrl / ApplyFtrlV2,
+ApplyProximalGradientDescent) written out in the variable's dtype, reading every state variable
+once and assigning it once per step. Slots are non-trainable variables named as TF1 names them
+("<var>/<optimizer name>", then "<var>/<optimizer name>_1" for the second slot), built beside
+their variable (its device) and outside any control dependencies, so
+``sf.global_variables_initializer()`` sets them and a ``sf.train.Saver`` saves and restores them
+under TF1's names. Unlike the engine's optimizers (ops/training.h), there is no fused kernel:
+a step costs a handful of element-wise ops per variable.
+
+Thread safety: build from one thread at a time, as the graph.
+"""
+
+import contextlib
+import numbers
+
+from shardflow import ops
+from shardflow.array_ops import where
+from shardflow.framework import Tensor, convert_to_tensor
+from shardflow.train import Optimizer, _count_step
+from shardflow.variables import Variable
+
+
+def _number(owner, name, value):
+    """`value` as a float, or a TypeError naming the argument (tensors are not taken here)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError("%s: %s must be a number, not %r" % (owner, name, value))
+    return float(value)
+
+
+def _colocated(g, v):
+    return g.device(v.device) if v.device else contextlib.nullcontext()
+
+
+class _CompositeOptimizer(Optimizer):
+    """An optimizer whose per-variable update `_apply_dense` builds from graph ops.
+
+    Subclasses set `_slot_specs`: (slot name, variable name, initial value or None for zeros),
+    in the order TF1 creates them (which decides the "_1" suffix).
+    """
+
+    _slot_specs = ()
+
+    def __init__(self, learning_rate, name):
+        super().__init__(learning_rate, name)
+        self._slots = {}  # slot name -> {Variable: its slot Variable}
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None):
+        """An op that takes one step on `loss` for `var_list` (default: the trainable
+        variables), then adds one to `global_step` when given."""
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list),
+                                    global_step=global_step, name=name)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        """An op that updates each variable from its gradient (pairs with a None gradient are
+        skipped), creating its slots on first use; then adds one to `global_step` when given."""
+        owner = type(self).__name__
+        pairs = [(gr, v) for gr, v in grads_and_vars if gr is not None]
+        if not pairs:
+            raise ValueError("%s.apply_gradients: no variable has a gradient" % owner)
+        for _, v in pairs:
+            if not isinstance(v, Variable):
+                raise TypeError("%s.apply_gradients: the pairs are (gradient, Variable), not "
+                                "(..., %r)" % (owner, v))
+        g = pairs[0][1].graph
+        with g.as_default():
+            for _, var in pairs:
+                self._create_slots(g, var)
+            updates = []
+            with g.name_scope(name or self._name):
+                for grad, var in pairs:
+                    grad = convert_to_tensor(grad)
+                    if grad.dtype != var.dtype:
+                        raise TypeError("%s: the gradient of %s is %s but the variable is %s"
+                                        % (owner, var.op.name, grad.dtype.name, var.dtype.name))
+                    with _colocated(g, var), g.name_scope("update_" + var.op.name):
+                        updates.append(self._apply_dense(grad, var))
+                update = ops.group(*updates, name="update")
+        return _count_step(update, global_step)
+
+    def _create_slots(self, g, var):
+        if all(var in self._slots.get(slot, {}) for slot, _, _ in self._slot_specs):
+            return
+        with g.control_dependencies(None), _colocated(g, var), g.name_scope(var.op.name + "/"):
+            # Shaped like the initial value, not the current one: initializers run together,
+            # so reading the variable here could see it uninitialized.
+            initial = var.initializer.inputs[1]
+            for slot, var_name, value in self._slot_specs:
+                fill = ops.zeros_like(initial) if value is None \
+                    else ops.add(ops.zeros_like(initial), value)
+                self._slots.setdefault(slot, {})[var] = Variable(fill, name=var_name,
+                                                                 trainable=False)
+
+    def _apply_dense(self, grad, var):
+        raise NotImplementedError
+
+    def _lr(self, dtype):
+        """The learning rate as a scalar of `dtype` (a float, or the tensor given)."""
+        if self._lr_tensor is None:
+            return ops.constant(self._params["learning_rate"], dtype=dtype)
+        return self._lr_tensor if self._lr_tensor.dtype == dtype \
+            else ops.cast(self._lr_tensor, dtype)
+
+    def get_slot(self, var, name):
+        """The slot Variable `name` of `var` (e.g. "accum"), or None."""
+        return self._slots.get(name, {}).get(var)
+
+    def get_slot_names(self):
+        """The names of the slots made so far, sorted (TF1's: empty before minimize)."""
+        return sorted(self._slots)
+
+    def variables(self):
+        """The optimizer's slot Variables, sorted by name."""
+        out = [v for per_var in self._slots.values() for v in per_var.values()]
+        return sorted(out, key=lambda v: v.name)
+
+
+def _group_after(slot_updates, var, new_value=None, delta=None):
+    """Sets the slots, then `var` (to new_value, or by adding delta); one op for all."""
+    with var.graph.control_dependencies(slot_updates):
+        if new_value is not None:
+            return var.assign(new_value, read_value=False)
+        return var.assign_add(delta, read_value=False)
+
+
+class AdadeltaOptimizer(_CompositeOptimizer):
+    """TF1's Adadelta (Zeiler 2012) with its learning rate::
+
+        accum        = rho * accum + (1 - rho) * grad^2
+        update       = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * grad
+        accum_update = rho * accum_update + (1 - rho) * update^2
+        var         -= learning_rate * update
+
+    Slots "accum" ("<var>/Adadelta") and "accum_update" ("<var>/Adadelta_1"), starting at 0.
+    Note TF1's default learning rate 0.001 moves slowly; Zeiler's paper uses 1.0.
+    """
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-8, use_locking=False,
+                 name="Adadelta"):
+        super().__init__(learning_rate, name)
+        self._rho = _number("AdadeltaOptimizer", "rho", rho)
+        self._epsilon = _number("AdadeltaOptimizer", "epsilon", epsilon)
+        self._slot_specs = (("accum", name, None), ("accum_update", name, None))
+
+    def _apply_dense(self, grad, var):
+        accum, accum_update = self.get_slot(var, "accum"), self.get_slot(var, "accum_update")
+        rho, eps = self._rho, self._epsilon
+        accum_new = ops.add(ops.multiply(accum.value(), rho),
+                            ops.multiply(ops.square(grad), 1.0 - rho))
+        update = ops.multiply(ops.multiply(ops.sqrt(ops.add(accum_update.value(), eps)),
+                                           ops.rsqrt(ops.add(accum_new, eps))), grad)
+        accum_update_new = ops.add(ops.multiply(accum_update.value(), rho),
+                                   ops.multiply(ops.square(update), 1.0 - rho))
+        slot_updates = [accum.assign(accum_new, read_value=False),
+                        accum_update.assign(accum_update_new, read_value=False)]
+        return _group_after(slot_updates, var,
+                            delta=ops.negative(ops.multiply(self._lr(var.dtype), update)))
+
+
+class FtrlOptimizer(_CompositeOptimizer):
+    """TF1's FTRL-Proximal (McMahan et al. 2013), as its ApplyFtrl / ApplyFtrlV2 kernels::
+
+        g_s       = grad + 2 * l2_shrinkage * var
+        accum_new = accum + grad^2
+        linear   += g_s - (accum_new^-p - accum^-p) / learning_rate * var   (p: learning_rate_power)
+        quadratic = accum_new^-p / learning_rate + 2 * l2
+        var       = (sign(linear) * l1 - linear) / quadratic  if |linear| > l1  else 0
+        accum     = accum_new
+
+    where l2 is l2_regularization_strength + beta / (2 * learning_rate). Slots "accum"
+    ("<var>/Ftrl", or accum_name; starts at initial_accumulator_value) and "linear"
+    ("<var>/Ftrl_1", or linear_name; starts at 0).
+    """
+
+    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="Ftrl", accum_name=None, linear_name=None,
+                 l2_shrinkage_regularization_strength=0.0, beta=None):
+        super().__init__(learning_rate, name)
+        args = {"learning_rate_power": learning_rate_power,
+                "initial_accumulator_value": initial_accumulator_value,
+                "l1_regularization_strength": l1_regularization_strength,
+                "l2_regularization_strength": l2_regularization_strength,
+                "l2_shrinkage_regularization_strength": l2_shrinkage_regularization_strength,
+                "beta": 0.0 if beta is None else beta}
+        args = {k: _number("FtrlOptimizer", k, v) for k, v in args.items()}
+        if args["learning_rate_power"] > 0:
+            raise ValueError("FtrlOptimizer: learning_rate_power is %g; it must be negative or "
+                             "zero (TF1's default is -0.5)" % args["learning_rate_power"])
+        for k in ("initial_accumulator_value", "l1_regularization_strength",
+                  "l2_regularization_strength", "l2_shrinkage_regularization_strength", "beta"):
+            if args[k] < 0:
+                raise ValueError("FtrlOptimizer: %s is %g; it must be positive or zero"
+                                 % (k, args[k]))
+        self._power = args["learning_rate_power"]
+        self._l1 = args["l1_regularization_strength"]
+        self._l2 = args["l2_regularization_strength"]
+        self._l2_shrinkage = args["l2_shrinkage_regularization_strength"]
+        self._beta = args["beta"]
+        self._slot_specs = (("accum", accum_name or name, args["initial_accumulator_value"]),
+                            ("linear", linear_name or name, None))
+
+    def _power_of(self, accum):
+        """accum ** -learning_rate_power (a square root for TF1's default -0.5, as its kernel)."""
+        if self._power == -0.5:
+            return ops.sqrt(accum)
+        return ops.pow(accum, -self._power)
+
+    def _apply_dense(self, grad, var):
+        accum, linear = self.get_slot(var, "accum"), self.get_slot(var, "linear")
+        lr = self._lr(var.dtype)
+        w = var.value()
+        l2 = self._l2 if self._beta == 0 else \
+            ops.add(self._l2, ops.divide(self._beta, ops.multiply(lr, 2.0)))
+        shrunk = grad if self._l2_shrinkage == 0 else \
+            ops.add(grad, ops.multiply(w, 2.0 * self._l2_shrinkage))
+        accum_new = ops.add(accum.value(), ops.square(grad))
+        power_new = self._power_of(accum_new)
+        sigma = ops.divide(ops.subtract(power_new, self._power_of(accum.value())), lr)
+        linear_new = ops.add(linear.value(), ops.subtract(shrunk, ops.multiply(sigma, w)))
+        quadratic = ops.add(ops.divide(power_new, lr), ops.multiply(l2, 2.0)
+                            if isinstance(l2, Tensor) else 2.0 * l2)
+        shrunk_var = ops.divide(ops.subtract(ops.multiply(ops.sign(linear_new), self._l1),
+                                             linear_new), quadratic)
+        new_var = where(ops.greater(ops.abs(linear_new), self._l1), shrunk_var,
+                        ops.zeros_like(shrunk_var))
+        slot_updates = [linear.assign(linear_new, read_value=False),
+                        accum.assign(accum_new, read_value=False)]
+        return _group_after(slot_updates, var, new_value=new_var)
+
+
+class ProximalGradientDescentOptimizer(_CompositeOptimizer):
+    """TF1's proximal gradient descent (FOBOS; Duchi & Singer 2009), no slots::
+
+        prox = var - learning_rate * grad
+        var  = sign(prox) * max(|prox| - learning_rate * l1, 0) / (1 + learning_rate * l2)
+
+    (prox / (1 + learning_rate * l2) when l1 is 0, as TF1's kernel).
+    """
+
+    def __init__(self, learning_rate, l1_regularization_strength=0.0,
+                 l2_regularization_strength=0.0, use_locking=False,
+                 name="ProximalGradientDescent"):
+        super().__init__(learning_rate, name)
+        owner = "ProximalGradientDescentOptimizer"
+        self._l1 = _number(owner, "l1_regularization_strength", l1_regularization_strength)
+        self._l2 = _number(owner, "l2_regularization_strength", l2_regularization_strength)
+        for k, v in (("l1_regularization_strength", self._l1),
+                     ("l2_regularization_strength", self._l2)):
+            if v < 0:
+                raise ValueError("%s: %s is %g; it must be positive or zero" % (owner, k, v))
+
+    def _apply_dense(self, grad, var):
+        lr = self._lr(var.dtype)
+        prox = ops.subtract(var.value(), ops.multiply(lr, grad))
+        shrink = ops.add(ops.multiply(lr, self._l2), 1.0)
+        if self._l1 > 0:
+            prox = ops.multiply(ops.sign(prox), ops.maximum(
+                ops.subtract(ops.abs(prox), ops.multiply(lr, self._l1)), 0.0))
+        return var.assign(ops.divide(prox, shrink), read_value=False)
+
+
+__all__ = ["AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer"]
