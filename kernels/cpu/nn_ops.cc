@@ -403,13 +403,22 @@ void LrnScale(const T* x, int64_t depth, const LrnParams& p, double* scale) {
   }
 }
 
-template <typename T>
-class LrnOp : public OpKernel {
+// LRN and LRNGrad read the same attrs.
+class LrnKernel : public OpKernel {
  public:
-  explicit LrnOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit LrnKernel(OpKernelConstruction* c) : OpKernel(c) {
     absl::Status s = p_.Read(c);
     if (!s.ok()) c->SetStatus(s);
   }
+
+ protected:
+  LrnParams p_;
+};
+
+template <typename T>
+class LrnOp : public LrnKernel {
+ public:
+  using LrnKernel::LrnKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
     OP_REQUIRES_OK(ctx, CheckLrnInput(in, "input"));
@@ -430,20 +439,14 @@ class LrnOp : public OpKernel {
       }
     });
   }
-
- private:
-  LrnParams p_;
 };
 
 // dx[j] = dy[j] * s[j]^-beta - 2 alpha beta x[j] * sum over c with |j - c| <= radius of
 //         dy[c] x[c] s[c]^(-beta - 1).
 template <typename T>
-class LrnGradOp : public OpKernel {
+class LrnGradOp : public LrnKernel {
  public:
-  explicit LrnGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = p_.Read(c);
-    if (!s.ok()) c->SetStatus(s);
-  }
+  using LrnKernel::LrnKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& in = ctx->input(1);
@@ -481,9 +484,6 @@ class LrnGradOp : public OpKernel {
       }
     });
   }
-
- private:
-  LrnParams p_;
 };
 
 #define SF_REGISTER_NN_FLOATING(T)                                                                 \
