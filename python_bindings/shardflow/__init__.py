@@ -30,7 +30,8 @@ from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,
                                  name_scope, reset_default_graph)
 from shardflow.gradients import gradients  # noqa: F401
 from shardflow.control_flow import case, cond, while_loop  # noqa: F401
-from shardflow.array_ops import (argmin, boolean_mask, gather, one_hot, pad, range,  # noqa: F401,A004
+from shardflow.array_ops import (argmin, boolean_mask, gather, gather_nd, one_hot, pad,  # noqa: F401,A004
+                                 range, scatter_nd,
                                  reduce_all,
                                  reduce_any, split, stack, tile, unstack, where,
                                  where_v2)

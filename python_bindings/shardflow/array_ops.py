@@ -236,6 +236,83 @@ def boolean_mask(tensor, mask, name=None, axis=None):
     return gather(flat, picked, name=name)
 
 
+def _nd_linear_indices(indices, dims, what):
+    """Row-major linear positions of the D-tuples `indices` [..., D] in a block of `dims` (D
+    Python ints), and the op that fails the step when a coordinate is out of [0, dims[d]) — a
+    linear position alone would silently read another element."""
+    from shardflow.check_ops import _check
+    strides = [int(np.prod(dims[d + 1:], dtype=np.int64)) for d in builtins.range(len(dims))]
+    idx = ops.cast(indices, dtypes.int64)
+    linear = ops.reduce_sum(ops.multiply(idx, np.asarray(strides, np.int64)), axis=-1)
+    inside = ops.logical_and(
+        reduce_all(ops.greater_equal(idx, np.int64(0))),
+        reduce_all(ops.less(idx, np.asarray(dims, np.int64))))
+    check = _check(inside, "%s: an index is out of range for the dimensions %s"
+                   % (what, list(dims)), None, what + "_bounds")
+    return linear, check
+
+
+def _nd_depth(indices, what):
+    depth = indices.shape.as_list()[-1] if indices.shape.ndims else None
+    if depth is None:
+        raise ValueError("%s: the indices' last dimension (the index depth) must be known"
+                         % what)
+    if not indices.dtype.is_integer:
+        raise TypeError("%s: indices must be int32 or int64, not %s" % (what, indices.dtype.name))
+    return depth
+
+
+def gather_nd(params, indices, name=None):
+    """TF1's tf.gather_nd: `indices` [..., D] picks slices params[i0, ..., iD-1], giving
+    indices.shape[:-1] + params.shape[D:]. params' first D dimensions must be known. An index
+    out of range fails the step. Gradients flow to params."""
+    params = convert_to_tensor(params)
+    indices = convert_to_tensor(indices)
+    depth = _nd_depth(indices, "gather_nd")
+    dims = params.shape.as_list() if params.shape.ndims is not None else None
+    if dims is None or len(dims) < depth or None in dims[:depth]:
+        raise ValueError("gather_nd: params' first %d dimensions must be known, got %r"
+                         % (depth, dims))
+    linear, check = _nd_linear_indices(indices, dims[:depth], "gather_nd")
+    rest = dims[depth:]
+    block = int(np.prod(dims[:depth], dtype=np.int64))
+    if None not in rest:
+        flat = ops.reshape(params, [block] + rest)
+    else:
+        flat = ops.reshape(params, ops.concat([[block], ops.slice(ops.shape(params), [depth],
+                                                                   [-1])], 0))
+    from shardflow.framework import control_dependencies
+    with control_dependencies([check]):
+        linear = ops.identity(linear)
+    return gather(flat, linear, name=name)
+
+
+def scatter_nd(indices, updates, shape, name=None):
+    """TF1's tf.scatter_nd: zeros of `shape` (a list of ints) with each updates slice added at
+    the position its index [..., D] names (repeated indices add up). Floating updates; an index
+    out of range fails the step. Gradients flow to updates."""
+    indices = convert_to_tensor(indices)
+    updates = convert_to_tensor(updates)
+    if not updates.dtype.is_floating:
+        raise TypeError("scatter_nd: updates must be floating point, not %s"
+                        % updates.dtype.name)
+    dims = [int(d) for d in shape]
+    depth = _nd_depth(indices, "scatter_nd")
+    if depth > len(dims):
+        raise ValueError("scatter_nd: index depth %d is more than the %d dimensions of %r"
+                         % (depth, len(dims), dims))
+    linear, check = _nd_linear_indices(indices, dims[:depth], "scatter_nd")
+    rest = dims[depth:]
+    block = int(np.prod(dims[:depth], dtype=np.int64))
+    rows = ops.reshape(updates, [-1] + rest)
+    from shardflow.framework import control_dependencies
+    with control_dependencies([check]):
+        linear = ops.reshape(linear, [-1])
+    out = ops._out("GatherV2Grad", [rows, linear, np.int32(0),
+                                    np.asarray([block] + rest, np.int32)])
+    return ops.reshape(out, dims, name=name)
+
+
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     """`tensor` with paddings[i] = [before, after] values added along dimension i (Python
     ints; the padded dimensions' sizes must be known), as TF1's tf.pad (CONSTANT mode)."""
@@ -359,5 +436,6 @@ def getitem(tensor, key):
     return out
 
 
-__all__ = ["argmin", "boolean_mask", "embedding_lookup", "gather", "one_hot", "pad", "range",
+__all__ = ["argmin", "boolean_mask", "embedding_lookup", "gather", "gather_nd", "one_hot",
+           "pad", "range", "scatter_nd",
            "reduce_all", "reduce_any", "split", "stack", "tile", "unstack", "where", "where_v2"]

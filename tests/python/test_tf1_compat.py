@@ -682,3 +682,34 @@ def test_conv2d_transpose_and_lrn():
         np.concatenate([0 * sq[..., :1], sq[..., :-1]], -1)
     np.testing.assert_allclose(nv, xv / (1 + 0.5 * window) ** 0.75, rtol=1e-5)
     assert after < before
+
+
+def test_gather_nd_and_scatter_nd_match_numpy():
+    pv = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    g = tf.Graph()
+    with g.as_default():
+        params = tf.placeholder(tf.float32, [2, 3, 4])
+        idx = tf.placeholder(tf.int32, [None, 2])
+        picked = tf.gather_nd(params, idx)                      # rows params[i, j]
+        elems = tf.gather_nd(params, [[[0, 1, 2]], [[1, 2, 3]]])  # single elements, [2, 1]
+        dparams = tf.gradients(tf.reduce_sum(picked * 2.0), [params])[0]
+        upd = tf.placeholder(tf.float32, [3, 4])
+        scattered = tf.scatter_nd([[0, 1], [1, 2], [0, 1]], upd, [2, 3, 4])
+        dupd = tf.gradients(tf.reduce_sum(scattered * params), [upd])[0]
+        with tf.Session() as s:
+            iv = np.array([[0, 1], [1, 2], [0, 1]], np.int32)
+            uv = np.arange(12, dtype=np.float32).reshape(3, 4)
+            p, e, dp, sc, du = s.run([picked, elems, dparams, scattered, dupd],
+                                     {params: pv, idx: iv, upd: uv})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="out of range"):
+                s.run(picked, {params: pv, idx: [[0, 3]]})   # j = 3 >= 3: not another row
+    np.testing.assert_array_equal(p, pv[iv[:, 0], iv[:, 1]])
+    np.testing.assert_array_equal(e, [[pv[0, 1, 2]], [pv[1, 2, 3]]])
+    want_dp = np.zeros_like(pv)
+    np.add.at(want_dp, (iv[:, 0], iv[:, 1]), 2.0)
+    np.testing.assert_array_equal(dp, want_dp)
+    want_sc = np.zeros((2, 3, 4), np.float32)
+    np.add.at(want_sc, (iv[:, 0], iv[:, 1]), uv)
+    np.testing.assert_array_equal(sc, want_sc)
+    np.testing.assert_array_equal(du, pv[iv[:, 0], iv[:, 1]])
+    assert picked.shape.as_list() == [None, 4]
