@@ -157,13 +157,25 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     return ops.constant(values, name=name)
 
 
+def _literal_like_other(x, y):
+    """x and y as tensors; a literal (Python number, list, array) takes the other operand's
+    dtype. Two tensors are converted as they are (callers check that their dtypes agree)."""
+    from shardflow.variables import Variable
+
+    def is_tensor(v):
+        return isinstance(v, (Tensor, Variable))
+    like = x if is_tensor(x) else (y if is_tensor(y) else None)
+    dtype = like.dtype if like is not None else None
+    x = convert_to_tensor(x) if is_tensor(x) else convert_to_tensor(x, dtype=dtype)
+    y = convert_to_tensor(y) if is_tensor(y) else convert_to_tensor(y, dtype=x.dtype)
+    return x, y
+
+
 def _select_operands(condition, x, y):
     """condition as a bool tensor; x and y as tensors of one dtype (a literal takes the other's)."""
-    from shardflow.variables import Variable
-    like = next((v for v in (x, y) if isinstance(v, (Tensor, Variable))), None)
-    dtype = like.dtype if like is not None else None
-    x = convert_to_tensor(x, dtype=dtype)
-    y = convert_to_tensor(y, dtype=x.dtype)
+    x, y = _literal_like_other(x, y)
+    if y.dtype != x.dtype:
+        raise ValueError("tensor %s has dtype %s, not %s" % (y.name, y.dtype.name, x.dtype.name))
     condition = convert_to_tensor(condition)
     if condition.dtype != dtypes.bool_:
         raise TypeError("where's condition must be bool, got %s (%s); compare it first, e.g. "

@@ -32,14 +32,7 @@ def _check(condition, message, name, default_name):
 
 
 def _operands(x, y, what):
-    from shardflow.variables import Variable
-    like = x if isinstance(x, (Tensor, Variable)) else (y if isinstance(y, (Tensor, Variable))
-                                                       else None)
-    dtype = like.dtype if like is not None else None
-    x = convert_to_tensor(x, dtype=dtype) if not isinstance(x, (Tensor, Variable)) \
-        else convert_to_tensor(x)
-    y = convert_to_tensor(y, dtype=x.dtype) if not isinstance(y, (Tensor, Variable)) \
-        else convert_to_tensor(y)
+    x, y = array_ops._literal_like_other(x, y)
     if x.dtype != y.dtype:
         raise TypeError("%s: x (%s) and y (%s) must have one dtype" % (what, x.dtype.name,
                                                                         y.dtype.name))

@@ -588,8 +588,8 @@ TEST(WhereTest, CoordinatesOfTrueElementsInRowMajorOrder) {
   auto none = RunOp("Where", {Tensor::FromVector<float>({0, 0, 0})}, {{"T", MakeAttr(DT_FLOAT)}});
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ((*none)[0].shape(), TensorShape({0, 1}));
-  auto some = RunOp("Where", {Tensor::FromVector<float>({0, -2.5f, 0, 1})},
-                    {{"T", MakeAttr(DT_FLOAT)}});
+  auto some =
+      RunOp("Where", {Tensor::FromVector<float>({0, -2.5f, 0, 1})}, {{"T", MakeAttr(DT_FLOAT)}});
   ASSERT_TRUE(some.ok()) << some.status();
   EXPECT_EQ(std::vector<int64_t>((*some)[0].data<int64_t>(), (*some)[0].data<int64_t>() + 2),
             (std::vector<int64_t>{1, 3}));
