@@ -32,8 +32,6 @@ class Device : public DeviceBase {
   virtual void ReleaseComputeSlot() {}
   // How many expensive kernels may run at once (a large number when unlimited).
   virtual int compute_slots() const { return 1 << 20; }
-  // Waits until work queued on the device (e.g. a GPU stream) has finished.
-  virtual absl::Status Sync() { return absl::OkStatus(); }
 };
 
 // A CPU device: tensors in host memory, `inter_op_threads` workers for independent ops and

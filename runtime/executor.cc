@@ -24,6 +24,7 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
                                                            Device* device) {
   std::unique_ptr<Executor> ex(new Executor());
   ex->device_ = device;
+  ex->device_memory_ = !device->GetAllocator()->IsHostMemory();
   SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph->TopologicalOrder());
   std::vector<int> index_of(graph->num_node_ids(), -1);
   for (size_t i = 0; i < order.size(); ++i) index_of[order[i]->id()] = static_cast<int>(i);
@@ -139,15 +140,26 @@ class ExecutorState {
   }
 
   // Host-memory inputs of a kernel (KernelDef::HostMemory) that arrived in device memory are
-  // copied to the host by the device (on a CPU device they are there already).
-  absl::Status InputsToHost(const Executor::NodeItem& item) {
+  // copied to the host by the device (on a CPU device they are there already); on a device with
+  // memory of its own, the other inputs that arrived in host memory (a fed value, a host-memory
+  // output such as Shape's) are copied into the device's memory.
+  absl::Status MoveInputs(const Executor::NodeItem& item) {
     for (int i = 0; i < item.num_inputs; ++i) {
       Tensor& input = inputs_[item.input_start + i];
-      if (!item.kernel->input_on_host(i) || IsHostTensor(input)) continue;
-      SF_ASSIGN_OR_RETURN(Tensor host, Tensor::Create(ex_->device_->GetHostAllocator(),
-                                                      input.dtype(), input.shape()));
-      SF_RETURN_IF_ERROR(ex_->device_->CopyTensor(input, &host));
-      input = std::move(host);
+      if (!input.IsInitialized()) continue;
+      const bool on_host = IsHostTensor(input);
+      if (item.kernel->input_on_host(i)) {
+        if (on_host) continue;
+        SF_ASSIGN_OR_RETURN(Tensor host, Tensor::Create(ex_->device_->GetHostAllocator(),
+                                                        input.dtype(), input.shape()));
+        SF_RETURN_IF_ERROR(ex_->device_->CopyTensor(input, &host));
+        input = std::move(host);
+      } else if (ex_->device_memory_ && on_host && input.dtype() != DT_STRING) {
+        SF_ASSIGN_OR_RETURN(Tensor dev, Tensor::Create(ex_->device_->GetAllocator(),
+                                                       input.dtype(), input.shape()));
+        SF_RETURN_IF_ERROR(ex_->device_->CopyTensor(input, &dev));
+        input = std::move(dev);
+      }
     }
     return absl::OkStatus();
   }
@@ -162,8 +174,8 @@ class ExecutorState {
       NodeDone();
       return;
     }
-    if (item.kernel->has_host_inputs()) {
-      absl::Status moved = InputsToHost(item);
+    if (item.kernel->has_host_inputs() || ex_->device_memory_) {
+      absl::Status moved = MoveInputs(item);
       if (!moved.ok()) {
         Abort(absl::Status(moved.code(), absl::StrCat("node '", item.node->name(), "' (",
                                                       item.node->op(), "): ", moved.message())));

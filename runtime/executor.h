@@ -92,6 +92,8 @@ class Executor {
 
   std::unique_ptr<Graph> graph_;
   Device* device_ = nullptr;
+  // The device keeps tensors in memory of its own (a GPU): host inputs are copied in.
+  bool device_memory_ = false;
   std::vector<NodeItem> items_;
   std::vector<OutEdge> out_edges_;
   std::vector<int> roots_;

@@ -1,6 +1,10 @@
 #include "runtime/graph_execution_state.h"
 
+#include <algorithm>
+
 #include "core/framework/attr_value.h"
+#include "core/framework/device_name.h"
+#include "core/framework/kernel_registry.h"
 #include "core/platform/status.h"
 #include "partitioner/optimizer/graph_optimizer.h"
 #include "partitioner/partition.h"
@@ -93,6 +97,17 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> GraphExecutionState::BuildP
   SF_RETURN_IF_ERROR(OptimizeGraph(optimize, graph.get(), &plan->optimizer_report));
   graph->ToGraphDef(&plan->optimized_graph);
   ApplyWholeGraphPlacement(graph.get(), placement_);
+  // A node the optimizer made in place of others (a fused op) inherits their device, which may
+  // have no kernel for it (no GPU kernel of an inference-only fusion): it is placed afresh.
+  for (Node* n : graph->nodes()) {
+    if (n->assigned_device().empty()) continue;
+    auto device = DeviceName::Parse(n->assigned_device());
+    if (!device.ok()) continue;
+    std::vector<std::string> types = KernelRegistry::Global()->SupportedDeviceTypes(n->def());
+    if (std::find(types.begin(), types.end(), device->type) == types.end()) {
+      n->set_assigned_device("");
+    }
+  }
   // What the whole-graph placement does not cover (the new _Arg/_Retval nodes it could not
   // place) gets the constraints policy.
   PlacerOptions placer;

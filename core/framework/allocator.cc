@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <cstdlib>
 #include <vector>
 
@@ -121,6 +122,10 @@ CachingCpuAllocator* TheCpuAllocator() {
 }
 
 }  // namespace
+
+void Allocator::CopyBytes(void* dst, const void* src, size_t num_bytes) {
+  if (num_bytes > 0) std::memcpy(dst, src, num_bytes);
+}
 
 Allocator* CpuAllocator() { return TheCpuAllocator(); }
 

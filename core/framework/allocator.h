@@ -39,6 +39,9 @@ class Allocator {
   virtual AllocatorStats GetStats() const = 0;
   // Whether the CPU can read and write the memory directly.
   virtual bool IsHostMemory() const { return true; }
+  // Copies between two buffers of this allocator (a device allocator enqueues the copy on its
+  // device's stream, ordered before any later kernel of that device).
+  virtual void CopyBytes(void* dst, const void* src, size_t num_bytes);
 };
 
 // The process-wide CPU allocator. Never null; lives for the whole process. It refuses (returns

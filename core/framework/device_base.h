@@ -55,6 +55,10 @@ class DeviceBase {
 
   // The device's compute stream (a cudaStream_t) for GPU devices; null elsewhere.
   virtual void* gpu_stream() const { return nullptr; }
+  // GPU devices: float32 matrix products and convolutions may use TF32 tensor cores.
+  virtual bool allow_tf32() const { return false; }
+  // Waits until work queued on the device (e.g. a GPU stream) has finished.
+  virtual absl::Status Sync() { return absl::OkStatus(); }
 
   // State that outlives steps (variables). Never null for devices that run stateful kernels.
   virtual ResourceMgr* resource_manager() { return nullptr; }

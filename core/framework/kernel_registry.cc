@@ -96,6 +96,10 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
     auto any = [](const std::vector<bool>& v) {
       return std::find(v.begin(), v.end(), true) != v.end();
     };
+    auto all = [](const std::vector<bool>& v) {
+      return std::find(v.begin(), v.end(), false) == v.end();
+    };
+    kernel->runs_on_host_ = all(inputs) && all(outputs) && (any(inputs) || any(outputs));
     if (any(inputs)) kernel->host_inputs_ = std::move(inputs);
     if (any(outputs)) kernel->host_outputs_ = std::move(outputs);
   }

@@ -52,7 +52,9 @@ absl::Status OpKernelContext::forward_input_or_allocate_output(int input_index, 
 }
 
 absl::Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
-  auto t = Tensor::Create(allocator(), dtype, shape);
+  auto t = Tensor::Create(
+      params_->kernel->runs_on_host() ? params_->device->GetHostAllocator() : allocator(), dtype,
+      shape);
   if (!t.ok()) return t.status();
   *out = *std::move(t);
   return absl::OkStatus();

@@ -107,6 +107,9 @@ class OpKernel {
   bool input_on_host(int i) const { return !host_inputs_.empty() && host_inputs_[i]; }
   bool output_on_host(int i) const { return !host_outputs_.empty() && host_outputs_[i]; }
   bool has_host_inputs() const { return !host_inputs_.empty(); }
+  // Every argument is in host memory: a CPU kernel registered for an accelerator (int32 shape
+  // arithmetic on a GPU, as in TensorFlow). Its scratch memory comes from the host too.
+  bool runs_on_host() const { return runs_on_host_; }
 
  private:
   friend class KernelRegistry;
@@ -118,6 +121,7 @@ class OpKernel {
   // Empty when no argument is in host memory.
   std::vector<bool> host_inputs_;
   std::vector<bool> host_outputs_;
+  bool runs_on_host_ = false;
 };
 
 class AsyncOpKernel : public OpKernel {

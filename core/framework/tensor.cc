@@ -57,6 +57,11 @@ class ExternalBuffer final : public TensorBuffer {
 std::string MemoryLimitHint(Allocator* allocator) {
   AllocatorStats stats = allocator->GetStats();
   if (stats.bytes_limit <= 0) return "";
+  if (!allocator->IsHostMemory()) {
+    return absl::StrCat(" (", stats.bytes_in_use, " of its limit of ", stats.bytes_limit,
+                        " bytes of device memory are in use; use a smaller batch, or raise the "
+                        "limit with gpu_options.memory_limit_mb / per_process_gpu_memory_fraction)");
+  }
   return absl::StrCat(" (", stats.bytes_in_use, " of its limit of ", stats.bytes_limit,
                       " bytes are in use; a server's limit is set with --memory-limit-mb)");
 }
@@ -186,8 +191,8 @@ Tensor Tensor::DeepCopy() const {
   Tensor t(alloc, dtype_, shape_);
   if (dtype_ == DT_STRING) {
     for (int64_t i = 0; i < num_elements_; ++i) t.data<std::string>()[i] = data<std::string>()[i];
-  } else if (TotalBytes() > 0) {
-    std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  } else if (TotalBytes() > 0 && t.IsInitialized()) {
+    alloc->CopyBytes(t.raw_data(), raw_data(), TotalBytes());
   }
   return t;
 }

@@ -617,8 +617,29 @@ REGISTER_KERNEL(KernelDef("Reshape").Device(kDeviceCpu).HostMemory("shape"), Res
 REGISTER_KERNEL(KernelDef("ExpandDims").Device(kDeviceCpu).HostMemory("axis"), ExpandDimsOp);
 REGISTER_KERNEL(KernelDef("Squeeze").Device(kDeviceCpu), SqueezeOp);
 REGISTER_KERNEL(KernelDef("Shape").Device(kDeviceCpu).HostMemory("output"), ShapeOp);
+// Reshape, ExpandDims, Squeeze and Shape only read and relabel shapes, so the same kernels serve
+// tensors in any memory: they are a GPU's too (its data never crosses to the host).
+REGISTER_KERNEL(KernelDef("Reshape").Device(kDeviceGpu).HostMemory("shape"), ReshapeOp);
+REGISTER_KERNEL(KernelDef("ExpandDims").Device(kDeviceGpu).HostMemory("axis"), ExpandDimsOp);
+REGISTER_KERNEL(KernelDef("Squeeze").Device(kDeviceGpu), SqueezeOp);
+REGISTER_KERNEL(KernelDef("Shape").Device(kDeviceGpu).HostMemory("output"), ShapeOp);
 REGISTER_KERNEL(KernelDef("Transpose").Device(kDeviceCpu).HostMemory("perm"), TransposeOp);
 REGISTER_KERNEL(KernelDef("Concat").Device(kDeviceCpu).HostMemory("axis"), ConcatOp);
+// int32 shape arithmetic on a GPU device stays in host memory (cwise_binary_ops.cc says why).
+REGISTER_KERNEL(KernelDef("Concat")
+                    .Device(kDeviceGpu)
+                    .TypeConstraint<int32_t>("T")
+                    .HostMemory("values")
+                    .HostMemory("axis")
+                    .HostMemory("output"),
+                ConcatOp);
+REGISTER_KERNEL(KernelDef("Fill")
+                    .Device(kDeviceGpu)
+                    .TypeConstraint<int32_t>("T")
+                    .HostMemory("dims")
+                    .HostMemory("value")
+                    .HostMemory("output"),
+                FillOp);
 REGISTER_KERNEL(KernelDef("Slice").Device(kDeviceCpu).HostMemory("begin").HostMemory("size"),
                 SliceOp);
 REGISTER_KERNEL(KernelDef("Cast").Device(kDeviceCpu), CastOp);

@@ -150,5 +150,20 @@ REGISTER_KERNEL(KernelDef("Placeholder").Device(kDeviceCpu), PlaceholderOp);
 REGISTER_KERNEL(KernelDef("_Arg").Device(kDeviceCpu), ArgOp);
 REGISTER_KERNEL(KernelDef("_Retval").Device(kDeviceCpu), RetvalOp);
 
+// The same kernels on a GPU, where they never read the values: Identity passes the tensor on;
+// fed values arrive and fetched ones leave in host memory (the executor copies a fetched device
+// tensor to the host, and a fed one into device memory for the kernels that read it). int32
+// constants stay in host memory on a GPU, as in TensorFlow: they are mostly shapes and axes,
+// which kernels read on the host. Other constants: kernels/gpu/basic_ops.cc.
+REGISTER_KERNEL(KernelDef("Identity").Device(kDeviceGpu), IdentityOp);
+REGISTER_KERNEL(KernelDef("StopGradient").Device(kDeviceGpu), IdentityOp);
+REGISTER_KERNEL(KernelDef("NoOp").Device(kDeviceGpu), NoOp);
+REGISTER_KERNEL(KernelDef("Placeholder").Device(kDeviceGpu), PlaceholderOp);
+REGISTER_KERNEL(KernelDef("_Arg").Device(kDeviceGpu).HostMemory("output"), ArgOp);
+REGISTER_KERNEL(KernelDef("_Retval").Device(kDeviceGpu).HostMemory("input"), RetvalOp);
+REGISTER_KERNEL(
+    KernelDef("Const").Device(kDeviceGpu).TypeConstraint<int32_t>("dtype").HostMemory("output"),
+    ConstOp);
+
 }  // namespace
 }  // namespace shardflow

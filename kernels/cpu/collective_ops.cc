@@ -235,5 +235,38 @@ REGISTER_KERNEL(KernelDef("CollectiveBcastSend").Device(kDeviceCpu).TypeConstrai
 REGISTER_KERNEL(KernelDef("CollectiveBcastRecv").Device(kDeviceCpu).TypeConstraint<bool>("T"),
                 CollectiveBcastOp);
 
+// On a GPU device the same kernels run over host memory: the executor copies the input to the
+// host and the result back to the device, and the ring moves host bytes between the members
+// (in-process or over the task transports). Data parallelism across GPUs works through them;
+// NCCL, which would keep the ring on the GPUs, is not used yet (docs/gpu.md).
+#define SF_REGISTER_GPU_COLLECTIVE(type)                                                  \
+  REGISTER_KERNEL(KernelDef("CollectiveReduce")                                          \
+                      .Device(kDeviceGpu)                                                \
+                      .TypeConstraint<type>("T")                                         \
+                      .HostMemory("input")                                               \
+                      .HostMemory("data"),                                               \
+                  CollectiveReduceOp);                                                   \
+  REGISTER_KERNEL(KernelDef("CollectiveBcastSend")                                       \
+                      .Device(kDeviceGpu)                                                \
+                      .TypeConstraint<type>("T")                                         \
+                      .HostMemory("input")                                               \
+                      .HostMemory("data"),                                               \
+                  CollectiveBcastOp);                                                    \
+  REGISTER_KERNEL(                                                                       \
+      KernelDef("CollectiveBcastRecv").Device(kDeviceGpu).TypeConstraint<type>("T").HostMemory( \
+          "data"),                                                                       \
+      CollectiveBcastOp);                                                                \
+  REGISTER_KERNEL(KernelDef("CollectiveGather")                                          \
+                      .Device(kDeviceGpu)                                                \
+                      .TypeConstraint<type>("T")                                         \
+                      .HostMemory("input")                                               \
+                      .HostMemory("data"),                                               \
+                  CollectiveGatherOp)
+SF_REGISTER_GPU_COLLECTIVE(float);
+SF_REGISTER_GPU_COLLECTIVE(double);
+SF_REGISTER_GPU_COLLECTIVE(half);
+SF_REGISTER_GPU_COLLECTIVE(bfloat16);
+#undef SF_REGISTER_GPU_COLLECTIVE
+
 }  // namespace
 }  // namespace shardflow

@@ -293,6 +293,26 @@ class BinaryOp : public OpKernel {
   SF_REGISTER_BINARY(NAME, FN, int8_t);   \
   SF_REGISTER_BINARY(NAME, FN, uint8_t)
 
+// int32 arithmetic on a GPU device is shape arithmetic: TensorFlow's convention keeps it in host
+// memory, computed by these CPU kernels (no copy to the device and back, no wait for the stream).
+#define SF_REGISTER_HOST_INT32_ON_GPU(NAME, FN)                                         \
+  REGISTER_KERNEL(KernelDef(NAME)                                                      \
+                      .Device(kDeviceGpu)                                              \
+                      .TypeConstraint<int32_t>("T")                                    \
+                      .HostMemory("x")                                                 \
+                      .HostMemory("y")                                                 \
+                      .HostMemory("z"),                                                \
+                  BinaryOp<int32_t, FN>)
+SF_REGISTER_HOST_INT32_ON_GPU("Add", AddFn);
+SF_REGISTER_HOST_INT32_ON_GPU("Sub", SubFn);
+SF_REGISTER_HOST_INT32_ON_GPU("Mul", MulFn);
+SF_REGISTER_HOST_INT32_ON_GPU("Div", DivFn);
+SF_REGISTER_HOST_INT32_ON_GPU("FloorDiv", FloorDivFn);
+SF_REGISTER_HOST_INT32_ON_GPU("FloorMod", FloorModFn);
+SF_REGISTER_HOST_INT32_ON_GPU("Maximum", MaximumFn);
+SF_REGISTER_HOST_INT32_ON_GPU("Minimum", MinimumFn);
+#undef SF_REGISTER_HOST_INT32_ON_GPU
+
 SF_REGISTER_BINARY_REAL("Add", AddFn);
 SF_REGISTER_BINARY_REAL("Sub", SubFn);
 SF_REGISTER_BINARY_REAL("Mul", MulFn);

@@ -502,5 +502,21 @@ SF_REGISTER_REDUCTIONS(int64_t);
 SF_REGISTER_REDUCTIONS(half);
 SF_REGISTER_REDUCTIONS(bfloat16);
 
+// int32 reductions on a GPU device are shape arithmetic, in host memory (cwise_binary_ops.cc).
+#define SF_REGISTER_HOST_INT32_REDUCTION(NAME, REDUCER) \
+  REGISTER_KERNEL(KernelDef(NAME)                       \
+                      .Device(kDeviceGpu)               \
+                      .TypeConstraint<int32_t>("T")     \
+                      .HostMemory("input")              \
+                      .HostMemory("axis")               \
+                      .HostMemory("output"),            \
+                  ReductionOp<int32_t, REDUCER>)
+SF_REGISTER_HOST_INT32_REDUCTION("Sum", SumReducer);
+SF_REGISTER_HOST_INT32_REDUCTION("Mean", MeanReducer);
+SF_REGISTER_HOST_INT32_REDUCTION("Max", MaxReducer);
+SF_REGISTER_HOST_INT32_REDUCTION("Min", MinReducer);
+SF_REGISTER_HOST_INT32_REDUCTION("Prod", ProdReducer);
+#undef SF_REGISTER_HOST_INT32_REDUCTION
+
 }  // namespace
 }  // namespace shardflow

@@ -1,6 +1,13 @@
 // _Send and _Recv through the step's Rendezvous. _Recv is asynchronous: it never blocks a
 // thread while the sender's device is still computing.
+//
+// The kernels are the same on every device type: a _Recv asks for the tensor in its kernel's
+// memory (the receiving device copies it there, ToReceiverMemory); a _Send of a tensor in
+// device memory (a GPU's) hands over a host copy when the receiver is a CPU or in another task,
+// and otherwise (another GPU of this task) waits for its device's queued work, so that the
+// receiver's copy reads finished values.
 #include "absl/strings/str_cat.h"
+#include "core/framework/device_name.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/rendezvous.h"
 
@@ -15,6 +22,9 @@ struct Transfer {
   // A transfer between tasks names the other task in the trace (its timeline label, with the
   // bytes), e.g. "to /job:ps/replica:0/task:0"; "" between devices of one task.
   std::string peer;
+  // The receiver reads host memory: a CPU device, or any device of another task (the transport
+  // carries host bytes).
+  bool receiver_on_host = true;
 };
 
 Transfer FromAttrs(OpKernelConstruction* c, bool is_send) {
@@ -29,6 +39,8 @@ Transfer FromAttrs(OpKernelConstruction* c, bool is_send) {
   t.key = RendezvousKey(send, static_cast<uint64_t>(incarnation), recv, tensor);
   if (TaskOf(send) != TaskOf(recv))
     t.peer = is_send ? "to " + TaskOf(recv) : "from " + TaskOf(send);
+  auto recv_name = DeviceName::Parse(recv);
+  t.receiver_on_host = !t.peer.empty() || !recv_name.ok() || recv_name->type == kDeviceCpu;
   return t;
 }
 
@@ -45,7 +57,18 @@ class SendOp : public OpKernel {
     OP_REQUIRES(ctx, ctx->rendezvous() != nullptr,
                 absl::InternalError("_Send runs without a rendezvous"));
     LabelTransfer(ctx, transfer_.peer, ctx->input(0));
-    OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(transfer_.key, ctx->input(0)));
+    const Tensor& value = ctx->input(0);
+    if (IsHostTensor(value)) {
+      OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(transfer_.key, value));
+    } else if (transfer_.receiver_on_host) {
+      auto host = Tensor::Create(ctx->device()->GetHostAllocator(), value.dtype(), value.shape());
+      OP_REQUIRES_OK(ctx, host.status());
+      OP_REQUIRES_OK(ctx, ctx->device()->CopyTensor(value, &*host));
+      OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(transfer_.key, *host));
+    } else {
+      OP_REQUIRES_OK(ctx, ctx->device()->Sync());
+      OP_REQUIRES_OK(ctx, ctx->rendezvous()->Send(transfer_.key, value));
+    }
   }
 
  private:
@@ -86,6 +109,8 @@ class RecvOp : public AsyncOpKernel {
 
 REGISTER_KERNEL(KernelDef("_Send").Device(kDeviceCpu), SendOp);
 REGISTER_KERNEL(KernelDef("_Recv").Device(kDeviceCpu), RecvOp);
+REGISTER_KERNEL(KernelDef("_Send").Device(kDeviceGpu), SendOp);
+REGISTER_KERNEL(KernelDef("_Recv").Device(kDeviceGpu), RecvOp);
 
 }  // namespace
 }  // namespace shardflow

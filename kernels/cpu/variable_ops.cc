@@ -148,6 +148,19 @@ REGISTER_KERNEL(KernelDef("ReadVariableOp").Device(kDeviceCpu), ReadVariableOp);
 REGISTER_KERNEL(KernelDef("AssignVariableOp").Device(kDeviceCpu), AssignVariableOp<false>);
 REGISTER_KERNEL(KernelDef("AssignAddVariableOp").Device(kDeviceCpu), AssignVariableOp<true>);
 REGISTER_KERNEL(KernelDef("VarIsInitializedOp").Device(kDeviceCpu), VarIsInitializedOp);
+// Handles, reads and assignments never touch a variable's values: the same kernels keep a GPU's
+// variables (in device memory, its resource manager), with the handles in host memory.
+// AssignAddVariableOp computes, so its GPU kernel is in kernels/gpu/.
+REGISTER_KERNEL(KernelDef("VarHandleOp").Device(kDeviceGpu).HostMemory("resource"), VarHandleOp);
+REGISTER_KERNEL(KernelDef("ReadVariableOp").Device(kDeviceGpu).HostMemory("resource"),
+                ReadVariableOp);
+REGISTER_KERNEL(KernelDef("AssignVariableOp").Device(kDeviceGpu).HostMemory("resource"),
+                AssignVariableOp<false>);
+REGISTER_KERNEL(KernelDef("VarIsInitializedOp")
+                    .Device(kDeviceGpu)
+                    .HostMemory("resource")
+                    .HostMemory("is_initialized"),
+                VarIsInitializedOp);
 
 }  // namespace
 }  // namespace shardflow

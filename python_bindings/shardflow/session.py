@@ -53,14 +53,26 @@ with ``RunOptions(trace_level=FULL_TRACE)``): ``placement`` (node -> device), ``
 
 
 class GPUOptions:
-    """TF1's tf.GPUOptions (allow_growth, per_process_gpu_memory_fraction): accepted so that TF1
-    code setting them runs; without GPU devices they change nothing."""
+    """TF1's tf.GPUOptions, for sessions on machines with NVIDIA GPUs (docs/gpu.md).
 
-    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=1.0,
-                 visible_device_list=""):
+    per_process_gpu_memory_fraction: device memory each GPU's allocator may hold, as a share of
+        what is free when the process first uses it (None = 0.9).
+    memory_limit_mb: an absolute limit per GPU instead (0 = use the fraction).
+    visible_device_list: "1,0": the CUDA devices used, in that order ("" = all).
+    allow_tf32: float32 matmuls and convolutions may use TF32 tensor cores (off: exact float32).
+    virtual_devices_per_gpu: logical devices per GPU (to test multi-GPU placement on one GPU).
+    allow_growth: accepted; the allocator always grows on demand up to its limit.
+    """
+
+    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=None,
+                 visible_device_list="", allow_tf32=False, memory_limit_mb=0,
+                 virtual_devices_per_gpu=1):
         self.allow_growth = allow_growth
         self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
         self.visible_device_list = visible_device_list
+        self.allow_tf32 = allow_tf32
+        self.memory_limit_mb = memory_limit_mb
+        self.virtual_devices_per_gpu = virtual_devices_per_gpu
 
 
 class RewriterConfig:
@@ -116,6 +128,10 @@ class ConfigProto:
         sf.Session(config=sf.ConfigProto(cpu_device_count=2, intra_op_threads=1))
 
     cpu_device_count: CPU devices exposed ('/device:CPU:0', '/device:CPU:1', ...); 0 = 1.
+    gpu_device_count: GPU devices exposed: 0 = one per GPU of the machine (none without a GPU or
+        a CUDA build), N = at most N, -1 = none (TF1's device_count={"GPU": 0}). Ops with a GPU
+        kernel run on '/device:GPU:0' by default when there is one (docs/gpu.md).
+    gpu_options: sf.GPUOptions(memory fraction or limit, visible devices, allow_tf32).
     inter_op_threads / intra_op_threads: threads per device (0 = automatic).
     allow_soft_placement: place ops elsewhere when their requested device cannot run them.
     log_device_placement: print 'node (Op) -> device' once per placed graph.
@@ -130,7 +146,7 @@ class ConfigProto:
         Server(protocol="grpc+ucx")).
     """
 
-    _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count",
+    _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count", "gpu_device_count",
                "allow_soft_placement", "log_device_placement", "placement_policy", "auth_token",
                "tls_ca_file", "tls_cert_file", "tls_key_file", "transport", "graph_options")
 
@@ -138,7 +154,8 @@ class ConfigProto:
                  allow_soft_placement=False, log_device_placement=False, placement_policy="",
                  auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file="",
                  transport="grpc", device_count=None, inter_op_parallelism_threads=None,
-                 intra_op_parallelism_threads=None, gpu_options=None, graph_options=None):
+                 intra_op_parallelism_threads=None, gpu_options=None, graph_options=None,
+                 gpu_device_count=0):
         # TF1's spellings: device_count={"CPU": n, "GPU": m}, *_parallelism_threads.
         if inter_op_parallelism_threads is not None:
             inter_op_threads = inter_op_parallelism_threads
@@ -149,12 +166,15 @@ class ConfigProto:
             if unknown:
                 raise ValueError("ConfigProto(device_count=...) takes 'CPU' and 'GPU' counts, "
                                  "not %s" % sorted(unknown))
-            if device_count.get("GPU", 0):
-                raise ValueError("ConfigProto(device_count={'GPU': %d}): this build has no GPU "
-                                 "devices; leave GPU out or set it to 0" % device_count["GPU"])
+            if "GPU" in device_count:
+                gpus = int(device_count["GPU"])
+                if gpus < 0:
+                    raise ValueError("ConfigProto(device_count={'GPU': %d}): give 0 (no GPU) or "
+                                     "more" % gpus)
+                gpu_device_count = gpus if gpus > 0 else -1
             cpu_device_count = int(device_count.get("CPU", cpu_device_count))
-        # gpu_options (allow_growth, per_process_gpu_memory_fraction) are kept for TF1 code
-        # that sets them; they change nothing without a GPU.
+        # gpu_device_count: 0 = every GPU the machine has, N = at most N, -1 = none.
+        self.gpu_device_count = gpu_device_count
         self.gpu_options = gpu_options if gpu_options is not None else GPUOptions()
         self.inter_op_threads = inter_op_threads
         self.intra_op_threads = intra_op_threads
@@ -180,6 +200,13 @@ class ConfigProto:
         rewrite = self.graph_options.rewrite_options
         c.rewrite_options = rewrite._toggles()
         c.disable_meta_optimizer = rewrite.disable_meta_optimizer
+        g = self.gpu_options
+        fraction = g.per_process_gpu_memory_fraction
+        c.gpu_memory_fraction = float(fraction) if fraction is not None else 0.0
+        c.gpu_memory_limit_mb = int(g.memory_limit_mb)
+        c.gpu_visible_device_list = str(g.visible_device_list)
+        c.gpu_allow_tf32 = bool(g.allow_tf32)
+        c.gpu_virtual_devices = int(g.virtual_devices_per_gpu)
         return c
 
 

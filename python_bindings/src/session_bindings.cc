@@ -68,6 +68,12 @@ struct SessionConfig {
   int inter_op_threads = 0;
   int intra_op_threads = 0;
   int cpu_device_count = 0;
+  int gpu_device_count = 0;
+  double gpu_memory_fraction = 0;
+  int64_t gpu_memory_limit_mb = 0;
+  std::string gpu_visible_device_list;
+  bool gpu_allow_tf32 = false;
+  int gpu_virtual_devices = 1;
   bool allow_soft_placement = false;
   bool log_device_placement = false;
   std::string placement_policy;
@@ -89,6 +95,13 @@ class SessionHandle {
     options.config.set_inter_op_threads(config.inter_op_threads);
     options.config.set_intra_op_threads(config.intra_op_threads);
     options.config.set_cpu_device_count(config.cpu_device_count);
+    options.config.set_gpu_device_count(config.gpu_device_count);
+    GPUOptions* gpu = options.config.mutable_gpu_options();
+    gpu->set_per_process_gpu_memory_fraction(config.gpu_memory_fraction);
+    gpu->set_memory_limit_mb(config.gpu_memory_limit_mb);
+    gpu->set_visible_device_list(config.gpu_visible_device_list);
+    gpu->set_allow_tf32(config.gpu_allow_tf32);
+    gpu->set_virtual_devices_per_gpu(config.gpu_virtual_devices);
     options.config.set_allow_soft_placement(config.allow_soft_placement);
     options.config.set_log_device_placement(config.log_device_placement);
     options.config.set_placement_policy(config.placement_policy);
@@ -253,6 +266,12 @@ void RegisterSessionBindings(py::module_& m) {
       .def_readwrite("inter_op_threads", &SessionConfig::inter_op_threads)
       .def_readwrite("intra_op_threads", &SessionConfig::intra_op_threads)
       .def_readwrite("cpu_device_count", &SessionConfig::cpu_device_count)
+      .def_readwrite("gpu_device_count", &SessionConfig::gpu_device_count)
+      .def_readwrite("gpu_memory_fraction", &SessionConfig::gpu_memory_fraction)
+      .def_readwrite("gpu_memory_limit_mb", &SessionConfig::gpu_memory_limit_mb)
+      .def_readwrite("gpu_visible_device_list", &SessionConfig::gpu_visible_device_list)
+      .def_readwrite("gpu_allow_tf32", &SessionConfig::gpu_allow_tf32)
+      .def_readwrite("gpu_virtual_devices", &SessionConfig::gpu_virtual_devices)
       .def_readwrite("allow_soft_placement", &SessionConfig::allow_soft_placement)
       .def_readwrite("log_device_placement", &SessionConfig::log_device_placement)
       .def_readwrite("placement_policy", &SessionConfig::placement_policy)

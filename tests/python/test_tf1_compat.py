@@ -146,8 +146,10 @@ def test_config_proto_takes_tf1_fields():
             devices = s.list_devices()
             assert s.run(c) == 1.0
     assert sum("CPU:" in d for d in devices) == 2
-    with pytest.raises(ValueError, match="no GPU"):
-        tf.ConfigProto(device_count={"GPU": 1})
+    assert tf.ConfigProto(device_count={"GPU": 0}).gpu_device_count == -1  # no GPU device
+    assert tf.ConfigProto(device_count={"GPU": 2}).gpu_device_count == 2
+    with pytest.raises(ValueError, match="GPU"):
+        tf.ConfigProto(device_count={"GPU": -1})
 
 
 def test_conv2d_and_pooling_take_tf1_arguments():

@@ -261,6 +261,10 @@ absl::Status Train(TrainConfig c) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --precision '", c.precision, "'; it takes fp32 or bf16"));
   }
+  if (c.device != "auto" && c.device != "gpu" && c.device != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --device '", c.device, "'; it takes auto, gpu or cpu"));
+  }
   if (c.precision == "bf16" && c.graph_optimizer == "off") {
     return absl::InvalidArgumentError(
         "--precision bf16 is a pass of the graph optimizer: leave out --graph-optimizer off");
@@ -325,6 +329,7 @@ absl::Status Train(TrainConfig c) {
     SF_ASSIGN_OR_RETURN(watch, WatchOtherTasks(c));
   }
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options, watch));
+  SF_RETURN_IF_ERROR(CheckDeviceChoice(c, *session));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
   const bool is_chief = !ps_strategy || c.task == 0;
@@ -609,6 +614,9 @@ void AddTrainCommand(CommandLine* cli) {
                "fp32, or bf16: matrix products and convolutions on bfloat16 inputs with fp32 "
                "master weights (native bf16 kernels on AVX512-BF16/AMX processors, rounded "
                "inputs and fp32 kernels elsewhere; docs/optimizer.md)");
+  flags.String("device", &c.device,
+               "auto (ops with a GPU kernel on GPU:0 when there is a GPU, the rest on the CPU), "
+               "gpu (the same; an error without a GPU) or cpu (no GPU); docs/gpu.md");
   flags.String("graph-optimizer", &c.graph_optimizer,
                "on or off: folding, CSE, fusion of MatMul/Conv2D + bias + activation "
                "(docs/optimizer.md)");

@@ -4,6 +4,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/framework/device_name.h"
 #include "core/platform/status.h"
 #include "distributed/strategies/all_reduce.h"
 #include "ops/nn_ops.h"
@@ -150,7 +153,26 @@ SessionOptions TrainSessionOptions(const TrainConfig& c) {
   RewriterConfig* rewrite = options.config.mutable_rewrite_options();
   rewrite->set_disable_meta_optimizer(c.graph_optimizer == "off");
   if (c.precision == "bf16") rewrite->set_auto_mixed_precision_onednn_bfloat16(RewriterConfig::ON);
+  if (c.device == "cpu") options.config.set_gpu_device_count(-1);
   return options;
+}
+
+absl::Status CheckDeviceChoice(const TrainConfig& c, const Session& session) {
+  if (c.device == "cpu") return absl::OkStatus();
+  SF_ASSIGN_OR_RETURN(std::vector<DeviceAttributes> devices, session.ListDevices());
+  std::vector<std::string> gpus;
+  for (const DeviceAttributes& d : devices) {
+    if (d.device_type == kDeviceGpu) gpus.push_back(d.name);
+  }
+  if (!gpus.empty()) {
+    absl::PrintF("GPU devices: %s (ops with a GPU kernel run on the first)\n",
+                 absl::StrJoin(gpus, ", "));
+    return absl::OkStatus();
+  }
+  if (c.device != "gpu") return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "--device gpu: the session has no GPU device (this build has no CUDA support, or CUDA "
+      "found no GPU: check nvidia-smi and CUDA_VISIBLE_DEVICES); use --device cpu or auto");
 }
 
 Tensor Rows(const Tensor& t, int64_t begin, int64_t count) {

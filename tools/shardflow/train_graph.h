@@ -29,6 +29,9 @@ struct TrainConfig {
   // "fp32" (default) or "bf16": matrix products and convolutions on bfloat16 inputs, fp32 master
   // weights (the optimizer's auto_mixed_precision_onednn_bfloat16 pass).
   std::string precision = "fp32";
+  // "auto" (default: every op with a GPU kernel on GPU:0 when the machine has a GPU), "gpu"
+  // (the same, and an error without a GPU) or "cpu" (no GPU device). docs/gpu.md.
+  std::string device = "auto";
   int64_t batch_size = 64;
   int64_t epochs = 2;
   std::string optimizer = "adam";
@@ -122,6 +125,8 @@ Tensor Rows(const Tensor& t, int64_t begin, int64_t count);
 // The session options of a training run: threads, devices, placement, the graph optimizer and
 // the precision.
 SessionOptions TrainSessionOptions(const TrainConfig& c);
+// --device gpu on a session without a GPU device: an error saying why there is none.
+absl::Status CheckDeviceChoice(const TrainConfig& c, const Session& session);
 
 // The graph of c.strategy. Errors: an unknown --optimizer or --model, the strategy's errors.
 absl::StatusOr<std::unique_ptr<TrainGraph>> BuildTrainGraph(const TrainConfig& c);

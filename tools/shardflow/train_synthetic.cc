@@ -33,6 +33,7 @@ absl::Status TrainSynthetic(const TrainConfig& c) {
   SF_RETURN_IF_ERROR(g->scope.ToGraphDef(&def));
   SessionOptions options = TrainSessionOptions(c);
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options));
+  SF_RETURN_IF_ERROR(CheckDeviceChoice(c, *session));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
   SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));

@@ -1,0 +1,581 @@
+// Convolutions and pooling on a GPU through cuDNN, on NHWC tensors as the ops define them:
+// Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, _FusedConv2D (+ bias and activation),
+// MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad, all float32.
+//
+// cuDNN's NHWC convolutions take the filter as [out, height, width, in]; TensorFlow's is
+// [height, width, in, out], so the forward and input-gradient kernels transpose the filter into a
+// scratch tensor first and the filter gradient transposes its result back (filters are small).
+// Algorithms are timed once per shape and process (cudnnFind*, or cuDNN's heuristics with
+// $SHARDFLOW_CUDNN_FIND=0); the fastest whose workspace fits in kMaxWorkspace is kept. float32
+// stays exact (FMA math) unless the session allows TF32.
+//
+// cuDNN pads symmetrically: a SAME window whose padding is odd (more after than before, e.g. a
+// 3x3 window with stride 2 on an even size) is not supported here yet and fails with a message.
+#include <cstdlib>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "core/framework/fused_ops.h"
+#include "core/framework/kernel_registry.h"
+#include "core/framework/windowed_output.h"
+#include "kernels/gpu/gpu_launchers.h"
+#include "kernels/gpu/gpu_util.h"
+
+namespace shardflow {
+namespace {
+
+constexpr size_t kMaxWorkspace = size_t{512} << 20;
+
+// RAII cuDNN descriptors.
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  TensorDesc() { cudnnCreateTensorDescriptor(&d); }
+  ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
+  // An NHWC float tensor.
+  cudnnStatus_t Set(int64_t n, int64_t h, int64_t w, int64_t c) {
+    return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(n),
+                                      static_cast<int>(c), static_cast<int>(h),
+                                      static_cast<int>(w));
+  }
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  FilterDesc() { cudnnCreateFilterDescriptor(&d); }
+  ~FilterDesc() { cudnnDestroyFilterDescriptor(d); }
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ConvDesc() { cudnnCreateConvolutionDescriptor(&d); }
+  ~ConvDesc() { cudnnDestroyConvolutionDescriptor(d); }
+};
+struct PoolDesc {
+  cudnnPoolingDescriptor_t d = nullptr;
+  PoolDesc() { cudnnCreatePoolingDescriptor(&d); }
+  ~PoolDesc() { cudnnDestroyPoolingDescriptor(d); }
+};
+
+// The window of a convolution or pooling over an NHWC input.
+struct Window {
+  int64_t n, h, w, c;         // input
+  int64_t kh, kw, sh, sw;     // window, strides
+  int64_t oh, ow;             // output
+  int64_t pad_h, pad_w;       // symmetric padding
+};
+
+absl::Status ReadStrides(OpKernelConstruction* c, const char* attr, int64_t* sh, int64_t* sw) {
+  std::vector<int64_t> v;
+  SF_RETURN_IF_ERROR(c->GetAttr(attr, &v));
+  if (v.size() != 4 || v[0] != 1 || v[3] != 1 || v[1] < 1 || v[2] < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(attr, " must be [1, h, w, 1] with h, w >= 1 (NHWC); got [",
+                     absl::StrJoin(v, ", "), "]"));
+  }
+  *sh = v[1];
+  *sw = v[2];
+  return absl::OkStatus();
+}
+
+// Output sizes and padding; errors for windows cuDNN cannot pad.
+absl::Status MakeWindow(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, int64_t kw,
+                        int64_t sh, int64_t sw, const std::string& padding, Window* win) {
+  int64_t top, bottom, left, right;
+  win->n = n, win->h = h, win->w = w, win->c = c;
+  win->kh = kh, win->kw = kw, win->sh = sh, win->sw = sw;
+  SF_RETURN_IF_ERROR(WindowedOutputSize(h, kh, sh, padding, &win->oh, &top, &bottom));
+  SF_RETURN_IF_ERROR(WindowedOutputSize(w, kw, sw, padding, &win->ow, &left, &right));
+  if (top != bottom || left != right) {
+    return absl::UnimplementedError(absl::StrCat(
+        "a ", kh, "x", kw, " window with strides ", sh, "x", sw, " and SAME padding on a ", h, "x",
+        w, " input needs uneven padding (", top, "/", bottom, " rows, ", left, "/", right,
+        " columns), which the GPU kernels do not support yet; place this op on the CPU "
+        "(sf.device('/cpu:0')) or use VALID padding"));
+  }
+  constexpr int64_t kIntMax = (int64_t{1} << 31) - 1;
+  for (int64_t v : {n, h, w, c, kh, kw}) {
+    if (v > kIntMax) return absl::UnimplementedError("tensor dimensions above 2^31 on a GPU");
+  }
+  win->pad_h = top;
+  win->pad_w = left;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Workspace(OpKernelContext* ctx, size_t bytes) {
+  Tensor t;
+  SF_RETURN_IF_ERROR(
+      ctx->allocate_temp(DT_UINT8, TensorShape({static_cast<int64_t>(std::max<size_t>(bytes, 1))}),
+                         &t));
+  return t;
+}
+
+// The filter [kh, kw, in, out] <-> cuDNN's [out, kh, kw, in].
+absl::Status FilterToCudnn(OpKernelContext* ctx, const Tensor& hwio, Tensor* ohwi) {
+  SF_RETURN_IF_ERROR(ctx->allocate_temp(
+      DT_FLOAT,
+      TensorShape({hwio.dim_size(3), hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2)}),
+      ohwi));
+  const int64_t dims[4] = {hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2),
+                           hwio.dim_size(3)};
+  const int perm[4] = {3, 0, 1, 2};
+  return gpu::CudaStatus(gpu::LaunchTranspose(hwio.raw_data(), ohwi->raw_data(), 4, dims, perm, 4,
+                                              gpu::StreamOf(ctx)),
+                         "LaunchTranspose(filter)");
+}
+
+// Descriptors of one convolution: x [n,h,w,c], filter [out,kh,kw,c], y [n,oh,ow,out].
+struct ConvSetup {
+  TensorDesc x, y;
+  FilterDesc f;
+  ConvDesc conv;
+  absl::Status Init(const Window& win, int64_t out_channels, bool tf32) {
+    SF_RETURN_IF_ERROR(gpu::CudnnStatus(x.Set(win.n, win.h, win.w, win.c), "x descriptor"));
+    SF_RETURN_IF_ERROR(
+        gpu::CudnnStatus(y.Set(win.n, win.oh, win.ow, out_channels), "y descriptor"));
+    SF_RETURN_IF_ERROR(gpu::CudnnStatus(
+        cudnnSetFilter4dDescriptor(f.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
+                                   static_cast<int>(out_channels), static_cast<int>(win.c),
+                                   static_cast<int>(win.kh), static_cast<int>(win.kw)),
+        "filter descriptor"));
+    SF_RETURN_IF_ERROR(gpu::CudnnStatus(
+        cudnnSetConvolution2dDescriptor(conv.d, static_cast<int>(win.pad_h),
+                                        static_cast<int>(win.pad_w), static_cast<int>(win.sh),
+                                        static_cast<int>(win.sw), 1, 1, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT),
+        "convolution descriptor"));
+    return gpu::CudnnStatus(
+        cudnnSetConvolutionMathType(conv.d, tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+        "cudnnSetConvolutionMathType");
+  }
+};
+
+// Picks the first algorithm of cuDNN's ranking that succeeded and whose workspace fits.
+template <typename Perf>
+absl::StatusOr<Perf> PickFrom(const Perf* perfs, int count, const char* what) {
+  for (int i = 0; i < count; ++i) {
+    if (perfs[i].status == CUDNN_STATUS_SUCCESS && perfs[i].memory <= kMaxWorkspace) {
+      return perfs[i];
+    }
+  }
+  return absl::InternalError(absl::StrCat("cuDNN offers no ", what,
+                                          " algorithm for this convolution within a ",
+                                          kMaxWorkspace >> 20, " MiB workspace"));
+}
+
+// Algorithms are chosen by timing them once per shape (cudnnFind*, as TensorFlow's autotuning
+// and PyTorch's cudnn.benchmark do); $SHARDFLOW_CUDNN_FIND=0 takes cuDNN's heuristics instead.
+bool UseFind() {
+  static const bool find = [] {
+    const char* env = std::getenv("SHARDFLOW_CUDNN_FIND");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  return find;
+}
+
+std::string AlgoKey(const Window& w, int64_t out_c, bool tf32) {
+  return absl::StrCat(w.n, ",", w.h, ",", w.w, ",", w.c, ",", w.kh, ",", w.kw, ",", w.sh, ",",
+                      w.sw, ",", w.pad_h, ",", w.pad_w, ",", out_c, ",", tf32);
+}
+
+// cuDNN's choice for one convolution shape, asked once per process (the heuristics query costs
+// more than launching the convolution of a small layer). `query` fills perfs and count.
+template <typename Perf, int kCount, typename Query>
+absl::StatusOr<Perf> Pick(const std::string& key, const char* what, Query query) {
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* cache = new std::map<std::string, Perf>;
+  {
+    absl::MutexLock lock(&mu);
+    auto it = cache->find(key);
+    if (it != cache->end()) return it->second;
+  }
+  Perf perfs[kCount];
+  int count = 0;
+  SF_RETURN_IF_ERROR(query(perfs, &count));
+  SF_ASSIGN_OR_RETURN(Perf perf, PickFrom(perfs, count, what));
+  absl::MutexLock lock(&mu);
+  (*cache)[key] = perf;
+  return perf;
+}
+
+absl::Status ConvForward(OpKernelContext* ctx, const Window& win, const Tensor& x,
+                         const Tensor& filter_hwio, Tensor* y) {
+  const int64_t out_c = filter_hwio.dim_size(3);
+  Tensor filter;
+  SF_RETURN_IF_ERROR(FilterToCudnn(ctx, filter_hwio, &filter));
+  ConvSetup setup;
+  SF_RETURN_IF_ERROR(setup.Init(win, out_c, gpu::AllowTf32(ctx)));
+  SF_ASSIGN_OR_RETURN(gpu::CudnnHandle handle, gpu::CudnnHandle::Get(gpu::StreamOf(ctx)));
+  SF_ASSIGN_OR_RETURN(
+      auto perf,
+      (Pick<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+          AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "forward",
+          [&](cudnnConvolutionFwdAlgoPerf_t* perfs, int* count) {
+            if (UseFind()) {
+              return gpu::CudnnStatus(
+                  cudnnFindConvolutionForwardAlgorithm(handle.get(), setup.x.d, setup.f.d,
+                                                       setup.conv.d, setup.y.d,
+                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count,
+                                                       perfs),
+                  "cudnnFindConvolutionForwardAlgorithm");
+            }
+            return gpu::CudnnStatus(cudnnGetConvolutionForwardAlgorithm_v7(
+                                        handle.get(), setup.x.d, setup.f.d, setup.conv.d,
+                                        setup.y.d, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count, perfs),
+                                    "cudnnGetConvolutionForwardAlgorithm_v7");
+          })));
+  SF_RETURN_IF_ERROR(gpu::CudnnStatus(cudnnSetConvolutionMathType(setup.conv.d, perf.mathType),
+                                      "cudnnSetConvolutionMathType"));
+  SF_ASSIGN_OR_RETURN(Tensor ws, Workspace(ctx, perf.memory));
+  const float one = 1.f, zero = 0.f;
+  return gpu::CudnnStatus(
+      cudnnConvolutionForward(handle.get(), &one, setup.x.d, x.raw_data(), setup.f.d,
+                              filter.raw_data(), setup.conv.d, perf.algo, ws.raw_data(),
+                              perf.memory, &zero, setup.y.d, y->raw_data()),
+      "cudnnConvolutionForward");
+}
+
+class ConvBase : public OpKernel {
+ public:
+  explicit ConvBase(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = ReadStrides(c, "strides", &sh_, &sw_);
+    if (s.ok()) s = c->GetAttr("padding", &padding_);
+    if (s.ok()) s = CheckPadding(padding_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+ protected:
+  // input [n,h,w,c] and filter [kh,kw,c,out].
+  absl::Status Geometry(const TensorShape& input, const TensorShape& filter, Window* win) const {
+    if (input.rank() != 4 || filter.rank() != 4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input must be 4-D NHWC and filter 4-D [height, width, in, out]; got ",
+          input.DebugString(), " and ", filter.DebugString()));
+    }
+    if (input.dim(3) != filter.dim(2)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input has ", input.dim(3), " channels but the filter ", filter.DebugString(),
+                       " expects ", filter.dim(2)));
+    }
+    return MakeWindow(input.dim(0), input.dim(1), input.dim(2), input.dim(3), filter.dim(0),
+                      filter.dim(1), sh_, sw_, padding_, win);
+  }
+  int64_t sh_ = 1, sw_ = 1;
+  std::string padding_;
+};
+
+class GpuConv2DOp : public ConvBase {
+ public:
+  explicit GpuConv2DOp(OpKernelConstruction* c) : ConvBase(c) {
+    if (c->def().op() == "_FusedConv2D") {
+      std::string activation;
+      absl::Status s = c->GetAttr("activation", &activation);
+      if (s.ok()) s = CheckFusedActivation(activation);
+      if (!s.ok()) c->SetStatus(s);
+      fused_ = true;
+      activation_ = activation == "Relu" ? 1 : activation == "Tanh" ? 2 : activation == "Sigmoid" ? 3 : 0;
+    }
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
+    Window win;
+    OP_REQUIRES_OK(ctx, Geometry(x.shape(), filter.shape(), &win));
+    const int64_t out_c = filter.dim_size(3);
+    if (fused_) {
+      const Tensor& bias = ctx->input(2);
+      OP_REQUIRES(ctx, bias.dims() == 1 && bias.dim_size(0) == out_c,
+                  absl::InvalidArgumentError(absl::StrCat("bias must be a vector of ", out_c,
+                                                          " values (the output channels), got ",
+                                                          bias.shape().DebugString())));
+    }
+    Tensor* y;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({win.n, win.oh, win.ow, out_c}), &y));
+    if (y->NumElements() == 0) return;
+    if (x.NumElements() == 0 || filter.NumElements() == 0) {
+      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(y->raw_data(), 0, y->TotalBytes(), gpu::StreamOf(ctx)));
+    } else {
+      OP_REQUIRES_OK(ctx, ConvForward(ctx, win, x, filter, y));
+    }
+    if (fused_) {
+      OP_REQUIRES_CUDA(ctx, gpu::LaunchBiasActivation(y->data<float>(), ctx->input(2).data<float>(),
+                                                      y->NumElements(), out_c, activation_,
+                                                      gpu::StreamOf(ctx)));
+    }
+  }
+
+ private:
+  bool fused_ = false;
+  int activation_ = 0;
+};
+
+// A 4-element int32 shape from a host-memory input.
+absl::StatusOr<TensorShape> ShapeInput(const Tensor& t, const char* what) {
+  if (t.dims() != 1 || t.NumElements() != 4 || t.dtype() != DT_INT32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be an int32 vector of 4 sizes, got ", t.DebugString(4)));
+  }
+  std::vector<int64_t> dims;
+  for (int i = 0; i < 4; ++i) {
+    const int32_t d = t.data<int32_t>()[i];
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative size ", d));
+    dims.push_back(d);
+  }
+  return TensorShape(dims);
+}
+
+class GpuConv2DBackpropInputOp : public ConvBase {
+ public:
+  using ConvBase::ConvBase;
+  void Compute(OpKernelContext* ctx) override {
+    auto input_shape = ShapeInput(ctx->input(0), "input_sizes");
+    OP_REQUIRES_OK(ctx, input_shape.status());
+    const Tensor& filter_hwio = ctx->input(1);
+    const Tensor& dy = ctx->input(2);
+    Window win;
+    OP_REQUIRES_OK(ctx, Geometry(*input_shape, filter_hwio.shape(), &win));
+    const int64_t out_c = filter_hwio.dim_size(3);
+    OP_REQUIRES(ctx, dy.shape() == TensorShape({win.n, win.oh, win.ow, out_c}),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "out_backprop has shape ", dy.shape().DebugString(), "; the convolution of ",
+                    input_shape->DebugString(), " with ", filter_hwio.shape().DebugString(),
+                    " has output [", win.n, ",", win.oh, ",", win.ow, ",", out_c, "]")));
+    Tensor* dx;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *input_shape, &dx));
+    if (dx->NumElements() == 0) return;
+    if (dy.NumElements() == 0 || filter_hwio.NumElements() == 0) {
+      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
+      return;
+    }
+    Tensor filter;
+    OP_REQUIRES_OK(ctx, FilterToCudnn(ctx, filter_hwio, &filter));
+    ConvSetup setup;
+    OP_REQUIRES_OK(ctx, setup.Init(win, out_c, gpu::AllowTf32(ctx)));
+    auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
+    OP_REQUIRES_OK(ctx, handle.status());
+    auto perf = Pick<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-data",
+        [&](cudnnConvolutionBwdDataAlgoPerf_t* perfs, int* count) {
+          if (UseFind()) {
+            return gpu::CudnnStatus(
+                cudnnFindConvolutionBackwardDataAlgorithm(
+                    handle->get(), setup.f.d, setup.y.d, setup.conv.d, setup.x.d,
+                    CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, count, perfs),
+                "cudnnFindConvolutionBackwardDataAlgorithm");
+          }
+          return gpu::CudnnStatus(
+              cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                  handle->get(), setup.f.d, setup.y.d, setup.conv.d, setup.x.d,
+                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, count, perfs),
+              "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+        });
+    OP_REQUIRES_OK(ctx, perf.status());
+    OP_REQUIRES_CUDNN(ctx, cudnnSetConvolutionMathType(setup.conv.d, perf->mathType));
+    auto ws = Workspace(ctx, perf->memory);
+    OP_REQUIRES_OK(ctx, ws.status());
+    const float one = 1.f, zero = 0.f;
+    OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardData(
+                               handle->get(), &one, setup.f.d, filter.raw_data(), setup.y.d,
+                               dy.raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
+                               perf->memory, &zero, setup.x.d, dx->raw_data()));
+  }
+};
+
+class GpuConv2DBackpropFilterOp : public ConvBase {
+ public:
+  using ConvBase::ConvBase;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    auto filter_shape = ShapeInput(ctx->input(1), "filter_sizes");
+    OP_REQUIRES_OK(ctx, filter_shape.status());
+    const Tensor& dy = ctx->input(2);
+    Window win;
+    OP_REQUIRES_OK(ctx, Geometry(x.shape(), *filter_shape, &win));
+    const int64_t out_c = filter_shape->dim(3);
+    OP_REQUIRES(ctx, dy.shape() == TensorShape({win.n, win.oh, win.ow, out_c}),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "out_backprop has shape ", dy.shape().DebugString(), "; the convolution of ",
+                    x.shape().DebugString(), " with ", filter_shape->DebugString(),
+                    " has output [", win.n, ",", win.oh, ",", win.ow, ",", out_c, "]")));
+    Tensor* dw;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *filter_shape, &dw));
+    if (dw->NumElements() == 0) return;
+    if (dy.NumElements() == 0 || x.NumElements() == 0) {
+      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dw->raw_data(), 0, dw->TotalBytes(), gpu::StreamOf(ctx)));
+      return;
+    }
+    // cuDNN writes [out, kh, kw, in]; transposed back into dw below.
+    Tensor dw_ohwi;
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT,
+                                           TensorShape({out_c, win.kh, win.kw, win.c}), &dw_ohwi));
+    ConvSetup setup;
+    OP_REQUIRES_OK(ctx, setup.Init(win, out_c, gpu::AllowTf32(ctx)));
+    auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
+    OP_REQUIRES_OK(ctx, handle.status());
+    auto perf =
+        Pick<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+            AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-filter",
+            [&](cudnnConvolutionBwdFilterAlgoPerf_t* perfs, int* count) {
+              if (UseFind()) {
+                return gpu::CudnnStatus(
+                    cudnnFindConvolutionBackwardFilterAlgorithm(
+                        handle->get(), setup.x.d, setup.y.d, setup.conv.d, setup.f.d,
+                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, perfs),
+                    "cudnnFindConvolutionBackwardFilterAlgorithm");
+              }
+              return gpu::CudnnStatus(
+                  cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                      handle->get(), setup.x.d, setup.y.d, setup.conv.d, setup.f.d,
+                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, perfs),
+                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+            });
+    OP_REQUIRES_OK(ctx, perf.status());
+    OP_REQUIRES_CUDNN(ctx, cudnnSetConvolutionMathType(setup.conv.d, perf->mathType));
+    auto ws = Workspace(ctx, perf->memory);
+    OP_REQUIRES_OK(ctx, ws.status());
+    const float one = 1.f, zero = 0.f;
+    OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardFilter(
+                               handle->get(), &one, setup.x.d, x.raw_data(), setup.y.d,
+                               dy.raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
+                               perf->memory, &zero, setup.f.d, dw_ohwi.raw_data()));
+    const int64_t dims[4] = {out_c, win.kh, win.kw, win.c};
+    const int perm[4] = {1, 2, 3, 0};
+    OP_REQUIRES_CUDA(ctx, gpu::LaunchTranspose(dw_ohwi.raw_data(), dw->raw_data(), 4, dims, perm,
+                                               4, gpu::StreamOf(ctx)));
+  }
+};
+
+// ---- pooling -----------------------------------------------------------------------------------
+
+class PoolBase : public OpKernel {
+ public:
+  PoolBase(OpKernelConstruction* c, cudnnPoolingMode_t mode) : OpKernel(c), mode_(mode) {
+    absl::Status s = ReadStrides(c, "ksize", &kh_, &kw_);
+    if (s.ok()) s = ReadStrides(c, "strides", &sh_, &sw_);
+    if (s.ok()) s = c->GetAttr("padding", &padding_);
+    if (s.ok()) s = CheckPadding(padding_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+ protected:
+  absl::Status Setup(const TensorShape& input, Window* win, PoolDesc* pool, TensorDesc* x,
+                     TensorDesc* y) const {
+    if (input.rank() != 4) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input must be 4-D NHWC, got ", input.DebugString()));
+    }
+    SF_RETURN_IF_ERROR(MakeWindow(input.dim(0), input.dim(1), input.dim(2), input.dim(3), kh_, kw_,
+                                  sh_, sw_, padding_, win));
+    SF_RETURN_IF_ERROR(gpu::CudnnStatus(
+        cudnnSetPooling2dDescriptor(pool->d, mode_, CUDNN_NOT_PROPAGATE_NAN,
+                                    static_cast<int>(kh_), static_cast<int>(kw_),
+                                    static_cast<int>(win->pad_h), static_cast<int>(win->pad_w),
+                                    static_cast<int>(sh_), static_cast<int>(sw_)),
+        "cudnnSetPooling2dDescriptor"));
+    SF_RETURN_IF_ERROR(gpu::CudnnStatus(x->Set(win->n, win->h, win->w, win->c), "x descriptor"));
+    return gpu::CudnnStatus(y->Set(win->n, win->oh, win->ow, win->c), "y descriptor");
+  }
+  const cudnnPoolingMode_t mode_;
+  int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1;
+  std::string padding_;
+};
+
+cudnnPoolingMode_t ModeOf(const std::string& op) {
+  return op.rfind("MaxPool", 0) == 0 ? CUDNN_POOLING_MAX
+                                     : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+}
+
+class GpuPoolOp : public PoolBase {
+ public:
+  explicit GpuPoolOp(OpKernelConstruction* c) : PoolBase(c, ModeOf(c->def().op())) {}
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Window win;
+    PoolDesc pool;
+    TensorDesc xd, yd;
+    OP_REQUIRES_OK(ctx, Setup(x.shape(), &win, &pool, &xd, &yd));
+    Tensor* y;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({win.n, win.oh, win.ow, win.c}), &y));
+    if (y->NumElements() == 0) return;
+    auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
+    OP_REQUIRES_OK(ctx, handle.status());
+    const float one = 1.f, zero = 0.f;
+    OP_REQUIRES_CUDNN(ctx, cudnnPoolingForward(handle->get(), pool.d, &one, xd.d, x.raw_data(),
+                                               &zero, yd.d, y->raw_data()));
+  }
+};
+
+// MaxPoolGrad(orig_input, orig_output, grad) and AvgPoolGrad(orig_input_shape, grad).
+class GpuPoolGradOp : public PoolBase {
+ public:
+  explicit GpuPoolGradOp(OpKernelConstruction* c) : PoolBase(c, ModeOf(c->def().op())) {}
+  void Compute(OpKernelContext* ctx) override {
+    const bool max = mode_ == CUDNN_POOLING_MAX;
+    TensorShape input_shape;
+    if (max) {
+      input_shape = ctx->input(0).shape();
+    } else {
+      auto s = ShapeInput(ctx->input(0), "orig_input_shape");
+      OP_REQUIRES_OK(ctx, s.status());
+      input_shape = *s;
+    }
+    const Tensor& dy = ctx->input(max ? 2 : 1);
+    Window win;
+    PoolDesc pool;
+    TensorDesc xd, yd;
+    OP_REQUIRES_OK(ctx, Setup(input_shape, &win, &pool, &xd, &yd));
+    const TensorShape out_shape({win.n, win.oh, win.ow, win.c});
+    OP_REQUIRES(ctx, dy.shape() == out_shape,
+                absl::InvalidArgumentError(absl::StrCat("grad has shape ", dy.shape().DebugString(),
+                                                        "; the pooling's output is ",
+                                                        out_shape.DebugString())));
+    if (max) {
+      OP_REQUIRES(ctx, ctx->input(1).shape() == out_shape,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "orig_output has shape ", ctx->input(1).shape().DebugString(),
+                      "; the pooling's output is ", out_shape.DebugString())));
+    }
+    Tensor* dx;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
+    if (dx->NumElements() == 0) return;
+    if (dy.NumElements() == 0) {
+      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
+      return;
+    }
+    auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
+    OP_REQUIRES_OK(ctx, handle.status());
+    const float one = 1.f, zero = 0.f;
+    // Average pooling's gradient reads neither x nor y; cuDNN still takes pointers: dy/dx serve.
+    const void* x = max ? ctx->input(0).raw_data() : dx->raw_data();
+    const void* y = max ? ctx->input(1).raw_data() : dy.raw_data();
+    OP_REQUIRES_CUDNN(ctx, cudnnPoolingBackward(handle->get(), pool.d, &one, yd.d, y, yd.d,
+                                                dy.raw_data(), xd.d, x, &zero, xd.d,
+                                                dx->raw_data()));
+  }
+};
+
+REGISTER_KERNEL(KernelDef("Conv2D").Device(kDeviceGpu).TypeConstraint<float>("T"), GpuConv2DOp);
+REGISTER_KERNEL(KernelDef("_FusedConv2D").Device(kDeviceGpu).TypeConstraint<float>("T"),
+                GpuConv2DOp);
+REGISTER_KERNEL(KernelDef("Conv2DBackpropInput")
+                    .Device(kDeviceGpu)
+                    .TypeConstraint<float>("T")
+                    .HostMemory("input_sizes"),
+                GpuConv2DBackpropInputOp);
+REGISTER_KERNEL(KernelDef("Conv2DBackpropFilter")
+                    .Device(kDeviceGpu)
+                    .TypeConstraint<float>("T")
+                    .HostMemory("filter_sizes"),
+                GpuConv2DBackpropFilterOp);
+REGISTER_KERNEL(KernelDef("MaxPool").Device(kDeviceGpu).TypeConstraint<float>("T"), GpuPoolOp);
+REGISTER_KERNEL(KernelDef("AvgPool").Device(kDeviceGpu).TypeConstraint<float>("T"), GpuPoolOp);
+REGISTER_KERNEL(KernelDef("MaxPoolGrad").Device(kDeviceGpu).TypeConstraint<float>("T"),
+                GpuPoolGradOp);
+REGISTER_KERNEL(KernelDef("AvgPoolGrad")
+                    .Device(kDeviceGpu)
+                    .TypeConstraint<float>("T")
+                    .HostMemory("orig_input_shape"),
+                GpuPoolGradOp);
+
+}  // namespace
+}  // namespace shardflow

@@ -1,0 +1,43 @@
+// Launchers of the CUDA kernels (kernels/gpu/*.cu): plain pointers, element counts and a stream,
+// so that both nvcc (which compiles them) and the C++ compiler (the OpKernels in *.cc) read this
+// header. Each enqueues its kernel on `stream` and returns cudaGetLastError(): launch errors
+// come back at once, errors inside a kernel at the next synchronisation.
+//
+// Element types are passed as shardflow::DataType numbers (core/protos/types.proto) so this header
+// needs nothing of the framework.
+//
+// Thread safety: every launcher may be called from any thread.
+#ifndef SHARDFLOW_KERNELS_GPU_GPU_LAUNCHERS_H_
+#define SHARDFLOW_KERNELS_GPU_GPU_LAUNCHERS_H_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace shardflow {
+namespace gpu {
+
+// Grid-stride loops: blocks of kThreads threads, at most kMaxBlocks blocks.
+inline constexpr int kThreads = 256;
+inline constexpr int kMaxBlocks = 132 * 16;
+inline int BlocksFor(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(b < 1 ? 1 : (b > kMaxBlocks ? kMaxBlocks : b));
+}
+
+// ---- layout (kernels/gpu/transpose.cu) -------------------------------------------------------
+// out = in with its dimensions permuted: out dim i is in dim perm[i]. rank <= 8; `in_dims` are
+// the input's dims; `elem_size` is 1, 2, 4 or 8 bytes.
+cudaError_t LaunchTranspose(const void* in, void* out, int rank, const int64_t* in_dims,
+                            const int* perm, int elem_size, cudaStream_t stream);
+
+// ---- epilogues of the fused ops (kernels/gpu/fused.cu) ---------------------------------------
+// y[i] = activation(y[i] + bias[i % channels]) in place over n float32 values in rows of
+// `channels` (NHWC or a matrix); activation 0 = none, 1 = Relu, 2 = Tanh, 3 = Sigmoid.
+cudaError_t LaunchBiasActivation(float* y, const float* bias, int64_t n, int64_t channels,
+                                 int activation, cudaStream_t stream);
+
+}  // namespace gpu
+}  // namespace shardflow
+
+#endif  // SHARDFLOW_KERNELS_GPU_GPU_LAUNCHERS_H_
