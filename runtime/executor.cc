@@ -223,6 +223,12 @@ class ExecutorState {
     } else {
       item.kernel->Compute(&ctx);
     }
+    // A traced step on a device with a queue of its own (a GPU) waits for each kernel, so that
+    // its stats give the time the kernel ran, not the time it took to enqueue it.
+    if (args_.stats && ex_->device_memory_ && ctx.status().ok()) {
+      absl::Status synced = ex_->device_->Sync();
+      if (!synced.ok()) ctx.SetStatus(synced);
+    }
     ReadyList ready;
     if (Complete(item, &ctx, start, &ready)) ScheduleReady(ready, queue);
     NodeDone();

@@ -37,6 +37,16 @@ cudaError_t LaunchTranspose(const void* in, void* out, int rank, const int64_t* 
 cudaError_t LaunchBiasActivation(float* y, const float* bias, int64_t n, int64_t channels,
                                  int activation, cudaStream_t stream);
 
+// ---- max pooling's gradient (kernels/gpu/pooling.cu) ------------------------------------------
+// NHWC input [n, h, w, c], output [n, oh, ow, c]; windows kh x kw with strides sh, sw, starting
+// pad_top / pad_left before the input.
+struct MaxPoolGradShape {
+  int64_t n, h, w, c, oh, ow, kh, kw, sh, sw, pad_top, pad_left;
+};
+// dx = the gradient of max pooling x into y with respect to x, given dy (zeroed, then filled).
+cudaError_t LaunchMaxPoolGrad(const float* x, const float* y, const float* dy, float* dx,
+                              const MaxPoolGradShape& shape, cudaStream_t stream);
+
 }  // namespace gpu
 }  // namespace shardflow
 
