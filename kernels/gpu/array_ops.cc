@@ -119,8 +119,8 @@ class ConstantLikeOp : public OpKernel {
   SF_GPU_CAST(SRC, half);     \
   SF_GPU_CAST(SRC, bfloat16)
 
-#define SF_GPU_ARRAY(T)                                                                           \
-  SF_GPU_CAST_FROM(T);                                                                            \
+#define SF_GPU_ARRAY(T) \
+  SF_GPU_CAST_FROM(T);  \
   SF_GPU_FILL(T)
 
 // Fill of int32 is shape arithmetic: on the CPU (kernels/gpu/cwise_ops.cc says why).

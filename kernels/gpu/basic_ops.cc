@@ -54,12 +54,12 @@ class GpuTransposeOp : public OpKernel {
     bool seen[8] = {false};
     std::vector<int64_t> out_dims(x.dims());
     for (int i = 0; i < x.dims(); ++i) {
-      int64_t p = perm_t.dtype() == DT_INT64 ? perm_t.data<int64_t>()[i]
-                                             : perm_t.data<int32_t>()[i];
-      OP_REQUIRES(ctx, p >= 0 && p < x.dims() && !seen[p],
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "Transpose: perm must be a permutation of 0..", x.dims() - 1, ", entry ", i,
-                      " is ", p)));
+      int64_t p =
+          perm_t.dtype() == DT_INT64 ? perm_t.data<int64_t>()[i] : perm_t.data<int32_t>()[i];
+      OP_REQUIRES(
+          ctx, p >= 0 && p < x.dims() && !seen[p],
+          absl::InvalidArgumentError(absl::StrCat("Transpose: perm must be a permutation of 0..",
+                                                  x.dims() - 1, ", entry ", i, " is ", p)));
       seen[p] = true;
       perm[i] = static_cast<int>(p);
       out_dims[i] = x.dim_size(static_cast<int>(p));
@@ -68,10 +68,9 @@ class GpuTransposeOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(out_dims), &y));
     if (x.NumElements() == 0) return;
     std::vector<int64_t> in_dims(x.shape().dims().begin(), x.shape().dims().end());
-    OP_REQUIRES_CUDA(ctx, gpu::LaunchTranspose(x.raw_data(), y->raw_data(), x.dims(),
-                                               in_dims.data(), perm,
-                                               static_cast<int>(DataTypeSize(x.dtype())),
-                                               gpu::StreamOf(ctx)));
+    OP_REQUIRES_CUDA(
+        ctx, gpu::LaunchTranspose(x.raw_data(), y->raw_data(), x.dims(), in_dims.data(), perm,
+                                  static_cast<int>(DataTypeSize(x.dtype())), gpu::StreamOf(ctx)));
   }
 };
 
@@ -85,8 +84,8 @@ SF_REGISTER_GPU_CONST(int64_t);
 SF_REGISTER_GPU_CONST(bool);
 #undef SF_REGISTER_GPU_CONST
 
-#define SF_REGISTER_GPU_TRANSPOSE(T)                                                          \
-  REGISTER_KERNEL(                                                                            \
+#define SF_REGISTER_GPU_TRANSPOSE(T)                                                       \
+  REGISTER_KERNEL(                                                                         \
       KernelDef("Transpose").Device(kDeviceGpu).TypeConstraint<T>("T").HostMemory("perm"), \
       GpuTransposeOp)
 SF_REGISTER_GPU_TRANSPOSE(float);

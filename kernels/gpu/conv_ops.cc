@@ -59,19 +59,18 @@ struct PoolDesc {
 
 // The window of a convolution or pooling over an NHWC input.
 struct Window {
-  int64_t n, h, w, c;         // input
-  int64_t kh, kw, sh, sw;     // window, strides
-  int64_t oh, ow;             // output
-  int64_t pad_h, pad_w;       // symmetric padding
+  int64_t n, h, w, c;      // input
+  int64_t kh, kw, sh, sw;  // window, strides
+  int64_t oh, ow;          // output
+  int64_t pad_h, pad_w;    // symmetric padding
 };
 
 absl::Status ReadStrides(OpKernelConstruction* c, const char* attr, int64_t* sh, int64_t* sw) {
   std::vector<int64_t> v;
   SF_RETURN_IF_ERROR(c->GetAttr(attr, &v));
   if (v.size() != 4 || v[0] != 1 || v[3] != 1 || v[1] < 1 || v[2] < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(attr, " must be [1, h, w, 1] with h, w >= 1 (NHWC); got [",
-                     absl::StrJoin(v, ", "), "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        attr, " must be [1, h, w, 1] with h, w >= 1 (NHWC); got [", absl::StrJoin(v, ", "), "]"));
   }
   *sh = v[1];
   *sw = v[2];
@@ -104,9 +103,8 @@ absl::Status MakeWindow(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, 
 
 absl::StatusOr<Tensor> Workspace(OpKernelContext* ctx, size_t bytes) {
   Tensor t;
-  SF_RETURN_IF_ERROR(
-      ctx->allocate_temp(DT_UINT8, TensorShape({static_cast<int64_t>(std::max<size_t>(bytes, 1))}),
-                         &t));
+  SF_RETURN_IF_ERROR(ctx->allocate_temp(
+      DT_UINT8, TensorShape({static_cast<int64_t>(std::max<size_t>(bytes, 1))}), &t));
   return t;
 }
 
@@ -114,14 +112,12 @@ absl::StatusOr<Tensor> Workspace(OpKernelContext* ctx, size_t bytes) {
 absl::Status FilterToCudnn(OpKernelContext* ctx, const Tensor& hwio, Tensor* ohwi) {
   SF_RETURN_IF_ERROR(ctx->allocate_temp(
       DT_FLOAT,
-      TensorShape({hwio.dim_size(3), hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2)}),
-      ohwi));
-  const int64_t dims[4] = {hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2),
-                           hwio.dim_size(3)};
+      TensorShape({hwio.dim_size(3), hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2)}), ohwi));
+  const int64_t dims[4] = {hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2), hwio.dim_size(3)};
   const int perm[4] = {3, 0, 1, 2};
-  return gpu::CudaStatus(gpu::LaunchTranspose(hwio.raw_data(), ohwi->raw_data(), 4, dims, perm, 4,
-                                              gpu::StreamOf(ctx)),
-                         "LaunchTranspose(filter)");
+  return gpu::CudaStatus(
+      gpu::LaunchTranspose(hwio.raw_data(), ohwi->raw_data(), 4, dims, perm, 4, gpu::StreamOf(ctx)),
+      "LaunchTranspose(filter)");
 }
 
 // Descriptors of one convolution: x [n,h,w,c], filter [out,kh,kw,c], y [n,oh,ow,out].
@@ -174,8 +170,8 @@ bool UseFind() {
 }
 
 std::string AlgoKey(const Window& w, int64_t out_c, bool tf32) {
-  return absl::StrCat(w.n, ",", w.h, ",", w.w, ",", w.c, ",", w.kh, ",", w.kw, ",", w.sh, ",",
-                      w.sw, ",", w.pad_h, ",", w.pad_w, ",", out_c, ",", tf32);
+  return absl::StrCat(w.n, ",", w.h, ",", w.w, ",", w.c, ",", w.kh, ",", w.kw, ",", w.sh, ",", w.sw,
+                      ",", w.pad_h, ",", w.pad_w, ",", out_c, ",", tf32);
 }
 
 // cuDNN's choice for one convolution shape, asked once per process (the heuristics query costs
@@ -206,24 +202,23 @@ absl::Status ConvForward(OpKernelContext* ctx, const Window& win, const Tensor& 
   ConvSetup setup;
   SF_RETURN_IF_ERROR(setup.Init(win, out_c, gpu::AllowTf32(ctx)));
   SF_ASSIGN_OR_RETURN(gpu::CudnnHandle handle, gpu::CudnnHandle::Get(gpu::StreamOf(ctx)));
-  SF_ASSIGN_OR_RETURN(
-      auto perf,
-      (Pick<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-          AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "forward",
-          [&](cudnnConvolutionFwdAlgoPerf_t* perfs, int* count) {
-            if (UseFind()) {
-              return gpu::CudnnStatus(
-                  cudnnFindConvolutionForwardAlgorithm(handle.get(), setup.x.d, setup.f.d,
-                                                       setup.conv.d, setup.y.d,
-                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count,
-                                                       perfs),
-                  "cudnnFindConvolutionForwardAlgorithm");
-            }
-            return gpu::CudnnStatus(cudnnGetConvolutionForwardAlgorithm_v7(
-                                        handle.get(), setup.x.d, setup.f.d, setup.conv.d,
-                                        setup.y.d, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count, perfs),
-                                    "cudnnGetConvolutionForwardAlgorithm_v7");
-          })));
+  SF_ASSIGN_OR_RETURN(auto perf,
+                      (Pick<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+                          AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "forward",
+                          [&](cudnnConvolutionFwdAlgoPerf_t* perfs, int* count) {
+                            if (UseFind()) {
+                              return gpu::CudnnStatus(
+                                  cudnnFindConvolutionForwardAlgorithm(
+                                      handle.get(), setup.x.d, setup.f.d, setup.conv.d, setup.y.d,
+                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count, perfs),
+                                  "cudnnFindConvolutionForwardAlgorithm");
+                            }
+                            return gpu::CudnnStatus(
+                                cudnnGetConvolutionForwardAlgorithm_v7(
+                                    handle.get(), setup.x.d, setup.f.d, setup.conv.d, setup.y.d,
+                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, count, perfs),
+                                "cudnnGetConvolutionForwardAlgorithm_v7");
+                          })));
   SF_RETURN_IF_ERROR(gpu::CudnnStatus(cudnnSetConvolutionMathType(setup.conv.d, perf.mathType),
                                       "cudnnSetConvolutionMathType"));
   SF_ASSIGN_OR_RETURN(Tensor ws, Workspace(ctx, perf.memory));
@@ -248,14 +243,14 @@ class ConvBase : public OpKernel {
   // input [n,h,w,c] and filter [kh,kw,c,out].
   absl::Status Geometry(const TensorShape& input, const TensorShape& filter, Window* win) const {
     if (input.rank() != 4 || filter.rank() != 4) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input must be 4-D NHWC and filter 4-D [height, width, in, out]; got ",
-          input.DebugString(), " and ", filter.DebugString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input must be 4-D NHWC and filter 4-D [height, width, in, out]; got ",
+                       input.DebugString(), " and ", filter.DebugString()));
     }
     if (input.dim(3) != filter.dim(2)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input has ", input.dim(3), " channels but the filter ", filter.DebugString(),
-                       " expects ", filter.dim(2)));
+          absl::StrCat("input has ", input.dim(3), " channels but the filter ",
+                       filter.DebugString(), " expects ", filter.dim(2)));
     }
     return MakeWindow(input.dim(0), input.dim(1), input.dim(2), input.dim(3), filter.dim(0),
                       filter.dim(1), sh_, sw_, padding_, win);
@@ -273,7 +268,10 @@ class GpuConv2DOp : public ConvBase {
       if (s.ok()) s = CheckFusedActivation(activation);
       if (!s.ok()) c->SetStatus(s);
       fused_ = true;
-      activation_ = activation == "Relu" ? 1 : activation == "Tanh" ? 2 : activation == "Sigmoid" ? 3 : 0;
+      activation_ = activation == "Relu"      ? 1
+                    : activation == "Tanh"    ? 2
+                    : activation == "Sigmoid" ? 3
+                                              : 0;
     }
   }
   void Compute(OpKernelContext* ctx) override {
@@ -298,9 +296,9 @@ class GpuConv2DOp : public ConvBase {
       OP_REQUIRES_OK(ctx, ConvForward(ctx, win, x, filter, y));
     }
     if (fused_) {
-      OP_REQUIRES_CUDA(ctx, gpu::LaunchBiasActivation(y->data<float>(), ctx->input(2).data<float>(),
-                                                      y->NumElements(), out_c, activation_,
-                                                      gpu::StreamOf(ctx)));
+      OP_REQUIRES_CUDA(
+          ctx, gpu::LaunchBiasActivation(y->data<float>(), ctx->input(2).data<float>(),
+                                         y->NumElements(), out_c, activation_, gpu::StreamOf(ctx)));
     }
   }
 
@@ -344,7 +342,8 @@ class GpuConv2DBackpropInputOp : public ConvBase {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *input_shape, &dx));
     if (dx->NumElements() == 0) return;
     if (dy.NumElements() == 0 || filter_hwio.NumElements() == 0) {
-      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
+      OP_REQUIRES_CUDA(ctx,
+                       cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
       return;
     }
     Tensor filter;
@@ -363,11 +362,10 @@ class GpuConv2DBackpropInputOp : public ConvBase {
                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, count, perfs),
                 "cudnnFindConvolutionBackwardDataAlgorithm");
           }
-          return gpu::CudnnStatus(
-              cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                  handle->get(), setup.f.d, setup.y.d, setup.conv.d, setup.x.d,
-                  CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, count, perfs),
-              "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+          return gpu::CudnnStatus(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+                                      handle->get(), setup.f.d, setup.y.d, setup.conv.d, setup.x.d,
+                                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, count, perfs),
+                                  "cudnnGetConvolutionBackwardDataAlgorithm_v7");
         });
     OP_REQUIRES_OK(ctx, perf.status());
     OP_REQUIRES_CUDNN(ctx, cudnnSetConvolutionMathType(setup.conv.d, perf->mathType));
@@ -395,53 +393,52 @@ class GpuConv2DBackpropFilterOp : public ConvBase {
     OP_REQUIRES(ctx, dy.shape() == TensorShape({win.n, win.oh, win.ow, out_c}),
                 absl::InvalidArgumentError(absl::StrCat(
                     "out_backprop has shape ", dy.shape().DebugString(), "; the convolution of ",
-                    x.shape().DebugString(), " with ", filter_shape->DebugString(),
-                    " has output [", win.n, ",", win.oh, ",", win.ow, ",", out_c, "]")));
+                    x.shape().DebugString(), " with ", filter_shape->DebugString(), " has output [",
+                    win.n, ",", win.oh, ",", win.ow, ",", out_c, "]")));
     Tensor* dw;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *filter_shape, &dw));
     if (dw->NumElements() == 0) return;
     if (dy.NumElements() == 0 || x.NumElements() == 0) {
-      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dw->raw_data(), 0, dw->TotalBytes(), gpu::StreamOf(ctx)));
+      OP_REQUIRES_CUDA(ctx,
+                       cudaMemsetAsync(dw->raw_data(), 0, dw->TotalBytes(), gpu::StreamOf(ctx)));
       return;
     }
     // cuDNN writes [out, kh, kw, in]; transposed back into dw below.
     Tensor dw_ohwi;
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT,
-                                           TensorShape({out_c, win.kh, win.kw, win.c}), &dw_ohwi));
+    OP_REQUIRES_OK(
+        ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({out_c, win.kh, win.kw, win.c}), &dw_ohwi));
     ConvSetup setup;
     OP_REQUIRES_OK(ctx, setup.Init(win, out_c, gpu::AllowTf32(ctx)));
     auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
     OP_REQUIRES_OK(ctx, handle.status());
-    auto perf =
-        Pick<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-            AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-filter",
-            [&](cudnnConvolutionBwdFilterAlgoPerf_t* perfs, int* count) {
-              if (UseFind()) {
-                return gpu::CudnnStatus(
-                    cudnnFindConvolutionBackwardFilterAlgorithm(
-                        handle->get(), setup.x.d, setup.y.d, setup.conv.d, setup.f.d,
-                        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, perfs),
-                    "cudnnFindConvolutionBackwardFilterAlgorithm");
-              }
-              return gpu::CudnnStatus(
-                  cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                      handle->get(), setup.x.d, setup.y.d, setup.conv.d, setup.f.d,
-                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, perfs),
-                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-            });
+    auto perf = Pick<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+        AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-filter",
+        [&](cudnnConvolutionBwdFilterAlgoPerf_t* perfs, int* count) {
+          if (UseFind()) {
+            return gpu::CudnnStatus(
+                cudnnFindConvolutionBackwardFilterAlgorithm(
+                    handle->get(), setup.x.d, setup.y.d, setup.conv.d, setup.f.d,
+                    CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, perfs),
+                "cudnnFindConvolutionBackwardFilterAlgorithm");
+          }
+          return gpu::CudnnStatus(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+                                      handle->get(), setup.x.d, setup.y.d, setup.conv.d, setup.f.d,
+                                      CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, count, perfs),
+                                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+        });
     OP_REQUIRES_OK(ctx, perf.status());
     OP_REQUIRES_CUDNN(ctx, cudnnSetConvolutionMathType(setup.conv.d, perf->mathType));
     auto ws = Workspace(ctx, perf->memory);
     OP_REQUIRES_OK(ctx, ws.status());
     const float one = 1.f, zero = 0.f;
-    OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardFilter(
-                               handle->get(), &one, setup.x.d, x.raw_data(), setup.y.d,
-                               dy.raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
-                               perf->memory, &zero, setup.f.d, dw_ohwi.raw_data()));
+    OP_REQUIRES_CUDNN(
+        ctx, cudnnConvolutionBackwardFilter(handle->get(), &one, setup.x.d, x.raw_data(), setup.y.d,
+                                            dy.raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
+                                            perf->memory, &zero, setup.f.d, dw_ohwi.raw_data()));
     const int64_t dims[4] = {out_c, win.kh, win.kw, win.c};
     const int perm[4] = {1, 2, 3, 0};
-    OP_REQUIRES_CUDA(ctx, gpu::LaunchTranspose(dw_ohwi.raw_data(), dw->raw_data(), 4, dims, perm,
-                                               4, gpu::StreamOf(ctx)));
+    OP_REQUIRES_CUDA(ctx, gpu::LaunchTranspose(dw_ohwi.raw_data(), dw->raw_data(), 4, dims, perm, 4,
+                                               gpu::StreamOf(ctx)));
   }
 };
 
@@ -467,10 +464,10 @@ class PoolBase : public OpKernel {
     SF_RETURN_IF_ERROR(MakeWindow(input.dim(0), input.dim(1), input.dim(2), input.dim(3), kh_, kw_,
                                   sh_, sw_, padding_, win));
     SF_RETURN_IF_ERROR(gpu::CudnnStatus(
-        cudnnSetPooling2dDescriptor(pool->d, mode_, CUDNN_NOT_PROPAGATE_NAN,
-                                    static_cast<int>(kh_), static_cast<int>(kw_),
-                                    static_cast<int>(win->pad_h), static_cast<int>(win->pad_w),
-                                    static_cast<int>(sh_), static_cast<int>(sw_)),
+        cudnnSetPooling2dDescriptor(pool->d, mode_, CUDNN_NOT_PROPAGATE_NAN, static_cast<int>(kh_),
+                                    static_cast<int>(kw_), static_cast<int>(win->pad_h),
+                                    static_cast<int>(win->pad_w), static_cast<int>(sh_),
+                                    static_cast<int>(sw_)),
         "cudnnSetPooling2dDescriptor"));
     SF_RETURN_IF_ERROR(gpu::CudnnStatus(x->Set(win->n, win->h, win->w, win->c), "x descriptor"));
     return gpu::CudnnStatus(y->Set(win->n, win->oh, win->ow, win->c), "y descriptor");
@@ -531,24 +528,25 @@ class GpuPoolGradOp : public PoolBase {
                                                         out_shape.DebugString())));
     if (max) {
       OP_REQUIRES(ctx, ctx->input(1).shape() == out_shape,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "orig_output has shape ", ctx->input(1).shape().DebugString(),
-                      "; the pooling's output is ", out_shape.DebugString())));
+                  absl::InvalidArgumentError(
+                      absl::StrCat("orig_output has shape ", ctx->input(1).shape().DebugString(),
+                                   "; the pooling's output is ", out_shape.DebugString())));
     }
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
     if (dx->NumElements() == 0) return;
     if (dy.NumElements() == 0) {
-      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
+      OP_REQUIRES_CUDA(ctx,
+                       cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
       return;
     }
     if (max) {
       // Our own kernel: the CPU's tie rule, and much faster than cuDNN's NHWC backward pass.
       const gpu::MaxPoolGradShape shape{win.n,  win.h,  win.w,  win.c,  win.oh,    win.ow,
                                         win.kh, win.kw, win.sh, win.sw, win.pad_h, win.pad_w};
-      OP_REQUIRES_CUDA(ctx, gpu::LaunchMaxPoolGrad(
-                                ctx->input(0).data<float>(), ctx->input(1).data<float>(),
-                                dy.data<float>(), dx->data<float>(), shape, gpu::StreamOf(ctx)));
+      OP_REQUIRES_CUDA(ctx, gpu::LaunchMaxPoolGrad(ctx->input(0).data<float>(),
+                                                   ctx->input(1).data<float>(), dy.data<float>(),
+                                                   dx->data<float>(), shape, gpu::StreamOf(ctx)));
       return;
     }
     auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
@@ -557,9 +555,9 @@ class GpuPoolGradOp : public PoolBase {
     // Average pooling's gradient reads neither x nor y; cuDNN still takes pointers: dy/dx serve.
     const void* x = max ? ctx->input(0).raw_data() : dx->raw_data();
     const void* y = max ? ctx->input(1).raw_data() : dy.raw_data();
-    OP_REQUIRES_CUDNN(ctx, cudnnPoolingBackward(handle->get(), pool.d, &one, yd.d, y, yd.d,
-                                                dy.raw_data(), xd.d, x, &zero, xd.d,
-                                                dx->raw_data()));
+    OP_REQUIRES_CUDNN(
+        ctx, cudnnPoolingBackward(handle->get(), pool.d, &one, yd.d, y, yd.d, dy.raw_data(), xd.d,
+                                  x, &zero, xd.d, dx->raw_data()));
   }
 };
 

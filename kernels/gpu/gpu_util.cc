@@ -29,22 +29,20 @@ Handles& AllHandles() {
 
 absl::Status CudaStatus(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("CUDA error ", cudaGetErrorName(e), " (",
-                                          cudaGetErrorString(e), ") in ", what));
+  return absl::InternalError(
+      absl::StrCat("CUDA error ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ") in ", what));
 }
 
 absl::Status CublasStatus(cublasStatus_t e, const char* what) {
   if (e == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat("cuBLAS error ", cublasGetStatusName(e), " (", cublasGetStatusString(e),
-                   ") in ", what));
+  return absl::InternalError(absl::StrCat("cuBLAS error ", cublasGetStatusName(e), " (",
+                                          cublasGetStatusString(e), ") in ", what));
 }
 
 absl::Status CudnnStatus(cudnnStatus_t e, const char* what) {
   if (e == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
-  return absl::InternalError(
-      absl::StrCat("cuDNN error ", cudnnGetErrorString(e), " (", static_cast<int>(e), ") in ",
-                   what));
+  return absl::InternalError(absl::StrCat("cuDNN error ", cudnnGetErrorString(e), " (",
+                                          static_cast<int>(e), ") in ", what));
 }
 
 absl::StatusOr<cublasHandle_t> CublasHandle(cudaStream_t stream, bool allow_tf32) {

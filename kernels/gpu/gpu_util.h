@@ -70,8 +70,7 @@ inline bool AllowTf32(OpKernelContext* ctx) { return ctx->device()->allow_tf32()
 }  // namespace gpu
 }  // namespace shardflow
 
-#define OP_REQUIRES_CUDA(CTX, EXPR) \
-  OP_REQUIRES_OK(CTX, ::shardflow::gpu::CudaStatus((EXPR), #EXPR))
+#define OP_REQUIRES_CUDA(CTX, EXPR) OP_REQUIRES_OK(CTX, ::shardflow::gpu::CudaStatus((EXPR), #EXPR))
 #define OP_REQUIRES_CUBLAS(CTX, EXPR) \
   OP_REQUIRES_OK(CTX, ::shardflow::gpu::CublasStatus((EXPR), #EXPR))
 #define OP_REQUIRES_CUDNN(CTX, EXPR) \

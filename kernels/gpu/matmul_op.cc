@@ -67,9 +67,9 @@ bool GpuMatMul(OpKernelContext* ctx, bool ta, bool tb, Tensor** out) {
   const GemmTypes types = TypesFor(a.dtype(), tf32);
   if (k == 0) {
     // An empty sum: zeros.
-    s = gpu::CudaStatus(cudaMemsetAsync((*out)->raw_data(), 0, (*out)->TotalBytes(),
-                                        gpu::StreamOf(ctx)),
-                        "cudaMemsetAsync");
+    s = gpu::CudaStatus(
+        cudaMemsetAsync((*out)->raw_data(), 0, (*out)->TotalBytes(), gpu::StreamOf(ctx)),
+        "cudaMemsetAsync");
     if (!s.ok()) ctx->SetStatus(s);
     return s.ok();
   }
@@ -141,9 +141,9 @@ class GpuFusedMatMulOp : public OpKernel {
                                                         bias.shape().DebugString())));
     Tensor* out;
     if (!GpuMatMul(ctx, ta_, tb_, &out)) return;
-    OP_REQUIRES_CUDA(ctx, gpu::LaunchBiasActivation(out->data<float>(), bias.data<float>(),
-                                                    out->NumElements(), n, activation_,
-                                                    gpu::StreamOf(ctx)));
+    OP_REQUIRES_CUDA(
+        ctx, gpu::LaunchBiasActivation(out->data<float>(), bias.data<float>(), out->NumElements(),
+                                       n, activation_, gpu::StreamOf(ctx)));
   }
 
  private:
@@ -153,8 +153,7 @@ class GpuFusedMatMulOp : public OpKernel {
 
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<float>("T"), GpuMatMulOp);
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<double>("T"), GpuMatMulOp);
-REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<bfloat16>("T"),
-                GpuMatMulOp);
+REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<bfloat16>("T"), GpuMatMulOp);
 REGISTER_KERNEL(KernelDef("_FusedMatMul").Device(kDeviceGpu).TypeConstraint<float>("T"),
                 GpuFusedMatMulOp);
 

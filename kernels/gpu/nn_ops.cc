@@ -179,10 +179,9 @@ class SparseSoftmaxXentOp : public OpKernel {
     // The device's copy stages host memory through its own pinned buffers: enqueued in stream
     // order, and the host labels may go as soon as it returns.
     OP_REQUIRES_OK(ctx, ctx->device()->CopyTensor(labels, &device_labels));
-    const cudaError_t launched =
-        gpu::LaunchSparseSoftmaxXent(features.data<float>(), device_labels.data<L>(),
-                                     loss->data<float>(), backprop->data<float>(), n, c,
-                                     gpu::StreamOf(ctx));
+    const cudaError_t launched = gpu::LaunchSparseSoftmaxXent(
+        features.data<float>(), device_labels.data<L>(), loss->data<float>(),
+        backprop->data<float>(), n, c, gpu::StreamOf(ctx));
     OP_REQUIRES_CUDA(ctx, launched);
   }
 };

@@ -17,8 +17,8 @@ namespace {
 
 absl::Status Cuda(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat("CUDA error ", cudaGetErrorName(e), " (",
-                                          cudaGetErrorString(e), ") in ", what));
+  return absl::InternalError(
+      absl::StrCat("CUDA error ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ") in ", what));
 }
 
 size_t RoundUp(size_t n) {
@@ -221,9 +221,10 @@ absl::Status GpuDevice::CopyTensor(const Tensor& src, Tensor* dst) {
   }
   if (src.dtype() == DT_STRING) {
     if (IsHostTensor(src) && IsHostTensor(*dst)) return DeviceBase::CopyTensor(src, dst);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a ", DataTypeString(src.dtype()), " tensor cannot be in GPU memory; its ops run on the "
-        "CPU (or keep it in host memory)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", DataTypeString(src.dtype()),
+                     " tensor cannot be in GPU memory; its ops run on the "
+                     "CPU (or keep it in host memory)"));
   }
   const size_t bytes = src.TotalBytes();
   if (bytes == 0) return absl::OkStatus();
@@ -234,9 +235,9 @@ absl::Status GpuDevice::CopyTensor(const Tensor& src, Tensor* dst) {
   if (from_host && !to_host && staging_->CopyToDevice(dst->raw_data(), src.raw_data(), bytes)) {
     return absl::OkStatus();
   }
-  SF_RETURN_IF_ERROR(Cuda(
-      cudaMemcpyAsync(dst->raw_data(), src.raw_data(), bytes, cudaMemcpyDefault, stream_),
-      "cudaMemcpyAsync"));
+  SF_RETURN_IF_ERROR(
+      Cuda(cudaMemcpyAsync(dst->raw_data(), src.raw_data(), bytes, cudaMemcpyDefault, stream_),
+           "cudaMemcpyAsync"));
   // Into host memory: the reader is the CPU, right after this returns. From pageable host
   // memory the copy may still read the source after cudaMemcpyAsync returns.
   if (to_host || from_host) {
@@ -281,8 +282,8 @@ absl::StatusOr<GpuState*> StateFor(int ordinal, const GPUOptions& options) {
   auto* state = new GpuState;
   state->ordinal = ordinal;
   state->limit = limit;
-  SF_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking),
-                          "cudaStreamCreate"));
+  SF_RETURN_IF_ERROR(
+      Cuda(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
   state->allocator = std::make_unique<GpuAllocator>(ordinal, state->stream, limit);
   state->staging = std::make_unique<PinnedStaging>(state->stream);
   States()[ordinal] = state;

@@ -51,7 +51,7 @@ class GpuAllocator final : public Allocator {
   const cudaStream_t stream_;
   const int64_t limit_;
   mutable absl::Mutex mu_;
-  std::multimap<size_t, void*> free_ ABSL_GUARDED_BY(mu_);     // size -> block
+  std::multimap<size_t, void*> free_ ABSL_GUARDED_BY(mu_);       // size -> block
   std::unordered_map<void*, size_t> used_ ABSL_GUARDED_BY(mu_);  // block -> size
   AllocatorStats stats_ ABSL_GUARDED_BY(mu_);
 };

@@ -41,10 +41,7 @@
 #include "ops/training.h"
 #include "runtime/session.h"
 #include "tests/kernels/conformance_table.h"
-
-#ifdef SHARDFLOW_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "tests/util/gpu_test_util.h"
 
 namespace shardflow {
 namespace {
@@ -58,29 +55,6 @@ constexpr char kGpu0[] = "/device:GPU:0";
 constexpr char kCpu0[] = "/device:CPU:0";
 
 // ---- finding the GPU --------------------------------------------------------------------------
-
-// Empty when the CUDA runtime sees a GPU; else the skip message. With a GPU the tests run (and
-// fail if a session does not list it).
-const std::string& NoGpuReason() {
-  static const std::string* reason = [] {
-#ifdef SHARDFLOW_HAVE_CUDA
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-      return new std::string(
-          absl::StrCat("no GPU device: cudaGetDeviceCount: ", cudaGetErrorString(e),
-                       " (no driver or no GPU); skipped"));
-    }
-    if (count == 0) return new std::string("no GPU device: CUDA sees none; skipped");
-    return new std::string();
-#else
-    return new std::string(
-        "no GPU device: built without CUDA (cmake -DSHARDFLOW_CUDA=ON needs the CUDA toolkit); "
-        "skipped");
-#endif
-  }();
-  return *reason;
-}
 
 // OK when a default session lists GPU:0.
 absl::Status SessionListsGpu0() {
@@ -97,10 +71,7 @@ absl::Status SessionListsGpu0() {
   return absl::NotFoundError("CUDA sees a GPU, but a session lists only" + names);
 }
 
-#define SKIP_WITHOUT_GPU()                                                             \
-  do {                                                                                 \
-    if (!NoGpuReason().empty()) GTEST_SKIP() << "[gpu conformance] " << NoGpuReason(); \
-  } while (0)
+#define SKIP_WITHOUT_GPU() SF_SKIP_WITHOUT_GPU("[gpu conformance]")
 
 std::vector<const KernelDef*> GpuKernels(const std::string& op) {
   std::vector<const KernelDef*> out;
@@ -694,8 +665,8 @@ const std::map<std::string, std::function<std::string()>>& GpuCustomChecks() {
          {"ResourceApplyGradientDescent", "ResourceApplyMomentum", "ResourceApplyAdam"}) {
       (*m)[op] = [op] { return CheckOptimizer(op); };
     }
-    for (const char* op : {"CollectiveReduce", "CollectiveGather", "CollectiveBcastSend",
-                           "CollectiveBcastRecv"}) {
+    for (const char* op :
+         {"CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv"}) {
       (*m)[op] = [op] { return CheckGpuCollective(op); };
     }
     (*m)["NoOp"] = CheckNoOp;

@@ -22,10 +22,7 @@
 #include "ops/ops.h"
 #include "ops/training.h"
 #include "runtime/session.h"
-
-#ifdef SHARDFLOW_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
+#include "tests/util/gpu_test_util.h"
 
 namespace shardflow {
 namespace {
@@ -34,35 +31,7 @@ constexpr char kGpu0[] = "/device:GPU:0";
 constexpr char kGpu1[] = "/device:GPU:1";
 constexpr char kCpu0[] = "/device:CPU:0";
 
-// Empty when the CUDA runtime sees a GPU; else the skip message. Asks CUDA rather than a session,
-// so that the first GPU device of this process is made by the first test (the memory limit test
-// sets the limit of the process's allocator). With a GPU the tests run, and fail if the session
-// does not list it.
-const std::string& NoGpuReason() {
-  static const std::string* reason = [] {
-#ifdef SHARDFLOW_HAVE_CUDA
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-      return new std::string(
-          absl::StrCat("no GPU device: cudaGetDeviceCount: ", cudaGetErrorString(e),
-                       " (no driver or no GPU); skipped"));
-    }
-    if (count == 0) return new std::string("no GPU device: CUDA sees none; skipped");
-    return new std::string();
-#else
-    return new std::string(
-        "no GPU device: built without CUDA (cmake -DSHARDFLOW_CUDA=ON needs the CUDA toolkit); "
-        "skipped");
-#endif
-  }();
-  return *reason;
-}
-
-#define SKIP_WITHOUT_GPU()                                                        \
-  do {                                                                            \
-    if (!NoGpuReason().empty()) GTEST_SKIP() << "[gpu device] " << NoGpuReason(); \
-  } while (0)
+#define SKIP_WITHOUT_GPU() SF_SKIP_WITHOUT_GPU("[gpu device]")
 
 SessionOptions CpuOnly() {
   SessionOptions options;
@@ -136,7 +105,7 @@ std::vector<std::pair<std::string, std::string>> NodesOfOps(const RunMetadata& m
 // session keeps working (a small and a 16 MiB product, then the big one fails again). First in
 // the file: a GPU's allocator is the process's (runtime/gpu/gpu_device.h), made with the limit of
 // the first session that uses the GPU, so the later tests here run under 256 MiB too (they need
-// a few MiB). NoGpuReason() asks CUDA, not a session, so it makes no allocator.
+// a few MiB). test::NoGpuReason() asks CUDA, not a session, so it makes no allocator.
 TEST(GpuDeviceTest, AllocationOverTheMemoryLimitFailsAndTheSessionRecovers) {
   SKIP_WITHOUT_GPU();
   SessionOptions limited;

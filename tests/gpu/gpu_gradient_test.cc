@@ -26,11 +26,8 @@
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "runtime/session.h"
+#include "tests/util/gpu_test_util.h"
 #include "tests/util/gradient_checker.h"
-
-#ifdef SHARDFLOW_HAVE_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace shardflow {
 namespace {
@@ -38,32 +35,7 @@ namespace {
 constexpr char kGpu0[] = "/device:GPU:0";
 constexpr double kDelta = 1e-2, kTolerance = 2e-2;
 
-// Empty when the CUDA runtime sees a GPU; else the skip message.
-const std::string& NoGpuReason() {
-  static const std::string* reason = [] {
-#ifdef SHARDFLOW_HAVE_CUDA
-    int count = 0;
-    const cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-      return new std::string(
-          absl::StrCat("no GPU device: cudaGetDeviceCount: ", cudaGetErrorString(e),
-                       " (no driver or no GPU); skipped"));
-    }
-    if (count == 0) return new std::string("no GPU device: CUDA sees none; skipped");
-    return new std::string();
-#else
-    return new std::string(
-        "no GPU device: built without CUDA (cmake -DSHARDFLOW_CUDA=ON needs the CUDA toolkit); "
-        "skipped");
-#endif
-  }();
-  return *reason;
-}
-
-#define SKIP_WITHOUT_GPU()                                                          \
-  do {                                                                              \
-    if (!NoGpuReason().empty()) GTEST_SKIP() << "[gpu gradient] " << NoGpuReason(); \
-  } while (0)
+#define SKIP_WITHOUT_GPU() SF_SKIP_WITHOUT_GPU("[gpu gradient]")
 
 Tensor Random(const TensorShape& shape, uint32_t seed, double lo = -1, double hi = 1) {
   std::mt19937 gen(seed);
