@@ -14,43 +14,6 @@
 namespace shardflow {
 namespace {
 
-// Locks and checks a variable that an update writes: initialized, same shape as `grad`.
-absl::StatusOr<Tensor*> Writable(OpKernelContext* ctx, int input, Variable* var,
-                                 const Tensor& grad) {
-  const std::string& name = ctx->input(input).data<std::string>()[0];
-  if (!var->initialized()) return absl::FailedPreconditionError(UninitializedMessage(name));
-  if (var->dtype() != grad.dtype()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("variable '", name, "' holds ", DataTypeString(var->dtype()),
-                     " but the gradient is ", DataTypeString(grad.dtype())));
-  }
-  Tensor* v = var->mutable_value();
-  if (v->shape() != grad.shape()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("variable '", name, "' has shape ", v->shape().DebugString(),
-                     " but its gradient has shape ", grad.shape().DebugString()));
-  }
-  return v;
-}
-
-// An update's variable and slots must be distinct variables: their locks are taken one after
-// another (the same one twice would deadlock) and the loops write them as separate arrays.
-absl::Status CheckDistinct(OpKernelContext* ctx,
-                           const std::vector<std::pair<int, Variable*>>& vars) {
-  for (size_t i = 0; i < vars.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (vars[i].second == vars[j].second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("inputs ", vars[j].first, " and ", vars[i].first,
-                         " of this update are the same variable '",
-                         ctx->input(vars[i].first).data<std::string>()[0],
-                         "'; a variable and its optimizer slots must be distinct variables"));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 template <typename T>
 T ScalarInput(OpKernelContext* ctx, int i) {
   return ctx->input(i).data<T>()[0];
@@ -74,7 +37,7 @@ class ApplyGradientDescentOp : public OpKernel {
     const Tensor& delta = ctx->input(2);
     const T alpha = ScalarInput<T>(ctx, 1);
     absl::MutexLock lock((*var)->mu());
-    auto v = Writable(ctx, 0, var->get(), delta);
+    auto v = WritableVariable(ctx, 0, var->get(), delta);
     OP_REQUIRES_OK(ctx, v.status());
     T* __restrict w = (*v)->template data<T>();
     const T* __restrict d = delta.data<T>();
@@ -100,12 +63,12 @@ class ApplyMomentumOp : public OpKernel {
     const T lr = ScalarInput<T>(ctx, 2);
     const Tensor& grad = ctx->input(3);
     const T momentum = ScalarInput<T>(ctx, 4);
-    OP_REQUIRES_OK(ctx, CheckDistinct(ctx, {{0, var->get()}, {1, accum->get()}}));
+    OP_REQUIRES_OK(ctx, CheckDistinctVariables(ctx, {{0, var->get()}, {1, accum->get()}}));
     absl::MutexLock lock_var((*var)->mu());
     absl::MutexLock lock_accum((*accum)->mu());
-    auto v = Writable(ctx, 0, var->get(), grad);
+    auto v = WritableVariable(ctx, 0, var->get(), grad);
     OP_REQUIRES_OK(ctx, v.status());
-    auto a = Writable(ctx, 1, accum->get(), grad);
+    auto a = WritableVariable(ctx, 1, accum->get(), grad);
     OP_REQUIRES_OK(ctx, a.status());
     T* __restrict w = (*v)->template data<T>();
     T* __restrict acc = (*a)->template data<T>();
@@ -149,15 +112,16 @@ class ApplyAdamOp : public OpKernel {
     const Tensor& grad = ctx->input(9);
     OP_REQUIRES(ctx, beta1_power < 1.0 && beta2_power < 1.0,
                 absl::InvalidArgumentError("beta1_power and beta2_power must be below 1"));
-    OP_REQUIRES_OK(ctx, CheckDistinct(ctx, {{0, var->get()}, {1, m->get()}, {2, v->get()}}));
+    OP_REQUIRES_OK(ctx,
+                   CheckDistinctVariables(ctx, {{0, var->get()}, {1, m->get()}, {2, v->get()}}));
     absl::MutexLock lock_var((*var)->mu());
     absl::MutexLock lock_m((*m)->mu());
     absl::MutexLock lock_v((*v)->mu());
-    auto wv = Writable(ctx, 0, var->get(), grad);
+    auto wv = WritableVariable(ctx, 0, var->get(), grad);
     OP_REQUIRES_OK(ctx, wv.status());
-    auto mv = Writable(ctx, 1, m->get(), grad);
+    auto mv = WritableVariable(ctx, 1, m->get(), grad);
     OP_REQUIRES_OK(ctx, mv.status());
-    auto vv = Writable(ctx, 2, v->get(), grad);
+    auto vv = WritableVariable(ctx, 2, v->get(), grad);
     OP_REQUIRES_OK(ctx, vv.status());
     const double bias = std::sqrt(1.0 - beta2_power) / (1.0 - beta1_power);
     const T lr_t = static_cast<T>(lr * bias);

@@ -49,6 +49,40 @@ std::string UninitializedMessage(const std::string& name) {
                       "InitializeAllVariables returns), or restore it from a checkpoint");
 }
 
+absl::StatusOr<Tensor*> WritableVariable(OpKernelContext* ctx, int input, Variable* var,
+                                         const Tensor& grad) {
+  const std::string& name = ctx->input(input).data<std::string>()[0];
+  if (!var->initialized()) return absl::FailedPreconditionError(UninitializedMessage(name));
+  if (var->dtype() != grad.dtype()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' holds ", DataTypeString(var->dtype()),
+                     " but the gradient is ", DataTypeString(grad.dtype())));
+  }
+  Tensor* v = var->mutable_value();
+  if (v->shape() != grad.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' has shape ", v->shape().DebugString(),
+                     " but its gradient has shape ", grad.shape().DebugString()));
+  }
+  return v;
+}
+
+absl::Status CheckDistinctVariables(OpKernelContext* ctx,
+                                    const std::vector<std::pair<int, Variable*>>& vars) {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (vars[i].second == vars[j].second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("inputs ", vars[j].first, " and ", vars[i].first,
+                         " of this update are the same variable '",
+                         ctx->input(vars[i].first).data<std::string>()[0],
+                         "'; a variable and its optimizer slots must be distinct variables"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 class VarHandleOp : public OpKernel {

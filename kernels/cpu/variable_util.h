@@ -4,6 +4,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/framework/op_kernel.h"
@@ -32,6 +34,17 @@ absl::StatusOr<std::string> ResourceHandleName(OpKernelContext* ctx, int input);
 absl::StatusOr<std::shared_ptr<Variable>> LookupVariable(OpKernelContext* ctx, int input);
 // "variable 'x' is not initialized: ..." with the way out.
 std::string UninitializedMessage(const std::string& name);
+
+// For optimizer updates (CPU and GPU kernels): the value of `var`, named by the handle in input
+// `input`, to be written in place — initialized, with the dtype and shape of `grad`. The caller
+// holds the variable's lock.
+absl::StatusOr<Tensor*> WritableVariable(OpKernelContext* ctx, int input, Variable* var,
+                                         const Tensor& grad);
+// An update's variable and slots (input index, variable) must be distinct variables: their
+// locks are taken one after another (the same one twice would deadlock) and the loops write them
+// as separate arrays.
+absl::Status CheckDistinctVariables(OpKernelContext* ctx,
+                                    const std::vector<std::pair<int, Variable*>>& vars);
 
 }  // namespace shardflow
 

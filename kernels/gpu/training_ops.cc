@@ -41,43 +41,12 @@ absl::Status CheckDeviceValue(const std::string& name, const Tensor& value) {
   return absl::OkStatus();
 }
 
-// Locks and checks a variable that an update writes: initialized, same dtype and shape as
-// `grad`.
+// The value an update writes (WritableVariable), which must be in this device's memory.
 absl::StatusOr<Tensor*> Writable(OpKernelContext* ctx, int input, Variable* var,
                                  const Tensor& grad) {
-  const std::string& name = ctx->input(input).data<std::string>()[0];
-  if (!var->initialized()) return absl::FailedPreconditionError(UninitializedMessage(name));
-  if (var->dtype() != grad.dtype()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("variable '", name, "' holds ", DataTypeString(var->dtype()),
-                     " but the gradient is ", DataTypeString(grad.dtype())));
-  }
-  Tensor* v = var->mutable_value();
-  if (v->shape() != grad.shape()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("variable '", name, "' has shape ", v->shape().DebugString(),
-                     " but its gradient has shape ", grad.shape().DebugString()));
-  }
-  SF_RETURN_IF_ERROR(CheckDeviceValue(name, *v));
+  SF_ASSIGN_OR_RETURN(Tensor * v, WritableVariable(ctx, input, var, grad));
+  SF_RETURN_IF_ERROR(CheckDeviceValue(ctx->input(input).data<std::string>()[0], *v));
   return v;
-}
-
-// An update's variable and slots must be distinct variables: their locks are taken one after
-// another (the same one twice would deadlock) and the kernels write them as separate arrays.
-absl::Status CheckDistinct(OpKernelContext* ctx,
-                           const std::vector<std::pair<int, Variable*>>& vars) {
-  for (size_t i = 0; i < vars.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (vars[i].second == vars[j].second) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("inputs ", vars[j].first, " and ", vars[i].first,
-                         " of this update are the same variable '",
-                         ctx->input(vars[i].first).data<std::string>()[0],
-                         "'; a variable and its optimizer slots must be distinct variables"));
-      }
-    }
-  }
-  return absl::OkStatus();
 }
 
 // A hyper-parameter input (device memory): the kernel reads its first element, so it must have
@@ -128,7 +97,7 @@ class ApplyMomentumOp : public OpKernel {
     const float* lr = ctx->input(2).data<float>();
     const Tensor& grad = ctx->input(3);
     const float* momentum = ctx->input(4).data<float>();
-    OP_REQUIRES_OK(ctx, CheckDistinct(ctx, {{0, var->get()}, {1, accum->get()}}));
+    OP_REQUIRES_OK(ctx, CheckDistinctVariables(ctx, {{0, var->get()}, {1, accum->get()}}));
     absl::MutexLock lock_var((*var)->mu());
     absl::MutexLock lock_accum((*accum)->mu());
     auto v = Writable(ctx, 0, var->get(), grad);
@@ -158,7 +127,8 @@ class ApplyAdamOp : public OpKernel {
     // Inputs 3..8: beta1_power, beta2_power, lr, beta1, beta2, epsilon (device memory).
     for (int i = 3; i <= 8; ++i) OP_REQUIRES_OK(ctx, CheckScalarInput(ctx, i));
     const Tensor& grad = ctx->input(9);
-    OP_REQUIRES_OK(ctx, CheckDistinct(ctx, {{0, var->get()}, {1, m->get()}, {2, v->get()}}));
+    OP_REQUIRES_OK(ctx,
+                   CheckDistinctVariables(ctx, {{0, var->get()}, {1, m->get()}, {2, v->get()}}));
     absl::MutexLock lock_var((*var)->mu());
     absl::MutexLock lock_m((*m)->mu());
     absl::MutexLock lock_v((*v)->mu());
