@@ -155,8 +155,8 @@ class ExecutorState {
         SF_RETURN_IF_ERROR(ex_->device_->CopyTensor(input, &host));
         input = std::move(host);
       } else if (ex_->device_memory_ && on_host && input.dtype() != DT_STRING) {
-        SF_ASSIGN_OR_RETURN(Tensor dev, Tensor::Create(ex_->device_->GetAllocator(),
-                                                       input.dtype(), input.shape()));
+        SF_ASSIGN_OR_RETURN(
+            Tensor dev, Tensor::Create(ex_->device_->GetAllocator(), input.dtype(), input.shape()));
         SF_RETURN_IF_ERROR(ex_->device_->CopyTensor(input, &dev));
         input = std::move(dev);
       }

@@ -58,9 +58,10 @@ std::string MemoryLimitHint(Allocator* allocator) {
   AllocatorStats stats = allocator->GetStats();
   if (stats.bytes_limit <= 0) return "";
   if (!allocator->IsHostMemory()) {
-    return absl::StrCat(" (", stats.bytes_in_use, " of its limit of ", stats.bytes_limit,
-                        " bytes of device memory are in use; use a smaller batch, or raise the "
-                        "limit with gpu_options.memory_limit_mb / per_process_gpu_memory_fraction)");
+    return absl::StrCat(
+        " (", stats.bytes_in_use, " of its limit of ", stats.bytes_limit,
+        " bytes of device memory are in use; use a smaller batch, or raise the "
+        "limit with gpu_options.memory_limit_mb / per_process_gpu_memory_fraction)");
   }
   return absl::StrCat(" (", stats.bytes_in_use, " of its limit of ", stats.bytes_limit,
                       " bytes are in use; a server's limit is set with --memory-limit-mb)");

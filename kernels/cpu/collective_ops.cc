@@ -239,28 +239,29 @@ REGISTER_KERNEL(KernelDef("CollectiveBcastRecv").Device(kDeviceCpu).TypeConstrai
 // host and the result back to the device, and the ring moves host bytes between the members
 // (in-process or over the task transports). Data parallelism across GPUs works through them;
 // NCCL, which would keep the ring on the GPUs, is not used yet (docs/gpu.md).
-#define SF_REGISTER_GPU_COLLECTIVE(type)                                                  \
-  REGISTER_KERNEL(KernelDef("CollectiveReduce")                                          \
-                      .Device(kDeviceGpu)                                                \
-                      .TypeConstraint<type>("T")                                         \
-                      .HostMemory("input")                                               \
-                      .HostMemory("data"),                                               \
-                  CollectiveReduceOp);                                                   \
-  REGISTER_KERNEL(KernelDef("CollectiveBcastSend")                                       \
-                      .Device(kDeviceGpu)                                                \
-                      .TypeConstraint<type>("T")                                         \
-                      .HostMemory("input")                                               \
-                      .HostMemory("data"),                                               \
-                  CollectiveBcastOp);                                                    \
-  REGISTER_KERNEL(                                                                       \
-      KernelDef("CollectiveBcastRecv").Device(kDeviceGpu).TypeConstraint<type>("T").HostMemory( \
-          "data"),                                                                       \
-      CollectiveBcastOp);                                                                \
-  REGISTER_KERNEL(KernelDef("CollectiveGather")                                          \
-                      .Device(kDeviceGpu)                                                \
-                      .TypeConstraint<type>("T")                                         \
-                      .HostMemory("input")                                               \
-                      .HostMemory("data"),                                               \
+#define SF_REGISTER_GPU_COLLECTIVE(type)           \
+  REGISTER_KERNEL(KernelDef("CollectiveReduce")    \
+                      .Device(kDeviceGpu)          \
+                      .TypeConstraint<type>("T")   \
+                      .HostMemory("input")         \
+                      .HostMemory("data"),         \
+                  CollectiveReduceOp);             \
+  REGISTER_KERNEL(KernelDef("CollectiveBcastSend") \
+                      .Device(kDeviceGpu)          \
+                      .TypeConstraint<type>("T")   \
+                      .HostMemory("input")         \
+                      .HostMemory("data"),         \
+                  CollectiveBcastOp);              \
+  REGISTER_KERNEL(KernelDef("CollectiveBcastRecv") \
+                      .Device(kDeviceGpu)          \
+                      .TypeConstraint<type>("T")   \
+                      .HostMemory("data"),         \
+                  CollectiveBcastOp);              \
+  REGISTER_KERNEL(KernelDef("CollectiveGather")    \
+                      .Device(kDeviceGpu)          \
+                      .TypeConstraint<type>("T")   \
+                      .HostMemory("input")         \
+                      .HostMemory("data"),         \
                   CollectiveGatherOp)
 SF_REGISTER_GPU_COLLECTIVE(float);
 SF_REGISTER_GPU_COLLECTIVE(double);

@@ -295,13 +295,13 @@ class BinaryOp : public OpKernel {
 
 // int32 arithmetic on a GPU device is shape arithmetic: TensorFlow's convention keeps it in host
 // memory, computed by these CPU kernels (no copy to the device and back, no wait for the stream).
-#define SF_REGISTER_HOST_INT32_ON_GPU(NAME, FN)                                         \
-  REGISTER_KERNEL(KernelDef(NAME)                                                      \
-                      .Device(kDeviceGpu)                                              \
-                      .TypeConstraint<int32_t>("T")                                    \
-                      .HostMemory("x")                                                 \
-                      .HostMemory("y")                                                 \
-                      .HostMemory("z"),                                                \
+#define SF_REGISTER_HOST_INT32_ON_GPU(NAME, FN)     \
+  REGISTER_KERNEL(KernelDef(NAME)                   \
+                      .Device(kDeviceGpu)           \
+                      .TypeConstraint<int32_t>("T") \
+                      .HostMemory("x")              \
+                      .HostMemory("y")              \
+                      .HostMemory("z"),             \
                   BinaryOp<int32_t, FN>)
 SF_REGISTER_HOST_INT32_ON_GPU("Add", AddFn);
 SF_REGISTER_HOST_INT32_ON_GPU("Sub", SubFn);

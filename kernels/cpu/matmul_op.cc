@@ -10,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/framework/fused_ops.h"
 #include "core/framework/kernel_registry.h"
+#include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/onednn_util.h"
 #include "kernels/cpu/sgemm.h"
 #include "oneapi/dnnl/dnnl.h"
@@ -17,35 +18,15 @@
 namespace shardflow {
 namespace {
 
-struct MatMulDims {
-  int64_t m, k, n;
-};
-
 // Validates shapes and allocates the output; false after setting an error.
 bool PrepareMatMul(OpKernelContext* ctx, bool ta, bool tb, MatMulDims* dims, Tensor** out) {
-  const Tensor& a = ctx->input(0);
-  const Tensor& b = ctx->input(1);
-  if (a.dims() != 2 || b.dims() != 2) {
-    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat("both inputs must be matrices; got ",
-                                                           a.shape().DebugString(), " and ",
-                                                           b.shape().DebugString())));
-    return false;
-  }
-  dims->m = a.dim_size(ta ? 1 : 0);
-  dims->k = a.dim_size(ta ? 0 : 1);
-  int64_t kb = b.dim_size(tb ? 1 : 0);
-  dims->n = b.dim_size(tb ? 0 : 1);
-  if (dims->k != kb) {
-    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-        "inner dimensions differ: a is ", a.shape().DebugString(), ta ? " (transposed)" : "",
-        ", b is ", b.shape().DebugString(), tb ? " (transposed)" : "", "; ", dims->k, " vs ", kb)));
-    return false;
-  }
-  absl::Status s = ctx->allocate_output(0, TensorShape({dims->m, dims->n}), out);
+  auto d = MatMulShape(ctx->input(0), ctx->input(1), ta, tb);
+  absl::Status s = d.ok() ? ctx->allocate_output(0, TensorShape({d->m, d->n}), out) : d.status();
   if (!s.ok()) {
     ctx->SetStatus(s);
     return false;
   }
+  *dims = *d;
   return true;
 }
 

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
 #include "kernels/cpu/cwise_ops_common.h"
+#include "kernels/cpu/kernel_checks.h"
 
 namespace shardflow {
 namespace {
@@ -33,14 +34,9 @@ class BiasAddOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    OP_REQUIRES(ctx, value.dims() >= 2,
-                absl::InvalidArgumentError(absl::StrCat("value must have rank >= 2, got shape ",
-                                                        value.shape().DebugString())));
-    const int64_t c = value.dim_size(value.dims() - 1);
-    OP_REQUIRES(ctx, bias.dims() == 1 && bias.dim_size(0) == c,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "bias must be a vector of ", c, " entries (value's last dimension, value ",
-                    value.shape().DebugString(), "), got shape ", bias.shape().DebugString())));
+    auto channels = BiasAddChannels(value, bias);
+    OP_REQUIRES_OK(ctx, channels.status());
+    const int64_t c = *channels;
     // Read the input before it may be forwarded to the output (which empties ctx->input(0)).
     const T* x = value.data<T>();
     const T* b = bias.data<T>();
@@ -84,10 +80,9 @@ class BiasAddGradOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& grad = ctx->input(0);
-    OP_REQUIRES(ctx, grad.dims() >= 2,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "out_backprop must have rank >= 2, got shape ", grad.shape().DebugString())));
-    const int64_t c = grad.dim_size(grad.dims() - 1);
+    auto channels = BiasAddGradChannels(grad);
+    OP_REQUIRES_OK(ctx, channels.status());
+    const int64_t c = *channels;
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({c}), &out));
     T* sum = out->data<T>();
@@ -144,18 +139,6 @@ class ReluGradOp : public OpKernel {
 
 // ---- Softmax, LogSoftmax ---------------------------------------------------------------------
 
-// Rows of the last dimension: the input must have rank >= 1.
-bool RowsOf(OpKernelContext* ctx, const Tensor& t, const char* what, int64_t* rows, int64_t* c) {
-  if (t.dims() < 1) {
-    ctx->SetStatus(
-        absl::InvalidArgumentError(absl::StrCat(what, " must have rank >= 1, got a scalar")));
-    return false;
-  }
-  *c = t.dim_size(t.dims() - 1);
-  *rows = *c == 0 ? 0 : t.NumElements() / *c;
-  return true;
-}
-
 template <typename T, bool kLog>
 class SoftmaxOp : public OpKernel {
  public:
@@ -163,7 +146,7 @@ class SoftmaxOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     int64_t rows, c;
-    if (!RowsOf(ctx, logits, "logits", &rows, &c)) return;
+    OP_REQUIRES_OK(ctx, LastDimRows(logits, "logits", &rows, &c));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, logits.shape(), &out));
     const T* x = logits.data<T>();
@@ -205,10 +188,7 @@ class SoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& features = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    OP_REQUIRES(ctx, features.dims() == 2 && labels.shape() == features.shape(),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "features ", features.shape().DebugString(), " and labels ",
-                    labels.shape().DebugString(), " must have one shape [batch, classes]")));
+    OP_REQUIRES_OK(ctx, CheckSoftmaxXentShapes(features, labels));
     const int64_t n = features.dim_size(0), c = features.dim_size(1);
     Tensor *loss, *backprop;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n}), &loss));
@@ -247,22 +227,9 @@ class SparseSoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& features = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    OP_REQUIRES(ctx, features.dims() == 2,
-                absl::InvalidArgumentError(absl::StrCat("features must be [batch, classes], got ",
-                                                        features.shape().DebugString())));
+    OP_REQUIRES_OK(ctx, CheckSparseXentInputs(features, labels));
     const int64_t n = features.dim_size(0), c = features.dim_size(1);
-    OP_REQUIRES(
-        ctx, labels.dims() == 1 && labels.dim_size(0) == n,
-        absl::InvalidArgumentError(absl::StrCat(
-            "labels must be a vector of ", n, " class indices (one per row of features ",
-            features.shape().DebugString(), "), got shape ", labels.shape().DebugString())));
     const L* lab = labels.data<L>();
-    for (int64_t r = 0; r < n; ++r) {
-      OP_REQUIRES(ctx, lab[r] >= 0 && lab[r] < c,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "label ", lab[r], " at row ", r, " is outside the valid range [0, ", c,
-                      ") of class indices (features have ", c, " columns)")));
-    }
     Tensor *loss, *backprop;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n}), &loss));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, features.shape(), &backprop));

@@ -21,6 +21,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/op_kernel.h"
 #include "kernels/cpu/cwise_ops_common.h"
+#include "kernels/cpu/kernel_checks.h"
 
 namespace shardflow {
 namespace {
@@ -200,35 +201,6 @@ void ReducePass(OpKernelContext* ctx, const In* in, int64_t outer, int64_t reduc
   });
 }
 
-// Reads an axis tensor (int32 or int64, scalar or vector) into `axes`.
-absl::Status ReadAxes(const Tensor& t, const char* what, std::vector<int64_t>* axes) {
-  if (t.dims() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be a scalar or a vector, got shape ", t.shape().DebugString()));
-  }
-  axes->clear();
-  if (t.dtype() == DT_INT32) {
-    axes->assign(t.data<int32_t>(), t.data<int32_t>() + t.NumElements());
-  } else if (t.dtype() == DT_INT64) {
-    axes->assign(t.data<int64_t>(), t.data<int64_t>() + t.NumElements());
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be int32 or int64, got ", DataTypeString(t.dtype())));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status AxisOutOfRange(const char* what, int64_t axis, const TensorShape& shape) {
-  const int rank = shape.rank();
-  if (rank == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " ", axis, " is out of range: the input is a scalar, which has no dimensions"));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, " ", axis, " is out of range for input of shape ", shape.DebugString(),
-                   "; valid: [", -rank, ", ", rank, ")"));
-}
-
 template <typename T, typename R>
 class ReductionOp : public OpKernel {
  public:
@@ -240,33 +212,10 @@ class ReductionOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    std::vector<int64_t> axes;
-    OP_REQUIRES_OK(ctx, ReadAxes(ctx->input(1), "axis", &axes));
-    const int rank = in.dims();
-    std::vector<bool> reduce(rank, false);
-    for (int64_t a : axes) {
-      OP_REQUIRES(ctx, a >= -rank && a < rank, AxisOutOfRange("reduction axis", a, in.shape()));
-      reduce[a < 0 ? a + rank : a] = true;
-    }
-    TensorShape out_shape;
-    int64_t reduced_count = 1;
-    // Merged (size, reduced?) groups, outermost first; size-1 dimensions dropped.
-    std::vector<std::pair<int64_t, bool>> groups;
-    for (int i = 0; i < rank; ++i) {
-      const int64_t d = in.dim_size(i);
-      if (reduce[i]) {
-        reduced_count *= d;
-        if (keep_dims_) out_shape.AddDim(1);
-      } else {
-        out_shape.AddDim(d);
-      }
-      if (d == 1) continue;
-      if (!groups.empty() && groups.back().second == reduce[i]) {
-        groups.back().first *= d;
-      } else {
-        groups.emplace_back(d, reduce[i]);
-      }
-    }
+    auto plan = PlanReduction(in.shape(), ctx->input(1), keep_dims_);
+    OP_REQUIRES_OK(ctx, plan.status());
+    const TensorShape& out_shape = plan->out_shape;
+    const int64_t reduced_count = plan->reduced_count;
     const int64_t out_count = out_shape.num_elements();
     if (reduced_count == 1) {
       // Nothing to combine: the output is the input, reshaped.
@@ -280,23 +229,17 @@ class ReductionOp : public OpKernel {
     if (out_count == 0) return;
     T* out_data = out->data<T>();
     if (reduced_count == 0) {
-      OP_REQUIRES(
-          ctx, !R::kEmptyIsError,
-          absl::InvalidArgumentError(absl::StrCat(
-              type_string(), " over an empty set of values: input shape ", in.shape().DebugString(),
-              " has size 0 along a reduced axis; reduce only non-empty axes")));
+      OP_REQUIRES(ctx, !R::kEmptyIsError, EmptyReductionError(type_string(), in.shape()));
       Acc empty = R::template Identity<Acc>();
       if constexpr (R::kIsMean) {
-        OP_REQUIRES(ctx, !std::is_integral_v<Acc>,
-                    absl::InvalidArgumentError(absl::StrCat(
-                        "Mean of an empty set of integers is undefined: input shape ",
-                        in.shape().DebugString(), " has size 0 along a reduced axis")));
+        OP_REQUIRES(ctx, !std::is_integral_v<Acc>, EmptyIntegerMeanError(in.shape()));
         empty = std::numeric_limits<Acc>::quiet_NaN();
       }
       std::fill(out_data, out_data + out_count, static_cast<T>(empty));
       return;
     }
-    OP_REQUIRES_OK(ctx, Reduce(ctx, in.data<T>(), std::move(groups), reduced_count, out_data));
+    OP_REQUIRES_OK(ctx,
+                   Reduce(ctx, in.data<T>(), std::move(plan->groups), reduced_count, out_data));
   }
 
  private:

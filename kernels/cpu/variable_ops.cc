@@ -49,6 +49,33 @@ std::string UninitializedMessage(const std::string& name) {
                       "InitializeAllVariables returns), or restore it from a checkpoint");
 }
 
+absl::Status CheckAssignable(const std::string& name, const Variable& var, const Tensor& value) {
+  if (var.dtype() != value.dtype()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' holds ", DataTypeString(var.dtype()),
+                     " but the value is ", DataTypeString(value.dtype())));
+  }
+  if (!value.shape().IsCompatibleWith(var.declared_shape())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("variable '", name, "' has shape ", var.declared_shape().DebugString(),
+                     " but the value has shape ", value.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor*> AssignAddTarget(const std::string& name, Variable* var,
+                                        const Tensor& value) {
+  SF_RETURN_IF_ERROR(CheckAssignable(name, *var, value));
+  if (!var->initialized()) return absl::FailedPreconditionError(UninitializedMessage(name));
+  Tensor* v = var->mutable_value();
+  if (v->shape() != value.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("AssignAdd to variable '", name, "' of shape ", v->shape().DebugString(),
+                     " with a value of shape ", value.shape().DebugString()));
+  }
+  return v;
+}
+
 absl::StatusOr<Tensor*> WritableVariable(OpKernelContext* ctx, int input, Variable* var,
                                          const Tensor& grad) {
   const std::string& name = ctx->input(input).data<std::string>()[0];
@@ -130,25 +157,14 @@ class AssignVariableOp : public OpKernel {
     const Tensor& value = ctx->input(1);
     const std::string& name = ctx->input(0).data<std::string>()[0];
     absl::MutexLock lock((*var)->mu());
-    OP_REQUIRES(ctx, (*var)->dtype() == value.dtype(),
-                absl::InvalidArgumentError(
-                    absl::StrCat("variable '", name, "' holds ", DataTypeString((*var)->dtype()),
-                                 " but the value is ", DataTypeString(value.dtype()))));
-    OP_REQUIRES(ctx, value.shape().IsCompatibleWith((*var)->declared_shape()),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "variable '", name, "' has shape ", (*var)->declared_shape().DebugString(),
-                    " but the value has shape ", value.shape().DebugString())));
     if (!kAdd) {
+      OP_REQUIRES_OK(ctx, CheckAssignable(name, **var, value));
       (*var)->set_value(value);
       return;
     }
-    OP_REQUIRES(ctx, (*var)->initialized(),
-                absl::FailedPreconditionError(UninitializedMessage(name)));
-    Tensor* v = (*var)->mutable_value();
-    OP_REQUIRES(ctx, v->shape() == value.shape(),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "AssignAdd to variable '", name, "' of shape ", v->shape().DebugString(),
-                    " with a value of shape ", value.shape().DebugString())));
+    auto target = AssignAddTarget(name, var->get(), value);
+    OP_REQUIRES_OK(ctx, target.status());
+    Tensor* v = *target;
     SF_SWITCH_NUMERIC(
         value.dtype(), T,
         {

@@ -35,6 +35,14 @@ absl::StatusOr<std::shared_ptr<Variable>> LookupVariable(OpKernelContext* ctx, i
 // "variable 'x' is not initialized: ..." with the way out.
 std::string UninitializedMessage(const std::string& name);
 
+// AssignVariableOp and AssignAddVariableOp: `value` has the dtype of the variable named `name`
+// and a shape compatible with its declared one. The caller holds the variable's lock.
+absl::Status CheckAssignable(const std::string& name, const Variable& var, const Tensor& value);
+// AssignAddVariableOp (CPU and GPU kernels): the checked value of the variable to add `value` to
+// in place — assignable, initialized, of value's shape. The caller holds the variable's lock.
+absl::StatusOr<Tensor*> AssignAddTarget(const std::string& name, Variable* var,
+                                        const Tensor& value);
+
 // For optimizer updates (CPU and GPU kernels): the value of `var`, named by the handle in input
 // `input`, to be written in place — initialized, with the dtype and shape of `grad`. The caller
 // holds the variable's lock.

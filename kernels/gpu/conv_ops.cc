@@ -101,6 +101,12 @@ absl::Status MakeWindow(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, 
   return absl::OkStatus();
 }
 
+// Fills `t` (device memory) with zeros: the result of an empty sum.
+absl::Status Zero(OpKernelContext* ctx, Tensor* t) {
+  return gpu::CudaStatus(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), gpu::StreamOf(ctx)),
+                         "cudaMemsetAsync");
+}
+
 absl::StatusOr<Tensor> Workspace(OpKernelContext* ctx, size_t bytes) {
   Tensor t;
   SF_RETURN_IF_ERROR(ctx->allocate_temp(
@@ -255,6 +261,17 @@ class ConvBase : public OpKernel {
     return MakeWindow(input.dim(0), input.dim(1), input.dim(2), input.dim(3), filter.dim(0),
                       filter.dim(1), sh_, sw_, padding_, win);
   }
+  // Geometry, for a gradient: out_backprop `dy` must have the convolution's output shape.
+  absl::Status GradGeometry(const TensorShape& input, const TensorShape& filter, const Tensor& dy,
+                            Window* win) const {
+    SF_RETURN_IF_ERROR(Geometry(input, filter, win));
+    const int64_t out_c = filter.dim(3);
+    if (dy.shape() == TensorShape({win->n, win->oh, win->ow, out_c})) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("out_backprop has shape ", dy.shape().DebugString(), "; the convolution of ",
+                     input.DebugString(), " with ", filter.DebugString(), " has output [", win->n,
+                     ",", win->oh, ",", win->ow, ",", out_c, "]"));
+  }
   int64_t sh_ = 1, sw_ = 1;
   std::string padding_;
 };
@@ -291,7 +308,7 @@ class GpuConv2DOp : public ConvBase {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({win.n, win.oh, win.ow, out_c}), &y));
     if (y->NumElements() == 0) return;
     if (x.NumElements() == 0 || filter.NumElements() == 0) {
-      OP_REQUIRES_CUDA(ctx, cudaMemsetAsync(y->raw_data(), 0, y->TotalBytes(), gpu::StreamOf(ctx)));
+      OP_REQUIRES_OK(ctx, Zero(ctx, y));
     } else {
       OP_REQUIRES_OK(ctx, ConvForward(ctx, win, x, filter, y));
     }
@@ -331,19 +348,13 @@ class GpuConv2DBackpropInputOp : public ConvBase {
     const Tensor& filter_hwio = ctx->input(1);
     const Tensor& dy = ctx->input(2);
     Window win;
-    OP_REQUIRES_OK(ctx, Geometry(*input_shape, filter_hwio.shape(), &win));
+    OP_REQUIRES_OK(ctx, GradGeometry(*input_shape, filter_hwio.shape(), dy, &win));
     const int64_t out_c = filter_hwio.dim_size(3);
-    OP_REQUIRES(ctx, dy.shape() == TensorShape({win.n, win.oh, win.ow, out_c}),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "out_backprop has shape ", dy.shape().DebugString(), "; the convolution of ",
-                    input_shape->DebugString(), " with ", filter_hwio.shape().DebugString(),
-                    " has output [", win.n, ",", win.oh, ",", win.ow, ",", out_c, "]")));
     Tensor* dx;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *input_shape, &dx));
     if (dx->NumElements() == 0) return;
     if (dy.NumElements() == 0 || filter_hwio.NumElements() == 0) {
-      OP_REQUIRES_CUDA(ctx,
-                       cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
+      OP_REQUIRES_OK(ctx, Zero(ctx, dx));
       return;
     }
     Tensor filter;
@@ -388,19 +399,13 @@ class GpuConv2DBackpropFilterOp : public ConvBase {
     OP_REQUIRES_OK(ctx, filter_shape.status());
     const Tensor& dy = ctx->input(2);
     Window win;
-    OP_REQUIRES_OK(ctx, Geometry(x.shape(), *filter_shape, &win));
+    OP_REQUIRES_OK(ctx, GradGeometry(x.shape(), *filter_shape, dy, &win));
     const int64_t out_c = filter_shape->dim(3);
-    OP_REQUIRES(ctx, dy.shape() == TensorShape({win.n, win.oh, win.ow, out_c}),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "out_backprop has shape ", dy.shape().DebugString(), "; the convolution of ",
-                    x.shape().DebugString(), " with ", filter_shape->DebugString(), " has output [",
-                    win.n, ",", win.oh, ",", win.ow, ",", out_c, "]")));
     Tensor* dw;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *filter_shape, &dw));
     if (dw->NumElements() == 0) return;
     if (dy.NumElements() == 0 || x.NumElements() == 0) {
-      OP_REQUIRES_CUDA(ctx,
-                       cudaMemsetAsync(dw->raw_data(), 0, dw->TotalBytes(), gpu::StreamOf(ctx)));
+      OP_REQUIRES_OK(ctx, Zero(ctx, dw));
       return;
     }
     // cuDNN writes [out, kh, kw, in]; transposed back into dw below.
@@ -536,8 +541,7 @@ class GpuPoolGradOp : public PoolBase {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input_shape, &dx));
     if (dx->NumElements() == 0) return;
     if (dy.NumElements() == 0) {
-      OP_REQUIRES_CUDA(ctx,
-                       cudaMemsetAsync(dx->raw_data(), 0, dx->TotalBytes(), gpu::StreamOf(ctx)));
+      OP_REQUIRES_OK(ctx, Zero(ctx, dx));
       return;
     }
     if (max) {

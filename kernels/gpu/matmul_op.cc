@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/fused_ops.h"
 #include "core/framework/kernel_registry.h"
+#include "kernels/cpu/kernel_checks.h"
 #include "kernels/gpu/gpu_launchers.h"
 #include "kernels/gpu/gpu_util.h"
 
@@ -37,20 +38,12 @@ GemmTypes TypesFor(DataType dtype, bool tf32) {
 bool GpuMatMul(OpKernelContext* ctx, bool ta, bool tb, Tensor** out) {
   const Tensor& a = ctx->input(0);
   const Tensor& b = ctx->input(1);
-  if (a.dims() != 2 || b.dims() != 2) {
-    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat("both inputs must be matrices; got ",
-                                                           a.shape().DebugString(), " and ",
-                                                           b.shape().DebugString())));
+  auto dims = MatMulShape(a, b, ta, tb);
+  if (!dims.ok()) {
+    ctx->SetStatus(dims.status());
     return false;
   }
-  const int64_t m = a.dim_size(ta ? 1 : 0), k = a.dim_size(ta ? 0 : 1);
-  const int64_t kb = b.dim_size(tb ? 1 : 0), n = b.dim_size(tb ? 0 : 1);
-  if (k != kb) {
-    ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-        "inner dimensions differ: a is ", a.shape().DebugString(), ta ? " (transposed)" : "",
-        ", b is ", b.shape().DebugString(), tb ? " (transposed)" : "", "; ", k, " vs ", kb)));
-    return false;
-  }
+  const int64_t m = dims->m, k = dims->k, n = dims->n;
   constexpr int64_t kMaxDim = (int64_t{1} << 31) - 1;  // cuBLAS takes int sizes
   if (m > kMaxDim || n > kMaxDim || k > kMaxDim) {
     ctx->SetStatus(absl::UnimplementedError(absl::StrCat(

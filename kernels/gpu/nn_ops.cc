@@ -12,6 +12,7 @@
 #include "core/framework/device_name.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/op_kernel.h"
+#include "kernels/cpu/kernel_checks.h"
 #include "kernels/gpu/gpu_util.h"
 #include "kernels/gpu/nn_ops.cu.h"
 #include "kernels/gpu/reduction_ops.cu.h"
@@ -28,14 +29,9 @@ class BiasAddOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    OP_REQUIRES(ctx, value.dims() >= 2,
-                absl::InvalidArgumentError(absl::StrCat("value must have rank >= 2, got shape ",
-                                                        value.shape().DebugString())));
-    const int64_t c = value.dim_size(value.dims() - 1);
-    OP_REQUIRES(ctx, bias.dims() == 1 && bias.dim_size(0) == c,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "bias must be a vector of ", c, " entries (value's last dimension, value ",
-                    value.shape().DebugString(), "), got shape ", bias.shape().DebugString())));
+    auto channels = BiasAddChannels(value, bias);
+    OP_REQUIRES_OK(ctx, channels.status());
+    const int64_t c = *channels;
     // Read the input before it may be forwarded to the output (which empties ctx->input(0)).
     const float* x = value.data<float>();
     const float* b = bias.data<float>();
@@ -56,10 +52,9 @@ class BiasAddGradOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& grad = ctx->input(0);
-    OP_REQUIRES(ctx, grad.dims() >= 2,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "out_backprop must have rank >= 2, got shape ", grad.shape().DebugString())));
-    const int64_t c = grad.dim_size(grad.dims() - 1);
+    auto channels = BiasAddGradChannels(grad);
+    OP_REQUIRES_OK(ctx, channels.status());
+    const int64_t c = *channels;
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({c}), &out));
     if (c == 0) return;
@@ -83,18 +78,6 @@ class BiasAddGradOp : public OpKernel {
 
 // ---- Softmax, LogSoftmax ---------------------------------------------------------------------
 
-// Rows of the last dimension: the input must have rank >= 1.
-bool RowsOf(OpKernelContext* ctx, const Tensor& t, const char* what, int64_t* rows, int64_t* c) {
-  if (t.dims() < 1) {
-    ctx->SetStatus(
-        absl::InvalidArgumentError(absl::StrCat(what, " must have rank >= 1, got a scalar")));
-    return false;
-  }
-  *c = t.dim_size(t.dims() - 1);
-  *rows = *c == 0 ? 0 : t.NumElements() / *c;
-  return true;
-}
-
 template <bool kLog>
 class SoftmaxOp : public OpKernel {
  public:
@@ -103,7 +86,7 @@ class SoftmaxOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     int64_t rows, c;
-    if (!RowsOf(ctx, logits, "logits", &rows, &c)) return;
+    OP_REQUIRES_OK(ctx, LastDimRows(logits, "logits", &rows, &c));
     Tensor* out = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, logits.shape(), &out));
     if (rows == 0) return;
@@ -121,10 +104,7 @@ class SoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& features = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    OP_REQUIRES(ctx, features.dims() == 2 && labels.shape() == features.shape(),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "features ", features.shape().DebugString(), " and labels ",
-                    labels.shape().DebugString(), " must have one shape [batch, classes]")));
+    OP_REQUIRES_OK(ctx, CheckSoftmaxXentShapes(features, labels));
     const int64_t n = features.dim_size(0), c = features.dim_size(1);
     Tensor *loss = nullptr, *backprop = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n}), &loss));
@@ -149,25 +129,11 @@ class SparseSoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& features = ctx->input(0);
     const Tensor& labels = ctx->input(1);  // host memory (registered so)
-    OP_REQUIRES(ctx, features.dims() == 2,
-                absl::InvalidArgumentError(absl::StrCat("features must be [batch, classes], got ",
-                                                        features.shape().DebugString())));
-    const int64_t n = features.dim_size(0), c = features.dim_size(1);
-    OP_REQUIRES(
-        ctx, labels.dims() == 1 && labels.dim_size(0) == n,
-        absl::InvalidArgumentError(absl::StrCat(
-            "labels must be a vector of ", n, " class indices (one per row of features ",
-            features.shape().DebugString(), "), got shape ", labels.shape().DebugString())));
     OP_REQUIRES(ctx, IsHostTensor(labels),
                 absl::InternalError("SparseSoftmaxCrossEntropyWithLogits on the GPU expects its "
                                     "labels in host memory (HostMemory(\"labels\"))"));
-    const L* lab = labels.data<L>();
-    for (int64_t r = 0; r < n; ++r) {
-      OP_REQUIRES(ctx, lab[r] >= 0 && lab[r] < c,
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "label ", lab[r], " at row ", r, " is outside the valid range [0, ", c,
-                      ") of class indices (features have ", c, " columns)")));
-    }
+    OP_REQUIRES_OK(ctx, CheckSparseXentInputs(features, labels));
+    const int64_t n = features.dim_size(0), c = features.dim_size(1);
     Tensor *loss = nullptr, *backprop = nullptr;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n}), &loss));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, features.shape(), &backprop));

@@ -22,6 +22,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/op_kernel.h"
 #include "core/platform/status.h"
+#include "kernels/cpu/kernel_checks.h"
 #include "kernels/gpu/gpu_util.h"
 #include "kernels/gpu/reduction_ops.cu.h"
 
@@ -30,60 +31,13 @@ namespace {
 
 using gpu::ReduceFn;
 
-// Reads an axis tensor (int32 or int64, scalar or vector, in host memory) into `axes`.
-absl::Status ReadAxes(const Tensor& t, const char* what, std::vector<int64_t>* axes) {
-  if (t.dims() > 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be a scalar or a vector, got shape ", t.shape().DebugString()));
-  }
-  axes->clear();
-  if (t.dtype() == DT_INT32) {
-    axes->assign(t.data<int32_t>(), t.data<int32_t>() + t.NumElements());
-  } else if (t.dtype() == DT_INT64) {
-    axes->assign(t.data<int64_t>(), t.data<int64_t>() + t.NumElements());
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be int32 or int64, got ", DataTypeString(t.dtype())));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status AxisOutOfRange(const char* what, int64_t axis, const TensorShape& shape) {
-  const int rank = shape.rank();
-  if (rank == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        what, " ", axis, " is out of range: the input is a scalar, which has no dimensions"));
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat(what, " ", axis, " is out of range for input of shape ", shape.DebugString(),
-                   "; valid: [", -rank, ", ", rank, ")"));
-}
-
-// The dimensions of `shape` merged into (size, reduced?) groups, outermost first: size-1
-// dimensions dropped, adjacent ones with the same flag multiplied together.
-std::vector<std::pair<int64_t, bool>> MergeGroups(const TensorShape& shape,
-                                                  const std::vector<bool>& reduce) {
-  std::vector<std::pair<int64_t, bool>> groups;
-  for (int i = 0; i < shape.rank(); ++i) {
-    const int64_t d = shape.dim(i);
-    if (d == 1) continue;
-    if (!groups.empty() && groups.back().second == reduce[i]) {
-      groups.back().first *= d;
-    } else {
-      groups.emplace_back(d, reduce[i]);
-    }
-  }
-  return groups;
-}
-
-// Reduces `in` over the dimensions flagged in `reduce` into `out`, which holds the kept
-// dimensions in order. The reduced dimensions must hold at least 2 elements in all and the kept
-// ones at least 1 (the callers handle the other cases). One pass per reduced group, the
-// innermost first; passes before the last write temporaries.
+// Reduces `in` over its reduced (size, reduced?) groups (ReductionShape::groups) into `out`, which
+// holds the kept dimensions in order. The reduced dimensions must hold at least 2 elements in all
+// and the kept ones at least 1 (the callers handle the other cases). One pass per reduced group,
+// the innermost first; passes before the last write temporaries.
 template <typename T>
-absl::Status ReduceInto(OpKernelContext* ctx, const Tensor& in, const std::vector<bool>& reduce,
-                        ReduceFn fn, T* out) {
-  std::vector<std::pair<int64_t, bool>> groups = MergeGroups(in.shape(), reduce);
+absl::Status ReduceInto(OpKernelContext* ctx, const Tensor& in,
+                        std::vector<std::pair<int64_t, bool>> groups, ReduceFn fn, T* out) {
   cudaStream_t stream = gpu::StreamOf(ctx);
   const T* src = in.data<T>();
   Tensor src_hold;  // keeps the previous pass's result alive while it is read
@@ -140,24 +94,10 @@ class ReductionOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    std::vector<int64_t> axes;
-    OP_REQUIRES_OK(ctx, ReadAxes(ctx->input(1), "axis", &axes));
-    const int rank = in.dims();
-    std::vector<bool> reduce(rank, false);
-    for (int64_t a : axes) {
-      OP_REQUIRES(ctx, a >= -rank && a < rank, AxisOutOfRange("reduction axis", a, in.shape()));
-      reduce[a < 0 ? a + rank : a] = true;
-    }
-    TensorShape out_shape;
-    int64_t reduced_count = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (reduce[i]) {
-        reduced_count *= in.dim_size(i);
-        if (keep_dims_) out_shape.AddDim(1);
-      } else {
-        out_shape.AddDim(in.dim_size(i));
-      }
-    }
+    auto plan = PlanReduction(in.shape(), ctx->input(1), keep_dims_);
+    OP_REQUIRES_OK(ctx, plan.status());
+    const TensorShape& out_shape = plan->out_shape;
+    const int64_t reduced_count = plan->reduced_count;
     if (reduced_count == 1) {
       // Nothing to combine: the output is the input, reshaped.
       auto same = in.Reshaped(out_shape);
@@ -173,23 +113,16 @@ class ReductionOp : public OpKernel {
     cudaStream_t stream = gpu::StreamOf(ctx);
     if (reduced_count == 0) {
       constexpr bool kEmptyIsError = kFn == ReduceFn::kMax || kFn == ReduceFn::kMin;
-      OP_REQUIRES(
-          ctx, !kEmptyIsError,
-          absl::InvalidArgumentError(absl::StrCat(
-              type_string(), " over an empty set of values: input shape ", in.shape().DebugString(),
-              " has size 0 along a reduced axis; reduce only non-empty axes")));
+      OP_REQUIRES(ctx, !kEmptyIsError, EmptyReductionError(type_string(), in.shape()));
       T empty = kFn == ReduceFn::kProd ? T(1) : T(0);
       if constexpr (kMean) {
-        OP_REQUIRES(ctx, !std::is_integral_v<T>,
-                    absl::InvalidArgumentError(absl::StrCat(
-                        "Mean of an empty set of integers is undefined: input shape ",
-                        in.shape().DebugString(), " has size 0 along a reduced axis")));
+        OP_REQUIRES(ctx, !std::is_integral_v<T>, EmptyIntegerMeanError(in.shape()));
         empty = std::numeric_limits<T>::quiet_NaN();
       }
       OP_REQUIRES_CUDA(ctx, gpu::LaunchFillConstant(out_data, out_count, empty, stream));
       return;
     }
-    OP_REQUIRES_OK(ctx, ReduceInto<T>(ctx, in, reduce, kFn, out_data));
+    OP_REQUIRES_OK(ctx, ReduceInto<T>(ctx, in, std::move(plan->groups), kFn, out_data));
     if constexpr (kMean) {
       // As the CPU: the sum divided by the count in T (truncating for int32).
       OP_REQUIRES_CUDA(
@@ -301,7 +234,8 @@ class SumToShapeOp : public OpKernel {
           ctx, gpu::LaunchFillConstant(out->data<T>(), out_count, T(0), gpu::StreamOf(ctx)));
       return;
     }
-    OP_REQUIRES_OK(ctx, ReduceInto<T>(ctx, in, reduce, ReduceFn::kSum, out->data<T>()));
+    OP_REQUIRES_OK(ctx, ReduceInto<T>(ctx, in, MergeReducedGroups(in.shape(), reduce),
+                                      ReduceFn::kSum, out->data<T>()));
   }
 };
 

@@ -159,21 +159,9 @@ class AssignAddVariableOp : public OpKernel {
     const Tensor& value = ctx->input(1);
     const std::string& name = ctx->input(0).data<std::string>()[0];
     absl::MutexLock lock((*var)->mu());
-    OP_REQUIRES(ctx, (*var)->dtype() == value.dtype(),
-                absl::InvalidArgumentError(
-                    absl::StrCat("variable '", name, "' holds ", DataTypeString((*var)->dtype()),
-                                 " but the value is ", DataTypeString(value.dtype()))));
-    OP_REQUIRES(ctx, value.shape().IsCompatibleWith((*var)->declared_shape()),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "variable '", name, "' has shape ", (*var)->declared_shape().DebugString(),
-                    " but the value has shape ", value.shape().DebugString())));
-    OP_REQUIRES(ctx, (*var)->initialized(),
-                absl::FailedPreconditionError(UninitializedMessage(name)));
-    Tensor* v = (*var)->mutable_value();
-    OP_REQUIRES(ctx, v->shape() == value.shape(),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "AssignAdd to variable '", name, "' of shape ", v->shape().DebugString(),
-                    " with a value of shape ", value.shape().DebugString())));
+    auto target = AssignAddTarget(name, var->get(), value);
+    OP_REQUIRES_OK(ctx, target.status());
+    Tensor* v = *target;
     OP_REQUIRES_OK(ctx, CheckDeviceValue(name, *v));
     OP_REQUIRES_CUDA(ctx, gpu::LaunchAssignAdd(v->data<T>(), value.data<T>(), value.NumElements(),
                                                gpu::StreamOf(ctx)));

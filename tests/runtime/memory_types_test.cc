@@ -84,8 +84,8 @@ TEST(MemoryTypesTest, KernelsKnowTheirHostMemoryArguments) {
   reshape.set_op("Reshape");
   (*reshape.mutable_attr())["T"] = MakeAttr(DT_FLOAT);
   (*reshape.mutable_attr())["Tshape"] = MakeAttr(DT_INT32);
-  kernel = KernelRegistry::Global()->CreateKernel(&device, reshape, {DT_FLOAT, DT_INT32},
-                                                  {DT_FLOAT});
+  kernel =
+      KernelRegistry::Global()->CreateKernel(&device, reshape, {DT_FLOAT, DT_INT32}, {DT_FLOAT});
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   EXPECT_FALSE((*kernel)->input_on_host(0));
   EXPECT_TRUE((*kernel)->input_on_host(1));
@@ -112,7 +112,8 @@ TEST(MemoryTypesTest, TheExecutorHonoursHostMemoryInputsAndOutputs) {
   auto executor = Executor::Create(std::move(*graph), &device);
   ASSERT_TRUE(executor.ok()) << executor.status();
 
-  StepCallFrame frame({{0, InDeviceMemory(&device, Tensor::FromVector<float>({0, 1, 2, 3, 4, 5}, TensorShape({2, 3})))},
+  StepCallFrame frame({{0, InDeviceMemory(&device, Tensor::FromVector<float>({0, 1, 2, 3, 4, 5},
+                                                                             TensorShape({2, 3})))},
                        {1, InDeviceMemory(&device, Tensor::FromVector<int32_t>({3, 2}))}},
                       2);
   LocalRendezvous rendezvous;

@@ -1,0 +1,175 @@
+#include "kernels/cpu/kernel_checks.h"
+
+#include "core/framework/types.h"
+#include "core/platform/status.h"
+
+namespace shardflow {
+
+absl::Status ReadAxes(const Tensor& t, const char* what, std::vector<int64_t>* axes) {
+  if (t.dims() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be a scalar or a vector, got shape ", t.shape().DebugString()));
+  }
+  axes->clear();
+  if (t.dtype() == DT_INT32) {
+    axes->assign(t.data<int32_t>(), t.data<int32_t>() + t.NumElements());
+  } else if (t.dtype() == DT_INT64) {
+    axes->assign(t.data<int64_t>(), t.data<int64_t>() + t.NumElements());
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be int32 or int64, got ", DataTypeString(t.dtype())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AxisOutOfRange(const char* what, int64_t axis, const TensorShape& shape) {
+  const int rank = shape.rank();
+  if (rank == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " ", axis, " is out of range: the input is a scalar, which has no dimensions"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " ", axis, " is out of range for input of shape ", shape.DebugString(),
+                   "; valid: [", -rank, ", ", rank, ")"));
+}
+
+absl::StatusOr<ReductionShape> PlanReduction(const TensorShape& input, const Tensor& axes,
+                                             bool keep_dims) {
+  std::vector<int64_t> list;
+  SF_RETURN_IF_ERROR(ReadAxes(axes, "axis", &list));
+  const int rank = input.rank();
+  ReductionShape r;
+  r.reduce.assign(rank, false);
+  for (int64_t a : list) {
+    if (a < -rank || a >= rank) return AxisOutOfRange("reduction axis", a, input);
+    r.reduce[a < 0 ? a + rank : a] = true;
+  }
+  for (int i = 0; i < rank; ++i) {
+    const int64_t d = input.dim(i);
+    if (r.reduce[i]) {
+      r.reduced_count *= d;
+      if (keep_dims) r.out_shape.AddDim(1);
+    } else {
+      r.out_shape.AddDim(d);
+    }
+  }
+  r.groups = MergeReducedGroups(input, r.reduce);
+  return r;
+}
+
+std::vector<std::pair<int64_t, bool>> MergeReducedGroups(const TensorShape& input,
+                                                         const std::vector<bool>& reduce) {
+  std::vector<std::pair<int64_t, bool>> groups;
+  for (int i = 0; i < input.rank(); ++i) {
+    const int64_t d = input.dim(i);
+    if (d == 1) continue;
+    if (!groups.empty() && groups.back().second == reduce[i]) {
+      groups.back().first *= d;
+    } else {
+      groups.emplace_back(d, reduce[i]);
+    }
+  }
+  return groups;
+}
+
+absl::Status EmptyReductionError(const std::string& op, const TensorShape& input) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(op, " over an empty set of values: input shape ", input.DebugString(),
+                   " has size 0 along a reduced axis; reduce only non-empty axes"));
+}
+
+absl::Status EmptyIntegerMeanError(const TensorShape& input) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("Mean of an empty set of integers is undefined: input shape ",
+                   input.DebugString(), " has size 0 along a reduced axis"));
+}
+
+absl::StatusOr<MatMulDims> MatMulShape(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  if (a.dims() != 2 || b.dims() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("both inputs must be matrices; got ",
+                                                   a.shape().DebugString(), " and ",
+                                                   b.shape().DebugString()));
+  }
+  MatMulDims d;
+  d.m = a.dim_size(ta ? 1 : 0);
+  d.k = a.dim_size(ta ? 0 : 1);
+  const int64_t kb = b.dim_size(tb ? 1 : 0);
+  d.n = b.dim_size(tb ? 0 : 1);
+  if (d.k != kb) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inner dimensions differ: a is ", a.shape().DebugString(), ta ? " (transposed)" : "",
+        ", b is ", b.shape().DebugString(), tb ? " (transposed)" : "", "; ", d.k, " vs ", kb));
+  }
+  return d;
+}
+
+absl::StatusOr<int64_t> BiasAddChannels(const Tensor& value, const Tensor& bias) {
+  if (value.dims() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value must have rank >= 2, got shape ", value.shape().DebugString()));
+  }
+  const int64_t c = value.dim_size(value.dims() - 1);
+  if (bias.dims() != 1 || bias.dim_size(0) != c) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bias must be a vector of ", c, " entries (value's last dimension, value ",
+                     value.shape().DebugString(), "), got shape ", bias.shape().DebugString()));
+  }
+  return c;
+}
+
+absl::StatusOr<int64_t> BiasAddGradChannels(const Tensor& grad) {
+  if (grad.dims() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("out_backprop must have rank >= 2, got shape ", grad.shape().DebugString()));
+  }
+  return grad.dim_size(grad.dims() - 1);
+}
+
+absl::Status LastDimRows(const Tensor& t, const char* what, int64_t* rows, int64_t* c) {
+  if (t.dims() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " must have rank >= 1, got a scalar"));
+  }
+  *c = t.dim_size(t.dims() - 1);
+  *rows = *c == 0 ? 0 : t.NumElements() / *c;
+  return absl::OkStatus();
+}
+
+absl::Status CheckSoftmaxXentShapes(const Tensor& features, const Tensor& labels) {
+  if (features.dims() == 2 && labels.shape() == features.shape()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("features ", features.shape().DebugString(),
+                                                 " and labels ", labels.shape().DebugString(),
+                                                 " must have one shape [batch, classes]"));
+}
+
+namespace {
+
+template <typename L>
+absl::Status CheckLabels(const L* lab, int64_t n, int64_t c) {
+  for (int64_t r = 0; r < n; ++r) {
+    if (lab[r] < 0 || lab[r] >= c) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("label ", lab[r], " at row ", r, " is outside the valid range [0, ", c,
+                       ") of class indices (features have ", c, " columns)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckSparseXentInputs(const Tensor& features, const Tensor& labels) {
+  if (features.dims() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("features must be [batch, classes], got ", features.shape().DebugString()));
+  }
+  const int64_t n = features.dim_size(0), c = features.dim_size(1);
+  if (labels.dims() != 1 || labels.dim_size(0) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "labels must be a vector of ", n, " class indices (one per row of features ",
+        features.shape().DebugString(), "), got shape ", labels.shape().DebugString()));
+  }
+  if (labels.dtype() == DT_INT64) return CheckLabels(labels.data<int64_t>(), n, c);
+  return CheckLabels(labels.data<int32_t>(), n, c);
+}
+
+}  // namespace shardflow
