@@ -1,0 +1,72 @@
+"""TF1's tf.py_func (and tf.numpy_function): a graph node that calls a Python function.
+
+Example::
+
+    def clip_sort(a):
+        return np.sort(np.clip(a, 0, 1))
+
+    y = sf.py_func(clip_sort, [x], sf.float32)
+    with sf.Session() as sess:
+        sess.run(y, {x: np.random.randn(5).astype(np.float32)})
+
+The function gets the inputs as NumPy arrays and returns one array (or a list/tuple of arrays,
+one per `Tout` entry) whose dtypes are exactly `Tout`'s; Python scalars and lists are converted
+with those dtypes. It runs on the CPU of the process that built the graph (it needs this Python
+interpreter: a `shardflow server` process cannot run it). The node has no gradient, as in TF1; its
+outputs' shapes are unknown until `set_shape`. An exception in the function fails `sess.run` with
+its type and message.
+"""
+
+import itertools
+import threading
+
+import numpy as np
+
+from shardflow import dtypes
+from shardflow.framework import _InputList, convert_to_tensor, get_default_graph
+
+_funcs = {}
+_lock = threading.Lock()
+_counter = itertools.count()
+
+
+def _call(token, args):
+    """Called by the PyFunc kernel (python_bindings/src/py_func.cc) with the GIL held."""
+    func, tout = _funcs[token]
+    result = func(*args)
+    if not isinstance(result, (list, tuple)):
+        result = [] if result is None and not tout else [result]
+    out = []
+    for i, value in enumerate(result):
+        if i < len(tout) and not isinstance(value, np.ndarray):
+            dt = tout[i].as_numpy_dtype
+            value = np.asarray(value, dtype=dt)
+        out.append(value)
+    return out
+
+
+def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 (TF1's argument name)
+    """A node computing `func(*inputs)` in Python; returns a Tensor, or a list of Tensors when
+    `Tout` is a list or tuple (an empty list: the Operation)."""
+    if not callable(func):
+        raise TypeError("py_func: func must be callable, got %r" % (func,))
+    single = not isinstance(Tout, (list, tuple))
+    tout = [dtypes.as_dtype(t) for t in ([Tout] if single else Tout)]
+    inputs = [convert_to_tensor(x) for x in (inp or [])]
+    with _lock:
+        token = "pyfunc_%d" % next(_counter)
+        _funcs[token] = (func, tout)
+    graph = inputs[0].graph if inputs else get_default_graph()
+    op = graph._add_op("PyFunc", [_InputList(inputs)],
+                       {"token": token, "Tout": [t._enum for t in tout]}, name=name or "PyFunc")
+    if single:
+        return op.outputs[0]
+    return list(op.outputs) if tout else op
+
+
+def numpy_function(func, inp, Tout, name=None):  # noqa: N803
+    """tf.numpy_function (TF 1.14+): py_func by another name."""
+    return py_func(func, inp, Tout, name=name)
+
+
+__all__ = ["numpy_function", "py_func"]
