@@ -64,6 +64,10 @@ from shardflow.math_composites import (count_nonzero, div_no_nan, eye, lin_space
 from shardflow.check_ops import *  # noqa: F401,F403 (assert_equal, assert_positive, Assert, ...)
 from shardflow.moving_averages import moving_average_variables  # noqa: F401
 from shardflow.script_ops import numpy_function, py_func  # noqa: F401 (tf.py_func)
+from shardflow.segment_ops import (bincount, dynamic_partition, dynamic_stitch,  # noqa: F401
+                                   histogram_fixed_width, segment_mean, segment_sum,
+                                   unsorted_segment_mean, unsorted_segment_sqrt_n,
+                                   unsorted_segment_sum)
 from shardflow import app, flags, tf_logging as logging  # noqa: F401 (tf.app, tf.flags, tf.logging)
 from shardflow.namespaces import (compat, disable_eager_execution,  # noqa: F401,A004
                                   disable_v2_behavior, executing_eagerly, linalg, math, random)

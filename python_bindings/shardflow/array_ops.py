@@ -327,10 +327,15 @@ def scatter_nd(indices, updates, shape, name=None):
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     """`tensor` with paddings[i] = [before, after] values added along dimension i (Python
-    ints; the padded dimensions' sizes must be known), as TF1's tf.pad (CONSTANT mode)."""
-    if mode.upper() != "CONSTANT":
-        raise ValueError("pad(mode=%r): only CONSTANT is supported" % (mode,))
+    ints; the padded dimensions' sizes must be known), as TF1's tf.pad: mode CONSTANT
+    (`constant_values`), REFLECT (mirrored without the edge row: [1 2 3] -> 2 1 2 3 2) or
+    SYMMETRIC (with it: 1 1 2 3 3). Gradients flow through every mode."""
+    mode = mode.upper()
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
+        raise ValueError("pad(mode=%r): one of CONSTANT, REFLECT, SYMMETRIC" % (mode,))
     value, dims = _static_dims(tensor, "pad")
+    if mode != "CONSTANT":
+        return ops.identity(_mirror_pad(value, np.asarray(paddings).tolist(), mode), name=name)
     paddings = np.asarray(paddings).tolist()
     if len(paddings) != len(dims):
         raise ValueError("pad: %d paddings for rank %d" % (len(paddings), len(dims)))
@@ -353,6 +358,30 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
         pieces = [p for p in (parts[0], out, parts[1]) if p is not None]
         out = ops.concat(pieces, axis)
     return ops.identity(out, name=name)
+
+
+def _mirror_pad(value, paddings, mode):
+    """pad's REFLECT and SYMMETRIC modes: per dimension, the mirrored rows gathered and
+    concatenated on each side."""
+    dims = value.shape.as_list()
+    if len(paddings) != len(dims):
+        raise ValueError("pad: %d paddings for rank %d" % (len(paddings), len(dims)))
+    out = value
+    skip = 1 if mode == "REFLECT" else 0
+    for axis, (before, after) in enumerate(paddings):
+        before, after = int(before), int(after)
+        if before == 0 and after == 0:
+            continue
+        n = out.shape.as_list()[axis]
+        if n is None:
+            raise ValueError("pad(mode=%r) needs dimension %d to be known" % (mode, axis))
+        if before < 0 or after < 0 or max(before, after) > n - skip:
+            raise ValueError("pad(mode=%r): paddings %r for dimension %d of size %d must be in "
+                             "[0, %d]" % (mode, [before, after], axis, n, n - skip))
+        rows = np.concatenate([np.arange(before, 0, -1) - 1 + skip, np.arange(n),
+                               n - 1 - skip - np.arange(after)]).astype(np.int32)
+        out = gather(out, rows, axis=axis)
+    return out
 
 
 def argmin(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
@@ -379,9 +408,10 @@ def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 
 
 def getitem(tensor, key):
-    """``tensor[key]``: ints (dropping the dimension), slices with step 1 (or None), ``...`` and
-    ``None`` (a new dimension), as TF1's basic indexing. A dimension with a negative index or
-    an open-ended slice may be unknown; strided slices are not supported."""
+    """``tensor[key]``: ints (dropping the dimension), slices, ``...`` and ``None`` (a new
+    dimension), as TF1's basic indexing (tf.strided_slice). A dimension with a negative index or
+    an open-ended slice may be unknown; a slice with a step other than 1 (``x[::2]``,
+    ``x[::-1]``) needs its dimension's size and picks the rows with a gather."""
     value = convert_to_tensor(tensor)
     if value.shape.ndims is None:
         raise ValueError("indexing needs a tensor of known rank, got %r" % value)
@@ -394,6 +424,24 @@ def getitem(tensor, key):
         i = key.index(Ellipsis)
         named = len([k for k in key if k is not None and k is not Ellipsis])
         key = key[:i] + (slice(None),) * (len(dims) - named) + key[i + 1:]
+    key = list(key)
+    dim = 0
+    for i, k in enumerate(key):
+        if k is None:
+            continue
+        if isinstance(k, slice) and k.step not in (None, 1):
+            if dim >= len(dims):
+                break
+            if dims[dim] is None:
+                raise ValueError("a slice with step %r needs dimension %d to be known"
+                                 % (k.step, dim))
+            if k.step == 0:
+                raise ValueError("slice step cannot be zero")
+            rows = np.arange(*k.indices(dims[dim]), dtype=np.int32)
+            value = gather(value, rows, axis=dim)
+            dims[dim] = len(rows)
+            key[i] = slice(None)
+        dim += 1
     begin, size, squeeze, new_axes = [], [], [], []
     dim = 0
     out_axis = 0
@@ -418,8 +466,6 @@ def getitem(tensor, key):
             size.append(1)
             squeeze.append(dim)
         elif isinstance(k, slice):
-            if k.step not in (None, 1):
-                raise ValueError("strided slices (step %r) are not supported" % (k.step,))
             start, stop = k.start or 0, k.stop
             if start < 0 or (stop is not None and stop < 0):
                 if n is None:
