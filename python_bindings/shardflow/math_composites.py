@@ -1,6 +1,6 @@
 """TF1 math functions composed from the engine's ops (and tested against NumPy):
-reduce_logsumexp, count_nonzero, norm, the to_float/to_int32/... casts, size, rank, eye,
-linspace, log_sigmoid and div_no_nan.
+reduce_logsumexp, reduce_variance, reduce_std, count_nonzero, norm, the to_float/to_int32/...
+casts, size, rank, eye, linspace, log_sigmoid and div_no_nan.
 
 Example::
 
@@ -249,5 +249,21 @@ def div_no_nan(x, y, name=None):
 divide_no_nan = div_no_nan
 
 
+def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
+    """The variance mean((x - mean(x)) ** 2) over `axis` (all of them when None), as TF's
+    tf.math.reduce_variance (the population variance, as np.var)."""
+    x = _floating(input_tensor, "reduce_variance")
+    mean = ops.reduce_mean(x, axis=axis, keepdims=True)
+    return ops.reduce_mean(ops.squared_difference(x, ops.stop_gradient(mean)), axis=axis,
+                           keepdims=bool(keepdims), name=name)
+
+
+def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
+    """The standard deviation sqrt(reduce_variance) over `axis`, as tf.math.reduce_std
+    (np.std)."""
+    return ops.sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims), name=name)
+
+
 __all__ = ["count_nonzero", "div_no_nan", "eye", "lin_space", "linspace", "log_sigmoid", "norm",
-           "rank", "reduce_logsumexp", "size", "to_double", "to_float", "to_int32", "to_int64"]
+           "rank", "reduce_logsumexp", "reduce_std", "reduce_variance", "size", "to_double",
+           "to_float", "to_int32", "to_int64"]

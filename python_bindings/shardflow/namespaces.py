@@ -22,7 +22,7 @@ shardflow lacks raises an AttributeError that says so. The modules are registere
 import sys
 import types
 
-from shardflow import array_ops, math_composites, nn, ops
+from shardflow import array_composites, array_ops, contractions, math_composites, nn, ops
 
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
 _MATH_NAMES = (
@@ -50,7 +50,7 @@ _LINALG_NAMES = (
 
 # tf.random's name -> the name shardflow (as TF1's top level) has it under.
 _RANDOM_NAMES = {
-    "categorical": "multinomial",
+    "categorical": "categorical",
     "gamma": "random_gamma",
     "normal": "random_normal",
     "poisson": "random_poisson",
@@ -117,10 +117,10 @@ math = _namespace(  # noqa: A001 (sf.math, as tf.math; the package imports Pytho
     _MATH_NAMES, [ops, math_composites, array_ops, nn])
 linalg = _namespace(
     "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose.",
-    _LINALG_NAMES, [_EXTRA, ops, math_composites, nn])
+    _LINALG_NAMES, [_EXTRA, ops, math_composites, contractions, nn])
 random = _namespace(
     "shardflow.random", "TF1's tf.random: uniform, normal, truncated_normal, set_random_seed "
-    "(and set_seed, its TF2 name).", _RANDOM_NAMES, [ops])
+    "(and set_seed, its TF2 name), categorical.", _RANDOM_NAMES, [ops, array_composites])
 
 
 # ---- tf.compat ----------------------------------------------------------------------------

@@ -18,7 +18,8 @@ import numpy as np
 from shardflow import array_ops, dtypes, ops
 from shardflow import rnn_cell  # noqa: F401 (sf.nn.rnn_cell.BasicLSTMCell, ...)
 from shardflow.ops import _op, _out, sigmoid, tanh  # noqa: F401 (re-exported)
-from shardflow.rnn_cell import dynamic_rnn  # noqa: F401
+from shardflow.rnn_cell import (bidirectional_dynamic_rnn, dynamic_rnn,  # noqa: F401
+                                static_bidirectional_rnn, static_rnn)
 
 
 def relu(features, name=None):
@@ -240,6 +241,19 @@ def xw_plus_b(x, weights, biases, name=None):
     """matmul(x, weights) + biases."""
     from shardflow import ops
     return bias_add(ops.matmul(x, weights), biases, name=name)
+
+
+def relu_layer(x, weights, biases, name=None):
+    """relu(matmul(x, weights) + biases) (TF1's tf.nn.relu_layer)."""
+    return relu(xw_plus_b(x, weights, biases), name=name)
+
+
+def zero_fraction(value, name=None):
+    """The fraction of the elements of `value` that are zero, as a float32 scalar (TF1's
+    tf.nn.zero_fraction, e.g. to summarize the sparsity of ReLU outputs)."""
+    value = ops.convert_to_tensor(value)
+    zero = ops.equal(value, ops.constant(0, dtype=value.dtype))
+    return ops.reduce_mean(ops.cast(zero, dtypes.float32), name=name)
 
 
 def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):

@@ -1,4 +1,6 @@
-"""Recurrent cells and dynamic_rnn, as TF1's tf.nn.rnn_cell and tf.nn.dynamic_rnn.
+"""Recurrent cells and the functions that run them, as TF1's tf.nn.rnn_cell, tf.nn.dynamic_rnn,
+tf.nn.static_rnn, tf.nn.static_bidirectional_rnn and tf.nn.bidirectional_dynamic_rnn (also
+tf.contrib.rnn's).
 
 Example (a character model)::
 
@@ -263,5 +265,106 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     return outputs, state
 
 
+def _initial_state(cell, initial_state, dtype, batch, what):
+    if initial_state is not None:
+        return initial_state
+    if dtype is None:
+        raise ValueError("%s needs initial_state or dtype" % what)
+    return cell.zero_state(batch, dtype)
+
+
+def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+    """TF1's tf.nn.static_rnn (tf.contrib.rnn.static_rnn): `cell` applied to a Python list of
+    [batch, depth] inputs, one graph copy per step; returns (the list of outputs, the final
+    state). With `sequence_length` ([batch] ints), outputs past a sequence's length are zeros
+    and its state stops changing there. Variables are under `scope` (default "rnn")."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("static_rnn: inputs must be a non-empty list of [batch, depth] "
+                        "tensors (use dynamic_rnn for one [batch, time, depth] tensor)")
+    inputs = [convert_to_tensor(x) for x in inputs]
+    with variable_scope(scope or "rnn"):
+        first = inputs[0]
+        batch = first.shape.as_list()[0] if first.shape.ndims else None
+        if batch is None:
+            batch = ops.shape(first)[0]
+        state = _initial_state(cell, initial_state, dtype, batch, "static_rnn")
+        lengths = None if sequence_length is None else ops.cast(sequence_length, dtypes.int32)
+        outputs = []
+        for t, x in enumerate(inputs):
+            out, new_state = cell(x, state)
+            if lengths is not None:
+                keep = ops.expand_dims(ops.cast(ops.less(t, lengths), out.dtype), 1)
+                drop = ops.subtract(1.0, keep)
+                out = ops.multiply(keep, out)
+                state = _pack(state, [ops.add(ops.multiply(keep, n), ops.multiply(drop, o))
+                                      for n, o in zip(_flatten(new_state), _flatten(state))])
+            else:
+                state = new_state
+            outputs.append(out)
+    return outputs, state
+
+
+def _reverse_time(x, lengths, time_axis, batch_axis):
+    """`x` reversed along time: each sequence's first lengths[b] steps when lengths are given
+    (reverse_sequence), else the whole time dimension."""
+    if lengths is None:
+        return ops.reverse(x, [time_axis])
+    from shardflow.array_composites import reverse_sequence
+    return reverse_sequence(x, lengths, seq_axis=time_axis, batch_axis=batch_axis)
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):
+    """TF1's tf.nn.static_bidirectional_rnn: static_rnn forwards (scope fw) and backwards
+    (scope bw, over each sequence reversed) under `scope` (default "bidirectional_rnn");
+    returns (outputs, final forward state, final backward state), each output the forward and
+    the backward outputs of that step concatenated along the depth."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("static_bidirectional_rnn: inputs must be a non-empty list of "
+                        "[batch, depth] tensors")
+    with variable_scope(scope or "bidirectional_rnn"):
+        out_fw, state_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
+                                      sequence_length, scope="fw")
+        if sequence_length is None:
+            reversed_inputs = list(reversed(inputs))
+        else:
+            stacked = array_ops.stack([convert_to_tensor(x) for x in inputs])
+            reversed_inputs = array_ops.unstack(_reverse_time(stacked, sequence_length, 0, 1),
+                                                num=len(inputs))
+        out_bw, state_bw = static_rnn(cell_bw, reversed_inputs, initial_state_bw, dtype,
+                                      sequence_length, scope="bw")
+        if sequence_length is None:
+            out_bw = list(reversed(out_bw))
+        else:
+            out_bw = array_ops.unstack(_reverse_time(array_ops.stack(out_bw), sequence_length,
+                                                     0, 1), num=len(inputs))
+        outputs = [ops.concat([f, b], 1) for f, b in zip(out_fw, out_bw)]
+    return outputs, state_fw, state_bw
+
+
+def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
+                              initial_state_fw=None, initial_state_bw=None, dtype=None,
+                              parallel_iterations=None, swap_memory=False, time_major=False,
+                              scope=None):
+    """TF1's tf.nn.bidirectional_dynamic_rnn: dynamic_rnn forwards (scope fw) and over each
+    sequence reversed (scope bw; reverse_sequence with `sequence_length`, else the whole time
+    dimension) under `scope` (default "bidirectional_rnn"). Returns ((forward outputs,
+    backward outputs), (forward state, backward state)); the backward outputs are reversed
+    back, so step t of both lines up."""
+    time_axis, batch_axis = (0, 1) if time_major else (1, 0)
+    with variable_scope(scope or "bidirectional_rnn"):
+        out_fw, state_fw = dynamic_rnn(cell_fw, inputs, sequence_length, initial_state_fw,
+                                       dtype, time_major=time_major, scope="fw")
+        reversed_inputs = _reverse_time(convert_to_tensor(inputs), sequence_length, time_axis,
+                                        batch_axis)
+        out_bw, state_bw = dynamic_rnn(cell_bw, reversed_inputs, sequence_length,
+                                       initial_state_bw, dtype, time_major=time_major,
+                                       scope="bw")
+        out_bw = _reverse_time(out_bw, sequence_length, time_axis, batch_axis)
+    return (out_fw, out_bw), (state_fw, state_bw)
+
+
 __all__ = ["BasicLSTMCell", "BasicRNNCell", "GRUCell", "LSTMCell", "LSTMStateTuple",
-           "MultiRNNCell", "RNNCell", "dynamic_rnn"]
+           "MultiRNNCell", "RNNCell", "bidirectional_dynamic_rnn", "dynamic_rnn",
+           "static_bidirectional_rnn", "static_rnn"]

@@ -236,9 +236,33 @@ def variance_scaling_initializer(shape, dtype, scale=1.0, mode="fan_in",
     return ops.truncated_normal(shape, stddev=stddev, dtype=dtype, seed=seed)
 
 
+@_initializer
+def orthogonal_initializer(shape, dtype, gain=1.0, seed=None):
+    """TF1's tf.orthogonal_initializer (tf.initializers.orthogonal): a random orthogonal
+    matrix times `gain`; a shape of rank > 2 is [..., n] flattened to [prod(...), n], whose
+    rows (or columns, if fewer) are orthonormal. The matrix is drawn with NumPy (QR of a
+    normal matrix, signs fixed as TF does) when the graph is built, from `seed` when given,
+    and kept in the graph as a constant: every run of the initializer gives the same value."""
+    from shardflow import ops
+    if len(shape) < 2:
+        raise ValueError("orthogonal_initializer needs a shape of rank >= 2, got %r" % (shape,))
+    if not dtype.is_floating:
+        raise TypeError("orthogonal_initializer: dtype must be floating, not %s" % dtype.name)
+    rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
+    rng = np.random.RandomState(seed)
+    a = rng.normal(size=(max(rows, cols), min(rows, cols)))
+    q, r = np.linalg.qr(a)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    value = (float(gain) * q).reshape(shape).astype(dtype.as_numpy_dtype)
+    return ops.constant(value)
+
+
 __all__ = [
     "AUTO_REUSE", "VariableScope", "constant_initializer", "get_variable", "get_variable_scope",
     "glorot_normal_initializer", "glorot_uniform_initializer", "ones_initializer",
+    "orthogonal_initializer",
     "random_normal_initializer", "random_uniform_initializer", "truncated_normal_initializer",
     "variable_scope", "variance_scaling_initializer", "zeros_initializer",
 ]

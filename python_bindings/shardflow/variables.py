@@ -73,6 +73,12 @@ class initializers:  # noqa: N801 (a namespace, spelled like TensorFlow's module
     def truncated_normal(stddev=1.0, seed=0):
         return Initializer("truncated_normal", seed, value=stddev)
 
+    @staticmethod
+    def orthogonal(gain=1.0, seed=None, dtype=dtypes.float32):
+        """A random orthogonal matrix times `gain` (sf.orthogonal_initializer)."""
+        from shardflow.variable_scope import orthogonal_initializer
+        return orthogonal_initializer(gain=gain, seed=seed)
+
 
 class Variable(_TensorOperators):
     """A tensor whose value persists across steps and that optimizers update.

@@ -1,0 +1,253 @@
+"""More TF1 array and sampling functions composed from the engine's ops (and tested against
+NumPy): sequence_mask, broadcast_to, meshgrid, reverse_sequence, random_crop,
+multinomial (tf.random.categorical) and tf.print.
+
+Example::
+
+    mask = sf.sequence_mask([1, 3], maxlen=4)            # [[T, F, F, F], [T, T, T, F]]
+    rev = sf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+    draws = sf.multinomial(logits, 5)                     # [batch, 5] int64 class ids
+    print_op = sf.print("loss:", loss)                    # prints when run
+
+As Note [Composed array ops] in shardflow/array_ops.py says, each is a few existing ops, so
+gradients flow where TF1's would (broadcast_to, meshgrid and reverse_sequence; random_crop's
+offsets are drawn at run time, so its slice has no gradient).
+"""
+
+import builtins
+
+import numpy as np
+
+from shardflow import array_ops, dtypes, ops
+from shardflow.framework import Tensor, convert_to_tensor
+
+
+def iota(n, dtype=dtypes.int32):
+    """[0, 1, ..., n - 1] as a 1-D tensor of `dtype`; `n` is a Python int or a scalar
+    tensor (its length is then known only at run time)."""
+    if not isinstance(n, Tensor):
+        return ops.constant(np.arange(int(n)), dtype=dtype)
+    ones = ops.fill(ops.reshape(ops.cast(n, dtypes.int32), [1]), ops.constant(1, dtype=dtype))
+    return ops.cumsum(ones, exclusive=True)
+
+
+def dim_size(x, axis):
+    """Dimension `axis` of `x`: a Python int when known when the graph is built, else an int32
+    scalar tensor read at run time."""
+    d = x.shape.as_list()[axis] if x.shape.ndims is not None else None
+    return d if d is not None else ops.shape(x)[axis]
+
+
+def shape_of(dims):
+    """A list of Python ints and int32 scalar tensors as a shape argument: the list itself
+    when every entry is an int, else a 1-D int32 tensor."""
+    if all(not isinstance(d, Tensor) for d in dims):
+        return [int(d) for d in dims]
+    return array_ops.stack([ops.cast(d, dtypes.int32) if isinstance(d, Tensor)
+                            else ops.constant(int(d), dtype=dtypes.int32) for d in dims])
+
+
+def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool_, name=None):
+    """TF1's tf.sequence_mask: mask[..., j] = j < lengths[...], of shape lengths.shape +
+    [maxlen] (maxlen defaults to the largest length), cast to `dtype`.
+
+    Example: ``sf.sequence_mask([1, 3, 2], 5)`` is [[T, F, F, F, F], [T, T, T, F, F],
+    [T, T, F, F, F]]."""
+    lengths = convert_to_tensor(lengths)
+    if not lengths.dtype.is_integer:
+        raise TypeError("sequence_mask: lengths must be int32 or int64, not %s"
+                        % lengths.dtype.name)
+    if maxlen is None:
+        maxlen = ops.reduce_max(lengths)
+    positions = iota(maxlen, lengths.dtype)
+    mask = ops.less(positions, ops.expand_dims(lengths, -1))
+    dtype = dtypes.as_dtype(dtype)
+    if dtype == dtypes.bool_:
+        return ops.identity(mask, name=name)
+    return ops.cast(mask, dtype, name=name)
+
+
+def broadcast_to(input, shape, name=None):  # noqa: A002
+    """`input` broadcast to `shape` (a list of ints or a 1-D int tensor) by NumPy's rules, as
+    TF1.13's tf.broadcast_to; the gradient sums over the broadcast dimensions."""
+    x = convert_to_tensor(input)
+    if not isinstance(shape, Tensor):
+        shape = [int(d) for d in shape]
+    if x.dtype == dtypes.bool_:
+        return ops.logical_or(x, ops.fill(shape, False), name=name)
+    zero = ops.constant(0, dtype=x.dtype)
+    return ops.add(x, ops.fill(shape, zero), name=name)
+
+
+def meshgrid(*args, **kwargs):
+    """TF1's tf.meshgrid: N-D coordinate grids from N 1-D tensors. indexing='xy' (the
+    default, Cartesian) gives outputs of shape [len(y), len(x), ...]; 'ij' (matrix) gives
+    [len(x), len(y), ...]; as np.meshgrid."""
+    indexing = kwargs.pop("indexing", "xy")
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError("meshgrid: unexpected arguments %s" % ", ".join(sorted(kwargs)))
+    if indexing not in ("xy", "ij"):
+        raise ValueError("meshgrid: indexing must be 'xy' or 'ij', got %r" % (indexing,))
+    values = [ops.reshape(convert_to_tensor(a), [-1]) for a in args]
+    n = len(values)
+    sizes = [dim_size(v, 0) for v in values]
+    order = list(builtins.range(n))
+    if indexing == "xy" and n > 1:
+        order[0], order[1] = 1, 0            # output axis k holds input order[k]
+    full = shape_of([sizes[i] for i in order])
+    outputs = []
+    for i, v in enumerate(values):
+        dims = [1] * n
+        dims[order.index(i)] = -1
+        outputs.append(broadcast_to(ops.reshape(v, dims), full,
+                                    name=None if name is None else "%s_%d" % (name, i)))
+    return outputs
+
+
+def _perm_to_front(rank, first, second):
+    """A permutation that puts axes `first` and `second` in front, the others after in order,
+    and its inverse."""
+    perm = [first, second] + [a for a in builtins.range(rank) if a not in (first, second)]
+    return perm, [perm.index(a) for a in builtins.range(rank)]
+
+
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=None,  # noqa: A002
+                     seq_dim=None, batch_dim=None):
+    """TF1's tf.reverse_sequence: for each b along `batch_axis` (default 0), the first
+    seq_lengths[b] slices along `seq_axis` reversed and the rest left as they are. (seq_dim
+    and batch_dim are TF1's older names.) Gradients flow to `input`; the rank must be known."""
+    if seq_axis is None:
+        seq_axis = seq_dim
+    elif seq_dim is not None:
+        raise ValueError("reverse_sequence: give seq_axis or seq_dim (its older name), not both")
+    if batch_axis is None:
+        batch_axis = 0 if batch_dim is None else batch_dim
+    elif batch_dim is not None:
+        raise ValueError("reverse_sequence: give batch_axis or batch_dim (its older name), "
+                         "not both")
+    if seq_axis is None:
+        raise ValueError("reverse_sequence needs seq_axis (the time dimension)")
+    x = convert_to_tensor(input)
+    if x.shape.ndims is None:
+        raise ValueError("reverse_sequence needs a tensor of known rank, got %r" % x)
+    rank = x.shape.ndims
+    seq_axis, batch_axis = seq_axis % rank, batch_axis % rank
+    if seq_axis == batch_axis:
+        raise ValueError("reverse_sequence: seq_axis and batch_axis must differ, both are %d"
+                         % seq_axis)
+    perm, inverse = _perm_to_front(rank, batch_axis, seq_axis)
+    front = ops.transpose(x, perm) if perm != list(builtins.range(rank)) else x
+    batch, time = dim_size(front, 0), dim_size(front, 1)
+    lengths = ops.reshape(ops.cast(seq_lengths, dtypes.int32), [-1, 1])
+    t = ops.reshape(iota(time), [1, -1])
+    source = array_ops.where_v2(ops.less(t, lengths), ops.subtract(ops.subtract(lengths, 1), t),
+                                ops.multiply(t, ops.ones_like(lengths)))
+    rows = ops.multiply(ops.reshape(iota(batch), [-1, 1]), time)
+    linear = ops.reshape(ops.add(rows, source), [-1])
+    rest = front.shape.as_list()[2:]
+    if None in rest:
+        rest_shape = ops.slice(ops.shape(front), [2], [-1])
+        flat = ops.reshape(front, ops.concat([[-1], rest_shape], 0))
+        out_shape = ops.concat([shape_of([batch, time]), rest_shape], 0)
+    else:
+        flat = ops.reshape(front, [-1] + rest)
+        out_shape = shape_of([batch, time] + rest)
+    out = ops.reshape(array_ops.gather(flat, linear), out_shape)
+    return ops.transpose(out, inverse, name=name) if perm != list(builtins.range(rank)) \
+        else ops.identity(out, name=name)
+
+
+def random_crop(value, size, seed=None, name=None):
+    """A slice of `value` of shape `size` (Python ints, one per dimension) at an offset drawn
+    uniformly where it fits, as TF1's tf.random_crop (tf.image.random_crop). The offsets are
+    drawn at run time; the crop has no gradient."""
+    x = convert_to_tensor(value)
+    size = [int(s) for s in size]
+    if x.shape.ndims is not None:
+        if len(size) != x.shape.ndims:
+            raise ValueError("random_crop: size %r has %d dimensions, the value has %d"
+                             % (size, len(size), x.shape.ndims))
+        for d, (n, s) in enumerate(zip(x.shape.as_list(), size)):
+            if n is not None and s > n:
+                raise ValueError("random_crop: size %r does not fit in the value's shape %s "
+                                 "(dimension %d)" % (size, x.shape, d))
+    room = ops.cast(ops.add(ops.subtract(ops.shape(x), np.asarray(size, np.int32)), 1),
+                    dtypes.float32)
+    u = ops.random_uniform([len(size)], seed=seed)
+    offset = ops.cast(ops.floor(ops.multiply(u, room)), dtypes.int32)
+    offset = ops.minimum(offset, ops.cast(ops.subtract(room, 1.0), dtypes.int32))
+    return ops._out("Slice", [x, offset, np.asarray(size, np.int32)], name=name)
+
+
+def multinomial(logits, num_samples, seed=None, name=None, output_dtype=dtypes.int64):
+    """TF1's tf.multinomial (tf.random.categorical): `num_samples` class indices per row of
+    `logits` ([batch, classes], unnormalized log-probabilities), drawn independently; the
+    result is [batch, num_samples] of `output_dtype`. Sampled by the Gumbel-max trick:
+    argmax(logits - log(-log(u))) with u uniform."""
+    logits = convert_to_tensor(logits)
+    if logits.shape.ndims not in (None, 2):
+        raise ValueError("multinomial: logits must be [batch, classes], got %s" % logits.shape)
+    if not logits.dtype.is_floating:
+        raise TypeError("multinomial: logits must be floating point, not %s"
+                        % logits.dtype.name)
+    output_dtype = dtypes.as_dtype(output_dtype)
+    if output_dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError("multinomial: output_dtype must be int32 or int64, not %s"
+                        % output_dtype.name)
+    if isinstance(num_samples, Tensor):
+        raise ValueError("multinomial: num_samples must be a Python int here, not a tensor")
+    num_samples = int(num_samples)
+    batch, classes = dim_size(logits, 0), dim_size(logits, 1)
+    tiny = float(np.finfo(logits.dtype.as_numpy_dtype).tiny)
+    u = ops.random_uniform(shape_of([batch, num_samples, classes]), tiny, 1.0,
+                           dtype=logits.dtype, seed=seed)
+    gumbel = ops.negative(ops.log(ops.negative(ops.log(u))))
+    scores = ops.add(ops.expand_dims(ops.stop_gradient(logits), 1), gumbel)
+    return ops.argmax(scores, axis=2, output_type=output_dtype, name=name)
+
+
+def categorical(logits, num_samples, dtype=None, seed=None, name=None):
+    """tf.random.categorical (TF 1.13+): multinomial with the newer argument order; `dtype`
+    (int64 by default) is the indices' type."""
+    return multinomial(logits, num_samples, seed=seed, name=name,
+                       output_dtype=dtypes.int64 if dtype is None else dtype)
+
+
+def print_v2(*inputs, **kwargs):
+    """TF 1.13's tf.print: an op that, each time it runs, writes `inputs` (Python values and
+    tensors; tensors show their first `summarize` values, default 3) separated by `sep` to
+    standard error. Run it, or make other ops depend on it::
+
+        with sf.control_dependencies([sf.print("step", step, "loss", loss)]):
+            train = optimizer.minimize(loss)
+
+    Python strings before the first tensor form the line's message; later ones are printed as
+    string tensors. output_stream is accepted, but the line always goes to standard error (the
+    Print kernel's stream)."""
+    summarize = kwargs.pop("summarize", 3)
+    sep = kwargs.pop("sep", " ")
+    kwargs.pop("end", None)
+    kwargs.pop("output_stream", None)
+    name = kwargs.pop("name", None)
+    if kwargs:
+        raise TypeError("print: unexpected arguments %s" % ", ".join(sorted(kwargs)))
+    from shardflow.variables import Variable
+    message, data = [], []
+    for value in inputs:
+        if isinstance(value, (Tensor, Variable)):
+            data.append(value)
+        elif not data:
+            message.append(value if isinstance(value, str) else repr(value))
+        else:
+            data.append(ops.constant(str(value)))
+    text = sep.join(message) + (sep if message and data else "")
+    anchor = ops.constant(0, dtype=dtypes.int32)
+    summarize = -1 if summarize is None or summarize < 0 else int(summarize)
+    printed = ops.Print(anchor, data, message=text,
+                        summarize=summarize if summarize >= 0 else 2 ** 31 - 1, name=name)
+    return printed.op
+
+
+__all__ = ["broadcast_to", "categorical", "meshgrid", "multinomial", "print_v2",
+           "random_crop", "reverse_sequence", "sequence_mask"]

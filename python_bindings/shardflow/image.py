@@ -1,0 +1,261 @@
+"""TF1's tf.image: flips, crops, pads, dtype conversion, standardization, grayscale and
+brightness, composed from the engine's ops. Images are [height, width, channels] (3-D) or
+batches of them [batch, height, width, channels] (4-D, NHWC).
+
+Example::
+
+    img = sf.image.convert_image_dtype(uint8_img, sf.float32)     # [0, 255] -> [0, 1]
+    img = sf.image.random_flip_left_right(img, seed=1)
+    img = sf.image.resize_image_with_crop_or_pad(img, 24, 24)
+    img = sf.image.per_image_standardization(img)
+
+The crops and pads take Python ints for offsets and sizes and need the height and width known
+when the graph is built (random_crop draws its offset at run time). Resizing (resize_images,
+resize_bilinear, resize_nearest_neighbor, resize, ResizeMethod) is shardflow/image_resize.py's,
+re-exported here.
+"""
+
+import numpy as np
+
+from shardflow import array_ops, dtypes, ops
+from shardflow.array_composites import random_crop  # noqa: F401 (tf.image.random_crop)
+from shardflow.framework import Tensor, convert_to_tensor
+from shardflow.image_resize import (ResizeMethod, resize, resize_bilinear,  # noqa: F401
+                                    resize_images, resize_nearest_neighbor)
+
+
+def _image(image, what):
+    """`image` as a tensor of rank 3 or 4, and whether it is a batch."""
+    x = convert_to_tensor(image)
+    if x.shape.ndims not in (3, 4):
+        raise ValueError("%s takes a 3-D [height, width, channels] or 4-D [batch, height, "
+                         "width, channels] image, got shape %s" % (what, x.shape))
+    return x, x.shape.ndims == 4
+
+
+def _hw(x, batched, what):
+    """The static height and width of an image."""
+    dims = x.shape.as_list()[1:3] if batched else x.shape.as_list()[0:2]
+    if None in dims:
+        raise ValueError("%s needs the image's height and width known when the graph is built, "
+                         "got shape %s" % (what, x.shape))
+    return dims
+
+
+def flip_left_right(image):
+    """The image mirrored horizontally (along its width)."""
+    x, batched = _image(image, "flip_left_right")
+    return ops.reverse(x, [2 if batched else 1])
+
+
+def flip_up_down(image):
+    """The image mirrored vertically (along its height)."""
+    x, batched = _image(image, "flip_up_down")
+    return ops.reverse(x, [1 if batched else 0])
+
+
+def _random_flip(image, seed, axis_in_image, what):
+    x, batched = _image(image, what)
+    if batched:
+        draw = ops.random_uniform(ops.reshape(ops.shape(x)[0], [1]), seed=seed)
+        flip = ops.reshape(ops.less(draw, 0.5), [-1, 1, 1, 1])
+        return array_ops.where_v2(flip, ops.reverse(x, [axis_in_image + 1]), x)
+    flip = ops.less(ops.random_uniform([], seed=seed), 0.5)
+    return array_ops.where_v2(flip, ops.reverse(x, [axis_in_image]), x)
+
+
+def random_flip_left_right(image, seed=None):
+    """The image mirrored horizontally with probability 1/2 (each image of a batch drawn on
+    its own)."""
+    return _random_flip(image, seed, 1, "random_flip_left_right")
+
+
+def random_flip_up_down(image, seed=None):
+    """The image mirrored vertically with probability 1/2 (each image of a batch drawn on its
+    own)."""
+    return _random_flip(image, seed, 0, "random_flip_up_down")
+
+
+def per_image_standardization(image):
+    """(x - mean) / max(stddev, 1 / sqrt(N)) over each image's N values, as float32: zero
+    mean and unit variance per image (TF1's tf.image.per_image_standardization)."""
+    x, batched = _image(image, "per_image_standardization")
+    x = ops.cast(x, dtypes.float32) if x.dtype != dtypes.float32 else x
+    axes = [-3, -2, -1]
+    dims = x.shape.as_list()[-3:]
+    if None in dims:
+        count = ops.cast(ops.reduce_prod(ops.slice(ops.shape(x), [x.shape.ndims - 3], [3])),
+                         dtypes.float32)
+        floor = ops.rsqrt(count)
+    else:
+        floor = float(1.0 / np.sqrt(np.prod(dims)))
+    mean = ops.reduce_mean(x, axis=axes, keepdims=True)
+    centered = ops.subtract(x, mean)
+    stddev = ops.sqrt(ops.reduce_mean(ops.square(centered), axis=axes, keepdims=True))
+    return ops.divide(centered, ops.maximum(stddev, floor))
+
+
+def _range_max(dt):
+    """The largest value of an integer dtype (the scale of its images)."""
+    return int(np.iinfo(dt.as_numpy_dtype).max)
+
+
+def _saturate_cast(x, dt):
+    """x cast to dt, clamped first to dt's range (TF1's saturate_cast)."""
+    if dt.is_integer:
+        info = np.iinfo(dt.as_numpy_dtype)
+        lo, hi = info.min, info.max
+        if x.dtype.is_floating:
+            lo, hi = float(lo), float(hi)
+            if dt.size >= 4:       # the float nearest the top may round above it
+                hi = float(np.nextafter(np.float32(hi), np.float32(0)))
+        x = ops.clip_by_value(x, ops.cast(lo, x.dtype), ops.cast(hi, x.dtype))
+    return ops.cast(x, dt)
+
+
+def convert_image_dtype(image, dtype, saturate=False, name=None):
+    """TF1's tf.image.convert_image_dtype: floating images hold [0, 1), integer ones
+    [0, MAX]; converting scales between them (uint8 -> float: x / 255; float -> uint8:
+    x * 255.5 cast, clamped first with `saturate`). Between two integer types the values are
+    scaled by the ratio of their ranges; between floats it is a cast."""
+    x = convert_to_tensor(image)
+    dt = dtypes.as_dtype(dtype)
+    src = x.dtype
+    if not (src.is_integer or src.is_floating) or not (dt.is_integer or dt.is_floating):
+        raise TypeError("convert_image_dtype: images are integer or floating, not %s -> %s"
+                        % (src.name, dt.name))
+    if src == dt:
+        return ops.identity(x, name=name)
+    if src.is_integer and dt.is_integer:
+        in_max, out_max = _range_max(src), _range_max(dt)
+        if in_max > out_max:
+            scale = (in_max + 1) // (out_max + 1)
+            return ops.cast(ops.floordiv(x, ops.cast(scale, src)), dt, name=name)
+        scale = (out_max + 1) // (in_max + 1)
+        return ops.multiply(ops.cast(x, dt), ops.cast(scale, dt), name=name)
+    if src.is_floating and dt.is_floating:
+        return ops.cast(x, dt, name=name)
+    if src.is_integer:
+        return ops.multiply(ops.cast(x, dt), 1.0 / _range_max(src), name=name)
+    scaled = ops.multiply(x, _range_max(dt) + 0.5)
+    if saturate:
+        return ops.identity(_saturate_cast(scaled, dt), name=name)
+    return ops.cast(scaled, dt, name=name)
+
+
+def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """The [target_height, target_width] window whose top-left corner is at (offset_height,
+    offset_width); Python ints that must fit the image."""
+    x, batched = _image(image, "crop_to_bounding_box")
+    h, w = _hw(x, batched, "crop_to_bounding_box")
+    oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height,
+                                       target_width))
+    if oh < 0 or ow < 0 or th <= 0 or tw <= 0 or oh + th > h or ow + tw > w:
+        raise ValueError("crop_to_bounding_box: a %dx%d window at (%d, %d) does not fit a "
+                         "%dx%d image" % (th, tw, oh, ow, h, w))
+    if batched:
+        return ops.slice(x, [0, oh, ow, 0], [-1, th, tw, -1])
+    return ops.slice(x, [oh, ow, 0], [th, tw, -1])
+
+
+def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """The image placed at (offset_height, offset_width) in a [target_height, target_width]
+    image of zeros; Python ints."""
+    x, batched = _image(image, "pad_to_bounding_box")
+    h, w = _hw(x, batched, "pad_to_bounding_box")
+    oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height,
+                                       target_width))
+    after_h, after_w = th - oh - h, tw - ow - w
+    if oh < 0 or ow < 0 or after_h < 0 or after_w < 0:
+        raise ValueError("pad_to_bounding_box: a %dx%d image at (%d, %d) does not fit in "
+                         "%dx%d" % (h, w, oh, ow, th, tw))
+    paddings = [[oh, after_h], [ow, after_w], [0, 0]]
+    if batched:
+        paddings = [[0, 0]] + paddings
+    return array_ops.pad(x, paddings)
+
+
+def resize_image_with_crop_or_pad(image, target_height, target_width):
+    """The image cropped (centrally) or padded with zeros (evenly) to [target_height,
+    target_width], as TF1's tf.image.resize_image_with_crop_or_pad."""
+    x, batched = _image(image, "resize_image_with_crop_or_pad")
+    h, w = _hw(x, batched, "resize_image_with_crop_or_pad")
+    th, tw = int(target_height), int(target_width)
+    if th <= 0 or tw <= 0:
+        raise ValueError("resize_image_with_crop_or_pad: the target size must be positive, "
+                         "got %dx%d" % (th, tw))
+    cropped = crop_to_bounding_box(x, max(h - th, 0) // 2, max(w - tw, 0) // 2, min(th, h),
+                                   min(tw, w))
+    return pad_to_bounding_box(cropped, max(th - h, 0) // 2, max(tw - w, 0) // 2, th, tw)
+
+
+resize_with_crop_or_pad = resize_image_with_crop_or_pad
+
+
+def central_crop(image, central_fraction):
+    """The central `central_fraction` (in (0, 1]) of the image's height and width, as TF1's
+    tf.image.central_crop."""
+    x, batched = _image(image, "central_crop")
+    fraction = float(central_fraction)
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError("central_crop: central_fraction must be in (0, 1], got %r"
+                         % (central_fraction,))
+    if fraction == 1.0:
+        return x
+    h, w = _hw(x, batched, "central_crop")
+    start_h = int((h - h * fraction) / 2)
+    start_w = int((w - w * fraction) / 2)
+    return crop_to_bounding_box(x, start_h, start_w, h - 2 * start_h, w - 2 * start_w)
+
+
+def rgb_to_grayscale(images, name=None):
+    """One channel of luma, 0.2989 R + 0.5870 G + 0.1140 B, in the images' dtype (TF1's
+    weights; the last dimension of `images` is the 3 RGB channels)."""
+    x = convert_to_tensor(images)
+    if x.shape.ndims is not None and x.shape.as_list()[-1] not in (None, 3):
+        raise ValueError("rgb_to_grayscale: the last dimension must be 3 (RGB), got shape %s"
+                         % x.shape)
+    flt = convert_image_dtype(x, dtypes.float32)
+    weights = np.asarray([0.2989, 0.5870, 0.1140], np.float32)
+    gray = ops.reduce_sum(ops.multiply(flt, weights), axis=-1, keepdims=True)
+    return convert_image_dtype(gray, x.dtype, name=name)
+
+
+def adjust_brightness(image, delta):
+    """image + delta, computed in float ([0, 1) for integer images) and converted back to
+    the image's dtype (saturating)."""
+    x = convert_to_tensor(image)
+    flt = convert_image_dtype(x, dtypes.float32) if not x.dtype.is_floating else x
+    adjusted = ops.add(flt, ops.cast(delta, flt.dtype) if isinstance(delta, Tensor)
+                       else float(delta))
+    return convert_image_dtype(adjusted, x.dtype, saturate=True)
+
+
+def random_brightness(image, max_delta, seed=None):
+    """adjust_brightness by a delta drawn uniformly in [-max_delta, max_delta)."""
+    if max_delta < 0:
+        raise ValueError("random_brightness: max_delta must be non-negative, got %r"
+                         % (max_delta,))
+    delta = ops.random_uniform([], -float(max_delta), float(max_delta), seed=seed)
+    return adjust_brightness(image, delta)
+
+
+_NOT_HERE = ("resize_bicubic", "resize_area", "resize_image_with_pad", "adjust_contrast",
+             "adjust_saturation", "adjust_hue", "rgb_to_hsv", "hsv_to_rgb", "decode_jpeg",
+             "decode_png", "encode_jpeg", "encode_png", "sample_distorted_bounding_box")
+
+
+def __getattr__(name):  # noqa: N807 (PEP 562)
+    if name.startswith("__"):
+        raise AttributeError(name)
+    known = " (TF1 has it; shardflow does not yet)" if name in _NOT_HERE else ""
+    raise AttributeError("module 'shardflow.image' has no attribute '%s'%s; it has: %s"
+                         % (name, known, ", ".join(__all__)))
+
+
+__all__ = ["ResizeMethod", "adjust_brightness", "central_crop", "convert_image_dtype",
+           "crop_to_bounding_box", "flip_left_right", "flip_up_down", "pad_to_bounding_box",
+           "per_image_standardization", "random_brightness", "random_crop",
+           "random_flip_left_right", "random_flip_up_down", "resize", "resize_bilinear",
+           "resize_image_with_crop_or_pad", "resize_images", "resize_nearest_neighbor",
+           "resize_with_crop_or_pad", "rgb_to_grayscale"]
