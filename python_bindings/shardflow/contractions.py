@@ -10,6 +10,8 @@ Example::
 einsum covers one or two operands whose indices each appear at most once per operand,
 without "..." (what TF1 programs mostly write); anything else is a ValueError naming the
 equation. Dimensions may be unknown when the graph is built: their sizes are read at run time.
+Batch indices (in both operands and the output) become one MatMul per batch item when their
+sizes are known, else a broadcast product summed over the contracted size.
 """
 
 from shardflow import dtypes, ops
@@ -53,13 +55,19 @@ def _contract(a, b, batch, free_a, contract_a, free_b, contract_b):
     free_b_dims = [dim_size(b, i) for i in free_b]
     k = _product([dim_size(a, i) for i in contract_a])
     m, n = _product(free_a_dims), _product(free_b_dims)
-    if batch:
-        a_m = ops.reshape(a_t, shape_of([-1, m, k]))
-        b_m = ops.reshape(b_t, shape_of([-1, k, n]))
+    if not batch:
+        product = ops.matmul(ops.reshape(a_t, shape_of([m, k])),
+                             ops.reshape(b_t, shape_of([k, n])))
     else:
-        a_m = ops.reshape(a_t, shape_of([m, k]))
-        b_m = ops.reshape(b_t, shape_of([k, n]))
-    product = ops.matmul(a_m, b_m)
+        size = _product(batch_dims)
+        a_m = ops.reshape(a_t, shape_of([size, m, k]))
+        b_m = ops.reshape(b_t, shape_of([size, k, n]))
+        if isinstance(size, int):
+            product = ops.matmul(a_m, b_m)        # one MatMul per batch item
+        else:
+            # A batch known only at run time: [B, m, k, 1] * [B, 1, k, n] summed over k.
+            product = ops.reduce_sum(ops.multiply(ops.expand_dims(a_m, 3),
+                                                  ops.expand_dims(b_m, 1)), axis=2)
     return ops.reshape(product, shape_of(batch_dims + free_a_dims + free_b_dims))
 
 

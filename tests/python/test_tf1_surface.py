@@ -169,6 +169,17 @@ def test_einsum_against_numpy(equation, shapes):
                                np.einsum(equation, *operands), rtol=1e-10, atol=1e-12)
 
 
+def test_einsum_batch_known_only_at_run_time():
+    a = tf.placeholder(tf.float64, [None, 3])
+    b = tf.placeholder(tf.float64, [None, 3, 4])
+    out = tf.einsum("bi,bij->bj", a, b)
+    (da,) = tf.gradients(tf.reduce_sum(out), [a])
+    av, bv = RNG.randn(2, 3), RNG.randn(2, 3, 4)
+    got, grad = run([out, da], {a: av, b: bv})
+    np.testing.assert_allclose(got, np.einsum("bi,bij->bj", av, bv), rtol=1e-10)
+    np.testing.assert_allclose(grad, bv.sum(2), rtol=1e-10)
+
+
 def test_einsum_gradient_and_refusals():
     check_gradient(lambda x, y: tf.einsum("bij,bjk->bki", x, y), RNG.randn(2, 2, 3),
                    RNG.randn(2, 3, 2))
