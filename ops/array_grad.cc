@@ -146,7 +146,8 @@ absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Gra
 
 REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("CheckNumerics", IdentityGrad);
-REGISTER_NO_GRADIENT("Where");  // integer coordinates
+REGISTER_NO_GRADIENT("Where");   // integer coordinates
+REGISTER_NO_GRADIENT("Unique");  // picks values; TF1 has no gradient either
 REGISTER_GRADIENT("ReverseV2", [](const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
   dx->push_back(
       Output(OpBuilder(s, "ReverseV2").Input(dy[0]).Input(GradInput(op, 1)).Finalize().node(), 0));

@@ -263,6 +263,17 @@ absl::Status WhereShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// Unique: x is a vector; y has as many elements as x has distinct values, idx as many as x.
+absl::Status UniqueShape(InferenceContext* c) {
+  const TensorShape& in = c->input(0);
+  if (!in.unknown_rank() && in.rank() != 1) {
+    return c->InvalidArgument(absl::StrCat("x must be a vector, got rank ", in.rank()));
+  }
+  c->set_output(0, TensorShape({TensorShape::kUnknownDim}));
+  c->set_output(1, in.unknown_rank() ? TensorShape({TensorShape::kUnknownDim}) : in);
+  return absl::OkStatus();
+}
+
 absl::Status PlaceholderShape(InferenceContext* c) {
   TensorShape shape;
   SF_RETURN_IF_ERROR(c->GetAttr("shape", &shape));
@@ -317,6 +328,18 @@ REGISTER_OP("Where")
     .Doc(
         "The coordinates of the true (non-zero) elements of `input`, one row each in row-major "
         "order: [count, rank] int64 (TF1's one-argument tf.where).");
+
+REGISTER_OP("Unique")
+    .Input("x: T")
+    .Output("y: T")
+    .Output("idx: out_idx")
+    .Attr("T: {float, double, int8, uint8, int32, int64, bool, string}")
+    .Attr("out_idx: {int32, int64} = int32")
+    .SetShapeFn(UniqueShape)
+    .Doc(
+        "The distinct values of the vector `x` in the order they first appear (y), and for each "
+        "element of x the position of its value in y (idx), so x = gather(y, idx) (TF1's "
+        "tf.unique). Not differentiable.");
 
 REGISTER_OP("StopGradient")
     .Input("input: T")

@@ -3,9 +3,12 @@
 // once for strings) instead of once per dtype, so these kernels accept every dtype.
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/kernel_registry.h"
@@ -589,7 +592,61 @@ class WhereOp : public OpKernel {
   }
 };
 
+// Unique: one pass with a hash map from value to its position in y (first appearance).
+template <typename T, typename Index>
+class UniqueOp : public OpKernel {
+ public:
+  explicit UniqueOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    OP_REQUIRES(ctx, x.dims() == 1,
+                absl::InvalidArgumentError(absl::StrCat("Unique: x must be a vector, got shape ",
+                                                        x.shape().DebugString())));
+    const int64_t n = x.NumElements();
+    OP_REQUIRES(ctx, n <= static_cast<int64_t>(std::numeric_limits<Index>::max()),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "Unique: ", n, " elements do not fit out_idx; use out_idx=int64")));
+    Tensor* idx = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &idx));
+    const T* in = x.data<T>();
+    Index* pos = idx->data<Index>();
+    absl::flat_hash_map<T, Index> seen;
+    std::vector<int64_t> firsts;
+    for (int64_t i = 0; i < n; ++i) {
+      auto [it, inserted] = seen.try_emplace(in[i], static_cast<Index>(firsts.size()));
+      if (inserted) firsts.push_back(i);
+      pos[i] = it->second;
+    }
+    Tensor* y = nullptr;
+    OP_REQUIRES_OK(ctx,
+                   ctx->allocate_output(0, TensorShape({static_cast<int64_t>(firsts.size())}), &y));
+    T* out = y->data<T>();
+    for (size_t k = 0; k < firsts.size(); ++k) out[k] = in[firsts[k]];
+  }
+};
+
 REGISTER_KERNEL(KernelDef("ReverseV2").Device(kDeviceCpu).HostMemory("axis"), ReverseOp);
+#define SF_REGISTER_UNIQUE(T)                              \
+  REGISTER_KERNEL(KernelDef("Unique")                      \
+                      .Device(kDeviceCpu)                  \
+                      .TypeConstraint<T>("T")              \
+                      .TypeConstraint<int32_t>("out_idx"), \
+                  UniqueOp<T, int32_t>);                   \
+  REGISTER_KERNEL(KernelDef("Unique")                      \
+                      .Device(kDeviceCpu)                  \
+                      .TypeConstraint<T>("T")              \
+                      .TypeConstraint<int64_t>("out_idx"), \
+                  UniqueOp<T, int64_t>)
+SF_REGISTER_UNIQUE(float);
+SF_REGISTER_UNIQUE(double);
+SF_REGISTER_UNIQUE(int8_t);
+SF_REGISTER_UNIQUE(uint8_t);
+SF_REGISTER_UNIQUE(int32_t);
+SF_REGISTER_UNIQUE(int64_t);
+SF_REGISTER_UNIQUE(bool);
+SF_REGISTER_UNIQUE(std::string);
+#undef SF_REGISTER_UNIQUE
 #define SF_REGISTER_CUMSUM(T)                                                           \
   REGISTER_KERNEL(                                                                      \
       KernelDef("Cumsum").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("axis"), \

@@ -147,6 +147,25 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype=dtypes.int32, na
     return ops.cast(counts, dtype, name=name)
 
 
+def unique(x, out_idx=dtypes.int32, name=None):
+    """(y, idx): the distinct values of the vector x in order of first appearance, and where
+    each element's value sits in y (x == gather(y, idx)), as TF1's tf.unique. Also as
+    ``y, idx = sf.unique(x)`` (a named tuple with fields y and idx)."""
+    x = convert_to_tensor(x)
+    op = ops._op("Unique", [x], {"out_idx": dtypes.as_dtype(out_idx)._enum}, name)
+    return UniqueResult(op.outputs[0], op.outputs[1])
+
+
+class UniqueResult(tuple):
+    """tf.unique's result: (y, idx), also as .y and .idx."""
+
+    def __new__(cls, y, idx):
+        return super().__new__(cls, (y, idx))
+
+    y = property(lambda self: self[0])
+    idx = property(lambda self: self[1])
+
+
 __all__ = ["bincount", "dynamic_partition", "dynamic_stitch", "histogram_fixed_width",
-           "segment_mean", "segment_sum", "unsorted_segment_mean", "unsorted_segment_sqrt_n",
+           "segment_mean", "segment_sum", "unique", "unsorted_segment_mean", "unsorted_segment_sqrt_n",
            "unsorted_segment_sum"]

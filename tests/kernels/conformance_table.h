@@ -533,6 +533,49 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     // True (non-zero) at [0,1], [1,0] and [1,2].
     m["Where"] = Fixed({D({0, 1, 0, 1, 0, 1}, {2, 3})},
                        Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 2}, TensorShape({3, 2})));
+    // Every dtype by hand (strings too, which the generic run cannot cast to): y = first
+    // appearances in order, idx = where each element's value sits in y.
+    m["Unique"].custom = [] {
+      std::string summary;
+      auto check = [&](Tensor x, const std::vector<int64_t>& want_y_at, DataType idx_type,
+                       const std::vector<int64_t>& want_idx) {
+        const std::string what =
+            DataTypeString(x.dtype()) + " -> " + DataTypeString(idx_type) + " indices";
+        auto out =
+            RunOp("Unique", {x}, {{"T", MakeAttr(x.dtype())}, {"out_idx", MakeAttr(idx_type)}});
+        if (!out.ok() || out->size() != 2) {
+          ADD_FAILURE() << "Unique " << what << ": " << out.status();
+          return;
+        }
+        const Tensor& y = (*out)[0];
+        auto idx = CastTensor((*out)[1], DT_INT64);
+        EXPECT_EQ(y.dtype(), x.dtype()) << what;
+        EXPECT_EQ((*out)[1].dtype(), idx_type) << what;
+        ASSERT_EQ(y.NumElements(), static_cast<int64_t>(want_y_at.size())) << what;
+        for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(idx->data<int64_t>()[i], want_idx[i]) << what;
+        if (x.dtype() == DT_STRING) {
+          for (size_t k = 0; k < want_y_at.size(); ++k) {
+            EXPECT_EQ(y.data<std::string>()[k], x.data<std::string>()[want_y_at[k]]) << what;
+          }
+        } else {
+          const std::vector<double> xs = Values(x), ys = Values(y);
+          for (size_t k = 0; k < want_y_at.size(); ++k) EXPECT_EQ(ys[k], xs[want_y_at[k]]) << what;
+        }
+        summary += (summary.empty() ? "" : " ") + DataTypeString(x.dtype());
+      };
+      const Tensor x = D({3, 1, 3, 2, 1, 3}, {6});
+      for (DataType dt : {DT_FLOAT, DT_DOUBLE, DT_INT8, DT_UINT8, DT_INT32, DT_INT64}) {
+        check(*CastTensor(x, dt), {0, 1, 3}, dt == DT_INT32 ? DT_INT64 : DT_INT32,
+              {0, 1, 0, 2, 1, 0});
+      }
+      check(Tensor::FromVector<bool>({true, false, true, true, false, true}), {0, 1}, DT_INT32,
+            {0, 1, 0, 0, 1, 0});
+      Tensor words(DT_STRING, TensorShape({6}));
+      const char* w[] = {"the", "cat", "the", "sat", "cat", "the"};
+      for (int i = 0; i < 6; ++i) words.data<std::string>()[i] = w[i];
+      check(words, {0, 1, 3}, DT_INT64, {0, 1, 0, 2, 1, 0});
+      return summary + " (and both index types)";
+    };
     m["Print"] = Fixed({x23, D({7, 8}, {2})}, x23);  // prints "[7 8]" to stderr
     m["Print"].attrs = [](DataType) {
       return Attrs{{"U", MakeAttr(std::vector<DataType>{DT_DOUBLE})}};

@@ -155,3 +155,16 @@ def test_resize_gradient_and_errors():
     with pytest.raises(ValueError, match="bicubic, area"):
         image_resize.resize_images(xv, [2, 2], method=image_resize.ResizeMethod.BICUBIC)
     assert segment_ops.__all__ and image_resize.__all__
+
+
+def test_unique():
+    x = tf.placeholder(tf.int64, [None])
+    y, idx = tf.unique(x)
+    r = tf.unique(tf.constant([b"the", b"cat", b"the"]), out_idx=tf.int64)
+    yv, iv, words, widx = run(y, idx, r.y, r.idx, feed={x: [4, 2, 4, 7, 2]})
+    np.testing.assert_array_equal(yv, [4, 2, 7])
+    np.testing.assert_array_equal(iv, [0, 1, 0, 2, 1])
+    assert iv.dtype == np.int32 and widx.dtype == np.int64
+    assert list(words) == [b"the", b"cat"] and list(widx) == [0, 1, 0]
+    with pytest.raises(ValueError, match="vector"):
+        tf.unique(tf.zeros([2, 2]))
