@@ -61,6 +61,13 @@ from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
 from shardflow.math_composites import (count_nonzero, div_no_nan, eye, lin_space,  # noqa: F401
                                        linspace, log_sigmoid, norm, rank, reduce_logsumexp,
                                        size, to_double, to_float, to_int32, to_int64)
+from shardflow.array_composites import (broadcast_to, meshgrid, multinomial,  # noqa: F401
+                                        random_crop, reverse_sequence, sequence_mask)
+from shardflow.array_composites import print_v2 as print  # noqa: F401,A001 (tf.print)
+from shardflow.contractions import einsum, tensordot  # noqa: F401
+from shardflow.functional_ops import foldl, foldr, map_fn, scan  # noqa: F401
+from shardflow import image  # noqa: F401  (tf.image)
+from shardflow.variable_scope import orthogonal_initializer  # noqa: F401
 from shardflow.check_ops import *  # noqa: F401,F403 (assert_equal, assert_positive, Assert, ...)
 from shardflow.moving_averages import moving_average_variables  # noqa: F401
 from shardflow.script_ops import numpy_function, py_func  # noqa: F401 (tf.py_func)
