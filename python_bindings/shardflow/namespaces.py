@@ -22,7 +22,8 @@ shardflow lacks raises an AttributeError that says so. The modules are registere
 import sys
 import types
 
-from shardflow import array_composites, array_ops, contractions, math_composites, nn, ops
+from shardflow import (array_composites, array_ops, contractions, math_composites, nn, ops,
+                       segment_ops)
 
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
 _MATH_NAMES = (
@@ -39,7 +40,8 @@ _MATH_NAMES = (
     "segment_prod", "segment_sum", "sigmoid", "sign", "sin", "sinh", "softmax", "softplus",
     "softsign", "sqrt", "square", "squared_difference", "subtract", "tan", "tanh", "top_k",
     "truediv", "unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min",
-    "unsorted_segment_prod", "unsorted_segment_sum", "xdivy", "xlogy", "zero_fraction",
+    "unsorted_segment_prod", "unsorted_segment_sqrt_n", "unsorted_segment_sum", "xdivy",
+    "xlogy", "zero_fraction",
 )
 
 _LINALG_NAMES = (
@@ -114,7 +116,7 @@ def _namespace(full_name, doc, names, sources):
 
 math = _namespace(  # noqa: A001 (sf.math, as tf.math; the package imports Python's math absolutely)
     "shardflow.math", "TF1's tf.math: element-wise math, reductions and comparisons.",
-    _MATH_NAMES, [ops, math_composites, array_ops, nn])
+    _MATH_NAMES, [ops, math_composites, array_ops, nn, array_composites, segment_ops])
 linalg = _namespace(
     "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose.",
     _LINALG_NAMES, [_EXTRA, ops, math_composites, contractions, nn])
