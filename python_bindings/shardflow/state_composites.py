@@ -1,0 +1,270 @@
+"""TF1's module-level state and graph helpers: tf.assign & co., the scatter updates of variables,
+tf.tuple / tf.identity_n, tf.make_template, tf.colocate_with, tf.container, tf.get_seed,
+tf.get_collection_ref, tf.model_variables, tf.is_variable_initialized,
+tf.report_uninitialized_variables, tf.add_check_numerics_ops and tf.hessians.
+
+Example::
+
+    v = sf.Variable(np.zeros([4, 2], np.float32))
+    inc = sf.scatter_add(v, [0, 2], [[1, 1], [2, 2]])       # rows 0 and 2 grow
+    step = sf.assign_add(counter, 1)
+
+    scale = sf.make_template("scale", lambda x: x * sf.get_variable("w", [], initializer=...))
+    a, b = scale(x1), scale(x2)                              # one variable "scale/w", shared
+
+The scatter updates are read-modify-write composites (a scatter-add of the updates into zeros of
+the variable's shape, then one assignment), so like TF1's they are not atomic across concurrent
+steps; scatter_update with an index repeated takes the sum of its rows (TF1: one of them).
+"""
+
+import contextlib
+
+import numpy as np
+
+from shardflow import dtypes, ops
+from shardflow.framework import (GraphKeys, Tensor, convert_to_tensor, device,
+                                 get_default_graph)
+from shardflow.array_ops import stack
+from shardflow.segment_ops import unsorted_segment_sum
+from shardflow.variables import Variable, global_variables, local_variables
+
+
+def _var(ref, what):
+    if not isinstance(ref, Variable):
+        raise TypeError("%s: ref must be a variable (sf.Variable / get_variable), got %r"
+                        % (what, ref))
+    return ref
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+    """ref = value; the result holds the new value (TF1's tf.assign)."""
+    return _var(ref, "assign").assign(value, name=name)
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    """ref += value; the result holds the new value."""
+    return _var(ref, "assign_add").assign_add(value, name=name)
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    """ref -= value; the result holds the new value."""
+    return _var(ref, "assign_sub").assign_sub(value, name=name)
+
+
+def _rows(ref, indices, updates, what):
+    """(int32 row ids, update rows of the variable's row shape, the number of rows)."""
+    ref = _var(ref, what)
+    dims = ref.shape.as_list()
+    if not dims or dims[0] is None:
+        raise ValueError("%s needs a variable with a known first dimension, got %s"
+                         % (what, ref.shape))
+    ids = convert_to_tensor(indices)
+    ids = ops.cast(ids, dtypes.int32) if ids.dtype != dtypes.int32 else ids
+    updates = ops.cast(convert_to_tensor(updates), ref.dtype)
+    rows = ops.reshape(updates, [-1] + dims[1:])
+    return ops.reshape(ids, [-1]), rows, dims[0]
+
+
+def scatter_add(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i], ...] += updates[i, ...] (repeated indices add up)."""
+    ids, rows, n = _rows(ref, indices, updates, "scatter_add")
+    return ref.assign_add(unsorted_segment_sum(rows, ids, n), name=name)
+
+
+def scatter_sub(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i], ...] -= updates[i, ...]."""
+    ids, rows, n = _rows(ref, indices, updates, "scatter_sub")
+    return ref.assign_sub(unsorted_segment_sum(rows, ids, n), name=name)
+
+
+def scatter_update(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i], ...] = updates[i, ...]; other rows keep their values."""
+    ids, rows, n = _rows(ref, indices, updates, "scatter_update")
+    new_rows = unsorted_segment_sum(rows, ids, n)
+    hit = unsorted_segment_sum(ops.ones_like(ops.cast(ids, ref.dtype)), ids, n)
+    mask = ops.reshape(ops.greater(hit, 0), [-1] + [1] * (ref.shape.ndims - 1))
+    keep = ops.multiply(ref.value(), ops.cast(ops.logical_not(mask), ref.dtype))
+    return ref.assign(keep + new_rows, name=name)
+
+
+def _nd(ref, indices, updates, what):
+    ref = _var(ref, what)
+    shape = ref.shape.as_list()
+    if any(d is None for d in shape):
+        raise ValueError("%s needs a variable of known shape, got %s" % (what, ref.shape))
+    from shardflow.array_ops import scatter_nd
+    return ref, shape, lambda u: scatter_nd(indices, ops.cast(convert_to_tensor(u), ref.dtype),
+                                            shape)
+
+
+def scatter_nd_add(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i]] += updates[i] with indices [N, k] into the first k dimensions."""
+    ref, _, scatter = _nd(ref, indices, updates, "scatter_nd_add")
+    return ref.assign_add(scatter(updates), name=name)
+
+
+def scatter_nd_sub(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i]] -= updates[i]."""
+    ref, _, scatter = _nd(ref, indices, updates, "scatter_nd_sub")
+    return ref.assign_sub(scatter(updates), name=name)
+
+
+def scatter_nd_update(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i]] = updates[i]; the other elements keep their values."""
+    ref, _, scatter = _nd(ref, indices, updates, "scatter_nd_update")
+    hit = scatter(ops.ones_like(ops.cast(convert_to_tensor(updates), ref.dtype)))
+    keep = ops.multiply(ref.value(), ops.cast(ops.equal(hit, 0), ref.dtype))
+    return ref.assign(keep + scatter(updates), name=name)
+
+
+def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 (TF1's name)
+    """The tensors, each passed on only once all of them (and control_inputs) are computed."""
+    tensors = list(tensors)
+    gating = [t for t in tensors if t is not None] + list(control_inputs or [])
+    if not gating:
+        return tensors
+    gate = ops.group(*gating, name=name)
+    out = []
+    with get_default_graph().control_dependencies([gate]):
+        for t in tensors:
+            out.append(None if t is None else
+                       (ops.identity(t) if isinstance(t, Tensor) else gate))
+    return out
+
+
+def identity_n(input, name=None):  # noqa: A002
+    """Each of a list of tensors through its own Identity."""
+    return [ops.identity(t, name=None if name is None else "%s_%d" % (name, i))
+            for i, t in enumerate(input)]
+
+
+def get_collection_ref(key):
+    """The default graph's collection `key` itself (a list: appending to it adds to the
+    collection), as TF1's tf.get_collection_ref."""
+    return get_default_graph()._collections.setdefault(key, [])
+
+
+def model_variables(scope=None):
+    """The MODEL_VARIABLES collection (variables made by tf.contrib.framework.model_variable)."""
+    return get_default_graph().get_collection("model_variables", scope)
+
+
+def get_seed(op_seed):
+    """(graph seed, op seed) as TF1's tf.get_seed: (None, None) when neither is set; an op seed
+    without a graph seed pairs with the default graph seed 87654321."""
+    g = get_default_graph()
+    graph_seed = getattr(g, "_graph_seed", None)
+    if graph_seed is None:
+        return (None, None) if op_seed is None else (87654321, int(op_seed))
+    if op_seed is None:
+        op_seed = len(g.get_operations())
+    return int(graph_seed), int(op_seed)
+
+
+@contextlib.contextmanager
+def colocate_with(op, ignore_existing=False):
+    """Ops made inside run on the device of `op` (an Operation, Tensor or Variable), when it has
+    one; otherwise placement is left to the placer."""
+    dev = getattr(op, "device", "") or ""
+    if dev:
+        with device(dev):
+            yield
+    else:
+        yield
+
+
+@contextlib.contextmanager
+def container(container_name):
+    """Accepted for TF1 compatibility: shardflow keeps one resource container per session."""
+    yield container_name
+
+
+def is_variable_initialized(variable):
+    """A bool tensor: whether `variable` has a value."""
+    return _var(variable, "is_variable_initialized").is_initialized()
+
+
+def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+    """A string vector with the names of the variables in var_list (default: global and local
+    variables) that have no value yet; empty when all are initialized."""
+    from shardflow.array_ops import boolean_mask
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    if not var_list:
+        return ops.constant(np.array([], dtype=object), dtype=dtypes.string, name=name)
+    names = ops.constant(np.array([v.op.name.encode() for v in var_list], dtype=object),
+                         dtype=dtypes.string)
+    ready = stack([v.is_initialized() for v in var_list])
+    return boolean_mask(names, ops.logical_not(ready), name=name)
+
+
+def add_check_numerics_ops():
+    """A group of CheckNumerics over every floating-point tensor of the default graph made so
+    far (TF1's tf.add_check_numerics_ops): running it fails the step naming the first tensor
+    that holds a NaN or Inf."""
+    g = get_default_graph()
+    checks = []
+    for op in g.get_operations():
+        if op.type in ("CheckNumerics", "VarHandleOp", "_Arg", "_Retval") or \
+                getattr(op, "_in_function", False):
+            continue
+        for t in op.outputs:
+            if t.dtype.is_floating:
+                with g.control_dependencies(checks[-1:]):
+                    checks.append(ops.check_numerics(t, "%s : Tensor had NaN or Inf values"
+                                                     % t.name).op)
+    return ops.group(*checks, name="CheckNumerics") if checks else ops.no_op()
+
+
+def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gradients=False,
+             aggregation_method=None):
+    """For each x, the Hessian of sum(ys) with respect to x: shape x.shape + x.shape (x must be
+    of known shape; one gradient of the gradient per element of x)."""
+    from shardflow.gradients import gradients
+    xs = xs if isinstance(xs, (list, type(()))) else [xs]
+    out = []
+    for x in xs:
+        xt = x.value() if isinstance(x, Variable) else convert_to_tensor(x)
+        dims = xt.shape.as_list()
+        if any(d is None for d in dims):
+            raise ValueError("hessians needs xs of known shape, got %s" % xt.shape)
+        (g,) = gradients(ys, [x])
+        if g is None:
+            out.append(None)
+            continue
+        flat = ops.reshape(g, [-1])
+        n = int(np.prod(dims)) if dims else 1
+        rows = []
+        for i in range(n):
+            (h,) = gradients(flat[i], [x])
+            rows.append(ops.zeros_like(xt) if h is None else h)
+        out.append(ops.reshape(stack(rows), dims + dims, name=name if len(xs) == 1 else None))
+    return out
+
+
+def make_template(name_, func_, create_scope_now_=False, unique_name_=None,
+                  custom_getter_=None, **kwargs):
+    """A function calling func_(*args, **kwargs) inside variable_scope(name_): the first call
+    creates the variables (get_variable), later calls reuse them (TF1's tf.make_template)."""
+    from shardflow.variable_scope import variable_scope
+    state = {"scope": None}
+
+    def template(*args, **more):
+        merged = dict(kwargs)
+        merged.update(more)
+        if state["scope"] is None:
+            with variable_scope(unique_name_ or name_, default_name=name_) as scope:
+                state["scope"] = scope
+                return func_(*args, **merged)
+        with variable_scope(state["scope"], reuse=True):
+            return func_(*args, **merged)
+
+    template.__name__ = name_
+    return template
+
+
+__all__ = ["add_check_numerics_ops", "assign", "assign_add", "assign_sub", "colocate_with",
+           "container", "get_collection_ref", "get_seed", "hessians", "identity_n",
+           "is_variable_initialized", "make_template", "model_variables",
+           "report_uninitialized_variables", "scatter_add", "scatter_nd_add", "scatter_nd_sub",
+           "scatter_nd_update", "scatter_sub", "scatter_update", "tuple"]
