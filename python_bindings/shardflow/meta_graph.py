@@ -1,0 +1,167 @@
+"""TF1's meta graphs: tf.train.export_meta_graph and tf.train.import_meta_graph, and the
+``<checkpoint>.meta`` file tf.train.Saver.save writes beside each checkpoint.
+
+Example::
+
+    saver = sf.train.Saver()
+    path = saver.save(sess, "/tmp/model/ckpt", global_step=100)    # also /tmp/model/ckpt-100.meta
+
+    # later, in a program that does not build the model:
+    with sf.Session() as sess:
+        saver = sf.train.import_meta_graph(path + ".meta")
+        saver.restore(sess, path)
+        y = sf.get_default_graph().get_tensor_by_name("y:0")
+        train_op = sf.get_collection("train_op")[0]
+
+The file holds the GraphDef, the graph's variables (name, handle, read and initializer nodes,
+trainable, local) and its collections of tensors, operations and variables, by name. It is
+shardflow's own format (JSON around the serialized GraphDef), not TensorFlow's MetaGraphDef
+protobuf: it round-trips between shardflow programs. Imported variables can be saved, restored,
+read and assigned, and the imported train ops run; an optimizer built afresh over them after the
+import is not supported (build it before exporting instead).
+"""
+
+import base64
+import json
+import os
+
+from shardflow import errors
+from shardflow.framework import Operation, Tensor, get_default_graph
+
+_FORMAT = "shardflow.MetaGraph/1"
+
+
+def _item(value):
+    from shardflow.variables import Variable
+    if isinstance(value, Variable):
+        return {"variable": value.op.name}
+    if isinstance(value, Tensor):
+        return {"tensor": value.name}
+    if isinstance(value, Operation):
+        return {"op": value.name}
+    if isinstance(value, (str, int, float, bool)):
+        return {"value": value}
+    return None  # Python objects (hooks, savers): not exported, as TF1 skips them
+
+
+def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_def=None,
+                      collection_list=None, as_text=False, graph=None, export_scope=None,
+                      clear_devices=False, clear_extraneous_savers=False,
+                      strip_default_attrs=False, **kwargs):
+    """Writes the default graph (or `graph`) to `filename` as a meta graph and returns its
+    contents as a dict. `collection_list` limits which collections are kept (default: all)."""
+    from shardflow.variables import global_variables, local_variables
+    g = graph or get_default_graph()
+    gd = g.as_graph_def()
+    if clear_devices:
+        for node in gd.node:
+            node.device = ""
+    variables = []
+    for v in global_variables(g) + local_variables(g):
+        variables.append({"name": v._shared_name, "handle": v.op.name, "read": v.value().name,
+                          "initializer": v.initializer.name, "trainable": bool(v.trainable),
+                          "local": bool(v._local), "device": v._device or ""})
+    collections = {}
+    names = collection_list if collection_list is not None else list(g._collections)
+    for key in names:
+        items = [_item(x) for x in g._collections.get(key, [])]
+        items = [x for x in items if x is not None]
+        if items:
+            collections[key] = items
+    meta = {"format": _FORMAT,
+            "graph_def": base64.b64encode(gd.SerializeToString()).decode("ascii"),
+            "variables": variables, "collections": collections}
+    if filename:
+        directory = os.path.dirname(filename)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        tmp = filename + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(meta, f, indent=1 if as_text else None)
+        os.replace(tmp, filename)
+    return meta
+
+
+def _read(meta_graph_or_file):
+    if isinstance(meta_graph_or_file, dict):
+        return meta_graph_or_file
+    path = meta_graph_or_file
+    if not os.path.exists(path) and os.path.exists(path + ".meta"):
+        path += ".meta"
+    try:
+        with open(path) as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise errors.NotFoundError("import_meta_graph: no file %s" % path) from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise errors.DataLossError("import_meta_graph: %s is not a shardflow meta graph (%s); "
+                                   "it is written by tf.train.Saver.save or export_meta_graph"
+                                   % (path, e)) from None
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise errors.DataLossError("import_meta_graph: %s is not a shardflow meta graph "
+                                   "(format %r)" % (path, meta.get("format") if
+                                                    isinstance(meta, dict) else None))
+    return meta
+
+
+def _variable(g, info, prefix):
+    from shardflow.variables import Variable
+    full = (lambda n: prefix + "/" + n) if prefix else (lambda n: n)
+    v = Variable.__new__(Variable)
+    v.graph = g
+    v._shared_name = full(info["name"])
+    v.name = v._shared_name + ":0"
+    v.trainable = bool(info["trainable"])
+    v._handle_op = g.get_operation_by_name(full(info["handle"]))
+    v._read = g.get_tensor_by_name(full(info["read"]))
+    v.initializer = g.get_operation_by_name(full(info["initializer"]))
+    v._device = v._handle_op.device or ""
+    v._local = bool(info["local"])
+    g._variables.append(v)
+    return v
+
+
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+    """Adds the meta graph's nodes to the default graph (under `import_scope`), restores its
+    variables and collections, and returns a tf.train.Saver over its variables (None when it
+    has none), as TF1's tf.train.import_meta_graph."""
+    from shardflow.graph_io import graph_def_from_bytes, import_graph_def
+    meta = _read(meta_graph_or_file)
+    g = get_default_graph()
+    try:
+        gd = graph_def_from_bytes(base64.b64decode(meta["graph_def"]))
+        variables_info = list(meta["variables"])
+        collections = dict(meta["collections"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise errors.DataLossError("import_meta_graph: damaged meta graph (%s)" % e) from None
+    if clear_devices:
+        for node in gd.node:
+            node.device = ""
+    import_graph_def(gd, name=import_scope or "")
+    prefix = import_scope or ""
+    full = (lambda n: prefix + "/" + n) if prefix else (lambda n: n)
+    by_handle = {}
+    for info in variables_info:
+        by_handle[info["handle"]] = _variable(g, info, prefix)
+    for key, items in collections.items():
+        if key in ("variables", "local_variables"):
+            continue  # the variables themselves are tracked above
+        for item in items:
+            if "variable" in item:
+                value = by_handle.get(item["variable"])
+            elif "tensor" in item:
+                value = g.get_tensor_by_name(full(item["tensor"]))
+            elif "op" in item:
+                value = g.get_operation_by_name(full(item["op"]))
+            else:
+                value = item.get("value")
+            if value is not None:
+                g.add_to_collection(key, value)
+    saveable = [v for v in by_handle.values() if not v._local]
+    if not saveable:
+        return None
+    from shardflow.train import Saver
+    return Saver(var_list=saveable)
+
+
+__all__ = ["export_meta_graph", "import_meta_graph"]
