@@ -72,6 +72,7 @@ from shardflow.check_ops import *  # noqa: F401,F403 (assert_equal, assert_posit
 from shardflow.moving_averages import moving_average_variables  # noqa: F401
 from shardflow.script_ops import numpy_function, py_func  # noqa: F401 (tf.py_func)
 from shardflow.state_composites import *  # noqa: F401,F403,A004 (tf.assign, tf.scatter_add, ...)
+from shardflow import saved_model  # noqa: F401 (tf.saved_model)
 from shardflow.segment_ops import (bincount, dynamic_partition, dynamic_stitch,  # noqa: F401
                                    histogram_fixed_width, segment_mean, segment_sum, unique,
                                    unsorted_segment_mean, unsorted_segment_sqrt_n,
