@@ -1,6 +1,7 @@
-"""A small layer API: Dense, Conv2D, BatchNormalization, MaxPool2D, AveragePooling2D,
-GlobalAveragePooling2D, Flatten, Dropout and Sequential (ResNets built from them:
-shardflow.applications).
+"""A small layer API: Dense, Conv1D, Conv2D, Conv2DTranspose, BatchNormalization, MaxPool2D
+(MaxPooling2D), AveragePooling2D, MaxPooling1D, AveragePooling1D, GlobalAveragePooling2D,
+Flatten, Dropout and Sequential (ResNets built from them: shardflow.applications), and TF1's
+functional forms (dense, conv1d, conv2d, max_pooling1d, ...).
 
 Each layer creates its variables on its first call, under its own name scope, and on the device
 given to it (``device=``), so a model can be spread over devices layer by layer.
@@ -64,6 +65,15 @@ class Layer:
     @property
     def trainable_variables(self):
         return [v for v in self.variables if v.trainable]
+
+    @property
+    def non_trainable_variables(self):
+        return [v for v in self.variables if not v.trainable]
+
+    # Keras's spellings, which TF1's tf.layers classes also have.
+    weights = property(lambda self: list(self.variables))
+    trainable_weights = property(lambda self: self.trainable_variables)
+    non_trainable_weights = property(lambda self: self.non_trainable_variables)
 
     def build(self, input_shape):
         pass
@@ -180,6 +190,65 @@ class Conv2D(Layer):
         if self.use_bias:
             y = nn.bias_add(y, self.bias)
         return self.activation(y) if self.activation else y
+
+
+class Conv1D(Conv2D):
+    """1-D convolution of [batch, width, channels] inputs (TF1's tf.layers.Conv1D; padding
+    'valid' by default, as there), plus a bias and an optional activation. The kernel is
+    [kernel_size, in_channels, filters]; regularizers as for Dense.
+
+    Example: ``h = sf.layers.Conv1D(16, 3, padding="same", activation=sf.nn.relu)(seq)``.
+    """
+
+    _default_name = "conv1d"
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", dilation_rate=1, activation=None, use_bias=True,
+                 kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, trainable=True, name=None,
+                 seed=0, device=None, **kwargs):
+        _channels_last(data_format, "Conv1D")
+        if _one(dilation_rate, "Conv1D dilation_rate") != 1:
+            raise ValueError("Conv1D(dilation_rate=%r): dilated convolutions are not supported"
+                             % (dilation_rate,))
+        super().__init__(filters, (1, _one(kernel_size, "Conv1D kernel_size")),
+                         strides=_one(strides, "Conv1D strides"), padding=padding.upper(),
+                         activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer, seed=seed, name=name,
+                         device=device, bias_initializer=bias_initializer,
+                         kernel_regularizer=kernel_regularizer,
+                         bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer)
+
+    def build(self, input_shape):
+        c_in = _last_dim(input_shape, "Conv1D")
+        self.kernel = self.add_variable(
+            "kernel", [self.kernel_size[1], c_in, self.filters], self.kernel_initializer,
+            regularizer=self.kernel_regularizer)
+        if self.use_bias:
+            self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
+                                          regularizer=self.bias_regularizer)
+
+    def call(self, x, training=False):
+        y = nn.conv1d(x, self.kernel, stride=self.strides, padding=self.padding)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
+def _one(v, what):
+    """An int, or a 1-element list or tuple of one."""
+    if isinstance(v, (list, tuple)):
+        if len(v) != 1:
+            raise ValueError("%s takes an int or a 1-tuple, not %r" % (what, v))
+        v = v[0]
+    return int(v)
+
+
+def _channels_last(data_format, what):
+    if data_format not in ("channels_last", "NHWC", "NWC", None):
+        raise ValueError("%s(data_format=%r): only channels_last is supported"
+                         % (what, data_format))
 
 
 class Conv2DTranspose(Conv2D):
@@ -343,6 +412,61 @@ class MaxPool2D(_Pool2D):
     _pool = staticmethod(nn.max_pool)
 
 
+class MaxPooling2D(MaxPool2D):
+    """TF1's tf.layers.MaxPooling2D (padding 'valid' by default).
+
+    Example: ``p = sf.layers.MaxPooling2D(2, 2)(h)``.
+    """
+
+    _default_name = "max_pooling2d"
+
+    def __init__(self, pool_size, strides=None, padding="valid", data_format="channels_last",
+                 name=None, device=None, **kwargs):
+        _channels_last(data_format, "MaxPooling2D")
+        super().__init__(pool_size, strides, padding.upper(), name, device)
+
+
+class _Pool1D(Layer):
+    """A pooling window over [batch, width, channels] inputs: the 2-D pool over a height of
+    1. Subclasses name the nn function."""
+
+    def __init__(self, pool_size, strides=None, padding="valid", data_format="channels_last",
+                 name=None, device=None, **kwargs):
+        super().__init__(name, device)
+        _channels_last(data_format, type(self).__name__)
+        self.pool_size = _one(pool_size, "pool_size")
+        self.strides = self.pool_size if strides is None else _one(strides, "strides")
+        self.padding = padding.upper()
+
+    def call(self, x, training=False):
+        y = self._pool(ops.expand_dims(x, 1), [1, 1, self.pool_size, 1],
+                       [1, 1, self.strides, 1], self.padding)
+        return ops.squeeze(y, [1])
+
+
+class MaxPooling1D(_Pool1D):
+    """TF1's tf.layers.MaxPooling1D over [batch, width, channels].
+
+    Example: ``p = sf.layers.MaxPooling1D(2, 2)(seq)``.
+    """
+
+    _default_name = "max_pooling1d"
+    _pool = staticmethod(nn.max_pool)
+
+
+class AveragePooling1D(_Pool1D):
+    """TF1's tf.layers.AveragePooling1D over [batch, width, channels].
+
+    Example: ``p = sf.layers.AveragePooling1D(3, 1, padding="same")(seq)``.
+    """
+
+    _default_name = "average_pooling1d"
+    _pool = staticmethod(nn.avg_pool)
+
+
+MaxPool1D, AvgPool1D, AvgPool2D = MaxPooling1D, AveragePooling1D, AveragePooling2D
+
+
 class Flatten(Layer):
     """[batch, d1, d2, ...] -> [batch, d1 * d2 * ...] (the dimensions after the first must be
     known)."""
@@ -437,6 +561,44 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
                   kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
                   kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                   activity_regularizer=activity_regularizer, name=name)(inputs)
+
+
+def conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
+           data_format="channels_last", dilation_rate=1, activation=None, use_bias=True,
+           kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+    """TF1's tf.layers.conv1d over [batch, width, channels]: variables <name>/kernel
+    [kernel_size, in, filters] and <name>/bias.
+
+    Example: ``h = sf.layers.conv1d(seq, 16, 3, padding="same", activation=sf.nn.relu)``.
+    """
+    if kernel_constraint is not None or bias_constraint is not None:
+        raise ValueError("layers.conv1d: kernel_constraint and bias_constraint are not supported")
+    return Conv1D(filters, kernel_size, strides=strides, padding=padding,
+                  data_format=data_format, dilation_rate=dilation_rate, activation=activation,
+                  use_bias=use_bias, kernel_initializer=kernel_initializer,
+                  bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                  bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                  name=name)(inputs)
+
+
+def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):
+    """TF1's tf.layers.max_pooling1d over [batch, width, channels].
+
+    Example: ``p = sf.layers.max_pooling1d(h, 2, 2)``.
+    """
+    return MaxPooling1D(pool_size, strides, padding, data_format, name=name)(inputs)
+
+
+def average_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                      name=None):
+    """TF1's tf.layers.average_pooling1d over [batch, width, channels].
+
+    Example: ``p = sf.layers.average_pooling1d(h, 2, 2)``.
+    """
+    return AveragePooling1D(pool_size, strides, padding, data_format, name=name)(inputs)
 
 
 def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",

@@ -5,6 +5,8 @@ entropy, ...) are composed here from the engine's ops, in forms that stay finite
 in value and gradient: Note [Stable composites] below.
 
 Images are NHWC ([batch, height, width, channels]); filters are [height, width, in, out].
+conv1d, depthwise_conv2d and separable_conv2d are composed from Conv2D (conv_composites.py);
+the candidate samplers, nce_loss and sampled_softmax_loss live in candidate_sampling.py.
 
 Example::
 
@@ -20,6 +22,11 @@ from shardflow import rnn_cell  # noqa: F401 (sf.nn.rnn_cell.BasicLSTMCell, ...)
 from shardflow.ops import _op, _out, sigmoid, tanh  # noqa: F401 (re-exported)
 from shardflow.rnn_cell import (bidirectional_dynamic_rnn, dynamic_rnn,  # noqa: F401
                                 static_bidirectional_rnn, static_rnn)
+from shardflow.candidate_sampling import (fixed_unigram_candidate_sampler,  # noqa: F401
+                                          log_uniform_candidate_sampler, nce_loss,
+                                          sampled_softmax_loss, uniform_candidate_sampler)
+from shardflow.conv_composites import (conv1d, depthwise_conv2d,  # noqa: F401
+                                       separable_conv2d)
 
 
 def relu(features, name=None):

@@ -1,6 +1,6 @@
 """Recurrent cells and the functions that run them, as TF1's tf.nn.rnn_cell, tf.nn.dynamic_rnn,
-tf.nn.static_rnn, tf.nn.static_bidirectional_rnn and tf.nn.bidirectional_dynamic_rnn (also
-tf.contrib.rnn's).
+tf.nn.static_rnn, tf.nn.static_bidirectional_rnn and tf.nn.bidirectional_dynamic_rnn, and
+the wrappers DropoutWrapper, ResidualWrapper and DeviceWrapper (also tf.contrib.rnn's).
 
 Example (a character model)::
 
@@ -197,6 +197,153 @@ class MultiRNNCell(RNNCell):
         return x, tuple(new_states)
 
 
+# ---- wrappers: a cell around a cell, adding no variable scope of their own (TF1's names) ----
+
+
+class _Wrapper(RNNCell):
+    """Delegates state_size, output_size and zero_state to the wrapped cell."""
+
+    def __init__(self, cell):
+        if not callable(cell) or not hasattr(cell, "zero_state"):
+            raise TypeError("%s wraps an RNN cell (output, state = cell(inputs, state)), not %r"
+                            % (type(self).__name__, cell))
+        self._cell = cell
+        self._scope = None
+        self._name = None
+
+    @property
+    def wrapped_cell(self):
+        return self._cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def zero_state(self, batch_size, dtype):
+        return self._cell.zero_state(batch_size, dtype)
+
+    def __call__(self, inputs, state, scope=None):
+        return self.call(convert_to_tensor(inputs), state, scope)
+
+
+def _keep_prob(value, what):
+    from shardflow.framework import Tensor
+    if isinstance(value, Tensor):
+        return value
+    value = float(value)
+    if not 0 < value <= 1:
+        raise ValueError("DropoutWrapper: %s must be in (0, 1], got %r" % (what, value))
+    return value
+
+
+class DropoutWrapper(_Wrapper):
+    """TF1's tf.nn.rnn_cell.DropoutWrapper: dropout (sf.nn.dropout: kept values scaled by
+    1 / keep_prob) on the cell's inputs, outputs and new state, each with its own keep
+    probability (a float, or a tensor such as a placeholder fed 1.0 for evaluation). As in
+    TF1, the c part of an LSTMStateTuple is never dropped, only h; a keep probability of
+    1.0 adds nothing to the graph. A fresh mask each step (variational_recurrent=True,
+    one mask for all steps, is not supported).
+
+    Example::
+
+        cell = sf.nn.rnn_cell.DropoutWrapper(sf.nn.rnn_cell.BasicLSTMCell(128),
+                                             output_keep_prob=keep_prob)
+        outputs, state = sf.nn.dynamic_rnn(cell, x, dtype=sf.float32)
+    """
+
+    def __init__(self, cell, input_keep_prob=1.0, output_keep_prob=1.0, state_keep_prob=1.0,
+                 variational_recurrent=False, input_size=None, dtype=None, seed=None,
+                 dropout_state_filter_visitor=None):
+        super().__init__(cell)
+        if variational_recurrent:
+            raise ValueError("DropoutWrapper(variational_recurrent=True) is not supported; "
+                             "masks are drawn afresh each step")
+        self._input_keep_prob = _keep_prob(input_keep_prob, "input_keep_prob")
+        self._output_keep_prob = _keep_prob(output_keep_prob, "output_keep_prob")
+        self._state_keep_prob = _keep_prob(state_keep_prob, "state_keep_prob")
+        self._seed = seed
+        self._filter = dropout_state_filter_visitor
+
+    def _dropout(self, x, keep_prob, offset):
+        if isinstance(keep_prob, float) and keep_prob == 1.0:
+            return x
+        from shardflow.nn import dropout  # nn imports this module
+        # Distinct seeds for the three places, so that their masks differ.
+        return dropout(x, keep_prob, seed=self._seed + offset if self._seed else None)
+
+    def _drop_state(self, state):
+        def visit(s):
+            if isinstance(s, LSTMStateTuple):
+                keep = LSTMStateTuple(False, True) if self._filter is None else self._filter(s)
+                return LSTMStateTuple(*[visit(part) if k else part
+                                        for part, k in zip(s, _flags(keep, 2))])
+            if isinstance(s, (tuple, list)):
+                return type(s)(visit(part) for part in s)
+            if self._filter is not None and not self._filter(s):
+                return s
+            return self._dropout(s, self._state_keep_prob, 2)
+        return visit(state)
+
+    def call(self, inputs, state, scope=None):
+        inputs = self._dropout(inputs, self._input_keep_prob, 0)
+        output, new_state = self._cell(inputs, state, scope=scope)
+        if not (isinstance(self._state_keep_prob, float) and self._state_keep_prob == 1.0):
+            new_state = self._drop_state(new_state)
+        return self._dropout(output, self._output_keep_prob, 1), new_state
+
+
+def _flags(keep, n):
+    return list(keep) if isinstance(keep, (tuple, list)) else [bool(keep)] * n
+
+
+class ResidualWrapper(_Wrapper):
+    """TF1's tf.nn.rnn_cell.ResidualWrapper: the output is residual_fn(inputs, cell output),
+    by default inputs + output (so the cell's output size must equal the input depth); the
+    state is the cell's.
+
+    Example::
+
+        cell = sf.nn.rnn_cell.ResidualWrapper(sf.nn.rnn_cell.GRUCell(64))   # inputs [.., 64]
+    """
+
+    def __init__(self, cell, residual_fn=None):
+        super().__init__(cell)
+        self._residual_fn = residual_fn
+
+    def call(self, inputs, state, scope=None):
+        output, new_state = self._cell(inputs, state, scope=scope)
+        if self._residual_fn is not None:
+            return self._residual_fn(inputs, output), new_state
+        return ops.add(inputs, output), new_state
+
+
+class DeviceWrapper(_Wrapper):
+    """TF1's tf.nn.rnn_cell.DeviceWrapper: the cell's ops (and its zero state) are built on
+    `device`, e.g. one layer of a MultiRNNCell per device.
+
+    Example::
+
+        cells = [sf.nn.rnn_cell.DeviceWrapper(sf.nn.rnn_cell.LSTMCell(256), "/device:CPU:%d" % i)
+                 for i in range(2)]
+    """
+
+    def __init__(self, cell, device):
+        super().__init__(cell)
+        self._device = device
+
+    def zero_state(self, batch_size, dtype):
+        with ops.get_default_graph().device(self._device):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def call(self, inputs, state, scope=None):
+        with ops.get_default_graph().device(self._device):
+            return self._cell(inputs, state, scope=scope)
+
+
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
                 parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
     """Runs `cell` over the time steps of `inputs` ([batch, time, depth], or [time, batch,
@@ -365,6 +512,6 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
     return (out_fw, out_bw), (state_fw, state_bw)
 
 
-__all__ = ["BasicLSTMCell", "BasicRNNCell", "GRUCell", "LSTMCell", "LSTMStateTuple",
-           "MultiRNNCell", "RNNCell", "bidirectional_dynamic_rnn", "dynamic_rnn",
-           "static_bidirectional_rnn", "static_rnn"]
+__all__ = ["BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell",
+           "LSTMCell", "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper",
+           "bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
