@@ -1,4 +1,6 @@
-"""MonitoredTrainingSession and session hooks, as TensorFlow 1.x's tf.train ones.
+"""MonitoredSession, MonitoredTrainingSession and session hooks, as TensorFlow 1.x's tf.train
+ones (the basic hooks are in basic_hooks.py, Scaffold and the session creators in
+session_creators.py).
 
 The chief initialises the variables, or restores them from the latest checkpoint in
 `checkpoint_dir` (so a job restarted after a failure goes on from there), and saves checkpoints
@@ -21,7 +23,6 @@ import os
 import time
 
 from shardflow import errors
-from shardflow.framework import get_default_graph
 
 
 class SessionRunArgs:
@@ -115,18 +116,40 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+class CheckpointSaverListener:
+    """Told around each save of a CheckpointSaverHook: begin(), before_save(session, step),
+    after_save(session, step) (return True to end training), end(session, step)."""
+
+    def begin(self):
+        pass
+
+    def before_save(self, session, global_step_value):
+        pass
+
+    def after_save(self, session, global_step_value):
+        pass
+
+    def end(self, session, global_step_value):
+        pass
+
+
 class CheckpointSaverHook(SessionRunHook):
     """Saves a checkpoint every `save_secs` seconds or `save_steps` global steps, once the
-    session is ready and at the end (files "<checkpoint_dir>/model.ckpt-<global step>")."""
+    session is ready and at the end (files "<checkpoint_dir>/model.ckpt-<global step>"), with
+    `saver`, else the scaffold's, else a Saver of every global variable."""
 
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
-                 checkpoint_basename="model.ckpt"):
+                 checkpoint_basename="model.ckpt", scaffold=None, listeners=None):
         if save_secs is None and save_steps is None:
             raise ValueError("CheckpointSaverHook takes save_secs or save_steps")
+        if saver is not None and scaffold is not None:
+            raise ValueError("You cannot provide both saver and scaffold.")
         self._dir = checkpoint_dir
         self._save_secs = save_secs
         self._save_steps = save_steps
         self._saver = saver
+        self._scaffold = scaffold
+        self._listeners = list(listeners or [])
         self._path = os.path.join(checkpoint_dir, checkpoint_basename)
         self._last_time = None
         self._last_step = None
@@ -137,14 +160,24 @@ class CheckpointSaverHook(SessionRunHook):
         if self._global_step is None:
             raise RuntimeError("CheckpointSaverHook needs a global step: create it with "
                                "sf.train.get_or_create_global_step()")
-        if self._saver is None:
+        if self._saver is None and self._scaffold is None:
             self._saver = Saver()
         self._read = self._global_step.value()
+        for listener in self._listeners:
+            listener.begin()
 
     def _save(self, session, step):
-        self._saver.save(session, self._path, global_step=step)
+        """Saves; True when a listener asks to end training."""
+        saver = self._saver if self._saver is not None else self._scaffold.saver
+        for listener in self._listeners:
+            listener.before_save(session, step)
+        saver.save(session, self._path, global_step=step)
         self._last_time = time.monotonic()
         self._last_step = step
+        stop = False
+        for listener in self._listeners:
+            stop = bool(listener.after_save(session, step)) or stop
+        return stop
 
     def after_create_session(self, session, coord):
         self._save(session, int(session.run(self._read)))
@@ -157,101 +190,87 @@ class CheckpointSaverHook(SessionRunHook):
         due = (self._save_steps is not None and step >= self._last_step + self._save_steps) or \
             (self._save_secs is not None and time.monotonic() - self._last_time >= self._save_secs)
         if due and step != self._last_step:
-            self._save(run_context.session, step)
+            if self._save(run_context.session, step):
+                run_context.request_stop()
 
     def end(self, session):
         step = int(session.run(self._read))
         if step != self._last_step:
             self._save(session, step)
+        for listener in self._listeners:
+            listener.end(session, step)
 
 
-class MonitoredTrainingSession:
-    """A session for training, on one machine or as one task of a cluster (see the module's
-    text). `master` is "" (in process) or a server's target; `config` a sf.ConfigProto.
+class _StopRequested(Exception):
+    pass
 
-    The chief (is_chief=True) restores from sf.train.latest_checkpoint(checkpoint_dir) when
-    there is one, else runs the initializers; with a checkpoint_dir it saves every
-    `save_checkpoint_secs` (default 600) or `save_checkpoint_steps`. The others wait up to
-    `max_wait_secs` for the chief to initialise every variable, then raise an error naming those
-    still without a value. Leaving the ``with`` block after sf.errors.OutOfRangeError (e.g. a
-    closed token queue) ends training quietly.
+
+class StepContext:
+    """What run_step_fn's step_fn gets: `session` (the raw session), run_with_hooks(...) (a
+    step with every hook, as MonitoredSession.run) and request_stop() (ends training and
+    leaves step_fn)."""
+
+    def __init__(self, session, run_with_hooks_fn):
+        self._session = session
+        self._run_with_hooks_fn = run_with_hooks_fn
+
+    @property
+    def session(self):
+        return self._session
+
+    def run_with_hooks(self, *args, **kwargs):
+        return self._run_with_hooks_fn(*args, **kwargs)
+
+    def request_stop(self):
+        raise _StopRequested()
+
+
+class MonitoredSession:
+    """A session that runs hooks around each step, made ready by `session_creator` (default
+    ChiefSessionCreator(): initialise, or restore a checkpoint). Calls each hook's begin(),
+    then creates the session, then after_create_session(); end() on a normal close. Leaving
+    the ``with`` block after sf.errors.OutOfRangeError (end of input) or StopIteration ends
+    training quietly.
+
+    Example::
+
+        with sf.train.MonitoredSession(hooks=[sf.train.StopAtStepHook(last_step=100)]) as s:
+            while not s.should_stop():
+                s.run(train_op)
     """
 
-    def __init__(self, master="", is_chief=True, checkpoint_dir=None, scaffold=None, hooks=None,
-                 chief_only_hooks=None, save_checkpoint_secs=None, save_summaries_steps=None,
-                 save_summaries_secs=None, config=None, stop_grace_period_secs=120,
-                 log_step_count_steps=100, max_wait_secs=7200, save_checkpoint_steps=None):
-        from shardflow.session import Session
-        from shardflow.train import Saver, latest_checkpoint
-        from shardflow.variables import (global_variables, global_variables_initializer,
-                                         local_variables_initializer)
-        if scaffold is not None:
-            raise ValueError("MonitoredTrainingSession: scaffold is not supported")
-        g = get_default_graph()
+    def __init__(self, session_creator=None, hooks=None, stop_grace_period_secs=120):
+        from shardflow.coordinator import Coordinator
+        from shardflow.session_creators import ChiefSessionCreator
         self._hooks = list(hooks or [])
-        if is_chief:
-            self._hooks += list(chief_only_hooks or [])
-        if is_chief and checkpoint_dir:
-            if save_checkpoint_secs is None and save_checkpoint_steps is None:
-                save_checkpoint_secs = 600
-            self._hooks.append(CheckpointSaverHook(checkpoint_dir, save_checkpoint_secs,
-                                                   save_checkpoint_steps))
-        for h in self._hooks:
-            h.begin()
-        variables = global_variables(g)
-        init_op = global_variables_initializer()
-        local_init_op = local_variables_initializer()
-        ready = [v.is_initialized() for v in variables]
-        restore_saver = Saver() if is_chief and checkpoint_dir and variables else None
         self._should_stop = False
         self._closed = False
-        self._sess = Session(master, graph=g, config=config)
+        self._stop_grace_period_secs = stop_grace_period_secs
+        for h in self._hooks:
+            h.begin()
+        self._coord = Coordinator()
+        self._sess = (session_creator or ChiefSessionCreator()).create_session()
         try:
-            if is_chief:
-                # Every variable (optimizer slots included) gets a value, then the checkpoint's.
-                self._sess.run(init_op)
-                path = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
-                if path is not None and restore_saver is not None:
-                    restore_saver.restore(self._sess, path)
-            else:
-                self._wait_until_ready(variables, ready, max_wait_secs)
-            self._sess.run(local_init_op)
             for h in self._hooks:
-                h.after_create_session(self._sess, None)
+                h.after_create_session(self._sess, self._coord)
         except BaseException:
             self._sess.close()
             raise
-
-    def _wait_until_ready(self, variables, ready, max_wait_secs):
-        deadline = time.monotonic() + max_wait_secs
-        delay = 0.05
-        while True:
-            try:
-                flags = self._sess.run(ready) if ready else []
-                if all(bool(f) for f in flags):
-                    return
-                missing = [v.name for v, f in zip(variables, flags) if not f]
-            except (errors.UnavailableError, errors.DeadlineExceededError) as e:
-                missing = ["(a task did not answer: %s)" % e]
-            if time.monotonic() >= deadline:
-                raise errors.DeadlineExceededError(
-                    "waited %d s for the chief to initialise the model; still without a value: "
-                    "%s. Start the chief (is_chief=True) or raise max_wait_secs"
-                    % (max_wait_secs, ", ".join(missing[:10])))
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
 
     @property
     def graph(self):
         return self._sess.graph
 
+    def _tf_sess(self):
+        return self._sess
+
     def should_stop(self):
-        return self._should_stop or self._closed
+        return self._should_stop or self._closed or self._coord.should_stop()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Runs one step with every hook; returns `fetches`' values."""
         if self._closed:
-            raise RuntimeError("run() on a closed MonitoredTrainingSession")
+            raise RuntimeError("Run called on a closed %s" % type(self).__name__)
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         hook_args = [h.before_run(context) for h in self._hooks]
         feeds = dict(feed_dict or {})
@@ -263,7 +282,8 @@ class MonitoredTrainingSession:
                 hook_fetches[i] = args.fetches
             for k, v in (args.feed_dict or {}).items():
                 if k in feeds:
-                    raise RuntimeError("a hook feeds %r, which is fed already" % (k,))
+                    raise RuntimeError("Same tensor is fed by a SessionRunHook and user (or "
+                                       "two hooks): %r" % (k,))
                 feeds[k] = v
         out = self._sess.run({"caller": fetches, "hooks": hook_fetches}, feed_dict=feeds,
                              options=options, run_metadata=run_metadata)
@@ -272,6 +292,15 @@ class MonitoredTrainingSession:
         if context.stop_requested:
             self._should_stop = True
         return out["caller"]
+
+    def run_step_fn(self, step_fn):
+        """step_fn(StepContext)'s value (None when it called request_stop(), which ends
+        training)."""
+        try:
+            return step_fn(StepContext(self._sess, self.run))
+        except _StopRequested:
+            self._should_stop = True
+            return None
 
     def close(self):
         self._close(normal=True)
@@ -285,6 +314,7 @@ class MonitoredTrainingSession:
                 for h in self._hooks:
                     h.end(self._sess)
         finally:
+            self._coord.request_stop()
             self._sess.close()
 
     def __enter__(self):
@@ -292,6 +322,80 @@ class MonitoredTrainingSession:
 
     def __exit__(self, exc_type, exc, tb):
         # OutOfRange (input exhausted, token queue closed) ends training normally.
-        normal = exc_type is None or issubclass(exc_type, errors.OutOfRangeError)
-        self._close(normal)
-        return exc_type is not None and issubclass(exc_type, errors.OutOfRangeError)
+        quiet = exc_type is not None and issubclass(exc_type, (errors.OutOfRangeError,
+                                                               StopIteration))
+        self._close(exc_type is None or quiet)
+        return quiet
+
+
+class SingularMonitoredSession(MonitoredSession):
+    """A MonitoredSession for one process: a ChiefSessionCreator of `scaffold` (restoring
+    from `checkpoint_dir` or `checkpoint_filename_with_path`), and raw_session() for the
+    session itself."""
+
+    def __init__(self, hooks=None, scaffold=None, master="", config=None, checkpoint_dir=None,
+                 stop_grace_period_secs=120, checkpoint_filename_with_path=None):
+        from shardflow.session_creators import ChiefSessionCreator
+        creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
+                                      checkpoint_dir=checkpoint_dir,
+                                      checkpoint_filename_with_path=checkpoint_filename_with_path)
+        super().__init__(creator, hooks, stop_grace_period_secs)
+
+    def raw_session(self):
+        """The session without hooks."""
+        return self._sess
+
+
+class MonitoredTrainingSession(MonitoredSession):
+    """A MonitoredSession for training, on one machine or as one task of a cluster (see the
+    module's text). `master` is "" (in process) or a server's target; `config` a
+    sf.ConfigProto; `scaffold` a sf.train.Scaffold (default: a new one).
+
+    The chief (is_chief=True) runs ChiefSessionCreator: the initializers, then the latest
+    checkpoint in `checkpoint_dir` when there is one. With a checkpoint_dir it saves every
+    `save_checkpoint_secs` (600 when neither it nor `save_checkpoint_steps` is given) or
+    `save_checkpoint_steps`; with a checkpoint_dir or `summary_dir`, it writes the scaffold's
+    summary_op (sf.summary.merge_all()) every `save_summaries_steps` (100 when neither it nor
+    `save_summaries_secs` is given; 0 for none) and global_step/sec every
+    `log_step_count_steps` there. The others (WorkerSessionCreator) wait up to `max_wait_secs`
+    for the chief to initialise every variable, then raise an error naming those still
+    without a value. Hooks run in the order: `hooks`, `chief_only_hooks`, then the step
+    counter, summary and checkpoint hooks.
+    """
+
+    def __init__(self, master="", is_chief=True, checkpoint_dir=None, scaffold=None, hooks=None,
+                 chief_only_hooks=None, save_checkpoint_secs=None, save_summaries_steps=None,
+                 save_summaries_secs=None, config=None, stop_grace_period_secs=120,
+                 log_step_count_steps=100, max_wait_secs=7200, save_checkpoint_steps=None,
+                 summary_dir=None):
+        from shardflow.basic_hooks import StepCounterHook, SummarySaverHook
+        from shardflow.session_creators import (ChiefSessionCreator, Scaffold,
+                                                WorkerSessionCreator)
+        scaffold = scaffold or Scaffold()
+        all_hooks = list(hooks or [])
+        if not is_chief:
+            creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
+                                           max_wait_secs=max_wait_secs)
+            super().__init__(creator, all_hooks, stop_grace_period_secs)
+            return
+        all_hooks += list(chief_only_hooks or [])
+        summary_dir = summary_dir or checkpoint_dir
+        if summary_dir:
+            if save_summaries_steps is None and save_summaries_secs is None:
+                save_summaries_steps = 100
+            if log_step_count_steps and log_step_count_steps > 0:
+                all_hooks.append(StepCounterHook(every_n_steps=log_step_count_steps,
+                                                 output_dir=summary_dir))
+            if (save_summaries_steps or 0) > 0 or (save_summaries_secs or 0) > 0:
+                all_hooks.append(SummarySaverHook(
+                    save_steps=save_summaries_steps or None,
+                    save_secs=None if save_summaries_steps else save_summaries_secs,
+                    output_dir=summary_dir, scaffold=scaffold))
+        if checkpoint_dir:
+            if save_checkpoint_secs is None and save_checkpoint_steps is None:
+                save_checkpoint_secs = 600
+            all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_checkpoint_secs,
+                                                 save_checkpoint_steps, scaffold=scaffold))
+        creator = ChiefSessionCreator(scaffold=scaffold, master=master, config=config,
+                                      checkpoint_dir=checkpoint_dir)
+        super().__init__(creator, all_hooks, stop_grace_period_secs)

@@ -97,9 +97,23 @@ def _count_step(update, global_step):
 
 
 def get_global_step(graph=None):
-    """The graph's global step Variable, or None."""
-    steps = (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_STEP)
-    return steps[0] if steps else None
+    """The graph's global step: the Variable of the GLOBAL_STEP collection, else (as TF1) the
+    integer variable or tensor named "global_step"; None when there is none. More than one in the
+    collection is a TypeError."""
+    g = graph or get_default_graph()
+    steps = g.get_collection(GraphKeys.GLOBAL_STEP)
+    if len(steps) > 1:
+        raise TypeError("there are %d global steps in the GLOBAL_STEP collection; a graph has "
+                        "one" % len(steps))
+    if steps:
+        return steps[0]
+    for v in g._variables:  # tf.Variable(0, name="global_step") outside the collection
+        if v.op.name == "global_step" and v.dtype.is_integer:
+            return v
+    if not g._handle.has_node("global_step"):
+        return None
+    tensor = g.get_tensor_by_name("global_step:0")
+    return tensor if tensor.dtype.is_integer else None
 
 
 def create_global_step(graph=None):
@@ -122,11 +136,15 @@ def get_or_create_global_step(graph=None):
         global_step = sf.train.get_or_create_global_step()
         train_op = opt.minimize(loss, global_step=global_step)
     """
-    return get_global_step(graph) or create_global_step(graph)
+    step = get_global_step(graph)
+    return step if step is not None else create_global_step(graph)
 
 
 def global_step(sess, global_step_tensor):
-    """The global step's value as an int."""
+    """The global step's value as an int (`global_step_tensor`: the Variable, a tensor, or
+    its name)."""
+    if isinstance(global_step_tensor, str) and ":" not in global_step_tensor:
+        global_step_tensor += ":0"
     return int(sess.run(global_step_tensor))
 
 
@@ -166,84 +184,6 @@ class AdamOptimizer(Optimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, name="Adam"):
         super().__init__(learning_rate, name, beta1=float(beta1), beta2=float(beta2),
                          epsilon=float(epsilon))
-
-
-# ---- learning-rate schedules (TF1's tf.train.*_decay): tensors of the global step ----------
-
-
-def _step_ratio(global_step, decay_steps, staircase):
-    """global_step / decay_steps as float32 (floored when staircase)."""
-    from shardflow import ops
-    step = global_step.value() if isinstance(global_step, Variable) else \
-        convert_to_tensor(global_step)
-    if staircase:
-        # Integer division of non-negative steps is the floor.
-        if not step.dtype.is_integer:
-            step = ops.cast(step, dtypes.int64)
-        return ops.cast(ops.divide(step, ops.cast(decay_steps, step.dtype)), dtypes.float32)
-    return ops.divide(ops.cast(step, dtypes.float32), float(decay_steps))
-
-
-def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                      name=None):
-    """learning_rate * decay_rate ** (global_step / decay_steps) (floored when staircase).
-
-    Example::
-
-        global_step = sf.train.get_or_create_global_step()
-        lr = sf.train.exponential_decay(0.1, global_step, 1000, 0.96, staircase=True)
-        train = sf.train.GradientDescentOptimizer(lr).minimize(loss, global_step=global_step)
-    """
-    from shardflow import ops
-    if global_step is None:
-        raise ValueError("exponential_decay needs global_step")
-    return ops.multiply(learning_rate,
-                        ops.pow(float(decay_rate), _step_ratio(global_step, decay_steps,
-                                                               staircase)), name=name)
-
-
-def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                       name=None):
-    """learning_rate / (1 + decay_rate * global_step / decay_steps)."""
-    from shardflow import ops
-    ratio = _step_ratio(global_step, decay_steps, staircase)
-    return ops.divide(learning_rate, ops.add(1.0, ops.multiply(float(decay_rate), ratio)),
-                      name=name)
-
-
-def natural_exp_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
-                      name=None):
-    """learning_rate * exp(-decay_rate * global_step / decay_steps)."""
-    from shardflow import ops
-    ratio = _step_ratio(global_step, decay_steps, staircase)
-    return ops.multiply(learning_rate, ops.exp(ops.multiply(-float(decay_rate), ratio)),
-                        name=name)
-
-
-def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
-                     power=1.0, cycle=False, name=None):
-    """(learning_rate - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end."""
-    from shardflow import ops
-    if cycle:
-        raise ValueError("polynomial_decay(cycle=True) is not supported")
-    step = ops.minimum(_step_ratio(global_step, decay_steps, False), 1.0)
-    return ops.add(ops.multiply(float(learning_rate) - float(end_learning_rate),
-                                ops.pow(ops.subtract(1.0, step), float(power))),
-                   float(end_learning_rate), name=name)
-
-
-def piecewise_constant(x, boundaries, values, name=None):
-    """values[0] while x <= boundaries[0], values[1] while x <= boundaries[1], ...,
-    values[-1] after the last boundary."""
-    from shardflow import ops
-    if len(values) != len(boundaries) + 1:
-        raise ValueError("piecewise_constant needs one more value than boundaries")
-    x = x.value() if isinstance(x, Variable) else convert_to_tensor(x)
-    out = ops.constant(float(values[0]))
-    for b, (lo, hi) in zip(boundaries, zip(values, values[1:])):
-        above = ops.cast(ops.greater(x, ops.cast(b, x.dtype)), dtypes.float32)
-        out = ops.add(out, ops.multiply(float(hi) - float(lo), above))
-    return ops.identity(out, name=name)
 
 
 class RMSPropOptimizer(Optimizer):
@@ -407,9 +347,26 @@ def latest_checkpoint(checkpoint_dir):
 # TF1's distributed training API (between-graph replication), under sf.train as in TensorFlow.
 from shardflow.cluster import (ClusterSpec, GreedyLoadBalancingStrategy, Server,  # noqa: E402,F401
                                replica_device_setter)
-from shardflow.monitored_session import (CheckpointSaverHook, MonitoredTrainingSession,  # noqa: E402,F401,E501
+from shardflow.monitored_session import (CheckpointSaverHook, CheckpointSaverListener,  # noqa: E402,F401,E501
+                                         MonitoredSession, MonitoredTrainingSession,
                                          SessionRunArgs, SessionRunContext, SessionRunHook,
-                                         SessionRunValues, StopAtStepHook)
+                                         SessionRunValues, SingularMonitoredSession, StepContext,
+                                         StopAtStepHook)
+from shardflow.basic_hooks import (FeedFnHook, FinalOpsHook, GlobalStepWaiterHook,  # noqa: E402,F401,E501
+                                   LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook,
+                                   SecondOrStepTimer, StepCounterHook, SummarySaverHook)
+from shardflow.session_creators import (ChiefSessionCreator, Scaffold,  # noqa: E402,F401
+                                        SessionCreator, WorkerSessionCreator)
+# Learning-rate schedules, tensors of the global step.
+from shardflow.learning_rate_decay import (cosine_decay, cosine_decay_restarts,  # noqa: E402,F401,E501
+                                           exponential_decay, inverse_time_decay,
+                                           linear_cosine_decay, natural_exp_decay,
+                                           piecewise_constant, polynomial_decay)
+# Reading checkpoints, and initialising variables from one.
+from shardflow.checkpoint_utils import (CheckpointReader, CheckpointState,  # noqa: E402,F401
+                                        NewCheckpointReader, checkpoint_exists,
+                                        get_checkpoint_state, init_from_checkpoint,
+                                        list_variables, load_checkpoint, load_variable)
 from shardflow.sync_replicas import SyncReplicasOptimizer  # noqa: E402,F401
 from shardflow.graph_io import write_graph  # noqa: E402,F401 (tf.train.write_graph)
 from shardflow.moving_averages import ExponentialMovingAverage  # noqa: E402,F401

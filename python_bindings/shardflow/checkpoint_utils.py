@@ -1,0 +1,233 @@
+"""Reading checkpoints without a model, and initialising variables from one: TF1's
+tf.train.checkpoint_exists, get_checkpoint_state, list_variables, load_variable,
+load_checkpoint / NewCheckpointReader and init_from_checkpoint.
+
+Checkpoints are those sf.train.Saver writes (runtime/checkpoint.h's format: one file per
+checkpoint, named by its prefix, e.g. "model.ckpt-100"). Where a function takes
+`ckpt_dir_or_file`, a directory means the newest checkpoint its "checkpoint" state file names.
+
+Example (warm-starting a model under a new scope)::
+
+    sf.train.init_from_checkpoint("/tmp/pretrained", {"encoder/": "student/encoder/"})
+    init = sf.train.Scaffold().finalize().init_op      # or sf.variables_initializer(...)
+    sess.run(init)                                     # student/encoder/* hold the values
+
+Note [Checkpoint initializers]. init_from_checkpoint reads the values when it is called and
+makes, for each mapped variable, an assignment of that constant that runs after the variable's
+own initializer (a control dependency on it); it becomes ``variable.initializer``, and the
+graph keeps it in ``graph._checkpoint_initializers`` (variable name -> op) so that the init op
+of a Scaffold (MonitoredSession, MonitoredTrainingSession) runs it after
+global_variables_initializer(). Mapping a variable again chains the new assignment after the
+previous one, so the last mapping wins.
+"""
+
+import glob
+import os
+
+
+from shardflow import dtypes, errors
+from shardflow import tf_logging as logging
+
+
+def checkpoint_exists(checkpoint_prefix):
+    """Whether a checkpoint (or any file matching the pattern) exists at `checkpoint_prefix`."""
+    if os.path.exists(checkpoint_prefix) or os.path.exists(checkpoint_prefix + ".index"):
+        return True
+    return bool(glob.glob(checkpoint_prefix))
+
+
+class CheckpointState:
+    """The "checkpoint" state file of a directory: model_checkpoint_path (the newest) and
+    all_model_checkpoint_paths (those kept, oldest first), as paths in the directory."""
+
+    def __init__(self, model_checkpoint_path, all_model_checkpoint_paths):
+        self.model_checkpoint_path = model_checkpoint_path
+        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
+
+    def __repr__(self):
+        return "CheckpointState(model_checkpoint_path=%r, all_model_checkpoint_paths=%r)" % (
+            self.model_checkpoint_path, self.all_model_checkpoint_paths)
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None):
+    """The CheckpointState of `checkpoint_dir` (relative paths joined to it), or None when it
+    has no state file."""
+    path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return None
+
+    def value(line):
+        name = line.split(":", 1)[1].strip().strip('"')
+        return name if os.path.isabs(name) else os.path.join(checkpoint_dir, name)
+    latest = [value(l) for l in lines if l.startswith("model_checkpoint_path:")]
+    kept = [value(l) for l in lines if l.startswith("all_model_checkpoint_paths:")]
+    if not latest:
+        raise errors.DataLossError("%s names no model_checkpoint_path" % path)
+    return CheckpointState(latest[0], kept)
+
+
+def _checkpoint_file(ckpt_dir_or_file):
+    from shardflow.train import latest_checkpoint
+    if os.path.isdir(ckpt_dir_or_file):
+        path = latest_checkpoint(ckpt_dir_or_file)
+        if path is None:
+            raise ValueError("Couldn't find 'checkpoint' file or checkpoints in given "
+                             "directory %s" % ckpt_dir_or_file)
+        return path
+    return ckpt_dir_or_file
+
+
+class CheckpointReader:
+    """The tensors of one checkpoint file, by name (TF1's NewCheckpointReader). The file is
+    read once, when the reader is made: NotFoundError when there is none, DataLossError when
+    it is damaged."""
+
+    def __init__(self, filename):
+        from shardflow import _shardflow
+        if not os.path.exists(filename):
+            raise errors.NotFoundError("Unsuccessful TensorSliceReader constructor: Failed to "
+                                       "find any matching files for %s" % filename)
+        self._filename = filename
+        self._tensors = dict(_shardflow.load_checkpoint(filename))
+
+    def has_tensor(self, name):
+        return name in self._tensors
+
+    def get_tensor(self, name):
+        """The value saved under `name`, as an ndarray."""
+        try:
+            return self._tensors[name]
+        except KeyError:
+            raise errors.NotFoundError("Key %s not found in checkpoint %s (it holds: %s)" % (
+                name, self._filename, ", ".join(sorted(self._tensors)))) from None
+
+    def get_variable_to_shape_map(self):
+        return {n: list(v.shape) for n, v in self._tensors.items()}
+
+    def get_variable_to_dtype_map(self):
+        return {n: dtypes.as_dtype(v.dtype.name if v.dtype != object else "string")
+                for n, v in self._tensors.items()}
+
+    def debug_string(self):
+        return "".join("%s (%s) %s\n" % (n, v.dtype, list(v.shape))
+                       for n, v in sorted(self._tensors.items())).encode()
+
+
+def NewCheckpointReader(filepattern):  # noqa: N802 (TF1's name)
+    return CheckpointReader(filepattern)
+
+
+def load_checkpoint(ckpt_dir_or_file):
+    """A CheckpointReader of the checkpoint (or of the newest one in the directory)."""
+    return CheckpointReader(_checkpoint_file(ckpt_dir_or_file))
+
+
+def load_variable(ckpt_dir_or_file, name):
+    """The value of variable `name` ("w" or "w:0") in the checkpoint, as an ndarray."""
+    if name.endswith(":0"):
+        name = name[:-2]
+    return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
+
+
+def list_variables(ckpt_dir_or_file):
+    """[(name, shape)] of every variable in the checkpoint, sorted by name."""
+    shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
+    return [(name, shapes[name]) for name in sorted(shapes)]
+
+
+# ---- init_from_checkpoint ------------------------------------------------------------------
+
+
+def _set_initializer(variable, value, ckpt_file, tensor_name):
+    """Note [Checkpoint initializers]: `variable` is initialised with `value` from now on."""
+    from shardflow import ops
+    want = variable.dtype.as_numpy_dtype
+    if value.dtype != want and not (variable.dtype == dtypes.string and value.dtype == object):
+        raise ValueError("variable %s is %s but tensor %s in checkpoint %s is %s" % (
+            variable.op.name, variable.dtype.name, tensor_name, ckpt_file, value.dtype))
+    shape = variable.shape
+    if shape.ndims is not None and (shape.ndims != value.ndim or any(
+            d is not None and d != s for d, s in zip(shape.as_list(), value.shape))):
+        raise ValueError("Shape of variable %s (%s) doesn't match with shape of tensor %s (%s) "
+                         "from checkpoint reader." % (variable.op.name, shape.as_list(),
+                                                      tensor_name, list(value.shape)))
+    g = variable.graph
+    with g.as_default(), g.name_scope(None):
+        with g._device_scope(variable.device):
+            constant = ops.constant(value, name=variable.op.name + "/checkpoint_value")
+        with g.control_dependencies([variable.initializer]):
+            restore = variable.assign(constant, read_value=False,
+                                      name=variable.op.name + "/checkpoint_initializer")
+    variable.initializer = restore
+    g.__dict__.setdefault("_checkpoint_initializers", {})[variable.op.name] = restore
+    logging.debug("Initialize variable %s from checkpoint %s with %s", variable.op.name,
+                  ckpt_file, tensor_name)
+
+
+def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
+    """Makes the initializers of the variables `assignment_map` names load their values from
+    the checkpoint (Note [Checkpoint initializers]); nothing runs now.
+
+    `assignment_map` maps checkpoint names to current ones: ``{"old/w": "new/w"}`` (or to a
+    Variable), ``{"old_scope/": "new_scope/"}`` (every variable under new_scope/ from the same
+    name under old_scope/), ``{"/": "new_scope/"}`` (from the checkpoint's root). ValueError
+    names a tensor the checkpoint lacks, or a shape that differs.
+    """
+    from shardflow.framework import get_default_graph
+    from shardflow.variables import Variable, global_variables
+    ckpt_file = _checkpoint_file(ckpt_dir_or_file)
+    reader = CheckpointReader(ckpt_file)
+    available = reader.get_variable_to_shape_map()
+    by_name = {}
+    for v in global_variables(get_default_graph()):
+        by_name.setdefault(v.op.name, v)
+
+    def load(tensor_name):
+        if tensor_name not in available:
+            raise ValueError("Tensor %s is not found in %s checkpoint (it holds: %s)" % (
+                tensor_name, ckpt_dir_or_file, ", ".join(sorted(available))))
+        return reader.get_tensor(tensor_name)
+
+    for tensor_name, current in sorted(assignment_map.items(), key=lambda kv: kv[0]):
+        if isinstance(current, Variable) or (isinstance(current, str) and current in by_name):
+            var = current if isinstance(current, Variable) else by_name[current]
+            _set_initializer(var, load(tensor_name), ckpt_file, tensor_name)
+            continue
+        if not isinstance(current, str):
+            raise TypeError("assignment_map values are variable names, scopes or Variables, "
+                            "not %r" % (current,))
+        scope = current[:current.rindex("/")] if "/" in current else ""
+        if not tensor_name.endswith("/"):
+            raise ValueError("Assignment map with scope only name %s should map to scope only "
+                             "%s. Should be 'scope/': 'other_scope/'." % (scope, tensor_name))
+        matched = sorted(n for n in by_name if not scope or n.startswith(scope + "/"))
+        for var_name in matched:
+            full = var_name[len(scope):]
+            if current != "/":
+                full = full[1:]
+            if tensor_name != "/":
+                full = tensor_name + full
+            full = full.rstrip("/")
+            _set_initializer(by_name[var_name], load(full), ckpt_file, full)
+
+
+def with_checkpoint_initializers(init_op, graph=None):
+    """`init_op`, grouped with the checkpoint initializers of `graph` when there are any (Note
+    [Checkpoint initializers]): run it to initialise every variable, the mapped ones from
+    their checkpoint."""
+    from shardflow.framework import get_default_graph
+    from shardflow.ops import group
+    g = graph or get_default_graph()
+    restores = list(g.__dict__.get("_checkpoint_initializers", {}).values())
+    if not restores:
+        return init_op
+    with g.as_default():
+        return group(init_op, *restores, name="init_from_checkpoint")
+
+
+__all__ = ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "checkpoint_exists",
+           "get_checkpoint_state", "init_from_checkpoint", "list_variables", "load_checkpoint",
+           "load_variable", "with_checkpoint_initializers"]
