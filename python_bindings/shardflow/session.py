@@ -22,6 +22,7 @@ import numpy as np
 from shardflow import _shardflow as _C
 from shardflow import dtypes
 from shardflow.framework import Operation, Tensor, get_default_graph
+from shardflow.sparse_tensor import SparseTensor, SparseTensorValue
 from shardflow.variables import Variable
 
 
@@ -248,6 +249,9 @@ class _FetchPlan:
             return self._tensor(f)
         if isinstance(f, Variable):
             return self._plan(graph, f.value())
+        if isinstance(f, SparseTensor):  # comes back as a SparseTensorValue of arrays
+            parts = [self._plan(graph, t) for t in (f.indices, f.values, f.dense_shape)]
+            return lambda out: SparseTensorValue(*[p(out) for p in parts])
         from shardflow.summary import _Summary
         if isinstance(f, _Summary):
             # Note [Summaries on the client] in summary.py: fetch, then serialize here.
@@ -277,8 +281,8 @@ class _FetchPlan:
             return lambda out: kind(p(out) for p in parts)
         if f is None:
             raise TypeError("fetch None is not allowed")
-        raise TypeError("cannot fetch %r (of type %s); fetch Tensors, Operations, Variables, "
-                        "names, or lists/tuples/dicts of them" % (f, type(f).__name__))
+        raise TypeError("cannot fetch %r (of type %s); fetch Tensors, SparseTensors, Operations, "
+                        "Variables, names, or lists/tuples/dicts of them" % (f, type(f).__name__))
 
 
 def _feed_value(tensor, value):
@@ -297,6 +301,15 @@ def _feed_value(tensor, value):
         return np.asarray(value, dtype=want)
     except (TypeError, ValueError) as e:
         raise TypeError("feed for '%s' (%s): %s" % (tensor.name, tensor.dtype.name, e)) from None
+
+
+def _expand_sparse_feeds(feed_dict):
+    """feed_dict's (key, value) pairs, a SparseTensor key giving one pair per part."""
+    for key, value in feed_dict.items():
+        if isinstance(key, SparseTensor):
+            yield from key._feeds(value)
+        else:
+            yield key, value
 
 
 _default_session = threading.local()
@@ -363,8 +376,10 @@ class Session:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         """Runs one step and returns the values of `fetches`, in the same structure.
 
-        `fetches` is a Tensor, Operation (gives None), Variable, name, or a nested
-        list/tuple/dict of them. `feed_dict` maps placeholders (tensors or names) to values.
+        `fetches` is a Tensor, SparseTensor (gives a SparseTensorValue), Operation (gives
+        None), Variable, name, or a nested list/tuple/dict of them. `feed_dict` maps
+        placeholders (tensors or names) to values, and SparseTensors (sf.sparse_placeholder) to
+        SparseTensorValues or (indices, values, dense_shape) tuples.
         `options` is a RunOptions; `run_metadata` a RunMetadata filled when tracing.
         get_next() tensors of a tf.data iterator that the fetches need are fed with its next
         element (sf.errors.OutOfRangeError when it has none; shardflow/data).
@@ -375,11 +390,12 @@ class Session:
         plan = self._plan(fetches)
         feeds = []
         if feed_dict:
-            for key, value in feed_dict.items():
+            for key, value in _expand_sparse_feeds(feed_dict):
                 if isinstance(key, str):
                     key = self.graph.get_tensor_by_name(key)
                 elif not isinstance(key, Tensor):
-                    raise TypeError("feed_dict keys are tensors or tensor names, not %r" % (key,))
+                    raise TypeError("feed_dict keys are tensors, SparseTensors or tensor "
+                                    "names, not %r" % (key,))
                 if getattr(key, "graph", self.graph) is not self.graph:
                     raise ValueError(
                         "cannot feed '%s': it belongs to another graph than this session's "

@@ -1,0 +1,449 @@
+"""TF1's sparse ops, composed from dense ones, and the sf.sparse namespace (tf.sparse).
+
+Example::
+
+    sp = sf.SparseTensor(indices=[[0, 0], [1, 2]], values=[1.0, 2.0], dense_shape=[3, 4])
+    sf.sparse.to_dense(sp)                        # [3, 4]: 1 at (0, 0), 2 at (1, 2)
+    sf.sparse.sparse_dense_matmul(sp, w)          # [3, w's columns], without the dense [3, 4]
+    sf.sparse.reduce_sum(sp, axis=1)              # [3]
+
+Note [Sparse ops as compositions]. The engine has no sparse kernels; each op here is a few
+dense ops over `indices` and `values`: an entry's row-major linear position within the dense
+shape (int64 arithmetic on the index columns), then a scatter-add of the values to those
+positions (unsorted_segment_sum, i.e. GatherV2Grad) or a gather by them. So gradients flow to
+`values` (and to the dense operand of sparse_dense_matmul), and the work is O(N) in the stored
+entries, except:
+- to_dense / sparse_to_dense build the dense result (as in TF1). Repeated indices add up
+  (TF1 with validate_indices=True rejects them); an index outside dense_shape fails the step
+  when validate_indices is true.
+- reorder sorts by comparing every pair of entries: O(N^2) time and memory (the engine has no
+  sort), fine for the thousands of entries of a batch, not for millions.
+- to_dense, sparse_dense_matmul (rank 2), reorder, retain and reshape (to a new shape of
+  known length) take a rank known only at run time (tf.sparse_placeholder(dtype) with no
+  shape); reduce_sum over given axes, add of two SparseTensors and transpose need it when the
+  graph is built. Sizes may be known only at run time everywhere.
+- values must be numbers or bool (the scatter-add is not defined for strings).
+"""
+
+import sys
+import types
+
+import numpy as np
+
+from shardflow import array_ops, dtypes, ops, segment_ops
+from shardflow.framework import Tensor, control_dependencies, convert_to_tensor
+from shardflow.sparse_tensor import (SparseTensor, SparseTensorValue, convert_to_sparse,
+                                     sparse_placeholder)
+
+
+def _i64(value):
+    return np.asarray(value, dtype=np.int64)
+
+
+def _rank(sp, what):
+    rank = sp.shape.ndims
+    if rank is None:
+        raise ValueError("%s needs a SparseTensor of known rank: give dense_shape as a list, or "
+                         "indices of a known [N, rank] shape" % what)
+    return rank
+
+
+def _dims(sp, rank=None):
+    """The dense sizes: Python ints where the static shape knows them, else int64 scalars.
+    `rank`: the rank an op requires, for a SparseTensor whose rank is known only when fed."""
+    static = sp.shape.as_list() if sp.shape.ndims is not None else [None] * rank
+    return [d if d is not None else sp.dense_shape[i] for i, d in enumerate(static)]
+
+
+def _static(sp):
+    """The static sizes of `sp` as a list (None: unknown), or None for an unknown rank."""
+    return None if sp.rank is None else sp.shape.as_list()
+
+
+def _rank2(sp, what):
+    """Checks that `sp` is a matrix (or of a rank known only when fed, taken to be 2)."""
+    if sp.rank not in (None, 2):
+        raise ValueError("%s: the SparseTensor must have rank 2, not %d" % (what, sp.rank))
+    return _dims(sp, 2)
+
+
+def _product(dims):
+    """The product of `dims` (Python ints and int64 scalars): an int when all are ints."""
+    known = int(np.prod([d for d in dims if not isinstance(d, Tensor)], dtype=np.int64))
+    out = None
+    for d in dims:
+        if isinstance(d, Tensor):
+            out = d if out is None else ops.multiply(out, d)
+    if out is None:
+        return known
+    return out if known == 1 else ops.multiply(out, _i64(known))
+
+
+def _as_i64_tensor(d):
+    return d if isinstance(d, Tensor) else ops.constant(_i64(d))
+
+
+def _shape_of(dims):
+    """A reshape target for `dims`: a list of ints (-1 for the one size known only at run
+    time, which keeps the others in the static shape), else an int32 tensor."""
+    unknown = [d for d in dims if isinstance(d, Tensor)]
+    if not unknown:
+        return [int(d) for d in dims]
+    if len(unknown) == 1 and all(d > 0 for d in dims if not isinstance(d, Tensor)):
+        return [-1 if isinstance(d, Tensor) else int(d) for d in dims]
+    return ops.cast(array_ops.stack([_as_i64_tensor(d) for d in dims]), dtypes.int32)
+
+
+def _column(indices, axis):
+    return indices[:, axis]
+
+
+def _linear_index(indices, dims, axes):
+    """The row-major position (int64 [N]) of each entry's coordinates along `axes` within a
+    block of sizes dims[axes]."""
+    linear = None
+    for k, axis in enumerate(axes):
+        stride = _product([dims[a] for a in axes[k + 1:]])
+        term = _column(indices, axis)
+        if isinstance(stride, Tensor) or stride != 1:
+            term = ops.multiply(term, stride if isinstance(stride, Tensor) else _i64(stride))
+        linear = term if linear is None else ops.add(linear, term)
+    return linear
+
+
+def _full_linear(sp):
+    """(linear, total, shape): each entry's row-major position in the whole dense shape, the
+    number of dense entries, and the dense shape as a reshape target. Works for a rank known
+    only at run time (strides as products over a triangular mask of dense_shape)."""
+    if sp.rank is not None:
+        dims = _dims(sp)
+        return (_linear_index(sp.indices, dims, list(range(sp.rank))), _product(dims),
+                _shape_of(dims))
+    shape = sp.dense_shape
+    position = ops.cumsum(ops.ones_like(shape))
+    later = ops.greater(ops.expand_dims(position, 0), ops.expand_dims(position, 1))
+    strides = ops.reduce_prod(array_ops.where_v2(later, ops.expand_dims(shape, 0), _i64(1)),
+                              axis=1)
+    linear = ops.reduce_sum(ops.multiply(sp.indices, ops.expand_dims(strides, 0)), axis=1)
+    return linear, ops.reduce_prod(shape), ops.cast(shape, dtypes.int32)
+
+
+def _bounds_check(sp, what):
+    """The op that fails the step when a coordinate of `sp` lies outside its dense_shape."""
+    from shardflow.check_ops import _check
+    outside = ops.logical_or(ops.less(sp.indices, _i64(0)),
+                             ops.greater_equal(sp.indices, ops.expand_dims(sp.dense_shape, 0)))
+    count = ops.reduce_sum(ops.cast(outside, dtypes.float32))
+    return _check(ops.equal(count, 0.0), "%s: an index of the SparseTensor lies outside its "
+                  "dense_shape" % what, None, what + "_bounds")
+
+
+def _scatter(values, linear, total):
+    """A vector of `total` entries: the sum of the `values` sent to each position."""
+    return segment_ops.unsorted_segment_sum(values, linear, total)
+
+
+# ---- to and from dense ----------------------------------------------------------------------
+
+
+def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, name=None):
+    """The dense tensor of `sp_input`: its values at its indices, `default_value` elsewhere
+    (TF1's tf.sparse_tensor_to_dense / tf.sparse.to_dense). Repeated indices add up; with
+    validate_indices an index outside dense_shape fails the step. Gradients flow to values."""
+    sp = convert_to_sparse(sp_input)
+    linear, total, shape = _full_linear(sp)
+    if validate_indices:
+        with control_dependencies([_bounds_check(sp, "sparse_tensor_to_dense")]):
+            linear = ops.identity(linear)
+    dense = _scatter(sp.values, linear, total)
+    if not (isinstance(default_value, (int, float, np.number)) and default_value == 0):
+        hit = _scatter(ops.ones_like(ops.cast(sp.values, dtypes.float32)), linear, total)
+        default = ops.cast(convert_to_tensor(default_value), sp.dtype)
+        dense = array_ops.where_v2(ops.greater(hit, 0.0), dense, default)
+    return ops.reshape(dense, shape, name=name)
+
+
+def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0,
+                    validate_indices=True, name=None):
+    """TF1's tf.sparse_to_dense: a dense tensor of `output_shape` with `sparse_values` (a
+    vector, or a scalar for every index) at `sparse_indices` ([N, rank], or [N] for a vector,
+    or a scalar) and `default_value` elsewhere. As sparse_tensor_to_dense otherwise."""
+    indices = convert_to_tensor(sparse_indices)
+    if indices.shape.ndims == 0:
+        indices = ops.reshape(indices, [1, 1])
+    elif indices.shape.ndims == 1:
+        indices = ops.expand_dims(indices, 1)
+    values = convert_to_tensor(sparse_values)
+    if values.shape.ndims == 0:
+        values = ops.fill(ops.slice(ops.shape(indices), [0], [1]), values)
+    sp = SparseTensor(indices, values, output_shape)
+    return sparse_tensor_to_dense(sp, default_value, validate_indices, name=name)
+
+
+def from_dense(tensor, name=None):
+    """The SparseTensor of the non-zero entries of `tensor` (known rank), in row-major order
+    (TF's tf.sparse.from_dense)."""
+    x = convert_to_tensor(tensor)
+    if x.shape.ndims is None:
+        raise ValueError("from_dense needs a tensor of known rank, got %r" % x)
+    mask = ops.not_equal(x, ops.zeros_like(x))
+    indices = array_ops.where(mask)
+    values = array_ops.boolean_mask(x, mask, name=name)
+    return SparseTensor(indices, values, ops.cast(ops.shape(x), dtypes.int64),
+                        _static_dims=x.shape.as_list())
+
+
+# ---- arithmetic -----------------------------------------------------------------------------
+
+
+def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
+    """sp_a @ b for a rank-2 SparseTensor `sp_a` and a dense matrix `b` (TF1's
+    tf.sparse_tensor_dense_matmul / tf.sparse.sparse_dense_matmul), without building sp_a
+    densely: the rows of b picked by the entries' column indices, scaled by the values, summed
+    per row index. adjoint_a / adjoint_b transpose the operands (no complex types). Gradients
+    flow to sp_a.values and b. Repeated indices add up."""
+    sp = convert_to_sparse(sp_a, "sp_a")
+    dims = _rank2(sp, "sparse_tensor_dense_matmul")
+    b = convert_to_tensor(b)
+    if b.shape.ndims != 2:
+        raise ValueError("sparse_tensor_dense_matmul: b must be a matrix, got shape %s" % b.shape)
+    if b.dtype != sp.dtype:
+        raise TypeError("sparse_tensor_dense_matmul: sp_a is %s but b is %s"
+                        % (sp.dtype.name, b.dtype.name))
+    if adjoint_b:
+        b = ops.transpose(b)
+    row_axis, col_axis = (1, 0) if adjoint_a else (0, 1)
+    rows = _column(sp.indices, row_axis)
+    cols = _column(sp.indices, col_axis)
+    picked = array_ops.gather(b, cols)
+    weighted = ops.multiply(picked, ops.expand_dims(sp.values, 1))
+    return segment_ops.unsorted_segment_sum(weighted, rows, dims[row_axis], name=name)
+
+
+def _axes_list(axis, rank, what):
+    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
+    out = []
+    for a in axes:
+        if not -rank <= int(a) < rank:
+            raise ValueError("%s: axis %d is out of range for rank %d" % (what, a, rank))
+        out.append(int(a) % rank)
+    return sorted(set(out))
+
+
+def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None,
+                      name=None):
+    """The sum of `sp_input`'s entries over `axis` (Python ints; None: all), as a dense tensor
+    (TF1's tf.sparse_reduce_sum / tf.sparse.reduce_sum); keepdims keeps the reduced
+    dimensions as size 1. Gradients flow to values."""
+    sp = convert_to_sparse(sp_input)
+    axis = reduction_axes if axis is None else axis
+    keep = bool(keepdims or keep_dims)
+    if axis is None:
+        total = ops.reduce_sum(sp.values)
+        if keep:
+            return ops.reshape(total, [1] * _rank(sp, "sparse_reduce_sum"), name=name)
+        return ops.identity(total, name=name)
+    rank = _rank(sp, "sparse_reduce_sum")
+    axes = _axes_list(axis, rank, "sparse_reduce_sum")
+    kept = [d for d in range(rank) if d not in axes]
+    dims = _dims(sp)
+    if not kept:
+        total = ops.reduce_sum(sp.values)
+        return ops.reshape(total, [1] * rank if keep else [], name=name)
+    linear = _linear_index(sp.indices, dims, kept)
+    sums = _scatter(sp.values, linear, _product([dims[d] for d in kept]))
+    out_dims = [1 if d in axes else dims[d] for d in range(rank)] if keep else \
+        [dims[d] for d in kept]
+    return ops.reshape(sums, _shape_of(out_dims), name=name)
+
+
+def _coalesce(indices, values, like):
+    """A SparseTensor of `like`'s dense shape with one entry per distinct coordinate of
+    `indices` (the values of repeats added)."""
+    dims = _dims(like)
+    linear = _linear_index(indices, dims, list(range(len(dims))))
+    unique, idx = segment_ops.unique(linear)
+    summed = segment_ops.unsorted_segment_sum(values, idx, ops.shape(unique)[0])
+    return SparseTensor(_unravel(unique, dims), summed, like.dense_shape,
+                        _static_dims=like.shape.as_list())
+
+
+def _unravel(linear, dims):
+    """The [N, rank] int64 coordinates of row-major positions `linear` in a block of `dims`."""
+    cols = []
+    for d in range(len(dims)):
+        stride = _product(dims[d + 1:])
+        col = linear
+        if isinstance(stride, Tensor) or stride != 1:
+            col = ops.floordiv(col, stride if isinstance(stride, Tensor) else _i64(stride))
+        if d > 0:
+            col = ops.floormod(col, dims[d] if isinstance(dims[d], Tensor) else _i64(dims[d]))
+        cols.append(col)
+    return array_ops.stack(cols, axis=1)
+
+
+def sparse_add(a, b, thresh=0, threshold=None, name=None):
+    """a + b (TF1's tf.sparse_add / tf.sparse.add). A SparseTensor plus a dense tensor is the
+    dense sum. Two SparseTensors (of one dense shape) give a SparseTensor with one entry per
+    coordinate either has (in row-major order), dropping entries whose sum has a magnitude
+    below `thresh`. Gradients flow to the values and the dense operand."""
+    thresh = threshold if threshold is not None else thresh
+    a_sparse = isinstance(a, (SparseTensor, SparseTensorValue))
+    b_sparse = isinstance(b, (SparseTensor, SparseTensorValue))
+    if not a_sparse and not b_sparse:
+        return ops.add(a, b, name=name)
+    if a_sparse != b_sparse:
+        sp, dense = (a, b) if a_sparse else (b, a)
+        return ops.add(sparse_tensor_to_dense(sp), dense, name=name)
+    a, b = convert_to_sparse(a, "a"), convert_to_sparse(b, "b")
+    if a.dtype != b.dtype:
+        raise TypeError("sparse_add: a is %s but b is %s" % (a.dtype.name, b.dtype.name))
+    rank = _rank(a, "sparse_add")
+    if b.rank is not None and b.rank != rank:
+        raise ValueError("sparse_add: a has rank %d but b has rank %d" % (rank, b.rank))
+    static = [x if x is not None else y for x, y in zip(a.shape.as_list(), b.shape.as_list())] \
+        if b.rank is not None else a.shape.as_list()
+    like = SparseTensor(a.indices, a.values, a.dense_shape, _static_dims=static)
+    summed = _coalesce(ops.concat([a.indices, b.indices], 0),
+                       ops.concat([a.values, b.values], 0), like)
+    if thresh:
+        summed = sparse_retain(summed, ops.greater_equal(ops.abs(summed.values),
+                                                         ops.cast(thresh, summed.dtype)))
+    return reorder(summed, name=name)
+
+
+# ---- structure --------------------------------------------------------------------------------
+
+
+def reorder(sp_input, name=None):
+    """`sp_input` with its entries in row-major order of their indices, as TF1's
+    tf.sparse.reorder / tf.sparse_reorder (entries with one coordinate keep their order).
+    Sorting compares every pair of entries: O(N^2) time and memory (Note [Sparse ops as
+    compositions]). Gradients flow to values."""
+    sp = convert_to_sparse(sp_input)
+    linear = _full_linear(sp)[0]
+    position = ops.cumsum(ops.ones_like(ops.cast(linear, dtypes.float64))) - np.asarray(1.0)
+    lin_i, lin_j = ops.expand_dims(linear, 1), ops.expand_dims(linear, 0)
+    pos_i, pos_j = ops.expand_dims(position, 1), ops.expand_dims(position, 0)
+    before = ops.logical_or(ops.less(lin_j, lin_i),
+                            ops.logical_and(ops.equal(lin_j, lin_i), ops.less(pos_j, pos_i)))
+    place = ops.reduce_sum(ops.cast(before, dtypes.int32), axis=1)  # where entry i goes
+    order = ops.cast(segment_ops.unsorted_segment_sum(position, place, ops.shape(linear)[0]),
+                     dtypes.int32)
+    return SparseTensor(array_ops.gather(sp.indices, order),
+                        array_ops.gather(sp.values, order, name=name),
+                        sp.dense_shape, _static_dims=_static(sp))
+
+
+def sparse_retain(sp_input, to_retain):
+    """The entries of `sp_input` where the bool vector `to_retain` [N] is true (TF1's
+    tf.sparse_retain / tf.sparse.retain); the dense shape stays."""
+    sp = convert_to_sparse(sp_input)
+    keep = convert_to_tensor(to_retain)
+    if keep.dtype != dtypes.bool_:
+        raise TypeError("sparse_retain: to_retain must be bool, not %s" % keep.dtype.name)
+    return SparseTensor(array_ops.boolean_mask(sp.indices, keep),
+                        array_ops.boolean_mask(sp.values, keep), sp.dense_shape,
+                        _static_dims=_static(sp))
+
+
+def sparse_reshape(sp_input, shape, name=None):
+    """`sp_input` as a SparseTensor of dense shape `shape` (a list with at most one -1, or an
+    int64 tensor of known length), each entry keeping its row-major position (TF1's
+    tf.sparse_reshape / tf.sparse.reshape)."""
+    sp = convert_to_sparse(sp_input)
+    linear, total, _ = _full_linear(sp)
+    if isinstance(shape, Tensor):
+        if shape.shape.ndims != 1 or shape.shape.as_list()[0] is None:
+            raise ValueError("sparse_reshape: a shape tensor needs a known length")
+        shape = ops.cast(shape, dtypes.int64)
+        new = [shape[i] for i in range(shape.shape.as_list()[0])]
+    else:
+        new = [d if isinstance(d, Tensor) else int(d) for d in shape]
+    unknown = [i for i, d in enumerate(new) if isinstance(d, Tensor) or d < 0]
+    static_unknown = [i for i, d in enumerate(new) if not isinstance(d, Tensor) and d < 0]
+    if len(static_unknown) > 1:
+        raise ValueError("sparse_reshape: at most one -1 in %r" % (shape,))
+    if static_unknown:
+        i = static_unknown[0]
+        rest = _product([d for j, d in enumerate(new) if j != i])
+        if isinstance(total, Tensor) or isinstance(rest, Tensor):
+            new[i] = ops.floordiv(_as_i64_tensor(total), _as_i64_tensor(rest))
+        else:
+            if rest == 0 or total % rest:
+                raise ValueError("sparse_reshape: %d entries do not fit %r" % (total, shape))
+            new[i] = total // rest
+    elif unknown:  # tensor sizes, one of which may be -1 at run time
+        sizes = [_as_i64_tensor(d) for d in new]
+        known = _product([array_ops.where(ops.less(d, _i64(0)), _i64(1), d) for d in sizes])
+        missing = ops.floordiv(_as_i64_tensor(total), known)
+        new = [array_ops.where(ops.less(d, _i64(0)), missing, d) for d in sizes]
+    if not isinstance(total, Tensor) and not any(isinstance(d, Tensor) for d in new) \
+            and _product(new) != total:
+        raise ValueError("sparse_reshape: a dense shape of %d entries cannot become %r"
+                         % (total, shape))
+    static = [None if isinstance(d, Tensor) else int(d) for d in new]
+    dense_shape = (_i64(static) if None not in static
+                   else array_ops.stack([_as_i64_tensor(d) for d in new]))
+    return SparseTensor(ops.identity(_unravel(linear, new), name=name), sp.values, dense_shape,
+                        _static_dims=static)
+
+
+def sparse_transpose(sp_input, perm=None, name=None):
+    """`sp_input` with its dimensions permuted by `perm` (Python ints; None: reversed), in
+    row-major order again (TF1's tf.sparse_transpose / tf.sparse.transpose)."""
+    sp = convert_to_sparse(sp_input)
+    rank = _rank(sp, "sparse_transpose")
+    perm = list(range(rank))[::-1] if perm is None else [int(p) % rank for p in perm]
+    if sorted(perm) != list(range(rank)):
+        raise ValueError("sparse_transpose: perm %r is not a permutation of %d axes"
+                         % (perm, rank))
+    indices = array_ops.gather(sp.indices, np.asarray(perm, np.int32), axis=1)
+    dense_shape = array_ops.gather(sp.dense_shape, np.asarray(perm, np.int32))
+    static = [sp.shape.as_list()[p] for p in perm]
+    return reorder(SparseTensor(indices, sp.values, dense_shape, _static_dims=static), name=name)
+
+
+# ---- the tf.sparse namespace ------------------------------------------------------------------
+
+# TF 1.15's tf.sparse names: those shardflow has, and the others (named in the error).
+_SPARSE_NAMES = {
+    "SparseTensor": SparseTensor, "add": sparse_add, "from_dense": from_dense,
+    "matmul": sparse_tensor_dense_matmul, "placeholder": sparse_placeholder,
+    "reduce_sum": sparse_reduce_sum, "reorder": reorder, "reshape": sparse_reshape,
+    "retain": sparse_retain, "sparse_dense_matmul": sparse_tensor_dense_matmul,
+    "to_dense": sparse_tensor_to_dense, "transpose": sparse_transpose,
+}
+_SPARSE_MISSING = (
+    "SparseConditionalAccumulator", "concat", "cross", "cross_hashed", "expand_dims", "eye",
+    "fill_empty_rows", "mask", "maximum", "merge", "minimum", "reduce_max",
+    "reduce_max_sparse", "reduce_sum_sparse", "reset_shape", "segment_mean",
+    "segment_sqrt_n", "segment_sum", "slice", "softmax", "split", "to_indicator",
+)
+
+
+def _sparse_namespace():
+    module = types.ModuleType("shardflow.sparse", "TF1's tf.sparse: SparseTensor and the ops "
+                              "on it (shardflow/sparse_ops.py).")
+    module.__dict__.update(_SPARSE_NAMES)
+    module.__all__ = sorted(_SPARSE_NAMES)
+
+    def __getattr__(attr):  # noqa: N807 (PEP 562)
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        known = " (TF1 has it; shardflow does not yet)" if attr in _SPARSE_MISSING else ""
+        raise AttributeError("module 'shardflow.sparse' has no attribute '%s'%s; it has: %s"
+                             % (attr, known, ", ".join(module.__all__)))
+    module.__getattr__ = __getattr__
+    sys.modules[module.__name__] = module
+    return module
+
+
+sparse = _sparse_namespace()
+
+sparse_reorder = reorder  # TF1's top-level spelling
+
+__all__ = ["SparseTensor", "SparseTensorValue", "from_dense", "reorder", "sparse",
+           "sparse_add", "sparse_placeholder", "sparse_reduce_sum", "sparse_reorder",
+           "sparse_reshape", "sparse_retain", "sparse_tensor_dense_matmul",
+           "sparse_tensor_to_dense", "sparse_to_dense", "sparse_transpose"]
