@@ -1,0 +1,10 @@
+"""TF1's tf.estimator: Estimator (model_fn + checkpoints in model_dir), EstimatorSpec,
+ModeKeys, RunConfig, the canned DNN/Linear classifiers and regressors, and
+tf.estimator.inputs.numpy_input_fn. estimator.py says how a call runs; docs/python.md,
+"tf.estimator", what is supported."""
+
+from shardflow.estimator import inputs  # noqa: F401
+from shardflow.estimator.canned import (DNNClassifier, DNNRegressor,  # noqa: F401
+                                        LinearClassifier, LinearRegressor)
+from shardflow.estimator.estimator import Estimator  # noqa: F401
+from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys, RunConfig  # noqa: F401

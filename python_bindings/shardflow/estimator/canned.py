@@ -1,0 +1,240 @@
+"""TF1's canned estimators: DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor.
+
+A canned estimator is an Estimator whose model_fn is written for you: feature columns ->
+logits (a DNN or a linear model) -> a head (binary logistic, multi-class softmax or
+regression) that makes the loss, the predictions and the eval metrics.
+
+Example::
+
+    columns = [sf.feature_column.numeric_column("x", shape=2)]
+    clf = sf.estimator.DNNClassifier(hidden_units=[16, 16], feature_columns=columns,
+                                     n_classes=3, config=sf.estimator.RunConfig(tf_random_seed=1))
+    clf.train(train_input_fn, steps=500)
+    clf.evaluate(eval_input_fn)["accuracy"]
+    [p["class_ids"] for p in clf.predict(predict_input_fn)]
+
+As TF1, the training loss is summed over the batch (loss_reduction SUM); evaluate's "loss" is
+the mean of the batches' summed losses and "average_loss" the mean per example. Not supported:
+weight_column, label_vocabulary, the string "classes" prediction, batch_norm.
+"""
+
+import math
+
+from shardflow import dtypes, metrics, nn, ops
+from shardflow.estimator.estimator import Estimator
+from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys
+from shardflow.feature_column import input_layer, linear_model
+from shardflow.framework import convert_to_tensor, get_default_graph
+
+
+def _optimizer(opt, default_learning_rate):
+    """An Optimizer from a name ('Adagrad', 'Adam', 'Ftrl', 'RMSProp', 'SGD'), an instance,
+    or a function returning one."""
+    from shardflow import train
+    if isinstance(opt, str):
+        kinds = {"Adagrad": train.AdagradOptimizer, "Adam": train.AdamOptimizer,
+                 "Ftrl": train.FtrlOptimizer, "RMSProp": train.RMSPropOptimizer,
+                 "SGD": train.GradientDescentOptimizer}
+        if opt not in kinds:
+            raise ValueError("unknown optimizer '%s'; use one of %s, an Optimizer or a function "
+                             "returning one" % (opt, sorted(kinds)))
+        return kinds[opt](default_learning_rate)
+    if isinstance(opt, train.Optimizer) or hasattr(opt, "minimize"):
+        return opt
+    if callable(opt):
+        return opt()
+    raise ValueError("optimizer must be a name, an Optimizer or a function, not %r" % (opt,))
+
+
+class _Head:
+    """Loss, predictions and metrics for logits of shape [batch, logits_dimension]."""
+
+    def __init__(self, kind, n_classes=2, label_dimension=1):
+        self.kind = kind                      # "binary", "multi_class" or "regression"
+        self.n_classes = n_classes
+        self.label_dimension = label_dimension
+
+    @property
+    def logits_dimension(self):
+        if self.kind == "binary":
+            return 1
+        return self.n_classes if self.kind == "multi_class" else self.label_dimension
+
+    def _labels(self, labels):
+        if isinstance(labels, dict):
+            raise ValueError("canned estimators take labels as one tensor, not a dict")
+        labels = convert_to_tensor(labels)
+        width = self.label_dimension if self.kind == "regression" else 1
+        return ops.reshape(labels, [-1, width])
+
+    def _predictions(self, logits):
+        if self.kind == "regression":
+            return {"predictions": logits}
+        if self.kind == "binary":
+            logistic = ops.sigmoid(logits)
+            return {"logits": logits, "logistic": logistic,
+                    "probabilities": ops.concat([ops.subtract(1.0, logistic), logistic], 1),
+                    "class_ids": ops.cast(ops.greater(logits, 0.0), dtypes.int64)}
+        return {"logits": logits, "probabilities": nn.softmax(logits),
+                "class_ids": ops.expand_dims(ops.argmax(logits, 1), 1)}
+
+    def _per_example_loss(self, labels, logits):
+        """Loss per example, [batch, 1]."""
+        if self.kind == "regression":
+            diff = ops.squared_difference(ops.cast(labels, dtypes.float32), logits)
+            return ops.reduce_sum(diff, axis=1, keepdims=True)
+        if self.kind == "binary":
+            return nn.sigmoid_cross_entropy_with_logits(
+                labels=ops.cast(labels, dtypes.float32), logits=logits)
+        ids = ops.reshape(ops.cast(labels, dtypes.int64), [-1])
+        return ops.expand_dims(nn.sparse_softmax_cross_entropy_with_logits(
+            labels=ids, logits=logits), 1)
+
+    def _metrics(self, labels, predictions, per_example):
+        out = {"average_loss": metrics.mean(per_example, name="average_loss")}
+        if self.kind == "regression":
+            out["label/mean"] = metrics.mean(labels, name="label_mean")
+            out["prediction/mean"] = metrics.mean(predictions["predictions"],
+                                                  name="prediction_mean")
+            return out
+        ids = ops.cast(labels, dtypes.int64)
+        out["accuracy"] = metrics.accuracy(ids, predictions["class_ids"], name="accuracy")
+        if self.kind == "binary":
+            out["precision"] = metrics.precision(ids, predictions["class_ids"], name="precision")
+            out["recall"] = metrics.recall(ids, predictions["class_ids"], name="recall")
+            out["auc"] = metrics.auc(ids, predictions["logistic"], name="auc")
+            out["label/mean"] = metrics.mean(labels, name="label_mean")
+            out["prediction/mean"] = metrics.mean(predictions["logistic"],
+                                                  name="prediction_mean")
+        return out
+
+    def create_spec(self, features, mode, logits, labels, optimizer):
+        predictions = self._predictions(logits)
+        if mode == ModeKeys.PREDICT:
+            return EstimatorSpec(mode, predictions=predictions)
+        if labels is None:
+            raise ValueError("input_fn gave no labels; %s needs them" % mode)
+        labels = self._labels(labels)
+        per_example = self._per_example_loss(labels, logits)
+        loss = ops.reduce_sum(per_example, name="loss")
+        if mode == ModeKeys.EVAL:
+            return EstimatorSpec(mode, predictions=predictions, loss=loss,
+                                 eval_metric_ops=self._metrics(labels, predictions, per_example))
+        from shardflow.train import get_global_step
+        train_op = optimizer.minimize(loss, global_step=get_global_step())
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
+
+
+def _classification_head(n_classes):
+    if n_classes < 2:
+        raise ValueError("n_classes must be at least 2, got %r" % (n_classes,))
+    return _Head("binary" if n_classes == 2 else "multi_class", n_classes=n_classes)
+
+
+def _dnn_logits(features, feature_columns, hidden_units, logits_dimension, activation_fn,
+                dropout, mode):
+    from shardflow.layers import Dense
+    from shardflow.ops import _op_seed
+    from shardflow.variables import initializers
+    net = input_layer(features, feature_columns)
+    g = get_default_graph()
+    with g.name_scope("dnn"):
+        for i, units in enumerate(hidden_units):
+            net = Dense(units, activation=activation_fn, name="hiddenlayer_%d" % i,
+                        kernel_initializer=initializers.glorot_uniform(_op_seed(0)))(net)
+            if dropout is not None and mode == ModeKeys.TRAIN:
+                net = nn.dropout(net, rate=dropout, seed=_op_seed(0))
+        return Dense(logits_dimension, name="logits",
+                     kernel_initializer=initializers.glorot_uniform(_op_seed(0)))(net)
+
+
+class _DNN(Estimator):
+    _learning_rate = 0.05
+
+    def __init__(self, head, hidden_units, feature_columns, model_dir, optimizer,
+                 activation_fn, dropout, config, warm_start_from):
+        if not hidden_units:
+            raise ValueError("hidden_units must list at least one layer size")
+        if dropout is not None and not 0 <= dropout < 1:
+            raise ValueError("dropout is a rate in [0, 1), got %r" % (dropout,))
+        feature_columns = list(feature_columns)
+        hidden_units = list(hidden_units)
+        activation_fn = activation_fn or nn.relu
+
+        def model_fn(features, labels, mode):
+            logits = _dnn_logits(features, feature_columns, hidden_units,
+                                 head.logits_dimension, activation_fn, dropout, mode)
+            opt = _optimizer(optimizer, self._learning_rate) if mode == ModeKeys.TRAIN \
+                else None
+            return head.create_spec(features, mode, logits, labels, opt)
+
+        super().__init__(model_fn, model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
+
+
+class DNNClassifier(_DNN):
+    """A feed-forward network classifier: feature columns -> `hidden_units` dense layers of
+    `activation_fn` (with `dropout`, a drop rate, in training) -> logits. Predictions:
+    "logits", "probabilities", "class_ids" (and "logistic" for 2 classes); evaluate:
+    "accuracy", "loss", "average_loss" (and "auc", "precision", "recall", "label/mean",
+    "prediction/mean" for 2 classes). Default optimizer: Adagrad, learning rate 0.05."""
+
+    def __init__(self, hidden_units, feature_columns, model_dir=None, n_classes=2,
+                 weight_column=None, label_vocabulary=None, optimizer="Adagrad",
+                 activation_fn=None, dropout=None, config=None, warm_start_from=None):
+        if weight_column is not None or label_vocabulary is not None:
+            raise NotImplementedError("weight_column and label_vocabulary are not supported")
+        super().__init__(_classification_head(n_classes), hidden_units, feature_columns,
+                         model_dir, optimizer, activation_fn, dropout, config, warm_start_from)
+
+
+class DNNRegressor(_DNN):
+    """A feed-forward network regressor: predictions "predictions" [batch, label_dimension];
+    loss: squared error summed over the batch."""
+
+    def __init__(self, hidden_units, feature_columns, model_dir=None, label_dimension=1,
+                 weight_column=None, optimizer="Adagrad", activation_fn=None, dropout=None,
+                 config=None, warm_start_from=None):
+        if weight_column is not None:
+            raise NotImplementedError("weight_column is not supported")
+        super().__init__(_Head("regression", label_dimension=label_dimension), hidden_units,
+                         feature_columns, model_dir, optimizer, activation_fn, dropout, config,
+                         warm_start_from)
+
+
+class _Linear(Estimator):
+    def __init__(self, head, feature_columns, model_dir, optimizer, config, warm_start_from):
+        feature_columns = list(feature_columns)
+        # TF1's default: Ftrl at min(0.2, 1 / sqrt(number of columns)).
+        learning_rate = min(0.2, 1.0 / math.sqrt(len(feature_columns)))
+
+        def model_fn(features, labels, mode):
+            logits = linear_model(features, feature_columns, units=head.logits_dimension)
+            opt = _optimizer(optimizer, learning_rate) if mode == ModeKeys.TRAIN else None
+            return head.create_spec(features, mode, logits, labels, opt)
+
+        super().__init__(model_fn, model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
+
+
+class LinearClassifier(_Linear):
+    """A linear classifier over feature columns (categorical ones get a weight per id);
+    predictions and metrics as DNNClassifier's. Default optimizer: Ftrl."""
+
+    def __init__(self, feature_columns, model_dir=None, n_classes=2, weight_column=None,
+                 label_vocabulary=None, optimizer="Ftrl", config=None, warm_start_from=None):
+        if weight_column is not None or label_vocabulary is not None:
+            raise NotImplementedError("weight_column and label_vocabulary are not supported")
+        super().__init__(_classification_head(n_classes), feature_columns, model_dir,
+                         optimizer, config, warm_start_from)
+
+
+class LinearRegressor(_Linear):
+    """A linear regressor over feature columns; predictions "predictions"."""
+
+    def __init__(self, feature_columns, model_dir=None, label_dimension=1, weight_column=None,
+                 optimizer="Ftrl", config=None, warm_start_from=None):
+        if weight_column is not None:
+            raise NotImplementedError("weight_column is not supported")
+        super().__init__(_Head("regression", label_dimension=label_dimension), feature_columns,
+                         model_dir, optimizer, config, warm_start_from)

@@ -1,0 +1,378 @@
+"""TF1's tf.estimator.Estimator: train, evaluate and predict a model given by a model_fn, with
+checkpoints in model_dir carrying the model from one call to the next.
+
+Each call builds a fresh graph: the global step, input_fn()'s tensors, then model_fn(features,
+labels, mode, params, config) (only the arguments its signature names). train() runs in a
+MonitoredTrainingSession that restores model_dir's newest checkpoint and saves new ones;
+evaluate() and predict() restore it (or, without one, start from the initial values, as TF1).
+
+Example::
+
+    def model_fn(features, labels, mode):
+        logits = sf.layers.dense(features["x"], 2)
+        loss = sf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = sf.train.AdamOptimizer(0.01).minimize(
+            loss, global_step=sf.train.get_global_step())
+        return sf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=train_op, predictions={"class": sf.argmax(logits, 1)},
+            eval_metric_ops={"accuracy": sf.metrics.accuracy(labels, sf.argmax(logits, 1))})
+
+    est = sf.estimator.Estimator(model_fn, model_dir="/tmp/model")
+    est.train(lambda: dataset_fn().repeat(3).batch(32), steps=1000)
+    print(est.evaluate(lambda: dataset_fn().batch(32)))    # {'accuracy': ..., 'loss': ...}
+
+Not supported: export_saved_model, distribution strategies, evaluation summaries in
+model_dir/eval, saving_listeners.
+"""
+
+import inspect
+import os
+import tempfile
+
+import numpy as np
+
+from shardflow import tf_logging as logging
+from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys, RunConfig
+from shardflow.framework import Graph, Tensor
+from shardflow.monitored_session import (CheckpointSaverHook, MonitoredTrainingSession,
+                                         SessionRunHook, StopAtStepHook)
+
+
+def _arg_names(fn):
+    return list(inspect.signature(fn).parameters)
+
+
+def _checkpoint_values(path):
+    """{name: array} of the checkpoint at `path`."""
+    from shardflow import _shardflow
+    return dict(_shardflow.load_checkpoint(path))
+
+
+class _RestoreHook(SessionRunHook):
+    """After the initializers ran: restores `path` with `saver`, or warm-starts the trainable
+    variables found in `warm_start_path` (a checkpoint) when there is nothing to restore."""
+
+    def __init__(self, saver, path, warm_start_path=None):
+        self._saver = saver
+        self._path = path
+        self._warm = warm_start_path
+
+    def begin(self):
+        if self._path is None and self._warm is not None:
+            from shardflow.ops import group, placeholder
+            from shardflow.variables import trainable_variables
+            values = _checkpoint_values(self._warm)
+            self._warm_feeds = {}
+            assigns = []
+            for v in trainable_variables():
+                if v._shared_name in values:
+                    p = placeholder(v.dtype, None, name="warm_start_value")
+                    self._warm_feeds[p] = values[v._shared_name]
+                    assigns.append(v.assign(p, read_value=False))
+            self._warm_op = group(*assigns) if assigns else None
+
+    def after_create_session(self, session, coord):
+        if self._path is not None:
+            self._saver.restore(session, self._path)
+        elif self._warm is not None and self._warm_op is not None:
+            session.run(self._warm_op, feed_dict=self._warm_feeds)
+
+
+def _kept_checkpoints(model_dir):
+    """The checkpoints the "checkpoint" state file of model_dir lists that still exist."""
+    kept = []
+    try:
+        with open(os.path.join(model_dir, "checkpoint")) as f:
+            for line in f:
+                if line.startswith("all_model_checkpoint_paths:"):
+                    name = line.split(":", 1)[1].strip().strip('"')
+                    path = name if os.path.isabs(name) else os.path.join(model_dir, name)
+                    if os.path.exists(path):
+                        kept.append(path)
+    except FileNotFoundError:
+        pass
+    return kept
+
+
+class Estimator:
+    """A model (model_fn) with a checkpoint directory (model_dir; a new temporary directory
+    when None). `params` (a dict) goes to model_fn's `params`, `config` (a RunConfig) to its
+    `config`. `warm_start_from`: a checkpoint or a directory whose newest checkpoint gives the
+    trainable variables their first values when model_dir has no checkpoint yet.
+
+    Thread safety: one call at a time per Estimator."""
+
+    def __init__(self, model_fn, model_dir=None, config=None, params=None,
+                 warm_start_from=None):
+        if not callable(model_fn):
+            raise TypeError("model_fn must be a function, not %r" % (model_fn,))
+        args = _arg_names(model_fn)
+        if "features" not in args:
+            raise ValueError("model_fn %s must take an argument named 'features'" % model_fn)
+        if params is not None and "params" not in args:
+            raise ValueError("params were given but model_fn %s has no 'params' argument"
+                             % model_fn)
+        config = config if config is not None else RunConfig()
+        if not isinstance(config, RunConfig):
+            raise ValueError("config must be a sf.estimator.RunConfig, not %r" % (config,))
+        if model_dir is not None and config.model_dir is not None and \
+                os.path.abspath(model_dir) != os.path.abspath(config.model_dir):
+            raise ValueError("model_dir %r differs from config.model_dir %r"
+                             % (model_dir, config.model_dir))
+        model_dir = model_dir or config.model_dir
+        if model_dir is None:
+            model_dir = tempfile.mkdtemp(prefix="sf_estimator_")
+            logging.warning("Using temporary folder as model directory: %s", model_dir)
+        self._model_dir = model_dir
+        self._config = config.replace(model_dir=model_dir)
+        self._model_fn = model_fn
+        self._model_fn_args = args
+        self._params = dict(params or {})
+        if warm_start_from is not None and os.path.isdir(str(warm_start_from)):
+            from shardflow.train import latest_checkpoint
+            warm_start_from = latest_checkpoint(warm_start_from)
+        self._warm_start_from = warm_start_from
+
+    @property
+    def model_dir(self):
+        return self._model_dir
+
+    @property
+    def config(self):
+        return self._config
+
+    @property
+    def params(self):
+        return dict(self._params)
+
+    @property
+    def model_fn(self):
+        return self._model_fn
+
+    # ---- checkpoints ----------------------------------------------------------------------
+
+    def latest_checkpoint(self):
+        """The newest checkpoint in model_dir, or None."""
+        from shardflow.train import latest_checkpoint
+        return latest_checkpoint(self._model_dir)
+
+    def _latest_values(self):
+        path = self.latest_checkpoint()
+        if path is None:
+            raise ValueError("model_dir %s has no checkpoint yet: train() first"
+                             % self._model_dir)
+        return _checkpoint_values(path)
+
+    def get_variable_names(self):
+        """The names of the variables in the newest checkpoint."""
+        return sorted(self._latest_values())
+
+    def get_variable_value(self, name):
+        """A variable's value (NumPy) in the newest checkpoint."""
+        values = self._latest_values()
+        if name not in values:
+            raise ValueError("no variable '%s' in %s (it has: %s)"
+                             % (name, self.latest_checkpoint(), ", ".join(sorted(values))))
+        return values[name]
+
+    # ---- graph building -------------------------------------------------------------------
+
+    def _call_input_fn(self, input_fn, mode):
+        from shardflow.data import Dataset
+        args = _arg_names(input_fn)
+        kwargs = {}
+        if "mode" in args:
+            kwargs["mode"] = mode
+        if "params" in args:
+            kwargs["params"] = self.params
+        if "config" in args:
+            kwargs["config"] = self._config
+        result = input_fn(**kwargs)
+        if isinstance(result, Dataset):
+            result = result.make_one_shot_iterator().get_next()
+        if isinstance(result, (tuple, list)) and len(result) == 2:
+            return result[0], result[1]
+        return result, None
+
+    def _build(self, input_fn, mode):
+        """A new graph holding the global step, the inputs and model_fn's spec for `mode`."""
+        from shardflow.ops import set_random_seed
+        from shardflow.train import get_or_create_global_step
+        g = Graph()
+        with g.as_default():
+            if self._config.tf_random_seed is not None:
+                set_random_seed(self._config.tf_random_seed)
+            global_step = get_or_create_global_step()
+            features, labels = self._call_input_fn(input_fn, mode)
+            kwargs = {"features": features}
+            if "labels" in self._model_fn_args:
+                kwargs["labels"] = labels
+            elif labels is not None and mode != ModeKeys.PREDICT:
+                raise ValueError("input_fn gave labels but model_fn has no 'labels' argument")
+            if "mode" in self._model_fn_args:
+                kwargs["mode"] = mode
+            if "params" in self._model_fn_args:
+                kwargs["params"] = self.params
+            if "config" in self._model_fn_args:
+                kwargs["config"] = self._config
+            spec = self._model_fn(**kwargs)
+            if not isinstance(spec, EstimatorSpec):
+                raise ValueError("model_fn must return a sf.estimator.EstimatorSpec, got %r"
+                                 % (spec,))
+        return g, global_step, spec
+
+    def _restore_hook(self, checkpoint_path=None, warm_start=False):
+        """A Saver of the graph's variables and the hook restoring `checkpoint_path` (default:
+        the newest in model_dir)."""
+        from shardflow.train import Saver
+        from shardflow.variables import global_variables
+        path = checkpoint_path or self.latest_checkpoint()
+        saver = Saver(max_to_keep=self._config.keep_checkpoint_max) if global_variables() \
+            else None
+        return saver, _RestoreHook(saver, path, self._warm_start_from if warm_start else None)
+
+    # ---- train ----------------------------------------------------------------------------
+
+    def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
+        """Trains until input_fn's data runs out (OutOfRangeError), `steps` more steps, or the
+        global step reaches `max_steps`; checkpoints go to model_dir. Returns self."""
+        if steps is not None and max_steps is not None:
+            raise ValueError("train takes steps or max_steps, not both")
+        if steps is not None and steps <= 0:
+            raise ValueError("steps must be positive, got %r" % (steps,))
+        if max_steps is not None and max_steps <= 0:
+            raise ValueError("max_steps must be positive, got %r" % (max_steps,))
+        if saving_listeners:
+            raise NotImplementedError("train(saving_listeners=...) is not supported")
+        if max_steps is not None:
+            path = self.latest_checkpoint()
+            if path is not None and int(_checkpoint_values(path).get("global_step", 0)) >= \
+                    max_steps:
+                logging.info("Skipping training since max_steps has already saved.")
+                return self
+        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN)
+        with g.as_default():
+            from shardflow import summary
+            from shardflow.basic_hooks import (LoggingTensorHook, NanTensorHook,
+                                               SummarySaverHook)
+            all_hooks = list(hooks or []) + list(spec.training_hooks)
+            if steps is not None or max_steps is not None:
+                all_hooks.append(StopAtStepHook(num_steps=steps, last_step=max_steps))
+            all_hooks.append(NanTensorHook(spec.loss))
+            if self._config.log_step_count_steps:
+                all_hooks.append(LoggingTensorHook({"loss": spec.loss, "step": global_step},
+                                                   every_n_iter=self._config.log_step_count_steps))
+            saver, restore = self._restore_hook(warm_start=True)
+            saver._kept = _kept_checkpoints(self._model_dir)
+            chief_hooks = [restore, CheckpointSaverHook(
+                self._model_dir, save_secs=self._config.save_checkpoints_secs,
+                save_steps=self._config.save_checkpoints_steps, saver=saver)]
+            if self._config.save_summary_steps:
+                summary.scalar("loss", spec.loss)
+                chief_hooks.append(SummarySaverHook(save_steps=self._config.save_summary_steps,
+                                                    output_dir=self._model_dir,
+                                                    summary_op=summary.merge_all()))
+            loss = None
+            with MonitoredTrainingSession(hooks=chief_hooks + all_hooks,
+                                          config=self._config.session_config) as sess:
+                while not sess.should_stop():
+                    _, loss = sess.run([spec.train_op, spec.loss])
+            if loss is not None:
+                logging.info("Loss for final step: %s.", loss)
+        return self
+
+    # ---- evaluate -------------------------------------------------------------------------
+
+    def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
+        """Runs the model's eval_metric_ops over input_fn's data (until it runs out, or for
+        `steps` batches) with the newest checkpoint (or `checkpoint_path`); returns a dict of
+        their values plus "loss" (the mean of the batches' losses) and "global_step"."""
+        from shardflow import metrics
+        from shardflow.basic_hooks import FinalOpsHook
+        if steps is not None and steps <= 0:
+            raise ValueError("steps must be positive, got %r" % (steps,))
+        g, global_step, spec = self._build(input_fn, ModeKeys.EVAL)
+        with g.as_default():
+            pairs = dict(spec.eval_metric_ops)
+            if "loss" not in pairs:
+                pairs["loss"] = metrics.mean(spec.loss, name="mean_loss")
+            updates = [u for _, u in pairs.values()]
+            final_ops = {k: v for k, (v, _) in pairs.items()}
+            final_ops["global_step"] = global_step.value()
+            final = FinalOpsHook(final_ops)
+            path = checkpoint_path or self.latest_checkpoint()
+            if path is None:
+                logging.info("Could not find trained model in model_dir: %s, running "
+                             "initialization to evaluate.", self._model_dir)
+            _, restore = self._restore_hook(path)
+            all_hooks = [restore] + list(hooks or []) + list(spec.evaluation_hooks) + [final]
+            done = 0
+            with MonitoredTrainingSession(hooks=all_hooks,
+                                          config=self._config.session_config) as sess:
+                while not sess.should_stop() and (steps is None or done < steps):
+                    sess.run(updates)
+                    done += 1
+        results = dict(final.final_ops_values)
+        logging.info("Saving dict for global step %d: %s", int(results["global_step"]),
+                     ", ".join("%s = %s" % (k, results[k]) for k in sorted(results)))
+        return results
+
+    # ---- predict --------------------------------------------------------------------------
+
+    def predict(self, input_fn, predict_keys=None, hooks=None, checkpoint_path=None,
+                yield_single_examples=True):
+        """Yields the model's predictions over input_fn's data (labels are ignored): one dict
+        (or array, when predictions is one tensor) per example, or per batch when
+        yield_single_examples is False. `predict_keys`: the keys of the dict to keep."""
+        g, _, spec = self._build(input_fn, ModeKeys.PREDICT)
+        with g.as_default():
+            predictions = spec.predictions
+            if isinstance(predictions, dict):
+                predictions = dict(predictions)
+                if predict_keys is not None:
+                    keys = [predict_keys] if isinstance(predict_keys, str) else list(predict_keys)
+                    missing = [k for k in keys if k not in predictions]
+                    if missing:
+                        raise ValueError("predict_keys %s are not in the predictions (%s)"
+                                         % (missing, sorted(predictions)))
+                    predictions = {k: predictions[k] for k in keys}
+            elif not isinstance(predictions, Tensor):
+                raise ValueError("predictions must be a tensor or a dict of them, got %r"
+                                 % (predictions,))
+            path = checkpoint_path or self.latest_checkpoint()
+            if path is None:
+                logging.info("Could not find trained model in model_dir: %s, running "
+                             "initialization to predict.", self._model_dir)
+            _, restore = self._restore_hook(path)
+            all_hooks = [restore] + list(hooks or []) + list(spec.prediction_hooks)
+            session = MonitoredTrainingSession(hooks=all_hooks,
+                                               config=self._config.session_config)
+        # The caller runs between the yields: the default graph is not held meanwhile.
+        with session as sess:
+            while not sess.should_stop():
+                batch = sess.run(predictions)
+                if not yield_single_examples:
+                    yield batch
+                    continue
+                for example in _split_batch(batch):
+                    yield example
+
+
+def _split_batch(batch):
+    """The examples of one batch of predictions (a dict of arrays or an array)."""
+    arrays = batch if isinstance(batch, dict) else {None: batch}
+    sizes = set()
+    for key, value in arrays.items():
+        value = np.asarray(value)
+        if value.ndim == 0:
+            raise ValueError("prediction %r is a scalar: it has no batch dimension to split "
+                             "(use yield_single_examples=False)" % (key,))
+        sizes.add(value.shape[0])
+    if len(sizes) != 1:
+        raise ValueError("predictions have different batch sizes %s; use "
+                         "yield_single_examples=False" % sorted(sizes))
+    for i in range(sizes.pop()):
+        if isinstance(batch, dict):
+            yield {k: np.asarray(v)[i] for k, v in batch.items()}
+        else:
+            yield np.asarray(batch)[i]

@@ -1,0 +1,283 @@
+"""TF1's tf.estimator and tf.feature_column (shardflow/estimator/, shardflow/feature_column.py):
+a model_fn Estimator that learns, checkpoints and continues; numpy_input_fn's batches;
+input_layer against NumPy; canned DNN and linear estimators on small separable data."""
+
+import numpy as np
+import pytest
+
+import shardflow as tf
+from shardflow import estimator, feature_column
+
+SEED = 7
+
+
+def _blobs(n=200, seed=0):
+    """Two separable classes in 2-D: label 1 where x0 + x1 > 0 (kept away from the line)."""
+    rng = np.random.RandomState(seed)
+    x = rng.uniform(-1, 1, size=(4 * n, 2)).astype(np.float32)
+    margin = x.sum(axis=1)
+    x = x[np.abs(margin) > 0.3][:n]
+    y = (x.sum(axis=1) > 0).astype(np.int64)
+    return x, y
+
+
+def _model_fn(features, labels, mode, params):
+    logits = tf.layers.dense(features["x"], 2, name="logits")
+    predictions = {"class": tf.argmax(logits, 1), "probabilities": tf.nn.softmax(logits)}
+    if mode == estimator.ModeKeys.PREDICT:
+        return estimator.EstimatorSpec(mode, predictions=predictions)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels,
+                                                                         logits=logits))
+    train_op = tf.train.GradientDescentOptimizer(params["lr"]).minimize(
+        loss, global_step=tf.train.get_global_step())
+    return estimator.EstimatorSpec(
+        mode, loss=loss, train_op=train_op, predictions=predictions,
+        eval_metric_ops={"accuracy": tf.metrics.accuracy(labels, predictions["class"])})
+
+
+def _dataset_fn(x, y, epochs, batch=20):
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat(epochs).batch(batch)
+    return input_fn
+
+
+def test_model_fn_estimator_trains_evaluates_predicts_and_continues(tmp_path):
+    x, y = _blobs()
+    est = estimator.Estimator(_model_fn, model_dir=str(tmp_path), params={"lr": 0.5},
+                              config=estimator.RunConfig(tf_random_seed=SEED))
+    assert est.model_dir == str(tmp_path)
+    before = est.evaluate(_dataset_fn(x, y, 1))          # no checkpoint: initial values
+    assert before["global_step"] == 0
+    est.train(_dataset_fn(x, y, 5))                      # 200 examples x 5 / 20 = 50 steps
+    after = est.evaluate(_dataset_fn(x, y, 1))
+    assert after["global_step"] == 50
+    assert after["loss"] < before["loss"] * 0.7
+    assert after["accuracy"] >= 0.95
+    assert est.latest_checkpoint().endswith("model.ckpt-50")
+    assert "logits/kernel" in est.get_variable_names()
+    assert est.get_variable_value("logits/kernel").shape == (2, 2)
+    assert int(est.get_variable_value("global_step")) == 50
+
+    # A second train() starts from the checkpoint; steps stops it, max_steps caps the total.
+    est.train(_dataset_fn(x, y, None), steps=7)
+    assert int(est.get_variable_value("global_step")) == 57
+    est.train(_dataset_fn(x, y, None), max_steps=60)
+    assert int(est.get_variable_value("global_step")) == 60
+    est.train(_dataset_fn(x, y, None), max_steps=60)     # already there: nothing runs
+    assert int(est.get_variable_value("global_step")) == 60
+
+    preds = list(est.predict(_dataset_fn(x[:30], y[:30], 1, batch=8)))
+    assert len(preds) == 30
+    assert preds[0]["probabilities"].shape == (2,)
+    assert preds[0]["class"].shape == ()
+    classes = np.array([p["class"] for p in preds])
+    assert np.mean(classes == y[:30]) >= 0.9
+    batches = list(est.predict(_dataset_fn(x[:30], y[:30], 1, batch=8), predict_keys="class",
+                               yield_single_examples=False))
+    assert [b["class"].shape for b in batches] == [(8,), (8,), (8,), (6,)]
+    assert set(batches[0]) == {"class"}
+
+    # evaluate(steps=) reads only that many batches.
+    assert est.evaluate(_dataset_fn(x, y, 1), steps=2)["global_step"] == 60
+
+
+def test_model_fn_signature_and_spec_checks(tmp_path):
+    def no_features(inputs, labels):
+        pass
+
+    with pytest.raises(ValueError, match="features"):
+        estimator.Estimator(no_features)
+    with pytest.raises(ValueError, match="params"):
+        estimator.Estimator(lambda features, labels, mode: None, params={"a": 1})
+    with pytest.raises(ValueError, match="train_op"):
+        estimator.EstimatorSpec(estimator.ModeKeys.TRAIN, loss=tf.constant(1.0))
+    assert (estimator.ModeKeys.TRAIN, estimator.ModeKeys.EVAL,
+            estimator.ModeKeys.PREDICT) == ("train", "eval", "infer")
+    config = estimator.RunConfig(save_checkpoints_steps=10)
+    assert config.save_checkpoints_secs is None and config.keep_checkpoint_max == 5
+    assert estimator.RunConfig().save_checkpoints_secs == 600
+    with pytest.raises(ValueError):
+        estimator.RunConfig(save_checkpoints_steps=10, save_checkpoints_secs=5)
+
+    # A model_fn naming only features/labels/mode and config gets just those.
+    seen = {}
+
+    def model_fn(features, mode, config):
+        seen["config"] = config
+        w = tf.Variable(np.zeros((1,), np.float32), name="w")
+        loss = tf.reduce_sum(tf.square(features - w))
+        return estimator.EstimatorSpec(mode, loss=loss, train_op=tf.train.GradientDescentOptimizer(
+            0.1).minimize(loss, global_step=tf.train.get_global_step()), predictions=features)
+
+    est = estimator.Estimator(model_fn, config=estimator.RunConfig(model_dir=str(tmp_path)))
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(np.ones((5, 1), np.float32)).batch(1))
+    assert seen["config"].model_dir == str(tmp_path)
+    assert int(est.get_variable_value("global_step")) == 5
+
+
+def test_numpy_input_fn_batches_and_epochs():
+    x = {"a": np.arange(10, dtype=np.float32), "b": np.arange(20, dtype=np.int64).reshape(10, 2)}
+    y = np.arange(10, dtype=np.int64) * 10
+    g = tf.Graph()
+    with g.as_default():
+        features, labels = estimator.inputs.numpy_input_fn(
+            x, y, batch_size=4, num_epochs=2, shuffle=False)()
+        with tf.Session() as sess:
+            sizes, seen = [], []
+            while True:
+                try:
+                    f, l_ = sess.run([features, labels])
+                except tf.errors.OutOfRangeError:
+                    break
+                sizes.append(len(l_))
+                np.testing.assert_array_equal(f["a"] * 10, l_)
+                np.testing.assert_array_equal(f["b"][:, 0], f["a"] * 2)
+                seen.extend(f["a"].tolist())
+    assert sizes == [4, 4, 4, 4, 4]
+    assert seen == list(range(10)) * 2
+
+    with tf.Graph().as_default():
+        tf.set_random_seed(3)
+        features, labels = estimator.inputs.numpy_input_fn(
+            x, y, batch_size=10, num_epochs=1, shuffle=True)()
+        with tf.Session() as sess:
+            f, l_ = sess.run([features, labels])
+    assert sorted(f["a"].tolist()) == list(range(10)) and f["a"].tolist() != list(range(10))
+    np.testing.assert_array_equal(f["a"] * 10, l_)
+
+    with pytest.raises(ValueError, match="shuffle"):
+        estimator.inputs.numpy_input_fn(x, y)
+    with pytest.raises(ValueError, match="first dimension"):
+        estimator.inputs.numpy_input_fn(x, y[:5], shuffle=False)
+
+
+def test_feature_columns_input_layer_matches_numpy():
+    fc = feature_column
+    feats = {"age": np.array([[15.], [30.], [70.]], np.float32),
+             "pos": np.array([[1, 2], [3, 4], [5, 6]], np.float32),
+             "kind": np.array([0, 3, 1], np.int64),
+             "color": np.array([b"red", b"blue", b"teal"])}
+    age = fc.numeric_column("age")
+    pos = fc.numeric_column("pos", shape=(2,), normalizer_fn=lambda t: t - 1.0)
+    kind = fc.categorical_column_with_identity("kind", num_buckets=4)
+    color = fc.categorical_column_with_vocabulary_list("color", ["red", "green", "blue"])
+    age_buckets = fc.bucketized_column(age, boundaries=[18, 65])
+    emb = fc.embedding_column(kind, dimension=3)
+    with tf.Graph().as_default():
+        cols_to_vars = {}
+        # Given out of order: input_layer sorts the columns by name, as TF1.
+        net = fc.input_layer(feats, [pos, fc.indicator_column(kind), emb, age, age_buckets,
+                                     fc.indicator_column(color)], cols_to_vars=cols_to_vars)
+        assert net.shape.as_list() == [3, 1 + 3 + 3 + 3 + 4 + 2]
+        table = cols_to_vars[emb][0]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got, table_value = sess.run([net, table.value()])
+    age_v = feats["age"]
+    buckets = np.eye(3, dtype=np.float32)[[0, 1, 2]]
+    color_hot = np.array([[1, 0, 0], [0, 0, 1], [0, 0, 0]], np.float32)
+    # Order by name: age, age_bucketized, color_indicator, kind_embedding, kind_indicator, pos.
+    want = np.concatenate([age_v, buckets, color_hot, table_value[feats["kind"]],
+                           np.eye(4, dtype=np.float32)[feats["kind"]], feats["pos"] - 1.0], 1)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert table_value.shape == (4, 3)
+    assert not np.allclose(table_value, 0)
+
+    with pytest.raises(ValueError, match="indicator_column"):
+        with tf.Graph().as_default():
+            fc.input_layer(feats, [kind])
+
+
+def test_feature_column_embedding_mean_and_linear_model():
+    fc = feature_column
+    ids = np.array([[0, 2], [1, -1]], np.int64)          # -1: missing
+    kind = fc.categorical_column_with_identity("k", num_buckets=3)
+    table = np.arange(6, dtype=np.float32).reshape(3, 2)
+    with tf.Graph().as_default():
+        emb = fc.embedding_column(kind, 2, initializer=tf.initializers.constant(0.0))
+        cols = {}
+        net = fc.input_layer({"k": ids}, [emb], cols_to_vars=cols)
+        lin = fc.linear_model({"k": ids, "v": np.array([[2.], [3.]], np.float32)},
+                              [kind, fc.numeric_column("v")], cols_to_vars=cols)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(cols[emb][0].assign(table))
+            sess.run(cols[kind][0].assign(np.array([[1.], [10.], [100.]], np.float32)))
+            sess.run(cols["bias"][0].assign(np.array([0.5], np.float32)))
+            got, got_lin = sess.run([net, lin])
+    np.testing.assert_allclose(got, [(table[0] + table[2]) / 2, table[1]])
+    np.testing.assert_allclose(got_lin, [[101.5], [10.5]])   # v's weights start at 0
+
+
+def _blob_input(x, y, epochs, shuffle, batch=20):
+    return estimator.inputs.numpy_input_fn({"x": x}, y, batch_size=batch, num_epochs=epochs,
+                                           shuffle=shuffle)
+
+
+def test_dnn_classifier_separates_blobs(tmp_path):
+    x, y = _blobs(seed=1)
+    columns = [feature_column.numeric_column("x", shape=(2,))]
+    clf = estimator.DNNClassifier(hidden_units=[8, 8], feature_columns=columns,
+                                  model_dir=str(tmp_path),
+                                  config=estimator.RunConfig(tf_random_seed=SEED))
+    clf.train(_blob_input(x, y, None, True), steps=150)
+    result = clf.evaluate(_blob_input(x, y, 1, False))
+    assert result["accuracy"] >= 0.95, result
+    assert result["global_step"] == 150
+    assert {"loss", "average_loss", "accuracy", "auc", "precision", "recall"} <= set(result)
+    np.testing.assert_allclose(result["loss"], result["average_loss"] * 20, rtol=1e-4)
+    preds = list(clf.predict(estimator.inputs.numpy_input_fn({"x": x[:5]}, shuffle=False)))
+    assert len(preds) == 5
+    assert preds[0]["probabilities"].shape == (2,) and preds[0]["class_ids"].shape == (1,)
+    assert preds[0]["logits"].shape == (1,)
+    np.testing.assert_allclose(preds[0]["probabilities"].sum(), 1.0, rtol=1e-5)
+    assert "dnn/hiddenlayer_0/kernel" in clf.get_variable_names()
+
+
+def test_dnn_classifier_three_classes_and_regressors(tmp_path):
+    rng = np.random.RandomState(2)
+    centers = np.array([[0, 2], [2, -1], [-2, -1]], np.float32)
+    y = rng.randint(0, 3, size=150).astype(np.int64)
+    x = (centers[y] + 0.3 * rng.randn(150, 2)).astype(np.float32)
+    columns = [feature_column.numeric_column("x", shape=2)]
+    clf = estimator.DNNClassifier([8], columns, n_classes=3, optimizer="Adam",
+                                  model_dir=str(tmp_path / "dnn3"),
+                                  config=estimator.RunConfig(tf_random_seed=SEED))
+    clf.train(_blob_input(x, y, None, True, batch=30), steps=100)
+    result = clf.evaluate(_blob_input(x, y, 1, False, batch=30))
+    assert result["accuracy"] >= 0.95, result
+    probs = next(clf.predict(_blob_input(x[:3], None, 1, False)))["probabilities"]
+    assert probs.shape == (3,)
+
+    lin = estimator.LinearClassifier(columns, n_classes=3, model_dir=str(tmp_path / "lin"),
+                                     config=estimator.RunConfig(tf_random_seed=SEED))
+    lin.train(_blob_input(x, y, None, True, batch=30), steps=100)
+    assert lin.evaluate(_blob_input(x, y, 1, False, batch=30))["accuracy"] >= 0.95
+
+    target = (x @ np.array([1.5, -2.0], np.float32) + 0.5).astype(np.float32)
+    reg = estimator.LinearRegressor(columns, optimizer=lambda: tf.train.AdamOptimizer(0.1),
+                                    model_dir=str(tmp_path / "reg"),
+                                    config=estimator.RunConfig(tf_random_seed=SEED))
+    reg.train(_blob_input(x, target, None, True, batch=30), steps=200)
+    out = reg.evaluate(_blob_input(x, target, 1, False, batch=30))
+    assert out["average_loss"] < 0.01, out
+    np.testing.assert_allclose(reg.get_variable_value("linear_model/x/weights").ravel(),
+                               [1.5, -2.0], atol=0.1)
+    dnn_reg = estimator.DNNRegressor([8], columns, model_dir=str(tmp_path / "dnnreg"),
+                                     config=estimator.RunConfig(tf_random_seed=SEED))
+    dnn_reg.train(_blob_input(x, target, None, True, batch=30), steps=50)
+    first = next(dnn_reg.predict(_blob_input(x[:2], None, 1, False)))
+    assert first["predictions"].shape == (1,)
+
+
+def test_warm_start_and_temporary_model_dir(tmp_path):
+    x, y = _blobs(n=60)
+    source = estimator.Estimator(_model_fn, model_dir=str(tmp_path / "a"), params={"lr": 0.5},
+                                 config=estimator.RunConfig(tf_random_seed=SEED))
+    source.train(_dataset_fn(x, y, 2))
+    warm = estimator.Estimator(_model_fn, params={"lr": 0.0}, warm_start_from=str(tmp_path / "a"))
+    assert warm.model_dir and warm.model_dir != str(tmp_path / "a")
+    warm.train(_dataset_fn(x, y, 1), steps=1)
+    np.testing.assert_allclose(warm.get_variable_value("logits/kernel"),
+                               source.get_variable_value("logits/kernel"))
+    assert int(warm.get_variable_value("global_step")) == 1
