@@ -24,7 +24,8 @@ them; docs/python.md, "tf.data", says what is supported.
 from shardflow.data import experimental  # noqa: F401
 from shardflow.data.dataset_ops import Dataset  # noqa: F401
 from shardflow.data.iterator_ops import Iterator  # noqa: F401
-from shardflow.data.sources import TextLineDataset  # noqa: F401
+from shardflow.data.sources import FixedLengthRecordDataset, TFRecordDataset, \
+    TextLineDataset  # noqa: F401
 
 
 def make_one_shot_iterator(dataset):

@@ -1,5 +1,6 @@
-"""The datasets that make elements: from_tensor_slices, from_tensors, range, from_generator and
-TextLineDataset (Dataset's static constructors build them).
+"""The datasets that make elements: from_tensor_slices, from_tensors, range, from_generator
+(Dataset's static constructors build them), and the file readers TextLineDataset, TFRecordDataset and
+FixedLengthRecordDataset.
 
 Example::
 
@@ -10,13 +11,15 @@ Components given as NumPy arrays stay in the client's memory (not in the graph);
 given as tensors are computed when an iterator is initialized (dataset_ops.IterationContext).
 """
 
+import gzip
 import os
+import zlib
 
 import numpy as np
 
-from shardflow import dtypes, errors
+from shardflow import dtypes, errors, tfrecord
 from shardflow.data import structure as nest
-from shardflow.data.dataset_ops import Dataset, _count_argument
+from shardflow.data.dataset_ops import Dataset, _count_argument, _static
 from shardflow.framework import Tensor, TensorShape
 
 
@@ -166,6 +169,141 @@ class TextLineDataset(Dataset):
             with open(path, "rb") as f:
                 for line in f:
                     yield (np.array(line.rstrip(b"\n").rstrip(b"\r"), dtype=object),)
+
+
+def _filenames_component(filenames):
+    if isinstance(filenames, Tensor):
+        return filenames
+    if isinstance(filenames, (str, bytes, os.PathLike)):
+        filenames = [filenames]  # a list: structure.to_array mishandles a lone string
+    return nest.as_component([os.fspath(f) for f in np.asarray(filenames, dtype=object)
+                              .reshape(-1)], dtypes.string)
+
+
+def _paths(ctx, filenames):
+    return [os.fsdecode(name) for name in
+            np.asarray(ctx.value(filenames), dtype=object).reshape(-1)]
+
+
+class TFRecordDataset(Dataset):
+    """The records (bytes) of TFRecord files, file after file (shardflow/tfrecord.py has the
+    format); each record's CRCs are checked and a damaged file is DataLossError.
+
+    Example::
+
+        ds = sf.data.TFRecordDataset(["a.tfrecord", "b.tfrecord"], compression_type="GZIP")
+        ds = ds.map(lambda r: sf.parse_single_example(r, features)).batch(32)
+
+    compression_type: None or "" (none), "ZLIB" or "GZIP", for every file. buffer_size is
+    accepted and ignored. num_parallel_reads=k > 1 reads k files at once, taking one record from
+    each in turn (as TF1, deterministically); reads happen in the client, so it changes the
+    order, not the speed.
+    """
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        self._compression = tfrecord.TFRecordOptions.get_compression_type_string(
+            compression_type)
+        self._cycle = 1 if num_parallel_reads is None else _count_argument(
+            num_parallel_reads, "num_parallel_reads")
+        if isinstance(self._cycle, Tensor):
+            raise TypeError("TFRecordDataset: num_parallel_reads must be a Python int here, "
+                            "not the tensor %s" % self._cycle.name)
+        if self._cycle <= 0:
+            raise ValueError("TFRecordDataset: num_parallel_reads must be positive, not %d"
+                             % self._cycle)
+        self._filenames = _filenames_component(filenames)
+        self._structure = 0
+        self._specs = [(dtypes.string, TensorShape([]))]
+
+    def _tensors(self):
+        return [self._filenames] if isinstance(self._filenames, Tensor) else []
+
+    def _records(self, path):
+        for record in tfrecord.read_records(path, self._compression, "TFRecordDataset"):
+            yield (np.array(record, dtype=object),)
+
+    def _reader(self, ctx):
+        pending = iter(_paths(ctx, self._filenames))
+        active = []
+        while True:
+            while len(active) < self._cycle:
+                path = next(pending, None)
+                if path is None:
+                    break
+                active.append(self._records(path))
+            if not active:
+                return
+            for reader in list(active):
+                element = next(reader, None)
+                if element is None:
+                    active.remove(reader)
+                else:
+                    yield element
+
+
+class FixedLengthRecordDataset(Dataset):
+    """Records of `record_bytes` bytes each from binary files, file after file, skipping
+    `header_bytes` at the start and `footer_bytes` at the end of each file (as CIFAR-10's files).
+
+    Example: ``sf.data.FixedLengthRecordDataset("data_batch_1.bin", 1 + 32 * 32 * 3)``;
+    elements are string scalars, sf.decode_raw turns them into numbers. A last record shorter
+    than record_bytes is dropped, as TF1 does; a file shorter than header plus footer is
+    InvalidArgumentError. buffer_size is accepted and ignored; compression_type may be None,
+    "", "ZLIB" or "GZIP".
+    """
+
+    def __init__(self, filenames, record_bytes, header_bytes=None, footer_bytes=None,
+                 buffer_size=None, compression_type=None):
+        self._record = _count_argument(record_bytes, "record_bytes")
+        self._header = 0 if header_bytes is None else _count_argument(header_bytes,
+                                                                      "header_bytes")
+        self._footer = 0 if footer_bytes is None else _count_argument(footer_bytes,
+                                                                      "footer_bytes")
+        if _static(self._record) is not None and self._record <= 0:
+            raise ValueError("FixedLengthRecordDataset: record_bytes must be positive, not %d"
+                             % self._record)
+        for what, n in (("header_bytes", self._header), ("footer_bytes", self._footer)):
+            if _static(n) is not None and n < 0:
+                raise ValueError("FixedLengthRecordDataset: %s must be >= 0, not %d" % (what, n))
+        self._compression = tfrecord.TFRecordOptions.get_compression_type_string(
+            compression_type)
+        self._filenames = _filenames_component(filenames)
+        self._structure = 0
+        self._specs = [(dtypes.string, TensorShape([]))]
+
+    def _tensors(self):
+        return [t for t in (self._filenames, self._record, self._header, self._footer)
+                if isinstance(t, Tensor)]
+
+    def _reader(self, ctx):
+        record, header, footer = (int(ctx.value(v)) if isinstance(v, Tensor) else v
+                                  for v in (self._record, self._header, self._footer))
+        if record <= 0 or header < 0 or footer < 0:
+            raise errors.InvalidArgumentError(
+                "FixedLengthRecordDataset: record_bytes must be positive and header_bytes, "
+                "footer_bytes >= 0; got %d, %d, %d" % (record, header, footer))
+        for path in _paths(ctx, self._filenames):
+            data = self._read(path)
+            if len(data) < header + footer:
+                raise errors.InvalidArgumentError(
+                    "FixedLengthRecordDataset: %s: the file has %d bytes, fewer than "
+                    "header_bytes + footer_bytes = %d" % (path, len(data), header + footer))
+            body = memoryview(data)[header:len(data) - footer]
+            for start in range(0, len(body) - record + 1, record):
+                yield (np.array(bytes(body[start:start + record]), dtype=object),)
+
+    def _read(self, path):
+        if not os.path.exists(path):
+            raise errors.NotFoundError("FixedLengthRecordDataset: %s: no such file" % path)
+        opener = gzip.open if self._compression == "GZIP" else open
+        try:
+            with opener(path, "rb") as f:
+                data = f.read()
+            return zlib.decompress(data) if self._compression == "ZLIB" else data
+        except (OSError, EOFError, zlib.error) as e:
+            raise errors.DataLossError("FixedLengthRecordDataset: %s: cannot decompress it as "
+                                       "%s (%s)" % (path, self._compression, e)) from None
 
 
 def _shape_list(shapes):

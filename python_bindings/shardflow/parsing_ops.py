@@ -1,0 +1,377 @@
+"""TF1's parsing ops: parse_single_example, parse_example, the feature specs FixedLenFeature,
+VarLenFeature and FixedLenSequenceFeature, and decode_raw.
+
+Example::
+
+    features = {"image": sf.FixedLenFeature([784], sf.float32),
+                "label": sf.FixedLenFeature([], sf.int64),
+                "tags": sf.VarLenFeature(sf.string)}
+    ds = sf.data.TFRecordDataset("train.tfrecord")
+    ds = ds.map(lambda r: sf.parse_single_example(r, features)["image"]).batch(32)
+
+The ops are py_func nodes (shardflow/script_ops.py): they parse serialized tf.train.Example
+protos (shardflow/example_pb.py) with NumPy in the client process, in a Session step or in a
+Dataset.map function alike. FixedLenFeature results get their static shape (a Reshape to it).
+VarLenFeature results are SparseTensors (shardflow/sparse_tensor.py) whose indices are [N, 1]
+(single example) or [N, 2] (batch, position); a Dataset.map function cannot return a
+SparseTensor yet, so convert it inside the function (sf.sparse.to_dense). A missing required
+feature, a value of the wrong type or count, or bytes that are not an Example fail the step
+with InvalidArgumentError naming the feature (or the example).
+"""
+
+import collections
+
+import numpy as np
+
+from shardflow import dtypes, errors, ops
+from shardflow.example_pb import Example
+from shardflow.framework import Tensor, convert_to_tensor
+from shardflow.script_ops import py_func
+
+_KINDS = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
+_KIND_NAMES = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
+
+
+class FixedLenFeature(collections.namedtuple("FixedLenFeature",
+                                             ["shape", "dtype", "default_value"])):
+    """A feature with a fixed number of values, parsed to a dense tensor of `shape`. Without a
+    default_value it is required; the default is broadcast to `shape`."""
+
+    def __new__(cls, shape, dtype, default_value=None):
+        return super().__new__(cls, shape, dtype, default_value)
+
+
+class FixedLenSequenceFeature(collections.namedtuple(
+        "FixedLenSequenceFeature", ["shape", "dtype", "allow_missing", "default_value"])):
+    """A feature with any number of items of `shape`, parsed to [num_items] + shape (a batch is
+    padded with default_value, default 0 or b"", to its longest)."""
+
+    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
+
+
+class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
+    """A feature with any number of values, parsed to a SparseTensor."""
+
+
+def _sparse_tensor_class():
+    try:
+        from shardflow.sparse_tensor import SparseTensor
+        return SparseTensor
+    except ImportError:  # pragma: no cover (older trees without sparse tensors)
+        return None
+
+
+# ---- specs -------------------------------------------------------------------------------------
+
+class _Spec:
+    """One feature to parse: key, kind ("dense", "sequence" or "sparse"), dtype, item shape,
+    default (a NumPy array, or None when required)."""
+
+    def __init__(self, key, feature):
+        if not isinstance(key, str):
+            raise TypeError("parse_example: feature keys are strings, not %r" % (key,))
+        self.key = key
+        if isinstance(feature, VarLenFeature):
+            self.kind, self.shape = "sparse", []
+        elif isinstance(feature, FixedLenSequenceFeature):
+            self.kind = "sequence"
+        elif isinstance(feature, FixedLenFeature):
+            self.kind = "dense"
+        else:
+            raise TypeError("parse_example: feature %r is described by %r; use "
+                            "sf.FixedLenFeature, sf.FixedLenSequenceFeature or "
+                            "sf.VarLenFeature" % (key, feature))
+        self.dtype = dtypes.as_dtype(feature.dtype)
+        if self.dtype not in _KINDS:
+            raise ValueError("parse_example: feature %r has dtype %s; Example features are "
+                             "float32, int64 or string" % (key, self.dtype.name))
+        self.list_kind = _KINDS[self.dtype]
+        self.default = None
+        if self.kind == "sparse":
+            return
+        self.shape = self._shape(feature.shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        if self.kind == "sequence" and self.size == 0:
+            raise ValueError("parse_example: FixedLenSequenceFeature %r has an empty item "
+                             "shape %s" % (key, self.shape))
+        default = feature.default_value
+        if default is None and self.kind == "sequence":
+            default = b"" if self.dtype == dtypes.string else 0
+        if default is not None:
+            default = np.asarray(default, dtype=self.dtype.as_numpy_dtype)
+            target = self.shape if self.kind == "dense" else []
+            if default.size == int(np.prod(target, dtype=np.int64)):
+                default = default.reshape(target)
+            try:
+                self.default = np.broadcast_to(default, target)
+            except ValueError:
+                raise ValueError("parse_example: the default_value of feature %r has shape %s, "
+                                 "which does not fit %s" % (key, list(default.shape), target)
+                                 ) from None
+
+    def _shape(self, shape):
+        try:
+            dims = [int(d) for d in (shape.as_list() if hasattr(shape, "as_list") else shape)]
+        except TypeError:
+            raise ValueError("parse_example: feature %r needs a fully known shape, not %r"
+                             % (self.key, shape)) from None
+        if any(d < 0 for d in dims):
+            raise ValueError("parse_example: feature %r has a negative dimension in %s"
+                             % (self.key, dims))
+        return dims
+
+
+def _specs(features):
+    if not isinstance(features, dict) or not features:
+        raise ValueError("parse_example: features must be a non-empty dict of feature key -> "
+                         "FixedLenFeature/VarLenFeature, not %r" % (features,))
+    return [_Spec(k, features[k]) for k in sorted(features)]
+
+
+# ---- NumPy parsing (runs in the py_func) ----------------------------------------------------
+
+def _decode(data, index):
+    try:
+        return Example.FromString(bytes(data))
+    except Exception:  # noqa: BLE001 (DecodeError, or a message too deep)
+        raise errors.InvalidArgumentError(
+            "Could not parse example input %d as a tf.train.Example; value: %r"
+            % (index, bytes(data)[:40])) from None
+
+
+def _values(example, spec, index):
+    """The values of spec's feature in `example` (a 1-D array), or None when it is absent."""
+    feature_map = example.features.feature
+    if spec.key not in feature_map:
+        return None
+    feature = feature_map[spec.key]
+    kind = feature.WhichOneof("kind")
+    if kind is None:
+        return np.zeros([0], dtype=spec.dtype.as_numpy_dtype)
+    if kind != spec.list_kind:
+        raise errors.InvalidArgumentError(
+            "Key: %s, Index: %d. Data types don't match. Data type: %s but expected type: %s"
+            % (spec.key, index, _KIND_NAMES[kind], _KIND_NAMES[spec.list_kind]))
+    values = getattr(feature, kind).value
+    if spec.dtype == dtypes.string:
+        out = np.empty([len(values)], dtype=object)
+        out[:] = list(values)
+        return out
+    return np.asarray(values, dtype=spec.dtype.as_numpy_dtype).reshape(-1)
+
+
+def _dense(spec, found, n):
+    out = np.empty([n] + spec.shape, dtype=spec.dtype.as_numpy_dtype)
+    for i, values in enumerate(found):
+        if values is None:
+            if spec.default is None:
+                raise errors.InvalidArgumentError(
+                    "Name: <unknown>, Feature: %s (data type: %s) is required but could not be "
+                    "found (example %d); give it a default_value to make it optional"
+                    % (spec.key, spec.dtype.name, i))
+            out[i] = spec.default
+        elif values.size != spec.size:
+            raise errors.InvalidArgumentError(
+                "Key: %s, Index: %d. Number of %s values != expected. Values size: %d but "
+                "output shape: %s" % (spec.key, i, _KIND_NAMES[spec.list_kind], values.size,
+                                      spec.shape))
+        else:
+            out[i] = values.reshape(spec.shape)
+    return [out]
+
+
+def _sequence(spec, found, n):
+    rows = []
+    for i, values in enumerate(found):
+        if values is None:
+            if not spec.allow_missing:
+                raise errors.InvalidArgumentError(
+                    "Name: <unknown>, Feature: %s is required but could not be found (example "
+                    "%d); FixedLenSequenceFeature(allow_missing=True) makes it optional"
+                    % (spec.key, i))
+            values = np.zeros([0], dtype=spec.dtype.as_numpy_dtype)
+        if values.size % spec.size:
+            raise errors.InvalidArgumentError(
+                "Key: %s, Index: %d. Number of %s values is not a multiple of the item size %d "
+                "(item shape %s)" % (spec.key, i, _KIND_NAMES[spec.list_kind], spec.size,
+                                     spec.shape))
+        rows.append(values.reshape([-1] + spec.shape))
+    longest = max((len(r) for r in rows), default=0)
+    out = np.empty([n, longest] + spec.shape, dtype=spec.dtype.as_numpy_dtype)
+    out[...] = spec.default
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = r
+    return [out]
+
+
+def _sparse(spec, found, n):
+    lists = [v if v is not None else np.zeros([0], spec.dtype.as_numpy_dtype) for v in found]
+    lengths = [len(v) for v in lists]
+    indices = np.zeros([sum(lengths), 2], dtype=np.int64)
+    start = 0
+    for i, length in enumerate(lengths):
+        indices[start:start + length, 0] = i
+        indices[start:start + length, 1] = np.arange(length)
+        start += length
+    if lists:
+        values = np.concatenate(lists).astype(spec.dtype.as_numpy_dtype, copy=False)
+    else:
+        values = np.zeros([0], dtype=spec.dtype.as_numpy_dtype)
+    return [indices, values, np.array([n, max(lengths, default=0)], dtype=np.int64)]
+
+
+_BUILDERS = {"dense": _dense, "sequence": _sequence, "sparse": _sparse}
+
+
+def _parse_batch(serialized, specs):
+    """The flat outputs for a batch of serialized Examples (any array of bytes, flattened)."""
+    records = np.asarray(serialized, dtype=object).reshape(-1)
+    examples = [_decode(r, i) for i, r in enumerate(records)]
+    out = []
+    for spec in specs:
+        found = [_values(e, spec, i) for i, e in enumerate(examples)]
+        out.extend(_BUILDERS[spec.kind](spec, found, len(examples)))
+    return out
+
+
+def _unbatch(outputs, specs):
+    """parse_single_example's outputs from a batch of one."""
+    out, k = [], 0
+    for spec in specs:
+        if spec.kind == "sparse":
+            indices, values, shape = outputs[k:k + 3]
+            out.extend([indices[:, 1:].copy(), values, shape[1:].copy()])
+            k += 3
+        else:
+            out.append(outputs[k][0])
+            k += 1
+    return out
+
+
+# ---- graph ops --------------------------------------------------------------------------------
+
+def _tout(specs):
+    tout = []
+    for spec in specs:
+        tout.extend([dtypes.int64, spec.dtype, dtypes.int64] if spec.kind == "sparse"
+                    else [spec.dtype])
+    return tout
+
+
+def _results(tensors, specs, batch):
+    """The dict of results, with static shapes where they are known; batch is None for one
+    example, else the batch size (-1 when unknown)."""
+    sparse_class = _sparse_tensor_class()
+    lead = [] if batch is None else [batch]
+    rank = 1 if batch is None else 2
+    results, k = {}, 0
+    for spec in specs:
+        if spec.kind == "sparse":
+            indices = ops.reshape(tensors[k], [-1, rank])
+            values = ops.reshape(tensors[k + 1], [-1])
+            shape = ops.reshape(tensors[k + 2], [rank])
+            k += 3
+            if sparse_class is not None:
+                results[spec.key] = sparse_class(indices, values, shape)
+            else:  # dense values (one example) without sparse tensors
+                results[spec.key] = values
+            continue
+        t = tensors[k]
+        k += 1
+        if spec.kind == "dense":
+            t = ops.reshape(t, lead + spec.shape)
+        elif batch is None:
+            t = ops.reshape(t, [-1] + spec.shape)
+        elif batch != -1:
+            t = ops.reshape(t, [batch, -1] + spec.shape)
+        results[spec.key] = t
+    return results
+
+
+def _serialized(serialized, rank_ok, what):
+    t = serialized if isinstance(serialized, Tensor) else convert_to_tensor(
+        np.asarray(serialized, dtype=object))
+    if t.dtype != dtypes.string:
+        raise TypeError("%s: serialized must be a string tensor, not %s" % (what, t.dtype.name))
+    if t.shape.ndims is not None and t.shape.ndims not in rank_ok:
+        raise ValueError("%s: serialized must have rank %s, not shape %s"
+                         % (what, " or ".join(map(str, rank_ok)), t.shape.as_list()))
+    return t
+
+
+def parse_single_example(serialized, features, name=None, example_names=None):
+    """Parses one serialized tf.train.Example (a string scalar) into a dict of feature key ->
+    Tensor (FixedLenFeature: `shape`; FixedLenSequenceFeature: [items] + shape) or SparseTensor
+    (VarLenFeature: indices [N, 1], values [N], dense_shape [1])."""
+    specs = _specs(features)
+    t = _serialized(serialized, (0,), "parse_single_example")
+
+    def parse(data):
+        return _unbatch(_parse_batch(np.asarray(data, dtype=object).reshape(1), specs), specs)
+
+    tensors = py_func(parse, [t], _tout(specs), stateful=False,
+                      name=name or "ParseSingleExample")
+    return _results(tensors, specs, None)
+
+
+def parse_example(serialized, features, name=None, example_names=None):
+    """Parses a batch of serialized tf.train.Examples (a string vector [B]) into a dict of
+    feature key -> Tensor ([B] + shape; sequences [B, longest] + shape, padded) or SparseTensor
+    (VarLenFeature: indices [N, 2] as (example, position), values [N], dense_shape
+    [B, longest])."""
+    specs = _specs(features)
+    t = _serialized(serialized, (1,), "parse_example")
+    batch = t.shape.as_list()[0] if t.shape.ndims == 1 else None
+    tensors = py_func(lambda data: _parse_batch(data, specs), [t], _tout(specs), stateful=False,
+                      name=name or "ParseExample")
+    return _results(tensors, specs, -1 if batch is None else batch)
+
+
+# ---- decode_raw ---------------------------------------------------------------------------------
+
+_RAW_TYPES = (dtypes.float16, dtypes.float32, dtypes.float64, dtypes.int8, dtypes.uint8,
+              dtypes.int32, dtypes.int64)
+
+
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None,
+               bytes=None):  # noqa: A002 (TF1's deprecated argument name)
+    """Reinterprets each string of `input_bytes` as a vector of `out_type` numbers; the result
+    has shape input_shape + [length / item size]. Every string must have the same length, a
+    multiple of the item size (else InvalidArgumentError)."""
+    if input_bytes is None:
+        input_bytes = bytes
+    if input_bytes is None or out_type is None:
+        raise TypeError("decode_raw needs input_bytes and out_type")
+    out_type = dtypes.as_dtype(out_type)
+    if out_type not in _RAW_TYPES:
+        raise TypeError("decode_raw: out_type %s is not one of %s"
+                        % (out_type.name, ", ".join(d.name for d in _RAW_TYPES)))
+    t = _serialized(input_bytes, range(64), "decode_raw")
+    np_type = np.dtype(out_type.as_numpy_dtype).newbyteorder("<" if little_endian else ">")
+
+    def decode(data):
+        data = np.asarray(data, dtype=object)
+        flat = [memoryview(d).tobytes() for d in data.reshape(-1)]
+        lengths = {len(d) for d in flat}
+        if len(lengths) > 1:
+            raise errors.InvalidArgumentError(
+                "DecodeRaw requires input strings to all be the same size, but the lengths are "
+                "%s" % sorted(lengths))
+        length = lengths.pop() if lengths else 0
+        if length % np_type.itemsize:
+            raise errors.InvalidArgumentError(
+                "Input to DecodeRaw has length %d that is not a multiple of %d, the size of %s"
+                % (length, np_type.itemsize, out_type.name))
+        count = length // np_type.itemsize
+        out = np.frombuffer(b"".join(flat), dtype=np_type).reshape(list(data.shape) + [count])
+        return out.astype(out_type.as_numpy_dtype)
+
+    out = py_func(decode, [t], out_type, stateful=False, name=name or "DecodeRaw")
+    if t.shape.ndims is not None and t.shape.is_fully_defined():
+        out = ops.reshape(out, t.shape.as_list() + [-1])
+    return out
+
+
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "decode_raw",
+           "parse_example", "parse_single_example"]
