@@ -1,10 +1,10 @@
 """TF1's thread coordination (``sf.train.Coordinator``, ``LooperThread``) and its queue-runner
 entry points.
 
-shardflow has no queue runners: input pipelines use ``sf.data`` (``Dataset`` and its iterators)
-or ``feed_dict``. ``start_queue_runners`` therefore starts nothing and returns ``[]``, so that
-TF1 programs which call it out of habit keep working; ``QueueRunner`` and ``add_queue_runner``,
-which would need a queue-fed pipeline, raise NotImplementedError naming sf.data.
+``QueueRunner``, ``add_queue_runner`` and ``start_queue_runners`` drive TF1's queue-fed input
+pipelines (shardflow/queue_ops.py: tf.FIFOQueue, the readers, tf.train.batch, shuffle_batch,
+string_input_producer, ...); with tf.data or feed_dict inputs there are none to start and
+``start_queue_runners`` returns ``[]``.
 
 Example (TF1's pattern for the caller's own threads)::
 
@@ -205,29 +205,127 @@ class LooperThread(threading.Thread):
             self._loop_target(*self._loop_args, **self._loop_kwargs)
 
 
-_NO_QUEUE_RUNNERS = (
-    "shardflow has no queue runners (nor the queue-fed input pipelines of tf.train.batch, "
-    "string_input_producer, ...); build the input with tf.data (tf.data.Dataset."
-    "from_tensor_slices(...).batch(n), make_one_shot_iterator().get_next()) or feed it with "
-    "feed_dict")
-
-
-def start_queue_runners(sess=None, coord=None, daemon=True, start=True, collection=None):
-    """Starts no thread and returns [] (see the module's text): TF1 programs call it out of
-    habit, and their inputs come from tf.data or feed_dict here."""
-    return []
+_QUEUE_RUNNERS = "queue_runners"  # tf.GraphKeys.QUEUE_RUNNERS
 
 
 class QueueRunner:
-    """Not supported: raises NotImplementedError (use tf.data; see the module's text)."""
+    """Threads that run a queue's enqueue ops until the input ends, as TF1's
+    tf.train.QueueRunner (queues: shardflow/queue_ops.py, Note [Queues in the client]).
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("tf.train.QueueRunner: " + _NO_QUEUE_RUNNERS)
+    Each enqueue op gets a thread running it in a loop. When every thread has stopped on
+    OutOfRangeError (the input's epochs are done) the queue is closed, so dequeues drain what is
+    left and then raise OutOfRangeError; when the coordinator asks to stop, the queue is closed
+    with its pending enqueues cancelled, so no thread stays blocked. Other errors are reported to
+    the coordinator (coord.join re-raises them).
+    """
+
+    def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
+                 queue_closed_exception_types=None, queue_runner_def=None, import_scope=None):
+        if queue_runner_def is not None:
+            raise ValueError("QueueRunner: queue_runner_def (a protobuf) is not supported")
+        if queue is None or not enqueue_ops:
+            raise ValueError("QueueRunner needs a queue and at least one enqueue op")
+        self._queue = queue
+        self._enqueue_ops = list(enqueue_ops)
+        self._close_op = close_op if close_op is not None else queue.close()
+        self._cancel_op = cancel_op if cancel_op is not None else \
+            queue.close(cancel_pending_enqueues=True)
+        self._closed_types = tuple(queue_closed_exception_types or
+                                   (errors.OutOfRangeError, errors.CancelledError))
+        self._lock = threading.Lock()
+        self._runs = 0
+        self._exceptions = []
+
+    @property
+    def queue(self):
+        return self._queue
+
+    @property
+    def enqueue_ops(self):
+        return list(self._enqueue_ops)
+
+    @property
+    def exceptions_raised(self):
+        return list(self._exceptions)
+
+    @property
+    def name(self):
+        return self._queue.name
+
+    def _run(self, sess, enqueue_op, coord):
+        decremented = False
+        try:
+            while coord is None or not coord.should_stop():
+                try:
+                    sess.run(enqueue_op)
+                except self._closed_types:
+                    with self._lock:
+                        self._runs -= 1
+                        decremented = True
+                        last = self._runs == 0
+                    if last:
+                        try:
+                            sess.run(self._close_op)
+                        except Exception as e:  # noqa: BLE001 (reported below)
+                            tf_logging.vlog(1, "QueueRunner: ignored close error %s", e)
+                    return
+        except Exception as e:  # noqa: BLE001 (handed to the coordinator)
+            with self._lock:
+                self._exceptions.append(e)
+            if coord is not None:
+                coord.request_stop(e)
+            else:
+                raise
+        finally:
+            if not decremented:
+                with self._lock:
+                    self._runs -= 1
+
+    def _cancel_on_stop(self, sess, coord):
+        coord.wait_for_stop()
+        try:
+            sess.run(self._cancel_op)
+        except Exception as e:  # noqa: BLE001 (the session may be closed by now)
+            tf_logging.vlog(1, "QueueRunner: ignored cancel error %s", e)
+
+    def create_threads(self, sess, coord=None, daemon=False, start=False):
+        """The runner's threads (one per enqueue op, plus one that cancels the queue when the
+        coordinator stops); started when `start`."""
+        with self._lock:
+            self._runs = len(self._enqueue_ops)
+            self._exceptions = []
+        threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
+                                    name="QueueRunner-%s-%d" % (self.name, i))
+                   for i, op in enumerate(self._enqueue_ops)]
+        if coord is not None:
+            threads.append(threading.Thread(target=self._cancel_on_stop, args=(sess, coord),
+                                            daemon=True, name="QueueRunnerCancel-" + self.name))
+        for t in threads:
+            if coord is not None:
+                coord.register_thread(t)
+            if start:
+                t.start()
+        return threads
 
 
-def add_queue_runner(qr, collection=None):
-    """Not supported: raises NotImplementedError (use tf.data)."""
-    raise NotImplementedError("tf.train.add_queue_runner: " + _NO_QUEUE_RUNNERS)
+def add_queue_runner(qr, collection=_QUEUE_RUNNERS):
+    """Adds a QueueRunner to the default graph's collection (default QUEUE_RUNNERS)."""
+    from shardflow.framework import get_default_graph
+    get_default_graph().add_to_collection(collection, qr)
+
+
+def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
+                        collection=_QUEUE_RUNNERS):
+    """Starts the threads of every QueueRunner in the session graph's collection; returns them
+    (an empty list when the graph has none, e.g. with tf.data or feed_dict inputs)."""
+    from shardflow.session import get_default_session
+    sess = sess if sess is not None else get_default_session()
+    if sess is None:
+        raise ValueError("start_queue_runners: no session given and no default session")
+    threads = []
+    for qr in sess.graph.get_collection(collection):
+        threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
+    return threads
 
 
 __all__ = ["Coordinator", "LooperThread", "QueueRunner", "add_queue_runner",

@@ -123,6 +123,30 @@ class TensorShape:
         except TypeError:
             return False
 
+    def merge_with(self, other):
+        """The most specific shape compatible with both (ValueError when they disagree)."""
+        other = other if isinstance(other, TensorShape) else TensorShape(other)
+        if self._dims is None:
+            return TensorShape(other._dims)
+        if other._dims is None:
+            return TensorShape(self._dims)
+        if len(self._dims) != len(other._dims):
+            raise ValueError("shapes %s and %s are not compatible (ranks differ)"
+                             % (self, other))
+        out = []
+        for a, b in zip(self._dims, other._dims):
+            if a is not None and b is not None and a != b:
+                raise ValueError("shapes %s and %s are not compatible" % (self, other))
+            out.append(a if a is not None else b)
+        return TensorShape(out)
+
+    def is_compatible_with(self, other):
+        try:
+            self.merge_with(other)
+            return True
+        except ValueError:
+            return False
+
     def __repr__(self):
         return "TensorShape(%s)" % ("<unknown>" if self._dims is None else self._dims)
 
@@ -291,6 +315,23 @@ class Tensor(_TensorOperators):
 
     def get_shape(self):
         return self.shape
+
+    def set_shape(self, shape):
+        """Merges `shape` into the static shape, as TF1's Tensor.set_shape (ValueError when they
+        disagree). The engine learns it through a Reshape this Tensor then stands for (when at
+        most one dimension stays unknown; the step fails if the value's shape differs); with
+        more unknown dimensions only this object's shape changes."""
+        merged = self.shape.merge_with(shape)
+        if merged == self.shape or merged.ndims is None:
+            return
+        dims = merged.as_list()
+        if sum(d is None for d in dims) <= 1:
+            from shardflow import ops
+            with self.graph.as_default(), self.graph.control_dependencies(None):
+                r = ops.reshape(self, [-1 if d is None else d for d in dims],
+                                name=self.op.name + "/set_shape")
+            self._ref, self.op, self.name, self.value_index = r._ref, r.op, r.name, 0
+        self.shape = merged
 
     @property
     def device(self):

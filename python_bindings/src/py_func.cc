@@ -8,7 +8,8 @@
 // returns a list of arrays. The kernel takes the GIL (sessions release it while a step runs), hands
 // the inputs over as arrays (copies: the function may keep or change them), and checks what comes
 // back against Tout: the number of results and each dtype. An exception in the function fails the
-// step with its type and message; the process and the session carry on.
+// step with its type and message (an sf.errors exception with its own status code, so that
+// OutOfRangeError ends an input as in TF1); the process and the session carry on.
 //
 // Where Python is absent (a `shardflow server` process), the kernel is not registered and
 // placement reports the op as one no device there can run.
@@ -16,6 +17,7 @@
 #include <pybind11/pybind11.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,15 +39,43 @@ absl::Status PyFuncShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-class PyFuncOp : public OpKernel {
+// The status code a shardflow error (an sf.errors.OpError: its class attribute `code` names the
+// code, e.g. "OUT_OF_RANGE") stands for; kOk for any other exception.
+absl::StatusCode CodeOf(const py::object& value) {
+  if (!value || !py::hasattr(value, "code")) return absl::StatusCode::kOk;
+  py::object code = value.attr("code");
+  if (!py::isinstance<py::str>(code)) return absl::StatusCode::kOk;
+  const std::string name = code.cast<std::string>();
+  for (int c = 1; c <= 16; ++c) {
+    if (absl::StatusCodeToString(static_cast<absl::StatusCode>(c)) == name) {
+      return static_cast<absl::StatusCode>(c);
+    }
+  }
+  return absl::StatusCode::kOk;
+}
+
+// Asynchronous: each call runs on a thread of its own, so a function that waits (a dequeue from
+// a queue of shardflow/queue_ops.py, waiting for a QueueRunner's enqueue) never holds one of the
+// executor's threads, which the step that would wake it may need.
+class PyFuncOp : public AsyncOpKernel {
  public:
-  explicit PyFuncOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit PyFuncOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
     absl::Status s = c->GetAttr("token", &token_);
     if (!s.ok()) c->SetStatus(s);
     tout_ = c->output_types();
   }
 
-  void Compute(OpKernelContext* ctx) override {
+  bool IsExpensive() const override { return false; }
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    std::thread([this, ctx, done = std::move(done)] {
+      Call(ctx);
+      done();
+    }).detach();
+  }
+
+ private:
+  void Call(OpKernelContext* ctx) {
     if (!Py_IsInitialized()) {
       ctx->SetStatus(absl::FailedPreconditionError(
           absl::StrCat("PyFunc '", name(), "': the Python interpreter has shut down")));
@@ -80,14 +110,23 @@ class PyFuncOp : public OpKernel {
         ctx->set_output(static_cast<int>(i), std::move(t));
       }
     } catch (py::error_already_set& e) {
-      ctx->SetStatus(absl::InvalidArgumentError(
-          absl::StrCat("PyFunc '", name(), "': the Python function raised ", e.what())));
+      // A shardflow error raised by the function (sf.errors.OutOfRangeError at the end of an
+      // input, CancelledError from a closed queue) keeps its status code and message, so
+      // Session.run raises the same class; anything else is an invalid argument with the
+      // Python type, message and traceback.
+      absl::StatusCode code = CodeOf(e.value());
+      if (code != absl::StatusCode::kOk) {
+        ctx->SetStatus(absl::Status(
+            code, absl::StrCat("PyFunc '", name(), "': ", py::str(e.value()).cast<std::string>())));
+      } else {
+        ctx->SetStatus(absl::InvalidArgumentError(
+            absl::StrCat("PyFunc '", name(), "': the Python function raised ", e.what())));
+      }
     } catch (std::exception& e) {  // conversions: TypeError, ValueError, StatusError
       ctx->SetStatus(absl::InvalidArgumentError(absl::StrCat("PyFunc '", name(), "': ", e.what())));
     }
   }
 
- private:
   std::string token_;
   DataTypeVector tout_;
 };

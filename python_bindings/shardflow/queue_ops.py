@@ -1,0 +1,673 @@
+"""TF1's queue-based input pipelines: tf.FIFOQueue, RandomShuffleQueue, PaddingFIFOQueue, the
+readers (TextLineReader, WholeFileReader, FixedLengthRecordReader, TFRecordReader) and the
+tf.train input producers and batchers, run by tf.train.QueueRunner threads.
+
+Example (TF1's pattern)::
+
+    filenames = sf.train.string_input_producer(["a.csv", "b.csv"], num_epochs=2)
+    _, line = sf.TextLineReader().read(filenames)
+    x, y = sf.decode_csv(line, record_defaults=[[0.0], [0]])    # or any ops on `line`
+    xs, ys = sf.train.shuffle_batch([x, y], batch_size=32, capacity=200, min_after_dequeue=100)
+    ...
+    coord = sf.train.Coordinator()
+    threads = sf.train.start_queue_runners(sess, coord)
+    try:
+        while not coord.should_stop():
+            sess.run(train_op)
+    except sf.errors.OutOfRangeError:
+        pass                                           # the epochs are done
+    finally:
+        coord.request_stop()
+    coord.join(threads)
+
+Note [Queues in the client]. The queues live in the Python process that builds the graph: each
+queue operation is a PyFunc node (shardflow/script_ops.py) calling a Python queue object with
+TF1's semantics (capacity, blocking enqueues and dequeues, close with or without cancelling
+pending enqueues, OutOfRangeError once closed and short of elements, CancelledError for an
+enqueue into a closed queue). Session.run releases the GIL, so runner threads and the training
+loop block and wake each other as with TF1's kernels. The price: a queue cannot be shared between
+processes or placed on another task (between-graph replication keeps a queue per worker, as
+TF1 programs usually do), and its elements pass through NumPy. The engine's own FIFOQueueV2 (the
+sync-replicas token queue) is separate.
+"""
+
+import collections
+import os
+import threading
+
+import numpy as np
+
+from shardflow import dtypes, errors, ops
+from shardflow.framework import (Operation, Tensor, TensorShape, convert_to_tensor,
+                                 get_default_graph)
+from shardflow.script_ops import py_func
+
+_counter = collections.Counter()
+_counter_lock = threading.Lock()
+
+
+def _unique(prefix):
+    with _counter_lock:
+        _counter[prefix] += 1
+        return "%s_%d" % (prefix, _counter[prefix] - 1)
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class _State:
+    """The Python side of one queue: elements (tuples of arrays) under a condition variable."""
+
+    def __init__(self, name, capacity, dtypes_, shapes, shuffle_min=None, seed=None):
+        self.name = name
+        self.capacity = capacity
+        self.dtypes = dtypes_
+        self.shapes = shapes
+        self.shuffle_min = shuffle_min
+        self.rng = np.random.RandomState(seed)
+        self.items = []
+        self.closed = False
+        self.cancelled = False
+        self.cond = threading.Condition()
+
+    def _full(self, extra):
+        return self.capacity is not None and self.capacity > 0 and \
+            len(self.items) + extra > self.capacity
+
+    def _check(self, element):
+        out = []
+        for i, (value, dt) in enumerate(zip(element, self.dtypes)):
+            value = np.asarray(value, dtype=dt.as_numpy_dtype)
+            want = self.shapes[i] if self.shapes else None
+            if want is not None and (len(want) != value.ndim or any(
+                    w is not None and w != d for w, d in zip(want, value.shape))):
+                raise errors.InvalidArgumentError(
+                    "queue '%s': component %d has shape %s but the queue holds %s"
+                    % (self.name, i, list(value.shape), list(want)))
+            out.append(value)
+        return tuple(out)
+
+    def enqueue(self, elements):
+        elements = [self._check(e) for e in elements]
+        with self.cond:
+            for e in elements:
+                while not self.closed and self._full(1):
+                    self.cond.wait(0.5)
+                if self.closed:
+                    raise errors.CancelledError(
+                        "queue '%s' is closed; the enqueue was cancelled" % self.name)
+                self.items.append(e)
+                self.cond.notify_all()
+
+    def _ready(self, n):
+        if self.closed:
+            return True
+        need = n + (self.shuffle_min or 0)
+        return len(self.items) >= need
+
+    def dequeue(self, n, allow_smaller):
+        with self.cond:
+            while not self._ready(n):
+                self.cond.wait(0.5)
+            if len(self.items) < n and (not allow_smaller or not self.items or n is None):
+                raise errors.OutOfRangeError(
+                    "queue '%s' is closed and has insufficient elements (requested %d, current "
+                    "size %d)" % (self.name, n, len(self.items)))
+            count = min(n, len(self.items))
+            taken = []
+            for _ in range(count):
+                i = self.rng.randint(len(self.items)) if self.shuffle_min is not None else 0
+                taken.append(self.items.pop(i))
+            self.cond.notify_all()
+            return taken
+
+    def close(self, cancel_pending_enqueues):
+        with self.cond:
+            self.closed = True
+            self.cancelled = self.cancelled or cancel_pending_enqueues
+            self.cond.notify_all()
+
+    def size(self):
+        with self.cond:
+            return len(self.items)
+
+
+class QueueBase:
+    """What the queues share: enqueue/enqueue_many/dequeue/dequeue_many/dequeue_up_to, close,
+    size, is_closed, as TF1's tf.QueueBase."""
+
+    _shuffle_min = None
+
+    def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
+                 name="fifo_queue", seed=None):
+        self._dtypes = [dtypes_module.as_dtype(d) for d in _as_list(dtypes)]
+        if shapes is not None:
+            shapes = [TensorShape(s).as_list() if not isinstance(s, TensorShape) or s.ndims is
+                      not None else None for s in _as_list(shapes)]
+            if len(shapes) != len(self._dtypes):
+                raise ValueError("%s: %d shapes for %d dtypes" % (name, len(shapes),
+                                                                 len(self._dtypes)))
+        self._shapes = shapes
+        self._names = list(names) if names is not None else None
+        if self._names is not None and len(self._names) != len(self._dtypes):
+            raise ValueError("%s: %d names for %d dtypes" % (name, len(self._names),
+                                                            len(self._dtypes)))
+        self._name = get_default_graph().unique_name(name) if hasattr(
+            get_default_graph(), "unique_name") else _unique(name)
+        self._state = _State(self._name, capacity, self._dtypes, shapes, self._shuffle_min,
+                             seed)
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def dtypes(self):
+        return list(self._dtypes)
+
+    @property
+    def shapes(self):
+        return [TensorShape(s) for s in self._shapes] if self._shapes else None
+
+    @property
+    def names(self):
+        return self._names
+
+    def _flatten(self, vals, what):
+        if isinstance(vals, dict):
+            if self._names is None:
+                raise ValueError("%s: a dict of values needs a queue made with names" % what)
+            vals = [vals[n] for n in self._names]
+        vals = [convert_to_tensor(v, dtype=d) for v, d in zip(_as_list(vals), self._dtypes)]
+        if len(vals) != len(self._dtypes):
+            raise ValueError("%s: %d values for a queue of %d components"
+                             % (what, len(vals), len(self._dtypes)))
+        return vals
+
+    def enqueue(self, vals, name=None):
+        """An op adding one element."""
+        vals = self._flatten(vals, "enqueue")
+        state = self._state
+        return py_func(lambda *v: state.enqueue([v]), vals, [], name=name or self._name +
+                       "_enqueue")
+
+    def enqueue_many(self, vals, name=None):
+        """An op adding each slice along dimension 0 of the values as an element."""
+        vals = self._flatten(vals, "enqueue_many")
+        state = self._state
+
+        def run(*v):
+            n = {len(x) for x in v}
+            if len(n) != 1:
+                raise errors.InvalidArgumentError(
+                    "enqueue_many into '%s': components of different lengths %s"
+                    % (state.name, sorted(n)))
+            state.enqueue(list(zip(*v)))
+        return py_func(run, vals, [], name=name or self._name + "_enqueue_many")
+
+    def _outputs(self, tensors, batch):
+        for i, t in enumerate(tensors):
+            if self._shapes and self._shapes[i] is not None:
+                t.set_shape(([batch] if batch is not False else []) + list(self._shapes[i]))
+        if self._names is not None:
+            return dict(zip(self._names, tensors))
+        return tensors[0] if len(tensors) == 1 else tensors
+
+    def _dequeue_op(self, n, allow_smaller, name):
+        state = self._state
+        single = n is None
+
+        def run():
+            taken = state.dequeue(1 if single else int(n), allow_smaller)
+            if single:
+                return list(taken[0])
+            return [np.stack([e[i] for e in taken]) if taken else
+                    np.zeros([0] + list(state.shapes[i] or []), d.as_numpy_dtype)
+                    for i, d in enumerate(state.dtypes)]
+        out = py_func(run, [], list(self._dtypes), name=name)
+        return self._outputs(out, False if single else (None if allow_smaller else int(n)))
+
+    def dequeue(self, name=None):
+        """One element (waits for it; OutOfRangeError once the queue is closed and empty)."""
+        return self._dequeue_op(None, False, name or self._name + "_dequeue")
+
+    def dequeue_many(self, n, name=None):
+        """n elements stacked along a new dimension 0 (waits for n)."""
+        return self._dequeue_op(n, False, name or self._name + "_dequeue_many")
+
+    def dequeue_up_to(self, n, name=None):
+        """As dequeue_many, but once the queue is closed, what is left (at least one)."""
+        return self._dequeue_op(n, True, name or self._name + "_dequeue_up_to")
+
+    def close(self, cancel_pending_enqueues=False, name=None):
+        """An op closing the queue: later enqueues fail; dequeues drain what is left."""
+        state = self._state
+        return py_func(lambda: state.close(cancel_pending_enqueues), [], [],
+                       name=name or self._name + "_close")
+
+    def size(self, name=None):
+        """An int32 scalar: the number of elements."""
+        state = self._state
+        out = py_func(lambda: np.int32(state.size()), [], dtypes_module.int32,
+                      name=name or self._name + "_size")
+        out.set_shape([])
+        return out
+
+    def is_closed(self, name=None):
+        state = self._state
+        out = py_func(lambda: np.bool_(state.closed), [], dtypes_module.bool_,
+                      name=name or self._name + "_is_closed")
+        out.set_shape([])
+        return out
+
+
+dtypes_module = dtypes
+
+
+class FIFOQueue(QueueBase):
+    """Elements leave in the order they came (tf.FIFOQueue)."""
+
+    def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
+                 name="fifo_queue"):
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """A FIFO queue whose dequeue_many pads each component to the longest element (unknown
+    dimensions in `shapes` may differ between elements), as tf.PaddingFIFOQueue."""
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+        self._state._check = self._check_rank
+
+    def _check_rank(self, element):
+        out = []
+        for i, (value, dt) in enumerate(zip(element, self._dtypes)):
+            value = np.asarray(value, dtype=dt.as_numpy_dtype)
+            want = self._shapes[i]
+            if want is not None and len(want) != value.ndim:
+                raise errors.InvalidArgumentError(
+                    "queue '%s': component %d has rank %d but the queue holds rank %d"
+                    % (self._name, i, value.ndim, len(want)))
+            out.append(value)
+        return tuple(out)
+
+    def _dequeue_op(self, n, allow_smaller, name):
+        if n is None:
+            return super()._dequeue_op(n, allow_smaller, name)
+        state = self._state
+
+        def run():
+            taken = state.dequeue(int(n), allow_smaller)
+            out = []
+            for i, d in enumerate(state.dtypes):
+                parts = [e[i] for e in taken]
+                shape = np.max([p.shape for p in parts], axis=0) if parts[0].ndim else ()
+                batch = np.zeros([len(parts)] + list(shape), d.as_numpy_dtype)
+                for j, p in enumerate(parts):
+                    batch[(j,) + tuple(slice(0, s) for s in p.shape)] = p
+                out.append(batch)
+            return out
+        out = py_func(run, [], list(self._dtypes), name=name)
+        for i, t in enumerate(out):
+            t.set_shape([None if allow_smaller else int(n)] + list(self._shapes[i]))
+        if self._names is not None:
+            return dict(zip(self._names, out))
+        return out[0] if len(out) == 1 else out
+
+
+class RandomShuffleQueue(QueueBase):
+    """Elements leave in random order; a dequeue waits until min_after_dequeue elements would
+    remain (until the queue is closed), as tf.RandomShuffleQueue."""
+
+    def __init__(self, capacity, min_after_dequeue, dtypes, shapes=None, names=None, seed=None,
+                 shared_name=None, name="random_shuffle_queue"):
+        if min_after_dequeue >= capacity:
+            raise ValueError("RandomShuffleQueue: min_after_dequeue (%d) must be below capacity "
+                             "(%d)" % (min_after_dequeue, capacity))
+        self._shuffle_min = int(min_after_dequeue)
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name, seed=seed)
+
+
+# ---- readers --------------------------------------------------------------------------------
+
+
+class ReaderBase:
+    """A reader takes filenames from a queue and yields (key, value) records: read, read_up_to,
+    num_records_produced, num_work_units_completed, reset (TF1's tf.ReaderBase)."""
+
+    def __init__(self, name=None):
+        self._name = name or _unique(type(self).__name__)
+        self._lock = threading.Lock()
+        self._records = None   # the iterator over the current file's records
+        self._file = None
+        self._produced = 0
+        self._completed = 0
+
+    def _file_records(self, path):  # pragma: no cover (each reader overrides it)
+        raise NotImplementedError
+
+    def _next(self, queue_state):
+        while True:
+            if self._records is None:
+                (name,) = queue_state.dequeue(1, False)[0]
+                self._file = os.fsdecode(np.asarray(name).item())
+                if not os.path.exists(self._file):
+                    raise errors.NotFoundError("%s: %s: no such file" % (self._name, self._file))
+                self._records = iter(self._file_records(self._file))
+                self._index = 0
+            try:
+                value = next(self._records)
+            except StopIteration:
+                self._records = None
+                self._completed += 1
+                continue
+            key = ("%s:%d" % (self._file, self._index)).encode()
+            self._index += 1
+            self._produced += 1
+            return key, value
+
+    def _queue_state(self, queue):
+        state = getattr(queue, "_state", None)
+        if state is None:
+            raise TypeError("%s.read takes a queue of filenames (tf.train.string_input_producer "
+                            "or tf.FIFOQueue), got %r" % (type(self).__name__, queue))
+        return state
+
+    def read(self, queue, name=None):
+        """(key, value) string scalars: the next record, from the next file when one ends."""
+        state = self._queue_state(queue)
+
+        def run():
+            with self._lock:
+                key, value = self._next(state)
+            return [np.array(key, dtype=object), np.array(value, dtype=object)]
+        key, value = py_func(run, [], [dtypes.string, dtypes.string], name=name or self._name)
+        key.set_shape([])
+        value.set_shape([])
+        return key, value
+
+    def read_up_to(self, queue, num_records, name=None):
+        """Up to num_records (key, value) pairs as two string vectors."""
+        state = self._queue_state(queue)
+
+        def run():
+            keys, values = [], []
+            with self._lock:
+                for _ in range(int(num_records)):
+                    try:
+                        k, v = self._next(state)
+                    except errors.OutOfRangeError:
+                        if keys:
+                            break
+                        raise
+                    keys.append(k)
+                    values.append(v)
+            return [np.array(keys, dtype=object), np.array(values, dtype=object)]
+        keys, values = py_func(run, [], [dtypes.string, dtypes.string],
+                               name=name or self._name + "_up_to")
+        keys.set_shape([None])
+        values.set_shape([None])
+        return keys, values
+
+    def num_records_produced(self, name=None):
+        return py_func(lambda: np.int64(self._produced), [], dtypes.int64, name=name)
+
+    def num_work_units_completed(self, name=None):
+        return py_func(lambda: np.int64(self._completed), [], dtypes.int64, name=name)
+
+    def reset(self, name=None):
+        def run():
+            with self._lock:
+                self._records, self._produced, self._completed = None, 0, 0
+        return py_func(run, [], [], name=name)
+
+
+class TextLineReader(ReaderBase):
+    """The lines of each file (without the line end); skip_header_lines per file."""
+
+    def __init__(self, skip_header_lines=None, name=None):
+        super().__init__(name)
+        self._skip = int(skip_header_lines or 0)
+
+    def _file_records(self, path):
+        with open(path, "rb") as f:
+            for i, line in enumerate(f):
+                if i >= self._skip:
+                    yield line.rstrip(b"\n").rstrip(b"\r")
+
+
+class WholeFileReader(ReaderBase):
+    """Each file's whole contents as one record (key: the file name)."""
+
+    def _file_records(self, path):
+        with open(path, "rb") as f:
+            yield f.read()
+
+
+class FixedLengthRecordReader(ReaderBase):
+    """Records of record_bytes bytes after header_bytes, before footer_bytes, as TF1's."""
+
+    def __init__(self, record_bytes, header_bytes=None, footer_bytes=None, hop_bytes=None,
+                 name=None, encoding=None):
+        super().__init__(name)
+        if record_bytes <= 0:
+            raise ValueError("FixedLengthRecordReader: record_bytes must be positive")
+        if hop_bytes or encoding:
+            raise ValueError("FixedLengthRecordReader: hop_bytes and encoding are not supported")
+        self._record = int(record_bytes)
+        self._header = int(header_bytes or 0)
+        self._footer = int(footer_bytes or 0)
+
+    def _file_records(self, path):
+        size = os.path.getsize(path)
+        body = size - self._header - self._footer
+        if body < 0 or body % self._record:
+            raise errors.DataLossError(
+                "FixedLengthRecordReader: %s has %d bytes, which is not header %d + a whole "
+                "number of %d-byte records + footer %d"
+                % (path, size, self._header, self._record, self._footer))
+        with open(path, "rb") as f:
+            f.seek(self._header)
+            for _ in range(body // self._record):
+                yield f.read(self._record)
+
+
+class TFRecordReader(ReaderBase):
+    """The records of TFRecord files (shardflow/tfrecord.py checks their CRCs)."""
+
+    def __init__(self, name=None, options=None):
+        super().__init__(name)
+        self._options = options
+
+    def _file_records(self, path):
+        from shardflow import tfrecord
+        return tfrecord.tf_record_iterator(path, self._options)
+
+
+# ---- input producers and batchers (tf.train.*) ----------------------------------------------
+
+
+def _runner(queue, enqueue_ops):
+    from shardflow.coordinator import QueueRunner, add_queue_runner
+    qr = QueueRunner(queue, enqueue_ops)
+    add_queue_runner(qr)
+    return qr
+
+
+def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True, seed=None,
+                   capacity=32, shared_name=None, summary_name=None, name=None,
+                   cancel_op=None):
+    """A queue fed, by a QueueRunner, with the rows of input_tensor for num_epochs epochs (None:
+    forever), each epoch shuffled when `shuffle`; after the last epoch the queue closes."""
+    input_tensor = convert_to_tensor(input_tensor)
+    shape = input_tensor.shape.as_list()[1:] if input_tensor.shape.ndims else None
+    if element_shape is not None:
+        shape = TensorShape(element_shape).as_list()
+    q = FIFOQueue(capacity, [input_tensor.dtype], [shape] if shape is not None else None,
+                  name=name or "input_producer")
+    rng = np.random.RandomState(seed)
+    epochs = {"done": 0}
+    lock = threading.Lock()
+
+    def one_epoch(rows):
+        with lock:
+            if num_epochs is not None and epochs["done"] >= num_epochs:
+                raise errors.OutOfRangeError("input_producer '%s': %d epoch(s) done"
+                                             % (q.name, num_epochs))
+            epochs["done"] += 1
+            order = rng.permutation(len(rows)) if shuffle else np.arange(len(rows))
+        return np.asarray(rows)[order]
+
+    epoch = py_func(one_epoch, [input_tensor], input_tensor.dtype, name=q.name + "_epoch")
+    _runner(q, [q.enqueue_many([epoch])])
+    return q
+
+
+def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                          shared_name=None, name=None, cancel_op=None):
+    """A queue of the filenames in string_tensor, num_epochs times (None: forever), each epoch
+    shuffled when `shuffle` (TF1's tf.train.string_input_producer)."""
+    names = convert_to_tensor(string_tensor, dtype=dtypes.string)
+    return input_producer(names, [], num_epochs, shuffle, seed, capacity, shared_name,
+                          name=name or "input_producer")
+
+
+def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                         shared_name=None, name=None):
+    """A queue of the integers 0..limit-1, num_epochs times."""
+    return input_producer(np.arange(int(limit), dtype=np.int32), [], num_epochs, shuffle, seed,
+                          capacity, shared_name, name=name or "input_producer")
+
+
+def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32,
+                         shared_name=None, name=None):
+    """One row at a time of each tensor in tensor_list (the same row of each), num_epochs times:
+    a list of tensors (TF1's tf.train.slice_input_producer)."""
+    tensors = [convert_to_tensor(t) for t in tensor_list]
+    n = {t.shape.as_list()[0] if t.shape.ndims else None for t in tensors}
+    if len(n) != 1 or None in n:
+        raise ValueError("slice_input_producer: the tensors need one known first dimension, got "
+                         "%s" % [t.shape for t in tensors])
+    q = range_input_producer(n.pop(), num_epochs, shuffle, seed, capacity, shared_name,
+                             name or "input_producer")
+    index = q.dequeue()
+    from shardflow.array_ops import gather
+    return [gather(t, index) for t in tensors]
+
+
+def limit_epochs(tensor, num_epochs=None, name=None):
+    """`tensor`, then OutOfRangeError once it has been evaluated num_epochs times."""
+    if num_epochs is None:
+        return tensor
+    tensor = convert_to_tensor(tensor)
+    count = {"n": 0}
+    lock = threading.Lock()
+
+    def run(value):
+        with lock:
+            if count["n"] >= num_epochs:
+                raise errors.OutOfRangeError("limit_epochs: %d epoch(s) done" % num_epochs)
+            count["n"] += 1
+        return value
+    out = py_func(run, [tensor], tensor.dtype, name=name or "limit_epochs")
+    out.set_shape(tensor.shape)
+    return out
+
+
+def _structure(tensors):
+    if isinstance(tensors, dict):
+        keys = sorted(tensors)
+        return keys, [convert_to_tensor(tensors[k]) for k in keys]
+    return None, [convert_to_tensor(t) for t in _as_list(tensors)]
+
+
+def _shapes(tensors, shapes, enqueue_many, dynamic_pad, what):
+    if shapes is not None:
+        return [TensorShape(s).as_list() for s in shapes]
+    out = []
+    for t in tensors:
+        dims = t.shape.as_list() if t.shape.ndims is not None else None
+        if dims is not None and enqueue_many:
+            dims = dims[1:]
+        if dims is None or (not dynamic_pad and any(d is None for d in dims)):
+            raise ValueError("%s: all shapes must be fully defined (pass shapes=, or "
+                             "dynamic_pad=True for unknown dimensions); got %s" % (what, t.shape))
+        out.append(dims)
+    return out
+
+
+def _batch(tensors_list, batch_size, capacity, enqueue_many, shapes, dynamic_pad,
+           allow_smaller_final_batch, name, queue_factory, threads_per_list):
+    keys, first = _structure(tensors_list[0])
+    shapes = _shapes(first, shapes, enqueue_many, dynamic_pad, name)
+    q = queue_factory([t.dtype for t in first], shapes)
+    enqueues = []
+    for tensors in tensors_list:
+        _, flat = _structure(tensors)
+        op = q.enqueue_many(flat) if enqueue_many else q.enqueue(flat)
+        enqueues.extend([op] * threads_per_list)
+    _runner(q, enqueues)
+    out = q.dequeue_up_to(batch_size) if allow_smaller_final_batch else \
+        q.dequeue_many(batch_size)
+    out = out if isinstance(out, list) else [out]
+    if keys is not None:
+        return dict(zip(keys, out))
+    if isinstance(tensors_list[0], (list, tuple)):
+        return out
+    return out[0]
+
+
+def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
+          dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
+    """Batches of batch_size from a FIFO queue that num_threads QueueRunner threads fill with
+    `tensors` (a list or dict of tensors), as TF1's tf.train.batch."""
+    def factory(dts, shp):
+        if dynamic_pad:
+            return PaddingFIFOQueue(capacity, dts, shp, name=name or "batch/padding_fifo_queue")
+        return FIFOQueue(capacity, dts, shp, name=name or "batch/fifo_queue")
+    return _batch([tensors], batch_size, capacity, enqueue_many, shapes, dynamic_pad,
+                  allow_smaller_final_batch, name or "batch", factory, int(num_threads))
+
+
+def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
+               dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
+    """As batch, with one QueueRunner thread per list of tensors in tensors_list."""
+    def factory(dts, shp):
+        return FIFOQueue(capacity, dts, shp, name=name or "batch_join/fifo_queue")
+    return _batch(list(tensors_list), batch_size, capacity, enqueue_many, shapes, dynamic_pad,
+                  allow_smaller_final_batch, name or "batch_join", factory, 1)
+
+
+def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None,
+                  enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
+                  shared_name=None, name=None):
+    """Random batches from a RandomShuffleQueue holding at least min_after_dequeue elements
+    after each dequeue (until its input ends), as TF1's tf.train.shuffle_batch."""
+    def factory(dts, shp):
+        return RandomShuffleQueue(capacity, min_after_dequeue, dts, shp, seed=seed,
+                                  name=name or "shuffle_batch/random_shuffle_queue")
+    return _batch([tensors], batch_size, capacity, enqueue_many, shapes, False,
+                  allow_smaller_final_batch, name or "shuffle_batch", factory, int(num_threads))
+
+
+def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None,
+                       enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
+                       shared_name=None, name=None):
+    """As shuffle_batch, with one QueueRunner thread per list of tensors."""
+    def factory(dts, shp):
+        return RandomShuffleQueue(capacity, min_after_dequeue, dts, shp, seed=seed,
+                                  name=name or "shuffle_batch_join/random_shuffle_queue")
+    return _batch(list(tensors_list), batch_size, capacity, enqueue_many, shapes, False,
+                  allow_smaller_final_batch, name or "shuffle_batch_join", factory, 1)
+
+
+__all__ = ["FIFOQueue", "FixedLengthRecordReader", "PaddingFIFOQueue", "QueueBase",
+           "RandomShuffleQueue", "ReaderBase", "TFRecordReader", "TextLineReader",
+           "WholeFileReader"]
+_TRAIN_NAMES = ["batch", "batch_join", "input_producer", "limit_epochs", "range_input_producer",
+                "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
+                "string_input_producer"]
+_unused = (Operation, Tensor, ops)

@@ -1,0 +1,142 @@
+"""TF1's queue-fed input pipelines (shardflow/queue_ops.py, coordinator.QueueRunner): queues,
+readers, input producers, batch/shuffle_batch, run by QueueRunner threads until the epochs end."""
+import threading
+
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def test_fifo_queue_semantics():
+    q = tf.FIFOQueue(3, [tf.float32, tf.int32], shapes=[[2], []])
+    x = tf.placeholder(tf.float32, [None, 2])
+    n = tf.placeholder(tf.int32, [None])
+    enq_many = q.enqueue_many([x, n])
+    enq = q.enqueue([[9.0, 9.0], 9])
+    a, b = q.dequeue()
+    many = q.dequeue_many(2)
+    up_to = q.dequeue_up_to(5)
+    with tf.Session() as sess:
+        sess.run(enq_many, {x: [[1, 1], [2, 2]], n: [1, 2]})
+        sess.run(enq)
+        assert sess.run(q.size()) == 3
+        av, bv = sess.run([a, b])
+        np.testing.assert_array_equal(av, [1, 1])
+        assert bv == 1 and a.shape.as_list() == [2]
+        assert many[0].shape.as_list() == [2, 2]
+        got = sess.run(many)
+        np.testing.assert_array_equal(got[1], [2, 9])
+        # A full queue blocks the enqueue until a dequeue makes room.
+        sess.run(enq_many, {x: [[3, 3], [4, 4], [5, 5]], n: [3, 4, 5]})
+        t = threading.Thread(target=sess.run, args=(enq,))
+        t.start()
+        t.join(0.3)
+        assert t.is_alive()
+        sess.run(a)
+        t.join(5)
+        assert not t.is_alive()
+        sess.run(q.close())
+        np.testing.assert_array_equal(sess.run(up_to)[1], [4, 5, 9])
+        with pytest.raises(tf.errors.OutOfRangeError, match="closed and has insufficient"):
+            sess.run(a)
+        with pytest.raises(tf.errors.CancelledError, match="closed"):
+            sess.run(enq)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="shape"):
+            sess.run(tf.FIFOQueue(2, [tf.float32], shapes=[[2]]).enqueue([[1.0, 2.0, 3.0]]))
+
+
+def test_random_shuffle_and_padding_queues():
+    q = tf.RandomShuffleQueue(100, 10, [tf.int32], shapes=[[]], seed=3)
+    enq = q.enqueue_many([np.arange(50, dtype=np.int32)])
+    out = q.dequeue_many(40)
+    p = tf.PaddingFIFOQueue(5, [tf.int32], shapes=[[None]])
+    v = tf.placeholder(tf.int32, [None])
+    with tf.Session() as sess:
+        sess.run(enq)
+        got = sess.run(out)
+        assert sorted(got) != list(got) and len(set(got)) == 40   # shuffled, no repeats
+        assert sess.run(q.size()) == 10
+        sess.run(p.enqueue([v]), {v: [1, 2, 3]})
+        sess.run(p.enqueue([v]), {v: [4]})
+        np.testing.assert_array_equal(sess.run(p.dequeue_many(2)), [[1, 2, 3], [4, 0, 0]])
+    with pytest.raises(ValueError, match="min_after_dequeue"):
+        tf.RandomShuffleQueue(10, 10, [tf.int32])
+
+
+def test_text_line_reader_pipeline_with_epochs(tmp_path):
+    files = []
+    for k in range(2):
+        path = tmp_path / ("part%d.csv" % k)
+        path.write_text("".join("%d,%d\n" % (10 * k + i, k) for i in range(5)))
+        files.append(str(path))
+    queue = tf.train.string_input_producer(files, num_epochs=2, shuffle=False)
+    key, line = tf.TextLineReader().read(queue)
+    batch = tf.train.batch([key, line], batch_size=4, allow_smaller_final_batch=True)
+    lines = []
+    with tf.Session() as sess:
+        sess.run(tf.local_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        try:
+            while not coord.should_stop():
+                lines.extend(sess.run(batch)[1])
+        except tf.errors.OutOfRangeError:
+            pass
+        finally:
+            coord.request_stop()
+        coord.join(threads)
+    assert len(lines) == 20                       # 2 files x 5 lines x 2 epochs
+    assert sorted(lines) == sorted([("%d,%d" % (10 * k + i, k)).encode()
+                                    for _ in range(2) for k in range(2) for i in range(5)])
+
+
+def test_slice_input_producer_shuffle_batch_trains():
+    rng = np.random.RandomState(0)
+    xs = rng.randn(200, 2).astype(np.float32)
+    ys = (xs[:, 0] + xs[:, 1] > 0).astype(np.int32)
+    x, y = tf.train.slice_input_producer([xs, ys], shuffle=True, seed=1)
+    bx, by = tf.train.shuffle_batch([x, y], batch_size=20, capacity=100, min_after_dequeue=40,
+                                    num_threads=2, seed=2)
+    assert bx.shape.as_list() == [20, 2]
+    logits = tf.layers.dense(bx, 2)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=by,
+                                                                         logits=logits))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        first = np.mean([sess.run(loss) for _ in range(5)])
+        for _ in range(60):
+            sess.run(train)
+        last = np.mean([sess.run(loss) for _ in range(5)])
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=10)
+    assert last < 0.5 * first
+
+
+def test_fixed_length_and_whole_file_readers(tmp_path):
+    data = tmp_path / "recs.bin"
+    data.write_bytes(b"HD" + bytes(range(12)) + b"F")
+    whole = tmp_path / "whole.txt"
+    whole.write_bytes(b"all of it")
+    _, rec = tf.FixedLengthRecordReader(4, header_bytes=2, footer_bytes=1).read(
+        tf.train.string_input_producer([str(data)], num_epochs=1))
+    key, contents = tf.WholeFileReader().read(
+        tf.train.string_input_producer([str(whole)], num_epochs=1))
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        assert [sess.run(rec) for _ in range(3)] == [bytes(range(0, 4)), bytes(range(4, 8)),
+                                                    bytes(range(8, 12))]
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(rec)
+        assert sess.run(contents) == b"all of it"
+        coord.request_stop()
+        coord.join(threads)
