@@ -73,6 +73,16 @@ from shardflow.moving_averages import moving_average_variables  # noqa: F401
 from shardflow.script_ops import numpy_function, py_func  # noqa: F401 (tf.py_func)
 from shardflow.state_composites import *  # noqa: F401,F403,A004 (tf.assign, tf.scatter_add, ...)
 from shardflow import saved_model  # noqa: F401 (tf.saved_model)
+from shardflow.queue_ops import *  # noqa: F401,F403 (tf.FIFOQueue, tf.TextLineReader, ...)
+from shardflow.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder  # noqa: F401
+from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum, sparse_reorder,  # noqa: F401
+                                  sparse_reshape, sparse_retain, sparse_tensor_dense_matmul,
+                                  sparse_tensor_to_dense, sparse_to_dense, sparse_transpose)
+from shardflow import estimator, feature_column  # noqa: F401 (tf.estimator, tf.feature_column)
+from shardflow import tfrecord as python_io  # noqa: F401 (tf.python_io: TFRecordWriter, ...)
+from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
+                                   VarLenFeature, decode_raw, parse_example,
+                                   parse_single_example)
 from shardflow.segment_ops import (bincount, dynamic_partition, dynamic_stitch,  # noqa: F401
                                    histogram_fixed_width, segment_mean, segment_sum, unique,
                                    unsorted_segment_mean, unsorted_segment_sqrt_n,

@@ -1,5 +1,15 @@
-"""tf.io's file helpers: gfile and write_graph (shardflow.graph_io)."""
+"""tf.io: file helpers (gfile, write_graph: shardflow.graph_io), TFRecord files
+(shardflow/tfrecord.py) and tf.train.Example parsing (shardflow/parsing_ops.py)."""
 
 from shardflow.graph_io import gfile, read_graph, write_graph  # noqa: F401
 
-__all__ = ["gfile", "read_graph", "write_graph"]
+from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
+                                   VarLenFeature, decode_raw, parse_example,
+                                   parse_single_example)
+from shardflow.tfrecord import (TFRecordCompressionType, TFRecordOptions,  # noqa: F401
+                                TFRecordWriter, tf_record_iterator)
+
+__all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "TFRecordCompressionType",
+           "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_raw", "gfile",
+           "parse_example", "parse_single_example", "read_graph", "tf_record_iterator",
+           "write_graph"]

@@ -27,6 +27,8 @@ from shardflow.candidate_sampling import (fixed_unigram_candidate_sampler,  # no
                                           sampled_softmax_loss, uniform_candidate_sampler)
 from shardflow.conv_composites import (conv1d, depthwise_conv2d,  # noqa: F401
                                        separable_conv2d)
+from shardflow.sparse_embedding import (embedding_lookup_sparse,  # noqa: F401
+                                        safe_embedding_lookup_sparse)
 
 
 def relu(features, name=None):

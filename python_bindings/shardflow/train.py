@@ -262,9 +262,13 @@ class Saver:
                                        for v, p in zip(self._vars, self._feeds)],
                                      name="restore_all")
 
-    def save(self, sess, save_path, global_step=None, write_state=True):
+    def save(self, sess, save_path, global_step=None, write_state=True, latest_filename=None,
+             meta_graph_suffix="meta", write_meta_graph=True, strip_default_attrs=False,
+             save_debug_info=False):
         """Writes every variable's value to `save_path` (with "-<global_step>" appended when
-        given; a Variable or tensor is evaluated) and returns the path written."""
+        given; a Variable or tensor is evaluated) and returns the path written. Beside it, with
+        write_meta_graph, `<path>.meta`: the graph, its variables and collections, for
+        tf.train.import_meta_graph (shardflow/meta_graph.py)."""
         from shardflow import _shardflow
         if global_step is not None:
             if not isinstance(global_step, (int, np.integer)):
@@ -275,13 +279,17 @@ class Saver:
         if directory:
             os.makedirs(directory, exist_ok=True)
         _shardflow.save_checkpoint(save_path, list(zip(self._names, values)))
+        if write_meta_graph:
+            from shardflow.meta_graph import export_meta_graph
+            export_meta_graph(save_path + "." + meta_graph_suffix, graph=sess.graph)
         if save_path in self._kept:
             self._kept.remove(save_path)
         self._kept.append(save_path)
         while self._max_to_keep > 0 and len(self._kept) > self._max_to_keep:
             old = self._kept.pop(0)
-            if os.path.exists(old):
-                os.remove(old)
+            for path in (old, old + "." + meta_graph_suffix):
+                if os.path.exists(path):
+                    os.remove(path)
         if write_state:
             _write_checkpoint_state(directory or ".", save_path, self._kept)
         return save_path
@@ -373,6 +381,15 @@ from shardflow.moving_averages import ExponentialMovingAverage  # noqa: E402,F40
 # TF1 optimizers composed from element-wise ops, with get_slot / get_slot_names.
 from shardflow.composite_optimizers import (AdadeltaOptimizer, FtrlOptimizer,  # noqa: E402,F401
                                             ProximalGradientDescentOptimizer)
-# Thread coordination; start_queue_runners starts nothing (inputs come from tf.data).
+# Thread coordination and TF1's queue-fed input pipelines (shardflow/queue_ops.py).
 from shardflow.coordinator import (Coordinator, LooperThread, QueueRunner,  # noqa: E402,F401
                                    add_queue_runner, start_queue_runners)
+from shardflow.queue_ops import (batch, batch_join, input_producer,  # noqa: E402,F401
+                                 limit_epochs, range_input_producer, shuffle_batch,
+                                 shuffle_batch_join, slice_input_producer,
+                                 string_input_producer)
+# Meta graphs: the graph, variables and collections, restored without the model's code.
+from shardflow.meta_graph import export_meta_graph, import_meta_graph  # noqa: E402,F401
+# tf.train.Example and its protobuf messages (TensorFlow's wire format; shardflow/example_pb.py).
+from shardflow.example_pb import (BytesList, Example, Feature, FeatureList,  # noqa: E402,F401
+                                  FeatureLists, Features, FloatList, Int64List, SequenceExample)

@@ -126,7 +126,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         raise ValueError("Variable %s does not exist, or was not created with get_variable(). "
                          "Did you mean to set reuse=sf.AUTO_REUSE in variable_scope?" % full)
     dt = dtypes.as_dtype(dtype or dtypes.float32)
-    init = initializer or scope.initializer
+    init = initializer if initializer is not None else scope.initializer
     if init is None:
         init = glorot_uniform_initializer() if dt.is_floating else zeros_initializer()
     if callable(init) and not hasattr(init, "shape"):

@@ -284,7 +284,9 @@ def global_variables_initializer(name=None):
     """
     g = get_default_graph()
     op_name = g._handle.initialize_all_variables(g._ctx(name))
-    return g.get_operation_by_name(op_name)
+    # Variables tf.train.init_from_checkpoint maps load the checkpoint after their initializer.
+    from shardflow.checkpoint_utils import with_checkpoint_initializers
+    return with_checkpoint_initializers(g.get_operation_by_name(op_name), g)
 
 
 def initialize_all_variables():

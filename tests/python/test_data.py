@@ -454,3 +454,13 @@ def test_a_graph_without_iterators_keeps_the_plain_run_path(fresh_graph):
     with tf.Session() as sess:
         assert sess.run(x * 2, {x: [1, 2]}).tolist() == [2, 4]
     assert "_data_iterators" not in fresh_graph.__dict__
+
+
+def test_text_line_dataset_takes_a_single_filename(tmp_path):
+    # Regression: one filename (not a list) crashed in structure.to_array ('bytes' has no astype).
+    path = tmp_path / "one.txt"
+    path.write_text("a\nb\n")
+    with tf.Graph().as_default():
+        it = tf.data.TextLineDataset(str(path)).make_one_shot_iterator().get_next()
+        with tf.Session() as sess:
+            assert [sess.run(it), sess.run(it)] == [b"a", b"b"]

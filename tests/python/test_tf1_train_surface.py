@@ -458,9 +458,6 @@ def test_init_from_checkpoint_one_variable_and_errors(tmp_path):
             tf.train.init_from_checkpoint(path, {"old/w": "new/"})
 
 
-@pytest.mark.xfail(reason="global_variables_initializer() is built in C++ and does not see "
-                          "init_from_checkpoint's assignments yet (checkpoint_utils.py, Note "
-                          "[Checkpoint initializers])", strict=False)
 def test_init_from_checkpoint_through_global_variables_initializer(tmp_path):
     _write_checkpoint(tmp_path)
     with tf.Graph().as_default():

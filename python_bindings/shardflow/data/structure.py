@@ -119,7 +119,10 @@ def to_array(value, dtype):
     if dtype == dtypes.string:
         arr = np.asarray(value, dtype=object)
         encode = np.frompyfunc(lambda s: s.encode() if isinstance(s, str) else bytes(s), 1, 1)
-        return encode(arr).astype(object) if arr.size else arr
+        if not arr.size:
+            return arr
+        # A 0-d input makes frompyfunc return the bare bytes, not an array.
+        return np.asarray(encode(arr), dtype=object).reshape(arr.shape)
     want = dtype.as_numpy_dtype
     if isinstance(value, np.ndarray) and value.dtype == want:
         return value
