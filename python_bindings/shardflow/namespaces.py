@@ -22,8 +22,8 @@ shardflow lacks raises an AttributeError that says so. The modules are registere
 import sys
 import types
 
-from shardflow import (array_composites, array_ops, contractions, math_composites, nn, ops,
-                       segment_ops)
+from shardflow import (array_composites, array_ops, contractions, math_composites,
+                       matrix_composites, nn, ops, segment_ops)
 
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
 _MATH_NAMES = (
@@ -77,7 +77,9 @@ def _matrix_transpose(a, name="matrix_transpose", conjugate=False):
     return ops.transpose(a, perm, name=name)
 
 
-_EXTRA = {"matrix_transpose": _matrix_transpose, "transpose": _matrix_transpose}
+_EXTRA = {"matrix_transpose": _matrix_transpose, "transpose": _matrix_transpose,
+          "band_part": matrix_composites.matrix_band_part,
+          "diag": matrix_composites.matrix_diag, "diag_part": matrix_composites.matrix_diag_part}
 
 
 def _lookup(name, sources):
@@ -119,10 +121,11 @@ math = _namespace(  # noqa: A001 (sf.math, as tf.math; the package imports Pytho
     _MATH_NAMES, [ops, math_composites, array_ops, nn, array_composites, segment_ops])
 linalg = _namespace(
     "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose.",
-    _LINALG_NAMES, [_EXTRA, ops, math_composites, contractions, nn])
+    _LINALG_NAMES, [_EXTRA, ops, math_composites, contractions, nn, matrix_composites])
 random = _namespace(
     "shardflow.random", "TF1's tf.random: uniform, normal, truncated_normal, set_random_seed "
-    "(and set_seed, its TF2 name), categorical.", _RANDOM_NAMES, [ops, array_composites])
+    "(and set_seed, its TF2 name), categorical.", _RANDOM_NAMES,
+    [ops, array_composites, matrix_composites])
 
 
 # ---- tf.compat ----------------------------------------------------------------------------

@@ -15,6 +15,8 @@ Example::
     loss = sf.reduce_mean(sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
 """
 
+import collections
+
 import numpy as np
 
 from shardflow import array_ops, dtypes, ops
@@ -349,8 +351,12 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
         # Take the chosen entry out of the running: far below anything else.
         far = 3e38 if x.dtype.name == "float32" else 1e300
         rest = ops.subtract(rest, ops.multiply(array_ops.one_hot(idx, n, dtype=x.dtype), far))
-    return (array_ops.stack(values, axis=axis, name=None),
-            array_ops.stack(indices, axis=axis, name=name))
+    return TopKV2(array_ops.stack(values, axis=axis, name=None),
+                  array_ops.stack(indices, axis=axis, name=name))
+
+
+class TopKV2(collections.namedtuple("TopKV2", ["values", "indices"])):
+    """top_k's result: a (values, indices) pair, also as .values and .indices (as TF1's)."""
 
 
 # ---- activations and losses composed from the engine's ops -----------------------------------

@@ -1,0 +1,137 @@
+"""TF1's matrix and layout helpers composed from the engine's ops: tf.matrix_diag,
+tf.matrix_diag_part (tf.diag_part for a matrix), tf.matrix_band_part, tf.diag, tf.trace,
+tf.space_to_depth, tf.depth_to_space, and tf.random_shuffle.
+
+Example::
+
+    band = sf.matrix_band_part(scores, -1, 0)          # lower triangle (a causal mask)
+    blocks = sf.space_to_depth(images, 2)               # [N, H, W, C] -> [N, H/2, W/2, 4C]
+
+The matrix helpers need the last two dimensions known when the graph is built (their masks
+are constants); gradients flow through all but random_shuffle.
+"""
+
+import numpy as np
+
+from shardflow import dtypes, ops
+from shardflow.framework import convert_to_tensor
+
+
+def _last_two(x, what):
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
+        raise ValueError("%s needs a tensor of rank >= 2 with its last two dimensions known, "
+                         "got %s" % (what, x.shape))
+    return dims[-2], dims[-1]
+
+
+def matrix_band_part(input, num_lower, num_upper, name=None):  # noqa: A002
+    """Each innermost matrix with the entries outside the band zeroed: kept where
+    (num_lower < 0 or i - j <= num_lower) and (num_upper < 0 or j - i <= num_upper)."""
+    x = convert_to_tensor(input)
+    m, n = _last_two(x, "matrix_band_part")
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    lo, hi = int(num_lower), int(num_upper)
+    keep = ((lo < 0) | (i - j <= lo)) & ((hi < 0) | (j - i <= hi))
+    return ops.multiply(x, ops.constant(keep.astype(x.dtype.as_numpy_dtype)), name=name)
+
+
+def matrix_diag_part(input, name=None):  # noqa: A002
+    """The main diagonal of each innermost matrix: [..., min(M, N)]."""
+    x = convert_to_tensor(input)
+    m, n = _last_two(x, "matrix_diag_part")
+    k = min(m, n)
+    eye = np.zeros((m, n), x.dtype.as_numpy_dtype)
+    eye[np.arange(k), np.arange(k)] = 1
+    out = ops.reduce_sum(ops.multiply(x, ops.constant(eye)), axis=-1)
+    if k < m:
+        from shardflow.array_ops import getitem
+        out = getitem(out, (Ellipsis, slice(0, k)))
+    return ops.identity(out, name=name)
+
+
+def matrix_diag(diagonal, name=None):
+    """Matrices with `diagonal`'s last dimension on their main diagonal: [..., N] -> [..., N, N]."""
+    d = convert_to_tensor(diagonal)
+    dims = d.shape.as_list() if d.shape.ndims is not None else None
+    if not dims or dims[-1] is None:
+        raise ValueError("matrix_diag needs the size of the last dimension, got %s" % d.shape)
+    eye = np.eye(dims[-1], dtype=d.dtype.as_numpy_dtype)
+    return ops.multiply(ops.expand_dims(d, -1), ops.constant(eye), name=name)
+
+
+def diag(diagonal, name=None):
+    """A matrix with the vector `diagonal` on its diagonal (tf.diag, rank 1 input)."""
+    d = convert_to_tensor(diagonal)
+    if d.shape.ndims != 1:
+        raise ValueError("diag takes a vector here (rank 1), got %s" % d.shape)
+    return matrix_diag(d, name=name)
+
+
+def diag_part(input, name=None):  # noqa: A002
+    """The diagonal of a square matrix (tf.diag_part, rank 2 input)."""
+    x = convert_to_tensor(input)
+    if x.shape.ndims != 2:
+        raise ValueError("diag_part takes a matrix here (rank 2), got %s" % x.shape)
+    return matrix_diag_part(x, name=name)
+
+
+def trace(x, name=None):
+    """The sum of each innermost matrix's diagonal."""
+    return ops.reduce_sum(matrix_diag_part(x), axis=-1, name=name)
+
+
+def _nhwc(x, what):
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is None or len(dims) != 4 or any(d is None for d in dims[1:]):
+        raise ValueError("%s takes NHWC images with known height, width and channels, got %s"
+                         % (what, x.shape))
+    return dims[1:]
+
+
+def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+    """Blocks of block_size x block_size pixels moved into channels: [N, H, W, C] ->
+    [N, H/b, W/b, b*b*C], as TF1's tf.space_to_depth."""
+    if data_format != "NHWC":
+        raise ValueError("space_to_depth: only NHWC")
+    x = convert_to_tensor(input)
+    h, w, c = _nhwc(x, "space_to_depth")
+    b = int(block_size)
+    if b < 2 or h % b or w % b:
+        raise ValueError("space_to_depth: block_size %d must be >= 2 and divide height %d and "
+                         "width %d" % (b, h, w))
+    y = ops.reshape(x, [-1, h // b, b, w // b, b, c])
+    y = ops.transpose(y, [0, 1, 3, 2, 4, 5])
+    return ops.reshape(y, [-1, h // b, w // b, b * b * c], name=name)
+
+
+def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+    """The inverse of space_to_depth: [N, H, W, C] -> [N, H*b, W*b, C/(b*b)]."""
+    if data_format != "NHWC":
+        raise ValueError("depth_to_space: only NHWC")
+    x = convert_to_tensor(input)
+    h, w, c = _nhwc(x, "depth_to_space")
+    b = int(block_size)
+    if b < 2 or c % (b * b):
+        raise ValueError("depth_to_space: block_size %d must be >= 2 with block_size^2 dividing "
+                         "the %d channels" % (b, c))
+    y = ops.reshape(x, [-1, h, w, b, b, c // (b * b)])
+    y = ops.transpose(y, [0, 1, 3, 2, 4, 5])
+    return ops.reshape(y, [-1, h * b, w * b, c // (b * b)], name=name)
+
+
+def random_shuffle(value, seed=None, name=None):
+    """`value` with its rows (dimension 0) in a random order, a new one each run (a PyFunc
+    node: it runs in the client process)."""
+    from shardflow.script_ops import py_func
+    x = convert_to_tensor(value)
+    rng = np.random.RandomState(ops._op_seed(seed) or None)  # 0: no seed set, random
+    out = py_func(lambda v: v[rng.permutation(len(v))] if v.ndim else v, [x], x.dtype,
+                  name=name or "RandomShuffle")
+    out.set_shape(x.shape)
+    return out
+
+
+__all__ = ["depth_to_space", "diag", "diag_part", "matrix_band_part", "matrix_diag",
+           "matrix_diag_part", "random_shuffle", "space_to_depth", "trace"]
+_unused = dtypes
