@@ -250,10 +250,15 @@ class MonitoredSession:
             h.begin()
         self._coord = Coordinator()
         self._sess = (session_creator or ChiefSessionCreator()).create_session()
+        self._threads = []
         try:
             for h in self._hooks:
                 h.after_create_session(self._sess, self._coord)
+            # As TF1: the graph's queue runners (tf.train.batch & co.) start with the session.
+            from shardflow.coordinator import start_queue_runners
+            self._threads = start_queue_runners(sess=self._sess, coord=self._coord)
         except BaseException:
+            self._coord.request_stop()
             self._sess.close()
             raise
 
@@ -315,6 +320,13 @@ class MonitoredSession:
                     h.end(self._sess)
         finally:
             self._coord.request_stop()
+            if self._threads:
+                try:
+                    self._coord.join(self._threads, self._stop_grace_period_secs,
+                                     ignore_live_threads=True)
+                except Exception as e:  # noqa: BLE001 (an input thread's error at shutdown)
+                    from shardflow import tf_logging
+                    tf_logging.warning("MonitoredSession: a queue runner failed: %s", e)
             self._sess.close()
 
     def __enter__(self):

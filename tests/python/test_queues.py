@@ -140,3 +140,19 @@ def test_fixed_length_and_whole_file_readers(tmp_path):
         assert sess.run(contents) == b"all of it"
         coord.request_stop()
         coord.join(threads)
+
+
+def test_monitored_training_session_starts_and_stops_queue_runners(tmp_path):
+    xs = np.arange(40, dtype=np.float32).reshape(40, 1)
+    (x,) = tf.train.slice_input_producer([xs], num_epochs=1, shuffle=False)
+    (bx,) = tf.train.batch([x], batch_size=8)   # a list in, a list out (TF1)
+    tf.train.get_or_create_global_step()
+    total = tf.Variable(0.0, collections=[tf.GraphKeys.LOCAL_VARIABLES])
+    add = tf.assign_add(total, tf.reduce_sum(bx))
+    seen = []
+    # No start_queue_runners call: as in TF1, the monitored session starts them, and the end of
+    # the input (OutOfRangeError) ends the loop quietly.
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path)) as sess:
+        while not sess.should_stop():
+            seen.append(sess.run(add))
+    assert seen[-1] == xs.sum() and len(seen) == 5
