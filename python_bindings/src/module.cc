@@ -4,6 +4,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <array>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -22,6 +24,37 @@ void RegisterServerBindings(pybind11::module_& m);
 namespace {
 
 namespace py = pybind11;
+
+// CRC32C (Castagnoli, reflected polynomial 0x82F63B78) of a buffer, for TFRecord files
+// (shardflow/tfrecord.py); slicing-by-8 tables, built once.
+uint32_t Crc32c(const uint8_t* p, size_t n) {
+  static const auto tables = [] {
+    std::array<std::array<uint32_t, 256>, 8> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i) {
+      for (int k = 1; k < 8; ++k) t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFF];
+    }
+    return t;
+  }();
+  uint32_t crc = 0xFFFFFFFFu;
+  while (n >= 8) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+    lo ^= crc;
+    crc = tables[7][lo & 0xFF] ^ tables[6][(lo >> 8) & 0xFF] ^ tables[5][(lo >> 16) & 0xFF] ^
+          tables[4][lo >> 24] ^ tables[3][hi & 0xFF] ^ tables[2][(hi >> 8) & 0xFF] ^
+          tables[1][(hi >> 16) & 0xFF] ^ tables[0][hi >> 24];
+    p += 8;
+    n -= 8;
+  }
+  while (n-- > 0) crc = tables[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+  return crc ^ 0xFFFFFFFFu;
+}
 
 // (images float32 [N,784] in [0,1], labels int32 [N]); the arrays own the loader's buffers.
 py::tuple LoadFashionMnistArrays(const std::string& dir, const std::string& split) {
@@ -93,6 +126,15 @@ PYBIND11_MODULE(_shardflow, m) {
   m.def("load_fashion_mnist", &LoadFashionMnistArrays, py::arg("dir") = "",
         py::arg("split") = "train");
   m.attr("DEFAULT_FASHION_MNIST_DIR") = std::string(kDefaultFashionMnistDir);
+  m.def(
+      "crc32c",
+      [](py::buffer data) {
+        py::buffer_info info = data.request();
+        const size_t n = static_cast<size_t>(info.size) * static_cast<size_t>(info.itemsize);
+        py::gil_scoped_release release;
+        return Crc32c(static_cast<const uint8_t*>(info.ptr), n);
+      },
+      py::arg("data"), "The CRC32C (Castagnoli) of a bytes-like object (TFRecord checksums).");
   m.def("save_checkpoint", &SaveCheckpointArrays, py::arg("path"), py::arg("items"));
   m.def("load_checkpoint", &LoadCheckpointArrays, py::arg("path"));
   m.def("_raise_status", [](int code, const std::string& message) {

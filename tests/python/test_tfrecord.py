@@ -269,3 +269,11 @@ def test_fixed_length_record_dataset(tmp_path):
             assert sess.run(nxt_gz) == body[0].tobytes()
             with pytest.raises(tf.errors.InvalidArgumentError, match="fewer than"):
                 sess.run(nxt_small)
+
+
+def test_native_crc32c_matches_the_python_table():
+    from shardflow import _shardflow
+    assert _shardflow.crc32c(b"123456789") == 0xE3069283
+    data = bytes(range(256)) * 37 + b"tail"
+    assert _shardflow.crc32c(data) == tfrecord._crc32c_python(data)
+    assert tfrecord.crc32c is _shardflow.crc32c
