@@ -75,6 +75,7 @@ from shardflow.state_composites import *  # noqa: F401,F403,A004 (tf.assign, tf.
 from shardflow import saved_model  # noqa: F401 (tf.saved_model)
 from shardflow.queue_ops import *  # noqa: F401,F403 (tf.FIFOQueue, tf.TextLineReader, ...)
 from shardflow.matrix_composites import *  # noqa: F401,F403 (matrix_band_part, ...)
+from shardflow.string_ops import *  # noqa: F401,F403 (decode_csv, tf.strings, ...)
 from shardflow.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder  # noqa: F401
 from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum, sparse_reorder,  # noqa: F401
                                   sparse_reshape, sparse_retain, sparse_tensor_dense_matmul,
