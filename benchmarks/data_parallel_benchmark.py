@@ -3,7 +3,7 @@
 `train --strategy allreduce` against PyTorch DistributedDataParallel with gloo, in one run.
 
     /usr/bin/python3 benchmarks/data_parallel_benchmark.py [build/bin/shardflow]
-                     [--steps 200] [--rounds 3]
+                     [--steps 200] [--rounds 3] [--transport grpc|ucx]
 
 shardflow: two `shardflow server --threads 1` processes (tasks 0 and 1 on loopback) hold a
 replica each; `shardflow train --strategy allreduce --cluster ... --batch-size 64` drives them
@@ -85,7 +85,7 @@ def ddp_rate(steps):
     return float(outs[0].strip().splitlines()[-1])
 
 
-def start_servers(cli, workdir):
+def start_servers(cli, workdir, transport="grpc"):
     ports = [free_port(), free_port()]
     path = os.path.join(workdir, "cluster.json")
     with open(path, "w") as f:
@@ -93,7 +93,8 @@ def start_servers(cli, workdir):
     procs = []
     for task in range(2):
         p = subprocess.Popen([cli, "server", "--cluster", path, "--task", str(task), "--threads",
-                              "1", "--log-level", "warning"], stdout=subprocess.PIPE, text=True)
+                              "1", "--log-level", "warning", "--transport", transport],
+                             stdout=subprocess.PIPE, text=True)
         line = p.stdout.readline()
         if "listening on" not in line:
             raise RuntimeError("shardflow server did not start: " + line)
@@ -116,6 +117,9 @@ def main():
     parser.add_argument("cli", nargs="?", default=os.path.join(ROOT, "build", "bin", "shardflow"))
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--transport", default="grpc", choices=["grpc", "ucx"],
+                        help="the servers' data plane (the ring's chunks); gRPC stays the "
+                        "control plane and the client's feeds")
     args = parser.parse_args()
     with open("/proc/cpuinfo") as f:
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
@@ -124,7 +128,7 @@ def main():
           f"{'OpenBLAS' if os.path.isdir(OPENBLAS) else 'the reference BLAS'}")
     ours, theirs = [], []
     with tempfile.TemporaryDirectory() as workdir:
-        procs, spec = start_servers(args.cli, workdir)
+        procs, spec = start_servers(args.cli, workdir, args.transport)
         try:
             for r in range(args.rounds):
                 ours.append(shardflow_rate(args.cli, spec, args.steps, workdir))
@@ -137,7 +141,8 @@ def main():
                 p.wait(timeout=30)
     a, b = statistics.median(ours), statistics.median(theirs)
     print(f"\nMLP, 2 processes x 1 thread, global batch {2 * PER_PROCESS_BATCH}, Adam; "
-          f"{args.steps} timed steps; median of {args.rounds} alternating rounds")
+          f"{args.steps} timed steps; median of {args.rounds} alternating rounds; "
+          f"shardflow's servers over {args.transport}")
     print(f"{'':10s} {'examples/s':>11s}")
     print(f"{'shardflow':10s} {a:11.0f}   (rounds: {', '.join(f'{x:.0f}' for x in ours)})")
     print(f"{'DDP gloo':10s} {b:11.0f}   (rounds: {', '.join(f'{x:.0f}' for x in theirs)})")

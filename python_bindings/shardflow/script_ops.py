@@ -32,7 +32,14 @@ _counter = itertools.count()
 
 def _call(token, args):
     """Called by the PyFunc kernel (python_bindings/src/py_func.cc) with the GIL held."""
-    func, tout = _funcs[token]
+    entry = _funcs.get(token)
+    if entry is None:
+        from shardflow import errors
+        raise errors.NotFoundError(
+            "no Python function is registered under token %r in this process: a py_func graph "
+            "runs only in the process that built it (a GraphDef sent elsewhere, or imported, "
+            "has no function behind its PyFunc nodes)" % (token,))
+    func, tout = entry
     result = func(*args)
     if not isinstance(result, (list, tuple)):
         result = [] if result is None and not tout else [result]

@@ -55,3 +55,14 @@ def test_py_func_runs_every_step_with_state():
     with tf.Session(graph=g) as sess:
         assert [sess.run(c, {x: [i, i]}) for i in range(3)] == [1, 2, 3]
     assert [list(v) for v in calls] == [[0, 0], [1, 1], [2, 2]]
+
+
+def test_py_func_with_an_unknown_token_is_not_found():
+    # A PyFunc node whose token names no function here (a GraphDef from another process).
+    g = tf.Graph()
+    with g.as_default():
+        op = g._add_op("PyFunc", [tf.framework._InputList([])],
+                       {"token": "pyfunc_from_elsewhere", "Tout": [tf.float32._enum]})
+    with tf.Session(graph=g) as sess:
+        with pytest.raises(tf.errors.NotFoundError, match="registered under token"):
+            sess.run(op.outputs[0])
