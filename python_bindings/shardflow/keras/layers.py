@@ -1,0 +1,563 @@
+"""tf.keras.layers for graph mode, on shardflow's tf.layers classes (shardflow/layers.py).
+
+A layer is called on tensors (``y = Dense(10)(x)``): the first call builds its weights under
+its name scope ('dense', 'dense_1', ... as Keras names them); later calls share them. Each
+call is remembered on the output tensor (``_keras_history``), from which keras.Model finds the
+layers between its inputs and outputs. Dropout and BatchNormalization called without
+`training` follow keras.backend.learning_phase(), which Model.fit feeds True.
+
+Example::
+
+    x = keras.layers.Input(shape=(8,))
+    h = keras.layers.Dense(16, activation="relu")(x)
+    y = keras.layers.Dense(3, activation="softmax")(h)
+    model = keras.Model(x, y)
+"""
+
+import inspect
+import itertools
+import re
+
+import numpy as np
+
+from shardflow import dtypes, nn, ops
+from shardflow import layers as _tf
+from shardflow import rnn_cell as _rnn
+from shardflow.framework import GraphKeys, add_to_collection, convert_to_tensor, \
+    get_default_graph
+from shardflow.keras import activations, backend as K, initializers
+from shardflow.regularizers import add_regularization_loss
+from shardflow.variables import global_variables
+
+_call_order = itertools.count()
+
+
+def _snake(name):
+    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def _shape_tuple(t):
+    return tuple(t.shape.as_list()) if t.shape.ndims is not None else None
+
+
+class Layer(_tf.Layer):
+    """Base class of Keras layers; subclass it with ``build(input_shape)`` (weights from
+    ``add_weight``) and ``call(inputs)`` (optionally ``training=``).
+
+    Keyword arguments of every layer: name, trainable, input_shape, input_dim (the shape of
+    one example; for the first layer of a Sequential), batch_input_shape, dtype.
+    """
+
+    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
+        _tf.Layer.__init__(self)
+        self._keras_init(dict(kwargs, name=name, trainable=trainable, dtype=dtype))
+
+    def _keras_init(self, kwargs):
+        self.name = kwargs.pop("name", None) or K.unique_name(_snake(type(self).__name__))
+        self.trainable = kwargs.pop("trainable", True)
+        self.dtype = kwargs.pop("dtype", None) or K.floatx()
+        shape = None
+        if kwargs.get("batch_input_shape") is not None:
+            shape = tuple(kwargs.pop("batch_input_shape"))
+        elif kwargs.get("input_shape") is not None:
+            shape = (kwargs.pop("batch_size", None),) + tuple(kwargs.pop("input_shape"))
+        elif kwargs.get("input_dim") is not None:
+            shape = (None, int(kwargs.pop("input_dim")))
+        self._batch_input_shape = shape
+        for key in ("batch_input_shape", "input_shape", "input_dim", "batch_size"):
+            kwargs.pop(key, None)
+        unknown = [k for k, v in kwargs.items() if v is not None]
+        if unknown:
+            raise TypeError("%s: unknown keyword argument(s) %s" % (type(self).__name__,
+                                                                   ", ".join(sorted(unknown))))
+        self.losses = []
+        self._inbound_nodes = []        # [(inputs, outputs)] per call
+        self._order = None
+
+    # ---- weights ---------------------------------------------------------------------------
+
+    def add_variable(self, name, shape, initializer, trainable=True, regularizer=None):
+        v = _tf.Layer.add_variable(self, name, shape, initializer, trainable=trainable)
+        penalty = add_regularization_loss(v, regularizer)
+        if penalty is not None:
+            self.losses.append(penalty)
+        return v
+
+    def add_weight(self, name, shape, dtype=None, initializer=None, regularizer=None,
+                   trainable=True, **kwargs):
+        """A weight of the layer (Keras's add_weight); `initializer` a name or an initializer
+        (default glorot_uniform)."""
+        init = initializers.get(initializer or "glorot_uniform")
+        return self.add_variable(name, list(shape), init, trainable=trainable,
+                                 regularizer=regularizer)
+
+    @property
+    def trainable_weights(self):
+        return [v for v in self.variables if v.trainable] if self.trainable else []
+
+    @property
+    def non_trainable_weights(self):
+        if not self.trainable:
+            return list(self.variables)
+        return [v for v in self.variables if not v.trainable]
+
+    trainable_variables = trainable_weights
+
+    def get_weights(self):
+        """The weights' values (NumPy arrays), read in keras.backend.get_session()."""
+        return K.batch_get_value(self.weights)
+
+    def set_weights(self, values):
+        weights = self.weights
+        if len(values) != len(weights):
+            raise ValueError("layer '%s' has %d weights; %d values were given"
+                             % (self.name, len(weights), len(values)))
+        K.batch_set_value(list(zip(weights, values)))
+
+    def count_params(self):
+        return sum(K.count_params(v) for v in self.weights)
+
+    # ---- calls -----------------------------------------------------------------------------
+
+    def __call__(self, inputs, training=None, **kwargs):
+        multi = isinstance(inputs, (list, tuple))
+        xs = [convert_to_tensor(x) for x in inputs] if multi else convert_to_tensor(inputs)
+        first = xs[0] if multi else xs
+        g = first.graph if hasattr(first, "graph") else get_default_graph()
+        if training is None and self._uses_training():
+            with g.as_default():
+                training = K.learning_phase()
+        with g.as_default(), self._context(g):
+            if not self._built:
+                self.build([x.shape for x in xs] if multi else xs.shape)
+                self._built = True
+                self._order = next(_call_order)
+            if self._uses_training():
+                kwargs["training"] = training
+            y = self.call(xs, **kwargs)
+            if getattr(self, "activity_regularizer", None) is not None:
+                with g.name_scope("ActivityRegularizer"):
+                    penalty = self.activity_regularizer(y)
+                    penalty = ops.divide(penalty, ops.cast(ops.shape(y)[0], penalty.dtype))
+                self.losses.append(penalty)
+                add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
+        self._record(xs, y)
+        return y
+
+    def _uses_training(self):
+        return "training" in inspect.signature(self.call).parameters
+
+    def _record(self, xs, y):
+        index = len(self._inbound_nodes)
+        self._inbound_nodes.append((xs, y))
+        for i, out in enumerate(y if isinstance(y, (list, tuple)) else [y]):
+            out._keras_history = (self, index, i)
+
+    def _node_output(self, i=0):
+        if not self._inbound_nodes:
+            raise AttributeError("layer '%s' has not been called yet" % self.name)
+        return self._inbound_nodes[0][i]
+
+    input = property(lambda self: self._node_output(0))
+    output = property(lambda self: self._node_output(1))
+
+    @property
+    def input_shape(self):
+        x = self.input
+        return [_shape_tuple(t) for t in x] if isinstance(x, list) else _shape_tuple(x)
+
+    @property
+    def output_shape(self):
+        y = self.output
+        return [_shape_tuple(t) for t in y] if isinstance(y, list) else _shape_tuple(y)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable}
+
+
+def _activation(a):
+    """None for the identity (shardflow's layers skip a None activation)."""
+    fn = activations.get(a)
+    return None if fn is activations.linear else fn
+
+
+def _padding(p):
+    if p.lower() not in ("valid", "same"):
+        raise ValueError("padding is 'valid' or 'same', not %r" % (p,))
+    return p.upper()
+
+
+class InputLayer(Layer):
+    """The layer behind keras.layers.Input: a placeholder of shape [batch_size, *input_shape]
+    (batch_size None by default), or `input_tensor` when given."""
+
+    def __init__(self, input_shape=None, batch_size=None, dtype=None, input_tensor=None,
+                 name=None, batch_input_shape=None, **kwargs):
+        Layer.__init__(self, name=name or K.unique_name("input"), dtype=dtype, **kwargs)
+        if input_tensor is None:
+            if batch_input_shape is None:
+                if input_shape is None:
+                    raise ValueError("InputLayer needs input_shape, batch_input_shape or "
+                                     "input_tensor")
+                batch_input_shape = (batch_size,) + tuple(input_shape)
+            input_tensor = ops.placeholder(dtypes.as_dtype(self.dtype), list(batch_input_shape),
+                                           name=self.name)
+        self._batch_input_shape = _shape_tuple(input_tensor)
+        self._built = True
+        self._order = next(_call_order)
+        self._record(input_tensor, input_tensor)
+
+
+def Input(shape=None, batch_size=None, name=None, dtype=None, tensor=None,  # noqa: N802
+          batch_shape=None, **kwargs):
+    """A placeholder [None, *shape] that starts a functional model.
+
+    Example: ``x = keras.layers.Input(shape=(28, 28))``.
+    """
+    layer = InputLayer(input_shape=shape, batch_size=batch_size, dtype=dtype,
+                       input_tensor=tensor, name=name, batch_input_shape=batch_shape, **kwargs)
+    return layer.output
+
+
+class Dense(Layer, _tf.Dense):
+    """activation(inputs @ kernel + bias), Keras's Dense."""
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 **kwargs):
+        _tf.Dense.__init__(self, units, activation=_activation(activation), use_bias=use_bias,
+                           kernel_initializer=initializers.get(kernel_initializer),
+                           bias_initializer=initializers.get(bias_initializer),
+                           kernel_regularizer=kernel_regularizer,
+                           bias_regularizer=bias_regularizer,
+                           activity_regularizer=activity_regularizer)
+        self._keras_init(dict(kwargs, kernel_constraint=kernel_constraint,
+                              bias_constraint=bias_constraint))
+
+
+class Conv2D(Layer, _tf.Conv2D):
+    """2-D convolution of NHWC inputs (padding 'valid' by default, as Keras)."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 **kwargs):
+        _tf._channels_last(data_format, "Conv2D")
+        if dilation_rate not in (1, (1, 1), [1, 1]):
+            raise ValueError("Conv2D(dilation_rate=%r): dilated convolutions are not supported"
+                             % (dilation_rate,))
+        _tf.Conv2D.__init__(self, filters, kernel_size, strides=strides,
+                            padding=_padding(padding), activation=_activation(activation),
+                            use_bias=use_bias,
+                            kernel_initializer=initializers.get(kernel_initializer),
+                            bias_initializer=initializers.get(bias_initializer),
+                            kernel_regularizer=kernel_regularizer,
+                            bias_regularizer=bias_regularizer,
+                            activity_regularizer=activity_regularizer)
+        self._keras_init(kwargs)
+
+
+class Conv1D(Layer, _tf.Conv1D):
+    """1-D convolution of [batch, steps, channels] inputs."""
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid", data_format=None,
+                 dilation_rate=1, activation=None, use_bias=True,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 **kwargs):
+        _tf.Conv1D.__init__(self, filters, kernel_size, strides=strides,
+                            padding=_padding(padding), data_format=data_format,
+                            dilation_rate=dilation_rate, activation=_activation(activation),
+                            use_bias=use_bias,
+                            kernel_initializer=initializers.get(kernel_initializer),
+                            bias_initializer=initializers.get(bias_initializer),
+                            kernel_regularizer=kernel_regularizer,
+                            bias_regularizer=bias_regularizer,
+                            activity_regularizer=activity_regularizer)
+        self._keras_init(kwargs)
+
+
+class MaxPooling2D(Layer, _tf.MaxPooling2D):
+    def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
+                 **kwargs):
+        _tf.MaxPooling2D.__init__(self, pool_size, strides, _padding(padding),
+                                  data_format or "channels_last")
+        self._keras_init(kwargs)
+
+
+class AveragePooling2D(Layer, _tf.AveragePooling2D):
+    def __init__(self, pool_size=(2, 2), strides=None, padding="valid", data_format=None,
+                 **kwargs):
+        _tf._channels_last(data_format, "AveragePooling2D")
+        _tf.AveragePooling2D.__init__(self, pool_size, strides, _padding(padding))
+        self._keras_init(kwargs)
+
+
+class MaxPooling1D(Layer, _tf.MaxPooling1D):
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None, **kwargs):
+        _tf.MaxPooling1D.__init__(self, pool_size, strides, padding, data_format)
+        self._keras_init(kwargs)
+
+
+class GlobalAveragePooling2D(Layer, _tf.GlobalAveragePooling2D):
+    def __init__(self, data_format=None, **kwargs):
+        _tf._channels_last(data_format, "GlobalAveragePooling2D")
+        _tf.GlobalAveragePooling2D.__init__(self)
+        self._keras_init(kwargs)
+
+
+MaxPool2D, AvgPool2D, AveragePooling1D = MaxPooling2D, AveragePooling2D, None
+MaxPool1D = MaxPooling1D
+del AveragePooling1D
+
+
+class Flatten(Layer, _tf.Flatten):
+    def __init__(self, data_format=None, **kwargs):
+        _tf.Flatten.__init__(self)
+        self._keras_init(kwargs)
+
+
+class Dropout(Layer, _tf.Dropout):
+    """Zeroes a fraction `rate` of the inputs in training (the learning phase), scaling the
+    rest by 1 / (1 - rate); the identity in evaluate and predict."""
+
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        _tf.Dropout.__init__(self, rate, seed=seed)
+        self.noise_shape = noise_shape
+        self._keras_init(kwargs)
+
+    def call(self, x, training=False):
+        if self.rate == 0:
+            return x
+        return _tf.dropout(x, self.rate, noise_shape=self.noise_shape, seed=self.seed,
+                           training=training)
+
+
+class BatchNormalization(Layer, _tf.BatchNormalization):
+    """Batch normalisation over the last axis; in training (the learning phase) it uses the
+    batch's statistics and updates the moving ones (Model.fit runs the updates)."""
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones",
+                 moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 beta_regularizer=None, gamma_regularizer=None, **kwargs):
+        if beta_regularizer is not None or gamma_regularizer is not None:
+            raise ValueError("BatchNormalization: beta/gamma regularizers are not supported")
+        trainable = kwargs.pop("trainable", True)
+        _tf.BatchNormalization.__init__(
+            self, axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
+            beta_initializer=initializers.get(beta_initializer),
+            gamma_initializer=initializers.get(gamma_initializer),
+            moving_mean_initializer=initializers.get(moving_mean_initializer),
+            moving_variance_initializer=initializers.get(moving_variance_initializer))
+        self._keras_init(dict(kwargs, trainable=trainable))
+
+
+class Activation(Layer):
+    """Applies an activation ('relu', 'softmax', a function, ...)."""
+
+    def __init__(self, activation, **kwargs):
+        super().__init__(**kwargs)
+        self.activation = activations.get(activation)
+
+    def call(self, inputs):
+        return self.activation(inputs)
+
+
+class Embedding(Layer):
+    """Integer ids [batch, ...] -> rows of an [input_dim, output_dim] table."""
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
+                 embeddings_regularizer=None, input_length=None, mask_zero=False, **kwargs):
+        if mask_zero:
+            raise ValueError("Embedding(mask_zero=True): masking is not supported")
+        if input_length is not None and "input_shape" not in kwargs:
+            kwargs["input_shape"] = (input_length,) if isinstance(input_length, int) \
+                else tuple(input_length)
+        super().__init__(**kwargs)
+        self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.embeddings_initializer = initializers.get(embeddings_initializer)
+        self.embeddings_regularizer = embeddings_regularizer
+
+    def build(self, input_shape):
+        self.embeddings = self.add_variable("embeddings", [self.input_dim, self.output_dim],
+                                            self.embeddings_initializer,
+                                            regularizer=self.embeddings_regularizer)
+
+    def call(self, inputs):
+        ids = inputs if inputs.dtype in (dtypes.int32, dtypes.int64) \
+            else ops.cast(inputs, dtypes.int32)
+        return nn.embedding_lookup(self.embeddings.value(), ids)
+
+
+class Reshape(Layer):
+    """[batch, ...] -> [batch, *target_shape] (one entry may be -1)."""
+
+    def __init__(self, target_shape, **kwargs):
+        super().__init__(**kwargs)
+        self.target_shape = tuple(int(d) for d in target_shape)
+
+    def call(self, inputs):
+        target = list(self.target_shape)
+        if -1 in target:
+            dims = inputs.shape.as_list()[1:]
+            if None in dims:
+                raise ValueError("Reshape(%s): -1 needs the input's dimensions after the batch, "
+                                 "got %s" % (target, inputs.shape))
+            known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+            target[target.index(-1)] = int(np.prod(dims, dtype=np.int64)) // known
+        return ops.reshape(inputs, [-1] + target)
+
+
+class Lambda(Layer):
+    """Wraps a function of tensors as a layer: ``Lambda(lambda t: t * 2)(x)``."""
+
+    def __init__(self, function, output_shape=None, mask=None, arguments=None, **kwargs):
+        super().__init__(**kwargs)
+        self.function = function
+        self.arguments = dict(arguments or {})
+
+    def call(self, inputs):
+        return self.function(inputs, **self.arguments)
+
+
+class _Merge(Layer):
+    """Combines a list of tensors; subclasses give `_merge`."""
+
+    def call(self, inputs):
+        if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
+            raise ValueError("%s takes a list of at least 2 tensors" % type(self).__name__)
+        return self._merge(list(inputs))
+
+
+class Add(_Merge):
+    def _merge(self, xs):
+        return ops.add_n(xs)
+
+
+class Subtract(_Merge):
+    def _merge(self, xs):
+        if len(xs) != 2:
+            raise ValueError("Subtract takes exactly 2 tensors")
+        return ops.subtract(xs[0], xs[1])
+
+
+class Multiply(_Merge):
+    def _merge(self, xs):
+        y = xs[0]
+        for x in xs[1:]:
+            y = ops.multiply(y, x)
+        return y
+
+
+class Average(_Merge):
+    def _merge(self, xs):
+        return ops.divide(ops.add_n(xs), float(len(xs)))
+
+
+class Maximum(_Merge):
+    def _merge(self, xs):
+        y = xs[0]
+        for x in xs[1:]:
+            y = ops.maximum(y, x)
+        return y
+
+
+class Concatenate(_Merge):
+    """Joins tensors along `axis` (default the last)."""
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = axis
+
+    def _merge(self, xs):
+        axis = self.axis
+        if axis < 0:
+            axis += xs[0].shape.ndims
+        return ops.concat(xs, axis)
+
+
+def concatenate(inputs, axis=-1, **kwargs):
+    return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+def add(inputs, **kwargs):
+    return Add(**kwargs)(inputs)
+
+
+def subtract(inputs, **kwargs):
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs, **kwargs):
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs, **kwargs):
+    return Average(**kwargs)(inputs)
+
+
+def maximum(inputs, **kwargs):
+    return Maximum(**kwargs)(inputs)
+
+
+class _RNN(Layer):
+    """A recurrent layer over [batch, time, features]: shardflow's rnn_cell cell run by
+    dynamic_rnn. Its weights are the cell's (TF1's cell layout: one kernel over [inputs,
+    state] and one bias, not Keras's kernel / recurrent_kernel / bias), so get_weights
+    values do not carry over from Keras models."""
+
+    def __init__(self, units, activation="tanh", return_sequences=False, return_state=False,
+                 **kwargs):
+        for unsupported in ("go_backwards", "stateful", "unroll"):
+            if kwargs.pop(unsupported, False):
+                raise ValueError("%s(%s=True) is not supported" % (type(self).__name__,
+                                                                  unsupported))
+        for ignored in ("use_bias", "kernel_initializer", "recurrent_initializer",
+                        "bias_initializer", "recurrent_activation", "unit_forget_bias",
+                        "dropout", "recurrent_dropout", "reset_after", "implementation"):
+            kwargs.pop(ignored, None)
+        super().__init__(**kwargs)
+        self.units = int(units)
+        self.activation = activations.get(activation)
+        self.return_sequences = return_sequences
+        self.return_state = return_state
+        self.cell = None
+
+    def call(self, inputs):
+        g = inputs.graph
+        before = set(id(v) for v in global_variables(g))
+        if self.cell is None:
+            self.cell = self._make_cell()
+        outputs, state = _rnn.dynamic_rnn(self.cell, inputs, dtype=dtypes.float32,
+                                          scope=self.name)
+        known = set(id(v) for v in self.variables)
+        for v in global_variables(g):
+            if id(v) not in before and id(v) not in known:
+                self.variables.append(v)
+        last = state.h if isinstance(state, _rnn.LSTMStateTuple) else state
+        y = outputs if self.return_sequences else last
+        if self.return_state:
+            return [y] + (list(state) if isinstance(state, tuple) else [state])
+        return y
+
+
+class SimpleRNN(_RNN):
+    def _make_cell(self):
+        return _rnn.BasicRNNCell(self.units, activation=self.activation)
+
+
+class GRU(_RNN):
+    def _make_cell(self):
+        return _rnn.GRUCell(self.units, activation=self.activation)
+
+
+class LSTM(_RNN):
+    """LSTM on TF1's LSTMCell (forget bias 1.0 added in the cell; recurrent activation
+    sigmoid, where TF 1.x Keras uses hard_sigmoid)."""
+
+    def _make_cell(self):
+        return _rnn.LSTMCell(self.units, activation=self.activation)

@@ -1,0 +1,560 @@
+"""keras.Model (functional) and keras.Sequential for graph mode: compile, fit, evaluate,
+predict, summary, and weights saved in shardflow's checkpoint format.
+
+Example::
+
+    model = keras.Sequential([keras.layers.Dense(32, activation="relu", input_shape=(8,)),
+                              keras.layers.Dense(3, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    history = model.fit(x, y, epochs=5, validation_split=0.1)   # history.history["val_acc"]
+    loss, acc = model.evaluate(x_test, y_test)
+
+Training runs in keras.backend.get_session(), one step per batch. Not thread safe.
+"""
+
+import os
+
+import numpy as np
+
+from shardflow import _shardflow, dtypes, ops
+from shardflow.keras import backend as K
+from shardflow.keras import callbacks as callbacks_module
+from shardflow.keras import layers as layers_module
+from shardflow.keras import losses as losses_module
+from shardflow.keras import metrics as metrics_module
+from shardflow.keras import optimizers as optimizers_module
+
+
+def _as_list(x):
+    if x is None:
+        return []
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _num_rows(arrays):
+    sizes = {len(a) for a in arrays}
+    if len(sizes) != 1:
+        raise ValueError("the input arrays have different numbers of samples: %s"
+                         % sorted(sizes))
+    return sizes.pop()
+
+
+class Model:
+    """A model from input tensors (keras.layers.Input) to output tensors, through the layers
+    called between them.
+
+    Example::
+
+        a = keras.layers.Input(shape=(4,))
+        b = keras.layers.Input(shape=(6,))
+        h = keras.layers.concatenate([a, b])
+        out = keras.layers.Dense(1, activation="sigmoid")(h)
+        model = keras.Model(inputs=[a, b], outputs=out)
+        model.fit([xa, xb], y)
+    """
+
+    def __init__(self, inputs=None, outputs=None, name=None):
+        self.name = name or K.unique_name("model" if type(self) is Model
+                                          else layers_module._snake(type(self).__name__))
+        self.stop_training = False
+        self.optimizer = None
+        self.history = None
+        self.trainable = True
+        self._compiled = None
+        self._functions = None
+        self.inputs, self.outputs, self._layers = [], [], []
+        if inputs is not None:
+            self._init_graph(_as_list(inputs), _as_list(outputs))
+
+    # ---- structure -------------------------------------------------------------------------
+
+    def _init_graph(self, inputs, outputs):
+        self.inputs, self.outputs = inputs, outputs
+        self._single_input = len(inputs) == 1
+        found, stack = {}, list(outputs)
+        input_ids = {id(t) for t in inputs}
+        while stack:
+            t = stack.pop()
+            history = getattr(t, "_keras_history", None)
+            if history is None:
+                raise ValueError("%s is not the output of a keras layer; build models from "
+                                 "keras.layers.Input and keras layers" % t.name)
+            layer, node, _ = history
+            found[id(layer)] = layer
+            if id(t) in input_ids:
+                continue
+            xs = layer._inbound_nodes[node][0]
+            if layer is not None and isinstance(layer, layers_module.InputLayer):
+                raise ValueError("the outputs depend on input %s, which is not in the model's "
+                                 "inputs" % t.name)
+            stack.extend(_as_list(xs))
+        self._layers = sorted(found.values(), key=lambda layer: layer._order)
+
+    @property
+    def built(self):
+        return bool(self.outputs)
+
+    @property
+    def layers(self):
+        return list(self._layers)
+
+    @property
+    def input(self):
+        return self.inputs[0] if len(self.inputs) == 1 else self.inputs
+
+    @property
+    def output(self):
+        return self.outputs[0] if len(self.outputs) == 1 else self.outputs
+
+    def get_layer(self, name=None, index=None):
+        if index is not None:
+            return self.layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError("no layer named %r (the layers: %s)"
+                         % (name, ", ".join(layer.name for layer in self.layers)))
+
+    def __call__(self, inputs, training=None):
+        """Applies the model to new tensors, sharing its weights."""
+        self._require_built("call")
+        new = {id(t): x for t, x in zip(self.inputs, _as_list(inputs))}
+
+        def compute(t):
+            if id(t) not in new:
+                layer, node, index = t._keras_history
+                xs = layer._inbound_nodes[node][0]
+                args = [compute(x) for x in xs] if isinstance(xs, list) else compute(xs)
+                y = layer(args, training=training)
+                new[id(t)] = y[index] if isinstance(y, list) else y
+            return new[id(t)]
+        outs = [compute(t) for t in self.outputs]
+        return outs[0] if len(outs) == 1 else outs
+
+    # ---- weights ---------------------------------------------------------------------------
+
+    @property
+    def weights(self):
+        seen, out = set(), []
+        for layer in self.layers:
+            for v in layer.weights:
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    out.append(v)
+        return out
+
+    variables = weights
+
+    @property
+    def trainable_weights(self):
+        if not self.trainable:
+            return []
+        ids = {id(v) for layer in self.layers for v in layer.trainable_weights}
+        return [v for v in self.weights if id(v) in ids]
+
+    trainable_variables = trainable_weights
+
+    @property
+    def non_trainable_weights(self):
+        ids = {id(v) for v in self.trainable_weights}
+        return [v for v in self.weights if id(v) not in ids]
+
+    @property
+    def losses(self):
+        return [p for layer in self.layers for p in getattr(layer, "losses", [])]
+
+    @property
+    def updates(self):
+        return [u for layer in self.layers for u in getattr(layer, "updates", [])]
+
+    def count_params(self):
+        self._require_built("count_params")
+        return sum(K.count_params(v) for v in self.weights)
+
+    def get_weights(self):
+        return K.batch_get_value(self.weights)
+
+    def set_weights(self, values):
+        weights = self.weights
+        if len(values) != len(weights):
+            raise ValueError("the model has %d weights; %d values were given"
+                             % (len(weights), len(values)))
+        K.batch_set_value(list(zip(weights, values)))
+
+    def save_weights(self, filepath, overwrite=True, save_format=None):
+        """Writes the weights to `filepath` in shardflow's checkpoint format (whatever its
+        extension, '.h5' included), in the model's order: load_weights puts them back into
+        a model of the same architecture, whatever its layer names."""
+        self._require_built("save_weights")
+        if not overwrite and os.path.exists(filepath):
+            raise FileExistsError("%s exists (overwrite=False)" % filepath)
+        directory = os.path.dirname(filepath)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        entries = [("%05d/%s" % (i, v.op.name), value)
+                   for i, (v, value) in enumerate(zip(self.weights, self.get_weights()))]
+        _shardflow.save_checkpoint(filepath, entries)
+
+    def load_weights(self, filepath, by_name=False):
+        """Sets the weights from a file save_weights wrote (matched by order; with by_name,
+        by the variable names)."""
+        self._require_built("load_weights")
+        loaded = sorted(_shardflow.load_checkpoint(filepath), key=lambda e: e[0])
+        weights = self.weights
+        if by_name:
+            by = {key.split("/", 1)[1]: value for key, value in loaded}
+            missing = [v.op.name for v in weights if v.op.name not in by]
+            if missing:
+                raise ValueError("%s has no weights %s" % (filepath, ", ".join(missing)))
+            values = [by[v.op.name] for v in weights]
+        else:
+            if len(loaded) != len(weights):
+                raise ValueError("%s holds %d weights; the model has %d"
+                                 % (filepath, len(loaded), len(weights)))
+            values = [value for _, value in loaded]
+        for v, value in zip(weights, values):
+            if list(value.shape) != v.shape.as_list():
+                raise ValueError("weight %s has shape %s in the model but %s in %s"
+                                 % (v.op.name, v.shape.as_list(), list(value.shape), filepath))
+        self.set_weights(values)
+
+    # ---- compile and the step functions ----------------------------------------------------
+
+    def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None,
+                sample_weight_mode=None, weighted_metrics=None, target_tensors=None, **kwargs):
+        """Chooses the optimizer ('sgd', 'adam', 'rmsprop', 'adagrad', a keras.optimizers
+        or tf.train optimizer), the loss (a name or a function of (y_true, y_pred)) and the
+        metrics (['accuracy'], names or functions). The training ops are built on first use."""
+        if loss is None:
+            raise ValueError("compile() needs a loss")
+        if isinstance(loss, (list, dict)) or loss_weights or sample_weight_mode or \
+                weighted_metrics or target_tensors:
+            raise ValueError("compile: one loss for one output; loss lists/dicts, "
+                             "loss_weights, sample weights and target_tensors are not supported")
+        self.optimizer = optimizers_module.get(optimizer)
+        self.loss = loss
+        self._compiled = (losses_module.get(loss), _as_list(metrics))
+        self._functions = None
+
+    @property
+    def metrics_names(self):
+        if self._compiled is None:
+            return ["loss"]
+        loss_fn, metrics = self._compiled
+        return ["loss"] + [metrics_module.get(m, loss_fn)[0] for m in metrics]
+
+    def _require_built(self, what):
+        if not self.built:
+            raise ValueError("%s: the model is not built yet; give the first layer an "
+                             "input_shape, or call fit/build first" % what)
+
+    def _make_functions(self):
+        if self._functions is not None:
+            return self._functions
+        if self._compiled is None:
+            raise RuntimeError("compile() the model before fit/evaluate")
+        if len(self.outputs) != 1:
+            raise ValueError("training models with %d outputs is not supported (one output)"
+                             % len(self.outputs))
+        loss_fn, metric_ids = self._compiled
+        y_pred = self.outputs[0]
+        g = y_pred.graph
+        with g.as_default(), g.name_scope(None), g.name_scope(self.name + "_training"):
+            out_shape = y_pred.shape.as_list()
+            sparse = loss_fn is losses_module.sparse_categorical_crossentropy
+            if sparse:
+                target = ops.placeholder(dtypes.int32, [None], name="target")
+            else:
+                target = ops.placeholder(dtypes.float32, [None] + out_shape[1:], name="target")
+            data_loss = ops.reduce_mean(loss_fn(target, y_pred))
+            penalties = self.losses
+            total = ops.add_n([data_loss] + penalties) if penalties else data_loss
+            names, tensors = [], []
+            for m in metric_ids:
+                name, fn = metrics_module.get(m, loss_fn, out_shape)
+                names.append(name)
+                tensors.append(ops.reduce_mean(ops.cast(fn(target, y_pred), dtypes.float32)))
+            params = self.trainable_weights
+            train_op = None
+            if params:
+                step = self.optimizer.get_updates(total, params)
+                train_op = ops.group(step, *self.updates) if self.updates else step
+        self._functions = {"target": target, "sparse": sparse, "loss": total,
+                           "metrics": tensors, "names": ["loss"] + names, "train": train_op,
+                           "out_rank": len(out_shape)}
+        return self._functions
+
+    # ---- data ------------------------------------------------------------------------------
+
+    def _inputs_list(self, x):
+        if isinstance(x, dict):
+            x = [x[t.op.name] for t in self.inputs]
+        xs = [np.asarray(a) for a in _as_list(x)]
+        if self.built and len(xs) != len(self.inputs):
+            raise ValueError("the model has %d inputs; %d arrays were given"
+                             % (len(self.inputs), len(xs)))
+        return xs
+
+    def _targets(self, y):
+        f = self._functions
+        y = np.asarray(y)
+        if f["sparse"]:
+            return y.reshape(-1).astype(np.int32)
+        y = y.astype(np.float32, copy=False)
+        if y.ndim == f["out_rank"] - 1:
+            y = y[..., None]
+        return y
+
+    def _feed(self, xs, rows, y=None, training=False):
+        feed = {t: a[rows] for t, a in zip(self.inputs, xs)}
+        if y is not None:
+            feed[self._functions["target"]] = y[rows]
+        feed.update(K._phase_feed(training))
+        return feed
+
+    def _build_for(self, xs):
+        """Builds a Sequential without an input shape from the first data it sees."""
+        if not self.built:
+            self._build_input(xs[0].shape[1:], xs[0].dtype)
+
+    # ---- training and inference ------------------------------------------------------------
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None,
+            validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
+            sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
+            **kwargs):
+        """Trains for `epochs` passes over (x, y) in batches of `batch_size` (32) and returns
+        the History: ``history.history`` maps 'loss', the metrics ('acc') and, with
+        validation data, 'val_loss', 'val_acc' to one value per epoch (the mean over the
+        epoch's batches, weighted by their sizes). `validation_split` holds out the last
+        fraction of the samples (before shuffling), as Keras does."""
+        if class_weight is not None or sample_weight is not None or steps_per_epoch:
+            raise ValueError("fit: class_weight, sample_weight and steps_per_epoch are not "
+                             "supported")
+        batch_size = int(batch_size or 32)
+        xs = self._inputs_list(x)
+        self._build_for(xs)
+        f = self._make_functions()
+        ys = self._targets(y)
+        n = _num_rows(xs + [ys])
+        val = None
+        if validation_data is not None:
+            vx, vy = validation_data[0], validation_data[1]
+            val = (self._inputs_list(vx), self._targets(vy))
+        elif validation_split:
+            split = int(n * (1.0 - validation_split))
+            val = ([a[split:] for a in xs], ys[split:])
+            xs, ys, n = [a[:split] for a in xs], ys[:split], split
+        if f["train"] is None:
+            raise ValueError("the model has no trainable weights")
+
+        history = callbacks_module.History()
+        cbs = list(callbacks or []) + [history]
+        params = {"epochs": epochs, "steps": None, "samples": n, "verbose": verbose,
+                  "batch_size": batch_size, "do_validation": val is not None,
+                  "metrics": f["names"] + ["val_" + m for m in f["names"]] if val else f["names"]}
+        for cb in cbs:
+            cb.set_model(self)
+            cb.set_params(params)
+        self.stop_training = False
+        sess = K.get_session()
+        for cb in cbs:
+            cb.on_train_begin()
+        fetches = [f["train"], f["loss"]] + f["metrics"]
+        for epoch in range(initial_epoch, epochs):
+            for cb in cbs:
+                cb.on_epoch_begin(epoch)
+            order = np.random.permutation(n) if shuffle else np.arange(n)
+            totals = np.zeros(len(f["names"]))
+            for b, start in enumerate(range(0, n, batch_size)):
+                rows = np.sort(order[start:start + batch_size]) if shuffle else \
+                    order[start:start + batch_size]
+                batch_logs = {"batch": b, "size": len(rows)}
+                for cb in cbs:
+                    cb.on_train_batch_begin(b, batch_logs)
+                values = sess.run(fetches, self._feed(xs, rows, ys, training=True))[1:]
+                totals += np.asarray(values, dtype=np.float64) * len(rows)
+                batch_logs.update(zip(f["names"], (float(v) for v in values)))
+                for cb in cbs:
+                    cb.on_train_batch_end(b, batch_logs)
+            logs = {name: float(t / max(n, 1)) for name, t in zip(f["names"], totals)}
+            if val is not None:
+                results = self._test_loop(val[0], val[1], batch_size)
+                logs.update({"val_" + name: v for name, v in zip(f["names"], results)})
+            if verbose:
+                print("Epoch %d/%d" % (epoch + 1, epochs))
+                print("%d/%d - %s" % (n, n, " - ".join("%s: %.4f" % kv for kv in logs.items())))
+            for cb in cbs:
+                cb.on_epoch_end(epoch, logs)
+            if self.stop_training:
+                break
+        for cb in cbs:
+            cb.on_train_end()
+        self.history = history
+        return history
+
+    def _test_loop(self, xs, ys, batch_size):
+        f = self._make_functions()
+        sess = K.get_session()
+        n = _num_rows(xs + [ys])
+        totals = np.zeros(len(f["names"]))
+        for start in range(0, n, batch_size):
+            rows = np.arange(start, min(start + batch_size, n))
+            values = sess.run([f["loss"]] + f["metrics"], self._feed(xs, rows, ys))
+            totals += np.asarray(values, dtype=np.float64) * len(rows)
+        return [float(t / max(n, 1)) for t in totals]
+
+    def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
+                 steps=None, callbacks=None):
+        """The loss (and metrics) over (x, y), learning phase off: a float when there are
+        no metrics, else [loss, metric, ...] in the order of metrics_names."""
+        if sample_weight is not None:
+            raise ValueError("evaluate: sample_weight is not supported")
+        xs = self._inputs_list(x)
+        self._build_for(xs)
+        self._make_functions()
+        results = self._test_loop(xs, self._targets(y), int(batch_size or 32))
+        if verbose:
+            names = self._functions["names"]
+            print(" - ".join("%s: %.4f" % (k, v) for k, v in zip(names, results)))
+        return results[0] if len(results) == 1 else results
+
+    def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
+        """The outputs for `x` as NumPy arrays (learning phase off), computed in batches."""
+        xs = self._inputs_list(x)
+        self._build_for(xs)
+        sess = K.get_session()
+        batch_size = int(batch_size or 32)
+        n = _num_rows(xs)
+        parts = [sess.run(self.outputs, self._feed(xs, np.arange(s, min(s + batch_size, n))))
+                 for s in range(0, n, batch_size)]
+        outs = [np.concatenate([p[i] for p in parts]) for i in range(len(self.outputs))]
+        return outs[0] if len(outs) == 1 else outs
+
+    def train_on_batch(self, x, y):
+        xs = self._inputs_list(x)
+        self._build_for(xs)
+        f = self._make_functions()
+        ys = self._targets(y)
+        values = K.get_session().run([f["train"], f["loss"]] + f["metrics"],
+                                     self._feed(xs, np.arange(len(ys)), ys, training=True))[1:]
+        values = [float(v) for v in values]
+        return values[0] if len(values) == 1 else values
+
+    def test_on_batch(self, x, y):
+        xs = self._inputs_list(x)
+        self._build_for(xs)
+        self._make_functions()
+        results = self._test_loop(xs, self._targets(y), max(len(xs[0]), 1))
+        return results[0] if len(results) == 1 else results
+
+    def predict_on_batch(self, x):
+        return self.predict(x, batch_size=max(len(self._inputs_list(x)[0]), 1))
+
+    # ---- summary ---------------------------------------------------------------------------
+
+    def summary(self, line_length=None, positions=None, print_fn=None):
+        """Prints a table of the layers: name (type), output shape, parameter count (and,
+        for functional models, the layers each is connected to), then the totals."""
+        self._require_built("summary")
+        print_fn = print_fn or print
+        sequential = isinstance(self, Sequential)
+        widths = [29, 26, 11] if sequential else [29, 26, 11, 32]
+        header = ["Layer (type)", "Output Shape", "Param #"] + \
+            ([] if sequential else ["Connected to"])
+        line_length = line_length or sum(widths)
+
+        def row(cells):
+            return "".join(str(c)[:w - 1].ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+        print_fn('Model: "%s"' % self.name)
+        print_fn("_" * line_length)
+        print_fn(row(header))
+        print_fn("=" * line_length)
+        for i, layer in enumerate(self.layers):
+            shape = layer.output_shape
+            cells = ["%s (%s)" % (layer.name, type(layer).__name__), shape,
+                     layer.count_params()]
+            if not sequential:
+                xs = layer._inbound_nodes[0][0] if not isinstance(
+                    layer, layers_module.InputLayer) else []
+                cells.append(", ".join(x._keras_history[0].name for x in _as_list(xs)))
+            print_fn(row(cells))
+            print_fn(("=" if i == len(self.layers) - 1 else "_") * line_length)
+        trainable = sum(K.count_params(v) for v in self.trainable_weights)
+        total = self.count_params()
+        print_fn("Total params: {:,}".format(total))
+        print_fn("Trainable params: {:,}".format(trainable))
+        print_fn("Non-trainable params: {:,}".format(total - trainable))
+        print_fn("_" * line_length)
+
+
+class Sequential(Model):
+    """A stack of layers, each called on the previous one's output.
+
+    Built (its input placeholder made and the layers called) as soon as the first layer has
+    an input_shape / input_dim / batch_input_shape, or an InputLayer is added; otherwise on
+    the first fit / evaluate / predict, from the data's shape.
+
+    Example::
+
+        model = keras.Sequential()
+        model.add(keras.layers.Dense(16, activation="relu", input_dim=4))
+        model.add(keras.layers.Dense(1))
+    """
+
+    def __init__(self, layers=None, name=None):
+        super().__init__(name=name)
+        self._stack = []
+        self._input_layer = None
+        for layer in layers or []:
+            self.add(layer)
+
+    @property
+    def layers(self):
+        return list(self._stack)
+
+    def add(self, layer):
+        if isinstance(layer, layers_module.InputLayer):
+            if self._stack or self._input_layer is not None:
+                raise ValueError("an InputLayer goes first in a Sequential")
+            self._input_layer = layer
+            self.inputs, self.outputs = [layer.output], [layer.output]
+            return
+        if not callable(layer):
+            raise TypeError("Sequential.add takes a layer, not %r" % (layer,))
+        self._stack.append(layer)
+        self._functions = None
+        if self.built:
+            self._apply(layer)
+        elif len(self._stack) == 1 and getattr(layer, "_batch_input_shape", None):
+            shape = layer._batch_input_shape
+            self._build_input(shape[1:], layer.dtype, batch=shape[0])
+
+    def _apply(self, layer):
+        y = layer(self.outputs[0])
+        self.outputs = [y]
+        self._single_input = True
+
+    def _build_input(self, shape, dtype, batch=None):
+        dtype = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
+        if dtype not in ("float32", "int32", "int64"):
+            dtype = K.floatx()
+        self._input_layer = layers_module.InputLayer(
+            batch_input_shape=(batch,) + tuple(shape), dtype=dtype)
+        self.inputs = [self._input_layer.output]
+        self.outputs = list(self.inputs)
+        for layer in self._stack:
+            self._apply(layer)
+
+    def build(self, input_shape=None):
+        """Builds the model for inputs of `input_shape` (batch dimension first)."""
+        if not self.built:
+            self._build_input(tuple(input_shape)[1:], K.floatx(), batch=input_shape[0])
+
+    def __call__(self, inputs, training=None):
+        x = inputs
+        for layer in self._stack:
+            x = layer(x, training=training)
+        return x
