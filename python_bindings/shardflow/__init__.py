@@ -81,6 +81,7 @@ from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum, sparse_
                                   sparse_reshape, sparse_retain, sparse_tensor_dense_matmul,
                                   sparse_tensor_to_dense, sparse_to_dense, sparse_transpose)
 from shardflow import estimator, feature_column  # noqa: F401 (tf.estimator, tf.feature_column)
+from shardflow import keras  # noqa: F401 (tf.keras)
 from shardflow import tfrecord as python_io  # noqa: F401 (tf.python_io: TFRecordWriter, ...)
 from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
                                    VarLenFeature, decode_raw, parse_example,
