@@ -157,6 +157,57 @@ SF_GRAD(Erf) {  // 2 / sqrt(pi) * exp(-x^2)
       s, dy[0], ops::Mul(s, 1.1283791670955126, ops::Exp(s, ops::Neg(s, ops::Square(s, x))))));
   return absl::OkStatus();
 }
+// The new unary ops' gradients, through UnaryOf for those without an ops:: builder.
+Output UnaryOf(const Scope& s, const char* op, const Output& x) {
+  return Output(OpBuilder(s, op).Input(x).Finalize().node(), 0);
+}
+SF_GRAD(Tan) {  // 1 + tan^2
+  dx->push_back(ops::Mul(s, dy[0], ops::Add(s, 1, ops::Square(s, GradOutput(op, 0)))));
+  return absl::OkStatus();
+}
+SF_GRAD(Asin) {  // 1 / sqrt(1 - x^2)
+  Output x = GradInput(op, 0);
+  dx->push_back(ops::Mul(s, dy[0], ops::Rsqrt(s, ops::Sub(s, 1, ops::Square(s, x)))));
+  return absl::OkStatus();
+}
+SF_GRAD(Acos) {  // -1 / sqrt(1 - x^2)
+  Output x = GradInput(op, 0);
+  dx->push_back(ops::Neg(s, ops::Mul(s, dy[0], ops::Rsqrt(s, ops::Sub(s, 1, ops::Square(s, x))))));
+  return absl::OkStatus();
+}
+SF_GRAD(Atan) {  // 1 / (1 + x^2)
+  dx->push_back(ops::Div(s, dy[0], ops::Add(s, 1, ops::Square(s, GradInput(op, 0)))));
+  return absl::OkStatus();
+}
+SF_GRAD(Sinh) {
+  dx->push_back(ops::Mul(s, dy[0], UnaryOf(s, "Cosh", GradInput(op, 0))));
+  return absl::OkStatus();
+}
+SF_GRAD(Cosh) {
+  dx->push_back(ops::Mul(s, dy[0], UnaryOf(s, "Sinh", GradInput(op, 0))));
+  return absl::OkStatus();
+}
+SF_GRAD(Asinh) {  // 1 / sqrt(x^2 + 1)
+  Output x = GradInput(op, 0);
+  dx->push_back(ops::Mul(s, dy[0], ops::Rsqrt(s, ops::Add(s, ops::Square(s, x), 1))));
+  return absl::OkStatus();
+}
+SF_GRAD(Acosh) {  // 1 / sqrt(x^2 - 1)
+  Output x = GradInput(op, 0);
+  dx->push_back(ops::Mul(s, dy[0], ops::Rsqrt(s, ops::Sub(s, ops::Square(s, x), 1))));
+  return absl::OkStatus();
+}
+SF_GRAD(Atanh) {  // 1 / (1 - x^2)
+  dx->push_back(ops::Div(s, dy[0], ops::Sub(s, 1, ops::Square(s, GradInput(op, 0)))));
+  return absl::OkStatus();
+}
+SF_GRAD(Atan2) {  // z = atan2(a, b): dz/da = b / (a^2 + b^2), dz/db = -a / (a^2 + b^2)
+  Output a = GradInput(op, 0), b = GradInput(op, 1);
+  Output scale = ops::Div(s, dy[0], ops::Add(s, ops::Square(s, a), ops::Square(s, b)));
+  dx->push_back(ReduceLike(s, ops::Mul(s, scale, b), a));
+  dx->push_back(ReduceLike(s, ops::Neg(s, ops::Mul(s, scale, a)), b));
+  return absl::OkStatus();
+}
 SF_GRAD(Sign) {
   dx->push_back(ops::ZerosLike(s, GradInput(op, 0)));
   return absl::OkStatus();
@@ -293,6 +344,16 @@ REGISTER_GRADIENT("Cos", CosGrad);
 REGISTER_GRADIENT("Log1p", Log1pGrad);
 REGISTER_GRADIENT("Expm1", Expm1Grad);
 REGISTER_GRADIENT("Erf", ErfGrad);
+REGISTER_GRADIENT("Tan", TanGrad);
+REGISTER_GRADIENT("Asin", AsinGrad);
+REGISTER_GRADIENT("Acos", AcosGrad);
+REGISTER_GRADIENT("Atan", AtanGrad);
+REGISTER_GRADIENT("Sinh", SinhGrad);
+REGISTER_GRADIENT("Cosh", CoshGrad);
+REGISTER_GRADIENT("Asinh", AsinhGrad);
+REGISTER_GRADIENT("Acosh", AcoshGrad);
+REGISTER_GRADIENT("Atanh", AtanhGrad);
+REGISTER_GRADIENT("Atan2", Atan2Grad);
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
 REGISTER_GRADIENT("Sign", SignGrad);
 REGISTER_GRADIENT("AddN", AddNGrad);

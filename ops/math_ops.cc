@@ -160,6 +160,15 @@ SF_UNARY_OP("Cos", SF_FLOAT_TYPES, "cosine");
 SF_UNARY_OP("Log1p", SF_FLOAT_TYPES, "log(1 + x), accurate for small x");
 SF_UNARY_OP("Expm1", SF_FLOAT_TYPES, "e^x - 1, accurate for small x");
 SF_UNARY_OP("Erf", SF_FLOAT_TYPES, "the error function");
+SF_UNARY_OP("Tan", SF_FLOAT_TYPES, "tangent");
+SF_UNARY_OP("Asin", SF_FLOAT_TYPES, "arcsine (NaN outside [-1, 1])");
+SF_UNARY_OP("Acos", SF_FLOAT_TYPES, "arccosine (NaN outside [-1, 1])");
+SF_UNARY_OP("Atan", SF_FLOAT_TYPES, "arctangent");
+SF_UNARY_OP("Sinh", SF_FLOAT_TYPES, "hyperbolic sine");
+SF_UNARY_OP("Cosh", SF_FLOAT_TYPES, "hyperbolic cosine");
+SF_UNARY_OP("Asinh", SF_FLOAT_TYPES, "inverse hyperbolic sine");
+SF_UNARY_OP("Acosh", SF_FLOAT_TYPES, "inverse hyperbolic cosine (NaN below 1)");
+SF_UNARY_OP("Atanh", SF_FLOAT_TYPES, "inverse hyperbolic tangent (NaN outside [-1, 1])");
 
 #define SF_FLOAT_PREDICATE_OP(NAME, DOC) \
   REGISTER_OP(NAME)                      \
@@ -185,6 +194,9 @@ SF_BINARY_OP("FloorMod", SF_REAL_TYPES,
 SF_BINARY_OP("Maximum", SF_REAL_TYPES, "max(x, y)");
 SF_BINARY_OP("Minimum", SF_REAL_TYPES, "min(x, y)");
 SF_BINARY_OP("Pow", SF_FLOAT_TYPES, "x ^ y");
+SF_BINARY_OP("Atan2", SF_FLOAT_TYPES,
+             "std::atan2(x, y): the angle in [-pi, pi] of the point whose y coordinate is x and x "
+             "coordinate is y (tf.atan2(y, x))");
 SF_BINARY_OP("SquaredDifference", SF_SIGNED_TYPES, "(x - y)^2");
 
 SF_COMPARE_OP("Equal", "{float, double, half, bfloat16, int8, uint8, int32, int64, bool}",

@@ -6,7 +6,7 @@
 //   half, bfloat16, int32, int64, int8, uint8.
 // - Equal, NotEqual: the same plus bool.
 // - Div, SquaredDifference: float, double, half, bfloat16, int32, int64.
-// - Pow: float, double, half, bfloat16.
+// - Pow, Atan2: float, double, half, bfloat16.
 // - LogicalAnd, LogicalOr: bool (no type attr).
 // Allowed by the op definitions but not registered:
 // - Div for int8 and uint8: narrow integers get only the cheap ops; division would need its own
@@ -132,6 +132,13 @@ struct PowFn {
   template <typename C>
   C operator()(C a, C b) const {
     return std::pow(a, b);
+  }
+};
+struct Atan2Fn {
+  static constexpr int kCostNs = 20;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return std::atan2(a, b);
   }
 };
 struct SquaredDifferenceFn {
@@ -322,6 +329,7 @@ SF_REGISTER_BINARY_REAL("FloorMod", FloorModFn);
 SF_REGISTER_BINARY_REAL("Maximum", MaximumFn);
 SF_REGISTER_BINARY_REAL("Minimum", MinimumFn);
 SF_REGISTER_BINARY_FLOAT("Pow", PowFn);
+SF_REGISTER_BINARY_FLOAT("Atan2", Atan2Fn);
 SF_REGISTER_BINARY_SIGNED("SquaredDifference", SquaredDifferenceFn);
 
 SF_REGISTER_BINARY_REAL("Equal", EqualFn);

@@ -1,5 +1,6 @@
 // CPU kernels for the element-wise unary ops: Neg, Abs, Square, Sign, Relu, Sqrt, Rsqrt, Exp,
-// Log, Tanh, Sigmoid, Reciprocal, Floor, Ceil, Round, Sin, Cos, Log1p, Expm1, Erf and LogicalNot;
+// Log, Tanh, Sigmoid, Reciprocal, Floor, Ceil, Round, Sin, Cos, Log1p, Expm1, Erf, Tan, Asin,
+// Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh and LogicalNot;
 // and the predicates IsNan, IsInf and IsFinite (bool outputs).
 //
 // Every (op, type) the op definitions allow is registered. Half and bfloat16 are computed in
@@ -86,6 +87,78 @@ struct ErfFn {
   template <typename C>
   C operator()(C a) const {
     return std::erf(a);
+  }
+};
+struct TanFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::tan(a);
+  }
+};
+struct AsinFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::asin(a);
+  }
+};
+struct AcosFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::acos(a);
+  }
+};
+struct AtanFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::atan(a);
+  }
+};
+struct SinhFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::sinh(a);
+  }
+};
+struct CoshFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::cosh(a);
+  }
+};
+struct AsinhFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::asinh(a);
+  }
+};
+struct AcoshFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::acosh(a);
+  }
+};
+struct AtanhFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 10;
+  template <typename C>
+  C operator()(C a) const {
+    return std::atanh(a);
   }
 };
 struct LogicalNotFn {
@@ -234,6 +307,15 @@ SF_REGISTER_UNARY_FLOAT("Cos", CosFn);
 SF_REGISTER_UNARY_FLOAT("Log1p", Log1pFn);
 SF_REGISTER_UNARY_FLOAT("Expm1", Expm1Fn);
 SF_REGISTER_UNARY_FLOAT("Erf", ErfFn);
+SF_REGISTER_UNARY_FLOAT("Tan", TanFn);
+SF_REGISTER_UNARY_FLOAT("Asin", AsinFn);
+SF_REGISTER_UNARY_FLOAT("Acos", AcosFn);
+SF_REGISTER_UNARY_FLOAT("Atan", AtanFn);
+SF_REGISTER_UNARY_FLOAT("Sinh", SinhFn);
+SF_REGISTER_UNARY_FLOAT("Cosh", CoshFn);
+SF_REGISTER_UNARY_FLOAT("Asinh", AsinhFn);
+SF_REGISTER_UNARY_FLOAT("Acosh", AcoshFn);
+SF_REGISTER_UNARY_FLOAT("Atanh", AtanhFn);
 SF_REGISTER_PREDICATE("IsNan", FloatClass::kNan);
 SF_REGISTER_PREDICATE("IsInf", FloatClass::kInf);
 SF_REGISTER_PREDICATE("IsFinite", FloatClass::kFinite);

@@ -211,6 +211,8 @@ divide = _binary("Div", "x / y, element-wise.")
 maximum = _binary("Maximum", "max(x, y), element-wise.")
 minimum = _binary("Minimum", "min(x, y), element-wise.")
 pow = _binary("Pow", "x ** y, element-wise.")  # noqa: A001 (shadows the builtin, as in TF)
+atan2 = _binary("Atan2", "atan2(y, x) of the arguments (y, x), element-wise: the angle in "
+                "[-pi, pi] of the point (x, y).")
 squared_difference = _binary("SquaredDifference", "(x - y) ** 2, element-wise.")
 equal = _binary("Equal", "x == y, element-wise (bool).")
 not_equal = _binary("NotEqual", "x != y, element-wise (bool).")
@@ -240,6 +242,15 @@ cos = _unary("Cos", "Cosine.")
 log1p = _unary("Log1p", "log(1 + x), accurate for small x.")
 expm1 = _unary("Expm1", "e ** x - 1, accurate for small x.")
 erf = _unary("Erf", "The error function.")
+tan = _unary("Tan", "Tangent, element-wise.")
+asin = _unary("Asin", "Arcsine, element-wise.")
+acos = _unary("Acos", "Arccosine, element-wise.")
+atan = _unary("Atan", "Arctangent, element-wise.")
+sinh = _unary("Sinh", "Hyperbolic sine, element-wise.")
+cosh = _unary("Cosh", "Hyperbolic cosine, element-wise.")
+asinh = _unary("Asinh", "Inverse hyperbolic sine, element-wise.")
+acosh = _unary("Acosh", "Inverse hyperbolic cosine, element-wise.")
+atanh = _unary("Atanh", "Inverse hyperbolic tangent, element-wise.")
 is_nan = _unary("IsNan", "Whether x is NaN (bool).")
 is_inf = _unary("IsInf", "Whether x is +Inf or -Inf (bool).")
 is_finite = _unary("IsFinite", "Whether x is neither NaN nor infinite (bool).")
@@ -521,6 +532,16 @@ __all__ = [
     "ceil",
     "cos",
     "erf",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
     "expm1",
     "floor",
     "is_finite",

@@ -333,6 +333,17 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["Log1p"] = Unary(positive_x, [](double a) { return std::log1p(a); });
     m["Expm1"] = Unary(small_x, [](double a) { return std::expm1(a); });
     m["Erf"] = Unary(small_x, [](double a) { return std::erf(a); });
+    const std::vector<double> unit_x = {-0.9, -0.5, 0, 0.25, 0.5, 0.75};
+    const std::vector<double> above_one = {1, 1.5, 2, 3, 4, 10};
+    m["Tan"] = Unary(unit_x, [](double a) { return std::tan(a); });
+    m["Asin"] = Unary(unit_x, [](double a) { return std::asin(a); });
+    m["Acos"] = Unary(unit_x, [](double a) { return std::acos(a); });
+    m["Atan"] = Unary(small_x, [](double a) { return std::atan(a); });
+    m["Sinh"] = Unary(small_x, [](double a) { return std::sinh(a); });
+    m["Cosh"] = Unary(small_x, [](double a) { return std::cosh(a); });
+    m["Asinh"] = Unary(small_x, [](double a) { return std::asinh(a); });
+    m["Acosh"] = Unary(above_one, [](double a) { return std::acosh(a); });
+    m["Atanh"] = Unary(unit_x, [](double a) { return std::atanh(a); });
     const double inf = std::numeric_limits<double>::infinity();
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const std::vector<double> special = {1, -inf, nan, 0, inf, -2};
@@ -357,6 +368,8 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
         Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return std::min(a, b); });
     m["Pow"] = Binary({0.5, 1, 2, 3, 1.5, 4}, {2, 0.5, -1},
                       [](double a, double b) { return std::pow(a, b); });
+    m["Atan2"] = Binary({1, -1, 0.5, -2, 3, 0}, {2, -0.5, 1},
+                        [](double a, double b) { return std::atan2(a, b); });
     m["SquaredDifference"] =
         Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return (a - b) * (a - b); });
     // Comparisons: less, equal and greater pairs; as bools {F,T,T,T,T,F} vs {F,T,T}.

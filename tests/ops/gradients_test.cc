@@ -65,12 +65,15 @@ TEST(GradientsTest, UnaryOps) {
   for (const char* op : {"Sqrt", "Rsqrt", "Log", "Reciprocal"}) CheckUnary(op, 0.5, 3);
   for (const char* op : {"Sin", "Cos", "Expm1", "Erf"}) CheckUnary(op, -2, 2);
   CheckUnary("Log1p", -0.5, 3);
+  for (const char* op : {"Tan", "Asin", "Acos", "Atanh"}) CheckUnary(op, -0.8, 0.8);
+  for (const char* op : {"Atan", "Sinh", "Cosh", "Asinh"}) CheckUnary(op, -2, 2);
+  CheckUnary("Acosh", 1.2, 3);
 }
 
 // Binary ops with broadcasting: [2,3] with [3], [2,1] and a scalar.
 TEST(GradientsTest, BinaryOpsWithBroadcasting) {
   for (const char* op :
-       {"Add", "Sub", "Mul", "Div", "SquaredDifference", "Maximum", "Minimum", "Pow"}) {
+       {"Add", "Sub", "Mul", "Div", "SquaredDifference", "Maximum", "Minimum", "Pow", "Atan2"}) {
     for (TensorShape ys :
          {TensorShape({2, 3}), TensorShape({3}), TensorShape({2, 1}), TensorShape()}) {
       SCOPED_TRACE(std::string(op) + " with y " + ys.DebugString());
