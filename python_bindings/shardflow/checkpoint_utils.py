@@ -38,11 +38,15 @@ def checkpoint_exists(checkpoint_prefix):
 
 class CheckpointState:
     """The "checkpoint" state file of a directory: model_checkpoint_path (the newest) and
-    all_model_checkpoint_paths (those kept, oldest first), as paths in the directory."""
+    all_model_checkpoint_paths (those kept, oldest first), as paths in the directory, and
+    (when known) the checkpoints' timestamps."""
 
-    def __init__(self, model_checkpoint_path, all_model_checkpoint_paths):
+    def __init__(self, model_checkpoint_path, all_model_checkpoint_paths,
+                 all_model_checkpoint_timestamps=None, last_preserved_timestamp=None):
         self.model_checkpoint_path = model_checkpoint_path
         self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
+        self.all_model_checkpoint_timestamps = list(all_model_checkpoint_timestamps or [])
+        self.last_preserved_timestamp = last_preserved_timestamp
 
     def __repr__(self):
         return "CheckpointState(model_checkpoint_path=%r, all_model_checkpoint_paths=%r)" % (
@@ -138,6 +142,84 @@ def list_variables(ckpt_dir_or_file):
     return [(name, shapes[name]) for name in sorted(shapes)]
 
 
+# ---- writing the state file, removing checkpoints ------------------------------------------
+
+
+def generate_checkpoint_state_proto(save_dir, model_checkpoint_path,
+                                    all_model_checkpoint_paths=None,
+                                    all_model_checkpoint_timestamps=None,
+                                    last_preserved_timestamp=None):
+    """A CheckpointState whose all_model_checkpoint_paths end with model_checkpoint_path (added
+    when missing); with a relative `save_dir`, relative paths are made relative to it, as
+    TF1's."""
+    paths = list(all_model_checkpoint_paths or [])
+    if not paths or paths[-1] != model_checkpoint_path:
+        paths.append(model_checkpoint_path)
+    if all_model_checkpoint_timestamps is not None and \
+            len(all_model_checkpoint_timestamps) != len(paths):
+        raise ValueError("Checkpoint timestamps, if provided, must match checkpoint paths (got "
+                         "paths %r and timestamps %r)" % (paths, all_model_checkpoint_timestamps))
+    if not os.path.isabs(save_dir):
+        def relative(p):
+            return p if os.path.isabs(p) else os.path.relpath(p, save_dir)
+        model_checkpoint_path = relative(model_checkpoint_path)
+        paths = [relative(p) for p in paths]
+    return CheckpointState(model_checkpoint_path, paths, all_model_checkpoint_timestamps,
+                           last_preserved_timestamp)
+
+
+def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoint_paths=None,
+                            latest_filename=None, all_model_checkpoint_timestamps=None,
+                            last_preserved_timestamp=None):
+    """Writes the state file ("checkpoint", or latest_filename) of `save_dir` naming
+    model_checkpoint_path as the newest checkpoint (atomically: a temporary file, renamed)."""
+    state = generate_checkpoint_state_proto(save_dir, model_checkpoint_path,
+                                            all_model_checkpoint_paths,
+                                            all_model_checkpoint_timestamps,
+                                            last_preserved_timestamp)
+    lines = ['model_checkpoint_path: "%s"' % state.model_checkpoint_path]
+    lines += ['all_model_checkpoint_paths: "%s"' % p for p in state.all_model_checkpoint_paths]
+    lines += ["all_model_checkpoint_timestamps: %r" % float(t)
+              for t in state.all_model_checkpoint_timestamps]
+    if state.last_preserved_timestamp is not None:
+        lines.append("last_preserved_timestamp: %r" % float(state.last_preserved_timestamp))
+    os.makedirs(save_dir, exist_ok=True)
+    path = os.path.join(save_dir, latest_filename or "checkpoint")
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def _checkpoint_files(prefix, meta_graph_suffix="meta"):
+    """The files of the checkpoint `prefix` that exist: itself, TF's V2 index and data files,
+    and the meta graph."""
+    candidates = [prefix, prefix + ".index", prefix + "." + meta_graph_suffix]
+    return [p for p in candidates + sorted(glob.glob(prefix + ".data-*")) if os.path.isfile(p)]
+
+
+def get_checkpoint_mtimes(checkpoint_prefixes):
+    """The modification times (seconds since the epoch) of the checkpoints that exist among
+    `checkpoint_prefixes`, in order (missing ones are skipped)."""
+    times = []
+    for prefix in checkpoint_prefixes:
+        for path in (prefix, prefix + ".index"):
+            if os.path.isfile(path):
+                times.append(os.path.getmtime(path))
+                break
+    return times
+
+
+def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=None,
+                      meta_graph_suffix="meta"):
+    """Deletes the files of the checkpoint `checkpoint_prefix` (see _checkpoint_files); logs a
+    warning when there are none."""
+    files = _checkpoint_files(checkpoint_prefix, meta_graph_suffix)
+    if not files:
+        logging.warning("Ignoring: no checkpoint files at %s", checkpoint_prefix)
+    for path in files:
+        os.remove(path)
+
+
 # ---- init_from_checkpoint ------------------------------------------------------------------
 
 
@@ -229,5 +311,6 @@ def with_checkpoint_initializers(init_op, graph=None):
 
 
 __all__ = ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "checkpoint_exists",
-           "get_checkpoint_state", "init_from_checkpoint", "list_variables", "load_checkpoint",
+           "generate_checkpoint_state_proto", "get_checkpoint_mtimes", "get_checkpoint_state",
+           "remove_checkpoint", "update_checkpoint_state", "init_from_checkpoint", "list_variables", "load_checkpoint",
            "load_variable", "with_checkpoint_initializers"]

@@ -1,6 +1,7 @@
-"""TF1 optimizers composed in Python from element-wise ops and slot variables: Adadelta, FTRL
-and proximal gradient descent (``sf.train.AdadeltaOptimizer``, ``FtrlOptimizer``,
-``ProximalGradientDescentOptimizer``).
+"""TF1 optimizers composed in Python from element-wise ops and slot variables: Adadelta, FTRL,
+proximal gradient descent, proximal Adagrad and Adagrad dual averaging
+(``sf.train.AdadeltaOptimizer``, ``FtrlOptimizer``, ``ProximalGradientDescentOptimizer``,
+``ProximalAdagradOptimizer``, ``AdagradDAOptimizer``).
 
 Example::
 
@@ -269,4 +270,105 @@ class ProximalGradientDescentOptimizer(_CompositeOptimizer):
         return var.assign(ops.divide(prox, shrink), read_value=False)
 
 
-__all__ = ["AdadeltaOptimizer", "FtrlOptimizer", "ProximalGradientDescentOptimizer"]
+class ProximalAdagradOptimizer(_CompositeOptimizer):
+    """TF1's proximal Adagrad (ApplyProximalAdagrad)::
+
+        accum += grad^2
+        lr_t   = learning_rate / sqrt(accum)
+        prox   = var - lr_t * grad
+        var    = sign(prox) * max(|prox| - lr_t * l1, 0) / (1 + lr_t * l2)
+
+    (prox / (1 + lr_t * l2) when l1 is 0). Slot "accumulator" ("<var>/ProximalAdagrad"),
+    starting at initial_accumulator_value.
+    """
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="ProximalAdagrad"):
+        super().__init__(learning_rate, name)
+        owner = "ProximalAdagradOptimizer"
+        init = _number(owner, "initial_accumulator_value", initial_accumulator_value)
+        if init <= 0:
+            raise ValueError("%s: initial_accumulator_value is %g; it must be positive"
+                             % (owner, init))
+        self._l1, self._l2 = _regularization(owner, l1_regularization_strength,
+                                             l2_regularization_strength)
+        self._slot_specs = (("accumulator", name, init),)
+
+    def _apply_dense(self, grad, var):
+        accum = self.get_slot(var, "accumulator")
+        accum_new = ops.add(accum.value(), ops.square(grad))
+        lr = ops.multiply(self._lr(var.dtype), ops.rsqrt(accum_new))
+        prox = ops.subtract(var.value(), ops.multiply(lr, grad))
+        if self._l1 > 0:
+            prox = ops.multiply(ops.sign(prox), ops.maximum(
+                ops.subtract(ops.abs(prox), ops.multiply(lr, self._l1)), 0.0))
+        new_var = ops.divide(prox, ops.add(ops.multiply(lr, self._l2), 1.0))
+        return _group_after([accum.assign(accum_new, read_value=False)], var, new_value=new_var)
+
+
+class AdagradDAOptimizer(_CompositeOptimizer):
+    """TF1's Adagrad dual averaging (ApplyAdagradDA), for sparse linear models::
+
+        g_acc  += grad
+        gg_acc += grad^2
+        var     = -learning_rate * sign(g_acc) * max(|g_acc| - l1 * T, 0)
+                  / (l2 * T * learning_rate + sqrt(gg_acc))
+
+    (with l1 = 0: -learning_rate * g_acc / (...)), where T is `global_step` + 1, read as the
+    step runs (minimize(global_step=...) adds one after the update). Slots
+    "gradient_accumulator" ("<var>/AdagradDA", starting at 0) and
+    "gradient_squared_accumulator" ("<var>/AdagradDA_1", starting at
+    initial_gradient_squared_accumulator_value).
+    """
+
+    def __init__(self, learning_rate, global_step, initial_gradient_squared_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="AdagradDA"):
+        super().__init__(learning_rate, name)
+        owner = "AdagradDAOptimizer"
+        if global_step is None:
+            raise ValueError("%s needs global_step (sf.train.get_or_create_global_step())"
+                             % owner)
+        init = _number(owner, "initial_gradient_squared_accumulator_value",
+                       initial_gradient_squared_accumulator_value)
+        if init <= 0:
+            raise ValueError("%s: initial_gradient_squared_accumulator_value is %g; it must be "
+                             "positive" % (owner, init))
+        self._global_step = global_step
+        self._l1, self._l2 = _regularization(owner, l1_regularization_strength,
+                                             l2_regularization_strength)
+        self._slot_specs = (("gradient_accumulator", name, None),
+                            ("gradient_squared_accumulator", name, init))
+
+    def _apply_dense(self, grad, var):
+        g_acc = self.get_slot(var, "gradient_accumulator")
+        gg_acc = self.get_slot(var, "gradient_squared_accumulator")
+        step = self._global_step.value() if isinstance(self._global_step, Variable) \
+            else convert_to_tensor(self._global_step)
+        t = ops.add(ops.cast(step, var.dtype), 1.0)
+        lr = self._lr(var.dtype)
+        g_new = ops.add(g_acc.value(), grad)
+        gg_new = ops.add(gg_acc.value(), ops.square(grad))
+        numerator = g_new if self._l1 <= 0 else ops.multiply(ops.sign(g_new), ops.maximum(
+            ops.subtract(ops.abs(g_new), ops.multiply(t, self._l1)), 0.0))
+        denominator = ops.add(ops.multiply(ops.multiply(t, lr), self._l2), ops.sqrt(gg_new))
+        new_var = ops.divide(ops.multiply(ops.negative(lr), numerator), denominator)
+        slot_updates = [g_acc.assign(g_new, read_value=False),
+                        gg_acc.assign(gg_new, read_value=False)]
+        return _group_after(slot_updates, var, new_value=new_var)
+
+
+def _regularization(owner, l1, l2):
+    """(l1, l2) as floats, each positive or zero (else a ValueError naming it)."""
+    out = []
+    for k, v in (("l1_regularization_strength", l1), ("l2_regularization_strength", l2)):
+        v = _number(owner, k, v)
+        if v < 0:
+            raise ValueError("%s: %s is %g; it must be positive or zero" % (owner, k, v))
+        out.append(v)
+    return tuple(out)
+
+
+__all__ = ["AdadeltaOptimizer", "AdagradDAOptimizer", "FtrlOptimizer",
+           "ProximalAdagradOptimizer", "ProximalGradientDescentOptimizer"]

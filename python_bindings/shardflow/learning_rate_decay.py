@@ -144,3 +144,23 @@ def linear_cosine_decay(learning_rate, global_step, decay_steps, num_periods=0.5
         ops.multiply(2.0 * math.pi * float(num_periods), fraction))))
     decayed = ops.add(ops.multiply(ops.add(float(alpha), linear), cosine), float(beta))
     return ops.multiply(learning_rate, decayed, name=name)
+
+
+def noisy_linear_cosine_decay(learning_rate, global_step, decay_steps, initial_variance=1.0,
+                              variance_decay=0.55, num_periods=0.5, alpha=0.0, beta=0.001,
+                              name=None):
+    """linear_cosine_decay with Gaussian noise on the linear term: learning_rate * ((alpha +
+    (decay_steps - s) / decay_steps + eps) * 0.5 * (1 + cos(2 pi num_periods s / decay_steps))
+    + beta), s = min(step, decay_steps), eps ~ N(0, initial_variance / (1 + s) **
+    variance_decay), drawn each evaluation (seeded by sf.set_random_seed)."""
+    from shardflow import ops
+    step = ops.minimum(_step(global_step, "noisy_linear_cosine_decay"), float(decay_steps))
+    fraction = ops.divide(step, float(decay_steps))
+    variance = ops.divide(float(initial_variance),
+                          ops.pow(ops.add(1.0, step), float(variance_decay)))
+    noise = ops.multiply(ops.random_normal([]), ops.sqrt(variance))
+    linear = ops.add(ops.subtract(1.0, fraction), noise)
+    cosine = ops.multiply(0.5, ops.add(1.0, ops.cos(
+        ops.multiply(2.0 * math.pi * float(num_periods), fraction))))
+    decayed = ops.add(ops.multiply(ops.add(float(alpha), linear), cosine), float(beta))
+    return ops.multiply(learning_rate, decayed, name=name)

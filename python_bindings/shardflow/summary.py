@@ -1,5 +1,7 @@
-"""TF1's tf.summary: scalar and histogram summaries, merge_all, and a FileWriter that writes
-TensorBoard's event files (the graph included, and run metadata such as device placement).
+"""TF1's tf.summary: scalar and histogram summaries (image, audio, text and tensor summaries
+in summary_media.py), merge_all, and a FileWriter that writes TensorBoard's event files (the
+graph included, and run metadata such as device placement); summary_pb.py has the Summary and
+Event messages and summary_iterator, which reads event files back.
 
 Example::
 
@@ -238,7 +240,17 @@ class FileWriter:
             raise TypeError("add_summary takes the value of sess.run(summary), not the summary")
         if isinstance(summary, np.ndarray):
             summary = summary.item()
+        if hasattr(summary, "SerializeToString"):  # a sf.summary.Summary message
+            summary = summary.SerializeToString()
         self._write_event(_bytes_field(5, bytes(summary)), global_step)
+
+    def add_event(self, event):
+        """Writes `event` (a sf.summary.Event message) as it is."""
+        self._write_event(event.SerializeToString())
+
+    def add_session_log(self, session_log, global_step=None):
+        """A SessionLog (START, STOP, CHECKPOINT) at `global_step`."""
+        self._write_event(_bytes_field(7, session_log.SerializeToString()), global_step)
 
     def add_graph(self, graph, global_step=None):
         """The graph (a sf.Graph, a GraphDef or its bytes), for TensorBoard's graph view."""
@@ -267,4 +279,34 @@ class FileWriter:
         self.close()
 
 
-__all__ = ["FileWriter", "histogram", "merge", "merge_all", "scalar"]
+class FileWriterCache:
+    """One FileWriter per log directory, shared with the hooks that write there (TF1's
+    tf.summary.FileWriterCache; basic_hooks.py keeps the writers)."""
+
+    @staticmethod
+    def get(logdir):
+        """The FileWriter of `logdir`, made on first use."""
+        from shardflow.basic_hooks import _writer_for
+        return _writer_for(logdir)
+
+    @staticmethod
+    def clear():
+        """Closes every cached writer and forgets them."""
+        from shardflow.basic_hooks import _writers, _writers_lock
+        with _writers_lock:
+            writers = list(_writers.values())
+            _writers.clear()
+        for writer in writers:
+            writer.close()
+
+
+# Images, audio, text and tensors (summary_media.py); the protobuf messages (summary_pb.py).
+from shardflow.summary_media import audio, image, tensor_summary, text  # noqa: E402
+from shardflow.summary_pb import (Event, SessionLog, Summary,  # noqa: E402
+                                  SummaryDescription, SummaryMetadata, TaggedRunMetadata,
+                                  summary_iterator)
+
+__all__ = ["Event", "FileWriter", "FileWriterCache", "SessionLog", "Summary",
+           "SummaryDescription", "SummaryMetadata", "TaggedRunMetadata", "audio", "histogram",
+           "image", "merge", "merge_all", "scalar", "summary_iterator", "tensor_summary",
+           "text"]

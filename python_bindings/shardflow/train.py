@@ -393,3 +393,16 @@ from shardflow.meta_graph import export_meta_graph, import_meta_graph  # noqa: E
 # tf.train.Example and its protobuf messages (TensorFlow's wire format; shardflow/example_pb.py).
 from shardflow.example_pb import (BytesList, Example, Feature, FeatureList,  # noqa: E402,F401
                                   FeatureLists, Features, FloatList, Int64List, SequenceExample)
+# Supervisor and SessionManager (TF1's older session wrappers), ProfilerHook, the rest of
+# training_util and of the checkpoint-state helpers, reading event files back.
+from shardflow.supervisor import Supervisor, basic_train_loop  # noqa: E402,F401
+from shardflow.session_manager import SessionManager  # noqa: E402,F401
+from shardflow.profiler_hook import ProfilerHook  # noqa: E402,F401
+from shardflow.training_util import assert_global_step, maybe_batch  # noqa: E402,F401
+from shardflow.checkpoint_utils import (generate_checkpoint_state_proto,  # noqa: E402,F401
+                                        get_checkpoint_mtimes, remove_checkpoint,
+                                        update_checkpoint_state)
+from shardflow.composite_optimizers import (AdagradDAOptimizer,  # noqa: E402,F401
+                                            ProximalAdagradOptimizer)
+from shardflow.learning_rate_decay import noisy_linear_cosine_decay  # noqa: E402,F401
+from shardflow.summary_pb import summary_iterator  # noqa: E402,F401
