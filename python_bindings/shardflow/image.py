@@ -12,7 +12,9 @@ Example::
 The crops and pads take Python ints for offsets and sizes and need the height and width known
 when the graph is built (random_crop draws its offset at run time). Resizing (resize_images,
 resize_bilinear, resize_nearest_neighbor, resize, ResizeMethod) is shardflow/image_resize.py's,
-re-exported here.
+re-exported here. Colour adjustments are shardflow/image_color.py's, measures and filters
+(ssim, psnr, sobel_edges, ...) image_quality.py's, box ops image_boxes.py's and the codecs
+image_codecs.py's (Pillow; absent from tf.image when Pillow is not installed).
 """
 
 import numpy as np
@@ -20,8 +22,15 @@ import numpy as np
 from shardflow import array_ops, dtypes, ops
 from shardflow.array_composites import random_crop  # noqa: F401 (tf.image.random_crop)
 from shardflow.framework import Tensor, convert_to_tensor
-from shardflow.image_resize import (ResizeMethod, resize, resize_bilinear,  # noqa: F401
-                                    resize_images, resize_nearest_neighbor)
+from shardflow.image_boxes import (crop_and_resize, draw_bounding_boxes,  # noqa: F401
+                                   non_max_suppression, sample_distorted_bounding_box)
+from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  # noqa: F401
+                                   adjust_saturation, grayscale_to_rgb, hsv_to_rgb,
+                                   random_contrast, random_hue, random_saturation, rgb_to_hsv)
+from shardflow.image_quality import (image_gradients, psnr, sobel_edges, ssim,  # noqa: F401
+                                     total_variation)
+from shardflow.image_resize import (ResizeMethod, resize, resize_area,  # noqa: F401
+                                    resize_bilinear, resize_images, resize_nearest_neighbor)
 
 
 def _image(image, what):
@@ -240,9 +249,41 @@ def random_brightness(image, max_delta, seed=None):
     return adjust_brightness(image, delta)
 
 
-_NOT_HERE = ("resize_bicubic", "resize_area", "resize_image_with_pad", "adjust_contrast",
-             "adjust_saturation", "adjust_hue", "rgb_to_hsv", "hsv_to_rgb", "decode_jpeg",
-             "decode_png", "encode_jpeg", "encode_png", "sample_distorted_bounding_box")
+def transpose_image(image):
+    """The image with its height and width swapped."""
+    x, batched = _image(image, "transpose_image")
+    return ops.transpose(x, [0, 2, 1, 3] if batched else [1, 0, 2])
+
+
+transpose = transpose_image
+
+
+def rot90(image, k=1, name=None):
+    """The image rotated counter-clockwise by k (a Python int) quarter turns, as np.rot90 on
+    its height and width."""
+    x, batched = _image(image, "rot90")
+    k = int(k) % 4
+    h_axis = 1 if batched else 0
+    if k == 0:
+        return ops.identity(x, name=name)
+    if k == 2:
+        return ops.reverse(x, [h_axis, h_axis + 1], name=name)
+    if k == 1:
+        return transpose_image(ops.reverse(x, [h_axis + 1]))
+    return ops.reverse(transpose_image(x), [h_axis + 1], name=name)
+
+
+try:
+    import PIL  # noqa: F401
+    from shardflow.image_codecs import (decode_image, decode_jpeg, decode_png,  # noqa: F401
+                                        encode_jpeg, encode_png)
+    _CODECS = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"]
+except ImportError:
+    _CODECS = []
+
+
+_NOT_HERE = ("resize_bicubic", "resize_image_with_pad", "decode_jpeg", "decode_png",
+             "decode_image", "encode_jpeg", "encode_png")
 
 
 def __getattr__(name):  # noqa: N807 (PEP 562)
@@ -253,9 +294,14 @@ def __getattr__(name):  # noqa: N807 (PEP 562)
                          % (name, known, ", ".join(__all__)))
 
 
-__all__ = ["ResizeMethod", "adjust_brightness", "central_crop", "convert_image_dtype",
-           "crop_to_bounding_box", "flip_left_right", "flip_up_down", "pad_to_bounding_box",
-           "per_image_standardization", "random_brightness", "random_crop",
-           "random_flip_left_right", "random_flip_up_down", "resize", "resize_bilinear",
+__all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
+           "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
+           "crop_to_bounding_box", "draw_bounding_boxes", "flip_left_right", "flip_up_down",
+           "grayscale_to_rgb", "hsv_to_rgb", "image_gradients", "non_max_suppression",
+           "pad_to_bounding_box", "per_image_standardization", "psnr", "random_brightness",
+           "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down",
+           "random_hue", "random_saturation", "resize", "resize_area", "resize_bilinear",
            "resize_image_with_crop_or_pad", "resize_images", "resize_nearest_neighbor",
-           "resize_with_crop_or_pad", "rgb_to_grayscale"]
+           "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv", "rot90",
+           "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",
+           "transpose", "transpose_image"] + _CODECS

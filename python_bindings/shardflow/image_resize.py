@@ -10,8 +10,9 @@ Example::
 The coordinate conventions are TF's: by default an output pixel i samples the input at
 i * in / out; `align_corners` maps the corner pixels onto each other ((in - 1) / (out - 1));
 `half_pixel_centers` (tf.image.resize's default, as in TF 2) samples at pixel centres. The input's
-height and width must be known when the graph is built; the batch may be unknown. Bicubic and
-area resizing are not available.
+height and width must be known when the graph is built; the batch may be unknown.
+resize_bicubic (TF's kernel: a = -0.75, or Keys' a = -0.5 with half_pixel_centers) and
+resize_area are here as functions; resize_images / resize do not take BICUBIC or AREA yet.
 """
 
 import numpy as np
@@ -112,6 +113,104 @@ def resize_nearest_neighbor(images, size, align_corners=False, half_pixel_center
     return ops.identity(y, name=name)
 
 
+_CUBIC_TABLE_SIZE = 1024
+
+
+def _cubic_weights(delta, a):
+    """TF's Keys cubic coefficients for the 4 taps at offsets -1, 0, 1, 2 from a sample that
+    lies `delta` past its lower neighbour, delta quantized to 1/1024 as TF's table is."""
+    t = np.rint(delta * _CUBIC_TABLE_SIZE).astype(np.float64) / _CUBIC_TABLE_SIZE
+
+    def near(x):     # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):      # 1 < |x| <= 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bicubic_axis(x, axis, n_in, n_out, align_corners, half_pixel_centers):
+    """TF's ResizeBicubic along one axis: a = -0.75 with clamped border taps (legacy), or
+    a = -0.5 (Keys) with taps outside the image dropped and the rest renormalized
+    (half_pixel_centers)."""
+    scale = np.float32(_scale(n_in, n_out, align_corners))
+    i = np.arange(n_out, dtype=np.float32)
+    pos = (i + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel_centers else i * scale
+    base = np.floor(pos)
+    weights = _cubic_weights((pos - base).astype(np.float32), -0.5 if half_pixel_centers else -0.75)
+    base = base.astype(np.int64)
+    taps = [base + k for k in (-1, 0, 1, 2)]
+    if half_pixel_centers:
+        weights = [np.where((t >= 0) & (t < n_in), w, 0.0) for t, w in zip(taps, weights)]
+        total = sum(weights)
+        weights = [w / np.where(np.abs(total) > 0, total, 1.0) for w in weights]
+    shape = [1, 1, 1, 1]
+    shape[axis] = n_out
+    out = None
+    for t, w in zip(taps, weights):
+        term = gather(x, np.clip(t, 0, n_in - 1).astype(np.int32), axis=axis) * \
+            ops.constant(w.astype(np.float32).reshape(shape))
+        out = term if out is None else out + term
+    return out
+
+
+def resize_bicubic(images, size, align_corners=False, half_pixel_centers=False, name=None):
+    """Bicubic resizing of NHWC images to size = [height, width], as TF's ResizeBicubic
+    (coordinates as resize_bilinear's); float32 out."""
+    x, unbatch, h, w = _as_nhwc(images, "resize_bicubic")
+    out_h, out_w = _size(size, "resize_bicubic")
+    if x.dtype != dtypes.float32:
+        x = ops.cast(x, dtypes.float32)
+    y = _bicubic_axis(x, 1, h, out_h, align_corners, half_pixel_centers)
+    y = _bicubic_axis(y, 2, w, out_w, align_corners, half_pixel_centers)
+    if unbatch:
+        y = ops.squeeze(y, [0])
+    return ops.identity(y, name=name)
+
+
+def _area_matrix(n_in, n_out, align_corners):
+    """[n_out, n_in]: output pixel o averages input [o * s, (o + 1) * s) (s = in / out), each
+    input pixel weighted by its overlap, as TF's ResizeArea (float32 positions, clamped)."""
+    scale = np.float32(_scale(n_in, n_out, align_corners))
+    m = np.zeros([n_out, n_in], np.float64)
+    for o in range(n_out):
+        lo, hi = np.float32(o) * scale, np.float32(o + 1) * scale
+        for i in range(int(np.floor(lo)), int(np.ceil(hi))):
+            m[o, min(max(i, 0), n_in - 1)] += min(i + 1.0, hi) - max(float(i), lo)
+    return (m / scale).astype(np.float32)
+
+
+def _apply_along(x, matrix, axis):
+    """x with dimension `axis` (1 or 2 of 4) replaced by matrix @ that dimension."""
+    perm = [0, 2, 3, 1] if axis == 1 else [0, 1, 3, 2]
+    moved = ops.transpose(x, perm)
+    n_in = matrix.shape[1]
+    flat = ops.matmul(ops.reshape(moved, [-1, n_in]), ops.constant(matrix.T.copy()))
+    lead = ops.slice(ops.shape(moved), [0], [3])
+    out = ops.reshape(flat, ops.concat([lead, [matrix.shape[0]]], 0))
+    return ops.transpose(out, [0, 3, 1, 2] if axis == 1 else [0, 1, 3, 2])
+
+
+def resize_area(images, size, align_corners=False, name=None):
+    """Area (box-average) resizing of NHWC images to size = [height, width], as TF's
+    ResizeArea: average pooling when the size divides the input evenly, pixel repetition when
+    it is a whole multiple, overlap-weighted averages otherwise; float32 out."""
+    x, unbatch, h, w = _as_nhwc(images, "resize_area")
+    out_h, out_w = _size(size, "resize_area")
+    if x.dtype != dtypes.float32:
+        x = ops.cast(x, dtypes.float32)
+    y = x
+    if (out_h, out_w) != (h, w) or align_corners:
+        y = _apply_along(y, _area_matrix(h, out_h, align_corners), 1)
+        y = _apply_along(y, _area_matrix(w, out_w, align_corners), 2)
+        channels = x.shape.as_list()[3]
+        if channels is not None:            # keep the static shape through the reshapes
+            y = ops.reshape(y, [-1, out_h, out_w, channels])
+    if unbatch:
+        y = ops.squeeze(y, [0])
+    return ops.identity(y, name=name)
+
+
 def _method(method):
     if isinstance(method, str):
         if method.lower() not in _METHOD_NAMES:
@@ -160,5 +259,5 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     return resize_bilinear(images, size, half_pixel_centers=True, name=name)
 
 
-__all__ = ["ResizeMethod", "resize", "resize_bilinear", "resize_images",
-           "resize_nearest_neighbor"]
+__all__ = ["ResizeMethod", "resize", "resize_area", "resize_bicubic", "resize_bilinear",
+           "resize_images", "resize_nearest_neighbor"]

@@ -1,0 +1,269 @@
+"""TF1's bounding-box ops for tf.image: crop_and_resize (a gather composite: gradients flow to
+the image and the boxes), and non_max_suppression, sample_distorted_bounding_box and
+draw_bounding_boxes as PyFunc nodes (TF1 has no gradient for these either).
+
+Example::
+
+    crops = sf.image.crop_and_resize(images, boxes, box_ind, [14, 14])   # [num_boxes, 14, 14, c]
+    keep = sf.image.non_max_suppression(boxes, scores, max_output_size=10, iou_threshold=0.5)
+    begin, size, _ = sf.image.sample_distorted_bounding_box([h, w, 3], bbox, seed=1)
+
+Boxes are [y_min, x_min, y_max, x_max], normalized to [0, 1] of the image's height and width
+(non_max_suppression takes any consistent coordinates). The PyFunc ops run in the process that
+built the graph (shardflow/script_ops.py).
+"""
+
+import numpy as np
+
+from shardflow import dtypes, ops
+from shardflow.array_ops import gather, where_v2
+from shardflow.framework import Tensor, convert_to_tensor
+from shardflow.script_ops import py_func
+
+
+def _crop_axis(lo, hi, n_in, n_out, method):
+    """Sample positions along one axis for every box ([num_boxes, n_out]), their validity and
+    the (index_low, index_high, lerp) of each position."""
+    if n_out > 1:
+        step = (hi - lo) * float(n_in - 1) / float(n_out - 1)
+        pos = lo * float(n_in - 1) + step * np.arange(n_out, dtype=np.float32)[None, :]
+    else:
+        pos = (lo + hi) * (0.5 * (n_in - 1))
+    valid = ops.logical_and(ops.greater_equal(pos, 0.0), ops.less_equal(pos, float(n_in - 1)))
+    fixed = ops.stop_gradient(pos)
+    if method == "nearest":
+        low = ops.floor(fixed + 0.5)
+        high, lerp = low, None
+    else:
+        low, high = ops.floor(fixed), ops.ceil(fixed)
+        lerp = pos - low
+    low = ops.cast(ops.clip_by_value(low, 0.0, float(n_in - 1)), dtypes.int32)
+    high = ops.cast(ops.clip_by_value(high, 0.0, float(n_in - 1)), dtypes.int32)
+    return valid, low, high, lerp
+
+
+def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear",
+                    extrapolation_value=0.0, name=None, box_indices=None):
+    """Crops of [batch, h, w, c] `image`, one per row of `boxes` [num_boxes, 4] (normalized
+    y1, x1, y2, x2; y1 > y2 flips) taken from image `box_ind[i]`, each resampled to
+    crop_size = [crop_height, crop_width] by bilinear (or nearest) interpolation; positions
+    outside the image get extrapolation_value. float32 [num_boxes, crop_height, crop_width, c].
+    """
+    box_ind = box_ind if box_ind is not None else box_indices
+    if box_ind is None or crop_size is None:
+        raise ValueError("crop_and_resize needs box_ind (box_indices) and crop_size")
+    if method not in ("bilinear", "nearest"):
+        raise ValueError("crop_and_resize: method is 'bilinear' or 'nearest', got %r" % (method,))
+    x = convert_to_tensor(image)
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is None or len(dims) != 4 or None in dims[1:]:
+        raise ValueError("crop_and_resize takes a 4-D [batch, height, width, channels] image with "
+                         "height, width and channels known, got shape %s" % x.shape)
+    crop_h, crop_w = (int(v) for v in np.asarray(crop_size).tolist())
+    if crop_h <= 0 or crop_w <= 0:
+        raise ValueError("crop_and_resize: crop_size must be positive, got %r" % (crop_size,))
+    _, h, w, c = dims
+    x = ops.cast(x, dtypes.float32) if x.dtype != dtypes.float32 else x
+    boxes = convert_to_tensor(boxes, dtype=dtypes.float32)
+    if boxes.shape.ndims != 2 or boxes.shape.as_list()[1] not in (None, 4):
+        raise ValueError("crop_and_resize: boxes must be [num_boxes, 4], got shape %s"
+                         % boxes.shape)
+    box_ind = ops.cast(convert_to_tensor(box_ind), dtypes.int32)
+    y1, x1, y2, x2 = (boxes[:, i:i + 1] for i in range(4))
+    valid_y, top, bottom, y_lerp = _crop_axis(y1, y2, h, crop_h, method)
+    valid_x, left, right, x_lerp = _crop_axis(x1, x2, w, crop_w, method)
+    flat = ops.reshape(x, [-1, c])
+    row_base = ops.reshape(box_ind * h, [-1, 1])                    # [n, 1]
+
+    def pick(rows, cols):
+        lin = ops.expand_dims((row_base + rows) * w, 2) + ops.expand_dims(cols, 1)
+        return gather(flat, lin)                                     # [n, crop_h, crop_w, c]
+    if method == "nearest":
+        out = pick(top, left)
+    else:
+        xl = ops.reshape(x_lerp, [-1, 1, crop_w, 1])
+        yl = ops.reshape(y_lerp, [-1, crop_h, 1, 1])
+        tl, tr = pick(top, left), pick(top, right)
+        bl, br = pick(bottom, left), pick(bottom, right)
+        upper = tl + (tr - tl) * xl
+        lower = bl + (br - bl) * xl
+        out = upper + (lower - upper) * yl
+    valid = ops.logical_and(ops.reshape(valid_y, [-1, crop_h, 1, 1]),
+                            ops.reshape(valid_x, [-1, 1, crop_w, 1]))
+    return where_v2(valid, out, ops.constant(float(extrapolation_value), dtypes.float32),
+                    name=name)
+
+
+def _iou(box, others):
+    """Intersection over union of one [4] box with [k, 4] boxes (TF's corner handling)."""
+    def corners(b):
+        return (np.minimum(b[..., 0], b[..., 2]), np.minimum(b[..., 1], b[..., 3]),
+                np.maximum(b[..., 0], b[..., 2]), np.maximum(b[..., 1], b[..., 3]))
+    ay0, ax0, ay1, ax1 = corners(box)
+    by0, bx0, by1, bx1 = corners(others)
+    area_a = (ay1 - ay0) * (ax1 - ax0)
+    area_b = (by1 - by0) * (bx1 - bx0)
+    inter = (np.clip(np.minimum(ay1, by1) - np.maximum(ay0, by0), 0, None) *
+             np.clip(np.minimum(ax1, bx1) - np.maximum(ax0, bx0), 0, None))
+    union = area_a + area_b - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = np.where((area_a > 0) & (area_b > 0), inter / np.where(union > 0, union, 1), 0.0)
+    return iou
+
+
+def _greedy_nms(boxes, scores, max_out, iou_threshold, score_threshold):
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    scores = np.asarray(scores, np.float64).reshape(-1)
+    if boxes.shape[0] != scores.shape[0]:
+        raise ValueError("non_max_suppression: %d boxes but %d scores"
+                         % (boxes.shape[0], scores.shape[0]))
+    order = [i for i in np.argsort(-scores, kind="stable") if scores[i] > score_threshold]
+    keep = []
+    for i in order:
+        if len(keep) >= int(max_out):
+            break
+        if not keep or np.all(_iou(boxes[i], boxes[keep]) <= iou_threshold):
+            keep.append(i)
+    return np.asarray(keep, np.int32)
+
+
+def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
+                        score_threshold=float("-inf"), name=None):
+    """Indices (int32, at most max_output_size) of boxes [n, 4] picked greedily by decreasing
+    score, dropping any whose IoU with one already picked exceeds iou_threshold, and any whose
+    score is not above score_threshold."""
+    if not 0.0 <= float(iou_threshold) <= 1.0:
+        raise ValueError("non_max_suppression: iou_threshold must be in [0, 1], got %r"
+                         % (iou_threshold,))
+    iou, floor = float(iou_threshold), float(score_threshold)
+
+    def run(b, s, m):
+        return _greedy_nms(b, s, m, iou, floor)
+    out = py_func(run, [convert_to_tensor(boxes, dtype=dtypes.float32),
+                        convert_to_tensor(scores, dtype=dtypes.float32),
+                        ops.cast(convert_to_tensor(max_output_size), dtypes.int32)],
+                  dtypes.int32, stateful=False, name=name or "NonMaxSuppression")
+    out.set_shape([None])
+    return out
+
+
+def _covered(crop, box):
+    """The fraction of `box` (y0, x0, y1, x1) inside `crop`."""
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    if area <= 0:
+        return 0.0
+    inter = (max(0.0, min(crop[2], box[2]) - max(crop[0], box[0])) *
+             max(0.0, min(crop[3], box[3]) - max(crop[1], box[1])))
+    return inter / area
+
+
+def _distorted_box(rng, size, boxes, min_covered, aspect_range, area_range, attempts,
+                   use_image):
+    h, w = int(size[0]), int(size[1])
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    if boxes.shape[0] == 0:
+        if not use_image:
+            raise ValueError("sample_distorted_bounding_box: no bounding boxes given; pass some "
+                             "or use_image_if_no_bounding_boxes=True")
+        boxes = np.array([[0.0, 0.0, 1.0, 1.0]])
+    for _ in range(int(attempts)):
+        box = boxes[rng.randint(boxes.shape[0])] * [h, w, h, w]
+        ratio = rng.uniform(*aspect_range)
+        area = rng.uniform(*area_range) * h * w
+        ch = int(round(np.sqrt(area / ratio)))
+        cw = int(round(ch * ratio))
+        if not (0 < ch <= h and 0 < cw <= w):
+            continue
+        area_frac = ch * cw / float(h * w)
+        if not area_range[0] <= area_frac <= area_range[1]:
+            continue
+        y0, x0 = rng.randint(h - ch + 1), rng.randint(w - cw + 1)
+        if _covered((y0, x0, y0 + ch, x0 + cw), box) >= min_covered:
+            return y0, x0, ch, cw
+    return 0, 0, h, w
+
+
+def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=None,
+                                  min_object_covered=0.1, aspect_ratio_range=(0.75, 1.33),
+                                  area_range=(0.05, 1.0), max_attempts=100,
+                                  use_image_if_no_bounding_boxes=False, name=None):
+    """A random crop of an image of image_size [h, w, c] that covers at least
+    min_object_covered of one of bounding_boxes ([batch, n, 4] normalized), with aspect
+    ratio (w / h) and area fraction in the given ranges; after max_attempts the whole image.
+    Returns (begin [3], size [3], bboxes [1, 1, 4]) for tf.slice, as TF1. Each run draws anew;
+    seeded runs repeat their sequence, but not TF's exact crops (another generator)."""
+    rng = np.random.RandomState(None if seed is None and seed2 is None
+                                else [int(seed or 0) & 0x7fffffff, int(seed2 or 0) & 0x7fffffff])
+    aspect = tuple(float(v) for v in aspect_ratio_range)
+    areas = tuple(float(v) for v in area_range)
+    if aspect[0] <= 0 or aspect[1] < aspect[0] or not 0 < areas[0] <= areas[1] <= 1:
+        raise ValueError("sample_distorted_bounding_box: need 0 < aspect_ratio_range[0] <= [1] "
+                         "and 0 < area_range[0] <= area_range[1] <= 1, got %r and %r"
+                         % (aspect_ratio_range, area_range))
+
+    def run(size, boxes, covered):
+        y0, x0, ch, cw = _distorted_box(rng, size, boxes, float(covered), aspect, areas,
+                                        max_attempts, use_image_if_no_bounding_boxes)
+        h, w = float(size[0]), float(size[1])
+        return (np.array([y0, x0, 0], np.int32), np.array([ch, cw, -1], np.int32),
+                np.array([[[y0 / h, x0 / w, (y0 + ch) / h, (x0 + cw) / w]]], np.float32))
+    covered = min_object_covered if isinstance(min_object_covered, Tensor) else \
+        np.float32(min_object_covered)
+    begin, size, bboxes = py_func(
+        run, [ops.cast(convert_to_tensor(image_size), dtypes.int32),
+              convert_to_tensor(bounding_boxes, dtype=dtypes.float32),
+              ops.cast(convert_to_tensor(covered), dtypes.float32)],
+        [dtypes.int32, dtypes.int32, dtypes.float32], name=name or "SampleDistortedBoundingBox")
+    begin.set_shape([3])
+    size.set_shape([3])
+    bboxes.set_shape([1, 1, 4])
+    return begin, size, bboxes
+
+
+_COLORS = np.array([[1, 1, 0, 1], [0, 0, 1, 1], [1, 0, 0, 1], [0, 1, 0, 1], [0.5, 0, 0.5, 1],
+                    [0.5, 0.5, 0, 1], [0.5, 0, 0, 1], [0, 0, 0.5, 1], [0, 1, 1, 1],
+                    [1, 0, 1, 1]], np.float32)
+
+
+def _draw(images, boxes, colors):
+    canvas = np.array(images, copy=True)
+    _, h, w, depth = canvas.shape
+    table = np.array(colors, np.float32).reshape(-1, 4) if colors is not None else _COLORS.copy()
+    if depth == 1:
+        table[:, 0] = 1.0          # gray images: white boxes, as TF
+    for b in range(canvas.shape[0]):
+        for k, box in enumerate(np.asarray(boxes[b]).reshape(-1, 4)):
+            color = table[k % len(table)][:depth]
+            r0, c0 = int(box[0] * (h - 1)), int(box[1] * (w - 1))
+            r1, c1 = int(box[2] * (h - 1)), int(box[3] * (w - 1))
+            if r0 > r1 or c0 > c1 or r0 >= h or c0 >= w or r1 < 0 or c1 < 0:
+                continue
+            rc0, rc1, cc0, cc1 = max(r0, 0), min(r1, h - 1), max(c0, 0), min(c1, w - 1)
+            for r in (r0, r1):
+                if 0 <= r < h:
+                    canvas[b, r, cc0:cc1 + 1] = color
+            for col in (c0, c1):
+                if 0 <= col < w:
+                    canvas[b, rc0:rc1 + 1, col] = color
+    return canvas
+
+
+def draw_bounding_boxes(images, boxes, name=None, colors=None):
+    """[batch, h, w, depth] float images (depth 1, 3 or 4) with 1-pixel outlines of boxes
+    [batch, n, 4] drawn in TF's colour table (or `colors` [k, 4], cycled)."""
+    x = convert_to_tensor(images)
+    if x.shape.ndims != 4 or x.shape.as_list()[3] not in (None, 1, 3, 4):
+        raise ValueError("draw_bounding_boxes takes [batch, height, width, depth] images with "
+                         "depth 1, 3 or 4, got shape %s" % x.shape)
+    if not x.dtype.is_floating:
+        raise TypeError("draw_bounding_boxes takes float images, not %s" % x.dtype.name)
+    table = None if colors is None else np.asarray(colors, np.float32)
+    out = py_func(lambda i, b: _draw(i, b, table),
+                  [x, convert_to_tensor(boxes, dtype=dtypes.float32)], x.dtype,
+                  stateful=False, name=name or "DrawBoundingBoxes")
+    out.set_shape(x.shape)
+    return out
+
+
+__all__ = ["crop_and_resize", "draw_bounding_boxes", "non_max_suppression",
+           "sample_distorted_bounding_box"]

@@ -1,0 +1,136 @@
+"""TF1's image codecs for tf.image (decode_jpeg, decode_png, decode_image, encode_png,
+encode_jpeg) as PyFunc nodes backed by Pillow; they run in the process that built the graph
+(shardflow/script_ops.py) and have no gradient, as in TF1.
+
+Example::
+
+    raw = sf.io.read_file(path)                       # or a string tensor fed in
+    img = sf.image.decode_png(raw, channels=3)        # uint8 [h, w, 3]
+    png = sf.image.encode_png(img)                    # a scalar string
+
+Images are uint8 (decode_image also converts to a float dtype). `channels` 0 keeps the file's
+channels; 1, 3 or 4 converts (gray, RGB, RGBA). Decoded images'
+height and width are unknown until run time (the channel count is known when given).
+"""
+
+import io
+
+import numpy as np
+
+from shardflow import dtypes
+from shardflow.framework import convert_to_tensor
+from shardflow.script_ops import py_func
+
+_MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+
+
+def _pil():
+    try:
+        from PIL import Image
+    except ImportError as e:
+        raise ImportError("shardflow's image codecs need Pillow (pip install Pillow)") from e
+    return Image
+
+
+def _as_bytes(contents):
+    value = contents.item() if isinstance(contents, np.ndarray) else contents
+    return value if isinstance(value, bytes) else str(value).encode("latin-1")
+
+
+def _to_array(img, channels, dtype):
+    if channels:
+        img = img.convert(_MODES[channels])
+    elif img.mode not in ("L", "RGB", "RGBA", "I;16", "I"):
+        img = img.convert("RGBA" if "A" in img.mode or "transparency" in img.info else "RGB")
+    arr = np.asarray(img)
+    if arr.ndim == 2:
+        arr = arr[:, :, None]
+    if arr.dtype != np.uint8:       # 16-bit PNG: shardflow has no uint16, scaled to uint8
+        arr = (arr.astype(np.uint32) // 257).astype(np.uint8)
+    return arr
+
+
+def _decode(contents, channels, dtype, formats, what, name):
+    if channels not in (0, None, 1, 3, 4):
+        raise ValueError("%s: channels must be 0, 1, 3 or 4, got %r" % (what, channels))
+    image_mod = _pil()
+
+    def run(raw):
+        img = image_mod.open(io.BytesIO(_as_bytes(raw)))
+        if formats and img.format not in formats:
+            raise ValueError("%s: the contents are %s, not %s" % (what, img.format,
+                                                                  "/".join(formats)))
+        return _to_array(img, channels or 0, dtype)
+    out = py_func(run, [convert_to_tensor(contents, dtype=dtypes.string)], dtype,
+                  stateful=False, name=name or what)
+    out.set_shape([None, None, channels or None])
+    return out
+
+
+def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
+    """A [h, w, channels] uint8 image from PNG bytes (16-bit PNGs scaled to 8 bits: shardflow
+    has no uint16)."""
+    if dtypes.as_dtype(dtype) != dtypes.uint8:
+        raise ValueError("decode_png: dtype must be uint8 (shardflow has no uint16), got %r"
+                         % (dtype,))
+    return _decode(contents, channels, dtypes.uint8, ("PNG",), "DecodePng", name)
+
+
+def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
+                try_recover_truncated=False, acceptable_fraction=1, dct_method="", name=None):
+    """A [h, w, channels] uint8 image from JPEG bytes (ratio must be 1)."""
+    if ratio != 1:
+        raise ValueError("decode_jpeg: only ratio=1 is available, got %r" % (ratio,))
+    return _decode(contents, channels, dtypes.uint8, ("JPEG",), "DecodeJpeg", name)
+
+
+def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None,
+                 expand_animations=True):
+    """A [h, w, channels] image from PNG, JPEG, GIF (first frame) or BMP bytes; `dtype`
+    uint8, or a float type (scaled to [0, 1) as convert_image_dtype does)."""
+    dt = dtypes.as_dtype(dtype)
+    image = _decode(contents, channels, dtypes.uint8, None, "DecodeImage",
+                    name if dt == dtypes.uint8 else None)
+    if dt == dtypes.uint8:
+        return image
+    from shardflow.image import convert_image_dtype
+    return convert_image_dtype(image, dt, name=name)
+
+
+def _encode(image, fmt, options, what, name):
+    image_mod = _pil()
+    x = convert_to_tensor(image)
+    if x.shape.ndims not in (None, 3) or (x.shape.ndims == 3 and
+                                          x.shape.as_list()[2] not in (None, 1, 3, 4)):
+        raise ValueError("%s takes a [height, width, channels] image with 1, 3 or 4 channels, "
+                         "got shape %s" % (what, x.shape))
+
+    def run(arr):
+        arr = np.asarray(arr)
+        if arr.shape[2] == 1:
+            arr = arr[:, :, 0]
+        buf = io.BytesIO()
+        image_mod.fromarray(arr).save(buf, format=fmt, **options)
+        return np.array(buf.getvalue(), dtype=object)
+    out = py_func(run, [x], dtypes.string, stateful=False, name=name or what)
+    out.set_shape([])
+    return out
+
+
+def encode_png(image, compression=-1, name=None):
+    """PNG bytes (a scalar string) of a uint8 [h, w, channels] image."""
+    level = 6 if compression in (-1, None) else int(compression)
+    return _encode(image, "PNG", {"compress_level": level}, "EncodePng", name)
+
+
+def encode_jpeg(image, format="", quality=95, progressive=False,  # noqa: A002
+                optimize_size=False, chroma_downsampling=True, density_unit="in",
+                x_density=300, y_density=300, xmp_metadata="", name=None):
+    """JPEG bytes (a scalar string) of a uint8 [h, w, 1 or 3] image."""
+    options = {"quality": int(quality), "progressive": bool(progressive),
+               "optimize": bool(optimize_size), "dpi": (int(x_density), int(y_density)),
+               "subsampling": 2 if chroma_downsampling else 0}
+    return _encode(image, "JPEG", options, "EncodeJpeg", name)
+
+
+__all__ = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"]

@@ -1,0 +1,172 @@
+"""TF1's colour adjustments for tf.image: RGB <-> HSV, contrast, saturation, hue, gamma and
+grayscale_to_rgb, composed from element-wise ops so gradients flow to the images (TF1 registers
+none for AdjustContrastv2, AdjustSaturation or AdjustHue; here they come for free).
+
+Example::
+
+    hsv = sf.image.rgb_to_hsv(rgb)                     # float images, last dimension 3
+    img = sf.image.random_hue(img, 0.08, seed=1)       # hue shifted by up to 0.08 of a turn
+    img = sf.image.adjust_contrast(img, 1.5)           # per image and channel, about the mean
+
+Images are [..., height, width, 3] for the HSV-based ops. Integer images are converted to float32
+([0, 1)) first and converted back afterwards, saturating, as TF1 does; float16/float32 images are
+used as they are and not clipped (except hue and saturation, whose HSV round trip keeps [0, 1]).
+"""
+
+from shardflow import dtypes, ops
+from shardflow.array_ops import stack, tile, unstack, where_v2
+from shardflow.framework import Tensor, convert_to_tensor
+
+
+def _to_float(image):
+    """`image` as a tensor, float32 unless it already is float16/float32, and its dtype."""
+    x = convert_to_tensor(image)
+    if x.dtype in (dtypes.float16, dtypes.float32):
+        return x, x.dtype
+    from shardflow.image import convert_image_dtype
+    return convert_image_dtype(x, dtypes.float32), x.dtype
+
+
+def _from_float(x, dtype, name=None):
+    from shardflow.image import convert_image_dtype
+    return convert_image_dtype(x, dtype, saturate=True, name=name)
+
+
+def _scalar(value, like):
+    """A Python number or a tensor as a scalar of `like`'s dtype."""
+    if isinstance(value, Tensor):
+        return ops.cast(value, like.dtype) if value.dtype != like.dtype else value
+    return ops.constant(float(value), dtype=like.dtype)
+
+
+def _rgb(images, what):
+    x = convert_to_tensor(images)
+    if x.shape.ndims is None or x.shape.as_list()[-1] != 3:
+        raise ValueError("%s: the last dimension must be the 3 channels (RGB or HSV), got shape "
+                         "%s" % (what, x.shape))
+    if not x.dtype.is_floating:
+        raise TypeError("%s takes float images (use convert_image_dtype first), not %s"
+                        % (what, x.dtype.name))
+    return x
+
+
+def rgb_to_hsv(images, name=None):
+    """Hue, saturation and value in [0, 1] of float RGB images in [0, 1] (TF1's kernel: hue
+    is 0 where the pixel is gray, saturation 0 where it is black)."""
+    x = _rgb(images, "rgb_to_hsv")
+    r, g, b = unstack(x, axis=-1)
+    value = ops.reduce_max(x, axis=-1)
+    chroma = ops.subtract(value, ops.reduce_min(x, axis=-1))
+    zero = ops.zeros_like(value)
+    safe_value = where_v2(ops.greater(value, 0.0), value, ops.ones_like(value))
+    saturation = where_v2(ops.greater(value, 0.0), ops.divide(chroma, safe_value), zero)
+    has_hue = ops.greater(chroma, 0.0)
+    norm = ops.divide(1.0 / 6.0, where_v2(has_hue, chroma, ops.ones_like(chroma)))
+    hue = where_v2(ops.equal(r, value), norm * (g - b),
+                   where_v2(ops.equal(g, value), norm * (b - r) + 2.0 / 6.0,
+                            norm * (r - g) + 4.0 / 6.0))
+    hue = where_v2(has_hue, hue, zero)
+    hue = where_v2(ops.less(hue, 0.0), hue + 1.0, hue)
+    return stack([hue, saturation, value], axis=-1, name=name)
+
+
+def hsv_to_rgb(images, name=None):
+    """Float RGB images from hue, saturation and value in [0, 1] (TF1's kernel)."""
+    x = _rgb(images, "hsv_to_rgb")
+    h, s, v = unstack(x, axis=-1)
+    dh = h * 6.0
+
+    def ramp(t):
+        return ops.clip_by_value(t, 0.0, 1.0)
+    dr = ramp(ops.abs(dh - 3.0) - 1.0)
+    dg = ramp(2.0 - ops.abs(dh - 2.0))
+    db = ramp(2.0 - ops.abs(dh - 4.0))
+    grey = 1.0 - s
+    return stack([v * (grey + s * dr), v * (grey + s * dg), v * (grey + s * db)], axis=-1,
+                 name=name)
+
+
+def grayscale_to_rgb(images, name=None):
+    """The single channel of `images` (last dimension 1) repeated into 3."""
+    x = convert_to_tensor(images)
+    if x.shape.ndims is None or x.shape.ndims < 2 or x.shape.as_list()[-1] != 1:
+        raise ValueError("grayscale_to_rgb: the last dimension must be 1, got shape %s"
+                         % x.shape)
+    return tile(x, [1] * (x.shape.ndims - 1) + [3], name=name)
+
+
+def adjust_contrast(images, contrast_factor, name=None):
+    """(x - mean) * contrast_factor + mean, with the mean taken over each image's height and
+    width, per channel ([..., height, width, channels])."""
+    x, orig = _to_float(images)
+    if x.shape.ndims is None or x.shape.ndims < 3:
+        raise ValueError("adjust_contrast takes images of rank 3 or more, got shape %s"
+                         % x.shape)
+    mean = ops.reduce_mean(x, axis=[-3, -2], keepdims=True)
+    adjusted = (x - mean) * _scalar(contrast_factor, x) + mean
+    return _from_float(adjusted, orig, name=name)
+
+
+def _uniform_factor(lower, upper, seed, what):
+    if upper <= lower:
+        raise ValueError("%s: upper must be > lower, got [%r, %r]" % (what, lower, upper))
+    if lower < 0:
+        raise ValueError("%s: lower must be non-negative, got %r" % (what, lower))
+    return ops.random_uniform([], float(lower), float(upper), seed=seed)
+
+
+def random_contrast(image, lower, upper, seed=None):
+    """adjust_contrast by a factor drawn uniformly in [lower, upper)."""
+    return adjust_contrast(image, _uniform_factor(lower, upper, seed, "random_contrast"))
+
+
+def adjust_saturation(image, saturation_factor, name=None):
+    """The image with its HSV saturation multiplied by saturation_factor (clipped to [0, 1])."""
+    x, orig = _to_float(image)
+    hsv = rgb_to_hsv(x)
+    h, s, v = unstack(hsv, axis=-1)
+    s = ops.clip_by_value(s * _scalar(saturation_factor, s), 0.0, 1.0)
+    return _from_float(hsv_to_rgb(stack([h, s, v], axis=-1)), orig, name=name)
+
+
+def random_saturation(image, lower, upper, seed=None):
+    """adjust_saturation by a factor drawn uniformly in [lower, upper)."""
+    return adjust_saturation(image, _uniform_factor(lower, upper, seed, "random_saturation"))
+
+
+def adjust_hue(image, delta, name=None):
+    """The image with delta (in [-1, 1], a fraction of a turn) added to its HSV hue, wrapped
+    into [0, 1)."""
+    if not isinstance(delta, Tensor) and not -1.0 <= float(delta) <= 1.0:
+        raise ValueError("adjust_hue: delta must be in [-1, 1], got %r" % (delta,))
+    x, orig = _to_float(image)
+    hsv = rgb_to_hsv(x)
+    h, s, v = unstack(hsv, axis=-1)
+    h = h + _scalar(delta, h)
+    h = h - ops.floor(ops.stop_gradient(h))
+    return _from_float(hsv_to_rgb(stack([h, s, v], axis=-1)), orig, name=name)
+
+
+def random_hue(image, max_delta, seed=None):
+    """adjust_hue by a delta drawn uniformly in [-max_delta, max_delta), max_delta in
+    [0, 0.5]."""
+    if not 0.0 <= max_delta <= 0.5:
+        raise ValueError("random_hue: max_delta must be in [0, 0.5], got %r" % (max_delta,))
+    delta = ops.random_uniform([], -float(max_delta), float(max_delta), seed=seed)
+    return adjust_hue(image, delta)
+
+
+def adjust_gamma(image, gamma=1, gain=1):
+    """gain * image ** gamma, computed in float ([0, 1) for integer images) and converted back
+    (saturating). gamma must be non-negative."""
+    if not isinstance(gamma, Tensor) and float(gamma) < 0:
+        raise ValueError("adjust_gamma: gamma must be a non-negative real number, got %r"
+                         % (gamma,))
+    x, orig = _to_float(image)
+    adjusted = _scalar(gain, x) * ops.pow(x, _scalar(gamma, x))
+    return _from_float(adjusted, orig)
+
+
+__all__ = ["adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_saturation",
+           "grayscale_to_rgb", "hsv_to_rgb", "random_contrast", "random_hue",
+           "random_saturation", "rgb_to_hsv"]
