@@ -1,66 +1,313 @@
-"""TF1's tf.losses: losses that are scalar means, added to the LOSSES collection.
+"""TF1's tf.losses: per-element losses weighted and reduced (by default to a scalar, the sum
+over the elements with a non-zero weight divided by their number), added to the LOSSES
+collection.
 
 Example::
 
     loss = sf.losses.sparse_softmax_cross_entropy(labels=y, logits=logits)
+    robust = sf.losses.huber_loss(y_true, y_pred, delta=2.0,
+                                  reduction=sf.losses.Reduction.SUM)
     total = sf.losses.get_total_loss()
 """
 
-from shardflow import nn, ops
-from shardflow.framework import GraphKeys, get_default_graph
+import numpy as np
+
+from shardflow import dtypes, nn, ops
+from shardflow.array_ops import where
+from shardflow.framework import GraphKeys, convert_to_tensor, get_default_graph
+from shardflow.math_composites import div_no_nan
 
 LOSSES = GraphKeys.LOSSES
 REGULARIZATION_LOSSES = GraphKeys.REGULARIZATION_LOSSES
 
 
-def _finish(per_example, weights, loss_collection, name):
-    if weights is not None and not (isinstance(weights, (int, float)) and weights == 1.0):
-        per_example = ops.multiply(per_example, weights)
-    loss = ops.reduce_mean(per_example, name=name)
+class Reduction(object):
+    """How a tf.losses function reduces its weighted per-element losses (TF1's
+    tf.losses.Reduction):
+
+    NONE: the weighted losses, unreduced (their shape).
+    SUM: their sum.
+    MEAN: their sum / the sum of the weights (broadcast to the losses).
+    SUM_OVER_BATCH_SIZE: their sum / the number of elements.
+    SUM_BY_NONZERO_WEIGHTS (SUM_OVER_NONZERO_WEIGHTS): their sum / the number of elements
+        whose weight is not 0; the default, as TF1's.
+    A sum divided by 0 is 0.
+    """
+
+    NONE = "none"
+    SUM = "weighted_sum"
+    SUM_OVER_BATCH_SIZE = "weighted_sum_over_batch_size"
+    MEAN = "weighted_mean"
+    SUM_BY_NONZERO_WEIGHTS = "weighted_sum_by_nonzero_weights"
+    SUM_OVER_NONZERO_WEIGHTS = SUM_BY_NONZERO_WEIGHTS
+
+    @classmethod
+    def all(cls):
+        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE,
+                cls.SUM_OVER_NONZERO_WEIGHTS, cls.SUM_BY_NONZERO_WEIGHTS)
+
+    @classmethod
+    def validate(cls, key):
+        if key not in cls.all():
+            raise ValueError("invalid loss reduction %r; use one of sf.losses.Reduction's: %s"
+                             % (key, ", ".join(sorted(set(cls.all())))))
+
+
+def _is_python_scalar(w):
+    return isinstance(w, (int, float, np.number)) and not isinstance(w, bool)
+
+
+def _float_input(x, what):
+    """x as a floating tensor (non-float inputs become float32, as TF1's casts)."""
+    if isinstance(x, (list, tuple, int, float, np.ndarray, np.number)):
+        x = np.asarray(x)
+        if not np.issubdtype(x.dtype, np.floating):
+            x = x.astype(np.float32)
+    x = convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        x = ops.cast(x, dtypes.float32)
+    return x
+
+
+def _num_present(losses, weights, per_batch=False):
+    """The number of elements of `losses` whose (broadcast) weight is not 0, as losses' dtype:
+    a scalar, or per batch row ([batch, 1, ...]) when per_batch."""
+    if _is_python_scalar(weights):
+        present = ops.ones_like(losses) if weights != 0 else ops.zeros_like(losses)
+    else:
+        w = _float_input(weights, "weights")
+        if w.dtype != losses.dtype:
+            w = ops.cast(w, losses.dtype)
+        nonzero = ops.cast(ops.not_equal(w, ops.zeros_like(w)), losses.dtype)
+        present = ops.multiply(ops.ones_like(losses), nonzero)
+    if not per_batch:
+        return ops.reduce_sum(present)
+    axes = list(range(1, losses.shape.ndims))
+    return ops.reduce_sum(present, axis=axes, keepdims=True) if axes else present
+
+
+def _weights_as(weights, losses):
+    """weights as a Python number, or as a tensor of losses' dtype."""
+    if _is_python_scalar(weights):
+        return weights
+    w = _float_input(weights, "weights")
+    return ops.cast(w, losses.dtype) if w.dtype != losses.dtype else w
+
+
+class _maybe_scope(object):
+    """name_scope(scope) when a scope is given; else names stay as they are."""
+
+    def __init__(self, scope):
+        self._cm = get_default_graph().name_scope(scope) if scope else None
+
+    def __enter__(self):
+        return self._cm.__enter__() if self._cm is not None else None
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc) if self._cm is not None else False
+
+
+def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=LOSSES,
+                          reduction=Reduction.SUM_BY_NONZERO_WEIGHTS, name=None):
+    """`losses` times `weights` (a scalar or a tensor broadcastable to losses), reduced as
+    `reduction` says (a Reduction; by default the sum over the number of non-zero weights),
+    added to `loss_collection` (LOSSES; None adds it nowhere), as TF1's
+    tf.losses.compute_weighted_loss. The result has losses' dtype; `name` names it."""
+    with _maybe_scope(scope):
+        return _weighted_loss(losses, weights, loss_collection, reduction, name)
+
+
+def _weighted_loss(losses, weights, loss_collection, reduction, name):
+    """compute_weighted_loss inside the caller's scope."""
+    Reduction.validate(reduction)
+    losses = _float_input(losses, "losses")
+    if weights is None:
+        weights = 1.0
+    w = _weights_as(weights, losses)
+    weighted = losses if _is_python_scalar(w) and w == 1.0 else ops.multiply(losses, w)
+    if reduction == Reduction.NONE:
+        loss = ops.identity(weighted, name=name) if name else weighted
+    elif reduction == Reduction.SUM:
+        loss = ops.reduce_sum(weighted, name=name)
+    elif _is_python_scalar(w) and w != 0 and reduction in (
+            Reduction.SUM_OVER_BATCH_SIZE, Reduction.SUM_BY_NONZERO_WEIGHTS):
+        # Every element counts: the plain mean (the graph unweighted losses always had).
+        loss = ops.reduce_mean(weighted, name=name)
+    else:
+        if reduction == Reduction.MEAN:
+            den = ops.reduce_sum(ops.multiply(ops.ones_like(losses), w))
+        elif reduction == Reduction.SUM_OVER_BATCH_SIZE:
+            den = ops.reduce_sum(ops.ones_like(losses))
+        else:
+            den = _num_present(losses, w)
+        loss = div_no_nan(ops.reduce_sum(weighted), den, name=name)
     if loss_collection:
         get_default_graph().add_to_collection(loss_collection, loss)
     return loss
 
 
+_DEFAULT = Reduction.SUM_BY_NONZERO_WEIGHTS
+
+
 def mean_squared_error(labels, predictions, weights=1.0, scope=None,
-                       loss_collection=LOSSES, name=None):
-    """mean((predictions - labels) ** 2)."""
-    return _finish(ops.squared_difference(predictions, labels), weights, loss_collection, name)
+                       loss_collection=LOSSES, reduction=_DEFAULT, name=None):
+    """(predictions - labels) ** 2, weighted and reduced (compute_weighted_loss)."""
+    with _maybe_scope(scope):
+        per_element = ops.squared_difference(predictions, labels)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
 
 
 def absolute_difference(labels, predictions, weights=1.0, scope=None,
-                        loss_collection=LOSSES, name=None):
-    """mean(|predictions - labels|)."""
-    return _finish(ops.abs(ops.subtract(predictions, labels)), weights, loss_collection, name)
+                        loss_collection=LOSSES, reduction=_DEFAULT, name=None):
+    """|predictions - labels|, weighted and reduced (compute_weighted_loss)."""
+    with _maybe_scope(scope):
+        per_element = ops.abs(ops.subtract(predictions, labels))
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
 
 
 def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0, scope=None,
-                          loss_collection=LOSSES, name=None):
-    """Mean cross-entropy of softmax(logits) against one-hot (or soft) labels."""
-    if label_smoothing:
-        classes = float(logits.shape.as_list()[-1])
-        onehot_labels = ops.add(ops.multiply(onehot_labels, 1.0 - label_smoothing),
-                                label_smoothing / classes)
-    return _finish(nn.softmax_cross_entropy_with_logits(labels=onehot_labels, logits=logits),
-                   weights, loss_collection, name)
+                          loss_collection=LOSSES, reduction=_DEFAULT, name=None):
+    """Cross-entropy of softmax(logits) against one-hot (or soft) labels, per row; weights
+    (a scalar or [batch]) and reduction as compute_weighted_loss."""
+    with _maybe_scope(scope):
+        if label_smoothing:
+            classes = float(logits.shape.as_list()[-1])
+            onehot_labels = ops.add(ops.multiply(onehot_labels, 1.0 - label_smoothing),
+                                    label_smoothing / classes)
+        per_row = nn.softmax_cross_entropy_with_logits(labels=onehot_labels, logits=logits)
+        return _weighted_loss(per_row, weights, loss_collection, reduction, name)
 
 
 def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
-                                 loss_collection=LOSSES, name=None):
-    """Mean cross-entropy of softmax(logits) against class indices."""
-    return _finish(nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits),
-                   weights, loss_collection, name)
+                                 loss_collection=LOSSES, reduction=_DEFAULT, name=None):
+    """Cross-entropy of softmax(logits) against class indices, per row; weights and
+    reduction as compute_weighted_loss."""
+    with _maybe_scope(scope):
+        per_row = nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        return _weighted_loss(per_row, weights, loss_collection, reduction, name)
 
 
 def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,
-                          scope=None, loss_collection=LOSSES, name=None):
-    """Mean sigmoid cross-entropy of logits against labels in [0, 1] of the same shape (TF1's
-    tf.losses.sigmoid_cross_entropy; label_smoothing moves them toward 1/2)."""
-    labels = ops.cast(multi_class_labels, logits.dtype)
-    if label_smoothing:
-        labels = ops.add(ops.multiply(labels, 1.0 - label_smoothing), 0.5 * label_smoothing)
-    return _finish(nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits),
-                   weights, loss_collection, name)
+                          scope=None, loss_collection=LOSSES, reduction=_DEFAULT, name=None):
+    """Sigmoid cross-entropy of logits against labels in [0, 1] of the same shape (TF1's
+    tf.losses.sigmoid_cross_entropy; label_smoothing moves them toward 1/2), weighted and
+    reduced (compute_weighted_loss)."""
+    with _maybe_scope(scope):
+        labels = ops.cast(multi_class_labels, logits.dtype)
+        if label_smoothing:
+            labels = ops.add(ops.multiply(labels, 1.0 - label_smoothing), 0.5 * label_smoothing)
+        per_element = nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+
+
+def _pair(labels, predictions, what):
+    """(labels, predictions) as float tensors of predictions' dtype and compatible shapes."""
+    predictions = _float_input(predictions, what)
+    labels = _float_input(labels, what)
+    if labels.dtype != predictions.dtype:
+        labels = ops.cast(labels, predictions.dtype)
+    a, b = labels.shape, predictions.shape
+    if a.ndims is not None and b.ndims is not None and (
+            a.ndims != b.ndims or any(p is not None and q is not None and p != q
+                                      for p, q in zip(a.as_list(), b.as_list()))):
+        raise ValueError("%s: labels %s and predictions %s must have the same shape"
+                         % (what, a.as_list(), b.as_list()))
+    return labels, predictions
+
+
+def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
+               loss_collection=LOSSES, reduction=_DEFAULT, name=None):
+    """0.5 * e ** 2 where |e| <= delta, else delta * (|e| - 0.5 * delta), for
+    e = predictions - labels (TF1's tf.losses.huber_loss), weighted and reduced
+    (compute_weighted_loss)."""
+    with _maybe_scope(scope):
+        labels, predictions = _pair(labels, predictions, "huber_loss")
+        abs_error = ops.abs(ops.subtract(predictions, labels))
+        quadratic = ops.minimum(abs_error, np.asarray(delta, predictions.dtype.as_numpy_dtype))
+        linear = ops.subtract(abs_error, quadratic)
+        per_element = ops.add(ops.multiply(ops.square(quadratic), 0.5),
+                              ops.multiply(linear, float(delta)))
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+
+
+def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
+                    loss_collection=LOSSES, reduction=_DEFAULT, dim=None, name=None):
+    """1 - sum(labels * predictions, axis) (kept as a dimension of size 1) for unit-normalized
+    labels and predictions, as TF1's tf.losses.cosine_distance (`dim` is its older name for
+    axis), weighted and reduced (compute_weighted_loss)."""
+    if dim is not None:
+        if axis is not None:
+            raise ValueError("cosine_distance: give axis or dim (its older name), not both")
+        axis = dim
+    if axis is None:
+        raise ValueError("cosine_distance needs axis, the dimension the vectors lie along")
+    with _maybe_scope(scope):
+        labels, predictions = _pair(labels, predictions, "cosine_distance")
+        dots = ops.reduce_sum(ops.multiply(labels, predictions), axis=[axis], keepdims=True)
+        per_vector = ops.subtract(1.0, dots)
+        return _weighted_loss(per_vector, weights, loss_collection, reduction, name)
+
+
+def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=LOSSES,
+               reduction=_DEFAULT, name=None):
+    """max(0, 1 - (2 * labels - 1) * logits) for labels in {0, 1} (TF1's
+    tf.losses.hinge_loss), weighted and reduced (compute_weighted_loss)."""
+    with _maybe_scope(scope):
+        labels, logits = _pair(labels, logits, "hinge_loss")
+        signs = ops.subtract(ops.multiply(labels, 2.0), 1.0)
+        per_element = nn.relu(ops.subtract(1.0, ops.multiply(signs, logits)))
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+
+
+def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
+             loss_collection=LOSSES, reduction=_DEFAULT, name=None):
+    """-labels * log(predictions + epsilon) - (1 - labels) * log(1 - predictions + epsilon)
+    for probabilities `predictions` (TF1's tf.losses.log_loss), weighted and reduced
+    (compute_weighted_loss)."""
+    with _maybe_scope(scope):
+        labels, predictions = _pair(labels, predictions, "log_loss")
+        eps = np.asarray(epsilon, predictions.dtype.as_numpy_dtype)
+        positive = ops.multiply(labels, ops.log(ops.add(predictions, eps)))
+        negative = ops.multiply(ops.subtract(1.0, labels),
+                                ops.log(ops.add(ops.subtract(1.0, predictions), eps)))
+        per_element = ops.negative(ops.add(positive, negative))
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+
+
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
+                                loss_collection=LOSSES, name=None):
+    """For each batch row, the mean of (d_i - d_j) ** 2 over the ordered pairs i != j of its
+    elements with non-zero weight, d = predictions - labels; times the row's weight and
+    summed over the rows (TF1's tf.losses.mean_pairwise_squared_error: no reduction
+    argument). `weights` is a scalar, [batch] or [batch, 1, ...]; a row with fewer than two
+    elements adds 0."""
+    with _maybe_scope(scope):
+        labels, predictions = _pair(labels, predictions, "mean_pairwise_squared_error")
+        diffs = ops.subtract(predictions, labels)
+        rank = diffs.shape.ndims
+        if rank is None or rank < 2:
+            raise ValueError("mean_pairwise_squared_error needs [batch, ...] inputs of known "
+                             "rank >= 2, got %s" % (diffs.shape,))
+        w = _weights_as(weights, diffs)
+        if not _is_python_scalar(w) and w.shape.ndims == 1:
+            w = ops.reshape(w, [-1] + [1] * (rank - 1))
+        axes = list(range(1, rank))
+        present = _num_present(diffs, w, per_batch=True)        # [batch, 1, ...]
+        sum_squares = ops.reduce_sum(ops.square(diffs), axis=axes, keepdims=True)
+        term1 = ops.multiply(div_no_nan(sum_squares, ops.maximum(ops.subtract(present, 1.0),
+                                                                 0.0)), 2.0)
+        sum_diff = ops.reduce_sum(diffs, axis=axes, keepdims=True)
+        pairs = ops.maximum(ops.multiply(present, ops.subtract(present, 1.0)), 0.0)
+        term2 = ops.multiply(div_no_nan(ops.square(sum_diff), pairs), 2.0)
+        weighted = ops.subtract(term1, term2)
+        if not (_is_python_scalar(w) and w == 1.0):
+            weighted = ops.multiply(weighted, w)
+        total = ops.reduce_sum(weighted)
+        loss = where(ops.greater(ops.reduce_sum(present), 0.0), total, ops.zeros_like(total),
+                     name=name)
+    if loss_collection:
+        get_default_graph().add_to_collection(loss_collection, loss)
+    return loss
 
 
 def add_loss(loss, loss_collection=LOSSES):

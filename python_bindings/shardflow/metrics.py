@@ -197,6 +197,36 @@ def recall(labels, predictions, weights=None, metrics_collections=None,
                          metrics_collections, updates_collections)
 
 
+_COUNT_NAMES = {"tp": "true_positives", "fp": "false_positives", "fn": "false_negatives",
+                "tn": "true_negatives"}
+
+
+def _counts_at_thresholds(labels, predictions, weights, thresholds, kinds):
+    """Running weighted counts, one per threshold, of the true/false positives/negatives of
+    binary labels against scores `predictions` (positive: score > threshold), in the caller's
+    name scope; returns ({kind: value [T]}, {kind: update [T]})."""
+    labels = _as_bool(_tensor(labels))
+    scores = ops.reshape(_tensor(predictions, dtypes.float32), [-1, 1])
+    positive = ops.reshape(ops.cast(labels, dtypes.float32), [-1, 1])
+    w = ops.reshape(_weights_like(ops.cast(labels, dtypes.float32), weights), [-1, 1])
+    thresholds = np.asarray(thresholds, np.float32).reshape(-1)
+    above = ops.cast(ops.greater(scores, ops.constant(thresholds.reshape(1, -1))),
+                     dtypes.float32)                                   # [n, thresholds]
+    per_row = {
+        "tp": lambda: ops.multiply(above, ops.multiply(positive, w)),
+        "fp": lambda: ops.multiply(above, ops.multiply(ops.subtract(1.0, positive), w)),
+        "fn": lambda: ops.multiply(ops.subtract(1.0, above), ops.multiply(positive, w)),
+        "tn": lambda: ops.multiply(ops.subtract(1.0, above),
+                                   ops.multiply(ops.subtract(1.0, positive), w)),
+    }
+    values, updates = {}, {}
+    for kind in kinds:
+        var = _metric_variable([len(thresholds)], _COUNT_NAMES[kind])
+        updates[kind] = var.assign_add(ops.reduce_sum(per_row[kind](), axis=0))
+        values[kind] = var.value()
+    return values, updates
+
+
 def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
         updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal"):
     """Area under the ROC (or PR) curve of scores `predictions` in [0, 1] against binary
@@ -213,27 +243,8 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
                                     for i in range(num_thresholds - 2)] + [1.0 + eps], np.float32)
     g = get_default_graph()
     with g.name_scope(name or "auc"):
-        labels = _as_bool(_tensor(labels))
-        scores = ops.reshape(_tensor(predictions, dtypes.float32), [-1, 1])
-        positive = ops.reshape(ops.cast(labels, dtypes.float32), [-1, 1])
-        w = ops.reshape(_weights_like(ops.cast(labels, dtypes.float32), weights), [-1, 1])
-        above = ops.cast(ops.greater(scores, ops.constant(thresholds.reshape(1, -1))),
-                         dtypes.float32)                                   # [n, thresholds]
-        counts = {
-            "tp": ops.multiply(above, ops.multiply(positive, w)),
-            "fp": ops.multiply(above, ops.multiply(ops.subtract(1.0, positive), w)),
-            "fn": ops.multiply(ops.subtract(1.0, above), ops.multiply(positive, w)),
-            "tn": ops.multiply(ops.subtract(1.0, above),
-                               ops.multiply(ops.subtract(1.0, positive), w)),
-        }
-        values, updates = {}, {}
-        for kind, per_row in counts.items():
-            var = _metric_variable([num_thresholds], {"tp": "true_positives",
-                                                      "fp": "false_positives",
-                                                      "fn": "false_negatives",
-                                                      "tn": "true_negatives"}[kind])
-            updates[kind] = var.assign_add(ops.reduce_sum(per_row, axis=0))
-            values[kind] = var.value()
+        values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
+                                                ("tp", "fp", "fn", "tn"))
 
         def area(c):
             tp, fp, fn, tn = c["tp"], c["fp"], c["fn"], c["tn"]
@@ -255,6 +266,326 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
     return _collect(value, update, metrics_collections, updates_collections)
 
 
-__all__ = ["accuracy", "auc", "false_negatives", "false_positives", "mean",
-           "mean_absolute_error", "mean_squared_error", "precision", "recall",
-           "root_mean_squared_error", "true_negatives", "true_positives"]
+
+# ---- more of TF1's tf.metrics -------------------------------------------------------------
+
+
+def _at_thresholds(kind, labels, predictions, thresholds, weights, metrics_collections,
+                   updates_collections, name):
+    g = get_default_graph()
+    with g.name_scope(name or _COUNT_NAMES[kind] + "_at_thresholds"):
+        values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
+                                                (kind,))
+    return _collect(values[kind], updates[kind], metrics_collections, updates_collections)
+
+
+def true_positives_at_thresholds(labels, predictions, thresholds, weights=None,
+                                 metrics_collections=None, updates_collections=None, name=None):
+    """For each of `thresholds`, the weighted count of positive labels whose score
+    `predictions` is above it (TF1's tf.metrics.true_positives_at_thresholds): a [T] value."""
+    return _at_thresholds("tp", labels, predictions, thresholds, weights, metrics_collections,
+                          updates_collections, name)
+
+
+def false_positives_at_thresholds(labels, predictions, thresholds, weights=None,
+                                  metrics_collections=None, updates_collections=None, name=None):
+    """For each threshold, the weighted count of negative labels scored above it."""
+    return _at_thresholds("fp", labels, predictions, thresholds, weights, metrics_collections,
+                          updates_collections, name)
+
+
+def false_negatives_at_thresholds(labels, predictions, thresholds, weights=None,
+                                  metrics_collections=None, updates_collections=None, name=None):
+    """For each threshold, the weighted count of positive labels scored at or below it."""
+    return _at_thresholds("fn", labels, predictions, thresholds, weights, metrics_collections,
+                          updates_collections, name)
+
+
+def true_negatives_at_thresholds(labels, predictions, thresholds, weights=None,
+                                 metrics_collections=None, updates_collections=None, name=None):
+    """For each threshold, the weighted count of negative labels scored at or below it."""
+    return _at_thresholds("tn", labels, predictions, thresholds, weights, metrics_collections,
+                          updates_collections, name)
+
+
+def _default_thresholds(num_thresholds, what):
+    if num_thresholds < 2:
+        raise ValueError("%s: num_thresholds must be at least 2, got %d"
+                         % (what, num_thresholds))
+    eps = 1e-7
+    return [-eps] + [(i + 1) / (num_thresholds - 1.0)
+                     for i in range(num_thresholds - 2)] + [1.0 + eps]
+
+
+def sensitivity_at_specificity(labels, predictions, specificity, weights=None,
+                               num_thresholds=200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The sensitivity tp / (tp + fn) at the threshold (of `num_thresholds` in [0, 1]) whose
+    specificity tn / (tn + fp) is nearest `specificity` (the first such), as TF1's
+    tf.metrics.sensitivity_at_specificity (with its 1e-7 in each denominator)."""
+    if not 0 <= specificity <= 1:
+        raise ValueError("sensitivity_at_specificity: specificity must be in [0, 1], got %r"
+                         % (specificity,))
+    thresholds = _default_thresholds(num_thresholds, "sensitivity_at_specificity")
+    from shardflow.array_ops import gather
+    eps = 1e-7
+
+    def compute(c):
+        tp, fn, tn, fp = c["tp"], c["fn"], c["tn"], c["fp"]
+        specificities = ops.divide(tn, ops.add(ops.add(tn, fp), eps))
+        gap = ops.abs(ops.subtract(specificities, float(specificity)))
+        index = ops.argmax(ops.negative(gap), axis=0, output_type=dtypes.int32)
+        tp_at, fn_at = gather(tp, index), gather(fn, index)
+        return ops.divide(tp_at, ops.add(ops.add(tp_at, fn_at), eps))
+
+    g = get_default_graph()
+    with g.name_scope(name or "sensitivity_at_specificity"):
+        values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
+                                                ("tp", "fn", "tn", "fp"))
+        value, update = compute(values), compute(updates)
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None,
+                               num_thresholds=200, metrics_collections=None,
+                               updates_collections=None, name=None):
+    """The specificity tn / (tn + fp) at the threshold whose sensitivity tp / (tp + fn) is
+    nearest `sensitivity` (the last such: the highest threshold), as TF1's
+    tf.metrics.specificity_at_sensitivity (with its 1e-7 in each denominator)."""
+    if not 0 <= sensitivity <= 1:
+        raise ValueError("specificity_at_sensitivity: sensitivity must be in [0, 1], got %r"
+                         % (sensitivity,))
+    thresholds = _default_thresholds(num_thresholds, "specificity_at_sensitivity")
+    from shardflow.array_ops import gather
+    eps = 1e-7
+
+    def compute(c):
+        tp, fn, tn, fp = c["tp"], c["fn"], c["tn"], c["fp"]
+        sensitivities = ops.divide(tp, ops.add(ops.add(tp, fn), eps))
+        gap = ops.abs(ops.subtract(sensitivities, float(sensitivity)))
+        at_min = ops.cast(ops.equal(gap, ops.reduce_min(gap)), dtypes.int32)
+        # The first index where the running count of minima peaks: the last minimum.
+        index = ops.argmax(ops.cumsum(at_min), axis=0, output_type=dtypes.int32)
+        tn_at, fp_at = gather(tn, index), gather(fp, index)
+        return ops.divide(tn_at, ops.add(ops.add(tn_at, fp_at), eps))
+
+    g = get_default_graph()
+    with g.name_scope(name or "specificity_at_sensitivity"):
+        values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
+                                                ("tp", "fn", "tn", "fp"))
+        value, update = compute(values), compute(updates)
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def percentage_below(values, threshold, weights=None, metrics_collections=None,
+                     updates_collections=None, name=None):
+    """The (weighted) share of the elements of `values` below `threshold`."""
+    values = _tensor(values, dtypes.float32)
+    below = ops.cast(ops.less(values, float(threshold)), dtypes.float32)
+    return mean(below, weights, metrics_collections, updates_collections,
+                name or "percentage_below_threshold")
+
+
+def mean_relative_error(labels, predictions, normalizer, weights=None,
+                        metrics_collections=None, updates_collections=None, name=None):
+    """The (weighted) mean of |labels - predictions| / normalizer, an element counting 0
+    where normalizer is 0 (TF1's tf.metrics.mean_relative_error)."""
+    labels, predictions = _tensor(labels, dtypes.float32), _tensor(predictions, dtypes.float32)
+    _check_same_shape(labels, predictions, "mean_relative_error")
+    abs_error = ops.abs(ops.subtract(labels, predictions))
+    normalizer = ops.multiply(_tensor(normalizer, dtypes.float32), ops.ones_like(abs_error))
+    zero = ops.equal(normalizer, 0.0)
+    safe = where(zero, ops.ones_like(normalizer), normalizer)
+    relative = where(zero, ops.zeros_like(abs_error), ops.divide(abs_error, safe))
+    return mean(relative, weights, metrics_collections, updates_collections,
+                name or "mean_relative_error")
+
+
+def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collections=None,
+                         updates_collections=None, name=None):
+    """1 - the (weighted) mean over the vectors along `dim` of sum(labels * predictions, dim),
+    for unit-normalized labels and predictions (TF1's tf.metrics.mean_cosine_distance;
+    weights broadcast to the sums, which keep `dim` as a dimension of size 1)."""
+    labels, predictions = _tensor(labels, dtypes.float32), _tensor(predictions, dtypes.float32)
+    _check_same_shape(labels, predictions, "mean_cosine_distance")
+    dots = ops.reduce_sum(ops.multiply(labels, predictions), axis=[dim], keepdims=True)
+    value, update = mean(dots, weights, None, None, name or "mean_cosine_distance")
+    return _collect(ops.subtract(1.0, value), ops.subtract(1.0, update), metrics_collections,
+                    updates_collections)
+
+
+def mean_tensor(values, weights=None, metrics_collections=None, updates_collections=None,
+                name=None):
+    """The element-wise (weighted) running mean of `values`, whose shape must be fully known
+    (TF1's tf.metrics.mean_tensor); an element with no weight yet is 0."""
+    g = get_default_graph()
+    with g.name_scope(name or "mean"):
+        values = _tensor(values, dtypes.float32)
+        shape = values.shape.as_list() if values.shape.ndims is not None else None
+        if shape is None or any(d is None for d in shape):
+            raise ValueError("mean_tensor needs values of a fully known shape, got %s"
+                             % (values.shape,))
+        w = _weights_like(values, weights)
+        total = _metric_variable(shape, "total_tensor")
+        count = _metric_variable(shape, "count_tensor")
+        add_total = total.assign_add(ops.multiply(values, w))
+        add_count = count.assign_add(w)
+        value = _div_no_nan(total.value(), count.value())
+        with control_dependencies([add_total, add_count]):
+            update = _div_no_nan(ops.identity(add_total), ops.identity(add_count))
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def _flat_class_ids(x, what):
+    x = _tensor(x)
+    if not x.dtype.is_integer:
+        raise TypeError("%s: labels and predictions must be integer class ids, got %s"
+                        % (what, x.dtype.name))
+    return ops.reshape(ops.cast(x, dtypes.int32), [-1])
+
+
+def _confusion_update(labels, predictions, num_classes, weights, what):
+    """This batch's [num_classes, num_classes] weighted confusion counts (rows: labels,
+    columns: predictions) as float64."""
+    from shardflow.segment_ops import unsorted_segment_sum
+    labels = _flat_class_ids(labels, what)
+    predictions = _flat_class_ids(predictions, what)
+    w = ops.cast(_weights_like(ops.cast(labels, dtypes.float32),
+                               None if weights is None else ops.reshape(
+                                   _tensor(weights, dtypes.float32), [-1])), dtypes.float64)
+    cell = ops.add(ops.multiply(labels, num_classes), predictions)
+    counts = unsorted_segment_sum(w, cell, num_classes * num_classes)
+    return ops.reshape(counts, [num_classes, num_classes])
+
+
+def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections=None,
+             updates_collections=None, name=None):
+    """The mean over the classes of intersection / union (tp / (tp + fp + fn)) of integer
+    class ids in [0, num_classes), from a running confusion matrix (TF1's
+    tf.metrics.mean_iou): classes never seen nor predicted are left out of the mean. As in
+    TF1, update_op returns the updated [num_classes, num_classes] float64 confusion matrix
+    (rows: labels, columns: predictions)."""
+    num_classes = int(num_classes)
+    if num_classes < 1:
+        raise ValueError("mean_iou: num_classes must be positive, got %d" % num_classes)
+    g = get_default_graph()
+    with g.name_scope(name or "mean_iou"):
+        batch_cm = _confusion_update(labels, predictions, num_classes, weights, "mean_iou")
+        total_cm = _metric_variable([num_classes, num_classes], "total_confusion_matrix",
+                                    dtypes.float64)
+        update = total_cm.assign_add(batch_cm)
+        cm = ops.cast(total_cm.value(), dtypes.float32)
+        predicted = ops.reduce_sum(cm, axis=0)
+        actual = ops.reduce_sum(cm, axis=1)
+        diag = ops.reduce_sum(ops.multiply(cm, np.eye(num_classes, dtype=np.float32)), axis=1)
+        union = ops.subtract(ops.add(predicted, actual), diag)
+        valid = ops.reduce_sum(ops.cast(ops.greater(union, 0.0), dtypes.float32))
+        iou = _div_no_nan(diag, union)
+        value = _div_no_nan(ops.reduce_sum(iou), valid)
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
+                            metrics_collections=None, updates_collections=None, name=None):
+    """The mean over all `num_classes` classes of the share of each class's labels predicted
+    right (a class not seen yet counts 0), as TF1's tf.metrics.mean_per_class_accuracy; as in
+    TF1, update_op returns the [num_classes] per-class accuracies after the batch."""
+    from shardflow.segment_ops import unsorted_segment_sum
+    num_classes = int(num_classes)
+    g = get_default_graph()
+    with g.name_scope(name or "mean_accuracy"):
+        labels = _flat_class_ids(labels, "mean_per_class_accuracy")
+        predictions = _flat_class_ids(predictions, "mean_per_class_accuracy")
+        w = _weights_like(ops.cast(labels, dtypes.float32),
+                          None if weights is None
+                          else ops.reshape(_tensor(weights, dtypes.float32), [-1]))
+        correct = ops.multiply(ops.cast(ops.equal(labels, predictions), dtypes.float32), w)
+        total = _metric_variable([num_classes], "total")
+        count = _metric_variable([num_classes], "count")
+        add_total = total.assign_add(unsorted_segment_sum(w, labels, num_classes))
+        add_count = count.assign_add(unsorted_segment_sum(correct, labels, num_classes))
+        value = ops.reduce_mean(_div_no_nan(count.value(), total.value()))
+        update = _div_no_nan(add_count, add_total)
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def _top_k_hits(labels, predictions, k, class_id, what):
+    """Per batch row, (hits, misses_pred, misses_label) as float32 [batch]: the top-k classes
+    of `predictions` [batch, classes] that are among the row's `labels` ([batch] or
+    [batch, num_labels] class ids, distinct within a row), the top-k classes that are not,
+    and the labels not in the top k; only class `class_id` counted when given."""
+    from shardflow.array_ops import reduce_any
+    from shardflow.nn import top_k
+    predictions = _tensor(predictions, dtypes.float32)
+    labels = _tensor(labels)
+    if not labels.dtype.is_integer:
+        raise TypeError("%s: labels must be integer class ids, got %s"
+                        % (what, labels.dtype.name))
+    labels = ops.cast(labels, dtypes.int32)
+    if labels.shape.ndims == 1:
+        labels = ops.expand_dims(labels, 1)
+    top = top_k(predictions, k).indices                                  # [batch, k]
+    match = ops.equal(ops.expand_dims(top, 2), ops.expand_dims(labels, 1))  # [b, k, labels]
+    top_in_labels = reduce_any(match, axis=2)                            # [batch, k]
+    label_in_top = reduce_any(match, axis=1)                             # [batch, labels]
+    if class_id is not None:
+        top_is = ops.equal(top, int(class_id))
+        label_is = ops.equal(labels, int(class_id))
+    else:
+        top_is = ops.equal(top, top)
+        label_is = ops.equal(labels, labels)
+
+    def count(mask):
+        return ops.reduce_sum(ops.cast(mask, dtypes.float32), axis=1)
+
+    hits = count(ops.logical_and(top_in_labels, top_is))
+    false_pos = count(ops.logical_and(ops.logical_not(top_in_labels), top_is))
+    false_neg = count(ops.logical_and(ops.logical_not(label_in_top), label_is))
+    return hits, false_pos, false_neg
+
+
+def _at_k(labels, predictions, k, class_id, weights, other, what, name, metrics_collections,
+          updates_collections):
+    g = get_default_graph()
+    with g.name_scope(name or what):
+        hits, false_pos, false_neg = _top_k_hits(labels, predictions, k, class_id, what)
+        misses = false_pos if other == "fp" else false_neg
+        w = _weights_like(hits, None if weights is None
+                          else ops.reshape(_tensor(weights, dtypes.float32), [-1]))
+        tp = _metric_variable([], "true_positive_at_%d" % k)
+        no = _metric_variable([], ("false_positive_at_%d" if other == "fp"
+                                   else "false_negative_at_%d") % k)
+        add_tp = tp.assign_add(ops.reduce_sum(ops.multiply(hits, w)))
+        add_no = no.assign_add(ops.reduce_sum(ops.multiply(misses, w)))
+        # TF1 divides plainly here: 0 / 0 is NaN (e.g. class_id never in the top k).
+        value = ops.divide(tp.value(), ops.add(tp.value(), no.value()))
+        update = ops.divide(add_tp, ops.add(add_tp, add_no))
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def precision_at_k(labels, predictions, k, class_id=None, weights=None,
+                   metrics_collections=None, updates_collections=None, name=None):
+    """Of the k highest-scoring classes of each row of `predictions` [batch, classes], the
+    (weighted) share that are among the row's labels ([batch] or [batch, num_labels] class
+    ids); with class_id, of the rows that have it in their top k, the share labelled with it.
+    As TF1's tf.metrics.precision_at_k: `weights` per row; NaN before anything counts."""
+    return _at_k(labels, predictions, k, class_id, weights, "fp", "precision_at_%d" % k,
+                 name, metrics_collections, updates_collections)
+
+
+def recall_at_k(labels, predictions, k, class_id=None, weights=None,
+                metrics_collections=None, updates_collections=None, name=None):
+    """Of the labels of each row ([batch] or [batch, num_labels] class ids), the (weighted)
+    share that are among the row's k highest-scoring classes of `predictions`; with class_id,
+    of the rows labelled with it, the share that have it in their top k. As TF1's
+    tf.metrics.recall_at_k: `weights` per row; NaN before anything counts."""
+    return _at_k(labels, predictions, k, class_id, weights, "fn", "recall_at_%d" % k,
+                 name, metrics_collections, updates_collections)
+
+__all__ = ["accuracy", "auc", "false_negatives", "false_negatives_at_thresholds",
+           "false_positives", "false_positives_at_thresholds", "mean", "mean_absolute_error",
+           "mean_cosine_distance", "mean_iou", "mean_per_class_accuracy",
+           "mean_relative_error", "mean_squared_error", "mean_tensor", "percentage_below",
+           "precision", "precision_at_k", "recall", "recall_at_k", "root_mean_squared_error",
+           "sensitivity_at_specificity", "specificity_at_sensitivity", "true_negatives",
+           "true_negatives_at_thresholds", "true_positives", "true_positives_at_thresholds"]
