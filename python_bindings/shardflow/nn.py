@@ -547,3 +547,142 @@ def in_top_k(predictions, targets, k, name=None):
     finite = ops.equal(ops.subtract(target_value, target_value), 0)  # inf - inf, NaN: NaN
     in_range = array_ops.reduce_any(hot, axis=1)
     return ops.logical_and(ops.logical_and(ops.less(larger, k), finite), in_range, name=name)
+
+
+# ---- more of TF1's tf.nn, composed --------------------------------------------------------
+
+
+def crelu(features, name=None, axis=-1):
+    """concat([relu(features), relu(-features)], axis), as TF1's tf.nn.crelu: twice the size
+    along `axis`."""
+    x = _float_tensor(features, "crelu")
+    return ops.concat([relu(x), relu(ops.negative(x))], axis, name=name)
+
+
+def log_poisson_loss(targets, log_input, compute_full_loss=False, name=None):
+    """Element-wise exp(log_input) - log_input * targets, the negative log-likelihood of
+    `targets` under a Poisson of rate exp(log_input) up to a constant, as TF1's
+    tf.nn.log_poisson_loss; compute_full_loss adds Stirling's approximation of log(targets!),
+    targets * log(targets) - targets + 0.5 * log(2 * pi * targets), where targets > 1."""
+    log_input = _float_tensor(log_input, "log_poisson_loss")
+    targets, log_input = _labels_like(targets, log_input, "log_poisson_loss", "targets")
+    result = ops.subtract(ops.exp(log_input), ops.multiply(log_input, targets))
+    if not compute_full_loss:
+        return ops.identity(result, name=name)
+    # Only targets > 1 reach the logs (others take log(1) = 0 in the unused branch), so
+    # neither the value nor the gradient to targets sees log(0).
+    above_one = ops.greater(targets, 1.0)
+    safe = array_ops.where(above_one, targets, ops.ones_like(targets))
+    stirling = ops.add(ops.subtract(ops.multiply(safe, ops.log(safe)), safe),
+                       ops.multiply(ops.log(ops.multiply(safe, _like(2 * np.pi, safe))), 0.5))
+    return ops.add(result, array_ops.where(above_one, stirling, ops.zeros_like(targets)),
+                   name=name)
+
+
+def sufficient_statistics(x, axes, shift=None, keep_dims=None, name=None, keepdims=None):
+    """(count, sum of x - shift, sum of (x - shift) ** 2, shift) over `axes`, as TF1's
+    tf.nn.sufficient_statistics (count as a scalar of x's dtype; the sums of x and x ** 2 when
+    shift is None); normalize_moments turns them into a mean and variance."""
+    x = _float_tensor(x, "sufficient_statistics")
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    axes = [int(a) for a in axes]
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is not None and all(dims[a] is not None for a in axes):
+        counts = ops.constant(np.prod([dims[a] for a in axes]), dtype=x.dtype)
+    else:
+        shape = ops.cast(ops.shape(x), x.dtype)
+        counts = ops.reduce_prod(array_ops.gather(shape, axes))
+    if shift is not None:
+        shift = ops.convert_to_tensor(_like(shift, x))
+        m_ss, v_ss = ops.subtract(x, shift), ops.squared_difference(x, shift)
+    else:
+        m_ss, v_ss = x, ops.square(x)
+    return (counts, ops.reduce_sum(m_ss, axis=axes, keepdims=keep),
+            ops.reduce_sum(v_ss, axis=axes, keepdims=keep), shift)
+
+
+def normalize_moments(counts, mean_ss, variance_ss, shift, name=None):
+    """(mean, variance) from sufficient_statistics' (counts, mean_ss, variance_ss, shift), as
+    TF1's tf.nn.normalize_moments: the variance is the biased one (divided by counts)."""
+    divisor = ops.reciprocal(counts)
+    shifted_mean = ops.multiply(mean_ss, divisor)
+    mean = ops.add(shifted_mean, shift) if shift is not None else shifted_mean
+    variance = ops.subtract(ops.multiply(variance_ss, divisor), ops.square(shifted_mean))
+    return mean, variance
+
+
+def weighted_moments(x, axes, frequency_weights, name=None, keep_dims=None, keepdims=None):
+    """The mean and variance of `x` over `axes` with each element counted
+    `frequency_weights` times (broadcastable to x), as TF1's tf.nn.weighted_moments:
+    mean = sum(w * x) / sum(w), variance = sum(w * (x - mean) ** 2) / sum(w)."""
+    x = _float_tensor(x, "weighted_moments")
+    keep = bool(keepdims if keepdims is not None else keep_dims)
+    axes = [int(a) for a in axes]
+    w = ops.convert_to_tensor(_like(frequency_weights, x))
+    if w.dtype != x.dtype:
+        w = ops.cast(w, x.dtype)
+    weighted_sum = ops.reduce_sum(ops.multiply(w, x), axis=axes, keepdims=True)
+    sum_of_weights = ops.reduce_sum(ops.add(w, ops.zeros_like(x)), axis=axes, keepdims=True)
+    divisor = ops.reciprocal(sum_of_weights)
+    mean = ops.multiply(weighted_sum, divisor)
+    variance = ops.multiply(ops.reduce_sum(ops.multiply(w, ops.squared_difference(x, mean)),
+                                           axis=axes, keepdims=True), divisor)
+    if not keep:
+        mean, variance = ops.squeeze(mean, axes), ops.squeeze(variance, axes)
+    return mean, variance
+
+
+def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None,
+                                         variance_epsilon=None,
+                                         scale_after_normalization=None, name=None,
+                                         input=None, mean=None, variance=None):  # noqa: A002
+    """TF1's tf.nn.batch_norm_with_global_normalization: batch_normalization(t, m, v, beta,
+    gamma if scale_after_normalization else None, variance_epsilon); `input`, `mean` and
+    `variance` are TF1's other names for t, m and v."""
+    t = input if t is None else t
+    m = mean if m is None else m
+    v = variance if v is None else v
+    if t is None or m is None or v is None or variance_epsilon is None or \
+            scale_after_normalization is None:
+        raise ValueError("batch_norm_with_global_normalization needs t, m, v, beta, gamma, "
+                         "variance_epsilon and scale_after_normalization")
+    return batch_normalization(t, m, v, beta, gamma if scale_after_normalization else None,
+                               variance_epsilon, name=name)
+
+
+def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa: A002
+         strides=None, name=None, data_format=None):
+    """TF1's tf.nn.pool for 1-D ([batch, width, channels]) and 2-D (NHWC) input, by max_pool
+    or avg_pool: `pooling_type` 'MAX' or 'AVG', `window_shape` and `strides` one int per
+    spatial dimension (strides default 1). Dilated pooling (dilation_rate > 1) is not
+    supported."""
+    x = ops.convert_to_tensor(input)
+    window_shape = [int(d) for d in window_shape]
+    n = len(window_shape)
+    strides = [1] * n if strides is None else [int(s) for s in strides]
+    rates = [1] * n if dilation_rate is None else [int(r) for r in dilation_rate]
+    if n not in (1, 2):
+        raise ValueError("pool: shardflow pools 1-D or 2-D input, got window_shape %r"
+                         % (window_shape,))
+    if len(strides) != n or len(rates) != n:
+        raise ValueError("pool: window_shape %r, strides %r and dilation_rate %r must have "
+                         "one entry per spatial dimension" % (window_shape, strides, rates))
+    if any(r != 1 for r in rates):
+        raise ValueError("pool(dilation_rate=%r): dilated pooling is not supported; use "
+                         "dilation_rate=None" % (rates,))
+    if data_format not in (None, "NWC", "NHWC"):
+        _nhwc(data_format, "pool")
+    kinds = {"MAX": max_pool, "AVG": avg_pool}
+    if pooling_type not in kinds:
+        raise ValueError("pool: pooling_type must be 'MAX' or 'AVG', got %r" % (pooling_type,))
+    if x.shape.ndims is not None and x.shape.ndims != n + 2:
+        raise ValueError("pool: %d-D pooling needs input of rank %d, got %s"
+                         % (n, n + 2, x.shape))
+    if n == 2:
+        return kinds[pooling_type](x, window_shape, strides, padding, name=name)
+    pooled = kinds[pooling_type](ops.expand_dims(x, 1), [1, window_shape[0]],
+                                 [1, strides[0]], padding)
+    return ops.squeeze(pooled, [1], name=name)
+
+
+# atrous_conv2d is left out: conv2d has no dilations here (see conv2d).

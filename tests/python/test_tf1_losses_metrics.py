@@ -336,3 +336,73 @@ def test_threshold_metrics_over_two_batches():
     i = np.flatnonzero(gap == gap.min())[-1]
     np.testing.assert_allclose(final["spec"], c["tn"][i] / (c["tn"][i] + c["fp"][i] + eps),
                                rtol=1e-5)
+
+
+def test_nn_composites_against_numpy():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 4, 6, 3)).astype(np.float32)
+    targets = np.array([0.0, 0.5, 1.0, 2.0, 7.0], np.float32)
+    log_input = rng.normal(size=5).astype(np.float32)
+    fw = rng.uniform(0.0, 2.0, (2, 4, 6, 1)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        xt = tf.constant(x)
+        counts, m_ss, v_ss, shift = tf.nn.sufficient_statistics(xt, [0, 1, 2], shift=0.5)
+        counts0, m0, v0, _ = tf.nn.sufficient_statistics(xt, [1], keepdims=True)
+        out = {
+            "crelu": tf.nn.crelu(xt),
+            "poisson": tf.nn.log_poisson_loss(targets, log_input),
+            "poisson_full": tf.nn.log_poisson_loss(targets, log_input, compute_full_loss=True),
+            "stats": (counts, m_ss, v_ss),
+            "stats0": (counts0, m0, v0),
+            "moments": tf.nn.normalize_moments(counts, m_ss, v_ss, shift),
+            "weighted": tf.nn.weighted_moments(xt, [0, 1, 2], fw),
+            "weighted_keep": tf.nn.weighted_moments(xt, [1, 2], fw, keepdims=True),
+            "bn": tf.nn.batch_norm_with_global_normalization(
+                xt, np.float32([0.1, 0.2, 0.3]), np.float32([1.0, 2.0, 0.5]),
+                np.float32([0.0, 1.0, -1.0]), np.float32([2.0, 0.5, 1.0]), 1e-3, True),
+            "bn_unscaled": tf.nn.batch_norm_with_global_normalization(
+                xt, np.float32([0.1, 0.2, 0.3]), np.float32([1.0, 2.0, 0.5]),
+                np.float32([0.0, 1.0, -1.0]), np.float32([2.0, 0.5, 1.0]), 1e-3, False),
+            "max": tf.nn.pool(xt, [2, 3], "MAX", "VALID", strides=[2, 3]),
+            "avg": tf.nn.pool(xt, [2, 2], "AVG", "VALID", strides=[2, 2]),
+            "max1d": tf.nn.pool(tf.constant(x[:, 0]), [2], "MAX", "VALID", strides=[2]),
+        }
+        with pytest.raises(ValueError, match="dilat"):
+            tf.nn.pool(xt, [2, 2], "MAX", "VALID", dilation_rate=[2, 2])
+        got = _run(out)
+    np.testing.assert_allclose(got["crelu"], np.concatenate([np.maximum(x, 0),
+                                                             np.maximum(-x, 0)], -1))
+    base = np.exp(log_input) - log_input * targets
+    t = targets.astype(np.float64)
+    stirling = np.where(t > 1, t * np.log(np.maximum(t, 1)) - t
+                        + 0.5 * np.log(2 * np.pi * np.maximum(t, 1)), 0.0)
+    np.testing.assert_allclose(got["poisson"], base, rtol=1e-6)
+    np.testing.assert_allclose(got["poisson_full"], base + stirling, rtol=1e-5)
+    c, m, v = got["stats"]
+    assert c == 48
+    np.testing.assert_allclose(m, (x - 0.5).sum((0, 1, 2)), rtol=1e-5)
+    np.testing.assert_allclose(v, ((x - 0.5) ** 2).sum((0, 1, 2)), rtol=1e-5)
+    c0, m0, v0 = got["stats0"]
+    assert c0 == 4 and m0.shape == (2, 1, 6, 3)
+    np.testing.assert_allclose(m0, x.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(v0, (x ** 2).sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(got["moments"][0], x.mean((0, 1, 2)), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["moments"][1], x.var((0, 1, 2)), rtol=1e-4)
+    wb = np.broadcast_to(fw, x.shape)
+    for key, axes, keep in (("weighted", (0, 1, 2), False), ("weighted_keep", (1, 2), True)):
+        wm = (wb * x).sum(axes, keepdims=True) / wb.sum(axes, keepdims=True)
+        wv = (wb * (x - wm) ** 2).sum(axes, keepdims=True) / wb.sum(axes, keepdims=True)
+        if not keep:
+            wm, wv = wm.reshape(-1), wv.reshape(-1)
+        np.testing.assert_allclose(got[key][0], wm, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got[key][1], wv, rtol=1e-4, atol=1e-6)
+    norm = (x - [0.1, 0.2, 0.3]) / np.sqrt(np.float32([1.0, 2.0, 0.5]) + 1e-3)
+    np.testing.assert_allclose(got["bn"], norm * [2.0, 0.5, 1.0] + [0.0, 1.0, -1.0],
+                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["bn_unscaled"], norm + [0.0, 1.0, -1.0], rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(got["max"], x.reshape(2, 2, 2, 2, 3, 3).max((2, 4)))
+    np.testing.assert_allclose(got["avg"], x.reshape(2, 2, 2, 3, 2, 3).mean((2, 4)),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["max1d"], x[:, 0].reshape(2, 3, 2, 3).max(2))
