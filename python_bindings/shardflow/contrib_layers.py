@@ -1,10 +1,12 @@
 """tf.contrib.layers under its TF1 names: the regularizers l1_regularizer, l2_regularizer,
 l1_l2_regularizer, sum_regularizer and apply_regularization (shardflow.regularizers), the
 initializers xavier_initializer (Glorot) and variance_scaling_initializer with contrib's own
-signature (factor, mode 'FAN_IN'/'FAN_OUT'/'FAN_AVG', uniform), and the layer functions
+signature (factor, mode 'FAN_IN'/'FAN_OUT'/'FAN_AVG', uniform), the layer functions
 fully_connected, conv2d, max_pool2d and flatten (thin wrappers over sf.layers, with contrib's
-defaults: a ReLU activation, 'SAME' convolution padding). Other contrib.layers names are
-refused with the core API to use instead.
+defaults: a ReLU activation, 'SAME' convolution padding), layer_norm, batch_norm (over
+sf.layers.BatchNormalization), embed_sequence and dropout. The layer functions take their
+defaults from sf.contrib.framework.arg_scope. Other contrib.layers names are refused with the
+core API to use instead.
 
 Example::
 
@@ -19,8 +21,11 @@ Example::
 import math
 
 from shardflow import dtypes, ops
+from shardflow.contrib_framework import add_arg_scope
+from shardflow.framework import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from shardflow.regularizers import (apply_regularization, l1_l2_regularizer,  # noqa: F401
                                     l1_regularizer, l2_regularizer, sum_regularizer)
+from shardflow.variable_scope import ones_initializer, zeros_initializer
 
 _MODES = ("FAN_IN", "FAN_OUT", "FAN_AVG")
 
@@ -104,6 +109,7 @@ def _default_relu():
 _DEFAULT = object()
 
 
+@add_arg_scope
 def fully_connected(inputs, num_outputs, activation_fn=_DEFAULT, normalizer_fn=None,
                     normalizer_params=None, weights_initializer=None, weights_regularizer=None,
                     biases_initializer=_DEFAULT, biases_regularizer=None, reuse=None,
@@ -124,10 +130,11 @@ def fully_connected(inputs, num_outputs, activation_fn=_DEFAULT, normalizer_fn=N
                          else biases_initializer,
                          kernel_regularizer=weights_regularizer,
                          bias_regularizer=biases_regularizer,
-                         name=scope or "fully_connected")
+                         name=_scope_name(scope, "fully_connected", reuse))
     return layer(inputs)
 
 
+@add_arg_scope
 def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None,
            rate=1, activation_fn=_DEFAULT, normalizer_fn=None, normalizer_params=None,
            weights_initializer=None, weights_regularizer=None, biases_initializer=_DEFAULT,
@@ -153,10 +160,12 @@ def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_form
                           bias_initializer=None if biases_initializer is _DEFAULT
                           else biases_initializer,
                           kernel_regularizer=weights_regularizer,
-                          bias_regularizer=biases_regularizer, name=scope or "Conv")
+                          bias_regularizer=biases_regularizer,
+                          name=_scope_name(scope, "Conv", reuse))
     return layer(inputs)
 
 
+@add_arg_scope
 def max_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC",
                outputs_collections=None, scope=None):
     """TF1's tf.contrib.layers.max_pool2d: max pooling over `kernel_size` windows moved by
@@ -169,20 +178,207 @@ def max_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC
                             name=scope or "MaxPool2D")(inputs)
 
 
+@add_arg_scope
 def flatten(inputs, outputs_collections=None, scope=None):
     """TF1's tf.contrib.layers.flatten: [batch, ...] -> [batch, everything else]."""
     from shardflow import layers
     return layers.flatten(inputs, name=scope or "Flatten")
 
 
+def _unique_scope(default):
+    """`default`, or default_1, default_2, ...: the first that names no variable yet in the
+    current variable scope (TF1 numbers contrib layers' default scopes so)."""
+    from shardflow.variable_scope import get_variable_scope
+    g = get_default_graph()
+    g = g._outermost() if hasattr(g, "_outermost") else g
+    store = getattr(g, "_variable_store", {})
+    outer = get_variable_scope().name
+    prefix = outer + "/" if outer else ""
+    name, i = default, 0
+    while any(k.startswith(prefix + name + "/") for k in store):
+        i += 1
+        name = "%s_%d" % (default, i)
+    return name
+
+
+def _scope_name(scope, default, reuse):
+    if scope is not None:
+        return scope
+    return default if reuse else _unique_scope(default)
+
+
+def _add_to(collections, values):
+    for c in collections or []:
+        for v in values:
+            get_default_graph().add_to_collection(c, v)
+
+
+@add_arg_scope
+def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
+               variables_collections=None, outputs_collections=None, trainable=True,
+               begin_norm_axis=1, begin_params_axis=-1, scope=None):
+    """TF1's tf.contrib.layers.layer_norm (Ba et al. 2016): normalizes `inputs` over the
+    axes from `begin_norm_axis` to the last (mean 0, variance 1, epsilon 1e-12), then
+    gamma * x + beta with gamma and beta of shape inputs.shape[begin_params_axis:]
+    (variables <scope>/beta and <scope>/gamma, scope 'LayerNorm' by default; also in
+    MODEL_VARIABLES), then `activation_fn`."""
+    from shardflow import nn
+    from shardflow.contrib_framework import model_variable
+    from shardflow.variable_scope import variable_scope
+    x = convert_to_tensor(inputs)
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError("layer_norm: inputs %s have unknown rank" % x.name)
+    if begin_norm_axis < 0:
+        begin_norm_axis += rank
+    if begin_params_axis >= rank or begin_norm_axis >= rank:
+        raise ValueError("layer_norm: begin_params_axis (%d) and begin_norm_axis (%d) must be "
+                         "< rank(inputs) (%d)" % (begin_params_axis, begin_norm_axis, rank))
+    params_shape = x.shape.as_list()[begin_params_axis:]
+    if any(d is None for d in params_shape):
+        raise ValueError("layer_norm: inputs %s have shape %s; dimensions %d: on must be known "
+                         "(they are the parameters' shape)" % (x.name, x.shape,
+                                                               begin_params_axis))
+    colls = _collections(variables_collections)
+    with variable_scope(_scope_name(scope, "LayerNorm", reuse), reuse=reuse):
+        beta = gamma = None
+        if center:
+            beta = model_variable("beta", params_shape, dtype=x.dtype,
+                                  initializer=zeros_initializer(), trainable=trainable,
+                                  collections=colls("beta"))
+        if scale:
+            gamma = model_variable("gamma", params_shape, dtype=x.dtype,
+                                   initializer=ones_initializer(), trainable=trainable,
+                                   collections=colls("gamma"))
+        mean, variance = nn.moments(x, list(range(begin_norm_axis, rank)), keep_dims=True)
+        y = nn.batch_normalization(x, mean, variance, beta, gamma, 1e-12)
+        if activation_fn is not None:
+            y = activation_fn(y)
+    _add_to(outputs_collections, [y])
+    return y
+
+
+def _collections(variables_collections):
+    """contrib's variables_collections: a list for every variable, or a dict by name."""
+    def of(name):
+        if isinstance(variables_collections, dict):
+            found = variables_collections.get(name)
+            return [found] if isinstance(found, str) else list(found or [])
+        return list(variables_collections or [])
+    return of
+
+
+@add_arg_scope
+def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
+               activation_fn=None, param_initializers=None, param_regularizers=None,
+               updates_collections=GraphKeys.UPDATE_OPS, is_training=True, reuse=None,
+               variables_collections=None, outputs_collections=None, trainable=True,
+               batch_weights=None, fused=None, data_format="NHWC",
+               zero_debias_moving_mean=False, scope=None, renorm=False, renorm_clipping=None,
+               renorm_decay=0.99, adjustment=None):
+    """TF1's tf.contrib.layers.batch_norm over sf.layers.BatchNormalization (last axis,
+    NHWC): moving averages with momentum `decay`; scale=False by default (gamma stays 1);
+    variables <scope>/beta, gamma, moving_mean, moving_variance (scope 'BatchNorm'), also in
+    MODEL_VARIABLES. With is_training (a bool or a bool tensor) the moving-average updates go
+    to `updates_collections` (UPDATE_OPS; run them with the train op), or, with
+    updates_collections=None, run before the output is returned (TF1's in-place updates).
+    renorm, batch_weights, zero_debias_moving_mean and NCHW are not supported."""
+    from shardflow import layers
+    for what, value in (("batch_weights", batch_weights), ("renorm", renorm),
+                        ("zero_debias_moving_mean", zero_debias_moving_mean),
+                        ("adjustment", adjustment), ("param_regularizers", param_regularizers)):
+        if value:
+            raise ValueError("contrib.layers.batch_norm(%s=...) is not supported" % what)
+    if data_format != "NHWC":
+        raise ValueError("contrib.layers.batch_norm(data_format=%r): only NHWC (channels last) "
+                         "is supported" % (data_format,))
+    inits = dict(param_initializers or {})
+    unknown = set(inits) - {"beta", "gamma", "moving_mean", "moving_variance"}
+    if unknown:
+        raise ValueError("batch_norm param_initializers: unknown keys %s (use beta, gamma, "
+                         "moving_mean, moving_variance)" % sorted(unknown))
+    layer = layers.BatchNormalization(
+        momentum=decay, epsilon=epsilon, center=center, scale=scale,
+        beta_initializer=inits.get("beta"),
+        gamma_initializer=inits.get("gamma"),
+        moving_mean_initializer=inits.get("moving_mean"),
+        moving_variance_initializer=inits.get("moving_variance"),
+        trainable=trainable, name=_scope_name(scope, "BatchNorm", reuse))
+    y = layer(inputs, training=is_training)
+    g = y.graph
+    for v in layer.variables:
+        g.add_to_collection(GraphKeys.MODEL_VARIABLES, v)
+        _add_to(_collections(variables_collections)(v.op.name.rsplit("/", 1)[-1]), [v])
+    if layer.updates and updates_collections != GraphKeys.UPDATE_OPS:
+        # The layer put its updates into UPDATE_OPS; move them where they were asked for.
+        held = g._collections.get(GraphKeys.UPDATE_OPS, [])
+        g._collections[GraphKeys.UPDATE_OPS] = [u for u in held if u not in layer.updates]
+        if updates_collections is None:
+            with g.control_dependencies(layer.updates):
+                y = ops.identity(y)
+        else:
+            colls = [updates_collections] if isinstance(updates_collections, str) \
+                else list(updates_collections)
+            _add_to(colls, layer.updates)
+    if activation_fn is not None:
+        y = activation_fn(y)
+    _add_to(outputs_collections, [y])
+    return y
+
+
+def embed_sequence(ids, vocab_size=None, embed_dim=None, unique=False, initializer=None,
+                   regularizer=None, trainable=True, scope=None, reuse=None):
+    """TF1's tf.contrib.layers.embed_sequence: [batch, time] ids -> [batch, time, embed_dim]
+    vectors from a [vocab_size, embed_dim] variable <scope>/embeddings (scope
+    'EmbedSequence'; Glorot-uniform by default)."""
+    from shardflow import nn
+    from shardflow.contrib_framework import model_variable
+    from shardflow.variable_scope import variable_scope
+    if not (vocab_size and embed_dim):
+        raise ValueError("embed_sequence needs vocab_size and embed_dim (both positive), got "
+                         "%r and %r" % (vocab_size, embed_dim))
+    with variable_scope(_scope_name(scope, "EmbedSequence", reuse), reuse=reuse):
+        embeddings = model_variable("embeddings", [int(vocab_size), int(embed_dim)],
+                                    initializer=initializer, regularizer=regularizer,
+                                    trainable=trainable)
+        return nn.embedding_lookup(embeddings, ids)
+
+
+@add_arg_scope
+def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
+            outputs_collections=None, scope=None, seed=None):
+    """TF1's tf.contrib.layers.dropout: with is_training (a bool or a bool tensor) each
+    element is kept with probability keep_prob and scaled by 1 / keep_prob; the identity
+    otherwise."""
+    from shardflow import layers, nn
+    g = get_default_graph()
+    with g.name_scope(scope or "Dropout"):
+        if isinstance(keep_prob, Tensor):
+            if isinstance(is_training, Tensor):
+                keep_prob = ops.subtract(1.0, ops.multiply(
+                    ops.subtract(1.0, keep_prob), ops.cast(is_training, dtypes.float32)))
+                y = nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed)
+            elif is_training:
+                y = nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed)
+            else:
+                y = ops.identity(inputs)
+        else:
+            y = layers.dropout(inputs, rate=1.0 - float(keep_prob), noise_shape=noise_shape,
+                               seed=seed, training=is_training)
+    _add_to(outputs_collections, [y])
+    return y
+
+
 def __getattr__(name):
     raise AttributeError(
         "shardflow has no tf.contrib.layers.%s: it carries contrib.layers' regularizers, "
-        "initializers and the layers fully_connected, conv2d, max_pool2d and flatten (%s). "
+        "initializers and the layers fully_connected, conv2d, max_pool2d, flatten, "
+        "layer_norm, batch_norm, embed_sequence and dropout (%s). "
         "For other layers use sf.layers (dense, conv2d, batch_normalization, dropout, ...)"
         % (name, ", ".join(__all__)))
 
 
-__all__ = ["apply_regularization", "conv2d", "flatten", "fully_connected", "l1_l2_regularizer",
-           "l1_regularizer", "l2_regularizer", "max_pool2d", "sum_regularizer",
+__all__ = ["apply_regularization", "batch_norm", "conv2d", "dropout", "embed_sequence", "flatten",
+           "fully_connected", "l1_l2_regularizer", "l1_regularizer", "l2_regularizer",
+           "layer_norm", "max_pool2d", "sum_regularizer",
            "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d"]

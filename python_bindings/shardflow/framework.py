@@ -716,6 +716,19 @@ class GraphKeys:
     # where contrib layers add theirs).
     WEIGHTS = "weights"
     BIASES = "biases"
+    # Variables of the model proper (contrib.framework.model_variable; contrib.layers' own).
+    MODEL_VARIABLES = "model_variables"
+    # Summaries (summary.SUMMARIES, the default collection of sf.summary.scalar etc.).
+    SUMMARIES = "summaries"
+    QUEUE_RUNNERS = "queue_runners"
+    # A Scaffold's ops and saver, and the train op (TF1's names).
+    INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    SAVERS = "savers"
+    TRAIN_OP = "train_op"
 
 
 def control_dependencies(control_inputs):

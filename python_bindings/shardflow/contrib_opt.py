@@ -1,0 +1,95 @@
+"""tf.contrib.opt's decoupled weight decay (Loshchilov & Hutter, "Decoupled Weight Decay
+Regularization"), as TF 1.15's DecoupledWeightDecayExtension: AdamWOptimizer and
+MomentumWOptimizer.
+
+Each step first shrinks every decayed variable, var -= weight_decay * var, then applies the
+wrapped optimizer's update with the gradients computed from the variables' values before the
+shrink. As in TF1 the decay is not multiplied by the learning rate: when the learning rate
+follows a schedule, give weight_decay the same schedule (a tensor) yourself.
+
+Example::
+
+    opt = sf.contrib.opt.AdamWOptimizer(weight_decay=1e-4, learning_rate=1e-3)
+    train_op = opt.minimize(loss, decay_var_list=[w])     # default: every trained variable
+"""
+
+import numpy as np
+
+from shardflow import ops
+from shardflow.framework import Tensor, convert_to_tensor
+from shardflow.train import AdamOptimizer, MomentumOptimizer
+
+
+class DecoupledWeightDecayExtension:
+    """Mixed in before an sf.train optimizer: minimize / apply_gradients decay the variables
+    (those of decay_var_list when given) before the optimizer's update."""
+
+    def __init__(self, weight_decay, **kwargs):
+        if not isinstance(weight_decay, Tensor) and not callable(weight_decay):
+            weight_decay = float(weight_decay)
+        self._weight_decay = weight_decay
+        self._decay_var_list = None
+        super().__init__(**kwargs)
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=None,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None, decay_var_list=None):
+        if grad_loss is not None:
+            raise ValueError("%s.minimize(grad_loss=...) is not supported" % type(self).__name__)
+        grads_and_vars = self.compute_gradients(loss, var_list=var_list)
+        return self.apply_gradients(grads_and_vars, global_step=global_step, name=name,
+                                    decay_var_list=decay_var_list)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None,
+                        decay_var_list=None):
+        pairs = [(convert_to_tensor(gr), v) for gr, v in grads_and_vars if gr is not None]
+        if not pairs:
+            raise ValueError("apply_gradients: no variable has a gradient")
+        decayed = None if decay_var_list is None else {id(v) for v in decay_var_list}
+        g = pairs[0][1].graph
+        decays = []
+        with g.as_default(), g.name_scope((name or self._name) + "_decay"):
+            # The shrink waits for the gradients (computed from the old values); the update
+            # waits for the shrink.
+            with g.control_dependencies([gr for gr, _ in pairs]):
+                for _, v in pairs:
+                    if decayed is None or id(v) in decayed:
+                        decays.append(v.assign_sub(ops.multiply(self._decay(v), v.value()),
+                                                   read_value=False))
+            if decays:
+                with g.control_dependencies(decays):
+                    pairs = [(ops.identity(gr), v) for gr, v in pairs]
+        return super().apply_gradients(pairs, global_step=global_step, name=name)
+
+    def _decay(self, v):
+        wd = self._weight_decay() if callable(self._weight_decay) else self._weight_decay
+        if isinstance(wd, Tensor):
+            return wd if wd.dtype == v.dtype else ops.cast(wd, v.dtype)
+        return np.asarray(wd, v.dtype.as_numpy_dtype)
+
+
+class AdamWOptimizer(DecoupledWeightDecayExtension, AdamOptimizer):
+    """Adam with decoupled weight decay: var -= weight_decay * var, then Adam's step."""
+
+    def __init__(self, weight_decay, learning_rate=0.001, beta1=0.9, beta2=0.999,
+                 epsilon=1e-8, use_locking=False, name="AdamW"):
+        super().__init__(weight_decay, learning_rate=learning_rate, beta1=beta1, beta2=beta2,
+                         epsilon=epsilon, name=name)
+
+
+class MomentumWOptimizer(DecoupledWeightDecayExtension, MomentumOptimizer):
+    """Momentum with decoupled weight decay: var -= weight_decay * var, then the momentum
+    step."""
+
+    def __init__(self, weight_decay, learning_rate, momentum, use_locking=False,
+                 name="MomentumW", use_nesterov=False):
+        super().__init__(weight_decay, learning_rate=learning_rate, momentum=momentum,
+                         use_nesterov=use_nesterov, name=name)
+
+
+def __getattr__(name):
+    raise AttributeError("shardflow has no tf.contrib.opt.%s; it has %s (other optimizers: "
+                         "sf.train)" % (name, ", ".join(__all__)))
+
+
+__all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "MomentumWOptimizer"]
