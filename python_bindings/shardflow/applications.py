@@ -17,8 +17,8 @@ He-normal filters, global average pooling and a dense layer.
 """
 
 from shardflow import nn, ops
-from shardflow.framework import get_default_graph
 from shardflow.layers import (BatchNormalization, Conv2D, Dense, GlobalAveragePooling2D, Layer)
+from shardflow.variable_scope import variable_scope
 from shardflow.variables import initializers
 
 
@@ -89,13 +89,15 @@ class ResNet(Layer):
                            name="logits")
 
     def call(self, x, training=False):
-        g = get_default_graph()
         h = nn.relu(self._stem(x, training))
         if self.imagenet_stem:
             h = nn.max_pool(h, 3, 2, "SAME")
         for blocks in self._stages:
             for name, convs, projection in blocks:
-                with g.name_scope(name):
+                stage, block = name.split("/")
+                # Variable scopes (which open name scopes of the same names): the blocks'
+                # layers share names (conv1, bn1, ...), told apart by their block's scope.
+                with variable_scope(stage), variable_scope(block):
                     y = h
                     for i, part in enumerate(convs):
                         y = part(y, training)

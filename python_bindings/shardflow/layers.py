@@ -24,8 +24,7 @@ import numpy as np
 from shardflow import dtypes, nn, ops
 from shardflow.framework import (GraphKeys, Tensor, add_to_collection, convert_to_tensor,
                                  get_default_graph)
-from shardflow.regularizers import add_regularization_loss
-from shardflow.variables import Initializer, Variable, initializers
+from shardflow.variables import initializers
 
 
 class Layer:
@@ -40,6 +39,32 @@ class Layer:
         self._scope = None
         self._built = False
         self.variables = []
+        self._reuse = None       # tf.layers.dense(..., reuse=True); None: the scope's
+        self._var_scope = None   # the variable scope the layer's variables live in
+
+    def _variable_scope(self, g):
+        """Note [Layer variables and variable scopes]. As TF1's layers, a layer's variables
+        are get_variable("<variable scope>/<layer name>/kernel"): inside variable_scope("net",
+        reuse=True) a layer named "conv1" reuses net/conv1/kernel, whatever name scope its ops
+        get (net_1/conv1/...). An unnamed layer takes its default name made unique among the
+        layers of its enclosing variable scope ("dense", "dense_1", ...), counted afresh each
+        time that scope is entered, so a reused scope finds its layers again in call order."""
+        if self._var_scope is None:
+            from shardflow.variable_scope import AUTO_REUSE, VariableScope, _stack
+            outer = _stack(g)[-1]
+            base = self.name
+            if base is None:
+                counts = g.__dict__.setdefault("_layer_name_counts", {}).setdefault(
+                    outer.name, {})
+                n = counts.get(self._default_name, 0)
+                counts[self._default_name] = n + 1
+                base = self._default_name if n == 0 else "%s_%d" % (self._default_name, n)
+            full = outer.name + "/" + base if outer.name else base
+            reuse = outer.reuse
+            if self._reuse is True or self._reuse == AUTO_REUSE:
+                reuse = self._reuse
+            self._var_scope = VariableScope(full, reuse, outer.initializer, outer.regularizer)
+        return self._var_scope
 
     @contextlib.contextmanager
     def _context(self, g):
@@ -50,16 +75,29 @@ class Layer:
                 contextlib.nullcontext():
             yield
 
+    @contextlib.contextmanager
+    def _inside_variable_scope(self, g):
+        """Layers built inside this one's call nest their variables under its scope."""
+        from shardflow.variable_scope import _stack
+        stack = _stack(g)
+        stack.append(self._variable_scope(g))
+        try:
+            yield
+        finally:
+            stack.pop()
+
     def add_variable(self, name, shape, initializer, trainable=True, regularizer=None):
         """A new variable of the layer; `regularizer` (a function of it, e.g.
         sf.contrib.layers.l2_regularizer(1e-4)) adds its penalty to
         GraphKeys.REGULARIZATION_LOSSES, as TF1's layers do."""
-        if callable(initializer) and not isinstance(initializer, Initializer):
-            # A TF1-style initializer: a function of (shape, dtype).
-            initializer = initializer(list(shape), dtypes.float32)
-        v = Variable(initializer, shape=shape, name=name, trainable=trainable)
+        from shardflow.variable_scope import get_variable
+        g = get_default_graph()
+        with self._inside_variable_scope(g):
+            # get_variable: created, or found when the scope reuses (Note [Layer variables and
+            # variable scopes]); the regularizer's penalty is added on creation only.
+            v = get_variable(name, shape=list(shape), initializer=initializer,
+                             regularizer=regularizer, trainable=trainable)
         self.variables.append(v)
-        add_regularization_loss(v, regularizer)
         return v
 
     @property
@@ -83,7 +121,8 @@ class Layer:
 
     def __call__(self, x, training=False):
         x = convert_to_tensor(x)
-        with self._context(x.graph if hasattr(x, "graph") else get_default_graph()):
+        g = x.graph if hasattr(x, "graph") else get_default_graph()
+        with self._context(g), self._inside_variable_scope(g):
             if not self._built:
                 self.build(x.shape)
                 self._built = True
@@ -544,6 +583,7 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
                   kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
                   kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                   activity_regularizer=activity_regularizer, name=name)
+    layer._reuse = reuse
     return layer(inputs)
 
 
@@ -556,11 +596,13 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
     if data_format not in ("channels_last", "NHWC"):
         raise ValueError("layers.conv2d(data_format=%r): only channels_last (NHWC) is supported"
                          % (data_format,))
-    return Conv2D(filters, kernel_size, strides=strides, padding=padding.upper(),
-                  activation=activation, use_bias=use_bias,
-                  kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
-                  kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
-                  activity_regularizer=activity_regularizer, name=name)(inputs)
+    layer = Conv2D(filters, kernel_size, strides=strides, padding=padding.upper(),
+                   activation=activation, use_bias=use_bias,
+                   kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                   kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                   activity_regularizer=activity_regularizer, name=name)
+    layer._reuse = reuse
+    return layer(inputs)
 
 
 def conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
@@ -575,12 +617,14 @@ def conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
     """
     if kernel_constraint is not None or bias_constraint is not None:
         raise ValueError("layers.conv1d: kernel_constraint and bias_constraint are not supported")
-    return Conv1D(filters, kernel_size, strides=strides, padding=padding,
-                  data_format=data_format, dilation_rate=dilation_rate, activation=activation,
-                  use_bias=use_bias, kernel_initializer=kernel_initializer,
-                  bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
-                  bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
-                  name=name)(inputs)
+    layer = Conv1D(filters, kernel_size, strides=strides, padding=padding,
+                   data_format=data_format, dilation_rate=dilation_rate, activation=activation,
+                   use_bias=use_bias, kernel_initializer=kernel_initializer,
+                   bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
+                   bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+                   name=name)
+    layer._reuse = reuse
+    return layer(inputs)
 
 
 def max_pooling1d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -610,13 +654,15 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
     if data_format not in ("channels_last", "NHWC"):
         raise ValueError("layers.conv2d_transpose(data_format=%r): only channels_last (NHWC) is "
                          "supported" % (data_format,))
-    return Conv2DTranspose(filters, kernel_size, strides=strides, padding=padding.upper(),
-                           activation=activation, use_bias=use_bias,
-                           kernel_initializer=kernel_initializer,
-                           bias_initializer=bias_initializer,
-                           kernel_regularizer=kernel_regularizer,
-                           bias_regularizer=bias_regularizer,
-                           activity_regularizer=activity_regularizer, name=name)(inputs)
+    layer = Conv2DTranspose(filters, kernel_size, strides=strides, padding=padding.upper(),
+                            activation=activation, use_bias=use_bias,
+                            kernel_initializer=kernel_initializer,
+                            bias_initializer=bias_initializer,
+                            kernel_regularizer=kernel_regularizer,
+                            bias_regularizer=bias_regularizer,
+                            activity_regularizer=activity_regularizer, name=name)
+    layer._reuse = reuse
+    return layer(inputs)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -645,6 +691,7 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
                                moving_mean_initializer=moving_mean_initializer,
                                moving_variance_initializer=moving_variance_initializer,
                                trainable=trainable, name=name)
+    layer._reuse = reuse
     return layer(inputs, training=training)
 
 

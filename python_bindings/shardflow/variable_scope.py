@@ -86,6 +86,9 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         regularizer = regularizer or name_or_scope.regularizer
     scope = VariableScope(full, reuse, initializer or outer.initializer,
                           regularizer or outer.regularizer)
+    # Unnamed layers are counted afresh in each entry of a scope (Note [Layer variables and
+    # variable scopes] in shardflow/layers.py).
+    g.__dict__.setdefault("_layer_name_counts", {})[full] = {}
     stack.append(scope)
     try:
         with g.name_scope(full.rsplit("/", 1)[-1] if not isinstance(name_or_scope,

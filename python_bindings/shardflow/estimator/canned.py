@@ -24,7 +24,7 @@ from shardflow import dtypes, metrics, nn, ops
 from shardflow.estimator.estimator import Estimator
 from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys
 from shardflow.feature_column import input_layer, linear_model
-from shardflow.framework import convert_to_tensor, get_default_graph
+from shardflow.framework import convert_to_tensor
 
 
 def _optimizer(opt, default_learning_rate):
@@ -136,9 +136,9 @@ def _dnn_logits(features, feature_columns, hidden_units, logits_dimension, activ
     from shardflow.layers import Dense
     from shardflow.ops import _op_seed
     from shardflow.variables import initializers
+    from shardflow.variable_scope import variable_scope
     net = input_layer(features, feature_columns)
-    g = get_default_graph()
-    with g.name_scope("dnn"):
+    with variable_scope("dnn"):
         for i, units in enumerate(hidden_units):
             net = Dense(units, activation=activation_fn, name="hiddenlayer_%d" % i,
                         kernel_initializer=initializers.glorot_uniform(_op_seed(0)))(net)

@@ -1,0 +1,69 @@
+"""tf.layers variables live in variable scopes, as TF1's (Note [Layer variables and variable
+scopes] in shardflow/layers.py). Regression: a layer named "conv1" inside
+variable_scope("net", reuse=True) made new variables net_1/conv1/... instead of reusing
+net/conv1/..., so an evaluation tower computed with untrained weights."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def model(images):
+    net = tf.layers.conv2d(images, 4, 3, padding="same", activation=tf.nn.relu, name="conv1")
+    net = tf.layers.flatten(tf.layers.max_pooling2d(net, 2, 2))
+    net = tf.layers.dense(net, 8, activation=tf.nn.relu)        # unnamed: dense
+    return tf.layers.dense(net, 3)                               # unnamed: dense_1
+
+
+def test_reused_scope_shares_named_and_unnamed_layers():
+    x = tf.placeholder(tf.float32, [None, 8, 8, 1])
+    with tf.variable_scope("net"):
+        a = model(x)
+    with tf.variable_scope("net", reuse=True):
+        b = model(x)
+    names = [v.op.name for v in tf.global_variables()]
+    assert names == ["net/conv1/kernel", "net/conv1/bias", "net/dense/kernel", "net/dense/bias",
+                     "net/dense_1/kernel", "net/dense_1/bias"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        xv = np.random.rand(2, 8, 8, 1).astype(np.float32)
+        av, bv = sess.run([a, b], {x: xv})
+    np.testing.assert_array_equal(av, bv)
+
+
+def test_reuse_argument_auto_reuse_and_errors():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y1 = tf.layers.dense(x, 2, name="shared")
+    y2 = tf.layers.dense(x, 2, name="shared", reuse=True)
+    with tf.variable_scope("auto", reuse=tf.AUTO_REUSE):
+        z1 = tf.layers.dense(x, 2, name="d")
+    with tf.variable_scope("auto", reuse=tf.AUTO_REUSE):
+        z2 = tf.layers.dense(x, 2, name="d")
+    assert len(tf.global_variables()) == 4
+    with pytest.raises(ValueError, match="already exists"):
+        tf.layers.dense(x, 2, name="shared")
+    with pytest.raises(ValueError, match="does not exist"):
+        with tf.variable_scope("fresh", reuse=True):
+            tf.layers.dense(x, 2, name="never_made")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        xv = np.ones((1, 3), np.float32)
+        r = sess.run([y1, y2, z1, z2], {x: xv})
+    np.testing.assert_array_equal(r[0], r[1])
+    np.testing.assert_array_equal(r[2], r[3])
+
+
+def test_layer_objects_nest_their_layers_and_keep_their_variables():
+    x = tf.placeholder(tf.float32, [None, 3])
+    layer = tf.layers.Dense(2, name="proj")
+    layer(x)
+    layer(x)                                    # built once
+    with tf.variable_scope("outer"):
+        tf.layers.dense(x, 2)
+    assert [v.op.name for v in tf.global_variables()] == [
+        "proj/kernel", "proj/bias", "outer/dense/kernel", "outer/dense/bias"]
