@@ -30,7 +30,8 @@ from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  #
 from shardflow.image_quality import (image_gradients, psnr, sobel_edges, ssim,  # noqa: F401
                                      total_variation)
 from shardflow.image_resize import (ResizeMethod, resize, resize_area,  # noqa: F401
-                                    resize_bilinear, resize_images, resize_nearest_neighbor)
+                                    resize_bicubic, resize_bilinear, resize_images,
+                                    resize_nearest_neighbor)
 
 
 def _image(image, what):
@@ -282,7 +283,7 @@ except ImportError:
     _CODECS = []
 
 
-_NOT_HERE = ("resize_bicubic", "resize_image_with_pad", "decode_jpeg", "decode_png",
+_NOT_HERE = ("resize_image_with_pad", "decode_jpeg", "decode_png",
              "decode_image", "encode_jpeg", "encode_png")
 
 
@@ -300,7 +301,7 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "grayscale_to_rgb", "hsv_to_rgb", "image_gradients", "non_max_suppression",
            "pad_to_bounding_box", "per_image_standardization", "psnr", "random_brightness",
            "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down",
-           "random_hue", "random_saturation", "resize", "resize_area", "resize_bilinear",
+           "random_hue", "random_saturation", "resize", "resize_area", "resize_bicubic", "resize_bilinear",
            "resize_image_with_crop_or_pad", "resize_images", "resize_nearest_neighbor",
            "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv", "rot90",
            "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",

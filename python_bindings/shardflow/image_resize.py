@@ -216,10 +216,8 @@ def _method(method):
         if method.lower() not in _METHOD_NAMES:
             raise ValueError("resize method %r: one of %s" % (method, sorted(_METHOD_NAMES)))
         method = _METHOD_NAMES[method.lower()]
-    if method in (ResizeMethod.BICUBIC, ResizeMethod.AREA):
-        raise ValueError("resize method %r (bicubic, area) is not available; use BILINEAR or "
-                         "NEAREST_NEIGHBOR" % (method,))
-    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
+    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR,
+                      ResizeMethod.BICUBIC, ResizeMethod.AREA):
         raise ValueError("unknown resize method %r" % (method,))
     return method
 
@@ -232,7 +230,8 @@ def _fit_aspect(images, size):
 
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
                   preserve_aspect_ratio=False, name=None):
-    """TF1's tf.image.resize_images: bilinear (float32 out) or nearest-neighbour (dtype kept)."""
+    """TF1's tf.image.resize_images: bilinear, bicubic or area (float32 out) or nearest-neighbour
+    (dtype kept)."""
     method = _method(method)
     size = _size(size, "resize_images")
     if preserve_aspect_ratio:
@@ -240,6 +239,10 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
         size = _fit_aspect(images, size)
     if method == ResizeMethod.NEAREST_NEIGHBOR:
         return resize_nearest_neighbor(images, size, align_corners, name=name)
+    if method == ResizeMethod.BICUBIC:
+        return resize_bicubic(images, size, align_corners, name=name)
+    if method == ResizeMethod.AREA:
+        return resize_area(images, size, align_corners, name=name)
     return resize_bilinear(images, size, align_corners, name=name)
 
 
@@ -256,6 +259,10 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     if method == ResizeMethod.NEAREST_NEIGHBOR:
         out = resize_nearest_neighbor(images, size, half_pixel_centers=True)
         return ops.cast(out, dtypes.float32, name=name)
+    if method == ResizeMethod.BICUBIC:
+        return resize_bicubic(images, size, half_pixel_centers=True, name=name)
+    if method == ResizeMethod.AREA:
+        return resize_area(images, size, name=name)
     return resize_bilinear(images, size, half_pixel_centers=True, name=name)
 
 

@@ -152,8 +152,12 @@ def test_resize_gradient_and_errors():
     np.testing.assert_allclose(run(g, feed={x: xv})[0], want, rtol=1e-3, atol=1e-3)
     with pytest.raises(ValueError, match="height and width known"):
         image_resize.resize_images(tf.placeholder(tf.float32, [1, None, 4, 1]), [2, 2])
-    with pytest.raises(ValueError, match="bicubic, area"):
-        image_resize.resize_images(xv, [2, 2], method=image_resize.ResizeMethod.BICUBIC)
+    with pytest.raises(ValueError, match="unknown resize method"):
+        image_resize.resize_images(xv, [2, 2], method=7)
+    # Bicubic and area go to their own functions (values: test_tf1_image_extras.py).
+    assert run(image_resize.resize_images(xv, [6, 8], method=image_resize.ResizeMethod.BICUBIC)
+               )[0].shape == (1, 6, 8, 2)
+    assert run(image_resize.resize_images(xv, [1, 2], method="area"))[0].shape == (1, 1, 2, 2)
     assert segment_ops.__all__ and image_resize.__all__
 
 

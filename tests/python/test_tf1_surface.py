@@ -352,8 +352,9 @@ def test_grayscale_and_brightness():
     # Resizing is shardflow/image_resize.py's (tested in test_tf1_array_extras.py).
     from shardflow import image_resize
     assert tf.image.resize_images is image_resize.resize_images
+    assert tf.image.resize_bicubic is image_resize.resize_bicubic
     with pytest.raises(AttributeError, match="does not yet"):
-        tf.image.resize_bicubic  # noqa: B018
+        tf.image.resize_image_with_pad  # noqa: B018
 
 
 # ---- recurrent networks ---------------------------------------------------------------------
@@ -449,4 +450,4 @@ def test_contrib_layers_build_a_small_cnn():
     np.testing.assert_allclose(fv, pv.reshape(2, 27))
     assert (lv < 0).any()                                   # activation_fn=None: linear
     with pytest.raises(AttributeError, match="fully_connected"):
-        tf.contrib.layers.batch_norm  # noqa: B018
+        tf.contrib.layers.separable_conv2d  # noqa: B018
