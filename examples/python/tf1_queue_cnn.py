@@ -75,20 +75,22 @@ def main():
     with tf.variable_scope("net", reuse=True):
         test_logits = model(test_images)
     hooks = [tf.train.StopAtStepHook(last_step=args.steps), tf.train.NanTensorHook(loss)]
-    with tf.train.MonitoredTrainingSession(checkpoint_dir=os.path.join(workdir, "ckpt"),
-                                           hooks=hooks) as sess:
-        step = 0
+    checkpoint_dir = os.path.join(workdir, "ckpt")
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=checkpoint_dir, hooks=hooks) as sess:
         while not sess.should_stop():
             _, step, value = sess.run([train_op, global_step, loss])
             if step % 100 == 0:
                 print("step %d, loss %.3f" % (step, value))
+    # Evaluation from the checkpoint the monitored session saved at its end, in a plain session.
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        saver.restore(sess, tf.train.latest_checkpoint(checkpoint_dir))
         predictions = np.concatenate([
-            np.argmax(sess.run(test_logits, {test_images: test_x[i:i + 1000].reshape(-1, 28, 28,
-                                                                                   1)}), 1)
+            np.argmax(sess.run(test_logits,
+                               {test_images: test_x[i:i + 1000].reshape(-1, 28, 28, 1)}), 1)
             for i in range(0, len(test_x), 1000)])
-    print("trained %d steps; test accuracy %.4f"
-          % (step, float(np.mean(predictions == np.argmax(test_y, 1)))))
-
+        print("trained %d steps; test accuracy %.4f"
+              % (sess.run(global_step), float(np.mean(predictions == np.argmax(test_y, 1)))))
 
 if __name__ == "__main__":
     main()

@@ -40,4 +40,14 @@ def test_profile_two_devices(tmp_path):
     assert (tmp_path / "placed.dot").read_text().startswith("digraph")
     assert "transfers between devices" in out and " 0 transfers" not in out
 
+@pytest.mark.skipif(not HAVE_DATA, reason="apt-get install dataset-fashion-mnist")
+def test_tf1_queue_cnn_trains_from_fixed_length_records(tmp_path):
+    # string_input_producer -> FixedLengthRecordReader -> decode_raw -> shuffle_batch, run by the
+    # queue runners a MonitoredTrainingSession starts; then evaluation from its checkpoint.
+    out = run_example("tf1_queue_cnn.py", "--steps", "120", "--workdir", str(tmp_path))
+    assert "trained 120 steps" in out, out
+    accuracy = float(out.split("test accuracy")[1].split()[0])
+    assert accuracy > 0.6, out     # ~0.80 after 200 steps (2026-11-27)
+
+
 # The TF1 tutorials run beside PyTorch in test_tf1_vs_torch.py (ctest: python/tf1_vs_torch).
