@@ -455,6 +455,13 @@ class Graph:
         """The collection `name` (a copy); with `scope`, only the items that have a name
         matched at its start by that regular expression, as TF1's get_collection."""
         items = list(self._collections.get(name, []))
+        if name in _VARIABLE_COLLECTIONS:
+            # The variables themselves are tracked by the graph (and the C++ side, for optimizer
+            # slots), not appended here: tf.get_collection(TRAINABLE_VARIABLES, scope="d")
+            # lists them as TF1's does, then anything added to the collection by hand.
+            from shardflow import variables as _variables
+            derived = getattr(_variables, _VARIABLE_COLLECTIONS[name])(self)
+            items = derived + [x for x in items if not any(x is d for d in derived)]
         if scope is None:
             return items
         import re
@@ -694,6 +701,12 @@ def get_collection(name, scope=None):
     """The default graph's collection `name` (a list; empty when none); with `scope`, only the
     items whose name starts with a match of that regular expression (TF1's filter)."""
     return get_default_graph().get_collection(name, scope)
+
+
+# Collections whose members are the graph's variables (Graph.get_collection).
+_VARIABLE_COLLECTIONS = {"variables": "global_variables",
+                         "trainable_variables": "trainable_variables",
+                         "local_variables": "local_variables"}
 
 
 class GraphKeys:

@@ -43,7 +43,11 @@ class Optimizer:
 
     def _var_handles(self, var_list):
         if var_list is None:
-            return []
+            return []      # the engine's default: every trainable variable
+        var_list = list(var_list)
+        if not var_list:
+            raise ValueError("No variables to optimize: var_list is empty (a scope that "
+                             "matched no variable in tf.get_collection?)")
         handles = []
         for v in var_list:
             if not isinstance(v, Variable):

@@ -67,3 +67,30 @@ def test_layer_objects_nest_their_layers_and_keep_their_variables():
         tf.layers.dense(x, 2)
     assert [v.op.name for v in tf.global_variables()] == [
         "proj/kernel", "proj/bias", "outer/dense/kernel", "outer/dense/bias"]
+
+
+def test_variable_collections_by_scope_and_empty_var_list():
+    # Regression: tf.get_collection(TRAINABLE_VARIABLES, scope="discriminator") returned [] and
+    # minimize(var_list=[]) then trained every variable (a GAN's discriminator step moved the
+    # generator too).
+    x = tf.placeholder(tf.float32, [None, 2])
+    with tf.variable_scope("generator"):
+        g = tf.layers.dense(x, 2)
+    with tf.variable_scope("discriminator"):
+        d = tf.layers.dense(g, 1)
+    local = tf.Variable(0, collections=[tf.GraphKeys.LOCAL_VARIABLES], name="counter")
+    d_vars = tf.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES, scope="discriminator")
+    assert [v.op.name for v in d_vars] == ["discriminator/dense/kernel", "discriminator/dense/bias"]
+    assert len(tf.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)) == 4
+    assert tf.get_collection(tf.GraphKeys.LOCAL_VARIABLES) == [local]
+    loss = tf.reduce_mean(tf.square(d))
+    step = tf.train.GradientDescentOptimizer(0.1).minimize(loss, var_list=d_vars)
+    with pytest.raises(ValueError, match="No variables to optimize"):
+        tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, var_list=tf.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES, scope="nothing"))
+    g_kernel = tf.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES, scope="generator")[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        before = sess.run(g_kernel)
+        sess.run(step, {x: np.ones((4, 2), np.float32)})
+        np.testing.assert_array_equal(sess.run(g_kernel), before)   # the generator did not move
