@@ -79,15 +79,24 @@ def _file_descriptor_proto():
     return fdp
 
 
-def _message_classes():
+def _message_classes(fdp=None, file_name=_FILE_NAME):
+    """{name: message class} for the messages of a FileDescriptorProto, in a pool of their own
+    (so TensorFlow's classes in the same process do not clash); nested messages become class
+    attributes (Summary.Value). Also used by summary_pb.py."""
     pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(_file_descriptor_proto().SerializeToString())
-    file_desc = pool.FindFileByName(_FILE_NAME)
+    pool.AddSerializedFile((fdp or _file_descriptor_proto()).SerializeToString())
+    file_desc = pool.FindFileByName(file_name)
     if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
         get_class = message_factory.GetMessageClass
     else:
         get_class = message_factory.MessageFactory(pool).GetPrototype
-    return {name: get_class(desc) for name, desc in file_desc.message_types_by_name.items()}
+    classes = {}
+    for name, desc in file_desc.message_types_by_name.items():
+        cls = classes[name] = get_class(desc)
+        for nested_name, nested in desc.nested_types_by_name.items():
+            if not hasattr(cls, nested_name):
+                setattr(cls, nested_name, get_class(nested))
+    return classes
 
 
 _classes = _message_classes()

@@ -20,7 +20,7 @@ wire), in a descriptor pool of their own. Only the TensorProto fields summaries 
 
 from google.protobuf import descriptor_pb2
 
-from shardflow.example_pb import _F, _field
+from shardflow.example_pb import _F, _field, _message_classes
 from shardflow.tfrecord import read_records
 
 _FILE_NAME = "shardflow/tensorflow_summary.proto"
@@ -114,25 +114,7 @@ def _file_descriptor_proto():
     return fdp
 
 
-def _message_classes():
-    from google.protobuf import descriptor_pool, message_factory
-    pool = descriptor_pool.DescriptorPool()
-    pool.AddSerializedFile(_file_descriptor_proto().SerializeToString())
-    file_desc = pool.FindFileByName(_FILE_NAME)
-    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4.22
-        get_class = message_factory.GetMessageClass
-    else:
-        get_class = message_factory.MessageFactory(pool).GetPrototype
-    classes = {}
-    for name, desc in file_desc.message_types_by_name.items():
-        cls = classes[name] = get_class(desc)
-        for nested_name, nested in desc.nested_types_by_name.items():
-            if not hasattr(cls, nested_name):  # Summary.Value, Summary.Image, ...
-                setattr(cls, nested_name, get_class(nested))
-    return classes
-
-
-_classes = _message_classes()
+_classes = _message_classes(_file_descriptor_proto(), _FILE_NAME)
 
 TensorShapeProto = _classes["TensorShapeProto"]
 TensorProto = _classes["TensorProto"]
