@@ -76,8 +76,10 @@ from shardflow import saved_model  # noqa: F401 (tf.saved_model)
 from shardflow.queue_ops import *  # noqa: F401,F403 (tf.FIFOQueue, tf.TextLineReader, ...)
 from shardflow.matrix_composites import *  # noqa: F401,F403 (matrix_band_part, ...)
 from shardflow.string_ops import *  # noqa: F401,F403 (decode_csv, tf.strings, ...)
-from shardflow.sparse_tensor import SparseTensor, SparseTensorValue, sparse_placeholder  # noqa: F401
-from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum, sparse_reorder,  # noqa: F401
+from shardflow.sparse_tensor import (SparseTensor, SparseTensorValue,  # noqa: F401
+                                     sparse_placeholder)
+from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa: F401
+                                  sparse_reorder,
                                   sparse_reshape, sparse_retain, sparse_tensor_dense_matmul,
                                   sparse_tensor_to_dense, sparse_to_dense, sparse_transpose)
 from shardflow import estimator, feature_column  # noqa: F401 (tf.estimator, tf.feature_column)

@@ -312,5 +312,5 @@ def with_checkpoint_initializers(init_op, graph=None):
 
 __all__ = ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "checkpoint_exists",
            "generate_checkpoint_state_proto", "get_checkpoint_mtimes", "get_checkpoint_state",
-           "remove_checkpoint", "update_checkpoint_state", "init_from_checkpoint", "list_variables", "load_checkpoint",
-           "load_variable", "with_checkpoint_initializers"]
+           "remove_checkpoint", "update_checkpoint_state", "init_from_checkpoint",
+           "list_variables", "load_checkpoint", "load_variable", "with_checkpoint_initializers"]

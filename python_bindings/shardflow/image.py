@@ -301,8 +301,8 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "grayscale_to_rgb", "hsv_to_rgb", "image_gradients", "non_max_suppression",
            "pad_to_bounding_box", "per_image_standardization", "psnr", "random_brightness",
            "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down",
-           "random_hue", "random_saturation", "resize", "resize_area", "resize_bicubic", "resize_bilinear",
-           "resize_image_with_crop_or_pad", "resize_images", "resize_nearest_neighbor",
-           "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv", "rot90",
-           "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",
+           "random_hue", "random_saturation", "resize", "resize_area", "resize_bicubic",
+           "resize_bilinear", "resize_image_with_crop_or_pad", "resize_images",
+           "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv",
+           "rot90", "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",
            "transpose", "transpose_image"] + _CODECS

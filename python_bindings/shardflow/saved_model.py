@@ -107,7 +107,8 @@ class SavedModelBuilder:
         self._dir = export_dir
         self._record = None
 
-    def add_meta_graph_and_variables(self, sess, tags, signature_def_map=None, assets_collection=None,
+    def add_meta_graph_and_variables(self, sess, tags, signature_def_map=None,
+                                     assets_collection=None,
                                      legacy_init_op=None, clear_devices=False, main_op=None,
                                      strip_default_attrs=False, saver=None):
         from shardflow.train import Saver

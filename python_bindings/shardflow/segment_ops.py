@@ -167,5 +167,5 @@ class UniqueResult(tuple):
 
 
 __all__ = ["bincount", "dynamic_partition", "dynamic_stitch", "histogram_fixed_width",
-           "segment_mean", "segment_sum", "unique", "unsorted_segment_mean", "unsorted_segment_sqrt_n",
-           "unsorted_segment_sum"]
+           "segment_mean", "segment_sum", "unique", "unsorted_segment_mean",
+           "unsorted_segment_sqrt_n", "unsorted_segment_sum"]
