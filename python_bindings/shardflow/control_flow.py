@@ -13,6 +13,9 @@ from shardflow.framework import (Operation, Tensor, _FuncGraph, _InputList, _pla
 
 
 def _flatten(x):
+    from shardflow.tensor_array import TensorArray
+    if isinstance(x, TensorArray):
+        return [x.flow]   # its buffer (Note [TensorArray as a buffer] in tensor_array.py)
     if isinstance(x, (list, tuple)):
         out = []
         for item in x:
@@ -26,7 +29,11 @@ def _flatten(x):
 def _pack(structure, flat):
     it = iter(flat)
 
+    from shardflow.tensor_array import TensorArray
+
     def rebuild(x):
+        if isinstance(x, TensorArray):
+            return x._with(next(it))
         if isinstance(x, tuple):
             items = [rebuild(i) for i in x]
             return type(x)(*items) if hasattr(x, "_fields") else tuple(items)  # namedtuples
@@ -194,7 +201,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                          maximum_iterations)
     outputs = list(op.outputs[:n])
     if single:
-        return outputs[0]
+        return _pack(loop_vars, outputs)   # a tensor, or a TensorArray
     if len(outputs) == 1 and not return_same_structure:
         return outputs[0]
     return _pack(loop_vars, outputs)
