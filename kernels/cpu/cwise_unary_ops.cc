@@ -89,78 +89,26 @@ struct ErfFn {
     return std::erf(a);
   }
 };
-struct TanFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::tan(a);
+// The trigonometric and hyperbolic functions of <cmath>, element by element.
+#define SF_STD_UNARY_FN(NAME, FUNCTION)   \
+  struct NAME {                           \
+    static constexpr bool kEigen = false; \
+    static constexpr int kCostNs = 10;    \
+    template <typename C>                 \
+    C operator()(C a) const {             \
+      return std::FUNCTION(a);            \
+    }                                     \
   }
-};
-struct AsinFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::asin(a);
-  }
-};
-struct AcosFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::acos(a);
-  }
-};
-struct AtanFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::atan(a);
-  }
-};
-struct SinhFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::sinh(a);
-  }
-};
-struct CoshFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::cosh(a);
-  }
-};
-struct AsinhFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::asinh(a);
-  }
-};
-struct AcoshFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::acosh(a);
-  }
-};
-struct AtanhFn {
-  static constexpr bool kEigen = false;
-  static constexpr int kCostNs = 10;
-  template <typename C>
-  C operator()(C a) const {
-    return std::atanh(a);
-  }
-};
+SF_STD_UNARY_FN(TanFn, tan);
+SF_STD_UNARY_FN(AsinFn, asin);
+SF_STD_UNARY_FN(AcosFn, acos);
+SF_STD_UNARY_FN(AtanFn, atan);
+SF_STD_UNARY_FN(SinhFn, sinh);
+SF_STD_UNARY_FN(CoshFn, cosh);
+SF_STD_UNARY_FN(AsinhFn, asinh);
+SF_STD_UNARY_FN(AcoshFn, acosh);
+SF_STD_UNARY_FN(AtanhFn, atanh);
+#undef SF_STD_UNARY_FN
 struct LogicalNotFn {
   static constexpr bool kEigen = false;
   static constexpr int kCostNs = 1;

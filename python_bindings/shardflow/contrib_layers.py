@@ -120,18 +120,24 @@ def fully_connected(inputs, num_outputs, activation_fn=_DEFAULT, normalizer_fn=N
     biases_initializer=None or a normalizer_fn leaves out the bias. A dense layer of
     sf.layers (variables <scope>/kernel and <scope>/bias)."""
     from shardflow import layers
-    act = _default_relu() if activation_fn is _DEFAULT else activation_fn
-    use_bias = biases_initializer is not None and normalizer_fn is None
-    layer = layers.Dense(num_outputs, activation=_activation(act, normalizer_fn,
-                                                             normalizer_params),
-                         use_bias=use_bias,
-                         kernel_initializer=weights_initializer or xavier_initializer(),
-                         bias_initializer=None if biases_initializer is _DEFAULT
-                         else biases_initializer,
-                         kernel_regularizer=weights_regularizer,
-                         bias_regularizer=biases_regularizer,
-                         name=_scope_name(scope, "fully_connected", reuse))
+    layer = layers.Dense(num_outputs, name=_scope_name(scope, "fully_connected", reuse),
+                         **_layer_args(activation_fn, normalizer_fn, normalizer_params,
+                                       weights_initializer, weights_regularizer,
+                                       biases_initializer, biases_regularizer))
+    layer._reuse = reuse
     return layer(inputs)
+
+
+def _layer_args(activation_fn, normalizer_fn, normalizer_params, weights_initializer,
+                weights_regularizer, biases_initializer, biases_regularizer):
+    """The sf.layers arguments of a contrib layer's: a ReLU unless told otherwise, Xavier
+    weights, no bias under a normalizer_fn or with biases_initializer=None."""
+    act = _default_relu() if activation_fn is _DEFAULT else activation_fn
+    return dict(activation=_activation(act, normalizer_fn, normalizer_params),
+                use_bias=biases_initializer is not None and normalizer_fn is None,
+                kernel_initializer=weights_initializer or xavier_initializer(),
+                bias_initializer=None if biases_initializer is _DEFAULT else biases_initializer,
+                kernel_regularizer=weights_regularizer, bias_regularizer=biases_regularizer)
 
 
 @add_arg_scope
@@ -150,18 +156,12 @@ def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_form
     if _pair(rate) != (1, 1):
         raise ValueError("contrib.layers.conv2d(rate=%r): dilated convolution is not "
                          "supported" % (rate,))
-    act = _default_relu() if activation_fn is _DEFAULT else activation_fn
-    use_bias = biases_initializer is not None and normalizer_fn is None
     layer = layers.Conv2D(num_outputs, _pair(kernel_size), strides=_pair(stride),
-                          padding=padding.upper(),
-                          activation=_activation(act, normalizer_fn, normalizer_params),
-                          use_bias=use_bias,
-                          kernel_initializer=weights_initializer or xavier_initializer(),
-                          bias_initializer=None if biases_initializer is _DEFAULT
-                          else biases_initializer,
-                          kernel_regularizer=weights_regularizer,
-                          bias_regularizer=biases_regularizer,
-                          name=_scope_name(scope, "Conv", reuse))
+                          padding=padding.upper(), name=_scope_name(scope, "Conv", reuse),
+                          **_layer_args(activation_fn, normalizer_fn, normalizer_params,
+                                        weights_initializer, weights_regularizer,
+                                        biases_initializer, biases_regularizer))
+    layer._reuse = reuse
     return layer(inputs)
 
 

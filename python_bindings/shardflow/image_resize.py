@@ -76,17 +76,24 @@ def _bilinear_axis(x, axis, n_in, n_out, align_corners, half_pixel_centers):
     return a + (b - a) * w
 
 
-def resize_bilinear(images, size, align_corners=False, half_pixel_centers=False, name=None):
-    """Bilinear resizing of NHWC images to size = [height, width]; float32 out."""
-    x, unbatch, h, w = _as_nhwc(images, "resize_bilinear")
-    out_h, out_w = _size(size, "resize_bilinear")
+def _separable(images, size, what, axis_fn, align_corners, half_pixel_centers, name):
+    """Resizing one axis after the other with axis_fn (_bilinear_axis, _bicubic_axis); float32
+    out."""
+    x, unbatch, h, w = _as_nhwc(images, what)
+    out_h, out_w = _size(size, what)
     if x.dtype != dtypes.float32:
         x = ops.cast(x, dtypes.float32)
-    y = _bilinear_axis(x, 1, h, out_h, align_corners, half_pixel_centers)
-    y = _bilinear_axis(y, 2, w, out_w, align_corners, half_pixel_centers)
+    y = axis_fn(x, 1, h, out_h, align_corners, half_pixel_centers)
+    y = axis_fn(y, 2, w, out_w, align_corners, half_pixel_centers)
     if unbatch:
         y = ops.squeeze(y, [0])
     return ops.identity(y, name=name)
+
+
+def resize_bilinear(images, size, align_corners=False, half_pixel_centers=False, name=None):
+    """Bilinear resizing of NHWC images to size = [height, width]; float32 out."""
+    return _separable(images, size, "resize_bilinear", _bilinear_axis, align_corners,
+                      half_pixel_centers, name)
 
 
 def _nearest_rows(n_in, n_out, align_corners, half_pixel_centers):
@@ -157,15 +164,8 @@ def _bicubic_axis(x, axis, n_in, n_out, align_corners, half_pixel_centers):
 def resize_bicubic(images, size, align_corners=False, half_pixel_centers=False, name=None):
     """Bicubic resizing of NHWC images to size = [height, width], as TF's ResizeBicubic
     (coordinates as resize_bilinear's); float32 out."""
-    x, unbatch, h, w = _as_nhwc(images, "resize_bicubic")
-    out_h, out_w = _size(size, "resize_bicubic")
-    if x.dtype != dtypes.float32:
-        x = ops.cast(x, dtypes.float32)
-    y = _bicubic_axis(x, 1, h, out_h, align_corners, half_pixel_centers)
-    y = _bicubic_axis(y, 2, w, out_w, align_corners, half_pixel_centers)
-    if unbatch:
-        y = ops.squeeze(y, [0])
-    return ops.identity(y, name=name)
+    return _separable(images, size, "resize_bicubic", _bicubic_axis, align_corners,
+                      half_pixel_centers, name)
 
 
 def _area_matrix(n_in, n_out, align_corners):

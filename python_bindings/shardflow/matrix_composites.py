@@ -13,7 +13,7 @@ are constants); gradients flow through all but random_shuffle.
 
 import numpy as np
 
-from shardflow import dtypes, ops
+from shardflow import ops
 from shardflow.framework import convert_to_tensor
 
 
@@ -134,4 +134,3 @@ def random_shuffle(value, seed=None, name=None):
 
 __all__ = ["depth_to_space", "diag", "diag_part", "matrix_band_part", "matrix_diag",
            "matrix_diag_part", "random_shuffle", "space_to_depth", "trace"]
-_unused = dtypes

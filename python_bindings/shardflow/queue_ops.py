@@ -37,9 +37,9 @@ import threading
 
 import numpy as np
 
-from shardflow import dtypes, errors, ops
-from shardflow.framework import (Operation, Tensor, TensorShape, convert_to_tensor,
-                                 get_default_graph)
+from shardflow import dtypes, errors
+from shardflow import dtypes as _dtypes  # QueueBase's `dtypes` argument shadows the module
+from shardflow.framework import TensorShape, convert_to_tensor
 from shardflow.script_ops import py_func
 
 _counter = collections.Counter()
@@ -68,12 +68,10 @@ class _State:
         self.rng = np.random.RandomState(seed)
         self.items = []
         self.closed = False
-        self.cancelled = False
         self.cond = threading.Condition()
 
-    def _full(self, extra):
-        return self.capacity is not None and self.capacity > 0 and \
-            len(self.items) + extra > self.capacity
+    def _full(self):
+        return self.capacity is not None and 0 < self.capacity <= len(self.items)
 
     def _check(self, element):
         out = []
@@ -92,7 +90,7 @@ class _State:
         elements = [self._check(e) for e in elements]
         with self.cond:
             for e in elements:
-                while not self.closed and self._full(1):
+                while not self.closed and self._full():
                     self.cond.wait(0.5)
                 if self.closed:
                     raise errors.CancelledError(
@@ -122,10 +120,11 @@ class _State:
             self.cond.notify_all()
             return taken
 
-    def close(self, cancel_pending_enqueues):
+    def close(self):
+        # Enqueues still waiting for room fail too (CancelledError), whether or not the close
+        # op asked to cancel them.
         with self.cond:
             self.closed = True
-            self.cancelled = self.cancelled or cancel_pending_enqueues
             self.cond.notify_all()
 
     def size(self):
@@ -141,7 +140,7 @@ class QueueBase:
 
     def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
                  name="fifo_queue", seed=None):
-        self._dtypes = [dtypes_module.as_dtype(d) for d in _as_list(dtypes)]
+        self._dtypes = [_dtypes.as_dtype(d) for d in _as_list(dtypes)]
         if shapes is not None:
             shapes = [TensorShape(s).as_list() if not isinstance(s, TensorShape) or s.ndims is
                       not None else None for s in _as_list(shapes)]
@@ -153,8 +152,7 @@ class QueueBase:
         if self._names is not None and len(self._names) != len(self._dtypes):
             raise ValueError("%s: %d names for %d dtypes" % (name, len(self._names),
                                                             len(self._dtypes)))
-        self._name = get_default_graph().unique_name(name) if hasattr(
-            get_default_graph(), "unique_name") else _unique(name)
+        self._name = _unique(name)
         self._state = _State(self._name, capacity, self._dtypes, shapes, self._shuffle_min,
                              seed)
 
@@ -241,28 +239,27 @@ class QueueBase:
         return self._dequeue_op(n, True, name or self._name + "_dequeue_up_to")
 
     def close(self, cancel_pending_enqueues=False, name=None):
-        """An op closing the queue: later enqueues fail; dequeues drain what is left."""
+        """An op closing the queue: later enqueues, and those still waiting for room (with or
+        without cancel_pending_enqueues), fail; dequeues drain what is left."""
         state = self._state
-        return py_func(lambda: state.close(cancel_pending_enqueues), [], [],
+        return py_func(lambda: state.close(), [], [],
                        name=name or self._name + "_close")
 
     def size(self, name=None):
         """An int32 scalar: the number of elements."""
         state = self._state
-        out = py_func(lambda: np.int32(state.size()), [], dtypes_module.int32,
+        out = py_func(lambda: np.int32(state.size()), [], _dtypes.int32,
                       name=name or self._name + "_size")
         out.set_shape([])
         return out
 
     def is_closed(self, name=None):
         state = self._state
-        out = py_func(lambda: np.bool_(state.closed), [], dtypes_module.bool_,
+        out = py_func(lambda: np.bool_(state.closed), [], _dtypes.bool_,
                       name=name or self._name + "_is_closed")
         out.set_shape([])
         return out
 
-
-dtypes_module = dtypes
 
 
 class FIFOQueue(QueueBase):
@@ -667,7 +664,3 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
 __all__ = ["FIFOQueue", "FixedLengthRecordReader", "PaddingFIFOQueue", "QueueBase",
            "RandomShuffleQueue", "ReaderBase", "TFRecordReader", "TextLineReader",
            "WholeFileReader"]
-_TRAIN_NAMES = ["batch", "batch_join", "input_producer", "limit_epochs", "range_input_producer",
-                "shuffle_batch", "shuffle_batch_join", "slice_input_producer",
-                "string_input_producer"]
-_unused = (Operation, Tensor, ops)

@@ -23,7 +23,7 @@ loop lengths of RNN-style code, not for very long loops.
 import numpy as np
 
 from shardflow import dtypes, ops
-from shardflow.framework import Tensor, TensorShape, convert_to_tensor
+from shardflow.framework import TensorShape, convert_to_tensor
 
 
 def _static_int(x, what):
@@ -171,9 +171,4 @@ class TensorArray:
         return "<sf.TensorArray size=%d dtype=%s>" % (self._size, self._dtype.name)
 
 
-def _is_tensor_array(x):
-    return isinstance(x, TensorArray)
-
-
 __all__ = ["TensorArray"]
-_unused = Tensor

@@ -94,3 +94,14 @@ def test_variable_collections_by_scope_and_empty_var_list():
         before = sess.run(g_kernel)
         sess.run(step, {x: np.ones((4, 2), np.float32)})
         np.testing.assert_array_equal(sess.run(g_kernel), before)   # the generator did not move
+
+
+def test_contrib_layers_reuse_their_scope():
+    x = tf.placeholder(tf.float32, [None, 3])
+    tf.contrib.layers.fully_connected(x, 2, scope="fc")
+    tf.contrib.layers.fully_connected(x, 2, scope="fc", reuse=True)
+    images = tf.placeholder(tf.float32, [None, 4, 4, 1])
+    tf.contrib.layers.conv2d(images, 2, 3, scope="conv")
+    tf.contrib.layers.conv2d(images, 2, 3, scope="conv", reuse=True)
+    assert [v.op.name for v in tf.global_variables()] == [
+        "fc/kernel", "fc/bias", "conv/kernel", "conv/bias"]

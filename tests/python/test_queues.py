@@ -156,3 +156,17 @@ def test_monitored_training_session_starts_and_stops_queue_runners(tmp_path):
         while not sess.should_stop():
             seen.append(sess.run(add))
     assert seen[-1] == xs.sum() and len(seen) == 5
+
+
+def test_fixed_length_reader_rejects_a_file_of_the_wrong_size(tmp_path):
+    bad = tmp_path / "short.bin"
+    bad.write_bytes(b"HD" + bytes(range(7)))          # 7 bytes: not whole 4-byte records
+    _, rec = tf.FixedLengthRecordReader(4, header_bytes=2).read(
+        tf.train.string_input_producer([str(bad)], num_epochs=1))
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        with pytest.raises(tf.errors.DataLossError, match="not header 2"):
+            sess.run(rec)
+        coord.request_stop()
+        coord.join(threads)

@@ -8,6 +8,8 @@ import pytest
 
 import shardflow as tf
 
+import grad_check  # tests/python/grad_check.py
+
 RNG = np.random.RandomState(0)
 
 
@@ -22,29 +24,8 @@ def run(fetches, feed=None):
         return s.run(fetches, feed)
 
 
-def check_gradient(fn, *x0s, h=1e-6, rtol=1e-5, atol=1e-7, dtype=np.float64):
-    """The engine's gradient of sum(fn(*x) * c) (c random) against central differences of its
-    own forward pass, in float64 (float32 for the convolutions, whose kernels take only that;
-    they are linear in each input, so the differences are exact but for rounding), for every
-    input."""
-    x0s = [x0.astype(dtype) for x0 in x0s]
-    xs = [tf.placeholder(tf.as_dtype(dtype), x0.shape) for x0 in x0s]
-    out = fn(*xs)
-    c = tf.constant(RNG.uniform(0.5, 1.5, size=out.shape.as_list()).astype(dtype))
-    y = tf.reduce_sum(out * c)
-    grads = tf.gradients(y, xs)
-    feed = dict(zip(xs, x0s))
-    with tf.Session() as s:
-        analytic = s.run(grads, feed)
-        for k, x0 in enumerate(x0s):
-            numeric = np.zeros_like(x0)
-            for i in np.ndindex(*x0.shape):
-                up, down = dict(feed), dict(feed)
-                up[xs[k]], down[xs[k]] = x0.copy(), x0.copy()
-                up[xs[k]][i] += h
-                down[xs[k]][i] -= h
-                numeric[i] = (s.run(y, up) - s.run(y, down)) / (2 * h)
-            np.testing.assert_allclose(analytic[k], numeric, rtol=rtol, atol=atol)
+def check_gradient(fn, *x0s, **kwargs):
+    grad_check.check_gradient(fn, *x0s, rng=RNG, **kwargs)
 
 
 # ---- candidate samplers --------------------------------------------------------------------
