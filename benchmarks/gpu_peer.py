@@ -20,7 +20,9 @@ Runs on the GPU machine with its python3 (PyTorch with CUDA) and prints three ta
     end (PyTorch's best case); both in strict fp32 (no TF32 anywhere, as shardflow's default), and
     "on GPU" once more with PyTorch's defaults (cuDNN TF32 on) and cudnn.benchmark.
 
-usage: python3 gpu_peer.py [--quick]     (--quick: small sizes, few steps)
+usage: python3 gpu_peer.py [--quick] [--cnn-only] [--profile-cnn BATCH]
+  --quick: small sizes, few steps; --cnn-only: only (c); --profile-cnn: PyTorch's per-kernel
+  GPU times for the CNN's step (torch.profiler), nothing else
 """
 import datetime
 import statistics
@@ -117,14 +119,19 @@ def cnn(torch):
         nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Linear(1024, 10))
 
 
-def cnn_rate(torch, batch, steps, host_feed, cudnn_tf32, benchmark):
+def cnn_rate(torch, batch, steps, host_feed, cudnn_tf32, benchmark, channels_last=False):
     """images/s: host_feed -> median step (copy in, loss.item()) after 2 warm-up steps; else the
     batch stays on the GPU and one synchronize ends the timed steps. Matrix products in strict
-    fp32 (PyTorch's default); convolutions with TF32 if cudnn_tf32 (PyTorch's default)."""
+    fp32 (PyTorch's default); convolutions with TF32 if cudnn_tf32 (PyTorch's default).
+    channels_last: activations and filters in NHWC, as shardflow keeps them (cuDNN's NHWC
+    kernels instead of its NCHW ones)."""
     set_tf32(torch, False, cudnn_tf32)
     torch.backends.cudnn.benchmark = benchmark
     torch.manual_seed(1)
     net = cnn(torch).cuda()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    if channels_last:
+        net = net.to(memory_format=fmt)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = torch.nn.CrossEntropyLoss()
     images = torch.randn(batch, 1, 28, 28)
@@ -134,6 +141,8 @@ def cnn_rate(torch, batch, steps, host_feed, cudnn_tf32, benchmark):
 
     def train_step():
         x, y = (images.cuda(), labels.cuda()) if host_feed else (images, labels)
+        if channels_last:
+            x = x.contiguous(memory_format=fmt)
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(net(x), y)
         loss.backward()
@@ -164,18 +173,53 @@ def cnn_rate(torch, batch, steps, host_feed, cudnn_tf32, benchmark):
 def cnn_table(torch, batches, steps):
     print("\n(c) CNN training (shardflow's --model cnn, Adam lr 1e-3), synthetic 28x28x1, %d steps"
           % steps)
-    rows = [("fp32, host feed + loss every step", True, False, False),
-            ("fp32, batch on GPU, 1 sync", False, False, False),
-            ("torch defaults (cuDNN TF32), cudnn.benchmark, on GPU", False, True, True)]
+    rows = [("fp32, host feed + loss every step", True, False, False, False),
+            ("fp32, host feed, channels_last (NHWC), cudnn.benchmark", True, False, True, True),
+            ("fp32, host feed, cudnn.benchmark", True, False, True, False),
+            ("fp32, batch on GPU, 1 sync", False, False, False, False),
+            ("torch defaults (cuDNN TF32), cudnn.benchmark, on GPU", False, True, True, False)]
     print("%-54s %s" % ("PyTorch", " ".join("%14s" % ("batch %d" % b) for b in batches)))
-    for name, host_feed, tf32, benchmark in rows:
-        rates = [cnn_rate(torch, b, steps, host_feed, tf32, benchmark) for b in batches]
+    for name, host_feed, tf32, benchmark, nhwc in rows:
+        rates = [cnn_rate(torch, b, steps, host_feed, tf32, benchmark, nhwc) for b in batches]
         print("%-54s %s" % (name, " ".join("%10.0f im/s" % r for r in rates)))
         sys.stdout.flush()
 
 
+def cnn_profile(torch, batch, steps=10):
+    """PyTorch's own per-kernel GPU times for the CNN's training step (torch.profiler, strict
+    fp32, host feed), to set beside `shardflow train --synthetic --profile-step N`."""
+    from torch.profiler import ProfilerActivity, profile
+    set_tf32(torch, False, False)
+    torch.manual_seed(1)
+    net = cnn(torch).cuda()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    images, labels = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
+
+    def train_step():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(net(images.cuda()), labels.cuda())
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    for _ in range(3):
+        train_step()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            train_step()
+    print("\n(d) PyTorch CNN training step at batch %d, GPU time per kernel over %d steps" %
+          (batch, steps))
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=30,
+                                    max_name_column_width=70))
+
+
 def main():
     quick = "--quick" in sys.argv
+    if "--profile-cnn" in sys.argv:
+        import torch
+        cnn_profile(torch, int(sys.argv[sys.argv.index("--profile-cnn") + 1]))
+        return 0
     try:
         import torch
     except ImportError as e:
@@ -189,8 +233,9 @@ def main():
     print("GPU: %s (sm_%d%d, %.1f GiB), PyTorch %s, CUDA %s, cuDNN %s\n" % (
         props.name, props.major, props.minor, props.total_memory / 2 ** 30, torch.__version__,
         torch.version.cuda, torch.backends.cudnn.version()))
-    matmul_table(torch, [1024, 2048] if quick else [4096, 8192])
-    chain_table(torch, 50 if quick else 300)
+    if "--cnn-only" not in sys.argv:
+        matmul_table(torch, [1024, 2048] if quick else [4096, 8192])
+        chain_table(torch, 50 if quick else 300)
     cnn_table(torch, [128, 512], 10 if quick else 40)
     return 0
 

@@ -1,5 +1,6 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <thread>
@@ -215,6 +216,11 @@ class ExecutorState {
       return;
     }
     OpKernelContext ctx(&params);
+    // A traced step on a device with a queue of its own (a GPU) times each kernel's work on that
+    // queue and waits for it, so that its stats give the time the kernel ran on the device, not
+    // the time it took to enqueue it.
+    const bool timed = args_.stats && ex_->device_memory_;
+    if (timed) ex_->device_->BeginKernelTiming();
     if (IsExpensiveNow(id)) {
       ex_->device_->AcquireComputeSlot();
       if (args_.stats) start = NowMicros();  // queueing for the slot is not kernel time
@@ -223,14 +229,14 @@ class ExecutorState {
     } else {
       item.kernel->Compute(&ctx);
     }
-    // A traced step on a device with a queue of its own (a GPU) waits for each kernel, so that
-    // its stats give the time the kernel ran, not the time it took to enqueue it.
-    if (args_.stats && ex_->device_memory_ && ctx.status().ok()) {
-      absl::Status synced = ex_->device_->Sync();
-      if (!synced.ok()) ctx.SetStatus(synced);
+    int64_t device_micros = -1;
+    if (timed) {
+      absl::StatusOr<int64_t> t = ex_->device_->EndKernelTiming();
+      if (!t.ok() && ctx.status().ok()) ctx.SetStatus(t.status());
+      if (t.ok()) device_micros = *t;
     }
     ReadyList ready;
-    if (Complete(item, &ctx, start, &ready)) ScheduleReady(ready, queue);
+    if (Complete(item, &ctx, start, &ready, device_micros)) ScheduleReady(ready, queue);
     NodeDone();
   }
 
@@ -242,8 +248,9 @@ class ExecutorState {
 
   // Checks the kernel's result, records stats and hands outputs to consumers. Returns false
   // (after aborting the step) on error.
+  // `device_micros`: the kernel's time on the device's queue (traced steps), -1 if not timed.
   bool Complete(const Executor::NodeItem& item, OpKernelContext* ctx, int64_t start,
-                ReadyList* ready) {
+                ReadyList* ready, int64_t device_micros = -1) {
     ClearInputs(item);
     absl::Status s = ctx->status();
     if (s.ok()) {
@@ -258,7 +265,7 @@ class ExecutorState {
       }
     }
     if (s.ok() && args_.check_numerics) s = CheckNumerics(ctx);
-    if (args_.stats) RecordStats(item, ctx, start);
+    if (args_.stats) RecordStats(item, ctx, start, device_micros);
     if (!s.ok()) {
       Abort(absl::Status(s.code(), absl::StrCat(NodeErrorPrefix(item.node->def()), s.message())));
       return false;
@@ -304,12 +311,18 @@ class ExecutorState {
     return absl::OkStatus();
   }
 
-  void RecordStats(const Executor::NodeItem& item, OpKernelContext* ctx, int64_t start) {
+  void RecordStats(const Executor::NodeItem& item, OpKernelContext* ctx, int64_t start,
+                   int64_t device_micros) {
     NodeExecStats ns;
     ns.set_node_name(item.node->name());
     ns.set_op(item.node->op());
     ns.set_start_micros(start);
-    ns.set_end_micros(NowMicros());
+    const int64_t end = NowMicros();
+    ns.set_end_micros(end);
+    if (device_micros >= 0) {  // the host saw the work finish just before `end`
+      ns.set_device_start_micros(std::max(start, end - device_micros));
+      ns.set_device_end_micros(end);
+    }
     ns.set_thread_id(
         static_cast<int64_t>(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000));
     for (int i = 0; i < ctx->num_outputs(); ++i) {

@@ -8,8 +8,8 @@
 #   1. bin/gpu_conformance_test, bin/gpu_device_test, bin/gpu_gradient_test
 #   2. shardflow train --model cnn for one epoch of Fashion-MNIST (datasets/fashion-mnist)
 #   3. CNN training throughput at batch 128 and 512: `shardflow train --synthetic` (one fixed batch
-#      fed every step, images/s from the median step, as gpu_peer.py's "host feed" row), and 200
-#      steps on Fashion-MNIST
+#      fed every step, images/s from the median step, as gpu_peer.py's "host feed" row), the same
+#      with SHARDFLOW_CUDNN_LAYOUT=nhwc, and 200 steps on Fashion-MNIST
 #   4. bin/gpu_benchmark (MatMul through a session vs cuBLAS; executor overhead)
 #   5. python3 benchmarks/gpu_peer.py (PyTorch on the same work)
 # and ends with a summary: each step's exit status and time, and the images/s side by side.
@@ -95,6 +95,13 @@ main() {
         ${GPU_CHECK_PROFILE:+--profile-step 20}
     rates["synthetic $batch"]=$(grep -o 'cnn synthetic: [0-9.]*' "$step_out" | awk '{print $3}')
   done
+  # The same with cuDNN's NHWC convolutions (strict float32 defaults to NCHW inside the kernels).
+  for batch in 128 512; do
+    run "train cnn synthetic, batch $batch, NHWC" 25 env SHARDFLOW_CUDNN_LAYOUT=nhwc \
+        bin/shardflow train --model cnn "${device[@]}" --synthetic --batch-size "$batch" \
+        --max-steps 30 --progress=false
+    rates["nhwc $batch"]=$(grep -o 'cnn synthetic: [0-9.]*' "$step_out" | awk '{print $3}')
+  done
   run "train mlp synthetic, batch 128" 25 bin/shardflow train --model mlp "${device[@]}" \
       --synthetic --batch-size 128 --max-steps 30 --progress=false
   # Which ops of the CNN's training step stay on the CPU (no GPU kernel), by type.
@@ -129,6 +136,8 @@ main() {
   printf '%-54s %14s %14s\n' "" "batch 128" "batch 512"
   printf '%-54s %14s %14s\n' "shardflow synthetic (host feed, loss every step)" \
     "${rates[synthetic 128]:--}" "${rates[synthetic 512]:--}"
+  printf '%-54s %14s %14s\n' "shardflow synthetic, convolutions in NHWC" \
+    "${rates[nhwc 128]:--}" "${rates[nhwc 512]:--}"
   printf '%-54s %14s %14s\n' "shardflow Fashion-MNIST, 200 steps (after warm-up)" \
     "${rates[fashion 128]:--}" "${rates[fashion 512]:--}"
   echo "$peer" | grep -E '^(fp32,|torch defaults)' || echo "(no PyTorch rows)"

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/framework/allocator.h"
 #include "core/framework/device_name.h"
 #include "core/framework/tensor.h"
@@ -59,6 +60,13 @@ class DeviceBase {
   virtual bool allow_tf32() const { return false; }
   // Waits until work queued on the device (e.g. a GPU stream) has finished.
   virtual absl::Status Sync() { return absl::OkStatus(); }
+  // Kernel timing for traced steps on a device with a queue of its own (a GPU stream). The
+  // executor calls BeginKernelTiming before a kernel enqueues its work and EndKernelTiming right
+  // after, on the same thread; no other timed kernel of the device enqueues in between (the
+  // device holds a lock from Begin to End). EndKernelTiming waits for that work and returns how
+  // long it ran on the device, in microseconds; -1 where the device has no queue to time.
+  virtual void BeginKernelTiming() {}
+  virtual absl::StatusOr<int64_t> EndKernelTiming() { return -1; }
 
   // State that outlives steps (variables). Never null for devices that run stateful kernels.
   virtual ResourceMgr* resource_manager() { return nullptr; }

@@ -2,10 +2,17 @@
 // Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter, _FusedConv2D (+ bias and activation),
 // MaxPool, MaxPoolGrad, AvgPool, AvgPoolGrad, all float32.
 //
-// cuDNN's NHWC convolutions take the filter as [out, height, width, in]; TensorFlow's is
-// [height, width, in, out], so the forward and input-gradient kernels transpose the filter into a
-// scratch tensor first and the filter gradient transposes its result back (filters are small).
-// Algorithms are timed once per shape and process (cudnnFind*, or cuDNN's heuristics with
+// Layout: the ops' tensors are NHWC, but cuDNN's float32 convolutions without tensor cores are
+// much faster in NCHW, where it has FFT and Winograd algorithms (on an H200, the CNN's 5x5
+// convolutions at batch 512 took ~2.4x as long in NHWC as PyTorch's NCHW ones). So, in strict
+// float32, a convolution transposes its activations to NCHW around the cuDNN call
+// (cudnnTransformTensor; a tensor with one channel is the same bytes in both layouts and is
+// used as it is); with TF32 (tensor cores) it stays NHWC. $SHARDFLOW_CUDNN_LAYOUT=nhwc|nchw
+// forces one. cuDNN takes the filter as [out, height, width, in] in NHWC and [out, in, height,
+// width] in NCHW; TensorFlow's is [height, width, in, out], so the forward and input-gradient
+// kernels transpose the filter into a scratch tensor first and the filter gradient transposes
+// its result back (filters are small).
+// Algorithms are timed once per shape, layout and process (cudnnFind*, or cuDNN's heuristics with
 // $SHARDFLOW_CUDNN_FIND=0); the fastest whose workspace fits in kMaxWorkspace is kept. float32
 // stays exact (FMA math) unless the session allows TF32.
 //
@@ -34,9 +41,10 @@ struct TensorDesc {
   cudnnTensorDescriptor_t d = nullptr;
   TensorDesc() { cudnnCreateTensorDescriptor(&d); }
   ~TensorDesc() { cudnnDestroyTensorDescriptor(d); }
-  // An NHWC float tensor.
-  cudnnStatus_t Set(int64_t n, int64_t h, int64_t w, int64_t c) {
-    return cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(n),
+  // A float tensor in the given layout (NHWC by default).
+  cudnnStatus_t Set(int64_t n, int64_t h, int64_t w, int64_t c,
+                    cudnnTensorFormat_t format = CUDNN_TENSOR_NHWC) {
+    return cudnnSetTensor4dDescriptor(d, format, CUDNN_DATA_FLOAT, static_cast<int>(n),
                                       static_cast<int>(c), static_cast<int>(h),
                                       static_cast<int>(w));
   }
@@ -114,31 +122,105 @@ absl::StatusOr<Tensor> Workspace(OpKernelContext* ctx, size_t bytes) {
   return t;
 }
 
-// The filter [kh, kw, in, out] <-> cuDNN's [out, kh, kw, in].
-absl::Status FilterToCudnn(OpKernelContext* ctx, const Tensor& hwio, Tensor* ohwi) {
-  SF_RETURN_IF_ERROR(ctx->allocate_temp(
-      DT_FLOAT,
-      TensorShape({hwio.dim_size(3), hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2)}), ohwi));
+// The layout cuDNN computes a convolution in (see the top of the file).
+cudnnTensorFormat_t ConvLayout(bool tf32) {
+  static const int forced = [] {
+    const char* env = std::getenv("SHARDFLOW_CUDNN_LAYOUT");
+    if (env == nullptr) return 0;
+    const std::string v(env);
+    return v == "nchw" ? 1 : v == "nhwc" ? 2 : 0;
+  }();
+  if (forced != 0) return forced == 1 ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
+  return tf32 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+
+// The filter [kh, kw, in, out] <-> cuDNN's [out, kh, kw, in] (NHWC) or [out, in, kh, kw] (NCHW).
+absl::Status FilterToCudnn(OpKernelContext* ctx, const Tensor& hwio, cudnnTensorFormat_t layout,
+                           Tensor* out) {
   const int64_t dims[4] = {hwio.dim_size(0), hwio.dim_size(1), hwio.dim_size(2), hwio.dim_size(3)};
-  const int perm[4] = {3, 0, 1, 2};
+  const bool nchw = layout == CUDNN_TENSOR_NCHW;
+  const int nhwc_perm[4] = {3, 0, 1, 2}, nchw_perm[4] = {3, 2, 0, 1};
+  const int* perm = nchw ? nchw_perm : nhwc_perm;
+  SF_RETURN_IF_ERROR(ctx->allocate_temp(
+      DT_FLOAT, TensorShape({dims[perm[0]], dims[perm[1]], dims[perm[2]], dims[perm[3]]}), out));
   return gpu::CudaStatus(
-      gpu::LaunchTranspose(hwio.raw_data(), ohwi->raw_data(), 4, dims, perm, 4, gpu::StreamOf(ctx)),
+      gpu::LaunchTranspose(hwio.raw_data(), out->raw_data(), 4, dims, perm, 4, gpu::StreamOf(ctx)),
       "LaunchTranspose(filter)");
 }
 
-// Descriptors of one convolution: x [n,h,w,c], filter [out,kh,kw,c], y [n,oh,ow,out].
+// cuDNN's filter (FilterToCudnn's layout) back into [kh, kw, in, out].
+absl::Status FilterFromCudnn(OpKernelContext* ctx, const Tensor& from, cudnnTensorFormat_t layout,
+                             Tensor* hwio) {
+  const int64_t dims[4] = {from.dim_size(0), from.dim_size(1), from.dim_size(2), from.dim_size(3)};
+  const int nhwc_perm[4] = {1, 2, 3, 0}, nchw_perm[4] = {2, 3, 1, 0};
+  return gpu::CudaStatus(gpu::LaunchTranspose(from.raw_data(), hwio->raw_data(), 4, dims,
+                                              layout == CUDNN_TENSOR_NCHW ? nchw_perm : nhwc_perm,
+                                              4, gpu::StreamOf(ctx)),
+                         "LaunchTranspose(filter gradient)");
+}
+
+// An NHWC activation [n, h, w, c] as cuDNN reads it in `layout`: itself in NHWC, or when it has
+// one channel (the same bytes); else a transposed NCHW copy.
+absl::StatusOr<Tensor> ActivationToCudnn(OpKernelContext* ctx, cudnnHandle_t handle,
+                                         const Tensor& nhwc, cudnnTensorFormat_t layout) {
+  const int64_t n = nhwc.dim_size(0), h = nhwc.dim_size(1), w = nhwc.dim_size(2),
+                c = nhwc.dim_size(3);
+  if (layout == CUDNN_TENSOR_NHWC || c == 1) return nhwc;
+  Tensor nchw;
+  SF_RETURN_IF_ERROR(ctx->allocate_temp(DT_FLOAT, TensorShape({n, c, h, w}), &nchw));
+  TensorDesc from, to;
+  SF_RETURN_IF_ERROR(gpu::CudnnStatus(from.Set(n, h, w, c), "NHWC descriptor"));
+  SF_RETURN_IF_ERROR(gpu::CudnnStatus(to.Set(n, h, w, c, CUDNN_TENSOR_NCHW), "NCHW descriptor"));
+  const float one = 1.f, zero = 0.f;
+  SF_RETURN_IF_ERROR(gpu::CudnnStatus(
+      cudnnTransformTensor(handle, &one, from.d, nhwc.raw_data(), &zero, to.d, nchw.raw_data()),
+      "cudnnTransformTensor(NHWC to NCHW)"));
+  return nchw;
+}
+
+// Where cuDNN writes an activation that the op returns as the NHWC tensor `nhwc`: into it
+// directly (NHWC, or one channel), or into an NCHW scratch tensor that ActivationFromCudnn then
+// transposes into `nhwc`.
+absl::StatusOr<Tensor> CudnnOutput(OpKernelContext* ctx, const Tensor& nhwc,
+                                   cudnnTensorFormat_t layout) {
+  if (layout == CUDNN_TENSOR_NHWC || nhwc.dim_size(3) == 1) return nhwc;
+  Tensor nchw;
+  SF_RETURN_IF_ERROR(ctx->allocate_temp(
+      DT_FLOAT,
+      TensorShape({nhwc.dim_size(0), nhwc.dim_size(3), nhwc.dim_size(1), nhwc.dim_size(2)}),
+      &nchw));
+  return nchw;
+}
+
+absl::Status ActivationFromCudnn(cudnnHandle_t handle, const Tensor& written, Tensor* nhwc) {
+  if (written.raw_data() == nhwc->raw_data()) return absl::OkStatus();
+  const int64_t n = nhwc->dim_size(0), h = nhwc->dim_size(1), w = nhwc->dim_size(2),
+                c = nhwc->dim_size(3);
+  TensorDesc from, to;
+  SF_RETURN_IF_ERROR(gpu::CudnnStatus(from.Set(n, h, w, c, CUDNN_TENSOR_NCHW), "NCHW descriptor"));
+  SF_RETURN_IF_ERROR(gpu::CudnnStatus(to.Set(n, h, w, c), "NHWC descriptor"));
+  const float one = 1.f, zero = 0.f;
+  return gpu::CudnnStatus(
+      cudnnTransformTensor(handle, &one, from.d, written.raw_data(), &zero, to.d, nhwc->raw_data()),
+      "cudnnTransformTensor(NCHW to NHWC)");
+}
+
+// Descriptors of one convolution in `layout`: x [n,h,w,c] (or [n,c,h,w]), filter [out,kh,kw,c]
+// (or [out,c,kh,kw]), y [n,oh,ow,out] (or [n,out,oh,ow]).
 struct ConvSetup {
   TensorDesc x, y;
   FilterDesc f;
   ConvDesc conv;
+  cudnnTensorFormat_t layout = CUDNN_TENSOR_NHWC;
   absl::Status Init(const Window& win, int64_t out_channels, bool tf32) {
-    SF_RETURN_IF_ERROR(gpu::CudnnStatus(x.Set(win.n, win.h, win.w, win.c), "x descriptor"));
+    layout = ConvLayout(tf32);
+    SF_RETURN_IF_ERROR(gpu::CudnnStatus(x.Set(win.n, win.h, win.w, win.c, layout), "x descriptor"));
     SF_RETURN_IF_ERROR(
-        gpu::CudnnStatus(y.Set(win.n, win.oh, win.ow, out_channels), "y descriptor"));
+        gpu::CudnnStatus(y.Set(win.n, win.oh, win.ow, out_channels, layout), "y descriptor"));
     SF_RETURN_IF_ERROR(gpu::CudnnStatus(
-        cudnnSetFilter4dDescriptor(f.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
-                                   static_cast<int>(out_channels), static_cast<int>(win.c),
-                                   static_cast<int>(win.kh), static_cast<int>(win.kw)),
+        cudnnSetFilter4dDescriptor(f.d, CUDNN_DATA_FLOAT, layout, static_cast<int>(out_channels),
+                                   static_cast<int>(win.c), static_cast<int>(win.kh),
+                                   static_cast<int>(win.kw)),
         "filter descriptor"));
     SF_RETURN_IF_ERROR(gpu::CudnnStatus(
         cudnnSetConvolution2dDescriptor(conv.d, static_cast<int>(win.pad_h),
@@ -177,7 +259,8 @@ bool UseFind() {
 
 std::string AlgoKey(const Window& w, int64_t out_c, bool tf32) {
   return absl::StrCat(w.n, ",", w.h, ",", w.w, ",", w.c, ",", w.kh, ",", w.kw, ",", w.sh, ",", w.sw,
-                      ",", w.pad_h, ",", w.pad_w, ",", out_c, ",", tf32);
+                      ",", w.pad_h, ",", w.pad_w, ",", out_c, ",", tf32, ",",
+                      static_cast<int>(ConvLayout(tf32)));
 }
 
 // cuDNN's choice for one convolution shape, asked once per process (the heuristics query costs
@@ -203,11 +286,13 @@ absl::StatusOr<Perf> Pick(const std::string& key, const char* what, Query query)
 absl::Status ConvForward(OpKernelContext* ctx, const Window& win, const Tensor& x,
                          const Tensor& filter_hwio, Tensor* y) {
   const int64_t out_c = filter_hwio.dim_size(3);
-  Tensor filter;
-  SF_RETURN_IF_ERROR(FilterToCudnn(ctx, filter_hwio, &filter));
   ConvSetup setup;
   SF_RETURN_IF_ERROR(setup.Init(win, out_c, gpu::AllowTf32(ctx)));
+  Tensor filter;
+  SF_RETURN_IF_ERROR(FilterToCudnn(ctx, filter_hwio, setup.layout, &filter));
   SF_ASSIGN_OR_RETURN(gpu::CudnnHandle handle, gpu::CudnnHandle::Get(gpu::StreamOf(ctx)));
+  SF_ASSIGN_OR_RETURN(Tensor cx, ActivationToCudnn(ctx, handle.get(), x, setup.layout));
+  SF_ASSIGN_OR_RETURN(Tensor cy, CudnnOutput(ctx, *y, setup.layout));
   SF_ASSIGN_OR_RETURN(auto perf,
                       (Pick<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
                           AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "forward",
@@ -229,11 +314,12 @@ absl::Status ConvForward(OpKernelContext* ctx, const Window& win, const Tensor& 
                                       "cudnnSetConvolutionMathType"));
   SF_ASSIGN_OR_RETURN(Tensor ws, Workspace(ctx, perf.memory));
   const float one = 1.f, zero = 0.f;
-  return gpu::CudnnStatus(
-      cudnnConvolutionForward(handle.get(), &one, setup.x.d, x.raw_data(), setup.f.d,
+  SF_RETURN_IF_ERROR(gpu::CudnnStatus(
+      cudnnConvolutionForward(handle.get(), &one, setup.x.d, cx.raw_data(), setup.f.d,
                               filter.raw_data(), setup.conv.d, perf.algo, ws.raw_data(),
-                              perf.memory, &zero, setup.y.d, y->raw_data()),
-      "cudnnConvolutionForward");
+                              perf.memory, &zero, setup.y.d, cy.raw_data()),
+      "cudnnConvolutionForward"));
+  return ActivationFromCudnn(handle.get(), cy, y);
 }
 
 class ConvBase : public OpKernel {
@@ -357,12 +443,16 @@ class GpuConv2DBackpropInputOp : public ConvBase {
       OP_REQUIRES_OK(ctx, Zero(ctx, dx));
       return;
     }
-    Tensor filter;
-    OP_REQUIRES_OK(ctx, FilterToCudnn(ctx, filter_hwio, &filter));
     ConvSetup setup;
     OP_REQUIRES_OK(ctx, setup.Init(win, out_c, gpu::AllowTf32(ctx)));
+    Tensor filter;
+    OP_REQUIRES_OK(ctx, FilterToCudnn(ctx, filter_hwio, setup.layout, &filter));
     auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
     OP_REQUIRES_OK(ctx, handle.status());
+    auto cdy = ActivationToCudnn(ctx, handle->get(), dy, setup.layout);
+    OP_REQUIRES_OK(ctx, cdy.status());
+    auto cdx = CudnnOutput(ctx, *dx, setup.layout);
+    OP_REQUIRES_OK(ctx, cdx.status());
     auto perf = Pick<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
         AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-data",
         [&](cudnnConvolutionBwdDataAlgoPerf_t* perfs, int* count) {
@@ -385,8 +475,9 @@ class GpuConv2DBackpropInputOp : public ConvBase {
     const float one = 1.f, zero = 0.f;
     OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardData(
                                handle->get(), &one, setup.f.d, filter.raw_data(), setup.y.d,
-                               dy.raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
-                               perf->memory, &zero, setup.x.d, dx->raw_data()));
+                               cdy->raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
+                               perf->memory, &zero, setup.x.d, cdx->raw_data()));
+    OP_REQUIRES_OK(ctx, ActivationFromCudnn(handle->get(), *cdx, dx));
   }
 };
 
@@ -408,14 +499,21 @@ class GpuConv2DBackpropFilterOp : public ConvBase {
       OP_REQUIRES_OK(ctx, Zero(ctx, dw));
       return;
     }
-    // cuDNN writes [out, kh, kw, in]; transposed back into dw below.
-    Tensor dw_ohwi;
-    OP_REQUIRES_OK(
-        ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({out_c, win.kh, win.kw, win.c}), &dw_ohwi));
     ConvSetup setup;
     OP_REQUIRES_OK(ctx, setup.Init(win, out_c, gpu::AllowTf32(ctx)));
+    // cuDNN writes [out, kh, kw, in] or [out, in, kh, kw]; transposed back into dw below.
+    Tensor dw_cudnn;
+    const bool nchw = setup.layout == CUDNN_TENSOR_NCHW;
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT,
+                                           nchw ? TensorShape({out_c, win.c, win.kh, win.kw})
+                                                : TensorShape({out_c, win.kh, win.kw, win.c}),
+                                           &dw_cudnn));
     auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
     OP_REQUIRES_OK(ctx, handle.status());
+    auto cx = ActivationToCudnn(ctx, handle->get(), x, setup.layout);
+    OP_REQUIRES_OK(ctx, cx.status());
+    auto cdy = ActivationToCudnn(ctx, handle->get(), dy, setup.layout);
+    OP_REQUIRES_OK(ctx, cdy.status());
     auto perf = Pick<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
         AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-filter",
         [&](cudnnConvolutionBwdFilterAlgoPerf_t* perfs, int* count) {
@@ -436,14 +534,11 @@ class GpuConv2DBackpropFilterOp : public ConvBase {
     auto ws = Workspace(ctx, perf->memory);
     OP_REQUIRES_OK(ctx, ws.status());
     const float one = 1.f, zero = 0.f;
-    OP_REQUIRES_CUDNN(
-        ctx, cudnnConvolutionBackwardFilter(handle->get(), &one, setup.x.d, x.raw_data(), setup.y.d,
-                                            dy.raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
-                                            perf->memory, &zero, setup.f.d, dw_ohwi.raw_data()));
-    const int64_t dims[4] = {out_c, win.kh, win.kw, win.c};
-    const int perm[4] = {1, 2, 3, 0};
-    OP_REQUIRES_CUDA(ctx, gpu::LaunchTranspose(dw_ohwi.raw_data(), dw->raw_data(), 4, dims, perm, 4,
-                                               gpu::StreamOf(ctx)));
+    OP_REQUIRES_CUDNN(ctx, cudnnConvolutionBackwardFilter(
+                               handle->get(), &one, setup.x.d, cx->raw_data(), setup.y.d,
+                               cdy->raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
+                               perf->memory, &zero, setup.f.d, dw_cudnn.raw_data()));
+    OP_REQUIRES_OK(ctx, FilterFromCudnn(ctx, dw_cudnn, setup.layout, dw));
   }
 };
 

@@ -191,16 +191,44 @@ bool PinnedStaging::CopyToDevice(void* dst, const void* src, size_t bytes) {
   return true;
 }
 
+// ---- StreamTimer -------------------------------------------------------------------------------
+
+StreamTimer::~StreamTimer() {
+  absl::MutexLock lock(&mu_);
+  if (start_ != nullptr) cudaEventDestroy(start_);
+  if (stop_ != nullptr) cudaEventDestroy(stop_);
+}
+
+void StreamTimer::Begin() {
+  mu_.Lock();
+  begin_error_ = cudaSuccess;
+  if (start_ == nullptr) begin_error_ = cudaEventCreate(&start_);
+  if (begin_error_ == cudaSuccess && stop_ == nullptr) begin_error_ = cudaEventCreate(&stop_);
+  if (begin_error_ == cudaSuccess) begin_error_ = cudaEventRecord(start_, stream_);
+}
+
+absl::StatusOr<int64_t> StreamTimer::End() {
+  cudaError_t e = begin_error_;
+  if (e == cudaSuccess) e = cudaEventRecord(stop_, stream_);
+  if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
+  float ms = 0;
+  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
+  mu_.Unlock();
+  if (e != cudaSuccess) return Cuda(e, "timing a kernel on the GPU stream");
+  return static_cast<int64_t>(ms * 1000.0f + 0.5f);
+}
+
 // ---- GpuDevice ---------------------------------------------------------------------------------
 
 GpuDevice::GpuDevice(const std::string& name, int ordinal, GpuAllocator* allocator,
-                     cudaStream_t stream, PinnedStaging* staging, int64_t memory_limit,
-                     bool allow_tf32)
+                     cudaStream_t stream, PinnedStaging* staging, StreamTimer* timer,
+                     int64_t memory_limit, bool allow_tf32)
     : Device(DeviceAttributes{name, kDeviceGpu, memory_limit}),
       ordinal_(ordinal),
       allocator_(allocator),
       stream_(stream),
       staging_(staging),
+      timer_(timer),
       allow_tf32_(allow_tf32),
       pool_(absl::StrCat(name, "/inter"), 2, [ordinal] { cudaSetDevice(ordinal); }) {}
 
@@ -254,6 +282,7 @@ struct GpuState {
   cudaStream_t stream = nullptr;
   std::unique_ptr<GpuAllocator> allocator;
   std::unique_ptr<PinnedStaging> staging;
+  std::unique_ptr<StreamTimer> timer;
   int64_t limit = 0;
 };
 
@@ -286,6 +315,7 @@ absl::StatusOr<GpuState*> StateFor(int ordinal, const GPUOptions& options) {
       Cuda(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
   state->allocator = std::make_unique<GpuAllocator>(ordinal, state->stream, limit);
   state->staging = std::make_unique<PinnedStaging>(state->stream);
+  state->timer = std::make_unique<StreamTimer>(state->stream);
   States()[ordinal] = state;
   return state;
 }
@@ -345,7 +375,8 @@ class GpuDeviceFactory final : public DeviceFactory {
         if (options.gpu_device_count() > 0 && index >= options.gpu_device_count()) break;
         devices->push_back(std::make_unique<GpuDevice>(
             DeviceName::Full(job, 0, task, kDeviceGpu, index).ToString(), ordinal,
-            state->allocator.get(), state->stream, state->staging.get(), state->limit, tf32));
+            state->allocator.get(), state->stream, state->staging.get(), state->timer.get(),
+            state->limit, tf32));
         ++index;
       }
     }

@@ -81,11 +81,30 @@ class PinnedStaging {
   size_t pinned_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Times kernels on one GPU's stream for traced steps (Device::BeginKernelTiming and
+// EndKernelTiming): Begin takes a lock and records an event, End records a second one, waits for
+// it and releases the lock, so no other timed kernel of the GPU (of any of its logical devices)
+// enqueues work in between and the time between the events is the kernel's own.
+class StreamTimer {
+ public:
+  explicit StreamTimer(cudaStream_t stream) : stream_(stream) {}
+  ~StreamTimer();
+  void Begin() ABSL_EXCLUSIVE_LOCK_FUNCTION(mu_);
+  absl::StatusOr<int64_t> End() ABSL_UNLOCK_FUNCTION(mu_);
+
+ private:
+  const cudaStream_t stream_;
+  absl::Mutex mu_;
+  cudaEvent_t start_ ABSL_GUARDED_BY(mu_) = nullptr;
+  cudaEvent_t stop_ ABSL_GUARDED_BY(mu_) = nullptr;
+  cudaError_t begin_error_ ABSL_GUARDED_BY(mu_) = cudaSuccess;
+};
+
 class GpuDevice final : public Device {
  public:
   // `ordinal`: the CUDA device; the allocator and stream are the GPU's shared ones.
   GpuDevice(const std::string& name, int ordinal, GpuAllocator* allocator, cudaStream_t stream,
-            PinnedStaging* staging, int64_t memory_limit, bool allow_tf32);
+            PinnedStaging* staging, StreamTimer* timer, int64_t memory_limit, bool allow_tf32);
   ~GpuDevice() override;
   Allocator* GetAllocator() override { return allocator_; }
   void* gpu_stream() const override { return stream_; }
@@ -96,6 +115,8 @@ class GpuDevice final : public Device {
   void Schedule(std::function<void()> fn) override;
   ResourceMgr* resource_manager() override { return &resources_; }
   absl::Status Sync() override;
+  void BeginKernelTiming() override { timer_->Begin(); }
+  absl::StatusOr<int64_t> EndKernelTiming() override { return timer_->End(); }
   int ordinal() const { return ordinal_; }
 
  private:
@@ -103,10 +124,14 @@ class GpuDevice final : public Device {
   GpuAllocator* allocator_;
   cudaStream_t stream_;
   PinnedStaging* staging_;
+  StreamTimer* timer_;
   const bool allow_tf32_;
   ResourceMgr resources_;
   ThreadPool pool_;
 };
+
+// Whether collectives between GPUs can use NCCL in this build (kernels/gpu/collective_ops.cc).
+bool GpuBuiltWithNccl();
 
 // Above the CPU's (kCpuDeviceFactoryPriority): ops with a GPU kernel go to the GPU by default.
 inline constexpr int kGpuDeviceFactoryPriority = 100;

@@ -23,7 +23,14 @@ struct DeviceRows {
   int pid = 0;
   std::vector<const NodeExecStats*> nodes;
   std::map<int64_t, int> tid_of_thread;  // thread_id -> tid (1-based, in thread_id order)
+  int stream_tid = 0;  // the row of work timed on the device's queue (a GPU stream); 0: none
 };
+
+// Ops whose work on a GPU stream is a copy between host and device memory.
+bool IsCopyOp(const std::string& op) {
+  return op == "_Arg" || op == "_Retval" || op == "_Send" || op == "_Recv" || op == "_HostSend" ||
+         op == "_HostRecv";
+}
 
 Json ShapeJson(const TensorShapeProto& shape) {
   if (shape.unknown_rank()) return nullptr;
@@ -84,6 +91,7 @@ std::string ChromeTraceJson(const RunMetadata& md) {
     for (auto& [thread, t] : rows.tid_of_thread) t = ++tid;
     for (const NodeExecStats* ns : rows.nodes) {
       pid_tid[ns] = {rows.pid, rows.tid_of_thread[ns->thread_id()]};
+      if (ns->device_end_micros() > 0) rows.stream_tid = tid + 1;
     }
   }
   const std::vector<Transfer> transfers = MatchTransfers(md);
@@ -112,6 +120,13 @@ std::string ChromeTraceJson(const RunMetadata& md) {
                         {"tid", tid},
                         {"args", {{"name", absl::StrCat("thread ", thread)}}}});
     }
+    if (rows.stream_tid != 0) {
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", rows.pid},
+                        {"tid", rows.stream_tid},
+                        {"args", {{"name", "stream (kernels and copies on the device)"}}}});
+    }
   }
   for (const auto& [name, rows] : devices) {
     bool has_memory = false;
@@ -127,6 +142,19 @@ std::string ChromeTraceJson(const RunMetadata& md) {
                         {"dur", dur},
                         {"args", ArgsJson(*ns, name, transfer_of)}});
       has_memory |= ns->allocator_bytes_in_use() != 0;
+      if (ns->device_end_micros() <= 0) continue;
+      // The same node's work on the device's stream, on its own row: kernels by node name,
+      // copies as "memcpy <node>".
+      const bool copy = IsCopyOp(ns->op());
+      events.push_back(
+          {{"ph", "X"},
+           {"name", copy ? absl::StrCat("memcpy ", ns->node_name()) : ns->node_name()},
+           {"cat", copy ? std::string("memcpy") : ns->op()},
+           {"pid", p},
+           {"tid", rows.stream_tid},
+           {"ts", ns->device_start_micros() - t0},
+           {"dur", std::max<int64_t>(0, ns->device_end_micros() - ns->device_start_micros())},
+           {"args", ArgsJson(*ns, name, transfer_of)}});
     }
     if (!has_memory) continue;
     std::vector<const NodeExecStats*> by_end = rows.nodes;

@@ -21,6 +21,7 @@
 #include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "ops/training.h"
+#include "runtime/profiler/chrome_trace.h"
 #include "runtime/session.h"
 #include "tests/util/gpu_test_util.h"
 
@@ -242,11 +243,24 @@ TEST(GpuDeviceTest, DefaultPlacementIsTheGpuAndValuesEqualTheCpu) {
       }
     }
   }
-  bool gpu_stats = false;
+  bool gpu_stats = false, matmul_timed = false;
   for (const DeviceStepStats& dev : metadata.step_stats().dev_stats()) {
-    if (ShortDevice(dev.device()) == "GPU:0" && dev.node_stats_size() > 0) gpu_stats = true;
+    if (ShortDevice(dev.device()) != "GPU:0") continue;
+    gpu_stats |= dev.node_stats_size() > 0;
+    for (const NodeExecStats& ns : dev.node_stats()) {
+      if (ns.device_end_micros() == 0) continue;
+      // Kernel time on the stream: inside the host's interval for the node, never negative.
+      EXPECT_LE(ns.device_start_micros(), ns.device_end_micros()) << ns.node_name();
+      EXPECT_GE(ns.device_start_micros(), ns.start_micros()) << ns.node_name();
+      EXPECT_LE(ns.device_end_micros(), ns.end_micros()) << ns.node_name();
+      matmul_timed |= ns.op() == "MatMul" || ns.op() == "_FusedMatMul";
+    }
   }
   EXPECT_TRUE(gpu_stats) << "FULL_TRACE step stats have no node of GPU:0";
+  EXPECT_TRUE(matmul_timed) << "the MatMul's time on the GPU stream was not recorded";
+  // The Chrome trace shows that work on GPU:0's stream row.
+  const std::string chrome = ChromeTraceJson(metadata);
+  EXPECT_NE(chrome.find("stream (kernels and copies on the device)"), std::string::npos);
 
   auto cpu = Open(s, CpuOnly());
   ASSERT_NE(cpu, nullptr);

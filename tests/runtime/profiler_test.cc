@@ -156,6 +156,56 @@ TEST(ChromeTraceTest, EmptyMetadataIsAnEmptyTrace) {
   EXPECT_TRUE(trace.at("traceEvents").empty());
 }
 
+// Nodes timed on a device's queue (a GPU stream) also appear on a "stream" row of their device,
+// at their device times; copies there are named "memcpy <node>".
+TEST(ChromeTraceTest, DeviceTimedNodesGetAStreamRow) {
+  RunMetadata md;
+  DeviceStepStats* dev = md.mutable_step_stats()->add_dev_stats();
+  dev->set_device("/job:localhost/replica:0/task:0/device:GPU:0");
+  auto add = [&](const char* name, const char* op, int64_t start, int64_t end, int64_t dstart,
+                 int64_t dend) {
+    NodeExecStats* ns = dev->add_node_stats();
+    ns->set_node_name(name);
+    ns->set_op(op);
+    ns->set_start_micros(start);
+    ns->set_end_micros(end);
+    ns->set_thread_id(7);
+    ns->set_device_start_micros(dstart);
+    ns->set_device_end_micros(dend);
+  };
+  add("x", "_Arg", 1000, 1100, 1040, 1090);
+  add("conv", "Conv2D", 1100, 1500, 1150, 1480);
+  add("shape", "Shape", 1500, 1502, 0, 0);  // host-memory op: not timed on the stream
+  Json trace = ParseTrace(ChromeTraceJson(md));
+  int stream_tid = -1;
+  for (const Json* e : EventsWithPh(trace, "M")) {
+    if (e->at("name") == "thread_name" &&
+        e->at("args").at("name") == "stream (kernels and copies on the device)") {
+      stream_tid = e->at("tid");
+    }
+  }
+  ASSERT_GT(stream_tid, 0) << trace.dump();
+  std::map<std::string, const Json*> on_stream;
+  int host_rows = 0;
+  for (const Json* e : EventsWithPh(trace, "X")) {
+    if (e->at("tid") == stream_tid) {
+      on_stream[e->at("name").get<std::string>()] = e;
+    } else {
+      ++host_rows;
+    }
+  }
+  EXPECT_EQ(host_rows, 3);
+  ASSERT_EQ(on_stream.size(), 2u) << trace.dump();
+  ASSERT_TRUE(on_stream.count("memcpy x"));
+  EXPECT_EQ(on_stream["memcpy x"]->at("cat"), "memcpy");
+  EXPECT_EQ(on_stream["memcpy x"]->at("ts"), 40);  // relative to the first host start
+  EXPECT_EQ(on_stream["memcpy x"]->at("dur"), 50);
+  ASSERT_TRUE(on_stream.count("conv"));
+  EXPECT_EQ(on_stream["conv"]->at("cat"), "Conv2D");
+  EXPECT_EQ(on_stream["conv"]->at("ts"), 150);
+  EXPECT_EQ(on_stream["conv"]->at("dur"), 330);
+}
+
 TEST(PlacementSummaryTest, ExactNumbersForTwoDevices) {
   PlacementSummary s = ComputePlacementSummary(TwoDeviceMetadata());
   EXPECT_EQ(s.step_start_micros, kT);

@@ -45,9 +45,13 @@ void PrintOpProfile(const RunMetadata& md, int64_t step) {
   for (const auto& dev : md.step_stats().dev_stats()) {
     for (const auto& n : dev.node_stats()) {
       auto& e = by_op[n.op()];
-      e.first += n.end_micros() - n.start_micros();
+      // GPU kernels: their time on the device's stream (the host only enqueued them).
+      const int64_t took = n.device_end_micros() > 0
+                               ? n.device_end_micros() - n.device_start_micros()
+                               : n.end_micros() - n.start_micros();
+      e.first += took;
       e.second += 1;
-      busy += n.end_micros() - n.start_micros();
+      busy += took;
       first = std::min(first, n.start_micros());
       last = std::max(last, n.end_micros());
     }
@@ -55,11 +59,13 @@ void PrintOpProfile(const RunMetadata& md, int64_t step) {
   std::vector<std::pair<std::string, std::pair<int64_t, int>>> rows(by_op.begin(), by_op.end());
   std::sort(rows.begin(), rows.end(),
             [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
-  std::printf("\nprofile of step %lld: %.2f ms wall, %.2f ms in kernels\n%-32s %10s %6s %7s\n",
-              static_cast<long long>(step), (last - first) / 1000.0, busy / 1000.0, "op",
-              "total ms", "count", "share");
+  std::printf(
+      "\nprofile of step %lld: %.2f ms wall, %.2f ms in kernels (GPU kernels: time on "
+      "the GPU)\n%-36s %10s %6s %7s\n",
+      static_cast<long long>(step), (last - first) / 1000.0, busy / 1000.0, "op", "total ms",
+      "count", "share");
   for (const auto& [op, e] : rows) {
-    std::printf("%-32s %10.2f %6d %6.1f%%\n", op.c_str(), e.first / 1000.0, e.second,
+    std::printf("%-36s %10.2f %6d %6.1f%%\n", op.c_str(), e.first / 1000.0, e.second,
                 100.0 * e.first / std::max<int64_t>(busy, 1));
   }
 }
