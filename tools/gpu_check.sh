@@ -109,6 +109,26 @@ main() {
       --synthetic --max-steps 3 --progress=false --log-placement 2>&1 | grep -- '-> .*CPU:0' |
       sed -E 's/.*\\(([A-Za-z0-9_]+)\\) ->.*/\\1/' | sort | uniq -c | sort -rn"
 
+  # ---- 3b. data parallelism over GPUs ------------------------------------------------------------
+  if [ -e "$data/train-images-idx3-ubyte" ] || [ -e "$data/train-images-idx3-ubyte.gz" ]; then
+    # Two replicas on GPU:0 and GPU:1 of one process (logical devices of one GPU where there is
+    # one: the all-reduce is staged through host memory; NCCL with two physical GPUs).
+    run "allreduce, 2 GPU replicas in one process" 60 bin/shardflow train --model cnn \
+        --device gpu --strategy allreduce --devices 2 --max-steps 200 --progress=false \
+        --data-dir "$data" --lr-decay none --checkpoint-dir /tmp/gpu_check_ar --checkpoint-every-secs 0
+    # Two processes, a replica on each one's GPU:0, the gradients over gRPC (GPU -> host -> wire).
+    echo '{"worker": ["127.0.0.1:23511", "127.0.0.1:23512"]}' > /tmp/gpu_check_cluster.json
+    timeout 90 bin/shardflow train --model cnn --device gpu --strategy allreduce \
+        --cluster /tmp/gpu_check_cluster.json --job worker --task 1 --max-steps 200 \
+        --progress=false --data-dir "$data" > /tmp/gpu_check_task1.log 2>&1 &
+    run "allreduce, 2 processes over gRPC, GPU" 90 bin/shardflow train --model cnn --device gpu \
+        --strategy allreduce --cluster /tmp/gpu_check_cluster.json --job worker --task 0 \
+        --max-steps 200 --progress=false --data-dir "$data" --lr-decay none \
+        --checkpoint-dir /tmp/gpu_check_ar2 --checkpoint-every-secs 0
+    wait
+    echo "task 1 said:"; tail -3 /tmp/gpu_check_task1.log
+  fi
+
   # ---- 4. and 5. benchmarks ---------------------------------------------------------------------
   run "gpu_benchmark" 60 bin/gpu_benchmark
   run "gpu_peer.py (PyTorch)" 70 python3 benchmarks/gpu_peer.py

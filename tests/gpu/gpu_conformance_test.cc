@@ -43,6 +43,10 @@
 #include "tests/kernels/conformance_table.h"
 #include "tests/util/gpu_test_util.h"
 
+#ifdef SHARDFLOW_HAVE_CUDA
+#include "runtime/gpu/gpu_device.h"
+#endif
+
 namespace shardflow {
 namespace {
 
@@ -591,14 +595,16 @@ std::string CheckRandom(const std::string& op, double lo, double hi, double mean
   return Join(done) + " (range, mean, stddev, seeded repeatability)";
 }
 
-// Collectives among three GPU devices (three logical devices of GPU 0): float, against the sum,
-// the concatenation or the root's value, and every member placed on its GPU device.
-std::string CheckGpuCollective(const std::string& op) {
-  constexpr int kMembers = 3;
+// Collectives among `members` GPU devices (`per_gpu` logical devices per GPU): float, against the
+// sum, the concatenation or the source's value, every member placed on its GPU device, and each
+// collective's trace label saying whether it went through NCCL as `nccl` says it should.
+std::string CheckGpuCollective(const std::string& op, int members = 3, int per_gpu = 3,
+                               bool nccl = false) {
+  const int source = std::min(1, members - 1);
   Scope s = Scope::NewRootScope();
   std::vector<std::string> fetches;
   std::vector<std::vector<float>> inputs;
-  for (int m = 0; m < kMembers; ++m) {
+  for (int m = 0; m < members; ++m) {
     const std::string device = "/job:localhost/replica:0/task:0/device:GPU:" + std::to_string(m);
     std::vector<float> v = {float(m), 1, float(m % 2), 0.5f};
     inputs.push_back(v);
@@ -606,17 +612,17 @@ std::string CheckGpuCollective(const std::string& op) {
     auto x = ops::Const(d.WithOpName("x" + std::to_string(m)),
                         Tensor::FromVector<float>(v, TensorShape({2, 2})));
     Output y;
-    if (op == "CollectiveReduce") y = ops::CollectiveReduce(d, x, kMembers, 1, 1);
-    if (op == "CollectiveGather") y = ops::CollectiveGather(d, x, kMembers, 1, 1);
+    if (op == "CollectiveReduce") y = ops::CollectiveReduce(d, x, members, 1, 1);
+    if (op == "CollectiveGather") y = ops::CollectiveGather(d, x, members, 1, 1);
     if (op == "CollectiveBcastSend" || op == "CollectiveBcastRecv") {
-      y = m == 1 ? ops::CollectiveBcastSend(d, x, kMembers, 1, 1, {2, 2})
-                 : ops::CollectiveBcastRecv(d, DT_FLOAT, {2, 2}, kMembers, 1, 1);
+      y = m == source ? ops::CollectiveBcastSend(d, x, members, 1, 1, {2, 2})
+                      : ops::CollectiveBcastRecv(d, DT_FLOAT, {2, 2}, members, 1, 1);
     }
     // A GPU kernel after the collective: its result is used in device memory.
     fetches.push_back(ops::Mul(d, y, ops::Const(d, 2.0f)).name());
   }
   SessionOptions options = NoOptimizer();
-  options.config.mutable_gpu_options()->set_virtual_devices_per_gpu(kMembers);
+  options.config.mutable_gpu_options()->set_virtual_devices_per_gpu(per_gpu);
   GraphDef graph;
   EXPECT_TRUE(s.ToGraphDef(&graph).ok()) << s.status();
   auto session = NewSession(options);
@@ -627,30 +633,50 @@ std::string CheckGpuCollective(const std::string& op) {
   trace.set_trace_level(RunOptions::FULL_TRACE);
   RunMetadata metadata;
   absl::Status st = (*session)->Create(graph);
-  if (st.ok()) st = (*session)->Run(trace, {}, fetches, {}, &out, &metadata);
-  EXPECT_TRUE(st.ok()) << op << " on three GPU devices: " << st;
+  // Twice: the second step reuses the communicators (NCCL) and the placed graph.
+  for (int step = 0; step < 2 && st.ok(); ++step) {
+    metadata = RunMetadata();
+    st = (*session)->Run(trace, {}, fetches, {}, &out, &metadata);
+  }
+  EXPECT_TRUE(st.ok()) << op << " on " << members << " GPU devices: " << st;
   if (!st.ok()) return st.ToString();
   for (const auto& [node, placed] : metadata.placement()) {
     if (node.rfind("Collective", 0) == 0) {
       EXPECT_NE(placed.find("/device:GPU:"), std::string::npos) << node << " ran on " << placed;
     }
   }
+  int labelled = 0;
+  for (const DeviceStepStats& dev : metadata.step_stats().dev_stats()) {
+    for (const NodeExecStats& ns : dev.node_stats()) {
+      if (ns.op().rfind("Collective", 0) != 0) continue;
+      ++labelled;
+      EXPECT_EQ(ns.timeline_label().find("via NCCL") != std::string::npos, nccl)
+          << op << " " << ns.node_name() << ": " << ns.timeline_label();
+    }
+  }
+  EXPECT_EQ(labelled, members) << op;
   std::vector<double> want;
   if (op == "CollectiveReduce") {
-    for (int j = 0; j < 4; ++j) want.push_back(2 * (inputs[0][j] + inputs[1][j] + inputs[2][j]));
+    for (int j = 0; j < 4; ++j) {
+      double sum = 0;
+      for (const auto& v : inputs) sum += v[j];
+      want.push_back(2 * sum);
+    }
   } else if (op == "CollectiveGather") {
     for (const auto& v : inputs) {
       for (float x : v) want.push_back(2 * x);
     }
   } else {
-    for (float x : inputs[1]) want.push_back(2 * x);
+    for (float x : inputs[source]) want.push_back(2 * x);
   }
-  for (int m = 0; m < kMembers; ++m) {
+  for (int m = 0; m < members; ++m) {
     std::vector<double> got;
     for (int64_t i = 0; i < out[m].NumElements(); ++i) got.push_back(out[m].data<float>()[i]);
     EXPECT_EQ(got, want) << op << " member " << m;
   }
-  return "float over GPU:0..2 (three logical devices of one GPU), results used on the GPU";
+  return absl::StrCat("float over GPU:0..", members - 1, " (", per_gpu,
+                      " logical devices per GPU), results used on the GPU",
+                      nccl ? ", through NCCL" : ", staged through host memory");
 }
 
 // GPU checks for ops whose conformance case is a check by hand.
@@ -783,6 +809,35 @@ TEST(GpuConformanceTest, EveryGpuOpEveryDtypeMatchesTheCpu) {
             << " (op, dtype) runs on GPU:0 against CPU:0\n";
   EXPECT_GT(ops_checked, 0) << "a GPU device but no op with a GPU kernel";
 }
+
+#ifdef SHARDFLOW_HAVE_CUDA
+// NCCL on a machine with one GPU: a group of one member, which only $SHARDFLOW_NCCL=force sends
+// through NCCL (a one-rank communicator: the meeting, the launch and the stream order).
+TEST(GpuCollectiveTest, OneMemberThroughNcclWhenForced) {
+  SKIP_WITHOUT_GPU();
+  if (!GpuBuiltWithNccl()) GTEST_SKIP() << "built without NCCL";
+  setenv("SHARDFLOW_NCCL", "force", 1);
+  for (const char* op : {"CollectiveReduce", "CollectiveGather", "CollectiveBcastSend"}) {
+    std::cout << op << ": " << CheckGpuCollective(op, 1, 1, true) << "\n";
+  }
+  unsetenv("SHARDFLOW_NCCL");
+}
+
+// NCCL between two GPUs of the machine (one device per GPU); skipped with fewer GPUs.
+TEST(GpuCollectiveTest, TwoGpusThroughNccl) {
+  SKIP_WITHOUT_GPU();
+  if (!GpuBuiltWithNccl()) GTEST_SKIP() << "built without NCCL";
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
+    GTEST_SKIP() << "this machine has " << count
+                 << " GPU(s); NCCL needs two (it refuses two ranks on one GPU)";
+  }
+  for (const char* op :
+       {"CollectiveReduce", "CollectiveGather", "CollectiveBcastSend", "CollectiveBcastRecv"}) {
+    std::cout << op << ": " << CheckGpuCollective(op, 2, 1, true) << "\n";
+  }
+}
+#endif  // SHARDFLOW_HAVE_CUDA
 
 }  // namespace
 }  // namespace shardflow

@@ -297,12 +297,13 @@ absl::Status Train(TrainConfig c) {
     if (!c.layer_devices.empty()) {
       // A replica per task; with --devices N its layers are split over the task's N devices.
       for (const std::string& task : c.layer_devices) {
-        c.replica_devices.push_back(task + "/device:CPU:0");
-        c.replica_layer_devices.push_back(TaskDevices(task, c.devices));
+        c.replica_devices.push_back(absl::StrCat(task, "/device:", ComputeDeviceType(c), ":0"));
+        c.replica_layer_devices.push_back(TaskDevices(task, c.devices, ComputeDeviceType(c)));
       }
     } else {
       for (int64_t r = 0; r < c.devices; ++r) {
-        c.replica_devices.push_back(absl::StrCat("/job:localhost/replica:0/task:0/device:CPU:", r));
+        c.replica_devices.push_back(
+            absl::StrCat("/job:localhost/replica:0/task:0/device:", ComputeDeviceType(c), ":", r));
       }
     }
     c.layer_devices.clear();
@@ -310,8 +311,8 @@ absl::Status Train(TrainConfig c) {
   }
   if (ps_strategy) {
     // With --devices N each worker's layers are split over its task's N devices.
-    c.layer_devices =
-        TaskDevices(c.worker_device.substr(0, c.worker_device.find("/device:")), c.devices);
+    c.layer_devices = TaskDevices(c.worker_device.substr(0, c.worker_device.find("/device:")),
+                                  c.devices, ComputeDeviceType(c));
     c.batch_size *= c.num_workers;  // the global batch: each worker takes its rows of it
   }
   SF_ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(c.data_dir, Split::kTrain));
@@ -616,7 +617,9 @@ void AddTrainCommand(CommandLine* cli) {
                "inputs and fp32 kernels elsewhere; docs/optimizer.md)");
   flags.String("device", &c.device,
                "auto (ops with a GPU kernel on GPU:0 when there is a GPU, the rest on the CPU), "
-               "gpu (the same; an error without a GPU) or cpu (no GPU); docs/gpu.md");
+               "gpu (the same, an error without a GPU, and the replicas of allreduce/averaging, "
+               "the layers of --devices N and a ps worker's compute on GPU:0..N-1, one GPU "
+               "split into logical devices where there are fewer) or cpu (no GPU); docs/gpu.md");
   flags.String("graph-optimizer", &c.graph_optimizer,
                "on or off: folding, CSE, fusion of MatMul/Conv2D + bias + activation "
                "(docs/optimizer.md)");

@@ -10,6 +10,7 @@
 #include "core/platform/status.h"
 #include "distributed/strategies/all_reduce.h"
 #include "ops/nn_ops.h"
+#include "runtime/session.h"
 
 namespace shardflow {
 namespace {
@@ -123,11 +124,32 @@ bool IsParameterServerStrategy(const std::string& strategy) {
   return strategy == "ps-async" || strategy == "ps-sync";
 }
 
-std::vector<std::string> TaskDevices(const std::string& task, int64_t n) {
+std::vector<std::string> TaskDevices(const std::string& task, int64_t n, const std::string& type) {
   std::vector<std::string> out;
-  for (int64_t d = 0; d < n && n > 1; ++d) out.push_back(absl::StrCat(task, "/device:CPU:", d));
+  for (int64_t d = 0; d < n && n > 1; ++d)
+    out.push_back(absl::StrCat(task, "/device:", type, ":", d));
   return out;
 }
+
+std::string ComputeDeviceType(const TrainConfig& c) { return c.device == "gpu" ? "GPU" : "CPU"; }
+
+namespace {
+
+// GPUs this process sees (a session's GPU devices with the default options), asked once.
+int PhysicalGpus() {
+  static const int count = [] {
+    auto session = NewSession(SessionOptions());
+    if (!session.ok()) return 0;
+    auto devices = (*session)->ListDevices();
+    if (!devices.ok()) return 0;
+    int n = 0;
+    for (const DeviceAttributes& d : *devices) n += d.device_type == kDeviceGpu;
+    return n;
+  }();
+  return count;
+}
+
+}  // namespace
 
 double DefaultLearningRate(const std::string& optimizer) {
   if (optimizer == "sgd") return 0.1;
@@ -154,6 +176,18 @@ SessionOptions TrainSessionOptions(const TrainConfig& c) {
   rewrite->set_disable_meta_optimizer(c.graph_optimizer == "off");
   if (c.precision == "bf16") rewrite->set_auto_mixed_precision_onednn_bfloat16(RewriterConfig::ON);
   if (c.device == "cpu") options.config.set_gpu_device_count(-1);
+  // --device gpu --devices N on fewer than N GPUs: each GPU shows as several logical devices,
+  // so that GPU:0..N-1 exist (they share their GPU's memory and stream).
+  // Replicas and layers named on GPUs keep their ops without a GPU kernel (the initialisers'
+  // RandomUniform) on their task's CPU.
+  if (c.device == "gpu") options.config.set_allow_soft_placement(true);
+  if (c.device == "gpu" && c.devices > 1) {
+    const int gpus = PhysicalGpus();
+    if (gpus > 0 && gpus < c.devices) {
+      options.config.mutable_gpu_options()->set_virtual_devices_per_gpu(
+          static_cast<int>((c.devices + gpus - 1) / gpus));
+    }
+  }
   return options;
 }
 

@@ -82,8 +82,13 @@ struct TrainConfig {
 bool IsParameterServerStrategy(const std::string& strategy);
 
 // The devices of `task` ("/job:worker/replica:0/task:1") a replica's layers go to with
-// --devices n: CPU:0..n-1, or none (the replica's device) for n = 1.
-std::vector<std::string> TaskDevices(const std::string& task, int64_t n);
+// --devices n: CPU:0..n-1 (GPU:0..n-1 with type "GPU"), or none (the replica's device) for n = 1.
+std::vector<std::string> TaskDevices(const std::string& task, int64_t n,
+                                     const std::string& type = "CPU");
+// The device type of the devices the tool names itself (replicas, layers, a ps worker's
+// compute): "GPU" with --device gpu, else "CPU" (--device auto leaves ops on GPU:0 only through
+// the placer's default).
+std::string ComputeDeviceType(const TrainConfig& c);
 
 double DefaultLearningRate(const std::string& optimizer);
 

@@ -51,7 +51,8 @@ absl::Status SetUpParameterServerWorker(TrainConfig* c) {
   for (int t = 0; t < spec.num_tasks("ps"); ++t) {
     c->ps_devices.push_back(ClusterSpec::TaskName("ps", t) + "/device:CPU:0");
   }
-  c->worker_device = ClusterSpec::TaskName("worker", static_cast<int>(c->task)) + "/device:CPU:0";
+  c->worker_device = absl::StrCat(ClusterSpec::TaskName("worker", static_cast<int>(c->task)),
+                                  "/device:", ComputeDeviceType(*c), ":0");
   c->num_workers = spec.num_tasks("worker");
   return absl::OkStatus();
 }
