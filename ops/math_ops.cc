@@ -255,7 +255,7 @@ REGISTER_OP("MatMul")
     .Output("product: T")
     .Attr("transpose_a: bool = false")
     .Attr("transpose_b: bool = false")
-    .Attr("T: {float, double, bfloat16}")
+    .Attr("T: {float, double, bfloat16, half}")
     .SetShapeFn(MatMulShape)
     .SetFlopsFn(MatMulFlops)
     .Doc("Matrix product of rank-2 tensors, optionally transposing either.");

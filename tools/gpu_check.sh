@@ -109,6 +109,11 @@ main() {
       --synthetic --max-steps 3 --progress=false --log-placement 2>&1 | grep -- '-> .*CPU:0' |
       sed -E 's/.*\\(([A-Za-z0-9_]+)\\) ->.*/\\1/' | sort | uniq -c | sort -rn"
 
+  # ResNet-50 (uneven SAME padding in its stride-2 layers, batch norm) on synthetic 224x224.
+  run "train resnet50 synthetic, batch 32" 90 bin/shardflow train --model resnet50 \
+      "${device[@]}" --synthetic --batch-size 32 --max-steps 12 --progress=false
+  rates["resnet50 32"]=$(grep -o 'resnet50 synthetic: [0-9.]*' "$step_out" | awk '{print $3}')
+
   # ---- 3b. data parallelism over GPUs ------------------------------------------------------------
   if [ -e "$data/train-images-idx3-ubyte" ] || [ -e "$data/train-images-idx3-ubyte.gz" ]; then
     # Two replicas on GPU:0 and GPU:1 of one process (logical devices of one GPU where there is
@@ -161,6 +166,7 @@ main() {
   printf '%-54s %14s %14s\n' "shardflow Fashion-MNIST, 200 steps (after warm-up)" \
     "${rates[fashion 128]:--}" "${rates[fashion 512]:--}"
   echo "$peer" | grep -E '^(fp32,|torch defaults)' || echo "(no PyTorch rows)"
+  echo "shardflow ResNet-50 synthetic, batch 32: ${rates[resnet50 32]:--} images/s"
   [ -n "${accuracy:-}" ] && echo "shardflow 1 epoch at batch 64: ${rates[epoch 64]:--} examples/s, $accuracy"
   echo "log: $log"
 }

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
 #include "kernels/cpu/cwise_ops_common.h"
+#include "kernels/cpu/kernel_checks.h"
 
 namespace shardflow {
 namespace {
@@ -50,16 +51,6 @@ void ReduceColumns(OpKernelContext* ctx, int64_t rows, int64_t c, int sums,
   }
 }
 
-// Checks that input i is a vector of c entries.
-absl::Status ChannelVector(OpKernelContext* ctx, int i, const char* what, int64_t c) {
-  const Tensor& t = ctx->input(i);
-  if (t.dims() == 1 && t.dim_size(0) == c) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " must be a vector of ", c,
-                                                 " entries (x's channels, its last dimension), "
-                                                 "got shape ",
-                                                 t.shape().DebugString()));
-}
-
 class FusedBatchNormOp : public OpKernel {
  public:
   explicit FusedBatchNormOp(OpKernelConstruction* c) : OpKernel(c) {
@@ -70,17 +61,14 @@ class FusedBatchNormOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    OP_REQUIRES(ctx, x.dims() >= 2,
-                absl::InvalidArgumentError(absl::StrCat(
-                    "x must have rank >= 2 (channels last), got shape ", x.shape().DebugString())));
-    const int64_t c = x.dim_size(x.dims() - 1);
-    const int64_t rows = c == 0 ? 0 : x.NumElements() / c;
-    OP_REQUIRES_OK(ctx, ChannelVector(ctx, 1, "scale", c));
-    OP_REQUIRES_OK(ctx, ChannelVector(ctx, 2, "offset", c));
+    int64_t rows = 0, c = 0;
+    std::vector<const Tensor*> vectors = {&ctx->input(1), &ctx->input(2)};
+    std::vector<const char*> names = {"scale", "offset"};
     if (!is_training_) {
-      OP_REQUIRES_OK(ctx, ChannelVector(ctx, 3, "mean", c));
-      OP_REQUIRES_OK(ctx, ChannelVector(ctx, 4, "variance", c));
+      vectors.insert(vectors.end(), {&ctx->input(3), &ctx->input(4)});
+      names.insert(names.end(), {"mean", "variance"});
     }
+    OP_REQUIRES_OK(ctx, CheckBatchNormInputs(x, vectors, names, &rows, &c));
     Tensor *y, *batch_mean, *batch_var, *saved_mean, *saved_inv_std;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({c}), &batch_mean));
@@ -172,15 +160,10 @@ class FusedBatchNormGradOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
-    OP_REQUIRES(ctx, x.dims() >= 2 && dy.shape() == x.shape(),
-                absl::InvalidArgumentError(absl::StrCat(
-                    "y_backprop ", dy.shape().DebugString(), " and x ", x.shape().DebugString(),
-                    " must have one shape of rank >= 2 (channels last)")));
-    const int64_t c = x.dim_size(x.dims() - 1);
-    const int64_t rows = c == 0 ? 0 : x.NumElements() / c;
-    OP_REQUIRES_OK(ctx, ChannelVector(ctx, 2, "scale", c));
-    OP_REQUIRES_OK(ctx, ChannelVector(ctx, 3, "reserve_space_1", c));
-    OP_REQUIRES_OK(ctx, ChannelVector(ctx, 4, "reserve_space_2", c));
+    int64_t rows = 0, c = 0;
+    OP_REQUIRES_OK(
+        ctx, CheckBatchNormGradInputs(dy, x, {&ctx->input(2), &ctx->input(3), &ctx->input(4)},
+                                      {"scale", "reserve_space_1", "reserve_space_2"}, &rows, &c));
     Tensor *dx, *dscale, *doffset, *r3, *r4;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &dx));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({c}), &dscale));

@@ -172,4 +172,47 @@ absl::Status CheckSparseXentInputs(const Tensor& features, const Tensor& labels)
   return CheckLabels(labels.data<int32_t>(), n, c);
 }
 
+namespace {
+
+absl::Status ChannelVectors(const std::vector<const Tensor*>& inputs,
+                            const std::vector<const char*>& names, int64_t c) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = *inputs[i];
+    if (t.dims() == 1 && t.dim_size(0) == c) continue;
+    return absl::InvalidArgumentError(absl::StrCat(names[i], " must be a vector of ", c,
+                                                   " entries (x's channels, its last dimension), "
+                                                   "got shape ",
+                                                   t.shape().DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckBatchNormInputs(const Tensor& x, const std::vector<const Tensor*>& inputs,
+                                  const std::vector<const char*>& names, int64_t* rows,
+                                  int64_t* c) {
+  if (x.dims() < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("x must have rank >= 2 (channels last), got shape ", x.shape().DebugString()));
+  }
+  *c = x.dim_size(x.dims() - 1);
+  *rows = *c == 0 ? 0 : x.NumElements() / *c;
+  return ChannelVectors(inputs, names, *c);
+}
+
+absl::Status CheckBatchNormGradInputs(const Tensor& dy, const Tensor& x,
+                                      const std::vector<const Tensor*>& inputs,
+                                      const std::vector<const char*>& names, int64_t* rows,
+                                      int64_t* c) {
+  if (x.dims() < 2 || dy.shape() != x.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("y_backprop ", dy.shape().DebugString(), " and x ", x.shape().DebugString(),
+                     " must have one shape of rank >= 2 (channels last)"));
+  }
+  *c = x.dim_size(x.dims() - 1);
+  *rows = *c == 0 ? 0 : x.NumElements() / *c;
+  return ChannelVectors(inputs, names, *c);
+}
+
 }  // namespace shardflow

@@ -63,6 +63,16 @@ absl::Status CheckSoftmaxXentShapes(const Tensor& features, const Tensor& labels
 // SparseSoftmaxCrossEntropyWithLogits: features [batch, classes], labels [batch] (host memory,
 // int32 or int64), every label in [0, classes).
 absl::Status CheckSparseXentInputs(const Tensor& features, const Tensor& labels);
+// FusedBatchNorm: x of rank >= 2, channels last (*c), viewed as *rows rows; `inputs` (scale,
+// offset and, in inference, mean and variance) vectors of c entries, named by `names`.
+absl::Status CheckBatchNormInputs(const Tensor& x, const std::vector<const Tensor*>& inputs,
+                                  const std::vector<const char*>& names, int64_t* rows, int64_t* c);
+// FusedBatchNormGrad: y_backprop and x of one shape of rank >= 2; scale and the two reserve
+// spaces vectors of c entries.
+absl::Status CheckBatchNormGradInputs(const Tensor& dy, const Tensor& x,
+                                      const std::vector<const Tensor*>& inputs,
+                                      const std::vector<const char*>& names, int64_t* rows,
+                                      int64_t* c);
 
 }  // namespace shardflow
 

@@ -36,8 +36,8 @@
 #include "core/framework/kernel_registry.h"
 #include "core/platform/status.h"
 #include "kernels/cpu/collective_kernels.h"
+#include "kernels/gpu/gpu_launchers.h"
 #include "kernels/gpu/gpu_util.h"
-#include "runtime/gpu/gpu_device.h"
 
 #ifdef SHARDFLOW_HAVE_NCCL
 #include <nccl.h>
@@ -274,11 +274,16 @@ class GpuCollective : public Base {
       return;
     }
 #ifdef SHARDFLOW_HAVE_NCCL
-    const auto* gpu = dynamic_cast<const GpuDevice*>(ctx->device());
+    // The GPU of this device: its stream's.
+    int ordinal = -1;
+    if (cudaStreamGetDevice(gpu::StreamOf(ctx), &ordinal) != cudaSuccess) {
+      cudaGetLastError();
+      ordinal = -1;
+    }
     const Tensor& data = input.IsInitialized() ? input : *output;
     // Meet: every member's (GPU ordinal, elements, dtype).
     auto mine = std::make_shared<Tensor>(DT_INT64, TensorShape({3}));
-    mine->data<int64_t>()[0] = gpu != nullptr ? gpu->ordinal() : -1;
+    mine->data<int64_t>()[0] = ordinal;
     mine->data<int64_t>()[1] = data.NumElements();
     mine->data<int64_t>()[2] = static_cast<int64_t>(data.dtype());
     auto all = std::make_shared<Tensor>(DT_INT64, TensorShape({3 * params.group_size}));
@@ -371,7 +376,7 @@ SF_REGISTER_GPU_COLLECTIVE(bfloat16);
 
 }  // namespace
 
-bool GpuBuiltWithNccl() {
+bool gpu::BuiltWithNccl() {
 #ifdef SHARDFLOW_HAVE_NCCL
   return true;
 #else

@@ -16,8 +16,10 @@
 // $SHARDFLOW_CUDNN_FIND=0); the fastest whose workspace fits in kMaxWorkspace is kept. float32
 // stays exact (FMA math) unless the session allows TF32.
 //
-// cuDNN pads symmetrically: a SAME window whose padding is odd (more after than before, e.g. a
-// 3x3 window with stride 2 on an even size) is not supported here yet and fails with a message.
+// cuDNN pads symmetrically. A SAME window with more padding after than before (e.g. a 3x3
+// window with stride 2 on an even size, as in ResNet) is computed over the input padded with
+// zeros at the bottom and right (convolutions; the input gradient is cropped back) or by our own
+// pooling kernels (pooling.cu).
 #include <cstdlib>
 #include <map>
 #include <vector>
@@ -67,10 +69,23 @@ struct PoolDesc {
 
 // The window of a convolution or pooling over an NHWC input.
 struct Window {
-  int64_t n, h, w, c;      // input
-  int64_t kh, kw, sh, sw;  // window, strides
-  int64_t oh, ow;          // output
-  int64_t pad_h, pad_w;    // symmetric padding
+  int64_t n, h, w, c;             // input
+  int64_t kh, kw, sh, sw;         // window, strides
+  int64_t oh, ow;                 // output
+  int64_t pad_h, pad_w;           // padding before: top, left (cuDNN pads this much on both sides)
+  int64_t pad_bottom, pad_right;  // padding after: more than before for uneven SAME padding
+  // SAME padding with more after than before (e.g. a 3x3 window, stride 2, on an even size).
+  bool uneven() const { return pad_bottom != pad_h || pad_right != pad_w; }
+  // The window over the input padded at the bottom and right by the difference (PadInput), on
+  // which cuDNN's symmetric padding gives the same output.
+  Window Padded() const {
+    Window p = *this;
+    p.h += pad_bottom - pad_h;
+    p.w += pad_right - pad_w;
+    p.pad_bottom = p.pad_h;
+    p.pad_right = p.pad_w;
+    return p;
+  }
 };
 
 absl::Status ReadStrides(OpKernelConstruction* c, const char* attr, int64_t* sh, int64_t* sw) {
@@ -93,19 +108,14 @@ absl::Status MakeWindow(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, 
   win->kh = kh, win->kw = kw, win->sh = sh, win->sw = sw;
   SF_RETURN_IF_ERROR(WindowedOutputSize(h, kh, sh, padding, &win->oh, &top, &bottom));
   SF_RETURN_IF_ERROR(WindowedOutputSize(w, kw, sw, padding, &win->ow, &left, &right));
-  if (top != bottom || left != right) {
-    return absl::UnimplementedError(absl::StrCat(
-        "a ", kh, "x", kw, " window with strides ", sh, "x", sw, " and SAME padding on a ", h, "x",
-        w, " input needs uneven padding (", top, "/", bottom, " rows, ", left, "/", right,
-        " columns), which the GPU kernels do not support yet; place this op on the CPU "
-        "(sf.device('/cpu:0')) or use VALID padding"));
-  }
   constexpr int64_t kIntMax = (int64_t{1} << 31) - 1;
   for (int64_t v : {n, h, w, c, kh, kw}) {
     if (v > kIntMax) return absl::UnimplementedError("tensor dimensions above 2^31 on a GPU");
   }
   win->pad_h = top;
   win->pad_w = left;
+  win->pad_bottom = bottom;
+  win->pad_right = right;
   return absl::OkStatus();
 }
 
@@ -113,6 +123,20 @@ absl::Status MakeWindow(int64_t n, int64_t h, int64_t w, int64_t c, int64_t kh, 
 absl::Status Zero(OpKernelContext* ctx, Tensor* t) {
   return gpu::CudaStatus(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), gpu::StreamOf(ctx)),
                          "cudaMemsetAsync");
+}
+
+// `x` [n, h, w, c] copied into the top left of zeros of the padded window's size (uneven SAME).
+absl::StatusOr<Tensor> PadInput(OpKernelContext* ctx, const Tensor& x, const Window& win) {
+  const Window p = win.Padded();
+  Tensor padded;
+  SF_RETURN_IF_ERROR(ctx->allocate_temp(DT_FLOAT, TensorShape({p.n, p.h, p.w, p.c}), &padded));
+  SF_RETURN_IF_ERROR(gpu::CudaStatus(
+      cudaMemsetAsync(padded.raw_data(), 0, padded.TotalBytes(), gpu::StreamOf(ctx)), "memset"));
+  SF_RETURN_IF_ERROR(gpu::CudaStatus(
+      gpu::LaunchCopyRegion(x.data<float>(), win.h, win.w, padded.data<float>(), p.h, p.w, win.n,
+                            win.c, win.h, win.w, gpu::StreamOf(ctx)),
+      "LaunchCopyRegion(pad)"));
+  return padded;
 }
 
 absl::StatusOr<Tensor> Workspace(OpKernelContext* ctx, size_t bytes) {
@@ -395,6 +419,10 @@ class GpuConv2DOp : public ConvBase {
     if (y->NumElements() == 0) return;
     if (x.NumElements() == 0 || filter.NumElements() == 0) {
       OP_REQUIRES_OK(ctx, Zero(ctx, y));
+    } else if (win.uneven()) {
+      auto padded = PadInput(ctx, x, win);
+      OP_REQUIRES_OK(ctx, padded.status());
+      OP_REQUIRES_OK(ctx, ConvForward(ctx, win.Padded(), *padded, filter, y));
     } else {
       OP_REQUIRES_OK(ctx, ConvForward(ctx, win, x, filter, y));
     }
@@ -433,15 +461,24 @@ class GpuConv2DBackpropInputOp : public ConvBase {
     OP_REQUIRES_OK(ctx, input_shape.status());
     const Tensor& filter_hwio = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    Window win;
-    OP_REQUIRES_OK(ctx, GradGeometry(*input_shape, filter_hwio.shape(), dy, &win));
+    Window full;
+    OP_REQUIRES_OK(ctx, GradGeometry(*input_shape, filter_hwio.shape(), dy, &full));
     const int64_t out_c = filter_hwio.dim_size(3);
-    Tensor* dx;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *input_shape, &dx));
-    if (dx->NumElements() == 0) return;
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *input_shape, &out));
+    if (out->NumElements() == 0) return;
     if (dy.NumElements() == 0 || filter_hwio.NumElements() == 0) {
-      OP_REQUIRES_OK(ctx, Zero(ctx, dx));
+      OP_REQUIRES_OK(ctx, Zero(ctx, out));
       return;
+    }
+    // Uneven padding: the gradient of the padded input, whose top left is cropped into `out`.
+    const Window win = full.uneven() ? full.Padded() : full;
+    Tensor padded_dx;
+    Tensor* dx = out;
+    if (full.uneven()) {
+      OP_REQUIRES_OK(
+          ctx, ctx->allocate_temp(DT_FLOAT, TensorShape({win.n, win.h, win.w, win.c}), &padded_dx));
+      dx = &padded_dx;
     }
     ConvSetup setup;
     OP_REQUIRES_OK(ctx, setup.Init(win, out_c, gpu::AllowTf32(ctx)));
@@ -478,6 +515,11 @@ class GpuConv2DBackpropInputOp : public ConvBase {
                                cdy->raw_data(), setup.conv.d, perf->algo, ws->raw_data(),
                                perf->memory, &zero, setup.x.d, cdx->raw_data()));
     OP_REQUIRES_OK(ctx, ActivationFromCudnn(handle->get(), *cdx, dx));
+    if (full.uneven()) {
+      OP_REQUIRES_CUDA(
+          ctx, gpu::LaunchCopyRegion(dx->data<float>(), win.h, win.w, out->data<float>(), full.h,
+                                     full.w, full.n, full.c, full.h, full.w, gpu::StreamOf(ctx)));
+    }
   }
 };
 
@@ -489,8 +531,10 @@ class GpuConv2DBackpropFilterOp : public ConvBase {
     auto filter_shape = ShapeInput(ctx->input(1), "filter_sizes");
     OP_REQUIRES_OK(ctx, filter_shape.status());
     const Tensor& dy = ctx->input(2);
-    Window win;
-    OP_REQUIRES_OK(ctx, GradGeometry(x.shape(), *filter_shape, dy, &win));
+    Window full;
+    OP_REQUIRES_OK(ctx, GradGeometry(x.shape(), *filter_shape, dy, &full));
+    // Uneven padding: over the input padded at the bottom and right.
+    const Window win = full.uneven() ? full.Padded() : full;
     const int64_t out_c = filter_shape->dim(3);
     Tensor* dw;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *filter_shape, &dw));
@@ -510,7 +554,13 @@ class GpuConv2DBackpropFilterOp : public ConvBase {
                                            &dw_cudnn));
     auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
     OP_REQUIRES_OK(ctx, handle.status());
-    auto cx = ActivationToCudnn(ctx, handle->get(), x, setup.layout);
+    Tensor input = x;
+    if (full.uneven()) {
+      auto padded = PadInput(ctx, x, full);
+      OP_REQUIRES_OK(ctx, padded.status());
+      input = *padded;
+    }
+    auto cx = ActivationToCudnn(ctx, handle->get(), input, setup.layout);
     OP_REQUIRES_OK(ctx, cx.status());
     auto cdy = ActivationToCudnn(ctx, handle->get(), dy, setup.layout);
     OP_REQUIRES_OK(ctx, cdy.status());
@@ -577,6 +627,10 @@ class PoolBase : public OpKernel {
   std::string padding_;
 };
 
+gpu::MaxPoolGradShape PoolShape(const Window& w) {
+  return {w.n, w.h, w.w, w.c, w.oh, w.ow, w.kh, w.kw, w.sh, w.sw, w.pad_h, w.pad_w};
+}
+
 cudnnPoolingMode_t ModeOf(const std::string& op) {
   return op.rfind("MaxPool", 0) == 0 ? CUDNN_POOLING_MAX
                                      : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
@@ -594,6 +648,12 @@ class GpuPoolOp : public PoolBase {
     Tensor* y;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({win.n, win.oh, win.ow, win.c}), &y));
     if (y->NumElements() == 0) return;
+    if (win.uneven()) {  // cuDNN pads symmetrically: our own kernel
+      OP_REQUIRES_CUDA(ctx,
+                       gpu::LaunchPoolForward(x.data<float>(), y->data<float>(), PoolShape(win),
+                                              mode_ == CUDNN_POOLING_MAX, gpu::StreamOf(ctx)));
+      return;
+    }
     auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));
     OP_REQUIRES_OK(ctx, handle.status());
     const float one = 1.f, zero = 0.f;
@@ -641,11 +701,15 @@ class GpuPoolGradOp : public PoolBase {
     }
     if (max) {
       // Our own kernel: the CPU's tie rule, and much faster than cuDNN's NHWC backward pass.
-      const gpu::MaxPoolGradShape shape{win.n,  win.h,  win.w,  win.c,  win.oh,    win.ow,
-                                        win.kh, win.kw, win.sh, win.sw, win.pad_h, win.pad_w};
-      OP_REQUIRES_CUDA(ctx, gpu::LaunchMaxPoolGrad(ctx->input(0).data<float>(),
-                                                   ctx->input(1).data<float>(), dy.data<float>(),
-                                                   dx->data<float>(), shape, gpu::StreamOf(ctx)));
+      OP_REQUIRES_CUDA(
+          ctx, gpu::LaunchMaxPoolGrad(ctx->input(0).data<float>(), ctx->input(1).data<float>(),
+                                      dy.data<float>(), dx->data<float>(), PoolShape(win),
+                                      gpu::StreamOf(ctx)));
+      return;
+    }
+    if (win.uneven()) {
+      OP_REQUIRES_CUDA(ctx, gpu::LaunchAvgPoolGrad(dy.data<float>(), dx->data<float>(),
+                                                   PoolShape(win), gpu::StreamOf(ctx)));
       return;
     }
     auto handle = gpu::CudnnHandle::Get(gpu::StreamOf(ctx));

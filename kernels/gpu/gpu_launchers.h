@@ -47,6 +47,36 @@ struct MaxPoolGradShape {
 cudaError_t LaunchMaxPoolGrad(const float* x, const float* y, const float* dy, float* dx,
                               const MaxPoolGradShape& shape, cudaStream_t stream);
 
+// Whether collectives between GPUs can use NCCL in this build (collective_ops.cc).
+bool BuiltWithNccl();
+
+// Max (max_pool) or average pooling forward over clamped windows (any padding; average over
+// the elements inside the input), and average pooling's gradient (dx zeroed, then filled).
+cudaError_t LaunchPoolForward(const float* x, float* y, const MaxPoolGradShape& shape,
+                              bool max_pool, cudaStream_t stream);
+cudaError_t LaunchAvgPoolGrad(const float* dy, float* dx, const MaxPoolGradShape& shape,
+                              cudaStream_t stream);
+// Copies rows x cols of each of n images (c channels, NHWC) from the top left of src
+// [n, src_h, src_w, c] to the top left of dst [n, dst_h, dst_w, c].
+cudaError_t LaunchCopyRegion(const float* src, int64_t src_h, int64_t src_w, float* dst,
+                             int64_t dst_h, int64_t dst_w, int64_t n, int64_t c, int64_t rows,
+                             int64_t cols, cudaStream_t stream);
+
+// Batch normalisation over x viewed as [rows, c] (kernels/gpu/batch_norm.cu; the CPU kernel's
+// arithmetic: statistics in double, the training variance from sums of x - shift).
+// `sums` is scratch of 2c doubles, `coef` of 4c floats. Training: batch_mean/batch_var out (the
+// variance with Bessel's correction) from the batch; inference: from mean_in/var_in.
+cudaError_t LaunchBatchNorm(const float* x, const float* scale, const float* offset,
+                            const float* mean_in, const float* var_in, float* y, float* batch_mean,
+                            float* batch_var, float* saved_mean, float* saved_inv_std, int64_t rows,
+                            int64_t c, float epsilon, bool training, double* sums, float* coef,
+                            cudaStream_t stream);
+// Its gradient from the saved mean and 1/sqrt(var + eps); scratch as above.
+cudaError_t LaunchBatchNormGrad(const float* dy, const float* x, const float* scale,
+                                const float* mean, const float* inv_std, float* dx, float* dscale,
+                                float* doffset, int64_t rows, int64_t c, bool training,
+                                double* sums, float* coef, cudaStream_t stream);
+
 }  // namespace gpu
 }  // namespace shardflow
 

@@ -1,6 +1,6 @@
 // MatMul and _FusedMatMul on a GPU through cuBLAS (cublasGemmEx): float32 (exact, or TF32 tensor
-// cores when the session allows, gpu_options.allow_tf32), float64, bfloat16 (tensor cores,
-// float32 accumulation). _FusedMatMul adds the bias and activation in one pass afterwards.
+// cores when the session allows, gpu_options.allow_tf32), float64, bfloat16 and float16 (tensor
+// cores, float32 accumulation). _FusedMatMul adds the bias and activation in one pass afterwards.
 //
 // Row-major C[m,n] = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLAS is called with the
 // operands swapped and no copy.
@@ -147,6 +147,7 @@ class GpuFusedMatMulOp : public OpKernel {
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<float>("T"), GpuMatMulOp);
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<double>("T"), GpuMatMulOp);
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<bfloat16>("T"), GpuMatMulOp);
+REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceGpu).TypeConstraint<half>("T"), GpuMatMulOp);
 REGISTER_KERNEL(KernelDef("_FusedMatMul").Device(kDeviceGpu).TypeConstraint<float>("T"),
                 GpuFusedMatMulOp);
 

@@ -221,12 +221,13 @@ absl::StatusOr<int64_t> StreamTimer::End() {
 // ---- GpuDevice ---------------------------------------------------------------------------------
 
 GpuDevice::GpuDevice(const std::string& name, int ordinal, GpuAllocator* allocator,
-                     cudaStream_t stream, PinnedStaging* staging, StreamTimer* timer,
-                     int64_t memory_limit, bool allow_tf32)
+                     cudaStream_t stream, cudaStream_t d2h_stream, PinnedStaging* staging,
+                     StreamTimer* timer, int64_t memory_limit, bool allow_tf32)
     : Device(DeviceAttributes{name, kDeviceGpu, memory_limit}),
       ordinal_(ordinal),
       allocator_(allocator),
       stream_(stream),
+      d2h_stream_(d2h_stream),
       staging_(staging),
       timer_(timer),
       allow_tf32_(allow_tf32),
@@ -259,7 +260,27 @@ absl::Status GpuDevice::CopyTensor(const Tensor& src, Tensor* dst) {
   const bool to_host = IsHostTensor(*dst);
   const bool from_host = IsHostTensor(src);
   cudaSetDevice(ordinal_);
-  // From the host: staged through pinned memory, enqueued without waiting for the stream.
+  if (to_host && !from_host) {
+    // Device to host on the GPU's copy stream: it waits (an event) for the work queued on the
+    // compute stream so far, then the copy runs on a copy engine while kernels queued after it
+    // go on; the host waits for the copy alone.
+    cudaEvent_t ready;
+    SF_RETURN_IF_ERROR(
+        Cuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming), "cudaEventCreate"));
+    cudaError_t e = cudaEventRecord(ready, stream_);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(d2h_stream_, ready, 0);
+    if (e == cudaSuccess) {
+      e = cudaMemcpyAsync(dst->raw_data(), src.raw_data(), bytes, cudaMemcpyDeviceToHost,
+                          d2h_stream_);
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(d2h_stream_);
+    cudaEventDestroy(ready);
+    return Cuda(e, "copying a tensor to the host");
+  }
+  // From the host: staged through pinned memory, enqueued without waiting for the stream. The
+  // copy stays on the compute stream: the block it writes may still be read by kernels queued
+  // there before it was freed (the allocator's reuse is ordered by that stream), so a copy
+  // stream would have to wait for the compute stream anyway.
   if (from_host && !to_host && staging_->CopyToDevice(dst->raw_data(), src.raw_data(), bytes)) {
     return absl::OkStatus();
   }
@@ -280,6 +301,7 @@ namespace {
 struct GpuState {
   int ordinal = 0;
   cudaStream_t stream = nullptr;
+  cudaStream_t d2h_stream = nullptr;  // device-to-host copies
   std::unique_ptr<GpuAllocator> allocator;
   std::unique_ptr<PinnedStaging> staging;
   std::unique_ptr<StreamTimer> timer;
@@ -313,6 +335,8 @@ absl::StatusOr<GpuState*> StateFor(int ordinal, const GPUOptions& options) {
   state->limit = limit;
   SF_RETURN_IF_ERROR(
       Cuda(cudaStreamCreateWithFlags(&state->stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  SF_RETURN_IF_ERROR(Cuda(cudaStreamCreateWithFlags(&state->d2h_stream, cudaStreamNonBlocking),
+                          "cudaStreamCreate(device to host)"));
   state->allocator = std::make_unique<GpuAllocator>(ordinal, state->stream, limit);
   state->staging = std::make_unique<PinnedStaging>(state->stream);
   state->timer = std::make_unique<StreamTimer>(state->stream);
@@ -375,8 +399,8 @@ class GpuDeviceFactory final : public DeviceFactory {
         if (options.gpu_device_count() > 0 && index >= options.gpu_device_count()) break;
         devices->push_back(std::make_unique<GpuDevice>(
             DeviceName::Full(job, 0, task, kDeviceGpu, index).ToString(), ordinal,
-            state->allocator.get(), state->stream, state->staging.get(), state->timer.get(),
-            state->limit, tf32));
+            state->allocator.get(), state->stream, state->d2h_stream, state->staging.get(),
+            state->timer.get(), state->limit, tf32));
         ++index;
       }
     }

@@ -5,11 +5,12 @@
 //
 // Per physical GPU, for the whole process (every session and logical device on it shares them):
 // - a caching best-fit allocator over cudaMalloc with a byte limit (GpuAllocator below);
-// - one compute stream, on which every kernel and every copy of that GPU is enqueued, so stream
+// - one compute stream, on which every kernel and every copy into the GPU is enqueued, so stream
 //   order alone orders them: a kernel sees what earlier kernels wrote, and memory freed by the
 //   host after a launch is only reused by work queued behind it. The executor thread does not
 //   wait for kernels; only copies to the host (fetches, sends to the CPU or another task, host-
-//   memory inputs) wait for the stream.
+//   memory inputs) wait, for the work queued before them: they run on a copy stream of their
+//   own, after an event on the compute stream, so later kernels go on meanwhile.
 //
 // Thread safety: every method may be called concurrently.
 #ifndef SHARDFLOW_RUNTIME_GPU_GPU_DEVICE_H_
@@ -103,8 +104,10 @@ class StreamTimer {
 class GpuDevice final : public Device {
  public:
   // `ordinal`: the CUDA device; the allocator and stream are the GPU's shared ones.
+  // `d2h_stream`: the GPU's stream for copies to the host.
   GpuDevice(const std::string& name, int ordinal, GpuAllocator* allocator, cudaStream_t stream,
-            PinnedStaging* staging, StreamTimer* timer, int64_t memory_limit, bool allow_tf32);
+            cudaStream_t d2h_stream, PinnedStaging* staging, StreamTimer* timer,
+            int64_t memory_limit, bool allow_tf32);
   ~GpuDevice() override;
   Allocator* GetAllocator() override { return allocator_; }
   void* gpu_stream() const override { return stream_; }
@@ -123,15 +126,13 @@ class GpuDevice final : public Device {
   const int ordinal_;
   GpuAllocator* allocator_;
   cudaStream_t stream_;
+  cudaStream_t d2h_stream_;
   PinnedStaging* staging_;
   StreamTimer* timer_;
   const bool allow_tf32_;
   ResourceMgr resources_;
   ThreadPool pool_;
 };
-
-// Whether collectives between GPUs can use NCCL in this build (kernels/gpu/collective_ops.cc).
-bool GpuBuiltWithNccl();
 
 // Above the CPU's (kCpuDeviceFactoryPriority): ops with a GPU kernel go to the GPU by default.
 inline constexpr int kGpuDeviceFactoryPriority = 100;

@@ -44,7 +44,7 @@
 #include "tests/util/gpu_test_util.h"
 
 #ifdef SHARDFLOW_HAVE_CUDA
-#include "runtime/gpu/gpu_device.h"
+#include "kernels/gpu/gpu_launchers.h"
 #endif
 
 namespace shardflow {
@@ -815,7 +815,7 @@ TEST(GpuConformanceTest, EveryGpuOpEveryDtypeMatchesTheCpu) {
 // through NCCL (a one-rank communicator: the meeting, the launch and the stream order).
 TEST(GpuCollectiveTest, OneMemberThroughNcclWhenForced) {
   SKIP_WITHOUT_GPU();
-  if (!GpuBuiltWithNccl()) GTEST_SKIP() << "built without NCCL";
+  if (!gpu::BuiltWithNccl()) GTEST_SKIP() << "built without NCCL";
   setenv("SHARDFLOW_NCCL", "force", 1);
   for (const char* op : {"CollectiveReduce", "CollectiveGather", "CollectiveBcastSend"}) {
     std::cout << op << ": " << CheckGpuCollective(op, 1, 1, true) << "\n";
@@ -826,7 +826,7 @@ TEST(GpuCollectiveTest, OneMemberThroughNcclWhenForced) {
 // NCCL between two GPUs of the machine (one device per GPU); skipped with fewer GPUs.
 TEST(GpuCollectiveTest, TwoGpusThroughNccl) {
   SKIP_WITHOUT_GPU();
-  if (!GpuBuiltWithNccl()) GTEST_SKIP() << "built without NCCL";
+  if (!gpu::BuiltWithNccl()) GTEST_SKIP() << "built without NCCL";
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
     GTEST_SKIP() << "this machine has " << count

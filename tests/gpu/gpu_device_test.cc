@@ -277,6 +277,44 @@ TEST(GpuDeviceTest, DefaultPlacementIsTheGpuAndValuesEqualTheCpu) {
   ExpectAllClose(again[0], got[0], 0, "the second run");
 }
 
+// ResNet's stem has SAME windows with more padding after than before (a 7x7 convolution and a
+// 3x3 max pool with stride 2 on even sizes), which cuDNN cannot pad: the GPU kernels pad the
+// input (convolutions) or clamp their windows (pooling). Values as on the CPU.
+TEST(GpuDeviceTest, UnevenSamePaddingMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 8, 8, 3}));
+  auto w = ops::Const(s.WithOpName("w"), RandomTensor({7, 7, 3, 4}, 11));
+  auto conv = ops::Conv2D(s.WithOpName("conv"), x, w, {1, 2, 2, 1}, "SAME");  // 2/3 padding
+  auto max = ops::MaxPool(s.WithOpName("max"), conv, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME");  // 0/1
+  auto avg = ops::AvgPool(s.WithOpName("avg"), conv, {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME");
+  const Tensor xv = RandomTensor({2, 8, 8, 3}, 12);
+  const std::vector<std::string> fetches = {"conv:0", "max:0", "avg:0"};
+  auto gpu = Open(s, SessionOptions());
+  ASSERT_NE(gpu, nullptr);
+  RunOptions trace;
+  trace.set_trace_level(RunOptions::FULL_TRACE);
+  RunMetadata metadata;
+  std::vector<Tensor> got;
+  absl::Status st = gpu->Run(trace, {{"x", xv}}, fetches, {}, &got, &metadata);
+  ASSERT_TRUE(st.ok()) << st;
+  for (const char* node : {"conv", "max", "avg"}) {
+    auto it = metadata.placement().find(node);
+    ASSERT_NE(it, metadata.placement().end()) << node;
+    EXPECT_EQ(ShortDevice(it->second), "GPU:0") << node << " placed on " << it->second;
+  }
+  auto cpu = Open(s, CpuOnly());
+  ASSERT_NE(cpu, nullptr);
+  std::vector<Tensor> want;
+  st = cpu->Run({{"x", xv}}, fetches, {}, &want);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(got[0].shape(), TensorShape({2, 4, 4, 4}));
+  ASSERT_EQ(got[1].shape(), TensorShape({2, 2, 2, 4}));
+  ExpectAllClose(got[0], want[0], 1e-4, "Conv2D 7x7 stride 2 SAME on 8x8");
+  ExpectAllClose(got[1], want[1], 1e-5, "MaxPool 3x3 stride 2 SAME on 4x4");
+  ExpectAllClose(got[2], want[2], 1e-5, "AvgPool 3x3 stride 2 SAME on 4x4");
+}
+
 // Two layers on two logical GPUs with a CPU op between: relu(relu(x w1) * 0.5 + 1) w2), built with
 // layer devices given, against the same graph all on the CPU.
 Output TwoLayers(const Scope& s, const std::string& dev1, const std::string& cpu,

@@ -177,6 +177,13 @@ TEST(GpuGradientTest, Conv2D) {
                   },
                   {Random({2, 5, 5, 2}, 3), Random({3, 3, 2, 3}, 4)});
   }
+  // Uneven SAME padding (0 rows before, 1 after, as ResNet's stride-2 3x3 layers on even sizes):
+  // the input padded at the bottom and right, the input gradient cropped back.
+  CheckGradient("Conv2D 3x3 stride 2 SAME on 6x6 (uneven padding)",
+                [](const Scope&, const Scope& g, const std::vector<Output>& x) {
+                  return ops::Conv2D(g, x[0], x[1], {1, 2, 2, 1}, "SAME");
+                },
+                {Random({2, 6, 6, 2}, 20), Random({3, 3, 2, 3}, 21)});
 }
 
 TEST(GpuGradientTest, MaxPool) {
@@ -191,6 +198,11 @@ TEST(GpuGradientTest, MaxPool) {
                   return ops::MaxPool(g, x[0], {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME");
                 },
                 {Separated({1, 5, 5, 2}, 6)});
+  CheckGradient("MaxPool 3x3 stride 2 SAME on 6x6 (uneven padding)",
+                [](const Scope&, const Scope& g, const std::vector<Output>& x) {
+                  return ops::MaxPool(g, x[0], {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME");
+                },
+                {Separated({1, 6, 6, 2}, 22)});
 }
 
 TEST(GpuGradientTest, AvgPool) {
@@ -205,6 +217,11 @@ TEST(GpuGradientTest, AvgPool) {
                   return ops::AvgPool(g, x[0], {1, 3, 3, 1}, {1, 1, 1, 1}, "SAME");
                 },
                 {Random({1, 4, 4, 3}, 8)});
+  CheckGradient("AvgPool 3x3 stride 2 SAME on 6x6 (uneven padding)",
+                [](const Scope&, const Scope& g, const std::vector<Output>& x) {
+                  return ops::AvgPool(g, x[0], {1, 3, 3, 1}, {1, 2, 2, 1}, "SAME");
+                },
+                {Random({1, 6, 6, 3}, 23)});
 }
 
 TEST(GpuGradientTest, BiasAdd) {
@@ -214,6 +231,21 @@ TEST(GpuGradientTest, BiasAdd) {
                   return ops::BiasAdd(g, x[0], x[1]);
                 },
                 {Random({2, 3, 4}, 9), Random({4}, 10)});
+}
+
+TEST(GpuGradientTest, FusedBatchNorm) {
+  SKIP_WITHOUT_GPU();
+  for (bool training : {true, false}) {
+    CheckGradient(
+        absl::StrCat("FusedBatchNorm [2,3,4,5] is_training=", training),
+        [=](const Scope&, const Scope& g, const std::vector<Output>& x) {
+          // Inference uses the given statistics; training ignores them.
+          auto mean = ops::Const(g, Random({5}, 14));
+          auto variance = ops::Const(g, Random({5}, 15, 0.5, 1.5));
+          return ops::FusedBatchNorm(g, x[0], x[1], x[2], mean, variance, 0.001f, training).y;
+        },
+        {Random({2, 3, 4, 5}, 11), Random({5}, 12, 0.5, 1.5), Random({5}, 13)});
+  }
 }
 
 TEST(GpuGradientTest, Activations) {
