@@ -5,21 +5,23 @@
 // Layout: the ops' tensors are NHWC, but cuDNN's float32 convolutions without tensor cores are
 // much faster in NCHW, where it has FFT and Winograd algorithms (on an H200, the CNN's 5x5
 // convolutions at batch 512 took ~2.4x as long in NHWC as PyTorch's NCHW ones). So, in strict
-// float32, a convolution transposes its activations to NCHW around the cuDNN call
-// (cudnnTransformTensor; a tensor with one channel is the same bytes in both layouts and is
-// used as it is); with TF32 (tensor cores) it stays NHWC. $SHARDFLOW_CUDNN_LAYOUT=nhwc|nchw
-// forces one. cuDNN takes the filter as [out, height, width, in] in NHWC and [out, in, height,
-// width] in NCHW; TensorFlow's is [height, width, in, out], so the forward and input-gradient
-// kernels transpose the filter into a scratch tensor first and the filter gradient transposes
-// its result back (filters are small).
-// Algorithms are timed once per shape, layout and process (cudnnFind*, or cuDNN's heuristics with
-// $SHARDFLOW_CUDNN_FIND=0); the fastest whose workspace fits in kMaxWorkspace is kept. float32
-// stays exact (FMA math) unless the session allows TF32.
+// float32, a big convolution (an activation of 4M elements or more) transposes its activations
+// to NCHW around the cuDNN call (cudnnTransformTensor; a tensor with one channel is the same
+// bytes in both layouts and is used as it is); smaller ones, where the extra launches cost more
+// than the faster algorithms save (the same CNN at batch 128), and all with TF32 (tensor cores)
+// stay NHWC. $SHARDFLOW_CUDNN_LAYOUT=nhwc|nchw forces one. cuDNN takes the filter as [out, height,
+// width, in] in NHWC and [out, in, height, width] in NCHW; TensorFlow's is [height, width, in,
+// out], so the forward and input-gradient kernels transpose the filter into a scratch tensor first
+// and the filter gradient transposes its result back (filters are small). Algorithms are timed once
+// per shape, layout and process (cudnnFind*, or cuDNN's heuristics with $SHARDFLOW_CUDNN_FIND=0);
+// the fastest whose workspace fits in kMaxWorkspace is kept. float32 stays exact (FMA math) unless
+// the session allows TF32.
 //
 // cuDNN pads symmetrically. A SAME window with more padding after than before (e.g. a 3x3
 // window with stride 2 on an even size, as in ResNet) is computed over the input padded with
 // zeros at the bottom and right (convolutions; the input gradient is cropped back) or by our own
 // pooling kernels (pooling.cu).
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <vector>
@@ -146,16 +148,21 @@ absl::StatusOr<Tensor> Workspace(OpKernelContext* ctx, size_t bytes) {
   return t;
 }
 
+// Convolutions whose larger activation (input or output) has fewer elements stay NHWC in strict
+// float32: the transposes' launches then cost more than NCHW's faster algorithms save.
+constexpr int64_t kNchwMinElements = int64_t{4} << 20;
+
 // The layout cuDNN computes a convolution in (see the top of the file).
-cudnnTensorFormat_t ConvLayout(bool tf32) {
-  static const int forced = [] {
-    const char* env = std::getenv("SHARDFLOW_CUDNN_LAYOUT");
-    if (env == nullptr) return 0;
-    const std::string v(env);
-    return v == "nchw" ? 1 : v == "nhwc" ? 2 : 0;
-  }();
+cudnnTensorFormat_t ConvLayout(bool tf32, const Window& win, int64_t out_c) {
+  // Read on every call (a getenv), so that a test can try both layouts in one process.
+  const char* env = std::getenv("SHARDFLOW_CUDNN_LAYOUT");
+  const int forced = env == nullptr               ? 0
+                     : std::string(env) == "nchw" ? 1
+                     : std::string(env) == "nhwc" ? 2
+                                                  : 0;
   if (forced != 0) return forced == 1 ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
-  return tf32 ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  const int64_t largest = std::max(win.n * win.h * win.w * win.c, win.n * win.oh * win.ow * out_c);
+  return tf32 || largest < kNchwMinElements ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
 }
 
 // The filter [kh, kw, in, out] <-> cuDNN's [out, kh, kw, in] (NHWC) or [out, in, kh, kw] (NCHW).
@@ -237,7 +244,7 @@ struct ConvSetup {
   ConvDesc conv;
   cudnnTensorFormat_t layout = CUDNN_TENSOR_NHWC;
   absl::Status Init(const Window& win, int64_t out_channels, bool tf32) {
-    layout = ConvLayout(tf32);
+    layout = ConvLayout(tf32, win, out_channels);
     SF_RETURN_IF_ERROR(gpu::CudnnStatus(x.Set(win.n, win.h, win.w, win.c, layout), "x descriptor"));
     SF_RETURN_IF_ERROR(
         gpu::CudnnStatus(y.Set(win.n, win.oh, win.ow, out_channels, layout), "y descriptor"));
@@ -284,7 +291,7 @@ bool UseFind() {
 std::string AlgoKey(const Window& w, int64_t out_c, bool tf32) {
   return absl::StrCat(w.n, ",", w.h, ",", w.w, ",", w.c, ",", w.kh, ",", w.kw, ",", w.sh, ",", w.sw,
                       ",", w.pad_h, ",", w.pad_w, ",", out_c, ",", tf32, ",",
-                      static_cast<int>(ConvLayout(tf32)));
+                      static_cast<int>(ConvLayout(tf32, w, out_c)));
 }
 
 // cuDNN's choice for one convolution shape, asked once per process (the heuristics query costs

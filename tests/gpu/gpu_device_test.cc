@@ -280,8 +280,7 @@ TEST(GpuDeviceTest, DefaultPlacementIsTheGpuAndValuesEqualTheCpu) {
 // ResNet's stem has SAME windows with more padding after than before (a 7x7 convolution and a
 // 3x3 max pool with stride 2 on even sizes), which cuDNN cannot pad: the GPU kernels pad the
 // input (convolutions) or clamp their windows (pooling). Values as on the CPU.
-TEST(GpuDeviceTest, UnevenSamePaddingMatchesTheCpu) {
-  SKIP_WITHOUT_GPU();
+void CheckUnevenSamePadding() {
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 8, 8, 3}));
   auto w = ops::Const(s.WithOpName("w"), RandomTensor({7, 7, 3, 4}, 11));
@@ -313,6 +312,17 @@ TEST(GpuDeviceTest, UnevenSamePaddingMatchesTheCpu) {
   ExpectAllClose(got[0], want[0], 1e-4, "Conv2D 7x7 stride 2 SAME on 8x8");
   ExpectAllClose(got[1], want[1], 1e-5, "MaxPool 3x3 stride 2 SAME on 4x4");
   ExpectAllClose(got[2], want[2], 1e-5, "AvgPool 3x3 stride 2 SAME on 4x4");
+}
+
+TEST(GpuDeviceTest, UnevenSamePaddingMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  // In the default layout (NHWC for convolutions this small) and in NCHW inside the kernels.
+  for (const char* layout : {"", "nchw"}) {
+    SCOPED_TRACE(absl::StrCat("SHARDFLOW_CUDNN_LAYOUT=", layout));
+    setenv("SHARDFLOW_CUDNN_LAYOUT", layout, 1);
+    CheckUnevenSamePadding();
+  }
+  unsetenv("SHARDFLOW_CUDNN_LAYOUT");
 }
 
 // Two layers on two logical GPUs with a CPU op between: relu(relu(x w1) * 0.5 + 1) w2), built with

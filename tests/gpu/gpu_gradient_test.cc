@@ -163,6 +163,20 @@ TEST(GpuGradientTest, MatMul) {
   }
 }
 
+// Small convolutions run in NHWC by default; NCHW (the big ones' layout) is forced once more.
+TEST(GpuGradientTest, Conv2DInNchw) {
+  SKIP_WITHOUT_GPU();
+  setenv("SHARDFLOW_CUDNN_LAYOUT", "nchw", 1);
+  for (const char* padding : {"SAME", "VALID"}) {
+    CheckGradient(absl::StrCat("Conv2D 3x3 stride 2 ", padding, " on 6x6, NCHW inside"),
+                  [=](const Scope&, const Scope& g, const std::vector<Output>& x) {
+                    return ops::Conv2D(g, x[0], x[1], {1, 2, 2, 1}, padding);
+                  },
+                  {Random({2, 6, 6, 2}, 24), Random({3, 3, 2, 3}, 25)});
+  }
+  unsetenv("SHARDFLOW_CUDNN_LAYOUT");
+}
+
 TEST(GpuGradientTest, Conv2D) {
   SKIP_WITHOUT_GPU();
   struct Case {
