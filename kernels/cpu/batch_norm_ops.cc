@@ -17,8 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
+#include "kernels/cpu/batch_norm_kernel.h"
 #include "kernels/cpu/cwise_ops_common.h"
-#include "kernels/cpu/kernel_checks.h"
 
 namespace shardflow {
 namespace {
@@ -51,30 +51,17 @@ void ReduceColumns(OpKernelContext* ctx, int64_t rows, int64_t c, int sums,
   }
 }
 
-class FusedBatchNormOp : public OpKernel {
+class FusedBatchNormOp : public BatchNormKernel {
  public:
-  explicit FusedBatchNormOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("epsilon", &epsilon_);
-    if (s.ok()) s = c->GetAttr("is_training", &is_training_);
-    if (!s.ok()) c->SetStatus(s);
-  }
+  using BatchNormKernel::BatchNormKernel;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     int64_t rows = 0, c = 0;
-    std::vector<const Tensor*> vectors = {&ctx->input(1), &ctx->input(2)};
-    std::vector<const char*> names = {"scale", "offset"};
-    if (!is_training_) {
-      vectors.insert(vectors.end(), {&ctx->input(3), &ctx->input(4)});
-      names.insert(names.end(), {"mean", "variance"});
-    }
-    OP_REQUIRES_OK(ctx, CheckBatchNormInputs(x, vectors, names, &rows, &c));
-    Tensor *y, *batch_mean, *batch_var, *saved_mean, *saved_inv_std;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({c}), &batch_mean));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({c}), &batch_var));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(3, TensorShape({c}), &saved_mean));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(4, TensorShape({c}), &saved_inv_std));
+    Tensor* out[5];
+    OP_REQUIRES_OK(ctx, PrepareForward(ctx, &rows, &c, out));
+    Tensor *y = out[0], *batch_mean = out[1], *batch_var = out[2], *saved_mean = out[3],
+           *saved_inv_std = out[4];
     const float* xd = x.data<float>();
     std::vector<double> mean(c), var(c);
     if (is_training_) {
@@ -144,32 +131,19 @@ class FusedBatchNormOp : public OpKernel {
       }
     });
   }
-
- private:
-  float epsilon_ = 0.001f;
-  bool is_training_ = true;
 };
 
-class FusedBatchNormGradOp : public OpKernel {
+class FusedBatchNormGradOp : public BatchNormKernel {
  public:
-  explicit FusedBatchNormGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("is_training", &is_training_);
-    if (!s.ok()) c->SetStatus(s);
-  }
+  using BatchNormKernel::BatchNormKernel;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
     int64_t rows = 0, c = 0;
-    OP_REQUIRES_OK(
-        ctx, CheckBatchNormGradInputs(dy, x, {&ctx->input(2), &ctx->input(3), &ctx->input(4)},
-                                      {"scale", "reserve_space_1", "reserve_space_2"}, &rows, &c));
-    Tensor *dx, *dscale, *doffset, *r3, *r4;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &dx));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({c}), &dscale));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({c}), &doffset));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(3, TensorShape({0}), &r3));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(4, TensorShape({0}), &r4));
+    Tensor* outs[3];
+    OP_REQUIRES_OK(ctx, PrepareGrad(ctx, &rows, &c, outs));
+    Tensor *dx = outs[0], *dscale = outs[1], *doffset = outs[2];
     const float* g = dy.data<float>();
     const float* xd = x.data<float>();
     const float* mean = ctx->input(3).data<float>();
@@ -222,9 +196,6 @@ class FusedBatchNormGradOp : public OpKernel {
       }
     });
   }
-
- private:
-  bool is_training_ = true;
 };
 
 REGISTER_KERNEL(KernelDef("FusedBatchNorm").Device(kDeviceCpu).TypeConstraint<float>("T"),

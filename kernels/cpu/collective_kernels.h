@@ -22,6 +22,24 @@ namespace shardflow {
 
 enum class CollectiveKind { kAllReduce, kBroadcast, kAllGather };
 
+// Hands one collective of `kind` to `collectives` (AllReduceAsync, BroadcastAsync or
+// AllGatherAsync).
+inline void RunCollective(CollectiveExecutor* collectives, CollectiveKind kind,
+                          const CollectiveParams& params, const Tensor& input, Tensor* output,
+                          CollectiveExecutor::DoneCallback done) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      collectives->AllReduceAsync(params, input, output, std::move(done));
+      return;
+    case CollectiveKind::kBroadcast:
+      collectives->BroadcastAsync(params, input, output, std::move(done));
+      return;
+    case CollectiveKind::kAllGather:
+      collectives->AllGatherAsync(params, input, output, std::move(done));
+      return;
+  }
+}
+
 class CollectiveOpKernel : public AsyncOpKernel {
  public:
   explicit CollectiveOpKernel(OpKernelConstruction* c) : AsyncOpKernel(c) {
@@ -63,17 +81,7 @@ class CollectiveOpKernel : public AsyncOpKernel {
   virtual void Exchange(OpKernelContext* ctx, CollectiveExecutor* collectives, CollectiveKind kind,
                         const Tensor& input, Tensor* output,
                         CollectiveExecutor::DoneCallback done) {
-    switch (kind) {
-      case CollectiveKind::kAllReduce:
-        collectives->AllReduceAsync(params_, input, output, std::move(done));
-        return;
-      case CollectiveKind::kBroadcast:
-        collectives->BroadcastAsync(params_, input, output, std::move(done));
-        return;
-      case CollectiveKind::kAllGather:
-        collectives->AllGatherAsync(params_, input, output, std::move(done));
-        return;
-    }
+    RunCollective(collectives, kind, params_, input, output, std::move(done));
   }
   // Checks that the step has collectives; calls `done` and returns null otherwise.
   CollectiveExecutor* Executor(OpKernelContext* ctx, const DoneCallback& done) {

@@ -7,7 +7,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/op_kernel.h"
 #include "core/platform/status.h"
-#include "kernels/cpu/kernel_checks.h"
+#include "kernels/cpu/batch_norm_kernel.h"
 #include "kernels/gpu/gpu_launchers.h"
 #include "kernels/gpu/gpu_util.h"
 
@@ -20,30 +20,17 @@ absl::Status Scratch(OpKernelContext* ctx, int64_t c, Tensor* sums, Tensor* coef
   return ctx->allocate_temp(DT_FLOAT, TensorShape({4 * c}), coef);
 }
 
-class GpuFusedBatchNormOp : public OpKernel {
+class GpuFusedBatchNormOp : public BatchNormKernel {
  public:
-  explicit GpuFusedBatchNormOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("epsilon", &epsilon_);
-    if (s.ok()) s = c->GetAttr("is_training", &is_training_);
-    if (!s.ok()) c->SetStatus(s);
-  }
+  using BatchNormKernel::BatchNormKernel;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     int64_t rows = 0, c = 0;
-    std::vector<const Tensor*> vectors = {&ctx->input(1), &ctx->input(2)};
-    std::vector<const char*> names = {"scale", "offset"};
-    if (!is_training_) {
-      vectors.insert(vectors.end(), {&ctx->input(3), &ctx->input(4)});
-      names.insert(names.end(), {"mean", "variance"});
-    }
-    OP_REQUIRES_OK(ctx, CheckBatchNormInputs(x, vectors, names, &rows, &c));
-    Tensor *y, *batch_mean, *batch_var, *saved_mean, *saved_inv_std;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({c}), &batch_mean));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({c}), &batch_var));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(3, TensorShape({c}), &saved_mean));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(4, TensorShape({c}), &saved_inv_std));
+    Tensor* out[5];
+    OP_REQUIRES_OK(ctx, PrepareForward(ctx, &rows, &c, out));
+    Tensor *y = out[0], *batch_mean = out[1], *batch_var = out[2], *saved_mean = out[3],
+           *saved_inv_std = out[4];
     Tensor sums, coef;
     OP_REQUIRES_OK(ctx, Scratch(ctx, c, &sums, &coef));
     OP_REQUIRES_CUDA(
@@ -55,32 +42,19 @@ class GpuFusedBatchNormOp : public OpKernel {
                  saved_inv_std->data<float>(), rows, c, epsilon_, is_training_, sums.data<double>(),
                  coef.data<float>(), gpu::StreamOf(ctx)));
   }
-
- private:
-  float epsilon_ = 0.001f;
-  bool is_training_ = true;
 };
 
-class GpuFusedBatchNormGradOp : public OpKernel {
+class GpuFusedBatchNormGradOp : public BatchNormKernel {
  public:
-  explicit GpuFusedBatchNormGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::Status s = c->GetAttr("is_training", &is_training_);
-    if (!s.ok()) c->SetStatus(s);
-  }
+  using BatchNormKernel::BatchNormKernel;
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
     int64_t rows = 0, c = 0;
-    OP_REQUIRES_OK(
-        ctx, CheckBatchNormGradInputs(dy, x, {&ctx->input(2), &ctx->input(3), &ctx->input(4)},
-                                      {"scale", "reserve_space_1", "reserve_space_2"}, &rows, &c));
-    Tensor *dx, *dscale, *doffset, *r3, *r4;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &dx));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({c}), &dscale));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({c}), &doffset));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(3, TensorShape({0}), &r3));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(4, TensorShape({0}), &r4));
+    Tensor* out[3];
+    OP_REQUIRES_OK(ctx, PrepareGrad(ctx, &rows, &c, out));
+    Tensor *dx = out[0], *dscale = out[1], *doffset = out[2];
     Tensor sums, coef;
     OP_REQUIRES_OK(ctx, Scratch(ctx, c, &sums, &coef));
     OP_REQUIRES_CUDA(
@@ -90,9 +64,6 @@ class GpuFusedBatchNormGradOp : public OpKernel {
                  dscale->data<float>(), doffset->data<float>(), rows, c, is_training_,
                  sums.data<double>(), coef.data<float>(), gpu::StreamOf(ctx)));
   }
-
- private:
-  bool is_training_ = true;
 };
 
 REGISTER_KERNEL(KernelDef("FusedBatchNorm").Device(kDeviceGpu).TypeConstraint<float>("T"),

@@ -71,22 +71,6 @@ bool AllGpusOfThisTask(const CollectiveParams& p) {
   return true;
 }
 
-void RunOnExecutor(CollectiveExecutor* collectives, CollectiveKind kind,
-                   const CollectiveParams& params, const Tensor& input, Tensor* output,
-                   DoneFn done) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      collectives->AllReduceAsync(params, input, output, std::move(done));
-      return;
-    case CollectiveKind::kBroadcast:
-      collectives->BroadcastAsync(params, input, output, std::move(done));
-      return;
-    case CollectiveKind::kAllGather:
-      collectives->AllGatherAsync(params, input, output, std::move(done));
-      return;
-  }
-}
-
 // The exchange over host memory (see the top of the file). `output` is device memory, or a host
 // placeholder (a broadcast's receiver) that is replaced by a device tensor.
 void Staged(DeviceBase* device, CollectiveExecutor* collectives, CollectiveKind kind,
@@ -103,7 +87,7 @@ void Staged(DeviceBase* device, CollectiveExecutor* collectives, CollectiveKind 
   // A broadcast's source has no output yet: it gets its input's dtype and shape.
   const Tensor& like = output->IsInitialized() ? *output : input;
   auto host_out = std::make_shared<Tensor>(CpuAllocator(), like.dtype(), like.shape());
-  RunOnExecutor(collectives, kind, params, host_in, host_out.get(),
+  RunCollective(collectives, kind, params, host_in, host_out.get(),
                 [device, output, host_out, done = std::move(done)](const absl::Status& s) {
                   if (!s.ok()) {
                     done(s);
