@@ -146,6 +146,10 @@ absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Gra
 
 REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("CheckNumerics", IdentityGrad);
+REGISTER_GRADIENT("IdentityN", [](const Scope&, const Operation&, const Grads& dy, Grads* dx) {
+  dx->insert(dx->end(), dy.begin(), dy.end());
+  return absl::OkStatus();
+});
 REGISTER_NO_GRADIENT("Where");   // integer coordinates
 REGISTER_NO_GRADIENT("Unique");  // picks values; TF1 has no gradient either
 REGISTER_GRADIENT("ReverseV2", [](const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {

@@ -304,6 +304,18 @@ REGISTER_OP("Identity")
     .SetShapeFn(UnchangedShape)
     .Doc("Returns its input.");
 
+REGISTER_OP("IdentityN")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: list(type)")
+    .SetShapeFn([](InferenceContext* c) {
+      for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, c->input(i));
+      return absl::OkStatus();
+    })
+    .Doc(
+        "Returns its inputs, a list of tensors of any types. Python's custom_gradient puts one "
+        "over a function's results and arguments to give them a gradient of its own.");
+
 REGISTER_OP("Print")
     .Input("input: T")
     .Input("data: U")

@@ -15,10 +15,17 @@ GradientRegistry* GradientRegistry::Global() {
   return registry;
 }
 
-void GradientRegistry::Register(const std::string& op, GradFunc fn) { fns_[op] = std::move(fn); }
-void GradientRegistry::RegisterNoGradient(const std::string& op) { none_[op] = true; }
+void GradientRegistry::Register(const std::string& op, GradFunc fn) {
+  absl::MutexLock lock(&mu_);
+  fns_[op] = std::move(fn);
+}
+void GradientRegistry::RegisterNoGradient(const std::string& op) {
+  absl::MutexLock lock(&mu_);
+  none_[op] = true;
+}
 
 const GradFunc* GradientRegistry::Lookup(const std::string& op, bool* no_gradient) const {
+  absl::MutexLock lock(&mu_);
   *no_gradient = none_.count(op) > 0;
   auto it = fns_.find(op);
   return it == fns_.end() ? nullptr : &it->second;
@@ -140,7 +147,21 @@ absl::Status AddGradients(const Scope& scope, const std::vector<Output>& ys,
     }
     if (!any) continue;
     bool no_gradient = false;
-    const GradFunc* fn = GradientRegistry::Global()->Lookup(node->op(), &no_gradient);
+    // A node may name the gradient it takes instead of its op's (attr _gradient_op_type: TF's
+    // gradient_override_map and custom_gradient in Python).
+    std::string override_name;
+    const bool overridden = node->attrs().count(kGradientOpTypeAttr) > 0 &&
+                            GetAttr(node->attrs(), kGradientOpTypeAttr, &override_name).ok() &&
+                            !override_name.empty();
+    const GradFunc* fn =
+        GradientRegistry::Global()->Lookup(overridden ? override_name : node->op(), &no_gradient);
+    if (overridden && fn == nullptr && !no_gradient) {
+      return absl::NotFoundError(absl::StrCat(
+          "node '", node->name(), "' (", node->op(), ") takes the gradient registered as '",
+          override_name, "' (its ", kGradientOpTypeAttr,
+          " attr), and none is registered under that name (Python: @sf.RegisterGradient(\"",
+          override_name, "\") before sf.gradients)"));
+    }
     if (node->op() == kStopGradientOp || no_gradient || node->num_inputs() == 0) continue;
     bool needs_inputs = false;
     for (int i = 0; i < node->num_inputs(); ++i) {

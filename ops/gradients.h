@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "ops/scope.h"
 
 namespace shardflow {
@@ -39,19 +40,26 @@ using GradFunc = std::function<absl::Status(const Scope& scope, const Operation&
                                             const std::vector<Output>& grad_outputs,
                                             std::vector<Output>* grad_inputs)>;
 
+// A node attr (string) naming the registered gradient function to use for the node instead of
+// its op's; set by Python's gradient_override_map and custom_gradient.
+inline constexpr char kGradientOpTypeAttr[] = "_gradient_op_type";
+
 class GradientRegistry {
  public:
   static GradientRegistry* Global();
+  // Registers (or, for a name registered before, replaces) the function for `op`.
   void Register(const std::string& op, GradFunc fn);
   // Ops whose inputs get no gradient (e.g. Shape, ArgMax, comparisons).
   void RegisterNoGradient(const std::string& op);
   // nullptr for ops without a registered function; `*no_gradient` says whether the op was
-  // registered as having none.
+  // registered as having none. The pointer stays valid (entries are never removed).
   const GradFunc* Lookup(const std::string& op, bool* no_gradient) const;
 
  private:
-  std::map<std::string, GradFunc> fns_;
-  std::map<std::string, bool> none_;
+  // Registrations also come at run time (Python's sf.RegisterGradient).
+  mutable absl::Mutex mu_;
+  std::map<std::string, GradFunc> fns_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, bool> none_ ABSL_GUARDED_BY(mu_);
 };
 
 struct GradientRegistration {

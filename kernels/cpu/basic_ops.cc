@@ -140,9 +140,19 @@ class PrintOp : public OpKernel {
   int64_t printed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+class IdentityNOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 // These kernels work for any dtype: one registration without a type constraint.
 REGISTER_KERNEL(KernelDef("Const").Device(kDeviceCpu), ConstOp);
 REGISTER_KERNEL(KernelDef("Identity").Device(kDeviceCpu), IdentityOp);
+REGISTER_KERNEL(KernelDef("IdentityN").Device(kDeviceCpu), IdentityNOp);
 REGISTER_KERNEL(KernelDef("StopGradient").Device(kDeviceCpu), IdentityOp);
 REGISTER_KERNEL(KernelDef("Print").Device(kDeviceCpu), PrintOp);
 REGISTER_KERNEL(KernelDef("NoOp").Device(kDeviceCpu), NoOp);

@@ -28,7 +28,8 @@ from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,
                                  TensorShape, add_to_collection, control_dependencies,
                                  convert_to_tensor, device, get_collection, get_default_graph,
                                  name_scope, reset_default_graph)
-from shardflow.gradients import gradients  # noqa: F401
+from shardflow.gradients import (  # noqa: F401
+    NoGradient, NotDifferentiable, RegisterGradient, custom_gradient, gradients)
 from shardflow.control_flow import case, cond, while_loop  # noqa: F401
 from shardflow.array_ops import (argmin, boolean_mask, gather, gather_nd, one_hot, pad,  # noqa: F401,A004
                                  range, scatter_nd,

@@ -375,6 +375,29 @@ class Graph:
         self._ops = {}
         self._variables = []
         self._collections = {}
+        self._gradient_override_map = {}
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map):
+        """Ops of the given types built inside take the gradient registered (sf.RegisterGradient)
+        under the mapped name instead of their own, as in TF1::
+
+            @sf.RegisterGradient("ReverseGrad")
+            def _reverse(op, grad):
+                return -grad
+            with g.gradient_override_map({"Identity": "ReverseGrad"}):
+                y = sf.identity(x)
+        """
+        if not isinstance(op_type_map, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise TypeError("gradient_override_map takes a dict of op type -> gradient name "
+                            "strings, not %r" % (op_type_map,))
+        old = self._gradient_override_map
+        self._gradient_override_map = dict(old, **op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_override_map = old
 
     @contextlib.contextmanager
     def as_default(self):
@@ -507,6 +530,9 @@ class Graph:
             # TF's colocation does, whatever the device function says.
             device = next((i.op.device for i in inputs if isinstance(i, Tensor)
                            and i.op.type in _RESOURCE_HANDLE_OPS), None)
+        override = self._gradient_override_map.get(op_type)
+        if override is not None:
+            attrs = dict(attrs or {}, _gradient_op_type=override)
         op_name, outputs = self._handle.add_op(op_type, refs, attrs or {},
                                                self._ctx(name, op_type, device))
         op = Operation(self, op_name, outputs)

@@ -129,6 +129,12 @@ py::tuple AddOp(GraphHandle& g, const std::string& op_type, const py::list& inpu
   }
   for (auto [k, v] : attrs) {
     std::string name = k.cast<std::string>();
+    // Internal attrs ("_gradient_op_type" from gradient_override_map) are strings outside the
+    // op's signature.
+    if (!name.empty() && name[0] == '_' && op->FindAttr(name) == nullptr) {
+      b.Attr(name, MakeAttr(v.cast<std::string>()));
+      continue;
+    }
     b.Attr(name, ToAttr(*op, name, v));
   }
   Operation result = g.Build(ctx, [&](const Scope&) { return b.Finalize(); });
@@ -349,6 +355,45 @@ void RegisterGraphBindings(py::module_& m) {
         g.graph()->ToGraphDef(&def);
         return py::bytes(def.SerializeAsString());
       });
+
+  // Python gradient functions (sf.RegisterGradient): `fn(node_name, [(node, index) of the
+  // gradient of each output])` returns, per input of the node, (node, index) of its gradient or
+  // None. Registered for the process, as REGISTER_GRADIENT is; the function is kept alive.
+  m.def("register_python_gradient", [](const std::string& name, py::function fn) {
+    auto* f = new py::function(std::move(fn));  // lives as long as the registry
+    GradientRegistry::Global()->Register(
+        name,
+        [f, name](const Scope& s, const Operation& op, const std::vector<Output>& dy,
+                  std::vector<Output>* dx) -> absl::Status {
+          py::gil_scoped_acquire gil;
+          py::list grads;
+          for (const Output& o : dy) grads.append(py::make_tuple(o.node()->name(), o.index()));
+          py::object result;
+          try {
+            result = (*f)(op.node()->name(), grads);
+          } catch (py::error_already_set& e) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("the Python gradient '", name, "' raised: ", e.what()));
+          }
+          for (py::handle item : result) {
+            if (item.is_none()) {
+              dx->push_back(Output());
+              continue;
+            }
+            auto ref = item.cast<std::pair<std::string, int>>();
+            Node* n = s.graph()->FindNode(ref.first);
+            if (n == nullptr || ref.second < 0 || ref.second >= n->num_outputs()) {
+              return absl::NotFoundError(absl::StrCat("the Python gradient '", name, "' returned ",
+                                                      ref.first, ":", ref.second,
+                                                      ", which is not in the graph"));
+            }
+            dx->push_back(Output(n, ref.second));
+          }
+          return absl::OkStatus();
+        });
+  });
+  m.def("register_no_gradient",
+        [](const std::string& op) { GradientRegistry::Global()->RegisterNoGradient(op); });
 
   m.def("dtype_name", [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); });
   m.def("parse_dtype", [](const std::string& name) {

@@ -455,6 +455,22 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
 
     // Array ops: small fixed expectations.
     m["Identity"] = PassThrough();
+    // A list of two dtypes passes through unchanged.
+    m["IdentityN"].custom = [] {
+      const Tensor a = D({1.5, -2, 3}, {3});
+      const Tensor b = Tensor::FromVector<int32_t>({7, 8}, TensorShape({2, 1}));
+      auto out =
+          RunOp("IdentityN", {a, b}, {{"T", MakeAttr(std::vector<DataType>{DT_DOUBLE, DT_INT32})}});
+      if (!out.ok() || out->size() != 2) {
+        ADD_FAILURE() << "IdentityN: " << out.status();
+        return std::string("failed");
+      }
+      EXPECT_EQ(Values((*out)[0]), Values(a));
+      EXPECT_EQ((*out)[1].dtype(), DT_INT32);
+      EXPECT_EQ((*out)[1].shape(), TensorShape({2, 1}));
+      EXPECT_EQ(Values((*out)[1]), Values(b));
+      return std::string("double and int32 in one list");
+    };
     m["StopGradient"] = PassThrough();
     m["Reshape"] = Fixed({x23, I32({3, -1})}, D({1, 2, 3, 4, 5, 6}, {3, 2}));
     m["ExpandDims"] = Fixed({x23, Tensor::Scalar<int32_t>(-1)}, D({1, 2, 3, 4, 5, 6}, {2, 3, 1}));

@@ -237,6 +237,54 @@ TEST(GradientsTest, ArrayOps) {
   EXPECT_LT(*err, 1e-6);
 }
 
+TEST(GradientsTest, IdentityNPassesEachGradientThrough) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
+  auto y = ops::Placeholder(s.WithOpName("y"), DT_DOUBLE, TensorShape({3}));
+  Node* n = OpBuilder(s, "IdentityN")
+                .InputList({x, y})
+                .Attr("T", MakeAttr(std::vector<DataType>{DT_DOUBLE, DT_DOUBLE}))
+                .Finalize()
+                .node();
+  auto total = ops::Add(s, ops::Mul(s, Output(n, 0), Output(n, 0)), Output(n, 1));
+  auto err = test::MaxGradientError(
+      s, {x, y}, {RandomDouble({2, 3}, -1, 1, 11), RandomDouble({3}, -1, 1, 12)}, total, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-6);
+}
+
+// A node's _gradient_op_type attr picks the gradient registered under that name instead of its
+// op's (Python's gradient_override_map); an unregistered name is an error naming it.
+REGISTER_GRADIENT("TestTimesThreeGrad", [](const Scope& s, const Operation&,
+                                           const std::vector<Output>& dy, std::vector<Output>* dx) {
+  dx->push_back(ops::Mul(s, dy[0], 3.0));
+  return absl::OkStatus();
+});
+
+TEST(GradientsTest, GradientOpTypeAttrOverridesTheOpsGradient) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2}));
+  auto id = ops::Identity(s.WithOpName("id"), x);
+  id.node()->SetAttr(kGradientOpTypeAttr, MakeAttr("TestTimesThreeGrad"));
+  auto y = ops::Sum(s, id, 0);
+  std::vector<Output> grads;
+  ASSERT_TRUE(AddGradients(s, {y}, {x}, &grads).ok());
+  auto out =
+      test::RunScope(s, {{"x", Tensor::FromVector<double>({1, 2}, TensorShape({2}))}}, {grads[0]});
+  ASSERT_TRUE(out.ok()) << out.status();
+  test::ExpectValues<double>((*out)[0], {3.0, 3.0});
+
+  Scope t = Scope::NewRootScope();
+  auto x2 = ops::Placeholder(t.WithOpName("x"), DT_DOUBLE, TensorShape({2}));
+  auto id2 = ops::Identity(t.WithOpName("id"), x2);
+  id2.node()->SetAttr(kGradientOpTypeAttr, MakeAttr("NoSuchGradient"));
+  std::vector<Output> none;
+  absl::Status st = AddGradients(t, {ops::Sum(t, id2, 0)}, {x2}, &none);
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound) << st;
+  EXPECT_NE(st.message().find("'NoSuchGradient'"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("RegisterGradient"), std::string::npos) << st;
+}
+
 TEST(GradientsTest, SliceGoesBackIntoZerosAroundTheSlice) {
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3, 4, 2}));
