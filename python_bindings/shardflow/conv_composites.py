@@ -1,10 +1,12 @@
 """Convolutions composed from Conv2D, as TF1's tf.nn.conv1d, tf.nn.depthwise_conv2d and
 tf.nn.separable_conv2d; they train through their inputs and filters with Conv2D's gradients.
 
-conv1d is one Conv2D over a height of 1. depthwise_conv2d runs one Conv2D per input channel
-(its [kh, kw, 1, multiplier] slice of the filter) and concatenates the results, so the graph
-grows with the number of channels: meant for the few channels of small models (tens, not
-hundreds).
+conv1d is one Conv2D over a height of 1. Dilated convolutions (conv2d's dilations,
+atrous_conv2d, a rate in depthwise/separable_conv2d) are a Conv2D over the input cut into
+interleaved sub-images, as TF computes atrous convolution (dilated_conv2d). depthwise_conv2d
+runs one Conv2D per input channel (its [kh, kw, 1, multiplier] slice of the filter) and
+concatenates the results, so the graph grows with the number of channels: meant for the few
+channels of small models (tens, not hundreds).
 
 Example::
 
@@ -16,12 +18,112 @@ Example::
 from shardflow import array_ops, ops
 
 
-def _no_dilation(what, rate, dilations):
-    for v in (rate, dilations):
-        if v is not None and list(v if isinstance(v, (list, tuple)) else [v]) not in (
-                [1], [1, 1], [1, 1, 1], [1, 1, 1, 1]):
-            raise ValueError("%s: dilated convolutions (rate/dilations %r) are not supported"
-                             % (what, v))
+def _rates(dilations, what):
+    """(rate_h, rate_w) from an int, [h, w] or [1, h, w, 1]."""
+    if dilations is None:
+        return 1, 1
+    if isinstance(dilations, int):
+        return dilations, dilations
+    d = [int(v) for v in dilations]
+    if len(d) == 2:
+        return d[0], d[1]
+    if len(d) == 4 and d[0] == 1 and d[3] == 1:
+        return d[1], d[2]
+    raise ValueError("%s: dilations must be an int, [h, w] or [1, h, w, 1], not %r"
+                     % (what, dilations))
+
+
+def dilated_conv2d(value, filters, rates, padding, name=None):
+    """Conv2D of NHWC `value` with [kh, kw, in, out] `filters` dilated by rates (rate_h, rate_w),
+    stride 1, as TF's atrous convolution computes it: the padded input is cut into
+    rate_h * rate_w interleaved sub-images stacked along the batch (space to batch, from pad,
+    reshape and transpose), each convolved with the undilated filter (VALID), and the results
+    interleaved back (batch to space) and cropped. Trains through both inputs. The input's
+    height and width must be known when the graph is built."""
+    rh, rw = rates
+    if rh < 1 or rw < 1:
+        raise ValueError("dilated convolution: rates must be >= 1, got %r" % (rates,))
+    x = ops.convert_to_tensor(value)
+    w = ops.convert_to_tensor(filters)
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    wdims = w.shape.as_list() if w.shape.ndims is not None else None
+    if dims is None or len(dims) != 4 or dims[1] is None or dims[2] is None or dims[3] is None:
+        raise ValueError("dilated convolution: the input must be NHWC with known height, width "
+                         "and channels when the graph is built, got shape %s" % (x.shape,))
+    if wdims is None or len(wdims) != 4 or None in wdims:
+        raise ValueError("dilated convolution: filters must be [kh, kw, in, out] with a known "
+                         "shape, got %s" % (w.shape,))
+    h, wd, c = dims[1], dims[2], dims[3]
+    kh, kw, k_out = wdims[0], wdims[1], wdims[3]
+    padding = padding.upper() if isinstance(padding, str) else padding
+    if padding == "SAME":
+        th, tw = (kh - 1) * rh, (kw - 1) * rw
+        top, left = th // 2, tw // 2
+        bottom, right = th - top, tw - left
+    elif padding == "VALID":
+        top = bottom = left = right = 0
+    else:
+        raise ValueError("dilated convolution: padding must be 'SAME' or 'VALID', not %r"
+                         % (padding,))
+    hp, wp = h + top + bottom, wd + left + right
+    out_h, out_w = hp - (kh - 1) * rh, wp - (kw - 1) * rw
+    if out_h < 1 or out_w < 1:
+        raise ValueError("dilated convolution: a %dx%d filter dilated by %r covers more than "
+                         "the %dx%d input (VALID)" % (kh, kw, rates, h, wd))
+    # Extra rows/columns at the end so that the padded size divides by the rate.
+    eh, ew = (-hp) % rh, (-wp) % rw
+    hq, wq = (hp + eh) // rh, (wp + ew) // rw
+    x = _pad_hw(x, top, bottom + eh, left, right + ew)
+    x = ops.reshape(x, [-1, hq, rh, wq, rw, c])
+    x = ops.transpose(x, [2, 4, 0, 1, 3, 5])            # [rh, rw, N, hq, wq, C]
+    x = ops.reshape(x, [-1, hq, wq, c])
+    from shardflow.nn import conv2d
+    y = conv2d(x, w, strides=1, padding="VALID")        # [rh*rw*N, sh, sw, out]
+    sh, sw = hq - kh + 1, wq - kw + 1
+    y = ops.reshape(y, [rh, rw, -1, sh, sw, k_out])
+    y = ops.transpose(y, [2, 3, 0, 4, 1, 5])            # [N, sh, rh, sw, rw, out]
+    batch = dims[0] if dims[0] is not None else -1
+    y = ops.reshape(y, [batch, sh * rh, sw * rw, k_out])
+    return ops.slice(y, [0, 0, 0, 0], [batch, out_h, out_w, k_out], name=name)
+
+
+def _pad_hw(x, top, bottom, left, right):
+    """NHWC `x` (known H, W, C; any batch) with zero rows and columns around it."""
+    from shardflow import dtypes
+    batch = x.shape.as_list()[0]
+    n = (ops.constant([batch], dtype=dtypes.int32) if batch is not None
+         else ops.shape(x)[0:1])
+
+    def zeros(h, w, c):
+        if batch is not None:
+            return ops.zeros([batch, h, w, c], dtype=x.dtype)
+        return ops.fill(ops.concat([n, ops.constant([h, w, c], dtype=dtypes.int32)], 0),
+                        ops.constant(0, dtype=x.dtype))
+
+    _, h, w, c = x.shape.as_list()
+    if top or bottom:
+        parts = ([zeros(top, w, c)] if top else []) + [x] + ([zeros(bottom, w, c)] if bottom
+                                                             else [])
+        x = ops.concat(parts, 1)
+        h += top + bottom
+    if left or right:
+        parts = ([zeros(h, left, c)] if left else []) + [x] + ([zeros(h, right, c)] if right
+                                                              else [])
+        x = ops.concat(parts, 2)
+    return x
+
+
+def atrous_conv2d(value, filters, rate, padding, name=None):
+    """TF1's tf.nn.atrous_conv2d: `value` [N, H, W, in] with `filters` [kh, kw, in, out]
+    dilated by `rate` (an int), stride 1, padding 'SAME' or 'VALID'.
+
+    Example::
+
+        y = sf.nn.atrous_conv2d(x, w, rate=2, padding="SAME")   # a 3x3 filter sees 5x5
+    """
+    if not isinstance(rate, int) or rate < 1:
+        raise ValueError("atrous_conv2d: rate must be a positive int, got %r" % (rate,))
+    return dilated_conv2d(value, filters, (rate, rate), padding, name=name)
 
 
 def _stride_1d(stride, what):
@@ -52,11 +154,17 @@ def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu
     if data_format not in (None, "NWC"):
         raise ValueError("conv1d(data_format=%r): only NWC ([batch, width, channels]) is "
                          "supported; from NCW: sf.transpose(x, [0, 2, 1])" % (data_format,))
-    _no_dilation("conv1d", None, dilations)
+    rate = 1
+    if dilations is not None:
+        d = list(dilations) if isinstance(dilations, (list, tuple)) else [dilations]
+        if len(d) not in (1, 3) or (len(d) == 3 and (d[0] != 1 or d[2] != 1)):
+            raise ValueError("conv1d: dilations must be an int, [d] or [1, d, 1], not %r"
+                             % (dilations,))
+        rate = int(d[0] if len(d) == 1 else d[1])
     s = _stride_1d(stride, "conv1d")
     x = ops.expand_dims(ops.convert_to_tensor(value), 1)
     w = ops.expand_dims(ops.convert_to_tensor(filters), 0)
-    y = conv2d(x, w, strides=[1, 1, s, 1], padding=padding)
+    y = conv2d(x, w, strides=[1, 1, s, 1], padding=padding, dilations=[1, 1, rate, 1])
     return ops.squeeze(y, [1], name=name)
 
 
@@ -81,7 +189,9 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # n
     """
     from shardflow.nn import _nhwc, conv2d
     _nhwc(data_format, "depthwise_conv2d")
-    _no_dilation("depthwise_conv2d", rate, dilations)
+    if rate is not None and dilations is not None:
+        raise ValueError("depthwise_conv2d takes rate or dilations, not both")
+    d = _rates(rate if rate is not None else dilations, "depthwise_conv2d")
     x = ops.convert_to_tensor(input)
     w = ops.convert_to_tensor(filter)
     channels = _channels(x, "depthwise_conv2d")
@@ -89,10 +199,11 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # n
         raise ValueError("depthwise_conv2d: filter must be [kh, kw, %d, multiplier], got %s"
                          % (channels, w.shape))
     if channels == 1:
-        return conv2d(x, w, strides=strides, padding=padding, name=name)
+        return conv2d(x, w, strides=strides, padding=padding, dilations=d, name=name)
     xs = array_ops.split(x, channels, axis=3)
     ws = array_ops.split(w, channels, axis=2)
-    parts = [conv2d(xc, wc, strides=strides, padding=padding) for xc, wc in zip(xs, ws)]
+    parts = [conv2d(xc, wc, strides=strides, padding=padding, dilations=d)
+             for xc, wc in zip(xs, ws)]
     return ops.concat(parts, 3, name=name)
 
 
@@ -116,4 +227,4 @@ def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding
     return conv2d(depthwise, pw, strides=1, padding="VALID", name=name)
 
 
-__all__ = ["conv1d", "depthwise_conv2d", "separable_conv2d"]
+__all__ = ["atrous_conv2d", "conv1d", "depthwise_conv2d", "dilated_conv2d", "separable_conv2d"]

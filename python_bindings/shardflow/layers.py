@@ -200,8 +200,9 @@ class Conv2D(Layer):
     def __init__(self, filters, kernel_size, strides=1, padding="SAME", activation=None,
                  use_bias=True, kernel_initializer=None, seed=0, name=None, device=None,
                  bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
-                 activity_regularizer=None):
+                 activity_regularizer=None, dilation_rate=1):
         super().__init__(name, device)
+        self.dilation_rate = dilation_rate
         self.bias_initializer = bias_initializer or initializers.zeros()
         self.kernel_regularizer = kernel_regularizer
         self.bias_regularizer = bias_regularizer
@@ -225,7 +226,8 @@ class Conv2D(Layer):
                                           regularizer=self.bias_regularizer)
 
     def call(self, x, training=False):
-        y = nn.conv2d(x, self.kernel, strides=self.strides, padding=self.padding)
+        y = nn.conv2d(x, self.kernel, strides=self.strides, padding=self.padding,
+                      dilations=self.dilation_rate)
         if self.use_bias:
             y = nn.bias_add(y, self.bias)
         return self.activation(y) if self.activation else y
@@ -247,9 +249,6 @@ class Conv1D(Conv2D):
                  bias_regularizer=None, activity_regularizer=None, trainable=True, name=None,
                  seed=0, device=None, **kwargs):
         _channels_last(data_format, "Conv1D")
-        if _one(dilation_rate, "Conv1D dilation_rate") != 1:
-            raise ValueError("Conv1D(dilation_rate=%r): dilated convolutions are not supported"
-                             % (dilation_rate,))
         super().__init__(filters, (1, _one(kernel_size, "Conv1D kernel_size")),
                          strides=_one(strides, "Conv1D strides"), padding=padding.upper(),
                          activation=activation, use_bias=use_bias,
@@ -258,6 +257,7 @@ class Conv1D(Conv2D):
                          kernel_regularizer=kernel_regularizer,
                          bias_regularizer=bias_regularizer,
                          activity_regularizer=activity_regularizer)
+        self.dilation_rate = _one(dilation_rate, "Conv1D dilation_rate")
 
     def build(self, input_shape):
         c_in = _last_dim(input_shape, "Conv1D")
@@ -269,7 +269,8 @@ class Conv1D(Conv2D):
                                           regularizer=self.bias_regularizer)
 
     def call(self, x, training=False):
-        y = nn.conv1d(x, self.kernel, stride=self.strides, padding=self.padding)
+        y = nn.conv1d(x, self.kernel, stride=self.strides, padding=self.padding,
+                      dilations=self.dilation_rate)
         if self.use_bias:
             y = nn.bias_add(y, self.bias)
         return self.activation(y) if self.activation else y
@@ -590,7 +591,7 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            data_format="channels_last", activation=None, use_bias=True, kernel_initializer=None,
            bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
-           activity_regularizer=None, name=None, reuse=None, trainable=True):
+           activity_regularizer=None, name=None, reuse=None, trainable=True, dilation_rate=1):
     """TF1's tf.layers.conv2d (padding 'valid' by default, as there; NHWC inputs); the
     regularizers' penalties go to GraphKeys.REGULARIZATION_LOSSES."""
     if data_format not in ("channels_last", "NHWC"):
@@ -600,7 +601,8 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
                    activation=activation, use_bias=use_bias,
                    kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
                    kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
-                   activity_regularizer=activity_regularizer, name=name)
+                   activity_regularizer=activity_regularizer, name=name,
+                   dilation_rate=dilation_rate)
     layer._reuse = reuse
     return layer(inputs)
 

@@ -27,7 +27,8 @@ from shardflow.rnn_cell import (bidirectional_dynamic_rnn, dynamic_rnn,  # noqa:
 from shardflow.candidate_sampling import (fixed_unigram_candidate_sampler,  # noqa: F401
                                           log_uniform_candidate_sampler, nce_loss,
                                           sampled_softmax_loss, uniform_candidate_sampler)
-from shardflow.conv_composites import (conv1d, depthwise_conv2d,  # noqa: F401
+from shardflow.conv_composites import (_rates, atrous_conv2d, dilated_conv2d,  # noqa: F401
+                                       conv1d, depthwise_conv2d,
                                        separable_conv2d)
 from shardflow.sparse_embedding import (embedding_lookup_sparse,  # noqa: F401
                                         safe_embedding_lookup_sparse)
@@ -94,9 +95,12 @@ def conv2d(input, filters=None, strides=1, padding="SAME", use_cudnn_on_gpu=True
     if filters is None:
         raise ValueError("conv2d needs filters (TF1: filter)")
     _nhwc(data_format, "conv2d")
-    if dilations not in (None, 1, [1, 1], [1, 1, 1, 1], (1, 1, 1, 1)):
-        raise ValueError("conv2d(dilations=%r): dilated convolutions are not supported" %
-                         (dilations,))
+    rates = _rates(dilations, "conv2d")
+    if rates != (1, 1):
+        if _four(strides, "strides") != [1, 1, 1, 1]:
+            raise ValueError("conv2d: dilations %r need strides 1 (as in TF), got strides %r"
+                             % (dilations, strides))
+        return dilated_conv2d(input, filters, rates, _padding(padding), name=name)
     return _out("Conv2D", [input, filters],
                 {"strides": _four(strides, "strides"), "padding": _padding(padding)}, name)
 
@@ -685,4 +689,3 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa
     return ops.squeeze(pooled, [1], name=name)
 
 
-# atrous_conv2d is left out: conv2d has no dilations here (see conv2d).

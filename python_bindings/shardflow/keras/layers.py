@@ -246,10 +246,8 @@ class Conv2D(Layer, _tf.Conv2D):
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  **kwargs):
         _tf._channels_last(data_format, "Conv2D")
-        if dilation_rate not in (1, (1, 1), [1, 1]):
-            raise ValueError("Conv2D(dilation_rate=%r): dilated convolutions are not supported"
-                             % (dilation_rate,))
         _tf.Conv2D.__init__(self, filters, kernel_size, strides=strides,
+                            dilation_rate=dilation_rate,
                             padding=_padding(padding), activation=_activation(activation),
                             use_bias=use_bias,
                             kernel_initializer=initializers.get(kernel_initializer),
