@@ -88,28 +88,22 @@ def dilated_conv2d(value, filters, rates, padding, name=None):
 
 
 def _pad_hw(x, top, bottom, left, right):
-    """NHWC `x` (known H, W, C; any batch) with zero rows and columns around it."""
-    from shardflow import dtypes
-    batch = x.shape.as_list()[0]
-    n = (ops.constant([batch], dtype=dtypes.int32) if batch is not None
-         else ops.shape(x)[0:1])
+    """NHWC `x` (known H, W, C; any batch) with zero rows and columns around it; the static
+    shape stays known."""
+    def zeros(like, axis, n):
+        # One zero row (or column) of `like`, repeated n times along `axis`.
+        size = [-1, -1, -1, -1]
+        size[axis] = 1
+        one = ops.zeros_like(ops.slice(like, [0, 0, 0, 0], size))
+        multiples = [1, 1, 1, 1]
+        multiples[axis] = n
+        return array_ops.tile(one, multiples) if n > 1 else one
 
-    def zeros(h, w, c):
-        if batch is not None:
-            return ops.zeros([batch, h, w, c], dtype=x.dtype)
-        return ops.fill(ops.concat([n, ops.constant([h, w, c], dtype=dtypes.int32)], 0),
-                        ops.constant(0, dtype=x.dtype))
-
-    _, h, w, c = x.shape.as_list()
-    if top or bottom:
-        parts = ([zeros(top, w, c)] if top else []) + [x] + ([zeros(bottom, w, c)] if bottom
-                                                             else [])
-        x = ops.concat(parts, 1)
-        h += top + bottom
-    if left or right:
-        parts = ([zeros(h, left, c)] if left else []) + [x] + ([zeros(h, right, c)] if right
-                                                              else [])
-        x = ops.concat(parts, 2)
+    for axis, before, after in ((1, top, bottom), (2, left, right)):
+        if before or after:
+            parts = ([zeros(x, axis, before)] if before else []) + [x] + (
+                [zeros(x, axis, after)] if after else [])
+            x = ops.concat(parts, axis)
     return x
 
 

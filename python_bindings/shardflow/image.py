@@ -29,6 +29,7 @@ from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  #
                                    random_contrast, random_hue, random_saturation, rgb_to_hsv)
 from shardflow.image_quality import (image_gradients, psnr, sobel_edges, ssim,  # noqa: F401
                                      total_variation)
+from shardflow.patch_ops import extract_image_patches  # noqa: F401 (tf.image.extract_...)
 from shardflow.image_resize import (ResizeMethod, resize, resize_area,  # noqa: F401
                                     resize_bicubic, resize_bilinear, resize_images,
                                     resize_nearest_neighbor)
@@ -306,3 +307,6 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv",
            "rot90", "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",
            "transpose", "transpose_image"] + _CODECS
+
+
+extract_patches = extract_image_patches  # TF 1.15's tf.image.extract_patches
