@@ -77,6 +77,7 @@ from shardflow import saved_model  # noqa: F401 (tf.saved_model)
 from shardflow.queue_ops import *  # noqa: F401,F403 (tf.FIFOQueue, tf.TextLineReader, ...)
 from shardflow.matrix_composites import *  # noqa: F401,F403 (matrix_band_part, ...)
 from shardflow.patch_ops import *  # noqa: F401,F403 (extract_image_patches, setdiff1d, ...)
+from shardflow.linalg_ops import *  # noqa: F401,F403 (matrix_inverse, cholesky, svd, ...)
 from shardflow.string_ops import *  # noqa: F401,F403 (decode_csv, tf.strings, ...)
 from shardflow.sparse_tensor import (SparseTensor, SparseTensorValue,  # noqa: F401
                                      sparse_placeholder)

@@ -22,7 +22,7 @@ shardflow lacks raises an AttributeError that says so. The modules are registere
 import sys
 import types
 
-from shardflow import (array_composites, array_ops, contractions, math_composites,
+from shardflow import (array_composites, array_ops, contractions, linalg_ops, math_composites,
                        matrix_composites, nn, ops, segment_ops)
 
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
@@ -79,7 +79,10 @@ def _matrix_transpose(a, name="matrix_transpose", conjugate=False):
 
 _EXTRA = {"matrix_transpose": _matrix_transpose, "transpose": _matrix_transpose,
           "band_part": matrix_composites.matrix_band_part,
-          "diag": matrix_composites.matrix_diag, "diag_part": matrix_composites.matrix_diag_part}
+          "diag": matrix_composites.matrix_diag, "diag_part": matrix_composites.matrix_diag_part,
+          "inv": linalg_ops.matrix_inverse, "det": linalg_ops.matrix_determinant,
+          "slogdet": linalg_ops.log_matrix_determinant, "solve": linalg_ops.matrix_solve,
+          "triangular_solve": linalg_ops.matrix_triangular_solve}
 
 
 def _lookup(name, sources):
@@ -120,8 +123,10 @@ math = _namespace(  # noqa: A001 (sf.math, as tf.math; the package imports Pytho
     "shardflow.math", "TF1's tf.math: element-wise math, reductions and comparisons.",
     _MATH_NAMES, [ops, math_composites, array_ops, nn, array_composites, segment_ops])
 linalg = _namespace(
-    "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose.",
-    _LINALG_NAMES, [_EXTRA, ops, math_composites, contractions, nn, matrix_composites])
+    "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose, "
+    "inv, det, slogdet, logdet, solve, triangular_solve, cholesky, svd, qr.",
+    _LINALG_NAMES, [_EXTRA, ops, math_composites, contractions, nn, matrix_composites,
+                    linalg_ops])
 random = _namespace(
     "shardflow.random", "TF1's tf.random: uniform, normal, truncated_normal, set_random_seed "
     "(and set_seed, its TF2 name), categorical.", _RANDOM_NAMES,

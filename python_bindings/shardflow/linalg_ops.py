@@ -1,0 +1,254 @@
+"""TF1's dense linear algebra: tf.matrix_inverse (tf.linalg.inv), tf.matrix_determinant (det),
+tf.log_matrix_determinant (slogdet), tf.linalg.logdet, tf.matrix_solve (solve),
+tf.matrix_triangular_solve (triangular_solve), tf.cholesky, tf.svd and tf.qr, on [..., M, N]
+float32/float64 tensors.
+
+The factorizations and solves are NumPy (LAPACK) in PyFunc nodes, so, like tf.py_func, they run
+in the client's process; their gradients are graph ops (TF's formulas: d inv(A) = -A^-T dY A^-T,
+d det = det * A^-T, the Cholesky gradient of Murray 2016, ...) attached with
+gradient_override_map, so models that use them train. svd and qr have no gradient (an error
+says so).
+
+Example::
+
+    x = sf.matrix_solve(a, b)                      # a x = b
+    l = sf.cholesky(cov)                           # cov = l l^T
+    loss = sf.reduce_sum(sf.linalg.logdet(cov))    # trains through cov
+"""
+
+import numpy as np
+
+from shardflow import dtypes, ops
+from shardflow.framework import convert_to_tensor, get_default_graph
+from shardflow.gradients import RegisterGradient
+from shardflow.matrix_composites import matrix_band_part, matrix_diag, matrix_diag_part
+from shardflow.script_ops import py_func
+
+
+def _t(x):
+    """The last two dimensions swapped."""
+    n = x.shape.ndims
+    return ops.transpose(x, list(range(n - 2)) + [n - 1, n - 2])
+
+
+def _square(x, what):
+    x = convert_to_tensor(x)
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is None or len(dims) < 2 or dims[-1] is None or dims[-1] != dims[-2]:
+        raise ValueError("%s takes [..., N, N] matrices with N known, got shape %s"
+                         % (what, x.shape))
+    if x.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError("%s takes float32 or float64 matrices, got %s" % (what, x.dtype.name))
+    return x
+
+
+def _numpy_op(fn, inputs, touts, shapes, grad_name, name):
+    """A PyFunc node computing fn(*inputs) in NumPy (cast back to each output's dtype), whose
+    gradient is the one registered as grad_name; outputs with their static shapes."""
+    def run(*arrays):
+        out = fn(*arrays)
+        outs = out if isinstance(out, tuple) else (out,)
+        return [np.asarray(o, dtype=t.as_numpy_dtype) for o, t in zip(outs, touts)]
+
+    with get_default_graph().gradient_override_map({"PyFunc": grad_name}):
+        outs = py_func(run, list(inputs), list(touts), stateful=False, name=name)
+    outs = [ops.reshape(o, s) if None not in s else o for o, s in zip(outs, shapes)]
+    return outs
+
+
+# ---- gradients ----------------------------------------------------------------------------
+
+
+def _shaped(t, shape):
+    """`t` with the static shape `shape` where it is fully known (PyFunc outputs, and the
+    gradients that reach them, have none)."""
+    shape = shape.as_list() if hasattr(shape, "as_list") else list(shape)
+    return ops.reshape(t, shape) if None not in shape else t
+
+
+def _out(op, i, shape):
+    """Output i of the PyFunc node `op` with its static shape."""
+    return _shaped(op.outputs[i], shape)
+
+
+@RegisterGradient("SfMatrixInverse")
+def _inverse_grad(op, grad):
+    y = _out(op, 0, op.inputs[0].shape)
+    grad = _shaped(grad, op.inputs[0].shape)
+    return [-ops.matmul(_t(y), ops.matmul(grad, _t(y)))]
+
+
+@RegisterGradient("SfMatrixDeterminant")
+def _det_grad(op, grad):
+    a = op.inputs[0]
+    det = _out(op, 0, a.shape.as_list()[:-2])
+    grad = _shaped(grad, a.shape.as_list()[:-2])
+    scale = ops.expand_dims(ops.expand_dims(grad * det, -1), -1)
+    return [scale * _t(matrix_inverse(a))]
+
+
+@RegisterGradient("SfLogMatrixDeterminant")
+def _slogdet_grad(op, grad_sign, grad_logdet):
+    a = op.inputs[0]
+    grad_logdet = _shaped(grad_logdet, a.shape.as_list()[:-2])
+    return [ops.expand_dims(ops.expand_dims(grad_logdet, -1), -1) * _t(matrix_inverse(a))]
+
+
+@RegisterGradient("SfMatrixSolve")
+def _solve_grad(op, grad):
+    a, x = op.inputs[0], _out(op, 0, op.inputs[1].shape)
+    grad = _shaped(grad, op.inputs[1].shape)
+    grad_b = matrix_solve(_t(a), grad)
+    return [-ops.matmul(grad_b, _t(x)), grad_b]
+
+
+def _triangular_grad(lower, adjoint):
+    def grad_fn(op, grad):
+        a, x = op.inputs[0], _out(op, 0, op.inputs[1].shape)
+        grad = _shaped(grad, op.inputs[1].shape)
+        grad_b = matrix_triangular_solve(a, grad, lower=lower, adjoint=not adjoint)
+        grad_a = -(ops.matmul(x, _t(grad_b)) if adjoint else ops.matmul(grad_b, _t(x)))
+        grad_a = matrix_band_part(grad_a, -1, 0) if lower else matrix_band_part(grad_a, 0, -1)
+        return [grad_a, grad_b]
+    return grad_fn
+
+
+for _lower in (True, False):
+    for _adjoint in (True, False):
+        RegisterGradient("SfTriangularSolve-%d%d" % (_lower, _adjoint))(
+            _triangular_grad(_lower, _adjoint))
+
+
+@RegisterGradient("SfCholesky")
+def _cholesky_grad(op, grad):
+    l = _out(op, 0, op.inputs[0].shape)  # noqa: E741 (the Cholesky factor's usual name)
+    grad = _shaped(grad, op.inputs[0].shape)
+    n = l.shape.as_list()[-1]
+    eye = ops.constant(np.eye(n, dtype=l.dtype.as_numpy_dtype))
+    l_inverse = matrix_triangular_solve(l, eye + ops.zeros_like(l), lower=True)
+    middle = ops.matmul(_t(l), grad)
+    middle = middle - 0.5 * matrix_diag(matrix_diag_part(middle))
+    middle = matrix_band_part(middle, -1, 0)
+    grad_a = ops.matmul(ops.matmul(_t(l_inverse), middle), l_inverse)
+    return [0.5 * (grad_a + _t(grad_a))]
+
+
+@RegisterGradient("SfNoGradient")
+def _no_gradient(op, *grads):
+    raise ValueError("%s (a NumPy factorization: svd or qr) has no gradient; "
+                     "wrap it in sf.stop_gradient" % op.name)
+
+
+# ---- the ops --------------------------------------------------------------------------------
+
+
+def matrix_inverse(input, adjoint=False, name=None):  # noqa: A002
+    """The inverse of each [N, N] matrix (of its transpose with adjoint=True)."""
+    a = _square(input, "matrix_inverse")
+    if adjoint:
+        a = _t(a)
+    return _numpy_op(np.linalg.inv, [a], [a.dtype], [a.shape.as_list()], "SfMatrixInverse",
+                     name or "MatrixInverse")[0]
+
+
+def matrix_determinant(input, name=None):  # noqa: A002
+    """The determinant of each [N, N] matrix: [...]."""
+    a = _square(input, "matrix_determinant")
+    return _numpy_op(np.linalg.det, [a], [a.dtype], [a.shape.as_list()[:-2]],
+                     "SfMatrixDeterminant", name or "MatrixDeterminant")[0]
+
+
+def log_matrix_determinant(input, name=None):  # noqa: A002
+    """(sign, log |det|) of each [N, N] matrix, as TF1's tf.log_matrix_determinant."""
+    a = _square(input, "log_matrix_determinant")
+    shape = a.shape.as_list()[:-2]
+    sign, logdet = _numpy_op(lambda m: tuple(np.linalg.slogdet(m)), [a], [a.dtype, a.dtype],
+                             [shape, shape], "SfLogMatrixDeterminant",
+                             name or "LogMatrixDeterminant")
+    return sign, logdet
+
+
+def logdet(matrix, name=None):
+    """log det of each symmetric positive definite matrix: 2 * sum(log(diag(cholesky)))."""
+    l = cholesky(matrix)  # noqa: E741
+    return ops.multiply(2.0, ops.reduce_sum(ops.log(matrix_diag_part(l)), axis=-1), name=name)
+
+
+def matrix_solve(matrix, rhs, adjoint=False, name=None):
+    """X with matrix X = rhs for each [N, N] matrix and [N, K] rhs (matrix^T X = rhs with
+    adjoint=True)."""
+    a = _square(matrix, "matrix_solve")
+    b = convert_to_tensor(rhs, dtype=a.dtype)
+    if adjoint:
+        a = _t(a)
+    return _numpy_op(np.linalg.solve, [a, b], [a.dtype], [b.shape.as_list()], "SfMatrixSolve",
+                     name or "MatrixSolve")[0]
+
+
+def matrix_triangular_solve(matrix, rhs, lower=True, adjoint=False, name=None):
+    """X with matrix X = rhs (matrix^T X = rhs with adjoint=True), reading only the lower (or
+    upper) triangle of each [N, N] matrix."""
+    a = _square(matrix, "matrix_triangular_solve")
+    b = convert_to_tensor(rhs, dtype=a.dtype)
+
+    def solve(m, r):
+        m = np.tril(m) if lower else np.triu(m)
+        if adjoint:
+            m = np.swapaxes(m, -1, -2)
+        return np.linalg.solve(m, r)
+
+    return _numpy_op(solve, [a, b], [a.dtype], [b.shape.as_list()],
+                     "SfTriangularSolve-%d%d" % (bool(lower), bool(adjoint)),
+                     name or "MatrixTriangularSolve")[0]
+
+
+def cholesky(input, name=None):  # noqa: A002
+    """The lower-triangular L with L L^T = A for each symmetric positive definite matrix
+    (NumPy raises, and the step fails naming the node, for one that is not)."""
+    a = _square(input, "cholesky")
+    return _numpy_op(np.linalg.cholesky, [a], [a.dtype], [a.shape.as_list()], "SfCholesky",
+                     name or "Cholesky")[0]
+
+
+def svd(tensor, full_matrices=False, compute_uv=True, name=None):
+    """Singular values s [..., K] (descending) and, with compute_uv, u [..., M, K'] and
+    v [..., N, K'] with A = u diag(s) v^T, as TF1's tf.svd (returns s, u, v). No gradient."""
+    a = convert_to_tensor(tensor)
+    dims = a.shape.as_list() if a.shape.ndims is not None else None
+    if dims is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
+        raise ValueError("svd takes [..., M, N] with M and N known, got %s" % (a.shape,))
+    m, n = dims[-2], dims[-1]
+    k = min(m, n)
+    batch = dims[:-2]
+    if not compute_uv:
+        return _numpy_op(lambda x: np.linalg.svd(x, compute_uv=False), [a], [a.dtype],
+                         [batch + [k]], "SfNoGradient", name or "Svd")[0]
+
+    def run(x):
+        u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+        return s, u, np.swapaxes(vh, -1, -2)
+
+    ku, kv = (m, n) if full_matrices else (k, k)
+    s, u, v = _numpy_op(run, [a], [a.dtype] * 3, [batch + [k], batch + [m, ku], batch + [n, kv]],
+                        "SfNoGradient", name or "Svd")
+    return s, u, v
+
+
+def qr(input, full_matrices=False, name=None):  # noqa: A002
+    """(q, r) with A = q r, q orthonormal columns, r upper triangular, as TF1's tf.qr. No
+    gradient."""
+    a = convert_to_tensor(input)
+    dims = a.shape.as_list() if a.shape.ndims is not None else None
+    if dims is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
+        raise ValueError("qr takes [..., M, N] with M and N known, got %s" % (a.shape,))
+    m, n = dims[-2], dims[-1]
+    k = m if full_matrices else min(m, n)
+    batch = dims[:-2]
+    return tuple(_numpy_op(lambda x: tuple(np.linalg.qr(x, "complete" if full_matrices
+                                                           else "reduced")),
+                           [a], [a.dtype] * 2, [batch + [m, k], batch + [k, n]],
+                           "SfNoGradient", name or "Qr"))
+
+
+__all__ = ["cholesky", "log_matrix_determinant", "logdet", "matrix_determinant",
+           "matrix_inverse", "matrix_solve", "matrix_triangular_solve", "qr", "svd"]
