@@ -5,14 +5,16 @@ shardflow.contrib_rnn), tf.contrib.layers' regularizers, initializers and layer 
 (fully_connected, conv2d, max_pool2d, flatten, layer_norm, batch_norm, embed_sequence,
 dropout; shardflow.contrib_layers), tf.contrib.framework (arg_scope, the global step,
 get_variables; shardflow.contrib_framework), tf.contrib.training.HParams
-(shardflow.contrib_training) and tf.contrib.opt's AdamWOptimizer and MomentumWOptimizer
-(shardflow.contrib_opt). Anything else under contrib is refused with the name of what to use
+(shardflow.contrib_training), tf.contrib.opt's AdamWOptimizer and MomentumWOptimizer
+(shardflow.contrib_opt) and tf.contrib.seq2seq's sequence_loss and basic decoding
+(shardflow.contrib_seq2seq). Anything else under contrib is refused with the name of what to use
 instead."""
 
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
 from shardflow import contrib_opt as opt  # noqa: F401
 from shardflow import contrib_rnn as rnn  # noqa: F401
+from shardflow import contrib_seq2seq as seq2seq  # noqa: F401
 from shardflow import contrib_training as training  # noqa: F401
 
 
@@ -22,8 +24,10 @@ def __getattr__(name):
         "tf.contrib.rnn (its cells are also sf.nn.rnn_cell), tf.contrib.layers (regularizers, "
         "initializers, fully_connected, conv2d, max_pool2d, flatten, layer_norm, batch_norm, "
         "embed_sequence, dropout), tf.contrib.framework (arg_scope, global step, "
-        "get_variables), tf.contrib.training.HParams and tf.contrib.opt.AdamWOptimizer. Use "
+        "get_variables), tf.contrib.training.HParams, tf.contrib.opt.AdamWOptimizer and "
+        "tf.contrib.seq2seq (sequence_loss, BasicDecoder, TrainingHelper, "
+        "GreedyEmbeddingHelper, dynamic_decode). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["framework", "layers", "opt", "rnn", "training"]
+__all__ = ["framework", "layers", "opt", "rnn", "seq2seq", "training"]

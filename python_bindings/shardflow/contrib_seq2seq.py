@@ -1,0 +1,144 @@
+"""tf.contrib.seq2seq, the part TF1 sequence-to-sequence programs use most: sequence_loss, and
+decoding with BasicDecoder + TrainingHelper (teacher forcing, one dynamic_rnn) or
+GreedyEmbeddingHelper (feeding back the argmax's embedding until end_token, unrolled up to
+maximum_iterations), through dynamic_decode. Attention wrappers and beam search are not here.
+
+Example::
+
+    helper = sf.contrib.seq2seq.TrainingHelper(decoder_inputs, target_lengths)
+    decoder = sf.contrib.seq2seq.BasicDecoder(cell, helper, encoder_state,
+                                              output_layer=sf.layers.Dense(vocab))
+    outputs, state, lengths = sf.contrib.seq2seq.dynamic_decode(decoder)
+    loss = sf.contrib.seq2seq.sequence_loss(outputs.rnn_output, targets, weights)
+"""
+
+import collections
+
+from shardflow import array_ops, dtypes, ops
+from shardflow.framework import convert_to_tensor
+from shardflow.nn import sparse_softmax_cross_entropy_with_logits
+from shardflow.rnn_cell import dynamic_rnn
+from shardflow.variable_scope import variable_scope
+
+
+def sequence_loss(logits, targets, weights, average_across_timesteps=True,
+                  average_across_batch=True, softmax_loss_function=None, name=None):
+    """Weighted cross-entropy of `logits` [batch, time, classes] against int `targets`
+    [batch, time]: sum(weights * xent) / sum(weights) over the averaged dimensions (both by
+    default: a scalar; [time] or [batch] with one of them off; [batch, time] with neither)."""
+    logits = convert_to_tensor(logits)
+    targets = convert_to_tensor(targets)
+    weights = convert_to_tensor(weights, dtype=logits.dtype)
+    if logits.shape.ndims not in (None, 3) or targets.shape.ndims not in (None, 2):
+        raise ValueError("sequence_loss takes logits [batch, time, classes] and targets "
+                         "[batch, time], got %s and %s" % (logits.shape, targets.shape))
+    classes = logits.shape.as_list()[-1]
+    flat_logits = ops.reshape(logits, [-1, classes])
+    flat_targets = ops.reshape(targets, [-1])
+    if softmax_loss_function is None:
+        xent = sparse_softmax_cross_entropy_with_logits(labels=flat_targets, logits=flat_logits)
+    else:
+        xent = softmax_loss_function(labels=flat_targets, logits=flat_logits)
+    xent = ops.reshape(xent, ops.shape(targets)) * weights
+    eps = 1e-12
+    if average_across_timesteps and average_across_batch:
+        return ops.divide(ops.reduce_sum(xent), ops.reduce_sum(weights) + eps, name=name)
+    if average_across_timesteps:
+        return ops.divide(ops.reduce_sum(xent, axis=1), ops.reduce_sum(weights, axis=1) + eps,
+                          name=name)
+    if average_across_batch:
+        return ops.divide(ops.reduce_sum(xent, axis=0), ops.reduce_sum(weights, axis=0) + eps,
+                          name=name)
+    return ops.identity(xent, name=name)
+
+
+class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput",
+                                                ("rnn_output", "sample_id"))):
+    """rnn_output [batch, time, depth] (after the output layer), sample_id [batch, time]."""
+
+
+class TrainingHelper:
+    """Teacher forcing: the decoder reads `inputs` [batch, time, depth] (time_major: [time,
+    batch, depth]) for `sequence_length` [batch] steps."""
+
+    def __init__(self, inputs, sequence_length, time_major=False, name=None):
+        self.inputs = convert_to_tensor(inputs)
+        if time_major:
+            self.inputs = ops.transpose(self.inputs, [1, 0, 2])
+        self.sequence_length = convert_to_tensor(sequence_length)
+
+
+class GreedyEmbeddingHelper:
+    """Inference: starts from `embedding`[start_tokens] and feeds back the embedding of each
+    step's argmax; a sequence finishes at `end_token`."""
+
+    def __init__(self, embedding, start_tokens, end_token):
+        if callable(embedding):
+            self._embed = embedding
+        else:
+            table = convert_to_tensor(embedding)
+            self._embed = lambda ids: array_ops.gather(table, ids)
+        self.start_tokens = ops.cast(convert_to_tensor(start_tokens), dtypes.int32)
+        self.end_token = int(end_token)
+
+
+class BasicDecoder:
+    """`cell` driven by `helper` from `initial_state`; `output_layer` (e.g. a Dense to the
+    vocabulary) maps each output."""
+
+    def __init__(self, cell, helper, initial_state, output_layer=None):
+        if not isinstance(helper, (TrainingHelper, GreedyEmbeddingHelper)):
+            raise TypeError("BasicDecoder: shardflow has TrainingHelper and "
+                            "GreedyEmbeddingHelper, not %r" % (helper,))
+        self.cell, self.helper = cell, helper
+        self.initial_state, self.output_layer = initial_state, output_layer
+
+
+def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
+                   maximum_iterations=None, parallel_iterations=32, swap_memory=False,
+                   scope=None):
+    """Runs `decoder`; returns (BasicDecoderOutput, final_state, final_sequence_lengths).
+    GreedyEmbeddingHelper needs maximum_iterations (the steps are unrolled in the graph)."""
+    if not isinstance(decoder, BasicDecoder):
+        raise TypeError("dynamic_decode takes a BasicDecoder, got %r" % (decoder,))
+    helper = decoder.helper
+    with variable_scope(scope or "decoder"):
+        if isinstance(helper, TrainingHelper):
+            outputs, state = dynamic_rnn(decoder.cell, helper.inputs,
+                                         sequence_length=helper.sequence_length,
+                                         initial_state=decoder.initial_state)
+            if decoder.output_layer is not None:
+                outputs = decoder.output_layer(outputs)
+            sample_id = ops.cast(ops.argmax(outputs, axis=2), dtypes.int32)
+            lengths = ops.cast(helper.sequence_length, dtypes.int32)
+        else:
+            if maximum_iterations is None:
+                raise ValueError("dynamic_decode with GreedyEmbeddingHelper needs "
+                                 "maximum_iterations (shardflow unrolls the steps)")
+            state = decoder.initial_state
+            inputs = helper._embed(helper.start_tokens)
+            finished = ops.zeros_like(helper.start_tokens)  # 1 once end_token was emitted
+            lengths = ops.zeros_like(helper.start_tokens)
+            outs, ids = [], []
+            for _ in range(int(maximum_iterations)):
+                out, state = decoder.cell(inputs, state)
+                if decoder.output_layer is not None:
+                    out = decoder.output_layer(out)
+                sample = ops.cast(ops.argmax(out, axis=1), dtypes.int32)
+                lengths = lengths + (1 - finished)
+                finished = ops.maximum(finished,
+                                       ops.cast(ops.equal(sample, helper.end_token),
+                                                dtypes.int32))
+                outs.append(out)
+                ids.append(sample)
+                inputs = helper._embed(sample)
+            outputs = array_ops.stack(outs, axis=1)
+            sample_id = array_ops.stack(ids, axis=1)
+        if output_time_major:
+            outputs = ops.transpose(outputs, [1, 0, 2])
+            sample_id = ops.transpose(sample_id, [1, 0])
+    return BasicDecoderOutput(outputs, sample_id), state, lengths
+
+
+__all__ = ["BasicDecoder", "BasicDecoderOutput", "GreedyEmbeddingHelper", "TrainingHelper",
+           "dynamic_decode", "sequence_loss"]

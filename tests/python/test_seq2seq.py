@@ -1,0 +1,78 @@
+"""tf.contrib.seq2seq: sequence_loss against NumPy, and a tiny encoder-decoder that learns to copy
+short sequences with TrainingHelper, then decodes them greedily with GreedyEmbeddingHelper."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+seq2seq = tf.contrib.seq2seq
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def test_sequence_loss_matches_numpy():
+    rng = np.random.default_rng(1)
+    logits = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    targets = np.array([[1, 0, 3], [2, 2, 0]], np.int32)
+    weights = np.array([[1, 1, 0], [1, 0.5, 1]], np.float32)
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    xent = -np.log(np.take_along_axis(p, targets[..., None], -1))[..., 0] * weights
+    args = (tf.constant(logits), tf.constant(targets), tf.constant(weights))
+    with tf.Session() as sess:
+        both, per_step, per_seq, none = sess.run([
+            seq2seq.sequence_loss(*args), seq2seq.sequence_loss(*args,
+                                                                 average_across_timesteps=False),
+            seq2seq.sequence_loss(*args, average_across_batch=False),
+            seq2seq.sequence_loss(*args, average_across_timesteps=False,
+                                  average_across_batch=False)])
+    np.testing.assert_allclose(both, xent.sum() / weights.sum(), rtol=1e-5)
+    np.testing.assert_allclose(per_step, xent.sum(0) / weights.sum(0), rtol=1e-5)
+    np.testing.assert_allclose(per_seq, xent.sum(1) / weights.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(none, xent, rtol=1e-5)
+
+
+def test_copy_task_trains_and_decodes_greedily():
+    vocab, start, end, steps = 6, 0, 1, 3
+    rng = np.random.default_rng(2)
+    src = rng.integers(2, vocab, size=(64, steps)).astype(np.int32)
+    dec_in = np.concatenate([np.full((64, 1), start, np.int32), src], 1)        # GO x1 x2 x3
+    dec_out = np.concatenate([src, np.full((64, 1), end, np.int32)], 1)         # x1 x2 x3 EOS
+    emb = tf.get_variable("emb", [vocab, 16], initializer=tf.random_uniform_initializer(-1, 1))
+    enc_cell = tf.nn.rnn_cell.GRUCell(32, name="enc")
+    _, enc_state = tf.nn.dynamic_rnn(enc_cell, tf.nn.embedding_lookup(emb, src), dtype=tf.float32,
+                                     scope="encoder")
+    cell = tf.nn.rnn_cell.GRUCell(32, name="dec")
+    out_layer = tf.layers.Dense(vocab, name="proj")
+    helper = seq2seq.TrainingHelper(tf.nn.embedding_lookup(emb, dec_in), [steps + 1] * 64)
+    train_dec = seq2seq.BasicDecoder(cell, helper, enc_state, output_layer=out_layer)
+    outputs, _, lengths = seq2seq.dynamic_decode(train_dec)
+    assert outputs.rnn_output.shape.as_list() == [64, steps + 1, vocab]
+    loss = seq2seq.sequence_loss(outputs.rnn_output, dec_out, tf.ones([64, steps + 1]))
+    train = tf.train.AdamOptimizer(0.02).minimize(loss)
+    greedy = seq2seq.GreedyEmbeddingHelper(emb, tf.fill([64], start), end)
+    infer, _, infer_len = seq2seq.dynamic_decode(
+        seq2seq.BasicDecoder(cell, greedy, enc_state, output_layer=out_layer),
+        maximum_iterations=steps + 1)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss)
+        for _ in range(300):
+            sess.run(train)
+        last, ids, n = sess.run([loss, infer.sample_id, infer_len])
+    assert last < 0.2 * first
+    assert (ids == dec_out).mean() > 0.9
+    assert (n == steps + 1).mean() > 0.9
+
+
+def test_errors():
+    with pytest.raises(TypeError):
+        seq2seq.BasicDecoder(None, object(), None)
+    helper = seq2seq.GreedyEmbeddingHelper(tf.zeros([3, 2]), [0, 0], 1)
+    dec = seq2seq.BasicDecoder(tf.nn.rnn_cell.GRUCell(2), helper, tf.zeros([2, 2]))
+    with pytest.raises(ValueError, match="maximum_iterations"):
+        seq2seq.dynamic_decode(dec)
