@@ -26,6 +26,7 @@ from shardflow import rnn_cell as _rnn
 from shardflow.framework import GraphKeys, add_to_collection, convert_to_tensor, \
     get_default_graph
 from shardflow.keras import activations, backend as K, initializers
+from shardflow.keras import saving as _saving
 from shardflow.regularizers import add_regularization_loss
 from shardflow.variables import global_variables
 
@@ -48,6 +49,10 @@ class Layer(_tf.Layer):
     Keyword arguments of every layer: name, trainable, input_shape, input_dim (the shape of
     one example; for the first layer of a Sequential), batch_input_shape, dtype.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        _saving.record_init(cls)  # model.save writes the constructor's arguments
 
     def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
         _tf.Layer.__init__(self)

@@ -196,6 +196,13 @@ class Model:
                    for i, (v, value) in enumerate(zip(self.weights, self.get_weights()))]
         _shardflow.save_checkpoint(filepath, entries)
 
+    def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
+        """Writes the whole model (layers, weights, compile settings) to `filepath`, which
+        keras.models.load_model reads back (Sequential models; keras/saving.py)."""
+        from shardflow.keras import saving
+        saving.save_model(self, filepath, overwrite=overwrite,
+                          include_optimizer=include_optimizer)
+
     def load_weights(self, filepath, by_name=False):
         """Sets the weights from a file save_weights wrote (matched by order; with by_name,
         by the variable names)."""
@@ -233,6 +240,7 @@ class Model:
             raise ValueError("compile: one loss for one output; loss lists/dicts, "
                              "loss_weights, sample weights and target_tensors are not supported")
         self.optimizer = optimizers_module.get(optimizer)
+        self._compile_call = (optimizer, loss, metrics)  # what model.save writes
         self.loss = loss
         self._compiled = (losses_module.get(loss), _as_list(metrics))
         self._functions = None
@@ -558,3 +566,14 @@ class Sequential(Model):
         for layer in self._stack:
             x = layer(x, training=training)
         return x
+
+
+def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Keras's name)
+    """The model Model.save wrote (keras/saving.py)."""
+    from shardflow.keras import saving
+    return saving.load_model(filepath, custom_objects=custom_objects, compile=compile)
+
+
+def save_model(model, filepath, overwrite=True, include_optimizer=True):
+    """model.save(filepath), as keras.models.save_model."""
+    model.save(filepath, overwrite=overwrite, include_optimizer=include_optimizer)

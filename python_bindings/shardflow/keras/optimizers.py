@@ -16,6 +16,11 @@ from shardflow import train
 class Optimizer:
     """Base class: ``get_updates(loss, params)`` gives the op of one step."""
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        from shardflow.keras import saving
+        saving.record_init(cls)  # model.save writes the optimizer's arguments
+
     def __init__(self, lr, learning_rate, decay, default):
         if lr is not None and learning_rate is not None:
             raise ValueError("give lr= or learning_rate=, not both")

@@ -1,0 +1,198 @@
+"""Whole-model saving for tf.keras: ``model.save(path)`` and ``keras.models.load_model(path)``
+for Sequential models, as TF 1.x Keras programs write them.
+
+The file (whatever its extension, '.h5' included: shardflow has no HDF5) is a ZIP archive of
+model.json — the layers as their classes and the arguments they were constructed with, the
+input shape, and the compile() choices — and the weights in shardflow's checkpoint format
+(save_weights). load_model rebuilds the layers, loads the weights and compiles the model again
+(the optimizer's settings, not its slots: Adam's moments start from zero).
+
+What cannot be written is an error naming the layer and argument: functional models (save
+their weights and rebuild the model in code), and arguments that are Python objects rather
+than names (a lambda as activation, an initializer object; pass 'relu', 'glorot_uniform', ...;
+custom layer classes are read back through load_model's custom_objects).
+"""
+
+import functools
+import json
+import os
+import tempfile
+import zipfile
+
+import numpy as np
+
+_FORMAT = "shardflow-keras-model"
+_VERSION = 1
+
+
+def record_init(cls):
+    """Wraps cls.__init__ so that the outermost constructor call of an instance is kept as
+    instance._init_call = (args, kwargs): what save() writes for it."""
+    init = cls.__dict__.get("__init__")
+    if init is None or getattr(init, "_records_init", False):
+        return
+
+    @functools.wraps(init)
+    def wrapped(self, *args, **kwargs):
+        if "_init_call" not in self.__dict__:
+            self.__dict__["_init_call"] = (args, dict(kwargs))
+        init(self, *args, **kwargs)
+
+    wrapped._records_init = True
+    cls.__init__ = wrapped
+
+
+def _encode(value, where):
+    from shardflow import dtypes
+    from shardflow.keras import activations
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if isinstance(value, tuple):
+        return {"__tuple__": [_encode(v, where) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v, where) for v in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"__dict__": {k: _encode(v, where + "." + k) for k, v in value.items()}}
+    if isinstance(value, dtypes.DType):
+        return {"__dtype__": value.name}
+    name = getattr(value, "__name__", None)
+    module = getattr(value, "__module__", None) or ""
+    # keras.activations.relu, and shardflow's own functions of an activation's name (sf.nn.relu)
+    if callable(value) and name and callable(getattr(activations, name, None)) and (
+            getattr(activations, name) is value or module.startswith("shardflow")):
+        return {"__activation__": name}
+    raise NotImplementedError(
+        "model.save: %s is %r, which cannot be written to a file; give it by name (e.g. "
+        "activation='relu', kernel_initializer='glorot_uniform'), or save_weights() and "
+        "rebuild the model in code" % (where, value))
+
+
+def _decode(value):
+    from shardflow import dtypes
+    from shardflow.keras import activations
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if "__tuple__" in value:
+            return tuple(_decode(v) for v in value["__tuple__"])
+        if "__dict__" in value:
+            return {k: _decode(v) for k, v in value["__dict__"].items()}
+        if "__dtype__" in value:
+            return dtypes.as_dtype(value["__dtype__"])
+        if "__activation__" in value:
+            return getattr(activations, value["__activation__"])
+        raise ValueError("load_model: unknown value %r in model.json" % (value,))
+    return value
+
+
+def save_model(model, filepath, overwrite=True, include_optimizer=True):
+    from shardflow.keras.models import Sequential
+    if type(model) is not Sequential:
+        raise NotImplementedError(
+            "model.save: only Sequential models can be saved whole here (this is a %s); use "
+            "save_weights() and rebuild the model in code" % type(model).__name__)
+    model._require_built("save")
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError("%s exists (overwrite=False)" % filepath)
+    layers = []
+    for layer in model.layers:
+        call = layer.__dict__.get("_init_call")
+        if call is None:
+            raise NotImplementedError("model.save: layer %s (%s) is not a keras layer whose "
+                                      "arguments were recorded" % (layer, type(layer).__name__))
+        args, kwargs = call
+        kwargs = dict(kwargs, name=layer.name)
+        where = "layer '%s' (%s)" % (layer.name, type(layer).__name__)
+        layers.append({"class": type(layer).__name__,
+                       "args": _encode(list(args), where + " argument"),
+                       "kwargs": _encode(kwargs, where + " argument")["__dict__"]})
+    x = model.inputs[0]
+    config = {"format": _FORMAT, "version": _VERSION, "name": model.name,
+              "batch_input_shape": x.shape.as_list(), "input_dtype": x.dtype.name,
+              "layers": layers, "compile": None}
+    compiled = getattr(model, "_compile_call", None)
+    if include_optimizer and compiled is not None:
+        optimizer, loss, metrics = compiled
+        opt_call = optimizer.__dict__.get("_init_call") if not isinstance(optimizer, str) \
+            else None
+        if isinstance(optimizer, str):
+            opt = {"name": optimizer}
+        elif opt_call is not None:
+            opt = {"class": type(optimizer).__name__,
+                   "args": _encode(list(opt_call[0]), "the optimizer's arguments"),
+                   "kwargs": _encode(opt_call[1], "the optimizer's arguments")["__dict__"]}
+        else:
+            raise NotImplementedError(
+                "model.save: the model was compiled with %r, which cannot be written; compile "
+                "with a name ('adam') or a keras.optimizers instance, or save with "
+                "include_optimizer=False" % (optimizer,))
+        config["compile"] = {"optimizer": opt, "loss": _encode(loss, "the loss"),
+                             "metrics": _encode(metrics, "the metrics")}
+    directory = os.path.dirname(os.path.abspath(filepath))
+    os.makedirs(directory, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_weights(os.path.join(tmp, "weights"))
+        partial = os.path.join(directory, ".%s.partial" % os.path.basename(filepath))
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("model.json", json.dumps(config, indent=1))
+            for name in sorted(os.listdir(tmp)):
+                z.write(os.path.join(tmp, name), "weights/" + name)
+        os.replace(partial, filepath)
+
+
+def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Keras's name)
+    """The model save() wrote to `filepath`, with its weights (and compiled, unless
+    compile=False). custom_objects maps the names of custom layer classes to them."""
+    from shardflow.keras import layers as layers_module, optimizers
+    from shardflow.keras.models import Sequential
+    if not os.path.exists(filepath):
+        raise IOError("load_model: no file %s" % filepath)
+    try:
+        archive = zipfile.ZipFile(filepath)
+    except zipfile.BadZipFile:
+        raise ValueError("load_model: %s is not a model saved by shardflow's model.save (an "
+                         "HDF5 file from Keras cannot be read: shardflow has no HDF5)"
+                         % filepath) from None
+    with archive, tempfile.TemporaryDirectory() as tmp:
+        try:
+            config = json.loads(archive.read("model.json"))
+        except (KeyError, ValueError) as e:
+            raise ValueError("load_model: %s has no readable model.json (%s)" % (filepath, e)) \
+                from None
+        if config.get("format") != _FORMAT or config.get("version") != _VERSION:
+            raise ValueError("load_model: %s is format %r version %r; this shardflow reads %s "
+                             "version %d" % (filepath, config.get("format"),
+                                             config.get("version"), _FORMAT, _VERSION))
+        objects = dict(custom_objects or {})
+        model = Sequential(name=config.get("name"))
+        shape = config["batch_input_shape"]
+        model.add(layers_module.InputLayer(batch_input_shape=tuple(shape),
+                                           dtype=config.get("input_dtype")))
+        for entry in config["layers"]:
+            cls = objects.get(entry["class"]) or getattr(layers_module, entry["class"], None)
+            if cls is None:
+                raise ValueError("load_model: unknown layer class %s; pass it in "
+                                 "custom_objects={'%s': ...}" % (entry["class"], entry["class"]))
+            kwargs = {k: _decode(v) for k, v in entry["kwargs"].items()}
+            for key in ("input_shape", "input_dim", "batch_input_shape"):
+                kwargs.pop(key, None)  # the InputLayer above gives the input
+            model.add(cls(*_decode(entry["args"]), **kwargs))
+        names = [n for n in archive.namelist() if n.startswith("weights/")]
+        for n in names:
+            with open(os.path.join(tmp, n[len("weights/"):]), "wb") as f:
+                f.write(archive.read(n))
+        model.load_weights(os.path.join(tmp, "weights"))
+    compiled = config.get("compile")
+    if compile and compiled is not None:
+        opt = compiled["optimizer"]
+        if "name" in opt:
+            optimizer = opt["name"]
+        else:
+            optimizer = getattr(optimizers, opt["class"])(*_decode(opt["args"]),
+                                                          **{k: _decode(v) for k, v in
+                                                             opt["kwargs"].items()})
+        model.compile(optimizer=optimizer, loss=_decode(compiled["loss"]),
+                      metrics=_decode(compiled["metrics"]))
+    return model

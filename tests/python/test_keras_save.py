@@ -1,0 +1,86 @@
+"""tf.keras whole-model saving: model.save / keras.models.load_model round trips a trained
+Sequential (same predictions, compiled again, trains on), and what cannot be saved says so."""
+import os
+
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+keras = tf.keras
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    keras.backend.clear_session()
+    yield
+
+
+def data(seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((256, 6)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
+    return x, y
+
+
+def test_sequential_round_trip(tmp_path):
+    x, y = data()
+    model = keras.Sequential([
+        keras.layers.Dense(16, activation="relu", input_shape=(6,)),
+        keras.layers.Dropout(0.1),
+        keras.layers.Dense(2, activation=tf.nn.softmax, kernel_initializer="he_normal"),
+    ])
+    model.compile(optimizer=keras.optimizers.Adam(lr=0.01), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    model.fit(x, y, epochs=3, batch_size=32, verbose=0)
+    want = model.predict(x[:8])
+    path = str(tmp_path / "model.h5")
+    model.save(path)
+    assert os.path.exists(path)
+
+    keras.backend.clear_session()
+    tf.reset_default_graph()
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded.predict(x[:8]), want, rtol=1e-5, atol=1e-6)
+    assert [l.name for l in loaded.layers] == [l.name for l in model.layers]
+    assert loaded.metrics_names == ["loss", "acc"] or loaded.metrics_names[0] == "loss"
+    loss_before = loaded.evaluate(x, y, verbose=0)[0]
+    loaded.fit(x, y, epochs=3, batch_size=32, verbose=0)
+    assert loaded.evaluate(x, y, verbose=0)[0] < loss_before
+
+
+def test_conv_model_and_no_compile(tmp_path):
+    rng = np.random.default_rng(1)
+    images = rng.standard_normal((4, 8, 8, 1)).astype(np.float32)
+    model = keras.Sequential([
+        keras.layers.Conv2D(4, (3, 3), padding="same", activation="relu",
+                            input_shape=(8, 8, 1)),
+        keras.layers.MaxPooling2D((2, 2)),
+        keras.layers.Flatten(),
+        keras.layers.Dense(3),
+    ])
+    want = model.predict(images)
+    path = str(tmp_path / "conv")
+    keras.models.save_model(model, path)
+    tf.reset_default_graph()
+    keras.backend.clear_session()
+    loaded = keras.models.load_model(path, compile=False)
+    np.testing.assert_allclose(loaded.predict(images), want, rtol=1e-5, atol=1e-6)
+
+
+def test_what_cannot_be_saved(tmp_path):
+    x = keras.layers.Input(shape=(3,))
+    functional = keras.Model(x, keras.layers.Dense(2)(x))
+    with pytest.raises(NotImplementedError, match="Sequential"):
+        functional.save(str(tmp_path / "f"))
+    lam = keras.Sequential([keras.layers.Dense(2, activation=lambda t: t * 2.0,
+                                               input_shape=(3,))])
+    with pytest.raises(NotImplementedError, match="activation"):
+        lam.save(str(tmp_path / "l"))
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"\x89HDF\r\n\x1a\n not ours")
+    with pytest.raises(ValueError, match="HDF5"):
+        keras.models.load_model(str(bad))
+    with pytest.raises(IOError):
+        keras.models.load_model(str(tmp_path / "missing"))
