@@ -3,8 +3,8 @@
 
 Runs on the GPU machine with its python3 (PyTorch with CUDA) and prints three tables:
 
-(a) MatMul n x n x n, n = 4096 and 8192: fp32 (TF32 off), TF32 (torch.backends.cuda.matmul.allow_tf32
-    on) and bf16 (bf16 inputs and output), timed with CUDA events after 3 warm-up products over
+(a) MatMul n x n x n, n = 4096 and 8192: fp32 (TF32 off), TF32
+    (torch.backends.cuda.matmul.allow_tf32 on) and bf16 (bf16 inputs and output), timed with CUDA events after 3 warm-up products over
     enough products for about 0.5 s. TFLOP/s = 2 n^3 per product. A 1024^3 product against float64
     shows whether TF32 was really on or off.
 (b) The element-wise chain of gpu_benchmark: 200 ops (x * 1.0001, + 0.1 alternating) on a [256]
@@ -70,7 +70,8 @@ def matmul_table(torch, sizes):
         note = ""
         if prec != "bf16":
             err = tf32_check(torch)
-            note = "relative error vs float64 %.1e (%s)" % (err, "TF32" if err > 1e-4 else "strict fp32")
+            note = "relative error vs float64 %.1e (%s)" % (
+                err, "TF32" if err > 1e-4 else "strict fp32")
         dtype = torch.bfloat16 if prec == "bf16" else torch.float32
         for n in sizes:
             a = torch.full((n, n), 0.01, device="cuda", dtype=dtype)
@@ -79,14 +80,16 @@ def matmul_table(torch, sizes):
             one = time_products(torch, a, b, 1)
             count = max(5, min(500, int(0.5 / max(one, 1e-6))))
             secs = time_products(torch, a, b, count)
-            print("%-6s %6d %8d %12.1f  %s" % (prec, n, count, 2.0 * n ** 3 * count / secs / 1e12, note))
+            tflops = 2.0 * n ** 3 * count / secs / 1e12
+            print("%-6s %6d %8d %12.1f  %s" % (prec, n, count, tflops, note))
             sys.stdout.flush()
             del a, b
     set_tf32(torch, False)
 
 
 def chain_table(torch, steps, ops=200):
-    print("\n(b) eager chain of %d element-wise ops on a [256] float tensor, %d steps" % (ops, steps))
+    print("\n(b) eager chain of %d element-wise ops on a [256] float tensor, %d steps"
+          % (ops, steps))
     print("%-8s %26s %26s" % ("device", "us/op (to host every step)", "us/op (pipelined, 1 sync)"))
 
     def step(x):
@@ -229,7 +232,8 @@ def main():
         print("gpu_peer.py: PyTorch %s sees no CUDA GPU; nothing to measure" % torch.__version__)
         return 0
     props = torch.cuda.get_device_properties(0)
-    print("PyTorch peer, %s" % datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    print("PyTorch peer, %s" % now.strftime("%Y-%m-%d %H:%M:%S UTC"))
     print("GPU: %s (sm_%d%d, %.1f GiB), PyTorch %s, CUDA %s, cuDNN %s\n" % (
         props.name, props.major, props.minor, props.total_memory / 2 ** 30, torch.__version__,
         torch.version.cuda, torch.backends.cudnn.version()))
