@@ -5,7 +5,8 @@ Runs on the GPU machine with its python3 (PyTorch with CUDA) and prints three ta
 
 (a) MatMul n x n x n, n = 4096 and 8192: fp32 (TF32 off), TF32
     (torch.backends.cuda.matmul.allow_tf32 on) and bf16 (bf16 inputs and output), timed with
-    CUDA events after 3 warm-up products over enough products for about 0.5 s. TFLOP/s = 2 n^3 per product. A 1024^3 product against float64
+    CUDA events after 3 warm-up products over enough products for about 0.5 s. TFLOP/s =
+    2 n^3 per product. A 1024^3 product against float64
     shows whether TF32 was really on or off.
 (b) The element-wise chain of gpu_benchmark: 200 ops (x * 1.0001, + 0.1 alternating) on a [256]
     float tensor, eager: microseconds per op, with the result copied to the host every step and
