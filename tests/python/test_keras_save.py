@@ -69,11 +69,33 @@ def test_conv_model_and_no_compile(tmp_path):
     np.testing.assert_allclose(loaded.predict(images), want, rtol=1e-5, atol=1e-6)
 
 
+def test_functional_model_with_two_inputs_round_trips(tmp_path):
+    rng = np.random.default_rng(5)
+    xa = rng.standard_normal((32, 4)).astype(np.float32)
+    xb = rng.standard_normal((32, 3)).astype(np.float32)
+    a = keras.layers.Input(shape=(4,), name="a")
+    b = keras.layers.Input(shape=(3,), name="b")
+    h = keras.layers.concatenate([keras.layers.Dense(8, activation="tanh")(a), b])
+    out = keras.layers.Dense(1, activation="sigmoid", name="out")(h)
+    model = keras.Model(inputs=[a, b], outputs=out)
+    model.compile(optimizer="sgd", loss="binary_crossentropy")
+    model.fit([xa, xb], (xa[:, 0] > 0).astype(np.float32)[:, None], epochs=2, verbose=0)
+    want = model.predict([xa, xb])
+    path = str(tmp_path / "functional.h5")
+    model.save(path)
+    tf.reset_default_graph()
+    keras.backend.clear_session()
+    loaded = keras.models.load_model(path)
+    assert [t.name.split(":")[0] for t in loaded.inputs] == ["a", "b"]
+    np.testing.assert_allclose(loaded.predict([xa, xb]), want, rtol=1e-5, atol=1e-6)
+
+
 def test_what_cannot_be_saved(tmp_path):
     x = keras.layers.Input(shape=(3,))
-    functional = keras.Model(x, keras.layers.Dense(2)(x))
-    with pytest.raises(NotImplementedError, match="Sequential"):
-        functional.save(str(tmp_path / "f"))
+    shared = keras.layers.Dense(3)
+    twice = keras.Model(x, shared(shared(x)))
+    with pytest.raises(NotImplementedError, match="shared"):
+        twice.save(str(tmp_path / "f"))
     lam = keras.Sequential([keras.layers.Dense(2, activation=lambda t: t * 2.0,
                                                input_shape=(3,))])
     with pytest.raises(NotImplementedError, match="activation"):

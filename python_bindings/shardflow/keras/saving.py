@@ -1,16 +1,18 @@
 """Whole-model saving for tf.keras: ``model.save(path)`` and ``keras.models.load_model(path)``
-for Sequential models, as TF 1.x Keras programs write them.
+for Sequential and functional models, as TF 1.x Keras programs write them.
 
 The file (whatever its extension, '.h5' included: shardflow has no HDF5) is a ZIP archive of
-model.json — the layers as their classes and the arguments they were constructed with, the
-input shape, and the compile() choices — and the weights in shardflow's checkpoint format
+model.json — the layers as their classes and the arguments they were constructed with, how
+they are connected (the input shape of a Sequential; each layer's inputs in a functional
+model), and the compile() choices — and the weights in shardflow's checkpoint format
 (save_weights). load_model rebuilds the layers, loads the weights and compiles the model again
 (the optimizer's settings, not its slots: Adam's moments start from zero).
 
-What cannot be written is an error naming the layer and argument: functional models (save
-their weights and rebuild the model in code), and arguments that are Python objects rather
-than names (a lambda as activation, an initializer object; pass 'relu', 'glorot_uniform', ...;
-custom layer classes are read back through load_model's custom_objects).
+What cannot be written is an error naming the layer and argument: subclassed models and
+layers shared by several calls (save their weights and rebuild the model in code), and
+arguments that are Python objects rather than names (a lambda as activation, an initializer
+object; pass 'relu', 'glorot_uniform', ...; custom layer classes are read back through
+load_model's custom_objects).
 """
 
 import functools
@@ -87,31 +89,71 @@ def _decode(value):
     return value
 
 
+def _layer_entry(layer):
+    call = layer.__dict__.get("_init_call")
+    if call is None:
+        raise NotImplementedError("model.save: layer %s (%s) is not a keras layer whose "
+                                  "arguments were recorded" % (layer, type(layer).__name__))
+    args, kwargs = call
+    kwargs = dict(kwargs, name=layer.name)
+    where = "layer '%s' (%s)" % (layer.name, type(layer).__name__)
+    return {"class": type(layer).__name__,
+            "args": _encode(list(args), where + " argument"),
+            "kwargs": _encode(kwargs, where + " argument")["__dict__"]}
+
+
+def _ref(t):
+    """(layer name, node, output index) of a tensor a keras layer made."""
+    layer, node, index = t._keras_history
+    return [layer.name, node, index]
+
+
+def _functional_layers(model):
+    """The layers of a functional model in call order, each with the tensors it was called on;
+    a layer called more than once (shared) is refused."""
+    from shardflow.keras import layers as layers_module
+    entries = []
+    for layer in model.layers:
+        entry = _layer_entry(layer)
+        if isinstance(layer, layers_module.InputLayer):
+            entry["kwargs"].pop("input_tensor", None)
+            entry["kwargs"]["batch_input_shape"] = _encode(tuple(layer._batch_input_shape), "")
+            for key in ("input_shape", "batch_size"):
+                entry["kwargs"].pop(key, None)
+            entry["kwargs"]["dtype"] = layer.output.dtype.name
+        else:
+            if len(layer._inbound_nodes) != 1:
+                raise NotImplementedError(
+                    "model.save: layer '%s' is called %d times in the model (a shared layer); "
+                    "saving those is not supported: save_weights() and rebuild the model in code"
+                    % (layer.name, len(layer._inbound_nodes)))
+            xs = layer._inbound_nodes[0][0]
+            entry["inbound"] = [_ref(t) for t in xs] if isinstance(xs, (list, tuple)) \
+                else _ref(xs)
+        entries.append(entry)
+    return entries
+
+
 def save_model(model, filepath, overwrite=True, include_optimizer=True):
-    from shardflow.keras.models import Sequential
-    if type(model) is not Sequential:
+    from shardflow.keras.models import Model, Sequential
+    if type(model) not in (Sequential, Model):
         raise NotImplementedError(
-            "model.save: only Sequential models can be saved whole here (this is a %s); use "
-            "save_weights() and rebuild the model in code" % type(model).__name__)
+            "model.save: Sequential and functional models can be saved whole here, not a "
+            "subclassed %s; use save_weights() and rebuild the model in code"
+            % type(model).__name__)
     model._require_built("save")
     if not overwrite and os.path.exists(filepath):
         raise FileExistsError("%s exists (overwrite=False)" % filepath)
-    layers = []
-    for layer in model.layers:
-        call = layer.__dict__.get("_init_call")
-        if call is None:
-            raise NotImplementedError("model.save: layer %s (%s) is not a keras layer whose "
-                                      "arguments were recorded" % (layer, type(layer).__name__))
-        args, kwargs = call
-        kwargs = dict(kwargs, name=layer.name)
-        where = "layer '%s' (%s)" % (layer.name, type(layer).__name__)
-        layers.append({"class": type(layer).__name__,
-                       "args": _encode(list(args), where + " argument"),
-                       "kwargs": _encode(kwargs, where + " argument")["__dict__"]})
     x = model.inputs[0]
-    config = {"format": _FORMAT, "version": _VERSION, "name": model.name,
-              "batch_input_shape": x.shape.as_list(), "input_dtype": x.dtype.name,
-              "layers": layers, "compile": None}
+    config = {"format": _FORMAT, "version": _VERSION, "name": model.name, "compile": None}
+    if type(model) is Sequential:
+        config.update(kind="sequential", batch_input_shape=x.shape.as_list(),
+                      input_dtype=x.dtype.name,
+                      layers=[_layer_entry(layer) for layer in model.layers])
+    else:
+        config.update(kind="functional", layers=_functional_layers(model),
+                      inputs=[_ref(t) for t in model.inputs],
+                      outputs=[_ref(t) for t in model.outputs])
     compiled = getattr(model, "_compile_call", None)
     if include_optimizer and compiled is not None:
         optimizer, loss, metrics = compiled
@@ -146,7 +188,7 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
     """The model save() wrote to `filepath`, with its weights (and compiled, unless
     compile=False). custom_objects maps the names of custom layer classes to them."""
     from shardflow.keras import layers as layers_module, optimizers
-    from shardflow.keras.models import Sequential
+    from shardflow.keras.models import Model, Sequential
     if not os.path.exists(filepath):
         raise IOError("load_model: no file %s" % filepath)
     try:
@@ -166,19 +208,49 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
                              "version %d" % (filepath, config.get("format"),
                                              config.get("version"), _FORMAT, _VERSION))
         objects = dict(custom_objects or {})
-        model = Sequential(name=config.get("name"))
-        shape = config["batch_input_shape"]
-        model.add(layers_module.InputLayer(batch_input_shape=tuple(shape),
-                                           dtype=config.get("input_dtype")))
-        for entry in config["layers"]:
+
+        def make(entry, keep_input_shape=False):
             cls = objects.get(entry["class"]) or getattr(layers_module, entry["class"], None)
             if cls is None:
                 raise ValueError("load_model: unknown layer class %s; pass it in "
                                  "custom_objects={'%s': ...}" % (entry["class"], entry["class"]))
             kwargs = {k: _decode(v) for k, v in entry["kwargs"].items()}
-            for key in ("input_shape", "input_dim", "batch_input_shape"):
-                kwargs.pop(key, None)  # the InputLayer above gives the input
-            model.add(cls(*_decode(entry["args"]), **kwargs))
+            if not keep_input_shape:
+                for key in ("input_shape", "input_dim", "batch_input_shape"):
+                    kwargs.pop(key, None)  # the model's InputLayer gives the input
+            return cls(*_decode(entry["args"]), **kwargs)
+
+        if config.get("kind", "sequential") == "sequential":
+            model = Sequential(name=config.get("name"))
+            shape = config["batch_input_shape"]
+            model.add(layers_module.InputLayer(batch_input_shape=tuple(shape),
+                                               dtype=config.get("input_dtype")))
+            for entry in config["layers"]:
+                model.add(make(entry))
+        else:
+            outputs = {}  # layer name -> its output (a tensor or a list)
+
+            def tensor(ref):
+                name, _, index = ref
+                if name not in outputs:
+                    raise ValueError("load_model: %s reads layer '%s' before it is made"
+                                     % (filepath, name))
+                y = outputs[name]
+                return y[index] if isinstance(y, (list, tuple)) else y
+
+            for entry in config["layers"]:
+                layer = make(entry, keep_input_shape=entry["class"] == "InputLayer")
+                name = entry["kwargs"]["name"]
+                if entry["class"] == "InputLayer":
+                    outputs[name] = layer.output
+                    continue
+                inbound = entry["inbound"]
+                xs = [tensor(r) for r in inbound] if inbound and isinstance(inbound[0], list) \
+                    else tensor(inbound)
+                outputs[name] = layer(xs)
+            model = Model(inputs=[tensor(r) for r in config["inputs"]],
+                          outputs=[tensor(r) for r in config["outputs"]],
+                          name=config.get("name"))
         names = [n for n in archive.namelist() if n.startswith("weights/")]
         for n in names:
             with open(os.path.join(tmp, n[len("weights/"):]), "wb") as f:
