@@ -288,10 +288,11 @@ bool UseFind() {
   return find;
 }
 
-std::string AlgoKey(const Window& w, int64_t out_c, bool tf32) {
+// The algorithm cache's key: the shape, the math and the layout the setup chose.
+std::string AlgoKey(const Window& w, int64_t out_c, bool tf32, cudnnTensorFormat_t layout) {
   return absl::StrCat(w.n, ",", w.h, ",", w.w, ",", w.c, ",", w.kh, ",", w.kw, ",", w.sh, ",", w.sw,
                       ",", w.pad_h, ",", w.pad_w, ",", out_c, ",", tf32, ",",
-                      static_cast<int>(ConvLayout(tf32, w, out_c)));
+                      static_cast<int>(layout));
 }
 
 // cuDNN's choice for one convolution shape, asked once per process (the heuristics query costs
@@ -326,7 +327,7 @@ absl::Status ConvForward(OpKernelContext* ctx, const Window& win, const Tensor& 
   SF_ASSIGN_OR_RETURN(Tensor cy, CudnnOutput(ctx, *y, setup.layout));
   SF_ASSIGN_OR_RETURN(auto perf,
                       (Pick<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
-                          AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "forward",
+                          AlgoKey(win, out_c, gpu::AllowTf32(ctx), setup.layout), "forward",
                           [&](cudnnConvolutionFwdAlgoPerf_t* perfs, int* count) {
                             if (UseFind()) {
                               return gpu::CudnnStatus(
@@ -498,7 +499,7 @@ class GpuConv2DBackpropInputOp : public ConvBase {
     auto cdx = CudnnOutput(ctx, *dx, setup.layout);
     OP_REQUIRES_OK(ctx, cdx.status());
     auto perf = Pick<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
-        AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-data",
+        AlgoKey(win, out_c, gpu::AllowTf32(ctx), setup.layout), "backward-data",
         [&](cudnnConvolutionBwdDataAlgoPerf_t* perfs, int* count) {
           if (UseFind()) {
             return gpu::CudnnStatus(
@@ -572,7 +573,7 @@ class GpuConv2DBackpropFilterOp : public ConvBase {
     auto cdy = ActivationToCudnn(ctx, handle->get(), dy, setup.layout);
     OP_REQUIRES_OK(ctx, cdy.status());
     auto perf = Pick<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
-        AlgoKey(win, out_c, gpu::AllowTf32(ctx)), "backward-filter",
+        AlgoKey(win, out_c, gpu::AllowTf32(ctx), setup.layout), "backward-filter",
         [&](cudnnConvolutionBwdFilterAlgoPerf_t* perfs, int* count) {
           if (UseFind()) {
             return gpu::CudnnStatus(

@@ -1,6 +1,8 @@
 """tf.keras whole-model saving: model.save / keras.models.load_model round trips a trained
 Sequential (same predictions, compiled again, trains on), and what cannot be saved says so."""
+import json
 import os
+import zipfile
 
 import numpy as np
 import pytest
@@ -106,3 +108,44 @@ def test_what_cannot_be_saved(tmp_path):
         keras.models.load_model(str(bad))
     with pytest.raises(IOError):
         keras.models.load_model(str(tmp_path / "missing"))
+
+
+def test_untrusted_archives_are_refused(tmp_path):
+    """The file decides what is built: only keras layer classes, weights only as plain file
+    names (nothing written outside the temporary directory), a well-formed model.json."""
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,))])
+    good = str(tmp_path / "good")
+    model.save(good)
+    with zipfile.ZipFile(good) as z:
+        config = json.loads(z.read("model.json"))
+        weights = {n: z.read(n) for n in z.namelist() if n.startswith("weights/")}
+
+    def write(name, cfg, extra=None):
+        tf.reset_default_graph()  # each load builds the model's variables afresh
+        keras.backend.clear_session()
+        path = str(tmp_path / name)
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("model.json", json.dumps(cfg))
+            for n, data in dict(weights, **(extra or {})).items():
+                z.writestr(n, data)
+        return path
+
+    escape = tmp_path / "escaped"
+    with pytest.raises(ValueError, match="plain file name"):
+        keras.models.load_model(write("traversal", config,
+                                      {"weights/../../escaped": b"x"}))
+    assert not escape.exists()
+    not_a_layer = json.loads(json.dumps(config))
+    not_a_layer["layers"][0]["class"] = "get_default_graph"
+    with pytest.raises(ValueError, match="unknown layer class"):
+        keras.models.load_model(write("class", not_a_layer))
+    for broken in ({k: v for k, v in config.items() if k != "layers"},
+                   dict(config, batch_input_shape="3"),
+                   dict(config, layers=[{"class": "Dense"}])):
+        with pytest.raises(ValueError, match="malformed"):
+            keras.models.load_model(write("broken", broken))
+    wrong_args = json.loads(json.dumps(config))
+    wrong_args["layers"][0]["kwargs"]["no_such_argument"] = 1
+    with pytest.raises(ValueError, match="saved arguments"):
+        keras.models.load_model(write("args", wrong_args))
+    keras.models.load_model(write("again", config))  # the untouched archive still loads

@@ -25,6 +25,8 @@ import numpy as np
 
 _FORMAT = "shardflow-keras-model"
 _VERSION = 1
+# model.json is read into memory: a larger one is not a model this module wrote.
+_MAX_CONFIG_BYTES = 64 << 20
 
 
 def record_init(cls):
@@ -184,6 +186,65 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
         os.replace(partial, filepath)
 
 
+def _check_config(config, filepath):
+    """Raises ValueError naming what in model.json is not what save_model writes (the file is
+    untrusted: it decides which classes are built, with which arguments)."""
+    def bad(what):
+        return ValueError("load_model: %s: model.json is malformed (%s)" % (filepath, what))
+
+    def is_ref(r):
+        return (isinstance(r, list) and len(r) == 3 and isinstance(r[0], str)
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in r[1:]))
+
+    if not isinstance(config, dict):
+        raise bad("not an object")
+    kind = config.get("kind", "sequential")
+    if kind not in ("sequential", "functional"):
+        raise bad("kind %r" % (kind,))
+    layers = config.get("layers")
+    if not isinstance(layers, list):
+        raise bad("no list of layers")
+    for i, entry in enumerate(layers):
+        if not (isinstance(entry, dict) and isinstance(entry.get("class"), str)
+                and isinstance(entry.get("args"), list) and isinstance(entry.get("kwargs"), dict)
+                and isinstance(entry["kwargs"].get("name"), str)):
+            raise bad("layer %d is not {class, args, kwargs with a name}" % i)
+        inbound = entry.get("inbound")
+        if kind == "functional" and entry["class"] != "InputLayer" and not (
+                is_ref(inbound) or (isinstance(inbound, list) and inbound
+                                    and all(is_ref(r) for r in inbound))):
+            raise bad("layer %d has no inputs" % i)
+    if kind == "sequential":
+        shape = config.get("batch_input_shape")
+        if not (isinstance(shape, list) and all(d is None or (isinstance(d, int) and d >= 0)
+                                                 for d in shape)):
+            raise bad("batch_input_shape %r" % (shape,))
+    else:
+        for key in ("inputs", "outputs"):
+            refs = config.get(key)
+            if not (isinstance(refs, list) and refs and all(is_ref(r) for r in refs)):
+                raise bad("%s %r" % (key, refs))
+    compiled = config.get("compile")
+    if compiled is not None and not (isinstance(compiled, dict)
+                                     and isinstance(compiled.get("optimizer"), dict)):
+        raise bad("compile %r" % (compiled,))
+
+
+def _weight_files(archive, filepath):
+    """The archive's weights/<file> entries as (entry, file name); a name that is not a plain
+    file name (a path out of the directory it is written to) is an error."""
+    files = []
+    for n in archive.namelist():
+        if not n.startswith("weights/"):
+            continue
+        name = n[len("weights/"):]
+        if not name or name in (".", "..") or os.path.basename(name) != name or "\\" in name:
+            raise ValueError("load_model: %s holds a weights entry %r that is not a plain file "
+                             "name" % (filepath, n))
+        files.append((n, name))
+    return files
+
+
 def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Keras's name)
     """The model save() wrote to `filepath`, with its weights (and compiled, unless
     compile=False). custom_objects maps the names of custom layer classes to them."""
@@ -199,26 +260,41 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
                          % filepath) from None
     with archive, tempfile.TemporaryDirectory() as tmp:
         try:
+            if archive.getinfo("model.json").file_size > _MAX_CONFIG_BYTES:
+                raise ValueError("model.json is larger than %d bytes" % _MAX_CONFIG_BYTES)
             config = json.loads(archive.read("model.json"))
         except (KeyError, ValueError) as e:
             raise ValueError("load_model: %s has no readable model.json (%s)" % (filepath, e)) \
                 from None
+        if not isinstance(config, dict):
+            raise ValueError("load_model: %s: model.json is malformed (not an object)"
+                             % filepath)
         if config.get("format") != _FORMAT or config.get("version") != _VERSION:
             raise ValueError("load_model: %s is format %r version %r; this shardflow reads %s "
                              "version %d" % (filepath, config.get("format"),
                                              config.get("version"), _FORMAT, _VERSION))
+        _check_config(config, filepath)
+        weight_files = _weight_files(archive, filepath)  # checked before anything is built
         objects = dict(custom_objects or {})
 
         def make(entry, keep_input_shape=False):
-            cls = objects.get(entry["class"]) or getattr(layers_module, entry["class"], None)
-            if cls is None:
-                raise ValueError("load_model: unknown layer class %s; pass it in "
-                                 "custom_objects={'%s': ...}" % (entry["class"], entry["class"]))
+            cls = objects.get(entry["class"])
+            if cls is None:  # only keras layer classes, whatever the file names
+                cls = getattr(layers_module, entry["class"], None)
+                if not (isinstance(cls, type) and issubclass(cls, layers_module.Layer)):
+                    raise ValueError("load_model: unknown layer class %s; pass it in "
+                                     "custom_objects={'%s': ...}"
+                                     % (entry["class"], entry["class"]))
             kwargs = {k: _decode(v) for k, v in entry["kwargs"].items()}
             if not keep_input_shape:
                 for key in ("input_shape", "input_dim", "batch_input_shape"):
                     kwargs.pop(key, None)  # the model's InputLayer gives the input
-            return cls(*_decode(entry["args"]), **kwargs)
+            try:
+                return cls(*_decode(entry["args"]), **kwargs)
+            except TypeError as e:
+                raise ValueError("load_model: %s: layer %s (%s) cannot be made from its saved "
+                                 "arguments (%s)" % (filepath, kwargs.get("name"),
+                                                     entry["class"], e)) from None
 
         if config.get("kind", "sequential") == "sequential":
             model = Sequential(name=config.get("name"))
@@ -251,10 +327,9 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
             model = Model(inputs=[tensor(r) for r in config["inputs"]],
                           outputs=[tensor(r) for r in config["outputs"]],
                           name=config.get("name"))
-        names = [n for n in archive.namelist() if n.startswith("weights/")]
-        for n in names:
-            with open(os.path.join(tmp, n[len("weights/"):]), "wb") as f:
-                f.write(archive.read(n))
+        for entry_name, name in weight_files:
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(archive.read(entry_name))
         model.load_weights(os.path.join(tmp, "weights"))
     compiled = config.get("compile")
     if compile and compiled is not None:
@@ -262,9 +337,12 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
         if "name" in opt:
             optimizer = opt["name"]
         else:
-            optimizer = getattr(optimizers, opt["class"])(*_decode(opt["args"]),
-                                                          **{k: _decode(v) for k, v in
-                                                             opt["kwargs"].items()})
+            cls = getattr(optimizers, str(opt.get("class")), None)
+            if not (isinstance(cls, type) and issubclass(cls, optimizers.Optimizer)):
+                raise ValueError("load_model: %s: unknown optimizer class %r"
+                                 % (filepath, opt.get("class")))
+            optimizer = cls(*_decode(opt.get("args", [])),
+                            **{k: _decode(v) for k, v in opt.get("kwargs", {}).items()})
         model.compile(optimizer=optimizer, loss=_decode(compiled["loss"]),
                       metrics=_decode(compiled["metrics"]))
     return model
