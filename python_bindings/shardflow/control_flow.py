@@ -7,7 +7,7 @@ function it needs. Only the branch taken runs, side effects included, as in TF1;
 through both ops.
 """
 
-from shardflow import dtypes, ops
+from shardflow import array_ops, dtypes, ops
 from shardflow.framework import (Operation, Tensor, _FuncGraph, _InputList, _plain_dims,
                                  _shape_or_none, convert_to_tensor, get_default_graph)
 
@@ -15,7 +15,9 @@ from shardflow.framework import (Operation, Tensor, _FuncGraph, _InputList, _pla
 def _flatten(x):
     from shardflow.tensor_array import TensorArray
     if isinstance(x, TensorArray):
-        return [x.flow]   # its buffer (Note [TensorArray as a buffer] in tensor_array.py)
+        # A fixed-size array is its buffer (Note [TensorArray as a buffer] in tensor_array.py);
+        # a growing one is no loop variable (Note [Growing TensorArrays] there).
+        return [] if x._dynamic else [x.flow]
     if isinstance(x, (list, tuple)):
         out = []
         for item in x:
@@ -26,13 +28,22 @@ def _flatten(x):
     return [x]
 
 
-def _pack(structure, flat):
+def _pack(structure, flat, arrays=None):
+    """`flat` in the structure of `structure`; its growing TensorArrays replaced, in order, by
+    those of `arrays`."""
     it = iter(flat)
+    arrays = iter(arrays or [])
 
     from shardflow.tensor_array import TensorArray
 
     def rebuild(x):
         if isinstance(x, TensorArray):
+            if x._dynamic:
+                replacement = next(arrays, None)
+                if replacement is None:
+                    raise ValueError("a TensorArray with dynamic_size (or a tensor size) "
+                                     "can pass through while_loop but not through cond")
+                return replacement
             return x._with(next(it))
         if isinstance(x, tuple):
             items = [rebuild(i) for i in x]
@@ -43,6 +54,18 @@ def _pack(structure, flat):
             return {k: rebuild(x[k]) for k in sorted(x)}
         return next(it)
     return rebuild(structure)
+
+
+def _growing_arrays(x):
+    """The growing TensorArrays in `x`, in the order _flatten visits it."""
+    from shardflow.tensor_array import TensorArray
+    if isinstance(x, TensorArray):
+        return [x] if x._dynamic else []
+    if isinstance(x, (list, tuple)):
+        return [a for item in x for a in _growing_arrays(item)]
+    if isinstance(x, dict):
+        return [a for k in sorted(x) for a in _growing_arrays(x[k])]
+    return []
 
 
 def _merged_shape(a, b):
@@ -144,17 +167,53 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     return result_fn()
 
 
-def _loop_function(g, prefix, fn, structure, flat, invariants, what):
-    """Traces `fn` into a function graph; returns (graph, arg placeholders, results)."""
+def _loop_function(g, prefix, fn, structure, flat, invariants, arrays):
+    """Traces `fn` into a function graph; returns (graph, arg placeholders, results, the
+    growing TensorArrays `arrays` as fn saw them)."""
     fg = _FuncGraph(g, prefix)
     with fg.as_default():
         args = []
         for i, v in enumerate(flat):
             shape = invariants[i] if invariants is not None else _shape_or_none(v)
             args.append(ops.placeholder(v.dtype, shape=shape, name="arg_%d" % i))
-        packed = _pack(structure, args)
+        inner = [a._entering_loop() for a in arrays]
+        packed = _pack(structure, args, inner)
         result = fn(*packed) if isinstance(structure, (list, tuple)) else fn(packed)
-    return fg, args, result
+    return fg, args, result, inner
+
+
+def _array_writes(arrays, inner, returned, body_g):
+    """For each growing array the body wrote: (its position in `arrays`, the index, the row),
+    tensors of body_g (Note [Growing TensorArrays] in tensor_array.py)."""
+    if len(returned) != len(inner):
+        raise ValueError("while_loop: body returned %d growing TensorArrays for %d in "
+                         "loop_vars" % (len(returned), len(inner)))
+    writes = []
+    for k, (entered, out) in enumerate(zip(inner, returned)):
+        if out._loop is not entered._loop:
+            raise ValueError("while_loop: body returned TensorArray %d in another place "
+                             "than it came in" % k)
+        if out._pending is None:
+            continue
+        if entered._loop.read:
+            raise ValueError("while_loop: body reads and writes TensorArray %s, whose size "
+                             "is dynamic; give it a fixed size for that (Note [Growing "
+                             "TensorArrays] in shardflow/tensor_array.py)" % out._name)
+        index, row = out._pending
+        dims = _shape_or_none(row)
+        if dims is None or None in dims:
+            declared = arrays[k]._element_shape
+            if declared is None or None in declared:
+                raise ValueError("while_loop: TensorArray %s is written a row of shape %s in "
+                                 "the body; its element shape must be known there (give "
+                                 "element_shape= with every dimension)"
+                                 % (out._name, row.shape))
+            with body_g.as_default():
+                row = ops.reshape(row, declared)
+        index, row = [body_g._capture(t) if t.graph is not body_g else t for t in (index, row)]
+        with body_g.as_default():
+            writes.append((k, ops.reshape(index, []), row))
+    return writes
 
 
 def _union_captures(*graphs):
@@ -197,23 +256,27 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                [0, sf.ones_like(x)])
     """
     single = not isinstance(loop_vars, (list, tuple))
-    op, n = _build_while(cond, body, loop_vars, shape_invariants, back_prop, name,
-                         maximum_iterations)
-    outputs = list(op.outputs[:n])
+    op, _, arrays = _build_while(cond, body, loop_vars, shape_invariants, back_prop, name,
+                                 maximum_iterations)
+    outputs = list(op.outputs[:len(_flatten(loop_vars))])
     if single:
-        return _pack(loop_vars, outputs)   # a tensor, or a TensorArray
-    if len(outputs) == 1 and not return_same_structure:
+        return _pack(loop_vars, outputs, arrays)   # a tensor, or a TensorArray
+    if len(outputs) == 1 and not arrays and not return_same_structure:
         return outputs[0]
-    return _pack(loop_vars, outputs)
+    return _pack(loop_vars, outputs, arrays)
 
 
 def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, name=None,
                  maximum_iterations=None):
-    """Builds the While op of while_loop; returns (op, number of loop variables). Its outputs:
-    the final loop variables, the number of iterations, then (back_prop) each variable as it
-    entered every iteration, stacked ([iterations, ...]; dynamic_rnn reads its outputs there)."""
+    """Builds the While op of while_loop; returns (op, number of loop variables, the growing
+    TensorArrays of loop_vars as they leave the loop). Its outputs: the final loop variables,
+    the number of iterations, then (back_prop) each variable as it entered every iteration,
+    stacked ([iterations, ...]; dynamic_rnn reads its outputs there). The loop variables are
+    those of loop_vars, then an (index, row) pair for each growing TensorArray the body writes
+    (Note [Growing TensorArrays] in tensor_array.py)."""
     g = get_default_graph()
     structure = loop_vars
+    arrays = _growing_arrays(loop_vars)
     flat = []
     for v in _flatten(loop_vars):
         t = convert_to_tensor(v)
@@ -231,15 +294,15 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
                         "tensor bound can go into cond instead" % (maximum_iterations,))
     with g.name_scope(name or "while") as scope:
         prefix = scope[:-1]
-    cond_g, cond_args, pred = _loop_function(g, prefix + "/cond", cond, structure, flat,
-                                             invariants, "cond")
+    cond_g, cond_args, pred, _ = _loop_function(g, prefix + "/cond", cond, structure, flat,
+                                                invariants, arrays)
     with cond_g.as_default():
         pred = convert_to_tensor(pred)
     if pred.dtype != dtypes.bool_ or pred.get_shape().ndims not in (None, 0):
         raise ValueError("while_loop: cond must return a bool scalar, not %s %s"
                          % (pred.dtype.name, pred.get_shape()))
-    body_g, body_args, result = _loop_function(g, prefix + "/body", body, structure, flat,
-                                               invariants, "body")
+    body_g, body_args, result, inner = _loop_function(g, prefix + "/body", body, structure,
+                                                      flat, invariants, arrays)
     with body_g.as_default():
         out = _flatten(result if isinstance(result, (list, tuple, dict)) else [result])
         if len(out) != len(flat):
@@ -256,18 +319,46 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
                 raise ValueError("while_loop: loop variable %s is %s but body returns %s"
                                  % (v.name, v.dtype.name, r.dtype.name))
             results.append(r)
+    writes = _array_writes(arrays, inner, _growing_arrays(result), body_g)
+    for k, index, row in writes:
+        # Two more loop variables: the row written and its index (-1 before any iteration).
+        for value, init in ((index, ops.constant(-1)),
+                            (row, ops.zeros(row.shape.as_list(), dtype=row.dtype))):
+            for fg, fg_args in ((cond_g, cond_args), (body_g, body_args)):
+                with fg.as_default():
+                    fg_args.append(ops.placeholder(value.dtype, shape=value.shape.as_list(),
+                                                   name="arg_%d" % len(flat)))
+            flat.append(init)
+            results.append(value)
+            if invariants is not None:
+                invariants.append(value.shape.as_list())
     captures = _union_captures(cond_g, body_g)
     attrs = {
         "cond": _function_attr(cond_g, cond_args, [pred], captures),
         "body": _function_attr(body_g, body_args, results, captures),
-        "Thistory": [v.dtype._enum for v in flat] if back_prop else [],
+        "Thistory": [v.dtype._enum for v in flat] if back_prop or writes else [],
         "maximum_iterations": -1 if maximum_iterations is None else int(maximum_iterations),
     }
     if invariants is not None:
         attrs["output_shapes"] = [s if s is not None else None for s in invariants]
     op = g._add_op("While", [_InputList(flat), _InputList(captures)], attrs,
                    name=prefix.rsplit("/", 1)[-1])
-    return op, len(flat)
+    n = len(flat)
+    leaving = list(arrays)
+    first = n - 2 * len(writes)
+    for w, (k, _, _) in enumerate(writes):
+        rows = []
+        for j in (first + 2 * w, first + 2 * w + 1):
+            # Leaving the last iteration, then entering iterations 1..: every iteration's row
+            # (the last input of Concat may have a size unknown when the graph is built).
+            history = op.outputs[n + 1 + j]
+            later = ops.maximum(ops.shape(history)[0] - 1, 0)   # no slice: there may be none
+            later = ops.cumsum(ops.fill(ops.reshape(later, [1]), 1), exclusive=True) + 1
+            every = ops.concat([ops.expand_dims(op.outputs[j], 0),
+                                array_ops.gather(history, later)], 0)
+            rows.append(every if back_prop else ops.stop_gradient(every))
+        leaving[k] = arrays[k]._place(rows[0], rows[1])
+    return op, n, leaving
 
 
 def _flatten_like(structure, value):

@@ -91,7 +91,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
             res = fn(_slice(elems, flat, ops.minimum(nxt, ops.subtract(size, 1))))
             return [nxt] + [convert_to_tensor(r) for r in _flatten(res)]
 
-        op, count = _build_while(cond, body, [ops.constant(0)] + first_flat, back_prop=True,
+        op, count, _ = _build_while(cond, body, [ops.constant(0)] + first_flat, back_prop=True,
                                  name="while")
         outs = [_history(op, count, 1 + k) for k in range(len(first_flat))]
         return _pack(first, outs)
@@ -138,7 +138,7 @@ def scan(fn, elems, initializer=None, parallel_iterations=None, back_prop=True,
                      _slice(elems, flat, ops.minimum(nxt, ops.subtract(size, 1))))
             return [nxt] + [convert_to_tensor(r) for r in _flatten(res)]
 
-        op, count = _build_while(cond, body, [ops.constant(0)] + first_flat,
+        op, count, _ = _build_while(cond, body, [ops.constant(0)] + first_flat,
                                  back_prop=True, name="while")
         outs = [_history(op, count, 1 + k) for k in range(len(first_flat))]
         return _pack(first, outs)
@@ -175,7 +175,7 @@ def _fold(fn, elems, initializer, reverse, what):
         res = fn(_pack(acc0, list(acc)), _slice(elems, flat, index(t)))
         return [ops.add(t, 1)] + [convert_to_tensor(r) for r in _flatten(res)]
 
-    op, count = _build_while(cond, body, [t0] + acc_flat, back_prop=True, name="while")
+    op, count, _ = _build_while(cond, body, [t0] + acc_flat, back_prop=True, name="while")
     return _pack(acc0, list(op.outputs[1:count]))
 
 

@@ -401,7 +401,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             out, flat = step(nxt, out, list(state), new_out, new_state)
             return [nxt, out] + flat
 
-        op, n = _build_while(cond, body, [ops.constant(0), out0] + state0, name="while")
+        op, n, _ = _build_while(cond, body, [ops.constant(0), out0] + state0, name="while")
         outputs = op.outputs[n + 1 + 1]          # history of the output variable: [time, ...]
         if isinstance(time, int):
             outputs = ops.reshape(outputs, [time, dims[1] if dims[1] is not None else -1,

@@ -10,31 +10,53 @@ Example (a loop collecting one row per step)::
     _, _, ta = sf.while_loop(lambda t, h, ta: t < n_steps, body, [0, h0, ta])
     outputs = ta.stack()                                   # [n_steps, batch, units]
 
-Note [TensorArray as a buffer]. The array is one tensor of shape [size] + element_shape that a
-while_loop carries like any loop variable (control_flow.py flattens a TensorArray to it and
-rebuilds it inside the body); write(i, v) is a masked update of row i and read(i) a gather, so
-gradients are the ordinary ones of those ops. Hence: `size` must be known when the array is made
-(a Python int or a constant), and so must the element shape (element_shape=, or the first
-write / unstack outside a loop). dynamic_size=True is accepted only with such a size, taken as
-the capacity (a write past it fails the step). Each write costs O(size x element): meant for the
-loop lengths of RNN-style code, not for very long loops.
+Note [TensorArray as a buffer]. A fixed-size array (`size` a Python int, dynamic_size off) is
+one tensor of shape [size] + element_shape that a while_loop carries like any loop variable
+(control_flow.py flattens the array to it and rebuilds it inside the body); write(i, v) is a
+masked update of row i and read(i) a gather, so gradients are the ordinary ones of those ops.
+Its element shape must be known (element_shape=, or the first write / unstack outside a loop),
+and each write costs O(size x element): meant for the loop lengths of RNN-style code.
+
+Note [Growing TensorArrays]. With dynamic_size=True, or a size that is a tensor, the array
+grows: outside loops every write places its row into a buffer padded to max(size, index + 1).
+A while_loop does not carry such an array (its length changes per iteration, and a loop
+variable's history must keep one shape, Note [While as a function call]); instead the loop
+carries the row written in the iteration and its index, two loop variables of fixed shape, and
+after the loop the rows, read from the loop's history, are placed into the array as it entered
+the loop (control_flow._build_while). So inside a loop body such an array takes one write per
+iteration (of an element shape known when the body is traced), reads see the array as it
+entered the loop, and a body may not both read and write it; give a fixed size for that.
+`clear_after_read` and `infer_shape` are accepted: elements may be read more than once.
 """
 
 import numpy as np
 
-from shardflow import dtypes, ops
+from shardflow import array_ops, dtypes, ops
 from shardflow.framework import TensorShape, convert_to_tensor
 
 
-def _static_int(x, what):
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    raise ValueError("TensorArray: %s must be known when the graph is built (a Python int); got "
-                     "%r (Note [TensorArray as a buffer] in shardflow/tensor_array.py)" % (what, x))
+def _int32(x):
+    return ops.cast(convert_to_tensor(x), dtypes.int32)
+
+
+def _count_up(n):
+    """[0, 1, ..., n - 1] for an int32 scalar tensor n (tf.range takes Python numbers only)."""
+    return ops.cumsum(ops.fill(ops.reshape(n, [1]), 1), exclusive=True)
+
+
+def _known(dims):
+    return dims is not None and all(d is not None for d in dims)
+
+
+class _LoopState:
+    """What a while_loop body did with one growing array (Note [Growing TensorArrays])."""
+
+    def __init__(self):
+        self.read = False
 
 
 class TensorArray:
-    """A fixed-size array of tensors of one dtype and shape (see the module's text)."""
+    """An array of tensors of one dtype and shape (see the module's text)."""
 
     def __init__(self, dtype, size=None, dynamic_size=None, clear_after_read=None,
                  tensor_array_name=None, handle=None, flow=None, infer_shape=True,
@@ -42,49 +64,128 @@ class TensorArray:
                  _value=None):
         self._dtype = dtypes.as_dtype(dtype)
         self._name = name or tensor_array_name or "TensorArray"
+        self._loop = None        # a _LoopState inside a while_loop body (growing arrays only)
+        self._pending = None     # (index, value) written in this iteration of that body
+        self._element_shape = None
+        if element_shape is not None and TensorShape(element_shape).ndims is not None:
+            self._element_shape = TensorShape(element_shape).as_list()
         if _value is not None:
-            self._value = _value
-            dims = _value.shape.as_list()
-            self._size, self._element_shape = dims[0], dims[1:]
+            self._dynamic = bool(dynamic_size)
+            self._set_value(_value)
             return
         if size is None:
-            raise ValueError("TensorArray needs a size here (dynamic_size arrays need an upper "
-                             "bound as size; Note [TensorArray as a buffer])")
-        self._size = _static_int(size, "size")
+            if not dynamic_size:
+                raise ValueError("TensorArray needs a size (or dynamic_size=True)")
+            size = 0
+        self._dynamic = bool(dynamic_size) or not isinstance(size, (int, np.integer))
         self._value = None
-        self._element_shape = None
-        if element_shape is not None:
-            shape = TensorShape(element_shape)
-            if shape.ndims is not None and all(d is not None for d in shape.as_list()):
-                self._element_shape = shape.as_list()
-                self._value = ops.zeros([self._size] + self._element_shape, dtype=self._dtype)
+        if self._dynamic:
+            self._size = None
+            self._min_size = int(size) if isinstance(size, (int, np.integer)) else _int32(size)
+            return
+        self._size = int(size)
+        if _known(self._element_shape):
+            self._value = ops.zeros([self._size] + self._element_shape, dtype=self._dtype)
 
-    # ---- the buffer -------------------------------------------------------------------------
+    def _set_value(self, value):
+        self._value = value
+        dims = value.shape.as_list() if value.shape.ndims is not None else None
+        self._size = None if self._dynamic or dims is None else dims[0]
+        self._min_size = 0
+        if dims is not None and self._element_shape is None:
+            self._element_shape = dims[1:]
+
+    def _with(self, value):
+        return TensorArray(self._dtype, name=self._name, dynamic_size=self._dynamic,
+                           element_shape=self._element_shape, _value=value)
+
+    # ---- a fixed-size buffer (Note [TensorArray as a buffer]) -------------------------------
 
     def _ensure(self, element, what):
         if self._value is not None:
             return
         dims = element.shape.as_list() if element.shape.ndims is not None else None
-        if dims is None or any(d is None for d in dims):
+        if not _known(dims):
             raise ValueError("TensorArray.%s: the element shape must be known (give "
                              "element_shape= when making the array); got %s"
                              % (what, element.shape))
         self._element_shape = dims
         self._value = ops.zeros([self._size] + dims, dtype=self._dtype)
 
-    def _with(self, value):
-        return TensorArray(self._dtype, name=self._name, _value=value)
+    # ---- a growing array (Note [Growing TensorArrays]) --------------------------------------
+
+    def _place(self, indices, rows):
+        """The array with rows[k] at indices[k] (int32 [K]; rows [K] + element shape), grown
+        to max(size, max(indices) + 1)."""
+        from shardflow.segment_ops import unsorted_segment_sum
+        elem = rows.shape.as_list()[1:] if rows.shape.ndims is not None else None
+        elem_dims = ops.shape(rows)[1:]
+        if self._value is None:
+            have = self._min_size
+        else:
+            have = ops.shape(self._value)[0]
+        size = ops.maximum(ops.maximum(have, self._min_size),
+                           ops.reduce_max(ops.concat([indices + 1, ops.zeros([1], dtypes.int32)],
+                                                     0)))
+        if self._value is None:
+            zero = ops.constant(0, dtype=self._dtype)
+            base = ops.fill(ops.concat([ops.reshape(size, [1]), elem_dims], 0), zero)
+        else:
+            # Rows 0..have-1 in place (a segment sum, as Concat's gradient needs sizes).
+            base = unsorted_segment_sum(self._value, _count_up(have), size)
+        # A row at index -1 (from a loop that ran no iteration) goes to a spare row, `size`.
+        rank = len(elem) if elem is not None else rows.shape.ndims - 1
+        missing = ops.cast(ops.less(indices, 0), dtypes.int32)
+        at = indices + missing * (size + 1)
+        in_place = _count_up(size)
+        placed = array_ops.gather(unsorted_segment_sum(rows, at, size + 1), in_place)
+        hits = array_ops.gather(unsorted_segment_sum(ops.ones_like(at), at, size + 1), in_place)
+        keep = ops.reshape(ops.cast(ops.equal(hits, 0), self._dtype), [-1] + [1] * rank)
+        value = base * keep + placed
+        if _known(elem):
+            value = ops.reshape(value, [-1] + elem)
+        return self._with(value)
+
+    def _entering_loop(self):
+        """This array as a while_loop body (or cond) sees it."""
+        inner = TensorArray(self._dtype, name=self._name, dynamic_size=True,
+                            element_shape=self._element_shape, size=0)
+        inner._value, inner._min_size, inner._loop = self._value, self._min_size, _LoopState()
+        return inner
+
+    def _in_loop(self, what):
+        if self._loop is not None:
+            raise ValueError("TensorArray.%s inside a while_loop body: an array with "
+                             "dynamic_size (or a tensor size) takes only one write per "
+                             "iteration there; give a fixed size to do more (Note [Growing "
+                             "TensorArrays] in shardflow/tensor_array.py)" % what)
+
+    def _contents(self, what):
+        if self._loop is not None:
+            self._loop.read = True
+        if self._value is not None:
+            return self._value
+        if self._dynamic and _known(self._element_shape):
+            dims = ops.concat([ops.reshape(_int32(self._min_size), [1]),
+                               ops.constant(np.array(self._element_shape, np.int32))], 0)
+            return ops.reshape(ops.fill(dims, ops.constant(0, dtype=self._dtype)),
+                               [-1] + self._element_shape)
+        raise ValueError("TensorArray.%s: nothing written yet and no element_shape" % what)
+
+    # ---- the array --------------------------------------------------------------------------
 
     @property
     def dtype(self):
         return self._dtype
 
     @property
+    def element_shape(self):
+        return TensorShape(self._element_shape)
+
+    @property
     def flow(self):
-        """The buffer tensor ([size] + element shape); what a while_loop carries."""
-        if self._value is None:
-            raise ValueError("TensorArray: nothing written yet and no element_shape")
-        return self._value
+        """The contents as one tensor ([size] + element shape)."""
+        return self._contents("flow")
 
     @property
     def handle(self):
@@ -92,7 +193,12 @@ class TensorArray:
 
     def size(self, name=None):
         """The number of elements (an int32 scalar)."""
-        return ops.constant(np.int32(self._size), name=name)
+        if not self._dynamic:
+            return ops.constant(np.int32(self._size), name=name)
+        self._in_loop("size")
+        if self._value is None:
+            return ops.identity(_int32(self._min_size), name=name)
+        return ops.identity(ops.shape(self._value)[0], name=name)
 
     def identity(self):
         return self
@@ -105,37 +211,51 @@ class TensorArray:
     def write(self, index, value, name=None):
         """A new TensorArray with element `index` set to `value`."""
         value = convert_to_tensor(value, dtype=self._dtype)
+        index = _int32(index)
+        if self._loop is not None:
+            if self._pending is not None:
+                self._in_loop("write (a second one)")
+            out = TensorArray(self._dtype, name=self._name, dynamic_size=True, size=0,
+                              element_shape=self._element_shape)
+            out._value, out._min_size, out._loop = self._value, self._min_size, self._loop
+            out._pending = (index, value)
+            return out
+        if self._dynamic:
+            return self._place(ops.reshape(index, [1]), ops.expand_dims(value, 0))
         self._ensure(value, "write")
-        index = ops.cast(convert_to_tensor(index), dtypes.int32)
-        from shardflow.array_ops import one_hot
-        mask = ops.reshape(one_hot(index, self._size, dtype=self._dtype),
+        mask = ops.reshape(array_ops.one_hot(index, self._size, dtype=self._dtype),
                            [self._size] + [1] * len(self._element_shape))
         new = self._value * (1 - mask) + mask * ops.expand_dims(value, 0)
         return self._with(ops.identity(new, name=name))
 
     def read(self, index, name=None):
         """Element `index`."""
-        from shardflow.array_ops import gather
-        return gather(self.flow, ops.cast(convert_to_tensor(index), dtypes.int32), name=name)
+        return array_ops.gather(self._contents("read"), _int32(index), name=name)
 
     def stack(self, name=None):
         """All elements as one tensor [size] + element shape."""
-        return ops.identity(self.flow, name=name)
+        self._in_loop("stack")
+        return ops.identity(self._contents("stack"), name=name)
 
     def gather(self, indices, name=None):
         """The elements at `indices`, stacked."""
-        from shardflow.array_ops import gather
-        return gather(self.flow, ops.cast(convert_to_tensor(indices), dtypes.int32), name=name)
+        return array_ops.gather(self._contents("gather"), _int32(indices), name=name)
 
     def concat(self, name=None):
         """The elements joined along their first dimension."""
-        dims = self.flow.shape.as_list()
-        return ops.reshape(self.flow, [-1] + dims[2:], name=name)
+        self._in_loop("concat")
+        flow = self._contents("concat")
+        return ops.reshape(flow, [-1] + flow.shape.as_list()[2:], name=name)
 
     def unstack(self, value, name=None):
-        """A TensorArray whose elements are the rows of `value` (its size must match)."""
+        """A TensorArray whose elements are the rows of `value`."""
+        self._in_loop("unstack")
         value = convert_to_tensor(value, dtype=self._dtype)
         dims = value.shape.as_list() if value.shape.ndims else None
+        if self._dynamic:
+            if value.shape.ndims == 0:
+                raise ValueError("TensorArray.unstack needs a value with a first dimension")
+            return self._with(ops.identity(value, name=name))
         if not dims or dims[0] is None:
             raise ValueError("TensorArray.unstack needs a value with a known first dimension, "
                              "got %s" % value.shape)
@@ -146,11 +266,14 @@ class TensorArray:
 
     def scatter(self, indices, value, name=None):
         """A new TensorArray with element indices[k] set to value[k]."""
+        self._in_loop("scatter")
         value = convert_to_tensor(value, dtype=self._dtype)
+        idx = ops.reshape(_int32(indices), [-1])
+        if self._dynamic:
+            return self._place(idx, value)
         dims = value.shape.as_list()
         self._ensure(ops.zeros(dims[1:], dtype=self._dtype), "scatter")
         from shardflow.segment_ops import unsorted_segment_sum
-        idx = ops.reshape(ops.cast(convert_to_tensor(indices), dtypes.int32), [-1])
         placed = unsorted_segment_sum(value, idx, self._size)
         hit = unsorted_segment_sum(ops.ones_like(ops.cast(idx, self._dtype)), idx, self._size)
         keep = ops.reshape(ops.cast(ops.equal(hit, 0), self._dtype),
@@ -159,16 +282,19 @@ class TensorArray:
 
     def split(self, value, lengths, name=None):
         """A new TensorArray of value's pieces along dimension 0 (equal lengths only here)."""
+        self._in_loop("split")
         lengths = [int(n) for n in np.asarray(lengths).reshape(-1)]
-        if len(set(lengths)) != 1 or len(lengths) != self._size:
+        count = len(lengths) if self._dynamic else self._size
+        if len(set(lengths)) != 1 or len(lengths) != count:
             raise ValueError("TensorArray.split: %d equal lengths needed, got %r"
-                             % (self._size, lengths))
+                             % (count, lengths))
         value = convert_to_tensor(value, dtype=self._dtype)
         dims = value.shape.as_list()
-        return self._with(ops.reshape(value, [self._size, lengths[0]] + dims[1:], name=name))
+        return self._with(ops.reshape(value, [count, lengths[0]] + dims[1:], name=name))
 
     def __repr__(self):
-        return "<sf.TensorArray size=%d dtype=%s>" % (self._size, self._dtype.name)
+        size = "dynamic" if self._dynamic else self._size
+        return "<sf.TensorArray size=%s dtype=%s>" % (size, self._dtype.name)
 
 
 __all__ = ["TensorArray"]
