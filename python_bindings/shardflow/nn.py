@@ -6,7 +6,8 @@ in value and gradient: Note [Stable composites] below.
 
 Images are NHWC ([batch, height, width, channels]); filters are [height, width, in, out].
 conv1d, depthwise_conv2d and separable_conv2d are composed from Conv2D (conv_composites.py);
-the candidate samplers, nce_loss and sampled_softmax_loss live in candidate_sampling.py.
+the candidate samplers, nce_loss and sampled_softmax_loss live in candidate_sampling.py, the
+CTC loss and decoders in ctc_ops.py.
 
 Example::
 
@@ -27,6 +28,8 @@ from shardflow.rnn_cell import (bidirectional_dynamic_rnn, dynamic_rnn,  # noqa:
 from shardflow.candidate_sampling import (fixed_unigram_candidate_sampler,  # noqa: F401
                                           log_uniform_candidate_sampler, nce_loss,
                                           sampled_softmax_loss, uniform_candidate_sampler)
+from shardflow.ctc_ops import (ctc_beam_search_decoder, ctc_greedy_decoder,  # noqa: F401
+                               ctc_loss)
 from shardflow.conv_composites import (_rates, atrous_conv2d, dilated_conv2d,  # noqa: F401
                                        conv1d, depthwise_conv2d,
                                        separable_conv2d)
