@@ -1,7 +1,8 @@
 """tf.contrib.seq2seq, the part TF1 sequence-to-sequence programs use most: sequence_loss, and
 decoding with BasicDecoder + TrainingHelper (teacher forcing, one dynamic_rnn) or
 GreedyEmbeddingHelper (feeding back the argmax's embedding until end_token, unrolled up to
-maximum_iterations), through dynamic_decode. Attention wrappers and beam search are not here.
+maximum_iterations), through dynamic_decode. The attention mechanisms and AttentionWrapper are
+in seq2seq_attention.py; beam search is not here.
 
 Example::
 
@@ -18,6 +19,8 @@ from shardflow import array_ops, dtypes, ops
 from shardflow.framework import convert_to_tensor
 from shardflow.nn import sparse_softmax_cross_entropy_with_logits
 from shardflow.rnn_cell import dynamic_rnn
+from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
+                                         BahdanauAttention, LuongAttention, tile_batch)
 from shardflow.variable_scope import variable_scope
 
 
@@ -140,5 +143,6 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     return BasicDecoderOutput(outputs, sample_id), state, lengths
 
 
-__all__ = ["BasicDecoder", "BasicDecoderOutput", "GreedyEmbeddingHelper", "TrainingHelper",
-           "dynamic_decode", "sequence_loss"]
+__all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",
+           "BasicDecoderOutput", "GreedyEmbeddingHelper", "LuongAttention", "TrainingHelper",
+           "dynamic_decode", "sequence_loss", "tile_batch"]

@@ -200,19 +200,25 @@ def _array_writes(arrays, inner, returned, body_g):
                              "is dynamic; give it a fixed size for that (Note [Growing "
                              "TensorArrays] in shardflow/tensor_array.py)" % out._name)
         index, row = out._pending
+        index, row = [body_g._capture(t) if t.graph is not body_g else t for t in (index, row)]
         dims = _shape_or_none(row)
-        if dims is None or None in dims:
-            declared = arrays[k]._element_shape
-            if declared is None or None in declared:
-                raise ValueError("while_loop: TensorArray %s is written a row of shape %s in "
-                                 "the body; its element shape must be known there (give "
-                                 "element_shape= with every dimension)"
-                                 % (out._name, row.shape))
+        declared = arrays[k]._element_shape
+        if dims is not None and None not in dims:
+            init = ops.zeros(dims, dtype=row.dtype)
+        elif declared is not None and None not in declared:
             with body_g.as_default():
                 row = ops.reshape(row, declared)
-        index, row = [body_g._capture(t) if t.graph is not body_g else t for t in (index, row)]
+            init = ops.zeros(declared, dtype=row.dtype)
+        elif arrays[k]._value is not None:
+            # The rows before the loop give the element shape when the step runs.
+            init = ops.fill(ops.shape(arrays[k]._value)[1:], ops.constant(0, dtype=row.dtype))
+        else:
+            raise ValueError("while_loop: TensorArray %s is written a row of shape %s in the "
+                             "body; its element shape must be known there (give "
+                             "element_shape= with every dimension, or write an element before "
+                             "the loop)" % (out._name, row.shape))
         with body_g.as_default():
-            writes.append((k, ops.reshape(index, []), row))
+            writes.append((k, ops.reshape(index, []), row, init))
     return writes
 
 
@@ -320,18 +326,17 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
                                  % (v.name, v.dtype.name, r.dtype.name))
             results.append(r)
     writes = _array_writes(arrays, inner, _growing_arrays(result), body_g)
-    for k, index, row in writes:
+    for k, index, row, row_init in writes:
         # Two more loop variables: the row written and its index (-1 before any iteration).
-        for value, init in ((index, ops.constant(-1)),
-                            (row, ops.zeros(row.shape.as_list(), dtype=row.dtype))):
+        for value, init in ((index, ops.constant(-1)), (row, row_init)):
             for fg, fg_args in ((cond_g, cond_args), (body_g, body_args)):
                 with fg.as_default():
-                    fg_args.append(ops.placeholder(value.dtype, shape=value.shape.as_list(),
+                    fg_args.append(ops.placeholder(value.dtype, shape=_shape_or_none(value),
                                                    name="arg_%d" % len(flat)))
             flat.append(init)
             results.append(value)
             if invariants is not None:
-                invariants.append(value.shape.as_list())
+                invariants.append(_shape_or_none(value))
     captures = _union_captures(cond_g, body_g)
     attrs = {
         "cond": _function_attr(cond_g, cond_args, [pred], captures),
@@ -346,7 +351,7 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
     n = len(flat)
     leaving = list(arrays)
     first = n - 2 * len(writes)
-    for w, (k, _, _) in enumerate(writes):
+    for w, (k, _, _, _) in enumerate(writes):
         rows = []
         for j in (first + 2 * w, first + 2 * w + 1):
             # Leaving the last iteration, then entering iterations 1..: every iteration's row

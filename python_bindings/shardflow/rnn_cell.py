@@ -18,7 +18,7 @@ outputs are read from the loop's history of the output variable, so nothing grow
 import collections
 
 from shardflow import array_ops, dtypes, ops
-from shardflow.control_flow import _build_while, _flatten, _pack
+from shardflow.control_flow import _build_while, _flatten, _growing_arrays, _pack
 from shardflow.framework import convert_to_tensor
 from shardflow.variable_scope import (constant_initializer, get_variable, variable_scope,
                                       zeros_initializer)
@@ -379,9 +379,13 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             # was not (n − o + o can be an ulp off n), so a final state differed from the
             # output it stopped at.
             drop = ops.subtract(1.0, keep)
+            # A step counter (AttentionWrapperState.time) stops at the end of the input.
             state = [ops.add(ops.multiply(keep, n), ops.multiply(drop, o))
+                     if n.dtype.is_floating and n.shape.ndims != 0 else
+                     ops.add(o, ops.multiply(ops.cast(ops.less(t, time), n.dtype),
+                                             ops.subtract(n, o)))
                      for n, o in zip(_flatten(new_state), flat)]
-            return out, state
+            return out, _pack(new_state, state, _growing_arrays(new_state))
 
         # Step 0 runs before the loop, and iteration t computes step t + 1: the loop's history
         # of the output variable (each value as it enters an iteration) is then exactly
@@ -391,24 +395,25 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         zero = ops.zeros_like(first_out)
         out0, state0 = step(0, zero, flat_init, first_out, first_state)
 
-        def cond(t, out, *state):
+        def cond(t, out, state):
             return ops.less(t, time)
 
-        def body(t, out, *state):
+        def body(t, out, state):
             nxt = ops.add(t, 1)
             x_t = array_ops.gather(x, ops.minimum(nxt, ops.subtract(time, 1)))
-            new_out, new_state = cell(x_t, _pack(initial_state, list(state)))
-            out, flat = step(nxt, out, list(state), new_out, new_state)
-            return [nxt, out] + flat
+            new_out, new_state = cell(x_t, state)
+            return [nxt] + list(step(nxt, out, _flatten(state), new_out, new_state))
 
-        op, n, _ = _build_while(cond, body, [ops.constant(0), out0] + state0, name="while")
+        op, n, arrays = _build_while(cond, body, [ops.constant(0), out0, state0], name="while")
         outputs = op.outputs[n + 1 + 1]          # history of the output variable: [time, ...]
         if isinstance(time, int):
             outputs = ops.reshape(outputs, [time, dims[1] if dims[1] is not None else -1,
                                             cell.output_size])
         if not time_major:
             outputs = ops.transpose(outputs, [1, 0, 2])
-        state = _pack(initial_state, list(op.outputs[2:n]))
+        # A TensorArray in the state (AttentionWrapper's alignment_history) was written by
+        # the discarded last step too: it keeps its first `time` elements.
+        state = _pack(state0, list(op.outputs[2:n]), [a._first(time) for a in arrays])
     return outputs, state
 
 

@@ -146,6 +146,10 @@ class TensorArray:
             value = ops.reshape(value, [-1] + elem)
         return self._with(value)
 
+    def _first(self, n):
+        """This array cut to its first n elements (n an int or an int32 scalar)."""
+        return self._with(array_ops.gather(self._contents("_first"), _count_up(_int32(n))))
+
     def _entering_loop(self):
         """This array as a while_loop body (or cond) sees it."""
         inner = TensorArray(self._dtype, name=self._name, dynamic_size=True,

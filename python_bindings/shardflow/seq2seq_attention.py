@@ -1,0 +1,300 @@
+"""tf.contrib.seq2seq's attention: BahdanauAttention (additive), LuongAttention
+(multiplicative), AttentionWrapper (an RNN cell attending over a memory at every step, as
+dynamic_rnn, BasicDecoder or a hand-written loop drive it), AttentionWrapperState and
+tile_batch, with TF1's variable names (memory_layer, query_layer, attention_v, attention_g,
+attention_layer).
+
+Example::
+
+    attention = sf.contrib.seq2seq.LuongAttention(units, encoder_outputs,
+                                                  memory_sequence_length=source_lengths)
+    cell = sf.contrib.seq2seq.AttentionWrapper(sf.nn.rnn_cell.LSTMCell(units), attention,
+                                               attention_layer_size=units,
+                                               alignment_history=True)
+    state = cell.zero_state(batch, sf.float32).clone(cell_state=encoder_state)
+    outputs, final = sf.nn.dynamic_rnn(cell, decoder_inputs, initial_state=state)
+    alignments = final.alignment_history.stack()           # [time, batch, memory_time]
+
+Positions of the memory past memory_sequence_length get score_mask_value (-inf) before the
+softmax, so they get no attention; the memory there is zeroed as in TF1.
+"""
+
+import collections
+
+import numpy as np
+
+from shardflow import array_ops, dtypes, ops
+from shardflow.array_composites import sequence_mask
+from shardflow.framework import convert_to_tensor
+from shardflow.rnn_cell import RNNCell
+from shardflow.tensor_array import TensorArray
+from shardflow.variable_scope import (constant_initializer, get_variable,
+                                      variable_scope)
+
+
+class _Projection:
+    """x @ kernel, no bias (TF1's memory_layer, query_layer and attention_layer); the kernel,
+    "<scope>/<name>/kernel" in the input's dtype, is made on the first call."""
+
+    def __init__(self, units, name):
+        self.units, self._name, self._kernel = int(units), name, None
+
+    def __call__(self, x):
+        if self._kernel is None:
+            depth = x.shape.as_list()[-1]
+            with variable_scope(self._name):
+                self._kernel = get_variable("kernel", [depth, self.units], dtype=x.dtype)
+        return ops.matmul(x, self._kernel)
+
+
+def _dense_3d(layer, x):
+    """`layer` (a _Projection) on the last dimension of x [batch, time, depth]."""
+    depth = x.shape.as_list()[-1]
+    flat = layer(ops.reshape(x, [-1, depth]))
+    shape = ops.concat([ops.shape(x)[:2], ops.constant(np.array([layer.units], np.int32))], 0)
+    return ops.reshape(flat, shape)
+
+
+def _batch(x):
+    b = x.shape.as_list()[0] if x.shape.ndims else None
+    return b if b is not None else ops.shape(x)[0]
+
+
+class _BaseAttentionMechanism:
+    """Keys (the memory through memory_layer) and values (the memory) for a query to score."""
+
+    def __init__(self, num_units, memory, memory_sequence_length, probability_fn,
+                 score_mask_value, query_layer, name):
+        self._num_units = int(num_units)
+        self._name = name
+        self._probability_fn = probability_fn or (lambda score, _: _softmax(score))
+        self._score_mask_value = score_mask_value
+        self.query_layer = query_layer
+        with variable_scope(name):
+            memory = convert_to_tensor(memory)
+            if memory.shape.ndims != 3 or memory.shape.as_list()[-1] is None:
+                raise ValueError("%s: memory must be [batch, max_time, depth] with a known "
+                                 "depth, got %s" % (name, memory.shape))
+            self._mask = None
+            if memory_sequence_length is not None:
+                self._mask = sequence_mask(memory_sequence_length, ops.shape(memory)[1],
+                                           dtype=dtypes.bool_)
+                memory = memory * ops.expand_dims(ops.cast(self._mask, memory.dtype), 2)
+            self.values = memory
+            self.memory_layer = _Projection(num_units, "memory_layer")
+            self.keys = _dense_3d(self.memory_layer, memory)
+        self.batch_size = _batch(memory)
+        self.alignments_size = memory.shape.as_list()[1] or ops.shape(memory)[1]
+
+    @property
+    def state_size(self):
+        return self.alignments_size
+
+    def initial_alignments(self, batch_size, dtype):
+        return ops.fill(array_ops.stack([convert_to_tensor(batch_size),
+                                         convert_to_tensor(self.alignments_size)]),
+                        ops.constant(0, dtype=dtype))
+
+    def initial_state(self, batch_size, dtype):
+        return self.initial_alignments(batch_size, dtype)
+
+    def __call__(self, query, state):
+        """(alignments [batch, max_time], next state: the alignments)."""
+        with variable_scope(self._name):
+            score = self._score(query)
+        if self._mask is not None:
+            fill = ops.fill(ops.shape(score), ops.constant(self._score_mask_value, score.dtype))
+            score = array_ops.where(self._mask, score, fill)
+        alignments = self._probability_fn(score, state)
+        return alignments, alignments
+
+
+def _softmax(score):
+    from shardflow.nn import softmax
+    return softmax(score)
+
+
+class BahdanauAttention(_BaseAttentionMechanism):
+    """score = v . tanh(keys + query_layer(query)) (normalize: v = g v / |v| with a bias b)."""
+
+    def __init__(self, num_units, memory, memory_sequence_length=None, normalize=False,
+                 probability_fn=None, score_mask_value=None, dtype=None,
+                 custom_key_value_fn=None, name="BahdanauAttention"):
+        super().__init__(num_units, memory, memory_sequence_length, probability_fn,
+                         -np.inf if score_mask_value is None else score_mask_value,
+                         _Projection(num_units, "query_layer"), name)
+        self._normalize = normalize
+
+    def _score(self, query):
+        processed = ops.expand_dims(self.query_layer(query), 1)
+        dtype = processed.dtype
+        v = get_variable("attention_v", [self._num_units], dtype=dtype)
+        if self._normalize:
+            g = get_variable("attention_g", [], dtype=dtype,
+                             initializer=constant_initializer(np.sqrt(1.0 / self._num_units)))
+            b = get_variable("attention_b", [self._num_units], dtype=dtype,
+                             initializer=constant_initializer(0.0))
+            v = g * v / ops.sqrt(ops.reduce_sum(v * v))
+            return ops.reduce_sum(v * ops.tanh(self.keys + processed + b), axis=2)
+        return ops.reduce_sum(v * ops.tanh(self.keys + processed), axis=2)
+
+
+class LuongAttention(_BaseAttentionMechanism):
+    """score = keys . query (scale: times a learned scalar g); the query's depth must be
+    num_units."""
+
+    def __init__(self, num_units, memory, memory_sequence_length=None, scale=False,
+                 probability_fn=None, score_mask_value=None, dtype=None,
+                 custom_key_value_fn=None, name="LuongAttention"):
+        super().__init__(num_units, memory, memory_sequence_length, probability_fn,
+                         -np.inf if score_mask_value is None else score_mask_value, None, name)
+        self._scale = scale
+
+    def _score(self, query):
+        depth = query.shape.as_list()[-1]
+        if depth != self._num_units:
+            raise ValueError("LuongAttention: the query's depth (%s) must equal num_units (%d);"
+                             " the wrapped cell's output is the query" % (depth, self._num_units))
+        score = ops.reduce_sum(self.keys * ops.expand_dims(query, 1), axis=2)
+        if self._scale:
+            g = get_variable("attention_g", [], dtype=score.dtype,
+                             initializer=constant_initializer(1.0))
+            score = g * score
+        return score
+
+
+class AttentionWrapperState(collections.namedtuple(
+        "AttentionWrapperState", ("cell_state", "attention", "time", "alignments",
+                                  "alignment_history", "attention_state"))):
+    """The state of an AttentionWrapper: the wrapped cell's state, the last attention vector,
+    the step (int32), the last alignments, their TensorArray history (or () when not kept) and
+    the mechanism's state."""
+
+    def clone(self, **kwargs):
+        """This state with the fields named in kwargs replaced (e.g. cell_state=)."""
+        return self._replace(**kwargs)
+
+
+class AttentionWrapper(RNNCell):
+    """`cell` with attention over `attention_mechanism`'s memory: at each step the cell reads
+    [inputs, previous attention], its output queries the mechanism, and the attention is the
+    alignment-weighted memory (through attention_layer when attention_layer_size is given,
+    Luong's concat(cell output, context) @ W). The output is the attention (output_attention)
+    or the cell's output."""
+
+    _default_name = "attention_wrapper"
+
+    def __init__(self, cell, attention_mechanism, attention_layer_size=None,
+                 alignment_history=False, cell_input_fn=None, output_attention=True,
+                 initial_cell_state=None, name=None, attention_layer=None):
+        self._cell = cell
+        self._single = not isinstance(attention_mechanism, (list, tuple))
+        self._mechanisms = [attention_mechanism] if self._single else list(attention_mechanism)
+        sizes = attention_layer_size
+        if sizes is not None and not isinstance(sizes, (list, tuple)):
+            sizes = [sizes]
+        if sizes is not None and len(sizes) != len(self._mechanisms):
+            raise ValueError("AttentionWrapper: %d attention_layer_size values for %d "
+                             "mechanisms" % (len(sizes), len(self._mechanisms)))
+        self._layers = None
+        if attention_layer is not None:
+            self._layers = [attention_layer] if not isinstance(attention_layer, (list, tuple)) \
+                else list(attention_layer)
+        elif sizes is not None:
+            self._layers = [_Projection(s, "attention_layer") for s in sizes]
+        self._attention_size = (sum(layer.units for layer in self._layers) if self._layers
+                                else sum(m.values.shape.as_list()[-1] for m in self._mechanisms))
+        self._alignment_history = alignment_history
+        self._cell_input_fn = cell_input_fn or (lambda inputs, attention:
+                                                ops.concat([inputs, attention], -1))
+        self._output_attention = output_attention
+        self._initial_cell_state = initial_cell_state
+        self._name = name
+        self._scope = None
+
+    @property
+    def output_size(self):
+        return self._attention_size if self._output_attention else self._cell.output_size
+
+    @property
+    def state_size(self):
+        return AttentionWrapperState(
+            cell_state=self._cell.state_size, attention=self._attention_size, time=(),
+            alignments=self._pick([m.alignments_size for m in self._mechanisms]),
+            alignment_history=(), attention_state=self._pick(
+                [m.state_size for m in self._mechanisms]))
+
+    def _pick(self, values):
+        return values[0] if self._single else tuple(values)
+
+    def zero_state(self, batch_size, dtype):
+        cell_state = self._initial_cell_state
+        if cell_state is None:
+            cell_state = self._cell.zero_state(batch_size, dtype)
+        history = ()
+        if self._alignment_history:
+            history = self._pick([TensorArray(dtype, size=0, dynamic_size=True)
+                                  for _ in self._mechanisms])
+        attention = ops.fill(array_ops.stack([convert_to_tensor(batch_size),
+                                              convert_to_tensor(self._attention_size)]),
+                             ops.constant(0, dtype=dtype))
+        attention = ops.reshape(attention, [-1, self._attention_size])
+        return AttentionWrapperState(
+            cell_state=cell_state, attention=attention, time=ops.constant(0),
+            alignments=self._pick([m.initial_alignments(batch_size, dtype)
+                                   for m in self._mechanisms]),
+            alignment_history=history,
+            attention_state=self._pick([m.initial_state(batch_size, dtype)
+                                        for m in self._mechanisms]))
+
+    def call(self, inputs, state):
+        if not isinstance(state, AttentionWrapperState):
+            raise TypeError("AttentionWrapper takes an AttentionWrapperState (from zero_state),"
+                            " got %r" % (state,))
+        cell_inputs = self._cell_input_fn(inputs, state.attention)
+        cell_output, next_cell_state = self._cell(cell_inputs, state.cell_state)
+        previous = [state.attention_state] if self._single else list(state.attention_state)
+        histories = ([state.alignment_history] if self._single
+                     else list(state.alignment_history)) if self._alignment_history else []
+        attentions, alignments, states, new_histories = [], [], [], []
+        for k, mechanism in enumerate(self._mechanisms):
+            align, next_state = mechanism(cell_output, previous[k])
+            context = ops.reduce_sum(ops.expand_dims(align, 2) * mechanism.values, axis=1)
+            if self._layers is not None:
+                context = self._layers[k](ops.concat([cell_output, context], 1))
+            attentions.append(context)
+            alignments.append(align)
+            states.append(next_state)
+            if histories:
+                new_histories.append(histories[k].write(state.time, align))
+        attention = attentions[0] if len(attentions) == 1 else ops.concat(attentions, 1)
+        next_state = AttentionWrapperState(
+            cell_state=next_cell_state, attention=attention, time=state.time + 1,
+            alignments=self._pick(alignments),
+            alignment_history=self._pick(new_histories) if histories else (),
+            attention_state=self._pick(states))
+        return (attention if self._output_attention else cell_output), next_state
+
+
+def tile_batch(t, multiplier, name=None):
+    """Each batch entry of `t` (a tensor or a nested structure of them) repeated `multiplier`
+    times in place: [batch, ...] -> [batch * multiplier, ...], as beam search needs."""
+    if isinstance(t, (list, tuple)):
+        items = [tile_batch(x, multiplier) for x in t]
+        return type(t)(*items) if hasattr(t, "_fields") else type(t)(items)
+    t = convert_to_tensor(t)
+    if t.shape.ndims == 0:
+        raise ValueError("tile_batch needs tensors with a batch dimension")
+    rank = t.shape.ndims
+    tiled = array_ops.tile(ops.expand_dims(t, 1), [1, int(multiplier)] + [1] * (rank - 1))
+    dims = t.shape.as_list()
+    rest = ops.shape(t)[1:]
+    shape = ops.concat([ops.reshape(_batch(t) * int(multiplier), [1]), rest], 0)
+    out = ops.reshape(tiled, shape)
+    if None not in dims[1:]:
+        out = ops.reshape(out, [dims[0] * int(multiplier) if dims[0] else -1] + dims[1:])
+    return ops.identity(out, name=name) if name else out
+
+
+__all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "LuongAttention",
+           "tile_batch"]
