@@ -43,6 +43,7 @@ absl::Status OpKernelContext::forward_input_or_allocate_output(int input_index, 
     auto reshaped = in.Reshaped(shape);
     if (reshaped.ok()) {
       outputs_[output_index] = *std::move(reshaped);
+      outputs_[output_index].MarkWritten();
       in = Tensor();
       *out = &outputs_[output_index];
       return absl::OkStatus();

@@ -6,6 +6,7 @@ namespace shardflow {
 
 Tensor* Variable::mutable_value() {
   if (value_.IsInitialized() && !value_.RefCountIsOne()) value_ = value_.DeepCopy();
+  value_.MarkWritten();  // caches of what was derived from the old contents go stale
   return &value_;
 }
 

@@ -30,7 +30,7 @@ namespace shardflow {
 // Reference-counted memory behind one or more Tensors.
 class TensorBuffer {
  public:
-  TensorBuffer(void* data, size_t size) : data_(data), size_(size) {}
+  TensorBuffer(void* data, size_t size) : data_(data), size_(size), version_(NewVersion()) {}
   void Ref() const { refs_.fetch_add(1, std::memory_order_relaxed); }
   void Unref() const {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
@@ -40,6 +40,12 @@ class TensorBuffer {
   size_t size() const { return size_; }
   // The allocator the memory came from; null for external memory.
   virtual Allocator* allocator() const { return nullptr; }
+  // Identifies the contents: unique to this buffer, and replaced by a fresh one by MarkWritten()
+  // whenever the memory is handed to someone to write in place (a variable update, a kernel
+  // forwarding its input as its output). Two reads that see the same version see the same
+  // bytes, so a kernel may cache what it derives from them (a reordered filter).
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void MarkWritten() { version_.store(NewVersion(), std::memory_order_release); }
 
  protected:
   virtual ~TensorBuffer() = default;
@@ -48,6 +54,12 @@ class TensorBuffer {
   void* const data_;
   const size_t size_;
   mutable std::atomic<int> refs_{1};
+  std::atomic<uint64_t> version_;
+
+  static uint64_t NewVersion() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 class Tensor {
@@ -115,6 +127,13 @@ class Tensor {
   }
 
   const TensorBuffer* buffer() const { return buf_; }
+  // The buffer's content version (TensorBuffer::version); 0 for no buffer.
+  uint64_t content_version() const { return buf_ ? buf_->version() : 0; }
+  // Called by whoever is about to write into a buffer others may have read before
+  // (TensorBuffer::MarkWritten).
+  void MarkWritten() {
+    if (buf_) buf_->MarkWritten();
+  }
   bool SharesBufferWith(const Tensor& other) const { return buf_ != nullptr && buf_ == other.buf_; }
   // True when this is the only Tensor referring to its buffer (a kernel may then write in place).
   bool RefCountIsOne() const { return buf_ != nullptr && buf_->RefCountIsOne(); }

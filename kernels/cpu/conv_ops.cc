@@ -226,50 +226,91 @@ class ConvOpBase : public OpKernel {
 
 // ---- Conv2D ---------------------------------------------------------------------------------
 
+// What RunForward knows of a filter to reuse its reordered copy: a Const (a frozen graph; attr
+// _filter_is_constant) never changes; otherwise a buffer's content version (Tensor::
+// content_version) identifies the bytes, so a variable read twice without a write in between
+// (inference) is reordered once. A version met for the first time is not cached: training
+// writes its filters every step, and caching them would only hold memory.
+struct FilterId {
+  bool constant = false;
+  uint64_t version = 0;  // 0: unknown, never cached
+  const void* data = nullptr;
+
+  static FilterId Of(const Tensor& filter, bool constant) {
+    return FilterId{constant, filter.content_version(), filter.raw_data()};
+  }
+  bool operator==(const FilterId& o) const {
+    return constant == o.constant && version == o.version && data == o.data;
+  }
+};
+
 struct ForwardEntry {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward prim;
   Reorder filter_in;  // [h, w, in, out] -> pd.weights_desc()
   size_t scratch_bytes;
-  // A constant filter (attr _filter_is_constant: a Const, as in a frozen graph) in the
-  // primitive's layout, reordered by the first call and reused by the others. Never freed while
-  // the entry lives, so a pointer into it stays valid after the lock is released.
+  // The filter last reordered into `weights` (in the primitive's layout) and the one seen last
+  // (FilterId). A call copies `weights` (a reference) under the lock, so replacing it never frees
+  // memory another call still reads.
   mutable absl::Mutex weights_mu;
-  mutable std::unique_ptr<Tensor> constant_weights ABSL_GUARDED_BY(weights_mu);
+  mutable FilterId cached ABSL_GUARDED_BY(weights_mu);
+  mutable Tensor weights ABSL_GUARDED_BY(weights_mu);
+  mutable FilterId seen ABSL_GUARDED_BY(weights_mu);
 };
 
+// The filter of `e` in its primitive's layout: the cached copy when `id` names the filter it was
+// made from, else `filter` reordered (and cached when seen before or constant). `buffers` holds
+// uncached copies for the call.
+absl::StatusOr<memory> ForwardWeights(const ForwardEntry& e, const memory& user_filter,
+                                      const FilterId& id, dnnl::stream& stream,
+                                      const memory& scratch, CallBuffers* buffers, Tensor* hold) {
+  dnnl::engine& eng = CpuEngine();
+  const memory::desc& md = e.pd.weights_desc();
+  const memory reorder_scratch(e.filter_in.pd->scratchpad_desc(), eng, scratch.get_data_handle());
+  {
+    absl::MutexLock lock(&e.weights_mu);
+    const bool cacheable = id.constant || id.version != 0;
+    if (cacheable && e.weights.IsInitialized() && e.cached == id) {
+      *hold = e.weights;
+      return memory(md, eng, hold->raw_data());
+    }
+    if (cacheable && (id.constant || e.seen == id)) {
+      auto w = Tensor::Create(CpuAllocator(), DT_UINT8,
+                              TensorShape({static_cast<int64_t>(md.get_size())}));
+      if (!w.ok()) return w.status();
+      Run(stream, e.filter_in, user_filter, memory(md, eng, w->raw_data()), reorder_scratch);
+      stream.wait();
+      e.weights = *w;
+      e.cached = id;
+      *hold = *std::move(w);
+      return memory(md, eng, hold->raw_data());
+    }
+    e.seen = id;
+  }
+  SF_ASSIGN_OR_RETURN(void* w, buffers->Get(md.get_size()));
+  memory weights(md, eng, w);
+  Run(stream, e.filter_in, user_filter, weights, reorder_scratch);
+  return weights;
+}
+
 // Runs the cached forward convolution of `e` on NHWC src/dst and an HWIO filter. `filter` is
-// reordered into the primitive's layout first.
+// reordered into the primitive's layout first (or its cached reordered copy used: FilterId).
 // `bias` (may be null): for a primitive made with one (_FusedConv2D).
 // `post_op_inputs` (may be empty): the per-channel inputs of binary post-ops 0, 1, ...
-// `constant_filter`: the filter never changes (reordered once, ForwardEntry::constant_weights).
 absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memory::desc& filter_md,
                         const void* src, const void* filter, void* dst, const void* bias = nullptr,
                         const std::vector<const float*>& post_op_inputs = {},
-                        bool constant_filter = false) {
+                        const FilterId& filter_id = {}) {
   CallBuffers buffers(ctx);
   SF_ASSIGN_OR_RETURN(void* scratch, buffers.Get(e.scratch_bytes));
   dnnl::engine& eng = CpuEngine();
   dnnl::stream stream(eng);
   memory scratch_mem(e.pd.scratchpad_desc(), eng, scratch);
-  memory user_filter(filter_md, eng, const_cast<void*>(filter));
-  memory weights = user_filter;
-  if (e.filter_in.prim && constant_filter) {
-    absl::MutexLock lock(&e.weights_mu);
-    if (e.constant_weights == nullptr) {
-      auto w = std::make_unique<Tensor>(
-          DT_UINT8, TensorShape({static_cast<int64_t>(e.pd.weights_desc().get_size())}));
-      Run(stream, e.filter_in, user_filter, memory(e.pd.weights_desc(), eng, w->raw_data()),
-          memory(e.filter_in.pd->scratchpad_desc(), eng, scratch));
-      stream.wait();
-      e.constant_weights = std::move(w);
-    }
-    weights = memory(e.pd.weights_desc(), eng, e.constant_weights->raw_data());
-  } else if (e.filter_in.prim) {
-    SF_ASSIGN_OR_RETURN(void* w, buffers.Get(e.pd.weights_desc().get_size()));
-    weights = memory(e.pd.weights_desc(), eng, w);
-    Run(stream, e.filter_in, user_filter, weights,
-        memory(e.filter_in.pd->scratchpad_desc(), eng, scratch));
+  memory weights(filter_md, eng, const_cast<void*>(filter));
+  Tensor hold;  // keeps a cached filter alive while the convolution reads it
+  if (e.filter_in.prim) {
+    SF_ASSIGN_OR_RETURN(
+        weights, ForwardWeights(e, weights, filter_id, stream, scratch_mem, &buffers, &hold));
   }
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(e.pd.src_desc(), eng, const_cast<void*>(src))},
@@ -294,7 +335,7 @@ std::unique_ptr<ForwardEntry> MakeForwardEntry(const dnnl::convolution_forward::
   Reorder r = Reorder::Make(user_filter, pd.weights_desc());
   size_t scratch = std::max(pd.scratchpad_desc().get_size(), r.scratch_bytes());
   return std::unique_ptr<ForwardEntry>(
-      new ForwardEntry{pd, dnnl::convolution_forward(pd), std::move(r), scratch, {}, nullptr});
+      new ForwardEntry{pd, dnnl::convolution_forward(pd), std::move(r), scratch, {}, {}, {}, {}});
 }
 
 void FillZero(Tensor* t) {
@@ -317,8 +358,9 @@ class Conv2DOp : public ConvOpBase<ForwardEntry> {
     if (g.cin == 0) return FillZero(out);
     SetOneDnnThreads(ctx);
     const ForwardEntry& e = GetEntry(g);
-    OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                                   out->raw_data(), nullptr, {}, constant_filter()));
+    OP_REQUIRES_OK(
+        ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
+                        out->raw_data(), nullptr, {}, FilterId::Of(filter, constant_filter())));
   }
 
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -377,7 +419,8 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
     SetOneDnnThreads(ctx);
     const ForwardEntry& e = GetEntry(g);
     OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                                   out->raw_data(), bias.raw_data(), {}, constant_filter()));
+                                   out->raw_data(), bias.raw_data(), {},
+                                   FilterId::Of(filter, constant_filter())));
   }
 
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -455,13 +498,14 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
     SetOneDnnThreads(ctx);
     const BatchNormConvEntry& e = GetEntry(g);
     if (e.post_ops) {
-      OP_REQUIRES_OK(
-          ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                          o, nullptr, {scale.data(), shift.data()}, constant_filter()));
+      OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
+                                     filter.raw_data(), o, nullptr, {scale.data(), shift.data()},
+                                     FilterId::Of(filter, constant_filter())));
       return;
     }
-    OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
-                                   filter.raw_data(), o, nullptr, {}, constant_filter()));
+    OP_REQUIRES_OK(
+        ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
+                        o, nullptr, {}, FilterId::Of(filter, constant_filter())));
     for (int64_t p = 0; p < positions; ++p) {
       float* row = o + p * g.cout;
       for (int64_t k = 0; k < g.cout; ++k)

@@ -40,6 +40,29 @@ TEST(TensorTest, CopiesShareTheBufferAndCountReferences) {
   EXPECT_EQ(deep.data<float>()[0], 7);
 }
 
+// The content version names a buffer's bytes: shared by copies and reshapes, distinct between
+// buffers (also one allocated where a freed one was), replaced when someone is handed the
+// buffer to write (Variable::mutable_value, forwarding an input as an output).
+TEST(TensorTest, ContentVersionChangesWhenTheBufferIsWritten) {
+  Tensor a(DT_FLOAT, TensorShape({2, 2}));
+  const uint64_t v = a.content_version();
+  EXPECT_NE(v, 0u);
+  Tensor copy = a;
+  EXPECT_EQ(copy.content_version(), v);
+  EXPECT_EQ(a.Reshaped(TensorShape({4}))->content_version(), v);
+  EXPECT_NE(a.DeepCopy().content_version(), v);
+  a.MarkWritten();
+  EXPECT_NE(a.content_version(), v);
+  EXPECT_EQ(copy.content_version(), a.content_version());  // one buffer, one version
+  EXPECT_EQ(Tensor().content_version(), 0u);
+  uint64_t last = a.content_version();
+  for (int i = 0; i < 3; ++i) {  // the allocator may hand out the same address again
+    Tensor t(DT_FLOAT, TensorShape({2, 2}));
+    EXPECT_GT(t.content_version(), last);
+    last = t.content_version();
+  }
+}
+
 TEST(TensorTest, CreateRejectsPartialShapesAndBadTypes) {
   auto partial = Tensor::Create(CpuAllocator(), DT_FLOAT, TensorShape({-1, 2}));
   ASSERT_FALSE(partial.ok());

@@ -160,3 +160,54 @@ def test_frozen_resnet_matches_and_reorders_filters_once():
                for c in p["changes"]]
     assert any(c.startswith("folded") for c in changes), changes
     assert any("has a constant filter" in c for c in changes), changes
+
+
+def _conv_same(x, w):
+    """NumPy reference: stride-1 SAME convolution, NHWC input, HWIO filter."""
+    kh, kw = w.shape[:2]
+    pad = np.pad(x, [(0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)])
+    out = np.zeros(x.shape[:3] + (w.shape[3],))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nhwc,co->nhwo",
+                             pad[:, i:i + x.shape[1], j:j + x.shape[2]], w[i, j])
+    return out
+
+
+def test_conv_filter_cache_follows_every_write():
+    """A convolution reads its variable filter twice unchanged and from then on reuses the filter
+    it reordered; each way of writing the variable in between (assign, assign_add, an optimizer
+    step, a restore) and a fed filter changed in place give the new result, not the cached one."""
+    rng = np.random.RandomState(7)
+    xv = rng.randn(2, 6, 6, 16).astype(np.float32)
+    w0 = rng.randn(3, 3, 16, 32).astype(np.float32)
+    x = sf.placeholder(sf.float32, [2, 6, 6, 16])
+    w = sf.Variable(w0, name="w")
+    y = sf.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
+    writes = {
+        "assign": w.assign(w0 * 0.5),
+        "assign_add": w.assign_add(np.ones_like(w0)),
+        "sgd": sf.train.GradientDescentOptimizer(0.01).minimize(sf.reduce_sum(y * y)),
+    }
+    saver = sf.train.Saver([w])
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        path = saver.save(sess, "/tmp/sf_conv_cache_test/ckpt")
+        for name, op in list(writes.items()) + [("restore", None)]:
+            for _ in range(3):  # the second and third runs use the cached filter
+                np.testing.assert_allclose(sess.run(y, {x: xv}), _conv_same(xv, sess.run(w)),
+                                           rtol=1e-4, atol=1e-3, err_msg=name)
+            if op is None:
+                saver.restore(sess, path)
+            else:
+                sess.run(op, {x: xv})
+            np.testing.assert_allclose(sess.run(y, {x: xv}), _conv_same(xv, sess.run(w)),
+                                       rtol=1e-4, atol=1e-3, err_msg=f"after {name}")
+        np.testing.assert_allclose(sess.run(w), w0)  # restored
+        fed = sf.placeholder(sf.float32, w0.shape)
+        z = sf.nn.conv2d(x, fed, [1, 1, 1, 1], "SAME")
+        wf = w0.copy()
+        for k in range(4):
+            wf *= -1.5  # the same NumPy buffer, new contents, each run
+            np.testing.assert_allclose(sess.run(z, {x: xv, fed: wf}), _conv_same(xv, wf),
+                                       rtol=1e-4, atol=1e-3, err_msg=f"fed filter, run {k}")
