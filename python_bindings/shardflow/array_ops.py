@@ -142,11 +142,13 @@ def tile(input, multiples, name=None):  # noqa: A002
 
 
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
-    """[start, start + delta, ...) below `limit` (Python numbers), as TF1's tf.range."""
+    """[start, start + delta, ...) below `limit`, as TF1's tf.range. With Python numbers it is
+    a constant; with tensor bounds (``sf.range(sf.shape(x)[0])``) it is computed when the graph
+    runs."""
     if limit is None:
         start, limit = 0, start
     if any(isinstance(v, Tensor) for v in (start, limit, delta)):
-        raise ValueError("range with tensor bounds is not supported; give Python numbers")
+        return _range_of_tensors(start, limit, delta, dtype, name)
     values = np.arange(start, limit, delta)
     if dtype is not None:
         values = values.astype(dtypes.as_dtype(dtype).as_numpy_dtype)
@@ -155,6 +157,27 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
     elif values.dtype == np.float64:
         values = values.astype(np.float32)
     return ops.constant(values, name=name)
+
+
+def _range_of_tensors(start, limit, delta, dtype, name):
+    """range() when a bound is a tensor: start + delta * [0, 1, ..., n) with n = ceil((limit -
+    start) / delta), at least 0, the positions a running sum of ones."""
+    values = [convert_to_tensor(v) for v in (start, limit, delta)]
+    if dtype is None:
+        floating = [v.dtype for v in values if v.dtype.is_floating]
+        dtype = floating[0] if floating else values[0].dtype
+        if not floating and any(v.dtype == dtypes.int64 for v in values):
+            dtype = dtypes.int64
+    dt = dtypes.as_dtype(dtype)
+    start, limit, delta = [ops.cast(v, dt) for v in values]
+    if dt.is_floating:
+        count = ops.ceil(ops.divide(ops.subtract(limit, start), delta))
+    else:   # ceil of the integer division, for either sign of delta
+        count = ops.negative(ops.floordiv(ops.subtract(start, limit), delta))
+    count = ops.maximum(ops.cast(count, dtypes.int32), 0)
+    positions = ops.cumsum(ops.fill(ops.reshape(count, [1]), ops.constant(1, dt)),
+                           exclusive=True)
+    return ops.add(start, ops.multiply(delta, positions), name=name)
 
 
 def _literal_like_other(x, y):

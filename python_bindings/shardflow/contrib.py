@@ -26,7 +26,7 @@ def __getattr__(name):
         "embed_sequence, dropout), tf.contrib.framework (arg_scope, global step, "
         "get_variables), tf.contrib.training.HParams, tf.contrib.opt.AdamWOptimizer and "
         "tf.contrib.seq2seq (sequence_loss, BasicDecoder, TrainingHelper, "
-        "GreedyEmbeddingHelper, dynamic_decode). Use "
+        "GreedyEmbeddingHelper, BeamSearchDecoder, attention, dynamic_decode). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 

@@ -21,6 +21,10 @@ from shardflow.nn import sparse_softmax_cross_entropy_with_logits
 from shardflow.rnn_cell import dynamic_rnn
 from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
                                          BahdanauAttention, LuongAttention, tile_batch)
+from shardflow.seq2seq_beam_search import (BeamSearchDecoder,  # noqa: F401
+                                           BeamSearchDecoderOutput, BeamSearchDecoderState,
+                                           FinalBeamDecoderOutput, beam_search_decode,
+                                           gather_tree)
 from shardflow.variable_scope import variable_scope
 
 
@@ -100,16 +104,25 @@ class BasicDecoder:
 def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
                    maximum_iterations=None, parallel_iterations=32, swap_memory=False,
                    scope=None):
-    """Runs `decoder`; returns (BasicDecoderOutput, final_state, final_sequence_lengths).
-    GreedyEmbeddingHelper needs maximum_iterations (the steps are unrolled in the graph)."""
+    """Runs `decoder`; returns (BasicDecoderOutput, final_state, final_sequence_lengths), or
+    for a BeamSearchDecoder (FinalBeamDecoderOutput, BeamSearchDecoderState, lengths [batch,
+    beam]). GreedyEmbeddingHelper and BeamSearchDecoder need maximum_iterations (the steps are
+    unrolled in the graph)."""
+    if isinstance(decoder, BeamSearchDecoder):
+        with variable_scope(scope or "decoder"):
+            return beam_search_decode(decoder, maximum_iterations, output_time_major)
     if not isinstance(decoder, BasicDecoder):
-        raise TypeError("dynamic_decode takes a BasicDecoder, got %r" % (decoder,))
+        raise TypeError("dynamic_decode takes a BasicDecoder or a BeamSearchDecoder, got %r"
+                        % (decoder,))
     helper = decoder.helper
-    with variable_scope(scope or "decoder"):
+    with variable_scope(scope or "decoder") as decoder_scope:
         if isinstance(helper, TrainingHelper):
+            # In the decoder's own scope (no "rnn" level), as TF1 names the cell's variables:
+            # "decoder/<cell>/kernel" whichever helper drives it.
             outputs, state = dynamic_rnn(decoder.cell, helper.inputs,
                                          sequence_length=helper.sequence_length,
-                                         initial_state=decoder.initial_state)
+                                         initial_state=decoder.initial_state,
+                                         scope=decoder_scope)
             if decoder.output_layer is not None:
                 outputs = decoder.output_layer(outputs)
             sample_id = ops.cast(ops.argmax(outputs, axis=2), dtypes.int32)
@@ -144,5 +157,7 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
 
 
 __all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",
-           "BasicDecoderOutput", "GreedyEmbeddingHelper", "LuongAttention", "TrainingHelper",
-           "dynamic_decode", "sequence_loss", "tile_batch"]
+           "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput",
+           "BeamSearchDecoderState", "FinalBeamDecoderOutput", "GreedyEmbeddingHelper",
+           "LuongAttention", "TrainingHelper", "dynamic_decode", "gather_tree", "sequence_loss",
+           "tile_batch"]

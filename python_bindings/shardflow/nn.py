@@ -339,8 +339,9 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=
 
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
     """The k largest entries of the last dimension and their indices (ties: the lower index
-    first), as TF1's tf.nn.top_k; returns (values, indices). Built from k argmax steps, so
-    meant for small k (the last dimension's size must be known)."""
+    first), as TF1's tf.nn.top_k; returns (values, indices). Built from k steps that each take
+    the largest entry not yet taken, so meant for small k (the last dimension's size must be
+    known). -inf entries and integer inputs are ranked like any other value."""
     from shardflow import array_ops, dtypes, ops
     x = ops.convert_to_tensor(input)
     if x.shape.ndims is None or x.shape.as_list()[-1] is None:
@@ -349,15 +350,23 @@ def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
     if not 1 <= k <= n:
         raise ValueError("top_k: k=%d is not in [1, %d]" % (k, n))
     axis = x.shape.ndims - 1
-    values, indices = [], []
-    rest = x
+    np_dtype = x.dtype.as_numpy_dtype
+    lowest = -np.inf if x.dtype.is_floating else np.iinfo(np_dtype).min
+    lowest = ops.zeros_like(x) + ops.constant(np.array(lowest, np_dtype))
+    positions = ops.constant(np.arange(n, dtype=np.int32))
+    values, indices, taken = [], [], None
     for _ in range(k):
-        idx = ops.argmax(rest, axis=axis, output_type=dtypes.int32)
-        values.append(ops.reduce_max(rest, axis=axis))
+        rest = x if taken is None else array_ops.where(taken, lowest, x)
+        top = ops.reduce_max(rest, axis=axis, keepdims=True)
+        hit = ops.equal(rest, top)
+        if taken is not None:
+            hit = ops.logical_and(hit, ops.logical_not(taken))
+        # The first position holding the largest value not yet taken.
+        idx = ops.argmax(ops.cast(hit, dtypes.float32), axis=axis, output_type=dtypes.int32)
+        chosen = ops.equal(ops.expand_dims(idx, -1), positions)
+        values.append(ops.reduce_sum(array_ops.where(chosen, x, ops.zeros_like(x)), axis=axis))
         indices.append(idx)
-        # Take the chosen entry out of the running: far below anything else.
-        far = 3e38 if x.dtype.name == "float32" else 1e300
-        rest = ops.subtract(rest, ops.multiply(array_ops.one_hot(idx, n, dtype=x.dtype), far))
+        taken = chosen if taken is None else ops.logical_or(taken, chosen)
     return TopKV2(array_ops.stack(values, axis=axis, name=None),
                   array_ops.stack(indices, axis=axis, name=name))
 

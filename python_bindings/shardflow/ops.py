@@ -80,13 +80,28 @@ def constant(value, dtype=None, shape=None, name=None):
 
 
 def zeros(shape, dtype=dtypes.float32, name=None):
-    """A constant of zeros."""
-    return constant(0, dtype=dtype, shape=shape, name=name)
+    """A constant of zeros; with a tensor shape, or a list holding tensors
+    (``sf.zeros([sf.shape(x)[0], 10])``), a Fill computed when the graph runs."""
+    return _filled(shape, 0, dtype, name)
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
-    """A constant of ones."""
-    return constant(1, dtype=dtype, shape=shape, name=name)
+    """A constant of ones (a Fill for a shape given by tensors, as zeros)."""
+    return _filled(shape, 1, dtype, name)
+
+
+def _filled(shape, value, dtype, name):
+    if isinstance(shape, Tensor) or (isinstance(shape, (list, tuple))
+                                     and any(isinstance(d, Tensor) for d in shape)):
+        value = np.asarray(value, dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+        if isinstance(shape, Tensor):
+            return fill(shape, value, name=name)
+        dims = concat([reshape(cast(d, dtypes.int32) if isinstance(d, Tensor)
+                               else np.int32(d), [1]) for d in shape], 0)
+        out = fill(dims, value, name=name)
+        out.set_shape([None if isinstance(d, Tensor) else int(d) for d in shape])
+        return out
+    return constant(value, dtype=dtype, shape=shape, name=name)
 
 
 def fill(dims, value, name=None):
