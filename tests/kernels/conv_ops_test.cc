@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -133,6 +134,80 @@ TEST(Conv2DTest, ForwardMatchesNaiveLoops) {
     EXPECT_EQ((*out)[0].shape(), TensorShape({c.n, ref.oh, ref.ow, c.cout})) << c.Describe();
     ExpectClose((*out)[0], want, mag, "Conv2D " + c.Describe());
   }
+}
+
+// Sets SHARDFLOW_CONV_GEMM for one scope (Note [Convolutions as GEMMs] in conv_ops.cc).
+class ScopedConvGemm {
+ public:
+  explicit ScopedConvGemm(const char* value) { setenv("SHARDFLOW_CONV_GEMM", value, 1); }
+  ~ScopedConvGemm() { unsetenv("SHARDFLOW_CONV_GEMM"); }
+};
+
+// Forward convolutions as im2col + sgemm give the naive loops' results: every case above forced
+// onto that path, one whose unrolled input (about 25 MiB) takes two chunks, and a 3x3 layer
+// with 128 channels, which takes it by default where there is no AVX-512. The fused kernels
+// apply their bias / batch norm and activation after it as the direct path does.
+TEST(Conv2DTest, GemmPathMatchesNaiveLoops) {
+  std::vector<ConvCase> cases = Cases();
+  cases.push_back({1, 110, 100, 64, 3, 3, 4, 1, 1, "SAME"});  // 11000 rows of 2304 bytes
+  cases.push_back({2, 9, 9, 128, 3, 3, 16, 2, 2, "SAME"});
+  uint32_t seed = 500;
+  for (const char* mode : {"on", "auto"}) {
+    ScopedConvGemm gemm(mode);
+    for (const ConvCase& c : cases) {
+      if (std::string(mode) == "auto" && c.cin < 128) continue;
+      Naive ref(c);
+      Tensor in = Random({c.n, c.h, c.w, c.cin}, seed++);
+      Tensor f = Random({c.kh, c.kw, c.cin, c.cout}, seed++);
+      std::vector<double> want(c.n * ref.oh * ref.ow * c.cout, 0.0), mag(want.size(), 0.0);
+      ref.ForEachTerm([&](int64_t i, int64_t k, int64_t o) {
+        const double t = double(in.data<float>()[i]) * f.data<float>()[k];
+        want[o] += t;
+        mag[o] += std::abs(t);
+      });
+      const std::string what = c.Describe() + " SHARDFLOW_CONV_GEMM=" + mode;
+      auto out = RunOp("Conv2D", {in, f}, c.attrs());
+      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+      ExpectClose((*out)[0], want, mag, "Conv2D " + what);
+
+      // relu(conv + bias) and relu((conv - mean) * scale / sqrt(var + eps) + offset).
+      std::vector<float> bias(c.cout), scale(c.cout), offset(c.cout), mean(c.cout), var(c.cout);
+      for (int64_t k = 0; k < c.cout; ++k) {
+        bias[k] = 0.25f * (k % 5) - 0.5f;
+        scale[k] = 0.5f + 0.1f * (k % 3);
+        offset[k] = 0.2f * (k % 4) - 0.3f;
+        mean[k] = 0.1f * (k % 7) - 0.3f;
+        var[k] = 0.5f + 0.2f * (k % 2);
+      }
+      Attrs attrs = c.attrs();
+      attrs["activation"] = MakeAttr(std::string("Relu"));
+      std::vector<double> fused(want.size()), fused_mag(want.size()), bn(want.size()),
+          bn_mag(want.size());
+      for (size_t o = 0; o < want.size(); ++o) {
+        const int64_t k = static_cast<int64_t>(o) % c.cout;
+        fused[o] = std::max(0.0, want[o] + bias[k]);
+        fused_mag[o] = mag[o] + std::abs(bias[k]);
+        const double s = scale[k] / std::sqrt(double(var[k]) + 0.001);
+        bn[o] = std::max(0.0, (want[o] - mean[k]) * s + offset[k]);
+        bn_mag[o] = (mag[o] + std::abs(mean[k])) * s + std::abs(offset[k]);
+      }
+      out = RunOp("_FusedConv2D", {in, f, Tensor::FromVector<float>(bias)}, attrs);
+      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+      ExpectClose((*out)[0], fused, fused_mag, "_FusedConv2D " + what);
+      out = RunOp("_FusedConv2DBatchNorm",
+                  {in, f, Tensor::FromVector<float>(scale), Tensor::FromVector<float>(offset),
+                   Tensor::FromVector<float>(mean), Tensor::FromVector<float>(var)},
+                  attrs);
+      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+      ExpectClose((*out)[0], bn, bn_mag, "_FusedConv2DBatchNorm " + what);
+    }
+  }
+  ScopedConvGemm bad("fast");
+  auto out = RunOp("Conv2D", {Random({1, 3, 3, 2}, 1), Random({1, 1, 2, 2}, 2)},
+                   ConvCase{1, 3, 3, 2, 1, 1, 2, 1, 1, "SAME"}.attrs());
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("SHARDFLOW_CONV_GEMM is 'fast'"), std::string::npos)
+      << out.status();
 }
 
 TEST(Conv2DTest, BackpropInputMatchesNaiveLoops) {
