@@ -88,6 +88,7 @@ from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa
 from shardflow import estimator, feature_column  # noqa: F401 (tf.estimator, tf.feature_column)
 from shardflow import keras  # noqa: F401 (tf.keras)
 from shardflow.tensor_array import TensorArray  # noqa: F401
+newaxis = None  # tf.newaxis: x[:, sf.newaxis] adds a dimension
 from shardflow import testing as test  # noqa: F401 (tf.test)
 from shardflow.extra_namespaces import debugging, sysconfig  # noqa: F401
 from shardflow import tfrecord as python_io  # noqa: F401 (tf.python_io: TFRecordWriter, ...)

@@ -154,8 +154,10 @@ def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=No
         flat = ops.reshape(front, [-1] + rest)
         out_shape = shape_of([batch, time] + rest)
     out = ops.reshape(array_ops.gather(flat, linear), out_shape)
-    return ops.transpose(out, inverse, name=name) if perm != list(builtins.range(rank)) \
+    out = ops.transpose(out, inverse, name=name) if perm != list(builtins.range(rank)) \
         else ops.identity(out, name=name)
+    out.set_shape(x.shape)      # the dimensions known of the input (a depth an RNN cell needs)
+    return out
 
 
 def random_crop(value, size, seed=None, name=None):

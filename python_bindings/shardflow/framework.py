@@ -817,7 +817,29 @@ def _to_input(graph, x):
     if isinstance(x, Operation):
         raise TypeError("op %s was given where a tensor is needed; use %s.outputs[0]"
                         % (x.name, x.name))
+    if _holds_tensor(x):
+        with graph.as_default():
+            return _to_input(graph, _pack_list(x, None))
     return _literal(x)
+
+
+def _holds_tensor(value):
+    """Whether `value` is a (nested) list or tuple with a Tensor or Variable in it."""
+    from shardflow.variables import Variable
+    return isinstance(value, (list, tuple)) and any(
+        isinstance(v, (Tensor, Variable)) or _holds_tensor(v) for v in value)
+
+
+def _pack_list(value, dtype):
+    """A list holding tensors as one tensor (TF1's auto-packing, ``sf.concat([x, [t]], 0)``):
+    its items stacked, Python numbers in the tensors' dtype."""
+    from shardflow.array_ops import stack
+    from shardflow.variables import Variable
+    items = [convert_to_tensor(v, dtype) if isinstance(v, (Tensor, Variable)) or
+             _holds_tensor(v) else v for v in value]
+    if dtype is None:
+        dtype = next(v.dtype for v in items if isinstance(v, Tensor))
+    return stack([convert_to_tensor(v, dtype) for v in items])
 
 
 class _InputList:
@@ -842,5 +864,11 @@ def convert_to_tensor(value, dtype=None, name=None):
     from shardflow.variables import Variable
     if isinstance(value, Variable):
         return value.value()
+    if _holds_tensor(value):
+        packed = _pack_list(value, dtype)
+        if name is None:
+            return packed
+        from shardflow import ops
+        return ops.identity(packed, name=name)
     from shardflow import ops
     return ops.constant(value, dtype=dtype, name=name)

@@ -13,8 +13,8 @@ of the other operand (``x * 2`` multiplies a float32 ``x`` by 2.0).
 import numpy as np
 
 from shardflow import dtypes
-from shardflow.framework import (Tensor, TensorShape, _InputList, _literal, _plain_dims,
-                                 convert_to_tensor, get_default_graph)
+from shardflow.framework import (Tensor, TensorShape, _InputList, _holds_tensor, _literal,
+                                 _pack_list, _plain_dims, convert_to_tensor, get_default_graph)
 
 
 def _graph_of(*values):
@@ -430,6 +430,15 @@ def reshape(tensor, shape, name=None):
 
     Example: ``flat = sf.reshape(images, [-1, 784])``.
     """
+    if isinstance(shape, (list, tuple)) and _holds_tensor(shape):
+        # [sf.shape(x)[0], -1]: the dimensions packed when the graph runs; the ones given as
+        # numbers stay known.
+        known = [None if isinstance(d, Tensor) or d == -1 else int(d) for d in shape]
+        packed = [cast(d, dtypes.int32) if isinstance(d, Tensor) else np.int32(d)
+                  for d in shape]
+        out = _out("Reshape", [tensor, _pack_list(packed, dtypes.int32)], name=name)
+        out.set_shape(known)
+        return out
     if not isinstance(shape, Tensor):
         shape = np.asarray(shape, dtype=np.int32)
     return _out("Reshape", [tensor, shape], name=name)

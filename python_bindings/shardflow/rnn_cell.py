@@ -354,9 +354,18 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     if x.shape.ndims is not None and x.shape.ndims != 3:
         raise ValueError("dynamic_rnn takes [batch, time, depth] inputs, got shape %s" % x.shape)
     with variable_scope(scope or "rnn"):
+        dims = x.shape.as_list() if x.shape.ndims else [None] * 3
         if not time_major:
             x = ops.transpose(x, [1, 0, 2])
-        dims = x.shape.as_list() if x.shape.ndims else [None] * 3
+            dims = [dims[1], dims[0], dims[2]]
+
+        def read(t):
+            """Step t's inputs [batch, depth], with the dimensions known of `inputs` (a shape
+            only Python knew, e.g. after set_shape, is not carried through the transpose)."""
+            x_t = array_ops.gather(x, t)
+            x_t.set_shape(dims[1:])
+            return x_t
+
         batch = dims[1] if dims[1] is not None else array_ops.unstack(ops.shape(x), 3)[1]
         time = dims[0] if dims[0] is not None else array_ops.unstack(ops.shape(x), 3)[0]
         if initial_state is None:
@@ -391,7 +400,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         # of the output variable (each value as it enters an iteration) is then exactly
         # outputs[0..time), with no slicing. The last iteration's step is past the end and
         # discarded by step()'s mask. So `time` must be at least 1.
-        first_out, first_state = cell(array_ops.gather(x, 0), initial_state)
+        first_out, first_state = cell(read(0), initial_state)
         zero = ops.zeros_like(first_out)
         out0, state0 = step(0, zero, flat_init, first_out, first_state)
 
@@ -400,7 +409,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
 
         def body(t, out, state):
             nxt = ops.add(t, 1)
-            x_t = array_ops.gather(x, ops.minimum(nxt, ops.subtract(time, 1)))
+            x_t = read(ops.minimum(nxt, ops.subtract(time, 1)))
             new_out, new_state = cell(x_t, state)
             return [nxt] + list(step(nxt, out, _flatten(state), new_out, new_state))
 

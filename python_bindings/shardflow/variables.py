@@ -243,18 +243,39 @@ def _adopt_engine_variables(g):
         v._local = False
 
 
-def global_variables(graph=None):
+def _scope_and_graph(scope, graph):
+    """TF1 takes a scope filter first; shardflow's own callers pass a graph there."""
+    if scope is not None and not isinstance(scope, str):
+        return None, scope
+    return scope, graph
+
+
+def _in_scope(variables, scope):
+    """The variables whose name the regular expression `scope` matches at its start (TF1's
+    filter, as get_collection's)."""
+    if scope is None:
+        return variables
+    import re
+    pattern = re.compile(scope)
+    return [v for v in variables if pattern.match(v.name)]
+
+
+def global_variables(scope=None, graph=None):
     """Every variable of the graph, optimizer slots included, but local ones (those made with
-    collections=[sf.GraphKeys.LOCAL_VARIABLES]: per-worker state such as a replica's step)."""
+    collections=[sf.GraphKeys.LOCAL_VARIABLES]: per-worker state such as a replica's step);
+    with `scope`, those whose name it matches at the start, as TF1's tf.global_variables."""
+    scope, graph = _scope_and_graph(scope, graph)
     g = graph or get_default_graph()
     if not isinstance(g, _FuncGraph):
         _adopt_engine_variables(g)
-    return [v for v in g._variables if not v._local]
+    return _in_scope([v for v in g._variables if not v._local], scope)
 
 
-def local_variables(graph=None):
-    """The graph's local variables (collections=[sf.GraphKeys.LOCAL_VARIABLES])."""
-    return [v for v in (graph or get_default_graph())._variables if v._local]
+def local_variables(scope=None, graph=None):
+    """The graph's local variables (collections=[sf.GraphKeys.LOCAL_VARIABLES]), filtered by
+    `scope` as global_variables."""
+    scope, graph = _scope_and_graph(scope, graph)
+    return _in_scope([v for v in (graph or get_default_graph())._variables if v._local], scope)
 
 
 def variables_initializer(var_list, name="init"):
@@ -270,9 +291,11 @@ def local_variables_initializer():
     return variables_initializer(local_variables(), name="init_local")
 
 
-def trainable_variables(graph=None):
-    """The trainable Variables of the graph."""
-    return [v for v in global_variables(graph) if v.trainable]
+def trainable_variables(scope=None, graph=None):
+    """The trainable Variables of the graph, filtered by `scope` as global_variables
+    (``sf.trainable_variables("discriminator")``)."""
+    scope, graph = _scope_and_graph(scope, graph)
+    return [v for v in global_variables(scope, graph) if v.trainable]
 
 
 def global_variables_initializer(name=None):
