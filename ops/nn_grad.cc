@@ -131,10 +131,12 @@ absl::Status FusedConv2DGrad(const Scope& s, const Operation& op, const GradOutp
   return FusedProductGrad("Conv2D", s, op, dy, dx);
 }
 
-// The remapper makes _FusedConv2DBatchNorm in graphs that are already differentiated; this is
-// for graphs that use it directly. The convolution is recomputed, then the inference batch norm's
-// gradient (FusedBatchNormGrad, is_training false) and Conv2D's registered gradient follow; the
-// moving statistics get none, as FusedBatchNorm's.
+// The remapper makes _FusedConv2DBatchNorm(Add) in graphs that are already differentiated; this
+// is for graphs that use them directly. The convolution is recomputed, then the inference batch
+// norm's gradient (FusedBatchNormGrad, is_training false) and Conv2D's registered gradient
+// follow; the moving statistics get none, as FusedBatchNorm's. The side input of
+// _FusedConv2DBatchNormAdd gets the gradient before the batch norm, summed over a batch it was
+// broadcast across.
 absl::Status FusedConv2DBatchNormGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                                       GradOutputs* dx) {
   Output g;
@@ -143,15 +145,20 @@ absl::Status FusedConv2DBatchNormGrad(const Scope& s, const Operation& op, const
   SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
   float epsilon;
   SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "epsilon", &epsilon));
+  const bool side = op.node()->op() == "_FusedConv2DBatchNormAdd";
   Output conv = ops::Conv2D(s, GradInput(op, 0), GradInput(op, 1), w.strides, w.padding);
+  // With a side input broadcast over the batch, g has the side's batch: the convolution's part
+  // of it is summed back to the convolution's shape.
+  Output g_conv = side ? ReduceLike(s, g, conv) : g;
   Output inv_std = ops::Rsqrt(s, ops::Add(s, GradInput(op, 5), epsilon));
-  auto bn = ops::FusedBatchNormGrad(s, g, conv, GradInput(op, 2), GradInput(op, 4), inv_std,
+  auto bn = ops::FusedBatchNormGrad(s, g_conv, conv, GradInput(op, 2), GradInput(op, 4), inv_std,
                                     epsilon, /*is_training=*/false);
   SF_RETURN_IF_ERROR(ProductGrad("Conv2D", s, op, bn.x_backprop, dx));
   dx->push_back(bn.scale_backprop);
   dx->push_back(bn.offset_backprop);
   dx->push_back(Output());  // mean
   dx->push_back(Output());  // variance
+  if (side) dx->push_back(ReduceLike(s, g, GradInput(op, 6)));
   return absl::OkStatus();
 }
 
@@ -254,6 +261,7 @@ REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGrad);
 REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
 REGISTER_GRADIENT("FusedBatchNorm", FusedBatchNormGrad);
 REGISTER_GRADIENT("_FusedConv2DBatchNorm", FusedConv2DBatchNormGrad);
+REGISTER_GRADIENT("_FusedConv2DBatchNormAdd", FusedConv2DBatchNormGrad);
 REGISTER_GRADIENT("Dropout", DropoutGrad);
 
 }  // namespace shardflow

@@ -276,6 +276,27 @@ absl::Status FusedConv2DBatchNormShape(InferenceContext* c) {
   return CheckFusedActivationAttr(c);
 }
 
+// _FusedConv2DBatchNormAdd: _FusedConv2DBatchNorm's shapes, and a side input of the output's
+// shape (its batch may be 1 where the output's is not, or the other way round: Add broadcasts).
+absl::Status FusedConv2DBatchNormAddShape(InferenceContext* c) {
+  SF_RETURN_IF_ERROR(FusedConv2DBatchNormShape(c));
+  TensorShape side;
+  SF_RETURN_IF_ERROR(c->WithRank(6, 4, &side));
+  TensorShape out = c->output(0);
+  if (out.rank() != 4) return absl::OkStatus();
+  for (int i = 1; i < 4; ++i) {
+    if (out.dim(i) >= 0 && side.dim(i) >= 0 && out.dim(i) != side.dim(i)) {
+      return c->InvalidArgument(absl::StrCat("the side input ", side.DebugString(),
+                                             " does not match the convolution's output ",
+                                             out.DebugString(), " in dimension ", i));
+    }
+    if (out.dim(i) < 0) out.set_dim(i, side.dim(i));
+  }
+  if (out.dim(0) == 1 || (out.dim(0) < 0 && side.dim(0) != 1)) out.set_dim(0, side.dim(0));
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
 // Each output element of a convolution is a dot product over the filter's height, width and
 // input channels: a multiply and an add each. `filter` is [KH, KW, IC, OC].
 double ConvFlops(const OpCostContext& c, const TensorShape& out, const TensorShape& filter) {
@@ -344,6 +365,27 @@ REGISTER_OP("_FusedConv2DBatchNorm")
     .Doc(
         "activation((Conv2D(input, filter) - mean) * scale / sqrt(variance + epsilon) + "
         "offset): Conv2D and an inference FusedBatchNorm in one pass.");
+
+REGISTER_OP("_FusedConv2DBatchNormAdd")
+    .Input("input: T")
+    .Input("filter: T")
+    .Input("scale: T")
+    .Input("offset: T")
+    .Input("mean: T")
+    .Input("variance: T")
+    .Input("side: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("epsilon: float = 0.001")
+    .Attr("activation: string = ''")
+    .SetShapeFn(FusedConv2DBatchNormAddShape)
+    .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.output(0), c.input(1)); })
+    .Doc(
+        "activation((Conv2D(input, filter) - mean) * scale / sqrt(variance + epsilon) + offset + "
+        "side): a ResNet block's last convolution, inference batch norm, residual add and "
+        "activation in one pass.");
 
 REGISTER_OP("Conv2DBackpropInput")
     .Input("input_sizes: int32")

@@ -297,10 +297,14 @@ absl::StatusOr<memory> ForwardWeights(const ForwardEntry& e, const memory& user_
 // Runs the cached forward convolution of `e` on NHWC src/dst and an HWIO filter. `filter` is
 // reordered into the primitive's layout first (or its cached reordered copy used: FilterId).
 // `bias` (may be null): for a primitive made with one (_FusedConv2D).
-// `post_op_inputs` (may be empty): the per-channel inputs of binary post-ops 0, 1, ...
+// `post_op_inputs` (may be empty): the second inputs of binary post-ops 0, 1, ...
+struct PostOpInput {
+  memory::desc md;
+  const void* data;
+};
 absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memory::desc& filter_md,
                         const void* src, const void* filter, void* dst, const void* bias = nullptr,
-                        const std::vector<const float*>& post_op_inputs = {},
+                        const std::vector<PostOpInput>& post_op_inputs = {},
                         const FilterId& filter_id = {}) {
   CallBuffers buffers(ctx);
   SF_ASSIGN_OR_RETURN(void* scratch, buffers.Get(e.scratch_bytes));
@@ -322,9 +326,8 @@ absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memor
     args.insert({DNNL_ARG_BIAS, memory(e.pd.bias_desc(), eng, const_cast<void*>(bias))});
   }
   for (size_t i = 0; i < post_op_inputs.size(); ++i) {
-    const memory::desc md({1, e.pd.dst_desc().dims()[1], 1, 1}, kF32, Tag::nchw);
     args.insert({DNNL_ARG_ATTR_MULTIPLE_POST_OP(static_cast<int>(i)) | DNNL_ARG_SRC_1,
-                 memory(md, eng, const_cast<float*>(post_op_inputs[i]))});
+                 memory(post_op_inputs[i].md, eng, const_cast<void*>(post_op_inputs[i].data))});
   }
   e.prim.execute(stream, args);
   stream.wait();
@@ -441,16 +444,19 @@ absl::Status GemmConv(OpKernelContext* ctx, const ConvGeometry& g, const float* 
   return absl::OkStatus();
 }
 
-// o[p, c] = act(o[p, c] * scale[c] + shift[c]) over `positions` rows of `channels`; a null
-// `scale` multiplies by 1.
+// o[p, c] = act(o[p, c] * scale[c] + shift[c] + side[p, c]) over `positions` rows of
+// `channels`; a null `scale` multiplies by 1, a null `side` adds nothing.
 void ChannelEpilogue(float* o, int64_t positions, int64_t channels, const float* scale,
-                     const float* shift, const std::string& activation) {
+                     const float* shift, const std::string& activation,
+                     const float* side = nullptr) {
   const bool relu = activation == "Relu", other = !relu && !activation.empty();
 #pragma omp parallel for schedule(static)
   for (int64_t p = 0; p < positions; ++p) {
     float* row = o + p * channels;
+    const float* side_row = side ? side + p * channels : nullptr;
     for (int64_t c = 0; c < channels; ++c) {
-      const float v = (scale ? row[c] * scale[c] : row[c]) + shift[c];
+      float v = (scale ? row[c] * scale[c] : row[c]) + shift[c];
+      if (side_row) v += side_row[c];
       row[c] = relu ? std::max(v, 0.0f) : other ? Activate(activation, v) : v;
     }
   }
@@ -557,18 +563,23 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
   std::string activation_;
 };
 
-// ---- _FusedConv2DBatchNorm ------------------------------------------------------------------
+// ---- _FusedConv2DBatchNorm and _FusedConv2DBatchNormAdd ----------------------------------------
 
 struct BatchNormConvEntry {
   std::unique_ptr<ForwardEntry> forward;
-  // The scale, shift and activation run as post-ops of the convolution's own kernel; else (no
-  // optimised kernel takes them here) in one pass over its output.
+  // The scale, shift (side input) and activation run as post-ops of the convolution's own
+  // kernel; else (no optimised kernel takes them here) in one pass over its output.
   bool post_ops = false;
 };
 
 // Conv2D + inference FusedBatchNorm (+ activation), made by the remapping pass: y =
 // act(conv * s + b) per output channel, s = scale / sqrt(variance + epsilon), b = offset - mean *
 // s, as binary post-ops (multiply, add) and an eltwise post-op of one oneDNN primitive.
+// kSide (_FusedConv2DBatchNormAdd, a residual block's end): y = act(conv * s + b + side), the side
+// input (input 6, the block's shortcut) a third binary post-op over the whole output. A side whose
+// batch is 1 where the convolution's is not (or the other way round) broadcasts, as Add does,
+// through a slower path.
+template <bool kSide>
 class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
  public:
   explicit FusedConv2DBatchNormOp(OpKernelConstruction* c) : ConvOpBase(c) {
@@ -600,15 +611,30 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
       shift[k] =
           static_cast<float>(ctx->input(3).data<float>()[k] - ctx->input(4).data<float>()[k] * s);
     }
+    const float* side = nullptr;
+    TensorShape out_shape = g.output_shape();
+    if (kSide) {
+      const Tensor& t = ctx->input(6);
+      const int64_t sn = t.dims() == 4 ? t.dim_size(0) : -1;
+      OP_REQUIRES(ctx,
+                  t.dims() == 4 && t.dim_size(1) == g.oh && t.dim_size(2) == g.ow &&
+                      t.dim_size(3) == g.cout && (sn == g.n || sn == 1 || g.n == 1),
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "the side input ", t.shape().DebugString(),
+                      " does not match the convolution's output ", out_shape.DebugString())));
+      if (sn != g.n) {
+        return BroadcastSide(ctx, g, input, filter, scale, shift, t);
+      }
+      side = t.data<float>();
+    }
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     if (out->NumElements() == 0) return;
     float* o = out->data<float>();
     const int64_t positions = out->NumElements() / g.cout;
-    if (g.cin == 0) {  // no input channels: every position is act(shift)
-      for (int64_t p = 0; p < positions; ++p) {
-        for (int64_t k = 0; k < g.cout; ++k) o[p * g.cout + k] = Activate(activation_, shift[k]);
-      }
+    if (g.cin == 0) {  // no input channels: every position is act(shift (+ side))
+      std::fill(o, o + out->NumElements(), 0.0f);
+      ChannelEpilogue(o, positions, g.cout, nullptr, shift.data(), activation_, side);
       return;
     }
     SetOneDnnThreads(ctx);
@@ -616,20 +642,50 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
     OP_REQUIRES_OK(ctx, gemm.status());
     if (*gemm) {
       OP_REQUIRES_OK(ctx, GemmConv(ctx, g, input.data<float>(), filter.data<float>(), o));
-      ChannelEpilogue(o, positions, g.cout, scale.data(), shift.data(), activation_);
+      ChannelEpilogue(o, positions, g.cout, scale.data(), shift.data(), activation_, side);
       return;
     }
     const BatchNormConvEntry& e = GetEntry(g);
     if (e.post_ops) {
-      OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
-                                     filter.raw_data(), o, nullptr, {scale.data(), shift.data()},
-                                     FilterId::Of(filter, constant_filter())));
+      const memory::desc channel({1, g.cout, 1, 1}, kF32, Tag::nchw);
+      std::vector<PostOpInput> post = {{channel, scale.data()}, {channel, shift.data()}};
+      if (kSide) post.push_back({g.dst(), side});
+      OP_REQUIRES_OK(
+          ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
+                          o, nullptr, post, FilterId::Of(filter, constant_filter())));
       return;
     }
     OP_REQUIRES_OK(
         ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
                         o, nullptr, {}, FilterId::Of(filter, constant_filter())));
-    ChannelEpilogue(o, positions, g.cout, scale.data(), shift.data(), activation_);
+    ChannelEpilogue(o, positions, g.cout, scale.data(), shift.data(), activation_, side);
+  }
+
+  // A side input whose batch differs (one of the two is 1): the normalised convolution into a
+  // temporary, then out[b] = act(conv[b mod n] + side[b mod side's n]).
+  void BroadcastSide(OpKernelContext* ctx, const ConvGeometry& g, const Tensor& input,
+                     const Tensor& filter, const std::vector<float>& scale,
+                     const std::vector<float>& shift, const Tensor& side) {
+    const int64_t sn = side.dim_size(0), n = g.n == 1 ? sn : g.n;
+    Tensor conv;
+    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, g.output_shape(), &conv));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, g.oh, g.ow, g.cout}), &out));
+    if (out->NumElements() == 0) return;
+    const int64_t image = g.oh * g.ow * g.cout;
+    if (g.cin == 0) {
+      std::fill(conv.data<float>(), conv.data<float>() + conv.NumElements(), 0.0f);
+    } else {
+      SetOneDnnThreads(ctx);
+      OP_REQUIRES_OK(
+          ctx, GemmConv(ctx, g, input.data<float>(), filter.data<float>(), conv.data<float>()));
+    }
+    for (int64_t b = 0; b < n; ++b) {
+      float* o = out->data<float>() + b * image;
+      std::memcpy(o, conv.data<float>() + (b % g.n) * image, image * sizeof(float));
+      ChannelEpilogue(o, g.oh * g.ow, g.cout, g.cin == 0 ? nullptr : scale.data(), shift.data(),
+                      activation_, side.data<float>() + (b % sn) * image);
+    }
   }
 
   std::unique_ptr<BatchNormConvEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -638,6 +694,7 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
     dnnl::post_ops post;
     post.append_binary(dnnl::algorithm::binary_mul, channel);
     post.append_binary(dnnl::algorithm::binary_add, channel);
+    if (kSide) post.append_binary(dnnl::algorithm::binary_add, g.dst());
     if (!activation_.empty()) post.append_eltwise(1.0f, EltwiseOf(activation_), 0.0f, 0.0f);
     dnnl::primitive_attr attr = UserScratchpad();
     attr.set_post_ops(post);
@@ -846,7 +903,9 @@ REGISTER_KERNEL(KernelDef("Conv2D").Device(kDeviceCpu).TypeConstraint<float>("T"
 REGISTER_KERNEL(KernelDef("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"),
                 FusedConv2DOp);
 REGISTER_KERNEL(KernelDef("_FusedConv2DBatchNorm").Device(kDeviceCpu).TypeConstraint<float>("T"),
-                FusedConv2DBatchNormOp);
+                FusedConv2DBatchNormOp<false>);
+REGISTER_KERNEL(KernelDef("_FusedConv2DBatchNormAdd").Device(kDeviceCpu).TypeConstraint<float>("T"),
+                FusedConv2DBatchNormOp<true>);
 REGISTER_KERNEL(KernelDef("Conv2DBackpropInput")
                     .Device(kDeviceCpu)
                     .TypeConstraint<float>("T")

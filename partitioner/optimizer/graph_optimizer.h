@@ -18,7 +18,9 @@
 //   remapping                    MatMul/Conv2D + BiasAdd (+ Relu, Relu6, Elu, Tanh, Sigmoid) ->
 //                                one _FusedMatMul/_FusedConv2D (a oneDNN primitive with post-ops);
 //                                first, an inference FusedBatchNorm with constant statistics is
-//                                folded into the constant weights before it (+ a BiasAdd)
+//                                folded into the constant weights before it (+ a BiasAdd);
+//                                one with variable statistics -> _FusedConv2DBatchNorm, and a
+//                                residual Add (+ Relu) after it -> _FusedConv2DBatchNormAdd
 // The first four run twice (one pass's result feeds another's); remapping runs last, once.
 //
 // A rewritten node keeps its name where one node replaces another (a folded constant, the fused

@@ -2,7 +2,8 @@
 // _FusedMatMul / _FusedConv2D (kernels/cpu: the bias and the activation are applied as the
 // product is written). An inference batch norm after a Conv2D is folded into constant weights
 // when its statistics are constants (a frozen graph), else fused with the convolution (and an
-// activation after it) into _FusedConv2DBatchNorm. Only when nothing else reads the intermediate
+// activation after it) into _FusedConv2DBatchNorm, and a residual Add after that (+ activation)
+// into _FusedConv2DBatchNormAdd. Only when nothing else reads the intermediate
 // results: in a training graph the activation's gradient reads the activation's output, which the
 // fused node still produces under the same name.
 #include <cmath>
@@ -99,6 +100,10 @@ class Remapper : public GraphOptimizationPass {
   // Then the others after a Conv2D: one _FusedConv2DBatchNorm.
   static absl::Status FuseConvBatchNorms(const GraphOptimizerOptions& options, Graph* graph,
                                          std::vector<std::string>* changes);
+  // Then a residual block's end, Add(_FusedConv2DBatchNorm, shortcut) (+ activation): one
+  // _FusedConv2DBatchNormAdd.
+  static absl::Status FuseResidualAdds(const GraphOptimizerOptions& options, Graph* graph,
+                                       std::vector<std::string>* changes);
 
   const char* name() const override { return "remapping"; }
 
@@ -106,6 +111,7 @@ class Remapper : public GraphOptimizationPass {
                    std::vector<std::string>* changes) override {
     SF_RETURN_IF_ERROR(FoldBatchNorms(options, graph, changes));
     SF_RETURN_IF_ERROR(FuseConvBatchNorms(options, graph, changes));
+    SF_RETURN_IF_ERROR(FuseResidualAdds(options, graph, changes));
     SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph->TopologicalOrder());
     std::vector<int> ids;
     for (Node* n : order) ids.push_back(n->id());
@@ -289,6 +295,70 @@ absl::Status Remapper::FuseConvBatchNorms(const GraphOptimizerOptions& options, 
         ActivationPart(activation), " into _FusedConv2DBatchNorm");
     graph->RemoveNode(conv);
     if (last != bn) graph->RemoveNode(bn);
+    SF_RETURN_IF_ERROR(
+        optimizer::ReplaceNode(graph, last, std::move(def), inputs, waits_for).status());
+    changes->push_back(what);
+  }
+  return absl::OkStatus();
+}
+
+// Whether `a` and `b` are NHWC shapes that agree in height, width and channels (all known): an
+// Add of the two broadcasts at most over the batch, which _FusedConv2DBatchNormAdd does too.
+bool SameImageShape(const TensorShape& a, const TensorShape& b) {
+  if (a.rank() != 4 || b.rank() != 4) return false;
+  for (int i = 1; i < 4; ++i) {
+    if (a.dim(i) < 0 || a.dim(i) != b.dim(i)) return false;
+  }
+  return true;
+}
+
+absl::Status Remapper::FuseResidualAdds(const GraphOptimizerOptions& options, Graph* graph,
+                                        std::vector<std::string>* changes) {
+  std::vector<int> ids;
+  for (Node* n : graph->nodes()) ids.push_back(n->id());
+  for (int id : ids) {
+    Node* add = graph->node(id);
+    if (add == nullptr || (add->op() != "Add" && add->op() != "AddV2") || !IsFloat(*add) ||
+        optimizer::IsFixed(*add, options) || add->input_edge(0) == nullptr ||
+        add->input_edge(1) == nullptr) {
+      continue;
+    }
+    Node* fused = nullptr;
+    const Edge* side = nullptr;
+    for (int i = 0; i < 2 && fused == nullptr; ++i) {
+      Node* f = add->input_edge(i)->src;
+      std::string activation;
+      if (f->op() != "_FusedConv2DBatchNorm" || add->input_edge(i)->src_output != 0 ||
+          SoleReader(*f) != add || optimizer::IsFixed(*f, options) ||
+          !optimizer::SameDevice(*f, *add) ||
+          !GetAttr(f->attrs(), "activation", &activation).ok() || !activation.empty()) {
+        continue;
+      }
+      const Edge* other = add->input_edge(1 - i);
+      if (!SameImageShape(f->output_shape(0), other->src->output_shape(other->src_output))) {
+        continue;
+      }
+      bool inputs_ok = true;
+      for (int k = 0; k < 6; ++k) inputs_ok &= f->input_edge(k) != nullptr;
+      if (!inputs_ok) continue;
+      fused = f;
+      side = other;
+    }
+    if (fused == nullptr) continue;
+    Node* activation = FusibleActivation(*add, options);
+    Node* last = activation != nullptr ? activation : add;
+    NodeDef def = FusedNodeDef("_FusedConv2DBatchNormAdd", *last, *fused, activation);
+    std::vector<std::pair<Node*, int>> inputs;
+    for (int k = 0; k < 6; ++k) {
+      inputs.push_back({fused->input_edge(k)->src, fused->input_edge(k)->src_output});
+    }
+    inputs.push_back({side->src, side->src_output});
+    const std::vector<Node*> waits_for = OuterControlInputs({fused, add, activation});
+    const std::string what = absl::StrCat(
+        "fused '", fused->name(), "' (_FusedConv2DBatchNorm) + '", add->name(), "' (", add->op(),
+        ", the residual add)", ActivationPart(activation), " into _FusedConv2DBatchNormAdd");
+    graph->RemoveNode(fused);
+    if (last != add) graph->RemoveNode(add);
     SF_RETURN_IF_ERROR(
         optimizer::ReplaceNode(graph, last, std::move(def), inputs, waits_for).status());
     changes->push_back(what);

@@ -800,6 +800,11 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
         a["activation"] = MakeAttr(std::string("Relu"));
         return a;
       };
+      // The same, plus a side input [1, -2, 3, 0] before the Relu: relu([-2, 0, 4, 6] + side).
+      m["_FusedConv2DBatchNormAdd"] = Fixed({img, diag, D({2}, {1}), D({-7}, {1}), D({1}, {1}),
+                                             D({4 - 0.001}, {1}), D({1, -2, 3, 0}, {1, 2, 2, 1})},
+                                            D({0, 0, 7, 6}, {1, 2, 2, 1}));
+      m["_FusedConv2DBatchNormAdd"].attrs = m["_FusedConv2DBatchNorm"].attrs;
       m["Conv2DBackpropInput"] = Fixed({I32({1, 3, 3, 1}), diag, D({1, 2, 3, 4}, {1, 2, 2, 1})},
                                        D({1, 2, 0, 3, 5, 2, 0, 3, 4}, {1, 3, 3, 1}));
       m["Conv2DBackpropInput"].attrs = conv;

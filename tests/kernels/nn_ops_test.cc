@@ -409,6 +409,47 @@ TEST(FusedConv2DBatchNormTest, BadInputsAreErrors) {
       << swish.status();
 }
 
+// The side input of _FusedConv2DBatchNormAdd broadcasts over the batch as Add would (either
+// way round), through the direct, GEMM and broadcasting paths alike; another shape is an error.
+TEST(FusedConv2DBatchNormTest, SideInputAddsAndBroadcastsOverTheBatch) {
+  const Attrs attrs = {{"strides", MakeAttr(std::vector<int64_t>{1, 1, 1, 1})},
+                       {"padding", MakeAttr(std::string("SAME"))},
+                       {"activation", MakeAttr(std::string("Relu"))}};
+  const Tensor ones = Tensor::FromVector<float>(std::vector<float>(4, 1.0f));
+  const Tensor zeros = Tensor::FromVector<float>(std::vector<float>(4, 0.0f));
+  const Tensor var = Tensor::FromVector<float>(std::vector<float>(4, 1.0f - 0.001f));
+  for (const int64_t n : {1, 3}) {
+    for (const int64_t side_n : {1, 3}) {
+      const Tensor x = Random({n, 3, 3, 2}, 70), f = Random({1, 1, 2, 4}, 71);
+      const Tensor side = Random({side_n, 3, 3, 4}, 72);
+      // Scale 1, offset 0, mean 0, variance 1 - eps: relu(conv + side).
+      auto conv = RunOp("Conv2D", {x, f},
+                        {{"strides", attrs.at("strides")}, {"padding", attrs.at("padding")}});
+      ASSERT_TRUE(conv.ok()) << conv.status();
+      auto out = RunOp("_FusedConv2DBatchNormAdd", {x, f, ones, zeros, zeros, var, side}, attrs);
+      ASSERT_TRUE(out.ok()) << out.status();
+      const int64_t batch = std::max(n, side_n), image = 3 * 3 * 4;
+      ASSERT_EQ((*out)[0].shape(), TensorShape({batch, 3, 3, 4}));
+      for (int64_t b = 0; b < batch; ++b) {
+        for (int64_t i = 0; i < image; ++i) {
+          const float want = std::max(0.0f, (*conv)[0].data<float>()[(b % n) * image + i] +
+                                                side.data<float>()[(b % side_n) * image + i]);
+          EXPECT_NEAR((*out)[0].data<float>()[b * image + i], want, 1e-5)
+              << "batch " << n << ", side batch " << side_n << ", element " << b * image + i;
+        }
+      }
+    }
+  }
+  auto bad = RunOp("_FusedConv2DBatchNormAdd",
+                   {Random({2, 3, 3, 2}, 70), Random({1, 1, 2, 4}, 71), ones, zeros, zeros, var,
+                    Random({3, 3, 3, 4}, 72)},
+                   attrs);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("does not match the convolution's output"),
+            std::string::npos)
+      << bad.status();
+}
+
 // The statistics take one pass over x (sums of x - shift and its square): a large mean with a
 // small deviation, whose first rows (the shift) differ from the rest, keeps the variance exact.
 TEST(FusedBatchNormTest, VarianceKeepsPrecisionWithALargeMean) {

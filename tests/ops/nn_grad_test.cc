@@ -206,6 +206,41 @@ TEST(NnGradTest, FusedConv2DBatchNorm) {
   }
 }
 
+// A residual block's end as the remapper fuses it, with respect to the input, the filter, the
+// scale, the offset and the side input (the shortcut), also when the side has batch 1 and is
+// broadcast over the convolution's batch of 2.
+TEST(NnGradTest, FusedConv2DBatchNormAdd) {
+  uint32_t seed = 80;
+  for (const int64_t side_batch : {2, 1}) {
+    SCOPED_TRACE("_FusedConv2DBatchNormAdd, side batch " + std::to_string(side_batch));
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>({2, 4, 5, 2}, seed++), fv = Random<float>({3, 3, 2, 3}, seed++);
+    Tensor scalev = Random<float>({3}, seed++, 0.5, 1.5), offsetv = Random<float>({3}, seed++);
+    Tensor meanv = Random<float>({3}, seed++), varv = Random<float>({3}, seed++, 0.5, 1.5);
+    Tensor sidev = Random<float>({side_batch, 4, 5, 3}, seed++);
+    Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
+    Output scale = Placeholder(s, "scale", scalev), offset = Placeholder(s, "offset", offsetv);
+    Output side = Placeholder(s, "side", sidev);
+    Output y(OpBuilder(s, "_FusedConv2DBatchNormAdd")
+                 .Input(x)
+                 .Input(f)
+                 .Input(scale)
+                 .Input(offset)
+                 .Input(ops::Const(s, meanv))
+                 .Input(ops::Const(s, varv))
+                 .Input(side)
+                 .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
+                 .Attr("padding", std::string("SAME"))
+                 .Attr("epsilon", 0.001f)
+                 .Attr("activation", std::string("Tanh"))
+                 .Finalize());
+    auto err = test::MaxGradientError(s, {x, f, scale, offset, side},
+                                      {xv, fv, scalev, offsetv, sidev}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 TEST(NnGradTest, MaxPoolAndAvgPool) {
   struct PoolGradCase {
     TensorShape input;

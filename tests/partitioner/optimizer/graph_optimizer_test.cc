@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "ops/gradients.h"
 #include "ops/nn_ops.h"
@@ -368,6 +369,58 @@ TEST(GraphOptimizerTest, RemappingFusesAConvolutionWithAnInferenceBatchNormOfFed
   Result trained = Compare(t, {{"x", Random({2, 6, 6, 3}, 25)}, {"f", Random({3, 3, 3, 4}, 26)}},
                            {"ty", "tm"}, 1e-4);
   EXPECT_EQ(CountOp(trained.metadata.optimized_graph(), "_FusedConv2DBatchNorm"), 0);
+}
+
+TEST(GraphOptimizerTest, RemappingFusesAResidualAddIntoTheLastConvolution) {
+  // A residual block's end in an inference graph: relu(bn(conv(h)) + x) becomes one
+  // _FusedConv2DBatchNormAdd, whichever side of the Add the shortcut is on; a shortcut of
+  // another image shape (an Add that broadcasts over height) is left alone.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 5, 5, 4}));
+  auto f = ops::Placeholder(s.WithOpName("f"), DT_FLOAT, TensorShape({3, 3, 4, 4}));
+  std::vector<Output> stats;
+  std::vector<std::pair<std::string, Tensor>> feeds = {{"x", Random({2, 5, 5, 4}, 40)},
+                                                       {"f", Random({3, 3, 4, 4}, 41)}};
+  for (const char* name : {"scale", "offset", "mean", "variance"}) {
+    stats.push_back(ops::Placeholder(s.WithOpName(name), DT_FLOAT, TensorShape({4})));
+    Tensor v = Random({4}, static_cast<uint32_t>(42 + feeds.size()));
+    if (std::string(name) == "variance") {
+      for (int i = 0; i < 4; ++i) v.data<float>()[i] = 1.0f + 0.5f * v.data<float>()[i];
+    }
+    feeds.push_back({name, v});
+  }
+  auto block = [&](const std::string& name, Output in, bool shortcut_first) {
+    auto bn =
+        ops::FusedBatchNorm(s.WithOpName(name + "_bn"),
+                            ops::Conv2D(s.WithOpName(name + "_conv"), in, f, {1, 1, 1, 1}, "SAME"),
+                            stats[0], stats[1], stats[2], stats[3], 0.001f, false);
+    Output sum = shortcut_first ? ops::Add(s.WithOpName(name + "_add"), in, bn.y)
+                                : ops::Add(s.WithOpName(name + "_add"), bn.y, in);
+    return ops::Relu(s.WithOpName(name), sum);
+  };
+  auto y = ops::Identity(s.WithOpName("y"), block("b2", block("b1", x, false), true));
+  // relu(bn(conv(x)) + row), row [2, 1, 5, 4]: broadcasts over height, so not fused.
+  auto row = ops::Placeholder(s.WithOpName("row"), DT_FLOAT, TensorShape({2, 1, 5, 4}));
+  feeds.push_back({"row", Random({2, 1, 5, 4}, 49)});
+  // (Its own filter: with b1's, common subgraph elimination would merge the two convolutions.)
+  auto f2 = ops::Placeholder(s.WithOpName("f2"), DT_FLOAT, TensorShape({3, 3, 4, 4}));
+  feeds.push_back({"f2", Random({3, 3, 4, 4}, 50)});
+  auto bn = ops::FusedBatchNorm(s.WithOpName("r_bn"),
+                                ops::Conv2D(s.WithOpName("r_conv"), x, f2, {1, 1, 1, 1}, "SAME"),
+                                stats[0], stats[1], stats[2], stats[3], 0.001f, false);
+  ops::Relu(s.WithOpName("r"), ops::Add(s.WithOpName("r_add"), bn.y, row));
+  Result on = Compare(s, feeds, {"y", "r"}, 1e-4);
+  const std::string changes = Changes(on.metadata, "remapping");
+  for (const char* block_name : {"b1", "b2"}) {
+    EXPECT_NE(changes.find(absl::StrCat("fused '", block_name, "_bn' (_FusedConv2DBatchNorm) + '",
+                                        block_name, "_add' (Add, the residual add) + '", block_name,
+                                        "' (Relu) into _FusedConv2DBatchNormAdd")),
+              std::string::npos)
+        << changes;
+  }
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "_FusedConv2DBatchNormAdd"), 2);
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "_FusedConv2DBatchNorm"), 1);  // r_bn
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "Add"), 1);                    // r_add
 }
 
 // bfloat16 rounding to nearest even, in fp32 (the reference the pass must match).
