@@ -414,20 +414,22 @@ def argmin(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
 
 def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None):
-    """Logical or over `axis` (TF1's tf.reduce_any)."""
-    x = ops.cast(input_tensor, dtypes.float32)
-    m = ops.reduce_max(x, axis=axis, keepdims=keepdims, reduction_indices=reduction_indices,
-                       keep_dims=keep_dims)
-    return ops.cast(m, dtypes.bool_, name=name)
+    """Logical or over `axis` (TF1's tf.reduce_any); false over no elements."""
+    # A count of the true elements (a Sum is defined over an empty axis, a Max is not).
+    x = ops.cast(ops.cast(input_tensor, dtypes.bool_), dtypes.float32)
+    count = ops.reduce_sum(x, axis=axis, keepdims=keepdims,
+                           reduction_indices=reduction_indices, keep_dims=keep_dims)
+    return ops.greater(count, 0.0, name=name)
 
 
 def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
                keep_dims=None):
-    """Logical and over `axis` (TF1's tf.reduce_all)."""
-    x = ops.cast(input_tensor, dtypes.float32)
-    m = ops.reduce_min(x, axis=axis, keepdims=keepdims, reduction_indices=reduction_indices,
-                       keep_dims=keep_dims)
-    return ops.cast(m, dtypes.bool_, name=name)
+    """Logical and over `axis` (TF1's tf.reduce_all); true over no elements."""
+    # A count of the false elements, as in reduce_any.
+    x = ops.cast(ops.logical_not(ops.cast(input_tensor, dtypes.bool_)), dtypes.float32)
+    count = ops.reduce_sum(x, axis=axis, keepdims=keepdims,
+                           reduction_indices=reduction_indices, keep_dims=keep_dims)
+    return ops.equal(count, 0.0, name=name)
 
 
 def getitem(tensor, key):

@@ -15,6 +15,8 @@ print the tensors' values (`data` and `summarize` are accepted and not printed),
 condition is not evaluated when the graph is built, only when the op runs.
 """
 
+import numpy as np
+
 from shardflow import array_ops, dtypes, ops
 from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
 
@@ -101,6 +103,141 @@ def assert_rank(x, rank, message=None, name=None):
                   name, "assert_rank")
 
 
+def _rank_check(x, holds_for, text, message, name, default_name):
+    """A ValueError now when x's rank is known and `holds_for(rank)` is false, a no-op when it
+    is true, and a run-time check when the rank is unknown."""
+    from shardflow.math_composites import rank as rank_of
+    x = convert_to_tensor(x)
+    if x.shape.ndims is not None:
+        if not holds_for(x.shape.ndims):
+            raise ValueError(_message(message, "%s must have rank %s, its shape is %s"
+                                      % (x.name, text, x.shape)))
+        return ops.no_op(name=name)
+    return _check(holds_for(rank_of(x)), _message(message, "%s must have rank %s"
+                                                  % (x.name, text)), name, default_name)
+
+
+def assert_rank_at_least(x, rank, message=None, name=None):
+    """TF1's tf.assert_rank_at_least (checked now when x's rank is known, else at run time)."""
+    rank = int(rank)
+    return _rank_check(x, lambda r: r >= rank, "at least %d" % rank, message, name,
+                       "assert_rank_at_least")
+
+
+def assert_rank_in(x, ranks, message=None, name=None):
+    """TF1's tf.assert_rank_in: x's rank is one of `ranks` (Python ints)."""
+    ranks = [int(r) for r in ranks]
+
+    def holds_for(r):
+        if isinstance(r, int):
+            return r in ranks
+        return array_ops.reduce_any(ops.equal(r, ranks))
+    return _rank_check(x, holds_for, "in %s" % ranks, message, name, "assert_rank_in")
+
+
+def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=None,
+                name=None):
+    """TF1's tf.assert_near: |x - y| <= atol + rtol * |y| element-wise; rtol and atol default
+    to 10 machine epsilons of the dtype (float32: 1.19e-6, float64: 2.2e-15)."""
+    x, y = _operands(x, y, "assert_near")
+    if not x.dtype.is_floating:
+        raise TypeError("assert_near: x and y must be floating point, not %s" % x.dtype.name)
+    eps = 10 * float(np.finfo(x.dtype.as_numpy_dtype).eps)
+    rtol = eps if rtol is None else rtol
+    atol = eps if atol is None else atol
+    tolerance = ops.cast(atol, x.dtype) + ops.cast(rtol, x.dtype) * ops.abs(y)
+    holds = array_ops.reduce_all(ops.less_equal(ops.abs(x - y), tolerance))
+    return _check(holds, _message(message, "x (%s) and y (%s) not equal to tolerance rtol = "
+                                  "%s, atol = %s" % (x.name, y.name, rtol, atol)),
+                  name, "assert_near")
+
+
+def assert_type(tensor, tf_type, message=None, name=None):
+    """TF1's tf.assert_type: a TypeError now unless `tensor` has dtype `tf_type`; a no-op."""
+    tensor = convert_to_tensor(tensor)
+    if tensor.dtype != dtypes.as_dtype(tf_type):
+        raise TypeError(_message(message, "%s must be of type %s, not %s"
+                                 % (tensor.name, dtypes.as_dtype(tf_type).name,
+                                    tensor.dtype.name)))
+    return ops.no_op(name=name or "statically_determined_correct_type")
+
+
+def assert_integer(x, message=None, name=None):
+    """TF1's tf.assert_integer: a TypeError now unless x's dtype is an integer; a no-op."""
+    x = convert_to_tensor(x)
+    if not x.dtype.is_integer:
+        raise TypeError(_message(message, "Expected integer type for %s, not %s"
+                                 % (x.name, x.dtype.name)))
+    return ops.no_op(name=name)
+
+
+def assert_scalar(tensor, name=None, message=None):
+    """TF1's tf.assert_scalar: `tensor` itself, after a ValueError now unless its static shape
+    is a scalar's (an unknown rank is refused too, as TF1 does)."""
+    tensor = convert_to_tensor(tensor)
+    if tensor.shape.ndims != 0:
+        raise ValueError(_message(message, "Expected scalar shape for %s, saw shape: %s."
+                                  % (tensor.name, tensor.shape)))
+    return tensor
+
+
+def assert_proper_iterable(values):
+    """TF1's tf.assert_proper_iterable: a TypeError for a Tensor, an ndarray, a string or
+    anything not iterable (the mistakes that make "for v in values" go wrong)."""
+    from shardflow.sparse_tensor import SparseTensor
+    if isinstance(values, (Tensor, SparseTensor, np.ndarray, str, bytes)) or not hasattr(
+            values, "__iter__"):
+        raise TypeError("Expected argument 'values' to be a 'proper' iterable, not %r"
+                        % type(values).__name__)
+
+
+def assert_same_float_dtype(tensors=None, dtype=None):
+    """TF1's tf.assert_same_float_dtype: the one floating dtype of `tensors` (and `dtype`),
+    float32 when there is none; ValueError when they differ or one is not floating."""
+    found = dtypes.as_dtype(dtype) if dtype is not None else None
+    for t in tensors or []:
+        if found is None:
+            found = t.dtype
+        elif t.dtype != found:
+            raise ValueError("%s has dtype %s, expected %s" % (t.name, t.dtype.name,
+                                                               found.name))
+    if found is None:
+        return dtypes.float32
+    if not found.is_floating:
+        raise ValueError("Expected floating point type, got %s" % found.name)
+    return found
+
+
+def is_numeric_tensor(tensor):
+    """TF1's tf.is_numeric_tensor: a Tensor of a number type (not bool or string)."""
+    return isinstance(tensor, Tensor) and (tensor.dtype.is_floating or tensor.dtype.is_integer)
+
+
+def _monotonic(x, compare, name, default_name):
+    x = convert_to_tensor(x)
+    if not is_numeric_tensor(x):
+        raise TypeError("%s: x must be numeric, not %s" % (default_name, x.dtype.name))
+    with x.graph.name_scope(name or default_name):
+        from shardflow.math_composites import size
+        flat = ops.reshape(x, [-1])
+        # flat[1:] and flat[:-1] by gathers: the size may be known only at run time, and 0.
+        n = ops.maximum(size(flat), 1)
+        head = array_ops.gather(flat, array_ops.range(n - 1))
+        tail = array_ops.gather(flat, array_ops.range(1, n))
+        return array_ops.reduce_all(compare(tail, head))
+
+
+def is_non_decreasing(x, name=None):
+    """TF1's tf.is_non_decreasing: a bool scalar, true when x (read flat, row-major) never
+    decreases; true for fewer than two elements."""
+    return _monotonic(x, ops.greater_equal, name, "is_non_decreasing")
+
+
+def is_strictly_increasing(x, name=None):
+    """TF1's tf.is_strictly_increasing: as is_non_decreasing, each element above the last."""
+    return _monotonic(x, ops.greater, name, "is_strictly_increasing")
+
+
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TF1's name)
     """An op that fails the step unless the bool scalar `condition` is true, as TF1's
     tf.Assert. The error names the tensors of `data` but does not print their values (Note
@@ -115,6 +252,9 @@ def verify_tensor_all_finite(t, msg, name=None):
     return ops.check_numerics(t, msg, name=name)
 
 
-__all__ = ["Assert", "assert_equal", "assert_greater", "assert_greater_equal", "assert_less",
-           "assert_less_equal", "assert_negative", "assert_non_negative", "assert_non_positive",
-           "assert_none_equal", "assert_positive", "assert_rank", "verify_tensor_all_finite"]
+__all__ = ["Assert", "assert_equal", "assert_greater", "assert_greater_equal", "assert_integer",
+           "assert_less", "assert_less_equal", "assert_near", "assert_negative",
+           "assert_non_negative", "assert_non_positive", "assert_none_equal", "assert_positive",
+           "assert_proper_iterable", "assert_rank", "assert_rank_at_least", "assert_rank_in",
+           "assert_same_float_dtype", "assert_scalar", "assert_type", "is_non_decreasing",
+           "is_numeric_tensor", "is_strictly_increasing", "verify_tensor_all_finite"]

@@ -35,6 +35,7 @@ _DEBUGGING_NAMES = {
     "assert_positive": "assert_positive",
     "assert_rank": "assert_rank",
     "assert_rank_at_least": "assert_rank_at_least",
+    "assert_rank_in": "assert_rank_in",
     "assert_same_float_dtype": "assert_same_float_dtype",
     "assert_scalar": "assert_scalar",
     "assert_shapes": "assert_shapes",

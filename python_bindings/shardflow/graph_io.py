@@ -1,4 +1,5 @@
-"""GraphDef objects, TF1's import_graph_def and write_graph, and a small tf.gfile.
+"""GraphDef objects, TF1's import_graph_def and write_graph, and tf.gfile (re-exported from
+shardflow/gfile.py).
 
 GraphDef, NodeDef, AttrValue and TensorProto are the project's own messages
 (core/protos/graph.proto, tensor.proto) compiled for Debian's python3-protobuf at build time
@@ -14,6 +15,7 @@ and the event files use::
 
 import os
 
+from shardflow import gfile  # noqa: F401 (sf.gfile, sf.io.gfile: shardflow/gfile.py)
 from shardflow.framework import convert_to_tensor, get_default_graph
 
 
@@ -127,74 +129,6 @@ def read_graph(path):
     except (UnicodeDecodeError, Exception):  # noqa: B014 (text_format raises ParseError)
         graph_def = graph_def_from_bytes(data)
     return graph_def
-
-
-class _GFile:
-    """tf.gfile / tf.io.gfile for local paths: GFile (Open) is Python's open, and the usual
-    directory helpers. Remote file systems (gs://, hdfs://) are refused with a clear error."""
-
-    @staticmethod
-    def _local(path):
-        path = os.fspath(path)
-        if "://" in path:
-            raise ValueError("gfile: '%s' is not a local path; shardflow reads local files only"
-                             % path)
-        return path
-
-    def GFile(self, name, mode="r"):  # noqa: N802 (TF1's name)
-        return open(self._local(name), mode)
-
-    Open = FastGFile = GFile
-
-    def Exists(self, path):  # noqa: N802
-        return os.path.exists(self._local(path))
-
-    exists = Exists
-
-    def IsDirectory(self, path):  # noqa: N802
-        return os.path.isdir(self._local(path))
-
-    isdir = IsDirectory
-
-    def MakeDirs(self, path):  # noqa: N802
-        os.makedirs(self._local(path), exist_ok=True)
-
-    makedirs = MakeDirs
-
-    def MkDir(self, path):  # noqa: N802
-        os.mkdir(self._local(path))
-
-    def ListDirectory(self, path):  # noqa: N802
-        return sorted(os.listdir(self._local(path)))
-
-    listdir = ListDirectory
-
-    def Glob(self, pattern):  # noqa: N802
-        import glob
-        return sorted(glob.glob(self._local(pattern)))
-
-    glob = Glob
-
-    def Remove(self, path):  # noqa: N802
-        os.remove(self._local(path))
-
-    remove = Remove
-
-    def DeleteRecursively(self, path):  # noqa: N802
-        import shutil
-        shutil.rmtree(self._local(path))
-
-    rmtree = DeleteRecursively
-
-    def Rename(self, old, new, overwrite=False):  # noqa: N802
-        if not overwrite and os.path.exists(self._local(new)):
-            raise FileExistsError("gfile.Rename: '%s' exists (pass overwrite=True)" % new)
-        os.replace(self._local(old), self._local(new))
-
-    rename = Rename
-
-
-gfile = _GFile()
 
 
 def __getattr__(name):

@@ -230,41 +230,66 @@ def _counts_at_thresholds(labels, predictions, weights, thresholds, kinds):
 def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
         updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal"):
     """Area under the ROC (or PR) curve of scores `predictions` in [0, 1] against binary
-    labels, from counts at `num_thresholds` thresholds (TF1's tf.metrics.auc, trapezoidal)."""
+    labels, from counts at `num_thresholds` thresholds, with TF1's tf.metrics.auc formulas:
+    rates are (tp + 1e-7) / (tp + fn + 1e-7) and fp / (fp + tn + 1e-7) (precision as recall),
+    summed by "trapezoidal", "minoring" or "majoring" rectangles; "careful_interpolation"
+    interpolates the PR curve as TF1 does (the ROC curve by trapezoids)."""
     if curve not in ("ROC", "PR"):
         raise ValueError("auc: curve must be 'ROC' or 'PR', got %r" % (curve,))
-    if summation_method not in ("trapezoidal", "careful_interpolation"):
-        raise ValueError("auc: summation_method %r is not supported (trapezoidal)"
-                         % (summation_method,))
-    if num_thresholds < 2:
-        raise ValueError("auc: num_thresholds must be at least 2, got %d" % num_thresholds)
-    eps = 1e-7
-    thresholds = np.array([-eps] + [(i + 1) / (num_thresholds - 1.0)
-                                    for i in range(num_thresholds - 2)] + [1.0 + eps], np.float32)
+    if summation_method not in ("trapezoidal", "careful_interpolation", "minoring",
+                                "majoring"):
+        raise ValueError("auc: summation_method is 'trapezoidal', 'careful_interpolation', "
+                         "'minoring' or 'majoring', not %r" % (summation_method,))
+    thresholds = np.array(_default_thresholds(num_thresholds, "auc"), np.float32)
+    n, eps = num_thresholds, 1e-7
     g = get_default_graph()
     with g.name_scope(name or "auc"):
         values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
                                                 ("tp", "fp", "fn", "tn"))
 
+        def head(v):
+            return ops.slice(v, [0], [n - 1])
+
+        def tail(v):
+            return ops.slice(v, [1], [n - 1])
+
+        def interpolated_pr(tp, fp, fn):
+            # TF1's interpolate_pr_auc (Davis & Goadrich 2006): precision is linear in the
+            # number of predicted positives between two thresholds.
+            dtp = ops.subtract(head(tp), tail(tp))
+            p = ops.add(tp, fp)
+            slope = _div_no_nan(dtp, ops.maximum(ops.subtract(head(p), tail(p)), 0.0))
+            intercept = ops.subtract(tail(tp), ops.multiply(slope, tail(p)))
+            both = ops.logical_and(ops.greater(head(p), 0.0), ops.greater(tail(p), 0.0))
+            ratio = where(both, _div_no_nan(head(p), ops.maximum(tail(p), 0.0)),
+                              ops.ones_like(tail(p)))
+            step = ops.multiply(slope, ops.add(dtp, ops.multiply(intercept, ops.log(ratio))))
+            return ops.reduce_sum(_div_no_nan(step, ops.maximum(ops.add(tail(tp), tail(fn)),
+                                                                   0.0)))
+
         def area(c):
             tp, fp, fn, tn = c["tp"], c["fp"], c["fn"], c["tn"]
-            tpr = _div_no_nan(tp, ops.add(tp, fn))
+            if curve == "PR" and summation_method == "careful_interpolation":
+                return interpolated_pr(tp, fp, fn)
+            recall = ops.divide(ops.add(tp, eps), ops.add(ops.add(tp, fn), eps))
             if curve == "ROC":
-                x = _div_no_nan(fp, ops.add(fp, tn))
-                y = tpr
+                x = ops.divide(fp, ops.add(ops.add(fp, tn), eps))
+                y = recall
             else:
-                x = tpr
-                y = _div_no_nan(tp, ops.add(tp, fp))
-            n = num_thresholds
-            dx = ops.subtract(ops.slice(x, [0], [n - 1]), ops.slice(x, [1], [n - 1]))
-            mid = ops.multiply(ops.add(ops.slice(y, [0], [n - 1]), ops.slice(y, [1], [n - 1])),
-                               0.5)
-            return ops.reduce_sum(ops.multiply(dx, mid))
+                x = recall
+                y = ops.divide(ops.add(tp, eps), ops.add(ops.add(tp, fp), eps))
+            dx = ops.subtract(head(x), tail(x))
+            if summation_method == "minoring":
+                height = ops.minimum(head(y), tail(y))
+            elif summation_method == "majoring":
+                height = ops.maximum(head(y), tail(y))
+            else:
+                height = ops.multiply(ops.add(head(y), tail(y)), 0.5)
+            return ops.reduce_sum(ops.multiply(dx, height))
 
         value = area(values)
         update = area(updates)
     return _collect(value, update, metrics_collections, updates_collections)
-
 
 
 # ---- more of TF1's tf.metrics -------------------------------------------------------------
@@ -306,6 +331,36 @@ def true_negatives_at_thresholds(labels, predictions, thresholds, weights=None,
     """For each threshold, the weighted count of negative labels scored at or below it."""
     return _at_thresholds("tn", labels, predictions, thresholds, weights, metrics_collections,
                           updates_collections, name)
+
+
+def precision_at_thresholds(labels, predictions, thresholds, weights=None,
+                             metrics_collections=None, updates_collections=None, name=None):
+    """For each of `thresholds`, tp / (tp + fp + 1e-7) of the scores above it, as TF1's
+    tf.metrics.precision_at_thresholds: a [T] value."""
+    g = get_default_graph()
+    with g.name_scope(name or "precision_at_thresholds"):
+        values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
+                                                ("tp", "fp"))
+
+        def compute(c):
+            return ops.divide(c["tp"], ops.add(ops.add(c["tp"], c["fp"]), 1e-7))
+        value, update = compute(values), compute(updates)
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+def recall_at_thresholds(labels, predictions, thresholds, weights=None,
+                         metrics_collections=None, updates_collections=None, name=None):
+    """For each of `thresholds`, tp / (tp + fn + 1e-7), as TF1's
+    tf.metrics.recall_at_thresholds: a [T] value."""
+    g = get_default_graph()
+    with g.name_scope(name or "recall_at_thresholds"):
+        values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
+                                                ("tp", "fn"))
+
+        def compute(c):
+            return ops.divide(c["tp"], ops.add(ops.add(c["tp"], c["fn"]), 1e-7))
+        value, update = compute(values), compute(updates)
+    return _collect(value, update, metrics_collections, updates_collections)
 
 
 def _default_thresholds(num_thresholds, what):
@@ -586,6 +641,7 @@ __all__ = ["accuracy", "auc", "false_negatives", "false_negatives_at_thresholds"
            "false_positives", "false_positives_at_thresholds", "mean", "mean_absolute_error",
            "mean_cosine_distance", "mean_iou", "mean_per_class_accuracy",
            "mean_relative_error", "mean_squared_error", "mean_tensor", "percentage_below",
-           "precision", "precision_at_k", "recall", "recall_at_k", "root_mean_squared_error",
+           "precision", "precision_at_k", "precision_at_thresholds", "recall",
+           "recall_at_k", "recall_at_thresholds", "root_mean_squared_error",
            "sensitivity_at_specificity", "specificity_at_sensitivity", "true_negatives",
            "true_negatives_at_thresholds", "true_positives", "true_positives_at_thresholds"]

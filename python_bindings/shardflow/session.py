@@ -50,7 +50,20 @@ class RunOptions:
 RunMetadata = _C.RunMetadata
 RunMetadata.__doc__ = """What one traced step did (filled by ``Session.run(..., run_metadata=md)``
 with ``RunOptions(trace_level=FULL_TRACE)``): ``placement`` (node -> device), ``devices``,
-``node_stats()``, ``partition_graph_count``; read it with sf.profiler."""
+``node_stats()``, ``partition_graph_count``, and TF1's ``step_stats``; read it with sf.profiler
+or timeline.Timeline(md.step_stats) (shardflow.python.client.timeline)."""
+
+
+def _run_metadata_step_stats(run_metadata):
+    from shardflow.step_stats_pb import step_stats_from_run_metadata
+    return step_stats_from_run_metadata(run_metadata)
+
+
+RunMetadata.step_stats = property(
+    _run_metadata_step_stats,
+    doc="TF1's StepStats of the traced step (dev_stats[i].node_stats[j] with node_name, "
+        "all_start_micros, all_end_rel_micros, op_end_rel_micros, timeline_label, ...); a "
+        "fresh copy on each access (shardflow/step_stats_pb.py). Needs python3-protobuf.")
 
 
 class GPUOptions:

@@ -1,0 +1,6 @@
+"""TF1's tensorflow.python paths that programs import from directly, for the modules shardflow
+carries: ``from shardflow.python.client import timeline`` (tf.python.client.timeline)."""
+
+from shardflow.python import client  # noqa: F401
+
+__all__ = ["client"]

@@ -1,0 +1,135 @@
+"""TF1's StepStats messages (tensorflow/core/framework/step_stats.proto) and
+``run_metadata.step_stats``, which builds one from a traced step.
+
+Example::
+
+    md = sf.RunMetadata()
+    sess.run(y, feeds, options=sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE),
+             run_metadata=md)
+    for dev in md.step_stats.dev_stats:
+        for ns in dev.node_stats:
+            print(dev.device, ns.node_name, ns.all_start_micros, ns.all_end_rel_micros)
+
+The engine records its own NodeExecStats (core/protos/step_stats.proto: start and end in epoch
+microseconds, the op, outputs). ``step_stats`` is a TF-format copy, made on each access (a
+fresh message: changing it does not change the RunMetadata): all_start_micros is the start,
+op_start_rel_micros 0, op_end_rel_micros and all_end_rel_micros the duration (the engine does
+not time scheduling apart from the kernel), the _nanos fields the same in nanoseconds, and
+timeline_label the kernel's own label where it set one (collectives), else TF's
+"name = Op(input, ...)" with the inputs read from the partition graphs. Each output carries
+its dtype, shape and bytes (as tensor_description.allocation_description.requested_bytes);
+memory_stats are not recorded.
+
+The classes are made as summary_pb.py makes its messages (package "tensorflow", TF's field
+numbers, a descriptor pool of their own). They need python3-protobuf, loaded on first use.
+"""
+
+from google.protobuf import descriptor_pb2
+
+from shardflow.example_pb import _F, _field, _message_classes
+
+_FILE_NAME = "shardflow/tensorflow_step_stats.proto"
+
+
+def _file_descriptor_proto():
+    fdp = descriptor_pb2.FileDescriptorProto(name=_FILE_NAME, package="tensorflow",
+                                             syntax="proto3")
+    rep, msg, i64 = _F.LABEL_REPEATED, _F.TYPE_MESSAGE, _F.TYPE_INT64
+    m = fdp.message_type.add(name="TensorShapeProto")
+    dim = m.nested_type.add(name="Dim")
+    _field(dim, "size", 1, i64)
+    _field(dim, "name", 2, _F.TYPE_STRING)
+    _field(m, "dim", 2, msg, rep, type_name=".tensorflow.TensorShapeProto.Dim")
+    _field(m, "unknown_rank", 3, _F.TYPE_BOOL)
+    m = fdp.message_type.add(name="AllocationDescription")
+    _field(m, "requested_bytes", 1, i64)
+    _field(m, "allocated_bytes", 2, i64)
+    _field(m, "allocator_name", 3, _F.TYPE_STRING)
+    m = fdp.message_type.add(name="TensorDescription")
+    _field(m, "dtype", 1, _F.TYPE_INT32)
+    _field(m, "shape", 2, msg, type_name=".tensorflow.TensorShapeProto")
+    _field(m, "allocation_description", 4, msg,
+           type_name=".tensorflow.AllocationDescription")
+    m = fdp.message_type.add(name="NodeOutput")
+    _field(m, "slot", 1, _F.TYPE_INT32)
+    _field(m, "tensor_description", 3, msg, type_name=".tensorflow.TensorDescription")
+    m = fdp.message_type.add(name="NodeExecStats")
+    _field(m, "node_name", 1, _F.TYPE_STRING)
+    _field(m, "all_start_micros", 2, i64)
+    _field(m, "op_start_rel_micros", 3, i64)
+    _field(m, "op_end_rel_micros", 4, i64)
+    _field(m, "all_end_rel_micros", 5, i64)
+    _field(m, "output", 7, msg, rep, type_name=".tensorflow.NodeOutput")
+    _field(m, "timeline_label", 8, _F.TYPE_STRING)
+    _field(m, "scheduled_micros", 9, i64)
+    _field(m, "thread_id", 10, _F.TYPE_UINT32)
+    for number, name in enumerate(("all_start_nanos", "op_start_rel_nanos", "op_end_rel_nanos",
+                                   "all_end_rel_nanos", "scheduled_nanos"), 13):
+        _field(m, name, number, i64)
+    m = fdp.message_type.add(name="DeviceStepStats")
+    _field(m, "device", 1, _F.TYPE_STRING)
+    _field(m, "node_stats", 2, msg, rep, type_name=".tensorflow.NodeExecStats")
+    m = fdp.message_type.add(name="StepStats")
+    _field(m, "dev_stats", 1, msg, rep, type_name=".tensorflow.DeviceStepStats")
+    return fdp
+
+
+_classes = _message_classes(_file_descriptor_proto(), _FILE_NAME)
+
+TensorShapeProto = _classes["TensorShapeProto"]
+AllocationDescription = _classes["AllocationDescription"]
+TensorDescription = _classes["TensorDescription"]
+NodeOutput = _classes["NodeOutput"]
+NodeExecStats = _classes["NodeExecStats"]
+DeviceStepStats = _classes["DeviceStepStats"]
+StepStats = _classes["StepStats"]
+
+
+def _inputs_by_node(md):
+    """{(device, node name): [input, ...]} from the partition graphs (control inputs left out)."""
+    inputs = {}
+    for graph in md.partition_graphs:
+        for node in graph.node:
+            data = [i for i in node.input if not i.startswith("^")]
+            inputs[(node.assigned_device, node.name)] = data
+            inputs.setdefault((None, node.name), data)
+    return inputs
+
+
+def step_stats_from_run_metadata(run_metadata):
+    """A tensorflow.StepStats message for a sf.RunMetadata (see the module comment)."""
+    from shardflow.protos import config_pb2
+    md = config_pb2.RunMetadata.FromString(run_metadata.SerializeToString())
+    inputs = _inputs_by_node(md)
+    out = StepStats()
+    for dev in md.step_stats.dev_stats:
+        tf_dev = out.dev_stats.add(device=dev.device)
+        for ns in dev.node_stats:
+            duration = max(0, ns.end_micros - ns.start_micros)
+            label = ns.timeline_label
+            if not label:
+                args = inputs.get((dev.device, ns.node_name),
+                                  inputs.get((None, ns.node_name), []))
+                label = "%s = %s(%s)" % (ns.node_name, ns.op, ", ".join(args))
+            tf_ns = tf_dev.node_stats.add(
+                node_name=ns.node_name, all_start_micros=ns.start_micros,
+                op_start_rel_micros=0, op_end_rel_micros=duration,
+                all_end_rel_micros=duration, timeline_label=label,
+                scheduled_micros=ns.start_micros, thread_id=ns.thread_id & 0xFFFFFFFF,
+                all_start_nanos=ns.start_micros * 1000, op_start_rel_nanos=0,
+                op_end_rel_nanos=duration * 1000, all_end_rel_nanos=duration * 1000,
+                scheduled_nanos=ns.start_micros * 1000)
+            for o in ns.output:
+                desc = tf_ns.output.add(slot=o.slot).tensor_description
+                desc.dtype = int(o.dtype)
+                for size in o.shape.dim:
+                    desc.shape.dim.add(size=size)
+                desc.shape.unknown_rank = o.shape.unknown_rank
+                desc.allocation_description.requested_bytes = o.bytes
+                desc.allocation_description.allocated_bytes = o.bytes
+    return out
+
+
+__all__ = ["AllocationDescription", "DeviceStepStats", "NodeExecStats", "NodeOutput",
+           "StepStats", "TensorDescription", "TensorShapeProto",
+           "step_stats_from_run_metadata"]
