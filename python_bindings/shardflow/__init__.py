@@ -37,6 +37,7 @@ from shardflow.array_ops import (argmin, boolean_mask, gather, gather_nd, one_ho
                                  reduce_any, split, stack, tile, unstack, where,
                                  where_v2)
 from shardflow.ops import *  # noqa: F401,F403
+from shardflow.strided_slice import strided_slice  # noqa: F401
 from shardflow.ops import abs, pow, slice  # noqa: F401,A004 (shadow builtins, as in TF)
 from shardflow.session import (ConfigProto, InteractiveSession, RunMetadata,  # noqa: F401
                                RunOptions, Session, get_default_session,

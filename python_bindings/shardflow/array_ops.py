@@ -1,6 +1,6 @@
 """TF1 array ops built from the engine's existing ops (and tested against NumPy): one_hot,
 gather / nn.embedding_lookup, stack, unstack, split, tile, range, where (three arguments), pad,
-argmin, reduce_any, reduce_all, and tensor indexing (``x[:, 1]``, ``sf.shape(x)[0]``).
+argmin, reduce_any, reduce_all; tensor indexing (``x[:, 1]``) is in strided_slice.py.
 
 Note [Composed array ops]. Except gather (the engine's GatherV2 kernel, any axis, rows
 scattered back by GatherV2Grad), these are a few existing ops each, so that TF1 programs run,
@@ -433,90 +433,9 @@ def reduce_all(input_tensor, axis=None, keepdims=None, name=None, reduction_indi
 
 
 def getitem(tensor, key):
-    """``tensor[key]``: ints (dropping the dimension), slices, ``...`` and ``None`` (a new
-    dimension), as TF1's basic indexing (tf.strided_slice). A dimension with a negative index or
-    an open-ended slice may be unknown; a slice with a step other than 1 (``x[::2]``,
-    ``x[::-1]``) needs its dimension's size and picks the rows with a gather."""
-    value = convert_to_tensor(tensor)
-    if value.shape.ndims is None:
-        raise ValueError("indexing needs a tensor of known rank, got %r" % value)
-    dims = value.shape.as_list()
-    if not isinstance(key, tuple):
-        key = (key,)
-    if sum(k is Ellipsis for k in key) > 1:
-        raise ValueError("an index may have one ... at most")
-    if Ellipsis in key:
-        i = key.index(Ellipsis)
-        named = len([k for k in key if k is not None and k is not Ellipsis])
-        key = key[:i] + (slice(None),) * (len(dims) - named) + key[i + 1:]
-    key = list(key)
-    dim = 0
-    for i, k in enumerate(key):
-        if k is None:
-            continue
-        if isinstance(k, slice) and k.step not in (None, 1):
-            if dim >= len(dims):
-                break
-            if dims[dim] is None:
-                raise ValueError("a slice with step %r needs dimension %d to be known"
-                                 % (k.step, dim))
-            if k.step == 0:
-                raise ValueError("slice step cannot be zero")
-            rows = np.arange(*k.indices(dims[dim]), dtype=np.int32)
-            value = gather(value, rows, axis=dim)
-            dims[dim] = len(rows)
-            key[i] = slice(None)
-        dim += 1
-    begin, size, squeeze, new_axes = [], [], [], []
-    dim = 0
-    out_axis = 0
-    for k in key:
-        if k is None:
-            new_axes.append(out_axis)
-            out_axis += 1
-            continue
-        if dim >= len(dims):
-            raise IndexError("too many indices for a tensor of rank %d" % len(dims))
-        n = dims[dim]
-        if isinstance(k, (int, np.integer)):
-            k = int(k)
-            if k < 0:
-                if n is None:
-                    raise ValueError("a negative index needs dimension %d to be known" % dim)
-                k += n
-            if n is not None and not 0 <= k < n:
-                raise IndexError("index %d is out of bounds for dimension %d of size %d"
-                                 % (k, dim, n))
-            begin.append(k)
-            size.append(1)
-            squeeze.append(dim)
-        elif isinstance(k, slice):
-            start, stop = k.start or 0, k.stop
-            if start < 0 or (stop is not None and stop < 0):
-                if n is None:
-                    raise ValueError("a negative slice bound needs dimension %d to be known"
-                                     % dim)
-                start = start + n if start < 0 else start
-                stop = stop + n if stop is not None and stop < 0 else stop
-            if n is not None:
-                start = min(start, n)
-                stop = n if stop is None else min(stop, n)
-            begin.append(start)
-            size.append(-1 if stop is None else max(stop - start, 0))
-            out_axis += 1
-        else:
-            raise TypeError("tensors are indexed with ints, slices, ... and None, not %r"
-                            % (k,))
-        dim += 1
-    for _ in dims[dim:]:
-        begin.append(0)
-        size.append(-1)
-    out = ops.slice(value, begin, size)
-    if squeeze:
-        out = ops.squeeze(out, squeeze)
-    for axis in new_axes:
-        out = ops.expand_dims(out, axis)
-    return out
+    """``tensor[key]`` (TF1's basic indexing): shardflow.strided_slice.getitem."""
+    from shardflow.strided_slice import getitem as strided_getitem
+    return strided_getitem(tensor, key)
 
 
 __all__ = ["argmin", "boolean_mask", "embedding_lookup", "gather", "gather_nd", "one_hot",

@@ -246,8 +246,8 @@ class _TensorOperators:
         return ops.negative(self)
 
     def __getitem__(self, key):
-        """Basic indexing, ``x[:, 1]``, ``sf.shape(x)[0]`` (shardflow.array_ops.getitem)."""
-        from shardflow.array_ops import getitem
+        """TF1 indexing, ``x[:, 1]``, ``x[i, ::-1]`` (shardflow.strided_slice.getitem)."""
+        from shardflow.strided_slice import getitem
         return getitem(self, key)
 
     def __floordiv__(self, other):
