@@ -156,6 +156,90 @@ void Run(dnnl::stream& stream, const Reorder& r, const memory& from, const memor
                   {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}});
 }
 
+// What a forward kernel knows of a filter to reuse its reordered copy (FilterCache): a Const (a
+// frozen graph; attr _filter_is_constant) never changes; otherwise a buffer's content version
+// (Tensor::content_version) identifies the bytes, so a variable read twice without a write in
+// between (inference) is reordered once.
+struct FilterId {
+  bool constant = false;
+  uint64_t version = 0;  // 0: unknown, never cached
+  const void* data = nullptr;
+
+  static FilterId Of(const Tensor& filter, bool constant) {
+    return FilterId{constant, filter.content_version(), filter.raw_data()};
+  }
+  bool operator==(const FilterId& o) const {
+    return constant == o.constant && version == o.version && data == o.data;
+  }
+};
+
+// The filters a forward convolution kernel keeps reordered into its primitives' layouts between
+// calls: at most kSlots (the least recently used is replaced), whatever the number of input shapes
+// the kernel meets, so memory stays bounded. A filter is kept when it is constant or the same as
+// the previous call's: training writes its filters every step, and keeping those would only hold
+// memory. Thread-safe; a call holds a reference to the copy it uses, so replacing a slot never
+// frees memory another call still reads.
+class FilterCache {
+ public:
+  static constexpr int kSlots = 2;
+
+  // The filter `id` in layout `md`: the kept copy if there is one (into *hold), else null; notes
+  // `id` as the call's filter either way.
+  bool Find(const FilterId& id, const dnnl::memory::desc& md, Tensor* hold) {
+    absl::MutexLock lock(&mu_);
+    const bool found = Lookup(id, md, hold);
+    previous_ = id;
+    return found;
+  }
+  // Whether a copy of `id` made now should be kept (Keep): constant, or unchanged since the
+  // previous call.
+  bool Worth(const FilterId& id) {
+    absl::MutexLock lock(&mu_);
+    return id.constant || (id.version != 0 && kept_candidate_ == id);
+  }
+  void Keep(const FilterId& id, const dnnl::memory::desc& md, const Tensor& weights) {
+    absl::MutexLock lock(&mu_);
+    Slot* victim = &slots_[0];
+    for (Slot& s : slots_) {
+      if (s.used < victim->used) victim = &s;
+    }
+    *victim = Slot{id, md, weights, ++clock_};
+  }
+
+ private:
+  struct Slot {
+    FilterId id;
+    dnnl::memory::desc md;
+    Tensor weights;
+    uint64_t used = 0;
+  };
+  bool Lookup(const FilterId& id, const dnnl::memory::desc& md, Tensor* hold)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    kept_candidate_ = previous_;
+    if (!id.constant && id.version == 0) return false;
+    for (Slot& s : slots_) {
+      if (s.weights.IsInitialized() && s.id == id && s.md == md) {
+        s.used = ++clock_;
+        *hold = s.weights;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  absl::Mutex mu_;
+  std::array<Slot, kSlots> slots_ ABSL_GUARDED_BY(mu_);
+  FilterId previous_ ABSL_GUARDED_BY(mu_);        // the filter of the call before
+  FilterId kept_candidate_ ABSL_GUARDED_BY(mu_);  // previous_ as the current call found it
+  uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// A forward call's filter and the cache that may hold its reordered copy (null: none).
+struct CachedFilter {
+  FilterCache* cache = nullptr;
+  FilterId id;
+};
+
 // The common part of the three kernels: attrs, geometry, the primitive cache and error handling.
 template <typename Entry>
 class ConvOpBase : public OpKernel {
@@ -202,8 +286,10 @@ class ConvOpBase : public OpKernel {
     return *e;
   }
 
-  // Whether input 1, the filter, is a constant (forward kernels reorder it once).
-  bool constant_filter() const { return constant_filter_; }
+  // Input 1, the filter, for RunForward's cache of reordered filters.
+  CachedFilter Cached(const Tensor& filter) const {
+    return CachedFilter{&filter_cache_, FilterId::Of(filter, constant_filter_)};
+  }
 
   absl::Status Geometry(const TensorShape& in, const TensorShape& filter, ConvGeometry* g) const {
     return MakeGeometry(in, filter, sh_, sw_, padding_, g);
@@ -221,81 +307,22 @@ class ConvOpBase : public OpKernel {
   std::string padding_;
   int64_t sh_ = 1, sw_ = 1;
   bool constant_filter_ = false;
+  mutable FilterCache filter_cache_;
   absl::Mutex mu_;
   std::map<ConvGeometry::Key, std::unique_ptr<Entry>> cache_ ABSL_GUARDED_BY(mu_);
 };
 
 // ---- Conv2D ---------------------------------------------------------------------------------
 
-// What RunForward knows of a filter to reuse its reordered copy: a Const (a frozen graph; attr
-// _filter_is_constant) never changes; otherwise a buffer's content version (Tensor::
-// content_version) identifies the bytes, so a variable read twice without a write in between
-// (inference) is reordered once. A version met for the first time is not cached: training
-// writes its filters every step, and caching them would only hold memory.
-struct FilterId {
-  bool constant = false;
-  uint64_t version = 0;  // 0: unknown, never cached
-  const void* data = nullptr;
-
-  static FilterId Of(const Tensor& filter, bool constant) {
-    return FilterId{constant, filter.content_version(), filter.raw_data()};
-  }
-  bool operator==(const FilterId& o) const {
-    return constant == o.constant && version == o.version && data == o.data;
-  }
-};
-
 struct ForwardEntry {
   dnnl::convolution_forward::primitive_desc pd;
   dnnl::convolution_forward prim;
   Reorder filter_in;  // [h, w, in, out] -> pd.weights_desc()
   size_t scratch_bytes;
-  // The filter last reordered into `weights` (in the primitive's layout) and the one seen last
-  // (FilterId). A call copies `weights` (a reference) under the lock, so replacing it never frees
-  // memory another call still reads.
-  mutable absl::Mutex weights_mu;
-  mutable FilterId cached ABSL_GUARDED_BY(weights_mu);
-  mutable Tensor weights ABSL_GUARDED_BY(weights_mu);
-  mutable FilterId seen ABSL_GUARDED_BY(weights_mu);
 };
 
-// The filter of `e` in its primitive's layout: the cached copy when `id` names the filter it was
-// made from, else `filter` reordered (and cached when seen before or constant). `buffers` holds
-// uncached copies for the call.
-absl::StatusOr<memory> ForwardWeights(const ForwardEntry& e, const memory& user_filter,
-                                      const FilterId& id, dnnl::stream& stream,
-                                      const memory& scratch, CallBuffers* buffers, Tensor* hold) {
-  dnnl::engine& eng = CpuEngine();
-  const memory::desc& md = e.pd.weights_desc();
-  const memory reorder_scratch(e.filter_in.pd->scratchpad_desc(), eng, scratch.get_data_handle());
-  {
-    absl::MutexLock lock(&e.weights_mu);
-    const bool cacheable = id.constant || id.version != 0;
-    if (cacheable && e.weights.IsInitialized() && e.cached == id) {
-      *hold = e.weights;
-      return memory(md, eng, hold->raw_data());
-    }
-    if (cacheable && (id.constant || e.seen == id)) {
-      auto w = Tensor::Create(CpuAllocator(), DT_UINT8,
-                              TensorShape({static_cast<int64_t>(md.get_size())}));
-      if (!w.ok()) return w.status();
-      Run(stream, e.filter_in, user_filter, memory(md, eng, w->raw_data()), reorder_scratch);
-      stream.wait();
-      e.weights = *w;
-      e.cached = id;
-      *hold = *std::move(w);
-      return memory(md, eng, hold->raw_data());
-    }
-    e.seen = id;
-  }
-  SF_ASSIGN_OR_RETURN(void* w, buffers->Get(md.get_size()));
-  memory weights(md, eng, w);
-  Run(stream, e.filter_in, user_filter, weights, reorder_scratch);
-  return weights;
-}
-
 // Runs the cached forward convolution of `e` on NHWC src/dst and an HWIO filter. `filter` is
-// reordered into the primitive's layout first (or its cached reordered copy used: FilterId).
+// reordered into the primitive's layout first (or a copy kept in `cached.cache` used).
 // `bias` (may be null): for a primitive made with one (_FusedConv2D).
 // `post_op_inputs` (may be empty): the second inputs of binary post-ops 0, 1, ...
 struct PostOpInput {
@@ -305,7 +332,7 @@ struct PostOpInput {
 absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memory::desc& filter_md,
                         const void* src, const void* filter, void* dst, const void* bias = nullptr,
                         const std::vector<PostOpInput>& post_op_inputs = {},
-                        const FilterId& filter_id = {}) {
+                        const CachedFilter& cached = {}) {
   CallBuffers buffers(ctx);
   SF_ASSIGN_OR_RETURN(void* scratch, buffers.Get(e.scratch_bytes));
   dnnl::engine& eng = CpuEngine();
@@ -314,8 +341,24 @@ absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memor
   memory weights(filter_md, eng, const_cast<void*>(filter));
   Tensor hold;  // keeps a cached filter alive while the convolution reads it
   if (e.filter_in.prim) {
-    SF_ASSIGN_OR_RETURN(
-        weights, ForwardWeights(e, weights, filter_id, stream, scratch_mem, &buffers, &hold));
+    const memory::desc& md = e.pd.weights_desc();
+    const memory reorder_scratch(e.filter_in.pd->scratchpad_desc(), eng, scratch);
+    if (cached.cache != nullptr && cached.cache->Find(cached.id, md, &hold)) {
+      weights = memory(md, eng, hold.raw_data());
+    } else if (cached.cache != nullptr && cached.cache->Worth(cached.id)) {
+      SF_ASSIGN_OR_RETURN(hold, Tensor::Create(CpuAllocator(), DT_UINT8,
+                                               TensorShape({static_cast<int64_t>(md.get_size())})));
+      memory kept(md, eng, hold.raw_data());
+      Run(stream, e.filter_in, weights, kept, reorder_scratch);
+      stream.wait();
+      cached.cache->Keep(cached.id, md, hold);
+      weights = kept;
+    } else {
+      SF_ASSIGN_OR_RETURN(void* w, buffers.Get(md.get_size()));
+      memory reordered(md, eng, w);
+      Run(stream, e.filter_in, weights, reordered, reorder_scratch);
+      weights = reordered;
+    }
   }
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(e.pd.src_desc(), eng, const_cast<void*>(src))},
@@ -339,7 +382,7 @@ std::unique_ptr<ForwardEntry> MakeForwardEntry(const dnnl::convolution_forward::
   Reorder r = Reorder::Make(user_filter, pd.weights_desc());
   size_t scratch = std::max(pd.scratchpad_desc().get_size(), r.scratch_bytes());
   return std::unique_ptr<ForwardEntry>(
-      new ForwardEntry{pd, dnnl::convolution_forward(pd), std::move(r), scratch, {}, {}, {}, {}});
+      new ForwardEntry{pd, dnnl::convolution_forward(pd), std::move(r), scratch});
 }
 
 void FillZero(Tensor* t) {
@@ -485,9 +528,8 @@ class Conv2DOp : public ConvOpBase<ForwardEntry> {
       return;
     }
     const ForwardEntry& e = GetEntry(g);
-    OP_REQUIRES_OK(
-        ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                        out->raw_data(), nullptr, {}, FilterId::Of(filter, constant_filter())));
+    OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
+                                   out->raw_data(), nullptr, {}, Cached(filter)));
   }
 
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -541,8 +583,7 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
     }
     const ForwardEntry& e = GetEntry(g);
     OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                                   out->raw_data(), bias.raw_data(), {},
-                                   FilterId::Of(filter, constant_filter())));
+                                   out->raw_data(), bias.raw_data(), {}, Cached(filter)));
   }
 
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -650,14 +691,12 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
       const memory::desc channel({1, g.cout, 1, 1}, kF32, Tag::nchw);
       std::vector<PostOpInput> post = {{channel, scale.data()}, {channel, shift.data()}};
       if (kSide) post.push_back({g.dst(), side});
-      OP_REQUIRES_OK(
-          ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                          o, nullptr, post, FilterId::Of(filter, constant_filter())));
+      OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
+                                     filter.raw_data(), o, nullptr, post, Cached(filter)));
       return;
     }
-    OP_REQUIRES_OK(
-        ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                        o, nullptr, {}, FilterId::Of(filter, constant_filter())));
+    OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
+                                   filter.raw_data(), o, nullptr, {}, Cached(filter)));
     ChannelEpilogue(o, positions, g.cout, scale.data(), shift.data(), activation_, side);
   }
 

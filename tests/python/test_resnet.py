@@ -204,6 +204,12 @@ def test_conv_filter_cache_follows_every_write():
             np.testing.assert_allclose(sess.run(y, {x: xv}), _conv_same(xv, sess.run(w)),
                                        rtol=1e-4, atol=1e-3, err_msg=f"after {name}")
         np.testing.assert_allclose(sess.run(w), w0)  # restored
+        xb = sf.placeholder(sf.float32, [None, 6, 6, 16])
+        yb = sf.nn.conv2d(xb, w, [1, 1, 1, 1], "SAME")
+        for batch in [1, 3, 2, 1, 3, 2, 1]:  # more shapes than the kernel keeps filters for
+            np.testing.assert_allclose(sess.run(yb, {xb: xv[:1].repeat(batch, 0)}),
+                                       _conv_same(xv[:1], w0).repeat(batch, 0),
+                                       rtol=1e-4, atol=1e-3, err_msg=f"batch {batch}")
         fed = sf.placeholder(sf.float32, w0.shape)
         z = sf.nn.conv2d(x, fed, [1, 1, 1, 1], "SAME")
         wf = w0.copy()
