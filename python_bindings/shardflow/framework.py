@@ -250,6 +250,19 @@ class _TensorOperators:
         from shardflow.strided_slice import getitem
         return getitem(self, key)
 
+    def __iter__(self):
+        """Rows along dimension 0, when its size is known when the graph is built (TF1's rule:
+        otherwise a TypeError, where Python's fallback through __getitem__ would never end)."""
+        dims = self.shape.as_list() if self.shape.ndims is not None else None
+        if dims is None:
+            raise TypeError("Cannot iterate over a tensor with unknown shape.")
+        if not dims:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        if dims[0] is None:
+            raise TypeError("Cannot iterate over a tensor with unknown first dimension "
+                            "(use tf.unstack with num=, or tf.map_fn).")
+        return (self[i] for i in range(dims[0]))
+
     def __floordiv__(self, other):
         from shardflow import ops
         return ops.floordiv(self, other)

@@ -208,3 +208,21 @@ def test_variables_and_scalars_index_the_same_way():
     want_g = np.zeros_like(A[0])
     want_g[-2, ::-2] = 1
     np.testing.assert_array_equal(np.asarray(got[-1]), want_g)
+
+
+def test_iterating_a_tensor_follows_tf1():
+    """`for row in x` gives x's rows when dimension 0 is known; otherwise a TypeError (Python's
+    fallback through __getitem__ never ended on an unknown dimension)."""
+    with tf.Graph().as_default():
+        x = tf.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+        rows = list(x)
+        assert len(rows) == 3
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(rows), np.arange(6).reshape(3, 2))
+        a, b = tf.placeholder(tf.float32, [2, None])  # unpacking, as TF1 programs do
+        assert a.shape.as_list() == [None]
+        for bad, message in [(tf.placeholder(tf.float32, [None, 3]), "unknown first"),
+                             (tf.placeholder(tf.float32), "unknown shape"),
+                             (tf.constant(1.0), "scalar")]:
+            with pytest.raises(TypeError, match=message):
+                iter(bad)
