@@ -74,6 +74,17 @@ struct Naive {
     c.Output(c.h, c.kh, c.stride_h, &oh, &pt);
     c.Output(c.w, c.kw, c.stride_w, &ow, &pl);
   }
+  // The convolution of `in` and `f` into *want, and each element's sum of |terms| into *mag.
+  void Forward(const Tensor& in, const Tensor& f, std::vector<double>* want,
+               std::vector<double>* mag) const {
+    want->assign(c.n * oh * ow * c.cout, 0.0);
+    mag->assign(want->size(), 0.0);
+    ForEachTerm([&](int64_t i, int64_t k, int64_t o) {
+      const double t = double(in.data<float>()[i]) * f.data<float>()[k];
+      (*want)[o] += t;
+      (*mag)[o] += std::abs(t);
+    });
+  }
   // Calls fn(input index, filter index, output index) for every multiply of the convolution.
   template <typename Fn>
   void ForEachTerm(Fn fn) const {
@@ -123,12 +134,8 @@ TEST(Conv2DTest, ForwardMatchesNaiveLoops) {
     Naive ref(c);
     Tensor in = Random({c.n, c.h, c.w, c.cin}, seed++);
     Tensor f = Random({c.kh, c.kw, c.cin, c.cout}, seed++);
-    std::vector<double> want(c.n * ref.oh * ref.ow * c.cout, 0.0), mag(want.size(), 0.0);
-    ref.ForEachTerm([&](int64_t i, int64_t k, int64_t o) {
-      const double t = double(in.data<float>()[i]) * f.data<float>()[k];
-      want[o] += t;
-      mag[o] += std::abs(t);
-    });
+    std::vector<double> want, mag;
+    ref.Forward(in, f, &want, &mag);
     auto out = RunOp("Conv2D", {in, f}, c.attrs());
     ASSERT_TRUE(out.ok()) << c.Describe() << ": " << out.status();
     EXPECT_EQ((*out)[0].shape(), TensorShape({c.n, ref.oh, ref.ow, c.cout})) << c.Describe();
@@ -159,12 +166,8 @@ TEST(Conv2DTest, GemmPathMatchesNaiveLoops) {
       Naive ref(c);
       Tensor in = Random({c.n, c.h, c.w, c.cin}, seed++);
       Tensor f = Random({c.kh, c.kw, c.cin, c.cout}, seed++);
-      std::vector<double> want(c.n * ref.oh * ref.ow * c.cout, 0.0), mag(want.size(), 0.0);
-      ref.ForEachTerm([&](int64_t i, int64_t k, int64_t o) {
-        const double t = double(in.data<float>()[i]) * f.data<float>()[k];
-        want[o] += t;
-        mag[o] += std::abs(t);
-      });
+      std::vector<double> want, mag;
+      ref.Forward(in, f, &want, &mag);
       const std::string what = c.Describe() + " SHARDFLOW_CONV_GEMM=" + mode;
       auto out = RunOp("Conv2D", {in, f}, c.attrs());
       ASSERT_TRUE(out.ok()) << what << ": " << out.status();

@@ -172,6 +172,19 @@ TEST(NnGradTest, FusedMatMulAndFusedConv2D) {
   }
 }
 
+// _FusedConv2DBatchNorm of (input, filter, scale, offset, mean, variance), or with a seventh
+// input (the side) _FusedConv2DBatchNormAdd: SAME, stride 1, epsilon 0.001.
+Output FusedConvBatchNorm(const Scope& s, const std::vector<Output>& inputs,
+                          const std::string& activation) {
+  OpBuilder b(s, inputs.size() == 7 ? "_FusedConv2DBatchNormAdd" : "_FusedConv2DBatchNorm");
+  for (const Output& in : inputs) b.Input(in);
+  return Output(b.Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
+                    .Attr("padding", std::string("SAME"))
+                    .Attr("epsilon", 0.001f)
+                    .Attr("activation", activation)
+                    .Finalize());
+}
+
 // Conv2D + inference batch norm (+ activation) as the remapper fuses them, with respect to the
 // input, the filter, the scale and the offset.
 TEST(NnGradTest, FusedConv2DBatchNorm) {
@@ -187,18 +200,8 @@ TEST(NnGradTest, FusedConv2DBatchNorm) {
     Output scale = Placeholder(s, "scale", scalev), offset = Placeholder(s, "offset", offsetv);
     // The mean stays within 0.1 of 0, so Relu's offsets of +2 and -3 keep clear of the kink.
     for (int64_t i = 0; i < 3; ++i) meanv.data<float>()[i] *= 0.1f;
-    Output y(OpBuilder(s, "_FusedConv2DBatchNorm")
-                 .Input(x)
-                 .Input(f)
-                 .Input(scale)
-                 .Input(offset)
-                 .Input(ops::Const(s, meanv))
-                 .Input(ops::Const(s, varv))
-                 .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
-                 .Attr("padding", std::string("SAME"))
-                 .Attr("epsilon", 0.001f)
-                 .Attr("activation", activation)
-                 .Finalize());
+    Output y = FusedConvBatchNorm(
+        s, {x, f, scale, offset, ops::Const(s, meanv), ops::Const(s, varv)}, activation);
     auto err =
         test::MaxGradientError(s, {x, f, scale, offset}, {xv, fv, scalev, offsetv}, y, kFloatDelta);
     ASSERT_TRUE(err.ok()) << err.status();
@@ -221,19 +224,8 @@ TEST(NnGradTest, FusedConv2DBatchNormAdd) {
     Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
     Output scale = Placeholder(s, "scale", scalev), offset = Placeholder(s, "offset", offsetv);
     Output side = Placeholder(s, "side", sidev);
-    Output y(OpBuilder(s, "_FusedConv2DBatchNormAdd")
-                 .Input(x)
-                 .Input(f)
-                 .Input(scale)
-                 .Input(offset)
-                 .Input(ops::Const(s, meanv))
-                 .Input(ops::Const(s, varv))
-                 .Input(side)
-                 .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
-                 .Attr("padding", std::string("SAME"))
-                 .Attr("epsilon", 0.001f)
-                 .Attr("activation", std::string("Tanh"))
-                 .Finalize());
+    Output y = FusedConvBatchNorm(
+        s, {x, f, scale, offset, ops::Const(s, meanv), ops::Const(s, varv), side}, "Tanh");
     auto err = test::MaxGradientError(s, {x, f, scale, offset, side},
                                       {xv, fv, scalev, offsetv, sidev}, y, kFloatDelta);
     ASSERT_TRUE(err.ok()) << err.status();
