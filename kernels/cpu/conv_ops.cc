@@ -183,19 +183,22 @@ class FilterCache {
  public:
   static constexpr int kSlots = 2;
 
-  // The filter `id` in layout `md`: the kept copy if there is one (into *hold), else null; notes
-  // `id` as the call's filter either way.
-  bool Find(const FilterId& id, const dnnl::memory::desc& md, Tensor* hold) {
+  // The kept copy of filter `id` in layout `md` into *hold (true); else false, with *keep telling
+  // whether a copy made now is worth keeping (Keep): a constant, or the previous call's filter.
+  bool Find(const FilterId& id, const dnnl::memory::desc& md, Tensor* hold, bool* keep) {
     absl::MutexLock lock(&mu_);
-    const bool found = Lookup(id, md, hold);
+    const bool cacheable = id.constant || id.version != 0;
+    *keep = cacheable && (id.constant || previous_ == id);
     previous_ = id;
-    return found;
-  }
-  // Whether a copy of `id` made now should be kept (Keep): constant, or unchanged since the
-  // previous call.
-  bool Worth(const FilterId& id) {
-    absl::MutexLock lock(&mu_);
-    return id.constant || (id.version != 0 && kept_candidate_ == id);
+    if (!cacheable) return false;
+    for (Slot& s : slots_) {
+      if (s.weights.IsInitialized() && s.id == id && s.md == md) {
+        s.used = ++clock_;
+        *hold = s.weights;
+        return true;
+      }
+    }
+    return false;
   }
   void Keep(const FilterId& id, const dnnl::memory::desc& md, const Tensor& weights) {
     absl::MutexLock lock(&mu_);
@@ -213,24 +216,9 @@ class FilterCache {
     Tensor weights;
     uint64_t used = 0;
   };
-  bool Lookup(const FilterId& id, const dnnl::memory::desc& md, Tensor* hold)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    kept_candidate_ = previous_;
-    if (!id.constant && id.version == 0) return false;
-    for (Slot& s : slots_) {
-      if (s.weights.IsInitialized() && s.id == id && s.md == md) {
-        s.used = ++clock_;
-        *hold = s.weights;
-        return true;
-      }
-    }
-    return false;
-  }
-
   absl::Mutex mu_;
   std::array<Slot, kSlots> slots_ ABSL_GUARDED_BY(mu_);
-  FilterId previous_ ABSL_GUARDED_BY(mu_);        // the filter of the call before
-  FilterId kept_candidate_ ABSL_GUARDED_BY(mu_);  // previous_ as the current call found it
+  FilterId previous_ ABSL_GUARDED_BY(mu_);  // the filter of the call before
   uint64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -343,9 +331,10 @@ absl::Status RunForward(OpKernelContext* ctx, const ForwardEntry& e, const memor
   if (e.filter_in.prim) {
     const memory::desc& md = e.pd.weights_desc();
     const memory reorder_scratch(e.filter_in.pd->scratchpad_desc(), eng, scratch);
-    if (cached.cache != nullptr && cached.cache->Find(cached.id, md, &hold)) {
+    bool keep = false;
+    if (cached.cache != nullptr && cached.cache->Find(cached.id, md, &hold, &keep)) {
       weights = memory(md, eng, hold.raw_data());
-    } else if (cached.cache != nullptr && cached.cache->Worth(cached.id)) {
+    } else if (keep) {
       SF_ASSIGN_OR_RETURN(hold, Tensor::Create(CpuAllocator(), DT_UINT8,
                                                TensorShape({static_cast<int64_t>(md.get_size())})));
       memory kept(md, eng, hold.raw_data());
