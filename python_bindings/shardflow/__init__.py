@@ -61,6 +61,8 @@ from shardflow import graph_io as _graph_io
 from shardflow import contrib, io, metrics  # noqa: F401  (sf.contrib.rnn, sf.io.gfile, ...)
 from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
 from shardflow import python  # noqa: F401  (tf.python.client.timeline)
+from shardflow.tensor_util import (get_static_value, make_ndarray,  # noqa: F401
+                                   make_tensor_proto)
 from shardflow.math_composites import (count_nonzero, div_no_nan, eye, lin_space,  # noqa: F401
                                        linspace, log_sigmoid, norm, rank, reduce_logsumexp,
                                        size, to_double, to_float, to_int32, to_int64)

@@ -6,9 +6,9 @@ shardflow.contrib_rnn), tf.contrib.layers' regularizers, initializers and layer 
 dropout; shardflow.contrib_layers), tf.contrib.framework (arg_scope, the global step,
 get_variables; shardflow.contrib_framework), tf.contrib.training.HParams
 (shardflow.contrib_training), tf.contrib.opt's AdamWOptimizer and MomentumWOptimizer
-(shardflow.contrib_opt) and tf.contrib.seq2seq's sequence_loss and basic decoding
-(shardflow.contrib_seq2seq). Anything else under contrib is refused with the name of what to use
-instead."""
+(shardflow.contrib_opt), tf.contrib.util (shardflow.tensor_util) and tf.contrib.seq2seq's
+sequence_loss and basic decoding (shardflow.contrib_seq2seq). Anything else under contrib is
+refused with the name of what to use instead."""
 
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
@@ -16,6 +16,7 @@ from shardflow import contrib_opt as opt  # noqa: F401
 from shardflow import contrib_rnn as rnn  # noqa: F401
 from shardflow import contrib_seq2seq as seq2seq  # noqa: F401
 from shardflow import contrib_training as training  # noqa: F401
+from shardflow import tensor_util as util  # noqa: F401  (tf.contrib.util.constant_value)
 
 
 def __getattr__(name):
@@ -25,9 +26,10 @@ def __getattr__(name):
         "initializers, fully_connected, conv2d, max_pool2d, flatten, layer_norm, batch_norm, "
         "embed_sequence, dropout), tf.contrib.framework (arg_scope, global step, "
         "get_variables), tf.contrib.training.HParams, tf.contrib.opt.AdamWOptimizer and "
+        "tf.contrib.util (constant_value, make_ndarray, make_tensor_proto), "
         "tf.contrib.seq2seq (sequence_loss, BasicDecoder, TrainingHelper, "
         "GreedyEmbeddingHelper, BeamSearchDecoder, attention, dynamic_decode). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["framework", "layers", "opt", "rnn", "seq2seq", "training"]
+__all__ = ["framework", "layers", "opt", "rnn", "seq2seq", "training", "util"]

@@ -181,6 +181,29 @@ class Operation:
     def control_inputs(self):
         return [self.graph.get_operation_by_name(n) for n in self._info()["control_inputs"]]
 
+    @property
+    def node_def(self):
+        """The op's NodeDef message (shardflow.graph_io's protos: name, op, input, device,
+        attr)."""
+        from shardflow.graph_io import _protos
+        node = _protos().NodeDef()
+        node.ParseFromString(bytes(self.graph._handle.node_def(self.name)))
+        return node
+
+    def get_attr(self, name):
+        """The value of attr `name`, as TF1 gives it: bytes for strings, int, float, bool, a
+        DType, a TensorShape, a TensorProto (tf.make_ndarray reads it) or a list of those;
+        ValueError when the op has no such attr."""
+        node = self.node_def
+        if name not in node.attr:
+            raise ValueError("No attr named '%s' in NodeDef %s (op %s)"
+                             % (name, self.name, node.op))
+        return _attr_value(node.attr[name])
+
+    def values(self):
+        """The op's outputs, as a tuple."""
+        return tuple(self.outputs)
+
     def run(self, feed_dict=None, session=None):
         """Runs this op in `session` (default: the current default session)."""
         from shardflow.session import _session_for
@@ -188,6 +211,44 @@ class Operation:
 
     def __repr__(self):
         return "<sf.Operation '%s'>" % self.name
+
+
+def _shape_of_proto(shape):
+    return TensorShape(None if shape.unknown_rank else
+                       [None if d < 0 else int(d) for d in shape.dim])
+
+
+def _attr_value(attr):
+    """A Python value of an AttrValue message, as TF1's Operation.get_attr returns it."""
+    kind = attr.WhichOneof("value")
+    if kind == "s":
+        return attr.s
+    if kind in ("i", "f", "b"):
+        return getattr(attr, kind)
+    if kind == "type":
+        return dtypes.as_dtype(attr.type)
+    if kind == "shape":
+        return _shape_of_proto(attr.shape)
+    if kind == "tensor":
+        return attr.tensor
+    if kind == "func":
+        return attr.func
+    if kind == "list":
+        lst = attr.list
+        if lst.s:
+            return list(lst.s)
+        if lst.i:
+            return list(lst.i)
+        if lst.f:
+            return list(lst.f)
+        if lst.b:
+            return list(lst.b)
+        if lst.type:
+            return [dtypes.as_dtype(t) for t in lst.type]
+        if lst.shape:
+            return [_shape_of_proto(s) for s in lst.shape]
+        return []
+    return None
 
 
 class _TensorOperators:

@@ -335,6 +335,11 @@ void RegisterGraphBindings(py::module_& m) {
       .def("has_node", [](const GraphHandle& g,
                           const std::string& name) { return g.graph()->FindNode(name) != nullptr; })
       .def("node_info", &NodeInfo)
+      // The node's NodeDef, serialized (Python's Operation.node_def / get_attr).
+      .def("node_def",
+           [](const GraphHandle& g, const std::string& name) {
+             return py::bytes(g.FindNode(name)->def().SerializeAsString());
+           })
       .def("output_ref",
            [](const GraphHandle& g, const std::string& node, int index) {
              return g.MakeRef(g.ResolveOutput(OutputRef{node, index}));
