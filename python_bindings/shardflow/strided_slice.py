@@ -30,7 +30,7 @@ import operator
 
 import numpy as np
 
-from shardflow import array_ops, check_ops, dtypes, ops
+from shardflow import array_ops, check_ops, dtypes, ops, tensor_util
 from shardflow.framework import Tensor, convert_to_tensor
 
 
@@ -99,6 +99,9 @@ def _scalar(v, what):
         return int(v)
     if _is_tensor(v):
         t = convert_to_tensor(v)
+        static = tensor_util.constant_value(t)  # a Const: as the int it holds
+        if static is not None and static.ndim == 0 and static.dtype.kind in "iu":
+            return int(static)
         if t.dtype not in (dtypes.int32, dtypes.int64):
             raise TypeError("%s must be an int32 or int64 tensor, not %s (%s)"
                             % (what, t.dtype.name, t.name))
@@ -120,6 +123,9 @@ def _vector(v, what):
         if dims is None or len(dims) != 1 or dims[0] is None:
             raise ValueError("strided_slice: %s must be a vector of known length, got %r"
                              % (what, t))
+        static = tensor_util.constant_value(t)
+        if static is not None and static.dtype.kind in "iu":
+            return [int(x) for x in static.reshape(-1)]
         return [_scalar(ops.reshape(ops.slice(t, [k], [1]), []), what)
                 for k in range(dims[0])]
     if isinstance(v, np.ndarray):

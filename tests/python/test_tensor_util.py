@@ -67,3 +67,18 @@ def test_constant_value_where_the_graph_decides_it():
     assert tensor_util.constant_value(tf.shape(tf.placeholder(tf.float32, [None, 4]))) is None
     assert tensor_util.constant_value(x) is None
     assert tensor_util.constant_value(x + 1.0) is None
+
+
+def test_constant_bounds_keep_static_shapes():
+    """Indexing with Const tensors as bounds infers shapes as with Python ints (helper:
+    constant_value), and the values still match NumPy."""
+    x = tf.placeholder(tf.float32, [None, 6])
+    y = x[:, tf.constant(1):tf.constant(-1)]
+    z = tf.strided_slice(x, tf.constant([0, 2]), tf.constant([2, 5]))
+    assert y.shape.as_list() == [None, 4]
+    assert z.shape.as_list()[1] == 3
+    xv = np.arange(18, dtype=np.float32).reshape(3, 6)
+    with tf.Session() as sess:
+        yv, zv = sess.run([y, z], {x: xv})
+    np.testing.assert_array_equal(yv, xv[:, 1:-1])
+    np.testing.assert_array_equal(zv, xv[0:2, 2:5])
