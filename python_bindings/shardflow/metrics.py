@@ -333,34 +333,35 @@ def true_negatives_at_thresholds(labels, predictions, thresholds, weights=None,
                           updates_collections, name)
 
 
-def precision_at_thresholds(labels, predictions, thresholds, weights=None,
-                             metrics_collections=None, updates_collections=None, name=None):
-    """For each of `thresholds`, tp / (tp + fp + 1e-7) of the scores above it, as TF1's
-    tf.metrics.precision_at_thresholds: a [T] value."""
-    g = get_default_graph()
-    with g.name_scope(name or "precision_at_thresholds"):
+def _ratio_at_thresholds(other, labels, predictions, thresholds, weights, metrics_collections,
+                         updates_collections, scope):
+    """tp / (tp + `other` + 1e-7) for each threshold (precision: other "fp"; recall: "fn")."""
+    with get_default_graph().name_scope(scope):
         values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
-                                                ("tp", "fp"))
+                                                ("tp", other))
 
         def compute(c):
-            return ops.divide(c["tp"], ops.add(ops.add(c["tp"], c["fp"]), 1e-7))
+            return ops.divide(c["tp"], ops.add(ops.add(c["tp"], c[other]), 1e-7))
         value, update = compute(values), compute(updates)
     return _collect(value, update, metrics_collections, updates_collections)
+
+
+def precision_at_thresholds(labels, predictions, thresholds, weights=None,
+                            metrics_collections=None, updates_collections=None, name=None):
+    """For each of `thresholds`, tp / (tp + fp + 1e-7) of the scores above it, as TF1's
+    tf.metrics.precision_at_thresholds: a [T] value."""
+    return _ratio_at_thresholds("fp", labels, predictions, thresholds, weights,
+                                metrics_collections, updates_collections,
+                                name or "precision_at_thresholds")
 
 
 def recall_at_thresholds(labels, predictions, thresholds, weights=None,
                          metrics_collections=None, updates_collections=None, name=None):
     """For each of `thresholds`, tp / (tp + fn + 1e-7), as TF1's
     tf.metrics.recall_at_thresholds: a [T] value."""
-    g = get_default_graph()
-    with g.name_scope(name or "recall_at_thresholds"):
-        values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
-                                                ("tp", "fn"))
-
-        def compute(c):
-            return ops.divide(c["tp"], ops.add(ops.add(c["tp"], c["fn"]), 1e-7))
-        value, update = compute(values), compute(updates)
-    return _collect(value, update, metrics_collections, updates_collections)
+    return _ratio_at_thresholds("fn", labels, predictions, thresholds, weights,
+                                metrics_collections, updates_collections,
+                                name or "recall_at_thresholds")
 
 
 def _default_thresholds(num_thresholds, what):
