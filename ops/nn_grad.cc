@@ -131,6 +131,24 @@ absl::Status FusedConv2DGrad(const Scope& s, const Operation& op, const GradOutp
   return FusedProductGrad("Conv2D", s, op, dy, dx);
 }
 
+// _FusedConv2DAdd (made by the remapper in frozen inference graphs; this is for graphs that use
+// it directly): _FusedConv2D's gradient, and the side input gets the gradient before the
+// convolution, each summed over a batch it was broadcast across (the convolution is recomputed
+// for its shape only where that is not known when the graph is built).
+absl::Status FusedConv2DAddGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                GradOutputs* dx) {
+  Output g;
+  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  Output conv = ops::Conv2D(s, GradInput(op, 0), GradInput(op, 1), w.strides, w.padding);
+  Output g_conv = ReduceLike(s, g, conv);
+  SF_RETURN_IF_ERROR(ProductGrad("Conv2D", s, op, g_conv, dx));
+  dx->push_back(ops::BiasAddGrad(s, g_conv));
+  dx->push_back(ReduceLike(s, g, GradInput(op, 3)));
+  return absl::OkStatus();
+}
+
 // The remapper makes _FusedConv2DBatchNorm(Add) in graphs that are already differentiated; this
 // is for graphs that use them directly. The convolution is recomputed, then the inference batch
 // norm's gradient (FusedBatchNormGrad, is_training false) and Conv2D's registered gradient
@@ -262,6 +280,7 @@ REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
 REGISTER_GRADIENT("FusedBatchNorm", FusedBatchNormGrad);
 REGISTER_GRADIENT("_FusedConv2DBatchNorm", FusedConv2DBatchNormGrad);
 REGISTER_GRADIENT("_FusedConv2DBatchNormAdd", FusedConv2DBatchNormGrad);
+REGISTER_GRADIENT("_FusedConv2DAdd", FusedConv2DAddGrad);
 REGISTER_GRADIENT("Dropout", DropoutGrad);
 
 }  // namespace shardflow

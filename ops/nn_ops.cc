@@ -276,12 +276,12 @@ absl::Status FusedConv2DBatchNormShape(InferenceContext* c) {
   return CheckFusedActivationAttr(c);
 }
 
-// _FusedConv2DBatchNormAdd: _FusedConv2DBatchNorm's shapes, and a side input of the output's
-// shape (its batch may be 1 where the output's is not, or the other way round: Add broadcasts).
-absl::Status FusedConv2DBatchNormAddShape(InferenceContext* c) {
-  SF_RETURN_IF_ERROR(FusedConv2DBatchNormShape(c));
+// The output of _FusedConv2DAdd / _FusedConv2DBatchNormAdd, after the convolution's shape function:
+// the side input (input `side_index`) has the output's shape, but its batch may be 1 where the
+// output's is not, or the other way round (Add broadcasts).
+absl::Status MergeSideInput(InferenceContext* c, int side_index) {
   TensorShape side;
-  SF_RETURN_IF_ERROR(c->WithRank(6, 4, &side));
+  SF_RETURN_IF_ERROR(c->WithRank(side_index, 4, &side));
   TensorShape out = c->output(0);
   if (out.rank() != 4) return absl::OkStatus();
   for (int i = 1; i < 4; ++i) {
@@ -295,6 +295,16 @@ absl::Status FusedConv2DBatchNormAddShape(InferenceContext* c) {
   if (out.dim(0) == 1 || (out.dim(0) < 0 && side.dim(0) != 1)) out.set_dim(0, side.dim(0));
   c->set_output(0, out);
   return absl::OkStatus();
+}
+
+absl::Status FusedConv2DAddShape(InferenceContext* c) {
+  SF_RETURN_IF_ERROR(FusedConv2DShape(c));
+  return MergeSideInput(c, 3);
+}
+
+absl::Status FusedConv2DBatchNormAddShape(InferenceContext* c) {
+  SF_RETURN_IF_ERROR(FusedConv2DBatchNormShape(c));
+  return MergeSideInput(c, 6);
 }
 
 // Each output element of a convolution is a dot product over the filter's height, width and
@@ -343,6 +353,24 @@ REGISTER_OP("_FusedConv2D")
     .SetShapeFn(FusedConv2DShape)
     .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.output(0), c.input(1)); })
     .Doc("activation(Conv2D(input, filter) + bias); activation \"\", Relu, Tanh or Sigmoid.");
+
+// Made by the remapping pass from _FusedConv2D + a residual Add (+ activation): a frozen ResNet
+// block's end, its batch norm folded into the filter and the bias.
+REGISTER_OP("_FusedConv2DAdd")
+    .Input("input: T")
+    .Input("filter: T")
+    .Input("bias: T")
+    .Input("side: T")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("activation: string = ''")
+    .SetShapeFn(FusedConv2DAddShape)
+    .SetFlopsFn([](const OpCostContext& c) { return ConvFlops(c, c.output(0), c.input(1)); })
+    .Doc(
+        "activation(Conv2D(input, filter) + bias + side): a residual block's last convolution "
+        "and add in one pass.");
 
 // Made by the remapping pass from Conv2D + an inference FusedBatchNorm (+ activation) whose
 // statistics are not constants (variables: a model evaluated as it trains); the batch norm's

@@ -494,6 +494,48 @@ void ChannelEpilogue(float* o, int64_t positions, int64_t channels, const float*
   }
 }
 
+// The side input of _FusedConv2DAdd / _FusedConv2DBatchNormAdd (a residual block's shortcut):
+// the convolution's output shape, or its batch 1 where the convolution's is not (or the other
+// way round: both broadcast, as Add does).
+absl::Status CheckSide(const Tensor& side, const ConvGeometry& g) {
+  const int64_t sn = side.dims() == 4 ? side.dim_size(0) : -1;
+  if (side.dims() == 4 && side.dim_size(1) == g.oh && side.dim_size(2) == g.ow &&
+      side.dim_size(3) == g.cout && (sn == g.n || sn == 1 || g.n == 1)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("the side input ", side.shape().DebugString(),
+                                                 " does not match the convolution's output ",
+                                                 g.output_shape().DebugString()));
+}
+
+// A side input whose batch differs from the convolution's (one of the two is 1): the
+// convolution into a temporary (as a GEMM), then out[b] = act(conv[b mod n] * scale + shift +
+// side[b mod side's n]) (a null `scale` multiplies by 1).
+void ConvWithBroadcastSide(OpKernelContext* ctx, const ConvGeometry& g, const Tensor& input,
+                           const Tensor& filter, const float* scale, const float* shift,
+                           const std::string& activation, const Tensor& side) {
+  const int64_t sn = side.dim_size(0), n = g.n == 1 ? sn : g.n;
+  Tensor conv;
+  OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, g.output_shape(), &conv));
+  Tensor* out;
+  OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, g.oh, g.ow, g.cout}), &out));
+  if (out->NumElements() == 0) return;
+  const int64_t image = g.oh * g.ow * g.cout;
+  if (g.cin == 0) {
+    std::fill(conv.data<float>(), conv.data<float>() + conv.NumElements(), 0.0f);
+  } else {
+    SetOneDnnThreads(ctx);
+    OP_REQUIRES_OK(ctx,
+                   GemmConv(ctx, g, input.data<float>(), filter.data<float>(), conv.data<float>()));
+  }
+  for (int64_t b = 0; b < n; ++b) {
+    float* o = out->data<float>() + b * image;
+    std::memcpy(o, conv.data<float>() + (b % g.n) * image, image * sizeof(float));
+    ChannelEpilogue(o, g.oh * g.ow, g.cout, scale, shift, activation,
+                    side.data<float>() + (b % sn) * image);
+  }
+}
+
 class Conv2DOp : public ConvOpBase<ForwardEntry> {
  public:
   using ConvOpBase::ConvOpBase;
@@ -531,6 +573,10 @@ class Conv2DOp : public ConvOpBase<ForwardEntry> {
 // Conv2D + BiasAdd (+ Relu, Tanh, Sigmoid) as one oneDNN primitive: the bias and the activation
 // (a post-op) are applied as the convolution writes its output, saving two passes over it. Made
 // by the graph optimizer's remapping pass.
+// kSide (_FusedConv2DAdd, a residual block's end in a frozen graph, where the batch norm was
+// folded into the filter and the bias): act(conv + bias + side), the side input (input 3) a
+// binary post-op over the whole output; a side broadcast over the batch takes a slower path.
+template <bool kSide>
 class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
  public:
   explicit FusedConv2DOp(OpKernelConstruction* c) : ConvOpBase(c) {
@@ -550,29 +596,39 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
                 absl::InvalidArgumentError(absl::StrCat("bias must be a vector of ", g.cout,
                                                         " values (the filter's out channels), got ",
                                                         bias.shape().DebugString())));
+    const float* side = nullptr;
+    if (kSide) {
+      const Tensor& t = ctx->input(3);
+      OP_REQUIRES_OK(ctx, CheckSide(t, g));
+      if (t.dim_size(0) != g.n) {
+        return ConvWithBroadcastSide(ctx, g, input, filter, nullptr, bias.data<float>(),
+                                     activation_, t);
+      }
+      side = t.data<float>();
+    }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
     if (out->NumElements() == 0) return;
-    if (g.cin == 0) {  // no input channels: every position is activation(bias)
-      float* o = out->data<float>();
-      for (int64_t i = 0; i < out->NumElements(); ++i) {
-        o[i] = Activate(activation_, bias.data<float>()[i % g.cout]);
-      }
+    float* o = out->data<float>();
+    const int64_t positions = out->NumElements() / g.cout;
+    if (g.cin == 0) {  // no input channels: every position is activation(bias (+ side))
+      std::fill(o, o + out->NumElements(), 0.0f);
+      ChannelEpilogue(o, positions, g.cout, nullptr, bias.data<float>(), activation_, side);
       return;
     }
     SetOneDnnThreads(ctx);
     auto gemm = UseGemm(g);
     OP_REQUIRES_OK(ctx, gemm.status());
     if (*gemm) {
-      OP_REQUIRES_OK(
-          ctx, GemmConv(ctx, g, input.data<float>(), filter.data<float>(), out->data<float>()));
-      ChannelEpilogue(out->data<float>(), out->NumElements() / g.cout, g.cout, nullptr,
-                      bias.data<float>(), activation_);
+      OP_REQUIRES_OK(ctx, GemmConv(ctx, g, input.data<float>(), filter.data<float>(), o));
+      ChannelEpilogue(o, positions, g.cout, nullptr, bias.data<float>(), activation_, side);
       return;
     }
     const ForwardEntry& e = GetEntry(g);
+    std::vector<PostOpInput> post;
+    if (kSide) post.push_back({g.dst(), side});
     OP_REQUIRES_OK(ctx, RunForward(ctx, e, g.filter(Tag::hwio), input.raw_data(), filter.raw_data(),
-                                   out->raw_data(), bias.raw_data(), {}, Cached(filter)));
+                                   o, bias.raw_data(), post, Cached(filter)));
   }
 
   std::unique_ptr<ForwardEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -581,11 +637,10 @@ class FusedConv2DOp : public ConvOpBase<ForwardEntry> {
                                       g.filter(Tag::any), memory::desc({g.cout}, kF32, Tag::a),
                                       g.dst(), g.strides(), g.pad_l(), g.pad_r());
     dnnl::primitive_attr attr = UserScratchpad();
-    if (!activation_.empty()) {
-      dnnl::post_ops post;
-      post.append_eltwise(1.0f, EltwiseOf(activation_), 0.0f, 0.0f);
-      attr.set_post_ops(post);
-    }
+    dnnl::post_ops post;
+    if (kSide) post.append_binary(dnnl::algorithm::binary_add, g.dst());
+    if (!activation_.empty()) post.append_eltwise(1.0f, EltwiseOf(activation_), 0.0f, 0.0f);
+    attr.set_post_ops(post);
     return MakeForwardEntry(dnnl::convolution_forward::primitive_desc(d, attr, CpuEngine()),
                             g.filter(Tag::hwio));
   }
@@ -645,15 +700,10 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
     TensorShape out_shape = g.output_shape();
     if (kSide) {
       const Tensor& t = ctx->input(6);
-      const int64_t sn = t.dims() == 4 ? t.dim_size(0) : -1;
-      OP_REQUIRES(ctx,
-                  t.dims() == 4 && t.dim_size(1) == g.oh && t.dim_size(2) == g.ow &&
-                      t.dim_size(3) == g.cout && (sn == g.n || sn == 1 || g.n == 1),
-                  absl::InvalidArgumentError(absl::StrCat(
-                      "the side input ", t.shape().DebugString(),
-                      " does not match the convolution's output ", out_shape.DebugString())));
-      if (sn != g.n) {
-        return BroadcastSide(ctx, g, input, filter, scale, shift, t);
+      OP_REQUIRES_OK(ctx, CheckSide(t, g));
+      if (t.dim_size(0) != g.n) {
+        return ConvWithBroadcastSide(ctx, g, input, filter, g.cin == 0 ? nullptr : scale.data(),
+                                     shift.data(), activation_, t);
       }
       side = t.data<float>();
     }
@@ -687,33 +737,6 @@ class FusedConv2DBatchNormOp : public ConvOpBase<BatchNormConvEntry> {
     OP_REQUIRES_OK(ctx, RunForward(ctx, *e.forward, g.filter(Tag::hwio), input.raw_data(),
                                    filter.raw_data(), o, nullptr, {}, Cached(filter)));
     ChannelEpilogue(o, positions, g.cout, scale.data(), shift.data(), activation_, side);
-  }
-
-  // A side input whose batch differs (one of the two is 1): the normalised convolution into a
-  // temporary, then out[b] = act(conv[b mod n] + side[b mod side's n]).
-  void BroadcastSide(OpKernelContext* ctx, const ConvGeometry& g, const Tensor& input,
-                     const Tensor& filter, const std::vector<float>& scale,
-                     const std::vector<float>& shift, const Tensor& side) {
-    const int64_t sn = side.dim_size(0), n = g.n == 1 ? sn : g.n;
-    Tensor conv;
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_FLOAT, g.output_shape(), &conv));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({n, g.oh, g.ow, g.cout}), &out));
-    if (out->NumElements() == 0) return;
-    const int64_t image = g.oh * g.ow * g.cout;
-    if (g.cin == 0) {
-      std::fill(conv.data<float>(), conv.data<float>() + conv.NumElements(), 0.0f);
-    } else {
-      SetOneDnnThreads(ctx);
-      OP_REQUIRES_OK(
-          ctx, GemmConv(ctx, g, input.data<float>(), filter.data<float>(), conv.data<float>()));
-    }
-    for (int64_t b = 0; b < n; ++b) {
-      float* o = out->data<float>() + b * image;
-      std::memcpy(o, conv.data<float>() + (b % g.n) * image, image * sizeof(float));
-      ChannelEpilogue(o, g.oh * g.ow, g.cout, g.cin == 0 ? nullptr : scale.data(), shift.data(),
-                      activation_, side.data<float>() + (b % sn) * image);
-    }
   }
 
   std::unique_ptr<BatchNormConvEntry> MakeEntry(const ConvGeometry& g) const override {
@@ -929,7 +952,9 @@ class Conv2DBackpropFilterOp : public ConvOpBase<BackwardFilterEntry> {
 
 REGISTER_KERNEL(KernelDef("Conv2D").Device(kDeviceCpu).TypeConstraint<float>("T"), Conv2DOp);
 REGISTER_KERNEL(KernelDef("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"),
-                FusedConv2DOp);
+                FusedConv2DOp<false>);
+REGISTER_KERNEL(KernelDef("_FusedConv2DAdd").Device(kDeviceCpu).TypeConstraint<float>("T"),
+                FusedConv2DOp<true>);
 REGISTER_KERNEL(KernelDef("_FusedConv2DBatchNorm").Device(kDeviceCpu).TypeConstraint<float>("T"),
                 FusedConv2DBatchNormOp<false>);
 REGISTER_KERNEL(KernelDef("_FusedConv2DBatchNormAdd").Device(kDeviceCpu).TypeConstraint<float>("T"),

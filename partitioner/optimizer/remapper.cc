@@ -100,9 +100,11 @@ class Remapper : public GraphOptimizationPass {
   // Then the others after a Conv2D: one _FusedConv2DBatchNorm.
   static absl::Status FuseConvBatchNorms(const GraphOptimizerOptions& options, Graph* graph,
                                          std::vector<std::string>* changes);
-  // Then a residual block's end, Add(_FusedConv2DBatchNorm, shortcut) (+ activation): one
-  // _FusedConv2DBatchNormAdd.
-  static absl::Status FuseResidualAdds(const GraphOptimizerOptions& options, Graph* graph,
+  // A residual block's end, Add(`conv`, shortcut) (+ activation) with `conv` a `conv_op`
+  // (_FusedConv2DBatchNorm, or _FusedConv2D where the batch norm was folded) with no activation
+  // of its own: one `conv_op` + "Add" node, the shortcut its last input.
+  static absl::Status FuseResidualAdds(const GraphOptimizerOptions& options,
+                                       const std::string& conv_op, Graph* graph,
                                        std::vector<std::string>* changes);
 
   const char* name() const override { return "remapping"; }
@@ -111,7 +113,7 @@ class Remapper : public GraphOptimizationPass {
                    std::vector<std::string>* changes) override {
     SF_RETURN_IF_ERROR(FoldBatchNorms(options, graph, changes));
     SF_RETURN_IF_ERROR(FuseConvBatchNorms(options, graph, changes));
-    SF_RETURN_IF_ERROR(FuseResidualAdds(options, graph, changes));
+    SF_RETURN_IF_ERROR(FuseResidualAdds(options, "_FusedConv2DBatchNorm", graph, changes));
     SF_ASSIGN_OR_RETURN(std::vector<Node*> order, graph->TopologicalOrder());
     std::vector<int> ids;
     for (Node* n : order) ids.push_back(n->id());
@@ -151,6 +153,7 @@ class Remapper : public GraphOptimizationPass {
           optimizer::ReplaceNode(graph, last, std::move(def), inputs, waits_for).status());
       changes->push_back(what);
     }
+    SF_RETURN_IF_ERROR(FuseResidualAdds(options, "_FusedConv2D", graph, changes));
     MarkConstantFilters(graph, changes);
     return absl::OkStatus();
   }
@@ -160,7 +163,8 @@ class Remapper : public GraphOptimizationPass {
   // every call (~20 ms of a 90 ms ResNet-50 inference at batch 1).
   static void MarkConstantFilters(Graph* graph, std::vector<std::string>* changes) {
     for (Node* n : graph->nodes()) {
-      if (n->op() != "Conv2D" && n->op() != "_FusedConv2D" && n->op() != "_FusedConv2DBatchNorm") {
+      if (n->op() != "Conv2D" && n->op() != "_FusedConv2D" && n->op() != "_FusedConv2DAdd" &&
+          n->op() != "_FusedConv2DBatchNorm" && n->op() != "_FusedConv2DBatchNormAdd") {
         continue;
       }
       const Edge* filter = n->input_edge(1);
@@ -312,8 +316,10 @@ bool SameImageShape(const TensorShape& a, const TensorShape& b) {
   return true;
 }
 
-absl::Status Remapper::FuseResidualAdds(const GraphOptimizerOptions& options, Graph* graph,
+absl::Status Remapper::FuseResidualAdds(const GraphOptimizerOptions& options,
+                                        const std::string& conv_op, Graph* graph,
                                         std::vector<std::string>* changes) {
+  const int conv_inputs = conv_op == "_FusedConv2D" ? 3 : 6;
   std::vector<int> ids;
   for (Node* n : graph->nodes()) ids.push_back(n->id());
   for (int id : ids) {
@@ -328,9 +334,8 @@ absl::Status Remapper::FuseResidualAdds(const GraphOptimizerOptions& options, Gr
     for (int i = 0; i < 2 && fused == nullptr; ++i) {
       Node* f = add->input_edge(i)->src;
       std::string activation;
-      if (f->op() != "_FusedConv2DBatchNorm" || add->input_edge(i)->src_output != 0 ||
-          SoleReader(*f) != add || optimizer::IsFixed(*f, options) ||
-          !optimizer::SameDevice(*f, *add) ||
+      if (f->op() != conv_op || add->input_edge(i)->src_output != 0 || SoleReader(*f) != add ||
+          optimizer::IsFixed(*f, options) || !optimizer::SameDevice(*f, *add) ||
           !GetAttr(f->attrs(), "activation", &activation).ok() || !activation.empty()) {
         continue;
       }
@@ -339,7 +344,7 @@ absl::Status Remapper::FuseResidualAdds(const GraphOptimizerOptions& options, Gr
         continue;
       }
       bool inputs_ok = true;
-      for (int k = 0; k < 6; ++k) inputs_ok &= f->input_edge(k) != nullptr;
+      for (int k = 0; k < conv_inputs; ++k) inputs_ok &= f->input_edge(k) != nullptr;
       if (!inputs_ok) continue;
       fused = f;
       side = other;
@@ -347,16 +352,16 @@ absl::Status Remapper::FuseResidualAdds(const GraphOptimizerOptions& options, Gr
     if (fused == nullptr) continue;
     Node* activation = FusibleActivation(*add, options);
     Node* last = activation != nullptr ? activation : add;
-    NodeDef def = FusedNodeDef("_FusedConv2DBatchNormAdd", *last, *fused, activation);
+    NodeDef def = FusedNodeDef(conv_op + "Add", *last, *fused, activation);
     std::vector<std::pair<Node*, int>> inputs;
-    for (int k = 0; k < 6; ++k) {
+    for (int k = 0; k < conv_inputs; ++k) {
       inputs.push_back({fused->input_edge(k)->src, fused->input_edge(k)->src_output});
     }
     inputs.push_back({side->src, side->src_output});
     const std::vector<Node*> waits_for = OuterControlInputs({fused, add, activation});
-    const std::string what = absl::StrCat(
-        "fused '", fused->name(), "' (_FusedConv2DBatchNorm) + '", add->name(), "' (", add->op(),
-        ", the residual add)", ActivationPart(activation), " into _FusedConv2DBatchNormAdd");
+    const std::string what = absl::StrCat("fused '", fused->name(), "' (", conv_op, ") + '",
+                                          add->name(), "' (", add->op(), ", the residual add)",
+                                          ActivationPart(activation), " into ", conv_op, "Add");
     graph->RemoveNode(fused);
     if (last != add) graph->RemoveNode(add);
     SF_RETURN_IF_ERROR(

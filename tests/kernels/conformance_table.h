@@ -805,6 +805,10 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
                                              D({4 - 0.001}, {1}), D({1, -2, 3, 0}, {1, 2, 2, 1})},
                                             D({0, 0, 7, 6}, {1, 2, 2, 1}));
       m["_FusedConv2DBatchNormAdd"].attrs = m["_FusedConv2DBatchNorm"].attrs;
+      // Conv2D + BiasAdd + a side input [1, -2, 3, 0] + Relu: relu([6, 8, 12, 14] - 7 + side).
+      m["_FusedConv2DAdd"] = Fixed({img, diag, D({-7}, {1}), D({1, -2, 3, 0}, {1, 2, 2, 1})},
+                                   D({0, 0, 8, 7}, {1, 2, 2, 1}));
+      m["_FusedConv2DAdd"].attrs = m["_FusedConv2D"].attrs;
       m["Conv2DBackpropInput"] = Fixed({I32({1, 3, 3, 1}), diag, D({1, 2, 3, 4}, {1, 2, 2, 1})},
                                        D({1, 2, 0, 3, 5, 2, 0, 3, 4}, {1, 3, 3, 1}));
       m["Conv2DBackpropInput"].attrs = conv;

@@ -422,20 +422,26 @@ TEST(FusedConv2DBatchNormTest, SideInputAddsAndBroadcastsOverTheBatch) {
     for (const int64_t side_n : {1, 3}) {
       const Tensor x = Random({n, 3, 3, 2}, 70), f = Random({1, 1, 2, 4}, 71);
       const Tensor side = Random({side_n, 3, 3, 4}, 72);
-      // Scale 1, offset 0, mean 0, variance 1 - eps: relu(conv + side).
+      // relu(conv + side) from both residual ops: scale 1, offset 0, mean 0, variance 1 - eps,
+      // and bias 0.
       auto conv = RunOp("Conv2D", {x, f},
                         {{"strides", attrs.at("strides")}, {"padding", attrs.at("padding")}});
       ASSERT_TRUE(conv.ok()) << conv.status();
-      auto out = RunOp("_FusedConv2DBatchNormAdd", {x, f, ones, zeros, zeros, var, side}, attrs);
-      ASSERT_TRUE(out.ok()) << out.status();
-      const int64_t batch = std::max(n, side_n), image = 3 * 3 * 4;
-      ASSERT_EQ((*out)[0].shape(), TensorShape({batch, 3, 3, 4}));
-      for (int64_t b = 0; b < batch; ++b) {
-        for (int64_t i = 0; i < image; ++i) {
-          const float want = std::max(0.0f, (*conv)[0].data<float>()[(b % n) * image + i] +
-                                                side.data<float>()[(b % side_n) * image + i]);
-          EXPECT_NEAR((*out)[0].data<float>()[b * image + i], want, 1e-5)
-              << "batch " << n << ", side batch " << side_n << ", element " << b * image + i;
+      for (const char* op : {"_FusedConv2DBatchNormAdd", "_FusedConv2DAdd"}) {
+        auto out = std::string(op) == "_FusedConv2DAdd"
+                       ? RunOp(op, {x, f, zeros, side}, attrs)
+                       : RunOp(op, {x, f, ones, zeros, zeros, var, side}, attrs);
+        ASSERT_TRUE(out.ok()) << op << ": " << out.status();
+        const int64_t batch = std::max(n, side_n), image = 3 * 3 * 4;
+        ASSERT_EQ((*out)[0].shape(), TensorShape({batch, 3, 3, 4})) << op;
+        for (int64_t b = 0; b < batch; ++b) {
+          for (int64_t i = 0; i < image; ++i) {
+            const float want = std::max(0.0f, (*conv)[0].data<float>()[(b % n) * image + i] +
+                                                  side.data<float>()[(b % side_n) * image + i]);
+            EXPECT_NEAR((*out)[0].data<float>()[b * image + i], want, 1e-5)
+                << op << ", batch " << n << ", side batch " << side_n << ", element "
+                << b * image + i;
+          }
         }
       }
     }
@@ -444,6 +450,13 @@ TEST(FusedConv2DBatchNormTest, SideInputAddsAndBroadcastsOverTheBatch) {
                    {Random({2, 3, 3, 2}, 70), Random({1, 1, 2, 4}, 71), ones, zeros, zeros, var,
                     Random({3, 3, 3, 4}, 72)},
                    attrs);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("does not match the convolution's output"),
+            std::string::npos)
+      << bad.status();
+  bad = RunOp("_FusedConv2DAdd",
+              {Random({2, 3, 3, 2}, 70), Random({1, 1, 2, 4}, 71), zeros, Random({2, 3, 3, 5}, 72)},
+              attrs);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("does not match the convolution's output"),
             std::string::npos)

@@ -233,6 +233,32 @@ TEST(NnGradTest, FusedConv2DBatchNormAdd) {
   }
 }
 
+// The frozen-graph form of a residual block's end, with respect to the input, the filter, the
+// bias and the side input, also with a side of batch 1 broadcast over a batch of 2.
+TEST(NnGradTest, FusedConv2DAdd) {
+  uint32_t seed = 90;
+  for (const int64_t side_batch : {2, 1}) {
+    SCOPED_TRACE("_FusedConv2DAdd, side batch " + std::to_string(side_batch));
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>({2, 4, 5, 2}, seed++), fv = Random<float>({3, 3, 2, 3}, seed++);
+    Tensor bv = Random<float>({3}, seed++), sidev = Random<float>({side_batch, 4, 5, 3}, seed++);
+    Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
+    Output b = Placeholder(s, "b", bv), side = Placeholder(s, "side", sidev);
+    Output y(OpBuilder(s, "_FusedConv2DAdd")
+                 .Input(x)
+                 .Input(f)
+                 .Input(b)
+                 .Input(side)
+                 .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
+                 .Attr("padding", std::string("SAME"))
+                 .Attr("activation", std::string("Tanh"))
+                 .Finalize());
+    auto err = test::MaxGradientError(s, {x, f, b, side}, {xv, fv, bv, sidev}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 TEST(NnGradTest, MaxPoolAndAvgPool) {
   struct PoolGradCase {
     TensorShape input;

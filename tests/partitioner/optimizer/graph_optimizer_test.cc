@@ -423,6 +423,35 @@ TEST(GraphOptimizerTest, RemappingFusesAResidualAddIntoTheLastConvolution) {
   EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "Add"), 1);                    // r_add
 }
 
+TEST(GraphOptimizerTest, RemappingFusesAFrozenResidualAddIntoTheLastConvolution) {
+  // A frozen block's end: the batch norm folds into the constant filter and a BiasAdd, which
+  // fuse into _FusedConv2D; then the residual Add and Relu join it as _FusedConv2DAdd, whose
+  // filter is marked constant.
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({2, 5, 5, 4}));
+  Tensor var = Random({4}, 54);
+  for (int i = 0; i < 4; ++i) var.data<float>()[i] = 0.5f + var.data<float>()[i] * 0.25f;
+  auto bn = ops::FusedBatchNorm(
+      s.WithOpName("bn"),
+      ops::Conv2D(s.WithOpName("conv"), x, ops::Const(s, Random({3, 3, 4, 4}, 50)), {1, 1, 1, 1},
+                  "SAME"),
+      ops::Const(s, Random({4}, 51)), ops::Const(s, Random({4}, 52)),
+      ops::Const(s, Random({4}, 53)), ops::Const(s, var), 0.001f, /*is_training=*/false);
+  auto y = ops::Relu(s.WithOpName("y"), ops::Add(s.WithOpName("add"), x, bn.y));
+  ops::Identity(s.WithOpName("out"), y);
+  Result on = Compare(s, {{"x", Random({2, 5, 5, 4}, 55)}}, {"out"}, 1e-4);
+  const std::string changes = Changes(on.metadata, "remapping");
+  EXPECT_NE(changes.find("fused 'bn' (_FusedConv2D) + 'add' (Add, the residual add) + 'y' (Relu) "
+                         "into _FusedConv2DAdd"),
+            std::string::npos)
+      << changes;
+  EXPECT_NE(changes.find("'y' (_FusedConv2DAdd) has a constant filter: reordered once"),
+            std::string::npos)
+      << changes;
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "_FusedConv2DAdd"), 1);
+  EXPECT_EQ(CountOp(on.metadata.optimized_graph(), "Add"), 0);
+}
+
 // bfloat16 rounding to nearest even, in fp32 (the reference the pass must match).
 Tensor RoundedToBf16(const Tensor& t) {
   Tensor out(DT_FLOAT, t.shape());
