@@ -131,17 +131,25 @@ absl::Status FusedConv2DGrad(const Scope& s, const Operation& op, const GradOutp
   return FusedProductGrad("Conv2D", s, op, dy, dx);
 }
 
+// For the fused convolutions' gradients: the gradient before the activation (*g) and the
+// convolution of inputs 0 and 1 recomputed with the op's strides and padding (*conv).
+absl::Status ActivationGradAndConv(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                   Output* g, Output* conv) {
+  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], g));
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  *conv = ops::Conv2D(s, GradInput(op, 0), GradInput(op, 1), w.strides, w.padding);
+  return absl::OkStatus();
+}
+
 // _FusedConv2DAdd (made by the remapper in frozen inference graphs; this is for graphs that use
 // it directly): _FusedConv2D's gradient, and the side input gets the gradient before the
 // convolution, each summed over a batch it was broadcast across (the convolution is recomputed
 // for its shape only where that is not known when the graph is built).
 absl::Status FusedConv2DAddGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                                 GradOutputs* dx) {
-  Output g;
-  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
-  WindowAttrs w;
-  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
-  Output conv = ops::Conv2D(s, GradInput(op, 0), GradInput(op, 1), w.strides, w.padding);
+  Output g, conv;
+  SF_RETURN_IF_ERROR(ActivationGradAndConv(s, op, dy, &g, &conv));
   Output g_conv = ReduceLike(s, g, conv);
   SF_RETURN_IF_ERROR(ProductGrad("Conv2D", s, op, g_conv, dx));
   dx->push_back(ops::BiasAddGrad(s, g_conv));
@@ -157,14 +165,11 @@ absl::Status FusedConv2DAddGrad(const Scope& s, const Operation& op, const GradO
 // broadcast across.
 absl::Status FusedConv2DBatchNormGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                                       GradOutputs* dx) {
-  Output g;
-  SF_RETURN_IF_ERROR(FusedActivationGrad(s, op, dy[0], &g));
-  WindowAttrs w;
-  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  Output g, conv;
+  SF_RETURN_IF_ERROR(ActivationGradAndConv(s, op, dy, &g, &conv));
   float epsilon;
   SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "epsilon", &epsilon));
   const bool side = op.node()->op() == "_FusedConv2DBatchNormAdd";
-  Output conv = ops::Conv2D(s, GradInput(op, 0), GradInput(op, 1), w.strides, w.padding);
   // With a side input broadcast over the batch, g has the side's batch: the convolution's part
   // of it is summed back to the convolution's shape.
   Output g_conv = side ? ReduceLike(s, g, conv) : g;
