@@ -4,11 +4,14 @@
 
     /usr/bin/python3 benchmarks/data_parallel_benchmark.py [build/bin/shardflow]
                      [--steps 200] [--rounds 3] [--transport grpc|ucx]
+                     [--replication between-graph|in-graph]
 
-shardflow: two `shardflow server --threads 1` processes (tasks 0 and 1 on loopback) hold a
-replica each; `shardflow train --strategy allreduce --cluster ... --batch-size 64` drives them
-(the client feeds each replica its 64 rows and runs the master; gradients are averaged by the
-ring all-reduce between the two server processes). PyTorch: two processes, torch.set_num_threads(1),
+shardflow, between-graph (the default, as DDP and Horovod run): two `shardflow train --task N
+--replication between-graph --threads 1 --batch-size 64` processes (tasks 0 and 1 on loopback),
+each with its own graph and its own 64 rows per step; only the gradients cross, by the ring
+all-reduce between them. In-graph: two `shardflow server --threads 1` processes hold a replica
+each and a third process, `shardflow train --cluster ...`, drives both from one graph (it feeds
+each replica its rows and runs the master). PyTorch: two processes, torch.set_num_threads(1),
 DDP over gloo, 64 rows each, the same MLP (784-512-512-10, ReLU), Adam lr 1e-3, Fashion-MNIST.
 Both are timed after 10 warm-up steps, in global examples per second. PyTorch runs with Debian's
 OpenBLAS when libopenblas0-openmp is installed (as benchmarks/train_benchmark.py). Rounds
@@ -112,6 +115,33 @@ def shardflow_rate(cli, spec, steps, workdir):
     return float(re.search(r"([0-9.]+) examples/s after the first", out).group(1))
 
 
+def between_graph_rate(cli, steps, workdir, transport="grpc"):
+    path = os.path.join(workdir, "between-%d.json" % time.time_ns())
+    with open(path, "w") as f:
+        json.dump({"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}, f)
+    common = ["train", "--model", "mlp", "--strategy", "allreduce", "--cluster", path,
+              "--replication", "between-graph", "--batch-size", str(PER_PROCESS_BATCH),
+              "--threads", "1", "--max-steps", str(steps + 10), "--lr-decay", "none",
+              "--progress=false", "--checkpoint-every-secs", "0", "--transport", transport,
+              "--log-level", "warning"]
+    ckpt = os.path.join(workdir, "ckpt-%d" % time.time_ns())
+    procs = [subprocess.Popen([cli, *common, "--task", str(t), "--checkpoint-dir", ckpt + str(t)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for t in range(2)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=1800)
+            if p.returncode != 0:
+                raise RuntimeError("shardflow train failed: " + err[-2000:])
+            outs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return float(re.search(r"([0-9.]+) examples/s after the first", outs[0]).group(1))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("cli", nargs="?", default=os.path.join(ROOT, "build", "bin", "shardflow"))
@@ -120,6 +150,10 @@ def main():
     parser.add_argument("--transport", default="grpc", choices=["grpc", "ucx"],
                         help="the servers' data plane (the ring's chunks); gRPC stays the "
                         "control plane and the client's feeds")
+    parser.add_argument("--replication", default="between-graph",
+                        choices=["between-graph", "in-graph"],
+                        help="between-graph: one training process per task, as DDP; in-graph: "
+                        "two servers driven by one client")
     args = parser.parse_args()
     with open("/proc/cpuinfo") as f:
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
@@ -128,10 +162,12 @@ def main():
           f"{'OpenBLAS' if os.path.isdir(OPENBLAS) else 'the reference BLAS'}")
     ours, theirs = [], []
     with tempfile.TemporaryDirectory() as workdir:
-        procs, spec = start_servers(args.cli, workdir, args.transport)
+        between = args.replication == "between-graph"
+        procs, spec = ([], None) if between else start_servers(args.cli, workdir, args.transport)
         try:
             for r in range(args.rounds):
-                ours.append(shardflow_rate(args.cli, spec, args.steps, workdir))
+                ours.append(between_graph_rate(args.cli, args.steps, workdir, args.transport)
+                            if between else shardflow_rate(args.cli, spec, args.steps, workdir))
                 theirs.append(ddp_rate(args.steps))
                 print(f"round {r + 1}/{args.rounds}: shardflow {ours[-1]:.0f}, DDP "
                       f"{theirs[-1]:.0f} examples/s", file=sys.stderr)
@@ -142,7 +178,7 @@ def main():
     a, b = statistics.median(ours), statistics.median(theirs)
     print(f"\nMLP, 2 processes x 1 thread, global batch {2 * PER_PROCESS_BATCH}, Adam; "
           f"{args.steps} timed steps; median of {args.rounds} alternating rounds; "
-          f"shardflow's servers over {args.transport}")
+          f"shardflow {args.replication}, tasks' tensors over {args.transport}")
     print(f"{'':10s} {'examples/s':>11s}")
     print(f"{'shardflow':10s} {a:11.0f}   (rounds: {', '.join(f'{x:.0f}' for x in ours)})")
     print(f"{'DDP gloo':10s} {b:11.0f}   (rounds: {', '.join(f'{x:.0f}' for x in theirs)})")

@@ -173,6 +173,7 @@ class MasterSession {
     state_options.config = config_;
     state_options.topology = [this] { return CostCluster(); };
     state_options.check_graph = [this](const Graph& g) { return CheckRequestedTasksAreUp(g); };
+    state_options.between_graph_collectives = true;
     state_options.incarnation = [this](const std::string& device) -> uint64_t {
       auto t = device_task_.find(device);
       return t == device_task_.end() ? 0 : tasks_.at(t->second).incarnation;
@@ -247,7 +248,9 @@ class MasterSession {
     step->outputs = outputs;
     step->metadata = metadata;
     step->trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
-    step->step_id = NewStepId();
+    step->step_id = step->prepared->plan->between_graph_signature.empty()
+                        ? NewStepId()
+                        : NextBetweenGraphStepId(step->prepared->plan->between_graph_signature);
     step->caller = call;
     step->done = std::move(finish);
     for (const auto& [task, handle] : step->prepared->handles) {
@@ -332,6 +335,29 @@ class MasterSession {
     std::map<std::string, std::string> placement;
     std::shared_ptr<const ExecutionPlan> plan;  // the optimized graph and its report
   };
+
+  // Note [Between-graph step ids]. The tasks of a between-graph collective group run their
+  // own graphs from their own masters, and their members meet only in one step id: the n-th
+  // step with a given between-graph signature (its groups, instances, member devices and
+  // incarnations; runtime/collectives/group_resolution.h) gets the same id on every master,
+  // FNV-1a of the signature and n. Every task must run those steps in the same order, one at a
+  // time (as every data-parallel loop does); a restarted task has a new incarnation, hence new
+  // ids, and cannot meet a stale peer.
+  int64_t NextBetweenGraphStepId(const std::string& signature) {
+    int64_t n = 0;
+    {
+      absl::MutexLock lock(&sequence_mu_);
+      n = between_graph_steps_[signature]++;
+    }
+    uint64_t h = 14695981039346656037ull;
+    auto mix = [&h](unsigned char c) {
+      h ^= c;
+      h *= 1099511628211ull;
+    };
+    for (unsigned char c : signature) mix(c);
+    for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(static_cast<uint64_t>(n) >> (8 * i)));
+    return static_cast<int64_t>(h >> 1);
+  }
 
   // Forgets a signature whose graph a task no longer has, so that the next step registers it
   // again.
@@ -592,6 +618,9 @@ class MasterSession {
   // needs these.
   absl::Mutex use_mu_;
   absl::Time last_used_ ABSL_GUARDED_BY(use_mu_);
+  // Note [Between-graph step ids]: steps started per between-graph signature.
+  absl::Mutex sequence_mu_;
+  std::map<std::string, int64_t> between_graph_steps_ ABSL_GUARDED_BY(sequence_mu_);
   int steps_running_ ABSL_GUARDED_BY(use_mu_) = 0;
 };
 

@@ -49,6 +49,13 @@ bool GraphExecutionState::created() const {
   return created_;
 }
 
+std::vector<std::string> GraphExecutionState::KnownDevices() const {
+  std::vector<std::string> names;
+  if (!options_.between_graph_collectives) return names;
+  for (const DeviceAttributes& d : options_.devices) names.push_back(d.name);
+  return names;
+}
+
 absl::Status GraphExecutionState::PlaceWholeGraph() {
   if (placement_valid_) return absl::OkStatus();
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(graph_def_));
@@ -62,8 +69,8 @@ absl::Status GraphExecutionState::PlaceWholeGraph() {
   placer.policy = options_.config.placement_policy();
   placer.topology = &cluster;
   SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));
-  // Collective ops learn their group's members (every member is in this graph).
-  SF_RETURN_IF_ERROR(ResolveCollectiveGroups(graph.get(), options_.incarnation));
+  // Collective ops learn their group's members.
+  SF_RETURN_IF_ERROR(ResolveCollectiveGroups(graph.get(), options_.incarnation, KnownDevices()));
   for (Node* n : graph->nodes()) placement_[n->name()] = n->assigned_device();
   placement_valid_ = true;
   return absl::OkStatus();
@@ -113,8 +120,9 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> GraphExecutionState::BuildP
   PlacerOptions placer;
   placer.allow_soft_placement = options_.config.allow_soft_placement();
   SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));
-  // Collective ops learn their group's members (every member is in this graph).
-  SF_RETURN_IF_ERROR(ResolveCollectiveGroups(graph.get(), options_.incarnation));
+  // Collective ops learn their group's members (Note [Between-graph groups]).
+  SF_RETURN_IF_ERROR(ResolveCollectiveGroups(graph.get(), options_.incarnation, KnownDevices(),
+                                             &plan->between_graph_signature));
   plan->feed_devices.resize(feeds.size());
   plan->fetch_devices.resize(fetches.size());
   for (Node* n : graph->nodes()) {

@@ -45,6 +45,9 @@ struct ExecutionPlan {
   // The graph after the graph optimizer (before placement) and what each pass changed.
   GraphDef optimized_graph;
   GraphOptimizerReport optimizer_report;
+  // Non-empty when the plan holds between-graph collective groups (Note [Between-graph groups]
+  // in runtime/collectives/group_resolution.h): every task's steps of it need one step id.
+  std::string between_graph_signature;
 };
 
 struct GraphExecutionStateOptions {
@@ -60,6 +63,10 @@ struct GraphExecutionStateOptions {
   // Called on the whole graph before it is placed; an error stops placement (the master says
   // here that a node asks for a task that is down).
   std::function<absl::Status(const Graph& graph)> check_graph;
+  // A cluster's master: collective groups may span the graphs of several tasks (between-graph
+  // replication), their members found among `devices`. A local session: every member must be
+  // in the graph.
+  bool between_graph_collectives = false;
 };
 
 class GraphExecutionState {
@@ -80,6 +87,8 @@ class GraphExecutionState {
 
  private:
   absl::Status PlaceWholeGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The devices between-graph collective groups may use (none in a local session).
+  std::vector<std::string> KnownDevices() const;
 
   const GraphExecutionStateOptions options_;
   mutable absl::Mutex mu_;

@@ -64,17 +64,29 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   if (devices.empty()) {
     return absl::InvalidArgumentError("all-reduce training needs at least one replica device");
   }
-  const int replicas = static_cast<int>(devices.size());
+  const int group = static_cast<int>(devices.size());  // the group's size: every replica
+  const int self = options.between_graph_rank;
+  if (self >= group) {
+    return absl::InvalidArgumentError(absl::StrCat("between_graph_rank ", self, " is not below ",
+                                                   group, ", the number of replica devices"));
+  }
+  // The replicas built here: every one (in-graph), or this task's (between-graph).
+  std::vector<int> ranks;
+  for (int r = 0; r < group; ++r) {
+    if (self < 0 || r == self) ranks.push_back(r);
+  }
+  const int local = static_cast<int>(ranks.size());
   AllReduceTraining out;
   std::vector<Scope> scopes;
-  for (int r = 0; r < replicas; ++r) {
-    Scope s =
-        (r == 0 ? scope : scope.NewSubScope(absl::StrCat("replica_", r))).WithDevice(devices[r]);
+  for (int i = 0; i < local; ++i) {
+    const int r = ranks[i];
+    Scope s = (i == 0 ? scope : scope.NewSubScope(absl::StrCat("replica_", r)))
+                  .WithDevice(devices[r]);
     std::vector<Var> before = AllVariables(scope, /*trainable_only=*/true);
     SF_ASSIGN_OR_RETURN(Output loss, build(s, r));
     SF_RETURN_IF_ERROR(scope.status());
     std::vector<Var> vars = NewVariables(before, AllVariables(scope, /*trainable_only=*/true));
-    if (r > 0) {
+    if (i > 0) {
       const std::vector<Var>& first = out.variables[0];
       if (vars.size() != first.size()) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -97,34 +109,34 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   }
   const int64_t num_vars = static_cast<int64_t>(out.variables[0].size());
   std::vector<Operation> updates;
-  std::vector<std::vector<Var>> to_average;  // per replica
-  for (int r = 0; r < replicas; ++r) {
-    const Scope& s = scopes[r];
+  std::vector<std::vector<Var>> to_average;  // per local replica
+  for (int i = 0; i < local; ++i) {
+    const Scope& s = scopes[i];
     std::vector<Output> xs;
-    for (const Var& v : out.variables[r]) xs.push_back(v.value());
+    for (const Var& v : out.variables[i]) xs.push_back(v.value());
     std::vector<Output> grads;
-    SF_RETURN_IF_ERROR(AddGradients(s, {out.losses[r]}, xs, &grads));
+    SF_RETURN_IF_ERROR(AddGradients(s, {out.losses[i]}, xs, &grads));
     std::vector<Output> reduced(num_vars);
-    if (replicas == 1 || options.average_parameters) {
+    if (group == 1 || options.average_parameters) {
       reduced = grads;
     } else {
       std::vector<Bucket> buckets = Buckets(grads, options.bucket_bytes);
-      for (size_t i = 0; i < buckets.size(); ++i) {
-        const Bucket& b = buckets[i];
-        Scope bs = s.NewSubScope(absl::StrCat("allreduce_bucket_", i));
-        const int64_t instance = static_cast<int64_t>(i) + 1;
+      for (size_t b_index = 0; b_index < buckets.size(); ++b_index) {
+        const Bucket& b = buckets[b_index];
+        Scope bs = s.NewSubScope(absl::StrCat("allreduce_bucket_", b_index));
+        const int64_t instance = static_cast<int64_t>(b_index) + 1;
         if (b.vars.size() == 1) {
-          reduced[b.vars[0]] = ops::CollectiveReduce(bs, grads[b.vars[0]], replicas, group_key,
+          reduced[b.vars[0]] = ops::CollectiveReduce(bs, grads[b.vars[0]], group, group_key,
                                                      instance, "Add", "Div");
           continue;
         }
         std::vector<Input> flat;
         for (int64_t k : b.vars) flat.push_back(ops::Reshape(bs, grads[k], {-1}));
-        Output fused = ops::CollectiveReduce(bs, ops::Concat(bs, flat, 0), replicas, group_key,
+        Output fused = ops::CollectiveReduce(bs, ops::Concat(bs, flat, 0), group, group_key,
                                              instance, "Add", "Div");
         int64_t offset = 0;
         for (int64_t k : b.vars) {
-          const TensorShape& shape = out.variables[r][k].shape();
+          const TensorShape& shape = out.variables[i][k].shape();
           const int64_t n = shape.num_elements();
           std::vector<int32_t> dims;
           for (int d = 0; d < shape.rank(); ++d) dims.push_back(static_cast<int32_t>(shape.dim(d)));
@@ -138,36 +150,37 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
     std::vector<std::pair<Output, Var>> averaged;
     for (int64_t k = 0; k < num_vars; ++k) {
       if (!reduced[k].node()) continue;  // the loss does not depend on it
-      averaged.emplace_back(reduced[k], out.variables[r][k]);
+      averaged.emplace_back(reduced[k], out.variables[i][k]);
     }
     std::unique_ptr<Optimizer> opt = make_optimizer();
-    Scope apply = options.gate ? s.WithControlDependencies(options.gate(s, out.losses[r])) : s;
+    Scope apply = options.gate ? s.WithControlDependencies(options.gate(s, out.losses[i])) : s;
     std::vector<Var> before = AllVariables(scope);
     SF_ASSIGN_OR_RETURN(Operation update, opt->ApplyGradients(apply, averaged));
     updates.push_back(update);
     // What parameter averaging averages: the trainable variables, then the optimizer's state.
-    std::vector<Var> averaged_vars = out.variables[r];
+    std::vector<Var> averaged_vars = out.variables[i];
     if (options.average_optimizer_state) {
       for (const Var& v : NewVariables(before, AllVariables(scope))) averaged_vars.push_back(v);
     }
     to_average.push_back(std::move(averaged_vars));
   }
-  if (options.average_parameters && replicas > 1) {
+  const std::string& home = devices[ranks[0]];  // where the ops of the whole group go
+  if (options.average_parameters && group > 1) {
     std::vector<Operation> assigns;
     for (size_t k = 0; k < to_average[0].size(); ++k) {
       const Var& first = to_average[0][k];
-      for (int r = 0; r < replicas; ++r) {
-        if (to_average[r].size() != to_average[0].size() ||
-            to_average[r][k].shape() != first.shape() ||
-            to_average[r][k].dtype() != first.dtype()) {
+      for (int i = 0; i < local; ++i) {
+        if (to_average[i].size() != to_average[0].size() ||
+            to_average[i][k].shape() != first.shape() ||
+            to_average[i][k].dtype() != first.dtype()) {
           return absl::InvalidArgumentError(
-              absl::StrCat("replica ", r, "'s optimizer state differs from replica 0's (variable ",
-                           k, "): every replica must use the same optimizer"));
+              absl::StrCat("replica ", ranks[i], "'s optimizer state differs from replica 0's ",
+                           "(variable ", k, "): every replica must use the same optimizer"));
         }
-        const Var& v = to_average[r][k];
-        Scope vs = scopes[r].NewSubScope(absl::StrCat("average_", k));
+        const Var& v = to_average[i][k];
+        Scope vs = scopes[i].NewSubScope(absl::StrCat("average_", k));
         Output mean =
-            ops::CollectiveReduce(vs, v.value(), replicas, group_key,
+            ops::CollectiveReduce(vs, v.value(), group, group_key,
                                   (int64_t{1} << 21) + static_cast<int64_t>(k), "Add", "Div");
         // Where the variable lives (a device of the replica's task when its layers are split).
         assigns.push_back(
@@ -177,33 +190,36 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
                 .Finalize());
       }
     }
-    out.average_op = ops::NoOp(scope.WithDevice(devices[0])
-                                   .WithOpName("average_parameters")
-                                   .WithControlDependencies(assigns));
+    out.average_op = ops::NoOp(
+        scope.WithDevice(home).WithOpName("average_parameters").WithControlDependencies(assigns));
   }
-  Scope root = scope.WithDevice(devices[0]);
+  Scope root = scope.WithDevice(home);
   out.train_op = ops::NoOp(root.WithOpName("all_reduce_train").WithControlDependencies(updates));
   // Replica 0's values to every other replica (one broadcast per variable).
   std::vector<Operation> assigns;
-  for (int64_t k = 0; k < num_vars && replicas > 1; ++k) {
-    const Var& source = out.variables[0][k];
+  for (int64_t k = 0; k < num_vars && group > 1; ++k) {
+    const Var& local_first = out.variables[0][k];
     const int64_t instance = (int64_t{1} << 20) + k;
-    Output sent =
-        ops::CollectiveBcastSend(scopes[0].WithOpName(absl::StrCat("sync_send_", k)),
-                                 source.value(), replicas, group_key, instance, source.shape());
-    assigns.push_back(sent.op());
-    for (int r = 1; r < replicas; ++r) {
-      const Var& target = out.variables[r][k];
+    for (int i = 0; i < local; ++i) {
+      const Var& v = out.variables[i][k];
+      if (ranks[i] == 0) {
+        assigns.push_back(
+            ops::CollectiveBcastSend(scopes[i].WithOpName(absl::StrCat("sync_send_", k)),
+                                     v.value(), group, group_key, instance, v.shape())
+                .op());
+        continue;
+      }
       Output got =
-          ops::CollectiveBcastRecv(scopes[r].WithOpName(absl::StrCat("sync_recv_", k)),
-                                   source.dtype(), source.shape(), replicas, group_key, instance);
-      assigns.push_back(OpBuilder(scopes[r]
-                                      .WithOpName(absl::StrCat("sync_assign_", k))
-                                      .WithDevice(VariableDevice(target)),
-                                  "AssignVariableOp")
-                            .Input(target.handle())
-                            .Input(got)
-                            .Finalize());
+          ops::CollectiveBcastRecv(scopes[i].WithOpName(absl::StrCat("sync_recv_", k)),
+                                   local_first.dtype(), local_first.shape(), group, group_key,
+                                   instance);
+      assigns.push_back(
+          OpBuilder(
+              scopes[i].WithOpName(absl::StrCat("sync_assign_", k)).WithDevice(VariableDevice(v)),
+              "AssignVariableOp")
+              .Input(v.handle())
+              .Input(got)
+              .Finalize());
     }
   }
   out.sync_op = ops::NoOp(root.WithOpName("all_reduce_sync").WithControlDependencies(assigns));

@@ -62,10 +62,18 @@ struct AllReduceOptions {
   // average_optimizer_state is set.
   bool average_parameters = false;
   bool average_optimizer_state = true;
+  // Between-graph replication (Note [Between-graph groups] in
+  // runtime/collectives/group_resolution.h): this graph builds replica `between_graph_rank` of
+  // the devices.size() replicas only, in `scope` itself on its device; the other tasks build
+  // theirs in their own graphs with the same devices and options, and run the same ops in the
+  // same order (train_op every step, sync_op once, average_op at the same steps). losses and
+  // variables then hold that one replica. -1: every replica in this graph (in-graph).
+  int between_graph_rank = -1;
 };
 
-// Errors: no device; a replica whose variables differ from replica 0's (names, shapes, dtypes);
-// the builder's or the optimizer's errors.
+// Errors: no device; a between_graph_rank not below the number of devices; a replica whose
+// variables differ from replica 0's (names, shapes, dtypes); the builder's or the optimizer's
+// errors.
 absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
                                                          const std::vector<std::string>& devices,
                                                          const ReplicaBuilder& build,

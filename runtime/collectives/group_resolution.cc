@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/attr_value.h"
@@ -45,6 +47,60 @@ std::string Names(const std::vector<Member>& members) {
   return absl::StrJoin(names, ", ");
 }
 
+// Note [Between-graph groups]: the members of a group whose ops in this graph are on `local`
+// (sorted, fewer than `size`) are those devices on every task of their job that `known` lists.
+absl::StatusOr<std::vector<std::string>> BetweenGraphMembers(
+    const std::string& where, int64_t size, const std::vector<Member>& members,
+    const std::vector<std::string>& local, const std::vector<std::string>& known) {
+  std::vector<DeviceName> parsed;
+  for (const std::string& d : local) {
+    SF_ASSIGN_OR_RETURN(DeviceName n, DeviceName::Parse(d));
+    parsed.push_back(n);
+  }
+  const std::string task = parsed[0].TaskName();
+  for (const DeviceName& n : parsed) {
+    if (n.TaskName() != task) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has group_size ", size, " but its ops in this run (", Names(members),
+          ") are on ", local.size(), " device(s) of several tasks: ", absl::StrJoin(local, ", "),
+          ". Either every member is in the graph that runs (in-graph replication), or each task "
+          "runs its own graph with its own members (between-graph: this graph's members all on "
+          "one task)"));
+    }
+  }
+  std::set<std::string> known_set(known.begin(), known.end());
+  std::set<int> tasks;  // the job's tasks that are up
+  for (const std::string& k : known) {
+    auto n = DeviceName::Parse(k);
+    if (n.ok() && n->job == parsed[0].job && n->replica == parsed[0].replica) tasks.insert(n->task);
+  }
+  if (static_cast<int64_t>(tasks.size() * local.size()) != size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " has group_size ", size, " but this graph holds ", local.size(),
+        " of its members (", Names(members), ", on ", task, ") and job ", parsed[0].job, " has ",
+        tasks.size(),
+        " task(s) up. A between-graph group is this task's members on every task of the job "
+        "(group_size = members per task x tasks); in-graph, every member must be in the graph "
+        "that runs (fetch or run every replica's op in one step), each on its own device"));
+  }
+  std::vector<std::string> out;
+  for (int t : tasks) {
+    for (DeviceName n : parsed) {
+      n.task = t;
+      std::string name = n.ToString();
+      if (!known_set.count(name)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " is a between-graph group, but task ", n.TaskName(),
+                         " has no device ", name, " for its member: give every task of job ",
+                         n.job, " the same devices"));
+      }
+      out.push_back(std::move(name));
+    }
+  }
+  std::sort(out.begin(), out.end(), DeviceLess);
+  return out;
+}
+
 }  // namespace
 
 bool IsCollectiveOp(const std::string& op) {
@@ -52,7 +108,9 @@ bool IsCollectiveOp(const std::string& op) {
 }
 
 absl::Status ResolveCollectiveGroups(
-    Graph* graph, const std::function<uint64_t(const std::string& device)>& incarnation) {
+    Graph* graph, const std::function<uint64_t(const std::string& device)>& incarnation,
+    const std::vector<std::string>& known_devices, std::string* between_graph_signature) {
+  if (between_graph_signature != nullptr) between_graph_signature->clear();
   std::map<int64_t, std::vector<Member>> groups;  // group_key -> its ops
   for (Node* n : graph->nodes()) {
     if (!IsCollectiveOp(n->op())) continue;
@@ -80,9 +138,14 @@ absl::Status ResolveCollectiveGroups(
       }
       device_set.insert(m.node->assigned_device());
     }
-    std::vector<std::string> devices(device_set.begin(), device_set.end());
-    std::sort(devices.begin(), devices.end(), DeviceLess);
-    if (static_cast<int64_t>(devices.size()) != size) {
+    std::vector<std::string> local(device_set.begin(), device_set.end());
+    std::sort(local.begin(), local.end(), DeviceLess);
+    std::vector<std::string> devices = local;
+    const bool between = static_cast<int64_t>(local.size()) < size && !known_devices.empty();
+    if (between) {
+      SF_ASSIGN_OR_RETURN(devices,
+                          BetweenGraphMembers(where, size, members, local, known_devices));
+    } else if (static_cast<int64_t>(devices.size()) != size) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, " has group_size ", size, " but its ops in this run (", Names(members),
           ") are on ", devices.size(), " device(s): ", absl::StrJoin(devices, ", "),
@@ -119,17 +182,24 @@ absl::Status ResolveCollectiveGroups(
         }
         if (m.node->op() == kBcastSend) ++senders;
       }
-      if (static_cast<int64_t>(ops.size()) != size) {
+      if (ops.size() != local.size()) {
         std::vector<std::string> missing;
-        for (const std::string& d : devices) {
+        for (const std::string& d : local) {
           if (!seen.count(d)) missing.push_back(d);
         }
         return absl::InvalidArgumentError(
-            absl::StrCat(inst, " has ", ops.size(), " of its ", size, " members (", Names(ops),
-                         "); none on ", absl::StrJoin(missing, ", "),
+            absl::StrCat(inst, " has ", ops.size(), " of its ", local.size(),
+                         " members in this graph (", Names(ops), "); none on ",
+                         absl::StrJoin(missing, ", "),
                          ": every device of the group needs its op of each instance"));
       }
-      if (InstanceKind(ops[0].node->op()) == kBcastSend && senders != 1) {
+      if (between && InstanceKind(ops[0].node->op()) == kBcastSend && senders > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            inst, " is a broadcast with ", senders,
+            " CollectiveBcastSend ops; it needs exactly one source (the others "
+            "CollectiveBcastRecv)"));
+      }
+      if (!between && InstanceKind(ops[0].node->op()) == kBcastSend && senders != 1) {
         return absl::InvalidArgumentError(
             absl::StrCat(inst, " is a broadcast with ", senders,
                          " CollectiveBcastSend ops; it needs exactly one source (the others "
@@ -141,6 +211,13 @@ absl::Status ResolveCollectiveGroups(
       incarnations.push_back(incarnation ? static_cast<int64_t>(incarnation(d)) : 1);
     }
     const std::string joined = absl::StrJoin(devices, ",");
+    if (between && between_graph_signature != nullptr) {
+      std::vector<int64_t> keys;
+      for (const auto& [instance_key, ops] : instances) keys.push_back(instance_key);
+      absl::StrAppend(between_graph_signature, "group ", group_key, " instances ",
+                      absl::StrJoin(keys, ","), " on ", joined, " incarnations ",
+                      absl::StrJoin(incarnations, ","), ";");
+    }
     for (const Member& m : members) {
       m.node->SetAttr("_group_devices", MakeAttr(joined));
       m.node->SetAttr("_group_incarnations", MakeAttr(incarnations));
@@ -148,11 +225,17 @@ absl::Status ResolveCollectiveGroups(
     // A broadcast's members learn the source's rank.
     for (const auto& [instance_key, ops] : instances) {
       if (InstanceKind(ops[0].node->op()) != kBcastSend) continue;
-      int64_t source = -1;
+      // Between-graph, a task without the sender cannot know where it is: the first member.
+      int64_t source = between ? 0 : -1;
       for (const Member& m : ops) {
-        if (m.node->op() == kBcastSend) {
-          source = std::find(devices.begin(), devices.end(), m.node->assigned_device()) -
-                   devices.begin();
+        if (m.node->op() != kBcastSend) continue;
+        source = std::find(devices.begin(), devices.end(), m.node->assigned_device()) -
+                 devices.begin();
+        if (between && source != 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, " instance ", instance_key, ": the broadcast's source '", m.node->name(),
+              "' is on ", m.node->assigned_device(), ", but in a between-graph group it must be "
+              "the first member (", devices[0], "), where every task expects it"));
         }
       }
       for (const Member& m : ops) m.node->SetAttr("_source_rank", MakeAttr(source));

@@ -1,8 +1,11 @@
 // Collectives across tasks: two in-process servers and a master, CollectiveReduce, broadcast
 // and gather between the tasks' CPUs over the gRPC transport (the ring pulls through the remote
 // rendezvous), a tensor of several chunks, many steps; a member task that is gone fails the
-// step within the bound with an error naming it, and nothing hangs.
+// step within the bound with an error naming it, and nothing hangs. Between-graph groups: each
+// task's own master runs a graph with only its own members (Horovod/DDP style), and the two
+// meet in every step.
 #include <chrono>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -119,6 +122,141 @@ TEST_F(CollectiveAcrossTasksTest, AMemberTaskThatIsGoneFailsTheStepNamingIt) {
   servers_[1]->Shutdown();
   auto start = std::chrono::steady_clock::now();
   absl::Status st = master_->RunStep(*handle, RunOptions(), feeds, fetches, {}, &out, nullptr);
+  EXPECT_FALSE(st.ok());
+  EXPECT_TRUE(absl::StrContains(st.message(), "task:1")) << st;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << st;
+}
+
+// Between-graph replication: a second master stands for the other task's process. Each master's
+// graph holds only its task's members; their steps meet by step id (Note [Between-graph step
+// ids] in distributed/master.cc).
+class BetweenGraphTest : public CollectiveAcrossTasksTest {
+ protected:
+  void SetUp() override {
+    CollectiveAcrossTasksTest::SetUp();
+    MasterOptions options;
+    auto spec = ClusterSpec::FromJson(absl::StrCat(R"({"worker": [")", servers_[0]->address(),
+                                                   R"(", ")", servers_[1]->address(), R"("]})"),
+                                      "test");
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    options.cluster = *spec;
+    auto master = Master::Create(options);
+    ASSERT_TRUE(master.ok()) << master.status();
+    other_ = *master;
+  }
+
+  // Task t's graph: its member of a sum all-reduce of kElements values (t + 1 each), of a
+  // broadcast from task 0 and of an all-gather; the fetches are small.
+  static constexpr int64_t kElements = 3 << 20;  // several chunks per segment
+  static GraphDef TaskGraph(int t, int group_size = 2) {
+    Scope s = Scope::NewRootScope();
+    Scope d = s.WithDevice(TaskCpu(t));
+    auto step = ops::Placeholder(d.WithOpName("step"), DT_FLOAT, TensorShape({}));
+    auto x = ops::Fill(d, ops::Const(d, Tensor::FromVector<int32_t>({int32_t{kElements}})),
+                       ops::Add(d, step, ops::Const(d, Tensor::Scalar<float>(t + 1.0f))));
+    auto y = ops::CollectiveReduce(d, x, group_size, 5, 1, "Add", "Id");
+    ops::Sum(d.WithOpName("sum"), y, {0});
+    auto v = ops::Reshape(d, ops::Mul(d, step, ops::Const(d, Tensor::Scalar<float>(t + 1.0f))),
+                          {1});
+    if (t == 0) {
+      ops::CollectiveBcastSend(d.WithOpName("bcast"), v, group_size, 5, 2, {1});
+    } else {
+      ops::CollectiveBcastRecv(d.WithOpName("bcast"), DT_FLOAT, {1}, group_size, 5, 2);
+    }
+    ops::CollectiveGather(d.WithOpName("gather"), v, group_size, 5, 3);
+    GraphDef def;
+    EXPECT_TRUE(s.ToGraphDef(&def).ok());
+    return def;
+  }
+
+  std::shared_ptr<Master> other_;
+};
+
+TEST_F(BetweenGraphTest, EachTaskRunsItsOwnGraphAndTheyMeetEveryStep) {
+  std::shared_ptr<Master> masters[2] = {master_, other_};
+  absl::Status status[2];
+  std::vector<std::vector<Tensor>> results[2];
+  constexpr int kSteps = 8;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      auto handle = masters[t]->CreateSession(TaskGraph(t), SessionOptionsProto());
+      if (!handle.ok()) {
+        status[t] = handle.status();
+        return;
+      }
+      for (int step = 0; step < kSteps && status[t].ok(); ++step) {
+        std::vector<Tensor> out;
+        RunOptions options;
+        options.set_timeout_in_ms(30000);
+        status[t] = masters[t]->RunStep(*handle, options,
+                                        {{"step", Tensor::Scalar<float>(float(step))}},
+                                        {"sum", "bcast", "gather"}, {}, &out, nullptr);
+        results[t].push_back(out);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_TRUE(status[t].ok()) << "task " << t << ": " << status[t];
+    ASSERT_EQ(results[t].size(), size_t{kSteps});
+    for (int step = 0; step < kSteps; ++step) {
+      const std::vector<Tensor>& out = results[t][step];
+      // (step + 1) + (step + 2) per element.
+      EXPECT_NEAR(out[0].scalar<float>(), (2.0 * step + 3) * kElements, 1e-4 * kElements);
+      test::ExpectValues<float>(out[1], {float(step)});
+      test::ExpectValues<float>(out[2], {float(step), 2.0f * step});
+    }
+  }
+}
+
+TEST_F(BetweenGraphTest, GroupsThatCannotBeBetweenGraphAreRefusedNamingWhy) {
+  // Three members asked for, two tasks in the job.
+  auto handle = master_->CreateSession(TaskGraph(0, 3), SessionOptionsProto());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  std::vector<Tensor> out;
+  absl::Status st = master_->RunStep(*handle, RunOptions(),
+                                     {{"step", Tensor::Scalar<float>(0)}}, {"sum"}, {}, &out,
+                                     nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "job worker has 2 task(s) up")) << st;
+  // A broadcast sent from task 1: task 0 could not know where to receive it from.
+  Scope s = Scope::NewRootScope();
+  Scope d = s.WithDevice(TaskCpu(1));
+  ops::CollectiveBcastSend(d.WithOpName("send"), ops::Const(d, Tensor::FromVector<float>({1})), 2,
+                           9, 1, {1});
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok());
+  auto h2 = master_->CreateSession(def, SessionOptionsProto());
+  ASSERT_TRUE(h2.ok()) << h2.status();
+  st = master_->RunStep(*h2, RunOptions(), {}, {"send"}, {}, &out, nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "must be the first member")) << st;
+}
+
+TEST_F(BetweenGraphTest, APeerTaskThatIsGoneFailsTheStepNamingIt) {
+  std::shared_ptr<Master> masters[2] = {master_, other_};
+  std::string handles[2];
+  for (int t = 0; t < 2; ++t) {
+    auto h = masters[t]->CreateSession(TaskGraph(t), SessionOptionsProto());
+    ASSERT_TRUE(h.ok()) << h.status();
+    handles[t] = *h;
+  }
+  auto run = [&](int t, absl::Status* st) {
+    std::vector<Tensor> out;
+    *st = masters[t]->RunStep(handles[t], RunOptions(), {{"step", Tensor::Scalar<float>(1)}},
+                              {"sum"}, {}, &out, nullptr);
+  };
+  absl::Status first[2];
+  std::thread other([&] { run(1, &first[1]); });
+  run(0, &first[0]);
+  other.join();
+  ASSERT_TRUE(first[0].ok()) << first[0];
+  ASSERT_TRUE(first[1].ok()) << first[1];
+  servers_[1]->Shutdown();
+  auto start = std::chrono::steady_clock::now();
+  absl::Status st;
+  run(0, &st);
   EXPECT_FALSE(st.ok());
   EXPECT_TRUE(absl::StrContains(st.message(), "task:1")) << st;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << st;

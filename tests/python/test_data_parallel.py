@@ -1,8 +1,9 @@
 """`shardflow train --strategy allreduce|averaging`: replicas on two `shardflow server` processes
 (one per task, gradients averaged with the ring all-reduce between the processes) follow the same
 loss curve as two replicas on two devices of one process, and as one model on the global batch;
-parameter averaging after every step follows it too; an unknown strategy is a clear error
-(the ps strategies: test_ps_cli.py)."""
+parameter averaging after every step follows it too; between-graph replication (one training
+process per task, each with its own graph) ends with the same parameters as in-graph; an unknown
+strategy is a clear error (the ps strategies: test_ps_cli.py)."""
 
 import json
 import os
@@ -56,6 +57,75 @@ def test_allreduce_across_two_processes_matches_two_local_devices_and_one_model(
     _, sparse = train(tmp_path, "averaging5", "--strategy", "averaging", "--average-every", "5",
                       "--devices", "2", "--batch-size", "32")
     assert sparse[-1] < sparse[0] and not np.allclose(sparse, across)
+
+
+def between_graph(tmp_path, tag, *flags, steps=20):
+    """Two `train --task N --replication between-graph` processes; the chief's checkpoint folder
+    and both outputs."""
+    path = tmp_path / f"{tag}.json"
+    path.write_text(json.dumps({"worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}))
+    common = ["train", "--model", "mlp", "--cluster", str(path), "--replication",
+              "between-graph", "--threads", "1", "--optimizer", "sgd", "--lr", "0.05",
+              "--batch-size", "32", "--max-steps", str(steps), "--progress=false",
+              "--log-level", "warning", *flags]
+    out = tmp_path / tag
+    procs = [subprocess.Popen([BINARY, *common, "--task", str(t), "--checkpoint-dir",
+                               str(out) + ("" if t == 0 else "-worker")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for t in range(2)]
+    outs = []
+    try:
+        for p in procs:
+            o, e = p.communicate(timeout=300)
+            assert p.returncode == 0, o + e
+            outs.append(o)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return str(out), outs
+
+
+def assert_same_parameters(a, b):
+    import shardflow as sf
+    a, b = a + "/model.ckpt-20", b + "/model.ckpt-20"  # the CLI names its checkpoints so
+    theirs = {n for n, _ in sf.train.list_variables(b)}
+    names = [n for n, _ in sf.train.list_variables(a) if n in theirs]
+    assert len(names) >= 6, (names, theirs)  # the MLP's weights and biases at least
+    for n in names:
+        x, y = np.asarray(sf.train.load_variable(a, n)), np.asarray(sf.train.load_variable(b, n))
+        if x.dtype.kind == "f":
+            np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5, err_msg=n)
+        else:  # the step counters and the position
+            np.testing.assert_array_equal(x, y, err_msg=n)
+
+
+def test_between_graph_replication_ends_with_the_parameters_of_in_graph(tmp_path):
+    """Each task trains its own replica from its own graph; only the gradients cross (the ring
+    between the two processes). After 20 SGD steps the chief's checkpoint equals in-graph
+    replication's (two devices of one process); parameter averaging after every step too."""
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    chief, outs = between_graph(tmp_path, "between", "--strategy", "allreduce")
+    assert "gradients all-reduced over 2 replicas" in outs[0] and "global batch 64" in outs[0]
+    assert "worker 1: trained 20 steps" in outs[1], outs[1]
+    train(tmp_path, "in-graph", "--strategy", "allreduce", "--devices", "2", "--batch-size", "32")
+    assert_same_parameters(chief, str(tmp_path / "in-graph"))
+    averaged, outs = between_graph(tmp_path, "averaged", "--strategy", "averaging",
+                                   "--average-every", "1")
+    assert "parameters averaged every 1 steps over 2 replicas" in outs[0], outs[0]
+    assert_same_parameters(averaged, chief)
+
+
+def test_between_graph_needs_a_task_and_a_replicating_strategy(tmp_path):
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    for flags, words in [(["--replication", "sideways"], "unknown --replication 'sideways'"),
+                         (["--replication", "between-graph", "--strategy", "allreduce"],
+                          "needs --strategy allreduce or averaging and --cluster with --task N")]:
+        r = subprocess.run([BINARY, "train", "--max-steps", "1", "--checkpoint-dir",
+                            str(tmp_path), *flags], capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0 and words in r.stderr, r.stderr
 
 
 def test_a_killed_replica_task_fails_training_naming_it_within_10_s(tmp_path):

@@ -224,6 +224,17 @@ absl::Status Train(TrainConfig c) {
   SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
   const bool ps_strategy = IsParameterServerStrategy(c.strategy);
   if (ps_strategy) SF_RETURN_IF_ERROR(SetUpParameterServerWorker(&c));
+  if (c.replication != "in-graph" && c.replication != "between-graph") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown --replication '", c.replication, "'; it takes in-graph or between-graph"));
+  }
+  // Every task trains its own replica from its own graph (Note [Between-graph groups]).
+  const bool between = c.replication == "between-graph";
+  if (between && (c.task < 0 || (c.strategy != "allreduce" && c.strategy != "averaging"))) {
+    return absl::InvalidArgumentError(
+        "--replication between-graph needs --strategy allreduce or averaging and --cluster with "
+        "--task N (one training process per task)");
+  }
   // One process per task (--job/--task): serve this task. Only the chief (task 0) goes on, or
   // with parameter servers every worker (a ps task serves until the workers are done).
   std::unique_ptr<Server> own_task;  // declared first: it outlives the session below
@@ -244,7 +255,7 @@ absl::Status Train(TrainConfig c) {
       return ServeUntilTasksLeave(own_task.get(), spec, workers, c.cluster.Security(),
                                   absl::Minutes(5), absl::Seconds(3));
     }
-    if (!ps_strategy && c.task != 0) {
+    if (!ps_strategy && !between && c.task != 0) {
       return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
                                   absl::Minutes(5), absl::Seconds(3));
     }
@@ -326,22 +337,36 @@ absl::Status Train(TrainConfig c) {
   // With parameter servers every other task is watched: a lost one fails this worker's steps
   // (a synchronous step would otherwise wait for its gradients forever).
   std::shared_ptr<PeerWatch> watch;
-  if (ps_strategy) {
+  if (ps_strategy || between) {
     SF_ASSIGN_OR_RETURN(watch, WatchOtherTasks(c));
   }
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options, watch));
   SF_RETURN_IF_ERROR(CheckDeviceChoice(c, *session));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
-  const bool is_chief = !ps_strategy || c.task == 0;
+  const bool is_chief = (!ps_strategy && !between) || c.task == 0;
   CheckpointSeries series(c.checkpoint_dir, c.keep_checkpoints);
   Position at;              // where training stands
   int64_t saved_step = -1;  // global step of this series' latest checkpoint
   const int64_t steps_per_epoch = train.size() / c.batch_size;  // batches drop the remainder
-  if (is_chief) {
+  if (is_chief || between) {
     SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));
+  }
+  if (is_chief) {
     SF_ASSIGN_OR_RETURN(
         at, StartingPosition(session.get(), *g, c, steps_per_epoch, &series, &saved_step));
+  }
+  if (between) {
+    // Every task starts from the chief's variables and position (initialised or restored).
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    if (is_chief) {
+      feeds.push_back({g->position_in.name(), Tensor::FromVector<int64_t>(
+                                                  {at.epoch, at.step, at.global_step})});
+    }
+    SF_RETURN_IF_ERROR(
+        session->Run(feeds, {g->position_out.name()}, {g->sync_op.node()->name()}, &out));
+    const int64_t* p = out[0].data<int64_t>();
+    at = {p[0], p[1], p[2]};
   }
   std::unique_ptr<SyncUpdateLoop> update_loop;
   if (ps_strategy) {
@@ -362,7 +387,7 @@ absl::Status Train(TrainConfig c) {
   }
   if (g->sync_op.node() != nullptr) {
     // Every replica starts from replica 0's values (initialised or restored).
-    SF_RETURN_IF_ERROR(session->Run({}, {}, {g->sync_op.node()->name()}, &out));
+    if (!between) SF_RETURN_IF_ERROR(session->Run({}, {}, {g->sync_op.node()->name()}, &out));
     absl::PrintF("data parallel: %s over %d replicas (%s), %d examples each per step\n",
                  g->average_op.node() != nullptr
                      ? absl::StrCat("parameters averaged every ", c.average_every, " steps")
@@ -437,7 +462,7 @@ absl::Status Train(TrainConfig c) {
     const double lr = LearningRateAt(c, epoch * steps_per_epoch + batch->step, steps_per_epoch);
     std::vector<std::pair<std::string, Tensor>> feeds = {
         {g->learning_rate.name(), Tensor::Scalar(static_cast<float>(lr))}};
-    if (ps_strategy) {
+    if (ps_strategy || between) {
       // This worker's rows of the global batch.
       feeds.push_back({g->model.images.name(),
                        Rows(batch->images, c.task * per_replica_batch, per_replica_batch)});
@@ -514,7 +539,9 @@ absl::Status Train(TrainConfig c) {
           std::chrono::duration<double>(now - last_save).count() >= c.checkpoint_every_secs));
     // Strategy averaging: every replica takes the replicas' mean every --average-every steps,
     // and before a checkpoint (replica 0's variables are what is saved and evaluated).
-    if (g->average_op.node() != nullptr && (due || at.global_step % c.average_every == 0)) {
+    // Between-graph, every task must average at the same steps: not at the chief's timed saves.
+    if (g->average_op.node() != nullptr &&
+        (at.global_step % c.average_every == 0 || at.step == 0 || (due && !between))) {
       SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
     }
     if (due) {
@@ -555,12 +582,21 @@ absl::Status Train(TrainConfig c) {
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/labels.npy", stack(traced_labels)));
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/losses.npy", Tensor::FromVector(losses)));
   }
+  const bool averaged_last = at.global_step % c.average_every == 0 || at.step == 0;
+  if (g->average_op.node() != nullptr && between && !averaged_last && steps_this_run > 0) {
+    SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
+  }
   if (!is_chief) {
     absl::PrintF("worker %d: trained %d steps in %s; the chief evaluates and checkpoints\n", c.task,
                  steps_this_run, Duration(train_secs));
-    return absl::OkStatus();
+    if (!between) return absl::OkStatus();
+    // Serve until the chief is done: it may still be taking this task's last tensors.
+    std::fflush(stdout);
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
+    return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
+                                absl::Minutes(5), absl::Seconds(3));
   }
-  if (g->average_op.node() != nullptr && at.global_step != saved_step) {
+  if (g->average_op.node() != nullptr && !between && at.global_step != saved_step) {
     SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
   }
   if (at.global_step != saved_step) SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, &series, at));
@@ -678,6 +714,11 @@ void AddTrainCommand(CommandLine* cli) {
             "none, the cluster's tasks are `shardflow server` processes)");
   flags.Int("average-every", &c.average_every,
             "--strategy averaging: steps between parameter averages");
+  flags.String("replication", &c.replication,
+               "with --strategy allreduce|averaging and --task: in-graph (task 0 drives every "
+               "replica from one graph, the others serve) or between-graph (every task trains "
+               "its own replica on its rows of the global batch from its own graph, as Horovod "
+               "and DDP do; only gradients or parameters cross tasks; docs/distributed.md)");
   flags.String("placement-policy", &c.placement_policy,
                "constraints (every node on the first device) or cost (spread by the cost model)");
   c.cluster.Register(&flags);

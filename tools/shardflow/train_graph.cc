@@ -66,18 +66,35 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
   AllReduceOptions options;
   options.gate = CheckedLoss;
   options.average_parameters = c.strategy == "averaging";
+  const bool between = c.replication == "between-graph";
+  if (between) options.between_graph_rank = static_cast<int>(c.task);
   SF_ASSIGN_OR_RETURN(AllReduceTraining dp,
                       BuildAllReduceTraining(s, c.replica_devices, build, optimizer, options));
   g->model = g->replicas[0];
-  Scope chief = s.WithDevice(c.replica_devices[0]);
+  const std::string& home = c.replica_devices[between ? c.task : 0];
+  Scope chief = s.WithDevice(home);
   g->mean_loss = ops::Mul(chief.WithOpName("mean_loss"),
                           ops::AddN(chief, std::vector<Input>(dp.losses.begin(), dp.losses.end())),
                           1.0f / static_cast<float>(dp.losses.size()));
   g->train_op = dp.train_op;
   g->sync_op = dp.sync_op;
   g->average_op = dp.average_op;
-  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(c.replica_devices[0]),
-                               g->model.eval_logits, 1, DT_INT32);
+  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(home), g->model.eval_logits,
+                               1, DT_INT32);
+  if (between) {
+    // Where training stands, from the chief (which restored it) to every task, with the
+    // variables' broadcast: one more instance of the group.
+    const int group = static_cast<int>(c.replica_devices.size());
+    const int64_t instance = int64_t{1} << 22;
+    g->position_in = ops::Placeholder(chief.WithOpName("start_position"), DT_INT64,
+                                      TensorShape({3}));
+    g->position_out =
+        c.task == 0
+            ? ops::CollectiveBcastSend(chief.WithOpName("position_send"), g->position_in, group,
+                                       options.group_key, instance, TensorShape({3}))
+            : ops::CollectiveBcastRecv(chief.WithOpName("position_recv"), DT_INT64,
+                                       TensorShape({3}), group, options.group_key, instance);
+  }
   g->variables = AllVariables(s);
   g->init_op = InitializeAllVariables(s);
   SF_RETURN_IF_ERROR(s.status());

@@ -63,6 +63,10 @@ struct TrainConfig {
   int64_t task = -1;
   // Strategy averaging: steps between parameter averages.
   int64_t average_every = 10;
+  // Strategies allreduce and averaging with --task: "in-graph" (task 0 drives every replica
+  // from one graph; the others serve) or "between-graph" (every task trains its own replica
+  // from its own graph; only gradients or parameters cross tasks).
+  std::string replication = "in-graph";
   // Filled from --cluster: the task of every model layer, in turn (strategy none).
   std::vector<std::string> layer_devices;
   // Filled for strategies allreduce and averaging: the device of every replica and, with
@@ -112,6 +116,10 @@ struct TrainGraph {
   Output mean_loss;
   Operation sync_op;
   Operation average_op;  // strategy averaging
+  // Between-graph replication: the chief's Position [epoch, step, global_step] (int64, fed to
+  // position_in on task 0) reaches every task as position_out, in the sync_op's step.
+  Output position_in;
+  Output position_out;
   // Strategies ps-async and ps-sync: this worker's graph (its train_op is train_op).
   bool parameter_servers = false;
   ParameterServerTraining ps;

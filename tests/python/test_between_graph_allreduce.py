@@ -1,0 +1,123 @@
+"""Between-graph collectives from Python (issue 12, Horovod/DDP style): two worker processes, each
+with its own sf.train.Server and its own graph holding only its members, meet in every step:
+collective_ops directly (all-reduce, broadcast from task 0, all-gather), and
+sf.distribute.AllReduceOptimizer + broadcast_variables, whose two workers on half a batch each
+end with the parameters one process reaches on the whole batch (plain SGD)."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import shardflow as sf
+from cluster_util import free_port
+
+WORKER = r"""
+import json, sys
+import numpy as np
+import shardflow as sf
+from shardflow import collective_ops
+
+cluster, i, mode, out = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+server = sf.train.Server(cluster, job_name="worker", task_index=i)
+n = len(cluster["worker"])
+if mode == "raw":
+    with sf.device("/job:worker/task:%d" % i):
+        step = sf.placeholder(sf.float32, [])
+        total = collective_ops.all_reduce(sf.fill([1000], step + i + 1.0), n, 3, 1)
+        v = sf.reshape(step * (i + 1), [1])
+        if i == 0:
+            b = collective_ops.broadcast_send(v, [1], sf.float32, n, 3, 2)
+        else:
+            b = collective_ops.broadcast_recv([1], sf.float32, n, 3, 2)
+        g = collective_ops.all_gather(v, n, 3, 3)
+    got = []
+    with sf.Session(server.target) as sess:
+        for s in range(4):
+            got.append(np.concatenate([r.ravel() for r in sess.run([total, b, g], {step: s})]))
+    np.save(out, np.stack(got))
+else:
+    rng = np.random.RandomState(0)
+    xs = rng.randn(8, 64, 5).astype(np.float32)
+    ys = rng.randn(8, 64, 1).astype(np.float32)
+    with sf.device("/job:worker/task:%d" % i):
+        x = sf.placeholder(sf.float32, [None, 5])
+        y = sf.placeholder(sf.float32, [None, 1])
+        # Each worker starts from its own random values: the broadcast makes them worker 0's.
+        w = sf.Variable(sf.random_normal([5, 1], seed=i + 1), name="w")
+        bias = sf.Variable(sf.zeros([1]) + float(i), name="b")
+        loss = sf.reduce_mean(sf.square(sf.matmul(x, w) + bias - y))
+        opt = sf.distribute.AllReduceOptimizer(sf.train.GradientDescentOptimizer(0.1), n,
+                                               bucket_bytes=int(sys.argv[5]))
+        train = opt.minimize(loss)
+        sync = sf.distribute.broadcast_variables([w, bias], n, rank=i)
+    with sf.Session(server.target) as sess:
+        sess.run(sf.global_variables_initializer())
+        sess.run(sync)
+        start = sess.run(w)
+        half = 64 // n
+        for s in range(8):
+            sess.run(train, {x: xs[s, i * half:(i + 1) * half], y: ys[s, i * half:(i + 1) * half]})
+        np.save(out, np.concatenate([start.ravel(), sess.run(w).ravel(), sess.run(bias)]))
+print("worker", i, "done", flush=True)
+"""
+
+
+def run_workers(tmp_path, mode, *extra):
+    cluster = {"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(sf.__file__))
+    outs = [str(tmp_path / ("%s-%d.npy" % (mode, i))) for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(cluster), str(i), mode,
+                               outs[i], *extra], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    logs = []
+    try:
+        for p in procs:
+            logs.append(p.communicate(timeout=120)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, log in zip(procs, logs):
+        assert p.returncode == 0, log
+    return [np.load(o) for o in outs]
+
+
+def test_collective_ops_between_two_worker_processes(tmp_path):
+    a, b = run_workers(tmp_path, "raw")
+    for s in range(4):
+        expected = np.concatenate([np.full(1000, 2 * s + 3.0), [s], [s, 2 * s]])
+        np.testing.assert_allclose(a[s], expected)
+        np.testing.assert_allclose(b[s], expected)
+
+
+@pytest.mark.parametrize("bucket_bytes", [0, 4 << 20])
+def test_all_reduce_optimizer_matches_one_process_on_the_whole_batch(tmp_path, bucket_bytes):
+    a, b = run_workers(tmp_path, "train", str(bucket_bytes))
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)  # the replicas stay equal
+    # One process, the whole batch, from worker 0's initial values.
+    rng = np.random.RandomState(0)
+    xs = rng.randn(8, 64, 5).astype(np.float32)
+    ys = rng.randn(8, 64, 1).astype(np.float32)
+    w = a[:5].reshape(5, 1).astype(np.float64)
+    bias = 0.0
+    for s in range(8):
+        err = xs[s] @ w + bias - ys[s]
+        w -= 0.1 * 2 * xs[s].T @ err / 64
+        bias -= 0.1 * 2 * err.mean()
+    np.testing.assert_allclose(a[5:10], w.ravel(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(a[10], bias, rtol=1e-4, atol=1e-5)
+
+
+def test_the_optimizer_asks_for_the_workers_device():
+    g = sf.Graph()
+    with g.as_default():
+        v = sf.Variable([1.0])
+        opt = sf.distribute.AllReduceOptimizer(sf.train.GradientDescentOptimizer(0.1), 2)
+        with pytest.raises(ValueError, match="under sf.device"):
+            opt.minimize(sf.reduce_sum(v * v))
+        with pytest.raises(ValueError, match="rank 2 must be in"):
+            sf.distribute.broadcast_variables([v], 2, rank=2)
