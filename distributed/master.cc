@@ -105,7 +105,11 @@ class MasterSession {
       p.id = id;
       p.task.name = ClusterSpec::TaskName(id.job, id.task);
       SF_ASSIGN_OR_RETURN(p.task.address, options_->cluster.TaskAddress(id.job, id.task));
-      SF_ASSIGN_OR_RETURN(p.task.client, cache_->GetWorker(p.task.address, p.task.name));
+      if (options_->local_worker != nullptr && options_->local_worker->task() == p.task.name) {
+        p.task.client = options_->local_worker;  // this process's own task: no RPC
+      } else {
+        SF_ASSIGN_OR_RETURN(p.task.client, cache_->GetWorker(p.task.address, p.task.name));
+      }
       state->probes.push_back(std::move(p));
     }
     const int64_t timeout_ms =

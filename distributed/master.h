@@ -80,6 +80,9 @@ struct MasterOptions {
   // (between-graph replication: the other workers); see distributed/peer_watch.h. May be null;
   // Master::SetPeerWatch replaces it.
   std::shared_ptr<PeerWatch> peer_watch;
+  // The worker of a task in this process (Server::local_worker()), called directly for that
+  // task instead of through the cache. May be null.
+  std::shared_ptr<WorkerInterface> local_worker;
   MasterOptions() {
     inter_task_link.set_gbps(1.25);
     inter_task_link.set_latency_us(100);

@@ -105,6 +105,10 @@ class Server {
   virtual std::shared_ptr<WorkerCacheInterface> worker_cache() const = 0;
   // The hosted master (options.host_master), else null.
   virtual Master* master() const = 0;
+  // This task's worker as a WorkerInterface called directly (distributed/local_worker_client.h),
+  // for a master in this process (MasterOptions::local_worker); it fails calls once the server
+  // has shut down.
+  virtual std::shared_ptr<WorkerInterface> local_worker() const = 0;
 
   // "/job:J/replica:0/task:T"
   const std::string& task_name() const { return worker()->task(); }

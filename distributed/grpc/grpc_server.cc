@@ -89,6 +89,8 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
       task_name, devices, server->transport_.get(),
       options.incarnation != 0 ? options.incarnation : NewIncarnation(), worker_options);
   if (server->data_plane_ != nullptr) server->data_plane_->Serve(server->worker_.get());
+  server->local_worker_ =
+      std::make_shared<LocalWorkerClient>(server->worker_.get(), bind);
   server->service_ = std::make_unique<GrpcWorkerService>(
       server->worker_.get(), options.security.token, options.transfer_idle_timeout);
   if (options.host_master) {
@@ -100,6 +102,7 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
     if (own.token.empty() && !own.tls() && !own.plaintext) {
       master_options.client.security = options.security;
     }
+    master_options.local_worker = server->local_worker_;
     SF_ASSIGN_OR_RETURN(server->master_, Master::Create(master_options));
     server->master_service_ =
         std::make_unique<GrpcMasterService>(server->master_, options.security.token);
@@ -151,7 +154,9 @@ void GrpcServer::Shutdown() {
   }
   stop_collecting_.Notify();
   if (collector_.joinable()) collector_.join();
-  // Every step's pending call gets its reply before the server stops; then no handler runs.
+  // A master in this process calls the worker no more; every step's pending call gets its
+  // reply before the server stops; then no handler runs.
+  if (local_worker_ != nullptr) local_worker_->Detach();
   if (worker_ != nullptr) worker_->Shutdown();
   if (data_plane_ != nullptr) data_plane_->StopServing();
   if (service_ != nullptr) service_->StopAccepting();

@@ -17,6 +17,7 @@
 #include "distributed/grpc/grpc_master_service.h"
 #include "distributed/grpc/grpc_worker_client.h"
 #include "distributed/grpc/grpc_worker_service.h"
+#include "distributed/local_worker_client.h"
 #include "distributed/server.h"
 #include "grpcpp/server.h"
 
@@ -36,6 +37,7 @@ class GrpcServer final : public Server {
   std::vector<Device*> devices() const override;
   std::shared_ptr<WorkerCacheInterface> worker_cache() const override { return cache_; }
   Master* master() const override { return master_.get(); }
+  std::shared_ptr<WorkerInterface> local_worker() const override { return local_worker_; }
   GrpcWorkerService* worker_service() const { return service_.get(); }
 
  private:
@@ -48,6 +50,7 @@ class GrpcServer final : public Server {
   // transport_ when it is a data plane (ServerOptions::transport "ucx"), else null.
   DataPlane* data_plane_ = nullptr;
   std::unique_ptr<Worker> worker_;
+  std::shared_ptr<LocalWorkerClient> local_worker_;
   std::shared_ptr<Master> master_;
   std::unique_ptr<GrpcMasterService> master_service_;
   std::unique_ptr<GrpcWorkerService> service_;

@@ -262,5 +262,50 @@ TEST_F(BetweenGraphTest, APeerTaskThatIsGoneFailsTheStepNamingIt) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << st;
 }
 
+// Each task's master calls its own task's worker directly (Server::local_worker(), as
+// `shardflow train --task N` and a Python sf.train.Server's sessions do): the same results, and
+// once the server is shut down the direct calls fail UNAVAILABLE instead of touching it.
+TEST_F(BetweenGraphTest, MastersThatCallTheirOwnTaskDirectly) {
+  std::shared_ptr<Master> masters[2];
+  for (int t = 0; t < 2; ++t) {
+    MasterOptions options;
+    auto spec = ClusterSpec::FromJson(absl::StrCat(R"({"worker": [")", servers_[0]->address(),
+                                                   R"(", ")", servers_[1]->address(), R"("]})"),
+                                      "test");
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    options.cluster = *spec;
+    options.local_worker = servers_[t]->local_worker();
+    auto master = Master::Create(options);
+    ASSERT_TRUE(master.ok()) << master.status();
+    masters[t] = *master;
+  }
+  absl::Status status[2];
+  std::vector<Tensor> results[2];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      auto handle = masters[t]->CreateSession(TaskGraph(t), SessionOptionsProto());
+      status[t] = handle.status();
+      for (int step = 0; step < 3 && status[t].ok(); ++step) {
+        status[t] = masters[t]->RunStep(*handle, RunOptions(),
+                                        {{"step", Tensor::Scalar<float>(float(step))}},
+                                        {"sum", "gather"}, {}, &results[t], nullptr);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 2; ++t) {
+    ASSERT_TRUE(status[t].ok()) << "task " << t << ": " << status[t];
+    EXPECT_NEAR(results[t][0].scalar<float>(), 7.0 * kElements, 1e-4 * kElements);
+    test::ExpectValues<float>(results[t][1], {2, 4});
+  }
+  std::shared_ptr<WorkerInterface> direct = servers_[0]->local_worker();
+  servers_[0]->Shutdown();
+  GetStatusResponse response;
+  absl::Status st = direct->GetStatus(&response);
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "task /job:worker/replica:0/task:0")) << st;
+}
+
 }  // namespace
 }  // namespace shardflow

@@ -86,7 +86,8 @@ SecurityOptions ClusterFlags::Security() const {
 }
 
 absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
-    const SessionOptions& options, std::shared_ptr<PeerWatch> watch) const {
+    const SessionOptions& options, std::shared_ptr<PeerWatch> watch,
+    std::shared_ptr<WorkerInterface> local_worker) const {
   if (cluster.empty()) return NewSession(options);
   // The master in this process talks gRPC to the tasks: with the poll strategy a server uses
   // (it is this process's first gRPC object).
@@ -97,6 +98,7 @@ absl::StatusOr<std::unique_ptr<Session>> ClusterFlags::OpenSession(
   master_options.cluster = spec;
   master_options.client.security = Security();
   master_options.peer_watch = std::move(watch);
+  master_options.local_worker = std::move(local_worker);
   master_options.connect_timeout = connect_timeout;
   SF_ASSIGN_OR_RETURN(std::shared_ptr<Master> master, Master::Create(master_options));
   return NewInProcessMasterSession(master, options);

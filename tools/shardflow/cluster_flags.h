@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "distributed/cluster_spec.h"
 #include "distributed/peer_watch.h"
+#include "distributed/worker_interface.h"
 #include "runtime/session.h"
 #include "tools/shardflow/flags.h"
 
@@ -47,9 +48,11 @@ struct ClusterFlags {
   absl::StatusOr<std::vector<std::string>> Tasks() const;
   // A local session without --cluster; else a session whose master runs in this process and
   // drives the cluster's tasks; with `watch`, a lost task it watches fails every step
-  // (distributed/peer_watch.h).
+  // (distributed/peer_watch.h); with `local_worker` (Server::local_worker() of this process's
+  // task) the master calls that task directly.
   absl::StatusOr<std::unique_ptr<Session>> OpenSession(
-      const SessionOptions& options, std::shared_ptr<PeerWatch> watch = nullptr) const;
+      const SessionOptions& options, std::shared_ptr<PeerWatch> watch = nullptr,
+      std::shared_ptr<WorkerInterface> local_worker = nullptr) const;
   // How tasks are reached with these flags (token, CA, plaintext).
   SecurityOptions Security() const;
 

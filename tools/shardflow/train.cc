@@ -340,7 +340,8 @@ absl::Status Train(TrainConfig c) {
   if (ps_strategy || between) {
     SF_ASSIGN_OR_RETURN(watch, WatchOtherTasks(c));
   }
-  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(options, watch));
+  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(
+                          options, watch, own_task ? own_task->local_worker() : nullptr));
   SF_RETURN_IF_ERROR(CheckDeviceChoice(c, *session));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;

@@ -68,7 +68,8 @@ class AllReduceOptimizer:
 
     def _buckets(self, grads):
         """Indices of `grads`, last first (the order backpropagation produces them), grouped by
-        dtype into buckets of at most bucket_bytes; a gradient of unknown shape goes alone."""
+        dtype into buckets of at most bucket_bytes; a gradient of unknown shape goes alone (as
+        distributed/strategies/all_reduce.h, Note [Gradient buckets])."""
         out, size, dtype = [], 0, None
         for k in reversed(range(len(grads))):
             g = grads[k]
