@@ -6,7 +6,8 @@ the median step split into compute, communication and waiting, against the compu
         [--models mlp cnn] [--networks loopback 10gbit 1gbit] [--steps 60] [--out DIR]
 
 Two workers (and, for ps-async and ps-sync, one ps task), one `shardflow train --cluster --job
---task` process per task, 1 thread each, 64 examples per worker and step, Adam. The chief runs
+--task` process per task (allreduce and averaging with --replication between-graph, the default
+here: each worker trains from its own graph), 1 thread each, 64 examples per worker and step, Adam. The chief runs
 with --step-stats, which traces every step and splits its wall time (Note [Step time split] in
 tools/shardflow/train_report.h): compute = some kernel of the step ran; communication = tensors
 were crossing between tasks and nothing computed (what the network cost that computation did not
@@ -14,7 +15,7 @@ hide); waiting = the rest (sync tokens, a slower peer, RPC overhead). Medians ov
 after the first 10. "compute-only" is the same model and batch in one process with no strategy
 (the step a worker would take alone; "x alone" = step / that). "no-comm" is the two-worker
 deployment with no communication (averaging every 10^9 steps: both processes compute on the same
-cores, the chief feeds both): "x no-comm" = step / that, the overlap figure (issue 12: allreduce
+cores): "x no-comm" = step / that, the overlap figure (issue 12: allreduce
 of the CNN on 10 Gbit/s at most 1.15x its compute-only step).
 
 Networks: loopback (all tasks on 127.0.0.1), or emulated hosts (root): one network namespace per
@@ -106,7 +107,7 @@ def medians(path):
     return {k: statistics.median(r[k] for r in rows) for k in keys}
 
 
-def run_strategy(cli, hosts, strategy, model, steps, workdir):
+def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="between-graph"):
     """Median split of the chief's steps."""
     every = "10"
     if strategy == "no-comm":
@@ -129,7 +130,7 @@ def run_strategy(cli, hosts, strategy, model, steps, workdir):
               "--plaintext", "--threads", "1", "--batch-size", str(BATCH), "--max-steps",
               str(steps), "--progress=false", "--checkpoint-dir",
               os.path.join(workdir, f"ckpt-{tag}"), "--checkpoint-every-secs", "0",
-              "--average-every", every]
+              "--average-every", every] + ([] if ps else ["--replication", replication])
     procs = []
     for job, task, host in sorted(tasks, key=lambda t: (t[0] == "worker" and t[1] == 0)):
         extra = ["--step-stats", stats] if (job, task) == ("worker", 0) else []
@@ -165,6 +166,10 @@ def main():
     parser.add_argument("--strategies", nargs="+", default=STRATEGIES)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--out", default=".")
+    parser.add_argument("--replication", default="between-graph",
+                        choices=["between-graph", "in-graph"],
+                        help="allreduce and averaging: every worker trains from its own graph "
+                        "(as DDP), or the chief drives both replicas from one graph")
     args = parser.parse_args()
     with open("/proc/cpuinfo") as f:
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
@@ -191,7 +196,8 @@ def main():
                 for m in args.models:
                     base = None
                     for strategy in args.strategies:
-                        s = run_strategy(args.cli, hosts, strategy, m, args.steps, workdir)
+                        s = run_strategy(args.cli, hosts, strategy, m, args.steps, workdir,
+                                         args.replication)
                         if strategy == "no-comm":
                             base = s["wall_ms"]
                         ratio = s["wall_ms"] / alone[m]["wall_ms"]
