@@ -39,8 +39,8 @@ class LocalWorkerClient final : public WorkerInterface {
                       bool wait_for_ready = false) override;
   void RegisterGraphAsync(const RegisterGraphRequest* request, RegisterGraphResponse* response,
                           StatusCallback done) override;
-  void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
-                     int64_t timeout_ms, CallCancellation* cancel, StatusCallback done) override;
+  void RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response, int64_t timeout_ms,
+                     CallCancellation* cancel, StatusCallback done) override;
   void CleanupGraphAsync(const std::string& graph_handle, StatusCallback done) override;
   void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done) override;
 

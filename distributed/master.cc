@@ -359,7 +359,8 @@ class MasterSession {
       h *= 1099511628211ull;
     };
     for (unsigned char c : signature) mix(c);
-    for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(static_cast<uint64_t>(n) >> (8 * i)));
+    for (int i = 0; i < 8; ++i)
+      mix(static_cast<unsigned char>(static_cast<uint64_t>(n) >> (8 * i)));
     return static_cast<int64_t>(h >> 1);
   }
 

@@ -89,8 +89,7 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
       task_name, devices, server->transport_.get(),
       options.incarnation != 0 ? options.incarnation : NewIncarnation(), worker_options);
   if (server->data_plane_ != nullptr) server->data_plane_->Serve(server->worker_.get());
-  server->local_worker_ =
-      std::make_shared<LocalWorkerClient>(server->worker_.get(), bind);
+  server->local_worker_ = std::make_shared<LocalWorkerClient>(server->worker_.get(), bind);
   server->service_ = std::make_unique<GrpcWorkerService>(
       server->worker_.get(), options.security.token, options.transfer_idle_timeout);
   if (options.host_master) {

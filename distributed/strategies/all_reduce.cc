@@ -80,8 +80,8 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   std::vector<Scope> scopes;
   for (int i = 0; i < local; ++i) {
     const int r = ranks[i];
-    Scope s = (i == 0 ? scope : scope.NewSubScope(absl::StrCat("replica_", r)))
-                  .WithDevice(devices[r]);
+    Scope s =
+        (i == 0 ? scope : scope.NewSubScope(absl::StrCat("replica_", r))).WithDevice(devices[r]);
     std::vector<Var> before = AllVariables(scope, /*trainable_only=*/true);
     SF_ASSIGN_OR_RETURN(Output loss, build(s, r));
     SF_RETURN_IF_ERROR(scope.status());
@@ -126,8 +126,8 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
         Scope bs = s.NewSubScope(absl::StrCat("allreduce_bucket_", b_index));
         const int64_t instance = static_cast<int64_t>(b_index) + 1;
         if (b.vars.size() == 1) {
-          reduced[b.vars[0]] = ops::CollectiveReduce(bs, grads[b.vars[0]], group, group_key,
-                                                     instance, "Add", "Div");
+          reduced[b.vars[0]] =
+              ops::CollectiveReduce(bs, grads[b.vars[0]], group, group_key, instance, "Add", "Div");
           continue;
         }
         std::vector<Input> flat;
@@ -204,15 +204,14 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
       const Var& v = out.variables[i][k];
       if (ranks[i] == 0) {
         assigns.push_back(
-            ops::CollectiveBcastSend(scopes[i].WithOpName(absl::StrCat("sync_send_", k)),
-                                     v.value(), group, group_key, instance, v.shape())
+            ops::CollectiveBcastSend(scopes[i].WithOpName(absl::StrCat("sync_send_", k)), v.value(),
+                                     group, group_key, instance, v.shape())
                 .op());
         continue;
       }
-      Output got =
-          ops::CollectiveBcastRecv(scopes[i].WithOpName(absl::StrCat("sync_recv_", k)),
-                                   local_first.dtype(), local_first.shape(), group, group_key,
-                                   instance);
+      Output got = ops::CollectiveBcastRecv(scopes[i].WithOpName(absl::StrCat("sync_recv_", k)),
+                                            local_first.dtype(), local_first.shape(), group,
+                                            group_key, instance);
       assigns.push_back(
           OpBuilder(
               scopes[i].WithOpName(absl::StrCat("sync_assign_", k)).WithDevice(VariableDevice(v)),

@@ -89,10 +89,9 @@ absl::StatusOr<std::vector<std::string>> BetweenGraphMembers(
       n.task = t;
       std::string name = n.ToString();
       if (!known_set.count(name)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, " is a between-graph group, but task ", n.TaskName(),
-                         " has no device ", name, " for its member: give every task of job ",
-                         n.job, " the same devices"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " is a between-graph group, but task ", n.TaskName(), " has no device ", name,
+            " for its member: give every task of job ", n.job, " the same devices"));
       }
       out.push_back(std::move(name));
     }
@@ -143,8 +142,7 @@ absl::Status ResolveCollectiveGroups(
     std::vector<std::string> devices = local;
     const bool between = static_cast<int64_t>(local.size()) < size && !known_devices.empty();
     if (between) {
-      SF_ASSIGN_OR_RETURN(devices,
-                          BetweenGraphMembers(where, size, members, local, known_devices));
+      SF_ASSIGN_OR_RETURN(devices, BetweenGraphMembers(where, size, members, local, known_devices));
     } else if (static_cast<int64_t>(devices.size()) != size) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, " has group_size ", size, " but its ops in this run (", Names(members),
@@ -187,17 +185,16 @@ absl::Status ResolveCollectiveGroups(
         for (const std::string& d : local) {
           if (!seen.count(d)) missing.push_back(d);
         }
-        return absl::InvalidArgumentError(
-            absl::StrCat(inst, " has ", ops.size(), " of its ", local.size(),
-                         " members in this graph (", Names(ops), "); none on ",
-                         absl::StrJoin(missing, ", "),
-                         ": every device of the group needs its op of each instance"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            inst, " has ", ops.size(), " of its ", local.size(), " members in this graph (",
+            Names(ops), "); none on ", absl::StrJoin(missing, ", "),
+            ": every device of the group needs its op of each instance"));
       }
       if (between && InstanceKind(ops[0].node->op()) == kBcastSend && senders > 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            inst, " is a broadcast with ", senders,
-            " CollectiveBcastSend ops; it needs exactly one source (the others "
-            "CollectiveBcastRecv)"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(inst, " is a broadcast with ", senders,
+                         " CollectiveBcastSend ops; it needs exactly one source (the others "
+                         "CollectiveBcastRecv)"));
       }
       if (!between && InstanceKind(ops[0].node->op()) == kBcastSend && senders != 1) {
         return absl::InvalidArgumentError(
@@ -229,13 +226,15 @@ absl::Status ResolveCollectiveGroups(
       int64_t source = between ? 0 : -1;
       for (const Member& m : ops) {
         if (m.node->op() != kBcastSend) continue;
-        source = std::find(devices.begin(), devices.end(), m.node->assigned_device()) -
-                 devices.begin();
+        source =
+            std::find(devices.begin(), devices.end(), m.node->assigned_device()) - devices.begin();
         if (between && source != 0) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, " instance ", instance_key, ": the broadcast's source '", m.node->name(),
-              "' is on ", m.node->assigned_device(), ", but in a between-graph group it must be "
-              "the first member (", devices[0], "), where every task expects it"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(where, " instance ", instance_key, ": the broadcast's source '",
+                           m.node->name(), "' is on ", m.node->assigned_device(),
+                           ", but in a between-graph group it must be "
+                           "the first member (",
+                           devices[0], "), where every task expects it"));
         }
       }
       for (const Member& m : ops) m.node->SetAttr("_source_rank", MakeAttr(source));

@@ -5,8 +5,8 @@
 // task's own master runs a graph with only its own members (Horovod/DDP style), and the two
 // meet in every step.
 #include <chrono>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -156,8 +156,8 @@ class BetweenGraphTest : public CollectiveAcrossTasksTest {
                        ops::Add(d, step, ops::Const(d, Tensor::Scalar<float>(t + 1.0f))));
     auto y = ops::CollectiveReduce(d, x, group_size, 5, 1, "Add", "Id");
     ops::Sum(d.WithOpName("sum"), y, {0});
-    auto v = ops::Reshape(d, ops::Mul(d, step, ops::Const(d, Tensor::Scalar<float>(t + 1.0f))),
-                          {1});
+    auto v =
+        ops::Reshape(d, ops::Mul(d, step, ops::Const(d, Tensor::Scalar<float>(t + 1.0f))), {1});
     if (t == 0) {
       ops::CollectiveBcastSend(d.WithOpName("bcast"), v, group_size, 5, 2, {1});
     } else {
@@ -189,9 +189,9 @@ TEST_F(BetweenGraphTest, EachTaskRunsItsOwnGraphAndTheyMeetEveryStep) {
         std::vector<Tensor> out;
         RunOptions options;
         options.set_timeout_in_ms(30000);
-        status[t] = masters[t]->RunStep(*handle, options,
-                                        {{"step", Tensor::Scalar<float>(float(step))}},
-                                        {"sum", "bcast", "gather"}, {}, &out, nullptr);
+        status[t] =
+            masters[t]->RunStep(*handle, options, {{"step", Tensor::Scalar<float>(float(step))}},
+                                {"sum", "bcast", "gather"}, {}, &out, nullptr);
         results[t].push_back(out);
       }
     });
@@ -215,9 +215,8 @@ TEST_F(BetweenGraphTest, GroupsThatCannotBeBetweenGraphAreRefusedNamingWhy) {
   auto handle = master_->CreateSession(TaskGraph(0, 3), SessionOptionsProto());
   ASSERT_TRUE(handle.ok()) << handle.status();
   std::vector<Tensor> out;
-  absl::Status st = master_->RunStep(*handle, RunOptions(),
-                                     {{"step", Tensor::Scalar<float>(0)}}, {"sum"}, {}, &out,
-                                     nullptr);
+  absl::Status st = master_->RunStep(*handle, RunOptions(), {{"step", Tensor::Scalar<float>(0)}},
+                                     {"sum"}, {}, &out, nullptr);
   EXPECT_TRUE(absl::IsInvalidArgument(st)) << st;
   EXPECT_TRUE(absl::StrContains(st.message(), "job worker has 2 task(s) up")) << st;
   // A broadcast sent from task 1: task 0 could not know where to receive it from.

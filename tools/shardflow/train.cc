@@ -225,8 +225,8 @@ absl::Status Train(TrainConfig c) {
   const bool ps_strategy = IsParameterServerStrategy(c.strategy);
   if (ps_strategy) SF_RETURN_IF_ERROR(SetUpParameterServerWorker(&c));
   if (c.replication != "in-graph" && c.replication != "between-graph") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown --replication '", c.replication, "'; it takes in-graph or between-graph"));
+    return absl::InvalidArgumentError(absl::StrCat("unknown --replication '", c.replication,
+                                                   "'; it takes in-graph or between-graph"));
   }
   // Every task trains its own replica from its own graph (Note [Between-graph groups]).
   const bool between = c.replication == "between-graph";
@@ -340,8 +340,9 @@ absl::Status Train(TrainConfig c) {
   if (ps_strategy || between) {
     SF_ASSIGN_OR_RETURN(watch, WatchOtherTasks(c));
   }
-  SF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, c.cluster.OpenSession(
-                          options, watch, own_task ? own_task->local_worker() : nullptr));
+  SF_ASSIGN_OR_RETURN(
+      std::unique_ptr<Session> session,
+      c.cluster.OpenSession(options, watch, own_task ? own_task->local_worker() : nullptr));
   SF_RETURN_IF_ERROR(CheckDeviceChoice(c, *session));
   SF_RETURN_IF_ERROR(session->Create(def));
   std::vector<Tensor> out;
@@ -361,8 +362,8 @@ absl::Status Train(TrainConfig c) {
     // Every task starts from the chief's variables and position (initialised or restored).
     std::vector<std::pair<std::string, Tensor>> feeds;
     if (is_chief) {
-      feeds.push_back({g->position_in.name(), Tensor::FromVector<int64_t>(
-                                                  {at.epoch, at.step, at.global_step})});
+      feeds.push_back({g->position_in.name(),
+                       Tensor::FromVector<int64_t>({at.epoch, at.step, at.global_step})});
     }
     SF_RETURN_IF_ERROR(
         session->Run(feeds, {g->position_out.name()}, {g->sync_op.node()->name()}, &out));

@@ -79,15 +79,15 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
   g->train_op = dp.train_op;
   g->sync_op = dp.sync_op;
   g->average_op = dp.average_op;
-  g->predictions = ops::ArgMax(s.WithOpName("predictions").WithDevice(home), g->model.eval_logits,
-                               1, DT_INT32);
+  g->predictions =
+      ops::ArgMax(s.WithOpName("predictions").WithDevice(home), g->model.eval_logits, 1, DT_INT32);
   if (between) {
     // Where training stands, from the chief (which restored it) to every task, with the
     // variables' broadcast: one more instance of the group.
     const int group = static_cast<int>(c.replica_devices.size());
     const int64_t instance = int64_t{1} << 22;
-    g->position_in = ops::Placeholder(chief.WithOpName("start_position"), DT_INT64,
-                                      TensorShape({3}));
+    g->position_in =
+        ops::Placeholder(chief.WithOpName("start_position"), DT_INT64, TensorShape({3}));
     g->position_out =
         c.task == 0
             ? ops::CollectiveBcastSend(chief.WithOpName("position_send"), g->position_in, group,
