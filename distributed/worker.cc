@@ -551,6 +551,23 @@ void Worker::Shutdown() {
   std::vector<std::shared_ptr<RemoteRendezvous>> rendezvous;
   {
     absl::MutexLock lock(&mu_);
+    // Note [Draining]. A step that ended well here may still hold tensors a peer has not taken:
+    // in between-graph replication the other worker pulls the last chunks of this task's
+    // all-reduce after this task's step (and perhaps its process) is done. They are served
+    // for up to shutdown_drain (each taken tensor retires its step, which re-checks this), so
+    // a worker that exits right after its last step does not fail its peer's.
+    if (!shutting_down_ && options_.shutdown_drain > absl::ZeroDuration()) {
+      auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        for (const auto& [id, step] : steps_) {
+          if (step.running == 0 && !step.session_handle.empty() &&
+              step.rendezvous->status().ok() && !step.rendezvous->Idle()) {
+            return false;
+          }
+        }
+        return true;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&drained), options_.shutdown_drain);
+    }
     shutting_down_ = true;
     for (auto& [id, step] : steps_) {
       rendezvous.push_back(step.rendezvous);

@@ -76,6 +76,9 @@ struct WorkerOptions {
   // A step nothing runs here and nothing has touched for this long (a sent tensor whose
   // receiver never came) is aborted. Zero = never.
   absl::Duration abandoned_step_timeout = absl::Minutes(10);
+  // Shutdown first serves, for up to this long, the tensors of steps that finished here and
+  // that peers have not taken yet (Note [Draining] in worker.cc). Zero = abort at once.
+  absl::Duration shutdown_drain = absl::Seconds(5);
 };
 
 class Worker {
@@ -132,8 +135,9 @@ class Worker {
   // return it, and a RunGraph or RecvTensor of that step arriving later fails with it.
   void AbortStep(int64_t step_id, const absl::Status& status);
 
-  // Refuses new work (UNAVAILABLE), aborts every step, and waits until no executor runs and no
-  // callback of RunGraphAsync/RecvTensorAsync is still to come. Idempotent.
+  // Serves what finished steps still hold for peers (up to shutdown_drain), then refuses new
+  // work (UNAVAILABLE), aborts every step, and waits until no executor runs and no callback of
+  // RunGraphAsync/RecvTensorAsync is still to come. Idempotent.
   void Shutdown();
 
   // Drops idle graphs and aborts abandoned steps as of `now` (see "Collection" above).

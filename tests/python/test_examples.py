@@ -51,3 +51,33 @@ def test_tf1_queue_cnn_trains_from_fixed_length_records(tmp_path):
 
 
 # The TF1 tutorials run beside PyTorch in test_tf1_vs_torch.py (ctest: python/tf1_vs_torch).
+
+
+@pytest.mark.skipif(not HAVE_DATA, reason="apt-get install dataset-fashion-mnist")
+def test_between_graph_allreduce_two_workers_learn_what_one_process_learns():
+    """Two worker processes x 32 examples, gradients all-reduced (Horovod style), see the same
+    global batches as one process x 64: with SGD, the same test accuracy."""
+    import shardflow
+    from cluster_util import free_port
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(shardflow.__file__))
+    workers = ",".join("127.0.0.1:%d" % free_port() for _ in range(2))
+    script = os.path.join(EXAMPLES, "between_graph_allreduce.py")
+    procs = [subprocess.Popen([sys.executable, script, "--workers", workers, "--task", str(t),
+                               "--steps", "300", "--batch-size", "32"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for t in (1, 0)]
+    outs = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, out + err
+            outs.append(out)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    alone = run_example("between_graph_allreduce.py", "--steps", "300", "--batch-size", "64")
+    accuracy = [float(o.split("test accuracy:")[1].split("%")[0]) for o in (outs[1], alone)]
+    assert accuracy[1] > 70, alone
+    assert abs(accuracy[0] - accuracy[1]) < 0.5, (outs, alone)
