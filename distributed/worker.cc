@@ -559,8 +559,8 @@ void Worker::Shutdown() {
     if (!shutting_down_ && options_.shutdown_drain > absl::ZeroDuration()) {
       auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         for (const auto& [id, step] : steps_) {
-          if (step.running == 0 && !step.session_handle.empty() &&
-              step.rendezvous->status().ok() && !step.rendezvous->Idle()) {
+          if (step.running == 0 && !step.session_handle.empty() && step.rendezvous->status().ok() &&
+              !step.rendezvous->Idle()) {
             return false;
           }
         }
