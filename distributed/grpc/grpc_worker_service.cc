@@ -5,9 +5,11 @@
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
+#include "core/framework/device_name.h"
 #include "distributed/grpc/grpc_security.h"
 #include "distributed/grpc/grpc_status.h"
 #include "distributed/grpc/tensor_coding.h"
+#include "distributed/remote_rendezvous.h"
 #include "grpcpp/support/byte_buffer.h"
 
 namespace shardflow {
@@ -256,8 +258,24 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
         }
         Worker* worker = call->worker();
         const int64_t step_id = request.step_id();
-        call->set_on_cancel([worker, step_id] {
-          worker->AbortStep(step_id, CancelledByClient("RecvTensor", step_id, worker->task()));
+        // The puller is the key's destination: name its task, the likely cause (it died, or
+        // its step ended), rather than only this task.
+        auto parsed = ParseRendezvousKey(request.rendezvous_key());
+        std::string puller;
+        if (parsed.ok()) {
+          auto dst = DeviceName::Parse(parsed->dst_device);
+          if (dst.ok()) puller = dst->TaskName();
+        }
+        call->set_on_cancel([worker, step_id, puller] {
+          absl::Status s = CancelledByClient("RecvTensor", step_id, worker->task());
+          if (!puller.empty()) {
+            s = absl::UnavailableError(
+                absl::StrCat("task ", puller, " stopped pulling a tensor of step ", step_id,
+                             " from task ", worker->task(),
+                             " (it died, lost its connection or ended the step); the step is "
+                             "aborted here"));
+          }
+          worker->AbortStep(step_id, s);
         });
         // When the tensor is already there this runs inline, on this queue's thread: the
         // reply is written without another thread hop (the small-tensor round trip).

@@ -264,3 +264,40 @@ def test_a_task_whose_chief_dies_exits_with_an_error(tmp_path):
             p.wait()
     assert worker.returncode != 0, out + err
     assert "before training was done" in err, err
+
+
+def test_between_graph_a_killed_worker_fails_the_chief_naming_it_within_10_s(tmp_path):
+    """SIGKILL worker 1 of a between-graph job mid-training: the chief's next step fails within
+    10 s with an error naming task 1, and nothing hangs."""
+    import signal
+    import time
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({"worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}))
+    common = [BINARY, "train", "--model", "mlp", "--strategy", "allreduce", "--cluster",
+              str(path), "--replication", "between-graph", "--batch-size", "32", "--threads", "1",
+              "--epochs", "5", "--progress=false", "--checkpoint-every-secs", "0"]
+    procs = [subprocess.Popen(common + ["--task", str(t), "--checkpoint-dir",
+                                        str(tmp_path / f"ckpt{t}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for t in (1, 0)]
+    worker, chief = procs
+    try:
+        time.sleep(5)  # training is under way
+        assert chief.poll() is None, chief.communicate()
+        worker.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
+        try:
+            out, err = chief.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the chief hung after worker 1 was killed")
+        elapsed = time.monotonic() - killed_at
+        assert chief.returncode != 0, out
+        assert "task:1" in err, err
+        assert elapsed < 10, f"{elapsed:.1f} s: {err}"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
