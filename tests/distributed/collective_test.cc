@@ -26,17 +26,22 @@ std::string TaskCpu(int task) {
 
 class CollectiveAcrossTasksTest : public ::testing::Test {
  protected:
+  // The two servers' cluster.
+  ClusterSpec Spec() const {
+    auto spec = ClusterSpec::FromJson(absl::StrCat(R"({"worker": [")", servers_[0]->address(),
+                                                   R"(", ")", servers_[1]->address(), R"("]})"),
+                                      "test");
+    EXPECT_TRUE(spec.ok()) << spec.status();
+    return spec.ok() ? *spec : ClusterSpec();
+  }
+
   void SetUp() override {
     for (int t = 0; t < 2; ++t) {
       servers_.push_back(test::StartServer(t));
       ASSERT_NE(servers_.back(), nullptr);
     }
     MasterOptions options;
-    auto spec = ClusterSpec::FromJson(absl::StrCat(R"({"worker": [")", servers_[0]->address(),
-                                                   R"(", ")", servers_[1]->address(), R"("]})"),
-                                      "test");
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    options.cluster = *spec;
+    options.cluster = Spec();
     options.client.keepalive_time_ms = 1000;
     options.client.keepalive_timeout_ms = 1000;
     auto master = Master::Create(options);
@@ -135,11 +140,7 @@ class BetweenGraphTest : public CollectiveAcrossTasksTest {
   void SetUp() override {
     CollectiveAcrossTasksTest::SetUp();
     MasterOptions options;
-    auto spec = ClusterSpec::FromJson(absl::StrCat(R"({"worker": [")", servers_[0]->address(),
-                                                   R"(", ")", servers_[1]->address(), R"("]})"),
-                                      "test");
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    options.cluster = *spec;
+    options.cluster = Spec();
     auto master = Master::Create(options);
     ASSERT_TRUE(master.ok()) << master.status();
     other_ = *master;
@@ -268,11 +269,7 @@ TEST_F(BetweenGraphTest, MastersThatCallTheirOwnTaskDirectly) {
   std::shared_ptr<Master> masters[2];
   for (int t = 0; t < 2; ++t) {
     MasterOptions options;
-    auto spec = ClusterSpec::FromJson(absl::StrCat(R"({"worker": [")", servers_[0]->address(),
-                                                   R"(", ")", servers_[1]->address(), R"("]})"),
-                                      "test");
-    ASSERT_TRUE(spec.ok()) << spec.status();
-    options.cluster = *spec;
+    options.cluster = Spec();
     options.local_worker = servers_[t]->local_worker();
     auto master = Master::Create(options);
     ASSERT_TRUE(master.ok()) << master.status();
