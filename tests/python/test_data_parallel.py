@@ -59,10 +59,10 @@ def test_allreduce_across_two_processes_matches_two_local_devices_and_one_model(
     assert sparse[-1] < sparse[0] and not np.allclose(sparse, across)
 
 
-def between_graph(tmp_path, tag, *flags, steps=20):
+def between_graph(tmp_path, tag, *flags, steps=20, cluster=None):
     """Two `train --task N --replication between-graph` processes; the chief's checkpoint folder
     and both outputs."""
-    path = tmp_path / f"{tag}.json"
+    path = tmp_path / f"{(cluster or tag)}.json"
     path.write_text(json.dumps({"worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}))
     common = ["train", "--model", "mlp", "--cluster", str(path), "--replication",
               "between-graph", "--threads", "1", "--optimizer", "sgd", "--lr", "0.05",
@@ -86,9 +86,9 @@ def between_graph(tmp_path, tag, *flags, steps=20):
     return str(out), outs
 
 
-def assert_same_parameters(a, b):
+def assert_same_parameters(a, b, step=20):
     import shardflow as sf
-    a, b = a + "/model.ckpt-20", b + "/model.ckpt-20"  # the CLI names its checkpoints so
+    a, b = f"{a}/model.ckpt-{step}", f"{b}/model.ckpt-{step}"  # the CLI names them so
     theirs = {n for n, _ in sf.train.list_variables(b)}
     names = [n for n, _ in sf.train.list_variables(a) if n in theirs]
     assert len(names) >= 6, (names, theirs)  # the MLP's weights and biases at least
@@ -115,6 +115,22 @@ def test_between_graph_replication_ends_with_the_parameters_of_in_graph(tmp_path
                                    "--average-every", "1")
     assert "parameters averaged every 1 steps over 2 replicas" in outs[0], outs[0]
     assert_same_parameters(averaged, chief)
+
+
+def test_between_graph_resumes_from_the_chiefs_checkpoint(tmp_path):
+    """30 steps, then the same job again with --auto-resume for 20 more: every task continues
+    from the chief's checkpoint and position (broadcast to the others), and step 50's parameters
+    are those of 50 steps in one go."""
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    flags = ["--strategy", "allreduce", "--auto-resume", "--lr-decay", "none",
+             "--checkpoint-every-secs", "0"]
+    resumed, _ = between_graph(tmp_path, "resumed", *flags, steps=30)
+    _, outs = between_graph(tmp_path, "resumed", *flags, steps=20, cluster="again")
+    assert "resumed from" in outs[0] and "30 steps done" in outs[0], outs[0]
+    assert "worker 1: trained 20 steps" in outs[1], outs[1]
+    straight, _ = between_graph(tmp_path, "straight", *flags, steps=50)
+    assert_same_parameters(resumed, straight, step=50)
 
 
 def test_between_graph_needs_a_task_and_a_replicating_strategy(tmp_path):
