@@ -351,9 +351,12 @@ void UcxEngine::PullHere(uint64_t ep_id, const RecvTensorCall& call, CallCancell
                          Done done) {
   std::unique_lock<std::mutex> worker(worker_mu_, std::defer_lock);
   if (HoldsWorker() || caller_poll_.count() == 0 || !TryTakeWorker(&worker)) {
-    auto self = shared_from_this();
-    Run([self, ep_id, call, cancel, done = std::move(done)]() mutable {
-      self->Pull(ep_id, call, cancel, std::move(done));
+    // `this`, not a shared_ptr: a closure that held the last reference would destroy the engine
+    // on its own progress thread, whose Stop() would then join itself (std::system_error,
+    // "Resource deadlock avoided"). The engine outlives every queued closure anyway: its
+    // destructor joins the progress thread, which runs or drops them first.
+    Run([this, ep_id, call, cancel, done = std::move(done)]() mutable {
+      Pull(ep_id, call, cancel, std::move(done));
     });
     return;
   }
