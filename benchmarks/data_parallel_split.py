@@ -7,8 +7,8 @@ the median step split into compute, communication and waiting, against the compu
 
 Two workers (and, for ps-async and ps-sync, one ps task), one `shardflow train --cluster --job
 --task` process per task (allreduce and averaging with --replication between-graph, the default
-here: each worker trains from its own graph), 1 thread each, 64 examples per worker and step, Adam. The chief runs
-with --step-stats, which traces every step and splits its wall time (Note [Step time split] in
+here: each worker trains from its own graph), 1 thread each, 64 examples per worker and step,
+Adam. The chief runs with --step-stats, which traces every step and splits its wall time (Note [Step time split] in
 tools/shardflow/train_report.h): compute = some kernel of the step ran; communication = tensors
 were crossing between tasks and nothing computed (what the network cost that computation did not
 hide); waiting = the rest (sync tokens, a slower peer, RPC overhead). Medians over the steps
