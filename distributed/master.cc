@@ -69,16 +69,26 @@ absl::Status PickError(const std::vector<absl::Status>& errors) {
 
 }  // namespace
 
+// Note [Between-graph step ids]: steps started per between-graph signature by every session of
+// one master, so that a second session (a program's next one, a restarted
+// MonitoredTrainingSession) goes on with new ids instead of repeating the first's.
+struct BetweenGraphSteps {
+  absl::Mutex mu;
+  std::map<std::string, int64_t> started ABSL_GUARDED_BY(mu);
+};
+
 // ---- MasterSession -------------------------------------------------------------------------
 
 class MasterSession {
  public:
   MasterSession(std::string handle, const MasterOptions* options,
-                std::shared_ptr<WorkerCacheInterface> cache, SessionOptionsProto config)
+                std::shared_ptr<WorkerCacheInterface> cache, SessionOptionsProto config,
+                std::shared_ptr<BetweenGraphSteps> between_graph_steps)
       : handle_(std::move(handle)),
         options_(options),
         cache_(std::move(cache)),
         config_(std::move(config)),
+        between_graph_steps_(std::move(between_graph_steps)),
         last_used_(absl::Now()) {}
 
   // Asks every task, all at once, for its devices and incarnation, and checks the graph. A
@@ -343,15 +353,15 @@ class MasterSession {
   // Note [Between-graph step ids]. The tasks of a between-graph collective group run their
   // own graphs from their own masters, and their members meet only in one step id: the n-th
   // step with a given between-graph signature (its groups, instances, member devices and
-  // incarnations; runtime/collectives/group_resolution.h) gets the same id on every master,
-  // FNV-1a of the signature and n. Every task must run those steps in the same order, one at a
-  // time (as every data-parallel loop does); a restarted task has a new incarnation, hence new
-  // ids, and cannot meet a stale peer.
+  // incarnations; runtime/collectives/group_resolution.h) that any session of a master starts
+  // gets the same id on every master, FNV-1a of the signature and n. Every task must run those
+  // steps in the same order, one at a time (as every data-parallel loop does); a restarted task has
+  // a new incarnation, hence new ids, and cannot meet a stale peer.
   int64_t NextBetweenGraphStepId(const std::string& signature) {
     int64_t n = 0;
     {
-      absl::MutexLock lock(&sequence_mu_);
-      n = between_graph_steps_[signature]++;
+      absl::MutexLock lock(&between_graph_steps_->mu);
+      n = between_graph_steps_->started[signature]++;
     }
     uint64_t h = 14695981039346656037ull;
     auto mix = [&h](unsigned char c) {
@@ -608,6 +618,7 @@ class MasterSession {
   const MasterOptions* const options_;
   const std::shared_ptr<WorkerCacheInterface> cache_;
   const SessionOptionsProto config_;
+  const std::shared_ptr<BetweenGraphSteps> between_graph_steps_;  // the master's
   // Set by Init, read-only afterwards.
   std::map<std::string, Task> tasks_;
   std::map<std::string, absl::Status> unreachable_;  // task -> why it was left out
@@ -623,16 +634,16 @@ class MasterSession {
   // needs these.
   absl::Mutex use_mu_;
   absl::Time last_used_ ABSL_GUARDED_BY(use_mu_);
-  // Note [Between-graph step ids]: steps started per between-graph signature.
-  absl::Mutex sequence_mu_;
-  std::map<std::string, int64_t> between_graph_steps_ ABSL_GUARDED_BY(sequence_mu_);
+
   int steps_running_ ABSL_GUARDED_BY(use_mu_) = 0;
 };
 
 // ---- Master --------------------------------------------------------------------------------
 
 Master::Master(MasterOptions options, std::shared_ptr<WorkerCacheInterface> cache)
-    : options_(std::move(options)), cache_(std::move(cache)) {
+    : options_(std::move(options)),
+      cache_(std::move(cache)),
+      between_graph_steps_(std::make_shared<BetweenGraphSteps>()) {
   SetPeerWatch(options_.peer_watch);
   if (options_.session_idle_timeout > absl::ZeroDuration()) {
     const absl::Duration every =
@@ -678,7 +689,8 @@ absl::StatusOr<std::string> Master::CreateSession(const GraphDef& graph,
     }
   }
   const std::string handle = NewRandomHandle("session-");
-  auto session = std::make_shared<MasterSession>(handle, &options_, cache_, config);
+  auto session =
+      std::make_shared<MasterSession>(handle, &options_, cache_, config, between_graph_steps_);
   SF_RETURN_IF_ERROR(session->Init(graph));
   LOG(INFO) << "master: opened session " << handle << " (" << graph.node_size() << " nodes)";
   absl::MutexLock lock(&mu_);

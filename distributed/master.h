@@ -90,6 +90,7 @@ struct MasterOptions {
 };
 
 class MasterSession;
+struct BetweenGraphSteps;
 
 // What a caller may say about one RunStepAsync while it runs: when it must be done by, and that
 // it no longer wants the result (Cancel; the step is aborted on every task and `done` gets
@@ -140,6 +141,8 @@ class Master {
 
   const MasterOptions options_;
   std::shared_ptr<WorkerCacheInterface> cache_;
+  // Note [Between-graph step ids] in master.cc: shared by every session of this master.
+  std::shared_ptr<BetweenGraphSteps> between_graph_steps_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<MasterSession>> sessions_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<PeerWatch> peer_watch_ ABSL_GUARDED_BY(mu_);

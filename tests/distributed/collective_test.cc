@@ -173,20 +173,26 @@ class BetweenGraphTest : public CollectiveAcrossTasksTest {
   std::shared_ptr<Master> other_;
 };
 
+// Two sessions in a row on each master (a program that opens a second session, a restarted
+// MonitoredTrainingSession): the second session's steps get new ids, not the first's again.
 TEST_F(BetweenGraphTest, EachTaskRunsItsOwnGraphAndTheyMeetEveryStep) {
   std::shared_ptr<Master> masters[2] = {master_, other_};
   absl::Status status[2];
   std::vector<std::vector<Tensor>> results[2];
-  constexpr int kSteps = 8;
+  constexpr int kSteps = 8, kPerSession = 4;
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t) {
     threads.emplace_back([&, t] {
-      auto handle = masters[t]->CreateSession(TaskGraph(t), SessionOptionsProto());
-      if (!handle.ok()) {
-        status[t] = handle.status();
-        return;
-      }
+      absl::StatusOr<std::string> handle;
       for (int step = 0; step < kSteps && status[t].ok(); ++step) {
+        if (step % kPerSession == 0) {
+          if (handle.ok() && step > 0) status[t] = masters[t]->CloseSession(*handle);
+          handle = masters[t]->CreateSession(TaskGraph(t), SessionOptionsProto());
+          if (!handle.ok()) {
+            status[t] = handle.status();
+            return;
+          }
+        }
         std::vector<Tensor> out;
         RunOptions options;
         options.set_timeout_in_ms(30000);
