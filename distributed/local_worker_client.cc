@@ -9,17 +9,6 @@ namespace shardflow {
 LocalWorkerClient::LocalWorkerClient(Worker* worker, std::string address)
     : address_(std::move(address)), task_(worker->task()), worker_(worker) {}
 
-absl::Status LocalWorkerClient::Annotate(const char* method, const absl::Status& status) const {
-  return Describe(task_, address_, method, status);
-}
-
-absl::Status LocalWorkerClient::Describe(const std::string& task, const std::string& address,
-                                         const char* method, const absl::Status& status) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat("task ", task, " at ", address, ": ", method,
-                                                  " failed: ", status.message()));
-}
-
 Worker* LocalWorkerClient::Enter() {
   absl::MutexLock lock(&mu_);
   if (worker_ != nullptr) ++entering_;
@@ -53,7 +42,7 @@ void LocalWorkerClient::GetStatusAsync(GetStatusResponse* response, StatusCallba
   } else {
     status = Gone();
   }
-  done(Annotate("GetStatus", status));
+  done(WorkerCallError(task_, address_, "GetStatus", status));
 }
 
 void LocalWorkerClient::RegisterGraphAsync(const RegisterGraphRequest* request,
@@ -63,7 +52,7 @@ void LocalWorkerClient::RegisterGraphAsync(const RegisterGraphRequest* request,
     status = worker->RegisterGraph(*request, response);
     Leave();
   }
-  done(Annotate("RegisterGraph", status));
+  done(WorkerCallError(task_, address_, "RegisterGraph", status));
 }
 
 void LocalWorkerClient::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* response,
@@ -72,7 +61,7 @@ void LocalWorkerClient::RunGraphAsync(const RunGraphRequest* request, RunGraphRe
   // The step's deadline is the request's timeout_ms, which the worker enforces itself.
   Worker* worker = Enter();
   if (worker == nullptr) {
-    done(Annotate("RunGraph", Gone()));
+    done(WorkerCallError(task_, address_, "RunGraph", Gone()));
     return;
   }
   const int64_t step_id = request->step_id();
@@ -88,7 +77,7 @@ void LocalWorkerClient::RunGraphAsync(const RunGraphRequest* request, RunGraphRe
       request, response,
       [task = task_, address = address_, cancel, done = std::move(done)](const absl::Status& s) {
         if (cancel != nullptr) cancel->ClearCancelHook();
-        done(Describe(task, address, "RunGraph", s));
+        done(WorkerCallError(task, address, "RunGraph", s));
       });
   Leave();
 }
@@ -99,7 +88,7 @@ void LocalWorkerClient::CleanupGraphAsync(const std::string& graph_handle, Statu
     status = worker->CleanupGraph(graph_handle);
     Leave();
   }
-  done(Annotate("CleanupGraph", status));
+  done(WorkerCallError(task_, address_, "CleanupGraph", status));
 }
 
 void LocalWorkerClient::AbortStepAsync(int64_t step_id, const absl::Status& status,

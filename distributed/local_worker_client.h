@@ -10,8 +10,8 @@
 //   ...
 //   local->Detach();                         // before the worker goes: later calls UNAVAILABLE
 //
-// Errors carry "task T at ADDRESS: METHOD failed: ..." as the gRPC client's do, so the master's
-// messages read the same either way.
+// Errors are worded by WorkerCallError (distributed/worker_interface.h), as the gRPC client's
+// are, so the master's messages read the same either way.
 //
 // Thread safety: every method may be called from any thread; Detach waits for the calls that
 // are entering the worker, and the worker's own Shutdown waits for their callbacks.
@@ -48,9 +48,6 @@ class LocalWorkerClient final : public WorkerInterface {
   void Detach();
 
  private:
-  absl::Status Annotate(const char* method, const absl::Status& status) const;
-  static absl::Status Describe(const std::string& task, const std::string& address,
-                               const char* method, const absl::Status& status);
   // The worker, counted as entered until Leave; null once detached.
   Worker* Enter();
   void Leave();

@@ -634,7 +634,6 @@ class MasterSession {
   // needs these.
   absl::Mutex use_mu_;
   absl::Time last_used_ ABSL_GUARDED_BY(use_mu_);
-
   int steps_running_ ABSL_GUARDED_BY(use_mu_) = 0;
 };
 

@@ -1,5 +1,6 @@
 #include "distributed/worker_interface.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 
 namespace shardflow {
@@ -19,6 +20,15 @@ absl::Status Wait(Start start) {
 }
 
 }  // namespace
+
+absl::Status WorkerCallError(const std::string& task, const std::string& address,
+                             const char* method, const absl::Status& status) {
+  if (status.ok()) return status;
+  std::string who = task.empty() ? absl::StrCat("worker at ", address)
+                                 : absl::StrCat("task ", task, " at ", address);
+  return absl::Status(status.code(),
+                      absl::StrCat(who, ": ", method, " failed: ", status.message()));
+}
 
 absl::Status WorkerInterface::GetStatus(GetStatusResponse* response) {
   return Wait([&](StatusCallback done) { GetStatusAsync(response, std::move(done)); });

@@ -83,6 +83,12 @@ class WorkerInterface {
   absl::Status AbortStep(int64_t step_id, const absl::Status& status);
 };
 
+// The error of a call to a worker, as every WorkerInterface words it: "task T at ADDRESS: METHOD
+// failed: ..." ("worker at ADDRESS" when the task is not known), with the call's code. OK stays
+// OK.
+absl::Status WorkerCallError(const std::string& task, const std::string& address,
+                             const char* method, const absl::Status& status);
+
 // The workers of a cluster by address, each made on first use and shared.
 class WorkerCacheInterface {
  public:

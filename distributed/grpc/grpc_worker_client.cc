@@ -145,10 +145,9 @@ GrpcWorkerClient::GrpcWorkerClient(std::string address, std::string task,
 
 absl::Status GrpcWorkerClient::Annotate(const char* method, const grpc::Status& status) const {
   if (status.ok()) return absl::OkStatus();
-  std::string who = task_.empty() ? absl::StrCat("worker at ", address_)
-                                  : absl::StrCat("task ", task_, " at ", address_);
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      absl::StrCat(who, ": ", method, " failed: ", status.error_message()));
+  return WorkerCallError(
+      task_, address_, method,
+      absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message()));
 }
 
 template <typename Request, typename Response, typename Method>

@@ -190,13 +190,8 @@ absl::Status ResolveCollectiveGroups(
             Names(ops), "); none on ", absl::StrJoin(missing, ", "),
             ": every device of the group needs its op of each instance"));
       }
-      if (between && InstanceKind(ops[0].node->op()) == kBcastSend && senders > 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(inst, " is a broadcast with ", senders,
-                         " CollectiveBcastSend ops; it needs exactly one source (the others "
-                         "CollectiveBcastRecv)"));
-      }
-      if (!between && InstanceKind(ops[0].node->op()) == kBcastSend && senders != 1) {
+      // Between-graph, the source may be in another task's graph.
+      if (InstanceKind(ops[0].node->op()) == kBcastSend && (between ? senders > 1 : senders != 1)) {
         return absl::InvalidArgumentError(
             absl::StrCat(inst, " is a broadcast with ", senders,
                          " CollectiveBcastSend ops; it needs exactly one source (the others "

@@ -238,6 +238,12 @@ absl::Status Train(TrainConfig c) {
   // One process per task (--job/--task): serve this task. Only the chief (task 0) goes on, or
   // with parameter servers every worker (a ps task serves until the workers are done).
   std::unique_ptr<Server> own_task;  // declared first: it outlives the session below
+  // A task other than the chief serves until the chief says the job is done.
+  auto serve_until_chief_is_done = [&]() -> absl::Status {
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
+    return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
+                                absl::Minutes(5), absl::Seconds(3));
+  };
   if (c.task >= 0) {
     if (c.cluster.cluster.empty()) {
       return absl::InvalidArgumentError("--task N needs --cluster FILE (the tasks' addresses)");
@@ -255,10 +261,7 @@ absl::Status Train(TrainConfig c) {
       return ServeUntilTasksLeave(own_task.get(), spec, workers, c.cluster.Security(),
                                   absl::Minutes(5), absl::Seconds(3));
     }
-    if (!ps_strategy && !between && c.task != 0) {
-      return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
-                                  absl::Minutes(5), absl::Seconds(3));
-    }
+    if (!ps_strategy && !between && c.task != 0) return serve_until_chief_is_done();
   }
   if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
   if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
@@ -351,6 +354,10 @@ absl::Status Train(TrainConfig c) {
   Position at;              // where training stands
   int64_t saved_step = -1;  // global step of this series' latest checkpoint
   const int64_t steps_per_epoch = train.size() / c.batch_size;  // batches drop the remainder
+  // Strategy averaging: the steps after which every replica averages, whatever the task.
+  auto regular_average = [&c](const Position& p) {
+    return p.global_step % c.average_every == 0 || p.step == 0;
+  };
   if (is_chief || between) {
     SF_RETURN_IF_ERROR(session->Run({}, {}, {g->init_op.node()->name()}, &out));
   }
@@ -542,8 +549,7 @@ absl::Status Train(TrainConfig c) {
     // Strategy averaging: every replica takes the replicas' mean every --average-every steps,
     // and before a checkpoint (replica 0's variables are what is saved and evaluated).
     // Between-graph, every task must average at the same steps: not at the chief's timed saves.
-    if (g->average_op.node() != nullptr &&
-        (at.global_step % c.average_every == 0 || at.step == 0 || (due && !between))) {
+    if (g->average_op.node() != nullptr && (regular_average(at) || (due && !between))) {
       SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
     }
     if (due) {
@@ -584,19 +590,16 @@ absl::Status Train(TrainConfig c) {
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/labels.npy", stack(traced_labels)));
     SF_RETURN_IF_ERROR(WriteNpy(c.trace_dir + "/losses.npy", Tensor::FromVector(losses)));
   }
-  const bool averaged_last = at.global_step % c.average_every == 0 || at.step == 0;
-  if (g->average_op.node() != nullptr && between && !averaged_last && steps_this_run > 0) {
+  if (g->average_op.node() != nullptr && between && !regular_average(at) && steps_this_run > 0) {
     SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));
   }
   if (!is_chief) {
     absl::PrintF("worker %d: trained %d steps in %s; the chief evaluates and checkpoints\n", c.task,
                  steps_this_run, Duration(train_secs));
     if (!between) return absl::OkStatus();
-    // Serve until the chief is done: it may still be taking this task's last tensors.
+    // The chief may still be taking this task's last tensors.
     std::fflush(stdout);
-    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
-    return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
-                                absl::Minutes(5), absl::Seconds(3));
+    return serve_until_chief_is_done();
   }
   if (g->average_op.node() != nullptr && !between && at.global_step != saved_step) {
     SF_RETURN_IF_ERROR(session->Run({}, {}, {g->average_op.node()->name()}, &out));

@@ -38,11 +38,6 @@ def _require_device(what):
             "so that each worker's collectives are on its own task" % what)
 
 
-def _dense(g):
-    # IndexedSlices (the gradient of a gather) become dense for the all-reduce.
-    return convert_to_tensor(g)
-
-
 class AllReduceOptimizer:
     """Wraps an optimizer: ``compute_gradients`` averages every gradient across the
     ``num_replicas`` workers (one per task of the job) before ``apply_gradients``, as Horovod's
@@ -92,7 +87,8 @@ class AllReduceOptimizer:
         _require_device("AllReduceOptimizer")
         import shardflow as sf
         present = [i for i, (g, _) in enumerate(pairs) if g is not None]
-        grads = [_dense(pairs[i][0]) for i in present]
+        # IndexedSlices (the gradient of a gather) become dense for the all-reduce.
+        grads = [convert_to_tensor(pairs[i][0]) for i in present]
         reduced = [None] * len(grads)
         with get_default_graph().name_scope(self._name):
             for b, bucket in enumerate(self._buckets(grads)):
