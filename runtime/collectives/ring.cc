@@ -18,28 +18,49 @@ namespace {
 
 // ---- element-wise reduction on raw memory ---------------------------------------------------
 
+// Blocks of a fixed length with restrict-qualified pointers: GCC vectorizes these at -O2 (its
+// cheap cost model will not version an open loop of possibly aliasing pointers), which made the
+// reduction of a 64 MiB all-reduce about twice as fast as the scalar loop it compiled before.
+constexpr int64_t kReduceBlock = 16;
+
+template <typename T, typename F>
+inline void ReduceBlock(T* __restrict dst, const T* __restrict a, const T* __restrict b, F f) {
+  for (int64_t j = 0; j < kReduceBlock; ++j) dst[j] = f(a[j], b[j]);
+}
+template <typename T, typename F>
+inline void ReduceBlockInPlace(T* __restrict dst, const T* __restrict b, F f) {
+  for (int64_t j = 0; j < kReduceBlock; ++j) dst[j] = f(dst[j], b[j]);
+}
+
+// dst[i] = f(a[i], b[i]) for n elements; dst may be a (in place), else none overlap.
+template <typename T, typename F>
+void Elementwise(T* dst, const T* a, const T* b, int64_t n, F f) {
+  int64_t i = 0;
+  if (dst == a) {
+    for (; i + kReduceBlock <= n; i += kReduceBlock) ReduceBlockInPlace(dst + i, b + i, f);
+  } else {
+    for (; i + kReduceBlock <= n; i += kReduceBlock) ReduceBlock(dst + i, a + i, b + i, f);
+  }
+  for (; i < n; ++i) dst[i] = f(a[i], b[i]);
+}
+
+// dst[i] = a[i] (op) b[i], computed in Acc; dst may be a (in place).
 template <typename T, typename Acc>
-void ReduceTyped(ReductionOp op, T* dst, const T* src, int64_t n) {
+void ReduceTyped(ReductionOp op, T* dst, const T* a, const T* b, int64_t n) {
   switch (op) {
     case ReductionOp::kSum:
     case ReductionOp::kMean:
-      for (int64_t i = 0; i < n; ++i)
-        dst[i] = T(static_cast<Acc>(dst[i]) + static_cast<Acc>(src[i]));
-      break;
+      return Elementwise(dst, a, b, n,
+                         [](T x, T y) { return T(static_cast<Acc>(x) + static_cast<Acc>(y)); });
     case ReductionOp::kProd:
-      for (int64_t i = 0; i < n; ++i)
-        dst[i] = T(static_cast<Acc>(dst[i]) * static_cast<Acc>(src[i]));
-      break;
+      return Elementwise(dst, a, b, n,
+                         [](T x, T y) { return T(static_cast<Acc>(x) * static_cast<Acc>(y)); });
     case ReductionOp::kMin:
-      for (int64_t i = 0; i < n; ++i) {
-        if (static_cast<Acc>(src[i]) < static_cast<Acc>(dst[i])) dst[i] = src[i];
-      }
-      break;
+      return Elementwise(
+          dst, a, b, n, [](T x, T y) { return static_cast<Acc>(y) < static_cast<Acc>(x) ? y : x; });
     case ReductionOp::kMax:
-      for (int64_t i = 0; i < n; ++i) {
-        if (static_cast<Acc>(src[i]) > static_cast<Acc>(dst[i])) dst[i] = src[i];
-      }
-      break;
+      return Elementwise(
+          dst, a, b, n, [](T x, T y) { return static_cast<Acc>(y) > static_cast<Acc>(x) ? y : x; });
   }
 }
 
@@ -49,31 +70,22 @@ void DivideTyped(T* data, int64_t n, int divisor) {
     data[i] = T(static_cast<Acc>(data[i]) / static_cast<Acc>(divisor));
 }
 
-// dst[i] = dst[i] (op) src[i] for n elements of `dtype`.
-absl::Status Reduce(DataType dtype, ReductionOp op, void* dst, const void* src, int64_t n) {
+// dst[i] = a[i] (op) b[i] for n elements of `dtype` (dst may be a).
+absl::Status Reduce(DataType dtype, ReductionOp op, void* dst, const void* a, const void* b,
+                    int64_t n) {
   switch (dtype) {
-    case DT_FLOAT:
-      ReduceTyped<float, float>(op, static_cast<float*>(dst), static_cast<const float*>(src), n);
-      return absl::OkStatus();
-    case DT_DOUBLE:
-      ReduceTyped<double, double>(op, static_cast<double*>(dst), static_cast<const double*>(src),
-                                  n);
-      return absl::OkStatus();
-    case DT_HALF:
-      ReduceTyped<half, float>(op, static_cast<half*>(dst), static_cast<const half*>(src), n);
-      return absl::OkStatus();
-    case DT_BFLOAT16:
-      ReduceTyped<bfloat16, float>(op, static_cast<bfloat16*>(dst),
-                                   static_cast<const bfloat16*>(src), n);
-      return absl::OkStatus();
-    case DT_INT32:
-      ReduceTyped<int32_t, int32_t>(op, static_cast<int32_t*>(dst),
-                                    static_cast<const int32_t*>(src), n);
-      return absl::OkStatus();
-    case DT_INT64:
-      ReduceTyped<int64_t, int64_t>(op, static_cast<int64_t*>(dst),
-                                    static_cast<const int64_t*>(src), n);
-      return absl::OkStatus();
+#define SHARDFLOW_REDUCE_CASE(DTYPE, T, ACC)                                \
+  case DTYPE:                                                               \
+    ReduceTyped<T, ACC>(op, static_cast<T*>(dst), static_cast<const T*>(a), \
+                        static_cast<const T*>(b), n);                       \
+    return absl::OkStatus();
+    SHARDFLOW_REDUCE_CASE(DT_FLOAT, float, float)
+    SHARDFLOW_REDUCE_CASE(DT_DOUBLE, double, double)
+    SHARDFLOW_REDUCE_CASE(DT_HALF, half, float)
+    SHARDFLOW_REDUCE_CASE(DT_BFLOAT16, bfloat16, float)
+    SHARDFLOW_REDUCE_CASE(DT_INT32, int32_t, int32_t)
+    SHARDFLOW_REDUCE_CASE(DT_INT64, int64_t, int64_t)
+#undef SHARDFLOW_REDUCE_CASE
     default:
       return absl::InvalidArgumentError(
           absl::StrCat("all-reduce of ", DataTypeString(dtype),
@@ -83,7 +95,7 @@ absl::Status Reduce(DataType dtype, ReductionOp op, void* dst, const void* src, 
 
 // OK for the dtypes Reduce takes (n = 0 touches no memory).
 absl::Status CheckReducible(DataType dtype) {
-  return Reduce(dtype, ReductionOp::kSum, nullptr, nullptr, 0);
+  return Reduce(dtype, ReductionOp::kSum, nullptr, nullptr, nullptr, 0);
 }
 
 void Divide(DataType dtype, void* data, int64_t n, int divisor) {
@@ -116,16 +128,13 @@ Tensor View(const Tensor& whole, int64_t offset, int64_t count) {
   return Tensor::WrapExternal(whole.dtype(), TensorShape({count}), base, [keep = whole] {});
 }
 
-// `output` holds `input`'s values (shared or copied), with input's dtype and shape.
-absl::Status StartFromInput(const Tensor& input, Tensor* output) {
-  if (!output->IsInitialized() || output->dtype() != input.dtype() ||
-      output->NumElements() != input.NumElements()) {
-    return absl::InternalError(absl::StrCat("the output (", output->DebugString(0),
+// An error unless `output` can hold the result for `input` (its dtype and element count).
+absl::Status CheckOutput(const Tensor& input, const Tensor& output) {
+  if (!output.IsInitialized() || output.dtype() != input.dtype() ||
+      output.NumElements() != input.NumElements()) {
+    return absl::InternalError(absl::StrCat("the output (", output.DebugString(0),
                                             ") does not match the input (", input.DebugString(0),
                                             ")"));
-  }
-  if (!output->SharesBufferWith(input) && input.TotalBytes() > 0) {
-    std::memcpy(output->raw_data(), input.raw_data(), input.TotalBytes());
   }
   return absl::OkStatus();
 }
@@ -203,7 +212,8 @@ struct CallState {
 
 struct AllReduceState : CallState {
   using CallState::CallState;
-  Tensor out;  // shares the caller's output buffer
+  Tensor in;   // the caller's input: read, never written (it may be a variable's buffer)
+  Tensor out;  // shares the caller's output buffer (the input's, when the kernel forwarded it)
   int64_t elements = 0;
   int64_t chunk_elements = 1;  // per lane and segment
   // Segment i is [SegmentStart(i), SegmentStart(i + 1)).
@@ -238,8 +248,11 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
   state->Piece(send_seg, lane, &send_offset, &send_count);
   state->Piece(recv_seg, lane, &recv_offset, &recv_count);
   const std::string what = absl::StrCat("r", lane, ":", step);
-  absl::Status sent = state->rendezvous->Send(Key(p, r, Mod(r + 1, n), what),
-                                              View(state->out, send_offset, send_count));
+  // Step 0 sends this member's own values, straight from the input; later steps send what it
+  // reduced or received into the output (Note [Ring all-reduce]: no copy of the input).
+  absl::Status sent =
+      state->rendezvous->Send(Key(p, r, Mod(r + 1, n), what),
+                              View(step == 0 ? state->in : state->out, send_offset, send_count));
   if (!sent.ok()) {
     state->Finish(sent);
     return;
@@ -269,11 +282,14 @@ void RunLaneStep(const std::shared_ptr<AllReduceState>& state, int lane, int ste
                            ": every member's input must have the same dtype and shape")));
           return;
         }
-        char* dst =
-            static_cast<char*>(state->out.raw_data()) + recv_offset * DataTypeSize(value.dtype());
+        const int64_t at = recv_offset * DataTypeSize(value.dtype());
+        char* dst = static_cast<char*>(state->out.raw_data()) + at;
         if (reduce_scatter) {
+          // Each reduce-scatter step receives a segment this member has not touched yet: the
+          // peer's partial sum plus this member's input is the new partial sum.
+          const char* mine = static_cast<const char*>(state->in.raw_data()) + at;
           absl::Status reduced =
-              Reduce(value.dtype(), p.reduction, dst, value.raw_data(), recv_count);
+              Reduce(value.dtype(), p.reduction, dst, mine, value.raw_data(), recv_count);
           if (!reduced.ok()) {
             state->Finish(reduced);
             return;
@@ -324,9 +340,12 @@ void RingCollectiveExecutor::AllReduceAsync(const CollectiveParams& params, cons
                                             Tensor* output, DoneCallback done) {
   const std::string what = DescribeCollective("CollectiveReduce", params);
   absl::Status s = CheckCall(params);
-  if (s.ok()) s = StartFromInput(input, output);
+  if (s.ok()) s = CheckOutput(input, *output);
   if (s.ok() && params.group_size == 1) {
-    done(absl::OkStatus());  // nothing to exchange; a mean of one is the value
+    // Nothing to exchange; a mean of one is the value.
+    if (!output->SharesBufferWith(input) && input.TotalBytes() > 0)
+      std::memcpy(output->raw_data(), input.raw_data(), input.TotalBytes());
+    done(absl::OkStatus());
     return;
   }
   if (s.ok() && input.NumElements() > 0) {
@@ -345,6 +364,7 @@ void RingCollectiveExecutor::AllReduceAsync(const CollectiveParams& params, cons
       std::max<int64_t>(1, (largest_segment + chunk_elements - 1) / chunk_elements));
   auto state = std::make_shared<AllReduceState>(params, rendezvous_, lanes, std::move(done), what,
                                                 options_.straggler_warning);
+  state->in = input;
   state->out = *output;
   state->elements = input.NumElements();
   state->chunk_elements = chunk_elements;

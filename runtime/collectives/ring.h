@@ -16,7 +16,12 @@
 // runs the whole algorithm on its own: lanes are in flight together, so one chunk is on the
 // wire while another is being added (pipelining), and no message is larger than a chunk.
 //
-// Sends are views into the output (no copy): a segment a member sent in the reduce-scatter is
+// Nothing is copied to start: the first reduce-scatter step sends a view of the input, and each
+// reduce-scatter receive writes input + the peer's partial sum into the output (every segment is
+// received there at most once, so the input is read exactly where the output is first written);
+// the all-gather writes the rest. A 64 MiB all-reduce between two processes spent ~20% of its
+// CPU copying an unforwardable input (a variable's buffer) into the output before this. Later
+// sends are views into the output (no copy): a segment a member sent in the reduce-scatter is
 // overwritten in its all-gather only with data that could not exist before the peer consumed
 // what it sent, since that data includes the sent segment's contribution.
 //

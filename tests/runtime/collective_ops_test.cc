@@ -208,10 +208,11 @@ CollectiveParams Member(int rank, int n, int64_t group, int64_t instance) {
 }
 
 // Runs an all-reduce of `inputs[m]` on member m's own thread; the members' statuses and outputs.
+// `in_place`: each output is its input's buffer (as when the kernel forwards the input).
 std::vector<absl::Status> RunAllReduce(RingCollectiveExecutor* ring, int64_t group,
                                        int64_t instance, ReductionOp op,
                                        const std::vector<Tensor>& inputs,
-                                       std::vector<Tensor>* outputs) {
+                                       std::vector<Tensor>* outputs, bool in_place = false) {
   const int n = static_cast<int>(inputs.size());
   std::vector<absl::Status> statuses(n);
   outputs->assign(n, Tensor());
@@ -220,7 +221,7 @@ std::vector<absl::Status> RunAllReduce(RingCollectiveExecutor* ring, int64_t gro
     threads.emplace_back([&, m] {
       CollectiveParams p = Member(m, n, group, instance);
       p.reduction = op;
-      (*outputs)[m] = Tensor(inputs[m].dtype(), inputs[m].shape());
+      (*outputs)[m] = in_place ? inputs[m] : Tensor(inputs[m].dtype(), inputs[m].shape());
       absl::Notification done;
       ring->AllReduceAsync(p, inputs[m], &(*outputs)[m], [&, m](const absl::Status& s) {
         statuses[m] = s;
@@ -254,6 +255,49 @@ TEST(RingCollectiveTest, ManyLanesAndUnevenSegments) {
         for (int64_t j = 0; j < elements; ++j) {
           ASSERT_NEAR(outputs[m].data<float>()[j], (n - 1) / 2.0f + j, 1e-4)
               << n << " members, element " << j;
+        }
+      }
+    }
+  }
+}
+
+// Tensors long enough for the vectorized blocks of the reduction, with odd tails, in place (a
+// forwarded input) and not (the input, say a variable's buffer, is read and never written).
+TEST(RingCollectiveTest, LargeTensorsInPlaceAndOutOfPlace) {
+  for (bool in_place : {false, true}) {
+    for (ReductionOp op : {ReductionOp::kSum, ReductionOp::kMax, ReductionOp::kMean}) {
+      const int n = 3;
+      const int64_t elements = 100003;
+      LocalRendezvous rendezvous;
+      RingOptions options;
+      options.chunk_bytes = 4000 * 4 + 4;  // several lanes, pieces not a multiple of the block
+      RingCollectiveExecutor ring(&rendezvous, options);
+      std::vector<Tensor> inputs, outputs;
+      for (int m = 0; m < n; ++m) {
+        std::vector<float> v(elements);
+        for (int64_t j = 0; j < elements; ++j) v[j] = static_cast<float>((j * (m + 3)) % 101);
+        inputs.push_back(Tensor::FromVector<float>(v));
+      }
+      std::vector<Tensor> originals;
+      for (const Tensor& t : inputs) originals.push_back(t.DeepCopy());
+      std::vector<absl::Status> statuses =
+          RunAllReduce(&ring, 4, 2, op, inputs, &outputs, in_place);
+      for (int m = 0; m < n; ++m) {
+        ASSERT_TRUE(statuses[m].ok()) << statuses[m];
+        ASSERT_EQ(outputs[m].SharesBufferWith(inputs[m]), in_place);
+        for (int64_t j = 0; j < elements; ++j) {
+          float want = op == ReductionOp::kMax ? -1 : 0;
+          for (int k = 0; k < n; ++k) {
+            const float v = originals[k].data<float>()[j];
+            want = op == ReductionOp::kMax ? std::max(want, v) : want + v;
+          }
+          if (op == ReductionOp::kMean) want /= n;
+          ASSERT_NEAR(outputs[m].data<float>()[j], want, 1e-4)
+              << "member " << m << " element " << j << (in_place ? " in place" : "");
+          if (!in_place) {
+            ASSERT_EQ(inputs[m].data<float>()[j], originals[m].data<float>()[j])
+                << "the input must not be written, member " << m << " element " << j;
+          }
         }
       }
     }
