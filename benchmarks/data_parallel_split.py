@@ -107,7 +107,8 @@ def medians(path):
     return {k: statistics.median(r[k] for r in rows) for k in keys}
 
 
-def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="between-graph"):
+def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="between-graph",
+                 transport="grpc"):
     """Median split of the chief's steps."""
     every = "10"
     if strategy == "no-comm":
@@ -130,13 +131,17 @@ def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="betwe
               "--plaintext", "--threads", "1", "--batch-size", str(BATCH), "--max-steps",
               str(steps), "--progress=false", "--checkpoint-dir",
               os.path.join(workdir, f"ckpt-{tag}"), "--checkpoint-every-secs", "0",
-              "--average-every", every] + ([] if ps else ["--replication", replication])
+              "--average-every", every, "--transport", transport] + (
+                  [] if ps else ["--replication", replication])
+    # Between emulated hosts UCX must use TCP: it would otherwise find shared memory and CMA
+    # between namespaces of one machine and bypass the rate-limited link.
+    env = dict(os.environ, UCX_TLS="tcp") if hosts.rate else None
     procs = []
     for job, task, host in sorted(tasks, key=lambda t: (t[0] == "worker" and t[1] == 0)):
         extra = ["--step-stats", stats] if (job, task) == ("worker", 0) else []
         procs.append(subprocess.Popen(
             hosts.command(host, common + ["--job", job, "--task", str(task)] + extra),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
     outputs = []
     for p in procs:
         try:
@@ -170,6 +175,9 @@ def main():
                         choices=["between-graph", "in-graph"],
                         help="allreduce and averaging: every worker trains from its own graph "
                         "(as DDP), or the chief drives both replicas from one graph")
+    parser.add_argument("--transport", default="grpc", choices=["grpc", "ucx"],
+                        help="the tasks' data plane (docs/distributed.md 'Choosing a transport'); "
+                        "UCX runs with UCX_TLS=tcp between emulated hosts")
     args = parser.parse_args()
     with open("/proc/cpuinfo") as f:
         cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "?")
@@ -197,7 +205,7 @@ def main():
                     base = None
                     for strategy in args.strategies:
                         s = run_strategy(args.cli, hosts, strategy, m, args.steps, workdir,
-                                         args.replication)
+                                         args.replication, args.transport)
                         if strategy == "no-comm":
                             base = s["wall_ms"]
                         ratio = s["wall_ms"] / alone[m]["wall_ms"]
