@@ -30,6 +30,31 @@ absl::Status CumsumGrad(const Scope& s, const Operation& op, const Grads& dy, Gr
   return absl::OkStatus();
 }
 
+// Cumprod: with p = cumprod(x) (same exclusivity and direction), dx = cumsum(p * dy) from the
+// other end / x (as TF; not defined where x is 0).
+absl::Status CumprodGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
+  bool exclusive = false;
+  bool reverse = false;
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "exclusive", &exclusive));
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "reverse", &reverse));
+  auto cumulative = [&](const char* type, const Output& v, bool rev) {
+    return Output(OpBuilder(s, type)
+                      .Input(v)
+                      .Input(GradInput(op, 1))
+                      .Attr("exclusive", exclusive)
+                      .Attr("reverse", rev)
+                      .Finalize()
+                      .node(),
+                  0);
+  };
+  Output x = GradInput(op, 0);
+  Output prod = cumulative("Cumprod", x, reverse);
+  Output summed = cumulative("Cumsum", ops::Mul(s, prod, dy[0]), !reverse);
+  dx->push_back(ops::Div(s, summed, x));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+
 absl::Status IdentityGrad(const Scope&, const Operation&, const Grads& dy, Grads* dx) {
   dx->push_back(dy[0]);
   return absl::OkStatus();
@@ -159,6 +184,7 @@ REGISTER_GRADIENT("ReverseV2", [](const Scope& s, const Operation& op, const Gra
   return absl::OkStatus();
 });
 REGISTER_GRADIENT("Cumsum", CumsumGrad);
+REGISTER_GRADIENT("Cumprod", CumprodGrad);
 REGISTER_GRADIENT("Print", [](const Scope&, const Operation& op, const Grads& dy, Grads* dx) {
   dx->push_back(dy[0]);  // the printed tensors get none
   for (int i = 1; i < op.node()->num_inputs(); ++i) dx->push_back(Output());

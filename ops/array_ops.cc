@@ -460,6 +460,19 @@ REGISTER_OP("Cumsum")
         "Running sums along `axis`: out[i] = x[0] + ... + x[i] (exclusive: up to x[i-1]; "
         "reverse: from the end).");
 
+REGISTER_OP("Cumprod")
+    .Input("x: T")
+    .Input("axis: Tidx")
+    .Output("out: T")
+    .Attr("T: {float, double, half, bfloat16, int32, int64}")
+    .Attr("Tidx: {int32, int64} = int32")
+    .Attr("exclusive: bool = false")
+    .Attr("reverse: bool = false")
+    .SetShapeFn(UnchangedShape)
+    .Doc(
+        "Running products along `axis`: out[i] = x[0] * ... * x[i] (exclusive: up to x[i-1], "
+        "starting from 1; reverse: from the end).");
+
 REGISTER_OP("ExpandDims")
     .Input("input: T")
     .Input("axis: Tdim")

@@ -161,6 +161,25 @@ SF_GRAD(Erf) {  // 2 / sqrt(pi) * exp(-x^2)
 Output UnaryOf(const Scope& s, const char* op, const Output& x) {
   return Output(OpBuilder(s, op).Input(x).Finalize().node(), 0);
 }
+Output PolygammaOf(const Scope& s, const Output& order, const Output& x) {
+  return Output(OpBuilder(s, "Polygamma").Input(order).Input(x).Finalize().node(), 0);
+}
+SF_GRAD(Lgamma) {  // digamma(x)
+  dx->push_back(ops::Mul(s, dy[0], UnaryOf(s, "Digamma", GradInput(op, 0))));
+  return absl::OkStatus();
+}
+SF_GRAD(Digamma) {  // polygamma(1, x)
+  Output x = GradInput(op, 0);
+  dx->push_back(ops::Mul(s, dy[0], PolygammaOf(s, ops::OnesLike(s, x), x)));
+  return absl::OkStatus();
+}
+SF_GRAD(Polygamma) {  // d/dx polygamma(n, x) = polygamma(n + 1, x); the order has none (as TF)
+  Output n = GradInput(op, 0), x = GradInput(op, 1);
+  Output dz = ops::Mul(s, dy[0], PolygammaOf(s, ops::Add(s, n, ops::OnesLike(s, n)), x));
+  dx->push_back(ReduceLike(s, ops::ZerosLike(s, dz), n));
+  dx->push_back(ReduceLike(s, dz, x));
+  return absl::OkStatus();
+}
 SF_GRAD(Tan) {  // 1 + tan^2
   dx->push_back(ops::Mul(s, dy[0], ops::Add(s, 1, ops::Square(s, GradOutput(op, 0)))));
   return absl::OkStatus();
@@ -354,6 +373,9 @@ REGISTER_GRADIENT("Asinh", AsinhGrad);
 REGISTER_GRADIENT("Acosh", AcoshGrad);
 REGISTER_GRADIENT("Atanh", AtanhGrad);
 REGISTER_GRADIENT("Atan2", Atan2Grad);
+REGISTER_GRADIENT("Lgamma", LgammaGrad);
+REGISTER_GRADIENT("Digamma", DigammaGrad);
+REGISTER_GRADIENT("Polygamma", PolygammaGrad);
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
 REGISTER_GRADIENT("Sign", SignGrad);
 REGISTER_GRADIENT("AddN", AddNGrad);

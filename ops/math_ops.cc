@@ -160,6 +160,9 @@ SF_UNARY_OP("Cos", SF_FLOAT_TYPES, "cosine");
 SF_UNARY_OP("Log1p", SF_FLOAT_TYPES, "log(1 + x), accurate for small x");
 SF_UNARY_OP("Expm1", SF_FLOAT_TYPES, "e^x - 1, accurate for small x");
 SF_UNARY_OP("Erf", SF_FLOAT_TYPES, "the error function");
+SF_UNARY_OP("Lgamma", SF_FLOAT_TYPES, "log |gamma(x)|");
+SF_UNARY_OP("Digamma", SF_FLOAT_TYPES,
+            "the derivative of lgamma (psi); NaN at the poles 0, -1, -2, ...");
 SF_UNARY_OP("Tan", SF_FLOAT_TYPES, "tangent");
 SF_UNARY_OP("Asin", SF_FLOAT_TYPES, "arcsine (NaN outside [-1, 1])");
 SF_UNARY_OP("Acos", SF_FLOAT_TYPES, "arccosine (NaN outside [-1, 1])");
@@ -194,6 +197,9 @@ SF_BINARY_OP("FloorMod", SF_REAL_TYPES,
 SF_BINARY_OP("Maximum", SF_REAL_TYPES, "max(x, y)");
 SF_BINARY_OP("Minimum", SF_REAL_TYPES, "min(x, y)");
 SF_BINARY_OP("Pow", SF_FLOAT_TYPES, "x ^ y");
+SF_BINARY_OP("Polygamma", SF_FLOAT_TYPES,
+             "polygamma(x, y): the x-th derivative of digamma at y (tf.polygamma(a, x)); x must "
+             "be a non-negative integer value, else NaN");
 SF_BINARY_OP("Atan2", SF_FLOAT_TYPES,
              "std::atan2(x, y): the angle in [-pi, pi] of the point whose y coordinate is x and x "
              "coordinate is y (tf.atan2(y, x))");

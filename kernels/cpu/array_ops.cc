@@ -516,21 +516,26 @@ class ReverseOp : public OpKernel {
   }
 };
 
-// Cumsum over [outer, n, inner] views of the input.
-template <typename T>
-class CumsumOp : public OpKernel {
+// Cumsum (kProduct false) and Cumprod (true): one pass along the axis per outer and inner index,
+// accumulating in double for floating types (half and bfloat16 too) and in T for integers, over
+// [outer, n, inner] views of the input.
+template <typename T, bool kProduct>
+class CumulativeOp : public OpKernel {
  public:
-  explicit CumsumOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit CumulativeOp(OpKernelConstruction* c) : OpKernel(c) {
     absl::Status s = c->GetAttr("exclusive", &exclusive_);
     if (s.ok()) s = c->GetAttr("reverse", &reverse_);
     if (!s.ok()) c->SetStatus(s);
   }
   void Compute(OpKernelContext* ctx) override {
+    const char* what = kProduct ? "Cumprod" : "Cumsum";
     const Tensor& x = ctx->input(0);
     const std::vector<int64_t> axis = ReadInts(ctx->input(1));
-    OP_REQUIRES(ctx, axis.size() == 1, absl::InvalidArgumentError("Cumsum: axis must be a scalar"));
+    OP_REQUIRES(ctx, axis.size() == 1,
+                absl::InvalidArgumentError(absl::StrCat(what, ": axis must be a scalar")));
     OP_REQUIRES(ctx, x.dims() >= 1,
-                absl::InvalidArgumentError("Cumsum: the input must have at least one dimension"));
+                absl::InvalidArgumentError(
+                    absl::StrCat(what, ": the input must have at least one dimension")));
     int64_t a;
     OP_REQUIRES_OK(ctx, CanonicalAxis(axis[0], x.dims(), &a));
     Tensor* out = nullptr;
@@ -545,13 +550,13 @@ class CumsumOp : public OpKernel {
     for (int64_t o = 0; o < outer; ++o) {
       for (int64_t j = 0; j < inner; ++j) {
         const int64_t base = o * n * inner + j;
-        C sum = 0;
+        C acc = kProduct ? 1 : 0;
         for (int64_t k = 0; k < n; ++k) {
           const int64_t at = base + (reverse_ ? n - 1 - k : k) * inner;
           const C v = static_cast<C>(static_cast<double>(in[at]));
-          if (!exclusive_) sum += v;
-          y[at] = static_cast<T>(sum);
-          if (exclusive_) sum += v;
+          if (!exclusive_) acc = kProduct ? acc * v : acc + v;
+          y[at] = static_cast<T>(acc);
+          if (exclusive_) acc = kProduct ? acc * v : acc + v;
         }
       }
     }
@@ -647,10 +652,13 @@ SF_REGISTER_UNIQUE(int64_t);
 SF_REGISTER_UNIQUE(bool);
 SF_REGISTER_UNIQUE(std::string);
 #undef SF_REGISTER_UNIQUE
-#define SF_REGISTER_CUMSUM(T)                                                           \
-  REGISTER_KERNEL(                                                                      \
-      KernelDef("Cumsum").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("axis"), \
-      CumsumOp<T>)
+#define SF_REGISTER_CUMSUM(T)                                                            \
+  REGISTER_KERNEL(                                                                       \
+      KernelDef("Cumsum").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("axis"),  \
+      CumulativeOp<T, false>);                                                           \
+  REGISTER_KERNEL(                                                                       \
+      KernelDef("Cumprod").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("axis"), \
+      CumulativeOp<T, true>)
 SF_REGISTER_CUMSUM(float);
 SF_REGISTER_CUMSUM(double);
 SF_REGISTER_CUMSUM(half);

@@ -6,7 +6,7 @@
 //   half, bfloat16, int32, int64, int8, uint8.
 // - Equal, NotEqual: the same plus bool.
 // - Div, SquaredDifference: float, double, half, bfloat16, int32, int64.
-// - Pow, Atan2: float, double, half, bfloat16.
+// - Pow, Atan2, Polygamma: float, double, half, bfloat16.
 // - LogicalAnd, LogicalOr: bool (no type attr).
 // Allowed by the op definitions but not registered:
 // - Div for int8 and uint8: narrow integers get only the cheap ops; division would need its own
@@ -23,6 +23,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/op_kernel.h"
 #include "kernels/cpu/cwise_ops_common.h"
+#include "kernels/cpu/special_functions.h"
 
 namespace shardflow {
 namespace {
@@ -132,6 +133,14 @@ struct PowFn {
   template <typename C>
   C operator()(C a, C b) const {
     return std::pow(a, b);
+  }
+};
+// polygamma(a, x): the a-th derivative of digamma (a a non-negative integer, else NaN).
+struct PolygammaFn {
+  static constexpr int kCostNs = 100;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(special::Polygamma(static_cast<double>(a), static_cast<double>(b)));
   }
 };
 struct Atan2Fn {
@@ -330,6 +339,7 @@ SF_REGISTER_BINARY_REAL("Maximum", MaximumFn);
 SF_REGISTER_BINARY_REAL("Minimum", MinimumFn);
 SF_REGISTER_BINARY_FLOAT("Pow", PowFn);
 SF_REGISTER_BINARY_FLOAT("Atan2", Atan2Fn);
+SF_REGISTER_BINARY_FLOAT("Polygamma", PolygammaFn);
 SF_REGISTER_BINARY_SIGNED("SquaredDifference", SquaredDifferenceFn);
 
 SF_REGISTER_BINARY_REAL("Equal", EqualFn);

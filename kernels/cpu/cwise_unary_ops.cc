@@ -1,6 +1,6 @@
 // CPU kernels for the element-wise unary ops: Neg, Abs, Square, Sign, Relu, Sqrt, Rsqrt, Exp,
 // Log, Tanh, Sigmoid, Reciprocal, Floor, Ceil, Round, Sin, Cos, Log1p, Expm1, Erf, Tan, Asin,
-// Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh and LogicalNot;
+// Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh, Lgamma, Digamma and LogicalNot;
 // and the predicates IsNan, IsInf and IsFinite (bool outputs).
 //
 // Every (op, type) the op definitions allow is registered. Half and bfloat16 are computed in
@@ -15,6 +15,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/op_kernel.h"
 #include "kernels/cpu/cwise_ops_common.h"
+#include "kernels/cpu/special_functions.h"
 
 namespace shardflow {
 namespace {
@@ -87,6 +88,24 @@ struct ErfFn {
   template <typename C>
   C operator()(C a) const {
     return std::erf(a);
+  }
+};
+// log|gamma(x)| (lgamma_r: glibc's lgamma writes the global signgam, a race between threads).
+struct LgammaFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 40;
+  template <typename C>
+  C operator()(C a) const {
+    int sign = 0;
+    return static_cast<C>(::lgamma_r(static_cast<double>(a), &sign));
+  }
+};
+struct DigammaFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 60;
+  template <typename C>
+  C operator()(C a) const {
+    return static_cast<C>(special::Digamma(static_cast<double>(a)));
   }
 };
 // The trigonometric and hyperbolic functions of <cmath>, element by element.
@@ -255,6 +274,8 @@ SF_REGISTER_UNARY_FLOAT("Cos", CosFn);
 SF_REGISTER_UNARY_FLOAT("Log1p", Log1pFn);
 SF_REGISTER_UNARY_FLOAT("Expm1", Expm1Fn);
 SF_REGISTER_UNARY_FLOAT("Erf", ErfFn);
+SF_REGISTER_UNARY_FLOAT("Lgamma", LgammaFn);
+SF_REGISTER_UNARY_FLOAT("Digamma", DigammaFn);
 SF_REGISTER_UNARY_FLOAT("Tan", TanFn);
 SF_REGISTER_UNARY_FLOAT("Asin", AsinFn);
 SF_REGISTER_UNARY_FLOAT("Acos", AcosFn);

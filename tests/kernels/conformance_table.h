@@ -333,6 +333,25 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["Log1p"] = Unary(positive_x, [](double a) { return std::log1p(a); });
     m["Expm1"] = Unary(small_x, [](double a) { return std::expm1(a); });
     m["Erf"] = Unary(small_x, [](double a) { return std::erf(a); });
+    // Lgamma at positive points and between the poles; Digamma against a finite difference of
+    // lgamma, Polygamma against its defining series summed directly (an independent reference).
+    const std::vector<double> gamma_x = {0.5, 1, 2.5, 7, -0.5, -2.5};
+    m["Lgamma"] = Unary(gamma_x, [](double a) { return std::lgamma(a); });
+    m["Digamma"] = Unary(gamma_x, [](double a) {  // five-point stencil: error ~h^4
+      const double h = 1e-3;
+      return (-std::lgamma(a + 2 * h) + 8 * std::lgamma(a + h) - 8 * std::lgamma(a - h) +
+              std::lgamma(a - 2 * h)) /
+             (12 * h);
+    });
+    m["Polygamma"] = Binary({1, 2, 3, 1, 2, 1}, {0.5, 1.5, 4}, [](double n, double x) {
+      // (-1)^(n+1) n! sum_k (x + k)^-(n+1), the tail past K by its first two Euler-Maclaurin
+      // terms.
+      const int K = 20000;
+      double sum = 0;
+      for (int k = K - 1; k >= 0; --k) sum += std::pow(x + k, -(n + 1));
+      sum += std::pow(x + K, -n) / n + 0.5 * std::pow(x + K, -(n + 1));
+      return (static_cast<int>(n) % 2 == 0 ? -1 : 1) * std::tgamma(n + 1) * sum;
+    });
     const std::vector<double> unit_x = {-0.9, -0.5, 0, 0.25, 0.5, 0.75};
     const std::vector<double> above_one = {1, 1.5, 2, 3, 4, 10};
     m["Tan"] = Unary(unit_x, [](double a) { return std::tan(a); });
@@ -559,6 +578,7 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     }
     m["ReverseV2"] = Fixed({x23, I32({1})}, D({3, 2, 1, 6, 5, 4}, {2, 3}));
     m["Cumsum"] = Fixed({x23, I32({1})}, D({1, 3, 6, 4, 9, 15}, {2, 3}));
+    m["Cumprod"] = Fixed({x23, I32({1})}, D({1, 2, 6, 4, 20, 120}, {2, 3}));
     // True (non-zero) at [0,1], [1,0] and [1,2].
     m["Where"] = Fixed({D({0, 1, 0, 1, 0, 1}, {2, 3})},
                        Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 2}, TensorShape({3, 2})));

@@ -68,6 +68,18 @@ TEST(GradientsTest, UnaryOps) {
   for (const char* op : {"Tan", "Asin", "Acos", "Atanh"}) CheckUnary(op, -0.8, 0.8);
   for (const char* op : {"Atan", "Sinh", "Cosh", "Asinh"}) CheckUnary(op, -2, 2);
   CheckUnary("Acosh", 1.2, 3);
+  for (const char* op : {"Lgamma", "Digamma"}) CheckUnary(op, 0.3, 4);
+}
+
+// Polygamma(n, x): the gradient in x is polygamma(n + 1, x); the order has none.
+TEST(GradientsTest, Polygamma) {
+  Scope s = Scope::NewRootScope();
+  auto n = ops::Const(s, Tensor::FromVector<double>({1, 2, 0}));
+  auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
+  Output y(OpBuilder(s, "Polygamma").Input(n).Input(x).Finalize().node(), 0);
+  auto err = test::MaxGradientError(s, {x}, {RandomDouble({2, 3}, 0.5, 3, 4)}, y, 1e-6);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, 1e-5);
 }
 
 // Binary ops with broadcasting: [2,3] with [3], [2,1] and a scalar.
@@ -120,26 +132,32 @@ TEST(GradientsTest, SelectAndSelectV2) {
   }
 }
 
-TEST(GradientsTest, CumsumAndReverse) {
-  for (bool exclusive : {false, true}) {
-    for (bool reverse : {false, true}) {
-      for (int axis : {0, 1}) {
-        SCOPED_TRACE(absl::StrCat("exclusive ", exclusive, " reverse ", reverse, " axis ", axis));
-        Scope s = Scope::NewRootScope();
-        auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3, 4}));
-        Output y(OpBuilder(s, "Cumsum")
-                     .Input(x)
-                     .Input(Tensor::Scalar<int32_t>(axis))
-                     .Attr("exclusive", exclusive)
-                     .Attr("reverse", reverse)
-                     .Finalize()
-                     .node(),
-                 0);
-        // Square so the gradient depends on where each sum goes.
-        auto err = test::MaxGradientError(s, {x}, {RandomDouble({3, 4}, -1, 1, 51)},
-                                          ops::Square(s, y), 1e-6);
-        ASSERT_TRUE(err.ok()) << err.status();
-        EXPECT_LT(*err, 1e-6);
+TEST(GradientsTest, CumsumCumprodAndReverse) {
+  for (const char* op : {"Cumsum", "Cumprod"}) {
+    for (bool exclusive : {false, true}) {
+      for (bool reverse : {false, true}) {
+        for (int axis : {0, 1}) {
+          SCOPED_TRACE(
+              absl::StrCat(op, " exclusive ", exclusive, " reverse ", reverse, " axis ", axis));
+          Scope s = Scope::NewRootScope();
+          auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3, 4}));
+          Output y(OpBuilder(s, op)
+                       .Input(x)
+                       .Input(Tensor::Scalar<int32_t>(axis))
+                       .Attr("exclusive", exclusive)
+                       .Attr("reverse", reverse)
+                       .Finalize()
+                       .node(),
+                   0);
+          // Square so the gradient depends on where each sum goes; Cumprod's gradient divides
+          // by x (undefined at 0, as in TF), so its inputs stay away from it.
+          const bool prod = std::string(op) == "Cumprod";
+          auto err = test::MaxGradientError(
+              s, {x}, {RandomDouble({3, 4}, prod ? 0.5 : -1, prod ? 1.5 : 1, 51)},
+              ops::Square(s, y), 1e-6);
+          ASSERT_TRUE(err.ok()) << err.status();
+          EXPECT_LT(*err, 1e-6);
+        }
       }
     }
   }
