@@ -46,7 +46,8 @@ from shardflow.variables import (Initializer, Variable, global_variables,  # noq
                                  global_variables_initializer, initializers,
                                  initialize_all_variables, initialize_variables, all_variables,
                                  local_variables, local_variables_initializer,
-                                 trainable_variables, variables_initializer)
+                                 tables_initializer, trainable_variables,
+                                 variables_initializer)
 
 from shardflow.variable_scope import (AUTO_REUSE, VariableScope,  # noqa: F401
                                       constant_initializer, get_variable, get_variable_scope,
@@ -63,9 +64,10 @@ from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
 from shardflow import python  # noqa: F401  (tf.python.client.timeline)
 from shardflow.tensor_util import (get_static_value, make_ndarray,  # noqa: F401
                                    make_tensor_proto)
-from shardflow.math_composites import (count_nonzero, div_no_nan, eye, lin_space,  # noqa: F401
-                                       linspace, log_sigmoid, norm, rank, reduce_logsumexp,
-                                       size, to_double, to_float, to_int32, to_int64)
+from shardflow.math_composites import (count_nonzero, div, div_no_nan, eye,  # noqa: F401
+                                       lbeta, lin_space, linspace, log_sigmoid, norm, rank,
+                                       realdiv, reduce_logsumexp, size, to_double, to_float,
+                                       to_int32, to_int64, truncatediv, truncatemod)
 from shardflow.array_composites import (broadcast_to, meshgrid, multinomial,  # noqa: F401
                                         random_crop, reverse_sequence, sequence_mask)
 from shardflow.array_composites import print_v2 as print  # noqa: F401,A001 (tf.print)
@@ -99,16 +101,32 @@ from shardflow import tfrecord as python_io  # noqa: F401 (tf.python_io: TFRecor
 from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
                                    VarLenFeature, decode_raw, parse_example,
                                    parse_single_example)
-from shardflow.segment_ops import (bincount, dynamic_partition, dynamic_stitch,  # noqa: F401
-                                   histogram_fixed_width, segment_mean, segment_sum, unique,
-                                   unsorted_segment_mean, unsorted_segment_sqrt_n,
-                                   unsorted_segment_sum)
+from shardflow.segment_ops import (bincount, confusion_matrix, dynamic_partition,  # noqa: F401
+                                   dynamic_stitch, histogram_fixed_width, segment_max,
+                                   segment_mean, segment_min, segment_prod, segment_sum, unique,
+                                   unsorted_segment_max, unsorted_segment_mean,
+                                   unsorted_segment_min, unsorted_segment_prod,
+                                   unsorted_segment_sqrt_n, unsorted_segment_sum)
 from shardflow import app, flags, tf_logging as logging  # noqa: F401 (tf.app, tf.flags, tf.logging)
 from shardflow.namespaces import (compat, disable_eager_execution,  # noqa: F401,A004
-                                  disable_v2_behavior, executing_eagerly, linalg, math, random)
+                                  disable_v2_behavior, enable_eager_execution,
+                                  executing_eagerly, linalg, math, random)
+# TensorBoard's protobuf messages under TF1's top-level names (tf.Summary, tf.Event, ...).
+from shardflow.summary_pb import (Event, HistogramProto, LogMessage, SessionLog,  # noqa: F401
+                                  Summary, SummaryMetadata)
 
 bool = bool_  # noqa: A001 (sf.bool, as in TF)
 __version__ = "0.1.0"
+
+# TF1's tf.VERSION & co. and the tf.version module that holds them (extra_namespaces.py).
+from shardflow.extra_namespaces import _make_version  # noqa: E402
+version = _make_version(__version__)
+VERSION = version.VERSION
+GIT_VERSION = version.GIT_VERSION
+COMPILER_VERSION = version.COMPILER_VERSION
+GRAPH_DEF_VERSION = version.GRAPH_DEF_VERSION
+GRAPH_DEF_VERSION_MIN_CONSUMER = version.GRAPH_DEF_VERSION_MIN_CONSUMER
+GRAPH_DEF_VERSION_MIN_PRODUCER = version.GRAPH_DEF_VERSION_MIN_PRODUCER
 
 
 def __getattr__(name):

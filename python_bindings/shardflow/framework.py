@@ -834,6 +834,8 @@ class GraphKeys:
     # Summaries (summary.SUMMARIES, the default collection of sf.summary.scalar etc.).
     SUMMARIES = "summaries"
     QUEUE_RUNNERS = "queue_runners"
+    # Ops that initialise lookup tables; sf.tables_initializer() groups them (TF1's name).
+    TABLE_INITIALIZERS = "table_initializer"
     # A Scaffold's ops and saver, and the train op (TF1's names).
     INIT_OP = "init_op"
     LOCAL_INIT_OP = "local_init_op"

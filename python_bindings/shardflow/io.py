@@ -1,8 +1,10 @@
-"""tf.io: file helpers (gfile, write_graph: shardflow.graph_io), TFRecord files
+"""tf.io: file helpers (gfile, write_graph: shardflow.graph_io; read_file, write_file,
+matching_files: shardflow.string_ops), TFRecord files
 (shardflow/tfrecord.py) and tf.train.Example parsing (shardflow/parsing_ops.py)."""
 
 from shardflow.graph_io import gfile, read_graph, write_graph  # noqa: F401
 
+from shardflow.string_ops import matching_files, read_file, write_file  # noqa: F401
 from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
                                    VarLenFeature, decode_raw, parse_example,
                                    parse_single_example)
@@ -11,5 +13,5 @@ from shardflow.tfrecord import (TFRecordCompressionType, TFRecordOptions,  # noq
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "TFRecordCompressionType",
            "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_raw", "gfile",
-           "parse_example", "parse_single_example", "read_graph", "tf_record_iterator",
-           "write_graph"]
+           "matching_files", "parse_example", "parse_single_example", "read_file", "read_graph",
+           "tf_record_iterator", "write_file", "write_graph"]

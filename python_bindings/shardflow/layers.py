@@ -1,7 +1,8 @@
-"""A small layer API: Dense, Conv1D, Conv2D, Conv2DTranspose, BatchNormalization, MaxPool2D
-(MaxPooling2D), AveragePooling2D, MaxPooling1D, AveragePooling1D, GlobalAveragePooling2D,
-Flatten, Dropout and Sequential (ResNets built from them: shardflow.applications), and TF1's
-functional forms (dense, conv1d, conv2d, max_pooling1d, ...).
+"""A small layer API: Dense, Conv1D, Conv2D, Conv2DTranspose, SeparableConv2D,
+BatchNormalization, MaxPool2D (MaxPooling2D), AveragePooling2D, MaxPooling1D, AveragePooling1D,
+GlobalAveragePooling2D, Flatten, Dropout and Sequential (ResNets built from them:
+shardflow.applications), and TF1's functional forms (dense, conv1d, conv2d, separable_conv2d,
+max_pooling1d, ...).
 
 Each layer creates its variables on its first call, under its own name scope, and on the device
 given to it (``device=``), so a model can be spread over devices layer by layer.
@@ -326,6 +327,78 @@ class Conv2DTranspose(Conv2D):
         batch = dims[0] if dims[0] is not None else ops.shape(x)[0]
         y = nn.conv2d_transpose(x, self.kernel, [batch, out[0], out[1], self.filters],
                                 strides=strides, padding=padding)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
+class SeparableConv2D(Layer):
+    """Depthwise-separable 2-D convolution of NHWC inputs (TF1's tf.layers.SeparableConv2D,
+    on sf.nn.separable_conv2d): each input channel convolved with its own `depth_multiplier`
+    filters (depthwise_kernel [kh, kw, in, depth_multiplier]), then a 1x1 convolution that
+    mixes those in * depth_multiplier channels into `filters` (pointwise_kernel
+    [1, 1, in * depth_multiplier, filters]), plus a bias and an optional activation. Padding
+    is 'valid' by default, as in TF1; `strides` apply to the depthwise step. Regularizers as
+    for Dense; with trainable=False the variables stay out of GraphKeys.TRAINABLE_VARIABLES.
+
+    Example: ``h = sf.layers.SeparableConv2D(64, 3, padding="same", activation=sf.nn.relu)(x)``.
+    """
+
+    _default_name = "separable_conv2d"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", dilation_rate=(1, 1), depth_multiplier=1,
+                 activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=None, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                 trainable=True, name=None, seed=0, device=None):
+        _channels_last(data_format, "SeparableConv2D")
+        if any(c is not None for c in (depthwise_constraint, pointwise_constraint,
+                                       bias_constraint)):
+            raise ValueError("SeparableConv2D: depthwise_constraint, pointwise_constraint and "
+                             "bias_constraint are not supported")
+        super().__init__(name, device)
+        self.filters = int(filters)
+        self.kernel_size = ((kernel_size, kernel_size) if isinstance(kernel_size, int)
+                            else tuple(int(k) for k in kernel_size))
+        self.strides = nn._four(strides, "SeparableConv2D strides")
+        self.padding = padding.upper()
+        self.dilation_rate = dilation_rate
+        self.depth_multiplier = int(depth_multiplier)
+        self.activation = activation
+        self.use_bias = use_bias
+        self.trainable = bool(trainable)
+        # Two seeded initializers of one seed would draw the same numbers: the pointwise one
+        # takes the next seed (0, unseeded, stays 0).
+        self.depthwise_initializer = depthwise_initializer or initializers.glorot_uniform(seed)
+        self.pointwise_initializer = pointwise_initializer or initializers.glorot_uniform(
+            seed + 1 if seed else 0)
+        self.bias_initializer = bias_initializer or initializers.zeros()
+        self.depthwise_regularizer = depthwise_regularizer
+        self.pointwise_regularizer = pointwise_regularizer
+        self.bias_regularizer = bias_regularizer
+        self.activity_regularizer = activity_regularizer
+
+    def build(self, input_shape):
+        c_in = _last_dim(input_shape, "SeparableConv2D")
+        self.depthwise_kernel = self.add_variable(
+            "depthwise_kernel", list(self.kernel_size) + [c_in, self.depth_multiplier],
+            self.depthwise_initializer, trainable=self.trainable,
+            regularizer=self.depthwise_regularizer)
+        self.pointwise_kernel = self.add_variable(
+            "pointwise_kernel", [1, 1, c_in * self.depth_multiplier, self.filters],
+            self.pointwise_initializer, trainable=self.trainable,
+            regularizer=self.pointwise_regularizer)
+        if self.use_bias:
+            self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
+                                          trainable=self.trainable,
+                                          regularizer=self.bias_regularizer)
+
+    def call(self, x, training=False):
+        y = nn.separable_conv2d(x, self.depthwise_kernel, self.pointwise_kernel,
+                                strides=self.strides, padding=self.padding,
+                                rate=self.dilation_rate)
         if self.use_bias:
             y = nn.bias_add(y, self.bias)
         return self.activation(y) if self.activation else y
@@ -663,6 +736,37 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                             kernel_regularizer=kernel_regularizer,
                             bias_regularizer=bias_regularizer,
                             activity_regularizer=activity_regularizer, name=name)
+    layer._reuse = reuse
+    return layer(inputs)
+
+
+def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", dilation_rate=(1, 1), depth_multiplier=1,
+                     activation=None, use_bias=True, depthwise_initializer=None,
+                     pointwise_initializer=None, bias_initializer=None,
+                     depthwise_regularizer=None, pointwise_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None,
+                     depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                     trainable=True, name=None, reuse=None):
+    """TF1's tf.layers.separable_conv2d (NHWC inputs): variables <name>/depthwise_kernel
+    [kh, kw, in, depth_multiplier], <name>/pointwise_kernel [1, 1, in * depth_multiplier,
+    filters] and <name>/bias; see SeparableConv2D.
+
+    Example: ``h = sf.layers.separable_conv2d(x, 32, 3, padding="same", name="sep1")``.
+    """
+    layer = SeparableConv2D(filters, kernel_size, strides=strides, padding=padding,
+                            data_format=data_format, dilation_rate=dilation_rate,
+                            depth_multiplier=depth_multiplier, activation=activation,
+                            use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                            pointwise_initializer=pointwise_initializer,
+                            bias_initializer=bias_initializer,
+                            depthwise_regularizer=depthwise_regularizer,
+                            pointwise_regularizer=pointwise_regularizer,
+                            bias_regularizer=bias_regularizer,
+                            activity_regularizer=activity_regularizer,
+                            depthwise_constraint=depthwise_constraint,
+                            pointwise_constraint=pointwise_constraint,
+                            bias_constraint=bias_constraint, trainable=trainable, name=name)
     layer._reuse = reuse
     return layer(inputs)
 

@@ -1,6 +1,7 @@
 """TF1 math functions composed from the engine's ops (and tested against NumPy):
 reduce_logsumexp, reduce_variance, reduce_std, count_nonzero, norm, the to_float/to_int32/...
-casts, size, rank, eye, linspace, log_sigmoid and div_no_nan.
+casts, size, rank, eye, linspace, log_sigmoid, div_no_nan, lbeta, and TF1's divisions div
+(Python 2's /: floor division for integers), realdiv, truncatediv and truncatemod.
 
 Example::
 
@@ -249,6 +250,86 @@ def div_no_nan(x, y, name=None):
 divide_no_nan = div_no_nan
 
 
+# ---- TF1's integer-aware divisions: div, realdiv, truncatediv, truncatemod ------------------
+
+
+def _division_operands(x, y, what):
+    """x and y as tensors of one dtype (a Python number or array takes the other's dtype)."""
+    x, y = array_ops._literal_like_other(x, y)
+    if x.dtype != y.dtype:
+        raise TypeError("%s: x (%s) and y (%s) must have one dtype" % (what, x.dtype.name,
+                                                                        y.dtype.name))
+    if not (x.dtype.is_floating or x.dtype.is_integer):
+        raise TypeError("%s takes numbers, not %s" % (what, x.dtype.name))
+    return x, y
+
+
+def div(x, y, name=None):
+    """x / y with Python 2's semantics, as TF1's tf.div: integers are floor-divided (the
+    FloorDiv op: ``tf.div(-7, 2) == -4``), floats divided exactly (Div). TF1 deprecates it in
+    favour of tf.math.divide (/) and tf.math.floordiv (//), which say which one they mean."""
+    x, y = _division_operands(x, y, "div")
+    if x.dtype.is_integer:
+        return ops.floordiv(x, y, name=name)
+    return ops.divide(x, y, name=name)
+
+
+def realdiv(x, y, name=None):
+    """x / y for floating-point x and y, element-wise with broadcasting (TF1's tf.realdiv, the
+    RealDiv op; here the Div op). Integers are refused, as TF1's RealDiv has no integer
+    kernel: use tf.truediv, tf.floordiv or tf.truncatediv."""
+    x, y = _division_operands(x, y, "realdiv")
+    if not x.dtype.is_floating:
+        raise TypeError("realdiv takes floating-point tensors, not %s; use truediv (a float "
+                        "result), floordiv or truncatediv" % x.dtype.name)
+    return ops.divide(x, y, name=name)
+
+
+def _signs_differ(x, y):
+    return ops.not_equal(ops.less(x, 0), ops.less(y, 0))
+
+
+def truncatediv(x, y, name=None):
+    """x / y rounded toward zero, as C does (TF1's tf.truncatediv, tf.math.truncatediv):
+    ``truncatediv(-7, 2) == -3`` where floordiv gives -4. Integers use the Div op (which
+    truncates; a zero divisor fails the step), int8 and uint8 through int32; floats give
+    the quotient with its fraction dropped (trunc(x / y)), which TF1's kernel has no float
+    version of."""
+    x, y = _division_operands(x, y, "truncatediv")
+    if x.dtype.is_integer:
+        if x.dtype in (dtypes.int8, dtypes.uint8):
+            q = ops.divide(ops.cast(x, dtypes.int32), ops.cast(y, dtypes.int32))
+            return ops.cast(q, x.dtype, name=name)
+        return ops.divide(x, y, name=name)
+    q = ops.divide(x, y)
+    return array_ops.where_v2(ops.less(q, 0), ops.ceil(q), ops.floor(q), name=name)
+
+
+def truncatemod(x, y, name=None):
+    """The remainder of truncatediv: x - truncatediv(x, y) * y, which has the sign of x (C's %
+    and fmod; TF1's tf.truncatemod, tf.math.truncatemod): ``truncatemod(-7, 2) == -1`` where
+    floormod gives 1. Computed from FloorMod, whose remainder has y's sign: where x and y
+    have opposite signs and it is not 0, y is taken off it (for floats, fmod's value up to
+    the rounding of that subtraction)."""
+    x, y = _division_operands(x, y, "truncatemod")
+    r = ops.floormod(x, y)
+    adjust = ops.logical_and(ops.not_equal(r, 0), _signs_differ(x, y))
+    return array_ops.where_v2(adjust, ops.subtract(r, y), r, name=name)
+
+
+def lbeta(x, name=None):
+    """log(|Beta(x)|) of the vectors on the last axis of `x`: the sum of lgamma(x) over that
+    axis minus lgamma of the sum of x, as TF1's tf.lbeta / tf.math.lbeta (shape [...] for
+    `x` [..., n]). An empty last axis gives -inf, as TF1.
+
+    Example: ``sf.lbeta([1.0, 2.0])`` is log(B(1, 2)) = log(1/2).
+    """
+    x = _floating(x, "lbeta")
+    log_prod_gamma_x = ops.reduce_sum(ops.lgamma(x), axis=[-1])
+    log_gamma_sum_x = ops.lgamma(ops.reduce_sum(x, axis=[-1]))
+    return ops.subtract(log_prod_gamma_x, log_gamma_sum_x, name=name)
+
+
 def reduce_variance(input_tensor, axis=None, keepdims=False, name=None):
     """The variance mean((x - mean(x)) ** 2) over `axis` (all of them when None), as TF's
     tf.math.reduce_variance (the population variance, as np.var)."""
@@ -264,6 +345,7 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
     return ops.sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims), name=name)
 
 
-__all__ = ["count_nonzero", "div_no_nan", "eye", "lin_space", "linspace", "log_sigmoid", "norm",
-           "rank", "reduce_logsumexp", "reduce_std", "reduce_variance", "size", "to_double",
-           "to_float", "to_int32", "to_int64"]
+__all__ = ["count_nonzero", "div", "div_no_nan", "eye", "lbeta", "lin_space", "linspace",
+           "log_sigmoid", "norm", "rank", "realdiv", "reduce_logsumexp", "reduce_std",
+           "reduce_variance", "size", "to_double", "to_float", "to_int32", "to_int64",
+           "truncatediv", "truncatemod"]

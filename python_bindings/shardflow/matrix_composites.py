@@ -1,6 +1,6 @@
 """TF1's matrix and layout helpers composed from the engine's ops: tf.matrix_diag,
-tf.matrix_diag_part (tf.diag_part for a matrix), tf.matrix_band_part, tf.diag, tf.trace,
-tf.space_to_depth, tf.depth_to_space, and tf.random_shuffle.
+tf.matrix_diag_part (tf.diag_part for a matrix), tf.matrix_set_diag, tf.matrix_band_part,
+tf.diag, tf.trace, tf.cross, tf.space_to_depth, tf.depth_to_space, and tf.random_shuffle.
 
 Example::
 
@@ -81,6 +81,49 @@ def trace(x, name=None):
     return ops.reduce_sum(matrix_diag_part(x), axis=-1, name=name)
 
 
+def matrix_set_diag(input, diagonal, name=None):  # noqa: A002
+    """`input` [..., M, N] with the main diagonal of each innermost matrix replaced by
+    `diagonal` [..., min(M, N)], as TF1's tf.matrix_set_diag (tf.linalg.set_diag). A Select
+    between the two under a constant eye mask: the off-diagonal values are kept exactly and
+    gradients flow to both."""
+    from shardflow.array_ops import _literal_like_other, where_v2
+    x, d = _literal_like_other(input, diagonal)
+    m, n = _last_two(x, "matrix_set_diag")
+    k = min(m, n)
+    if d.dtype != x.dtype:
+        raise TypeError("matrix_set_diag: diagonal is %s but input is %s"
+                        % (d.dtype.name, x.dtype.name))
+    if d.shape.ndims is not None and (d.shape.ndims != x.shape.ndims - 1 or
+                                      d.shape.as_list()[-1] not in (None, k)):
+        raise ValueError("matrix_set_diag: diagonal must be [..., %d] for input %s, got %s"
+                         % (k, x.shape, d.shape))
+    if n > k:  # a wide matrix: the diagonal padded with zeros to N columns (never selected)
+        from shardflow.array_ops import pad
+        d = pad(d, [[0, 0]] * (d.shape.ndims - 1) + [[0, n - k]])
+    on_diagonal = np.eye(m, n, dtype=bool)
+    # [..., 1, N] broadcast over the rows: row i, column j holds diagonal[j], kept where i == j.
+    return where_v2(ops.constant(on_diagonal), ops.expand_dims(d, -2), x, name=name)
+
+
+def cross(a, b, name=None):
+    """The cross product of the 3-vectors on the last axis of `a` and `b` (batched, shapes
+    [..., 3] that broadcast), as TF1's tf.cross / tf.linalg.cross."""
+    from shardflow.array_ops import _literal_like_other, getitem, stack
+    a, b = _literal_like_other(a, b)
+    if a.dtype != b.dtype:
+        raise TypeError("cross: a (%s) and b (%s) must have one dtype"
+                        % (a.dtype.name, b.dtype.name))
+    for v, what in ((a, "a"), (b, "b")):
+        if v.shape.ndims is None or v.shape.ndims < 1 or v.shape.as_list()[-1] not in (None, 3):
+            raise ValueError("cross: %s must be [..., 3], got %s" % (what, v.shape))
+    a0, a1, a2 = [getitem(a, (Ellipsis, i)) for i in range(3)]
+    b0, b1, b2 = [getitem(b, (Ellipsis, i)) for i in range(3)]
+    return stack([ops.subtract(ops.multiply(a1, b2), ops.multiply(a2, b1)),
+                  ops.subtract(ops.multiply(a2, b0), ops.multiply(a0, b2)),
+                  ops.subtract(ops.multiply(a0, b1), ops.multiply(a1, b0))], axis=-1,
+                 name=name)
+
+
 def _nhwc(x, what):
     dims = x.shape.as_list() if x.shape.ndims is not None else None
     if dims is None or len(dims) != 4 or any(d is None for d in dims[1:]):
@@ -132,5 +175,5 @@ def random_shuffle(value, seed=None, name=None):
     return out
 
 
-__all__ = ["depth_to_space", "diag", "diag_part", "matrix_band_part", "matrix_diag",
-           "matrix_diag_part", "random_shuffle", "space_to_depth", "trace"]
+__all__ = ["cross", "depth_to_space", "diag", "diag_part", "matrix_band_part", "matrix_diag",
+           "matrix_diag_part", "matrix_set_diag", "random_shuffle", "space_to_depth", "trace"]

@@ -27,27 +27,28 @@ from shardflow import (array_composites, array_ops, contractions, linalg_ops, ma
 
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
 _MATH_NAMES = (
-    "abs", "accumulate_n", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin",
-    "asinh", "atan", "atan2", "atanh", "ceil", "cos", "cosh", "count_nonzero", "cumprod",
-    "cumsum", "digamma", "divide", "divide_no_nan", "equal", "erf", "erfc", "exp", "expm1",
-    "floor", "floordiv", "floormod", "greater", "greater_equal", "in_top_k", "is_finite",
-    "is_inf", "is_nan", "l2_normalize", "lbeta", "less", "less_equal", "lgamma", "log",
+    "abs", "accumulate_n", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin", "asinh",
+    "atan", "atan2", "atanh", "bincount", "ceil", "confusion_matrix", "cos", "cosh",
+    "count_nonzero", "cumprod", "cumsum", "digamma", "divide", "divide_no_nan", "equal", "erf",
+    "erfc", "exp", "expm1", "floor", "floordiv", "floormod", "greater", "greater_equal", "in_top_k",
+    "is_finite", "is_inf", "is_nan", "l2_normalize", "lbeta", "less", "less_equal", "lgamma", "log",
     "log1p", "log_sigmoid", "log_softmax", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "pow",
-    "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean",
-    "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "rint",
-    "round", "rsqrt", "scalar_mul", "segment_max", "segment_mean", "segment_min",
+    "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "polygamma",
+    "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max",
+    "reduce_mean", "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance",
+    "rint", "round", "rsqrt", "scalar_mul", "segment_max", "segment_mean", "segment_min",
     "segment_prod", "segment_sum", "sigmoid", "sign", "sin", "sinh", "softmax", "softplus",
     "softsign", "sqrt", "square", "squared_difference", "subtract", "tan", "tanh", "top_k",
-    "truediv", "unsorted_segment_max", "unsorted_segment_mean", "unsorted_segment_min",
-    "unsorted_segment_prod", "unsorted_segment_sqrt_n", "unsorted_segment_sum", "xdivy",
-    "xlogy", "zero_fraction",
+    "truediv", "truncatediv", "truncatemod", "unsorted_segment_max", "unsorted_segment_mean",
+    "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
+    "unsorted_segment_sum", "xdivy", "xlogy", "zero_fraction",
 )
 
 _LINALG_NAMES = (
     "adjoint", "band_part", "cholesky", "cross", "det", "diag", "diag_part", "einsum", "eye",
     "inv", "l2_normalize", "logdet", "lu", "matmul", "matrix_transpose", "matvec", "norm",
-    "qr", "slogdet", "solve", "svd", "tensordot", "trace", "transpose", "triangular_solve",
+    "qr", "set_diag", "slogdet", "solve", "svd", "tensordot", "trace", "transpose",
+    "triangular_solve",
 )
 
 # tf.random's name -> the name shardflow (as TF1's top level) has it under.
@@ -80,6 +81,7 @@ def _matrix_transpose(a, name="matrix_transpose", conjugate=False):
 _EXTRA = {"matrix_transpose": _matrix_transpose, "transpose": _matrix_transpose,
           "band_part": matrix_composites.matrix_band_part,
           "diag": matrix_composites.matrix_diag, "diag_part": matrix_composites.matrix_diag_part,
+          "set_diag": matrix_composites.matrix_set_diag,
           "inv": linalg_ops.matrix_inverse, "det": linalg_ops.matrix_determinant,
           "slogdet": linalg_ops.log_matrix_determinant, "solve": linalg_ops.matrix_solve,
           "triangular_solve": linalg_ops.matrix_triangular_solve}
@@ -168,6 +170,16 @@ def disable_eager_execution():
     """Nothing to do: shardflow always builds graphs (TF1's graph mode)."""
 
 
+def enable_eager_execution(config=None, device_policy=None, execution_mode=None):
+    """Refused: shardflow runs TF1 graphs in sessions only and has no eager mode. Raises
+    NotImplementedError (a RuntimeError) saying to remove the call, rather than letting the
+    program go on to expect eager tensors."""
+    raise NotImplementedError(
+        "tf.enable_eager_execution(): shardflow runs TF1 graphs (built, then run with "
+        "tf.Session) only and has no eager execution; remove the enable_eager_execution() "
+        "call and run the graph in a session")
+
+
 def executing_eagerly():
     """False: shardflow always builds graphs and runs them in sessions."""
     return False
@@ -186,5 +198,5 @@ sys.modules["shardflow.compat"] = compat
 sys.modules["shardflow.compat.v1"] = compat.v1
 
 
-__all__ = ["compat", "disable_eager_execution", "disable_v2_behavior", "executing_eagerly",
-           "linalg", "math", "random"]
+__all__ = ["compat", "disable_eager_execution", "disable_v2_behavior", "enable_eager_execution",
+           "executing_eagerly", "linalg", "math", "random"]

@@ -257,6 +257,16 @@ cos = _unary("Cos", "Cosine.")
 log1p = _unary("Log1p", "log(1 + x), accurate for small x.")
 expm1 = _unary("Expm1", "e ** x - 1, accurate for small x.")
 erf = _unary("Erf", "The error function.")
+lgamma = _unary("Lgamma", "log |gamma(x)|, element-wise (its gradient is digamma).")
+digamma = _unary("Digamma", "psi(x), the derivative of lgamma, element-wise (NaN at the poles "
+                 "0, -1, -2, ...).")
+
+
+def polygamma(a, x, name=None):
+    """The a-th derivative of digamma at x, element-wise (tf.polygamma; a = 0 is digamma). `a`
+    must hold non-negative whole numbers (else NaN) and has no gradient; the gradient in x is
+    polygamma(a + 1, x). Example: ``sf.polygamma(1.0, x)`` (trigamma)."""
+    return _out("Polygamma", [a, x], name=name)
 tan = _unary("Tan", "Tangent, element-wise.")
 asin = _unary("Asin", "Arcsine, element-wise.")
 acos = _unary("Acos", "Arccosine, element-wise.")
@@ -296,6 +306,15 @@ def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     """Running sums along `axis` (TF1's tf.cumsum): exclusive leaves out the element itself,
     reverse sums from the end. Example: ``sf.cumsum([1, 2, 3]) -> [1, 3, 6]``."""
     return _out("Cumsum", [x, np.int32(axis)],
+                {"exclusive": bool(exclusive), "reverse": bool(reverse)}, name)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    """Running products along `axis` (TF1's tf.cumprod / tf.math.cumprod): exclusive leaves out
+    the element itself (the first is 1), reverse multiplies from the end. Example:
+    ``sf.cumprod([1, 2, 3]) -> [1, 2, 6]``. Its gradient divides by x, as TF's (not defined
+    where x is 0)."""
+    return _out("Cumprod", [x, np.int32(axis)],
                 {"exclusive": bool(exclusive), "reverse": bool(reverse)}, name)
 
 
@@ -550,6 +569,10 @@ def check_numerics(tensor, message, name=None):
 
 __all__ = [
     "cumsum",
+    "cumprod",
+    "lgamma",
+    "digamma",
+    "polygamma",
     "reverse",
     "reverse_v2",
     "Print",

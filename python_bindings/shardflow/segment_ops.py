@@ -10,12 +10,24 @@ Example::
 Segment ids must lie in [0, num_segments): unlike TF1, a negative id is an error when the step
 runs rather than a row silently dropped. dynamic_stitch adds rows that two indices send to the
 same place (TF1 keeps the last); with distinct indices, as after dynamic_partition, they agree.
+
+Note [Segment max, min and prod by masking]. The engine has no scatter-max, so
+unsorted_segment_max / min / prod (and the sorted segment_max / min / prod) compare every row
+with every segment: a [num_segments, rows] mask selects each segment's rows, the others are
+replaced by the reduction's identity (the dtype's lowest value for max, its highest for min,
+1 for prod) and the Max / Min / Prod reductions run over the rows. The values are TF1's
+(an empty segment gives that identity; in the sorted forms, 0), gradients flow through
+Select and the reduction, and an id outside [0, num_segments) drops its row; the cost is
+num_segments times the data's size in time and memory, so keep them for small segment counts.
+
+bincount and confusion_matrix (tf.math.bincount, tf.math.confusion_matrix) count with
+unsorted_segment_sum.
 """
 
 import numpy as np
 
-from shardflow import dtypes, ops
-from shardflow.array_ops import boolean_mask, gather
+from shardflow import check_ops, dtypes, ops
+from shardflow.array_ops import boolean_mask, range as _range, reduce_any, where_v2
 from shardflow.framework import convert_to_tensor
 
 
@@ -74,6 +86,81 @@ def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None):
     return ops.divide(total, ops.sqrt(ops.maximum(counts, ops.ones_like(counts))), name=name)
 
 
+def _lowest(dt):
+    if dt == dtypes.bfloat16:
+        return -3.3895313892515355e38  # bfloat16's lowest finite value (NumPy has no bfloat16)
+    np_dt = np.dtype(dt.as_numpy_dtype)
+    return np.finfo(np_dt).min if dt.is_floating else np.iinfo(np_dt).min
+
+
+def _highest(dt):
+    if dt == dtypes.bfloat16:
+        return 3.3895313892515355e38
+    np_dt = np.dtype(dt.as_numpy_dtype)
+    return np.finfo(np_dt).max if dt.is_floating else np.iinfo(np_dt).max
+
+
+def _masked_segment_reduce(data, segment_ids, num_segments, reduce_fn, identity, empty, what,
+                           name):
+    """Note [Segment max, min and prod by masking]: out[i] = reduce_fn over the rows of `data`
+    whose id is i; `empty` for a segment without rows (`identity` when None)."""
+    data = convert_to_tensor(data)
+    if not (data.dtype.is_floating or data.dtype.is_integer):
+        raise TypeError("%s takes numbers, not %s" % (what, data.dtype.name))
+    ids = _int32(segment_ids)
+    k = ids.shape.ndims
+    if k is None or data.shape.ndims is None:
+        raise ValueError("%s needs data and segment_ids of known rank" % what)
+    rest = data.shape.as_list()[k:]
+    if any(d is None for d in rest):
+        raise ValueError("%s needs the sizes of data's dimensions after the segment ids' "
+                         "(%s), got %s" % (what, k, data.shape))
+    dtype = data.dtype
+    if dtype in (dtypes.int8, dtypes.uint8):  # the engine reduces these through int32
+        data = ops.cast(data, dtypes.int32)
+    rows = ops.reshape(data, [-1] + rest)                         # [n] + rest
+    flat_ids = ops.reshape(ids, [1, -1])                          # [1, n]
+    segments = ops.reshape(_range(_int32(num_segments)), [-1, 1])  # [num_segments, 1]
+    member = ops.equal(segments, flat_ids)                        # [num_segments, n]
+    mask = member
+    for _ in rest:  # [num_segments, n, 1, ...]: broadcasts against the rows
+        mask = ops.expand_dims(mask, -1)
+    chosen = where_v2(mask, ops.expand_dims(rows, 0), ops.constant(identity, dtype=data.dtype))
+    out = reduce_fn(chosen, axis=1)
+    if empty is not None:
+        has_rows = reduce_any(member, axis=1)
+        for _ in rest:
+            has_rows = ops.expand_dims(has_rows, -1)
+        out = where_v2(has_rows, out, ops.constant(empty, dtype=data.dtype))
+    return ops.cast(out, dtype, name=name) if data.dtype != dtype else \
+        ops.identity(out, name=name)
+
+
+def unsorted_segment_max(data, segment_ids, num_segments, name=None):
+    """out[i] = the maximum of data[j...] over the j with segment_ids[j...] == i, as TF1's
+    tf.math.unsorted_segment_max; an empty segment gives the dtype's lowest value (-FLT_MAX
+    for float32, INT_MIN for int32), as TF1. Note [Segment max, min and prod by masking]."""
+    data = convert_to_tensor(data)
+    return _masked_segment_reduce(data, segment_ids, num_segments, ops.reduce_max,
+                                  _lowest(data.dtype), None, "unsorted_segment_max", name)
+
+
+def unsorted_segment_min(data, segment_ids, num_segments, name=None):
+    """out[i] = the minimum of segment i's rows (tf.math.unsorted_segment_min); an empty
+    segment gives the dtype's highest value, as TF1."""
+    data = convert_to_tensor(data)
+    return _masked_segment_reduce(data, segment_ids, num_segments, ops.reduce_min,
+                                  _highest(data.dtype), None, "unsorted_segment_min", name)
+
+
+def unsorted_segment_prod(data, segment_ids, num_segments, name=None):
+    """out[i] = the product of segment i's rows (tf.math.unsorted_segment_prod); an empty
+    segment gives 1, as TF1."""
+    data = convert_to_tensor(data)
+    return _masked_segment_reduce(data, segment_ids, num_segments, ops.reduce_prod, 1, None,
+                                  "unsorted_segment_prod", name)
+
+
 def _sorted_count(segment_ids):
     ids = _int32(segment_ids)
     if ids.shape.ndims != 1:
@@ -89,6 +176,29 @@ def segment_sum(data, segment_ids, name=None):
 def segment_mean(data, segment_ids, name=None):
     """unsorted_segment_mean with sorted ids and num_segments = the last id + 1."""
     return unsorted_segment_mean(data, segment_ids, _sorted_count(segment_ids), name=name)
+
+
+def segment_max(data, segment_ids, name=None):
+    """The maximum of each segment of sorted ids (num_segments = the last id + 1), as TF1's
+    tf.math.segment_max: a segment without rows gives 0."""
+    data = convert_to_tensor(data)
+    return _masked_segment_reduce(data, segment_ids, _sorted_count(segment_ids),
+                                  ops.reduce_max, _lowest(data.dtype), 0, "segment_max", name)
+
+
+def segment_min(data, segment_ids, name=None):
+    """The minimum of each segment of sorted ids, as TF1's tf.math.segment_min (0 for a
+    segment without rows)."""
+    data = convert_to_tensor(data)
+    return _masked_segment_reduce(data, segment_ids, _sorted_count(segment_ids),
+                                  ops.reduce_min, _highest(data.dtype), 0, "segment_min", name)
+
+
+def segment_prod(data, segment_ids, name=None):
+    """The product of each segment of sorted ids, as TF1's tf.math.segment_prod (1 for a
+    segment without rows)."""
+    return _masked_segment_reduce(data, segment_ids, _sorted_count(segment_ids),
+                                  ops.reduce_prod, 1, None, "segment_prod", name)
 
 
 def dynamic_partition(data, partitions, num_partitions, name=None):
@@ -117,14 +227,22 @@ def dynamic_stitch(indices, data, name=None):
 
 
 def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int32, name=None):
-    """How often each value 0..max(arr) occurs in `arr` (or the sum of its `weights`)."""
+    """How often each value 0, 1, ... occurs in the non-negative integers `arr` (any shape), or
+    the sum of the `weights` (arr's shape) at those places, as TF1's tf.bincount /
+    tf.math.bincount. The result has max(arr) + 1 entries (0 for an empty arr), at least
+    `minlength` and at most `maxlength` (values from maxlength on are not counted); its dtype
+    is `dtype` without weights, the weights' dtype with them.
+
+    Example: ``sf.bincount([1, 1, 3], minlength=5) -> [0, 2, 0, 1, 0]``.
+    """
     arr = _int32(arr)
     flat = ops.reshape(arr, [-1])
-    n = ops.reduce_max(flat) + 1
+    # max(arr) + 1, and 0 for an empty arr (the engine's Max refuses an empty input).
+    n = ops.reduce_max(ops.concat([flat, np.array([-1], np.int32)], 0)) + 1
     if minlength is not None:
-        n = ops.maximum(n, int(minlength))
+        n = ops.maximum(n, _int32(minlength))
     if maxlength is not None:
-        n = ops.minimum(n, int(maxlength))
+        n = ops.minimum(n, _int32(maxlength))
         keep = ops.less(flat, n)
         flat = boolean_mask(flat, keep)
     w = (ops.ones_like(ops.cast(flat, dtypes.float64)) if weights is None
@@ -133,6 +251,55 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int
         w = boolean_mask(w, keep)
     dtype = dtypes.as_dtype(dtype) if weights is None else convert_to_tensor(weights).dtype
     return ops.cast(unsorted_segment_sum(w, flat, n), dtype, name=name)
+
+
+def _static_size(x):
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    return None if dims is None or None in dims else int(np.prod(dims, dtype=np.int64))
+
+
+def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32, name=None,
+                     weights=None):
+    """The [num_classes, num_classes] matrix whose entry [i, j] counts the samples with label i
+    and prediction j (or sums their `weights`), as TF1's tf.confusion_matrix /
+    tf.math.confusion_matrix (same argument order). `labels` and `predictions` are integer
+    class ids of one size (a trailing dimension of 1 on either is fine: they are flattened);
+    without `num_classes` it is max(labels, predictions) + 1, computed when the step runs.
+    Negative ids, and ids not below num_classes, fail the step (InvalidArgumentError), as TF1.
+
+    Example::
+
+        sf.confusion_matrix([1, 2, 4], [2, 2, 4])    # 5x5: [1, 2] = [2, 2] = [4, 4] = 1
+    """
+    from shardflow.framework import control_dependencies
+    labels = ops.reshape(_int32(labels), [-1])
+    predictions = ops.reshape(_int32(predictions), [-1])
+    n_labels, n_predictions = _static_size(labels), _static_size(predictions)
+    if n_labels is not None and n_predictions is not None and n_labels != n_predictions:
+        raise ValueError("confusion_matrix: %d labels but %d predictions"
+                         % (n_labels, n_predictions))
+    checks = [check_ops.assert_non_negative(labels, message="`labels` contains negative values"),
+              check_ops.assert_non_negative(predictions,
+                                            message="`predictions` contains negative values")]
+    if num_classes is None:
+        n = ops.maximum(ops.reduce_max(labels), ops.reduce_max(predictions)) + 1
+    else:
+        n = _int32(num_classes)
+        checks += [check_ops.assert_less(labels, n, message="`labels` out of bound"),
+                   check_ops.assert_less(predictions, n, message="`predictions` out of bound")]
+    if isinstance(num_classes, (int, np.integer)):
+        shape = [int(num_classes), int(num_classes)]
+    else:
+        shape = ops.concat([ops.reshape(n, [1]), ops.reshape(n, [1])], 0)
+    with control_dependencies(checks):
+        cell = ops.add(ops.multiply(labels, n), predictions)
+    dtype = dtypes.as_dtype(dtype)
+    if weights is None:
+        values = ops.ones_like(ops.cast(labels, dtype))
+    else:
+        values = ops.reshape(ops.cast(convert_to_tensor(weights), dtype), [-1])
+    counts = unsorted_segment_sum(values, cell, ops.multiply(n, n))
+    return ops.reshape(counts, shape, name=name)
 
 
 def histogram_fixed_width(values, value_range, nbins=100, dtype=dtypes.int32, name=None):
@@ -166,6 +333,8 @@ class UniqueResult(tuple):
     idx = property(lambda self: self[1])
 
 
-__all__ = ["bincount", "dynamic_partition", "dynamic_stitch", "histogram_fixed_width",
-           "segment_mean", "segment_sum", "unique", "unsorted_segment_mean",
-           "unsorted_segment_sqrt_n", "unsorted_segment_sum"]
+__all__ = ["bincount", "confusion_matrix", "dynamic_partition", "dynamic_stitch",
+           "histogram_fixed_width", "segment_max", "segment_mean", "segment_min", "segment_prod",
+           "segment_sum", "unique", "unsorted_segment_max", "unsorted_segment_mean",
+           "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
+           "unsorted_segment_sum"]

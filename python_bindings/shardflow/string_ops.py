@@ -1,6 +1,7 @@
 """TF1's string ops: tf.decode_csv, tf.as_string, tf.string_to_number, tf.string_join,
 tf.substr, tf.regex_replace, tf.string_split, tf.strings.* (join, split, length, lower, upper,
-strip, to_number, regex_full_match, format-free helpers) and tf.reduce_join.
+strip, to_number, regex_full_match, format-free helpers), tf.reduce_join, and the file ops
+tf.read_file, tf.write_file and tf.matching_files.
 
 Example (a CSV input pipeline)::
 
@@ -280,5 +281,93 @@ strings.__dict__.update({
         lambda v: _bytes(v).strip(), input, dtypes.string, name or "StringStrip"),
 })
 
-__all__ = ["as_string", "decode_csv", "reduce_join", "regex_full_match", "regex_replace",
-           "string_join", "string_split", "string_to_number", "strings", "substr"]
+__all__ = ["as_string", "decode_csv", "matching_files", "read_file", "reduce_join",
+           "regex_full_match", "regex_replace", "string_join", "string_split", "string_to_number",
+           "strings", "substr", "write_file"]
+
+
+def _path(filename, what):
+    value = np.asarray(filename, dtype=object)
+    if value.shape != ():
+        raise errors.InvalidArgumentError("%s: filename must be a scalar, got shape %s"
+                                          % (what, list(value.shape)))
+    return _bytes(value.item()).decode("utf-8", "surrogateescape")
+
+
+def read_file(filename, name=None):
+    """The whole contents of the file named by the scalar string `filename`, as a scalar string
+    (TF1's tf.read_file and tf.io.read_file), read each time the op runs. A missing or unreadable
+    file fails the step with NotFoundError (PermissionDenied...) naming the file. Example: an
+    input pipeline of PNG files::
+
+        files = sf.data.Dataset.from_tensor_slices(paths)
+        images = files.map(lambda f: sf.image.decode_png(sf.read_file(f), channels=1))
+    """
+    def run(filename_value):
+        path = _path(filename_value, "read_file")
+        try:
+            with open(path, "rb") as f:
+                return np.array(f.read(), dtype=object)
+        except FileNotFoundError:
+            raise errors.NotFoundError("read_file: %s: no such file" % path) from None
+        except PermissionError:
+            raise errors.PermissionDeniedError("read_file: %s: permission denied" % path) from None
+        except OSError as e:
+            raise errors.UnknownError("read_file: %s: %s" % (path, e.strerror or e)) from None
+    out = py_func(run, [_strings(filename)], dtypes.string, stateful=True,
+                  name=name or "ReadFile")
+    out.set_shape([])
+    return out
+
+
+def write_file(filename, contents, name=None):
+    """Writes the scalar string `contents` to the file `filename` (replacing it; the directory
+    must exist), as TF1's tf.write_file / tf.io.write_file; returns the Operation. Errors name
+    the file."""
+    def run(filename_value, contents_value):
+        path = _path(filename_value, "write_file")
+        data = np.asarray(contents_value, dtype=object)
+        if data.shape != ():
+            raise errors.InvalidArgumentError("write_file: contents must be a scalar, got shape %s"
+                                              % list(data.shape))
+        try:
+            with open(path, "wb") as f:
+                f.write(_bytes(data.item()))
+        except FileNotFoundError:
+            raise errors.NotFoundError("write_file: %s: the directory does not exist"
+                                       % path) from None
+        except PermissionError:
+            raise errors.PermissionDeniedError("write_file: %s: permission denied"
+                                               % path) from None
+        except OSError as e:
+            raise errors.UnknownError("write_file: %s: %s" % (path, e.strerror or e)) from None
+        return []
+    return py_func(run, [_strings(filename), _strings(contents)], [], stateful=True,
+                   name=name or "WriteFile")
+
+
+def matching_files(pattern, name=None):
+    """The sorted names of the files that match `pattern` (a glob: ``*``, ``?``, ``[...]``;
+    a string, or a vector of them whose matches are merged), as a string vector, as TF1's
+    tf.matching_files / tf.io.matching_files. The file system is read each time the op runs;
+    no match gives an empty vector (tf.data.Dataset.list_files, which globs when the graph is
+    built, refuses that). Local paths only, as sf.gfile.
+
+    Example: ``files = sf.matching_files(os.path.join(data_dir, "train-*.tfrecord"))``.
+    """
+    from shardflow import gfile
+
+    def run(pattern_value):
+        patterns = np.asarray(pattern_value, dtype=object)
+        if patterns.ndim > 1:
+            raise errors.InvalidArgumentError("matching_files: pattern must be a scalar or a "
+                                              "vector, got shape %s" % list(patterns.shape))
+        paths = [_bytes(p).decode("utf-8", "surrogateescape") for p in patterns.reshape(-1)]
+        found = gfile.Glob(paths)
+        out = np.empty(len(found), dtype=object)
+        out[:] = [path.encode("utf-8", "surrogateescape") for path in found]
+        return out
+    out = py_func(run, [_strings(pattern)], dtypes.string, stateful=True,
+                  name=name or "MatchingFiles")
+    out.set_shape([None])
+    return out

@@ -79,6 +79,27 @@ class initializers:  # noqa: N801 (a namespace, spelled like TensorFlow's module
         from shardflow.variable_scope import orthogonal_initializer
         return orthogonal_initializer(gain=gain, seed=seed)
 
+    # TF1's tf.initializers also names the ops that initialise variables and tables.
+    @staticmethod
+    def global_variables():
+        """The op that initialises every global variable (sf.global_variables_initializer)."""
+        return global_variables_initializer()
+
+    @staticmethod
+    def local_variables():
+        """The op that initialises the local variables (sf.local_variables_initializer)."""
+        return local_variables_initializer()
+
+    @staticmethod
+    def variables(var_list, name="init"):
+        """The op that initialises `var_list` (sf.variables_initializer)."""
+        return variables_initializer(var_list, name=name)
+
+    @staticmethod
+    def tables(name="init_all_tables"):
+        """The op that initialises the graph's lookup tables (sf.tables_initializer)."""
+        return tables_initializer(name=name)
+
 
 class Variable(_TensorOperators):
     """A tensor whose value persists across steps and that optimizers update.
@@ -289,6 +310,22 @@ def variables_initializer(var_list, name="init"):
 def local_variables_initializer():
     """One op that initialises the local variables."""
     return variables_initializer(local_variables(), name="init_local")
+
+
+def tables_initializer(name="init_all_tables"):
+    """One op that runs the ops in the sf.GraphKeys.TABLE_INITIALIZERS collection (those that
+    initialise lookup tables), or a no-op when there are none, as TF1's tf.tables_initializer.
+
+    Example::
+
+        sess.run([sf.global_variables_initializer(), sf.tables_initializer()])
+    """
+    from shardflow.framework import get_collection
+    from shardflow.ops import group, no_op
+    table_inits = get_collection(GraphKeys.TABLE_INITIALIZERS)
+    if not table_inits:
+        return no_op(name=name)
+    return group(*table_inits, name=name)
 
 
 def trainable_variables(scope=None, graph=None):

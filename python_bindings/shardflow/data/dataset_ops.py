@@ -112,8 +112,8 @@ class Dataset:
     """A sequence of elements, each a nested structure (tuples, dicts) of tensors.
 
     Build with the static constructors (from_tensor_slices, from_tensors, range, zip,
-    from_generator) and the transformations below; read with make_one_shot_iterator() or
-    make_initializable_iterator().
+    from_generator, list_files) and the transformations below; read with
+    make_one_shot_iterator() or make_initializable_iterator().
     """
 
     _inputs = ()
@@ -184,6 +184,37 @@ class Dataset:
         each repeat), converted to `output_types` and checked against `output_shapes`."""
         from shardflow.data.sources import GeneratorDataset
         return GeneratorDataset(generator, output_types, output_shapes, args)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        """The names of the files matching `file_pattern` (a glob, or a list of them), one
+        scalar string per element, as TF1's Dataset.list_files. The file system is read when
+        this is called (when the graph is built), and the names are sorted; with shuffle None
+        or True (TF1's default) they come in a new random order on each pass (a shuffle over
+        all of them, reproducible with `seed` or sf.set_random_seed), with shuffle=False in
+        sorted order. No match raises InvalidArgumentError naming the pattern.
+
+        Example::
+
+            files = sf.data.Dataset.list_files(os.path.join(data_dir, "*.png"), seed=1)
+            images = files.map(lambda f: sf.image.decode_png(sf.read_file(f), channels=1))
+        """
+        from shardflow import gfile
+        patterns = list(file_pattern) if isinstance(file_pattern, (list, tuple)) else \
+            [file_pattern]
+        if any(isinstance(p, Tensor) for p in patterns):
+            raise TypeError("Dataset.list_files: shardflow matches the pattern when the graph is "
+                            "built, so it takes a string (or a list of them), not a tensor")
+        names = gfile.Glob(patterns)
+        if not names:
+            shown = ", ".join(p.decode() if isinstance(p, bytes) else str(p) for p in patterns)
+            raise errors.InvalidArgumentError("No files matched pattern: %s" % shown)
+        files = np.empty(len(names), dtype=object)
+        files[:] = [n.encode("utf-8", "surrogateescape") for n in names]
+        dataset = Dataset.from_tensor_slices(files)
+        if shuffle is None or shuffle:
+            dataset = dataset.shuffle(len(names), seed=seed)
+        return dataset
 
     # ---- transformations ----------------------------------------------------------------
 

@@ -1,9 +1,12 @@
-"""tf.keras.callbacks: hooks that Model.fit calls around epochs and batches.
+"""tf.keras.callbacks: hooks that Model.fit calls around epochs and batches (History,
+LambdaCallback, EarlyStopping, ModelCheckpoint).
 
 Example::
 
     stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=2)
-    history = model.fit(x, y, epochs=50, validation_split=0.2, callbacks=[stop])
+    save = keras.callbacks.ModelCheckpoint("ckpt/w.{epoch:02d}-{val_loss:.2f}.h5",
+                                           save_best_only=True, save_weights_only=True)
+    history = model.fit(x, y, epochs=50, validation_split=0.2, callbacks=[stop, save])
     history.history["loss"]          # one value per epoch run
 """
 
@@ -134,3 +137,71 @@ class EarlyStopping(Callback):
     def on_train_end(self, logs=None):
         if self.stopped_epoch > 0 and self.verbose > 0:
             print("Epoch %05d: early stopping" % (self.stopped_epoch + 1))
+
+
+class ModelCheckpoint(Callback):
+    """Saves the model at the end of every `period`-th epoch, as Keras's ModelCheckpoint:
+    `filepath` is formatted with the epoch (counted from 1) and the epoch's logs
+    (``"w.{epoch:02d}-{val_loss:.2f}.h5"``), then written by model.save_weights
+    (save_weights_only) or model.save. With save_best_only the model is saved only when
+    `monitor` improved on the best value so far ('min' or 'max' by `mode`; 'auto' is max for
+    names with 'acc', else min), so a fixed filepath holds the best model. `save_freq` is
+    Keras 1.15's other spelling of the period: only 'epoch' is supported."""
+
+    def __init__(self, filepath, monitor="val_loss", verbose=0, save_best_only=False,
+                 save_weights_only=False, mode="auto", period=1, save_freq="epoch"):
+        super().__init__()
+        if save_freq != "epoch":
+            raise ValueError("ModelCheckpoint(save_freq=%r): only 'epoch' is supported; use "
+                             "period= to save every few epochs" % (save_freq,))
+        self.filepath = str(filepath)
+        self.monitor = monitor
+        self.verbose = verbose
+        self.save_best_only = bool(save_best_only)
+        self.save_weights_only = bool(save_weights_only)
+        self.period = int(period)
+        self.epochs_since_last_save = 0
+        if mode not in ("auto", "min", "max"):
+            import warnings
+            warnings.warn("ModelCheckpoint mode %r is unknown, fallback to auto mode." % (mode,),
+                          RuntimeWarning)
+            mode = "auto"
+        if mode == "max" or (mode == "auto" and ("acc" in monitor
+                                                  or monitor.startswith("fmeasure"))):
+            self.monitor_op, self.best = np.greater, -np.inf
+        else:
+            self.monitor_op, self.best = np.less, np.inf
+
+    def _save(self, filepath):
+        if self.save_weights_only:
+            self.model.save_weights(filepath, overwrite=True)
+        else:
+            self.model.save(filepath, overwrite=True)
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        self.epochs_since_last_save += 1
+        if self.epochs_since_last_save < self.period:
+            return
+        self.epochs_since_last_save = 0
+        filepath = self.filepath.format(epoch=epoch + 1, **logs)
+        if not self.save_best_only:
+            if self.verbose > 0:
+                print("\nEpoch %05d: saving model to %s" % (epoch + 1, filepath))
+            self._save(filepath)
+            return
+        current = logs.get(self.monitor)
+        if current is None:
+            import warnings
+            warnings.warn("Can save best model only with %s available, skipping."
+                          % self.monitor, RuntimeWarning)
+            return
+        if self.monitor_op(current, self.best):
+            if self.verbose > 0:
+                print("\nEpoch %05d: %s improved from %0.5f to %0.5f, saving model to %s"
+                      % (epoch + 1, self.monitor, self.best, current, filepath))
+            self.best = current
+            self._save(filepath)
+        elif self.verbose > 0:
+            print("\nEpoch %05d: %s did not improve from %0.5f"
+                  % (epoch + 1, self.monitor, self.best))
