@@ -4,16 +4,18 @@ the median step split into compute, communication and waiting, against the compu
 
     /usr/bin/python3 benchmarks/data_parallel_split.py [build/bin/shardflow]
         [--models mlp cnn] [--networks loopback 10gbit 1gbit] [--steps 60] [--out DIR]
+        [--rounds 1] [--transport grpc|ucx] [--replication between-graph|in-graph]
 
 Two workers (and, for ps-async and ps-sync, one ps task), one `shardflow train --cluster --job
 --task` process per task (allreduce and averaging with --replication between-graph, the default
 here: each worker trains from its own graph), 1 thread each, 64 examples per worker and step,
-Adam. The chief runs with --step-stats, which traces every step and splits its wall time (Note [Step time split] in
-tools/shardflow/train_report.h): compute = some kernel of the step ran; communication = tensors
-were crossing between tasks and nothing computed (what the network cost that computation did not
-hide); waiting = the rest (sync tokens, a slower peer, RPC overhead). Medians over the steps
-after the first 10. "compute-only" is the same model and batch in one process with no strategy
-(the step a worker would take alone; "x alone" = step / that). "no-comm" is the two-worker
+Adam. The chief runs with --step-stats, which traces every step and splits its wall time
+(Note [Step time split] in tools/shardflow/train_report.h): compute = some kernel of the step
+ran; communication = tensors were crossing between tasks and nothing computed (what the network
+cost that computation did not hide); waiting = the rest (sync tokens, a slower peer, RPC
+overhead). Medians over the steps after the first 10. "compute-only" is the same model and batch
+in one process with no strategy (the step a worker would take alone; "x alone" = step / that).
+"no-comm" is the two-worker
 deployment with no communication (averaging every 10^9 steps: both processes compute on the same
 cores): "x no-comm" = step / that, the overlap figure (issue 12: allreduce
 of the CNN on 10 Gbit/s at most 1.15x its compute-only step).
@@ -170,6 +172,9 @@ def main():
     parser.add_argument("--networks", nargs="+", default=["loopback", "10gbit", "1gbit"])
     parser.add_argument("--strategies", nargs="+", default=STRATEGIES)
     parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="repeat everything this many times and print medians: the machine's "
+                        "speed drifts from minute to minute, ratios are taken within a round")
     parser.add_argument("--out", default=".")
     parser.add_argument("--replication", default="between-graph",
                         choices=["between-graph", "in-graph"],
@@ -186,36 +191,63 @@ def main():
     emulate = os.geteuid() == 0 and shutil.which("tc") is not None
     header = (f"{'network':<9} {'model':<5} {'strategy':<16} {'step ms':>8} {'compute':>8} "
               f"{'comm':>8} {'waiting':>8} {'x alone':>8} {'x no-comm':>9}")
-    print(header)
-    rows = []
+
+    def line(network, m, strategy, s, ratio, vs):
+        vs = f"{vs:>9.2f}" if vs else f"{'':>9}"
+        return (f"{network:<9} {m:<5} {strategy:<16} {s['wall_ms']:>8.2f} "
+                f"{s['compute_ms']:>8.2f} {s['communication_ms']:>8.2f} "
+                f"{s['waiting_ms']:>8.2f} {ratio:>8.2f} {vs}")
+    # Per (network, model, strategy): each round's split and its ratios to that round's
+    # compute-only and no-comm steps (the machine's speed drifts between rounds; ratios are
+    # taken within a round, side by side).
+    splits, vs_alone, vs_base, alones = {}, {}, {}, {m: [] for m in args.models}
     with tempfile.TemporaryDirectory() as workdir:
-        alone = {m: compute_only(args.cli, m, args.steps, workdir) for m in args.models}
+        for r in range(args.rounds):
+            if args.rounds > 1:
+                print(f"round {r + 1}/{args.rounds}")
+            print(header)
+            alone = {m: compute_only(args.cli, m, args.steps, workdir) for m in args.models}
+            for m in args.models:
+                alones[m].append(alone[m])
+                print(line("-", m, "compute-only", alone[m], 1, None))
+            for network in args.networks:
+                if network != "loopback" and not emulate:
+                    print(f"{network:<9} (skipped: emulated hosts need root and tc)")
+                    continue
+                hosts = Hosts(3, None if network == "loopback" else network)
+                try:
+                    for m in args.models:
+                        # Every other round runs the strategies in reverse order, so a drift
+                        # of the machine's speed within a round does not favour one of them.
+                        order = args.strategies if r % 2 == 0 else args.strategies[::-1]
+                        got = {strategy: run_strategy(args.cli, hosts, strategy, m, args.steps,
+                                                      workdir, args.replication, args.transport)
+                               for strategy in order}
+                        base = got["no-comm"]["wall_ms"] if "no-comm" in got else None
+                        for strategy in args.strategies:
+                            s, key = got[strategy], (network, m, strategy)
+                            splits.setdefault(key, []).append(s)
+                            vs_alone.setdefault(key, []).append(s["wall_ms"] /
+                                                                alone[m]["wall_ms"])
+                            if base:
+                                vs_base.setdefault(key, []).append(s["wall_ms"] / base)
+                            print(line(network, m, strategy, s, vs_alone[key][-1],
+                                       base and s["wall_ms"] / base), flush=True)
+                finally:
+                    hosts.close()
+    med = statistics.median
+    alone = {m: {k: med(a[k] for a in alones[m]) for k in alones[m][0]} for m in args.models}
+    rows = [(key[0], key[1], key[2], {k: med(x[k] for x in v) for k in v[0]},
+             med(vs_alone[key])) for key, v in splits.items()]
+    if args.rounds > 1:
+        print(f"\nmedians of {args.rounds} rounds (ratios: the median of each round's own)")
+        print(header)
         for m in args.models:
-            a = alone[m]
-            print(f"{'-':<9} {m:<5} {'compute-only':<16} {a['wall_ms']:>8.2f} "
-                  f"{a['compute_ms']:>8.2f} {a['communication_ms']:>8.2f} "
-                  f"{a['waiting_ms']:>8.2f} {1:>8.2f}")
-        for network in args.networks:
-            if network != "loopback" and not emulate:
-                print(f"{network:<9} (skipped: emulated hosts need root and tc)")
-                continue
-            hosts = Hosts(3, None if network == "loopback" else network)
-            try:
-                for m in args.models:
-                    base = None
-                    for strategy in args.strategies:
-                        s = run_strategy(args.cli, hosts, strategy, m, args.steps, workdir,
-                                         args.replication, args.transport)
-                        if strategy == "no-comm":
-                            base = s["wall_ms"]
-                        ratio = s["wall_ms"] / alone[m]["wall_ms"]
-                        rows.append((network, m, strategy, s, ratio))
-                        vs = f"{s['wall_ms'] / base:>9.2f}" if base else f"{'':>9}"
-                        print(f"{network:<9} {m:<5} {strategy:<16} {s['wall_ms']:>8.2f} "
-                              f"{s['compute_ms']:>8.2f} {s['communication_ms']:>8.2f} "
-                              f"{s['waiting_ms']:>8.2f} {ratio:>8.2f} {vs}", flush=True)
-            finally:
-                hosts.close()
+            print(line("-", m, "compute-only", alone[m], 1, None))
+        for network, m, strategy, s, ratio in rows:
+            key = (network, m, strategy)
+            print(line(network, m, strategy, s, ratio,
+                       med(vs_base[key]) if key in vs_base else None))
     plot(rows, alone, args.out)
     return 0
 
