@@ -11,14 +11,11 @@ Segment ids must lie in [0, num_segments): unlike TF1, a negative id is an error
 runs rather than a row silently dropped. dynamic_stitch adds rows that two indices send to the
 same place (TF1 keeps the last); with distinct indices, as after dynamic_partition, they agree.
 
-Note [Segment max, min and prod by masking]. The engine has no scatter-max, so
-unsorted_segment_max / min / prod (and the sorted segment_max / min / prod) compare every row
-with every segment: a [num_segments, rows] mask selects each segment's rows, the others are
-replaced by the reduction's identity (the dtype's lowest value for max, its highest for min,
-1 for prod) and the Max / Min / Prod reductions run over the rows. The values are TF1's
-(an empty segment gives that identity; in the sorted forms, 0), gradients flow through
-Select and the reduction, and an id outside [0, num_segments) drops its row; the cost is
-num_segments times the data's size in time and memory, so keep them for small segment counts.
+unsorted_segment_max / min / prod (and the sorted segment_max / min / prod) are kernels
+(UnsortedSegmentMax/Min/Prod, ops/segment_ops.cc): one pass over the data, gradients as TF's
+(ties share the gradient of a max or min). An empty segment gives the reduction's identity (the
+dtype's lowest value for max, its highest for min, 1 for prod), as TF1; in the sorted max and
+min, 0.
 
 bincount and confusion_matrix (tf.math.bincount, tf.math.confusion_matrix) count with
 unsorted_segment_sum.
@@ -27,7 +24,7 @@ unsorted_segment_sum.
 import numpy as np
 
 from shardflow import check_ops, dtypes, ops
-from shardflow.array_ops import boolean_mask, range as _range, reduce_any, where_v2
+from shardflow.array_ops import boolean_mask, where_v2
 from shardflow.framework import convert_to_tensor
 
 
@@ -86,79 +83,58 @@ def unsorted_segment_sqrt_n(data, segment_ids, num_segments, name=None):
     return ops.divide(total, ops.sqrt(ops.maximum(counts, ops.ones_like(counts))), name=name)
 
 
-def _lowest(dt):
-    if dt == dtypes.bfloat16:
-        return -3.3895313892515355e38  # bfloat16's lowest finite value (NumPy has no bfloat16)
-    np_dt = np.dtype(dt.as_numpy_dtype)
-    return np.finfo(np_dt).min if dt.is_floating else np.iinfo(np_dt).min
-
-
-def _highest(dt):
-    if dt == dtypes.bfloat16:
-        return 3.3895313892515355e38
-    np_dt = np.dtype(dt.as_numpy_dtype)
-    return np.finfo(np_dt).max if dt.is_floating else np.iinfo(np_dt).max
-
-
-def _masked_segment_reduce(data, segment_ids, num_segments, reduce_fn, identity, empty, what,
-                           name):
-    """Note [Segment max, min and prod by masking]: out[i] = reduce_fn over the rows of `data`
-    whose id is i; `empty` for a segment without rows (`identity` when None)."""
+def _segment_kernel(op_type, data, segment_ids, num_segments, what, name):
+    """The UnsortedSegment{Max,Min,Prod} kernel of `data`; int8 and uint8 go through int32."""
     data = convert_to_tensor(data)
     if not (data.dtype.is_floating or data.dtype.is_integer):
         raise TypeError("%s takes numbers, not %s" % (what, data.dtype.name))
-    ids = _int32(segment_ids)
-    k = ids.shape.ndims
-    if k is None or data.shape.ndims is None:
-        raise ValueError("%s needs data and segment_ids of known rank" % what)
-    rest = data.shape.as_list()[k:]
-    if any(d is None for d in rest):
-        raise ValueError("%s needs the sizes of data's dimensions after the segment ids' "
-                         "(%s), got %s" % (what, k, data.shape))
     dtype = data.dtype
-    if dtype in (dtypes.int8, dtypes.uint8):  # the engine reduces these through int32
+    if dtype in (dtypes.int8, dtypes.uint8):
         data = ops.cast(data, dtypes.int32)
-    rows = ops.reshape(data, [-1] + rest)                         # [n] + rest
-    flat_ids = ops.reshape(ids, [1, -1])                          # [1, n]
-    segments = ops.reshape(_range(_int32(num_segments)), [-1, 1])  # [num_segments, 1]
-    member = ops.equal(segments, flat_ids)                        # [num_segments, n]
-    mask = member
-    for _ in rest:  # [num_segments, n, 1, ...]: broadcasts against the rows
-        mask = ops.expand_dims(mask, -1)
-    chosen = where_v2(mask, ops.expand_dims(rows, 0), ops.constant(identity, dtype=data.dtype))
-    out = reduce_fn(chosen, axis=1)
-    if empty is not None:
-        has_rows = reduce_any(member, axis=1)
-        for _ in rest:
-            has_rows = ops.expand_dims(has_rows, -1)
-        out = where_v2(has_rows, out, ops.constant(empty, dtype=data.dtype))
-    return ops.cast(out, dtype, name=name) if data.dtype != dtype else \
-        ops.identity(out, name=name)
+    out = ops._out(op_type, [data, _int32(segment_ids), _int32(num_segments)], None,
+                   None if data.dtype != dtype else name)
+    if data.dtype == dtype:
+        return out
+    # An empty segment's int32 identity, clipped to the narrow type's (every value is in range).
+    info = np.iinfo(dtype.as_numpy_dtype)
+    if op_type == "UnsortedSegmentMax":
+        out = ops.maximum(out, int(info.min))
+    elif op_type == "UnsortedSegmentMin":
+        out = ops.minimum(out, int(info.max))
+    return ops.cast(out, dtype, name=name)
+
+
+def _zero_where_empty(out, data, segment_ids, num_segments, name):
+    """`out` with the rows of segments that no id names set to 0 (TF1's sorted segment_max/min)."""
+    data = convert_to_tensor(data)
+    if data.shape.ndims is None:
+        raise ValueError("segment_max and segment_min need data of known rank")
+    ids = _int32(segment_ids)
+    counts = ops._out("UnsortedSegmentSum", [ops.ones_like(ids), ids, _int32(num_segments)])
+    has_rows = ops.reshape(ops.greater(counts, 0), [-1] + [1] * (data.shape.ndims - 1))
+    return where_v2(has_rows, out, ops.zeros_like(out), name=name)
 
 
 def unsorted_segment_max(data, segment_ids, num_segments, name=None):
     """out[i] = the maximum of data[j...] over the j with segment_ids[j...] == i, as TF1's
     tf.math.unsorted_segment_max; an empty segment gives the dtype's lowest value (-FLT_MAX
-    for float32, INT_MIN for int32), as TF1. Note [Segment max, min and prod by masking]."""
-    data = convert_to_tensor(data)
-    return _masked_segment_reduce(data, segment_ids, num_segments, ops.reduce_max,
-                                  _lowest(data.dtype), None, "unsorted_segment_max", name)
+    for float32, INT_MIN for int32), as TF1."""
+    return _segment_kernel("UnsortedSegmentMax", data, segment_ids, num_segments,
+                           "unsorted_segment_max", name)
 
 
 def unsorted_segment_min(data, segment_ids, num_segments, name=None):
     """out[i] = the minimum of segment i's rows (tf.math.unsorted_segment_min); an empty
     segment gives the dtype's highest value, as TF1."""
-    data = convert_to_tensor(data)
-    return _masked_segment_reduce(data, segment_ids, num_segments, ops.reduce_min,
-                                  _highest(data.dtype), None, "unsorted_segment_min", name)
+    return _segment_kernel("UnsortedSegmentMin", data, segment_ids, num_segments,
+                           "unsorted_segment_min", name)
 
 
 def unsorted_segment_prod(data, segment_ids, num_segments, name=None):
     """out[i] = the product of segment i's rows (tf.math.unsorted_segment_prod); an empty
     segment gives 1, as TF1."""
-    data = convert_to_tensor(data)
-    return _masked_segment_reduce(data, segment_ids, num_segments, ops.reduce_prod, 1, None,
-                                  "unsorted_segment_prod", name)
+    return _segment_kernel("UnsortedSegmentProd", data, segment_ids, num_segments,
+                           "unsorted_segment_prod", name)
 
 
 def _sorted_count(segment_ids):
@@ -181,24 +157,24 @@ def segment_mean(data, segment_ids, name=None):
 def segment_max(data, segment_ids, name=None):
     """The maximum of each segment of sorted ids (num_segments = the last id + 1), as TF1's
     tf.math.segment_max: a segment without rows gives 0."""
-    data = convert_to_tensor(data)
-    return _masked_segment_reduce(data, segment_ids, _sorted_count(segment_ids),
-                                  ops.reduce_max, _lowest(data.dtype), 0, "segment_max", name)
+    num = _sorted_count(segment_ids)
+    out = _segment_kernel("UnsortedSegmentMax", data, segment_ids, num, "segment_max", None)
+    return _zero_where_empty(out, data, segment_ids, num, name)
 
 
 def segment_min(data, segment_ids, name=None):
     """The minimum of each segment of sorted ids, as TF1's tf.math.segment_min (0 for a
     segment without rows)."""
-    data = convert_to_tensor(data)
-    return _masked_segment_reduce(data, segment_ids, _sorted_count(segment_ids),
-                                  ops.reduce_min, _highest(data.dtype), 0, "segment_min", name)
+    num = _sorted_count(segment_ids)
+    out = _segment_kernel("UnsortedSegmentMin", data, segment_ids, num, "segment_min", None)
+    return _zero_where_empty(out, data, segment_ids, num, name)
 
 
 def segment_prod(data, segment_ids, name=None):
     """The product of each segment of sorted ids, as TF1's tf.math.segment_prod (1 for a
     segment without rows)."""
-    return _masked_segment_reduce(data, segment_ids, _sorted_count(segment_ids),
-                                  ops.reduce_prod, 1, None, "segment_prod", name)
+    return _segment_kernel("UnsortedSegmentProd", data, segment_ids,
+                           _sorted_count(segment_ids), "segment_prod", name)
 
 
 def dynamic_partition(data, partitions, num_partitions, name=None):

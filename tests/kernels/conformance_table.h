@@ -579,6 +579,13 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["ReverseV2"] = Fixed({x23, I32({1})}, D({3, 2, 1, 6, 5, 4}, {2, 3}));
     m["Cumsum"] = Fixed({x23, I32({1})}, D({1, 3, 6, 4, 9, 15}, {2, 3}));
     m["Cumprod"] = Fixed({x23, I32({1})}, D({1, 2, 6, 4, 20, 120}, {2, 3}));
+    // Rows 0 and 2 into segment 0, row 1 into segment 1.
+    const Tensor rows32 = D({1, 2, 3, 4, 5, 6}, {3, 2});
+    const std::vector<Tensor> segment_args = {rows32, I32({0, 1, 0}), Tensor::Scalar<int32_t>(2)};
+    m["UnsortedSegmentSum"] = Fixed(segment_args, D({6, 8, 3, 4}, {2, 2}));
+    m["UnsortedSegmentMax"] = Fixed(segment_args, D({5, 6, 3, 4}, {2, 2}));
+    m["UnsortedSegmentMin"] = Fixed(segment_args, D({1, 2, 3, 4}, {2, 2}));
+    m["UnsortedSegmentProd"] = Fixed(segment_args, D({5, 12, 3, 4}, {2, 2}));
     // True (non-zero) at [0,1], [1,0] and [1,2].
     m["Where"] = Fixed({D({0, 1, 0, 1, 0, 1}, {2, 3})},
                        Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 2}, TensorShape({3, 2})));

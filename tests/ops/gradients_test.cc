@@ -71,6 +71,34 @@ TEST(GradientsTest, UnaryOps) {
   for (const char* op : {"Lgamma", "Digamma"}) CheckUnary(op, 0.3, 4);
 }
 
+// The unsorted segment reductions; the product also with one zero in a segment (its gradient is
+// the product of the others) and two (nothing flows).
+TEST(GradientsTest, UnsortedSegmentReductions) {
+  const Tensor with_zeros =
+      Tensor::FromVector<double>({0, 0, 3, 1, 0, 2, 4, 0, 1.5, 2, 1, 0}, {4, 3});
+  const std::vector<std::pair<const char*, bool>> cases = {{"UnsortedSegmentSum", false},
+                                                           {"UnsortedSegmentMax", false},
+                                                           {"UnsortedSegmentMin", false},
+                                                           {"UnsortedSegmentProd", false},
+                                                           {"UnsortedSegmentProd", true}};
+  for (const auto& [op, zeros] : cases) {
+    SCOPED_TRACE(absl::StrCat(op, zeros ? " with zeros" : ""));
+    Scope s = Scope::NewRootScope();
+    auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({4, 3}));
+    Output y(OpBuilder(s, op)
+                 .Input(x)
+                 .Input(Tensor::FromVector<int32_t>({0, 2, 0, 1}))
+                 .Input(Tensor::Scalar<int32_t>(3))
+                 .Finalize()
+                 .node(),
+             0);
+    auto err = test::MaxGradientError(
+        s, {x}, {zeros ? with_zeros : RandomDouble({4, 3}, 0.5, 1.5, 61)}, ops::Square(s, y), 1e-6);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, 1e-6);
+  }
+}
+
 // Polygamma(n, x): the gradient in x is polygamma(n + 1, x); the order has none.
 TEST(GradientsTest, Polygamma) {
   Scope s = Scope::NewRootScope();

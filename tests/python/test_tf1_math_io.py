@@ -1,6 +1,7 @@
 """tf.lgamma, tf.digamma, tf.polygamma, tf.cumprod (values and gradients against closed forms
-and finite differences) and tf.read_file / tf.write_file (tf.io.*): an input pipeline of PNG
-files, writing, and the errors that name the file."""
+and finite differences), tf.read_file / tf.write_file (tf.io.*: an input pipeline of PNG files,
+writing, and the errors that name the file) and the segment max/min/prod kernels (scale, bad
+ids, the product's gradient with zeros)."""
 import math
 
 import numpy as np
@@ -127,3 +128,37 @@ def test_read_and_write_file_errors_name_the_file(tmp_path):
         with pytest.raises(Exception, match="scalar"):
             with tf.Session() as sess:
                 sess.run(tf.read_file(tf.constant([path, path])))
+
+
+def test_segment_kernels_scale_and_name_bad_ids():
+    # One pass over the data: 200,000 segments of 1,000,000 rows would be 2e11 elements by
+    # masking; the kernels take the data's size.
+    rng = np.random.RandomState(3)
+    ids = rng.randint(0, 200000, size=1000000).astype(np.int32)
+    data = rng.rand(1000000).astype(np.float32)
+    with tf.Graph().as_default():
+        i = tf.placeholder(tf.int32, [None])
+        d = tf.placeholder(tf.float32, [None])
+        top = tf.unsorted_segment_max(d, i, 200000)
+        with tf.Session() as sess:
+            got = sess.run(top, {i: ids, d: data})
+            want = np.full(200000, np.finfo(np.float32).min, np.float32)
+            np.maximum.at(want, ids, data)
+            np.testing.assert_array_equal(got, want)
+            lowest = tf.unsorted_segment_min(d, i, 5)
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"segment_ids\[1\] = 7"):
+                sess.run(lowest, {i: [0, 7], d: [1.0, 2.0]})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="not in"):
+                sess.run(top, {i: [0, -1], d: [1.0, 2.0]})
+
+
+def test_segment_prod_gradient_with_zeros():
+    data = np.array([[0.0, 2.0], [3.0, 0.0], [4.0, 0.0], [5.0, 6.0]])
+    ids = np.array([0, 0, 0, 1], np.int32)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [4, 2])
+        y = tf.unsorted_segment_prod(x, ids, 2)
+        grad = run(tf.gradients(tf.reduce_sum(y), x)[0], {x: data})
+    # Column 0 of segment 0 has one zero: its gradient is the others' product, the rest 0;
+    # column 1 has two zeros: nothing flows. Segment 1 is one row: 1.
+    np.testing.assert_allclose(grad, [[12, 0], [0, 0], [0, 0], [1, 1]])
