@@ -237,8 +237,11 @@ class MasterSession {
     if (options_->max_step_time > absl::ZeroDuration()) {
       tighten(std::max<int64_t>(1, absl::ToInt64Milliseconds(options_->max_step_time)));
     }
+    const absl::Time start = absl::Now();
     if (call != nullptr && call->deadline != absl::InfiniteFuture()) {
-      const int64_t left = absl::ToInt64Milliseconds(call->deadline - absl::Now());
+      // Rounded up: the tasks' timers must not end the step before the caller's deadline.
+      const int64_t left =
+          absl::ToInt64Milliseconds(absl::Ceil(call->deadline - start, absl::Milliseconds(1)));
       if (left <= 0) {
         finish(absl::DeadlineExceededError(
             "the step's deadline passed before it started; give it more time"));
@@ -266,6 +269,7 @@ class MasterSession {
                         ? NewStepId()
                         : NextBetweenGraphStepId(step->prepared->plan->between_graph_signature);
     step->caller = call;
+    if (timeout_ms > 0) step->time_limit = start + absl::Milliseconds(timeout_ms);
     step->done = std::move(finish);
     for (const auto& [task, handle] : step->prepared->handles) {
       auto c = std::make_unique<Step::TaskCall>();
@@ -404,6 +408,9 @@ class MasterSession {
     bool trace = false;
     int64_t step_id = 0;
     StepCall* caller = nullptr;
+    // The end of the step's time limit (the tightest of the options', the caller's and the
+    // master's); InfiniteFuture when it has none.
+    absl::Time time_limit = absl::InfiniteFuture();
     std::function<void(absl::Status)> done;
 
     absl::Mutex mu;
@@ -460,10 +467,13 @@ class MasterSession {
         absl::MutexLock lock(&mu);
         if (!errors.empty()) {
           absl::Status error = PickError(errors);
-          // A step its caller's deadline ended fails with DEADLINE_EXCEEDED, whatever the
-          // cancellations it caused on the tasks said first.
-          if (caller != nullptr && absl::Now() >= caller->deadline &&
-              !absl::IsDeadlineExceeded(error)) {
+          // A step its time limit ended (the caller's deadline, the options' timeout, the
+          // master's max_step_time) fails with DEADLINE_EXCEEDED, whatever the cancellations
+          // it caused on the tasks said first (one task's timer firing makes another report
+          // that a pull stopped).
+          const absl::Time now = absl::Now();
+          const bool over = now >= time_limit || (caller != nullptr && now >= caller->deadline);
+          if (over && !absl::IsDeadlineExceeded(error)) {
             return absl::DeadlineExceededError(
                 absl::StrCat("the step's deadline passed (", error.message(), ")"));
           }
