@@ -447,31 +447,24 @@ REGISTER_OP("ReverseV2")
     .SetShapeFn(UnchangedShape)
     .Doc("`tensor` with the order of elements reversed along each dimension in `axis`.");
 
-REGISTER_OP("Cumsum")
-    .Input("x: T")
-    .Input("axis: Tidx")
-    .Output("out: T")
-    .Attr("T: {float, double, half, bfloat16, int32, int64}")
-    .Attr("Tidx: {int32, int64} = int32")
-    .Attr("exclusive: bool = false")
-    .Attr("reverse: bool = false")
-    .SetShapeFn(UnchangedShape)
-    .Doc(
-        "Running sums along `axis`: out[i] = x[0] + ... + x[i] (exclusive: up to x[i-1]; "
-        "reverse: from the end).");
-
-REGISTER_OP("Cumprod")
-    .Input("x: T")
-    .Input("axis: Tidx")
-    .Output("out: T")
-    .Attr("T: {float, double, half, bfloat16, int32, int64}")
-    .Attr("Tidx: {int32, int64} = int32")
-    .Attr("exclusive: bool = false")
-    .Attr("reverse: bool = false")
-    .SetShapeFn(UnchangedShape)
-    .Doc(
-        "Running products along `axis`: out[i] = x[0] * ... * x[i] (exclusive: up to x[i-1], "
-        "starting from 1; reverse: from the end).");
+#define SF_CUMULATIVE_OP(NAME, DOC)                             \
+  REGISTER_OP(NAME)                                             \
+      .Input("x: T")                                            \
+      .Input("axis: Tidx")                                      \
+      .Output("out: T")                                         \
+      .Attr("T: {float, double, half, bfloat16, int32, int64}") \
+      .Attr("Tidx: {int32, int64} = int32")                     \
+      .Attr("exclusive: bool = false")                          \
+      .Attr("reverse: bool = false")                            \
+      .SetShapeFn(UnchangedShape)                               \
+      .Doc(DOC)
+SF_CUMULATIVE_OP("Cumsum",
+                 "Running sums along `axis`: out[i] = x[0] + ... + x[i] (exclusive: up to "
+                 "x[i-1]; reverse: from the end).");
+SF_CUMULATIVE_OP("Cumprod",
+                 "Running products along `axis`: out[i] = x[0] * ... * x[i] (exclusive: up to "
+                 "x[i-1], starting from 1; reverse: from the end).");
+#undef SF_CUMULATIVE_OP
 
 REGISTER_OP("ExpandDims")
     .Input("input: T")
