@@ -14,6 +14,7 @@ variables that ``sf.global_variables_initializer()`` initialises — create it a
 """
 
 import os
+import time
 
 import numpy as np
 
@@ -240,7 +241,20 @@ class Saver:
     save them under other names.
     """
 
-    def __init__(self, var_list=None, max_to_keep=5, name=None):
+    def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
+                 keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False,
+                 saver_def=None, builder=None, defer_build=False, allow_empty=False,
+                 write_version=None, pad_step_number=False, save_relative_paths=False,
+                 filename=None):
+        """TF1's arguments. `reshape`: restore a value into a variable of another shape with as
+        many elements. `keep_checkpoint_every_n_hours`: besides the newest max_to_keep, keep one
+        checkpoint per that many hours instead of deleting it. `allow_empty`: with no variables,
+        save and restore do nothing (else ValueError). `pad_step_number`: "-00000100" instead
+        of "-100". `filename`: the default save_path of save(). Accepted with no effect here:
+        `sharded` (one file per checkpoint: every variable's value comes to this process
+        anyway), `restore_sequentially`, `saver_def`, `builder`, `defer_build`,
+        `write_version` (one format), `save_relative_paths` (the state file always names
+        checkpoints relative to its directory)."""
         from shardflow.ops import group, placeholder
         from shardflow.variables import global_variables
         g = get_default_graph()
@@ -250,21 +264,63 @@ class Saver:
             items = sorted(var_list.items())
         else:
             items = [(v._shared_name, v) for v in var_list]
-        if not items:
-            raise ValueError("Saver: no variables to save")
+        if not items and not allow_empty:
+            raise ValueError("Saver: no variables to save (allow_empty=True for a Saver that "
+                             "does nothing)")
         names = [n for n, _ in items]
         if len(set(names)) != len(names):
             raise ValueError("Saver: two variables are saved under one name")
         self._names = names
         self._vars = [v for _, v in items]
-        self._max_to_keep = int(max_to_keep)
-        self._kept = []
+        self._max_to_keep = int(max_to_keep or 0)
+        self._keep_every_secs = float(keep_checkpoint_every_n_hours) * 3600.0
+        self._next_keep_time = time.time() + self._keep_every_secs
+        self._reshape = bool(reshape)
+        self._pad_step_number = bool(pad_step_number)
+        self._filename = filename
+        self._kept = []   # (path, time written), oldest first
+        if not items:
+            self._feeds, self._restore_op = [], None
+            return
         with g.name_scope(name or "save"):
-            self._feeds = [placeholder(v.dtype, _dims(v), name="restore_%d" % i)
+            self._feeds = [placeholder(v.dtype, None if reshape else _dims(v),
+                                       name="restore_%d" % i)
                            for i, v in enumerate(self._vars)]
             self._restore_op = group(*[v.assign(p, read_value=False)
                                        for v, p in zip(self._vars, self._feeds)],
                                      name="restore_all")
+
+    @property
+    def last_checkpoints(self):
+        """The paths of the checkpoints this Saver keeps, oldest first (TF1's property)."""
+        return [p for p, _ in self._kept]
+
+    def set_last_checkpoints(self, last_checkpoints):
+        """Makes this Saver manage (and in time delete) these checkpoint paths, oldest first."""
+        self._kept = [(p, time.time()) for p in last_checkpoints]
+
+    def set_last_checkpoints_with_time(self, last_checkpoints_with_time):
+        """As set_last_checkpoints, with (path, timestamp) pairs."""
+        self._kept = [(p, float(t)) for p, t in last_checkpoints_with_time]
+
+    def recover_last_checkpoints(self, checkpoint_paths):
+        """Takes over checkpoints a previous Saver wrote (those that still exist), e.g. those
+        of get_checkpoint_state(dir).all_model_checkpoint_paths after a restart."""
+        self._kept = [(p, os.path.getmtime(p)) for p in checkpoint_paths if os.path.exists(p)]
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
+                          export_scope=None, clear_devices=False, clear_extraneous_savers=False,
+                          strip_default_attrs=False, save_debug_info=False):
+        """The default graph as a meta graph file (shardflow/meta_graph.py), as
+        tf.train.export_meta_graph."""
+        from shardflow.meta_graph import export_meta_graph
+        return export_meta_graph(filename, collection_list=collection_list, as_text=as_text,
+                                 export_scope=export_scope, clear_devices=clear_devices)
+
+    def as_saver_def(self):
+        """A SaverDef describing this Saver (TF1's; fields for the record, not a protobuf)."""
+        return SaverDef(max_to_keep=self._max_to_keep,
+                        keep_checkpoint_every_n_hours=self._keep_every_secs / 3600.0)
 
     def save(self, sess, save_path, global_step=None, write_state=True, latest_filename=None,
              meta_graph_suffix="meta", write_meta_graph=True, strip_default_attrs=False,
@@ -274,10 +330,17 @@ class Saver:
         write_meta_graph, `<path>.meta`: the graph, its variables and collections, for
         tf.train.import_meta_graph (shardflow/meta_graph.py)."""
         from shardflow import _shardflow
+        if save_path is None:
+            save_path = self._filename
+        if save_path is None:
+            raise ValueError("Saver.save: no save_path (and no filename given to the Saver)")
+        if not self._vars:
+            return None  # allow_empty: nothing to save
         if global_step is not None:
             if not isinstance(global_step, (int, np.integer)):
                 global_step = sess.run(global_step)
-            save_path = "%s-%d" % (save_path, int(global_step))
+            save_path = ("%s-%08d" if self._pad_step_number else "%s-%d") % (save_path,
+                                                                           int(global_step))
         values = sess.run([v.value() for v in self._vars])
         directory = os.path.dirname(save_path)
         if directory:
@@ -286,16 +349,19 @@ class Saver:
         if write_meta_graph:
             from shardflow.meta_graph import export_meta_graph
             export_meta_graph(save_path + "." + meta_graph_suffix, graph=sess.graph)
-        if save_path in self._kept:
-            self._kept.remove(save_path)
-        self._kept.append(save_path)
+        self._kept = [(p, t) for p, t in self._kept if p != save_path]
+        self._kept.append((save_path, time.time()))
         while self._max_to_keep > 0 and len(self._kept) > self._max_to_keep:
-            old = self._kept.pop(0)
+            old, written = self._kept.pop(0)
+            if written >= self._next_keep_time:
+                # keep_checkpoint_every_n_hours: this one stays (and is no longer managed).
+                self._next_keep_time += self._keep_every_secs
+                continue
             for path in (old, old + "." + meta_graph_suffix):
                 if os.path.exists(path):
                     os.remove(path)
         if write_state:
-            _write_checkpoint_state(directory or ".", save_path, self._kept)
+            _write_checkpoint_state(directory or ".", save_path, self.last_checkpoints)
         return save_path
 
     def restore(self, sess, save_path):
@@ -305,6 +371,8 @@ class Saver:
         from shardflow import _shardflow, errors
         if save_path is None:
             raise ValueError("Saver.restore: save_path is None (latest_checkpoint found none?)")
+        if not self._vars:
+            return  # allow_empty: nothing to restore
         loaded = dict(_shardflow.load_checkpoint(save_path))
         missing = [n for n in self._names if n not in loaded]
         if missing:
@@ -314,6 +382,12 @@ class Saver:
         for name, v, p in zip(self._names, self._vars, self._feeds):
             value = loaded[name]
             want = _dims(v)
+            if self._reshape and want is not None and None not in want:
+                if int(np.prod(want)) != value.size:
+                    raise errors.InvalidArgumentError(
+                        "variable '%s' has %d elements in %s but %d in the model (reshape=True "
+                        "needs as many)" % (name, value.size, save_path, int(np.prod(want))))
+                value = value.reshape(want)
             if want is not None and (len(want) != value.ndim or any(
                     w is not None and w != d for w, d in zip(want, value.shape))):
                 raise errors.InvalidArgumentError(
@@ -321,6 +395,19 @@ class Saver:
                     % (name, list(value.shape), save_path, want))
             feed[p] = value
         sess.run(self._restore_op, feed_dict=feed)
+
+
+class SaverDef:
+    """TF1's tf.train.SaverDef, for its version constants (Saver(write_version=SaverDef.V2)) and
+    as_saver_def(); shardflow writes one checkpoint format whatever the version."""
+    LEGACY = 0
+    V1 = 1
+    V2 = 2
+
+    def __init__(self, max_to_keep=5, keep_checkpoint_every_n_hours=10000.0, version=V2):
+        self.max_to_keep = max_to_keep
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self.version = version
 
 
 def _dims(v):

@@ -115,3 +115,51 @@ def test_optimizer_slots_are_global_variables_and_saved(tmp_path):
             sf.train.Saver().restore(sess, path)
             sess.run(train, {x: feed})        # Adam's moments came back with the weights
             np.testing.assert_allclose(sess.run(w), want, rtol=1e-6)
+
+
+def test_tf1_saver_arguments(tmp_path):
+    # The arguments TF1 programs pass: write_version, sharded, keep_checkpoint_every_n_hours,
+    # pad_step_number, reshape, allow_empty; last_checkpoints and recover_last_checkpoints.
+    g = sf.Graph()
+    with g.as_default():
+        w = sf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
+        init = sf.global_variables_initializer()
+        padded = sf.train.Saver(max_to_keep=1, pad_step_number=True, sharded=True,
+                                write_version=sf.train.SaverDef.V2)
+        keep_all = sf.train.Saver(max_to_keep=1, keep_checkpoint_every_n_hours=0.0)
+    with sf.Session(graph=g) as sess:
+        sess.run(init)
+        first = padded.save(sess, str(tmp_path / "a" / "m"), global_step=7)
+        second = padded.save(sess, str(tmp_path / "a" / "m"), global_step=8)
+        assert first.endswith("m-00000007") and second.endswith("m-00000008")
+        assert not os.path.exists(first) and padded.last_checkpoints == [second]
+        # Every checkpoint is past its "keep one every 0 hours" time: none is deleted.
+        kept = [keep_all.save(sess, str(tmp_path / "b" / "m"), global_step=i) for i in range(3)]
+        assert all(os.path.exists(p) for p in kept)
+    # A fresh Saver takes over the checkpoints a previous one wrote, and deletes the oldest.
+    with g.as_default():
+        later = sf.train.Saver(max_to_keep=2)
+    later.recover_last_checkpoints(kept[1:] + [str(tmp_path / "b" / "gone")])
+    assert later.last_checkpoints == kept[1:]
+    with sf.Session(graph=g) as sess:
+        sess.run(init)
+        later.save(sess, str(tmp_path / "b" / "m"), global_step=3)
+    assert not os.path.exists(kept[1]) and os.path.exists(kept[2])
+    # reshape=True restores [2, 3] into a [3, 2] variable; without it the shapes must agree.
+    g2 = sf.Graph()
+    with g2.as_default():
+        v = sf.Variable(np.zeros((3, 2), np.float32), name="w")
+        strict, loose = sf.train.Saver(), sf.train.Saver(reshape=True)
+        empty_graph_saver = None
+    with sf.Session(graph=g2) as sess:
+        with pytest.raises(sf.errors.InvalidArgumentError, match="shape"):
+            strict.restore(sess, second)
+        loose.restore(sess, second)
+        np.testing.assert_array_equal(sess.run(v), np.arange(6).reshape(3, 2))
+    with sf.Graph().as_default():
+        with pytest.raises(ValueError, match="allow_empty"):
+            sf.train.Saver()
+        empty_graph_saver = sf.train.Saver(allow_empty=True)
+        with sf.Session() as sess:
+            assert empty_graph_saver.save(sess, str(tmp_path / "c" / "m")) is None
+            empty_graph_saver.restore(sess, str(tmp_path / "c" / "m"))

@@ -263,7 +263,7 @@ class Estimator:
                 all_hooks.append(LoggingTensorHook({"loss": spec.loss, "step": global_step},
                                                    every_n_iter=self._config.log_step_count_steps))
             saver, restore = self._restore_hook(warm_start=True)
-            saver._kept = _kept_checkpoints(self._model_dir)
+            saver.recover_last_checkpoints(_kept_checkpoints(self._model_dir))
             chief_hooks = [restore, CheckpointSaverHook(
                 self._model_dir, save_secs=self._config.save_checkpoints_secs,
                 save_steps=self._config.save_checkpoints_steps, saver=saver)]
