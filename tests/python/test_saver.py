@@ -122,7 +122,7 @@ def test_tf1_saver_arguments(tmp_path):
     # pad_step_number, reshape, allow_empty; last_checkpoints and recover_last_checkpoints.
     g = sf.Graph()
     with g.as_default():
-        w = sf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
+        sf.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
         init = sf.global_variables_initializer()
         padded = sf.train.Saver(max_to_keep=1, pad_step_number=True, sharded=True,
                                 write_version=sf.train.SaverDef.V2)
@@ -150,7 +150,6 @@ def test_tf1_saver_arguments(tmp_path):
     with g2.as_default():
         v = sf.Variable(np.zeros((3, 2), np.float32), name="w")
         strict, loose = sf.train.Saver(), sf.train.Saver(reshape=True)
-        empty_graph_saver = None
     with sf.Session(graph=g2) as sess:
         with pytest.raises(sf.errors.InvalidArgumentError, match="shape"):
             strict.restore(sess, second)
