@@ -281,3 +281,37 @@ def test_warm_start_and_temporary_model_dir(tmp_path):
     np.testing.assert_allclose(warm.get_variable_value("logits/kernel"),
                                source.get_variable_value("logits/kernel"))
     assert int(warm.get_variable_value("global_step")) == 1
+
+
+def test_train_and_evaluate_in_stretches_with_exporters(tmp_path, monkeypatch):
+    x, y = _blobs()
+
+    class Exporter:
+        def __init__(self):
+            self.calls = []
+
+        def export(self, est, export_path, checkpoint_path, eval_result, is_the_final_export):
+            self.calls.append((checkpoint_path, int(eval_result["global_step"])))
+            return checkpoint_path
+
+    exporter = Exporter()
+    est = estimator.Estimator(_model_fn, model_dir=str(tmp_path), params={"lr": 0.5},
+                              config=estimator.RunConfig(tf_random_seed=SEED,
+                                                         save_checkpoints_steps=10))
+    train_spec = estimator.TrainSpec(_dataset_fn(x, y, None), max_steps=30)
+    eval_spec = estimator.EvalSpec(_dataset_fn(x, y, 1), steps=None, exporters=exporter,
+                                   throttle_secs=0)
+    metrics, exports = estimator.train_and_evaluate(est, train_spec, eval_spec)
+    assert metrics["global_step"] == 30 and metrics["accuracy"] >= 0.9
+    # One evaluation per checkpoint (10, 20, 30), each handed to the exporter.
+    assert [step for _, step in exporter.calls] == [10, 20, 30]
+    assert exports == [exporter.calls[-1][0]] and exports[0].endswith("model.ckpt-30")
+    # Again at max_steps: nothing to train, the checkpoint there is evaluated.
+    metrics, _ = estimator.train_and_evaluate(est, train_spec, eval_spec)
+    assert metrics["global_step"] == 30
+    with pytest.raises(TypeError, match="TrainSpec"):
+        estimator.train_and_evaluate(est, eval_spec, eval_spec)
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["a:1"], "worker": ["b:2"]}, '
+                                    '"task": {"type": "chief", "index": 0}}')
+    with pytest.raises(NotImplementedError, match="2 tasks"):
+        estimator.train_and_evaluate(est, train_spec, eval_spec)

@@ -1,6 +1,7 @@
 """TF1's tf.estimator: Estimator (model_fn + checkpoints in model_dir), EstimatorSpec,
-ModeKeys, RunConfig, the canned DNN/Linear classifiers and regressors, and
-tf.estimator.inputs.numpy_input_fn. estimator.py says how a call runs; docs/python.md,
+ModeKeys, RunConfig, the canned DNN/Linear classifiers and regressors,
+tf.estimator.inputs.numpy_input_fn, and TrainSpec / EvalSpec / train_and_evaluate
+(estimator/training.py). estimator.py says how a call runs; docs/python.md,
 "tf.estimator", what is supported."""
 
 from shardflow.estimator import inputs  # noqa: F401
@@ -8,3 +9,4 @@ from shardflow.estimator.canned import (DNNClassifier, DNNRegressor,  # noqa: F4
                                         LinearClassifier, LinearRegressor)
 from shardflow.estimator.estimator import Estimator  # noqa: F401
 from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys, RunConfig  # noqa: F401
+from shardflow.estimator.training import EvalSpec, TrainSpec, train_and_evaluate  # noqa: F401

@@ -1,0 +1,135 @@
+"""TF1's tf.estimator.TrainSpec, EvalSpec and train_and_evaluate (TF 1.4+), run locally: train,
+evaluate after each stretch of training, until the train spec's max_steps.
+
+Example::
+
+    train_spec = sf.estimator.TrainSpec(train_input_fn, max_steps=1000)
+    eval_spec = sf.estimator.EvalSpec(eval_input_fn, steps=None, throttle_secs=60)
+    metrics, _ = sf.estimator.train_and_evaluate(estimator, train_spec, eval_spec)
+
+How it runs (as TF's local mode): training goes in stretches that end at a checkpoint (every
+RunConfig.save_checkpoints_steps steps when that is set, else one stretch to max_steps); after
+a stretch the newest checkpoint is evaluated with eval_spec (input_fn, steps, name, hooks) and
+handed to eval_spec's exporters, when eval_spec.throttle_secs have passed since the last
+evaluation (and always at max_steps). When max_steps is
+None, training runs until train_spec.input_fn's data runs out, then evaluates once. Returns
+(the last evaluation's metrics, the exporters' results), as TF 1.13+. A TF_CONFIG naming other
+tasks is refused: distributed estimator training is not supported (docs/python.md).
+"""
+
+import json
+import os
+import time
+
+
+class TrainSpec:
+    """What train_and_evaluate trains on: `input_fn`, up to `max_steps` (None: until the input
+    runs out), with `hooks`."""
+
+    def __init__(self, input_fn, max_steps=None, hooks=None, saving_listeners=None):
+        if not callable(input_fn):
+            raise TypeError("TrainSpec: input_fn must be callable, got %r" % (input_fn,))
+        if max_steps is not None and int(max_steps) <= 0:
+            raise ValueError("TrainSpec: max_steps must be positive, got %r" % (max_steps,))
+        self.input_fn = input_fn
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self.hooks = tuple(hooks or ())
+        self.saving_listeners = tuple(saving_listeners or ())
+
+
+class EvalSpec:
+    """How train_and_evaluate evaluates: `input_fn` for `steps` batches (None: until the input
+    runs out), under `name`, with `hooks`; `exporters` get each evaluation; evaluations start
+    after `start_delay_secs` and are at least `throttle_secs` apart."""
+
+    def __init__(self, input_fn, steps=100, name=None, hooks=None, exporters=None,
+                 start_delay_secs=120, throttle_secs=600):
+        if not callable(input_fn):
+            raise TypeError("EvalSpec: input_fn must be callable, got %r" % (input_fn,))
+        if steps is not None and int(steps) <= 0:
+            raise ValueError("EvalSpec: steps must be positive or None, got %r" % (steps,))
+        if throttle_secs < 0 or start_delay_secs < 0:
+            raise ValueError("EvalSpec: start_delay_secs and throttle_secs must not be negative")
+        self.input_fn = input_fn
+        self.steps = None if steps is None else int(steps)
+        self.name = name
+        self.hooks = tuple(hooks or ())
+        if exporters is None:
+            exporters = ()
+        elif not isinstance(exporters, (list, tuple)):
+            exporters = (exporters,)
+        self.exporters = tuple(exporters)
+        self.start_delay_secs = start_delay_secs
+        self.throttle_secs = throttle_secs
+
+
+def _check_local():
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        return
+    try:
+        cluster = json.loads(raw).get("cluster") or {}
+    except (ValueError, AttributeError) as e:
+        raise ValueError("train_and_evaluate: TF_CONFIG is not valid JSON (%s); unset it or fix "
+                         "it" % e) from None
+    tasks = sum(len(v) for v in cluster.values() if isinstance(v, (list, dict)))
+    if tasks > 1:
+        raise NotImplementedError(
+            "train_and_evaluate: TF_CONFIG names a cluster of %d tasks, and distributed "
+            "estimator training is not supported; run it in one process (unset TF_CONFIG), or "
+            "train with sf.train.MonitoredTrainingSession on a cluster (docs/distributed.md)"
+            % tasks)
+
+
+def _global_step(estimator):
+    from shardflow.estimator.estimator import _checkpoint_values
+    path = estimator.latest_checkpoint()
+    return 0 if path is None else int(_checkpoint_values(path).get("global_step", 0))
+
+
+def train_and_evaluate(estimator, train_spec, eval_spec):
+    """Trains `estimator` on train_spec and evaluates it on eval_spec after each stretch of
+    training (the module's docstring); returns (metrics, export_results)."""
+    if not isinstance(train_spec, TrainSpec):
+        raise TypeError("train_and_evaluate: train_spec must be a TrainSpec, got %r"
+                        % (train_spec,))
+    if not isinstance(eval_spec, EvalSpec):
+        raise TypeError("train_and_evaluate: eval_spec must be an EvalSpec, got %r" % (eval_spec,))
+    _check_local()
+    config = estimator.config
+    stride = getattr(config, "save_checkpoints_steps", None)
+    metrics, exports = None, []
+
+    def evaluate():
+        nonlocal metrics, exports
+        metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps,
+                                     hooks=list(eval_spec.hooks), name=eval_spec.name)
+        exports = []
+        for exporter in eval_spec.exporters:
+            export = getattr(exporter, "export", None)
+            if export is not None:
+                exports.append(export(estimator, estimator.model_dir,
+                                      estimator.latest_checkpoint(), metrics, False))
+    if train_spec.max_steps is None:
+        estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks))
+        evaluate()
+        return metrics, exports
+    last_eval = None
+    while True:
+        step = _global_step(estimator)
+        if step >= train_spec.max_steps:
+            break
+        target = min(train_spec.max_steps, step + int(stride)) if stride else train_spec.max_steps
+        estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks), max_steps=target)
+        reached = _global_step(estimator)
+        if reached == step:
+            break  # the input ran out before another step
+        # As TF's local mode: an evaluation per new checkpoint, at least throttle_secs apart,
+        # and always one at max_steps.
+        done = reached >= train_spec.max_steps
+        if done or last_eval is None or time.time() - last_eval >= eval_spec.throttle_secs:
+            evaluate()
+            last_eval = time.time()
+    if metrics is None:
+        evaluate()  # already past max_steps: evaluate the checkpoint there
+    return metrics, exports
