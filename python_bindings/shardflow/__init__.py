@@ -27,9 +27,10 @@ from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32
 from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,  # noqa: F401
                                  TensorShape, add_to_collection, control_dependencies,
                                  convert_to_tensor, device, get_collection, get_default_graph,
-                                 name_scope, reset_default_graph)
+                                 name_scope, register_tensor_conversion_function,
+                                 reset_default_graph)
 from shardflow.gradients import (  # noqa: F401
-    NoGradient, NotDifferentiable, RegisterGradient, custom_gradient, gradients)
+    NoGradient, NotDifferentiable, RegisterGradient, custom_gradient, gradients, no_gradient)
 from shardflow.control_flow import case, cond, while_loop  # noqa: F401
 from shardflow.array_ops import (argmin, boolean_mask, gather, gather_nd, one_hot, pad,  # noqa: F401,A004
                                  range, scatter_nd,
@@ -77,7 +78,7 @@ from shardflow import image  # noqa: F401  (tf.image)
 from shardflow.variable_scope import orthogonal_initializer  # noqa: F401
 from shardflow.check_ops import *  # noqa: F401,F403 (assert_equal, assert_positive, Assert, ...)
 from shardflow.moving_averages import moving_average_variables  # noqa: F401
-from shardflow.script_ops import numpy_function, py_func  # noqa: F401 (tf.py_func)
+from shardflow.script_ops import numpy_function, py_func, timestamp  # noqa: F401 (tf.py_func)
 from shardflow.state_composites import *  # noqa: F401,F403,A004 (tf.assign, tf.scatter_add, ...)
 from shardflow import saved_model  # noqa: F401 (tf.saved_model)
 from shardflow.queue_ops import *  # noqa: F401,F403 (tf.FIFOQueue, tf.TextLineReader, ...)
@@ -85,6 +86,7 @@ from shardflow.matrix_composites import *  # noqa: F401,F403 (matrix_band_part, 
 from shardflow.patch_ops import *  # noqa: F401,F403 (extract_image_patches, setdiff1d, ...)
 from shardflow.linalg_ops import *  # noqa: F401,F403 (matrix_inverse, cholesky, svd, ...)
 from shardflow.string_ops import *  # noqa: F401,F403 (decode_csv, tf.strings, ...)
+from shardflow.lookup_ops import lookup  # noqa: F401 (tf.lookup; tf.contrib.lookup)
 from shardflow.sparse_tensor import (SparseTensor, SparseTensorValue,  # noqa: F401
                                      sparse_placeholder)
 from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa: F401

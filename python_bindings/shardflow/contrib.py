@@ -6,12 +6,17 @@ shardflow.contrib_rnn), tf.contrib.layers' regularizers, initializers and layer 
 dropout; shardflow.contrib_layers), tf.contrib.framework (arg_scope, the global step,
 get_variables; shardflow.contrib_framework), tf.contrib.training.HParams
 (shardflow.contrib_training), tf.contrib.opt's AdamWOptimizer and MomentumWOptimizer
-(shardflow.contrib_opt), tf.contrib.util (shardflow.tensor_util) and tf.contrib.seq2seq's
-sequence_loss and basic decoding (shardflow.contrib_seq2seq). Anything else under contrib is
-refused with the name of what to use instead."""
+(shardflow.contrib_opt), tf.contrib.util (shardflow.tensor_util), tf.contrib.seq2seq's
+sequence_loss and basic decoding (shardflow.contrib_seq2seq) and tf.contrib.lookup's tables
+(HashTable, index_table_from_tensor/_file, index_to_string_table_from_tensor/_file, ...;
+shardflow.lookup_ops), and tf.contrib.crf's linear-chain CRF (crf_log_likelihood, crf_decode,
+viterbi_decode, ...; shardflow.contrib_crf). Anything else under contrib is refused with the
+name of what to use instead."""
 
+from shardflow import contrib_crf as crf  # noqa: F401
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
+from shardflow.lookup_ops import contrib_lookup as lookup  # noqa: F401
 from shardflow import contrib_opt as opt  # noqa: F401
 from shardflow import contrib_rnn as rnn  # noqa: F401
 from shardflow import contrib_seq2seq as seq2seq  # noqa: F401
@@ -28,8 +33,10 @@ def __getattr__(name):
         "get_variables), tf.contrib.training.HParams, tf.contrib.opt.AdamWOptimizer and "
         "tf.contrib.util (constant_value, make_ndarray, make_tensor_proto), "
         "tf.contrib.seq2seq (sequence_loss, BasicDecoder, TrainingHelper, "
-        "GreedyEmbeddingHelper, BeamSearchDecoder, attention, dynamic_decode). Use "
+        "GreedyEmbeddingHelper, BeamSearchDecoder, attention, dynamic_decode), "
+        "tf.contrib.lookup (HashTable, index_table_from_tensor/_file, ...), "
+        "tf.contrib.crf (crf_log_likelihood, crf_decode, viterbi_decode, ...). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["framework", "layers", "opt", "rnn", "seq2seq", "training", "util"]
+__all__ = ["crf", "framework", "layers", "lookup", "opt", "rnn", "seq2seq", "training", "util"]

@@ -893,10 +893,83 @@ def _to_input(graph, x):
     if isinstance(x, Operation):
         raise TypeError("op %s was given where a tensor is needed; use %s.outputs[0]"
                         % (x.name, x.name))
+    if _conversion_registry:
+        with graph.as_default():
+            converted = _registered_conversion(x, None, None)
+        if converted is not None:
+            return _to_input(graph, converted)
     if _holds_tensor(x):
         with graph.as_default():
             return _to_input(graph, _pack_list(x, None))
     return _literal(x)
+
+
+# register_tensor_conversion_function's entries: (priority, order of registration, base_type,
+# conversion_func), sorted.
+_conversion_registry = []
+_conversion_lock = threading.Lock()
+# The types whose values are always constants (TF's _UNCONVERTIBLE_TYPES).
+_CONSTANT_TYPES = (bool, int, float, np.generic, np.ndarray)
+
+
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
+    """Makes convert_to_tensor (and every op taking a tensor) convert instances of
+    `base_type` (a type or a tuple of types) with ``conversion_func(value, dtype=None,
+    name=None, as_ref=False)``, as TF1's tf.register_tensor_conversion_function. The
+    function returns a Tensor, or NotImplemented to let the next one try; functions are tried
+    in ascending `priority`, then in the order they were registered, before shardflow's own
+    rules (lists, NumPy arrays). Tensors and Variables are never given to them; Python
+    numbers and NumPy scalars and arrays cannot be registered (a TypeError, as TF's).
+
+    Example::
+
+        class Meters:
+            def __init__(self, v):
+                self.v = v
+        sf.register_tensor_conversion_function(
+            Meters, lambda m, dtype=None, name=None, as_ref=False:
+            sf.constant(m.v, dtype=dtype or sf.float32, name=name))
+        y = sf.add(Meters(3.0), 1.0)        # 4.0
+    """
+    types = base_type if isinstance(base_type, tuple) else (base_type,)
+    if not types or not all(isinstance(t, type) for t in types):
+        raise TypeError("base_type must be a type or a tuple of types.")
+    if any(issubclass(t, _CONSTANT_TYPES) for t in types):
+        raise TypeError("Cannot register conversions for Python numeric types and NumPy "
+                        "scalars and arrays.")
+    if not callable(conversion_func):
+        raise TypeError("conversion_func must be callable.")
+    with _conversion_lock:
+        _conversion_registry.append((int(priority), len(_conversion_registry), base_type,
+                                     conversion_func))
+        _conversion_registry.sort(key=lambda entry: entry[:2])
+
+
+def _registered_conversion(value, dtype, name):
+    """`value` converted by the first registered function for its type that does not return
+    NotImplemented; None when none does (or the value is a Tensor, a Variable or a
+    constant's Python number or NumPy value)."""
+    from shardflow.variables import Variable
+    if isinstance(value, (Tensor, Variable, Operation, _InputList) + _CONSTANT_TYPES):
+        return None
+    for _, _, base_type, conversion_func in list(_conversion_registry):
+        if not isinstance(value, base_type):
+            continue
+        result = conversion_func(value, dtype=dtype, name=name, as_ref=False)
+        if result is NotImplemented:
+            continue
+        if isinstance(result, Variable):
+            result = result.value()
+        if not isinstance(result, Tensor):
+            raise RuntimeError("Conversion function %r for type %s returned non-Tensor: %r"
+                               % (conversion_func, base_type, result))
+        if dtype is not None and result.dtype != dtypes.as_dtype(dtype):
+            raise RuntimeError("Conversion function %r for type %s returned incompatible dtype: "
+                               "requested = %s, actual = %s"
+                               % (conversion_func, base_type, dtypes.as_dtype(dtype).name,
+                                  result.dtype.name))
+        return result
+    return None
 
 
 def _holds_tensor(value):
@@ -940,6 +1013,10 @@ def convert_to_tensor(value, dtype=None, name=None):
     from shardflow.variables import Variable
     if isinstance(value, Variable):
         return value.value()
+    if _conversion_registry:
+        converted = _registered_conversion(value, dtype, name)
+        if converted is not None:
+            return converted
     if _holds_tensor(value):
         packed = _pack_list(value, dtype)
         if name is None:

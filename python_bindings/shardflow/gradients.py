@@ -110,6 +110,7 @@ def NoGradient(op_type):  # noqa: N802 (TF1's name)
 
 
 NotDifferentiable = NoGradient
+no_gradient = NoGradient  # TF 1.15's tf.no_gradient
 
 
 def custom_gradient(f):

@@ -345,7 +345,39 @@ def reduce_std(input_tensor, axis=None, keepdims=False, name=None):
     return ops.sqrt(reduce_variance(input_tensor, axis=axis, keepdims=keepdims), name=name)
 
 
+
+# ---- tf.math.xlogy and tf.math.xdivy --------------------------------------------------------
+
+
+def _x_zero_safe(x, y, what):
+    """x, y (one floating dtype), whether x is 0, and y with 1 where x is 0 (so that neither
+    the value nor the gradient reads log(y) or 1 / y there)."""
+    x, y = array_ops._literal_like_other(x, y)
+    if x.dtype != y.dtype or not x.dtype.is_floating:
+        raise TypeError("%s takes x and y of one floating-point dtype, got %s and %s"
+                        % (what, x.dtype.name, y.dtype.name))
+    zero = ops.equal(x, 0)
+    return x, zero, array_ops.where_v2(zero, ops.ones_like(y), y)
+
+
+def xlogy(x, y, name=None):
+    """x * log(y), and 0 where x is 0 (whatever y is, 0 included), element-wise with
+    broadcasting (TF 1.15's tf.math.xlogy). As TF's, the gradients are log(y) for x and
+    x / y for y where x is not 0, and 0 for both where it is."""
+    x, zero, safe_y = _x_zero_safe(x, y, "xlogy")
+    product = ops.multiply(x, ops.log(safe_y))
+    return array_ops.where_v2(zero, ops.zeros_like(product), product, name=name)
+
+
+def xdivy(x, y, name=None):
+    """x / y, and 0 where x is 0 (whatever y is, 0 included), element-wise with broadcasting
+    (TF 1.15's tf.math.xdivy). As TF's, the gradients are 1 / y for x and -x / y**2 for y
+    where x is not 0, and 0 for both where it is."""
+    x, zero, safe_y = _x_zero_safe(x, y, "xdivy")
+    quotient = ops.divide(x, safe_y)
+    return array_ops.where_v2(zero, ops.zeros_like(quotient), quotient, name=name)
+
 __all__ = ["count_nonzero", "div", "div_no_nan", "eye", "lbeta", "lin_space", "linspace",
            "log_sigmoid", "norm", "rank", "realdiv", "reduce_logsumexp", "reduce_std",
            "reduce_variance", "size", "to_double", "to_float", "to_int32", "to_int64",
-           "truncatediv", "truncatemod"]
+           "truncatediv", "truncatemod", "xdivy", "xlogy"]

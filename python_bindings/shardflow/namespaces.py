@@ -22,8 +22,8 @@ shardflow lacks raises an AttributeError that says so. The modules are registere
 import sys
 import types
 
-from shardflow import (array_composites, array_ops, contractions, linalg_ops, math_composites,
-                       matrix_composites, nn, ops, segment_ops)
+from shardflow import (array_composites, array_ops, check_ops, contractions, linalg_ops,
+                       math_composites, matrix_composites, nn, ops, segment_ops)
 
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
 _MATH_NAMES = (
@@ -31,7 +31,8 @@ _MATH_NAMES = (
     "atan", "atan2", "atanh", "bincount", "ceil", "confusion_matrix", "cos", "cosh",
     "count_nonzero", "cumprod", "cumsum", "digamma", "divide", "divide_no_nan", "equal", "erf",
     "erfc", "exp", "expm1", "floor", "floordiv", "floormod", "greater", "greater_equal", "in_top_k",
-    "is_finite", "is_inf", "is_nan", "l2_normalize", "lbeta", "less", "less_equal", "lgamma", "log",
+    "is_finite", "is_inf", "is_nan", "is_non_decreasing", "is_strictly_increasing",
+    "l2_normalize", "lbeta", "less", "less_equal", "lgamma", "log",
     "log1p", "log_sigmoid", "log_softmax", "logical_and", "logical_not", "logical_or",
     "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "polygamma",
     "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max",
@@ -123,7 +124,8 @@ def _namespace(full_name, doc, names, sources):
 
 math = _namespace(  # noqa: A001 (sf.math, as tf.math; the package imports Python's math absolutely)
     "shardflow.math", "TF1's tf.math: element-wise math, reductions and comparisons.",
-    _MATH_NAMES, [ops, math_composites, array_ops, nn, array_composites, segment_ops])
+    _MATH_NAMES, [ops, math_composites, array_ops, nn, array_composites, segment_ops,
+                  check_ops])
 linalg = _namespace(
     "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose, "
     "inv, det, slogdet, logdet, solve, triangular_solve, cholesky, svd, qr.",

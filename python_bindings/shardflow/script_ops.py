@@ -76,4 +76,17 @@ def numpy_function(func, inp, Tout, name=None):  # noqa: N803
     return py_func(func, inp, Tout, name=name)
 
 
-__all__ = ["numpy_function", "py_func"]
+def timestamp(name=None):
+    """The time when the op runs, in seconds since the Unix epoch, as a float64 scalar (TF
+    1.15's tf.timestamp): a stateful PyFunc node reading time.time() each time it runs, so
+    two runs, or two timestamp ops run in order (control_dependencies), give increasing
+    values. Example: ``elapsed = sf.timestamp() - start`` inside a step."""
+    import time
+
+    out = py_func(lambda: np.array(time.time(), dtype=np.float64), [], dtypes.float64,
+                  stateful=True, name=name or "Timestamp")
+    out.set_shape([])
+    return out
+
+
+__all__ = ["numpy_function", "py_func", "timestamp"]

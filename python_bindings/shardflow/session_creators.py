@@ -41,7 +41,8 @@ class Scaffold:
     - init_fn(scaffold, session): run after init_op when no checkpoint was restored;
     - ready_op: a string vector of the variables not ready (empty when ready); by default the
       session creators ask every global variable whether it has a value;
-    - local_init_op: the "local_init_op" collection's, else local_variables_initializer();
+    - local_init_op: the "local_init_op" collection's, else local_variables_initializer() and
+      tables_initializer() grouped, as TF1;
     - summary_op: the "summary_op" collection's, else sf.summary.merge_all() (None without
       summaries);
     - saver: the "savers" collection's, else a sf.train.Saver of every global variable (None
@@ -92,8 +93,11 @@ class Scaffold:
 
     @staticmethod
     def default_local_init_op():
-        from shardflow.variables import local_variables_initializer
-        return local_variables_initializer()
+        """Local variables and lookup tables, as TF1's Scaffold (tables_initializer is a no-op
+        when the graph has no tables)."""
+        from shardflow.ops import group
+        from shardflow.variables import local_variables_initializer, tables_initializer
+        return group(local_variables_initializer(), tables_initializer())
 
     def finalize(self):
         """Fills in the ops not given (see the class); returns self. Later calls do nothing."""

@@ -1,6 +1,7 @@
 """TF1's string ops: tf.decode_csv, tf.as_string, tf.string_to_number, tf.string_join,
-tf.substr, tf.regex_replace, tf.string_split, tf.strings.* (join, split, length, lower, upper,
-strip, to_number, regex_full_match, format-free helpers), tf.reduce_join, and the file ops
+tf.substr, tf.regex_replace, tf.string_split, tf.string_to_hash_bucket_fast / _strong (and
+tf.string_to_hash_bucket), tf.strings.* (join, split, length, lower, upper, strip, to_number,
+to_hash_bucket*, regex_full_match, format-free helpers), tf.reduce_join, and the file ops
 tf.read_file, tf.write_file and tf.matching_files.
 
 Example (a CSV input pipeline)::
@@ -18,7 +19,9 @@ field that is not a number, a wrong number of columns) fails the step with
 InvalidArgumentError naming the field.
 """
 
+import hashlib
 import re
+import struct
 import types
 
 import numpy as np
@@ -268,11 +271,65 @@ def _split_v2(input, sep=None, maxsplit=-1, name=None):  # noqa: A002
     return string_split(input, sep, skip_empty=False)
 
 
+def _hash_buckets(input, num_buckets, key, name):  # noqa: A002
+    num_buckets = int(num_buckets)
+    if num_buckets < 1:
+        raise ValueError("string_to_hash_bucket: num_buckets must be >= 1, got %d" % num_buckets)
+
+    def bucket(v):
+        digest = hashlib.blake2b(_bytes(v), digest_size=8, key=key).digest()
+        return int.from_bytes(digest, "little") % num_buckets
+    return _map(bucket, input, dtypes.int64, name)
+
+
+def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
+    """Each string hashed to an int64 bucket in [0, num_buckets), of the input's shape (TF1's
+    tf.string_to_hash_bucket_fast, tf.strings.to_hash_bucket_fast). The hash is the first 8
+    bytes, little-endian, of the BLAKE2b digest of the string's bytes, modulo num_buckets: the
+    same for a string in every run and process (and the bucket sf.lookup tables put an
+    out-of-vocabulary string in), but not TensorFlow's FarmHash Fingerprint64, so bucket
+    numbers differ from TensorFlow's."""
+    return _hash_buckets(input, num_buckets, b"", name or "StringToHashBucketFast")
+
+
+def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
+    """As string_to_hash_bucket_fast with a keyed hash (TF1's tf.string_to_hash_bucket_strong,
+    tf.strings.to_hash_bucket_strong): `key` is two non-negative integers (TF's SipHash key),
+    whose 16 bytes (little-endian uint64s) key BLAKE2b here, so that the buckets cannot be
+    predicted without the key. Bucket numbers differ from TensorFlow's SipHash ones."""
+    if len(key) != 2:
+        raise ValueError("string_to_hash_bucket_strong: key must have size 2, got %d"
+                         % len(key))
+    if not all(isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 0
+               for k in key):
+        raise ValueError("string_to_hash_bucket_strong: key must be two non-negative "
+                         "integers, got %r" % (key,))
+    packed = struct.pack("<QQ", int(key[0]) & (2 ** 64 - 1), int(key[1]) & (2 ** 64 - 1))
+    return _hash_buckets(input, num_buckets, packed, name or "StringToHashBucketStrong")
+
+
+def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None,
+                          input=None):  # noqa: A002
+    """TF1's tf.string_to_hash_bucket (tf.strings.to_hash_bucket), which TF computes with an
+    older hash than the _fast version: here the same hash as string_to_hash_bucket_fast (see
+    there; bucket numbers differ from TensorFlow's). `input` is TF 1.15's other name for
+    string_tensor."""
+    if input is not None:
+        if string_tensor is not None:
+            raise ValueError("string_to_hash_bucket: give string_tensor or input, not both")
+        string_tensor = input
+    if string_tensor is None or num_buckets is None:
+        raise TypeError("string_to_hash_bucket needs string_tensor and num_buckets")
+    return _hash_buckets(string_tensor, num_buckets, b"", name or "StringToHashBucket")
+
+
 strings = types.ModuleType("shardflow.strings", "TF1's tf.strings (shardflow/string_ops.py).")
 strings.__dict__.update({
     "join": string_join, "length": _length, "reduce_join": reduce_join,
     "regex_full_match": regex_full_match, "regex_replace": regex_replace, "split": _split_v2,
     "substr": substr, "to_number": string_to_number, "as_string": as_string,
+    "to_hash_bucket": string_to_hash_bucket, "to_hash_bucket_fast": string_to_hash_bucket_fast,
+    "to_hash_bucket_strong": string_to_hash_bucket_strong,
     "lower": lambda input, name=None, encoding="": _map(  # noqa: A006
         lambda v: _bytes(v).lower(), input, dtypes.string, name or "StringLower"),
     "upper": lambda input, name=None, encoding="": _map(  # noqa: A006
@@ -283,6 +340,7 @@ strings.__dict__.update({
 
 __all__ = ["as_string", "decode_csv", "matching_files", "read_file", "reduce_join",
            "regex_full_match", "regex_replace", "string_join", "string_split", "string_to_number",
+           "string_to_hash_bucket", "string_to_hash_bucket_fast", "string_to_hash_bucket_strong",
            "strings", "substr", "write_file"]
 
 

@@ -511,11 +511,13 @@ class _RNN(Layer):
     """A recurrent layer over [batch, time, features]: shardflow's rnn_cell cell run by
     dynamic_rnn. Its weights are the cell's (TF1's cell layout: one kernel over [inputs,
     state] and one bias, not Keras's kernel / recurrent_kernel / bias), so get_weights
-    values do not carry over from Keras models."""
+    values do not carry over from Keras models. With go_backwards the time steps are read
+    from the last to the first, and with return_sequences the outputs come in that reversed
+    order, as Keras's (Bidirectional puts them back in order)."""
 
     def __init__(self, units, activation="tanh", return_sequences=False, return_state=False,
-                 **kwargs):
-        for unsupported in ("go_backwards", "stateful", "unroll"):
+                 go_backwards=False, **kwargs):
+        for unsupported in ("stateful", "unroll"):
             if kwargs.pop(unsupported, False):
                 raise ValueError("%s(%s=True) is not supported" % (type(self).__name__,
                                                                   unsupported))
@@ -528,6 +530,7 @@ class _RNN(Layer):
         self.activation = activations.get(activation)
         self.return_sequences = return_sequences
         self.return_state = return_state
+        self.go_backwards = bool(go_backwards)
         self.cell = None
 
     def call(self, inputs):
@@ -535,6 +538,8 @@ class _RNN(Layer):
         before = set(id(v) for v in global_variables(g))
         if self.cell is None:
             self.cell = self._make_cell()
+        if self.go_backwards:
+            inputs = ops.reverse(inputs, [1])
         outputs, state = _rnn.dynamic_rnn(self.cell, inputs, dtype=dtypes.float32,
                                           scope=self.name)
         known = set(id(v) for v in self.variables)
@@ -564,3 +569,143 @@ class LSTM(_RNN):
 
     def _make_cell(self):
         return _rnn.LSTMCell(self.units, activation=self.activation)
+
+
+# ---- wrappers ----------------------------------------------------------------------------------
+
+
+def _adopt_variables(wrapper, layers):
+    """The wrapped layers' variables become the wrapper's (its weights, saved and trained as
+    any layer's), in the layers' order."""
+    known = set(id(v) for v in wrapper.variables)
+    for layer in layers:
+        for v in layer.variables:
+            if id(v) not in known:
+                known.add(id(v))
+                wrapper.variables.append(v)
+
+
+class Bidirectional(Layer):
+    """Runs a recurrent layer (LSTM, GRU, SimpleRNN) over the sequence forwards and a copy of
+    it backwards (go_backwards=True; or `backward_layer`), and merges the two outputs with
+    `merge_mode`: 'concat' (the default, on the last axis), 'sum', 'mul', 'ave', or None (the
+    list [forward, backward]). With return_sequences the backward outputs are reversed back
+    into time order before merging; with return_state the states of both layers follow the
+    output, forward first. As Keras's, `layer` itself is not called: the forward and backward
+    layers are made anew from its constructor's arguments (named forward_<name> and
+    backward_<name>); their weights are the wrapper's (variables under its scope).
+
+    Example::
+
+        model = keras.Sequential([
+            keras.layers.Embedding(1000, 16, input_length=20),
+            keras.layers.Bidirectional(keras.layers.LSTM(32, return_sequences=True)),
+            keras.layers.Bidirectional(keras.layers.LSTM(16)),
+            keras.layers.Dense(1, activation="sigmoid")])
+    """
+
+    def __init__(self, layer, merge_mode="concat", backward_layer=None, **kwargs):
+        if not isinstance(layer, _RNN):
+            raise ValueError("Bidirectional wraps a recurrent keras layer (LSTM, GRU, "
+                             "SimpleRNN), got %r" % (layer,))
+        if merge_mode not in ("sum", "mul", "ave", "concat", None):
+            raise ValueError("Invalid merge mode %r. Merge mode should be one of "
+                             "{'sum', 'mul', 'ave', 'concat', None}" % (merge_mode,))
+        if not any(kwargs.get(k) is not None for k in ("input_shape", "batch_input_shape",
+                                                        "input_dim")) \
+                and layer._batch_input_shape is not None:
+            kwargs["batch_input_shape"] = layer._batch_input_shape
+        super().__init__(**kwargs)
+        self.forward_layer = self._recreate(layer, "forward_")
+        if backward_layer is None:
+            self.backward_layer = self._recreate(layer, "backward_",
+                                                 go_backwards=not layer.go_backwards)
+        else:
+            if not isinstance(backward_layer, _RNN):
+                raise ValueError("Bidirectional: backward_layer must be a recurrent keras "
+                                 "layer, got %r" % (backward_layer,))
+            if backward_layer.go_backwards == layer.go_backwards:
+                raise ValueError("Bidirectional: backward_layer.go_backwards must be the "
+                                 "opposite of layer.go_backwards")
+            for attr in ("return_sequences", "return_state"):
+                if getattr(backward_layer, attr) != getattr(layer, attr):
+                    raise ValueError("Bidirectional: the forward and backward layers need the "
+                                     "same %s" % attr)
+            self.backward_layer = backward_layer
+        self.merge_mode = merge_mode
+        self.return_sequences = layer.return_sequences
+        self.return_state = layer.return_state
+
+    @staticmethod
+    def _recreate(layer, prefix, **overrides):
+        call = layer.__dict__.get("_init_call")
+        if call is None:
+            raise ValueError("Bidirectional: %s was not made by its constructor" % layer.name)
+        args, kwargs = call
+        kwargs = dict(kwargs, name=prefix + layer.name, **overrides)
+        for key in ("input_shape", "batch_input_shape", "input_dim", "batch_size"):
+            kwargs.pop(key, None)
+        return type(layer)(*args, **kwargs)
+
+    def call(self, inputs):
+        with self._inside_variable_scope(inputs.graph):
+            y = self.forward_layer(inputs)
+            y_rev = self.backward_layer(inputs)
+        _adopt_variables(self, [self.forward_layer, self.backward_layer])
+        states = []
+        if self.return_state:
+            states = list(y[1:]) + list(y_rev[1:])
+            y, y_rev = y[0], y_rev[0]
+        if self.return_sequences:
+            y_rev = ops.reverse(y_rev, [1])
+        if self.merge_mode == "concat":
+            output = ops.concat([y, y_rev], y.shape.ndims - 1)
+        elif self.merge_mode == "sum":
+            output = ops.add(y, y_rev)
+        elif self.merge_mode == "ave":
+            output = ops.multiply(ops.add(y, y_rev), 0.5)
+        elif self.merge_mode == "mul":
+            output = ops.multiply(y, y_rev)
+        else:
+            output = [y, y_rev]
+        if self.return_state:
+            return (output if isinstance(output, list) else [output]) + states
+        return output
+
+
+class TimeDistributed(Layer):
+    """Applies `layer` to every time step of [batch, time, ...] inputs, with the same weights
+    at each step (one call on the inputs reshaped to [batch * time, ...]; the dimensions
+    after the time one must be known). `layer`'s weights are the wrapper's.
+
+    Example: ``keras.layers.TimeDistributed(keras.layers.Dense(8), input_shape=(10, 16))``
+    gives [batch, 10, 8].
+    """
+
+    def __init__(self, layer, **kwargs):
+        if not callable(layer):
+            raise ValueError("TimeDistributed wraps a keras layer, got %r" % (layer,))
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def call(self, inputs, training=None):
+        dims = inputs.shape.as_list() if inputs.shape.ndims is not None else None
+        if dims is None or len(dims) < 3 or None in dims[2:]:
+            raise ValueError("TimeDistributed needs inputs [batch, time, ...] whose dimensions "
+                             "after the time one are known, got %s" % (inputs.shape,))
+        x = ops.reshape(inputs, [-1] + dims[2:])
+        with self._inside_variable_scope(inputs.graph):
+            if isinstance(self.layer, Layer) and self.layer._uses_training():
+                y = self.layer(x, training=training)
+            else:
+                y = self.layer(x)
+        if isinstance(self.layer, _tf.Layer):
+            _adopt_variables(self, [self.layer])
+        out = y.shape.as_list()[1:] if y.shape.ndims is not None else None
+        if out is not None and None not in out and dims[1] is not None:
+            return ops.reshape(y, [-1, dims[1]] + out)
+        shape = ops.concat([ops.shape(inputs)[:2], ops.shape(y)[1:]], 0)
+        out_tensor = ops.reshape(y, shape)
+        if out is not None:
+            out_tensor.set_shape([dims[0], dims[1]] + out)
+        return out_tensor

@@ -61,6 +61,9 @@ def _encode(value, where):
         return {"__dict__": {k: _encode(v, where + "." + k) for k, v in value.items()}}
     if isinstance(value, dtypes.DType):
         return {"__dtype__": value.name}
+    from shardflow.keras import layers as layers_module
+    if isinstance(value, layers_module.Layer):  # the layer a wrapper (Bidirectional) wraps
+        return {"__layer__": _layer_entry(value)}
     name = getattr(value, "__name__", None)
     module = getattr(value, "__module__", None) or ""
     # keras.activations.relu, and shardflow's own functions of an activation's name (sf.nn.relu)
@@ -87,8 +90,22 @@ def _decode(value):
             return dtypes.as_dtype(value["__dtype__"])
         if "__activation__" in value:
             return getattr(activations, value["__activation__"])
+        if "__layer__" in value:
+            return _decode_layer(value["__layer__"])
         raise ValueError("load_model: unknown value %r in model.json" % (value,))
     return value
+
+
+def _decode_layer(entry):
+    """The keras layer (of a class of keras.layers only) an {"__layer__": entry} stands for."""
+    from shardflow.keras import layers as layers_module
+    if not (isinstance(entry, dict) and isinstance(entry.get("class"), str)
+            and isinstance(entry.get("args"), list) and isinstance(entry.get("kwargs"), dict)):
+        raise ValueError("load_model: a wrapped layer in model.json is not {class, args, kwargs}")
+    cls = getattr(layers_module, entry["class"], None)
+    if not (isinstance(cls, type) and issubclass(cls, layers_module.Layer)):
+        raise ValueError("load_model: unknown wrapped layer class %r" % (entry["class"],))
+    return cls(*_decode(entry["args"]), **{k: _decode(v) for k, v in entry["kwargs"].items()})
 
 
 def _layer_entry(layer):
