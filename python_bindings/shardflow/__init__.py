@@ -57,6 +57,10 @@ from shardflow.variable_scope import (AUTO_REUSE, VariableScope,  # noqa: F401
                                       random_uniform_initializer, truncated_normal_initializer,
                                       variable_scope, variance_scaling_initializer,
                                       zeros_initializer)
+from shardflow.partitioned_variables import (PartitionedVariable,  # noqa: F401
+                                             fixed_size_partitioner,
+                                             min_max_variable_partitioner,
+                                             variable_axis_size_partitioner)
 
 from shardflow.graph_io import gfile, import_graph_def  # noqa: F401
 from shardflow import graph_io as _graph_io

@@ -59,16 +59,66 @@ def gather(params, indices, axis=0, name=None, validate_indices=None):
     return ops._out("GatherV2", [params, indices, int(axis)], None, name)
 
 
-def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=None):
-    """TF1's tf.nn.embedding_lookup for one table: gather(params, ids)."""
+def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
+                     max_norm=None):
+    """TF1's tf.nn.embedding_lookup: the rows of `params` at `ids`. `params` is one table, or a
+    table sharded along its rows: a list of tensors/variables or a PartitionedVariable
+    (shardflow/partitioned_variables.py), with TF1's `partition_strategy`: "mod" (id i in shard
+    i % n, row i // n) or "div" (contiguous ranges; the first total % n shards one row longer,
+    the layout of sf.fixed_size_partitioner). Sharded, the shards are concatenated in the
+    strategy's order and gathered from (gradients reach every shard). `max_norm`: rows whose L2
+    norm exceeds it are scaled down to it, as TF1."""
+    from shardflow.partitioned_variables import PartitionedVariable
+    if isinstance(params, PartitionedVariable):
+        params = list(params)
     if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise ValueError("embedding_lookup over a sharded table is not supported; "
-                             "give one table")
-        params = params[0]
-    if max_norm is not None:
-        raise ValueError("embedding_lookup(max_norm=...) is not supported")
-    return gather(params, ids, name=name)
+        if not params:
+            raise ValueError("embedding_lookup: params is an empty list")
+        params = list(params) if len(params) > 1 else params[0]
+    if isinstance(params, list):
+        table, ids = _sharded_table(params, ids, partition_strategy)
+    else:
+        table = params
+    rows = gather(table, ids, name=None if max_norm is not None else name)
+    if max_norm is None:
+        return rows
+    rank = rows.shape.ndims
+    ids_rank = convert_to_tensor(ids).shape.ndims
+    if rank is None or ids_rank is None:
+        raise ValueError("embedding_lookup(max_norm=...) needs ids and params of known rank")
+    axes = list(builtins.range(ids_rank, rank))
+    norm = ops.sqrt(ops.reduce_sum(ops.square(rows), axis=axes, keepdims=True))
+    scale = ops.minimum(ops.ones_like(norm), ops.divide(max_norm, ops.maximum(norm, 1e-30)))
+    return ops.multiply(rows, scale, name=name)
+
+
+def _sharded_table(shards, ids, strategy):
+    """The shards as one table, and ids as rows of it, for embedding_lookup's strategies."""
+    if strategy not in ("mod", "div"):
+        raise ValueError("embedding_lookup: partition_strategy must be 'mod' or 'div', got %r"
+                         % (strategy,))
+    shards = [convert_to_tensor(s) for s in shards]
+    sizes = [s.shape.as_list()[0] if s.shape.ndims else None for s in shards]
+    if any(n is None for n in sizes):
+        raise ValueError("embedding_lookup over shards needs each shard's number of rows when "
+                         "the graph is built, got %s" % sizes)
+    n = len(shards)
+    ids = convert_to_tensor(ids)
+    if strategy == "div":
+        total = sum(sizes)
+        per, extras = total // n, total % n
+        want = [per + (1 if i < extras else 0) for i in builtins.range(n)]
+        if sizes != want:
+            raise ValueError("embedding_lookup(partition_strategy='div'): shards of %s rows, "
+                             "but 'div' over %d rows needs %s (the first total %% n one longer)"
+                             % (sizes, total, want))
+        return ops.concat(shards, 0), ids   # contiguous ranges in order: ids are the rows
+    # "mod": id i lives in shard i % n at row i // n; shard s starts at offset[s] of the concat.
+    offsets = np.cumsum([0] + sizes[:-1]).astype(np.int64)
+    wide = ops.cast(ids, dtypes.int64)
+    shard = ops.floormod(wide, np.int64(n))
+    rows = ops.add(gather(ops.constant(offsets), shard), ops.floordiv(wide, np.int64(n)))
+    return ops.concat(shards, 0), rows
 
 
 def stack(values, axis=0, name=None):

@@ -331,10 +331,13 @@ def tanh(x, name=None):
     return ops.tanh(x, name=name)
 
 
-def embedding_lookup(params, ids, partition_strategy="mod", name=None, max_norm=None):
-    """TF1's tf.nn.embedding_lookup (shardflow.array_ops.embedding_lookup)."""
+def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
+                     max_norm=None):
+    """TF1's tf.nn.embedding_lookup (shardflow.array_ops.embedding_lookup): one table, or
+    shards (a list, or a PartitionedVariable) with partition_strategy "mod" or "div"."""
     from shardflow.array_ops import embedding_lookup as lookup
-    return lookup(params, ids, partition_strategy, name, max_norm)
+    return lookup(params, ids, partition_strategy=partition_strategy, name=name,
+                  max_norm=max_norm)
 
 
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002

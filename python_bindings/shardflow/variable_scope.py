@@ -34,12 +34,25 @@ class VariableScope:
     """What ``variable_scope(...)`` yields: its name, reuse, default initializer and default
     regularizer."""
 
-    def __init__(self, name, reuse, initializer=None, regularizer=None):
+    def __init__(self, name, reuse, initializer=None, regularizer=None, partitioner=None,
+                 custom_getter=None, dtype=None):
         self.name = name
         self.reuse = reuse
         self.initializer = initializer
         self.regularizer = regularizer
+        self.partitioner = partitioner
+        self.custom_getter = custom_getter
+        self.dtype = dtype
         self.original_name_scope = name + "/" if name else ""
+
+    def set_partitioner(self, partitioner):
+        self.partitioner = partitioner
+
+    def set_initializer(self, initializer):
+        self.initializer = initializer
+
+    def set_regularizer(self, regularizer):
+        self.regularizer = regularizer
 
     def reuse_variables(self):
         """Reuse variables for the rest of this scope's block."""
@@ -63,10 +76,16 @@ def get_variable_scope():
 
 @contextlib.contextmanager
 def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
-                   regularizer=None, reuse=None, dtype=None):
+                   regularizer=None, caching_device=None, partitioner=None, custom_getter=None,
+                   reuse=None, dtype=None, use_resource=None, constraint=None,
+                   auxiliary_name_scope=True):
     """Enters a variable scope (and a name scope of the same name); see the module's text.
-    `name_or_scope` may be a VariableScope (re-entered by its full name). `initializer` and
-    `regularizer` are the defaults of get_variable inside (inherited by inner scopes)."""
+    `name_or_scope` may be a VariableScope (re-entered by its full name). `initializer`,
+    `regularizer`, `partitioner` (shardflow/partitioned_variables.py) and `dtype` are the
+    defaults of get_variable inside (inherited by inner scopes); `custom_getter(getter, name,
+    *args, **kwargs)` wraps get_variable inside (nested getters compose, as TF1).
+    `caching_device`, `use_resource` and `constraint` are accepted (resource variables always;
+    no caching devices; constraints are not applied)."""
     g = get_default_graph()
     stack = _stack(g)
     outer = stack[-1]
@@ -84,8 +103,22 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     if isinstance(name_or_scope, VariableScope):
         initializer = initializer or name_or_scope.initializer
         regularizer = regularizer or name_or_scope.regularizer
+        partitioner = partitioner or name_or_scope.partitioner
+        dtype = dtype or name_or_scope.dtype
+    getter = outer.custom_getter
+    if custom_getter is not None:
+        if not callable(custom_getter):
+            raise ValueError("custom_getter must be callable, got %r" % (custom_getter,))
+        if getter is not None:
+            inner_getter, outer_getter = custom_getter, getter
+
+            def getter(get, *args, **kwargs):  # the inner scope's getter wraps the outer's
+                return inner_getter(lambda *a, **k: outer_getter(get, *a, **k), *args, **kwargs)
+        else:
+            getter = custom_getter
     scope = VariableScope(full, reuse, initializer or outer.initializer,
-                          regularizer or outer.regularizer)
+                          regularizer or outer.regularizer, partitioner or outer.partitioner,
+                          getter, dtype or outer.dtype)
     # Unnamed layers are counted afresh in each entry of a scope (Note [Layer variables and
     # variable scopes] in shardflow/layers.py).
     g.__dict__.setdefault("_layer_name_counts", {})[full] = {}
@@ -99,16 +132,46 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
-                 trainable=True, collections=None, use_resource=None):
+                 trainable=True, collections=None, caching_device=None, partitioner=None,
+                 validate_shape=True, use_resource=None, custom_getter=None, constraint=None,
+                 synchronization=None, aggregation=None):
     """The variable "<scope>/<name>": created (from `initializer`, else the scope's, else
     Glorot uniform for floats and zeros otherwise) or, when the scope reuses, the existing one.
 
     `regularizer` (else the scope's): a function of the new variable whose result, unless
     None, goes to GraphKeys.REGULARIZATION_LOSSES, as in TF1 (on creation only, not on reuse).
+    `partitioner` (else the scope's): a PartitionedVariable of parts "<name>/part_<i>"
+    (shardflow/partitioned_variables.py). `custom_getter` (and the scopes'): called as
+    getter(get_variable, name, shape=..., ...) instead. `caching_device`, `validate_shape`,
+    `constraint`, `synchronization`, `aggregation` are accepted (no effect here).
     """
+    scope = _stack(get_default_graph())[-1]
+    kwargs = dict(shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
+                  trainable=trainable, collections=collections, partitioner=partitioner)
+    getters = [g for g in (scope.custom_getter, custom_getter) if g is not None]
+    if not getters:
+        return _get_variable(name, **kwargs)
+    get = _get_variable
+    for getter in getters:  # the call's own getter innermost, the scopes' around it
+
+        def get(n, *args, _getter=getter, _get=get, **kw):
+            return _getter(_get, n, *args, **kw)
+    return get(name, **kwargs)
+
+
+def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
+                  trainable=True, collections=None, partitioner=None, _part=False):
+    """get_variable's work; `_part`: a part of a partitioned variable (never partitioned)."""
     from shardflow.variables import Variable
     g = get_default_graph()
     scope = _stack(g)[-1]
+    if dtype is None:
+        dtype = scope.dtype
+    if partitioner is None and not _part:
+        partitioner = scope.partitioner
+    if partitioner is not None and not _part:
+        return _get_partitioned(name, shape, dtype, initializer, regularizer, trainable,
+                                collections, partitioner)
     full = scope.name + "/" + name if scope.name else name
     # In a while_loop's function the variable is made (or found) in the outermost graph, as
     # TF1 lifts a loop's variables out of it.
@@ -152,6 +215,38 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         from shardflow.regularizers import add_regularization_loss
         add_regularization_loss(v, regularizer)
     return v
+
+
+def _get_partitioned(name, shape, dtype, initializer, regularizer, trainable, collections,
+                     partitioner):
+    """get_variable with a partitioner: the parts are ordinary variables (made or reused as
+    above), the PartitionedVariable is kept in the graph's store beside them."""
+    from shardflow.partitioned_variables import create_partitioned_variable
+    g = get_default_graph()
+    scope = _stack(g)[-1]
+    full = scope.name + "/" + name if scope.name else name
+    outer = g._outermost() if hasattr(g, "_outermost") else g
+    _stack(outer)
+    partitioned = outer.__dict__.setdefault("_partitioned_store", {})
+    if full in partitioned and scope.reuse is not False:
+        pv = partitioned[full]
+        if shape is not None and list(shape) != pv.shape.as_list():
+            raise ValueError("Trying to share partitioned variable %s, but specified shape %s "
+                             "and found shape %s." % (full, list(shape), pv.shape.as_list()))
+        return pv
+    if shape is None:
+        raise ValueError("get_variable('%s') with a partitioner needs a shape" % full)
+    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    prefix = name.rsplit("/", 1)[0] + "/" if "/" in name else ""
+
+    def make_part(part_name, part_shape, part_init):
+        return _get_variable(prefix + part_name, shape=part_shape, dtype=dt,
+                             initializer=part_init, regularizer=regularizer,
+                             trainable=trainable, collections=collections, _part=True)
+    # The parts live under the variable's own name: "<scope>/<name>/part_<i>".
+    pv = create_partitioned_variable(make_part, full, shape, dt, partitioner, initializer)
+    partitioned[full] = pv
+    return pv
 
 
 # ---- initializers: callables (shape, dtype) -> tensor, as TF1's ------------------------------
