@@ -91,6 +91,7 @@ from shardflow.patch_ops import *  # noqa: F401,F403 (extract_image_patches, set
 from shardflow.linalg_ops import *  # noqa: F401,F403 (matrix_inverse, cholesky, svd, ...)
 from shardflow.string_ops import *  # noqa: F401,F403 (decode_csv, tf.strings, ...)
 from shardflow.lookup_ops import lookup  # noqa: F401 (tf.lookup; tf.contrib.lookup)
+from shardflow import distributions  # noqa: F401 (tf.distributions; tf.contrib.distributions)
 from shardflow.sparse_tensor import (SparseTensor, SparseTensorValue,  # noqa: F401
                                      sparse_placeholder)
 from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa: F401

@@ -14,6 +14,7 @@ viterbi_decode, ...; shardflow.contrib_crf). Anything else under contrib is refu
 name of what to use instead."""
 
 from shardflow import contrib_crf as crf  # noqa: F401
+from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' core)
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
 from shardflow.lookup_ops import contrib_lookup as lookup  # noqa: F401
@@ -35,8 +36,10 @@ def __getattr__(name):
         "tf.contrib.seq2seq (sequence_loss, BasicDecoder, TrainingHelper, "
         "GreedyEmbeddingHelper, BeamSearchDecoder, attention, dynamic_decode), "
         "tf.contrib.lookup (HashTable, index_table_from_tensor/_file, ...), "
-        "tf.contrib.crf (crf_log_likelihood, crf_decode, viterbi_decode, ...). Use "
+        "tf.contrib.crf (crf_log_likelihood, crf_decode, viterbi_decode, ...), "
+        "tf.contrib.distributions (Normal, Categorical, Bernoulli, Uniform, kl_divergence). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["crf", "framework", "layers", "lookup", "opt", "rnn", "seq2seq", "training", "util"]
+__all__ = ["crf", "distributions", "framework", "layers", "lookup", "opt", "rnn", "seq2seq",
+           "training", "util"]
