@@ -71,9 +71,106 @@ class LayerNormBasicLSTMCell(BasicLSTMCell):
         return new_h, LSTMStateTuple(new_c, new_h)
 
 
+class LSTMBlockCell(rnn_cell.LSTMCell):
+    """TF1's tf.contrib.rnn.LSTMBlockCell (a fused kernel in TF): the same gates as LSTMCell,
+    with optional peepholes and cell clipping; variables <scope>/lstm_cell/kernel and bias."""
+
+    def __init__(self, num_units, forget_bias=1.0, cell_clip=None, use_peephole=False,
+                 dtype=None, reuse=None, name="lstm_cell"):
+        cell_clip = None if cell_clip is None or cell_clip < 0 else cell_clip
+        super().__init__(num_units, use_peepholes=use_peephole, cell_clip=cell_clip,
+                         forget_bias=forget_bias, reuse=reuse, name=name, dtype=dtype)
+
+
+class GRUBlockCell(rnn_cell.GRUCell):
+    """TF1's tf.contrib.rnn.GRUBlockCell / GRUBlockCellV2: GRUCell's gates and variables."""
+
+    def __init__(self, num_units=None, cell_size=None, reuse=None, name="gru_cell"):
+        units = num_units if num_units is not None else cell_size
+        if units is None:
+            raise ValueError("GRUBlockCell needs num_units (or cell_size)")
+        super().__init__(units, reuse=reuse, name=name)
+
+
+GRUBlockCellV2 = GRUBlockCell
+
+
+class OutputProjectionWrapper(rnn_cell._Wrapper):
+    """TF1's tf.contrib.rnn.OutputProjectionWrapper: the cell's output projected to
+    `output_size` units (kernel and bias under output_projection_wrapper/), then
+    `activation` if given; the state is the cell's."""
+
+    def __init__(self, cell, output_size, activation=None, reuse=None):
+        super().__init__(cell)
+        if int(output_size) < 1:
+            raise ValueError("OutputProjectionWrapper: output_size must be positive, got %r"
+                             % (output_size,))
+        self._output_size = int(output_size)
+        self._proj_activation = activation
+        self._proj_scope = None
+
+    @property
+    def output_size(self):
+        return self._output_size
+
+    def call(self, inputs, state, scope=None):
+        output, new_state = self._cell(inputs, state, scope=scope)
+        if self._proj_scope is None:
+            with variable_scope("output_projection_wrapper") as vs:
+                self._proj_scope = vs
+                projected = self._project(output)
+        else:
+            with variable_scope(self._proj_scope, reuse=True):
+                projected = self._project(output)
+        if self._proj_activation is not None:
+            projected = self._proj_activation(projected)
+        return projected, new_state
+
+    def _project(self, output):
+        depth = _depth(output, "OutputProjectionWrapper")
+        kernel = get_variable("kernel", [depth, self._output_size], dtype=output.dtype)
+        bias = get_variable("bias", [self._output_size], dtype=output.dtype,
+                            initializer=constant_initializer(0.0))
+        return ops.add(ops.matmul(output, kernel), bias)
+
+
+def stack_bidirectional_dynamic_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None,
+                                    initial_states_bw=None, dtype=None, sequence_length=None,
+                                    parallel_iterations=None, time_major=False, scope=None,
+                                    swap_memory=False):
+    """TF1's tf.contrib.rnn.stack_bidirectional_dynamic_rnn: layer i is a
+    bidirectional_dynamic_rnn of cells_fw[i] and cells_bw[i] (scope
+    stack_bidirectional_rnn/cell_<i>) over the previous layer's forward and backward outputs
+    concatenated. Returns (outputs [.., 2 * units], forward states, backward states)."""
+    if not cells_fw or len(cells_fw) != len(cells_bw):
+        raise ValueError("stack_bidirectional_dynamic_rnn needs as many forward as backward "
+                         "cells (at least one), got %d and %d"
+                         % (len(cells_fw or []), len(cells_bw or [])))
+    for states, what in ((initial_states_fw, "initial_states_fw"),
+                         (initial_states_bw, "initial_states_bw")):
+        if states is not None and len(states) != len(cells_fw):
+            raise ValueError("%s must have one state per cell" % what)
+    states_fw, states_bw = [], []
+    layer_input = inputs
+    with variable_scope(scope or "stack_bidirectional_rnn"):
+        for i, (cell_fw, cell_bw) in enumerate(zip(cells_fw, cells_bw)):
+            with variable_scope("cell_%d" % i):
+                (out_fw, out_bw), (state_fw, state_bw) = rnn_cell.bidirectional_dynamic_rnn(
+                    cell_fw, cell_bw, layer_input, sequence_length=sequence_length,
+                    initial_state_fw=initial_states_fw[i] if initial_states_fw else None,
+                    initial_state_bw=initial_states_bw[i] if initial_states_bw else None,
+                    dtype=dtype, time_major=time_major)
+                layer_input = ops.concat([out_fw, out_bw], 2)
+            states_fw.append(state_fw)
+            states_bw.append(state_bw)
+    return layer_input, tuple(states_fw), tuple(states_bw)
+
+
 def __getattr__(name):
     raise AttributeError(
         "shardflow has no tf.contrib.rnn.%s; it has %s" % (name, ", ".join(__all__)))
 
 
-__all__ = sorted(rnn_cell.__all__ + ["LayerNormBasicLSTMCell"])
+__all__ = sorted(rnn_cell.__all__ + ["GRUBlockCell", "GRUBlockCellV2", "LSTMBlockCell",
+                                     "LayerNormBasicLSTMCell", "OutputProjectionWrapper",
+                                     "stack_bidirectional_dynamic_rnn"])

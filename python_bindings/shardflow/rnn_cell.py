@@ -20,8 +20,8 @@ import collections
 from shardflow import array_ops, dtypes, ops
 from shardflow.control_flow import _build_while, _flatten, _growing_arrays, _pack
 from shardflow.framework import convert_to_tensor
-from shardflow.variable_scope import (constant_initializer, get_variable, variable_scope,
-                                      zeros_initializer)
+from shardflow.variable_scope import (constant_initializer, get_variable, get_variable_scope,
+                                      variable_scope, zeros_initializer)
 
 
 class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
@@ -136,17 +136,66 @@ class BasicLSTMCell(RNNCell):
 
 
 class LSTMCell(BasicLSTMCell):
-    """TF1's LSTMCell without peepholes, projections or clipping (those raise)."""
+    """TF1's LSTMCell: BasicLSTMCell's gates, plus (as TF1) `use_peepholes` (diagonal
+    connections from the cell state: variables w_f_diag, w_i_diag, w_o_diag), `cell_clip` (the
+    cell state clipped to [-cell_clip, cell_clip]), `num_proj` (the output h projected to
+    num_proj units by projection/kernel, so state = LSTMStateTuple(c [num_units], h
+    [num_proj])) and `proj_clip`. `initializer` is the default of its variables."""
 
     _default_name = "lstm_cell"
 
     def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None,
-                 num_proj=None, proj_clip=None, forget_bias=1.0, state_is_tuple=True,
-                 activation=None, reuse=None, name=None, dtype=None):
-        if use_peepholes or cell_clip is not None or num_proj is not None:
-            raise ValueError("LSTMCell: peepholes, cell_clip and num_proj are not supported; "
-                             "use BasicLSTMCell's gates")
+                 num_proj=None, proj_clip=None, num_unit_shards=None, num_proj_shards=None,
+                 forget_bias=1.0, state_is_tuple=True, activation=None, reuse=None, name=None,
+                 dtype=None):
         super().__init__(num_units, forget_bias, state_is_tuple, activation, reuse, name, dtype)
+        self._use_peepholes = bool(use_peepholes)
+        self._cell_clip = cell_clip
+        self._initializer = initializer
+        self._num_proj = int(num_proj) if num_proj else None
+        self._proj_clip = proj_clip
+
+    @property
+    def state_size(self):
+        return LSTMStateTuple(self._num_units, self._num_proj or self._num_units)
+
+    @property
+    def output_size(self):
+        return self._num_proj or self._num_units
+
+    def call(self, inputs, state):
+        if self._initializer is None:
+            return self._call(inputs, state)
+        with variable_scope(get_variable_scope(), initializer=self._initializer):
+            return self._call(inputs, state)
+
+    def _call(self, inputs, state):
+        c, h = state
+        gates = self._linear([inputs, h], 4 * self._num_units)
+        i, j, f, o = array_ops.split(gates, 4, axis=1)
+        f = ops.add(f, self._forget_bias)
+        if self._use_peepholes:
+            dt = c.dtype
+            w_f = get_variable("w_f_diag", [self._num_units], dtype=dt)
+            w_i = get_variable("w_i_diag", [self._num_units], dtype=dt)
+            w_o = get_variable("w_o_diag", [self._num_units], dtype=dt)
+            f = ops.add(f, ops.multiply(w_f, c))
+            i = ops.add(i, ops.multiply(w_i, c))
+        new_c = ops.add(ops.multiply(c, ops.sigmoid(f)),
+                        ops.multiply(ops.sigmoid(i), self._activation(j)))
+        if self._cell_clip is not None:
+            new_c = ops.clip_by_value(new_c, -float(self._cell_clip), float(self._cell_clip))
+        if self._use_peepholes:
+            o = ops.add(o, ops.multiply(w_o, new_c))
+        new_h = ops.multiply(self._activation(new_c), ops.sigmoid(o))
+        if self._num_proj is not None:
+            with variable_scope("projection"):
+                kernel = get_variable("kernel", [self._num_units, self._num_proj],
+                                      dtype=new_h.dtype)
+            new_h = ops.matmul(new_h, kernel)
+            if self._proj_clip is not None:
+                new_h = ops.clip_by_value(new_h, -float(self._proj_clip), float(self._proj_clip))
+        return new_h, LSTMStateTuple(new_c, new_h)
 
 
 class GRUCell(RNNCell):
