@@ -17,6 +17,7 @@ from shardflow import contrib_crf as crf  # noqa: F401
 from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' core)
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
+from shardflow import contrib_metrics as metrics  # noqa: F401
 from shardflow.lookup_ops import contrib_lookup as lookup  # noqa: F401
 from shardflow import contrib_opt as opt  # noqa: F401
 from shardflow import contrib_rnn as rnn  # noqa: F401
@@ -37,9 +38,10 @@ def __getattr__(name):
         "GreedyEmbeddingHelper, BeamSearchDecoder, attention, dynamic_decode), "
         "tf.contrib.lookup (HashTable, index_table_from_tensor/_file, ...), "
         "tf.contrib.crf (crf_log_likelihood, crf_decode, viterbi_decode, ...), "
-        "tf.contrib.distributions (Normal, Categorical, Bernoulli, Uniform, kl_divergence). Use "
+        "tf.contrib.distributions (Normal, Categorical, Bernoulli, Uniform, kl_divergence), "
+        "tf.contrib.metrics (streaming_*), tf.contrib.opt.LazyAdamOptimizer. Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["crf", "distributions", "framework", "layers", "lookup", "opt", "rnn", "seq2seq",
-           "training", "util"]
+__all__ = ["crf", "distributions", "framework", "layers", "lookup", "metrics", "opt", "rnn",
+           "seq2seq", "training", "util"]

@@ -369,6 +369,108 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
     return y
 
 
+OPTIMIZER_CLS_NAMES = ("Adagrad", "Adam", "Ftrl", "Momentum", "RMSProp", "SGD")
+OPTIMIZER_SUMMARIES = ("learning_rate", "loss", "gradients", "gradient_norm",
+                       "global_gradient_norm")
+
+
+def _named_optimizer(name, lr):
+    from shardflow import train
+    make = {"Adagrad": train.AdagradOptimizer, "Adam": train.AdamOptimizer,
+            "Ftrl": train.FtrlOptimizer, "RMSProp": train.RMSPropOptimizer,
+            "SGD": train.GradientDescentOptimizer,
+            "Momentum": lambda learning_rate: train.MomentumOptimizer(learning_rate, 0.9)}
+    if name not in make:
+        raise ValueError("optimize_loss: optimizer %r is not one of %s, an Optimizer or a "
+                         "function of the learning rate" % (name, ", ".join(OPTIMIZER_CLS_NAMES)))
+    return make[name](learning_rate=lr)
+
+
+def optimize_loss(loss, global_step, learning_rate, optimizer, gradient_noise_scale=None,
+                  gradient_multipliers=None, clip_gradients=None, learning_rate_decay_fn=None,
+                  update_ops=None, variables=None, name=None, summaries=None,
+                  colocate_gradients_with_ops=False, increment_global_step=True):
+    """TF1's tf.contrib.layers.optimize_loss: the training op for `loss` — gradients of
+    `variables` (default: the trainable ones), scaled by gradient_multipliers, noised by
+    gradient_noise_scale, clipped (a float: by global norm; a function of grads_and_vars:
+    applied), then applied by `optimizer` (a name of OPTIMIZER_CLS_NAMES, an Optimizer class
+    or instance, or a function of the learning rate) after the UPDATE_OPS (or `update_ops`),
+    with learning_rate_decay_fn(learning_rate, global_step) when given. Adds the `summaries`
+    (default learning_rate, loss, global_gradient_norm). Returns the loss, computed after the
+    update (as TF1's train tensor)."""
+    from shardflow import summary, train
+    from shardflow.ops import random_normal
+    from shardflow.variables import trainable_variables
+    g = get_default_graph()
+    loss = convert_to_tensor(loss)
+    if global_step is None:
+        global_step = train.get_global_step()
+    with g.name_scope(name or "OptimizeLoss"):
+        if update_ops is None:
+            update_ops = g.get_collection(GraphKeys.UPDATE_OPS)
+        if update_ops:
+            with g.control_dependencies(list(update_ops)):
+                loss = ops.identity(loss)
+        lr = None
+        if learning_rate is not None:
+            lr = learning_rate if isinstance(learning_rate, Tensor) else ops.constant(
+                float(learning_rate), name="learning_rate")
+            if learning_rate_decay_fn is not None:
+                if global_step is None:
+                    raise ValueError("optimize_loss: learning_rate_decay_fn needs a global_step")
+                lr = learning_rate_decay_fn(lr, global_step)
+        if isinstance(optimizer, str):
+            if lr is None:
+                raise ValueError("optimize_loss: a named optimizer needs a learning_rate")
+            opt = _named_optimizer(optimizer, lr)
+        elif isinstance(optimizer, type) and issubclass(optimizer, train.Optimizer):
+            if lr is None:
+                raise ValueError("optimize_loss: an Optimizer class needs a learning_rate")
+            opt = optimizer(learning_rate=lr)
+        elif isinstance(optimizer, train.Optimizer) or hasattr(optimizer, "apply_gradients"):
+            opt = optimizer
+        elif callable(optimizer):
+            opt = optimizer(lr) if lr is not None else optimizer()
+        else:
+            raise ValueError("optimize_loss: optimizer must be a name, an Optimizer class or "
+                             "instance, or a function; got %r" % (optimizer,))
+        summaries = OPTIMIZER_SUMMARIES[:2] + ("global_gradient_norm",) \
+            if summaries is None else tuple(summaries)
+        if lr is not None and "learning_rate" in summaries:
+            summary.scalar("learning_rate", lr)
+        if "loss" in summaries:
+            summary.scalar("loss", loss)
+        var_list = list(variables) if variables is not None else trainable_variables()
+        grads = opt.compute_gradients(loss, var_list=var_list)
+        pairs = [(gr, v) for gr, v in grads if gr is not None]
+        if not pairs:
+            raise ValueError("optimize_loss: no variable has a gradient of the loss")
+        if gradient_noise_scale is not None:
+            pairs = [(ops.add(gr, ops.multiply(random_normal(ops.shape(gr)),
+                                               float(gradient_noise_scale))), v)
+                     for gr, v in pairs]
+        if gradient_multipliers:
+            by_name = {getattr(k, "name", k): m for k, m in gradient_multipliers.items()}
+            pairs = [(ops.multiply(gr, float(by_name[v.name])) if v.name in by_name else gr,
+                      v) for gr, v in pairs]
+        if "global_gradient_norm" in summaries or "gradient_norm" in summaries:
+            summary.scalar("global_norm/gradient_norm",
+                           ops.global_norm([gr for gr, _ in pairs]))
+        if isinstance(clip_gradients, (int, float)):
+            clipped, _ = ops.clip_by_global_norm([gr for gr, _ in pairs],
+                                                 float(clip_gradients))
+            pairs = list(zip(clipped, [v for _, v in pairs]))
+        elif callable(clip_gradients):
+            pairs = list(clip_gradients(pairs))
+        elif clip_gradients is not None:
+            raise ValueError("optimize_loss: clip_gradients must be a number or a function, "
+                             "got %r" % (clip_gradients,))
+        update = opt.apply_gradients(pairs, global_step=global_step if increment_global_step
+                                     else None, name="train")
+        with g.control_dependencies([update]):
+            return ops.identity(loss, name="train_op")
+
+
 def __getattr__(name):
     raise AttributeError(
         "shardflow has no tf.contrib.layers.%s: it carries contrib.layers' regularizers, "
@@ -380,5 +482,5 @@ def __getattr__(name):
 
 __all__ = ["apply_regularization", "batch_norm", "conv2d", "dropout", "embed_sequence", "flatten",
            "fully_connected", "l1_l2_regularizer", "l1_regularizer", "l2_regularizer",
-           "layer_norm", "max_pool2d", "sum_regularizer",
+           "layer_norm", "max_pool2d", "optimize_loss", "sum_regularizer",
            "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d"]

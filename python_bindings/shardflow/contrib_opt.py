@@ -16,8 +16,11 @@ Example::
 import numpy as np
 
 from shardflow import ops
+from shardflow.array_ops import reduce_any, where_v2
+from shardflow.composite_optimizers import _CompositeOptimizer, _group_after
 from shardflow.framework import Tensor, convert_to_tensor
-from shardflow.train import AdamOptimizer, MomentumOptimizer
+from shardflow.train import AdamOptimizer, MomentumOptimizer, _count_step
+from shardflow.variables import Variable
 
 
 class DecoupledWeightDecayExtension:
@@ -87,9 +90,71 @@ class MomentumWOptimizer(DecoupledWeightDecayExtension, MomentumOptimizer):
                          use_nesterov=use_nesterov, name=name)
 
 
+class LazyAdamOptimizer(_CompositeOptimizer):
+    """TF1's tf.contrib.opt.LazyAdamOptimizer: Adam whose moments and variable move only in the
+    rows the gradient touches. TF gets those rows from an IndexedSlices gradient (an
+    embedding lookup's); shardflow's gradients are dense, so a row here is touched when its
+    gradient is not all zero (the rows an embedding lookup did not read). For other variables
+    (every row has a gradient) it is Adam. Slots "m" (<var>/LazyAdam) and "v"
+    (<var>/LazyAdam_1); beta1_power and beta2_power are shared, as TF's::
+
+        lr_t = learning_rate * sqrt(1 - beta2^t) / (1 - beta1^t)
+        m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2   (touched rows only)
+        var -= lr_t m / (sqrt(v) + epsilon)                             (touched rows only)
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 use_locking=False, name="LazyAdam"):
+        super().__init__(learning_rate, name)
+        self._beta1, self._beta2, self._epsilon = float(beta1), float(beta2), float(epsilon)
+        self._slot_specs = (("m", name, None), ("v", name, None))
+        self._powers = None
+
+    def _create_slots(self, g, var):
+        if self._powers is None:
+            with g.control_dependencies(None), g.name_scope(None):
+                self._powers = (Variable(np.float32(self._beta1), name="beta1_power",
+                                         trainable=False),
+                                Variable(np.float32(self._beta2), name="beta2_power",
+                                         trainable=False))
+        super()._create_slots(g, var)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        update = super().apply_gradients(grads_and_vars, None, name)
+        b1, b2 = self._powers
+        with update.graph.as_default(), update.graph.control_dependencies([update]):
+            advance = ops.group(b1.assign(ops.multiply(b1.value(), self._beta1),
+                                          read_value=False),
+                                b2.assign(ops.multiply(b2.value(), self._beta2),
+                                          read_value=False))
+        return _count_step(advance, global_step)
+
+    def _apply_dense(self, grad, var):
+        rank = var.shape.ndims
+        if rank is None:
+            raise ValueError("LazyAdamOptimizer needs the rank of %s" % var.op.name)
+        b1p, b2p = (ops.cast(p.value(), var.dtype) for p in self._powers)
+        lr = ops.divide(ops.multiply(self._lr(var.dtype), ops.sqrt(ops.subtract(1.0, b2p))),
+                        ops.subtract(1.0, b1p))
+        touched = ops.not_equal(grad, ops.zeros_like(grad))
+        if rank > 1:  # a row is touched as a whole ([rows, 1, ...] broadcasts in where_v2)
+            touched = reduce_any(touched, axis=list(range(1, rank)), keepdims=True)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_new = where_v2(touched, ops.add(ops.multiply(m.value(), self._beta1),
+                                          ops.multiply(grad, 1.0 - self._beta1)), m.value())
+        v_new = where_v2(touched, ops.add(ops.multiply(v.value(), self._beta2),
+                                          ops.multiply(ops.square(grad), 1.0 - self._beta2)),
+                         v.value())
+        step = ops.divide(ops.multiply(lr, m_new), ops.add(ops.sqrt(v_new), self._epsilon))
+        delta = where_v2(touched, ops.negative(step), ops.zeros_like(step))
+        return _group_after([m.assign(m_new, read_value=False),
+                             v.assign(v_new, read_value=False)], var, delta=delta)
+
+
 def __getattr__(name):
     raise AttributeError("shardflow has no tf.contrib.opt.%s; it has %s (other optimizers: "
                          "sf.train)" % (name, ", ".join(__all__)))
 
 
-__all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "MomentumWOptimizer"]
+__all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "LazyAdamOptimizer",
+           "MomentumWOptimizer"]
