@@ -669,6 +669,60 @@ def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamm
                                variance_epsilon, name=name)
 
 
+def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
+                dilation_rate=None, name=None, data_format=None, filters=None,
+                dilations=None):
+    """TF1's tf.nn.convolution for 1-D ([batch, width, in] with [k, in, out] filters) and 2-D
+    (NHWC with [h, w, in, out]) input: conv1d or conv2d, with `strides` and `dilation_rate`
+    one int per spatial dimension (dilations need strides 1, as TF)."""
+    filters = filters if filters is not None else filter
+    if filters is None or padding is None:
+        raise ValueError("convolution needs filter and padding")
+    dilation_rate = dilation_rate if dilation_rate is not None else dilations
+    x = ops.convert_to_tensor(input)
+    rank = x.shape.ndims
+    if rank == 3:
+        if data_format not in (None, "NWC"):
+            raise ValueError("convolution: data_format %r is not supported (NWC)" % data_format)
+        stride = 1 if strides is None else list(strides)[0]
+        rate = 1 if dilation_rate is None else list(dilation_rate)[0]
+        if rate != 1:
+            # A width-only dilated 2-D convolution over a height of 1.
+            y = conv2d(ops.expand_dims(x, 1), ops.expand_dims(ops.convert_to_tensor(filters), 0),
+                       strides=1, padding=padding, dilations=[1, 1, rate, 1])
+            return ops.squeeze(y, [1], name=name)
+        return conv1d(x, filters, stride=stride, padding=padding, name=name)
+    if rank == 4:
+        if data_format not in (None, "NHWC"):
+            raise ValueError("convolution: data_format %r is not supported (NHWC)"
+                             % data_format)
+        s = [1, 1] if strides is None else list(strides)
+        d = None if dilation_rate is None else [1] + list(dilation_rate) + [1]
+        return conv2d(x, filters, strides=[1] + s + [1], padding=padding, dilations=d,
+                      name=name)
+    raise ValueError("convolution supports 1-D and 2-D input (rank 3 or 4), got rank %s" % rank)
+
+
+def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002
+                            dilations=None, name=None):
+    """TF1's tf.nn.depthwise_conv2d_native: depthwise_conv2d with [1, s, s, 1] strides."""
+    rate = None if dilations is None else list(dilations)[1:3]
+    return depthwise_conv2d(input, filter, strides, padding, rate=rate, name=name,
+                            data_format=data_format)
+
+
+def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+    """tf.nn.space_to_depth (tf.space_to_depth)."""
+    from shardflow.matrix_composites import space_to_depth as s2d
+    return s2d(input, block_size, name=name, data_format=data_format)
+
+
+def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+    """tf.nn.depth_to_space (tf.depth_to_space)."""
+    from shardflow.matrix_composites import depth_to_space as d2s
+    return d2s(input, block_size, name=name, data_format=data_format)
+
+
 def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa: A002
          strides=None, name=None, data_format=None):
     """TF1's tf.nn.pool for 1-D ([batch, width, channels]) and 2-D (NHWC) input, by max_pool

@@ -367,3 +367,33 @@ def test_residual_and_device_wrappers():
         a, b, xv, o = s.run([plain, res, x, out])
     np.testing.assert_allclose(b, a + xv, rtol=1e-6)
     assert o.shape == (4, 6)
+
+
+def test_nn_convolution_depthwise_native_and_space_to_depth():
+    rng = np.random.RandomState(7)
+    x2 = rng.rand(1, 5, 5, 2).astype(np.float32)
+    w2 = rng.rand(3, 3, 2, 4).astype(np.float32)
+    x1 = rng.rand(2, 7, 3).astype(np.float32)
+    w1 = rng.rand(2, 3, 4).astype(np.float32)
+    wd = rng.rand(3, 3, 2, 2).astype(np.float32)
+    with tf.Graph().as_default():
+        got = tf.Session().run([
+            tf.nn.convolution(x2, w2, "SAME"),
+            tf.nn.conv2d(x2, w2, [1, 1, 1, 1], "SAME"),
+            tf.nn.convolution(x2, w2, "VALID", strides=[2, 2]),
+            tf.nn.conv2d(x2, w2, [1, 2, 2, 1], "VALID"),
+            tf.nn.convolution(x2, w2, "SAME", dilation_rate=[2, 2]),
+            tf.nn.atrous_conv2d(x2, w2, 2, "SAME"),
+            tf.nn.convolution(x1, w1, "VALID"),
+            tf.nn.conv1d(x1, w1, 1, "VALID"),
+            tf.nn.depthwise_conv2d_native(x2, wd, [1, 1, 1, 1], "SAME"),
+            tf.nn.depthwise_conv2d(x2, wd, [1, 1, 1, 1], "SAME"),
+            tf.nn.depth_to_space(tf.nn.space_to_depth(tf.constant(x2[:, :4, :4]), 2), 2)])
+    for a, b in zip(got[0:10:2], got[1:10:2]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    # A dilated 1-D convolution: width-only dilation, checked by hand at one output.
+    with tf.Graph().as_default():
+        y = tf.Session().run(tf.nn.convolution(x1, w1, "VALID", dilation_rate=[2]))
+    assert y.shape == (2, 5, 4)
+    np.testing.assert_allclose(y[0, 0], x1[0, 0] @ w1[0] + x1[0, 2] @ w1[1], rtol=1e-5)
+    np.testing.assert_allclose(got[10], x2[:, :4, :4])
