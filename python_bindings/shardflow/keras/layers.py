@@ -3,8 +3,9 @@
 A layer is called on tensors (``y = Dense(10)(x)``): the first call builds its weights under
 its name scope ('dense', 'dense_1', ... as Keras names them); later calls share them. Each
 call is remembered on the output tensor (``_keras_history``), from which keras.Model finds the
-layers between its inputs and outputs. Dropout and BatchNormalization called without
-`training` follow keras.backend.learning_phase(), which Model.fit feeds True.
+layers between its inputs and outputs. Dropout, BatchNormalization and the noise layers
+(GaussianNoise, GaussianDropout, AlphaDropout, SpatialDropout1D/2D) called without `training`
+follow keras.backend.learning_phase(), which Model.fit feeds True.
 
 Example::
 
@@ -20,12 +21,15 @@ import re
 
 import numpy as np
 
-from shardflow import dtypes, nn, ops
+from shardflow import array_ops as _array, dtypes, nn, ops
+from shardflow import contractions as _contractions
+from shardflow import image_resize as _image
 from shardflow import layers as _tf
 from shardflow import rnn_cell as _rnn
-from shardflow.framework import GraphKeys, add_to_collection, convert_to_tensor, \
+from shardflow.framework import GraphKeys, Tensor, add_to_collection, convert_to_tensor, \
     get_default_graph
 from shardflow.keras import activations, backend as K, initializers
+from shardflow.keras import regularizers as _regularizers
 from shardflow.keras import saving as _saving
 from shardflow.regularizers import add_regularization_loss
 from shardflow.variables import global_variables
@@ -709,3 +713,650 @@ class TimeDistributed(Layer):
         if out is not None:
             out_tensor.set_shape([dims[0], dims[1]] + out)
         return out_tensor
+
+
+# ---- advanced activations ----------------------------------------------------------------------
+
+
+class LeakyReLU(Layer):
+    """x where x >= 0, else alpha * x (Keras's LeakyReLU; alpha 0.3 by default)."""
+
+    def __init__(self, alpha=0.3, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha = float(alpha)
+
+    def call(self, inputs):
+        return nn.leaky_relu(inputs, alpha=self.alpha)
+
+
+class ELU(Layer):
+    """x where x > 0, else alpha * (exp(x) - 1) (Keras's ELU)."""
+
+    def __init__(self, alpha=1.0, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha = float(alpha)
+
+    def call(self, inputs):
+        y = nn.elu(inputs)
+        if self.alpha == 1.0:
+            return y
+        return _array.where(ops.greater(inputs, 0.0), y, ops.multiply(self.alpha, y))
+
+
+class ReLU(Layer):
+    """Keras's ReLU: max_value for x >= max_value, x for threshold < x < max_value, else
+    negative_slope * (x - threshold). ``ReLU()`` is max(x, 0); ``ReLU(6.0)`` is relu6."""
+
+    def __init__(self, max_value=None, negative_slope=0, threshold=0, **kwargs):
+        super().__init__(**kwargs)
+        if max_value is not None and max_value < 0:
+            raise ValueError("ReLU: max_value must be >= 0, got %r" % (max_value,))
+        if negative_slope < 0:
+            raise ValueError("ReLU: negative_slope must be >= 0, got %r" % (negative_slope,))
+        self.max_value = None if max_value is None else float(max_value)
+        self.negative_slope = float(negative_slope)
+        self.threshold = float(threshold)
+
+    def call(self, inputs):
+        x, slope, threshold = inputs, self.negative_slope, self.threshold
+        if slope != 0 and self.max_value is None and threshold == 0:
+            return nn.leaky_relu(x, alpha=slope)
+        if slope != 0:
+            negative_part = nn.relu(ops.subtract(threshold, x))
+        if threshold != 0:
+            y = ops.multiply(x, ops.cast(ops.greater(x, threshold), x.dtype))
+        else:
+            y = nn.relu(x)
+        if self.max_value is not None:
+            y = ops.minimum(y, self.max_value)
+        if slope != 0:
+            y = ops.subtract(y, ops.multiply(slope, negative_part))
+        return y
+
+
+class Softmax(Layer):
+    """exp(x) / sum(exp(x)) along `axis` (default the last)."""
+
+    def __init__(self, axis=-1, **kwargs):
+        super().__init__(**kwargs)
+        self.axis = int(axis)
+
+    def call(self, inputs):
+        rank = inputs.shape.ndims
+        if self.axis == -1 or (rank is not None and self.axis == rank - 1):
+            return nn.softmax(inputs)
+        e = ops.exp(ops.subtract(inputs, ops.reduce_max(inputs, axis=self.axis, keepdims=True)))
+        return ops.divide(e, ops.reduce_sum(e, axis=self.axis, keepdims=True))
+
+
+class PReLU(Layer):
+    """Parametric ReLU: x where x >= 0, else alpha * x with a trained `alpha` of the shape of
+    one example (input_shape[1:]), of size 1 along `shared_axes` (axes of the input, 1 the
+    first after the batch), e.g. ``shared_axes=[1, 2]`` for one alpha per channel of images."""
+
+    def __init__(self, alpha_initializer="zeros", alpha_regularizer=None, alpha_constraint=None,
+                 shared_axes=None, **kwargs):
+        if alpha_constraint is not None:
+            raise ValueError("PReLU: alpha_constraint is not supported")
+        super().__init__(**kwargs)
+        self.alpha_initializer = alpha_initializer
+        self.alpha_regularizer = alpha_regularizer
+        if shared_axes is None:
+            self.shared_axes = None
+        elif isinstance(shared_axes, (list, tuple)):
+            self.shared_axes = [int(a) for a in shared_axes]
+        else:
+            self.shared_axes = [int(shared_axes)]
+
+    def build(self, input_shape):
+        dims = input_shape.as_list()[1:]
+        for a in self.shared_axes or []:
+            dims[a - 1] = 1
+        if None in dims:
+            raise ValueError("PReLU needs the input's dimensions after the batch (or shared_axes "
+                             "over the unknown ones), got %s" % (input_shape,))
+        self.alpha = self.add_weight("alpha", dims, initializer=self.alpha_initializer,
+                                     regularizer=self.alpha_regularizer)
+
+    def call(self, inputs):
+        neg = ops.multiply(ops.negative(self.alpha.value()), nn.relu(ops.negative(inputs)))
+        return ops.add(nn.relu(inputs), neg)
+
+
+class ThresholdedReLU(Layer):
+    """x where x > theta, else 0."""
+
+    def __init__(self, theta=1.0, **kwargs):
+        super().__init__(**kwargs)
+        if theta < 0:
+            raise ValueError("ThresholdedReLU: theta must be >= 0, got %r" % (theta,))
+        self.theta = float(theta)
+
+    def call(self, inputs):
+        return ops.multiply(inputs, ops.cast(ops.greater(inputs, self.theta), inputs.dtype))
+
+
+# ---- noise and regularization ------------------------------------------------------------------
+
+
+def _in_train_phase(noisy, x, training):
+    """noisy() while `training` (a Python bool, or a bool tensor such as the learning phase),
+    else x unchanged."""
+    if isinstance(training, Tensor):
+        on = ops.cast(training, x.dtype)
+        return ops.add(x, ops.multiply(on, ops.subtract(noisy(), x)))
+    return noisy() if training else x
+
+
+class GaussianNoise(Layer):
+    """Adds zero-mean normal noise of standard deviation `stddev` in training (the learning
+    phase); the identity in evaluate and predict."""
+
+    def __init__(self, stddev, **kwargs):
+        super().__init__(**kwargs)
+        self.stddev = float(stddev)
+
+    def call(self, inputs, training=False):
+        return _in_train_phase(
+            lambda: ops.add(inputs, ops.random_normal(ops.shape(inputs), stddev=self.stddev,
+                                                      dtype=inputs.dtype)), inputs, training)
+
+
+class GaussianDropout(Layer):
+    """Multiplies the inputs by normal noise of mean 1 and standard deviation
+    sqrt(rate / (1 - rate)) in training; the identity in evaluate and predict."""
+
+    def __init__(self, rate, **kwargs):
+        super().__init__(**kwargs)
+        self.rate = float(rate)
+
+    def call(self, inputs, training=False):
+        if not 0 < self.rate < 1:
+            return inputs
+        stddev = float(np.sqrt(self.rate / (1.0 - self.rate)))
+        return _in_train_phase(
+            lambda: ops.multiply(inputs, ops.random_normal(ops.shape(inputs), mean=1.0,
+                                                           stddev=stddev, dtype=inputs.dtype)),
+            inputs, training)
+
+
+class AlphaDropout(Layer):
+    """Dropout for SELU networks: in training a fraction `rate` of the inputs is set to SELU's
+    negative saturation value and the result is scaled and shifted to keep the inputs' mean and
+    variance; the identity in evaluate and predict."""
+
+    def __init__(self, rate, noise_shape=None, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        self.rate = float(rate)
+        self.noise_shape = noise_shape
+        self.seed = seed
+
+    def call(self, inputs, training=False):
+        if not 0 < self.rate < 1:
+            return inputs
+        rate = self.rate
+        alpha_p = -1.6732632423543772848170429916717 * 1.0507009873554804934193349852946
+        a = ((1 - rate) * (1 + rate * alpha_p ** 2)) ** -0.5
+        b = -a * alpha_p * rate
+
+        def dropped():
+            shape = self.noise_shape if self.noise_shape is not None else ops.shape(inputs)
+            kept = ops.cast(ops.greater_equal(ops.random_uniform(shape, seed=self.seed), rate),
+                            inputs.dtype)
+            x = ops.add(ops.multiply(inputs, kept), ops.multiply(alpha_p, ops.subtract(1.0, kept)))
+            return ops.add(ops.multiply(a, x), b)
+        return _in_train_phase(dropped, inputs, training)
+
+
+class _SpatialDropout(Layer):
+    """Drops whole channels (the last axis) of each example in training."""
+
+    def __init__(self, rate, data_format=None, **kwargs):
+        _tf._channels_last(data_format, type(self).__name__)
+        super().__init__(**kwargs)
+        self.rate = float(rate)
+
+    def call(self, inputs, training=False):
+        if self.rate == 0:
+            return inputs
+        rank = inputs.shape.ndims
+        if rank != self._rank:
+            raise ValueError("%s takes inputs of rank %d, got %s" % (type(self).__name__,
+                                                                    self._rank, inputs.shape))
+        keep = 1.0 - self.rate
+
+        def dropped():
+            shape = ops.concat([ops.shape(inputs)[:1], np.ones([rank - 2], np.int32),
+                                ops.shape(inputs)[rank - 1:]], 0)
+            mask = ops.floor(ops.add(keep, ops.random_uniform(shape, dtype=inputs.dtype)))
+            return ops.multiply(inputs, ops.divide(mask, keep))
+        return _in_train_phase(dropped, inputs, training)
+
+
+class SpatialDropout1D(_SpatialDropout):
+    """Dropout of whole channels of [batch, steps, channels] inputs in training (one mask
+    per example and channel, shared by the steps), the rest scaled by 1 / (1 - rate)."""
+    _rank = 3
+
+
+class SpatialDropout2D(_SpatialDropout):
+    """Dropout of whole feature maps of NHWC inputs in training (one mask per example and
+    channel), the rest scaled by 1 / (1 - rate)."""
+    _rank = 4
+
+
+class ActivityRegularization(Layer):
+    """The identity, adding l1 * sum(|x|) + l2 * sum(x ** 2) of its output (divided by the
+    batch size) to the losses the model trains, as an activity_regularizer does."""
+
+    def __init__(self, l1=0.0, l2=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.l1, self.l2 = float(l1), float(l2)
+        self.activity_regularizer = _regularizers.L1L2(l1=self.l1, l2=self.l2)
+
+    def call(self, inputs):
+        return ops.identity(inputs)
+
+
+# ---- shape -------------------------------------------------------------------------------------
+
+
+def _pair(value, what):
+    """(before, after) from an int or a pair of ints."""
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(int(v) for v in value)
+    if len(value) != 2:
+        raise ValueError("%s takes an int or 2 ints, not %r" % (what, value))
+    return value
+
+
+def _pairs2d(value, what):
+    """((top, bottom), (left, right)) from an int, 2 ints, or 2 pairs."""
+    if isinstance(value, int):
+        return ((value, value), (value, value))
+    value = tuple(value)
+    if len(value) != 2:
+        raise ValueError("%s takes an int, 2 ints or 2 pairs of ints, not %r" % (what, value))
+    return (_pair(value[0], what), _pair(value[1], what))
+
+
+def _zero_pad(x, axis, before, after):
+    """x with `before` and `after` zeros added along `axis` (other dimensions may be unknown)."""
+    pieces = []
+    rank = x.shape.ndims
+    if before or after:
+        begin, size = [0] * rank, [-1] * rank
+        size[axis] = 1
+        zero_row = ops.zeros_like(ops.slice(x, begin, size))
+    for n, part in ((before, "b"), (None, "x"), (after, "a")):
+        if part == "x":
+            pieces.append(x)
+        elif n:
+            block = [1] * rank
+            block[axis] = int(n)
+            pieces.append(ops.multiply(zero_row, np.zeros(block, x.dtype.as_numpy_dtype)))
+    return pieces[0] if len(pieces) == 1 else ops.concat(pieces, axis)
+
+
+class Permute(Layer):
+    """Permutes the dimensions after the batch: `dims` (1-based, as Keras) is the order,
+    e.g. ``Permute((2, 1))`` swaps the two dimensions of [batch, a, b]."""
+
+    def __init__(self, dims, **kwargs):
+        super().__init__(**kwargs)
+        self.dims = tuple(int(d) for d in dims)
+        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
+            raise ValueError("Permute: dims must be a permutation of 1..%d, got %r"
+                             % (len(self.dims), dims))
+
+    def call(self, inputs):
+        return ops.transpose(inputs, [0] + list(self.dims))
+
+
+class RepeatVector(Layer):
+    """[batch, features] -> [batch, n, features]: each row repeated n times."""
+
+    def __init__(self, n, **kwargs):
+        super().__init__(**kwargs)
+        self.n = int(n)
+
+    def call(self, inputs):
+        if inputs.shape.ndims != 2:
+            raise ValueError("RepeatVector takes [batch, features] inputs, got %s"
+                             % (inputs.shape,))
+        ones = np.ones([1, self.n, 1], inputs.dtype.as_numpy_dtype)
+        return ops.multiply(ops.expand_dims(inputs, 1), ones)
+
+
+class ZeroPadding1D(Layer):
+    """Adds zeros at the start and end of the steps of [batch, steps, channels] inputs:
+    `padding` an int (both sides) or (start, end)."""
+
+    def __init__(self, padding=1, **kwargs):
+        super().__init__(**kwargs)
+        self.padding = _pair(padding, "ZeroPadding1D padding")
+
+    def call(self, inputs):
+        return _zero_pad(inputs, 1, *self.padding)
+
+
+class ZeroPadding2D(Layer):
+    """Adds rows and columns of zeros around NHWC images: `padding` an int, (rows, columns)
+    (both sides) or ((top, bottom), (left, right))."""
+
+    def __init__(self, padding=(1, 1), data_format=None, **kwargs):
+        _tf._channels_last(data_format, "ZeroPadding2D")
+        super().__init__(**kwargs)
+        self.padding = _pairs2d(padding, "ZeroPadding2D padding")
+
+    def call(self, inputs):
+        y = _zero_pad(inputs, 1, *self.padding[0])
+        return _zero_pad(y, 2, *self.padding[1])
+
+
+def _crop(x, axis, before, after):
+    if not before and not after:
+        return x
+    key = [slice(None)] * x.shape.ndims
+    key[axis] = slice(before or None, -after if after else None)
+    return x[tuple(key)]
+
+
+class Cropping1D(Layer):
+    """Removes steps at the start and end of [batch, steps, channels] inputs: `cropping` an
+    int (both sides) or (start, end)."""
+
+    def __init__(self, cropping=(1, 1), **kwargs):
+        super().__init__(**kwargs)
+        self.cropping = _pair(cropping, "Cropping1D cropping")
+
+    def call(self, inputs):
+        return _crop(inputs, 1, *self.cropping)
+
+
+class Cropping2D(Layer):
+    """Removes rows and columns at the borders of NHWC images: `cropping` an int, (rows,
+    columns) (both sides) or ((top, bottom), (left, right))."""
+
+    def __init__(self, cropping=((0, 0), (0, 0)), data_format=None, **kwargs):
+        _tf._channels_last(data_format, "Cropping2D")
+        super().__init__(**kwargs)
+        self.cropping = _pairs2d(cropping, "Cropping2D cropping")
+
+    def call(self, inputs):
+        y = _crop(inputs, 1, *self.cropping[0])
+        return _crop(y, 2, *self.cropping[1])
+
+
+def _repeat(x, axis, n):
+    """Each entry of x repeated n times along `axis` (whose size must be known)."""
+    if n == 1:
+        return x
+    dims = x.shape.as_list()
+    if dims[axis] is None or None in dims[axis + 1:]:
+        raise ValueError("UpSampling needs the input's dimensions after the batch, got %s"
+                         % (x.shape,))
+    ones = [1] * (len(dims) + 1)
+    ones[axis + 1] = n
+    y = ops.multiply(ops.expand_dims(x, axis + 1), np.ones(ones, x.dtype.as_numpy_dtype))
+    return ops.reshape(y, [-1] + dims[1:axis] + [dims[axis] * n] + dims[axis + 1:])
+
+
+class UpSampling1D(Layer):
+    """Repeats each step of [batch, steps, channels] inputs `size` times."""
+
+    def __init__(self, size=2, **kwargs):
+        super().__init__(**kwargs)
+        self.size = int(size)
+
+    def call(self, inputs):
+        return _repeat(inputs, 1, self.size)
+
+
+class UpSampling2D(Layer):
+    """Enlarges NHWC images by `size` = (rows, columns) (or an int): 'nearest' repeats each
+    pixel, 'bilinear' interpolates (half-pixel centers, as TF 1.15's Keras)."""
+
+    def __init__(self, size=(2, 2), data_format=None, interpolation="nearest", **kwargs):
+        _tf._channels_last(data_format, "UpSampling2D")
+        if interpolation not in ("nearest", "bilinear"):
+            raise ValueError("UpSampling2D: interpolation is 'nearest' or 'bilinear', not %r"
+                             % (interpolation,))
+        super().__init__(**kwargs)
+        self.size = (int(size), int(size)) if isinstance(size, int) else \
+            tuple(int(s) for s in size)
+        self.interpolation = interpolation
+
+    def call(self, inputs):
+        if self.interpolation == "nearest":
+            return _repeat(_repeat(inputs, 1, self.size[0]), 2, self.size[1])
+        h, w = inputs.shape.as_list()[1:3]
+        if h is None or w is None:
+            raise ValueError("UpSampling2D needs the input's height and width, got %s"
+                             % (inputs.shape,))
+        return _image.resize_bilinear(inputs, [h * self.size[0], w * self.size[1]],
+                                      half_pixel_centers=True)
+
+
+class _GlobalPooling(Layer):
+    def __init__(self, data_format=None, **kwargs):
+        _tf._channels_last(data_format, type(self).__name__)
+        super().__init__(**kwargs)
+
+    def call(self, inputs):
+        axes = list(range(1, self._rank - 1))
+        if inputs.shape.ndims != self._rank:
+            raise ValueError("%s takes inputs of rank %d, got %s" % (type(self).__name__,
+                                                                    self._rank, inputs.shape))
+        return self._reduce(inputs, axis=axes)
+
+
+class GlobalMaxPooling1D(_GlobalPooling):
+    """[batch, steps, channels] -> [batch, channels]: the maximum over the steps."""
+    _rank, _reduce = 3, staticmethod(ops.reduce_max)
+
+
+class GlobalAveragePooling1D(_GlobalPooling):
+    """[batch, steps, channels] -> [batch, channels]: the mean over the steps."""
+    _rank, _reduce = 3, staticmethod(ops.reduce_mean)
+
+
+class GlobalMaxPooling2D(_GlobalPooling):
+    """NHWC -> [batch, channels]: the maximum over height and width."""
+    _rank, _reduce = 4, staticmethod(ops.reduce_max)
+
+
+GlobalMaxPool1D, GlobalAvgPool1D = GlobalMaxPooling1D, GlobalAveragePooling1D
+GlobalMaxPool2D, GlobalAvgPool2D = GlobalMaxPooling2D, GlobalAveragePooling2D
+
+
+class Dot(_Merge):
+    """The dot product of two tensors along `axes` (an int, or one axis of each), per example:
+    [batch, n] . [batch, n] -> [batch, 1]; [batch, m, n] . [batch, n, p] with axes (2, 1) ->
+    [batch, m, p]. With normalize=True the inputs are L2-normalised along those axes first
+    (the cosine similarity)."""
+
+    def __init__(self, axes, normalize=False, **kwargs):
+        super().__init__(**kwargs)
+        self.axes = axes
+        self.normalize = bool(normalize)
+
+    def _merge(self, xs):
+        if len(xs) != 2:
+            raise ValueError("Dot takes exactly 2 tensors")
+        x, y = xs
+        rx, ry = x.shape.ndims, y.shape.ndims
+        axes = [self.axes, self.axes] if isinstance(self.axes, int) else list(self.axes)
+        axes = [a % r if a < 0 else a for a, r in zip(axes, (rx, ry))]
+        if 0 in axes or rx not in (2, 3) or ry not in (2, 3):
+            raise ValueError("Dot takes inputs of rank 2 or 3 and axes after the batch, got "
+                             "%s, %s, axes %r" % (x.shape, y.shape, self.axes))
+        if self.normalize:
+            x = nn.l2_normalize(x, axis=axes[0])
+            y = nn.l2_normalize(y, axis=axes[1])
+        if rx == 2 and ry == 2:
+            return ops.reduce_sum(ops.multiply(x, y), axis=1, keepdims=True)
+        # "b" the batch, "k" the contracted axis, "ij" / "pq" the others of x / y
+        sx = "b" + "".join("k" if a == axes[0] else "ij"[a - 1] for a in range(1, rx))
+        sy = "b" + "".join("k" if a == axes[1] else "pq"[a - 1] for a in range(1, ry))
+        out = "b" + sx[1:].replace("k", "") + sy[1:].replace("k", "")
+        z = _contractions.einsum("%s,%s->%s" % (sx, sy, out), x, y)
+        dx, dy = x.shape.as_list(), y.shape.as_list()
+        z.set_shape([dx[0]] + [d for a, d in enumerate(dx) if a not in (0, axes[0])]
+                    + [d for a, d in enumerate(dy) if a not in (0, axes[1])])
+        return z
+
+
+def dot(inputs, axes, normalize=False, **kwargs):
+    return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)
+
+
+# ---- convolutions and normalization ------------------------------------------------------------
+
+
+class Conv2DTranspose(Layer, _tf.Conv2DTranspose):
+    """Transposed 2-D convolution of NHWC inputs (sf.nn.conv2d_transpose): the output is
+    `strides` times larger ('same'; 'valid' adds max(kernel_size - strides, 0)). The kernel is
+    [kh, kw, filters, in_channels], as in TF 1.x."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 output_padding=None, data_format=None, dilation_rate=(1, 1), activation=None,
+                 use_bias=True, kernel_initializer="glorot_uniform", bias_initializer="zeros",
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 **kwargs):
+        _tf._channels_last(data_format, "Conv2DTranspose")
+        if output_padding is not None:
+            raise ValueError("Conv2DTranspose: output_padding is not supported")
+        if dilation_rate not in (1, (1, 1), [1, 1]):
+            raise ValueError("Conv2DTranspose: dilation_rate other than 1 is not supported")
+        _tf.Conv2DTranspose.__init__(
+            self, filters, kernel_size, strides=strides, padding=_padding(padding),
+            activation=_activation(activation), use_bias=use_bias,
+            kernel_initializer=initializers.get(kernel_initializer),
+            bias_initializer=initializers.get(bias_initializer),
+            kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer)
+        self._keras_init(kwargs)
+
+
+Convolution2DTranspose = Conv2DTranspose
+
+
+class SeparableConv2D(Layer, _tf.SeparableConv2D):
+    """Depthwise-separable 2-D convolution of NHWC inputs (sf.nn.separable_conv2d): each input
+    channel convolved with its own `depth_multiplier` filters (depthwise_kernel), then a 1x1
+    convolution into `filters` channels (pointwise_kernel), plus a bias and an activation."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
+                 dilation_rate=(1, 1), depth_multiplier=1, activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", pointwise_initializer="glorot_uniform",
+                 bias_initializer="zeros", depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                 **kwargs):
+        _tf.SeparableConv2D.__init__(
+            self, filters, kernel_size, strides=strides, padding=_padding(padding),
+            data_format=data_format, dilation_rate=dilation_rate,
+            depth_multiplier=depth_multiplier, activation=_activation(activation),
+            use_bias=use_bias, depthwise_initializer=initializers.get(depthwise_initializer),
+            pointwise_initializer=initializers.get(pointwise_initializer),
+            bias_initializer=initializers.get(bias_initializer),
+            depthwise_regularizer=depthwise_regularizer,
+            pointwise_regularizer=pointwise_regularizer, bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer, depthwise_constraint=depthwise_constraint,
+            pointwise_constraint=pointwise_constraint, bias_constraint=bias_constraint)
+        self._keras_init(kwargs)
+
+
+SeparableConvolution2D = SeparableConv2D
+
+
+class DepthwiseConv2D(Layer):
+    """Depthwise 2-D convolution of NHWC inputs (sf.nn.depthwise_conv2d): each input channel
+    convolved with its own `depth_multiplier` filters (depthwise_kernel [kh, kw, in,
+    depth_multiplier]), giving in * depth_multiplier channels, plus a bias and an activation."""
+
+    def __init__(self, kernel_size, strides=(1, 1), padding="valid", depth_multiplier=1,
+                 data_format=None, activation=None, use_bias=True,
+                 depthwise_initializer="glorot_uniform", bias_initializer="zeros",
+                 depthwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, bias_constraint=None, dilation_rate=(1, 1),
+                 **kwargs):
+        _tf._channels_last(data_format, "DepthwiseConv2D")
+        if depthwise_constraint is not None or bias_constraint is not None:
+            raise ValueError("DepthwiseConv2D: constraints are not supported")
+        super().__init__(**kwargs)
+        self.kernel_size = (int(kernel_size), int(kernel_size)) \
+            if isinstance(kernel_size, int) else tuple(int(k) for k in kernel_size)
+        self.strides = nn._four(strides, "DepthwiseConv2D strides")
+        self.padding = _padding(padding)
+        self.depth_multiplier = int(depth_multiplier)
+        self.activation = _activation(activation)
+        self.use_bias = use_bias
+        self.depthwise_initializer = depthwise_initializer
+        self.bias_initializer = bias_initializer
+        self.depthwise_regularizer = depthwise_regularizer
+        self.bias_regularizer = bias_regularizer
+        self.activity_regularizer = activity_regularizer
+        self.dilation_rate = (int(dilation_rate), int(dilation_rate)) \
+            if isinstance(dilation_rate, int) else tuple(int(d) for d in dilation_rate)
+
+    def build(self, input_shape):
+        c_in = int(_tf._last_dim(input_shape, "DepthwiseConv2D"))
+        self.depthwise_kernel = self.add_weight(
+            "depthwise_kernel", list(self.kernel_size) + [c_in, self.depth_multiplier],
+            initializer=self.depthwise_initializer, regularizer=self.depthwise_regularizer)
+        if self.use_bias:
+            self.bias = self.add_weight("bias", [c_in * self.depth_multiplier],
+                                        initializer=self.bias_initializer,
+                                        regularizer=self.bias_regularizer)
+
+    def call(self, inputs):
+        rate = None if self.dilation_rate == (1, 1) else list(self.dilation_rate)
+        y = nn.depthwise_conv2d(inputs, self.depthwise_kernel.value(), list(self.strides),
+                                self.padding, rate=rate)
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias.value())
+        return self.activation(y) if self.activation else y
+
+
+class LayerNormalization(Layer):
+    """Normalises each example over `axis` (an int or a list; default the last):
+    (x - mean) / sqrt(variance + epsilon) * gamma + beta, with trained gamma and beta of the
+    shape of those axes (no moving statistics; the same in training and inference)."""
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True,
+                 beta_initializer="zeros", gamma_initializer="ones", beta_regularizer=None,
+                 gamma_regularizer=None, beta_constraint=None, gamma_constraint=None, **kwargs):
+        if beta_constraint is not None or gamma_constraint is not None:
+            raise ValueError("LayerNormalization: constraints are not supported")
+        super().__init__(**kwargs)
+        self.axis = [int(a) for a in axis] if isinstance(axis, (list, tuple)) else [int(axis)]
+        self.epsilon = float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer, self.gamma_initializer = beta_initializer, gamma_initializer
+        self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
+
+    def build(self, input_shape):
+        dims = input_shape.as_list()
+        rank = len(dims)
+        self._axes = sorted(a % rank for a in self.axis)
+        if 0 in self._axes or any(dims[a] is None for a in self._axes):
+            raise ValueError("LayerNormalization needs known axes after the batch, got axis %r "
+                             "for %s" % (self.axis, input_shape))
+        shape = [dims[a] for a in self._axes]
+        self.gamma = self.add_weight("gamma", shape, initializer=self.gamma_initializer,
+                                     regularizer=self.gamma_regularizer) if self.scale else None
+        self.beta = self.add_weight("beta", shape, initializer=self.beta_initializer,
+                                    regularizer=self.beta_regularizer) if self.center else None
+        # gamma and beta broadcast against the inputs: size 1 on the other axes
+        self._param_shape = [dims[a] if a in self._axes else 1 for a in range(rank)]
+
+    def call(self, inputs):
+        mean, variance = nn.moments(inputs, self._axes, keep_dims=True)
+
+        def param(v):
+            return None if v is None else ops.reshape(v.value(), self._param_shape)
+        return nn.batch_normalization(inputs, mean, variance, param(self.beta),
+                                      param(self.gamma), self.epsilon)
