@@ -25,4 +25,5 @@ from shardflow.keras import (activations, backend, callbacks, datasets,  # noqa:
 from shardflow.keras.layers import Input  # noqa: F401
 from shardflow.keras import models  # noqa: F401 (keras.models.Sequential, ...)
 from shardflow.keras.models import Model, Sequential  # noqa: F401
+from shardflow.keras import applications  # noqa: F401 (ResNet50, VGG16, VGG19)
 
