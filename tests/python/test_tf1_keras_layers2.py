@@ -282,3 +282,24 @@ def test_save_and_load_round_trip(tmp_path):
     np.testing.assert_allclose(loaded.predict(x[:8]), want, rtol=1e-4, atol=1e-5)
     assert loaded.layers[2].shared_axes == [1, 2]
     loaded.fit(x, y, epochs=1, batch_size=32, verbose=0)
+
+
+def test_two_models_from_the_same_code_own_their_weights():
+    # A DQN's online and target networks: named layers built twice in one graph get their own
+    # weights ("fc1_1/kernel"), as TF1's tf.keras; tf.layers would refuse the second.
+    def net():
+        return tf.keras.Sequential([
+            tf.keras.layers.Dense(4, activation="relu", input_shape=(3,), name="fc1"),
+            tf.keras.layers.Dense(2, name="out")])
+    x = np.random.RandomState(2).rand(5, 3).astype(np.float32)
+    with tf.Graph().as_default():
+        online, target = net(), net()
+        assert [w.name for w in target.weights] == ["fc1_1/kernel:0", "fc1_1/bias:0",
+                                                    "out_1/kernel:0", "out_1/bias:0"]
+        online.compile("adam", "mse")
+        online.fit(x, np.ones((5, 2)), epochs=2, verbose=0)
+        assert not np.allclose(online.predict(x), target.predict(x))
+        target.set_weights(online.get_weights())
+        np.testing.assert_allclose(online.predict(x), target.predict(x), rtol=1e-6)
+        with pytest.raises(ValueError, match="already exists"):
+            tf.layers.dense(tf.constant(x), 4, name="fc1")     # tf.layers still refuses

@@ -62,6 +62,27 @@ class Layer(_tf.Layer):
         _tf.Layer.__init__(self)
         self._keras_init(dict(kwargs, name=name, trainable=trainable, dtype=dtype))
 
+    def _variable_scope(self, g):
+        """As tf.layers' (Note [Layer variables and variable scopes] in shardflow/layers.py),
+        except that a Keras layer owns its weights, as in TF1's tf.keras: when variables under
+        its name exist already and the scope does not reuse (a second model built from the
+        same code, a DQN's target network), its weights go under "<name>_1", "<name>_2", ...
+        instead of failing as tf.layers does."""
+        if self._var_scope is None:
+            from shardflow.variable_scope import AUTO_REUSE, VariableScope, _stack
+            scope = _tf.Layer._variable_scope(self, g)
+            _stack(g)
+            if scope.reuse is not True and scope.reuse != AUTO_REUSE:
+                taken = g._variable_store
+                full, n = scope.name, 0
+                while any(k == full or k.startswith(full + "/") for k in taken):
+                    n += 1
+                    full = "%s_%d" % (scope.name, n)
+                if n:
+                    self._var_scope = VariableScope(full, scope.reuse, scope.initializer,
+                                                    scope.regularizer)
+        return self._var_scope
+
     def _keras_init(self, kwargs):
         self.name = kwargs.pop("name", None) or K.unique_name(_snake(type(self).__name__))
         self.trainable = kwargs.pop("trainable", True)
