@@ -7,9 +7,20 @@ Example::
     sess = keras.backend.get_session()        # variables made so far are initialised
     keras.backend.clear_session()             # a fresh default graph (and session)
 
+Keras's backend functions are thin wrappers over shardflow's ops: ``function(inputs,
+outputs, updates)`` (a callable running them in the shared session), ``variable``, ``eval``,
+``constant``, ``zeros``/``ones`` (variables), ``mean``/``sum``/``max``/``min``, ``concatenate``,
+``reshape``, ``dot``, ``transpose``, ``expand_dims``, ``stack``, ``cast``, ``shape``, ``ndim``,
+``clip``, ``square``/``sqrt``/``exp``/``log``/``abs``, ``softmax``/``relu``/``sigmoid``/``tanh``,
+``binary_crossentropy`` and ``categorical_crossentropy``::
+
+    f = keras.backend.function([model.input], [model.layers[0].output])
+    hidden = f([x])[0]
+
 Not thread safe: the shared session and the name counters are module state, as in Keras.
 """
 
+import builtins
 import collections
 
 import numpy as np
@@ -171,3 +182,201 @@ def int_shape(x):
 
 def count_params(variable):
     return int(np.prod(variable.shape.as_list(), dtype=np.int64))
+
+
+# ---- Keras's backend functions as thin wrappers over shardflow's ops ---------------------
+
+class Function:
+    """What `function` returns: calling it with a list of values (one per input) runs the
+    outputs (and updates) in the shared session and returns their values as a list."""
+
+    def __init__(self, inputs, outputs, updates=None, name=None):
+        self.inputs = list(inputs or [])
+        self._single = not isinstance(outputs, (list, tuple))
+        self.outputs = [outputs] if self._single else list(outputs)
+        self.updates = list(updates or [])
+
+    def __call__(self, inputs):
+        if not isinstance(inputs, (list, tuple)):
+            inputs = [inputs]
+        if len(inputs) != len(self.inputs):
+            raise ValueError("this function takes %d inputs; %d values were given"
+                             % (len(self.inputs), len(inputs)))
+        feed = {}
+        for t, value in zip(self.inputs, inputs):
+            if not isinstance(t, int):   # learning_phase() may be a fixed Python 0/1
+                feed[t] = value
+        n = len(self.outputs)
+        values = get_session().run(self.outputs + self.updates, feed_dict=feed)
+        return values[:n]
+
+
+def function(inputs, outputs, updates=None, name=None, **kwargs):
+    """A callable f([values of inputs]) -> [values of outputs], run in get_session();
+    `updates` are ops (or (variable, new value) pairs) run with each call. Pass
+    learning_phase() among the inputs to feed it."""
+    ups = []
+    for u in updates or []:
+        if isinstance(u, (list, tuple)):
+            u = u[0].assign(u[1], read_value=False)
+        ups.append(u)
+    return Function(inputs, outputs, ups, name)
+
+
+def variable(value, dtype=None, name=None, constraint=None):
+    """A Variable holding `value` (floatx by default), initialised by get_session()."""
+    from shardflow.variables import Variable
+    value = np.asarray(value, dtype=dtypes.as_dtype(dtype or _FLOATX).as_numpy_dtype)
+    return Variable(value, name=name or "Variable")
+
+
+def eval(x):  # noqa: A001 (Keras's name)
+    """The value of a tensor or variable, computed in get_session()."""
+    return get_session().run(x.value() if hasattr(x, "assign") else x)
+
+
+def constant(value, dtype=None, shape=None, name=None):
+    return ops.constant(value, dtype=dtypes.as_dtype(dtype or _FLOATX), shape=shape, name=name)
+
+
+def zeros(shape, dtype=None, name=None):
+    """A Variable of zeros (as Keras's backend: a variable, not a constant)."""
+    return variable(np.zeros(shape), dtype, name)
+
+
+def ones(shape, dtype=None, name=None):
+    return variable(np.ones(shape), dtype, name)
+
+
+def cast(x, dtype):
+    return ops.cast(x, dtypes.as_dtype(dtype))
+
+
+def shape(x):
+    """The dynamic shape, an int32 tensor."""
+    return ops.shape(x)
+
+
+def ndim(x):
+    """The rank as a Python int (None when unknown)."""
+    return x.shape.ndims
+
+
+def mean(x, axis=None, keepdims=False):
+    return ops.reduce_mean(x, axis=axis, keepdims=keepdims)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001 (Keras's name)
+    return ops.reduce_sum(x, axis=axis, keepdims=keepdims)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001 (Keras's name)
+    return ops.reduce_max(x, axis=axis, keepdims=keepdims)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001 (Keras's name)
+    return ops.reduce_min(x, axis=axis, keepdims=keepdims)
+
+
+def concatenate(tensors, axis=-1):
+    return ops.concat(list(tensors), axis)
+
+
+def reshape(x, shape):
+    return ops.reshape(x, shape)
+
+
+def square(x):
+    return ops.square(x)
+
+
+def sqrt(x):
+    """sqrt(max(x, 0)), as Keras's backend clips negatives to 0."""
+    return ops.sqrt(ops.maximum(x, ops.zeros_like(x)))
+
+
+def exp(x):
+    return ops.exp(x)
+
+
+def log(x):
+    return ops.log(x)
+
+
+def abs(x):  # noqa: A001 (Keras's name)
+    return ops.abs(x)
+
+
+def dot(x, y):
+    """The matrix product; for ranks above 2, x's last axis against y's second-to-last
+    (Keras's dot), through tensordot."""
+    if x.shape.ndims == 2 and y.shape.ndims == 2:
+        return ops.matmul(x, y)
+    from shardflow.contractions import tensordot
+    return tensordot(x, y, [[x.shape.ndims - 1], [builtins.max(y.shape.ndims - 2, 0)]])
+
+
+def transpose(x):
+    return ops.transpose(x)
+
+
+def expand_dims(x, axis=-1):
+    return ops.expand_dims(x, axis)
+
+
+def stack(x, axis=0):
+    from shardflow.array_ops import stack as _stack
+    return _stack(list(x), axis=axis)
+
+
+def clip(x, min_value, max_value):
+    """x clipped to [min_value, max_value] (max_value below min_value is raised to it)."""
+    if max_value is not None and min_value is not None and max_value < min_value:
+        max_value = min_value
+    return ops.clip_by_value(x, min_value, max_value)
+
+
+def softmax(x, axis=-1):
+    from shardflow import nn
+    if axis not in (-1, x.shape.ndims - 1):
+        raise ValueError("softmax: only the last axis is supported")
+    return nn.softmax(x)
+
+
+def relu(x, alpha=0.0, max_value=None, threshold=0):
+    """max(x, 0) (a slope `alpha` below 0, capped at `max_value`)."""
+    from shardflow import nn
+    if threshold:
+        raise ValueError("relu(threshold=...) is not supported")
+    y = nn.relu(x)
+    if alpha:
+        y = ops.subtract(y, ops.multiply(alpha, nn.relu(ops.negative(x))))
+    if max_value is not None:
+        y = ops.minimum(y, max_value)
+    return y
+
+
+def sigmoid(x):
+    return ops.sigmoid(x)
+
+
+def tanh(x):
+    return ops.tanh(x)
+
+
+def binary_crossentropy(target, output, from_logits=False):
+    """Element-wise sigmoid cross-entropy (not averaged, as Keras's backend)."""
+    from shardflow import nn
+    if not from_logits:
+        p = ops.clip_by_value(output, _EPSILON, 1.0 - _EPSILON)
+        output = ops.log(ops.divide(p, ops.subtract(1.0, p)))
+    return nn.sigmoid_cross_entropy_with_logits(labels=ops.cast(target, output.dtype),
+                                                logits=output)
+
+
+def categorical_crossentropy(target, output, from_logits=False, axis=-1):
+    """-sum(target * log(output)) over the last axis (output normalised to sum to 1)."""
+    from shardflow.keras import losses
+    if axis not in (-1, output.shape.ndims - 1):
+        raise ValueError("categorical_crossentropy: only the last axis is supported")
+    return losses.categorical_crossentropy(target, output, from_logits=from_logits)

@@ -1,5 +1,6 @@
 """tf.keras.callbacks: hooks that Model.fit calls around epochs and batches (History,
-LambdaCallback, EarlyStopping, ModelCheckpoint).
+LambdaCallback, EarlyStopping, ModelCheckpoint, LearningRateScheduler, ReduceLROnPlateau,
+CSVLogger, TerminateOnNaN, TensorBoard, ProgbarLogger).
 
 Example::
 
@@ -9,6 +10,10 @@ Example::
     history = model.fit(x, y, epochs=50, validation_split=0.2, callbacks=[stop, save])
     history.history["loss"]          # one value per epoch run
 """
+
+import collections
+import csv
+import os
 
 import numpy as np
 
@@ -205,3 +210,255 @@ class ModelCheckpoint(Callback):
         elif self.verbose > 0:
             print("\nEpoch %05d: %s did not improve from %0.5f"
                   % (epoch + 1, self.monitor, self.best))
+
+
+def _optimizer_of(callback, who):
+    optimizer = getattr(callback.model, "optimizer", None)
+    if optimizer is None or not hasattr(optimizer, "_get_lr"):
+        raise ValueError('%s: the optimizer must have a "lr" attribute (compile the model '
+                         'with a keras.optimizers optimizer)' % who)
+    return optimizer
+
+
+class LearningRateScheduler(Callback):
+    """Sets the optimizer's learning rate at the start of each epoch to
+    ``schedule(epoch)`` (or ``schedule(epoch, lr)`` with the current rate); the rate is the
+    Variable the training step reads, so the updates that follow use it.
+
+    Example::
+
+        sched = keras.callbacks.LearningRateScheduler(lambda epoch: 0.1 * 0.5 ** epoch)
+        model.fit(x, y, epochs=5, callbacks=[sched])   # history.history["lr"] per epoch
+    """
+
+    def __init__(self, schedule, verbose=0):
+        super().__init__()
+        self.schedule = schedule
+        self.verbose = verbose
+
+    def on_epoch_begin(self, epoch, logs=None):
+        optimizer = _optimizer_of(self, "LearningRateScheduler")
+        try:
+            lr = self.schedule(epoch, optimizer._get_lr())
+        except TypeError:  # a schedule of the epoch alone (Keras's old signature)
+            lr = self.schedule(epoch)
+        if not isinstance(lr, (float, np.floating, int, np.integer)):
+            raise ValueError('The output of the "schedule" function should be float, not %r'
+                             % (lr,))
+        optimizer.lr = float(lr)
+        if self.verbose > 0:
+            print("\nEpoch %05d: LearningRateScheduler reducing learning rate to %s."
+                  % (epoch + 1, lr))
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None:
+            logs["lr"] = self.model.optimizer._get_lr()
+
+
+class ReduceLROnPlateau(Callback):
+    """Multiplies the learning rate by `factor` (not below `min_lr`) when `monitor` has not
+    improved by more than `min_delta` for `patience` epochs, then waits `cooldown` epochs
+    before counting again. `mode` as EarlyStopping's ('auto': max for names with 'acc').
+    Adds the rate to the epoch's logs as 'lr'."""
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, verbose=0, mode="auto",
+                 min_delta=1e-4, cooldown=0, min_lr=0, **kwargs):
+        super().__init__()
+        if factor >= 1.0:
+            raise ValueError("ReduceLROnPlateau does not support a factor >= 1.0.")
+        if "epsilon" in kwargs:   # Keras's older name of min_delta
+            min_delta = kwargs.pop("epsilon")
+        self.monitor, self.factor, self.min_lr = monitor, float(factor), float(min_lr)
+        self.min_delta, self.patience, self.cooldown = float(min_delta), int(patience), cooldown
+        self.verbose = verbose
+        if mode not in ("auto", "min", "max"):
+            import warnings
+            warnings.warn("Learning Rate Plateau Reducing mode %s is unknown, fallback to auto "
+                          "mode." % (mode,), RuntimeWarning)
+            mode = "auto"
+        self.mode = mode
+        self._reset()
+
+    def _reset(self):
+        if self.mode == "min" or (self.mode == "auto" and "acc" not in self.monitor):
+            self.monitor_op = lambda a, b: np.less(a, b - self.min_delta)
+            self.best = np.inf
+        else:
+            self.monitor_op = lambda a, b: np.greater(a, b + self.min_delta)
+            self.best = -np.inf
+        self.cooldown_counter = 0
+        self.wait = 0
+
+    def on_train_begin(self, logs=None):
+        self._reset()
+
+    def in_cooldown(self):
+        return self.cooldown_counter > 0
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        optimizer = _optimizer_of(self, "ReduceLROnPlateau")
+        logs["lr"] = optimizer._get_lr()
+        current = logs.get(self.monitor)
+        if current is None:
+            import warnings
+            warnings.warn("Reduce LR on plateau conditioned on metric `%s` which is not "
+                          "available. Available metrics are: %s"
+                          % (self.monitor, ",".join(sorted(logs))), RuntimeWarning)
+            return
+        if self.in_cooldown():
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if self.monitor_op(current, self.best):
+            self.best = current
+            self.wait = 0
+        elif not self.in_cooldown():
+            self.wait += 1
+            if self.wait >= self.patience:
+                old_lr = optimizer._get_lr()
+                if old_lr > self.min_lr:
+                    new_lr = max(old_lr * self.factor, self.min_lr)
+                    optimizer.lr = new_lr
+                    if self.verbose > 0:
+                        print("\nEpoch %05d: ReduceLROnPlateau reducing learning rate to %s."
+                              % (epoch + 1, new_lr))
+                    self.cooldown_counter = self.cooldown
+                    self.wait = 0
+
+
+class CSVLogger(Callback):
+    """Writes one CSV row per epoch to `filename`: 'epoch' then the logs' keys, sorted
+    (header from the first epoch); with `append` rows are added to an existing file (no
+    second header)."""
+
+    def __init__(self, filename, separator=",", append=False):
+        super().__init__()
+        self.filename = str(filename)
+        self.sep = separator
+        self.append = append
+        self.writer = None
+        self.keys = None
+        self.csv_file = None
+
+    def on_train_begin(self, logs=None):
+        self.append_header = True
+        if self.append:
+            if os.path.exists(self.filename):
+                with open(self.filename) as f:
+                    self.append_header = not bool(len(f.readline()))
+            mode = "a"
+        else:
+            mode = "w"
+        self.csv_file = open(self.filename, mode, newline="")
+        self.writer, self.keys = None, None
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+
+        def handle_value(k):
+            if isinstance(k, str):
+                return k
+            if np.ndim(k) > 0:
+                return '"[%s]"' % (", ".join(map(str, k)))
+            return k
+
+        if self.keys is None:
+            self.keys = sorted(logs.keys())
+        if self.model.stop_training:  # the epoch ended training: absent values are NA
+            logs = dict((k, logs[k]) if k in logs else (k, "NA") for k in self.keys)
+        if self.writer is None:
+            self.writer = csv.DictWriter(self.csv_file, fieldnames=["epoch"] + self.keys,
+                                         delimiter=self.sep)
+            if self.append_header:
+                self.writer.writeheader()
+        row = collections.OrderedDict({"epoch": epoch})
+        row.update((key, handle_value(logs.get(key, "NA"))) for key in self.keys)
+        self.writer.writerow(row)
+        self.csv_file.flush()
+
+    def on_train_end(self, logs=None):
+        if self.csv_file is not None:
+            self.csv_file.close()
+        self.writer = None
+
+
+class TerminateOnNaN(Callback):
+    """Stops training (model.stop_training) when a batch's loss is NaN or infinite."""
+
+    def on_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and (np.isnan(loss) or np.isinf(loss)):
+            print("Batch %d: Invalid loss, terminating training" % batch)
+            self.model.stop_training = True
+
+
+class TensorBoard(Callback):
+    """Writes the epoch logs ('loss', metrics, 'val_*', 'lr') as scalar summaries, step =
+    epoch, to an event file in `log_dir` through tf.summary.FileWriter (read them back with
+    tf.train.summary_iterator or TensorBoard). With write_graph the graph is written too;
+    with update_freq='batch' (or a number of batches) batch losses are written as
+    'batch_<name>' by step. Histograms, images and embeddings are not written (a
+    histogram_freq, write_images or embeddings_freq other than 0/False is a ValueError)."""
+
+    def __init__(self, log_dir="./logs", histogram_freq=0, batch_size=32, write_graph=True,
+                 write_grads=False, write_images=False, embeddings_freq=0,
+                 embeddings_layer_names=None, embeddings_metadata=None, embeddings_data=None,
+                 update_freq="epoch", profile_batch=2, **kwargs):
+        super().__init__()
+        if histogram_freq or write_grads or write_images or embeddings_freq:
+            raise ValueError("TensorBoard: histograms, gradients, images and embeddings are "
+                             "not written here; only scalars (and the graph)")
+        self.log_dir = str(log_dir)
+        self.write_graph = write_graph
+        self.update_freq = 1 if update_freq == "batch" else update_freq
+        self.writer = None
+        self._seen = 0
+
+    def _write(self, logs, step, prefix=""):
+        from shardflow import summary
+        values = [summary.Summary.Value(tag=prefix + name, simple_value=float(value))
+                  for name, value in sorted(logs.items())
+                  if name not in ("batch", "size") and np.ndim(value) == 0]
+        if values:
+            self.writer.add_summary(summary.Summary(value=values), global_step=step)
+
+    def on_train_begin(self, logs=None):
+        from shardflow import summary
+        from shardflow.keras import backend as K
+        self.writer = summary.FileWriter(self.log_dir)
+        if self.write_graph:
+            self.writer.add_graph(K.get_session().graph)
+        self._seen = 0
+
+    def on_batch_end(self, batch, logs=None):
+        if self.update_freq == "epoch" or self.writer is None:
+            return
+        self._seen += 1
+        if self._seen % int(self.update_freq) == 0:
+            self._write(logs or {}, self._seen, prefix="batch_")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._write(logs or {}, epoch)
+        self.writer.flush()
+
+    def on_train_end(self, logs=None):
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+class ProgbarLogger(Callback):
+    """Prints each epoch's line as fit(verbose=1) does: 'Epoch i/n', then 'samples -
+    loss: ... - acc: ...' (fit prints these itself when verbose; this callback is for
+    fit(verbose=0, callbacks=[ProgbarLogger()]))."""
+
+    def __init__(self, count_mode="samples", stateful_metrics=None):
+        super().__init__()
+        self.count_mode = count_mode
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        n = self.params.get("samples")
+        print("Epoch %d/%d" % (epoch + 1, self.params.get("epochs", epoch + 1)))
+        print("%s/%s - %s" % (n, n, " - ".join("%s: %.4f" % (k, v) for k, v in logs.items()
+                                              if np.ndim(v) == 0)))

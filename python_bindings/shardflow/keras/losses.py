@@ -6,7 +6,11 @@ is computed from that op's input, the logits, which is exact where the log of a 
 probability is not.
 
 Example: ``model.compile("adam", loss="sparse_categorical_crossentropy")`` or
-``loss=keras.losses.mean_squared_error``.
+``loss=keras.losses.mean_squared_error``, ``loss="huber_loss"``, ``loss=keras.losses.Huber(2.)``.
+
+Sign convention (TF 1.15's): ``cosine_similarity``, ``cosine_proximity`` and ``cosine`` are
+all the *negative* cosine of y_true and y_pred (-1 when they point the same way), so that
+minimising the loss aligns them.
 """
 
 from shardflow import dtypes, nn, ops
@@ -61,6 +65,47 @@ def mean_absolute_error(y_true, y_pred):
                            axis=-1)
 
 
+def huber_loss(y_true, y_pred, delta=1.0):
+    """The mean over the last axis of 0.5 * e^2 where |e| <= delta, else
+    0.5 * delta^2 + delta * (|e| - delta); e = y_pred - y_true."""
+    abs_error = ops.abs(ops.subtract(y_pred, ops.cast(y_true, y_pred.dtype)))
+    quadratic = ops.minimum(abs_error, delta)
+    linear = ops.subtract(abs_error, quadratic)
+    return ops.reduce_mean(ops.add(ops.multiply(0.5, ops.square(quadratic)),
+                                   ops.multiply(delta, linear)), axis=-1)
+
+
+class Huber:
+    """huber_loss with `delta` as a loss object: ``loss=keras.losses.Huber(delta=2.0)``;
+    calling it gives the mean over the batch (Keras's SUM_OVER_BATCH_SIZE reduction)."""
+
+    def __init__(self, delta=1.0, reduction=None, name="huber_loss"):
+        self.delta = float(delta)
+        self.__name__ = self.name = name
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        if sample_weight is not None:
+            raise ValueError("Huber: sample_weight is not supported")
+        return ops.reduce_mean(huber_loss(y_true, y_pred, self.delta))
+
+
+def kullback_leibler_divergence(y_true, y_pred):
+    """sum(y_true * log(y_true / y_pred)) over the last axis, both clipped to [epsilon, 1]."""
+    y_true = ops.clip_by_value(ops.cast(y_true, y_pred.dtype), K.epsilon(), 1.0)
+    y_pred = ops.clip_by_value(y_pred, K.epsilon(), 1.0)
+    return ops.reduce_sum(ops.multiply(y_true, ops.log(ops.divide(y_true, y_pred))), axis=-1)
+
+
+def cosine_proximity(y_true, y_pred, axis=-1):
+    """-sum(l2_normalize(y_true) * l2_normalize(y_pred)) over `axis`: the negative cosine
+    (TF 1.15's sign for keras.losses.cosine_proximity / cosine_similarity / cosine)."""
+    y_true = nn.l2_normalize(ops.cast(y_true, y_pred.dtype), axis=axis)
+    y_pred = nn.l2_normalize(y_pred, axis=axis)
+    return ops.negative(ops.reduce_sum(ops.multiply(y_true, y_pred), axis=axis))
+
+
+cosine_similarity = cosine = cosine_proximity
+kld = KLD = kullback_leibler_divergence
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
 
@@ -68,7 +113,11 @@ _BY_NAME = {"categorical_crossentropy": categorical_crossentropy,
             "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
             "binary_crossentropy": binary_crossentropy, "mean_squared_error": mean_squared_error,
             "mse": mean_squared_error, "mean_absolute_error": mean_absolute_error,
-            "mae": mean_absolute_error}
+            "mae": mean_absolute_error, "huber_loss": huber_loss,
+            "kullback_leibler_divergence": kullback_leibler_divergence,
+            "kld": kullback_leibler_divergence, "KLD": kullback_leibler_divergence,
+            "cosine_proximity": cosine_proximity, "cosine_similarity": cosine_proximity,
+            "cosine": cosine_proximity}
 
 
 def get(identifier):

@@ -4,7 +4,7 @@ averages them over each batch and, weighted by batch size, over the epoch.
 Example: ``model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])``.
 """
 
-from shardflow import dtypes, ops
+from shardflow import dtypes, nn, ops
 from shardflow.keras import losses as _losses
 
 
@@ -26,11 +26,26 @@ def sparse_categorical_accuracy(y_true, y_pred):
     return _as_float(ops.equal(labels, ops.argmax(y_pred, axis=-1)))
 
 
+def top_k_categorical_accuracy(y_true, y_pred, k=5):
+    """1 where the class of one-hot y_true is among the k largest of y_pred (tf.nn.in_top_k:
+    ties with the true class's score count as in)."""
+    return _as_float(nn.in_top_k(y_pred, ops.cast(ops.argmax(y_true, axis=-1), dtypes.int32),
+                                 k))
+
+
+def sparse_top_k_categorical_accuracy(y_true, y_pred, k=5):
+    """top_k_categorical_accuracy for class indices y_true ([batch] or [batch, 1])."""
+    return _as_float(nn.in_top_k(y_pred, ops.cast(ops.reshape(y_true, [-1]), dtypes.int32),
+                                 k))
+
+
 mean_squared_error = mse = _losses.mean_squared_error
 mean_absolute_error = mae = _losses.mean_absolute_error
 categorical_crossentropy = _losses.categorical_crossentropy
 sparse_categorical_crossentropy = _losses.sparse_categorical_crossentropy
 binary_crossentropy = _losses.binary_crossentropy
+kullback_leibler_divergence = kld = KLD = _losses.kullback_leibler_divergence
+cosine_proximity = cosine = _losses.cosine_proximity   # TF 1.15's sign: the negative cosine
 
 
 def accuracy_for(loss_fn, output_shape):
@@ -54,7 +69,11 @@ def get(identifier, loss_fn=None, output_shape=None):
              "sparse_categorical_accuracy": sparse_categorical_accuracy,
              "categorical_crossentropy": categorical_crossentropy,
              "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
-             "binary_crossentropy": binary_crossentropy}
+             "binary_crossentropy": binary_crossentropy,
+             "top_k_categorical_accuracy": top_k_categorical_accuracy,
+             "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
+             "kullback_leibler_divergence": kullback_leibler_divergence,
+             "cosine_proximity": cosine_proximity}
     if identifier not in known:
         raise ValueError("unknown metric %r; known: accuracy, acc, %s"
                          % (identifier, ", ".join(sorted(known))))

@@ -203,6 +203,18 @@ class Model:
         saving.save_model(self, filepath, overwrite=overwrite,
                           include_optimizer=include_optimizer)
 
+    def get_config(self):
+        """The architecture as a dict (keras/saving.py's model.json, without compile
+        settings); Sequential and functional models whose layers' arguments are names."""
+        from shardflow.keras import saving
+        return saving.model_config(self)
+
+    def to_json(self, **kwargs):
+        """The architecture as a JSON string (json.dumps kwargs, e.g. indent=2), which
+        keras.models.model_from_json builds back with fresh weights."""
+        import json
+        return json.dumps(self.get_config(), **kwargs)
+
     def load_weights(self, filepath, by_name=False):
         """Sets the weights from a file save_weights wrote (matched by order; with by_name,
         by the variable names)."""
@@ -341,6 +353,15 @@ class Model:
             raise ValueError("fit: class_weight, sample_weight and steps_per_epoch are not "
                              "supported")
         batch_size = int(batch_size or 32)
+        from shardflow.keras.utils import Sequence
+        seq = x if isinstance(x, Sequence) else None
+        if seq is not None:
+            if y is not None or validation_split:
+                raise ValueError("fit(Sequence): the Sequence gives the targets; y and "
+                                 "validation_split are not taken (use validation_data)")
+            if len(seq) < 1:
+                raise ValueError("fit: the Sequence has no batches")
+            x, y = seq[0][0], seq[0][1]
         xs = self._inputs_list(x)
         self._build_for(xs)
         f = self._make_functions()
@@ -373,19 +394,23 @@ class Model:
         for epoch in range(initial_epoch, epochs):
             for cb in cbs:
                 cb.on_epoch_begin(epoch)
-            order = np.random.permutation(n) if shuffle else np.arange(n)
             totals = np.zeros(len(f["names"]))
-            for b, start in enumerate(range(0, n, batch_size)):
-                rows = np.sort(order[start:start + batch_size]) if shuffle else \
-                    order[start:start + batch_size]
+            if seq is not None:
+                n = 0
+            for b, (bxs, bys, rows) in enumerate(self._batches(seq, xs, ys, batch_size,
+                                                               shuffle)):
                 batch_logs = {"batch": b, "size": len(rows)}
                 for cb in cbs:
                     cb.on_train_batch_begin(b, batch_logs)
-                values = sess.run(fetches, self._feed(xs, rows, ys, training=True))[1:]
+                values = sess.run(fetches, self._feed(bxs, rows, bys, training=True))[1:]
                 totals += np.asarray(values, dtype=np.float64) * len(rows)
+                if seq is not None:
+                    n += len(rows)
                 batch_logs.update(zip(f["names"], (float(v) for v in values)))
                 for cb in cbs:
                     cb.on_train_batch_end(b, batch_logs)
+                if self.stop_training:  # TerminateOnNaN: stop within the epoch, as Keras
+                    break
             logs = {name: float(t / max(n, 1)) for name, t in zip(f["names"], totals)}
             if val is not None:
                 results = self._test_loop(val[0], val[1], batch_size)
@@ -395,12 +420,43 @@ class Model:
                 print("%d/%d - %s" % (n, n, " - ".join("%s: %.4f" % kv for kv in logs.items())))
             for cb in cbs:
                 cb.on_epoch_end(epoch, logs)
+            if seq is not None:
+                seq.on_epoch_end()
             if self.stop_training:
                 break
         for cb in cbs:
             cb.on_train_end()
         self.history = history
         return history
+
+    def _batches(self, seq, xs, ys, batch_size, shuffle):
+        """(inputs, targets, rows) of each batch of an epoch: rows of the arrays, or the
+        Sequence's batches (in a random order with shuffle)."""
+        if seq is None:
+            n = _num_rows(xs + [ys])
+            order = np.random.permutation(n) if shuffle else np.arange(n)
+            for start in range(0, n, batch_size):
+                rows = order[start:start + batch_size]
+                yield xs, ys, (np.sort(rows) if shuffle else rows)
+            return
+        for i in (np.random.permutation(len(seq)) if shuffle else range(len(seq))):
+            batch = seq[int(i)]
+            bxs, bys = self._inputs_list(batch[0]), self._targets(batch[1])
+            yield bxs, bys, np.arange(_num_rows(bxs + [bys]))
+
+    def fit_generator(self, generator, steps_per_epoch=None, epochs=1, verbose=1,
+                      callbacks=None, validation_data=None, validation_steps=None,
+                      class_weight=None, max_queue_size=10, workers=1,
+                      use_multiprocessing=False, shuffle=True, initial_epoch=0):
+        """fit on a keras.utils.Sequence (Python generators are not supported here)."""
+        from shardflow.keras.utils import Sequence
+        if not isinstance(generator, Sequence):
+            raise ValueError("fit_generator: only a keras.utils.Sequence is supported")
+        if steps_per_epoch is not None and steps_per_epoch != len(generator):
+            raise ValueError("fit_generator: steps_per_epoch must be len(sequence)")
+        return self.fit(generator, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                        validation_data=validation_data, class_weight=class_weight,
+                        shuffle=shuffle, initial_epoch=initial_epoch)
 
     def _test_loop(self, xs, ys, batch_size):
         f = self._make_functions()
@@ -577,3 +633,28 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
 def save_model(model, filepath, overwrite=True, include_optimizer=True):
     """model.save(filepath), as keras.models.save_model."""
     model.save(filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+
+
+def model_from_json(json_string, custom_objects=None):
+    """A new model (fresh weights, not compiled) from what model.to_json() gave."""
+    import json
+    from shardflow.keras import saving
+    return saving.model_from_config(json.loads(json_string), custom_objects,
+                                    "model_from_json")
+
+
+def model_from_config(config, custom_objects=None):
+    """A new model (fresh weights, not compiled) from what model.get_config() gave."""
+    from shardflow.keras import saving
+    return saving.model_from_config(config, custom_objects, "model_from_config")
+
+
+def clone_model(model, input_tensors=None, clone_function=None):
+    """A new model with the same layers and connections as `model` (a Sequential or
+    functional model whose layers' arguments are names), built in the default graph with new
+    weights, freshly initialised (not copied: model.set_weights(clone.get_weights()) does
+    that); not compiled. `input_tensors` and `clone_function` are not supported."""
+    if input_tensors is not None or clone_function is not None:
+        raise ValueError("clone_model: input_tensors and clone_function are not supported")
+    from shardflow.keras import saving
+    return saving.model_from_config(saving.model_config(model), None, "clone_model")

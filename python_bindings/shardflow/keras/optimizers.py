@@ -8,9 +8,21 @@ Example::
 
 Each takes ``lr=`` (TF 1.x Keras) or ``learning_rate=``. Learning-rate ``decay`` is not
 supported (a ValueError if not 0); use a tf.train optimizer with a schedule instead.
+
+The learning rate is a float until the model's training step is built; from then on
+``optimizer.lr`` is a non-trainable float32 Variable that the step reads, so
+``keras.backend.set_value(model.optimizer.lr, 0.01)`` (what LearningRateScheduler and
+ReduceLROnPlateau do) changes the updates that follow. Adadelta is TF1's kernel
+(composite_optimizers.py); Adamax and Nadam are Keras's update rules composed from
+element-wise ops, with a shared step counter (``optimizer.iterations``).
 """
 
-from shardflow import train
+import numpy as np
+
+from shardflow import ops, train
+from shardflow.composite_optimizers import AdadeltaOptimizer, _CompositeOptimizer, _group_after
+from shardflow.framework import get_default_graph
+from shardflow.variables import Variable
 
 
 class Optimizer:
@@ -25,16 +37,47 @@ class Optimizer:
         if lr is not None and learning_rate is not None:
             raise ValueError("give lr= or learning_rate=, not both")
         value = lr if lr is not None else learning_rate
-        self.lr = self.learning_rate = float(default if value is None else value)
+        self._lr_value = float(default if value is None else value)
+        self._lr_var = None
         if decay:
             raise ValueError("%s(decay=%r): learning-rate decay is not supported; pass a "
                              "tf.train optimizer with a schedule" % (type(self).__name__, decay))
 
-    def _tf_optimizer(self):
+    @property
+    def lr(self):
+        """The learning rate: a float before the training step is built, then the float32
+        Variable the step reads (keras.backend.get_value / set_value it)."""
+        return self._lr_var if self._lr_var is not None else self._lr_value
+
+    @lr.setter
+    def lr(self, value):
+        if isinstance(value, Variable):
+            self._lr_var = value
+            return
+        self._lr_value = float(value)
+        if self._lr_var is not None and self._lr_var.graph is get_default_graph():
+            from shardflow.keras import backend as K
+            K.set_value(self._lr_var, self._lr_value)
+
+    learning_rate = lr
+
+    def _get_lr(self):
+        """The current learning rate as a float."""
+        if self._lr_var is None or self._lr_var.graph is not get_default_graph():
+            return self._lr_value
+        from shardflow.keras import backend as K
+        return float(K.get_value(self._lr_var))
+
+    def _tf_optimizer(self, lr):
         raise NotImplementedError
 
     def get_updates(self, loss, params):
-        return self._tf_optimizer().minimize(loss, var_list=params)
+        g = loss.graph
+        if self._lr_var is None or self._lr_var.graph is not g:
+            with g.as_default(), g.control_dependencies(None), g.name_scope(None):
+                self._lr_var = Variable(np.float32(self._lr_value), trainable=False,
+                                        name=type(self).__name__ + "_lr")
+        return self._tf_optimizer(self._lr_var.value()).minimize(loss, var_list=params)
 
 
 class SGD(Optimizer):
@@ -44,11 +87,11 @@ class SGD(Optimizer):
         self.momentum = float(momentum)
         self.nesterov = bool(nesterov)
 
-    def _tf_optimizer(self):
+    def _tf_optimizer(self, lr):
         if self.momentum or self.nesterov:
-            return train.MomentumOptimizer(self.lr, self.momentum, use_nesterov=self.nesterov,
+            return train.MomentumOptimizer(lr, self.momentum, use_nesterov=self.nesterov,
                                            name="SGD")
-        return train.GradientDescentOptimizer(self.lr, name="SGD")
+        return train.GradientDescentOptimizer(lr, name="SGD")
 
 
 class Adam(Optimizer):
@@ -60,8 +103,8 @@ class Adam(Optimizer):
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
 
-    def _tf_optimizer(self):
-        return train.AdamOptimizer(self.lr, self.beta_1, self.beta_2, self.epsilon, name="Adam")
+    def _tf_optimizer(self, lr):
+        return train.AdamOptimizer(lr, self.beta_1, self.beta_2, self.epsilon, name="Adam")
 
 
 class RMSprop(Optimizer):
@@ -70,8 +113,8 @@ class RMSprop(Optimizer):
         self.rho = float(rho)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
 
-    def _tf_optimizer(self):
-        return train.RMSPropOptimizer(self.lr, decay=self.rho, epsilon=self.epsilon,
+    def _tf_optimizer(self, lr):
+        return train.RMSPropOptimizer(lr, decay=self.rho, epsilon=self.epsilon,
                                       name="RMSprop")
 
 
@@ -81,8 +124,8 @@ class Adagrad(Optimizer):
         super().__init__(lr, learning_rate, decay, 0.01)
         self.initial_accumulator_value = float(initial_accumulator_value)
 
-    def _tf_optimizer(self):
-        return train.AdagradOptimizer(self.lr, self.initial_accumulator_value, name="Adagrad")
+    def _tf_optimizer(self, lr):
+        return train.AdagradOptimizer(lr, self.initial_accumulator_value, name="Adagrad")
 
 
 class TFOptimizer(Optimizer):
@@ -90,19 +133,194 @@ class TFOptimizer(Optimizer):
 
     def __init__(self, optimizer):
         self.optimizer = optimizer
-        self.lr = self.learning_rate = getattr(optimizer, "_params", {}).get("learning_rate")
 
-    def _tf_optimizer(self):
-        return self.optimizer
+    @property
+    def lr(self):
+        return getattr(self.optimizer, "_params", {}).get("learning_rate")
+
+    @lr.setter
+    def lr(self, value):
+        raise ValueError("the learning rate of a wrapped tf.train optimizer cannot be set; "
+                         "give it a tensor learning rate, or use a keras.optimizers one")
+
+    learning_rate = lr
+
+    def _get_lr(self):
+        return self.lr
+
+    def get_updates(self, loss, params):
+        return self.optimizer.minimize(loss, var_list=params)
+
+
+class Adadelta(Optimizer):
+    """Adadelta as TF 1.15's tf.keras (its ApplyAdadelta kernel, with the learning rate)::
+
+        accum        = rho * accum + (1 - rho) * g^2
+        update       = sqrt(accum_update + epsilon) / sqrt(accum + epsilon) * g
+        accum_update = rho * accum_update + (1 - rho) * update^2
+        var         -= lr * update
+    """
+
+    def __init__(self, lr=None, rho=0.95, epsilon=None, decay=0.0, learning_rate=None,
+                 **kwargs):
+        super().__init__(lr, learning_rate, decay, 0.001)
+        self.rho = float(rho)
+        self.epsilon = 1e-7 if epsilon is None else float(epsilon)
+
+    def _tf_optimizer(self, lr):
+        return AdadeltaOptimizer(lr, rho=self.rho, epsilon=self.epsilon, name="Adadelta")
+
+
+class _Stepped(_CompositeOptimizer):
+    """A composite optimizer with Keras's shared step counter: `_apply_dense` reads
+    t = iterations + 1; after every variable is updated, `_advance()` moves the shared state
+    (iterations += 1, ...)."""
+
+    def __init__(self, lr, name, hyper, shared):
+        super().__init__(lr, name)
+        self._hyper = hyper
+        self._shared_init = shared     # (name, initial value) of the shared scalars
+        self._shared = None
+        self._slot_specs = (("m", name, None), ("v", name, None))
+
+    def _create_slots(self, g, var):
+        if self._shared is None:
+            with g.control_dependencies(None), g.name_scope(None):
+                self._shared = {n: Variable(np.float32(v), name="%s_%s" % (self._name, n),
+                                            trainable=False) for n, v in self._shared_init}
+        super()._create_slots(g, var)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        update = super().apply_gradients(grads_and_vars, None, name)
+        with update.graph.as_default(), update.graph.control_dependencies([update]):
+            advance = ops.group(*self._advance())
+        return train._count_step(advance, global_step)
+
+    def _t(self, dtype):
+        return ops.cast(ops.add(self._shared["iterations"].value(), 1.0), dtype)
+
+    def _advance(self):
+        it = self._shared["iterations"]
+        return [it.assign(ops.add(it.value(), 1.0), read_value=False)]
+
+
+class _AdamaxUpdate(_Stepped):
+    def __init__(self, lr, beta_1, beta_2, epsilon):
+        super().__init__(lr, "Adamax", (beta_1, beta_2, epsilon), [("iterations", 0.0)])
+
+    def _apply_dense(self, grad, var):
+        b1, b2, eps = self._hyper
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        t = self._t(var.dtype)
+        lr_t = ops.divide(self._lr(var.dtype), ops.subtract(1.0, ops.pow(
+            ops.constant(b1, dtype=var.dtype), t)))
+        m_new = ops.add(ops.multiply(m.value(), b1), ops.multiply(grad, 1.0 - b1))
+        v_new = ops.maximum(ops.multiply(v.value(), b2), ops.abs(grad))
+        step = ops.divide(ops.multiply(lr_t, m_new), ops.add(v_new, eps))
+        return _group_after([m.assign(m_new, read_value=False),
+                             v.assign(v_new, read_value=False)], var, delta=ops.negative(step))
+
+
+class Adamax(Optimizer):
+    """Adamax (Adam with the infinity norm), Keras's update with t = step + 1::
+
+        m = beta_1 * m + (1 - beta_1) * g
+        v = max(beta_2 * v, |g|)
+        var -= lr / (1 - beta_1^t) * m / (v + epsilon)
+    """
+
+    def __init__(self, lr=None, beta_1=0.9, beta_2=0.999, epsilon=None, decay=0.0,
+                 learning_rate=None, **kwargs):
+        super().__init__(lr, learning_rate, decay, 0.001)
+        self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
+        self.epsilon = 1e-7 if epsilon is None else float(epsilon)
+
+    def _tf_optimizer(self, lr):
+        self._update = _AdamaxUpdate(lr, self.beta_1, self.beta_2, self.epsilon)
+        return self._update
+
+    @property
+    def iterations(self):
+        """The step counter Variable (float32), once the training step is built."""
+        update = getattr(self, "_update", None)
+        return None if update is None or update._shared is None \
+            else update._shared["iterations"]
+
+
+class _NadamUpdate(_Stepped):
+    def __init__(self, lr, beta_1, beta_2, epsilon, schedule_decay):
+        super().__init__(lr, "Nadam", (beta_1, beta_2, epsilon, schedule_decay),
+                         [("iterations", 0.0), ("m_schedule", 1.0)])
+
+    def _momentum_cache(self, t, dtype):
+        b1, _, _, decay = self._hyper
+        return ops.multiply(b1, ops.subtract(1.0, ops.multiply(0.5, ops.pow(
+            ops.constant(0.96, dtype=dtype), ops.multiply(t, decay)))))
+
+    def _apply_dense(self, grad, var):
+        b1, b2, eps, _ = self._hyper
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        t = self._t(var.dtype)
+        mc_t = self._momentum_cache(t, var.dtype)
+        mc_t1 = self._momentum_cache(ops.add(t, 1.0), var.dtype)
+        schedule = ops.cast(self._shared["m_schedule"].value(), var.dtype)
+        schedule_new = ops.multiply(schedule, mc_t)
+        schedule_next = ops.multiply(schedule_new, mc_t1)
+        g_prime = ops.divide(grad, ops.subtract(1.0, schedule_new))
+        m_new = ops.add(ops.multiply(m.value(), b1), ops.multiply(grad, 1.0 - b1))
+        m_prime = ops.divide(m_new, ops.subtract(1.0, schedule_next))
+        v_new = ops.add(ops.multiply(v.value(), b2), ops.multiply(ops.square(grad), 1.0 - b2))
+        v_prime = ops.divide(v_new, ops.subtract(1.0, ops.pow(
+            ops.constant(b2, dtype=var.dtype), t)))
+        m_bar = ops.add(ops.multiply(ops.subtract(1.0, mc_t), g_prime),
+                        ops.multiply(mc_t1, m_prime))
+        step = ops.divide(ops.multiply(self._lr(var.dtype), m_bar),
+                          ops.add(ops.sqrt(v_prime), eps))
+        return _group_after([m.assign(m_new, read_value=False),
+                             v.assign(v_new, read_value=False)], var, delta=ops.negative(step))
+
+    def _advance(self):
+        s = self._shared["m_schedule"]
+        t = self._t(s.dtype)
+        return super()._advance() + [
+            s.assign(ops.multiply(s.value(), self._momentum_cache(t, s.dtype)),
+                     read_value=False)]
+
+
+class Nadam(Optimizer):
+    """Nesterov Adam, Keras's update (Dozat 2016) with t = step + 1::
+
+        mu_t = beta_1 * (1 - 0.5 * 0.96^(t * schedule_decay))
+        m_schedule_t = m_schedule_(t-1) * mu_t                  (shared; starts at 1)
+        m = beta_1 m + (1 - beta_1) g;   v = beta_2 v + (1 - beta_2) g^2
+        m_bar = (1 - mu_t) g / (1 - m_schedule_t) + mu_(t+1) m / (1 - m_schedule_t mu_(t+1))
+        var -= lr * m_bar / (sqrt(v / (1 - beta_2^t)) + epsilon)
+    """
+
+    def __init__(self, lr=None, beta_1=0.9, beta_2=0.999, epsilon=None, schedule_decay=0.004,
+                 learning_rate=None, **kwargs):
+        super().__init__(lr, learning_rate, 0.0, 0.001)
+        self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
+        self.epsilon = 1e-7 if epsilon is None else float(epsilon)
+        self.schedule_decay = float(schedule_decay)
+
+    def _tf_optimizer(self, lr):
+        self._update = _NadamUpdate(lr, self.beta_1, self.beta_2, self.epsilon,
+                                    self.schedule_decay)
+        return self._update
+
+    iterations = Adamax.iterations
 
 
 sgd, adam, rmsprop, adagrad = SGD, Adam, RMSprop, Adagrad
-_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad}
+adadelta, adamax, nadam = Adadelta, Adamax, Nadam
+_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad,
+            "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam}
 
 
 def get(identifier):
-    """A Keras optimizer from a name ('sgd', 'adam', 'rmsprop', 'adagrad': Keras's
-    defaults), a Keras optimizer, or a tf.train optimizer."""
+    """A Keras optimizer from a name ('sgd', 'adam', 'rmsprop', 'adagrad', 'adadelta',
+    'adamax', 'nadam': Keras's defaults), a Keras optimizer, or a tf.train optimizer."""
     if isinstance(identifier, Optimizer):
         return identifier
     if isinstance(identifier, train.Optimizer) or hasattr(identifier, "minimize"):

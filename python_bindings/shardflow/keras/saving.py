@@ -6,7 +6,9 @@ model.json — the layers as their classes and the arguments they were construct
 they are connected (the input shape of a Sequential; each layer's inputs in a functional
 model), and the compile() choices — and the weights in shardflow's checkpoint format
 (save_weights). load_model rebuilds the layers, loads the weights and compiles the model again
-(the optimizer's settings, not its slots: Adam's moments start from zero).
+(the optimizer's settings, not its slots: Adam's moments start from zero). model.to_json() is
+that model.json without the compile settings; keras.models.model_from_json builds it back
+(fresh weights), and keras.models.clone_model goes through the same config.
 
 What cannot be written is an error naming the layer and argument: subclassed models and
 layers shared by several calls (save their weights and rebuild the model in code), and
@@ -153,7 +155,9 @@ def _functional_layers(model):
     return entries
 
 
-def save_model(model, filepath, overwrite=True, include_optimizer=True):
+def model_config(model):
+    """The architecture of a built Sequential or functional model as model.json holds it
+    (without weights; "compile" None): what model.to_json writes and clone_model rebuilds."""
     from shardflow.keras.models import Model, Sequential
     if type(model) not in (Sequential, Model):
         raise NotImplementedError(
@@ -161,8 +165,6 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
             "subclassed %s; use save_weights() and rebuild the model in code"
             % type(model).__name__)
     model._require_built("save")
-    if not overwrite and os.path.exists(filepath):
-        raise FileExistsError("%s exists (overwrite=False)" % filepath)
     x = model.inputs[0]
     config = {"format": _FORMAT, "version": _VERSION, "name": model.name, "compile": None}
     if type(model) is Sequential:
@@ -173,6 +175,14 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
         config.update(kind="functional", layers=_functional_layers(model),
                       inputs=[_ref(t) for t in model.inputs],
                       outputs=[_ref(t) for t in model.outputs])
+    return config
+
+
+def save_model(model, filepath, overwrite=True, include_optimizer=True):
+    model._require_built("save")
+    if not overwrite and os.path.exists(filepath):
+        raise FileExistsError("%s exists (overwrite=False)" % filepath)
+    config = model_config(model)
     compiled = getattr(model, "_compile_call", None)
     if include_optimizer and compiled is not None:
         optimizer, loss, metrics = compiled
@@ -265,8 +275,7 @@ def _weight_files(archive, filepath):
 def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Keras's name)
     """The model save() wrote to `filepath`, with its weights (and compiled, unless
     compile=False). custom_objects maps the names of custom layer classes to them."""
-    from shardflow.keras import layers as layers_module, optimizers
-    from shardflow.keras.models import Model, Sequential
+    from shardflow.keras import optimizers
     if not os.path.exists(filepath):
         raise IOError("load_model: no file %s" % filepath)
     try:
@@ -292,58 +301,7 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
                                              config.get("version"), _FORMAT, _VERSION))
         _check_config(config, filepath)
         weight_files = _weight_files(archive, filepath)  # checked before anything is built
-        objects = dict(custom_objects or {})
-
-        def make(entry, keep_input_shape=False):
-            cls = objects.get(entry["class"])
-            if cls is None:  # only keras layer classes, whatever the file names
-                cls = getattr(layers_module, entry["class"], None)
-                if not (isinstance(cls, type) and issubclass(cls, layers_module.Layer)):
-                    raise ValueError("load_model: unknown layer class %s; pass it in "
-                                     "custom_objects={'%s': ...}"
-                                     % (entry["class"], entry["class"]))
-            kwargs = {k: _decode(v) for k, v in entry["kwargs"].items()}
-            if not keep_input_shape:
-                for key in ("input_shape", "input_dim", "batch_input_shape"):
-                    kwargs.pop(key, None)  # the model's InputLayer gives the input
-            try:
-                return cls(*_decode(entry["args"]), **kwargs)
-            except TypeError as e:
-                raise ValueError("load_model: %s: layer %s (%s) cannot be made from its saved "
-                                 "arguments (%s)" % (filepath, kwargs.get("name"),
-                                                     entry["class"], e)) from None
-
-        if config.get("kind", "sequential") == "sequential":
-            model = Sequential(name=config.get("name"))
-            shape = config["batch_input_shape"]
-            model.add(layers_module.InputLayer(batch_input_shape=tuple(shape),
-                                               dtype=config.get("input_dtype")))
-            for entry in config["layers"]:
-                model.add(make(entry))
-        else:
-            outputs = {}  # layer name -> its output (a tensor or a list)
-
-            def tensor(ref):
-                name, _, index = ref
-                if name not in outputs:
-                    raise ValueError("load_model: %s reads layer '%s' before it is made"
-                                     % (filepath, name))
-                y = outputs[name]
-                return y[index] if isinstance(y, (list, tuple)) else y
-
-            for entry in config["layers"]:
-                layer = make(entry, keep_input_shape=entry["class"] == "InputLayer")
-                name = entry["kwargs"]["name"]
-                if entry["class"] == "InputLayer":
-                    outputs[name] = layer.output
-                    continue
-                inbound = entry["inbound"]
-                xs = [tensor(r) for r in inbound] if inbound and isinstance(inbound[0], list) \
-                    else tensor(inbound)
-                outputs[name] = layer(xs)
-            model = Model(inputs=[tensor(r) for r in config["inputs"]],
-                          outputs=[tensor(r) for r in config["outputs"]],
-                          name=config.get("name"))
+        model = model_from_config(config, custom_objects, filepath)
         for entry_name, name in weight_files:
             with open(os.path.join(tmp, name), "wb") as f:
                 f.write(archive.read(entry_name))
@@ -362,4 +320,65 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
                             **{k: _decode(v) for k, v in opt.get("kwargs", {}).items()})
         model.compile(optimizer=optimizer, loss=_decode(compiled["loss"]),
                       metrics=_decode(compiled["metrics"]))
+    return model
+
+
+def model_from_config(config, custom_objects=None, filepath="the model config"):
+    """A new model (fresh weights, not compiled) built from a config model_config gave
+    (checked first: it decides which classes are built, with which arguments)."""
+    from shardflow.keras import layers as layers_module
+    from shardflow.keras.models import Model, Sequential
+    _check_config(config, filepath)
+    objects = dict(custom_objects or {})
+
+    def make(entry, keep_input_shape=False):
+        cls = objects.get(entry["class"])
+        if cls is None:  # only keras layer classes, whatever the file names
+            cls = getattr(layers_module, entry["class"], None)
+            if not (isinstance(cls, type) and issubclass(cls, layers_module.Layer)):
+                raise ValueError("load_model: unknown layer class %s; pass it in "
+                                 "custom_objects={'%s': ...}"
+                                 % (entry["class"], entry["class"]))
+        kwargs = {k: _decode(v) for k, v in entry["kwargs"].items()}
+        if not keep_input_shape:
+            for key in ("input_shape", "input_dim", "batch_input_shape"):
+                kwargs.pop(key, None)  # the model's InputLayer gives the input
+        try:
+            return cls(*_decode(entry["args"]), **kwargs)
+        except TypeError as e:
+            raise ValueError("load_model: %s: layer %s (%s) cannot be made from its saved "
+                             "arguments (%s)" % (filepath, kwargs.get("name"),
+                                                 entry["class"], e)) from None
+
+    if config.get("kind", "sequential") == "sequential":
+        model = Sequential(name=config.get("name"))
+        shape = config["batch_input_shape"]
+        model.add(layers_module.InputLayer(batch_input_shape=tuple(shape),
+                                           dtype=config.get("input_dtype")))
+        for entry in config["layers"]:
+            model.add(make(entry))
+    else:
+        outputs = {}  # layer name -> its output (a tensor or a list)
+
+        def tensor(ref):
+            name, _, index = ref
+            if name not in outputs:
+                raise ValueError("load_model: %s reads layer '%s' before it is made"
+                                 % (filepath, name))
+            y = outputs[name]
+            return y[index] if isinstance(y, (list, tuple)) else y
+
+        for entry in config["layers"]:
+            layer = make(entry, keep_input_shape=entry["class"] == "InputLayer")
+            name = entry["kwargs"]["name"]
+            if entry["class"] == "InputLayer":
+                outputs[name] = layer.output
+                continue
+            inbound = entry["inbound"]
+            xs = [tensor(r) for r in inbound] if inbound and isinstance(inbound[0], list) \
+                else tensor(inbound)
+            outputs[name] = layer(xs)
+        model = Model(inputs=[tensor(r) for r in config["inputs"]],
+                      outputs=[tensor(r) for r in config["outputs"]],
+                      name=config.get("name"))
     return model
