@@ -20,6 +20,7 @@ from shardflow import contrib_layers as layers  # noqa: F401
 from shardflow import contrib_metrics as metrics  # noqa: F401
 from shardflow.lookup_ops import contrib_lookup as lookup  # noqa: F401
 from shardflow import contrib_opt as opt  # noqa: F401
+from shardflow import contrib_predictor as predictor  # noqa: F401
 from shardflow import contrib_rnn as rnn  # noqa: F401
 from shardflow import contrib_seq2seq as seq2seq  # noqa: F401
 from shardflow import contrib_training as training  # noqa: F401
@@ -43,5 +44,5 @@ def __getattr__(name):
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["crf", "distributions", "framework", "layers", "lookup", "metrics", "opt", "rnn",
-           "seq2seq", "training", "util"]
+__all__ = ["crf", "distributions", "framework", "layers", "lookup", "metrics", "opt", "predictor",
+           "rnn", "seq2seq", "training", "util"]

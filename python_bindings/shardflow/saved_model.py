@@ -100,6 +100,7 @@ class SavedModelBuilder:
     tf.saved_model.builder.SavedModelBuilder); one meta graph per export in shardflow."""
 
     def __init__(self, export_dir):
+        export_dir = os.fsdecode(export_dir)
         if os.path.exists(export_dir) and os.listdir(export_dir):
             raise errors.AlreadyExistsError(
                 "SavedModelBuilder: export directory %s already exists; export into a new "
@@ -159,6 +160,7 @@ def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None):
 
 
 def _load_record(export_dir):
+    export_dir = os.fsdecode(export_dir)
     path = os.path.join(export_dir, _FILE)
     try:
         with open(path) as f:
@@ -174,12 +176,13 @@ def _load_record(export_dir):
 
 def contains_saved_model(export_dir):
     """Whether export_dir holds a saved model."""
-    return os.path.exists(os.path.join(export_dir, _FILE))
+    return os.path.exists(os.path.join(os.fsdecode(export_dir), _FILE))
 
 
 def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     """Loads the saved model into sess's graph and restores its variables; returns an object
     with .signature_def (TF1's tf.saved_model.loader.load)."""
+    export_dir = os.fsdecode(export_dir)
     record = _load_record(export_dir)
     if sorted(set(tags)) != sorted(set(record["tags"])):
         raise RuntimeError("saved_model: %s has a meta graph with tags %s, not %s"

@@ -4,9 +4,11 @@ tf.estimator.inputs.numpy_input_fn, and TrainSpec / EvalSpec / train_and_evaluat
 (estimator/training.py). estimator.py says how a call runs; docs/python.md,
 "tf.estimator", what is supported."""
 
-from shardflow.estimator import inputs  # noqa: F401
+from shardflow.estimator import export, inputs  # noqa: F401
 from shardflow.estimator.canned import (DNNClassifier, DNNRegressor,  # noqa: F401
                                         LinearClassifier, LinearRegressor)
 from shardflow.estimator.estimator import Estimator  # noqa: F401
+from shardflow.estimator.export import (BestExporter, Exporter, FinalExporter,  # noqa: F401
+                                        LatestExporter)
 from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys, RunConfig  # noqa: F401
 from shardflow.estimator.training import EvalSpec, TrainSpec, train_and_evaluate  # noqa: F401

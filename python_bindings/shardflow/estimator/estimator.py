@@ -21,7 +21,7 @@ Example::
     est.train(lambda: dataset_fn().repeat(3).batch(32), steps=1000)
     print(est.evaluate(lambda: dataset_fn().batch(32)))    # {'accuracy': ..., 'loss': ...}
 
-Not supported: export_saved_model, distribution strategies, evaluation summaries in
+Not supported: distribution strategies, evaluation summaries in
 model_dir/eval, saving_listeners.
 """
 
@@ -204,22 +204,27 @@ class Estimator:
                 set_random_seed(self._config.tf_random_seed)
             global_step = get_or_create_global_step()
             features, labels = self._call_input_fn(input_fn, mode)
-            kwargs = {"features": features}
-            if "labels" in self._model_fn_args:
-                kwargs["labels"] = labels
-            elif labels is not None and mode != ModeKeys.PREDICT:
-                raise ValueError("input_fn gave labels but model_fn has no 'labels' argument")
-            if "mode" in self._model_fn_args:
-                kwargs["mode"] = mode
-            if "params" in self._model_fn_args:
-                kwargs["params"] = self.params
-            if "config" in self._model_fn_args:
-                kwargs["config"] = self._config
-            spec = self._model_fn(**kwargs)
-            if not isinstance(spec, EstimatorSpec):
-                raise ValueError("model_fn must return a sf.estimator.EstimatorSpec, got %r"
-                                 % (spec,))
+            spec = self._call_model_fn(features, labels, mode)
         return g, global_step, spec
+
+    def _call_model_fn(self, features, labels, mode):
+        """model_fn's EstimatorSpec for `mode`, built in the default graph."""
+        kwargs = {"features": features}
+        if "labels" in self._model_fn_args:
+            kwargs["labels"] = labels
+        elif labels is not None and mode != ModeKeys.PREDICT:
+            raise ValueError("input_fn gave labels but model_fn has no 'labels' argument")
+        if "mode" in self._model_fn_args:
+            kwargs["mode"] = mode
+        if "params" in self._model_fn_args:
+            kwargs["params"] = self.params
+        if "config" in self._model_fn_args:
+            kwargs["config"] = self._config
+        spec = self._model_fn(**kwargs)
+        if not isinstance(spec, EstimatorSpec):
+            raise ValueError("model_fn must return a sf.estimator.EstimatorSpec, got %r"
+                             % (spec,))
+        return spec
 
     def _restore_hook(self, checkpoint_path=None, warm_start=False):
         """A Saver of the graph's variables and the hook restoring `checkpoint_path` (default:
@@ -356,6 +361,65 @@ class Estimator:
                     continue
                 for example in _split_batch(batch):
                     yield example
+
+    # ---- export -----------------------------------------------------------------------------
+
+    def export_savedmodel(self, export_dir_base, serving_input_receiver_fn, assets_extra=None,
+                          as_text=False, checkpoint_path=None, strip_default_attrs=False):
+        """Writes the model for serving to export_dir_base/<timestamp> (a SavedModel, see
+        sf.saved_model) and returns that path (bytes, as TF1): the graph of
+        serving_input_receiver_fn()'s receiver and model_fn in PREDICT mode, the variables of
+        `checkpoint_path` (default: the newest in model_dir) and one signature per
+        EstimatorSpec.export_outputs entry (default: the predictions, 'serving_default')."""
+        from shardflow.estimator import export as _export
+        from shardflow.ops import group, set_random_seed
+        from shardflow.saved_model import SavedModelBuilder, tag_constants
+        from shardflow.session import Session
+        from shardflow.train import Saver, get_or_create_global_step
+        from shardflow.variables import local_variables_initializer, tables_initializer
+        if not callable(serving_input_receiver_fn):
+            raise ValueError("export_savedmodel: serving_input_receiver_fn must be a function, "
+                             "got %r" % (serving_input_receiver_fn,))
+        path = checkpoint_path or self.latest_checkpoint()
+        if path is None:
+            raise ValueError("Couldn't find trained model at %s: train() before exporting"
+                             % self._model_dir)
+        g = Graph()
+        with g.as_default():
+            if self._config.tf_random_seed is not None:
+                set_random_seed(self._config.tf_random_seed)
+            get_or_create_global_step()
+            receiver = serving_input_receiver_fn()
+            if not isinstance(receiver, _export.ServingInputReceiver):
+                raise ValueError("serving_input_receiver_fn must return a "
+                                 "sf.estimator.export.ServingInputReceiver, got %r"
+                                 % (receiver,))
+            spec = self._call_model_fn(receiver.features, None, ModeKeys.PREDICT)
+            signatures = _export.signature_def_map(receiver, spec.export_outputs,
+                                                   spec.predictions)
+            saver = Saver()
+            init = group(local_variables_initializer(), tables_initializer(),
+                         name="legacy_init_op")
+            export_dir = _export.new_export_dir(export_dir_base)
+            temp_dir = os.path.join(os.path.dirname(export_dir),
+                                    "temp-" + os.path.basename(export_dir))
+            with Session(graph=g, config=self._config.session_config) as sess:
+                saver.restore(sess, path)
+                builder = SavedModelBuilder(temp_dir)
+                builder.add_meta_graph_and_variables(sess, [tag_constants.SERVING], signatures,
+                                                     main_op=init)
+                builder.save(as_text)
+        _export.copy_assets_extra(assets_extra, temp_dir)
+        os.rename(temp_dir, export_dir)
+        logging.info("SavedModel written to: %s", export_dir)
+        return os.fsencode(export_dir)
+
+    def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None,
+                           as_text=False, checkpoint_path=None):
+        """export_savedmodel's TF 1.13+ name."""
+        return self.export_savedmodel(export_dir_base, serving_input_receiver_fn,
+                                      assets_extra=assets_extra, as_text=as_text,
+                                      checkpoint_path=checkpoint_path)
 
 
 def _split_batch(batch):

@@ -100,7 +100,7 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     stride = getattr(config, "save_checkpoints_steps", None)
     metrics, exports = None, []
 
-    def evaluate():
+    def evaluate(final):
         nonlocal metrics, exports
         metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps,
                                      hooks=list(eval_spec.hooks), name=eval_spec.name)
@@ -108,11 +108,14 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         for exporter in eval_spec.exporters:
             export = getattr(exporter, "export", None)
             if export is not None:
-                exports.append(export(estimator, estimator.model_dir,
-                                      estimator.latest_checkpoint(), metrics, False))
+                # As TF: each exporter writes under model_dir/export/<its name>.
+                path = os.path.join(estimator.model_dir, "export",
+                                    getattr(exporter, "name", None) or "exporter")
+                exports.append(export(estimator, path, estimator.latest_checkpoint(), metrics,
+                                      final))
     if train_spec.max_steps is None:
         estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks))
-        evaluate()
+        evaluate(True)
         return metrics, exports
     last_eval = None
     while True:
@@ -128,8 +131,8 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         # and always one at max_steps.
         done = reached >= train_spec.max_steps
         if done or last_eval is None or time.time() - last_eval >= eval_spec.throttle_secs:
-            evaluate()
+            evaluate(done)
             last_eval = time.time()
     if metrics is None:
-        evaluate()  # already past max_steps: evaluate the checkpoint there
+        evaluate(True)  # already past max_steps: evaluate the checkpoint there
     return metrics, exports
