@@ -443,8 +443,6 @@ def test_bad_elements_and_iterators_get_clear_errors():
         Dataset.range(3).map(lambda v: None)
     with pytest.raises(ValueError, match="batch_size must be positive"):
         Dataset.range(3).batch(0)
-    with pytest.raises(NotImplementedError, match="flat_map"):
-        Dataset.range(3).flat_map(lambda v: Dataset.range(v))
     with pytest.raises(ValueError, match="one-shot"):
         Dataset.range(3).make_one_shot_iterator().initializer  # noqa: B018
 

@@ -290,10 +290,24 @@ class Dataset:
         return result
 
     def flat_map(self, map_func):
-        raise NotImplementedError("Dataset.flat_map is not supported by shardflow's tf.data; "
-                                  "see docs/python.md, 'tf.data', for what is")
+        """The elements of the dataset map_func(element) returns, for each element in turn
+        (data/interleave.py)."""
+        from shardflow.data.interleave import InterleaveDataset
+        return InterleaveDataset(self, map_func, 1, 1, "flat_map")
 
-    interleave = window = flat_map
+    def interleave(self, map_func, cycle_length=-1, block_length=1, num_parallel_calls=None):
+        """The elements of map_func(element)'s datasets, `cycle_length` of them read in turn,
+        `block_length` elements at a time, in TF's order (cycle_length AUTOTUNE, -1: the
+        number of processors). num_parallel_calls is accepted; reading stays in order."""
+        from shardflow.data.interleave import InterleaveDataset
+        return InterleaveDataset(self, map_func, cycle_length, block_length)
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False):
+        """Windows of `size` elements, one every `shift` (default size), taking every
+        `stride`-th element; each window's components are datasets (read them with
+        flat_map, e.g. ``lambda w: w.batch(size)``)."""
+        from shardflow.data.interleave import WindowDataset
+        return WindowDataset(self, size, shift, stride, drop_remainder)
 
     # ---- iterators ----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ Example::
 """
 
 from shardflow.data.batching import unbatch  # noqa: F401
+from shardflow.data.interleave import parallel_interleave  # noqa: F401
 
 AUTOTUNE = -1  # accepted where TF takes it (prefetch, num_parallel_calls); changes nothing here
 

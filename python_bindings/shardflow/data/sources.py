@@ -84,12 +84,21 @@ class RangeDataset(Dataset):
         if not 1 <= len(args) <= 3:
             raise TypeError("Dataset.range takes stop, or start, stop[, step]; got %d arguments"
                             % len(args))
-        self._range = range(*[_count_argument(a, "a Dataset.range argument") for a in args])
+        self._args = [_count_argument(a, "a Dataset.range argument") for a in args]
+        if not any(isinstance(a, Tensor) for a in self._args):
+            range(*self._args)  # a zero step fails here, while the graph is built
         self._structure = 0
         self._specs = [(dtypes.int64, TensorShape([]))]
 
+    def _tensors(self):
+        return [a for a in self._args if isinstance(a, Tensor)]
+
+    def _check(self, ctx):
+        if len(self._args) == 3 and ctx.scalar(self._args[2]) == 0:
+            raise errors.InvalidArgumentError("Dataset.range: step must not be 0")
+
     def _reader(self, ctx):
-        for i in self._range:
+        for i in range(*[ctx.scalar(a) for a in self._args]):
             yield (np.array(i, dtype=np.int64),)
 
 
