@@ -120,3 +120,64 @@ def test_errors():
             Dataset.range(3).window(2).batch(2)
         with pytest.raises(TypeError, match="read it with flat_map"):
             Dataset.range(3).window(2).make_one_shot_iterator()
+
+
+def test_group_by_window_and_bucket_by_sequence_length():
+    exp = tf.data.experimental
+    with tf.Graph().as_default():
+        ds = Dataset.range(10).apply(exp.group_by_window(
+            lambda x: x % 2, lambda key, group: group.batch(3), window_size=3))
+        # A full group goes on at once; the open ones at the end, in the order they opened.
+        assert _ints(_all(ds)) == [[0, 2, 4], [1, 3, 5], [6, 8], [7, 9]]
+        ds = Dataset.range(10).apply(exp.group_by_window(
+            lambda x: x % 3,
+            lambda key, group: group.batch(10).map(lambda b: tf.reduce_sum(b) + key * 1000),
+            window_size_func=lambda key: key + 1))
+        assert _ints(_all(ds)) == [0, 3, 1005, 6, 2015, 9, 1007]
+
+        lengths = [1, 5, 2, 7, 3, 12, 4, 1, 9]
+
+        def gen():
+            for n in lengths:
+                yield np.arange(1, n + 1, dtype=np.int32), n
+        sentences = Dataset.from_generator(gen, (tf.int32, tf.int32), ([None], []))
+        ds = sentences.apply(exp.bucket_by_sequence_length(
+            lambda tokens, n: tf.shape(tokens)[0], [4, 8], [2, 2, 2]))
+        batches = _all(ds)
+        assert [(t.shape, n.tolist()) for t, n in batches] == [
+            ((2, 2), [1, 2]), ((2, 7), [5, 7]), ((2, 3), [3, 1]), ((2, 12), [12, 9]),
+            ((1, 4), [4])]
+        np.testing.assert_array_equal(batches[0][0], [[1, 0], [1, 2]])   # padded with 0
+        ds = sentences.apply(exp.bucket_by_sequence_length(
+            lambda tokens, n: tf.shape(tokens)[0], [4, 8, 13], [2, 2, 2, 2],
+            pad_to_bucket_boundary=True, drop_remainder=True))
+        assert [t.shape for t, _ in _all(ds)] == [(2, 3), (2, 7), (2, 3), (2, 12)]
+        with pytest.raises(ValueError, match="len\\(bucket_batch_sizes\\)"):
+            sentences.apply(exp.bucket_by_sequence_length(lambda t, n: n, [4], [2]))
+        with pytest.raises(TypeError, match="key_func must return a scalar int64"):
+            Dataset.range(3).apply(exp.group_by_window(lambda x: tf.cast(x, tf.float32),
+                                                       lambda k, g: g, window_size=2))
+
+
+def test_sample_choose_and_enumerate():
+    exp = tf.data.experimental
+    with tf.Graph().as_default():
+        mixed = exp.sample_from_datasets([Dataset.range(50), Dataset.range(100, 150)],
+                                         [0.5, 0.5], seed=3)
+        got = _ints(_all(mixed))
+        # Every element of both, each dataset in its own order, interleaved at random.
+        assert sorted(got) == list(range(50)) + list(range(100, 150))
+        assert [v for v in got if v < 100] == list(range(50))
+        assert got != sorted(got)
+        assert got == _ints(_all(exp.sample_from_datasets(
+            [Dataset.range(50), Dataset.range(100, 150)], [0.5, 0.5], seed=3)))
+        only_first = exp.sample_from_datasets([Dataset.range(3), Dataset.range(10, 13)],
+                                              [1.0, 0.0], seed=1)
+        assert _ints(_all(only_first)) == [0, 1, 2]    # ends: no weight is left
+        choices = Dataset.from_tensor_slices(np.array([0, 1, 1, 0, 1, 1, 0, 0], np.int64))
+        chosen = exp.choose_from_datasets([Dataset.range(3), Dataset.range(10, 13)], choices)
+        assert _ints(_all(chosen)) == [0, 10, 11, 1, 12, 2]
+        pairs = _all(Dataset.range(3).apply(exp.enumerate_dataset(5)))
+        assert [(int(i), int(v)) for i, v in pairs] == [(5, 0), (6, 1), (7, 2)]
+        with pytest.raises(ValueError, match="weights"):
+            exp.sample_from_datasets([Dataset.range(3)], [-1.0])

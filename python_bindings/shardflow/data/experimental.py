@@ -8,6 +8,9 @@ Example::
 """
 
 from shardflow.data.batching import unbatch  # noqa: F401
+from shardflow.data.grouping import (bucket_by_sequence_length,  # noqa: F401
+                                     choose_from_datasets, enumerate_dataset, group_by_window,
+                                     sample_from_datasets)
 from shardflow.data.interleave import parallel_interleave  # noqa: F401
 
 AUTOTUNE = -1  # accepted where TF takes it (prefetch, num_parallel_calls); changes nothing here

@@ -21,6 +21,7 @@ element's dataset in its slot.
 import os
 import threading
 
+from shardflow import dtypes
 from shardflow.data import dataset_ops
 from shardflow.data import structure as nest
 from shardflow.data.traced_function import _call
@@ -28,25 +29,32 @@ from shardflow.framework import Tensor, _FuncGraph, get_default_graph
 
 
 class _DatasetFunction:
-    """`fn`, from one element (`structure`, `specs`) to a Dataset, traced once."""
+    """`fn`, from one element (`structure`, `specs`) to a Dataset, traced once. `mode`:
+    "element" (fn takes the element's tensors), "window" (each component is a Dataset of a
+    window's values) or "group" (fn takes an int64 key and a Dataset of the group's elements,
+    as group_by_window's reduce_func)."""
 
-    def __init__(self, fn, structure, specs, what, windows=False):
+    def __init__(self, fn, structure, specs, what, mode="element"):
         if not callable(fn):
             raise TypeError("Dataset.%s takes a function, not %r" % (what, fn))
         from shardflow import ops
         self._what = what
         self._outer = get_default_graph()
         self._graph = _FuncGraph(self._outer, "Dataset_" + what)
-        self._windows = windows
+        self._mode = mode
         with self._graph.as_default():
-            if windows:  # the element's components are datasets of a window's values
+            if mode == "window":
                 self._args = [_WindowArgument(dtype, shape, _window_slot(i))
                               for i, (dtype, shape) in enumerate(specs)]
+                inner = _call(fn, nest.pack_as(structure, self._args))
+            elif mode == "group":
+                self._args = [ops.placeholder(dtypes.int64, [], name="key")]
+                inner = fn(self._args[0], _GroupArgument(structure, specs))
             else:
                 self._args = [ops.placeholder(dtype, None if shape.ndims is None
                                               else shape.as_list(), name="arg%d" % i)
                               for i, (dtype, shape) in enumerate(specs)]
-            inner = _call(fn, nest.pack_as(structure, self._args))
+                inner = _call(fn, nest.pack_as(structure, self._args))
         if not isinstance(inner, dataset_ops.Dataset):
             raise TypeError("the function given to Dataset.%s must return a Dataset, not %r"
                             % (what, inner))
@@ -77,10 +85,15 @@ class _DatasetFunction:
     def reader(self, flat_element, ctx):
         """The inner dataset's elements for one input element."""
         values = {t.name: ctx.values[t.name] for t in self._outside}
-        if self._windows:
+        if self._mode == "window":
             values.update((_window_slot(i), part) for i, part in enumerate(flat_element))
+            feeds = {}
+        elif self._mode == "group":     # (key, [flat elements of the group])
+            values[_GROUP_SLOT] = flat_element[1]
+            feeds = {self._args[0]: flat_element[0]}
+        else:
+            feeds = dict(zip(self._args, flat_element))
         if self._computed:
-            feeds = {} if self._windows else dict(zip(self._args, flat_element))
             for name, ph in self._captured:
                 feeds[ph] = ctx.values[name]
             values.update(self._run(feeds))
@@ -111,7 +124,8 @@ class InterleaveDataset(dataset_ops.Dataset):
         self._cycle = _cycle_argument(cycle_length, "%s's cycle_length" % what)
         self._block = _cycle_argument(block_length, "%s's block_length" % what)
         self.fn = _DatasetFunction(map_func, input_dataset._structure, input_dataset._specs,
-                                   what, isinstance(input_dataset, WindowDataset))
+                                   what, "window" if isinstance(input_dataset, WindowDataset)
+                                   else "element")
         inner = self.fn.dataset
         self._structure = inner._structure
         self._specs = list(inner._specs)
@@ -208,6 +222,20 @@ class _WindowArgument(dataset_ops.Dataset):
     def _reader(self, ctx):
         for value in ctx.values[self._slot]:
             yield (value,)
+
+
+_GROUP_SLOT = "__group_elements"
+
+
+class _GroupArgument(dataset_ops.Dataset):
+    """The elements of one group, inside group_by_window's reduce_func."""
+
+    def __init__(self, structure, specs):
+        self._structure = structure
+        self._specs = list(specs)
+
+    def _reader(self, ctx):
+        return iter(ctx.values[_GROUP_SLOT])
 
 
 def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
