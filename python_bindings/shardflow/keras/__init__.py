@@ -1,7 +1,8 @@
 """tf.keras as TF 1.13-1.15 graph-mode programs use it, on shardflow's layers, optimizers
 and sessions: layers, Sequential and functional Models with compile/fit/evaluate/predict,
 the backend's shared session and learning phase, optimizers, losses, metrics, activations,
-initializers, regularizers, callbacks, utils, preprocessing (pad_sequences) and datasets.
+initializers, regularizers, constraints, callbacks, utils, preprocessing (pad_sequences) and
+datasets.
 
 Example::
 
@@ -19,9 +20,9 @@ Example::
 See docs/python.md ("tf.keras") for what is supported.
 """
 
-from shardflow.keras import (activations, backend, callbacks, datasets,  # noqa: F401
-                             initializers, layers, losses, metrics, optimizers, preprocessing,
-                             regularizers, utils)
+from shardflow.keras import (activations, backend, callbacks, constraints,  # noqa: F401
+                             datasets, initializers, layers, losses, metrics, optimizers,
+                             preprocessing, regularizers, utils)
 from shardflow.keras.layers import Input  # noqa: F401
 from shardflow.keras import models  # noqa: F401 (keras.models.Sequential, ...)
 from shardflow.keras.models import Model, Sequential  # noqa: F401

@@ -33,13 +33,18 @@ softplus = nn.softplus
 relu6 = nn.relu6
 
 
+def exponential(x):
+    """exp(x)."""
+    return ops.exp(x)
+
+
 def hard_sigmoid(x):
     return ops.clip_by_value(ops.add(ops.multiply(x, 0.2), 0.5), 0.0, 1.0)
 
 
 _BY_NAME = {"linear": linear, "relu": nn.relu, "softmax": softmax, "sigmoid": sigmoid,
             "tanh": tanh, "elu": elu, "selu": selu, "softplus": softplus, "relu6": relu6,
-            "hard_sigmoid": hard_sigmoid}
+            "hard_sigmoid": hard_sigmoid, "exponential": exponential}
 
 
 def get(identifier):
@@ -50,6 +55,9 @@ def get(identifier):
     if callable(identifier):
         return identifier
     fn = _BY_NAME.get(identifier)
+    if fn is None:  # a name given to keras.utils.custom_object_scope
+        from shardflow.keras.utils import get_custom_objects
+        fn = get_custom_objects().get(identifier)
     if fn is None:
         raise ValueError("unknown activation %r; known: %s"
                          % (identifier, ", ".join(sorted(_BY_NAME))))

@@ -56,6 +56,21 @@ def set_epsilon(value):
     _EPSILON = float(value)
 
 
+def image_data_format():
+    """'channels_last': images are [batch, height, width, channels], the only layout
+    shardflow's Keras layers take."""
+    return "channels_last"
+
+
+def set_image_data_format(data_format):
+    """Only 'channels_last' is supported (the layers refuse 'channels_first')."""
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError("Unknown data_format: " + str(data_format))
+    if data_format != "channels_last":
+        raise ValueError("set_image_data_format('channels_first') is not supported: shardflow's "
+                         "Keras layers take channels_last images")
+
+
 def unique_name(prefix):
     """'dense', then 'dense_1', 'dense_2', ...: Keras's layer names, reset by clear_session."""
     n = _name_counts[prefix]

@@ -29,10 +29,10 @@ from shardflow import rnn_cell as _rnn
 from shardflow.framework import GraphKeys, Tensor, add_to_collection, convert_to_tensor, \
     get_default_graph
 from shardflow.keras import activations, backend as K, initializers
+from shardflow.keras import constraints as _constraints
 from shardflow.keras import regularizers as _regularizers
 from shardflow.keras import saving as _saving
 from shardflow.regularizers import add_regularization_loss
-from shardflow.variables import global_variables
 
 _call_order = itertools.count()
 
@@ -109,10 +109,23 @@ class Layer(_tf.Layer):
 
     def add_variable(self, name, shape, initializer, trainable=True, regularizer=None):
         v = _tf.Layer.add_variable(self, name, shape, initializer, trainable=trainable)
+        constraint = getattr(self, "_weight_constraints", {}).get(name)
+        if constraint is not None:
+            v._keras_constraint = constraint  # applied after each step (keras/constraints.py)
         penalty = add_regularization_loss(v, regularizer)
         if penalty is not None:
             self.losses.append(penalty)
         return v
+
+    def _set_constraints(self, **by_weight):
+        """Keras's `<weight>_constraint` arguments: kept as attributes, and put on the weights
+        of those names as add_variable makes them."""
+        self._weight_constraints = {}
+        for weight, constraint in by_weight.items():
+            constraint = _constraints.get(constraint)
+            setattr(self, weight + "_constraint", constraint)
+            if constraint is not None:
+                self._weight_constraints[weight] = constraint
 
     def add_weight(self, name, shape, dtype=None, initializer=None, regularizer=None,
                    trainable=True, **kwargs):
@@ -165,15 +178,46 @@ class Layer(_tf.Layer):
                 self._order = next(_call_order)
             if self._uses_training():
                 kwargs["training"] = training
+            masks = [getattr(x, "_keras_mask", None) for x in xs] if multi \
+                else getattr(xs, "_keras_mask", None)
+            if "mask" in inspect.signature(self.call).parameters:
+                masks = kwargs.setdefault("mask", masks)
+            elif "mask" in kwargs:  # a mask given to a layer whose call takes none
+                masks = kwargs.pop("mask")
             y = self.call(xs, **kwargs)
+            out_mask = self.compute_mask(xs, masks)
             if getattr(self, "activity_regularizer", None) is not None:
                 with g.name_scope("ActivityRegularizer"):
                     penalty = self.activity_regularizer(y)
                     penalty = ops.divide(penalty, ops.cast(ops.shape(y)[0], penalty.dtype))
                 self.losses.append(penalty)
                 add_to_collection(GraphKeys.REGULARIZATION_LOSSES, penalty)
+        if not any(y is x for x in (xs if multi else [xs])):  # an identity keeps its mask
+            self._set_mask(y, out_mask)
         self._record(xs, y)
         return y
+
+    # Note [Keras masks]. As TF 1.15's Keras, a mask ([batch, time] bool: which time steps are
+    # real) rides on a layer's output as `_keras_mask`: Masking and Embedding(mask_zero=True)
+    # make one; layers with supports_masking pass theirs on (compute_mask); a layer whose
+    # call takes `mask` receives its inputs' masks. The recurrent layers skip the masked
+    # steps (layers_recurrent.run_cell). The losses of keras.Model do not weight by masks.
+    supports_masking = False
+
+    def compute_mask(self, inputs, mask=None):
+        """The mask of the outputs: the inputs' mask when the layer supports masking, else
+        None (as Keras's base Layer)."""
+        return mask if self.supports_masking else None
+
+    @staticmethod
+    def _set_mask(y, mask):
+        if isinstance(y, (list, tuple)):
+            masks = mask if isinstance(mask, (list, tuple)) else [mask] * len(y)
+            for t, m in zip(y, masks):
+                if isinstance(t, Tensor):
+                    t._keras_mask = m
+        elif isinstance(y, Tensor):
+            y._keras_mask = None if isinstance(mask, (list, tuple)) else mask
 
     def _uses_training(self):
         return "training" in inspect.signature(self.call).parameters
@@ -204,6 +248,10 @@ class Layer(_tf.Layer):
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable}
+
+
+_saving.record_init(Layer)  # a subclass without an __init__ of its own (Add, a custom
+#                             layer) is saved with the arguments Layer's took
 
 
 def _activation(a):
@@ -263,8 +311,8 @@ class Dense(Layer, _tf.Dense):
                            kernel_regularizer=kernel_regularizer,
                            bias_regularizer=bias_regularizer,
                            activity_regularizer=activity_regularizer)
-        self._keras_init(dict(kwargs, kernel_constraint=kernel_constraint,
-                              bias_constraint=bias_constraint))
+        self._keras_init(kwargs)
+        self._set_constraints(kernel=kernel_constraint, bias=bias_constraint)
 
 
 class Conv2D(Layer, _tf.Conv2D):
@@ -274,7 +322,7 @@ class Conv2D(Layer, _tf.Conv2D):
                  dilation_rate=(1, 1), activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 **kwargs):
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
         _tf._channels_last(data_format, "Conv2D")
         _tf.Conv2D.__init__(self, filters, kernel_size, strides=strides,
                             dilation_rate=dilation_rate,
@@ -286,6 +334,7 @@ class Conv2D(Layer, _tf.Conv2D):
                             bias_regularizer=bias_regularizer,
                             activity_regularizer=activity_regularizer)
         self._keras_init(kwargs)
+        self._set_constraints(kernel=kernel_constraint, bias=bias_constraint)
 
 
 class Conv1D(Layer, _tf.Conv1D):
@@ -295,7 +344,7 @@ class Conv1D(Layer, _tf.Conv1D):
                  dilation_rate=1, activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros",
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 **kwargs):
+                 kernel_constraint=None, bias_constraint=None, **kwargs):
         _tf.Conv1D.__init__(self, filters, kernel_size, strides=strides,
                             padding=_padding(padding), data_format=data_format,
                             dilation_rate=dilation_rate, activation=_activation(activation),
@@ -306,6 +355,7 @@ class Conv1D(Layer, _tf.Conv1D):
                             bias_regularizer=bias_regularizer,
                             activity_regularizer=activity_regularizer)
         self._keras_init(kwargs)
+        self._set_constraints(kernel=kernel_constraint, bias=bias_constraint)
 
 
 class MaxPooling2D(Layer, _tf.MaxPooling2D):
@@ -337,9 +387,18 @@ class GlobalAveragePooling2D(Layer, _tf.GlobalAveragePooling2D):
         self._keras_init(kwargs)
 
 
-MaxPool2D, AvgPool2D, AveragePooling1D = MaxPooling2D, AveragePooling2D, None
+class AveragePooling1D(Layer, _tf.AveragePooling1D):
+    """The mean over windows of `pool_size` steps of [batch, steps, channels] inputs."""
+
+    def __init__(self, pool_size=2, strides=None, padding="valid", data_format=None,
+                 **kwargs):
+        _tf.AveragePooling1D.__init__(self, pool_size, strides, _padding(padding),
+                                      data_format or "channels_last")
+        self._keras_init(kwargs)
+
+
+MaxPool2D, AvgPool2D, AvgPool1D = MaxPooling2D, AveragePooling2D, AveragePooling1D
 MaxPool1D = MaxPooling1D
-del AveragePooling1D
 
 
 class Flatten(Layer, _tf.Flatten):
@@ -399,16 +458,17 @@ class Embedding(Layer):
     """Integer ids [batch, ...] -> rows of an [input_dim, output_dim] table."""
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform",
-                 embeddings_regularizer=None, input_length=None, mask_zero=False, **kwargs):
-        if mask_zero:
-            raise ValueError("Embedding(mask_zero=True): masking is not supported")
+                 embeddings_regularizer=None, input_length=None, mask_zero=False,
+                 embeddings_constraint=None, **kwargs):
         if input_length is not None and "input_shape" not in kwargs:
             kwargs["input_shape"] = (input_length,) if isinstance(input_length, int) \
                 else tuple(input_length)
         super().__init__(**kwargs)
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)
+        self.mask_zero = bool(mask_zero)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = embeddings_regularizer
+        self._set_constraints(embeddings=embeddings_constraint)
 
     def build(self, input_shape):
         self.embeddings = self.add_variable("embeddings", [self.input_dim, self.output_dim],
@@ -419,6 +479,10 @@ class Embedding(Layer):
         ids = inputs if inputs.dtype in (dtypes.int32, dtypes.int64) \
             else ops.cast(inputs, dtypes.int32)
         return nn.embedding_lookup(self.embeddings.value(), ids)
+
+    def compute_mask(self, inputs, mask=None):
+        """With mask_zero, id 0 is padding: the mask is ids != 0 (Note [Keras masks])."""
+        return ops.not_equal(inputs, 0) if self.mask_zero else None
 
 
 class Reshape(Layer):
@@ -460,6 +524,16 @@ class _Merge(Layer):
             raise ValueError("%s takes a list of at least 2 tensors" % type(self).__name__)
         return self._merge(list(inputs))
 
+    def compute_mask(self, inputs, mask=None):
+        """The inputs' masks and-ed together (Keras's _Merge), None when none has one."""
+        masks = [m for m in (mask or []) if m is not None]
+        if not masks:
+            return None
+        out = masks[0]
+        for m in masks[1:]:
+            out = ops.logical_and(out, m)
+        return out
+
 
 class Add(_Merge):
     def _merge(self, xs):
@@ -494,6 +568,14 @@ class Maximum(_Merge):
         return y
 
 
+class Minimum(_Merge):
+    def _merge(self, xs):
+        y = xs[0]
+        for x in xs[1:]:
+            y = ops.minimum(y, x)
+        return y
+
+
 class Concatenate(_Merge):
     """Joins tensors along `axis` (default the last)."""
 
@@ -506,6 +588,22 @@ class Concatenate(_Merge):
         if axis < 0:
             axis += xs[0].shape.ndims
         return ops.concat(xs, axis)
+
+    def compute_mask(self, inputs, mask=None):
+        """Keras's: the masks (all-True for an input without one) joined along `axis`, then
+        and-ed over the last axis."""
+        if not mask or all(m is None for m in mask):
+            return None
+        masks = []
+        for x, m in zip(inputs, mask):
+            if m is None:
+                masks.append(ops.cast(ops.ones_like(x), dtypes.bool_))
+            elif m.shape.ndims < x.shape.ndims:
+                masks.append(ops.expand_dims(m, -1))
+            else:
+                masks.append(m)
+        axis = self.axis if self.axis >= 0 else self.axis + inputs[0].shape.ndims
+        return _array.reduce_all(ops.concat(masks, axis), axis=-1)
 
 
 def concatenate(inputs, axis=-1, **kwargs):
@@ -532,13 +630,20 @@ def maximum(inputs, **kwargs):
     return Maximum(**kwargs)(inputs)
 
 
+def minimum(inputs, **kwargs):
+    return Minimum(**kwargs)(inputs)
+
+
 class _RNN(Layer):
     """A recurrent layer over [batch, time, features]: shardflow's rnn_cell cell run by
     dynamic_rnn. Its weights are the cell's (TF1's cell layout: one kernel over [inputs,
     state] and one bias, not Keras's kernel / recurrent_kernel / bias), so get_weights
     values do not carry over from Keras models. With go_backwards the time steps are read
     from the last to the first, and with return_sequences the outputs come in that reversed
-    order, as Keras's (Bidirectional puts them back in order)."""
+    order, as Keras's (Bidirectional puts them back in order). return_state adds the final
+    states in Keras's order (an LSTM's [h, c]); ``initial_state=`` (a list of tensors in that
+    order) starts from them; a mask (Masking, Embedding(mask_zero=True)) skips steps
+    (Note [Masked recurrence] in layers_recurrent.py)."""
 
     def __init__(self, units, activation="tanh", return_sequences=False, return_state=False,
                  go_backwards=False, **kwargs):
@@ -558,24 +663,31 @@ class _RNN(Layer):
         self.go_backwards = bool(go_backwards)
         self.cell = None
 
-    def call(self, inputs):
-        g = inputs.graph
-        before = set(id(v) for v in global_variables(g))
+    def __call__(self, inputs, initial_state=None, **kwargs):
+        from shardflow.keras.layers_recurrent import with_initial_state
+        return Layer.__call__(self, with_initial_state(inputs, initial_state), **kwargs)
+
+    def call(self, inputs, mask=None):
+        from shardflow.keras.layers_recurrent import run_cell, split_initial_state
+        x, mask, states = split_initial_state(inputs, mask)
         if self.cell is None:
             self.cell = self._make_cell()
-        if self.go_backwards:
-            inputs = ops.reverse(inputs, [1])
-        outputs, state = _rnn.dynamic_rnn(self.cell, inputs, dtype=dtypes.float32,
-                                          scope=self.name)
-        known = set(id(v) for v in self.variables)
-        for v in global_variables(g):
-            if id(v) not in before and id(v) not in known:
-                self.variables.append(v)
-        last = state.h if isinstance(state, _rnn.LSTMStateTuple) else state
+        lstm = isinstance(self.cell, _rnn.BasicLSTMCell)
+        if states is not None:
+            states = _rnn.LSTMStateTuple(states[1], states[0]) if lstm else states[0]
+        outputs, last, state = run_cell(self, self.cell, x, mask, states, self.go_backwards)
         y = outputs if self.return_sequences else last
         if self.return_state:
-            return [y] + (list(state) if isinstance(state, tuple) else [state])
+            return [y] + ([state.h, state.c] if lstm else [state])
         return y
+
+    def compute_mask(self, inputs, mask=None):
+        from shardflow.keras.layers_recurrent import split_initial_state
+        mask = split_initial_state(inputs, mask)[1]
+        out = mask if self.return_sequences else None
+        if self.return_state:
+            return [out] + [None] * (2 if isinstance(self, LSTM) else 1)
+        return out
 
 
 class SimpleRNN(_RNN):
@@ -696,6 +808,15 @@ class Bidirectional(Layer):
         if self.return_state:
             return (output if isinstance(output, list) else [output]) + states
         return output
+
+    def compute_mask(self, inputs, mask=None):
+        out = mask if self.return_sequences else None
+        if self.merge_mode is None:
+            out = [out, out]
+        if self.return_state:
+            n = 4 if isinstance(self.forward_layer, LSTM) else 2
+            return (out if isinstance(out, list) else [out]) + [None] * n
+        return out
 
 
 class TimeDistributed(Layer):
@@ -1203,6 +1324,9 @@ class Dot(_Merge):
         self.axes = axes
         self.normalize = bool(normalize)
 
+    def compute_mask(self, inputs, mask=None):
+        return None   # as Keras's Dot
+
     def _merge(self, xs):
         if len(xs) != 2:
             raise ValueError("Dot takes exactly 2 tensors")
@@ -1381,3 +1505,23 @@ class LayerNormalization(Layer):
             return None if v is None else ops.reshape(v.value(), self._param_shape)
         return nn.batch_normalization(inputs, mean, variance, param(self.beta),
                                       param(self.gamma), self.epsilon)
+
+
+# Layers that pass their inputs' mask on, as Keras's (Note [Keras masks]).
+for _cls in (Dense, Dropout, Activation, BatchNormalization, LayerNormalization, TimeDistributed,
+             GaussianNoise, GaussianDropout, SpatialDropout1D, LeakyReLU, ELU, ReLU, Softmax,
+             ThresholdedReLU):
+    _cls.supports_masking = True
+del _cls
+
+from shardflow.keras import layers_recurrent as _recurrent  # noqa: E402 (it uses Layer)
+
+RNN, Masking = _recurrent.RNN, _recurrent.Masking
+SimpleRNNCell, LSTMCell, GRUCell = (_recurrent.SimpleRNNCell, _recurrent.LSTMCell,
+                                    _recurrent.GRUCell)
+StackedRNNCells = _recurrent.StackedRNNCells
+
+from shardflow.keras import layers_sequence as _sequence  # noqa: E402 (it uses Layer)
+
+Attention, AdditiveAttention = _sequence.Attention, _sequence.AdditiveAttention
+LocallyConnected1D = _sequence.LocallyConnected1D

@@ -282,7 +282,8 @@ class Model:
         g = y_pred.graph
         with g.as_default(), g.name_scope(None), g.name_scope(self.name + "_training"):
             out_shape = y_pred.shape.as_list()
-            sparse = loss_fn is losses_module.sparse_categorical_crossentropy
+            sparse = getattr(loss_fn, "fn", loss_fn) is \
+                losses_module.sparse_categorical_crossentropy
             if sparse:
                 target = ops.placeholder(dtypes.int32, [None], name="target")
             else:
@@ -290,20 +291,48 @@ class Model:
             data_loss = ops.reduce_mean(loss_fn(target, y_pred))
             penalties = self.losses
             total = ops.add_n([data_loss] + penalties) if penalties else data_loss
-            names, tensors = [], []
+            names, tensors, stateful, flags = [], [], [], []
             for m in metric_ids:
                 name, fn = metrics_module.get(m, loss_fn, out_shape)
                 names.append(name)
-                tensors.append(ops.reduce_mean(ops.cast(fn(target, y_pred), dtypes.float32)))
+                flags.append(isinstance(fn, metrics_module.Metric))
+                if flags[-1]:
+                    if fn._graph is not g:
+                        raise ValueError("metric %s was made in another graph than the "
+                                         "model's; make it after the model's graph" % name)
+                    tensors.append(ops.cast(fn(target, y_pred), dtypes.float32))
+                    stateful.append(fn)
+                else:
+                    tensors.append(ops.reduce_mean(ops.cast(fn(target, y_pred),
+                                                            dtypes.float32)))
             params = self.trainable_weights
             train_op = None
             if params:
                 step = self.optimizer.get_updates(total, params)
                 train_op = ops.group(step, *self.updates) if self.updates else step
+            reset = ops.group(*[m._reset_op() for m in stateful]) if stateful else None
+        # which of [loss] + metrics are stateful (their value after the last batch is the
+        # epoch's); their state is reset (and first set) by `reset`
         self._functions = {"target": target, "sparse": sparse, "loss": total,
                            "metrics": tensors, "names": ["loss"] + names, "train": train_op,
-                           "out_rank": len(out_shape)}
+                           "out_rank": len(out_shape), "reset": reset,
+                           "stateful": [False] + flags}
+        self.reset_metrics()
         return self._functions
+
+    def reset_metrics(self):
+        """Sets the state of the compiled stateful metrics (keras.metrics.Metric objects) to
+        zero; fit and evaluate do so at the start of each epoch and evaluation."""
+        f = self._functions
+        if f is not None and f["reset"] is not None:
+            K.get_session().run(f["reset"])
+
+    def _epoch_values(self, totals, last, n):
+        """The epoch's [loss, metrics...]: size-weighted batch means, but for stateful metrics
+        their result after the last batch."""
+        stateful = self._functions["stateful"]
+        return [float(v) if s else float(t / max(n, 1))
+                for t, v, s in zip(totals, last, stateful)]
 
     # ---- data ------------------------------------------------------------------------------
 
@@ -395,6 +424,8 @@ class Model:
             for cb in cbs:
                 cb.on_epoch_begin(epoch)
             totals = np.zeros(len(f["names"]))
+            last = np.zeros(len(f["names"]))
+            self.reset_metrics()
             if seq is not None:
                 n = 0
             for b, (bxs, bys, rows) in enumerate(self._batches(seq, xs, ys, batch_size,
@@ -404,6 +435,7 @@ class Model:
                     cb.on_train_batch_begin(b, batch_logs)
                 values = sess.run(fetches, self._feed(bxs, rows, bys, training=True))[1:]
                 totals += np.asarray(values, dtype=np.float64) * len(rows)
+                last = values
                 if seq is not None:
                     n += len(rows)
                 batch_logs.update(zip(f["names"], (float(v) for v in values)))
@@ -411,7 +443,7 @@ class Model:
                     cb.on_train_batch_end(b, batch_logs)
                 if self.stop_training:  # TerminateOnNaN: stop within the epoch, as Keras
                     break
-            logs = {name: float(t / max(n, 1)) for name, t in zip(f["names"], totals)}
+            logs = dict(zip(f["names"], self._epoch_values(totals, last, n)))
             if val is not None:
                 results = self._test_loop(val[0], val[1], batch_size)
                 logs.update({"val_" + name: v for name, v in zip(f["names"], results)})
@@ -458,16 +490,20 @@ class Model:
                         validation_data=validation_data, class_weight=class_weight,
                         shuffle=shuffle, initial_epoch=initial_epoch)
 
-    def _test_loop(self, xs, ys, batch_size):
+    def _test_loop(self, xs, ys, batch_size, reset_metrics=True):
         f = self._make_functions()
         sess = K.get_session()
         n = _num_rows(xs + [ys])
         totals = np.zeros(len(f["names"]))
+        last = np.zeros(len(f["names"]))
+        if reset_metrics:
+            self.reset_metrics()
         for start in range(0, n, batch_size):
             rows = np.arange(start, min(start + batch_size, n))
             values = sess.run([f["loss"]] + f["metrics"], self._feed(xs, rows, ys))
             totals += np.asarray(values, dtype=np.float64) * len(rows)
-        return [float(t / max(n, 1)) for t in totals]
+            last = values
+        return self._epoch_values(totals, last, n)
 
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
                  steps=None, callbacks=None):
@@ -496,7 +532,11 @@ class Model:
         outs = [np.concatenate([p[i] for p in parts]) for i in range(len(self.outputs))]
         return outs[0] if len(outs) == 1 else outs
 
-    def train_on_batch(self, x, y):
+    def train_on_batch(self, x, y, sample_weight=None, class_weight=None, reset_metrics=True):
+        """One training step on (x, y): the loss (and metrics) of the batch; stateful
+        metrics accumulate over calls unless reset_metrics (then reset after the step)."""
+        if sample_weight is not None or class_weight is not None:
+            raise ValueError("train_on_batch: sample_weight and class_weight are not supported")
         xs = self._inputs_list(x)
         self._build_for(xs)
         f = self._make_functions()
@@ -504,13 +544,20 @@ class Model:
         values = K.get_session().run([f["train"], f["loss"]] + f["metrics"],
                                      self._feed(xs, np.arange(len(ys)), ys, training=True))[1:]
         values = [float(v) for v in values]
+        if reset_metrics:
+            self.reset_metrics()
         return values[0] if len(values) == 1 else values
 
-    def test_on_batch(self, x, y):
+    def test_on_batch(self, x, y, sample_weight=None, reset_metrics=True):
+        """The loss (and metrics) of one batch; with reset_metrics=False stateful metrics
+        accumulate over calls (and over what came before)."""
+        if sample_weight is not None:
+            raise ValueError("test_on_batch: sample_weight is not supported")
         xs = self._inputs_list(x)
         self._build_for(xs)
         self._make_functions()
-        results = self._test_loop(xs, self._targets(y), max(len(xs[0]), 1))
+        results = self._test_loop(xs, self._targets(y), max(len(xs[0]), 1),
+                                  reset_metrics=reset_metrics)
         return results[0] if len(results) == 1 else results
 
     def predict_on_batch(self, x):

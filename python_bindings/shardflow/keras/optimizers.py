@@ -15,6 +15,9 @@ The learning rate is a float until the model's training step is built; from then
 ReduceLROnPlateau do) changes the updates that follow. Adadelta is TF1's kernel
 (composite_optimizers.py); Adamax and Nadam are Keras's update rules composed from
 element-wise ops, with a shared step counter (``optimizer.iterations``).
+
+After each step, every weight that carries a keras.constraints constraint (a layer's
+``kernel_constraint``) is set to constraint(weight), as Keras does.
 """
 
 import numpy as np
@@ -22,6 +25,7 @@ import numpy as np
 from shardflow import ops, train
 from shardflow.composite_optimizers import AdadeltaOptimizer, _CompositeOptimizer, _group_after
 from shardflow.framework import get_default_graph
+from shardflow.keras import constraints
 from shardflow.variables import Variable
 
 
@@ -77,7 +81,8 @@ class Optimizer:
             with g.as_default(), g.control_dependencies(None), g.name_scope(None):
                 self._lr_var = Variable(np.float32(self._lr_value), trainable=False,
                                         name=type(self).__name__ + "_lr")
-        return self._tf_optimizer(self._lr_var.value()).minimize(loss, var_list=params)
+        step = self._tf_optimizer(self._lr_var.value()).minimize(loss, var_list=params)
+        return constraints.apply_after(step, params)
 
 
 class SGD(Optimizer):
@@ -149,7 +154,7 @@ class TFOptimizer(Optimizer):
         return self.lr
 
     def get_updates(self, loss, params):
-        return self.optimizer.minimize(loss, var_list=params)
+        return constraints.apply_after(self.optimizer.minimize(loss, var_list=params), params)
 
 
 class Adadelta(Optimizer):

@@ -329,7 +329,8 @@ def model_from_config(config, custom_objects=None, filepath="the model config"):
     from shardflow.keras import layers as layers_module
     from shardflow.keras.models import Model, Sequential
     _check_config(config, filepath)
-    objects = dict(custom_objects or {})
+    from shardflow.keras.utils import get_custom_objects
+    objects = dict(get_custom_objects(), **(custom_objects or {}))  # custom_object_scope's too
 
     def make(entry, keep_input_shape=False):
         cls = objects.get(entry["class"])

@@ -1,4 +1,5 @@
-"""tf.keras.utils: to_categorical and Sequence.
+"""tf.keras.utils: to_categorical, normalize, Sequence, and custom_object_scope /
+CustomObjectScope / get_custom_objects (names load_model and activations.get look up).
 
 Example: ``keras.utils.to_categorical([0, 2], 3)`` -> [[1, 0, 0], [0, 0, 1]] (float32).
 """
@@ -53,3 +54,43 @@ class Sequence:
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
+
+
+def normalize(x, axis=-1, order=2):
+    """x divided by its `order`-norm along `axis` (rows of norm 0 left as they are)."""
+    norms = np.atleast_1d(np.linalg.norm(x, order, axis))
+    norms[norms == 0] = 1
+    return x / np.expand_dims(norms, axis)
+
+
+_GLOBAL_CUSTOM_OBJECTS = {}
+
+
+def get_custom_objects():
+    """The global name -> object dict that load_model (layer classes) and activations.get
+    look names up in; custom_object_scope adds to it for a `with` block."""
+    return _GLOBAL_CUSTOM_OBJECTS
+
+
+class CustomObjectScope:
+    """``with CustomObjectScope({'MyLayer': MyLayer}):`` makes the names known to load_model
+    (and activations.get) inside the block; the previous entries come back after it."""
+
+    def __init__(self, *args):
+        self.custom_objects = args
+        self.backup = None
+
+    def __enter__(self):
+        self.backup = _GLOBAL_CUSTOM_OBJECTS.copy()
+        for objects in self.custom_objects:
+            _GLOBAL_CUSTOM_OBJECTS.update(objects)
+        return self
+
+    def __exit__(self, *args, **kwargs):
+        _GLOBAL_CUSTOM_OBJECTS.clear()
+        _GLOBAL_CUSTOM_OBJECTS.update(self.backup)
+
+
+def custom_object_scope(*args):
+    """CustomObjectScope(*args): ``with custom_object_scope({'MyLayer': MyLayer}): ...``."""
+    return CustomObjectScope(*args)

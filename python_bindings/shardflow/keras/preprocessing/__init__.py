@@ -1,4 +1,5 @@
-"""tf.keras.preprocessing: sequence (pad_sequences), for the NumPy side of a Keras program.
+"""tf.keras.preprocessing: sequence (pad_sequences), text (Tokenizer, one_hot, hashing_trick)
+and image (ImageDataGenerator), for the NumPy side of a Keras program.
 
 Example::
 
@@ -6,6 +7,6 @@ Example::
     x = pad_sequences([[1, 2, 3], [4]], maxlen=3)     # [[1, 2, 3], [0, 0, 4]]
 """
 
-from shardflow.keras.preprocessing import sequence  # noqa: F401
+from shardflow.keras.preprocessing import image, sequence, text  # noqa: F401
 
-__all__ = ["sequence"]
+__all__ = ["image", "sequence", "text"]

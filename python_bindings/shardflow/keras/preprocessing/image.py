@@ -1,0 +1,389 @@
+"""tf.keras.preprocessing.image, as TF 1.15's (keras_preprocessing 1.1): ImageDataGenerator,
+which augments and standardises batches of images in NumPy before they reach the graph, and
+its flow() iterator, a keras.utils.Sequence that model.fit and fit_generator train on.
+
+Supported: rescale, preprocessing_function, samplewise_center / std_normalization,
+featurewise_center / std_normalization (with fit()), width_shift_range, height_shift_range
+(bilinear, as Keras' order-1 interpolation; fill_mode 'nearest'), channel_shift_range,
+horizontal_flip, vertical_flip, data_format. Not supported (an error says so):
+rotation_range, shear_range, zoom_range (they need scipy.ndimage, which this build's Python
+lacks), brightness_range (PIL), zca_whitening (scipy.linalg), fill_modes other than
+'nearest', validation_split, flow_from_directory and flow_from_dataframe.
+
+Example::
+
+    gen = ImageDataGenerator(rescale=1 / 255.0, horizontal_flip=True, width_shift_range=0.1)
+    model.fit_generator(gen.flow(x_train, y_train, batch_size=32), epochs=5)
+"""
+
+import threading
+import warnings
+
+import numpy as np
+
+from shardflow.keras import backend as K
+from shardflow.keras.utils import Sequence
+
+
+def flip_axis(x, axis):
+    """x reversed along `axis`."""
+    return np.flip(np.asarray(x), axis)
+
+
+def _shift_along(x, offset, axis):
+    """out[..., i, ...] = x[..., i + offset, ...] along `axis`, linearly interpolated between
+    the two nearest samples, indices past the edges clamped to them (fill_mode 'nearest')."""
+    n = x.shape[axis]
+    coords = np.arange(n) + offset
+    lo = np.floor(coords)
+    w = (coords - lo).astype(x.dtype)
+    lo = lo.astype(np.int64)
+    a = np.take(x, np.clip(lo, 0, n - 1), axis=axis)
+    b = np.take(x, np.clip(lo + 1, 0, n - 1), axis=axis)
+    shape = [1] * x.ndim
+    shape[axis] = n
+    w = w.reshape(shape)
+    return a * (1 - w) + b * w
+
+
+def apply_affine_transform(x, theta=0, tx=0, ty=0, shear=0, zx=1, zy=1, row_axis=0,
+                           col_axis=1, channel_axis=2, fill_mode="nearest", cval=0.0,
+                           order=1):
+    """One image shifted by tx rows and ty columns: out[i, j] = x[i + tx, j + ty] (order-1
+    interpolation, the edges repeated), as Keras' affine transform of a pure translation.
+    Rotation, shear and zoom need scipy.ndimage and are refused."""
+    if theta != 0 or shear != 0 or zx != 1 or zy != 1:
+        raise ValueError("apply_affine_transform: rotation, shear and zoom need scipy.ndimage, "
+                         "which is not available; only shifts are supported")
+    if fill_mode != "nearest":
+        raise ValueError("apply_affine_transform: only fill_mode='nearest' is supported, not "
+                         "%r" % (fill_mode,))
+    if order != 1:
+        raise ValueError("apply_affine_transform: only order=1 (bilinear) is supported")
+    x = np.asarray(x)
+    if tx != 0:
+        x = _shift_along(x, tx, row_axis)
+    if ty != 0:
+        x = _shift_along(x, ty, col_axis)
+    return x
+
+
+def apply_channel_shift(x, intensity, channel_axis=0):
+    """Adds `intensity` to every channel, clipped to the image's [min, max]."""
+    x = np.rollaxis(x, channel_axis, 0)
+    min_x, max_x = np.min(x), np.max(x)
+    x = np.stack([np.clip(c + intensity, min_x, max_x) for c in x], axis=0)
+    return np.rollaxis(x, 0, channel_axis + 1)
+
+
+class ImageDataGenerator:
+    """Random augmentation (shifts, channel shifts, flips) and standardisation of batches of
+    rank-4 images (channels last by default), as Keras's. `*_shift_range`: a float below 1 is
+    a fraction of the height / width (uniform in [-r, r)), an int a number of pixels (one of
+    -r+1 .. r-1), a list the pixel shifts to choose from."""
+
+    def __init__(self, featurewise_center=False, samplewise_center=False,
+                 featurewise_std_normalization=False, samplewise_std_normalization=False,
+                 zca_whitening=False, zca_epsilon=1e-6, rotation_range=0, width_shift_range=0.,
+                 height_shift_range=0., brightness_range=None, shear_range=0., zoom_range=0.,
+                 channel_shift_range=0., fill_mode="nearest", cval=0., horizontal_flip=False,
+                 vertical_flip=False, rescale=None, preprocessing_function=None,
+                 data_format=None, validation_split=0.0, interpolation_order=1, dtype=None):
+        for what, value, default in (("rotation_range", rotation_range, 0),
+                                     ("shear_range", shear_range, 0),
+                                     ("zoom_range", zoom_range, 0)):
+            if np.any(np.asarray(value) != default):
+                raise ValueError("ImageDataGenerator: %s needs scipy.ndimage, which is not "
+                                 "available; it is not supported" % what)
+        if brightness_range is not None:
+            raise ValueError("ImageDataGenerator: brightness_range needs PIL; not supported")
+        if zca_whitening:
+            raise ValueError("ImageDataGenerator: zca_whitening needs scipy.linalg; not "
+                             "supported")
+        if validation_split:
+            raise ValueError("ImageDataGenerator: validation_split is not supported")
+        if fill_mode != "nearest":
+            raise ValueError("ImageDataGenerator: only fill_mode='nearest' is supported, not %r"
+                             % (fill_mode,))
+        if interpolation_order != 1:
+            raise ValueError("ImageDataGenerator: only interpolation_order=1 is supported")
+        data_format = data_format or K.image_data_format()
+        if data_format not in ("channels_last", "channels_first"):
+            raise ValueError('`data_format` should be `"channels_last"` (channel after row and '
+                             'column) or `"channels_first"` (channel before row and column). '
+                             'Received: %s' % (data_format,))
+        self.featurewise_center = featurewise_center
+        self.samplewise_center = samplewise_center
+        self.featurewise_std_normalization = featurewise_std_normalization
+        self.samplewise_std_normalization = samplewise_std_normalization
+        self.zca_whitening = False
+        self.zca_epsilon = zca_epsilon
+        self.rotation_range = 0
+        self.width_shift_range = width_shift_range
+        self.height_shift_range = height_shift_range
+        self.shear_range = 0.
+        self.zoom_range = [1, 1]
+        self.channel_shift_range = channel_shift_range
+        self.fill_mode = fill_mode
+        self.cval = cval
+        self.horizontal_flip = horizontal_flip
+        self.vertical_flip = vertical_flip
+        self.rescale = rescale
+        self.preprocessing_function = preprocessing_function
+        self.data_format = data_format
+        self.dtype = dtype or K.floatx()
+        if data_format == "channels_first":
+            self.channel_axis, self.row_axis, self.col_axis = 1, 2, 3
+        else:
+            self.channel_axis, self.row_axis, self.col_axis = 3, 1, 2
+        self.mean = None
+        self.std = None
+        self.principal_components = None
+
+    def flow(self, x, y=None, batch_size=32, shuffle=True, sample_weight=None, seed=None,
+             save_to_dir=None, save_prefix="", save_format="png", subset=None):
+        """A NumpyArrayIterator over (x, y): batches of transformed, standardised images
+        (and their labels; and sample weights when given)."""
+        if save_to_dir is not None or subset is not None:
+            raise ValueError("ImageDataGenerator.flow: save_to_dir and subset are not supported")
+        return NumpyArrayIterator(x, y, self, batch_size=batch_size, shuffle=shuffle,
+                                  sample_weight=sample_weight, seed=seed,
+                                  data_format=self.data_format, dtype=self.dtype)
+
+    def standardize(self, x):
+        """One image or a batch (modified in place, as Keras's): preprocessing_function,
+        rescale, samplewise then featurewise centring and scaling (std + 1e-6)."""
+        if self.preprocessing_function:
+            x = self.preprocessing_function(x)
+        if self.rescale:
+            x *= self.rescale
+        if self.samplewise_center:
+            x -= np.mean(x, keepdims=True)
+        if self.samplewise_std_normalization:
+            x /= (np.std(x, keepdims=True) + 1e-6)
+        if self.featurewise_center:
+            if self.mean is not None:
+                x -= self.mean
+            else:
+                warnings.warn("This ImageDataGenerator specifies `featurewise_center`, but it "
+                              "hasn't been fit on any training data. Fit it first by calling "
+                              "`.fit(numpy_data)`.")
+        if self.featurewise_std_normalization:
+            if self.std is not None:
+                x /= (self.std + 1e-6)
+            else:
+                warnings.warn("This ImageDataGenerator specifies "
+                              "`featurewise_std_normalization`, but it hasn't been fit on any "
+                              "training data. Fit it first by calling `.fit(numpy_data)`.")
+        return x
+
+    @staticmethod
+    def _shift(shift_range, size):
+        try:  # an int or a list: pixels
+            t = np.random.choice(shift_range)
+            t *= np.random.choice([-1, 1])
+        except ValueError:  # a float
+            t = np.random.uniform(-shift_range, shift_range)
+        if np.max(shift_range) < 1:
+            t *= size
+        return t
+
+    def get_random_transform(self, img_shape, seed=None):
+        """The random parameters of one image's transform (Keras's dict), drawing from
+        NumPy's global generator in Keras's order."""
+        img_row_axis, img_col_axis = self.row_axis - 1, self.col_axis - 1
+        if seed is not None:
+            np.random.seed(seed)
+        tx = self._shift(self.height_shift_range, img_shape[img_row_axis]) \
+            if self.height_shift_range else 0
+        ty = self._shift(self.width_shift_range, img_shape[img_col_axis]) \
+            if self.width_shift_range else 0
+        flip_horizontal = (np.random.random() < 0.5) * self.horizontal_flip
+        flip_vertical = (np.random.random() < 0.5) * self.vertical_flip
+        channel_shift_intensity = None
+        if self.channel_shift_range != 0:
+            channel_shift_intensity = np.random.uniform(-self.channel_shift_range,
+                                                        self.channel_shift_range)
+        return {"theta": 0, "tx": tx, "ty": ty, "shear": 0, "zx": 1, "zy": 1,
+                "flip_horizontal": flip_horizontal, "flip_vertical": flip_vertical,
+                "channel_shift_intensity": channel_shift_intensity, "brightness": None}
+
+    def apply_transform(self, x, transform_parameters):
+        """One image (rank 3) transformed: shift, channel shift, flips."""
+        img_row_axis, img_col_axis = self.row_axis - 1, self.col_axis - 1
+        img_channel_axis = self.channel_axis - 1
+        p = transform_parameters
+        x = apply_affine_transform(x, p.get("theta", 0), p.get("tx", 0), p.get("ty", 0),
+                                   p.get("shear", 0), p.get("zx", 1), p.get("zy", 1),
+                                   row_axis=img_row_axis, col_axis=img_col_axis,
+                                   channel_axis=img_channel_axis, fill_mode=self.fill_mode,
+                                   cval=self.cval)
+        if p.get("channel_shift_intensity") is not None:
+            x = apply_channel_shift(x, p["channel_shift_intensity"], img_channel_axis)
+        if p.get("flip_horizontal", False):
+            x = flip_axis(x, img_col_axis)
+        if p.get("flip_vertical", False):
+            x = flip_axis(x, img_row_axis)
+        if p.get("brightness") is not None:
+            raise ValueError("apply_transform: brightness needs PIL; not supported")
+        return x
+
+    def random_transform(self, x, seed=None):
+        """One image (rank 3) randomly transformed."""
+        return self.apply_transform(x, self.get_random_transform(x.shape, seed))
+
+    def fit(self, x, augment=False, rounds=1, seed=None):
+        """Computes the per-channel mean and std of `x` (rank 4) for featurewise_center and
+        featurewise_std_normalization (over `rounds` random transforms of it with augment).
+        As Keras's, rescale is not applied first."""
+        x = np.asarray(x, dtype=self.dtype)
+        if x.ndim != 4:
+            raise ValueError("Input to `.fit()` should have rank 4. Got array with shape: "
+                             + str(x.shape))
+        if x.shape[self.channel_axis] not in {1, 3, 4}:
+            warnings.warn("Expected input to be images (as Numpy array) following the data "
+                          "format convention \"%s\" (channels on axis %d), i.e. expected either "
+                          "1, 3 or 4 channels on axis %d. However, it was passed an array with "
+                          "shape %s (%d channels)."
+                          % (self.data_format, self.channel_axis, self.channel_axis,
+                             x.shape, x.shape[self.channel_axis]))
+        if seed is not None:
+            np.random.seed(seed)
+        x = np.copy(x)
+        if augment:
+            ax = np.zeros(tuple([rounds * x.shape[0]] + list(x.shape)[1:]), dtype=self.dtype)
+            for r in range(rounds):
+                for i in range(x.shape[0]):
+                    ax[i + r * x.shape[0]] = self.random_transform(x[i])
+            x = ax
+        broadcast_shape = [1, 1, 1]
+        broadcast_shape[self.channel_axis - 1] = x.shape[self.channel_axis]
+        if self.featurewise_center:
+            self.mean = np.mean(x, axis=(0, self.row_axis, self.col_axis))
+            self.mean = np.reshape(self.mean, broadcast_shape)
+            x -= self.mean
+        if self.featurewise_std_normalization:
+            self.std = np.std(x, axis=(0, self.row_axis, self.col_axis))
+            self.std = np.reshape(self.std, broadcast_shape)
+            x /= (self.std + 1e-6)
+
+
+class Iterator(Sequence):
+    """Keras's image Iterator: a keras.utils.Sequence of ceil(n / batch_size) batches
+    (batch i of the current order, reshuffled by on_epoch_end with shuffle), and also an
+    endless Python iterator (next()). With `seed`, NumPy's global generator is seeded with
+    seed + the number of batches made so far before each batch, as Keras does."""
+
+    def __init__(self, n, batch_size, shuffle, seed):
+        self.n = n
+        self.batch_size = batch_size
+        self.seed = seed
+        self.shuffle = shuffle
+        self.batch_index = 0
+        self.total_batches_seen = 0
+        self.lock = threading.Lock()
+        self.index_array = None
+        self.index_generator = self._flow_index()
+
+    def _set_index_array(self):
+        self.index_array = np.arange(self.n)
+        if self.shuffle:
+            self.index_array = np.random.permutation(self.n)
+
+    def __getitem__(self, idx):
+        if idx >= len(self):
+            raise ValueError("Asked to retrieve element {idx}, but the Sequence has length "
+                             "{length}".format(idx=idx, length=len(self)))
+        if self.seed is not None:
+            np.random.seed(self.seed + self.total_batches_seen)
+        self.total_batches_seen += 1
+        if self.index_array is None:
+            self._set_index_array()
+        index_array = self.index_array[self.batch_size * idx:self.batch_size * (idx + 1)]
+        return self._get_batches_of_transformed_samples(index_array)
+
+    def __len__(self):
+        return (self.n + self.batch_size - 1) // self.batch_size
+
+    def on_epoch_end(self):
+        self._set_index_array()
+
+    def reset(self):
+        self.batch_index = 0
+
+    def _flow_index(self):
+        self.reset()
+        while True:
+            if self.seed is not None:
+                np.random.seed(self.seed + self.total_batches_seen)
+            if self.batch_index == 0:
+                self._set_index_array()
+            current_index = (self.batch_index * self.batch_size) % self.n
+            if self.n > current_index + self.batch_size:
+                self.batch_index += 1
+            else:
+                self.batch_index = 0
+            self.total_batches_seen += 1
+            yield self.index_array[current_index:current_index + self.batch_size]
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        with self.lock:
+            index_array = next(self.index_generator)
+        return self._get_batches_of_transformed_samples(index_array)
+
+    next = __next__
+
+    def _get_batches_of_transformed_samples(self, index_array):
+        raise NotImplementedError
+
+
+class NumpyArrayIterator(Iterator):
+    """The batches of ImageDataGenerator.flow: x[rows] transformed and standardised image by
+    image, then (x, y[rows]) (and sample_weight[rows]); x alone when y is None."""
+
+    def __init__(self, x, y, image_data_generator, batch_size=32, shuffle=False,
+                 sample_weight=None, seed=None, data_format="channels_last", dtype="float32"):
+        self.dtype = dtype
+        if isinstance(x, (list, tuple)):
+            raise ValueError("NumpyArrayIterator: x is one array of images (extra inputs are "
+                             "not supported)")
+        x = np.asarray(x, dtype=self.dtype)
+        if y is not None and len(x) != len(y):
+            raise ValueError("`x` (images tensor) and `y` (labels) should have the same length. "
+                             "Found: x.shape = %s, y.shape = %s"
+                             % (x.shape, np.asarray(y).shape))
+        if sample_weight is not None and len(x) != len(sample_weight):
+            raise ValueError("`x` (images tensor) and `sample_weight` should have the same "
+                             "length. Found: x.shape = %s, sample_weight.shape = %s"
+                             % (x.shape, np.asarray(sample_weight).shape))
+        if x.ndim != 4:
+            raise ValueError("Input data in `NumpyArrayIterator` should have rank 4. You passed "
+                             "an array with shape", x.shape)
+        self.x = x
+        self.y = np.asarray(y) if y is not None else None
+        self.sample_weight = np.asarray(sample_weight) if sample_weight is not None else None
+        self.image_data_generator = image_data_generator
+        self.data_format = data_format
+        super().__init__(x.shape[0], batch_size, shuffle, seed)
+
+    def _get_batches_of_transformed_samples(self, index_array):
+        gen = self.image_data_generator
+        batch_x = np.zeros(tuple([len(index_array)] + list(self.x.shape)[1:]), dtype=self.dtype)
+        for i, j in enumerate(index_array):
+            x = self.x[j]
+            params = gen.get_random_transform(x.shape)
+            x = gen.apply_transform(x.astype(self.dtype), params)
+            batch_x[i] = gen.standardize(x)
+        if self.y is None:
+            return batch_x
+        output = (batch_x, self.y[index_array])
+        if self.sample_weight is not None:
+            output += (self.sample_weight[index_array],)
+        return output
+
+
+__all__ = ["ImageDataGenerator", "Iterator", "NumpyArrayIterator", "apply_affine_transform",
+           "apply_channel_shift", "flip_axis"]
