@@ -2,16 +2,17 @@
 tf.contrib.rnn (the recurrent cells, LSTMStateTuple, static_rnn, static_bidirectional_rnn and
 bidirectional_dynamic_rnn of shardflow.rnn_cell, and LayerNormBasicLSTMCell;
 shardflow.contrib_rnn), tf.contrib.layers' regularizers, initializers and layer functions
-(fully_connected, conv2d, max_pool2d, flatten, layer_norm, batch_norm, embed_sequence,
-dropout; shardflow.contrib_layers), tf.contrib.framework (arg_scope, the global step,
+(fully_connected, conv2d, conv2d_transpose, separable_conv2d, max_pool2d, avg_pool2d,
+flatten, layer_norm, batch_norm, embed_sequence, dropout, repeat, stack, ...;
+shardflow.contrib_layers), tf.contrib.framework (arg_scope, the global step,
 get_variables; shardflow.contrib_framework), tf.contrib.training.HParams
 (shardflow.contrib_training), tf.contrib.opt's AdamWOptimizer and MomentumWOptimizer
 (shardflow.contrib_opt), tf.contrib.util (shardflow.tensor_util), tf.contrib.seq2seq's
 sequence_loss and basic decoding (shardflow.contrib_seq2seq) and tf.contrib.lookup's tables
 (HashTable, index_table_from_tensor/_file, index_to_string_table_from_tensor/_file, ...;
-shardflow.lookup_ops), and tf.contrib.crf's linear-chain CRF (crf_log_likelihood, crf_decode,
-viterbi_decode, ...; shardflow.contrib_crf). Anything else under contrib is refused with the
-name of what to use instead."""
+shardflow.lookup_ops), tf.contrib.crf's linear-chain CRF (crf_log_likelihood, crf_decode,
+viterbi_decode, ...; shardflow.contrib_crf), and tf.contrib.slim (shardflow.contrib_slim).
+Anything else under contrib is refused with the name of what to use instead."""
 
 from shardflow import contrib_crf as crf  # noqa: F401
 from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' core)
@@ -23,6 +24,7 @@ from shardflow import contrib_opt as opt  # noqa: F401
 from shardflow import contrib_predictor as predictor  # noqa: F401
 from shardflow import contrib_rnn as rnn  # noqa: F401
 from shardflow import contrib_seq2seq as seq2seq  # noqa: F401
+from shardflow import contrib_slim as slim  # noqa: F401
 from shardflow import contrib_training as training  # noqa: F401
 from shardflow import tensor_util as util  # noqa: F401  (tf.contrib.util.constant_value)
 
@@ -40,9 +42,11 @@ def __getattr__(name):
         "tf.contrib.lookup (HashTable, index_table_from_tensor/_file, ...), "
         "tf.contrib.crf (crf_log_likelihood, crf_decode, viterbi_decode, ...), "
         "tf.contrib.distributions (Normal, Categorical, Bernoulli, Uniform, kl_divergence), "
-        "tf.contrib.metrics (streaming_*), tf.contrib.opt.LazyAdamOptimizer. Use "
+        "tf.contrib.metrics (streaming_*), tf.contrib.opt.LazyAdamOptimizer, "
+        "tf.contrib.slim (layers, arg_scope, losses, learning.create_train_op/train, "
+        "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
 __all__ = ["crf", "distributions", "framework", "layers", "lookup", "metrics", "opt", "predictor",
-           "rnn", "seq2seq", "training", "util"]
+           "rnn", "seq2seq", "slim", "training", "util"]

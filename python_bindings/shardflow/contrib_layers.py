@@ -1,12 +1,15 @@
 """tf.contrib.layers under its TF1 names: the regularizers l1_regularizer, l2_regularizer,
 l1_l2_regularizer, sum_regularizer and apply_regularization (shardflow.regularizers), the
 initializers xavier_initializer (Glorot) and variance_scaling_initializer with contrib's own
-signature (factor, mode 'FAN_IN'/'FAN_OUT'/'FAN_AVG', uniform), the layer functions
-fully_connected, conv2d, max_pool2d and flatten (thin wrappers over sf.layers, with contrib's
-defaults: a ReLU activation, 'SAME' convolution padding), layer_norm, batch_norm (over
-sf.layers.BatchNormalization), embed_sequence and dropout. The layer functions take their
-defaults from sf.contrib.framework.arg_scope. Other contrib.layers names are refused with the
-core API to use instead.
+signature (factor, mode 'FAN_IN'/'FAN_OUT'/'FAN_AVG', uniform), and the layer functions with
+contrib's defaults (a ReLU activation, 'SAME' convolution padding) and variable names
+(<scope>/weights, <scope>/biases, model variables): fully_connected, convolution /
+convolution1d / convolution2d (conv1d, conv2d), conv2d_transpose, separable_conv2d,
+bias_add, max_pool2d, avg_pool2d, flatten, layer_norm, batch_norm (over
+sf.layers.BatchNormalization), embed_sequence, dropout, one_hot_encoding, softmax,
+unit_norm; repeat and stack; optimize_loss; summarize_tensors, summarize_activations, ...
+The layer functions take their defaults from sf.contrib.framework.arg_scope. 3-D
+convolutions, channels-first data formats and the other contrib.layers names are refused.
 
 Example::
 
@@ -19,6 +22,8 @@ Example::
 """
 
 import math
+
+import numpy as np
 
 from shardflow import dtypes, ops
 from shardflow.contrib_framework import add_arg_scope
@@ -85,16 +90,6 @@ def xavier_initializer(uniform=True, seed=None, dtype=dtypes.float32):
 xavier_initializer_conv2d = xavier_initializer
 
 
-def _activation(fn, normalizer_fn, normalizer_params):
-    """contrib's order: the layer's output, then normalizer_fn (which replaces the bias), then
-    the activation."""
-    def apply(x):
-        if normalizer_fn is not None:
-            x = normalizer_fn(x, **(normalizer_params or {}))
-        return fn(x) if fn is not None else x
-    return apply
-
-
 def _pair(v):
     return (int(v), int(v)) if isinstance(v, (int, float)) else tuple(int(d) for d in v)
 
@@ -109,6 +104,44 @@ def _default_relu():
 _DEFAULT = object()
 
 
+def _model_weight(name, shape, dtype, initializer, regularizer, trainable,
+                  variables_collections, kind):
+    """A model variable <scope>/<name>, also in the collections variables_collections gives
+    for `kind` ('weights' or 'biases'), as contrib's layers make theirs."""
+    from shardflow.contrib_framework import model_variable
+    return model_variable(name, shape=list(shape), dtype=dtype, initializer=initializer,
+                          regularizer=regularizer, trainable=trainable,
+                          collections=_collections(variables_collections)(kind))
+
+
+def _finish(outputs, bias_shape, dtype, activation_fn, normalizer_fn, normalizer_params,
+            biases_initializer, biases_regularizer, trainable, variables_collections):
+    """contrib's tail of a layer, inside its variable scope: normalizer_fn (instead of the
+    biases), else <scope>/biases unless biases_initializer is None; then the activation (a
+    ReLU unless told otherwise)."""
+    from shardflow import nn
+    if normalizer_fn is not None:
+        outputs = normalizer_fn(outputs, **(normalizer_params or {}))
+    elif biases_initializer is not None:
+        init = zeros_initializer() if biases_initializer is _DEFAULT else biases_initializer
+        biases = _model_weight("biases", bias_shape, dtype, init, biases_regularizer,
+                               trainable, variables_collections, "biases")
+        outputs = nn.bias_add(outputs, biases)
+    act = _default_relu() if activation_fn is _DEFAULT else activation_fn
+    return act(outputs) if act is not None else outputs
+
+
+def _last_dim(x, what, min_rank=2):
+    if x.shape.ndims is None or x.shape.ndims < min_rank:
+        raise ValueError("%s: inputs %s must have rank >= %d, got shape %s"
+                         % (what, x.name, min_rank, x.shape))
+    n = x.shape.as_list()[-1]
+    if n is None:
+        raise ValueError("%s: the last dimension of inputs %s must be known, got shape %s"
+                         % (what, x.name, x.shape))
+    return n
+
+
 @add_arg_scope
 def fully_connected(inputs, num_outputs, activation_fn=_DEFAULT, normalizer_fn=None,
                     normalizer_params=None, weights_initializer=None, weights_regularizer=None,
@@ -116,53 +149,268 @@ def fully_connected(inputs, num_outputs, activation_fn=_DEFAULT, normalizer_fn=N
                     variables_collections=None, outputs_collections=None, trainable=True,
                     scope=None):
     """TF1's tf.contrib.layers.fully_connected: activation_fn(inputs @ weights + biases),
-    a ReLU by default (activation_fn=None: linear); weights Xavier-initialized by default;
-    biases_initializer=None or a normalizer_fn leaves out the bias. A dense layer of
-    sf.layers (variables <scope>/kernel and <scope>/bias)."""
-    from shardflow import layers
-    layer = layers.Dense(num_outputs, name=_scope_name(scope, "fully_connected", reuse),
-                         **_layer_args(activation_fn, normalizer_fn, normalizer_params,
-                                       weights_initializer, weights_regularizer,
-                                       biases_initializer, biases_regularizer))
-    layer._reuse = reuse
-    return layer(inputs)
+    a ReLU by default (activation_fn=None: linear); model variables <scope>/weights
+    [in, num_outputs] (Xavier by default) and <scope>/biases (zeros; left out with
+    biases_initializer=None or a normalizer_fn, which is applied instead), scope
+    'fully_connected' (numbered _1, _2, ... when taken). Inputs of rank > 2 are multiplied
+    along their last axis."""
+    from shardflow import ops as _ops
+    from shardflow.contractions import tensordot
+    from shardflow.variable_scope import variable_scope
+    if isinstance(num_outputs, bool) or not isinstance(num_outputs, int):
+        raise ValueError("num_outputs type should be one of [<class 'int'>], got %s."
+                         % type(num_outputs))
+    x = convert_to_tensor(inputs)
+    n_in = _last_dim(x, "fully_connected")
+    with variable_scope(_scope_name(scope, "fully_connected", reuse), reuse=reuse):
+        w = _model_weight("weights", [n_in, num_outputs], x.dtype,
+                          weights_initializer or xavier_initializer(), weights_regularizer,
+                          trainable, variables_collections, "weights")
+        if x.shape.ndims == 2:
+            y = _ops.matmul(x, w)
+        else:
+            y = tensordot(x, w, [[x.shape.ndims - 1], [0]])
+            y.set_shape(x.shape.as_list()[:-1] + [num_outputs])
+        y = _finish(y, [num_outputs], x.dtype, activation_fn, normalizer_fn,
+                    normalizer_params, biases_initializer, biases_regularizer, trainable,
+                    variables_collections)
+    _add_to(outputs_collections, [y])
+    return y
 
 
-def _layer_args(activation_fn, normalizer_fn, normalizer_params, weights_initializer,
-                weights_regularizer, biases_initializer, biases_regularizer):
-    """The sf.layers arguments of a contrib layer's: a ReLU unless told otherwise, Xavier
-    weights, no bias under a normalizer_fn or with biases_initializer=None."""
-    act = _default_relu() if activation_fn is _DEFAULT else activation_fn
-    return dict(activation=_activation(act, normalizer_fn, normalizer_params),
-                use_bias=biases_initializer is not None and normalizer_fn is None,
-                kernel_initializer=weights_initializer or xavier_initializer(),
-                bias_initializer=None if biases_initializer is _DEFAULT else biases_initializer,
-                kernel_regularizer=weights_regularizer, bias_regularizer=biases_regularizer)
+def _spatial(v, n, what):
+    """An int or a sequence of n ints as a list of n ints."""
+    if isinstance(v, int):
+        return [v] * n
+    v = [int(d) for d in v]
+    if len(v) != n:
+        raise ValueError("%s must be an int or a list of %d ints, got %r" % (what, n, v))
+    return v
+
+
+_CONV_FORMATS = (None, "NWC", "NCW", "NHWC", "NCHW", "NDHWC", "NCDHW")
+
+
+def _convolution(inputs, num_outputs, kernel_size, stride, padding, data_format, rate,
+                 activation_fn, normalizer_fn, normalizer_params, weights_initializer,
+                 weights_regularizer, biases_initializer, biases_regularizer, reuse,
+                 variables_collections, outputs_collections, trainable, scope, conv_dims):
+    from shardflow import nn
+    from shardflow.variable_scope import variable_scope
+    if data_format not in _CONV_FORMATS:
+        raise ValueError("Invalid data_format: %r" % (data_format,))
+    if data_format is not None and data_format.startswith("NC"):
+        raise ValueError("contrib.layers.convolution(data_format=%r): only channels-last "
+                         "(NWC, NHWC) is supported; transpose the inputs" % (data_format,))
+    x = convert_to_tensor(inputs)
+    rank = x.shape.ndims
+    if conv_dims is not None and conv_dims + 2 != rank:
+        raise ValueError("Convolution expects input with rank %d, got %d"
+                         % (conv_dims + 2, rank))
+    if rank not in (3, 4):
+        raise ValueError("contrib.layers.convolution: inputs of rank %s are not supported "
+                         "(rank 3: 1-D, rank 4: 2-D convolution; no 3-D convolution here)"
+                         % (rank,))
+    dims = rank - 2
+    ks = _spatial(kernel_size, dims, "kernel_size")
+    strides = _spatial(stride, dims, "stride")
+    rates = _spatial(rate, dims, "rate")
+    if any(s != 1 for s in strides) and any(r != 1 for r in rates):
+        raise ValueError("convolution: stride %r and rate %r: one of them must be 1"
+                         % (stride, rate))
+    n_in = _last_dim(x, "convolution", rank)
+    with variable_scope(_scope_name(scope, "Conv", reuse), reuse=reuse):
+        w = _model_weight("weights", ks + [n_in, num_outputs], x.dtype,
+                          weights_initializer or xavier_initializer(), weights_regularizer,
+                          trainable, variables_collections, "weights")
+        if dims == 1:
+            y = nn.conv1d(x, w, stride=strides[0], padding=padding.upper(),
+                          dilations=rates[0])
+        else:
+            y = nn.conv2d(x, w, strides=[1] + strides + [1], padding=padding.upper(),
+                          dilations=rates)
+        y = _finish(y, [num_outputs], x.dtype, activation_fn, normalizer_fn,
+                    normalizer_params, biases_initializer, biases_regularizer, trainable,
+                    variables_collections)
+    _add_to(outputs_collections, [y])
+    return y
 
 
 @add_arg_scope
-def conv2d(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None,
-           rate=1, activation_fn=_DEFAULT, normalizer_fn=None, normalizer_params=None,
-           weights_initializer=None, weights_regularizer=None, biases_initializer=_DEFAULT,
-           biases_regularizer=None, reuse=None, variables_collections=None,
-           outputs_collections=None, trainable=True, scope=None):
-    """TF1's tf.contrib.layers.conv2d (NHWC): activation_fn(conv(inputs) + biases) with
-    `num_outputs` filters of `kernel_size`, `stride` and padding 'SAME' by default, a ReLU
-    by default; weights Xavier-initialized. Dilation (rate > 1) is not supported."""
-    from shardflow import layers
-    if data_format not in (None, "NHWC"):
-        raise ValueError("contrib.layers.conv2d(data_format=%r): only NHWC is supported"
-                         % (data_format,))
-    if _pair(rate) != (1, 1):
-        raise ValueError("contrib.layers.conv2d(rate=%r): dilated convolution is not "
-                         "supported" % (rate,))
-    layer = layers.Conv2D(num_outputs, _pair(kernel_size), strides=_pair(stride),
-                          padding=padding.upper(), name=_scope_name(scope, "Conv", reuse),
-                          **_layer_args(activation_fn, normalizer_fn, normalizer_params,
-                                        weights_initializer, weights_regularizer,
-                                        biases_initializer, biases_regularizer))
-    layer._reuse = reuse
-    return layer(inputs)
+def convolution(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None,
+                rate=1, activation_fn=_DEFAULT, normalizer_fn=None, normalizer_params=None,
+                weights_initializer=None, weights_regularizer=None,
+                biases_initializer=_DEFAULT, biases_regularizer=None, reuse=None,
+                variables_collections=None, outputs_collections=None, trainable=True,
+                scope=None, conv_dims=None):
+    """TF1's tf.contrib.layers.convolution: a 1-D (rank-3 inputs, NWC) or 2-D (rank 4, NHWC)
+    convolution with `num_outputs` filters of `kernel_size`, `stride`, dilation `rate`,
+    padding 'SAME' by default; model variables <scope>/weights [*kernel_size, in, out]
+    (Xavier) and <scope>/biases (zeros; replaced by normalizer_fn when given), scope 'Conv';
+    then activation_fn (a ReLU by default). No 3-D convolution and no channels-first
+    data_format."""
+    return _convolution(inputs, num_outputs, kernel_size, stride, padding, data_format, rate,
+                        activation_fn, normalizer_fn, normalizer_params, weights_initializer,
+                        weights_regularizer, biases_initializer, biases_regularizer, reuse,
+                        variables_collections, outputs_collections, trainable, scope,
+                        conv_dims)
+
+
+def _fixed_dims_convolution(conv_dims, name):
+    def fixed(inputs, num_outputs, kernel_size, stride=1, padding="SAME", data_format=None,
+              rate=1, activation_fn=_DEFAULT, normalizer_fn=None, normalizer_params=None,
+              weights_initializer=None, weights_regularizer=None, biases_initializer=_DEFAULT,
+              biases_regularizer=None, reuse=None, variables_collections=None,
+              outputs_collections=None, trainable=True, scope=None):
+        return _convolution(inputs, num_outputs, kernel_size, stride, padding, data_format,
+                            rate, activation_fn, normalizer_fn, normalizer_params,
+                            weights_initializer, weights_regularizer, biases_initializer,
+                            biases_regularizer, reuse, variables_collections,
+                            outputs_collections, trainable, scope, conv_dims)
+    fixed.__name__ = fixed.__qualname__ = name
+    fixed.__doc__ = ("TF1's tf.contrib.layers.%s: convolution(..., conv_dims=%d) (inputs of "
+                     "rank %d); see convolution." % (name, conv_dims, conv_dims + 2))
+    return add_arg_scope(fixed)
+
+
+convolution1d = _fixed_dims_convolution(1, "convolution1d")
+convolution2d = _fixed_dims_convolution(2, "convolution2d")
+conv1d = convolution1d
+conv2d = convolution2d
+
+
+def _transposed_size(size, kernel, stride, padding):
+    """conv2d_transpose's output length (TF's deconv_output_length); `size` an int or a
+    scalar tensor."""
+    if padding == "VALID":
+        return size * stride + max(kernel - stride, 0)
+    return size * stride
+
+
+@add_arg_scope
+def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding="SAME",
+                            data_format="NHWC", activation_fn=_DEFAULT, normalizer_fn=None,
+                            normalizer_params=None, weights_initializer=None,
+                            weights_regularizer=None, biases_initializer=_DEFAULT,
+                            biases_regularizer=None, reuse=None, variables_collections=None,
+                            outputs_collections=None, trainable=True, scope=None):
+    """TF1's tf.contrib.layers.conv2d_transpose (NHWC): the transposed convolution
+    (sf.nn.conv2d_transpose) with model variables <scope>/weights [kh, kw, num_outputs, in]
+    (Xavier) and <scope>/biases, scope 'Conv2d_transpose'; the output is
+    [N, H * s, W * s, num_outputs] with 'SAME' padding, H * s + max(kh - s, 0) with 'VALID'.
+    Then normalizer_fn / activation_fn as conv2d."""
+    from shardflow import nn
+    from shardflow import ops as _ops
+    from shardflow.variable_scope import variable_scope
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    if data_format != "NHWC":
+        raise ValueError("contrib.layers.conv2d_transpose(data_format='NCHW') is not "
+                         "supported; transpose the inputs to NHWC")
+    x = convert_to_tensor(inputs)
+    n_in = _last_dim(x, "conv2d_transpose", 4)
+    ks = _spatial(kernel_size, 2, "kernel_size")
+    strides = _spatial(stride, 2, "stride")
+    padding = padding.upper()
+    static = x.shape.as_list()
+    dyn = _ops.shape(x)
+    out_shape = [static[0] if static[0] is not None else dyn[0]]
+    for i in (1, 2):
+        size = static[i] if static[i] is not None else dyn[i]
+        out_shape.append(_transposed_size(size, ks[i - 1], strides[i - 1], padding))
+    out_shape.append(num_outputs)
+    with variable_scope(_scope_name(scope, "Conv2d_transpose", reuse), reuse=reuse):
+        w = _model_weight("weights", ks + [num_outputs, n_in], x.dtype,
+                          weights_initializer or xavier_initializer(), weights_regularizer,
+                          trainable, variables_collections, "weights")
+        y = nn.conv2d_transpose(x, w, out_shape, strides=[1] + strides + [1],
+                                padding=padding)
+        y.set_shape([d if isinstance(d, int) else None for d in out_shape])
+        y = _finish(y, [num_outputs], x.dtype, activation_fn, normalizer_fn,
+                    normalizer_params, biases_initializer, biases_regularizer, trainable,
+                    variables_collections)
+    _add_to(outputs_collections, [y])
+    return y
+
+
+conv2d_transpose = convolution2d_transpose
+
+
+@add_arg_scope
+def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1,
+                            padding="SAME", data_format="NHWC", rate=1,
+                            activation_fn=_DEFAULT, normalizer_fn=None, normalizer_params=None,
+                            weights_initializer=None, pointwise_initializer=None,
+                            weights_regularizer=None, biases_initializer=_DEFAULT,
+                            biases_regularizer=None, reuse=None, variables_collections=None,
+                            outputs_collections=None, trainable=True, scope=None):
+    """TF1's tf.contrib.layers.separable_conv2d (NHWC): a depthwise convolution with model
+    variable <scope>/depthwise_weights [kh, kw, in, depth_multiplier], then (num_outputs not
+    None) a 1x1 convolution with <scope>/pointwise_weights [1, 1, in * depth_multiplier,
+    num_outputs] (pointwise_initializer, default weights_initializer); <scope>/biases, or
+    normalizer_fn, then activation_fn; scope 'SeparableConv2d'."""
+    from shardflow import nn
+    from shardflow.variable_scope import variable_scope
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    if data_format != "NHWC":
+        raise ValueError("contrib.layers.separable_conv2d(data_format='NCHW') is not "
+                         "supported; transpose the inputs to NHWC")
+    x = convert_to_tensor(inputs)
+    n_in = _last_dim(x, "separable_conv2d", 4)
+    ks = _spatial(kernel_size, 2, "kernel_size")
+    strides = [1] + _spatial(stride, 2, "stride") + [1]
+    rates = _spatial(rate, 2, "rate")
+    init = weights_initializer or xavier_initializer()
+    with variable_scope(_scope_name(scope, "SeparableConv2d", reuse), reuse=reuse):
+        dw = _model_weight("depthwise_weights", ks + [n_in, depth_multiplier], x.dtype, init,
+                           weights_regularizer, trainable, variables_collections, "weights")
+        if num_outputs is not None:
+            pw = _model_weight("pointwise_weights", [1, 1, n_in * depth_multiplier,
+                                                     num_outputs], x.dtype,
+                               pointwise_initializer or init, weights_regularizer, trainable,
+                               variables_collections, "weights")
+            y = nn.separable_conv2d(x, dw, pw, strides, padding.upper(), rate=rates)
+        else:
+            num_outputs = n_in * depth_multiplier
+            y = nn.depthwise_conv2d(x, dw, strides, padding.upper(), rate=rates)
+        y = _finish(y, [num_outputs], x.dtype, activation_fn, normalizer_fn,
+                    normalizer_params, biases_initializer, biases_regularizer, trainable,
+                    variables_collections)
+    _add_to(outputs_collections, [y])
+    return y
+
+
+separable_conv2d = separable_convolution2d
+
+
+@add_arg_scope
+def bias_add(inputs, activation_fn=None, initializer=zeros_initializer(), regularizer=None,
+             reuse=None, variables_collections=None, outputs_collections=None, trainable=True,
+             data_format="NHWC", scope=None):
+    """TF1's tf.contrib.layers.bias_add: inputs plus a model variable <scope>/biases over
+    the last dimension (zeros by default), then activation_fn (none by default); scope
+    'BiasAdd'. Usable as a normalizer_fn."""
+    from shardflow import nn
+    from shardflow.variable_scope import variable_scope
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    if data_format != "NHWC":
+        raise ValueError("contrib.layers.bias_add(data_format='NCHW') is not supported")
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is None:
+        raise ValueError("Dims of shape must be known but is None")
+    n = x.shape.as_list()[-1]
+    if n is None:
+        raise ValueError("`C` dimension must be known but is None")
+    with variable_scope(_scope_name(scope, "BiasAdd", reuse), reuse=reuse):
+        biases = _model_weight("biases", [n], x.dtype, initializer, regularizer, trainable,
+                               variables_collections, "biases")
+        y = nn.bias_add(x, biases)
+        if activation_fn is not None:
+            y = activation_fn(y)
+    _add_to(outputs_collections, [y])
+    return y
 
 
 @add_arg_scope
@@ -176,6 +424,163 @@ def max_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC
                          % (data_format,))
     return layers.MaxPool2D(_pair(kernel_size), strides=_pair(stride), padding=padding.upper(),
                             name=scope or "MaxPool2D")(inputs)
+
+
+@add_arg_scope
+def avg_pool2d(inputs, kernel_size, stride=2, padding="VALID", data_format="NHWC",
+               outputs_collections=None, scope=None):
+    """TF1's tf.contrib.layers.avg_pool2d: average pooling over `kernel_size` windows moved
+    by `stride` (2), padding 'VALID' by default (NHWC; a 'SAME' window averages only the
+    values inside the input)."""
+    from shardflow import nn
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    if data_format != "NHWC":
+        raise ValueError("contrib.layers.avg_pool2d(data_format='NCHW') is not supported")
+    with get_default_graph().name_scope(scope or "AvgPool2D"):
+        y = nn.avg_pool(inputs, list(_pair(kernel_size)), list(_pair(stride)),
+                        padding=padding.upper())
+    _add_to(outputs_collections, [y])
+    return y
+
+
+@add_arg_scope
+def one_hot_encoding(labels, num_classes, on_value=1.0, off_value=0.0,
+                     outputs_collections=None, scope=None):
+    """TF1's tf.contrib.layers.one_hot_encoding: sf.one_hot(labels, num_classes) with
+    on_value / off_value (float32 by default)."""
+    from shardflow.array_ops import one_hot
+    with get_default_graph().name_scope(scope or "OneHotEncoding"):
+        labels = convert_to_tensor(labels)
+        if labels.dtype == dtypes.int32:
+            labels = ops.cast(labels, dtypes.int64)
+        y = one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
+    _add_to(outputs_collections, [y])
+    return y
+
+
+@add_arg_scope
+def softmax(logits, scope=None):
+    """TF1's tf.contrib.layers.softmax: the softmax over the last dimension of N-D logits
+    (N > 1; the last dimension must be known)."""
+    from shardflow import nn
+    x = convert_to_tensor(logits)
+    n = _last_dim(x, "softmax")
+    with get_default_graph().name_scope(scope or "softmax"):
+        flat = nn.softmax(ops.reshape(x, [-1, n]))
+        return ops.reshape(flat, x.shape.as_list() if x.shape.is_fully_defined()
+                           else ops.shape(x))
+
+
+@add_arg_scope
+def unit_norm(inputs, dim, epsilon=1e-7, scope=None):
+    """TF1's tf.contrib.layers.unit_norm: inputs / sqrt(epsilon + sum(inputs**2, dim))
+    along axis `dim` (0 <= dim < rank)."""
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is None:
+        raise ValueError("The input rank must be known.")
+    if dim < 0 or dim >= x.shape.ndims:
+        raise ValueError("dim must be positive but smaller than the input rank.")
+    with get_default_graph().name_scope(scope or "UnitNorm"):
+        lengths = ops.sqrt(ops.add(epsilon, ops.reduce_sum(ops.square(x), dim,
+                                                           keepdims=True)))
+        return ops.divide(x, lengths)
+
+
+def _layer_name(layer, fallback):
+    if hasattr(layer, "__name__"):
+        return layer.__name__
+    if hasattr(layer, "func") and hasattr(layer.func, "__name__"):
+        return layer.func.__name__  # a functools.partial
+    return fallback
+
+
+def repeat(inputs, repetitions, layer, *args, **kwargs):
+    """TF1's tf.contrib.layers.repeat: `layer` applied `repetitions` times with the same
+    arguments, the i-th in scope <scope>/<scope>_<i> (scope: kwargs' 'scope', else
+    'Repeat' outside and layer.__name__ inside). ``repeat(x, 2, conv2d, 64, [3, 3],
+    scope='conv1')`` makes conv1/conv1_1/weights and conv1/conv1_2/weights."""
+    from shardflow.variable_scope import variable_scope
+    scope = kwargs.pop("scope", None)
+    with variable_scope(_scope_name(scope, "Repeat", False)):
+        outputs = convert_to_tensor(inputs)
+        prefix = scope if scope is not None else _layer_name(layer, "repeat")
+        for i in range(repetitions):
+            kwargs["scope"] = prefix + "_" + str(i + 1)
+            outputs = layer(outputs, *args, **kwargs)
+        return outputs
+
+
+def stack(inputs, layer, stack_args, **kwargs):
+    """TF1's tf.contrib.layers.stack: `layer` applied once per entry of `stack_args` (a
+    list; an entry is the layer's positional arguments after the inputs, or one of them),
+    the i-th in scope <scope>/<scope>_<i>. ``stack(x, fully_connected, [32, 64],
+    scope='fc')`` makes fc/fc_1/weights [in, 32] and fc/fc_2/weights [32, 64]."""
+    from shardflow.variable_scope import variable_scope
+    scope = kwargs.pop("scope", None)
+    if not isinstance(stack_args, (list, tuple)):
+        raise ValueError("stack_args need to be a list or tuple")
+    with variable_scope(_scope_name(scope, "Stack", False)):
+        outputs = convert_to_tensor(inputs)
+        prefix = scope if scope is not None else _layer_name(layer, "stack")
+        for i, layer_args in enumerate(stack_args):
+            kwargs["scope"] = prefix + "_" + str(i + 1)
+            if not isinstance(layer_args, (list, tuple)):
+                layer_args = [layer_args]
+            outputs = layer(outputs, *layer_args, **kwargs)
+        return outputs
+
+
+# ---- summaries (tf.contrib.layers.summarize_*) ----------------------------------------------
+
+ACTIVATIONS = "activations"  # TF1's GraphKeys.ACTIVATIONS
+
+
+def summarize_tensor(tensor, tag=None):
+    """A scalar summary of a scalar tensor, a histogram summary otherwise; the tag defaults to
+    the tensor's op name."""
+    from shardflow import summary
+    if tensor.shape.ndims == 0:
+        return summary.scalar(tag or tensor.op.name, tensor)
+    return summary.histogram(tag or tensor.op.name, tensor)
+
+
+def summarize_tensors(tensors, summarizer=summarize_tensor):
+    """summarizer(t) for each of `tensors`; returns the summaries."""
+    return [summarizer(t) for t in tensors]
+
+
+def summarize_collection(collection, name_filter=None, summarizer=summarize_tensor):
+    """Summarizes the tensors of `collection` whose op name matches the regular expression
+    `name_filter` (all when None)."""
+    import re
+    from shardflow.contrib_framework import get_variables
+    found = get_variables(collection=collection)
+    return summarize_tensors([t for t in found
+                              if name_filter is None or re.match(name_filter, t.op.name)],
+                             summarizer)
+
+
+def summarize_activation(op):
+    """A histogram '<op name>/activation' of `op` (an activation's output) and, for a Relu,
+    Relu6 or Softplus, the scalar '<op name>/zeros': the fraction of its inputs below 0."""
+    from shardflow import summary
+    if op.op.type in ("Relu", "Softplus", "Relu6"):
+        pre = op.op.inputs[0]
+        summary.scalar("%s/zeros" % op.op.name, ops.reduce_mean(ops.cast(
+            ops.less(pre, ops.cast(0.0, pre.dtype)), dtypes.float32)))
+    return summary.histogram("%s/activation" % op.op.name, op)
+
+
+def summarize_activations(name_filter=None, summarizer=summarize_activation):
+    """summarize_activation for the tensors of the 'activations' collection (those a layer
+    was given outputs_collections=['activations'] for)."""
+    return summarize_collection(ACTIVATIONS, name_filter, summarizer)
+
+
+def summarize_variables(name_filter=None):
+    """Histograms (or scalars) of the global variables."""
+    return summarize_collection(GraphKeys.GLOBAL_VARIABLES, name_filter)
 
 
 @add_arg_scope
@@ -276,17 +681,21 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                batch_weights=None, fused=None, data_format="NHWC",
                zero_debias_moving_mean=False, scope=None, renorm=False, renorm_clipping=None,
                renorm_decay=0.99, adjustment=None):
-    """TF1's tf.contrib.layers.batch_norm over sf.layers.BatchNormalization (last axis,
-    NHWC): moving averages with momentum `decay`; scale=False by default (gamma stays 1);
-    variables <scope>/beta, gamma, moving_mean, moving_variance (scope 'BatchNorm'), also in
-    MODEL_VARIABLES. With is_training (a bool or a bool tensor) the moving-average updates go
-    to `updates_collections` (UPDATE_OPS; run them with the train op), or, with
-    updates_collections=None, run before the output is returned (TF1's in-place updates).
-    renorm, batch_weights, zero_debias_moving_mean and NCHW are not supported."""
-    from shardflow import layers
+    """TF1's tf.contrib.layers.batch_norm over the last axis (NHWC), as its fused kernel:
+    model variables <scope>/beta (center), <scope>/gamma (scale; False by default),
+    <scope>/moving_mean and moving_variance (scope 'BatchNorm'), made as TF1 makes them
+    (param_initializers, param_regularizers for beta and gamma). With is_training (a bool or
+    a bool tensor) the batch's moments normalise and the moving averages move by
+    (1 - decay) towards them (the variance unbiased); the updates go to
+    `updates_collections` (UPDATE_OPS; run them with the train op) or, with
+    updates_collections=None, run before the output is returned. Otherwise the moving
+    averages normalise. renorm, batch_weights, zero_debias_moving_mean and NCHW are not
+    supported."""
+    from shardflow import nn
+    from shardflow.variable_scope import variable_scope
     for what, value in (("batch_weights", batch_weights), ("renorm", renorm),
                         ("zero_debias_moving_mean", zero_debias_moving_mean),
-                        ("adjustment", adjustment), ("param_regularizers", param_regularizers)):
+                        ("adjustment", adjustment)):
         if value:
             raise ValueError("contrib.layers.batch_norm(%s=...) is not supported" % what)
     if data_format != "NHWC":
@@ -297,31 +706,51 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
     if unknown:
         raise ValueError("batch_norm param_initializers: unknown keys %s (use beta, gamma, "
                          "moving_mean, moving_variance)" % sorted(unknown))
-    layer = layers.BatchNormalization(
-        momentum=decay, epsilon=epsilon, center=center, scale=scale,
-        beta_initializer=inits.get("beta"),
-        gamma_initializer=inits.get("gamma"),
-        moving_mean_initializer=inits.get("moving_mean"),
-        moving_variance_initializer=inits.get("moving_variance"),
-        trainable=trainable, name=_scope_name(scope, "BatchNorm", reuse))
-    y = layer(inputs, training=is_training)
-    g = y.graph
-    for v in layer.variables:
-        g.add_to_collection(GraphKeys.MODEL_VARIABLES, v)
-        _add_to(_collections(variables_collections)(v.op.name.rsplit("/", 1)[-1]), [v])
-    if layer.updates and updates_collections != GraphKeys.UPDATE_OPS:
-        # The layer put its updates into UPDATE_OPS; move them where they were asked for.
-        held = g._collections.get(GraphKeys.UPDATE_OPS, [])
-        g._collections[GraphKeys.UPDATE_OPS] = [u for u in held if u not in layer.updates]
-        if updates_collections is None:
-            with g.control_dependencies(layer.updates):
-                y = ops.identity(y)
+    regs = dict(param_regularizers or {})
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is None:
+        raise ValueError("Inputs %s has undefined rank" % x.name)
+    c = _last_dim(x, "batch_norm")
+    g = get_default_graph()
+
+    def param(name, default, trainable_param, reg=None):
+        return _model_weight(name, [c], x.dtype, inits.get(name, default), reg,
+                             trainable_param, variables_collections, name)
+
+    with variable_scope(_scope_name(scope, "BatchNorm", reuse), reuse=reuse):
+        beta = param("beta", zeros_initializer(), trainable, regs.get("beta")) if center \
+            else ops.constant(np.zeros([c], x.dtype.as_numpy_dtype))
+        gamma = param("gamma", ones_initializer(), trainable, regs.get("gamma")) if scale \
+            else ops.constant(np.ones([c], x.dtype.as_numpy_dtype))
+        moving_mean = param("moving_mean", zeros_initializer(), False)
+        moving_variance = param("moving_variance", ones_initializer(), False)
+        mm, mv = moving_mean.value(), moving_variance.value()
+        if isinstance(is_training, Tensor) or is_training:
+            y, batch_mean, batch_var = nn.fused_batch_norm(x, gamma, beta, epsilon=epsilon)
+            weight = ops.cast(is_training, x.dtype) if isinstance(is_training, Tensor) \
+                else None
+            updates = []
+            for moving, batch in ((moving_mean, batch_mean), (moving_variance, batch_var)):
+                delta = ops.multiply(ops.subtract(batch, moving.value()), 1.0 - decay)
+                if weight is not None:
+                    delta = ops.multiply(delta, weight)
+                updates.append(moving.assign_add(delta, read_value=False))
+            if weight is not None:   # a fed flag: both paths, weighed by it
+                y_eval = nn.fused_batch_norm(x, gamma, beta, mm, mv, epsilon=epsilon,
+                                             is_training=False)[0]
+                y = ops.add(ops.multiply(y, weight),
+                            ops.multiply(y_eval, ops.subtract(1.0, weight)))
+            if updates_collections is None:
+                with g.control_dependencies(updates):
+                    y = ops.identity(y)
+            else:
+                _add_to([updates_collections] if isinstance(updates_collections, str)
+                        else list(updates_collections), updates)
         else:
-            colls = [updates_collections] if isinstance(updates_collections, str) \
-                else list(updates_collections)
-            _add_to(colls, layer.updates)
-    if activation_fn is not None:
-        y = activation_fn(y)
+            y = nn.fused_batch_norm(x, gamma, beta, mm, mv, epsilon=epsilon,
+                                    is_training=False)[0]
+        if activation_fn is not None:
+            y = activation_fn(y)
     _add_to(outputs_collections, [y])
     return y
 
@@ -473,14 +902,17 @@ def optimize_loss(loss, global_step, learning_rate, optimizer, gradient_noise_sc
 
 def __getattr__(name):
     raise AttributeError(
-        "shardflow has no tf.contrib.layers.%s: it carries contrib.layers' regularizers, "
-        "initializers and the layers fully_connected, conv2d, max_pool2d, flatten, "
-        "layer_norm, batch_norm, embed_sequence and dropout (%s). "
-        "For other layers use sf.layers (dense, conv2d, batch_normalization, dropout, ...)"
-        % (name, ", ".join(__all__)))
+        "shardflow has no tf.contrib.layers.%s: it carries %s. "
+        "For other layers use sf.layers (conv3d, ...)" % (name, ", ".join(__all__)))
 
 
-__all__ = ["apply_regularization", "batch_norm", "conv2d", "dropout", "embed_sequence", "flatten",
-           "fully_connected", "l1_l2_regularizer", "l1_regularizer", "l2_regularizer",
-           "layer_norm", "max_pool2d", "optimize_loss", "sum_regularizer",
-           "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d"]
+__all__ = ["ACTIVATIONS", "apply_regularization", "avg_pool2d", "batch_norm", "bias_add",
+           "conv1d", "conv2d", "conv2d_transpose", "convolution", "convolution1d",
+           "convolution2d", "convolution2d_transpose", "dropout", "embed_sequence",
+           "flatten", "fully_connected", "l1_l2_regularizer", "l1_regularizer",
+           "l2_regularizer", "layer_norm", "max_pool2d", "one_hot_encoding", "optimize_loss",
+           "repeat", "separable_conv2d", "separable_convolution2d", "softmax", "stack",
+           "sum_regularizer", "summarize_activation", "summarize_activations",
+           "summarize_collection", "summarize_tensor", "summarize_tensors",
+           "summarize_variables", "unit_norm", "variance_scaling_initializer",
+           "xavier_initializer", "xavier_initializer_conv2d"]

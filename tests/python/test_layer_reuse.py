@@ -104,4 +104,4 @@ def test_contrib_layers_reuse_their_scope():
     tf.contrib.layers.conv2d(images, 2, 3, scope="conv")
     tf.contrib.layers.conv2d(images, 2, 3, scope="conv", reuse=True)
     assert [v.op.name for v in tf.global_variables()] == [
-        "fc/kernel", "fc/bias", "conv/kernel", "conv/bias"]
+        "fc/weights", "fc/biases", "conv/weights", "conv/biases"]

@@ -80,10 +80,9 @@ def test_batch_norm_contrib_defaults_and_update_collections():
     x = np.random.RandomState(1).randn(8, 3).astype(np.float32) * 2 + 5
     y = layers.batch_norm(tf.constant(x), decay=0.9, is_training=True)
     names = sorted(v.op.name for v in tf.global_variables())
-    assert names == ["BatchNorm/beta", "BatchNorm/gamma", "BatchNorm/moving_mean",
-                     "BatchNorm/moving_variance"]
-    assert "BatchNorm/gamma" not in [v.op.name for v in tf.trainable_variables()]  # scale=False
-    assert len(framework.get_model_variables()) == 4
+    assert names == ["BatchNorm/beta", "BatchNorm/moving_mean",      # scale=False: no gamma,
+                     "BatchNorm/moving_variance"]                    # as TF1's
+    assert len(framework.get_model_variables()) == 3
     updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
     assert len(updates) == 2
     moving_mean = framework.get_variables(suffix="moving_mean")[0]
@@ -166,8 +165,8 @@ def test_arg_scope_sets_contrib_layer_defaults():
         linear = layers.fully_connected(x, 3)                          # -1 each (no ReLU)
         relu = layers.fully_connected(x, 3, activation_fn=tf.nn.relu)  # the call wins
     assert sorted(v.op.name for v in tf.global_variables()) == [
-        "fully_connected/bias", "fully_connected/kernel", "fully_connected_1/bias",
-        "fully_connected_1/kernel"]
+        "fully_connected/biases", "fully_connected/weights", "fully_connected_1/biases",
+        "fully_connected_1/weights"]
     with framework.arg_scope([layers.layer_norm, layers.batch_norm], scale=False):
         layers.layer_norm(x)
     assert "LayerNorm/gamma" not in [v.op.name for v in tf.global_variables()]

@@ -132,10 +132,10 @@ def test_contrib_layers_initializers():
 
 def test_contrib_refuses_what_it_does_not_carry():
     assert tf.contrib.rnn.BasicLSTMCell is tf.nn.rnn_cell.BasicLSTMCell
-    with pytest.raises(AttributeError, match="tf.contrib.slim"):
-        tf.contrib.slim
-    with pytest.raises(AttributeError, match="tf.contrib.layers.separable_conv2d.*sf.layers"):
-        tf.contrib.layers.separable_conv2d
+    with pytest.raises(AttributeError, match="tf.contrib.learn"):
+        tf.contrib.learn
+    with pytest.raises(AttributeError, match="tf.contrib.layers.conv3d.*sf.layers"):
+        tf.contrib.layers.conv3d
 
 
 # ---- ExponentialMovingAverage ------------------------------------------------------------------

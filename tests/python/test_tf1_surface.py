@@ -426,12 +426,17 @@ def test_contrib_layers_build_a_small_cnn():
     assert flat.shape.as_list() == [2, 27]
     logits = tf.contrib.layers.fully_connected(flat, 4, activation_fn=None)
     hidden = tf.contrib.layers.fully_connected(flat, 4)
+    weights = {v.op.name: v for v in tf.global_variables()}
     with tf.Session() as s:
         s.run(tf.global_variables_initializer())
-        hv, pv, fv, lv, dv = s.run([h, p, flat, logits, hidden])
+        hv, pv, fv, lv, dv, w1, b1, w2, b2 = s.run(
+            [h, p, flat, logits, hidden, weights["fully_connected/weights"],
+             weights["fully_connected/biases"], weights["fully_connected_1/weights"],
+             weights["fully_connected_1/biases"]])
     assert (hv >= 0).all() and (dv >= 0).all()            # ReLU by default
     np.testing.assert_allclose(pv, hv.reshape(2, 3, 2, 3, 2, 3).max(axis=(2, 4)))
     np.testing.assert_allclose(fv, pv.reshape(2, 27))
-    assert (lv < 0).any()                                   # activation_fn=None: linear
+    np.testing.assert_allclose(lv, fv @ w1 + b1, rtol=1e-5, atol=1e-5)   # activation_fn=None
+    np.testing.assert_allclose(dv, np.maximum(fv @ w2 + b2, 0), rtol=1e-5, atol=1e-5)
     with pytest.raises(AttributeError, match="fully_connected"):
-        tf.contrib.layers.separable_conv2d  # noqa: B018
+        tf.contrib.layers.conv3d  # noqa: B018
