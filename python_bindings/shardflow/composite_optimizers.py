@@ -27,7 +27,7 @@ import numbers
 from shardflow import ops
 from shardflow.array_ops import where
 from shardflow.framework import Tensor, convert_to_tensor
-from shardflow.train import Optimizer, _count_step
+from shardflow.train import Optimizer, _apply_constraints, _count_step
 from shardflow.variables import Variable
 
 
@@ -86,7 +86,7 @@ class _CompositeOptimizer(Optimizer):
                     with _colocated(g, var), g.name_scope("update_" + var.op.name):
                         updates.append(self._apply_dense(grad, var))
                 update = ops.group(*updates, name="update")
-        return _count_step(update, global_step)
+        return _count_step(_apply_constraints(update, [v for _, v in pairs]), global_step)
 
     def _create_slots(self, g, var):
         if all(var in self._slots.get(slot, {}) for slot, _, _ in self._slot_specs):

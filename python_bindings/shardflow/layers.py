@@ -87,19 +87,35 @@ class Layer:
         finally:
             stack.pop()
 
-    def add_variable(self, name, shape, initializer, trainable=True, regularizer=None):
+    def add_variable(self, name, shape, initializer, trainable=True, regularizer=None,
+                     constraint=None):
         """A new variable of the layer; `regularizer` (a function of it, e.g.
         sf.contrib.layers.l2_regularizer(1e-4)) adds its penalty to
-        GraphKeys.REGULARIZATION_LOSSES, as TF1's layers do."""
+        GraphKeys.REGULARIZATION_LOSSES, as TF1's layers do; `constraint` is applied by the
+        optimizers after each update. A tf.layers layer made with trainable=False makes
+        non-trainable variables."""
         from shardflow.variable_scope import get_variable
         g = get_default_graph()
+        trainable = trainable and getattr(self, "_layer_trainable", True)
         with self._inside_variable_scope(g):
             # get_variable: created, or found when the scope reuses (Note [Layer variables and
             # variable scopes]); the regularizer's penalty is added on creation only.
             v = get_variable(name, shape=list(shape), initializer=initializer,
-                             regularizer=regularizer, trainable=trainable)
+                             regularizer=regularizer, trainable=trainable,
+                             constraint=constraint)
         self.variables.append(v)
         return v
+
+    def _set_tf_options(self, kernel_constraint, bias_constraint, trainable):
+        """tf.layers' kernel_constraint / bias_constraint (functions of the variable, applied
+        by the optimizers after each update) and trainable."""
+        for what, c in (("kernel_constraint", kernel_constraint),
+                        ("bias_constraint", bias_constraint)):
+            if c is not None and not callable(c):
+                raise ValueError("%s: %s must be a function of the variable, not %r"
+                                 % (type(self).__name__, what, c))
+        self.kernel_constraint, self.bias_constraint = kernel_constraint, bias_constraint
+        self._layer_trainable = bool(trainable)
 
     @property
     def trainable_variables(self):
@@ -162,8 +178,10 @@ class Dense(Layer):
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
                  seed=0, name=None, device=None, bias_initializer=None,
-                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None):
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, trainable=True):
         super().__init__(name, device)
+        self._set_tf_options(kernel_constraint, bias_constraint, trainable)
         self.units = int(units)
         self.activation = activation
         self.use_bias = use_bias
@@ -176,10 +194,12 @@ class Dense(Layer):
     def build(self, input_shape):
         n_in = _last_dim(input_shape, "Dense")
         self.kernel = self.add_variable("kernel", [n_in, self.units], self.kernel_initializer,
-                                        regularizer=self.kernel_regularizer)
+                                        regularizer=self.kernel_regularizer,
+                                        constraint=self.kernel_constraint)
         if self.use_bias:
             self.bias = self.add_variable("bias", [self.units], self.bias_initializer,
-                                          regularizer=self.bias_regularizer)
+                                          regularizer=self.bias_regularizer,
+                                          constraint=self.bias_constraint)
 
     def call(self, x, training=False):
         y = ops.matmul(x, self.kernel)
@@ -201,8 +221,10 @@ class Conv2D(Layer):
     def __init__(self, filters, kernel_size, strides=1, padding="SAME", activation=None,
                  use_bias=True, kernel_initializer=None, seed=0, name=None, device=None,
                  bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
-                 activity_regularizer=None, dilation_rate=1):
+                 activity_regularizer=None, dilation_rate=1, kernel_constraint=None,
+                 bias_constraint=None, trainable=True):
         super().__init__(name, device)
+        self._set_tf_options(kernel_constraint, bias_constraint, trainable)
         self.dilation_rate = dilation_rate
         self.bias_initializer = bias_initializer or initializers.zeros()
         self.kernel_regularizer = kernel_regularizer
@@ -221,10 +243,11 @@ class Conv2D(Layer):
         c_in = _last_dim(input_shape, "Conv2D")
         self.kernel = self.add_variable(
             "kernel", list(self.kernel_size) + [c_in, self.filters], self.kernel_initializer,
-            regularizer=self.kernel_regularizer)
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
         if self.use_bias:
             self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
-                                          regularizer=self.bias_regularizer)
+                                          regularizer=self.bias_regularizer,
+                                          constraint=self.bias_constraint)
 
     def call(self, x, training=False):
         y = nn.conv2d(x, self.kernel, strides=self.strides, padding=self.padding,
@@ -248,7 +271,7 @@ class Conv1D(Conv2D):
                  data_format="channels_last", dilation_rate=1, activation=None, use_bias=True,
                  kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
                  bias_regularizer=None, activity_regularizer=None, trainable=True, name=None,
-                 seed=0, device=None, **kwargs):
+                 seed=0, device=None, kernel_constraint=None, bias_constraint=None, **kwargs):
         _channels_last(data_format, "Conv1D")
         super().__init__(filters, (1, _one(kernel_size, "Conv1D kernel_size")),
                          strides=_one(strides, "Conv1D strides"), padding=padding.upper(),
@@ -257,17 +280,20 @@ class Conv1D(Conv2D):
                          device=device, bias_initializer=bias_initializer,
                          kernel_regularizer=kernel_regularizer,
                          bias_regularizer=bias_regularizer,
-                         activity_regularizer=activity_regularizer)
+                         activity_regularizer=activity_regularizer,
+                         kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                         trainable=trainable)
         self.dilation_rate = _one(dilation_rate, "Conv1D dilation_rate")
 
     def build(self, input_shape):
         c_in = _last_dim(input_shape, "Conv1D")
         self.kernel = self.add_variable(
             "kernel", [self.kernel_size[1], c_in, self.filters], self.kernel_initializer,
-            regularizer=self.kernel_regularizer)
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
         if self.use_bias:
             self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
-                                          regularizer=self.bias_regularizer)
+                                          regularizer=self.bias_regularizer,
+                                          constraint=self.bias_constraint)
 
     def call(self, x, training=False):
         y = nn.conv1d(x, self.kernel, stride=self.strides, padding=self.padding,
@@ -306,10 +332,11 @@ class Conv2DTranspose(Conv2D):
         c_in = _last_dim(input_shape, "Conv2DTranspose")
         self.kernel = self.add_variable(
             "kernel", list(self.kernel_size) + [self.filters, c_in], self.kernel_initializer,
-            regularizer=self.kernel_regularizer)
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint)
         if self.use_bias:
             self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
-                                          regularizer=self.bias_regularizer)
+                                          regularizer=self.bias_regularizer,
+                                          constraint=self.bias_constraint)
 
     def call(self, x, training=False):
         strides = nn._four(self.strides, "strides")
@@ -650,21 +677,25 @@ class Sequential(Layer):
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
           bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
-          activity_regularizer=None, name=None, reuse=None, trainable=True):
+          activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+          trainable=True, name=None, reuse=None):
     """TF1's tf.layers.dense: variables <name>/kernel and <name>/bias; the regularizers'
     penalties go to GraphKeys.REGULARIZATION_LOSSES."""
     layer = Dense(units, activation=activation, use_bias=use_bias,
                   kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
                   kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
-                  activity_regularizer=activity_regularizer, name=name)
+                  activity_regularizer=activity_regularizer, name=name,
+                  kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                  trainable=trainable)
     layer._reuse = reuse
     return layer(inputs)
 
 
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
-           data_format="channels_last", activation=None, use_bias=True, kernel_initializer=None,
-           bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
-           activity_regularizer=None, name=None, reuse=None, trainable=True, dilation_rate=1):
+           data_format="channels_last", dilation_rate=(1, 1), activation=None, use_bias=True,
+           kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
     """TF1's tf.layers.conv2d (padding 'valid' by default, as there; NHWC inputs); the
     regularizers' penalties go to GraphKeys.REGULARIZATION_LOSSES."""
     if data_format not in ("channels_last", "NHWC"):
@@ -675,7 +706,8 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
                    kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
                    kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
                    activity_regularizer=activity_regularizer, name=name,
-                   dilation_rate=dilation_rate)
+                   dilation_rate=dilation_rate, kernel_constraint=kernel_constraint,
+                   bias_constraint=bias_constraint, trainable=trainable)
     layer._reuse = reuse
     return layer(inputs)
 
@@ -690,14 +722,13 @@ def conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
 
     Example: ``h = sf.layers.conv1d(seq, 16, 3, padding="same", activation=sf.nn.relu)``.
     """
-    if kernel_constraint is not None or bias_constraint is not None:
-        raise ValueError("layers.conv1d: kernel_constraint and bias_constraint are not supported")
     layer = Conv1D(filters, kernel_size, strides=strides, padding=padding,
                    data_format=data_format, dilation_rate=dilation_rate, activation=activation,
                    use_bias=use_bias, kernel_initializer=kernel_initializer,
                    bias_initializer=bias_initializer, kernel_regularizer=kernel_regularizer,
                    bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
-                   name=name)
+                   name=name, kernel_constraint=kernel_constraint,
+                   bias_constraint=bias_constraint, trainable=trainable)
     layer._reuse = reuse
     return layer(inputs)
 
@@ -723,8 +754,8 @@ def average_pooling1d(inputs, pool_size, strides, padding="valid", data_format="
 def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
                      data_format="channels_last", activation=None, use_bias=True,
                      kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
-                     bias_regularizer=None, activity_regularizer=None, name=None, reuse=None,
-                     trainable=True):
+                     bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                     bias_constraint=None, trainable=True, name=None, reuse=None):
     """TF1's tf.layers.conv2d_transpose (NHWC inputs)."""
     if data_format not in ("channels_last", "NHWC"):
         raise ValueError("layers.conv2d_transpose(data_format=%r): only channels_last (NHWC) is "
@@ -735,7 +766,9 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                             bias_initializer=bias_initializer,
                             kernel_regularizer=kernel_regularizer,
                             bias_regularizer=bias_regularizer,
-                            activity_regularizer=activity_regularizer, name=name)
+                            activity_regularizer=activity_regularizer, name=name,
+                            kernel_constraint=kernel_constraint,
+                            bias_constraint=bias_constraint, trainable=trainable)
     layer._reuse = reuse
     return layer(inputs)
 

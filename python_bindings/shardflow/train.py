@@ -66,7 +66,9 @@ class Optimizer:
             op_name = g._handle.minimize(
                 self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
                 loss._ref, self._var_handles(var_list), g._ctx())
-        return _count_step(g.get_operation_by_name(op_name), global_step)
+        variables = trainable_variables(g) if var_list is None else list(var_list)
+        return _count_step(_apply_constraints(g.get_operation_by_name(op_name), variables),
+                           global_step)
 
     def compute_gradients(self, loss, var_list=None):
         """[(gradient, variable)] for `var_list` (default: the trainable Variables)."""
@@ -85,7 +87,25 @@ class Optimizer:
             op_name = g._handle.apply_gradients(
                 self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
                 [(convert_to_tensor(gr)._ref, v.handle.op.name) for gr, v in pairs], g._ctx())
-        return _count_step(g.get_operation_by_name(op_name), global_step)
+        return _count_step(_apply_constraints(g.get_operation_by_name(op_name),
+                                              [v for _, v in pairs]), global_step)
+
+
+def _apply_constraints(update, variables):
+    """`update`, then each of `variables` that carries a constraint (tf.get_variable's or a
+    layer's `constraint`, or a Keras layer's `_keras_constraint`) set to constraint(its value
+    after the update), as TF1's optimizers do; `update` itself when none does."""
+    constrained = [(v, getattr(v, "_keras_constraint", None) or getattr(v, "constraint", None))
+                   for v in variables if isinstance(v, Variable)]
+    constrained = [(v, c) for v, c in constrained if c is not None]
+    if not constrained:
+        return update
+    from shardflow.ops import group
+    g = update.graph
+    with g.as_default(), g.control_dependencies([update]):
+        assigns = [v.assign(c(v._read_after(update)), read_value=False)
+                   for v, c in constrained]
+        return group(update, *assigns)
 
 
 def _count_step(update, global_step):

@@ -143,20 +143,32 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     `partitioner` (else the scope's): a PartitionedVariable of parts "<name>/part_<i>"
     (shardflow/partitioned_variables.py). `custom_getter` (and the scopes'): called as
     getter(get_variable, name, shape=..., ...) instead. `caching_device`, `validate_shape`,
-    `constraint`, `synchronization`, `aggregation` are accepted (no effect here).
+    `synchronization`, `aggregation` are accepted (no effect here). `constraint`: a function
+    of the variable's value giving its projected value, which optimizers assign after each
+    update (as TF1's), e.g. ``lambda w: sf.clip_by_norm(w, 1.0, axes=[0])``.
     """
+    if constraint is not None and not callable(constraint):
+        raise ValueError("get_variable: constraint must be a function, not %r" % (constraint,))
     scope = _stack(get_default_graph())[-1]
     kwargs = dict(shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
                   trainable=trainable, collections=collections, partitioner=partitioner)
     getters = [g for g in (scope.custom_getter, custom_getter) if g is not None]
     if not getters:
-        return _get_variable(name, **kwargs)
+        return _constrained(_get_variable(name, **kwargs), constraint)
     get = _get_variable
     for getter in getters:  # the call's own getter innermost, the scopes' around it
 
         def get(n, *args, _getter=getter, _get=get, **kw):
             return _getter(_get, n, *args, **kw)
-    return get(name, **kwargs)
+    return _constrained(get(name, **kwargs), constraint)
+
+
+def _constrained(variable, constraint):
+    """`variable` carrying `constraint` (a variable found again keeps the one it has)."""
+    if constraint is not None and getattr(variable, "constraint", None) is None and \
+            hasattr(variable, "_read_after"):
+        variable.constraint = constraint
+    return variable
 
 
 def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,

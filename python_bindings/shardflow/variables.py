@@ -113,15 +113,22 @@ class Variable(_TensorOperators):
         inc = v.assign_add(1.0)
     """
 
+    constraint = None   # applied by optimizers after each update (TF1's `constraint`)
+
     def __init__(self, initial_value, name=None, trainable=True, dtype=None, shape=None,
-                 collections=None):
+                 collections=None, constraint=None):
+        if constraint is not None and not callable(constraint):
+            raise ValueError("Variable: constraint must be a function of the variable, not %r"
+                             % (constraint,))
+        self.constraint = constraint
         g = get_default_graph()
         outermost = getattr(g, "_outermost", None)
         if outermost is not None:
             # Created inside a while_loop's function: the variable lives outside the loop (as
             # in TF1) and the function captures its value.
             with outermost().as_default():
-                self.__init__(initial_value, name, trainable, dtype, shape, collections)
+                self.__init__(initial_value, name, trainable, dtype, shape, collections,
+                              constraint)
             return
         # A device function (sf.train.replica_device_setter) places the variable as a whole:
         # its handle, initial value, read and every later user go where it says.
@@ -232,8 +239,10 @@ class Variable(_TensorOperators):
         from shardflow.ops import _out
         g = op.graph  # a cond branch or loop body when the update is made inside one
         with g._device_scope(self._device), g.control_dependencies([op]):
-            return _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
-                        op.name + "/value")
+            value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
+                         op.name + "/value")
+        value.set_shape(self.shape)  # the variable's shape, as its own read has
+        return value
 
     def is_initialized(self, name=None):
         """A bool tensor: whether the variable has a value (on its device)."""

@@ -136,13 +136,5 @@ def apply_after(update, variables):
     """An op that runs `update`, then assigns constraint(value after the update) to each of
     `variables` that carries a constraint (attribute `_keras_constraint`, or `constraint`);
     `update` itself when none does."""
-    constrained = [(v, getattr(v, "_keras_constraint", None) or getattr(v, "constraint", None))
-                   for v in variables]
-    constrained = [(v, c) for v, c in constrained if c is not None]
-    if not constrained:
-        return update
-    g = update.graph
-    with g.as_default(), g.control_dependencies([update]):
-        assigns = [v.assign(c(v._read_after(update)), read_value=False)
-                   for v, c in constrained]
-        return ops.group(update, *assigns)
+    from shardflow.train import _apply_constraints  # what every optimizer step does
+    return _apply_constraints(update, variables)

@@ -107,7 +107,9 @@ class Layer(_tf.Layer):
 
     # ---- weights ---------------------------------------------------------------------------
 
-    def add_variable(self, name, shape, initializer, trainable=True, regularizer=None):
+    def add_variable(self, name, shape, initializer, trainable=True, regularizer=None,
+                     constraint=None):
+        # (`constraint`: tf.layers' argument; a Keras layer's come from _set_constraints)
         v = _tf.Layer.add_variable(self, name, shape, initializer, trainable=trainable)
         constraint = getattr(self, "_weight_constraints", {}).get(name)
         if constraint is not None:
@@ -132,8 +134,12 @@ class Layer(_tf.Layer):
         """A weight of the layer (Keras's add_weight); `initializer` a name or an initializer
         (default glorot_uniform)."""
         init = initializers.get(initializer or "glorot_uniform")
-        return self.add_variable(name, list(shape), init, trainable=trainable,
-                                 regularizer=regularizer)
+        v = self.add_variable(name, list(shape), init, trainable=trainable,
+                              regularizer=regularizer)
+        constraint = _constraints.get(kwargs.get("constraint"))
+        if constraint is not None:
+            v._keras_constraint = constraint  # applied after each step
+        return v
 
     @property
     def trainable_weights(self):

@@ -25,7 +25,6 @@ import numpy as np
 from shardflow import ops, train
 from shardflow.composite_optimizers import AdadeltaOptimizer, _CompositeOptimizer, _group_after
 from shardflow.framework import get_default_graph
-from shardflow.keras import constraints
 from shardflow.variables import Variable
 
 
@@ -82,7 +81,7 @@ class Optimizer:
                 self._lr_var = Variable(np.float32(self._lr_value), trainable=False,
                                         name=type(self).__name__ + "_lr")
         step = self._tf_optimizer(self._lr_var.value()).minimize(loss, var_list=params)
-        return constraints.apply_after(step, params)
+        return step  # the constraints are applied by minimize (train._apply_constraints)
 
 
 class SGD(Optimizer):
@@ -154,7 +153,7 @@ class TFOptimizer(Optimizer):
         return self.lr
 
     def get_updates(self, loss, params):
-        return constraints.apply_after(self.optimizer.minimize(loss, var_list=params), params)
+        return self.optimizer.minimize(loss, var_list=params)  # constraints applied there
 
 
 class Adadelta(Optimizer):
