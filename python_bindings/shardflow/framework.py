@@ -597,6 +597,10 @@ class Graph:
 
     def _add_op(self, op_type, inputs, attrs=None, name=None):
         """Adds one op of a registered type; returns the Operation."""
+        if any(_is_float64_tensor(i) for i in inputs):
+            # Python floats beside a float64 tensor keep their float64 value (as TF converts
+            # them to the tensor's dtype), rather than _literal's float32.
+            inputs = [_float64_literal(i) for i in inputs]
         refs = [_to_input(self, i) for i in inputs]
         device = None
         if self._device_fn is not None:
@@ -860,6 +864,25 @@ def _as_operation(x):
     if isinstance(x, Variable):
         return x.value().op
     raise TypeError("expected an Operation or Tensor, got %r" % (x,))
+
+
+def _is_float64_tensor(value):
+    """Whether `value` is a float64 Tensor or Variable (a Variable has _read_after)."""
+    return (isinstance(value, Tensor) or hasattr(value, "_read_after")) and \
+        value.dtype is dtypes.float64
+
+
+def _float64_literal(value):
+    """`value` as a float64 array when it is a Python float (or a list of numbers holding
+    one), else `value` itself."""
+    if isinstance(value, (float, np.floating)) and not isinstance(value, bool):
+        return np.asarray(value, dtype=np.float64)
+    if isinstance(value, (list, tuple)) and value and \
+            all(isinstance(v, (int, float, np.integer, np.floating)) and
+                not isinstance(v, bool) for v in value) and \
+            any(isinstance(v, (float, np.floating)) for v in value):
+        return np.asarray(value, dtype=np.float64)
+    return value
 
 
 def _literal(value):

@@ -241,7 +241,7 @@ class Variable(_TensorOperators):
         with g._device_scope(self._device), g.control_dependencies([op]):
             value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
                          op.name + "/value")
-        value.set_shape(self.shape)  # the variable's shape, as its own read has
+            value.set_shape(self.shape)  # the variable's shape, as its own read has
         return value
 
     def is_initialized(self, name=None):

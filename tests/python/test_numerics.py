@@ -187,3 +187,22 @@ def test_random_ops_have_the_right_statistics():
     ou, on = run([u, n])
     assert 0 <= ou.min() and ou.max() < 1 and abs(ou.mean() - 0.5) < 0.02
     assert abs(on.mean()) < 0.05 and abs(on.std() - 1) < 0.05
+
+
+def test_python_floats_beside_float64_tensors_keep_float64_precision():
+    # Regression: a Python float met a float64 tensor as a float32 constant (0.1 became
+    # 0.10000000149). TF converts it to the tensor's dtype.
+    with sf.Graph().as_default():
+        x = sf.constant(np.array([1.0, 3.0], np.float64))
+        v = sf.Variable(np.array([2.0]))
+        outs = [x * 0.1, 0.1 * x, x + np.float64(0.1), sf.maximum(x, [0.1, 3.5]),
+                v * (1 / np.sqrt(np.pi)), sf.constant(np.float32(1.0)) * 0.1]
+        with sf.Session() as sess:
+            sess.run(sf.global_variables_initializer())
+            got = sess.run(outs)
+    np.testing.assert_array_equal(got[0], np.array([1.0, 3.0]) * 0.1)
+    np.testing.assert_array_equal(got[1], np.array([1.0, 3.0]) * 0.1)
+    np.testing.assert_array_equal(got[2], np.array([1.0, 3.0]) + 0.1)
+    np.testing.assert_array_equal(got[3], [1.0, 3.5])
+    np.testing.assert_allclose(got[4], [2.0 / np.sqrt(np.pi)], rtol=1e-15)
+    assert got[5].dtype == np.float32 and got[5] == np.float32(0.1)
