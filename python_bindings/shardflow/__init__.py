@@ -98,6 +98,8 @@ from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa
                                   sparse_reorder,
                                   sparse_reshape, sparse_retain, sparse_tensor_dense_matmul,
                                   sparse_tensor_to_dense, sparse_to_dense, sparse_transpose)
+from shardflow.sparse_ops import (sparse_concat, sparse_fill_empty_rows,  # noqa: F401
+                                  sparse_slice)
 from shardflow import estimator, feature_column  # noqa: F401 (tf.estimator, tf.feature_column)
 from shardflow import keras  # noqa: F401 (tf.keras)
 from shardflow.tensor_array import TensorArray  # noqa: F401
@@ -108,6 +110,7 @@ from shardflow import tfrecord as python_io  # noqa: F401 (tf.python_io: TFRecor
 from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
                                    VarLenFeature, decode_raw, parse_example,
                                    parse_single_example)
+from shardflow.parsing_ops import parse_tensor, serialize_tensor  # noqa: F401
 from shardflow.segment_ops import (bincount, confusion_matrix, dynamic_partition,  # noqa: F401
                                    dynamic_stitch, histogram_fixed_width, segment_max,
                                    segment_mean, segment_min, segment_prod, segment_sum, unique,
@@ -118,6 +121,12 @@ from shardflow import app, flags, tf_logging as logging  # noqa: F401 (tf.app, t
 from shardflow.namespaces import (compat, disable_eager_execution,  # noqa: F401,A004
                                   disable_v2_behavior, enable_eager_execution,
                                   executing_eagerly, linalg, math, random)
+# TF 1.15 core names composed from the engine's ops (core_extras.py), tf.nest and tf.sets.
+from shardflow.core_extras import *  # noqa: F401,F403,E402 (sort, roll, IndexedSlices, ...)
+from shardflow import nest  # noqa: F401,E402 (tf.nest; also tf.contrib.framework.nest)
+from shardflow import sets_ops as sets  # noqa: F401,E402 (tf.sets)
+from shardflow.core_extras import _attach_to_namespaces  # noqa: E402
+_attach_to_namespaces()  # tf.initializers.lecun_normal & co., contrib.framework.nest
 # TensorBoard's protobuf messages under TF1's top-level names (tf.Summary, tf.Event, ...).
 from shardflow.summary_pb import (Event, HistogramProto, LogMessage, SessionLog,  # noqa: F401
                                   Summary, SummaryMetadata)

@@ -14,9 +14,15 @@ Example::
         features, [age, sf.feature_column.indicator_column(kind),
                    sf.feature_column.embedding_column(kind, dimension=2)])
 
-Differences from TF1: categorical features are dense int/string tensors of shape [batch] or
-[batch, n] (no SparseTensor); an id outside [0, num_buckets) (or -1) counts as missing rather
-than being an error; out-of-vocabulary buckets hash with CRC32, not TF's fingerprint64.
+Categorical features are dense int/string tensors of shape [batch] or [batch, n] (-1 or ""
+missing) or rank-2 SparseTensors (as parse_example makes from make_parse_example_spec's
+VarLenFeatures); columns turn both into dense int64 ids [batch, n], -1 where missing.
+
+Differences from TF1: an id outside [0, num_buckets) counts as missing rather than being an
+error; out-of-vocabulary buckets of vocabulary columns hash with CRC32 and hashed columns with
+sf.string_to_hash_bucket_fast (BLAKE2b), not TF's Fingerprint64, so those ids differ from TF's
+(the model behaves the same). crossed_column combines with TF's FingerprintCat64, so crosses of
+integers, ids and bucketized columns give TF's bucket ids; crosses with raw strings do not.
 """
 
 import math
@@ -27,7 +33,7 @@ import numpy as np
 from shardflow import dtypes, ops
 from shardflow.array_ops import one_hot, where
 from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
-from shardflow.variables import Variable, initializers
+from shardflow.variables import Initializer, Variable, initializers
 
 
 def _feature(features, key):
@@ -35,7 +41,50 @@ def _feature(features, key):
         raise ValueError("feature '%s' is not in the features dict (keys: %s)"
                          % (key, sorted(features)))
     x = features[key]
+    if _is_sparse(x):
+        raise ValueError("feature '%s' is a SparseTensor; only categorical columns take "
+                         "sparse features (a numeric one needs a dense tensor)" % key)
     return x if isinstance(x, Tensor) else convert_to_tensor(np.asarray(x))
+
+
+def _is_sparse(x):
+    from shardflow.sparse_tensor import SparseTensor, SparseTensorValue
+    return isinstance(x, (SparseTensor, SparseTensorValue))
+
+
+def _sparse_rows(features, key, values_fn, default):
+    """A SparseTensor feature (rank 2, e.g. from a VarLenFeature) as a dense [batch, n] tensor:
+    `values_fn` maps its values (a vector), `default` fills the positions it has no entry at."""
+    from shardflow.sparse_ops import sparse_tensor_to_dense
+    from shardflow.sparse_tensor import SparseTensor, convert_to_sparse
+    sp = convert_to_sparse(features[key], key)
+    if sp.rank not in (None, 2):
+        raise ValueError("sparse feature '%s' must have rank 2 ([batch, n]), not %d"
+                         % (key, sp.rank))
+    mapped = SparseTensor(sp.indices, values_fn(sp.values), sp.dense_shape,
+                          _static_dims=sp.shape.as_list() if sp.rank else None)
+    return sparse_tensor_to_dense(mapped, default_value=default, validate_indices=False)
+
+
+def _raw_ids(features, key, to_ids, missing=None):
+    """int64 ids [batch, n] (-1: missing) of the categorical feature `key`: `to_ids` maps raw
+    values to ids element-wise. A dense feature's `missing` entries (TF1: -1 or "") and a
+    SparseTensor's absent positions are -1."""
+    if key in features and _is_sparse(features[key]):
+        return _sparse_rows(features, key, to_ids, -1)
+    x = _as_rows(_feature(features, key))
+    ids = to_ids(x)
+    if missing is not None:
+        ids = where(_is_missing(x, missing), _full(ids, -1), ids)
+    return ids
+
+
+def _is_missing(x, missing):
+    """Bool mask of the entries of `x` equal to `missing` ("" for strings: by length)."""
+    if x.dtype == dtypes.string:
+        from shardflow.string_ops import strings
+        return ops.equal(strings.length(x), 0)
+    return ops.equal(x, ops.cast(ops.constant(np.array(missing)), x.dtype))
 
 
 def _as_rows(x):
@@ -97,6 +146,10 @@ class NumericColumn(_Column):
     def _dense(self, features, state):
         return self._values(features)
 
+    def _parse_example_spec(self):
+        from shardflow.parsing_ops import FixedLenFeature
+        return {self.key: FixedLenFeature(self.shape, self.dtype, self.default_value)}
+
 
 def numeric_column(key, shape=(1,), default_value=None, dtype=dtypes.float32, normalizer_fn=None):
     """A number (or a fixed-shape block of numbers) per example, as float32."""
@@ -118,13 +171,18 @@ class IdentityCategoricalColumn(_Column):
         return self.key
 
     def _ids(self, features):
-        ids = _as_rows(_feature(features, self.key))
+        return _raw_ids(features, self.key, self._ids_of)
+
+    def _ids_of(self, ids):
         if ids.dtype != dtypes.int64:
             ids = ops.cast(ids, dtypes.int64)
         if self.default_value is not None:
             bad = ops.equal(_valid(ids, self.num_buckets), _full(ids, -1))
             ids = where(bad, _full(ids, self.default_value), ids)
         return _valid(ids, self.num_buckets)
+
+    def _parse_example_spec(self):
+        return {self.key: _var_len(dtypes.int64)}
 
 
 def categorical_column_with_identity(key, num_buckets, default_value=None):
@@ -137,9 +195,13 @@ def categorical_column_with_identity(key, num_buckets, default_value=None):
 class VocabularyListCategoricalColumn(_Column):
     is_categorical = True
 
-    def __init__(self, key, vocabulary_list, default_value, num_oov_buckets):
+    def __init__(self, key, vocabulary_list, default_value, num_oov_buckets, dtype=None):
         self.key = key
         self.vocabulary_list = tuple(vocabulary_list)
+        if dtype is None:
+            dtype = dtypes.string if all(isinstance(v, (str, bytes)) for v in vocabulary_list) \
+                else dtypes.int64
+        self.dtype = dtypes.as_dtype(dtype)
         self.default_value = default_value
         self.num_oov_buckets = int(num_oov_buckets)
 
@@ -168,11 +230,16 @@ class VocabularyListCategoricalColumn(_Column):
         return out
 
     def _ids(self, features):
+        return _raw_ids(features, self.key, self._ids_of)
+
+    def _ids_of(self, x):
         from shardflow.script_ops import py_func
-        x = _as_rows(_feature(features, self.key))
         ids = py_func(self._lookup, [x], dtypes.int64, stateful=False,
                       name="%s_lookup" % self.key)
         return ops.reshape(ids, ops.shape(x))
+
+    def _parse_example_spec(self):
+        return {self.key: _var_len(self.dtype)}
 
 
 def categorical_column_with_vocabulary_list(key, vocabulary_list, dtype=None, default_value=-1,
@@ -183,7 +250,8 @@ def categorical_column_with_vocabulary_list(key, vocabulary_list, dtype=None, de
         raise ValueError("vocabulary_list has duplicates: %r" % (vocabulary_list,))
     if num_oov_buckets and default_value != -1:
         raise ValueError("give default_value or num_oov_buckets, not both")
-    return VocabularyListCategoricalColumn(key, vocabulary_list, default_value, num_oov_buckets)
+    return VocabularyListCategoricalColumn(key, vocabulary_list, default_value, num_oov_buckets,
+                                           dtype)
 
 
 class BucketizedColumn(_Column):
@@ -220,6 +288,9 @@ class BucketizedColumn(_Column):
         hot = one_hot(self._bucket(features), width, dtype=dtypes.float32)
         return ops.reshape(hot, [-1, self.source_column.dimension * width])
 
+    def _parse_example_spec(self):
+        return self.source_column._parse_example_spec()
+
 
 def bucketized_column(source_column, boundaries):
     """A numeric column's values as buckets: (-inf, b0), [b0, b1), ..., [bn, inf); dense as a
@@ -249,7 +320,15 @@ class IndicatorColumn(_Column):
     def _dense(self, features, state):
         c = self.categorical_column
         hot = one_hot(c._ids(features), c.num_buckets, dtype=dtypes.float32)   # [b, n, buckets]
-        return ops.reduce_sum(hot, axis=1)
+        weights = _weights(c, features)
+        if weights is not None:   # TF1: a weighted column's indicator sums the weights
+            hot = ops.multiply(hot, ops.expand_dims(weights, 2))
+        out = ops.reduce_sum(hot, axis=1)
+        out.set_shape([None, c.num_buckets])
+        return out
+
+    def _parse_example_spec(self):
+        return self.categorical_column._parse_example_spec()
 
 
 def indicator_column(categorical_column):
@@ -258,19 +337,49 @@ def indicator_column(categorical_column):
     return IndicatorColumn(categorical_column)
 
 
-def _combine(ids, table, combiner):
-    """The rows of `table` at `ids` ([batch, n], -1 missing) combined per example."""
-    from shardflow.array_ops import embedding_lookup
-    present = ops.greater_equal(ids, ops.zeros_like(ids))
-    rows = embedding_lookup(table, where(present, ids, ops.zeros_like(ids)))  # [b, n, d]
-    mask = ops.expand_dims(ops.cast(present, dtypes.float32), 2)
-    total = ops.reduce_sum(ops.multiply(rows, mask), axis=1)
+def _weights(column, features):
+    """The float32 [batch, n] weights of a weighted categorical column, else None."""
+    return column._weights(features) if hasattr(column, "_weights") else None
+
+
+def _combine(ids, table, combiner, weights=None):
+    """The rows of `table` at `ids` ([batch, n], -1 missing) combined per example: "sum" is
+    sum(w * row), "mean" that / sum(w), "sqrtn" that / sqrt(sum(w^2)); w = `weights` (a
+    weighted column's, float32 [batch, n]) or 1. Works on the flattened ids with a segment
+    sum per example, so `n` (and even the rank's static knowledge) may be known only when
+    the step runs (crossed columns, sparse features)."""
+    from shardflow.array_ops import gather, range as _range
+    from shardflow.segment_ops import unsorted_segment_sum
+    shape = ops.shape(ids)
+    flat = ops.reshape(ids, [-1])
+    present = ops.greater_equal(flat, ops.zeros_like(flat))
+    rows = gather(table, where(present, flat, ops.zeros_like(flat)))           # [b * n, d]
+    w = ops.cast(present, dtypes.float32)
+    if weights is not None:
+        w = ops.multiply(w, ops.reshape(weights, [-1]))
+    example = ops.floordiv(_range(ops.shape(flat)[0]), ops.maximum(shape[1], 1))
+    batch = shape[0]
+    total = unsorted_segment_sum(ops.multiply(rows, ops.expand_dims(w, 1)), example, batch)
+    total.set_shape([None, table.shape.as_list()[1]])
     if combiner == "sum":
         return total
-    count = ops.reduce_sum(mask, axis=1)
+    count = unsorted_segment_sum(ops.multiply(w, w) if combiner == "sqrtn" else w, example,
+                                 batch)
     if combiner == "sqrtn":
         count = ops.sqrt(count)
-    return ops.divide(total, ops.maximum(count, 1e-12))
+    return ops.divide(total, ops.expand_dims(ops.maximum(count, 1e-12), 1))
+
+
+def _embedding_table(column, num_buckets, seed):
+    """The [num_buckets, dimension] table Variable of an embedding column: its initializer
+    is a sf.initializers one or a TF1-style function (shape, dtype) -> value (such as
+    sf.constant_initializer's); default truncated normal, stddev 1/sqrt(dimension)."""
+    shape = [num_buckets, column.dimension]
+    init = column.initializer or initializers.truncated_normal(
+        stddev=1.0 / math.sqrt(column.dimension), seed=seed)
+    if not isinstance(init, Initializer) and callable(init):
+        init = init(shape, dtype=dtypes.float32)
+    return Variable(init, shape=shape, name="embedding_weights", trainable=column.trainable)
 
 
 class EmbeddingColumn(_Column):
@@ -292,12 +401,12 @@ class EmbeddingColumn(_Column):
         c = self.categorical_column
         g = get_default_graph()
         with g.name_scope(self.name):
-            init = self.initializer or initializers.truncated_normal(
-                stddev=1.0 / math.sqrt(self.dimension), seed=_op_seed(0))
-            table = Variable(init, shape=[c.num_buckets, self.dimension],
-                             name="embedding_weights", trainable=self.trainable)
+            table = _embedding_table(self, c.num_buckets, _op_seed(0))
         state.append(table)
-        return _combine(c._ids(features), table, self.combiner)
+        return _combine(c._ids(features), table, self.combiner, _weights(c, features))
+
+    def _parse_example_spec(self):
+        return self.categorical_column._parse_example_spec()
 
 
 def embedding_column(categorical_column, dimension, combiner="mean", initializer=None,
@@ -313,6 +422,399 @@ def embedding_column(categorical_column, dimension, combiner="mean", initializer
         raise NotImplementedError("embedding_column: ckpt_to_load_from and max_norm are not "
                                   "supported; use warm_start_from on the Estimator")
     return EmbeddingColumn(categorical_column, dimension, combiner, initializer, trainable)
+
+
+def _var_len(dtype):
+    from shardflow.parsing_ops import VarLenFeature
+    return VarLenFeature(dtypes.as_dtype(dtype))
+
+
+# ---- hashed, vocabulary-file, weighted and crossed columns ----------------------------------
+
+class HashedCategoricalColumn(_Column):
+    is_categorical = True
+
+    def __init__(self, key, hash_bucket_size, dtype):
+        self.key = key
+        self.hash_bucket_size = int(hash_bucket_size)
+        self.dtype = dtype
+
+    @property
+    def name(self):
+        return self.key
+
+    @property
+    def num_buckets(self):
+        return self.hash_bucket_size
+
+    def _ids(self, features):
+        return _raw_ids(features, self.key, self._ids_of,
+                        "" if self.dtype == dtypes.string else -1)
+
+    def _ids_of(self, x):
+        from shardflow.string_ops import as_string, string_to_hash_bucket_fast
+        if x.dtype != dtypes.string:
+            if not x.dtype.is_integer:
+                raise ValueError("categorical_column_with_hash_bucket '%s': the feature is %s; "
+                                 "it takes strings or integers" % (self.key, x.dtype.name))
+            x = as_string(x)
+        return string_to_hash_bucket_fast(x, self.hash_bucket_size)
+
+    def _parse_example_spec(self):
+        return {self.key: _var_len(self.dtype)}
+
+
+def categorical_column_with_hash_bucket(key, hash_bucket_size, dtype=dtypes.string):
+    """Strings (or integers, as their decimal strings) hashed to ids in [0, hash_bucket_size)
+    with sf.string_to_hash_bucket_fast (shardflow's hash, not TF's Fingerprint64: ids differ
+    from TF's). A dense feature's "" (or -1) is missing."""
+    if hash_bucket_size is None or hash_bucket_size < 1:
+        raise ValueError("hash_bucket_size must be at least 1, got %r" % (hash_bucket_size,))
+    dtype = dtypes.as_dtype(dtype)
+    if dtype != dtypes.string and not dtype.is_integer:
+        raise ValueError("dtype must be string or integer, got %s" % dtype.name)
+    return HashedCategoricalColumn(key, hash_bucket_size, dtype)
+
+
+class VocabularyFileCategoricalColumn(VocabularyListCategoricalColumn):
+    def __init__(self, key, vocabulary_file, vocabulary_size, tokens, default_value,
+                 num_oov_buckets, dtype):
+        super().__init__(key, tokens, default_value, num_oov_buckets, dtype)
+        self.vocabulary_file = vocabulary_file
+        self.vocabulary_size = vocabulary_size
+
+
+def categorical_column_with_vocabulary_file(key, vocabulary_file, vocabulary_size=None,
+                                            num_oov_buckets=0, default_value=None,
+                                            dtype=dtypes.string):
+    """As categorical_column_with_vocabulary_list with the vocabulary read from a text file,
+    one token per line (line i: id i; only the first `vocabulary_size` lines when given). The
+    file is read when the column is made (TF1 reads it when the table is initialised)."""
+    from shardflow.graph_io import gfile
+    if not vocabulary_file:
+        raise ValueError("Missing vocabulary_file in %s." % key)
+    if not gfile.Exists(vocabulary_file):
+        raise ValueError("vocabulary_file in %s does not exist." % key)
+    if num_oov_buckets < 0:
+        raise ValueError("Invalid num_oov_buckets %d in %s." % (num_oov_buckets, key))
+    if default_value is not None and num_oov_buckets:
+        raise ValueError("Can't specify both num_oov_buckets and default_value in %s." % key)
+    dtype = dtypes.as_dtype(dtype)
+    if dtype != dtypes.string and not dtype.is_integer:
+        raise ValueError("dtype must be string or integer, got %s" % dtype.name)
+    with gfile.GFile(vocabulary_file, "rb") as f:
+        lines = f.read()
+    if isinstance(lines, str):
+        lines = lines.encode()
+    tokens = [t.rstrip(b"\r") for t in lines.split(b"\n")]
+    if tokens and tokens[-1] == b"":
+        tokens.pop()
+    if vocabulary_size is not None:
+        if vocabulary_size < 1:
+            raise ValueError("Invalid vocabulary_size in %s." % key)
+        if vocabulary_size > len(tokens):
+            raise ValueError("vocabulary_size %d in %s is larger than the %d lines of %s"
+                             % (vocabulary_size, key, len(tokens), vocabulary_file))
+        tokens = tokens[:vocabulary_size]
+    if dtype != dtypes.string:
+        tokens = [int(t) for t in tokens]
+    if len(set(tokens)) != len(tokens):
+        raise ValueError("vocabulary_file %s has duplicate tokens" % vocabulary_file)
+    return VocabularyFileCategoricalColumn(
+        key, vocabulary_file, len(tokens), tokens, -1 if default_value is None else default_value,
+        num_oov_buckets, dtype)
+
+
+class WeightedCategoricalColumn(_Column):
+    is_categorical = True
+
+    def __init__(self, categorical_column, weight_feature_key, dtype):
+        self.categorical_column = categorical_column
+        self.weight_feature_key = weight_feature_key
+        self.dtype = dtype
+
+    @property
+    def name(self):
+        return "%s_weighted_by_%s" % (self.categorical_column.name, self.weight_feature_key)
+
+    @property
+    def num_buckets(self):
+        return self.categorical_column.num_buckets
+
+    def _ids(self, features):
+        return self.categorical_column._ids(features)
+
+    def _weights(self, features):
+        key = self.weight_feature_key
+        if key in features and _is_sparse(features[key]):
+            return _sparse_rows(features, key, lambda v: ops.cast(v, dtypes.float32), 0.0)
+        w = _as_rows(_feature(features, key))
+        return w if w.dtype == dtypes.float32 else ops.cast(w, dtypes.float32)
+
+    def _parse_example_spec(self):
+        spec = dict(self.categorical_column._parse_example_spec())
+        spec[self.weight_feature_key] = _var_len(self.dtype)
+        return spec
+
+
+def weighted_categorical_column(categorical_column, weight_feature_key, dtype=dtypes.float32):
+    """A categorical column whose ids each carry a weight: feature `weight_feature_key`, of the
+    ids' shape (or a SparseTensor with the ids' indices). linear_model multiplies each id's
+    weight by it; embedding/indicator columns weight the rows they combine."""
+    _check_categorical(categorical_column, "weighted_categorical_column")
+    if isinstance(categorical_column, (WeightedCategoricalColumn, CrossedColumn)) or \
+            not hasattr(categorical_column, "key"):
+        raise ValueError("weighted_categorical_column takes a categorical column of one "
+                         "feature, not %r" % (categorical_column,))
+    dtype = dtypes.as_dtype(dtype)
+    if not dtype.is_floating:
+        raise ValueError("dtype %s is not float" % dtype.name)
+    return WeightedCategoricalColumn(categorical_column, weight_feature_key, dtype)
+
+
+_DEFAULT_HASH_KEY = 0xDECAFCAFFE   # TF's sparse_cross_hashed default
+_MUL = 0xC6A4A7935BD1E995
+_MASK = (1 << 64) - 1
+
+
+def _shift_mix(v):
+    return v ^ (v >> 47)
+
+
+def _fingerprint_cat64(fp1, fp2):
+    """TF's FingerprintCat64 (tensorflow/core/lib/hash/hash.h) on Python ints as uint64."""
+    result = fp1 ^ _MUL
+    result ^= (_shift_mix((fp2 * _MUL) & _MASK) * _MUL) & _MASK
+    result = (result * _MUL) & _MASK
+    result = (_shift_mix(result) * _MUL) & _MASK
+    return _shift_mix(result)
+
+
+def _string_hash64(value):
+    """The 64-bit hash string_to_hash_bucket_fast takes modulo the bucket count."""
+    import hashlib
+    data = value if isinstance(value, bytes) else str(value).encode()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+def _cross_rows(hash_key, num_buckets, *parts):
+    """The py_func body of crossed_column: parts are (values [b, n_i], present [b, n_i]) per
+    key; each example's ids are the hashes of the cartesian product of its present values
+    (the last key fastest), -1 padded to [b, prod n_i]."""
+    import itertools
+    pairs = [(np.asarray(parts[i]), np.asarray(parts[i + 1], bool))
+             for i in range(0, len(parts), 2)]
+    batch = pairs[0][0].shape[0]
+    width = int(np.prod([v.shape[1] for v, _ in pairs], dtype=np.int64))
+    out = np.full([batch, width], -1, np.int64)
+    for row in range(batch):
+        lists = []
+        for values, present in pairs:
+            vals = values[row][present[row]]
+            lists.append([_string_hash64(v) if values.dtype == object else int(v) & _MASK
+                          for v in vals])
+        for k, combo in enumerate(itertools.product(*lists)):
+            h = hash_key
+            for v in combo:
+                h = _fingerprint_cat64(h, v)
+            out[row, k] = h % num_buckets
+    return out
+
+
+class CrossedColumn(_Column):
+    is_categorical = True
+
+    def __init__(self, keys, hash_bucket_size, hash_key):
+        self.keys = tuple(keys)
+        self.hash_bucket_size = int(hash_bucket_size)
+        self.hash_key = hash_key
+
+    @property
+    def name(self):
+        return "_X_".join(sorted(k if isinstance(k, str) else k.name for k in self.keys))
+
+    @property
+    def num_buckets(self):
+        return self.hash_bucket_size
+
+    def _leaves(self):
+        out = []
+        for k in self.keys:
+            out.extend(k._leaves() if isinstance(k, CrossedColumn) else [k])
+        return out
+
+    def _part(self, features, key):
+        """(values, present) [batch, n] of one leaf key."""
+        if not isinstance(key, str):
+            ids = key._ids(features)
+            return ids, ops.greater_equal(ids, ops.zeros_like(ids))
+        x = features.get(key)
+        if x is not None and _is_sparse(x):
+            from shardflow.sparse_tensor import convert_to_sparse
+            values = convert_to_sparse(x, key).values
+            if values.dtype == dtypes.string:
+                to_int = _hash64_tensor
+            else:
+                def to_int(v):
+                    return ops.cast(v, dtypes.int64)
+            ints = _sparse_rows(features, key, to_int, 0)
+            present = _sparse_rows(features, key,
+                                   lambda v: ops.fill(ops.shape(v), 1.0), 0.0)
+            return ints, ops.greater(present, 0.0)
+        x = _as_rows(_feature(features, key))
+        if x.dtype == dtypes.string:
+            return x, ops.logical_not(_is_missing(x, ""))
+        if not x.dtype.is_integer:
+            raise ValueError("crossed_column: feature '%s' is %s; it takes strings or integers"
+                             % (key, x.dtype.name))
+        x = ops.cast(x, dtypes.int64)
+        return x, ops.logical_not(_is_missing(x, -1))
+
+    def _ids(self, features):
+        from shardflow.script_ops import py_func
+        inputs = []
+        for key in self._leaves():
+            inputs.extend(self._part(features, key))
+        hash_key = _DEFAULT_HASH_KEY if self.hash_key is None else int(self.hash_key)
+
+        def cross(*parts):
+            return _cross_rows(hash_key, self.hash_bucket_size, *parts)
+        ids = py_func(cross, inputs, dtypes.int64, stateful=False,
+                      name="%s_cross" % self.name.replace("_X_", "_"))
+        return _with_rank2(ids)
+
+    def _parse_example_spec(self):
+        spec = {}
+        for key in self._leaves():
+            spec.update({key: _var_len(dtypes.string)} if isinstance(key, str)
+                        else key._parse_example_spec())
+        return spec
+
+
+def _with_rank2(t):
+    t.set_shape([None, None])
+    return t
+
+
+def _hash64_tensor(values):
+    """Each string's 64-bit hash (as string_to_hash_bucket_fast's, before the modulo) as an
+    int64 tensor of the same bits."""
+    from shardflow.script_ops import py_func
+
+    def run(a):
+        a = np.asarray(a, dtype=object)
+        flat = [_string_hash64(v) for v in a.reshape(-1)]
+        return np.array(flat, np.uint64).view(np.int64).reshape(a.shape)
+    out = py_func(run, [values], dtypes.int64, stateful=False, name="hash64")
+    out.set_shape(values.shape)
+    return out
+
+
+def crossed_column(keys, hash_bucket_size, hash_key=None):
+    """The crosses (cartesian product per example) of several categorical features, hashed
+    to ids in [0, hash_bucket_size). `keys`: feature keys (raw string or integer features)
+    and categorical columns other than hashed ones (crossed as their ids). Hashing is TF's
+    sparse_cross_hashed: FingerprintCat64 chained from `hash_key` (default TF's
+    0xDECAFCAFFE) over the integer values / ids, the last key varying fastest, so crosses of
+    integers and ids match TF's bucket ids; a string's own hash is shardflow's
+    string_to_hash_bucket_fast one (not Fingerprint64), so crosses with raw strings differ.
+    """
+    keys = list(keys)
+    if len(keys) < 2:
+        raise ValueError("keys must be a list with length > 1. Given: %r" % (keys,))
+    if hash_bucket_size is None or hash_bucket_size < 1:
+        raise ValueError("hash_bucket_size must be > 1. hash_bucket_size: %r"
+                         % (hash_bucket_size,))
+    for k in keys:
+        if not isinstance(k, (str, CrossedColumn)) and not getattr(k, "is_categorical", False):
+            raise ValueError("Unsupported key type. All keys must be either string, or "
+                             "categorical column except HashedCategoricalColumn. Given: %r"
+                             % (k,))
+        if isinstance(k, HashedCategoricalColumn):
+            raise ValueError("categorical_column_with_hash_bucket is not supported for "
+                             "crossing. Hashing before crossing will increase probability of "
+                             "collision. Instead, use the feature name as a string. Given: %r"
+                             % (k,))
+    return CrossedColumn(keys, hash_bucket_size, hash_key)
+
+
+# ---- shared embeddings and parse specs --------------------------------------------------------
+
+class SharedEmbeddingColumn(EmbeddingColumn):
+    def __init__(self, categorical_column, dimension, combiner, initializer, trainable,
+                 collection_name):
+        super().__init__(categorical_column, dimension, combiner, initializer, trainable)
+        self.shared_embedding_collection_name = collection_name
+
+    @property
+    def name(self):
+        return "%s_shared_embedding" % self.categorical_column.name
+
+    def _dense(self, features, state):
+        from shardflow.ops import _op_seed
+        c = self.categorical_column
+        g = get_default_graph()
+        shared = g.get_collection(self.shared_embedding_collection_name)
+        if shared:
+            table = shared[0]
+            if table.shape.as_list() != [c.num_buckets, self.dimension]:
+                raise ValueError("shared embedding %s has shape %s; %s needs %s"
+                                 % (self.shared_embedding_collection_name,
+                                    table.shape.as_list(), self.name,
+                                    [c.num_buckets, self.dimension]))
+        else:
+            with g.name_scope(self.shared_embedding_collection_name):
+                table = _embedding_table(self, c.num_buckets, _op_seed(0))
+            g.add_to_collection(self.shared_embedding_collection_name, table)
+        state.append(table)
+        return _combine(c._ids(features), table, self.combiner, _weights(c, features))
+
+
+def shared_embedding_columns(categorical_columns, dimension, combiner="mean", initializer=None,
+                             shared_embedding_collection_name=None, ckpt_to_load_from=None,
+                             tensor_name_in_ckpt=None, max_norm=None, trainable=True):
+    """embedding_columns of several categorical columns (of one num_buckets) that share one
+    embedding table; returns them in the order given. The table is made by the first of them
+    a graph uses and found again under `shared_embedding_collection_name` (default: the
+    sorted column names joined by "_", plus "_shared_embedding")."""
+    columns = list(categorical_columns)
+    if not columns:
+        raise ValueError("categorical_columns must not be empty")
+    for c in columns:
+        _check_categorical(c, "shared_embedding_columns")
+    if combiner not in ("mean", "sum", "sqrtn"):
+        raise ValueError("combiner must be 'mean', 'sum' or 'sqrtn', got %r" % (combiner,))
+    if ckpt_to_load_from is not None or max_norm is not None:
+        raise NotImplementedError("shared_embedding_columns: ckpt_to_load_from and max_norm "
+                                  "are not supported")
+    if dimension is None or dimension < 1:
+        raise ValueError("Invalid dimension %r." % (dimension,))
+    sizes = {c.num_buckets for c in columns}
+    if len(sizes) != 1:
+        raise ValueError("To use shared_embedding_column, all sharing categorical_columns must "
+                         "have the same number of buckets. Given: %s"
+                         % [(c.name, c.num_buckets) for c in columns])
+    name = shared_embedding_collection_name or \
+        "_".join(sorted(c.name for c in columns)) + "_shared_embedding"
+    return [SharedEmbeddingColumn(c, dimension, combiner, initializer, trainable, name)
+            for c in columns]
+
+
+def make_parse_example_spec(feature_columns):
+    """The dict of feature key -> FixedLenFeature / VarLenFeature that sf.parse_example needs
+    for `feature_columns` (numeric: FixedLenFeature; categorical: VarLenFeature; weighted:
+    also the weight's VarLenFeature)."""
+    result = {}
+    for column in feature_columns:
+        if not isinstance(column, _Column):
+            raise ValueError("All feature_columns must be _FeatureColumn instances. Given: %r"
+                             % (column,))
+        for key, spec in column._parse_example_spec().items():
+            if key in result and result[key] != spec:
+                raise ValueError("feature_columns contain different parse_spec for key %s. "
+                                 "Given %s and %s" % (key, spec, result[key]))
+            result[key] = spec
+    return result
 
 
 def _sorted_columns(feature_columns):
@@ -361,7 +863,8 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
                 if column.is_categorical:
                     w = Variable(np.zeros((column.num_buckets, units), np.float32),
                                  name="weights", trainable=trainable)
-                    terms.append(_combine(column._ids(features), w, sparse_combiner))
+                    terms.append(_combine(column._ids(features), w, sparse_combiner,
+                                          _weights(column, features)))
                 elif column.is_dense:
                     x = column._dense(features, [])
                     width = column.dimension if isinstance(column, NumericColumn) \
@@ -383,6 +886,8 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
     return out
 
 
-__all__ = ["bucketized_column", "categorical_column_with_identity",
-           "categorical_column_with_vocabulary_list", "embedding_column", "indicator_column",
-           "input_layer", "linear_model", "numeric_column"]
+__all__ = ["bucketized_column", "categorical_column_with_hash_bucket",
+           "categorical_column_with_identity", "categorical_column_with_vocabulary_file",
+           "categorical_column_with_vocabulary_list", "crossed_column", "embedding_column",
+           "indicator_column", "input_layer", "linear_model", "make_parse_example_spec",
+           "numeric_column", "shared_embedding_columns", "weighted_categorical_column"]

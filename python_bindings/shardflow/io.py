@@ -1,17 +1,20 @@
 """tf.io: file helpers (gfile, write_graph: shardflow.graph_io; read_file, write_file,
-matching_files: shardflow.string_ops), TFRecord files
-(shardflow/tfrecord.py) and tf.train.Example parsing (shardflow/parsing_ops.py)."""
+matching_files, decode_csv: shardflow.string_ops), TFRecord files
+(shardflow/tfrecord.py), tf.train.Example parsing and serialize_tensor / parse_tensor
+(shardflow/parsing_ops.py)."""
 
 from shardflow.graph_io import gfile, read_graph, write_graph  # noqa: F401
 
-from shardflow.string_ops import matching_files, read_file, write_file  # noqa: F401
+from shardflow.string_ops import (decode_csv, matching_files, read_file,  # noqa: F401
+                                  write_file)
 from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
                                    VarLenFeature, decode_raw, parse_example,
-                                   parse_single_example)
+                                   parse_single_example, parse_tensor, serialize_tensor)
 from shardflow.tfrecord import (TFRecordCompressionType, TFRecordOptions,  # noqa: F401
                                 TFRecordWriter, tf_record_iterator)
 
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "TFRecordCompressionType",
-           "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_raw", "gfile",
-           "matching_files", "parse_example", "parse_single_example", "read_file", "read_graph",
-           "tf_record_iterator", "write_file", "write_graph"]
+           "TFRecordOptions", "TFRecordWriter", "VarLenFeature", "decode_csv", "decode_raw",
+           "gfile", "matching_files", "parse_example", "parse_single_example", "parse_tensor",
+           "read_file", "read_graph", "serialize_tensor", "tf_record_iterator", "write_file",
+           "write_graph"]

@@ -22,20 +22,22 @@ shardflow lacks raises an AttributeError that says so. The modules are registere
 import sys
 import types
 
-from shardflow import (array_composites, array_ops, check_ops, contractions, linalg_ops,
-                       math_composites, matrix_composites, nn, ops, segment_ops)
+from shardflow import (array_composites, array_ops, check_ops, contractions, core_extras,
+                       linalg_ops, math_composites, matrix_composites, nn, ops, segment_ops)
 
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
 _MATH_NAMES = (
     "abs", "accumulate_n", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin", "asinh",
     "atan", "atan2", "atanh", "bincount", "ceil", "confusion_matrix", "cos", "cosh",
     "count_nonzero", "cumprod", "cumsum", "digamma", "divide", "divide_no_nan", "equal", "erf",
-    "erfc", "exp", "expm1", "floor", "floordiv", "floormod", "greater", "greater_equal", "in_top_k",
+    "erfc", "erfinv", "exp", "expm1", "floor", "floordiv", "floormod", "greater",
+    "greater_equal", "in_top_k", "invert_permutation",
     "is_finite", "is_inf", "is_nan", "is_non_decreasing", "is_strictly_increasing",
     "l2_normalize", "lbeta", "less", "less_equal", "lgamma", "log",
     "log1p", "log_sigmoid", "log_softmax", "logical_and", "logical_not", "logical_or",
     "logical_xor", "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "polygamma",
-    "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max",
+    "polyval", "pow", "reciprocal", "reduce_all", "reduce_any", "reduce_euclidean_norm",
+    "reduce_logsumexp", "reduce_max",
     "reduce_mean", "reduce_min", "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance",
     "rint", "round", "rsqrt", "scalar_mul", "segment_max", "segment_mean", "segment_min",
     "segment_prod", "segment_sum", "sigmoid", "sign", "sin", "sinh", "softmax", "softplus",
@@ -125,7 +127,7 @@ def _namespace(full_name, doc, names, sources):
 math = _namespace(  # noqa: A001 (sf.math, as tf.math; the package imports Python's math absolutely)
     "shardflow.math", "TF1's tf.math: element-wise math, reductions and comparisons.",
     _MATH_NAMES, [ops, math_composites, array_ops, nn, array_composites, segment_ops,
-                  check_ops])
+                  check_ops, core_extras])
 linalg = _namespace(
     "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose, "
     "inv, det, slogdet, logdet, solve, triangular_solve, cholesky, svd, qr.",

@@ -1,5 +1,5 @@
 """TF1's parsing ops: parse_single_example, parse_example, the feature specs FixedLenFeature,
-VarLenFeature and FixedLenSequenceFeature, and decode_raw.
+VarLenFeature and FixedLenSequenceFeature, decode_raw, and serialize_tensor / parse_tensor.
 
 Example::
 
@@ -373,5 +373,193 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None,
     return out
 
 
+# ---- serialize_tensor / parse_tensor -------------------------------------------------------------
+# Note [TensorProto wire format]. These write and read TensorFlow's own TensorProto encoding
+# (tensorflow/core/framework/tensor.proto: dtype = 1, tensor_shape = 2 (dim = 2 {size = 1}),
+# tensor_content = 4, string_val = 8), not shardflow's TensorProto (core/protos/tensor.proto,
+# whose field numbers differ), so the bytes are those TF 1.15's SerializeTensor gives and
+# ParseTensor takes. The DataType numbers are TF's (shardflow's dtype enums equal them).
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(number, wire, payload):
+    return _varint(number << 3 | wire) + payload
+
+
+def _length_delimited(number, data):
+    return _field(number, 2, _varint(len(data)) + data)
+
+
+def _tensor_proto_bytes(array, dtype):
+    """TF's TensorProto serialization of `array` (what TF's SerializeTensor writes)."""
+    out = _field(1, 0, _varint(dtype._enum))
+    dims = b"".join(_length_delimited(2, _field(1, 0, _varint(int(d)))) if d else
+                    _length_delimited(2, b"") for d in array.shape)
+    out += _length_delimited(2, dims)
+    if dtype == dtypes.string:
+        for v in array.reshape(-1):
+            out += _length_delimited(8, v if isinstance(v, bytes) else str(v).encode())
+    elif array.size:
+        np_type = np.dtype(dtype.as_numpy_dtype).newbyteorder("<")
+        out += _length_delimited(4, np.ascontiguousarray(array, np_type).tobytes())
+    return out
+
+
+def _read_varint(data, pos):
+    shift = result = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _fields(data):
+    """(number, wire type, value) of each field of a protobuf message: value is an int for
+    varints and fixed, bytes for length-delimited."""
+    pos = 0
+    while pos < len(data):
+        key, pos = _read_varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, pos = _read_varint(data, pos)
+        elif wire == 1:
+            value, pos = data[pos:pos + 8], pos + 8
+        elif wire == 5:
+            value, pos = data[pos:pos + 4], pos + 4
+        elif wire == 2:
+            length, pos = _read_varint(data, pos)
+            value, pos = data[pos:pos + length], pos + length
+        else:
+            raise ValueError("unsupported wire type %d" % wire)
+        if pos > len(data):
+            raise ValueError("truncated field %d" % number)
+        yield number, wire, value
+
+
+# TensorProto's typed value fields: field number -> (dtypes that use it, fixed NumPy type or
+# None for varints).
+_VAL_FIELDS = {5: ("float", "<f4"), 6: ("double", "<f8"), 7: ("int", None),
+               10: ("int64", None), 11: ("bool", None), 13: ("half", None)}
+
+
+def _parse_tensor_proto(data, out_type):
+    """The ndarray of TF TensorProto bytes `data`, which must hold `out_type`."""
+    dtype_enum, dims, content, strings, vals = 0, [], None, [], []
+    for number, wire, value in _fields(data):
+        if number == 1:
+            dtype_enum = value
+        elif number == 2:
+            for n2, _, dim in _fields(value):
+                if n2 == 2:
+                    size = 0
+                    for n3, _, v in _fields(dim):
+                        if n3 == 1:
+                            size = v - (1 << 64) if v >= 1 << 63 else v
+                    dims.append(size)
+                elif n2 == 3 and value:
+                    raise ValueError("the tensor's shape has an unknown rank")
+        elif number == 4:
+            content = value
+        elif number == 8:
+            strings.append(bytes(value))
+        elif number in _VAL_FIELDS:
+            kind, fixed = _VAL_FIELDS[number]
+            if wire == 2 and fixed:
+                vals.extend(np.frombuffer(value, fixed).tolist())
+            elif wire == 2:
+                pos = 0
+                while pos < len(value):
+                    v, pos = _read_varint(value, pos)
+                    vals.append(v)
+            elif fixed:
+                vals.extend(np.frombuffer(value, fixed).tolist())
+            else:
+                vals.append(value)
+    if dtype_enum != out_type._enum:
+        try:
+            parsed = dtypes.as_dtype(dtype_enum).name
+        except Exception:  # noqa: BLE001 (a type shardflow lacks)
+            parsed = "DataType %d" % dtype_enum
+        raise errors.InvalidArgumentError(
+            "Type mismatch between parsed tensor (%s) and dtype (%s)" % (parsed, out_type.name))
+    if any(d < 0 for d in dims):
+        raise errors.InvalidArgumentError("parse_tensor: the tensor's shape %s is not fully "
+                                          "defined" % dims)
+    count = int(np.prod(dims, dtype=np.int64))
+    if out_type == dtypes.string:
+        values = strings
+        np_type = object
+    else:
+        np_type = np.dtype(out_type.as_numpy_dtype)
+        if content is not None:
+            return np.frombuffer(bytes(content), np_type.newbyteorder("<")).astype(np_type)\
+                .reshape(dims)
+        values = vals
+        if out_type == dtypes.float16 and values:   # half_val holds the bits
+            values = np.array(values, np.uint16).view(np.float16).tolist()
+        if out_type.is_integer and values:          # varints are two's complement uint64
+            bits = 64 if out_type.name in ("int64", "uint64") else 32
+            signed = np.issubdtype(np_type, np.signedinteger)
+            values = [v - (1 << bits) if signed and v >= 1 << (bits - 1) else v
+                      for v in (w & ((1 << bits) - 1) for w in values)]
+    if len(values) == count:
+        return np.array(values, dtype=np_type).reshape(dims)
+    if values and len(values) < count:   # TF repeats the last value to fill the shape
+        values = list(values) + [values[-1]] * (count - len(values))
+        return np.array(values, dtype=np_type).reshape(dims)
+    if not values and count == 0:
+        return np.zeros(dims, dtype=np_type)
+    raise errors.InvalidArgumentError("parse_tensor: %d values for shape %s"
+                                      % (len(values), dims))
+
+
+def serialize_tensor(tensor, name=None):
+    """A string scalar holding `tensor` as TensorFlow's TensorProto bytes (TF1's
+    tf.io.serialize_tensor): dtype, shape, then the values as tensor_content (little-endian)
+    or, for strings, string_val (Note [TensorProto wire format]). A PyFunc node."""
+    t = convert_to_tensor(tensor)
+    dtype = t.dtype
+
+    def run(a):
+        return np.array(_tensor_proto_bytes(np.asarray(a), dtype), dtype=object)
+    out = py_func(run, [t], dtypes.string, stateful=False, name=name or "SerializeTensor")
+    out.set_shape([])
+    return out
+
+
+def parse_tensor(serialized, out_type, name=None):
+    """The tensor in TensorProto bytes `serialized` (a string scalar), which must hold
+    `out_type` (else InvalidArgumentError "Type mismatch ..."), as TF1's tf.io.parse_tensor.
+    The shape is known only when the step runs. A PyFunc node."""
+    out_type = dtypes.as_dtype(out_type)
+    t = _serialized(serialized, (0,), "parse_tensor")
+
+    def run(data):
+        data = np.asarray(data, dtype=object).reshape(())[()]
+        try:
+            return _parse_tensor_proto(memoryview(data).tobytes(), out_type)
+        except errors.OpError:
+            raise
+        except ValueError as e:
+            raise errors.InvalidArgumentError("Could not parse `serialized` as TensorProto: %s"
+                                              % e) from None
+    return py_func(run, [t], out_type, stateful=False, name=name or "ParseTensor")
+
+
 __all__ = ["FixedLenFeature", "FixedLenSequenceFeature", "VarLenFeature", "decode_raw",
-           "parse_example", "parse_single_example"]
+           "parse_example", "parse_single_example", "parse_tensor", "serialize_tensor"]

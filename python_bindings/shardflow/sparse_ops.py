@@ -17,7 +17,8 @@ entries, except:
   (TF1 with validate_indices=True rejects them); an index outside dense_shape fails the step
   when validate_indices is true.
 - reorder sorts by comparing every pair of entries: O(N^2) time and memory (the engine has no
-  sort), fine for the thousands of entries of a batch, not for millions.
+  sort), fine for the thousands of entries of a batch, not for millions; concat and
+  fill_empty_rows sort their result with it.
 - to_dense, sparse_dense_matmul (rank 2), reorder, retain and reshape (to a new shape of
   known length) take a rank known only at run time (tf.sparse_placeholder(dtype) with no
   shape); reduce_sum over given axes, add of two SparseTensors and transpose need it when the
@@ -404,21 +405,134 @@ def sparse_transpose(sp_input, perm=None, name=None):
     return reorder(SparseTensor(indices, sp.values, dense_shape, _static_dims=static), name=name)
 
 
+def sparse_concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat_dim=None,
+                  expand_nonconcat_dims=None):
+    """The SparseTensors `sp_inputs` (one rank, known when the graph is built) joined along
+    `axis` (TF1's tf.sparse_concat / tf.sparse.concat): each input's entries shift along axis
+    by the sizes of the inputs before it; the result is in row-major order. The other
+    dimensions must agree, unless expand_nonconcat_dim(s), which takes their maximum.
+    Gradients flow to the values. The ordering is reorder's (O(N^2), Note [Sparse ops as
+    compositions])."""
+    if concat_dim is not None:
+        axis = concat_dim
+    expand = bool(expand_nonconcat_dim or expand_nonconcat_dims)
+    inputs = [convert_to_sparse(sp, "sp_inputs") for sp in sp_inputs]
+    if not inputs:
+        raise ValueError("sparse_concat: sp_inputs is empty")
+    rank = _rank(inputs[0], "sparse_concat")
+    for sp in inputs[1:]:
+        if _rank(sp, "sparse_concat") != rank:
+            raise ValueError("sparse_concat: inputs of ranks %d and %d" % (rank, sp.rank))
+        if sp.dtype != inputs[0].dtype:
+            raise TypeError("sparse_concat: inputs of dtypes %s and %s"
+                            % (inputs[0].dtype.name, sp.dtype.name))
+    if not -rank <= int(axis) < rank:
+        raise ValueError("sparse_concat: axis %d is out of range for rank %d" % (axis, rank))
+    axis = int(axis) % rank
+    one_hot_axis = _i64([1 if d == axis else 0 for d in range(rank)])
+    indices, values, checks = [], [], []
+    offset = None
+    for sp in inputs:
+        idx = sp.indices
+        if offset is not None:
+            idx = ops.add(idx, ops.expand_dims(ops.multiply(one_hot_axis, offset), 0))
+        indices.append(idx)
+        values.append(sp.values)
+        size = sp.dense_shape[axis]
+        offset = size if offset is None else ops.add(offset, size)
+    shapes = array_ops.stack([sp.dense_shape for sp in inputs])      # [inputs, rank]
+    if expand:
+        other = ops.reduce_max(shapes, axis=0)
+    else:
+        other = inputs[0].dense_shape
+        from shardflow.check_ops import _check
+        same = array_ops.reduce_all(ops.logical_or(
+            ops.equal(shapes, ops.expand_dims(other, 0)),
+            ops.expand_dims(ops.cast(one_hot_axis, dtypes.bool_), 0)))
+        checks.append(_check(same, "sparse_concat: the inputs' dense shapes differ outside "
+                             "the concat axis %d (expand_nonconcat_dim allows it)" % axis,
+                             None, "sparse_concat_shapes"))
+    dense_shape = ops.add(ops.multiply(ops.subtract(_i64(1), one_hot_axis), other),
+                          ops.multiply(one_hot_axis, offset))
+    statics = [sp.shape.as_list() for sp in inputs]
+    static = []
+    for d in range(rank):
+        sizes = [s[d] for s in statics]
+        if None in sizes:
+            static.append(None)
+        elif d == axis:
+            static.append(sum(sizes))
+        elif expand:
+            static.append(max(sizes))
+        else:
+            if len(set(sizes)) != 1:
+                raise ValueError("sparse_concat: dimension %d differs between inputs (%s); "
+                                 "expand_nonconcat_dim=True takes the largest" % (d, sizes))
+            static.append(sizes[0])
+    with control_dependencies(checks):
+        joined = SparseTensor(ops.concat(indices, 0), ops.identity(ops.concat(values, 0)),
+                              dense_shape, _static_dims=static)
+    return reorder(joined, name=name)
+
+
+def sparse_fill_empty_rows(sp_input, default_value, name=None):
+    """(output, empty_row_indicator) as TF1's tf.sparse.fill_empty_rows: each row (index
+    along dimension 0) of `sp_input` without entries gets one, `default_value` at
+    [row, 0, ..., 0]; empty_row_indicator is bool [rows], true for those. Output in row-major
+    order (sorted by reorder: O(N^2)). Gradients flow to the values."""
+    sp = convert_to_sparse(sp_input)
+    rank = _rank(sp, "sparse_fill_empty_rows")
+    rows = sp.dense_shape[0]
+    count = segment_ops.unsorted_segment_sum(
+        ops.ones_like(ops.cast(_column(sp.indices, 0), dtypes.float32)),
+        _column(sp.indices, 0), rows)
+    empty = ops.equal(count, 0.0)
+    new_rows = array_ops.where(empty)                               # [k, 1] int64
+    if rank > 1:
+        zeros = ops.zeros_like(new_rows)
+        new_rows = ops.concat([new_rows] + [zeros] * (rank - 1), 1)
+    default = ops.cast(convert_to_tensor(default_value), sp.dtype)
+    fill = ops.fill(ops.slice(ops.shape(new_rows), [0], [1]), default)
+    filled = SparseTensor(ops.concat([sp.indices, new_rows], 0),
+                          ops.concat([sp.values, fill], 0), sp.dense_shape,
+                          _static_dims=_static(sp))
+    return reorder(filled, name=name), ops.identity(empty, name=None)
+
+
+def sparse_slice(sp_input, start, size, name=None):
+    """The entries of `sp_input` with start <= index < start + size in every dimension,
+    shifted by -start (TF1's tf.sparse.slice / tf.sparse_slice); dense shape
+    max(min(start + size, shape) - start, 0). Order kept; gradients flow to the values."""
+    sp = convert_to_sparse(sp_input)
+    start = ops.cast(convert_to_tensor(start), dtypes.int64)
+    size = ops.cast(convert_to_tensor(size), dtypes.int64)
+    end = ops.add(start, size)
+    inside = array_ops.reduce_all(ops.logical_and(
+        ops.greater_equal(sp.indices, ops.expand_dims(start, 0)),
+        ops.less(sp.indices, ops.expand_dims(end, 0))), axis=1)
+    kept = array_ops.boolean_mask(sp.indices, inside)
+    dense_shape = ops.maximum(ops.subtract(ops.minimum(end, sp.dense_shape), start), _i64(0))
+    return SparseTensor(ops.subtract(kept, ops.expand_dims(start, 0)),
+                        array_ops.boolean_mask(sp.values, inside, name=name), dense_shape,
+                        _static_dims=None if sp.rank is None else [None] * sp.rank)
+
+
 # ---- the tf.sparse namespace ------------------------------------------------------------------
 
 # TF 1.15's tf.sparse names: those shardflow has, and the others (named in the error).
 _SPARSE_NAMES = {
     "SparseTensor": SparseTensor, "add": sparse_add, "from_dense": from_dense,
-    "matmul": sparse_tensor_dense_matmul, "placeholder": sparse_placeholder,
+    "concat": sparse_concat, "fill_empty_rows": sparse_fill_empty_rows,
+    "slice": sparse_slice, "matmul": sparse_tensor_dense_matmul, "placeholder": sparse_placeholder,
     "reduce_sum": sparse_reduce_sum, "reorder": reorder, "reshape": sparse_reshape,
     "retain": sparse_retain, "sparse_dense_matmul": sparse_tensor_dense_matmul,
     "to_dense": sparse_tensor_to_dense, "transpose": sparse_transpose,
 }
 _SPARSE_MISSING = (
-    "SparseConditionalAccumulator", "concat", "cross", "cross_hashed", "expand_dims", "eye",
-    "fill_empty_rows", "mask", "maximum", "merge", "minimum", "reduce_max",
-    "reduce_max_sparse", "reduce_sum_sparse", "reset_shape", "segment_mean",
-    "segment_sqrt_n", "segment_sum", "slice", "softmax", "split", "to_indicator",
+    "SparseConditionalAccumulator", "cross", "cross_hashed", "expand_dims", "eye", "mask",
+    "maximum", "merge", "minimum", "reduce_max", "reduce_max_sparse", "reduce_sum_sparse",
+    "reset_shape", "segment_mean", "segment_sqrt_n", "segment_sum", "softmax", "split",
+    "to_indicator",
 )
 
 
@@ -443,7 +557,8 @@ sparse = _sparse_namespace()
 
 sparse_reorder = reorder  # TF1's top-level spelling
 
-__all__ = ["SparseTensor", "SparseTensorValue", "from_dense", "reorder", "sparse",
-           "sparse_add", "sparse_placeholder", "sparse_reduce_sum", "sparse_reorder",
-           "sparse_reshape", "sparse_retain", "sparse_tensor_dense_matmul",
-           "sparse_tensor_to_dense", "sparse_to_dense", "sparse_transpose"]
+__all__ = ["SparseTensor", "SparseTensorValue", "from_dense", "reorder", "sparse", "sparse_add",
+           "sparse_concat", "sparse_fill_empty_rows", "sparse_placeholder", "sparse_reduce_sum",
+           "sparse_reorder", "sparse_reshape", "sparse_retain", "sparse_slice",
+           "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "sparse_to_dense",
+           "sparse_transpose"]

@@ -1,12 +1,14 @@
 """TF1's tf.estimator: Estimator (model_fn + checkpoints in model_dir), EstimatorSpec,
-ModeKeys, RunConfig, the canned DNN/Linear classifiers and regressors,
+ModeKeys, RunConfig, the canned DNN/Linear/DNNLinearCombined classifiers and regressors,
 tf.estimator.inputs.numpy_input_fn, and TrainSpec / EvalSpec / train_and_evaluate
 (estimator/training.py). estimator.py says how a call runs; docs/python.md,
 "tf.estimator", what is supported."""
 
 from shardflow.estimator import export, inputs  # noqa: F401
 from shardflow.estimator.canned import (DNNClassifier, DNNRegressor,  # noqa: F401
-                                        LinearClassifier, LinearRegressor)
+                                        DNNLinearCombinedClassifier,
+                                        DNNLinearCombinedRegressor, LinearClassifier,
+                                        LinearRegressor)
 from shardflow.estimator.estimator import Estimator  # noqa: F401
 from shardflow.estimator.export import (BestExporter, Exporter, FinalExporter,  # noqa: F401
                                         LatestExporter)

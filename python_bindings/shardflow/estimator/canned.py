@@ -1,4 +1,5 @@
-"""TF1's canned estimators: DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor.
+"""TF1's canned estimators: DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor,
+and the wide & deep DNNLinearCombinedClassifier / DNNLinearCombinedRegressor.
 
 A canned estimator is an Estimator whose model_fn is written for you: feature columns ->
 logits (a DNN or a linear model) -> a head (binary logistic, multi-class softmax or
@@ -238,3 +239,130 @@ class LinearRegressor(_Linear):
             raise NotImplementedError("weight_column is not supported")
         super().__init__(_Head("regression", label_dimension=label_dimension), feature_columns,
                          model_dir, optimizer, config, warm_start_from)
+
+
+# ---- wide & deep ------------------------------------------------------------------------------
+
+class _WideDeepOptimizer:
+    """minimize() for a wide & deep model: one step of each optimizer on its part's
+    variables, then global_step += 1 (as TF1's DNNLinearCombined model_fn)."""
+
+    def __init__(self, parts):
+        self._parts = [(opt, var_list) for opt, var_list in parts if var_list]
+
+    def minimize(self, loss, global_step=None):
+        from shardflow.train import _count_step
+        steps = [opt.minimize(loss, var_list=var_list) for opt, var_list in self._parts]
+        return _count_step(ops.group(*steps), global_step)
+
+
+def _new_trainable(before, graph):
+    from shardflow.variables import trainable_variables
+    seen = {v.name for v in before}
+    return [v for v in trainable_variables(graph=graph) if v.name not in seen]
+
+
+class _DNNLinearCombined(Estimator):
+    # TF1's defaults: the DNN part learns at 0.001; the linear part at
+    # min(0.2, 1 / sqrt(number of linear columns)).
+    _dnn_learning_rate = 0.001
+
+    def __init__(self, head, model_dir, linear_feature_columns, linear_optimizer,
+                 dnn_feature_columns, dnn_optimizer, dnn_hidden_units, dnn_activation_fn,
+                 dnn_dropout, config, warm_start_from, linear_sparse_combiner):
+        linear_feature_columns = list(linear_feature_columns or [])
+        dnn_feature_columns = list(dnn_feature_columns or [])
+        if not linear_feature_columns and not dnn_feature_columns:
+            raise ValueError("Either linear_feature_columns or dnn_feature_columns must be "
+                             "defined.")
+        if dnn_feature_columns and not dnn_hidden_units:
+            raise ValueError("dnn_hidden_units must be defined when dnn_feature_columns is "
+                             "specified. dnn_hidden_units: %r, dnn_feature_columns: %r"
+                             % (dnn_hidden_units, dnn_feature_columns))
+        if dnn_dropout is not None and not 0 <= dnn_dropout < 1:
+            raise ValueError("dnn_dropout is a rate in [0, 1), got %r" % (dnn_dropout,))
+        if linear_sparse_combiner not in ("sum", "mean", "sqrtn"):
+            raise ValueError("linear_sparse_combiner must be 'sum', 'mean' or 'sqrtn', got %r"
+                             % (linear_sparse_combiner,))
+        hidden_units = list(dnn_hidden_units or [])
+        activation_fn = dnn_activation_fn or nn.relu
+        linear_rate = min(0.2, 1.0 / math.sqrt(max(len(linear_feature_columns), 1)))
+
+        def model_fn(features, labels, mode):
+            from shardflow.framework import get_default_graph
+            from shardflow.variable_scope import variable_scope
+            from shardflow.variables import trainable_variables
+            g = get_default_graph()
+            parts, logits = [], None
+            if dnn_feature_columns:
+                before = trainable_variables(graph=g)
+                dnn_logits = _dnn_logits(features, dnn_feature_columns, hidden_units,
+                                         head.logits_dimension, activation_fn, dnn_dropout,
+                                         mode)
+                parts.append((dnn_optimizer, self._dnn_learning_rate,
+                              _new_trainable(before, g)))
+                logits = dnn_logits
+            if linear_feature_columns:
+                before = trainable_variables(graph=g)
+                with variable_scope("linear"):
+                    linear_logits = linear_model(features, linear_feature_columns,
+                                                 units=head.logits_dimension,
+                                                 sparse_combiner=linear_sparse_combiner)
+                parts.append((linear_optimizer, linear_rate, _new_trainable(before, g)))
+                logits = linear_logits if logits is None else ops.add(logits, linear_logits)
+            opt = None
+            if mode == ModeKeys.TRAIN:
+                opt = _WideDeepOptimizer([(_optimizer(o, rate), var_list)
+                                          for o, rate, var_list in parts])
+            return head.create_spec(features, mode, logits, labels, opt)
+
+        super().__init__(model_fn, model_dir=model_dir, config=config,
+                         warm_start_from=warm_start_from)
+
+
+class DNNLinearCombinedClassifier(_DNNLinearCombined):
+    """A wide & deep classifier: a linear model of `linear_feature_columns` (trained by
+    `linear_optimizer`, default Ftrl at min(0.2, 1/sqrt(columns))) plus a DNN of
+    `dnn_feature_columns` (trained by `dnn_optimizer`, default Adagrad at 0.001), their
+    logits summed. Predictions and metrics as DNNClassifier's."""
+
+    def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
+                 dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None,
+                 dnn_activation_fn=nn.relu, dnn_dropout=None, n_classes=2, weight_column=None,
+                 label_vocabulary=None, input_layer_partitioner=None, config=None,
+                 warm_start_from=None, loss_reduction="weighted_sum", batch_norm=False,
+                 linear_sparse_combiner="sum"):
+        if weight_column is not None or label_vocabulary is not None:
+            raise NotImplementedError("weight_column and label_vocabulary are not supported")
+        _check_sum_reduction(loss_reduction, batch_norm)
+        super().__init__(_classification_head(n_classes), model_dir, linear_feature_columns,
+                         linear_optimizer, dnn_feature_columns, dnn_optimizer,
+                         dnn_hidden_units, dnn_activation_fn, dnn_dropout, config,
+                         warm_start_from, linear_sparse_combiner)
+
+
+class DNNLinearCombinedRegressor(_DNNLinearCombined):
+    """A wide & deep regressor (as DNNLinearCombinedClassifier); predictions "predictions"
+    [batch, label_dimension]; loss: squared error summed over the batch."""
+
+    def __init__(self, model_dir=None, linear_feature_columns=None, linear_optimizer="Ftrl",
+                 dnn_feature_columns=None, dnn_optimizer="Adagrad", dnn_hidden_units=None,
+                 dnn_activation_fn=nn.relu, dnn_dropout=None, label_dimension=1,
+                 weight_column=None, input_layer_partitioner=None, config=None,
+                 warm_start_from=None, loss_reduction="weighted_sum", batch_norm=False,
+                 linear_sparse_combiner="sum"):
+        if weight_column is not None:
+            raise NotImplementedError("weight_column is not supported")
+        _check_sum_reduction(loss_reduction, batch_norm)
+        super().__init__(_Head("regression", label_dimension=label_dimension), model_dir,
+                         linear_feature_columns, linear_optimizer, dnn_feature_columns,
+                         dnn_optimizer, dnn_hidden_units, dnn_activation_fn, dnn_dropout,
+                         config, warm_start_from, linear_sparse_combiner)
+
+
+def _check_sum_reduction(loss_reduction, batch_norm):
+    if loss_reduction not in ("weighted_sum", None) and \
+            getattr(loss_reduction, "value", loss_reduction) != "weighted_sum":
+        raise NotImplementedError("loss_reduction: only TF1's default SUM is supported")
+    if batch_norm:
+        raise NotImplementedError("batch_norm is not supported")
