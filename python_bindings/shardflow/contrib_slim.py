@@ -428,10 +428,12 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
         except OutOfRangeError as e:
             logging.info("Caught OutOfRangeError. Stopping Training. %s", e)
         if logdir and sv.is_chief:
-            logging.info("Finished training! Saving model to disk.")
-            sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
+            # The services stop first: a periodic save still running (the first one starts
+            # with training) must not land after the final checkpoint and become the latest.
             sv.stop(threads, close_summary_writer=True,
                     ignore_live_threads=ignore_live_threads)
+            logging.info("Finished training! Saving model to disk.")
+            sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
     return total_loss
 
 
