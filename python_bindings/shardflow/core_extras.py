@@ -295,24 +295,24 @@ def _back(rows, moved, perm, name):
     return ops.transpose(out, inverse, name=name)
 
 
-def _argsort_rows(rows, descending):
-    """The stable argsort (int32) of each row of rows [B, n], from every pair's comparison:
-    an entry's place is the number of entries before it in the order (greater ones when
-    descending, smaller ones otherwise, equal ones that come earlier)."""
-    xi, xj = ops.expand_dims(rows, 2), ops.expand_dims(rows, 1)   # [B, n, 1], [B, 1, n]
-    before = ops.greater(xj, xi) if descending else ops.less(xj, xi)
+def _ranked(rows, descending):
+    """top_k over the whole last dimension of rows [B, n]: (values, indices), largest first,
+    or smallest first when not descending (top_k of an order-reversed copy: -x for floats,
+    -x - 1 for integers, which cannot overflow; unsigned and small integers via int32/int64).
+    Equal entries keep their order either way, as TF's top_k-based sort."""
+    from shardflow import nn
     n = array_composites.dim_size(rows, 1)
-    positions = array_composites.iota(n)
-    earlier = ops.less(ops.expand_dims(positions, 0), ops.expand_dims(positions, 1))  # j < i
-    before = ops.logical_or(before, ops.logical_and(ops.equal(xj, xi), earlier))
-    place = ops.reduce_sum(ops.cast(before, dtypes.int32), axis=2)               # [B, n]
-    b = array_composites.dim_size(rows, 0)
-    offsets = ops.expand_dims(array_composites.iota(b) * n, 1)
-    slots = ops.reshape(place + offsets, [-1])
-    who = ops.reshape(ops.zeros_like(place) + ops.expand_dims(positions, 0), [-1])
-    total = b * n
-    order = segment_ops.unsorted_segment_sum(who, slots, total)
-    return ops.reshape(order, ops.shape(rows)), offsets
+    n = ops.cast(n, dtypes.int32) if isinstance(n, Tensor) else n
+    if descending:
+        return nn.top_k(rows, n)
+    dtype = rows.dtype
+    if dtype.is_floating:
+        values, indices = nn.top_k(ops.negative(rows), n)
+        return ops.negative(values), indices
+    wide = dtypes.int64 if dtype == dtypes.int64 else dtypes.int32
+    flipped = ops.subtract(ops.negative(ops.cast(rows, wide)), ops.cast(1, wide))
+    values, indices = nn.top_k(flipped, n)
+    return ops.cast(ops.subtract(ops.negative(values), ops.cast(1, wide)), dtype), indices
 
 
 def _direction(direction):
@@ -322,24 +322,23 @@ def _direction(direction):
 
 
 def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
-    """The indices (int32) that sort `values` along `axis`, as TF's tf.argsort; equal entries
-    keep their order (always stable, as TF's top_k-based sort is in practice)."""
+    """The indices (int32) that sort `values` along `axis`, as TF's tf.argsort (top_k over the
+    axis: O(n log n)); equal entries keep their order."""
     descending = _direction(direction)
     x = convert_to_tensor(values)
     rows, moved, perm = _rows(x, axis, "argsort")
-    order, _ = _argsort_rows(rows, descending)
+    _, order = _ranked(rows, descending)
     return _back(order, moved, perm, name)
 
 
 def sort(values, axis=-1, direction="ASCENDING", name=None):
-    """`values` sorted along `axis`, as TF's tf.sort; the gradient goes back to each entry's
-    place."""
+    """`values` sorted along `axis`, as TF's tf.sort (top_k over the axis: O(n log n)); the
+    gradient goes back to each entry's place."""
     descending = _direction(direction)
     x = convert_to_tensor(values)
     rows, moved, perm = _rows(x, axis, "sort")
-    order, offsets = _argsort_rows(rows, descending)
-    flat = array_ops.gather(ops.reshape(rows, [-1]), ops.reshape(order + offsets, [-1]))
-    return _back(flat, moved, perm, name)
+    ordered, _ = _ranked(rows, descending)
+    return _back(ordered, moved, perm, name)
 
 
 def searchsorted(sorted_sequence, values, side="left", out_type=dtypes.int32, name=None):

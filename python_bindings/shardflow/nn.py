@@ -341,37 +341,29 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
 
 
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
-    """The k largest entries of the last dimension and their indices (ties: the lower index
-    first), as TF1's tf.nn.top_k; returns (values, indices). Built from k steps that each take
-    the largest entry not yet taken, so meant for small k (the last dimension's size must be
-    known). -inf entries and integer inputs are ranked like any other value."""
-    from shardflow import array_ops, dtypes, ops
+    """The k largest entries of the last dimension and their indices (int32), largest first
+    (ties: the lower index first; NaN above every number), as TF1's tf.nn.top_k; returns
+    (values, indices). One TopKV2 op (a partial sort per row: O(n log k)); `k` may be a
+    scalar int32 tensor. The values' gradient goes back to the positions they came from."""
+    from shardflow import dtypes, ops
+    from shardflow.framework import Tensor
     x = ops.convert_to_tensor(input)
-    if x.shape.ndims is None or x.shape.as_list()[-1] is None:
-        raise ValueError("top_k needs the size of the last dimension")
-    n = x.shape.as_list()[-1]
-    if not 1 <= k <= n:
-        raise ValueError("top_k: k=%d is not in [1, %d]" % (k, n))
-    axis = x.shape.ndims - 1
-    np_dtype = x.dtype.as_numpy_dtype
-    lowest = -np.inf if x.dtype.is_floating else np.iinfo(np_dtype).min
-    lowest = ops.zeros_like(x) + ops.constant(np.array(lowest, np_dtype))
-    positions = ops.constant(np.arange(n, dtype=np.int32))
-    values, indices, taken = [], [], None
-    for _ in range(k):
-        rest = x if taken is None else array_ops.where(taken, lowest, x)
-        top = ops.reduce_max(rest, axis=axis, keepdims=True)
-        hit = ops.equal(rest, top)
-        if taken is not None:
-            hit = ops.logical_and(hit, ops.logical_not(taken))
-        # The first position holding the largest value not yet taken.
-        idx = ops.argmax(ops.cast(hit, dtypes.float32), axis=axis, output_type=dtypes.int32)
-        chosen = ops.equal(ops.expand_dims(idx, -1), positions)
-        values.append(ops.reduce_sum(array_ops.where(chosen, x, ops.zeros_like(x)), axis=axis))
-        indices.append(idx)
-        taken = chosen if taken is None else ops.logical_or(taken, chosen)
-    return TopKV2(array_ops.stack(values, axis=axis, name=None),
-                  array_ops.stack(indices, axis=axis, name=name))
+    if x.shape.ndims == 0:
+        raise ValueError("top_k: input must have at least one dimension, got a scalar")
+    if isinstance(k, Tensor):
+        if not k.dtype.is_integer:
+            raise TypeError("top_k: k must be an integer, not %s" % k.dtype.name)
+        k = k if k.dtype == dtypes.int32 else ops.cast(k, dtypes.int32)
+    else:
+        if int(k) != k:
+            raise TypeError("top_k: k must be an int, not %r" % (k,))
+        n = x.shape.as_list()[-1] if x.shape.ndims is not None else None
+        if k < 0 or (n is not None and k > n):
+            raise ValueError("top_k: k=%d is not in [0, %s] (the size of the last dimension)"
+                             % (k, n))
+        k = np.array(int(k), np.int32)
+    op = ops._op("TopKV2", [x, k], {"sorted": bool(sorted)}, name or "TopKV2")
+    return TopKV2(op.outputs[0], op.outputs[1])
 
 
 class TopKV2(collections.namedtuple("TopKV2", ["values", "indices"])):

@@ -586,6 +586,13 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["UnsortedSegmentMax"] = Fixed(segment_args, D({5, 6, 3, 4}, {2, 2}));
     m["UnsortedSegmentMin"] = Fixed(segment_args, D({1, 2, 3, 4}, {2, 2}));
     m["UnsortedSegmentProd"] = Fixed(segment_args, D({5, 12, 3, 4}, {2, 2}));
+    // The 2 largest of each row, largest first (ties: the lower index): [5, 3] and [6, 5].
+    m["TopKV2"] =
+        Fixed({D({1, 5, 3, 6, 2, 5}, {2, 3}), Tensor::Scalar<int32_t>(2)}, D({5, 3, 6, 5}, {2, 2}));
+    // grad [[7, 8], [9, 10]] to the positions [[1, 2], [0, 2]] of each row.
+    m["TopKV2Grad"] = Fixed({x23, Tensor::FromVector<int32_t>({1, 2, 0, 2}, TensorShape({2, 2})),
+                             D({7, 8, 9, 10}, {2, 2})},
+                            D({0, 7, 8, 9, 0, 10}, {2, 3}));
     // True (non-zero) at [0,1], [1,0] and [1,2].
     m["Where"] = Fixed({D({0, 1, 0, 1, 0, 1}, {2, 3})},
                        Tensor::FromVector<int64_t>({0, 1, 1, 0, 1, 2}, TensorShape({3, 2})));

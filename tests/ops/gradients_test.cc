@@ -99,6 +99,31 @@ TEST(GradientsTest, UnsortedSegmentReductions) {
   }
 }
 
+// TopKV2: the values' gradient goes back to the positions they were taken from (k = 2 of 5 and
+// k = n, the whole row sorted); the entries not taken get none.
+TEST(GradientsTest, TopKV2) {
+  for (int k : {2, 5}) {
+    SCOPED_TRACE(absl::StrCat("k=", k));
+    Scope s = Scope::NewRootScope();
+    auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({3, 5}));
+    Output values(
+        OpBuilder(s, "TopKV2").Input(x).Input(Tensor::Scalar<int32_t>(k)).Finalize().node(), 0);
+    // Weights by rank, so a value landing in the wrong place would change the gradient.
+    auto weights = ops::Const(s, Tensor::FromVector<double>({1.0, -2.0, 3.0, 0.5, 4.0}));
+    Output ranked(OpBuilder(s, "Slice")
+                      .Input(weights)
+                      .Input(Tensor::FromVector<int32_t>({0}))
+                      .Input(Tensor::FromVector<int32_t>({k}))
+                      .Finalize()
+                      .node(),
+                  0);
+    auto err = test::MaxGradientError(s, {x}, {RandomDouble({3, 5}, -1, 1, 71)},
+                                      ops::Mul(s, ops::Square(s, values), ranked), 1e-6);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, 1e-6);
+  }
+}
+
 // Polygamma(n, x): the gradient in x is polygamma(n + 1, x); the order has none.
 TEST(GradientsTest, Polygamma) {
   Scope s = Scope::NewRootScope();

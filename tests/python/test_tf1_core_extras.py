@@ -489,3 +489,62 @@ def test_initializers_statistics_and_identity():
         np.testing.assert_array_equal(s.run(w), np.eye(3))
     ones = run(tf.initializers.ones()([2], tf.float32))
     np.testing.assert_array_equal(ones, [1.0, 1.0])
+
+
+# ---- top_k as one op (TopKV2) and the sorts built on it ----------------------------------------
+
+
+def _topk_reference(x, k):
+    """NumPy: the k largest along the last axis, largest first, ties by the lower index."""
+    order = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, order, axis=-1), order
+
+
+def test_top_k_is_one_op_matching_numpy_with_ties_and_a_fed_k():
+    rng = np.random.RandomState(5)
+    x = rng.randint(0, 6, size=(4, 3, 40)).astype(np.float32)     # many ties
+    k = tf.placeholder(tf.int32, [])
+    xt = tf.constant(x)
+    values, indices = tf.nn.top_k(xt, k)
+    assert [op.type for op in tf.get_default_graph().get_operations()].count("TopKV2") == 1
+    for kk in (1, 7, 40):
+        got_v, got_i = run([values, indices], {k: kk})
+        want_v, want_i = _topk_reference(x, kk)
+        np.testing.assert_array_equal(got_v, want_v)
+        np.testing.assert_array_equal(got_i, want_i)
+    static = tf.nn.top_k(xt, 5)
+    assert static.values.shape.as_list() == [4, 3, 5] and static.indices.dtype == tf.int32
+    ints = run(tf.nn.top_k(tf.constant([[5, 1, 5, -2]], tf.int64), 3))
+    np.testing.assert_array_equal(ints.values, [[5, 5, 1]])
+    np.testing.assert_array_equal(ints.indices, [[0, 2, 1]])
+    with_nan = run(tf.nn.top_k(tf.constant([1.0, np.nan, 3.0]), 2))
+    assert np.isnan(with_nan.values[0]) and with_nan.values[1] == 3.0   # NaN ranks highest
+    with pytest.raises(ValueError, match="k=4 is not in"):
+        tf.nn.top_k(tf.constant([1.0, 2.0, 3.0]), 4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="k=9"):
+        run(tf.nn.top_k(xt[0, 0, :8], k), {k: 9})
+
+
+def test_top_k_gradient_goes_to_the_chosen_positions():
+    x = tf.constant(np.array([[0.3, 0.9, 0.1, 0.5], [2.0, -1.0, 4.0, 3.0]], np.float32))
+    values, _ = tf.nn.top_k(x, 2)
+    loss = tf.reduce_sum(values * tf.constant([[1.0, 10.0]]))
+    np.testing.assert_array_equal(run(tf.gradients(loss, x)[0]),
+                                  [[0, 1, 0, 10], [0, 0, 1, 10]])
+
+
+def test_sort_and_argsort_scale_and_stay_stable():
+    rng = np.random.RandomState(3)
+    big = rng.randn(200000).astype(np.float32)           # an O(n^2) sort could not do this
+    np.testing.assert_array_equal(run(tf.sort(big)), np.sort(big))
+    np.testing.assert_array_equal(run(tf.sort(big, direction="DESCENDING")), np.sort(big)[::-1])
+    ties = rng.randint(0, 4, size=(3, 50)).astype(np.int32)
+    ties[0, :3] = np.iinfo(np.int32).min                  # -x - 1 must not overflow
+    ties[1, :3] = np.iinfo(np.int32).max
+    for direction, sign in (("ASCENDING", 1), ("DESCENDING", -1)):
+        got = run(tf.argsort(ties, axis=1, direction=direction))
+        np.testing.assert_array_equal(got, np.argsort(sign * ties.astype(np.int64), axis=1,
+                                                      kind="stable"))
+    np.testing.assert_array_equal(run(tf.sort(ties, axis=0)), np.sort(ties, axis=0))
+    small = tf.constant(np.array([[3, 1, 2]], np.uint8))
+    np.testing.assert_array_equal(run(tf.sort(small)), [[1, 2, 3]])
