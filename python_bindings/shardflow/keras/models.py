@@ -288,7 +288,14 @@ class Model:
                 target = ops.placeholder(dtypes.int32, [None], name="target")
             else:
                 target = ops.placeholder(dtypes.float32, [None] + out_shape[1:], name="target")
-            data_loss = ops.reduce_mean(loss_fn(target, y_pred))
+            # Per-sample weights (sample_weight x class_weight; ones when none are given),
+            # reduced as TF 1.15's Keras: sum(loss * w) / number of loss elements.
+            weights = ops.placeholder(dtypes.float32, [None], name="sample_weights")
+            if isinstance(loss_fn, losses_module.Loss):
+                data_loss = loss_fn(target, y_pred, sample_weight=weights)
+            else:
+                data_loss = losses_module.compute_weighted_loss(loss_fn(target, y_pred),
+                                                                weights)
             penalties = self.losses
             total = ops.add_n([data_loss] + penalties) if penalties else data_loss
             names, tensors, stateful, flags = [], [], [], []
@@ -313,7 +320,8 @@ class Model:
             reset = ops.group(*[m._reset_op() for m in stateful]) if stateful else None
         # which of [loss] + metrics are stateful (their value after the last batch is the
         # epoch's); their state is reset (and first set) by `reset`
-        self._functions = {"target": target, "sparse": sparse, "loss": total,
+        self._functions = {"target": target, "weights": weights, "sparse": sparse,
+                           "loss": total,
                            "metrics": tensors, "names": ["loss"] + names, "train": train_op,
                            "out_rank": len(out_shape), "reset": reset,
                            "stateful": [False] + flags}
@@ -355,12 +363,47 @@ class Model:
             y = y[..., None]
         return y
 
-    def _feed(self, xs, rows, y=None, training=False):
+    def _feed(self, xs, rows, y=None, training=False, weights=None):
         feed = {t: a[rows] for t, a in zip(self.inputs, xs)}
         if y is not None:
             feed[self._functions["target"]] = y[rows]
+            feed[self._functions["weights"]] = np.ones(len(rows), np.float32) \
+                if weights is None else weights[rows]
         feed.update(K._phase_feed(training))
         return feed
+
+    def _sample_weights(self, y, n, sample_weight=None, class_weight=None):
+        """The per-sample weights of n samples with targets y (as _targets gives them):
+        sample_weight (a vector of n) times class_weight[class of the sample] (a dict); None
+        when neither is given."""
+        if sample_weight is None and not class_weight:
+            return None
+        w = np.ones(n, np.float32)
+        if sample_weight is not None:
+            sw = np.asarray(sample_weight, dtype=np.float32)
+            if sw.ndim == 2 and sw.shape[1] == 1:
+                sw = sw[:, 0]
+            if sw.shape != (n,):
+                raise ValueError("sample_weight must be a vector of %d weights (one per "
+                                 "sample), got shape %s" % (n, sw.shape))
+            w *= sw
+        if class_weight:
+            if not isinstance(class_weight, dict):
+                raise ValueError("class_weight must be a dict {class index: weight}, got %r"
+                                 % (class_weight,))
+            if self._functions["sparse"]:
+                classes = y.reshape(-1)
+            elif y.ndim >= 2 and y.shape[-1] > 1:
+                classes = y.reshape(n, -1, y.shape[-1])[:, 0].argmax(axis=-1)
+            else:
+                classes = np.round(y.reshape(n, -1)[:, 0]).astype(np.int64)
+            missing = sorted(set(int(c) for c in classes) - set(int(k) for k in class_weight))
+            if missing:
+                raise ValueError("`class_weight` must contain all classes in the data. The "
+                                 "classes %s exist in the data but not in `class_weight`."
+                                 % missing)
+            w *= np.asarray([class_weight[int(c)] for c in classes], dtype=np.float32)
+        return w
 
     def _build_for(self, xs):
         """Builds a Sequential without an input shape from the first data it sees."""
@@ -378,9 +421,9 @@ class Model:
         validation data, 'val_loss', 'val_acc' to one value per epoch (the mean over the
         epoch's batches, weighted by their sizes). `validation_split` holds out the last
         fraction of the samples (before shuffling), as Keras does."""
-        if class_weight is not None or sample_weight is not None or steps_per_epoch:
-            raise ValueError("fit: class_weight, sample_weight and steps_per_epoch are not "
-                             "supported")
+        if steps_per_epoch:
+            raise ValueError("fit: steps_per_epoch is not supported (give arrays or a "
+                             "keras.utils.Sequence)")
         batch_size = int(batch_size or 32)
         from shardflow.keras.utils import Sequence
         seq = x if isinstance(x, Sequence) else None
@@ -396,14 +439,20 @@ class Model:
         f = self._make_functions()
         ys = self._targets(y)
         n = _num_rows(xs + [ys])
+        sw = None if seq is not None else self._sample_weights(ys, n, sample_weight,
+                                                               class_weight)
         val = None
         if validation_data is not None:
             vx, vy = validation_data[0], validation_data[1]
-            val = (self._inputs_list(vx), self._targets(vy))
+            vys = self._targets(vy)
+            vsw = validation_data[2] if len(validation_data) > 2 else None
+            val = (self._inputs_list(vx), vys,
+                   self._sample_weights(vys, len(vys), vsw) if vsw is not None else None)
         elif validation_split:
             split = int(n * (1.0 - validation_split))
-            val = ([a[split:] for a in xs], ys[split:])
+            val = ([a[split:] for a in xs], ys[split:], None if sw is None else sw[split:])
             xs, ys, n = [a[:split] for a in xs], ys[:split], split
+            sw = None if sw is None else sw[:split]
         if f["train"] is None:
             raise ValueError("the model has no trainable weights")
 
@@ -428,12 +477,13 @@ class Model:
             self.reset_metrics()
             if seq is not None:
                 n = 0
-            for b, (bxs, bys, rows) in enumerate(self._batches(seq, xs, ys, batch_size,
-                                                               shuffle)):
+            for b, (bxs, bys, bsw, rows) in enumerate(self._batches(
+                    seq, xs, ys, batch_size, shuffle, sw, class_weight)):
                 batch_logs = {"batch": b, "size": len(rows)}
                 for cb in cbs:
                     cb.on_train_batch_begin(b, batch_logs)
-                values = sess.run(fetches, self._feed(bxs, rows, bys, training=True))[1:]
+                values = sess.run(fetches, self._feed(bxs, rows, bys, training=True,
+                                                      weights=bsw))[1:]
                 totals += np.asarray(values, dtype=np.float64) * len(rows)
                 last = values
                 if seq is not None:
@@ -445,7 +495,7 @@ class Model:
                     break
             logs = dict(zip(f["names"], self._epoch_values(totals, last, n)))
             if val is not None:
-                results = self._test_loop(val[0], val[1], batch_size)
+                results = self._test_loop(val[0], val[1], batch_size, weights=val[2])
                 logs.update({"val_" + name: v for name, v in zip(f["names"], results)})
             if verbose:
                 print("Epoch %d/%d" % (epoch + 1, epochs))
@@ -461,20 +511,24 @@ class Model:
         self.history = history
         return history
 
-    def _batches(self, seq, xs, ys, batch_size, shuffle):
-        """(inputs, targets, rows) of each batch of an epoch: rows of the arrays, or the
-        Sequence's batches (in a random order with shuffle)."""
+    def _batches(self, seq, xs, ys, batch_size, shuffle, weights=None, class_weight=None):
+        """(inputs, targets, sample weights, rows) of each batch of an epoch: rows of the
+        arrays, or the Sequence's batches (in a random order with shuffle; a batch's third
+        element, when there is one, holds its sample weights)."""
         if seq is None:
             n = _num_rows(xs + [ys])
             order = np.random.permutation(n) if shuffle else np.arange(n)
             for start in range(0, n, batch_size):
                 rows = order[start:start + batch_size]
-                yield xs, ys, (np.sort(rows) if shuffle else rows)
+                yield xs, ys, weights, (np.sort(rows) if shuffle else rows)
             return
         for i in (np.random.permutation(len(seq)) if shuffle else range(len(seq))):
             batch = seq[int(i)]
             bxs, bys = self._inputs_list(batch[0]), self._targets(batch[1])
-            yield bxs, bys, np.arange(_num_rows(bxs + [bys]))
+            rows = _num_rows(bxs + [bys])
+            bsw = self._sample_weights(bys, rows, batch[2] if len(batch) > 2 else None,
+                                       class_weight)
+            yield bxs, bys, bsw, np.arange(rows)
 
     def fit_generator(self, generator, steps_per_epoch=None, epochs=1, verbose=1,
                       callbacks=None, validation_data=None, validation_steps=None,
@@ -490,7 +544,7 @@ class Model:
                         validation_data=validation_data, class_weight=class_weight,
                         shuffle=shuffle, initial_epoch=initial_epoch)
 
-    def _test_loop(self, xs, ys, batch_size, reset_metrics=True):
+    def _test_loop(self, xs, ys, batch_size, reset_metrics=True, weights=None):
         f = self._make_functions()
         sess = K.get_session()
         n = _num_rows(xs + [ys])
@@ -500,7 +554,8 @@ class Model:
             self.reset_metrics()
         for start in range(0, n, batch_size):
             rows = np.arange(start, min(start + batch_size, n))
-            values = sess.run([f["loss"]] + f["metrics"], self._feed(xs, rows, ys))
+            values = sess.run([f["loss"]] + f["metrics"],
+                              self._feed(xs, rows, ys, weights=weights))
             totals += np.asarray(values, dtype=np.float64) * len(rows)
             last = values
         return self._epoch_values(totals, last, n)
@@ -509,12 +564,12 @@ class Model:
                  steps=None, callbacks=None):
         """The loss (and metrics) over (x, y), learning phase off: a float when there are
         no metrics, else [loss, metric, ...] in the order of metrics_names."""
-        if sample_weight is not None:
-            raise ValueError("evaluate: sample_weight is not supported")
         xs = self._inputs_list(x)
         self._build_for(xs)
         self._make_functions()
-        results = self._test_loop(xs, self._targets(y), int(batch_size or 32))
+        ys = self._targets(y)
+        results = self._test_loop(xs, ys, int(batch_size or 32),
+                                  weights=self._sample_weights(ys, len(ys), sample_weight))
         if verbose:
             names = self._functions["names"]
             print(" - ".join("%s: %.4f" % (k, v) for k, v in zip(names, results)))
@@ -535,14 +590,14 @@ class Model:
     def train_on_batch(self, x, y, sample_weight=None, class_weight=None, reset_metrics=True):
         """One training step on (x, y): the loss (and metrics) of the batch; stateful
         metrics accumulate over calls unless reset_metrics (then reset after the step)."""
-        if sample_weight is not None or class_weight is not None:
-            raise ValueError("train_on_batch: sample_weight and class_weight are not supported")
         xs = self._inputs_list(x)
         self._build_for(xs)
         f = self._make_functions()
         ys = self._targets(y)
+        weights = self._sample_weights(ys, len(ys), sample_weight, class_weight)
         values = K.get_session().run([f["train"], f["loss"]] + f["metrics"],
-                                     self._feed(xs, np.arange(len(ys)), ys, training=True))[1:]
+                                     self._feed(xs, np.arange(len(ys)), ys, training=True,
+                                                weights=weights))[1:]
         values = [float(v) for v in values]
         if reset_metrics:
             self.reset_metrics()
@@ -551,13 +606,12 @@ class Model:
     def test_on_batch(self, x, y, sample_weight=None, reset_metrics=True):
         """The loss (and metrics) of one batch; with reset_metrics=False stateful metrics
         accumulate over calls (and over what came before)."""
-        if sample_weight is not None:
-            raise ValueError("test_on_batch: sample_weight is not supported")
         xs = self._inputs_list(x)
         self._build_for(xs)
         self._make_functions()
-        results = self._test_loop(xs, self._targets(y), max(len(xs[0]), 1),
-                                  reset_metrics=reset_metrics)
+        ys = self._targets(y)
+        results = self._test_loop(xs, ys, max(len(xs[0]), 1), reset_metrics=reset_metrics,
+                                  weights=self._sample_weights(ys, len(ys), sample_weight))
         return results[0] if len(results) == 1 else results
 
     def predict_on_batch(self, x):
