@@ -206,6 +206,8 @@ REGISTER_NO_GRADIENT("Fill");
 REGISTER_NO_GRADIENT("StopGradient");
 REGISTER_NO_GRADIENT("RandomUniform");
 REGISTER_NO_GRADIENT("RandomStandardNormal");
+REGISTER_NO_GRADIENT("RandomGamma");  // no implicit reparameterization here
+REGISTER_NO_GRADIENT("RandomPoissonV2");
 REGISTER_NO_GRADIENT("TruncatedNormal");
 REGISTER_NO_GRADIENT("VarHandleOp");
 REGISTER_NO_GRADIENT("VarIsInitializedOp");

@@ -1,5 +1,6 @@
 // Random ops. With a nonzero seed or seed2 the sequence is reproducible: the k-th run of a
 // node gives the same values in every process; with both zero the kernel seeds itself randomly.
+#include "absl/strings/str_cat.h"
 #include "core/framework/op_def.h"
 #include "core/framework/shape_inference.h"
 #include "core/platform/status.h"
@@ -13,7 +14,51 @@ absl::Status RandomShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// shape + the shape of the parameter tensor (input 1), when both are known.
+absl::Status ParameterizedRandomShape(InferenceContext* c) {
+  TensorShape shape;
+  const TensorShape& param = c->input(1);
+  auto known = c->ConstantInputAsShape(0);
+  if (!known.ok() || param.unknown_rank()) {
+    c->set_output(0, TensorShape::Unknown());
+    return absl::OkStatus();
+  }
+  shape = *known;
+  for (int d = 0; d < param.rank(); ++d) shape.AddDim(param.dim(d));
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+// Samples of shape `shape` + alpha.shape: out[i..., j...] ~ Gamma(alpha[j...], 1) (TF1's
+// tf.random_gamma divides by beta after). Not differentiable here (TF differentiates
+// through alpha by implicit reparameterization; shardflow gives no gradient).
+REGISTER_OP("RandomGamma")
+    .Input("shape: S")
+    .Input("alpha: T")
+    .Output("output: T")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .Attr("S: {int32, int64}")
+    .Attr("T: {float, double}")
+    .SetIsStateful()
+    .SetShapeFn(ParameterizedRandomShape)
+    .Doc("Gamma(alpha, 1) samples, shape + alpha.shape; alpha must be positive.");
+
+// Samples of shape `shape` + rate.shape: out[i..., j...] ~ Poisson(rate[j...]).
+REGISTER_OP("RandomPoissonV2")
+    .Input("shape: S")
+    .Input("rate: R")
+    .Output("output: dtype")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .Attr("S: {int32, int64}")
+    .Attr("R: {float, double, int32, int64} = double")
+    .Attr("dtype: {float, double, int32, int64} = int64")
+    .SetIsStateful()
+    .SetShapeFn(ParameterizedRandomShape)
+    .Doc("Poisson(rate) samples, shape + rate.shape; rate must be non-negative.");
 
 #define SF_RANDOM_OP(NAME, DOC)          \
   REGISTER_OP(NAME)                      \

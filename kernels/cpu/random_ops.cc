@@ -2,8 +2,10 @@
 // run of a node gives the same values in every process; both zero means a random seed.
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/framework/kernel_registry.h"
+#include "core/platform/checked_math.h"
 
 namespace shardflow {
 namespace {
@@ -63,6 +65,118 @@ class RandomOp : public OpKernel {
   absl::Mutex mu_;
   std::mt19937_64 gen_ ABSL_GUARDED_BY(mu_);
 };
+
+// Seeds a generator from (seed, seed2) as RandomOp does: both zero means a random seed.
+absl::Status SeedFromAttrs(OpKernelConstruction* c, std::mt19937_64* gen) {
+  int64_t seed = 0, seed2 = 0;
+  absl::Status s = c->GetAttr("seed", &seed);
+  if (s.ok()) s = c->GetAttr("seed2", &seed2);
+  if (seed == 0 && seed2 == 0) {
+    gen->seed(std::random_device()());
+  } else {
+    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                      static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32)};
+    gen->seed(seq);
+  }
+  return s;
+}
+
+// RandomGamma and RandomPoissonV2: `shape` + param.shape samples, each row of param.NumElements()
+// drawn from the distribution of the matching parameter (std::gamma_distribution,
+// std::poisson_distribution, in double). The sample count is checked before allocating.
+template <typename P, typename Out, bool kGamma>
+class ParameterizedRandomOp : public OpKernel {
+ public:
+  explicit ParameterizedRandomOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = SeedFromAttrs(c, &gen_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const char* what = kGamma ? "RandomGamma" : "RandomPoissonV2";
+    const Tensor& shape_t = ctx->input(0);
+    const Tensor& param = ctx->input(1);
+    OP_REQUIRES(ctx, shape_t.dims() == 1,
+                absl::InvalidArgumentError(absl::StrCat(what, ": shape must be a vector")));
+    TensorShape shape;
+    int64_t total = param.NumElements();
+    for (int64_t i = 0; i < shape_t.NumElements(); ++i) {
+      const int64_t d =
+          shape_t.dtype() == DT_INT32 ? shape_t.data<int32_t>()[i] : shape_t.data<int64_t>()[i];
+      OP_REQUIRES(
+          ctx, d >= 0,
+          absl::InvalidArgumentError(absl::StrCat(what, ": shape has a negative dimension ", d)));
+      OP_REQUIRES(ctx, CheckedMul(total, d, &total) && total <= (int64_t{1} << 40),
+                  absl::InvalidArgumentError(absl::StrCat(what, ": shape ", shape_t.DebugString(),
+                                                          " times the ", param.NumElements(),
+                                                          " parameters is too many samples")));
+      shape.AddDim(d);
+    }
+    for (int d = 0; d < param.dims(); ++d) shape.AddDim(param.shape().dim(d));
+    const P* p = param.data<P>();
+    const int64_t params = param.NumElements();
+    for (int64_t j = 0; j < params; ++j) {
+      const double v = static_cast<double>(p[j]);
+      OP_REQUIRES(ctx, kGamma ? v > 0 : v >= 0,
+                  absl::InvalidArgumentError(absl::StrCat(what,
+                                                          kGamma ? ": alpha must be positive, got "
+                                                                 : ": rate must not be "
+                                                                   "negative, got ",
+                                                          v, " at flat index ", j)));
+    }
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    if (params == 0) return;
+    Out* o = out->data<Out>();
+    const int64_t rows = out->NumElements() / params;
+    absl::MutexLock lock(&mu_);
+    for (int64_t j = 0; j < params; ++j) {
+      const double v = static_cast<double>(p[j]);
+      if constexpr (kGamma) {
+        std::gamma_distribution<double> dist(v, 1.0);
+        for (int64_t r = 0; r < rows; ++r) o[r * params + j] = static_cast<Out>(dist(gen_));
+      } else {
+        if (v == 0) {
+          for (int64_t r = 0; r < rows; ++r) o[r * params + j] = static_cast<Out>(0);
+          continue;
+        }
+        std::poisson_distribution<int64_t> dist(v);
+        for (int64_t r = 0; r < rows; ++r) o[r * params + j] = static_cast<Out>(dist(gen_));
+      }
+    }
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::mt19937_64 gen_ ABSL_GUARDED_BY(mu_);
+};
+
+#define SF_REGISTER_GAMMA(T)                                                                  \
+  REGISTER_KERNEL(                                                                            \
+      KernelDef("RandomGamma").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("shape"), \
+      ParameterizedRandomOp<T, T, true>)
+SF_REGISTER_GAMMA(float);
+SF_REGISTER_GAMMA(double);
+#undef SF_REGISTER_GAMMA
+
+#define SF_REGISTER_POISSON(R, OUT)                 \
+  REGISTER_KERNEL(KernelDef("RandomPoissonV2")      \
+                      .Device(kDeviceCpu)           \
+                      .TypeConstraint<R>("R")       \
+                      .TypeConstraint<OUT>("dtype") \
+                      .HostMemory("shape"),         \
+                  ParameterizedRandomOp<R, OUT, false>)
+#define SF_REGISTER_POISSON_OUTS(R) \
+  SF_REGISTER_POISSON(R, float);    \
+  SF_REGISTER_POISSON(R, double);   \
+  SF_REGISTER_POISSON(R, int32_t);  \
+  SF_REGISTER_POISSON(R, int64_t)
+SF_REGISTER_POISSON_OUTS(float);
+SF_REGISTER_POISSON_OUTS(double);
+SF_REGISTER_POISSON_OUTS(int32_t);
+SF_REGISTER_POISSON_OUTS(int64_t);
+#undef SF_REGISTER_POISSON_OUTS
+#undef SF_REGISTER_POISSON
 
 #define SF_REGISTER_RANDOM(NAME, DIST)                                                        \
   REGISTER_KERNEL(                                                                            \

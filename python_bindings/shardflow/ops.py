@@ -177,6 +177,37 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, 
                    stddev, mean, 1.0, 0.0, name)
 
 
+def random_gamma(shape, alpha, beta=None, dtype=dtypes.float32, seed=None, name=None):
+    """Gamma samples (TF1's tf.random_gamma / tf.random.gamma): shape + the broadcast shape of
+    alpha and beta; out[i..., j...] ~ Gamma(alpha[j...], rate beta[j...]) (beta=None: 1).
+    alpha (and beta) must be positive. No gradient flows to alpha or beta here."""
+    dt = dtypes.as_dtype(dtype)
+    if dt not in (dtypes.float32, dtypes.float64):
+        raise ValueError("random_gamma: dtype must be float32 or float64, not %s" % dt.name)
+    alpha = cast(alpha, dt) if isinstance(alpha, Tensor) else constant(alpha, dtype=dt)
+    if beta is not None:
+        beta = cast(beta, dt) if isinstance(beta, Tensor) else constant(beta, dtype=dt)
+        alpha = add(alpha, zeros_like(beta))  # broadcast alpha to beta's shape, as TF
+    attrs = {"seed": _op_seed(seed)}
+    sample = _out("RandomGamma", [_shape_input(shape), alpha], attrs,
+                  name if beta is None else None)
+    return sample if beta is None else divide(sample, beta, name=name)
+
+
+def random_poisson(lam, shape, dtype=dtypes.float32, seed=None, name=None):
+    """Poisson samples (TF1's tf.random_poisson / tf.random.poisson, rate first): shape +
+    lam.shape; out[i..., j...] ~ Poisson(lam[j...]) as `dtype` (float32, float64, int32,
+    int64); lam must not be negative."""
+    dt = dtypes.as_dtype(dtype)
+    if dt not in (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64):
+        raise ValueError("random_poisson: dtype must be float32, float64, int32 or int64, "
+                         "not %s" % dt.name)
+    if not isinstance(lam, Tensor):
+        lam = constant(lam, dtype=dtypes.float64 if dt == dtypes.float64 else dtypes.float32)
+    attrs = {"dtype": dt._enum, "seed": _op_seed(seed)}
+    return _out("RandomPoissonV2", [_shape_input(shape), lam], attrs, name)
+
+
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
     """Normal samples redrawn until within two standard deviations of `mean` (TF1's
     signature). Example: ``sf.truncated_normal([5, 5, 1, 32], stddev=0.1)``."""
@@ -568,6 +599,8 @@ def check_numerics(tensor, message, name=None):
 
 
 __all__ = [
+    "random_gamma",
+    "random_poisson",
     "cumsum",
     "cumprod",
     "lgamma",

@@ -798,6 +798,61 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     };
     m["RandomUniform"].custom = random_check("RandomUniform", 0, 1, 0.5, std::sqrt(1.0 / 12));
     m["RandomStandardNormal"].custom = random_check("RandomStandardNormal", -10, 10, 0, 1);
+    // Gamma(alpha) has mean alpha and variance alpha; Poisson(rate) mean and variance rate.
+    // 20000 samples per parameter, shape [20000] + the parameters' [2].
+    auto parameterized_check = [](const char* op, const char* param_attr,
+                                  std::vector<DataType> param_types,
+                                  std::vector<DataType> out_types) {
+      return [=] {
+        std::string summary;
+        for (DataType pt : param_types) {
+          // RandomGamma's output has its parameter's type; RandomPoissonV2's is `dtype`.
+          for (DataType ot : out_types.empty() ? std::vector<DataType>{pt} : out_types) {
+            Attrs attrs{{param_attr, MakeAttr(pt)}, {"seed", MakeAttr(int64_t{7})}};
+            if (!out_types.empty()) attrs["dtype"] = MakeAttr(ot);
+            auto params = CastTensor(Tensor::FromVector<double>({2.0, 6.0}), pt);
+            auto a = RunOp(op, {Tensor::FromVector<int32_t>({20000}), *params}, attrs);
+            auto b = RunOp(op, {Tensor::FromVector<int32_t>({20000}), *params}, attrs);
+            EXPECT_TRUE(a.ok() && b.ok()) << op << ": " << a.status();
+            if (!a.ok() || !b.ok()) continue;
+            EXPECT_EQ((*a)[0].dtype(), ot) << op;
+            EXPECT_EQ((*a)[0].shape(), TensorShape({20000, 2})) << op;
+            EXPECT_TRUE(TensorsEqual((*a)[0], (*b)[0])) << op << ": same seed, same values";
+            Tensor x = *CastTensor((*a)[0], DT_DOUBLE);
+            for (int j = 0; j < 2; ++j) {
+              const double want = j == 0 ? 2.0 : 6.0;
+              double sum = 0, sum_sq = 0;
+              for (int64_t i = 0; i < 20000; ++i) {
+                const double v = x.data<double>()[i * 2 + j];
+                EXPECT_GE(v, 0) << op;
+                sum += v;
+                sum_sq += v * v;
+              }
+              const double m = sum / 20000, var = sum_sq / 20000 - m * m;
+              EXPECT_NEAR(m, want, 0.05 * want + 0.02) << op << " mean of " << want;
+              EXPECT_NEAR(var, want, 0.1 * want + 0.02) << op << " variance of " << want;
+            }
+            summary +=
+                (summary.empty() ? "" : " ") + DataTypeString(pt) + "->" + DataTypeString(ot);
+          }
+        }
+        // A bad parameter fails the step naming it.
+        Attrs bad_attrs{{param_attr, MakeAttr(DT_FLOAT)}};
+        if (!out_types.empty()) bad_attrs["dtype"] = MakeAttr(DT_INT64);
+        auto bad = RunOp(op, {Tensor::FromVector<int32_t>({2}), Tensor::FromVector<float>({-1})},
+                         bad_attrs);
+        EXPECT_FALSE(bad.ok()) << op << " with a negative parameter";
+        if (!bad.ok()) {
+          EXPECT_NE(std::string(bad.status().message()).find("got -1"), std::string::npos)
+              << bad.status();
+        }
+        return summary + " (mean, variance, seeded repeatability, a negative parameter refused)";
+      };
+    };
+    m["RandomGamma"].custom = parameterized_check("RandomGamma", "T", {DT_FLOAT, DT_DOUBLE}, {});
+    m["RandomPoissonV2"].custom =
+        parameterized_check("RandomPoissonV2", "R", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64},
+                            {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64});
     m["TruncatedNormal"].custom = random_check("TruncatedNormal", -2, 2, 0, 0.87962566103423978);
 
     // NN ops (ops/nn_ops.cc). Windows are tiny, so the references are written out.

@@ -548,3 +548,32 @@ def test_sort_and_argsort_scale_and_stay_stable():
     np.testing.assert_array_equal(run(tf.sort(ties, axis=0)), np.sort(ties, axis=0))
     small = tf.constant(np.array([[3, 1, 2]], np.uint8))
     np.testing.assert_array_equal(run(tf.sort(small)), [[1, 2, 3]])
+
+
+# ---- random_gamma and random_poisson (RandomGamma, RandomPoissonV2) ---------------------------
+
+
+def test_random_gamma_and_poisson_shapes_and_moments():
+    a = tf.random_gamma([40000], [0.5, 2.0, 9.0], seed=1)
+    b = tf.random.gamma([40000, 2], 3.0, beta=[1.0, 4.0], dtype=tf.float64, seed=2)
+    p = tf.random_poisson([0.0, 1.5, 30.0], [40000], seed=3)
+    q = tf.random.poisson(4.0, [3, 4], dtype=tf.int32, seed=4)
+    assert a.shape.as_list() == [40000, 3] and b.shape.as_list() == [40000, 2, 2]
+    assert p.shape.as_list() == [40000, 3] and p.dtype == tf.float32 and q.dtype == tf.int32
+    av, bv, pv, qv = run([a, b, p, q])
+    np.testing.assert_allclose(av.mean(0), [0.5, 2.0, 9.0], rtol=0.05)
+    np.testing.assert_allclose(av.var(0), [0.5, 2.0, 9.0], rtol=0.1)
+    # Gamma(3, rate beta): mean 3 / beta, variance 3 / beta^2.
+    np.testing.assert_allclose(bv.reshape(-1, 2).mean(0), [3.0, 0.75], rtol=0.05)
+    np.testing.assert_allclose(bv.reshape(-1, 2).var(0), [3.0, 3.0 / 16], rtol=0.1)
+    assert bv.dtype == np.float64 and (av > 0).all()
+    np.testing.assert_array_equal(pv[:, 0], 0)
+    np.testing.assert_allclose(pv[:, 1:].mean(0), [1.5, 30.0], rtol=0.05)
+    np.testing.assert_allclose(pv[:, 1:].var(0), [1.5, 30.0], rtol=0.1)
+    assert (pv == np.round(pv)).all() and qv.shape == (3, 4)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="alpha must be positive"):
+        run(tf.random_gamma([2], [1.0, -1.0]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="rate must not be negative"):
+        run(tf.random_poisson(tf.constant([-2.0]), [2]))
+    with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+        tf.random_gamma([2], 1.0, dtype=tf.int32)
