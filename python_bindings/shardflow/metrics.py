@@ -227,6 +227,28 @@ def _counts_at_thresholds(labels, predictions, weights, thresholds, kinds):
     return values, updates
 
 
+def interpolated_pr_auc(tp, fp, fn, num_thresholds):
+    """The area under the PR curve from counts at num_thresholds thresholds (vectors), as TF1's
+    interpolate_pr_auc (Davis & Goadrich 2006): precision is linear in the number of predicted
+    positives between two thresholds. Also keras.metrics.AUC's 'interpolation'."""
+    n = num_thresholds
+
+    def head(v):
+        return ops.slice(v, [0], [n - 1])
+
+    def tail(v):
+        return ops.slice(v, [1], [n - 1])
+
+    dtp = ops.subtract(head(tp), tail(tp))
+    p = ops.add(tp, fp)
+    slope = _div_no_nan(dtp, ops.maximum(ops.subtract(head(p), tail(p)), 0.0))
+    intercept = ops.subtract(tail(tp), ops.multiply(slope, tail(p)))
+    both = ops.logical_and(ops.greater(head(p), 0.0), ops.greater(tail(p), 0.0))
+    ratio = where(both, _div_no_nan(head(p), ops.maximum(tail(p), 0.0)), ops.ones_like(tail(p)))
+    step = ops.multiply(slope, ops.add(dtp, ops.multiply(intercept, ops.log(ratio))))
+    return ops.reduce_sum(_div_no_nan(step, ops.maximum(ops.add(tail(tp), tail(fn)), 0.0)))
+
+
 def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
         updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal"):
     """Area under the ROC (or PR) curve of scores `predictions` in [0, 1] against binary
@@ -253,24 +275,10 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
         def tail(v):
             return ops.slice(v, [1], [n - 1])
 
-        def interpolated_pr(tp, fp, fn):
-            # TF1's interpolate_pr_auc (Davis & Goadrich 2006): precision is linear in the
-            # number of predicted positives between two thresholds.
-            dtp = ops.subtract(head(tp), tail(tp))
-            p = ops.add(tp, fp)
-            slope = _div_no_nan(dtp, ops.maximum(ops.subtract(head(p), tail(p)), 0.0))
-            intercept = ops.subtract(tail(tp), ops.multiply(slope, tail(p)))
-            both = ops.logical_and(ops.greater(head(p), 0.0), ops.greater(tail(p), 0.0))
-            ratio = where(both, _div_no_nan(head(p), ops.maximum(tail(p), 0.0)),
-                              ops.ones_like(tail(p)))
-            step = ops.multiply(slope, ops.add(dtp, ops.multiply(intercept, ops.log(ratio))))
-            return ops.reduce_sum(_div_no_nan(step, ops.maximum(ops.add(tail(tp), tail(fn)),
-                                                                   0.0)))
-
         def area(c):
             tp, fp, fn, tn = c["tp"], c["fp"], c["fn"], c["tn"]
             if curve == "PR" and summation_method == "careful_interpolation":
-                return interpolated_pr(tp, fp, fn)
+                return interpolated_pr_auc(tp, fp, fn, n)
             recall = ops.divide(ops.add(tp, eps), ops.add(ops.add(tp, fn), eps))
             if curve == "ROC":
                 x = ops.divide(fp, ops.add(ops.add(fp, tn), eps))

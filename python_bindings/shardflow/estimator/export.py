@@ -262,6 +262,17 @@ def _check_exporter_name(name):
     return name
 
 
+def _export_keeping(estimator, export_path, exporter, checkpoint_path):
+    """An export by `exporter`'s settings, then only its newest exports_to_keep kept."""
+    path = estimator.export_savedmodel(export_path, exporter._fn, assets_extra=exporter._assets,
+                                       as_text=exporter._as_text,
+                                       checkpoint_path=checkpoint_path)
+    if exporter._keep is not None:
+        for _, old in export_dirs(export_path)[:-exporter._keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    return path
+
+
 class LatestExporter(Exporter):
     """Exports after every evaluation and keeps the newest `exports_to_keep` (None: all)."""
 
@@ -274,13 +285,7 @@ class LatestExporter(Exporter):
         self._keep = exports_to_keep
 
     def export(self, estimator, export_path, checkpoint_path, eval_result, is_the_final_export):
-        path = estimator.export_savedmodel(export_path, self._fn, assets_extra=self._assets,
-                                           as_text=self._as_text,
-                                           checkpoint_path=checkpoint_path)
-        if self._keep is not None:
-            for _, old in export_dirs(export_path)[:-self._keep]:
-                shutil.rmtree(old, ignore_errors=True)
-        return path
+        return _export_keeping(estimator, export_path, self, checkpoint_path)
 
 
 class FinalExporter(Exporter):
@@ -322,13 +327,7 @@ class BestExporter(Exporter):
         if self._best is not None and not self._compare(self._best, eval_result):
             return None
         self._best = dict(eval_result)
-        path = estimator.export_savedmodel(export_path, self._fn, assets_extra=self._assets,
-                                           as_text=self._as_text,
-                                           checkpoint_path=checkpoint_path)
-        if self._keep is not None:
-            for _, old in export_dirs(export_path)[:-self._keep]:
-                shutil.rmtree(old, ignore_errors=True)
-        return path
+        return _export_keeping(estimator, export_path, self, checkpoint_path)
 
 
 __all__ = ["BestExporter", "ClassificationOutput", "ExportOutput", "Exporter", "FinalExporter",

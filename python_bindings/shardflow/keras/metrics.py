@@ -563,17 +563,8 @@ class AUC(Metric):
             return ops.slice(v, [1], [n - 1])
 
         if self.curve == "PR" and self.summation_method == "interpolation":
-            dtp = ops.subtract(head(tp), tail(tp))
-            p = ops.add(tp, fp)
-            slope = _div_no_nan(dtp, ops.maximum(ops.subtract(head(p), tail(p)), 0.0))
-            intercept = ops.subtract(tail(tp), ops.multiply(slope, tail(p)))
-            both = ops.logical_and(ops.greater(head(p), 0.0), ops.greater(tail(p), 0.0))
-            from shardflow.array_ops import where
-            ratio = where(both, _div_no_nan(head(p), ops.maximum(tail(p), 0.0)),
-                          ops.ones_like(tail(p)))
-            step = ops.multiply(slope, ops.add(dtp, ops.multiply(intercept, ops.log(ratio))))
-            return ops.reduce_sum(_div_no_nan(step, ops.maximum(ops.add(tail(tp), tail(fn)),
-                                                                0.0)))
+            from shardflow.metrics import interpolated_pr_auc
+            return interpolated_pr_auc(tp, fp, fn, n)
         recall = _div_no_nan(tp, ops.add(tp, fn))
         if self.curve == "ROC":
             x, y = _div_no_nan(fp, ops.add(fp, tn)), recall
