@@ -15,6 +15,7 @@ viterbi_decode, ...; shardflow.contrib_crf), and tf.contrib.slim (shardflow.cont
 Anything else under contrib is refused with the name of what to use instead."""
 
 from shardflow import contrib_crf as crf  # noqa: F401
+from shardflow.data import experimental as data  # noqa: F401 (tf.contrib.data)
 from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' core)
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
@@ -43,10 +44,11 @@ def __getattr__(name):
         "tf.contrib.crf (crf_log_likelihood, crf_decode, viterbi_decode, ...), "
         "tf.contrib.distributions (Normal, Categorical, Bernoulli, Uniform, kl_divergence), "
         "tf.contrib.metrics (streaming_*), tf.contrib.opt.LazyAdamOptimizer, "
+        "tf.contrib.data (tf.data.experimental's transformations), "
         "tf.contrib.slim (layers, arg_scope, losses, learning.create_train_op/train, "
         "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["crf", "distributions", "framework", "layers", "lookup", "metrics", "opt", "predictor",
-           "rnn", "seq2seq", "slim", "training", "util"]
+__all__ = ["crf", "data", "distributions", "framework", "layers", "lookup", "metrics", "opt",
+           "predictor", "rnn", "seq2seq", "slim", "training", "util"]

@@ -181,3 +181,14 @@ def test_sample_choose_and_enumerate():
         assert [(int(i), int(v)) for i, v in pairs] == [(5, 0), (6, 1), (7, 2)]
         with pytest.raises(ValueError, match="weights"):
             exp.sample_from_datasets([Dataset.range(3)], [-1.0])
+
+
+def test_contrib_data_spellings():
+    with tf.Graph().as_default():
+        ds = Dataset.range(7).apply(tf.contrib.data.batch_and_drop_remainder(3))
+        assert _ints(_all(ds)) == [[0, 1, 2], [3, 4, 5]]
+        assert ds.output_shapes.as_list() == [3]
+        ds = Dataset.range(3).apply(tf.contrib.data.parallel_interleave(
+            lambda x: Dataset.from_tensors(x).repeat(2), cycle_length=3))
+        assert _ints(_all(ds)) == [0, 1, 2, 0, 1, 2]
+        assert tf.contrib.data.shuffle_and_repeat is tf.data.experimental.shuffle_and_repeat

@@ -25,3 +25,14 @@ def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainde
                   num_parallel_calls=None):
     """For Dataset.apply: map(map_func) then batch(batch_size, drop_remainder)."""
     return lambda dataset: dataset.map(map_func).batch(batch_size, drop_remainder)
+
+
+def batch_and_drop_remainder(batch_size):
+    """For Dataset.apply (TF1's tf.contrib.data): batch(batch_size, drop_remainder=True)."""
+    return lambda dataset: dataset.batch(batch_size, drop_remainder=True)
+
+
+def padded_batch_and_drop_remainder(batch_size, padded_shapes, padding_values=None):
+    """For Dataset.apply (TF1's tf.contrib.data): padded_batch(..., drop_remainder=True)."""
+    return lambda dataset: dataset.padded_batch(batch_size, padded_shapes, padding_values,
+                                                drop_remainder=True)
