@@ -250,5 +250,52 @@ def qr(input, full_matrices=False, name=None):  # noqa: A002
                            "SfNoGradient", name or "Qr"))
 
 
+def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
+    """The least-squares X minimizing ||matrix X - rhs||^2 + l2_regularizer ||X||^2 for each
+    [M, N] matrix and [M, K] rhs (TF1's tf.matrix_solve_ls / tf.linalg.lstsq, its fast path:
+    the normal equations, (A^T A + l2 I)^-1 A^T B when M >= N, A^T (A A^T + l2 I)^-1 B
+    otherwise). Differentiable (through matmul and matrix_solve). fast=False is refused: the
+    complete orthogonal factorization is not here."""
+    if not fast:
+        raise NotImplementedError("matrix_solve_ls(fast=False) is not supported; the normal "
+                                  "equations (fast=True) are")
+    a = convert_to_tensor(matrix)
+    dims = a.shape.as_list() if a.shape.ndims is not None else None
+    if dims is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
+        raise ValueError("matrix_solve_ls takes [..., M, N] matrices with M and N known, got %s"
+                         % (a.shape,))
+    if a.dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError("matrix_solve_ls takes float32 or float64 matrices, got %s"
+                        % a.dtype.name)
+    b = convert_to_tensor(rhs, dtype=a.dtype)
+    m, n = dims[-2], dims[-1]
+    reg = ops.multiply(ops.cast(l2_regularizer, a.dtype),
+                       ops.constant(np.eye(min(m, n)), dtype=a.dtype))
+    if m >= n:
+        gram = ops.add(ops.matmul(_t(a), a), reg)
+        return matrix_solve(gram, ops.matmul(_t(a), b), name=name)
+    gram = ops.add(ops.matmul(a, _t(a)), reg)
+    return ops.matmul(_t(a), matrix_solve(gram, b), name=name)
+
+
+def self_adjoint_eig(tensor, name=None):
+    """(e, v): the eigenvalues (ascending) and eigenvectors (columns) of each symmetric
+    [..., N, N] matrix, reading its lower triangle (TF1's tf.self_adjoint_eig /
+    tf.linalg.eigh). No gradient here (TF has one)."""
+    a = _square(tensor, "self_adjoint_eig")
+    dims = a.shape.as_list()
+    e, v = _numpy_op(lambda x: np.linalg.eigh(x, UPLO="L"), [a], [a.dtype, a.dtype],
+                     [dims[:-1], dims], "SfNoGradient", name or "SelfAdjointEigV2")
+    return e, v
+
+
+def self_adjoint_eigvals(tensor, name=None):
+    """The eigenvalues (ascending) of each symmetric matrix (tf.linalg.eigvalsh)."""
+    a = _square(tensor, "self_adjoint_eigvals")
+    return _numpy_op(lambda x: np.linalg.eigvalsh(x, UPLO="L"), [a], [a.dtype],
+                     [a.shape.as_list()[:-1]], "SfNoGradient", name or "SelfAdjointEigV2")[0]
+
+
 __all__ = ["cholesky", "log_matrix_determinant", "logdet", "matrix_determinant",
-           "matrix_inverse", "matrix_solve", "matrix_triangular_solve", "qr", "svd"]
+           "matrix_inverse", "matrix_solve", "matrix_solve_ls", "matrix_triangular_solve", "qr",
+           "self_adjoint_eig", "self_adjoint_eigvals", "svd"]

@@ -51,7 +51,7 @@ _LINALG_NAMES = (
     "adjoint", "band_part", "cholesky", "cross", "det", "diag", "diag_part", "einsum", "eye",
     "inv", "l2_normalize", "logdet", "lu", "matmul", "matrix_transpose", "matvec", "norm",
     "qr", "set_diag", "slogdet", "solve", "svd", "tensordot", "trace", "transpose",
-    "triangular_solve",
+    "triangular_solve", "lstsq", "eigh", "eigvalsh",
 )
 
 # tf.random's name -> the name shardflow (as TF1's top level) has it under.
@@ -87,7 +87,9 @@ _EXTRA = {"matrix_transpose": _matrix_transpose, "transpose": _matrix_transpose,
           "set_diag": matrix_composites.matrix_set_diag,
           "inv": linalg_ops.matrix_inverse, "det": linalg_ops.matrix_determinant,
           "slogdet": linalg_ops.log_matrix_determinant, "solve": linalg_ops.matrix_solve,
-          "triangular_solve": linalg_ops.matrix_triangular_solve}
+          "triangular_solve": linalg_ops.matrix_triangular_solve,
+          "lstsq": linalg_ops.matrix_solve_ls, "eigh": linalg_ops.self_adjoint_eig,
+          "eigvalsh": linalg_ops.self_adjoint_eigvals}
 
 
 def _lookup(name, sources):

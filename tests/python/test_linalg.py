@@ -103,3 +103,32 @@ def test_bad_input_errors():
     with tf.Session() as sess:
         with pytest.raises(Exception):
             sess.run(tf.cholesky(tf.constant(-np.eye(2))))  # not positive definite
+
+
+def test_lstsq_and_eigh_against_numpy():
+    rng = np.random.RandomState(11)
+    tall, wide = rng.randn(7, 3), rng.randn(3, 6)
+    b_tall, b_wide = rng.randn(7, 2), rng.randn(3, 2)
+    with tf.Graph().as_default():
+        x_tall = tf.linalg.lstsq(tf.constant(tall), tf.constant(b_tall))
+        x_wide = tf.matrix_solve_ls(tf.constant(wide), tf.constant(b_wide), l2_regularizer=0.0)
+        x_reg = tf.matrix_solve_ls(tf.constant(tall), tf.constant(b_tall), l2_regularizer=0.5)
+        sym = tall.T @ tall
+        e, v = tf.linalg.eigh(tf.constant(sym))
+        vals = tf.self_adjoint_eigvals(tf.constant(sym))
+        with tf.Session() as sess:
+            got = sess.run([x_tall, x_wide, x_reg, e, v, vals])
+    np.testing.assert_allclose(got[0], np.linalg.lstsq(tall, b_tall, rcond=None)[0], atol=1e-10)
+    # Underdetermined: the minimum-norm solution, as NumPy's.
+    np.testing.assert_allclose(got[1], np.linalg.lstsq(wide, b_wide, rcond=None)[0], atol=1e-10)
+    np.testing.assert_allclose(got[2], np.linalg.solve(tall.T @ tall + 0.5 * np.eye(3),
+                                                       tall.T @ b_tall), atol=1e-10)
+    np.testing.assert_allclose(got[3], np.linalg.eigvalsh(sym), atol=1e-10)
+    np.testing.assert_allclose(sym @ got[4], got[4] * got[3], atol=1e-9)
+    np.testing.assert_allclose(got[5], got[3], atol=1e-12)
+    with tf.Graph().as_default():
+        check_gradient(lambda a, b: tf.linalg.lstsq(a, b), tall, b_tall, rng=rng)
+        check_gradient(lambda a, b: tf.matrix_solve_ls(a, b, l2_regularizer=0.3), wide, b_wide,
+                       rng=rng)
+        with pytest.raises(NotImplementedError, match="fast=False"):
+            tf.matrix_solve_ls(tf.constant(tall), tf.constant(b_tall), fast=False)

@@ -4,6 +4,8 @@ CustomObjectScope / get_custom_objects (names load_model and activations.get loo
 Example: ``keras.utils.to_categorical([0, 2], 3)`` -> [[1, 0, 0], [0, 0, 1]] (float32).
 """
 
+import os
+
 import numpy as np
 
 
@@ -94,3 +96,67 @@ class CustomObjectScope:
 def custom_object_scope(*args):
     """CustomObjectScope(*args): ``with custom_object_scope({'MyLayer': MyLayer}): ...``."""
     return CustomObjectScope(*args)
+
+
+def get_file(fname, origin=None, untar=False, md5_hash=None, file_hash=None,
+             cache_subdir="datasets", hash_algorithm="auto", extract=False,
+             archive_format="auto", cache_dir=None):
+    """The path of `fname` in Keras's cache (cache_dir, default ~/.keras, then cache_subdir),
+    as keras.utils.get_file: a file already there is used (an archive with untar/extract is
+    unpacked there first when its folder is missing); an `origin` that is a local path or a
+    file:// URL is copied in. Nothing is downloaded (shardflow's machines have no internet):
+    a remote origin whose file is not cached is an error saying where to put it. A given
+    file_hash/md5_hash (sha256 or md5) is checked."""
+    import hashlib
+    import shutil
+    import tarfile
+    import zipfile
+    base = os.path.expanduser(cache_dir or os.path.join("~", ".keras"))
+    folder = os.path.join(base, cache_subdir)
+    os.makedirs(folder, exist_ok=True)
+    target = os.path.join(folder, fname)
+    archive = target + ".tar.gz" if untar else target
+    if not os.path.exists(archive) and not (untar and os.path.isdir(target)):
+        source = origin[len("file://"):] if origin and origin.startswith("file://") else origin
+        if source and os.path.exists(source):
+            shutil.copyfile(source, archive)
+        else:
+            raise FileNotFoundError(
+                "get_file(%r): it is not in %s and nothing can be downloaded here (no internet); "
+                "fetch %s elsewhere and put it at %s" % (fname, folder, origin, archive))
+    wanted = file_hash or md5_hash
+    if wanted and os.path.isfile(archive):
+        algo = hash_algorithm
+        if algo == "auto":
+            algo = "sha256" if len(wanted) == 64 else "md5"
+        digest = hashlib.new(algo)
+        with open(archive, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != wanted:
+            raise ValueError("get_file(%r): %s has %s %s, not the expected %s"
+                             % (fname, archive, algo, digest.hexdigest(), wanted))
+    if untar and not os.path.isdir(target):
+        _safe_untar(archive, folder)
+    if extract and os.path.isfile(archive):
+        if tarfile.is_tarfile(archive):
+            _safe_untar(archive, folder)
+        elif zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as z:
+                z.extractall(folder)
+    return target if untar else archive
+
+
+def _safe_untar(archive, folder):
+    """Unpacks a tar archive into `folder`, refusing members that would land outside it or
+    that are links or devices (an archive is untrusted input)."""
+    import tarfile
+    root = os.path.realpath(folder)
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        for m in members:
+            dest = os.path.realpath(os.path.join(root, m.name))
+            if not (m.isfile() or m.isdir()) or os.path.commonpath([root, dest]) != root:
+                raise ValueError("get_file: %s holds %r, which would not stay a plain file "
+                                 "inside %s; not unpacked" % (archive, m.name, folder))
+        tar.extractall(root, members=members)
