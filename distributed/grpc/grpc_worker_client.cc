@@ -120,8 +120,12 @@ grpc::ChannelArguments WorkerChannelArguments(const GrpcClientOptions& options) 
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // A restarted task is reconnected to within a second, not after gRPC's default backoff.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // gRPC also takes this as each connection attempt's time limit (the handshake up to the
+  // server's SETTINGS frame). At 100 ms a busy server (2 loaded vCPUs, one thread) failed calls
+  // with "connection attempt timed out before receiving SETTINGS frame"; a task that is gone
+  // refuses the connection at once, so a longer limit does not slow finding that out.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 10000);
   // Each address gets its own connection, not one shared with other channels of the process.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   if (!options.security.tls_server_name_override.empty()) {
