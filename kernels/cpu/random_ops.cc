@@ -10,23 +10,29 @@
 namespace shardflow {
 namespace {
 
+// Seeds a generator from the seed and seed2 attrs; both zero means a random seed.
+absl::Status SeedFromAttrs(OpKernelConstruction* c, std::mt19937_64* gen) {
+  int64_t seed = 0, seed2 = 0;
+  absl::Status s = c->GetAttr("seed", &seed);
+  if (s.ok()) s = c->GetAttr("seed2", &seed2);
+  if (seed == 0 && seed2 == 0) {
+    gen->seed(std::random_device()());
+  } else {
+    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
+                      static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32)};
+    gen->seed(seq);
+  }
+  return s;
+}
+
 enum class Distribution { kUniform, kNormal, kTruncatedNormal };
 
 template <typename T, Distribution kDist>
 class RandomOp : public OpKernel {
  public:
   explicit RandomOp(OpKernelConstruction* c) : OpKernel(c) {
-    int64_t seed = 0, seed2 = 0;
-    absl::Status s = c->GetAttr("seed", &seed);
-    if (s.ok()) s = c->GetAttr("seed2", &seed2);
+    absl::Status s = SeedFromAttrs(c, &gen_);
     if (!s.ok()) c->SetStatus(s);
-    if (seed == 0 && seed2 == 0) {
-      gen_.seed(std::random_device()());
-    } else {
-      std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                        static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32)};
-      gen_.seed(seq);
-    }
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -65,21 +71,6 @@ class RandomOp : public OpKernel {
   absl::Mutex mu_;
   std::mt19937_64 gen_ ABSL_GUARDED_BY(mu_);
 };
-
-// Seeds a generator from (seed, seed2) as RandomOp does: both zero means a random seed.
-absl::Status SeedFromAttrs(OpKernelConstruction* c, std::mt19937_64* gen) {
-  int64_t seed = 0, seed2 = 0;
-  absl::Status s = c->GetAttr("seed", &seed);
-  if (s.ok()) s = c->GetAttr("seed2", &seed2);
-  if (seed == 0 && seed2 == 0) {
-    gen->seed(std::random_device()());
-  } else {
-    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32),
-                      static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32)};
-    gen->seed(seq);
-  }
-  return s;
-}
 
 // RandomGamma and RandomPoissonV2: `shape` + param.shape samples, each row of param.NumElements()
 // drawn from the distribution of the matching parameter (std::gamma_distribution,

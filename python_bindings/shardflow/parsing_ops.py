@@ -426,6 +426,8 @@ def _read_varint(data, pos):
         if not b & 0x80:
             return result, pos
         shift += 7
+        if shift >= 70:
+            raise ValueError("a varint longer than 10 bytes")
 
 
 def _fields(data):
@@ -455,6 +457,11 @@ def _fields(data):
 # None for varints).
 _VAL_FIELDS = {5: ("float", "<f4"), 6: ("double", "<f8"), 7: ("int", None),
                10: ("int64", None), 11: ("bool", None), 13: ("half", None)}
+
+
+# The most elements parse_tensor builds: a few bytes can declare any shape, and a lone value
+# fills it (TF repeats the last value), so the shape is bounded before anything is allocated.
+_MAX_PARSED_ELEMENTS = 1 << 31
 
 
 def _parse_tensor_proto(data, out_type):
@@ -500,7 +507,13 @@ def _parse_tensor_proto(data, out_type):
     if any(d < 0 for d in dims):
         raise errors.InvalidArgumentError("parse_tensor: the tensor's shape %s is not fully "
                                           "defined" % dims)
-    count = int(np.prod(dims, dtype=np.int64))
+    count = 1
+    for d in dims:   # Python ints: a hostile shape cannot overflow the count
+        count *= d
+    if count > _MAX_PARSED_ELEMENTS:
+        raise errors.InvalidArgumentError(
+            "parse_tensor: the shape %s holds %d elements, more than the %d parse_tensor "
+            "makes" % (dims, count, _MAX_PARSED_ELEMENTS))
     if out_type == dtypes.string:
         values = strings
         np_type = object

@@ -73,3 +73,18 @@ def test_get_file_checks_hashes_and_refuses_unsafe_archives(home, tmp_path):
     with pytest.raises(ValueError, match="not unpacked"):
         tf.keras.utils.get_file("evil", origin=str(evil), untar=True)
     assert not os.path.exists(home / ".keras" / "escaped.txt")
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("touch /tmp/shardflow_pickle_ran",))
+
+
+def test_a_batch_that_names_other_classes_is_refused(home, tmp_path):
+    archive, _ = _cifar_archive(tmp_path)
+    tf.keras.utils.get_file("cifar-10-batches-py", origin=str(archive), untar=True)
+    batch = home / ".keras" / "datasets" / "cifar-10-batches-py" / "test_batch"
+    batch.write_bytes(pickle.dumps({b"data": _Evil(), b"labels": []}))
+    with pytest.raises(ValueError, match="not a CIFAR-10 batch"):
+        tf.keras.datasets.cifar10.load_data()
+    assert not os.path.exists("/tmp/shardflow_pickle_ran")

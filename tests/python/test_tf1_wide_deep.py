@@ -418,6 +418,30 @@ def test_serialize_tensor_writes_tf_tensorproto_bytes():
         run(tf.io.parse_tensor(tf.constant(s[1]), tf.float32))
 
 
+def _varint(n):
+    out = b""
+    while True:
+        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            return out
+
+
+def test_parse_tensor_refuses_hostile_bytes():
+    # A float [2^40, 2^40] shape with one float_val (TF fills a shape with its last value):
+    # refused before anything is allocated.
+    dim = b"\x08" + _varint(1 << 40)
+    shape = (b"\x12" + _varint(len(dim)) + dim) * 2
+    huge = b"\x08\x01\x12" + _varint(len(shape)) + shape + b"\x2d\x00\x00\x80\x3f"
+    with pytest.raises(tf.errors.InvalidArgumentError, match="more than"):
+        run(tf.io.parse_tensor(tf.constant(huge), tf.float32))
+    for bad in (b"\x08" + b"\xff" * 12,            # a varint of 12 bytes
+                b"\x08\x01\x22\x10\x00\x00",       # content shorter than it says
+                b"\x08\x01\x12\x04\x12\x02\x08\x03\x22\x04\x00\x00\x80\x3f"):  # 1 value, shape [3]
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            run(tf.io.parse_tensor(tf.constant(bad), tf.float32))
+
+
 # ---- sparse ops -------------------------------------------------------------------------------
 
 def _dense(v):

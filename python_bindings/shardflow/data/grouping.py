@@ -203,8 +203,8 @@ def bucket_by_sequence_length(element_length_func, bucket_boundaries, bucket_bat
 
 
 class _DirectedInterleaveDataset(dataset_ops.Dataset):
-    """Elements of `datasets` in the order a selector names them; an exhausted dataset's turns
-    are skipped, and it ends when the selector ends or every dataset is exhausted."""
+    """Elements of `datasets` in an order a subclass's reader chooses; the datasets' elements
+    must agree in structure and types."""
 
     def __init__(self, datasets, what):
         datasets = list(datasets)
@@ -223,28 +223,6 @@ class _DirectedInterleaveDataset(dataset_ops.Dataset):
             specs = [(t, nest.most_specific_common(a, b)) for (t, a), (_, b) in
                      zip(specs, d._specs)]
         self._specs = specs
-
-    def _selections(self, ctx):
-        raise NotImplementedError
-
-    def _reader(self, ctx):
-        readers = [d._reader(ctx) for d in self._datasets]
-        live = len(readers)
-        for i in self._selections(ctx):
-            if not 0 <= i < len(readers):
-                raise errors.InvalidArgumentError(
-                    "choose_from_datasets: choice %d is not in [0, %d)" % (i, len(readers)))
-            if readers[i] is None:
-                continue
-            element = next(readers[i], None)
-            if element is None:
-                readers[i] = None
-                live -= 1
-                if live == 0:
-                    return
-                continue
-            yield element
-
 
 class _SampleDataset(_DirectedInterleaveDataset):
     def __init__(self, datasets, weights, seed):
@@ -298,9 +276,26 @@ class _ChooseDataset(_DirectedInterleaveDataset):
         self._choices = choice_dataset
         self._inputs = tuple(self._datasets) + (choice_dataset,)
 
-    def _selections(self, ctx):
+    def _reader(self, ctx):
+        # The choices' order; an exhausted dataset's turns are skipped, and it ends when the
+        # choices end or every dataset is exhausted.
+        readers = [d._reader(ctx) for d in self._datasets]
+        live = len(readers)
         for (choice,) in self._choices._reader(ctx):
-            yield int(choice)
+            i = int(choice)
+            if not 0 <= i < len(readers):
+                raise errors.InvalidArgumentError(
+                    "choose_from_datasets: choice %d is not in [0, %d)" % (i, len(readers)))
+            if readers[i] is None:
+                continue
+            element = next(readers[i], None)
+            if element is None:
+                readers[i] = None
+                live -= 1
+                if live == 0:
+                    return
+                continue
+            yield element
 
 
 def choose_from_datasets(datasets, choice_dataset):

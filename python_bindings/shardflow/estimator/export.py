@@ -131,7 +131,7 @@ class PredictOutput(ExportOutput):
                             signature_constants.PREDICT_METHOD_NAME)
 
 
-def _single_string_input(receiver_tensors, what):
+def _single_string_input(receiver_tensors):
     if len(receiver_tensors) != 1:
         return None
     (t,) = receiver_tensors.values()
@@ -162,7 +162,7 @@ class ClassificationOutput(ExportOutput):
         from shardflow.saved_model import SignatureDef, signature_constants
         outputs = {k: v for k, v in (("scores", self.scores), ("classes", self.classes))
                    if v is not None}
-        inputs = _single_string_input(receiver_tensors, "classify")
+        inputs = _single_string_input(receiver_tensors)
         if inputs is None:
             return SignatureDef(_infos(receiver_tensors), _infos(outputs),
                                 signature_constants.PREDICT_METHOD_NAME)
@@ -180,7 +180,7 @@ class RegressionOutput(ExportOutput):
 
     def as_signature_def(self, receiver_tensors):
         from shardflow.saved_model import SignatureDef, signature_constants
-        inputs = _single_string_input(receiver_tensors, "regress")
+        inputs = _single_string_input(receiver_tensors)
         if inputs is None:
             return SignatureDef(_infos(receiver_tensors), _infos({"outputs": self.value}),
                                 signature_constants.PREDICT_METHOD_NAME)

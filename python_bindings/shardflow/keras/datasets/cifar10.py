@@ -13,9 +13,27 @@ from shardflow.keras.utils import get_file
 ORIGIN = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 
 
+class _BatchUnpickler(pickle.Unpickler):
+    """A CIFAR batch is a pickle, and a file is untrusted: only the classes a batch holds
+    (NumPy arrays and dtypes) may be named; any other is refused instead of imported."""
+
+    _ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy", "ndarray"),
+                ("numpy", "dtype"), ("numpy.core.multiarray", "scalar")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError("a CIFAR-10 batch does not name %s.%s" % (module, name))
+        return super().find_class(module, name)
+
+
 def _batch(path):
     with open(path, "rb") as f:
-        d = pickle.load(f, encoding="bytes")
+        try:
+            d = _BatchUnpickler(f, encoding="bytes").load()
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as e:
+            raise ValueError("%s is not a CIFAR-10 batch: %s" % (path, e)) from None
+    if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
+        raise ValueError("%s is not a CIFAR-10 batch (no data and labels)" % path)
     data = np.asarray(d[b"data"], dtype=np.uint8)
     if data.ndim != 2 or data.shape[1] != 3072:
         raise ValueError("%s is not a CIFAR-10 batch (data of shape %s)" % (path, data.shape))
