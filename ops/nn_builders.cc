@@ -68,6 +68,60 @@ Output AvgPoolGrad(const Scope& s, const Input& orig_input_shape, const Input& g
   return Out(Window(b, &ksize, strides, padding).Finalize());
 }
 
+Output Conv3D(const Scope& s, const Input& input, const Input& filter,
+              const std::vector<int64_t>& strides, const std::string& padding,
+              const std::vector<int64_t>& dilations) {
+  OpBuilder b(s, "Conv3D");
+  b.Input(input).Input(filter).Attr("dilations", dilations);
+  return Out(Window(b, nullptr, strides, padding).Finalize());
+}
+
+Output Conv3DBackpropInputV2(const Scope& s, const Input& input_sizes, const Input& filter,
+                             const Input& out_backprop, const std::vector<int64_t>& strides,
+                             const std::string& padding, const std::vector<int64_t>& dilations) {
+  OpBuilder b(s, "Conv3DBackpropInputV2");
+  b.Input(input_sizes).Input(filter).Input(out_backprop).Attr("dilations", dilations);
+  return Out(Window(b, nullptr, strides, padding).Finalize());
+}
+
+Output Conv3DBackpropFilterV2(const Scope& s, const Input& input, const Input& filter_sizes,
+                              const Input& out_backprop, const std::vector<int64_t>& strides,
+                              const std::string& padding, const std::vector<int64_t>& dilations) {
+  OpBuilder b(s, "Conv3DBackpropFilterV2");
+  b.Input(input).Input(filter_sizes).Input(out_backprop).Attr("dilations", dilations);
+  return Out(Window(b, nullptr, strides, padding).Finalize());
+}
+
+Output MaxPool3D(const Scope& s, const Input& input, const std::vector<int64_t>& ksize,
+                 const std::vector<int64_t>& strides, const std::string& padding) {
+  OpBuilder b(s, "MaxPool3D");
+  b.Input(input);
+  return Out(Window(b, &ksize, strides, padding).Finalize());
+}
+
+Output MaxPool3DGrad(const Scope& s, const Input& orig_input, const Input& orig_output,
+                     const Input& grad, const std::vector<int64_t>& ksize,
+                     const std::vector<int64_t>& strides, const std::string& padding) {
+  OpBuilder b(s, "MaxPool3DGrad");
+  b.Input(orig_input).Input(orig_output).Input(grad);
+  return Out(Window(b, &ksize, strides, padding).Finalize());
+}
+
+Output AvgPool3D(const Scope& s, const Input& value, const std::vector<int64_t>& ksize,
+                 const std::vector<int64_t>& strides, const std::string& padding) {
+  OpBuilder b(s, "AvgPool3D");
+  b.Input(value);
+  return Out(Window(b, &ksize, strides, padding).Finalize());
+}
+
+Output AvgPool3DGrad(const Scope& s, const Input& orig_input_shape, const Input& grad,
+                     const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                     const std::string& padding) {
+  OpBuilder b(s, "AvgPool3DGrad");
+  b.Input(orig_input_shape).Input(grad);
+  return Out(Window(b, &ksize, strides, padding).Finalize());
+}
+
 Output BiasAdd(const Scope& s, const Input& value, const Input& bias) {
   return Out(OpBuilder(s, "BiasAdd").Input(value).Input(bias).Finalize());
 }

@@ -208,6 +208,82 @@ absl::Status AvgPoolGrad(const Scope& s, const Operation& op, const GradOutputs&
   return absl::OkStatus();
 }
 
+// ---- 3-D convolution and pooling (ops/nn3d_ops.cc) ----
+
+std::vector<int64_t> Dilations(const Operation& op) {
+  std::vector<int64_t> d = {1, 1, 1, 1, 1};
+  if (op.node()->attrs().count("dilations")) (void)GetAttr(op.node()->attrs(), "dilations", &d);
+  return d;
+}
+
+absl::Status Conv3DGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                        GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  const std::vector<int64_t> r = Dilations(op);
+  Output x = GradInput(op, 0), filter = GradInput(op, 1);
+  dx->push_back(
+      ops::Conv3DBackpropInputV2(s, ShapeOf(s, x), filter, dy[0], w.strides, w.padding, r));
+  dx->push_back(
+      ops::Conv3DBackpropFilterV2(s, x, ShapeOf(s, filter), dy[0], w.strides, w.padding, r));
+  return absl::OkStatus();
+}
+
+// As Conv2DBackpropInputGrad (conv3d_transpose trains through it).
+absl::Status Conv3DBackpropInputGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                     GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  const std::vector<int64_t> r = Dilations(op);
+  Output filter = GradInput(op, 1), dz = GradInput(op, 2);
+  dx->push_back(Output());  // input_sizes
+  dx->push_back(
+      ops::Conv3DBackpropFilterV2(s, dy[0], ShapeOf(s, filter), dz, w.strides, w.padding, r));
+  dx->push_back(ops::Conv3D(s, dy[0], filter, w.strides, w.padding, r));
+  return absl::OkStatus();
+}
+
+// The filter gradient is linear in the input and in dz (second derivatives of Conv3D).
+absl::Status Conv3DBackpropFilterGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                      GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  const std::vector<int64_t> r = Dilations(op);
+  Output x = GradInput(op, 0), dz = GradInput(op, 2);
+  dx->push_back(ops::Conv3DBackpropInputV2(s, ShapeOf(s, x), dy[0], dz, w.strides, w.padding, r));
+  dx->push_back(Output());  // filter_sizes
+  dx->push_back(ops::Conv3D(s, x, dy[0], w.strides, w.padding, r));
+  return absl::OkStatus();
+}
+
+absl::Status MaxPool3DGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                           GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, true, &w));
+  dx->push_back(ops::MaxPool3DGrad(s, GradInput(op, 0), GradOutput(op, 0), dy[0], w.ksize,
+                                   w.strides, w.padding));
+  return absl::OkStatus();
+}
+
+absl::Status AvgPool3DGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                           GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, true, &w));
+  dx->push_back(
+      ops::AvgPool3DGrad(s, ShapeOf(s, GradInput(op, 0)), dy[0], w.ksize, w.strides, w.padding));
+  return absl::OkStatus();
+}
+
+// AvgPool3DGrad is linear in its gradient input: its own gradient is the forward pooling.
+absl::Status AvgPool3DGradGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                               GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, true, &w));
+  dx->push_back(Output());  // orig_input_shape
+  dx->push_back(ops::AvgPool3D(s, dy[0], w.ksize, w.strides, w.padding));
+  return absl::OkStatus();
+}
+
 absl::Status BiasAddGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                          GradOutputs* dx) {
   dx->push_back(dy[0]);
@@ -276,6 +352,12 @@ REGISTER_GRADIENT("LRN", LrnGrad);
 REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
 REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
 REGISTER_GRADIENT("AvgPool", AvgPoolGrad);
+REGISTER_GRADIENT("Conv3D", Conv3DGrad);
+REGISTER_GRADIENT("Conv3DBackpropInputV2", Conv3DBackpropInputGrad);
+REGISTER_GRADIENT("Conv3DBackpropFilterV2", Conv3DBackpropFilterGrad);
+REGISTER_GRADIENT("MaxPool3D", MaxPool3DGrad);
+REGISTER_GRADIENT("AvgPool3D", AvgPool3DGrad);
+REGISTER_GRADIENT("AvgPool3DGrad", AvgPool3DGradGrad);
 REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
 REGISTER_GRADIENT("Relu", ReluGrad);
 REGISTER_GRADIENT("Softmax", SoftmaxGrad);

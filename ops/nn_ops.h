@@ -40,6 +40,30 @@ Output AvgPoolGrad(const Scope& s, const Input& orig_input_shape, const Input& g
                    const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
                    const std::string& padding);
 
+// ---- 3-D convolution and pooling (ops/nn3d_ops.cc): NDHWC volumes, filters [d, h, w, in, out],
+// strides / ksize / dilations [1, d, h, w, 1] ----
+Output Conv3D(const Scope& s, const Input& input, const Input& filter,
+              const std::vector<int64_t>& strides, const std::string& padding,
+              const std::vector<int64_t>& dilations = {1, 1, 1, 1, 1});
+Output Conv3DBackpropInputV2(const Scope& s, const Input& input_sizes, const Input& filter,
+                             const Input& out_backprop, const std::vector<int64_t>& strides,
+                             const std::string& padding,
+                             const std::vector<int64_t>& dilations = {1, 1, 1, 1, 1});
+Output Conv3DBackpropFilterV2(const Scope& s, const Input& input, const Input& filter_sizes,
+                              const Input& out_backprop, const std::vector<int64_t>& strides,
+                              const std::string& padding,
+                              const std::vector<int64_t>& dilations = {1, 1, 1, 1, 1});
+Output MaxPool3D(const Scope& s, const Input& input, const std::vector<int64_t>& ksize,
+                 const std::vector<int64_t>& strides, const std::string& padding);
+Output MaxPool3DGrad(const Scope& s, const Input& orig_input, const Input& orig_output,
+                     const Input& grad, const std::vector<int64_t>& ksize,
+                     const std::vector<int64_t>& strides, const std::string& padding);
+Output AvgPool3D(const Scope& s, const Input& value, const std::vector<int64_t>& ksize,
+                 const std::vector<int64_t>& strides, const std::string& padding);
+Output AvgPool3DGrad(const Scope& s, const Input& orig_input_shape, const Input& grad,
+                     const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                     const std::string& padding);
+
 // ---- bias and activations ----
 Output BiasAdd(const Scope& s, const Input& value, const Input& bias);
 Output BiasAddGrad(const Scope& s, const Input& out_backprop);

@@ -858,3 +858,8 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
     if not training or rate == 0:
         return ops.identity(inputs, name=name)
     return nn.dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed, name=name)
+
+from shardflow.layers3d import (AveragePooling3D, Conv3D, Conv3DTranspose,  # noqa: E402,F401
+                                MaxPooling3D, average_pooling3d, conv3d, conv3d_transpose,
+                                max_pooling3d)
+MaxPool3D, AveragePool3D = MaxPooling3D, AveragePooling3D

@@ -30,6 +30,8 @@ from shardflow.candidate_sampling import (fixed_unigram_candidate_sampler,  # no
                                           sampled_softmax_loss, uniform_candidate_sampler)
 from shardflow.ctc_ops import (ctc_beam_search_decoder, ctc_greedy_decoder,  # noqa: F401
                                ctc_loss)
+from shardflow.nn3d import (avg_pool3d, conv3d, conv3d_transpose,  # noqa: F401
+                            max_pool3d)
 from shardflow.conv_composites import (_rates, atrous_conv2d, dilated_conv2d,  # noqa: F401
                                        conv1d, depthwise_conv2d,
                                        separable_conv2d)
@@ -664,8 +666,8 @@ def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamm
 def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
                 dilation_rate=None, name=None, data_format=None, filters=None,
                 dilations=None):
-    """TF1's tf.nn.convolution for 1-D ([batch, width, in] with [k, in, out] filters) and 2-D
-    (NHWC with [h, w, in, out]) input: conv1d or conv2d, with `strides` and `dilation_rate`
+    """TF1's tf.nn.convolution for 1-D ([batch, width, in] with [k, in, out] filters), 2-D
+    (NHWC with [h, w, in, out]) and 3-D (NDHWC) input: conv1d, conv2d or conv3d, with `strides` and `dilation_rate`
     one int per spatial dimension (dilations need strides 1, as TF)."""
     filters = filters if filters is not None else filter
     if filters is None or padding is None:
@@ -692,7 +694,13 @@ def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
         d = None if dilation_rate is None else [1] + list(dilation_rate) + [1]
         return conv2d(x, filters, strides=[1] + s + [1], padding=padding, dilations=d,
                       name=name)
-    raise ValueError("convolution supports 1-D and 2-D input (rank 3 or 4), got rank %s" % rank)
+    if rank == 5:
+        s = [1, 1, 1] if strides is None else list(strides)
+        d = None if dilation_rate is None else [1] + list(dilation_rate) + [1]
+        return conv3d(x, filters, strides=[1] + s + [1], padding=padding, dilations=d,
+                      data_format=data_format, name=name)
+    raise ValueError("convolution supports 1-D, 2-D and 3-D input (rank 3, 4 or 5), got rank %s"
+                     % rank)
 
 
 def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # noqa: A002
@@ -717,8 +725,8 @@ def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A
 
 def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa: A002
          strides=None, name=None, data_format=None):
-    """TF1's tf.nn.pool for 1-D ([batch, width, channels]) and 2-D (NHWC) input, by max_pool
-    or avg_pool: `pooling_type` 'MAX' or 'AVG', `window_shape` and `strides` one int per
+    """TF1's tf.nn.pool for 1-D ([batch, width, channels]), 2-D (NHWC) and 3-D (NDHWC) input,
+    by max_pool / avg_pool (max_pool3d / avg_pool3d): `pooling_type` 'MAX' or 'AVG', `window_shape` and `strides` one int per
     spatial dimension (strides default 1). Dilated pooling (dilation_rate > 1) is not
     supported."""
     x = ops.convert_to_tensor(input)
@@ -726,8 +734,8 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa
     n = len(window_shape)
     strides = [1] * n if strides is None else [int(s) for s in strides]
     rates = [1] * n if dilation_rate is None else [int(r) for r in dilation_rate]
-    if n not in (1, 2):
-        raise ValueError("pool: shardflow pools 1-D or 2-D input, got window_shape %r"
+    if n not in (1, 2, 3):
+        raise ValueError("pool: shardflow pools 1-D, 2-D or 3-D input, got window_shape %r"
                          % (window_shape,))
     if len(strides) != n or len(rates) != n:
         raise ValueError("pool: window_shape %r, strides %r and dilation_rate %r must have "
@@ -735,15 +743,17 @@ def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa
     if any(r != 1 for r in rates):
         raise ValueError("pool(dilation_rate=%r): dilated pooling is not supported; use "
                          "dilation_rate=None" % (rates,))
-    if data_format not in (None, "NWC", "NHWC"):
+    if data_format not in (None, "NWC", "NHWC", "NDHWC"):
         _nhwc(data_format, "pool")
     kinds = {"MAX": max_pool, "AVG": avg_pool}
+    if n == 3:
+        kinds = {"MAX": max_pool3d, "AVG": avg_pool3d}
     if pooling_type not in kinds:
         raise ValueError("pool: pooling_type must be 'MAX' or 'AVG', got %r" % (pooling_type,))
     if x.shape.ndims is not None and x.shape.ndims != n + 2:
         raise ValueError("pool: %d-D pooling needs input of rank %d, got %s"
                          % (n, n + 2, x.shape))
-    if n == 2:
+    if n >= 2:
         return kinds[pooling_type](x, window_shape, strides, padding, name=name)
     pooled = kinds[pooling_type](ops.expand_dims(x, 1), [1, window_shape[0]],
                                  [1, strides[0]], padding)

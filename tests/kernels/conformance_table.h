@@ -915,6 +915,35 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
       m["AvgPoolGrad"] = Fixed({I32({1, 2, 4, 1}), D({4, 8}, {1, 1, 2, 1})},
                                D({1, 1, 2, 2, 1, 1, 2, 2}, {1, 2, 4, 1}));
       m["AvgPoolGrad"].attrs = pool;
+      // 3-D (ops/nn3d_ops.cc): a [1, 2, 2, 3, 1] volume holding 1..12 (flat index d*6 + h*3 + w)
+      // and a 2x2x2 filter that is 1 at its first and last taps: out = x[d,h,w] + x[d+1,h+1,w+1].
+      const auto conv3 = window({}, {1, 1, 1, 1, 1}, "VALID");
+      const Tensor vol = D({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {1, 2, 2, 3, 1});
+      const Tensor diag3 = D({1, 0, 0, 0, 0, 0, 0, 1}, {2, 2, 2, 1, 1});
+      m["Conv3D"] = Fixed({vol, diag3}, D({12, 14}, {1, 1, 1, 2, 1}));
+      m["Conv3D"].attrs = conv3;
+      m["Conv3DBackpropInputV2"] = Fixed({I32({1, 2, 2, 3, 1}), diag3, D({1, 2}, {1, 1, 1, 2, 1})},
+                                         D({1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2}, {1, 2, 2, 3, 1}));
+      m["Conv3DBackpropInputV2"].attrs = conv3;
+      m["Conv3DBackpropFilterV2"] = Fixed({vol, I32({2, 2, 2, 1, 1}), D({1, 0}, {1, 1, 1, 2, 1})},
+                                          D({1, 2, 4, 5, 7, 8, 10, 11}, {2, 2, 2, 1, 1}));
+      m["Conv3DBackpropFilterV2"].attrs = conv3;
+      // Windows of 2 (depth) x 2 (height) x 1 (width) over a [1, 2, 2, 2, 1] volume.
+      const auto pool3 = window({1, 2, 2, 1, 1}, {1, 2, 2, 1, 1}, "VALID");
+      const Tensor px3 = D({1, 5, 3, 2, 4, 0, 7, 8}, {1, 2, 2, 2, 1});
+      m["MaxPool3D"] = Fixed({px3}, D({7, 8}, {1, 1, 1, 2, 1}));
+      m["MaxPool3D"].attrs = pool3;
+      // orig_input and orig_output are TInput (float; only grad follows T).
+      m["MaxPool3DGrad"] =
+          Fixed({Tensor::FromVector<float>({1, 5, 3, 2, 4, 0, 7, 8}, {1, 2, 2, 2, 1}),
+                 Tensor::FromVector<float>({7, 8}, {1, 1, 1, 2, 1}), D({10, 20}, {1, 1, 1, 2, 1})},
+                D({0, 0, 0, 0, 0, 0, 10, 20}, {1, 2, 2, 2, 1}));
+      m["MaxPool3DGrad"].attrs = pool3;
+      m["AvgPool3D"] = Fixed({px3}, D({3.75, 3.75}, {1, 1, 1, 2, 1}));
+      m["AvgPool3D"].attrs = pool3;
+      m["AvgPool3DGrad"] = Fixed({I32({1, 2, 2, 2, 1}), D({4, 8}, {1, 1, 1, 2, 1})},
+                                 D({1, 2, 1, 2, 1, 2, 1, 2}, {1, 2, 2, 2, 1}));
+      m["AvgPool3DGrad"].attrs = pool3;
 
       m["BiasAdd"] = Fixed({x23, D({10, 20, 30}, {3})}, D({11, 22, 33, 14, 25, 36}, {2, 3}));
       m["BiasAddGrad"] = Fixed({x23}, D({5, 7, 9}, {3}));

@@ -285,6 +285,55 @@ TEST(NnGradTest, MaxPoolAndAvgPool) {
   }
 }
 
+// 3-D convolution (strides, SAME / VALID, dilations), its transpose, and 3-D pooling.
+TEST(NnGradTest, Conv3DAndPool3D) {
+  struct Conv3DCase {
+    TensorShape input, filter;
+    std::vector<int64_t> strides, dilations;
+    std::string padding;
+  };
+  const std::vector<Conv3DCase> cases = {
+      {{1, 4, 4, 3, 2}, {3, 2, 2, 2, 3}, {1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, "SAME"},
+      {{2, 5, 4, 5, 2}, {2, 3, 2, 2, 2}, {1, 2, 1, 2, 1}, {1, 1, 1, 1, 1}, "VALID"},
+      {{1, 5, 5, 4, 1}, {2, 2, 2, 1, 2}, {1, 1, 1, 1, 1}, {1, 2, 1, 2, 1}, "SAME"}};
+  uint32_t seed = 40;
+  for (const Conv3DCase& c : cases) {
+    SCOPED_TRACE(c.input.DebugString() + " * " + c.filter.DebugString() + " " + c.padding);
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>(c.input, seed++), fv = Random<float>(c.filter, seed++);
+    Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
+    Output y = ops::Conv3D(s, x, f, c.strides, c.padding, c.dilations);
+    auto err = test::MaxGradientError(s, {x, f}, {xv, fv}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+  {
+    SCOPED_TRACE("Conv3DBackpropInputV2 as conv3d_transpose");
+    Scope s = Scope::NewRootScope();
+    Tensor fv = Random<float>({2, 2, 2, 2, 3}, 50), dzv = Random<float>({1, 2, 3, 2, 3}, 51);
+    Output f = Placeholder(s, "f", fv), dz = Placeholder(s, "dz", dzv);
+    Output y = ops::Conv3DBackpropInputV2(s, Tensor::FromVector<int32_t>({1, 4, 5, 4, 2}), f, dz,
+                                          {1, 2, 2, 2, 1}, "SAME");
+    auto err = test::MaxGradientError(s, {f, dz}, {fv, dzv}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+  for (const std::string padding : {"VALID", "SAME"}) {
+    for (bool max : {true, false}) {
+      SCOPED_TRACE(std::string(max ? "MaxPool3D " : "AvgPool3D ") + padding);
+      Scope s = Scope::NewRootScope();
+      Tensor xv = Separated({2, 3, 5, 4, 2}, max ? 60 : 61);
+      Output x = Placeholder(s, "x", xv);
+      const std::vector<int64_t> ksize = {1, 2, 3, 2, 1}, strides = {1, 1, 2, 2, 1};
+      Output y = max ? ops::MaxPool3D(s, x, ksize, strides, padding)
+                     : ops::AvgPool3D(s, x, ksize, strides, padding);
+      auto err = test::MaxGradientError(s, {x}, {xv}, y, kFloatDelta);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, kFloatTol);
+    }
+  }
+}
+
 TEST(NnGradTest, FusedBatchNormTrainingAndInference) {
   for (bool training : {true, false}) {
     SCOPED_TRACE(training ? "training" : "inference");

@@ -1531,3 +1531,13 @@ from shardflow.keras import layers_sequence as _sequence  # noqa: E402 (it uses 
 
 Attention, AdditiveAttention = _sequence.Attention, _sequence.AdditiveAttention
 LocallyConnected1D = _sequence.LocallyConnected1D
+
+from shardflow.keras import layers_3d as _3d  # noqa: E402 (it uses Layer)
+
+Conv3D, Conv3DTranspose = _3d.Conv3D, _3d.Conv3DTranspose
+Convolution3D, Convolution3DTranspose = _3d.Convolution3D, _3d.Convolution3DTranspose
+MaxPooling3D, AveragePooling3D = _3d.MaxPooling3D, _3d.AveragePooling3D
+MaxPool3D, AvgPool3D = _3d.MaxPool3D, _3d.AvgPool3D
+GlobalMaxPooling3D, GlobalAveragePooling3D = _3d.GlobalMaxPooling3D, _3d.GlobalAveragePooling3D
+GlobalMaxPool3D, GlobalAvgPool3D = _3d.GlobalMaxPool3D, _3d.GlobalAvgPool3D
+UpSampling3D, ZeroPadding3D, Cropping3D = _3d.UpSampling3D, _3d.ZeroPadding3D, _3d.Cropping3D

@@ -107,6 +107,21 @@ class Model:
     def output(self):
         return self.outputs[0] if len(self.outputs) == 1 else self.outputs
 
+    @property
+    def input_shape(self):
+        """The shape tuple of the input (a list of them for several inputs), None for unknown
+        dimensions, as Keras's."""
+        self._require_built("input_shape")
+        shapes = [layers_module._shape_tuple(t) for t in self.inputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
+    @property
+    def output_shape(self):
+        """The shape tuple of the output (a list of them for several outputs)."""
+        self._require_built("output_shape")
+        shapes = [layers_module._shape_tuple(t) for t in self.outputs]
+        return shapes[0] if len(shapes) == 1 else shapes
+
     def get_layer(self, name=None, index=None):
         if index is not None:
             return self.layers[index]
