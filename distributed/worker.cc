@@ -130,6 +130,21 @@ absl::Status Worker::CheckClusterAddresses(const RegisterGraphRequest& request) 
   return absl::OkStatus();
 }
 
+std::shared_ptr<SharedKernels> Worker::SessionKernels(const std::string& session_handle) {
+  // Without a session handle (an old client) each graph keeps its own kernels.
+  if (session_handle.empty()) return std::make_shared<SharedKernels>();
+  absl::MutexLock lock(&mu_);
+  for (auto it = session_kernels_.begin(); it != session_kernels_.end();) {
+    it = it->second.expired() ? session_kernels_.erase(it) : std::next(it);
+  }
+  std::shared_ptr<SharedKernels> kernels = session_kernels_[session_handle].lock();
+  if (kernels == nullptr) {
+    kernels = std::make_shared<SharedKernels>();
+    session_kernels_[session_handle] = kernels;
+  }
+  return kernels;
+}
+
 absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
                                    RegisterGraphResponse* response) {
   if (request.partitions().empty()) {
@@ -148,6 +163,7 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
   }
   auto graph = std::make_shared<RegisteredGraph>();
   graph->session_handle = request.session_handle();
+  graph->shared_kernels = SessionKernels(graph->session_handle);
   graph->cluster =
       std::make_shared<const TaskAddresses>(request.cluster().begin(), request.cluster().end());
   std::set<int> arg_indices;
@@ -203,7 +219,7 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
         graph->num_retvals = std::max(graph->num_retvals, index + 1);
       }
     }
-    auto executor = Executor::Create(std::move(part), device);
+    auto executor = Executor::Create(std::move(part), device, graph->shared_kernels.get());
     if (!executor.ok()) {
       return WithContext(executor.status(),
                          absl::StrCat("RegisterGraph: partition for ", device_name, ": "));

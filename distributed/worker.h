@@ -56,6 +56,7 @@
 #include "runtime/device.h"
 #include "runtime/executor.h"
 #include "runtime/function_runtime.h"
+#include "runtime/shared_kernels.h"
 
 namespace shardflow {
 
@@ -154,6 +155,9 @@ class Worker {
     std::string handle;
     std::string session_handle;
     std::shared_ptr<const TaskAddresses> cluster;
+    // The random ops' kernels of the session's graphs (runtime/shared_kernels.h); before the
+    // executors, which use it. Freed with the session's last graph.
+    std::shared_ptr<SharedKernels> shared_kernels;
     std::vector<std::unique_ptr<Executor>> executors;
     std::vector<Executor*> executor_ptrs;
     std::vector<int> arg_indices;  // _Arg indices the partitions read
@@ -191,6 +195,9 @@ class Worker {
   absl::Status CheckServedKey(const std::string& key) const;
   void NotifyAbort(int64_t step_id, const absl::Status& status);
   Device* FindDevice(const std::string& name) const;
+  // The kernels the graphs of `session_handle` share (a new set for a new session).
+  std::shared_ptr<SharedKernels> SessionKernels(const std::string& session_handle)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string task_;
   const std::vector<Device*> devices_;
@@ -204,6 +211,9 @@ class Worker {
   mutable absl::Mutex mu_;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::shared_ptr<RegisteredGraph>> graphs_ ABSL_GUARDED_BY(mu_);
+  // Session handle -> the kernels its graphs share; expired entries are dropped as graphs
+  // register.
+  std::map<std::string, std::weak_ptr<SharedKernels>> session_kernels_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, Step> steps_ ABSL_GUARDED_BY(mu_);
   // Retired steps, oldest first, with their final status.
   std::deque<int64_t> retired_order_ ABSL_GUARDED_BY(mu_);

@@ -15,14 +15,15 @@
 namespace shardflow {
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::CreateForPartition(const GraphDef& partition,
-                                                                       Device* device) {
+                                                                       Device* device,
+                                                                       SharedKernels* shared) {
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, Graph::FromGraphDef(partition));
   for (Node* n : graph->nodes()) n->set_assigned_device(device->name());
-  return Create(std::move(graph), device);
+  return Create(std::move(graph), device, shared);
 }
 
 absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph> graph,
-                                                           Device* device) {
+                                                           Device* device, SharedKernels* shared) {
   std::unique_ptr<Executor> ex(new Executor());
   ex->device_ = device;
   ex->device_memory_ = !device->GetAllocator()->IsHostMemory();
@@ -37,6 +38,9 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
     item.node = n;
     SF_ASSIGN_OR_RETURN(item.kernel, KernelRegistry::Global()->CreateKernel(
                                          device, n->def(), n->input_types(), n->output_types()));
+    if (shared != nullptr && item.kernel->SharedAcrossExecutors()) {
+      item.kernel = shared->FindOrAdd(device->name(), n->def(), std::move(item.kernel));
+    }
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.expensive = item.kernel->IsExpensive();
     item.input_start = slot;

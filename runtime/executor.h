@@ -23,6 +23,7 @@
 #include "core/framework/op_kernel.h"
 #include "core/graph/graph.h"
 #include "runtime/device.h"
+#include "runtime/shared_kernels.h"
 #include "runtime/step_stats_collector.h"
 
 namespace shardflow {
@@ -51,12 +52,15 @@ class Executor {
 
   // Takes ownership of `graph`; `device` is borrowed and must outlive the executor. Errors: a
   // cycle, an unconnected input, or a node without a kernel on the device.
+  // `shared` (borrowed, may be null): the session's kernels that executors share
+  // (OpKernel::SharedAcrossExecutors); it must outlive the executor.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph,
-                                                          Device* device);
+                                                          Device* device,
+                                                          SharedKernels* shared = nullptr);
   // The executor of one partition of a step (GraphExecutionState's plan): builds the graph
   // and assigns every node to `device`, then Create.
-  static absl::StatusOr<std::unique_ptr<Executor>> CreateForPartition(const GraphDef& partition,
-                                                                      Device* device);
+  static absl::StatusOr<std::unique_ptr<Executor>> CreateForPartition(
+      const GraphDef& partition, Device* device, SharedKernels* shared = nullptr);
   ~Executor();
 
   // Runs one step; `done` is called exactly once, possibly on another thread. The calling
@@ -78,7 +82,7 @@ class Executor {
   };
   struct NodeItem {
     const Node* node = nullptr;
-    std::unique_ptr<OpKernel> kernel;
+    std::shared_ptr<OpKernel> kernel;  // shared with other executors when SharedKernels says
     bool is_async = false;
     bool expensive = true;
     int input_start = 0;

@@ -200,7 +200,7 @@ class LocalSession final : public Session {
         return absl::InternalError(absl::StrCat("placed on unknown device ", device_name));
       }
       SF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                          Executor::CreateForPartition(part, device));
+                          Executor::CreateForPartition(part, device, &shared_kernels_));
       prepared->executor_ptrs.push_back(executor.get());
       prepared->executors.push_back(std::move(executor));
       prepared->partitions.push_back(part);
@@ -223,6 +223,8 @@ class LocalSession final : public Session {
   // The graph functions of this session's steps (While); before the cache, whose executors
   // use it.
   FunctionRuntime functions_;
+  // The random ops' kernels, one per node for every signature's executors.
+  SharedKernels shared_kernels_;
   std::atomic<int64_t> next_step_id_{1};
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -94,6 +94,12 @@ class OpKernel {
   // Cheap kernels run inline on the thread that made them ready; expensive ones may be handed to
   // the device's inter-op threads.
   virtual bool IsExpensive() const { return true; }
+  // True for kernels whose state is a sequence over their runs (the random ops: the k-th run of
+  // a seeded node gives its k-th draw). Every executor of one session then runs one instance of
+  // the node's kernel (runtime/shared_kernels.h), as TensorFlow's OpSegment shares stateful
+  // kernels, so a new fetch signature continues the sequence rather than restarting it. Such a
+  // kernel must allow concurrent Compute calls.
+  virtual bool SharedAcrossExecutors() const { return false; }
 
   const std::string& name() const { return name_; }
   const std::string& type_string() const { return type_string_; }

@@ -297,6 +297,8 @@ class DropoutOp : public OpKernel {
     }
   }
 
+  bool SharedAcrossExecutors() const override { return true; }  // runs_ numbers the masks
+
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     Tensor *out, *mask;

@@ -34,6 +34,7 @@ class RandomOp : public OpKernel {
     absl::Status s = SeedFromAttrs(c, &gen_);
     if (!s.ok()) c->SetStatus(s);
   }
+  bool SharedAcrossExecutors() const override { return true; }
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& shape_t = ctx->input(0);
@@ -82,6 +83,7 @@ class ParameterizedRandomOp : public OpKernel {
     absl::Status s = SeedFromAttrs(c, &gen_);
     if (!s.ok()) c->SetStatus(s);
   }
+  bool SharedAcrossExecutors() const override { return true; }
 
   void Compute(OpKernelContext* ctx) override {
     const char* what = kGamma ? "RandomGamma" : "RandomPoissonV2";

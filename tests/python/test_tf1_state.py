@@ -102,3 +102,22 @@ def test_hessians():
         hv, hcv = sess.run([h, hc], {x: [1.0, 2.0, -1.0]})
     np.testing.assert_allclose(hv, a, rtol=1e-5)
     np.testing.assert_allclose(hcv, np.diag([6.0, 12.0, -6.0]), rtol=1e-5)
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_seeded_random_ops_continue_across_fetch_signatures(remote):
+    """As TF1 (its sessions share stateful kernels): the k-th run of a seeded random op gives
+    its k-th draw whatever else the run fetches; a new session starts the sequence again.
+    Regression: a second signature replayed the first draws."""
+    tf.reset_default_graph()
+    server = tf.train.Server.create_local_server() if remote else None
+    r = tf.random_uniform([3], seed=5)
+    c = tf.constant(1.0)
+    runs = []
+    for _ in range(2):
+        with tf.Session(server.target if remote else "") as sess:
+            runs.append([sess.run(r), sess.run([r, c])[0], sess.run(r)])
+    first, second, third = runs[0]
+    assert not np.array_equal(first, second) and not np.array_equal(second, third)
+    for a, b in zip(runs[0], runs[1]):
+        np.testing.assert_array_equal(a, b)

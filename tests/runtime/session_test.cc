@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "ops/ops.h"
+#include "ops/scope.h"
 #include "tests/util/test_util.h"
 
 namespace shardflow {
@@ -31,6 +32,39 @@ TEST(SessionTest, FeedFetchAndReuseAcrossRuns) {
     ASSERT_TRUE(session->Run({{"x", xv}}, {"y"}, {}, &out).ok());
     test::ExpectValues<float>(out[0], {1 + 3.0f * step, 2 + 4.0f * step});
   }
+}
+
+// Regression: each (feeds, fetches, targets) signature had its own random kernels, so a
+// seeded random op fetched through a second signature replayed its first draws. Now one kernel
+// per node serves every signature of a session (runtime/shared_kernels.h), as in TensorFlow;
+// a new session starts the sequence again.
+TEST(SessionTest, SeededRandomOpsContinueTheirSequenceAcrossSignatures) {
+  Scope s = Scope::NewRootScope();
+  Operation r = OpBuilder(s.WithOpName("r"), "RandomUniform")
+                    .Input(ops::Const(s, Tensor::FromVector<int32_t>({4})))
+                    .Attr("dtype", DT_FLOAT)
+                    .Attr("seed", int64_t{7})
+                    .Attr("seed2", int64_t{3})
+                    .Finalize();
+  ASSERT_TRUE(s.ok() && r.valid()) << s.status();
+  ops::Identity(s.WithOpName("other"), ops::Const(s, 1.0f));
+  auto draws = [&](Session* session, std::vector<std::string> fetches) {
+    std::vector<Tensor> out;
+    absl::Status st = session->Run({}, fetches, {}, &out);
+    EXPECT_TRUE(st.ok()) << st;
+    return st.ok() ? std::vector<float>(out[0].data<float>(), out[0].data<float>() + 4)
+                   : std::vector<float>();
+  };
+  auto session = Open(s);
+  const std::vector<float> first = draws(session.get(), {"r"});
+  const std::vector<float> second = draws(session.get(), {"r", "other"});
+  const std::vector<float> third = draws(session.get(), {"r"});
+  EXPECT_NE(first, second);
+  EXPECT_NE(second, third);
+  EXPECT_NE(first, third);
+  auto fresh = Open(s);
+  EXPECT_EQ(draws(fresh.get(), {"r", "other"}), first);
+  EXPECT_EQ(draws(fresh.get(), {"r"}), second);
 }
 
 TEST(SessionTest, FetchingAFedTensorReturnsTheFeed) {
