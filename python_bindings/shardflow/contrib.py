@@ -11,11 +11,13 @@ get_variables; shardflow.contrib_framework), tf.contrib.training.HParams
 sequence_loss and basic decoding (shardflow.contrib_seq2seq) and tf.contrib.lookup's tables
 (HashTable, index_table_from_tensor/_file, index_to_string_table_from_tensor/_file, ...;
 shardflow.lookup_ops), tf.contrib.crf's linear-chain CRF (crf_log_likelihood, crf_decode,
-viterbi_decode, ...; shardflow.contrib_crf), and tf.contrib.slim (shardflow.contrib_slim).
+viterbi_decode, ...; shardflow.contrib_crf), tf.contrib.slim (shardflow.contrib_slim) and
+tf.contrib.distribute's MirroredStrategy and OneDeviceStrategy (shardflow.contrib_distribute).
 Anything else under contrib is refused with the name of what to use instead."""
 
 from shardflow import contrib_crf as crf  # noqa: F401
 from shardflow.data import experimental as data  # noqa: F401 (tf.contrib.data)
+from shardflow import contrib_distribute as distribute  # noqa: F401
 from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' core)
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
@@ -46,9 +48,10 @@ def __getattr__(name):
         "tf.contrib.metrics (streaming_*), tf.contrib.opt.LazyAdamOptimizer, "
         "tf.contrib.data (tf.data.experimental's transformations), "
         "tf.contrib.slim (layers, arg_scope, losses, learning.create_train_op/train, "
-        "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once). Use "
+        "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once), "
+        "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["crf", "data", "distributions", "framework", "layers", "lookup", "metrics", "opt",
-           "predictor", "rnn", "seq2seq", "slim", "training", "util"]
+__all__ = ["crf", "data", "distribute", "distributions", "framework", "layers", "lookup",
+           "metrics", "opt", "predictor", "rnn", "seq2seq", "slim", "training", "util"]

@@ -54,16 +54,23 @@ class Layer:
             from shardflow.variable_scope import AUTO_REUSE, VariableScope, _stack
             outer = _stack(g)[-1]
             base = self.name
-            if base is None:
-                counts = g.__dict__.setdefault("_layer_name_counts", {}).setdefault(
-                    outer.name, {})
-                n = counts.get(self._default_name, 0)
-                counts[self._default_name] = n + 1
-                base = self._default_name if n == 0 else "%s_%d" % (self._default_name, n)
-            full = outer.name + "/" + base if outer.name else base
             reuse = outer.reuse
             if self._reuse is True or self._reuse == AUTO_REUSE:
                 reuse = self._reuse
+            if base is None:
+                counts = g.__dict__.setdefault("_layer_name_counts", {}).setdefault(
+                    outer.name, {})
+                # Not reusing, a default name skips those whose variables another kind of
+                # layer made (a Keras Dense's "dense/kernel"), as TF1's do not collide.
+                taken = g._variable_store if reuse is not True and reuse != AUTO_REUSE else {}
+                while True:
+                    n = counts.get(self._default_name, 0)
+                    counts[self._default_name] = n + 1
+                    base = self._default_name if n == 0 else "%s_%d" % (self._default_name, n)
+                    prefix = (outer.name + "/" + base if outer.name else base) + "/"
+                    if not any(k.startswith(prefix) for k in taken):
+                        break
+            full = outer.name + "/" + base if outer.name else base
             self._var_scope = VariableScope(full, reuse, outer.initializer, outer.regularizer)
         return self._var_scope
 

@@ -60,6 +60,8 @@ class Optimizer:
         """An op that takes one optimisation step on `loss` for `var_list` (default: every
         trainable variable of the graph, including those created in C++), then adds one to
         `global_step` when given (a Variable, e.g. get_or_create_global_step())."""
+        if _replica_context_of_many() is not None:
+            return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
         loss = convert_to_tensor(loss)
         g = loss.graph
         with g.name_scope(name or self._name):
@@ -71,14 +73,25 @@ class Optimizer:
                            global_step)
 
     def compute_gradients(self, loss, var_list=None):
-        """[(gradient, variable)] for `var_list` (default: the trainable Variables)."""
+        """[(gradient, variable)] for `var_list` (default: the trainable Variables). In a
+        tf.distribute replica function of N > 1 replicas the loss is scaled by 1/N first, as
+        TF1's (each replica's loss is taken to be a mean; apply_gradients sums over them)."""
         var_list = trainable_variables(convert_to_tensor(loss).graph) if var_list is None \
             else list(var_list)
+        replica = _replica_context_of_many()
+        if replica is not None:
+            loss = convert_to_tensor(loss) * (1.0 / replica.num_replicas_in_sync)
         return list(zip(gradients(loss, var_list), var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """An op that updates each variable with its gradient (pairs with a None gradient are
-        skipped), then adds one to `global_step` when given."""
+        skipped), then adds one to `global_step` when given. In a tf.distribute replica function
+        of several replicas, each gradient is summed over the replicas and the update made once
+        (a merge_call), as TF1's."""
+        replica = _replica_context_of_many()
+        if replica is not None:
+            return replica.merge_call(self._apply_summed,
+                                      args=(list(grads_and_vars), global_step, name))
         pairs = [(g_, v) for g_, v in grads_and_vars if g_ is not None]
         if not pairs:
             raise ValueError("apply_gradients: no variable has a gradient")
@@ -89,6 +102,24 @@ class Optimizer:
                 [(convert_to_tensor(gr)._ref, v.handle.op.name) for gr, v in pairs], g._ctx())
         return _count_step(_apply_constraints(g.get_operation_by_name(op_name),
                                               [v for _, v in pairs]), global_step)
+
+
+    def _apply_summed(self, strategy, grads_and_vars, global_step, name):
+        """apply_gradients' merge_fn: each PerReplica gradient summed on its variable's
+        device, then one update."""
+        from shardflow.distribute.values import ReduceOp
+        summed = [(None if g_ is None else
+                   strategy.extended.reduce_to(ReduceOp.SUM, g_, v.device or None), v)
+                  for g_, v in grads_and_vars]
+        return self.apply_gradients(summed, global_step, name)
+
+
+def _replica_context_of_many():
+    """The ReplicaContext of the tf.distribute replica function being built when the strategy
+    has more than one replica, else None."""
+    from shardflow.distribute import context
+    replica = context.get_replica_context()
+    return replica if replica is not None and replica.num_replicas_in_sync > 1 else None
 
 
 def _apply_constraints(update, variables):

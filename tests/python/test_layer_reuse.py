@@ -105,3 +105,19 @@ def test_contrib_layers_reuse_their_scope():
     tf.contrib.layers.conv2d(images, 2, 3, scope="conv", reuse=True)
     assert [v.op.name for v in tf.global_variables()] == [
         "fc/weights", "fc/biases", "conv/weights", "conv/biases"]
+
+
+def test_unnamed_tf_layers_after_keras_layers_take_free_names():
+    """Regression: tf.layers.dense after a Keras Dense in one graph failed with "Variable
+    dense/kernel already exists" (the two count their default names apart); TF1 builds both."""
+    from shardflow import keras
+    x = tf.placeholder(tf.float32, [None, 4])
+    keras.layers.Dense(3)(x)
+    y = tf.layers.dense(x, 2)
+    keras.layers.Dense(3)(x)
+    names = [v.name for v in tf.global_variables()]
+    assert len(names) == len(set(names)) == 6
+    assert y.shape.as_list() == [None, 2]
+    assert "dense_1/kernel:0" in names
+    kernel = [v for v in tf.global_variables() if v.name == "dense_1/kernel:0"][0]
+    assert kernel.shape.as_list() == [4, 2]

@@ -46,14 +46,35 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
 _DEFAULT_SECS = object()
 
 
+def _one_replica(strategy, what):
+    """`strategy` (None or a tf.distribute strategy of one replica) for RunConfig(`what`=)."""
+    if strategy is None:
+        return None
+    from shardflow.distribute import Strategy
+    if not isinstance(strategy, Strategy):
+        raise ValueError("RunConfig(%s=...) takes a tf.distribute strategy "
+                         "(tf.distribute.MirroredStrategy(), ...), not %r" % (what, strategy))
+    if strategy.num_replicas_in_sync != 1:
+        raise NotImplementedError(
+            "RunConfig(%s=%r): shardflow's Estimator trains one replica; a strategy of %d "
+            "replicas would need the model_fn built per device. Give a one-device strategy, "
+            "or write the loop with strategy.experimental_run_v2 (docs/python.md, \"Coming "
+            "from TensorFlow 1.x\", tf.distribute)" % (what, strategy,
+                                                     strategy.num_replicas_in_sync))
+    return strategy
+
+
 class RunConfig:
     """How an Estimator runs: where it checkpoints, how often, the graph-level random seed and
     the session's ConfigProto. save_checkpoints_steps and save_checkpoints_secs exclude each
-    other (giving steps turns the 600 s default off)."""
+    other (giving steps turns the 600 s default off). train_distribute / eval_distribute take a
+    tf.distribute strategy of one replica (MirroredStrategy() on one device, OneDeviceStrategy),
+    kept as attributes: training runs as without one, which is what one replica computes."""
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=None, save_checkpoints_secs=_DEFAULT_SECS,
-                 keep_checkpoint_max=5, log_step_count_steps=100, session_config=None):
+                 keep_checkpoint_max=5, log_step_count_steps=100, session_config=None,
+                 train_distribute=None, eval_distribute=None):
         if save_checkpoints_secs is _DEFAULT_SECS:
             save_checkpoints_secs = None if save_checkpoints_steps is not None else 600
         if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
@@ -67,6 +88,8 @@ class RunConfig:
         self.keep_checkpoint_max = keep_checkpoint_max
         self.log_step_count_steps = log_step_count_steps
         self.session_config = session_config
+        self.train_distribute = _one_replica(train_distribute, "train_distribute")
+        self.eval_distribute = _one_replica(eval_distribute, "eval_distribute")
 
     # Single-process: what TF1's RunConfig reports without a TF_CONFIG cluster.
     is_chief = True
@@ -81,7 +104,7 @@ class RunConfig:
         args = {k: getattr(self, k) for k in (
             "model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
             "save_checkpoints_secs", "keep_checkpoint_max", "log_step_count_steps",
-            "session_config")}
+            "session_config", "train_distribute", "eval_distribute")}
         if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" not in kwargs:
             args["save_checkpoints_secs"] = None
         if "save_checkpoints_secs" in kwargs and "save_checkpoints_steps" not in kwargs:
