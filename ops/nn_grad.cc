@@ -208,6 +208,21 @@ absl::Status AvgPoolGrad(const Scope& s, const Operation& op, const GradOutputs&
   return absl::OkStatus();
 }
 
+// The argmax output has no gradient; the values' gradient goes where argmax says.
+absl::Status MaxPoolWithArgmaxGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                   GradOutputs* dx) {
+  const AttrMap& attrs = op.node()->attrs();
+  OpBuilder b(s, "MaxPoolGradWithArgmax");
+  b.Input(GradInput(op, 0)).Input(dy[0]).Input(GradOutput(op, 1));
+  for (const char* name : {"ksize", "strides", "padding", "include_batch_in_index", "Targmax"}) {
+    auto it = attrs.find(name);
+    if (it != attrs.end()) b.Attr(name, it->second);
+  }
+  Operation grad = b.Finalize();
+  dx->push_back(grad.valid() ? Output(grad.node(), 0) : Output());
+  return absl::OkStatus();
+}
+
 // ---- 3-D convolution and pooling (ops/nn3d_ops.cc) ----
 
 std::vector<int64_t> Dilations(const Operation& op) {
@@ -352,6 +367,7 @@ REGISTER_GRADIENT("LRN", LrnGrad);
 REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
 REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
 REGISTER_GRADIENT("AvgPool", AvgPoolGrad);
+REGISTER_GRADIENT("MaxPoolWithArgmax", MaxPoolWithArgmaxGrad);
 REGISTER_GRADIENT("Conv3D", Conv3DGrad);
 REGISTER_GRADIENT("Conv3DBackpropInputV2", Conv3DBackpropInputGrad);
 REGISTER_GRADIENT("Conv3DBackpropFilterV2", Conv3DBackpropFilterGrad);

@@ -112,6 +112,25 @@ absl::Status MaxPoolGradShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+absl::Status MaxPoolWithArgmaxShape(InferenceContext* c) {
+  SF_RETURN_IF_ERROR(PoolShape(c));
+  c->set_output(1, c->output(0));
+  return absl::OkStatus();
+}
+
+absl::Status MaxPoolGradWithArgmaxShape(InferenceContext* c) {
+  TensorShape in, grad, argmax;
+  SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
+  SF_RETURN_IF_ERROR(c->WithRank(1, 4, &grad));
+  SF_RETURN_IF_ERROR(c->WithRank(2, 4, &argmax));
+  if (!grad.IsCompatibleWith(argmax)) {
+    return c->InvalidArgument(absl::StrCat("grad ", grad.DebugString(), " and argmax ",
+                                           argmax.DebugString(), " must have one shape"));
+  }
+  c->set_output(0, in);
+  return absl::OkStatus();
+}
+
 absl::Status AvgPoolGradShape(InferenceContext* c) {
   TensorShape grad;
   SF_RETURN_IF_ERROR(c->WithRank(1, 4, &grad));
@@ -464,6 +483,40 @@ REGISTER_OP("MaxPoolGrad")
     .Doc(
         "Gradient of MaxPool: each window's gradient goes to the first position holding its "
         "maximum.");
+
+REGISTER_OP("MaxPoolWithArgmax")
+    .Input("input: T")
+    .Output("output: T")
+    .Output("argmax: Targmax")
+    .Attr("T: {float}")
+    .Attr("Targmax: {int32, int64} = int64")
+    .Attr("ksize: list(int)")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("include_batch_in_index: bool = false")
+    .SetShapeFn(MaxPoolWithArgmaxShape)
+    .SetFlopsFn([](const OpCostContext& c) { return PoolFlops(c); })
+    .Doc(
+        "MaxPool, and where each maximum is: the flat index (y * width + x) * channels + c in its "
+        "image (plus batch * height * width * channels with include_batch_in_index) of the first "
+        "position holding it.");
+
+REGISTER_OP("MaxPoolGradWithArgmax")
+    .Input("input: T")
+    .Input("grad: T")
+    .Input("argmax: Targmax")
+    .Output("output: T")
+    .Attr("T: {float}")
+    .Attr("Targmax: {int32, int64}")
+    .Attr("ksize: list(int)")
+    .Attr("strides: list(int)")
+    .Attr("padding: string")
+    .Attr("include_batch_in_index: bool = false")
+    .SetShapeFn(MaxPoolGradWithArgmaxShape)
+    .SetFlopsFn([](const OpCostContext& c) { return c.InputElements(); })
+    .Doc(
+        "Gradient of MaxPoolWithArgmax: grad[i] added at input position argmax[i] (checked to "
+        "lie in the input).");
 
 REGISTER_OP("AvgPool")
     .Input("value: T")

@@ -1,4 +1,5 @@
-// MaxPool, MaxPoolGrad, AvgPool and AvgPoolGrad on CPU (float), NHWC.
+// MaxPool, MaxPoolGrad, MaxPoolWithArgmax, MaxPoolGradWithArgmax, AvgPool and AvgPoolGrad on
+// CPU (float), NHWC.
 //
 // Plain loops with the channel loop innermost (contiguous, vectorised), sharded over output rows
 // (forward) or images (gradients, whose windows may overlap within an image). Pooling is bound by
@@ -377,6 +378,110 @@ class AvgPoolGradOp : public PoolOpBase {
   }
 };
 
+// MaxPoolWithArgmax: MaxPool's output and, per output, the flat index of the first position
+// holding the maximum (row-major in the window, as MaxPoolGrad's rule): (y * w + x) * c + k
+// within the image, plus img * h * w * c with include_batch_in_index.
+template <typename Index>
+class MaxPoolWithArgmaxOp : public PoolOpBase {
+ public:
+  explicit MaxPoolWithArgmaxOp(OpKernelConstruction* c) : PoolOpBase(c) {
+    if (c->def().attr().count("include_batch_in_index")) {
+      absl::Status s = c->GetAttr("include_batch_in_index", &include_batch_);
+      if (!s.ok()) c->SetStatus(s);
+    }
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    PoolGeometry g;
+    OP_REQUIRES_OK(ctx, Geometry(input.shape(), &g));
+    OP_REQUIRES(ctx, input.NumElements() <= std::numeric_limits<Index>::max(),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "input ", input.shape().DebugString(), " has more elements than Targmax ",
+                    sizeof(Index) == 4 ? "int32" : "int64", " can index; use Targmax=int64")));
+    Tensor *out, *argmax;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, g.output_shape(), &argmax));
+    const float* in = input.data<float>();
+    float* o = out->data<float>();
+    Index* am = argmax->data<Index>();
+    const int64_t image = g.h * g.w * g.c;
+    cwise::RunSharded(
+        ctx, g.n * g.oh, std::max<int64_t>(1, g.ow * g.c * g.kh * g.kw / 8),
+        [&](int64_t begin, int64_t end) {
+          ForEachOutputPixel(g, begin, end, o, [&](int64_t img, int64_t y, int64_t x, float* op) {
+            Index* ap = am + (op - o);
+            int64_t h0, h1, w0, w1;
+            g.Rows(y, &h0, &h1);
+            g.Cols(x, &w0, &w1);
+            std::fill(op, op + g.c, -std::numeric_limits<float>::infinity());
+            std::fill(ap, ap + g.c, Index{-1});
+            for (int64_t hh = h0; hh < h1; ++hh) {
+              for (int64_t ww = w0; ww < w1; ++ww) {
+                const int64_t at = (hh * g.w + ww) * g.c;
+                const float* p = in + img * image + at;
+                for (int64_t k = 0; k < g.c; ++k) {
+                  if (p[k] > op[k] || ap[k] < 0) {
+                    op[k] = p[k];
+                    ap[k] = static_cast<Index>((include_batch_ ? img * image : 0) + at + k);
+                  }
+                }
+              }
+            }
+          });
+        });
+  }
+
+ private:
+  bool include_batch_ = false;
+};
+
+// MaxPoolGradWithArgmax: dx[argmax[i]] += grad[i]; every index is checked to lie in its image
+// (or, with include_batch_in_index, in the input), since argmax may come from a feed.
+template <typename Index>
+class MaxPoolGradWithArgmaxOp : public PoolOpBase {
+ public:
+  explicit MaxPoolGradWithArgmaxOp(OpKernelConstruction* c) : PoolOpBase(c) {
+    if (c->def().attr().count("include_batch_in_index")) {
+      absl::Status s = c->GetAttr("include_batch_in_index", &include_batch_);
+      if (!s.ok()) c->SetStatus(s);
+    }
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& grad = ctx->input(1);
+    const Tensor& argmax = ctx->input(2);
+    PoolGeometry g;
+    OP_REQUIRES_OK(ctx, Geometry(input.shape(), &g));
+    OP_REQUIRES_OK(ctx, CheckGradShape(grad, "grad", g));
+    OP_REQUIRES_OK(ctx, CheckGradShape(argmax, "argmax", g));
+    Tensor* dx_t;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &dx_t));
+    float* dx = dx_t->data<float>();
+    std::fill(dx, dx + dx_t->NumElements(), 0.0f);
+    const float* dy = grad.data<float>();
+    const Index* am = argmax.data<Index>();
+    const int64_t image = g.h * g.w * g.c, per_image = g.oh * g.ow * g.c;
+    for (int64_t img = 0; img < g.n; ++img) {
+      const int64_t base = include_batch_ ? 0 : img * image;
+      const int64_t limit = include_batch_ ? g.n * image : image;
+      for (int64_t i = img * per_image; i < (img + 1) * per_image; ++i) {
+        const int64_t at = static_cast<int64_t>(am[i]);
+        OP_REQUIRES(
+            ctx, at >= 0 && at < limit,
+            absl::InvalidArgumentError(absl::StrCat(
+                "argmax[", i, "] = ", at, " is outside the input ", input.shape().DebugString(),
+                include_batch_ ? "" : " (indices are within one image)")));
+        dx[base + at] += dy[i];
+      }
+    }
+  }
+
+ private:
+  bool include_batch_ = false;
+};
+
 REGISTER_KERNEL(KernelDef("MaxPool").Device(kDeviceCpu).TypeConstraint<float>("T"), MaxPoolOp);
 REGISTER_KERNEL(KernelDef("MaxPoolGrad").Device(kDeviceCpu).TypeConstraint<float>("T"),
                 MaxPoolGradOp);
@@ -386,6 +491,26 @@ REGISTER_KERNEL(KernelDef("AvgPoolGrad")
                     .TypeConstraint<float>("T")
                     .HostMemory("orig_input_shape"),
                 AvgPoolGradOp);
+REGISTER_KERNEL(KernelDef("MaxPoolWithArgmax")
+                    .Device(kDeviceCpu)
+                    .TypeConstraint<float>("T")
+                    .TypeConstraint<int64_t>("Targmax"),
+                MaxPoolWithArgmaxOp<int64_t>);
+REGISTER_KERNEL(KernelDef("MaxPoolWithArgmax")
+                    .Device(kDeviceCpu)
+                    .TypeConstraint<float>("T")
+                    .TypeConstraint<int32_t>("Targmax"),
+                MaxPoolWithArgmaxOp<int32_t>);
+REGISTER_KERNEL(KernelDef("MaxPoolGradWithArgmax")
+                    .Device(kDeviceCpu)
+                    .TypeConstraint<float>("T")
+                    .TypeConstraint<int64_t>("Targmax"),
+                MaxPoolGradWithArgmaxOp<int64_t>);
+REGISTER_KERNEL(KernelDef("MaxPoolGradWithArgmax")
+                    .Device(kDeviceCpu)
+                    .TypeConstraint<float>("T")
+                    .TypeConstraint<int32_t>("Targmax"),
+                MaxPoolGradWithArgmaxOp<int32_t>);
 
 }  // namespace
 }  // namespace shardflow

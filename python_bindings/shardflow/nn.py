@@ -162,6 +162,31 @@ def max_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=No
                                      "padding": _padding(padding)}, name)
 
 
+def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC",  # noqa: A002
+                         Targmax=None, name=None, output_dtype=None,  # noqa: N803
+                         include_batch_in_index=False):
+    """TF1's tf.nn.max_pool_with_argmax: (max_pool's output, argmax), argmax the flat index
+    (y * width + x) * channels + c of each maximum in its image (plus batch * height * width *
+    channels with include_batch_in_index), int64 unless Targmax/output_dtype say int32. The
+    output trains (its gradient goes to the argmax positions); the argmax has no gradient.
+
+    Example (SegNet-style unpooling)::
+
+        pooled, where = sf.nn.max_pool_with_argmax(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME",
+                                                   include_batch_in_index=True)
+    """
+    _nhwc(data_format, "max_pool_with_argmax")
+    index_dtype = dtypes.as_dtype(output_dtype or Targmax or dtypes.int64)
+    if index_dtype not in (dtypes.int32, dtypes.int64):
+        raise ValueError("max_pool_with_argmax: Targmax must be int32 or int64, not %s"
+                         % index_dtype.name)
+    op = _op("MaxPoolWithArgmax", [input],
+             {"ksize": _four(ksize, "ksize"), "strides": _four(strides, "strides"),
+              "padding": _padding(padding), "Targmax": index_dtype,
+              "include_batch_in_index": bool(include_batch_in_index)}, name=name)
+    return op.outputs[0], op.outputs[1]
+
+
 def avg_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=None):
     """Average pooling; arguments as in max_pool."""
     _nhwc(data_format, "avg_pool")

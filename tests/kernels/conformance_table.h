@@ -910,6 +910,17 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
       m["MaxPoolGrad"] = Fixed({px, D({5, 8}, {1, 1, 2, 1}), D({10, 20}, {1, 1, 2, 1})},
                                D({0, 10, 0, 0, 0, 0, 0, 20}, {1, 2, 4, 1}));
       m["MaxPoolGrad"].attrs = pool;
+      // Output 0; the argmax (1 and 7: flat indices of 5 and 8) is checked in nn_ops_test.
+      m["MaxPoolWithArgmax"] = Fixed({px}, D({5, 8}, {1, 1, 2, 1}));
+      m["MaxPoolWithArgmax"].attrs = pool;
+      m["MaxPoolGradWithArgmax"] =
+          Fixed({px, D({10, 20}, {1, 1, 2, 1}), Tensor::FromVector<int64_t>({1, 7}, {1, 1, 2, 1})},
+                D({0, 10, 0, 0, 0, 0, 0, 20}, {1, 2, 4, 1}));
+      m["MaxPoolGradWithArgmax"].attrs = [pool](DataType dt) {
+        Attrs a = pool(dt);
+        a["Targmax"] = MakeAttr(DT_INT64);
+        return a;
+      };
       m["AvgPool"] = Fixed({px}, D({2.5, 5}, {1, 1, 2, 1}));
       m["AvgPool"].attrs = pool;
       m["AvgPoolGrad"] = Fixed({I32({1, 2, 4, 1}), D({4, 8}, {1, 1, 2, 1})},

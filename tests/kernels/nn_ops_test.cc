@@ -164,6 +164,48 @@ TEST(PoolingTest, GradientsMatchNaiveLoops) {
   }
 }
 
+// MaxPoolWithArgmax's argmax is the first maximum of each window (ties are common below), as
+// a flat index within the image or, with include_batch_in_index, within the batch; its gradient
+// kernel puts dy there, and refuses an index outside the input.
+TEST(PoolingTest, ArgmaxAndItsGradientMatchNaiveLoops) {
+  uint32_t seed = 90;
+  for (const PoolCase& p : PoolCases()) {
+    Tensor x(DT_FLOAT, TensorShape({p.n, p.h, p.w, p.c}));
+    std::mt19937 gen(seed++);
+    for (int64_t i = 0; i < x.NumElements(); ++i) x.data<float>()[i] = float(gen() % 4);
+    const float* xv = x.data<float>();
+    const int64_t image = p.h * p.w * p.c;
+    for (bool with_batch : {false, true}) {
+      Attrs attrs = p.attrs();
+      attrs["include_batch_in_index"] = MakeAttr(with_batch);
+      auto out = RunOp("MaxPoolWithArgmax", {x}, attrs);
+      ASSERT_TRUE(out.ok()) << p.Describe() << ": " << out.status();
+      const Tensor& argmax = (*out)[1];
+      ASSERT_EQ(argmax.dtype(), DT_INT64);
+      Tensor dy = Random(argmax.shape(), seed++);
+      std::vector<double> want_dx(x.NumElements(), 0.0);
+      p.ForEachWindow([&](int64_t o, const std::vector<int64_t>& idx) {
+        int64_t arg = idx[0];
+        for (int64_t i : idx) {
+          if (xv[i] > xv[arg]) arg = i;
+        }
+        const int64_t want = with_batch ? arg : arg % image;
+        EXPECT_EQ(argmax.data<int64_t>()[o], want) << p.Describe() << " output " << o;
+        want_dx[arg] += dy.data<float>()[o];
+      });
+      auto dx = RunOp("MaxPoolGradWithArgmax", {x, dy, argmax}, attrs);
+      ASSERT_TRUE(dx.ok()) << p.Describe() << ": " << dx.status();
+      ExpectNear((*dx)[0], want_dx, 1e-6, "MaxPoolGradWithArgmax " + p.Describe());
+      Tensor bad = argmax;
+      bad.data<int64_t>()[0] = with_batch ? p.n * image : image;
+      auto refused = RunOp("MaxPoolGradWithArgmax", {x, dy, bad}, attrs);
+      ASSERT_FALSE(refused.ok());
+      EXPECT_NE(refused.status().message().find("outside the input"), std::string::npos)
+          << refused.status();
+    }
+  }
+}
+
 TEST(PoolingTest, Errors) {
   PoolCase p{1, 4, 4, 1, 2, 2, 2, 2, "SAME"};
   Attrs bad = p.attrs();

@@ -334,6 +334,25 @@ TEST(NnGradTest, Conv3DAndPool3D) {
   }
 }
 
+TEST(NnGradTest, MaxPoolWithArgmax) {
+  for (const std::string padding : {"VALID", "SAME"}) {
+    SCOPED_TRACE(padding);
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Separated({2, 5, 4, 3}, 70);
+    Output x = Placeholder(s, "x", xv);
+    Operation pool = OpBuilder(s, "MaxPoolWithArgmax")
+                         .Input(x)
+                         .Attr("ksize", std::vector<int64_t>{1, 2, 3, 1})
+                         .Attr("strides", std::vector<int64_t>{1, 2, 1, 1})
+                         .Attr("padding", padding)
+                         .Finalize();
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto err = test::MaxGradientError(s, {x}, {xv}, Output(pool.node(), 0), kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 TEST(NnGradTest, FusedBatchNormTrainingAndInference) {
   for (bool training : {true, false}) {
     SCOPED_TRACE(training ? "training" : "inference");

@@ -397,3 +397,27 @@ def test_nn_convolution_depthwise_native_and_space_to_depth():
     assert y.shape == (2, 5, 4)
     np.testing.assert_allclose(y[0, 0], x1[0, 0] @ w1[0] + x1[0, 2] @ w1[1], rtol=1e-5)
     np.testing.assert_allclose(got[10], x2[:, :4, :4])
+
+
+def test_max_pool_with_argmax_and_segnet_unpooling():
+    """tf.nn.max_pool_with_argmax: values as max_pool, argmax flat indices (per image, or over
+    the batch), gradients as max_pool's; unpooling by scatter_nd puts each maximum back."""
+    rng = np.random.RandomState(4)
+    x = rng.rand(2, 4, 6, 3).astype(np.float32)
+    xt = tf.constant(x)
+    pooled, where = tf.nn.max_pool_with_argmax(xt, [1, 2, 2, 1], [1, 2, 2, 1], "SAME",
+                                               include_batch_in_index=True)
+    _, where32 = tf.nn.max_pool_with_argmax(xt, [1, 2, 2, 1], [1, 2, 2, 1], "SAME",
+                                            Targmax=tf.int32)
+    unpooled = tf.reshape(tf.scatter_nd(tf.reshape(where, [-1, 1]), tf.reshape(pooled, [-1]),
+                                        [x.size]), x.shape)
+    grads = tf.gradients(tf.reduce_sum(pooled * pooled), xt)[0]
+    ref = tf.gradients(tf.reduce_sum(tf.nn.max_pool(xt, 2, 2, "SAME") ** 2), xt)[0]
+    with tf.Session() as sess:
+        p, w, w32, u, g, r = sess.run([pooled, where, where32, unpooled, grads, ref])
+    assert where.dtype == tf.int64 and where32.dtype == tf.int32
+    np.testing.assert_array_equal(x.reshape(-1)[w.reshape(-1)], p.reshape(-1))
+    np.testing.assert_array_equal(w32, w % (4 * 6 * 3))
+    np.testing.assert_array_equal(u[u != 0], x[u != 0])
+    assert (u != 0).sum() == p.size
+    np.testing.assert_allclose(g, r)
