@@ -238,6 +238,14 @@ def _config(config):
     raise TypeError("config is a sf.ConfigProto or a dict, not %r" % (config,))
 
 
+def _as_fetched(value):
+    """A fetched array as TF1's Session.run gives it: a NumPy scalar (np.float32, np.int64,
+    ...) for a scalar tensor, bytes for a scalar string, else the array."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value[()]
+    return value
+
+
 class _FetchPlan:
     """Flattens a nested structure of fetches into tensor names and targets, and rebuilds the
     structure from the fetched arrays."""
@@ -253,7 +261,7 @@ class _FetchPlan:
         if i is None:
             i = self._index[t.name] = len(self.names)
             self.names.append(t.name)
-        return lambda out: out[i]
+        return lambda out: _as_fetched(out[i])
 
     def _plan(self, graph, f):
         if isinstance(f, Tensor):

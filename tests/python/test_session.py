@@ -307,3 +307,20 @@ def test_missing_dataset_dir_is_a_lookup_error():
     with pytest.raises(LookupError) as e:
         sf.datasets.fashion_mnist.load("/nonexistent/dir")
     assert "dataset-fashion-mnist" in str(e.value) or "/nonexistent/dir" in str(e.value)
+
+
+def test_scalar_fetches_are_numpy_scalars_and_bytes_as_tf1():
+    """TF1's Session.run gives a NumPy scalar for a scalar tensor and bytes for a scalar
+    string (`sess.run(hello).decode()` in TF's hello world); arrays stay arrays."""
+    g = sf.Graph()
+    with g.as_default():
+        hello = sf.constant("Hello, TensorFlow!")
+        x = sf.constant(2.5)
+        n = sf.constant(3, dtype=sf.int64)
+        v = sf.constant([1.0, 2.0])
+    with sf.Session(graph=g) as sess:
+        h, xv, nv, vv = sess.run([hello, x, n, v])
+    assert h == b"Hello, TensorFlow!" and h.decode() == "Hello, TensorFlow!"
+    assert type(xv) is np.float32 and xv == 2.5
+    assert type(nv) is np.int64 and nv == 3
+    assert isinstance(vv, np.ndarray) and vv.shape == (2,)

@@ -405,7 +405,6 @@ def test_serialize_tensor_writes_tf_tensorproto_bytes():
     s = run([tf.io.serialize_tensor(tf.constant([1.0, 2.0])),
              tf.io.serialize_tensor(tf.constant(7)),
              tf.io.serialize_tensor(tf.constant(["ab"]))])
-    s = [v[()] for v in s]
     assert s[0] == b'\x08\x01\x12\x04\x12\x02\x08\x02"\x08\x00\x00\x80?\x00\x00\x00@'
     assert s[1] == b'\x08\x03\x12\x00"\x04\x07\x00\x00\x00'
     assert s[2] == b"\x08\x07\x12\x04\x12\x02\x08\x01B\x02ab"
