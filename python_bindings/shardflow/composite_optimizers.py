@@ -1,5 +1,5 @@
-"""TF1 optimizers composed in Python from element-wise ops and slot variables: Adadelta, FTRL,
-proximal gradient descent, proximal Adagrad and Adagrad dual averaging
+"""TF1 optimizers composed in Python from element-wise ops and slot variables: centered RMSProp,
+Adadelta, FTRL, proximal gradient descent, proximal Adagrad and Adagrad dual averaging
 (``sf.train.AdadeltaOptimizer``, ``FtrlOptimizer``, ``ProximalGradientDescentOptimizer``,
 ``ProximalAdagradOptimizer``, ``AdagradDAOptimizer``).
 
@@ -131,6 +131,41 @@ def _group_after(slot_updates, var, new_value=None, delta=None):
         if new_value is not None:
             return var.assign(new_value, read_value=False)
         return var.assign_add(delta, read_value=False)
+
+
+class CenteredRMSPropOptimizer(_CompositeOptimizer):
+    """TF1's RMSPropOptimizer(centered=True) (ApplyCenteredRMSProp), which
+    ``sf.train.RMSPropOptimizer(..., centered=True)`` makes::
+
+        ms   = decay * ms + (1 - decay) * grad^2         (ms starts at 1)
+        mg   = decay * mg + (1 - decay) * grad           (mg starts at 0)
+        mom  = momentum * mom + learning_rate * grad / sqrt(ms - mg^2 + epsilon)
+        var -= mom
+
+    Slots "rms" ("<var>/RMSProp"), "mg" ("<var>/RMSProp_1") and "momentum"
+    ("<var>/RMSProp_2"), in TF1's order.
+    """
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10,
+                 use_locking=False, centered=True, name="RMSProp"):
+        super().__init__(learning_rate, name)
+        owner = "RMSPropOptimizer"
+        self._decay = _number(owner, "decay", decay)
+        self._momentum = _number(owner, "momentum", momentum)
+        self._epsilon = _number(owner, "epsilon", epsilon)
+        self._slot_specs = (("rms", name, 1.0), ("mg", name, None), ("momentum", name, None))
+
+    def _apply_dense(self, grad, var):
+        ms, mg, mom = (self.get_slot(var, n) for n in ("rms", "mg", "momentum"))
+        keep = self._decay
+        ms_new = ops.add(ops.multiply(ms.value(), keep), ops.multiply(ops.square(grad), 1 - keep))
+        mg_new = ops.add(ops.multiply(mg.value(), keep), ops.multiply(grad, 1 - keep))
+        denom = ops.add(ops.subtract(ms_new, ops.square(mg_new)), self._epsilon)
+        mom_new = ops.add(ops.multiply(mom.value(), self._momentum),
+                          ops.multiply(self._lr(var.dtype), ops.multiply(grad, ops.rsqrt(denom))))
+        slots = [ms.assign(ms_new, read_value=False), mg.assign(mg_new, read_value=False),
+                 mom.assign(mom_new, read_value=False)]
+        return _group_after(slots, var, delta=ops.negative(mom_new))
 
 
 class AdadeltaOptimizer(_CompositeOptimizer):

@@ -21,7 +21,7 @@ import numpy as np
 from shardflow import dtypes
 from shardflow.framework import GraphKeys, Tensor, convert_to_tensor, get_default_graph
 from shardflow.gradients import gradients
-from shardflow.variables import Variable, trainable_variables
+from shardflow.variables import Variable, global_variables, trainable_variables
 
 
 class Optimizer:
@@ -30,8 +30,11 @@ class Optimizer:
     ProximalGradientDescentOptimizer are composed in Python: composite_optimizers.py)."""
 
     _kind = None
+    # Slot name (TF1's) -> the suffix the engine names its variable with ("<var>/<suffix>").
+    _slot_suffixes = {}
 
     def __init__(self, learning_rate, name, **params):
+        self._engine_variables = []  # what this optimizer's updates made (slots, step counts)
         self._lr_tensor = None
         if isinstance(learning_rate, Tensor):
             self._lr_tensor = learning_rate
@@ -64,10 +67,12 @@ class Optimizer:
             return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
         loss = convert_to_tensor(loss)
         g = loss.graph
+        before = self._variables_before(g)
         with g.name_scope(name or self._name):
             op_name = g._handle.minimize(
                 self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
                 loss._ref, self._var_handles(var_list), g._ctx())
+        self._record_variables(g, before)
         variables = trainable_variables(g) if var_list is None else list(var_list)
         return _count_step(_apply_constraints(g.get_operation_by_name(op_name), variables),
                            global_step)
@@ -96,13 +101,47 @@ class Optimizer:
         if not pairs:
             raise ValueError("apply_gradients: no variable has a gradient")
         g = get_default_graph() if not pairs else pairs[0][1].graph
+        before = self._variables_before(g)
         with g.name_scope(name or self._name):
             op_name = g._handle.apply_gradients(
                 self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
                 [(convert_to_tensor(gr)._ref, v.handle.op.name) for gr, v in pairs], g._ctx())
+        self._record_variables(g, before)
         return _count_step(_apply_constraints(g.get_operation_by_name(op_name),
                                               [v for _, v in pairs]), global_step)
 
+
+    @staticmethod
+    def _variables_before(g):
+        return {v.name for v in global_variables(graph=g)}
+
+    def _record_variables(self, g, before):
+        self._engine_variables += [v for v in global_variables(graph=g) if v.name not in before]
+
+    def get_slot_names(self):
+        """TF1's names of this optimizer's slots ("m" and "v" for Adam, "momentum", "rms",
+        "accumulator", ...), sorted."""
+        return sorted(self._slot_suffixes)
+
+    def get_slot(self, var, name):
+        """The slot Variable `name` (see get_slot_names) the updates made for `var`, or None
+        (e.g. before minimize). A variable updated by several minimize calls of this optimizer
+        has a slot per call; the first is returned."""
+        suffix = self._slot_suffixes.get(name)
+        if suffix is None:
+            return None
+        base = "%s/%s" % (var.op.name, suffix)
+        for v in self._engine_variables:
+            op = v.op.name
+            if op == base or (op.startswith(base + "_") and op[len(base) + 1:].isdigit()):
+                return v
+        return None
+
+    def variables(self):
+        """Every variable this optimizer's updates made (slots and step counts), in creation
+        order, as TF1's Optimizer.variables() (e.g. to re-initialise the optimizer's state:
+        sf.variables_initializer(opt.variables()))."""
+        return list(self._engine_variables)
 
     def _apply_summed(self, strategy, grads_and_vars, global_step, name):
         """apply_gradients' merge_fn: each PerReplica gradient summed on its variable's
@@ -223,6 +262,7 @@ class MomentumOptimizer(Optimizer):
     """
 
     _kind = "momentum"
+    _slot_suffixes = {"momentum": "Momentum"}
 
     def __init__(self, learning_rate, momentum=0.9, use_nesterov=False, name="Momentum"):
         super().__init__(learning_rate, name, momentum=float(momentum),
@@ -236,6 +276,7 @@ class AdamOptimizer(Optimizer):
     """
 
     _kind = "adam"
+    _slot_suffixes = {"m": "Adam_m", "v": "Adam_v"}
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, name="Adam"):
         super().__init__(learning_rate, name, beta1=float(beta1), beta2=float(beta2),
@@ -250,11 +291,17 @@ class RMSPropOptimizer(Optimizer):
     """
 
     _kind = "rmsprop"
+    _slot_suffixes = {"rms": "RMSProp", "momentum": "Momentum"}
+
+    def __new__(cls, *args, **kwargs):
+        if cls is RMSPropOptimizer and kwargs.get("centered", len(args) > 5 and args[5]):
+            from shardflow.composite_optimizers import CenteredRMSPropOptimizer
+            return CenteredRMSPropOptimizer(*args, **kwargs)  # (not an instance: no __init__)
+        return super().__new__(cls)
 
     def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10,
                  use_locking=False, centered=False, name="RMSProp"):
-        if centered:
-            raise ValueError("RMSPropOptimizer(centered=True) is not supported yet")
+        # centered=True: CenteredRMSPropOptimizer (composite_optimizers.py), made by __new__.
         super().__init__(learning_rate, name, decay=float(decay), momentum=float(momentum),
                          epsilon=float(epsilon))
 
@@ -264,6 +311,7 @@ class AdagradOptimizer(Optimizer):
     var -= learning_rate * grad / sqrt(accum)."""
 
     _kind = "adagrad"
+    _slot_suffixes = {"accumulator": "Adagrad"}
 
     def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
                  name="Adagrad"):

@@ -365,3 +365,59 @@ def test_start_queue_runners_without_queues_starts_nothing():
         coord.join(tf.train.start_queue_runners(sess=s, coord=coord))
     with pytest.raises(ValueError, match="needs a queue"):
         tf.train.QueueRunner(None, [])
+
+
+def test_centered_rmsprop_against_numpy():
+    """RMSPropOptimizer(centered=True) (was refused): TF1's ApplyCenteredRMSProp."""
+    tf.reset_default_graph()
+    w0 = np.array([1.0, -2.0, 0.5], np.float32)
+    w = tf.Variable(w0, name="w")
+    opt = tf.train.RMSPropOptimizer(0.01, decay=0.9, momentum=0.5, epsilon=1e-6, centered=True)
+    train = opt.minimize(tf.reduce_sum(w * w * w))
+    assert [v.op.name for v in opt.variables()] == ["w/RMSProp", "w/RMSProp_1", "w/RMSProp_2"]
+    assert opt.get_slot(w, "mg").op.name == "w/RMSProp_1"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for _ in range(3):
+            sess.run(train)
+        got = sess.run(w)
+    ms, mg, mom, x = np.ones(3), np.zeros(3), np.zeros(3), w0.astype(np.float64)
+    for _ in range(3):
+        g = 3 * x * x
+        ms = 0.9 * ms + 0.1 * g * g
+        mg = 0.9 * mg + 0.1 * g
+        mom = 0.5 * mom + 0.01 * g / np.sqrt(ms - mg * mg + 1e-6)
+        x = x - mom
+    np.testing.assert_allclose(got, x, rtol=1e-5)
+
+
+@pytest.mark.parametrize("make,slots", [
+    (lambda: tf.train.AdamOptimizer(0.1), ["m", "v"]),
+    (lambda: tf.train.MomentumOptimizer(0.1, 0.9), ["momentum"]),
+    (lambda: tf.train.RMSPropOptimizer(0.1, momentum=0.9), ["momentum", "rms"]),
+    (lambda: tf.train.AdagradOptimizer(0.1), ["accumulator"])])
+def test_engine_optimizers_give_their_slots_and_variables(make, slots):
+    """get_slot_names/get_slot/variables, as TF1's; re-initialising opt.variables() resets the
+    optimizer's state (the pattern for restarting Adam)."""
+    tf.reset_default_graph()
+    w = tf.Variable([1.0, 2.0], name="w")
+    b = tf.Variable(0.5, name="b")
+    opt = make()
+    assert opt.variables() == [] and opt.get_slot(w, slots[0]) is None
+    train = opt.minimize(tf.reduce_sum(w * w) + b * b)
+    assert opt.get_slot_names() == slots
+    for name in slots:
+        for var in (w, b):
+            slot = opt.get_slot(var, name)
+            assert slot is not None and slot in opt.variables()
+            assert slot.shape.as_list() == var.shape.as_list()
+    assert opt.get_slot(w, "nonexistent") is None
+    assert not set(opt.variables()) & set(tf.trainable_variables())
+    first = opt.get_slot(w, slots[0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        fresh = sess.run(first)
+        sess.run(train)
+        assert not np.allclose(sess.run(first), fresh)
+        sess.run(tf.variables_initializer(opt.variables()))
+        np.testing.assert_allclose(sess.run(first), fresh)
