@@ -368,7 +368,9 @@ class Saver:
                              "does nothing)")
         names = [n for n, _ in items]
         if len(set(names)) != len(names):
-            raise ValueError("Saver: two variables are saved under one name")
+            twice = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError("Saver: at least two variables have the same name: %s (var_list "
+                             "holds a variable twice, or two under one key)" % ", ".join(twice))
         self._names = names
         self._vars = [v for _, v in items]
         self._max_to_keep = int(max_to_keep or 0)
