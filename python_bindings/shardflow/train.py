@@ -598,3 +598,4 @@ from shardflow.composite_optimizers import (AdagradDAOptimizer,  # noqa: E402,F4
                                             ProximalAdagradOptimizer)
 from shardflow.learning_rate_decay import noisy_linear_cosine_decay  # noqa: E402,F401
 from shardflow.summary_pb import summary_iterator  # noqa: E402,F401
+from shardflow.object_checkpoint import Checkpoint, CheckpointManager  # noqa: E402,F401

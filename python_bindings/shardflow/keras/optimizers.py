@@ -80,8 +80,21 @@ class Optimizer:
             with g.as_default(), g.control_dependencies(None), g.name_scope(None):
                 self._lr_var = Variable(np.float32(self._lr_value), trainable=False,
                                         name=type(self).__name__ + "_lr")
-        step = self._tf_optimizer(self._lr_var.value()).minimize(loss, var_list=params)
+        self._updates = self._tf_optimizer(self._lr_var.value())
+        step = self._updates.minimize(loss, var_list=params)
         return step  # the constraints are applied by minimize (train._apply_constraints)
+
+    def variables(self):
+        """The optimizer's variables: its learning rate and what its updates made (slots, step
+        counts); empty before the training step is built."""
+        if self._lr_var is None:
+            return []
+        made = self._updates.variables() if getattr(self, "_updates", None) is not None else []
+        return [self._lr_var] + [v for v in made if v is not self._lr_var]
+
+    @property
+    def weights(self):
+        return self.variables()
 
 
 class SGD(Optimizer):
@@ -154,6 +167,9 @@ class TFOptimizer(Optimizer):
 
     def get_updates(self, loss, params):
         return self.optimizer.minimize(loss, var_list=params)  # constraints applied there
+
+    def variables(self):
+        return list(self.optimizer.variables())
 
 
 class Adadelta(Optimizer):
