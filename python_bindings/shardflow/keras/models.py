@@ -17,19 +17,30 @@ import os
 
 import numpy as np
 
-from shardflow import _shardflow, dtypes, ops
+from shardflow import _shardflow, ops
 from shardflow.keras import backend as K
 from shardflow.keras import callbacks as callbacks_module
 from shardflow.keras import layers as layers_module
 from shardflow.keras import losses as losses_module
 from shardflow.keras import metrics as metrics_module
 from shardflow.keras import optimizers as optimizers_module
+from shardflow.keras import training_outputs as _outputs
 
 
 def _as_list(x):
     if x is None:
         return []
     return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _given(arrays):
+    """The arrays that are there (outputs without targets have None)."""
+    return [a for a in arrays if a is not None]
+
+
+def _rows_of(arrays, rows):
+    """Each array (or None) of a per-output list cut to `rows`."""
+    return [None if a is None else a[rows] for a in arrays]
 
 
 def _num_rows(arrays):
@@ -258,26 +269,48 @@ class Model:
     def compile(self, optimizer="rmsprop", loss=None, metrics=None, loss_weights=None,
                 sample_weight_mode=None, weighted_metrics=None, target_tensors=None, **kwargs):
         """Chooses the optimizer ('sgd', 'adam', 'rmsprop', 'adagrad', a keras.optimizers
-        or tf.train optimizer), the loss (a name or a function of (y_true, y_pred)) and the
-        metrics (['accuracy'], names or functions). The training ops are built on first use."""
+        or tf.train optimizer), the loss (a name or a function of (y_true, y_pred); for
+        several outputs also a list or a dict by output name), `loss_weights` and the metrics
+        (['accuracy'], names or functions; or a dict by output name) as Keras
+        (shardflow/keras/training_outputs.py). The training ops are built on first use."""
         if loss is None:
             raise ValueError("compile() needs a loss")
-        if isinstance(loss, (list, dict)) or loss_weights or sample_weight_mode or \
-                weighted_metrics or target_tensors:
-            raise ValueError("compile: one loss for one output; loss lists/dicts, "
-                             "loss_weights, sample weights and target_tensors are not supported")
+        if sample_weight_mode or weighted_metrics or target_tensors:
+            raise ValueError("compile: sample_weight_mode, weighted_metrics and target_tensors "
+                             "are not supported")
         self.optimizer = optimizers_module.get(optimizer)
         self._compile_call = (optimizer, loss, metrics)  # what model.save writes
         self.loss = loss
-        self._compiled = (losses_module.get(loss), _as_list(metrics))
+        self.loss_weights = loss_weights
+        self._compiled = (loss, metrics, loss_weights)
         self._functions = None
+        if self.built:
+            _outputs.make_heads(self, *self._compiled_args())  # per-output arguments checked
+
+    @property
+    def output_names(self):
+        """The names of the outputs: their layers' names."""
+        return _outputs.output_names(self)
 
     @property
     def metrics_names(self):
         if self._compiled is None:
             return ["loss"]
-        loss_fn, metrics = self._compiled
-        return ["loss"] + [metrics_module.get(m, loss_fn)[0] for m in metrics]
+        if self._functions is not None:
+            return list(self._functions["names"])
+        if not self.built:
+            loss, metrics, _ = self._compiled
+            names = [metrics_module.get(m, losses_module.get(loss))[0]
+                     for m in _as_list(metrics)] if not isinstance(loss, (dict, list)) else []
+            return ["loss"] + names
+        heads = _outputs.make_heads(self, *self._compiled_args())
+        return _outputs.history_names(heads, [
+            [metrics_module.get(m, h.loss_fn, y.shape.as_list())[0] for m in h.metric_ids]
+            for h, y in zip(heads, self.outputs)])
+
+    def _compiled_args(self):
+        loss, metrics, loss_weights = self._compiled
+        return loss, loss_weights, metrics
 
     def _require_built(self, what):
         if not self.built:
@@ -289,44 +322,25 @@ class Model:
             return self._functions
         if self._compiled is None:
             raise RuntimeError("compile() the model before fit/evaluate")
-        if len(self.outputs) != 1:
-            raise ValueError("training models with %d outputs is not supported (one output)"
-                             % len(self.outputs))
-        loss_fn, metric_ids = self._compiled
-        y_pred = self.outputs[0]
-        g = y_pred.graph
+        heads = _outputs.make_heads(self, *self._compiled_args())
+        g = self.outputs[0].graph
         with g.as_default(), g.name_scope(None), g.name_scope(self.name + "_training"):
-            out_shape = y_pred.shape.as_list()
-            sparse = getattr(loss_fn, "fn", loss_fn) is \
-                losses_module.sparse_categorical_crossentropy
-            if sparse:
-                target = ops.placeholder(dtypes.int32, [None], name="target")
-            else:
-                target = ops.placeholder(dtypes.float32, [None] + out_shape[1:], name="target")
-            # Per-sample weights (sample_weight x class_weight; ones when none are given),
-            # reduced as TF 1.15's Keras: sum(loss * w) / number of loss elements.
-            weights = ops.placeholder(dtypes.float32, [None], name="sample_weights")
-            if isinstance(loss_fn, losses_module.Loss):
-                data_loss = loss_fn(target, y_pred, sample_weight=weights)
-            else:
-                data_loss = losses_module.compute_weighted_loss(loss_fn(target, y_pred),
-                                                                weights)
+            head_losses = [h.build(y, i) for i, (h, y) in enumerate(zip(heads, self.outputs))]
+            weighted = [loss if h.weight == 1.0 else ops.multiply(loss, h.weight)
+                        for h, loss in zip(heads, head_losses) if loss is not None]
             penalties = self.losses
-            total = ops.add_n([data_loss] + penalties) if penalties else data_loss
-            names, tensors, stateful, flags = [], [], [], []
-            for m in metric_ids:
-                name, fn = metrics_module.get(m, loss_fn, out_shape)
-                names.append(name)
-                flags.append(isinstance(fn, metrics_module.Metric))
-                if flags[-1]:
-                    if fn._graph is not g:
-                        raise ValueError("metric %s was made in another graph than the "
-                                         "model's; make it after the model's graph" % name)
-                    tensors.append(ops.cast(fn(target, y_pred), dtypes.float32))
-                    stateful.append(fn)
-                else:
-                    tensors.append(ops.reduce_mean(ops.cast(fn(target, y_pred),
-                                                            dtypes.float32)))
+            parts = weighted + penalties
+            total = ops.add_n(parts) if len(parts) > 1 else parts[0]
+            tensors = [loss for loss in head_losses if loss is not None] \
+                if len(heads) > 1 else []
+            flags = [False] * len(tensors)
+            metric_names, stateful = [], []
+            for h, y in zip(heads, self.outputs):
+                names, values, head_flags, objects = _outputs.metric_tensors(h, y, g)
+                metric_names.append(names)
+                tensors += values
+                flags += head_flags
+                stateful += objects
             params = self.trainable_weights
             train_op = None
             if params:
@@ -335,11 +349,9 @@ class Model:
             reset = ops.group(*[m._reset_op() for m in stateful]) if stateful else None
         # which of [loss] + metrics are stateful (their value after the last batch is the
         # epoch's); their state is reset (and first set) by `reset`
-        self._functions = {"target": target, "weights": weights, "sparse": sparse,
-                           "loss": total,
-                           "metrics": tensors, "names": ["loss"] + names, "train": train_op,
-                           "out_rank": len(out_shape), "reset": reset,
-                           "stateful": [False] + flags}
+        self._functions = {"heads": heads, "loss": total, "metrics": tensors,
+                           "names": _outputs.history_names(heads, metric_names),
+                           "train": train_op, "reset": reset, "stateful": [False] + flags}
         self.reset_metrics()
         return self._functions
 
@@ -369,29 +381,44 @@ class Model:
         return xs
 
     def _targets(self, y):
-        f = self._functions
-        y = np.asarray(y)
-        if f["sparse"]:
-            return y.reshape(-1).astype(np.int32)
-        y = y.astype(np.float32, copy=False)
-        if y.ndim == f["out_rank"] - 1:
-            y = y[..., None]
-        return y
+        """The targets of each output (see training_outputs.split_by_output), converted."""
+        heads = self._functions["heads"]
+        ys = _outputs.split_by_output(y, heads, "y")
+        missing = [h.name for h, v in zip(heads, ys) if v is None and h.loss_fn is not None]
+        if missing:
+            raise ValueError("no targets were given for output(s) %s, which have a loss"
+                             % missing)
+        return [h.convert_targets(v) if v is not None else None for h, v in zip(heads, ys)]
 
-    def _feed(self, xs, rows, y=None, training=False, weights=None):
+    def _feed(self, xs, rows, ys=None, training=False, weights=None):
         feed = {t: a[rows] for t, a in zip(self.inputs, xs)}
-        if y is not None:
-            feed[self._functions["target"]] = y[rows]
-            feed[self._functions["weights"]] = np.ones(len(rows), np.float32) \
-                if weights is None else weights[rows]
+        if ys is not None:
+            for i, (h, y) in enumerate(zip(self._functions["heads"], ys)):
+                if y is None:
+                    continue
+                feed[h.target] = y[rows]
+                w = None if weights is None else weights[i]
+                feed[h.weights] = np.ones(len(rows), np.float32) if w is None else w[rows]
         feed.update(K._phase_feed(training))
         return feed
 
-    def _sample_weights(self, y, n, sample_weight=None, class_weight=None):
-        """The per-sample weights of n samples with targets y (as _targets gives them):
-        sample_weight (a vector of n) times class_weight[class of the sample] (a dict); None
-        when neither is given."""
+    def _sample_weights(self, ys, n, sample_weight=None, class_weight=None):
+        """The per-sample weights of each output (None where it has none), for n samples
+        with targets ys (as _targets gives them): sample_weight (a vector of n; a list or
+        dict by output for several outputs) times class_weight[class of the sample] (a dict;
+        by output name for several outputs); None when neither is given."""
         if sample_weight is None and not class_weight:
+            return None
+        heads = self._functions["heads"]
+        sws = _outputs.split_by_output(sample_weight, heads, "sample_weight") \
+            if sample_weight is not None else [None] * len(heads)
+        cws = _outputs.class_weights_by_output(class_weight, heads)
+        return [self._head_weights(h, y, n, sw, cw)
+                for h, y, sw, cw in zip(heads, ys, sws, cws)]
+
+    @staticmethod
+    def _head_weights(head, y, n, sample_weight, class_weight):
+        if (sample_weight is None and not class_weight) or y is None:
             return None
         w = np.ones(n, np.float32)
         if sample_weight is not None:
@@ -403,10 +430,7 @@ class Model:
                                  "sample), got shape %s" % (n, sw.shape))
             w *= sw
         if class_weight:
-            if not isinstance(class_weight, dict):
-                raise ValueError("class_weight must be a dict {class index: weight}, got %r"
-                                 % (class_weight,))
-            if self._functions["sparse"]:
+            if head.sparse:
                 classes = y.reshape(-1)
             elif y.ndim >= 2 and y.shape[-1] > 1:
                 classes = y.reshape(n, -1, y.shape[-1])[:, 0].argmax(axis=-1)
@@ -453,7 +477,7 @@ class Model:
         self._build_for(xs)
         f = self._make_functions()
         ys = self._targets(y)
-        n = _num_rows(xs + [ys])
+        n = _num_rows(xs + _given(ys))
         sw = None if seq is not None else self._sample_weights(ys, n, sample_weight,
                                                                class_weight)
         val = None
@@ -462,12 +486,14 @@ class Model:
             vys = self._targets(vy)
             vsw = validation_data[2] if len(validation_data) > 2 else None
             val = (self._inputs_list(vx), vys,
-                   self._sample_weights(vys, len(vys), vsw) if vsw is not None else None)
+                   self._sample_weights(vys, _num_rows(_given(vys)), vsw)
+                   if vsw is not None else None)
         elif validation_split:
             split = int(n * (1.0 - validation_split))
-            val = ([a[split:] for a in xs], ys[split:], None if sw is None else sw[split:])
-            xs, ys, n = [a[:split] for a in xs], ys[:split], split
-            sw = None if sw is None else sw[:split]
+            val = ([a[split:] for a in xs], _rows_of(ys, slice(split, None)),
+                   None if sw is None else _rows_of(sw, slice(split, None)))
+            xs, ys, n = [a[:split] for a in xs], _rows_of(ys, slice(None, split)), split
+            sw = None if sw is None else _rows_of(sw, slice(None, split))
         if f["train"] is None:
             raise ValueError("the model has no trainable weights")
 
@@ -531,7 +557,7 @@ class Model:
         arrays, or the Sequence's batches (in a random order with shuffle; a batch's third
         element, when there is one, holds its sample weights)."""
         if seq is None:
-            n = _num_rows(xs + [ys])
+            n = _num_rows(xs + _given(ys))
             order = np.random.permutation(n) if shuffle else np.arange(n)
             for start in range(0, n, batch_size):
                 rows = order[start:start + batch_size]
@@ -540,7 +566,7 @@ class Model:
         for i in (np.random.permutation(len(seq)) if shuffle else range(len(seq))):
             batch = seq[int(i)]
             bxs, bys = self._inputs_list(batch[0]), self._targets(batch[1])
-            rows = _num_rows(bxs + [bys])
+            rows = _num_rows(bxs + _given(bys))
             bsw = self._sample_weights(bys, rows, batch[2] if len(batch) > 2 else None,
                                        class_weight)
             yield bxs, bys, bsw, np.arange(rows)
@@ -562,7 +588,7 @@ class Model:
     def _test_loop(self, xs, ys, batch_size, reset_metrics=True, weights=None):
         f = self._make_functions()
         sess = K.get_session()
-        n = _num_rows(xs + [ys])
+        n = _num_rows(xs + _given(ys))
         totals = np.zeros(len(f["names"]))
         last = np.zeros(len(f["names"]))
         if reset_metrics:
@@ -583,8 +609,8 @@ class Model:
         self._build_for(xs)
         self._make_functions()
         ys = self._targets(y)
-        results = self._test_loop(xs, ys, int(batch_size or 32),
-                                  weights=self._sample_weights(ys, len(ys), sample_weight))
+        results = self._test_loop(xs, ys, int(batch_size or 32), weights=self._sample_weights(
+            ys, _num_rows(_given(ys)), sample_weight))
         if verbose:
             names = self._functions["names"]
             print(" - ".join("%s: %.4f" % (k, v) for k, v in zip(names, results)))
@@ -609,9 +635,10 @@ class Model:
         self._build_for(xs)
         f = self._make_functions()
         ys = self._targets(y)
-        weights = self._sample_weights(ys, len(ys), sample_weight, class_weight)
+        n = _num_rows(xs + _given(ys))
+        weights = self._sample_weights(ys, n, sample_weight, class_weight)
         values = K.get_session().run([f["train"], f["loss"]] + f["metrics"],
-                                     self._feed(xs, np.arange(len(ys)), ys, training=True,
+                                     self._feed(xs, np.arange(n), ys, training=True,
                                                 weights=weights))[1:]
         values = [float(v) for v in values]
         if reset_metrics:
@@ -626,7 +653,8 @@ class Model:
         self._make_functions()
         ys = self._targets(y)
         results = self._test_loop(xs, ys, max(len(xs[0]), 1), reset_metrics=reset_metrics,
-                                  weights=self._sample_weights(ys, len(ys), sample_weight))
+                                  weights=self._sample_weights(ys, _num_rows(_given(ys)),
+                                                               sample_weight))
         return results[0] if len(results) == 1 else results
 
     def predict_on_batch(self, x):

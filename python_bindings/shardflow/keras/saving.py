@@ -200,7 +200,9 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
                 "with a name ('adam') or a keras.optimizers instance, or save with "
                 "include_optimizer=False" % (optimizer,))
         config["compile"] = {"optimizer": opt, "loss": _encode(loss, "the loss"),
-                             "metrics": _encode(metrics, "the metrics")}
+                             "metrics": _encode(metrics, "the metrics"),
+                             "loss_weights": _encode(getattr(model, "loss_weights", None),
+                                                     "the loss weights")}
     directory = os.path.dirname(os.path.abspath(filepath))
     os.makedirs(directory, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -319,13 +321,17 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
             optimizer = cls(*_decode(opt.get("args", [])),
                             **{k: _decode(v) for k, v in opt.get("kwargs", {}).items()})
         model.compile(optimizer=optimizer, loss=_decode(compiled["loss"]),
-                      metrics=_decode(compiled["metrics"]))
+                      metrics=_decode(compiled["metrics"]),
+                      loss_weights=_decode(compiled.get("loss_weights")))
     return model
 
 
-def model_from_config(config, custom_objects=None, filepath="the model config"):
+def model_from_config(config, custom_objects=None, filepath="the model config",
+                      input_tensors=None):
     """A new model (fresh weights, not compiled) built from a config model_config gave
-    (checked first: it decides which classes are built, with which arguments)."""
+    (checked first: it decides which classes are built, with which arguments). With
+    `input_tensors` (a list, one per model input) the model is built on those tensors instead
+    of new placeholders."""
     from shardflow.keras import layers as layers_module
     from shardflow.keras.models import Model, Sequential
     _check_config(config, filepath)
@@ -354,8 +360,9 @@ def model_from_config(config, custom_objects=None, filepath="the model config"):
     if config.get("kind", "sequential") == "sequential":
         model = Sequential(name=config.get("name"))
         shape = config["batch_input_shape"]
+        tensor = input_tensors[0] if input_tensors else None
         model.add(layers_module.InputLayer(batch_input_shape=tuple(shape),
-                                           dtype=config.get("input_dtype")))
+                                           dtype=config.get("input_dtype"), input_tensor=tensor))
         for entry in config["layers"]:
             model.add(make(entry))
     else:
@@ -369,9 +376,18 @@ def model_from_config(config, custom_objects=None, filepath="the model config"):
             y = outputs[name]
             return y[index] if isinstance(y, (list, tuple)) else y
 
+        given = {}
+        if input_tensors:
+            given = {ref[0]: t for ref, t in zip(config["inputs"], input_tensors)}
         for entry in config["layers"]:
-            layer = make(entry, keep_input_shape=entry["class"] == "InputLayer")
             name = entry["kwargs"]["name"]
+            if entry["class"] == "InputLayer" and name in given:
+                entry = dict(entry, kwargs=dict(entry["kwargs"]))
+                entry["kwargs"].pop("batch_input_shape", None)
+                entry["kwargs"]["input_tensor"] = given[name]   # _decode keeps it as it is
+                layer = make(entry, keep_input_shape=True)
+            else:
+                layer = make(entry, keep_input_shape=entry["class"] == "InputLayer")
             if entry["class"] == "InputLayer":
                 outputs[name] = layer.output
                 continue
