@@ -20,6 +20,7 @@ import numpy as np
 from shardflow import _shardflow, ops
 from shardflow.keras import backend as K
 from shardflow.keras import callbacks as callbacks_module
+from shardflow.keras import data_adapter as _data
 from shardflow.keras import layers as layers_module
 from shardflow.keras import losses as losses_module
 from shardflow.keras import metrics as metrics_module
@@ -460,19 +461,16 @@ class Model:
         validation data, 'val_loss', 'val_acc' to one value per epoch (the mean over the
         epoch's batches, weighted by their sizes). `validation_split` holds out the last
         fraction of the samples (before shuffling), as Keras does."""
-        if steps_per_epoch:
-            raise ValueError("fit: steps_per_epoch is not supported (give arrays or a "
-                             "keras.utils.Sequence)")
         batch_size = int(batch_size or 32)
-        from shardflow.keras.utils import Sequence
-        seq = x if isinstance(x, Sequence) else None
+        seq = _data.BatchStream(x, steps_per_epoch, "fit") if _data.is_stream(x) else None
+        if seq is None and steps_per_epoch:
+            raise ValueError("fit: steps_per_epoch is taken with a tf.data.Dataset, a "
+                             "generator or a keras.utils.Sequence; with arrays give batch_size")
         if seq is not None:
             if y is not None or validation_split:
-                raise ValueError("fit(Sequence): the Sequence gives the targets; y and "
-                                 "validation_split are not taken (use validation_data)")
-            if len(seq) < 1:
-                raise ValueError("fit: the Sequence has no batches")
-            x, y = seq[0][0], seq[0][1]
+                raise ValueError("fit: a Dataset, generator or Sequence gives the targets; y "
+                                 "and validation_split are not taken (use validation_data)")
+            x, y = seq.peek()[:2]
         xs = self._inputs_list(x)
         self._build_for(xs)
         f = self._make_functions()
@@ -481,7 +479,9 @@ class Model:
         sw = None if seq is not None else self._sample_weights(ys, n, sample_weight,
                                                                class_weight)
         val = None
-        if validation_data is not None:
+        if validation_data is not None and _data.is_stream(validation_data):
+            val = _data.BatchStream(validation_data, validation_steps, "fit's validation_data")
+        elif validation_data is not None:
             vx, vy = validation_data[0], validation_data[1]
             vys = self._targets(vy)
             vsw = validation_data[2] if len(validation_data) > 2 else None
@@ -536,7 +536,8 @@ class Model:
                     break
             logs = dict(zip(f["names"], self._epoch_values(totals, last, n)))
             if val is not None:
-                results = self._test_loop(val[0], val[1], batch_size, weights=val[2])
+                results = self._stream_test_loop(val) if isinstance(val, _data.BatchStream) \
+                    else self._test_loop(val[0], val[1], batch_size, weights=val[2])
                 logs.update({"val_" + name: v for name, v in zip(f["names"], results)})
             if verbose:
                 print("Epoch %d/%d" % (epoch + 1, epochs))
@@ -544,7 +545,7 @@ class Model:
             for cb in cbs:
                 cb.on_epoch_end(epoch, logs)
             if seq is not None:
-                seq.on_epoch_end()
+                seq.end_of_epoch()
             if self.stop_training:
                 break
         for cb in cbs:
@@ -554,8 +555,8 @@ class Model:
 
     def _batches(self, seq, xs, ys, batch_size, shuffle, weights=None, class_weight=None):
         """(inputs, targets, sample weights, rows) of each batch of an epoch: rows of the
-        arrays, or the Sequence's batches (in a random order with shuffle; a batch's third
-        element, when there is one, holds its sample weights)."""
+        arrays, or the batches of a BatchStream (a Sequence's in a random order with shuffle;
+        a batch's third element, when there is one, holds its sample weights)."""
         if seq is None:
             n = _num_rows(xs + _given(ys))
             order = np.random.permutation(n) if shuffle else np.arange(n)
@@ -563,8 +564,9 @@ class Model:
                 rows = order[start:start + batch_size]
                 yield xs, ys, weights, (np.sort(rows) if shuffle else rows)
             return
-        for i in (np.random.permutation(len(seq)) if shuffle else range(len(seq))):
-            batch = seq[int(i)]
+        for batch in seq.epoch(shuffle):
+            if len(batch) < 2:
+                raise ValueError("fit: a batch must hold (inputs, targets), got only inputs")
             bxs, bys = self._inputs_list(batch[0]), self._targets(batch[1])
             rows = _num_rows(bxs + _given(bys))
             bsw = self._sample_weights(bys, rows, batch[2] if len(batch) > 2 else None,
@@ -575,15 +577,44 @@ class Model:
                       callbacks=None, validation_data=None, validation_steps=None,
                       class_weight=None, max_queue_size=10, workers=1,
                       use_multiprocessing=False, shuffle=True, initial_epoch=0):
-        """fit on a keras.utils.Sequence (Python generators are not supported here)."""
-        from shardflow.keras.utils import Sequence
-        if not isinstance(generator, Sequence):
-            raise ValueError("fit_generator: only a keras.utils.Sequence is supported")
-        if steps_per_epoch is not None and steps_per_epoch != len(generator):
-            raise ValueError("fit_generator: steps_per_epoch must be len(sequence)")
+        """fit on a Python generator (steps_per_epoch required), a keras.utils.Sequence or a
+        tf.data.Dataset, read in this thread (workers and queues are not used)."""
         return self.fit(generator, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                        validation_data=validation_data, class_weight=class_weight,
-                        shuffle=shuffle, initial_epoch=initial_epoch)
+                        validation_data=validation_data, validation_steps=validation_steps,
+                        class_weight=class_weight, shuffle=shuffle,
+                        initial_epoch=initial_epoch, steps_per_epoch=steps_per_epoch)
+
+    def evaluate_generator(self, generator, steps=None, callbacks=None, max_queue_size=10,
+                           workers=1, use_multiprocessing=False, verbose=0):
+        """evaluate on a generator, Sequence or Dataset (see data_adapter.py)."""
+        return self.evaluate(generator, steps=steps, verbose=verbose)
+
+    def predict_generator(self, generator, steps=None, callbacks=None, max_queue_size=10,
+                          workers=1, use_multiprocessing=False, verbose=0):
+        """predict on a generator, Sequence or Dataset (see data_adapter.py)."""
+        return self.predict(generator, steps=steps, verbose=verbose)
+
+    def _stream_test_loop(self, stream):
+        """_test_loop over the batches of one epoch of a BatchStream."""
+        f = self._make_functions()
+        sess = K.get_session()
+        totals = np.zeros(len(f["names"]))
+        last = np.zeros(len(f["names"]))
+        n = 0
+        self.reset_metrics()
+        for batch in stream.epoch():
+            if len(batch) < 2:
+                raise ValueError("evaluate: a batch must hold (inputs, targets)")
+            xs, ys = self._inputs_list(batch[0]), self._targets(batch[1])
+            rows = _num_rows(xs + _given(ys))
+            weights = self._sample_weights(ys, rows, batch[2] if len(batch) > 2 else None)
+            values = sess.run([f["loss"]] + f["metrics"],
+                              self._feed(xs, np.arange(rows), ys, weights=weights))
+            totals += np.asarray(values, dtype=np.float64) * rows
+            last = values
+            n += rows
+        stream.end_of_epoch()
+        return self._epoch_values(totals, last, n)
 
     def _test_loop(self, xs, ys, batch_size, reset_metrics=True, weights=None):
         f = self._make_functions()
@@ -604,27 +635,46 @@ class Model:
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
                  steps=None, callbacks=None):
         """The loss (and metrics) over (x, y), learning phase off: a float when there are
-        no metrics, else [loss, metric, ...] in the order of metrics_names."""
-        xs = self._inputs_list(x)
-        self._build_for(xs)
-        self._make_functions()
-        ys = self._targets(y)
-        results = self._test_loop(xs, ys, int(batch_size or 32), weights=self._sample_weights(
-            ys, _num_rows(_given(ys)), sample_weight))
+        no metrics, else [loss, metric, ...] in the order of metrics_names. `x` may also be
+        a tf.data.Dataset, a generator (with `steps`) or a Sequence of (inputs, targets)."""
+        if _data.is_stream(x):
+            stream = _data.BatchStream(x, steps, "evaluate")
+            self._build_for(self._inputs_list(stream.peek()[0]))
+            results = self._stream_test_loop(stream)
+        else:
+            xs = self._inputs_list(x)
+            self._build_for(xs)
+            self._make_functions()
+            ys = self._targets(y)
+            results = self._test_loop(xs, ys, int(batch_size or 32),
+                                      weights=self._sample_weights(ys, _num_rows(_given(ys)),
+                                                                   sample_weight))
         if verbose:
             names = self._functions["names"]
             print(" - ".join("%s: %.4f" % (k, v) for k, v in zip(names, results)))
         return results[0] if len(results) == 1 else results
 
     def predict(self, x, batch_size=None, verbose=0, steps=None, callbacks=None):
-        """The outputs for `x` as NumPy arrays (learning phase off), computed in batches."""
-        xs = self._inputs_list(x)
-        self._build_for(xs)
+        """The outputs for `x` as NumPy arrays (learning phase off), computed in batches. `x`
+        may also be a tf.data.Dataset, a generator (with `steps`) or a Sequence whose batches
+        are the inputs (or tuples starting with them)."""
         sess = K.get_session()
-        batch_size = int(batch_size or 32)
-        n = _num_rows(xs)
-        parts = [sess.run(self.outputs, self._feed(xs, np.arange(s, min(s + batch_size, n))))
-                 for s in range(0, n, batch_size)]
+        if _data.is_stream(x):
+            stream = _data.BatchStream(x, steps, "predict", inputs_only=True)
+            self._build_for(self._inputs_list(stream.peek()[0]))
+            parts = []
+            for batch in stream.epoch():
+                xs = self._inputs_list(batch[0])
+                parts.append(sess.run(self.outputs, self._feed(xs, np.arange(_num_rows(xs)))))
+            if not parts:
+                raise ValueError("predict: the data gave no batch")
+        else:
+            xs = self._inputs_list(x)
+            self._build_for(xs)
+            batch_size = int(batch_size or 32)
+            n = _num_rows(xs)
+            parts = [sess.run(self.outputs, self._feed(xs, np.arange(s, min(s + batch_size, n))))
+                     for s in range(0, n, batch_size)]
         outs = [np.concatenate([p[i] for p in parts]) for i in range(len(self.outputs))]
         return outs[0] if len(outs) == 1 else outs
 

@@ -1,0 +1,124 @@
+"""Batches for keras.Model.fit/evaluate/predict from what TF 1.15's Keras takes besides arrays:
+a keras.utils.Sequence, a tf.data.Dataset of (inputs, targets[, sample weights]) batches, or a
+Python generator of such tuples.
+
+A Dataset is read through an iterator in Keras's session (its graph must be the model's); a
+generator with next(). Each epoch is `steps` batches (steps_per_epoch, validation_steps,
+evaluate/predict's steps): for a Sequence its length by default; for a Dataset, without steps,
+the whole dataset, started again each epoch (a repeated dataset then needs steps), with steps,
+the next `steps` batches; for a generator steps are required (it never ends by itself). The
+first batch, read to build the model, is the first batch of the first epoch.
+
+Example::
+
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(32).repeat()
+    model.fit(ds, epochs=5, steps_per_epoch=len(x) // 32)
+"""
+
+import numpy as np
+
+from shardflow import errors
+
+
+class BatchStream:
+    """Batches (a tuple: inputs, targets, and maybe sample weights) of one source."""
+
+    def __init__(self, source, steps, what, inputs_only=False):
+        """`inputs_only` (predict): a batch may be the inputs alone (not a tuple)."""
+        from shardflow.data.dataset_ops import Dataset
+        from shardflow.keras.utils import Sequence
+        self._sequence = source if isinstance(source, Sequence) else None
+        self._next = self._restart = None
+        self._started = False
+        self._inputs_only = inputs_only
+        self._pending = []
+        self.steps = None if steps is None else int(steps)
+        if self.steps is not None and self.steps <= 0:
+            raise ValueError("%s: steps must be positive, got %r" % (what, steps))
+        if self._sequence is not None:
+            if len(source) < 1:
+                raise ValueError("%s: the Sequence has no batches" % what)
+            if self.steps is not None and self.steps > len(source):
+                raise ValueError("%s: %d steps but the Sequence has %d batches"
+                                 % (what, self.steps, len(source)))
+        elif isinstance(source, Dataset):
+            from shardflow.keras import backend as K
+            iterator = source.make_initializable_iterator()
+            element = iterator.get_next()
+            session = K.get_session()
+            session.run(iterator.initializer)
+            self._next = lambda: session.run(element)
+            # Without steps an epoch is the whole dataset: it starts again each epoch.
+            self._restart = lambda: session.run(iterator.initializer)
+        elif hasattr(source, "__next__"):
+            if self.steps is None:
+                raise ValueError("%s: a generator never ends, so give steps (steps_per_epoch, "
+                                 "validation_steps or steps)" % what)
+            self._next = lambda: next(source)
+        else:
+            raise TypeError("%s takes arrays, a keras.utils.Sequence, a tf.data.Dataset or a "
+                            "generator, not %r" % (what, type(source).__name__))
+        self._what = what
+
+    def _read(self):
+        """The next batch of a Dataset or generator; None at its end."""
+        try:
+            batch = self._next()
+        except (StopIteration, errors.OutOfRangeError):
+            return None
+        if self._inputs_only and not isinstance(batch, tuple):
+            return (batch,)
+        if isinstance(batch, dict):
+            raise ValueError("%s: a batch must be a tuple (inputs, targets[, sample "
+                             "weights]), got a dict; map the dataset to (features, labels)"
+                             % self._what)
+        if not isinstance(batch, (tuple, list)) or len(batch) not in (1, 2, 3):
+            raise ValueError("%s: a batch must be a tuple (inputs, targets[, sample weights]), "
+                             "got %r" % (self._what, type(batch).__name__))
+        return tuple(batch)
+
+    def peek(self):
+        """The first batch (it stays the first of the first epoch)."""
+        if self._sequence is not None:
+            return tuple(self._sequence[0])
+        if not self._pending:
+            batch = self._read()
+            if batch is None:
+                raise ValueError("%s: the data gave no batch" % self._what)
+            self._pending.append(batch)
+        return self._pending[0]
+
+    def epoch(self, shuffle=False):
+        """The batches of one epoch."""
+        if self._sequence is not None:
+            n = self.steps or len(self._sequence)
+            order = np.random.permutation(len(self._sequence))[:n] if shuffle else range(n)
+            for i in order:
+                yield tuple(self._sequence[int(i)])
+            return
+        if self.steps is None and self._started and self._restart is not None:
+            self._restart()
+        self._started = True
+        count = 0
+        while self.steps is None or count < self.steps:
+            batch = self._pending.pop(0) if self._pending else self._read()
+            if batch is None:
+                if self.steps is not None:
+                    raise errors.OutOfRangeError(
+                        None, None, "%s: the data ended after %d of %d steps; repeat() the "
+                        "dataset or give fewer steps" % (self._what, count, self.steps))
+                return
+            count += 1
+            yield batch
+
+    def end_of_epoch(self):
+        if self._sequence is not None:
+            self._sequence.on_epoch_end()
+
+
+def is_stream(x):
+    """Whether fit/evaluate/predict should read `x` as a BatchStream."""
+    from shardflow.data.dataset_ops import Dataset
+    from shardflow.keras.utils import Sequence
+    return isinstance(x, (Sequence, Dataset)) or (hasattr(x, "__next__") and
+                                                   not isinstance(x, np.ndarray))
