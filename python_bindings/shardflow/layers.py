@@ -483,10 +483,12 @@ class BatchNormalization(Layer):
 
     def build(self, input_shape):
         c = _last_dim(input_shape, "BatchNormalization")
+        # As TF1's: scale=False makes no gamma (a constant 1), center=False no beta (0).
         self.gamma = self.add_variable("gamma", [c], self.gamma_initializer,
-                                       trainable=self.scale and self.trainable)
+                                       trainable=self.trainable) if self.scale else None
         self.beta = self.add_variable("beta", [c], self.beta_initializer,
-                                      trainable=self.center and self.trainable)
+                                      trainable=self.trainable) if self.center else None
+        self._channels = c
         self.moving_mean = self.add_variable("moving_mean", [c], self.moving_mean_initializer,
                                              trainable=False)
         self.moving_variance = self.add_variable("moving_variance", [c],
@@ -501,22 +503,29 @@ class BatchNormalization(Layer):
         self.updates.append(update)
         add_to_collection(GraphKeys.UPDATE_OPS, update)
 
+    def _scale_and_offset(self):
+        ones = np.ones([self._channels], np.float32)
+        gamma = self.gamma.value() if self.gamma is not None else ops.constant(ones)
+        beta = self.beta.value() if self.beta is not None else ops.constant(0 * ones)
+        return gamma, beta
+
     def call(self, x, training=False):
         mean, var = self.moving_mean.value(), self.moving_variance.value()
+        gamma, beta = self._scale_and_offset()
         if isinstance(training, Tensor):
             # Both paths; the fed bool weighs them (0 or 1) and the updates.
             t = ops.cast(training, dtypes.float32)
             y_train, batch_mean, batch_var = nn.fused_batch_norm(
-                x, self.gamma.value(), self.beta.value(), epsilon=self.epsilon)
-            y_eval, _, _ = nn.fused_batch_norm(x, self.gamma.value(), self.beta.value(), mean,
+                x, gamma, beta, epsilon=self.epsilon)
+            y_eval, _, _ = nn.fused_batch_norm(x, gamma, beta, mean,
                                                var, epsilon=self.epsilon, is_training=False)
             self._add_update(self.moving_mean, batch_mean, t)
             self._add_update(self.moving_variance, batch_var, t)
             return ops.add(ops.multiply(y_train, t), ops.multiply(y_eval, ops.subtract(1.0, t)))
         if not training:
-            return nn.fused_batch_norm(x, self.gamma.value(), self.beta.value(), mean, var,
+            return nn.fused_batch_norm(x, gamma, beta, mean, var,
                                        epsilon=self.epsilon, is_training=False)[0]
-        y, batch_mean, batch_var = nn.fused_batch_norm(x, self.gamma.value(), self.beta.value(),
+        y, batch_mean, batch_var = nn.fused_batch_norm(x, gamma, beta,
                                                        epsilon=self.epsilon)
         self._add_update(self.moving_mean, batch_mean, None)
         self._add_update(self.moving_variance, batch_var, None)

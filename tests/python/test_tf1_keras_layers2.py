@@ -303,3 +303,35 @@ def test_two_models_from_the_same_code_own_their_weights():
         np.testing.assert_allclose(online.predict(x), target.predict(x), rtol=1e-6)
         with pytest.raises(ValueError, match="already exists"):
             tf.layers.dense(tf.constant(x), 4, name="fc1")     # tf.layers still refuses
+
+
+def test_batch_norm_without_scale_or_center_makes_no_gamma_or_beta():
+    """As TF1: scale=False makes no gamma (was a gamma fixed at 1), center=False no beta."""
+    tf.reset_default_graph()
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.layers.batch_normalization(x, scale=False, training=True, name="bn")
+    names = sorted(v.op.name for v in tf.global_variables())
+    assert names == ["bn/beta", "bn/moving_mean", "bn/moving_variance"]
+    layer = keras.layers.BatchNormalization(center=False)
+    layer(keras.layers.Input(shape=(3,)))
+    assert [w.op.name.rsplit("/", 1)[1] for w in layer.weights] == [
+        "gamma", "moving_mean", "moving_variance"]
+    xv = np.random.RandomState(0).randn(8, 3).astype(np.float32)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out = sess.run(y, {x: xv})
+    np.testing.assert_allclose(out, (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3), atol=1e-5)
+
+
+def test_a_deep_residual_chain_builds_and_clones_quickly():
+    """Regression: Model found its layers by a walk that pushed a tensor once per path, so
+    every residual Add doubled the work (InceptionV3 and DenseNet never finished)."""
+    tf.reset_default_graph()
+    keras.backend.clear_session()
+    inp = keras.layers.Input(shape=(4,))
+    h = inp
+    for _ in range(40):                                       # 2^40 paths to the input
+        h = keras.layers.Add()([h, keras.layers.Dense(4)(h)])
+    model = keras.Model(inp, h)
+    assert len(model.layers) == 81
+    assert len(keras.models.clone_model(model).layers) == 81

@@ -1,5 +1,7 @@
-"""tf.keras.applications: ResNet50, VGG16 and VGG19 as Keras models (the functional API of
-shardflow/keras), with Keras' layer names and parameter counts, and their preprocess_input.
+"""tf.keras.applications: ResNet50, VGG16, VGG19, MobileNet, MobileNetV2, DenseNet121/169/201,
+InceptionV3 and Xception as Keras models (the functional API of shardflow/keras), with Keras'
+layer names and parameter counts; preprocess_input and decode_predictions; and the submodules
+(applications.resnet50, .mobilenet, .densenet, ...) with each network's preprocess_input.
 
 Example::
 
@@ -8,15 +10,20 @@ Example::
     model.compile("sgd", "sparse_categorical_crossentropy")
 
 Only weights=None (random initialization) is available: pretrained ImageNet weights are
-downloaded by Keras from the internet, which shardflow does not do. weights="imagenet" raises
-ValueError; a path to a weights file saved by model.save_weights loads it. The same networks
-built with sf.layers (the ones `shardflow train --model resnet50` trains) are in
-shardflow/applications.py.
+HDF5 files that Keras downloads from the internet, and shardflow has neither. weights="imagenet"
+raises ValueError; a path to a weights file saved by model.save_weights loads it. The same
+networks built with sf.layers (the ones `shardflow train --model resnet50` trains) are in
+shardflow/applications.py. MobileNet, MobileNetV2 and DenseNet are in applications_mobilenet.py
+and applications_densenet.py, InceptionV3 and Xception in applications_inception.py, what they
+share in applications_base.py.
 """
 
-import numpy as np
-
+from shardflow.keras import applications_base as _base
 from shardflow.keras import layers as L
+from shardflow.keras.applications_base import decode_predictions, preprocess_input
+from shardflow.keras.applications_densenet import DenseNet121, DenseNet169, DenseNet201
+from shardflow.keras.applications_inception import InceptionV3, Xception
+from shardflow.keras.applications_mobilenet import MobileNet, MobileNetV2
 
 
 def _input(input_tensor, input_shape, default, include_top, name):
@@ -149,41 +156,39 @@ def VGG19(include_top=True, weights=None, input_tensor=None, input_shape=None,  
                 pooling, classes, classifier_activation)
 
 
-_CAFFE_MEAN = np.array([103.939, 116.779, 123.68], np.float32)   # B, G, R
+def _preprocess_in_mode(mode):
+    def preprocess(x, data_format=None, **kwargs):
+        return preprocess_input(x, data_format=data_format, mode=mode)
+    preprocess.__doc__ = ("Keras's preprocess_input in mode %r (see "
+                          "applications.imagenet_utils.preprocess_input)." % mode)
+    return preprocess
 
 
-def preprocess_input(x, data_format=None, mode="caffe"):
-    """Keras' 'caffe' preprocessing of RGB images in [0, 255] (ResNet50, VGG16, VGG19): to
-    BGR, minus the ImageNet mean per channel. A NumPy array gives an array, a tensor a tensor."""
-    if data_format not in (None, "channels_last"):
-        raise ValueError("preprocess_input: only channels_last is supported")
-    if mode != "caffe":
-        raise ValueError("preprocess_input: only mode='caffe' is supported")
-    if isinstance(x, np.ndarray) or isinstance(x, (list, tuple)):
-        arr = np.asarray(x, dtype=np.float32)
-        return arr[..., ::-1] - _CAFFE_MEAN
-    from shardflow import dtypes, ops
-    t = ops.cast(ops.convert_to_tensor(x), dtypes.float32)
-    return ops.subtract(ops.reverse(t, [-1]), _CAFFE_MEAN)
+_caffe, _tf, _torch = (_preprocess_in_mode(m) for m in ("caffe", "tf", "torch"))
 
+imagenet_utils = _base.submodule(
+    "imagenet_utils", "Keras's ImageNet helpers.", preprocess_input=preprocess_input,
+    decode_predictions=decode_predictions)
+resnet50 = _base.submodule("resnet50", "ResNet50.", ResNet50=ResNet50,
+                           preprocess_input=_caffe, decode_predictions=decode_predictions)
+vgg16 = _base.submodule("vgg16", "VGG16.", VGG16=VGG16, preprocess_input=_caffe,
+                        decode_predictions=decode_predictions)
+vgg19 = _base.submodule("vgg19", "VGG19.", VGG19=VGG19, preprocess_input=_caffe,
+                        decode_predictions=decode_predictions)
+mobilenet = _base.submodule("mobilenet", "MobileNet (v1).", MobileNet=MobileNet,
+                            preprocess_input=_tf, decode_predictions=decode_predictions)
+mobilenet_v2 = _base.submodule("mobilenet_v2", "MobileNetV2.", MobileNetV2=MobileNetV2,
+                               preprocess_input=_tf, decode_predictions=decode_predictions)
+densenet = _base.submodule("densenet", "DenseNet121, DenseNet169, DenseNet201.",
+                           DenseNet121=DenseNet121, DenseNet169=DenseNet169,
+                           DenseNet201=DenseNet201, preprocess_input=_torch,
+                           decode_predictions=decode_predictions)
+inception_v3 = _base.submodule("inception_v3", "InceptionV3.", InceptionV3=InceptionV3,
+                               preprocess_input=_tf, decode_predictions=decode_predictions)
+xception = _base.submodule("xception", "Xception.", Xception=Xception, preprocess_input=_tf,
+                           decode_predictions=decode_predictions)
 
-def decode_predictions(preds, top=5):
-    """Refused: Keras downloads the ImageNet class index from the internet."""
-    raise ValueError("decode_predictions needs ImageNet's class index, which Keras downloads "
-                     "from the internet; shardflow does not ship it")
-
-
-class _Module:
-    def __init__(self, **names):
-        self.__dict__.update(names)
-
-
-resnet50 = _Module(ResNet50=ResNet50, preprocess_input=preprocess_input,
-                   decode_predictions=decode_predictions)
-vgg16 = _Module(VGG16=VGG16, preprocess_input=preprocess_input,
-                decode_predictions=decode_predictions)
-vgg19 = _Module(VGG19=VGG19, preprocess_input=preprocess_input,
-                decode_predictions=decode_predictions)
-
-__all__ = ["ResNet50", "VGG16", "VGG19", "decode_predictions", "preprocess_input", "resnet50",
-           "vgg16", "vgg19"]
+__all__ = ["DenseNet121", "DenseNet169", "DenseNet201", "InceptionV3", "MobileNet",
+           "MobileNetV2", "ResNet50", "VGG16", "VGG19", "Xception", "decode_predictions",
+           "densenet", "imagenet_utils", "inception_v3", "mobilenet", "mobilenet_v2",
+           "preprocess_input", "resnet50", "vgg16", "vgg19", "xception"]

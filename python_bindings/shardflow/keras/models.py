@@ -84,10 +84,13 @@ class Model:
     def _init_graph(self, inputs, outputs):
         self.inputs, self.outputs = inputs, outputs
         self._single_input = len(inputs) == 1
-        found, stack = {}, list(outputs)
+        found, stack, visited = {}, list(outputs), set()
         input_ids = {id(t) for t in inputs}
         while stack:
             t = stack.pop()
+            if id(t) in visited:  # each tensor once: residual and dense blocks reach tensors
+                continue          # by many paths (doubling at every Add otherwise)
+            visited.add(id(t))
             history = getattr(t, "_keras_history", None)
             if history is None:
                 raise ValueError("%s is not the output of a keras layer; build models from "
