@@ -111,6 +111,7 @@ from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # 
                                    VarLenFeature, decode_raw, parse_example,
                                    parse_single_example)
 from shardflow.parsing_ops import parse_tensor, serialize_tensor  # noqa: F401
+from shardflow.parsing_sequence import parse_single_sequence_example  # noqa: F401
 from shardflow.segment_ops import (bincount, confusion_matrix, dynamic_partition,  # noqa: F401
                                    dynamic_stitch, histogram_fixed_width, segment_max,
                                    segment_mean, segment_min, segment_prod, segment_sum, unique,

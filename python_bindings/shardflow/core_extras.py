@@ -490,6 +490,19 @@ def _indexed_slices_to_dense(value, dtype=None, name=None, as_ref=False):
 register_tensor_conversion_function(IndexedSlices, _indexed_slices_to_dense)
 
 
+def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
+    """`value` itself when it is an IndexedSlices or a SparseTensor (ValueError when `dtype`
+    is given and differs from its dtype), else convert_to_tensor(value, dtype, name), as
+    TF1's tf.convert_to_tensor_or_indexed_slices."""
+    from shardflow.sparse_tensor import SparseTensor
+    if isinstance(value, (IndexedSlices, SparseTensor)):
+        if dtype is not None and dtypes.as_dtype(dtype) != value.dtype:
+            raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s: %r"
+                             % (dtypes.as_dtype(dtype).name, value.dtype.name, value))
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
 def is_tensor(x):
     """Whether `x` is a tensor-like graph value (Tensor, Variable, SparseTensor,
     IndexedSlices), not a Python or NumPy value, as TF1's tf.is_tensor."""
@@ -696,7 +709,8 @@ KERAS_INITIALIZER_NAMES = {
 
 
 __all__ = ["IndexedSlices", "accumulate_n", "argsort", "broadcast_dynamic_shape",
-           "broadcast_static_shape", "clip_by_average_norm", "disable_resource_variables",
+           "broadcast_static_shape", "clip_by_average_norm",
+           "convert_to_tensor_or_indexed_slices", "disable_resource_variables",
            "enable_resource_variables", "erfc", "get_local_variable",
            "histogram_fixed_width_bins", "identity_initializer", "init_scope",
            "invert_permutation", "is_tensor", "logical_xor", "matrix_transpose", "py_function",

@@ -203,6 +203,29 @@ def resize_image_with_crop_or_pad(image, target_height, target_width):
 resize_with_crop_or_pad = resize_image_with_crop_or_pad
 
 
+def resize_image_with_pad(image, target_height, target_width, method=ResizeMethod.BILINEAR,
+                          align_corners=False):
+    """The image resized (resize_images with `method`) to fit [target_height, target_width]
+    keeping its aspect ratio, then padded with zeros to that size (centred; TF1's
+    tf.image.resize_image_with_pad, whose float64 arithmetic this follows: the scale is
+    max(width / target_width, height / target_height), sizes and offsets floored). Python-int
+    targets; the image's height and width known when the graph is built."""
+    x, batched = _image(image, "resize_image_with_pad")
+    h, w = _hw(x, batched, "resize_image_with_pad")
+    th, tw = int(target_height), int(target_width)
+    if th <= 0 or tw <= 0:
+        raise ValueError("resize_image_with_pad: the target size must be positive, got %dx%d"
+                         % (th, tw))
+    ratio = max(float(w) / tw, float(h) / th)
+    resized_h, resized_w = float(h) / ratio, float(w) / ratio
+    pad_h = max(0, int(np.floor((th - resized_h) / 2)))
+    pad_w = max(0, int(np.floor((tw - resized_w) / 2)))
+    resized = resize_images(x, [int(np.floor(resized_h)), int(np.floor(resized_w))], method,
+                            align_corners=align_corners)
+    return pad_to_bounding_box(resized, pad_h, pad_w, th, tw)
+
+
+
 def central_crop(image, central_fraction):
     """The central `central_fraction` (in (0, 1]) of the image's height and width, as TF1's
     tf.image.central_crop."""
@@ -284,7 +307,7 @@ except ImportError:
     _CODECS = []
 
 
-_NOT_HERE = ("resize_image_with_pad", "decode_jpeg", "decode_png",
+_NOT_HERE = ("decode_jpeg", "decode_png",
              "decode_image", "encode_jpeg", "encode_png")
 
 
@@ -303,7 +326,8 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "pad_to_bounding_box", "per_image_standardization", "psnr", "random_brightness",
            "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down",
            "random_hue", "random_saturation", "resize", "resize_area", "resize_bicubic",
-           "resize_bilinear", "resize_image_with_crop_or_pad", "resize_images",
+           "resize_bilinear", "resize_image_with_crop_or_pad", "resize_image_with_pad",
+           "resize_images",
            "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv",
            "rot90", "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",
            "transpose", "transpose_image"] + _CODECS

@@ -87,6 +87,7 @@ class _Spec:
             raise ValueError("parse_example: feature %r has dtype %s; Example features are "
                              "float32, int64 or string" % (key, self.dtype.name))
         self.list_kind = _KINDS[self.dtype]
+        self.allow_missing = bool(getattr(feature, "allow_missing", False))
         self.default = None
         if self.kind == "sparse":
             return

@@ -1,4 +1,5 @@
-"""Profiler outputs for one traced step.
+"""Profiler outputs for one traced step, and TF1's model analysis (profile, Profiler,
+ProfileOptionBuilder, advise, write_op_log: shardflow/profiler_model.py).
 
 Example::
 
@@ -50,3 +51,16 @@ def write_chrome_trace(run_metadata, path):
     """Writes chrome_trace(run_metadata) to `path`."""
     with open(path, "w") as f:
         f.write(chrome_trace(run_metadata))
+
+
+# TF1's model analysis (tf.profiler.profile, Profiler, ProfileOptionBuilder, ...):
+# shardflow/profiler_model.py, profiler_options.py and profiler_flops.py.
+from shardflow.profiler_model import (ALL_ADVICE, AdviceProto, GraphNodeProto,  # noqa: E402,F401
+                                      MultiGraphNodeProto, OpLogProto, Profiler, advise,
+                                      profile, read_op_log, write_op_log)
+from shardflow.profiler_options import ProfileOptionBuilder  # noqa: E402,F401
+
+__all__ = ["ALL_ADVICE", "AdviceProto", "GraphNodeProto", "MultiGraphNodeProto", "OpLogProto",
+           "ProfileOptionBuilder", "Profiler", "advise", "chrome_trace", "dot_to_svg",
+           "placement_report", "profile", "read_op_log", "to_dot", "write_chrome_trace",
+           "write_op_log"]

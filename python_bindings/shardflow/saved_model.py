@@ -147,6 +147,7 @@ class SavedModelBuilder:
 
 
 builder = types.SimpleNamespace(SavedModelBuilder=SavedModelBuilder)
+Builder = SavedModelBuilder  # TF 1.15's tf.saved_model.Builder
 
 
 def simple_save(session, export_dir, inputs, outputs, legacy_init_op=None):
@@ -205,6 +206,6 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
 
 loader = types.SimpleNamespace(load=load, maybe_saved_model_directory=contains_saved_model)
 
-__all__ = ["build_signature_def", "build_tensor_info", "builder", "contains_saved_model",
+__all__ = ["Builder", "build_signature_def", "build_tensor_info", "builder", "contains_saved_model",
            "load", "loader", "predict_signature_def", "signature_constants",
            "signature_def_utils", "simple_save", "tag_constants", "utils"]

@@ -1,8 +1,8 @@
 """TF1's string ops: tf.decode_csv, tf.as_string, tf.string_to_number, tf.string_join,
 tf.substr, tf.regex_replace, tf.string_split, tf.string_to_hash_bucket_fast / _strong (and
 tf.string_to_hash_bucket), tf.strings.* (join, split, length, lower, upper, strip, to_number,
-to_hash_bucket*, regex_full_match, format-free helpers), tf.reduce_join, and the file ops
-tf.read_file, tf.write_file and tf.matching_files.
+to_hash_bucket*, regex_full_match; format is shardflow/string_format.py's), tf.reduce_join,
+and the file ops tf.read_file, tf.write_file and tf.matching_files.
 
 Example (a CSV input pipeline)::
 
@@ -29,6 +29,7 @@ import numpy as np
 from shardflow import dtypes, errors
 from shardflow.framework import convert_to_tensor
 from shardflow.script_ops import py_func
+from shardflow.string_format import string_format
 
 
 def _strings(x):
@@ -325,7 +326,7 @@ def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None,
 
 strings = types.ModuleType("shardflow.strings", "TF1's tf.strings (shardflow/string_ops.py).")
 strings.__dict__.update({
-    "join": string_join, "length": _length, "reduce_join": reduce_join,
+    "join": string_join, "length": _length, "reduce_join": reduce_join, "format": string_format,
     "regex_full_match": regex_full_match, "regex_replace": regex_replace, "split": _split_v2,
     "substr": substr, "to_number": string_to_number, "as_string": as_string,
     "to_hash_bucket": string_to_hash_bucket, "to_hash_bucket_fast": string_to_hash_bucket_fast,

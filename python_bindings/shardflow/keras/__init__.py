@@ -1,8 +1,8 @@
 """tf.keras as TF 1.13-1.15 graph-mode programs use it, on shardflow's layers, optimizers
 and sessions: layers, Sequential and functional Models with compile/fit/evaluate/predict,
 the backend's shared session and learning phase, optimizers, losses, metrics, activations,
-initializers, regularizers, constraints, callbacks, utils, preprocessing (pad_sequences) and
-datasets.
+initializers, regularizers, constraints, callbacks, utils, preprocessing (pad_sequences),
+datasets, estimator.model_to_estimator and wrappers.scikit_learn.
 
 Example::
 
@@ -27,4 +27,5 @@ from shardflow.keras.layers import Input  # noqa: F401
 from shardflow.keras import models  # noqa: F401 (keras.models.Sequential, ...)
 from shardflow.keras.models import Model, Sequential  # noqa: F401
 from shardflow.keras import applications  # noqa: F401 (ResNet50, VGG16, VGG19)
+from shardflow.keras import estimator, wrappers  # noqa: F401 (model_to_estimator, scikit_learn)
 

@@ -1,6 +1,6 @@
 """tf.keras.callbacks: hooks that Model.fit calls around epochs and batches (History,
 LambdaCallback, EarlyStopping, ModelCheckpoint, LearningRateScheduler, ReduceLROnPlateau,
-CSVLogger, TerminateOnNaN, TensorBoard, ProgbarLogger).
+CSVLogger, TerminateOnNaN, TensorBoard, BaseLogger, ProgbarLogger).
 
 Example::
 
@@ -445,6 +445,43 @@ class TensorBoard(Callback):
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+
+
+class BaseLogger(Callback):
+    """Averages the batches' metrics over each epoch, weighted by batch size, and writes the
+    averages into the epoch's logs (for the names in params['metrics']); stateful_metrics are
+    taken from the last batch instead, as TF 1.15's BaseLogger (which fit adds itself there;
+    shardflow's fit computes the epoch averages already, so this is for callbacks that
+    subclass or call it)."""
+
+    def __init__(self, stateful_metrics=None):
+        super().__init__()
+        self.stateful_metrics = set(stateful_metrics or [])
+        self.seen = 0
+        self.totals = {}
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.seen = 0
+        self.totals = {}
+
+    def on_batch_end(self, batch, logs=None):
+        logs = logs or {}
+        batch_size = logs.get("size", 0)
+        num_steps = logs.get("num_steps", 1)
+        self.seen += batch_size * num_steps
+        for k, v in logs.items():
+            if k in self.stateful_metrics:
+                self.totals[k] = v
+            else:
+                self.totals[k] = self.totals.get(k, 0) + v * batch_size
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is None:
+            return
+        for k in self.params.get("metrics", []):
+            if k in self.totals:
+                logs[k] = self.totals[k] if k in self.stateful_metrics else \
+                    self.totals[k] / max(self.seen, 1)
 
 
 class ProgbarLogger(Callback):
