@@ -223,6 +223,32 @@ absl::Status MaxPoolWithArgmaxGrad(const Scope& s, const Operation& op, const Gr
   return absl::OkStatus();
 }
 
+// An op of `type` on `inputs` with the window attrs of `op` (strides, padding, dilations,
+// data_format: those it has).
+Output WithWindowOf(const Scope& s, const Operation& op, const std::string& type,
+                    const std::vector<Output>& inputs) {
+  const AttrMap& attrs = op.node()->attrs();
+  OpBuilder b(s, type);
+  for (const Output& in : inputs) b.Input(in);
+  for (const char* name : {"strides", "padding", "dilations", "data_format"}) {
+    auto it = attrs.find(name);
+    if (it != attrs.end()) b.Attr(name, it->second);
+  }
+  Operation built = b.Finalize();
+  return built.valid() ? Output(built.node(), 0) : Output();
+}
+
+// DepthwiseConv2dNative (ops/depthwise_ops.cc).
+absl::Status DepthwiseConv2dGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                 GradOutputs* dx) {
+  Output x = GradInput(op, 0), filter = GradInput(op, 1);
+  dx->push_back(
+      WithWindowOf(s, op, "DepthwiseConv2dNativeBackpropInput", {ShapeOf(s, x), filter, dy[0]}));
+  dx->push_back(
+      WithWindowOf(s, op, "DepthwiseConv2dNativeBackpropFilter", {x, ShapeOf(s, filter), dy[0]}));
+  return absl::OkStatus();
+}
+
 // ---- 3-D convolution and pooling (ops/nn3d_ops.cc) ----
 
 std::vector<int64_t> Dilations(const Operation& op) {
@@ -369,6 +395,7 @@ REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
 REGISTER_GRADIENT("AvgPool", AvgPoolGrad);
 REGISTER_GRADIENT("MaxPoolWithArgmax", MaxPoolWithArgmaxGrad);
 REGISTER_GRADIENT("Conv3D", Conv3DGrad);
+REGISTER_GRADIENT("DepthwiseConv2dNative", DepthwiseConv2dGrad);
 REGISTER_GRADIENT("Conv3DBackpropInputV2", Conv3DBackpropInputGrad);
 REGISTER_GRADIENT("Conv3DBackpropFilterV2", Conv3DBackpropFilterGrad);
 REGISTER_GRADIENT("MaxPool3D", MaxPool3DGrad);

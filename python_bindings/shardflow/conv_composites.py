@@ -1,12 +1,10 @@
-"""Convolutions composed from Conv2D, as TF1's tf.nn.conv1d, tf.nn.depthwise_conv2d and
-tf.nn.separable_conv2d; they train through their inputs and filters with Conv2D's gradients.
+"""Convolutions composed from Conv2D (and DepthwiseConv2dNative), as TF1's tf.nn.conv1d,
+tf.nn.depthwise_conv2d and tf.nn.separable_conv2d; they train through inputs and filters.
 
 conv1d is one Conv2D over a height of 1. Dilated convolutions (conv2d's dilations,
 atrous_conv2d, a rate in depthwise/separable_conv2d) are a Conv2D over the input cut into
-interleaved sub-images, as TF computes atrous convolution (dilated_conv2d). depthwise_conv2d
-runs one Conv2D per input channel (its [kh, kw, 1, multiplier] slice of the filter) and
-concatenates the results, so the graph grows with the number of channels: meant for the few
-channels of small models (tens, not hundreds).
+interleaved sub-images, as TF computes atrous convolution (dilated_conv2d). depthwise_conv2d is
+one DepthwiseConv2dNative op (its own kernel, dilations included).
 
 Example::
 
@@ -174,14 +172,15 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # n
                      data_format=None, dilations=None):
     """Each input channel c of NHWC `input` convolved with its own filters
     filter[:, :, c, :] ([kh, kw, in, multiplier]); output channel c * multiplier + m is
-    channel c's m-th result, as TF1's tf.nn.depthwise_conv2d. One Conv2D per input channel
-    (see the module docstring).
+    channel c's m-th result, as TF1's tf.nn.depthwise_conv2d: one DepthwiseConv2dNative op
+    (kernels/cpu/depthwise_conv_ops.cc; strides and the rate together, unlike TF, which
+    wants strides 1 with a rate).
 
     Example::
 
         y = sf.nn.depthwise_conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME")  # w [3,3,C,2]
     """
-    from shardflow.nn import _nhwc, conv2d
+    from shardflow.nn import _four, _nhwc, _padding
     _nhwc(data_format, "depthwise_conv2d")
     if rate is not None and dilations is not None:
         raise ValueError("depthwise_conv2d takes rate or dilations, not both")
@@ -192,13 +191,9 @@ def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # n
     if w.shape.ndims != 4 or w.shape.as_list()[2] not in (None, channels):
         raise ValueError("depthwise_conv2d: filter must be [kh, kw, %d, multiplier], got %s"
                          % (channels, w.shape))
-    if channels == 1:
-        return conv2d(x, w, strides=strides, padding=padding, dilations=d, name=name)
-    xs = array_ops.split(x, channels, axis=3)
-    ws = array_ops.split(w, channels, axis=2)
-    parts = [conv2d(xc, wc, strides=strides, padding=padding, dilations=d)
-             for xc, wc in zip(xs, ws)]
-    return ops.concat(parts, 3, name=name)
+    return ops._out("DepthwiseConv2dNative", [x, w],
+                    {"strides": _four(strides, "strides"), "padding": _padding(padding),
+                     "dilations": [1, d[0], d[1], 1]}, name)
 
 
 def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,  # noqa: A002

@@ -904,6 +904,17 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
       m["Conv2DBackpropFilter"] = Fixed({img, I32({2, 2, 1, 1}), D({1, 0, 0, 1}, {1, 2, 2, 1})},
                                         D({6, 8, 12, 14}, {2, 2, 1, 1}));
       m["Conv2DBackpropFilter"].attrs = conv;
+      // One channel, multiplier 1: depthwise is Conv2D (multi-channel cases: nn_grad_test and
+      // tests/python/test_tf1_nn_surface.py against NumPy).
+      m["DepthwiseConv2dNative"] = Fixed({img, diag}, D({6, 8, 12, 14}, {1, 2, 2, 1}));
+      m["DepthwiseConv2dNative"].attrs = conv;
+      m["DepthwiseConv2dNativeBackpropInput"] =
+          Fixed({I32({1, 3, 3, 1}), diag, D({1, 2, 3, 4}, {1, 2, 2, 1})},
+                D({1, 2, 0, 3, 5, 2, 0, 3, 4}, {1, 3, 3, 1}));
+      m["DepthwiseConv2dNativeBackpropInput"].attrs = conv;
+      m["DepthwiseConv2dNativeBackpropFilter"] = Fixed(
+          {img, I32({2, 2, 1, 1}), D({1, 0, 0, 1}, {1, 2, 2, 1})}, D({6, 8, 12, 14}, {2, 2, 1, 1}));
+      m["DepthwiseConv2dNativeBackpropFilter"].attrs = conv;
       const Tensor px = D({1, 5, 3, 2, 4, 0, 7, 8}, {1, 2, 4, 1});
       m["MaxPool"] = Fixed({px}, D({5, 8}, {1, 1, 2, 1}));
       m["MaxPool"].attrs = pool;

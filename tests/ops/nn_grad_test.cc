@@ -353,6 +353,37 @@ TEST(NnGradTest, MaxPoolWithArgmax) {
   }
 }
 
+// DepthwiseConv2dNative: channels x multiplier, strides, SAME / VALID, dilations.
+TEST(NnGradTest, DepthwiseConv2dNative) {
+  struct Case {
+    TensorShape input, filter;
+    std::vector<int64_t> strides, dilations;
+    std::string padding;
+  };
+  const std::vector<Case> cases = {
+      {{1, 5, 5, 3}, {3, 3, 3, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, "SAME"},
+      {{2, 6, 7, 2}, {2, 3, 2, 2}, {1, 2, 2, 1}, {1, 1, 1, 1}, "VALID"},
+      {{1, 7, 6, 3}, {2, 2, 3, 2}, {1, 1, 1, 1}, {1, 2, 2, 1}, "SAME"}};
+  uint32_t seed = 80;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.input.DebugString() + " * " + c.filter.DebugString() + " " + c.padding);
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>(c.input, seed++), fv = Random<float>(c.filter, seed++);
+    Output x = Placeholder(s, "x", xv), f = Placeholder(s, "f", fv);
+    Operation conv = OpBuilder(s, "DepthwiseConv2dNative")
+                         .Input(x)
+                         .Input(f)
+                         .Attr("strides", c.strides)
+                         .Attr("dilations", c.dilations)
+                         .Attr("padding", c.padding)
+                         .Finalize();
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto err = test::MaxGradientError(s, {x, f}, {xv, fv}, Output(conv.node(), 0), kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 TEST(NnGradTest, FusedBatchNormTrainingAndInference) {
   for (bool training : {true, false}) {
     SCOPED_TRACE(training ? "training" : "inference");

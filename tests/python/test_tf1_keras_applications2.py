@@ -3,7 +3,6 @@ Keras's parameter counts and layer names at the default sizes (graphs only), alp
 depth_multiplier, a forward pass and a training step on tiny inputs, the submodules and their
 preprocess_input modes, decode_predictions from Keras's cache, and the refusals."""
 import json
-import os
 
 import numpy as np
 import pytest
@@ -99,9 +98,6 @@ def test_a_training_step_on_tiny_images(make, size, batch, kwargs):
         np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
 
 
-@pytest.mark.skipif(not os.environ.get("SHARDFLOW_SLOW_TESTS"),
-                    reason="about 4 minutes on 2 cores: sf.nn's depthwise convolution is one "
-                           "Conv2D per channel; set SHARDFLOW_SLOW_TESTS=1 to run it")
 def test_xception_trains_a_step_on_its_smallest_input():
     x = np.random.RandomState(0).rand(2, 71, 71, 3).astype(np.float32) * 255
     with tf.Graph().as_default():
