@@ -105,3 +105,44 @@ def test_bad_per_output_arguments_name_the_outputs(tmp_path):
     np.testing.assert_allclose(loaded.evaluate(X, [LABELS, TARGET], verbose=0, batch_size=64),
                                model.evaluate(X, [LABELS, TARGET], verbose=0, batch_size=64),
                                rtol=1e-5)
+
+
+def sequence_model():
+    tf.reset_default_graph()
+    keras.backend.clear_session()
+    return keras.Sequential([keras.layers.Embedding(12, 6, input_length=5),
+                             keras.layers.LSTM(8, return_sequences=True),
+                             keras.layers.Dense(12, activation="softmax")])
+
+
+def test_sparse_targets_per_step_and_temporal_sample_weights():
+    """Sequence outputs [batch, steps, classes] with sparse class targets [batch, steps] (or
+    [batch, steps, 1]), as a char-RNN or tagger; sample_weight_mode='temporal' weighs each
+    step (a padding mask), as TF 1.15's Keras."""
+    rng = np.random.RandomState(3)
+    x = rng.randint(0, 12, (16, 5))
+    y = np.roll(x, -1, axis=1)
+    mask = (rng.rand(16, 5) > 0.3).astype(np.float32)
+    model = sequence_model()
+    model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"],
+                  sample_weight_mode="temporal")
+    loss, acc = model.evaluate(x, y[..., None], sample_weight=mask, batch_size=16, verbose=0)
+    probs = model.predict(x)
+    picked = probs.reshape(-1, 12)[np.arange(80), y.reshape(-1)].reshape(16, 5)
+    assert loss == pytest.approx((-np.log(picked) * mask).sum() / 80, rel=1e-5)
+    assert acc == pytest.approx((probs.argmax(-1) == y).mean(), rel=1e-6)
+    before = model.evaluate(x, y, verbose=0)[0]
+    model.fit(x, y, sample_weight=mask, epochs=20, batch_size=8, verbose=0)
+    assert model.evaluate(x, y, verbose=0)[0] < before
+    with pytest.raises(ValueError, match="temporal"):
+        model.fit(x, y, sample_weight=np.ones(16), epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="class indices of rank 2"):
+        model.fit(x, y.reshape(-1), epochs=1, verbose=0)
+    # Without the temporal mode, per-sample weights weigh every step of the sample.
+    plain = sequence_model()
+    plain.compile("sgd", "sparse_categorical_crossentropy")
+    w = np.arange(16, dtype=np.float32)
+    probs = plain.predict(x)
+    picked = probs.reshape(-1, 12)[np.arange(80), y.reshape(-1)].reshape(16, 5)
+    assert plain.evaluate(x, y, sample_weight=w, batch_size=16, verbose=0) == pytest.approx(
+        (-np.log(picked) * w[:, None]).sum() / 80, rel=1e-5)

@@ -57,12 +57,20 @@ def categorical_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=
 
 
 def sparse_categorical_crossentropy(y_true, y_pred, from_logits=False):
-    """-log(y_pred[y_true]); y_true class indices of shape [batch] (or [batch, 1])."""
+    """-log(y_pred[y_true]) over the last axis of y_pred ([batch, classes], or [batch, steps,
+    ..., classes] for sequence outputs); y_true class indices of y_pred's shape without its
+    last axis (or with a last axis of 1). The loss has that shape."""
     labels = ops.cast(ops.reshape(y_true, [-1]), dtypes.int32)
     logits = y_pred if from_logits else _logits_of(y_pred, "Softmax")
     if logits is None:
         logits = _clipped_log(y_pred)   # softmax(log p) = p for p that sums to one
-    return nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    rank = y_pred.shape.ndims
+    if rank is None or rank <= 2:
+        return nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    classes = y_pred.shape.as_list()[-1]
+    flat = ops.reshape(logits, [-1, classes if classes is not None else ops.shape(logits)[-1]])
+    loss = nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=flat)
+    return ops.reshape(loss, ops.shape(y_pred)[:-1])
 
 
 def binary_crossentropy(y_true, y_pred, from_logits=False, label_smoothing=0):

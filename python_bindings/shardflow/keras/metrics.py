@@ -42,8 +42,10 @@ def categorical_accuracy(y_true, y_pred):
 
 
 def sparse_categorical_accuracy(y_true, y_pred):
-    labels = ops.cast(ops.reshape(y_true, [-1]), dtypes.int64)
-    return _as_float(ops.equal(labels, ops.argmax(y_pred, axis=-1)))
+    """1 where the class index y_true is y_pred's argmax over its last axis (any rank)."""
+    predicted = ops.argmax(y_pred, axis=-1)
+    labels = ops.cast(ops.reshape(y_true, ops.shape(predicted)), dtypes.int64)
+    return _as_float(ops.equal(labels, predicted))
 
 
 def top_k_categorical_accuracy(y_true, y_pred, k=5):

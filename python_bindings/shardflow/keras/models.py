@@ -279,14 +279,14 @@ class Model:
         (shardflow/keras/training_outputs.py). The training ops are built on first use."""
         if loss is None:
             raise ValueError("compile() needs a loss")
-        if sample_weight_mode or weighted_metrics or target_tensors:
-            raise ValueError("compile: sample_weight_mode, weighted_metrics and target_tensors "
-                             "are not supported")
+        if weighted_metrics or target_tensors:
+            raise ValueError("compile: weighted_metrics and target_tensors are not supported")
         self.optimizer = optimizers_module.get(optimizer)
         self._compile_call = (optimizer, loss, metrics)  # what model.save writes
         self.loss = loss
         self.loss_weights = loss_weights
-        self._compiled = (loss, metrics, loss_weights)
+        self.sample_weight_mode = sample_weight_mode
+        self._compiled = (loss, metrics, loss_weights, sample_weight_mode)
         self._functions = None
         if self.built:
             _outputs.make_heads(self, *self._compiled_args())  # per-output arguments checked
@@ -303,7 +303,7 @@ class Model:
         if self._functions is not None:
             return list(self._functions["names"])
         if not self.built:
-            loss, metrics, _ = self._compiled
+            loss, metrics = self._compiled[:2]
             names = [metrics_module.get(m, losses_module.get(loss))[0]
                      for m in _as_list(metrics)] if not isinstance(loss, (dict, list)) else []
             return ["loss"] + names
@@ -313,8 +313,8 @@ class Model:
             for h, y in zip(heads, self.outputs)])
 
     def _compiled_args(self):
-        loss, metrics, loss_weights = self._compiled
-        return loss, loss_weights, metrics
+        loss, metrics, loss_weights, sample_weight_mode = self._compiled
+        return loss, loss_weights, metrics, sample_weight_mode
 
     def _require_built(self, what):
         if not self.built:
@@ -402,7 +402,7 @@ class Model:
                     continue
                 feed[h.target] = y[rows]
                 w = None if weights is None else weights[i]
-                feed[h.weights] = np.ones(len(rows), np.float32) if w is None else w[rows]
+                feed[h.weights] = h.default_weights(y[rows]) if w is None else w[rows]
         feed.update(K._phase_feed(training))
         return feed
 
@@ -424,28 +424,37 @@ class Model:
     def _head_weights(head, y, n, sample_weight, class_weight):
         if (sample_weight is None and not class_weight) or y is None:
             return None
-        w = np.ones(n, np.float32)
+        w = head.default_weights(y)
         if sample_weight is not None:
             sw = np.asarray(sample_weight, dtype=np.float32)
-            if sw.ndim == 2 and sw.shape[1] == 1:
+            if sw.ndim == 2 and sw.shape[1] == 1 and not head.temporal:
                 sw = sw[:, 0]
-            if sw.shape != (n,):
-                raise ValueError("sample_weight must be a vector of %d weights (one per "
-                                 "sample), got shape %s" % (n, sw.shape))
+            if sw.shape != w.shape:
+                raise ValueError(
+                    "sample_weight must be %s, got shape %s" % (
+                        "[samples, steps] = %s (sample_weight_mode='temporal')" % (w.shape,)
+                        if head.temporal else "a vector of %d weights (one per sample)" % n,
+                        sw.shape))
             w *= sw
         if class_weight:
-            if head.sparse:
-                classes = y.reshape(-1)
+            if head.temporal:   # per step: the class of each step
+                classes = y if head.sparse else y.argmax(axis=-1) if y.shape[-1] > 1 \
+                    else np.round(y[..., 0]).astype(np.int64)
+                classes = classes.reshape(w.shape)
+            elif head.sparse:
+                classes = y.reshape(n, -1)[:, 0]
             elif y.ndim >= 2 and y.shape[-1] > 1:
                 classes = y.reshape(n, -1, y.shape[-1])[:, 0].argmax(axis=-1)
             else:
                 classes = np.round(y.reshape(n, -1)[:, 0]).astype(np.int64)
-            missing = sorted(set(int(c) for c in classes) - set(int(k) for k in class_weight))
+            flat = np.asarray(classes).reshape(-1)
+            missing = sorted(set(int(c) for c in flat) - set(int(k) for k in class_weight))
             if missing:
                 raise ValueError("`class_weight` must contain all classes in the data. The "
                                  "classes %s exist in the data but not in `class_weight`."
                                  % missing)
-            w *= np.asarray([class_weight[int(c)] for c in classes], dtype=np.float32)
+            w *= np.asarray([class_weight[int(c)] for c in flat],
+                            dtype=np.float32).reshape(w.shape)
         return w
 
     def _build_for(self, xs):

@@ -202,7 +202,10 @@ def save_model(model, filepath, overwrite=True, include_optimizer=True):
         config["compile"] = {"optimizer": opt, "loss": _encode(loss, "the loss"),
                              "metrics": _encode(metrics, "the metrics"),
                              "loss_weights": _encode(getattr(model, "loss_weights", None),
-                                                     "the loss weights")}
+                                                     "the loss weights"),
+                             "sample_weight_mode": _encode(
+                                 getattr(model, "sample_weight_mode", None),
+                                 "the sample weight mode")}
     directory = os.path.dirname(os.path.abspath(filepath))
     os.makedirs(directory, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -322,7 +325,8 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
                             **{k: _decode(v) for k, v in opt.get("kwargs", {}).items()})
         model.compile(optimizer=optimizer, loss=_decode(compiled["loss"]),
                       metrics=_decode(compiled["metrics"]),
-                      loss_weights=_decode(compiled.get("loss_weights")))
+                      loss_weights=_decode(compiled.get("loss_weights")),
+                      sample_weight_mode=_decode(compiled.get("sample_weight_mode")))
     return model
 
 

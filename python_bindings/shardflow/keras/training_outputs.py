@@ -56,8 +56,9 @@ class Head:
     """One output's share of training: its loss function and weight, metrics, and (once
     built) the target and sample-weight placeholders and its loss tensor."""
 
-    def __init__(self, name, loss, weight, metrics):
+    def __init__(self, name, loss, weight, metrics, temporal=False):
         self.name = name
+        self.temporal = bool(temporal)  # sample weights per step: [batch, steps]
         self.loss_fn = losses_module.get(loss) if loss is not None else None
         self.weight = 1.0 if weight is None else float(weight)
         self.metric_ids = [m for m in (metrics if isinstance(metrics, (list, tuple))
@@ -73,14 +74,21 @@ class Head:
         self.sparse = self.loss_fn is not None and getattr(self.loss_fn, "fn", self.loss_fn) \
             is losses_module.sparse_categorical_crossentropy
         suffix = "" if index == 0 else "_%d" % index
-        if self.sparse:
-            self.target = ops.placeholder(dtypes.int32, [None], name="target" + suffix)
+        if self.temporal and self.out_rank < 3:
+            raise ValueError("compile: sample_weight_mode='temporal' needs an output of rank 3 "
+                             "or more ([batch, steps, ...]); output %s has shape %s"
+                             % (self.name, y_pred.shape))
+        if self.sparse:  # class indices: the output's shape without its class axis
+            self.target = ops.placeholder(dtypes.int32, [None] + out_shape[1:-1],
+                                          name="target" + suffix)
         else:
             self.target = ops.placeholder(dtypes.float32, [None] + out_shape[1:],
                                           name="target" + suffix)
-        # Per-sample weights (sample_weight x class_weight; ones when none are given),
-        # reduced as TF 1.15's Keras: sum(loss * w) / number of loss elements.
-        self.weights = ops.placeholder(dtypes.float32, [None], name="sample_weights" + suffix)
+        # Per-sample weights (sample_weight x class_weight; ones when none are given), per
+        # step when temporal, reduced as TF 1.15's Keras: sum(loss * w) / number of loss
+        # elements.
+        self.weights = ops.placeholder(dtypes.float32, [None, None] if self.temporal else [None],
+                                       name="sample_weights" + suffix)
         if self.loss_fn is None:
             return None
         if isinstance(self.loss_fn, losses_module.Loss):
@@ -90,20 +98,35 @@ class Head:
                                                             self.weights)
         return self.loss
 
+    def default_weights(self, y):
+        """Ones: one weight per sample, or per step when temporal."""
+        return np.ones(y.shape[:2] if self.temporal else y.shape[:1], np.float32)
+
     def convert_targets(self, y):
         """Targets as this output's placeholder takes them."""
         y = np.asarray(y)
         if self.sparse:
-            return y.reshape(-1).astype(np.int32)
+            if y.ndim == self.out_rank and y.shape[-1] == 1:
+                y = y[..., 0]                      # [batch, ..., 1] class indices
+            if y.ndim != self.out_rank - 1:
+                raise ValueError("output %s gives [batch, ..., classes] of rank %d: its sparse "
+                                 "targets are class indices of rank %d, got shape %s"
+                                 % (self.name, self.out_rank, self.out_rank - 1, y.shape))
+            return y.astype(np.int32)
         y = y.astype(np.float32, copy=False)
         if y.ndim == self.out_rank - 1:
             y = y[..., None]
         return y
 
 
-def make_heads(model, loss, loss_weights, metrics):
+def make_heads(model, loss, loss_weights, metrics, sample_weight_mode=None):
     """One Head per output of `model` from compile()'s arguments."""
     names = output_names(model)
+    modes = _per_output(sample_weight_mode, names, "sample_weight_mode", None)
+    for mode in modes:
+        if mode not in (None, "temporal"):
+            raise ValueError("compile: sample_weight_mode is None or 'temporal', got %r"
+                             % (mode,))
     losses = _per_output(loss, names, "loss", None)
     if all(v is None for v in losses):
         raise ValueError("compile: no output has a loss (outputs: %s)" % names)
@@ -111,7 +134,8 @@ def make_heads(model, loss, loss_weights, metrics):
         if loss_weights is not None else [None] * len(names)
     per_metrics = _per_output(metrics, names, "metrics", None) if metrics is not None \
         else [None] * len(names)
-    return [Head(n, l_, w, m) for n, l_, w, m in zip(names, losses, weights, per_metrics)]
+    return [Head(n, l_, w, m, mode == "temporal")
+            for n, l_, w, m, mode in zip(names, losses, weights, per_metrics, modes)]
 
 
 def history_names(heads, metric_names):
