@@ -236,9 +236,12 @@ def _parse_batch(serialized, specs):
     return out
 
 
-def _unbatch(outputs, specs):
-    """parse_single_example's outputs from a batch of one."""
-    out, k = [], 0
+def _unbatch(outputs, specs, k=0, dense_extra=0):
+    """parse_single_example's outputs from a batch of one, reading outputs[k:]: a sparse
+    feature's three (the batch index dropped), a dense feature's one (its row), then
+    `dense_extra` more that are skipped (parse_sequence_example's lengths). Returns the values
+    and the index after them."""
+    out = []
     for spec in specs:
         if spec.kind == "sparse":
             indices, values, shape = outputs[k:k + 3]
@@ -246,8 +249,8 @@ def _unbatch(outputs, specs):
             k += 3
         else:
             out.append(outputs[k][0])
-            k += 1
-    return out
+            k += 1 + dense_extra
+    return out, k
 
 
 # ---- graph ops --------------------------------------------------------------------------------
@@ -309,7 +312,8 @@ def parse_single_example(serialized, features, name=None, example_names=None):
     t = _serialized(serialized, (0,), "parse_single_example")
 
     def parse(data):
-        return _unbatch(_parse_batch(np.asarray(data, dtype=object).reshape(1), specs), specs)
+        return _unbatch(_parse_batch(np.asarray(data, dtype=object).reshape(1), specs),
+                        specs)[0]
 
     tensors = py_func(parse, [t], _tout(specs), stateful=False,
                       name=name or "ParseSingleExample")

@@ -34,7 +34,7 @@ import numpy as np
 from shardflow import dtypes, errors, ops
 from shardflow.example_pb import SequenceExample
 from shardflow.parsing_ops import (_KIND_NAMES, _Spec, _dense, _fields, _serialized,
-                                   _sparse, _sparse_tensor_class, _values)
+                                   _sparse, _sparse_tensor_class, _unbatch, _values)
 from shardflow.script_ops import py_func
 
 
@@ -184,26 +184,11 @@ def _parse_batch(serialized, context_specs, sequence_specs):
     return out
 
 
-def _unbatch(outputs, context_specs, sequence_specs):
-    """parse_single_sequence_example's outputs from a batch of one."""
-    out, k = [], 0
-    for spec in context_specs:
-        if spec.kind == "sparse":
-            indices, values, shape = outputs[k:k + 3]
-            out.extend([indices[:, 1:].copy(), values, shape[1:].copy()])
-            k += 3
-        else:
-            out.append(outputs[k][0])
-            k += 1
-    for spec in sequence_specs:
-        if spec.kind == "sparse":
-            indices, values, shape = outputs[k:k + 3]
-            out.extend([indices[:, 1:].copy(), values, shape[1:].copy()])
-            k += 3
-        else:
-            out.append(outputs[k][0])
-            k += 2   # the lengths are not returned for one example
-    return out
+def _unbatch_sequence(outputs, context_specs, sequence_specs):
+    """parse_single_sequence_example's outputs from a batch of one (the sequence lengths
+    after each dense sequence feature are not returned for one example)."""
+    context, k = _unbatch(outputs, context_specs)
+    return context + _unbatch(outputs, sequence_specs, k, dense_extra=1)[0]
 
 
 # ---- graph ops --------------------------------------------------------------------------------
@@ -274,7 +259,7 @@ def parse_single_sequence_example(serialized, context_features=None, sequence_fe
     def parse(data):
         batch = _parse_batch(np.asarray(data, dtype=object).reshape(1), context_specs,
                              sequence_specs)
-        return _unbatch(batch, context_specs, sequence_specs)
+        return _unbatch_sequence(batch, context_specs, sequence_specs)
 
     tensors = py_func(parse, [t], _tout(context_specs, sequence_specs, False), stateful=False,
                       name=name or "ParseSingleSequenceExample")
