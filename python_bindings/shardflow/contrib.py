@@ -12,7 +12,8 @@ sequence_loss and basic decoding (shardflow.contrib_seq2seq) and tf.contrib.look
 (HashTable, index_table_from_tensor/_file, index_to_string_table_from_tensor/_file, ...;
 shardflow.lookup_ops), tf.contrib.crf's linear-chain CRF (crf_log_likelihood, crf_decode,
 viterbi_decode, ...; shardflow.contrib_crf), tf.contrib.slim (shardflow.contrib_slim) and
-tf.contrib.distribute's MirroredStrategy and OneDeviceStrategy (shardflow.contrib_distribute).
+tf.contrib.distribute's MirroredStrategy and OneDeviceStrategy (shardflow.contrib_distribute),
+tf.contrib.learn.datasets.mnist (shardflow.contrib_learn).
 Anything else under contrib is refused with the name of what to use instead."""
 
 from shardflow import contrib_crf as crf  # noqa: F401
@@ -21,6 +22,7 @@ from shardflow import contrib_distribute as distribute  # noqa: F401
 from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' core)
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
+from shardflow import contrib_learn as learn  # noqa: F401
 from shardflow import contrib_metrics as metrics  # noqa: F401
 from shardflow.lookup_ops import contrib_lookup as lookup  # noqa: F401
 from shardflow import contrib_opt as opt  # noqa: F401
@@ -49,9 +51,10 @@ def __getattr__(name):
         "tf.contrib.data (tf.data.experimental's transformations), "
         "tf.contrib.slim (layers, arg_scope, losses, learning.create_train_op/train, "
         "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once), "
-        "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy). Use "
+        "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy), "
+        "tf.contrib.learn.datasets.mnist (read_data_sets). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["crf", "data", "distribute", "distributions", "framework", "layers", "lookup",
-           "metrics", "opt", "predictor", "rnn", "seq2seq", "slim", "training", "util"]
+__all__ = ["crf", "data", "distribute", "distributions", "framework", "layers", "learn",
+           "lookup", "metrics", "opt", "predictor", "rnn", "seq2seq", "slim", "training", "util"]

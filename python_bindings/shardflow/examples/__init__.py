@@ -1,0 +1,1 @@
+"""shardflow.examples: what TF1 programs import from tensorflow.examples (tutorials.mnist)."""
