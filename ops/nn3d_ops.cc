@@ -7,60 +7,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/framework/op_def.h"
 #include "core/framework/shape_inference.h"
-#include "core/framework/windowed_output.h"
 #include "core/platform/status.h"
+#include "ops/window_shapes.h"
 
 namespace shardflow {
 namespace {
-
-// Reads a 5-entry `attr` of the form [1, d, h, w, 1] into v[0..2].
-absl::Status GetSpatial3(InferenceContext* c, const std::string& attr, int64_t v[3]) {
-  std::vector<int64_t> a;
-  SF_RETURN_IF_ERROR(c->GetAttr(attr, &a));
-  if (a.size() != 5 || a[0] != 1 || a[4] != 1 || a[1] < 1 || a[2] < 1 || a[3] < 1) {
-    return c->InvalidArgument(absl::StrCat(
-        attr, " must be [1, depth, height, width, 1] with entries >= 1 (NDHWC; no striding ",
-        "over batch or channels), got [", absl::StrJoin(a, ", "), "]"));
-  }
-  for (int i = 0; i < 3; ++i) v[i] = a[i + 1];
-  return absl::OkStatus();
-}
-
-absl::Status CheckNdhwc(InferenceContext* c) {
-  std::string format;
-  SF_RETURN_IF_ERROR(c->GetAttr("data_format", &format));
-  if (format != "NDHWC") {
-    return c->InvalidArgument(
-        absl::StrCat("data_format must be \"NDHWC\" (the CPU kernels take channels last), got \"",
-                     format, "\"; transpose NCDHW input with perm [0, 2, 3, 4, 1]"));
-  }
-  return absl::OkStatus();
-}
-
-// The NDHWC output of sliding a window (k, dilated by the op's dilations when it has them) with
-// the op's strides and padding over `in`.
-absl::Status Windowed3(InferenceContext* c, const TensorShape& in, const int64_t k[3],
-                       int64_t channels, bool dilated, TensorShape* out) {
-  SF_RETURN_IF_ERROR(CheckNdhwc(c));
-  int64_t s[3], r[3] = {1, 1, 1};
-  SF_RETURN_IF_ERROR(GetSpatial3(c, "strides", s));
-  if (dilated) SF_RETURN_IF_ERROR(GetSpatial3(c, "dilations", r));
-  std::string padding;
-  SF_RETURN_IF_ERROR(c->GetAttr("padding", &padding));
-  SF_RETURN_IF_ERROR(CheckPadding(padding));
-  std::vector<int64_t> dims = {in.dim(0), -1, -1, -1, channels};
-  for (int i = 0; i < 3; ++i) {
-    if (k[i] < 0) continue;
-    int64_t before, after;
-    SF_RETURN_IF_ERROR(WindowedOutputSize(in.dim(i + 1), (k[i] - 1) * r[i] + 1, s[i], padding,
-                                          &dims[i + 1], &before, &after));
-  }
-  *out = TensorShape(dims);
-  return absl::OkStatus();
-}
 
 absl::Status Conv3DShape(InferenceContext* c) {
   TensorShape in, filter;
@@ -71,69 +24,48 @@ absl::Status Conv3DShape(InferenceContext* c) {
         "input has ", in.dim(4), " channels (shape ", in.DebugString(), ", NDHWC) but the filter ",
         filter.DebugString(), " ([depth, height, width, in, out]) expects ", filter.dim(3)));
   }
-  const int64_t k[3] = {filter.dim(0), filter.dim(1), filter.dim(2)};
+  SF_RETURN_IF_ERROR(CheckChannelsLast(c, "NDHWC"));
   TensorShape out;
-  SF_RETURN_IF_ERROR(Windowed3(c, in, k, filter.dim(4), /*dilated=*/true, &out));
+  SF_RETURN_IF_ERROR(WindowedOutputShape(c, in, {filter.dim(0), filter.dim(1), filter.dim(2)},
+                                         /*dilated=*/true, filter.dim(4), &out));
   c->set_output(0, out);
-  return absl::OkStatus();
-}
-
-// Output 0 is the shape held by constant input `i` (5 sizes), else unknown of rank 5.
-absl::Status Shape5FromInput(InferenceContext* c, int i) {
-  SF_ASSIGN_OR_RETURN(TensorShape shape, c->ConstantInputAsShape(i));
-  if (shape.unknown_rank()) shape = TensorShape::UnknownOfRank(5);
-  if (shape.rank() != 5) {
-    return c->InvalidArgument(
-        absl::StrCat("input ", i, " must hold 5 sizes, got ", shape.rank(), " of them"));
-  }
-  c->set_output(0, shape);
   return absl::OkStatus();
 }
 
 absl::Status Conv3DBackpropInputShape(InferenceContext* c) {
   TensorShape filter, grad;
-  SF_RETURN_IF_ERROR(CheckNdhwc(c));
+  SF_RETURN_IF_ERROR(CheckChannelsLast(c, "NDHWC"));
   SF_RETURN_IF_ERROR(c->WithRank(1, 5, &filter));
   SF_RETURN_IF_ERROR(c->WithRank(2, 5, &grad));
-  return Shape5FromInput(c, 0);
+  return ShapeFromSizesInput(c, 0, 5);
 }
 
 absl::Status Conv3DBackpropFilterShape(InferenceContext* c) {
   TensorShape in, grad;
-  SF_RETURN_IF_ERROR(CheckNdhwc(c));
+  SF_RETURN_IF_ERROR(CheckChannelsLast(c, "NDHWC"));
   SF_RETURN_IF_ERROR(c->WithRank(0, 5, &in));
   SF_RETURN_IF_ERROR(c->WithRank(2, 5, &grad));
-  return Shape5FromInput(c, 1);
+  return ShapeFromSizesInput(c, 1, 5);
 }
 
 absl::Status Pool3DShape(InferenceContext* c) {
   TensorShape in;
   SF_RETURN_IF_ERROR(c->WithRank(0, 5, &in));
-  int64_t k[3];
-  SF_RETURN_IF_ERROR(GetSpatial3(c, "ksize", k));
+  SF_RETURN_IF_ERROR(CheckChannelsLast(c, "NDHWC"));
+  std::vector<int64_t> k;
+  SF_RETURN_IF_ERROR(GetSpatialAttr(c, "ksize", 3, &k));
   TensorShape out;
-  SF_RETURN_IF_ERROR(Windowed3(c, in, k, in.dim(4), /*dilated=*/false, &out));
+  SF_RETURN_IF_ERROR(WindowedOutputShape(c, in, k, /*dilated=*/false, in.dim(4), &out));
   c->set_output(0, out);
   return absl::OkStatus();
 }
 
-absl::Status MaxPool3DGradShape(InferenceContext* c) {
-  TensorShape in, out, grad;
-  SF_RETURN_IF_ERROR(c->WithRank(0, 5, &in));
-  SF_RETURN_IF_ERROR(c->WithRank(1, 5, &out));
-  SF_RETURN_IF_ERROR(c->WithRank(2, 5, &grad));
-  if (!out.IsCompatibleWith(grad)) {
-    return c->InvalidArgument(absl::StrCat("orig_output ", out.DebugString(), " and grad ",
-                                           grad.DebugString(), " must have one shape"));
-  }
-  c->set_output(0, in);
-  return absl::OkStatus();
-}
+absl::Status MaxPool3DGradShape(InferenceContext* c) { return MaxPoolGradShapeOfRank(c, 5); }
 
 absl::Status AvgPool3DGradShape(InferenceContext* c) {
   TensorShape grad;
   SF_RETURN_IF_ERROR(c->WithRank(1, 5, &grad));
-  return Shape5FromInput(c, 0);
+  return ShapeFromSizesInput(c, 0, 5);
 }
 
 // A multiply and an add per output element and filter tap (filter [KD, KH, KW, IC, OC]).

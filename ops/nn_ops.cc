@@ -10,42 +10,11 @@
 #include "core/framework/fused_ops.h"
 #include "core/framework/op_def.h"
 #include "core/framework/shape_inference.h"
-#include "core/framework/windowed_output.h"
 #include "core/platform/status.h"
+#include "ops/window_shapes.h"
 
 namespace shardflow {
 namespace {
-
-// Reads a 4-entry `attr` of the form [1, h, w, 1] into (*h, *w).
-absl::Status GetSpatialAttr(InferenceContext* c, const std::string& attr, int64_t* h, int64_t* w) {
-  std::vector<int64_t> v;
-  SF_RETURN_IF_ERROR(c->GetAttr(attr, &v));
-  if (v.size() != 4 || v[0] != 1 || v[3] != 1 || v[1] < 1 || v[2] < 1) {
-    std::string got;
-    for (int64_t e : v) absl::StrAppend(&got, got.empty() ? "" : ", ", e);
-    return c->InvalidArgument(
-        absl::StrCat(attr, " must be [1, height, width, 1] with entries >= 1 ",
-                     "(NHWC; no striding over batch or channels), got [", got, "]"));
-  }
-  *h = v[1];
-  *w = v[2];
-  return absl::OkStatus();
-}
-
-// The NHWC output of sliding an (kh, kw) window with the op's strides and padding over `in`.
-absl::Status WindowedShape(InferenceContext* c, const TensorShape& in, int64_t kh, int64_t kw,
-                           int64_t channels, TensorShape* out) {
-  int64_t sh, sw;
-  SF_RETURN_IF_ERROR(GetSpatialAttr(c, "strides", &sh, &sw));
-  std::string padding;
-  SF_RETURN_IF_ERROR(c->GetAttr("padding", &padding));
-  SF_RETURN_IF_ERROR(CheckPadding(padding));
-  int64_t oh = -1, ow = -1, pb, pa;
-  if (kh >= 0) SF_RETURN_IF_ERROR(WindowedOutputSize(in.dim(1), kh, sh, padding, &oh, &pb, &pa));
-  if (kw >= 0) SF_RETURN_IF_ERROR(WindowedOutputSize(in.dim(2), kw, sw, padding, &ow, &pb, &pa));
-  *out = TensorShape({in.dim(0), oh, ow, channels});
-  return absl::OkStatus();
-}
 
 absl::Status Conv2DShape(InferenceContext* c) {
   TensorShape in, filter;
@@ -57,20 +26,9 @@ absl::Status Conv2DShape(InferenceContext* c) {
         filter.DebugString(), " ([height, width, in, out]) expects ", filter.dim(2)));
   }
   TensorShape out;
-  SF_RETURN_IF_ERROR(WindowedShape(c, in, filter.dim(0), filter.dim(1), filter.dim(3), &out));
+  SF_RETURN_IF_ERROR(WindowedOutputShape(c, in, {filter.dim(0), filter.dim(1)},
+                                         /*dilated=*/false, filter.dim(3), &out));
   c->set_output(0, out);
-  return absl::OkStatus();
-}
-
-// Output 0 is the shape held by constant input `i` (a 4-vector), else unknown of rank 4.
-absl::Status ShapeFromInput(InferenceContext* c, int i) {
-  SF_ASSIGN_OR_RETURN(TensorShape shape, c->ConstantInputAsShape(i));
-  if (shape.unknown_rank()) shape = TensorShape::UnknownOfRank(4);
-  if (shape.rank() != 4) {
-    return c->InvalidArgument(
-        absl::StrCat("input ", i, " must hold 4 sizes, got ", shape.rank(), " of them"));
-  }
-  c->set_output(0, shape);
   return absl::OkStatus();
 }
 
@@ -78,39 +36,28 @@ absl::Status Conv2DBackpropInputShape(InferenceContext* c) {
   TensorShape filter, grad;
   SF_RETURN_IF_ERROR(c->WithRank(1, 4, &filter));
   SF_RETURN_IF_ERROR(c->WithRank(2, 4, &grad));
-  return ShapeFromInput(c, 0);
+  return ShapeFromSizesInput(c, 0, 4);
 }
 
 absl::Status Conv2DBackpropFilterShape(InferenceContext* c) {
   TensorShape in, grad;
   SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
   SF_RETURN_IF_ERROR(c->WithRank(2, 4, &grad));
-  return ShapeFromInput(c, 1);
+  return ShapeFromSizesInput(c, 1, 4);
 }
 
 absl::Status PoolShape(InferenceContext* c) {
   TensorShape in;
   SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
-  int64_t kh, kw;
-  SF_RETURN_IF_ERROR(GetSpatialAttr(c, "ksize", &kh, &kw));
+  std::vector<int64_t> k;
+  SF_RETURN_IF_ERROR(GetSpatialAttr(c, "ksize", 2, &k));
   TensorShape out;
-  SF_RETURN_IF_ERROR(WindowedShape(c, in, kh, kw, in.dim(3), &out));
+  SF_RETURN_IF_ERROR(WindowedOutputShape(c, in, k, /*dilated=*/false, in.dim(3), &out));
   c->set_output(0, out);
   return absl::OkStatus();
 }
 
-absl::Status MaxPoolGradShape(InferenceContext* c) {
-  TensorShape in, out, grad;
-  SF_RETURN_IF_ERROR(c->WithRank(0, 4, &in));
-  SF_RETURN_IF_ERROR(c->WithRank(1, 4, &out));
-  SF_RETURN_IF_ERROR(c->WithRank(2, 4, &grad));
-  if (!out.IsCompatibleWith(grad)) {
-    return c->InvalidArgument(absl::StrCat("orig_output ", out.DebugString(), " and grad ",
-                                           grad.DebugString(), " must have one shape"));
-  }
-  c->set_output(0, in);
-  return absl::OkStatus();
-}
+absl::Status MaxPoolGradShape(InferenceContext* c) { return MaxPoolGradShapeOfRank(c, 4); }
 
 absl::Status MaxPoolWithArgmaxShape(InferenceContext* c) {
   SF_RETURN_IF_ERROR(PoolShape(c));
@@ -134,7 +81,7 @@ absl::Status MaxPoolGradWithArgmaxShape(InferenceContext* c) {
 absl::Status AvgPoolGradShape(InferenceContext* c) {
   TensorShape grad;
   SF_RETURN_IF_ERROR(c->WithRank(1, 4, &grad));
-  return ShapeFromInput(c, 0);
+  return ShapeFromSizesInput(c, 0, 4);
 }
 
 absl::Status BiasAddShape(InferenceContext* c) {

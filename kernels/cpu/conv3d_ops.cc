@@ -71,6 +71,13 @@ absl::Status Spatial(OpKernelConstruction* c, const char* attr, int64_t v[3]) {
   return absl::OkStatus();
 }
 
+absl::Status CheckFilter(const TensorShape& filter, const Geometry3D& g) {
+  if (filter.rank() == 5 && filter.dim(3) == g.c) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "filter ", filter.DebugString(), " ([depth, height, width, in, out]) does not fit input ",
+      g.input_shape().DebugString(), " (NDHWC): it needs rank 5 and ", g.c, " input channels"));
+}
+
 // The attrs every op of the family has: strides, padding, data_format (+ ksize or dilations).
 class Window3DOp : public OpKernel {
  public:
@@ -119,6 +126,18 @@ class Window3DOp : public OpKernel {
     }
     return absl::OkStatus();
   }
+  // A convolution's geometry: `filter` must be [depth, height, width, in, out] with `in` the
+  // input's channels.
+  absl::Status ConvGeometry(const TensorShape& input, const TensorShape& filter,
+                            Geometry3D* g) const {
+    if (filter.rank() != 5) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "filter must be 5-D [depth, height, width, in, out], got shape ", filter.DebugString()));
+    }
+    const int64_t k[3] = {filter.dim(0), filter.dim(1), filter.dim(2)};
+    SF_RETURN_IF_ERROR(Geometry(input, k, filter.dim(4), g));
+    return CheckFilter(filter, *g);
+  }
   absl::Status PoolGeometry(const TensorShape& input, Geometry3D* g) const {
     return Geometry(input, ksize_, input.rank() == 5 ? input.dim(4) : 0, g);
   }
@@ -152,13 +171,6 @@ absl::Status CheckShape(const Tensor& t, const char* what, const TensorShape& wa
   if (t.shape() == want) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(what, " has shape ", t.shape().DebugString(),
                                                  " but ", because, " gives ", want.DebugString()));
-}
-
-absl::Status CheckFilter(const TensorShape& filter, const Geometry3D& g) {
-  if (filter.rank() == 5 && filter.dim(3) == g.c) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "filter ", filter.DebugString(), " ([depth, height, width, in, out]) does not fit input ",
-      g.input_shape().DebugString(), " (NDHWC): it needs rank 5 and ", g.c, " input channels"));
 }
 
 // Rows [p0, p1) of image `img`'s patch matrix: each row the window of one output position,
@@ -232,14 +244,8 @@ class Conv3DOp : public Window3DOp {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& filter = ctx->input(1);
-    OP_REQUIRES(ctx, filter.dims() == 5,
-                absl::InvalidArgumentError(
-                    absl::StrCat("filter must be 5-D [depth, height, width, in, out], got shape ",
-                                 filter.shape().DebugString())));
-    const int64_t k[3] = {filter.dim_size(0), filter.dim_size(1), filter.dim_size(2)};
     Geometry3D g;
-    OP_REQUIRES_OK(ctx, Geometry(input.shape(), k, filter.dim_size(4), &g));
-    OP_REQUIRES_OK(ctx, CheckFilter(filter.shape(), g));
+    OP_REQUIRES_OK(ctx, ConvGeometry(input.shape(), filter.shape(), &g));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
     if (g.c == 0) return FillZero(out);
@@ -265,14 +271,8 @@ class Conv3DBackpropInputOp : public Window3DOp {
     OP_REQUIRES_OK(ctx, ShapeFromSizes(ctx->input(0), "input_sizes", &input_shape));
     const Tensor& filter = ctx->input(1);
     const Tensor& dout = ctx->input(2);
-    OP_REQUIRES(ctx, filter.dims() == 5,
-                absl::InvalidArgumentError(
-                    absl::StrCat("filter must be 5-D [depth, height, width, in, out], got shape ",
-                                 filter.shape().DebugString())));
-    const int64_t k[3] = {filter.dim_size(0), filter.dim_size(1), filter.dim_size(2)};
     Geometry3D g;
-    OP_REQUIRES_OK(ctx, Geometry(input_shape, k, filter.dim_size(4), &g));
-    OP_REQUIRES_OK(ctx, CheckFilter(filter.shape(), g));
+    OP_REQUIRES_OK(ctx, ConvGeometry(input_shape, filter.shape(), &g));
     OP_REQUIRES_OK(ctx, CheckShape(dout, "out_backprop", g.output_shape(),
                                    "convolving input_sizes with the filter"));
     Tensor* dx;
@@ -302,10 +302,8 @@ class Conv3DBackpropFilterOp : public Window3DOp {
     TensorShape filter_shape;
     OP_REQUIRES_OK(ctx, ShapeFromSizes(ctx->input(1), "filter_sizes", &filter_shape));
     const Tensor& dout = ctx->input(2);
-    const int64_t k[3] = {filter_shape.dim(0), filter_shape.dim(1), filter_shape.dim(2)};
     Geometry3D g;
-    OP_REQUIRES_OK(ctx, Geometry(input.shape(), k, filter_shape.dim(4), &g));
-    OP_REQUIRES_OK(ctx, CheckFilter(filter_shape, g));
+    OP_REQUIRES_OK(ctx, ConvGeometry(input.shape(), filter_shape, &g));
     OP_REQUIRES_OK(ctx, CheckShape(dout, "out_backprop", g.output_shape(),
                                    "convolving the input with filter_sizes"));
     Tensor* df;
