@@ -144,8 +144,8 @@ def test_gfile_helpers(tmp_path):
 def test_contrib_rnn_is_the_rnn_cells():
     assert tf.contrib.rnn.BasicLSTMCell is tf.nn.rnn_cell.BasicLSTMCell
     assert tf.contrib.rnn.LSTMStateTuple is tf.nn.rnn_cell.LSTMStateTuple
-    with pytest.raises(AttributeError, match="tf.contrib.learn"):
-        tf.contrib.learn
+    with pytest.raises(AttributeError, match="tf.contrib.gan"):
+        tf.contrib.gan
 
 
 def test_hand_made_functions_that_lie_get_errors_not_crashes():
