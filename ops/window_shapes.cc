@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/windowed_output.h"
+#include "core/platform/checked_math.h"
 #include "core/platform/status.h"
 
 namespace shardflow {
@@ -39,9 +40,13 @@ absl::Status WindowedOutputShape(InferenceContext* c, const TensorShape& in,
   dims[spatial + 1] = channels;
   for (int i = 0; i < spatial; ++i) {
     if (k[i] < 0) continue;
-    int64_t before, after;
-    SF_RETURN_IF_ERROR(WindowedOutputSize(in.dim(i + 1), (k[i] - 1) * r[i] + 1, s[i], padding,
-                                          &dims[i + 1], &before, &after));
+    int64_t span = 0, before, after;
+    if (k[i] < 1 || !CheckedMul(k[i] - 1, r[i], &span) || !CheckedAdd(span, int64_t{1}, &span)) {
+      return c->InvalidArgument(absl::StrCat("a window of ", k[i], " dilated by ", r[i],
+                                             " is not a window (empty, or too large a window)"));
+    }
+    SF_RETURN_IF_ERROR(
+        WindowedOutputSize(in.dim(i + 1), span, s[i], padding, &dims[i + 1], &before, &after));
   }
   *out = TensorShape(dims);
   return absl::OkStatus();

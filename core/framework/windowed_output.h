@@ -51,7 +51,9 @@ inline absl::Status WindowedOutputSize(int64_t in, int64_t window, int64_t strid
     return absl::OkStatus();
   }
   *out = (in + stride - 1) / stride;
-  const int64_t total = std::max<int64_t>((*out - 1) * stride + window - in, 0);
+  // (out - 1) * stride < in, so subtracting in before adding the window cannot overflow,
+  // however large the window (a ksize or dilated filter from an untrusted graph).
+  const int64_t total = std::max<int64_t>((*out - 1) * stride - in + window, 0);
   *pad_before = total / 2;
   *pad_after = total - *pad_before;
   return absl::OkStatus();

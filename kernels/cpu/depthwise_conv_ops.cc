@@ -102,15 +102,20 @@ class DepthwiseOpBase : public OpKernel {
     g->rh = rh_;
     g->rw = rw_;
     int64_t span_h, span_w, after;
-    if (g->kh < 1 || g->kw < 1 || !CheckedMul(g->kh - 1, rh_, &span_h) ||
-        !CheckedMul(g->kw - 1, rw_, &span_w)) {
+    if (g->kh < 1 || g->kw < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("filter ", filter.DebugString(), " needs a window of at least 1x1"));
     }
+    if (!CheckedMul(g->kh - 1, rh_, &span_h) || !CheckedAdd(span_h, int64_t{1}, &span_h) ||
+        !CheckedMul(g->kw - 1, rw_, &span_w) || !CheckedAdd(span_w, int64_t{1}, &span_w)) {
+      return absl::InvalidArgumentError(absl::StrCat("the filter ", filter.DebugString(),
+                                                     " dilated by [", rh_, ", ", rw_,
+                                                     "] is too large a window"));
+    }
     SF_RETURN_IF_ERROR(
-        WindowedOutputSize(g->h, span_h + 1, g->sh, padding_, &g->oh, &g->pad_top, &after));
+        WindowedOutputSize(g->h, span_h, g->sh, padding_, &g->oh, &g->pad_top, &after));
     SF_RETURN_IF_ERROR(
-        WindowedOutputSize(g->w, span_w + 1, g->sw, padding_, &g->ow, &g->pad_left, &after));
+        WindowedOutputSize(g->w, span_w, g->sw, padding_, &g->ow, &g->pad_left, &after));
     int64_t out_channels;
     if (!CheckedMul(g->c, g->m, &out_channels)) {
       return absl::InvalidArgumentError("channels times multiplier overflows");

@@ -206,6 +206,27 @@ TEST(PoolingTest, ArgmaxAndItsGradientMatchNaiveLoops) {
   }
 }
 
+// Windows from an untrusted graph: a ksize or dilation near INT64_MAX gives a clear error or a
+// window clipped to the image, never an overflow (core/framework/windowed_output.h).
+TEST(PoolingTest, HugeWindowsAreRefusedOrClipped) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  Tensor x = Random({1, 4, 4, 2}, 7);
+  Attrs pool{{"ksize", MakeAttr(std::vector<int64_t>{1, kMax, 2, 1})},
+             {"strides", MakeAttr(std::vector<int64_t>{1, 1, 1, 1})},
+             {"padding", MakeAttr(std::string("SAME"))}};
+  auto out = RunOp("MaxPool", {x}, pool);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), TensorShape({1, 4, 4, 2}));
+  pool["padding"] = MakeAttr(std::string("VALID"));
+  EXPECT_FALSE(RunOp("MaxPool", {x}, pool).ok());
+  Attrs depthwise{{"strides", MakeAttr(std::vector<int64_t>{1, 1, 1, 1})},
+                  {"dilations", MakeAttr(std::vector<int64_t>{1, kMax, 1, 1})},
+                  {"padding", MakeAttr(std::string("SAME"))}};
+  auto dw = RunOp("DepthwiseConv2dNative", {x, Random({2, 2, 2, 1}, 8)}, depthwise);
+  ASSERT_FALSE(dw.ok());
+  EXPECT_NE(dw.status().message().find("too large a window"), std::string::npos) << dw.status();
+}
+
 TEST(PoolingTest, Errors) {
   PoolCase p{1, 4, 4, 1, 2, 2, 2, 2, "SAME"};
   Attrs bad = p.attrs();
