@@ -146,14 +146,19 @@ def _values(example, spec, index):
     feature_map = example.features.feature
     if spec.key not in feature_map:
         return None
-    feature = feature_map[spec.key]
+    return _feature_array(feature_map[spec.key], spec, "Key: %s, Index: %d" % (spec.key, index))
+
+
+def _feature_array(feature, spec, where):
+    """One Feature's values as a 1-D array of spec's dtype; a kind other than spec's is an
+    InvalidArgumentError starting with `where` (which feature of which example)."""
     kind = feature.WhichOneof("kind")
     if kind is None:
         return np.zeros([0], dtype=spec.dtype.as_numpy_dtype)
     if kind != spec.list_kind:
         raise errors.InvalidArgumentError(
-            "Key: %s, Index: %d. Data types don't match. Data type: %s but expected type: %s"
-            % (spec.key, index, _KIND_NAMES[kind], _KIND_NAMES[spec.list_kind]))
+            "%s. Data types don't match. Data type: %s but expected type: %s"
+            % (where, _KIND_NAMES[kind], _KIND_NAMES[spec.list_kind]))
     values = getattr(feature, kind).value
     if spec.dtype == dtypes.string:
         out = np.empty([len(values)], dtype=object)

@@ -34,7 +34,8 @@ import numpy as np
 from shardflow import dtypes, errors, ops
 from shardflow.example_pb import SequenceExample
 from shardflow.parsing_ops import (_KIND_NAMES, _Spec, _dense, _fields, _serialized,
-                                   _sparse, _sparse_tensor_class, _unbatch, _values)
+                                   _feature_array, _sparse, _sparse_tensor_class, _unbatch,
+                                   _values)
 from shardflow.script_ops import py_func
 
 
@@ -97,20 +98,8 @@ def _decode(data, index):
 
 def _step_values(feature, spec, example, step):
     """The values of one time step's Feature as a 1-D array."""
-    kind = feature.WhichOneof("kind")
-    if kind is None:
-        return np.zeros([0], dtype=spec.dtype.as_numpy_dtype)
-    if kind != spec.list_kind:
-        raise errors.InvalidArgumentError(
-            "Name: <unknown>, Feature list: %s, Index: %d, step %d. Data types don't match. "
-            "Data type: %s but expected type: %s" % (spec.key, example, step, _KIND_NAMES[kind],
-                                                     _KIND_NAMES[spec.list_kind]))
-    values = getattr(feature, kind).value
-    if spec.dtype == dtypes.string:
-        out = np.empty([len(values)], dtype=object)
-        out[:] = list(values)
-        return out
-    return np.asarray(values, dtype=spec.dtype.as_numpy_dtype).reshape(-1)
+    return _feature_array(feature, spec, "Name: <unknown>, Feature list: %s, Index: %d, step %d"
+                          % (spec.key, example, step))
 
 
 def _steps(seq, spec, index):
