@@ -97,11 +97,15 @@ def main():
                                            hooks=hooks) as sess:
         print("worker %d starts at global step %d" % (args.task, sess.run(global_step)),
               flush=True)
+        first = True
         while not sess.should_stop():
             idx = rng.integers(0, len(train_x), args.batch_size)
             _, loss_value, step = sess.run([train_op, loss, global_step],
                                            {images: train_x[idx], labels: train_y[idx]})
-            if step % 100 == 0:
+            # Also its first step: with asynchronous updates a worker may never read a
+            # multiple of 100 (the other one's updates land in between).
+            if step % 100 == 0 or first:
+                first = False
                 print("worker %d: global step %d, loss %.4f" % (args.task, step, loss_value),
                       flush=True)
         if is_chief:
