@@ -18,7 +18,9 @@ in one process with no strategy (the step a worker would take alone; "x alone" =
 "no-comm" is the two-worker
 deployment with no communication (averaging every 10^9 steps: both processes compute on the same
 cores): "x no-comm" = step / that, the overlap figure (issue 12: allreduce
-of the CNN on 10 Gbit/s at most 1.15x its compute-only step).
+of the CNN on 10 Gbit/s at most 1.15x its compute-only step). Strategies allreduce-fp16 and
+allreduce-bf16 (not run unless named) are allreduce with `--compression fp16|bf16`: the gradients
+cross the network in half precision.
 
 Networks: loopback (all tasks on 127.0.0.1), or emulated hosts (root): one network namespace per
 task, each joined to a bridge (in a namespace of its own) by a veth pair whose both ends are
@@ -112,9 +114,11 @@ def medians(path):
 def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="between-graph",
                  transport="grpc"):
     """Median split of the chief's steps."""
-    every = "10"
+    every, compression = "10", "none"
     if strategy == "no-comm":
         strategy, every = "averaging", str(10**9)
+    if strategy.startswith("allreduce-"):
+        strategy, compression = strategy.split("-", 1)
     ps = strategy.startswith("ps-")
     tasks = ([("worker", 0, 0), ("worker", 1, 1)] + ([("ps", 0, 2)] if ps else []))
     port = free_port() if hosts.rate is None else 2300
@@ -124,7 +128,7 @@ def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="betwe
         spec[job].append(f"{addr}:{free_port() if hosts.rate is None else port + host}")
     if not ps:
         del spec["ps"]
-    tag = f"{strategy}-{every}-{model}"
+    tag = f"{strategy}-{every}-{compression}-{model}"
     cluster = os.path.join(workdir, f"{tag}.json")
     with open(cluster, "w") as f:
         json.dump(spec, f)
@@ -133,7 +137,8 @@ def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="betwe
               "--plaintext", "--threads", "1", "--batch-size", str(BATCH), "--max-steps",
               str(steps), "--progress=false", "--checkpoint-dir",
               os.path.join(workdir, f"ckpt-{tag}"), "--checkpoint-every-secs", "0",
-              "--average-every", every, "--transport", transport] + (
+              "--average-every", every, "--transport", transport,
+              "--compression", compression] + (
                   [] if ps else ["--replication", replication])
     # Between emulated hosts UCX must use TCP: it would otherwise find shared memory and CMA
     # between namespaces of one machine and bypass the rate-limited link.
@@ -170,7 +175,8 @@ def main():
     parser.add_argument("cli", nargs="?", default=os.path.join(ROOT, "build", "bin", "shardflow"))
     parser.add_argument("--models", nargs="+", default=["mlp", "cnn"])
     parser.add_argument("--networks", nargs="+", default=["loopback", "10gbit", "1gbit"])
-    parser.add_argument("--strategies", nargs="+", default=STRATEGIES)
+    parser.add_argument("--strategies", nargs="+", default=STRATEGIES,
+                        choices=STRATEGIES + ["allreduce-fp16", "allreduce-bf16"])
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=1,
                         help="repeat everything this many times and print medians: the machine's "

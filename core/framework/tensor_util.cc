@@ -1,13 +1,89 @@
 #include "core/framework/tensor_util.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "absl/strings/str_cat.h"
 
+#if defined(__AVX__) && defined(__F16C__)
+#include <immintrin.h>
+#endif
+
 namespace shardflow {
+
+static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2);
+
+void FloatToHalf(const float* in, half* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX__) && defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+#endif
+  for (; i < n; ++i) out[i] = half(in[i]);
+}
+
+void HalfToFloat(const half* in, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX__) && defined(__F16C__)
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<float>(in[i]);
+}
+
+// bfloat16 is the upper half of a float: rounded to nearest even by adding 0x7fff plus the
+// lowest kept bit, a NaN made a quiet NaN of its sign (as Eigen's bfloat16(float)). Blocks of a
+// fixed length, which GCC vectorizes at -O2 (an open loop it does not).
+constexpr int64_t kBfloat16Block = 64;
+
+inline uint16_t RoundToBfloat16(uint32_t u) {
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+  const uint16_t r = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  return nan ? static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7fc0u) : r;
+}
+
+void FloatToBfloat16(const float* in, bfloat16* out, int64_t n) {
+  uint32_t bits[kBfloat16Block];
+  uint16_t rounded[kBfloat16Block];
+  int64_t i = 0;
+  for (; i + kBfloat16Block <= n; i += kBfloat16Block) {
+    std::memcpy(bits, in + i, sizeof(bits));
+    for (int64_t j = 0; j < kBfloat16Block; ++j) rounded[j] = RoundToBfloat16(bits[j]);
+    std::memcpy(out + i, rounded, sizeof(rounded));
+  }
+  for (; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, in + i, sizeof(u));
+    const uint16_t r = RoundToBfloat16(u);
+    std::memcpy(out + i, &r, sizeof(r));
+  }
+}
+
+void Bfloat16ToFloat(const bfloat16* in, float* out, int64_t n) {
+  uint16_t raw[kBfloat16Block];
+  uint32_t bits[kBfloat16Block];
+  int64_t i = 0;
+  for (; i + kBfloat16Block <= n; i += kBfloat16Block) {
+    std::memcpy(raw, in + i, sizeof(raw));
+    for (int64_t j = 0; j < kBfloat16Block; ++j) bits[j] = static_cast<uint32_t>(raw[j]) << 16;
+    std::memcpy(out + i, bits, sizeof(bits));
+  }
+  for (; i < n; ++i) {
+    uint16_t r;
+    std::memcpy(&r, in + i, sizeof(r));
+    const uint32_t u = static_cast<uint32_t>(r) << 16;
+    std::memcpy(out + i, &u, sizeof(u));
+  }
+}
+
 namespace {
 
 // Note [Float to integer casts]: C++ leaves a float -> integer conversion undefined when the
@@ -48,6 +124,13 @@ void CastLoop(const From* in, To* out, int64_t n) {
     }
   }
 }
+
+// The array conversions above for the casts between float and the 16-bit floats (non-template
+// overloads, chosen over the template).
+void CastLoop(const float* in, half* out, int64_t n) { FloatToHalf(in, out, n); }
+void CastLoop(const half* in, float* out, int64_t n) { HalfToFloat(in, out, n); }
+void CastLoop(const float* in, bfloat16* out, int64_t n) { FloatToBfloat16(in, out, n); }
+void CastLoop(const bfloat16* in, float* out, int64_t n) { Bfloat16ToFloat(in, out, n); }
 
 }  // namespace
 

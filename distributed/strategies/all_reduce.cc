@@ -64,6 +64,12 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
   if (devices.empty()) {
     return absl::InvalidArgumentError("all-reduce training needs at least one replica device");
   }
+  if (options.compression != DT_INVALID && options.compression != DT_HALF &&
+      options.compression != DT_BFLOAT16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("all-reduce compression must be half or bfloat16 (or none), not ",
+                     DataTypeString(options.compression)));
+  }
   const int group = static_cast<int>(devices.size());  // the group's size: every replica
   const int self = options.between_graph_rank;
   if (self >= group) {
@@ -120,20 +126,25 @@ absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
     if (group == 1 || options.average_parameters) {
       reduced = grads;
     } else {
+      // The mean across replicas; a float32 bucket travels as options.compression if set.
+      auto mean = [&](const Scope& bs, const Output& x, int64_t instance) -> Output {
+        const bool compress = options.compression != DT_INVALID && x.dtype() == DT_FLOAT;
+        Output wire = compress ? ops::Cast(bs, x, options.compression) : x;
+        Output r = ops::CollectiveReduce(bs, wire, group, group_key, instance, "Add", "Div");
+        return compress ? ops::Cast(bs, r, DT_FLOAT) : r;
+      };
       std::vector<Bucket> buckets = Buckets(grads, options.bucket_bytes);
       for (size_t b_index = 0; b_index < buckets.size(); ++b_index) {
         const Bucket& b = buckets[b_index];
         Scope bs = s.NewSubScope(absl::StrCat("allreduce_bucket_", b_index));
         const int64_t instance = static_cast<int64_t>(b_index) + 1;
         if (b.vars.size() == 1) {
-          reduced[b.vars[0]] =
-              ops::CollectiveReduce(bs, grads[b.vars[0]], group, group_key, instance, "Add", "Div");
+          reduced[b.vars[0]] = mean(bs, grads[b.vars[0]], instance);
           continue;
         }
         std::vector<Input> flat;
         for (int64_t k : b.vars) flat.push_back(ops::Reshape(bs, grads[k], {-1}));
-        Output fused = ops::CollectiveReduce(bs, ops::Concat(bs, flat, 0), group, group_key,
-                                             instance, "Add", "Div");
+        Output fused = mean(bs, ops::Concat(bs, flat, 0), instance);
         int64_t offset = 0;
         for (int64_t k : b.vars) {
           const TensorShape& shape = out.variables[i][k].shape();

@@ -54,6 +54,11 @@ struct AllReduceOptions {
   int64_t group_key = 1;
   // Note [Gradient buckets]; 0 = one all-reduce per gradient.
   int64_t bucket_bytes = 4 << 20;
+  // Gradient compression (Horovod's Compression.fp16): each float32 bucket is cast to this dtype
+  // (DT_HALF or DT_BFLOAT16) for its all-reduce and back to float32 after, so half the bytes
+  // cross the network and the ring sums half the memory (in float, rounded to the dtype at each
+  // hop). The variables and the optimizer stay float32. DT_INVALID: float32 on the wire.
+  DataType compression = DT_INVALID;
   UpdateGate gate;  // may be empty
   // Parameter averaging (DL4J on Spark) instead of gradient averaging: train_op applies each
   // replica's own gradients to its own variables, with no communication; average_op (run every
@@ -71,9 +76,9 @@ struct AllReduceOptions {
   int between_graph_rank = -1;
 };
 
-// Errors: no device; a between_graph_rank not below the number of devices; a replica whose
-// variables differ from replica 0's (names, shapes, dtypes); the builder's or the optimizer's
-// errors.
+// Errors: no device; a compression that is not DT_HALF or DT_BFLOAT16; a between_graph_rank not
+// below the number of devices; a replica whose variables differ from replica 0's (names, shapes,
+// dtypes); the builder's or the optimizer's errors.
 absl::StatusOr<AllReduceTraining> BuildAllReduceTraining(const Scope& scope,
                                                          const std::vector<std::string>& devices,
                                                          const ReplicaBuilder& build,

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -65,6 +66,69 @@ TEST(CastFloatToIntTest, TheCastKernelSaturates) {
   ASSERT_TRUE(out.ok()) << out.status();
   using I32 = std::numeric_limits<int32_t>;
   EXPECT_EQ(Values<int32_t>(out->at(0)), (std::vector<int32_t>{0, I32::max(), I32::min(), 3}));
+}
+
+// The array conversions between float and half / bfloat16 (vectorized) give, bit for bit, what
+// the element conversions half(float) and bfloat16(float) give: ties to even, subnormals, values
+// that overflow to infinity, infinities and NaN; lengths that are not a multiple of the vector
+// width; and back to float exactly.
+TEST(TensorUtilTest, ArrayConversionsToSixteenBitFloatsMatchTheElementConversions) {
+  std::vector<float> in = {0.0f,
+                           -0.0f,
+                           1.0f,
+                           -2.5f,
+                           65504.0f,
+                           65520.0f,
+                           1e6f,
+                           -1e-7f,
+                           6e-8f,
+                           3e-39f,
+                           1.0f + 1.0f / 2048,
+                           1.0f + 3.0f / 2048,
+                           1.00390625f,
+                           1.01171875f,
+                           std::numeric_limits<float>::infinity(),
+                           -std::numeric_limits<float>::infinity(),
+                           kNaN,
+                           -kNaN,
+                           std::numeric_limits<float>::max(),
+                           std::numeric_limits<float>::min()};
+  uint32_t seed = 12345;
+  for (int i = 0; i < 1000; ++i) {  // every exponent, random mantissas
+    seed = seed * 1664525u + 1013904223u;
+    uint32_t bits = seed;
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    in.push_back(f);
+  }
+  for (int64_t n : {int64_t{0}, int64_t{7}, static_cast<int64_t>(in.size())}) {
+    std::vector<half> h(n);
+    std::vector<bfloat16> b(n);
+    FloatToHalf(in.data(), h.data(), n);
+    FloatToBfloat16(in.data(), b.data(), n);
+    std::vector<float> hf(n), bf(n);
+    HalfToFloat(h.data(), hf.data(), n);
+    Bfloat16ToFloat(b.data(), bf.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const half eh(in[i]);
+      const bfloat16 eb(in[i]);
+      if (std::isnan(in[i])) {
+        EXPECT_TRUE(std::isnan(static_cast<float>(h[i]))) << i;
+        EXPECT_TRUE(std::isnan(static_cast<float>(b[i]))) << i;
+        EXPECT_TRUE(std::isnan(hf[i]) && std::isnan(bf[i])) << i;
+        continue;
+      }
+      EXPECT_EQ(eh.x, h[i].x) << "half of " << in[i];
+      EXPECT_EQ(eb.value, b[i].value) << "bfloat16 of " << in[i];
+      EXPECT_EQ(static_cast<float>(eh), hf[i]) << i;
+      EXPECT_EQ(static_cast<float>(eb), bf[i]) << i;
+    }
+  }
+  // The Cast kernel's path (CastTensor) uses them: the same values.
+  auto cast = CastTensor(Tensor::FromVector<float>({1.0f + 1.0f / 2048, 70000.0f}), DT_HALF);
+  ASSERT_TRUE(cast.ok()) << cast.status();
+  EXPECT_EQ(static_cast<float>(cast->data<half>()[0]), 1.0f);  // a tie, to even
+  EXPECT_TRUE(std::isinf(static_cast<float>(cast->data<half>()[1])));
 }
 
 }  // namespace

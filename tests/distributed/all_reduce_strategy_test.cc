@@ -169,12 +169,12 @@ std::vector<std::vector<Batch>> Batches(int replicas, int steps) {
 }
 
 void ExpectSameHistory(const std::vector<std::vector<Tensor>>& a,
-                       const std::vector<std::vector<Tensor>>& b) {
+                       const std::vector<std::vector<Tensor>>& b, double tolerance = 1e-5) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t step = 0; step < a.size(); ++step) {
     for (size_t k = 0; k < a[step].size(); ++k) {
       for (int64_t i = 0; i < a[step][k].NumElements(); ++i) {
-        EXPECT_NEAR(a[step][k].data<float>()[i], b[step][k].data<float>()[i], 1e-5)
+        EXPECT_NEAR(a[step][k].data<float>()[i], b[step][k].data<float>()[i], tolerance)
             << "variable " << k << " element " << i << " after step " << step;
       }
     }
@@ -213,6 +213,43 @@ TEST_P(AllReduceBuckets, ReplicasOnDevicesEqualOneReplicaOnTheirBatchesTogether)
 }
 
 INSTANTIATE_TEST_SUITE_P(BucketBytes, AllReduceBuckets, ::testing::Values(0, 64, 4 << 20));
+
+// Gradients sent as float16 or bfloat16 (AllReduceOptions::compression): every all-reduce
+// carries the narrow dtype, and training stays within its rounding of one replica's.
+TEST(AllReduceStrategyTest, CompressedGradientsTrainAsOneReplica) {
+  constexpr int kReplicas = 2, kSteps = 6;
+  auto batches = Batches(kReplicas, kSteps);
+  const auto single = TrainSingle(batches, kSteps);
+  for (auto [dtype, tolerance] : {std::pair{DT_HALF, 2e-3}, std::pair{DT_BFLOAT16, 2e-2}}) {
+    SCOPED_TRACE(DataTypeString(dtype));
+    Scope s = Scope::NewRootScope();
+    AllReduceOptions options;
+    options.compression = dtype;
+    options.bucket_bytes = 64;  // some fused buckets, some single gradients
+    auto dp = BuildAllReduceTraining(s, LocalDevices(kReplicas), Classifier, Sgd(), options);
+    ASSERT_TRUE(dp.ok()) << dp.status();
+    Operation init = InitializeAllVariables(s);
+    GraphDef def;
+    ASSERT_TRUE(s.ToGraphDef(&def).ok());
+    int reduces = 0;
+    for (const NodeDef& n : def.node()) {
+      if (n.op() != "CollectiveReduce") continue;
+      ++reduces;
+      EXPECT_EQ(n.attr().at("T").type(), dtype) << n.name();
+    }
+    EXPECT_GT(reduces, 0);
+    std::unique_ptr<Session> session = StartLocal(def, kReplicas, init, *dp);
+    auto replicated = TrainReplicas(session.get(), *dp, batches, kSteps);
+    ExpectSameHistory(replicated, single, tolerance);
+  }
+  AllReduceOptions bad;
+  bad.compression = DT_INT32;
+  Scope s = Scope::NewRootScope();
+  auto dp = BuildAllReduceTraining(s, LocalDevices(kReplicas), Classifier, Sgd(), bad);
+  ASSERT_FALSE(dp.ok());
+  EXPECT_TRUE(absl::StrContains(dp.status().message(), "compression must be half or bfloat16"))
+      << dp.status();
+}
 
 TEST(AllReduceStrategyTest, ReplicasOnTwoTasksEqualOneReplica) {
   constexpr int kSteps = 5;

@@ -117,6 +117,30 @@ def test_between_graph_replication_ends_with_the_parameters_of_in_graph(tmp_path
     assert_same_parameters(averaged, chief)
 
 
+def test_between_graph_allreduce_with_half_precision_gradients(tmp_path):
+    """--compression fp16|bf16: the gradients cross the network in half precision (fused into
+    64 KiB buckets here); the parameters after 20 steps stay within that rounding of float32's."""
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    exact, _ = between_graph(tmp_path, "exact", "--strategy", "allreduce")
+    import shardflow as sf
+    step = f"{exact}/model.ckpt-20"
+    for compression, tol in [("fp16", 2e-3), ("bf16", 2e-2)]:
+        chief, outs = between_graph(tmp_path, compression, "--strategy", "allreduce",
+                                    "--compression", compression, "--bucket-bytes", "65536")
+        assert f"gradients all-reduced in {compression} over 2 replicas" in outs[0], outs[0]
+        theirs = f"{chief}/model.ckpt-20"
+        weights = [n for n, shape in sf.train.list_variables(step) if len(shape) == 2]
+        assert len(weights) >= 3, weights
+        for n in weights:
+            np.testing.assert_allclose(sf.train.load_variable(theirs, n),
+                                       sf.train.load_variable(step, n), atol=tol, err_msg=n)
+    r = subprocess.run([BINARY, "train", "--strategy", "allreduce", "--compression", "int8",
+                        "--max-steps", "1", "--checkpoint-dir", str(tmp_path / "bad")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "unknown --compression 'int8'" in r.stderr, r.stderr
+
+
 def test_between_graph_resumes_from_the_chiefs_checkpoint(tmp_path):
     """30 steps, then the same job again with --auto-resume for 20 more: every task continues
     from the chief's checkpoint and position (broadcast to the others), and step 50's parameters

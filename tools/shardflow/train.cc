@@ -303,6 +303,14 @@ absl::Status Train(TrainConfig c) {
   if (c.average_every < 1) {
     return absl::InvalidArgumentError("--average-every must be at least 1 (steps)");
   }
+  if (c.bucket_bytes < 0) {
+    return absl::InvalidArgumentError(
+        "--bucket-bytes must be >= 0 (0: one all-reduce per gradient)");
+  }
+  if (c.compression != "none" && c.compression != "fp16" && c.compression != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --compression '", c.compression, "'; it takes none, fp16 or bf16"));
+  }
   if (c.synthetic) return TrainSynthetic(c);
   // Strategy allreduce: a replica per task of --cluster, else per device of --devices; each
   // replica trains on its own --batch-size examples of every step's global batch.
@@ -397,12 +405,13 @@ absl::Status Train(TrainConfig c) {
   if (g->sync_op.node() != nullptr) {
     // Every replica starts from replica 0's values (initialised or restored).
     if (!between) SF_RETURN_IF_ERROR(session->Run({}, {}, {g->sync_op.node()->name()}, &out));
-    absl::PrintF("data parallel: %s over %d replicas (%s), %d examples each per step\n",
-                 g->average_op.node() != nullptr
-                     ? absl::StrCat("parameters averaged every ", c.average_every, " steps")
-                     : std::string("gradients all-reduced"),
-                 c.replica_devices.size(), absl::StrJoin(c.replica_devices, ", "),
-                 per_replica_batch);
+    absl::PrintF(
+        "data parallel: %s over %d replicas (%s), %d examples each per step\n",
+        g->average_op.node() != nullptr
+            ? absl::StrCat("parameters averaged every ", c.average_every, " steps")
+        : c.compression == "none" ? std::string("gradients all-reduced")
+                                  : absl::StrCat("gradients all-reduced in ", c.compression),
+        c.replica_devices.size(), absl::StrJoin(c.replica_devices, ", "), per_replica_batch);
   }
   absl::PrintF(
       "training %s on Fashion-MNIST (%d examples, %d steps/epoch, %sbatch %d), %s lr %g (%s), "
@@ -719,6 +728,12 @@ void AddTrainCommand(CommandLine* cli) {
             "none, the cluster's tasks are `shardflow server` processes)");
   flags.Int("average-every", &c.average_every,
             "--strategy averaging: steps between parameter averages");
+  flags.Int("bucket-bytes", &c.bucket_bytes,
+            "--strategy allreduce: gradients are fused into all-reduces of at most this many "
+            "bytes, each started as soon as its gradients exist (0: one per gradient)");
+  flags.String("compression", &c.compression,
+               "--strategy allreduce: none, fp16 or bf16 (gradients cross the network in that "
+               "precision and are cast back; half the bytes, as Horovod's Compression.fp16)");
   flags.String("replication", &c.replication,
                "with --strategy allreduce|averaging and --task: in-graph (task 0 drives every "
                "replica from one graph, the others serve) or between-graph (every task trains "

@@ -66,6 +66,9 @@ absl::StatusOr<std::unique_ptr<TrainGraph>> BuildAllReduceTrainGraph(const Train
   AllReduceOptions options;
   options.gate = CheckedLoss;
   options.average_parameters = c.strategy == "averaging";
+  options.bucket_bytes = c.bucket_bytes;
+  if (c.compression == "fp16") options.compression = DT_HALF;
+  if (c.compression == "bf16") options.compression = DT_BFLOAT16;
   const bool between = c.replication == "between-graph";
   if (between) options.between_graph_rank = static_cast<int>(c.task);
   SF_ASSIGN_OR_RETURN(AllReduceTraining dp,

@@ -63,6 +63,10 @@ struct TrainConfig {
   int64_t task = -1;
   // Strategy averaging: steps between parameter averages.
   int64_t average_every = 10;
+  // Strategy allreduce: the largest fused all-reduce (distributed/strategies/all_reduce.h,
+  // Note [Gradient buckets]) and the gradients' precision on the wire: none, fp16 or bf16.
+  int64_t bucket_bytes = 4 << 20;
+  std::string compression = "none";
   // Strategies allreduce and averaging with --task: "in-graph" (task 0 drives every replica
   // from one graph; the others serve) or "between-graph" (every task trains its own replica
   // from its own graph; only gradients or parameters cross tasks).

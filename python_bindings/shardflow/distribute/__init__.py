@@ -4,7 +4,7 @@ cluster a launcher started this process in (cluster_resolver), and Horovod-style
 between the graphs of worker processes (AllReduceOptimizer, broadcast_variables)."""
 
 from shardflow.distribute import cluster_resolver, experimental
-from shardflow.distribute.all_reduce import AllReduceOptimizer, broadcast_variables
+from shardflow.distribute.all_reduce import AllReduceOptimizer, Compression, broadcast_variables
 from shardflow.distribute.context import (ReplicaContext, experimental_set_strategy,
                                           get_cross_replica_context, get_replica_context,
                                           get_strategy, has_strategy, in_cross_replica_context)
@@ -15,9 +15,10 @@ from shardflow.distribute.strategy import (MirroredStrategy, OneDeviceStrategy,
                                            Strategy, StrategyExtended)
 from shardflow.distribute.values import ReduceOp
 
-__all__ = ["AllReduceOptimizer", "CrossDeviceOps", "HierarchicalCopyAllReduce", "InputContext",
-           "InputReplicationMode", "MirroredStrategy", "NcclAllReduce", "OneDeviceStrategy",
-           "ReduceOp", "ReductionToOneDevice", "ReplicaContext", "Strategy", "StrategyExtended",
+__all__ = ["AllReduceOptimizer", "Compression", "CrossDeviceOps", "HierarchicalCopyAllReduce",
+           "InputContext", "InputReplicationMode", "MirroredStrategy", "NcclAllReduce",
+           "OneDeviceStrategy", "ReduceOp", "ReductionToOneDevice", "ReplicaContext", "Strategy",
+           "StrategyExtended",
            "broadcast_variables", "cluster_resolver", "experimental",
            "experimental_set_strategy", "get_cross_replica_context", "get_replica_context",
            "get_strategy", "has_strategy", "in_cross_replica_context"]

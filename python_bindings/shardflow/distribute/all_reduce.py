@@ -21,13 +21,45 @@ The collective group is this task's device on every task of the job (docs/distri
 "Between-graph collectives"): every worker must run the same ops in the same order (train_op
 every step, the broadcast once). Small gradients are packed into buckets of ``bucket_bytes``
 (default 4 MiB, as the C++ strategy), each bucket one all-reduce that starts as soon as its
-gradients exist.
+gradients exist. ``compression=sf.distribute.Compression.fp16`` (or ``.bf16``) sends float32
+buckets in half precision and casts them back, halving the bytes on the wire (Horovod's
+``Compression.fp16``); the variables and the optimizer stay float32.
 """
 
 from shardflow import collective_ops
 from shardflow.framework import convert_to_tensor, get_default_graph
 
 _BROADCAST_INSTANCE = 1 << 20
+
+
+class Compression:
+    """How AllReduceOptimizer sends float32 gradients (Horovod's ``hvd.Compression``):
+    ``none`` as they are, ``fp16`` / ``bf16`` cast to float16 / bfloat16 for the all-reduce and
+    back to float32 after."""
+    none = None
+    fp16 = "float16"
+    bf16 = "bfloat16"
+
+
+def _wire_dtype(compression):
+    """The dtype float32 gradients cross the network in, or None; refuses anything else."""
+    from shardflow import dtypes
+    if compression is None or compression in ("none", "fp32", "float32"):
+        return None
+    names = {"fp16": dtypes.float16, "float16": dtypes.float16, "half": dtypes.float16,
+             "bf16": dtypes.bfloat16, "bfloat16": dtypes.bfloat16}
+    if isinstance(compression, str):
+        if compression in names:
+            return names[compression]
+    else:
+        try:
+            dtype = dtypes.as_dtype(compression)
+        except (TypeError, ValueError):
+            dtype = None
+        if dtype in (dtypes.float16, dtypes.bfloat16):
+            return dtype
+    raise ValueError("AllReduceOptimizer: compression must be sf.distribute.Compression.none, "
+                     ".fp16 or .bf16 (float16 or bfloat16), not %r" % (compression,))
 
 
 def _require_device(what):
@@ -45,7 +77,7 @@ class AllReduceOptimizer:
     worker); the other attributes are the wrapped optimizer's."""
 
     def __init__(self, optimizer, num_replicas, group_key=1, bucket_bytes=4 << 20,
-                 name="AllReduce"):
+                 compression=Compression.none, name="AllReduce"):
         if int(num_replicas) < 1:
             raise ValueError("AllReduceOptimizer: num_replicas must be at least 1, not %r"
                              % (num_replicas,))
@@ -56,6 +88,7 @@ class AllReduceOptimizer:
         self._n = int(num_replicas)
         self._group_key = int(group_key)
         self._bucket_bytes = int(bucket_bytes)
+        self._wire = _wire_dtype(compression)
         self._name = name
 
     def __getattr__(self, name):
@@ -80,6 +113,14 @@ class AllReduceOptimizer:
                 dtype = g.dtype
         return out
 
+    def _mean(self, x, instance):
+        """x averaged across the replicas; float32 travels as the compression's dtype."""
+        import shardflow as sf
+        compress = self._wire is not None and x.dtype.base_dtype == sf.float32
+        wire = sf.cast(x, self._wire) if compress else x
+        out = collective_ops.all_reduce(wire, self._n, self._group_key, instance, "Add", "Div")
+        return sf.cast(out, sf.float32) if compress else out
+
     def compute_gradients(self, loss, var_list=None, **kwargs):
         pairs = self._opt.compute_gradients(loss, var_list=var_list, **kwargs)
         if self._n == 1:
@@ -95,12 +136,10 @@ class AllReduceOptimizer:
                 instance = b + 1
                 if len(bucket) == 1:
                     k = bucket[0]
-                    reduced[k] = collective_ops.all_reduce(grads[k], self._n, self._group_key,
-                                                           instance, "Add", "Div")
+                    reduced[k] = self._mean(grads[k], instance)
                     continue
                 flat = sf.concat([sf.reshape(grads[k], [-1]) for k in bucket], 0)
-                fused = collective_ops.all_reduce(flat, self._n, self._group_key, instance,
-                                                  "Add", "Div")
+                fused = self._mean(flat, instance)
                 offset = 0
                 for k in bucket:
                     shape = grads[k].shape.as_list()
