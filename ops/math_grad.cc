@@ -265,6 +265,33 @@ SF_GRAD(MatMul) {
   return absl::OkStatus();
 }
 
+// As MatMul's, on the last two dimensions; then summed over the batch dimensions an input was
+// broadcast along.
+SF_GRAD(BatchMatMulV2) {
+  bool ax, ay;
+  absl::Status st = GetAttr(op.node()->attrs(), "adj_x", &ax);
+  if (st.ok()) st = GetAttr(op.node()->attrs(), "adj_y", &ay);
+  if (!st.ok()) return st;
+  Output x = GradInput(op, 0), y = GradInput(op, 1), g = dy[0];
+  Output gx, gy;
+  if (!ax && !ay) {
+    gx = ops::BatchMatMul(s, g, y, false, true);
+    gy = ops::BatchMatMul(s, x, g, true, false);
+  } else if (!ax && ay) {
+    gx = ops::BatchMatMul(s, g, y, false, false);
+    gy = ops::BatchMatMul(s, g, x, true, false);
+  } else if (ax && !ay) {
+    gx = ops::BatchMatMul(s, y, g, false, true);
+    gy = ops::BatchMatMul(s, x, g, false, false);
+  } else {
+    gx = ops::BatchMatMul(s, y, g, true, true);
+    gy = ops::BatchMatMul(s, g, x, true, true);
+  }
+  dx->push_back(ReduceLike(s, gx, x));
+  dx->push_back(ReduceLike(s, gy, y));
+  return absl::OkStatus();
+}
+
 // ---- reductions ----
 // The constant, normalised, sorted reduction axes of `op`, or an error naming the node.
 absl::StatusOr<std::vector<int64_t>> ConstantAxes(const Operation& op) {
@@ -381,6 +408,7 @@ REGISTER_GRADIENT("Sign", SignGrad);
 REGISTER_GRADIENT("AddN", AddNGrad);
 REGISTER_GRADIENT("Cast", CastGrad);
 REGISTER_GRADIENT("MatMul", MatMulGrad);
+REGISTER_GRADIENT("BatchMatMulV2", BatchMatMulV2Grad);
 REGISTER_GRADIENT("Sum", SumGrad);
 REGISTER_GRADIENT("Mean", MeanGrad);
 REGISTER_GRADIENT("Max", MaxMinGrad);

@@ -1,4 +1,7 @@
 // Math ops: element-wise unary and binary (NumPy broadcasting), comparisons, reductions, MatMul.
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "core/framework/fused_ops.h"
 #include "core/framework/op_def.h"
@@ -117,6 +120,61 @@ double MatMulFlops(const OpCostContext& c) {
   const TensorShape& a = c.input(0);
   const TensorShape& b = c.input(1);
   return 2 * c.Dim(a, ta ? 1 : 0) * c.Dim(a, ta ? 0 : 1) * c.Dim(b, tb ? 0 : 1);
+}
+
+// BatchMatMulV2: [..., m, k] x [..., k, n] -> [broadcast(...), m, n] (adj_x / adj_y transpose
+// the last two dimensions of x / y first); batch dimensions broadcast as NumPy's.
+absl::Status BatchMatMulShape(InferenceContext* c) {
+  TensorShape x, y;
+  SF_RETURN_IF_ERROR(c->WithRankAtLeast(0, 2, &x));
+  SF_RETURN_IF_ERROR(c->WithRankAtLeast(1, 2, &y));
+  if (x.unknown_rank() || y.unknown_rank()) {
+    c->set_output(0, TensorShape::Unknown());
+    return absl::OkStatus();
+  }
+  bool adj_x, adj_y;
+  SF_RETURN_IF_ERROR(c->GetAttr("adj_x", &adj_x));
+  SF_RETURN_IF_ERROR(c->GetAttr("adj_y", &adj_y));
+  const int rx = x.rank(), ry = y.rank();
+  const int64_t m = x.dim(adj_x ? rx - 1 : rx - 2), kx = x.dim(adj_x ? rx - 2 : rx - 1);
+  const int64_t ky = y.dim(adj_y ? ry - 1 : ry - 2), n = y.dim(adj_y ? ry - 2 : ry - 1);
+  if (kx >= 0 && ky >= 0 && kx != ky) {
+    return c->InvalidArgument(absl::StrCat("inner dimensions differ: x is ", x.DebugString(),
+                                           adj_x ? " (adjoint)" : "", ", y is ", y.DebugString(),
+                                           adj_y ? " (adjoint)" : "", "; x's columns (", kx,
+                                           ") must equal y's rows (", ky, ")"));
+  }
+  const std::vector<int64_t> xd(x.dims().begin(), x.dims().end() - 2);
+  const std::vector<int64_t> yd(y.dims().begin(), y.dims().end() - 2);
+  auto batch =
+      BroadcastShapes(TensorShape(absl::MakeConstSpan(xd)), TensorShape(absl::MakeConstSpan(yd)));
+  if (!batch.ok()) {
+    return c->InvalidArgument(absl::StrCat("batch dimensions of x ", x.DebugString(), " and y ",
+                                           y.DebugString(), ": ", batch.status().message()));
+  }
+  TensorShape out = *batch;
+  out.AddDim(m);
+  out.AddDim(n);
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+// A multiply and an add per (batch, m, n, k).
+double BatchMatMulFlops(const OpCostContext& c) {
+  bool adj_x = false, adj_y = false;
+  c.GetAttr("adj_x", &adj_x);
+  c.GetAttr("adj_y", &adj_y);
+  const TensorShape& x = c.input(0);
+  const TensorShape& y = c.input(1);
+  if (x.unknown_rank() || y.unknown_rank() || x.rank() < 2 || y.rank() < 2) return 0;
+  const int rx = x.rank(), ry = y.rank();
+  double batch = 1;
+  for (int d = 0; d < std::max(rx, ry) - 2; ++d) {
+    const int ix = rx - std::max(rx, ry) + d, iy = ry - std::max(rx, ry) + d;
+    batch *= std::max(ix >= 0 ? c.Dim(x, ix) : 1, iy >= 0 ? c.Dim(y, iy) : 1);
+  }
+  return 2 * batch * c.Dim(x, adj_x ? rx - 1 : rx - 2) * c.Dim(x, adj_x ? rx - 2 : rx - 1) *
+         c.Dim(y, adj_y ? ry - 2 : ry - 1);
 }
 
 absl::Status FusedMatMulShape(InferenceContext* c) {
@@ -265,6 +323,20 @@ REGISTER_OP("MatMul")
     .SetShapeFn(MatMulShape)
     .SetFlopsFn(MatMulFlops)
     .Doc("Matrix product of rank-2 tensors, optionally transposing either.");
+
+REGISTER_OP("BatchMatMulV2")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("output: T")
+    .Attr("T: {float, double}")
+    .Attr("adj_x: bool = false")
+    .Attr("adj_y: bool = false")
+    .SetShapeFn(BatchMatMulShape)
+    .SetFlopsFn(BatchMatMulFlops)
+    .Doc(
+        "Batched matrix product, TensorFlow's BatchMatMulV2 (tf.matmul of rank > 2): "
+        "[..., m, k] x [..., k, n] -> [..., m, n], the batch dimensions broadcast; adj_x / adj_y "
+        "transpose the last two dimensions of x / y first.");
 
 // Made by the graph optimizer's remapping pass (partitioner/optimizer/) from MatMul + BiasAdd
 // (+ activation): one GEMM accumulating onto the bias, the activation applied in cache.

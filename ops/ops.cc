@@ -142,6 +142,14 @@ Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a, 
                    .Attr("transpose_b", transpose_b)
                    .Finalize());
 }
+Output BatchMatMul(const Scope& s, const Input& x, const Input& y, bool adj_x, bool adj_y) {
+  return First(OpBuilder(s, "BatchMatMulV2")
+                   .Input(x)
+                   .Input(y)
+                   .Attr("adj_x", adj_x)
+                   .Attr("adj_y", adj_y)
+                   .Finalize());
+}
 
 Output CollectiveReduce(const Scope& s, const Input& x, int group_size, int64_t group_key,
                         int64_t instance_key, const std::string& merge_op,

@@ -113,6 +113,9 @@ Output CollectiveGather(const Scope& s, const Input& x, int group_size, int64_t 
 // ---- linear algebra ----
 Output MatMul(const Scope& s, const Input& a, const Input& b, bool transpose_a = false,
               bool transpose_b = false);
+// [..., m, k] x [..., k, n], batch dimensions broadcast (BatchMatMulV2).
+Output BatchMatMul(const Scope& s, const Input& x, const Input& y, bool adj_x = false,
+                   bool adj_y = false);
 
 // ---- control flow (ops/control_flow_ops.cc) ----
 // A graph function from ops built in their own root scope: `args` are its Placeholders, in

@@ -94,6 +94,7 @@ from shardflow.lookup_ops import lookup  # noqa: F401 (tf.lookup; tf.contrib.loo
 from shardflow import distributions  # noqa: F401 (tf.distributions; tf.contrib.distributions)
 from shardflow.sparse_tensor import (SparseTensor, SparseTensorValue,  # noqa: F401
                                      sparse_placeholder)
+from shardflow.ctc_ops import edit_distance  # noqa: F401 (tf.edit_distance)
 from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa: F401
                                   sparse_reorder,
                                   sparse_reshape, sparse_retain, sparse_tensor_dense_matmul,

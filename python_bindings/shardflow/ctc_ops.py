@@ -264,4 +264,74 @@ def ctc_beam_search_decoder(inputs, sequence_length, beam_width=100, top_paths=1
     return decoded, ops.reshape(outs[-1], [-1, top_paths])
 
 
-__all__ = ["ctc_beam_search_decoder", "ctc_greedy_decoder", "ctc_loss"]
+def _levenshtein(a, b):
+    """Insertions, deletions and substitutions that turn sequence a into b."""
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[len(b)]
+
+
+_MAX_EDIT_DISTANCE_OUTPUTS = 1 << 26
+
+
+def edit_distance(hypothesis, truth, normalize=True, name="edit_distance"):
+    """TF1's tf.edit_distance: the Levenshtein distance between the sequences of two
+    SparseTensors of one rank R, a float32 tensor of rank R - 1 (the sequences are along the
+    last dimension; the output's shape is the larger of the two dense shapes without it).
+    normalize divides by the truth's length: an empty truth gives inf against a non-empty
+    hypothesis, as TF's; positions neither has are 0. Typical use: the label error rate of a
+    CTC decoder, ``sf.reduce_mean(sf.edit_distance(sf.cast(decoded[0], sf.int32), labels))``."""
+    h = convert_to_sparse(hypothesis, "edit_distance: hypothesis")
+    t = convert_to_sparse(truth, "edit_distance: truth")
+    if h.values.dtype != t.values.dtype:
+        raise TypeError("edit_distance: hypothesis has %s values but truth %s; cast one"
+                        % (h.values.dtype.name, t.values.dtype.name))
+    rank = h.dense_shape.shape.as_list()[0] if h.dense_shape.shape.ndims == 1 else None
+    other = t.dense_shape.shape.as_list()[0] if t.dense_shape.shape.ndims == 1 else None
+    if rank is not None and other is not None and rank != other:
+        raise ValueError("edit_distance: hypothesis has rank %d but truth rank %d" % (rank, other))
+
+    def run(hi, hv, hs, ti, tv, ts):
+        if len(hs) != len(ts) or len(hs) < 1:
+            raise ValueError("edit_distance: hypothesis has dense shape %s and truth %s: the "
+                             "ranks must be equal and at least 1" % (list(hs), list(ts)))
+        shape = [int(d) for d in np.maximum(hs[:-1], ts[:-1])]
+        count = 1
+        for d in shape:
+            count *= max(d, 0)
+        if count > _MAX_EDIT_DISTANCE_OUTPUTS:
+            raise ValueError("edit_distance: the output would have %d elements (dense shapes %s "
+                             "and %s); at most %d" % (count, list(hs), list(ts),
+                                                      _MAX_EDIT_DISTANCE_OUTPUTS))
+        out = np.zeros(shape, np.float32)
+        seqs = []
+        for idx, vals, dense in ((hi, hv, hs), (ti, tv, ts)):
+            idx = np.asarray(idx).reshape(-1, len(dense))
+            if len(idx) != len(vals) or ((idx < 0) | (idx >= dense)).any():
+                raise ValueError("edit_distance: a SparseTensor's indices are out of its dense "
+                                 "shape %s or do not match its %d values" % (list(dense),
+                                                                             len(vals)))
+            groups = {}
+            for i, v in zip(idx.tolist(), vals):
+                groups.setdefault(tuple(i[:-1]), []).append((i[-1], v))
+            seqs.append({k: [v for _, v in sorted(g, key=lambda e: e[0])]
+                         for k, g in groups.items()})
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for key in set(seqs[0]) | set(seqs[1]):
+                a, b = seqs[0].get(key, []), seqs[1].get(key, [])
+                d = np.float32(_levenshtein(a, b))
+                out[key] = d / np.float32(len(b)) if normalize else d
+        return out
+
+    hs, ts = ops.cast(h.dense_shape, dtypes.int64), ops.cast(t.dense_shape, dtypes.int64)
+    out = py_func(run, [h.indices, h.values, hs, t.indices, t.values, ts], dtypes.float32,
+                  stateful=False, name=name)
+    if rank is not None:
+        out.set_shape([None] * (rank - 1))
+    return out
+
+
+__all__ = ["ctc_beam_search_decoder", "ctc_greedy_decoder", "ctc_loss", "edit_distance"]

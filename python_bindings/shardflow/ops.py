@@ -370,7 +370,11 @@ def add_n(inputs, name=None):
 
 
 def cast(x, dtype, name=None):
-    """`x` converted to `dtype`. Example: ``sf.cast(labels, sf.float32)``."""
+    """`x` converted to `dtype`. Example: ``sf.cast(labels, sf.float32)``. A SparseTensor
+    gives a SparseTensor with its values converted (as TF1)."""
+    from shardflow.sparse_tensor import SparseTensor
+    if isinstance(x, SparseTensor):
+        return SparseTensor(x.indices, cast(x.values, dtype, name), x.dense_shape)
     return _out("Cast", [x], {"DstT": dtypes.as_dtype(dtype)._enum}, name)
 
 
@@ -391,10 +395,9 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
 
 
 def _batch_matmul(a, b, transpose_a, transpose_b, name):
-    """matmul of rank-3 (or higher) tensors, TF1's batched matmul: [..., n, k] x [..., k, m].
-    Built from MatMul: a batch times one matrix is one reshaped product; a batch times a batch
-    is one product per item (the batch dimensions must be known)."""
-    from shardflow import array_ops
+    """matmul of rank-3 (or higher) tensors, TF1's batched matmul: [..., n, k] x [..., k, m],
+    the batch dimensions broadcast (BatchMatMulV2). A batch times one matrix is one reshaped
+    product (one GEMM instead of one per item)."""
     if a.shape.ndims is None or b.shape.ndims is None:
         raise ValueError("batched matmul needs inputs of known rank")
     da, db = a.shape.as_list(), b.shape.as_list()
@@ -404,17 +407,14 @@ def _batch_matmul(a, b, transpose_a, transpose_b, name):
         out = _out("MatMul", [flat, b], {"transpose_a": False, "transpose_b": transpose_b})
         m = db[0] if transpose_b else db[1]
         lead = [d if d is not None else -1 for d in da[:-1]]
-        if lead.count(-1) > 1:
-            raise ValueError("batched matmul: at most one unknown leading dimension")
-        return reshape(out, lead + [m], name=name)
-    if len(da) != len(db):
-        raise ValueError("batched matmul of ranks %d and %d is not supported" % (len(da), len(db)))
-    if len(da) != 3 or da[0] is None:
-        raise ValueError("batched matmul of two batches needs rank 3 and a known batch size "
-                         "(got %s and %s)" % (da, db))
-    items = [_out("MatMul", [x, y], {"transpose_a": transpose_a, "transpose_b": transpose_b})
-             for x, y in zip(array_ops.unstack(a), array_ops.unstack(b))]
-    return array_ops.stack(items, axis=0, name=name)
+        if lead.count(-1) <= 1:
+            return reshape(out, lead + [m], name=name)
+        dims = concat([shape(a)[:-1], constant([-1 if m is None else m])], 0)
+        result = reshape(out, dims, name=name)
+        result.set_shape(da[:-1] + [m])
+        return result
+    return _out("BatchMatMulV2", [a, b], {"adj_x": bool(transpose_a), "adj_y": bool(transpose_b)},
+                name)
 
 
 # ---- reductions ---------------------------------------------------------------------------

@@ -285,14 +285,13 @@ def tile_batch(t, multiplier, name=None):
     t = convert_to_tensor(t)
     if t.shape.ndims == 0:
         raise ValueError("tile_batch needs tensors with a batch dimension")
-    rank = t.shape.ndims
-    tiled = array_ops.tile(ops.expand_dims(t, 1), [1, int(multiplier)] + [1] * (rank - 1))
+    # Row b of the result is row b // multiplier of t: a gather, whose shape the engine infers
+    # ([?] + t's other dimensions: attention needs the memory's depth known).
+    rows = array_ops.range(ops.shape(t)[0])
+    index = ops.reshape(array_ops.tile(ops.expand_dims(rows, 1), [1, int(multiplier)]), [-1])
+    out = array_ops.gather(t, index)
     dims = t.shape.as_list()
-    rest = ops.shape(t)[1:]
-    shape = ops.concat([ops.reshape(_batch(t) * int(multiplier), [1]), rest], 0)
-    out = ops.reshape(tiled, shape)
-    if None not in dims[1:]:
-        out = ops.reshape(out, [dims[0] * int(multiplier) if dims[0] else -1] + dims[1:])
+    out.set_shape([dims[0] * int(multiplier) if dims[0] is not None else None] + dims[1:])
     return ops.identity(out, name=name) if name else out
 
 

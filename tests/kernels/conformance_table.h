@@ -465,6 +465,11 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
       return D(z, {2, 2});
     };
     m["MatMul"] = matmul;
+    // Two items of x against one y (broadcast): [2, 2, 3] x [3, 2], y^T given with adj_y.
+    m["BatchMatMulV2"] = Fixed(
+        {D({1, 2, 3, 4, 5, 6, 0, 1, 0, -1, 0, 2}, {2, 2, 3}), D({1, 0, 2, 0, 1, -1}, {1, 2, 3})},
+        D({7, -1, 16, -1, 0, 1, 3, -2}, {2, 2, 2}));
+    m["BatchMatMulV2"].attrs = [](DataType) { return Attrs{{"adj_y", MakeAttr(true)}}; };
     // The graph optimizer's MatMul + BiasAdd + Relu: relu([[7, -1], [16, -1]] + [0.5, -0.5]).
     m["_FusedMatMul"] = Fixed({x23, D({1, 0, 0, 1, 2, -1}, {3, 2}), D({0.5, -0.5}, {2})},
                               D({7.5, 0, 16.5, 0}, {2, 2}));

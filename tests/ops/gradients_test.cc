@@ -272,6 +272,28 @@ TEST(GradientsTest, MatMulAllTransposes) {
   }
 }
 
+// BatchMatMulV2 with every adjoint pair, and batch dimensions that broadcast (x's leading 2
+// against y's missing one, y's size-1 against x's 3): the gradient of a broadcast input sums
+// over the items it was reused for.
+TEST(GradientsTest, BatchMatMulAllAdjointsAndBroadcasts) {
+  for (bool ax : {false, true}) {
+    for (bool ay : {false, true}) {
+      SCOPED_TRACE(std::to_string(ax) + std::to_string(ay));
+      Scope s = Scope::NewRootScope();
+      TensorShape xs = ax ? TensorShape({2, 3, 4, 2}) : TensorShape({2, 3, 2, 4});
+      TensorShape ys = ay ? TensorShape({1, 5, 4}) : TensorShape({1, 4, 5});
+      auto x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, xs);
+      auto y = ops::Placeholder(s.WithOpName("y"), DT_DOUBLE, ys);
+      auto z = ops::BatchMatMul(s, x, y, ax, ay);
+      ASSERT_EQ(z.shape(), TensorShape({2, 3, 2, 5}));
+      auto err = test::MaxGradientError(
+          s, {x, y}, {RandomDouble(xs, -1, 1, 16), RandomDouble(ys, -1, 1, 17)}, z, 1e-6);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, 1e-6);
+    }
+  }
+}
+
 TEST(GradientsTest, Reductions) {
   for (const char* op : {"Sum", "Mean", "Max", "Min"}) {
     for (bool keep : {false, true}) {

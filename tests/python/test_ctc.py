@@ -155,3 +155,29 @@ def test_a_tiny_model_learns_with_ctc_loss():
 def _sparse_tensor(rows):
     v = _sparse(rows)
     return tf.SparseTensor(v.indices, v.values, v.dense_shape)
+
+
+def test_edit_distance_as_tf1():
+    """TF1's documented example: hypothesis [[a], [b]] x ... against truth; normalized by the
+    truth's length, inf where only the hypothesis has a sequence, 0 where neither has one."""
+    hyp = tf.SparseTensorValue([[0, 0, 0], [1, 0, 0]], np.array([b"a", b"b"], object),
+                               [2, 1, 1])
+    truth = tf.SparseTensorValue([[0, 1, 0], [1, 0, 0], [1, 0, 1], [1, 1, 0]],
+                                 np.array([b"a", b"b", b"c", b"a"], object), [2, 2, 2])
+    g = tf.Graph()
+    with g.as_default():
+        h = tf.SparseTensor.from_value(hyp)
+        d = tf.edit_distance(h, tf.SparseTensor.from_value(truth))
+        raw = tf.edit_distance(h, tf.SparseTensor.from_value(truth), normalize=False)
+        ints = tf.edit_distance(tf.cast(tf.SparseTensor([[0, 0], [0, 1]], [1, 2], [1, 3]),
+                                        tf.int32),
+                                tf.SparseTensor([[0, 0], [0, 1], [0, 2]], tf.constant([1, 3, 2]),
+                                                [1, 3]))
+        with tf.Session() as s:
+            got, got_raw, got_ints = s.run([d, raw, ints])
+    np.testing.assert_allclose(got, [[np.inf, 1.0], [0.5, 1.0]])
+    np.testing.assert_allclose(got_raw, [[1, 1], [1, 1]])
+    np.testing.assert_allclose(got_ints, [1 / 3])  # 1 2 -> 1 3 2: one insertion
+    with pytest.raises(TypeError, match="cast one"):
+        tf.edit_distance(tf.SparseTensor([[0, 0]], [1], [1, 1]),
+                         tf.SparseTensor([[0, 0]], [1.0], [1, 1]))

@@ -129,3 +129,18 @@ def test_tile_batch():
     np.testing.assert_array_equal(c, np.repeat(x, 3, axis=0))
     np.testing.assert_array_equal(h, np.repeat(x + 10, 3, axis=0))
     assert isinstance(tiled, tf.nn.rnn_cell.LSTMStateTuple)
+
+
+def test_tile_batch_keeps_what_is_known_of_the_shape():
+    """The encoder's outputs [batch, time, depth] with batch and time unknown: the tiled memory
+    keeps its depth, so an attention mechanism built on it (beam search) can make its layers."""
+    g = tf.Graph()
+    with g.as_default():
+        memory = tf.placeholder(tf.float32, [None, None, 4])
+        tiled = seq2seq.tile_batch(memory, 3)
+        assert tiled.shape.as_list() == [None, None, 4]
+        assert (tiled * 2.0).shape.as_list() == [None, None, 4]  # the engine knows it too
+        seq2seq.LuongAttention(4, tiled, memory_sequence_length=tf.fill([tf.shape(tiled)[0]], 2))
+        v = np.arange(2 * 5 * 4, dtype=np.float32).reshape(2, 5, 4)
+        with tf.Session() as sess:
+            np.testing.assert_array_equal(sess.run(tiled, {memory: v}), np.repeat(v, 3, axis=0))

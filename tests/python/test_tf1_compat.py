@@ -490,6 +490,51 @@ def test_batched_matmul_and_top_k_match_numpy():
     np.testing.assert_array_equal(out[4], [[1, 3, 2], [2, 0, 3]])
 
 
+def test_attention_matmuls_with_unknown_batch_and_their_gradients():
+    """tf.matmul of two batches whose batch size is unknown (Transformer attention: [b, h, t, d]
+    x [b, h, d, t]), with broadcasting batch dimensions, and a rank-3 input with two unknown
+    leading dimensions times a matrix (a dense layer on [batch, time, depth]); one
+    BatchMatMulV2 node each, not one MatMul per item."""
+    rng = np.random.default_rng(2)
+    qv = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    kv = rng.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    wv = rng.standard_normal((1, 4, 6)).astype(np.float32)
+    mv = rng.standard_normal((4, 6)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.placeholder(tf.float32, [None, 3, None, 4])
+        k = tf.placeholder(tf.float32, [None, 3, None, 4])
+        scores = tf.matmul(q, k, transpose_b=True)
+        assert scores.shape.as_list() == [None, 3, None, None]
+        w = tf.constant(wv)
+        x = tf.placeholder(tf.float32, [None, None, 4])
+        broadcast = tf.matmul(x, w)               # [b, t, 4] x [1, 4, 6]
+        dense = tf.matmul(x, tf.constant(mv))     # two unknown leading dimensions
+        assert dense.shape.as_list() == [None, None, 6]
+        loss = tf.reduce_sum(tf.nn.softmax(scores) * 0.5) + tf.reduce_sum(broadcast ** 2)
+        gq, gk, gx = tf.gradients(loss, [q, k, x])
+        assert sum(op.type == "BatchMatMulV2" for op in g.get_operations()) >= 2
+        with tf.Session() as s:
+            got = s.run([scores, broadcast, dense, gx], {q: qv, k: kv, x: qv[0]})
+    np.testing.assert_allclose(got[0], qv @ np.swapaxes(kv, -1, -2), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], qv[0] @ wv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[2], qv[0] @ mv, rtol=1e-5, atol=1e-5)
+    # d sum(y^2) / dx = 2 y w^T (the softmax term does not depend on x).
+    np.testing.assert_allclose(got[3], 2 * (qv[0] @ wv) @ np.swapaxes(wv, -1, -2), rtol=1e-4,
+                               atol=1e-4)
+    with g.as_default():
+        with pytest.raises(ValueError, match="inner dimensions differ"):
+            tf.matmul(q, tf.placeholder(tf.float32, [None, 3, 5, 4]))
+        # Shapes known only when fed: the kernel refuses them, naming both.
+        a = tf.placeholder(tf.float32, [None, None, None])
+        bad = tf.matmul(a, tf.placeholder(tf.float32, [None, None, None]))
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="cannot be broadcast"):
+                s.run(bad, {a: np.zeros((2, 3, 4)), bad.op.inputs[1]: np.zeros((3, 4, 5))})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="inner dimensions differ"):
+                s.run(bad, {a: np.zeros((2, 3, 4)), bad.op.inputs[1]: np.zeros((2, 5, 4))})
+
+
 def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():
