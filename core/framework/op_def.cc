@@ -1,5 +1,7 @@
 #include "core/framework/op_def.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -263,6 +265,13 @@ absl::StatusOr<const OpDef*> OpRegistry::Find(const std::string& name) const {
       similar.push_back(n);
     }
   }
+  // Closest first: the name in other case, then by how much longer or shorter.
+  std::stable_sort(similar.begin(), similar.end(), [&](const std::string& a, const std::string& b) {
+    auto gap = [&](const std::string& n) {
+      return std::abs(static_cast<int64_t>(n.size()) - static_cast<int64_t>(name.size()));
+    };
+    return gap(a) < gap(b);
+  });
   std::string hint = similar.empty()
                          ? std::string("; see OpRegistry::ListOpNames() for the registered ops")
                          : absl::StrCat("; did you mean ", absl::StrJoin(similar, ", "), "?");

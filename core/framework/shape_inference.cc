@@ -66,9 +66,24 @@ absl::StatusOr<TensorShape> InferenceContext::ConstantInputAsShape(int i) const 
     }
     return s;
   }
+  if (i < static_cast<int>(has_partial_value_.size()) && has_partial_value_[i]) {
+    TensorShape partial;
+    for (int64_t v : partial_values_[i]) partial.AddDim(v < 0 ? TensorShape::kUnknownDim : v);
+    return partial;
+  }
   const TensorShape& s = inputs_[i];
   if (s.rank() == 1 && s.dim(0) >= 0) return TensorShape::UnknownOfRank(static_cast<int>(s.dim(0)));
   return TensorShape::Unknown();
+}
+
+void InferenceContext::set_input_partial_value(int i, std::vector<int64_t> values) {
+  if (i < 0 || i >= num_inputs()) return;
+  if (has_partial_value_.empty()) {
+    has_partial_value_.assign(num_inputs(), false);
+    partial_values_.resize(num_inputs());
+  }
+  has_partial_value_[i] = true;
+  partial_values_[i] = std::move(values);
 }
 
 absl::StatusOr<TensorShape> BroadcastShapes(const TensorShape& a, const TensorShape& b) {

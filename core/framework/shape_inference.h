@@ -55,9 +55,13 @@ class InferenceContext {
   // The integer values of input i (int32 or int64) when it is a known constant.
   bool GetConstantInts(int i, std::vector<int64_t>* values) const;
   // A constant input interpreted as a shape: known entries, -1 for unknown ones. When the
-  // input is not constant, the shape has unknown dims (or unknown rank if even its length is
-  // unknown).
+  // input is not constant, its partial value if the graph knows one (set_input_partial_value),
+  // else a shape of unknown dims (or unknown rank if even its length is unknown).
   absl::StatusOr<TensorShape> ConstantInputAsShape(int i) const;
+  // What the graph knows of a non-constant integer vector input i without running it: its
+  // entries, -1 for the unknown ones (Note [Partial shape values] in core/graph/graph.cc: a
+  // shape built from tf.shape(x) and numbers, as tf.reshape(x, [tf.shape(x)[0], -1, 64])).
+  void set_input_partial_value(int i, std::vector<int64_t> values);
 
   absl::Status InvalidArgument(absl::string_view msg) const {
     return absl::InvalidArgumentError(msg);
@@ -69,6 +73,8 @@ class InferenceContext {
   const DataTypeVector& output_types_;
   std::vector<TensorShape> inputs_;
   std::vector<const Tensor*> input_tensors_;
+  std::vector<std::vector<int64_t>> partial_values_;  // per input; empty: none
+  std::vector<bool> has_partial_value_;
   std::vector<TensorShape> outputs_;
 };
 

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -154,6 +157,97 @@ std::string Graph::UniqueName(const std::string& base) const {
   }
 }
 
+namespace {
+
+// Note [Partial shape values]. TF1 programs build shapes from tf.shape(x) and numbers:
+// tf.reshape(x, [tf.shape(x)[0], tf.shape(x)[1], heads, depth]) is, in the graph, a Concat of
+// ExpandDims of Squeeze(Slice(Shape(x))) and of constants. Such a shape is not a constant, but
+// parts of it are known before the step runs (the constants, and the dims of x the graph knows),
+// and the ops after the Reshape need them (a dense layer needs the last dimension). As TF's
+// shape inference does, the entries of an int32/int64 vector are followed through Const, Shape,
+// Slice with constant bounds, Squeeze and ExpandDims (between a scalar and a 1-vector), Cast,
+// Identity and Concat on axis 0; anything else is unknown (-1). Shape functions see the result
+// through InferenceContext::ConstantInputAsShape. The depth bound keeps a long chain cheap.
+constexpr int kMaxPartialDepth = 8;
+
+bool ConstantInts(const Node* n, std::vector<int64_t>* out) {
+  const Tensor* t = n == nullptr ? nullptr : n->constant_value();
+  if (t == nullptr || t->dims() > 1 || (t->dtype() != DT_INT32 && t->dtype() != DT_INT64)) {
+    return false;
+  }
+  out->clear();
+  for (int64_t i = 0; i < t->NumElements(); ++i) {
+    out->push_back(t->dtype() == DT_INT32 ? t->data<int32_t>()[i] : t->data<int64_t>()[i]);
+  }
+  return true;
+}
+
+std::optional<std::vector<int64_t>> PartialValue(const Node* n, int output, int depth) {
+  std::vector<int64_t> values;
+  if (n == nullptr || depth > kMaxPartialDepth) return std::nullopt;
+  if (ConstantInts(n, &values)) return values;
+  auto input = [&](int i) -> const Node* {
+    const Edge* e = i < n->num_inputs() ? n->input_edge(i) : nullptr;
+    return e == nullptr ? nullptr : e->src;
+  };
+  auto input_value = [&](int i) -> std::optional<std::vector<int64_t>> {
+    const Edge* e = i < n->num_inputs() ? n->input_edge(i) : nullptr;
+    if (e == nullptr) return std::nullopt;
+    return PartialValue(e->src, e->src_output, depth + 1);
+  };
+  const std::string& op = n->op();
+  if (op == "Shape" && output == 0) {
+    const Edge* e = n->input_edge(0);
+    if (e == nullptr) return std::nullopt;
+    const TensorShape& s = e->src->output_shape(e->src_output);
+    if (s.unknown_rank()) return std::nullopt;
+    for (int d = 0; d < s.rank(); ++d) values.push_back(s.dim(d));
+    return values;
+  }
+  if (op == "Cast" || op == "Identity") return input_value(0);
+  if (op == "Squeeze" || op == "ExpandDims") {  // between a scalar and a 1-vector only
+    auto v = input_value(0);
+    if (!v || v->size() != 1) return std::nullopt;
+    return v;
+  }
+  if (op == "Slice") {
+    auto whole = input_value(0);
+    std::vector<int64_t> begin, size;
+    if (!whole || !ConstantInts(input(1), &begin) || !ConstantInts(input(2), &size) ||
+        begin.size() != 1 || size.size() != 1) {
+      return std::nullopt;
+    }
+    const int64_t len = static_cast<int64_t>(whole->size());
+    const int64_t b = begin[0], count = size[0] == -1 ? len - b : size[0];
+    if (b < 0 || count < 0 || b > len || count > len - b) return std::nullopt;
+    return std::vector<int64_t>(whole->begin() + b, whole->begin() + b + count);
+  }
+  if (op == "Concat" || op == "ConcatV2") {  // of scalars and vectors, on axis 0
+    std::vector<int64_t> axis;
+    if (!ConstantInts(input(n->num_inputs() - 1), &axis) || axis.size() != 1 ||
+        (axis[0] != 0 && axis[0] != -1)) {
+      return std::nullopt;
+    }
+    for (int i = 0; i + 1 < n->num_inputs(); ++i) {
+      const Edge* e = n->input_edge(i);
+      if (e == nullptr) return std::nullopt;
+      const TensorShape& s = e->src->output_shape(e->src_output);
+      if (s.rank() != 1 || s.dim(0) < 0) return std::nullopt;
+      auto part = input_value(i);
+      if (part && static_cast<int64_t>(part->size()) != s.dim(0)) return std::nullopt;
+      if (part) {
+        values.insert(values.end(), part->begin(), part->end());
+      } else {
+        values.insert(values.end(), s.dim(0), -1);  // entries not known, but their count is
+      }
+    }
+    return values;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 absl::Status Graph::InferShapes(Node* node) {
   std::vector<TensorShape> shapes;
   std::vector<const Tensor*> constants;
@@ -170,6 +264,16 @@ absl::Status Graph::InferShapes(Node* node) {
   if (!node->op_def_->shape_fn) return absl::OkStatus();
   InferenceContext ctx(node->def_, node->input_types_, node->output_types_, std::move(shapes),
                        std::move(constants));
+  for (int i = 0; i < node->num_inputs(); ++i) {
+    const Edge* e = node->input_edges_[i];
+    const DataType t = node->input_types_[i];
+    if (e == nullptr || e->src->IsConstant() || (t != DT_INT32 && t != DT_INT64)) continue;
+    const TensorShape& in = ctx.input(i);
+    if (!in.unknown_rank() && in.rank() > 1) continue;
+    if (auto partial = PartialValue(e->src, e->src_output, 0)) {
+      ctx.set_input_partial_value(i, *std::move(partial));
+    }
+  }
   absl::Status s = node->op_def_->shape_fn(&ctx);
   if (!s.ok()) {
     std::vector<std::string> ins;

@@ -195,15 +195,35 @@ def avg_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=No
                                      "padding": _padding(padding)}, name)
 
 
+def _per_row(op_type, labels, logits, sparse, name):
+    """The cross-entropy kernels take [rows, classes]; as TF1, logits of another rank
+    ([batch, time, classes]: a sequence model) are flattened to rows, and the losses come back in
+    the logits' leading dimensions."""
+    from shardflow.framework import convert_to_tensor
+    logits, labels = convert_to_tensor(logits), convert_to_tensor(labels)
+    dims = logits.shape.as_list() if logits.shape.ndims is not None else None
+    if dims is None or len(dims) == 2:
+        return _op(op_type, [logits, labels], name=name).outputs[0]
+    if not dims:
+        raise ValueError("%s: logits must have rank >= 1 ([..., classes]), got a scalar"
+                         % op_type)
+    classes = -1 if dims[-1] is None else dims[-1]
+    flat = _op(op_type, [ops.reshape(logits, [-1, classes]),
+                         ops.reshape(labels, [-1] if sparse else [-1, classes])]).outputs[0]
+    out = ops.reshape(flat, ops.shape(logits)[:-1], name=name)
+    out.set_shape(dims[:-1])
+    return out
+
+
 def softmax_cross_entropy_with_logits(labels, logits, name=None):
     """Per-row cross-entropy between softmax(logits) and the distributions `labels`, both
-    [batch, classes]; returns [batch].
+    [batch, classes] (or [..., classes]); returns [batch] (the leading dimensions).
 
     Example::
 
         loss = sf.reduce_mean(sf.nn.softmax_cross_entropy_with_logits(labels=onehot, logits=z))
     """
-    return _op("SoftmaxCrossEntropyWithLogits", [logits, labels], name=name).outputs[0]
+    return _per_row("SoftmaxCrossEntropyWithLogits", labels, logits, False, name)
 
 
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None):
@@ -226,14 +246,15 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None):
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
     """Per-row cross-entropy of softmax(logits) [batch, classes] against class indices
-    `labels` (int32 or int64, [batch]); returns [batch].
+    `labels` (int32 or int64, [batch]); returns [batch]. Logits [..., classes] with labels of
+    their leading dimensions (a sequence model's [batch, time]) give losses of that shape.
 
     Example::
 
         loss = sf.reduce_mean(
             sf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=z))
     """
-    return _op("SparseSoftmaxCrossEntropyWithLogits", [logits, labels], name=name).outputs[0]
+    return _per_row("SparseSoftmaxCrossEntropyWithLogits", labels, logits, True, name)
 
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):

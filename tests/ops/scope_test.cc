@@ -28,6 +28,29 @@ TEST(ScopeTest, ShapesAndTypesAreInferredAtBuildTime) {
   EXPECT_TRUE(s.ok()) << s.status();
 }
 
+// Note [Partial shape values] (core/graph/graph.cc): a shape made of tf.shape(x)'s entries and
+// numbers is not a constant, but the Reshape (and Fill) after it learn what it knows.
+TEST(ScopeTest, ShapesBuiltFromShapeOfAndNumbersAreInferred) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s, DT_FLOAT, TensorShape({-1, 6, 32}));
+  auto dims = ops::Shape(s, x);
+  auto dim = [&](int i) {  // tf.shape(x)[i]: ExpandDims(Squeeze(Slice(...)))
+    return ops::ExpandDims(s, ops::Squeeze(s, ops::Slice(s, dims, {i}, {1})), 0);
+  };
+  auto heads = ops::Reshape(s, x, ops::Concat(s, {dim(0), dim(1), {4}, {8}}, 0));
+  EXPECT_EQ(heads.shape().DebugString(), "[?,6,4,8]");
+  EXPECT_EQ(ops::Mul(s, heads, 2.0f).shape().DebugString(), "[?,6,4,8]");
+  auto merged = ops::Reshape(s, heads, ops::Concat(s, {ops::Slice(s, dims, {0}, {2}), {32}}, 0));
+  EXPECT_EQ(merged.shape().DebugString(), "[?,6,32]");
+  auto filled = ops::Fill(s, ops::Concat(s, {dim(0), {3}}, 0), 1.0f);
+  EXPECT_EQ(filled.shape().DebugString(), "[?,3]");
+  // What is not followed stays unknown: a computed entry.
+  auto computed = ops::Reshape(
+      s, x, ops::Concat(s, {ops::Mul(s, dim(0), ops::Const(s, {2})), {3}, {32}}, 0));
+  EXPECT_EQ(computed.shape().DebugString(), "[?,3,32]");
+  EXPECT_TRUE(s.ok()) << s.status();
+}
+
 TEST(ScopeTest, NameScopesAndUniqueNames) {
   Scope root = Scope::NewRootScope();
   Scope layer = root.NewSubScope("layer1").NewSubScope("dense");

@@ -535,6 +535,61 @@ def test_attention_matmuls_with_unknown_batch_and_their_gradients():
                 s.run(bad, {a: np.zeros((2, 3, 4)), bad.op.inputs[1]: np.zeros((2, 5, 4))})
 
 
+def test_shapes_built_from_tf_shape_keep_what_is_known():
+    """tf.reshape(x, [tf.shape(x)[0], tf.shape(x)[1], heads, depth]) (multi-head attention's
+    split and merge) and tf.fill([tf.shape(x)[0], 3], ...): the result's shape has the numbers
+    and the dims of x the graph knows, also for the ops after it (a dense layer needs them)."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, None, 32])
+        b, t = tf.shape(x)[0], tf.shape(x)[1]
+        heads = tf.transpose(tf.reshape(x, [b, t, 4, 8]), [0, 2, 1, 3])
+        assert heads.shape.as_list() == [None, 4, None, 8]
+        merged = tf.reshape(tf.transpose(heads, [0, 2, 1, 3]), [b, t, 32])
+        assert (merged + 1.0).shape.as_list() == [None, None, 32]
+        y = tf.layers.dense(merged, 5)
+        assert y.shape.as_list() == [None, None, 5]
+        also = tf.reshape(x, tf.concat([tf.shape(x)[:-1], [2, 16]], 0))
+        assert also.shape.as_list() == [None, None, 2, 16]
+        filled = tf.fill([tf.shape(x)[0], 3], 1.0)
+        assert filled.shape.as_list() == [None, 3]
+        known = tf.placeholder(tf.float32, [None, 6, 32])
+        assert tf.reshape(known, [tf.shape(known)[0], -1, 8]).shape.as_list() == [None, None, 8]
+        assert tf.reshape(known, [tf.shape(known)[0], tf.shape(known)[1], 32]).shape.as_list() \
+            == [None, 6, 32]
+        v = np.arange(2 * 3 * 32, dtype=np.float32).reshape(2, 3, 32)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got = s.run([merged, also, filled], {x: v})
+    np.testing.assert_array_equal(got[0], v)
+    np.testing.assert_array_equal(got[1], v.reshape(2, 3, 2, 16))
+    np.testing.assert_array_equal(got[2], np.ones((2, 3)))
+
+
+def test_cross_entropy_of_sequence_logits():
+    """Logits [batch, time, classes] (a sequence model): the per-step losses, as TF1; the
+    gradient flows back through them."""
+    rng = np.random.default_rng(3)
+    lv = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    yv = rng.integers(0, 4, (2, 3)).astype(np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        logits = tf.placeholder(tf.float32, [None, None, 4])
+        labels = tf.placeholder(tf.int32, [None, None])
+        sparse = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        dense = tf.nn.softmax_cross_entropy_with_logits(labels=tf.one_hot(labels, 4),
+                                                        logits=logits)
+        assert sparse.shape.as_list() == [None, None] and dense.shape.as_list() == [None, None]
+        (grad,) = tf.gradients(tf.reduce_sum(sparse), [logits])
+        with tf.Session() as s:
+            a, b, gv = s.run([sparse, dense, grad], {logits: lv, labels: yv})
+    p = np.exp(lv) / np.exp(lv).sum(-1, keepdims=True)
+    want = -np.log(np.take_along_axis(p, yv[..., None], -1))[..., 0]
+    np.testing.assert_allclose(a, want, rtol=1e-5)
+    np.testing.assert_allclose(b, want, rtol=1e-5)
+    np.testing.assert_allclose(gv, p - np.eye(4)[yv], rtol=1e-5, atol=1e-6)
+
+
 def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():

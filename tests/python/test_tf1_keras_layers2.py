@@ -335,3 +335,21 @@ def test_a_deep_residual_chain_builds_and_clones_quickly():
     model = keras.Model(inp, h)
     assert len(model.layers) == 81
     assert len(keras.models.clone_model(model).layers) == 81
+
+
+def test_backend_batch_dot_as_keras():
+    """K.batch_dot in attention written with Lambda layers: [b, m, n] . [b, p, n] along (2, 2),
+    the default axes (x's last, y's second-to-last) and two vectors per example; unknown batch."""
+    K = keras.backend
+    x, y, v = rand(3, 4, 5), rand(3, 6, 5, seed=1), rand(3, 5, seed=2)
+    xs = tf.placeholder(tf.float32, [None, 4, 5])
+    ys = tf.placeholder(tf.float32, [None, 6, 5])
+    vs = tf.placeholder(tf.float32, [None, 5])
+    scores = K.batch_dot(xs, ys, axes=[2, 2])
+    assert K.int_shape(scores) == (None, 4, 6)
+    default = K.batch_dot(xs, tf.transpose(ys, [0, 2, 1]))
+    pair = K.batch_dot(vs, vs, axes=1)
+    got = K.get_session().run([scores, default, pair], {xs: x, ys: y, vs: v})
+    np.testing.assert_allclose(got[0], np.einsum("bmn,bpn->bmp", x, y), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], np.einsum("bmn,bpn->bmp", x, y), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[2], (v * v).sum(1, keepdims=True), rtol=1e-5)

@@ -331,6 +331,20 @@ def dot(x, y):
     return tensordot(x, y, [[x.shape.ndims - 1], [builtins.max(y.shape.ndims - 2, 0)]])
 
 
+def batch_dot(x, y, axes=None):
+    """Keras's batch_dot: for each example of the batch, x and y contracted along `axes` (an
+    int, or one axis of each after the batch; default x's last and y's second-to-last, or its
+    last when y is 2-D): [b, m, n] . [b, p, n] with axes (2, 2) -> [b, m, p] (attention's
+    scores); [b, n] . [b, n] -> [b, 1]. Inputs of rank 2 or 3, as the Dot layer's."""
+    from shardflow.keras.layers import Dot
+    rx, ry = x.shape.ndims, y.shape.ndims
+    if rx is None or ry is None:
+        raise ValueError("batch_dot needs inputs of known rank")
+    if axes is None:
+        axes = (rx - 1, ry - 2 if ry > 2 else ry - 1)
+    return Dot(axes)._merge([x, y])
+
+
 def transpose(x):
     return ops.transpose(x)
 
