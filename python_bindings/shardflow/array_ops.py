@@ -15,7 +15,7 @@ import builtins
 import numpy as np
 
 from shardflow import dtypes, ops
-from shardflow.framework import Tensor, convert_to_tensor
+from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
 
 
 def _static_dims(x, what):
@@ -149,6 +149,30 @@ def unstack(value, num=None, axis=0, name=None):
     return out
 
 
+def _split_unknown(value, n, axis, rank):
+    """split into n equal pieces along an axis whose size is known only when the step runs (a
+    batch split across towers): each piece is a Slice at i * (size // n); the step fails,
+    naming the sizes, when n does not divide the size (as TF's Split)."""
+    from shardflow.check_ops import assert_equal
+    size = ops.shape(value)[axis]
+    piece = size // n
+    check = assert_equal(size % n, 0, message="split: dimension %d is not divisible into %d "
+                         "pieces" % (axis, n))
+    with get_default_graph().control_dependencies([check]):
+        piece = ops.identity(piece)
+    out = []
+    for i in builtins.range(n):
+        begin = ops.concat([ops.zeros([axis], dtypes.int32), ops.reshape(piece * i, [1]),
+                            ops.zeros([rank - axis - 1], dtypes.int32)], 0)
+        size_v = ops.concat([ops.fill([axis], -1), ops.reshape(piece, [1]),
+                             ops.fill([rank - axis - 1], -1)], 0)
+        part = ops.slice(value, begin, size_v)
+        dims = value.shape.as_list()
+        part.set_shape(dims[:axis] + [None] + dims[axis + 1:])
+        out.append(part)
+    return out
+
+
 def split(value, num_or_size_splits, axis=0, num=None, name=None):
     """Pieces of `value` along `axis`: `num_or_size_splits` equal ones, or pieces of the given
     sizes (one may be -1), as TF1's tf.split."""
@@ -156,8 +180,13 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
     axis = _axis(axis, len(dims), "split")
     total = dims[axis]
     if isinstance(num_or_size_splits, int):
-        if total is None or total % num_or_size_splits:
-            raise ValueError("split: dimension %d (%s) is not known or not divisible into %d"
+        if num_or_size_splits < 1:
+            raise ValueError("split: num_or_size_splits must be >= 1, got %d"
+                             % num_or_size_splits)
+        if total is None:
+            return _split_unknown(value, num_or_size_splits, axis, len(dims))
+        if total % num_or_size_splits:
+            raise ValueError("split: dimension %d (%d) is not divisible into %d"
                              % (axis, total, num_or_size_splits))
         sizes = [total // num_or_size_splits] * num_or_size_splits
     else:

@@ -511,9 +511,15 @@ def concat(values, axis, name=None):
 
 
 def slice(input_, begin, size, name=None):  # noqa: A001
-    """The part of `input_` starting at `begin` with `size` (-1: to the end)."""
-    return _out("Slice", [input_, np.asarray(begin, np.int32), np.asarray(size, np.int32)],
-                name=name)
+    """The part of `input_` starting at `begin` with `size` (-1: to the end). begin and size
+    may be tensors, or lists holding some (known when the step runs), as TF1's."""
+    def vector(v):
+        if isinstance(v, Tensor):
+            return v if v.dtype.base_dtype == dtypes.int32 else cast(v, dtypes.int32)
+        if isinstance(v, (list, tuple)) and _holds_tensor(v):
+            return _pack_list(v, dtypes.int32)
+        return np.asarray(v, np.int32)
+    return _out("Slice", [input_, vector(begin), vector(size)], name=name)
 
 
 def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002

@@ -14,8 +14,9 @@ Note [TensorArray as a buffer]. A fixed-size array (`size` a Python int, dynamic
 one tensor of shape [size] + element_shape that a while_loop carries like any loop variable
 (control_flow.py flattens the array to it and rebuilds it inside the body); write(i, v) is a
 masked update of row i and read(i) a gather, so gradients are the ordinary ones of those ops.
-Its element shape must be known (element_shape=, or the first write / unstack outside a loop),
-and each write costs O(size x element): meant for the loop lengths of RNN-style code.
+Its element shape must be known (element_shape=): each write costs O(size x element), meant for
+the loop lengths of RNN-style code. Without element_shape a fixed size grows as below, padded to
+at least `size` rows (TF1 code often gives no element_shape).
 
 Note [Growing TensorArrays]. With dynamic_size=True, or a size that is a tensor, the array
 grows: outside loops every write places its row into a buffer padded to max(size, index + 1).
@@ -77,7 +78,10 @@ class TensorArray:
             if not dynamic_size:
                 raise ValueError("TensorArray needs a size (or dynamic_size=True)")
             size = 0
-        self._dynamic = bool(dynamic_size) or not isinstance(size, (int, np.integer))
+        # A fixed size without a known element shape grows as a dynamic array does (its rows
+        # padded to `size`), so that a while_loop can carry it before anything is written.
+        self._dynamic = (bool(dynamic_size) or not isinstance(size, (int, np.integer))
+                         or not _known(self._element_shape))
         self._value = None
         if self._dynamic:
             self._size = None

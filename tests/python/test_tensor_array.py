@@ -163,3 +163,17 @@ def test_dynamic_size_array_in_a_loop_is_refused_where_it_cannot_work():
     x = tf.placeholder(tf.float32, [None])
     with pytest.raises(ValueError, match="element_shape"):
         tf.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i, x)), [0, unknown])
+
+
+def test_fixed_size_array_without_element_shape_in_a_loop():
+    """TF1 code gives a size and no element_shape (tf.TensorArray(tf.float32, size=5)) and fills
+    it in a while_loop: the array grows as a dynamic one, padded to its size."""
+    def body(i, ta):
+        return i + 1, ta.write(i, tf.cast(i, tf.float32) ** 2)
+    _, ta = tf.while_loop(lambda i, ta: i < 5, body, [0, tf.TensorArray(tf.float32, size=5)])
+    short = tf.TensorArray(tf.float32, size=4).write(1, [1.0, 2.0])
+    with tf.Session() as s:
+        got, size, padded = s.run([ta.stack(), ta.size(), short.stack()])
+    np.testing.assert_allclose(got, [0, 1, 4, 9, 16])
+    assert size == 5
+    np.testing.assert_allclose(padded, [[0, 0], [1, 2], [0, 0], [0, 0]])

@@ -590,6 +590,25 @@ def test_cross_entropy_of_sequence_logits():
     np.testing.assert_allclose(gv, p - np.eye(4)[yv], rtol=1e-5, atol=1e-6)
 
 
+def test_split_and_slice_of_a_batch_known_only_when_fed():
+    """Multi-tower code: tf.split(x, 2) of a [None, d] batch, and tf.slice with tensor bounds;
+    a batch the split does not divide fails the step with a message."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        a, b = tf.split(x, 2)
+        assert a.shape.as_list() == [None, 3]
+        last = tf.slice(x, [tf.shape(x)[0] - 1, 0], [1, -1])
+        v = np.arange(12, dtype=np.float32).reshape(4, 3)
+        with tf.Session() as s:
+            got = s.run([a, b, last], {x: v})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="not divisible into 2"):
+                s.run(a, {x: v[:3]})
+    np.testing.assert_array_equal(got[0], v[:2])
+    np.testing.assert_array_equal(got[1], v[2:])
+    np.testing.assert_array_equal(got[2], v[3:])
+
+
 def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():
