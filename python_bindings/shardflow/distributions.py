@@ -1,5 +1,5 @@
 """TF1's tf.distributions (also tf.contrib.distributions' core): Normal, Categorical, Bernoulli,
-Uniform, and kl_divergence between two of a kind, composed from the engine's ops (sampling
+Uniform, Independent and MultivariateNormalDiag, and kl_divergence between two of a kind, composed from the engine's ops (sampling
 through random_normal, random_uniform and multinomial; densities and their gradients through
 ordinary ops, so they train as in TF1: policy gradients, VAEs).
 
@@ -281,10 +281,108 @@ class Bernoulli(Distribution):
         return ops.multiply(self.probs, ops.subtract(1.0, self.probs), name=name)
 
 
+class Independent(Distribution):
+    """A distribution whose last `reinterpreted_batch_ndims` batch dimensions are read as one
+    event (tf.contrib.distributions.Independent): log_prob and entropy sum over them, so an
+    image of independent Bernoullis has one log-probability per image. The default reads all
+    batch dimensions but the first."""
+
+    def __init__(self, distribution, reinterpreted_batch_ndims=None, validate_args=False,
+                 name=None):
+        self.distribution = distribution
+        if reinterpreted_batch_ndims is None:
+            rank = distribution.batch_shape.ndims
+            if rank is None:
+                raise ValueError("Independent: give reinterpreted_batch_ndims (the base "
+                                 "distribution's batch rank is unknown)")
+            reinterpreted_batch_ndims = max(rank - 1, 0)
+        self.reinterpreted_batch_ndims = int(reinterpreted_batch_ndims)
+        if self.reinterpreted_batch_ndims < 0:
+            raise ValueError("Independent: reinterpreted_batch_ndims must be >= 0, got %d"
+                             % self.reinterpreted_batch_ndims)
+        super().__init__(distribution.dtype, validate_args, distribution.allow_nan_stats,
+                         name or "Independent" + distribution.name)
+
+    def _sum_event(self, x, name):
+        if self.reinterpreted_batch_ndims == 0:
+            return ops.identity(x, name=name)
+        axes = list(range(-self.reinterpreted_batch_ndims, 0))
+        return ops.reduce_sum(x, axis=axes, name=name)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        return self.distribution.sample(sample_shape, seed=seed, name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        return self._sum_event(self.distribution.log_prob(value), name)
+
+    def prob(self, value, name="prob"):
+        return ops.exp(self.log_prob(value), name=name)
+
+    def entropy(self, name="entropy"):
+        return self._sum_event(self.distribution.entropy(), name)
+
+    def mean(self, name="mean"):
+        return self.distribution.mean(name=name)
+
+    def mode(self, name="mode"):
+        return self.distribution.mode(name=name)
+
+    def variance(self, name="variance"):
+        return self.distribution.variance(name=name)
+
+    def stddev(self, name="stddev"):
+        return self.distribution.stddev(name=name)
+
+    @property
+    def batch_shape(self):
+        from shardflow.framework import TensorShape
+        dims = self.distribution.batch_shape
+        if dims.ndims is None:
+            return TensorShape(None)
+        return TensorShape(dims.as_list()[:dims.ndims - self.reinterpreted_batch_ndims])
+
+    @property
+    def event_shape(self):
+        from shardflow.framework import TensorShape
+        dims = self.distribution.batch_shape
+        if dims.ndims is None:
+            return TensorShape(None)
+        return TensorShape(dims.as_list()[dims.ndims - self.reinterpreted_batch_ndims:])
+
+
+class MultivariateNormalDiag(Independent):
+    """N(loc, diag(scale_diag)^2) over the last dimension (tf.contrib.distributions'
+    MultivariateNormalDiag): independent normals read as one event. scale_diag defaults to
+    ones (times scale_identity_multiplier when given)."""
+
+    def __init__(self, loc=None, scale_diag=None, scale_identity_multiplier=None,
+                 validate_args=False, allow_nan_stats=True, name="MultivariateNormalDiag"):
+        if loc is None and scale_diag is None:
+            raise ValueError("MultivariateNormalDiag needs loc or scale_diag")
+        loc = _float(loc) if loc is not None else None
+        scale = _float(scale_diag, loc.dtype if loc is not None else None) \
+            if scale_diag is not None else ops.ones_like(loc)
+        if scale_identity_multiplier is not None:
+            scale = ops.multiply(scale, _float(scale_identity_multiplier, scale.dtype))
+        if loc is None:
+            loc = ops.zeros_like(scale)
+        self.loc, self.scale = loc, scale
+        super().__init__(Normal(loc, scale, validate_args, allow_nan_stats), 1,
+                         validate_args, name)
+
+
 def kl_divergence(distribution_a, distribution_b, allow_nan_stats=True, name=None):
     """KL(a || b) for two Normals, two Categoricals or two Bernoullis (TF1's registered
-    pairs); other pairs raise NotImplementedError naming them."""
+    pairs), and two Independents (MultivariateNormalDiag) of such a pair with the same event
+    rank (the sum over the event); other pairs raise NotImplementedError naming them."""
     a, b = distribution_a, distribution_b
+    if isinstance(a, Independent) and isinstance(b, Independent):
+        if a.reinterpreted_batch_ndims != b.reinterpreted_batch_ndims:
+            raise ValueError("kl_divergence: the two Independent distributions read %d and %d "
+                             "dimensions as their event" % (a.reinterpreted_batch_ndims,
+                                                            b.reinterpreted_batch_ndims))
+        return a._sum_event(kl_divergence(a.distribution, b.distribution, allow_nan_stats),
+                            name)
     if isinstance(a, Normal) and isinstance(b, Normal):
         ratio = ops.square(ops.divide(a.scale, b.scale))
         diff = ops.square(ops.divide(ops.subtract(a.loc, b.loc), b.scale))
@@ -299,8 +397,8 @@ def kl_divergence(distribution_a, distribution_b, allow_nan_stats=True, name=Non
         ce_b = nn.sigmoid_cross_entropy_with_logits(labels=a.probs, logits=b.logits)
         ce_a = nn.sigmoid_cross_entropy_with_logits(labels=a.probs, logits=a.logits)
         return ops.subtract(ce_b, ce_a, name=name)
-    raise NotImplementedError("kl_divergence(%s, %s) is not implemented (Normal, Categorical "
-                              "and Bernoulli pairs are)" % (type(a).__name__,
+    raise NotImplementedError("kl_divergence(%s, %s) is not implemented (Normal, Categorical, "
+                              "Bernoulli and Independent pairs are)" % (type(a).__name__,
                                                             type(b).__name__))
 
 
@@ -315,6 +413,6 @@ class ReparameterizationType:
 FULLY_REPARAMETERIZED = ReparameterizationType("FULLY_REPARAMETERIZED")
 NOT_REPARAMETERIZED = ReparameterizationType("NOT_REPARAMETERIZED")
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "FULLY_REPARAMETERIZED",
-           "NOT_REPARAMETERIZED", "Normal", "ReparameterizationType", "Uniform",
-           "kl_divergence"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "FULLY_REPARAMETERIZED", "Independent",
+           "MultivariateNormalDiag", "NOT_REPARAMETERIZED", "Normal", "ReparameterizationType",
+           "Uniform", "kl_divergence"]

@@ -513,8 +513,9 @@ class BatchNormalization(Layer):
         mean, var = self.moving_mean.value(), self.moving_variance.value()
         gamma, beta = self._scale_and_offset()
         if isinstance(training, Tensor):
-            # Both paths; the fed bool weighs them (0 or 1) and the updates.
-            t = ops.cast(training, dtypes.float32)
+            # Both paths; the fed bool weighs them (0 or 1) and the updates. A scalar, so the
+            # result keeps x's shape (a placeholder(tf.bool) has unknown rank).
+            t = ops.reshape(ops.cast(training, dtypes.float32), [])
             y_train, batch_mean, batch_var = nn.fused_batch_norm(
                 x, gamma, beta, epsilon=self.epsilon)
             y_eval, _, _ = nn.fused_batch_norm(x, gamma, beta, mean,
@@ -868,8 +869,8 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
     """TF1's tf.layers.dropout: drops a fraction `rate` when `training` (a bool, or a bool
     tensor such as a placeholder fed True while training), else the identity."""
     if isinstance(training, Tensor):
-        keep_prob = ops.subtract(1.0, ops.multiply(float(rate),
-                                                   ops.cast(training, dtypes.float32)))
+        on = ops.reshape(ops.cast(training, dtypes.float32), [])  # a scalar: x's shape stays
+        keep_prob = ops.subtract(1.0, ops.multiply(float(rate), on))
         return nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed, name=name)
     if not training or rate == 0:
         return ops.identity(inputs, name=name)

@@ -291,6 +291,10 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         keep_prob = ops.subtract(1.0, rate)
     # A tensor keep_prob (or a noise_shape): mask = [uniform < keep_prob], x * mask / keep_prob.
     x = ops.convert_to_tensor(x)
+    if isinstance(keep_prob, Tensor):
+        # A scalar (as TF1 requires), so the result keeps x's shape: keep_prob is often a
+        # tf.placeholder(tf.float32) of unknown rank.
+        keep_prob = ops.reshape(ops.cast(keep_prob, x.dtype), [])
     shape = ops.shape(x) if noise_shape is None else noise_shape
     uniform = ops.random_uniform(shape, dtype=x.dtype, seed=seed)
     mask = ops.cast(ops.less(uniform, keep_prob), x.dtype)

@@ -91,6 +91,8 @@ def ones(shape, dtype=dtypes.float32, name=None):
 
 
 def _filled(shape, value, dtype, name):
+    if isinstance(shape, (int, np.integer)):
+        shape = [int(shape)]  # tf.zeros(8), as TF1
     if isinstance(shape, Tensor) or (isinstance(shape, (list, tuple))
                                      and any(isinstance(d, Tensor) for d in shape)):
         value = np.asarray(value, dtype=dtypes.as_dtype(dtype).as_numpy_dtype)

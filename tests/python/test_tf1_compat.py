@@ -609,6 +609,25 @@ def test_split_and_slice_of_a_batch_known_only_when_fed():
     np.testing.assert_array_equal(got[2], v[3:])
 
 
+def test_a_fed_training_flag_or_keep_prob_keeps_the_shape():
+    """tf.placeholder(tf.bool) / tf.placeholder(tf.float32) have unknown rank; the layers they
+    switch (batch norm, dropout) still give x's shape, so a dense layer can follow (a GAN's
+    generator, the MNIST tutorial's keep_prob)."""
+    g = tf.Graph()
+    with g.as_default():
+        is_train = tf.placeholder(tf.bool)
+        keep_prob = tf.placeholder(tf.float32)
+        h = tf.placeholder(tf.float32, [None, 32])
+        for y in (tf.layers.batch_normalization(h, training=is_train),
+                  tf.layers.dropout(h, 0.5, training=is_train), tf.nn.dropout(h, keep_prob),
+                  tf.nn.dropout(h, rate=1.0 - keep_prob)):
+            assert y.shape.as_list() == [None, 32], y
+        out = tf.layers.dense(tf.nn.dropout(h, keep_prob), 4)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run(out, {h: np.ones((3, 32)), keep_prob: 1.0}).shape == (3, 4)
+
+
 def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():

@@ -93,3 +93,28 @@ def test_reinforce_with_categorical_prefers_the_rewarded_action():
                 sess.run(train)
             final = sess.run(probs)
     assert final[2] > 0.9, final
+
+
+def test_multivariate_normal_diag_and_independent_as_a_vae_uses_them():
+    """tf.contrib.distributions.MultivariateNormalDiag (the encoder's q(z|x), a standard normal
+    prior built with tf.zeros(8)) and Independent(Bernoulli(logits), 1) (the decoder's image):
+    one log-probability per example, the KL in closed form summed over the event."""
+    tfd = tf.contrib.distributions
+    loc = np.array([[0.5, -1.0, 0.0], [1.0, 0.0, 2.0]], np.float32)
+    scale = np.array([[1.0, 2.0, 0.5], [0.3, 1.0, 1.5]], np.float32)
+    x = np.array([[0.0, 1.0, -1.0], [1.0, 1.0, 1.0]], np.float32)
+    with tf.Graph().as_default():
+        q = tfd.MultivariateNormalDiag(loc, scale)
+        prior = tfd.MultivariateNormalDiag(tf.zeros(3), tf.ones(3))
+        assert q.event_shape.as_list() == [3] and q.batch_shape.as_list() == [2]
+        image = tfd.Independent(tfd.Bernoulli(logits=tf.constant(loc)), 1)
+        lp, kl, z, bern = run([q.log_prob(x), tfd.kl_divergence(q, prior), q.sample(seed=3),
+                               image.log_prob(tf.constant((x > 0).astype(np.float32)))])
+    want = (-0.5 * ((x - loc) / scale) ** 2 - np.log(scale) - 0.5 * math.log(2 * math.pi)).sum(1)
+    np.testing.assert_allclose(lp, want, rtol=1e-5)
+    want_kl = (0.5 * (scale ** 2 + loc ** 2 - 1) - np.log(scale)).sum(1)
+    np.testing.assert_allclose(kl, want_kl, rtol=1e-5)
+    assert z.shape == (2, 3)
+    p = 1 / (1 + np.exp(-loc))
+    want_b = np.where(x > 0, np.log(p), np.log(1 - p)).sum(1)
+    np.testing.assert_allclose(bern, want_b, rtol=1e-5)

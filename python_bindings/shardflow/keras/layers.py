@@ -991,7 +991,7 @@ def _in_train_phase(noisy, x, training):
     """noisy() while `training` (a Python bool, or a bool tensor such as the learning phase),
     else x unchanged."""
     if isinstance(training, Tensor):
-        on = ops.cast(training, x.dtype)
+        on = ops.reshape(ops.cast(training, x.dtype), [])  # a scalar: x's shape stays
         return ops.add(x, ops.multiply(on, ops.subtract(noisy(), x)))
     return noisy() if training else x
 
