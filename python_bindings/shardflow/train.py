@@ -36,12 +36,17 @@ class Optimizer:
     def __init__(self, learning_rate, name, **params):
         self._engine_variables = []  # what this optimizer's updates made (slots, step counts)
         self._lr_tensor = None
+        if isinstance(learning_rate, Variable):
+            learning_rate = learning_rate.value()  # read at every step (tf.assign(lr, ...))
+        if isinstance(learning_rate, np.generic) and np.issubdtype(type(learning_rate),
+                                                                    np.number):
+            learning_rate = learning_rate.item()   # np.float32(0.1)
         if isinstance(learning_rate, Tensor):
             self._lr_tensor = learning_rate
             learning_rate = 0.0
         elif not isinstance(learning_rate, (int, float)) or isinstance(learning_rate, bool):
-            raise TypeError("learning_rate must be a number or a scalar tensor, not %r"
-                            % (learning_rate,))
+            raise TypeError("learning_rate must be a number, a scalar tensor or a Variable, "
+                            "not %r" % (learning_rate,))
         self._params = dict(params, learning_rate=float(learning_rate))
         self._name = name
 

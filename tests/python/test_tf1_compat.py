@@ -628,6 +628,26 @@ def test_a_fed_training_flag_or_keep_prob_keeps_the_shape():
             assert s.run(out, {h: np.ones((3, 32)), keep_prob: 1.0}).shape == (3, 4)
 
 
+def test_learning_rate_in_a_variable_or_a_numpy_number():
+    """The PTB tutorial's lr = tf.Variable(0.0, trainable=False) updated by tf.assign between
+    epochs: each step reads its current value; np.float32 rates are numbers."""
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(1.0)
+        lr = tf.Variable(0.0, trainable=False)
+        step = tf.train.GradientDescentOptimizer(lr).minimize(w * 1.0)
+        new_lr = tf.placeholder(tf.float32, [])
+        update = tf.assign(lr, new_lr)
+        tf.train.MomentumOptimizer(np.float32(0.1), np.float64(0.9)).minimize(w * 2.0)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(step)
+            assert s.run(w) == 1.0          # lr 0
+            s.run(update, {new_lr: 0.5})
+            s.run(step)
+            assert s.run(w) == 0.5          # w -= 0.5 * d(w)/dw
+
+
 def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():
