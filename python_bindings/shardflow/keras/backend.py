@@ -409,3 +409,16 @@ def categorical_crossentropy(target, output, from_logits=False, axis=-1):
     if axis not in (-1, output.shape.ndims - 1):
         raise ValueError("categorical_crossentropy: only the last axis is supported")
     return losses.categorical_crossentropy(target, output, from_logits=from_logits)
+
+
+# The rest of Keras's backend functions (math, shapes, random tensors, convolution, the
+# learning-phase switches, variable updates, CTC) live in backend_ops.py.
+from shardflow.keras.backend_ops import *  # noqa: E402,F401,F403,A004
+
+
+def __getattr__(name):
+    """K.tf: the TensorFlow-compatible module itself, as Keras's TensorFlow backend exposes."""
+    if name == "tf":
+        import shardflow
+        return shardflow
+    raise AttributeError("module 'shardflow.keras.backend' has no attribute %r" % name)

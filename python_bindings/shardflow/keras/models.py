@@ -52,6 +52,12 @@ def _num_rows(arrays):
     return sizes.pop()
 
 
+def _input_dtype(dtype):
+    """The Input dtype for data of NumPy dtype `dtype` (floats as the backend's floatx)."""
+    name = np.dtype(dtype).name
+    return name if name in ("float32", "int32", "int64") else K.floatx()
+
+
 class Model:
     """A model from input tensors (keras.layers.Input) to output tensors, through the layers
     called between them.
@@ -148,6 +154,8 @@ class Model:
 
     def __call__(self, inputs, training=None):
         """Applies the model to new tensors, sharing its weights."""
+        if self._is_subclassed():
+            return self._call_subclassed(inputs, training)
         self._require_built("call")
         new = {id(t): x for t, x in zip(self.inputs, _as_list(inputs))}
 
@@ -458,9 +466,61 @@ class Model:
         return w
 
     def _build_for(self, xs):
-        """Builds a Sequential without an input shape from the first data it sees."""
-        if not self.built:
-            self._build_input(xs[0].shape[1:], xs[0].dtype)
+        """Builds a Sequential without an input shape, or a subclassed model, from the first
+        data it sees."""
+        if self.built:
+            return
+        if self._is_subclassed():
+            inputs = [layers_module.Input(shape=x.shape[1:], dtype=_input_dtype(x.dtype))
+                      for x in xs]
+            outputs = self._call_subclassed(inputs[0] if len(inputs) == 1 else inputs)
+            self.inputs, self.outputs = inputs, _as_list(outputs)
+            self._single_input = len(inputs) == 1
+            self._layers = self._tracked_layers()
+            return
+        if not hasattr(self, "_build_input"):
+            raise ValueError("this Model has no inputs: build it as keras.Model(inputs, "
+                             "outputs), or subclass keras.Model with a call method")
+        self._build_input(xs[0].shape[1:], xs[0].dtype)
+
+    # ---- subclassed models (tf.keras's Model subclassing) ----------------------------------
+
+    def _is_subclassed(self):
+        """A subclass of Model with its own call(inputs[, training]) and its layers in its
+        attributes, as tf.keras's: built on the first data (fit / evaluate / predict) by
+        calling call on Input placeholders of the data's shapes."""
+        return callable(getattr(type(self), "call", None))
+
+    def _call_subclassed(self, inputs, training=None):
+        import inspect
+        try:
+            takes_training = "training" in inspect.signature(self.call).parameters
+        except (TypeError, ValueError):
+            takes_training = False
+        if takes_training:
+            return self.call(inputs, training=training)
+        return self.call(inputs)
+
+    def _tracked_layers(self):
+        """The layers a subclassed model holds in its attributes (also in lists and in models
+        it holds), in the order they were assigned."""
+        out, seen = [], set()
+
+        def add(value):
+            if isinstance(value, Model):
+                for layer in value.layers:
+                    add(layer)
+            elif isinstance(value, layers_module.Layer):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    out.append(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    add(item)
+        for key, value in vars(self).items():
+            if key not in ("inputs", "outputs", "_layers"):
+                add(value)
+        return out
 
     # ---- training and inference ------------------------------------------------------------
 

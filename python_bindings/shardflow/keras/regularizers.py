@@ -21,6 +21,9 @@ class L1L2(Regularizer):
         self.l1 = float(l1)
         self.l2 = float(l2)
 
+    def get_config(self):
+        return {"l1": self.l1, "l2": self.l2}
+
     def __call__(self, x):
         penalty = ops.constant(0.0)
         if self.l1:

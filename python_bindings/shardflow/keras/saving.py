@@ -21,9 +21,14 @@ import functools
 import json
 import os
 import tempfile
+import threading
 import zipfile
 
 import numpy as np
+
+# The custom_objects of the load_model / model_from_config call in progress (this thread's),
+# where a function saved by name ({"__function__": name}) is looked up.
+_loading = threading.local()
 
 _FORMAT = "shardflow-keras-model"
 _VERSION = 1
@@ -66,12 +71,26 @@ def _encode(value, where):
     from shardflow.keras import layers as layers_module
     if isinstance(value, layers_module.Layer):  # the layer a wrapper (Bidirectional) wraps
         return {"__layer__": _layer_entry(value)}
+    from shardflow.keras import constraints, regularizers
+    from shardflow.variables import Initializer
+    if isinstance(value, regularizers.L1L2):  # kernel_regularizer=keras.regularizers.l2(1e-4)
+        return {"__regularizer__": value.get_config()}
+    if isinstance(value, constraints.Constraint):
+        return {"__constraint__": {"class": type(value).__name__,
+                                   "config": _encode(value.get_config(), where)}}
+    if isinstance(value, Initializer):  # keras.initializers.he_normal(), Constant(0.1), ...
+        return {"__initializer__": {"kind": value.kind, "seed": value.seed,
+                                    "value": value.value}}
     name = getattr(value, "__name__", None)
     module = getattr(value, "__module__", None) or ""
     # keras.activations.relu, and shardflow's own functions of an activation's name (sf.nn.relu)
     if callable(value) and name and callable(getattr(activations, name, None)) and (
             getattr(activations, name) is value or module.startswith("shardflow")):
         return {"__activation__": name}
+    if callable(value) and name and name.isidentifier() and name != "<lambda>":
+        # A custom loss, metric or Lambda function: saved by its name, and load_model takes it
+        # from custom_objects (as Keras does); its code is not written.
+        return {"__function__": name}
     raise NotImplementedError(
         "model.save: %s is %r, which cannot be written to a file; give it by name (e.g. "
         "activation='relu', kernel_initializer='glorot_uniform'), or save_weights() and "
@@ -94,8 +113,61 @@ def _decode(value):
             return getattr(activations, value["__activation__"])
         if "__layer__" in value:
             return _decode_layer(value["__layer__"])
+        if "__function__" in value:
+            return _decode_function(value["__function__"])
+        if "__regularizer__" in value or "__constraint__" in value or \
+                "__initializer__" in value:
+            return _decode_object(value)
         raise ValueError("load_model: unknown value %r in model.json" % (value,))
     return value
+
+
+def _decode_function(name):
+    """A function save() wrote by name: from custom_objects, else keras's losses, metrics and
+    activations."""
+    from shardflow.keras import activations, losses, metrics
+    from shardflow.keras.utils import get_custom_objects
+    objects = dict(get_custom_objects(), **(getattr(_loading, "objects", None) or {}))
+    if isinstance(name, str) and name in objects:
+        return objects[name]
+    for module in (losses, metrics, activations):
+        found = getattr(module, name, None) if isinstance(name, str) and \
+            name.isidentifier() and not name.startswith("_") else None
+        if callable(found) and not isinstance(found, type):
+            return found
+    raise ValueError("load_model: unknown function %r (a custom loss, metric or Lambda "
+                     "function?); pass it in custom_objects={%r: ...}" % (name, name))
+
+
+def _decode_object(value):
+    """A regularizer, constraint or initializer model.json names (only keras's own classes,
+    with number arguments)."""
+    from shardflow.keras import constraints, regularizers
+    from shardflow.variables import Initializer, initializers
+
+    def numbers(config, keys):
+        if not isinstance(config, dict) or set(config) - set(keys) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in config.values()):
+            raise ValueError("load_model: bad arguments %r in model.json (numbers among %s)"
+                             % (config, ", ".join(keys)))
+        return config
+    if "__regularizer__" in value:
+        return regularizers.L1L2(**numbers(value["__regularizer__"], ("l1", "l2")))
+    if "__initializer__" in value:
+        entry = value["__initializer__"]
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        if not isinstance(kind, str) or not kind.isidentifier() or \
+                not callable(getattr(initializers, kind, None)):
+            raise ValueError("load_model: unknown initializer %r in model.json" % (entry,))
+        rest = numbers({k: v for k, v in entry.items() if k != "kind"}, ("seed", "value"))
+        return Initializer(kind, **rest)
+    entry = value["__constraint__"]
+    cls = getattr(constraints, entry.get("class", ""), None) if isinstance(entry, dict) \
+        and isinstance(entry.get("class"), str) else None
+    if not (isinstance(cls, type) and issubclass(cls, constraints.Constraint)):
+        raise ValueError("load_model: unknown constraint %r in model.json" % (entry,))
+    config = _decode(entry.get("config", {"__dict__": {}}))
+    return cls(**numbers(config, tuple(config) if isinstance(config, dict) else ()))
 
 
 def _decode_layer(entry):
@@ -280,7 +352,6 @@ def _weight_files(archive, filepath):
 def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Keras's name)
     """The model save() wrote to `filepath`, with its weights (and compiled, unless
     compile=False). custom_objects maps the names of custom layer classes to them."""
-    from shardflow.keras import optimizers
     if not os.path.exists(filepath):
         raise IOError("load_model: no file %s" % filepath)
     try:
@@ -313,21 +384,31 @@ def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Kera
         model.load_weights(os.path.join(tmp, "weights"))
     compiled = config.get("compile")
     if compile and compiled is not None:
-        opt = compiled["optimizer"]
-        if "name" in opt:
-            optimizer = opt["name"]
-        else:
-            cls = getattr(optimizers, str(opt.get("class")), None)
-            if not (isinstance(cls, type) and issubclass(cls, optimizers.Optimizer)):
-                raise ValueError("load_model: %s: unknown optimizer class %r"
-                                 % (filepath, opt.get("class")))
-            optimizer = cls(*_decode(opt.get("args", [])),
-                            **{k: _decode(v) for k, v in opt.get("kwargs", {}).items()})
-        model.compile(optimizer=optimizer, loss=_decode(compiled["loss"]),
-                      metrics=_decode(compiled["metrics"]),
-                      loss_weights=_decode(compiled.get("loss_weights")),
-                      sample_weight_mode=_decode(compiled.get("sample_weight_mode")))
+        _loading.objects = custom_objects
+        try:
+            _compile_saved(model, compiled, filepath)
+        finally:
+            _loading.objects = None
     return model
+
+
+def _compile_saved(model, compiled, filepath):
+    """model.compile with what save() wrote of its compile call."""
+    from shardflow.keras import optimizers
+    opt = compiled["optimizer"]
+    if "name" in opt:
+        optimizer = opt["name"]
+    else:
+        cls = getattr(optimizers, str(opt.get("class")), None)
+        if not (isinstance(cls, type) and issubclass(cls, optimizers.Optimizer)):
+            raise ValueError("load_model: %s: unknown optimizer class %r"
+                             % (filepath, opt.get("class")))
+        optimizer = cls(*_decode(opt.get("args", [])),
+                        **{k: _decode(v) for k, v in opt.get("kwargs", {}).items()})
+    model.compile(optimizer=optimizer, loss=_decode(compiled["loss"]),
+                  metrics=_decode(compiled["metrics"]),
+                  loss_weights=_decode(compiled.get("loss_weights")),
+                  sample_weight_mode=_decode(compiled.get("sample_weight_mode")))
 
 
 def model_from_config(config, custom_objects=None, filepath="the model config",
@@ -336,9 +417,18 @@ def model_from_config(config, custom_objects=None, filepath="the model config",
     (checked first: it decides which classes are built, with which arguments). With
     `input_tensors` (a list, one per model input) the model is built on those tensors instead
     of new placeholders."""
+    _check_config(config, filepath)
+    outer = getattr(_loading, "objects", None)
+    _loading.objects = custom_objects  # for the functions the layers' arguments name
+    try:
+        return _model_from_config(config, custom_objects, filepath, input_tensors)
+    finally:
+        _loading.objects = outer
+
+
+def _model_from_config(config, custom_objects, filepath, input_tensors):
     from shardflow.keras import layers as layers_module
     from shardflow.keras.models import Model, Sequential
-    _check_config(config, filepath)
     from shardflow.keras.utils import get_custom_objects
     objects = dict(get_custom_objects(), **(custom_objects or {}))  # custom_object_scope's too
 
