@@ -82,3 +82,39 @@ def test_save_and_load_a_model_with_custom_objects(tmp_path):
     loaded.fit(x, y, epochs=1, verbose=0)               # compiled again, trains
     # Without compiling, no custom objects are needed.
     assert keras.models.load_model(path, compile=False).predict(x[:1]).shape == (1, 1)
+
+
+def test_cudnn_layers_wrapper_input_spec_spatial_dropout_3d_and_progbar(capsys):
+    """Layers TF1 Keras code names: CuDNNLSTM/CuDNNGRU (the engine's LSTM/GRU, so GPU code
+    builds on a CPU), a custom Wrapper, InputSpec, SpatialDropout3D; utils.Progbar."""
+    x = np.random.RandomState(1).rand(8, 5, 3).astype(np.float32)
+    inp = keras.layers.Input((5, 3))
+    seq = keras.layers.CuDNNLSTM(4, return_sequences=True)(inp)
+    last = keras.layers.CuDNNGRU(2)(seq)
+
+    class Twice(keras.layers.Wrapper):
+        def build(self, input_shape):
+            self.input_spec = keras.layers.InputSpec(ndim=2)
+            super(Twice, self).build(input_shape)
+
+        def call(self, inputs):
+            return self.layer(inputs) * 2.0
+    wrapped = Twice(keras.layers.Dense(1))
+    out = wrapped(last)
+    model = keras.Model(inp, out)
+    model.compile("adam", "mse")
+    model.fit(x, np.ones((8, 1), np.float32), epochs=1, verbose=0)
+    assert model.predict(x).shape == (8, 1)
+    assert len(wrapped.trainable_weights) == 2        # the Dense's kernel and bias
+    vol = keras.layers.Input((2, 2, 2, 3))
+    dropped = keras.layers.SpatialDropout3D(0.5)(vol)
+    ones = np.ones((4, 2, 2, 2, 3), np.float32)
+    got = K.get_session().run(dropped, {vol: ones, K.learning_phase(): True})
+    per_channel = got.reshape(4, -1, 3)                # each channel all 0 or all 2
+    assert np.all((per_channel == 0) | (per_channel == 2))
+    assert np.all(per_channel.min(1) == per_channel.max(1))
+    bar = keras.utils.Progbar(4, verbose=2)
+    for step in range(1, 5):
+        bar.update(step, values=[("loss", float(step))])
+    printed = capsys.readouterr().out
+    assert "4/4" in printed and "loss: 2.5" in printed

@@ -714,6 +714,57 @@ class LSTM(_RNN):
         return _rnn.LSTMCell(self.units, activation=self.activation)
 
 
+class CuDNNLSTM(LSTM):
+    """TF1 Keras's CuDNNLSTM (cuDNN's fused LSTM, GPU only there): here the LSTM above, whose
+    gates are cuDNN's (sigmoid recurrent activation, tanh), placed wherever the graph's device
+    puts it, so models written for a GPU also build and train on a CPU."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+
+
+class CuDNNGRU(GRU):
+    """TF1 Keras's CuDNNGRU: here the GRU above (sigmoid gates, as cuDNN's)."""
+
+    def __init__(self, units, **kwargs):
+        super().__init__(units, **kwargs)
+
+
+class InputSpec:
+    """What a layer expects of its inputs (dtype, shape, ndim, max_ndim, min_ndim, axes), as
+    Keras's InputSpec; custom layers set it as self.input_spec. Kept, not enforced here."""
+
+    def __init__(self, dtype=None, shape=None, ndim=None, max_ndim=None, min_ndim=None,
+                 axes=None):
+        self.dtype = dtype
+        self.shape = shape
+        self.ndim = len(shape) if shape is not None else ndim
+        self.max_ndim = max_ndim
+        self.min_ndim = min_ndim
+        self.axes = axes or {}
+
+    def __repr__(self):
+        return "InputSpec(dtype=%r, shape=%r, ndim=%r, max_ndim=%r, min_ndim=%r, axes=%r)" % (
+            self.dtype, self.shape, self.ndim, self.max_ndim, self.min_ndim, self.axes)
+
+
+class Wrapper(Layer):
+    """The base of layers that wrap another (Keras's Wrapper): holds it as self.layer; a
+    subclass defines build and call. The wrapped layer's weights become the wrapper's once it
+    is built (as TimeDistributed's and Bidirectional's do)."""
+
+    def __init__(self, layer, **kwargs):
+        if not callable(layer):
+            raise ValueError("%s wraps a keras layer, got %r" % (type(self).__name__, layer))
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def __call__(self, *args, **kwargs):
+        out = Layer.__call__(self, *args, **kwargs)
+        _adopt_variables(self, [self.layer])
+        return out
+
+
 # ---- wrappers ----------------------------------------------------------------------------------
 
 
@@ -1091,6 +1142,12 @@ class SpatialDropout2D(_SpatialDropout):
     """Dropout of whole feature maps of NHWC inputs in training (one mask per example and
     channel), the rest scaled by 1 / (1 - rate)."""
     _rank = 4
+
+
+class SpatialDropout3D(_SpatialDropout):
+    """Dropout of whole feature volumes of NDHWC inputs in training (one mask per example and
+    channel), the rest scaled by 1 / (1 - rate)."""
+    _rank = 5
 
 
 class ActivityRegularization(Layer):

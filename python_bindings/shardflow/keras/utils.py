@@ -1,4 +1,4 @@
-"""tf.keras.utils: to_categorical, normalize, Sequence, and custom_object_scope /
+"""tf.keras.utils: to_categorical, normalize, Sequence, Progbar, and custom_object_scope /
 CustomObjectScope / get_custom_objects (names load_model and activations.get look up).
 
 Example: ``keras.utils.to_categorical([0, 2], 3)`` -> [[1, 0, 0], [0, 0, 1]] (float32).
@@ -160,3 +160,60 @@ def _safe_untar(archive, folder):
                 raise ValueError("get_file: %s holds %r, which would not stay a plain file "
                                  "inside %s; not unpacked" % (archive, m.name, folder))
         tar.extractall(root, members=members)
+
+
+class Progbar:
+    """A text progress bar (Keras's utils.Progbar), as custom training loops use it:
+    ``bar = Progbar(target); bar.update(step, values=[("loss", 0.3)])`` or ``bar.add(1, ...)``.
+    Values are averaged over the steps since the start (stateful_metrics are shown as given).
+    verbose=1 redraws one line, verbose=2 prints one line when the target is reached, 0 is
+    silent. target None: the total is unknown."""
+
+    def __init__(self, target, width=30, verbose=1, interval=0.05, stateful_metrics=None,
+                 unit_name="step"):
+        import sys
+        import time
+        self.target, self.width, self.verbose = target, int(width), int(verbose)
+        self.interval, self.unit_name = float(interval), unit_name
+        self.stateful_metrics = set(stateful_metrics or ())
+        self._values, self._order = {}, []
+        self._seen, self._start, self._last = 0, time.time(), 0.0
+        self._out = sys.stdout
+
+    def update(self, current, values=None):
+        import time
+        for name, value in values or []:
+            if name not in self._values:
+                self._order.append(name)
+            if name in self.stateful_metrics:
+                self._values[name] = [value, 1]
+            else:
+                steps = max(current - self._seen, 1)
+                total, count = self._values.get(name, [0.0, 0])
+                self._values[name] = [total + value * steps, count + steps]
+        self._seen = current
+        now = time.time()
+        done = self.target is not None and current >= self.target
+        if self.verbose == 0 or (self.verbose == 1 and not done and
+                                 now - self._last < self.interval):
+            return
+        if self.verbose == 2 and not done:
+            return
+        self._last = now
+        parts = ["%s: %.4g" % (name, self._values[name][0] / max(self._values[name][1], 1))
+                 for name in self._order]
+        if self.target is not None:
+            filled = int(self.width * min(current, self.target) / max(self.target, 1))
+            bar = "%d/%d [%s%s]" % (current, self.target, "=" * filled,
+                                    "." * (self.width - filled))
+        else:
+            bar = "%d" % current
+        line = " - ".join([bar, "%.0fs" % (now - self._start)] + parts)
+        if self.verbose == 1:
+            self._out.write("\r" + line + ("\n" if done else ""))
+        else:
+            self._out.write(line + "\n")
+        self._out.flush()
+
+    def add(self, n, values=None):
+        self.update(self._seen + n, values)
