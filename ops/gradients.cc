@@ -69,7 +69,7 @@ using TensorKey = std::pair<int, int>;  // node id, output index
 
 absl::Status AddGradients(const Scope& scope, const std::vector<Output>& ys,
                           const std::vector<Output>& xs, std::vector<Output>* grads,
-                          const std::vector<Output>& grad_ys) {
+                          const std::vector<Output>& grad_ys, const std::vector<Output>& stop_at) {
   SF_RETURN_IF_ERROR(scope.status());
   if (!grad_ys.empty() && grad_ys.size() != ys.size()) {
     return absl::InvalidArgumentError(
@@ -119,6 +119,12 @@ absl::Status AddGradients(const Scope& scope, const std::vector<Output>& ys,
       }
     }
   }
+  std::vector<bool> stopped(n, false);
+  for (const Output& o : stop_at) {
+    if (!o.valid())
+      return absl::InvalidArgumentError("AddGradients: an Output in stop_at is invalid");
+    stopped[o.node()->id()] = true;
+  }
   Scope gs = scope.NewSubScope("gradients").WithNoControlDependencies();
   std::map<TensorKey, std::vector<Output>> pending;
   for (size_t i = 0; i < ys.size(); ++i) {
@@ -162,7 +168,10 @@ absl::Status AddGradients(const Scope& scope, const std::vector<Output>& ys,
           " attr), and none is registered under that name (Python: @sf.RegisterGradient(\"",
           override_name, "\") before sf.gradients)"));
     }
-    if (node->op() == kStopGradientOp || no_gradient || node->num_inputs() == 0) continue;
+    if (node->op() == kStopGradientOp || stopped[node->id()] || no_gradient ||
+        node->num_inputs() == 0) {
+      continue;
+    }
     bool needs_inputs = false;
     for (int i = 0; i < node->num_inputs(); ++i) {
       const Edge* e = node->input_edge(i);

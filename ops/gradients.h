@@ -78,10 +78,13 @@ struct GradientRegistration {
 #define REGISTER_NO_GRADIENT(op) SF_GRAD_UNIQ(__COUNTER__, op)
 
 // Adds the gradients of sum(ys) (or of sum(ys[i] * grad_ys[i]) when grad_ys is given) with
-// respect to xs. Errors name the op that has no registered gradient function.
+// respect to xs. The nodes of `stop_at` pass no gradient to their inputs, as if their outputs
+// were constants (TF's stop_gradients). Errors name the op that has no registered gradient
+// function.
 absl::Status AddGradients(const Scope& scope, const std::vector<Output>& ys,
                           const std::vector<Output>& xs, std::vector<Output>* grads,
-                          const std::vector<Output>& grad_ys = {});
+                          const std::vector<Output>& grad_ys = {},
+                          const std::vector<Output>& stop_at = {});
 
 // Helpers for gradient functions.
 // The tensor feeding data input i of `op`.

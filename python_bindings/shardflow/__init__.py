@@ -30,7 +30,8 @@ from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,
                                  name_scope, register_tensor_conversion_function,
                                  reset_default_graph)
 from shardflow.gradients import (  # noqa: F401
-    NoGradient, NotDifferentiable, RegisterGradient, custom_gradient, gradients, no_gradient)
+    NoGradient, NotDifferentiable, RegisterGradient, UnconnectedGradients, custom_gradient,
+    gradients, no_gradient)
 from shardflow.control_flow import case, cond, while_loop  # noqa: F401
 from shardflow.array_ops import (argmin, boolean_mask, gather, gather_nd, one_hot, pad,  # noqa: F401,A004
                                  range, scatter_nd,

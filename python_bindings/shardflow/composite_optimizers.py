@@ -55,10 +55,13 @@ class _CompositeOptimizer(Optimizer):
         super().__init__(learning_rate, name)
         self._slots = {}  # slot name -> {Variable: its slot Variable}
 
-    def minimize(self, loss, global_step=None, var_list=None, name=None):
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None):
         """An op that takes one step on `loss` for `var_list` (default: the trainable
         variables), then adds one to `global_step` when given."""
-        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list),
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list,
+                                                           grad_loss=grad_loss),
                                     global_step=global_step, name=name)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):

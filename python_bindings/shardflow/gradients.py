@@ -26,11 +26,16 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def gradients(ys, xs, grad_ys=None, name=None):
+def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False,
+              gate_gradients=False, aggregation_method=None, stop_gradients=None,
+              unconnected_gradients="none"):
     """The gradients of sum(ys) with respect to each of `xs` (tensors or Variables).
 
-    Returns a list with one Tensor per x, or None where ys do not depend on x. `grad_ys`
-    weights each y (default: ones).
+    Returns a list with one Tensor per x, or None where ys do not depend on x (zeros with
+    unconnected_gradients="zero"). `grad_ys` weights each y (default: ones). The ops of
+    `stop_gradients` pass no gradient to their inputs, as if they were constants (TF1's).
+    colocate_gradients_with_ops, gate_gradients and aggregation_method are accepted: the
+    backward ops are on their forward ops' devices either way.
 
     Example::
 
@@ -40,20 +45,39 @@ def gradients(ys, xs, grad_ys=None, name=None):
     ys = [convert_to_tensor(y) for y in _as_list(ys)]
     xs = [x.value() if isinstance(x, Variable) else convert_to_tensor(x) for x in _as_list(xs)]
     gys = [] if grad_ys is None else [convert_to_tensor(g) for g in _as_list(grad_ys)]
+    stops = [s.value() if isinstance(s, Variable) else convert_to_tensor(s)
+             for s in _as_list(stop_gradients or [])]
+    unconnected = getattr(unconnected_gradients, "value", unconnected_gradients)
+    if unconnected not in ("none", "zero"):
+        raise ValueError("gradients: unconnected_gradients must be 'none' or 'zero', not %r"
+                         % (unconnected_gradients,))
     g = ys[0].graph if ys else get_default_graph()
     outer = getattr(_active, "graph", None)
     _active.graph = g
     try:
         with g.name_scope(name or "gradients"):
             refs = g._handle.gradients([y._ref for y in ys], [x._ref for x in xs],
-                                       [t._ref for t in gys], g._ctx())
+                                       [t._ref for t in gys], [t._ref for t in stops], g._ctx())
     finally:
         _active.graph = outer
     out = []
-    for r in refs:
-        out.append(None if r is None else g.get_operation_by_name(r.node).outputs[r.index])
+    for x, r in zip(xs, refs):
+        if r is None:
+            out.append(None if unconnected == "none" else _zeros_like(x))
+        else:
+            out.append(g.get_operation_by_name(r.node).outputs[r.index])
     return out
 
+
+def _zeros_like(x):
+    from shardflow import ops
+    return ops.zeros_like(x)
+
+
+class UnconnectedGradients:
+    """TF1's tf.UnconnectedGradients: what gradients gives for an x that ys do not depend on."""
+    NONE = "none"
+    ZERO = "zero"
 
 
 def _call_python_gradient(grad_name, node, grads):

@@ -64,12 +64,23 @@ class Optimizer:
             handles.append(v.handle.op.name)
         return handles
 
-    def minimize(self, loss, global_step=None, var_list=None, name=None):
+    # TF1's gate_gradients values (accepted; the engine orders the updates after every
+    # gradient either way).
+    GATE_NONE, GATE_OP, GATE_GRAPH = 0, 1, 2
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=GATE_OP,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None):
         """An op that takes one optimisation step on `loss` for `var_list` (default: every
         trainable variable of the graph, including those created in C++), then adds one to
-        `global_step` when given (a Variable, e.g. get_or_create_global_step())."""
-        if _replica_context_of_many() is not None:
-            return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
+        `global_step` when given (a Variable, e.g. get_or_create_global_step()). grad_loss
+        weights the loss's gradient; gate_gradients, aggregation_method and
+        colocate_gradients_with_ops are accepted (backward ops are on their forward ops'
+        devices)."""
+        if _replica_context_of_many() is not None or grad_loss is not None:
+            return self.apply_gradients(self.compute_gradients(loss, var_list,
+                                                               grad_loss=grad_loss),
+                                        global_step, name)
         loss = convert_to_tensor(loss)
         g = loss.graph
         before = self._variables_before(g)
@@ -82,16 +93,19 @@ class Optimizer:
         return _count_step(_apply_constraints(g.get_operation_by_name(op_name), variables),
                            global_step)
 
-    def compute_gradients(self, loss, var_list=None):
-        """[(gradient, variable)] for `var_list` (default: the trainable Variables). In a
-        tf.distribute replica function of N > 1 replicas the loss is scaled by 1/N first, as
-        TF1's (each replica's loss is taken to be a mean; apply_gradients sums over them)."""
+    def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
+                          aggregation_method=None, colocate_gradients_with_ops=False,
+                          grad_loss=None):
+        """[(gradient, variable)] for `var_list` (default: the trainable Variables); grad_loss
+        weights the loss's gradient. In a tf.distribute replica function of N > 1 replicas
+        the loss is scaled by 1/N first, as TF1's (each replica's loss is taken to be a mean;
+        apply_gradients sums over them)."""
         var_list = trainable_variables(convert_to_tensor(loss).graph) if var_list is None \
             else list(var_list)
         replica = _replica_context_of_many()
         if replica is not None:
             loss = convert_to_tensor(loss) * (1.0 / replica.num_replicas_in_sync)
-        return list(zip(gradients(loss, var_list), var_list))
+        return list(zip(gradients(loss, var_list, grad_ys=grad_loss), var_list))
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         """An op that updates each variable with its gradient (pairs with a None gradient are

@@ -204,13 +204,15 @@ std::string ApplyGradients(GraphHandle& g, const std::string& kind, const py::di
 std::vector<std::optional<OutputRef>> Gradients(GraphHandle& g, const std::vector<OutputRef>& ys,
                                                 const std::vector<OutputRef>& xs,
                                                 const std::vector<OutputRef>& grad_ys,
+                                                const std::vector<OutputRef>& stop_at,
                                                 const BuildContext& ctx) {
-  std::vector<Output> y, x, gy, grads;
+  std::vector<Output> y, x, gy, stop, grads;
   for (const auto& r : ys) y.push_back(g.ResolveOutput(r));
   for (const auto& r : xs) x.push_back(g.ResolveOutput(r));
   for (const auto& r : grad_ys) gy.push_back(g.ResolveOutput(r));
+  for (const auto& r : stop_at) stop.push_back(g.ResolveOutput(r));
   ThrowIfError(g.root().status());
-  absl::Status s = AddGradients(g.ScopeFor(ctx), y, x, &grads, gy);
+  absl::Status s = AddGradients(g.ScopeFor(ctx), y, x, &grads, gy, stop);
   g.FailBuild(s.ok() ? g.root().status() : s);
   std::vector<std::optional<OutputRef>> out;
   for (const Output& o : grads) {

@@ -648,6 +648,33 @@ def test_learning_rate_in_a_variable_or_a_numpy_number():
             assert s.run(w) == 0.5          # w -= 0.5 * d(w)/dw
 
 
+def test_gradients_stop_gradients_unconnected_and_optimizer_arguments():
+    """tf.gradients(stop_gradients=...) holds those tensors constant (TF1's example: a = 0,
+    b = 2a, d(a + b)/d(a, b) = (1, 1)), unconnected_gradients='zero', and the TF1 arguments
+    of minimize / compute_gradients (colocate_gradients_with_ops, gate_gradients, grad_loss)."""
+    g = tf.Graph()
+    with g.as_default():
+        a = tf.constant(0.0)
+        b = 2 * a
+        ga, gb = tf.gradients(a + b, [a, b], stop_gradients=[a, b])
+        full = tf.gradients(a + b, [a])[0]
+        x = tf.Variable(3.0)
+        unused = tf.Variable(1.0)
+        none, zero = tf.gradients(x * x, [unused, unused], unconnected_gradients="none")[0], \
+            tf.gradients(x * x, unused, unconnected_gradients=tf.UnconnectedGradients.ZERO)[0]
+        assert none is None
+        opt = tf.train.GradientDescentOptimizer(0.1)
+        step = opt.minimize(x * x, colocate_gradients_with_ops=True,
+                            gate_gradients=tf.train.Optimizer.GATE_NONE, aggregation_method=None)
+        pairs = opt.compute_gradients(x * x, [x], grad_loss=tf.constant(0.5))
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run([ga, gb, full, zero]) == [1.0, 1.0, 3.0, 0.0]
+            assert s.run(pairs[0][0]) == 3.0            # 0.5 * 2x
+            s.run(step)
+            assert abs(s.run(x) - 2.4) < 1e-6
+
+
 def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():

@@ -154,8 +154,11 @@ class AllReduceOptimizer:
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         return self._opt.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
-    def minimize(self, loss, global_step=None, var_list=None, name=None):
-        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list),
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
+                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
+                 grad_loss=None):
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list,
+                                                           grad_loss=grad_loss),
                                     global_step=global_step, name=name)
 
 
