@@ -185,13 +185,54 @@ def model_variable(name, shape=None, dtype=None, initializer=None, regularizer=N
     return variable(name, shape, dtype, initializer, regularizer, trainable, colls, device)
 
 
+def get_variables_by_suffix(suffix, scope=None):
+    return get_variables(scope=scope, suffix=suffix)
+
+
+def get_unique_variable(var_op_name):
+    """The one global variable whose op name is var_op_name (ValueError if none or several)."""
+    found = [v for v in get_variables(collection=GraphKeys.GLOBAL_VARIABLES)
+             if v.op.name == var_op_name]
+    if len(found) != 1:
+        raise ValueError("Couldn't find variable %s" % var_op_name if not found else
+                         "Found %d variables named %s" % (len(found), var_op_name))
+    return found[0]
+
+
+def filter_variables(var_list, include_patterns=None, exclude_patterns=None, reg_search=True):
+    """The variables of var_list whose names match some include pattern (all when None) and
+    no exclude pattern; patterns are regular expressions searched in the name (matched from
+    its start with reg_search=False)."""
+    import re
+    find = re.search if reg_search else re.match
+
+    def hits(v, patterns):
+        return any(find(p, v.name) for p in patterns)
+    return [v for v in var_list
+            if (include_patterns is None or hits(v, include_patterns))
+            and not (exclude_patterns and hits(v, exclude_patterns))]
+
+
+# slim's checkpoint helpers under contrib.framework's names, and tf.train's readers.
+_FROM_SLIM = ("get_variables_to_restore", "assign_from_checkpoint", "assign_from_checkpoint_fn")
+_FROM_TRAIN = ("list_variables", "load_variable", "load_checkpoint", "init_from_checkpoint")
+
+
 def __getattr__(name):
+    if name in _FROM_SLIM:
+        from shardflow import contrib_slim
+        return getattr(contrib_slim, name)
+    if name in _FROM_TRAIN:
+        from shardflow import train
+        return getattr(train, name)
     raise AttributeError(
-        "shardflow has no tf.contrib.framework.%s; it has %s" % (name, ", ".join(__all__)))
+        "shardflow has no tf.contrib.framework.%s; it has %s" % (
+            name, ", ".join(sorted(__all__ + list(_FROM_SLIM + _FROM_TRAIN)))))
 
 
 __all__ = ["add_arg_scope", "arg_scope", "arg_scoped_arguments", "create_global_step",
            "current_arg_scope", "get_global_step", "get_local_variables",
            "get_model_variables", "get_or_create_global_step", "get_trainable_variables",
-           "get_variables", "get_variables_by_name", "has_arg_scope", "model_variable",
+           "get_variables", "get_variables_by_name", "get_variables_by_suffix",
+           "get_unique_variable", "filter_variables", "has_arg_scope", "model_variable",
            "variable"]

@@ -88,3 +88,35 @@ def test_optimize_loss_trains_with_clipping_decay_and_summaries(optimizer):
         with pytest.raises(ValueError, match="not one of"):
             tf.contrib.layers.optimize_loss(tf.reduce_sum(tf.Variable([1.0])), None, 0.1,
                                             "Nope")
+
+
+def test_contrib_framework_checkpoint_and_variable_helpers(tmp_path):
+    """Transfer-learning code: tf.contrib.framework.get_variables_to_restore(exclude=...) and
+    assign_from_checkpoint_fn restore a pretrained scope into a graph with a new head;
+    filter_variables / get_unique_variable / get_variables_by_suffix find variables."""
+    g = tf.Graph()
+    with g.as_default():
+        with tf.variable_scope("base"):
+            w = tf.get_variable("w", [3, 2], initializer=tf.random_normal_initializer(seed=1))
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            want = s.run(w)
+            path = tf.train.Saver().save(s, str(tmp_path / "pre.ckpt"))
+    fw = tf.contrib.framework
+    with tf.Graph().as_default():
+        with tf.variable_scope("base"):
+            w2 = tf.get_variable("w", [3, 2])
+        with tf.variable_scope("head"):
+            h = tf.get_variable("w", [2, 1])
+        restore = fw.get_variables_to_restore(exclude=["head"])
+        assert [v.op.name for v in restore] == ["base/w"]
+        init_fn = fw.assign_from_checkpoint_fn(path, restore)
+        assert fw.get_unique_variable("head/w") is h
+        assert [v.op.name for v in fw.filter_variables([w2, h], exclude_patterns=["head"])] \
+            == ["base/w"]
+        assert len(fw.get_variables_by_suffix("w")) == 2
+        assert dict(fw.list_variables(path)) == {"base/w": [3, 2]}
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            init_fn(s)
+            np.testing.assert_array_equal(s.run(w2), want)
