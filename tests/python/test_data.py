@@ -220,6 +220,14 @@ def test_padded_batch_and_unbatch():
     assert out[0].tolist() == [[1, -1, -1], [1, 2, 3]] and out[1].tolist() == [[1, 2]]
     rows = values(ds.apply(tf.data.experimental.unbatch()))
     assert [r.tolist() for r in rows] == [[1, -1, -1], [1, 2, 3], [1, 2]]
+    # TF1 wants padding_values as tensors: tf.constant values are read when the graph is built.
+    pairs = Dataset.from_generator(lambda: ((np.arange(n), n) for n in (1, 2)),
+                                   (tf.int64, tf.int32), ([None], []))
+    out = values(pairs.padded_batch(2, padded_shapes=([None], []),
+                                    padding_values=(tf.constant(-1, tf.int64), 0)))
+    assert out[0][0].tolist() == [[0, -1], [0, 1]] and out[0][1].tolist() == [1, 2]
+    with pytest.raises(ValueError, match="known when the graph is built"):
+        pairs.padded_batch(2, ([None], []), (tf.placeholder(tf.int64, []), 0))
 
 
 # ---- iterators and Session.run ------------------------------------------------------------

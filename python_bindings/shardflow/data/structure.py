@@ -115,7 +115,16 @@ def as_component(value, dtype=None):
 
 
 def to_array(value, dtype):
-    """`value` as an array of `dtype` (strings: an object array of bytes)."""
+    """`value` as an array of `dtype` (strings: an object array of bytes). A Tensor must have a
+    value known when the graph is built (tf.constant(-1, tf.int64) as padded_batch's
+    padding_values, as TF1 wants them)."""
+    if isinstance(value, Tensor):
+        from shardflow.tensor_util import constant_value
+        known = constant_value(value)
+        if known is None:
+            raise ValueError("tf.data needs a value known when the graph is built here, not "
+                             "the computed tensor %s; give a constant" % value.name)
+        value = known
     if dtype == dtypes.string:
         arr = np.asarray(value, dtype=object)
         encode = np.frompyfunc(lambda s: s.encode() if isinstance(s, str) else bytes(s), 1, 1)
