@@ -23,6 +23,7 @@ from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' cor
 from shardflow import contrib_framework as framework  # noqa: F401
 from shardflow import contrib_layers as layers  # noqa: F401
 from shardflow import contrib_learn as learn  # noqa: F401
+from shardflow import contrib_legacy_seq2seq as legacy_seq2seq  # noqa: F401
 from shardflow import contrib_metrics as metrics  # noqa: F401
 from shardflow.lookup_ops import contrib_lookup as lookup  # noqa: F401
 from shardflow import contrib_opt as opt  # noqa: F401
@@ -53,9 +54,10 @@ def __getattr__(name):
         "tf.contrib.slim (layers, arg_scope, losses, learning.create_train_op/train, "
         "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once), "
         "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy), "
-        "tf.contrib.learn.datasets.mnist (read_data_sets). Use "
+        "tf.contrib.learn.datasets.mnist (read_data_sets), tf.contrib.legacy_seq2seq "
+        "(sequence_loss(_by_example), rnn_decoder). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
 __all__ = ["crf", "data", "distribute", "distributions", "framework", "layers", "learn",
-           "lookup", "metrics", "opt", "predictor", "rnn", "seq2seq", "slim", "training", "util"]
+           "legacy_seq2seq", "lookup", "metrics", "opt", "predictor", "rnn", "seq2seq", "slim", "training", "util"]

@@ -325,12 +325,24 @@ def _feed_value(tensor, value):
 
 
 def _expand_sparse_feeds(feed_dict):
-    """feed_dict's (key, value) pairs, a SparseTensor key giving one pair per part."""
+    """feed_dict's (key, value) pairs, a SparseTensor key giving one pair per part, and a
+    key that is a nested tuple of tensors (an RNN's LSTMStateTuples) one pair per tensor, with
+    its value taken apart in the same structure (as TF1's)."""
     for key, value in feed_dict.items():
-        if isinstance(key, SparseTensor):
-            yield from key._feeds(value)
-        else:
-            yield key, value
+        yield from _expand_feed(key, value)
+
+
+def _expand_feed(key, value):
+    if isinstance(key, SparseTensor):
+        yield from key._feeds(value)
+    elif isinstance(key, tuple):
+        if not isinstance(value, (tuple, list)) or len(value) != len(key):
+            raise ValueError("feed_dict: the key %r is a tuple of %d; its value must be a "
+                             "tuple of the same structure, not %r" % (key, len(key), value))
+        for k, v in zip(key, value):
+            yield from _expand_feed(k, v)
+    else:
+        yield key, value
 
 
 _default_session = threading.local()

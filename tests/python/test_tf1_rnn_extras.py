@@ -96,3 +96,44 @@ def test_contrib_rnn_block_cells_projection_and_stacked_bidirectional():
     assert len(g_all) > 0 and all(np.all(np.isfinite(v)) for v in g_all)
     with pytest.raises(ValueError, match="as many forward"):
         tf.contrib.rnn.stack_bidirectional_dynamic_rnn([tf.nn.rnn_cell.GRUCell(2)], [], x)
+
+
+def test_legacy_seq2seq_and_feeding_an_lstm_state_tuple():
+    """char-rnn's pieces: contrib.legacy_seq2seq.sequence_loss_by_example (per example, the
+    weighted mean over the steps) and sequence_loss, rnn_decoder with a loop_function feeding
+    outputs back, and Session.run fed a nested tuple of state tensors as one key."""
+    legacy = tf.contrib.legacy_seq2seq
+    rng = np.random.RandomState(4)
+    lv = [rng.randn(2, 3).astype(np.float32) for _ in range(2)]
+    tv = [np.array([0, 2]), np.array([1, 1])]
+    wv = [np.array([1.0, 1.0], np.float32), np.array([1.0, 0.0], np.float32)]
+    g = tf.Graph()
+    with g.as_default():
+        per_example = legacy.sequence_loss_by_example(
+            [tf.constant(x) for x in lv], [tf.constant(t) for t in tv],
+            [tf.constant(w) for w in wv])
+        total = legacy.sequence_loss([tf.constant(x) for x in lv], [tf.constant(t) for t in tv],
+                                     [tf.constant(w) for w in wv])
+        cell = tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.BasicLSTMCell(3) for _ in range(2)])
+        state0 = cell.zero_state(1, tf.float32)
+        calls = []
+
+        def loop(prev, i):
+            calls.append(i)
+            return prev * 0.5
+        outs, state = legacy.rnn_decoder([tf.ones([1, 3])] * 3, state0, cell, loop_function=loop)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got, got_total = s.run([per_example, total])
+            first = s.run(state)
+            # The final state fed back as the initial one: a nested tuple key.
+            again = s.run(outs[0], {state0: first})
+            assert again.shape == (1, 3) and not np.allclose(again, s.run(outs[0]))
+    xent = [-np.log(np.exp(x)[np.arange(2), t] / np.exp(x).sum(1)) for x, t in zip(lv, tv)]
+    want = (xent[0] * wv[0] + xent[1] * wv[1]) / (wv[0] + wv[1])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(got_total, want.sum() / 2, rtol=1e-5)
+    assert calls == [1, 2] and len(outs) == 3
+    with pytest.raises(ValueError, match="tuple of the same structure"):
+        with tf.Session(graph=g) as s:
+            s.run(outs[0], {state0: first[0]})
