@@ -25,13 +25,14 @@ from shardflow import (applications, collective_ops, datasets, distribute,  # no
 from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
                               float64, int8, int32, int64, string, uint8)
 from shardflow.framework import (Dimension, Graph, GraphKeys, Operation, Tensor,  # noqa: F401
-                                 TensorShape, add_to_collection, control_dependencies,
+                                 TensorShape, add_to_collection, add_to_collections,
+                                 control_dependencies,
                                  convert_to_tensor, device, get_collection, get_default_graph,
                                  name_scope, register_tensor_conversion_function,
                                  reset_default_graph)
 from shardflow.gradients import (  # noqa: F401
-    NoGradient, NotDifferentiable, RegisterGradient, UnconnectedGradients, custom_gradient,
-    gradients, no_gradient)
+    AggregationMethod, NoGradient, NotDifferentiable, RegisterGradient, UnconnectedGradients,
+    custom_gradient, gradients, no_gradient)
 from shardflow.control_flow import case, cond, while_loop  # noqa: F401
 from shardflow.array_ops import (argmin, boolean_mask, gather, gather_nd, one_hot, pad,  # noqa: F401,A004
                                  range, scatter_nd,
@@ -116,7 +117,9 @@ from shardflow.parsing_ops import parse_tensor, serialize_tensor  # noqa: F401
 from shardflow.parsing_sequence import parse_single_sequence_example  # noqa: F401
 from shardflow.segment_ops import (bincount, confusion_matrix, dynamic_partition,  # noqa: F401
                                    dynamic_stitch, histogram_fixed_width, segment_max,
-                                   segment_mean, segment_min, segment_prod, segment_sum, unique,
+                                   segment_mean, segment_min, segment_prod, segment_sum,
+                                   sparse_segment_mean, sparse_segment_sqrt_n,
+                                   sparse_segment_sum, unique,
                                    unsorted_segment_max, unsorted_segment_mean,
                                    unsorted_segment_min, unsorted_segment_prod,
                                    unsorted_segment_sqrt_n, unsorted_segment_sum)

@@ -663,6 +663,115 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
     return y
 
 
+def _normalized(x, axes, params_shape, center, scale, epsilon, activation_fn,
+                variables_collections, outputs_collections, trainable, reuse, scope,
+                default_scope, reshape=None):
+    """(x - mean) / sqrt(var + epsilon) over `axes` (of x reshaped to `reshape` if given, then
+    back), times gamma plus beta (variables of params_shape under the scope), then
+    activation_fn: instance and group normalization."""
+    from shardflow import nn
+    from shardflow.contrib_framework import model_variable
+    from shardflow.variable_scope import variable_scope
+    colls = _collections(variables_collections)
+    with variable_scope(_scope_name(scope, default_scope, reuse), reuse=reuse):
+        beta = gamma = None
+        if center:
+            beta = model_variable("beta", params_shape, dtype=x.dtype,
+                                  initializer=zeros_initializer(), trainable=trainable,
+                                  collections=colls("beta"))
+        if scale:
+            gamma = model_variable("gamma", params_shape, dtype=x.dtype,
+                                   initializer=ones_initializer(), trainable=trainable,
+                                   collections=colls("gamma"))
+        h = x if reshape is None else ops.reshape(x, reshape)
+        mean, variance = nn.moments(h, axes, keep_dims=True)
+        h = (h - mean) * ops.rsqrt(variance + epsilon)
+        if reshape is not None:
+            h = ops.reshape(h, ops.shape(x))
+            h.set_shape(x.shape)
+        y = h
+        if gamma is not None:
+            y = y * gamma
+        if beta is not None:
+            y = y + beta
+        if activation_fn is not None:
+            y = activation_fn(y)
+    _add_to(outputs_collections, [y])
+    return y
+
+
+def instance_norm(inputs, center=True, scale=True, epsilon=1e-6, activation_fn=None,
+                  param_initializers=None, reuse=None, variables_collections=None,
+                  outputs_collections=None, trainable=True, data_format="NHWC", scope=None):
+    """TF1's tf.contrib.layers.instance_norm (Ulyanov et al. 2016; style transfer): each
+    example's each channel normalized over its spatial positions, then gamma * x + beta per
+    channel (<scope>/gamma, <scope>/beta; scope 'InstanceNorm'). Channels last."""
+    if data_format not in ("NHWC", "NWC", "NDHWC", None):
+        raise ValueError("instance_norm: only channels-last data (NHWC) is supported, not %r"
+                         % (data_format,))
+    if param_initializers:
+        raise ValueError("instance_norm: param_initializers is not supported")
+    x = convert_to_tensor(inputs)
+    rank = x.shape.ndims
+    if rank is None or rank < 3 or x.shape.as_list()[-1] is None:
+        raise ValueError("instance_norm: inputs must have rank >= 3 and known channels, got "
+                         "%s" % x.shape)
+    return _normalized(x, list(range(1, rank - 1)), [x.shape.as_list()[-1]],
+                       center, scale, epsilon, activation_fn, variables_collections,
+                       outputs_collections, trainable, reuse, scope, "InstanceNorm")
+
+
+def group_norm(inputs, groups=32, channels_axis=-1, reduction_axes=(-3, -2), center=True,
+               scale=True, epsilon=1e-6, activation_fn=None, param_initializers=None,
+               reuse=None, variables_collections=None, outputs_collections=None,
+               trainable=True, scope=None, mean_close_to_zero=False):
+    """TF1's tf.contrib.layers.group_norm (Wu and He 2018): the channels split into `groups`,
+    each example's each group normalized over the spatial axes and its channels, then
+    gamma * x + beta per channel (scope 'GroupNorm'). Channels last, reduction_axes the
+    spatial ones before them."""
+    if param_initializers:
+        raise ValueError("group_norm: param_initializers is not supported")
+    x = convert_to_tensor(inputs)
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is None or len(dims) < 3:
+        raise ValueError("group_norm: inputs must have known rank >= 3, got %s" % x.shape)
+    rank = len(dims)
+    if channels_axis % rank != rank - 1 or sorted(a % rank for a in reduction_axes) != list(
+            range(1, rank - 1)):
+        raise ValueError("group_norm: channels last with the spatial axes reduced is supported "
+                         "(channels_axis=-1, reduction_axes the axes between batch and "
+                         "channels)")
+    channels = dims[-1]
+    if channels is None or channels % groups:
+        raise ValueError("group_norm: %s channels do not split into %d groups"
+                         % (channels, groups))
+    split = ops.concat([ops.shape(x)[:-1], np.array([groups, channels // groups], np.int32)],
+                       0)
+    axes = list(range(1, rank - 1)) + [rank]
+    return _normalized(x, axes, [channels], center, scale, epsilon,
+                       activation_fn, variables_collections, outputs_collections, trainable,
+                       reuse, scope, "GroupNorm", reshape=split)
+
+
+def maxout(inputs, num_units, axis=-1, scope=None):
+    """TF1's tf.contrib.layers.maxout (Goodfellow et al. 2013): the channels along `axis` split
+    into num_units groups, each output the maximum of its group."""
+    x = convert_to_tensor(inputs)
+    dims = x.shape.as_list()
+    axis = axis % len(dims)
+    channels = dims[axis]
+    if channels is None or channels % num_units:
+        raise ValueError("maxout: number of features (%s) is not a multiple of num_units (%d)"
+                         % (channels, num_units))
+    with get_default_graph().name_scope(scope or "MaxOut"):
+        shape = ops.concat([ops.shape(x)[:axis],
+                            np.array([num_units, channels // num_units], np.int32),
+                            ops.shape(x)[axis + 1:]], 0)
+        out = ops.reduce_max(ops.reshape(x, shape), axis=axis + 1)
+        out.set_shape(dims[:axis] + [num_units] + dims[axis + 1:])
+        return out
+
+
 def _collections(variables_collections):
     """contrib's variables_collections: a list for every variable, or a dict by name."""
     def of(name):
@@ -909,8 +1018,8 @@ def __getattr__(name):
 __all__ = ["ACTIVATIONS", "apply_regularization", "avg_pool2d", "batch_norm", "bias_add",
            "conv1d", "conv2d", "conv2d_transpose", "convolution", "convolution1d",
            "convolution2d", "convolution2d_transpose", "dropout", "embed_sequence",
-           "flatten", "fully_connected", "l1_l2_regularizer", "l1_regularizer",
-           "l2_regularizer", "layer_norm", "max_pool2d", "one_hot_encoding", "optimize_loss",
+           "flatten", "fully_connected", "group_norm", "instance_norm", "l1_l2_regularizer",
+           "l1_regularizer", "l2_regularizer", "layer_norm", "max_pool2d", "maxout", "one_hot_encoding", "optimize_loss",
            "repeat", "separable_conv2d", "separable_convolution2d", "softmax", "stack",
            "sum_regularizer", "summarize_activation", "summarize_activations",
            "summarize_collection", "summarize_tensor", "summarize_tensors",

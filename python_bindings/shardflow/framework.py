@@ -801,6 +801,14 @@ def add_to_collection(name, value):
     get_default_graph().add_to_collection(name, value)
 
 
+def add_to_collections(names, value):
+    """Adds `value` to each of the default graph's collections `names` (a name or a list;
+    each collection once)."""
+    names = [names] if isinstance(names, str) else list(dict.fromkeys(names))
+    for name in names:
+        add_to_collection(name, value)
+
+
 def get_collection(name, scope=None):
     """The default graph's collection `name` (a list; empty when none); with `scope`, only the
     items whose name starts with a match of that regular expression (TF1's filter)."""

@@ -74,6 +74,15 @@ def _zeros_like(x):
     return ops.zeros_like(x)
 
 
+class AggregationMethod:
+    """TF1's tf.AggregationMethod, for gradients(aggregation_method=...): accepted; the engine
+    adds a tensor's gradients with one AddN."""
+    ADD_N = 0
+    DEFAULT = ADD_N
+    EXPERIMENTAL_TREE = 1
+    EXPERIMENTAL_ACCUMULATE_N = 2
+
+
 class UnconnectedGradients:
     """TF1's tf.UnconnectedGradients: what gradients gives for an x that ys do not depend on."""
     NONE = "none"

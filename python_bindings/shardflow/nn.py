@@ -187,6 +187,33 @@ def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC",  # 
     return op.outputs[0], op.outputs[1]
 
 
+def _pool1d(pool, x, ksize, strides, padding, data_format, name):
+    """A 1-D pooling of [batch, width, channels] as the 2-D one of [batch, 1, width, ...]."""
+    if data_format not in ("NWC", "NHWC", None):
+        raise ValueError("1-D pooling takes data_format 'NWC', not %r" % (data_format,))
+
+    def one(v, what):
+        v = list(v) if isinstance(v, (list, tuple)) else [v]
+        if len(v) == 3:
+            v = v[1:2]
+        if len(v) != 1:
+            raise ValueError("1-D pooling: %s must be an int or a list of 1 or 3, got %r"
+                             % (what, v))
+        return [1, 1, int(v[0]), 1]
+    y = pool(ops.expand_dims(x, 1), one(ksize, "ksize"), one(strides, "strides"), padding)
+    return ops.squeeze(y, [1], name=name)
+
+
+def max_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    """Max pooling of [batch, width, channels] (TF1's tf.nn.max_pool1d)."""
+    return _pool1d(max_pool, input, ksize, strides, padding, data_format, name)
+
+
+def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  # noqa: A002
+    """Average pooling of [batch, width, channels] (TF1's tf.nn.avg_pool1d)."""
+    return _pool1d(avg_pool, input, ksize, strides, padding, data_format, name)
+
+
 def avg_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=None):
     """Average pooling; arguments as in max_pool."""
     _nhwc(data_format, "avg_pool")

@@ -523,6 +523,23 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
     return q
 
 
+def match_filenames_once(pattern, name=None):
+    """TF1's tf.train.match_filenames_once: a local variable (initialised by
+    local_variables_initializer) holding the files matching the glob `pattern` (or any of a
+    list of them), sorted; typically the input of string_input_producer. Matched when the
+    graph is built."""
+    import glob as _glob
+    from shardflow.framework import GraphKeys
+    from shardflow.variables import Variable
+    patterns = [pattern] if isinstance(pattern, (str, bytes)) else list(pattern)
+    found = sorted({f for p in patterns
+                    for f in _glob.glob(p.decode() if isinstance(p, bytes) else p)})
+    from shardflow import ops
+    value = ops.constant(np.array([f.encode() for f in found], dtype=object), dtypes.string)
+    return Variable(value, trainable=False, collections=[GraphKeys.LOCAL_VARIABLES],
+                    name=name or "matching_filenames")
+
+
 def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32,
                           shared_name=None, name=None, cancel_op=None):
     """A queue of the filenames in string_tensor, num_epochs times (None: forever), each epoch

@@ -309,8 +309,34 @@ class UniqueResult(tuple):
     idx = property(lambda self: self[1])
 
 
+def _sparse_segment(reduce, data, indices, segment_ids, num_segments, name):
+    from shardflow.array_ops import gather
+    rows = gather(data, indices)
+    n = _sorted_count(segment_ids) if num_segments is None else num_segments
+    return reduce(rows, segment_ids, n, name=name)
+
+
+def sparse_segment_sum(data, indices, segment_ids, name=None, num_segments=None):
+    """The sum of data[indices[i]] over each segment segment_ids[i] (sorted ids; TF1's
+    tf.sparse.segment_sum, the reduction of embedding_lookup_sparse)."""
+    return _sparse_segment(unsorted_segment_sum, data, indices, segment_ids, num_segments, name)
+
+
+def sparse_segment_mean(data, indices, segment_ids, name=None, num_segments=None):
+    """sparse_segment_sum divided by each segment's number of rows."""
+    return _sparse_segment(unsorted_segment_mean, data, indices, segment_ids, num_segments,
+                           name)
+
+
+def sparse_segment_sqrt_n(data, indices, segment_ids, name=None, num_segments=None):
+    """sparse_segment_sum divided by the square root of each segment's number of rows."""
+    return _sparse_segment(unsorted_segment_sqrt_n, data, indices, segment_ids, num_segments,
+                           name)
+
+
 __all__ = ["bincount", "confusion_matrix", "dynamic_partition", "dynamic_stitch",
            "histogram_fixed_width", "segment_max", "segment_mean", "segment_min", "segment_prod",
-           "segment_sum", "unique", "unsorted_segment_max", "unsorted_segment_mean",
+           "segment_sum", "sparse_segment_mean", "sparse_segment_sqrt_n", "sparse_segment_sum",
+           "unique", "unsorted_segment_max", "unsorted_segment_mean",
            "unsorted_segment_min", "unsorted_segment_prod", "unsorted_segment_sqrt_n",
            "unsorted_segment_sum"]

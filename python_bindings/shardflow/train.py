@@ -596,7 +596,8 @@ from shardflow.composite_optimizers import (AdadeltaOptimizer, FtrlOptimizer,  #
 from shardflow.coordinator import (Coordinator, LooperThread, QueueRunner,  # noqa: E402,F401
                                    add_queue_runner, start_queue_runners)
 from shardflow.queue_ops import (batch, batch_join, input_producer,  # noqa: E402,F401
-                                 limit_epochs, range_input_producer, shuffle_batch,
+                                 limit_epochs, match_filenames_once, range_input_producer,
+                                 shuffle_batch,
                                  shuffle_batch_join, slice_input_producer,
                                  string_input_producer)
 # Meta graphs: the graph, variables and collections, restored without the model's code.

@@ -120,3 +120,50 @@ def test_contrib_framework_checkpoint_and_variable_helpers(tmp_path):
             s.run(tf.global_variables_initializer())
             init_fn(s)
             np.testing.assert_array_equal(s.run(w2), want)
+
+
+def test_instance_group_norm_maxout_pool1d_sparse_segments_and_misc_names(tmp_path):
+    """contrib.layers.instance_norm / group_norm / maxout against NumPy; tf.nn.max_pool1d /
+    avg_pool1d; tf.sparse_segment_sum / mean; tf.add_to_collections; tf.AggregationMethod;
+    tf.train.match_filenames_once feeding string_input_producer's names."""
+    x = np.random.RandomState(0).randn(2, 4, 4, 8).astype(np.float32)
+    (tmp_path / "b.txt").write_text("x")
+    (tmp_path / "a.txt").write_text("y")
+    g = tf.Graph()
+    with g.as_default():
+        t = tf.placeholder(tf.float32, [None, 4, 4, 8])
+        inst = tf.contrib.layers.instance_norm(t)
+        grp = tf.contrib.layers.group_norm(t, groups=2)
+        mo = tf.contrib.layers.maxout(t, 4)
+        assert grp.shape.as_list() == [None, 4, 4, 8] and mo.shape.as_list() == [None, 4, 4, 4]
+        assert sorted(v.op.name for v in tf.trainable_variables()) == [
+            "GroupNorm/beta", "GroupNorm/gamma", "InstanceNorm/beta", "InstanceNorm/gamma"]
+        seq = tf.placeholder(tf.float32, [None, 6, 2])
+        mp = tf.nn.max_pool1d(seq, 2, 2, "VALID")
+        ap = tf.nn.avg_pool1d(seq, [1, 3, 1], [1, 3, 1], "VALID")
+        data = tf.constant(np.arange(12.0).reshape(4, 3))
+        ss = tf.sparse_segment_sum(data, [0, 2, 3], [0, 0, 1])
+        sm = tf.sparse_segment_mean(data, [0, 2, 3], [0, 0, 1])
+        tf.add_to_collections(["c1", "c2", "c1"], data)
+        assert tf.get_collection("c1") == [data] and tf.get_collection("c2") == [data]
+        (grad,) = tf.gradients(tf.reduce_sum(data * data), [data],
+                               aggregation_method=tf.AggregationMethod.EXPERIMENTAL_TREE)
+        files = tf.train.match_filenames_once(str(tmp_path / "*.txt"))
+        sv = np.arange(24, dtype=np.float32).reshape(2, 6, 2)
+        with tf.Session() as s:
+            s.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            a, b, m, p1, p2, v_ss, v_sm, names = s.run(
+                [inst, grp, mo, mp, ap, ss, sm, files], {t: x, seq: sv})
+    want = (x - x.mean((1, 2), keepdims=True)) / np.sqrt(x.var((1, 2), keepdims=True) + 1e-6)
+    np.testing.assert_allclose(a, want, rtol=1e-4, atol=1e-5)
+    xg = x.reshape(2, 4, 4, 2, 4)
+    want = (xg - xg.mean((1, 2, 4), keepdims=True)) / np.sqrt(xg.var((1, 2, 4), keepdims=True)
+                                                              + 1e-6)
+    np.testing.assert_allclose(b, want.reshape(x.shape), rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(m, x.reshape(2, 4, 4, 4, 2).max(-1))
+    np.testing.assert_array_equal(p1, sv.reshape(2, 3, 2, 2).max(2))
+    np.testing.assert_allclose(p2, sv.reshape(2, 2, 3, 2).mean(2))
+    assert v_ss.tolist() == [[6, 8, 10], [9, 10, 11]] and v_sm.tolist() == [[3, 4, 5],
+                                                                           [9, 10, 11]]
+    assert [n.decode() for n in names] == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    assert grad is not None
