@@ -627,9 +627,6 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
     gamma * x + beta with gamma and beta of shape inputs.shape[begin_params_axis:]
     (variables <scope>/beta and <scope>/gamma, scope 'LayerNorm' by default; also in
     MODEL_VARIABLES), then `activation_fn`."""
-    from shardflow import nn
-    from shardflow.contrib_framework import model_variable
-    from shardflow.variable_scope import variable_scope
     x = convert_to_tensor(inputs)
     rank = x.shape.ndims
     if rank is None:
@@ -644,23 +641,9 @@ def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
         raise ValueError("layer_norm: inputs %s have shape %s; dimensions %d: on must be known "
                          "(they are the parameters' shape)" % (x.name, x.shape,
                                                                begin_params_axis))
-    colls = _collections(variables_collections)
-    with variable_scope(_scope_name(scope, "LayerNorm", reuse), reuse=reuse):
-        beta = gamma = None
-        if center:
-            beta = model_variable("beta", params_shape, dtype=x.dtype,
-                                  initializer=zeros_initializer(), trainable=trainable,
-                                  collections=colls("beta"))
-        if scale:
-            gamma = model_variable("gamma", params_shape, dtype=x.dtype,
-                                   initializer=ones_initializer(), trainable=trainable,
-                                   collections=colls("gamma"))
-        mean, variance = nn.moments(x, list(range(begin_norm_axis, rank)), keep_dims=True)
-        y = nn.batch_normalization(x, mean, variance, beta, gamma, 1e-12)
-        if activation_fn is not None:
-            y = activation_fn(y)
-    _add_to(outputs_collections, [y])
-    return y
+    return _normalized(x, list(range(begin_norm_axis, rank)), params_shape, center, scale,
+                       1e-12, activation_fn, variables_collections, outputs_collections,
+                       trainable, reuse, scope, "LayerNorm")
 
 
 def _normalized(x, axes, params_shape, center, scale, epsilon, activation_fn,
