@@ -167,8 +167,10 @@ namespace {
 // shape inference does, the entries of an int32/int64 vector are followed through Const, Shape,
 // Slice with constant bounds, Squeeze and ExpandDims (between a scalar and a 1-vector), Cast,
 // Identity and Concat on axis 0; anything else is unknown (-1). Shape functions see the result
-// through InferenceContext::ConstantInputAsShape. The depth bound keeps a long chain cheap.
+// through InferenceContext::ConstantInputAsShape. The depth bound and the budget of nodes
+// visited per input keep a long chain, or a hostile graph of wide nested Concats, cheap.
 constexpr int kMaxPartialDepth = 8;
+constexpr int kPartialBudget = 512;
 
 bool ConstantInts(const Node* n, std::vector<int64_t>* out) {
   const Tensor* t = n == nullptr ? nullptr : n->constant_value();
@@ -182,9 +184,10 @@ bool ConstantInts(const Node* n, std::vector<int64_t>* out) {
   return true;
 }
 
-std::optional<std::vector<int64_t>> PartialValue(const Node* n, int output, int depth) {
+std::optional<std::vector<int64_t>> PartialValue(const Node* n, int output, int depth,
+                                                 int* budget) {
   std::vector<int64_t> values;
-  if (n == nullptr || depth > kMaxPartialDepth) return std::nullopt;
+  if (n == nullptr || depth > kMaxPartialDepth || --*budget < 0) return std::nullopt;
   if (ConstantInts(n, &values)) return values;
   auto input = [&](int i) -> const Node* {
     const Edge* e = i < n->num_inputs() ? n->input_edge(i) : nullptr;
@@ -193,7 +196,7 @@ std::optional<std::vector<int64_t>> PartialValue(const Node* n, int output, int 
   auto input_value = [&](int i) -> std::optional<std::vector<int64_t>> {
     const Edge* e = i < n->num_inputs() ? n->input_edge(i) : nullptr;
     if (e == nullptr) return std::nullopt;
-    return PartialValue(e->src, e->src_output, depth + 1);
+    return PartialValue(e->src, e->src_output, depth + 1, budget);
   };
   const std::string& op = n->op();
   if (op == "Shape" && output == 0) {
@@ -232,7 +235,11 @@ std::optional<std::vector<int64_t>> PartialValue(const Node* n, int output, int 
       const Edge* e = n->input_edge(i);
       if (e == nullptr) return std::nullopt;
       const TensorShape& s = e->src->output_shape(e->src_output);
-      if (s.rank() != 1 || s.dim(0) < 0) return std::nullopt;
+      // Longer than any shape can be: not a shape (and a hostile length allocates nothing).
+      if (s.rank() != 1 || s.dim(0) < 0 ||
+          s.dim(0) > TensorShape::kMaxRank - static_cast<int64_t>(values.size())) {
+        return std::nullopt;
+      }
       auto part = input_value(i);
       if (part && static_cast<int64_t>(part->size()) != s.dim(0)) return std::nullopt;
       if (part) {
@@ -270,7 +277,8 @@ absl::Status Graph::InferShapes(Node* node) {
     if (e == nullptr || e->src->IsConstant() || (t != DT_INT32 && t != DT_INT64)) continue;
     const TensorShape& in = ctx.input(i);
     if (!in.unknown_rank() && in.rank() > 1) continue;
-    if (auto partial = PartialValue(e->src, e->src_output, 0)) {
+    int budget = kPartialBudget;
+    if (auto partial = PartialValue(e->src, e->src_output, 0, &budget)) {
       ctx.set_input_partial_value(i, *std::move(partial));
     }
   }

@@ -45,9 +45,23 @@ TEST(ScopeTest, ShapesBuiltFromShapeOfAndNumbersAreInferred) {
   auto filled = ops::Fill(s, ops::Concat(s, {dim(0), {3}}, 0), 1.0f);
   EXPECT_EQ(filled.shape().DebugString(), "[?,3]");
   // What is not followed stays unknown: a computed entry.
-  auto computed = ops::Reshape(
-      s, x, ops::Concat(s, {ops::Mul(s, dim(0), ops::Const(s, {2})), {3}, {32}}, 0));
+  auto computed =
+      ops::Reshape(s, x, ops::Concat(s, {ops::Mul(s, dim(0), ops::Const(s, {2})), {3}, {32}}, 0));
   EXPECT_EQ(computed.shape().DebugString(), "[?,3,32]");
+  EXPECT_TRUE(s.ok()) << s.status();
+}
+
+// A hostile graph for that inference: Concats of 64 copies of the previous one, nested (a
+// vector of 3 * 64^4 entries, far beyond any shape). It builds at once, the length unknown to
+// nothing allocated for it.
+TEST(ScopeTest, PartialShapeValuesOfHugeNestedConcatsCostNothing) {
+  Scope s = Scope::NewRootScope();
+  auto x = ops::Placeholder(s, DT_FLOAT, TensorShape({-1, 6, 32}));
+  Output v = ops::Shape(s, x);
+  for (int level = 0; level < 4; ++level) v = ops::Concat(s, std::vector<Input>(64, v), 0);
+  EXPECT_EQ(v.shape().DebugString(), "[50331648]");
+  auto filled = ops::Fill(s, ops::Slice(s, v, {0}, {2}), 1.0f);
+  EXPECT_EQ(filled.shape().rank(), 2);
   EXPECT_TRUE(s.ok()) << s.status();
 }
 
