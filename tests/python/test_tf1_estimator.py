@@ -232,6 +232,17 @@ def test_dnn_classifier_separates_blobs(tmp_path):
     assert preds[0]["logits"].shape == (1,)
     np.testing.assert_allclose(preds[0]["probabilities"].sum(), 1.0, rtol=1e-5)
     assert "dnn/hiddenlayer_0/kernel" in clf.get_variable_names()
+    # tf.estimator.add_metrics: the same model and checkpoint, one more metric in evaluate.
+    def mean_class(labels, predictions):
+        return {"mean_class": tf.metrics.mean(tf.cast(predictions["class_ids"], tf.float32))}
+    more = estimator.add_metrics(clf, mean_class)
+    again = more.evaluate(_blob_input(x, y, 1, False))
+    assert again["accuracy"] == result["accuracy"] and again["global_step"] == 150
+    np.testing.assert_allclose(again["mean_class"], np.mean(
+        [p["class_ids"][0] for p in clf.predict(estimator.inputs.numpy_input_fn(
+            {"x": x}, shuffle=False))]), rtol=1e-5)
+    with pytest.raises(ValueError, match="labels, predictions, features and config"):
+        estimator.add_metrics(clf, lambda logits: {})
 
 
 def test_dnn_classifier_three_classes_and_regressors(tmp_path):

@@ -9,7 +9,7 @@ from shardflow.estimator.canned import (DNNClassifier, DNNRegressor,  # noqa: F4
                                         DNNLinearCombinedClassifier,
                                         DNNLinearCombinedRegressor, LinearClassifier,
                                         LinearRegressor)
-from shardflow.estimator.estimator import Estimator  # noqa: F401
+from shardflow.estimator.estimator import Estimator, add_metrics  # noqa: F401
 from shardflow.estimator.export import (BestExporter, Exporter, FinalExporter,  # noqa: F401
                                         LatestExporter)
 from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys, RunConfig  # noqa: F401

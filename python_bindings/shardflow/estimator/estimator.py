@@ -440,3 +440,31 @@ def _split_batch(batch):
             yield {k: np.asarray(v)[i] for k, v in batch.items()}
         else:
             yield np.asarray(batch)[i]
+
+
+def add_metrics(estimator, metric_fn):
+    """TF1's tf.estimator.add_metrics (tf.contrib.estimator.add_metrics): an Estimator like
+    `estimator` (same model, model_dir and config) whose evaluation also reports the metrics
+    metric_fn returns, a dict of name -> (value, update_op) as eval_metric_ops. metric_fn takes
+    any of `labels`, `predictions` (the model's), `features` and `config`, by name."""
+    wanted = _arg_names(metric_fn)
+    unknown = set(wanted) - {"labels", "predictions", "features", "config"}
+    if unknown:
+        raise ValueError("add_metrics: metric_fn takes labels, predictions, features and "
+                         "config only, not %s" % ", ".join(sorted(unknown)))
+
+    def model_fn(features, labels, mode, config):
+        spec = estimator._call_model_fn(features, labels, mode)
+        if mode != ModeKeys.EVAL:
+            return spec
+        given = {"labels": labels, "predictions": spec.predictions, "features": features,
+                 "config": config}
+        extra = metric_fn(**{k: given[k] for k in wanted})
+        if not isinstance(extra, dict):
+            raise TypeError("add_metrics: metric_fn must return a dict of name -> (value, "
+                            "update_op), not %r" % (extra,))
+        metrics = dict(spec.eval_metric_ops or {})
+        metrics.update(extra)
+        return spec._replace(eval_metric_ops=metrics)
+    return Estimator(model_fn, model_dir=estimator.model_dir, config=estimator.config,
+                     warm_start_from=estimator._warm_start_from)
