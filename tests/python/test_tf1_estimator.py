@@ -326,3 +326,32 @@ def test_train_and_evaluate_in_stretches_with_exporters(tmp_path, monkeypatch):
                                     '"task": {"type": "chief", "index": 0}}')
     with pytest.raises(NotImplementedError, match="2 tasks"):
         estimator.train_and_evaluate(est, train_spec, eval_spec)
+
+
+def test_evaluate_writes_eval_events_and_early_stopping_hooks(tmp_path):
+    """evaluate writes its scalars to estimator.eval_dir() at the global step (TensorBoard's
+    eval curves), and tf.estimator.experimental.stop_if_no_decrease_hook reads them: with a
+    learning rate of 0 the loss never decreases after the first evaluation, so training stops
+    max_steps_without_decrease steps after it instead of running to max_steps."""
+    x, y = _blobs()
+    est = estimator.Estimator(_model_fn, model_dir=str(tmp_path), params={"lr": 0.0},
+                              config=estimator.RunConfig(tf_random_seed=SEED,
+                                                         save_checkpoints_steps=5))
+    est.train(_dataset_fn(x, y, None), steps=5)
+    first = est.evaluate(_dataset_fn(x, y, 1))
+    evals = estimator.experimental.read_eval_metrics(est.eval_dir())
+    assert list(evals) == [5] and abs(evals[5]["loss"] - first["loss"]) < 1e-5
+    hook = estimator.experimental.stop_if_no_decrease_hook(
+        est, "loss", max_steps_without_decrease=10, run_every_secs=None, run_every_steps=1)
+    train_spec = estimator.TrainSpec(_dataset_fn(x, y, None), max_steps=200, hooks=[hook])
+    eval_spec = estimator.EvalSpec(_dataset_fn(x, y, 1), steps=None, throttle_secs=0)
+    metrics, _ = estimator.train_and_evaluate(est, train_spec, eval_spec)
+    assert 15 <= metrics["global_step"] < 200, metrics
+    higher = estimator.experimental.stop_if_higher_hook(est, "loss", -1.0, run_every_secs=None,
+                                                        run_every_steps=1)
+    lower = estimator.experimental.stop_if_lower_hook(est, "loss", 100.0, run_every_secs=None,
+                                                      run_every_steps=1)
+    before = est.get_variable_value("global_step")
+    est.train(_dataset_fn(x, y, None), steps=50, hooks=[lower])
+    assert est.get_variable_value("global_step") - before <= 2   # stopped at once
+    assert higher is not None

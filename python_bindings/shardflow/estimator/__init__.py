@@ -5,6 +5,7 @@ tf.estimator.inputs.numpy_input_fn, and TrainSpec / EvalSpec / train_and_evaluat
 "tf.estimator", what is supported."""
 
 from shardflow.estimator import export, inputs  # noqa: F401
+from shardflow.estimator import early_stopping as experimental  # noqa: F401
 from shardflow.estimator.canned import (DNNClassifier, DNNRegressor,  # noqa: F401
                                         DNNLinearCombinedClassifier,
                                         DNNLinearCombinedRegressor, LinearClassifier,

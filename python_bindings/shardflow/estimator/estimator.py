@@ -320,7 +320,26 @@ class Estimator:
         results = dict(final.final_ops_values)
         logging.info("Saving dict for global step %d: %s", int(results["global_step"]),
                      ", ".join("%s = %s" % (k, results[k]) for k in sorted(results)))
+        self._write_eval_summary(results, name)
         return results
+
+    def eval_dir(self, name=None):
+        """Where evaluate(name=...) writes its metrics as TensorBoard scalars: model_dir/eval
+        (eval_<name> for a named evaluation), as TF1's."""
+        return os.path.join(self._model_dir, "eval_" + name if name else "eval")
+
+    def _write_eval_summary(self, results, name):
+        """The scalar results at their global step, for TensorBoard and the early-stopping
+        hooks (tf.estimator.experimental.stop_if_no_decrease_hook)."""
+        from shardflow.summary import FileWriter
+        from shardflow.summary_pb import Summary
+        values = [Summary.Value(tag=k, simple_value=float(v)) for k, v in sorted(results.items())
+                  if k != "global_step" and np.ndim(v) == 0 and np.isfinite(float(v))]
+        writer = FileWriter(self.eval_dir(name))
+        try:
+            writer.add_summary(Summary(value=values), int(results["global_step"]))
+        finally:
+            writer.close()
 
     # ---- predict --------------------------------------------------------------------------
 

@@ -127,12 +127,17 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
         reached = _global_step(estimator)
         if reached == step:
             break  # the input ran out before another step
+        # Short of the stretch's target: a hook stopped training (early stopping) or the input
+        # ran out; either ends training, as TF's one train() call would end.
+        stopped = reached < target
         # As TF's local mode: an evaluation per new checkpoint, at least throttle_secs apart,
-        # and always one at max_steps.
-        done = reached >= train_spec.max_steps
+        # and always one at max_steps (or where training stopped).
+        done = reached >= train_spec.max_steps or stopped
         if done or last_eval is None or time.time() - last_eval >= eval_spec.throttle_secs:
             evaluate(done)
             last_eval = time.time()
+        if stopped:
+            break
     if metrics is None:
         evaluate(True)  # already past max_steps: evaluate the checkpoint there
     return metrics, exports
