@@ -44,7 +44,7 @@ from shardflow.strided_slice import strided_slice  # noqa: F401
 from shardflow.ops import abs, pow, slice  # noqa: F401,A004 (shadow builtins, as in TF)
 from shardflow.session import (ConfigProto, InteractiveSession, RunMetadata,  # noqa: F401
                                RunOptions, Session, get_default_session,
-                               GPUOptions, GraphOptions, RewriterConfig)
+                               GPUOptions, GraphOptions, OptimizerOptions, RewriterConfig)
 from shardflow.variables import (Initializer, Variable, global_variables,  # noqa: F401
                                  global_variables_initializer, initializers,
                                  initialize_all_variables, initialize_variables, all_variables,

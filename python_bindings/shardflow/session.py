@@ -127,11 +127,55 @@ class RewriterConfig:
         return out
 
 
-class GraphOptions:
-    """TF1's tf.GraphOptions: holds rewrite_options (a RewriterConfig)."""
+class OptimizerOptions:
+    """TF1's tf.OptimizerOptions (config.graph_options.optimizer_options): constant folding and
+    common subexpression elimination map to the graph optimizer's passes of those names
+    (do_*=False, or opt_level=L0, turns them off unless rewrite_options turns them on);
+    function inlining and XLA's global_jit_level are accepted (shardflow has no XLA)."""
 
-    def __init__(self, rewrite_options=None):
+    L1, L0 = 0, -1                          # opt_level
+    DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2  # global_jit_level
+
+    def __init__(self, do_common_subexpression_elimination=True, do_constant_folding=True,
+                 max_folded_constant_in_bytes=0, do_function_inlining=True, opt_level=0,
+                 global_jit_level=0):
+        self.do_common_subexpression_elimination = do_common_subexpression_elimination
+        self.do_constant_folding = do_constant_folding
+        self.max_folded_constant_in_bytes = max_folded_constant_in_bytes
+        self.do_function_inlining = do_function_inlining
+        self.opt_level = opt_level
+        self.global_jit_level = global_jit_level
+
+    def _off(self):
+        """The passes these options turn off."""
+        if self.opt_level == self.L0:
+            return {"constant_folding", "common_subgraph_elimination"}
+        off = set()
+        if not self.do_constant_folding:
+            off.add("constant_folding")
+        if not self.do_common_subexpression_elimination:
+            off.add("common_subgraph_elimination")
+        return off
+
+
+class GraphOptions:
+    """TF1's tf.GraphOptions: rewrite_options (a RewriterConfig) and optimizer_options (an
+    OptimizerOptions); TF1's other fields are accepted."""
+
+    def __init__(self, rewrite_options=None, optimizer_options=None,
+                 enable_recv_scheduling=False, enable_bfloat16_sendrecv=False,
+                 build_cost_model=0, build_cost_model_after=0, infer_shapes=False,
+                 place_pruned_graph=False, timeline_step=0):
         self.rewrite_options = rewrite_options if rewrite_options is not None else RewriterConfig()
+        self.optimizer_options = optimizer_options if optimizer_options is not None \
+            else OptimizerOptions()
+        self.enable_recv_scheduling = enable_recv_scheduling
+        self.enable_bfloat16_sendrecv = enable_bfloat16_sendrecv
+        self.build_cost_model = build_cost_model
+        self.build_cost_model_after = build_cost_model_after
+        self.infer_shapes = infer_shapes
+        self.place_pruned_graph = place_pruned_graph
+        self.timeline_step = timeline_step
 
 
 class ConfigProto:
@@ -212,7 +256,11 @@ class ConfigProto:
             if f not in ("transport", "graph_options"):
                 setattr(c, f, getattr(self, f))
         rewrite = self.graph_options.rewrite_options
-        c.rewrite_options = rewrite._toggles()
+        toggles = rewrite._toggles()
+        for name in getattr(self.graph_options, "optimizer_options", OptimizerOptions())._off():
+            if toggles[name] == RewriterConfig.DEFAULT:
+                toggles[name] = RewriterConfig.OFF
+        c.rewrite_options = toggles
         c.disable_meta_optimizer = rewrite.disable_meta_optimizer
         g = self.gpu_options
         fraction = g.per_process_gpu_memory_fraction

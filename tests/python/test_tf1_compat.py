@@ -675,6 +675,31 @@ def test_gradients_stop_gradients_unconnected_and_optimizer_arguments():
             assert abs(s.run(x) - 2.4) < 1e-6
 
 
+def test_session_config_boilerplate_and_device_lib():
+    """TF1 scripts' session setup: device_count, thread counts, GPU options,
+    graph_options.optimizer_options (opt_level L0 turns constant folding and CSE off unless
+    rewrite_options says otherwise; XLA's jit level is accepted); device_lib lists devices."""
+    from shardflow.python.client import device_lib
+    cfg = tf.ConfigProto(device_count={"GPU": 0}, inter_op_parallelism_threads=2,
+                         intra_op_parallelism_threads=1, allow_soft_placement=True,
+                         gpu_options=tf.GPUOptions(allow_growth=True))
+    cfg.graph_options.optimizer_options.global_jit_level = tf.OptimizerOptions.ON_1
+    assert cfg._to_c().rewrite_options["constant_folding"] == tf.RewriterConfig.DEFAULT
+    cfg.graph_options.optimizer_options.opt_level = tf.OptimizerOptions.L0
+    toggles = cfg._to_c().rewrite_options
+    assert toggles["constant_folding"] == toggles["common_subgraph_elimination"] == \
+        tf.RewriterConfig.OFF
+    cfg.graph_options.rewrite_options.constant_folding = tf.RewriterConfig.ON
+    assert cfg._to_c().rewrite_options["constant_folding"] == tf.RewriterConfig.ON
+    g = tf.Graph()
+    with g.as_default(), tf.Session(config=cfg) as s:
+        assert s.run(tf.constant(2) * 3) == 6
+    devices = device_lib.list_local_devices()
+    assert devices[0].name == "/device:CPU:0" and devices[0].device_type == "CPU"
+    assert [d.name for d in devices if d.device_type == "GPU"] == (
+        [tf.test.gpu_device_name()] if tf.test.gpu_device_name() else [])
+
+
 def test_cond_and_case_select_like_tf1():
     g = tf.Graph()
     with g.as_default():

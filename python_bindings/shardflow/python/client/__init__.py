@@ -1,5 +1,6 @@
-"""tensorflow.python.client: the timeline module (Chrome traces of a traced step)."""
+"""tensorflow.python.client: the timeline module (Chrome traces of a traced step) and
+device_lib (list_local_devices)."""
 
-from shardflow.python.client import timeline  # noqa: F401
+from shardflow.python.client import device_lib, timeline  # noqa: F401
 
-__all__ = ["timeline"]
+__all__ = ["device_lib", "timeline"]
