@@ -470,8 +470,43 @@ def test_image_generator_flips_shifts_and_rescale():
     for _ in range(5):
         p = shifted.get_random_transform(x[0].shape)
         assert p["ty"] in (-1, 0, 1) and -2 <= p["tx"] <= 2
-    with pytest.raises(ValueError, match="scipy"):
-        image.ImageDataGenerator(rotation_range=10)
+    with pytest.raises(ValueError, match="zoom_range"):
+        image.ImageDataGenerator(zoom_range=[1, 2, 3])
+
+
+def test_image_rotation_zoom_shear_and_fill_modes():
+    """Keras's affine transform about the image centre, resampled as
+    scipy.ndimage.affine_transform (input = matrix @ output + offset): a 90-degree rotation,
+    a zoom (bilinear between pixels), each fill mode past the edge, and the generator drawing
+    rotations, shears and zooms reproducibly."""
+    image = keras.preprocessing.image
+    x = (10 * np.arange(5)[:, None] + np.arange(5)[None, :]).astype(np.float32)[..., None]
+    rot = image.apply_affine_transform(x, theta=90)
+    rows, cols = np.meshgrid(np.arange(5), np.arange(5), indexing="ij")
+    np.testing.assert_allclose(rot[..., 0], x[4 - cols, rows, 0], atol=1e-4)
+    zoom = image.apply_affine_transform(x, zx=0.5, zy=0.5)    # input = 0.5 (out - 2) + 2
+    np.testing.assert_allclose(zoom[..., 0], 10 * (0.5 * rows + 1) + (0.5 * cols + 1),
+                               atol=1e-4)
+    ramp = np.arange(5, dtype=np.float32).reshape(5, 1, 1)
+    want = {"constant": [2, 3, 4, -1, -1], "nearest": [2, 3, 4, 4, 4],
+            "reflect": [2, 3, 4, 4, 3], "wrap": [2, 3, 4, 1, 2]}
+    for mode, values in want.items():
+        got = image.apply_affine_transform(ramp, tx=2, fill_mode=mode, cval=-1)
+        np.testing.assert_allclose(got.ravel(), values, err_msg=mode)
+    nearest = image.apply_affine_transform(ramp, tx=0.6, order=0)
+    np.testing.assert_array_equal(nearest.ravel(), [1, 2, 3, 4, 4])
+    batch = np.random.RandomState(0).rand(6, 8, 8, 3).astype(np.float32)
+    gen = image.ImageDataGenerator(rotation_range=30, shear_range=10, zoom_range=0.2,
+                                   fill_mode="constant", cval=0.0)
+    p = gen.get_random_transform(batch[0].shape, seed=3)
+    assert p["theta"] != 0 and p["shear"] != 0 and 0.8 <= p["zx"] <= 1.2 and p["zy"] != p["zx"]
+    a = next(iter(gen.flow(batch, np.arange(6), batch_size=3, seed=1)))
+    b = next(iter(gen.flow(batch, np.arange(6), batch_size=3, seed=1)))
+    assert a[0].shape == (3, 8, 8, 3) and a[0].dtype == np.float32
+    np.testing.assert_array_equal(a[0], b[0])
+    assert not np.allclose(a[0], batch[a[1]])              # transformed
+    with pytest.raises(ValueError, match="fill_mode"):
+        image.ImageDataGenerator(fill_mode="mirror")
 
 
 def test_image_generator_featurewise_fit_and_flow_batches():

@@ -3,12 +3,13 @@ which augments and standardises batches of images in NumPy before they reach the
 its flow() iterator, a keras.utils.Sequence that model.fit and fit_generator train on.
 
 Supported: rescale, preprocessing_function, samplewise_center / std_normalization,
-featurewise_center / std_normalization (with fit()), width_shift_range, height_shift_range
-(bilinear, as Keras' order-1 interpolation; fill_mode 'nearest'), channel_shift_range,
-horizontal_flip, vertical_flip, data_format. Not supported (an error says so):
-rotation_range, shear_range, zoom_range (they need scipy.ndimage, which this build's Python
-lacks), brightness_range (PIL), zca_whitening (scipy.linalg), fill_modes other than
-'nearest', validation_split, flow_from_directory and flow_from_dataframe.
+featurewise_center / std_normalization (with fit()), rotation_range, width_shift_range,
+height_shift_range, shear_range, zoom_range (Keras's affine transform about the image centre,
+resampled in NumPy as scipy.ndimage.affine_transform does: interpolation_order 1 bilinear or
+0 nearest; fill_mode 'nearest', 'constant' with cval, 'reflect' or 'wrap'),
+channel_shift_range, horizontal_flip, vertical_flip, data_format. Not supported (an error
+says so): brightness_range (PIL), zca_whitening (scipy.linalg), validation_split,
+flow_from_directory and flow_from_dataframe.
 
 Example::
 
@@ -30,42 +31,159 @@ def flip_axis(x, axis):
     return np.flip(np.asarray(x), axis)
 
 
-def _shift_along(x, offset, axis):
-    """out[..., i, ...] = x[..., i + offset, ...] along `axis`, linearly interpolated between
-    the two nearest samples, indices past the edges clamped to them (fill_mode 'nearest')."""
-    n = x.shape[axis]
-    coords = np.arange(n) + offset
-    lo = np.floor(coords)
-    w = (coords - lo).astype(x.dtype)
-    lo = lo.astype(np.int64)
-    a = np.take(x, np.clip(lo, 0, n - 1), axis=axis)
-    b = np.take(x, np.clip(lo + 1, 0, n - 1), axis=axis)
-    shape = [1] * x.ndim
-    shape[axis] = n
-    w = w.reshape(shape)
-    return a * (1 - w) + b * w
+_FILL_MODES = ("constant", "nearest", "reflect", "wrap")
+
+
+def transform_matrix_offset_center(matrix, x, y):
+    """`matrix` (3 x 3, homogeneous) made to act about the centre of an x-by-y image."""
+    o_x, o_y = float(x) / 2 - 0.5, float(y) / 2 - 0.5
+    offset = np.array([[1, 0, o_x], [0, 1, o_y], [0, 0, 1]])
+    reset = np.array([[1, 0, -o_x], [0, 1, -o_y], [0, 0, 1]])
+    return offset @ matrix @ reset
+
+
+def _fold(coord, n, mode):
+    """Input coordinates past the edges brought back inside [0, n - 1] as scipy.ndimage's
+    modes (what Keras passes fill_mode to) do: 'nearest' (and 'constant', masked later) clamp,
+    'reflect' mirrors about the outer pixel edges (d c b a | a b c d | d c b a), 'wrap'
+    repeats the image with its last and first pixels overlapping (period n - 1, scipy's
+    'wrap')."""
+    if mode == "reflect":
+        period = 2.0 * n
+        coord = np.mod(coord + 0.5, period) - 0.5
+        coord = np.where(coord > n - 0.5, period - 1 - coord, coord)
+    elif mode == "wrap":
+        inside = (coord >= 0) & (coord <= n - 1)
+        wrapped = np.mod(coord, n - 1) if n > 1 else np.zeros_like(coord)
+        coord = np.where(inside, coord, wrapped)
+    return np.clip(coord, 0, n - 1)
+
+
+def _resample(channels, matrix, offset, order, mode, cval):
+    """Every channel [C, H, W] sampled at input = matrix @ output + offset (the mapping of
+    scipy.ndimage.affine_transform), bilinear (order 1) or nearest (order 0)."""
+    _, h, w = channels.shape
+    rows, cols = np.meshgrid(np.arange(h, dtype=np.float64), np.arange(w, dtype=np.float64),
+                             indexing="ij")
+    r = matrix[0, 0] * rows + matrix[0, 1] * cols + offset[0]
+    c = matrix[1, 0] * rows + matrix[1, 1] * cols + offset[1]
+    outside = None
+    if mode == "constant":
+        eps = 1e-9
+        outside = (r < -eps) | (r > h - 1 + eps) | (c < -eps) | (c > w - 1 + eps)
+    r, c = _fold(r, h, mode), _fold(c, w, mode)
+    if order == 0:
+        ri = np.clip(np.rint(r).astype(np.int64), 0, h - 1)
+        ci = np.clip(np.rint(c).astype(np.int64), 0, w - 1)
+        out = channels[:, ri, ci]
+    else:
+        r0, c0 = np.floor(r), np.floor(c)
+        fr, fc = (r - r0)[None], (c - c0)[None]
+        r0, c0 = r0.astype(np.int64), c0.astype(np.int64)
+        r1, c1 = np.minimum(r0 + 1, h - 1), np.minimum(c0 + 1, w - 1)
+        out = (channels[:, r0, c0] * (1 - fr) * (1 - fc) + channels[:, r1, c0] * fr * (1 - fc)
+               + channels[:, r0, c1] * (1 - fr) * fc + channels[:, r1, c1] * fr * fc)
+    if outside is not None:
+        out = np.where(outside[None], cval, out)
+    return out.astype(channels.dtype, copy=False)
 
 
 def apply_affine_transform(x, theta=0, tx=0, ty=0, shear=0, zx=1, zy=1, row_axis=0,
                            col_axis=1, channel_axis=2, fill_mode="nearest", cval=0.0,
                            order=1):
-    """One image shifted by tx rows and ty columns: out[i, j] = x[i + tx, j + ty] (order-1
-    interpolation, the edges repeated), as Keras' affine transform of a pure translation.
-    Rotation, shear and zoom need scipy.ndimage and are refused."""
-    if theta != 0 or shear != 0 or zx != 1 or zy != 1:
-        raise ValueError("apply_affine_transform: rotation, shear and zoom need scipy.ndimage, "
-                         "which is not available; only shifts are supported")
-    if fill_mode != "nearest":
-        raise ValueError("apply_affine_transform: only fill_mode='nearest' is supported, not "
-                         "%r" % (fill_mode,))
-    if order != 1:
-        raise ValueError("apply_affine_transform: only order=1 (bilinear) is supported")
+    """One image rotated by theta degrees, shifted by tx rows and ty columns, sheared by
+    `shear` degrees and zoomed by zx (rows) and zy (columns), about its centre, as Keras's
+    (the same matrices, and the sampling of scipy.ndimage.affine_transform in NumPy):
+    order 1 bilinear or 0 nearest; fill_mode 'constant' (cval), 'nearest', 'reflect' or
+    'wrap' outside the image."""
+    if fill_mode not in _FILL_MODES:
+        raise ValueError("apply_affine_transform: fill_mode must be one of %s, not %r"
+                         % (", ".join(_FILL_MODES), fill_mode))
+    if order not in (0, 1):
+        raise ValueError("apply_affine_transform: order must be 0 (nearest) or 1 (bilinear), "
+                         "not %r" % (order,))
+    matrices = []
+    if theta != 0:
+        t = np.deg2rad(theta)
+        matrices.append([[np.cos(t), -np.sin(t), 0], [np.sin(t), np.cos(t), 0], [0, 0, 1]])
+    if tx != 0 or ty != 0:
+        matrices.append([[1, 0, tx], [0, 1, ty], [0, 0, 1]])
+    if shear != 0:
+        sh = np.deg2rad(shear)
+        matrices.append([[1, -np.sin(sh), 0], [0, np.cos(sh), 0], [0, 0, 1]])
+    if zx != 1 or zy != 1:
+        matrices.append([[zx, 0, 0], [0, zy, 0], [0, 0, 1]])
     x = np.asarray(x)
-    if tx != 0:
-        x = _shift_along(x, tx, row_axis)
-    if ty != 0:
-        x = _shift_along(x, ty, col_axis)
-    return x
+    if not matrices:
+        return x
+    matrix = np.eye(3)
+    for m in matrices:
+        matrix = matrix @ np.array(m, dtype=np.float64)
+    matrix = transform_matrix_offset_center(matrix, x.shape[row_axis], x.shape[col_axis])
+    channels = np.moveaxis(x, channel_axis, 0)   # [C, rows, cols] or [C, cols, rows]
+    rows_first = (row_axis - (row_axis > channel_axis)) < (col_axis - (col_axis > channel_axis))
+    if not rows_first:
+        channels = np.swapaxes(channels, 1, 2)
+    out = _resample(channels, matrix[:2, :2], matrix[:2, 2], order, fill_mode, cval)
+    if not rows_first:
+        out = np.swapaxes(out, 1, 2)
+    return np.moveaxis(out, 0, channel_axis)
+
+
+def _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval, order, **params):
+    return apply_affine_transform(x, row_axis=row_axis, col_axis=col_axis,
+                                  channel_axis=channel_axis, fill_mode=fill_mode, cval=cval,
+                                  order=order, **params)
+
+
+def random_rotation(x, rg, row_axis=1, col_axis=2, channel_axis=0, fill_mode="nearest",
+                    cval=0.0, interpolation_order=1):
+    """x rotated by a uniform random angle in [-rg, rg] degrees."""
+    return _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval,
+                          interpolation_order, theta=np.random.uniform(-rg, rg))
+
+
+def random_shift(x, wrg, hrg, row_axis=1, col_axis=2, channel_axis=0, fill_mode="nearest",
+                 cval=0.0, interpolation_order=1):
+    """x shifted by uniform random fractions of its height (hrg) and width (wrg)."""
+    tx = np.random.uniform(-hrg, hrg) * x.shape[row_axis]
+    ty = np.random.uniform(-wrg, wrg) * x.shape[col_axis]
+    return _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval,
+                          interpolation_order, tx=tx, ty=ty)
+
+
+def random_shear(x, intensity, row_axis=1, col_axis=2, channel_axis=0, fill_mode="nearest",
+                 cval=0.0, interpolation_order=1):
+    """x sheared by a uniform random angle in [-intensity, intensity] degrees."""
+    return _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval,
+                          interpolation_order, shear=np.random.uniform(-intensity, intensity))
+
+
+def _zoom_range(zoom_range):
+    """Keras's zoom_range: a number z means [1 - z, 1 + z], else two numbers."""
+    if np.isscalar(zoom_range) and not isinstance(zoom_range, str):
+        return [1 - zoom_range, 1 + zoom_range]
+    if isinstance(zoom_range, (list, tuple)) and len(zoom_range) == 2 and all(
+            np.isscalar(z) and not isinstance(z, str) for z in zoom_range):
+        return [zoom_range[0], zoom_range[1]]
+    raise ValueError("`zoom_range` should be a float or a tuple or list of two floats. "
+                     "Received: %s" % (zoom_range,))
+
+
+def _draw_zoom(zoom_range):
+    if zoom_range[0] == 1 and zoom_range[1] == 1:
+        return 1, 1
+    zx, zy = np.random.uniform(zoom_range[0], zoom_range[1], 2)
+    return zx, zy
+
+
+def random_zoom(x, zoom_range, row_axis=1, col_axis=2, channel_axis=0, fill_mode="nearest",
+                cval=0.0, interpolation_order=1):
+    """x zoomed by factors drawn uniformly from zoom_range (two floats), rows and columns
+    independently."""
+    zx, zy = _draw_zoom(_zoom_range(zoom_range))
+    return _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval,
+                          interpolation_order, zx=zx, zy=zy)
 
 
 def apply_channel_shift(x, intensity, channel_axis=0):
@@ -77,8 +195,8 @@ def apply_channel_shift(x, intensity, channel_axis=0):
 
 
 class ImageDataGenerator:
-    """Random augmentation (shifts, channel shifts, flips) and standardisation of batches of
-    rank-4 images (channels last by default), as Keras's. `*_shift_range`: a float below 1 is
+    """Random augmentation (rotations, shifts, shears, zooms, channel shifts, flips) and
+    standardisation of batches of rank-4 images (channels last by default), as Keras's. `*_shift_range`: a float below 1 is
     a fraction of the height / width (uniform in [-r, r)), an int a number of pixels (one of
     -r+1 .. r-1), a list the pixel shifts to choose from."""
 
@@ -89,12 +207,6 @@ class ImageDataGenerator:
                  channel_shift_range=0., fill_mode="nearest", cval=0., horizontal_flip=False,
                  vertical_flip=False, rescale=None, preprocessing_function=None,
                  data_format=None, validation_split=0.0, interpolation_order=1, dtype=None):
-        for what, value, default in (("rotation_range", rotation_range, 0),
-                                     ("shear_range", shear_range, 0),
-                                     ("zoom_range", zoom_range, 0)):
-            if np.any(np.asarray(value) != default):
-                raise ValueError("ImageDataGenerator: %s needs scipy.ndimage, which is not "
-                                 "available; it is not supported" % what)
         if brightness_range is not None:
             raise ValueError("ImageDataGenerator: brightness_range needs PIL; not supported")
         if zca_whitening:
@@ -102,11 +214,12 @@ class ImageDataGenerator:
                              "supported")
         if validation_split:
             raise ValueError("ImageDataGenerator: validation_split is not supported")
-        if fill_mode != "nearest":
-            raise ValueError("ImageDataGenerator: only fill_mode='nearest' is supported, not %r"
-                             % (fill_mode,))
-        if interpolation_order != 1:
-            raise ValueError("ImageDataGenerator: only interpolation_order=1 is supported")
+        if fill_mode not in _FILL_MODES:
+            raise ValueError("ImageDataGenerator: fill_mode must be one of %s, not %r"
+                             % (", ".join(_FILL_MODES), fill_mode))
+        if interpolation_order not in (0, 1):
+            raise ValueError("ImageDataGenerator: interpolation_order must be 0 (nearest) or 1 "
+                             "(bilinear), not %r" % (interpolation_order,))
         data_format = data_format or K.image_data_format()
         if data_format not in ("channels_last", "channels_first"):
             raise ValueError('`data_format` should be `"channels_last"` (channel after row and '
@@ -118,11 +231,12 @@ class ImageDataGenerator:
         self.samplewise_std_normalization = samplewise_std_normalization
         self.zca_whitening = False
         self.zca_epsilon = zca_epsilon
-        self.rotation_range = 0
+        self.rotation_range = rotation_range
         self.width_shift_range = width_shift_range
         self.height_shift_range = height_shift_range
-        self.shear_range = 0.
-        self.zoom_range = [1, 1]
+        self.shear_range = shear_range
+        self.zoom_range = _zoom_range(zoom_range)
+        self.interpolation_order = interpolation_order
         self.channel_shift_range = channel_shift_range
         self.fill_mode = fill_mode
         self.cval = cval
@@ -194,22 +308,27 @@ class ImageDataGenerator:
         img_row_axis, img_col_axis = self.row_axis - 1, self.col_axis - 1
         if seed is not None:
             np.random.seed(seed)
+        theta = np.random.uniform(-self.rotation_range, self.rotation_range) \
+            if self.rotation_range else 0
         tx = self._shift(self.height_shift_range, img_shape[img_row_axis]) \
             if self.height_shift_range else 0
         ty = self._shift(self.width_shift_range, img_shape[img_col_axis]) \
             if self.width_shift_range else 0
+        shear = np.random.uniform(-self.shear_range, self.shear_range) \
+            if self.shear_range else 0
+        zx, zy = _draw_zoom(self.zoom_range)
         flip_horizontal = (np.random.random() < 0.5) * self.horizontal_flip
         flip_vertical = (np.random.random() < 0.5) * self.vertical_flip
         channel_shift_intensity = None
         if self.channel_shift_range != 0:
             channel_shift_intensity = np.random.uniform(-self.channel_shift_range,
                                                         self.channel_shift_range)
-        return {"theta": 0, "tx": tx, "ty": ty, "shear": 0, "zx": 1, "zy": 1,
+        return {"theta": theta, "tx": tx, "ty": ty, "shear": shear, "zx": zx, "zy": zy,
                 "flip_horizontal": flip_horizontal, "flip_vertical": flip_vertical,
                 "channel_shift_intensity": channel_shift_intensity, "brightness": None}
 
     def apply_transform(self, x, transform_parameters):
-        """One image (rank 3) transformed: shift, channel shift, flips."""
+        """One image (rank 3) transformed: rotation, shift, shear, zoom, channel shift, flips."""
         img_row_axis, img_col_axis = self.row_axis - 1, self.col_axis - 1
         img_channel_axis = self.channel_axis - 1
         p = transform_parameters
@@ -217,7 +336,7 @@ class ImageDataGenerator:
                                    p.get("shear", 0), p.get("zx", 1), p.get("zy", 1),
                                    row_axis=img_row_axis, col_axis=img_col_axis,
                                    channel_axis=img_channel_axis, fill_mode=self.fill_mode,
-                                   cval=self.cval)
+                                   cval=self.cval, order=self.interpolation_order)
         if p.get("channel_shift_intensity") is not None:
             x = apply_channel_shift(x, p["channel_shift_intensity"], img_channel_axis)
         if p.get("flip_horizontal", False):
