@@ -118,3 +118,14 @@ def test_cudnn_layers_wrapper_input_spec_spatial_dropout_3d_and_progbar(capsys):
         bar.update(step, values=[("loss", float(step))])
     printed = capsys.readouterr().out
     assert "4/4" in printed and "loss: 2.5" in printed
+
+
+def test_sequential_predict_classes_and_proba():
+    """TF 1.15's Sequential.predict_classes (argmax, or a sigmoid rounded) and predict_proba."""
+    x = np.random.RandomState(2).rand(6, 4).astype(np.float32)
+    soft = keras.Sequential([keras.layers.Dense(3, activation="softmax", input_shape=(4,))])
+    np.testing.assert_array_equal(soft.predict_classes(x), soft.predict(x).argmax(-1))
+    np.testing.assert_allclose(soft.predict_proba(x), soft.predict(x))
+    sig = keras.Sequential([keras.layers.Dense(1, activation="sigmoid", input_shape=(4,))])
+    np.testing.assert_array_equal(sig.predict_classes(x), (sig.predict(x) > 0.5).astype("int32"))
+    assert sig.predict_classes(x).shape == (6, 1)

@@ -883,6 +883,18 @@ class Sequential(Model):
         if not self.built:
             self._build_input(tuple(input_shape)[1:], K.floatx(), batch=input_shape[0])
 
+    def predict_proba(self, x, batch_size=32, verbose=0):
+        """predict's probabilities (Sequential.predict_proba of TF 1.15's Keras)."""
+        return self.predict(x, batch_size=batch_size, verbose=verbose)
+
+    def predict_classes(self, x, batch_size=32, verbose=0):
+        """The class of each example: the argmax of a softmax output, or the output rounded
+        at 0.5 for a single sigmoid unit (as TF 1.15's Keras Sequential)."""
+        proba = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if proba.shape[-1] > 1:
+            return proba.argmax(axis=-1)
+        return (proba > 0.5).astype("int32")
+
     def __call__(self, inputs, training=None):
         x = inputs
         for layer in self._stack:
