@@ -475,17 +475,17 @@ def test_image_generator_flips_shifts_and_rescale():
 
 
 def test_image_rotation_zoom_shear_and_fill_modes():
-    """Keras's affine transform about the image centre, resampled as
-    scipy.ndimage.affine_transform (input = matrix @ output + offset): a 90-degree rotation,
-    a zoom (bilinear between pixels), each fill mode past the edge, and the generator drawing
-    rotations, shears and zooms reproducibly."""
+    """Keras 1.15's affine transform about its centre (h / 2 + 0.5, w / 2 + 0.5), resampled
+    as scipy.ndimage.affine_transform (input = matrix @ output + offset): a 90-degree
+    rotation, a zoom (bilinear between pixels), each fill mode past the edge, and the
+    generator drawing rotations, shears and zooms reproducibly."""
     image = keras.preprocessing.image
     x = (10 * np.arange(5)[:, None] + np.arange(5)[None, :]).astype(np.float32)[..., None]
-    rot = image.apply_affine_transform(x, theta=90)
+    rot = image.apply_affine_transform(x, theta=90)             # input (6 - c, r), clamped
     rows, cols = np.meshgrid(np.arange(5), np.arange(5), indexing="ij")
-    np.testing.assert_allclose(rot[..., 0], x[4 - cols, rows, 0], atol=1e-4)
-    zoom = image.apply_affine_transform(x, zx=0.5, zy=0.5)    # input = 0.5 (out - 2) + 2
-    np.testing.assert_allclose(zoom[..., 0], 10 * (0.5 * rows + 1) + (0.5 * cols + 1),
+    np.testing.assert_allclose(rot[..., 0], x[np.minimum(6 - cols, 4), rows, 0], atol=1e-4)
+    zoom = image.apply_affine_transform(x, zx=0.5, zy=0.5)    # input = 0.5 (out - 3) + 3
+    np.testing.assert_allclose(zoom[..., 0], 10 * (0.5 * rows + 1.5) + (0.5 * cols + 1.5),
                                atol=1e-4)
     ramp = np.arange(5, dtype=np.float32).reshape(5, 1, 1)
     want = {"constant": [2, 3, 4, -1, -1], "nearest": [2, 3, 4, 4, 4],

@@ -4,19 +4,24 @@ its flow() iterator, a keras.utils.Sequence that model.fit and fit_generator tra
 
 Supported: rescale, preprocessing_function, samplewise_center / std_normalization,
 featurewise_center / std_normalization (with fit()), rotation_range, width_shift_range,
-height_shift_range, shear_range, zoom_range (Keras's affine transform about the image centre,
-resampled in NumPy as scipy.ndimage.affine_transform does: interpolation_order 1 bilinear or
-0 nearest; fill_mode 'nearest', 'constant' with cval, 'reflect' or 'wrap'),
-channel_shift_range, horizontal_flip, vertical_flip, data_format. Not supported (an error
-says so): brightness_range (PIL), zca_whitening (scipy.linalg), validation_split,
-flow_from_directory and flow_from_dataframe.
+height_shift_range, shear_range, zoom_range, fill_mode ('nearest', 'constant' with cval,
+'reflect', 'wrap'), interpolation_order (1 bilinear, 0 nearest), channel_shift_range,
+horizontal_flip, vertical_flip, data_format; and the functions apply_affine_transform,
+random_rotation, random_shift, random_shear, random_zoom, apply_channel_shift and flip_axis.
+Rotations, shifts, shears and zooms are Keras's affine transform about the centre TF 1.15
+uses (transform_matrix_offset_center), resampled in NumPy the way
+scipy.ndimage.affine_transform (which Keras calls) samples, so no scipy is needed. Not
+supported (an error says so): brightness_range (PIL), zca_whitening (scipy.linalg),
+validation_split, flow_from_directory and flow_from_dataframe.
 
 Example::
 
-    gen = ImageDataGenerator(rescale=1 / 255.0, horizontal_flip=True, width_shift_range=0.1)
+    gen = ImageDataGenerator(rescale=1 / 255.0, rotation_range=15, zoom_range=0.1,
+                             width_shift_range=0.1, horizontal_flip=True)
     model.fit_generator(gen.flow(x_train, y_train, batch_size=32), epochs=5)
 """
 
+import numbers
 import threading
 import warnings
 
@@ -35,33 +40,38 @@ _FILL_MODES = ("constant", "nearest", "reflect", "wrap")
 
 
 def transform_matrix_offset_center(matrix, x, y):
-    """`matrix` (3 x 3, homogeneous) made to act about the centre of an x-by-y image."""
-    o_x, o_y = float(x) / 2 - 0.5, float(y) / 2 - 0.5
+    """`matrix` (3 x 3, homogeneous, on (row, column) coordinates) made to act about the point
+    (x / 2 + 0.5, y / 2 + 0.5) of an x-by-y image, the centre Keras 2.2.4 and tf.keras 1.15
+    use. It is one pixel down and right of the true centre ((x - 1) / 2, (y - 1) / 2), which
+    later keras_preprocessing releases use; kept so that transforms match TF 1.15's."""
+    o_x, o_y = float(x) / 2 + 0.5, float(y) / 2 + 0.5
     offset = np.array([[1, 0, o_x], [0, 1, o_y], [0, 0, 1]])
     reset = np.array([[1, 0, -o_x], [0, 1, -o_y], [0, 0, 1]])
     return offset @ matrix @ reset
 
 
 def _fold(coord, n, mode):
-    """Input coordinates past the edges brought back inside [0, n - 1] as scipy.ndimage's
-    modes (what Keras passes fill_mode to) do: 'nearest' (and 'constant', masked later) clamp,
-    'reflect' mirrors about the outer pixel edges (d c b a | a b c d | d c b a), 'wrap'
-    repeats the image with its last and first pixels overlapping (period n - 1, scipy's
-    'wrap')."""
+    """Input coordinates past the edges of an axis of n pixels brought into [0, n - 1] as
+    scipy.ndimage's boundary modes (which Keras passes fill_mode to) do: 'nearest' (and
+    'constant', masked by the caller) clamp; 'reflect' mirrors about the outer pixel edges
+    (d c b a | a b c d | d c b a); 'wrap' repeats the image with its last and first pixels
+    overlapping (period n - 1; a negative whole multiple of it lands on the last pixel)."""
     if mode == "reflect":
         period = 2.0 * n
         coord = np.mod(coord + 0.5, period) - 0.5
         coord = np.where(coord > n - 0.5, period - 1 - coord, coord)
-    elif mode == "wrap":
-        inside = (coord >= 0) & (coord <= n - 1)
-        wrapped = np.mod(coord, n - 1) if n > 1 else np.zeros_like(coord)
-        coord = np.where(inside, coord, wrapped)
+    elif mode == "wrap" and n > 1:
+        span = n - 1.0
+        coord = np.where(coord < 0, coord + span * (np.floor(-coord / span) + 1),
+                         np.where(coord > span, coord - span * np.floor(coord / span), coord))
     return np.clip(coord, 0, n - 1)
 
 
 def _resample(channels, matrix, offset, order, mode, cval):
-    """Every channel [C, H, W] sampled at input = matrix @ output + offset (the mapping of
-    scipy.ndimage.affine_transform), bilinear (order 1) or nearest (order 0)."""
+    """Every channel of `channels` [C, H, W] sampled at input = matrix @ output + offset (the
+    mapping of scipy.ndimage.affine_transform): bilinear (order 1) or the pixel at
+    floor(coordinate + 0.5) (order 0). Integer images are rounded half away from zero and
+    clipped to their type's range, as scipy writes them."""
     _, h, w = channels.shape
     rows, cols = np.meshgrid(np.arange(h, dtype=np.float64), np.arange(w, dtype=np.float64),
                              indexing="ij")
@@ -69,13 +79,11 @@ def _resample(channels, matrix, offset, order, mode, cval):
     c = matrix[1, 0] * rows + matrix[1, 1] * cols + offset[1]
     outside = None
     if mode == "constant":
-        eps = 1e-9
+        eps = 1e-9  # coordinates a rounding error past the edge (cos 90 degrees) still inside
         outside = (r < -eps) | (r > h - 1 + eps) | (c < -eps) | (c > w - 1 + eps)
     r, c = _fold(r, h, mode), _fold(c, w, mode)
     if order == 0:
-        ri = np.clip(np.rint(r).astype(np.int64), 0, h - 1)
-        ci = np.clip(np.rint(c).astype(np.int64), 0, w - 1)
-        out = channels[:, ri, ci]
+        out = channels[:, np.floor(r + 0.5).astype(np.int64), np.floor(c + 0.5).astype(np.int64)]
     else:
         r0, c0 = np.floor(r), np.floor(c)
         fr, fc = (r - r0)[None], (c - c0)[None]
@@ -85,17 +93,25 @@ def _resample(channels, matrix, offset, order, mode, cval):
                + channels[:, r0, c1] * (1 - fr) * fc + channels[:, r1, c1] * fr * fc)
     if outside is not None:
         out = np.where(outside[None], cval, out)
+    if np.issubdtype(channels.dtype, np.integer):
+        info = np.iinfo(channels.dtype)
+        out = np.clip(np.trunc(out + np.where(out > 0, 0.5, -0.5)), info.min, info.max)
     return out.astype(channels.dtype, copy=False)
 
 
 def apply_affine_transform(x, theta=0, tx=0, ty=0, shear=0, zx=1, zy=1, row_axis=0,
                            col_axis=1, channel_axis=2, fill_mode="nearest", cval=0.0,
                            order=1):
-    """One image rotated by theta degrees, shifted by tx rows and ty columns, sheared by
-    `shear` degrees and zoomed by zx (rows) and zy (columns), about its centre, as Keras's
-    (the same matrices, and the sampling of scipy.ndimage.affine_transform in NumPy):
-    order 1 bilinear or 0 nearest; fill_mode 'constant' (cval), 'nearest', 'reflect' or
-    'wrap' outside the image."""
+    """One image (rank 3) transformed as Keras 2.2.4 / tf.keras 1.15 do, in NumPy instead of
+    scipy.ndimage: the product rotation(theta) @ shift(tx, ty) @ shear(shear) @ zoom(zx, zy)
+    (angles in degrees), moved to the centre of transform_matrix_offset_center, maps every
+    output pixel to the input point it is sampled at (scipy.ndimage.affine_transform's
+    input = matrix @ output + offset). So a positive theta turns the picture clockwise (row 0
+    at the top), tx / ty move its content up / left by that many rows / columns, and a zoom
+    below 1 magnifies. The matrix acts on the two non-channel axes in array order, centred
+    with the sizes of row_axis and col_axis, as Keras's. order 1 interpolates bilinearly, 0
+    takes the nearest pixel; fill_mode 'constant' (cval), 'nearest', 'reflect' or 'wrap'
+    (scipy.ndimage's meanings) fills points outside the image. With no transform, x itself."""
     if fill_mode not in _FILL_MODES:
         raise ValueError("apply_affine_transform: fill_mode must be one of %s, not %r"
                          % (", ".join(_FILL_MODES), fill_mode))
@@ -113,20 +129,18 @@ def apply_affine_transform(x, theta=0, tx=0, ty=0, shear=0, zx=1, zy=1, row_axis
         matrices.append([[1, -np.sin(sh), 0], [0, np.cos(sh), 0], [0, 0, 1]])
     if zx != 1 or zy != 1:
         matrices.append([[zx, 0, 0], [0, zy, 0], [0, 0, 1]])
-    x = np.asarray(x)
     if not matrices:
         return x
+    x = np.asarray(x)
+    if x.ndim != 3:
+        raise ValueError("apply_affine_transform: x must be one image of rank 3 (rows, columns "
+                         "and channels), got shape %s" % (x.shape,))
     matrix = np.eye(3)
     for m in matrices:
         matrix = matrix @ np.array(m, dtype=np.float64)
     matrix = transform_matrix_offset_center(matrix, x.shape[row_axis], x.shape[col_axis])
-    channels = np.moveaxis(x, channel_axis, 0)   # [C, rows, cols] or [C, cols, rows]
-    rows_first = (row_axis - (row_axis > channel_axis)) < (col_axis - (col_axis > channel_axis))
-    if not rows_first:
-        channels = np.swapaxes(channels, 1, 2)
-    out = _resample(channels, matrix[:2, :2], matrix[:2, 2], order, fill_mode, cval)
-    if not rows_first:
-        out = np.swapaxes(out, 1, 2)
+    out = _resample(np.moveaxis(x, channel_axis, 0), matrix[:2, :2], matrix[:2, 2], order,
+                    fill_mode, cval)
     return np.moveaxis(out, 0, channel_axis)
 
 
@@ -138,14 +152,16 @@ def _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval, order, 
 
 def random_rotation(x, rg, row_axis=1, col_axis=2, channel_axis=0, fill_mode="nearest",
                     cval=0.0, interpolation_order=1):
-    """x rotated by a uniform random angle in [-rg, rg] degrees."""
+    """x (one image, channels first by default) rotated by a uniform random angle in
+    [-rg, rg] degrees (see apply_affine_transform)."""
     return _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval,
                           interpolation_order, theta=np.random.uniform(-rg, rg))
 
 
 def random_shift(x, wrg, hrg, row_axis=1, col_axis=2, channel_axis=0, fill_mode="nearest",
                  cval=0.0, interpolation_order=1):
-    """x shifted by uniform random fractions of its height (hrg) and width (wrg)."""
+    """x shifted by uniform random fractions in [-hrg, hrg] of its height and [-wrg, wrg] of
+    its width."""
     tx = np.random.uniform(-hrg, hrg) * x.shape[row_axis]
     ty = np.random.uniform(-wrg, wrg) * x.shape[col_axis]
     return _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval,
@@ -160,17 +176,21 @@ def random_shear(x, intensity, row_axis=1, col_axis=2, channel_axis=0, fill_mode
 
 
 def _zoom_range(zoom_range):
-    """Keras's zoom_range: a number z means [1 - z, 1 + z], else two numbers."""
-    if np.isscalar(zoom_range) and not isinstance(zoom_range, str):
+    """ImageDataGenerator's zoom_range as Keras reads it: a number z means [1 - z, 1 + z],
+    a list, tuple or 1-D array of two numbers is [low, high]; anything else is an error."""
+    if isinstance(zoom_range, numbers.Real):
         return [1 - zoom_range, 1 + zoom_range]
-    if isinstance(zoom_range, (list, tuple)) and len(zoom_range) == 2 and all(
-            np.isscalar(z) and not isinstance(z, str) for z in zoom_range):
+    pair = isinstance(zoom_range, (list, tuple)) or (isinstance(zoom_range, np.ndarray)
+                                                     and zoom_range.ndim == 1)
+    if pair and len(zoom_range) == 2 and all(isinstance(z, numbers.Real) for z in zoom_range):
         return [zoom_range[0], zoom_range[1]]
     raise ValueError("`zoom_range` should be a float or a tuple or list of two floats. "
                      "Received: %s" % (zoom_range,))
 
 
 def _draw_zoom(zoom_range):
+    """(zx, zy) drawn independently from [low, high], or (1, 1) without a draw when both
+    bounds are 1, as Keras does (so the random stream is the same as with no zoom)."""
     if zoom_range[0] == 1 and zoom_range[1] == 1:
         return 1, 1
     zx, zy = np.random.uniform(zoom_range[0], zoom_range[1], 2)
@@ -179,9 +199,12 @@ def _draw_zoom(zoom_range):
 
 def random_zoom(x, zoom_range, row_axis=1, col_axis=2, channel_axis=0, fill_mode="nearest",
                 cval=0.0, interpolation_order=1):
-    """x zoomed by factors drawn uniformly from zoom_range (two floats), rows and columns
-    independently."""
-    zx, zy = _draw_zoom(_zoom_range(zoom_range))
+    """x zoomed by factors drawn uniformly from zoom_range (two numbers), rows and columns
+    independently; a factor below 1 magnifies."""
+    if isinstance(zoom_range, str) or np.ndim(zoom_range) != 1 or len(zoom_range) != 2:
+        raise ValueError("`zoom_range` should be a tuple or list of two floats. Received: %s"
+                         % (zoom_range,))
+    zx, zy = _draw_zoom(zoom_range)
     return _random_affine(x, row_axis, col_axis, channel_axis, fill_mode, cval,
                           interpolation_order, zx=zx, zy=zy)
 
@@ -195,10 +218,16 @@ def apply_channel_shift(x, intensity, channel_axis=0):
 
 
 class ImageDataGenerator:
-    """Random augmentation (rotations, shifts, shears, zooms, channel shifts, flips) and
-    standardisation of batches of rank-4 images (channels last by default), as Keras's. `*_shift_range`: a float below 1 is
-    a fraction of the height / width (uniform in [-r, r)), an int a number of pixels (one of
-    -r+1 .. r-1), a list the pixel shifts to choose from."""
+    """Random augmentation and standardisation of batches of rank-4 images (channels last by
+    default), as Keras's. Every image gets a rotation (uniform in [-rotation_range,
+    rotation_range] degrees), shifts, a shear (uniform in [-shear_range, shear_range]
+    degrees) and a zoom (zx and zy drawn independently from zoom_range: a number z means
+    [1 - z, 1 + z], a pair [low, high]), combined and resampled by apply_affine_transform with
+    fill_mode, cval and interpolation_order (0 or 1); then a channel shift and flips.
+    `*_shift_range`: a float below 1 is a fraction of the height / width (uniform in
+    [-r, r)), an int a number of pixels (one of -r+1 .. r-1), a list the pixel shifts to
+    choose from. brightness_range (PIL), zca_whitening (scipy.linalg) and validation_split
+    are refused."""
 
     def __init__(self, featurewise_center=False, samplewise_center=False,
                  featurewise_std_normalization=False, samplewise_std_normalization=False,
@@ -505,4 +534,5 @@ class NumpyArrayIterator(Iterator):
 
 
 __all__ = ["ImageDataGenerator", "Iterator", "NumpyArrayIterator", "apply_affine_transform",
-           "apply_channel_shift", "flip_axis"]
+           "apply_channel_shift", "flip_axis", "random_rotation", "random_shear", "random_shift",
+           "random_zoom", "transform_matrix_offset_center"]
