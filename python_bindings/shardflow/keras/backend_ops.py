@@ -464,15 +464,11 @@ def map_fn(fn, elems, name=None, dtype=None):
 
 def sparse_categorical_crossentropy(target, output, from_logits=False, axis=-1):
     """The cross-entropy of class indices `target` against probabilities (or logits)
-    `output` [..., classes]; one value per row (per step of a sequence)."""
-    sf = _sf()
+    `output` [..., classes]; one value per row (per step of a sequence): keras.losses'."""
     if axis not in (-1, output.shape.ndims - 1):
         raise ValueError("sparse_categorical_crossentropy: only the last axis holds classes")
-    if not from_logits:
-        eps = _backend().epsilon()
-        output = ops.log(sf.clip_by_value(output, eps, 1.0 - eps))
-    labels = ops.cast(ops.reshape(target, ops.shape(output)[:-1]), dtypes.int64)
-    return sf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=output)
+    from shardflow.keras import losses
+    return losses.sparse_categorical_crossentropy(target, output, from_logits=from_logits)
 
 
 # ---- CTC (Keras's OCR and speech examples) --------------------------------------------------
