@@ -13,6 +13,13 @@
 
 namespace shardflow {
 
+// Set (true) by the mixed-precision pass (partitioner/optimizer/auto_mixed_precision.cc) on fp32
+// MatMul, Conv2D and convolution-gradient nodes, and inherited by the fused ops made from them,
+// where the processor multiplies bfloat16 natively: the kernel rounds its product inputs to
+// bfloat16, multiplies them with oneDNN's bf16 kernels and accumulates and writes fp32. The
+// graph's types do not change. Absent: false.
+inline constexpr char kBf16ProductsAttr[] = "_bf16_products";
+
 // The `activation` attr: "" (none), "Relu", "Tanh" or "Sigmoid".
 inline absl::Status CheckFusedActivation(const std::string& activation) {
   if (activation.empty() || activation == "Relu" || activation == "Tanh" ||

@@ -1,5 +1,6 @@
-// MatMul on CPU: float and bfloat16 through a oneDNN matmul primitive (created once per shape
-// and cached in the kernel), double through Eigen.
+// MatMul on CPU: float through a GEMM entry point (kernels/cpu/sgemm.h) or, marked for
+// bfloat16 products, a oneDNN bf16 matmul primitive (Note [bfloat16 matmul]); bfloat16 through a
+// oneDNN matmul primitive (created once per shape and cached in the kernel); double through Eigen.
 #include <cstring>
 #include <map>
 #include <string>
@@ -30,17 +31,104 @@ bool PrepareMatMul(OpKernelContext* ctx, bool ta, bool tb, MatMulDims* dims, Ten
   return true;
 }
 
+// A bool attr, false when absent (errors are reported by ReadTransposeAttrs).
+bool BoolAttr(OpKernelConstruction* c, const char* name) {
+  bool v = false;
+  return c->GetAttr(name, &v).ok() && v;
+}
+
 void ReadTransposeAttrs(OpKernelConstruction* c, bool* ta, bool* tb) {
   absl::Status s = c->GetAttr("transpose_a", ta);
   if (s.ok()) s = c->GetAttr("transpose_b", tb);
   if (!s.ok()) c->SetStatus(s);
 }
 
+// The oneDNN matmul primitives of one kernel, per shape (made on first use, never removed, so
+// references stay valid). They run with a user scratchpad, so concurrent steps may share them.
+class MatMulPrimitives {
+ public:
+  using Type = dnnl::memory::data_type;
+  struct Cached {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+  };
+
+  MatMulPrimitives(bool ta, bool tb) : ta_(ta), tb_(tb) {}
+
+  // The product of `d` reading `in`, writing `out`. Throws dnnl::error when oneDNN has no kernel
+  // for these types on this processor.
+  const Cached& Get(const MatMulDims& d, Type in, Type out) {
+    absl::MutexLock lock(&mu_);
+    auto key = std::make_tuple(d.m, d.k, d.n);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+    auto a_md = dnnl::memory::desc({d.m, d.k}, in,
+                                   ta_ ? dnnl::memory::dims{1, d.m} : dnnl::memory::dims{d.k, 1});
+    auto b_md = dnnl::memory::desc({d.k, d.n}, in,
+                                   tb_ ? dnnl::memory::dims{1, d.k} : dnnl::memory::dims{d.n, 1});
+    auto c_md = dnnl::memory::desc({d.m, d.n}, out, dnnl::memory::dims{d.n, 1});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, CpuEngine());
+    return cache_.emplace(key, Cached{pd, dnnl::matmul(pd)}).first->second;
+  }
+
+  // c = a · b through `cached`, with a scratchpad of this call's own: with oneDNN's default
+  // (library-owned) scratchpad a primitive must not run on two threads at once.
+  static absl::Status Run(OpKernelContext* ctx, const Cached& cached, const void* a, const void* b,
+                          void* c) {
+    dnnl::engine& eng = CpuEngine();
+    dnnl::memory a_mem(cached.pd.src_desc(), eng, const_cast<void*>(a));
+    dnnl::memory b_mem(cached.pd.weights_desc(), eng, const_cast<void*>(b));
+    dnnl::memory c_mem(cached.pd.dst_desc(), eng, c);
+    Tensor scratch;
+    const size_t scratch_bytes = cached.pd.scratchpad_desc().get_size();
+    SF_RETURN_IF_ERROR(
+        ctx->allocate_temp(DT_UINT8, TensorShape({static_cast<int64_t>(scratch_bytes)}), &scratch));
+    dnnl::memory s_mem(cached.pd.scratchpad_desc(), eng, scratch.raw_data());
+    dnnl::stream stream(eng);
+    cached.prim.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                                 {DNNL_ARG_WEIGHTS, b_mem},
+                                 {DNNL_ARG_DST, c_mem},
+                                 {DNNL_ARG_SCRATCHPAD, s_mem}});
+    stream.wait();
+    return absl::OkStatus();
+  }
+
+ private:
+  const bool ta_, tb_;
+  absl::Mutex mu_;
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Cached> cache_ ABSL_GUARDED_BY(mu_);
+};
+
+// Note [bfloat16 matmul]
+// A MatMul or _FusedMatMul the mixed-precision pass marked (kBf16ProductsAttr) keeps fp32
+// inputs and output: both operands are rounded to bfloat16 in their own layout (a transposed
+// operand stays transposed; oneDNN's brgemm kernels read it strided; Note [bfloat16 copies] in
+// onednn_util.h) and one bf16 matmul primitive accumulates and writes fp32 into the output.
+absl::Status Bf16Product(OpKernelContext* ctx, MatMulPrimitives& primitives, const MatMulDims& d,
+                         float* c) {
+  SF_ASSIGN_OR_RETURN(Tensor a, RoundedToBf16(ctx->input(0)));
+  SF_ASSIGN_OR_RETURN(Tensor b, RoundedToBf16(ctx->input(1)));
+  try {
+    const auto& cached =
+        primitives.Get(d, dnnl::memory::data_type::bf16, dnnl::memory::data_type::f32);
+    return MatMulPrimitives::Run(ctx, cached, a.raw_data(), b.raw_data(), c);
+  } catch (const dnnl::error& e) {
+    return absl::InternalError(
+        absl::StrCat("oneDNN has no bfloat16 matmul on this processor (", e.what(),
+                     "); turn the auto_mixed_precision_onednn_bfloat16 rewrite off or unset "
+                     "SHARDFLOW_NATIVE_BF16"));
+  }
+}
+
 template <typename T>
 class OneDnnMatMulOp : public OpKernel {
  public:
-  explicit OneDnnMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit OneDnnMatMulOp(OpKernelConstruction* c)
+      : OpKernel(c), primitives_(BoolAttr(c, "transpose_a"), BoolAttr(c, "transpose_b")) {
     ReadTransposeAttrs(c, &ta_, &tb_);
+    if (!c->GetAttr(kBf16ProductsAttr, &bf16_).ok()) bf16_ = false;
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -54,6 +142,10 @@ class OneDnnMatMulOp : public OpKernel {
     }
     SetOneDnnThreads(ctx);
     if constexpr (std::is_same_v<T, float>) {
+      if (bf16_) {
+        OP_REQUIRES_OK(ctx, Bf16Product(ctx, primitives_, d, out->data<float>()));
+        return;
+      }
       // fp32: a GEMM entry point (kernels/cpu/sgemm.h) is measurably faster here than the
       // matmul primitive (benchmarks/matmul_benchmark.cc) and thread-safe without a scratchpad.
       const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
@@ -61,34 +153,17 @@ class OneDnnMatMulOp : public OpKernel {
                                 ctx->input(1).data<float>(), ldb, 0.0f, out->data<float>(), d.n));
       return;
     }
-    const Cached* found = nullptr;
+    const MatMulPrimitives::Cached* found = nullptr;
     try {
-      found = &GetPrimitive(d);
+      found = &primitives_.Get(d, dnnl::memory::data_type::bf16, dnnl::memory::data_type::bf16);
     } catch (const dnnl::error&) {
       // oneDNN has no bf16 matmul for this processor (AVX2 without AVX512-BF16 or AMX): widen
       // to fp32, multiply there, round back (what the bf16 primitive computes, accumulating in
       // fp32). Regression test: the conformance test's bf16 MatMul on such a machine.
       return Fp32Fallback(ctx, d, out);
     }
-    const Cached& cached = *found;
-    dnnl::engine& eng = CpuEngine();
-    dnnl::memory a_mem(cached.pd.src_desc(), eng, const_cast<void*>(ctx->input(0).raw_data()));
-    dnnl::memory b_mem(cached.pd.weights_desc(), eng, const_cast<void*>(ctx->input(1).raw_data()));
-    dnnl::memory c_mem(cached.pd.dst_desc(), eng, out->raw_data());
-    // Each call brings its own scratchpad: with oneDNN's default (library-owned) scratchpad a
-    // primitive must not run on two threads at once, and concurrent steps share this kernel.
-    Tensor scratch;
-    size_t scratch_bytes = cached.pd.scratchpad_desc().get_size();
-    OP_REQUIRES_OK(
-        ctx,
-        ctx->allocate_temp(DT_UINT8, TensorShape({static_cast<int64_t>(scratch_bytes)}), &scratch));
-    dnnl::memory s_mem(cached.pd.scratchpad_desc(), eng, scratch.raw_data());
-    dnnl::stream stream(eng);
-    cached.prim.execute(stream, {{DNNL_ARG_SRC, a_mem},
-                                 {DNNL_ARG_WEIGHTS, b_mem},
-                                 {DNNL_ARG_DST, c_mem},
-                                 {DNNL_ARG_SCRATCHPAD, s_mem}});
-    stream.wait();
+    OP_REQUIRES_OK(ctx, MatMulPrimitives::Run(ctx, *found, ctx->input(0).raw_data(),
+                                              ctx->input(1).raw_data(), out->raw_data()));
   }
 
  private:
@@ -115,34 +190,9 @@ class OneDnnMatMulOp : public OpKernel {
     for (int64_t i = 0; i < out->NumElements(); ++i) dst[i] = static_cast<T>(src[i]);
   }
 
-  struct Cached {
-    dnnl::matmul::primitive_desc pd;
-    dnnl::matmul prim;
-  };
-
-  const Cached& GetPrimitive(const MatMulDims& d) {
-    absl::MutexLock lock(&mu_);
-    auto key = std::make_tuple(d.m, d.k, d.n);
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
-    dnnl::memory::data_type dt =
-        std::is_same_v<T, float> ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
-    auto a_md = dnnl::memory::desc({d.m, d.k}, dt,
-                                   ta_ ? dnnl::memory::dims{1, d.m} : dnnl::memory::dims{d.k, 1});
-    auto b_md = dnnl::memory::desc({d.k, d.n}, dt,
-                                   tb_ ? dnnl::memory::dims{1, d.k} : dnnl::memory::dims{d.n, 1});
-    auto c_md = dnnl::memory::desc({d.m, d.n}, dt, dnnl::memory::dims{d.n, 1});
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, CpuEngine());
-    return cache_.emplace(key, Cached{pd, dnnl::matmul(pd)}).first->second;
-  }
-
   bool ta_ = false, tb_ = false;
-  absl::Mutex mu_;
-  // Entries are never removed, so references stay valid; primitives with a user scratchpad may
-  // execute concurrently.
-  std::map<std::tuple<int64_t, int64_t, int64_t>, Cached> cache_ ABSL_GUARDED_BY(mu_);
+  bool bf16_ = false;  // kBf16ProductsAttr (float only)
+  MatMulPrimitives primitives_;
 };
 
 class EigenMatMulOp : public OpKernel {
@@ -175,8 +225,10 @@ class EigenMatMulOp : public OpKernel {
 // costs no pass of its own; the activation then runs over the output while it is in cache.
 class FusedMatMulOp : public OpKernel {
  public:
-  explicit FusedMatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit FusedMatMulOp(OpKernelConstruction* c)
+      : OpKernel(c), primitives_(BoolAttr(c, "transpose_a"), BoolAttr(c, "transpose_b")) {
     ReadTransposeAttrs(c, &ta_, &tb_);
+    if (!c->GetAttr(kBf16ProductsAttr, &bf16_).ok()) bf16_ = false;
     absl::Status s = c->GetAttr("activation", &activation_);
     if (s.ok()) s = CheckFusedActivation(activation_);
     if (!s.ok()) c->SetStatus(s);
@@ -193,10 +245,19 @@ class FusedMatMulOp : public OpKernel {
                                                         bias.shape().DebugString())));
     if (d.m == 0 || d.n == 0) return;
     float* c = out->data<float>();
-    for (int64_t i = 0; i < d.m; ++i) {
-      std::memcpy(c + i * d.n, bias.data<float>(), d.n * sizeof(float));
+    if (bf16_ && d.k > 0) {  // Note [bfloat16 matmul]; the bias is added with the activation
+      SetOneDnnThreads(ctx);
+      OP_REQUIRES_OK(ctx, Bf16Product(ctx, primitives_, d, c));
+      Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> rows(c, d.m,
+                                                                                            d.n);
+      rows.rowwise() +=
+          Eigen::Map<const Eigen::Array<float, 1, Eigen::Dynamic>>(bias.data<float>(), d.n);
+    } else {
+      for (int64_t i = 0; i < d.m; ++i) {
+        std::memcpy(c + i * d.n, bias.data<float>(), d.n * sizeof(float));
+      }
     }
-    if (d.k > 0) {
+    if (d.k > 0 && !bf16_) {
       SetOneDnnThreads(ctx);
       const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
       OP_REQUIRES_OK(ctx, Sgemm(ta_, tb_, d.m, d.n, d.k, ctx->input(0).data<float>(), lda,
@@ -214,7 +275,9 @@ class FusedMatMulOp : public OpKernel {
 
  private:
   bool ta_ = false, tb_ = false;
+  bool bf16_ = false;  // kBf16ProductsAttr
   std::string activation_;
+  MatMulPrimitives primitives_;
 };
 
 REGISTER_KERNEL(KernelDef("_FusedMatMul").Device(kDeviceCpu).TypeConstraint<float>("T"),

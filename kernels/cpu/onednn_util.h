@@ -2,6 +2,7 @@
 #ifndef SHARDFLOW_KERNELS_CPU_ONEDNN_UTIL_H_
 #define SHARDFLOW_KERNELS_CPU_ONEDNN_UTIL_H_
 
+#include "absl/status/statusor.h"
 #include "core/framework/op_kernel.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -12,6 +13,17 @@ dnnl::engine& CpuEngine();
 
 // Makes OpenMP (and so oneDNN) on the calling thread use the device's intra-op budget.
 void SetOneDnnThreads(OpKernelContext* ctx);
+
+// Note [bfloat16 copies]
+// The fp32 tensor `t` rounded to bfloat16 (to nearest even), same shape, for a product marked
+// kBf16ProductsAttr (core/framework/fused_ops.h); converted across the calling kernel's OpenMP
+// threads (call SetOneDnnThreads first). A tensor whose buffer carries a content version
+// (Tensor::content_version: the same version, the same bytes) keeps its copy in a small
+// process-wide cache (at most 8 copies and 64 MiB, least recently used replaced), so a tensor
+// several marked products read in one step - a dense layer's weight (its forward product and its
+// input gradient), an activation (the forward product and the weight gradient), an incoming
+// gradient (the input and the weight gradients) - is rounded once.
+absl::StatusOr<Tensor> RoundedToBf16(const Tensor& t);
 
 }  // namespace shardflow
 

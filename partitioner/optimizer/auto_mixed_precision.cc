@@ -6,24 +6,28 @@
 // Note [bfloat16 mixed precision]
 // -------------------------------
 // bfloat16 keeps fp32's exponent and 8 bits of mantissa, so no loss scaling is needed (unlike
-// fp16): each input of an allowed op is rounded to bfloat16 (round to nearest even, one Cast),
-// products are accumulated in fp32 and the result is fp32, as oneDNN's bf16 kernels do.
+// fp16): each input of an allowed op is rounded to bfloat16 (round to nearest even), products are
+// accumulated in fp32 and the result is fp32, as oneDNN's bf16 kernels do.
 // - On a processor that multiplies bfloat16 natively (AVX512-BF16, AMX; core/platform/cpu_info.h)
-//   a MatMul runs as MatMul<bfloat16> on Cast inputs (oneDNN's bf16 primitive: half the bytes,
-//   2-8x the multiply rate), followed by a Cast of its output back to fp32 under its old name.
-// - Elsewhere, and for the convolutions (whose kernels are fp32 only), the inputs are rounded to
-//   bfloat16 and widened back (Cast, Cast) and the fp32 kernel runs: the same numbers as native
-//   bf16 up to the order of the fp32 accumulation, so accuracy can be checked on any processor,
-//   with no speed-up.
-// A tensor read by several rewritten ops (a weight read by the forward op and both gradients) is
-// cast once. The pass runs before remapping, which then leaves the rewritten ops unfused.
+//   the op is marked (kBf16ProductsAttr, core/framework/fused_ops.h) and its CPU kernel rounds
+//   its inputs and runs oneDNN's bf16 primitive, writing fp32 (kernels/cpu/matmul_op.cc,
+//   conv_ops.cc): the graph keeps its fp32 types, so the remapping pass after this one still
+//   fuses bias and activation into the marked products (the fused op inherits the mark), and no
+//   output needs a Cast back.
+// - Elsewhere, and for products placed on a GPU, the inputs are rounded to bfloat16 and widened
+//   back (Cast, Cast) and the fp32 kernel runs: the same numbers as native bf16 up to the order
+//   of the fp32 accumulation, so accuracy can be checked on any processor, with no speed-up. A
+//   tensor read by several rewritten ops (a weight read by the forward op and both gradients) is
+//   cast once.
 #include <map>
-#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
+#include "core/framework/fused_ops.h"
 #include "core/platform/cpu_info.h"
 #include "core/platform/status.h"
 #include "partitioner/optimizer/graph_optimizer.h"
@@ -41,6 +45,30 @@ NodeDef CastDef(const std::string& name, const Node& like, DataType from, DataTy
   (*def.mutable_attr())["SrcT"] = MakeAttr(from);
   (*def.mutable_attr())["DstT"] = MakeAttr(to);
   return def;
+}
+
+// Whether `n` is placed (or asked to be) on a GPU, whose kernels do not read the mark.
+bool OnGpu(const Node& n) {
+  return absl::StrContains(absl::AsciiStrToUpper(n.assigned_device()), "GPU") ||
+         absl::StrContains(absl::AsciiStrToUpper(n.requested_device()), "GPU");
+}
+
+// A convolution with fewer input channels (an image's first layer) stays fp32 where bfloat16 is
+// native: nothing to gain on so short a dot product, and rounding its out_backprop costs more
+// than its filter gradient saves (Note [bfloat16 convolutions] in kernels/cpu/conv_ops.cc, whose
+// kernels apply the same bound when the shapes were not known here).
+constexpr int64_t kMinBf16Channels = 8;
+
+// The input channels of convolution `n` (its filter's dim 2, or the input's dim 3 for the filter
+// gradient); -1 where not a convolution or not known.
+int64_t InputChannels(const Node& n) {
+  if (n.op().rfind("Conv2D", 0) != 0) return -1;
+  const bool filter_grad = n.op() == "Conv2DBackpropFilter";
+  const Edge* e = n.input_edge(filter_grad ? 0 : 1);
+  if (e == nullptr) return -1;
+  const TensorShape& s = e->src->output_shape(e->src_output);
+  if (s.rank() != 4) return -1;
+  return s.dim(filter_grad ? 3 : 2);
 }
 
 // The inputs of an allowed op that carry fp32 data (the others are int32 shapes).
@@ -71,14 +99,20 @@ class AutoMixedPrecision : public GraphOptimizationPass {
       bool connected = true;
       for (int i : FloatInputs(n->op())) connected &= n->input_edge(i) != nullptr;
       if (!connected) continue;
-      if (native && n->op() == "MatMul") {
-        changes->push_back(absl::StrCat("'", n->name(), "' (MatMul) runs in bfloat16"));
-        SF_RETURN_IF_ERROR(RunInBf16(graph, n));
+      if (native && !OnGpu(*n)) {
+        const int64_t channels = InputChannels(*n);
+        if (channels >= 0 && channels < kMinBf16Channels) {
+          changes->push_back(absl::StrCat("'", n->name(), "' (", n->op(), ") stays fp32: ",
+                                          channels, " input channel(s), too few to gain"));
+          continue;
+        }
+        n->SetAttr(kBf16ProductsAttr, MakeAttr(true));
+        changes->push_back(absl::StrCat("'", n->name(), "' (", n->op(), ") runs in bfloat16"));
         continue;
       }
       for (int i : FloatInputs(n->op())) {
         const Edge* e = n->input_edge(i);
-        SF_ASSIGN_OR_RETURN(Node * rounded, Cast(graph, e->src, e->src_output, *n, true));
+        SF_ASSIGN_OR_RETURN(Node * rounded, Rounded(graph, e->src, e->src_output, *n));
         graph->RemoveEdge(e);
         SF_RETURN_IF_ERROR(graph->AddEdge(rounded, 0, n, i).status());
       }
@@ -95,11 +129,10 @@ class AutoMixedPrecision : public GraphOptimizationPass {
   }
 
  private:
-  // A Cast of src:output to bfloat16 on `like`'s device, made once per tensor; with `widen`, a
-  // second Cast back to fp32 after it (the rounded value in fp32).
-  absl::StatusOr<Node*> Cast(Graph* graph, Node* src, int output, const Node& like, bool widen) {
-    const auto key = std::make_tuple(src->id(), output, widen);
-    auto it = casts_.find(key);
+  // src:output rounded to bfloat16 and widened back to fp32 (Cast, Cast) on `like`'s device,
+  // made once per tensor.
+  absl::StatusOr<Node*> Rounded(Graph* graph, Node* src, int output, const Node& like) {
+    auto it = casts_.find({src->id(), output});
     if (it != casts_.end() && graph->node(it->second) != nullptr) {
       return graph->node(it->second);
     }
@@ -115,46 +148,12 @@ class AutoMixedPrecision : public GraphOptimizationPass {
     SF_ASSIGN_OR_RETURN(Node * narrow,
                         make(src, output, DT_BFLOAT16,
                              output == 0 ? "/to_bf16" : absl::StrCat("/", output, "/to_bf16")));
-    Node* result = narrow;
-    if (widen) {
-      SF_ASSIGN_OR_RETURN(result, make(narrow, 0, DT_FLOAT, "/bf16_rounded"));
-    }
-    casts_[key] = result->id();
-    return result;
+    SF_ASSIGN_OR_RETURN(Node * wide, make(narrow, 0, DT_FLOAT, "/bf16_rounded"));
+    casts_[{src->id(), output}] = wide->id();
+    return wide;
   }
 
-  // MatMul<float> n becomes MatMul<bfloat16> of bfloat16 casts of its inputs, and a Cast of its
-  // product to fp32 takes n's name and consumers.
-  absl::Status RunInBf16(Graph* graph, Node* n) {
-    std::vector<std::pair<Node*, int>> inputs;
-    for (int i : FloatInputs(n->op())) {
-      const Edge* e = n->input_edge(i);
-      SF_ASSIGN_OR_RETURN(Node * c, Cast(graph, e->src, e->src_output, *n, false));
-      inputs.push_back({c, 0});
-    }
-    NodeDef def;
-    def.set_name(graph->UniqueName(n->name() + "/bf16"));
-    def.set_op(n->op());
-    def.set_device(n->requested_device());
-    def.set_assigned_device(n->assigned_device());
-    for (const auto& [attr, value] : n->attrs()) (*def.mutable_attr())[attr] = value;
-    (*def.mutable_attr())["T"] = MakeAttr(DT_BFLOAT16);
-    SF_ASSIGN_OR_RETURN(Node * product, graph->AddNode(std::move(def)));
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      SF_RETURN_IF_ERROR(
-          graph->AddEdge(inputs[i].first, inputs[i].second, product, static_cast<int>(i)).status());
-    }
-    // The product waits for what n waited for; the Cast after it needs nothing more.
-    for (const Edge* e : n->in_edges()) {
-      if (e->IsControl()) graph->AddControlEdge(e->src, product);
-    }
-    SF_RETURN_IF_ERROR(graph->InferShapes(product));
-    return optimizer::ReplaceNode(graph, n, CastDef(n->name(), *n, DT_BFLOAT16, DT_FLOAT),
-                                  {{product, 0}}, {})
-        .status();
-  }
-
-  std::map<std::tuple<int, int, bool>, int> casts_;  // (src id, output, widened) -> cast id
+  std::map<std::pair<int, int>, int> casts_;  // (src id, output) -> the widening cast's id
 };
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "core/framework/node_def_util.h"
 #include "core/framework/op_def.h"
 #include "core/framework/tensor.h"
+#include "core/framework/tensor_util.h"
 #include "gtest/gtest.h"
 #include "runtime/device.h"
 #include "runtime/op_runner.h"
@@ -252,6 +253,59 @@ TEST(Conv2DTest, BackpropFilterMatchesNaiveLoops) {
     ASSERT_TRUE(out.ok()) << c.Describe() << ": " << out.status();
     EXPECT_EQ((*out)[0].shape(), TensorShape({c.kh, c.kw, c.cin, c.cout}));
     ExpectClose((*out)[0], want, mag, "Conv2DBackpropFilter " + c.Describe());
+  }
+}
+
+// Marked for bfloat16 products (the mixed-precision pass's _bf16_products, Note [bfloat16
+// convolutions] in conv_ops.cc), the three kernels compute in fp32 on inputs rounded to bfloat16
+// - but a convolution of fewer than 8 input channels, which stays fp32. oneDNN's bf16 kernels
+// where the processor has them, its reference or emulating ones elsewhere; strides 1 (the input
+// gradient as a flipped forward convolution) and 2 (the backward-data primitive).
+TEST(Conv2DTest, MarkedForBf16MatchNaiveLoopsOnRoundedInputs) {
+  std::vector<ConvCase> cases = Cases();
+  cases.push_back({8, 14, 14, 32, 5, 5, 64, 1, 1, "SAME"});  // the CNN's second layer, batch 8
+  uint32_t seed = 300;
+  for (const ConvCase& c : cases) {
+    Naive ref(c);
+    const bool rounded = c.cin >= 8;
+    auto round = [&](const Tensor& t) {
+      if (!rounded) return t;
+      return *CastTensor(*CastTensor(t, DT_BFLOAT16), DT_FLOAT);
+    };
+    Tensor in = Random({c.n, c.h, c.w, c.cin}, seed++);
+    Tensor f = Random({c.kh, c.kw, c.cin, c.cout}, seed++);
+    Tensor dy = Random({c.n, ref.oh, ref.ow, c.cout}, seed++);
+    const Tensor rin = round(in), rf = round(f), rdy = round(dy);
+    Attrs attrs = c.attrs();
+    attrs["_bf16_products"] = MakeAttr(true);
+    const std::string what = c.Describe() + (rounded ? " bf16" : " (stays fp32)");
+
+    std::vector<double> want, mag;
+    ref.Forward(rin, rf, &want, &mag);
+    auto out = RunOp("Conv2D", {in, f}, attrs);
+    ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+    ExpectClose((*out)[0], want, mag, "Conv2D " + what);
+
+    std::vector<double> dx(c.n * c.h * c.w * c.cin, 0.0), dx_mag(dx.size(), 0.0);
+    std::vector<double> dw(c.kh * c.kw * c.cin * c.cout, 0.0), dw_mag(dw.size(), 0.0);
+    ref.ForEachTerm([&](int64_t i, int64_t k, int64_t o) {
+      const double a = double(rdy.data<float>()[o]) * rf.data<float>()[k];
+      const double b = double(rdy.data<float>()[o]) * rin.data<float>()[i];
+      dx[i] += a;
+      dx_mag[i] += std::abs(a);
+      dw[k] += b;
+      dw_mag[k] += std::abs(b);
+    });
+    Tensor in_sizes =
+        Tensor::FromVector<int32_t>({int32_t(c.n), int32_t(c.h), int32_t(c.w), int32_t(c.cin)});
+    out = RunOp("Conv2DBackpropInput", {in_sizes, f, dy}, attrs);
+    ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+    ExpectClose((*out)[0], dx, dx_mag, "Conv2DBackpropInput " + what);
+    Tensor filter_sizes = Tensor::FromVector<int32_t>(
+        {int32_t(c.kh), int32_t(c.kw), int32_t(c.cin), int32_t(c.cout)});
+    out = RunOp("Conv2DBackpropFilter", {in, filter_sizes, dy}, attrs);
+    ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+    ExpectClose((*out)[0], dw, dw_mag, "Conv2DBackpropFilter " + what);
   }
 }
 

@@ -20,6 +20,7 @@
 #include "core/framework/tensor.h"
 #include "core/framework/tensor_util.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/onednn_util.h"
 #include "kernels/cpu/sgemm.h"
 #include "ops/ops.h"
 #include "runtime/device.h"
@@ -494,6 +495,80 @@ TYPED_TEST(MatMulSessionTest, ConcurrentRunsOfOneSession) {
     }
   }
   EXPECT_EQ(wrong, 0) << "of " << kThreads * kSteps << " concurrent products";
+}
+
+// ---- bfloat16 products of fp32 tensors (Note [bfloat16 matmul]) ------------------------------
+
+// `t` (float) with every element rounded to bfloat16, kept in float.
+Tensor RoundedCopy(const Tensor& t) {
+  auto narrow = CastTensor(t, DT_BFLOAT16);
+  EXPECT_TRUE(narrow.ok()) << narrow.status();
+  auto wide = CastTensor(*narrow, DT_FLOAT);
+  EXPECT_TRUE(wide.ok()) << wide.status();
+  return *wide;
+}
+
+// A marked MatMul (the mixed-precision pass's _bf16_products) computes the fp32 product of its
+// inputs rounded to bfloat16, in fp32, under every transpose (oneDNN's bf16 kernels where the
+// processor has them, its reference kernels elsewhere); so does a marked _FusedMatMul, plus its
+// bias and Relu.
+TEST(MatMulBf16ProductsTest, EqualTheFp32ProductOfRoundedInputs) {
+  const std::vector<Dims> shapes = {{1, 1, 1}, {3, 5, 7}, {16, 33, 9}, {128, 300, 70}};
+  uint32_t seed = 900;
+  for (const Dims& d : shapes) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        Tensor a = RandomMatrix<float>(ShapeA(d.m, d.k, ta), seed++);
+        Tensor b = RandomMatrix<float>(ShapeB(d.k, d.n, tb), seed++);
+        const std::string what = Describe(DT_FLOAT, d.m, d.k, d.n, ta, tb) + " bf16 products";
+        Attrs attrs = Transposes(ta, tb);
+        attrs["_bf16_products"] = MakeAttr(true);
+        auto out = RunOp("MatMul", {a, b}, attrs);
+        ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+        ExpectProduct((*out)[0], RoundedCopy(a), RoundedCopy(b), ta, tb, what);
+        // Not the unrounded product: the inputs were rounded.
+        if (d.k > 1) {
+          auto exact = RunOp("MatMul", {a, b}, Transposes(ta, tb));
+          ASSERT_TRUE(exact.ok());
+          EXPECT_FALSE(TensorsEqual((*out)[0], (*exact)[0])) << what;
+        }
+        Tensor bias = RandomMatrix<float>(TensorShape({d.n}), seed++);
+        attrs["activation"] = MakeAttr(std::string("Relu"));
+        auto fused = RunOp("_FusedMatMul", {a, b, bias}, attrs);
+        ASSERT_TRUE(fused.ok()) << what << ": " << fused.status();
+        const Tensor& got = (*fused)[0];
+        const Tensor& product = (*out)[0];
+        for (int64_t i = 0; i < got.NumElements(); ++i) {
+          const float want = std::max(0.0f, product.data<float>()[i] + bias.data<float>()[i % d.n]);
+          ASSERT_NEAR(got.data<float>()[i], want, 1e-5f) << what << " fused, element " << i;
+        }
+      }
+    }
+  }
+}
+
+// RoundedToBf16 (kernels/cpu/onednn_util.h) rounds to nearest even, keeps the copy of a tensor
+// while its content version stands and makes a new one after a write.
+TEST(MatMulBf16ProductsTest, RoundedCopiesFollowContentVersions) {
+  // 1 + 2^-8 and 1 + 3 * 2^-8 lie halfway between bfloat16 neighbours: to even, 1 and 1 + 2^-6.
+  Tensor t = Tensor::FromVector<float>({2.5f, -3.0f, 1.00390625f, 1.01171875f}, {4});
+  auto first = RoundedToBf16(t);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->dtype(), DT_BFLOAT16);
+  test::ExpectValues<float>(*CastTensor(*first, DT_FLOAT), {2.5f, -3.0f, 1.0f, 1.015625f}, 0);
+  auto again = RoundedToBf16(t);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->raw_data(), first->raw_data());  // the kept copy
+  t.data<float>()[0] = 7.0f;
+  t.MarkWritten();
+  auto after = RoundedToBf16(t);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->raw_data(), first->raw_data());
+  test::ExpectValues<float>(*CastTensor(*after, DT_FLOAT), {7.0f, -3.0f, 1.0f, 1.015625f}, 0);
+  // The first copy, still held, is unchanged.
+  test::ExpectValues<float>(*CastTensor(*first, DT_FLOAT), {2.5f, -3.0f, 1.0f, 1.015625f}, 0);
+  auto wrong = RoundedToBf16(Tensor::FromVector<double>({1.0}, {1}));
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TYPED_TEST(MatMulSessionTest, ConstantsThroughRunScope) {
