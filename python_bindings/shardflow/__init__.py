@@ -67,6 +67,7 @@ from shardflow.partitioned_variables import (PartitionedVariable,  # noqa: F401
 from shardflow.graph_io import gfile, import_graph_def  # noqa: F401
 from shardflow import graph_io as _graph_io
 from shardflow import contrib, io, metrics  # noqa: F401  (sf.contrib.rnn, sf.io.gfile, ...)
+from shardflow import mixed_precision  # noqa: F401  (tf.compat.v1.mixed_precision)
 from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
 from shardflow import python  # noqa: F401  (tf.python.client.timeline)
 from shardflow.tensor_util import (get_static_value, make_ndarray,  # noqa: F401

@@ -257,6 +257,9 @@ class ConfigProto:
                 setattr(c, f, getattr(self, f))
         rewrite = self.graph_options.rewrite_options
         toggles = rewrite._toggles()
+        amp = "auto_mixed_precision_onednn_bfloat16"
+        if _mixed_precision_rewrite and toggles[amp] == RewriterConfig.DEFAULT:
+            toggles[amp] = RewriterConfig.ON  # enable_mixed_precision_graph_rewrite
         for name in getattr(self.graph_options, "optimizer_options", OptimizerOptions())._off():
             if toggles[name] == RewriterConfig.DEFAULT:
                 toggles[name] = RewriterConfig.OFF
@@ -270,6 +273,16 @@ class ConfigProto:
         c.gpu_allow_tf32 = bool(g.allow_tf32)
         c.gpu_virtual_devices = int(g.virtual_devices_per_gpu)
         return c
+
+
+# Set by sf.train.experimental.enable_mixed_precision_graph_rewrite (mixed_precision.py): the
+# sessions made afterwards turn the bfloat16 rewrite on where their config leaves it DEFAULT.
+_mixed_precision_rewrite = False
+
+
+def set_mixed_precision_rewrite(on):
+    global _mixed_precision_rewrite
+    _mixed_precision_rewrite = bool(on)
 
 
 def _config(config):

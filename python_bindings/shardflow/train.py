@@ -15,6 +15,7 @@ variables that ``sf.global_variables_initializer()`` initialises — create it a
 
 import os
 import time
+import types
 
 import numpy as np
 
@@ -619,3 +620,9 @@ from shardflow.composite_optimizers import (AdagradDAOptimizer,  # noqa: E402,F4
 from shardflow.learning_rate_decay import noisy_linear_cosine_decay  # noqa: E402,F401
 from shardflow.summary_pb import summary_iterator  # noqa: E402,F401
 from shardflow.object_checkpoint import Checkpoint, CheckpointManager  # noqa: E402,F401
+from shardflow import mixed_precision as _mixed_precision  # noqa: E402
+
+# tf.train.experimental (TF 1.14, 1.15): the mixed-precision graph rewrite's switch.
+experimental = types.SimpleNamespace(
+    enable_mixed_precision_graph_rewrite=_mixed_precision.enable_mixed_precision_graph_rewrite,
+    disable_mixed_precision_graph_rewrite=_mixed_precision.disable_mixed_precision_graph_rewrite)

@@ -117,3 +117,33 @@ def test_bfloat16_mixed_precision_is_opt_in():
                      run_metadata=meta), exact, rtol=1e-5, atol=1e-5)
     assert "auto_mixed_precision_onednn_bfloat16" not in [p["name"] for p in
                                                           meta.optimizer_report]
+
+
+def test_enable_mixed_precision_graph_rewrite_turns_the_pass_on_for_new_sessions():
+    """TF1's tf.train.experimental.enable_mixed_precision_graph_rewrite: the optimizer comes
+    back unchanged (bfloat16 needs no loss scaling), sessions made afterwards round the products'
+    inputs unless their config sets the pass OFF, and disable_... turns it back off."""
+    rng = np.random.RandomState(4)
+    xv, wv = rng.randn(4, 9).astype(np.float32), rng.randn(9, 3).astype(np.float32)
+    x = sf.placeholder(sf.float32, [4, 9], name="x")
+    y = sf.matmul(x, sf.constant(wv), name="y")
+    exact = xv @ wv
+    opt = sf.train.GradientDescentOptimizer(0.1)
+    with pytest.raises(ValueError, match="sf.train.Optimizer"):
+        sf.train.experimental.enable_mixed_precision_graph_rewrite("adam")
+    with pytest.raises(ValueError, match="positive"):
+        sf.train.experimental.enable_mixed_precision_graph_rewrite(opt, loss_scale=-1)
+    try:
+        assert sf.train.experimental.enable_mixed_precision_graph_rewrite(opt) is opt
+        with sf.Session() as sess:
+            yv = sess.run(y, {x: xv})
+        np.testing.assert_allclose(yv, _bf16(xv) @ _bf16(wv), rtol=1e-5, atol=1e-5)
+        assert np.abs(yv - exact).max() > 0
+        off = sf.ConfigProto(graph_options=sf.GraphOptions(rewrite_options=sf.RewriterConfig(
+            auto_mixed_precision_onednn_bfloat16=sf.RewriterConfig.OFF)))
+        with sf.Session(config=off) as sess:
+            np.testing.assert_allclose(sess.run(y, {x: xv}), exact, rtol=1e-5, atol=1e-5)
+    finally:
+        sf.compat.v1.mixed_precision.disable_mixed_precision_graph_rewrite()
+    with sf.Session() as sess:
+        np.testing.assert_allclose(sess.run(y, {x: xv}), exact, rtol=1e-5, atol=1e-5)
