@@ -28,8 +28,8 @@ namespace {
 // got, so replacing a slot never frees memory another kernel still reads.
 class Bf16Copies {
  public:
-  static constexpr int kSlots = 8;
-  static constexpr size_t kMaxBytes = size_t{64} << 20;
+  static constexpr int kSlots = 16;
+  static constexpr size_t kMaxBytes = size_t{256} << 20;
 
   bool Find(uint64_t version, const void* data, int64_t n, Tensor* copy) {
     absl::MutexLock lock(&mu_);
