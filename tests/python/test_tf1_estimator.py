@@ -224,10 +224,21 @@ def test_dnn_classifier_separates_blobs(tmp_path):
     result = clf.evaluate(_blob_input(x, y, 1, False))
     assert result["accuracy"] >= 0.95, result
     assert result["global_step"] == 150
-    assert {"loss", "average_loss", "accuracy", "auc", "precision", "recall"} <= set(result)
+    # TF 1.15's binary head: its metrics and prediction keys.
+    assert set(result) == {"loss", "average_loss", "accuracy", "accuracy_baseline", "auc",
+                           "auc_precision_recall", "precision", "recall", "label/mean",
+                           "prediction/mean", "global_step"}, sorted(result)
+    np.testing.assert_allclose(result["accuracy_baseline"],
+                               max(result["label/mean"], 1 - result["label/mean"]), rtol=1e-6)
+    assert 0.9 <= result["auc_precision_recall"] <= 1.0, result
     np.testing.assert_allclose(result["loss"], result["average_loss"] * 20, rtol=1e-4)
     preds = list(clf.predict(estimator.inputs.numpy_input_fn({"x": x[:5]}, shuffle=False)))
     assert len(preds) == 5
+    assert set(preds[0]) == {"logits", "logistic", "probabilities", "class_ids", "classes",
+                             "all_class_ids", "all_classes"}, sorted(preds[0])
+    assert preds[0]["classes"][0] == str(preds[0]["class_ids"][0]).encode()
+    assert list(preds[0]["all_class_ids"]) == [0, 1]
+    assert list(preds[0]["all_classes"]) == [b"0", b"1"]
     assert preds[0]["probabilities"].shape == (2,) and preds[0]["class_ids"].shape == (1,)
     assert preds[0]["logits"].shape == (1,)
     np.testing.assert_allclose(preds[0]["probabilities"].sum(), 1.0, rtol=1e-5)

@@ -73,11 +73,21 @@ class _Head:
             return {"predictions": logits}
         if self.kind == "binary":
             logistic = ops.sigmoid(logits)
-            return {"logits": logits, "logistic": logistic,
-                    "probabilities": ops.concat([ops.subtract(1.0, logistic), logistic], 1),
-                    "class_ids": ops.cast(ops.greater(logits, 0.0), dtypes.int64)}
-        return {"logits": logits, "probabilities": nn.softmax(logits),
-                "class_ids": ops.expand_dims(ops.argmax(logits, 1), 1)}
+            out = {"logits": logits, "logistic": logistic,
+                   "probabilities": ops.concat([ops.subtract(1.0, logistic), logistic], 1),
+                   "class_ids": ops.cast(ops.greater(logits, 0.0), dtypes.int64)}
+        else:
+            out = {"logits": logits, "probabilities": nn.softmax(logits),
+                   "class_ids": ops.expand_dims(ops.argmax(logits, 1), 1)}
+        # As TF 1.15's classification heads: the ids as strings, and every class per example.
+        from shardflow import array_ops
+        from shardflow.string_ops import as_string
+        out["classes"] = as_string(out["class_ids"])
+        every = ops.expand_dims(array_ops.range(self.n_classes, dtype=dtypes.int64), 0)
+        # [batch, 1] zeros + [1, n_classes]: a row of every id per example.
+        out["all_class_ids"] = ops.add(ops.multiply(out["class_ids"], 0), every)
+        out["all_classes"] = as_string(out["all_class_ids"])
+        return out
 
     def _per_example_loss(self, labels, logits):
         """Loss per example, [batch, 1]."""
@@ -104,7 +114,14 @@ class _Head:
             out["precision"] = metrics.precision(ids, predictions["class_ids"], name="precision")
             out["recall"] = metrics.recall(ids, predictions["class_ids"], name="recall")
             out["auc"] = metrics.auc(ids, predictions["logistic"], name="auc")
+            out["auc_precision_recall"] = metrics.auc(
+                ids, predictions["logistic"], curve="PR",
+                summation_method="careful_interpolation", name="auc_precision_recall")
             out["label/mean"] = metrics.mean(labels, name="label_mean")
+            # The accuracy of always predicting the more frequent label (TF 1.15's).
+            mean, update = out["label/mean"]
+            out["accuracy_baseline"] = (ops.maximum(mean, ops.subtract(1.0, mean)),
+                                        ops.maximum(update, ops.subtract(1.0, update)))
             out["prediction/mean"] = metrics.mean(predictions["logistic"],
                                                   name="prediction_mean")
         return out
@@ -176,9 +193,11 @@ class _DNN(Estimator):
 class DNNClassifier(_DNN):
     """A feed-forward network classifier: feature columns -> `hidden_units` dense layers of
     `activation_fn` (with `dropout`, a drop rate, in training) -> logits. Predictions:
-    "logits", "probabilities", "class_ids" (and "logistic" for 2 classes); evaluate:
-    "accuracy", "loss", "average_loss" (and "auc", "precision", "recall", "label/mean",
-    "prediction/mean" for 2 classes). Default optimizer: Adagrad, learning rate 0.05."""
+    "logits", "probabilities", "class_ids", "classes" (the ids as strings), "all_class_ids",
+    "all_classes" (and "logistic" for 2 classes); evaluate: "accuracy", "loss", "average_loss"
+    (and "accuracy_baseline", "auc", "auc_precision_recall", "precision", "recall",
+    "label/mean", "prediction/mean" for 2 classes). Default optimizer: Adagrad, learning rate
+    0.05."""
 
     def __init__(self, hidden_units, feature_columns, model_dir=None, n_classes=2,
                  weight_column=None, label_vocabulary=None, optimizer="Adagrad",
