@@ -27,7 +27,9 @@
 // layer) stays fp32: bf16 kernels gain nothing on so short a dot product, and rounding its large
 // out_backprop costs more than its filter gradient saves (the CNN's 5x5 1->32 layer at batch
 // 128, AMD EPYC with AVX512-BF16, 2 threads, 2026-11-29: forward 1.27 ms fp32 vs 1.21 bf16,
-// filter gradient 0.69 vs 0.47 plus ~1 ms to round out_backprop).
+// filter gradient 0.69 vs 0.47 plus ~1 ms to round out_backprop). Where oneDNN has no bf16
+// kernels (OneDnnHasBf16: before AVX-512; the pass marks nothing there unless
+// SHARDFLOW_NATIVE_BF16=1 forces it) a marked convolution computes in plain fp32.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -314,7 +316,8 @@ class ConvOpBase : public OpKernel {
 
   absl::Status Geometry(const TensorShape& in, const TensorShape& filter, ConvGeometry* g) const {
     SF_RETURN_IF_ERROR(MakeGeometry(in, filter, sh_, sw_, padding_, g));
-    g->product = bf16_ && g->cin >= kMinBf16Channels ? memory::data_type::bf16 : kF32;
+    g->product =
+        bf16_ && g->cin >= kMinBf16Channels && OneDnnHasBf16() ? memory::data_type::bf16 : kF32;
     return absl::OkStatus();
   }
 

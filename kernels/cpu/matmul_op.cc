@@ -106,6 +106,7 @@ class MatMulPrimitives {
 // inputs and output: both operands are rounded to bfloat16 in their own layout (a transposed
 // operand stays transposed; oneDNN's brgemm kernels read it strided; Note [bfloat16 copies] in
 // onednn_util.h) and one bf16 matmul primitive accumulates and writes fp32 into the output.
+// Where oneDNN has no bf16 kernels (OneDnnHasBf16: before AVX-512) it is a plain fp32 product.
 absl::Status Bf16Product(OpKernelContext* ctx, MatMulPrimitives& primitives, const MatMulDims& d,
                          float* c) {
   SF_ASSIGN_OR_RETURN(Tensor a, RoundedToBf16(ctx->input(0)));
@@ -142,7 +143,7 @@ class OneDnnMatMulOp : public OpKernel {
     }
     SetOneDnnThreads(ctx);
     if constexpr (std::is_same_v<T, float>) {
-      if (bf16_) {
+      if (bf16_ && OneDnnHasBf16()) {
         OP_REQUIRES_OK(ctx, Bf16Product(ctx, primitives_, d, out->data<float>()));
         return;
       }
@@ -245,7 +246,8 @@ class FusedMatMulOp : public OpKernel {
                                                         bias.shape().DebugString())));
     if (d.m == 0 || d.n == 0) return;
     float* c = out->data<float>();
-    if (bf16_ && d.k > 0) {  // Note [bfloat16 matmul]; the bias is added with the activation
+    const bool bf16 = bf16_ && OneDnnHasBf16();
+    if (bf16 && d.k > 0) {  // Note [bfloat16 matmul]; the bias is added with the activation
       SetOneDnnThreads(ctx);
       OP_REQUIRES_OK(ctx, Bf16Product(ctx, primitives_, d, c));
       Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> rows(c, d.m,
@@ -257,7 +259,7 @@ class FusedMatMulOp : public OpKernel {
         std::memcpy(c + i * d.n, bias.data<float>(), d.n * sizeof(float));
       }
     }
-    if (d.k > 0 && !bf16_) {
+    if (d.k > 0 && !bf16) {
       SetOneDnnThreads(ctx);
       const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
       OP_REQUIRES_OK(ctx, Sgemm(ta_, tb_, d.m, d.n, d.k, ctx->input(0).data<float>(), lda,

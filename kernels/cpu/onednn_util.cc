@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/framework/allocator.h"
+#include "core/framework/tensor_util.h"
 #include "core/platform/status.h"
 
 namespace shardflow {
@@ -20,6 +21,29 @@ dnnl::engine& CpuEngine() {
 void SetOneDnnThreads(OpKernelContext* ctx) {
   int want = ctx->device()->intra_op_threads();
   if (omp_get_max_threads() != want) omp_set_num_threads(want);
+}
+
+bool OneDnnHasBf16() {
+  static const bool has = [] {
+    using dnnl::memory;
+    try {
+      memory::desc a({2, 2}, memory::data_type::bf16, memory::format_tag::ab);
+      memory::desc c({2, 2}, memory::data_type::f32, memory::format_tag::ab);
+      dnnl::matmul::primitive_desc matmul(dnnl::matmul::desc(a, a, c), CpuEngine());
+      memory::desc src({1, 2, 3, 3}, memory::data_type::bf16, memory::format_tag::nhwc);
+      memory::desc wei({2, 2, 1, 1}, memory::data_type::bf16, memory::format_tag::any);
+      memory::desc dst({1, 2, 3, 3}, memory::data_type::f32, memory::format_tag::nhwc);
+      dnnl::convolution_forward::primitive_desc conv(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                          dnnl::algorithm::convolution_direct, src, wei, dst,
+                                          {1, 1}, {0, 0}, {0, 0}),
+          CpuEngine());
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
 }
 
 namespace {
@@ -95,7 +119,9 @@ absl::StatusOr<Tensor> RoundedToBf16(const Tensor& t) {
   Tensor copy;
   if (version != 0 && Copies().Find(version, t.raw_data(), n, &copy)) return copy;
   SF_ASSIGN_OR_RETURN(copy, Tensor::Create(CpuAllocator(), DT_BFLOAT16, t.shape()));
-  if (n > 0) {
+  if (n > 0 && !OneDnnHasBf16()) {
+    FloatToBfloat16(t.data<float>(), copy.data<bfloat16>(), n);
+  } else if (n > 0) {
     // oneDNN's reorder (jit, across the OpenMP threads, vcvtneps2bf16 where the processor has
     // it) converted 3-4x faster than FloatToBfloat16's portable loop; the primitive comes from
     // oneDNN's own cache after the first call of a size.

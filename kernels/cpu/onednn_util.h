@@ -14,6 +14,12 @@ dnnl::engine& CpuEngine();
 // Makes OpenMP (and so oneDNN) on the calling thread use the device's intra-op budget.
 void SetOneDnnThreads(OpKernelContext* ctx);
 
+// Whether oneDNN has bfloat16 matmul and convolution kernels on this processor: natively
+// (AVX512-BF16, AMX) or emulated (AVX-512); not on older processors (AVX2), where a product
+// marked kBf16ProductsAttr (which the mixed-precision pass does only where bfloat16 is native,
+// or when SHARDFLOW_NATIVE_BF16=1 forces it) computes in plain fp32. Asked once.
+bool OneDnnHasBf16();
+
 // Note [bfloat16 copies]
 // The fp32 tensor `t` rounded to bfloat16 (to nearest even), same shape, for a product marked
 // kBf16ProductsAttr (core/framework/fused_ops.h); converted across the calling kernel's OpenMP
