@@ -71,6 +71,8 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
     meta = {"format": _FORMAT,
             "graph_def": base64.b64encode(gd.SerializeToString()).decode("ascii"),
             "variables": variables, "collections": collections}
+    if isinstance(saver_def, dict) and "variables" in saver_def:
+        meta["saver"] = {"variables": saver_def["variables"]}  # Saver._variable_names
     if filename:
         directory = os.path.dirname(filename)
         if directory:
@@ -124,7 +126,8 @@ def _variable(g, info, prefix):
 def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
     """Adds the meta graph's nodes to the default graph (under `import_scope`), restores its
     variables and collections, and returns a tf.train.Saver over its variables (None when it
-    has none), as TF1's tf.train.import_meta_graph."""
+    has none), as TF1's tf.train.import_meta_graph: where the meta graph was written by a
+    Saver (Saver.save, Saver.export_meta_graph), one with that Saver's variables and names."""
     from shardflow.graph_io import graph_def_from_bytes, import_graph_def
     meta = _read(meta_graph_or_file)
     g = get_default_graph()
@@ -157,10 +160,21 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
                 value = item.get("value")
             if value is not None:
                 g.add_to_collection(key, value)
+    from shardflow.train import Saver
+    saver = meta.get("saver")
+    if saver is not None:
+        # The Saver that wrote the checkpoint, with its names (a var_list dict renames).
+        try:
+            names = {str(name): by_handle[handle] for name, handle in saver["variables"]
+                     if handle in by_handle}
+        except (KeyError, TypeError, ValueError) as e:
+            raise errors.DataLossError("import_meta_graph: damaged saver record (%s)" % e) \
+                from None
+        if names:
+            return Saver(var_list=names)
     saveable = [v for v in by_handle.values() if not v._local]
     if not saveable:
         return None
-    from shardflow.train import Saver
     return Saver(var_list=saveable)
 
 

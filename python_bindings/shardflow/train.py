@@ -436,7 +436,14 @@ class Saver:
         tf.train.export_meta_graph."""
         from shardflow.meta_graph import export_meta_graph
         return export_meta_graph(filename, collection_list=collection_list, as_text=as_text,
-                                 export_scope=export_scope, clear_devices=clear_devices)
+                                 export_scope=export_scope, clear_devices=clear_devices,
+                                 saver_def=self._variable_names())
+
+    def _variable_names(self):
+        """What the meta graph records of this Saver (meta_graph.py's "saver"): each
+        checkpoint name and the handle op of its variable, so that import_meta_graph's Saver
+        reads the checkpoint under the same names (a var_list dict renames variables)."""
+        return {"variables": [[name, v.op.name] for name, v in zip(self._names, self._vars)]}
 
     def as_saver_def(self):
         """A SaverDef describing this Saver (TF1's; fields for the record, not a protobuf)."""
@@ -469,7 +476,8 @@ class Saver:
         _shardflow.save_checkpoint(save_path, list(zip(self._names, values)))
         if write_meta_graph:
             from shardflow.meta_graph import export_meta_graph
-            export_meta_graph(save_path + "." + meta_graph_suffix, graph=sess.graph)
+            export_meta_graph(save_path + "." + meta_graph_suffix, graph=sess.graph,
+                              saver_def=self._variable_names())
         self._kept = [(p, t) for p, t in self._kept if p != save_path]
         self._kept.append((save_path, time.time()))
         while self._max_to_keep > 0 and len(self._kept) > self._max_to_keep:

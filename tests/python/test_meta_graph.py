@@ -69,3 +69,33 @@ def test_import_under_a_scope_and_bad_files(tmp_path):
         meta_graph.import_meta_graph(str(bad))
     with pytest.raises(tf.errors.NotFoundError):
         meta_graph.import_meta_graph(str(tmp_path / "missing.meta"))
+
+
+def test_the_imported_saver_keeps_the_names_a_var_list_dict_gave(tmp_path):
+    """A checkpoint written by Saver({"weights": w}) holds "weights": import_meta_graph's Saver
+    restores it into w under that name (TF1 keeps the Saver in the meta graph), and a subset
+    Saver's meta graph gives a Saver of that subset."""
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        w = tf.Variable([[1.0], [2.0]], name="w")
+        tf.Variable(5.0, name="unsaved")
+        tf.identity(tf.matmul(x, w), name="y")
+        saver = tf.train.Saver({"weights": w})
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "renamed"))
+    assert [name for name, _ in tf.train.list_variables(path)] == ["weights"]
+    g = tf.Graph()
+    with g.as_default():
+        imported = tf.train.import_meta_graph(path + ".meta")
+        with tf.Session() as sess:
+            imported.restore(sess, path)
+            y = sess.run("y:0", {"x:0": np.array([[1.0, 1.0]], np.float32)})
+    np.testing.assert_allclose(y, [[3.0]])
+    # A damaged record is named.
+    meta = json.load(open(path + ".meta"))
+    meta["saver"] = {"variables": [["weights"]]}
+    with tf.Graph().as_default():
+        with pytest.raises(tf.errors.DataLossError, match="saver record"):
+            tf.train.import_meta_graph(meta)
