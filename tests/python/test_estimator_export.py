@@ -191,3 +191,38 @@ def test_export_errors(tmp_path):
         estimator.export.TensorServingInputReceiver({"x": tf.constant(1.0)}, tf.constant(1.0))
     # Nothing half-written is left behind.
     assert not os.path.exists(str(tmp_path / "e")) or os.listdir(str(tmp_path / "e")) == []
+
+
+def test_canned_classifier_exports_tf115s_signatures(tmp_path):
+    """A DNNClassifier exported with a parsing receiver (serialized Examples) has TF 1.15's
+    signatures: serving_default and classification classify ('scores' = the probabilities,
+    'classes' = every class id as a string), regression regresses the logistic, predict has
+    every prediction; the classify signature serves Examples through the predictor."""
+    rng = np.random.RandomState(0)
+    data = rng.rand(60, 4).astype(np.float32)
+    labels = (data.sum(1) > 2).astype(np.int32)
+    cols = [tf.feature_column.numeric_column("x", shape=[4])]
+    est = tf.estimator.DNNClassifier(hidden_units=[8], feature_columns=cols,
+                                     model_dir=str(tmp_path / "model"))
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": data}, labels)).repeat()
+              .batch(10), steps=10)
+    receiver = tf.estimator.export.build_parsing_serving_input_receiver_fn(
+        tf.feature_column.make_parse_example_spec(cols))
+    path = est.export_saved_model(str(tmp_path / "export"), receiver)
+    with tf.Session(graph=tf.Graph()) as sess:
+        sigs = tf.saved_model.loader.load(sess, ["serve"], path).signature_def
+    assert sorted(sigs) == ["classification", "predict", "regression", "serving_default"]
+    for key in ("serving_default", "classification"):
+        assert sigs[key].method_name == "tensorflow/serving/classify"
+        assert sorted(sigs[key].inputs) == ["inputs"]
+        assert sorted(sigs[key].outputs) == ["classes", "scores"]
+    assert sigs["regression"].method_name == "tensorflow/serving/regress"
+    assert {"probabilities", "class_ids", "classes", "logistic"} <= set(sigs["predict"].outputs)
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "x": tf.train.Feature(float_list=tf.train.FloatList(value=list(data[0])))}))
+    out = tf.contrib.predictor.from_saved_model(path)(
+        {"inputs": [example.SerializeToString()]})
+    assert out["classes"].tolist() == [[b"0", b"1"]]
+    want = next(iter(est.predict(lambda: tf.data.Dataset.from_tensor_slices(
+        {"x": data[:1]}).batch(1))))["probabilities"]
+    np.testing.assert_allclose(out["scores"][0], want, rtol=1e-5)

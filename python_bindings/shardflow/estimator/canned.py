@@ -89,6 +89,24 @@ class _Head:
         out["all_classes"] = as_string(out["all_class_ids"])
         return out
 
+    def _export_outputs(self, predictions):
+        """The signatures of an export, as TF 1.15's heads: classification ('scores' are the
+        probabilities, 'classes' every class id as a string) as the default, plus 'regression'
+        (the logistic) for 2 classes; regression heads regress; 'predict' has everything."""
+        from shardflow.estimator.export import (ClassificationOutput, PredictOutput,
+                                                RegressionOutput)
+        from shardflow.saved_model import signature_constants
+        default = signature_constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+        out = {"predict": PredictOutput(predictions)}
+        if self.kind == "regression":
+            out[default] = out["regression"] = RegressionOutput(predictions["predictions"])
+            return out
+        out[default] = out["classification"] = ClassificationOutput(
+            scores=predictions["probabilities"], classes=predictions["all_classes"])
+        if self.kind == "binary":
+            out["regression"] = RegressionOutput(predictions["logistic"])
+        return out
+
     def _per_example_loss(self, labels, logits):
         """Loss per example, [batch, 1]."""
         if self.kind == "regression":
@@ -129,7 +147,8 @@ class _Head:
     def create_spec(self, features, mode, logits, labels, optimizer):
         predictions = self._predictions(logits)
         if mode == ModeKeys.PREDICT:
-            return EstimatorSpec(mode, predictions=predictions)
+            return EstimatorSpec(mode, predictions=predictions,
+                                 export_outputs=self._export_outputs(predictions))
         if labels is None:
             raise ValueError("input_fn gave no labels; %s needs them" % mode)
         labels = self._labels(labels)
