@@ -4,6 +4,7 @@
 #ifndef SHARDFLOW_CORE_FRAMEWORK_FUSED_OPS_H_
 #define SHARDFLOW_CORE_FRAMEWORK_FUSED_OPS_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,6 +20,10 @@ namespace shardflow {
 // bfloat16, multiplies them with oneDNN's bf16 kernels and accumulates and writes fp32. The
 // graph's types do not change. Absent: false.
 inline constexpr char kBf16ProductsAttr[] = "_bf16_products";
+
+// A convolution with fewer input channels (an image's first layer) is not marked and its kernel
+// stays fp32 even when marked (Note [bfloat16 convolutions] in kernels/cpu/conv_ops.cc).
+inline constexpr int64_t kMinBf16Channels = 8;
 
 // The `activation` attr: "" (none), "Relu", "Tanh" or "Sigmoid".
 inline absl::Status CheckFusedActivation(const std::string& activation) {

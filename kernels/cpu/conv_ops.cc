@@ -56,7 +56,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr memory::data_type kF32 = memory::data_type::f32;
-constexpr int64_t kMinBf16Channels = 8;  // Note [bfloat16 convolutions]
 
 // Sizes of one convolution; filter [kh, kw, cin, cout], output [n, oh, ow, cout].
 struct ConvGeometry {

@@ -129,7 +129,7 @@ class OneDnnMatMulOp : public OpKernel {
   explicit OneDnnMatMulOp(OpKernelConstruction* c)
       : OpKernel(c), primitives_(BoolAttr(c, "transpose_a"), BoolAttr(c, "transpose_b")) {
     ReadTransposeAttrs(c, &ta_, &tb_);
-    if (!c->GetAttr(kBf16ProductsAttr, &bf16_).ok()) bf16_ = false;
+    bf16_ = BoolAttr(c, kBf16ProductsAttr);
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -229,7 +229,7 @@ class FusedMatMulOp : public OpKernel {
   explicit FusedMatMulOp(OpKernelConstruction* c)
       : OpKernel(c), primitives_(BoolAttr(c, "transpose_a"), BoolAttr(c, "transpose_b")) {
     ReadTransposeAttrs(c, &ta_, &tb_);
-    if (!c->GetAttr(kBf16ProductsAttr, &bf16_).ok()) bf16_ = false;
+    bf16_ = BoolAttr(c, kBf16ProductsAttr);
     absl::Status s = c->GetAttr("activation", &activation_);
     if (s.ok()) s = CheckFusedActivation(activation_);
     if (!s.ok()) c->SetStatus(s);
@@ -246,8 +246,7 @@ class FusedMatMulOp : public OpKernel {
                                                         bias.shape().DebugString())));
     if (d.m == 0 || d.n == 0) return;
     float* c = out->data<float>();
-    const bool bf16 = bf16_ && OneDnnHasBf16();
-    if (bf16 && d.k > 0) {  // Note [bfloat16 matmul]; the bias is added with the activation
+    if (d.k > 0 && bf16_ && OneDnnHasBf16()) {  // Note [bfloat16 matmul]; then the bias
       SetOneDnnThreads(ctx);
       OP_REQUIRES_OK(ctx, Bf16Product(ctx, primitives_, d, c));
       Eigen::Map<Eigen::Array<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> rows(c, d.m,
@@ -258,12 +257,12 @@ class FusedMatMulOp : public OpKernel {
       for (int64_t i = 0; i < d.m; ++i) {
         std::memcpy(c + i * d.n, bias.data<float>(), d.n * sizeof(float));
       }
-    }
-    if (d.k > 0 && !bf16) {
-      SetOneDnnThreads(ctx);
-      const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
-      OP_REQUIRES_OK(ctx, Sgemm(ta_, tb_, d.m, d.n, d.k, ctx->input(0).data<float>(), lda,
-                                ctx->input(1).data<float>(), ldb, 1.0f, c, d.n));
+      if (d.k > 0) {
+        SetOneDnnThreads(ctx);
+        const int64_t lda = ctx->input(0).dim_size(1), ldb = ctx->input(1).dim_size(1);
+        OP_REQUIRES_OK(ctx, Sgemm(ta_, tb_, d.m, d.n, d.k, ctx->input(0).data<float>(), lda,
+                                  ctx->input(1).data<float>(), ldb, 1.0f, c, d.n));
+      }
     }
     Eigen::Map<Eigen::ArrayXf> v(c, out->NumElements());
     if (activation_ == "Relu") {

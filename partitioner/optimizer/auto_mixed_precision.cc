@@ -53,12 +53,6 @@ bool OnGpu(const Node& n) {
          absl::StrContains(absl::AsciiStrToUpper(n.requested_device()), "GPU");
 }
 
-// A convolution with fewer input channels (an image's first layer) stays fp32 where bfloat16 is
-// native: nothing to gain on so short a dot product, and rounding its out_backprop costs more
-// than its filter gradient saves (Note [bfloat16 convolutions] in kernels/cpu/conv_ops.cc, whose
-// kernels apply the same bound when the shapes were not known here).
-constexpr int64_t kMinBf16Channels = 8;
-
 // The input channels of convolution `n` (its filter's dim 2, or the input's dim 3 for the filter
 // gradient); -1 where not a convolution or not known.
 int64_t InputChannels(const Node& n) {
@@ -100,6 +94,8 @@ class AutoMixedPrecision : public GraphOptimizationPass {
       for (int i : FloatInputs(n->op())) connected &= n->input_edge(i) != nullptr;
       if (!connected) continue;
       if (native && !OnGpu(*n)) {
+        // Too few input channels to gain (kMinBf16Channels, core/framework/fused_ops.h; the
+        // kernels apply the same bound where the shapes are not known here).
         const int64_t channels = InputChannels(*n);
         if (channels >= 0 && channels < kMinBf16Channels) {
           changes->push_back(absl::StrCat("'", n->name(), "' (", n->op(), ") stays fp32: ",
