@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -14,10 +15,13 @@ namespace shardflow {
 namespace {
 
 // Blocks of at least kCacheMin bytes are cached after release, bucketed by size rounded up to a
-// quarter power of two, up to kCacheLimit bytes in all. Smaller blocks go straight to malloc,
-// which is fast for them and does not return them to the kernel.
+// quarter power of two. Smaller blocks go straight to malloc, which is fast for them and does not
+// return them to the kernel. The cache has no size of its own: it holds whatever the process
+// freed while bytes in use plus bytes cached stay under the memory limit, and gives blocks back
+// to malloc when a fresh block would pass it. A bounded cache (2 GiB until 2026-11-29) made every
+// step of a model whose activations pass it (ResNet-50 training, batch 32: 3.7 GB) fault ~1.6 GB
+// of fresh pages, a fifth of the step (docs/benchmarks.md, "Issue 16, third day").
 constexpr size_t kCacheMin = 64 << 10;
-constexpr size_t kCacheLimit = size_t{2} << 30;
 
 // Larger requests are refused before any arithmetic on them (RoundBucket cannot overflow below).
 constexpr size_t kMaxRequest = size_t{1} << 60;
@@ -63,8 +67,15 @@ class CachingCpuAllocator final : public Allocator {
       }
     }
     if (ptr == nullptr) {
-      ptr = std::aligned_alloc(bucket >= kCacheMin ? 4096 : alignment,
-                               (bucket + alignment - 1) / alignment * alignment);
+      if (bucket >= kCacheMin) ReleaseCacheAbove(limit - in_use);
+      const size_t align = bucket >= kCacheMin ? 4096 : alignment;
+      const size_t bytes = (bucket + alignment - 1) / alignment * alignment;
+      ptr = std::aligned_alloc(align, bytes);
+      if (ptr == nullptr) {
+        // Cached blocks of other sizes may be what stands in the way.
+        ReleaseCacheAbove(0);
+        ptr = std::aligned_alloc(align, bytes);
+      }
       if (ptr == nullptr) {
         in_use_.fetch_sub(bucket, std::memory_order_relaxed);
         return nullptr;
@@ -83,11 +94,9 @@ class CachingCpuAllocator final : public Allocator {
     in_use_.fetch_sub(bucket, std::memory_order_relaxed);
     if (bucket >= kCacheMin) {
       absl::MutexLock lock(&mu_);
-      if (cached_bytes_ + bucket <= kCacheLimit) {
-        free_[bucket].push_back(ptr);
-        cached_bytes_ += bucket;
-        return;
-      }
+      free_[bucket].push_back(ptr);
+      cached_bytes_ += bucket;
+      return;
     }
     std::free(ptr);
   }
@@ -107,6 +116,30 @@ class CachingCpuAllocator final : public Allocator {
   }
 
  private:
+  // Frees cached blocks, largest first, until at most `keep` bytes stay cached.
+  void ReleaseCacheAbove(int64_t keep) {
+    std::vector<void*> release;
+    {
+      absl::MutexLock lock(&mu_);
+      if (cached_bytes_ <= keep) return;
+      std::vector<size_t> buckets;
+      for (const auto& [size, blocks] : free_) {
+        if (!blocks.empty()) buckets.push_back(size);
+      }
+      std::sort(buckets.rbegin(), buckets.rend());
+      for (size_t size : buckets) {
+        std::vector<void*>& blocks = free_[size];
+        while (!blocks.empty() && cached_bytes_ > keep) {
+          release.push_back(blocks.back());
+          blocks.pop_back();
+          cached_bytes_ -= static_cast<int64_t>(size);
+        }
+        if (cached_bytes_ <= keep) break;
+      }
+    }
+    for (void* p : release) std::free(p);
+  }
+
   mutable absl::Mutex mu_;
   absl::flat_hash_map<size_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
   int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;

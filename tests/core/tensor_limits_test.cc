@@ -2,6 +2,7 @@
 // overflow int64, byte counts that overflow, allocations past the allocator's limit, and
 // protos that announce more than they carry are errors, never small or huge allocations.
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "core/framework/allocator.h"
@@ -93,6 +94,38 @@ TEST(TensorLimitsTest, TheMemoryLimitCanBeSetAndRestored) {
   SetCpuMemoryLimit(0);
   EXPECT_EQ(CpuMemoryLimit(), before);
   EXPECT_TRUE(Tensor::Create(CpuAllocator(), DT_UINT8, TensorShape({4 << 20})).ok());
+}
+
+// Regression (2026-11-29): the cache of freed blocks stopped at 2 GiB, so every step of a model
+// whose activations pass it (ResNet-50 training at batch 32) page-faulted the rest afresh. Blocks
+// are never touched here, so the gigabytes below are address space, not memory.
+TEST(AllocatorTest, FreedBlocksStayCachedPastTwoGibUntilTheLimitNeedsThem) {
+  Allocator* a = CpuAllocator();
+  const int64_t before = CpuMemoryLimit();
+  const size_t gib = size_t{1} << 30;
+  std::vector<void*> blocks;
+  for (int i = 0; i < 3; ++i) {
+    blocks.push_back(a->AllocateRaw(Allocator::kAlignment, gib));
+    ASSERT_NE(blocks.back(), nullptr);
+  }
+  const int64_t cached_before = a->GetStats().bytes_cached;
+  for (void* p : blocks) a->DeallocateRaw(p, gib);
+  EXPECT_GE(a->GetStats().bytes_cached, cached_before + 3 * static_cast<int64_t>(gib));
+  // The same size again comes from the cache.
+  void* again = a->AllocateRaw(Allocator::kAlignment, gib);
+  ASSERT_NE(again, nullptr);
+  EXPECT_GE(a->GetStats().bytes_cached, cached_before + 2 * static_cast<int64_t>(gib));
+  // A fresh block that would take in-use plus cached bytes past the limit first gives cached
+  // blocks back.
+  SetCpuMemoryLimit(a->GetStats().bytes_in_use + static_cast<int64_t>(gib));
+  void* other = a->AllocateRaw(Allocator::kAlignment, gib / 2 + 4096);
+  ASSERT_NE(other, nullptr);
+  const AllocatorStats s = a->GetStats();
+  EXPECT_LE(s.bytes_in_use + s.bytes_cached, s.bytes_limit);
+  a->DeallocateRaw(other, gib / 2 + 4096);
+  a->DeallocateRaw(again, gib);
+  SetCpuMemoryLimit(0);
+  EXPECT_EQ(CpuMemoryLimit(), before);
 }
 
 TEST(TensorLimitsTest, FromProtoChecksWhatTheProtoCarriesBeforeAllocating) {
