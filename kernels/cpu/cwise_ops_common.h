@@ -148,18 +148,11 @@ inline C WrappingNeg(C v) {
   }
 }
 
-// Runs fn over [0, n) in disjoint ranges on the kernel's intra-op pool, or serially when there is
-// none. `cost_per_element_ns` decides how many shards are worth it.
-inline void RunSharded(OpKernelContext* ctx, int64_t n, int64_t cost_per_element_ns,
-                       const std::function<void(int64_t, int64_t)>& fn) {
-  if (n <= 0) return;
-  ThreadPool* pool = ctx->intra_op_pool();
-  if (pool == nullptr) {
-    fn(0, n);
-  } else {
-    pool->ParallelFor(n, cost_per_element_ns, fn);
-  }
-}
+// Runs fn over [0, n) in disjoint ranges on the kernel's intra-op threads, or serially when the
+// device has none. `cost_per_element_ns` decides how many shards are worth it (one per ~20 µs of
+// work, at most the device's intra-op threads). Note [Element-wise work on OpenMP threads].
+void RunSharded(OpKernelContext* ctx, int64_t n, int64_t cost_per_element_ns,
+                const std::function<void(int64_t, int64_t)>& fn);
 
 // How the last dimension of a broadcast reads its two operands.
 enum class RunKind {
