@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
-#include "core/platform/threadpool.h"
 #include "kernels/cpu/cwise_ops_common.h"
 #include "kernels/cpu/variable_util.h"
 
@@ -20,11 +19,7 @@ T ScalarInput(OpKernelContext* ctx, int i) {
 }
 
 void Parallel(OpKernelContext* ctx, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  if (ctx->intra_op_pool() != nullptr) {
-    ctx->intra_op_pool()->ParallelFor(n, 4, fn);
-  } else {
-    fn(0, n);
-  }
+  cwise::RunSharded(ctx, n, 4, fn);
 }
 
 template <typename T>
