@@ -21,9 +21,10 @@ namespace shardflow {
 // graph's types do not change. Absent: false.
 inline constexpr char kBf16ProductsAttr[] = "_bf16_products";
 
-// A convolution with fewer input channels (an image's first layer) is not marked and its kernel
-// stays fp32 even when marked (Note [bfloat16 convolutions] in kernels/cpu/conv_ops.cc).
-inline constexpr int64_t kMinBf16Channels = 8;
+// A convolution whose dot products are shorter (kernel height x width x input channels: an
+// image's first layer of few channels) is not marked and its kernel stays fp32 even when marked
+// (Note [bfloat16 convolutions] in kernels/cpu/conv_ops.cc).
+inline constexpr int64_t kMinBf16DotLength = 64;
 
 // The `activation` attr: "" (none), "Relu", "Tanh" or "Sigmoid".
 inline absl::Status CheckFusedActivation(const std::string& activation) {

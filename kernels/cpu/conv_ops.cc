@@ -23,11 +23,13 @@
 // tensor the forward convolution and a gradient both read is rounded once), and the filter's
 // reorder into the primitive's layout converts it on the way; the primitive accumulates in fp32
 // and writes fp32 (oneDNN's avx512_core_bf16 / AMX kernels). Such a node never takes the GEMM
-// path below. A convolution of fewer than kMinBf16Channels input channels (an image's first
-// layer) stays fp32: bf16 kernels gain nothing on so short a dot product, and rounding its large
-// out_backprop costs more than its filter gradient saves (the CNN's 5x5 1->32 layer at batch
-// 128, AMD EPYC with AVX512-BF16, 2 threads, 2026-11-29: forward 1.27 ms fp32 vs 1.21 bf16,
-// filter gradient 0.69 vs 0.47 plus ~1 ms to round out_backprop). Where oneDNN has no bf16
+// path below. A convolution whose dot products (kh * kw * cin) are shorter than
+// kMinBf16DotLength stays fp32: bf16 kernels gain little on so short a dot product, and rounding
+// its large out_backprop costs more than its filter gradient saves. AMD EPYC with AVX512-BF16,
+// 2 threads, 2026-11-29: the CNN's 5x5x1 -> 32 first layer (25) at batch 128, forward 1.27 ms
+// fp32 vs 1.21 bf16, filter gradient 0.69 vs 0.47 plus ~1 ms to round out_backprop; ResNet-50's
+// 7x7x3 -> 64 first layer (147) at batch 32, forward 34.5 vs 24.7 ms, filter gradient 44 vs 23.5
+// plus 4.5 ms to round out_backprop. Where oneDNN has no bf16
 // kernels (OneDnnHasBf16: before AVX-512; the pass marks nothing there unless
 // SHARDFLOW_NATIVE_BF16=1 forces it) a marked convolution computes in plain fp32.
 #include <algorithm>
@@ -315,8 +317,9 @@ class ConvOpBase : public OpKernel {
 
   absl::Status Geometry(const TensorShape& in, const TensorShape& filter, ConvGeometry* g) const {
     SF_RETURN_IF_ERROR(MakeGeometry(in, filter, sh_, sw_, padding_, g));
-    g->product =
-        bf16_ && g->cin >= kMinBf16Channels && OneDnnHasBf16() ? memory::data_type::bf16 : kF32;
+    g->product = bf16_ && g->kh * g->kw * g->cin >= kMinBf16DotLength && OneDnnHasBf16()
+                     ? memory::data_type::bf16
+                     : kF32;
     return absl::OkStatus();
   }
 

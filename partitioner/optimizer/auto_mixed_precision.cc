@@ -53,16 +53,25 @@ bool OnGpu(const Node& n) {
          absl::StrContains(absl::AsciiStrToUpper(n.requested_device()), "GPU");
 }
 
-// The input channels of convolution `n` (its filter's dim 2, or the input's dim 3 for the filter
-// gradient); -1 where not a convolution or not known.
-int64_t InputChannels(const Node& n) {
+// The length of convolution `n`'s dot products, kernel height x width x input channels (from its
+// filter's shape, or for the filter gradient its output's); -1 where not a convolution or not
+// known.
+int64_t DotLength(const Node& n) {
   if (n.op().rfind("Conv2D", 0) != 0) return -1;
-  const bool filter_grad = n.op() == "Conv2DBackpropFilter";
-  const Edge* e = n.input_edge(filter_grad ? 0 : 1);
-  if (e == nullptr) return -1;
-  const TensorShape& s = e->src->output_shape(e->src_output);
-  if (s.rank() != 4) return -1;
-  return s.dim(filter_grad ? 3 : 2);
+  const TensorShape* s = nullptr;
+  if (n.op() == "Conv2DBackpropFilter") {
+    if (n.num_outputs() < 1) return -1;
+    s = &n.output_shape(0);
+  } else {
+    const Edge* e = n.input_edge(1);
+    if (e == nullptr) return -1;
+    s = &e->src->output_shape(e->src_output);
+  }
+  if (s->unknown_rank() || s->rank() != 4) return -1;
+  for (int i = 0; i < 3; ++i) {
+    if (s->dim(i) < 0) return -1;
+  }
+  return s->dim(0) * s->dim(1) * s->dim(2);
 }
 
 // The inputs of an allowed op that carry fp32 data (the others are int32 shapes).
@@ -94,12 +103,13 @@ class AutoMixedPrecision : public GraphOptimizationPass {
       for (int i : FloatInputs(n->op())) connected &= n->input_edge(i) != nullptr;
       if (!connected) continue;
       if (native && !OnGpu(*n)) {
-        // Too few input channels to gain (kMinBf16Channels, core/framework/fused_ops.h; the
+        // Dot products too short to gain (kMinBf16DotLength, core/framework/fused_ops.h; the
         // kernels apply the same bound where the shapes are not known here).
-        const int64_t channels = InputChannels(*n);
-        if (channels >= 0 && channels < kMinBf16Channels) {
-          changes->push_back(absl::StrCat("'", n->name(), "' (", n->op(), ") stays fp32: ",
-                                          channels, " input channel(s), too few to gain"));
+        const int64_t length = DotLength(*n);
+        if (length >= 0 && length < kMinBf16DotLength) {
+          changes->push_back(absl::StrCat("'", n->name(), "' (", n->op(), ") stays fp32: dot ",
+                                          "products of ", length, " (kernel x input channels), ",
+                                          "too short to gain"));
           continue;
         }
         n->SetAttr(kBf16ProductsAttr, MakeAttr(true));

@@ -267,17 +267,20 @@ TEST(Conv2DTest, BackpropFilterMatchesNaiveLoops) {
 
 // Marked for bfloat16 products (the mixed-precision pass's _bf16_products, Note [bfloat16
 // convolutions] in conv_ops.cc), the three kernels compute in fp32 on inputs rounded to bfloat16
-// - but a convolution of fewer than 8 input channels, which stays fp32, as does every one where
+// - but a convolution whose dot products (kh * kw * cin) are shorter than 64, which stays fp32, as
+// does every one where
 // oneDNN has no bf16 kernels (before AVX-512); strides 1 (the input
 // gradient as a flipped forward convolution) and 2 (the backward-data primitive).
 TEST(Conv2DTest, MarkedForBf16MatchNaiveLoopsOnRoundedInputs) {
   std::vector<ConvCase> cases = Cases();
   cases.push_back({8, 14, 14, 32, 5, 5, 64, 1, 1, "SAME"});  // the CNN's second layer, batch 8
+  cases.push_back({2, 8, 7, 64, 1, 1, 8, 2, 3, "VALID"});    // strided 1x1 long enough for bf16
+  cases.push_back({2, 12, 12, 3, 7, 7, 8, 2, 2, "SAME"});    // ResNet's first layer: 147
   uint32_t seed = 300;
   for (const ConvCase& c : cases) {
     Naive ref(c);
     // Plain fp32 where oneDNN has no bf16 kernels (before AVX-512).
-    const bool rounded = c.cin >= 8 && OneDnnHasBf16();
+    const bool rounded = c.kh * c.kw * c.cin >= 64 && OneDnnHasBf16();
     auto round = [&](const Tensor& t) {
       if (!rounded) return t;
       return *CastTensor(*CastTensor(t, DT_BFLOAT16), DT_FLOAT);

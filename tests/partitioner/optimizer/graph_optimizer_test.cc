@@ -488,8 +488,8 @@ void CheckMixedPrecision(bool native) {
   Scope s = Scope::NewRootScope();
   auto x = ops::Placeholder(s.WithOpName("x"), DT_FLOAT, TensorShape({4, 6}));
   auto w = ops::Placeholder(s.WithOpName("w"), DT_FLOAT, TensorShape({6, 5}));
-  // 8 input channels: the fewest a native bfloat16 convolution takes (Note [bfloat16
-  // convolutions]).
+  // 3x3 x 8 input channels: dot products of 72, long enough for a native bfloat16 convolution
+  // (Note [bfloat16 convolutions]).
   auto img = ops::Placeholder(s.WithOpName("img"), DT_FLOAT, TensorShape({2, 5, 5, 8}));
   auto f = ops::Placeholder(s.WithOpName("f"), DT_FLOAT, TensorShape({3, 3, 8, 3}));
   auto h = ops::MatMul(s.WithOpName("h"), x, w);
@@ -623,7 +623,8 @@ TEST(GraphOptimizerTest, MixedPrecisionMarkedProductsStillFuse) {
     }
   }
   EXPECT_EQ(fused_marked, 2);
-  // A first layer of 3 input channels stays fp32 (Note [bfloat16 convolutions]).
+  // A 3x3 first layer of 3 input channels (dot products of 27) stays fp32 (Note [bfloat16
+  // convolutions]).
   Scope s3 = Scope::NewRootScope();
   auto rgb = ops::Placeholder(s3.WithOpName("rgb"), DT_FLOAT, TensorShape({1, 4, 4, 3}));
   auto f3 = ops::Placeholder(s3.WithOpName("f3"), DT_FLOAT, TensorShape({3, 3, 3, 2}));
@@ -635,7 +636,7 @@ TEST(GraphOptimizerTest, MixedPrecisionMarkedProductsStillFuse) {
     ASSERT_NEAR(first.values[0].data<float>()[j], exact.values[0].data<float>()[j], 1e-5);
   }
   EXPECT_NE(Changes(first.metadata, "auto_mixed_precision_onednn_bfloat16")
-                .find("'first' (Conv2D) stays fp32: 3 input channel(s)"),
+                .find("'first' (Conv2D) stays fp32: dot products of 27"),
             std::string::npos);
   unsetenv("SHARDFLOW_NATIVE_BF16");
 }
