@@ -147,3 +147,45 @@ def test_enable_mixed_precision_graph_rewrite_turns_the_pass_on_for_new_sessions
         sf.compat.v1.mixed_precision.disable_mixed_precision_graph_rewrite()
     with sf.Session() as sess:
         np.testing.assert_allclose(sess.run(y, {x: xv}), exact, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_norm_folded_into_the_filter_follows_writes_to_its_variables():
+    # Regression (2026-11-29): _FusedConv2DBatchNorm (Conv2D + an inference batch norm of variable
+    # statistics) folds scale / sqrt(variance + epsilon) into a copy of the filter that it keeps
+    # between runs; a write to the filter or to any statistic must show in the next run.
+    rng = np.random.RandomState(7)
+    x = sf.placeholder(sf.float32, [2, 6, 6, 3], name="x")
+    shapes = {"f": (3, 3, 3, 4), "scale": (4,), "offset": (4,), "mean": (4,), "variance": (4,)}
+
+    def value(name):
+        v = rng.randn(*shapes[name]).astype(np.float32)
+        return np.abs(v) + 0.5 if name == "variance" else v
+
+    variables = {n: sf.Variable(value(n), name=n) for n in shapes}
+    feeds = {n: sf.placeholder(sf.float32, shapes[n]) for n in shapes}
+    assign = {n: sf.assign(variables[n], feeds[n]) for n in shapes}
+    conv = sf.nn.conv2d(x, variables["f"], [1, 1, 1, 1], "SAME")
+    y, _, _ = sf.nn.fused_batch_norm(conv, variables["scale"], variables["offset"],
+                                     mean=variables["mean"], variance=variables["variance"],
+                                     is_training=False)
+    out = sf.nn.relu(y)
+    xv = rng.randn(2, 6, 6, 3).astype(np.float32)
+    off = sf.ConfigProto()
+    off.graph_options.rewrite_options.remapping = sf.RewriterConfig.OFF
+    fused, plain = sf.Session(), sf.Session(config=off)
+    for sess in (fused, plain):
+        sess.run(sf.global_variables_initializer())
+    meta = sf.RunMetadata()
+    first = fused.run(out, {x: xv}, options=sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE),
+                      run_metadata=meta)
+    assert "_FusedConv2DBatchNorm" in meta.optimized_graph_ops.values()
+    np.testing.assert_allclose(first, plain.run(out, {x: xv}), rtol=1e-4, atol=1e-4)
+    for name in ["mean", "f", "variance", "scale", "offset"]:
+        v = value(name)
+        for sess in (fused, plain):
+            sess.run(assign[name], {feeds[name]: v})
+        got, want = fused.run(out, {x: xv}), plain.run(out, {x: xv})
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4, err_msg="after writing " + name)
+        assert not np.allclose(got, first)
+    fused.close()
+    plain.close()
