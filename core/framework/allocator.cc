@@ -20,7 +20,7 @@ namespace {
 // freed while bytes in use plus bytes cached stay under the memory limit, and gives blocks back
 // to malloc when a fresh block would pass it. A bounded cache (2 GiB until 2026-11-29) made every
 // step of a model whose activations pass it (ResNet-50 training, batch 32: 3.7 GB) fault ~1.6 GB
-// of fresh pages, a fifth of the step (docs/benchmarks.md, "Issue 16, third day").
+// of fresh pages, a fifth of the step (docs/benchmarks.md, "Issue 16, later the same day").
 constexpr size_t kCacheMin = 64 << 10;
 
 // Larger requests are refused before any arithmetic on them (RoundBucket cannot overflow below).

@@ -36,7 +36,8 @@ void RunSharded(OpKernelContext* ctx, int64_t n, int64_t cost_per_element_ns,
   const int64_t num_chunks = std::min<int64_t>(n, shards * 4);
   const int64_t chunk = (n + num_chunks - 1) / num_chunks;
   const int64_t count = (n + chunk - 1) / chunk;
-#pragma omp parallel for num_threads(static_cast <int>(shards)) schedule(dynamic, 1)
+  const int team = static_cast<int>(shards);
+#pragma omp parallel for num_threads(team) schedule(dynamic, 1)
   for (int64_t c = 0; c < count; ++c) fn(c * chunk, std::min(n, (c + 1) * chunk));
 }
 

@@ -19,6 +19,7 @@
 //   of the fp32 accumulation, so accuracy can be checked on any processor, with no speed-up. A
 //   tensor read by several rewritten ops (a weight read by the forward op and both gradients) is
 //   cast once.
+#include <limits>
 #include <map>
 #include <utility>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/fused_ops.h"
+#include "core/platform/checked_math.h"
 #include "core/platform/cpu_info.h"
 #include "core/platform/status.h"
 #include "partitioner/optimizer/graph_optimizer.h"
@@ -68,10 +70,13 @@ int64_t DotLength(const Node& n) {
     s = &e->src->output_shape(e->src_output);
   }
   if (s->unknown_rank() || s->rank() != 4) return -1;
+  int64_t length = 1;
   for (int i = 0; i < 3; ++i) {
+    // A product past int64 (a hostile graph's shape) is long enough.
     if (s->dim(i) < 0) return -1;
+    if (!CheckedMul(length, s->dim(i), &length)) return std::numeric_limits<int64_t>::max();
   }
-  return s->dim(0) * s->dim(1) * s->dim(2);
+  return length;
 }
 
 // The inputs of an allowed op that carry fp32 data (the others are int32 shapes).
