@@ -223,6 +223,58 @@ TEST(Conv2DTest, GemmPathMatchesNaiveLoops) {
       << out.status();
 }
 
+// Inference kernels of 3x3 stride-1 layers of >= 64 channels run oneDNN's Winograd primitive
+// where it has one (Note [Winograd for inference]: AVX-512), in its own activation layout:
+// _FusedConv2D of a constant filter (a frozen graph) and _FusedConv2DBatchNorm give the naive
+// loops' results, twice in a row (the second call reuses the transformed filter).
+TEST(Conv2DTest, InferenceWinogradMatchesNaiveLoops) {
+  const std::vector<ConvCase> cases = {{1, 14, 14, 64, 3, 3, 64, 1, 1, "SAME"},
+                                       {2, 9, 11, 64, 3, 3, 80, 1, 1, "VALID"},
+                                       {1, 7, 7, 128, 3, 3, 96, 1, 1, "SAME"}};
+  uint32_t seed = 700;
+  for (const ConvCase& c : cases) {
+    Naive ref(c);
+    Tensor in = Random({c.n, c.h, c.w, c.cin}, seed++);
+    Tensor f = Random({c.kh, c.kw, c.cin, c.cout}, seed++);
+    std::vector<double> want, mag;
+    ref.Forward(in, f, &want, &mag);
+    std::vector<float> bias(c.cout), scale(c.cout), offset(c.cout), mean(c.cout), var(c.cout);
+    for (int64_t k = 0; k < c.cout; ++k) {
+      bias[k] = 0.25f * (k % 5) - 0.5f;
+      scale[k] = 0.5f + 0.1f * (k % 3);
+      offset[k] = 0.2f * (k % 4) - 0.3f;
+      mean[k] = 0.1f * (k % 7) - 0.3f;
+      var[k] = 0.5f + 0.2f * (k % 2);
+    }
+    std::vector<double> fused(want.size()), fused_mag(want.size()), bn(want.size()),
+        bn_mag(want.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      const int64_t k = static_cast<int64_t>(o) % c.cout;
+      fused[o] = std::max(0.0, want[o] + bias[k]);
+      fused_mag[o] = mag[o] + std::abs(bias[k]);
+      const double s = scale[k] / std::sqrt(double(var[k]) + 0.001);
+      bn[o] = std::max(0.0, (want[o] - mean[k]) * s + offset[k]);
+      bn_mag[o] = (mag[o] + std::abs(mean[k])) * s + std::abs(offset[k]);
+    }
+    Attrs attrs = c.attrs();
+    attrs["activation"] = MakeAttr(std::string("Relu"));
+    Attrs constant = attrs;
+    constant["_filter_is_constant"] = MakeAttr(true);
+    for (int call = 0; call < 2; ++call) {
+      const std::string what = c.Describe() + (call == 0 ? "" : " again");
+      auto out = RunOp("_FusedConv2D", {in, f, Tensor::FromVector<float>(bias)}, constant);
+      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+      ExpectClose((*out)[0], fused, fused_mag, "_FusedConv2D (constant filter) " + what);
+      out = RunOp("_FusedConv2DBatchNorm",
+                  {in, f, Tensor::FromVector<float>(scale), Tensor::FromVector<float>(offset),
+                   Tensor::FromVector<float>(mean), Tensor::FromVector<float>(var)},
+                  attrs);
+      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+      ExpectClose((*out)[0], bn, bn_mag, "_FusedConv2DBatchNorm " + what);
+    }
+  }
+}
+
 TEST(Conv2DTest, BackpropInputMatchesNaiveLoops) {
   uint32_t seed = 100;
   for (const ConvCase& c : Cases()) {
