@@ -160,6 +160,55 @@ class ScopedConvGemm {
   ~ScopedConvGemm() { unsetenv("SHARDFLOW_CONV_GEMM"); }
 };
 
+// What the fused forward kernels should give for a convolution whose naive result is `want`
+// (magnitudes `mag`): relu(conv + bias) (_FusedConv2D) and relu((conv - mean) * scale /
+// sqrt(var + 0.001) + offset) (_FusedConv2DBatchNorm), with fixed per-channel vectors.
+struct FusedReference {
+  std::vector<float> bias, scale, offset, mean, var;
+  std::vector<double> fused, fused_mag, bn, bn_mag;
+
+  FusedReference(int64_t cout, const std::vector<double>& want, const std::vector<double>& mag)
+      : bias(cout),
+        scale(cout),
+        offset(cout),
+        mean(cout),
+        var(cout),
+        fused(want.size()),
+        fused_mag(want.size()),
+        bn(want.size()),
+        bn_mag(want.size()) {
+    for (int64_t k = 0; k < cout; ++k) {
+      bias[k] = 0.25f * (k % 5) - 0.5f;
+      scale[k] = 0.5f + 0.1f * (k % 3);
+      offset[k] = 0.2f * (k % 4) - 0.3f;
+      mean[k] = 0.1f * (k % 7) - 0.3f;
+      var[k] = 0.5f + 0.2f * (k % 2);
+    }
+    for (size_t o = 0; o < want.size(); ++o) {
+      const int64_t k = static_cast<int64_t>(o) % cout;
+      fused[o] = std::max(0.0, want[o] + bias[k]);
+      fused_mag[o] = mag[o] + std::abs(bias[k]);
+      const double s = scale[k] / std::sqrt(double(var[k]) + 0.001);
+      bn[o] = std::max(0.0, (want[o] - mean[k]) * s + offset[k]);
+      bn_mag[o] = (mag[o] + std::abs(mean[k])) * s + std::abs(offset[k]);
+    }
+  }
+  // Runs _FusedConv2D (attrs `conv_attrs`) and _FusedConv2DBatchNorm (`bn_attrs`) of `in` and
+  // `f` and checks both against the references.
+  void Check(const Tensor& in, const Tensor& f, const Attrs& conv_attrs, const Attrs& bn_attrs,
+             const std::string& what) const {
+    auto out = RunOp("_FusedConv2D", {in, f, Tensor::FromVector<float>(bias)}, conv_attrs);
+    ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+    ExpectClose((*out)[0], fused, fused_mag, "_FusedConv2D " + what);
+    out = RunOp("_FusedConv2DBatchNorm",
+                {in, f, Tensor::FromVector<float>(scale), Tensor::FromVector<float>(offset),
+                 Tensor::FromVector<float>(mean), Tensor::FromVector<float>(var)},
+                bn_attrs);
+    ASSERT_TRUE(out.ok()) << what << ": " << out.status();
+    ExpectClose((*out)[0], bn, bn_mag, "_FusedConv2DBatchNorm " + what);
+  }
+};
+
 // Forward convolutions as im2col + sgemm give the naive loops' results: every case above forced
 // onto that path, one whose unrolled input (about 25 MiB) takes two chunks, and a 3x3 layer
 // with 128 channels, which takes it by default where there is no AVX-512. The fused kernels
@@ -183,36 +232,9 @@ TEST(Conv2DTest, GemmPathMatchesNaiveLoops) {
       ASSERT_TRUE(out.ok()) << what << ": " << out.status();
       ExpectClose((*out)[0], want, mag, "Conv2D " + what);
 
-      // relu(conv + bias) and relu((conv - mean) * scale / sqrt(var + eps) + offset).
-      std::vector<float> bias(c.cout), scale(c.cout), offset(c.cout), mean(c.cout), var(c.cout);
-      for (int64_t k = 0; k < c.cout; ++k) {
-        bias[k] = 0.25f * (k % 5) - 0.5f;
-        scale[k] = 0.5f + 0.1f * (k % 3);
-        offset[k] = 0.2f * (k % 4) - 0.3f;
-        mean[k] = 0.1f * (k % 7) - 0.3f;
-        var[k] = 0.5f + 0.2f * (k % 2);
-      }
       Attrs attrs = c.attrs();
       attrs["activation"] = MakeAttr(std::string("Relu"));
-      std::vector<double> fused(want.size()), fused_mag(want.size()), bn(want.size()),
-          bn_mag(want.size());
-      for (size_t o = 0; o < want.size(); ++o) {
-        const int64_t k = static_cast<int64_t>(o) % c.cout;
-        fused[o] = std::max(0.0, want[o] + bias[k]);
-        fused_mag[o] = mag[o] + std::abs(bias[k]);
-        const double s = scale[k] / std::sqrt(double(var[k]) + 0.001);
-        bn[o] = std::max(0.0, (want[o] - mean[k]) * s + offset[k]);
-        bn_mag[o] = (mag[o] + std::abs(mean[k])) * s + std::abs(offset[k]);
-      }
-      out = RunOp("_FusedConv2D", {in, f, Tensor::FromVector<float>(bias)}, attrs);
-      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
-      ExpectClose((*out)[0], fused, fused_mag, "_FusedConv2D " + what);
-      out = RunOp("_FusedConv2DBatchNorm",
-                  {in, f, Tensor::FromVector<float>(scale), Tensor::FromVector<float>(offset),
-                   Tensor::FromVector<float>(mean), Tensor::FromVector<float>(var)},
-                  attrs);
-      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
-      ExpectClose((*out)[0], bn, bn_mag, "_FusedConv2DBatchNorm " + what);
+      FusedReference(c.cout, want, mag).Check(in, f, attrs, attrs, what);
     }
   }
   ScopedConvGemm bad("fast");
@@ -238,39 +260,13 @@ TEST(Conv2DTest, InferenceWinogradMatchesNaiveLoops) {
     Tensor f = Random({c.kh, c.kw, c.cin, c.cout}, seed++);
     std::vector<double> want, mag;
     ref.Forward(in, f, &want, &mag);
-    std::vector<float> bias(c.cout), scale(c.cout), offset(c.cout), mean(c.cout), var(c.cout);
-    for (int64_t k = 0; k < c.cout; ++k) {
-      bias[k] = 0.25f * (k % 5) - 0.5f;
-      scale[k] = 0.5f + 0.1f * (k % 3);
-      offset[k] = 0.2f * (k % 4) - 0.3f;
-      mean[k] = 0.1f * (k % 7) - 0.3f;
-      var[k] = 0.5f + 0.2f * (k % 2);
-    }
-    std::vector<double> fused(want.size()), fused_mag(want.size()), bn(want.size()),
-        bn_mag(want.size());
-    for (size_t o = 0; o < want.size(); ++o) {
-      const int64_t k = static_cast<int64_t>(o) % c.cout;
-      fused[o] = std::max(0.0, want[o] + bias[k]);
-      fused_mag[o] = mag[o] + std::abs(bias[k]);
-      const double s = scale[k] / std::sqrt(double(var[k]) + 0.001);
-      bn[o] = std::max(0.0, (want[o] - mean[k]) * s + offset[k]);
-      bn_mag[o] = (mag[o] + std::abs(mean[k])) * s + std::abs(offset[k]);
-    }
+    const FusedReference r(c.cout, want, mag);
     Attrs attrs = c.attrs();
     attrs["activation"] = MakeAttr(std::string("Relu"));
     Attrs constant = attrs;
     constant["_filter_is_constant"] = MakeAttr(true);
     for (int call = 0; call < 2; ++call) {
-      const std::string what = c.Describe() + (call == 0 ? "" : " again");
-      auto out = RunOp("_FusedConv2D", {in, f, Tensor::FromVector<float>(bias)}, constant);
-      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
-      ExpectClose((*out)[0], fused, fused_mag, "_FusedConv2D (constant filter) " + what);
-      out = RunOp("_FusedConv2DBatchNorm",
-                  {in, f, Tensor::FromVector<float>(scale), Tensor::FromVector<float>(offset),
-                   Tensor::FromVector<float>(mean), Tensor::FromVector<float>(var)},
-                  attrs);
-      ASSERT_TRUE(out.ok()) << what << ": " << out.status();
-      ExpectClose((*out)[0], bn, bn_mag, "_FusedConv2DBatchNorm " + what);
+      r.Check(in, f, constant, attrs, c.Describe() + (call == 0 ? "" : " again"));
     }
   }
 }
