@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/framework/shape_inference.h"
+#include "core/platform/checked_math.h"
 #include "core/platform/status.h"
 
 namespace shardflow {
@@ -25,6 +26,14 @@ inline constexpr char kBf16ProductsAttr[] = "_bf16_products";
 // image's first layer of few channels) is not marked and its kernel stays fp32 even when marked
 // (Note [bfloat16 convolutions] in kernels/cpu/conv_ops.cc).
 inline constexpr int64_t kMinBf16DotLength = 64;
+
+// Whether a convolution of a kh x kw window over cin input channels has dot products of at least
+// kMinBf16DotLength; a product past int64 (sizes from a hostile graph) is long enough.
+inline bool Bf16DotProductsLongEnough(int64_t kh, int64_t kw, int64_t cin) {
+  int64_t window = 0, length = 0;
+  return !CheckedMul(kh, kw, &window) || !CheckedMul(window, cin, &length) ||
+         length >= kMinBf16DotLength;
+}
 
 // The `activation` attr: "" (none), "Relu", "Tanh" or "Sigmoid".
 inline absl::Status CheckFusedActivation(const std::string& activation) {

@@ -49,7 +49,6 @@
 #include "core/framework/fused_ops.h"
 #include "core/framework/kernel_registry.h"
 #include "core/framework/windowed_output.h"
-#include "core/platform/checked_math.h"
 #include "core/platform/status.h"
 #include "kernels/cpu/onednn_util.h"
 
@@ -322,11 +321,9 @@ class ConvOpBase : public OpKernel {
 
   absl::Status Geometry(const TensorShape& in, const TensorShape& filter, ConvGeometry* g) const {
     SF_RETURN_IF_ERROR(MakeGeometry(in, filter, sh_, sw_, padding_, g));
-    // kh * kw * cin; a product past int64 (sizes from a hostile graph) is long enough.
-    int64_t window = 0, length = 0;
-    const bool long_dots = !CheckedMul(g->kh, g->kw, &window) ||
-                           !CheckedMul(window, g->cin, &length) || length >= kMinBf16DotLength;
-    g->product = bf16_ && long_dots && OneDnnHasBf16() ? memory::data_type::bf16 : kF32;
+    g->product = bf16_ && Bf16DotProductsLongEnough(g->kh, g->kw, g->cin) && OneDnnHasBf16()
+                     ? memory::data_type::bf16
+                     : kF32;
     return absl::OkStatus();
   }
 

@@ -19,7 +19,6 @@
 //   of the fp32 accumulation, so accuracy can be checked on any processor, with no speed-up. A
 //   tensor read by several rewritten ops (a weight read by the forward op and both gradients) is
 //   cast once.
-#include <limits>
 #include <map>
 #include <utility>
 #include <vector>
@@ -29,7 +28,6 @@
 #include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
 #include "core/framework/fused_ops.h"
-#include "core/platform/checked_math.h"
 #include "core/platform/cpu_info.h"
 #include "core/platform/status.h"
 #include "partitioner/optimizer/graph_optimizer.h"
@@ -55,28 +53,24 @@ bool OnGpu(const Node& n) {
          absl::StrContains(absl::AsciiStrToUpper(n.requested_device()), "GPU");
 }
 
-// The length of convolution `n`'s dot products, kernel height x width x input channels (from its
-// filter's shape, or for the filter gradient its output's); -1 where not a convolution or not
-// known.
-int64_t DotLength(const Node& n) {
-  if (n.op().rfind("Conv2D", 0) != 0) return -1;
+// The filter shape of convolution `n` ([kh, kw, cin, cout]: its filter input's, or for the filter
+// gradient its output's) when fully known; else null (not a convolution, or unknown sizes).
+const TensorShape* KnownFilterShape(const Node& n) {
+  if (n.op().rfind("Conv2D", 0) != 0) return nullptr;
   const TensorShape* s = nullptr;
   if (n.op() == "Conv2DBackpropFilter") {
-    if (n.num_outputs() < 1) return -1;
+    if (n.num_outputs() < 1) return nullptr;
     s = &n.output_shape(0);
   } else {
     const Edge* e = n.input_edge(1);
-    if (e == nullptr) return -1;
+    if (e == nullptr) return nullptr;
     s = &e->src->output_shape(e->src_output);
   }
-  if (s->unknown_rank() || s->rank() != 4) return -1;
-  int64_t length = 1;
+  if (s->unknown_rank() || s->rank() != 4) return nullptr;
   for (int i = 0; i < 3; ++i) {
-    // A product past int64 (a hostile graph's shape) is long enough.
-    if (s->dim(i) < 0) return -1;
-    if (!CheckedMul(length, s->dim(i), &length)) return std::numeric_limits<int64_t>::max();
+    if (s->dim(i) < 0) return nullptr;
   }
-  return length;
+  return s;
 }
 
 // The inputs of an allowed op that carry fp32 data (the others are int32 shapes).
@@ -110,11 +104,12 @@ class AutoMixedPrecision : public GraphOptimizationPass {
       if (native && !OnGpu(*n)) {
         // Dot products too short to gain (kMinBf16DotLength, core/framework/fused_ops.h; the
         // kernels apply the same bound where the shapes are not known here).
-        const int64_t length = DotLength(*n);
-        if (length >= 0 && length < kMinBf16DotLength) {
+        const TensorShape* f = KnownFilterShape(*n);
+        if (f != nullptr && !Bf16DotProductsLongEnough(f->dim(0), f->dim(1), f->dim(2))) {
+          // Short: the product below cannot overflow.
           changes->push_back(absl::StrCat("'", n->name(), "' (", n->op(), ") stays fp32: dot ",
-                                          "products of ", length, " (kernel x input channels), ",
-                                          "too short to gain"));
+                                          "products of ", f->dim(0) * f->dim(1) * f->dim(2),
+                                          " (kernel x input channels), too short to gain"));
           continue;
         }
         n->SetAttr(kBf16ProductsAttr, MakeAttr(true));
