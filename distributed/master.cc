@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -110,10 +111,15 @@ class MasterSession {
       int pending ABSL_GUARDED_BY(mu) = 0;
     };
     auto state = std::make_shared<Probes>();
+    SF_RETURN_IF_ERROR(ParseDeviceFilters());
     for (const TaskId& id : options_->cluster.tasks()) {
       Probe p;
       p.id = id;
       p.task.name = ClusterSpec::TaskName(id.job, id.task);
+      if (!TaskPassesFilters(id)) {
+        filtered_out_.insert(p.task.name);
+        continue;  // never contacted
+      }
       SF_ASSIGN_OR_RETURN(p.task.address, options_->cluster.TaskAddress(id.job, id.task));
       if (options_->local_worker != nullptr && options_->local_worker->task() == p.task.name) {
         p.task.client = options_->local_worker;  // this process's own task: no RPC
@@ -121,6 +127,14 @@ class MasterSession {
         SF_ASSIGN_OR_RETURN(p.task.client, cache_->GetWorker(p.task.address, p.task.name));
       }
       state->probes.push_back(std::move(p));
+    }
+    if (state->probes.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "no task of the cluster matches the session's device_filters [",
+          absl::StrJoin(config_.device_filters(), ", "), "]; the cluster's tasks are ",
+          absl::StrJoin(options_->cluster.tasks(), ", ", [](std::string* out, const TaskId& id) {
+            absl::StrAppend(out, ClusterSpec::TaskName(id.job, id.task));
+          })));
     }
     const int64_t timeout_ms =
         std::max<int64_t>(1, absl::ToInt64Milliseconds(options_->connect_timeout));
@@ -162,6 +176,7 @@ class MasterSession {
       SF_RETURN_IF_ERROR(CheckSameCluster(p.task.name, p.status));
       p.task.incarnation = p.status.incarnation();
       for (const WorkerDevice& d : p.status.devices()) {
+        if (!DevicePassesFilters(d.name())) continue;
         devices_.push_back(DeviceAttributes{d.name(), d.device_type(), d.memory_limit()});
         device_task_[d.name()] = p.task.name;
       }
@@ -230,7 +245,9 @@ class MasterSession {
       return;
     }
     // The step's time limit: the tightest of the options', the caller's and the master's.
-    int64_t timeout_ms = run_options.timeout_in_ms() > 0 ? run_options.timeout_in_ms() : 0;
+    int64_t timeout_ms = run_options.timeout_in_ms() > 0 ? run_options.timeout_in_ms()
+                                                         : config_.operation_timeout_in_ms();
+    if (timeout_ms < 0) timeout_ms = 0;
     auto tighten = [&timeout_ms](int64_t ms) {
       if (timeout_ms <= 0 || ms < timeout_ms) timeout_ms = ms;
     };
@@ -567,15 +584,59 @@ class MasterSession {
         ". Start every task with the same cluster spec"));
   }
 
+  // ConfigProto.device_filters, parsed once per session (INVALID_ARGUMENT naming a bad one).
+  absl::Status ParseDeviceFilters() {
+    for (const std::string& f : config_.device_filters()) {
+      absl::StatusOr<DeviceName> spec = DeviceName::Parse(f);
+      if (!spec.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "device_filters: '", f, "' is not a device name (", spec.status().message(), ")"));
+      }
+      filters_.push_back(*std::move(spec));
+    }
+    return absl::OkStatus();
+  }
+
+  // Whether some device of task `id` could match a filter (every task without filters).
+  bool TaskPassesFilters(const TaskId& id) const {
+    if (filters_.empty()) return true;
+    DeviceName task;
+    task.has_job = task.has_replica = task.has_task = true;
+    task.job = id.job;
+    task.task = id.task;
+    for (const DeviceName& f : filters_) {
+      if (f.IsCompatibleWith(task)) return true;
+    }
+    return false;
+  }
+
+  bool DevicePassesFilters(const std::string& device) const {
+    if (filters_.empty()) return true;
+    absl::StatusOr<DeviceName> name = DeviceName::Parse(device);
+    if (!name.ok()) return false;
+    for (const DeviceName& f : filters_) {
+      if (f.Matches(*name)) return true;
+    }
+    return false;
+  }
+
   absl::Status CheckRequestedTasksAreUp(const Graph& graph) const {
-    if (unreachable_.empty()) return absl::OkStatus();
+    if (unreachable_.empty() && filtered_out_.empty()) return absl::OkStatus();
     for (const Node* n : graph.nodes()) {
       if (n->requested_device().empty()) continue;
       auto spec = DeviceName::Parse(n->requested_device());
       if (!spec.ok() || !spec->has_job || !spec->has_task) continue;
       // "/job:ps/task:0" names the same task as "/job:ps/replica:0/task:0".
       if (spec->has_replica && spec->replica != 0) continue;
-      auto down = unreachable_.find(ClusterSpec::TaskName(spec->job, spec->task));
+      const std::string task = ClusterSpec::TaskName(spec->job, spec->task);
+      if (filtered_out_.count(task) > 0 && !config_.allow_soft_placement()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("node '", n->name(), "' asks for ", n->requested_device(), ", but task ",
+                         task, " is left out by the session's device_filters [",
+                         absl::StrJoin(config_.device_filters(), ", "),
+                         "]; add a filter that matches it, or place the node elsewhere"));
+      }
+      auto down = unreachable_.find(task);
       if (down != unreachable_.end()) {
         return absl::Status(
             down->second.code(),
@@ -632,6 +693,8 @@ class MasterSession {
   // Set by Init, read-only afterwards.
   std::map<std::string, Task> tasks_;
   std::map<std::string, absl::Status> unreachable_;  // task -> why it was left out
+  std::vector<DeviceName> filters_;                  // config_.device_filters, parsed
+  std::set<std::string> filtered_out_;               // tasks no filter can match: never contacted
   std::vector<DeviceAttributes> devices_;
   std::map<std::string, std::string> device_task_;
 

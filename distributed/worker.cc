@@ -416,9 +416,11 @@ void Worker::RunGraphAsync(const RunGraphRequest* request, RunGraphResponse* res
   if (request->timeout_ms() > 0) {
     const int64_t ms = request->timeout_ms();
     deadline = deadlines_.Schedule(absl::Now() + absl::Milliseconds(ms), [this, step_id, ms] {
-      AbortStep(step_id, absl::DeadlineExceededError(absl::StrCat(
-                             "step ", step_id, " on task ", task_, " ran past its limit of ", ms,
-                             " ms (RunOptions.timeout_in_ms or the caller's deadline)")));
+      AbortStep(step_id,
+                absl::DeadlineExceededError(absl::StrCat(
+                    "step ", step_id, " on task ", task_, " ran past its limit of ", ms,
+                    " ms (RunOptions.timeout_in_ms, the session's operation_timeout_in_ms or the "
+                    "caller's deadline)")));
     });
   }
   auto step_done = [this, state, graph, rendezvous, step_id, response, trace, deadline,

@@ -172,7 +172,12 @@ absl::StatusOr<Operation> Optimizer::Minimize(const Scope& scope, const Output& 
 absl::StatusOr<Operation> Optimizer::ApplyGradients(
     const Scope& scope, const std::vector<std::pair<Output, Var>>& grads) {
   Scope s = scope.NewSubScope("train");
-  SF_RETURN_IF_ERROR(Prepare(s));
+  // Shared state (Adam's step count) lives with the first variable, as TF1 colocates its beta
+  // powers with it: under replica_device_setter that is a ps task, so the workers share one
+  // count and the chief's initialisation covers it (on a worker's own device, a non-chief
+  // worker waited forever for the chief to initialise it).
+  SF_RETURN_IF_ERROR(
+      Prepare(grads.empty() ? s : s.WithDevice(grads[0].second.info().handle->requested_device())));
   std::vector<Operation> updates;
   for (const auto& [grad, var] : grads) {
     Scope vs = s.WithDevice(var.info().handle->requested_device());
@@ -260,8 +265,10 @@ absl::Status AdamOptimizer::Prepare(const Scope& s) {
 
 absl::StatusOr<Operation> AdamOptimizer::Finish(const Scope& s,
                                                 const std::vector<Operation>& updates) {
-  // t += 1 after every variable was updated with this step's t.
-  Operation bump = OpBuilder(s.WithControlDependencies(updates).WithOpName("adam_step_increment"),
+  // t += 1 after every variable was updated with this step's t, where t lives.
+  Operation bump = OpBuilder(s.WithDevice(step_.info().handle->requested_device())
+                                 .WithControlDependencies(updates)
+                                 .WithOpName("adam_step_increment"),
                              "AssignAddVariableOp")
                        .Input(step_.handle())
                        .Input(Tensor::Scalar(1.0f))

@@ -80,7 +80,11 @@ class LocalSession final : public Session {
     exec_args.function_library = &functions_;
     bool trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
     if (trace) exec_args.stats = &step->stats;
-    SF_RETURN_IF_ERROR(RunStep(*prepared, exec_args, step, run_options.timeout_in_ms()));
+    // RunOptions' own limit, else the session's (ConfigProto.operation_timeout_in_ms).
+    const int64_t timeout_ms = run_options.timeout_in_ms() > 0
+                                   ? run_options.timeout_in_ms()
+                                   : options_.config.operation_timeout_in_ms();
+    SF_RETURN_IF_ERROR(RunStep(*prepared, exec_args, step, timeout_ms));
     if (metadata != nullptr) {
       if (trace) {
         step->stats.Finalize(metadata->mutable_step_stats());
@@ -173,8 +177,9 @@ class LocalSession final : public Session {
     if (timeout_ms <= 0) {
       step->done.WaitForNotification();
     } else if (!step->done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
-      absl::Status deadline = absl::DeadlineExceededError(absl::StrCat(
-          "step did not finish within RunOptions.timeout_in_ms = ", timeout_ms, " ms"));
+      absl::Status deadline = absl::DeadlineExceededError(
+          absl::StrCat("step did not finish within ", timeout_ms,
+                       " ms (RunOptions.timeout_in_ms, or the session's operation_timeout_in_ms)"));
       args.cancelled->store(true);
       rendezvous->StartAbort(deadline);
       return deadline;

@@ -24,6 +24,31 @@ import weakref
 from shardflow import _shardflow as _C
 
 
+class JobDef:
+    """One job of a ClusterDef: its name and tasks (index -> "host:port")."""
+
+    def __init__(self, name, tasks):
+        self.name = name
+        self.tasks = tasks
+
+    def __repr__(self):
+        return "JobDef(name=%r, tasks=%r)" % (self.name, self.tasks)
+
+
+class ClusterDef:
+    """TF1's tensorflow.ClusterDef, as ClusterSpec.as_cluster_def() returns it: `job` is a list
+    of JobDef."""
+
+    def __init__(self, job=()):
+        self.job = list(job)
+
+    def __eq__(self, other):
+        return isinstance(other, ClusterDef) and ClusterSpec(self) == ClusterSpec(other)
+
+    def __repr__(self):
+        return "ClusterDef(job=%r)" % (self.job,)
+
+
 class ClusterSpec:
     """The tasks of a cluster: job name -> list of "host:port" (or dict index -> address).
 
@@ -37,6 +62,8 @@ class ClusterSpec:
     def __init__(self, cluster):
         if isinstance(cluster, ClusterSpec):
             cluster = cluster.as_dict()
+        elif isinstance(cluster, ClusterDef):
+            cluster = {j.name: dict(j.tasks) for j in cluster.job}
         if not isinstance(cluster, dict):
             raise TypeError("ClusterSpec takes a dict job -> [addresses], not %r" % (cluster,))
         self._jobs = {}
@@ -80,6 +107,14 @@ class ClusterSpec:
             raise ValueError("job '%s' has %d task(s); there is no task %d"
                              % (job_name, len(tasks), task_index))
         return tasks[task_index]
+
+    def as_cluster_def(self):
+        """TF1's ClusterDef of this cluster (`job[i].name`, `job[i].tasks`: index -> address);
+        ClusterSpec and Server take it back."""
+        return ClusterDef([JobDef(job, dict(enumerate(self._jobs[job]))) for job in self.jobs])
+
+    def __bool__(self):
+        return bool(self._jobs)
 
     def __eq__(self, other):
         return isinstance(other, ClusterSpec) and self._jobs == other._jobs

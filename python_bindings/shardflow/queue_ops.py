@@ -40,7 +40,7 @@ import numpy as np
 from shardflow import dtypes, errors
 from shardflow import dtypes as _dtypes  # QueueBase's `dtypes` argument shadows the module
 from shardflow.framework import TensorShape, convert_to_tensor
-from shardflow.script_ops import py_func
+from shardflow.script_ops import py_func, step_aborted
 
 _counter = collections.Counter()
 _counter_lock = threading.Lock()
@@ -86,12 +86,22 @@ class _State:
             out.append(value)
         return tuple(out)
 
+    def _give_up_if_aborted(self, what):
+        # A step that was aborted while this waited (its deadline passed, it was cancelled):
+        # leave the queue as it is, as TF1's cancelled queue kernels do, instead of adding or
+        # taking an element for a step that is gone.
+        if step_aborted():
+            raise errors.CancelledError("%s '%s': the step was aborted while it waited"
+                                        % (what, self.name))
+
     def enqueue(self, elements):
         elements = [self._check(e) for e in elements]
         with self.cond:
             for e in elements:
                 while not self.closed and self._full():
-                    self.cond.wait(0.5)
+                    self._give_up_if_aborted("enqueue into")
+                    self.cond.wait(0.1)
+                self._give_up_if_aborted("enqueue into")
                 if self.closed:
                     raise errors.CancelledError(
                         "queue '%s' is closed; the enqueue was cancelled" % self.name)
@@ -107,7 +117,9 @@ class _State:
     def dequeue(self, n, allow_smaller):
         with self.cond:
             while not self._ready(n):
-                self.cond.wait(0.5)
+                self._give_up_if_aborted("dequeue from")
+                self.cond.wait(0.1)
+            self._give_up_if_aborted("dequeue from")
             if len(self.items) < n and (not allow_smaller or not self.items or n is None):
                 raise errors.OutOfRangeError(
                     "queue '%s' is closed and has insufficient elements (requested %d, current "

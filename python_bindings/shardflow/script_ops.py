@@ -30,8 +30,22 @@ _lock = threading.Lock()
 _counter = itertools.count()
 
 
-def _call(token, args):
-    """Called by the PyFunc kernel (python_bindings/src/py_func.cc) with the GIL held."""
+# The running call's "was my step aborted?" function, per thread (each call has its own).
+_local = threading.local()
+
+
+def step_aborted():
+    """Inside a py_func: whether the step running it was aborted (a RunOptions or
+    operation_timeout_in_ms deadline, a cancelled or failed step). A function that waits for
+    something (a queue's dequeue) checks it and raises, so that it takes nothing for a step that
+    is gone. False outside a py_func."""
+    aborted = getattr(_local, "aborted", None)
+    return bool(aborted is not None and aborted())
+
+
+def _call(token, args, aborted=None):
+    """Called by the PyFunc kernel (python_bindings/src/py_func.cc) with the GIL held;
+    `aborted()` says whether the step was aborted meanwhile."""
     entry = _funcs.get(token)
     if entry is None:
         from shardflow import errors
@@ -40,7 +54,11 @@ def _call(token, args):
             "runs only in the process that built it (a GraphDef sent elsewhere, or imported, "
             "has no function behind its PyFunc nodes)" % (token,))
     func, tout = entry
-    result = func(*args)
+    previous, _local.aborted = getattr(_local, "aborted", None), aborted
+    try:
+        result = func(*args)
+    finally:
+        _local.aborted = previous
     if not isinstance(result, (list, tuple)):
         result = [] if result is None and not tout else [result]
     out = []

@@ -202,18 +202,30 @@ class ConfigProto:
     transport: for sf.train.Server(config=...), the data plane tensors travel on between tasks:
         "grpc" (default) or "ucx" (docs/distributed.md, "Choosing a transport"; the same as
         Server(protocol="grpc+ucx")).
+    device_filters: for a cluster session (server.target), the partial device names it may use,
+        e.g. ["/job:ps", "/job:worker/task:1"]: the other tasks are never contacted, so a worker's
+        session neither waits for nor places on the other workers (TF1's between-graph setup).
+    operation_timeout_in_ms: the time limit of every run without RunOptions(timeout_in_ms=...);
+        the run fails with DeadlineExceededError. 0 = none.
+    TF1's use_per_session_threads, placement_period, isolate_session_state, rpc_options,
+    cluster_def, experimental, session_inter_op_thread_pool and share_cluster_devices_in_session
+    are accepted and have no effect (each session has its own devices and threads here).
     """
 
     _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count", "gpu_device_count",
                "allow_soft_placement", "log_device_placement", "placement_policy", "auth_token",
-               "tls_ca_file", "tls_cert_file", "tls_key_file", "transport", "graph_options")
+               "tls_ca_file", "tls_cert_file", "tls_key_file", "transport", "graph_options",
+               "device_filters", "operation_timeout_in_ms")
 
     def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
                  allow_soft_placement=False, log_device_placement=False, placement_policy="",
                  auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file="",
                  transport="grpc", device_count=None, inter_op_parallelism_threads=None,
                  intra_op_parallelism_threads=None, gpu_options=None, graph_options=None,
-                 gpu_device_count=0):
+                 gpu_device_count=0, device_filters=(), operation_timeout_in_ms=0,
+                 use_per_session_threads=False, placement_period=0, isolate_session_state=False,
+                 rpc_options=None, cluster_def=None, experimental=None,
+                 session_inter_op_thread_pool=None, share_cluster_devices_in_session=False):
         # TF1's spellings: device_count={"CPU": n, "GPU": m}, *_parallelism_threads.
         if inter_op_parallelism_threads is not None:
             inter_op_threads = inter_op_parallelism_threads
@@ -248,13 +260,34 @@ class ConfigProto:
             raise ValueError("ConfigProto(transport=%r): use 'grpc' or 'ucx'" % (transport,))
         self.transport = transport
         self.graph_options = graph_options if graph_options is not None else GraphOptions()
+        if isinstance(device_filters, str):
+            device_filters = [device_filters]
+        device_filters = list(device_filters)
+        for f in device_filters:
+            if not isinstance(f, str):
+                raise TypeError("ConfigProto(device_filters=...) takes device names such as "
+                                "'/job:ps', not %r" % (f,))
+        self.device_filters = device_filters
+        self.operation_timeout_in_ms = max(0, int(operation_timeout_in_ms))
+        # TF1 fields accepted without effect (see the class's docstring).
+        self.use_per_session_threads = use_per_session_threads
+        self.placement_period = placement_period
+        self.isolate_session_state = isolate_session_state
+        self.rpc_options = rpc_options
+        self.cluster_def = cluster_def
+        self.experimental = experimental
+        self.session_inter_op_thread_pool = session_inter_op_thread_pool
+        self.share_cluster_devices_in_session = share_cluster_devices_in_session
 
     def _to_c(self):
         c = _C.SessionConfig()
         for f in self._FIELDS:
             # transport is a server's, not a session's (sf.train.Server reads it)
-            if f not in ("transport", "graph_options"):
+            if f not in ("transport", "graph_options", "device_filters"):
                 setattr(c, f, getattr(self, f))
+        # A list appended to in place after construction (config.device_filters.append(...),
+        # as TF1 programs do with the proto's repeated field) counts too.
+        c.device_filters = [str(f) for f in self.device_filters]
         rewrite = self.graph_options.rewrite_options
         toggles = rewrite._toggles()
         amp = "auto_mixed_precision_onednn_bfloat16"

@@ -28,8 +28,14 @@ import numpy as np
 from shardflow import dtypes, errors
 from shardflow.framework import GraphKeys, control_dependencies, convert_to_tensor
 from shardflow.monitored_session import SessionRunHook
-from shardflow.ops import _op, _out, fill, group
+from shardflow.ops import _op, _out, cast, fill, group
 from shardflow.variables import Variable
+
+
+def _step64(step):
+    """The global step as int64 (the tokens' and accumulators' dtype): TF1 programs also make it
+    an int32 `tf.Variable(0, name="global_step", trainable=False)`."""
+    return step if step.dtype == dtypes.int64 else cast(step, dtypes.int64)
 
 
 class SyncReplicasOptimizer:
@@ -120,8 +126,8 @@ class SyncReplicasOptimizer:
                     token = _out("QueueDequeueV2", [queue], {"T": dtypes.int64._enum})
                 with control_dependencies([update]):
                     # A read of its own, after the update: the new global step.
-                    step_now = _out("ReadVariableOp", [global_step.handle],
-                                    {"dtype": global_step.dtype._enum})
+                    step_now = _step64(_out("ReadVariableOp", [global_step.handle],
+                                            {"dtype": global_step.dtype._enum}))
                     tokens = fill(np.array([self._total_num_replicas], np.int32), step_now)
                     self._sync_op = _op("QueueEnqueueManyV2", [queue, tokens],
                                         {"T": dtypes.int64._enum}, name="sync_op")
@@ -129,7 +135,7 @@ class SyncReplicasOptimizer:
             with g._device_scope(worker_device):
                 train_op = self._local_step.assign(token, name="train_op", read_value=False)
             self._chief_init_op = group(*[
-                _op("ResourceAccumulatorSetGlobalStep", [acc, global_step.value()])
+                _op("ResourceAccumulatorSetGlobalStep", [acc, _step64(global_step.value())])
                 for acc, _ in self._accumulators], name="chief_init_op")
             self._close_accumulators = group(*[
                 _op("ResourceAccumulatorClose", [acc]) for acc, _ in self._accumulators],
@@ -137,10 +143,33 @@ class SyncReplicasOptimizer:
             self._num_dropped = [_out("ResourceAccumulatorNumDropped", [acc])
                                  for acc, _ in self._accumulators]
             self._local_step_init_op = self._local_step.assign(
-                global_step.value(), name="local_step_init", read_value=False)
+                _step64(global_step.value()), name="local_step_init", read_value=False)
         self._global_step = global_step
         self._gradients_applied = True
+        # TF1's Supervisor-era setup reads this: the workers' local init waits until the chief
+        # has initialized every global variable.
+        from shardflow.state_composites import report_uninitialized_variables
+        from shardflow.variables import global_variables
+        with g.as_default():
+            self.ready_for_local_init_op = report_uninitialized_variables(global_variables())
         return train_op
+
+    def get_chief_queue_runner(self):
+        """TF1's Supervisor-era chief loop: a QueueRunner that runs the update (take the mean
+        gradients, apply them, hand out tokens) in a thread, for
+        `sv.start_queue_runners(sess, [opt.get_chief_queue_runner()])` after the chief ran
+        `opt.chief_init_op` (as local init) and `opt.get_init_tokens_op()`. Stopping the
+        coordinator closes the accumulators and the token queue, which ends it and the
+        workers waiting for a token. make_session_run_hook does all of this for a
+        MonitoredTrainingSession."""
+        if not self._gradients_applied:
+            raise ValueError("get_chief_queue_runner: call apply_gradients (or minimize) first")
+        if self._chief_queue_runner is None:
+            from shardflow.coordinator import QueueRunner
+            close = group(self._close_accumulators, self._close_queue, name="close_sync_queue")
+            self._chief_queue_runner = QueueRunner(_TokenQueue(close), [self._sync_op],
+                                                   close_op=close, cancel_op=close)
+        return self._chief_queue_runner
 
     def get_init_tokens_op(self, num_tokens=-1):
         """An op that puts `num_tokens` tokens (default: replicas_to_aggregate) in the queue, so
@@ -157,7 +186,7 @@ class SyncReplicasOptimizer:
             return group(name="no_init_tokens")
         g = self._global_step.graph
         with g._device_scope(self._global_step.device):
-            tokens = fill(np.array([num_tokens], np.int32), self._global_step.value())
+            tokens = fill(np.array([num_tokens], np.int32), _step64(self._global_step.value()))
             return _op("QueueEnqueueManyV2", [self._token_queue, tokens],
                        {"T": dtypes.int64._enum}, name="init_tokens")
 
@@ -178,6 +207,19 @@ class SyncReplicasOptimizer:
         it resets the accumulators to the global step, puts the first tokens in the queue and
         runs the update loop in a thread; on every worker it sets the local step."""
         return _SyncReplicasHook(self, is_chief, num_tokens)
+
+
+class _TokenQueue:
+    """What QueueRunner asks of a queue, for the token queue (an engine queue, not a Python one):
+    a name, and the op that closes it (with the accumulators)."""
+
+    name = "sync_token_q"
+
+    def __init__(self, close_op):
+        self._close_op = close_op
+
+    def close(self, cancel_pending_enqueues=False, name=None):
+        return self._close_op
 
 
 class _SyncReplicasHook(SessionRunHook):

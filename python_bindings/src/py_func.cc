@@ -16,6 +16,8 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/op_def.h"
 #include "core/framework/op_kernel.h"
+#include "core/framework/rendezvous.h"
 #include "core/framework/shape_inference.h"
 #include "python_bindings/src/status_exceptions.h"
 #include "python_bindings/src/tensor_conversion.h"
@@ -81,6 +84,13 @@ class PyFuncOp : public AsyncOpKernel {
           absl::StrCat("PyFunc '", name(), "': the Python interpreter has shut down")));
       return;
     }
+    // Set (without the GIL) when the step is aborted; outlives this call, as the rendezvous
+    // keeps its abort callbacks.
+    auto aborted_flag = std::make_shared<std::atomic<bool>>(false);
+    if (ctx->rendezvous() != nullptr) {
+      ctx->rendezvous()->OnAbort(
+          [aborted_flag](const absl::Status&) { aborted_flag->store(true); });
+    }
     py::gil_scoped_acquire gil;
     try {
       py::list args;
@@ -88,7 +98,12 @@ class PyFuncOp : public AsyncOpKernel {
         Tensor shared = ctx->input(i);  // shares the buffer, so the array gets a copy
         args.append(TensorToArray(std::move(shared)));
       }
-      py::object results = py::module_::import("shardflow.script_ops").attr("_call")(token_, args);
+      // Whether the step was aborted (a deadline, a cancelled or failed step) while the function
+      // runs: a function that waits (a queue's dequeue) polls it and gives up, instead of
+      // taking an element for a step that is gone. Read without the GIL on the C++ side.
+      py::cpp_function aborted([flag = aborted_flag] { return flag->load(); });
+      py::object results =
+          py::module_::import("shardflow.script_ops").attr("_call")(token_, args, aborted);
       py::list items = results.cast<py::list>();
       if (static_cast<int>(items.size()) != static_cast<int>(tout_.size())) {
         ctx->SetStatus(absl::InvalidArgumentError(

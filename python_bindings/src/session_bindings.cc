@@ -84,6 +84,8 @@ struct SessionConfig {
   // RewriterConfig's toggles (0 DEFAULT, 1 ON, 2 OFF) by pass name, and disable_meta_optimizer.
   std::map<std::string, int> rewrite_options;
   bool disable_meta_optimizer = false;
+  std::vector<std::string> device_filters;
+  int64_t operation_timeout_in_ms = 0;
 };
 
 class SessionHandle {
@@ -109,6 +111,8 @@ class SessionHandle {
     options.config.set_tls_ca_file(config.tls_ca_file);
     options.config.set_tls_cert_file(config.tls_cert_file);
     options.config.set_tls_key_file(config.tls_key_file);
+    for (const std::string& f : config.device_filters) options.config.add_device_filters(f);
+    options.config.set_operation_timeout_in_ms(config.operation_timeout_in_ms);
     RewriterConfig* rewrite = options.config.mutable_rewrite_options();
     rewrite->set_disable_meta_optimizer(config.disable_meta_optimizer);
     for (const auto& [pass, toggle] : config.rewrite_options) {
@@ -280,7 +284,9 @@ void RegisterSessionBindings(py::module_& m) {
       .def_readwrite("tls_cert_file", &SessionConfig::tls_cert_file)
       .def_readwrite("tls_key_file", &SessionConfig::tls_key_file)
       .def_readwrite("rewrite_options", &SessionConfig::rewrite_options)
-      .def_readwrite("disable_meta_optimizer", &SessionConfig::disable_meta_optimizer);
+      .def_readwrite("disable_meta_optimizer", &SessionConfig::disable_meta_optimizer)
+      .def_readwrite("device_filters", &SessionConfig::device_filters)
+      .def_readwrite("operation_timeout_in_ms", &SessionConfig::operation_timeout_in_ms);
 
   py::class_<SessionHandle>(m, "SessionHandle", "The C++ session behind shardflow.Session.")
       .def(py::init<GraphPtr, std::string, SessionConfig>())

@@ -5,6 +5,7 @@ errors for an unreachable master."""
 import contextlib
 import json
 import os
+import time
 
 import numpy as np
 import pytest
@@ -119,3 +120,100 @@ def test_in_process_servers_move_tensors_over_ucx_as_tf1s_grpc_plus_verbs_did():
         sf.train.Server(spec, job_name="worker", task_index=0, protocol="grpc+verbs")
     with pytest.raises(ValueError, match="'grpc' or 'ucx'"):
         sf.ConfigProto(transport="verbs")
+
+
+def test_device_filters_keep_a_workers_session_to_the_ps_and_itself():
+    # TF1's between-graph setup: worker 0's session filters to the ps and itself, so it neither
+    # waits for worker 1 (never started here) nor places anything there.
+    ports = [free_port() for _ in range(3)]
+    spec = sf.train.ClusterSpec({"ps": ["127.0.0.1:%d" % ports[0]],
+                                 "worker": ["127.0.0.1:%d" % p for p in ports[1:]]})
+    ps = sf.train.Server(spec, job_name="ps", task_index=0)
+    # Without filters a session here would wait this long for worker 1 before leaving it out.
+    worker = sf.train.Server(spec, job_name="worker", task_index=0, connect_timeout=120)
+    try:
+        g = sf.Graph()
+        with g.as_default():
+            with sf.device("/job:ps/task:0"):
+                v = sf.Variable([1.0, 2.0], name="v")
+            with sf.device("/job:worker/task:0"):
+                y = v * 3.0
+            init = sf.global_variables_initializer()
+        config = sf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])
+        start = time.monotonic()
+        with sf.Session(worker.target, graph=g, config=config) as sess:
+            sess.run(init)
+            np.testing.assert_allclose(sess.run(y), [3.0, 6.0])
+        assert time.monotonic() - start < 60, "the session waited for the filtered-out worker"
+        # As TF1 programs fill the proto's repeated field: appended after construction.
+        appended = sf.ConfigProto()
+        appended.device_filters.append("/job:ps")
+        appended.device_filters.append("/job:worker/task:0")
+        with sf.Session(worker.target, graph=g, config=appended) as sess:
+            sess.run(init)
+            np.testing.assert_allclose(sess.run(y), [3.0, 6.0])
+        with pytest.raises(sf.errors.InvalidArgumentError, match="no task of the cluster matches"):
+            with sf.Session(worker.target, graph=g,
+                            config=sf.ConfigProto(device_filters=["/job:chief"])) as sess:
+                sess.run(init)
+        with pytest.raises(sf.errors.InvalidArgumentError, match="'/job:ps/task:x' is not a"):
+            with sf.Session(worker.target, graph=g,
+                            config=sf.ConfigProto(device_filters=["/job:ps/task:x"])) as sess:
+                sess.run(init)
+        # A graph (placed whole) that pins a node to a filtered-out task is refused by name.
+        with g.as_default():
+            with sf.device("/job:worker/task:1"):
+                elsewhere = v * 5.0
+        with pytest.raises(sf.errors.InvalidArgumentError,
+                           match="task:1 is left out by the session's device_filters"):
+            with sf.Session(worker.target, graph=g, config=config) as sess:
+                sess.run(elsewhere)
+        with pytest.raises(TypeError, match="device names"):
+            sf.ConfigProto(device_filters=[3])
+    finally:
+        worker.stop()
+        ps.stop()
+
+
+@pytest.mark.parametrize("remote", [False, True])
+def test_operation_timeout_in_ms_bounds_every_run(remote):
+    server = sf.train.Server.create_local_server() if remote else None
+    try:
+        g = sf.Graph()
+        with g.as_default():
+            q = sf.FIFOQueue(2, sf.float32)
+            dequeue = q.dequeue()  # nothing is ever enqueued: it would wait forever
+            enqueue = q.enqueue(1.0)
+        target = server.target if remote else ""
+        with sf.Session(target, graph=g,
+                        config=sf.ConfigProto(operation_timeout_in_ms=300)) as sess:
+            with pytest.raises(sf.errors.DeadlineExceededError, match="300 ms"):
+                sess.run(dequeue)
+            # RunOptions' own limit wins over the session's.
+            with pytest.raises(sf.errors.DeadlineExceededError, match="150 ms"):
+                sess.run(dequeue, options=sf.RunOptions(timeout_in_ms=150))
+            sess.run(enqueue)
+            assert sess.run(dequeue) == 1.0
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def test_cluster_spec_round_trips_through_tf1s_cluster_def():
+    spec = sf.train.ClusterSpec({"ps": ["127.0.0.1:2222"],
+                                 "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]})
+    cluster_def = spec.as_cluster_def()
+    assert [j.name for j in cluster_def.job] == ["ps", "worker"]
+    assert cluster_def.job[1].tasks == {0: "127.0.0.1:2223", 1: "127.0.0.1:2224"}
+    assert sf.train.ClusterSpec(cluster_def) == spec
+    assert spec and not sf.train.ClusterSpec({})
+    port = free_port()
+    server = sf.train.Server(sf.train.ClusterSpec({"local": ["127.0.0.1:%d" % port]})
+                             .as_cluster_def(), job_name="local", task_index=0)
+    try:
+        with sf.Graph().as_default() as g:
+            c = sf.constant(2.0) * 3.0
+        with sf.Session(server.target, graph=g) as sess:
+            assert sess.run(c) == 6.0
+    finally:
+        server.stop()

@@ -179,6 +179,19 @@ def test_replica_device_setter_puts_variables_on_the_ps_round_robin_or_by_bytes(
         small = [sf.Variable(np.zeros(3, np.float32), name="s%d" % i) for i in range(3)]
     assert big.device == "/job:ps/task:0"
     assert [v.device for v in small] == ["/job:ps/task:1"] * 3
+    # Every variable an optimizer makes lives on a ps too: its slots with their variables, and
+    # Adam's step count with the first variable (as TF1's beta powers), so that the chief's
+    # initialisation covers them and the workers share one count.
+    g = sf.Graph()
+    with g.as_default(), sf.device(sf.train.replica_device_setter(
+            cluster=cluster, worker_device="/job:worker/task:1")):
+        w = sf.Variable(np.zeros(3, np.float32), name="w")
+        u = sf.Variable(np.zeros(3, np.float32), name="u")
+        sf.train.AdamOptimizer(0.1).minimize(sf.reduce_sum(w * w + u * u),
+                                             global_step=sf.train.get_or_create_global_step())
+    handles = {op.name: op.device for op in g.get_operations() if op.type == "VarHandleOp"}
+    assert handles["Adam/train/adam_step"] == w.device, handles
+    assert all(d.startswith("/job:ps/") for d in handles.values()), handles
 
 
 def test_two_graphs_share_the_ps_variables_and_a_disagreeing_shape_is_named():
@@ -295,3 +308,41 @@ def test_tasks_started_with_different_cluster_specs_are_refused_naming_the_task(
             sess.run(v.initializer)
     worker.stop()
     ps.stop()
+
+
+SUPERVISOR_EXAMPLE = os.path.join(REPO_ROOT, "examples", "python", "tf1_mnist_replica.py")
+
+
+@needs_data
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_supervisor_era_program_with_adam_trains_on_two_workers(tmp_path, mode):
+    # Regressions, each of which stopped this TF1 program: Adam's step count was made on the
+    # worker's own device, so worker 1 waited forever for the chief to initialise it; an int32
+    # global step (tf.Variable(0)) failed SyncReplicasOptimizer's int64 token queue;
+    # ready_for_local_init_op, get_chief_queue_runner and ConfigProto(device_filters=...) were
+    # missing.
+    ports = [free_port() for _ in range(3)]
+    common = ["--ps_hosts=127.0.0.1:%d" % ports[0],
+              "--worker_hosts=127.0.0.1:%d,127.0.0.1:%d" % (ports[1], ports[2]),
+              "--train_steps=300"] + (["--sync_replicas"] if mode == "sync" else [])
+    procs, logs = {}, {}
+    for job, task in (("ps", 0), ("worker", 1), ("worker", 0)):
+        name = "%s%d" % (job, task)
+        logs[name] = tmp_path / (name + ".log")
+        procs[name] = subprocess.Popen(
+            [sys.executable, SUPERVISOR_EXAMPLE, *common, "--job_name=" + job,
+             "--task_index=%d" % task], env=_env(), stdout=open(logs[name], "w"),
+            stderr=subprocess.STDOUT, text=True)
+    try:
+        for name in ("worker0", "worker1"):
+            assert procs[name].wait(timeout=240) == 0, logs[name].read_text()
+        for name in ("worker0", "worker1"):
+            out = logs[name].read_text()
+            assert _accuracy(out) >= 75.0, out
+            steps = int(re.search(r"trained [0-9.]+ s, (\d+) local steps", out).group(1))
+            assert steps >= 50, out  # both workers trained, neither waited it out
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)

@@ -1,6 +1,7 @@
 """TF1's queue-fed input pipelines (shardflow/queue_ops.py, coordinator.QueueRunner): queues,
 readers, input producers, batch/shuffle_batch, run by QueueRunner threads until the epochs end."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -173,3 +174,27 @@ def test_fixed_length_reader_rejects_a_file_of_the_wrong_size(tmp_path):
             sess.run(rec)
         coord.request_stop()
         coord.join(threads)
+
+
+def test_a_dequeue_whose_step_timed_out_takes_nothing_later():
+    # Regression: the timed-out step's dequeue went on waiting in Python and took the next
+    # element enqueued, so the following dequeue waited forever.
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.FIFOQueue(1, tf.float32)
+        dequeue, enqueue, size = q.dequeue(), q.enqueue(7.0), q.size()
+    with tf.Session(graph=g) as sess:
+        for _ in range(2):
+            with pytest.raises(tf.errors.DeadlineExceededError):
+                sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=100))
+        time.sleep(0.3)  # the abandoned dequeues notice within 0.1 s
+        sess.run(enqueue)
+        assert sess.run(size) == 1
+        assert sess.run(dequeue, options=tf.RunOptions(timeout_in_ms=5000)) == 7.0
+        # Likewise an enqueue that waited for room in a step that timed out adds nothing.
+        sess.run(enqueue)
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(enqueue, options=tf.RunOptions(timeout_in_ms=100))
+        time.sleep(0.3)
+        assert sess.run(dequeue) == 7.0
+        assert sess.run(size) == 0
