@@ -2,6 +2,12 @@
 a model_fn Estimator that learns, checkpoints and continues; numpy_input_fn's batches;
 input_layer against NumPy; canned DNN and linear estimators on small separable data."""
 
+import json
+import os
+import re
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -333,10 +339,119 @@ def test_train_and_evaluate_in_stretches_with_exporters(tmp_path, monkeypatch):
     assert metrics["global_step"] == 30
     with pytest.raises(TypeError, match="TrainSpec"):
         estimator.train_and_evaluate(est, eval_spec, eval_spec)
-    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"chief": ["a:1"], "worker": ["b:2"]}, '
-                                    '"task": {"type": "chief", "index": 0}}')
-    with pytest.raises(NotImplementedError, match="2 tasks"):
-        estimator.train_and_evaluate(est, train_spec, eval_spec)
+
+
+def test_run_config_reads_the_task_from_tf_config(monkeypatch):
+    cluster = {"chief": ["127.0.0.1:1"], "worker": ["127.0.0.1:2", "127.0.0.1:3"],
+               "ps": ["127.0.0.1:4"], "evaluator": ["127.0.0.1:5"]}
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster,
+                                                "task": {"type": "worker", "index": 1}}))
+    c = estimator.RunConfig()
+    assert (c.task_type, c.task_id, c.is_chief, c.num_worker_replicas, c.num_ps_replicas,
+            c.master, c.global_id_in_cluster) == ("worker", 1, False, 3, 1,
+                                                  "grpc://127.0.0.1:3", 2)
+    assert c.cluster_spec.jobs == ["chief", "ps", "worker"]  # the evaluator is not in it
+    assert c.session_config.device_filters == ["/job:ps", "/job:worker/task:1"]
+    assert c._distributed
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster,
+                                                "task": {"type": "chief", "index": 0}}))
+    assert estimator.RunConfig().is_chief
+    monkeypatch.setenv("TF_CONFIG", json.dumps({"cluster": cluster,
+                                                "task": {"type": "evaluator", "index": 0}}))
+    c = estimator.RunConfig()
+    assert not c.is_chief and c.master == "" and not c._distributed
+    for bad, match in (({"cluster": cluster}, "no task type"),
+                       ({"cluster": cluster, "task": {"type": "worker", "index": 5}},
+                        "no task 5"),
+                       ({"cluster": cluster, "task": {"type": "trainer", "index": 0}},
+                        "'trainer' is not a job")):
+        monkeypatch.setenv("TF_CONFIG", json.dumps(bad))
+        with pytest.raises(ValueError, match=match):
+            estimator.RunConfig()
+    monkeypatch.setenv("TF_CONFIG", "{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        estimator.RunConfig()
+
+
+_DISTRIBUTED_PROGRAM = '''
+import sys
+import numpy as np
+import shardflow as tf
+from shardflow import estimator
+
+class Count(tf.train.SessionRunHook):
+    runs = 0
+    def after_run(self, run_context, run_values):
+        Count.runs += 1
+
+def model_fn(features, labels, mode, params):
+    w = tf.get_variable("w", [1], initializer=tf.zeros_initializer())
+    b = tf.get_variable("b", [1], initializer=tf.zeros_initializer())
+    pred = features["x"] * w + b
+    loss = tf.reduce_mean(tf.square(pred - labels))
+    train_op = tf.train.AdamOptimizer(0.05).minimize(loss,
+                                                     global_step=tf.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op,
+                                   eval_metric_ops={"mae": tf.metrics.mean_absolute_error(
+                                       labels, pred)})
+
+def input_fn():
+    x = np.linspace(-1, 1, 64, dtype=np.float32)
+    return tf.data.Dataset.from_tensor_slices(({"x": x}, 2 * x + 1)).repeat().batch(16)
+
+config = estimator.RunConfig(model_dir=sys.argv[1], save_checkpoints_steps=100)
+est = estimator.Estimator(model_fn, config=config)
+metrics, _ = estimator.train_and_evaluate(
+    est, estimator.TrainSpec(input_fn, max_steps=400, hooks=[Count()]),
+    estimator.EvalSpec(input_fn, steps=4, start_delay_secs=0, throttle_secs=0))
+import json
+print("%s %d ran %d steps; metrics %s" % (
+    config.task_type, config.task_id, Count.runs,
+    json.dumps({k: float(v) for k, v in metrics.items()}) if metrics else None), flush=True)
+'''
+
+
+def test_train_and_evaluate_runs_a_tf_config_cluster(tmp_path):
+    # As Kubernetes' TFJob starts a TF1 estimator job: one process per task, each told its part
+    # by TF_CONFIG; chief and worker train asynchronously through the ps, the evaluator
+    # evaluates the chief's checkpoints until the one at max_steps.
+    from cluster_util import free_port
+    program = tmp_path / "program.py"
+    program.write_text(_DISTRIBUTED_PROGRAM)
+    model_dir = tmp_path / "model"
+    cluster = {"chief": ["127.0.0.1:%d" % free_port()],
+               "worker": ["127.0.0.1:%d" % free_port()],
+               "ps": ["127.0.0.1:%d" % free_port()]}
+    procs, logs = {}, {}
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)))
+    for job in ("ps", "evaluator", "worker", "chief"):
+        env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": 0}})
+        logs[job] = tmp_path / (job + ".log")
+        procs[job] = subprocess.Popen([sys.executable, str(program), str(model_dir)], env=env,
+                                      stdout=open(logs[job], "w"), stderr=subprocess.STDOUT)
+    try:
+        for job in ("chief", "worker", "evaluator"):
+            assert procs[job].wait(timeout=240) == 0, logs[job].read_text()
+        runs = {}
+        for job in ("chief", "worker"):
+            m = re.search(job + r" 0 ran (\d+) steps; metrics None", logs[job].read_text())
+            assert m, logs[job].read_text()
+            runs[job] = int(m.group(1))
+        # Both trained, on the shared global step (asynchronous: a step each run).
+        assert runs["chief"] > 0 and runs["worker"] > 0, runs
+        assert runs["chief"] + runs["worker"] >= 400, runs
+        out = logs["evaluator"].read_text()
+        m = re.search(r"evaluator 0 ran 0 steps; metrics (\{.*\})", out)
+        assert m, out
+        metrics = json.loads(m.group(1))
+        assert metrics["global_step"] >= 400 and metrics["mae"] < 0.1, metrics
+        assert (model_dir / "checkpoint").exists()  # the chief's
+        assert procs["ps"].poll() is None  # a ps serves until it is stopped, as TF's
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
 
 
 def test_evaluate_writes_eval_events_and_early_stopping_hooks(tmp_path):

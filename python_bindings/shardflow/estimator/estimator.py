@@ -78,6 +78,20 @@ class _RestoreHook(SessionRunHook):
             session.run(self._warm_op, feed_dict=self._warm_feeds)
 
 
+# This process's server for its TF_CONFIG task, by (job, task): started by the first
+# distributed train() (or train_and_evaluate) and kept for the process's life, as TF1's.
+_task_servers = {}
+
+
+def _task_server(config):
+    from shardflow.cluster import Server
+    key = (config.task_type, config.task_id)
+    if key not in _task_servers:
+        _task_servers[key] = Server(config.cluster_spec, job_name=config.task_type,
+                                    task_index=config.task_id)
+    return _task_servers[key]
+
+
 def _kept_checkpoints(model_dir):
     """The checkpoints the "checkpoint" state file of model_dir lists that still exist."""
     kept = []
@@ -194,12 +208,17 @@ class Estimator:
             return result[0], result[1]
         return result, None
 
-    def _build(self, input_fn, mode):
-        """A new graph holding the global step, the inputs and model_fn's spec for `mode`."""
+    def _build(self, input_fn, mode, device_fn=None):
+        """A new graph holding the global step, the inputs and model_fn's spec for `mode`
+        (under `device_fn`, a device or device function, when given)."""
+        import contextlib
+
+        from shardflow.framework import device
         from shardflow.ops import set_random_seed
         from shardflow.train import get_or_create_global_step
         g = Graph()
-        with g.as_default():
+        with g.as_default(), (device(device_fn) if device_fn is not None
+                              else contextlib.nullcontext()):
             if self._config.tf_random_seed is not None:
                 set_random_seed(self._config.tf_random_seed)
             global_step = get_or_create_global_step()
@@ -255,7 +274,19 @@ class Estimator:
                     max_steps:
                 logging.info("Skipping training since max_steps has already saved.")
                 return self
-        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN)
+        config = self._config
+        master, device_fn = "", None
+        if config._distributed:
+            # A task of a TF_CONFIG cluster (RunConfig): through this task's server, variables
+            # on the ps tasks, the rest here; the chief initialises, restores and checkpoints,
+            # the others wait for it (MonitoredTrainingSession).
+            from shardflow.cluster import replica_device_setter
+            master = _task_server(config).target
+            device_fn = "/job:%s/task:%d" % (config.task_type, config.task_id)
+            if config.num_ps_replicas > 0:
+                device_fn = replica_device_setter(cluster=config.cluster_spec,
+                                                  worker_device=device_fn)
+        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn)
         with g.as_default():
             from shardflow import summary
             from shardflow.basic_hooks import (LoggingTensorHook, NanTensorHook,
@@ -268,7 +299,8 @@ class Estimator:
                 all_hooks.append(LoggingTensorHook({"loss": spec.loss, "step": global_step},
                                                    every_n_iter=self._config.log_step_count_steps))
             saver, restore = self._restore_hook(warm_start=True)
-            saver.recover_last_checkpoints(_kept_checkpoints(self._model_dir))
+            if config.is_chief:
+                saver.recover_last_checkpoints(_kept_checkpoints(self._model_dir))
             chief_hooks = [restore, CheckpointSaverHook(
                 self._model_dir, save_secs=self._config.save_checkpoints_secs,
                 save_steps=self._config.save_checkpoints_steps, saver=saver)]
@@ -278,8 +310,11 @@ class Estimator:
                                                     output_dir=self._model_dir,
                                                     summary_op=summary.merge_all()))
             loss = None
-            with MonitoredTrainingSession(hooks=chief_hooks + all_hooks,
-                                          config=self._config.session_config) as sess:
+            # The chief's hooks first: the restore must precede StopAtStepHook's reading of
+            # the global step.
+            with MonitoredTrainingSession(master=master, is_chief=config.is_chief,
+                                          hooks=(chief_hooks if config.is_chief else []) +
+                                          all_hooks, config=config.session_config) as sess:
                 while not sess.should_stop():
                     _, loss = sess.run([spec.train_op, spec.loss])
             if loss is not None:

@@ -2,6 +2,8 @@
 Estimator runs (RunConfig), as TF1's tf.estimator ones."""
 
 import collections
+import json
+import os
 
 
 class ModeKeys:
@@ -64,12 +66,60 @@ def _one_replica(strategy, what):
     return strategy
 
 
+def _tf_config():
+    """TF_CONFIG's cluster and task, checked: ({} , {}) when it is unset."""
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        return {}, {}
+    try:
+        cfg = json.loads(raw)
+    except ValueError as e:
+        raise ValueError("TF_CONFIG is not valid JSON (%s); fix it or unset it" % e) from None
+    if not isinstance(cfg, dict):
+        raise ValueError("TF_CONFIG is %r; it is a JSON object with 'cluster' and 'task'"
+                         % (cfg,))
+    cluster, task = cfg.get("cluster") or {}, cfg.get("task") or {}
+    if not isinstance(cluster, dict) or not isinstance(task, dict):
+        raise ValueError("TF_CONFIG: 'cluster' maps job names to address lists and 'task' is "
+                         "{\"type\": ..., \"index\": ...}; got %r" % (cfg,))
+    if not cluster:
+        return {}, task
+    task_type = task.get("type")
+    try:
+        task_id = int(task.get("index", 0))
+    except (TypeError, ValueError):
+        raise ValueError("TF_CONFIG: task index %r is not a number" % (task.get("index"),)) \
+            from None
+    if not task_type:
+        raise ValueError("TF_CONFIG names a cluster but no task type: set "
+                         "\"task\": {\"type\": \"worker\", \"index\": N} (or chief, ps, "
+                         "evaluator)")
+    if task_type != "evaluator":
+        tasks = cluster.get(task_type)
+        if tasks is None:
+            raise ValueError("TF_CONFIG: task type '%s' is not a job of the cluster (jobs: %s)"
+                             % (task_type, ", ".join(sorted(cluster))))
+        if not 0 <= task_id < len(tasks):
+            raise ValueError("TF_CONFIG: job '%s' has %d task(s); there is no task %d"
+                             % (task_type, len(tasks), task_id))
+    return cluster, {"type": task_type, "index": task_id}
+
+
 class RunConfig:
     """How an Estimator runs: where it checkpoints, how often, the graph-level random seed and
     the session's ConfigProto. save_checkpoints_steps and save_checkpoints_secs exclude each
     other (giving steps turns the 600 s default off). train_distribute / eval_distribute take a
     tf.distribute strategy of one replica (MirroredStrategy() on one device, OneDeviceStrategy),
-    kept as attributes: training runs as without one, which is what one replica computes."""
+    kept as attributes: training runs as without one, which is what one replica computes.
+
+    Distributed, as TF1's: the environment variable TF_CONFIG ({"cluster": {"chief": [...],
+    "worker": [...], "ps": [...]}, "task": {"type": "worker", "index": 1}}, as Kubernetes'
+    TFJob and other launchers set it) makes this process that task: cluster_spec, task_type,
+    task_id, is_chief (the "chief" task, or "master"; worker 0 when the cluster has neither),
+    master (its server's "grpc://host:port"), num_ps_replicas, num_worker_replicas (chief and
+    workers) and global_id_in_cluster follow from it, and the default session_config filters
+    devices to the ps tasks and this task. train_and_evaluate then runs the task's part
+    (shardflow/estimator/training.py). An "evaluator" task is not part of the cluster."""
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=None, save_checkpoints_secs=_DEFAULT_SECS,
@@ -90,14 +140,58 @@ class RunConfig:
         self.session_config = session_config
         self.train_distribute = _one_replica(train_distribute, "train_distribute")
         self.eval_distribute = _one_replica(eval_distribute, "eval_distribute")
+        self._init_cluster()
 
-    # Single-process: what TF1's RunConfig reports without a TF_CONFIG cluster.
-    is_chief = True
-    num_worker_replicas = 1
-    num_ps_replicas = 0
-    task_type = "worker"
-    task_id = 0
-    master = ""
+    def _init_cluster(self):
+        from shardflow.cluster import ClusterSpec
+        cluster, task = _tf_config()
+        # Single-process: what TF1's RunConfig reports without a TF_CONFIG cluster.
+        self.cluster_spec = ClusterSpec({})
+        self.is_chief = True
+        self.num_worker_replicas = 1
+        self.num_ps_replicas = 0
+        self.task_type = task.get("type") or "worker"
+        self.task_id = task.get("index", 0)
+        self.master = ""
+        self.evaluation_master = ""
+        self.global_id_in_cluster = 0
+        self.service = None
+        self.device_fn = None
+        if not cluster:
+            return
+        jobs = {job: tasks for job, tasks in cluster.items() if job != "evaluator"}
+        self.cluster_spec = ClusterSpec(jobs)
+        chief_job = "chief" if "chief" in jobs else ("master" if "master" in jobs else None)
+        if self.task_type == "evaluator":
+            self.is_chief = False
+        elif chief_job is not None:
+            self.is_chief = self.task_type == chief_job
+        else:
+            self.is_chief = self.task_type == "worker" and self.task_id == 0
+        self.num_ps_replicas = self.cluster_spec.num_tasks("ps") if "ps" in jobs else 0
+        self.num_worker_replicas = sum(self.cluster_spec.num_tasks(j) for j in
+                                       (chief_job, "worker") if j in jobs)
+        if self.task_type != "evaluator":
+            self.master = "grpc://" + self.cluster_spec.task_address(self.task_type,
+                                                                     self.task_id)
+            order = [j for j in (chief_job, "worker", "ps") if j in jobs] + \
+                sorted(j for j in jobs if j not in (chief_job, "worker", "ps"))
+            self.global_id_in_cluster = sum(self.cluster_spec.num_tasks(j)
+                                            for j in order[:order.index(self.task_type)]) + \
+                self.task_id
+            if self.session_config is None and self.task_type != "ps":
+                from shardflow.session import ConfigProto
+                self.session_config = ConfigProto(
+                    allow_soft_placement=True,
+                    device_filters=["/job:ps", "/job:%s/task:%d" % (self.task_type,
+                                                                    self.task_id)])
+
+    @property
+    def _distributed(self):
+        """Whether this process is a task of a TF_CONFIG cluster of several tasks (training
+        goes through the cluster's servers)."""
+        tasks = sum(self.cluster_spec.num_tasks(j) for j in self.cluster_spec.jobs)
+        return tasks > 1 and self.task_type != "evaluator"
 
     def replace(self, **kwargs):
         """A copy with the given properties changed."""

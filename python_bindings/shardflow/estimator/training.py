@@ -13,11 +13,17 @@ a stretch the newest checkpoint is evaluated with eval_spec (input_fn, steps, na
 handed to eval_spec's exporters, when eval_spec.throttle_secs have passed since the last
 evaluation (and always at max_steps). When max_steps is
 None, training runs until train_spec.input_fn's data runs out, then evaluates once. Returns
-(the last evaluation's metrics, the exporters' results), as TF 1.13+. A TF_CONFIG naming other
-tasks is refused: distributed estimator training is not supported (docs/python.md).
+(the last evaluation's metrics, the exporters' results), as TF 1.13+.
+
+Distributed (a TF_CONFIG cluster, RunConfig), as TF's distributed mode: a "ps" task serves its
+variables until the process is stopped (server.join()); "chief" and "worker" tasks train
+through their servers until the global step reaches max_steps (variables on the ps tasks,
+asynchronous updates; the chief initialises, restores and checkpoints into model_dir, the
+workers wait for it) and return (None, None); an "evaluator" task evaluates each new checkpoint
+in model_dir (at least throttle_secs apart, the first after start_delay_secs) and hands it to
+the exporters, until one at max_steps, and returns its metrics and exports.
 """
 
-import json
 import os
 import time
 
@@ -63,24 +69,6 @@ class EvalSpec:
         self.throttle_secs = throttle_secs
 
 
-def _check_local():
-    raw = os.environ.get("TF_CONFIG")
-    if not raw:
-        return
-    try:
-        cluster = json.loads(raw).get("cluster") or {}
-    except (ValueError, AttributeError) as e:
-        raise ValueError("train_and_evaluate: TF_CONFIG is not valid JSON (%s); unset it or fix "
-                         "it" % e) from None
-    tasks = sum(len(v) for v in cluster.values() if isinstance(v, (list, dict)))
-    if tasks > 1:
-        raise NotImplementedError(
-            "train_and_evaluate: TF_CONFIG names a cluster of %d tasks, and distributed "
-            "estimator training is not supported; run it in one process (unset TF_CONFIG), or "
-            "train with sf.train.MonitoredTrainingSession on a cluster (docs/distributed.md)"
-            % tasks)
-
-
 def _global_step(estimator):
     from shardflow.estimator.estimator import _checkpoint_values
     path = estimator.latest_checkpoint()
@@ -95,15 +83,16 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
                         % (train_spec,))
     if not isinstance(eval_spec, EvalSpec):
         raise TypeError("train_and_evaluate: eval_spec must be an EvalSpec, got %r" % (eval_spec,))
-    _check_local()
     config = estimator.config
     stride = getattr(config, "save_checkpoints_steps", None)
     metrics, exports = None, []
 
-    def evaluate(final):
+    def evaluate(final, checkpoint_path=None):
         nonlocal metrics, exports
+        checkpoint_path = checkpoint_path or estimator.latest_checkpoint()
         metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps,
-                                     hooks=list(eval_spec.hooks), name=eval_spec.name)
+                                     hooks=list(eval_spec.hooks), name=eval_spec.name,
+                                     checkpoint_path=checkpoint_path)
         exports = []
         for exporter in eval_spec.exporters:
             export = getattr(exporter, "export", None)
@@ -111,8 +100,19 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
                 # As TF: each exporter writes under model_dir/export/<its name>.
                 path = os.path.join(estimator.model_dir, "export",
                                     getattr(exporter, "name", None) or "exporter")
-                exports.append(export(estimator, path, estimator.latest_checkpoint(), metrics,
-                                      final))
+                exports.append(export(estimator, path, checkpoint_path, metrics, final))
+
+    if config.task_type == "evaluator" and config.cluster_spec:
+        _evaluate_checkpoints(estimator, train_spec, eval_spec, evaluate)
+        return metrics, exports
+    if config._distributed:
+        if config.task_type == "ps":
+            from shardflow.estimator.estimator import _task_server
+            _task_server(config).join()  # serves until the process is stopped
+            return None, None
+        estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks),
+                        max_steps=train_spec.max_steps)
+        return None, None
     if train_spec.max_steps is None:
         estimator.train(train_spec.input_fn, hooks=list(train_spec.hooks))
         evaluate(True)
@@ -141,3 +141,24 @@ def train_and_evaluate(estimator, train_spec, eval_spec):
     if metrics is None:
         evaluate(True)  # already past max_steps: evaluate the checkpoint there
     return metrics, exports
+
+
+def _evaluate_checkpoints(estimator, train_spec, eval_spec, evaluate):
+    """The evaluator task: each new checkpoint in model_dir, at least throttle_secs apart,
+    until one at max_steps (forever when max_steps is None, as TF's)."""
+    from shardflow.estimator.estimator import _checkpoint_values
+    time.sleep(eval_spec.start_delay_secs)
+    last_path, last_eval = None, None
+    while True:
+        path = estimator.latest_checkpoint()
+        wait = 0 if last_eval is None else eval_spec.throttle_secs - (time.time() - last_eval)
+        if path is None or path == last_path or wait > 0:
+            time.sleep(min(max(wait, 0.2), 1.0))
+            continue
+        step = int(_checkpoint_values(path).get("global_step", 0))
+        final = train_spec.max_steps is not None and step >= train_spec.max_steps
+        last_eval = time.time()
+        evaluate(final, path)
+        last_path = path
+        if final:
+            return
