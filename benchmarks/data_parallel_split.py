@@ -26,6 +26,14 @@ Networks: loopback (all tasks on 127.0.0.1), or emulated hosts (root): one netwo
 task, each joined to a bridge (in a namespace of its own) by a veth pair whose both ends are
 rate limited with tc tbf (10 Gbit/s or 1 Gbit/s). Without root the emulated rows are skipped.
 
+The floor lines (emulated hosts, iperf3 installed): what moving a strategy's bytes costs the
+machine's CPU, whoever moves them. iperf3 sends and receives on the same link (both directions
+at once, an idle machine, busy time from /proc/stat) to price a MB; the strategy's bytes on the
+wire per step come from the hosts' interface counters. In no-comm every core computes, so that
+CPU, spread over the cores, is the least the step can grow by: "at best Fx no-comm" is the
+bound any transport meets on this machine (Note in docs/benchmarks.md, "Where the step time
+goes").
+
 Prints a table and writes DIR/data_parallel_split.png (stacked bars; Debian's
 python3-matplotlib). Every process is bounded in time; namespaces are removed at the end.
 """
@@ -62,6 +70,14 @@ def sh(*args, check=True):
     return r
 
 
+def busy_ms():
+    """CPU time (ms) all cores have spent not idle since boot."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
 class Hosts:
     """`count` emulated hosts behind a bridge, each uplink and downlink at `rate`; or loopback."""
 
@@ -94,6 +110,32 @@ class Hosts:
 
     def command(self, i, argv):
         return argv if self.ns[i] is None else ["ip", "netns", "exec", self.ns[i]] + argv
+
+    def tx_bytes(self, i):
+        """Bytes host i has sent on its link so far (emulated hosts only)."""
+        dev = f"sfh{i}_{SUFFIX}"[:15]
+        out = sh("ip", "netns", "exec", self.ns[i], "cat",
+                 f"/sys/class/net/{dev}/statistics/tx_bytes")
+        return int(out.stdout)
+
+    def cpu_ms_per_mb(self, mb=2000):
+        """The whole machine's CPU time (ms) per MB that iperf3 moves between hosts 0 and 1,
+        both directions at once, on an otherwise idle machine: what the kernel's network stack
+        and this link's emulation (veth, bridge, tbf) cost per byte for the leanest sender and
+        receiver there are. Busy time from /proc/stat, so softirqs and ksoftirqd count too."""
+        port = "5399"
+        server = subprocess.Popen(self.command(1, ["iperf3", "-s", "-1", "-p", port]),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        before = busy_ms()
+        r = subprocess.run(self.command(0, ["iperf3", "-c", self.addr[1], "-p", port, "--bidir",
+                                            "-n", f"{mb // 2}M", "-J"]),
+                           capture_output=True, text=True, timeout=300)
+        after = busy_ms()
+        server.wait(timeout=30)
+        end = json.loads(r.stdout)["end"]
+        moved = (end["sum_received"]["bytes"] + end["sum_received_bidir_reverse"]["bytes"]) / 1e6
+        return (after - before) / moved
 
     def close(self):
         if not self.rate:
@@ -149,6 +191,7 @@ def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="betwe
         procs.append(subprocess.Popen(
             hosts.command(host, common + ["--job", job, "--task", str(task)] + extra),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env))
+    sent = [hosts.tx_bytes(h) for _, _, h in tasks] if hosts.rate else None
     outputs = []
     for p in procs:
         try:
@@ -158,7 +201,12 @@ def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="betwe
             outputs.append(p.communicate()[0])
     if any(p.returncode != 0 for p in procs):
         raise RuntimeError("\n".join(o[-800:] for o in outputs))
-    return medians(stats)
+    split = medians(stats)
+    if sent is not None:
+        # Every task's bytes on the wire per step (setup and the first broadcast included).
+        total = sum(hosts.tx_bytes(h) - b for (_, _, h), b in zip(tasks, sent))
+        split["wire_mb_per_step"] = total / 1e6 / steps
+    return split
 
 
 def compute_only(cli, model, steps, workdir):
@@ -207,6 +255,7 @@ def main():
     # compute-only and no-comm steps (the machine's speed drifts between rounds; ratios are
     # taken within a round, side by side).
     splits, vs_alone, vs_base, alones = {}, {}, {}, {m: [] for m in args.models}
+    floors = {}  # (network, model, strategy) -> the network's CPU floor, as x no-comm
     with tempfile.TemporaryDirectory() as workdir:
         for r in range(args.rounds):
             if args.rounds > 1:
@@ -239,6 +288,20 @@ def main():
                                 vs_base.setdefault(key, []).append(s["wall_ms"] / base)
                             print(line(network, m, strategy, s, vs_alone[key][-1],
                                        base and s["wall_ms"] / base), flush=True)
+                        if base and hosts.rate and shutil.which("iperf3"):
+                            per_mb = hosts.cpu_ms_per_mb(2000 if network == "10gbit" else 500)
+                            for strategy in args.strategies:
+                                mb = got[strategy].get("wire_mb_per_step", 0)
+                                if strategy == "no-comm" or not mb:
+                                    continue
+                                # Every core computes in no-comm: the network's CPU per step,
+                                # shared by the cores, is the least the step can grow by.
+                                floor = 1 + per_mb * mb / os.cpu_count() / base
+                                floors.setdefault((network, m, strategy), []).append(floor)
+                                print(f"{'':<9} {m:<5} {strategy:<16} floor: {mb:.1f} MB on "
+                                      f"the wire a step x {per_mb:.3f} ms of CPU per MB "
+                                      f"(iperf3, this link) = at best {floor:.2f}x no-comm",
+                                      flush=True)
                 finally:
                     hosts.close()
     med = statistics.median
@@ -254,6 +317,9 @@ def main():
             key = (network, m, strategy)
             print(line(network, m, strategy, s, ratio,
                        med(vs_base[key]) if key in vs_base else None))
+        for (network, m, strategy), f in floors.items():
+            print(f"{network:<9} {m:<5} {strategy:<16} floor: at best {med(f):.2f}x no-comm "
+                  f"(the network's CPU per step on this machine's cores)")
     plot(rows, alone, args.out)
     return 0
 
