@@ -28,6 +28,37 @@ from shardflow.framework import (GraphKeys, Tensor, add_to_collection, convert_t
 from shardflow.variables import initializers
 
 
+def _conditional_on(items, inputs):
+    """TF1's get_updates_for / get_losses_for: the ops or tensors of `items` computed from one
+    of `inputs` (a tensor or a list of them), or, for inputs=None, those computed from no
+    placeholder at all (the unconditional ones)."""
+    items = list(items or [])
+    if not items:
+        return []
+    if inputs is not None:
+        flat = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+        wanted = {t.op.name if hasattr(t, "op") else t.name for t in flat}
+
+    def reaches(op):
+        g, seen, stack = op.graph, set(), [op.name]
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            if inputs is not None and name in wanted:
+                return True
+            info = g._handle.node_info(name)
+            if inputs is None and info["op"] in ("Placeholder", "PlaceholderWithDefault"):
+                return True
+            stack.extend(n.lstrip("^").split(":")[0] for n in info["inputs"])
+            stack.extend(info["control_inputs"])
+        return False
+
+    return [item for item in items
+            if reaches(item if hasattr(item, "outputs") else item.op) == (inputs is not None)]
+
+
 class Layer:
     """Base class: ``__call__`` enters the layer's name scope and device, builds the
     variables once (``build``), then applies ``call``."""
@@ -42,6 +73,16 @@ class Layer:
         self.variables = []
         self._reuse = None       # tf.layers.dense(..., reuse=True); None: the scope's
         self._var_scope = None   # the variable scope the layer's variables live in
+
+    def get_updates_for(self, inputs):
+        """The layer's updates computed from `inputs` (a tensor it was called on, or a list),
+        or with inputs=None the unconditional ones, as TF1's: e.g. a batch norm's moving
+        averages for the call on `x` only, not for the model's own Input placeholder."""
+        return _conditional_on(getattr(self, "updates", None), inputs)
+
+    def get_losses_for(self, inputs):
+        """As get_updates_for, for the layer's losses (activity regularizers)."""
+        return _conditional_on(getattr(self, "losses", None), inputs)
 
     def _variable_scope(self, g):
         """Note [Layer variables and variable scopes]. As TF1's layers, a layer's variables

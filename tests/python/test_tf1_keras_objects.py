@@ -544,3 +544,27 @@ def test_conv_and_embedding_constraints():
     assert np.all(emb.get_weights()[0] >= 0)
     c1 = keras.layers.Conv1D(2, 2, kernel_constraint="max_norm", input_shape=(5, 2))
     assert isinstance(c1.kernel_constraint, keras.constraints.MaxNorm)
+
+
+def test_get_updates_for_the_tensor_a_model_was_called_on():
+    # TF1's pattern for a Keras model called on a tensor of one's own: run the batch norm's
+    # updates for that call only (model.updates also holds those made on the model's own Input
+    # placeholder, which would then need feeding).
+    g = tf.Graph()
+    with g.as_default():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(4, input_shape=(3,)),
+                                     tf.keras.layers.BatchNormalization(momentum=0.5)])
+        x = tf.placeholder(tf.float32, [None, 3])
+        y = model(x, training=True)
+        mine = model.get_updates_for(x)
+        assert len(mine) == 2 and all(u in model.updates for u in mine)
+        assert model.get_updates_for(None) == []
+        assert model.layers[1].get_updates_for(x) == mine
+        with tf.control_dependencies(mine):
+            step = tf.identity(tf.reduce_sum(y))
+        moving_mean = model.layers[1].moving_mean
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=g) as sess:
+        sess.run(init)
+        sess.run(step, {x: np.ones((5, 3), np.float32)})  # only x is fed
+        assert np.abs(sess.run(moving_mean)).sum() > 0

@@ -206,6 +206,16 @@ class Model:
     def updates(self):
         return [u for layer in self.layers for u in getattr(layer, "updates", [])]
 
+    def get_updates_for(self, inputs):
+        """The updates computed from `inputs` (the tensor the model was called on), or with
+        inputs=None the unconditional ones, as TF1's Network.get_updates_for."""
+        from shardflow.layers import _conditional_on
+        return _conditional_on(self.updates, inputs)
+
+    def get_losses_for(self, inputs):
+        from shardflow.layers import _conditional_on
+        return _conditional_on(self.losses, inputs)
+
     def count_params(self):
         self._require_built("count_params")
         return sum(K.count_params(v) for v in self.weights)
