@@ -536,12 +536,12 @@ class Graph:
     def _device_for(self, op_type, name="", shape=None, dtype=None):
         """The device an op of `op_type` built now requests."""
         if self._device_fn is None:
-            return self._device
+            return _on_base_device(self._device)
         device = self._device_fn(_OpToPlace(op_type, name, shape, dtype))
         if device is not None and not isinstance(device, str):
             raise TypeError("a device function returned %r; it returns a device name string"
                             % (device,))
-        return device or ""
+        return _on_base_device(device or "")
 
     # ---- collections (as TF1's tf.add_to_collection / tf.get_collection) ------------------
 
@@ -782,6 +782,22 @@ class _OpToPlace:
 
     def __repr__(self):
         return "<op to place: %s %r>" % (self.type or "?", self.name)
+
+
+# A task every op built without a job requests (shardflow.horovod's init: this rank's task), or
+# "" for none.
+_base_device = ""
+
+
+def _set_base_device(device):
+    global _base_device
+    _base_device = device or ""
+
+
+def _on_base_device(device):
+    if not _base_device or device.startswith("/job:"):
+        return device
+    return _base_device + device  # "/gpu:0" -> "/job:worker/task:1/gpu:0"
 
 
 def device(device_name_or_function):

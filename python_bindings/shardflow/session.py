@@ -15,6 +15,7 @@ The engine runs the step with the GIL released, so other Python threads keep run
 """
 
 import collections
+import copy
 import threading
 
 import numpy as np
@@ -308,6 +309,14 @@ class ConfigProto:
         return c
 
 
+# The target (and device filters) of sessions opened with target "" (shardflow.horovod.init).
+_default_target = ["", None]
+
+
+def _set_default_target(target, device_filters):
+    _default_target[0], _default_target[1] = target, device_filters
+
+
 # Set by sf.train.experimental.enable_mixed_precision_graph_rewrite (mixed_precision.py): the
 # sessions made afterwards turn the bfloat16 rewrite on where their config leaves it DEFAULT.
 _mixed_precision_rewrite = False
@@ -476,6 +485,14 @@ class Session:
     def __init__(self, target="", graph=None, config=None):
         if not isinstance(target, str):
             raise TypeError("target is a string such as '' or 'grpc://host:port'")
+        if target == "" and _default_target[0]:
+            # After shardflow.horovod.init(): every session runs on this rank's server, so
+            # that its collectives reach the other ranks (its ops request this rank's task).
+            target = _default_target[0]
+            if _default_target[1]:
+                config = copy.copy(_config(config))
+                if not config.device_filters:
+                    config.device_filters = list(_default_target[1])
         self.graph = graph or get_default_graph()
         self.target = target
         self._config = _config(config)

@@ -1,0 +1,127 @@
+"""Horovod's TF1 API (shardflow.horovod): a Horovod-style program run as 2 ranks started with
+torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) trains to the same weights as
+one process on the ranks' batches together; the ranks start from rank 0's variables
+(BroadcastGlobalVariablesHook); allreduce (average, sum), allgather and broadcast from a root
+other than 0; and the same program without a launcher is one rank."""
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+
+import shardflow as sf
+
+PROGRAM = r'''
+import json, sys
+import numpy as np
+import shardflow as tf
+import shardflow.horovod as hvd
+
+hvd.init()
+r, n = hvd.rank(), hvd.size()
+GLOBAL = 32
+rng = np.random.RandomState(0)
+X = rng.randn(20 * GLOBAL, 4).astype(np.float32)
+Y = X @ np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32) + 0.25
+x = tf.placeholder(tf.float32, [None, 4])
+y = tf.placeholder(tf.float32, [None, 1])
+# Each rank starts from its own values; the hook gives everyone rank 0's.
+w = tf.get_variable("w", [4, 1], initializer=tf.random_normal_initializer(seed=r + 1))
+b = tf.get_variable("b", [1], initializer=tf.zeros_initializer())
+loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+gs = tf.train.get_or_create_global_step()
+train = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1)).minimize(
+    loss, global_step=gs)
+checks = [hvd.allreduce(tf.constant(float(r + 1))),
+          hvd.allreduce(tf.constant(float(r + 1)), op=hvd.Sum),
+          hvd.allgather(tf.constant([r, r])),
+          hvd.broadcast(tf.constant(10.0 * r), root_rank=n - 1)]
+hooks = [hvd.BroadcastGlobalVariablesHook(0), tf.train.StopAtStepHook(last_step=20)]
+per = GLOBAL // n
+with tf.train.MonitoredTrainingSession(checkpoint_dir=sys.argv[1] if r == 0 else None,
+                                       hooks=hooks, save_checkpoint_steps=10) as sess:
+    step = 0
+    while not sess.should_stop():
+        lo = step * GLOBAL + r * per  # rank r's share of the global batch
+        sess.run(train, {x: X[lo:lo + per], y: Y[lo:lo + per]})
+        step += 1
+    out = sess.run(checks)
+    wf, bf = sess.run([w, b])
+print("RESULT " + json.dumps({
+    "rank": r, "size": n, "local_rank": hvd.local_rank(), "local_size": hvd.local_size(),
+    "w": wf.ravel().tolist(), "b": bf.tolist(), "steps": step,
+    "checks": [float(out[0]), float(out[1]), np.asarray(out[2]).tolist(), float(out[3])]}),
+    flush=True)
+'''
+
+
+def _env(extra):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TF_CONFIG", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR",
+                        "MASTER_PORT") and not k.startswith(("OMPI_", "SLURM_", "PMI"))}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(sf.__file__))
+    env.update(extra)
+    return env
+
+
+def _result(text):
+    line = [l for l in text.splitlines() if l.startswith("RESULT ")]
+    assert line, text
+    return json.loads(line[-1][len("RESULT "):])
+
+
+def test_two_ranks_train_like_one_process_on_both_batches(tmp_path):
+    program = tmp_path / "program.py"
+    program.write_text(PROGRAM)
+    alone = subprocess.run([sys.executable, str(program), str(tmp_path / "alone")],
+                           env=_env({}), capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    one = _result(alone.stdout)
+    assert one["size"] == 1 and one["checks"] == [1.0, 1.0, [0, 0], 0.0]
+
+    coordinator = random.randint(30000, 50000)
+    procs = []
+    for rank in (1, 0):
+        env = _env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
+                    "SHARDFLOW_PORT_BASE": str(coordinator + 10)})
+        procs.append(subprocess.Popen([sys.executable, str(program), str(tmp_path / "ckpt")],
+                                      env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=180)[0])
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    ranks = sorted((_result(o) for o in outs), key=lambda r: r["rank"])
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert all(r["size"] == 2 and r["local_size"] == 2 and r["steps"] == 20 for r in ranks)
+    assert [r["local_rank"] for r in ranks] == [0, 1]
+    # allreduce: mean and sum of 1 and 2; allgather in rank order; rank 1's 10.0 to everyone.
+    assert all(r["checks"] == [1.5, 3.0, [0, 0, 1, 1], 10.0] for r in ranks), ranks
+    # Equal replicas, equal to one process on the 32-row batches the ranks split (SGD on the
+    # mean of two 16-row gradients), starting from rank 0's (= the lone process's) values.
+    np.testing.assert_allclose(ranks[0]["w"], ranks[1]["w"], rtol=0, atol=0)
+    np.testing.assert_allclose(ranks[0]["w"], one["w"], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ranks[0]["b"], one["b"], rtol=1e-4, atol=1e-5)
+    assert (tmp_path / "ckpt" / "checkpoint").exists()  # rank 0's checkpoints
+
+
+def test_a_broken_launcher_environment_is_named():
+    bad = subprocess.run([sys.executable, "-c", "import shardflow.horovod as hvd; hvd.init()"],
+                         env=_env({"RANK": "x", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                                   "MASTER_PORT": "29500"}),
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "RANK" in bad.stderr, bad.stderr
+    bad = subprocess.run([sys.executable, "-c", "import shardflow.horovod as hvd; hvd.init()"],
+                         env=_env({"SHARDFLOW_PORT_BASE": "99999"}),
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "SHARDFLOW_PORT_BASE" in bad.stderr, bad.stderr
