@@ -94,8 +94,8 @@ class SyncReplicasOptimizer:
             # This worker's step: the global step its gradients are for. Local: each worker has
             # its own, on its own device.
             with g._device_scope(worker_device):
-                self._local_step = Variable(np.int64(0), name="sync_rep_local_step", dtype=dtypes.int64,
-                                            trainable=False,
+                self._local_step = Variable(np.int64(0), name="sync_rep_local_step",
+                                            dtype=dtypes.int64, trainable=False,
                                             collections=[GraphKeys.LOCAL_VARIABLES])
             local_step = self._local_step.value()
             applies, aggregated = [], []
