@@ -31,6 +31,7 @@ launcher (a plain `python3 prog.py`) there is one rank and nothing is distribute
 
 import os
 
+from shardflow.distribute import AllReduceOptimizer
 from shardflow.monitored_session import SessionRunHook
 
 _state = None  # after init(): dict(rank, size, local_rank, local_size, server, device)
@@ -250,7 +251,7 @@ class BroadcastGlobalVariablesHook(SessionRunHook):
         session.run(self._op)
 
 
-class DistributedOptimizer:
+class DistributedOptimizer(AllReduceOptimizer):
     """Wraps an optimizer so that compute_gradients averages (op=Average) or sums (op=Sum)
     each gradient across the ranks before apply_gradients (sf.distribute.AllReduceOptimizer:
     bucketed ring all-reduce). Attributes not listed are the wrapped optimizer's."""
@@ -258,36 +259,19 @@ class DistributedOptimizer:
     def __init__(self, optimizer, name=None, use_locking=False, device_dense="",
                  device_sparse="", compression=Compression.none, sparse_as_dense=False,
                  op=Average, backward_passes_per_step=1, bucket_bytes=4 << 20):
-        from shardflow.distribute import AllReduceOptimizer
         if op not in (Average, Sum):
             raise ValueError("hvd.DistributedOptimizer: op is hvd.Average or hvd.Sum, not %r"
                              % (op,))
         if int(backward_passes_per_step) != 1:
             raise ValueError("hvd.DistributedOptimizer: backward_passes_per_step=%r is not "
                              "supported (1 only)" % (backward_passes_per_step,))
-        self._opt = optimizer
-        self._op = op
-        self._n = size()
-        self._inner = AllReduceOptimizer(optimizer, num_replicas=self._n,
-                                         bucket_bytes=bucket_bytes, compression=compression,
-                                         name=name or "DistributedOptimizer")
-
-    def __getattr__(self, name):
-        return getattr(self._opt, name)
+        super().__init__(optimizer, num_replicas=size(), bucket_bytes=bucket_bytes,
+                         compression=compression, name=name or "DistributedOptimizer")
+        self._sum = op == Sum
 
     def compute_gradients(self, *args, **kwargs):
-        pairs = self._inner.compute_gradients(*args, **kwargs)
-        if self._op == Sum and self._n > 1:
+        pairs = super().compute_gradients(*args, **kwargs)
+        if self._sum and self._n > 1:  # the mean, times the ranks
             import shardflow as sf
             pairs = [(g if g is None else sf.multiply(g, float(self._n)), v) for g, v in pairs]
         return pairs
-
-    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
-        return self._opt.apply_gradients(grads_and_vars, global_step=global_step, name=name)
-
-    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1,
-                 aggregation_method=None, colocate_gradients_with_ops=False, name=None,
-                 grad_loss=None):
-        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list,
-                                                           grad_loss=grad_loss),
-                                    global_step=global_step, name=name)
