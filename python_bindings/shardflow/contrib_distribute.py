@@ -34,10 +34,16 @@ class MirroredStrategy(_strategy.MirroredStrategy):
         super().__init__(devices, cross_device_ops or cross_tower_ops)
 
 
-class CollectiveAllReduceStrategy:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("tf.contrib.distribute.CollectiveAllReduceStrategy is not "
-                                  "supported: " + _experimental.ACROSS_PROCESSES)
+class CollectiveAllReduceStrategy(_experimental.MultiWorkerMirroredStrategy):
+    """TF 1.13's name of MultiWorkerMirroredStrategy (one replica per worker process; more
+    than one GPU per worker is refused)."""
+
+    def __init__(self, num_gpus_per_worker=0, communication=None):
+        if int(num_gpus_per_worker) > 1:
+            raise NotImplementedError(
+                "CollectiveAllReduceStrategy(num_gpus_per_worker=%d): one replica per worker "
+                "process here; start a worker process per GPU" % num_gpus_per_worker)
+        super().__init__(communication)
 
 
 ParameterServerStrategy = _experimental.ParameterServerStrategy

@@ -354,11 +354,13 @@ def test_bad_devices_are_named():
 
 
 def test_unsupported_strategies_say_what_to_use_and_contrib_alias():
+    with pytest.raises(NotImplementedError, match="AllReduceOptimizer"):
+        tf.distribute.experimental.ParameterServerStrategy()
+    # Without TF_CONFIG the multi-worker strategies are one worker (tests/python/
+    # test_tf1_estimator.py trains two worker processes with them).
     for cls in (tf.distribute.experimental.MultiWorkerMirroredStrategy,
-                tf.distribute.experimental.ParameterServerStrategy,
                 tf.contrib.distribute.CollectiveAllReduceStrategy):
-        with pytest.raises(NotImplementedError, match="AllReduceOptimizer"):
-            cls()
+        assert cls().num_replicas_in_sync == 1
     with pytest.raises(NotImplementedError, match="MirroredStrategy"):
         tf.distribute.experimental.TPUStrategy()
     strategy = tf.contrib.distribute.MirroredStrategy(num_gpus=0)
@@ -368,3 +370,16 @@ def test_unsupported_strategies_say_what_to_use_and_contrib_alias():
         cross_device_ops=tf.distribute.HierarchicalCopyAllReduce()).num_replicas_in_sync == 1
     one = tf.contrib.distribute.OneDeviceStrategy("/cpu:0")
     assert one.experimental_run_v2(lambda: tf.constant(2.0)).op.device == "/device:CPU:0"
+
+
+def test_keras_compile_under_a_multi_worker_strategy_is_refused(monkeypatch):
+    # Each worker's fit would train its own copy, out of step with the others: refused, naming
+    # the ways that work (an estimator with train_distribute, horovod's optimizer).
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
+                                    '"task": {"type": "worker", "index": 0}}')
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    assert strategy.num_replicas_in_sync == 2
+    with tf.Graph().as_default(), strategy.scope():
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(1,))])
+        with pytest.raises(NotImplementedError, match="train_distribute"):
+            model.compile("sgd", "mse")

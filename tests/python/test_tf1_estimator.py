@@ -481,3 +481,92 @@ def test_evaluate_writes_eval_events_and_early_stopping_hooks(tmp_path):
     est.train(_dataset_fn(x, y, None), steps=50, hooks=[lower])
     assert est.get_variable_value("global_step") - before <= 2   # stopped at once
     assert higher is not None
+
+
+_MIRRORED_PROGRAM = '''
+import json, sys
+import numpy as np
+import shardflow as tf
+from shardflow import estimator
+
+class Final(tf.train.SessionRunHook):
+    def end(self, session):
+        v = {v.op.name: v for v in tf.global_variables()}
+        w, b = session.run([v["w"], v["b"]])
+        print("FINAL " + json.dumps({"w": w.tolist(), "b": b.tolist()}), flush=True)
+
+def model_fn(features, labels, mode, params):
+    w = tf.get_variable("w", [1], initializer=tf.constant_initializer(0.5))
+    b = tf.get_variable("b", [1], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(features["x"] * w + b - labels))
+    train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+        loss, global_step=tf.train.get_global_step())
+    return estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+rank, workers = int(sys.argv[2]), int(sys.argv[3])
+x = np.linspace(-1, 1, 64, dtype=np.float32)
+rows = 32 // workers  # worker i takes rows [16 i, 16 i + 16) of each 32-row global batch
+
+def input_fn():
+    xs = np.concatenate([x[k * 32 + rank * rows:k * 32 + (rank + 1) * rows] for k in range(2)])
+    return tf.data.Dataset.from_tensor_slices(({"x": xs}, 2 * xs + 1)).repeat().batch(rows)
+
+strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+config = estimator.RunConfig(model_dir=sys.argv[1], train_distribute=strategy,
+                             save_checkpoints_steps=10)
+est = estimator.Estimator(model_fn, config=config)
+estimator.train_and_evaluate(est, estimator.TrainSpec(input_fn, max_steps=30, hooks=[Final()]),
+                             estimator.EvalSpec(input_fn, steps=1))
+print("REPLICAS %d" % strategy.num_replicas_in_sync, flush=True)
+'''
+
+
+def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path):
+    # TF 1.15's multi-worker estimator: two worker processes (TF_CONFIG with one "worker" job),
+    # each on its half of every global batch, end with the same weights as one process on the
+    # whole batches (SGD on the all-reduced mean gradient, from worker 0's initial values).
+    from cluster_util import free_port
+    program = tmp_path / "program.py"
+    program.write_text(_MIRRORED_PROGRAM)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)))
+    env.pop("TF_CONFIG", None)
+
+    def final(text):  # the last train() call's (local mode trains in stretches)
+        found = re.findall(r"FINAL (\{.*\})", text)
+        assert found, text
+        return json.loads(found[-1])
+
+    alone = subprocess.run([sys.executable, str(program), str(tmp_path / "alone"), "0", "1"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert "REPLICAS 1" in alone.stdout
+    cluster = {"worker": ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]}
+    procs = []
+    for rank in (1, 0):
+        env["TF_CONFIG"] = json.dumps({"cluster": cluster,
+                                       "task": {"type": "worker", "index": rank}})
+        procs.append(subprocess.Popen(
+            [sys.executable, str(program), str(tmp_path / "model"), str(rank), "2"], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    try:
+        outs = [p.communicate(timeout=180)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+        assert "REPLICAS 2" in out, out
+    one, workers = final(alone.stdout), [final(o) for o in outs]
+    assert workers[0] == workers[1]
+    np.testing.assert_allclose(workers[0]["w"], one["w"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(workers[0]["b"], one["b"], rtol=1e-5, atol=1e-6)
+    assert (tmp_path / "model" / "model.ckpt-30.meta").exists()  # worker 0 checkpoints
+    with pytest.raises(ValueError, match="one \"worker\" job"):
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": {"chief": ["127.0.0.1:1"],
+                                                          "worker": ["127.0.0.1:2"]},
+                                              "task": {"type": "worker", "index": 0}})
+        try:
+            tf.distribute.experimental.MultiWorkerMirroredStrategy()
+        finally:
+            del os.environ["TF_CONFIG"]

@@ -1,5 +1,6 @@
-"""TF 1.15's tf.distribute.experimental: the strategies shardflow does not carry, each refusing
-with the shardflow way to do the same, and CollectiveCommunication."""
+"""TF 1.15's tf.distribute.experimental: MultiWorkerMirroredStrategy (between graphs, for
+estimators: shardflow/distribute/multi_worker.py), CollectiveCommunication, and the strategies
+shardflow does not carry, each refusing with the shardflow way to do the same."""
 
 import enum
 
@@ -17,12 +18,6 @@ class CollectiveCommunication(enum.Enum):
     AUTO = "AUTO"
     RING = "RING"
     NCCL = "NCCL"
-
-
-class MultiWorkerMirroredStrategy:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("tf.distribute.experimental.MultiWorkerMirroredStrategy is "
-                                  "not supported: " + ACROSS_PROCESSES)
 
 
 class ParameterServerStrategy:
@@ -45,6 +40,8 @@ class TPUStrategy:
                                   "shardflow has no TPU devices; use tf.distribute."
                                   "MirroredStrategy over CPU or GPU devices")
 
+
+from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy  # noqa: E402,F401
 
 __all__ = ["CentralStorageStrategy", "CollectiveCommunication", "MultiWorkerMirroredStrategy",
            "ParameterServerStrategy", "TPUStrategy"]

@@ -78,6 +78,30 @@ class _RestoreHook(SessionRunHook):
             session.run(self._warm_op, feed_dict=self._warm_feeds)
 
 
+def _multi_worker(config):
+    """config.train_distribute when it is a MultiWorkerMirroredStrategy, else None."""
+    from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
+    strategy = getattr(config, "train_distribute", None)
+    return strategy if isinstance(strategy, MultiWorkerMirroredStrategy) else None
+
+
+class _BroadcastHook(SessionRunHook):
+    """After the variables exist (initialised or restored): every worker takes worker 0's."""
+
+    def __init__(self, num_workers, rank, device):
+        self._n, self._rank, self._device = num_workers, rank, device
+
+    def begin(self):
+        from shardflow.distribute import broadcast_variables
+        from shardflow.framework import device
+        from shardflow.variables import global_variables
+        with device(self._device):
+            self._op = broadcast_variables(global_variables(), self._n, rank=self._rank)
+
+    def after_create_session(self, session, coord):
+        session.run(self._op)
+
+
 # This process's server for its TF_CONFIG task, by (job, task): started by the first
 # distributed train() (or train_and_evaluate) and kept for the process's life, as TF1's.
 _task_servers = {}
@@ -208,9 +232,10 @@ class Estimator:
             return result[0], result[1]
         return result, None
 
-    def _build(self, input_fn, mode, device_fn=None):
+    def _build(self, input_fn, mode, device_fn=None, strategy=None):
         """A new graph holding the global step, the inputs and model_fn's spec for `mode`
-        (under `device_fn`, a device or device function, when given)."""
+        (under `device_fn`, a device or device function, when given; model_fn in `strategy`'s
+        replica context when given)."""
         import contextlib
 
         from shardflow.framework import device
@@ -223,7 +248,11 @@ class Estimator:
                 set_random_seed(self._config.tf_random_seed)
             global_step = get_or_create_global_step()
             features, labels = self._call_input_fn(input_fn, mode)
-            spec = self._call_model_fn(features, labels, mode)
+            if strategy is not None:
+                spec = strategy.extended.call_for_each_replica(
+                    self._call_model_fn, (features, labels, mode))
+            else:
+                spec = self._call_model_fn(features, labels, mode)
         return g, global_step, spec
 
     def _call_model_fn(self, features, labels, mode):
@@ -276,17 +305,20 @@ class Estimator:
                 return self
         config = self._config
         master, device_fn = "", None
+        strategy = _multi_worker(config)
         if config._distributed:
             # A task of a TF_CONFIG cluster (RunConfig): through this task's server, variables
             # on the ps tasks, the rest here; the chief initialises, restores and checkpoints,
-            # the others wait for it (MonitoredTrainingSession).
+            # the others wait for it (MonitoredTrainingSession). Under MultiWorkerMirrored-
+            # Strategy every worker has its own variables: it initialises (and restores) them
+            # itself, takes worker 0's values, and its gradients are averaged with the others'.
             from shardflow.cluster import replica_device_setter
             master = _task_server(config).target
             device_fn = "/job:%s/task:%d" % (config.task_type, config.task_id)
-            if config.num_ps_replicas > 0:
+            if config.num_ps_replicas > 0 and strategy is None:
                 device_fn = replica_device_setter(cluster=config.cluster_spec,
                                                   worker_device=device_fn)
-        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn)
+        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn, strategy)
         with g.as_default():
             from shardflow import summary
             from shardflow.basic_hooks import (LoggingTensorHook, NanTensorHook,
@@ -301,7 +333,7 @@ class Estimator:
             saver, restore = self._restore_hook(warm_start=True)
             if config.is_chief:
                 saver.recover_last_checkpoints(_kept_checkpoints(self._model_dir))
-            chief_hooks = [restore, CheckpointSaverHook(
+            chief_hooks = [CheckpointSaverHook(
                 self._model_dir, save_secs=self._config.save_checkpoints_secs,
                 save_steps=self._config.save_checkpoints_steps, saver=saver)]
             if self._config.save_summary_steps:
@@ -309,12 +341,17 @@ class Estimator:
                 chief_hooks.append(SummarySaverHook(save_steps=self._config.save_summary_steps,
                                                     output_dir=self._model_dir,
                                                     summary_op=summary.merge_all()))
+            # Restoring (and, between workers, taking worker 0's values) first: it must
+            # precede StopAtStepHook's reading of the global step.
+            first = [restore] if config.is_chief or strategy is not None else []
+            if strategy is not None and config._distributed:
+                first.append(_BroadcastHook(config.num_worker_replicas, config.task_id,
+                                            device_fn))
             loss = None
-            # The chief's hooks first: the restore must precede StopAtStepHook's reading of
-            # the global step.
-            with MonitoredTrainingSession(master=master, is_chief=config.is_chief,
-                                          hooks=(chief_hooks if config.is_chief else []) +
-                                          all_hooks, config=config.session_config) as sess:
+            with MonitoredTrainingSession(
+                    master=master, is_chief=config.is_chief or strategy is not None,
+                    hooks=first + (chief_hooks if config.is_chief else []) + all_hooks,
+                    config=config.session_config) as sess:
                 while not sess.should_stop():
                     _, loss = sess.run([spec.train_op, spec.loss])
             if loss is not None:

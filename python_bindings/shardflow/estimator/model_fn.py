@@ -56,6 +56,9 @@ def _one_replica(strategy, what):
     if not isinstance(strategy, Strategy):
         raise ValueError("RunConfig(%s=...) takes a tf.distribute strategy "
                          "(tf.distribute.MirroredStrategy(), ...), not %r" % (what, strategy))
+    from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
+    if isinstance(strategy, MultiWorkerMirroredStrategy) and what == "train_distribute":
+        return strategy  # one replica per worker process (Estimator.train)
     if strategy.num_replicas_in_sync != 1:
         raise NotImplementedError(
             "RunConfig(%s=%r): shardflow's Estimator trains one replica; a strategy of %d "
@@ -180,11 +183,15 @@ class RunConfig:
                                             for j in order[:order.index(self.task_type)]) + \
                 self.task_id
             if self.session_config is None and self.task_type != "ps":
+                from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
                 from shardflow.session import ConfigProto
+                # Between workers of a MultiWorkerMirroredStrategy the collectives' group is
+                # every worker, which the session must see: no filters then.
+                mirrored = isinstance(self.train_distribute, MultiWorkerMirroredStrategy)
                 self.session_config = ConfigProto(
                     allow_soft_placement=True,
-                    device_filters=["/job:ps", "/job:%s/task:%d" % (self.task_type,
-                                                                    self.task_id)])
+                    device_filters=[] if mirrored else [
+                        "/job:ps", "/job:%s/task:%d" % (self.task_type, self.task_id)])
 
     @property
     def _distributed(self):

@@ -295,6 +295,18 @@ class Model:
         several outputs also a list or a dict by output name), `loss_weights` and the metrics
         (['accuracy'], names or functions; or a dict by output name) as Keras
         (shardflow/keras/training_outputs.py). The training ops are built on first use."""
+        from shardflow.distribute import context
+        from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
+        strategy = context.get_strategy()
+        if isinstance(strategy, MultiWorkerMirroredStrategy) and \
+                strategy.num_replicas_in_sync > 1 and context.get_replica_context() is None:
+            # Each worker would train its own copy, silently out of step with the others.
+            raise NotImplementedError(
+                "Keras Model.compile under MultiWorkerMirroredStrategy of %d workers is not "
+                "supported: the workers' fits would not be synchronised. Train with an "
+                "estimator (tf.keras.estimator.model_to_estimator and RunConfig("
+                "train_distribute=strategy)), or wrap a tf.train optimizer in "
+                "shardflow.horovod.DistributedOptimizer" % strategy.num_replicas_in_sync)
         if loss is None:
             raise ValueError("compile() needs a loss")
         if weighted_metrics or target_tensors:

@@ -1,0 +1,98 @@
+"""TF 1.15's tf.distribute.experimental.MultiWorkerMirroredStrategy, between graphs: one replica
+per worker process (TF_CONFIG's "worker" job), each with its own copy of the variables; the
+gradients are averaged across the workers by ring all-reduce when the optimizer applies them,
+so the copies stay equal. Made for estimators, as TF 1.15's multi-worker tutorial:
+
+    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+    config = tf.estimator.RunConfig(train_distribute=strategy, model_dir=...)
+    tf.estimator.train_and_evaluate(tf.estimator.Estimator(model_fn, config=config), ...)
+
+with TF_CONFIG = {"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}} on each
+worker process. Each worker trains on its own input (input_fn's batches are per worker); worker 0
+is the chief: it alone writes checkpoints and summaries. Every worker initialises its variables
+(restoring model_dir's newest checkpoint when there is one), then takes worker 0's values, and
+trains through its own server (Estimator.train). Without TF_CONFIG there is one worker and
+nothing is distributed.
+"""
+
+from shardflow import collective_ops, framework
+from shardflow.distribute import context
+from shardflow.distribute.strategy import Strategy, StrategyExtended
+from shardflow.distribute.values import ReduceOp, as_reduce_op
+
+# The collective group of the gradients' all-reduces (apart from AllReduceOptimizer's 1,
+# broadcast_variables' 2 and shardflow.horovod's 3).
+_GROUP = 4
+
+
+class _Extended(StrategyExtended):
+    experimental_between_graph = True
+
+    def __init__(self, strategy, num_workers, rank, device):
+        super().__init__(strategy, [device] if device else [])
+        self._num_workers = num_workers
+        self._rank = rank
+        self.should_checkpoint = self.should_save_summary = rank == 0
+        self._instances = {}  # graph -> the next instance key
+
+    @property
+    def num_replicas(self):
+        return self._num_workers
+
+    def _next_instance(self):
+        g = framework.get_default_graph()
+        k = self._instances.get(g, 1)
+        self._instances[g] = k + 1
+        return k
+
+    def call_for_each_replica(self, fn, args=(), kwargs=None):
+        """fn built once: this worker's replica, on its device."""
+        import contextlib
+        placed = framework.device(self._devices[0]) if self._devices else \
+            contextlib.nullcontext()
+        with self._strategy.scope(), context.ReplicaContext(self._strategy, self._rank), placed:
+            return fn(*tuple(args), **dict(kwargs or {}))
+
+    def reduce_to(self, reduce_op, value, destinations):
+        """This worker's `value` summed or averaged over the workers."""
+        reduce_op = as_reduce_op(reduce_op, "reduce_to")
+        value = framework.convert_to_tensor(value)
+        if self._num_workers == 1:
+            return value
+        return collective_ops.all_reduce(value, self._num_workers, _GROUP,
+                                         self._next_instance(), "Add",
+                                         "Div" if reduce_op == ReduceOp.MEAN else "Id")
+
+    def _reduce(self, reduce_op, value):
+        return self.reduce_to(reduce_op, value, None)
+
+    def _all_reduce(self, reduce_op, value):
+        return self.reduce_to(reduce_op, value, None)
+
+
+class MultiWorkerMirroredStrategy(Strategy):
+    """One replica per worker of TF_CONFIG's cluster (the module's text). `communication` is
+    accepted (the all-reduce is the engine's ring either way); `cluster_resolver` must be None
+    or a TFConfigClusterResolver (TF_CONFIG is read)."""
+
+    def __init__(self, communication=None, cluster_resolver=None):
+        from shardflow.estimator.model_fn import _tf_config
+        cluster, task = _tf_config()
+        jobs = {j: t for j, t in cluster.items() if j != "evaluator"}
+        if jobs and set(jobs) != {"worker"}:
+            raise ValueError(
+                "MultiWorkerMirroredStrategy: TF_CONFIG's cluster has jobs %s; it takes one "
+                "\"worker\" job (worker 0 is the chief), as TF 1.15's multi-worker tutorial; "
+                "for parameter servers use RunConfig without train_distribute"
+                % ", ".join(sorted(jobs)))
+        workers = len(jobs.get("worker", [])) or 1
+        if task.get("type") == "evaluator" or not jobs:
+            rank, device, workers = 0, "", 1  # evaluates (or trains) alone
+        else:
+            rank = task["index"]
+            device = "/job:worker/task:%d" % rank if workers > 1 else ""
+        self._task_rank = rank
+        super().__init__(_Extended(self, workers, rank, device))
+
+    def __repr__(self):
+        return "MultiWorkerMirroredStrategy(%d workers)" % self.num_replicas_in_sync
