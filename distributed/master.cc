@@ -464,10 +464,17 @@ class MasterSession {
           first_error = errors.empty();
           errors.push_back(s);
         }
-        // A task lost (the errors of the step's other tasks follow from the first).
-        LOG_IF(WARNING, first_error && absl::IsUnavailable(s))
-            << "master: session " << session->handle_ << ": step " << step_id << " failed: task "
-            << call->task << " is unavailable: " << s.message();
+        // A task lost (the errors of the step's other tasks follow from the first). One that
+        // is shutting down (its process ends, e.g. after training, while a background step
+        // such as a sync-replicas update is still in flight) is expected: not a warning.
+        if (first_error && absl::IsUnavailable(s)) {
+          const bool ending = absl::StrContains(s.message(), "is shutting down");
+          LOG_IF(WARNING, !ending)
+              << "master: session " << session->handle_ << ": step " << step_id << " failed: task "
+              << call->task << " is unavailable: " << s.message();
+          LOG_IF(INFO, ending) << "master: session " << session->handle_ << ": step " << step_id
+                               << " ended: task " << call->task << " is shutting down";
+        }
         Abort(s, call);
       }
       {
