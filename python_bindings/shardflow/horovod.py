@@ -254,7 +254,14 @@ class BroadcastGlobalVariablesHook(SessionRunHook):
 class DistributedOptimizer(AllReduceOptimizer):
     """Wraps an optimizer so that compute_gradients averages (op=Average) or sums (op=Sum)
     each gradient across the ranks before apply_gradients (sf.distribute.AllReduceOptimizer:
-    bucketed ring all-reduce). Attributes not listed are the wrapped optimizer's."""
+    bucketed ring all-reduce). Attributes not listed are the wrapped optimizer's. A Keras
+    optimizer (horovod.keras' use) comes back as itself, its training step so wrapped."""
+
+    def __new__(cls, optimizer, *args, **kwargs):
+        from shardflow.keras.optimizers import Optimizer as KerasOptimizer
+        if isinstance(optimizer, KerasOptimizer):
+            return _distributed_keras(optimizer, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, optimizer, name=None, use_locking=False, device_dense="",
                  device_sparse="", compression=Compression.none, sparse_as_dense=False,
@@ -275,3 +282,66 @@ class DistributedOptimizer(AllReduceOptimizer):
             import shardflow as sf
             pairs = [(g if g is None else sf.multiply(g, float(self._n)), v) for g, v in pairs]
         return pairs
+
+
+def _distributed_keras(optimizer, name=None, use_locking=False, device_dense="",
+                       device_sparse="", compression=Compression.none, sparse_as_dense=False,
+                       op=Average, backward_passes_per_step=1, bucket_bytes=4 << 20):
+    """`optimizer` (a Keras one) whose step minimizes with DistributedOptimizer."""
+    make = optimizer._tf_optimizer
+
+    def distributed(lr):
+        return DistributedOptimizer(make(lr), name=name, compression=compression, op=op,
+                                    backward_passes_per_step=backward_passes_per_step,
+                                    bucket_bytes=bucket_bytes)
+    optimizer._tf_optimizer = distributed
+    return optimizer
+
+
+class _Callbacks:
+    """horovod.keras' callbacks, for Model.fit(callbacks=[...])."""
+
+    class BroadcastGlobalVariablesCallback:
+        """At the start of training, every rank takes root_rank's variables."""
+
+        def __new__(cls, root_rank, device=""):
+            from shardflow.keras.callbacks import Callback
+
+            class _Broadcast(Callback):
+                def on_train_begin(self, logs=None):
+                    from shardflow.keras import backend as K
+                    session = K.get_session()
+                    with session.graph.as_default():
+                        op = broadcast_global_variables(root_rank)
+                    session.run(op)
+            return _Broadcast()
+
+    class MetricAverageCallback:
+        """At the end of each epoch, each metric in the logs becomes its mean over the ranks
+        (every rank must log the same metrics)."""
+
+        def __new__(cls, device=""):
+            from shardflow.keras.callbacks import Callback
+
+            class _Average(Callback):
+                def __init__(self):
+                    super().__init__()
+                    self._ops = {}
+
+                def on_epoch_end(self, epoch, logs=None):
+                    import shardflow as sf
+                    from shardflow.keras import backend as K
+                    if logs is None or size() == 1:
+                        return
+                    session = K.get_session()
+                    for key in sorted(logs):  # the same order on every rank
+                        if key not in self._ops:
+                            with session.graph.as_default():
+                                fed = sf.placeholder(sf.float32, [], name="metric_" + key)
+                                self._ops[key] = (fed, allreduce(fed))
+                        fed, mean = self._ops[key]
+                        logs[key] = float(session.run(mean, {fed: float(logs[key])}))
+            return _Average()
+
+
+callbacks = _Callbacks

@@ -125,3 +125,55 @@ def test_a_broken_launcher_environment_is_named():
                          env=_env({"SHARDFLOW_PORT_BASE": "99999"}),
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode != 0 and "SHARDFLOW_PORT_BASE" in bad.stderr, bad.stderr
+
+
+KERAS_PROGRAM = r'''
+import json
+import numpy as np
+import shardflow as tf
+import shardflow.horovod as hvd
+
+hvd.init()
+keras = tf.keras
+rng = np.random.RandomState(hvd.rank())  # each rank its own data and initial weights
+x = rng.randn(256, 8).astype(np.float32)
+y = (x[:, 0] - x[:, 1] > 0).astype(np.int32)
+model = keras.Sequential([keras.layers.Dense(16, activation="relu", input_shape=(8,)),
+                          keras.layers.Dense(2, activation="softmax")])
+opt = hvd.DistributedOptimizer(keras.optimizers.Adam(0.01 * hvd.size()))
+model.compile(loss="sparse_categorical_crossentropy", optimizer=opt, metrics=["accuracy"])
+history = model.fit(x, y, batch_size=32, epochs=3, verbose=0,
+                    callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0),
+                               hvd.callbacks.MetricAverageCallback()])
+print("RESULT " + json.dumps({"rank": hvd.rank(), "loss": history.history["loss"],
+                              "weights": [w.ravel().tolist() for w in model.get_weights()]}),
+      flush=True)
+'''
+
+
+def test_keras_fit_with_horovods_optimizer_and_callbacks_keeps_ranks_equal(tmp_path):
+    # horovod.keras' pattern: a Keras optimizer wrapped in DistributedOptimizer, rank 0's
+    # weights broadcast when fit starts, the epoch's metrics averaged over the ranks.
+    program = tmp_path / "keras_program.py"
+    program.write_text(KERAS_PROGRAM)
+    coordinator = random.randint(30000, 50000)
+    procs = []
+    for rank in (1, 0):
+        env = _env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
+                    "SHARDFLOW_PORT_BASE": str(coordinator + 10)})
+        procs.append(subprocess.Popen([sys.executable, str(program)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    try:
+        outs = [p.communicate(timeout=180)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    ranks = sorted((_result(o) for o in outs), key=lambda r: r["rank"])
+    assert ranks[0]["weights"] == ranks[1]["weights"]  # started equal, stepped equally
+    assert ranks[0]["loss"] == ranks[1]["loss"]  # each epoch's loss averaged over the ranks
+    assert ranks[0]["loss"][-1] < ranks[0]["loss"][0]
