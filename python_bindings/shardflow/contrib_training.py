@@ -231,4 +231,16 @@ class HParams:
         return "%s(%s)" % (type(self).__name__, self.__str__())
 
 
-__all__ = ["HParams", "parse_values"]
+# TF1's ps placement helpers live here too (tf.contrib.training.*): balance variables over
+# the ps tasks by bytes (shardflow/cluster.py).
+from shardflow.cluster import GreedyLoadBalancingStrategy  # noqa: E402
+
+
+def byte_size_load_fn(op):
+    """The bytes of the variable `op` makes (its shape times its dtype's size; an unknown
+    dimension counts as 1), the load GreedyLoadBalancingStrategy balances by default."""
+    from shardflow.cluster import _variable_bytes
+    return _variable_bytes(op)
+
+
+__all__ = ["GreedyLoadBalancingStrategy", "HParams", "byte_size_load_fn", "parse_values"]

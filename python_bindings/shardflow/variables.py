@@ -138,6 +138,12 @@ class Variable(_TensorOperators):
             literal = np.asarray(initial_value)
             place_shape = literal.shape
             place_dtype = dtype or dtypes.as_dtype(literal.dtype.name)
+        elif shape is None and isinstance(initial_value, Tensor) and \
+                initial_value.shape.is_fully_defined():
+            # get_variable's initializer output, tf.zeros([...]): the strategy balancing the
+            # ps tasks by bytes (GreedyLoadBalancingStrategy) needs the size.
+            place_shape = initial_value.shape.as_list()
+            place_dtype = dtype or initial_value.dtype
         device = g._device_for("VarHandleOp", name or "Variable", place_shape,
                                dtypes.as_dtype(place_dtype) if place_dtype is not None else None)
         with g._device_scope(device):

@@ -346,3 +346,20 @@ def test_a_supervisor_era_program_with_adam_trains_on_two_workers(tmp_path, mode
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=10)
+
+
+def test_greedy_load_balancing_sees_the_size_of_get_variable_and_tensor_initial_values():
+    # Regression: variables made by get_variable (an initializer's tensor) or from a tensor
+    # (tf.zeros) reached the strategy with no shape and counted 4 bytes each, so a big and a
+    # small variable could share a ps task while another held almost nothing.
+    g = sf.Graph()
+    strategy = sf.contrib.training.GreedyLoadBalancingStrategy(
+        2, sf.contrib.training.byte_size_load_fn)
+    with g.as_default(), sf.device(sf.train.replica_device_setter(ps_tasks=2,
+                                                                  ps_strategy=strategy)):
+        big = sf.get_variable("big", [100, 10])
+        small = [sf.get_variable("s1", [10, 1]), sf.get_variable("s2", [1]),
+                 sf.Variable(sf.zeros([5]), name="s3")]
+    assert big.device == "/job:ps/task:0"
+    assert [v.device for v in small] == ["/job:ps/task:1"] * 3
+    assert strategy._loads == [4000, 40 + 4 + 20]
