@@ -592,7 +592,15 @@ class MasterSession {
   }
 
   // ConfigProto.device_filters, parsed once per session (INVALID_ARGUMENT naming a bad one).
+  // They come from the client: at most kMaxDeviceFilters (TF1 programs name one to three),
+  // so that matching them against every task and device stays cheap.
   absl::Status ParseDeviceFilters() {
+    constexpr int kMaxDeviceFilters = 256;
+    if (config_.device_filters_size() > kMaxDeviceFilters) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device_filters has ", config_.device_filters_size(), " entries; at most ",
+                       kMaxDeviceFilters, " (partial device names such as '/job:ps')"));
+    }
     for (const std::string& f : config_.device_filters()) {
       absl::StatusOr<DeviceName> spec = DeviceName::Parse(f);
       if (!spec.ok()) {

@@ -170,6 +170,11 @@ def test_device_filters_keep_a_workers_session_to_the_ps_and_itself():
                 sess.run(elsewhere)
         with pytest.raises(TypeError, match="device names"):
             sf.ConfigProto(device_filters=[3])
+        # From the client, so bounded: a flood of filters is refused, the server serves on.
+        with pytest.raises(sf.errors.InvalidArgumentError, match="at most 256"):
+            with sf.Session(worker.target, graph=g,
+                            config=sf.ConfigProto(device_filters=["/job:ps"] * 300)) as sess:
+                sess.run(init)
     finally:
         worker.stop()
         ps.stop()
