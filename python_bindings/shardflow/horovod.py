@@ -100,7 +100,7 @@ def init(comm=None):
     if server is not None:
         from shardflow import framework, session
         framework._set_base_device(device)
-        session._set_default_target(server.target, None)
+        session._set_default_target(server.target)
 
 
 def _require_init(what):
@@ -121,7 +121,7 @@ def shutdown():
     if _state["server"] is not None:
         from shardflow import framework, session
         framework._set_base_device("")
-        session._set_default_target("", None)
+        session._set_default_target("")
         _state["server"].stop()
     _state = None
 

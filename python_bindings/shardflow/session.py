@@ -15,7 +15,6 @@ The engine runs the step with the GIL released, so other Python threads keep run
 """
 
 import collections
-import copy
 import threading
 
 import numpy as np
@@ -309,12 +308,12 @@ class ConfigProto:
         return c
 
 
-# The target (and device filters) of sessions opened with target "" (shardflow.horovod.init).
-_default_target = ["", None]
+# The target of sessions opened with target "" ("" = local; shardflow.horovod.init sets it).
+_default_target = [""]
 
 
-def _set_default_target(target, device_filters):
-    _default_target[0], _default_target[1] = target, device_filters
+def _set_default_target(target):
+    _default_target[0] = target
 
 
 # Set by sf.train.experimental.enable_mixed_precision_graph_rewrite (mixed_precision.py): the
@@ -489,10 +488,6 @@ class Session:
             # After shardflow.horovod.init(): every session runs on this rank's server, so
             # that its collectives reach the other ranks (its ops request this rank's task).
             target = _default_target[0]
-            if _default_target[1]:
-                config = copy.copy(_config(config))
-                if not config.device_filters:
-                    config.device_filters = list(_default_target[1])
         self.graph = graph or get_default_graph()
         self.target = target
         self._config = _config(config)

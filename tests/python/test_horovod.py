@@ -73,6 +73,28 @@ def _result(text):
     return json.loads(line[-1][len("RESULT "):])
 
 
+def _run_two_ranks(*args):
+    """`args` run as ranks 0 and 1 (torchrun's variables); their RESULTs, by rank."""
+    coordinator = random.randint(30000, 50000)
+    procs = []
+    for rank in (1, 0):
+        env = _env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
+                    "SHARDFLOW_PORT_BASE": str(coordinator + 10)})
+        procs.append(subprocess.Popen([sys.executable, *map(str, args)], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    try:
+        outs = [p.communicate(timeout=180)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    return sorted((_result(o) for o in outs), key=lambda r: r["rank"])
+
+
 def test_two_ranks_train_like_one_process_on_both_batches(tmp_path):
     program = tmp_path / "program.py"
     program.write_text(PROGRAM)
@@ -82,26 +104,7 @@ def test_two_ranks_train_like_one_process_on_both_batches(tmp_path):
     one = _result(alone.stdout)
     assert one["size"] == 1 and one["checks"] == [1.0, 1.0, [0, 0], 0.0]
 
-    coordinator = random.randint(30000, 50000)
-    procs = []
-    for rank in (1, 0):
-        env = _env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
-                    "SHARDFLOW_PORT_BASE": str(coordinator + 10)})
-        procs.append(subprocess.Popen([sys.executable, str(program), str(tmp_path / "ckpt")],
-                                      env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, text=True))
-    outs = []
-    try:
-        for p in procs:
-            outs.append(p.communicate(timeout=180)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
-    ranks = sorted((_result(o) for o in outs), key=lambda r: r["rank"])
+    ranks = _run_two_ranks(program, tmp_path / "ckpt")
     assert [r["rank"] for r in ranks] == [0, 1]
     assert all(r["size"] == 2 and r["local_size"] == 2 and r["steps"] == 20 for r in ranks)
     assert [r["local_rank"] for r in ranks] == [0, 1]
@@ -156,24 +159,7 @@ def test_keras_fit_with_horovods_optimizer_and_callbacks_keeps_ranks_equal(tmp_p
     # weights broadcast when fit starts, the epoch's metrics averaged over the ranks.
     program = tmp_path / "keras_program.py"
     program.write_text(KERAS_PROGRAM)
-    coordinator = random.randint(30000, 50000)
-    procs = []
-    for rank in (1, 0):
-        env = _env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
-                    "SHARDFLOW_PORT_BASE": str(coordinator + 10)})
-        procs.append(subprocess.Popen([sys.executable, str(program)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    try:
-        outs = [p.communicate(timeout=180)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
-    ranks = sorted((_result(o) for o in outs), key=lambda r: r["rank"])
+    ranks = _run_two_ranks(program)
     assert ranks[0]["weights"] == ranks[1]["weights"]  # started equal, stepped equally
     assert ranks[0]["loss"] == ranks[1]["loss"]  # each epoch's loss averaged over the ranks
     assert ranks[0]["loss"][-1] < ranks[0]["loss"][0]

@@ -15,6 +15,8 @@ trains through its own server (Estimator.train). Without TF_CONFIG there is one 
 nothing is distributed.
 """
 
+import weakref
+
 from shardflow import collective_ops, framework
 from shardflow.distribute import context
 from shardflow.distribute.strategy import Strategy, StrategyExtended
@@ -33,7 +35,8 @@ class _Extended(StrategyExtended):
         self._num_workers = num_workers
         self._rank = rank
         self.should_checkpoint = self.should_save_summary = rank == 0
-        self._instances = {}  # graph -> the next instance key
+        # graph -> the next instance key (a graph that goes takes its entry along)
+        self._instances = weakref.WeakKeyDictionary()
 
     @property
     def num_replicas(self):
