@@ -316,6 +316,9 @@ def test_placeholder_with_default_and_graph_seeds():
 def test_functional_layers():
     g = tf.Graph()
     with g.as_default():
+        # Seeded: with an unlucky draw of the conv kernel the ReLU left as few as 8 of the 128
+        # features alive on an all-ones image (CI, 2026-11-29), too few to see dropout's rate.
+        tf.set_random_seed(3)
         images = tf.placeholder(tf.float32, [None, 8, 8, 1])
         training = tf.placeholder(tf.bool, [])
         h = tf.layers.conv2d(images, 4, 3, padding="same", activation=tf.nn.relu, name="conv")
