@@ -12,11 +12,13 @@ sequence_loss and basic decoding (shardflow.contrib_seq2seq) and tf.contrib.look
 (HashTable, index_table_from_tensor/_file, index_to_string_table_from_tensor/_file, ...;
 shardflow.lookup_ops), tf.contrib.crf's linear-chain CRF (crf_log_likelihood, crf_decode,
 viterbi_decode, ...; shardflow.contrib_crf), tf.contrib.slim (shardflow.contrib_slim) and
-tf.contrib.distribute's MirroredStrategy and OneDeviceStrategy (shardflow.contrib_distribute),
-tf.contrib.learn.datasets.mnist (shardflow.contrib_learn).
+tf.contrib.distribute's strategies (shardflow.contrib_distribute), tf.contrib.cluster_resolver
+(shardflow.distribute.cluster_resolver), tf.contrib.learn.datasets.mnist
+(shardflow.contrib_learn).
 Anything else under contrib is refused with the name of what to use instead."""
 
 from shardflow import contrib_crf as crf  # noqa: F401
+from shardflow.distribute import cluster_resolver  # noqa: F401
 from shardflow.data import experimental as data  # noqa: F401 (tf.contrib.data)
 from shardflow import contrib_distribute as distribute  # noqa: F401
 from shardflow import distributions  # noqa: F401 (tf.contrib.distributions' core)
@@ -53,11 +55,12 @@ def __getattr__(name):
         "tf.contrib.data (tf.data.experimental's transformations), "
         "tf.contrib.slim (layers, arg_scope, losses, learning.create_train_op/train, "
         "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once), "
-        "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy), "
+        "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy, "
+        "CollectiveAllReduceStrategy, ParameterServerStrategy), tf.contrib.cluster_resolver, "
         "tf.contrib.learn.datasets.mnist (read_data_sets), tf.contrib.legacy_seq2seq "
         "(sequence_loss(_by_example), rnn_decoder). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["crf", "data", "distribute", "distributions", "framework", "layers", "learn",
+__all__ = ["cluster_resolver", "crf", "data", "distribute", "distributions", "framework", "layers", "learn",
            "legacy_seq2seq", "lookup", "metrics", "opt", "predictor", "rnn", "seq2seq", "slim", "training", "util"]

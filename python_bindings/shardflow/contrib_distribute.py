@@ -46,7 +46,18 @@ class CollectiveAllReduceStrategy(_experimental.MultiWorkerMirroredStrategy):
         super().__init__(communication)
 
 
-ParameterServerStrategy = _experimental.ParameterServerStrategy
+class ParameterServerStrategy(_experimental.ParameterServerStrategy):
+    """TF 1.13's ParameterServerStrategy (variables on the ps tasks, one replica per worker
+    process; more than one GPU per worker is refused)."""
+
+    def __init__(self, num_gpus_per_worker=0):
+        if int(num_gpus_per_worker) > 1:
+            raise NotImplementedError(
+                "ParameterServerStrategy(num_gpus_per_worker=%d): one replica per worker "
+                "process here; start a worker process per GPU" % num_gpus_per_worker)
+        super().__init__()
+
+
 TPUStrategy = _experimental.TPUStrategy
 
 __all__ = ["AllReduceCrossDeviceOps", "CollectiveAllReduceStrategy", "CrossDeviceOps",

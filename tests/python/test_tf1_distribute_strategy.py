@@ -354,8 +354,9 @@ def test_bad_devices_are_named():
 
 
 def test_unsupported_strategies_say_what_to_use_and_contrib_alias():
-    with pytest.raises(NotImplementedError, match="AllReduceOptimizer"):
-        tf.distribute.experimental.ParameterServerStrategy()
+    # Without TF_CONFIG ParameterServerStrategy is one replica on this process
+    # (test_tf1_estimator.py trains a chief, a worker and a ps with it).
+    assert tf.distribute.experimental.ParameterServerStrategy().num_replicas_in_sync == 1
     # Without TF_CONFIG the multi-worker strategies are one worker (tests/python/
     # test_tf1_estimator.py trains two worker processes with them).
     for cls in (tf.distribute.experimental.MultiWorkerMirroredStrategy,
@@ -383,3 +384,56 @@ def test_keras_compile_under_a_multi_worker_strategy_is_refused(monkeypatch):
         model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(1,))])
         with pytest.raises(NotImplementedError, match="train_distribute"):
             model.compile("sgd", "mse")
+
+
+def test_parameter_server_strategy_places_variables_on_the_ps():
+    # TF 1.15's ParameterServerStrategy given a cluster (configure, or a cluster resolver as
+    # TF_CONFIG gives): variables made in its scope go round-robin to the ps tasks, the rest to
+    # this worker; it is one replica per worker.
+    cluster = {"ps": ["127.0.0.1:1", "127.0.0.1:2"], "worker": ["127.0.0.1:3", "127.0.0.1:4"]}
+    strategy = tf.distribute.experimental.ParameterServerStrategy()
+    strategy.configure(cluster_spec=cluster, task_type="worker", task_id=1)
+    with tf.Graph().as_default():
+        with strategy.scope():
+            a = tf.Variable(1.0, name="a")
+            b = tf.get_variable("b", [2], initializer=tf.zeros_initializer())
+            c = a * b
+            assert tf.distribute.get_strategy() is strategy
+        assert (a.device, b.device) == ("/job:ps/task:0", "/job:ps/task:1")
+        assert c.device == "/job:worker/task:1"
+        assert strategy.num_replicas_in_sync == 1
+        assert strategy.extended.parameter_devices == ("/job:ps/task:0", "/job:ps/task:1")
+        assert strategy.extended.worker_devices == ("/job:worker/task:1",)
+        assert not strategy.extended.should_checkpoint  # worker 1; worker 0 is the chief
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
+            with pytest.raises(NotImplementedError, match="model_to_estimator"):
+                model.compile("sgd", "mse")
+    resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+        tf.train.ClusterSpec(cluster), task_type="worker", task_id=0)
+    strategy = tf.distribute.experimental.ParameterServerStrategy(resolver)
+    assert strategy.extended.should_checkpoint
+    with tf.Graph().as_default(), strategy.scope():
+        assert tf.Variable(0.0).device == "/job:ps/task:0"
+    for cluster_spec, task_type, match in (({"worker": ["127.0.0.1:3"]}, "worker", "no \"ps\""),
+                                           (cluster, "ps", "task_type is 'ps'"),
+                                           (cluster, "worker", "no task worker:7")):
+        with pytest.raises(ValueError, match=match):
+            tf.distribute.experimental.ParameterServerStrategy().configure(
+                cluster_spec=cluster_spec, task_type=task_type, task_id=7)
+    with pytest.raises(NotImplementedError, match="a worker process per GPU"):
+        tf.contrib.distribute.ParameterServerStrategy(num_gpus_per_worker=2)
+
+
+def test_simple_cluster_resolver():
+    cluster = tf.train.ClusterSpec({"ps": ["h:1"], "worker": ["h:2", "h:3"]})
+    r = tf.contrib.cluster_resolver.SimpleClusterResolver(cluster, master="h:2",
+                                                          task_type="worker", task_id=1,
+                                                          rpc_layer="grpc")
+    assert r.cluster_spec().as_dict() == cluster.as_dict()
+    assert (r.task_type, r.task_id, r.master()) == ("worker", 1, "grpc://h:2")
+    assert r.master("worker", 1) == "grpc://h:3" and r.num_tasks("worker") == 2
+    r.task_type, r.task_id = "ps", 0
+    assert r.num_tasks() == 1
+    r = tf.distribute.cluster_resolver.SimpleClusterResolver({"worker": ["h:2"]})
+    assert r.master() == "" and r.master("worker", 0, rpc_layer="") == "h:2"

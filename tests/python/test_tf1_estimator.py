@@ -387,6 +387,9 @@ class Count(tf.train.SessionRunHook):
 def model_fn(features, labels, mode, params):
     w = tf.get_variable("w", [1], initializer=tf.zeros_initializer())
     b = tf.get_variable("b", [1], initializer=tf.zeros_initializer())
+    if mode == estimator.ModeKeys.TRAIN:
+        print("PLACED %s %s %r" % (w.device, (features["x"] * w).device,
+                                   tf.distribute.get_strategy()), flush=True)
     pred = features["x"] * w + b
     loss = tf.reduce_mean(tf.square(pred - labels))
     train_op = tf.train.AdamOptimizer(0.05).minimize(loss,
@@ -399,7 +402,11 @@ def input_fn():
     x = np.linspace(-1, 1, 64, dtype=np.float32)
     return tf.data.Dataset.from_tensor_slices(({"x": x}, 2 * x + 1)).repeat().batch(16)
 
-config = estimator.RunConfig(model_dir=sys.argv[1], save_checkpoints_steps=100)
+strategy = None
+if sys.argv[2] == "ParameterServerStrategy":
+    strategy = tf.distribute.experimental.ParameterServerStrategy()
+config = estimator.RunConfig(model_dir=sys.argv[1], save_checkpoints_steps=100,
+                             train_distribute=strategy)
 est = estimator.Estimator(model_fn, config=config)
 metrics, _ = estimator.train_and_evaluate(
     est, estimator.TrainSpec(input_fn, max_steps=400, hooks=[Count()]),
@@ -411,10 +418,12 @@ print("%s %d ran %d steps; metrics %s" % (
 '''
 
 
-def test_train_and_evaluate_runs_a_tf_config_cluster(tmp_path):
+@pytest.mark.parametrize("strategy", ["none", "ParameterServerStrategy"])
+def test_train_and_evaluate_runs_a_tf_config_cluster(tmp_path, strategy):
     # As Kubernetes' TFJob starts a TF1 estimator job: one process per task, each told its part
     # by TF_CONFIG; chief and worker train asynchronously through the ps, the evaluator
-    # evaluates the chief's checkpoints until the one at max_steps.
+    # evaluates the chief's checkpoints until the one at max_steps. The same with TF 1.15's
+    # ParameterServerStrategy as train_distribute (model_fn then runs under it).
     from cluster_util import free_port
     program = tmp_path / "program.py"
     program.write_text(_DISTRIBUTED_PROGRAM)
@@ -427,7 +436,8 @@ def test_train_and_evaluate_runs_a_tf_config_cluster(tmp_path):
     for job in ("ps", "evaluator", "worker", "chief"):
         env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": job, "index": 0}})
         logs[job] = tmp_path / (job + ".log")
-        procs[job] = subprocess.Popen([sys.executable, str(program), str(model_dir)], env=env,
+        procs[job] = subprocess.Popen([sys.executable, str(program), str(model_dir), strategy],
+                                      env=env,
                                       stdout=open(logs[job], "w"), stderr=subprocess.STDOUT)
     try:
         for job in ("chief", "worker", "evaluator"):
@@ -437,6 +447,12 @@ def test_train_and_evaluate_runs_a_tf_config_cluster(tmp_path):
             m = re.search(job + r" 0 ran (\d+) steps; metrics None", logs[job].read_text())
             assert m, logs[job].read_text()
             runs[job] = int(m.group(1))
+            # Variables on the ps, the model's other ops on the task itself.
+            placed = re.search(r"PLACED (\S+) (\S+) (.*)", logs[job].read_text())
+            assert placed.group(1) == "/job:ps/task:0", placed.group(0)
+            assert placed.group(2) == "/job:%s/task:0" % job, placed.group(0)
+            if strategy != "none":
+                assert placed.group(3) == "ParameterServerStrategy(/job:ps/task:0)"
         # Both trained, on the shared global step (asynchronous: a step each run).
         assert runs["chief"] > 0 and runs["worker"] > 0, runs
         assert runs["chief"] + runs["worker"] >= 400, runs

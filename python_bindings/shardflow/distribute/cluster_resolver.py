@@ -9,8 +9,9 @@ started this process in, and this task's type and index, from the environment.
 Resolvers: TFConfigClusterResolver (TF_CONFIG, TensorFlow's JSON), SlurmClusterResolver
 (SLURM_PROCID, SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE, ...), MPIClusterResolver (OpenMPI's
 OMPI_COMM_WORLD_*), KubernetesClusterResolver (an indexed Job: JOB_COMPLETION_INDEX,
-SHARDFLOW_NUM_TASKS, SHARDFLOW_SERVICE, HOSTNAME) and TorchrunClusterResolver (RANK, WORLD_SIZE,
-LOCAL_RANK, MASTER_ADDR, MASTER_PORT); resolve() picks the first whose variables are set. MPI
+SHARDFLOW_NUM_TASKS, SHARDFLOW_SERVICE, HOSTNAME), TorchrunClusterResolver (RANK, WORLD_SIZE,
+LOCAL_RANK, MASTER_ADDR, MASTER_PORT), and SimpleClusterResolver (a cluster given outright);
+resolve() picks the first whose variables are set. MPI
 and torchrun give ranks but no addresses: cluster_spec() then meets the other ranks at the
 coordinator (rank 0; MASTER_ADDR:MASTER_PORT for torchrun, 127.0.0.1:port_base-1 for MPI on one
 node, or `coordinator=`) and waits at most `rendezvous_timeout` seconds, naming the ranks that
@@ -98,6 +99,42 @@ class KubernetesClusterResolver(ClusterResolver):
 
 class TorchrunClusterResolver(ClusterResolver):
     source = "torchrun"
+
+
+class SimpleClusterResolver(ClusterResolver):
+    """A cluster given outright, as TF's: `cluster_spec` (a ClusterSpec or a dict of job ->
+    addresses) and this task's `task_type` and `task_id`; nothing is read from the
+    environment. task_type and task_id may be set later."""
+
+    task_type = None
+    task_id = None
+
+    def __init__(self, cluster_spec, master="", task_type=None, task_id=None, environment="",
+                 num_accelerators=None, rpc_layer=None):
+        super().__init__(environment={})
+        self._cluster = ClusterSpec(cluster_spec)
+        self._master = master
+        self._environment = environment
+        self._rpc_layer = rpc_layer
+        self.task_type, self.task_id = task_type, task_id
+        self.num_accelerators = num_accelerators
+
+    @property
+    def environment(self):
+        return self._environment
+
+    def cluster_spec(self):
+        return self._cluster
+
+    def master(self, task_type=None, task_id=None, rpc_layer=None):
+        """`master` as given; with a task_type, that task's target."""
+        rpc_layer = rpc_layer if rpc_layer is not None else self._rpc_layer
+        if task_type is None and task_id is None:
+            if rpc_layer and self._master and "://" not in self._master:
+                return "%s://%s" % (rpc_layer, self._master)
+            return self._master
+        address = self._cluster.task_address(task_type, int(task_id or 0))
+        return "%s://%s" % (rpc_layer, address) if rpc_layer else address
 
 
 def resolve(**kwargs):

@@ -1,15 +1,9 @@
-"""TF 1.15's tf.distribute.experimental: MultiWorkerMirroredStrategy (between graphs, for
-estimators: shardflow/distribute/multi_worker.py), CollectiveCommunication, and the strategies
-shardflow does not carry, each refusing with the shardflow way to do the same."""
+"""TF 1.15's tf.distribute.experimental: MultiWorkerMirroredStrategy and ParameterServerStrategy
+(between graphs, for estimators: shardflow/distribute/multi_worker.py, parameter_server.py),
+CollectiveCommunication, and the strategies shardflow does not carry, each refusing with the
+shardflow way to do the same."""
 
 import enum
-
-ACROSS_PROCESSES = (
-    "shardflow's strategies replicate within one process (tf.distribute.MirroredStrategy over "
-    "its devices). Across worker processes, build one replica per worker and wrap the "
-    "optimizer in sf.distribute.AllReduceOptimizer (docs/python.md, \"All-reduce between "
-    "worker processes\"), or place variables on parameter servers with "
-    "tf.train.replica_device_setter (docs/python.md, \"Parameter servers\")")
 
 
 class CollectiveCommunication(enum.Enum):
@@ -18,12 +12,6 @@ class CollectiveCommunication(enum.Enum):
     AUTO = "AUTO"
     RING = "RING"
     NCCL = "NCCL"
-
-
-class ParameterServerStrategy:
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError("tf.distribute.experimental.ParameterServerStrategy is not "
-                                  "supported: " + ACROSS_PROCESSES)
 
 
 class CentralStorageStrategy:
@@ -42,6 +30,7 @@ class TPUStrategy:
 
 
 from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy  # noqa: E402,F401
+from shardflow.distribute.parameter_server import ParameterServerStrategy  # noqa: E402,F401
 
 __all__ = ["CentralStorageStrategy", "CollectiveCommunication", "MultiWorkerMirroredStrategy",
            "ParameterServerStrategy", "TPUStrategy"]

@@ -85,6 +85,13 @@ def _multi_worker(config):
     return strategy if isinstance(strategy, MultiWorkerMirroredStrategy) else None
 
 
+def _parameter_server(config):
+    """config.train_distribute when it is a ParameterServerStrategy, else None."""
+    from shardflow.distribute.parameter_server import ParameterServerStrategy
+    strategy = getattr(config, "train_distribute", None)
+    return strategy if isinstance(strategy, ParameterServerStrategy) else None
+
+
 class _BroadcastHook(SessionRunHook):
     """After the variables exist (initialised or restored): every worker takes worker 0's."""
 
@@ -318,7 +325,10 @@ class Estimator:
             if config.num_ps_replicas > 0 and strategy is None:
                 device_fn = replica_device_setter(cluster=config.cluster_spec,
                                                   worker_device=device_fn)
-        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn, strategy)
+        # Under ParameterServerStrategy model_fn runs in its replica context (variables on the
+        # ps as without it).
+        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn,
+                                           strategy or _parameter_server(config))
         with g.as_default():
             from shardflow import summary
             from shardflow.basic_hooks import (LoggingTensorHook, NanTensorHook,

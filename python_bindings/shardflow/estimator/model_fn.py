@@ -57,7 +57,9 @@ def _one_replica(strategy, what):
         raise ValueError("RunConfig(%s=...) takes a tf.distribute strategy "
                          "(tf.distribute.MirroredStrategy(), ...), not %r" % (what, strategy))
     from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
-    if isinstance(strategy, MultiWorkerMirroredStrategy) and what == "train_distribute":
+    from shardflow.distribute.parameter_server import ParameterServerStrategy
+    if isinstance(strategy, (MultiWorkerMirroredStrategy, ParameterServerStrategy)) and \
+            what == "train_distribute":
         return strategy  # one replica per worker process (Estimator.train)
     if strategy.num_replicas_in_sync != 1:
         raise NotImplementedError(

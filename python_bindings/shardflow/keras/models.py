@@ -307,6 +307,14 @@ class Model:
                 "estimator (tf.keras.estimator.model_to_estimator and RunConfig("
                 "train_distribute=strategy)), or wrap a tf.train optimizer in "
                 "shardflow.horovod.DistributedOptimizer" % strategy.num_replicas_in_sync)
+        from shardflow.distribute.parameter_server import ParameterServerStrategy
+        if isinstance(strategy, ParameterServerStrategy) and strategy.extended.placement():
+            raise NotImplementedError(
+                "Keras Model.compile under %r is not supported (nor in TF 1.15): train with an "
+                "estimator (tf.keras.estimator.model_to_estimator and RunConfig("
+                "train_distribute=strategy)), or build the model under tf.device(tf.train."
+                "replica_device_setter(cluster)) and fit it in a session on this worker's "
+                "server (tf.keras.backend.set_session)" % (strategy,))
         if loss is None:
             raise ValueError("compile() needs a loss")
         if weighted_metrics or target_tensors:
