@@ -931,3 +931,30 @@ def test_gather_nd_and_scatter_nd_match_numpy():
     np.testing.assert_array_equal(sc, want_sc)
     np.testing.assert_array_equal(du, pv[iv[:, 0], iv[:, 1]])
     assert picked.shape.as_list() == [None, 4]
+
+
+def test_tensorflow_python_module_paths():
+    # TF1 programs import tensorflow.python's modules directly; shardflow.python stands for
+    # them: collective_ops is the collective ops module, the others take their names from the
+    # public API, and a name none has is an AttributeError naming the module.
+    import importlib
+    from shardflow import collective_ops as public
+    from shardflow.python.ops import collective_ops, math_ops, nn_ops, state_ops
+    from shardflow.python.framework import ops, dtypes
+    from shardflow.python.training import server_lib, device_setter, basic_session_run_hooks
+    from shardflow.python.platform import tf_logging
+    assert collective_ops is public
+    assert math_ops.reduce_sum is tf.reduce_sum and nn_ops.relu is tf.nn.relu
+    assert state_ops.assign is tf.assign and ops.get_default_graph is tf.get_default_graph
+    assert dtypes.float32 is tf.float32 and tf_logging.info is tf.logging.info
+    assert server_lib.Server is tf.train.Server
+    assert device_setter.replica_device_setter is tf.train.replica_device_setter
+    assert basic_session_run_hooks.StopAtStepHook is tf.train.StopAtStepHook
+    assert importlib.import_module("shardflow.python.ops.array_ops").reshape is tf.reshape
+    with pytest.raises(AttributeError, match="shardflow.python.ops.math_ops has no 'nope'"):
+        math_ops.nope
+    with tf.Graph().as_default():
+        x = tf.constant([[1.0, -2.0]])
+        y = nn_ops.relu(math_ops.matmul(x, tf.ones([2, 2])))
+        with tf.Session() as sess:
+            np.testing.assert_allclose(sess.run(y), [[0.0, 0.0]])
