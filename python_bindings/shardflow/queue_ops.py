@@ -25,14 +25,16 @@ queue operation is a PyFunc node (shardflow/script_ops.py) calling a Python queu
 TF1's semantics (capacity, blocking enqueues and dequeues, close with or without cancelling
 pending enqueues, OutOfRangeError once closed and short of elements, CancelledError for an
 enqueue into a closed queue). Session.run releases the GIL, so runner threads and the training
-loop block and wake each other as with TF1's kernels. The price: a queue cannot be shared between
-processes or placed on another task (between-graph replication keeps a queue per worker, as
-TF1 programs usually do), and its elements pass through NumPy. The engine's own FIFOQueueV2 (the
-sync-replicas token queue) is separate.
+loop block and wake each other as with TF1's kernels. The price: such a queue cannot be shared between
+processes (between-graph replication keeps a queue per worker, as TF1 programs usually do), and
+its elements pass through NumPy. A FIFOQueue placed on a task this
+process does not serve is the engine's own FIFOQueueV2 instead (the one the sync-replicas token
+queue is): Note [Queues on other tasks] at _EngineQueue.
 """
 
 import collections
 import os
+import re
 import threading
 
 import numpy as np
@@ -165,8 +167,10 @@ class QueueBase:
             raise ValueError("%s: %d names for %d dtypes" % (name, len(self._names),
                                                             len(self._dtypes)))
         self._name = _unique(name)
-        self._state = _State(self._name, capacity, self._dtypes, shapes, self._shuffle_min,
-                             seed)
+        self._engine = _engine_queue(self, capacity, shared_name)
+        if self._engine is None:
+            self._state = _State(self._name, capacity, self._dtypes, shapes, self._shuffle_min,
+                                 seed)
 
     @property
     def name(self):
@@ -198,6 +202,9 @@ class QueueBase:
     def enqueue(self, vals, name=None):
         """An op adding one element."""
         vals = self._flatten(vals, "enqueue")
+        if self._engine is not None:
+            return self._engine.enqueue("QueueEnqueueV2", vals[0], name or self._name +
+                                        "_enqueue")
         state = self._state
         return py_func(lambda *v: state.enqueue([v]), vals, [], name=name or self._name +
                        "_enqueue")
@@ -205,6 +212,9 @@ class QueueBase:
     def enqueue_many(self, vals, name=None):
         """An op adding each slice along dimension 0 of the values as an element."""
         vals = self._flatten(vals, "enqueue_many")
+        if self._engine is not None:
+            return self._engine.enqueue("QueueEnqueueManyV2", vals[0], name or self._name +
+                                        "_enqueue_many")
         state = self._state
 
         def run(*v):
@@ -225,6 +235,8 @@ class QueueBase:
         return tensors[0] if len(tensors) == 1 else tensors
 
     def _dequeue_op(self, n, allow_smaller, name):
+        if self._engine is not None:
+            return self._outputs([self._engine.dequeue(n, name)], False)
         state = self._state
         single = n is None
 
@@ -253,12 +265,18 @@ class QueueBase:
     def close(self, cancel_pending_enqueues=False, name=None):
         """An op closing the queue: later enqueues, and those still waiting for room (with or
         without cancel_pending_enqueues), fail; dequeues drain what is left."""
+        if self._engine is not None:
+            return self._engine.simple("QueueCloseV2", name or self._name + "_close")
         state = self._state
         return py_func(lambda: state.close(), [], [],
                        name=name or self._name + "_close")
 
     def size(self, name=None):
         """An int32 scalar: the number of elements."""
+        if self._engine is not None:
+            out = self._engine.simple("QueueSizeV2", name or self._name + "_size").outputs[0]
+            out.set_shape([])
+            return out
         state = self._state
         out = py_func(lambda: np.int32(state.size()), [], _dtypes.int32,
                       name=name or self._name + "_size")
@@ -266,12 +284,91 @@ class QueueBase:
         return out
 
     def is_closed(self, name=None):
+        if self._engine is not None:
+            self._engine.refuse("is_closed()")
         state = self._state
         out = py_func(lambda: np.bool_(state.closed), [], _dtypes.bool_,
                       name=name or self._name + "_is_closed")
         out.set_shape([])
         return out
 
+
+
+def _task_of(device):
+    """(job, task) a device string names, or None when it names no job."""
+    m = re.search(r"/job:([^/]+)", device or "")
+    if m is None or m.group(1) == "localhost":
+        return None
+    t = re.search(r"/task:(\d+)", device)
+    return m.group(1), int(t.group(1)) if t else 0
+
+
+def _engine_queue(queue, capacity, shared_name):
+    """An _EngineQueue for `queue` when it is placed on a task this process does not serve, or
+    on one it serves under a `shared_name` (other processes' graphs may name it) and the
+    engine's queue can hold it (Note [Queues on other tasks]); None for a Python queue."""
+    from shardflow.cluster import _SERVERS
+    from shardflow.framework import get_default_graph
+    g = get_default_graph()
+    device = g._device_for("FIFOQueueV2", queue._name)
+    task = _task_of(device)
+    if task is None:
+        return None
+    if task in {(s.job_name, s.task_index) for s in _SERVERS.values()}:
+        if not shared_name or type(queue) is not FIFOQueue or len(queue._dtypes) != 1 or \
+                queue._dtypes[0] == _dtypes.string:
+            return None
+    return _EngineQueue(queue, g, device, capacity, shared_name)
+
+
+class _EngineQueue:
+    """Note [Queues on other tasks]. A queue placed on a task this process does not serve
+    (tf.device("/job:ps/task:0") in a worker's graph) cannot be a Python object here: it is the
+    engine's FIFOQueueV2 on that task, shared by every graph that names it (`shared_name`, else
+    the queue's name), as TF1's queues on a ps are. So is a queue with a `shared_name` on a task
+    this process serves, when the engine's queue can hold it: the ps's own graph then meets the
+    workers' in it. TF1's pattern of workers telling the ps they are done (a queue per ps task,
+    `shared_name="done_queue%d"`, that the ps dequeues from before it exits) runs so. The engine's queue holds
+    one numeric component; an enqueue into a full queue fails (RESOURCE_EXHAUSTED) instead of
+    waiting, and dequeue_many, dequeue_up_to and is_closed are refused naming the limit."""
+
+    def __init__(self, queue, graph, device, capacity, shared_name):
+        self._what = "%s(%r) on %s" % (type(queue).__name__, queue._name, device)
+        if type(queue) is not FIFOQueue:
+            self.refuse("a %s" % type(queue).__name__)
+        if len(queue._dtypes) != 1 or queue._dtypes[0] == _dtypes.string:
+            self.refuse("components %s (it holds one numeric component)"
+                        % [d.name for d in queue._dtypes])
+        self._graph, self._device, self._dtype = graph, device, queue._dtypes[0]
+        shape = queue._shapes[0] if queue._shapes else None
+        with graph._device_scope(device):
+            self._handle = graph._add_op("FIFOQueueV2", [], {
+                "dtype": self._dtype._enum, "shape": shape,
+                "capacity": -1 if capacity is None else int(capacity),
+                "shared_name": shared_name or queue._name}, queue._name).outputs[0]
+
+    def refuse(self, what):
+        raise NotImplementedError(
+            "%s: %s is not supported on a queue of another task (Note [Queues on other tasks] "
+            "in shardflow/queue_ops.py: one numeric component; enqueue, enqueue_many, dequeue, "
+            "size and close). Place the queue in this process's own task, or use one queue per "
+            "component" % (self._what, what))
+
+    def enqueue(self, op_type, value, name):
+        with self._graph._device_scope(self._device):
+            return self._graph._add_op(op_type, [self._handle, value],
+                                       {"T": self._dtype._enum}, name)
+
+    def dequeue(self, n, name):
+        if n is not None:
+            self.refuse("dequeue_many/dequeue_up_to")
+        with self._graph._device_scope(self._device):
+            return self._graph._add_op("QueueDequeueV2", [self._handle],
+                                       {"T": self._dtype._enum}, name).outputs[0]
+
+    def simple(self, op_type, name):
+        with self._graph._device_scope(self._device):
+            return self._graph._add_op(op_type, [self._handle], {}, name)
 
 
 class FIFOQueue(QueueBase):

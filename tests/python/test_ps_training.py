@@ -363,3 +363,91 @@ def test_greedy_load_balancing_sees_the_size_of_get_variable_and_tensor_initial_
     assert big.device == "/job:ps/task:0"
     assert [v.device for v in small] == ["/job:ps/task:1"] * 3
     assert strategy._loads == [4000, 40 + 4 + 20]
+
+
+_DONE_QUEUE_PROGRAM = '''
+import sys
+import shardflow as tf
+ps, workers, job, task = sys.argv[1], sys.argv[2].split(","), sys.argv[3], int(sys.argv[4])
+cluster = tf.train.ClusterSpec({"ps": [ps], "worker": workers})
+server = tf.train.Server(cluster, job_name=job, task_index=task)
+
+def done_queue():
+    with tf.device("/job:ps/task:0"):
+        return tf.FIFOQueue(len(workers), tf.int32, shared_name="done_queue0")
+
+if job == "ps":  # serves until every worker says it is done, then exits
+    queue = done_queue()
+    with tf.Session(server.target, config=tf.ConfigProto(device_filters=["/job:ps"])) as sess:
+        got = sorted(int(sess.run(queue.dequeue())) for _ in workers)
+    print("PS DONE", got, flush=True)
+else:
+    with tf.device(tf.train.replica_device_setter(
+            cluster=cluster, worker_device="/job:worker/task:%d" % task)):
+        w = tf.Variable(0.0, name="w")
+        step = tf.train.get_or_create_global_step()
+        train = tf.group(w.assign_add(1.0), tf.assign_add(step, 1))
+    say_done = done_queue().enqueue(task + 10)
+    config = tf.ConfigProto(device_filters=["/job:ps", "/job:worker/task:%d" % task])
+    with tf.train.MonitoredTrainingSession(master=server.target, is_chief=task == 0,
+                                           config=config,
+                                           hooks=[tf.train.StopAtStepHook(last_step=40)]) as s:
+        while not s.should_stop():
+            s.run(train)
+    with tf.Session(server.target, config=config) as sess:
+        sess.run(say_done)
+        print("WORKER DONE", sess.run(w), flush=True)
+'''
+
+
+def test_workers_tell_the_ps_they_are_done_through_a_shared_queue(tmp_path):
+    # TF1's way to let parameter servers exit: a FIFOQueue on each ps with a shared_name, into
+    # which each worker enqueues when it is done, and from which the ps's own session dequeues
+    # once per worker. The queue lives on the ps (the engine's FIFOQueueV2), so the ps's graph
+    # and the workers' graphs meet in it; before, each process had a Python queue of its own
+    # and the ps waited forever.
+    program = tmp_path / "done.py"
+    program.write_text(_DONE_QUEUE_PROGRAM)
+    ps = "127.0.0.1:%d" % free_port()
+    workers = ",".join("127.0.0.1:%d" % free_port() for _ in range(2))
+    procs, logs = {}, {}
+    for job, task in (("ps", 0), ("worker", 1), ("worker", 0)):
+        name = "%s%d" % (job, task)
+        logs[name] = tmp_path / (name + ".log")
+        procs[name] = subprocess.Popen(
+            [sys.executable, str(program), ps, workers, job, str(task)], env=_env(),
+            stdout=open(logs[name], "w"), stderr=subprocess.STDOUT, text=True)
+    try:
+        for name in ("worker0", "worker1", "ps0"):
+            assert procs[name].wait(timeout=120) == 0, logs[name].read_text()
+        assert "PS DONE [10, 11]" in logs["ps0"].read_text()
+        for name in ("worker0", "worker1"):
+            assert "WORKER DONE" in logs[name].read_text()
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
+
+
+def test_a_queue_on_another_task_is_the_engines_and_says_what_it_cannot_hold():
+    with sf.Graph().as_default() as g:
+        with sf.device("/job:ps/task:1"):
+            q = sf.FIFOQueue(4, sf.float32, shapes=[[2]], shared_name="work")
+            size = q.size()
+        ops = {op.type: op for op in g.get_operations()}
+        assert ops["FIFOQueueV2"].device == "/job:ps/task:1"
+        assert size.op.type == "QueueSizeV2" and size.shape == []
+        assert q.dequeue().shape == [2]
+        enq = q.enqueue_many(sf.zeros([3, 2]))
+        assert enq.type == "QueueEnqueueManyV2" and enq.device == "/job:ps/task:1"
+        for make, match in ((lambda: sf.FIFOQueue(2, [sf.float32, sf.int32]), "components"),
+                            (lambda: sf.FIFOQueue(2, sf.string), "components"),
+                            (lambda: sf.PaddingFIFOQueue(2, sf.float32, [[None]]),
+                             "PaddingFIFOQueue"),
+                            (lambda: q.dequeue_many(2), "dequeue_many")):
+            with sf.device("/job:ps/task:1"), pytest.raises(NotImplementedError, match=match):
+                make()
+        # Without a job, or with one this process serves and no shared_name: a Python queue.
+        local = sf.FIFOQueue(2, [sf.float32, sf.int32])
+        assert local.dequeue()[0].op.type == "PyFunc"
