@@ -35,6 +35,30 @@ class JobDef:
         return "JobDef(name=%r, tasks=%r)" % (self.name, self.tasks)
 
 
+class ServerDef:
+    """TF1's tf.train.ServerDef: a cluster (ClusterDef), this task's job_name and task_index,
+    the protocol and default_session_config. Server takes one, and `server.server_def` is the
+    one it serves."""
+
+    def __init__(self, cluster=None, job_name="", task_index=0, protocol="grpc",
+                 default_session_config=None):
+        self.cluster = cluster if isinstance(cluster, ClusterDef) or cluster is None else \
+            ClusterSpec(cluster).as_cluster_def()
+        self.job_name = job_name
+        self.task_index = task_index
+        self.protocol = protocol
+        self.default_session_config = default_session_config
+
+    def __eq__(self, other):
+        return isinstance(other, ServerDef) and all(
+            getattr(self, k) == getattr(other, k) for k in
+            ("cluster", "job_name", "task_index", "protocol"))
+
+    def __repr__(self):
+        return "ServerDef(cluster=%r, job_name=%r, task_index=%r, protocol=%r)" % (
+            self.cluster, self.job_name, self.task_index, self.protocol)
+
+
 class ClusterDef:
     """TF1's tensorflow.ClusterDef, as ClusterSpec.as_cluster_def() returns it: `job` is a list
     of JobDef."""
@@ -145,6 +169,13 @@ class Server:
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
                  config=None, start=True, plaintext=False, connect_timeout=None):
         from shardflow.session import _config
+        if isinstance(server_or_cluster_def, ServerDef):
+            d = server_or_cluster_def
+            job_name = d.job_name or None if job_name is None else job_name
+            task_index = d.task_index if task_index is None else task_index
+            protocol = d.protocol if protocol is None else protocol
+            config = d.default_session_config if config is None else config
+            server_or_cluster_def = d.cluster or {}
         cluster = ClusterSpec(server_or_cluster_def)
         if job_name is None:
             if len(cluster.jobs) != 1:
@@ -175,9 +206,11 @@ class Server:
                 raise ValueError("SHARDFLOW_CONNECT_TIMEOUT is '%s'; it is a number of seconds"
                                  % env) from None
         cfg = _config(config)
-        self.server_def = cluster
+        self._cluster = cluster
         self.job_name = job_name
         self.task_index = int(task_index)
+        self.server_def = ServerDef(cluster.as_cluster_def(), job_name, self.task_index,
+                                    protocol or "grpc", config)
         self._handle = _C.ServerHandle(
             cluster.as_dict(), job_name, self.task_index, cfg.inter_op_threads,
             cfg.intra_op_threads, cfg.cpu_device_count, cfg.auth_token, bool(plaintext),
@@ -188,8 +221,8 @@ class Server:
     def _watch_other_tasks(self):
         """Until _unwatch: a task of the cluster that dies or stops answering (4 s) fails every
         step of sessions opened at this server's target, with an error naming it."""
-        others = [(job, t) for job in self.server_def.jobs
-                  for t in range(self.server_def.num_tasks(job))
+        others = [(job, t) for job in self._cluster.jobs
+                  for t in range(self._cluster.num_tasks(job))
                   if (job, t) != (self.job_name, self.task_index)]
         self._handle.watch(others)
 
@@ -211,12 +244,13 @@ class Server:
 
     @staticmethod
     def create_local_server(config=None, start=True):
-        """A one-task cluster on a free loopback port."""
+        """A one-task cluster on a free loopback port: job "local", as TF1's (its devices are
+        "/job:local/task:0/...")."""
         import socket
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        return Server({"localhost": ["127.0.0.1:%d" % port]}, "localhost", 0, config=config,
+        return Server({"local": ["127.0.0.1:%d" % port]}, "local", 0, config=config,
                       start=start)
 
 
@@ -307,7 +341,10 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
     if ps_tasks < 0:
         raise ValueError("replica_device_setter: ps_tasks is %d; it is >= 0" % ps_tasks)
     ps_ops = set(ps_ops or ("VarHandleOp", "Variable", "VariableV2"))
-    ps_devices = ["%s/task:%d" % (ps_device, i) for i in range(ps_tasks)]
+    from shardflow.framework import DeviceSpec
+    # "/job:ps/cpu:0" and task 1 -> "/job:ps/task:1/device:CPU:0"
+    ps_devices = [DeviceSpec.from_string(ps_device).replace(task=i).to_string()
+                  for i in range(ps_tasks)]
     if ps_strategy is None:
         ps_strategy = _RoundRobin(max(ps_tasks, 1))
     elif not callable(ps_strategy):

@@ -466,6 +466,22 @@ def _session_for(session):
     return session
 
 
+class _DeviceAttributes(str):
+    """One of Session.list_devices(): the device's full name, with TF1's attributes."""
+
+    @property
+    def name(self):
+        return str(self)
+
+    @property
+    def device_type(self):
+        parts = self.rsplit("/device:", 1)
+        return parts[1].split(":")[0] if len(parts) == 2 else ""
+
+    memory_limit_bytes = 0  # not tracked here
+    incarnation = 0
+
+
 class Session:
     """Runs the ops of one graph.
 
@@ -557,8 +573,10 @@ class Session:
         return self.graph.as_graph_def()
 
     def list_devices(self):
-        """The full names of the session's devices."""
-        return self._handle.list_devices()
+        """The session's devices, as TF1's: each with `name` (the full name), `device_type`
+        ("CPU", "GPU"), `memory_limit_bytes` and `incarnation`; each is also its name as a
+        string."""
+        return [_DeviceAttributes(d) for d in self._handle.list_devices()]
 
     def close(self):
         """Releases the session's devices; later runs raise FailedPreconditionError."""

@@ -573,8 +573,8 @@ def latest_checkpoint(checkpoint_dir):
 
 
 # TF1's distributed training API (between-graph replication), under sf.train as in TensorFlow.
-from shardflow.cluster import (ClusterSpec, GreedyLoadBalancingStrategy, Server,  # noqa: E402,F401
-                               replica_device_setter)
+from shardflow.cluster import (ClusterDef, ClusterSpec, GreedyLoadBalancingStrategy,  # noqa
+                               JobDef, Server, ServerDef, replica_device_setter)
 from shardflow.monitored_session import (CheckpointSaverHook, CheckpointSaverListener,  # noqa: E402,F401,E501
                                          MonitoredSession, MonitoredTrainingSession,
                                          SessionRunArgs, SessionRunContext, SessionRunHook,

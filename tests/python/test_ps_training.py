@@ -451,3 +451,24 @@ def test_a_queue_on_another_task_is_the_engines_and_says_what_it_cannot_hold():
         # Without a job, or with one this process serves and no shared_name: a Python queue.
         local = sf.FIFOQueue(2, [sf.float32, sf.int32])
         assert local.dequeue()[0].op.type == "PyFunc"
+
+
+def test_server_def_local_server_and_a_ps_device_with_a_device_type():
+    server = sf.train.Server.create_local_server()
+    d = server.server_def
+    assert (d.job_name, d.task_index, d.protocol) == ("local", 0, "grpc")
+    assert sf.train.ClusterSpec(d.cluster).as_dict() == {"local": [server.target[7:]]}
+    with sf.Graph().as_default():
+        with sf.device("/job:local/task:0"):  # TF1's create_local_server job
+            c = sf.constant(2.0) * 3.0
+        with sf.Session(server.target) as sess:
+            assert sess.run(c) == 6.0
+    with pytest.raises(ValueError, match="no task 3"):  # a ServerDef is taken apart
+        sf.train.Server(sf.train.ServerDef(cluster={"w": ["127.0.0.1:1"]}, job_name="w",
+                                           task_index=3))
+    with sf.Graph().as_default():
+        with sf.device(sf.train.replica_device_setter(ps_tasks=2, ps_device="/job:ps/cpu:0",
+                                                      worker_device="/job:worker/task:0")):
+            a, b = sf.Variable(1.0), sf.Variable(2.0)
+        assert (a.device, b.device) == ("/job:ps/task:0/device:CPU:0",
+                                        "/job:ps/task:1/device:CPU:0")

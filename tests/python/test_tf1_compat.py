@@ -958,3 +958,24 @@ def test_tensorflow_python_module_paths():
         y = nn_ops.relu(math_ops.matmul(x, tf.ones([2, 2])))
         with tf.Session() as sess:
             np.testing.assert_allclose(sess.run(y), [[0.0, 0.0]])
+
+
+def test_device_spec_and_list_devices_attributes():
+    spec = tf.DeviceSpec(job="ps", task=1, device_type="cpu", device_index=0)
+    assert spec.to_string() == "/job:ps/task:1/device:CPU:0"
+    parsed = tf.DeviceSpec.from_string("/job:worker/replica:0/task:2/gpu:1")
+    assert (parsed.job, parsed.replica, parsed.task, parsed.device_type,
+            parsed.device_index) == ("worker", 0, 2, "GPU", 1)
+    assert tf.DeviceSpec.from_string("/device:CPU:*").device_index is None
+    merged = tf.DeviceSpec.from_string("/job:ps").make_merged_spec("/task:3/cpu:0")
+    assert merged.to_string() == "/job:ps/task:3/device:CPU:0"
+    with pytest.raises(ValueError, match="cannot parse '/job:ps/task:x'"):
+        tf.DeviceSpec.from_string("/job:ps/task:x")
+    with tf.Graph().as_default():
+        with tf.device(tf.DeviceSpec(device_type="CPU", device_index=0)):
+            c = tf.constant(1.0)
+        assert c.device == "/device:CPU:0"
+        with tf.Session() as sess:
+            devices = sess.list_devices()
+    assert devices[0].name == "/job:localhost/replica:0/task:0/device:CPU:0"
+    assert devices[0].device_type == "CPU" and "CPU:0" in devices[0]
