@@ -3,7 +3,7 @@
 torch.distributed.all_reduce with gloo (Debian's python3-torch), side by side in one run.
 
     /usr/bin/python3 benchmarks/allreduce_benchmark.py [build/bin/shardflow]
-                     [--sizes-mib 1 16 64] [--iters 10] [--rounds 3] [--transports grpc ucx]
+                     [--sizes-mib 1 16 64] [--iters 10] [--rounds 3] [--transports auto grpc ucx]
 
 shardflow: two `shardflow server` processes (tasks 0 and 1 of one cluster, one CPU device and
 one thread each, as gloo's two processes) and a client (this script, through the Python package)
@@ -14,8 +14,9 @@ the larger of the two tasks'; step overhead (the client's RunStep, RunGraph on e
 printed beside it. gloo: two processes (torch.multiprocessing), all_reduce(SUM) of a tensor of
 the same size, timed around the call after a barrier, the larger of the two ranks.
 
-Each transport (--transports: gRPC's RecvTensor, and UCX's data plane, docs/distributed.md
-"Choosing a transport") gets its own pair of servers. The rounds alternate between them and gloo,
+Each transport (--transports: the default "auto", UCX's shared memory between tasks of one
+host; gRPC's RecvTensor; UCX's data plane with every peer; docs/distributed.md "Choosing a
+transport") gets its own pair of servers. The rounds alternate between them and gloo,
 so all see the same machine; each round's median over
 --iters calls is kept, and the table gives the median of the rounds, as algorithm bandwidth
 (bytes of the tensor / time) and the ratio to gloo. Target (issue 12): >= 1.5x gloo at 16 and
@@ -140,7 +141,7 @@ def main():
     parser.add_argument("--sizes-mib", type=int, nargs="+", default=[1, 16, 64])
     parser.add_argument("--iters", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--transports", nargs="+", default=["grpc", "ucx"])
+    parser.add_argument("--transports", nargs="+", default=["auto", "grpc", "ucx"])
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.cli))),
                                     "python"))

@@ -3,7 +3,7 @@
 `train --strategy allreduce` against PyTorch DistributedDataParallel with gloo, in one run.
 
     /usr/bin/python3 benchmarks/data_parallel_benchmark.py [build/bin/shardflow]
-                     [--steps 200] [--rounds 3] [--transport grpc|ucx]
+                     [--steps 200] [--rounds 3] [--transport auto|grpc|ucx]
                      [--replication between-graph|in-graph]
 
 shardflow, between-graph (the default, as DDP and Horovod run): two `shardflow train --task N
@@ -88,7 +88,7 @@ def ddp_rate(steps):
     return float(outs[0].strip().splitlines()[-1])
 
 
-def start_servers(cli, workdir, transport="grpc"):
+def start_servers(cli, workdir, transport="auto"):
     ports = [free_port(), free_port()]
     path = os.path.join(workdir, "cluster.json")
     with open(path, "w") as f:
@@ -115,7 +115,7 @@ def shardflow_rate(cli, spec, steps, workdir):
     return float(re.search(r"([0-9.]+) examples/s after the first", out).group(1))
 
 
-def between_graph_rate(cli, steps, workdir, transport="grpc"):
+def between_graph_rate(cli, steps, workdir, transport="auto"):
     path = os.path.join(workdir, "between-%d.json" % time.time_ns())
     with open(path, "w") as f:
         json.dump({"worker": ["127.0.0.1:%d" % free_port() for _ in range(2)]}, f)
@@ -147,7 +147,7 @@ def main():
     parser.add_argument("cli", nargs="?", default=os.path.join(ROOT, "build", "bin", "shardflow"))
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--transport", default="grpc", choices=["grpc", "ucx"],
+    parser.add_argument("--transport", default="auto", choices=["auto", "grpc", "ucx"],
                         help="the servers' data plane (the ring's chunks); gRPC stays the "
                         "control plane and the client's feeds")
     parser.add_argument("--replication", default="between-graph",

@@ -4,7 +4,7 @@ the median step split into compute, communication and waiting, against the compu
 
     /usr/bin/python3 benchmarks/data_parallel_split.py [build/bin/shardflow]
         [--models mlp cnn] [--networks loopback 10gbit 1gbit] [--steps 60] [--out DIR]
-        [--rounds 1] [--transport grpc|ucx] [--replication between-graph|in-graph]
+        [--rounds 1] [--transport auto|grpc|ucx] [--replication between-graph|in-graph]
 
 Two workers (and, for ps-async and ps-sync, one ps task), one `shardflow train --cluster --job
 --task` process per task (allreduce and averaging with --replication between-graph, the default
@@ -154,7 +154,7 @@ def medians(path):
 
 
 def run_strategy(cli, hosts, strategy, model, steps, workdir, replication="between-graph",
-                 transport="grpc"):
+                 transport="auto"):
     """Median split of the chief's steps."""
     every, compression = "10", "none"
     if strategy == "no-comm":
@@ -234,7 +234,7 @@ def main():
                         choices=["between-graph", "in-graph"],
                         help="allreduce and averaging: every worker trains from its own graph "
                         "(as DDP), or the chief drives both replicas from one graph")
-    parser.add_argument("--transport", default="grpc", choices=["grpc", "ucx"],
+    parser.add_argument("--transport", default="auto", choices=["auto", "grpc", "ucx"],
                         help="the tasks' data plane (docs/distributed.md 'Choosing a transport'); "
                         "UCX runs with UCX_TLS=tcp between emulated hosts")
     args = parser.parse_args()

@@ -62,9 +62,9 @@ absl::StatusOr<std::unique_ptr<DataPlane>> NewDataPlane(const std::string& name,
 }
 
 absl::Status CheckTransportName(const std::string& name) {
-  if (name == "grpc" || name == "ucx") return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("transport \"", name, "\" is not one shardflow knows; use grpc or ucx"));
+  if (name == "auto" || name == "grpc" || name == "ucx") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "transport \"", name, "\" is not one shardflow knows; use auto (the default), grpc or ucx"));
 }
 
 }  // namespace shardflow

@@ -49,6 +49,11 @@ struct DataPlaneOptions {
   // The cluster's shared token (SecurityOptions::token): sent with every pull, and required of
   // every peer's pull when not empty, as gRPC's bearer token is.
   std::string token;
+  // Transport "auto" (Note [Same-host data plane] in distributed/grpc/grpc_server.cc): pull over
+  // this data plane only from peers on this host (their address a loopback one, one of this
+  // network namespace's, or the host name), over shared memory; from the others over the
+  // fallback, without asking them.
+  bool same_host_only = false;
 };
 
 // Makes a data plane. `cache` reaches the peers' GetStatus; `fallback` pulls from peers without
@@ -70,8 +75,8 @@ absl::StatusOr<std::unique_ptr<DataPlane>> NewDataPlane(const std::string& name,
                                                         std::shared_ptr<WorkerCacheInterface> cache,
                                                         std::unique_ptr<TensorTransport> fallback);
 
-// OK for "grpc" and "ucx" (whether or not this build has UCX: a task without it falls back to
-// gRPC); INVALID_ARGUMENT naming the choices otherwise.
+// OK for "auto", "grpc" and "ucx" (whether or not this build has UCX: a task without it falls
+// back to gRPC); INVALID_ARGUMENT naming the choices otherwise.
 absl::Status CheckTransportName(const std::string& name);
 
 }  // namespace shardflow

@@ -47,11 +47,13 @@ namespace shardflow {
 struct ServerOptions {
   // Which protocol serves the task (distributed/protocol.h).
   std::string protocol = kDefaultProtocol;
-  // The data plane tensors travel on between tasks: "grpc" (RecvTensor on the gRPC connection)
-  // or "ucx" (distributed/ucx/: UCX's shared memory, TCP or RDMA verbs, whichever UCX_TLS allows;
-  // gRPC stays the control plane). A peer that cannot be reached over UCX (it serves gRPC only,
-  // or the connection fails) is pulled from over gRPC, with one logged line.
-  std::string transport = "grpc";
+  // The data plane tensors travel on between tasks: "auto" (UCX's shared memory with peers on
+  // this host, gRPC with the others: Note [Same-host data plane] in grpc_server.cc), "grpc"
+  // (RecvTensor on the gRPC connection) or "ucx" (distributed/ucx/: UCX's shared memory, TCP or
+  // RDMA verbs, whichever UCX_TLS allows, with every peer; gRPC stays the control plane). A peer
+  // that cannot be reached over UCX (it serves gRPC only, or the connection fails) is pulled
+  // from over gRPC, with one logged line.
+  std::string transport = "auto";
   std::string job = "worker";
   int task = 0;
   // "host:port" to bind; empty = the cluster spec's address for (job, task), bound on all

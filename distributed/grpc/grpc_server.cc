@@ -1,5 +1,6 @@
 #include "distributed/grpc/grpc_server.h"
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "core/platform/status.h"
 #include "distributed/data_plane.h"
@@ -31,6 +32,18 @@ const bool kRegistered = [] {
 
 }  // namespace
 
+// Note [Same-host data plane]. Transport "auto", the default, gives a server the UCX data plane
+// restricted to peers on its own host: tensors between tasks of one machine (ranks of one node,
+// the tests' and benchmarks' loopback clusters) cross through shared memory (UCX's posix/sysv
+// segments and CMA: one copy, where TCP over loopback costs two in the kernel and gRPC one more
+// out of its slices; docs/benchmarks.md "All-reduce between two processes vs gloo"), and
+// tensors from other hosts keep to gRPC, whose TCP path is as fast over a real link (UCX over
+// TCP measured no better) and whose port is the only one the server opens. A peer is on this
+// host when its address in the cluster is a loopback one, an address of one of this network
+// namespace's interfaces, or this machine's host name, so tasks in other network namespaces
+// (emulated hosts) are other hosts. UCX is restricted to shared memory (TLS "sm,self", unless
+// UCX_TLS is set), so it opens no TCP listener. A server with TLS, or a build without UCX, is
+// gRPC only; a peer that serves gRPC only, or cannot be connected, is pulled from over gRPC.
 absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& options) {
   const std::string task_name = ClusterSpec::TaskName(options.job, options.task);
   absl::Status poll = ChooseGrpcPollStrategy(options.grpc_poll_strategy);
@@ -68,13 +81,19 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
   client_options.security = options.security;
   server->cache_ = std::make_shared<GrpcWorkerCache>(client_options);
   // The data plane (ServerOptions::transport): UCX beside gRPC when asked for and available,
-  // else RecvTensor on the gRPC connection.
-  if (options.transport == "ucx") {
-    auto ucx = NewDataPlane("ucx", {task_name, options.security.token}, server->cache_,
-                            server->cache_->NewTransport());
+  // else RecvTensor on the gRPC connection. Note [Same-host data plane] for "auto".
+  const bool same_host = options.transport == "auto" && !options.security.tls() &&
+                         absl::c_linear_search(RegisteredDataPlanes(), "ucx");
+  if (options.transport == "ucx" || same_host) {
+    DataPlaneOptions plane{task_name, options.security.token};
+    plane.same_host_only = same_host;
+    auto ucx = NewDataPlane("ucx", plane, server->cache_, server->cache_->NewTransport());
     if (ucx.ok()) {
       server->data_plane_ = ucx->get();
       server->transport_ = *std::move(ucx);
+    } else if (same_host) {
+      LOG(INFO) << "server for task " << task_name << ": " << ucx.status().message()
+                << "; tensors travel over gRPC";
     } else {
       LOG(WARNING) << "server for task " << task_name << ": " << ucx.status().message()
                    << "; tensors travel over gRPC";

@@ -77,8 +77,11 @@ bool IsThisHost(const std::string& address) {
 class PeerTable : public std::enable_shared_from_this<PeerTable> {
  public:
   PeerTable(std::shared_ptr<UcxEngine> engine, std::shared_ptr<WorkerCacheInterface> cache,
-            std::unique_ptr<TensorTransport> fallback)
-      : engine_(std::move(engine)), cache_(std::move(cache)), fallback_(std::move(fallback)) {}
+            std::unique_ptr<TensorTransport> fallback, bool same_host_only)
+      : engine_(std::move(engine)),
+        cache_(std::move(cache)),
+        fallback_(std::move(fallback)),
+        same_host_only_(same_host_only) {}
 
   const std::shared_ptr<UcxEngine>& engine() const { return engine_; }
 
@@ -102,6 +105,13 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
           peer.waiting.push_back({call, cancel, std::move(done)});
           break;
         case Peer::kUnknown:
+          if (same_host_only_ && !IsThisHost(call.address)) {
+            // Transport "auto": a peer on another host is pulled from over gRPC, unasked.
+            peer.state = Peer::kGrpc;
+            peer.task = call.task;
+            action = kFallback;
+            break;
+          }
           action = kResolve;
           peer.state = Peer::kResolving;
           peer.task = call.task;
@@ -214,6 +224,7 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
   const std::shared_ptr<UcxEngine> engine_;
   const std::shared_ptr<WorkerCacheInterface> cache_;
   const std::unique_ptr<TensorTransport> fallback_;
+  const bool same_host_only_;
   absl::Mutex mu_;
   std::map<std::string, Peer> peers_ ABSL_GUARDED_BY(mu_);
 };
@@ -308,8 +319,8 @@ absl::StatusOr<std::unique_ptr<DataPlane>> NewUcxDataPlane(
     std::unique_ptr<TensorTransport> fallback) {
   auto engine = UcxEngine::Create(options);
   if (!engine.ok()) return engine.status();
-  return std::unique_ptr<DataPlane>(new UcxDataPlane(
-      std::make_shared<PeerTable>(*std::move(engine), std::move(cache), std::move(fallback))));
+  return std::unique_ptr<DataPlane>(new UcxDataPlane(std::make_shared<PeerTable>(
+      *std::move(engine), std::move(cache), std::move(fallback), options.same_host_only)));
 }
 
 }  // namespace shardflow

@@ -209,6 +209,15 @@ absl::Status UcxEngine::Init() {
   if (std::getenv("UCX_KEEPALIVE_INTERVAL") == nullptr) {
     ucp_config_modify(config, "KEEPALIVE_INTERVAL", "2s");
   }
+  // Same-host peers only (transport "auto"): shared memory and loopback within the process, so
+  // UCX opens no TCP listener beside the server's own port. UCX_TLS, when set, wins.
+  if (same_host_only_ && std::getenv("UCX_TLS") == nullptr) {
+    st = ucp_config_modify(config, "TLS", "sm,self");
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return UcxError("restricting UCX to shared memory (TLS=sm,self)", st);
+    }
+  }
   ucp_params_t params;
   std::memset(&params, 0, sizeof(params));
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;

@@ -103,7 +103,7 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   };
 
   explicit UcxEngine(const DataPlaneOptions& options)
-      : task_(options.task), token_(options.token) {}
+      : task_(options.task), token_(options.token), same_host_only_(options.same_host_only) {}
   // The header of a request or cancel: id, step, this task's token.
   std::string RequestHeaderBytes(uint64_t id, int64_t step_id) const;
   // Parses a request's or cancel's header and checks its token; false = drop it, with *why set
@@ -149,6 +149,7 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
 
   const std::string task_;
   const std::string token_;
+  const bool same_host_only_;  // DataPlaneOptions::same_host_only
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::string address_;

@@ -161,9 +161,11 @@ class Server:
     default 30, or $SHARDFLOW_CONNECT_TIMEOUT) bounds how long a session opened here waits for
     the other tasks (a ps not up yet) before its error names those that never answered.
     Addresses other than loopback ones need `plaintext=True` (or TLS; docs/distributed.md).
+    Tensors between tasks of this host cross through shared memory (UCX), and from other hosts
+    over gRPC (`config=sf.ConfigProto(transport="grpc")` for gRPC alone).
     `protocol="grpc+ucx"` (or `config=sf.ConfigProto(transport="ucx")`) moves tensors between
-    tasks over UCX (shared memory, TCP or RDMA verbs as UCX_TLS allows) with gRPC for the rest,
-    as TF1's "grpc+verbs" did.
+    all tasks over UCX (shared memory, TCP or RDMA verbs as UCX_TLS allows) with gRPC for the
+    rest, as TF1's "grpc+verbs" did.
     """
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
@@ -191,7 +193,9 @@ class Server:
         # TF1 named its RDMA data planes "grpc+verbs", "grpc+gdr": here "grpc+ucx" (UCX's shared
         # memory, TCP or verbs for tensors; gRPC for the rest). A task without UCX falls back to
         # gRPC with one logged line.
-        transports = {None: "grpc", "grpc": "grpc", "grpc+ucx": "ucx"}
+        # Plain "grpc" (TF1's only one) keeps the config's data plane: "auto" by default, UCX's
+        # shared memory with this host's tasks (ConfigProto(transport="grpc") for gRPC alone).
+        transports = {None: None, "grpc": None, "grpc+ucx": "ucx"}
         if protocol not in transports:
             raise ValueError("Server: protocol '%s' is not available; use 'grpc' or 'grpc+ucx'%s"
                              % (protocol, " (TF1's RDMA data planes are 'grpc+ucx' here)"
@@ -215,7 +219,7 @@ class Server:
             cluster.as_dict(), job_name, self.task_index, cfg.inter_op_threads,
             cfg.intra_op_threads, cfg.cpu_device_count, cfg.auth_token, bool(plaintext),
             float(connect_timeout),
-            transports[protocol] if protocol is not None else cfg.transport)
+            transports[protocol] or cfg.transport)
         _SERVERS[self.target] = self
 
     def _watch_other_tasks(self):

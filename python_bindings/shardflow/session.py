@@ -200,7 +200,8 @@ class ConfigProto:
     graph_options: sf.GraphOptions(rewrite_options=sf.RewriterConfig(...)): which graph optimizer
         passes run (all by default; docs/optimizer.md).
     transport: for sf.train.Server(config=...), the data plane tensors travel on between tasks:
-        "grpc" (default) or "ucx" (docs/distributed.md, "Choosing a transport"; the same as
+        "auto" (default: shared memory with tasks on this host, gRPC with the others), "grpc"
+        or "ucx" (docs/distributed.md, "Choosing a transport"; "ucx" is
         Server(protocol="grpc+ucx")).
     device_filters: for a cluster session (server.target), the partial device names it may use,
         e.g. ["/job:ps", "/job:worker/task:1"]: the other tasks are never contacted, so a worker's
@@ -220,7 +221,7 @@ class ConfigProto:
     def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
                  allow_soft_placement=False, log_device_placement=False, placement_policy="",
                  auth_token="", tls_ca_file="", tls_cert_file="", tls_key_file="",
-                 transport="grpc", device_count=None, inter_op_parallelism_threads=None,
+                 transport="auto", device_count=None, inter_op_parallelism_threads=None,
                  intra_op_parallelism_threads=None, gpu_options=None, graph_options=None,
                  gpu_device_count=0, device_filters=(), operation_timeout_in_ms=0,
                  use_per_session_threads=False, placement_period=0, isolate_session_state=False,
@@ -256,8 +257,9 @@ class ConfigProto:
         self.tls_ca_file = tls_ca_file
         self.tls_cert_file = tls_cert_file
         self.tls_key_file = tls_key_file
-        if transport not in ("grpc", "ucx"):
-            raise ValueError("ConfigProto(transport=%r): use 'grpc' or 'ucx'" % (transport,))
+        if transport not in ("auto", "grpc", "ucx"):
+            raise ValueError("ConfigProto(transport=%r): use 'auto' (the default), 'grpc' or "
+                             "'ucx'" % (transport,))
         self.transport = transport
         self.graph_options = graph_options if graph_options is not None else GraphOptions()
         if isinstance(device_filters, str):

@@ -179,7 +179,7 @@ void RegisterServerBindings(py::module_& m) {
            py::arg("cluster"), py::arg("job"), py::arg("task"), py::arg("inter_op_threads") = 0,
            py::arg("intra_op_threads") = 0, py::arg("cpu_device_count") = 0,
            py::arg("auth_token") = "", py::arg("plaintext") = false,
-           py::arg("connect_timeout_s") = 0.0, py::arg("transport") = "grpc")
+           py::arg("connect_timeout_s") = 0.0, py::arg("transport") = "auto")
       .def_property_readonly("address", &ServerHandle::address)
       .def_property_readonly("task_name", &ServerHandle::task_name)
       .def("join", &ServerHandle::Join)

@@ -6,9 +6,11 @@ of two local replicas; `--strategy ps-sync` with a ps and a worker on host 0 and
 1 (one process per task) must end with the parameters of one local worker on both workers' rows;
 a task killed on host 1 must fail the next step within the bound with an error naming it.
 With `--transport ucx` the tasks move tensors over UCX with UCX_TLS=tcp (without it UCX would
-find shared memory between namespaces of one machine and bypass the link under test).
+find shared memory between namespaces of one machine and bypass the link under test). The
+default, `--transport auto`, is the tasks' own default: shared memory between tasks of one
+namespace (the ps and worker 0 of the ps-sync run), gRPC over the link between namespaces.
 
-usage: netns_test.py path/to/shardflow [--transport grpc|ucx]
+usage: netns_test.py path/to/shardflow [--transport auto|grpc|ucx]
        (root; exits 77 = skipped without namespaces)
 """
 import json
@@ -20,7 +22,7 @@ import tempfile
 import time
 
 BINARY = os.path.abspath(sys.argv[1])
-TRANSPORT = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--transport" else "grpc"
+TRANSPORT = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--transport" else "auto"
 # Every shardflow process here: the tasks' data plane, over TCP only.
 TRANSPORT_FLAGS = ["--transport", TRANSPORT]
 ENV = dict(os.environ, UCX_TLS="tcp") if TRANSPORT == "ucx" else dict(os.environ)
@@ -90,6 +92,13 @@ def start_task(spec, task):
     if TRANSPORT == "ucx" and "tensors over ucx" not in line:
         print(f"note: task {task} fell back to gRPC (no UCX in this build?): {line.strip()}")
     return p
+
+
+def link_bytes():
+    """Bytes host 0's end of the link has sent and received."""
+    read = sh("ip", "netns", "exec", NS[0], "cat", f"/sys/class/net/{VETH[0]}/statistics/tx_bytes",
+              f"/sys/class/net/{VETH[0]}/statistics/rx_bytes").stdout.split()
+    return sum(int(x) for x in read)
 
 
 def train(tmp, tag, *flags, ns=None):
@@ -181,10 +190,10 @@ def main():
                   "--lr", "0.05"]
             local_dp, local_dp_losses = train(tmp, "local_dp", "--threads", "1", "--devices", "2",
                                               *dp)
-            start = time.time()
+            start, crossed = time.time(), link_bytes()
             dist_dp, dist_dp_losses = train(tmp, "dist_dp", "--cluster", spec, "--plaintext", *dp,
                                             ns=NS[0])
-            took = time.time() - start
+            took, crossed = time.time() - start, link_bytes() - crossed
             ok = local_dp.returncode == 0 and dist_dp.returncode == 0
             check("all-reduce training across two emulated hosts runs", ok,
                   local_dp.stderr + dist_dp.stderr)
@@ -193,6 +202,10 @@ def main():
                 check(f"its loss curve equals two local replicas' (30 steps over a {RATE} link, "
                       f"{took:.1f} s)", a.shape == b.shape and np.allclose(a, b, rtol=1e-4),
                       f"{a[:5]} vs {b[:5]}")
+                # The gradients crossed the link (each step's all-reduce moves the MLP's
+                # gradients both ways): shared memory between the namespaces would bypass it.
+                check(f"the gradients crossed the emulated link ({crossed / 1e6:.1f} MB)",
+                      crossed > 30 * 1e6, f"{crossed} bytes")
             ps_sync_across_hosts(tmp, np)
             # Host 1 becomes unreachable in the middle of training (its link goes down, no
             # reset reaches anyone): the step fails naming task 1 within the bound.

@@ -582,6 +582,75 @@ TEST(UcxWireTest, UcxIsRefusedWithTls) {
   EXPECT_TRUE(absl::StrContains(server.status().message(), "cannot encrypt")) << server.status();
 }
 
+// A transport that counts the pulls it is given, passing them on (those to TEST-NET-1, which
+// nothing answers, fail at once).
+class CountingTransport final : public TensorTransport {
+ public:
+  explicit CountingTransport(std::unique_ptr<TensorTransport> inner) : inner_(std::move(inner)) {}
+  void RecvTensorAsync(const RecvTensorCall& call, CallCancellation* cancel,
+                       RecvDone done) override {
+    ++*count_;
+    if (absl::StartsWith(call.address, "192.0.2.")) {
+      done(absl::UnavailableError("TEST-NET-1"), Tensor());
+      return;
+    }
+    inner_->RecvTensorAsync(call, cancel, std::move(done));
+  }
+  std::shared_ptr<std::atomic<int>> count() const { return count_; }
+
+ private:
+  std::unique_ptr<TensorTransport> inner_;
+  std::shared_ptr<std::atomic<int>> count_ = std::make_shared<std::atomic<int>>(0);
+};
+
+// Note [Same-host data plane]: transport "auto" serves UCX, and its data plane pulls from a peer
+// on this host over UCX and from a peer elsewhere over the fallback, without asking it.
+TEST(UcxWireTest, AutoPullsFromThisHostOverUcxAndFromOtherHostsOverGrpc) {
+  ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.config.set_inter_op_threads(2);
+  ASSERT_EQ(options.transport, "auto");  // the default
+  auto server = Server::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  GetStatusResponse status;
+  (*server)->worker()->GetStatus(&status);
+  EXPECT_EQ(status.data_plane(), "ucx");
+
+  auto cache = std::make_shared<GrpcWorkerCache>(GrpcClientOptions());
+  auto fallback = std::make_unique<CountingTransport>(cache->NewTransport());
+  std::shared_ptr<std::atomic<int>> fallback_pulls = fallback->count();
+  DataPlaneOptions plane_options{"/job:worker/replica:0/task:1"};
+  plane_options.same_host_only = true;
+  auto plane = NewDataPlane("ucx", plane_options, cache, std::move(fallback));
+  ASSERT_TRUE(plane.ok()) << plane.status();
+  auto client = *cache->GetClient((*server)->address(), (*server)->task_name());
+  RecvTensorCall call;
+  call.task = (*server)->task_name();
+  call.address = (*server)->address();
+  call.key = RendezvousKey(kTask0Cpu, (*server)->incarnation(), kTask1Cpu, "t:0");
+  for (int64_t step = 1; step <= 3; ++step) {
+    ASSERT_TRUE(test::SendOnTask0(client.get(), (*server)->incarnation(),
+                                  Tensor::Scalar<int32_t>(static_cast<int32_t>(step)), step)
+                    .ok());
+    call.step_id = step;
+    auto got = Pull(plane->get(), call);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->scalar<int32_t>(), step);
+  }
+  EXPECT_EQ(fallback_pulls->load(), 0) << "a pull from this host's task went over gRPC";
+
+  // A task at an address of no interface here (TEST-NET-1) is another host: its pulls go to the
+  // fallback at once, and nobody asked it for a UCX address (GetStatus would hang on it).
+  call.task = "/job:worker/replica:0/task:2";
+  call.address = "192.0.2.1:2222";
+  call.step_id = 4;
+  for (int i = 1; i <= 2; ++i) {
+    auto got = Pull(plane->get(), call);
+    EXPECT_EQ(got.status().message(), "TEST-NET-1");
+    EXPECT_EQ(fallback_pulls->load(), i);
+  }
+}
+
 #else
 
 TEST(UcxWireTest, SkippedWithoutUcx) { GTEST_SKIP() << "shardflow was built without UCX"; }

@@ -32,8 +32,9 @@ void ClusterFlags::Register(Flags* flags) {
               "talk to non-loopback tasks without TLS (with --cluster; trusted networks only)");
   flags->String(
       "transport", &transport,
-      "with --cluster --job/--task: the data plane between tasks, grpc or ucx (UCX: "
-      "shared memory, TCP or RDMA verbs as UCX_TLS allows; gRPC stays the control plane)");
+      "with --cluster --job/--task: the data plane between tasks: auto (shared memory with "
+      "tasks on this host, gRPC with others), grpc, or ucx (UCX with every task: shared "
+      "memory, TCP or RDMA verbs as UCX_TLS allows; gRPC stays the control plane)");
 }
 
 absl::Status ClusterFlags::ResolveAuto(std::string* job, int64_t* task) {

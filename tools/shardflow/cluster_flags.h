@@ -25,8 +25,9 @@ struct ClusterFlags {
   std::string token;
   std::string tls_ca;
   bool plaintext = false;
-  // The data plane between tasks this process serves (ServerOptions::transport): grpc or ucx.
-  std::string transport = "grpc";
+  // The data plane between tasks this process serves (ServerOptions::transport): auto, grpc or
+  // ucx.
+  std::string transport = "auto";
   // --cluster auto: the first task's port on each host, and where ranks meet when the
   // environment gives no addresses (MPI, torchrun).
   int64_t port_base = 2222;

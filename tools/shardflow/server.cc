@@ -39,7 +39,7 @@ struct ServerConfig {
   int64_t transfer_idle_secs = 60;
   int64_t step_idle_secs = 600;
   std::string grpc_poll_strategy = kDefaultGrpcPollStrategy;
-  std::string transport = "grpc";
+  std::string transport = "auto";
 };
 
 absl::Status CheckNonNegative(const char* flag, int64_t value) {
@@ -115,11 +115,14 @@ absl::Status Serve(const ServerConfig& c) {
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(options));
   GetStatusResponse status;
   server->worker()->GetStatus(&status);  // which data plane the server got (ucx may fall back)
+  // "auto" that got UCX: shared memory with this host's tasks, gRPC with the others.
+  const std::string over = status.data_plane().empty() ? "grpc"
+                           : c.transport == "auto" ? "ucx with this host's tasks, grpc with others"
+                                                   : status.data_plane();
   std::printf("shardflow server %s listening on %s (incarnation %016llx%s; tensors over %s)\n",
               server->task_name().c_str(), server->address().c_str(),
               static_cast<unsigned long long>(server->incarnation()),
-              c.master ? ", with a master" : "",
-              status.data_plane().empty() ? "grpc" : status.data_plane().c_str());
+              c.master ? ", with a master" : "", over.c_str());
   for (Device* d : server->devices()) std::printf("  device %s\n", d->name().c_str());
   std::fflush(stdout);
   int received = 0;
@@ -160,9 +163,10 @@ void AddServerCommand(CommandLine* cli) {
              "serve without TLS on a non-loopback address (trusted networks only)");
   flags.Bool("master", &c.master, "also serve MasterService");
   flags.String("transport", &c.transport,
-               "the data plane tensors travel on between tasks: grpc, or ucx (UCX: shared "
-               "memory, TCP or RDMA verbs as UCX_TLS allows; gRPC stays the control plane; a peer "
-               "without UCX is reached over gRPC)");
+               "the data plane tensors travel on between tasks: auto (shared memory with tasks "
+               "on this host, gRPC with others), grpc, or ucx (UCX with every task: shared "
+               "memory, TCP or RDMA verbs as UCX_TLS allows; gRPC stays the control plane; a "
+               "peer without UCX is reached over gRPC)");
   flags.String("grpc-poll-strategy", &c.grpc_poll_strategy,
                "gRPC's I/O polling: poll (measured fastest here), epoll1, or empty for gRPC's "
                "default; GRPC_POLL_STRATEGY in the environment wins");
