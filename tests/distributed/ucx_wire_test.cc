@@ -582,7 +582,7 @@ TEST(UcxWireTest, UcxIsRefusedWithTls) {
   EXPECT_TRUE(absl::StrContains(server.status().message(), "cannot encrypt")) << server.status();
 }
 
-// A transport that counts the pulls it is given, passing them on (those to TEST-NET-1, which
+// A transport that counts the pulls it is given, passing them on (those to TEST-NET-3, which
 // nothing answers, fail at once).
 class CountingTransport final : public TensorTransport {
  public:
@@ -590,8 +590,8 @@ class CountingTransport final : public TensorTransport {
   void RecvTensorAsync(const RecvTensorCall& call, CallCancellation* cancel,
                        RecvDone done) override {
     ++*count_;
-    if (absl::StartsWith(call.address, "192.0.2.")) {
-      done(absl::UnavailableError("TEST-NET-1"), Tensor());
+    if (absl::StartsWith(call.address, "203.0.113.")) {
+      done(absl::UnavailableError("TEST-NET-3"), Tensor());
       return;
     }
     inner_->RecvTensorAsync(call, cancel, std::move(done));
@@ -639,14 +639,14 @@ TEST(UcxWireTest, AutoPullsFromThisHostOverUcxAndFromOtherHostsOverGrpc) {
   }
   EXPECT_EQ(fallback_pulls->load(), 0) << "a pull from this host's task went over gRPC";
 
-  // A task at an address of no interface here (TEST-NET-1) is another host: its pulls go to the
+  // A task at an address of no interface here (TEST-NET-3) is another host: its pulls go to the
   // fallback at once, and nobody asked it for a UCX address (GetStatus would hang on it).
   call.task = "/job:worker/replica:0/task:2";
-  call.address = "192.0.2.1:2222";
+  call.address = "203.0.113.77:2222";
   call.step_id = 4;
   for (int i = 1; i <= 2; ++i) {
     auto got = Pull(plane->get(), call);
-    EXPECT_EQ(got.status().message(), "TEST-NET-1");
+    EXPECT_EQ(got.status().message(), "TEST-NET-3");
     EXPECT_EQ(fallback_pulls->load(), i);
   }
 }
