@@ -23,8 +23,8 @@ import contextlib
 import numpy as np
 
 from shardflow import dtypes, nn, ops
-from shardflow.framework import (GraphKeys, Tensor, add_to_collection, convert_to_tensor,
-                                 get_default_graph)
+from shardflow.framework import (GraphKeys, Tensor, TensorShape, add_to_collection,
+                                 convert_to_tensor, get_default_graph)
 from shardflow.variables import initializers
 
 
@@ -59,11 +59,35 @@ def _conditional_on(items, inputs):
             if reaches(item if hasattr(item, "outputs") else item.op) == (inputs is not None)]
 
 
+def _as_input_shape(input_shape):
+    """build's argument as layers take it: a TensorShape, or a list of them (several inputs),
+    from what callers give (TF1 code writes ``layer.build((None, 5))``)."""
+    if isinstance(input_shape, (list, tuple)) and input_shape and all(
+            isinstance(s, (list, tuple, TensorShape)) for s in input_shape):
+        return [s if isinstance(s, TensorShape) else TensorShape(list(s)) for s in input_shape]
+    if isinstance(input_shape, (list, tuple)):
+        return TensorShape(list(input_shape))
+    return input_shape
+
+
 class Layer:
     """Base class: ``__call__`` enters the layer's name scope and device, builds the
-    variables once (``build``), then applies ``call``."""
+    variables once (``build``), then applies ``call``. A subclass's ``build`` gets a
+    TensorShape (or a list of them) even when called with a tuple."""
 
     _default_name = "layer"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        build = cls.__dict__.get("build")
+        if build is not None and not getattr(build, "_takes_shapes", False):
+            def shaped_build(self, input_shape, *args, **kw):
+                return build(self, _as_input_shape(input_shape), *args, **kw)
+            shaped_build.__doc__ = build.__doc__
+            shaped_build.__name__ = build.__name__
+            shaped_build.__qualname__ = build.__qualname__
+            shaped_build._takes_shapes = True
+            cls.build = shaped_build
 
     def __init__(self, name=None, device=None):
         self.name = name

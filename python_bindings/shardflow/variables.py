@@ -26,9 +26,13 @@ class Initializer:
         self.value = float(value)
 
     def __call__(self, shape, dtype=dtypes.float32, name=None):
+        from shardflow.ops import _op_seed
         g = get_default_graph()
+        # Without a seed of its own, one derived from the graph's (tf.set_random_seed), as
+        # every random op: the same program starts from the same weights.
+        seed = self.seed if self.kind in ("zeros", "constant") else _op_seed(self.seed)
         with g.name_scope(name or self.kind):
-            ref = g._handle.initializer(self.kind, _plain_dims(shape), self.seed,
+            ref = g._handle.initializer(self.kind, _plain_dims(shape), seed,
                                         dtypes.as_dtype(dtype)._enum, self.value, g._ctx())
         op = g.get_operation_by_name(ref.node)
         return op.outputs[ref.index]

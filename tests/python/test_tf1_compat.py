@@ -979,3 +979,43 @@ def test_device_spec_and_list_devices_attributes():
             devices = sess.list_devices()
     assert devices[0].name == "/job:localhost/replica:0/task:0/device:CPU:0"
     assert devices[0].device_type == "CPU" and "CPU:0" in devices[0]
+
+
+def test_graph_seed_makes_keras_and_initializer_weights_reproducible():
+    # Regression: sf.initializers' kinds (Keras's default glorot_uniform, he_normal, ...) took
+    # seed 0 (random) without a seed of their own, ignoring tf.set_random_seed.
+    def weights():
+        with tf.Graph().as_default():
+            tf.set_random_seed(3)
+            layer = tf.keras.layers.Dense(4, kernel_initializer="he_normal")
+            layer.build(tf.TensorShape([None, 5]))
+            dense = tf.keras.layers.Dense(2)
+            dense.build(tf.TensorShape([None, 3]))
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                return sess.run([layer.kernel, dense.kernel])
+    first, second = weights(), weights()
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(first[0][:3, :2], first[1])  # each op its own seed
+
+
+def test_layer_build_takes_a_tuple_as_tf1_code_passes_it():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(3)])
+    model.build((None, 5))
+    assert model.count_params() == 18
+    conv = tf.keras.layers.Conv2D(2, 3)
+    conv.build((None, 8, 8, 1))
+    assert conv.kernel.shape == [3, 3, 1, 2]
+
+    class Custom(tf.keras.layers.Layer):
+        def build(self, input_shape):
+            self.w = self.add_weight("w", shape=(input_shape[-1], 4))
+            super().build(input_shape)
+
+        def call(self, x):
+            return tf.matmul(x, self.w)
+    custom = Custom()
+    custom.build((None, 7))
+    assert custom.w.shape == [7, 4]
+    tf.keras.layers.Concatenate().build([(None, 2), (None, 3)])

@@ -373,19 +373,6 @@ def test_unsupported_strategies_say_what_to_use_and_contrib_alias():
     assert one.experimental_run_v2(lambda: tf.constant(2.0)).op.device == "/device:CPU:0"
 
 
-def test_keras_compile_under_a_multi_worker_strategy_is_refused(monkeypatch):
-    # Each worker's fit would train its own copy, out of step with the others: refused, naming
-    # the ways that work (an estimator with train_distribute, horovod's optimizer).
-    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, '
-                                    '"task": {"type": "worker", "index": 0}}')
-    strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
-    assert strategy.num_replicas_in_sync == 2
-    with tf.Graph().as_default(), strategy.scope():
-        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(1,))])
-        with pytest.raises(NotImplementedError, match="train_distribute"):
-            model.compile("sgd", "mse")
-
-
 def test_parameter_server_strategy_places_variables_on_the_ps():
     # TF 1.15's ParameterServerStrategy given a cluster (configure, or a cluster resolver as
     # TF_CONFIG gives): variables made in its scope go round-robin to the ps tasks, the rest to

@@ -586,3 +586,64 @@ def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path):
             tf.distribute.experimental.MultiWorkerMirroredStrategy()
         finally:
             del os.environ["TF_CONFIG"]
+
+
+_KERAS_MIRRORED_PROGRAM = '''
+import json, sys
+import numpy as np
+import shardflow as tf
+
+rank, workers = int(sys.argv[1]), int(sys.argv[2])
+tf.set_random_seed(7 + rank)  # the workers start apart; fit starts from worker 0's values
+rng = np.random.RandomState(0)
+x = rng.randn(64, 4).astype(np.float32)
+y = (x @ np.array([[1.0], [2.0], [-1.0], [0.5]], np.float32) + 0.3).astype(np.float32)
+rows = 16 // workers  # worker i takes its share of each 16-row global batch
+mine = np.concatenate([np.arange(k * 16 + rank * rows, k * 16 + (rank + 1) * rows)
+                       for k in range(4)])
+strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
+with strategy.scope():
+    model = tf.keras.Sequential([tf.keras.layers.Dense(3, activation="tanh", input_shape=(4,)),
+                                 tf.keras.layers.Dense(1)])
+    model.compile(tf.keras.optimizers.SGD(0.05), "mse")
+history = model.fit(x[mine], y[mine], batch_size=rows, epochs=3, shuffle=False, verbose=0)
+print("FINAL " + json.dumps({"weights": [w.tolist() for w in model.get_weights()],
+                             "loss": history.history["loss"]}), flush=True)
+'''
+
+
+def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path):
+    # TF 1.15's multi-worker Keras: each worker process builds and compiles the model in the
+    # strategy's scope and fits on its share of every global batch; with SGD the workers end
+    # with the weights of one process that fits the whole batches from worker 0's start.
+    from cluster_util import free_port
+    program = tmp_path / "keras_program.py"
+    program.write_text(_KERAS_MIRRORED_PROGRAM)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)))
+    env.pop("TF_CONFIG", None)
+    alone = subprocess.run([sys.executable, str(program), "0", "1"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    cluster = {"worker": ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]}
+    procs = []
+    for rank in (1, 0):
+        env["TF_CONFIG"] = json.dumps({"cluster": cluster,
+                                       "task": {"type": "worker", "index": rank}})
+        procs.append(subprocess.Popen([sys.executable, str(program), str(rank), "2"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    try:
+        outs = [p.communicate(timeout=180)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    one = json.loads(re.search(r"FINAL (\{.*\})", alone.stdout).group(1))
+    workers = [json.loads(re.search(r"FINAL (\{.*\})", o).group(1)) for o in outs]
+    for a, b in zip(workers[0]["weights"], workers[1]["weights"]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    for a, b in zip(workers[0]["weights"], one["weights"]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert workers[0]["loss"][-1] < workers[0]["loss"][0]

@@ -13,6 +13,13 @@ is the chief: it alone writes checkpoints and summaries. Every worker initialise
 (restoring model_dir's newest checkpoint when there is one), then takes worker 0's values, and
 trains through its own server (Estimator.train). Without TF_CONFIG there is one worker and
 nothing is distributed.
+
+Keras, as TF 1.15's multi-worker Keras tutorial: a model built and compiled in
+``strategy.scope()`` on every worker, then ``model.fit(...)`` on each: entering the scope starts
+this worker's server and puts this process's sessions and ops on it; compile wraps the
+optimizer so the gradients are averaged over the workers; fit starts from worker 0's variables.
+Each worker fits on the data it is given (shard it: its rows, or dataset.shard(workers,
+index)), the same number of steps on every worker (the all-reduces pair up step by step).
 """
 
 import weakref
@@ -23,8 +30,11 @@ from shardflow.distribute.strategy import Strategy, StrategyExtended
 from shardflow.distribute.values import ReduceOp, as_reduce_op
 
 # The collective group of the gradients' all-reduces (apart from AllReduceOptimizer's 1,
-# broadcast_variables' 2 and shardflow.horovod's 3).
+# broadcast_variables' 2 and shardflow.horovod's 3); Keras models compiled in the strategy's
+# scope all-reduce their gradients in group 5 and take worker 0's variables in group 6.
 _GROUP = 4
+_KERAS_GROUP = 5
+_KERAS_BROADCAST_GROUP = 6
 
 
 class _Extended(StrategyExtended):
@@ -95,7 +105,61 @@ class MultiWorkerMirroredStrategy(Strategy):
             rank = task["index"]
             device = "/job:worker/task:%d" % rank if workers > 1 else ""
         self._task_rank = rank
+        self._jobs = jobs
+        self._started = False
+        self._broadcasts = weakref.WeakKeyDictionary()  # graph -> its broadcast op
         super().__init__(_Extended(self, workers, rank, device))
+
+    def scope(self):
+        """The strategy's scope; with several workers, this worker's server runs first and
+        this process's sessions and ops go to it (as hvd.init), so that a Keras model built and
+        compiled inside trains as one replica of the group."""
+        self._start_worker()
+        return super().scope()
+
+    def _start_worker(self):
+        if self._started or self.num_replicas_in_sync == 1:
+            return
+        import types
+
+        from shardflow import session
+        from shardflow.cluster import ClusterSpec
+        from shardflow.estimator.estimator import _task_server
+        # The server an estimator of this task uses too (one per task and process).
+        server = _task_server(types.SimpleNamespace(
+            cluster_spec=ClusterSpec(self._jobs), task_type="worker", task_id=self._task_rank))
+        framework._set_base_device("/job:worker/task:%d" % self._task_rank)
+        session._set_default_target(server.target)
+        self._started = True
+
+    def _keras_compile(self, model):
+        """Model.compile in the scope: the optimizer's gradients are averaged over the workers
+        (ring all-reduce), and Model.fit starts from worker 0's variables (_keras_broadcast)."""
+        from shardflow.distribute.all_reduce import AllReduceOptimizer
+        optimizer = model.optimizer
+        if not getattr(optimizer, "_multi_worker", False):
+            make, n = optimizer._tf_optimizer, self.num_replicas_in_sync
+
+            def averaged(lr):
+                return AllReduceOptimizer(make(lr), num_replicas=n, group_key=_KERAS_GROUP,
+                                          name="MultiWorkerAllReduce")
+            optimizer._tf_optimizer = averaged
+            optimizer._multi_worker = True
+        model._multi_worker = self
+
+    def _keras_broadcast(self, session):
+        """Every worker takes worker 0's values of the session's graph's variables (the model's
+        and the optimizer's, made in the same order on every worker)."""
+        from shardflow.distribute.all_reduce import broadcast_variables
+        from shardflow.variables import global_variables
+        graph = session.graph
+        op = self._broadcasts.get(graph)
+        if op is None:
+            with graph.as_default(), framework.device("/job:worker/task:%d" % self._task_rank):
+                op = broadcast_variables(global_variables(), self.num_replicas_in_sync,
+                                         self._task_rank, group_key=_KERAS_BROADCAST_GROUP)
+            self._broadcasts[graph] = op
+        session.run(op)
 
     def __repr__(self):
         return "MultiWorkerMirroredStrategy(%d workers)" % self.num_replicas_in_sync

@@ -298,15 +298,8 @@ class Model:
         from shardflow.distribute import context
         from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
         strategy = context.get_strategy()
-        if isinstance(strategy, MultiWorkerMirroredStrategy) and \
-                strategy.num_replicas_in_sync > 1 and context.get_replica_context() is None:
-            # Each worker would train its own copy, silently out of step with the others.
-            raise NotImplementedError(
-                "Keras Model.compile under MultiWorkerMirroredStrategy of %d workers is not "
-                "supported: the workers' fits would not be synchronised. Train with an "
-                "estimator (tf.keras.estimator.model_to_estimator and RunConfig("
-                "train_distribute=strategy)), or wrap a tf.train optimizer in "
-                "shardflow.horovod.DistributedOptimizer" % strategy.num_replicas_in_sync)
+        multi_worker = isinstance(strategy, MultiWorkerMirroredStrategy) and \
+            strategy.num_replicas_in_sync > 1 and context.get_replica_context() is None
         from shardflow.distribute.parameter_server import ParameterServerStrategy
         if isinstance(strategy, ParameterServerStrategy) and strategy.extended.placement():
             raise NotImplementedError(
@@ -320,6 +313,8 @@ class Model:
         if weighted_metrics or target_tensors:
             raise ValueError("compile: weighted_metrics and target_tensors are not supported")
         self.optimizer = optimizers_module.get(optimizer)
+        if multi_worker:  # one replica of the workers' group (shardflow/distribute/multi_worker)
+            strategy._keras_compile(self)
         self._compile_call = (optimizer, loss, metrics)  # what model.save writes
         self.loss = loss
         self.loss_weights = loss_weights
@@ -609,6 +604,8 @@ class Model:
             cb.set_params(params)
         self.stop_training = False
         sess = K.get_session()
+        if getattr(self, "_multi_worker", None) is not None:
+            self._multi_worker._keras_broadcast(sess)  # worker 0's variables, on every worker
         for cb in cbs:
             cb.on_train_begin()
         fetches = [f["train"], f["loss"]] + f["metrics"]
