@@ -46,6 +46,10 @@ class InProcessMasterSession final : public Session {
   absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() const override {
     return master_->ListDevices();
   }
+  absl::Status Reset(const std::vector<std::string>& containers) override {
+    const auto& filters = options_.config.device_filters();
+    return master_->Reset(containers, {filters.begin(), filters.end()});
+  }
   absl::Status Close() override {
     std::string handle;
     {

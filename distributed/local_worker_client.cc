@@ -91,6 +91,16 @@ void LocalWorkerClient::CleanupGraphAsync(const std::string& graph_handle, Statu
   done(WorkerCallError(task_, address_, "CleanupGraph", status));
 }
 
+void LocalWorkerClient::ResetResourcesAsync(const std::vector<std::string>& containers,
+                                            StatusCallback done) {
+  absl::Status status = Gone();
+  if (Worker* worker = Enter()) {
+    status = worker->ResetResources(containers);
+    Leave();
+  }
+  done(WorkerCallError(task_, address_, "ResetResources", status));
+}
+
 void LocalWorkerClient::AbortStepAsync(int64_t step_id, const absl::Status& status,
                                        StatusCallback done) {
   if (Worker* worker = Enter()) {

@@ -43,6 +43,8 @@ class LocalWorkerClient final : public WorkerInterface {
                      CallCancellation* cancel, StatusCallback done) override;
   void CleanupGraphAsync(const std::string& graph_handle, StatusCallback done) override;
   void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done) override;
+  void ResetResourcesAsync(const std::vector<std::string>& containers,
+                           StatusCallback done) override;
 
   // Later calls fail with UNAVAILABLE; returns once no call is entering the worker.
   void Detach();

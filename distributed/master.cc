@@ -58,6 +58,42 @@ void AlignClock(int64_t sent, int64_t received, StepStats* stats) {
   }
 }
 
+// ConfigProto.device_filters (or ResetRequest's), parsed (INVALID_ARGUMENT naming a bad one).
+// They come from the client: at most kMaxDeviceFilters (TF1 programs name one to three), so
+// that matching them against every task and device stays cheap.
+template <typename Names>
+absl::StatusOr<std::vector<DeviceName>> ParseDeviceFilters(const Names& names) {
+  constexpr int kMaxDeviceFilters = 256;
+  if (names.size() > kMaxDeviceFilters) {
+    return absl::InvalidArgumentError(absl::StrCat("device_filters has ", names.size(),
+                                                   " entries; at most ", kMaxDeviceFilters,
+                                                   " (partial device names such as '/job:ps')"));
+  }
+  std::vector<DeviceName> filters;
+  for (const std::string& f : names) {
+    absl::StatusOr<DeviceName> spec = DeviceName::Parse(f);
+    if (!spec.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device_filters: '", f, "' is not a device name (", spec.status().message(), ")"));
+    }
+    filters.push_back(*std::move(spec));
+  }
+  return filters;
+}
+
+// Whether some device of task `id` could match a filter (every task without filters).
+bool TaskPassesFilters(const std::vector<DeviceName>& filters, const TaskId& id) {
+  if (filters.empty()) return true;
+  DeviceName task;
+  task.has_job = task.has_replica = task.has_task = true;
+  task.job = id.job;
+  task.task = id.task;
+  for (const DeviceName& f : filters) {
+    if (f.IsCompatibleWith(task)) return true;
+  }
+  return false;
+}
+
 // The root cause among a failed step's errors: not the aborts it caused elsewhere.
 absl::Status PickError(const std::vector<absl::Status>& errors) {
   for (const absl::Status& s : errors) {
@@ -591,38 +627,14 @@ class MasterSession {
         ". Start every task with the same cluster spec"));
   }
 
-  // ConfigProto.device_filters, parsed once per session (INVALID_ARGUMENT naming a bad one).
-  // They come from the client: at most kMaxDeviceFilters (TF1 programs name one to three),
-  // so that matching them against every task and device stays cheap.
+  // ConfigProto.device_filters, parsed once per session.
   absl::Status ParseDeviceFilters() {
-    constexpr int kMaxDeviceFilters = 256;
-    if (config_.device_filters_size() > kMaxDeviceFilters) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("device_filters has ", config_.device_filters_size(), " entries; at most ",
-                       kMaxDeviceFilters, " (partial device names such as '/job:ps')"));
-    }
-    for (const std::string& f : config_.device_filters()) {
-      absl::StatusOr<DeviceName> spec = DeviceName::Parse(f);
-      if (!spec.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "device_filters: '", f, "' is not a device name (", spec.status().message(), ")"));
-      }
-      filters_.push_back(*std::move(spec));
-    }
+    SF_ASSIGN_OR_RETURN(filters_, shardflow::ParseDeviceFilters(config_.device_filters()));
     return absl::OkStatus();
   }
 
-  // Whether some device of task `id` could match a filter (every task without filters).
   bool TaskPassesFilters(const TaskId& id) const {
-    if (filters_.empty()) return true;
-    DeviceName task;
-    task.has_job = task.has_replica = task.has_task = true;
-    task.job = id.job;
-    task.task = id.task;
-    for (const DeviceName& f : filters_) {
-      if (f.IsCompatibleWith(task)) return true;
-    }
-    return false;
+    return shardflow::TaskPassesFilters(filters_, id);
   }
 
   bool DevicePassesFilters(const std::string& device) const {
@@ -922,6 +934,51 @@ void Master::CollectGarbage(absl::Time now) {
 int Master::num_sessions() {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(sessions_.size());
+}
+
+absl::Status Master::Reset(const std::vector<std::string>& containers,
+                           const std::vector<std::string>& device_filters) {
+  if (containers.size() > static_cast<size_t>(Worker::kMaxResetContainers)) {
+    return absl::InvalidArgumentError(absl::StrCat("Session.reset: ", containers.size(),
+                                                   " containers named; at most ",
+                                                   Worker::kMaxResetContainers));
+  }
+  SF_ASSIGN_OR_RETURN(std::vector<DeviceName> filters, ParseDeviceFilters(device_filters));
+  // Every task at once; each call has the control deadline, so this ends.
+  struct Call {
+    std::string task;
+    std::shared_ptr<WorkerInterface> client;
+    absl::Status status;
+    absl::Notification done;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  for (const TaskId& id : options_.cluster.tasks()) {
+    if (!TaskPassesFilters(filters, id)) continue;
+    auto call = std::make_unique<Call>();
+    call->task = ClusterSpec::TaskName(id.job, id.task);
+    SF_ASSIGN_OR_RETURN(std::string address, options_.cluster.TaskAddress(id.job, id.task));
+    SF_ASSIGN_OR_RETURN(call->client, cache_->GetWorker(address, call->task));
+    calls.push_back(std::move(call));
+  }
+  for (auto& call : calls) {
+    Call* c = call.get();
+    c->client->ResetResourcesAsync(containers, [c](const absl::Status& s) {
+      c->status = s;
+      c->done.Notify();
+    });
+  }
+  std::vector<std::string> failed;
+  for (auto& call : calls) {
+    call->done.WaitForNotification();
+    if (!call->status.ok()) failed.push_back(std::string(call->status.message()));
+  }
+  if (!failed.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("Session.reset: ", failed.size(), " of ", calls.size(),
+                     " tasks did not reset their resources: ", absl::StrJoin(failed, "; ")));
+  }
+  LOG(INFO) << "master: reset the resources of " << calls.size() << " task(s)";
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<DeviceAttributes>> Master::ListDevices() {

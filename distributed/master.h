@@ -130,6 +130,10 @@ class Master {
   int num_sessions();
   // Every device of every task that answers (an error only when none does).
   absl::StatusOr<std::vector<DeviceAttributes>> ListDevices();
+  // TF1's Session.reset (master.proto's ResetRequest): every task (those `device_filters`
+  // match) clears its resources in `containers`; the error names the tasks that did not.
+  absl::Status Reset(const std::vector<std::string>& containers,
+                     const std::vector<std::string>& device_filters);
 
   const ClusterSpec& cluster() const { return options_.cluster; }
   // From now on, steps that start are cancelled when `watch` loses a task (null: none are).

@@ -528,6 +528,21 @@ absl::Status Worker::CleanupGraph(const std::string& graph_handle) {
   return absl::OkStatus();
 }
 
+absl::Status Worker::ResetResources(const std::vector<std::string>& containers) {
+  if (containers.size() > static_cast<size_t>(kMaxResetContainers)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ResetResources: ", containers.size(), " containers named; at most ", kMaxResetContainers));
+  }
+  const bool default_container =
+      containers.empty() || std::find(containers.begin(), containers.end(), "") != containers.end();
+  if (!default_container) return absl::OkStatus();
+  for (Device* d : devices_) {
+    if (ResourceMgr* resources = d->resource_manager()) resources->Clear();
+  }
+  LOG(INFO) << "task " << task_ << ": resources reset (Session.reset)";
+  return absl::OkStatus();
+}
+
 void Worker::AbortStep(int64_t step_id, const absl::Status& status) {
   absl::Status abort =
       status.ok() ? absl::CancelledError(absl::StrCat("step ", step_id, " was aborted")) : status;

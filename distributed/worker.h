@@ -132,6 +132,13 @@ class Worker {
   // Drops a registered graph; running steps keep their executors until they end.
   absl::Status CleanupGraph(const std::string& graph_handle);
 
+  // TF1's Session.reset: clears the resources (variables, queues, accumulators) of every device
+  // when `containers` is empty or holds "" (the default container, where all of them live);
+  // other names match nothing. Steps running keep what they hold until they end. At most
+  // kMaxResetContainers names (INVALID_ARGUMENT otherwise: they come from the network).
+  static constexpr int kMaxResetContainers = 64;
+  absl::Status ResetResources(const std::vector<std::string>& containers);
+
   // Aborts step `step_id` here with `status` (not OK; OK becomes CANCELLED). Pending recvs
   // return it, and a RunGraph or RecvTensor of that step arriving later fails with it.
   void AbortStep(int64_t step_id, const absl::Status& status);

@@ -55,4 +55,8 @@ absl::Status WorkerInterface::AbortStep(int64_t step_id, const absl::Status& sta
   return Wait([&](StatusCallback done) { AbortStepAsync(step_id, status, std::move(done)); });
 }
 
+absl::Status WorkerInterface::ResetResources(const std::vector<std::string>& containers) {
+  return Wait([&](StatusCallback done) { ResetResourcesAsync(containers, std::move(done)); });
+}
+
 }  // namespace shardflow

@@ -73,6 +73,12 @@ class WorkerInterface {
                              int64_t timeout_ms, CallCancellation* cancel, StatusCallback done) = 0;
   virtual void CleanupGraphAsync(const std::string& graph_handle, StatusCallback done) = 0;
   virtual void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done) = 0;
+  // Clears the task's resources in `containers` (worker.proto's ResetResourcesRequest). A
+  // worker that cannot is UNIMPLEMENTED.
+  virtual void ResetResourcesAsync(const std::vector<std::string>& containers,
+                                   StatusCallback done) {
+    done(absl::UnimplementedError("ResetResources is not served by this worker"));
+  }
 
   // The same, waiting for the answer.
   absl::Status GetStatus(GetStatusResponse* response);
@@ -81,6 +87,7 @@ class WorkerInterface {
                         int64_t timeout_ms = 0);
   absl::Status CleanupGraph(const std::string& graph_handle);
   absl::Status AbortStep(int64_t step_id, const absl::Status& status);
+  absl::Status ResetResources(const std::vector<std::string>& containers);
 };
 
 // The error of a call to a worker, as every WorkerInterface words it: "task T at ADDRESS: METHOD

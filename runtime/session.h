@@ -60,6 +60,13 @@ class Session {
   // The devices the session places on. Errors: a remote session's master cannot be reached
   // (or none of its tasks can).
   virtual absl::StatusOr<std::vector<DeviceAttributes>> ListDevices() const = 0;
+  // TF1's Session.reset: clears the resources (variables, queues, ...) in `containers` ("" or
+  // none: the default one, which holds them all) on every task of a remote session's cluster
+  // (those the session's device_filters match). A local session's resources are its own and
+  // go with it: nothing to do.
+  virtual absl::Status Reset(const std::vector<std::string>& containers) {
+    return absl::OkStatus();
+  }
   // Releases resources; later calls fail with FailedPrecondition.
   virtual absl::Status Close() = 0;
 };

@@ -161,4 +161,15 @@ grpc::ServerUnaryReactor* GrpcMasterService::ListDevices(grpc::CallbackServerCon
                                       });
 }
 
+grpc::ServerUnaryReactor* GrpcMasterService::Reset(grpc::CallbackServerContext* context,
+                                                   const grpc::ByteBuffer* request,
+                                                   grpc::ByteBuffer* response) {
+  return Dispatch<ResetRequest>(
+      "Reset", context, request, response, [this](Call* call, const ResetRequest& r) {
+        call->Reply(master_->Reset({r.container().begin(), r.container().end()},
+                                   {r.device_filters().begin(), r.device_filters().end()}),
+                    ResetResponse());
+      });
+}
+
 }  // namespace shardflow

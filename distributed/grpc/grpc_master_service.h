@@ -33,7 +33,8 @@ namespace shardflow {
 using RawMasterService = MasterService::WithRawCallbackMethod_CreateSession<
     MasterService::WithRawCallbackMethod_ExtendSession<MasterService::WithRawCallbackMethod_RunStep<
         MasterService::WithRawCallbackMethod_CloseSession<
-            MasterService::WithRawCallbackMethod_ListDevices<MasterService::Service>>>>>;
+            MasterService::WithRawCallbackMethod_ListDevices<
+                MasterService::WithRawCallbackMethod_Reset<MasterService::Service>>>>>>;
 
 class GrpcMasterService final : public RawMasterService {
  public:
@@ -54,6 +55,9 @@ class GrpcMasterService final : public RawMasterService {
   grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* context,
                                         const grpc::ByteBuffer* request,
                                         grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Reset(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
 
  private:
   class Call;

@@ -99,12 +99,21 @@ class GrpcSession final : public Session {
     grpc::ClientContext context;
     Prepare(&context, kControlTimeoutMs);
     std::vector<DeviceAttributes> out;
-    SF_RETURN_IF_ERROR(
-        Annotate("ListDevices", stub_->ListDevices(&context, request, &response)));
+    SF_RETURN_IF_ERROR(Annotate("ListDevices", stub_->ListDevices(&context, request, &response)));
     for (const WorkerDevice& d : response.devices()) {
       out.push_back(DeviceAttributes{d.name(), d.device_type(), d.memory_limit()});
     }
     return out;
+  }
+
+  absl::Status Reset(const std::vector<std::string>& containers) override {
+    ResetRequest request;
+    for (const std::string& c : containers) request.add_container(c);
+    *request.mutable_device_filters() = config_.device_filters();
+    ResetResponse response;
+    grpc::ClientContext context;
+    Prepare(&context, kControlTimeoutMs);
+    return Annotate("Reset", stub_->Reset(&context, request, &response));
   }
 
   absl::Status Close() override {

@@ -211,6 +211,16 @@ void GrpcWorkerClient::AbortStepAsync(int64_t step_id, const absl::Status& statu
             [request, response, done = std::move(done)](const absl::Status& s) { done(s); });
 }
 
+void GrpcWorkerClient::ResetResourcesAsync(const std::vector<std::string>& containers,
+                                           StatusCallback done) {
+  auto request = std::make_shared<ResetResourcesRequest>();
+  auto response = std::make_shared<ResetResourcesResponse>();
+  for (const std::string& c : containers) request->add_container(c);
+  CallAsync("ResetResources", SF_WORKER_METHOD(ResetResources), request.get(), response.get(),
+            options_.control_timeout_ms, nullptr,
+            [request, response, done = std::move(done)](const absl::Status& s) { done(s); });
+}
+
 void GrpcWorkerClient::CleanupGraphAsync(const std::string& graph_handle, StatusCallback done) {
   auto request = std::make_shared<CleanupGraphRequest>();
   auto response = std::make_shared<CleanupGraphResponse>();

@@ -96,6 +96,8 @@ class GrpcWorkerClient final : public WorkerInterface {
                      CallCancellation* cancel, StatusCallback done) override;
   void CleanupGraphAsync(const std::string& graph_handle, StatusCallback done) override;
   void AbortStepAsync(int64_t step_id, const absl::Status& status, StatusCallback done) override;
+  void ResetResourcesAsync(const std::vector<std::string>& containers,
+                           StatusCallback done) override;
 
   // The tensor `key` of step `step_id`, decoded into memory from `allocator` (null = CPU). A
   // tensor larger than options.recv_chunk_bytes comes as several ranged calls; `done` is called

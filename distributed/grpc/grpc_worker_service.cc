@@ -302,6 +302,17 @@ void GrpcWorkerService::PostRequests(grpc::ServerCompletionQueue* cq) {
         call->Finish(call->worker()->CleanupGraph(call->request().graph_handle()));
       });
 
+  using ResetCall = UnaryCall<ResetResourcesRequest, ResetResourcesResponse>;
+  ResetCall::Post(
+      this, cq, "ResetResources",
+      [s](auto* ctx, auto* req, auto* resp, auto* q, void* tag) {
+        s->RequestResetResources(ctx, req, resp, q, q, tag);
+      },
+      [](ResetCall* call) {
+        const auto& names = call->request().container();
+        call->Finish(call->worker()->ResetResources({names.begin(), names.end()}));
+      });
+
   using AbortCall = UnaryCall<AbortStepRequest, AbortStepResponse>;
   AbortCall::Post(
       this, cq, "AbortStep",

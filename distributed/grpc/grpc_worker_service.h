@@ -36,10 +36,11 @@ namespace shardflow {
 class GrpcWorkerService {
  public:
   // Every method raw: requests are parsed by the service (see UnaryCall in the .cc).
-  using AsyncService = WorkerService::WithRawMethod_GetStatus<
-      WorkerService::WithRawMethod_RegisterGraph<WorkerService::WithRawMethod_RunGraph<
-          WorkerService::WithRawMethod_RecvTensor<WorkerService::WithRawMethod_CleanupGraph<
-              WorkerService::WithRawMethod_AbortStep<WorkerService::Service>>>>>>;
+  using AsyncService =
+      WorkerService::WithRawMethod_GetStatus<WorkerService::WithRawMethod_RegisterGraph<
+          WorkerService::WithRawMethod_RunGraph<WorkerService::WithRawMethod_RecvTensor<
+              WorkerService::WithRawMethod_CleanupGraph<WorkerService::WithRawMethod_AbortStep<
+                  WorkerService::WithRawMethod_ResetResources<WorkerService::Service>>>>>>>;
 
   // `worker` is borrowed and must outlive the service. `token` empty = no token check.
   // `transfer_idle_timeout`: a tensor pulled in ranges whose receiver stopped part-way is freed

@@ -21,7 +21,7 @@ import numpy as np
 
 from shardflow import _shardflow as _C
 from shardflow import dtypes
-from shardflow.framework import Operation, Tensor, get_default_graph
+from shardflow.framework import Graph, Operation, Tensor, get_default_graph
 from shardflow.sparse_tensor import SparseTensor, SparseTensorValue
 from shardflow.variables import Variable
 
@@ -573,6 +573,24 @@ class Session:
     def graph_def(self):
         """The session's graph as a GraphDef message (TF1's sess.graph_def)."""
         return self.graph.as_graph_def()
+
+    @staticmethod
+    def reset(target, containers=None, config=None):
+        """TF1's tf.Session.reset: every task of the cluster served at `target`
+        ("grpc://host:port"; with `config`'s device_filters, those they match) clears its
+        resources — variables, queues, accumulators — so that the next session starts from
+        uninitialised variables. `containers`: None or a list of names; all resources here
+        live in the default container "" (other names match nothing). A local target ("") has
+        nothing shared to reset. An error names the tasks that could not reset."""
+        if isinstance(containers, str):
+            raise TypeError("Session.reset(containers=...) takes a list of container names, "
+                            "not the string %r" % (containers,))
+        containers = [str(c) for c in (containers or [])]
+        handle = _C.SessionHandle(Graph()._handle, target, _config(config)._to_c())
+        try:
+            handle.reset(containers)
+        finally:
+            handle.close()
 
     def list_devices(self):
         """The session's devices, as TF1's: each with `name` (the full name), `device_type`

@@ -190,6 +190,16 @@ class SessionHandle {
     return result;
   }
 
+  void Reset(const std::vector<std::string>& containers) {
+    if (!session_) throw StatusError(absl::FailedPreconditionError("the session was closed"));
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      s = session_->Reset(containers);
+    }
+    if (!s.ok()) throw StatusError(s);
+  }
+
   std::vector<std::string> ListDevices() const {
     if (!session_) throw StatusError(absl::FailedPreconditionError("the session was closed"));
     std::vector<std::string> names;
@@ -294,6 +304,7 @@ void RegisterSessionBindings(py::module_& m) {
            py::arg("trace_level") = 0, py::arg("timeout_in_ms") = 0,
            py::arg("check_numerics") = false, py::arg("metadata") = nullptr)
       .def("list_devices", &SessionHandle::ListDevices)
+      .def("reset", &SessionHandle::Reset, py::arg("containers"))
       .def("close", &SessionHandle::Close);
 
   py::class_<RunMetadata>(m, "RunMetadata",

@@ -280,7 +280,7 @@ TEST_F(HostileRequestsTest, GarbageBytesAreInvalidArgumentNamingTheMethod) {
   grpc::GenericStub stub(grpc::CreateChannel(Target(), grpc::InsecureChannelCredentials()));
   const std::string garbage("\xff\xff\xff\xff\x0f garbage", 10);
   for (const std::string method :
-       {"CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices"}) {
+       {"CreateSession", "ExtendSession", "RunStep", "CloseSession", "ListDevices", "Reset"}) {
     grpc::Slice slice(garbage);
     grpc::ByteBuffer request(&slice, 1), response;
     grpc::ClientContext context;
@@ -297,7 +297,7 @@ TEST_F(HostileRequestsTest, GarbageBytesAreInvalidArgumentNamingTheMethod) {
     EXPECT_THAT(status.error_message(), HasSubstr("is not a shardflow."));
   }
   for (const std::string method :
-       {"GetStatus", "RegisterGraph", "RunGraph", "CleanupGraph", "AbortStep"}) {
+       {"GetStatus", "RegisterGraph", "RunGraph", "CleanupGraph", "AbortStep", "ResetResources"}) {
     grpc::Slice slice(garbage);
     grpc::ByteBuffer request(&slice, 1), response;
     grpc::ClientContext context;

@@ -285,6 +285,9 @@ TEST(WorkerTokenTest, WrongTokenIsUnauthenticatedAndServerKeepsServing) {
       done.Notify();
     });
     done.WaitForNotification();
+    // Session.reset's call clears nothing without the token.
+    s = (*client)->ResetResources({});
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
   }
   GrpcClientOptions options;
   options.security.token = "s3cret";
@@ -293,6 +296,9 @@ TEST(WorkerTokenTest, WrongTokenIsUnauthenticatedAndServerKeepsServing) {
   ASSERT_TRUE(client.ok());
   GetStatusResponse status;
   EXPECT_TRUE((*client)->GetStatus(&status).ok());
+  EXPECT_TRUE((*client)->ResetResources({""}).ok());
+  std::vector<std::string> too_many(Worker::kMaxResetContainers + 1, "c");
+  EXPECT_EQ((*client)->ResetResources(too_many).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ServerTest, PlaintextOnANonLoopbackAddressIsRefused) {

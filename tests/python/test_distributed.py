@@ -21,9 +21,9 @@ def ucx_built():
                                        "CMakeFiles", "shardflow_ucx.dir"))
 
 
-# Every test below runs once with tensors over gRPC and once over UCX (docs/distributed.md,
-# "Choosing a transport").
-@pytest.fixture(scope="module", params=["grpc", "ucx"])
+# Every test below runs with tensors over each transport: the default (auto: shared memory
+# between these two local tasks), gRPC and UCX (docs/distributed.md, "Choosing a transport").
+@pytest.fixture(scope="module", params=["auto", "grpc", "ucx"])
 def cluster(tmp_path_factory, request):
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
@@ -31,8 +31,9 @@ def cluster(tmp_path_factory, request):
     ports = write_cluster(spec)
     procs, lines = start_servers(spec, 2, "--transport", request.param, banner=True)
     if request.param == "grpc" or ucx_built():
+        over = {"auto": "ucx with this host's tasks"}.get(request.param, request.param)
         for line in lines:
-            assert "tensors over %s" % request.param in line, line
+            assert "tensors over %s" % over in line, line
     yield f"grpc://127.0.0.1:{ports[0]}"
     stop_servers(procs)
 
@@ -222,3 +223,58 @@ def test_cluster_spec_round_trips_through_tf1s_cluster_def():
             assert sess.run(c) == 6.0
     finally:
         server.stop()
+
+
+def test_session_reset_clears_the_clusters_variables_and_queues(cluster):
+    # TF1's tf.Session.reset(target): variables and queues live on the tasks across sessions
+    # until then; after it, the next session finds them uninitialised (and the queue empty).
+    def build():
+        g = sf.Graph()
+        with g.as_default():
+            with sf.device("/job:worker/task:0"):
+                a = sf.Variable(1.0, name="reset_a")
+            with sf.device("/job:worker/task:1"):
+                b = sf.Variable(2.0, name="reset_b")
+                queue = sf.FIFOQueue(4, sf.float32, shared_name="reset_q")
+            ops = dict(init=sf.global_variables_initializer(), bump=[a.assign_add(1.0),
+                       b.assign_add(1.0)], uninit=sf.report_uninitialized_variables(),
+                       enqueue=queue.enqueue(5.0), size=queue.size())
+        return g, ops
+    g, ops = build()
+    with sf.Session(cluster, graph=g) as sess:
+        sess.run(ops["init"])
+        sess.run(ops["bump"])
+        sess.run(ops["enqueue"])
+    g, ops = build()
+    with sf.Session(cluster, graph=g) as sess:  # state outlives the session, as in TF1
+        assert list(sess.run(ops["uninit"])) == []
+        assert sess.run(ops["bump"]) == [3.0, 4.0]
+        assert sess.run(ops["size"]) == 1
+    sf.Session.reset(cluster)
+    g, ops = build()
+    with sf.Session(cluster, graph=g) as sess:
+        assert sorted(n.decode() for n in sess.run(ops["uninit"])) == ["reset_a", "reset_b"]
+        assert sess.run(ops["size"]) == 0
+    # A container other than the default one holds nothing here; too many names are refused.
+    sf.Session.reset(cluster, containers=["experiment"])
+    with pytest.raises(sf.errors.InvalidArgumentError, match="at most 64"):
+        sf.Session.reset(cluster, containers=["c%d" % i for i in range(65)])
+    with pytest.raises(TypeError, match="list of container names"):
+        sf.Session.reset(cluster, containers="experiment")
+    sf.Session.reset("")  # a local target: nothing shared to reset
+
+
+def test_session_reset_names_a_task_that_is_down(tmp_path):
+    spec = tmp_path / "cluster.json"
+    ports = write_cluster(spec)
+    procs = start_servers(spec, 2)
+    procs[1].kill()
+    procs[1].wait()
+    try:
+        with pytest.raises(sf.errors.UnavailableError, match="task:1"):
+            sf.Session.reset(f"grpc://127.0.0.1:{ports[0]}")
+        # device_filters leave the dead task out
+        sf.Session.reset(f"grpc://127.0.0.1:{ports[0]}",
+                         config=sf.ConfigProto(device_filters=["/job:worker/task:0"]))
+    finally:
+        stop_servers(procs[:1])
