@@ -49,6 +49,9 @@ std::string Names(const std::vector<Member>& members) {
 
 // Note [Between-graph groups]: the members of a group whose ops in this graph are on `local`
 // (sorted, fewer than `size`) are those devices on every task of their job that `known` lists.
+// TF's multi-worker clusters may name their first worker "chief" (TF_CONFIG's "chief" job,
+// Kubernetes' TFJob): when the tasks of the job alone do not make the group, a task of "chief"
+// or "worker" counts the tasks of both jobs (the chief sorts first, so it is rank 0).
 absl::StatusOr<std::vector<std::string>> BetweenGraphMembers(
     const std::string& where, int64_t size, const std::vector<Member>& members,
     const std::vector<std::string>& local, const std::vector<std::string>& known) {
@@ -69,10 +72,22 @@ absl::StatusOr<std::vector<std::string>> BetweenGraphMembers(
     }
   }
   std::set<std::string> known_set(known.begin(), known.end());
-  std::set<int> tasks;  // the job's tasks that are up
-  for (const std::string& k : known) {
-    auto n = DeviceName::Parse(k);
-    if (n.ok() && n->job == parsed[0].job && n->replica == parsed[0].replica) tasks.insert(n->task);
+  // The tasks that are up of the jobs in `jobs`.
+  auto tasks_of = [&](const std::set<std::string>& jobs) {
+    std::set<std::pair<std::string, int>> out;
+    for (const std::string& k : known) {
+      auto n = DeviceName::Parse(k);
+      if (n.ok() && jobs.count(n->job) > 0 && n->replica == parsed[0].replica) {
+        out.insert({n->job, n->task});
+      }
+    }
+    return out;
+  };
+  std::set<std::pair<std::string, int>> tasks = tasks_of({parsed[0].job});
+  if (static_cast<int64_t>(tasks.size() * local.size()) != size &&
+      (parsed[0].job == "chief" || parsed[0].job == "worker")) {
+    auto both = tasks_of({"chief", "worker"});
+    if (static_cast<int64_t>(both.size() * local.size()) == size) tasks = std::move(both);
   }
   if (static_cast<int64_t>(tasks.size() * local.size()) != size) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -80,12 +95,14 @@ absl::StatusOr<std::vector<std::string>> BetweenGraphMembers(
         " of its members (", Names(members), ", on ", task, ") and job ", parsed[0].job, " has ",
         tasks.size(),
         " task(s) up. A between-graph group is this task's members on every task of the job "
-        "(group_size = members per task x tasks); in-graph, every member must be in the graph "
-        "that runs (fetch or run every replica's op in one step), each on its own device"));
+        "(group_size = members per task x tasks; a \"chief\" job counts with \"worker\"); "
+        "in-graph, every member must be in the graph that runs (fetch or run every replica's "
+        "op in one step), each on its own device"));
   }
   std::vector<std::string> out;
-  for (int t : tasks) {
+  for (const auto& [job, t] : tasks) {
     for (DeviceName n : parsed) {
+      n.job = job;
       n.task = t;
       std::string name = n.ToString();
       if (!known_set.count(name)) {

@@ -537,10 +537,12 @@ print("REPLICAS %d" % strategy.num_replicas_in_sync, flush=True)
 '''
 
 
-def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path):
-    # TF 1.15's multi-worker estimator: two worker processes (TF_CONFIG with one "worker" job),
-    # each on its half of every global batch, end with the same weights as one process on the
-    # whole batches (SGD on the all-reduced mean gradient, from worker 0's initial values).
+@pytest.mark.parametrize("jobs", ["worker", "chief+worker"])
+def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path, jobs):
+    # TF 1.15's multi-worker estimator: two worker processes (TF_CONFIG with one "worker" job,
+    # or a "chief" and a "worker"), each on its half of every global batch, end with the same
+    # weights as one process on the whole batches (SGD on the all-reduced mean gradient, from
+    # rank 0's initial values).
     from cluster_util import free_port
     program = tmp_path / "program.py"
     program.write_text(_MIRRORED_PROGRAM)
@@ -557,10 +559,14 @@ def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path):
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert "REPLICAS 1" in alone.stdout
     cluster = {"worker": ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]}
+    tasks = {1: ("worker", 1), 0: ("worker", 0)}
+    if jobs == "chief+worker":
+        cluster = {"chief": cluster["worker"][:1], "worker": cluster["worker"][1:]}
+        tasks = {1: ("worker", 0), 0: ("chief", 0)}
     procs = []
     for rank in (1, 0):
-        env["TF_CONFIG"] = json.dumps({"cluster": cluster,
-                                       "task": {"type": "worker", "index": rank}})
+        env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": tasks[rank][0],
+                                                                    "index": tasks[rank][1]}})
         procs.append(subprocess.Popen(
             [sys.executable, str(program), str(tmp_path / "model"), str(rank), "2"], env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
@@ -578,8 +584,8 @@ def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path):
     np.testing.assert_allclose(workers[0]["w"], one["w"], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(workers[0]["b"], one["b"], rtol=1e-5, atol=1e-6)
     assert (tmp_path / "model" / "model.ckpt-30.meta").exists()  # worker 0 checkpoints
-    with pytest.raises(ValueError, match="one \"worker\" job"):
-        os.environ["TF_CONFIG"] = json.dumps({"cluster": {"chief": ["127.0.0.1:1"],
+    with pytest.raises(ValueError, match="takes a \"worker\" job and optionally a \"chief\""):
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": {"ps": ["127.0.0.1:1"],
                                                           "worker": ["127.0.0.1:2"]},
                                               "task": {"type": "worker", "index": 0}})
         try:
@@ -612,10 +618,13 @@ print("FINAL " + json.dumps({"weights": [w.tolist() for w in model.get_weights()
 '''
 
 
-def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path):
+@pytest.mark.parametrize("jobs", ["worker", "chief+worker"])
+def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path,
+                                                                                      jobs):
     # TF 1.15's multi-worker Keras: each worker process builds and compiles the model in the
     # strategy's scope and fits on its share of every global batch; with SGD the workers end
-    # with the weights of one process that fits the whole batches from worker 0's start.
+    # with the weights of one process that fits the whole batches from worker 0's start. With
+    # a "chief" job (Kubernetes' TFJob), the chief is rank 0 and the worker rank 1.
     from cluster_util import free_port
     program = tmp_path / "keras_program.py"
     program.write_text(_KERAS_MIRRORED_PROGRAM)
@@ -625,10 +634,14 @@ def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_pr
                            capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0, alone.stdout + alone.stderr
     cluster = {"worker": ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]}
+    tasks = {1: ("worker", 1), 0: ("worker", 0)}
+    if jobs == "chief+worker":
+        cluster = {"chief": cluster["worker"][:1], "worker": cluster["worker"][1:]}
+        tasks = {1: ("worker", 0), 0: ("chief", 0)}
     procs = []
     for rank in (1, 0):
-        env["TF_CONFIG"] = json.dumps({"cluster": cluster,
-                                       "task": {"type": "worker", "index": rank}})
+        env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": tasks[rank][0],
+                                                                    "index": tasks[rank][1]}})
         procs.append(subprocess.Popen([sys.executable, str(program), str(rank), "2"], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True))

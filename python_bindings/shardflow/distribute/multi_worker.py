@@ -8,7 +8,7 @@ so the copies stay equal. Made for estimators, as TF 1.15's multi-worker tutoria
     tf.estimator.train_and_evaluate(tf.estimator.Estimator(model_fn, config=config), ...)
 
 with TF_CONFIG = {"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}} on each
-worker process. Each worker trains on its own input (input_fn's batches are per worker); worker 0
+worker process (a "chief" job beside it is rank 0, the workers follow). Each worker trains on its own input (input_fn's batches are per worker); worker 0
 is the chief: it alone writes checkpoints and summaries. Every worker initialises its variables
 (restoring model_dir's newest checkpoint when there is one), then takes worker 0's values, and
 trains through its own server (Estimator.train). Without TF_CONFIG there is one worker and
@@ -92,18 +92,23 @@ class MultiWorkerMirroredStrategy(Strategy):
         from shardflow.estimator.model_fn import _tf_config
         cluster, task = _tf_config()
         jobs = {j: t for j, t in cluster.items() if j != "evaluator"}
-        if jobs and set(jobs) != {"worker"}:
+        if jobs and (not set(jobs) <= {"chief", "worker"} or "worker" not in jobs and
+                     "chief" not in jobs):
             raise ValueError(
-                "MultiWorkerMirroredStrategy: TF_CONFIG's cluster has jobs %s; it takes one "
-                "\"worker\" job (worker 0 is the chief), as TF 1.15's multi-worker tutorial; "
-                "for parameter servers use RunConfig without train_distribute"
-                % ", ".join(sorted(jobs)))
-        workers = len(jobs.get("worker", [])) or 1
+                "MultiWorkerMirroredStrategy: TF_CONFIG's cluster has jobs %s; it takes a "
+                "\"worker\" job and optionally a \"chief\" (the chief, else worker 0, is rank 0), "
+                "as TF 1.15's multi-worker tutorial; for parameter servers use "
+                "ParameterServerStrategy" % ", ".join(sorted(jobs)))
+        # Ranks: the chief first, then the workers in order.
+        chiefs = len(jobs.get("chief", []))
+        workers = chiefs + len(jobs.get("worker", [])) or 1
         if task.get("type") == "evaluator" or not jobs:
             rank, device, workers = 0, "", 1  # evaluates (or trains) alone
+            self._task = ("worker", 0)
         else:
-            rank = task["index"]
-            device = "/job:worker/task:%d" % rank if workers > 1 else ""
+            self._task = (task["type"], int(task["index"]))
+            rank = self._task[1] + (chiefs if self._task[0] == "worker" else 0)
+            device = "/job:%s/task:%d" % self._task if workers > 1 else ""
         self._task_rank = rank
         self._jobs = jobs
         self._started = False
@@ -127,8 +132,9 @@ class MultiWorkerMirroredStrategy(Strategy):
         from shardflow.estimator.estimator import _task_server
         # The server an estimator of this task uses too (one per task and process).
         server = _task_server(types.SimpleNamespace(
-            cluster_spec=ClusterSpec(self._jobs), task_type="worker", task_id=self._task_rank))
-        framework._set_base_device("/job:worker/task:%d" % self._task_rank)
+            cluster_spec=ClusterSpec(self._jobs), task_type=self._task[0],
+            task_id=self._task[1]))
+        framework._set_base_device("/job:%s/task:%d" % self._task)
         session._set_default_target(server.target)
         self._started = True
 
@@ -155,7 +161,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         graph = session.graph
         op = self._broadcasts.get(graph)
         if op is None:
-            with graph.as_default(), framework.device("/job:worker/task:%d" % self._task_rank):
+            with graph.as_default(), framework.device("/job:%s/task:%d" % self._task):
                 op = broadcast_variables(global_variables(), self.num_replicas_in_sync,
                                          self._task_rank, group_key=_KERAS_BROADCAST_GROUP)
             self._broadcasts[graph] = op

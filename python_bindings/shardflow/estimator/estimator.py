@@ -355,8 +355,8 @@ class Estimator:
             # precede StopAtStepHook's reading of the global step.
             first = [restore] if config.is_chief or strategy is not None else []
             if strategy is not None and config._distributed:
-                first.append(_BroadcastHook(config.num_worker_replicas, config.task_id,
-                                            device_fn))
+                first.append(_BroadcastHook(config.num_worker_replicas,
+                                            config.global_id_in_cluster, device_fn))
             loss = None
             with MonitoredTrainingSession(
                     master=master, is_chief=config.is_chief or strategy is not None,
