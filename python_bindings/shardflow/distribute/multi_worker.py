@@ -8,10 +8,11 @@ so the copies stay equal. Made for estimators, as TF 1.15's multi-worker tutoria
     tf.estimator.train_and_evaluate(tf.estimator.Estimator(model_fn, config=config), ...)
 
 with TF_CONFIG = {"cluster": {"worker": [...]}, "task": {"type": "worker", "index": i}} on each
-worker process (a "chief" job beside it is rank 0, the workers follow). Each worker trains on its own input (input_fn's batches are per worker); worker 0
-is the chief: it alone writes checkpoints and summaries. Every worker initialises its variables
-(restoring model_dir's newest checkpoint when there is one), then takes worker 0's values, and
-trains through its own server (Estimator.train). Without TF_CONFIG there is one worker and
+worker process (a "chief" job beside it is rank 0, the workers follow). Each worker trains on
+its own input (input_fn's batches are per worker); rank 0 (worker 0, or the chief) alone writes
+checkpoints and summaries. Every worker initialises its variables (restoring model_dir's newest
+checkpoint when there is one), then takes rank 0's values, and trains through its own server
+(Estimator.train). Without TF_CONFIG there is one worker and
 nothing is distributed.
 
 Keras, as TF 1.15's multi-worker Keras tutorial: a model built and compiled in
