@@ -25,11 +25,10 @@ from shardflow import (applications, collective_ops, datasets, distribute,  # no
 from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
                               float64, int8, int32, int64, string, uint8)
 from shardflow.framework import (DeviceSpec, Dimension, Graph, GraphKeys,  # noqa: F401
-                                 Operation, Tensor, TensorShape, add_to_collection, add_to_collections,
-                                 control_dependencies,
-                                 convert_to_tensor, device, get_collection, get_default_graph,
-                                 name_scope, register_tensor_conversion_function,
-                                 reset_default_graph)
+                                 Operation, Tensor, TensorShape, add_to_collection,
+                                 add_to_collections, control_dependencies, convert_to_tensor,
+                                 device, get_collection, get_default_graph, name_scope,
+                                 register_tensor_conversion_function, reset_default_graph)
 from shardflow.gradients import (  # noqa: F401
     AggregationMethod, NoGradient, NotDifferentiable, RegisterGradient, UnconnectedGradients,
     custom_gradient, gradients, no_gradient)

@@ -62,5 +62,6 @@ def __getattr__(name):
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
-__all__ = ["cluster_resolver", "crf", "data", "distribute", "distributions", "framework", "layers", "learn",
-           "legacy_seq2seq", "lookup", "metrics", "opt", "predictor", "rnn", "seq2seq", "slim", "training", "util"]
+__all__ = ["cluster_resolver", "crf", "data", "distribute", "distributions", "framework",
+           "layers", "learn", "legacy_seq2seq", "lookup", "metrics", "opt", "predictor", "rnn",
+           "seq2seq", "slim", "training", "util"]

@@ -25,10 +25,10 @@ queue operation is a PyFunc node (shardflow/script_ops.py) calling a Python queu
 TF1's semantics (capacity, blocking enqueues and dequeues, close with or without cancelling
 pending enqueues, OutOfRangeError once closed and short of elements, CancelledError for an
 enqueue into a closed queue). Session.run releases the GIL, so runner threads and the training
-loop block and wake each other as with TF1's kernels. The price: such a queue cannot be shared between
-processes (between-graph replication keeps a queue per worker, as TF1 programs usually do), and
-its elements pass through NumPy. A FIFOQueue placed on a task this
-process does not serve is the engine's own FIFOQueueV2 instead (the one the sync-replicas token
+loop block and wake each other as with TF1's kernels. The price: such a queue cannot be shared
+between processes (between-graph replication keeps a queue per worker, as TF1 programs usually
+do), and its elements pass through NumPy. A FIFOQueue placed on a task this process does not
+serve is the engine's own FIFOQueueV2 instead (the one the sync-replicas token
 queue is): Note [Queues on other tasks] at _EngineQueue.
 """
 
@@ -328,9 +328,10 @@ class _EngineQueue:
     the queue's name), as TF1's queues on a ps are. So is a queue with a `shared_name` on a task
     this process serves, when the engine's queue can hold it: the ps's own graph then meets the
     workers' in it. TF1's pattern of workers telling the ps they are done (a queue per ps task,
-    `shared_name="done_queue%d"`, that the ps dequeues from before it exits) runs so. The engine's queue holds
-    one numeric component; an enqueue into a full queue fails (RESOURCE_EXHAUSTED) instead of
-    waiting, and dequeue_many, dequeue_up_to and is_closed are refused naming the limit."""
+    `shared_name="done_queue%d"`, that the ps dequeues from before it exits) runs so. The
+    engine's queue holds one numeric component; an enqueue into a full queue fails
+    (RESOURCE_EXHAUSTED) instead of waiting, and dequeue_many, dequeue_up_to and is_closed are
+    refused naming the limit."""
 
     def __init__(self, queue, graph, device, capacity, shared_name):
         self._what = "%s(%r) on %s" % (type(queue).__name__, queue._name, device)
