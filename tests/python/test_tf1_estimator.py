@@ -537,13 +537,40 @@ print("REPLICAS %d" % strategy.num_replicas_in_sync, flush=True)
 '''
 
 
+def _two_workers(jobs, env, argv):
+    """Ranks 1 and 0 of a MultiWorkerMirroredStrategy cluster, each `sys.executable
+    argv(rank)` with its TF_CONFIG: jobs "worker" (two worker tasks) or "chief+worker" (the
+    chief is rank 0). Their outputs, rank 1's first, once both exited 0."""
+    from cluster_util import free_port
+    addresses = ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]
+    cluster, tasks = {"worker": addresses}, {1: ("worker", 1), 0: ("worker", 0)}
+    if jobs == "chief+worker":
+        cluster, tasks = {"chief": addresses[:1], "worker": addresses[1:]}, \
+            {1: ("worker", 0), 0: ("chief", 0)}
+    procs = []
+    for rank in (1, 0):
+        env = dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {
+            "type": tasks[rank][0], "index": tasks[rank][1]}}))
+        procs.append(subprocess.Popen([sys.executable] + argv(rank), env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True))
+    try:
+        outs = [p.communicate(timeout=180)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    return outs
+
+
 @pytest.mark.parametrize("jobs", ["worker", "chief+worker"])
 def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path, jobs):
     # TF 1.15's multi-worker estimator: two worker processes (TF_CONFIG with one "worker" job,
     # or a "chief" and a "worker"), each on its half of every global batch, end with the same
     # weights as one process on the whole batches (SGD on the all-reduced mean gradient, from
     # rank 0's initial values).
-    from cluster_util import free_port
     program = tmp_path / "program.py"
     program.write_text(_MIRRORED_PROGRAM)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)))
@@ -558,26 +585,9 @@ def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path, 
                            env=env, capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert "REPLICAS 1" in alone.stdout
-    cluster = {"worker": ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]}
-    tasks = {1: ("worker", 1), 0: ("worker", 0)}
-    if jobs == "chief+worker":
-        cluster = {"chief": cluster["worker"][:1], "worker": cluster["worker"][1:]}
-        tasks = {1: ("worker", 0), 0: ("chief", 0)}
-    procs = []
-    for rank in (1, 0):
-        env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": tasks[rank][0],
-                                                                    "index": tasks[rank][1]}})
-        procs.append(subprocess.Popen(
-            [sys.executable, str(program), str(tmp_path / "model"), str(rank), "2"], env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    try:
-        outs = [p.communicate(timeout=180)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
+    outs = _two_workers(jobs, env, lambda rank: [str(program), str(tmp_path / "model"),
+                                                 str(rank), "2"])
+    for out in outs:
         assert "REPLICAS 2" in out, out
     one, workers = final(alone.stdout), [final(o) for o in outs]
     assert workers[0] == workers[1]
@@ -625,7 +635,6 @@ def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_pr
     # strategy's scope and fits on its share of every global batch; with SGD the workers end
     # with the weights of one process that fits the whole batches from worker 0's start. With
     # a "chief" job (Kubernetes' TFJob), the chief is rank 0 and the worker rank 1.
-    from cluster_util import free_port
     program = tmp_path / "keras_program.py"
     program.write_text(_KERAS_MIRRORED_PROGRAM)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)))
@@ -633,26 +642,7 @@ def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_pr
     alone = subprocess.run([sys.executable, str(program), "0", "1"], env=env,
                            capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0, alone.stdout + alone.stderr
-    cluster = {"worker": ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]}
-    tasks = {1: ("worker", 1), 0: ("worker", 0)}
-    if jobs == "chief+worker":
-        cluster = {"chief": cluster["worker"][:1], "worker": cluster["worker"][1:]}
-        tasks = {1: ("worker", 0), 0: ("chief", 0)}
-    procs = []
-    for rank in (1, 0):
-        env["TF_CONFIG"] = json.dumps({"cluster": cluster, "task": {"type": tasks[rank][0],
-                                                                    "index": tasks[rank][1]}})
-        procs.append(subprocess.Popen([sys.executable, str(program), str(rank), "2"], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    try:
-        outs = [p.communicate(timeout=180)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
+    outs = _two_workers(jobs, env, lambda rank: [str(program), str(rank), "2"])
     one = json.loads(re.search(r"FINAL (\{.*\})", alone.stdout).group(1))
     workers = [json.loads(re.search(r"FINAL (\{.*\})", o).group(1)) for o in outs]
     for a, b in zip(workers[0]["weights"], workers[1]["weights"]):
