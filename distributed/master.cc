@@ -968,14 +968,17 @@ absl::Status Master::Reset(const std::vector<std::string>& containers,
     });
   }
   std::vector<std::string> failed;
+  absl::StatusCode code = absl::StatusCode::kOk;  // the first failure's
   for (auto& call : calls) {
     call->done.WaitForNotification();
-    if (!call->status.ok()) failed.push_back(std::string(call->status.message()));
+    if (call->status.ok()) continue;
+    failed.push_back(std::string(call->status.message()));
+    if (code == absl::StatusCode::kOk) code = call->status.code();
   }
   if (!failed.empty()) {
-    return absl::UnavailableError(
-        absl::StrCat("Session.reset: ", failed.size(), " of ", calls.size(),
-                     " tasks did not reset their resources: ", absl::StrJoin(failed, "; ")));
+    return absl::Status(
+        code, absl::StrCat("Session.reset: ", failed.size(), " of ", calls.size(),
+                           " tasks did not reset their resources: ", absl::StrJoin(failed, "; ")));
   }
   LOG(INFO) << "master: reset the resources of " << calls.size() << " task(s)";
   return absl::OkStatus();
