@@ -200,8 +200,6 @@ class Server:
             raise ValueError("Server: protocol '%s' is not available; use 'grpc' or 'grpc+ucx'%s"
                              % (protocol, " (TF1's RDMA data planes are 'grpc+ucx' here)"
                                 if str(protocol).startswith("grpc+") else ""))
-        if not start:
-            raise ValueError("Server(start=False) is not supported: the server starts at once")
         if connect_timeout is None:
             env = os.environ.get("SHARDFLOW_CONNECT_TIMEOUT")
             try:
@@ -215,12 +213,26 @@ class Server:
         self.task_index = int(task_index)
         self.server_def = ServerDef(cluster.as_cluster_def(), job_name, self.task_index,
                                     protocol or "grpc", config)
-        self._handle = _C.ServerHandle(
+        self._handle = None
+        self._start_args = (
             cluster.as_dict(), job_name, self.task_index, cfg.inter_op_threads,
             cfg.intra_op_threads, cfg.cpu_device_count, cfg.auth_token, bool(plaintext),
-            float(connect_timeout),
-            transports[protocol] or cfg.transport)
-        _SERVERS[self.target] = self
+            float(connect_timeout), transports[protocol] or cfg.transport)
+        if start:
+            self.start()
+
+    def start(self):
+        """Starts serving (Server(..., start=False) waits for this, as TF1's); a second call
+        does nothing."""
+        if self._handle is None:
+            self._handle = _C.ServerHandle(*self._start_args)
+            _SERVERS[self.target] = self
+
+    def _started(self, what):
+        if self._handle is None:
+            raise ValueError("Server.%s: the server was made with start=False and has not "
+                             "started; call server.start() first" % what)
+        return self._handle
 
     def _watch_other_tasks(self):
         """Until _unwatch: a task of the cluster that dies or stops answering (4 s) fails every
@@ -228,23 +240,30 @@ class Server:
         others = [(job, t) for job in self._cluster.jobs
                   for t in range(self._cluster.num_tasks(job))
                   if (job, t) != (self.job_name, self.task_index)]
-        self._handle.watch(others)
+        self._started("watch").watch(others)
 
     def _unwatch(self):
-        self._handle.unwatch()
+        if self._handle is not None:
+            self._handle.unwatch()
 
     @property
     def target(self):
-        """The target sessions open to use this task's master: "grpc://host:port"."""
+        """The target sessions open to use this task's master: "grpc://host:port" (before
+        start(), the cluster's address of this task)."""
+        if self._handle is None:
+            return "grpc://" + self._cluster.task_address(self.job_name, self.task_index)
         return "grpc://" + self._handle.address
 
     def join(self):
-        """Blocks until the server is stopped (by `stop()` from another thread)."""
+        """Blocks until the server is stopped (by `stop()` from another thread); starts it
+        first when it has not started."""
+        self.start()
         self._handle.join()
 
     def stop(self):
         """Stops serving: running steps are aborted, their callers get an error."""
-        self._handle.stop()
+        if self._handle is not None:
+            self._handle.stop()
 
     @staticmethod
     def create_local_server(config=None, start=True):

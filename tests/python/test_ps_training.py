@@ -463,6 +463,14 @@ def test_server_def_local_server_and_a_ps_device_with_a_device_type():
             c = sf.constant(2.0) * 3.0
         with sf.Session(server.target) as sess:
             assert sess.run(c) == 6.0
+    late = sf.train.Server.create_local_server(start=False)  # TF1's start=False, then start()
+    target = late.target
+    late.start()
+    assert late.target == target
+    with sf.Graph().as_default():
+        with sf.Session(late.target) as sess:
+            assert sess.run(sf.constant(5.0)) == 5.0
+    late.stop()
     with pytest.raises(ValueError, match="no task 3"):  # a ServerDef is taken apart
         sf.train.Server(sf.train.ServerDef(cluster={"w": ["127.0.0.1:1"]}, job_name="w",
                                            task_index=3))
