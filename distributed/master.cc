@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -839,10 +840,15 @@ void Master::RunStepAsync(const std::string& handle, const RunOptions& options,
   }
   // A lost task cancels the step (through the caller's StepCall, or one of our own); the
   // watch's callback may run after the step is done, so it reaches the call through `link`,
-  // which the end of the step cuts.
+  // which the end of the step cuts. The cancel runs outside link->mu: it may end the step at
+  // once, on the same thread (a task served in this process whose step was waiting), and the
+  // end of the step takes link->mu. An end on another thread waits for the cancel to return,
+  // so the call it uses stays alive.
   struct Link {
     absl::Mutex mu;
     StepCall* call ABSL_GUARDED_BY(mu) = nullptr;
+    bool cancelling ABSL_GUARDED_BY(mu) = false;
+    std::thread::id canceller ABSL_GUARDED_BY(mu);
   };
   auto link = std::make_shared<Link>();
   std::shared_ptr<StepCall> own = call == nullptr ? std::make_shared<StepCall>() : nullptr;
@@ -852,14 +858,28 @@ void Master::RunStepAsync(const std::string& handle, const RunOptions& options,
     link->call = call;
   }
   const int64_t id = watch->OnLoss([link] {
+    StepCall* target = nullptr;
+    {
+      absl::MutexLock lock(&link->mu);
+      if (link->call == nullptr || link->cancelling) return;
+      target = link->call;
+      link->cancelling = true;
+      link->canceller = std::this_thread::get_id();
+    }
+    target->cancellation.Cancel();
     absl::MutexLock lock(&link->mu);
-    if (link->call != nullptr) link->call->cancellation.Cancel();
+    link->cancelling = false;
   });
   keep->RunAsync(options, std::move(feeds), fetches, targets, outputs, metadata, call,
                  [keep, watch, id, link, own, done = std::move(done)](absl::Status s) {
                    watch->Remove(id);
                    {
                      absl::MutexLock lock(&link->mu);
+                     if (link->canceller != std::this_thread::get_id()) {
+                       link->mu.Await(absl::Condition(
+                           +[](Link* l) ABSL_NO_THREAD_SAFETY_ANALYSIS { return !l->cancelling; },
+                           link.get()));
+                     }
                      link->call = nullptr;
                    }
                    // A step cancelled (or broken) because a task was lost says which.
