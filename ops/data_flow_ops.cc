@@ -131,7 +131,9 @@ REGISTER_OP("QueueEnqueueV2")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
     .SetShapeFn(HandleIsScalar)
-    .Doc("Appends one element. Errors: the queue is closed, full, or of another dtype or shape.");
+    .Doc(
+        "Appends one element, waiting for room when the queue is full (up to timeout_ms, -1: no "
+        "bound). Errors: the queue is closed (also while waiting), or of another dtype.");
 
 REGISTER_OP("QueueEnqueueManyV2")
     .Input("handle: string")
@@ -140,7 +142,9 @@ REGISTER_OP("QueueEnqueueManyV2")
     .Attr("timeout_ms: int = -1")
     .SetIsStateful()
     .SetShapeFn(HandleIsScalar)
-    .Doc("Appends each slice of `components` along dimension 0 as one element.");
+    .Doc(
+        "Appends each slice of `components` along dimension 0 as one element, all at once, "
+        "waiting for room as QueueEnqueueV2; more slices than the capacity are an error.");
 
 REGISTER_OP("QueueDequeueV2")
     .Input("handle: string")

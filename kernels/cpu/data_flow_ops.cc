@@ -41,7 +41,8 @@ Timer& WaitTimer() {
 // resource's lock) finishes it, so it finishes once.
 struct Waiter {
   std::function<void(const absl::Status&, Tensor)> done;
-  int required = 1;  // gradients a take needs
+  int required = 1;           // gradients a take needs
+  std::vector<Tensor> items;  // what a waiting enqueue adds
   absl::Time since = absl::Now();
   Timer::Id timeout = 0;
   Timer::Id warning = 0;
@@ -54,23 +55,25 @@ struct Waiter {
   }
 };
 
-// Removes `w` from `owner`'s waiters and fails it with `s`, unless it finished already.
-template <typename Owner>
+// Removes `w` from `owner`'s waiters (the list `kList` names) and fails it with `s`, unless it
+// finished already.
+template <typename Owner, auto kList = &Owner::waiters_>
 void FailWaiter(const std::weak_ptr<Owner>& weak, const std::shared_ptr<Waiter>& w,
                 const absl::Status& s) {
   auto o = weak.lock();
   if (o == nullptr) return;
   {
     absl::MutexLock lock(&o->mu_);
-    auto it = std::find(o->waiters_.begin(), o->waiters_.end(), w);
-    if (it == o->waiters_.end()) return;  // finished already
-    o->waiters_.erase(it);
+    auto& list = (*o).*kList;
+    auto it = std::find(list.begin(), list.end(), w);
+    if (it == list.end()) return;  // finished already
+    list.erase(it);
   }
   w->Complete(s, Tensor());
 }
 
 // Logs a wait that lasts, every kWaitWarning, with what it lacks.
-template <typename Owner>
+template <typename Owner, auto kList = &Owner::waiters_>
 void ScheduleWarning(const std::weak_ptr<Owner>& weak, const std::shared_ptr<Waiter>& w,
                      const std::string& what) {
   w->warning = WaitTimer().Schedule(absl::Now() + kWaitWarning, [weak, w, what] {
@@ -79,9 +82,10 @@ void ScheduleWarning(const std::weak_ptr<Owner>& weak, const std::shared_ptr<Wai
     std::string report;
     {
       absl::MutexLock lock(&o->mu_);
-      if (std::find(o->waiters_.begin(), o->waiters_.end(), w) == o->waiters_.end()) return;
+      auto& list = (*o).*kList;
+      if (std::find(list.begin(), list.end(), w) == list.end()) return;
       report = o->WaitReport();
-      ScheduleWarning(weak, w, what);
+      ScheduleWarning<Owner, kList>(weak, w, what);
     }
     LOG(WARNING) << what << ": still waiting after " << absl::FormatDuration(absl::Now() - w->since)
                  << "; " << report;
@@ -92,22 +96,22 @@ void ScheduleWarning(const std::weak_ptr<Owner>& weak, const std::shared_ptr<Wai
 // Returns what to register with the step's rendezvous once the lock is released.
 // `Owner` has `absl::Mutex mu_`, `std::deque<std::shared_ptr<Waiter>> waiters_` and
 // `std::string WaitReport()` (what a long wait lacks).
-template <typename Owner>
+template <typename Owner, auto kList = &Owner::waiters_>
 std::function<void(const absl::Status&)> Park(const std::shared_ptr<Owner>& owner,
                                               const std::shared_ptr<Waiter>& w, int64_t timeout_ms,
                                               const std::string& what) {
-  owner->waiters_.push_back(w);
+  ((*owner).*kList).push_back(w);
   std::weak_ptr<Owner> weak = owner;
   if (timeout_ms >= 0) {
-    w->timeout = WaitTimer().Schedule(
-        absl::Now() + absl::Milliseconds(timeout_ms), [weak, w, what, timeout_ms] {
-          FailWaiter(weak, w,
-                     absl::DeadlineExceededError(
-                         absl::StrCat(what, ": nothing arrived within timeout_ms=", timeout_ms)));
-        });
+    w->timeout = WaitTimer().Schedule(absl::Now() + absl::Milliseconds(timeout_ms), [weak, w, what,
+                                                                                     timeout_ms] {
+      FailWaiter<Owner, kList>(weak, w,
+                               absl::DeadlineExceededError(absl::StrCat(
+                                   what, ": it did not happen within timeout_ms=", timeout_ms)));
+    });
   }
-  ScheduleWarning(weak, w, what);
-  return [weak, w](const absl::Status& s) { FailWaiter(weak, w, s); };
+  ScheduleWarning<Owner, kList>(weak, w, what);
+  return [weak, w](const absl::Status& s) { FailWaiter<Owner, kList>(weak, w, s); };
 }
 
 // Connects a waiter to its step's abort. Made before the kernel parks (once parked it may finish
@@ -482,27 +486,39 @@ class FifoQueue : public ResourceBase {
   DataType dtype() const { return dtype_; }
   const std::string& name() const { return name_; }
 
-  absl::Status Enqueue(std::vector<Tensor> items) {
+  // Adds `items`; when they do not fit yet, waits (TF1's blocking enqueue) until dequeues make
+  // room, the queue closes (CANCELLED), timeout_ms passes or the step aborts. `done` runs once.
+  void Enqueue(std::shared_ptr<FifoQueue> self, OpKernelContext* ctx, std::vector<Tensor> items,
+               int64_t timeout_ms, std::function<void(const absl::Status&)> done) {
     std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>> ready;
+    std::function<void(const absl::Status&)> fail;
+    absl::Status refused;
+    auto link = AbortLink::For(ctx);
     {
       absl::MutexLock lock(&mu_);
       if (closed_) {
-        return absl::CancelledError(absl::StrCat("queue '", name_, "' is closed"));
-      }
-      if (capacity_ >= 0 && static_cast<int64_t>(items_.size() + items.size()) > capacity_) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("queue '", name_, "' holds ", items_.size(), " of at most ", capacity_,
-                         " elements; ", items.size(), " more do not fit"));
-      }
-      for (Tensor& t : items) items_.push_back(std::move(t));
-      while (!waiters_.empty() && !items_.empty()) {
-        ready.emplace_back(waiters_.front(), std::move(items_.front()));
-        waiters_.pop_front();
-        items_.pop_front();
+        refused = absl::CancelledError(absl::StrCat("queue '", name_, "' is closed"));
+      } else if (capacity_ >= 0 && static_cast<int64_t>(items.size()) > capacity_) {
+        refused = absl::InvalidArgumentError(absl::StrCat("queue '", name_, "' holds at most ",
+                                                          capacity_, " elements; ", items.size(),
+                                                          " enqueued at once can never fit"));
+      } else if (!Fits(items.size()) || !enqueue_waiters_.empty()) {
+        auto w = std::make_shared<Waiter>();
+        w->items = std::move(items);
+        w->done = [done](const absl::Status& s, Tensor) { done(s); };
+        fail = Park<FifoQueue, &FifoQueue::enqueue_waiters_>(
+            self, w, timeout_ms, absl::StrCat("enqueue into full queue '", name_, "'"));
+      } else {
+        for (Tensor& t : items) items_.push_back(std::move(t));
+        HandOutLocked(&ready);
       }
     }
+    if (fail) {
+      link->Arm(std::move(fail));
+      return;
+    }
     Finish(std::move(ready));
-    return absl::OkStatus();
+    done(refused);
   }
 
   void Dequeue(std::shared_ptr<FifoQueue> self, OpKernelContext* ctx, int64_t timeout_ms,
@@ -510,12 +526,14 @@ class FifoQueue : public ResourceBase {
     Tensor item;
     bool closed = false;
     std::function<void(const absl::Status&)> fail;
+    std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>> admitted;
     auto link = AbortLink::For(ctx);
     {
       absl::MutexLock lock(&mu_);
       if (!items_.empty()) {
         item = std::move(items_.front());
         items_.pop_front();
+        AdmitEnqueuesLocked(&admitted);
       } else if (closed_) {
         closed = true;
       } else {
@@ -524,6 +542,7 @@ class FifoQueue : public ResourceBase {
         fail = Park(self, w, timeout_ms, absl::StrCat("dequeue from '", name_, "'"));
       }
     }
+    Finish(std::move(admitted));
     if (fail) {
       link->Arm(std::move(fail));
     } else if (closed) {
@@ -534,13 +553,17 @@ class FifoQueue : public ResourceBase {
   }
 
   void Close() {
-    std::deque<std::shared_ptr<Waiter>> waiters;
+    std::deque<std::shared_ptr<Waiter>> waiters, enqueues;
     {
       absl::MutexLock lock(&mu_);
       closed_ = true;
       waiters.swap(waiters_);  // the queue is empty when anyone waits
+      enqueues.swap(enqueue_waiters_);
     }
     FailAll(std::move(waiters), ClosedAndEmpty());
+    FailAll(std::move(enqueues), absl::CancelledError(absl::StrCat("queue '", name_,
+                                                                   "' was closed while an enqueue "
+                                                                   "waited for room")));
   }
 
   int32_t size() {
@@ -549,15 +572,47 @@ class FifoQueue : public ResourceBase {
   }
 
   std::string WaitReport() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!enqueue_waiters_.empty()) {
+      return absl::StrCat("queue '", name_, "' holds ", items_.size(), " of at most ", capacity_,
+                          " elements and ", enqueue_waiters_.size(),
+                          " enqueue(s) wait for room; nobody dequeues");
+    }
     return absl::StrCat("queue '", name_, "' is empty and ", waiters_.size(),
                         " dequeue(s) wait; whoever enqueues (for a token queue: the chief's "
                         "update) has not");
   }
 
   absl::Mutex mu_;
-  std::deque<std::shared_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);          // dequeues
+  std::deque<std::shared_ptr<Waiter>> enqueue_waiters_ ABSL_GUARDED_BY(mu_);  // for room
 
  private:
+  bool Fits(size_t n) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return capacity_ < 0 || static_cast<int64_t>(items_.size() + n) <= capacity_;
+  }
+
+  // Gives waiting dequeues the first items.
+  void HandOutLocked(std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>>* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!waiters_.empty() && !items_.empty()) {
+      ready->emplace_back(waiters_.front(), std::move(items_.front()));
+      waiters_.pop_front();
+      items_.pop_front();
+    }
+  }
+
+  // Lets waiting enqueues in, in order, while they fit (they finish OK).
+  void AdmitEnqueuesLocked(std::vector<std::pair<std::shared_ptr<Waiter>, Tensor>>* admitted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!enqueue_waiters_.empty() && Fits(enqueue_waiters_.front()->items.size())) {
+      std::shared_ptr<Waiter> w = std::move(enqueue_waiters_.front());
+      enqueue_waiters_.pop_front();
+      for (Tensor& t : w->items) items_.push_back(std::move(t));
+      w->items.clear();
+      admitted->emplace_back(std::move(w), Tensor());
+    }
+  }
+
   absl::Status ClosedAndEmpty() const {
     return absl::OutOfRangeError(absl::StrCat("queue '", name_, "' is closed and empty"));
   }
@@ -590,24 +645,33 @@ class FifoQueueHandleOp : public ResourceHandleKernel<FifoQueue> {
 };
 
 template <bool kMany>
-class EnqueueOp : public OpKernel {
+class EnqueueOp : public AsyncOpKernel {
  public:
-  using OpKernel::OpKernel;
+  explicit EnqueueOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
+    absl::Status s = c->GetAttr("timeout_ms", &timeout_ms_);
+    if (!s.ok()) c->SetStatus(s);
+  }
   bool IsExpensive() const override { return false; }
-  void Compute(OpKernelContext* ctx) override {
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    auto fail = [ctx, &done](const absl::Status& s) {
+      ctx->SetStatus(s);
+      done();
+    };
     auto q = LookupHandle<FifoQueue>(ctx);
-    OP_REQUIRES_OK(ctx, q.status());
+    if (!q.ok()) return fail(q.status());
     const Tensor& value = ctx->input(1);
-    OP_REQUIRES(ctx, value.dtype() == (*q)->dtype(),
-                absl::InvalidArgumentError(
-                    absl::StrCat("queue '", (*q)->name(), "' holds ", DataTypeString((*q)->dtype()),
-                                 " but the value is ", DataTypeString(value.dtype()))));
+    if (value.dtype() != (*q)->dtype()) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("queue '", (*q)->name(), "' holds ", DataTypeString((*q)->dtype()),
+                       " but the value is ", DataTypeString(value.dtype()))));
+    }
     std::vector<Tensor> items;
     if (!kMany) {
       items.push_back(value);
     } else {
-      OP_REQUIRES(ctx, value.dims() >= 1,
-                  absl::InvalidArgumentError("QueueEnqueueManyV2 needs a value of rank >= 1"));
+      if (value.dims() < 1) {
+        return fail(absl::InvalidArgumentError("QueueEnqueueManyV2 needs a value of rank >= 1"));
+      }
       TensorShape element;
       for (int i = 1; i < value.dims(); ++i) element.AddDim(value.dim_size(i));
       const int64_t n = value.dim_size(0);
@@ -620,8 +684,15 @@ class EnqueueOp : public OpKernel {
         items.push_back(std::move(t));
       }
     }
-    OP_REQUIRES_OK(ctx, (*q)->Enqueue(std::move(items)));
+    (*q)->Enqueue(*q, ctx, std::move(items), timeout_ms_,
+                  [ctx, done = std::move(done)](const absl::Status& s) {
+                    if (!s.ok()) ctx->SetStatus(s);
+                    done();
+                  });
   }
+
+ private:
+  int64_t timeout_ms_ = -1;
 };
 
 class DequeueOp : public AsyncOpKernel {

@@ -329,8 +329,8 @@ class _EngineQueue:
     this process serves, when the engine's queue can hold it: the ps's own graph then meets the
     workers' in it. TF1's pattern of workers telling the ps they are done (a queue per ps task,
     `shared_name="done_queue%d"`, that the ps dequeues from before it exits) runs so. The
-    engine's queue holds one numeric component; an enqueue into a full queue fails
-    (RESOURCE_EXHAUSTED) instead of waiting, and dequeue_many, dequeue_up_to and is_closed are
+    engine's queue holds one numeric component; an enqueue into a full queue waits for room
+    (as TF1's; closing the queue fails it), and dequeue_many, dequeue_up_to and is_closed are
     refused naming the limit."""
 
     def __init__(self, queue, graph, device, capacity, shared_name):

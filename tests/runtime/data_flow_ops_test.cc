@@ -220,14 +220,46 @@ TEST_F(DataFlowTest, QueueTimeoutsCapacityAndClose) {
   // A timed-out dequeue took nothing: the next element goes to the next dequeue.
   ASSERT_TRUE(Enqueue({1}).ok());
   EXPECT_EQ(*Dequeue(), 1);
-  absl::Status full = Enqueue({1, 2, 3, 4, 5});
-  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  absl::Status never = Enqueue({1, 2, 3, 4, 5});  // more than the capacity (4) at once
+  EXPECT_EQ(never.code(), absl::StatusCode::kInvalidArgument) << never;
   ASSERT_TRUE(Enqueue({5}).ok());
   ASSERT_TRUE(session_->Run({}, {}, {"close_q"}, nullptr).ok());
   EXPECT_EQ(*Dequeue(), 5);  // what is left, then OUT_OF_RANGE
   got = Dequeue();
   EXPECT_EQ(got.status().code(), absl::StatusCode::kOutOfRange) << got.status();
   EXPECT_EQ(Enqueue({6}).code(), absl::StatusCode::kCancelled);
+}
+
+// TF1's blocking enqueue: an enqueue into a full queue waits for a dequeue to make room (in
+// order), a deadline ends the wait with nothing added, and closing the queue fails it.
+TEST_F(DataFlowTest, AnEnqueueIntoAFullQueueWaitsForRoom) {
+  ASSERT_TRUE(Enqueue({1, 2, 3}).ok());
+  absl::Status second;
+  std::thread producer([&] { second = Enqueue({4, 5}); });  // 3 + 2 > 4: waits
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(Fetch<int32_t>("size:0"), 3);
+  EXPECT_EQ(*Dequeue(), 1);  // makes room for both
+  producer.join();
+  ASSERT_TRUE(second.ok()) << second;
+  EXPECT_EQ(Fetch<int32_t>("size:0"), 4);
+  // A deadline ends a wait and adds nothing.
+  RunOptions soon;
+  soon.set_timeout_in_ms(200);
+  absl::Status late = session_->Run(soon, {{"items", Tensor::FromVector<int64_t>({6})}}, {},
+                                    {"enqueue_many"}, nullptr, nullptr);
+  EXPECT_EQ(late.code(), absl::StatusCode::kDeadlineExceeded) << late;
+  EXPECT_EQ(Fetch<int32_t>("size:0"), 4);
+  for (int64_t want : {2, 3, 4, 5}) EXPECT_EQ(*Dequeue(), want);
+  // Closing fails a waiting enqueue.
+  ASSERT_TRUE(Enqueue({7, 8, 9, 10}).ok());
+  absl::Status waiting;
+  std::thread blocked([&] { waiting = Enqueue({11}); });
+  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(session_->Run({}, {}, {"close_q"}, nullptr).ok());
+  blocked.join();
+  EXPECT_EQ(waiting.code(), absl::StatusCode::kCancelled) << waiting;
+  EXPECT_TRUE(absl::StrContains(waiting.message(), "closed while an enqueue waited")) << waiting;
+  EXPECT_EQ(*Dequeue(), 7);
 }
 
 TEST(ResourceMgrTest, AVariableDeclaredDifferentlyByAnotherGraphIsAnError) {
