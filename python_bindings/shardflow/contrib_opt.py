@@ -151,10 +151,76 @@ class LazyAdamOptimizer(_CompositeOptimizer):
                              v.assign(v_new, read_value=False)], var, delta=delta)
 
 
+class ModelAverageCustomGetter:
+    """TF1's ModelAverageCustomGetter, for ``variable_scope(custom_getter=...)``: each worker's
+    variables are its own, on `worker_device`, and local (each worker initialises them; the
+    chief's values are then taken by every worker: ModelAverageOptimizer's hook). TF1 also kept
+    a global copy on the ps; here the average travels by ring all-reduce between the workers."""
+
+    def __init__(self, worker_device):
+        self._worker_device = worker_device
+
+    def __call__(self, getter, name, trainable=True, collections=None, *args, **kwargs):
+        from shardflow.framework import GraphKeys, device
+        with device(self._worker_device):
+            return getter(name, *args, trainable=trainable,
+                          collections=[GraphKeys.LOCAL_VARIABLES] +
+                          ([GraphKeys.TRAINABLE_VARIABLES] if trainable else []), **kwargs)
+
+
+class ModelAverageOptimizer:
+    """TF1's tf.contrib.opt.ModelAverageOptimizer (DL4J-style parameter averaging): `opt`
+    updates this worker's own variables every step; every `interval_steps` steps the workers'
+    variables are replaced by their mean (sf.distribute.ParameterAveragingHook: ring all-reduce
+    between the `num_worker` workers, no parameter server; `ps_device` is accepted and unused).
+    Give every worker ``opt.make_session_run_hook(is_chief)``. The other attributes are `opt`'s.
+    """
+
+    def __init__(self, opt, num_worker, is_chief, ps_device="/job:ps/replica:0",
+                 interval_steps=100):
+        if int(num_worker) < 1:
+            raise ValueError("ModelAverageOptimizer: num_worker must be at least 1, not %r"
+                             % (num_worker,))
+        self._opt = opt
+        self._num_worker = int(num_worker)
+        self._is_chief = bool(is_chief)
+        self._interval = int(interval_steps)
+        self._var_list = None
+
+    def __getattr__(self, name):
+        return getattr(self._opt, name)
+
+    def compute_gradients(self, loss, var_list=None, **kwargs):
+        if var_list is None:  # ModelAverageCustomGetter's variables are local and trainable
+            from shardflow.variables import local_variables, trainable_variables
+            var_list = trainable_variables() + [v for v in local_variables() if v.trainable]
+        return self._opt.compute_gradients(loss, var_list=var_list, **kwargs)
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        grads_and_vars = list(grads_and_vars)
+        self._var_list = [v for g, v in grads_and_vars if g is not None]
+        return self._opt.apply_gradients(grads_and_vars, global_step=global_step, name=name)
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None, **kwargs):
+        return self.apply_gradients(self.compute_gradients(loss, var_list=var_list, **kwargs),
+                                    global_step=global_step, name=name)
+
+    def make_session_run_hook(self, is_chief=None, num_tokens=-1):
+        """The hook that averages the trained variables every interval_steps (and starts every
+        worker from the chief's values)."""
+        from shardflow.distribute.parameter_averaging import ParameterAveragingHook
+        if self._var_list is None:
+            raise ValueError("ModelAverageOptimizer: call minimize (or apply_gradients) before "
+                             "make_session_run_hook")
+        chief = self._is_chief if is_chief is None else bool(is_chief)
+        return ParameterAveragingHook(self._num_worker, 0 if chief else 1, self._interval,
+                                      var_list=self._var_list)
+
+
 def __getattr__(name):
     raise AttributeError("shardflow has no tf.contrib.opt.%s; it has %s (other optimizers: "
                          "sf.train)" % (name, ", ".join(__all__)))
 
 
 __all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "LazyAdamOptimizer",
-           "MomentumWOptimizer"]
+           "ModelAverageCustomGetter", "ModelAverageOptimizer", "MomentumWOptimizer"]

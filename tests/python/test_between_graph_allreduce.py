@@ -6,6 +6,7 @@ end with the parameters one process reaches on the whole batch (plain SGD), also
 gradients sent as float16 or bfloat16 (Compression)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -144,3 +145,79 @@ def test_the_optimizer_asks_for_the_workers_device():
             opt.minimize(sf.reduce_sum(v * v))
         with pytest.raises(ValueError, match="rank 2 must be in"):
             sf.distribute.broadcast_variables([v], 2, rank=2)
+
+
+_AVERAGING = r"""
+import json, sys
+import numpy as np
+import shardflow as tf
+rank, workers, interval = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+ports = [int(p) for p in sys.argv[4].split(",")]
+rng = np.random.RandomState(0)
+x = rng.randn(96, 4).astype(np.float32)
+y = (x @ np.array([[1.0], [2.0], [-1.0], [0.5]], np.float32) + 0.3).astype(np.float32)
+rows = 16 // workers
+master, device = "", ""
+if workers > 1:
+    cluster = tf.train.ClusterSpec({"worker": ["127.0.0.1:%d" % p for p in ports]})
+    server = tf.train.Server(cluster, job_name="worker", task_index=rank)
+    master, device = server.target, "/job:worker/task:%d" % rank
+tf.set_random_seed(3 + rank)  # the workers start apart; the hook starts them from the chief's
+with tf.device(device):
+    xs = tf.placeholder(tf.float32, [None, 4])
+    ys = tf.placeholder(tf.float32, [None, 1])
+with tf.variable_scope("model", custom_getter=tf.contrib.opt.ModelAverageCustomGetter(device)):
+    with tf.device(device):
+        w = tf.get_variable("w", [4, 1])
+        b = tf.get_variable("b", [1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(xs, w) + b - ys))
+        opt = tf.contrib.opt.ModelAverageOptimizer(tf.train.GradientDescentOptimizer(0.1), workers,
+                                                   is_chief=rank == 0, interval_steps=interval)
+        train = opt.minimize(loss)
+hook = opt.make_session_run_hook(rank == 0)
+with tf.device(device), tf.train.MonitoredTrainingSession(master=master, is_chief=rank == 0,
+                                                          hooks=[hook]) as sess:
+    for k in range(6):
+        rows_k = np.arange(k * 16 + rank * rows, k * 16 + (rank + 1) * rows)
+        sess.run(train, {xs: x[rows_k], ys: y[rows_k]})
+    wv, bv = sess.run([w, b])
+print("FINAL " + json.dumps({"w": wv.ravel().tolist(), "b": bv.tolist(),
+                             "locals": len(tf.local_variables()), "averages": hook.averages}),
+      flush=True)
+"""
+
+
+@pytest.mark.parametrize("interval", [1, 3])
+def test_model_average_optimizer_averages_the_workers_parameters(tmp_path, interval):
+    # TF1's tf.contrib.opt.ModelAverageOptimizer (DL4J-style parameter averaging, here by ring
+    # all-reduce between the workers): each worker trains its own copy (ModelAverageCustomGetter)
+    # on half of every batch with SGD and the copies are averaged every `interval` runs. Every
+    # run averaged is one process on the whole batches; every third run, the workers still end
+    # equal (their last run averaged), elsewhere than the one process.
+    program = tmp_path / "averaging.py"
+    program.write_text(_AVERAGING)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(sf.__file__)))
+    alone = subprocess.run([sys.executable, str(program), "0", "1", "1", "0"], env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    ports = "%d,%d" % (free_port(), free_port())
+    procs = [subprocess.Popen([sys.executable, str(program), str(rank), "2", str(interval),
+                               ports], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for rank in (1, 0)]
+    try:
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    final = [json.loads(re.search(r"FINAL (\{.*\})", o).group(1)) for o in outs]
+    one = json.loads(re.search(r"FINAL (\{.*\})", alone.stdout).group(1))
+    assert final[0]["w"] == final[1]["w"] and final[0]["b"] == final[1]["b"]
+    assert final[0]["locals"] == 2 and final[0]["averages"] == 7 // interval
+    if interval == 1:
+        np.testing.assert_allclose(final[0]["w"], one["w"], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(final[0]["b"], one["b"], rtol=1e-5, atol=1e-6)
+    else:
+        assert not np.allclose(final[0]["w"], one["w"], rtol=1e-5, atol=1e-6)

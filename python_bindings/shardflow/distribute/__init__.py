@@ -11,12 +11,14 @@ from shardflow.distribute.context import (ReplicaContext, experimental_set_strat
 from shardflow.distribute.cross_device_ops import (
     CrossDeviceOps, HierarchicalCopyAllReduce, NcclAllReduce, ReductionToOneDevice)
 from shardflow.distribute.input_lib import InputContext, InputReplicationMode
+from shardflow.distribute.parameter_averaging import ParameterAveragingHook
 from shardflow.distribute.strategy import (MirroredStrategy, OneDeviceStrategy,
                                            Strategy, StrategyExtended)
 from shardflow.distribute.values import ReduceOp
 
 __all__ = ["AllReduceOptimizer", "Compression", "CrossDeviceOps", "HierarchicalCopyAllReduce",
            "InputContext", "InputReplicationMode", "MirroredStrategy", "NcclAllReduce",
+           "ParameterAveragingHook",
            "OneDeviceStrategy", "ReduceOp", "ReductionToOneDevice", "ReplicaContext", "Strategy",
            "StrategyExtended",
            "broadcast_variables", "cluster_resolver", "experimental",
