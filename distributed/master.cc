@@ -219,6 +219,16 @@ class MasterSession {
       }
       tasks_[p.task.name] = std::move(p.task);
     }
+    // Ops that request no device go to the master's own task, as TF1's (its master places them
+    // on the client's task): the constraints policy takes the first device that can run an op,
+    // so this task's devices come first. Between-graph programs rely on it (each worker's
+    // unplaced ops — MonitoredTrainingSession's, summaries — stay on its own task).
+    if (options_->local_worker != nullptr) {
+      const std::string& own = options_->local_worker->task();
+      std::stable_partition(devices_.begin(), devices_.end(), [&](const DeviceAttributes& d) {
+        return device_task_.at(d.name) == own;
+      });
+    }
     if (tasks_.empty()) {
       return unreachable_.size() == 1
                  ? unreachable_.begin()->second

@@ -175,8 +175,9 @@ with tf.variable_scope("model", custom_getter=tf.contrib.opt.ModelAverageCustomG
                                                    is_chief=rank == 0, interval_steps=interval)
         train = opt.minimize(loss)
 hook = opt.make_session_run_hook(rank == 0)
-with tf.device(device), tf.train.MonitoredTrainingSession(master=master, is_chief=rank == 0,
-                                                          hooks=[hook]) as sess:
+# MonitoredTrainingSession's own ops have no device: they run on this worker's task (the
+# master's own), as TF1's, so the workers' collectives stay apart.
+with tf.train.MonitoredTrainingSession(master=master, is_chief=rank == 0, hooks=[hook]) as sess:
     for k in range(6):
         rows_k = np.arange(k * 16 + rank * rows, k * 16 + (rank + 1) * rows)
         sess.run(train, {xs: x[rows_k], ys: y[rows_k]})

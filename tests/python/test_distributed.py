@@ -278,3 +278,25 @@ def test_session_reset_names_a_task_that_is_down(tmp_path):
                          config=sf.ConfigProto(device_filters=["/job:worker/task:0"]))
     finally:
         stop_servers(procs[:1])
+
+
+def test_ops_without_a_device_run_on_the_masters_own_task():
+    # As TF1's: a session opened at a task's server places ops that request no device on that
+    # task (before, on the first device of the cluster, task 0's, from every task's session).
+    ports = [free_port(), free_port()]
+    cluster = sf.train.ClusterSpec({"worker": ["127.0.0.1:%d" % p for p in ports]})
+    servers = [sf.train.Server(cluster, job_name="worker", task_index=i) for i in range(2)]
+    try:
+        for task, server in enumerate(servers):
+            g = sf.Graph()
+            with g.as_default():
+                x = sf.constant(2.0, name="x")
+                y = sf.multiply(x, 3.0, name="y")
+            md = sf.RunMetadata()
+            with sf.Session(server.target, graph=g) as sess:
+                assert sess.run(y, options=sf.RunOptions(trace_level=sf.RunOptions.FULL_TRACE),
+                                run_metadata=md) == 6.0
+            assert "/task:%d/" % task in md.placement["y"], md.placement
+    finally:
+        for server in servers:
+            server.stop()

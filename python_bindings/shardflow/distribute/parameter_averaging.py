@@ -9,9 +9,9 @@ worker takes the chief's (rank 0's) values.
         ...
 
 Every worker must run the same number of steps (the averages pair up step by step), in the
-same graph shape (the variables made in the same order), and build its graph — the
-MonitoredTrainingSession's own ops too — under sf.device("/job:worker/task:N") of its task, as
-every between-graph collective asks (docs/distributed.md, "Between-graph groups"). `var_list` defaults to the trainable
+same graph shape (the variables made in the same order), its variables on its own task
+(sf.device("/job:worker/task:N"), or ModelAverageCustomGetter); ops without a device run on the
+task whose server the session uses, as TF1's. `var_list` defaults to the trainable
 variables; give sf.global_variables() to average the optimizer's slots too (DL4J's "average
 updaters").
 """
