@@ -24,7 +24,8 @@ from shardflow import (applications, collective_ops, datasets, distribute,  # no
                        errors, graph_util, layers, losses, nn, profiler, summary, train)
 from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
                               float64, int8, int32, int64, string, uint8)
-from shardflow.framework import (DeviceSpec, Dimension, Graph, GraphKeys,  # noqa: F401
+from shardflow.device_spec import DeviceSpec  # noqa: F401
+from shardflow.framework import (Dimension, Graph, GraphKeys,  # noqa: F401
                                  Operation, Tensor, TensorShape, add_to_collection,
                                  add_to_collections, control_dependencies, convert_to_tensor,
                                  device, get_collection, get_default_graph, name_scope,

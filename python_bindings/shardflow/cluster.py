@@ -364,7 +364,7 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
     if ps_tasks < 0:
         raise ValueError("replica_device_setter: ps_tasks is %d; it is >= 0" % ps_tasks)
     ps_ops = set(ps_ops or ("VarHandleOp", "Variable", "VariableV2"))
-    from shardflow.framework import DeviceSpec
+    from shardflow.device_spec import DeviceSpec
     # "/job:ps/cpu:0" and task 1 -> "/job:ps/task:1/device:CPU:0"
     ps_devices = [DeviceSpec.from_string(ps_device).replace(task=i).to_string()
                   for i in range(ps_tasks)]

@@ -43,3 +43,20 @@ def stop_servers(procs):
         p.terminate()
     for p in procs:
         assert p.wait(timeout=10) == 0
+
+
+def run_together(commands, timeout=180):
+    """Starts every (argv, env) of `commands` at once and waits for them all (any left running
+    past `timeout` seconds, or after another's failure, is killed); asserts that each exited 0
+    and returns their outputs (stdout and stderr together), in order."""
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True) for argv, env in commands]
+    try:
+        outs = [p.communicate(timeout=timeout)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out
+    return outs

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import shardflow as sf
-from cluster_util import free_port
+from cluster_util import free_port, run_together
 
 WORKER = r"""
 import json, sys
@@ -73,19 +73,8 @@ def run_workers(tmp_path, mode, *extra):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(sf.__file__))
     outs = [str(tmp_path / ("%s-%d.npy" % (mode, i))) for i in range(2)]
-    procs = [subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(cluster), str(i), mode,
-                               outs[i], *extra], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for i in range(2)]
-    logs = []
-    try:
-        for p in procs:
-            logs.append(p.communicate(timeout=120)[0])
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, log in zip(procs, logs):
-        assert p.returncode == 0, log
+    run_together([([sys.executable, "-c", WORKER, json.dumps(cluster), str(i), mode, outs[i],
+                    *extra], env) for i in range(2)], timeout=120)
     return [np.load(o) for o in outs]
 
 
@@ -202,17 +191,8 @@ def test_model_average_optimizer_averages_the_workers_parameters(tmp_path, inter
                            capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0, alone.stdout + alone.stderr
     ports = "%d,%d" % (free_port(), free_port())
-    procs = [subprocess.Popen([sys.executable, str(program), str(rank), "2", str(interval),
-                               ports], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for rank in (1, 0)]
-    try:
-        outs = [p.communicate(timeout=120)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
+    outs = run_together([([sys.executable, str(program), str(rank), "2", str(interval), ports],
+                          env) for rank in (1, 0)], timeout=120)
     final = [json.loads(re.search(r"FINAL (\{.*\})", o).group(1)) for o in outs]
     one = json.loads(re.search(r"FINAL (\{.*\})", alone.stdout).group(1))
     assert final[0]["w"] == final[1]["w"] and final[0]["b"] == final[1]["b"]

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 import shardflow as sf
+from cluster_util import run_together
 
 PROGRAM = r'''
 import json, sys
@@ -76,22 +77,10 @@ def _result(text):
 def _run_two_ranks(*args):
     """`args` run as ranks 0 and 1 (torchrun's variables); their RESULTs, by rank."""
     coordinator = random.randint(30000, 50000)
-    procs = []
-    for rank in (1, 0):
-        env = _env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-                    "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
-                    "SHARDFLOW_PORT_BASE": str(coordinator + 10)})
-        procs.append(subprocess.Popen([sys.executable, *map(str, args)], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    try:
-        outs = [p.communicate(timeout=180)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
+    outs = run_together([([sys.executable, *map(str, args)], _env({
+        "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
+        "SHARDFLOW_PORT_BASE": str(coordinator + 10)})) for rank in (1, 0)])
     return sorted((_result(o) for o in outs), key=lambda r: r["rank"])
 
 

@@ -541,28 +541,15 @@ def _two_workers(jobs, env, argv):
     """Ranks 1 and 0 of a MultiWorkerMirroredStrategy cluster, each `sys.executable
     argv(rank)` with its TF_CONFIG: jobs "worker" (two worker tasks) or "chief+worker" (the
     chief is rank 0). Their outputs, rank 1's first, once both exited 0."""
-    from cluster_util import free_port
+    from cluster_util import free_port, run_together
     addresses = ["127.0.0.1:%d" % free_port(), "127.0.0.1:%d" % free_port()]
     cluster, tasks = {"worker": addresses}, {1: ("worker", 1), 0: ("worker", 0)}
     if jobs == "chief+worker":
         cluster, tasks = {"chief": addresses[:1], "worker": addresses[1:]}, \
             {1: ("worker", 0), 0: ("chief", 0)}
-    procs = []
-    for rank in (1, 0):
-        env = dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {
-            "type": tasks[rank][0], "index": tasks[rank][1]}}))
-        procs.append(subprocess.Popen([sys.executable] + argv(rank), env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
-    try:
-        outs = [p.communicate(timeout=180)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out
-    return outs
+    return run_together([([sys.executable] + argv(rank), dict(env, TF_CONFIG=json.dumps({
+        "cluster": cluster, "task": {"type": tasks[rank][0], "index": tasks[rank][1]}})))
+        for rank in (1, 0)])
 
 
 @pytest.mark.parametrize("jobs", ["worker", "chief+worker"])

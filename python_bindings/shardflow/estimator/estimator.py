@@ -78,18 +78,12 @@ class _RestoreHook(SessionRunHook):
             session.run(self._warm_op, feed_dict=self._warm_feeds)
 
 
-def _multi_worker(config):
-    """config.train_distribute when it is a MultiWorkerMirroredStrategy, else None."""
-    from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
+def _between_graph(config):
+    """config.train_distribute when it replicates across processes (MultiWorkerMirrored- or
+    ParameterServerStrategy: one replica per worker process), else None."""
     strategy = getattr(config, "train_distribute", None)
-    return strategy if isinstance(strategy, MultiWorkerMirroredStrategy) else None
-
-
-def _parameter_server(config):
-    """config.train_distribute when it is a ParameterServerStrategy, else None."""
-    from shardflow.distribute.parameter_server import ParameterServerStrategy
-    strategy = getattr(config, "train_distribute", None)
-    return strategy if isinstance(strategy, ParameterServerStrategy) else None
+    extended = getattr(strategy, "extended", None)
+    return strategy if getattr(extended, "experimental_between_graph", False) else None
 
 
 class _BroadcastHook(SessionRunHook):
@@ -310,9 +304,11 @@ class Estimator:
                     max_steps:
                 logging.info("Skipping training since max_steps has already saved.")
                 return self
+        from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
         config = self._config
         master, device_fn = "", None
-        strategy = _multi_worker(config)
+        between = _between_graph(config)  # model_fn runs under it
+        strategy = between if isinstance(between, MultiWorkerMirroredStrategy) else None
         if config._distributed:
             # A task of a TF_CONFIG cluster (RunConfig): through this task's server, variables
             # on the ps tasks, the rest here; the chief initialises, restores and checkpoints,
@@ -325,10 +321,9 @@ class Estimator:
             if config.num_ps_replicas > 0 and strategy is None:
                 device_fn = replica_device_setter(cluster=config.cluster_spec,
                                                   worker_device=device_fn)
-        # Under ParameterServerStrategy model_fn runs in its replica context (variables on the
-        # ps as without it).
-        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn,
-                                           strategy or _parameter_server(config))
+        # Under ParameterServerStrategy too model_fn runs in its replica context (variables on
+        # the ps as without it).
+        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn, between)
         with g.as_default():
             from shardflow import summary
             from shardflow.basic_hooks import (LoggingTensorHook, NanTensorHook,
