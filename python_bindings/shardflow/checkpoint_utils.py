@@ -255,17 +255,27 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
 
     `assignment_map` maps checkpoint names to current ones: ``{"old/w": "new/w"}`` (or to a
     Variable), ``{"old_scope/": "new_scope/"}`` (every variable under new_scope/ from the same
-    name under old_scope/), ``{"/": "new_scope/"}`` (from the checkpoint's root). ValueError
+    name under old_scope/), ``{"/": "new_scope/"}`` (from the checkpoint's root). A partitioned
+    variable (its name, the PartitionedVariable or its list of parts) reads the checkpoint's
+    whole and each part takes its slice, whatever the partitioning it was saved with. ValueError
     names a tensor the checkpoint lacks, or a shape that differs.
     """
     from shardflow.framework import get_default_graph
+    from shardflow.partitioned_variables import PartitionedVariable
     from shardflow.variables import Variable, global_variables
     ckpt_file = _checkpoint_file(ckpt_dir_or_file)
     reader = CheckpointReader(ckpt_file)
     available = reader.get_variable_to_shape_map()
-    by_name = {}
+    # What a name in the map may mean: a variable, or a partitioned variable (its full name)
+    # standing for its parts, each initialised from its slice of the checkpoint's whole.
+    by_name, parts = {}, {}
     for v in global_variables(get_default_graph()):
-        by_name.setdefault(v.op.name, v)
+        info = v._get_save_slice_info()
+        if info is None:
+            by_name.setdefault(v.op.name, [v])
+        else:
+            by_name.setdefault(info.full_name, []).append(v)
+            parts[v.op.name] = v   # named alone ("emb/part_0"): that part only
 
     def load(tensor_name):
         if tensor_name not in available:
@@ -273,14 +283,29 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
                 tensor_name, ckpt_dir_or_file, ", ".join(sorted(available))))
         return reader.get_tensor(tensor_name)
 
+    def assign(variables, tensor_name):
+        value = load(tensor_name)
+        for var in variables:
+            info = var._get_save_slice_info()
+            if info is not None and list(value.shape) == info.full_shape:
+                _set_initializer(var, value[info.index()], ckpt_file,
+                                 "%s[%s]" % (tensor_name, info.spec))
+            else:
+                _set_initializer(var, value, ckpt_file, tensor_name)
+
     for tensor_name, current in sorted(assignment_map.items(), key=lambda kv: kv[0]):
-        if isinstance(current, Variable) or (isinstance(current, str) and current in by_name):
-            var = current if isinstance(current, Variable) else by_name[current]
-            _set_initializer(var, load(tensor_name), ckpt_file, tensor_name)
+        if isinstance(current, Variable):
+            assign([current], tensor_name)
+            continue
+        if isinstance(current, (PartitionedVariable, list, tuple)):
+            assign(list(current), tensor_name)
             continue
         if not isinstance(current, str):
-            raise TypeError("assignment_map values are variable names, scopes or Variables, "
-                            "not %r" % (current,))
+            raise TypeError("assignment_map values are variable names, scopes, Variables or "
+                            "PartitionedVariables, not %r" % (current,))
+        if current in by_name or current in parts:
+            assign(by_name[current] if current in by_name else [parts[current]], tensor_name)
+            continue
         scope = current[:current.rindex("/")] if "/" in current else ""
         if not tensor_name.endswith("/"):
             raise ValueError("Assignment map with scope only name %s should map to scope only "
@@ -292,8 +317,7 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
                 full = full[1:]
             if tensor_name != "/":
                 full = tensor_name + full
-            full = full.rstrip("/")
-            _set_initializer(by_name[var_name], load(full), ckpt_file, full)
+            assign(by_name[var_name], full.rstrip("/"))
 
 
 def with_checkpoint_initializers(init_op, graph=None):

@@ -61,6 +61,10 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
         variables.append({"name": v._shared_name, "handle": v.op.name, "read": v.value().name,
                           "initializer": v.initializer.name, "trainable": bool(v.trainable),
                           "local": bool(v._local), "device": v._device or ""})
+        info = v._get_save_slice_info()
+        if info is not None:   # a part of a partitioned variable
+            variables[-1]["slice"] = {"full_name": info.full_name, "full_shape": info.full_shape,
+                                      "offset": info.var_offset, "shape": info.var_shape}
     collections = {}
     names = collection_list if collection_list is not None else list(g._collections)
     for key in names:
@@ -119,6 +123,14 @@ def _variable(g, info, prefix):
     v.initializer = g.get_operation_by_name(full(info["initializer"]))
     v._device = v._handle_op.device or ""
     v._local = bool(info["local"])
+    part = info.get("slice")
+    if part is not None:
+        try:
+            v._set_save_slice_info(Variable.SaveSliceInfo(
+                full(str(part["full_name"])), part["full_shape"], part["offset"], part["shape"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise errors.DataLossError("import_meta_graph: damaged slice record of variable %s "
+                                       "(%s)" % (v._shared_name, e)) from None
     g._variables.append(v)
     return v
 
@@ -165,8 +177,15 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     if saver is not None:
         # The Saver that wrote the checkpoint, with its names (a var_list dict renames).
         try:
-            names = {str(name): by_handle[handle] for name, handle in saver["variables"]
-                     if handle in by_handle}
+            names = {}
+            for name, handle in saver["variables"]:
+                v = by_handle.get(handle)
+                if v is None:
+                    continue
+                if v._get_save_slice_info() is not None:   # the parts of one whole
+                    names.setdefault(str(name), []).append(v)
+                else:
+                    names[str(name)] = v
         except (KeyError, TypeError, ValueError) as e:
             raise errors.DataLossError("import_meta_graph: damaged saver record (%s)" % e) \
                 from None

@@ -12,7 +12,9 @@ A partitioner is a function (shape, dtype) -> the number of parts per dimension;
 TF1, splits one dimension. The parts are ordinary variables named "<name>/part_<i>" with TF's
 slicing (the first dim % n parts one row longer), each made by the same initializer for its
 own slice's shape (a full-size array as initializer is sliced); they are what global_variables,
-optimizers, Savers and replica_device_setter see (so the parts spread over the ps tasks). The
+optimizers and replica_device_setter see (so the parts spread over the ps tasks); each knows
+its slice of the whole (Variable.SaveSliceInfo), so a Saver writes the whole under the
+partitioned variable's name, as TF1's, and restores it into any partitioning (or none). The
 PartitionedVariable itself converts to the concatenation of its parts when used as a tensor
 (sf.matmul(x, table)), iterates over its parts, and embedding_lookup looks ids up in its parts
 with the "div" or "mod" strategy (array_ops.embedding_lookup).
@@ -211,8 +213,11 @@ def create_partitioned_variable(make_part, name, shape, dtype, partitioner, init
             part_init = np.ascontiguousarray(full[tuple(index)])
         else:
             part_init = initializer
-        variables.append(make_part("%s/part_%d" % (name.rsplit("/", 1)[-1], i), part_shape,
-                                   part_init))
+        part = make_part("%s/part_%d" % (name.rsplit("/", 1)[-1], i), part_shape, part_init)
+        offsets = [0] * len(dims)
+        offsets[axis] = offset
+        part._set_save_slice_info(part.SaveSliceInfo(name, dims, offsets, part_shape))
+        variables.append(part)
         offset += size
     return PartitionedVariable(name, dims, dtype, variables, [int(p) for p in parts])
 

@@ -375,24 +375,19 @@ class Saver:
         `write_version` (one format), `save_relative_paths` (the state file always names
         checkpoints relative to its directory)."""
         from shardflow.ops import group, placeholder
-        from shardflow.variables import global_variables
         g = get_default_graph()
-        if var_list is None:
-            var_list = global_variables(g)
-        if isinstance(var_list, dict):
-            items = sorted(var_list.items())
-        else:
-            items = [(v._shared_name, v) for v in var_list]
-        if not items and not allow_empty:
+        self._entries = _saver_entries(var_list, g)
+        if not self._entries and not allow_empty:
             raise ValueError("Saver: no variables to save (allow_empty=True for a Saver that "
                              "does nothing)")
-        names = [n for n, _ in items]
+        names = [n for n, _ in self._entries]
         if len(set(names)) != len(names):
             twice = sorted({n for n in names if names.count(n) > 1})
             raise ValueError("Saver: at least two variables have the same name: %s (var_list "
                              "holds a variable twice, or two under one key)" % ", ".join(twice))
-        self._names = names
-        self._vars = [v for _, v in items]
+        # Flat, one per engine variable (the parts of a partitioned one each count).
+        self._names = [n for n, parts in self._entries for _ in parts]
+        self._vars = [v for _, parts in self._entries for v in parts]
         self._max_to_keep = int(max_to_keep or 0)
         self._keep_every_secs = float(keep_checkpoint_every_n_hours) * 3600.0
         self._next_keep_time = time.time() + self._keep_every_secs
@@ -400,7 +395,7 @@ class Saver:
         self._pad_step_number = bool(pad_step_number)
         self._filename = filename
         self._kept = []   # (path, time written), oldest first
-        if not items:
+        if not self._entries:
             self._feeds, self._restore_op = [], None
             return
         with g.name_scope(name or "save"):
@@ -469,11 +464,24 @@ class Saver:
                 global_step = sess.run(global_step)
             save_path = ("%s-%08d" if self._pad_step_number else "%s-%d") % (save_path,
                                                                            int(global_step))
-        values = sess.run([v.value() for v in self._vars])
+        values = iter(sess.run([v.value() for v in self._vars]))
+        tensors = []
+        for name, parts in self._entries:
+            info = parts[0]._get_save_slice_info()
+            if info is None:
+                tensors.append((name, next(values)))
+                continue
+            whole = None   # a partitioned variable: its parts make up the whole
+            for part in parts:
+                value = next(values)
+                if whole is None:
+                    whole = np.empty(info.full_shape, dtype=value.dtype)
+                whole[part._get_save_slice_info().index()] = value
+            tensors.append((name, whole))
         directory = os.path.dirname(save_path)
         if directory:
             os.makedirs(directory, exist_ok=True)
-        _shardflow.save_checkpoint(save_path, list(zip(self._names, values)))
+        _shardflow.save_checkpoint(save_path, tensors)
         if write_meta_graph:
             from shardflow.meta_graph import export_meta_graph
             export_meta_graph(save_path + "." + meta_graph_suffix, graph=sess.graph,
@@ -503,27 +511,123 @@ class Saver:
         if not self._vars:
             return  # allow_empty: nothing to restore
         loaded = dict(_shardflow.load_checkpoint(save_path))
-        missing = [n for n in self._names if n not in loaded]
+        missing = [name for name, parts in self._entries if name not in loaded and not (
+            parts[0]._get_save_slice_info() is not None and
+            all(part._shared_name in loaded for part in parts))]
         if missing:
             raise errors.NotFoundError(
                 "checkpoint %s has no variable(s) %s" % (save_path, ", ".join(missing)))
         feed = {}
-        for name, v, p in zip(self._names, self._vars, self._feeds):
-            value = loaded[name]
-            want = _dims(v)
-            if self._reshape and want is not None and None not in want:
-                if int(np.prod(want)) != value.size:
+        feeds = iter(self._feeds)
+        for name, parts in self._entries:
+            placeholders = [next(feeds) for _ in parts]
+            info = parts[0]._get_save_slice_info()
+            if info is None:
+                feed[placeholders[0]] = self._checked(name, parts[0], loaded[name], save_path)
+            elif name in loaded:
+                whole = loaded[name]
+                if list(whole.shape) != info.full_shape:
                     raise errors.InvalidArgumentError(
-                        "variable '%s' has %d elements in %s but %d in the model (reshape=True "
-                        "needs as many)" % (name, value.size, save_path, int(np.prod(want))))
-                value = value.reshape(want)
-            if want is not None and (len(want) != value.ndim or any(
-                    w is not None and w != d for w, d in zip(want, value.shape))):
-                raise errors.InvalidArgumentError(
-                    "variable '%s' has shape %s in %s but %s in the model"
-                    % (name, list(value.shape), save_path, want))
-            feed[p] = value
+                        "partitioned variable '%s' has shape %s in %s but %s in the model"
+                        % (name, list(whole.shape), save_path, info.full_shape))
+                for part, p in zip(parts, placeholders):
+                    feed[p] = whole[part._get_save_slice_info().index()]
+            else:
+                # Written before partitioned variables were saved whole: one tensor per part.
+                for part, p in zip(parts, placeholders):
+                    feed[p] = self._checked(part._shared_name, part, loaded[part._shared_name],
+                                            save_path)
         sess.run(self._restore_op, feed_dict=feed)
+
+    def _checked(self, name, v, value, save_path):
+        """`value` from the checkpoint for variable `v`, reshaped when the Saver may; errors
+        name a shape that does not fit."""
+        from shardflow import errors
+        want = _dims(v)
+        if self._reshape and want is not None and None not in want:
+            if int(np.prod(want)) != value.size:
+                raise errors.InvalidArgumentError(
+                    "variable '%s' has %d elements in %s but %d in the model (reshape=True "
+                    "needs as many)" % (name, value.size, save_path, int(np.prod(want))))
+            value = value.reshape(want)
+        if want is not None and (len(want) != value.ndim or any(
+                w is not None and w != d for w, d in zip(want, value.shape))):
+            raise errors.InvalidArgumentError(
+                "variable '%s' has shape %s in %s but %s in the model"
+                % (name, list(value.shape), save_path, want))
+        return value
+
+
+def _saver_entries(var_list, g):
+    """[(checkpoint name, [variables])] for a Saver's var_list: a variable alone, or the parts
+    of a partitioned variable (each with its SaveSliceInfo) written as one whole under the
+    partitioned variable's name, as TF1's. var_list: None (every global variable), a list of
+    variables and PartitionedVariables, or a dict name -> a variable, a PartitionedVariable or
+    a list of one partitioned variable's parts."""
+    from shardflow.partitioned_variables import PartitionedVariable
+    from shardflow.variables import Variable, global_variables
+    if var_list is None:
+        var_list = global_variables(g)
+    entries, sliced = [], {}
+
+    def add(name, v, key):
+        if isinstance(v, PartitionedVariable):
+            for part in v:
+                add(name if key else v.name, part, key)
+            return
+        if not isinstance(v, Variable):
+            raise TypeError("Saver: var_list holds Variables (or PartitionedVariables), not %r"
+                            % (v,))
+        info = v._get_save_slice_info()
+        if info is None:
+            entries.append((name if key else v._shared_name, [v]))
+            return
+        full = name if key else info.full_name
+        if full not in sliced:
+            sliced[full] = []
+            entries.append((full, sliced[full]))
+        sliced[full].append(v)
+
+    if isinstance(var_list, dict):
+        for name, v in sorted(var_list.items()):
+            if isinstance(v, (list, tuple)):
+                for part in v:
+                    if not isinstance(part, Variable) or part._get_save_slice_info() is None:
+                        raise ValueError("Saver: var_list['%s'] is a list, so it holds the "
+                                         "parts of one partitioned variable; %r is not one"
+                                         % (name, part))
+                    add(name, part, True)
+            else:
+                add(name, v, True)
+    else:
+        for v in var_list:
+            add(None, v, False)
+    for name, parts in sliced.items():
+        _check_parts(name, parts)
+    return entries
+
+
+def _check_parts(name, parts):
+    """The parts saved as `name` make up one whole: same full shape, each inside it, none
+    overlapping, all of it covered."""
+    infos = [p._get_save_slice_info() for p in parts]
+    full = infos[0].full_shape
+    for p, info in zip(parts, infos):
+        if info.full_shape != full or len(info.var_offset) != len(full) or any(
+                o < 0 or o + n > d for o, n, d in zip(info.var_offset, info.var_shape, full)):
+            raise ValueError("Saver: part %s of '%s' does not lie inside its shape %s (offset "
+                             "%s, shape %s)" % (p.op.name, name, full, info.var_offset,
+                                                info.var_shape))
+    for i, a in enumerate(infos):
+        for b in infos[i + 1:]:
+            if all(ao < bo + bn and bo < ao + an for ao, an, bo, bn in
+                   zip(a.var_offset, a.var_shape, b.var_offset, b.var_shape)):
+                raise ValueError("Saver: two parts of '%s' overlap (%s and %s)"
+                                 % (name, a.spec, b.spec))
+    if sum(int(np.prod(i.var_shape)) for i in infos) != int(np.prod(full)):
+        raise ValueError("Saver: the parts given of partitioned variable '%s' (%s) do not make "
+                         "up its shape %s; give all of them (or the PartitionedVariable)"
+                         % (name, ", ".join(p.op.name for p in parts), full))
 
 
 class SaverDef:

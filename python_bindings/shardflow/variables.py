@@ -264,6 +264,35 @@ class Variable(_TensorOperators):
         """The current value (runs the read in `session` or the default session)."""
         return self._read.eval(session=session)
 
+    class SaveSliceInfo:
+        """Where a part of a partitioned variable lies in the whole (TF1's
+        Variable.SaveSliceInfo): Savers write the whole under `full_name` and each part reads
+        its slice back, whatever the partitioning when it was saved."""
+
+        def __init__(self, full_name=None, full_shape=None, var_offset=None, var_shape=None):
+            self.full_name = full_name
+            self.full_shape = [int(d) for d in full_shape]
+            self.var_offset = [int(d) for d in var_offset]
+            self.var_shape = [int(d) for d in var_shape]
+
+        @property
+        def spec(self):
+            """TF1's text form: "<full shape> <offset>,<length>:..."."""
+            return " ".join(str(d) for d in self.full_shape) + " " + ":".join(
+                "%d,%d" % (o, n) for o, n in zip(self.var_offset, self.var_shape))
+
+        def index(self):
+            """The numpy index of this part in the whole."""
+            return tuple(slice(o, o + n) for o, n in zip(self.var_offset, self.var_shape))
+
+    _save_slice_info = None   # set on the parts of a PartitionedVariable
+
+    def _set_save_slice_info(self, save_slice_info):
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self):
+        return self._save_slice_info
+
     def __repr__(self):
         return "<sf.Variable '%s' shape=%s dtype=%s>" % (
             self.name, self.shape.as_list() if self.shape.ndims is not None else "<unknown>",

@@ -140,3 +140,107 @@ def test_partitioned_embedding_trains_on_a_ps_cluster(tmp_path):
     finally:
         for s in servers + [worker]:
             s.stop()
+
+
+def _partitioned_graph(parts, name="emb", shape=(10, 4), seed=1):
+    """A graph with `name` split into `parts` (None: not partitioned) and a plain variable."""
+    g = tf.Graph()
+    with g.as_default():
+        partitioner = tf.fixed_size_partitioner(parts) if parts else None
+        with tf.variable_scope("model"):
+            v = tf.get_variable(name, shape=list(shape), partitioner=partitioner,
+                                initializer=tf.random_normal_initializer(seed=seed))
+            w = tf.get_variable("w", shape=[3], initializer=tf.ones_initializer())
+    return g, v, w
+
+
+def _whole(sess, v):
+    if isinstance(v, tf.PartitionedVariable):
+        return np.concatenate(sess.run(list(v)), 0)
+    return sess.run(v)
+
+
+def test_a_partitioned_variable_is_saved_whole_and_restores_into_any_partitioning(tmp_path):
+    # As TF1's: the checkpoint holds "model/emb" [10, 4], not its parts, so a job restarted with
+    # another number of ps tasks (or none) restores it.
+    g, v, _ = _partitioned_graph(2)
+    with g.as_default(), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = _whole(sess, v)
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    assert sorted(tf.train.list_variables(str(tmp_path))) == [("model/emb", [10, 4]),
+                                                             ("model/w", [3])]
+    np.testing.assert_array_equal(tf.train.load_variable(path, "model/emb"), want)
+    assert [p._get_save_slice_info().spec for p in v] == ["10 4 0,5:0,4", "10 4 5,5:0,4"]
+    for parts in (3, 1, None):
+        g, v, _ = _partitioned_graph(parts, seed=7)
+        with g.as_default(), tf.Session() as sess:
+            tf.train.Saver().restore(sess, path)
+            np.testing.assert_array_equal(_whole(sess, v), want)
+    # A Saver of the PartitionedVariable itself, or a dict of its name to it or to its parts.
+    g, v, w = _partitioned_graph(3, seed=7)
+    with g.as_default(), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        tf.train.Saver([v]).restore(sess, path)
+        np.testing.assert_array_equal(_whole(sess, v), want)
+        tf.train.Saver({"model/emb": list(v), "model/w": w}).save(sess, str(tmp_path / "d"))
+        tf.train.Saver({"model/emb": v}).restore(sess, str(tmp_path / "d"))
+        np.testing.assert_array_equal(_whole(sess, v), want)
+        with pytest.raises(ValueError, match="do not make up its shape"):
+            tf.train.Saver({"model/emb": list(v)[:2]})
+        with pytest.raises(ValueError, match="holds the parts of one partitioned"):
+            tf.train.Saver({"model/emb": [w]})
+
+
+def test_a_partitioned_checkpoint_names_a_shape_that_differs(tmp_path):
+    g, v, _ = _partitioned_graph(2)
+    with g.as_default(), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    g, v, _ = _partitioned_graph(2, shape=(12, 4))
+    with g.as_default(), tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"partitioned variable 'model/emb' has shape \[10, 4\]"):
+            tf.train.Saver().restore(sess, path)
+
+
+def test_partitioned_variables_warm_start_and_survive_meta_graphs(tmp_path):
+    g, v, _ = _partitioned_graph(2)
+    with g.as_default(), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = _whole(sess, v)
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    # init_from_checkpoint: by the partitioned variable's name, by scope, by the object.
+    for mapping in ({"model/emb": "model/emb"}, {"model/": "model/"}, "object"):
+        g, v, _ = _partitioned_graph(3, seed=7)
+        with g.as_default(), tf.Session() as sess:
+            tf.train.init_from_checkpoint(str(tmp_path), {"model/emb": v} if mapping == "object"
+                                          else mapping)
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(_whole(sess, v), want)
+    # The meta graph keeps where each part lies: its Saver restores the whole.
+    with tf.Graph().as_default(), tf.Session() as sess:
+        saver = tf.train.import_meta_graph(path + ".meta")
+        saver.restore(sess, path)
+        parts = [x for x in tf.global_variables() if x.op.name.startswith("model/emb/")]
+        assert [x._get_save_slice_info().spec for x in parts] == ["10 4 0,5:0,4", "10 4 5,5:0,4"]
+        np.testing.assert_array_equal(np.concatenate(sess.run(parts), 0), want)
+
+
+def test_checkpoints_of_parts_written_before_still_restore(tmp_path):
+    # Checkpoints written before partitioned variables were saved whole hold one tensor per
+    # part under its own name; the same partitioning reads them back.
+    g, v, w = _partitioned_graph(2)
+    with g.as_default(), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        want = _whole(sess, v)
+        named = {p.op.name: p for p in v}
+        named["model/w"] = w
+        for p in v:   # as a Saver of plain variables wrote them
+            p._set_save_slice_info(None)
+        tf.train.Saver(named).save(sess, str(tmp_path / "old"))
+    assert "model/emb/part_0" in dict(tf.train.list_variables(str(tmp_path)))
+    g, v, _ = _partitioned_graph(2, seed=7)
+    with g.as_default(), tf.Session() as sess:
+        tf.train.Saver().restore(sess, str(tmp_path / "old"))
+        np.testing.assert_array_equal(_whole(sess, v), want)
