@@ -243,6 +243,12 @@ def _set_initializer(variable, value, ckpt_file, tensor_name):
         with g.control_dependencies([variable.initializer]):
             restore = variable.assign(constant, read_value=False,
                                       name=variable.op.name + "/checkpoint_initializer")
+    _chain_initializer(variable, restore, ckpt_file, tensor_name)
+
+
+def _chain_initializer(variable, restore, ckpt_file, tensor_name):
+    """`restore` (an op running after the variable's initializer) is its initializer now."""
+    g = variable.graph
     variable.initializer = restore
     g.__dict__.setdefault("_checkpoint_initializers", {})[variable.op.name] = restore
     logging.debug("Initialize variable %s from checkpoint %s with %s", variable.op.name,

@@ -733,6 +733,7 @@ from shardflow.learning_rate_decay import noisy_linear_cosine_decay  # noqa: E40
 from shardflow.summary_pb import summary_iterator  # noqa: E402,F401
 from shardflow.object_checkpoint import Checkpoint, CheckpointManager  # noqa: E402,F401
 from shardflow import mixed_precision as _mixed_precision  # noqa: E402
+from shardflow.warm_starting_util import VocabInfo, warm_start  # noqa: E402,F401
 
 # tf.train.experimental (TF 1.14, 1.15): the mixed-precision graph rewrite's switch.
 experimental = types.SimpleNamespace(

@@ -15,3 +15,4 @@ from shardflow.estimator.export import (BestExporter, Exporter, FinalExporter,  
                                         LatestExporter)
 from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys, RunConfig  # noqa: F401
 from shardflow.estimator.training import EvalSpec, TrainSpec, train_and_evaluate  # noqa: F401
+from shardflow.warm_starting_util import VocabInfo, WarmStartSettings  # noqa: F401

@@ -36,6 +36,8 @@ from shardflow.estimator.model_fn import EstimatorSpec, ModeKeys, RunConfig
 from shardflow.framework import Graph, Tensor
 from shardflow.monitored_session import (CheckpointSaverHook, MonitoredTrainingSession,
                                          SessionRunHook, StopAtStepHook)
+from shardflow.warm_starting_util import WarmStartSettings
+from shardflow.warm_starting_util import warm_start as warm_start_variables
 
 
 def _arg_names(fn):
@@ -49,33 +51,15 @@ def _checkpoint_values(path):
 
 
 class _RestoreHook(SessionRunHook):
-    """After the initializers ran: restores `path` with `saver`, or warm-starts the trainable
-    variables found in `warm_start_path` (a checkpoint) when there is nothing to restore."""
+    """After the initializers ran: restores `path` (when not None) with `saver`."""
 
-    def __init__(self, saver, path, warm_start_path=None):
+    def __init__(self, saver, path):
         self._saver = saver
         self._path = path
-        self._warm = warm_start_path
-
-    def begin(self):
-        if self._path is None and self._warm is not None:
-            from shardflow.ops import group, placeholder
-            from shardflow.variables import trainable_variables
-            values = _checkpoint_values(self._warm)
-            self._warm_feeds = {}
-            assigns = []
-            for v in trainable_variables():
-                if v._shared_name in values:
-                    p = placeholder(v.dtype, None, name="warm_start_value")
-                    self._warm_feeds[p] = values[v._shared_name]
-                    assigns.append(v.assign(p, read_value=False))
-            self._warm_op = group(*assigns) if assigns else None
 
     def after_create_session(self, session, coord):
         if self._path is not None:
             self._saver.restore(session, self._path)
-        elif self._warm is not None and self._warm_op is not None:
-            session.run(self._warm_op, feed_dict=self._warm_feeds)
 
 
 def _between_graph(config):
@@ -137,7 +121,9 @@ class Estimator:
     """A model (model_fn) with a checkpoint directory (model_dir; a new temporary directory
     when None). `params` (a dict) goes to model_fn's `params`, `config` (a RunConfig) to its
     `config`. `warm_start_from`: a checkpoint or a directory whose newest checkpoint gives the
-    trainable variables their first values when model_dir has no checkpoint yet.
+    trainable variables their first values when model_dir has no checkpoint yet, or a
+    WarmStartSettings choosing which variables, from which names and vocabularies
+    (shardflow/warm_starting_util.py).
 
     Thread safety: one call at a time per Estimator."""
 
@@ -167,9 +153,8 @@ class Estimator:
         self._model_fn = model_fn
         self._model_fn_args = args
         self._params = dict(params or {})
-        if warm_start_from is not None and os.path.isdir(str(warm_start_from)):
-            from shardflow.train import latest_checkpoint
-            warm_start_from = latest_checkpoint(warm_start_from)
+        if warm_start_from is not None and not isinstance(warm_start_from, WarmStartSettings):
+            warm_start_from = WarmStartSettings(str(warm_start_from))
         self._warm_start_from = warm_start_from
 
     @property
@@ -277,13 +262,16 @@ class Estimator:
 
     def _restore_hook(self, checkpoint_path=None, warm_start=False):
         """A Saver of the graph's variables and the hook restoring `checkpoint_path` (default:
-        the newest in model_dir)."""
+        the newest in model_dir). With `warm_start` and no checkpoint to restore, the variables
+        warm_start_from chooses start from its checkpoint (their initializers load it)."""
         from shardflow.train import Saver
         from shardflow.variables import global_variables
         path = checkpoint_path or self.latest_checkpoint()
+        if warm_start and path is None and self._warm_start_from is not None:
+            warm_start_variables(*self._warm_start_from)
         saver = Saver(max_to_keep=self._config.keep_checkpoint_max) if global_variables() \
             else None
-        return saver, _RestoreHook(saver, path, self._warm_start_from if warm_start else None)
+        return saver, _RestoreHook(saver, path)
 
     # ---- train ----------------------------------------------------------------------------
 
