@@ -37,21 +37,41 @@ class RunOptions:
     """
 
     NO_TRACE = 0
+    SOFTWARE_TRACE = 1   # TF1's levels below FULL_TRACE trace as FULL_TRACE here
+    HARDWARE_TRACE = 2
     FULL_TRACE = 3
 
-    def __init__(self, trace_level=NO_TRACE, timeout_in_ms=0, check_numerics=False):
-        if trace_level not in (self.NO_TRACE, self.FULL_TRACE):
-            raise ValueError("trace_level is RunOptions.NO_TRACE or RunOptions.FULL_TRACE")
+    def __init__(self, trace_level=NO_TRACE, timeout_in_ms=0, check_numerics=False,
+                 output_partition_graphs=False, report_tensor_allocations_upon_oom=False,
+                 inter_op_thread_pool=0, debug_options=None, experimental=None):
+        """TF1's fields. `output_partition_graphs`: RunMetadata.partition_graphs gets the
+        graphs each device ran (the step is traced for it). Accepted with no effect:
+        `report_tensor_allocations_upon_oom` (out-of-memory errors name the allocation
+        anyway), `inter_op_thread_pool` (one pool per session), `debug_options`,
+        `experimental`."""
+        if trace_level not in (self.NO_TRACE, self.SOFTWARE_TRACE, self.HARDWARE_TRACE,
+                               self.FULL_TRACE):
+            raise ValueError("trace_level is RunOptions.NO_TRACE, SOFTWARE_TRACE, "
+                             "HARDWARE_TRACE or FULL_TRACE, not %r" % (trace_level,))
         self.trace_level = trace_level
         self.timeout_in_ms = int(timeout_in_ms)
         self.check_numerics = bool(check_numerics)
+        self.output_partition_graphs = bool(output_partition_graphs)
+        self.report_tensor_allocations_upon_oom = bool(report_tensor_allocations_upon_oom)
+        self.inter_op_thread_pool = int(inter_op_thread_pool)
+        self.debug_options = debug_options
+        self.experimental = experimental
+
+    def _engine_trace_level(self):
+        traced = self.trace_level != self.NO_TRACE or self.output_partition_graphs
+        return self.FULL_TRACE if traced else self.NO_TRACE
 
 
 RunMetadata = _C.RunMetadata
 RunMetadata.__doc__ = """What one traced step did (filled by ``Session.run(..., run_metadata=md)``
 with ``RunOptions(trace_level=FULL_TRACE)``): ``placement`` (node -> device), ``devices``,
-``node_stats()``, ``partition_graph_count``, and TF1's ``step_stats``; read it with sf.profiler
-or timeline.Timeline(md.step_stats) (shardflow.python.client.timeline)."""
+``node_stats()``, ``partition_graph_count``, TF1's ``step_stats`` and ``partition_graphs``; read
+it with sf.profiler or timeline.Timeline(md.step_stats) (shardflow.python.client.timeline)."""
 
 
 def _run_metadata_step_stats(run_metadata):
@@ -64,6 +84,19 @@ RunMetadata.step_stats = property(
     doc="TF1's StepStats of the traced step (dev_stats[i].node_stats[j] with node_name, "
         "all_start_micros, all_end_rel_micros, op_end_rel_micros, timeline_label, ...); a "
         "fresh copy on each access (shardflow/step_stats_pb.py). Needs python3-protobuf.")
+
+
+def _run_metadata_partition_graphs(run_metadata):
+    from shardflow.protos import config_pb2
+    return list(config_pb2.RunMetadata.FromString(
+        run_metadata.SerializeToString()).partition_graphs)
+
+
+RunMetadata.partition_graphs = property(
+    _run_metadata_partition_graphs,
+    doc="TF1's partition graphs: one GraphDef message per device the step ran on (its nodes "
+        "with name, op, input, assigned_device), with RunOptions(output_partition_graphs=True) "
+        "or FULL_TRACE. Needs python3-protobuf.")
 
 
 class GPUOptions:
@@ -565,8 +598,9 @@ class Session:
         if options is None:
             out = self._handle.run(feeds, plan.names, plan.targets, 0, 0, False, run_metadata)
         else:
-            out = self._handle.run(feeds, plan.names, plan.targets, options.trace_level,
-                                   options.timeout_in_ms, options.check_numerics, run_metadata)
+            out = self._handle.run(feeds, plan.names, plan.targets,
+                                   options._engine_trace_level(), options.timeout_in_ms,
+                                   options.check_numerics, run_metadata)
         return plan.build(out)
 
     @property

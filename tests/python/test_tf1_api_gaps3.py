@@ -429,3 +429,28 @@ def test_base_logger_averages_the_batches():
     logger.on_epoch_end(0, logs)
     assert logs == {"loss": pytest.approx(2.0), "auc": 0.7}
     assert isinstance(keras.callbacks.ProgbarLogger(), keras.callbacks.Callback)
+
+
+def test_run_options_tf1_fields_and_partition_graphs():
+    # TF1 programs set these; output_partition_graphs fills RunMetadata.partition_graphs.
+    g, x, y = mlp()
+    md = tf.RunMetadata()
+    options = tf.RunOptions(output_partition_graphs=True, report_tensor_allocations_upon_oom=True,
+                            inter_op_thread_pool=0)
+    with g.as_default(), tf.Session(graph=g) as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(y, {x: np.ones((64, 784), np.float32)}, options=options, run_metadata=md)
+        graphs = md.partition_graphs
+        assert len(graphs) == md.partition_graph_count >= 1
+        nodes = {n.name: n for graph in graphs for n in graph.node}
+        # What ran: after the graph optimizers (MatMul + BiasAdd + Relu fused, as TF's remapper).
+        assert nodes["layer1/Relu"].op == "_FusedMatMul"
+        assert nodes["layer1/Relu"].assigned_device.endswith("CPU:0")
+        assert nodes["w1"].op == "VarHandleOp"
+        for level in (tf.RunOptions.SOFTWARE_TRACE, tf.RunOptions.HARDWARE_TRACE):
+            md = tf.RunMetadata()
+            sess.run(y, {x: np.ones((64, 784), np.float32)},
+                     options=tf.RunOptions(trace_level=level), run_metadata=md)
+            assert md.step_stats.dev_stats
+    with pytest.raises(ValueError, match="trace_level is RunOptions.NO_TRACE"):
+        tf.RunOptions(trace_level=7)
