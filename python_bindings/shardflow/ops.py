@@ -71,6 +71,8 @@ def constant(value, dtype=None, shape=None, name=None):
     if shape is not None:
         shape = _plain_dims(shape)
         if arr.size == 1:
+            if _is_large(shape):
+                return _fill_static(shape, arr.reshape(()), name)
             arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
         else:
             arr = arr.reshape(shape)
@@ -104,6 +106,27 @@ def _filled(shape, value, dtype, name):
         out.set_shape([None if isinstance(d, Tensor) else int(d) for d in shape])
         return out
     return constant(value, dtype=dtype, shape=shape, name=name)
+
+
+# A uniform constant of this many elements or more is a Fill (its shape and one value), as
+# TF1's zeros/ones: the graph, sent to every task, does not carry all of its elements.
+_LARGE_CONSTANT_ELEMENTS = 1000
+
+
+def _is_large(dims):
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n >= _LARGE_CONSTANT_ELEMENTS
+
+
+def _fill_static(dims, scalar, name):
+    """Fill of the known shape `dims` with `scalar` (a 0-d array of the dtype wanted)."""
+    big = any(int(d) > np.iinfo(np.int32).max for d in dims)
+    out = fill(np.array([int(d) for d in dims], dtype=np.int64 if big else np.int32), scalar,
+               name=name)
+    out.set_shape([int(d) for d in dims])
+    return out
 
 
 def fill(dims, value, name=None):

@@ -60,8 +60,9 @@ _PASS_THROUGH = ("Identity", "StopGradient", "Snapshot", "PreventGradient")
 
 def constant_value(tensor, partial=False):
     """The value of `tensor` as an ndarray when the graph alone determines it, else None: a
-    Const, Shape/Size/Rank of a statically known shape, and Identity/StopGradient of one of
-    those (TF1's tensor_util.constant_value; `partial` is accepted and ignored)."""
+    Const, a Fill of constants, Shape/Size/Rank of a statically known shape, and
+    Identity/StopGradient of one of those (TF1's tensor_util.constant_value; `partial` is
+    accepted and ignored)."""
     from shardflow.framework import Tensor
     if not isinstance(tensor, Tensor):
         return np.asarray(tensor) if tensor is not None else None
@@ -71,6 +72,11 @@ def constant_value(tensor, partial=False):
         return make_ndarray(op.get_attr("value"))
     if kind in _PASS_THROUGH:
         return constant_value(op.inputs[0])
+    if kind == "Fill":   # sf.zeros / ones / constant of a large shape
+        dims, value = constant_value(op.inputs[0]), constant_value(op.inputs[1])
+        if dims is None or value is None:
+            return None
+        return np.full([int(d) for d in dims], value, dtype=tensor.dtype.as_numpy_dtype)
     if kind in ("Shape", "Size", "Rank"):
         shape = op.inputs[0].shape
         if kind == "Rank":

@@ -287,7 +287,16 @@ def ones_initializer(shape, dtype):
 @_initializer
 def constant_initializer(shape, dtype, value=0):
     from shardflow import ops
-    return ops.constant(np.broadcast_to(np.asarray(value, dtype.as_numpy_dtype), shape).copy())
+    value = np.asarray(value, dtype.as_numpy_dtype)
+    if value.size == 1:   # a large shape is a Fill (ops.constant), not every element
+        return ops.constant(value.reshape(()), dtype=dtype, shape=shape)
+    n = int(np.prod(shape))
+    if 0 < value.size <= n:
+        # TF1's: the values in order, the last one repeated to fill the shape.
+        flat = np.concatenate([value.ravel(), np.repeat(value.ravel()[-1:], n - value.size)])
+        return ops.constant(flat.reshape(shape))
+    raise ValueError("constant_initializer: %d values do not fit shape %s (at most %d)"
+                     % (value.size, list(shape), n))
 
 
 @_initializer

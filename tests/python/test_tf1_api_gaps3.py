@@ -454,3 +454,42 @@ def test_run_options_tf1_fields_and_partition_graphs():
             assert md.step_stats.dev_stats
     with pytest.raises(ValueError, match="trace_level is RunOptions.NO_TRACE"):
         tf.RunOptions(trace_level=7)
+
+
+def test_large_uniform_constants_are_fills_not_megabytes_of_graph():
+    # As TF1's zeros/ones: a variable's tf.zeros([5000, 5000]) initial value was a 100 MB Const
+    # in the GraphDef sent to every task; it is a Fill of its shape and one value now.
+    g = tf.Graph()
+    with g.as_default():
+        z = tf.zeros([5000, 5000])
+        o = tf.ones([3000, 300], dtype=tf.int64)
+        c = tf.constant(2.5, shape=[1000, 1000])
+        s = tf.constant("ab", shape=[1500])
+        small = tf.zeros([10, 10])
+        v = tf.Variable(tf.zeros([4000, 1000]))
+        assert len(g.as_graph_def().SerializeToString()) < 100000
+        assert (z.op.type, small.op.type) == ("Fill", "Const")
+        assert z.shape.as_list() == [5000, 5000] and o.dtype == tf.int64
+        np.testing.assert_array_equal(tf.get_static_value(c), np.full((1000, 1000), 2.5))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run([tf.reduce_sum(z), tf.reduce_sum(o), tf.reduce_sum(c), s[7],
+                            tf.reduce_sum(v)])
+    assert got == [0.0, 900000, 2500000.0, b"ab", 0.0]
+
+
+def test_constant_initializer_fills_as_tf1():
+    g = tf.Graph()
+    with g.as_default():
+        big = tf.get_variable("big", [3000, 100], initializer=tf.constant_initializer(0.5))
+        exact = tf.get_variable("exact", [2, 2], initializer=tf.constant_initializer([1, 2, 3, 4]))
+        short = tf.get_variable("short", [2, 3], initializer=tf.constant_initializer([1, 2, 3]))
+        with pytest.raises(ValueError, match="3 values do not fit shape"):
+            tf.get_variable("long", [2], initializer=tf.constant_initializer([1, 2, 3]))
+        assert len(g.as_graph_def().SerializeToString()) < 100000   # a Fill, not 300,000 floats
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run([tf.reduce_sum(big), exact, short])
+    assert got[0] == pytest.approx(150000.0, rel=1e-4)
+    np.testing.assert_array_equal(got[1], [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(got[2], [[1, 2, 3], [3, 3, 3]])   # the last value repeats
