@@ -88,7 +88,11 @@ def size(input, name=None, out_type=dtypes.int32):  # noqa: A002
     x = convert_to_tensor(input)
     out_type = dtypes.as_dtype(out_type)
     if x.shape.is_fully_defined():
-        return ops.constant(x.shape.num_elements(), dtype=out_type, name=name)
+        n = x.shape.num_elements()
+        if n > np.iinfo(out_type.as_numpy_dtype).max:
+            raise ValueError("size: %s has %d elements, more than %s holds (out_type=tf.int64)"
+                             % (x.name, n, out_type.name))
+        return ops.constant(n, dtype=out_type, name=name)
     return ops.reduce_prod(ops.shape(x, out_type=out_type), name=name)
 
 

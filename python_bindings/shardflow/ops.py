@@ -65,7 +65,10 @@ def constant(value, dtype=None, shape=None, name=None):
         z = sf.constant(0, dtype=sf.float32, shape=[2, 2])
     """
     if dtype is not None:
-        arr = np.asarray(value, dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+        want = dtypes.as_dtype(dtype).as_numpy_dtype
+        if np.issubdtype(want, np.integer) and not isinstance(value, (np.ndarray, np.generic)):
+            _check_int_range(value, want)
+        arr = np.asarray(value, dtype=want)
     else:
         arr = _literal(value)
     if shape is not None:
@@ -79,6 +82,26 @@ def constant(value, dtype=None, shape=None, name=None):
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a scalar 1-d)
         arr = arr.copy(order="C")
     return _out("Const", [], {"value": arr, "dtype": dtypes.as_dtype(arr.dtype)._enum}, name)
+
+
+def _check_int_range(value, want):
+    """Python integers that `want` (an integer numpy type) cannot hold are a ValueError, as
+    TF1's (numpy would wrap them around)."""
+    try:
+        ints = np.asarray(value)
+    except (ValueError, OverflowError):
+        return   # ragged or huge: np.asarray(value, want) reports it
+    if ints.size == 0 or ints.dtype.kind not in "iuO":
+        return
+    info = np.iinfo(want)
+    try:
+        low, high = int(ints.min()), int(ints.max())
+    except (TypeError, ValueError):
+        return
+    if low < info.min or high > info.max:
+        raise ValueError("Can't convert Python int %d to a %s tensor: out of range [%d, %d]"
+                         % (high if high > info.max else low, np.dtype(want).name, info.min,
+                            info.max))
 
 
 def zeros(shape, dtype=dtypes.float32, name=None):

@@ -493,3 +493,19 @@ def test_constant_initializer_fills_as_tf1():
     assert got[0] == pytest.approx(150000.0, rel=1e-4)
     np.testing.assert_array_equal(got[1], [[1, 2], [3, 4]])
     np.testing.assert_array_equal(got[2], [[1, 2, 3], [3, 3, 3]])   # the last value repeats
+
+
+def test_integers_out_of_range_are_errors_not_wrapped():
+    # numpy wraps them (tf.size of 2^40 elements was 0); TF1 refuses them.
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="Can't convert Python int 1099511627776 to a int32"):
+            tf.constant(2 ** 40, tf.int32)
+        with pytest.raises(ValueError, match="out of range"):
+            tf.constant([1, -2 ** 31 - 1], dtype=tf.int32)
+        with pytest.raises(ValueError, match="more than int32 holds"):
+            tf.size(tf.zeros([1 << 20, 1 << 20]))
+        big = tf.size(tf.zeros([1 << 20, 1 << 20]), out_type=tf.int64)
+        edge = tf.constant([2 ** 31 - 1, -2 ** 31], tf.int32)
+        with tf.Session() as sess:
+            assert sess.run(big) == 1 << 40   # the Fill itself never runs
+            assert list(sess.run(edge)) == [2 ** 31 - 1, -2 ** 31]
