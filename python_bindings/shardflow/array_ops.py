@@ -207,17 +207,50 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
 
 
 def tile(input, multiples, name=None):  # noqa: A002
-    """`input` repeated `multiples[i]` times along dimension i (Python ints), as tf.tile."""
-    value, dims = _static_dims(input, "tile")
+    """`input` repeated `multiples[i]` times along dimension i, as tf.tile. `multiples`: a
+    list of ints or scalar tensors, or a 1-D int tensor (``sf.tile(x, [sf.shape(y)[0], 1])``).
+    Built as a broadcast: x as [1, d0, 1, d1, ...] broadcast to [m0, d0, m1, d1, ...], then
+    [m0 * d0, m1 * d1, ...] (out[k * d + j] = x[j]); the gradient sums the copies."""
+    x, dims = _static_dims(input, "tile")
+    rank = len(dims)
     if isinstance(multiples, Tensor):
-        raise ValueError("tile needs multiples as Python ints")
-    if len(multiples) != len(dims):
-        raise ValueError("tile: %d multiples for rank %d" % (len(multiples), len(dims)))
-    out = value
-    for axis, m in enumerate(multiples):
-        if m != 1:
-            out = ops.concat([out] * int(m), axis)
-    return ops.identity(out, name=name)
+        from shardflow.tensor_util import constant_value
+        known = constant_value(multiples)
+        if known is not None and known.ndim == 1:
+            multiples = [int(v) for v in known]
+    if isinstance(multiples, Tensor):
+        if multiples.shape.ndims != 1 or multiples.shape.as_list()[0] not in (None, rank):
+            raise ValueError("tile: multiples must be a 1-D tensor of %d values (the rank of "
+                             "input), got shape %s" % (rank, multiples.shape))
+        m = ops.cast(multiples, dtypes.int32)
+        multiples = [m[i] for i in builtins.range(rank)]
+    else:
+        multiples = list(multiples)
+        if len(multiples) != rank:
+            raise ValueError("tile: %d multiples for rank %d" % (len(multiples), rank))
+    static = [None if isinstance(mi, Tensor) else int(mi) for mi in multiples]
+    if any(mi is not None and mi < 0 for mi in static):
+        raise ValueError("tile: multiples must not be negative, got %s" % (static,))
+    if all(mi == 1 for mi in static):
+        return ops.identity(x, name=name)
+    from shardflow.array_composites import broadcast_to
+    shape = ops.shape(x)
+    dyn_dims = [d if d is not None else shape[i] for i, d in enumerate(dims)]
+
+    def vector(items):
+        if not any(isinstance(v, Tensor) for v in items):
+            big = any(int(v) > np.iinfo(np.int32).max for v in items)
+            return np.array([int(v) for v in items], dtype=np.int64 if big else np.int32)
+        return stack([ops.cast(v, dtypes.int32) if isinstance(v, Tensor) else np.int32(v)
+                      for v in items])
+    expanded = ops.reshape(x, vector([v for d in dyn_dims for v in (1, d)]))
+    spread = broadcast_to(expanded, vector([v for mi, d in zip(multiples, dyn_dims)
+                                           for v in (mi, d)]))
+    out = ops.reshape(spread, vector([mi * d for mi, d in zip(multiples, dyn_dims)]),
+                      name=name)
+    out.set_shape([0 if mi == 0 or d == 0 else None if mi is None or d is None else mi * d
+                   for mi, d in zip(static, dims)])
+    return out
 
 
 def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
@@ -253,7 +286,7 @@ def _range_of_tensors(start, limit, delta, dtype, name):
         count = ops.ceil(ops.divide(ops.subtract(limit, start), delta))
     else:   # ceil of the integer division, for either sign of delta
         count = ops.negative(ops.floordiv(ops.subtract(start, limit), delta))
-    count = ops.maximum(ops.cast(count, dtypes.int32), 0)
+    count = ops.maximum(ops.cast(count, dtypes.int64), 0)   # int32 would wrap past 2^31
     positions = ops.cumsum(ops.fill(ops.reshape(count, [1]), ops.constant(1, dt)),
                            exclusive=True)
     return ops.add(start, ops.multiply(delta, positions), name=name)

@@ -538,7 +538,10 @@ def reshape(tensor, shape, name=None):
         out.set_shape(known)
         return out
     if not isinstance(shape, Tensor):
-        shape = np.asarray(shape, dtype=np.int32)
+        dims = np.asarray(shape, dtype=np.int64)
+        fits = dims.size == 0 or (dims.min() >= np.iinfo(np.int32).min and
+                                  dims.max() <= np.iinfo(np.int32).max)
+        shape = dims.astype(np.int32) if fits else dims   # int32 would wrap
     return _out("Reshape", [tensor, shape], name=name)
 
 

@@ -509,3 +509,31 @@ def test_integers_out_of_range_are_errors_not_wrapped():
         with tf.Session() as sess:
             assert sess.run(big) == 1 << 40   # the Fill itself never runs
             assert list(sess.run(edge)) == [2 ** 31 - 1, -2 ** 31]
+
+
+def test_tile_takes_tensor_multiples_and_does_not_unroll():
+    # tf.tile(x, [tf.shape(y)[0], 1]) was refused ("multiples as Python ints"), and each copy
+    # was a graph input: tile(x, [2**30, 1]) built a list of 2**30 in the client.
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [None, 3])
+        outs = [tf.tile(p, [tf.shape(p)[0], 2]), tf.tile(p, tf.constant([3, 1])),
+                tf.tile(p, tf.placeholder_with_default(np.array([1, 2], np.int32), [2])),
+                tf.tile(tf.constant([[True, False]]), [2, 2]), tf.tile(p, [0, 2])]
+        assert outs[1].shape.as_list() == [None, 3] and outs[4].shape.as_list() == [0, 6]
+        huge = tf.tile(p, [1 << 30, 1 << 30])
+        assert huge.shape.as_list() == [None, 3 << 30]
+        v = tf.Variable(x)
+        weights = np.arange(36, dtype=np.float32).reshape(4, 9)
+        grad = tf.gradients(tf.reduce_sum(tf.tile(v, [2, 3]) * weights), v)[0]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run(outs + [grad], {p: x})
+            with pytest.raises(tf.errors.ResourceExhaustedError, match="no allocator"):
+                sess.run(huge, {p: x})
+    want = [np.tile(x, [2, 2]), np.tile(x, [3, 1]), np.tile(x, [1, 2]),
+            np.tile([[True, False]], [2, 2]), np.zeros((0, 6))]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[-1], sum(weights[i * 2:i * 2 + 2, j * 3:j * 3 + 3]
+                                               for i in range(2) for j in range(3)))
