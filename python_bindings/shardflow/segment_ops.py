@@ -29,6 +29,8 @@ from shardflow.framework import convert_to_tensor
 
 
 def _int32(x):
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return convert_to_tensor(int(x), dtype=dtypes.int32)   # out of range: ValueError
     x = convert_to_tensor(x)
     return x if x.dtype == dtypes.int32 else ops.cast(x, dtypes.int32)
 
@@ -41,6 +43,10 @@ def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     k = ids.shape.ndims
     if k is None:
         raise ValueError("unsorted_segment_sum needs segment_ids of known rank")
+    if isinstance(num_segments, (int, np.integer)) and not \
+            0 <= int(num_segments) <= np.iinfo(np.int32).max:
+        raise ValueError("unsorted_segment_sum: num_segments must be in [0, 2^31), got %d"
+                         % int(num_segments))
     integer = not data.dtype.is_floating
     values = ops.cast(data, dtypes.float64) if integer else data
     rest_dims = data.shape.as_list()[k:] if data.shape.ndims is not None else None

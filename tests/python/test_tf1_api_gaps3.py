@@ -537,3 +537,14 @@ def test_tile_takes_tensor_multiples_and_does_not_unroll():
         np.testing.assert_array_equal(g, w)
     np.testing.assert_array_equal(got[-1], sum(weights[i * 2:i * 2 + 2, j * 3:j * 3 + 3]
                                                for i in range(2) for j in range(3)))
+
+
+def test_segment_counts_past_int32_are_refused_not_wrapped():
+    # bincount(minlength=2**40) wrapped to 0 and returned 2 entries.
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="out of range"):
+            tf.bincount([1], minlength=1 << 40)
+        with pytest.raises(ValueError, match=r"num_segments must be in \[0, 2\^31\)"):
+            tf.unsorted_segment_sum(tf.ones([2]), [0, 1], 1 << 40)
+        with tf.Session() as sess:
+            assert list(sess.run(tf.bincount([1, 1, 3], minlength=5))) == [0, 2, 0, 1, 0]
