@@ -275,6 +275,16 @@ absl::StatusOr<const OpDef*> OpRegistry::Find(const std::string& name) const {
   std::string hint = similar.empty()
                          ? std::string("; see OpRegistry::ListOpNames() for the registered ops")
                          : absl::StrCat("; did you mean ", absl::StrJoin(similar, ", "), "?");
+  if (name == "PyFunc") {
+    // Registered by the Python extension only (python_bindings/src/py_func.cc): the graph
+    // reached a process without it, e.g. a `shardflow server` master.
+    hint =
+        ": it calls a Python function (tf.py_func, and the Python-built ops such as "
+        "tf.strings.*, tf.string_split, lookup tables), which only runs in a process that "
+        "imported shardflow; open the session on a master in such a process (a Python "
+        "tf.train.Server) and pin these ops to a task it serves with tf.device, as TF1 asks "
+        "for py_func";
+  }
   return absl::NotFoundError(absl::StrCat("op '", name, "' is not registered", hint));
 }
 

@@ -49,6 +49,15 @@ TEST(GraphTest, UnknownOpNamesNodeAndSuggests) {
   EXPECT_NE(e.find("did you mean MatMul"), std::string::npos) << e;
 }
 
+// A Python function node reaching a process without Python (a `shardflow server` master):
+// the error says what the node is and where it can run.
+TEST(GraphTest, APyFuncWithoutPythonSaysWhereItRuns) {
+  std::string e = ErrorOf(R"(node { name: "StringJoin" op: "PyFunc" })");
+  EXPECT_NE(e.find("node 'StringJoin' (PyFunc)"), std::string::npos) << e;
+  EXPECT_NE(e.find("calls a Python function"), std::string::npos) << e;
+  EXPECT_NE(e.find("tf.train.Server"), std::string::npos) << e;
+}
+
 TEST(GraphTest, MissingDanglingAndExtraInputs) {
   std::string missing = ErrorOf(
       std::string(kConsts) +
