@@ -26,7 +26,9 @@ all-reduce in buckets (sf.distribute.AllReduceOptimizer; compression=hvd.Compres
 float32 gradients as float16); broadcast_global_variables / BroadcastGlobalVariablesHook give
 every rank root_rank's values; allreduce, allgather and broadcast of single tensors are
 collective ops (every rank must build and run them in the same order, as in Horovod). Without a
-launcher (a plain `python3 prog.py`) there is one rank and nothing is distributed.
+launcher (a plain `python3 prog.py`) there is one rank and nothing is distributed. Horovod's
+Keras flavour is shardflow/horovod_keras.py, importable as shardflow.horovod.keras and
+shardflow.horovod.tensorflow.keras (this module is also shardflow.horovod.tensorflow).
 """
 
 import os
@@ -83,7 +85,8 @@ def init(comm=None):
             raise  # a launcher's environment, malformed: its error names the variable
         resolver = None
     if resolver is None:
-        _state = dict(rank=0, size=1, local_rank=0, local_size=1, server=None, device="")
+        _state = dict(rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1,
+                      server=None, device="")
         return
     from shardflow.cluster import Server
     cluster = resolver.cluster_spec()
@@ -93,10 +96,13 @@ def init(comm=None):
     device = "/job:%s/task:%d" % (job, task) if size > 1 else ""
     # The ranks of this node: the tasks whose address has this task's host.
     host = cluster.task_address(job, task).rsplit(":", 1)[0]
-    here = [t for t, a in enumerate(cluster.job_tasks(job)) if a.rsplit(":", 1)[0] == host]
+    hosts = [a.rsplit(":", 1)[0] for a in cluster.job_tasks(job)]
+    here = [t for t, h in enumerate(hosts) if h == host]
     local_rank, local_size = here.index(task), len(here)
+    nodes = list(dict.fromkeys(hosts))   # the nodes in the order of their first rank
     _state = dict(rank=task, size=size, local_rank=local_rank, local_size=local_size,
-                  server=server, device=device)
+                  cross_rank=nodes.index(host), cross_size=len(nodes), server=server,
+                  device=device)
     if server is not None:
         from shardflow import framework, session
         framework._set_base_device(device)
@@ -142,8 +148,70 @@ def local_size():
     return _require_init("local_size")["local_size"]
 
 
+def cross_rank():
+    """This rank's node among the nodes (in the order of their first rank)."""
+    return _require_init("cross_rank")["cross_rank"]
+
+
+def cross_size():
+    """The number of nodes."""
+    return _require_init("cross_size")["cross_size"]
+
+
 def mpi_threads_supported():
     return False
+
+
+# What Horovod reports of its build: shardflow's collectives are its own ring all-reduce over
+# its transports (gRPC, UCX), launched by any launcher; no MPI, Gloo or NCCL library inside.
+def mpi_built():
+    return False
+
+
+def mpi_enabled():
+    return False
+
+
+def gloo_built():
+    return False
+
+
+def gloo_enabled():
+    return False
+
+
+def nccl_built():
+    return False
+
+
+def ddl_built():
+    return False
+
+
+def ccl_built():
+    return False
+
+
+def _scalar_op(value, name):
+    import shardflow as sf
+    return sf.constant(value, dtype=sf.int32, name=name)
+
+
+def size_op(process_set_id=0, name=None):
+    """size() as an int32 scalar tensor (the process's one set of ranks)."""
+    return _scalar_op(size(), name or "size")
+
+
+def rank_op(process_set_id=0, name=None):
+    return _scalar_op(rank(), name or "rank")
+
+
+def local_size_op(process_set_id=0, name=None):
+    return _scalar_op(local_size(), name or "local_size")
+
+
+def local_rank_op(process_set_id=0, name=None):
+    return _scalar_op(local_rank(), name or "local_rank")
 
 
 def _instance():
@@ -298,50 +366,18 @@ def _distributed_keras(optimizer, name=None, use_locking=False, device_dense="",
     return optimizer
 
 
-class _Callbacks:
-    """horovod.keras' callbacks, for Model.fit(callbacks=[...])."""
-
-    class BroadcastGlobalVariablesCallback:
-        """At the start of training, every rank takes root_rank's variables."""
-
-        def __new__(cls, root_rank, device=""):
-            from shardflow.keras.callbacks import Callback
-
-            class _Broadcast(Callback):
-                def on_train_begin(self, logs=None):
-                    from shardflow.keras import backend as K
-                    session = K.get_session()
-                    with session.graph.as_default():
-                        op = broadcast_global_variables(root_rank)
-                    session.run(op)
-            return _Broadcast()
-
-    class MetricAverageCallback:
-        """At the end of each epoch, each metric in the logs becomes its mean over the ranks
-        (every rank must log the same metrics)."""
-
-        def __new__(cls, device=""):
-            from shardflow.keras.callbacks import Callback
-
-            class _Average(Callback):
-                def __init__(self):
-                    super().__init__()
-                    self._ops = {}
-
-                def on_epoch_end(self, epoch, logs=None):
-                    import shardflow as sf
-                    from shardflow.keras import backend as K
-                    if logs is None or size() == 1:
-                        return
-                    session = K.get_session()
-                    for key in sorted(logs):  # the same order on every rank
-                        if key not in self._ops:
-                            with session.graph.as_default():
-                                fed = sf.placeholder(sf.float32, [], name="metric_" + key)
-                                self._ops[key] = (fed, allreduce(fed))
-                        fed, mean = self._ops[key]
-                        logs[key] = float(session.run(mean, {fed: float(logs[key])}))
-            return _Average()
+def _register_keras_modules():
+    """horovod.tensorflow (this module), horovod.keras and horovod.tensorflow.keras
+    (shardflow/horovod_keras.py) under shardflow.horovod, so that Horovod programs change only
+    the package name: ``import shardflow.horovod.keras as hvd``."""
+    import sys
+    from shardflow import horovod_keras
+    this = sys.modules[__name__]
+    sys.modules[__name__ + ".tensorflow"] = this
+    sys.modules[__name__ + ".keras"] = horovod_keras
+    sys.modules[__name__ + ".tensorflow.keras"] = horovod_keras
+    this.tensorflow, this.keras = this, horovod_keras
+    return horovod_keras.callbacks
 
 
-callbacks = _Callbacks
+callbacks = _register_keras_modules()   # hvd.callbacks.* (as before, beside horovod.keras's)

@@ -123,7 +123,8 @@ KERAS_PROGRAM = r'''
 import json
 import numpy as np
 import shardflow as tf
-import shardflow.horovod as hvd
+import shardflow.horovod.keras as hvd   # Horovod's Keras flavour (horovod.keras)
+import shardflow.horovod.tensorflow as hvd_tf
 
 hvd.init()
 keras = tf.keras
@@ -136,10 +137,16 @@ opt = hvd.DistributedOptimizer(keras.optimizers.Adam(0.01 * hvd.size()))
 model.compile(loss="sparse_categorical_crossentropy", optimizer=opt, metrics=["accuracy"])
 history = model.fit(x, y, batch_size=32, epochs=3, verbose=0,
                     callbacks=[hvd.callbacks.BroadcastGlobalVariablesCallback(0),
-                               hvd.callbacks.MetricAverageCallback()])
-print("RESULT " + json.dumps({"rank": hvd.rank(), "loss": history.history["loss"],
-                              "weights": [w.ravel().tolist() for w in model.get_weights()]}),
-      flush=True)
+                               hvd.callbacks.MetricAverageCallback(),
+                               hvd.callbacks.LearningRateWarmupCallback(warmup_epochs=2)])
+print("RESULT " + json.dumps({
+    "rank": hvd.rank(), "loss": history.history["loss"], "lr": history.history["lr"],
+    "weights": [w.ravel().tolist() for w in model.get_weights()],
+    "same_module": hvd_tf.rank is hvd.rank, "cross": [hvd.cross_rank(), hvd.cross_size()],
+    "mean": hvd.allreduce(np.float32(hvd.rank() + 1)).tolist(),
+    "sum": hvd.allreduce([hvd.rank() + 1.0], average=False).tolist(),
+    "gathered": hvd.allgather(np.array([hvd.rank()], np.int32)).tolist(),
+    "from_1": hvd.broadcast(np.float32(10 * hvd.rank()), 1).tolist()}), flush=True)
 '''
 
 
@@ -152,3 +159,8 @@ def test_keras_fit_with_horovods_optimizer_and_callbacks_keeps_ranks_equal(tmp_p
     assert ranks[0]["weights"] == ranks[1]["weights"]  # started equal, stepped equally
     assert ranks[0]["loss"] == ranks[1]["loss"]  # each epoch's loss averaged over the ranks
     assert ranks[0]["loss"][-1] < ranks[0]["loss"][0]
+    # Warm-up over 2 epochs from 0.02 / 2 ranks, batch by batch, to 0.02 at the second's end.
+    for r in ranks:
+        np.testing.assert_allclose(r["lr"], [0.015, 0.02, 0.02], rtol=1e-5)
+        assert r["same_module"] and r["cross"] == [0, 1]   # one node
+        assert (r["mean"], r["sum"], r["gathered"], r["from_1"]) == (1.5, [3.0], [0, 1], 10.0)
