@@ -609,27 +609,38 @@ with strategy.scope():
     model = tf.keras.Sequential([tf.keras.layers.Dense(3, activation="tanh", input_shape=(4,)),
                                  tf.keras.layers.Dense(1)])
     model.compile(tf.keras.optimizers.SGD(0.05), "mse")
-history = model.fit(x[mine], y[mine], batch_size=rows, epochs=3, shuffle=False, verbose=0)
+seen = []  # the rows of each batch this worker trained on
+sizes = tf.keras.callbacks.LambdaCallback(on_batch_end=lambda b, logs: seen.append(logs["size"]))
+if sys.argv[3] == "dataset":
+    # TF 1.15's tutorial: every worker is given the same dataset of global batches; fit
+    # takes this worker's share of each (as TF's auto-sharding).
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat()
+    history = model.fit(data, epochs=3, steps_per_epoch=4, verbose=0, callbacks=[sizes])
+else:
+    history = model.fit(x[mine], y[mine], batch_size=rows, epochs=3, shuffle=False, verbose=0,
+                        callbacks=[sizes])
 print("FINAL " + json.dumps({"weights": [w.tolist() for w in model.get_weights()],
-                             "loss": history.history["loss"]}), flush=True)
+                             "loss": history.history["loss"], "rows": seen}), flush=True)
 '''
 
 
-@pytest.mark.parametrize("jobs", ["worker", "chief+worker"])
+@pytest.mark.parametrize("jobs,feed", [("worker", "arrays"), ("chief+worker", "arrays"),
+                                       ("worker", "dataset")])
 def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path,
-                                                                                      jobs):
+                                                                                      jobs, feed):
     # TF 1.15's multi-worker Keras: each worker process builds and compiles the model in the
     # strategy's scope and fits on its share of every global batch; with SGD the workers end
     # with the weights of one process that fits the whole batches from worker 0's start. With
-    # a "chief" job (Kubernetes' TFJob), the chief is rank 0 and the worker rank 1.
+    # a "chief" job (Kubernetes' TFJob), the chief is rank 0 and the worker rank 1. Given a
+    # Dataset of global batches, each worker takes its share of every batch itself.
     program = tmp_path / "keras_program.py"
     program.write_text(_KERAS_MIRRORED_PROGRAM)
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(tf.__file__)))
     env.pop("TF_CONFIG", None)
-    alone = subprocess.run([sys.executable, str(program), "0", "1"], env=env,
+    alone = subprocess.run([sys.executable, str(program), "0", "1", feed], env=env,
                            capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0, alone.stdout + alone.stderr
-    outs = _two_workers(jobs, env, lambda rank: [str(program), str(rank), "2"])
+    outs = _two_workers(jobs, env, lambda rank: [str(program), str(rank), "2", feed])
     one = json.loads(re.search(r"FINAL (\{.*\})", alone.stdout).group(1))
     workers = [json.loads(re.search(r"FINAL (\{.*\})", o).group(1)) for o in outs]
     for a, b in zip(workers[0]["weights"], workers[1]["weights"]):
@@ -637,3 +648,4 @@ def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_pr
     for a, b in zip(workers[0]["weights"], one["weights"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     assert workers[0]["loss"][-1] < workers[0]["loss"][0]
+    assert one["rows"] == [16] * 12 and workers[0]["rows"] == workers[1]["rows"] == [8] * 12

@@ -19,8 +19,10 @@ Keras, as TF 1.15's multi-worker Keras tutorial: a model built and compiled in
 ``strategy.scope()`` on every worker, then ``model.fit(...)`` on each: entering the scope starts
 this worker's server and puts this process's sessions and ops on it; compile wraps the
 optimizer so the gradients are averaged over the workers; fit starts from worker 0's variables.
-Each worker fits on the data it is given (shard it: its rows, or dataset.shard(workers,
-index)), the same number of steps on every worker (the all-reduces pair up step by step).
+Given a tf.data.Dataset (of global batches, as the tutorial's GLOBAL_BATCH_SIZE), fit and
+evaluate take this worker's share of each batch, as TF's auto-sharding does; arrays, generators
+and Sequences are the worker's own (shard them: its rows). Every worker runs the same number of
+steps (the all-reduces pair up step by step).
 """
 
 import weakref

@@ -23,8 +23,11 @@ from shardflow import errors
 class BatchStream:
     """Batches (a tuple: inputs, targets, and maybe sample weights) of one source."""
 
-    def __init__(self, source, steps, what, inputs_only=False):
-        """`inputs_only` (predict): a batch may be the inputs alone (not a tuple)."""
+    def __init__(self, source, steps, what, inputs_only=False, shard=None):
+        """`inputs_only` (predict): a batch may be the inputs alone (not a tuple). `shard`:
+        (index, count) of a worker among `count` (MultiWorkerMirroredStrategy): a Dataset's
+        batches are global ones, and this worker takes its share of each, rows [index * b //
+        count, (index + 1) * b // count), as TF's auto-sharding of a Dataset across workers."""
         from shardflow.data.dataset_ops import Dataset
         from shardflow.keras.utils import Sequence
         self._sequence = source if isinstance(source, Sequence) else None
@@ -47,7 +50,10 @@ class BatchStream:
             element = iterator.get_next()
             session = K.get_session()
             session.run(iterator.initializer)
-            self._next = lambda: session.run(element)
+            if shard is not None and shard[1] > 1:
+                self._next = lambda: _share(session.run(element), *shard)
+            else:
+                self._next = lambda: session.run(element)
             # Without steps an epoch is the whole dataset: it starts again each epoch.
             self._restart = lambda: session.run(iterator.initializer)
         elif hasattr(source, "__next__"):
@@ -114,6 +120,19 @@ class BatchStream:
     def end_of_epoch(self):
         if self._sequence is not None:
             self._sequence.on_epoch_end()
+
+
+def _share(batch, index, count):
+    """Worker `index`'s rows of every array in `batch` (nested tuples, lists, dicts)."""
+    if isinstance(batch, dict):
+        return {k: _share(v, index, count) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_share(v, index, count) for v in batch)
+    batch = np.asarray(batch)
+    if batch.ndim == 0:
+        return batch
+    rows = batch.shape[0]
+    return batch[index * rows // count:(index + 1) * rows // count]
 
 
 def is_stream(x):

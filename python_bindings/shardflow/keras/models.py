@@ -559,7 +559,8 @@ class Model:
         epoch's batches, weighted by their sizes). `validation_split` holds out the last
         fraction of the samples (before shuffling), as Keras does."""
         batch_size = int(batch_size or 32)
-        seq = _data.BatchStream(x, steps_per_epoch, "fit") if _data.is_stream(x) else None
+        seq = _data.BatchStream(x, steps_per_epoch, "fit", shard=self._worker_share()) \
+            if _data.is_stream(x) else None
         if seq is None and steps_per_epoch:
             raise ValueError("fit: steps_per_epoch is taken with a tf.data.Dataset, a "
                              "generator or a keras.utils.Sequence; with arrays give batch_size")
@@ -577,7 +578,8 @@ class Model:
                                                                class_weight)
         val = None
         if validation_data is not None and _data.is_stream(validation_data):
-            val = _data.BatchStream(validation_data, validation_steps, "fit's validation_data")
+            val = _data.BatchStream(validation_data, validation_steps, "fit's validation_data",
+                                    shard=self._worker_share())
         elif validation_data is not None:
             vx, vy = validation_data[0], validation_data[1]
             vys = self._targets(vy)
@@ -731,13 +733,21 @@ class Model:
             last = values
         return self._epoch_values(totals, last, n)
 
+    def _worker_share(self):
+        """(rank, workers) when compiled in a MultiWorkerMirroredStrategy of several workers:
+        fit and evaluate take this worker's share of each global batch of a Dataset."""
+        strategy = getattr(self, "_multi_worker", None)
+        if strategy is None or strategy.num_replicas_in_sync < 2:
+            return None
+        return strategy._task_rank, strategy.num_replicas_in_sync
+
     def evaluate(self, x=None, y=None, batch_size=None, verbose=1, sample_weight=None,
                  steps=None, callbacks=None):
         """The loss (and metrics) over (x, y), learning phase off: a float when there are
         no metrics, else [loss, metric, ...] in the order of metrics_names. `x` may also be
         a tf.data.Dataset, a generator (with `steps`) or a Sequence of (inputs, targets)."""
         if _data.is_stream(x):
-            stream = _data.BatchStream(x, steps, "evaluate")
+            stream = _data.BatchStream(x, steps, "evaluate", shard=self._worker_share())
             self._build_for(self._inputs_list(stream.peek()[0]))
             results = self._stream_test_loop(stream)
         else:
