@@ -521,10 +521,17 @@ def model_fn(features, labels, mode, params):
 
 rank, workers = int(sys.argv[2]), int(sys.argv[3])
 x = np.linspace(-1, 1, 64, dtype=np.float32)
-rows = 32 // workers  # worker i takes rows [16 i, 16 i + 16) of each 32-row global batch
+contexts = []
 
-def input_fn():
-    xs = np.concatenate([x[k * 32 + rank * rows:k * 32 + (rank + 1) * rows] for k in range(2)])
+def input_fn(input_context=None):
+    # As TF 1.15's tutorial: the input context says which share is this worker's (worker i
+    # takes rows [16 i, 16 i + 16) of each 32-row global batch); evaluation has none.
+    r, n = (input_context.input_pipeline_id, input_context.num_input_pipelines) \
+        if input_context is not None else (rank, workers)
+    if input_context is not None:
+        contexts.append([r, n, input_context.num_replicas_in_sync])
+    rows = 32 // n
+    xs = np.concatenate([x[k * 32 + r * rows:k * 32 + (r + 1) * rows] for k in range(2)])
     return tf.data.Dataset.from_tensor_slices(({"x": xs}, 2 * xs + 1)).repeat().batch(rows)
 
 strategy = tf.distribute.experimental.MultiWorkerMirroredStrategy()
@@ -534,6 +541,7 @@ est = estimator.Estimator(model_fn, config=config)
 estimator.train_and_evaluate(est, estimator.TrainSpec(input_fn, max_steps=30, hooks=[Final()]),
                              estimator.EvalSpec(input_fn, steps=1))
 print("REPLICAS %d" % strategy.num_replicas_in_sync, flush=True)
+print("CONTEXTS " + json.dumps(contexts), flush=True)
 '''
 
 
@@ -576,6 +584,9 @@ def test_multi_worker_mirrored_strategy_trains_workers_as_one_process(tmp_path, 
                                                  str(rank), "2"])
     for out in outs:
         assert "REPLICAS 2" in out, out
+    # input_fn(input_context): rank 1's output first; one pipeline per worker process.
+    assert [json.loads(re.search(r"CONTEXTS (\[.*\])", o).group(1))[0] for o in outs] == \
+        [[1, 2, 2], [0, 2, 2]]
     one, workers = final(alone.stdout), [final(o) for o in outs]
     assert workers[0] == workers[1]
     np.testing.assert_allclose(workers[0]["w"], one["w"], rtol=1e-5, atol=1e-6)

@@ -211,12 +211,32 @@ class Estimator:
             kwargs["params"] = self.params
         if "config" in args:
             kwargs["config"] = self._config
+        if "input_context" in args:
+            kwargs["input_context"] = self._input_context(mode)
         result = input_fn(**kwargs)
         if isinstance(result, Dataset):
             result = result.make_one_shot_iterator().get_next()
         if isinstance(result, (tuple, list)) and len(result) == 2:
             return result[0], result[1]
         return result, None
+
+    def _input_context(self, mode):
+        """What an input_fn(..., input_context) is told, as TF 1.15's estimator: None without
+        a distribution strategy for `mode`; between worker processes (MultiWorkerMirrored- or
+        ParameterServerStrategy) one input pipeline per worker, this worker's id its rank (the
+        chief first), so that `dataset.shard(ctx.num_input_pipelines, ctx.input_pipeline_id)`
+        gives each worker its own share; in one process, one pipeline."""
+        from shardflow.distribute.input_lib import InputContext
+        config = self._config
+        strategy = config.train_distribute if mode == ModeKeys.TRAIN else config.eval_distribute
+        if strategy is None:
+            return None
+        if mode == ModeKeys.TRAIN and _between_graph(config) is not None and \
+                config._distributed and config.task_type in ("chief", "master", "worker"):
+            workers = config.num_worker_replicas
+            return InputContext(workers, config.global_id_in_cluster,
+                                strategy.num_replicas_in_sync)
+        return InputContext(1, 0, strategy.num_replicas_in_sync)
 
     def _build(self, input_fn, mode, device_fn=None, strategy=None):
         """A new graph holding the global step, the inputs and model_fn's spec for `mode`
