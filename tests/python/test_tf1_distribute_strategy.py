@@ -424,3 +424,9 @@ def test_simple_cluster_resolver():
     assert r.num_tasks() == 1
     r = tf.distribute.cluster_resolver.SimpleClusterResolver({"worker": ["h:2"]})
     assert r.master() == "" and r.master("worker", 0, rpc_layer="") == "h:2"
+    # num_accelerators is TF's method (it was an attribute): what was given, or this machine's.
+    r = tf.distribute.cluster_resolver.SimpleClusterResolver({"worker": ["h:2"]},
+                                                             num_accelerators={"GPU": 2})
+    assert r.num_accelerators() == {"GPU": 2}
+    here = tf.distribute.cluster_resolver.TFConfigClusterResolver().num_accelerators()
+    assert here == {} or set(here) == {"GPU"}   # this machine's GPUs (none in CI)

@@ -73,6 +73,16 @@ class ClusterResolver:
             self._cluster = ClusterSpec({k: list(v) for k, v in jobs.items()})
         return self._cluster
 
+    def num_accelerators(self, task_type=None, task_id=None, config_proto=None):
+        """TF's: {device type: count} of the accelerators of this machine ({"GPU": 2}; {}
+        without any), which every task of the cluster is taken to have."""
+        from shardflow.python.client.device_lib import list_local_devices
+        counts = {}
+        for d in list_local_devices(config_proto):
+            if d.device_type != "CPU":
+                counts[d.device_type] = counts.get(d.device_type, 0) + 1
+        return counts
+
     def master(self, task_type=None, task_id=None, rpc_layer="grpc"):
         """The target of a task's server ("grpc://host:port"; this task's by default)."""
         task_type = self.task_type if task_type is None else task_type
@@ -117,11 +127,15 @@ class SimpleClusterResolver(ClusterResolver):
         self._environment = environment
         self._rpc_layer = rpc_layer
         self.task_type, self.task_id = task_type, task_id
-        self.num_accelerators = num_accelerators
+        self._num_accelerators = dict(num_accelerators or {})
 
     @property
     def environment(self):
         return self._environment
+
+    def num_accelerators(self, task_type=None, task_id=None, config_proto=None):
+        """The num_accelerators given ({device type: count})."""
+        return dict(self._num_accelerators)
 
     def cluster_spec(self):
         return self._cluster
