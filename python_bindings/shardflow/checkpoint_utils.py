@@ -85,17 +85,17 @@ def _checkpoint_file(ckpt_dir_or_file):
 
 
 class CheckpointReader:
-    """The tensors of one checkpoint file, by name (TF1's NewCheckpointReader). The file is
-    read once, when the reader is made: NotFoundError when there is none, DataLossError when
-    it is damaged."""
+    """The tensors of one checkpoint file, by name (TF1's NewCheckpointReader): shardflow's, or
+    TensorFlow's (shardflow/tf_checkpoint.py). The file is read once, when the reader is made:
+    NotFoundError when there is none, DataLossError when it is damaged."""
 
     def __init__(self, filename):
-        from shardflow import _shardflow
-        if not os.path.exists(filename):
+        from shardflow import tf_checkpoint
+        if not os.path.exists(filename) and not tf_checkpoint.is_tf_checkpoint(filename):
             raise errors.NotFoundError("Unsuccessful TensorSliceReader constructor: Failed to "
                                        "find any matching files for %s" % filename)
         self._filename = filename
-        self._tensors = dict(_shardflow.load_checkpoint(filename))
+        self._tensors = dict(tf_checkpoint.read_checkpoint(filename))
 
     def has_tensor(self, name):
         return name in self._tensors

@@ -502,15 +502,18 @@ class Saver:
         return save_path
 
     def restore(self, sess, save_path):
-        """Sets every variable from the checkpoint at `save_path`. Errors: NotFoundError (no
-        file, or a variable missing from it, naming them), InvalidArgumentError (a dtype or
-        shape that is not the variable's), DataLossError (a damaged file)."""
-        from shardflow import _shardflow, errors
+        """Sets every variable from the checkpoint at `save_path`: one shardflow wrote, or one
+        TensorFlow wrote (`save_path`.index beside it; shardflow/tf_checkpoint.py). Errors:
+        NotFoundError (no file, or a variable missing from it, naming them),
+        InvalidArgumentError (a dtype or shape that is not the variable's), DataLossError (a
+        damaged file)."""
+        from shardflow import errors
+        from shardflow.tf_checkpoint import read_checkpoint
         if save_path is None:
             raise ValueError("Saver.restore: save_path is None (latest_checkpoint found none?)")
         if not self._vars:
             return  # allow_empty: nothing to restore
-        loaded = dict(_shardflow.load_checkpoint(save_path))
+        loaded = dict(read_checkpoint(save_path))   # shardflow's format or TensorFlow's
         missing = [name for name, parts in self._entries if name not in loaded and not (
             parts[0]._get_save_slice_info() is not None and
             all(part._shared_name in loaded for part in parts))]
@@ -670,7 +673,9 @@ def latest_checkpoint(checkpoint_dir):
                 if line.startswith("model_checkpoint_path:"):
                     name = line.split(":", 1)[1].strip().strip('"')
                     path = name if os.path.isabs(name) else os.path.join(checkpoint_dir, name)
-                    return path if os.path.exists(path) else None
+                    # TensorFlow's checkpoints are <path>.index and <path>.data-*.
+                    exists = os.path.exists(path) or os.path.exists(path + ".index")
+                    return path if exists else None
     except FileNotFoundError:
         return None
     return None

@@ -46,8 +46,8 @@ def _arg_names(fn):
 
 def _checkpoint_values(path):
     """{name: array} of the checkpoint at `path`."""
-    from shardflow import _shardflow
-    return dict(_shardflow.load_checkpoint(path))
+    from shardflow.tf_checkpoint import read_checkpoint
+    return dict(read_checkpoint(path))
 
 
 class _RestoreHook(SessionRunHook):
