@@ -237,11 +237,13 @@ def tile(input, multiples, name=None):  # noqa: A002
     shape = ops.shape(x)
     dyn_dims = [d if d is not None else shape[i] for i, d in enumerate(dims)]
 
-    def vector(items):
+    def vector(items):   # int64 when a known dimension passes int32 (it would wrap)
+        big = any(not isinstance(v, Tensor) and int(v) > np.iinfo(np.int32).max
+                  for v in items)
+        np_type, sf_type = (np.int64, dtypes.int64) if big else (np.int32, dtypes.int32)
         if not any(isinstance(v, Tensor) for v in items):
-            big = any(int(v) > np.iinfo(np.int32).max for v in items)
-            return np.array([int(v) for v in items], dtype=np.int64 if big else np.int32)
-        return stack([ops.cast(v, dtypes.int32) if isinstance(v, Tensor) else np.int32(v)
+            return np.array([int(v) for v in items], dtype=np_type)
+        return stack([ops.cast(v, sf_type) if isinstance(v, Tensor) else np_type(v)
                       for v in items])
     expanded = ops.reshape(x, vector([v for d in dyn_dims for v in (1, d)]))
     spread = broadcast_to(expanded, vector([v for mi, d in zip(multiples, dyn_dims)

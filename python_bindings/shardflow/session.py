@@ -626,6 +626,43 @@ class Session:
         finally:
             handle.close()
 
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """TF1's: a function running `fetches` with its positional arguments fed to
+        `feed_list` (tensors or their names), returning what run() would; with
+        accept_options, it also takes `options` and `run_metadata` keywords."""
+        feed_list = list(feed_list or [])
+        for key in feed_list:
+            if not isinstance(key, (Tensor, str)):
+                raise TypeError("make_callable: feed_list holds tensors or tensor names, not %r"
+                                % (key,))
+        self._plan(fetches)   # fetches that do not exist fail here, not at the first call
+
+        def call(*args, **kwargs):
+            if len(args) != len(feed_list):
+                raise TypeError("this callable takes %d feed values (feed_list), got %d"
+                                % (len(feed_list), len(args)))
+            extra = set(kwargs) - ({"options", "run_metadata"} if accept_options else set())
+            if extra:
+                raise TypeError("this callable takes no keyword %s%s" % (
+                    ", ".join(sorted(extra)),
+                    "" if accept_options else " (make_callable(..., accept_options=True))"))
+            return self.run(fetches, dict(zip(feed_list, args)) if feed_list else None,
+                            options=kwargs.get("options"),
+                            run_metadata=kwargs.get("run_metadata"))
+        return call
+
+    def partial_run_setup(self, fetches, feeds=None):
+        """TF1's experimental partial runs (one step fed and fetched in several calls) are not
+        supported: NotImplementedError saying what to do instead."""
+        raise NotImplementedError(
+            "Session.partial_run_setup: partial runs (one step in several calls) are not "
+            "supported; fetch everything in one sess.run, or fetch the intermediate tensors "
+            "and feed them back in a second run")
+
+    def partial_run(self, handle, fetches, feed_dict=None):
+        """See partial_run_setup."""
+        self.partial_run_setup(fetches)
+
     def list_devices(self):
         """The session's devices, as TF1's: each with `name` (the full name), `device_type`
         ("CPU", "GPU"), `memory_limit_bytes` and `incarnation`; each is also its name as a

@@ -548,3 +548,26 @@ def test_segment_counts_past_int32_are_refused_not_wrapped():
             tf.unsorted_segment_sum(tf.ones([2]), [0, 1], 1 << 40)
         with tf.Session() as sess:
             assert list(sess.run(tf.bincount([1, 1, 3], minlength=5))) == [0, 2, 0, 1, 0]
+
+
+def test_session_make_callable_and_partial_run():
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.float32, [])
+        b = tf.placeholder(tf.float32, [], name="b")
+        c = a * 2
+        d = c + b
+        with tf.Session() as sess:
+            add = sess.make_callable(d, [a, b])
+            assert add(1.0, 2.0) == 4.0 and add(2.0, 0.5) == 4.5
+            both = sess.make_callable([c, d], [a, "b:0"], accept_options=True)
+            md = tf.RunMetadata()
+            assert both(1.0, 2.0, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                        run_metadata=md) == [2.0, 4.0]
+            assert md.partition_graph_count >= 1
+            assert sess.make_callable(tf.constant(3.0))() == 3.0
+            with pytest.raises(TypeError, match="takes 2 feed values"):
+                add(1.0)
+            with pytest.raises(TypeError, match="accept_options=True"):
+                add(1.0, 2.0, options=None)
+            with pytest.raises(NotImplementedError, match="partial runs"):
+                sess.partial_run_setup([c, d], [a, b])
