@@ -28,8 +28,9 @@ from shardflow.device_spec import DeviceSpec  # noqa: F401
 from shardflow.framework import (Dimension, Graph, GraphKeys,  # noqa: F401
                                  Operation, Tensor, TensorShape, add_to_collection,
                                  add_to_collections, control_dependencies, convert_to_tensor,
-                                 device, get_collection, get_default_graph, name_scope,
-                                 register_tensor_conversion_function, reset_default_graph)
+                                 device, get_collection, get_default_graph, get_name_scope,
+                                 name_scope, register_tensor_conversion_function,
+                                 reset_default_graph)
 from shardflow.gradients import (  # noqa: F401
     AggregationMethod, NoGradient, NotDifferentiable, RegisterGradient, UnconnectedGradients,
     custom_gradient, gradients, no_gradient)

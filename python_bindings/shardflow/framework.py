@@ -205,6 +205,21 @@ class Operation:
         """The op's outputs, as a tuple."""
         return tuple(self.outputs)
 
+    @property
+    def op_def(self):
+        """What TF1's OpDef of this op is asked for most: its `name` (the op type)."""
+        import types
+        return types.SimpleNamespace(name=self.type)
+
+    @property
+    def traceback(self):
+        """Where the op was built: not recorded here (an empty list)."""
+        return []
+
+    def colocation_groups(self):
+        """TF1's colocation group names of this op: its own (b"loc:@<name>")."""
+        return [("loc:@" + self.name).encode()]
+
     def run(self, feed_dict=None, session=None):
         """Runs this op in `session` (default: the current default session)."""
         from shardflow.session import _session_for
@@ -413,6 +428,11 @@ class Tensor(_TensorOperators):
         """The device its op asks for (TF1's Tensor.device)."""
         return self.op.device
 
+    def consumers(self):
+        """The ops that take this tensor as an input, in the order they were built."""
+        return [op for op in self.graph.get_operations()
+                if self.name in op._info()["inputs"]]
+
     def eval(self, feed_dict=None, session=None):
         """Runs the tensor in `session` (default: the current default session)."""
         from shardflow.session import _session_for
@@ -451,6 +471,8 @@ class Graph:
         self._variables = []
         self._collections = {}
         self._gradient_override_map = {}
+        self._finalized = False
+        self._unfeedable, self._unfetchable = set(), set()
 
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map):
@@ -546,10 +568,43 @@ class Graph:
                             % (device,))
         return _on_base_device(device or "")
 
+    # ---- finalizing (TF1's: no op may be added afterwards) ---------------------------------
+
+    def finalize(self):
+        """No op may be added from now on (RuntimeError): TF1's guard against a training loop
+        that grows the graph step by step."""
+        self._finalized = True
+
+    @property
+    def finalized(self):
+        return self._finalized
+
+    def _unsafe_unfinalize(self):
+        self._finalized = False
+
     # ---- collections (as TF1's tf.add_to_collection / tf.get_collection) ------------------
 
     def add_to_collection(self, name, value):
         self._collections.setdefault(name, []).append(value)
+
+    def add_to_collections(self, names, value):
+        """`value` added to each collection of `names` (one name or a list)."""
+        for name in ([names] if isinstance(names, str) else set(names)):
+            self.add_to_collection(name, value)
+
+    def get_collection_ref(self, name):
+        """The collection `name` itself: a list that adding to changes the collection."""
+        return self._collections.setdefault(name, [])
+
+    def clear_collection(self, name):
+        self._collections.pop(name, None)
+
+    def get_all_collection_keys(self):
+        return [k for k, v in self._collections.items() if v]
+
+    @property
+    def collections(self):
+        return self.get_all_collection_keys()
 
     def get_collection(self, name, scope=None):
         """The collection `name` (a copy); with `scope`, only the items that have a name
@@ -590,6 +645,11 @@ class Graph:
             self._control_inputs = old
 
     def _ctx(self, name=None, op_type="", device=None):
+        if self._finalized:
+            raise RuntimeError("Graph is finalized and cannot be modified (adding %s%s); build "
+                               "every op before the graph is finalized (MonitoredSession, "
+                               "Supervisor and graph.finalize() do it)"
+                               % (op_type or "an op", " '%s'" % name if name else ""))
         if name is not None and not isinstance(name, str):
             raise TypeError("name must be a string, not %r" % (name,))
         if device is None:
@@ -626,6 +686,90 @@ class Graph:
             op = Operation(self, name, outputs)
             self._ops[name] = op
         return op
+
+    # ---- TF1's other Graph members ---------------------------------------------------------
+
+    def colocate_with(self, op, ignore_existing=False):
+        """Ops built inside go where `op` is (tf.colocate_with)."""
+        from shardflow.state_composites import colocate_with
+        return colocate_with(op, ignore_existing)
+
+    def unique_name(self, name, mark_as_used=True):
+        """`name` under the current name scope, made unique ("x", "x_1", ...)."""
+        full = self._name_scope + "/" + name if self._name_scope else name
+        base, k = full, 0
+        while full in self._used_scopes or self._handle.has_node(full):
+            k += 1
+            full = "%s_%d" % (base, k)
+        if mark_as_used:
+            self._used_scopes.add(full)
+        return full
+
+    def get_name_scope(self):
+        """The current name scope ("" at the top)."""
+        return self._name_scope
+
+    @property
+    def seed(self):
+        """The graph-level random seed (tf.set_random_seed), or None."""
+        return getattr(self, "_graph_seed", None)
+
+    @seed.setter
+    def seed(self, value):
+        self._graph_seed = None if value is None else int(value)
+
+    @property
+    def version(self):
+        """Grows as ops are added (TF1's: the number of ops so far)."""
+        return len(self._handle.node_names())
+
+    @property
+    def graph_def_versions(self):
+        import types
+        return types.SimpleNamespace(producer=27, min_consumer=0, bad_consumers=[])
+
+    @property
+    def building_function(self):
+        return False
+
+    def switch_to_thread_local(self):
+        """Accepted: a graph's scopes are built from one thread at a time here anyway."""
+
+    def prevent_feeding(self, tensor):
+        self._unfeedable.add(_as_tensor_name(tensor))
+
+    def prevent_fetching(self, op):
+        self._unfetchable.add(_as_operation(op).name)
+
+    def is_feedable(self, tensor):
+        return _as_tensor_name(tensor) not in self._unfeedable
+
+    def is_fetchable(self, tensor_or_op):
+        return _as_operation(tensor_or_op).name not in self._unfetchable
+
+    def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
+        """The Tensor or Operation `obj` names ("x:0", "x") or is."""
+        if isinstance(obj, str):
+            if ":" in obj and allow_tensor:
+                return self.get_tensor_by_name(obj)
+            if allow_operation:
+                return self.get_operation_by_name(obj)
+            raise ValueError("'%s' names an operation; a tensor is expected" % obj)
+        if isinstance(obj, Tensor) and allow_tensor or isinstance(obj, Operation) and \
+                allow_operation:
+            if obj.graph is not self:
+                raise ValueError("%s is not an element of this graph" % obj.name)
+            return obj
+        converted = getattr(obj, "value", None)
+        if callable(converted) and allow_tensor:   # a Variable
+            return self.as_graph_element(converted(), allow_tensor, allow_operation)
+        raise TypeError("cannot take %r as an element of the graph" % (obj,))
+
+    def create_op(self, op_type, inputs, dtypes=None, input_types=None, name=None, attrs=None,
+                  op_def=None, compute_shapes=True, compute_device=True):
+        """TF1's low-level op builder: one op of a registered type (its attrs a dict of
+        Python values); the Operation."""
+        return self._add_op(op_type, list(inputs), attrs, name)
 
     # ---- queries --------------------------------------------------------------------------
 
@@ -769,6 +913,11 @@ def name_scope(name):
     return get_default_graph().name_scope(name)
 
 
+def get_name_scope():
+    """The default graph's current name scope ("" at the top), as TF1's tf.get_name_scope."""
+    return get_default_graph().get_name_scope()
+
+
 # Ops whose output names state on their device (core/framework/op_names.h).
 _RESOURCE_HANDLE_OPS = ("VarHandleOp", "ResourceConditionalAccumulator", "FIFOQueueV2")
 
@@ -880,6 +1029,10 @@ class GraphKeys:
 def control_dependencies(control_inputs):
     """``with sf.control_dependencies([a]):`` — ops built inside run after `a`."""
     return get_default_graph().control_dependencies(control_inputs)
+
+
+def _as_tensor_name(x):
+    return x if isinstance(x, str) else x.name
 
 
 def _as_operation(x):

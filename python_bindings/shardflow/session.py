@@ -651,6 +651,11 @@ class Session:
                             run_metadata=kwargs.get("run_metadata"))
         return call
 
+    @property
+    def sess_str(self):
+        """The target this session runs on (TF1's sess_str)."""
+        return self.target
+
     def partial_run_setup(self, fetches, feeds=None):
         """TF1's experimental partial runs (one step fed and fetched in several calls) are not
         supported: NotImplementedError saying what to do instead."""

@@ -571,3 +571,48 @@ def test_session_make_callable_and_partial_run():
                 add(1.0, 2.0, options=None)
             with pytest.raises(NotImplementedError, match="partial runs"):
                 sess.partial_run_setup([c, d], [a, b])
+
+
+def test_graph_finalize_collections_and_tf1_graph_members(tmp_path):
+    # TF1's training loop guard: graph.finalize() after building, then the loop (an
+    # iterator, summaries, a Saver, queue runners) adds nothing; adding an op is RuntimeError.
+    g = tf.Graph()
+    with g.as_default():
+        data = tf.data.Dataset.from_tensor_slices(np.ones((20, 3), np.float32)).batch(5)
+        it = data.make_initializable_iterator()
+        x = it.get_next()
+        pred = tf.layers.dense(x, 1, name="dense")
+        loss = tf.reduce_mean(pred)
+        tf.summary.scalar("loss", loss)
+        merged = tf.summary.merge_all()
+        step = tf.train.get_or_create_global_step()
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+        saver = tf.train.Saver()
+        init = tf.global_variables_initializer()
+        g.add_to_collections(["a", "b"], loss)
+        g.get_collection_ref("a").append(pred)
+        assert g.get_collection("a") == [loss, pred] and g.get_collection("b") == [loss]
+        g.clear_collection("b")
+        assert "b" not in g.get_all_collection_keys() and "a" in g.collections
+        assert [op.name for op in x.consumers()][0] == "dense/MatMul"
+        with tf.name_scope("outer"):
+            assert g.get_name_scope() == tf.get_name_scope() == "outer"
+            assert g.unique_name("w") == "outer/w" and g.unique_name("w") == "outer/w_1"
+        assert g.as_graph_element("dense/MatMul:0") is pred.op.inputs[0]
+        assert g.as_graph_element("dense/MatMul") is pred.op.inputs[0].op
+        assert g.as_graph_element(step).op.type == "ReadVariableOp"
+        assert pred.op.colocation_groups() == [("loc:@" + pred.op.name).encode()]
+        tf.set_random_seed(5)
+        assert g.seed == 5
+        version = g.version
+        g.finalize()
+        assert g.finalized
+        with tf.Session() as sess:
+            sess.run([init, it.initializer])
+            for _ in range(4):
+                sess.run([train, merged])
+            saver.restore(sess, saver.save(sess, str(tmp_path / "m"), global_step=step))
+            assert sess.run(step) == 4 and sess.sess_str == ""
+        with pytest.raises(RuntimeError, match="Graph is finalized and cannot be modified"):
+            tf.constant(1.0)
+        assert g.version == version
