@@ -133,6 +133,8 @@ from shardflow.namespaces import (compat, disable_eager_execution,  # noqa: F401
 from shardflow.core_extras import *  # noqa: F401,F403,E402 (sort, roll, IndexedSlices, ...)
 from shardflow import nest  # noqa: F401,E402 (tf.nest; also tf.contrib.framework.nest)
 from shardflow import sets_ops as sets  # noqa: F401,E402 (tf.sets)
+# More TF 1.15 core names: old spellings, ensure_shape, repeat, tensor_scatter_*, tf.function.
+from shardflow.compat_names import *  # noqa: F401,F403,E402
 from shardflow.core_extras import _attach_to_namespaces  # noqa: E402
 _attach_to_namespaces()  # tf.initializers.lecun_normal & co., contrib.framework.nest
 # TensorBoard's protobuf messages under TF1's top-level names (tf.Summary, tf.Event, ...).

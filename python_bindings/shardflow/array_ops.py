@@ -521,9 +521,11 @@ def _mirror_pad(value, paddings, mode):
     return out
 
 
-def argmin(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
-    """Index of the smallest value along `axis` (argmax of the negation)."""
-    return ops.argmax(ops.negative(input), axis=axis, output_type=output_type, name=name)
+def argmin(input, axis=None, name=None, dimension=None,  # noqa: A002
+           output_type=dtypes.int64):
+    """Index of the smallest value along `axis` (argmax of the negation; TF1's arguments)."""
+    return ops.argmax(ops.negative(input), axis=axis, dimension=dimension,
+                      output_type=output_type, name=name)
 
 
 def reduce_any(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,

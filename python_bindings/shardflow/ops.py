@@ -509,11 +509,16 @@ reduce_min = _reduction("Min", "Minimum")
 reduce_prod = _reduction("Prod", "Product")
 
 
-def argmax(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002
-    """Index of the largest value along `axis`.
+def argmax(input, axis=None, name=None, dimension=None,  # noqa: A002
+           output_type=dtypes.int64):
+    """Index of the largest value along `axis` (TF1's order of arguments; `dimension` is its
+    old name for axis).
 
     Example: ``predictions = sf.argmax(logits, axis=1, output_type=sf.int32)``.
     """
+    if axis is not None and dimension is not None:
+        raise ValueError("argmax: give axis or dimension, not both")
+    axis = dimension if axis is None else axis
     if axis is None:
         axis = 0
     return _out("ArgMax", [input, np.int32(axis)],

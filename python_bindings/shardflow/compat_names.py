@@ -1,0 +1,374 @@
+"""More of TF 1.15's core namespace that TF1 programs and the libraries they import use:
+deprecated spellings (arg_max, arg_min, floor_div, initialize_all_tables, ...), shape helpers
+(dimension_value, dimension_at_index, ensure_shape), tf.repeat, tf.tensor_scatter_nd_update /
+_add / _sub, unravel_index, switch_case, scalar_mul, grad_pass_through, vectorized_map,
+tf.function in graph mode, and the switches of TF2 behaviour that a TF1 program turns off.
+
+Example::
+
+    y = sf.ensure_shape(x, [None, 28, 28, 1])          # checked when the graph runs
+    z = sf.repeat(x, [1, 3, 2], axis=0)                 # row i repeated repeats[i] times
+    t = sf.tensor_scatter_nd_update(t, [[0], [2]], [9.0, 7.0])
+
+    @sf.function
+    def step(x):                                        # graph mode: traced where it is called
+        return sf.reduce_sum(x * x)
+
+Each is made of existing ops, so gradients flow where TF's do (ensure_shape, repeat,
+tensor_scatter_*, grad_pass_through's identity).
+"""
+
+import functools
+import logging
+
+import numpy as np
+
+from shardflow import array_ops, check_ops, dtypes, ops
+from shardflow.array_composites import sequence_mask
+from shardflow.array_ops import boolean_mask
+from shardflow.framework import (Tensor, TensorShape, _UnknownDimension, control_dependencies,
+                                 convert_to_tensor)
+from shardflow.math_composites import rank, size
+
+
+def arg_max(input, dimension=None, name=None, output_type=dtypes.int64):  # noqa: A002
+    """TF1's old name of argmax (the axis called `dimension`)."""
+    return ops.argmax(input, dimension=dimension, name=name, output_type=output_type)
+
+
+def arg_min(input, dimension=None, name=None, output_type=dtypes.int64):  # noqa: A002
+    """TF1's old name of argmin."""
+    return array_ops.argmin(input, dimension=dimension, name=name, output_type=output_type)
+
+
+def floor_div(x, y, name=None):
+    return ops.floordiv(x, y, name=name)
+
+
+def scalar_mul(scalar, x, name=None):
+    """`scalar` (a number or a 0-d tensor) times `x`."""
+    return ops.multiply(scalar, x, name=name)
+
+
+def to_bfloat16(x, name="ToBFloat16"):
+    return ops.cast(x, dtypes.bfloat16, name=name)
+
+
+def parallel_stack(values, name="parallel_stack"):
+    """tf.stack of tensors of known, equal shapes (TF1 copies them in parallel)."""
+    return array_ops.stack(values, name=name)
+
+
+def guarantee_const(input, name=None):  # noqa: A002
+    """`input`, promised constant (no effect here beyond an identity)."""
+    return ops.identity(input, name=name)
+
+
+def dimension_value(dimension):
+    """A dimension as an int (None when unknown), whether a Dimension or an int."""
+    return getattr(dimension, "value", dimension)   # a Dimension, known or not, or an int
+
+
+def dimension_at_index(shape, index):
+    """Dimension `index` of `shape` as a Dimension (unknown past an unknown rank)."""
+    shape = TensorShape(shape)
+    if shape.ndims is None:
+        return _UnknownDimension()
+    return shape[index]
+
+
+def get_logger():
+    """The "tensorflow" logger of Python's logging (TF1's tf.get_logger)."""
+    return logging.getLogger("tensorflow")
+
+
+def initialize_all_tables(name="init_all_tables"):
+    from shardflow.variables import tables_initializer
+    return tables_initializer(name=name)
+
+
+def initialize_local_variables():
+    from shardflow.variables import local_variables_initializer
+    return local_variables_initializer()
+
+
+def convert_to_tensor_or_sparse_tensor(value, dtype=None, name=None):
+    """A SparseTensor as it is, anything else as convert_to_tensor."""
+    from shardflow.sparse_tensor import SparseTensor
+    if isinstance(value, SparseTensor):
+        return value
+    return convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def assert_variables_initialized(var_list=None):
+    """An op that fails naming the uninitialized variables of `var_list` (default: all)."""
+    from shardflow.state_composites import report_uninitialized_variables
+    names = report_uninitialized_variables(var_list)
+    return check_ops.assert_equal(size(names), 0, data=[names],
+                                  message="variables not initialized:")
+
+
+def ensure_shape(x, shape, name=None):
+    """`x`, its static shape merged with `shape` (ValueError when they disagree); the
+    dimensions `shape` knows and `x`'s static shape does not are checked when the graph runs
+    (InvalidArgumentError naming both shapes)."""
+    x = convert_to_tensor(x)
+    want = TensorShape(shape)
+    merged = x.shape.merge_with(want)   # ValueError on a static disagreement
+    checks = []
+    if want.ndims is not None:
+        dims = want.as_list()
+        if x.shape.ndims is None:
+            checks.append(check_ops.assert_equal(
+                rank(x), len(dims),
+                message="Shape of tensor %s is not compatible with expected shape %s"
+                % (x.name, dims)))
+        known = x.shape.as_list() if x.shape.ndims is not None else [None] * len(dims)
+        pick = [i for i, (d, k) in enumerate(zip(dims, known)) if d is not None and k is None]
+        if pick:
+            actual = array_ops.gather(ops.shape(x), np.array(pick, np.int32))
+            checks.append(check_ops.assert_equal(
+                actual, np.array([dims[i] for i in pick], np.int32),
+                message="Shape of tensor %s is not compatible with expected shape %s"
+                % (x.name, dims)))
+    if checks:
+        with control_dependencies(checks):
+            out = ops.identity(x, name=name)
+    else:
+        out = ops.identity(x, name=name)
+    out.set_shape(merged)
+    return out
+
+
+def repeat(input, repeats, axis=None, name=None):  # noqa: A002
+    """Each element of `input` along `axis` repeated `repeats` times (a number, or one count
+    per element); axis None repeats the flattened input, as TF 1.15's tf.repeat / np.repeat."""
+    x = convert_to_tensor(input)
+    if axis is None:
+        x, axis = ops.reshape(x, [-1]), 0
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError("repeat needs an input of known rank")
+    axis = axis % rank
+    counts = repeats if isinstance(repeats, Tensor) else np.asarray(repeats)
+    if not isinstance(counts, Tensor) and counts.ndim == 0:
+        # One count: the axis's elements each broadcast `repeats` times, side by side.
+        n = int(counts)
+        expanded = ops.expand_dims(x, axis + 1)
+        tiled = array_ops.tile(expanded, [1] * (axis + 1) + [n] + [1] * (rank - axis - 1))
+        shape = ops.shape(x)
+        dims = [shape[i] for i in range(rank)]
+        dims[axis] = dims[axis] * n
+        out = ops.reshape(tiled, dims, name=name)
+        static = x.shape.as_list()
+        static[axis] = None if static[axis] is None else static[axis] * n
+        out.set_shape(static)
+        return out
+    # One count per element: gather the element indices, each repeated, in order.
+    counts = ops.cast(convert_to_tensor(counts), dtypes.int32)
+    longest = ops.reduce_max(ops.concat([ops.reshape(counts, [-1]), [0]], 0))
+    mask = sequence_mask(counts, longest)                          # [elements, longest]
+    positions = ops.expand_dims(array_ops.range(size(counts)), 1)
+    index = ops.add(positions, ops.zeros_like(ops.cast(mask, dtypes.int32)))
+    picked = boolean_mask(index, mask)                              # i repeated counts[i] times
+    return array_ops.gather(x, picked, axis=axis, name=name)
+
+
+def _scatter_like(tensor, indices, updates):
+    from shardflow.array_ops import scatter_nd
+    tensor = convert_to_tensor(tensor)
+    if not tensor.shape.is_fully_defined():
+        raise ValueError("tensor_scatter_nd_*: the tensor's shape must be known, got %s"
+                         % tensor.shape)
+    updates = ops.cast(convert_to_tensor(updates), tensor.dtype)
+    return tensor, scatter_nd(indices, updates, tensor.shape.as_list()), updates
+
+
+def tensor_scatter_nd_add(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` added at `indices` ([N, k] into its first k
+    dimensions; duplicates add up)."""
+    tensor, scattered, _ = _scatter_like(tensor, indices, updates)
+    return ops.add(tensor, scattered, name=name)
+
+
+def tensor_scatter_nd_sub(tensor, indices, updates, name=None):
+    tensor, scattered, _ = _scatter_like(tensor, indices, updates)
+    return ops.subtract(tensor, scattered, name=name)
+
+
+def tensor_scatter_nd_update(tensor, indices, updates, name=None):
+    """A copy of `tensor` with `updates` at `indices` (the rest unchanged)."""
+    from shardflow.array_ops import scatter_nd
+    tensor, scattered, updates = _scatter_like(tensor, indices, updates)
+    hit = scatter_nd(indices, ops.ones_like(updates), tensor.shape.as_list())
+    keep = ops.cast(ops.equal(hit, ops.zeros_like(hit)), tensor.dtype)
+    return ops.add(ops.multiply(tensor, keep), scattered, name=name)
+
+
+tensor_scatter_add = tensor_scatter_nd_add
+tensor_scatter_sub = tensor_scatter_nd_sub
+tensor_scatter_update = tensor_scatter_nd_update
+
+
+def unravel_index(indices, dims, name=None):
+    """The coordinates of flat `indices` in an array of shape `dims`: [len(dims)] for a
+    scalar, [len(dims), N] for a vector of indices (np.unravel_index, stacked)."""
+    flat = convert_to_tensor(indices)
+    dims = ops.cast(convert_to_tensor(dims), flat.dtype)
+    n = dims.shape.as_list()[0]
+    if n is None:
+        raise ValueError("unravel_index needs dims of known length")
+    coords, rest = [], flat
+    for i in reversed(range(n)):
+        d = dims[i]
+        coords.append(ops.floormod(rest, d))
+        rest = ops.floordiv(rest, d)
+    return array_ops.stack(coords[::-1], name=name)
+
+
+def switch_case(branch_index, branch_fns, default=None, name="switch_case"):
+    """The result of branch_fns[branch_index]() (a list, or a dict of index -> function);
+    `default` (else the last branch) for an index outside them, as TF 1.15's tf.switch_case."""
+    from shardflow.control_flow import case
+    pairs = sorted(branch_fns.items()) if isinstance(branch_fns, dict) else \
+        list(enumerate(branch_fns))
+    if not pairs:
+        raise ValueError("switch_case: branch_fns is empty")
+    index = convert_to_tensor(branch_index)
+    default = default or pairs[-1][1]
+    return case([(ops.equal(index, k), fn) for k, fn in pairs], default=default,
+                exclusive=True, name=name)
+
+
+def grad_pass_through(f):
+    """f, its gradient taken as the identity's (straight-through), as TF 1.15's."""
+    @functools.wraps(f)
+    def wrapped(x, *args, **kwargs):
+        x = convert_to_tensor(x)
+        y = f(x, *args, **kwargs)
+        return ops.add(x, ops.stop_gradient(ops.subtract(y, x)))
+    return wrapped
+
+
+def vectorized_map(fn, elems):
+    """fn over the first dimension of `elems`; TF falls back to a loop where it cannot
+    vectorize, as map_fn does here."""
+    from shardflow.functional_ops import map_fn
+    return map_fn(fn, elems)
+
+
+def function(func=None, input_signature=None, autograph=True, experimental_autograph_options=None,
+             experimental_relax_shapes=False, experimental_compile=None):
+    """TF 1.15's tf.function in graph mode: the Python function is traced into the graph where
+    it is called (as TF1 graph code runs it), so its ops are the caller's. `input_signature`
+    is checked against the arguments' dtypes and shapes; autograph is not applied (write
+    tf.cond / tf.while_loop for tensor-dependent control flow)."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def traced(*args, **kwargs):
+            if input_signature is not None:
+                _check_signature(fn, input_signature, args)
+            return fn(*args, **kwargs)
+        traced.python_function = fn
+        traced.input_signature = input_signature
+        return traced
+    return decorate if func is None else decorate(func)
+
+
+def _check_signature(fn, signature, args):
+    if len(args) != len(signature):
+        raise TypeError("%s takes %d arguments by its input_signature, got %d"
+                        % (getattr(fn, "__name__", fn), len(signature), len(args)))
+    for spec, arg in zip(signature, args):
+        t = convert_to_tensor(arg, dtype=getattr(spec, "dtype", None))
+        shape = getattr(spec, "shape", None)
+        if shape is not None and not TensorShape(shape).is_compatible_with(t.shape):
+            raise ValueError("%s: argument of shape %s does not fit the input_signature's %s"
+                             % (getattr(fn, "__name__", fn), t.shape, shape))
+
+
+def load_op_library(library_filename):
+    """Custom TensorFlow op libraries (.so built against TensorFlow) cannot load here."""
+    raise NotImplementedError(
+        "load_op_library(%r): a TensorFlow custom-op library cannot load into shardflow (its "
+        "kernels are built against TensorFlow's C++ API); write the op as a composition of "
+        "shardflow ops, as a tf.py_func, or as a shardflow kernel (docs/ops.md)"
+        % (library_filename,))
+
+
+load_library = load_op_library
+load_file_system_library = load_op_library
+
+
+def enable_v2_behavior():
+    raise NotImplementedError("enable_v2_behavior: shardflow runs TensorFlow 1.x graphs and "
+                              "sessions; TF2's eager execution is not available")
+
+
+def _no_op_switch(name):
+    def switch():
+        """Accepted: shardflow's graphs already behave so (TF1's semantics)."""
+    switch.__name__ = name
+    return switch
+
+
+disable_v2_tensorshape = _no_op_switch("disable_v2_tensorshape")
+enable_v2_tensorshape = _no_op_switch("enable_v2_tensorshape")
+disable_control_flow_v2 = _no_op_switch("disable_control_flow_v2")
+enable_control_flow_v2 = _no_op_switch("enable_control_flow_v2")
+disable_tensor_equality = _no_op_switch("disable_tensor_equality")
+enable_tensor_equality = _no_op_switch("enable_tensor_equality")
+
+
+__all__ = ["arg_max", "arg_min", "assert_variables_initialized",
+           "convert_to_tensor_or_sparse_tensor", "dimension_at_index", "dimension_value",
+           "disable_control_flow_v2", "disable_tensor_equality", "disable_v2_tensorshape",
+           "enable_control_flow_v2", "enable_tensor_equality", "enable_v2_behavior",
+           "enable_v2_tensorshape", "ensure_shape", "floor_div", "function", "get_logger",
+           "grad_pass_through", "guarantee_const", "initialize_all_tables",
+           "initialize_local_variables", "load_file_system_library", "load_library",
+           "load_op_library", "parallel_stack", "repeat", "scalar_mul", "switch_case",
+           "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
+           "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update",
+           "to_bfloat16", "unravel_index", "vectorized_map"]
+
+
+def string_strip(input, name=None):  # noqa: A002
+    """TF1's old name of tf.strings.strip (leading and trailing whitespace removed)."""
+    from shardflow.string_ops import strings
+    return strings.strip(input, name=name)
+
+
+__all__.append("string_strip")
+
+
+class TensorSpec:
+    """A tensor's shape and dtype (TF 1.14's tf.TensorSpec), for input signatures."""
+
+    def __init__(self, shape, dtype=dtypes.float32, name=None):
+        self.shape = TensorShape(shape)
+        self.dtype = dtypes.as_dtype(dtype)
+        self.name = name
+
+    @classmethod
+    def from_tensor(cls, tensor, name=None):
+        return cls(tensor.shape, tensor.dtype, name or getattr(tensor, "op", None) and
+                   tensor.op.name)
+
+    def is_compatible_with(self, spec_or_tensor):
+        return (self.dtype == spec_or_tensor.dtype and
+                self.shape.is_compatible_with(spec_or_tensor.shape))
+
+    def __eq__(self, other):
+        return (isinstance(other, TensorSpec) and self.dtype == other.dtype and
+                self.shape.as_list() == other.shape.as_list() and self.name == other.name) \
+            if self.shape.ndims is not None else self is other
+
+    def __hash__(self):
+        return hash((self.dtype, self.name))
+
+    def __repr__(self):
+        return "TensorSpec(shape=%s, dtype=%s, name=%r)" % (self.shape, self.dtype, self.name)
+
+
+__all__.append("TensorSpec")

@@ -1,0 +1,109 @@
+"""TF 1.15 core names added in shardflow/compat_names.py (old spellings, ensure_shape, repeat,
+tensor_scatter_*, unravel_index, switch_case, grad_pass_through, tf.function in graph mode,
+the TF2 switches) against NumPy, with their gradients where TF has them."""
+
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+def run(fetches, feed=None):
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run(fetches, feed)
+
+
+def test_old_spellings_and_argmax_arguments():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        v = np.array([[1, 5, 2], [7, 0, 3]], np.float32)
+        got = run([tf.arg_max(x, 1), tf.arg_min(x, dimension=1), tf.argmax(x, dimension=1),
+                   tf.argmax(x, 1, "named"), tf.floor_div(7, 2), tf.scalar_mul(2.0, x),
+                   tf.parallel_stack([x, x])], {x: v})
+        assert [list(g) for g in got[:4]] == [[1, 0], [0, 1], [1, 0], [1, 0]]
+        assert got[4] == 3 and got[5].tolist() == (2 * v).tolist()
+        assert got[6].shape == (2, 2, 3) and tf.to_bfloat16(x).dtype == tf.bfloat16
+        with pytest.raises(ValueError, match="axis or dimension"):
+            tf.argmax(x, 1, dimension=1)
+        assert tf.dimension_value(x.shape[1]) == 3 and tf.dimension_value(x.shape[0]) is None
+        assert tf.dimension_value(4) == 4 and tf.dimension_at_index(x.shape, 1).value == 3
+        assert tf.get_logger().name == "tensorflow"
+        assert tf.initialize_all_tables().type == "NoOp"
+        tf.disable_v2_tensorshape()
+        tf.disable_control_flow_v2()
+        with pytest.raises(NotImplementedError, match="TensorFlow 1.x graphs"):
+            tf.enable_v2_behavior()
+        with pytest.raises(NotImplementedError, match="custom-op library cannot load"):
+            tf.load_op_library("zero_out.so")
+
+
+def test_ensure_shape_checks_at_run_time_what_it_cannot_at_build_time():
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        y = tf.ensure_shape(x, [2, None])
+        assert y.shape.as_list() == [2, 3]
+        with pytest.raises(ValueError):
+            tf.ensure_shape(x, [2, 4])   # disagrees with the static shape
+        g = tf.gradients(tf.reduce_sum(y * 2.0), x)[0]
+        with tf.Session() as sess:
+            out, grad = sess.run([y, g], {x: np.ones((2, 3), np.float32)})
+            assert out.shape == (2, 3) and (grad == 2.0).all()
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match="not compatible with expected shape"):
+                sess.run(y, {x: np.ones((5, 3), np.float32)})
+
+
+def test_repeat_matches_numpy():
+    a = np.array([[1, 2], [3, 4]], np.int32)
+    cases = [(2, 0), ([2, 1], 1), (3, None), ([1, 0], 0)]
+    with tf.Graph().as_default():
+        got = run([tf.repeat(tf.constant(a), r, axis=ax) for r, ax in cases] +
+                  [tf.repeat(tf.constant([1, 2, 3]), [1, 0, 2])])
+        for out, (r, ax) in zip(got, cases):
+            np.testing.assert_array_equal(out, np.repeat(a, r, axis=ax))
+        np.testing.assert_array_equal(got[-1], [1, 3, 3])
+        w = tf.Variable([1.0, 2.0])
+        grad = tf.gradients(tf.reduce_sum(tf.repeat(w, [3, 1]) * [1., 2., 3., 4.]), w)[0]
+        np.testing.assert_array_equal(run(grad), [6.0, 4.0])
+
+
+def test_tensor_scatter_and_unravel_index_match_numpy():
+    t = np.array([1., 2., 3., 4.], np.float32)
+    with tf.Graph().as_default():
+        got = run([tf.tensor_scatter_nd_update(t, [[0], [2]], [9., 7.]),
+                   tf.tensor_scatter_nd_add(t, [[1], [1]], [1., 1.]),
+                   tf.tensor_scatter_sub(t, [[3]], [4.]),
+                   tf.unravel_index([5, 7], [3, 4]), tf.unravel_index(5, [3, 4])])
+    np.testing.assert_array_equal(got[0], [9., 2., 7., 4.])
+    np.testing.assert_array_equal(got[1], [1., 4., 3., 4.])
+    np.testing.assert_array_equal(got[2], [1., 2., 3., 0.])
+    np.testing.assert_array_equal(got[3], np.stack(np.unravel_index([5, 7], (3, 4))))
+    np.testing.assert_array_equal(got[4], np.unravel_index(5, (3, 4)))
+
+
+def test_switch_case_grad_pass_through_and_function():
+    with tf.Graph().as_default():
+        i = tf.placeholder(tf.int32, [])
+        branches = [lambda: tf.constant(10), lambda: tf.constant(20)]
+        chosen = tf.switch_case(i, branches)
+        other = tf.switch_case(i, {0: lambda: tf.constant(1)}, default=lambda: tf.constant(-1))
+        w = tf.Variable([1.4, 2.6])
+        rounded = tf.grad_pass_through(tf.round)(w)
+        g = tf.gradients(tf.reduce_sum(rounded * 3.0), w)[0]
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def squares(a):
+            return tf.reduce_sum(a * a)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert [sess.run(chosen, {i: k}) for k in (0, 1, 5)] == [10, 20, 20]
+            assert [sess.run(other, {i: k}) for k in (0, 3)] == [1, -1]
+            r, grad = sess.run([rounded, g])
+            assert r.tolist() == [1.0, 3.0] and grad.tolist() == [3.0, 3.0]   # straight-through
+            assert sess.run(squares(tf.constant([1., 2.]))) == 5.0
+            assert sess.run(tf.vectorized_map(lambda r: r * 2, tf.constant([[1.], [2.]]))
+                            ).tolist() == [[2.], [4.]]
+            sess.run(tf.assert_variables_initialized([w]))
+        with pytest.raises(ValueError, match="does not fit the input_signature"):
+            squares(tf.constant([[1.0]]))
