@@ -137,6 +137,8 @@ from shardflow import sets_ops as sets  # noqa: F401,E402 (tf.sets)
 from shardflow.compat_names import *  # noqa: F401,F403,E402
 from shardflow.core_extras import _attach_to_namespaces  # noqa: E402
 _attach_to_namespaces()  # tf.initializers.lecun_normal & co., contrib.framework.nest
+from shardflow.compat_names import _attach_aliases  # noqa: E402
+_attach_aliases()  # tf.nn.max_pool2d, tf.train.checkpoints_iterator, tf.data.Options, ...
 # TensorBoard's protobuf messages under TF1's top-level names (tf.Summary, tf.Event, ...).
 from shardflow.summary_pb import (Event, HistogramProto, LogMessage, SessionLog,  # noqa: F401
                                   Summary, SummaryMetadata)

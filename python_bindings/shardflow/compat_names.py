@@ -372,3 +372,184 @@ class TensorSpec:
 
 
 __all__.append("TensorSpec")
+
+
+# ---- names other TF1 namespaces lack (attached by _attach_aliases) -------------------------
+
+
+def _conv2d_backprop_input(input_sizes, filter=None, out_backprop=None,  # noqa: A002
+                           strides=None, padding=None, use_cudnn_on_gpu=True,
+                           data_format="NHWC", dilations=(1, 1, 1, 1), name=None,
+                           filters=None):
+    """tf.nn.conv2d_backprop_input: the gradient of conv2d with respect to its input, i.e.
+    conv2d_transpose of `out_backprop` to `input_sizes`."""
+    from shardflow import nn
+    if list(dilations) != [1, 1, 1, 1]:
+        raise ValueError("conv2d_backprop_input: dilations other than 1 are not supported")
+    return nn.conv2d_transpose(out_backprop, filter if filter is not None else filters,
+                               input_sizes, strides, padding, data_format=data_format,
+                               name=name)
+
+
+def _num_replicas():
+    from shardflow.distribute import get_replica_context
+    context = get_replica_context()
+    return getattr(context, "num_replicas_in_sync", 1) if context is not None else 1
+
+
+def _compute_average_loss(per_example_loss, sample_weight=None, global_batch_size=None):
+    """tf.nn.compute_average_loss: the sum of the (weighted) per-example losses over the
+    global batch size (default: this replica's batch times the replicas in sync)."""
+    loss = convert_to_tensor(per_example_loss)
+    if sample_weight is not None:
+        loss = ops.multiply(loss, ops.cast(sample_weight, loss.dtype))
+    total = ops.reduce_sum(loss)
+    if global_batch_size is None:
+        batch = ops.cast(ops.shape(loss)[0], loss.dtype)
+        return ops.divide(total, ops.multiply(batch, float(_num_replicas())))
+    return ops.divide(total, ops.cast(global_batch_size, loss.dtype))
+
+
+def _scale_regularization_loss(regularization_loss):
+    """tf.nn.scale_regularization_loss: the sum divided by the replicas in sync."""
+    total = ops.add_n(list(regularization_loss)) if isinstance(
+        regularization_loss, (list, tuple)) else convert_to_tensor(regularization_loss)
+    return ops.divide(total, float(_num_replicas()))
+
+
+def _checkpoints_iterator(checkpoint_dir, min_interval_secs=0, timeout=None, timeout_fn=None):
+    """tf.train.checkpoints_iterator: each new checkpoint of `checkpoint_dir` as it appears
+    (at least min_interval_secs apart); after `timeout` seconds without one, stops (or asks
+    timeout_fn whether to, when given), as an evaluation loop reads a training job's."""
+    import time
+    from shardflow.train import latest_checkpoint
+    last = None
+    while True:
+        deadline = None if timeout is None else time.time() + timeout
+        while True:
+            path = latest_checkpoint(checkpoint_dir)
+            if path is not None and path != last:
+                break
+            if deadline is not None and time.time() > deadline:
+                path = None
+                break
+            time.sleep(min(1.0, max(0.05, float(min_interval_secs) or 1.0)))
+        if path is None:
+            if timeout_fn is None or timeout_fn():
+                return
+            continue
+        started = time.time()
+        last = path
+        yield path
+        rest = float(min_interval_secs) - (time.time() - started)
+        if rest > 0:
+            time.sleep(rest)
+
+
+def _b64_encode(input, pad=False, name=None):  # noqa: A002
+    """tf.io.encode_base64: web-safe base64 (- and _), without '=' padding unless pad."""
+    import base64
+    from shardflow import string_ops
+
+    def encode(v):
+        out = base64.urlsafe_b64encode(v if isinstance(v, bytes) else str(v).encode())
+        return out if pad else out.rstrip(b"=")
+    return string_ops._map(encode, input, dtypes.string, name or "EncodeBase64")
+
+
+def _b64_decode(input, name=None):  # noqa: A002
+    """tf.io.decode_base64: web-safe base64, padded or not."""
+    import base64
+    import binascii
+
+    from shardflow import string_ops
+
+    def decode(v):
+        v = v if isinstance(v, bytes) else str(v).encode()
+        try:
+            return base64.urlsafe_b64decode(v + b"=" * (-len(v) % 4))
+        except (binascii.Error, ValueError) as e:
+            raise ValueError("decode_base64: %r is not web-safe base64: %s" % (v[:40], e)) \
+                from None
+    return string_ops._map(decode, input, dtypes.string, name or "DecodeBase64")
+
+
+class _DataOptions:
+    """tf.data.Options (TF 1.15): set its fields and pass it to dataset.with_options; shardflow's
+    pipelines run the same whatever they say (its iterators have no optimizer passes or
+    thread pools to tune), so they are kept for the record."""
+
+    class _Group:
+        def __init__(self, **fields):
+            self.__dict__.update(fields)
+
+    def __init__(self):
+        self.experimental_deterministic = None
+        self.experimental_optimization = self._Group(
+            apply_default_optimizations=None, autotune=None, map_and_batch_fusion=None,
+            map_parallelization=None, noop_elimination=None, parallel_batch=None,
+            shuffle_and_repeat_fusion=None)
+        self.experimental_threading = self._Group(max_intra_op_parallelism=None,
+                                                   private_threadpool_size=None)
+        self.experimental_distribute = self._Group(auto_shard=None, auto_shard_policy=None)
+        self.experimental_stats = self._Group(latency_all_edges=None, prefix=None)
+        self.experimental_slack = False
+
+    def merge(self, options):
+        merged = _DataOptions()
+        merged.__dict__.update(self.__dict__)
+        merged.__dict__.update({k: v for k, v in options.__dict__.items() if v is not None})
+        return merged
+
+
+def _with_options(self, options):
+    """Dataset.with_options (TF 1.15): the same dataset, its options recorded."""
+    if not isinstance(options, _DataOptions):
+        raise TypeError("with_options takes a tf.data.Options, not %r" % (options,))
+    self._options = options
+    return self
+
+
+def _options(self):
+    return getattr(self, "_options", None) or _DataOptions()
+
+
+def _attach_aliases():
+    """Adds the names above, and TF1's other spellings of existing ones, to the namespaces
+    that lacked them. Called once by shardflow/__init__.py."""
+    import types
+
+    import shardflow as sf
+    from shardflow.data.dataset_ops import Dataset
+    additions = {
+        sf.nn: {"avg_pool2d": sf.nn.avg_pool, "max_pool2d": sf.nn.max_pool,
+                "max_pool_v2": sf.nn.max_pool, "space_to_batch": sf.space_to_batch,
+                "conv2d_backprop_input": _conv2d_backprop_input,
+                "compute_average_loss": _compute_average_loss,
+                "scale_regularization_loss": _scale_regularization_loss},
+        sf.train: {"piecewise_constant_decay": sf.train.piecewise_constant,
+                   "checkpoints_iterator": _checkpoints_iterator,
+                   "queue_runner": types.SimpleNamespace(
+                       QueueRunner=sf.train.QueueRunner,
+                       add_queue_runner=sf.train.add_queue_runner,
+                       start_queue_runners=sf.train.start_queue_runners)},
+        sf.layers: {"InputSpec": sf.keras.layers.InputSpec},
+        sf.data: {"Options": _DataOptions},
+        sf.random: {"multinomial": sf.multinomial,
+                    "fixed_unigram_candidate_sampler": sf.nn.fixed_unigram_candidate_sampler,
+                    "log_uniform_candidate_sampler": sf.nn.log_uniform_candidate_sampler,
+                    "uniform_candidate_sampler": sf.nn.uniform_candidate_sampler},
+        sf.io: {"PaddingFIFOQueue": sf.PaddingFIFOQueue,
+                "RandomShuffleQueue": sf.RandomShuffleQueue, "QueueBase": sf.QueueBase,
+                "match_filenames_once": sf.train.match_filenames_once,
+                "is_tensor": sf.is_tensor, "encode_base64": _b64_encode,
+                "decode_base64": _b64_decode},
+        sf: {"encode_base64": _b64_encode, "decode_base64": _b64_decode},
+    }
+    for namespace, names in additions.items():
+        for name, value in names.items():
+            if not hasattr(namespace, name):
+                setattr(namespace, name, value)
+    if not hasattr(Dataset, "with_options"):
+        Dataset.with_options = _with_options
+        Dataset.options = _options

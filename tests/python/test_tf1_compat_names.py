@@ -107,3 +107,43 @@ def test_switch_case_grad_pass_through_and_function():
             sess.run(tf.assert_variables_initialized([w]))
         with pytest.raises(ValueError, match="does not fit the input_signature"):
             squares(tf.constant([[1.0]]))
+
+
+def test_other_namespaces_spellings(tmp_path):
+    import threading
+    import time
+    with tf.Graph().as_default():
+        x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+        pooled = tf.nn.max_pool2d(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        averaged = tf.nn.avg_pool2d(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        w = np.ones((2, 2, 1, 1), np.float32)
+        dy = np.ones((1, 2, 2, 1), np.float32)
+        dx = tf.nn.conv2d_backprop_input([1, 4, 4, 1], w, dy, [1, 2, 2, 1], "VALID")
+        loss = tf.nn.compute_average_loss([1.0, 2.0, 3.0], global_batch_size=6)
+        words = tf.io.encode_base64(tf.constant([b"hi?", b"\xff\xfe"]))
+        back = tf.io.decode_base64(words)
+        lr = tf.train.piecewise_constant_decay(tf.constant(5), [3], [0.1, 0.01])
+        got = run([pooled, averaged, dx, loss, words, back, lr])
+    np.testing.assert_array_equal(got[0].ravel(), [5, 7, 13, 15])
+    np.testing.assert_array_equal(got[1].ravel(), [2.5, 4.5, 10.5, 12.5])
+    np.testing.assert_array_equal(got[2].ravel(), np.ones(16))   # each input feeds one output
+    assert got[3] == pytest.approx(1.0)
+    assert list(got[4]) == [b"aGk_", b"__4"] and list(got[5]) == [b"hi?", b"\xff\xfe"]
+    assert got[6] == pytest.approx(0.01)
+    options = tf.data.Options()
+    options.experimental_optimization.map_parallelization = True
+    ds = tf.data.Dataset.range(3).with_options(options)
+    assert ds.options().experimental_optimization.map_parallelization is True
+    assert tf.train.queue_runner.QueueRunner is tf.train.QueueRunner
+    assert tf.io.RandomShuffleQueue is tf.RandomShuffleQueue
+    # checkpoints_iterator: each new checkpoint as a training job writes it, then a timeout.
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "m-1"\n')
+    (tmp_path / "m-1").write_bytes(b"x")
+
+    def later():
+        time.sleep(0.3)
+        (tmp_path / "m-2").write_bytes(b"x")
+        (tmp_path / "checkpoint").write_text('model_checkpoint_path: "m-2"\n')
+    threading.Thread(target=later).start()
+    seen = list(tf.train.checkpoints_iterator(str(tmp_path), timeout=1.5))
+    assert seen == [str(tmp_path / "m-1"), str(tmp_path / "m-2")]
