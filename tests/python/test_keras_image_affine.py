@@ -8,6 +8,8 @@ samples. A pixel-by-pixel restatement of scipy's (< 1.6, the TF 1.15 era) sampli
 checks the vectorised NumPy resampler on random transforms in every mode.
 """
 
+import os
+
 import numpy as np
 import pytest
 
@@ -394,3 +396,63 @@ def test_generator_still_refuses_what_needs_pil_or_scipy():
         image.ImageDataGenerator(zca_whitening=True)
     with pytest.raises(ValueError, match="validation_split"):
         image.ImageDataGenerator(validation_split=0.2)
+
+
+def _write_images(root):
+    """Two classes of 8x6 PNGs (and a file that is not an image): cats dark, dogs bright."""
+    from PIL import Image
+    for name, value, count in (("cats", 20, 3), ("dogs", 230, 2)):
+        os.makedirs(os.path.join(root, name, "sub"), exist_ok=True)
+        for i in range(count):
+            pixels = np.full((6, 8, 3), value + i, np.uint8)
+            folder = os.path.join(root, name, "sub" if i == 0 else "")
+            Image.fromarray(pixels).save(os.path.join(folder, "%s%d.png" % (name, i)))
+    with open(os.path.join(root, "cats", "notes.txt"), "w") as f:
+        f.write("not an image")
+
+
+def test_flow_from_directory_reads_classes_in_keras_order(tmp_path):
+    _write_images(str(tmp_path))
+    gen = image.ImageDataGenerator(rescale=1 / 255.0)
+    it = gen.flow_from_directory(str(tmp_path), target_size=(4, 5), batch_size=5,
+                                 shuffle=False)
+    assert it.class_indices == {"cats": 0, "dogs": 1} and it.samples == 5
+    assert it.filenames == ["cats/cats1.png", "cats/cats2.png", "cats/sub/cats0.png",
+                            "dogs/dogs1.png", "dogs/sub/dogs0.png"]
+    assert it.classes.tolist() == [0, 0, 0, 1, 1] and len(it) == 1
+    x, y = it[0]
+    assert x.shape == (5, 4, 5, 3) and y.tolist() == [[1, 0]] * 3 + [[0, 1]] * 2
+    np.testing.assert_allclose(x[:, 0, 0, 0], np.array([21, 22, 20, 231, 230]) / 255.0,
+                               rtol=1e-6)
+    gray = gen.flow_from_directory(str(tmp_path), target_size=(6, 8), color_mode="grayscale",
+                                   class_mode="sparse", batch_size=2, shuffle=True, seed=1)
+    xs, ys = gray[0]
+    assert xs.shape == (2, 6, 8, 1) and ys.dtype == np.float32
+    assert sorted(int(v) for v in gray.classes) == [0, 0, 0, 1, 1]
+    # A Keras model trains on it (fit_generator over the DirectoryIterator).
+    model = tf.keras.Sequential([tf.keras.layers.Flatten(input_shape=(4, 5, 3)),
+                                 tf.keras.layers.Dense(2, activation="softmax")])
+    model.compile("sgd", "categorical_crossentropy")
+    history = model.fit_generator(it, epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    with pytest.raises(ValueError, match="Invalid class_mode"):
+        gen.flow_from_directory(str(tmp_path), class_mode="multi")
+    with pytest.raises(ValueError, match="is not a directory"):
+        gen.flow_from_directory(str(tmp_path / "nowhere"))
+
+
+def test_load_img_img_to_array_array_to_img(tmp_path):
+    _write_images(str(tmp_path))
+    path = str(tmp_path / "dogs" / "dogs1.png")
+    img = image.load_img(path, target_size=(3, 4))
+    assert img.size == (4, 3)
+    x = image.img_to_array(img)
+    assert x.shape == (3, 4, 3) and x.dtype == np.float32 and (x == 231).all()
+    assert image.img_to_array(image.load_img(path, color_mode="grayscale"),
+                              data_format="channels_first").shape == (1, 6, 8)
+    back = image.array_to_img(np.arange(12, dtype=np.float32).reshape(2, 2, 3))
+    assert back.size == (2, 2) and np.asarray(back).max() == 255
+    image.save_img(str(tmp_path / "out.png"), x)
+    assert image.load_img(str(tmp_path / "out.png")).size == (4, 3)
+    with pytest.raises(OSError, match="cannot read image"):
+        image.load_img(str(tmp_path / "cats" / "notes.txt"))

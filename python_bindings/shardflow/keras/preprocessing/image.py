@@ -10,9 +10,10 @@ horizontal_flip, vertical_flip, data_format; and the functions apply_affine_tran
 random_rotation, random_shift, random_shear, random_zoom, apply_channel_shift and flip_axis.
 Rotations, shifts, shears and zooms are Keras's affine transform about the centre TF 1.15
 uses (transform_matrix_offset_center), resampled in NumPy the way
-scipy.ndimage.affine_transform (which Keras calls) samples, so no scipy is needed. Not
-supported (an error says so): brightness_range (PIL), zca_whitening (scipy.linalg),
-validation_split, flow_from_directory and flow_from_dataframe.
+scipy.ndimage.affine_transform (which Keras calls) samples, so no scipy is needed. Images in
+files: load_img, img_to_array, array_to_img, save_img and flow_from_directory (with Pillow;
+image_files.py). Not supported (an error says so): brightness_range, zca_whitening
+(scipy.linalg), validation_split and flow_from_dataframe.
 
 Example::
 
@@ -533,6 +534,15 @@ class NumpyArrayIterator(Iterator):
         return output
 
 
-__all__ = ["ImageDataGenerator", "Iterator", "NumpyArrayIterator", "apply_affine_transform",
-           "apply_channel_shift", "flip_axis", "random_rotation", "random_shear", "random_shift",
-           "random_zoom", "transform_matrix_offset_center"]
+# Images from files (image_files.py): load_img & co., flow_from_directory's DirectoryIterator.
+from shardflow.keras.preprocessing.image_files import (  # noqa: E402
+    _directory_iterator_class, array_to_img, flow_from_directory, img_to_array, load_img,
+    save_img)
+
+ImageDataGenerator.flow_from_directory = flow_from_directory
+DirectoryIterator = _directory_iterator_class()
+
+__all__ = ["DirectoryIterator", "ImageDataGenerator", "Iterator", "NumpyArrayIterator",
+           "apply_affine_transform", "apply_channel_shift", "array_to_img", "flip_axis",
+           "img_to_array", "load_img", "random_rotation", "random_shear", "random_shift",
+           "random_zoom", "save_img", "transform_matrix_offset_center"]
