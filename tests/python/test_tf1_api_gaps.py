@@ -558,3 +558,48 @@ def test_matching_files_globs_when_the_op_runs(tmp_path):
             assert sess.run(found, {pattern: str(tmp_path / "*.a")}).tolist() == [
                 p for p in expected if p.endswith(b".a")]
             assert sess.run(both).tolist() == expected
+
+
+def test_keras_skipgrams_and_sampling_table():
+    seq = tf.keras.preprocessing.sequence
+    table = seq.make_sampling_table(10)
+    # Keras's: min(1, sqrt(1e-5 * r (ln r + 0.577) + ...)); rank 0 counts as rank 1.
+    assert table[1] == pytest.approx(np.sqrt(1e-5 * (0.577 + 0.5 - 1 / 12.0)), rel=1e-6)
+    assert np.all(np.diff(table[1:]) > 0) and table.max() <= 1.0
+    pairs, labels = seq.skipgrams([1, 2, 0, 3], 5, window_size=1, negative_samples=0,
+                                  shuffle=False)
+    assert pairs == [[1, 2], [2, 1]] and labels == [1, 1]   # index 0 never pairs
+    pairs, labels = seq.skipgrams([1, 2, 3, 4], 9, window_size=2, negative_samples=1.0, seed=3)
+    positive = [p for p, l in zip(pairs, labels) if l == 1]
+    negative = [p for p, l in zip(pairs, labels) if l == 0]
+    assert len(positive) == len(negative) == 10
+    assert all(1 <= p[1] < 9 for p in negative)
+    again, _ = seq.skipgrams([1, 2, 3, 4], 9, window_size=2, negative_samples=0, seed=3)
+    assert sorted(map(tuple, again)) == sorted(map(tuple, positive))
+    _, categorical = seq.skipgrams([1, 2], 5, window_size=1, negative_samples=0,
+                                   categorical=True)
+    assert categorical == [[0, 1], [0, 1]]
+
+
+def test_keras_backend_extras():
+    K = tf.keras.backend
+    with tf.Graph().as_default():
+        x = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
+        kernel = np.ones((2, 2, 3, 2), np.float32)   # [h, w, out, in] for the transpose
+        up = K.conv2d_transpose(K.constant(x), K.constant(kernel), (1, 4, 4, 3), strides=(2, 2))
+        depthwise = np.ones((1, 1, 2, 1), np.float32)
+        pointwise = np.ones((1, 1, 2, 3), np.float32)
+        sep = K.separable_conv2d(K.constant(x), K.constant(depthwise), K.constant(pointwise))
+        top = K.in_top_k(K.constant([[0.1, 0.9], [0.8, 0.2]]), K.constant([1, 1], "int32"), 1)
+        rev = K.reverse(K.constant([[1.0, 2.0], [3.0, 4.0]]), 1)
+        v = K.random_uniform_variable((2, 3), -1.0, 1.0, seed=0)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run([up, sep, top, rev, v])
+    assert got[0].shape == (1, 4, 4, 3)
+    np.testing.assert_array_equal(got[0][0, :2, :2, 0], np.full((2, 2), 0 + 1))   # in 0+1
+    np.testing.assert_array_equal(got[1][0, :, :, 0], x[0].sum(-1))
+    assert got[2].tolist() == [True, False] and got[3].tolist() == [[2, 1], [4, 3]]
+    assert got[4].shape == (2, 3) and np.all(np.abs(got[4]) <= 1.0)
+    assert K.cast_to_floatx([1, 2]).dtype == np.float32
+    assert not K.is_sparse(x) and K.to_dense(x) is x

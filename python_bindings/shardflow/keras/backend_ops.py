@@ -511,5 +511,73 @@ def ctc_decode(y_pred, input_length, greedy=True, beam_width=100, top_paths=1):
     return dense, log_prob
 
 
+def cast_to_floatx(x):
+    """A NumPy array (or number) as an array of floatx."""
+    return np.asarray(x, dtype=_backend().floatx())
+
+
+def in_top_k(predictions, targets, k):
+    """Whether each target is among the k largest predictions of its row."""
+    return _sf().nn.in_top_k(predictions, targets, k)
+
+
+def reverse(x, axes):
+    """x reversed along `axes` (an int or a list)."""
+    return _sf().reverse(x, [axes] if isinstance(axes, int) else list(axes))
+
+
+def is_sparse(tensor):
+    from shardflow.sparse_tensor import SparseTensor
+    return isinstance(tensor, SparseTensor)
+
+
+def to_dense(tensor):
+    """A SparseTensor as a dense tensor; anything else as it is."""
+    if is_sparse(tensor):
+        return _sf().sparse.to_dense(tensor)
+    return tensor
+
+
+def random_normal_variable(shape, mean, scale, dtype=None, name=None, seed=None):
+    """A variable initialised from N(mean, scale^2), as Keras's."""
+    value = np.random.RandomState(seed).normal(mean, scale, size=shape)
+    return _backend().variable(value.astype(dtype or _backend().floatx()), name=name)
+
+
+def random_uniform_variable(shape, low, high, dtype=None, name=None, seed=None):
+    """A variable initialised from U(low, high), as Keras's."""
+    value = np.random.RandomState(seed).uniform(low, high, size=shape)
+    return _backend().variable(value.astype(dtype or _backend().floatx()), name=name)
+
+
+def conv2d_transpose(x, kernel, output_shape, strides=(1, 1), padding="valid",
+                     data_format=None, dilation_rate=(1, 1)):
+    """The transpose of conv2d (a deconvolution) to `output_shape` (NHWC, or NCHW with
+    channels_first)."""
+    sf = _sf()
+    if tuple(dilation_rate) != (1, 1):
+        raise ValueError("conv2d_transpose: dilation_rate other than 1 is not supported")
+    first = _channels_first(data_format)
+    if first:
+        x = ops.transpose(x, [0, 2, 3, 1])
+        output_shape = [output_shape[0], output_shape[2], output_shape[3], output_shape[1]]
+    y = sf.nn.conv2d_transpose(x, kernel, output_shape, [1] + list(strides) + [1],
+                               padding.upper())
+    return ops.transpose(y, [0, 3, 1, 2]) if first else y
+
+
+def separable_conv2d(x, depthwise_kernel, pointwise_kernel, strides=(1, 1), padding="valid",
+                     data_format=None, dilation_rate=(1, 1)):
+    """A depthwise convolution, then a 1x1 pointwise one."""
+    sf = _sf()
+    first = _channels_first(data_format)
+    if first:
+        x = ops.transpose(x, [0, 2, 3, 1])
+    y = sf.nn.separable_conv2d(x, depthwise_kernel, pointwise_kernel,
+                               [1] + list(strides) + [1], padding.upper(),
+                               rate=list(dilation_rate))
+    return ops.transpose(y, [0, 3, 1, 2]) if first else y
+
+
 __all__ = [n for n in list(globals()) if not n.startswith("_") and n not in (
     "np", "dtypes", "ops")]

@@ -60,4 +60,51 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
     return out
 
 
-__all__ = ["pad_sequences"]
+def make_sampling_table(size, sampling_factor=1e-5):
+    """The probability of keeping each word of rank 0..size-1 when sampling skip-grams (Keras's
+    table): word frequencies taken as Zipf's law, f(r) ~ 1 / (r (ln r + gamma)), and word2vec's
+    subsampling min(1, sqrt(sampling_factor / f))."""
+    euler_gamma = 0.577
+    rank = np.arange(size, dtype=np.float64)
+    rank[0] = 1.0
+    inverse_frequency = rank * (np.log(rank) + euler_gamma) + 0.5 - 1.0 / (12.0 * rank)
+    scaled = sampling_factor * inverse_frequency
+    return np.minimum(1.0, np.sqrt(scaled))
+
+
+def skipgrams(sequence, vocabulary_size, window_size=4, negative_samples=1.0, shuffle=True,
+              categorical=False, sampling_table=None, seed=None):
+    """Skip-gram training pairs of a sequence of word indices, as Keras's: ([word, context]
+    pairs, labels). Each word and each neighbour within `window_size` make a positive pair
+    (label 1); then `negative_samples` times as many pairs of a word and a random index in
+    [1, vocabulary_size) (label 0). Index 0 (padding) never pairs; with a `sampling_table`,
+    word w takes part with probability sampling_table[w]. `categorical` labels are [0, 1]
+    (positive) and [1, 0]; `shuffle` shuffles pairs and labels alike (`seed` fixes it)."""
+    import random
+    positive = [1] if not categorical else [0, 1]
+    negative = [0] if not categorical else [1, 0]
+    pairs, labels = [], []
+    for i, word in enumerate(sequence):
+        if not word or (sampling_table is not None and
+                        sampling_table[word] < random.random()):
+            continue
+        for j in range(max(0, i - window_size), min(len(sequence), i + window_size + 1)):
+            if j != i and sequence[j]:
+                pairs.append([word, sequence[j]])
+                labels.append(positive[-1] if not categorical else list(positive))
+    if negative_samples > 0 and pairs:
+        centres = [p[0] for p in pairs]
+        random.shuffle(centres)
+        count = int(len(pairs) * negative_samples)
+        pairs += [[centres[k % len(centres)], random.randint(1, vocabulary_size - 1)]
+                  for k in range(count)]
+        labels += [negative[-1] if not categorical else list(negative)] * count
+    if shuffle:
+        order = list(range(len(pairs)))
+        random.Random(seed).shuffle(order)
+        pairs = [pairs[k] for k in order]
+        labels = [labels[k] for k in order]
+    return pairs, labels
+
+
+__all__ = ["make_sampling_table", "pad_sequences", "skipgrams"]
