@@ -514,6 +514,49 @@ def _options(self):
     return getattr(self, "_options", None) or _DataOptions()
 
 
+def _multiply_no_nan(x, y, name=None):
+    """x * y, 0 where y is 0 even when x is inf or NaN (tf.math.multiply_no_nan)."""
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    zero = ops.zeros_like(ops.multiply(x, y))
+    return array_ops.where(ops.equal(ops.add(y, zero), zero), zero, ops.multiply(x, y),
+                           name=name)
+
+
+def _reciprocal_no_nan(x, name=None):
+    """1 / x, 0 where x is 0 (tf.math.reciprocal_no_nan)."""
+    import shardflow as sf
+    x = convert_to_tensor(x)
+    return sf.div_no_nan(ops.ones_like(x), x, name=name)
+
+
+def _matvec(a, b, transpose_a=False, adjoint_a=False, a_is_sparse=False, b_is_sparse=False,
+            name=None):
+    """tf.linalg.matvec: a @ b for the vector(s) b (the last axis of b)."""
+    import shardflow as sf
+    product = sf.matmul(a, ops.expand_dims(b, -1), transpose_a=transpose_a or adjoint_a)
+    return ops.squeeze(product, [-1], name=name)
+
+
+def _adjoint(matrix, name=None):
+    """The conjugate transpose of the last two axes (the transpose for real matrices)."""
+    import shardflow as sf
+    return sf.matrix_transpose(matrix, name=name)
+
+
+def _normalize(tensor, ord="euclidean", axis=None, name=None):  # noqa: A002
+    """(tensor / norm, norm) as tf.linalg.normalize."""
+    import shardflow as sf
+    norm = sf.norm(tensor, ord=ord, axis=axis, keepdims=True)
+    return ops.divide(tensor, norm, name=name), norm
+
+
+def _local_variable(initial_value, validate_shape=True, name=None, use_resource=None):
+    """contrib.framework.local_variable: a non-trainable variable in LOCAL_VARIABLES."""
+    import shardflow as sf
+    return sf.Variable(initial_value, trainable=False, name=name,
+                       collections=[sf.GraphKeys.LOCAL_VARIABLES])
+
+
 def _attach_aliases():
     """Adds the names above, and TF1's other spellings of existing ones, to the namespaces
     that lacked them. Called once by shardflow/__init__.py."""
@@ -545,6 +588,13 @@ def _attach_aliases():
                 "is_tensor": sf.is_tensor, "encode_base64": _b64_encode,
                 "decode_base64": _b64_decode},
         sf: {"encode_base64": _b64_encode, "decode_base64": _b64_decode},
+        sf.math: {"multiply_no_nan": _multiply_no_nan, "reciprocal_no_nan": _reciprocal_no_nan,
+                  "scalar_mul": scalar_mul},
+        sf.linalg: {"global_norm": sf.global_norm, "matvec": _matvec, "adjoint": _adjoint,
+                    "normalize": _normalize, "tensor_diag": sf.diag,
+                    "tensor_diag_part": sf.diag_part},
+        sf.contrib.framework: {"is_tensor": sf.is_tensor,
+                               "local_variable": _local_variable},
     }
     for namespace, names in additions.items():
         for name, value in names.items():

@@ -147,3 +147,23 @@ def test_other_namespaces_spellings(tmp_path):
     threading.Thread(target=later).start()
     seen = list(tf.train.checkpoints_iterator(str(tmp_path), timeout=1.5))
     assert seen == [str(tmp_path / "m-1"), str(tmp_path / "m-2")]
+
+
+def test_math_linalg_and_contrib_framework_spellings():
+    with tf.Graph().as_default():
+        inf = np.float32(np.inf)
+        a = np.array([[1., 2.], [3., 4.]], np.float32)
+        local = tf.contrib.framework.local_variable(3.0, name="counter")
+        normalized, norm = tf.linalg.normalize(tf.constant([3.0, 4.0]))
+        got = run([tf.math.multiply_no_nan(tf.constant([inf, 2.0]), tf.constant([0.0, 3.0])),
+                   tf.math.reciprocal_no_nan(tf.constant([0.0, 4.0])),
+                   tf.linalg.matvec(a, tf.constant([1.0, 1.0])), tf.linalg.adjoint(a),
+                   normalized, norm, tf.linalg.global_norm([tf.constant([3.0, 4.0])]),
+                   tf.linalg.tensor_diag_part(a)])
+        assert local in tf.local_variables() and local not in tf.trainable_variables()
+        assert tf.contrib.framework.is_tensor(norm)
+    assert got[0].tolist() == [0.0, 6.0] and got[1].tolist() == [0.0, 0.25]
+    assert got[2].tolist() == [3.0, 7.0] and got[3].tolist() == a.T.tolist()
+    np.testing.assert_allclose(got[4], [0.6, 0.8], rtol=1e-6)
+    assert got[5].tolist() == [5.0] and got[6] == pytest.approx(5.0)
+    assert got[7].tolist() == [1.0, 4.0]
