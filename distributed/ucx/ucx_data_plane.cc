@@ -7,10 +7,12 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -72,7 +74,29 @@ bool IsThisHost(const std::string& address) {
   freeifaddrs(list);
   return found;
 }
-// Peers by address, each asked once for its UCX address. Shared with the callbacks of the calls
+// The incarnation of the task a rendezvous key's tensor comes from
+// ("src_device;incarnation;dst_device;edge;0:0"); 0 when the key does not say.
+uint64_t KeyIncarnation(const std::string& key) {
+  const size_t first = key.find(';');
+  if (first == std::string::npos) return 0;
+  const size_t second = key.find(';', first + 1);
+  if (second == std::string::npos) return 0;
+  uint64_t incarnation = 0;
+  if (!absl::SimpleHexAtoi(key.substr(first + 1, second - first - 1), &incarnation)) return 0;
+  return incarnation;
+}
+
+// Note [Restarted peers]: a peer's UCX endpoint belongs to the process that answered when it
+// was resolved (its incarnation). A task restarted at the same address is a new process with a
+// new UCX address; over shared memory nothing tells this side the old one is gone, so pulls on
+// the old endpoint would wait forever. A pull whose key names another incarnation than the
+// endpoint's therefore asks the peer again: a new incarnation gets a new endpoint (the old one
+// is closed, failing what was pending on it); a key of an incarnation the peer no longer has
+// (a step of its predecessor) goes over gRPC, where the peer refuses it naming the stale
+// incarnation, without asking again.
+
+// Peers by address, each asked once for its UCX address (again when it restarts: Note
+// [Restarted peers]). Shared with the callbacks of the calls
 // it makes (GetStatus, the engine's closures), so that it outlives them.
 class PeerTable : public std::enable_shared_from_this<PeerTable> {
  public:
@@ -89,6 +113,8 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
                        TensorTransport::RecvDone done) {
     enum { kFallback, kUcx, kWait, kResolve } action = kWait;
     uint64_t ep_id = 0;
+    uint64_t gone_ep = 0;  // the endpoint of a predecessor, to close
+    const uint64_t incarnation = KeyIncarnation(call.key);
     {
       absl::MutexLock lock(&mu_);
       Peer& peer = peers_[call.address];
@@ -97,6 +123,19 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
           action = kFallback;
           break;
         case Peer::kUcx:
+          if (incarnation != 0 && incarnation != peer.incarnation) {
+            if (peer.stale.count(incarnation) != 0) {
+              action = kFallback;  // a predecessor's step: refused over gRPC
+              break;
+            }
+            // Perhaps restarted (Note [Restarted peers]): ask it again.
+            action = kResolve;
+            gone_ep = peer.ep_id;
+            peer.state = Peer::kResolving;
+            peer.ep_id = 0;
+            peer.waiting.push_back({call, cancel, std::move(done)});
+            break;
+          }
           action = kUcx;
           ep_id = peer.ep_id;
           break;
@@ -131,7 +170,7 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
       case kWait:
         return;
       case kResolve:
-        Resolve(call.address, call.task);
+        Resolve(call.address, call.task, gone_ep);
         return;
     }
   }
@@ -157,58 +196,110 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
     enum State { kUnknown, kResolving, kUcx, kGrpc } state = kUnknown;
     std::string task;
     uint64_t ep_id = 0;
+    uint64_t incarnation = 0;  // of the process ep_id reaches
+    std::set<uint64_t> stale;  // incarnations it had before (Note [Restarted peers])
     std::vector<Waiting> waiting;
   };
 
-  // Asks the peer's GetStatus for its data plane, connects, and sends the waiting pulls.
-  void Resolve(const std::string& address, const std::string& task) {
+  // Asks the peer's GetStatus for its data plane, connects, and sends the waiting pulls. A
+  // `gone_ep` (its predecessor's endpoint, when it restarted) is closed once the answer says
+  // the incarnation changed, or kept when it did not.
+  void Resolve(const std::string& address, const std::string& task, uint64_t gone_ep = 0) {
     auto worker = cache_->GetWorker(address, task);
     if (!worker.ok()) {
-      Settle(address, Peer::kUnknown, 0, "");
+      Settle(address, Peer::kUnknown, 0, "", 0);
       return;
     }
     auto response = std::make_shared<GetStatusResponse>();
     std::shared_ptr<WorkerInterface> client = *worker;
     std::shared_ptr<PeerTable> self = shared_from_this();
-    client->GetStatusAsync(response.get(), [self, address, task, response,
-                                            client](const absl::Status& status) {
+    client->GetStatusAsync(response.get(), [self, address, task, response, client,
+                                            gone_ep](const absl::Status& status) {
       if (!status.ok()) {
         // Unreachable now: these pulls go over gRPC (and fail there as gRPC's would); the next
         // one asks again.
-        self->Settle(address, Peer::kUnknown, 0, "");
+        self->CloseGone(gone_ep, task);
+        self->Settle(address, Peer::kUnknown, 0, "", 0);
         return;
       }
+      const uint64_t incarnation = response->incarnation();
+      if (gone_ep != 0 && self->KeepIfSame(address, gone_ep, incarnation)) return;
+      self->CloseGone(gone_ep, task);
       if (response->data_plane() != "ucx" || response->data_plane_address().empty()) {
         self->Settle(address, Peer::kGrpc, 0,
                      absl::StrCat("task ", task, " at ", address,
-                                  " has no UCX data plane; tensors from it travel over gRPC"));
+                                  " has no UCX data plane; tensors from it travel over gRPC"),
+                     incarnation);
         return;
       }
       const std::string peer_address = response->data_plane_address();
-      self->engine_->Run([self, address, task, peer_address] {
+      self->engine_->Run([self, address, task, peer_address, incarnation] {
         absl::StatusOr<uint64_t> ep =
             self->engine_->Connect(task, peer_address, IsThisHost(address));
         if (!ep.ok()) {
           self->Settle(address, Peer::kGrpc, 0,
-                       absl::StrCat(ep.status().message(), "; tensors from it travel over gRPC"));
+                       absl::StrCat(ep.status().message(), "; tensors from it travel over gRPC"),
+                       incarnation);
         } else {
-          self->Settle(address, Peer::kUcx, *ep, "");
+          self->Settle(address, Peer::kUcx, *ep, "", incarnation);
         }
       });
     });
   }
 
-  void Settle(const std::string& address, Peer::State state, uint64_t ep_id,
-              const std::string& log) {
-    std::vector<Waiting> waiting;
+  // A re-resolve that found the same process: its endpoint stays, and the key that made us ask
+  // named an incarnation it no longer has (recorded stale by Settle's pulls).
+  bool KeepIfSame(const std::string& address, uint64_t ep_id, uint64_t incarnation) {
     {
       absl::MutexLock lock(&mu_);
       Peer& peer = peers_[address];
+      if (peer.incarnation != incarnation) return false;
+    }
+    Settle(address, Peer::kUcx, ep_id, "", incarnation);
+    return true;
+  }
+
+  void CloseGone(uint64_t ep_id, const std::string& task) {
+    if (ep_id == 0) return;
+    std::shared_ptr<UcxEngine> engine = engine_;
+    engine_->Run([engine, ep_id, task] {
+      engine->Disconnect(ep_id, absl::UnavailableError(
+                                    absl::StrCat("task ", task,
+                                                 " restarted (a new incarnation answers at its "
+                                                 "address); its predecessor's tensors are gone")));
+    });
+    LOG(INFO) << "task " << engine_->task() << ": task " << task
+              << " restarted; connecting to its new incarnation";
+  }
+
+  void Settle(const std::string& address, Peer::State state, uint64_t ep_id, const std::string& log,
+              uint64_t incarnation) {
+    std::vector<Waiting> waiting;
+    std::vector<Waiting> stale;
+    {
+      absl::MutexLock lock(&mu_);
+      Peer& peer = peers_[address];
+      if (incarnation != 0 && peer.incarnation != 0 && peer.incarnation != incarnation) {
+        peer.stale.insert(peer.incarnation);
+      }
       peer.state = state;
       peer.ep_id = ep_id;
+      if (incarnation != 0) peer.incarnation = incarnation;
       waiting.swap(peer.waiting);
+      // Pulls of an incarnation the peer does not have go over gRPC (it refuses them).
+      for (auto w = waiting.begin(); w != waiting.end();) {
+        const uint64_t wanted = KeyIncarnation(w->call.key);
+        if (state == Peer::kUcx && incarnation != 0 && wanted != 0 && wanted != incarnation) {
+          peer.stale.insert(wanted);
+          stale.push_back(std::move(*w));
+          w = waiting.erase(w);
+        } else {
+          ++w;
+        }
+      }
     }
     if (!log.empty()) LOG(INFO) << "task " << engine_->task() << ": " << log;
+    for (Waiting& w : stale) fallback_->RecvTensorAsync(w.call, w.cancel, std::move(w.done));
     for (Waiting& w : waiting) {
       if (state == Peer::kUcx) {
         std::shared_ptr<UcxEngine> engine = engine_;

@@ -626,7 +626,7 @@ void UcxEngine::Cancel(uint64_t id) {
                                                p.call.task, " was cancelled")));
 }
 
-void UcxEngine::CloseEndpoint(uint64_t ep_id, const absl::Status& why) {
+void UcxEngine::CloseEndpoint(uint64_t ep_id, const absl::Status& why, bool tell_peer_lost) {
   auto ep = eps_.find(ep_id);
   if (ep == eps_.end()) return;
   const std::string peer = ep->second.task;
@@ -644,7 +644,7 @@ void UcxEngine::CloseEndpoint(uint64_t ep_id, const absl::Status& why) {
   param.flags = UCP_EP_CLOSE_FLAG_FORCE;
   ucs_status_ptr_t r = ucp_ep_close_nbx(handle, &param);
   if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);
-  if (on_peer_lost_) on_peer_lost_(peer);
+  if (tell_peer_lost && on_peer_lost_) on_peer_lost_(peer);
 }
 
 void UcxEngine::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {

@@ -63,6 +63,9 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   absl::StatusOr<uint64_t> Connect(const std::string& peer_task, const std::string& peer_address,
                                    bool same_host);
   bool Alive(uint64_t ep_id) const { return eps_.count(ep_id) != 0; }
+  // Closes the endpoint to a peer that is gone (restarted: a new incarnation at its address);
+  // its pending pulls fail with `why`. The data plane is not told (it asked).
+  void Disconnect(uint64_t ep_id, const absl::Status& why) { CloseEndpoint(ep_id, why, false); }
   // Pulls call.key from the peer at `ep_id`.
   void Pull(uint64_t ep_id, const RecvTensorCall& call, CallCancellation* cancel, Done done);
   void set_serving(Worker* worker) { serving_ = worker; }
@@ -145,7 +148,7 @@ class UcxEngine : public std::enable_shared_from_this<UcxEngine> {
   // Runs the pull's `done` once and forgets it (unless a receive still writes into its tensor).
   void Finish(uint64_t id, const absl::Status& status);
   void Cancel(uint64_t id);
-  void CloseEndpoint(uint64_t ep_id, const absl::Status& why);
+  void CloseEndpoint(uint64_t ep_id, const absl::Status& why, bool tell_peer_lost = true);
 
   const std::string task_;
   const std::string token_;

@@ -148,6 +148,33 @@ def test_a_restarted_job_resumes_from_the_chiefs_last_checkpoint(tmp_path):
         job.kill_all()
 
 
+@needs_data
+def test_a_restarted_worker_rejoins_an_asynchronous_job(tmp_path):
+    # A worker killed and started again at its address is a new process: the ps must pull its
+    # gradients from the new one. Under the default transport ("auto": UCX shared memory with
+    # tasks on this host) the ps's endpoint to the dead process waited forever (Note [Restarted
+    # peers] in distributed/ucx/ucx_data_plane.cc); the restarted worker hung in its first step.
+    job = Job(tmp_path, extra=["--steps", "100000", "--async"])
+    try:
+        deadline = time.monotonic() + 120
+        while "worker 1: global step" not in job.output("worker1"):
+            assert time.monotonic() < deadline, job.output("worker1")
+            assert job.procs["worker1"].poll() is None, job.output("worker1")
+            time.sleep(0.2)
+        job.procs["worker1"].send_signal(signal.SIGKILL)
+        job.procs["worker1"].wait(timeout=10)
+        job._launch("worker", 1)
+        deadline = time.monotonic() + 90
+        while "worker 1: global step" not in job.output("worker1"):
+            assert time.monotonic() < deadline, "the restarted worker made no step: " + \
+                job.output("worker1")[-3000:]
+            assert job.procs["worker1"].poll() is None, job.output("worker1")
+            time.sleep(0.2)
+        assert job.procs["worker0"].poll() is None, job.output("worker0")   # still training
+    finally:
+        job.kill_all()
+
+
 # ---- in process ----------------------------------------------------------------------------
 
 
