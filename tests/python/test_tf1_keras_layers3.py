@@ -551,3 +551,34 @@ def test_fit_on_an_image_flow():
     model.fit_generator(gen.flow(x, y, batch_size=16, seed=1), epochs=30, verbose=0)
     model.fit(gen.flow(x, y, batch_size=16), epochs=2, verbose=0)
     assert model.evaluate(x / 255.0, y, verbose=0) < 0.8 * before
+
+
+def test_dense_features_put_feature_columns_under_a_keras_model():
+    fc = tf.feature_column
+    rng = np.random.RandomState(0)
+    kinds = rng.choice([b"x", b"y", b"z"], (256, 1))
+    ages = rng.rand(256, 1).astype(np.float32)
+    y = (kinds[:, 0] == b"x").astype(np.float32)
+    with tf.Graph().as_default():
+        tf.set_random_seed(1)
+        kind = fc.categorical_column_with_vocabulary_list("kind", ["x", "y", "z"])
+        columns = [fc.numeric_column("age"), fc.embedding_column(kind, 2)]
+        inputs = {"age": tf.keras.Input(shape=(1,), name="age"),
+                  "kind": tf.keras.Input(shape=(1,), name="kind", dtype=tf.string)}
+        features = tf.keras.layers.DenseFeatures(columns)
+        hidden = features(inputs)
+        assert hidden.shape.as_list() == [None, 3]   # age (1) + the embedding (2)
+        out = tf.keras.layers.Dense(1, activation="sigmoid")(hidden)
+        model = tf.keras.Model(inputs=inputs, outputs=out)
+        model.compile(tf.keras.optimizers.Adam(0.05), "binary_crossentropy")
+        assert any("embedding_weights" in w.name for w in features.trainable_weights)
+        before = tf.keras.backend.get_value(features.trainable_weights[0])
+        history = model.fit({"age": ages, "kind": kinds}, y, epochs=20, batch_size=64,
+                            verbose=0)
+        after = tf.keras.backend.get_value(features.trainable_weights[0])
+        assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+        assert not np.allclose(before, after)   # the embedding trained
+        p = model.predict({"age": ages[:4], "kind": np.array([[b"x"], [b"y"], [b"x"], [b"z"]])})
+        assert p[0, 0] > 0.5 > p[1, 0] and p[2, 0] > 0.5 > p[3, 0]
+        with pytest.raises(ValueError, match="dict of feature name"):
+            features(inputs["age"])

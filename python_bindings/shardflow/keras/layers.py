@@ -1598,3 +1598,7 @@ MaxPool3D, AvgPool3D = _3d.MaxPool3D, _3d.AvgPool3D
 GlobalMaxPooling3D, GlobalAveragePooling3D = _3d.GlobalMaxPooling3D, _3d.GlobalAveragePooling3D
 GlobalMaxPool3D, GlobalAvgPool3D = _3d.GlobalMaxPool3D, _3d.GlobalAvgPool3D
 UpSampling3D, ZeroPadding3D, Cropping3D = _3d.UpSampling3D, _3d.ZeroPadding3D, _3d.Cropping3D
+
+
+# Feature columns as a layer (keras/feature_layers.py).
+from shardflow.keras.feature_layers import DenseFeatures  # noqa: E402,F401

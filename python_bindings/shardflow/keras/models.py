@@ -82,6 +82,8 @@ class Model:
         self._compiled = None
         self._functions = None
         self.inputs, self.outputs, self._layers = [], [], []
+        if isinstance(inputs, dict):   # inputs by feature name (fit takes a dict alike)
+            inputs = list(inputs.values())
         if inputs is not None:
             self._init_graph(_as_list(inputs), _as_list(outputs))
 
