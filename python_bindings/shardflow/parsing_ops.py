@@ -27,6 +27,7 @@ from shardflow import dtypes, errors, ops
 from shardflow.example_pb import Example
 from shardflow.framework import Tensor, convert_to_tensor
 from shardflow.script_ops import py_func
+from shardflow.wire_format import varint as _varint
 
 _KINDS = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
 _KIND_NAMES = {"float_list": "float", "int64_list": "int64", "bytes_list": "string"}
@@ -389,18 +390,6 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None,
 # tensor_content = 4, string_val = 8), not shardflow's TensorProto (core/protos/tensor.proto,
 # whose field numbers differ), so the bytes are those TF 1.15's SerializeTensor gives and
 # ParseTensor takes. The DataType numbers are TF's (shardflow's dtype enums equal them).
-
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
 
 def _field(number, wire, payload):
     return _varint(number << 3 | wire) + payload

@@ -30,23 +30,12 @@ import time
 import numpy as np
 
 from shardflow.framework import convert_to_tensor, get_default_graph
+from shardflow.wire_format import crc32c, masked_crc32c  # noqa: F401 (crc32c: re-exported)
+from shardflow.wire_format import varint as _varint
 
 SUMMARIES = "summaries"
 
 # ---- protocol buffer wire format (the few fields summaries and events use) -----------------
-
-
-def _varint(n):
-    out = bytearray()
-    n &= (1 << 64) - 1
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
 
 
 def _key(field, wire):
@@ -73,33 +62,6 @@ def _int_field(field, value):
 
 def _packed_doubles(field, values):
     return _bytes_field(field, b"".join(struct.pack("<d", v) for v in values))
-
-
-# ---- CRC-32C (Castagnoli), masked as TFRecord does ------------------------------------------
-
-def _crc_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_TABLE = _crc_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def masked_crc32c(data):
-    c = crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 # ---- summaries -----------------------------------------------------------------------------

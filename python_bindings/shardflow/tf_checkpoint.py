@@ -31,6 +31,7 @@ import numpy as np
 
 from shardflow import errors
 from shardflow import tf_logging as logging
+from shardflow.wire_format import masked_crc32c, varint
 
 _MAGIC = 0xdb4775248b80fb57
 _FOOTER = 48
@@ -46,15 +47,6 @@ def is_tf_checkpoint(prefix):
     """Whether `prefix` names a TensorFlow checkpoint (its .index exists, it is no file)."""
     prefix = str(prefix)
     return not os.path.isfile(prefix) and os.path.isfile(prefix + ".index")
-
-
-def _crc(data):
-    from shardflow import _shardflow
-    return _shardflow.crc32c(data)
-
-
-def _mask(crc):
-    return ((((crc >> 15) | (crc << 17)) & 0xffffffff) + 0xa282ead8) & 0xffffffff
 
 
 class _Corrupt(Exception):
@@ -137,7 +129,7 @@ def _block(data, offset, size, what):
     contents = data[offset:offset + size]
     kind = data[offset + size]
     stored = struct.unpack_from("<I", data, offset + size + 1)[0]
-    if _mask(_crc(contents + bytes([kind]))) != stored:
+    if masked_crc32c(contents + bytes([kind])) != stored:
         raise _Corrupt("the %s block's checksum does not match" % what)
     if kind != 0:
         raise _Corrupt("the %s block is compressed (type %d); only uncompressed tables are "
@@ -243,7 +235,7 @@ def _value(entry, raw, name):
         count *= d
     if kind is object:
         return _strings(raw, count, entry["crc"], name).reshape(shape)
-    if _mask(_crc(raw)) != entry["crc"]:
+    if masked_crc32c(raw) != entry["crc"]:
         raise _Corrupt("tensor %s: its bytes do not match their checksum" % name)
     itemsize = 2 if kind == "bfloat16" else np.dtype(kind).itemsize
     if len(raw) != count * itemsize:
@@ -265,7 +257,7 @@ def _strings(raw, count, stored_crc, name):
     if pos + 4 > len(raw):
         raise _Corrupt("string tensor %s ends within its lengths" % name)
     length_crc = struct.unpack_from("<I", raw, pos)[0]
-    if _mask(_crc(bytes(crc_input))) != length_crc:
+    if masked_crc32c(bytes(crc_input)) != length_crc:
         raise _Corrupt("string tensor %s: its lengths do not match their checksum" % name)
     crc_input += raw[pos:pos + 4]
     pos += 4
@@ -276,7 +268,7 @@ def _strings(raw, count, stored_crc, name):
     for i, n in enumerate(lengths):
         out[i] = bytes(raw[pos:pos + n])
         pos += n
-    if _mask(_crc(bytes(crc_input) + bytes(raw[pos - sum(lengths):pos]))) != stored_crc:
+    if masked_crc32c(bytes(crc_input) + bytes(raw[pos - sum(lengths):pos])) != stored_crc:
         raise _Corrupt("string tensor %s: its bytes do not match their checksum" % name)
     return out
 
@@ -371,24 +363,12 @@ def _assembled(name, entry, parts, files):
 # ---- writing -------------------------------------------------------------------------------
 
 
-def _put_varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7f
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(number, wire, payload):
-    key = _put_varint(number << 3 | wire)
+    key = varint(number << 3 | wire)
     if wire == 0:
-        return key + _put_varint(payload & 0xffffffffffffffff)
+        return key + varint(payload & 0xffffffffffffffff)
     if wire == 2:
-        return key + _put_varint(len(payload)) + payload
+        return key + varint(len(payload)) + payload
     return key + struct.pack("<I", payload)   # wire 5
 
 
@@ -399,21 +379,21 @@ def _tensor_bytes(value):
     """(TensorFlow dtype, the bytes, their masked CRC32C) of an array."""
     if value.dtype == object or value.dtype.kind in "SU":
         items = [v.encode() if isinstance(v, str) else bytes(v) for v in value.ravel()]
-        lengths = b"".join(_put_varint(len(s)) for s in items)
+        lengths = b"".join(varint(len(s)) for s in items)
         crc_input = b"".join(struct.pack("<I", len(s)) if len(s) <= 0xffffffff
                              else struct.pack("<Q", len(s)) for s in items)
-        length_crc = struct.pack("<I", _mask(_crc(crc_input)))
+        length_crc = struct.pack("<I", masked_crc32c(crc_input))
         data = b"".join(items)
-        return 7, lengths + length_crc + data, _mask(_crc(crc_input + length_crc + data))
+        return 7, lengths + length_crc + data, masked_crc32c(crc_input + length_crc + data)
     kind = _ENUMS.get(value.dtype)
     if kind is None:
         raise ValueError("a TensorFlow checkpoint cannot hold %s" % value.dtype)
     raw = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<")).tobytes()
-    return kind, raw, _mask(_crc(raw))
+    return kind, raw, masked_crc32c(raw)
 
 
 def _table_block(entries):
-    body = b"".join(_put_varint(0) + _put_varint(len(k)) + _put_varint(len(v)) + k + v
+    body = b"".join(varint(0) + varint(len(k)) + varint(len(v)) + k + v
                     for k, v in entries)
     restarts = b"".join(struct.pack("<I", o) for o in _offsets(entries)) or struct.pack("<I", 0)
     count = max(1, len(entries))
@@ -424,7 +404,7 @@ def _offsets(entries):
     offsets, pos = [], 0
     for k, v in entries:
         offsets.append(pos)
-        pos += len(_put_varint(0) + _put_varint(len(k)) + _put_varint(len(v))) + len(k) + len(v)
+        pos += len(varint(0) + varint(len(k)) + varint(len(v))) + len(k) + len(v)
     return offsets
 
 
@@ -448,8 +428,8 @@ def write(prefix, items):
     def add_block(contents):
         offset = len(out)
         out.extend(contents + b"\x00")
-        out.extend(struct.pack("<I", _mask(_crc(bytes(contents) + b"\x00"))))
-        return _put_varint(offset) + _put_varint(len(contents))
+        out.extend(struct.pack("<I", masked_crc32c(bytes(contents) + b"\x00")))
+        return varint(offset) + varint(len(contents))
     data_handle = add_block(_table_block(entries))
     meta_handle = add_block(_table_block([]))
     index_handle = add_block(_table_block([(entries[-1][0], data_handle)]))

@@ -104,8 +104,8 @@ def _write_sliced(prefix, name, whole, rows_per_part):
 
     def block(contents):
         offset = len(out)
-        out.extend(contents + b"\x00" + struct.pack("<I", tc._mask(tc._crc(contents + b"\x00"))))
-        return tc._put_varint(offset) + tc._put_varint(len(contents))
+        out.extend(contents + b"\x00" + struct.pack("<I", tc.masked_crc32c(contents + b"\x00")))
+        return tc.varint(offset) + tc.varint(len(contents))
     handle = block(tc._table_block(table))
     meta = block(tc._table_block([]))
     index = block(tc._table_block([(table[-1][0], handle)]))
