@@ -27,6 +27,8 @@ from shardflow import dtypes, errors, ops
 from shardflow.example_pb import Example
 from shardflow.framework import Tensor, convert_to_tensor
 from shardflow.script_ops import py_func
+from shardflow.wire_format import read_fields as _fields
+from shardflow.wire_format import read_varint as _read_varint
 from shardflow.wire_format import varint as _varint
 
 _KINDS = {dtypes.float32: "float_list", dtypes.int64: "int64_list", dtypes.string: "bytes_list"}
@@ -412,44 +414,6 @@ def _tensor_proto_bytes(array, dtype):
         np_type = np.dtype(dtype.as_numpy_dtype).newbyteorder("<")
         out += _length_delimited(4, np.ascontiguousarray(array, np_type).tobytes())
     return out
-
-
-def _read_varint(data, pos):
-    shift = result = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("truncated varint")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise ValueError("a varint longer than 10 bytes")
-
-
-def _fields(data):
-    """(number, wire type, value) of each field of a protobuf message: value is an int for
-    varints and fixed, bytes for length-delimited."""
-    pos = 0
-    while pos < len(data):
-        key, pos = _read_varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _read_varint(data, pos)
-        elif wire == 1:
-            value, pos = data[pos:pos + 8], pos + 8
-        elif wire == 5:
-            value, pos = data[pos:pos + 4], pos + 4
-        elif wire == 2:
-            length, pos = _read_varint(data, pos)
-            value, pos = data[pos:pos + length], pos + length
-        else:
-            raise ValueError("unsupported wire type %d" % wire)
-        if pos > len(data):
-            raise ValueError("truncated field %d" % number)
-        yield number, wire, value
 
 
 # TensorProto's typed value fields: field number -> (dtypes that use it, fixed NumPy type or

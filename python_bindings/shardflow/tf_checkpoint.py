@@ -31,7 +31,7 @@ import numpy as np
 
 from shardflow import errors
 from shardflow import tf_logging as logging
-from shardflow.wire_format import masked_crc32c, varint
+from shardflow.wire_format import masked_crc32c, read_fields, read_varint, varint
 
 _MAGIC = 0xdb4775248b80fb57
 _FOOTER = 48
@@ -55,44 +55,25 @@ class _Corrupt(Exception):
 
 def _varint(data, pos, limit=None):
     """(value, next position) of the varint at data[pos]."""
-    limit = len(data) if limit is None else limit
-    value, shift = 0, 0
-    while True:
-        if pos >= limit or shift > 63:
-            raise _Corrupt("a varint runs past its end at byte %d" % pos)
-        b = data[pos]
-        pos += 1
-        value |= (b & 0x7f) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
+    try:
+        return read_varint(data, pos, limit)
+    except ValueError as e:
+        raise _Corrupt(str(e)) from None
 
 
 def _fields(data):
     """{field number: [values]} of a protobuf message: varints and fixed numbers as ints,
     length-delimited fields as bytes."""
-    out, pos = {}, 0
-    while pos < len(data):
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, pos = _varint(data, pos)
-        elif wire == 1:
-            if pos + 8 > len(data):
-                raise _Corrupt("a 64-bit field runs past the message")
-            value, pos = struct.unpack_from("<Q", data, pos)[0], pos + 8
-        elif wire == 2:
-            n, pos = _varint(data, pos)
-            if pos + n > len(data):
-                raise _Corrupt("a field of %d bytes runs past the message" % n)
-            value, pos = bytes(data[pos:pos + n]), pos + n
-        elif wire == 5:
-            if pos + 4 > len(data):
-                raise _Corrupt("a 32-bit field runs past the message")
-            value, pos = struct.unpack_from("<I", data, pos)[0], pos + 4
-        else:
-            raise _Corrupt("wire type %d" % wire)
-        out.setdefault(number, []).append(value)
+    out = {}
+    try:
+        for number, wire, value in read_fields(data):
+            if wire == 1:
+                value = struct.unpack("<Q", value)[0]
+            elif wire == 5:
+                value = struct.unpack("<I", value)[0]
+            out.setdefault(number, []).append(value)
+    except ValueError as e:
+        raise _Corrupt(str(e)) from None
     return out
 
 
