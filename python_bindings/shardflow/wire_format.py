@@ -26,7 +26,7 @@ def read_varint(data, pos, limit=None):
     shift = result = 0
     while True:
         if pos >= limit:
-            raise ValueError("a varint runs past its end at byte %d" % pos)
+            raise ValueError("truncated varint (at byte %d)" % pos)
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -57,7 +57,7 @@ def read_fields(data):
         else:
             raise ValueError("unsupported wire type %d" % wire)
         if pos > len(data):
-            raise ValueError("field %d runs past the message" % number)
+            raise ValueError("truncated field %d" % number)
         yield number, wire, value
 
 
