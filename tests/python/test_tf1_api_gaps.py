@@ -603,3 +603,43 @@ def test_keras_backend_extras():
     assert got[4].shape == (2, 3) and np.all(np.abs(got[4]) <= 1.0)
     assert K.cast_to_floatx([1, 2]).dtype == np.float32
     assert not K.is_sparse(x) and K.to_dense(x) is x
+
+
+def test_keras_backend_rnn_matches_numpy():
+    K = tf.keras.backend
+    xv = np.random.RandomState(0).rand(2, 4, 3).astype(np.float32)
+    w_value = np.full((3, 2), 0.5, np.float32)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 4, 3])
+        w = tf.Variable(w_value)
+
+        def step(xt, states):
+            h = tf.tanh(tf.matmul(xt, w) + states[0])
+            return h, [h]
+        h0 = tf.zeros([tf.shape(x)[0], 2])
+        last, outs, states = K.rnn(step, x, [h0])
+        mask = tf.constant([[True, True, False, False], [True, True, True, True]])
+        last_m, _, _ = K.rnn(step, x, [h0], mask=mask)
+        last_b, outs_b, _ = K.rnn(step, x, [h0], go_backwards=True)
+        grad = tf.gradients(tf.reduce_sum(outs), w)[0]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run([last, outs, states[0], last_m, last_b, outs_b, grad], {x: xv})
+        with pytest.raises(NotImplementedError, match="number of time steps must be known"):
+            K.rnn(step, tf.placeholder(tf.float32, [None, None, 3]), [h0])
+
+    def reference(times):
+        h, hs = np.zeros((2, 2)), []
+        for t in times:
+            h = np.tanh(xv[:, t] @ w_value + h)
+            hs.append(h)
+        return hs
+    forward, backward = reference(range(4)), reference([3, 2, 1, 0])
+    np.testing.assert_allclose(got[1], np.stack(forward, 1), atol=1e-6)
+    np.testing.assert_allclose(got[0], forward[-1], atol=1e-6)
+    np.testing.assert_allclose(got[2], forward[-1], atol=1e-6)
+    # Row 0 is masked after step 2: its last output stays step 2's.
+    np.testing.assert_allclose(got[3], [forward[1][0], forward[3][1]], atol=1e-6)
+    np.testing.assert_allclose(got[4], backward[-1], atol=1e-6)
+    np.testing.assert_allclose(got[5], np.stack(backward, 1), atol=1e-6)   # as the steps ran
+    assert got[6].shape == (3, 2) and np.abs(got[6]).sum() > 0

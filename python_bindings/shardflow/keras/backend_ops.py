@@ -579,5 +579,44 @@ def separable_conv2d(x, depthwise_kernel, pointwise_kernel, strides=(1, 1), padd
     return ops.transpose(y, [0, 3, 1, 2]) if first else y
 
 
+def rnn(step_function, inputs, initial_states, go_backwards=False, mask=None, constants=None,
+        unroll=False, input_length=None):
+    """Keras's K.rnn: step_function(input_t, states + constants) -> (output_t, new_states)
+    over the time axis of [batch, time, ...] `inputs`, from `initial_states` (a list). Returns
+    (last output, outputs [batch, time, ...] in the order the steps ran, final states). With
+    `mask` ([batch, time] bool), a masked step keeps the previous output and states. The steps
+    are unrolled into the graph (as Keras's unroll=True), so the number of time steps must be
+    known when the graph is built."""
+    sf = _sf()
+    inputs = ops.convert_to_tensor(inputs)
+    steps = inputs.shape.as_list()[1] if inputs.shape.ndims and inputs.shape.ndims >= 2 \
+        else None
+    if steps is None:
+        raise NotImplementedError(
+            "K.rnn here unrolls the steps, so the number of time steps must be known when the "
+            "graph is built (give the Input a fixed length); keras.layers.RNN runs any length")
+    states = list(initial_states)
+    extra = list(constants or [])
+    order = range(steps - 1, -1, -1) if go_backwards else range(steps)
+    outputs, last = [], None
+    for t in order:
+        output, new_states = step_function(inputs[:, t], states + extra)
+        new_states = list(new_states) if isinstance(new_states, (list, tuple)) else [new_states]
+        if mask is not None:
+            keep = ops.cast(ops.expand_dims(ops.cast(mask, "bool")[:, t], 1), output.dtype)
+            previous = last if last is not None else ops.zeros_like(output)
+
+            def blend(new, old, keep=keep):
+                k = ops.reshape(keep, [-1] + [1] * (new.shape.ndims - 1)) \
+                    if new.shape.ndims and new.shape.ndims > 2 else keep
+                return ops.add(ops.multiply(k, new), ops.multiply(ops.subtract(1.0, k), old))
+            output = blend(output, previous)
+            new_states = [blend(n, o) for n, o in zip(new_states, states)]
+        outputs.append(output)
+        last, states = output, new_states
+    # In the order the steps ran, as Keras's (go_backwards: the last time step first).
+    return last, sf.stack(outputs, axis=1), states
+
+
 __all__ = [n for n in list(globals()) if not n.startswith("_") and n not in (
     "np", "dtypes", "ops")]
