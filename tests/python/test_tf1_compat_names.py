@@ -167,3 +167,32 @@ def test_math_linalg_and_contrib_framework_spellings():
     np.testing.assert_allclose(got[4], [0.6, 0.8], rtol=1e-6)
     assert got[5].tolist() == [5.0] and got[6] == pytest.approx(5.0)
     assert got[7].tolist() == [1.0, 4.0]
+
+
+def test_stateless_random_ops_repeat_for_a_seed():
+    with tf.Graph().as_default():
+        a = tf.random.stateless_uniform([2, 3], seed=[1, 2])
+        b = tf.random.stateless_uniform([2, 3], seed=tf.constant([1, 2]))
+        c = tf.random.stateless_uniform([2, 3], seed=[1, 3])
+        normal = tf.random.stateless_normal([2000], seed=[7, 8], mean=1.0, stddev=2.0)
+        truncated = tf.random.stateless_truncated_normal([2000], seed=[7, 8])
+        ints = tf.random.stateless_uniform([50], seed=[1, 1], minval=3, maxval=6,
+                                           dtype=tf.int32)
+        classes = tf.random.stateless_categorical(tf.log([[1e-6, 1.0]]), 8, seed=[3, 4])
+        assert a.shape.as_list() == [2, 3] and classes.shape.as_list() == [1, 8]
+        with tf.Session() as sess:
+            first = sess.run([a, b, c, normal, truncated, ints, classes])
+            again = sess.run(a)
+        with tf.Session() as sess:
+            other_session = sess.run(a)
+        with pytest.raises(ValueError, match="seed must be a pair"):
+            tf.random.stateless_normal([2], seed=[1, 2, 3])
+    np.testing.assert_array_equal(first[0], first[1])   # the same seed, as a list or tensor
+    np.testing.assert_array_equal(first[0], again)
+    np.testing.assert_array_equal(first[0], other_session)
+    assert not np.array_equal(first[0], first[2])
+    assert ((first[0] >= 0) & (first[0] < 1)).all()
+    assert abs(first[3].mean() - 1.0) < 0.2 and abs(first[3].std() - 2.0) < 0.2
+    assert np.abs(first[4]).max() <= 2.0
+    assert set(first[5].tolist()) <= {3, 4, 5} and first[5].dtype == np.int32
+    assert first[6].tolist() == [[1] * 8]
