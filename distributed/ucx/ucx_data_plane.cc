@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -17,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "core/platform/status.h"
+#include "core/platform/timer.h"
 #include "core/protos/worker.pb.h"
 #include "distributed/ucx/ucx_engine.h"
 #include "glog/logging.h"
@@ -95,6 +97,25 @@ uint64_t KeyIncarnation(const std::string& key) {
 // (a step of its predecessor) goes over gRPC, where the peer refuses it naming the stale
 // incarnation, without asking again.
 
+// Note [Silent peers]: an endpoint to a peer on this host has no UCX peer-failure handling
+// (Note [UCX data plane]), so over shared memory a peer that dies leaves the pulls waiting on
+// it forever. A step that waits on such a peer is often watched by the master (its RunGraph to
+// the peer fails), but not always: between-graph collectives (Horovod, MultiWorkerMirrored-
+// Strategy) pull from peers their own master never calls. So a pull from a same-host peer that
+// has not finished after kSilentPeerCheck asks the peer's GetStatus over gRPC: a peer that does
+// not answer, or answers as another incarnation, is lost — its endpoint is closed and every pull
+// waiting on it fails UNAVAILABLE naming the task; a peer that answers is only slow, and is
+// asked again every kSilentPeerCheck while the pull waits.
+constexpr absl::Duration kSilentPeerCheck = absl::Seconds(3);
+constexpr int64_t kSilentPeerProbeMs = 2000;
+
+// One timer for every data plane of the process, never destroyed: a check may hold the last
+// reference to a PeerTable, which must not then destroy (and join) the thread it runs on.
+Timer* SilentPeerTimer() {
+  static Timer* timer = new Timer("ucx-silent-peers");
+  return timer;
+}
+
 // Peers by address, each asked once for its UCX address (again when it restarts: Note
 // [Restarted peers]). Shared with the callbacks of the calls
 // it makes (GetStatus, the engine's closures), so that it outlives them.
@@ -113,6 +134,8 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
                        TensorTransport::RecvDone done) {
     enum { kFallback, kUcx, kWait, kResolve } action = kWait;
     uint64_t ep_id = 0;
+    uint64_t peer_incarnation = 0;
+    bool same_host = false;
     uint64_t gone_ep = 0;  // the endpoint of a predecessor, to close
     const uint64_t incarnation = KeyIncarnation(call.key);
     {
@@ -138,13 +161,16 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
           }
           action = kUcx;
           ep_id = peer.ep_id;
+          peer_incarnation = peer.incarnation;
+          same_host = peer.same_host;
           break;
         case Peer::kResolving:
           action = kWait;
           peer.waiting.push_back({call, cancel, std::move(done)});
           break;
         case Peer::kUnknown:
-          if (same_host_only_ && !IsThisHost(call.address)) {
+          peer.same_host = IsThisHost(call.address);  // once per peer (a system call)
+          if (same_host_only_ && !peer.same_host) {
             // Transport "auto": a peer on another host is pulled from over gRPC, unasked.
             peer.state = Peer::kGrpc;
             peer.task = call.task;
@@ -164,7 +190,8 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
         fallback_->RecvTensorAsync(call, cancel, std::move(done));
         return;
       case kUcx: {
-        engine_->PullHere(ep_id, call, cancel, std::move(done));
+        engine_->PullHere(ep_id, call, cancel,
+                          Watched(call, ep_id, peer_incarnation, same_host, std::move(done)));
         return;
       }
       case kWait:
@@ -173,6 +200,27 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
         Resolve(call.address, call.task, gone_ep);
         return;
     }
+  }
+
+  // `done`, watched while it waits when the peer is on this host (Note [Silent peers]).
+  TensorTransport::RecvDone Watched(const RecvTensorCall& call, uint64_t ep_id,
+                                    uint64_t incarnation, bool same_host,
+                                    TensorTransport::RecvDone done) {
+    if (!same_host) return done;
+    auto watch = std::make_shared<SilentWatch>();
+    watch->address = call.address;
+    watch->task = call.task;
+    watch->ep_id = ep_id;
+    watch->incarnation = incarnation;
+    TensorTransport::RecvDone wrapped = [watch, done = std::move(done)](const absl::Status& status,
+                                                                        Tensor tensor) mutable {
+      watch->finished.store(true);
+      const Timer::Id id = watch->timer_id.load();
+      if (id != 0) SilentPeerTimer()->Cancel(id);
+      done(status, std::move(tensor));
+    };
+    ScheduleCheck(watch);
+    return wrapped;
   }
 
   // A peer whose connection failed is asked again on its next pull.
@@ -192,9 +240,72 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
     CallCancellation* cancel;
     TensorTransport::RecvDone done;
   };
+  struct SilentWatch {
+    std::string address, task;
+    uint64_t ep_id = 0;
+    uint64_t incarnation = 0;
+    std::atomic<bool> finished{false};
+    std::atomic<Timer::Id> timer_id{0};
+    GetStatusResponse status;  // the probe's answer
+  };
+
+  void ScheduleCheck(const std::shared_ptr<SilentWatch>& watch) {
+    std::weak_ptr<PeerTable> weak = shared_from_this();
+    const Timer::Id id = SilentPeerTimer()->Schedule(absl::Now() + kSilentPeerCheck, [weak, watch] {
+      if (std::shared_ptr<PeerTable> self = weak.lock()) self->CheckSilent(watch);
+    });
+    watch->timer_id.store(id);
+    // The pull may have finished before the id was stored: its Cancel found nothing to cancel.
+    if (watch->finished.load()) SilentPeerTimer()->Cancel(id);
+  }
+
+  // Note [Silent peers]: is the peer of a pull that still waits alive, and the same process?
+  void CheckSilent(const std::shared_ptr<SilentWatch>& watch) {
+    if (watch->finished.load()) return;
+    auto worker = cache_->GetWorker(watch->address, watch->task);
+    if (!worker.ok()) return;
+    std::shared_ptr<WorkerInterface> client = *worker;
+    std::shared_ptr<PeerTable> self = shared_from_this();
+    client->GetStatusAsync(
+        &watch->status,
+        [self, watch, client](const absl::Status& status) {
+          if (watch->finished.load()) return;
+          if (status.ok() &&
+              (watch->incarnation == 0 || watch->status.incarnation() == watch->incarnation)) {
+            self->ScheduleCheck(watch);  // alive: only slow
+            return;
+          }
+          const std::string why = status.ok()
+                                      ? std::string("it restarted (another incarnation answers)")
+                                      : absl::StrCat("it does not answer (", status.message(), ")");
+          self->Lost(watch->address, watch->task, watch->ep_id,
+                     absl::UnavailableError(absl::StrCat(
+                         "task ", watch->task, " is lost: ", why,
+                         " while this task waited for a tensor from it over shared memory")));
+        },
+        kSilentPeerProbeMs, /*wait_for_ready=*/false);
+  }
+
+  // Closes the endpoint of a lost peer: its pulls fail with `why`; the next pull asks again.
+  void Lost(const std::string& address, const std::string& task, uint64_t ep_id,
+            const absl::Status& why) {
+    {
+      absl::MutexLock lock(&mu_);
+      Peer& peer = peers_[address];
+      if (peer.state == Peer::kUcx && peer.ep_id == ep_id) {
+        peer.state = Peer::kUnknown;
+        peer.ep_id = 0;
+      }
+    }
+    LOG(WARNING) << "task " << engine_->task() << ": " << why.message();
+    std::shared_ptr<UcxEngine> engine = engine_;
+    engine_->Run([engine, ep_id, why] { engine->Disconnect(ep_id, why); });
+  }
+
   struct Peer {
     enum State { kUnknown, kResolving, kUcx, kGrpc } state = kUnknown;
     std::string task;
+    bool same_host = false;  // on this machine (Note [Silent peers])
     uint64_t ep_id = 0;
     uint64_t incarnation = 0;  // of the process ep_id reaches
     std::set<uint64_t> stale;  // incarnations it had before (Note [Restarted peers])
@@ -276,9 +387,11 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
               uint64_t incarnation) {
     std::vector<Waiting> waiting;
     std::vector<Waiting> stale;
+    bool same_host = false;
     {
       absl::MutexLock lock(&mu_);
       Peer& peer = peers_[address];
+      same_host = peer.same_host;
       if (incarnation != 0 && peer.incarnation != 0 && peer.incarnation != incarnation) {
         peer.stale.insert(peer.incarnation);
       }
@@ -303,8 +416,10 @@ class PeerTable : public std::enable_shared_from_this<PeerTable> {
     for (Waiting& w : waiting) {
       if (state == Peer::kUcx) {
         std::shared_ptr<UcxEngine> engine = engine_;
-        engine_->Run([engine, ep_id, w = std::move(w)]() mutable {
-          engine->Pull(ep_id, w.call, w.cancel, std::move(w.done));
+        TensorTransport::RecvDone done =
+            Watched(w.call, ep_id, incarnation, same_host, std::move(w.done));
+        engine_->Run([engine, ep_id, w = std::move(w), done = std::move(done)]() mutable {
+          engine->Pull(ep_id, w.call, w.cancel, std::move(done));
         });
       } else {
         fallback_->RecvTensorAsync(w.call, w.cancel, std::move(w.done));

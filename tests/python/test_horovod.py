@@ -9,6 +9,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -164,3 +165,58 @@ def test_keras_fit_with_horovods_optimizer_and_callbacks_keeps_ranks_equal(tmp_p
         np.testing.assert_allclose(r["lr"], [0.015, 0.02, 0.02], rtol=1e-5)
         assert r["same_module"] and r["cross"] == [0, 1]   # one node
         assert (r["mean"], r["sum"], r["gathered"], r["from_1"]) == (1.5, [3.0], [0, 1], 10.0)
+
+
+FOREVER = r'''
+import numpy as np
+import shardflow as tf
+import shardflow.horovod as hvd
+
+hvd.init()
+x = tf.placeholder(tf.float32, [None, 4])
+loss = tf.reduce_mean(tf.square(tf.layers.dense(x, 1)))
+train = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.01)).minimize(loss)
+steps = 0
+with tf.train.MonitoredTrainingSession(hooks=[hvd.BroadcastGlobalVariablesHook(0)]) as sess:
+    while True:
+        sess.run(train, {x: np.ones((8, 4), np.float32)})
+        steps += 1
+        if steps == 20:
+            print("TRAINING", flush=True)
+'''
+
+
+def test_a_killed_rank_fails_the_others_naming_it_within_10_s(tmp_path):
+    # Under the default transport the ranks' all-reduce pulls travel over UCX shared memory,
+    # where nothing reports a dead peer: rank 0 waited on the killed rank 1 forever (only a
+    # warning after a minute). Now the waiting pull asks the peer (Note [Silent peers] in
+    # distributed/ucx/ucx_data_plane.cc) and the step fails, naming the lost task.
+    program = tmp_path / "forever.py"
+    program.write_text(FOREVER)
+    coordinator = random.randint(30000, 50000)
+    procs, logs = {}, {}
+    for rank in (1, 0):
+        logs[rank] = open(tmp_path / ("rank%d.log" % rank), "w+")
+        procs[rank] = subprocess.Popen(
+            [sys.executable, str(program)], stdout=logs[rank], stderr=subprocess.STDOUT,
+            env=_env({"RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
+                      "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(coordinator),
+                      "SHARDFLOW_PORT_BASE": str(coordinator + 10)}))
+    try:
+        deadline = time.monotonic() + 120
+        while "TRAINING" not in (tmp_path / "rank1.log").read_text():
+            assert time.monotonic() < deadline, (tmp_path / "rank1.log").read_text()[-2000:]
+            assert procs[1].poll() is None, (tmp_path / "rank1.log").read_text()[-2000:]
+            time.sleep(0.2)
+        procs[1].kill()
+        killed = time.monotonic()
+        code = procs[0].wait(timeout=60)
+        elapsed = time.monotonic() - killed
+        text = (tmp_path / "rank0.log").read_text()
+        assert code != 0 and "task /job:worker/replica:0/task:1 is lost" in text, text[-3000:]
+        assert elapsed < 10, "%.1f s: %s" % (elapsed, text[-3000:])
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
