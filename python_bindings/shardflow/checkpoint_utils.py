@@ -266,11 +266,16 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
     whole and each part takes its slice, whatever the partitioning it was saved with. ValueError
     names a tensor the checkpoint lacks, or a shape that differs.
     """
+    ckpt_file = _checkpoint_file(ckpt_dir_or_file)
+    _init_from_reader(CheckpointReader(ckpt_file), ckpt_dir_or_file, ckpt_file, assignment_map)
+
+
+def _init_from_reader(reader, ckpt_dir_or_file, ckpt_file, assignment_map):
+    """init_from_checkpoint with the checkpoint already read (warm_start reads it once for
+    every variable it maps)."""
     from shardflow.framework import get_default_graph
     from shardflow.partitioned_variables import PartitionedVariable
     from shardflow.variables import Variable, global_variables
-    ckpt_file = _checkpoint_file(ckpt_dir_or_file)
-    reader = CheckpointReader(ckpt_file)
     available = reader.get_variable_to_shape_map()
     # What a name in the map may mean: a variable, or a partitioned variable (its full name)
     # standing for its parts, each initialised from its slice of the checkpoint's whole.

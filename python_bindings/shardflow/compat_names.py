@@ -517,9 +517,9 @@ def _options(self):
 def _multiply_no_nan(x, y, name=None):
     """x * y, 0 where y is 0 even when x is inf or NaN (tf.math.multiply_no_nan)."""
     x, y = convert_to_tensor(x), convert_to_tensor(y)
-    zero = ops.zeros_like(ops.multiply(x, y))
-    return array_ops.where(ops.equal(ops.add(y, zero), zero), zero, ops.multiply(x, y),
-                           name=name)
+    product = ops.multiply(x, y)
+    zero = ops.zeros_like(product)
+    return array_ops.where(ops.equal(ops.add(y, zero), zero), zero, product, name=name)
 
 
 def _reciprocal_no_nan(x, name=None):
@@ -560,6 +560,12 @@ def _local_variable(initial_value, validate_shape=True, name=None, use_resource=
 # ---- tf.random.stateless_*: the same numbers for the same seed, every run -------------------
 
 
+def _philox(key):
+    """NumPy's Philox generator keyed by a [2] int seed."""
+    key = np.asarray(key, dtype=np.int64).astype(np.uint64)
+    return np.random.Generator(np.random.Philox(key=[int(key[0]), int(key[1])]))
+
+
 def _stateless(name, draw, shape, seed, dtype):
     """A py_func drawing `draw(generator, shape)` from a NumPy Philox generator keyed by the
     [2] int `seed` (a tensor or a pair), so that the same seed gives the same numbers in every
@@ -576,9 +582,7 @@ def _stateless(name, draw, shape, seed, dtype):
     dims = ops.cast(convert_to_tensor(static if static is not None else shape), dtypes.int64)
 
     def run(key, size):
-        key = np.asarray(key, dtype=np.int64).astype(np.uint64)
-        generator = np.random.Generator(np.random.Philox(key=[int(key[0]), int(key[1])]))
-        return np.asarray(draw(generator, tuple(int(d) for d in size)),
+        return np.asarray(draw(_philox(key), tuple(int(d) for d in size)),
                           dtype=dt.as_numpy_dtype)
     out = py_func(run, [seed, dims], dt, stateful=False, name=name)
     if static is not None:
@@ -625,8 +629,7 @@ def _stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=N
     dt = dtypes.as_dtype(dtype)
 
     def run(values, key):
-        key = np.asarray(key, dtype=np.int64).astype(np.uint64)
-        generator = np.random.Generator(np.random.Philox(key=[int(key[0]), int(key[1])]))
+        generator = _philox(key)
         values = np.asarray(values, dtype=np.float64)
         p = np.exp(values - values.max(axis=1, keepdims=True))
         p /= p.sum(axis=1, keepdims=True)

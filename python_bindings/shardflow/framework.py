@@ -508,13 +508,7 @@ class Graph:
     # ---- context managers -----------------------------------------------------------------
 
     def _unique_scope(self, name):
-        full = self._name_scope + "/" + name if self._name_scope else name
-        base, k = full, 0
-        while full in self._used_scopes or self._handle.has_node(full):
-            k += 1
-            full = "%s_%d" % (base, k)
-        self._used_scopes.add(full)
-        return full
+        return self.unique_name(name)
 
     @contextlib.contextmanager
     def name_scope(self, name):
@@ -722,11 +716,6 @@ class Graph:
     def version(self):
         """Grows as ops are added (TF1's: the number of ops so far)."""
         return len(self._handle.node_names())
-
-    @property
-    def graph_def_versions(self):
-        import types
-        return types.SimpleNamespace(producer=27, min_consumer=0, bad_consumers=[])
 
     @property
     def building_function(self):

@@ -374,19 +374,14 @@ def _tensor_bytes(value):
 
 
 def _table_block(entries):
-    body = b"".join(varint(0) + varint(len(k)) + varint(len(v)) + k + v
-                    for k, v in entries)
-    restarts = b"".join(struct.pack("<I", o) for o in _offsets(entries)) or struct.pack("<I", 0)
-    count = max(1, len(entries))
-    return body + restarts + struct.pack("<I", count)
-
-
-def _offsets(entries):
+    """A table block of (key, value) entries, each a restart point (no shared prefixes)."""
+    encoded = [varint(0) + varint(len(k)) + varint(len(v)) + k + v for k, v in entries]
     offsets, pos = [], 0
-    for k, v in entries:
+    for e in encoded:
         offsets.append(pos)
-        pos += len(varint(0) + varint(len(k)) + varint(len(v))) + len(k) + len(v)
-    return offsets
+        pos += len(e)
+    restarts = b"".join(struct.pack("<I", o) for o in offsets) or struct.pack("<I", 0)
+    return b"".join(encoded) + restarts + struct.pack("<I", max(1, len(entries)))
 
 
 def write(prefix, items):

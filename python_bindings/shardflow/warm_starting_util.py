@@ -22,7 +22,7 @@ import numpy as np
 
 from shardflow import tf_logging as logging
 from shardflow.checkpoint_utils import (CheckpointReader, _chain_initializer, _checkpoint_file,
-                                        init_from_checkpoint)
+                                        _init_from_reader)
 
 
 class VocabInfo(collections.namedtuple("VocabInfo", [
@@ -76,10 +76,11 @@ def _variables(vars_to_warm_start, names_with_vocab):
     from shardflow.framework import GraphKeys, get_collection
     from shardflow.partitioned_variables import PartitionedVariable
     from shardflow.variables import Variable
-    if isinstance(vars_to_warm_start, str):
+    if vars_to_warm_start is None:   # only the trainable variables given a vocabulary
+        chosen = [v for v in get_collection(GraphKeys.TRAINABLE_VARIABLES)
+                  if _name(v) in names_with_vocab]
+    elif isinstance(vars_to_warm_start, str):
         chosen = get_collection(GraphKeys.TRAINABLE_VARIABLES, scope=vars_to_warm_start)
-    elif vars_to_warm_start is None:
-        chosen = []
     elif all(isinstance(v, str) for v in vars_to_warm_start):
         chosen = []
         for scope in vars_to_warm_start:
@@ -95,9 +96,6 @@ def _variables(vars_to_warm_start, names_with_vocab):
             else:
                 raise TypeError("warm_start: vars_to_warm_start holds regular expressions or "
                                 "Variables, not %r" % (v,))
-    if vars_to_warm_start is None:   # only the trainable variables given a vocabulary
-        chosen = [v for v in get_collection(GraphKeys.TRAINABLE_VARIABLES)
-                  if _name(v) in names_with_vocab]
     grouped = {}
     for v in chosen:
         grouped.setdefault(_name(v), []).append(v)
@@ -177,16 +175,15 @@ def warm_start(ckpt_to_initialize_from, vars_to_warm_start=".*", var_name_to_voc
     prev_names = dict(var_name_to_prev_var_name or {})
     ckpt_file = _checkpoint_file(ckpt_to_initialize_from)
     grouped = _variables(vars_to_warm_start, vocab_infos)
-    reader = None
+    reader = CheckpointReader(ckpt_file) if grouped else None   # read once for every variable
     for name, variables in sorted(grouped.items()):
         tensor_name = prev_names.get(name, name)
         logging.info("Warm-starting variable: %s; prev_var_name: %s", name,
                      prev_names.get(name, "Unchanged"))
         vocab_info = vocab_infos.get(name)
         if vocab_info is None:
-            init_from_checkpoint(ckpt_file, {tensor_name: variables})
+            _init_from_reader(reader, ckpt_file, ckpt_file, {tensor_name: variables})
             continue
-        reader = reader or CheckpointReader(ckpt_file)
         if not reader.has_tensor(tensor_name):
             raise ValueError("Tensor %s is not found in %s checkpoint" % (tensor_name,
                                                                          ckpt_file))

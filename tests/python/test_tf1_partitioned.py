@@ -160,14 +160,18 @@ def _whole(sess, v):
     return sess.run(v)
 
 
-def test_a_partitioned_variable_is_saved_whole_and_restores_into_any_partitioning(tmp_path):
-    # As TF1's: the checkpoint holds "model/emb" [10, 4], not its parts, so a job restarted with
-    # another number of ps tasks (or none) restores it.
+def _saved_in_two_parts(tmp_path):
+    """A 2-part model/emb saved: (the parts, the whole value, the checkpoint path)."""
     g, v, _ = _partitioned_graph(2)
     with g.as_default(), tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        want = _whole(sess, v)
-        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+        return v, _whole(sess, v), tf.train.Saver().save(sess, str(tmp_path / "m"))
+
+
+def test_a_partitioned_variable_is_saved_whole_and_restores_into_any_partitioning(tmp_path):
+    # As TF1's: the checkpoint holds "model/emb" [10, 4], not its parts, so a job restarted with
+    # another number of ps tasks (or none) restores it.
+    v, want, path = _saved_in_two_parts(tmp_path)
     assert sorted(tf.train.list_variables(str(tmp_path))) == [("model/emb", [10, 4]),
                                                              ("model/w", [3])]
     np.testing.assert_array_equal(tf.train.load_variable(path, "model/emb"), want)
@@ -193,10 +197,7 @@ def test_a_partitioned_variable_is_saved_whole_and_restores_into_any_partitionin
 
 
 def test_a_partitioned_checkpoint_names_a_shape_that_differs(tmp_path):
-    g, v, _ = _partitioned_graph(2)
-    with g.as_default(), tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    _, _, path = _saved_in_two_parts(tmp_path)
     g, v, _ = _partitioned_graph(2, shape=(12, 4))
     with g.as_default(), tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError,
@@ -205,11 +206,7 @@ def test_a_partitioned_checkpoint_names_a_shape_that_differs(tmp_path):
 
 
 def test_partitioned_variables_warm_start_and_survive_meta_graphs(tmp_path):
-    g, v, _ = _partitioned_graph(2)
-    with g.as_default(), tf.Session() as sess:
-        sess.run(tf.global_variables_initializer())
-        want = _whole(sess, v)
-        path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+    _, want, path = _saved_in_two_parts(tmp_path)
     # init_from_checkpoint: by the partitioned variable's name, by scope, by the object.
     for mapping in ({"model/emb": "model/emb"}, {"model/": "model/"}, "object"):
         g, v, _ = _partitioned_graph(3, seed=7)

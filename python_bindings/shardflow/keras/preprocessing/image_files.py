@@ -128,7 +128,12 @@ def _list_files(directory, classes, follow_links):
     return found
 
 
+_DIRECTORY_ITERATOR = []   # the class, made once (it subclasses image.Iterator)
+
+
 def _directory_iterator_class():
+    if _DIRECTORY_ITERATOR:
+        return _DIRECTORY_ITERATOR[0]
     from shardflow.keras.preprocessing.image import Iterator
 
     class DirectoryIterator(Iterator):
@@ -219,6 +224,7 @@ def _directory_iterator_class():
             batch_y[np.arange(len(index_array)), labels] = 1.0
             return batch_x, batch_y
 
+    _DIRECTORY_ITERATOR.append(DirectoryIterator)
     return DirectoryIterator
 
 
