@@ -376,25 +376,47 @@ class MasterSession {
     }
   }
 
-  absl::Status Close() {
-    std::vector<std::pair<std::shared_ptr<WorkerInterface>, std::string>> handles;
+  // Drops the session's graphs on every task, all at once. Best effort, as TensorFlow's: a task
+  // that cannot be reached (lost, its host gone) is logged and left to collect them itself
+  // (WorkerOptions::graph_idle_timeout); the session is closed either way, within the client's
+  // cleanup deadline however many graphs and tasks it has (each call waited for in turn made a
+  // lost host cost 30 s per graph).
+  void Close() {
+    std::vector<std::pair<std::string, std::string>> handles;  // task, graph handle
     {
       absl::MutexLock lock(&mu_);
-      if (closed_) return absl::OkStatus();
+      if (closed_) return;
       closed_ = true;
       for (const auto& [key, prepared] : cache_map_) {
-        for (const auto& [task, handle] : prepared->handles) {
-          handles.emplace_back(tasks_.at(task).client, handle);
-        }
+        for (const auto& [task, handle] : prepared->handles) handles.emplace_back(task, handle);
       }
       cache_map_.clear();
     }
-    absl::Status first;
-    for (const auto& [client, handle] : handles) {
-      absl::Status s = client->CleanupGraph(handle);
-      if (first.ok() && !s.ok()) first = s;
+    if (handles.empty()) return;
+    struct Pending {
+      absl::Mutex mu;
+      size_t left ABSL_GUARDED_BY(mu) = 0;
+    };
+    auto pending = std::make_shared<Pending>();
+    {
+      absl::MutexLock lock(&pending->mu);
+      pending->left = handles.size();
     }
-    return first;
+    for (const auto& [task, handle] : handles) {
+      tasks_.at(task).client->CleanupGraphAsync(
+          handle, [pending, session = handle_, task = task](const absl::Status& s) {
+            if (!s.ok()) {
+              LOG(WARNING) << "master: closing session " << session << ": " << s.message()
+                           << " (task " << task << " drops the graph when it has been idle for "
+                           << "its graph idle timeout)";
+            }
+            absl::MutexLock lock(&pending->mu);
+            --pending->left;
+          });
+    }
+    absl::MutexLock lock(&pending->mu);
+    pending->mu.Await(absl::Condition(
+        +[](size_t* left) { return *left == 0; }, &pending->left));
   }
 
   // How long no call has used the session as of `now` (zero while a step runs).
@@ -772,7 +794,7 @@ Master::~Master() {
     absl::MutexLock lock(&mu_);
     sessions.swap(sessions_);
   }
-  for (auto& [handle, session] : sessions) session->Close().IgnoreError();
+  for (auto& [handle, session] : sessions) session->Close();
 }
 
 absl::StatusOr<std::shared_ptr<Master>> Master::Create(MasterOptions options) {
@@ -929,7 +951,8 @@ absl::Status Master::CloseSession(const std::string& handle) {
     sessions_.erase(it);
   }
   LOG(INFO) << "master: closed session " << handle;
-  return session->Close();
+  session->Close();
+  return absl::OkStatus();
 }
 
 void Master::CollectGarbage(absl::Time now) {
@@ -955,10 +978,7 @@ void Master::CollectGarbage(absl::Time now) {
               << absl::FormatDuration(options_.session_idle_timeout) << ")";
     idle.emplace_back(handle, std::move(session));
   }
-  for (auto& [handle, session] : idle) {
-    absl::Status s = session->Close();
-    if (!s.ok()) LOG(WARNING) << "master: closing idle session " << handle << ": " << s;
-  }
+  for (auto& [handle, session] : idle) session->Close();
 }
 
 int Master::num_sessions() {

@@ -33,8 +33,13 @@ namespace shardflow {
 // How a task's clients reach other tasks' workers.
 struct WorkerClientOptions {
   SecurityOptions security;
-  // Deadline of control calls (GetStatus, RegisterGraph, CleanupGraph, AbortStep).
+  // Deadline of control calls (GetStatus, RegisterGraph).
   int64_t control_timeout_ms = 30000;
+  // Deadline of the calls that tidy up after a step or a session (AbortStep, CleanupGraph):
+  // best effort (a worker aborts steps and drops graphs left idle by itself), and a host that
+  // went away without a reset (its connection still looks open, a reconnect's SYN is never
+  // answered) must not hold up closing the session or the process for the control deadline.
+  int64_t cleanup_timeout_ms = 5000;
   // Keepalive pings on idle and busy connections: a peer that stops answering is declared
   // unavailable after keepalive_time_ms + keepalive_timeout_ms.
   int keepalive_time_ms = 3000;

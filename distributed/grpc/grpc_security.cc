@@ -104,7 +104,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
       return absl::FailedPreconditionError(absl::StrCat(
           "refusing to serve plaintext on ", address,
           ", which is not a loopback address; give a TLS certificate and key, or ask for "
-          "plaintext explicitly (GrpcSecurityOptions.plaintext / --plaintext)"));
+          "plaintext explicitly (--plaintext; from Python plaintext=True or SHARDFLOW_PLAINTEXT=1; "
+          "GrpcSecurityOptions.plaintext)"));
     }
   }
   grpc_server_credentials* credentials = nullptr;
@@ -154,7 +155,8 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials
       return absl::FailedPreconditionError(absl::StrCat(
           "refusing to connect in plaintext to ", address,
           ", which is not a loopback address; give a TLS CA file, or ask for plaintext "
-          "explicitly (GrpcSecurityOptions.plaintext / --plaintext)"));
+          "explicitly (--plaintext; from Python plaintext=True or SHARDFLOW_PLAINTEXT=1; "
+          "GrpcSecurityOptions.plaintext)"));
     }
     return grpc::InsecureChannelCredentials();
   }

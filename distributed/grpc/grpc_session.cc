@@ -183,6 +183,7 @@ absl::StatusOr<std::unique_ptr<Session>> NewGrpcSession(const SessionOptions& op
   client.security.tls_ca_file = options.config.tls_ca_file();
   client.security.tls_cert_file = options.config.tls_cert_file();
   client.security.tls_key_file = options.config.tls_key_file();
+  client.security.plaintext = options.config.plaintext();
   SF_ASSIGN_OR_RETURN(auto credentials, MakeChannelCredentials(client.security, address));
   auto channel = grpc::CreateCustomChannel(address, credentials, WorkerChannelArguments(client));
   return std::unique_ptr<Session>(

@@ -207,7 +207,7 @@ void GrpcWorkerClient::AbortStepAsync(int64_t step_id, const absl::Status& statu
   request->set_code(static_cast<int>(status.code()));
   request->set_message(std::string(status.message()));
   CallAsync("AbortStep", SF_WORKER_METHOD(AbortStep), request.get(), response.get(),
-            options_.control_timeout_ms, nullptr,
+            options_.cleanup_timeout_ms, nullptr,
             [request, response, done = std::move(done)](const absl::Status& s) { done(s); });
 }
 
@@ -226,7 +226,7 @@ void GrpcWorkerClient::CleanupGraphAsync(const std::string& graph_handle, Status
   auto response = std::make_shared<CleanupGraphResponse>();
   request->set_graph_handle(graph_handle);
   CallAsync("CleanupGraph", SF_WORKER_METHOD(CleanupGraph), request.get(), response.get(),
-            options_.control_timeout_ms, nullptr,
+            options_.cleanup_timeout_ms, nullptr,
             [request, response, done = std::move(done)](const absl::Status& s) { done(s); });
 }
 

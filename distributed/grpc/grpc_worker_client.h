@@ -8,8 +8,9 @@
 //   client->RunGraphAsync(&req, &resp, /*timeout_ms=*/0, &cancel, [](absl::Status s) { ... });
 //
 // Errors name the task (when given) and the address: "task /job:worker/replica:0/task:1 at
-// 127.0.0.1:4567: RunGraph failed: UNAVAILABLE: ...". Control calls (GetStatus, RegisterGraph,
-// CleanupGraph, AbortStep) have a deadline of options.control_timeout_ms; RunGraph only the one
+// 127.0.0.1:4567: RunGraph failed: UNAVAILABLE: ...". Control calls (GetStatus, RegisterGraph)
+// have a deadline of options.control_timeout_ms, the tidying ones (AbortStep, CleanupGraph) of
+// options.cleanup_timeout_ms; RunGraph only the one
 // given; RecvTensor none (it waits for the sender's compute; a dead peer is noticed by the
 // connection breaking or by keepalive pings, within ~6 s).
 //

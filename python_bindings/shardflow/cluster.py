@@ -160,7 +160,9 @@ class Server:
     `inter_op_threads`, `intra_op_threads`) and its `auth_token`. `connect_timeout` (seconds,
     default 30, or $SHARDFLOW_CONNECT_TIMEOUT) bounds how long a session opened here waits for
     the other tasks (a ps not up yet) before its error names those that never answered.
-    Addresses other than loopback ones need `plaintext=True` (or TLS; docs/distributed.md).
+    Addresses other than loopback ones need `plaintext=True` (trusted networks; default:
+    $SHARDFLOW_PLAINTEXT, so that a TF1 program runs across hosts unchanged with
+    SHARDFLOW_PLAINTEXT=1; docs/distributed.md).
     Tensors between tasks of this host cross through shared memory (UCX), and from other hosts
     over gRPC (`config=sf.ConfigProto(transport="grpc")` for gRPC alone).
     `protocol="grpc+ucx"` (or `config=sf.ConfigProto(transport="ucx")`) moves tensors between
@@ -169,8 +171,8 @@ class Server:
     """
 
     def __init__(self, server_or_cluster_def, job_name=None, task_index=None, protocol=None,
-                 config=None, start=True, plaintext=False, connect_timeout=None):
-        from shardflow.session import _config
+                 config=None, start=True, plaintext=None, connect_timeout=None):
+        from shardflow.session import _config, plaintext_from_env
         if isinstance(server_or_cluster_def, ServerDef):
             d = server_or_cluster_def
             job_name = d.job_name or None if job_name is None else job_name
@@ -208,6 +210,8 @@ class Server:
                 raise ValueError("SHARDFLOW_CONNECT_TIMEOUT is '%s'; it is a number of seconds"
                                  % env) from None
         cfg = _config(config)
+        if plaintext is None:
+            plaintext = plaintext_from_env()
         self._cluster = cluster
         self.job_name = job_name
         self.task_index = int(task_index)
@@ -249,10 +253,15 @@ class Server:
     @property
     def target(self):
         """The target sessions open to use this task's master: "grpc://host:port" (before
-        start(), the cluster's address of this task)."""
+        start(), the cluster's address of this task). A server listening on every interface (its
+        cluster address is not a loopback one) is reached at "grpc://localhost:port", as TF1's:
+        this process's sessions need no plaintext beyond loopback."""
         if self._handle is None:
             return "grpc://" + self._cluster.task_address(self.job_name, self.task_index)
-        return "grpc://" + self._handle.address
+        host, _, port = self._handle.address.rpartition(":")
+        if host in ("0.0.0.0", "[::]", "::"):
+            host = "localhost"
+        return "grpc://%s:%s" % (host, port)
 
     def join(self):
         """Blocks until the server is stopped (by `stop()` from another thread); starts it

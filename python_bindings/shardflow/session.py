@@ -15,6 +15,7 @@ The engine runs the step with the GIL released, so other Python threads keep run
 """
 
 import collections
+import os
 import threading
 
 import numpy as np
@@ -230,6 +231,9 @@ class ConfigProto:
         (spread unplaced ops by the cost model; see docs/placement.md).
     auth_token, tls_ca_file, tls_cert_file, tls_key_file: how to reach a "grpc://" master
         that requires a token or TLS.
+    plaintext: connect in plaintext to a "grpc://" master whose address is not a loopback one
+        (its server allows plaintext); default: $SHARDFLOW_PLAINTEXT (1/true/yes), else off, and
+        such a target is refused without TLS. A server's own target is a loopback one.
     graph_options: sf.GraphOptions(rewrite_options=sf.RewriterConfig(...)): which graph optimizer
         passes run (all by default; docs/optimizer.md).
     transport: for sf.train.Server(config=...), the data plane tensors travel on between tasks:
@@ -249,7 +253,7 @@ class ConfigProto:
     _FIELDS = ("inter_op_threads", "intra_op_threads", "cpu_device_count", "gpu_device_count",
                "allow_soft_placement", "log_device_placement", "placement_policy", "auth_token",
                "tls_ca_file", "tls_cert_file", "tls_key_file", "transport", "graph_options",
-               "device_filters", "operation_timeout_in_ms")
+               "device_filters", "operation_timeout_in_ms", "plaintext")
 
     def __init__(self, inter_op_threads=0, intra_op_threads=0, cpu_device_count=0,
                  allow_soft_placement=False, log_device_placement=False, placement_policy="",
@@ -259,7 +263,8 @@ class ConfigProto:
                  gpu_device_count=0, device_filters=(), operation_timeout_in_ms=0,
                  use_per_session_threads=False, placement_period=0, isolate_session_state=False,
                  rpc_options=None, cluster_def=None, experimental=None,
-                 session_inter_op_thread_pool=None, share_cluster_devices_in_session=False):
+                 session_inter_op_thread_pool=None, share_cluster_devices_in_session=False,
+                 plaintext=None):
         # TF1's spellings: device_count={"CPU": n, "GPU": m}, *_parallelism_threads.
         if inter_op_parallelism_threads is not None:
             inter_op_threads = inter_op_parallelism_threads
@@ -290,6 +295,7 @@ class ConfigProto:
         self.tls_ca_file = tls_ca_file
         self.tls_cert_file = tls_cert_file
         self.tls_key_file = tls_key_file
+        self.plaintext = plaintext_from_env() if plaintext is None else bool(plaintext)
         if transport not in ("auto", "grpc", "ucx"):
             raise ValueError("ConfigProto(transport=%r): use 'auto' (the default), 'grpc' or "
                              "'ucx'" % (transport,))
@@ -341,6 +347,19 @@ class ConfigProto:
         c.gpu_allow_tf32 = bool(g.allow_tf32)
         c.gpu_virtual_devices = int(g.virtual_devices_per_gpu)
         return c
+
+
+def plaintext_from_env():
+    """$SHARDFLOW_PLAINTEXT as a bool: whether servers and sessions that are not told otherwise
+    may use plaintext gRPC on addresses that are not loopback ones (a trusted network; a TF1
+    program runs across hosts unchanged with SHARDFLOW_PLAINTEXT=1)."""
+    value = os.environ.get("SHARDFLOW_PLAINTEXT", "").strip().lower()
+    if value in ("", "0", "false", "no", "off"):
+        return False
+    if value in ("1", "true", "yes", "on"):
+        return True
+    raise ValueError("SHARDFLOW_PLAINTEXT is '%s'; set it to 1 (allow plaintext gRPC beyond "
+                     "loopback) or 0, or unset it" % os.environ["SHARDFLOW_PLAINTEXT"])
 
 
 # The target of sessions opened with target "" ("" = local; shardflow.horovod.init sets it).

@@ -81,6 +81,7 @@ struct SessionConfig {
   std::string tls_ca_file;
   std::string tls_cert_file;
   std::string tls_key_file;
+  bool plaintext = false;
   // RewriterConfig's toggles (0 DEFAULT, 1 ON, 2 OFF) by pass name, and disable_meta_optimizer.
   std::map<std::string, int> rewrite_options;
   bool disable_meta_optimizer = false;
@@ -111,6 +112,7 @@ class SessionHandle {
     options.config.set_tls_ca_file(config.tls_ca_file);
     options.config.set_tls_cert_file(config.tls_cert_file);
     options.config.set_tls_key_file(config.tls_key_file);
+    options.config.set_plaintext(config.plaintext);
     for (const std::string& f : config.device_filters) options.config.add_device_filters(f);
     options.config.set_operation_timeout_in_ms(config.operation_timeout_in_ms);
     RewriterConfig* rewrite = options.config.mutable_rewrite_options();
@@ -291,6 +293,7 @@ void RegisterSessionBindings(py::module_& m) {
       .def_readwrite("placement_policy", &SessionConfig::placement_policy)
       .def_readwrite("auth_token", &SessionConfig::auth_token)
       .def_readwrite("tls_ca_file", &SessionConfig::tls_ca_file)
+      .def_readwrite("plaintext", &SessionConfig::plaintext)
       .def_readwrite("tls_cert_file", &SessionConfig::tls_cert_file)
       .def_readwrite("tls_key_file", &SessionConfig::tls_key_file)
       .def_readwrite("rewrite_options", &SessionConfig::rewrite_options)

@@ -160,6 +160,108 @@ def ps_sync_across_hosts(tmp, np):
           r.stderr[-400:])
 
 
+# A TF1 client on host 0 runs a step on both hosts, host 1 drops off the network, and the client
+# closes its session: the master's CleanupGraph calls to host 1 get no answer (no reset comes
+# from a vanished host, a reconnect's SYN is never answered).
+CLOSE_CLIENT = """
+import sys, time
+import shardflow as tf
+with tf.device("/job:worker/task:1"):
+    a = tf.random.uniform([64, 64], seed=1)
+with tf.device("/job:worker/task:0"):
+    b = tf.reduce_sum(tf.matmul(a, a))
+sess = tf.Session(sys.argv[1])
+sess.run(b)
+sess.run(tf.reduce_sum(a))
+print("ready", flush=True)
+sys.stdin.readline()
+start = time.time()
+sess.close()
+print(f"closed {time.time() - start:.2f}", flush=True)
+"""
+
+
+def python_env(what):
+    """The environment of a TF1 program run from this build (plaintext gRPC between the hosts
+    asked for as an unchanged program would: SHARDFLOW_PLAINTEXT=1); None, with a note, when the
+    build has no Python package."""
+    python_dir = os.path.join(os.path.dirname(os.path.dirname(BINARY)), "python")
+    if not os.path.isdir(os.path.join(python_dir, "shardflow")):
+        print(f"note: {what} not checked (no Python package at {python_dir})")
+        return None
+    return dict(ENV, PYTHONPATH=python_dir, SHARDFLOW_PLAINTEXT="1")
+
+
+def tf1_between_graph_across_hosts(tmp):
+    """examples/python/between_graph_ps.py, a TF1 program (ClusterSpec, Server,
+    replica_device_setter, SyncReplicasOptimizer, MonitoredTrainingSession) unchanged: its ps
+    and worker 0 on host 0, worker 1 on host 1."""
+    env = python_env("TF1 between-graph training across the hosts")
+    if env is None:
+        return
+    example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                           "python", "between_graph_ps.py")
+    cluster = ["--ps", f"{ADDR[0]}:2250", "--workers", f"{ADDR[0]}:2251,{ADDR[1]}:2251",
+               "--steps", "60", "--checkpoint-dir", os.path.join(tmp, "tf1_ckpt")]
+    procs = []
+    start = time.time()
+    try:
+        for job, task, ns in (("ps", 0, NS[0]), ("worker", 1, NS[1]), ("worker", 0, NS[0])):
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, "/usr/bin/python3", example, *cluster, "--job", job,
+                 "--task", str(task)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=env))
+        outs = []
+        for p in procs[1:]:
+            try:
+                outs.append(p.communicate(timeout=240))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                outs.append(p.communicate())
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    took = time.time() - start
+    chief_out, chief_err = outs[1]
+    accuracy = [line for line in chief_out.splitlines() if "test accuracy" in line]
+    ok = all(p.returncode == 0 for p in procs[1:]) and accuracy
+    check(f"a TF1 program (1 ps + 2 workers, SyncReplicasOptimizer) trains across the hosts "
+          f"({took:.1f} s{', ' + accuracy[0].split(';')[1].strip() if accuracy else ''})",
+          bool(ok) and float(accuracy[0].split()[-1].rstrip("%")) > 50,
+          f"worker 1: {outs[0][1][-300:]} chief: {chief_err[-400:]}")
+
+
+def close_with_a_lost_host():
+    env = python_env("session close")
+    if env is None:
+        return
+    client = subprocess.Popen(["ip", "netns", "exec", NS[0], "/usr/bin/python3", "-c",
+                               CLOSE_CLIENT, f"grpc://{ADDR[0]}:2222"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        ready = client.stdout.readline()
+        if "ready" not in ready:
+            client.kill()
+            check("a session on both hosts runs", False, client.communicate()[1][-400:])
+            return
+        sh("ip", "netns", "exec", NS[1], "ip", "link", "set", VETH[1], "down")
+        time.sleep(1)
+        client.stdin.write("close\n")
+        client.stdin.flush()
+        try:
+            out, err = client.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            client.kill()
+            out, err = client.communicate()
+        closed = [line for line in out.splitlines() if line.startswith("closed")]
+        took = float(closed[0].split()[1]) if closed else float("inf")
+        check(f"closing a session whose other host vanished takes at most 7 s ({took:.1f} s)",
+              client.returncode == 0 and took <= 7, f"rc {client.returncode}: {err[-400:]}")
+    finally:
+        sh("ip", "netns", "exec", NS[1], "ip", "link", "set", VETH[1], "up")
+
+
 def main():
     import numpy as np
     print(f"tensors between the tasks over {TRANSPORT}"
@@ -207,6 +309,7 @@ def main():
                 check(f"the gradients crossed the emulated link ({crossed / 1e6:.1f} MB)",
                       crossed > 30 * 1e6, f"{crossed} bytes")
             ps_sync_across_hosts(tmp, np)
+            tf1_between_graph_across_hosts(tmp)
             # Host 1 becomes unreachable in the middle of training (its link goes down, no
             # reset reaches anyone): the step fails naming task 1 within the bound.
             out = os.path.join(tmp, "cut")
@@ -228,6 +331,7 @@ def main():
                   long_run.returncode not in (0, None) and "task:1" in err and took <= 10,
                   f"rc {long_run.returncode} after {took:.1f} s: {err[-400:]}")
             sh("ip", "netns", "exec", NS[1], "ip", "link", "set", VETH[1], "up")
+            close_with_a_lost_host()
             # Kill the task on host 1: the next training run fails naming it, within the bound.
             tasks[1].kill()
             tasks[1].wait()

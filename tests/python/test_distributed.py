@@ -300,3 +300,31 @@ def test_ops_without_a_device_run_on_the_masters_own_task():
     finally:
         for server in servers:
             server.stop()
+
+
+def test_plaintext_beyond_loopback_is_asked_for_by_argument_or_SHARDFLOW_PLAINTEXT(monkeypatch):
+    # Refused before anything listens or connects; across real (emulated) hosts, with
+    # SHARDFLOW_PLAINTEXT=1 and an unchanged TF1 program: tests/distributed/netns_test.py.
+    monkeypatch.delenv("SHARDFLOW_PLAINTEXT", raising=False)
+    cluster = sf.train.ClusterSpec({"worker": [f"10.255.255.1:{free_port()}"]})
+    with pytest.raises(sf.errors.FailedPreconditionError, match="SHARDFLOW_PLAINTEXT=1"):
+        sf.train.Server(cluster, job_name="worker", task_index=0)
+    g = sf.Graph()
+    with g.as_default():
+        sf.constant(1.0)
+    with pytest.raises(sf.errors.FailedPreconditionError, match="plaintext=True"):
+        sf.Session("grpc://10.255.255.1:2222", graph=g)
+    assert not sf.ConfigProto().plaintext and sf.ConfigProto(plaintext=True).plaintext
+    monkeypatch.setenv("SHARDFLOW_PLAINTEXT", "1")
+    assert sf.ConfigProto().plaintext and not sf.ConfigProto(plaintext=False).plaintext
+    monkeypatch.setenv("SHARDFLOW_PLAINTEXT", "sometimes")
+    with pytest.raises(ValueError, match="SHARDFLOW_PLAINTEXT is 'sometimes'"):
+        sf.ConfigProto()
+    with pytest.raises(ValueError, match="SHARDFLOW_PLAINTEXT"):
+        sf.train.Server(cluster, job_name="worker", task_index=0)
+    # A loopback server's target is its own address.
+    monkeypatch.delenv("SHARDFLOW_PLAINTEXT")
+    port = free_port()
+    server = sf.train.Server(sf.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]}),
+                             job_name="worker", task_index=0)
+    assert server.target == f"grpc://127.0.0.1:{port}"
