@@ -145,7 +145,7 @@ class Master {
 
   const MasterOptions options_;
   std::shared_ptr<WorkerCacheInterface> cache_;
-  // Note [Between-graph step ids] in master.cc: shared by every session of this master.
+  // Note [Between-graph step ids] in master_session.h: shared by every session of this master.
   std::shared_ptr<BetweenGraphSteps> between_graph_steps_;
   absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<MasterSession>> sessions_ ABSL_GUARDED_BY(mu_);

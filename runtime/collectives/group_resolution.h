@@ -19,7 +19,7 @@
 // source must be on the job's first task (the others cannot know where it is). The members
 // meet in a step only if every task runs it under the same step id: `between_graph_signature`
 // is set to a string naming those groups, instances, devices and incarnations (empty when there
-// are none), from which the master derives each step's id (distributed/master.cc).
+// are none), from which the master derives each step's id (distributed/master_session.h).
 //
 // Errors (INVALID_ARGUMENT, naming the group, the ops and the way out): members that disagree on
 // group_size; fewer or more devices in the graph than group_size that are not a between-graph

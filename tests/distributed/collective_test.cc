@@ -134,7 +134,7 @@ TEST_F(CollectiveAcrossTasksTest, AMemberTaskThatIsGoneFailsTheStepNamingIt) {
 
 // Between-graph replication: a second master stands for the other task's process. Each master's
 // graph holds only its task's members; their steps meet by step id (Note [Between-graph step
-// ids] in distributed/master.cc).
+// ids] in distributed/master_session.h).
 class BetweenGraphTest : public CollectiveAcrossTasksTest {
  protected:
   void SetUp() override {
