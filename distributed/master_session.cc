@@ -377,6 +377,7 @@ class MasterSessionImpl final : public MasterSession {
     struct Pending {
       absl::Mutex mu;
       size_t left ABSL_GUARDED_BY(mu) = 0;
+      std::map<std::string, absl::Status> failed ABSL_GUARDED_BY(mu);  // task -> first error
     };
     auto pending = std::make_shared<Pending>();
     {
@@ -384,20 +385,26 @@ class MasterSessionImpl final : public MasterSession {
       pending->left = handles.size();
     }
     for (const auto& [task, handle] : handles) {
-      tasks_.at(task).client->CleanupGraphAsync(
-          handle, [pending, session = handle_, task = task](const absl::Status& s) {
-            if (!s.ok()) {
-              LOG(WARNING) << "master: closing session " << session << ": " << s.message()
-                           << " (task " << task << " drops the graph when it has been idle for "
-                           << "its graph idle timeout)";
-            }
-            absl::MutexLock lock(&pending->mu);
-            --pending->left;
-          });
+      tasks_.at(task).client->CleanupGraphAsync(handle,
+                                                [pending, task = task](const absl::Status& s) {
+                                                  absl::MutexLock lock(&pending->mu);
+                                                  if (!s.ok()) pending->failed.emplace(task, s);
+                                                  --pending->left;
+                                                });
     }
     absl::MutexLock lock(&pending->mu);
     pending->mu.Await(absl::Condition(
         +[](size_t* left) { return *left == 0; }, &pending->left));
+    for (const auto& [task, s] : pending->failed) {
+      // A task that is shutting down (this process's own, as it exits) or collected the graph
+      // already has nothing left to drop.
+      const bool gone = absl::StrContains(s.message(), "shut down") ||
+                        absl::StrContains(s.message(), "shutting down") ||
+                        (absl::IsNotFound(s) && absl::StrContains(s.message(), "has no graph"));
+      LOG_IF(WARNING, !gone) << "master: closing session " << handle_ << ": " << s.message()
+                             << " (task " << task << " drops the session's graphs itself when "
+                             << "they have been idle for its graph idle timeout)";
+    }
   }
 
   // How long no call has used the session as of `now` (zero while a step runs).
