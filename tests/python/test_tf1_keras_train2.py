@@ -217,6 +217,55 @@ def test_optimizers_by_name_train_a_model(name):
     assert losses[-1] < (0.99 if name == "adadelta" else 0.5) * losses[0]
 
 
+def _np_sgd(steps, lr_at):
+    w = np.ones((3, 1))
+    for t in range(steps):
+        w = w - lr_at(t) * _grad(w)
+    return w
+
+
+schedules = keras.optimizers.schedules
+
+
+@pytest.mark.parametrize("make,lr_at", [
+    # Keras's time-based decay (RMSprop(lr=1e-4, decay=1e-6) in Keras's own examples)
+    (lambda: keras.optimizers.SGD(lr=0.1, decay=0.5), lambda t: 0.1 / (1 + 0.5 * t)),
+    (lambda: keras.optimizers.SGD(learning_rate=schedules.ExponentialDecay(
+        0.1, decay_steps=2, decay_rate=0.5, staircase=True)), lambda t: 0.1 * 0.5 ** (t // 2)),
+    (lambda: keras.optimizers.SGD(learning_rate=schedules.ExponentialDecay(0.1, 2, 0.5)),
+     lambda t: 0.1 * 0.5 ** (t / 2)),
+    (lambda: keras.optimizers.SGD(learning_rate=schedules.InverseTimeDecay(0.1, 1, 0.5)),
+     lambda t: 0.1 / (1 + 0.5 * t)),
+    (lambda: keras.optimizers.SGD(learning_rate=schedules.PolynomialDecay(
+        0.1, 3, end_learning_rate=0.01, power=2.0)),
+     lambda t: (0.1 - 0.01) * (1 - min(t, 3) / 3) ** 2 + 0.01),
+    (lambda: keras.optimizers.SGD(learning_rate=schedules.PiecewiseConstantDecay(
+        [1, 3], [0.1, 0.05, 0.01])), lambda t: 0.1 if t <= 1 else 0.05 if t <= 3 else 0.01),
+])
+def test_decay_and_learning_rate_schedules_follow_the_step_count(make, lr_at):
+    model = _linear(make())
+    for _ in range(5):
+        model.train_on_batch(_X, _Y)
+    np.testing.assert_allclose(_kernel(model), _np_sgd(5, lr_at), rtol=2e-5, atol=1e-6)
+    assert K.get_value(model.optimizer.iterations) == 5
+    assert model.optimizer.iterations in model.optimizer.variables()
+
+
+def test_a_schedule_is_saved_with_the_model(tmp_path):
+    lr = schedules.PiecewiseConstantDecay([2], [0.1, 0.01])
+    model = _linear(keras.optimizers.SGD(learning_rate=lr, decay=0.1))
+    model.save(str(tmp_path / "m.h5"))
+    K.clear_session()
+    loaded = keras.models.load_model(str(tmp_path / "m.h5"))
+    assert isinstance(loaded.optimizer._schedule, schedules.PiecewiseConstantDecay)
+    assert loaded.optimizer._schedule.get_config() == lr.get_config()
+    assert loaded.optimizer.decay == 0.1
+    with pytest.raises(ValueError, match="decay"):
+        keras.optimizers.Adam(decay=-1.0)
+    with pytest.raises(ValueError, match="2 boundaries need 3 values"):
+        schedules.PiecewiseConstantDecay([1, 2], [0.1, 0.2])
+
+
 # ---- losses and metrics ------------------------------------------------------------------
 
 _T = np.array([[0.1, 0.7, 0.2], [0.5, 0.25, 0.25]], np.float32)

@@ -6,15 +6,17 @@ Example::
     model.compile(optimizer=keras.optimizers.SGD(lr=0.1, momentum=0.9), loss="mse")
     model.compile(optimizer="adam", loss="mse")           # Adam with Keras's defaults
 
-Each takes ``lr=`` (TF 1.x Keras) or ``learning_rate=``. Learning-rate ``decay`` is not
-supported (a ValueError if not 0); use a tf.train optimizer with a schedule instead.
+Each takes ``lr=`` (TF 1.x Keras) or ``learning_rate=``: a number, or a
+keras.optimizers.schedules schedule of the step count. ``decay`` is Keras's time-based decay:
+step t updates with lr / (1 + decay * t). ``optimizer.iterations`` is the int64 step count
+Variable (once the training step is built); each step adds one after its update.
 
 The learning rate is a float until the model's training step is built; from then on
 ``optimizer.lr`` is a non-trainable float32 Variable that the step reads, so
 ``keras.backend.set_value(model.optimizer.lr, 0.01)`` (what LearningRateScheduler and
 ReduceLROnPlateau do) changes the updates that follow. Adadelta is TF1's kernel
 (composite_optimizers.py); Adamax and Nadam are Keras's update rules composed from
-element-wise ops, with a shared step counter (``optimizer.iterations``).
+element-wise ops, with a step counter of their own that t is read from.
 
 After each step, every weight that carries a keras.constraints constraint (a layer's
 ``kernel_constraint``) is set to constraint(weight), as Keras does.
@@ -23,6 +25,7 @@ After each step, every weight that carries a keras.constraints constraint (a lay
 import numpy as np
 
 from shardflow import ops, train
+from shardflow.keras import schedules
 from shardflow.composite_optimizers import AdadeltaOptimizer, _CompositeOptimizer, _group_after
 from shardflow.framework import get_default_graph
 from shardflow.variables import Variable
@@ -40,11 +43,19 @@ class Optimizer:
         if lr is not None and learning_rate is not None:
             raise ValueError("give lr= or learning_rate=, not both")
         value = lr if lr is not None else learning_rate
+        self._schedule = None
+        if isinstance(value, schedules.LearningRateSchedule):
+            self._schedule, value = value, None
         self._lr_value = float(default if value is None else value)
         self._lr_var = None
-        if decay:
-            raise ValueError("%s(decay=%r): learning-rate decay is not supported; pass a "
-                             "tf.train optimizer with a schedule" % (type(self).__name__, decay))
+        self._iterations = None
+        try:
+            self.decay = float(decay)
+        except (TypeError, ValueError):
+            raise TypeError("%s(decay=%r): a number" % (type(self).__name__, decay)) from None
+        if not self.decay >= 0:
+            raise ValueError("%s(decay=%r): Keras's time-based decay is 0 or more"
+                             % (type(self).__name__, decay))
 
     @property
     def lr(self):
@@ -74,23 +85,39 @@ class Optimizer:
     def _tf_optimizer(self, lr):
         raise NotImplementedError
 
+    @property
+    def iterations(self):
+        """The steps taken: an int64 Variable once the training step is built, else None."""
+        return self._iterations
+
     def get_updates(self, loss, params):
         g = loss.graph
         if self._lr_var is None or self._lr_var.graph is not g:
             with g.as_default(), g.control_dependencies(None), g.name_scope(None):
                 self._lr_var = Variable(np.float32(self._lr_value), trainable=False,
                                         name=type(self).__name__ + "_lr")
-        self._updates = self._tf_optimizer(self._lr_var.value())
-        step = self._updates.minimize(loss, var_list=params)
-        return step  # the constraints are applied by minimize (train._apply_constraints)
+                self._iterations = Variable(np.int64(0), trainable=False,
+                                            name=type(self).__name__ + "_iterations")
+        with g.as_default():
+            t = self._iterations.value()
+            lr = self._schedule(t) if self._schedule is not None else self._lr_var.value()
+            if self.decay:
+                lr = ops.divide(lr, ops.add(1.0, ops.multiply(
+                    self.decay, ops.cast(t, lr.dtype))))
+            self._updates = self._tf_optimizer(lr)
+            # the constraints are applied by minimize (train._apply_constraints)
+            step = self._updates.minimize(loss, var_list=params)
+            with g.control_dependencies([step]):
+                return self._iterations.assign_add(np.int64(1), read_value=False)
 
     def variables(self):
-        """The optimizer's variables: its learning rate and what its updates made (slots, step
-        counts); empty before the training step is built."""
+        """The optimizer's variables: its learning rate, step count and what its updates made
+        (slots, step counts); empty before the training step is built."""
         if self._lr_var is None:
             return []
         made = self._updates.variables() if getattr(self, "_updates", None) is not None else []
-        return [self._lr_var] + [v for v in made if v is not self._lr_var]
+        own = [self._lr_var, self._iterations]
+        return own + [v for v in made if all(v is not o for o in own)]
 
     @property
     def weights(self):
@@ -150,6 +177,7 @@ class TFOptimizer(Optimizer):
 
     def __init__(self, optimizer):
         self.optimizer = optimizer
+        self._iterations = None
 
     @property
     def lr(self):
@@ -259,13 +287,6 @@ class Adamax(Optimizer):
         self._update = _AdamaxUpdate(lr, self.beta_1, self.beta_2, self.epsilon)
         return self._update
 
-    @property
-    def iterations(self):
-        """The step counter Variable (float32), once the training step is built."""
-        update = getattr(self, "_update", None)
-        return None if update is None or update._shared is None \
-            else update._shared["iterations"]
-
 
 class _NadamUpdate(_Stepped):
     def __init__(self, lr, beta_1, beta_2, epsilon, schedule_decay):
@@ -328,8 +349,6 @@ class Nadam(Optimizer):
         self._update = _NadamUpdate(lr, self.beta_1, self.beta_2, self.epsilon,
                                     self.schedule_decay)
         return self._update
-
-    iterations = Adamax.iterations
 
 
 sgd, adam, rmsprop, adagrad = SGD, Adam, RMSprop, Adagrad

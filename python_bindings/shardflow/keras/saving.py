@@ -71,8 +71,12 @@ def _encode(value, where):
     from shardflow.keras import layers as layers_module
     if isinstance(value, layers_module.Layer):  # the layer a wrapper (Bidirectional) wraps
         return {"__layer__": _layer_entry(value)}
-    from shardflow.keras import constraints, regularizers
+    from shardflow.keras import constraints, regularizers, schedules
     from shardflow.variables import Initializer
+    if isinstance(value, schedules.LearningRateSchedule):  # an optimizer's learning_rate
+        entry = schedules.serialize(value)
+        return {"__schedule__": {"class_name": entry["class_name"],
+                                 "config": _encode(entry["config"], where)}}
     if isinstance(value, regularizers.L1L2):  # kernel_regularizer=keras.regularizers.l2(1e-4)
         return {"__regularizer__": value.get_config()}
     if isinstance(value, constraints.Constraint):
@@ -115,6 +119,14 @@ def _decode(value):
             return _decode_layer(value["__layer__"])
         if "__function__" in value:
             return _decode_function(value["__function__"])
+        if "__schedule__" in value:
+            from shardflow.keras import schedules
+            from shardflow.keras.utils import get_custom_objects
+            entry = value["__schedule__"]
+            objects = dict(get_custom_objects(), **(getattr(_loading, "objects", None) or {}))
+            return schedules.deserialize(
+                {"class_name": entry.get("class_name"), "config": _decode(entry.get("config"))},
+                custom_objects=objects)
         if "__regularizer__" in value or "__constraint__" in value or \
                 "__initializer__" in value:
             return _decode_object(value)
