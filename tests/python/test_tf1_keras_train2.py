@@ -188,7 +188,22 @@ def _np_nadam(steps, lr, b1=0.9, b2=0.999, eps=1e-7, decay=0.004):
     return w
 
 
+def _np_amsgrad(steps, lr, b1=0.9, b2=0.999, eps=1e-7):
+    w = np.ones((3, 1))
+    m, v, vhat = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
+    for t in range(1, steps + 1):
+        g = _grad(w)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g ** 2
+        vhat = np.maximum(vhat, v)
+        w = w - lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m / (np.sqrt(vhat) + eps)
+    return w
+
+
 @pytest.mark.parametrize("make,reference", [
+    # beta_2 = 0.5: v follows the shrinking gradients down, vhat keeps their maximum
+    (lambda: keras.optimizers.Adam(lr=0.1, beta_2=0.5, amsgrad=True),
+     lambda: _np_amsgrad(3, 0.1, b2=0.5)),
     (lambda: keras.optimizers.Adadelta(lr=1.0), lambda: _np_adadelta(3, 1.0)),
     (lambda: keras.optimizers.Adamax(lr=0.1), lambda: _np_adamax(3, 0.1)),
     (lambda: keras.optimizers.Nadam(lr=0.1), lambda: _np_nadam(3, 0.1)),

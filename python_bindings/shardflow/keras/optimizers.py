@@ -139,15 +139,23 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
+    """Adam; with amsgrad=True Keras's AMSGrad (Reddi et al. 2018), t = step + 1::
+
+        m = beta_1 * m + (1 - beta_1) * g;   v = beta_2 * v + (1 - beta_2) * g^2
+        vhat = max(vhat, v)
+        var -= lr * sqrt(1 - beta_2^t) / (1 - beta_1^t) * m / (sqrt(vhat) + epsilon)
+    """
+
     def __init__(self, lr=None, beta_1=0.9, beta_2=0.999, epsilon=None, decay=0.0,
                  amsgrad=False, learning_rate=None, **kwargs):
         super().__init__(lr, learning_rate, decay, 0.001)
-        if amsgrad:
-            raise ValueError("Adam(amsgrad=True) is not supported")
+        self.amsgrad = bool(amsgrad)
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
 
     def _tf_optimizer(self, lr):
+        if self.amsgrad:
+            return _AmsgradUpdate(lr, self.beta_1, self.beta_2, self.epsilon)
         return train.AdamOptimizer(lr, self.beta_1, self.beta_2, self.epsilon, name="Adam")
 
 
@@ -267,6 +275,28 @@ class _AdamaxUpdate(_Stepped):
         step = ops.divide(ops.multiply(lr_t, m_new), ops.add(v_new, eps))
         return _group_after([m.assign(m_new, read_value=False),
                              v.assign(v_new, read_value=False)], var, delta=ops.negative(step))
+
+
+class _AmsgradUpdate(_Stepped):
+    def __init__(self, lr, beta_1, beta_2, epsilon):
+        super().__init__(lr, "Adam", (beta_1, beta_2, epsilon), [("iterations", 0.0)])
+        self._slot_specs = (("m", "Adam", None), ("v", "Adam", None), ("vhat", "Adam", None))
+
+    def _apply_dense(self, grad, var):
+        b1, b2, eps = self._hyper
+        m, v, vhat = (self.get_slot(var, n) for n in ("m", "v", "vhat"))
+        t = self._t(var.dtype)
+        lr_t = ops.multiply(self._lr(var.dtype), ops.divide(
+            ops.sqrt(ops.subtract(1.0, ops.pow(ops.constant(b2, dtype=var.dtype), t))),
+            ops.subtract(1.0, ops.pow(ops.constant(b1, dtype=var.dtype), t))))
+        m_new = ops.add(ops.multiply(m.value(), b1), ops.multiply(grad, 1.0 - b1))
+        v_new = ops.add(ops.multiply(v.value(), b2), ops.multiply(ops.square(grad), 1.0 - b2))
+        vhat_new = ops.maximum(vhat.value(), v_new)
+        step = ops.divide(ops.multiply(lr_t, m_new), ops.add(ops.sqrt(vhat_new), eps))
+        return _group_after([m.assign(m_new, read_value=False),
+                             v.assign(v_new, read_value=False),
+                             vhat.assign(vhat_new, read_value=False)], var,
+                            delta=ops.negative(step))
 
 
 class Adamax(Optimizer):
