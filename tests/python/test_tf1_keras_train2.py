@@ -266,6 +266,28 @@ def test_decay_and_learning_rate_schedules_follow_the_step_count(make, lr_at):
     assert model.optimizer.iterations in model.optimizer.variables()
 
 
+@pytest.mark.parametrize("clip,lr_grad", [
+    (dict(clipnorm=0.5), lambda g: g * min(1.0, 0.5 / np.linalg.norm(g))),
+    (dict(clipvalue=0.3), lambda g: np.clip(g, -0.3, 0.3)),
+])
+def test_clipnorm_and_clipvalue_clip_each_gradient(clip, lr_grad):
+    model = _linear(keras.optimizers.SGD(lr=0.1, **clip))
+    w = np.ones((3, 1))
+    for _ in range(3):
+        model.train_on_batch(_X, _Y)
+        w = w - 0.1 * lr_grad(_grad(w))
+    np.testing.assert_allclose(_kernel(model), w, rtol=2e-5, atol=1e-6)
+    assert np.abs(_grad(np.ones((3, 1)))).max() > 1   # the clipping mattered
+
+
+def test_an_unknown_optimizer_argument_is_an_error_not_ignored():
+    with pytest.raises(TypeError, match="clip_norm"):
+        keras.optimizers.SGD(lr=0.1, clip_norm=1.0)
+    with pytest.raises(ValueError, match="clipnorm"):
+        keras.optimizers.Adam(clipnorm=-1)
+    assert keras.optimizers.RMSprop(name="rms", clipvalue=1)._name == "rms"
+
+
 def test_a_schedule_is_saved_with_the_model(tmp_path):
     lr = schedules.PiecewiseConstantDecay([2], [0.1, 0.01])
     model = _linear(keras.optimizers.SGD(learning_rate=lr, decay=0.1))

@@ -9,7 +9,9 @@ Example::
 Each takes ``lr=`` (TF 1.x Keras) or ``learning_rate=``: a number, or a
 keras.optimizers.schedules schedule of the step count. ``decay`` is Keras's time-based decay:
 step t updates with lr / (1 + decay * t). ``optimizer.iterations`` is the int64 step count
-Variable (once the training step is built); each step adds one after its update.
+Variable (once the training step is built); each step adds one after its update. ``clipnorm``
+clips each gradient to that norm and ``clipvalue`` its elements, as TF 1.15's tf.keras; an
+argument none of these is a TypeError (it was once ignored).
 
 The learning rate is a float until the model's training step is built; from then on
 ``optimizer.lr`` is a non-trainable float32 Variable that the step reads, so
@@ -39,9 +41,22 @@ class Optimizer:
         from shardflow.keras import saving
         saving.record_init(cls)  # model.save writes the optimizer's arguments
 
-    def __init__(self, lr, learning_rate, decay, default):
+    def __init__(self, lr, learning_rate, decay, default, clipnorm=None, clipvalue=None,
+                 name=None, **unknown):
+        if unknown:
+            raise TypeError("%s: unexpected argument(s) %s (Keras's optimizers take their own "
+                            "hyperparameters, lr/learning_rate, decay, clipnorm, clipvalue and "
+                            "name)" % (type(self).__name__, ", ".join(sorted(unknown))))
         if lr is not None and learning_rate is not None:
             raise ValueError("give lr= or learning_rate=, not both")
+        for arg, value in (("clipnorm", clipnorm), ("clipvalue", clipvalue)):
+            if value is not None and (isinstance(value, bool) or
+                                      not isinstance(value, (int, float)) or not value > 0):
+                raise ValueError("%s(%s=%r): a positive number" % (type(self).__name__, arg,
+                                                                   value))
+        self.clipnorm = None if clipnorm is None else float(clipnorm)
+        self.clipvalue = None if clipvalue is None else float(clipvalue)
+        self._name = name
         value = lr if lr is not None else learning_rate
         self._schedule = None
         if isinstance(value, schedules.LearningRateSchedule):
@@ -85,6 +100,15 @@ class Optimizer:
     def _tf_optimizer(self, lr):
         raise NotImplementedError
 
+    def _clip(self, grad):
+        """TF 1.15's tf.keras clipping: each gradient's own norm to at most clipnorm, then each
+        element into [-clipvalue, clipvalue]."""
+        if self.clipnorm is not None:
+            grad = ops.clip_by_norm(grad, self.clipnorm)
+        if self.clipvalue is not None:
+            grad = ops.clip_by_value(grad, -self.clipvalue, self.clipvalue)
+        return grad
+
     @property
     def iterations(self):
         """The steps taken: an int64 Variable once the training step is built, else None."""
@@ -105,8 +129,13 @@ class Optimizer:
                 lr = ops.divide(lr, ops.add(1.0, ops.multiply(
                     self.decay, ops.cast(t, lr.dtype))))
             self._updates = self._tf_optimizer(lr)
-            # the constraints are applied by minimize (train._apply_constraints)
-            step = self._updates.minimize(loss, var_list=params)
+            # the constraints are applied by minimize/apply_gradients (train._apply_constraints)
+            if self.clipnorm is None and self.clipvalue is None:
+                step = self._updates.minimize(loss, var_list=params)
+            else:
+                pairs = self._updates.compute_gradients(loss, var_list=params)
+                step = self._updates.apply_gradients(
+                    [(None if gr is None else self._clip(gr), v) for gr, v in pairs])
             with g.control_dependencies([step]):
                 return self._iterations.assign_add(np.int64(1), read_value=False)
 
@@ -127,7 +156,7 @@ class Optimizer:
 class SGD(Optimizer):
     def __init__(self, lr=None, momentum=0.0, decay=0.0, nesterov=False, learning_rate=None,
                  **kwargs):
-        super().__init__(lr, learning_rate, decay, 0.01)
+        super().__init__(lr, learning_rate, decay, 0.01, **kwargs)
         self.momentum = float(momentum)
         self.nesterov = bool(nesterov)
 
@@ -148,7 +177,7 @@ class Adam(Optimizer):
 
     def __init__(self, lr=None, beta_1=0.9, beta_2=0.999, epsilon=None, decay=0.0,
                  amsgrad=False, learning_rate=None, **kwargs):
-        super().__init__(lr, learning_rate, decay, 0.001)
+        super().__init__(lr, learning_rate, decay, 0.001, **kwargs)
         self.amsgrad = bool(amsgrad)
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
@@ -161,7 +190,7 @@ class Adam(Optimizer):
 
 class RMSprop(Optimizer):
     def __init__(self, lr=None, rho=0.9, epsilon=None, decay=0.0, learning_rate=None, **kwargs):
-        super().__init__(lr, learning_rate, decay, 0.001)
+        super().__init__(lr, learning_rate, decay, 0.001, **kwargs)
         self.rho = float(rho)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
 
@@ -173,7 +202,7 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     def __init__(self, lr=None, epsilon=None, decay=0.0, learning_rate=None,
                  initial_accumulator_value=0.1, **kwargs):
-        super().__init__(lr, learning_rate, decay, 0.01)
+        super().__init__(lr, learning_rate, decay, 0.01, **kwargs)
         self.initial_accumulator_value = float(initial_accumulator_value)
 
     def _tf_optimizer(self, lr):
@@ -219,7 +248,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, lr=None, rho=0.95, epsilon=None, decay=0.0, learning_rate=None,
                  **kwargs):
-        super().__init__(lr, learning_rate, decay, 0.001)
+        super().__init__(lr, learning_rate, decay, 0.001, **kwargs)
         self.rho = float(rho)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
 
@@ -309,7 +338,7 @@ class Adamax(Optimizer):
 
     def __init__(self, lr=None, beta_1=0.9, beta_2=0.999, epsilon=None, decay=0.0,
                  learning_rate=None, **kwargs):
-        super().__init__(lr, learning_rate, decay, 0.001)
+        super().__init__(lr, learning_rate, decay, 0.001, **kwargs)
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
 
@@ -370,7 +399,7 @@ class Nadam(Optimizer):
 
     def __init__(self, lr=None, beta_1=0.9, beta_2=0.999, epsilon=None, schedule_decay=0.004,
                  learning_rate=None, **kwargs):
-        super().__init__(lr, learning_rate, 0.0, 0.001)
+        super().__init__(lr, learning_rate, 0.0, 0.001, **kwargs)
         self.beta_1, self.beta_2 = float(beta_1), float(beta_2)
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
         self.schedule_decay = float(schedule_decay)
