@@ -473,3 +473,23 @@ def test_json_round_trip_and_clone_model():
     clone.compile("sgd", "mse")
     clone.fit(_X, _Y, epochs=1, verbose=0)
     assert not np.allclose(clone.get_weights()[0], seq.get_weights()[0])
+
+
+def test_compile_takes_the_session_arguments_and_refuses_unknown_ones():
+    # TF1 Keras passes compile's extra arguments to every step's session.run: a full trace
+    # through options/run_metadata, extra fetches run along each step.
+    run_metadata = tf.RunMetadata()
+    calls = tf.Variable(0, name="calls")
+    model = keras.Sequential([keras.layers.Dense(1, input_shape=(3,))])
+    model.compile("sgd", "mse", options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                  run_metadata=run_metadata, fetches=tf.assign_add(calls, 1),
+                  experimental_run_tf_function=False)
+    model.fit(_X, _Y, batch_size=2, epochs=1, verbose=0)
+    assert K.get_value(calls) == 2
+    assert any(len(d.node_stats) for d in run_metadata.step_stats.dev_stats)
+    model.evaluate(_X, _Y, verbose=0)
+    assert K.get_value(calls) == 3
+    with pytest.raises(TypeError, match="metrcs"):   # was silently ignored
+        model.compile("sgd", "mse", metrcs=["accuracy"])
+    with pytest.raises(ValueError, match="run_eagerly"):
+        model.compile("sgd", "mse", run_eagerly=True)

@@ -52,6 +52,30 @@ def _num_rows(arrays):
     return sizes.pop()
 
 
+def _session_kwargs(kwargs):
+    """compile()'s keyword arguments beyond Keras's own: TF1 Keras's session arguments
+    (options, run_metadata, feed_dict, fetches: every training, test and predict step runs
+    with them), and TF 1.15's distribute / run_eagerly / experimental_run_tf_function, which
+    graph mode takes as None / False / anything. Others are a TypeError, as TF 1.15's."""
+    kwargs = dict(kwargs)
+    kwargs.pop("experimental_run_tf_function", None)
+    if kwargs.pop("distribute", None) is not None:
+        raise ValueError("compile(distribute=...): build and compile the model in "
+                         "strategy.scope() instead")
+    if kwargs.pop("run_eagerly", None):
+        raise ValueError("compile(run_eagerly=True): shardflow's Keras runs graphs in a session "
+                         "(TF 1.x graph mode); leave it False")
+    allowed = ("options", "run_metadata", "feed_dict", "fetches")
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise TypeError("Invalid keyword argument(s) in `compile`: %s (Keras's own, and the "
+                        "session's %s)" % (", ".join(unknown), ", ".join(allowed)))
+    fetches = kwargs.get("fetches")
+    if fetches is not None and not isinstance(fetches, (list, tuple)):
+        fetches = [fetches]
+    return {k: v for k, v in dict(kwargs, fetches=fetches).items() if v is not None}
+
+
 def _input_dtype(dtype):
     """The Input dtype for data of NumPy dtype `dtype` (floats as the backend's floatx)."""
     name = np.dtype(dtype).name
@@ -314,6 +338,7 @@ class Model:
             raise ValueError("compile() needs a loss")
         if weighted_metrics or target_tensors:
             raise ValueError("compile: weighted_metrics and target_tensors are not supported")
+        self._session_kwargs = _session_kwargs(kwargs)
         self.optimizer = optimizers_module.get(optimizer)
         if multi_worker:  # one replica of the workers' group (shardflow/distribute/multi_worker)
             strategy._keras_compile(self)
@@ -428,6 +453,20 @@ class Model:
             raise ValueError("no targets were given for output(s) %s, which have a loss"
                              % missing)
         return [h.convert_targets(v) if v is not None else None for h, v in zip(heads, ys)]
+
+    def _run(self, sess, fetches, feed):
+        """sess.run(fetches, feed) with compile()'s session arguments: its feed_dict joins the
+        feed, its fetches run along (their values dropped), options and run_metadata are given
+        (e.g. a full trace of each step, as Keras's TensorFlow backend does)."""
+        kw = getattr(self, "_session_kwargs", None) or {}
+        if not kw:
+            return sess.run(fetches, feed)
+        if kw.get("feed_dict"):
+            feed = {**kw["feed_dict"], **(feed or {})}
+        extra = kw.get("fetches")
+        out = sess.run([fetches, extra] if extra else fetches, feed,
+                       options=kw.get("options"), run_metadata=kw.get("run_metadata"))
+        return out[0] if extra else out
 
     def _feed(self, xs, rows, ys=None, training=False, weights=None):
         feed = {t: a[rows] for t, a in zip(self.inputs, xs)}
@@ -626,7 +665,7 @@ class Model:
                 batch_logs = {"batch": b, "size": len(rows)}
                 for cb in cbs:
                     cb.on_train_batch_begin(b, batch_logs)
-                values = sess.run(fetches, self._feed(bxs, rows, bys, training=True,
+                values = self._run(sess, fetches, self._feed(bxs, rows, bys, training=True,
                                                       weights=bsw))[1:]
                 totals += np.asarray(values, dtype=np.float64) * len(rows)
                 last = values
@@ -711,7 +750,7 @@ class Model:
             xs, ys = self._inputs_list(batch[0]), self._targets(batch[1])
             rows = _num_rows(xs + _given(ys))
             weights = self._sample_weights(ys, rows, batch[2] if len(batch) > 2 else None)
-            values = sess.run([f["loss"]] + f["metrics"],
+            values = self._run(sess, [f["loss"]] + f["metrics"],
                               self._feed(xs, np.arange(rows), ys, weights=weights))
             totals += np.asarray(values, dtype=np.float64) * rows
             last = values
@@ -729,7 +768,7 @@ class Model:
             self.reset_metrics()
         for start in range(0, n, batch_size):
             rows = np.arange(start, min(start + batch_size, n))
-            values = sess.run([f["loss"]] + f["metrics"],
+            values = self._run(sess, [f["loss"]] + f["metrics"],
                               self._feed(xs, rows, ys, weights=weights))
             totals += np.asarray(values, dtype=np.float64) * len(rows)
             last = values
@@ -776,7 +815,7 @@ class Model:
             parts = []
             for batch in stream.epoch():
                 xs = self._inputs_list(batch[0])
-                parts.append(sess.run(self.outputs, self._feed(xs, np.arange(_num_rows(xs)))))
+                parts.append(self._run(sess, self.outputs, self._feed(xs, np.arange(_num_rows(xs)))))
             if not parts:
                 raise ValueError("predict: the data gave no batch")
         else:
@@ -784,7 +823,7 @@ class Model:
             self._build_for(xs)
             batch_size = int(batch_size or 32)
             n = _num_rows(xs)
-            parts = [sess.run(self.outputs, self._feed(xs, np.arange(s, min(s + batch_size, n))))
+            parts = [self._run(sess, self.outputs, self._feed(xs, np.arange(s, min(s + batch_size, n))))
                      for s in range(0, n, batch_size)]
         outs = [np.concatenate([p[i] for p in parts]) for i in range(len(self.outputs))]
         return outs[0] if len(outs) == 1 else outs
@@ -798,7 +837,7 @@ class Model:
         ys = self._targets(y)
         n = _num_rows(xs + _given(ys))
         weights = self._sample_weights(ys, n, sample_weight, class_weight)
-        values = K.get_session().run([f["train"], f["loss"]] + f["metrics"],
+        values = self._run(K.get_session(), [f["train"], f["loss"]] + f["metrics"],
                                      self._feed(xs, np.arange(n), ys, training=True,
                                                 weights=weights))[1:]
         values = [float(v) for v in values]
