@@ -493,3 +493,15 @@ def test_compile_takes_the_session_arguments_and_refuses_unknown_ones():
         model.compile("sgd", "mse", metrcs=["accuracy"])
     with pytest.raises(ValueError, match="run_eagerly"):
         model.compile("sgd", "mse", run_eagerly=True)
+
+
+def test_backend_function_takes_the_session_arguments():
+    x = K.placeholder(shape=(2,))
+    calls = tf.Variable(0, name="fn_calls")
+    run_metadata = tf.RunMetadata()
+    f = K.function([x], [x * 2], options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                   run_metadata=run_metadata, fetches=[tf.assign_add(calls, 1)])
+    np.testing.assert_allclose(f([np.array([1.0, 2.0], np.float32)])[0], [2.0, 4.0])
+    assert K.get_value(calls) == 1 and len(run_metadata.step_stats.dev_stats)
+    with pytest.raises(TypeError, match="optionz"):
+        K.function([x], [x], optionz=None)

@@ -201,15 +201,45 @@ def count_params(variable):
 
 # ---- Keras's backend functions as thin wrappers over shardflow's ops ---------------------
 
+_SESSION_ARGUMENTS = ("options", "run_metadata", "feed_dict", "fetches")
+
+
+def _session_arguments(kwargs, where):
+    """TF1 Keras's session arguments of K.function and Model.compile, checked: options,
+    run_metadata, feed_dict (joins each call's feed), fetches (run along, values dropped).
+    Others are a TypeError naming them."""
+    unknown = sorted(set(kwargs) - set(_SESSION_ARGUMENTS))
+    if unknown:
+        raise TypeError("Invalid keyword argument(s) in `%s`: %s (the session's are %s)"
+                        % (where, ", ".join(unknown), ", ".join(_SESSION_ARGUMENTS)))
+    fetches = kwargs.get("fetches")
+    if fetches is not None and not isinstance(fetches, (list, tuple)):
+        fetches = [fetches]
+    return {k: v for k, v in dict(kwargs, fetches=fetches).items() if v is not None}
+
+
+def _run_with(sess, fetches, feed, arguments):
+    """sess.run(fetches, feed) with `arguments` (_session_arguments')."""
+    if not arguments:
+        return sess.run(fetches, feed)
+    if arguments.get("feed_dict"):
+        feed = {**arguments["feed_dict"], **(feed or {})}
+    extra = arguments.get("fetches")
+    out = sess.run([fetches, extra] if extra else fetches, feed,
+                   options=arguments.get("options"), run_metadata=arguments.get("run_metadata"))
+    return out[0] if extra else out
+
+
 class Function:
     """What `function` returns: calling it with a list of values (one per input) runs the
     outputs (and updates) in the shared session and returns their values as a list."""
 
-    def __init__(self, inputs, outputs, updates=None, name=None):
+    def __init__(self, inputs, outputs, updates=None, name=None, session_arguments=None):
         self.inputs = list(inputs or [])
         self._single = not isinstance(outputs, (list, tuple))
         self.outputs = [outputs] if self._single else list(outputs)
         self.updates = list(updates or [])
+        self._session_arguments = session_arguments or {}
 
     def __call__(self, inputs):
         if not isinstance(inputs, (list, tuple)):
@@ -222,20 +252,23 @@ class Function:
             if not isinstance(t, int):   # learning_phase() may be a fixed Python 0/1
                 feed[t] = value
         n = len(self.outputs)
-        values = get_session().run(self.outputs + self.updates, feed_dict=feed)
+        values = _run_with(get_session(), self.outputs + self.updates, feed,
+                           self._session_arguments)
         return values[:n]
 
 
 def function(inputs, outputs, updates=None, name=None, **kwargs):
     """A callable f([values of inputs]) -> [values of outputs], run in get_session();
     `updates` are ops (or (variable, new value) pairs) run with each call. Pass
-    learning_phase() among the inputs to feed it."""
+    learning_phase() among the inputs to feed it. `kwargs` are TF1 Keras's session arguments
+    (options, run_metadata, feed_dict, fetches), given to every call's session.run."""
+    arguments = _session_arguments(kwargs, "function")
     ups = []
     for u in updates or []:
         if isinstance(u, (list, tuple)):
             u = u[0].assign(u[1], read_value=False)
         ups.append(u)
-    return Function(inputs, outputs, ups, name)
+    return Function(inputs, outputs, ups, name, arguments)
 
 
 def variable(value, dtype=None, name=None, constraint=None):

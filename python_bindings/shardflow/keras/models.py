@@ -54,9 +54,9 @@ def _num_rows(arrays):
 
 def _session_kwargs(kwargs):
     """compile()'s keyword arguments beyond Keras's own: TF1 Keras's session arguments
-    (options, run_metadata, feed_dict, fetches: every training, test and predict step runs
-    with them), and TF 1.15's distribute / run_eagerly / experimental_run_tf_function, which
-    graph mode takes as None / False / anything. Others are a TypeError, as TF 1.15's."""
+    (K._session_arguments: every training, test and predict step runs with them), and TF
+    1.15's distribute / run_eagerly / experimental_run_tf_function, which graph mode takes as
+    None / False / anything. Others are a TypeError, as TF 1.15's."""
     kwargs = dict(kwargs)
     kwargs.pop("experimental_run_tf_function", None)
     if kwargs.pop("distribute", None) is not None:
@@ -65,15 +65,7 @@ def _session_kwargs(kwargs):
     if kwargs.pop("run_eagerly", None):
         raise ValueError("compile(run_eagerly=True): shardflow's Keras runs graphs in a session "
                          "(TF 1.x graph mode); leave it False")
-    allowed = ("options", "run_metadata", "feed_dict", "fetches")
-    unknown = sorted(set(kwargs) - set(allowed))
-    if unknown:
-        raise TypeError("Invalid keyword argument(s) in `compile`: %s (Keras's own, and the "
-                        "session's %s)" % (", ".join(unknown), ", ".join(allowed)))
-    fetches = kwargs.get("fetches")
-    if fetches is not None and not isinstance(fetches, (list, tuple)):
-        fetches = [fetches]
-    return {k: v for k, v in dict(kwargs, fetches=fetches).items() if v is not None}
+    return K._session_arguments(kwargs, "compile")
 
 
 def _input_dtype(dtype):
@@ -455,18 +447,9 @@ class Model:
         return [h.convert_targets(v) if v is not None else None for h, v in zip(heads, ys)]
 
     def _run(self, sess, fetches, feed):
-        """sess.run(fetches, feed) with compile()'s session arguments: its feed_dict joins the
-        feed, its fetches run along (their values dropped), options and run_metadata are given
-        (e.g. a full trace of each step, as Keras's TensorFlow backend does)."""
-        kw = getattr(self, "_session_kwargs", None) or {}
-        if not kw:
-            return sess.run(fetches, feed)
-        if kw.get("feed_dict"):
-            feed = {**kw["feed_dict"], **(feed or {})}
-        extra = kw.get("fetches")
-        out = sess.run([fetches, extra] if extra else fetches, feed,
-                       options=kw.get("options"), run_metadata=kw.get("run_metadata"))
-        return out[0] if extra else out
+        """sess.run(fetches, feed) with compile()'s session arguments (a full trace of each
+        step, extra fetches, a feed_dict), as Keras's TensorFlow backend does."""
+        return K._run_with(sess, fetches, feed, getattr(self, "_session_kwargs", None))
 
     def _feed(self, xs, rows, ys=None, training=False, weights=None):
         feed = {t: a[rows] for t, a in zip(self.inputs, xs)}
