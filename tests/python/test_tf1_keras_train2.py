@@ -505,3 +505,17 @@ def test_backend_function_takes_the_session_arguments():
     assert K.get_value(calls) == 1 and len(run_metadata.step_stats.dev_stats)
     with pytest.raises(TypeError, match="optionz"):
         K.function([x], [x], optionz=None)
+
+
+def test_fit_validation_freq_and_a_misspelled_argument():
+    model = _linear(keras.optimizers.SGD(lr=0.01))
+    history = model.fit(_X, _Y, batch_size=4, epochs=4, verbose=0, validation_data=(_X, _Y),
+                        validation_freq=2, workers=4, use_multiprocessing=False)
+    assert len(history.history["loss"]) == 4 and len(history.history["val_loss"]) == 2
+    history = model.fit(_X, _Y, batch_size=4, epochs=3, verbose=0, validation_data=(_X, _Y),
+                        validation_freq=[1, 3])
+    assert len(history.history["val_loss"]) == 2
+    with pytest.raises(TypeError, match="epoch"):     # trained one epoch, silently, before
+        model.fit(_X, _Y, epoch=5, verbose=0)
+    with pytest.raises(ValueError, match="validation_freq"):
+        model.fit(_X, _Y, validation_freq=0, verbose=0)

@@ -68,6 +68,22 @@ def _session_kwargs(kwargs):
     return K._session_arguments(kwargs, "compile")
 
 
+def _validation_epochs(freq):
+    """fit's validation_freq as a test of a 1-based epoch number: an int N > 0 (every N-th
+    epoch) or a collection of epochs."""
+    if isinstance(freq, (int, np.integer)) and not isinstance(freq, bool):
+        if freq < 1:
+            raise ValueError("fit(validation_freq=%d): validate every N >= 1 epochs, or give a "
+                             "list of epochs" % freq)
+        return lambda epoch: epoch % int(freq) == 0
+    try:
+        epochs = {int(e) for e in freq}
+    except (TypeError, ValueError):
+        raise TypeError("fit(validation_freq=%r): an int or a list of epochs (1-based)"
+                        % (freq,)) from None
+    return lambda epoch: epoch in epochs
+
+
 def _input_dtype(dtype):
     """The Input dtype for data of NumPy dtype `dtype` (floats as the backend's floatx)."""
     name = np.dtype(dtype).name
@@ -576,12 +592,16 @@ class Model:
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None,
             validation_split=0.0, validation_data=None, shuffle=True, class_weight=None,
             sample_weight=None, initial_epoch=0, steps_per_epoch=None, validation_steps=None,
-            **kwargs):
+            validation_freq=1, max_queue_size=10, workers=1, use_multiprocessing=False):
         """Trains for `epochs` passes over (x, y) in batches of `batch_size` (32) and returns
         the History: ``history.history`` maps 'loss', the metrics ('acc') and, with
-        validation data, 'val_loss', 'val_acc' to one value per epoch (the mean over the
-        epoch's batches, weighted by their sizes). `validation_split` holds out the last
-        fraction of the samples (before shuffling), as Keras does."""
+        validation data, 'val_loss', 'val_acc' to one value per validated epoch (the mean over
+        the epoch's batches, weighted by their sizes). `validation_split` holds out the last
+        fraction of the samples (before shuffling), as Keras does. `validation_freq` (TF 1.14):
+        validate after every N-th epoch, or after the epochs (1-based) of a list.
+        max_queue_size, workers and use_multiprocessing are accepted: batches are read in this
+        thread."""
+        validate_after = _validation_epochs(validation_freq)
         batch_size = int(batch_size or 32)
         seq = _data.BatchStream(x, steps_per_epoch, "fit", shard=self._worker_share()) \
             if _data.is_stream(x) else None
@@ -660,7 +680,7 @@ class Model:
                 if self.stop_training:  # TerminateOnNaN: stop within the epoch, as Keras
                     break
             logs = dict(zip(f["names"], self._epoch_values(totals, last, n)))
-            if val is not None:
+            if val is not None and validate_after(epoch + 1):
                 results = self._stream_test_loop(val) if isinstance(val, _data.BatchStream) \
                     else self._test_loop(val[0], val[1], batch_size, weights=val[2])
                 logs.update({"val_" + name: v for name, v in zip(f["names"], results)})
