@@ -70,6 +70,18 @@ def _as_input_shape(input_shape):
     return input_shape
 
 
+def _layer_kwargs(kwargs, owner):
+    """The keyword arguments TF1's tf.layers classes take beyond their own (dtype float32,
+    _reuse, _scope); anything else is a TypeError naming it, as TF1's base Layer raises."""
+    unknown = sorted(set(kwargs) - {"dtype", "_reuse", "_scope"})
+    if unknown:
+        raise TypeError("%s: keyword argument(s) not understood: %s"
+                        % (owner, ", ".join(unknown)))
+    dtype = kwargs.get("dtype")
+    if dtype is not None and str(getattr(dtype, "name", dtype)) != "float32":
+        raise ValueError("%s(dtype=%r): tf.layers here compute in float32" % (owner, dtype))
+
+
 class Layer:
     """Base class: ``__call__`` enters the layer's name scope and device, builds the
     variables once (``build``), then applies ``call``. A subclass's ``build`` gets a
@@ -344,6 +356,7 @@ class Conv1D(Conv2D):
                  kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
                  bias_regularizer=None, activity_regularizer=None, trainable=True, name=None,
                  seed=0, device=None, kernel_constraint=None, bias_constraint=None, **kwargs):
+        _layer_kwargs(kwargs, "Conv1D")
         _channels_last(data_format, "Conv1D")
         super().__init__(filters, (1, _one(kernel_size, "Conv1D kernel_size")),
                          strides=_one(strides, "Conv1D strides"), padding=padding.upper(),
@@ -644,6 +657,7 @@ class MaxPooling2D(MaxPool2D):
 
     def __init__(self, pool_size, strides=None, padding="valid", data_format="channels_last",
                  name=None, device=None, **kwargs):
+        _layer_kwargs(kwargs, "MaxPooling2D")
         _channels_last(data_format, "MaxPooling2D")
         super().__init__(pool_size, strides, padding.upper(), name, device)
 
@@ -654,6 +668,7 @@ class _Pool1D(Layer):
 
     def __init__(self, pool_size, strides=None, padding="valid", data_format="channels_last",
                  name=None, device=None, **kwargs):
+        _layer_kwargs(kwargs, type(self).__name__)
         super().__init__(name, device)
         _channels_last(data_format, type(self).__name__)
         self.pool_size = _one(pool_size, "pool_size")

@@ -9,7 +9,7 @@ Example::
 """
 
 from shardflow import nn, nn3d, ops
-from shardflow.layers import Conv2D, Layer, _last_dim
+from shardflow.layers import Conv2D, Layer, _last_dim, _layer_kwargs
 
 
 def _triple(v, what):
@@ -43,6 +43,7 @@ class Conv3D(Conv2D):
                  kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
                  kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
                  seed=0, device=None, **kwargs):
+        _layer_kwargs(kwargs, type(self).__name__)
         _channels_last(data_format, type(self).__name__)
         super().__init__(filters, 1, padding=padding.upper(), activation=activation,
                          use_bias=use_bias, kernel_initializer=kernel_initializer, seed=seed,
@@ -94,6 +95,7 @@ class Conv3DTranspose(Conv3D):
                  bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
                  bias_constraint=None, trainable=True, name=None, seed=0, device=None,
                  **kwargs):
+        _layer_kwargs(kwargs, type(self).__name__)
         super().__init__(filters, kernel_size, strides=strides, padding=padding,
                          data_format=data_format, activation=activation, use_bias=use_bias,
                          kernel_initializer=kernel_initializer,
@@ -126,6 +128,7 @@ class _Pool3D(Layer):
 
     def __init__(self, pool_size, strides=None, padding="valid", data_format="channels_last",
                  name=None, device=None, **kwargs):
+        _layer_kwargs(kwargs, type(self).__name__)
         _channels_last(data_format, type(self).__name__)
         super().__init__(name, device)
         self.pool_size = _triple(pool_size, type(self).__name__ + " pool_size")

@@ -121,3 +121,17 @@ def test_unnamed_tf_layers_after_keras_layers_take_free_names():
     assert "dense_1/kernel:0" in names
     kernel = [v for v in tf.global_variables() if v.name == "dense_1/kernel:0"][0]
     assert kernel.shape.as_list() == [4, 2]
+
+
+def test_tf_layers_classes_refuse_a_keyword_they_do_not_understand():
+    # Conv1D, the pooling and 3-D classes swallowed any keyword (a misspelled one included)
+    for make in (lambda **k: tf.layers.Conv1D(4, 3, **k),
+                 lambda **k: tf.layers.MaxPooling2D(2, 2, **k),
+                 lambda **k: tf.layers.MaxPooling1D(2, 2, **k),
+                 lambda **k: tf.layers.Conv3D(4, 3, **k),
+                 lambda **k: tf.layers.MaxPooling3D(2, 2, **k)):
+        with pytest.raises(TypeError, match="not understood: paddding"):
+            make(paddding="same")
+        make(dtype=tf.float32, _reuse=None)   # TF1's base Layer arguments
+    with pytest.raises(ValueError, match="float32"):
+        tf.layers.Conv1D(4, 3, dtype=tf.float16)
