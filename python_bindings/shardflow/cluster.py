@@ -207,8 +207,13 @@ class Server:
             try:
                 connect_timeout = float(env) if env else 30.0
             except ValueError:
-                raise ValueError("SHARDFLOW_CONNECT_TIMEOUT is '%s'; it is a number of seconds"
-                                 % env) from None
+                connect_timeout = float("nan")
+            if not 0 < connect_timeout < float("inf"):
+                raise ValueError("SHARDFLOW_CONNECT_TIMEOUT is '%s'; it is a positive number of "
+                                 "seconds (unset: 30)" % env)
+        elif not 0 < float(connect_timeout) < float("inf"):
+            raise ValueError("Server(connect_timeout=%r): a positive number of seconds"
+                             % (connect_timeout,))
         cfg = _config(config)
         if plaintext is None:
             plaintext = plaintext_from_env()

@@ -328,3 +328,14 @@ def test_plaintext_beyond_loopback_is_asked_for_by_argument_or_SHARDFLOW_PLAINTE
     server = sf.train.Server(sf.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]}),
                              job_name="worker", task_index=0)
     assert server.target == f"grpc://127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "soon", "inf"])
+def test_a_bad_SHARDFLOW_CONNECT_TIMEOUT_is_an_error_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SHARDFLOW_CONNECT_TIMEOUT", value)   # -5 fell back to 30 s silently
+    cluster = sf.train.ClusterSpec({"worker": [f"127.0.0.1:{free_port()}"]})
+    with pytest.raises(ValueError, match="SHARDFLOW_CONNECT_TIMEOUT is '%s'" % value):
+        sf.train.Server(cluster, job_name="worker", task_index=0)
+    monkeypatch.delenv("SHARDFLOW_CONNECT_TIMEOUT")
+    with pytest.raises(ValueError, match="connect_timeout"):
+        sf.train.Server(cluster, job_name="worker", task_index=0, connect_timeout=0)
