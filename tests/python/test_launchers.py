@@ -4,6 +4,7 @@ checkpoint), torchrun-style variables, TF_CONFIG (a ps-sync job), and a Kubernet
 pod environment (root: each pod in its own network namespace, its hostname resolved through a
 private /etc/hosts). Launch-to-first-step times are printed (pytest -s)."""
 
+import contextlib
 import json
 import os
 import re
@@ -213,13 +214,14 @@ def have_netns():
     return ok
 
 
-@pytest.mark.skipif(not have_netns(), reason="needs root and network namespaces")
-def test_kubernetes_indexed_job_pods(tmp_path):
-    """Three pods of an indexed Job `mnist` behind the headless Service `train`: each in its own
-    network namespace (its own IP, all on port 2222, as pods), `mnist-<i>.train` resolved by a
-    private /etc/hosts (a mount namespace per pod; the machine's file is not touched)."""
+@contextlib.contextmanager
+def kubernetes_pods(tmp_path, pods):
+    """Network namespaces for `pods` pods of an indexed Job `mnist` behind the headless Service
+    `train` (each its own IP, all on port 2222, as pods), joined by a bridge; yields
+    start(i, command, env) -> Popen, which runs `command` (a shell line) in pod i with the
+    pod's variables and a private /etc/hosts resolving `mnist-<i>.train` (a mount namespace per
+    pod; the machine's file is not touched)."""
     suffix = str(os.getpid())
-    pods = 3
     bridge_ns = f"sfkb_{suffix}"
     subnet = f"10.233.{os.getpid() % 200 + 20}"
     names = [f"sfk{i}_{suffix}" for i in range(pods)]
@@ -229,6 +231,16 @@ def test_kubernetes_indexed_job_pods(tmp_path):
 
     def sh(*a):
         subprocess.run(list(a), check=True, capture_output=True)
+
+    def start(i, command, env):
+        env = dict(env, PATH=os.environ["PATH"], JOB_COMPLETION_INDEX=str(i),
+                   SHARDFLOW_NUM_TASKS=str(pods), SHARDFLOW_SERVICE="train",
+                   HOSTNAME=f"mnist-{i}", GRPC_DNS_RESOLVER="native")
+        log = open(tmp_path / f"pod{i}.log", "w")
+        return subprocess.Popen(
+            ["ip", "netns", "exec", names[i], "unshare", "--mount", "sh", "-c",
+             f"mount --bind {hosts} /etc/hosts && exec {command}"], env=env, stdout=log,
+            stderr=subprocess.STDOUT)
     try:
         sh("ip", "netns", "add", bridge_ns)
         sh("ip", "netns", "exec", bridge_ns, "ip", "link", "add", "br0", "type", "bridge")
@@ -244,32 +256,55 @@ def test_kubernetes_indexed_job_pods(tmp_path):
             sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
             sh("ip", "netns", "exec", bridge_ns, "ip", "link", "set", b, "master", "br0")
             sh("ip", "netns", "exec", bridge_ns, "ip", "link", "set", b, "up")
-        procs = []
-        start = time.monotonic()
-        for i, ns in enumerate(names):
-            env = {"PATH": os.environ["PATH"], "JOB_COMPLETION_INDEX": str(i),
-                   "SHARDFLOW_NUM_TASKS": str(pods), "SHARDFLOW_SERVICE": "train",
-                   "HOSTNAME": f"mnist-{i}", "GRPC_DNS_RESOLVER": "native"}
-            inner = (f"mount --bind {hosts} /etc/hosts && exec {BINARY} train --cluster auto "
-                     f"--strategy allreduce --plaintext --batch-size 32 --max-steps 20 "
-                     f"--checkpoint-dir {tmp_path}/ckpt{i} " + " ".join(SGD))
-            log = open(tmp_path / f"pod{i}.log", "w")
-            procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", ns, "unshare", "--mount", "sh", "-c", inner], env=env,
-                stdout=log, stderr=subprocess.STDOUT))
-        for p in procs:
-            p.wait(timeout=300)
-        took = time.monotonic() - start
-        logs = [(tmp_path / f"pod{i}.log").read_text() for i in range(pods)]
-        for p, text in zip(procs, logs):
-            assert p.returncode == 0, text
-        assert "cluster from Kubernetes: this is task worker:0" in logs[0], logs[0]
-        assert "mnist-2.train:2222" in logs[0]
-        assert "gradients all-reduced over 3 replicas" in logs[0], logs[0]
-        print(f"3 emulated pods: launch to the end of 20 steps in {took:.1f} s")
+        yield start
     finally:
         for ns in names + [bridge_ns]:
             for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True,
                                       text=True).stdout.split():
                 subprocess.run(["kill", "-9", pid], capture_output=True)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def wait_for_pods(tmp_path, procs):
+    for p in procs:
+        try:
+            p.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    logs = [(tmp_path / f"pod{i}.log").read_text() for i in range(len(procs))]
+    for p, text in zip(procs, logs):
+        assert p.returncode == 0, text
+    return logs
+
+
+@pytest.mark.skipif(not have_netns(), reason="needs root and network namespaces")
+def test_kubernetes_indexed_job_pods(tmp_path):
+    """Three pods of the indexed Job, `shardflow train --cluster auto` in each."""
+    with kubernetes_pods(tmp_path, 3) as start_pod:
+        begin = time.monotonic()
+        procs = [start_pod(i, f"{BINARY} train --cluster auto --strategy allreduce --plaintext "
+                           f"--batch-size 32 --max-steps 20 --checkpoint-dir {tmp_path}/ckpt{i} "
+                           + " ".join(SGD), {}) for i in range(3)]
+        logs = wait_for_pods(tmp_path, procs)
+        took = time.monotonic() - begin
+    assert "cluster from Kubernetes: this is task worker:0" in logs[0], logs[0]
+    assert "mnist-2.train:2222" in logs[0]
+    assert "gradients all-reduced over 3 replicas" in logs[0], logs[0]
+    print(f"3 emulated pods: launch to the end of 20 steps in {took:.1f} s")
+
+
+@pytest.mark.skipif(not have_netns(), reason="needs root and network namespaces")
+def test_kubernetes_pods_run_an_unchanged_horovod_program(tmp_path):
+    """examples/python/horovod_mnist.py in two pods: hvd.init() finds its rank from the pod's
+    variables, the ranks meet across the (emulated) hosts in plaintext asked for by
+    SHARDFLOW_PLAINTEXT=1 (the program does not say), and train as one."""
+    example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                           "python", "horovod_mnist.py")
+    python_dir = os.path.join(os.path.dirname(os.path.dirname(BINARY)), "python")
+    env = {"PYTHONPATH": python_dir, "SHARDFLOW_PLAINTEXT": "1"}
+    with kubernetes_pods(tmp_path, 2) as start_pod:
+        procs = [start_pod(i, f"/usr/bin/python3 {example} --steps 60", env) for i in range(2)]
+        logs = wait_for_pods(tmp_path, procs)
+    accuracy = re.findall(r"test accuracy[^0-9]*([0-9.]+)", logs[0])
+    assert accuracy and float(accuracy[-1]) > 50, logs[0]
