@@ -35,7 +35,8 @@ from shardflow.gradients import (  # noqa: F401
     AggregationMethod, NoGradient, NotDifferentiable, RegisterGradient, UnconnectedGradients,
     custom_gradient, gradients, no_gradient)
 from shardflow.control_flow import case, cond, while_loop  # noqa: F401
-from shardflow.array_ops import (argmin, boolean_mask, gather, gather_nd, one_hot, pad,  # noqa: F401,A004
+from shardflow.array_ops import (argmin, batch_gather, boolean_mask, gather, gather_nd,  # noqa: F401,A004
+                                 one_hot, pad,
                                  range, scatter_nd,
                                  reduce_all,
                                  reduce_any, split, stack, tile, unstack, where,

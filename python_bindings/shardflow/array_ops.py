@@ -47,16 +47,58 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     return ops.add(ops.multiply(hot, ops.subtract(on, off)), off, name=name)
 
 
-def gather(params, indices, axis=0, name=None, validate_indices=None):
+def gather(params, indices, axis=None, name=None, validate_indices=None, batch_dims=0):
     """Slices of `params` along `axis` at `indices`, as TF1's tf.gather (the GatherV2 op):
     the result's shape is params.shape[:axis] + indices.shape + params.shape[axis+1:];
     gradients flow to params (an index picked twice gets both). An index out of range is an
-    error when the step runs."""
+    error when the step runs. With `batch_dims` b (TF 1.14), the first b dimensions of params
+    and indices are batch dimensions and each batch entry gathers from its own slice (axis
+    defaults to b and must be b)."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
     if not indices.dtype.is_integer:
         raise TypeError("gather: indices must be int32 or int64, not %s" % indices.dtype.name)
-    return ops._out("GatherV2", [params, indices, int(axis)], None, name)
+    if batch_dims:
+        return _batch_gather(params, indices, batch_dims, axis, name)
+    return ops._out("GatherV2", [params, indices, int(axis or 0)], None, name)
+
+
+def _batch_gather(params, indices, batch_dims, axis, name):
+    """gather with batch dimensions: the batch entries flattened into one, each entry's
+    indices offset to its slice of the flattened params, one GatherV2, the shape restored."""
+    if indices.shape.ndims is None or params.shape.ndims is None:
+        raise ValueError("gather(batch_dims=...) needs params and indices of known rank")
+    b = int(batch_dims)
+    if b < 0:
+        b += indices.shape.ndims
+    if not 0 < b <= indices.shape.ndims or b >= params.shape.ndims:
+        raise ValueError("gather: batch_dims=%d is out of range for indices of rank %d and "
+                         "params of rank %d" % (batch_dims, indices.shape.ndims,
+                                                params.shape.ndims))
+    if axis is not None and int(axis) % params.shape.ndims != b:
+        raise ValueError("gather: with batch_dims=%d, axis must be %d (the first dimension "
+                         "after the batch), got %d" % (b, b, axis))
+    p_shape, i_shape = ops.shape(params, out_type=indices.dtype), \
+        ops.shape(indices, out_type=indices.dtype)
+    batch = ops.reduce_prod(p_shape[:b])
+    n = p_shape[b]
+    flat_params = ops.reshape(params, ops.concat([ops.reshape(batch * n, [1]), p_shape[b + 1:]],
+                                                 0))
+    # n * (0, 1, ..., batch - 1), for a batch known only when the step runs
+    offsets = ops.reshape(ops.cumsum(ops.fill(ops.reshape(batch, [1]), n), exclusive=True),
+                          [-1, 1])
+    flat_indices = ops.add(ops.reshape(indices, stack([batch, -1])), offsets)
+    rows = ops._out("GatherV2", [flat_params, ops.reshape(flat_indices, [-1]), 0], None, None)
+    return ops.reshape(rows, ops.concat([i_shape, p_shape[b + 1:]], 0), name=name)
+
+
+def batch_gather(params, indices, name=None):
+    """TF 1.13's tf.batch_gather: gather(params, indices, batch_dims=rank(indices) - 1)."""
+    indices = convert_to_tensor(indices)
+    if indices.shape.ndims is None or indices.shape.ndims < 2:
+        raise ValueError("batch_gather: indices need a known rank of 2 or more (batch "
+                         "dimensions, then the indices of each batch entry)")
+    return gather(params, indices, batch_dims=indices.shape.ndims - 1, name=name)
 
 
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,

@@ -196,3 +196,30 @@ def test_stateless_random_ops_repeat_for_a_seed():
     assert np.abs(first[4]).max() <= 2.0
     assert set(first[5].tolist()) <= {3, 4, 5} and first[5].dtype == np.int32
     assert first[6].tolist() == [[1] * 8]
+
+
+def test_gather_with_batch_dims_and_batch_gather():
+    rng = np.random.RandomState(0)
+    params = rng.randn(2, 3, 4, 5).astype(np.float32)
+    indices = np.array([[[3, 0], [1, 1], [2, 3]], [[0, 0], [3, 2], [1, 0]]], np.int32)
+    expected = np.stack([np.stack([params[b, j][indices[b, j]] for j in range(3)])
+                         for b in range(2)])                     # [2, 3, 2, 5]
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [None, 3, 4, 5])            # batch known at run time
+        got = tf.gather(p, indices, batch_dims=2)
+        got2 = tf.batch_gather(p, indices)
+        got1 = tf.gather(p[:, 0], indices[:, 0], batch_dims=1)
+        grad = tf.gradients(tf.reduce_sum(tf.gather(p, indices, batch_dims=-1) * 2.0), p)[0]
+        with tf.Session() as s:
+            a, b, c, g = s.run([got, got2, got1, grad], {p: params})
+    np.testing.assert_allclose(a, expected)
+    np.testing.assert_allclose(b, expected)
+    np.testing.assert_allclose(c, np.stack([params[i, 0][indices[i, 0]] for i in range(2)]))
+    want = np.zeros_like(params)
+    for bb in range(2):
+        for j in range(3):
+            for k in indices[bb, j]:
+                want[bb, j, k] += 2.0                            # an index picked twice: twice
+    np.testing.assert_allclose(g, want)
+    with pytest.raises(ValueError, match="axis must be 1"):
+        tf.gather(tf.zeros([2, 3, 4]), tf.zeros([2, 2], tf.int32), axis=2, batch_dims=1)
