@@ -21,11 +21,12 @@ batching.py padded_batch and unbatch, iterator_ops.py the iterators and how Sess
 them; docs/python.md, "tf.data", says what is supported.
 """
 
-from shardflow.data import experimental  # noqa: F401
-from shardflow.data.dataset_ops import Dataset  # noqa: F401
-from shardflow.data.iterator_ops import Iterator  # noqa: F401
+from shardflow.data import experimental
+from shardflow.data.dataset_ops import Dataset
+from shardflow.data.iterator_ops import Iterator
+from shardflow.data.options import Options
 from shardflow.data.sources import FixedLengthRecordDataset, TFRecordDataset, \
-    TextLineDataset  # noqa: F401
+    TextLineDataset
 
 
 def make_one_shot_iterator(dataset):
@@ -48,3 +49,8 @@ def get_output_shapes(dataset_or_iterator):
 
 def get_output_classes(dataset_or_iterator):
     return dataset_or_iterator.output_classes
+
+
+__all__ = ["Dataset", "FixedLengthRecordDataset", "Iterator", "Options", "TFRecordDataset",
+           "TextLineDataset", "experimental", "get_output_classes", "get_output_shapes",
+           "get_output_types", "make_initializable_iterator", "make_one_shot_iterator"]

@@ -14,7 +14,8 @@ import numpy as np
 
 from shardflow import dtypes, errors
 from shardflow.data import structure as nest
-from shardflow.data.dataset_ops import _UnaryDataset, _count_argument, _static
+from shardflow.data.dataset_ops import _UnaryDataset, _count_argument, _static, \
+    batch_cardinality
 from shardflow.framework import Tensor, TensorShape
 
 
@@ -60,6 +61,10 @@ class PaddedBatchDataset(_UnaryDataset):
             if not chunk or (self._drop_remainder and len(chunk) < size):
                 return
             yield tuple(self._pad(i, [e[i] for e in chunk]) for i in range(len(chunk[0])))
+
+    def _cardinality(self, ctx):
+        return batch_cardinality(self._input._cardinality(ctx), ctx.scalar(self._batch_size),
+                                 self._drop_remainder)
 
     def _pad(self, i, parts):
         padded = self._padded[i].as_list()

@@ -17,6 +17,7 @@ TensorShape)] per component), _inputs (the datasets they read) and implement _re
 datasets that make elements (from_tensor_slices, range, ...) are in sources.py.
 """
 
+import copy
 import itertools
 import random
 
@@ -41,6 +42,14 @@ class IterationContext:
         self._epochs = {}
         self.caches = {}
         self.unseeded = random.SystemRandom().randrange(2 ** 62)
+        self.skip_errors = False
+
+    def ignoring_errors(self):
+        """This context for the readers under an ignore_errors(): a map or filter whose function
+        fails there drops the element instead of raising (the values and state are shared)."""
+        ctx = copy.copy(self)
+        ctx.skip_errors = True
+        return ctx
 
     def value(self, component):
         """The array of a component: itself, or a tensor's value at initialization."""
@@ -92,6 +101,10 @@ def start(dataset, ctx):
     return dataset._reader(ctx)
 
 
+INFINITE = -1  # tf.data.experimental.INFINITE_CARDINALITY
+UNKNOWN = -2   # tf.data.experimental.UNKNOWN_CARDINALITY
+
+
 def _count_argument(value, what):
     if isinstance(value, Tensor):
         if value.dtype not in (dtypes.int32, dtypes.int64) or value.shape.ndims not in (0, None):
@@ -126,6 +139,11 @@ class Dataset:
 
     def _reader(self, ctx):
         raise NotImplementedError
+
+    def _cardinality(self, ctx):
+        """The number of elements for this initialization, INFINITE or UNKNOWN (as TF 1.15's
+        kernels count them; the default is UNKNOWN)."""
+        return UNKNOWN
 
     # ---- what elements look like --------------------------------------------------------
 
@@ -289,6 +307,25 @@ class Dataset:
                             % (result,))
         return result
 
+    def reduce(self, initial_state, reduce_func):
+        """The tensors of reduce_func(state, element) applied to every element in turn from
+        `initial_state`, computed afresh on each run that needs them (scan_ops.py)."""
+        from shardflow.data.scan_ops import reduce
+        return reduce(self, initial_state, reduce_func)
+
+    def with_options(self, options):
+        """This dataset with tf.data.Options set (options.py; recorded, they change nothing
+        here). Options set twice to different values are a ValueError, as TF."""
+        return _OptionsDataset(self, options)
+
+    def options(self):
+        """The tf.data.Options of this dataset: those of its pipeline, merged."""
+        from shardflow.data.options import Options
+        options = Options()
+        for dataset in self._inputs:
+            options = options.merge(dataset.options())
+        return options
+
     def flat_map(self, map_func):
         """The elements of the dataset map_func(element) returns, for each element in turn
         (data/interleave.py)."""
@@ -342,6 +379,13 @@ class ZipDataset(Dataset):
         for parts in zip(*[d._reader(ctx) for d in self._inputs]):
             yield tuple(c for part in parts for c in part)
 
+    def _cardinality(self, ctx):
+        counts = [d._cardinality(ctx) for d in self._inputs]
+        if UNKNOWN in counts:
+            return UNKNOWN
+        finite = [n for n in counts if n != INFINITE]
+        return min(finite) if finite else INFINITE
+
 
 class _UnaryDataset(Dataset):
     """A transformation of one input dataset that keeps its element structure."""
@@ -359,6 +403,22 @@ class _PassThroughDataset(_UnaryDataset):
     def _reader(self, ctx):
         return self._input._reader(ctx)
 
+    def _cardinality(self, ctx):
+        return self._input._cardinality(ctx)
+
+
+class _OptionsDataset(_PassThroughDataset):
+    def __init__(self, input_dataset, options):
+        from shardflow.data.options import Options
+        super().__init__(input_dataset)
+        if not isinstance(options, Options):
+            raise TypeError("with_options takes a tf.data.Options, not %r" % (options,))
+        self._options = options
+        input_dataset.options().merge(options)  # conflicting values fail here
+
+    def options(self):
+        return super().options().merge(self._options)
+
 
 class MapDataset(_UnaryDataset):
     def __init__(self, input_dataset, map_func):
@@ -374,27 +434,45 @@ class MapDataset(_UnaryDataset):
     def _reader(self, ctx):
         fn, captured = self.fn, ctx.values
         for element in self._input._reader(ctx):
-            yield fn(element, captured)
+            try:
+                result = fn(element, captured)
+            except errors.OpError:
+                if ctx.skip_errors:
+                    continue
+                raise
+            yield result
+
+    def _cardinality(self, ctx):
+        return self._input._cardinality(ctx)
 
 
 class FilterDataset(_UnaryDataset):
-    def __init__(self, input_dataset, predicate):
+    def __init__(self, input_dataset, predicate, what="filter"):
         super().__init__(input_dataset)
         self.fn = TracedFunction(predicate, input_dataset._structure, input_dataset._specs,
-                                 "filter")
+                                 what)
         specs = self.fn.output_specs
         if len(specs) != 1 or specs[0][0] != dtypes.bool_ or specs[0][1].ndims not in (0, None):
-            raise TypeError("the predicate given to Dataset.filter must return a scalar bool "
+            raise TypeError("the predicate given to Dataset.%s must return a scalar bool "
                             "tensor; it returns %s"
-                            % ", ".join("%s %s" % (d.name, nest.describe(s)) for d, s in specs))
+                            % (what, ", ".join("%s %s" % (d.name, nest.describe(s))
+                                               for d, s in specs)))
 
     def _tensors(self):
         return self.fn.captures
 
+    def _holds(self, element, ctx):
+        """The predicate's value (None when it fails under ignore_errors)."""
+        try:
+            return bool(self.fn(element, ctx.values)[0])
+        except errors.OpError:
+            if ctx.skip_errors:
+                return None
+            raise
+
     def _reader(self, ctx):
-        fn, captured = self.fn, ctx.values
         for element in self._input._reader(ctx):
-            if fn(element, captured)[0]:
+            if self._holds(element, ctx):
                 yield element
 
 
@@ -429,7 +507,27 @@ class BatchDataset(_UnaryDataset):
             if not chunk or (self._drop_remainder and len(chunk) < size):
                 return
             batch = stack_components(chunk)
-            yield batch if batched_fn is None else batched_fn(batch, ctx.values)
+            if batched_fn is None:
+                yield batch
+                continue
+            try:
+                batch = batched_fn(batch, ctx.values)
+            except errors.OpError:
+                if ctx.skip_errors:  # under ignore_errors, as TF: the batch is lost
+                    continue
+                raise
+            yield batch
+
+    def _cardinality(self, ctx):
+        return batch_cardinality(self._input._cardinality(ctx), ctx.scalar(self._batch_size),
+                                 self._drop_remainder)
+
+
+def batch_cardinality(n, size, drop_remainder):
+    """The number of batches of `size` from `n` elements (INFINITE, UNKNOWN stay so)."""
+    if n in (INFINITE, UNKNOWN):
+        return n
+    return n // size + (0 if n % size == 0 or drop_remainder else 1)
 
 
 def stack_components(elements):
@@ -482,6 +580,9 @@ class ShuffleDataset(_UnaryDataset):
         rng.shuffle(buffer)
         yield from buffer
 
+    def _cardinality(self, ctx):
+        return self._input._cardinality(ctx)
+
 
 class RepeatDataset(_UnaryDataset):
     def __init__(self, input_dataset, count=None):
@@ -503,6 +604,14 @@ class RepeatDataset(_UnaryDataset):
                 return
             epoch += 1
 
+    def _cardinality(self, ctx):
+        n, count = self._input._cardinality(ctx), ctx.scalar(self._count)
+        if count < 0:
+            return 0 if n == 0 else INFINITE
+        if count == 0 or n in (INFINITE, UNKNOWN):
+            return 0 if count == 0 else n
+        return n * count
+
 
 class TakeDataset(_UnaryDataset):
     def __init__(self, input_dataset, count):
@@ -516,6 +625,14 @@ class TakeDataset(_UnaryDataset):
         count = ctx.scalar(self._count)
         elements = self._input._reader(ctx)
         return elements if count < 0 else itertools.islice(elements, count)
+
+    def _cardinality(self, ctx):
+        n, count = self._input._cardinality(ctx), ctx.scalar(self._count)
+        if n == UNKNOWN:
+            return UNKNOWN
+        if n == INFINITE:
+            return INFINITE if count < 0 else count
+        return n if count < 0 else min(n, count)
 
 
 class SkipDataset(_UnaryDataset):
@@ -532,6 +649,12 @@ class SkipDataset(_UnaryDataset):
             return iter(())
         return itertools.islice(self._input._reader(ctx), count, None)
 
+    def _cardinality(self, ctx):
+        n, count = self._input._cardinality(ctx), ctx.scalar(self._count)
+        if n in (INFINITE, UNKNOWN):
+            return n
+        return 0 if count < 0 else max(0, n - count)
+
 
 class ShardDataset(_UnaryDataset):
     def __init__(self, input_dataset, num_shards, index):
@@ -543,6 +666,12 @@ class ShardDataset(_UnaryDataset):
 
     def _reader(self, ctx):
         return itertools.islice(self._input._reader(ctx), self._index, None, self._num_shards)
+
+    def _cardinality(self, ctx):
+        n = self._input._cardinality(ctx)
+        if n in (INFINITE, UNKNOWN):
+            return n
+        return n // self._num_shards + (1 if self._index < n % self._num_shards else 0)
 
 
 class CacheDataset(_UnaryDataset):
@@ -556,6 +685,9 @@ class CacheDataset(_UnaryDataset):
             elements.append(element)
             yield element
         ctx.caches[id(self)] = elements  # only a complete pass is replayed
+
+    def _cardinality(self, ctx):
+        return self._input._cardinality(ctx)
 
 
 class ConcatenateDataset(Dataset):
@@ -574,3 +706,9 @@ class ConcatenateDataset(Dataset):
     def _reader(self, ctx):
         for dataset in self._inputs:
             yield from dataset._reader(ctx)
+
+    def _cardinality(self, ctx):
+        counts = [d._cardinality(ctx) for d in self._inputs]
+        if INFINITE in counts:
+            return INFINITE
+        return UNKNOWN if UNKNOWN in counts else sum(counts)

@@ -7,11 +7,26 @@ Example::
     ds = ds.prefetch(sf.data.experimental.AUTOTUNE)
 """
 
-from shardflow.data.batching import unbatch  # noqa: F401
-from shardflow.data.grouping import (bucket_by_sequence_length,  # noqa: F401
-                                     choose_from_datasets, enumerate_dataset, group_by_window,
-                                     sample_from_datasets)
-from shardflow.data.interleave import parallel_interleave  # noqa: F401
+from shardflow.data.batching import unbatch
+from shardflow.data.cardinality import (INFINITE_CARDINALITY,
+                                        UNKNOWN_CARDINALITY, cardinality)
+from shardflow.data.filtering import filter_for_shard, ignore_errors, take_while
+from shardflow.data.grouping import (Reducer, bucket_by_sequence_length,
+                                     choose_from_datasets, enumerate_dataset, group_by_reducer,
+                                     group_by_window, sample_from_datasets)
+from shardflow.data.interleave import parallel_interleave
+from shardflow.data.iterator_ops import get_single_element
+from shardflow.data.options import (DistributeOptions,
+                                    MapVectorizationOptions, OptimizationOptions, Options,
+                                    StatsOptions, ThreadingOptions)
+from shardflow.data.passthrough import (StatsAggregator, bytes_produced_stats,
+                                        copy_to_device, latency_stats, prefetch_to_device)
+from shardflow.data.readers import (CsvDataset, make_batched_features_dataset,
+                                    make_csv_dataset, parse_example_dataset)
+from shardflow.data.resampling import rejection_resample
+from shardflow.data.scan_ops import scan
+from shardflow.data.sources import CounterDataset as Counter
+from shardflow.data.sources import RandomDataset
 
 AUTOTUNE = -1  # accepted where TF takes it (prefetch, num_parallel_calls); changes nothing here
 
@@ -36,3 +51,16 @@ def padded_batch_and_drop_remainder(batch_size, padded_shapes, padding_values=No
     """For Dataset.apply (TF1's tf.contrib.data): padded_batch(..., drop_remainder=True)."""
     return lambda dataset: dataset.padded_batch(batch_size, padded_shapes, padding_values,
                                                 drop_remainder=True)
+
+
+__all__ = ["AUTOTUNE", "Counter", "CsvDataset", "DistributeOptions", "INFINITE_CARDINALITY",
+           "MapVectorizationOptions", "OptimizationOptions", "Options", "RandomDataset",
+           "Reducer", "StatsAggregator", "StatsOptions", "ThreadingOptions",
+           "UNKNOWN_CARDINALITY", "batch_and_drop_remainder", "bucket_by_sequence_length",
+           "bytes_produced_stats", "cardinality", "choose_from_datasets", "copy_to_device",
+           "enumerate_dataset", "filter_for_shard", "get_single_element", "group_by_reducer",
+           "group_by_window", "ignore_errors", "latency_stats", "make_batched_features_dataset",
+           "make_csv_dataset", "map_and_batch", "padded_batch_and_drop_remainder",
+           "parallel_interleave", "parse_example_dataset", "prefetch_to_device",
+           "rejection_resample", "sample_from_datasets", "scan", "shuffle_and_repeat",
+           "take_while", "unbatch"]

@@ -1,5 +1,6 @@
 """tf.data.experimental's grouping and mixing transformations: group_by_window,
-bucket_by_sequence_length, sample_from_datasets, choose_from_datasets, enumerate_dataset.
+bucket_by_sequence_length, group_by_reducer, sample_from_datasets, choose_from_datasets,
+enumerate_dataset.
 
 Example (batches of sentences of similar length, padded to the longest in each batch)::
 
@@ -310,5 +311,68 @@ def enumerate_dataset(start=0):
     return apply
 
 
-__all__ = ["bucket_by_sequence_length", "choose_from_datasets", "enumerate_dataset",
-           "group_by_window", "sample_from_datasets"]
+__all__ = ["Reducer", "bucket_by_sequence_length", "choose_from_datasets", "enumerate_dataset",
+           "group_by_reducer", "group_by_window", "sample_from_datasets"]
+
+
+class Reducer:
+    """tf.data.experimental.Reducer: init_func(key) -> state, reduce_func(state, element) ->
+    state, finalize_func(state) -> the group's element (a tuple state spread into arguments)."""
+
+    def __init__(self, init_func, reduce_func, finalize_func):
+        for what, fn in (("init_func", init_func), ("reduce_func", reduce_func),
+                         ("finalize_func", finalize_func)):
+            if not callable(fn):
+                raise TypeError("Reducer's %s must be callable, not %r" % (what, fn))
+        self.init_func, self.reduce_func = init_func, reduce_func
+        self.finalize_func = finalize_func
+
+
+class _TracedState:
+    """The structure and specs of the state an init function returns."""
+
+    def __init__(self, traced):
+        self.structure, self.specs = traced.output_structure, traced.output_specs
+
+
+class GroupByReducerDataset(dataset_ops._UnaryDataset):
+    def __init__(self, input_dataset, key_func, reducer):
+        from shardflow.data.scan_ops import trace_state_function, whole_output
+        super().__init__(input_dataset)
+        if not isinstance(reducer, Reducer):
+            raise TypeError("group_by_reducer takes a tf.data.experimental.Reducer, not %r"
+                            % (reducer,))
+        structure, specs = input_dataset._structure, input_dataset._specs
+        self._key_fn = _scalar_int_function(key_func, structure, specs,
+                                            "group_by_reducer's key_func")
+        self._init_fn = TracedFunction(reducer.init_func, 0, [(dtypes.int64, TensorShape([]))],
+                                       "group_by_reducer's init_func")
+        state = _TracedState(self._init_fn)
+        self._reduce_fn, state_specs = trace_state_function(
+            reducer.reduce_func, state, structure, specs, "group_by_reducer's reduce_func",
+            whole_output)
+        self._finalize_fn = TracedFunction(reducer.finalize_func, state.structure, state_specs,
+                                           "group_by_reducer's finalize_func")
+        self._structure = self._finalize_fn.output_structure
+        self._specs = list(self._finalize_fn.output_specs)
+
+    def _tensors(self):
+        return [t for fn in (self._key_fn, self._init_fn, self._reduce_fn, self._finalize_fn)
+                for t in fn.captures]
+
+    def _reader(self, ctx):
+        states = collections.OrderedDict()  # key -> state, keys in the order they first came
+        for element in self._input._reader(ctx):
+            key = int(self._key_fn(element, ctx.values)[0])
+            state = states.get(key)
+            if state is None:
+                state = self._init_fn((np.array(key, np.int64),), ctx.values)
+            states[key] = self._reduce_fn(state + element, ctx.values)
+        for state in states.values():
+            yield self._finalize_fn(state, ctx.values)
+
+
+def group_by_reducer(key_func, reducer):
+    """For Dataset.apply: one element per key of key_func(element) (an int64 scalar): the
+    reducer's finalized state over that key's elements, keys in the order they first came."""
+    return lambda dataset: GroupByReducerDataset(dataset, key_func, reducer)

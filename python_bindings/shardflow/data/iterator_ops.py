@@ -249,25 +249,30 @@ class Iterator:
 
     # ---- running (Note [Iterator state]) ------------------------------------------------
 
-    def _initialize(self, session, dataset, feed_dict):
+    def _context(self, session, dataset, feed_dict):
+        """An IterationContext with the values of the graph tensors `dataset` uses, computed in
+        `session` with `feed_dict`."""
         tensors = graph_tensors(dataset)
-        values = {}
-        if tensors:
-            for t in tensors:
-                if t.graph is not session.graph:
-                    raise ValueError("the dataset of iterator %s uses tensor %s of another graph "
-                                     "than the session's" % (self.name, t.name))
-            try:
-                values = dict(zip([t.name for t in tensors],
-                                  session.run(tuple(tensors), feed_dict)))
-            except errors.InvalidArgumentError as e:
-                if feed_dict is not None:
-                    raise
-                raise errors.InvalidArgumentError(
-                    "the one-shot iterator %s cannot compute the tensors its dataset uses (%s); "
-                    "for a dataset of placeholders use make_initializable_iterator() and feed "
-                    "them when running its initializer" % (self.name, e)) from None
-        state = _State(start(dataset, IterationContext(values)))
+        if not tensors:
+            return IterationContext({})
+        for t in tensors:
+            if t.graph is not session.graph:
+                raise ValueError("the dataset of iterator %s uses tensor %s of another graph "
+                                 "than the session's" % (self.name, t.name))
+        return IterationContext(dict(zip([t.name for t in tensors],
+                                          session.run(tuple(tensors), feed_dict))))
+
+    def _initialize(self, session, dataset, feed_dict):
+        try:
+            ctx = self._context(session, dataset, feed_dict)
+        except errors.InvalidArgumentError as e:
+            if feed_dict is not None:
+                raise
+            raise errors.InvalidArgumentError(
+                "the one-shot iterator %s cannot compute the tensors its dataset uses (%s); "
+                "for a dataset of placeholders use make_initializable_iterator() and feed "
+                "them when running its initializer" % (self.name, e)) from None
+        state = _State(start(dataset, ctx))
         with self._lock:
             self._states[session] = state
         return state
@@ -318,3 +323,36 @@ class Iterator:
                 "iterator %s has output types %r, but the from_string_handle iterator expects %r"
                 % (name, target.output_types, self.output_types))
         return target
+
+
+class _SingleElement(Iterator):
+    """The only element of a dataset, read afresh (the dataset started anew, the tensors it
+    uses computed with the step's feeds) on every step that needs it. get_single_element,
+    Dataset.reduce and cardinality are made of it."""
+
+    def __init__(self, dataset, name):
+        super().__init__(dataset._structure, dataset._specs, name)
+        self._dataset = dataset
+
+    def _next(self, session, feed_dict):
+        reader = start(self._dataset, self._context(session, self._dataset, feed_dict))
+        element = next(reader, None)
+        if element is None:
+            raise errors.InvalidArgumentError("Dataset was empty.")
+        if next(reader, None) is not None:
+            raise errors.InvalidArgumentError("Dataset had more than one element.")
+        return element
+
+
+def single_element(dataset, name):
+    """The tensors (in the dataset's structure) of `dataset`'s only element."""
+    return _SingleElement(dataset, name).get_next(name)
+
+
+def get_single_element(dataset):
+    """tf.data.experimental.get_single_element: the tensors of `dataset`'s only element,
+    computed on every Session.run that needs them; InvalidArgumentError when the dataset is
+    empty or has more than one element."""
+    if not isinstance(dataset, Dataset):
+        raise TypeError("`dataset` must be a `tf.data.Dataset` object, not %r" % (dataset,))
+    return single_element(dataset, "DatasetToSingleElement")

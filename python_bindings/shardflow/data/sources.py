@@ -1,6 +1,6 @@
 """The datasets that make elements: from_tensor_slices, from_tensors, range, from_generator
-(Dataset's static constructors build them), and the file readers TextLineDataset, TFRecordDataset and
-FixedLengthRecordDataset.
+(Dataset's static constructors build them), tf.data.experimental's Counter and RandomDataset,
+and the file readers TextLineDataset, TFRecordDataset and FixedLengthRecordDataset.
 
 Example::
 
@@ -18,6 +18,7 @@ import zlib
 import numpy as np
 
 from shardflow import dtypes, errors, tfrecord
+from shardflow.data import dataset_ops
 from shardflow.data import structure as nest
 from shardflow.data.dataset_ops import Dataset, _count_argument, _static
 from shardflow.framework import Tensor, TensorShape
@@ -64,6 +65,9 @@ class TensorSliceDataset(Dataset):
         for i in range(arrays[0].shape[0]):
             yield tuple(a[i, ...] for a in arrays)
 
+    def _cardinality(self, ctx):
+        return int(np.shape(ctx.value(self._components[0]))[0])
+
 
 class TensorDataset(Dataset):
     def __init__(self, tensors):
@@ -77,6 +81,9 @@ class TensorDataset(Dataset):
 
     def _reader(self, ctx):
         yield tuple(np.asarray(ctx.value(c)) for c in self._components)
+
+    def _cardinality(self, ctx):
+        return 1
 
 
 class RangeDataset(Dataset):
@@ -100,6 +107,58 @@ class RangeDataset(Dataset):
     def _reader(self, ctx):
         for i in range(*[ctx.scalar(a) for a in self._args]):
             yield (np.array(i, dtype=np.int64),)
+
+    def _cardinality(self, ctx):
+        return len(range(*[ctx.scalar(a) for a in self._args]))
+
+
+class CounterDataset(Dataset):
+    """tf.data.experimental.Counter: start, start + step, ... without end (scalars of dtype)."""
+
+    def __init__(self, start=0, step=1, dtype=dtypes.int64):
+        self._dtype = dtypes.as_dtype(dtype)
+        self._args = [nest.as_component(v, self._dtype) for v in (start, step)]
+        self._structure = 0
+        self._specs = [(self._dtype, TensorShape([]))]
+
+    def _tensors(self):
+        return [a for a in self._args if isinstance(a, Tensor)]
+
+    def _reader(self, ctx):
+        start, step = (np.asarray(ctx.value(a)) for a in self._args)
+        if start.shape or step.shape:
+            raise errors.InvalidArgumentError("Counter: start and step must be scalars, not "
+                                              "shapes %s and %s" % (start.shape, step.shape))
+        value = start.item()
+        while True:
+            yield (np.array(value, dtype=self._dtype.as_numpy_dtype),)
+            value += step.item()
+
+    def _cardinality(self, ctx):
+        return dataset_ops.INFINITE
+
+
+class RandomDataset(Dataset):
+    """tf.data.experimental.RandomDataset: int64 scalars drawn uniformly from [0, 2**32) (the
+    range of TF's 32-bit Philox draws; not TF's sequence), without end. With a seed (or
+    sf.set_random_seed) the sequence is the same on every initialization."""
+
+    def __init__(self, seed=None):
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise TypeError("RandomDataset's seed is a Python int or None, not %r" % (seed,))
+        from shardflow.ops import _op_seed  # the graph-level seed, as random ops use it
+        self._seed = _op_seed(seed) or None
+        self._structure = 0
+        self._specs = [(dtypes.int64, TensorShape([]))]
+
+    def _reader(self, ctx):
+        rng = np.random.default_rng(self._seed if self._seed is not None else ctx.unseeded)
+        while True:
+            for value in rng.integers(0, 2 ** 32, size=256, dtype=np.int64):
+                yield (np.array(value, dtype=np.int64),)
+
+    def _cardinality(self, ctx):
+        return dataset_ops.INFINITE
 
 
 class GeneratorDataset(Dataset):
