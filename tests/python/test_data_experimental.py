@@ -385,7 +385,6 @@ def test_make_csv_dataset(tmp_path):
     assert ds.output_shapes["n"].as_list() == [3]
     batches = [b for b in drain(ds, limit=7)]
     seen = np.concatenate([b["n"] for b in batches]).tolist()
-    assert sorted(seen[:9]) != seen[:9] or True  # shuffled order; every value is a row
     assert set(seen) <= set(range(10)) and len(batches) == 7
     assert all(w == b"w%d" % n for b in batches for n, w in zip(b["n"], b["word"]))
     # Type inference falls back to string; missing values become 0 / "".

@@ -311,10 +311,6 @@ def enumerate_dataset(start=0):
     return apply
 
 
-__all__ = ["Reducer", "bucket_by_sequence_length", "choose_from_datasets", "enumerate_dataset",
-           "group_by_reducer", "group_by_window", "sample_from_datasets"]
-
-
 class Reducer:
     """tf.data.experimental.Reducer: init_func(key) -> state, reduce_func(state, element) ->
     state, finalize_func(state) -> the group's element (a tuple state spread into arguments)."""
@@ -376,3 +372,7 @@ def group_by_reducer(key_func, reducer):
     """For Dataset.apply: one element per key of key_func(element) (an int64 scalar): the
     reducer's finalized state over that key's elements, keys in the order they first came."""
     return lambda dataset: GroupByReducerDataset(dataset, key_func, reducer)
+
+
+__all__ = ["Reducer", "bucket_by_sequence_length", "choose_from_datasets", "enumerate_dataset",
+           "group_by_reducer", "group_by_window", "sample_from_datasets"]
