@@ -474,46 +474,6 @@ def _b64_decode(input, name=None):  # noqa: A002
     return string_ops._map(decode, input, dtypes.string, name or "DecodeBase64")
 
 
-class _DataOptions:
-    """tf.data.Options (TF 1.15): set its fields and pass it to dataset.with_options; shardflow's
-    pipelines run the same whatever they say (its iterators have no optimizer passes or
-    thread pools to tune), so they are kept for the record."""
-
-    class _Group:
-        def __init__(self, **fields):
-            self.__dict__.update(fields)
-
-    def __init__(self):
-        self.experimental_deterministic = None
-        self.experimental_optimization = self._Group(
-            apply_default_optimizations=None, autotune=None, map_and_batch_fusion=None,
-            map_parallelization=None, noop_elimination=None, parallel_batch=None,
-            shuffle_and_repeat_fusion=None)
-        self.experimental_threading = self._Group(max_intra_op_parallelism=None,
-                                                   private_threadpool_size=None)
-        self.experimental_distribute = self._Group(auto_shard=None, auto_shard_policy=None)
-        self.experimental_stats = self._Group(latency_all_edges=None, prefix=None)
-        self.experimental_slack = False
-
-    def merge(self, options):
-        merged = _DataOptions()
-        merged.__dict__.update(self.__dict__)
-        merged.__dict__.update({k: v for k, v in options.__dict__.items() if v is not None})
-        return merged
-
-
-def _with_options(self, options):
-    """Dataset.with_options (TF 1.15): the same dataset, its options recorded."""
-    if not isinstance(options, _DataOptions):
-        raise TypeError("with_options takes a tf.data.Options, not %r" % (options,))
-    self._options = options
-    return self
-
-
-def _options(self):
-    return getattr(self, "_options", None) or _DataOptions()
-
-
 def _multiply_no_nan(x, y, name=None):
     """x * y, 0 where y is 0 even when x is inf or NaN (tf.math.multiply_no_nan)."""
     x, y = convert_to_tensor(x), convert_to_tensor(y)
@@ -649,7 +609,6 @@ def _attach_aliases():
     import types
 
     import shardflow as sf
-    from shardflow.data.dataset_ops import Dataset
     additions = {
         sf.nn: {"avg_pool2d": sf.nn.avg_pool, "max_pool2d": sf.nn.max_pool,
                 "max_pool_v2": sf.nn.max_pool, "space_to_batch": sf.space_to_batch,
@@ -663,7 +622,6 @@ def _attach_aliases():
                        add_queue_runner=sf.train.add_queue_runner,
                        start_queue_runners=sf.train.start_queue_runners)},
         sf.layers: {"InputSpec": sf.keras.layers.InputSpec},
-        sf.data: {"Options": _DataOptions},
         sf.random: {"stateless_uniform": _stateless_uniform,
                     "stateless_normal": _stateless_normal,
                     "stateless_truncated_normal": _stateless_truncated_normal,
@@ -691,6 +649,3 @@ def _attach_aliases():
         for name, value in names.items():
             if not hasattr(namespace, name):
                 setattr(namespace, name, value)
-    if not hasattr(Dataset, "with_options"):
-        Dataset.with_options = _with_options
-        Dataset.options = _options
