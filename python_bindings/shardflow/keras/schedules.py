@@ -39,54 +39,43 @@ def _step(step):
     return ops.cast(step, dtypes.float32)
 
 
-class ExponentialDecay(LearningRateSchedule):
+class _RatioDecay(LearningRateSchedule):
+    """A schedule of p = step / decay_steps (floored with staircase=True)."""
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
+                 name=None):
+        self.initial_learning_rate = float(initial_learning_rate)
+        self.decay_steps = _positive("decay_steps", decay_steps, type(self).__name__)
+        self.decay_rate = float(decay_rate)
+        self.staircase = bool(staircase)
+        self.name = name
+
+    def _p(self, step):
+        p = ops.divide(_step(step), self.decay_steps)
+        return ops.floor(p) if self.staircase else p
+
+    def get_config(self):
+        return dict(initial_learning_rate=self.initial_learning_rate,
+                    decay_steps=self.decay_steps, decay_rate=self.decay_rate,
+                    staircase=self.staircase, name=self.name)
+
+
+class ExponentialDecay(_RatioDecay):
     """initial_learning_rate * decay_rate ^ (step / decay_steps), the exponent floored with
     staircase=True."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name=None):
-        self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive("decay_steps", decay_steps, "ExponentialDecay")
-        self.decay_rate = float(decay_rate)
-        self.staircase = bool(staircase)
-        self.name = name
-
     def __call__(self, step):
-        p = ops.divide(_step(step), self.decay_steps)
-        if self.staircase:
-            p = ops.floor(p)
         return ops.multiply(self.initial_learning_rate,
-                            ops.pow(ops.constant(self.decay_rate, dtypes.float32), p))
-
-    def get_config(self):
-        return dict(initial_learning_rate=self.initial_learning_rate,
-                    decay_steps=self.decay_steps, decay_rate=self.decay_rate,
-                    staircase=self.staircase, name=self.name)
+                            ops.pow(ops.constant(self.decay_rate, dtypes.float32), self._p(step)))
 
 
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_RatioDecay):
     """initial_learning_rate / (1 + decay_rate * step / decay_steps), the ratio floored with
     staircase=True."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name=None):
-        self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive("decay_steps", decay_steps, "InverseTimeDecay")
-        self.decay_rate = float(decay_rate)
-        self.staircase = bool(staircase)
-        self.name = name
-
     def __call__(self, step):
-        p = ops.divide(_step(step), self.decay_steps)
-        if self.staircase:
-            p = ops.floor(p)
         return ops.divide(self.initial_learning_rate,
-                          ops.add(1.0, ops.multiply(self.decay_rate, p)))
-
-    def get_config(self):
-        return dict(initial_learning_rate=self.initial_learning_rate,
-                    decay_steps=self.decay_steps, decay_rate=self.decay_rate,
-                    staircase=self.staircase, name=self.name)
+                          ops.add(1.0, ops.multiply(self.decay_rate, self._p(step))))
 
 
 class PolynomialDecay(LearningRateSchedule):
