@@ -491,6 +491,9 @@ class MasterSessionImpl final : public MasterSession {
     int pending ABSL_GUARDED_BY(mu) = 0;
     std::vector<absl::Status> errors ABSL_GUARDED_BY(mu);
     bool aborted ABSL_GUARDED_BY(mu) = false;
+    // A task of the step restarted (Note [Restarted tasks]): the step's error, whatever the
+    // others say.
+    absl::Status restarted ABSL_GUARDED_BY(mu);
 
     // Aborts the step on every task whose RunGraph has not answered (once). The RunGraph calls
     // themselves are cancelled only when the caller cancelled the step: after a task's error
@@ -510,10 +513,19 @@ class MasterSessionImpl final : public MasterSession {
       }
     }
 
-    void OnTaskDone(TaskCall* call, const absl::Status& s, MasterSessionImpl* session) {
+    void OnTaskDone(TaskCall* call, const absl::Status& status, MasterSessionImpl* session) {
+      absl::Status s = status;
       if (!s.ok()) {
         if (absl::IsNotFound(s) && absl::StrContains(s.message(), "has no graph")) {
-          session->ForgetGraph(prepared);  // collected on the worker: register again next time
+          // The worker names its incarnation: the one this session knows means it collected
+          // an idle graph (register it again next time); another, that the task restarted.
+          if (absl::StrContains(s.message(), session->IncarnationText(call->task))) {
+            session->ForgetGraph(prepared);
+          } else {
+            s = session->TaskRestarted(call->task);
+            absl::MutexLock lock(&mu);
+            restarted = s;
+          }
         }
         bool first_error = false;
         {
@@ -546,6 +558,7 @@ class MasterSessionImpl final : public MasterSession {
     absl::Status Finish() {
       {
         absl::MutexLock lock(&mu);
+        if (!restarted.ok()) return restarted;
         if (!errors.empty()) {
           absl::Status error = PickError(errors);
           // A step its time limit ended (the caller's deadline, the options' timeout, the
@@ -607,8 +620,32 @@ class MasterSessionImpl final : public MasterSession {
     last_used_ = absl::Now();
   }
 
+  // How a worker writes the incarnation of task `task` this session knows, in its errors.
+  std::string IncarnationText(const std::string& task) const {
+    return absl::StrCat("(incarnation ", absl::Hex(tasks_.at(task).incarnation), ")");
+  }
+
+  // Note [Restarted tasks]. A task that restarted since the session was created lost what the
+  // session's steps keep there (variables, queues, tables) and its rendezvous keys name the old
+  // incarnation: the session cannot go on. Its steps fail ABORTED from then on, as TensorFlow's
+  // do (a TF1 program, or MonitoredSession's recovery, opens a new session and initializes or
+  // restores again); re-registering the graph would fail on the incarnation check anyway.
+  absl::Status TaskRestarted(const std::string& task) {
+    absl::MutexLock lock(&mu_);
+    if (lost_.ok()) {
+      lost_ = absl::AbortedError(absl::StrCat(
+          "task ", task, " restarted since session ", handle_,
+          " was created (it is a new "
+          "incarnation: its variables, queues and tables are gone); close this session and open "
+          "a new one, then initialize or restore the variables again"));
+      LOG(WARNING) << "master: " << lost_.message();
+    }
+    return lost_;
+  }
+
   absl::Status CheckOpen() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (closed_) return absl::FailedPreconditionError("the session is closed");
+    if (!lost_.ok()) return lost_;
     return absl::OkStatus();
   }
 
@@ -752,6 +789,7 @@ class MasterSessionImpl final : public MasterSession {
   std::unique_ptr<GraphExecutionState> state_;
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status lost_ ABSL_GUARDED_BY(mu_);  // Note [Restarted tasks]
   std::map<std::string, std::shared_ptr<const Prepared>> cache_map_ ABSL_GUARDED_BY(mu_);
   // Apart from mu_, which a new signature's registration holds for a while: the collector only
   // needs these.
