@@ -232,6 +232,13 @@ class MonitoredSession:
     the ``with`` block after sf.errors.OutOfRangeError (end of input) or StopIteration ends
     training quietly.
 
+    Recovery, as TF1's: a step that fails with sf.errors.AbortedError (a task of the cluster
+    restarted since the session was created: its state is gone) closes the session, creates a
+    new one with the session creator (the chief restores the latest checkpoint, the others
+    wait for the model) and runs the step again; after _MAX_RECOVERIES in a row without a step
+    between them, the error is raised. A task that is down fails the step UNAVAILABLE within
+    the peer watch's bound instead (restart the job: it resumes from the checkpoint).
+
     Example::
 
         with sf.train.MonitoredSession(hooks=[sf.train.StopAtStepHook(last_step=100)]) as s:
@@ -240,7 +247,6 @@ class MonitoredSession:
     """
 
     def __init__(self, session_creator=None, hooks=None, stop_grace_period_secs=120):
-        from shardflow.coordinator import Coordinator
         from shardflow.session_creators import ChiefSessionCreator
         self._hooks = list(hooks or [])
         self._should_stop = False
@@ -248,19 +254,55 @@ class MonitoredSession:
         self._stop_grace_period_secs = stop_grace_period_secs
         for h in self._hooks:
             h.begin()
+        self._creator = session_creator or ChiefSessionCreator()
+        self._recoveries = 0   # in a row, without a step between them
+        self._create()
+
+    _MAX_RECOVERIES = 3
+
+    def _create(self):
+        """A session from the creator, after_create_session of every hook, the queue runners
+        started (as TF1, with the session)."""
+        from shardflow.coordinator import Coordinator, start_queue_runners
         self._coord = Coordinator()
-        self._sess = (session_creator or ChiefSessionCreator()).create_session()
+        self._sess = self._creator.create_session()
         self._threads = []
         try:
             for h in self._hooks:
                 h.after_create_session(self._sess, self._coord)
-            # As TF1: the graph's queue runners (tf.train.batch & co.) start with the session.
-            from shardflow.coordinator import start_queue_runners
             self._threads = start_queue_runners(sess=self._sess, coord=self._coord)
         except BaseException:
             self._coord.request_stop()
             self._sess.close()
             raise
+
+    def _stop_session(self):
+        """Stops the queue runners and closes the session (hooks are not ended)."""
+        self._coord.request_stop()
+        if self._threads:
+            try:
+                self._coord.join(self._threads, self._stop_grace_period_secs,
+                                 ignore_live_threads=True)
+            except Exception as e:  # noqa: BLE001 (an input thread's error at shutdown)
+                from shardflow import tf_logging
+                tf_logging.warning("MonitoredSession: a queue runner failed: %s", e)
+        self._sess.close()
+
+    def _recover(self, error):
+        """A new session after `error` (ABORTED), or `error` raised after too many."""
+        from shardflow import tf_logging
+        self._recoveries += 1
+        if self._recoveries > self._MAX_RECOVERIES:
+            raise error
+        tf_logging.warning(
+            "MonitoredSession: %s. A task of the cluster restarted (or was preempted): this "
+            "session is closed and a new one created (recovery %d of at most %d in a row).",
+            error, self._recoveries, self._MAX_RECOVERIES)
+        try:
+            self._stop_session()
+        except errors.OpError:
+            pass  # the old session's cleanup is best effort
+        self._create()
 
     @property
     def graph(self):
@@ -273,9 +315,20 @@ class MonitoredSession:
         return self._should_stop or self._closed or self._coord.should_stop()
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        """Runs one step with every hook; returns `fetches`' values."""
+        """Runs one step with every hook; returns `fetches`' values (recovering from an
+        AbortedError, see the class's text)."""
         if self._closed:
             raise RuntimeError("Run called on a closed %s" % type(self).__name__)
+        while True:
+            try:
+                result = self._run_once(fetches, feed_dict, options, run_metadata)
+            except errors.AbortedError as e:
+                self._recover(e)
+                continue
+            self._recoveries = 0
+            return result
+
+    def _run_once(self, fetches, feed_dict, options, run_metadata):
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         hook_args = [h.before_run(context) for h in self._hooks]
         feeds = dict(feed_dict or {})
@@ -319,15 +372,7 @@ class MonitoredSession:
                 for h in self._hooks:
                     h.end(self._sess)
         finally:
-            self._coord.request_stop()
-            if self._threads:
-                try:
-                    self._coord.join(self._threads, self._stop_grace_period_secs,
-                                     ignore_live_threads=True)
-                except Exception as e:  # noqa: BLE001 (an input thread's error at shutdown)
-                    from shardflow import tf_logging
-                    tf_logging.warning("MonitoredSession: a queue runner failed: %s", e)
-            self._sess.close()
+            self._stop_session()
 
     def __enter__(self):
         return self

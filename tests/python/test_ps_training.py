@@ -507,3 +507,55 @@ def test_server_def_local_server_and_a_ps_device_with_a_device_type():
             a, b = sf.Variable(1.0), sf.Variable(2.0)
         assert (a.device, b.device) == ("/job:ps/task:0/device:CPU:0",
                                         "/job:ps/task:1/device:CPU:0")
+
+
+def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path):
+    """TF1's recovery: task 1 (holding the variables, as a ps) is restarted between two steps;
+    the next step is ABORTED (the task's state is gone), and MonitoredTrainingSession closes
+    the session, creates a new one (restoring the latest checkpoint) and goes on."""
+    from cluster_util import BINARY, start_servers, write_cluster
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    spec = tmp_path / "cluster.json"
+    ports = write_cluster(spec)
+    procs = start_servers(spec, 2)
+    try:
+        with sf.Graph().as_default():
+            with sf.device("/job:worker/task:1"):
+                w = sf.Variable(np.zeros(3, np.float32), name="w")
+                step = sf.train.get_or_create_global_step()
+            with sf.device("/job:worker/task:0"):
+                loss = sf.reduce_sum(sf.square(w - np.array([1.0, 2.0, 3.0], np.float32)))
+            train = sf.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=step)
+            seen, restarted = [], False
+            with sf.train.MonitoredTrainingSession(
+                    master=f"grpc://127.0.0.1:{ports[0]}", checkpoint_dir=str(tmp_path / "ckpt"),
+                    save_checkpoint_steps=5, save_summaries_steps=0,
+                    hooks=[sf.train.StopAtStepHook(last_step=20)]) as sess:
+                while not sess.should_stop():
+                    _, at = sess.run([train, step])
+                    seen.append(int(at))
+                    if at == 12 and not restarted:   # checkpoints of steps 5 and 10 exist
+                        procs[1].kill()
+                        procs[1].wait()
+                        procs[1] = _restart_task(spec, 1)
+                        restarted = True
+                final = sess.run(step)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    # After the restart the session restored step 10's checkpoint (the step after it reads 10
+    # or 11, as the increment and the read fall) and trained on to 20.
+    assert final == 20, seen
+    resumed = seen.index(12) + 1
+    assert seen[resumed] in (10, 11), seen
+
+
+def _restart_task(spec, task):
+    from cluster_util import BINARY
+    p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
+                          "--threads", "1"], stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert "listening on" in line, line
+    return p
