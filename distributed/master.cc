@@ -79,7 +79,9 @@ absl::StatusOr<std::shared_ptr<MasterSession>> Master::Find(const std::string& h
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
-    return absl::NotFoundError(absl::StrCat(
+    // ABORTED, as TensorFlow's master answers: the client's session is gone for good (a
+    // MonitoredSession recovers by creating a new one; Note [Restarted tasks]).
+    return absl::AbortedError(absl::StrCat(
         "no session '", handle,
         "' on this master (closed, collected after being idle, or the master was restarted); "
         "create a new session"));

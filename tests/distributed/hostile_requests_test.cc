@@ -383,7 +383,7 @@ TEST_F(HostileRequestsTest, IdleSessionsAreClosedAndSessionsAreBounded) {
   run.add_fetches("y");
   RunStepResponse response;
   grpc::Status st = stub->RunStep(&context, run, &response);
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::NOT_FOUND) << st.error_message();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::ABORTED) << st.error_message();
   EXPECT_THAT(st.error_message(), HasSubstr("idle"));
   ExpectStillServing();
 }

@@ -88,7 +88,7 @@ class Client {
       case 12:
         return Expect(InternalOp(), grpc::StatusCode::INVALID_ARGUMENT, "_Recv", error);
       case 13:
-        return Expect(UnknownSession(), grpc::StatusCode::NOT_FOUND, "unknown session", error);
+        return Expect(UnknownSession(), grpc::StatusCode::ABORTED, "unknown session", error);
       case 14:
         return Expect(WrongDtype(), grpc::StatusCode::INVALID_ARGUMENT, "dtype", error);
       case 15:
