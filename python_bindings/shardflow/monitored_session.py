@@ -353,12 +353,19 @@ class MonitoredSession:
 
     def run_step_fn(self, step_fn):
         """step_fn(StepContext)'s value (None when it called request_stop(), which ends
-        training)."""
-        try:
-            return step_fn(StepContext(self._sess, self.run))
-        except _StopRequested:
-            self._should_stop = True
-            return None
+        training). An AbortedError from step_fn recovers as run() does and calls step_fn again
+        with the new session."""
+        while True:
+            try:
+                result = step_fn(StepContext(self._sess, self.run))
+            except _StopRequested:
+                self._should_stop = True
+                return None
+            except errors.AbortedError as e:
+                self._recover(e)
+                continue
+            self._recoveries = 0
+            return result
 
     def close(self):
         self._close(normal=True)

@@ -509,10 +509,12 @@ def test_server_def_local_server_and_a_ps_device_with_a_device_type():
                                         "/job:ps/task:1/device:CPU:0")
 
 
-def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path):
+@pytest.mark.parametrize("through", ["run", "run_step_fn"])
+def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path, through):
     """TF1's recovery: task 1 (holding the variables, as a ps) is restarted between two steps;
     the next step is ABORTED (the task's state is gone), and MonitoredTrainingSession closes
-    the session, creates a new one (restoring the latest checkpoint) and goes on."""
+    the session, creates a new one (restoring the latest checkpoint) and goes on, whether the
+    step is sess.run or a run_step_fn step_fn on the raw session."""
     from cluster_util import BINARY, start_servers, write_cluster
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
@@ -533,7 +535,11 @@ def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path):
                     save_checkpoint_steps=5, save_summaries_steps=0,
                     hooks=[sf.train.StopAtStepHook(last_step=20)]) as sess:
                 while not sess.should_stop():
-                    _, at = sess.run([train, step])
+                    if through == "run":
+                        _, at = sess.run([train, step])
+                    else:   # the raw session meets the restart first, then the hooked step
+                        _, at = sess.run_step_fn(lambda context: (
+                            context.session.run(step), context.run_with_hooks([train, step]))[1])
                     seen.append(int(at))
                     if at == 12 and not restarted:   # checkpoints of steps 5 and 10 exist
                         procs[1].kill()
