@@ -319,9 +319,15 @@ class MonitoredSession:
         AbortedError, see the class's text)."""
         if self._closed:
             raise RuntimeError("Run called on a closed %s" % type(self).__name__)
+        return self._recovering(lambda: self._run_once(fetches, feed_dict, options,
+                                                       run_metadata))
+
+    def _recovering(self, attempt):
+        """attempt()'s value, after as many recoveries from an AbortedError as it takes (at
+        most _MAX_RECOVERIES in a row)."""
         while True:
             try:
-                result = self._run_once(fetches, feed_dict, options, run_metadata)
+                result = attempt()
             except errors.AbortedError as e:
                 self._recover(e)
                 continue
@@ -355,17 +361,11 @@ class MonitoredSession:
         """step_fn(StepContext)'s value (None when it called request_stop(), which ends
         training). An AbortedError from step_fn recovers as run() does and calls step_fn again
         with the new session."""
-        while True:
-            try:
-                result = step_fn(StepContext(self._sess, self.run))
-            except _StopRequested:
-                self._should_stop = True
-                return None
-            except errors.AbortedError as e:
-                self._recover(e)
-                continue
-            self._recoveries = 0
-            return result
+        try:
+            return self._recovering(lambda: step_fn(StepContext(self._sess, self.run)))
+        except _StopRequested:
+            self._should_stop = True
+            return None
 
     def close(self):
         self._close(normal=True)

@@ -23,17 +23,21 @@ def write_cluster(path, tasks=2):
     return ports
 
 
+def start_server(spec, task, *flags):
+    """`shardflow server --cluster spec --task task` once it says it listens (a restarted task
+    too); the process and its "listening on" line."""
+    p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
+                          "--threads", "1", *flags], stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert "listening on" in line, line
+    return p, line
+
+
 def start_servers(spec, tasks=2, *flags, banner=False):
     """`shardflow server --cluster spec --task i` for each task, once each says it listens.
     With banner=True, also returns each server's "listening on" line."""
-    procs, lines = [], []
-    for task in range(tasks):
-        p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
-                              "--threads", "1", *flags], stdout=subprocess.PIPE, text=True)
-        procs.append(p)
-        line = p.stdout.readline()
-        assert "listening on" in line, line
-        lines.append(line)
+    started = [start_server(spec, task, *flags) for task in range(tasks)]
+    procs, lines = [p for p, _ in started], [line for _, line in started]
     return (procs, lines) if banner else procs
 
 

@@ -446,3 +446,19 @@ def test_parse_example_dataset_and_batched_features(tmp_path):
     with pytest.raises(ValueError, match="label_key"):
         exp.make_batched_features_dataset(str(tmp_path / "r*.tfrecord"), 2, features,
                                           label_key="y")
+
+
+def test_csv_dataset_damaged_files(tmp_path):
+    # A file that is not the gzip it claims to be, a truncated gzip stream, and a field longer
+    # than the csv module's bound: errors naming the file, no crash.
+    fake = _write(tmp_path / "fake.csv.gz", "1,2\n")
+    with pytest.raises(tf.errors.DataLossError, match="fake.csv.gz"):
+        drain(exp.CsvDataset(fake, [[0], [0]], compression_type="GZIP"))
+    whole = gzip.compress(b"1,2\n" * 1000)
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(tf.errors.DataLossError, match="cut.csv.gz"):
+        drain(exp.CsvDataset(str(cut), [[0], [0]], compression_type="GZIP"))
+    huge = _write(tmp_path / "huge.csv", '"' + "x" * (1 << 20) + '",1\n')
+    with pytest.raises(tf.errors.InvalidArgumentError, match="huge.csv, line 1"):
+        drain(exp.CsvDataset(huge, [[""], [0]]))

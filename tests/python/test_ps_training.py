@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import shardflow as sf
-from cluster_util import free_port
+from cluster_util import BINARY, free_port, start_server, start_servers, write_cluster
 from conftest import REPO_ROOT
 
 EXAMPLE = os.path.join(REPO_ROOT, "examples", "python", "between_graph_ps.py")
@@ -515,7 +515,6 @@ def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path, thro
     the next step is ABORTED (the task's state is gone), and MonitoredTrainingSession closes
     the session, creates a new one (restoring the latest checkpoint) and goes on, whether the
     step is sess.run or a run_step_fn step_fn on the raw session."""
-    from cluster_util import BINARY, start_servers, write_cluster
     if not os.access(BINARY, os.X_OK):
         pytest.skip(f"{BINARY} is not built")
     spec = tmp_path / "cluster.json"
@@ -544,7 +543,7 @@ def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path, thro
                     if at == 12 and not restarted:   # checkpoints of steps 5 and 10 exist
                         procs[1].kill()
                         procs[1].wait()
-                        procs[1] = _restart_task(spec, 1)
+                        procs[1] = start_server(spec, 1)[0]
                         restarted = True
                 final = sess.run(step)
     finally:
@@ -557,11 +556,3 @@ def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path, thro
     resumed = seen.index(12) + 1
     assert seen[resumed] in (10, 11), seen
 
-
-def _restart_task(spec, task):
-    from cluster_util import BINARY
-    p = subprocess.Popen([BINARY, "server", "--cluster", str(spec), "--task", str(task),
-                          "--threads", "1"], stdout=subprocess.PIPE, text=True)
-    line = p.stdout.readline()
-    assert "listening on" in line, line
-    return p
