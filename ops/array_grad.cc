@@ -209,6 +209,9 @@ REGISTER_NO_GRADIENT("RandomStandardNormal");
 REGISTER_NO_GRADIENT("RandomGamma");  // no implicit reparameterization here
 REGISTER_NO_GRADIENT("RandomPoissonV2");
 REGISTER_NO_GRADIENT("TruncatedNormal");
+REGISTER_NO_GRADIENT("StatelessRandomUniform");
+REGISTER_NO_GRADIENT("StatelessRandomNormal");
+REGISTER_NO_GRADIENT("StatelessTruncatedNormal");
 REGISTER_NO_GRADIENT("VarHandleOp");
 REGISTER_NO_GRADIENT("VarIsInitializedOp");
 

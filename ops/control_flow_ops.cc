@@ -82,8 +82,10 @@ bool IsRandom(const Node* n) {
 // every stateful node whose outputs no node reads (an assign, an optimizer step, a summary
 // write: what reaches the rest only through control edges), and refuses random ops whose value
 // is read (a dropout mask drawn again would differ): draw those outside the loop or cond and
-// pass them in. Reads of variables are recomputed (a variable that the body itself changes is
-// refused the same way as a random op).
+// pass them in. (The Python API builds Dropout and the uniform and normal draws there as their
+// stateless twins, keyed per run and per iteration: Note [Random ops in functions] in
+// python_bindings/shardflow/framework.py.) Reads of variables are recomputed (a variable that the
+// body itself changes is refused the same way as a random op).
 
 // Copies the nodes of `function` into `scope`'s graph under `prefix`, its arguments replaced by
 // `args`; returns its results. `for_gradient`: Note [Recomputing a function for its gradient].

@@ -381,6 +381,7 @@ absl::Status FusedBatchNormGrad(const Scope& s, const Operation& op, const GradO
 absl::Status DropoutGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                          GradOutputs* dx) {
   dx->push_back(ops::Mul(s, dy[0], GradOutput(op, 1)));
+  if (op.node()->num_inputs() > 1) dx->push_back(Output());  // StatelessDropout's seed
   return absl::OkStatus();
 }
 
@@ -412,5 +413,6 @@ REGISTER_GRADIENT("_FusedConv2DBatchNorm", FusedConv2DBatchNormGrad);
 REGISTER_GRADIENT("_FusedConv2DBatchNormAdd", FusedConv2DBatchNormGrad);
 REGISTER_GRADIENT("_FusedConv2DAdd", FusedConv2DAddGrad);
 REGISTER_GRADIENT("Dropout", DropoutGrad);
+REGISTER_GRADIENT("StatelessDropout", DropoutGrad);
 
 }  // namespace shardflow

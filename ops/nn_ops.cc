@@ -630,4 +630,17 @@ REGISTER_OP("Dropout")
         "mask = (uniform[0,1) >= rate) / (1 - rate), output = x * mask, rate in [0, 1). With a "
         "nonzero seed or seed2 the k-th run of the node draws the same mask in every process.");
 
+REGISTER_OP("StatelessDropout")
+    .Input("x: T")
+    .Input("seed: Tseed")
+    .Output("output: T")
+    .Output("mask: T")
+    .Attr("T: {float, double}")
+    .Attr("Tseed: {int32, int64} = int64")
+    .Attr("rate: float")
+    .SetShapeFn(DropoutShape)
+    .Doc(
+        "Dropout whose mask is a function of `seed` (2 integers) and x's shape: the same seed "
+        "draws the same mask (a function recomputed for its gradient needs that).");
+
 }  // namespace shardflow

@@ -75,5 +75,27 @@ REGISTER_OP("RandomPoissonV2")
 SF_RANDOM_OP("RandomUniform", "Uniform in [0, 1).");
 SF_RANDOM_OP("RandomStandardNormal", "Normal with mean 0 and standard deviation 1.");
 SF_RANDOM_OP("TruncatedNormal", "Normal(0, 1) redrawn until within two standard deviations.");
+#undef SF_RANDOM_OP
+
+// TensorFlow's stateless random ops: the values are a pure function of `seed` (2 integers) and
+// the shape, so running the op again with the same seed gives the same values (a function
+// recomputed for its gradient draws its dropout masks again: Note [Random ops in functions] in
+// python_bindings/shardflow/framework.py).
+#define SF_STATELESS_RANDOM_OP(NAME, DOC)    \
+  REGISTER_OP(NAME)                          \
+      .Input("shape: T")                     \
+      .Input("seed: Tseed")                  \
+      .Output("output: dtype")               \
+      .Attr("dtype: {float, double}")        \
+      .Attr("T: {int32, int64} = int32")     \
+      .Attr("Tseed: {int32, int64} = int64") \
+      .SetShapeFn(RandomShape)               \
+      .Doc(DOC)
+
+SF_STATELESS_RANDOM_OP("StatelessRandomUniform", "Uniform in [0, 1), a function of seed.");
+SF_STATELESS_RANDOM_OP("StatelessRandomNormal", "Normal(0, 1), a function of seed.");
+SF_STATELESS_RANDOM_OP("StatelessTruncatedNormal",
+                       "Normal(0, 1) within two standard deviations, a function of seed.");
+#undef SF_STATELESS_RANDOM_OP
 
 }  // namespace shardflow

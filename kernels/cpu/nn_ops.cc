@@ -14,6 +14,7 @@
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
+#include "kernels/cpu/counter_random.h"
 #include "kernels/cpu/cwise_ops_common.h"
 #include "kernels/cpu/kernel_checks.h"
 
@@ -252,36 +253,20 @@ class SparseSoftmaxXentOp : public OpKernel {
 
 // ---- Dropout ---------------------------------------------------------------------------------
 
-// SplitMix64's finaliser: a bijective 64-bit mix.
-inline uint64_t Mix(uint64_t z) {
-  z ^= z >> 30;
-  z *= 0xbf58476d1ce4e5b9ULL;
-  z ^= z >> 27;
-  z *= 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-constexpr uint64_t kGolden = 0x9e3779b97f4a7c15ULL;
-// MurmurHash3's 32-bit finaliser: a bijective mix of 32-bit multiplies, which vectorise.
-inline uint32_t Mix32(uint32_t h) {
-  h ^= h >> 16;
-  h *= 0x85ebca6bu;
-  h ^= h >> 13;
-  h *= 0xc2b2ae35u;
-  return h ^ (h >> 16);
-}
-
-// The mask is a pure function of (seed, seed2, run index, element index), so it does not depend
-// on how the elements are sharded; the run index advances once per Compute. An element's bits
-// are two rounds of Mix32 over its index keyed by the run's 64-bit key (indices are taken modulo
+// The mask is a pure function of (key, element index), so it does not depend on how the
+// elements are sharded. Dropout's key comes from (seed, seed2) and the run index, which advances
+// once per Compute; StatelessDropout's from its `seed` input alone (the same seed, the same
+// mask: Note [Random ops in functions] in python_bindings/shardflow/framework.py). An element's
+// bits are two rounds of Mix32 over its index keyed by the 64-bit key (indices are taken modulo
 // 2^32).
-template <typename T>
+template <typename T, bool kStateless>
 class DropoutOp : public OpKernel {
  public:
   explicit DropoutOp(OpKernelConstruction* c) : OpKernel(c) {
     int64_t seed = 0, seed2 = 0;
     absl::Status s = c->GetAttr("rate", &rate_);
-    if (s.ok()) s = c->GetAttr("seed", &seed);
-    if (s.ok()) s = c->GetAttr("seed2", &seed2);
+    if (s.ok() && !kStateless) s = c->GetAttr("seed", &seed);
+    if (s.ok() && !kStateless) s = c->GetAttr("seed2", &seed2);
     if (s.ok() && !(rate_ >= 0.0f && rate_ < 1.0f)) {
       s = absl::InvalidArgumentError(absl::StrCat("rate must be in [0, 1), got ", rate_));
     }
@@ -289,23 +274,30 @@ class DropoutOp : public OpKernel {
       c->SetStatus(s);
       return;
     }
+    if (kStateless) return;
     if (seed == 0 && seed2 == 0) {
       std::random_device rd;
       key_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
     } else {
-      key_ = Mix(static_cast<uint64_t>(seed) * kGolden ^ Mix(static_cast<uint64_t>(seed2) + 1));
+      key_ = counter_random::KeyOf(seed, seed2);
     }
   }
 
   bool SharedAcrossExecutors() const override { return true; }  // runs_ numbers the masks
 
   void Compute(OpKernelContext* ctx) override {
+    using counter_random::Mix32;
     const Tensor& x = ctx->input(0);
+    uint64_t key;
+    if (kStateless) {
+      OP_REQUIRES_OK(ctx, counter_random::KeyFromSeedInput(ctx, 1, &key));
+    } else {
+      const uint64_t run = runs_.fetch_add(1, std::memory_order_relaxed);
+      key = counter_random::Bits(key_, run);
+    }
     Tensor *out, *mask;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &mask));
-    const uint64_t run = runs_.fetch_add(1, std::memory_order_relaxed);
-    const uint64_t key = Mix(key_ ^ Mix((run + 1) * kGolden));
     const uint32_t k1 = static_cast<uint32_t>(key), k2 = static_cast<uint32_t>(key >> 32);
     // u = 24 random bits / 2^24 in [0, 1); keep when u >= rate, i.e. bits >= threshold.
     const uint32_t threshold =
@@ -479,7 +471,11 @@ class LrnGradOp : public LrnKernel {
                       .TypeConstraint<T>("T")                                                      \
                       .TypeConstraint<int64_t>("Tlabels"),                                         \
                   SparseSoftmaxXentOp<T, int64_t>);                                                \
-  REGISTER_KERNEL(KernelDef("Dropout").Device(kDeviceCpu).TypeConstraint<T>("T"), DropoutOp<T>)
+  REGISTER_KERNEL(KernelDef("Dropout").Device(kDeviceCpu).TypeConstraint<T>("T"),                  \
+                  DropoutOp<T, false>);                                                            \
+  REGISTER_KERNEL(                                                                                 \
+      KernelDef("StatelessDropout").Device(kDeviceCpu).TypeConstraint<T>("T").HostMemory("seed"),  \
+      DropoutOp<T, true>)
 
 SF_REGISTER_NN_FLOATING(float);
 SF_REGISTER_NN_FLOATING(double);

@@ -1,11 +1,16 @@
 // Random kernels. Each kernel instance owns a generator seeded from (seed, seed2), so the k-th
-// run of a node gives the same values in every process; both zero means a random seed.
+// run of a node gives the same values in every process; both zero means a random seed. The
+// stateless ones (StatelessRandomUniform, StatelessRandomNormal, StatelessTruncatedNormal) draw
+// element i from counter-based bits keyed by their `seed` input: the same seed, the same values.
+#include <cmath>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/framework/kernel_registry.h"
 #include "core/platform/checked_math.h"
+#include "kernels/cpu/counter_random.h"
+#include "kernels/cpu/cwise_ops_common.h"
 
 namespace shardflow {
 namespace {
@@ -143,6 +148,90 @@ class ParameterizedRandomOp : public OpKernel {
   absl::Mutex mu_;
   std::mt19937_64 gen_ ABSL_GUARDED_BY(mu_);
 };
+
+// A shape from a vector input of int32 or int64, each dimension non-negative and the element
+// count bounded (the shape may come from an untrusted graph).
+absl::Status ShapeFromInput(const char* what, const Tensor& shape_t, TensorShape* shape) {
+  if (shape_t.dims() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": shape must be a vector, got shape ", shape_t.shape().DebugString()));
+  }
+  int64_t total = 1;
+  for (int64_t i = 0; i < shape_t.NumElements(); ++i) {
+    const int64_t d =
+        shape_t.dtype() == DT_INT32 ? shape_t.data<int32_t>()[i] : shape_t.data<int64_t>()[i];
+    if (d < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": shape has a negative dimension ", d));
+    }
+    if (!CheckedMul(total, d, &total) || total > (int64_t{1} << 40)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": shape ", shape_t.DebugString(), " is too many samples"));
+    }
+    shape->AddDim(d);
+  }
+  return absl::OkStatus();
+}
+
+// Element i of a stateless draw: uniform from counter i; normal by Box-Muller from counters 2i
+// and 2i+1; truncated normal redraws under keys derived from the attempt number (each attempt
+// lands within two standard deviations with probability 0.954; 64 failures in a row, which
+// never happens, give 0).
+template <Distribution kDist>
+double StatelessSample(uint64_t key, uint64_t i) {
+  using counter_random::UniformDouble;
+  if constexpr (kDist == Distribution::kUniform) {
+    return UniformDouble(key, i);
+  } else {
+    for (uint64_t attempt = 0; attempt < 64; ++attempt) {
+      const uint64_t k = attempt == 0 ? key : counter_random::Bits(key, ~attempt);
+      const double r = std::sqrt(-2.0 * std::log(1.0 - UniformDouble(k, 2 * i)));
+      const double v = r * std::cos(6.283185307179586 * UniformDouble(k, 2 * i + 1));
+      if (kDist == Distribution::kNormal || (v >= -2.0 && v <= 2.0)) return v;
+    }
+    return 0.0;
+  }
+}
+
+template <typename T, Distribution kDist>
+class StatelessRandomOp : public OpKernel {
+ public:
+  explicit StatelessRandomOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    TensorShape shape;
+    OP_REQUIRES_OK(ctx, ShapeFromInput(name().c_str(), ctx->input(0), &shape));
+    uint64_t key;
+    OP_REQUIRES_OK(ctx, counter_random::KeyFromSeedInput(ctx, 1, &key));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    T* o = out->data<T>();
+    cwise::RunSharded(ctx, out->NumElements(), kDist == Distribution::kUniform ? 2 : 20,
+                      [=](int64_t begin, int64_t end) {
+                        for (int64_t i = begin; i < end; ++i) {
+                          o[i] =
+                              static_cast<T>(StatelessSample<kDist>(key, static_cast<uint64_t>(i)));
+                        }
+                      });
+  }
+};
+
+#define SF_REGISTER_STATELESS(NAME, DIST)              \
+  REGISTER_KERNEL(KernelDef(NAME)                      \
+                      .Device(kDeviceCpu)              \
+                      .TypeConstraint<float>("dtype")  \
+                      .HostMemory("shape")             \
+                      .HostMemory("seed"),             \
+                  StatelessRandomOp<float, DIST>);     \
+  REGISTER_KERNEL(KernelDef(NAME)                      \
+                      .Device(kDeviceCpu)              \
+                      .TypeConstraint<double>("dtype") \
+                      .HostMemory("shape")             \
+                      .HostMemory("seed"),             \
+                  StatelessRandomOp<double, DIST>)
+SF_REGISTER_STATELESS("StatelessRandomUniform", Distribution::kUniform);
+SF_REGISTER_STATELESS("StatelessRandomNormal", Distribution::kNormal);
+SF_REGISTER_STATELESS("StatelessTruncatedNormal", Distribution::kTruncatedNormal);
+#undef SF_REGISTER_STATELESS
 
 #define SF_REGISTER_GAMMA(T)                                                                  \
   REGISTER_KERNEL(                                                                            \

@@ -517,68 +517,14 @@ def _local_variable(initial_value, validate_shape=True, name=None, use_resource=
                        collections=[sf.GraphKeys.LOCAL_VARIABLES])
 
 
-# ---- tf.random.stateless_*: the same numbers for the same seed, every run -------------------
+# ---- tf.random.stateless_categorical: the same classes for the same seed, every run --------
+# (stateless_uniform, _normal and _truncated_normal are native ops: shardflow/ops.py)
 
 
 def _philox(key):
     """NumPy's Philox generator keyed by a [2] int seed."""
     key = np.asarray(key, dtype=np.int64).astype(np.uint64)
     return np.random.Generator(np.random.Philox(key=[int(key[0]), int(key[1])]))
-
-
-def _stateless(name, draw, shape, seed, dtype):
-    """A py_func drawing `draw(generator, shape)` from a NumPy Philox generator keyed by the
-    [2] int `seed` (a tensor or a pair), so that the same seed gives the same numbers in every
-    run and session (TF's stateless ops; the numbers are not TF's)."""
-    from shardflow.script_ops import py_func
-    dt = dtypes.as_dtype(dtype)
-    seed = ops.cast(convert_to_tensor(seed), dtypes.int64)
-    if seed.shape.ndims is not None and seed.shape.as_list() != [2]:
-        raise ValueError("%s: seed must be a pair of integers (shape [2]), got shape %s"
-                         % (name, seed.shape))
-    static = None
-    if not isinstance(shape, Tensor):
-        static = [int(d) for d in (shape.as_list() if hasattr(shape, "as_list") else shape)]
-    dims = ops.cast(convert_to_tensor(static if static is not None else shape), dtypes.int64)
-
-    def run(key, size):
-        return np.asarray(draw(_philox(key), tuple(int(d) for d in size)),
-                          dtype=dt.as_numpy_dtype)
-    out = py_func(run, [seed, dims], dt, stateful=False, name=name)
-    if static is not None:
-        out.set_shape(static)
-    return out
-
-
-def _stateless_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32, name=None):
-    """Uniform in [minval, maxval) (maxval 1 for floats; integers need maxval)."""
-    dt = dtypes.as_dtype(dtype)
-    if dt.is_integer:
-        if maxval is None:
-            raise ValueError("stateless_uniform of integers needs maxval")
-        return _stateless(name or "stateless_random_uniform",
-                          lambda g, s: g.integers(minval, maxval, size=s), shape, seed, dt)
-    top = 1.0 if maxval is None else maxval
-    return _stateless(name or "stateless_random_uniform",
-                      lambda g, s: g.uniform(minval, top, size=s), shape, seed, dt)
-
-
-def _stateless_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None):
-    return _stateless(name or "stateless_random_normal",
-                      lambda g, s: g.normal(mean, stddev, size=s), shape, seed, dtype)
-
-
-def _stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32,
-                                name=None):
-    """Normal, values beyond two standard deviations drawn again (as TF's)."""
-    def draw(g, s):
-        out = g.normal(size=s)
-        bad = np.abs(out) > 2.0
-        while bad.any():
-            out[bad] = g.normal(size=int(bad.sum()))
-            bad = np.abs(out) > 2.0
-        return mean + stddev * out
-    return _stateless(name or "stateless_truncated_normal", draw, shape, seed, dtype)
 
 
 def _stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=None):
@@ -622,9 +568,9 @@ def _attach_aliases():
                        add_queue_runner=sf.train.add_queue_runner,
                        start_queue_runners=sf.train.start_queue_runners)},
         sf.layers: {"InputSpec": sf.keras.layers.InputSpec},
-        sf.random: {"stateless_uniform": _stateless_uniform,
-                    "stateless_normal": _stateless_normal,
-                    "stateless_truncated_normal": _stateless_truncated_normal,
+        sf.random: {"stateless_uniform": ops.stateless_random_uniform,
+                    "stateless_normal": ops.stateless_random_normal,
+                    "stateless_truncated_normal": ops.stateless_truncated_normal,
                     "stateless_categorical": _stateless_categorical,
                     "stateless_multinomial": _stateless_categorical,
                     "multinomial": sf.multinomial,

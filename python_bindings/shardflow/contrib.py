@@ -35,6 +35,13 @@ from shardflow import contrib_seq2seq as seq2seq  # noqa: F401
 from shardflow import contrib_slim as slim  # noqa: F401
 from shardflow import contrib_training as training  # noqa: F401
 from shardflow import tensor_util as util  # noqa: F401  (tf.contrib.util.constant_value)
+from shardflow.namespaces import _namespace as _ns
+from shardflow import ops as _ops
+
+stateless = _ns("shardflow.contrib.stateless", "TF1's tf.contrib.stateless: random numbers "
+                "that are a function of a seed.",
+                ["stateless_random_uniform", "stateless_random_normal",
+                 "stateless_truncated_normal"], [_ops])
 
 
 def __getattr__(name):
@@ -57,11 +64,12 @@ def __getattr__(name):
         "get_variables_to_restore, assign_from_checkpoint_fn, evaluation.evaluate_once), "
         "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy, "
         "CollectiveAllReduceStrategy, ParameterServerStrategy), tf.contrib.cluster_resolver, "
-        "tf.contrib.learn.datasets.mnist (read_data_sets), tf.contrib.legacy_seq2seq "
+        "tf.contrib.learn.datasets.mnist (read_data_sets), tf.contrib.stateless, "
+        "tf.contrib.legacy_seq2seq "
         "(sequence_loss(_by_example), rnn_decoder). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
 __all__ = ["cluster_resolver", "crf", "data", "distribute", "distributions", "framework",
            "layers", "learn", "legacy_seq2seq", "lookup", "metrics", "opt", "predictor", "rnn",
-           "seq2seq", "slim", "training", "util"]
+           "seq2seq", "slim", "stateless", "training", "util"]

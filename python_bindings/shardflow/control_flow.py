@@ -7,9 +7,12 @@ function it needs. Only the branch taken runs, side effects included, as in TF1;
 through both ops.
 """
 
+import numpy as np
+
 from shardflow import array_ops, dtypes, ops
-from shardflow.framework import (Operation, Tensor, _FuncGraph, _InputList, _plain_dims,
-                                 _shape_or_none, convert_to_tensor, get_default_graph)
+from shardflow.framework import (Operation, Tensor, _FuncGraph, _InputList,
+                                 _loop_random_key_start, _plain_dims, _shape_or_none,
+                                 convert_to_tensor, get_default_graph)
 
 
 def _flatten(x):
@@ -78,6 +81,7 @@ def _merged_shape(a, b):
 
 def _trace_branch(g, prefix, fn, what):
     fg = _FuncGraph(g, prefix)
+    fg._rng_mode = "branch"   # Note [Random ops in functions] in framework.py
     with fg.as_default():
         result = fn()
         flat = []
@@ -167,10 +171,11 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
     return result_fn()
 
 
-def _loop_function(g, prefix, fn, structure, flat, invariants, arrays):
+def _loop_function(g, prefix, fn, structure, flat, invariants, arrays, rng_mode=None):
     """Traces `fn` into a function graph; returns (graph, arg placeholders, results, the
     growing TensorArrays `arrays` as fn saw them)."""
     fg = _FuncGraph(g, prefix)
+    fg._rng_mode = rng_mode
     with fg.as_default():
         args = []
         for i, v in enumerate(flat):
@@ -308,7 +313,8 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
         raise ValueError("while_loop: cond must return a bool scalar, not %s %s"
                          % (pred.dtype.name, pred.get_shape()))
     body_g, body_args, result, inner = _loop_function(g, prefix + "/body", body, structure,
-                                                      flat, invariants, arrays)
+                                                      flat, invariants, arrays,
+                                                      "loop" if back_prop else None)
     with body_g.as_default():
         out = _flatten(result if isinstance(result, (list, tuple, dict)) else [result])
         if len(out) != len(flat):
@@ -337,6 +343,17 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
             results.append(value)
             if invariants is not None:
                 invariants.append(_shape_or_none(value))
+    if body_g._rng_key is not None:
+        # The body's random ops are keyed by one more loop variable (Note [Random ops in
+        # functions] in framework.py).
+        with cond_g.as_default():
+            cond_args.append(ops.placeholder(dtypes.int64, shape=[], name="random_key"))
+        body_args.append(body_g._rng_key)
+        flat.append(_loop_random_key_start(g))
+        with body_g.as_default():
+            results.append(ops.add(body_g._rng_key, np.int64(1)))
+        if invariants is not None:
+            invariants.append([])
     captures = _union_captures(cond_g, body_g)
     attrs = {
         "cond": _function_attr(cond_g, cond_args, [pred], captures),
@@ -350,7 +367,7 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
                    name=prefix.rsplit("/", 1)[-1])
     n = len(flat)
     leaving = list(arrays)
-    first = n - 2 * len(writes)
+    first = n - 2 * len(writes) - (body_g._rng_key is not None)
     for w, (k, _, _, _) in enumerate(writes):
         rows = []
         for j in (first + 2 * w, first + 2 * w + 1):

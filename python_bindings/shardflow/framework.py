@@ -652,8 +652,12 @@ class Graph:
 
     # ---- building -------------------------------------------------------------------------
 
+    _rng_mode = None   # Note [Random ops in functions]: set on cond branches and loop bodies
+
     def _add_op(self, op_type, inputs, attrs=None, name=None):
         """Adds one op of a registered type; returns the Operation."""
+        if self._rng_mode is not None and op_type in _STATELESS_TWIN:
+            return _add_stateless_random(self, op_type, inputs, attrs, name)
         if any(_is_float64_tensor(i) for i in inputs):
             # Python floats beside a float64 tensor keep their float64 value (as TF converts
             # them to the tensor's dtype), rather than _literal's float32.
@@ -823,6 +827,8 @@ class _FuncGraph(Graph):
         self._used_scopes.add(name_prefix)
         self._captures = []       # [(outer tensor, placeholder)] in the order they were taken
         self._capture_of = {}     # (id(outer graph), outer tensor name) -> placeholder
+        self._rng_mode = None     # "branch" or "loop": Note [Random ops in functions]
+        self._rng_key = None
         if hasattr(outer, "_variable_scopes"):  # variable scopes go on inside the function
             self._variable_scopes = list(outer._variable_scopes)
             self._variable_store = outer._variable_store
@@ -840,6 +846,24 @@ class _FuncGraph(Graph):
                 return True
             g = getattr(g, "_outer", None)
         return False
+
+    def _function_random_key(self):
+        """A branch's key: the enclosing graph's, captured; a loop body's: a placeholder that
+        while_loop makes one more loop variable (Note [Random ops in functions])."""
+        if self._rng_key is None:
+            if self._rng_mode == "loop":
+                saved = self._control_inputs, self._device, self._device_fn
+                self._control_inputs, self._device, self._device_fn = [], "", None
+                try:
+                    from shardflow import dtypes, ops
+                    with self.as_default():
+                        self._rng_key = ops.placeholder(dtypes.int64, shape=[],
+                                                        name="random_key")
+                finally:
+                    self._control_inputs, self._device, self._device_fn = saved
+            else:
+                self._rng_key = self._capture(_random_key(self._outer))
+        return self._rng_key
 
     def _capture(self, tensor):
         key = (id(tensor.graph), tensor.name)
@@ -863,6 +887,78 @@ class _FuncGraph(Graph):
         self._capture_of[key] = ph
         self._capture_of[(id(inner.graph), inner.name)] = ph
         return ph
+
+
+# Note [Random ops in functions]. The gradients of cond and while_loop recompute the branch or
+# the body from the values that entered it (Note [Recomputing a function for its gradient] in
+# ops/control_flow_ops.cc), so a random op there must draw the same numbers the second time:
+# the dropout mask of the gradient must be the mask of the forward pass. In a cond branch and in
+# the body of a while_loop with back_prop, Dropout, RandomUniform, RandomStandardNormal and
+# TruncatedNormal are therefore built as their stateless twins, whose seed input is (the
+# function's random key, a number unique to the op in the graph). The key is a tensor:
+#   - the outermost graph (and a dataset's function, whose random ops stay stateful: each
+#     element draws anew and nothing recomputes them) draws one fresh key per run, one stateful
+#     RandomUniform (seeded from the graph seed when there is one);
+#   - a cond branch captures the key of the graph around it;
+#   - a while body carries it as one more loop variable, which starts from a stateless draw
+#     keyed by the key around the loop (so nested loops do not repeat each other's keys) and
+#     adds 1 per iteration: every iteration draws new numbers, and the gradient reads the key
+#     an iteration had from the loop's history like any other loop variable.
+# So each run of the step draws new masks, as TF1's do, and `tf.cond(is_training, lambda:
+# tf.nn.dropout(h, 0.5), lambda: h)` and a DropoutWrapper inside dynamic_rnn train.
+_STATELESS_TWIN = {"Dropout": "StatelessDropout", "RandomUniform": "StatelessRandomUniform",
+                   "RandomStandardNormal": "StatelessRandomNormal",
+                   "TruncatedNormal": "StatelessTruncatedNormal"}
+
+
+def _random_key(g):
+    """The int64 scalar key of g's random ops (Note [Random ops in functions])."""
+    if g._rng_mode is not None:
+        return g._function_random_key()
+    key = getattr(g, "_rng_draw", None)
+    if key is None:
+        from shardflow import dtypes, ops
+        saved = g._control_inputs
+        g._control_inputs = []
+        try:
+            with g.as_default():
+                u = ops.random_uniform([], dtype=dtypes.float64, name="random_key")
+                key = ops.cast(ops.multiply(u, 2.0 ** 52), dtypes.int64)
+        finally:
+            g._control_inputs = saved
+        g._rng_draw = key
+    return key
+
+
+def _stateless_seed(g, key, seed=0):
+    """[key, a number unique to the op in the outermost graph] (with the op's own seed mixed
+    in), an int64 tensor of g."""
+    from shardflow import array_ops, dtypes, ops
+    top = g._outermost() if isinstance(g, _FuncGraph) else g
+    top._stateless_ops = getattr(top, "_stateless_ops", 0) + 1
+    unique = (int(seed or 0) * 1000003 + top._stateless_ops) % (2 ** 62)
+    with g.as_default():
+        return array_ops.stack([ops.cast(key, dtypes.int64),
+                                ops.constant(unique, dtype=dtypes.int64)])
+
+
+def _add_stateless_random(g, op_type, inputs, attrs, name):
+    attrs = dict(attrs or {})
+    seed = attrs.pop("seed", 0)
+    attrs.pop("seed2", None)
+    seed_t = _stateless_seed(g, _random_key(g), seed)
+    return g._add_op(_STATELESS_TWIN[op_type], list(inputs) + [seed_t], attrs, name)
+
+
+def _loop_random_key_start(g):
+    """The first key of a loop body built in g: a stateless draw keyed by g's key."""
+    import numpy as np
+    from shardflow import dtypes, ops
+    seed_t = _stateless_seed(g, _random_key(g))
+    with g.as_default():
+        u = g._add_op("StatelessRandomUniform", [np.asarray([], np.int32), seed_t],
+                      {"dtype": dtypes.float64._enum}).outputs[0]
+        return ops.cast(ops.multiply(u, 2.0 ** 52), dtypes.int64)
 
 
 def _shape_or_none(tensor):

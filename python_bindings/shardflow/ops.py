@@ -57,7 +57,8 @@ def placeholder(dtype, shape=None, name=None):
 
 
 def constant(value, dtype=None, shape=None, name=None):
-    """A tensor with a fixed value. Python floats become float32, ints int32.
+    """A tensor with a fixed value. Python floats become float32, ints int32; NumPy arrays and
+    scalars (np.float64(1.5)) keep their dtype, as TF1's.
 
     Example::
 
@@ -69,6 +70,10 @@ def constant(value, dtype=None, shape=None, name=None):
         if np.issubdtype(want, np.integer) and not isinstance(value, (np.ndarray, np.generic)):
             _check_int_range(value, want)
         arr = np.asarray(value, dtype=want)
+    elif isinstance(value, np.generic):
+        arr = np.asarray(value)
+        if arr.dtype.kind in "OU":
+            arr = _literal(value)
     else:
         arr = _literal(value)
     if shape is not None:
@@ -262,6 +267,65 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=Non
     attrs = {"dtype": dtypes.as_dtype(dtype)._enum, "seed": _op_seed(seed)}
     return _scaled(lambda n: _out("TruncatedNormal", [_shape_input(shape)], attrs, n), stddev,
                    mean, 1.0, 0.0, name)
+
+
+def _stateless(op_type, shape, seed, dtype, what, name=None):
+    dt = dtypes.as_dtype(dtype)
+    if dt not in (dtypes.float32, dtypes.float64):
+        raise ValueError("%s of %s is not supported; draw float32 or float64 and sf.cast"
+                         % (what, dt.name))
+    if isinstance(seed, Tensor):
+        if seed.shape.ndims is not None and seed.shape.as_list() != [2]:
+            raise ValueError("%s: seed must be a pair of integers (shape [2]), got shape %s"
+                             % (what, seed.shape))
+        if not seed.dtype.is_integer:
+            raise ValueError("%s: seed must be integers, not %s" % (what, seed.dtype.name))
+    else:
+        seed = np.asarray(seed)
+        if seed.shape != (2,) or not np.issubdtype(seed.dtype, np.integer):
+            raise ValueError("%s: seed must be a pair of integers (shape [2]), got %r"
+                             % (what, seed.tolist()))
+        seed = seed.astype(np.int64)
+    return _out(op_type, [_shape_input(shape), seed], {"dtype": dt._enum}, name)
+
+
+def stateless_random_uniform(shape, seed, minval=0, maxval=None, dtype=dtypes.float32,
+                             name=None):
+    """TF's tf.random.stateless_uniform (tf.contrib.stateless.stateless_random_uniform):
+    samples in [minval, maxval) that are a function of `seed` (2 integers, or an int tensor
+    [2]) and the shape: the same seed gives the same values in every run, session and process
+    (not TensorFlow's values: another generator). Floats default to [0, 1); integers need
+    maxval."""
+    dt = dtypes.as_dtype(dtype)
+    if dt.is_integer:
+        if maxval is None:
+            raise ValueError("stateless_uniform of integers needs maxval")
+        u = _stateless("StatelessRandomUniform", shape, seed, dtypes.float64,
+                       "stateless_uniform")
+        low, high = (cast(v, dtypes.float64) if isinstance(v, Tensor) else
+                     constant(float(v), dtype=dtypes.float64) for v in (minval, maxval))
+        return cast(add(floor(multiply(u, subtract(high, low))), low), dt, name=name)
+    if maxval is None:
+        maxval = 1
+    width = (subtract(maxval, minval) if isinstance(maxval, Tensor) or isinstance(minval, Tensor)
+             else maxval - minval)
+    return _scaled(lambda n: _stateless("StatelessRandomUniform", shape, seed, dt,
+                                        "stateless_uniform", n), width, minval, 1, 0, name)
+
+
+def stateless_random_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32, name=None):
+    """TF's tf.random.stateless_normal: normal samples, a function of `seed` and the shape."""
+    return _scaled(lambda n: _stateless("StatelessRandomNormal", shape, seed, dtype,
+                                        "stateless_normal", n), stddev, mean, 1.0, 0.0, name)
+
+
+def stateless_truncated_normal(shape, seed, mean=0.0, stddev=1.0, dtype=dtypes.float32,
+                               name=None):
+    """TF's tf.random.stateless_truncated_normal: normal samples within two standard
+    deviations of `mean`, a function of `seed` and the shape."""
+    return _scaled(lambda n: _stateless("StatelessTruncatedNormal", shape, seed, dtype,
+                                        "stateless_truncated_normal", n), stddev, mean, 1.0,
+                   0.0, name)
 
 
 # ---- element-wise -------------------------------------------------------------------------
@@ -661,6 +725,9 @@ def check_numerics(tensor, message, name=None):
 
 
 __all__ = [
+    "stateless_random_normal",
+    "stateless_random_uniform",
+    "stateless_truncated_normal",
     "random_gamma",
     "random_poisson",
     "cumsum",

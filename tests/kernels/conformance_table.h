@@ -859,6 +859,54 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
         parameterized_check("RandomPoissonV2", "R", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64},
                             {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64});
     m["TruncatedNormal"].custom = random_check("TruncatedNormal", -2, 2, 0, 0.87962566103423978);
+    // The stateless ones: a function of the seed input (the same seed twice, the same values;
+    // another seed, others), with the moments of their stateful twins.
+    auto stateless_check = [](const char* op, double lo, double hi, double mean, double stddev) {
+      return [=] {
+        for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+          for (DataType st : {DT_INT32, DT_INT64}) {
+            Attrs attrs{{"dtype", MakeAttr(dt)}, {"Tseed", MakeAttr(st)}};
+            auto seed = [&](double a, double b) { return *CastTensor(D({a, b}, {2}), st); };
+            const Tensor shape = Tensor::FromVector<int32_t>({100, 100});
+            auto a = RunOp(op, {shape, seed(3, 4)}, attrs);
+            auto b = RunOp(op, {shape, seed(3, 4)}, attrs);
+            auto c = RunOp(op, {shape, seed(3, 5)}, attrs);
+            EXPECT_TRUE(a.ok() && b.ok() && c.ok()) << op << ": " << a.status();
+            if (!a.ok() || !b.ok() || !c.ok()) continue;
+            EXPECT_TRUE(TensorsEqual((*a)[0], (*b)[0])) << op << ": same seed, same values";
+            EXPECT_FALSE(TensorsEqual((*a)[0], (*c)[0])) << op << ": another seed, others";
+            Tensor x = *CastTensor((*a)[0], DT_DOUBLE);
+            double sum = 0, sum_sq = 0;
+            for (int64_t i = 0; i < x.NumElements(); ++i) {
+              double v = x.data<double>()[i];
+              EXPECT_TRUE(v >= lo && v <= hi) << op << " value " << v;
+              sum += v;
+              sum_sq += v * v;
+            }
+            double n = static_cast<double>(x.NumElements()), m = sum / n;
+            EXPECT_NEAR(m, mean, 0.03) << op;
+            EXPECT_NEAR(std::sqrt(sum_sq / n - m * m), stddev, 0.03) << op;
+          }
+        }
+        // A seed that is not two integers is an error naming it.
+        auto bad = RunOp(op, {Tensor::FromVector<int32_t>({2}), Tensor::FromVector<int64_t>({1})},
+                         {{"dtype", MakeAttr(DT_FLOAT)}});
+        EXPECT_FALSE(bad.ok()) << op << " with a 1-element seed";
+        if (!bad.ok()) {
+          EXPECT_NE(std::string(bad.status().message()).find("seed must be a vector of 2"),
+                    std::string::npos)
+              << bad.status();
+        }
+        return std::string(
+            "float double x int32 int64 seeds (range, mean, stddev, a function "
+            "of the seed; a bad seed refused)");
+      };
+    };
+    m["StatelessRandomUniform"].custom =
+        stateless_check("StatelessRandomUniform", 0, 1, 0.5, std::sqrt(1.0 / 12));
+    m["StatelessRandomNormal"].custom = stateless_check("StatelessRandomNormal", -10, 10, 0, 1);
+    m["StatelessTruncatedNormal"].custom =
+        stateless_check("StatelessTruncatedNormal", -2, 2, 0, 0.87962566103423978);
 
     // NN ops (ops/nn_ops.cc). Windows are tiny, so the references are written out.
     {
@@ -1058,6 +1106,31 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
       // Rate 0: the mask is all ones.
       m["Dropout"] = PassThrough();
       m["Dropout"].attrs = [](DataType) { return Attrs{{"rate", MakeAttr(0.0f)}}; };
+      // StatelessDropout at rate 0.5: x * mask with mask in {0, 2}, the same for one seed.
+      m["StatelessDropout"].custom = [] {
+        for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
+          std::vector<double> xs(1000);
+          for (int i = 0; i < 1000; ++i) xs[i] = 1 + i % 7;
+          const Tensor x = *CastTensor(D(xs, {10, 100}), dt);
+          const Tensor seed = Tensor::FromVector<int64_t>({21, 22});
+          Attrs attrs{{"T", MakeAttr(dt)}, {"rate", MakeAttr(0.5f)}};
+          auto a = RunOp("StatelessDropout", {x, seed}, attrs);
+          auto b = RunOp("StatelessDropout", {x, seed}, attrs);
+          EXPECT_TRUE(a.ok() && b.ok()) << a.status();
+          if (!a.ok() || !b.ok()) continue;
+          EXPECT_TRUE(TensorsEqual((*a)[1], (*b)[1])) << "same seed, same mask";
+          const std::vector<double> out = Values((*a)[0]), mask = Values((*a)[1]);
+          int kept = 0;
+          for (int i = 0; i < 1000; ++i) {
+            EXPECT_TRUE(mask[i] == 0 || mask[i] == 2) << mask[i];
+            EXPECT_EQ(out[i], xs[i] * mask[i]);
+            kept += mask[i] != 0;
+          }
+          EXPECT_GT(kept, 400);
+          EXPECT_LT(kept, 600);
+        }
+        return std::string("float double (mask in {0, 1/(1-rate)}, a function of the seed)");
+      };
     }
 
     // Accumulators and queues (ops/data_flow_ops.cc), run eagerly: takes and dequeues that do
@@ -1155,7 +1228,9 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["NoOp"].custom = [] {
       auto out = RunOp("NoOp", {});
       EXPECT_TRUE(out.ok()) << out.status();
-      if (out.ok()) EXPECT_TRUE(out->empty());
+      if (out.ok()) {
+        EXPECT_TRUE(out->empty());
+      }
       return std::string("no inputs or outputs (runs, returns nothing)");
     };
     return t;

@@ -517,6 +517,23 @@ TEST(NnGradTest, DropoutGradientIsMaskedUpstreamGradient) {
   EXPECT_LT(zeros, xv.NumElements());
 }
 
+// StatelessDropout's mask is a function of its seed, so the numeric gradient check works at a
+// real rate: the loss is the same function of x on every run.
+TEST(NnGradTest, StatelessDropoutGradientCheck) {
+  Scope s = Scope::NewRootScope();
+  Tensor xv = Random<double>({6, 7}, 73);
+  Output x = Placeholder(s, "x", xv);
+  Operation d = OpBuilder(s, "StatelessDropout")
+                    .Input(x)
+                    .Input(ops::Const(s, Tensor::FromVector<int64_t>({11, 12})))
+                    .Attr("rate", 0.5f)
+                    .Finalize();
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto err = test::MaxGradientError(s, {x}, {xv}, Output(d.node(), 0), kDoubleDelta);
+  ASSERT_TRUE(err.ok()) << err.status();
+  EXPECT_LT(*err, kDoubleTol);
+}
+
 // The CNN of the benchmark at a small batch, built with an unknown batch dimension: every
 // parameter gets a gradient of its own shape, and plain gradient descent (parameters fed as
 // placeholders) lowers the loss on a fixed batch.

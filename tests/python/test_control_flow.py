@@ -293,11 +293,16 @@ def test_cond_inside_a_loop_and_a_loop_inside_cond():
             assert s.run(dpower, {x: 2.0}) == 12.0 and s.run(dpower, {x: -2.0}) == 0.0
 
 
-def test_a_gradient_through_random_ops_in_a_body_is_refused():
+def test_a_gradient_through_stateful_random_ops_in_a_body_is_refused():
+    """Dropout and the uniform/normal draws are built stateless in a body (their gradient is
+    tested in test_random_in_functions.py); a random op without a stateless twin is refused."""
     g = tf.Graph()
     with g.as_default():
         x = tf.placeholder(tf.float32, [3])
         _, y = tf.while_loop(lambda i, v: i < 2,
                              lambda i, v: (i + 1, tf.nn.dropout(v, 0.5)), [0, x])
+        assert tf.gradients(y, x)[0] is not None
+        _, z = tf.while_loop(lambda i, v: i < 2,
+                             lambda i, v: (i + 1, v * tf.random_gamma([3], 2.0)), [0, x])
         with pytest.raises(ValueError, match="draw different numbers.*outside the loop"):
-            tf.gradients(y, x)
+            tf.gradients(z, x)
