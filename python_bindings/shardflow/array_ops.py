@@ -429,17 +429,30 @@ def boolean_mask(tensor, mask, name=None, axis=None):
 
 def _nd_linear_indices(indices, dims, what):
     """Row-major linear positions of the D-tuples `indices` [..., D] in a block of `dims` (D
-    Python ints), and the op that fails the step when a coordinate is out of [0, dims[d]) — a
-    linear position alone would silently read another element."""
+    Python ints, or an int64 tensor [D] when some are known only when the step runs), and the
+    op that fails the step when a coordinate is out of [0, dims[d]) — a linear position alone
+    would silently read another element."""
     from shardflow.check_ops import _check
-    strides = [int(np.prod(dims[d + 1:], dtype=np.int64)) for d in builtins.range(len(dims))]
     idx = ops.cast(indices, dtypes.int64)
-    linear = ops.reduce_sum(ops.multiply(idx, np.asarray(strides, np.int64)), axis=-1)
+    if isinstance(dims, Tensor):
+        depth = dims.shape.as_list()[0]
+        sizes = [ops.reshape(ops.slice(dims, [d], [1]), []) for d in builtins.range(depth)]
+        strides = [np.int64(1)]
+        for d in builtins.range(depth - 1, 0, -1):
+            strides.insert(0, ops.multiply(strides[0], sizes[d]))
+        strides = stack([ops.cast(convert_to_tensor(t), dtypes.int64) for t in strides])
+        shown = "the params' shape"
+    else:
+        strides = np.asarray([int(np.prod(dims[d + 1:], dtype=np.int64))
+                              for d in builtins.range(len(dims))], np.int64)
+        dims = np.asarray(dims, np.int64)
+        shown = "the dimensions %s" % dims.tolist()
+    linear = ops.reduce_sum(ops.multiply(idx, strides), axis=-1)
     inside = ops.logical_and(
         reduce_all(ops.greater_equal(idx, np.int64(0))),
-        reduce_all(ops.less(idx, np.asarray(dims, np.int64))))
-    check = _check(inside, "%s: an index is out of range for the dimensions %s"
-                   % (what, list(dims)), None, what + "_bounds")
+        reduce_all(ops.less(idx, dims)))
+    check = _check(inside, "%s: an index is out of range for %s" % (what, shown), None,
+                   what + "_bounds")
     return linear, check
 
 
@@ -453,42 +466,71 @@ def _nd_depth(indices, what):
     return depth
 
 
+def _rows(value, dims, depth):
+    """`value` as [prod(dims[:depth])] + dims[depth:] (dims: its static shape, None where
+    unknown)."""
+    if None not in dims:
+        block = int(np.prod(dims[:depth], dtype=np.int64))
+        return ops.reshape(value, [block] + dims[depth:])
+    tail = ops.slice(ops.shape(value), [depth], [-1])
+    return ops.reshape(value, ops.concat([[-1], tail], 0))
+
+
 def gather_nd(params, indices, name=None):
     """TF1's tf.gather_nd: `indices` [..., D] picks slices params[i0, ..., iD-1], giving
-    indices.shape[:-1] + params.shape[D:]. params' first D dimensions must be known. An index
-    out of range fails the step. Gradients flow to params."""
+    indices.shape[:-1] + params.shape[D:]. params needs a known rank of at least D; its sizes
+    may be known only when the step runs. An index out of range fails the step. Gradients flow
+    to params."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
     depth = _nd_depth(indices, "gather_nd")
     dims = params.shape.as_list() if params.shape.ndims is not None else None
-    if dims is None or len(dims) < depth or None in dims[:depth]:
-        raise ValueError("gather_nd: params' first %d dimensions must be known, got %r"
-                         % (depth, dims))
-    linear, check = _nd_linear_indices(indices, dims[:depth], "gather_nd")
-    rest = dims[depth:]
-    block = int(np.prod(dims[:depth], dtype=np.int64))
-    if None not in rest:
-        flat = ops.reshape(params, [block] + rest)
-    else:
-        flat = ops.reshape(params, ops.concat([[block], ops.slice(ops.shape(params), [depth],
-                                                                   [-1])], 0))
+    if dims is None or len(dims) < depth:
+        raise ValueError("gather_nd: params need a known rank of at least the index depth %d, "
+                         "got shape %r" % (depth, dims))
+    block = dims[:depth]
+    if None in block:
+        block = ops.cast(ops.slice(ops.shape(params), [0], [depth]), dtypes.int64)
+    linear, check = _nd_linear_indices(indices, block, "gather_nd")
     from shardflow.framework import control_dependencies
     with control_dependencies([check]):
         linear = ops.identity(linear)
-    return gather(flat, linear, name=name)
+    return gather(_rows(params, dims, depth), linear, name=name)
 
 
 def scatter_nd(indices, updates, shape, name=None):
-    """TF1's tf.scatter_nd: zeros of `shape` (a list of ints) with each updates slice added at
-    the position its index [..., D] names (repeated indices add up). Floating updates; an index
-    out of range fails the step. Gradients flow to updates."""
+    """TF1's tf.scatter_nd: zeros of `shape` (a list of ints, or an int tensor such as
+    tf.shape(x)) with each updates slice added at the position its index [..., D] names
+    (repeated indices add up). Floating updates; an index out of range fails the step.
+    Gradients flow to updates."""
     indices = convert_to_tensor(indices)
     updates = convert_to_tensor(updates)
     if not updates.dtype.is_floating:
         raise TypeError("scatter_nd: updates must be floating point, not %s"
                         % updates.dtype.name)
-    dims = [int(d) for d in shape]
     depth = _nd_depth(indices, "scatter_nd")
+    from shardflow.framework import control_dependencies
+    if isinstance(shape, Tensor) or (isinstance(shape, (list, tuple)) and builtins.any(
+            isinstance(d, Tensor) for d in shape)):
+        shape = ops.cast(shape if isinstance(shape, Tensor) else stack(
+            [ops.cast(convert_to_tensor(d), dtypes.int64) for d in shape]), dtypes.int64)
+        rank = shape.shape.as_list()[0] if shape.shape.ndims == 1 else None
+        if rank is None:
+            raise ValueError("scatter_nd: the shape tensor needs a known length")
+        if depth > rank:
+            raise ValueError("scatter_nd: index depth %d is more than the %d dimensions of "
+                             "the shape" % (depth, rank))
+        linear, check = _nd_linear_indices(indices, ops.slice(shape, [0], [depth]),
+                                           "scatter_nd")
+        tail = ops.slice(shape, [depth], [-1])
+        rows = ops.reshape(updates, ops.concat([[np.int64(-1)], tail], 0))
+        block = ops.reduce_prod(ops.slice(shape, [0], [depth]), keepdims=True)
+        with control_dependencies([check]):
+            linear = ops.reshape(linear, [-1])
+        out = ops._out("GatherV2Grad", [rows, linear, np.int32(0),
+                                        ops.cast(ops.concat([block, tail], 0), dtypes.int32)])
+        return ops.reshape(out, shape, name=name)
+    dims = [int(d) for d in shape]
     if depth > len(dims):
         raise ValueError("scatter_nd: index depth %d is more than the %d dimensions of %r"
                          % (depth, len(dims), dims))
@@ -496,7 +538,6 @@ def scatter_nd(indices, updates, shape, name=None):
     rest = dims[depth:]
     block = int(np.prod(dims[:depth], dtype=np.int64))
     rows = ops.reshape(updates, [-1] + rest)
-    from shardflow.framework import control_dependencies
     with control_dependencies([check]):
         linear = ops.reshape(linear, [-1])
     out = ops._out("GatherV2Grad", [rows, linear, np.int32(0),

@@ -819,8 +819,9 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         mm, mv = moving_mean.value(), moving_variance.value()
         if isinstance(is_training, Tensor) or is_training:
             y, batch_mean, batch_var = nn.fused_batch_norm(x, gamma, beta, epsilon=epsilon)
-            weight = ops.cast(is_training, x.dtype) if isinstance(is_training, Tensor) \
-                else None
+            # A scalar (tf.placeholder(tf.bool) has no shape), so that y keeps x's shape.
+            weight = ops.reshape(ops.cast(is_training, x.dtype), []) \
+                if isinstance(is_training, Tensor) else None
             updates = []
             for moving, batch in ((moving_mean, batch_mean), (moving_variance, batch_var)):
                 delta = ops.multiply(ops.subtract(batch, moving.value()), 1.0 - decay)
@@ -877,7 +878,8 @@ def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
         if isinstance(keep_prob, Tensor):
             if isinstance(is_training, Tensor):
                 keep_prob = ops.subtract(1.0, ops.multiply(
-                    ops.subtract(1.0, keep_prob), ops.cast(is_training, dtypes.float32)))
+                    ops.subtract(1.0, keep_prob),
+                    ops.reshape(ops.cast(is_training, dtypes.float32), [])))
                 y = nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed)
             elif is_training:
                 y = nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed)

@@ -171,6 +171,8 @@ class Variable(_TensorOperators):
             if dtype is not None:
                 initial_value = np.asarray(initial_value,
                                            dtype=dtypes.as_dtype(dtype).as_numpy_dtype)
+            elif isinstance(initial_value, np.generic) and initial_value.dtype.kind in "fiub":
+                initial_value = np.asarray(initial_value)   # np.float64(1.5) stays float64
             initial_value = _literal(initial_value)
             if shape is not None:
                 initial_value = np.broadcast_to(initial_value, _plain_dims(shape)).copy()

@@ -933,6 +933,49 @@ def test_gather_nd_and_scatter_nd_match_numpy():
     assert picked.shape.as_list() == [None, 4]
 
 
+def test_gather_nd_and_scatter_nd_with_sizes_known_when_the_step_runs():
+    """The last output of each sequence of a dynamic_rnn, as TF1 programs pick it: params
+    [None, time, units], indices built from tf.shape; scatter_nd to tf.shape(x)."""
+    g = tf.Graph()
+    with g.as_default():
+        out = tf.placeholder(tf.float32, [None, None, 3])
+        lengths = tf.placeholder(tf.int32, [None])
+        idx = tf.stack([tf.range(tf.shape(out)[0]), lengths - 1], axis=1)
+        last = tf.gather_nd(out, idx)
+        dout = tf.gradients(tf.reduce_sum(last), out)[0]
+        back = tf.scatter_nd(idx, last, tf.shape(out))
+        back_list = tf.scatter_nd(idx, last, [tf.shape(out)[0], tf.shape(out)[1], 3])
+        ov = np.arange(30, dtype=np.float32).reshape(2, 5, 3)
+        with tf.Session() as s:
+            lv, dv, bv, bl = s.run([last, dout, back, back_list], {out: ov, lengths: [5, 2]})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="out of range"):
+                s.run(last, {out: ov, lengths: [6, 1]})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="out of range"):
+                s.run(back, {out: ov, lengths: [0, 1]})    # index -1
+    np.testing.assert_array_equal(lv, [ov[0, 4], ov[1, 1]])
+    want = np.zeros_like(ov)
+    want[0, 4] = want[1, 1] = 1
+    np.testing.assert_array_equal(dv, want)
+    np.testing.assert_array_equal(bv, want * ov)
+    np.testing.assert_array_equal(bl, want * ov)
+    assert last.shape.as_list() == [None, 3]
+
+
+def test_numpy_scalars_keep_their_dtype():
+    # As TF1's: tf.constant(np.float64(1.5)) is float64, tf.Variable(np.int64(2)) int64; Python
+    # numbers stay float32 / int32, and a NumPy scalar beside a tensor takes the tensor's type.
+    g = tf.Graph()
+    with g.as_default():
+        assert tf.constant(np.float64(1.5)).dtype == tf.float64
+        assert tf.constant(np.int64(3)).dtype == tf.int64
+        assert tf.constant(1.5).dtype == tf.float32
+        assert tf.Variable(np.float64(1.5)).dtype == tf.float64
+        assert tf.Variable(np.int64(2)).dtype == tf.int64
+        assert tf.Variable(1.5).dtype == tf.float32
+        x = tf.placeholder(tf.float32, [2])
+        assert (x * np.sqrt(2.0)).dtype == tf.float32
+
+
 def test_tensorflow_python_module_paths():
     # TF1 programs import tensorflow.python's modules directly; shardflow.python stands for
     # them: collective_ops is the collective ops module, the others take their names from the
@@ -1019,3 +1062,18 @@ def test_layer_build_takes_a_tuple_as_tf1_code_passes_it():
     custom.build((None, 7))
     assert custom.w.shape == [7, 4]
     tf.keras.layers.Concatenate().build([(None, 2), (None, 3)])
+
+
+def test_contrib_batch_norm_and_dropout_under_an_unshaped_training_flag():
+    # tf.placeholder(tf.bool) has no shape; the layers' outputs keep their input's shape, so
+    # a conv2d_transpose after them (DCGAN's generator) can be built.
+    g = tf.Graph()
+    with g.as_default():
+        training = tf.placeholder(tf.bool)
+        x = tf.placeholder(tf.float32, [None, 7, 7, 8])
+        y = tf.contrib.layers.batch_norm(x, is_training=training)
+        d = tf.contrib.layers.dropout(y, keep_prob=tf.constant(0.5), is_training=training)
+        assert y.shape.as_list() == [None, 7, 7, 8]
+        assert d.shape.as_list() == [None, 7, 7, 8]
+        up = tf.layers.conv2d_transpose(d, 4, 3, strides=2, padding="same")
+        assert up.shape.as_list() == [None, 14, 14, 4]
