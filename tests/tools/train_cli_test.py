@@ -291,6 +291,46 @@ check("an unknown command is refused, listing the commands",
       unknown_command.returncode == 2 and "unknown command 'trian'" in unknown_command.stderr
       and "server" in unknown_command.stderr, unknown_command.stderr)
 
+# SHARDFLOW_PLAINTEXT is --plaintext's default (as for Python servers and sessions), so a launch
+# script can say it once for every task; a value that is no boolean fails naming it, unless the
+# flag itself is given.
+with tempfile.TemporaryDirectory() as tmp:
+    import json
+    import socket
+    spec = os.path.join(tmp, "cluster.json")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    json.dump({"worker": [f"0.0.0.0:{free}"]}, open(spec, "w"))
+    serve = [BINARY, "server", "--cluster", spec, "--job", "worker", "--task", "0"]
+
+    def server_with(env_value, *flags):
+        env = dict(os.environ)
+        env.pop("SHARDFLOW_PLAINTEXT", None)
+        if env_value is not None:
+            env["SHARDFLOW_PLAINTEXT"] = env_value
+        p = subprocess.Popen(serve + list(flags), env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        try:
+            out, _ = p.communicate(timeout=3)
+            return p.returncode, out
+        except subprocess.TimeoutExpired:   # serving: it started
+            p.kill()
+            return None, p.communicate()[0]
+
+    refused = server_with(None)
+    check("a server on a non-loopback address without TLS is refused, naming SHARDFLOW_PLAINTEXT",
+          refused[0] not in (0, None) and "SHARDFLOW_PLAINTEXT=1" in refused[1], str(refused))
+    served = server_with("1")
+    check("SHARDFLOW_PLAINTEXT=1 lets it serve plaintext", served[0] is None, str(served))
+    off = server_with("yes", "--plaintext=false")
+    check("--plaintext=false wins over SHARDFLOW_PLAINTEXT", off[0] not in (0, None), str(off))
+    bad = server_with("maybe")
+    check("a SHARDFLOW_PLAINTEXT that is no boolean names it",
+          bad[0] == 2 and "SHARDFLOW_PLAINTEXT is 'maybe'" in bad[1], str(bad))
+    flag_wins = server_with("maybe", "--plaintext")
+    check("...unless --plaintext is given", flag_wins[0] is None, str(flag_wins))
+
 # shardflow profile: a step split over 2 CPU devices gives a valid trace with a row per device and
 # a Send->Recv arrow per transfer, and a placement report listing both links.
 with tempfile.TemporaryDirectory() as tmp:

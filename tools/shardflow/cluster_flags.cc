@@ -29,7 +29,8 @@ void ClusterFlags::Register(Flags* flags) {
   flags->String("token", &token, "the cluster's shared token (with --cluster)");
   flags->String("tls-ca", &tls_ca, "CA of the tasks' TLS certificates (with --cluster)");
   flags->Bool("plaintext", &plaintext,
-              "talk to non-loopback tasks without TLS (with --cluster; trusted networks only)");
+              "talk to non-loopback tasks without TLS (with --cluster; trusted networks only)",
+              "SHARDFLOW_PLAINTEXT");
   flags->String(
       "transport", &transport,
       "with --cluster --job/--task: the data plane between tasks: auto (shared memory with "

@@ -1,9 +1,11 @@
 #include "tools/shardflow/flags.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -130,11 +132,26 @@ void Flags::Double(const std::string& name, double* value, const std::string& he
   command_->add_option("--" + name, *value, help)->check(Number());
 }
 
-void Flags::Bool(const std::string& name, bool* value, const std::string& help) {
+void Flags::Bool(const std::string& name, bool* value, const std::string& help,
+                 const std::string& env) {
+  std::string error;
+  if (!env.empty()) {
+    const char* set = std::getenv(env.c_str());
+    std::string text = absl::AsciiStrToLower(absl::StripAsciiWhitespace(set ? set : ""));
+    if (text == "1" || text == "true" || text == "yes" || text == "on") {
+      *value = true;
+    } else if (text == "0" || text == "false" || text == "no" || text == "off") {
+      *value = false;
+    } else if (!text.empty()) {
+      error = absl::StrCat(env, " is '", set, "'; set it to 1 (--", name, ") or 0, or unset it");
+    }
+  }
   // CLI11 shows no default for a flag: say how to turn off one that is on.
   std::string text =
       *value ? absl::StrCat(help, " (on by default; --", name, "=false turns it off)") : help;
-  command_->add_flag("--" + name, *value, text)->check(TrueOrFalse());
+  if (!env.empty()) absl::StrAppend(&text, " (default: $", env, ")");
+  CLI::Option* opt = command_->add_flag("--" + name, *value, text)->check(TrueOrFalse());
+  if (!error.empty()) env_errors_.emplace_back(opt, error);
 }
 
 CommandLine::CommandLine(const std::string& name, const std::string& summary)
@@ -247,6 +264,11 @@ int CommandLine::Run(int argc, char** argv) {
   if (!unparsed.empty()) {
     std::fprintf(stderr, "%s: %s (see %s --help)\n", where.c_str(),
                  UnparsedArgumentMessage(*chosen->app, unparsed[0]).c_str(), where.c_str());
+    return 2;
+  }
+  for (const auto& [opt, message] : chosen->flags->env_errors_) {
+    if (opt->count() > 0) continue;  // the command line says, the environment does not count
+    std::fprintf(stderr, "%s: %s (see %s --help)\n", where.c_str(), message.c_str(), where.c_str());
     return 2;
   }
   if (chosen->log_level->count() > 0) FLAGS_minloglevel = LogLevels().at(log_level_);

@@ -21,12 +21,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 
 namespace CLI {
 class App;
+class Option;
 }  // namespace CLI
 
 namespace shardflow {
@@ -38,12 +40,17 @@ class Flags {
   void String(const std::string& name, std::string* value, const std::string& help);
   void Int(const std::string& name, int64_t* value, const std::string& help);
   void Double(const std::string& name, double* value, const std::string& help);
-  void Bool(const std::string& name, bool* value, const std::string& help);
+  // With `env`, the flag's default is that environment variable when it is set (1, true, yes,
+  // on; 0, false, no, off); another value fails the command, unless the flag is given.
+  void Bool(const std::string& name, bool* value, const std::string& help,
+            const std::string& env = "");
 
  private:
   friend class CommandLine;
   explicit Flags(CLI::App* command) : command_(command) {}
   CLI::App* command_;  // owned by the CommandLine
+  // Flags whose environment variable holds no boolean, and the message that says so.
+  std::vector<std::pair<const CLI::Option*, std::string>> env_errors_;
 };
 
 class CommandLine {

@@ -160,7 +160,8 @@ void AddServerCommand(CommandLine* cli) {
   flags.Bool("require-client-cert", &c.require_client_cert,
              "only accept clients with a certificate signed by --tls-ca");
   flags.Bool("plaintext", &c.plaintext,
-             "serve without TLS on a non-loopback address (trusted networks only)");
+             "serve without TLS on a non-loopback address (trusted networks only)",
+             "SHARDFLOW_PLAINTEXT");
   flags.Bool("master", &c.master, "also serve MasterService");
   flags.String("transport", &c.transport,
                "the data plane tensors travel on between tasks: auto (shared memory with tasks "
