@@ -149,17 +149,20 @@ class Dataset:
 
     @property
     def output_types(self):
-        """The element's structure with each component's DType."""
-        return nest.pack_as(self._structure, [dtype for dtype, _ in self._specs])
+        """The element's structure with each component's DType (a SparseTensor's: its
+        values')."""
+        return nest.public(self._structure, self._specs, "types")
 
     @property
     def output_shapes(self):
-        """The element's structure with each component's static TensorShape."""
-        return nest.pack_as(self._structure, [shape for _, shape in self._specs])
+        """The element's structure with each component's static TensorShape (a
+        SparseTensor's: its dense shape)."""
+        return nest.public(self._structure, self._specs, "shapes")
 
     @property
     def output_classes(self):
-        return nest.pack_as(self._structure, [Tensor] * len(self._specs))
+        """The element's structure with Tensor or SparseTensor for each component."""
+        return nest.public(self._structure, self._specs, "classes")
 
     def __repr__(self):
         return "<%s shapes: %s, types: %s>" % (type(self).__name__, self.output_shapes,
@@ -174,9 +177,22 @@ class Dataset:
 
     @staticmethod
     def from_tensor_slices(tensors):
-        """One element per row: the i-th element holds row i of every component."""
-        from shardflow.data.sources import TensorSliceDataset
+        """One element per row: the i-th element holds row i of every component (of a
+        SparseTensor: the SparseTensor of its row)."""
+        from shardflow.data.sources import TensorDataset, TensorSliceDataset
+        if nest.sparse_slots(tensors):
+            from shardflow.data.batching import UnbatchDataset
+            return UnbatchDataset(TensorDataset(tensors))
         return TensorSliceDataset(tensors)
+
+    @staticmethod
+    def from_sparse_tensor_slices(sparse_tensor):
+        """TF1's Dataset.from_sparse_tensor_slices: one SparseTensor per row of
+        `sparse_tensor` (a SparseTensor or SparseTensorValue)."""
+        if not nest._is_sparse(sparse_tensor):
+            raise TypeError("from_sparse_tensor_slices takes a SparseTensor, not %r"
+                            % (sparse_tensor,))
+        return Dataset.from_tensor_slices(sparse_tensor)
 
     @staticmethod
     def from_tensors(tensors):
@@ -484,8 +500,11 @@ class BatchDataset(_UnaryDataset):
             raise ValueError("batch_size must be positive, not %d" % self._batch_size)
         self._drop_remainder = bool(drop_remainder)
         dim = _static(self._batch_size) if self._drop_remainder else None
+        self._sparse = nest.sparse_slots(self._structure)
         self._specs = [(dtype, nest.with_leading(dim, shape))
                        for dtype, shape in input_dataset._specs]
+        for p in self._sparse:  # Note [Sparse elements] in structure.py: one more dimension
+            self._specs[p:p + 3] = batched_sparse_specs(input_dataset._specs[p:p + 3])
 
     def _tensors(self):
         return [self._batch_size] if isinstance(self._batch_size, Tensor) else []
@@ -494,7 +513,7 @@ class BatchDataset(_UnaryDataset):
         # Note [Vectorised map] in traced_function.py: map(fn).batch(n) with an element-wise
         # fn batches fn's inputs and runs fn once per batch.
         source, batched_fn = self._input, None
-        if isinstance(source, MapDataset):
+        if isinstance(source, MapDataset) and not self._sparse:
             batched_fn = source.fn.batched()
             if batched_fn is not None:
                 source = source._input
@@ -506,7 +525,7 @@ class BatchDataset(_UnaryDataset):
             chunk = list(itertools.islice(elements, size))
             if not chunk or (self._drop_remainder and len(chunk) < size):
                 return
-            batch = stack_components(chunk)
+            batch = stack_components(chunk, self._sparse)
             if batched_fn is None:
                 yield batch
                 continue
@@ -530,11 +549,40 @@ def batch_cardinality(n, size, drop_remainder):
     return n // size + (0 if n % size == 0 or drop_remainder else 1)
 
 
-def stack_components(elements):
-    """Flat elements stacked component by component; an error naming the component and the
-    shapes when they differ."""
+def batched_sparse_specs(specs):
+    """The specs of a batch of the sparse leaf whose three component specs are `specs`."""
+    (_, index_shape), (dtype, _), _ = specs
+    rank = index_shape.as_list()[1] if index_shape.ndims == 2 else None
+    return nest.sparse_specs(dtype, TensorShape(None if rank is None else [None] * (rank + 1)))
+
+
+def batch_sparse(indices, values, shapes):
+    """One SparseTensorValue's components for a batch of sparse values (Note [Sparse elements]
+    in structure.py): each index after its row, dense shape [rows] + the elementwise maximum."""
+    ranks = {len(s) for s in shapes}
+    if len(ranks) != 1:
+        raise errors.InvalidArgumentError(
+            "Cannot batch sparse tensors of different ranks %s" % sorted(ranks))
+    rank = ranks.pop()
+    rows = [np.concatenate([np.full((len(ix), 1), k, np.int64), ix.reshape(-1, rank)], axis=1)
+            for k, ix in enumerate(indices)]
+    dense = np.max(np.stack(shapes), axis=0) if rank else np.zeros(0, np.int64)
+    return (np.concatenate(rows).astype(np.int64), np.concatenate(values),
+            np.concatenate([[len(shapes)], dense]).astype(np.int64))
+
+
+def stack_components(elements, sparse=()):
+    """Flat elements stacked component by component (the sparse leaves that begin at the
+    positions `sparse` batched as such); an error naming the component and the shapes when
+    they differ."""
     out = []
-    for i in range(len(elements[0])):
+    i = 0
+    while i < len(elements[0]):
+        if i in sparse:
+            out.extend(batch_sparse([e[i] for e in elements], [e[i + 1] for e in elements],
+                                    [e[i + 2] for e in elements]))
+            i += 3
+            continue
         parts = [e[i] for e in elements]
         first = parts[0].shape
         for k, p in enumerate(parts):
@@ -545,6 +593,7 @@ def stack_components(elements):
                     "shape)" % (i, nest.describe(TensorShape(first)), k,
                                 nest.describe(TensorShape(p.shape))))
         out.append(np.stack(parts))
+        i += 1
     return tuple(out)
 
 

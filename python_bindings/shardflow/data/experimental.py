@@ -7,7 +7,7 @@ Example::
     ds = ds.prefetch(sf.data.experimental.AUTOTUNE)
 """
 
-from shardflow.data.batching import unbatch
+from shardflow.data.batching import dense_to_sparse_batch, unbatch
 from shardflow.data.cardinality import (INFINITE_CARDINALITY,
                                         UNKNOWN_CARDINALITY, cardinality)
 from shardflow.data.filtering import filter_for_shard, ignore_errors, take_while
@@ -53,7 +53,7 @@ def padded_batch_and_drop_remainder(batch_size, padded_shapes, padding_values=No
                                                 drop_remainder=True)
 
 
-__all__ = ["AUTOTUNE", "Counter", "CsvDataset", "DistributeOptions", "INFINITE_CARDINALITY",
+__all__ = ["AUTOTUNE", "Counter", "CsvDataset", "dense_to_sparse_batch", "DistributeOptions", "INFINITE_CARDINALITY",
            "MapVectorizationOptions", "OptimizationOptions", "Options", "RandomDataset",
            "Reducer", "StatsAggregator", "StatsOptions", "ThreadingOptions",
            "UNKNOWN_CARDINALITY", "batch_and_drop_remainder", "bucket_by_sequence_length",

@@ -166,7 +166,27 @@ class Iterator:
                             % (output_shapes, output_types))
         else:
             shapes = [nest.as_shape(s) for s in nest.flatten(output_shapes)]
-        return Iterator(output_types, list(zip(types, shapes)), "Iterator")
+        specs = list(zip(types, shapes))
+        structure = output_types
+        if output_classes is not None:
+            # SparseTensor leaves are three components each (Note [Sparse elements] in
+            # structure.py).
+            from shardflow.sparse_tensor import SparseTensor
+            classes = nest.flatten(output_classes)
+            if len(classes) != len(specs):
+                raise TypeError("output_classes %r does not have the structure of output_types "
+                                "%r" % (output_classes, output_types))
+            leaves, expanded = [], []
+            for cls, (dtype, shape) in zip(classes, specs):
+                if cls is SparseTensor:
+                    leaves.append(nest.sparse_placeholder_structure())
+                    expanded.extend(nest.sparse_specs(dtype, shape))
+                else:
+                    leaves.append(dtype)
+                    expanded.append((dtype, shape))
+            structure = nest._pack_public(output_types, leaves)
+            specs = expanded
+        return Iterator(structure, specs, "Iterator")
 
     @staticmethod
     def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
@@ -175,7 +195,8 @@ class Iterator:
         if not isinstance(string_handle, Tensor) or string_handle.dtype != dtypes.string:
             raise TypeError("from_string_handle takes a string tensor (e.g. "
                             "sf.placeholder(sf.string, [])), not %r" % (string_handle,))
-        iterator = Iterator.from_structure(output_types, output_shapes)
+        iterator = Iterator.from_structure(output_types, output_shapes,
+                                           output_classes=output_classes)
         iterator._handle_tensor = string_handle
         return iterator
 
@@ -183,15 +204,15 @@ class Iterator:
 
     @property
     def output_types(self):
-        return nest.pack_as(self._structure, [d for d, _ in self._specs])
+        return nest.public(self._structure, self._specs, "types")
 
     @property
     def output_shapes(self):
-        return nest.pack_as(self._structure, [s for _, s in self._specs])
+        return nest.public(self._structure, self._specs, "shapes")
 
     @property
     def output_classes(self):
-        return nest.pack_as(self._structure, [Tensor] * len(self._specs))
+        return nest.public(self._structure, self._specs, "classes")
 
     # ---- graph ops ----------------------------------------------------------------------
 

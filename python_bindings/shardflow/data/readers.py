@@ -417,24 +417,16 @@ def make_csv_dataset(file_pattern, batch_size, column_names=None, column_default
 # ---- Example records ----------------------------------------------------------------------
 
 
-def _dense_features(features, what):
-    from shardflow.parsing_ops import FixedLenFeature, FixedLenSequenceFeature
+def _feature_dict(features, what):
     if not isinstance(features, dict) or not features:
         raise TypeError("%s takes a non-empty dict of features, not %r" % (what, features))
-    for key, spec in features.items():
-        if not isinstance(spec, (FixedLenFeature, FixedLenSequenceFeature)):
-            raise NotImplementedError(
-                "%s: feature %r is a %s; shardflow datasets hold dense tensors only, so use "
-                "FixedLenFeature or FixedLenSequenceFeature (or parse in Dataset.map and "
-                "densify the sparse result with sf.sparse.to_dense)"
-                % (what, key, type(spec).__name__))
 
 
 def parse_example_dataset(features, num_parallel_calls=1):
     """For Dataset.apply on a dataset of string vectors (batches of serialized Examples):
-    sf.parse_example(batch, features) of each, a dict of dense tensors. Sparse features
-    (VarLenFeature, SparseFeature) are not supported here."""
-    _dense_features(features, "parse_example_dataset")
+    sf.parse_example(batch, features) of each, a dict of tensors (SparseTensors for
+    VarLenFeature and SparseFeature)."""
+    _feature_dict(features, "parse_example_dataset")
 
     def apply(dataset):
         from shardflow.parsing_ops import parse_example
@@ -458,7 +450,7 @@ def make_batched_features_dataset(file_pattern, batch_size, features, reader=Non
     make_batched_features_dataset. Files in random order and records shuffled unless
     shuffle=False; repeated num_epochs times (None: without end, full batches only)."""
     from shardflow.data.sources import TFRecordDataset
-    _dense_features(features, "make_batched_features_dataset")
+    _feature_dict(features, "make_batched_features_dataset")
     if label_key is not None and label_key not in features:
         raise ValueError("The `label_key` provided (%r) must be one of the `features` keys."
                          % (label_key,))

@@ -36,7 +36,7 @@ class TensorSliceDataset(Dataset):
     def __init__(self, tensors):
         _check_structure(tensors)
         self._structure = tensors
-        self._components = [nest.as_component(c) for c in nest.flatten(tensors)]
+        self._components = nest.components_of(tensors)
         shapes = [nest.shape_of(c) for c in self._components]
         if any(s.ndims == 0 for s in shapes):
             raise ValueError("from_tensor_slices: every component needs a first dimension to "
@@ -73,7 +73,7 @@ class TensorDataset(Dataset):
     def __init__(self, tensors):
         _check_structure(tensors)
         self._structure = tensors
-        self._components = [nest.as_component(c) for c in nest.flatten(tensors)]
+        self._components = nest.components_of(tensors)
         self._specs = [(nest.dtype_of(c), nest.shape_of(c)) for c in self._components]
 
     def _tensors(self):

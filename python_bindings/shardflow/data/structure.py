@@ -19,14 +19,95 @@ from shardflow.framework import Tensor, TensorShape, _literal
 from shardflow.variables import Variable
 
 
+# Note [Sparse elements]. A SparseTensor in an element (what parse_example gives for a
+# VarLenFeature, a map function's sparse result) is one leaf to the user and three components to
+# the pipeline: its indices (int64 [N, rank]), values ([N]) and dense_shape (int64 [rank]), in
+# that order, so that every transformation that moves components (shuffle, repeat, prefetch,
+# zip, ...) moves it unchanged. The transformations that change shapes treat the three together
+# (batch: row index before each index, dense shapes their elementwise maximum; unbatch: rows
+# apart again), as TF1's do. In the pipeline a sparse value travels as a SparseTensorValue; a
+# map function and get_next() see a SparseTensor.
+
+
+def _is_sparse(value):
+    from shardflow.sparse_tensor import SparseTensor, SparseTensorValue
+    return isinstance(value, (SparseTensor, SparseTensorValue))
+
+
 def _is_nested(value):
-    return isinstance(value, (tuple, dict))
+    return isinstance(value, (tuple, dict)) or _is_sparse(value)
 
 
 def _children(value):
     if isinstance(value, dict):
         return [value[k] for k in sorted(value)]
+    if _is_sparse(value):
+        return [value.indices, value.values, value.dense_shape]
     return list(value)
+
+
+def sparse_slots(structure, start=0):
+    """The flat positions where the sparse leaves of `structure` begin (Note [Sparse
+    elements]): components p, p+1, p+2 are one SparseTensor's indices, values, dense_shape."""
+    if _is_sparse(structure):
+        return [start]
+    if not _is_nested(structure):
+        return []
+    out = []
+    for child in _children(structure):
+        out.extend(sparse_slots(child, start))
+        start += len(flatten(child))
+    return out
+
+
+def public(structure, specs, what):
+    """The element's structure as the user sees it (output_types, output_shapes,
+    output_classes): `what` is "types", "shapes" or "classes"; a sparse leaf shows its values'
+    dtype, its dense shape (rank known from its indices) and SparseTensor."""
+    from shardflow.sparse_tensor import SparseTensor
+    slots = set(sparse_slots(structure))
+    leaves, i = [], 0
+    while i < len(specs):
+        dtype, shape = specs[i]
+        if i in slots:
+            index_shape = specs[i][1]
+            rank = index_shape.as_list()[1] if index_shape.ndims == 2 else None
+            leaves.append({"types": specs[i + 1][0],
+                           "shapes": TensorShape(None if rank is None else [None] * rank),
+                           "classes": SparseTensor}[what])
+            i += 3
+            continue
+        leaves.append({"types": dtype, "shapes": shape, "classes": Tensor}[what])
+        i += 1
+    return _pack_public(structure, leaves)
+
+
+def _pack_public(structure, leaves):
+    it = iter(leaves)
+
+    def build(node):
+        if _is_sparse(node) or not _is_nested(node):
+            return next(it)
+        children = [build(c) for c in _children(node)]
+        if isinstance(node, dict):
+            return type(node)(zip(sorted(node), children))
+        if hasattr(node, "_fields"):
+            return type(node)(*children)
+        return tuple(children)
+    return build(structure)
+
+
+def sparse_specs(dtype, shape):
+    """The three component specs of a sparse leaf of values `dtype` and dense `shape`."""
+    rank = shape.ndims
+    return [(dtypes.int64, TensorShape([None, rank])), (dtype, TensorShape([None])),
+            (dtypes.int64, TensorShape([rank]))]
+
+
+def sparse_placeholder_structure():
+    """A sparse leaf for a structure (its components are filled in by pack_as)."""
+    from shardflow.sparse_tensor import SparseTensorValue
+    return SparseTensorValue(None, None, None)
 
 
 def flatten(structure):
@@ -58,6 +139,11 @@ def _pack(structure, flat, start):
         children.append(value)
     if isinstance(structure, dict):
         return type(structure)(zip(sorted(structure), children)), start
+    if _is_sparse(structure):
+        from shardflow.sparse_tensor import SparseTensor, SparseTensorValue
+        if any(isinstance(c, Tensor) for c in children):
+            return SparseTensor(*children), start
+        return SparseTensorValue(*children), start
     if hasattr(structure, "_fields"):  # namedtuple
         return type(structure)(*children), start
     return tuple(children), start
@@ -69,7 +155,7 @@ def same_structure(a, b):
         return False
     if not _is_nested(a):
         return True
-    if isinstance(a, dict) != isinstance(b, dict):
+    if isinstance(a, dict) != isinstance(b, dict) or _is_sparse(a) != _is_sparse(b):
         return False
     if isinstance(a, dict) and sorted(a) != sorted(b):
         return False
@@ -112,6 +198,19 @@ def as_component(value, dtype=None):
     if isinstance(value, np.ndarray) or np.asarray(value).dtype.kind in "SUO":
         return to_array(value, dtypes.string)
     return _literal(value)
+
+
+def components_of(structure):
+    """as_component of every leaf of `structure`; a sparse leaf's indices and dense_shape as
+    int64 (Note [Sparse elements])."""
+    out = [as_component(c) for c in flatten(structure)]
+    for p in sparse_slots(structure):
+        for k in (p, p + 2):
+            if not isinstance(out[k], Tensor):
+                out[k] = to_array(out[k], dtypes.int64)
+        if isinstance(out[p], np.ndarray) and out[p].ndim == 2 and out[p].shape[0] == 0:
+            out[p] = out[p].reshape(0, len(out[p + 2]))
+    return out
 
 
 def to_array(value, dtype):
