@@ -36,7 +36,14 @@ from shardflow import contrib_slim as slim  # noqa: F401
 from shardflow import contrib_training as training  # noqa: F401
 from shardflow import tensor_util as util  # noqa: F401  (tf.contrib.util.constant_value)
 from shardflow.namespaces import _namespace as _ns
+from shardflow import loss_scale as _loss_scale
+from shardflow import losses as losses  # noqa: F401 (TF 1.0's tf.contrib.losses: tf.losses)
 from shardflow import ops as _ops
+
+mixed_precision = _ns("shardflow.contrib.mixed_precision", "TF1's tf.contrib.mixed_precision: "
+                      "loss scaling for float16 training (shardflow/loss_scale.py).",
+                      ["LossScaleOptimizer", "LossScaleManager", "FixedLossScaleManager",
+                       "ExponentialUpdateLossScaleManager"], [_loss_scale])
 
 stateless = _ns("shardflow.contrib.stateless", "TF1's tf.contrib.stateless: random numbers "
                 "that are a function of a seed.",
@@ -65,11 +72,13 @@ def __getattr__(name):
         "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy, "
         "CollectiveAllReduceStrategy, ParameterServerStrategy), tf.contrib.cluster_resolver, "
         "tf.contrib.learn.datasets.mnist (read_data_sets), tf.contrib.stateless, "
+        "tf.contrib.mixed_precision, tf.contrib.losses (tf.losses), "
         "tf.contrib.legacy_seq2seq "
         "(sequence_loss(_by_example), rnn_decoder). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
 
 
 __all__ = ["cluster_resolver", "crf", "data", "distribute", "distributions", "framework",
-           "layers", "learn", "legacy_seq2seq", "lookup", "metrics", "opt", "predictor", "rnn",
+           "layers", "learn", "legacy_seq2seq", "lookup", "losses", "metrics",
+           "mixed_precision", "opt", "predictor", "rnn",
            "seq2seq", "slim", "stateless", "training", "util"]

@@ -740,7 +740,13 @@ from shardflow.object_checkpoint import Checkpoint, CheckpointManager  # noqa: E
 from shardflow import mixed_precision as _mixed_precision  # noqa: E402
 from shardflow.warm_starting_util import VocabInfo, warm_start  # noqa: E402,F401
 
-# tf.train.experimental (TF 1.14, 1.15): the mixed-precision graph rewrite's switch.
+from shardflow import loss_scale as _loss_scale  # noqa: E402
+
+# tf.train.experimental (TF 1.14, 1.15): the mixed-precision graph rewrite's switch and loss
+# scaling (shardflow/loss_scale.py).
 experimental = types.SimpleNamespace(
     enable_mixed_precision_graph_rewrite=_mixed_precision.enable_mixed_precision_graph_rewrite,
-    disable_mixed_precision_graph_rewrite=_mixed_precision.disable_mixed_precision_graph_rewrite)
+    disable_mixed_precision_graph_rewrite=_mixed_precision.disable_mixed_precision_graph_rewrite,
+    MixedPrecisionLossScaleOptimizer=_loss_scale.MixedPrecisionLossScaleOptimizer,
+    LossScale=_loss_scale.LossScale, FixedLossScale=_loss_scale.FixedLossScale,
+    DynamicLossScale=_loss_scale.DynamicLossScale)

@@ -337,6 +337,14 @@ void RegisterGraphBindings(py::module_& m) {
       .def("has_node", [](const GraphHandle& g,
                           const std::string& name) { return g.graph()->FindNode(name) != nullptr; })
       .def("node_info", &NodeInfo)
+      // Makes `dst` run after `src` (TF's Operation._add_control_input): for wrappers that
+      // must order their ops before ops another builder made (loss_scale.py's snapshots).
+      .def("add_control_edge",
+           [](GraphHandle& g, const std::string& src, const std::string& dst) {
+             Node* from = g.FindNode(src);
+             Node* to = g.FindNode(dst);
+             g.graph()->AddControlEdge(from, to);
+           })
       // The node's NodeDef, serialized (Python's Operation.node_def / get_attr).
       .def("node_def",
            [](const GraphHandle& g, const std::string& name) {
