@@ -43,7 +43,15 @@ def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False
         dw, db = sf.gradients(loss, [w, b])
     """
     ys = [convert_to_tensor(y) for y in _as_list(ys)]
-    xs = [x.value() if isinstance(x, Variable) else convert_to_tensor(x) for x in _as_list(xs)]
+    given = _as_list(xs)
+    # A Variable's gradient is that of its read, plus those of the reads read_value() made
+    # under control dependencies (variables.py).
+    xs, owner = [], []
+    for i, x in enumerate(given):
+        reads = [x.value()] + x.__dict__.get("_extra_reads", []) if isinstance(x, Variable) \
+            else [convert_to_tensor(x)]
+        xs.extend(reads)
+        owner.extend([i] * len(reads))
     gys = [] if grad_ys is None else [convert_to_tensor(g) for g in _as_list(grad_ys)]
     stops = [s.value() if isinstance(s, Variable) else convert_to_tensor(s)
              for s in _as_list(stop_gradients or [])]
@@ -60,13 +68,23 @@ def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False
                                        [t._ref for t in gys], [t._ref for t in stops], g._ctx())
     finally:
         _active.graph = outer
-    out = []
-    for x, r in zip(xs, refs):
+    found = [None] * len(given)
+    for i, r in zip(owner, refs):
         if r is None:
-            out.append(None if unconnected == "none" else _zeros_like(x))
+            continue
+        grad = g.get_operation_by_name(r.node).outputs[r.index]
+        if found[i] is None:
+            found[i] = grad
         else:
-            out.append(g.get_operation_by_name(r.node).outputs[r.index])
-    return out
+            from shardflow import ops
+            with g.name_scope(name or "gradients"):
+                found[i] = ops.add(found[i], grad)
+    first = {}
+    for i, x in zip(owner, xs):
+        first.setdefault(i, x)
+    return [grad if grad is not None else
+            (None if unconnected == "none" else _zeros_like(first[i]))
+            for i, grad in enumerate(found)]
 
 
 def _zeros_like(x):

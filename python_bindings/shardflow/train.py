@@ -78,11 +78,15 @@ class Optimizer:
         weights the loss's gradient; gate_gradients, aggregation_method and
         colocate_gradients_with_ops are accepted (backward ops are on their forward ops'
         devices)."""
-        if _replica_context_of_many() is not None or grad_loss is not None:
+        loss = convert_to_tensor(loss)
+        # A variable also read by read_value() under control dependencies: sf.gradients counts
+        # those reads, the engine's minimize only the variable's own read.
+        extra_reads = any(getattr(v, "__dict__", {}).get("_extra_reads") for v in (
+            var_list if var_list is not None else trainable_variables(loss.graph)))
+        if _replica_context_of_many() is not None or grad_loss is not None or extra_reads:
             return self.apply_gradients(self.compute_gradients(loss, var_list,
                                                                grad_loss=grad_loss),
                                         global_step, name)
-        loss = convert_to_tensor(loss)
         g = loss.graph
         before = self._variables_before(g)
         with g.name_scope(name or self._name):

@@ -212,8 +212,22 @@ class Variable(_TensorOperators):
         return self._handle_op.outputs[0]
 
     def value(self):
-        """The variable's value in a step (its ReadVariableOp)."""
-        return self._read
+        """The variable's value in a step: its ReadVariableOp; under `control_dependencies` a
+        read of its own that waits for them, as TF1's (``with tf.control_dependencies([update]):
+        tf.identity(v)`` or ``v.read_value()`` is the value after the update; the shared read
+        would have been taken before it). sf.gradients and minimize with respect to the variable
+        count such reads too."""
+        from shardflow.framework import get_default_graph
+        g = get_default_graph()
+        if g is not self.graph or not g._control_inputs:
+            return self._read
+        from shardflow.ops import _out
+        with g._device_scope(self._device):
+            value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
+                         self._handle_op.name + "/read_value")
+        value.set_shape(self.shape)
+        self.__dict__.setdefault("_extra_reads", []).append(value)
+        return value
 
     read_value = value
 

@@ -22,7 +22,7 @@ def _records(tmp_path, n=10):
                     value=list(range(10 * i, 10 * i + i % 4 + 1)))),
                 "word": sf.train.Feature(bytes_list=sf.train.BytesList(
                     value=[b"a", b"b", b"c"][:i % 3 + 1])),
-                "label": sf.train.Feature(int64_list=sf.train.Int64List(value=[i % 2]))}))
+                "label": sf.train.Feature(int64_list=sf.train.Int64List(value=[int(i % 3 == 0)]))}))
             w.write(ex.SerializeToString())
     return path
 
@@ -159,7 +159,7 @@ def test_feature_columns_train_on_sparse_string_features(tmp_path):
         for _ in range(60):
             s.run(train)
         last = s.run(loss)
-    assert np.isfinite(first) and last < first
+    assert np.isfinite(first) and last < 0.3 < first   # the word list decides the label
 
 
 def test_parse_example_dataset_and_make_batched_features_with_varlen(tmp_path):

@@ -121,3 +121,57 @@ def test_seeded_random_ops_continue_across_fetch_signatures(remote):
     assert not np.array_equal(first, second) and not np.array_equal(second, third)
     for a, b in zip(runs[0], runs[1]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_read_value_under_control_dependencies_reads_after_them():
+    # TF1's idiom: the value after an update, and the update runs whenever it is fetched;
+    # gradients and minimize count such a read as a read of the variable.
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(1.0)
+        update = tf.assign_add(v, 5.0)
+        with tf.control_dependencies([update]):
+            after = v.read_value()
+        before = v.read_value()               # no dependencies: the variable's own read
+        loss = after * 3.0 + v * 2.0
+        dv = tf.gradients(loss, v)[0]
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(after * 3.0)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(after) == 6.0
+            assert sess.run(after) == 11.0
+            assert sess.run(before) == 11.0
+            assert sess.run(dv) == 5.0             # (its graph reads `after`: +5, as TF1's)
+            assert sess.run(before) == 16.0
+            sess.run(train)                        # +5, then -0.1 * 3
+            assert abs(sess.run(before) - 20.7) < 1e-5
+
+
+def test_a_variable_used_under_control_dependencies_is_read_after_them():
+    # tf.identity(v) / v + 0 under control_dependencies([update]) returned the value before
+    # the update on every run (the variable's shared read did not wait); TF1 reads after.
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.zeros(100000, np.float32))
+        update = tf.assign_add(v, np.ones(100000, np.float32))
+        with tf.control_dependencies([update]):
+            ident = tf.identity(v)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert [sess.run(ident)[0] for _ in range(20)] == list(range(1, 21))
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(np.zeros(1000, np.float32))
+        update = tf.assign_add(v, np.ones(1000, np.float32))
+        with tf.control_dependencies([update]):
+            plus = v + 0.0
+        w = tf.Variable(2.0)
+        x = tf.placeholder(tf.float32, [])
+        with tf.control_dependencies([tf.assert_positive(x)]):
+            loss = w * w * x                      # a model built under an assert
+        train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert [sess.run(plus)[0] for _ in range(20)] == list(range(1, 21))
+            sess.run(train, {x: 1.0})             # d(w^2)/dw = 4: 2 - 0.4
+            assert abs(sess.run(w) - 1.6) < 1e-6

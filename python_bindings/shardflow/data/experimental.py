@@ -53,11 +53,12 @@ def padded_batch_and_drop_remainder(batch_size, padded_shapes, padding_values=No
                                                 drop_remainder=True)
 
 
-__all__ = ["AUTOTUNE", "Counter", "CsvDataset", "dense_to_sparse_batch", "DistributeOptions", "INFINITE_CARDINALITY",
+__all__ = ["AUTOTUNE", "Counter", "CsvDataset", "DistributeOptions", "INFINITE_CARDINALITY",
            "MapVectorizationOptions", "OptimizationOptions", "Options", "RandomDataset",
            "Reducer", "StatsAggregator", "StatsOptions", "ThreadingOptions",
            "UNKNOWN_CARDINALITY", "batch_and_drop_remainder", "bucket_by_sequence_length",
            "bytes_produced_stats", "cardinality", "choose_from_datasets", "copy_to_device",
+           "dense_to_sparse_batch",
            "enumerate_dataset", "filter_for_shard", "get_single_element", "group_by_reducer",
            "group_by_window", "ignore_errors", "latency_stats", "make_batched_features_dataset",
            "make_csv_dataset", "map_and_batch", "padded_batch_and_drop_remainder",
