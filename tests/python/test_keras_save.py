@@ -149,3 +149,51 @@ def test_untrusted_archives_are_refused(tmp_path):
     with pytest.raises(ValueError, match="saved arguments"):
         keras.models.load_model(write("args", wrong_args))
     keras.models.load_model(write("again", config))  # the untouched archive still loads
+
+
+class _Net(keras.Model):
+    def __init__(self):
+        super(_Net, self).__init__()
+        self.hidden = keras.layers.Dense(6, activation="relu")
+        self.out = keras.layers.Dense(2)
+
+    def call(self, x, training=None):
+        return self.out(self.hidden(x))
+
+
+def test_subclassed_model_built_by_input_or_build_loads_weights(tmp_path):
+    # tf.keras's ways to give a subclassed model its weights before any data: call it on a
+    # keras.Input, or build(input_shape); load_weights needs them ("not built" before).
+    trained = _Net()
+    x = np.random.RandomState(0).randn(8, 5).astype(np.float32)
+    trained.compile("sgd", "mse")
+    trained.fit(x, np.zeros((8, 2), np.float32), epochs=1, verbose=0)
+    path = str(tmp_path / "net.h5")
+    trained.save_weights(path)
+    by_input = _Net()
+    out = by_input(keras.Input((5,)))
+    assert out.shape.as_list() == [None, 2] and by_input.built
+    by_input.load_weights(path)
+    by_build = _Net()
+    by_build.build((None, 5))
+    by_build.load_weights(path)
+    want = trained.predict(x)
+    np.testing.assert_allclose(by_input.predict(x), want, rtol=1e-6)
+    np.testing.assert_allclose(by_build.predict(x), want, rtol=1e-6)
+
+
+def test_loaded_multi_input_model_takes_a_dict_by_input_name(tmp_path):
+    # Loading into a graph that already has an input "a" renames the placeholder ("a_1"); the
+    # dict still goes by the Input layers' names (model.input_names).
+    a = keras.Input((4,), name="a")
+    b = keras.Input((3,), name="b")
+    model = keras.Model([a, b], keras.layers.Dense(1)(keras.layers.concatenate([a, b])))
+    model.compile("sgd", "mse")
+    data = {"a": np.ones((2, 4), np.float32), "b": np.ones((2, 3), np.float32)}
+    path = str(tmp_path / "two.h5")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.input_names == ["a", "b"]
+    np.testing.assert_allclose(loaded.predict(data), model.predict(data), rtol=1e-6)
+    with pytest.raises(ValueError, match="no data for input 'b'"):
+        loaded.predict({"a": data["a"]})

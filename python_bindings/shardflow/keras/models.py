@@ -189,6 +189,10 @@ class Model:
     def __call__(self, inputs, training=None):
         """Applies the model to new tensors, sharing its weights."""
         if self._is_subclassed():
+            if not self.built and all(_is_keras_input(t) for t in _as_list(inputs)):
+                # model(keras.Input(...)) builds a subclassed model, as tf.keras's.
+                self._build_subclassed(inputs)
+                return self.outputs[0] if len(self.outputs) == 1 else list(self.outputs)
             return self._call_subclassed(inputs, training)
         self._require_built("call")
         new = {id(t): x for t, x in zip(self.inputs, _as_list(inputs))}
@@ -445,12 +449,26 @@ class Model:
 
     def _inputs_list(self, x):
         if isinstance(x, dict):
-            x = [x[t.op.name] for t in self.inputs]
+            x = [self._input_from_dict(x, t) for t in self.inputs]
         xs = [np.asarray(a) for a in _as_list(x)]
         if self.built and len(xs) != len(self.inputs):
             raise ValueError("the model has %d inputs; %d arrays were given"
                              % (len(self.inputs), len(xs)))
         return xs
+
+    @property
+    def input_names(self):
+        """The names of the model's inputs (their Input layers'), the keys of a dict of
+        input arrays."""
+        return [_input_name(t) for t in self.inputs]
+
+    @staticmethod
+    def _input_from_dict(arrays, t):
+        for key in (_input_name(t), t.op.name):
+            if key in arrays:
+                return arrays[key]
+        raise ValueError("no data for input %r; the dict has %s" % (_input_name(t),
+                                                                   sorted(arrays)))
 
     def _targets(self, y):
         """The targets of each output (see training_outputs.split_by_output), converted."""
@@ -538,10 +556,7 @@ class Model:
         if self._is_subclassed():
             inputs = [layers_module.Input(shape=x.shape[1:], dtype=_input_dtype(x.dtype))
                       for x in xs]
-            outputs = self._call_subclassed(inputs[0] if len(inputs) == 1 else inputs)
-            self.inputs, self.outputs = inputs, _as_list(outputs)
-            self._single_input = len(inputs) == 1
-            self._layers = self._tracked_layers()
+            self._build_subclassed(inputs[0] if len(inputs) == 1 else inputs)
             return
         if not hasattr(self, "_build_input"):
             raise ValueError("this Model has no inputs: build it as keras.Model(inputs, "
@@ -555,6 +570,28 @@ class Model:
         attributes, as tf.keras's: built on the first data (fit / evaluate / predict) by
         calling call on Input placeholders of the data's shapes."""
         return callable(getattr(type(self), "call", None))
+
+    def _build_subclassed(self, inputs):
+        """Builds a subclassed model by calling call on these Input tensors."""
+        outputs = self._call_subclassed(inputs)
+        self.inputs, self.outputs = _as_list(inputs), _as_list(outputs)
+        self._single_input = len(self.inputs) == 1
+        self._layers = self._tracked_layers()
+
+    def build(self, input_shape=None):
+        """Builds a subclassed model for inputs of `input_shape` (batch dimension first; a
+        list of shapes for several inputs), as tf.keras's Model.build, so that its weights
+        exist (load_weights, summary) before any data."""
+        if self.built:
+            return
+        if not self._is_subclassed():
+            raise ValueError("build: a functional Model is built by keras.Model(inputs, "
+                             "outputs)")
+        if input_shape is None:
+            raise ValueError("build needs the input_shape, e.g. model.build((None, 784))")
+        shapes = input_shape if isinstance(input_shape, list) else [input_shape]
+        inputs = [layers_module.Input(batch_shape=tuple(shape)) for shape in shapes]
+        self._build_subclassed(inputs[0] if len(inputs) == 1 else inputs)
 
     def _call_subclassed(self, inputs, training=None):
         import inspect
@@ -981,6 +1018,16 @@ class Sequential(Model):
         for layer in self._stack:
             x = layer(x, training=training)
         return x
+
+
+def _input_name(t):
+    history = getattr(t, "_keras_history", None)
+    return history[0].name if history is not None else t.op.name
+
+
+def _is_keras_input(t):
+    history = getattr(t, "_keras_history", None)
+    return history is not None and isinstance(history[0], layers_module.InputLayer)
 
 
 def load_model(filepath, custom_objects=None, compile=True):  # noqa: A002 (Keras's name)
