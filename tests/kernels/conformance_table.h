@@ -64,6 +64,24 @@ struct ConformanceCase {
 
 using RefFn = std::function<double(double, double)>;
 
+// Every value of `t` in [lo, hi], and its mean and standard deviation within 0.03 of those
+// given (the random ops' checks).
+inline void ExpectMoments(const std::string& op, const Tensor& t, double lo, double hi, double mean,
+                          double stddev) {
+  auto x = CastTensor(t, DT_DOUBLE);
+  ASSERT_TRUE(x.ok()) << op << ": " << x.status();
+  double sum = 0, sum_sq = 0;
+  for (int64_t i = 0; i < x->NumElements(); ++i) {
+    double v = x->data<double>()[i];
+    EXPECT_TRUE(v >= lo && v <= hi) << op << " value " << v;
+    sum += v;
+    sum_sq += v * v;
+  }
+  double n = static_cast<double>(x->NumElements()), m = sum / n;
+  EXPECT_NEAR(m, mean, 0.03) << op;
+  EXPECT_NEAR(std::sqrt(sum_sq / n - m * m), stddev, 0.03) << op;
+}
+
 inline Tensor D(const std::vector<double>& v, const TensorShape& shape) {
   return Tensor::FromVector<double>(v, shape);
 }
@@ -785,18 +803,8 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
           auto b = RunOp(op, {Tensor::FromVector<int32_t>({100, 100})}, attrs);
           EXPECT_TRUE(a.ok() && b.ok());
           if (!a.ok() || !b.ok()) continue;
-          Tensor x = *CastTensor((*a)[0], DT_DOUBLE);
           EXPECT_TRUE(TensorsEqual((*a)[0], (*b)[0])) << op << ": same seed, same values";
-          double sum = 0, sum_sq = 0;
-          for (int64_t i = 0; i < x.NumElements(); ++i) {
-            double v = x.data<double>()[i];
-            EXPECT_TRUE(v >= lo && v <= hi) << op << " value " << v;
-            sum += v;
-            sum_sq += v * v;
-          }
-          double n = static_cast<double>(x.NumElements()), m = sum / n;
-          EXPECT_NEAR(m, mean, 0.03) << op;
-          EXPECT_NEAR(std::sqrt(sum_sq / n - m * m), stddev, 0.03) << op;
+          ExpectMoments(op, (*a)[0], lo, hi, mean, stddev);
         }
         return std::string("float double (range, mean, stddev, seeded repeatability)");
       };
@@ -875,17 +883,7 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
             if (!a.ok() || !b.ok() || !c.ok()) continue;
             EXPECT_TRUE(TensorsEqual((*a)[0], (*b)[0])) << op << ": same seed, same values";
             EXPECT_FALSE(TensorsEqual((*a)[0], (*c)[0])) << op << ": another seed, others";
-            Tensor x = *CastTensor((*a)[0], DT_DOUBLE);
-            double sum = 0, sum_sq = 0;
-            for (int64_t i = 0; i < x.NumElements(); ++i) {
-              double v = x.data<double>()[i];
-              EXPECT_TRUE(v >= lo && v <= hi) << op << " value " << v;
-              sum += v;
-              sum_sq += v * v;
-            }
-            double n = static_cast<double>(x.NumElements()), m = sum / n;
-            EXPECT_NEAR(m, mean, 0.03) << op;
-            EXPECT_NEAR(std::sqrt(sum_sq / n - m * m), stddev, 0.03) << op;
+            ExpectMoments(op, (*a)[0], lo, hi, mean, stddev);
           }
         }
         // A seed that is not two integers is an error naming it.
