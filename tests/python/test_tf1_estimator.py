@@ -660,3 +660,35 @@ def test_keras_fit_under_multi_worker_mirrored_strategy_trains_workers_as_one_pr
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     assert workers[0]["loss"][-1] < workers[0]["loss"][0]
     assert one["rows"] == [16] * 12 and workers[0]["rows"] == workers[1]["rows"] == [8] * 12
+
+
+def test_estimator_trains_with_a_mirrored_strategy_over_two_devices(tmp_path):
+    """RunConfig(train_distribute=MirroredStrategy([...2 devices])): model_fn built per
+    replica, each on half of every batch, the gradients summed (each loss scaled by 1/2): the
+    same weights as one device on the whole batches (plain SGD, a linear model)."""
+    rng = np.random.RandomState(0)
+    x = rng.randn(64, 3).astype(np.float32)
+    y = (x @ np.array([[1.0], [-2.0], [0.5]], np.float32) + 0.3).astype(np.float32)
+
+    def input_fn():
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+
+    def model_fn(features, labels, mode):
+        pred = tf.layers.dense(features, 1, kernel_initializer=tf.zeros_initializer())
+        loss = tf.losses.mean_squared_error(labels, pred)
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=step)
+
+    weights = []
+    for strategy in (None, tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])):
+        est = tf.estimator.Estimator(model_fn, config=tf.estimator.RunConfig(
+            model_dir=str(tmp_path / ("two" if strategy else "one")),
+            train_distribute=strategy))
+        est.train(input_fn)                          # 8 steps: one pass over the data
+        assert est.get_variable_value("global_step") == 8
+        weights.append(est.get_variable_value("dense/kernel"))
+    np.testing.assert_allclose(weights[1], weights[0], rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="evaluates and predicts with one replica"):
+        tf.estimator.RunConfig(eval_distribute=tf.distribute.MirroredStrategy(
+            ["/cpu:0", "/cpu:1"]))

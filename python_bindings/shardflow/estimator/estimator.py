@@ -62,6 +62,26 @@ class _RestoreHook(SessionRunHook):
             self._saver.restore(session, self._path)
 
 
+def _in_process_replicas(strategy):
+    """Whether `strategy` replicates model_fn over several devices of this process."""
+    if strategy is None or strategy.num_replicas_in_sync <= 1:
+        return False
+    return not getattr(strategy.extended, "experimental_between_graph", False)
+
+
+def _session_config_for(session_config, strategy):
+    """`session_config`; with none given and a strategy over '/cpu:N' devices, one that has
+    those CPU devices (TF wants device_count={"CPU": n} given by hand)."""
+    if session_config is not None or strategy is None:
+        return session_config
+    cpus = [int(d.rsplit(":", 1)[1]) for d in strategy.extended.worker_devices
+            if ":CPU:" in d.upper()]
+    if not cpus or max(cpus) == 0:
+        return None
+    from shardflow.session import ConfigProto
+    return ConfigProto(cpu_device_count=max(cpus) + 1)
+
+
 def _between_graph(config):
     """config.train_distribute when it replicates across processes (MultiWorkerMirrored- or
     ParameterServerStrategy: one replica per worker process), else None."""
@@ -201,7 +221,10 @@ class Estimator:
 
     # ---- graph building -------------------------------------------------------------------
 
-    def _call_input_fn(self, input_fn, mode):
+    def _call_input_fn(self, input_fn, mode, strategy=None):
+        """input_fn's (features, labels); with an in-process strategy of several replicas,
+        PerReplica values: each replica takes its slice of every batch of the Dataset input_fn
+        returns."""
         from shardflow.data import Dataset
         args = _arg_names(input_fn)
         kwargs = {}
@@ -214,7 +237,14 @@ class Estimator:
         if "input_context" in args:
             kwargs["input_context"] = self._input_context(mode)
         result = input_fn(**kwargs)
-        if isinstance(result, Dataset):
+        if strategy is not None:
+            if not isinstance(result, Dataset):
+                raise ValueError("with train_distribute=%r the input_fn must return a "
+                                 "tf.data.Dataset (its batches are split between the "
+                                 "replicas), not %r" % (strategy, result))
+            result = strategy.experimental_distribute_dataset(result) \
+                .make_one_shot_iterator().get_next()
+        elif isinstance(result, Dataset):
             result = result.make_one_shot_iterator().get_next()
         if isinstance(result, (tuple, list)) and len(result) == 2:
             return result[0], result[1]
@@ -253,6 +283,10 @@ class Estimator:
             if self._config.tf_random_seed is not None:
                 set_random_seed(self._config.tf_random_seed)
             global_step = get_or_create_global_step()
+            if _in_process_replicas(strategy):
+                features, labels = self._call_input_fn(input_fn, mode, strategy)
+                spec = self._call_model_fn_per_replica(strategy, features, labels, mode)
+                return g, global_step, spec
             features, labels = self._call_input_fn(input_fn, mode)
             if strategy is not None:
                 spec = strategy.extended.call_for_each_replica(
@@ -260,6 +294,25 @@ class Estimator:
             else:
                 spec = self._call_model_fn(features, labels, mode)
         return g, global_step, spec
+
+    def _call_model_fn_per_replica(self, strategy, features, labels, mode):
+        """model_fn built once per replica of an in-process strategy (MirroredStrategy over
+        several devices), each on its share of the batch, as TF 1.15's distributed Estimator:
+        the optimizer sums the replicas' gradients (each replica's loss scaled by 1 / N) and
+        updates once; the spec's loss is the replicas' losses summed, its train_op all of
+        theirs, its hooks every replica's."""
+        from shardflow.distribute.values import ReduceOp
+        specs = []
+
+        def replica_fn(f, lab):
+            spec = self._call_model_fn(f, lab, mode)
+            specs.append(spec)
+            return spec.loss, spec.train_op
+        loss, train_op = strategy.extended.call_for_each_replica(replica_fn, (features, labels))
+        hooks = [h for spec in specs for h in spec.training_hooks]
+        return EstimatorSpec(mode, loss=strategy.reduce(ReduceOp.SUM, loss),
+                             train_op=strategy.group(train_op), training_hooks=hooks,
+                             scaffold=specs[0].scaffold if specs else None)
 
     def _call_model_fn(self, features, labels, mode):
         """model_fn's EstimatorSpec for `mode`, built in the default graph."""
@@ -317,6 +370,12 @@ class Estimator:
         master, device_fn = "", None
         between = _between_graph(config)  # model_fn runs under it
         strategy = between if isinstance(between, MultiWorkerMirroredStrategy) else None
+        local = config.train_distribute if _in_process_replicas(config.train_distribute) \
+            else None
+        if local is not None and config._distributed:
+            raise NotImplementedError(
+                "train_distribute=%r replicates within this process; in a TF_CONFIG cluster "
+                "use MultiWorkerMirroredStrategy or ParameterServerStrategy" % (local,))
         if config._distributed:
             # A task of a TF_CONFIG cluster (RunConfig): through this task's server, variables
             # on the ps tasks, the rest here; the chief initialises, restores and checkpoints,
@@ -331,7 +390,8 @@ class Estimator:
                                                   worker_device=device_fn)
         # Under ParameterServerStrategy too model_fn runs in its replica context (variables on
         # the ps as without it).
-        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn, between)
+        g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn,
+                                           local if local is not None else between)
         with g.as_default():
             from shardflow import summary
             from shardflow.basic_hooks import (LoggingTensorHook, NanTensorHook,
@@ -364,7 +424,7 @@ class Estimator:
             with MonitoredTrainingSession(
                     master=master, is_chief=config.is_chief or strategy is not None,
                     hooks=first + (chief_hooks if config.is_chief else []) + all_hooks,
-                    config=config.session_config) as sess:
+                    config=_session_config_for(config.session_config, local)) as sess:
                 while not sess.should_stop():
                     _, loss = sess.run([spec.train_op, spec.loss])
             if loss is not None:

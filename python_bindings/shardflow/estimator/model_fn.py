@@ -56,18 +56,15 @@ def _one_replica(strategy, what):
     if not isinstance(strategy, Strategy):
         raise ValueError("RunConfig(%s=...) takes a tf.distribute strategy "
                          "(tf.distribute.MirroredStrategy(), ...), not %r" % (what, strategy))
-    from shardflow.distribute.multi_worker import MultiWorkerMirroredStrategy
-    from shardflow.distribute.parameter_server import ParameterServerStrategy
-    if isinstance(strategy, (MultiWorkerMirroredStrategy, ParameterServerStrategy)) and \
-            what == "train_distribute":
-        return strategy  # one replica per worker process (Estimator.train)
+    if what == "train_distribute":
+        # One replica per worker process (MultiWorkerMirrored-, ParameterServerStrategy), or
+        # model_fn built once per device of this process (MirroredStrategy: Estimator.train).
+        return strategy
     if strategy.num_replicas_in_sync != 1:
         raise NotImplementedError(
-            "RunConfig(%s=%r): shardflow's Estimator trains one replica; a strategy of %d "
-            "replicas would need the model_fn built per device. Give a one-device strategy, "
-            "or write the loop with strategy.experimental_run_v2 (docs/python.md, \"Coming "
-            "from TensorFlow 1.x\", tf.distribute)" % (what, strategy,
-                                                     strategy.num_replicas_in_sync))
+            "RunConfig(%s=%r): shardflow's Estimator evaluates and predicts with one replica; "
+            "give a one-device strategy (train_distribute takes several)"
+            % (what, strategy))
     return strategy
 
 
