@@ -33,18 +33,24 @@ def _axis(axis, rank, what):
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
     """[..., depth] with on_value where the last index equals the position, off_value
-    elsewhere (TF1's tf.one_hot; axis -1 only). Indices out of [0, depth) give all off_value."""
-    if axis not in (None, -1):
-        raise ValueError("one_hot(axis=%r): only the last axis (-1) is supported" % (axis,))
+    elsewhere (TF1's tf.one_hot); `axis` puts the depth dimension elsewhere (indices [N] and
+    axis 0 give [depth, N]). Indices out of [0, depth) give all off_value."""
     dt = dtypes.as_dtype(dtype or dtypes.float32)
     indices = convert_to_tensor(indices)
+    rank = indices.shape.ndims
+    if axis not in (None, -1) and (rank is None or not 0 <= axis <= rank):
+        raise ValueError("one_hot(axis=%r): the axis must be -1 or in [0, %s] for indices of "
+                         "rank %s" % (axis, rank, rank))
     positions = ops.constant(np.arange(int(depth), dtype=indices.dtype.as_numpy_dtype))
     hot = ops.cast(ops.equal(ops.expand_dims(indices, -1), positions), dt)
-    if on_value is None and off_value is None:
-        return ops.identity(hot, name=name)
-    on = 1 if on_value is None else on_value
-    off = 0 if off_value is None else off_value
-    return ops.add(ops.multiply(hot, ops.subtract(on, off)), off, name=name)
+    if on_value is not None or off_value is not None:
+        on = 1 if on_value is None else on_value
+        off = 0 if off_value is None else off_value
+        hot = ops.add(ops.multiply(hot, ops.subtract(on, off)), off)
+    if axis not in (None, -1) and axis != rank:
+        perm = list(builtins.range(axis)) + [rank] + list(builtins.range(axis, rank))
+        return ops.transpose(hot, perm, name=name)
+    return ops.identity(hot, name=name)
 
 
 def gather(params, indices, axis=None, name=None, validate_indices=None, batch_dims=0):

@@ -538,8 +538,22 @@ class BatchNormalization(Layer):
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer=None, gamma_initializer=None, moving_mean_initializer=None,
-                 moving_variance_initializer=None, name=None, device=None, trainable=True):
+                 moving_variance_initializer=None, name=None, device=None, trainable=True,
+                 beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                 gamma_constraint=None, renorm=False, renorm_clipping=None,
+                 renorm_momentum=0.99, fused=None, virtual_batch_size=None, adjustment=None):
         super().__init__(name, device)
+        if renorm or virtual_batch_size is not None or adjustment is not None:
+            raise NotImplementedError(
+                "BatchNormalization: renorm, virtual_batch_size and adjustment are not "
+                "supported (plain batch normalization is)")
+        for what, c in (("beta_constraint", beta_constraint),
+                        ("gamma_constraint", gamma_constraint)):
+            if c is not None and not callable(c):
+                raise ValueError("BatchNormalization: %s must be a function of the variable, "
+                                 "not %r" % (what, c))
+        self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
+        self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
         if axis not in (-1, 3):
             raise ValueError("BatchNormalization(axis=%r): only the last axis (channels, NHWC) "
                              "is supported" % (axis,))
@@ -563,9 +577,13 @@ class BatchNormalization(Layer):
         c = _last_dim(input_shape, "BatchNormalization")
         # As TF1's: scale=False makes no gamma (a constant 1), center=False no beta (0).
         self.gamma = self.add_variable("gamma", [c], self.gamma_initializer,
-                                       trainable=self.trainable) if self.scale else None
+                                       trainable=self.trainable,
+                                       regularizer=self.gamma_regularizer,
+                                       constraint=self.gamma_constraint) if self.scale else None
         self.beta = self.add_variable("beta", [c], self.beta_initializer,
-                                      trainable=self.trainable) if self.center else None
+                                      trainable=self.trainable,
+                                      regularizer=self.beta_regularizer,
+                                      constraint=self.beta_constraint) if self.center else None
         self._channels = c
         self.moving_mean = self.add_variable("moving_mean", [c], self.moving_mean_initializer,
                                              trainable=False)
@@ -912,7 +930,10 @@ def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="chan
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=True, scale=True,
                         beta_initializer=None, gamma_initializer=None,
                         moving_mean_initializer=None, moving_variance_initializer=None,
-                        training=False, trainable=True, name=None, reuse=None, fused=None):
+                        beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                        gamma_constraint=None, training=False, trainable=True, name=None,
+                        reuse=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99,
+                        fused=None, virtual_batch_size=None, adjustment=None):
     """TF1's tf.layers.batch_normalization: variables <name>/gamma, beta, moving_mean and
     moving_variance; with training=True (or a bool tensor) the moving-average updates go to
     sf.GraphKeys.UPDATE_OPS, as in TF1::
@@ -926,7 +947,12 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=0.001, center=Tr
                                gamma_initializer=gamma_initializer,
                                moving_mean_initializer=moving_mean_initializer,
                                moving_variance_initializer=moving_variance_initializer,
-                               trainable=trainable, name=name)
+                               trainable=trainable, name=name,
+                               beta_regularizer=beta_regularizer,
+                               gamma_regularizer=gamma_regularizer,
+                               beta_constraint=beta_constraint,
+                               gamma_constraint=gamma_constraint, renorm=renorm,
+                               virtual_batch_size=virtual_batch_size, adjustment=adjustment)
     layer._reuse = reuse
     return layer(inputs, training=training)
 
@@ -940,8 +966,16 @@ def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="
                             name=name)(inputs)
 
 
-def flatten(inputs, name=None):
-    """TF1's tf.layers.flatten: [batch, ...] -> [batch, everything else]."""
+def flatten(inputs, name=None, data_format="channels_last"):
+    """TF1's tf.layers.flatten: [batch, ...] -> [batch, everything else] (channels_first
+    inputs are flattened in their channels-last order, as TF's)."""
+    if data_format == "channels_first":
+        rank = convert_to_tensor(inputs).shape.ndims
+        if rank is not None and rank > 2:
+            inputs = ops.transpose(inputs, [0] + list(range(2, rank)) + [1])
+    elif data_format not in (None, "channels_last"):
+        raise ValueError("flatten: data_format is channels_last or channels_first, not %r"
+                         % (data_format,))
     return Flatten(name=name)(inputs)
 
 

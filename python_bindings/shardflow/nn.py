@@ -44,19 +44,49 @@ def relu(features, name=None):
     return _out("Relu", [features], name=name)
 
 
-def softmax(logits, name=None):
-    """exp(logits) / sum(exp(logits)) along the last dimension."""
-    return _out("Softmax", [logits], name=name)
+def _along(op_type, logits, axis, dim, name, what):
+    """op_type (along the last dimension) applied along `axis`: moved last and back."""
+    from shardflow import ops
+    from shardflow.framework import convert_to_tensor
+    axis = ops._alias(axis, dim, "dim", "axis", what)
+    logits = convert_to_tensor(logits)
+    rank = logits.shape.ndims
+    if axis is None or axis == -1 or (rank is not None and axis == rank - 1):
+        return _out(op_type, [logits], name=name)
+    if rank is None:
+        raise ValueError("%s(axis=%r) needs logits of known rank" % (what, axis))
+    if not -rank <= axis < rank:
+        raise ValueError("%s: axis %r is out of range for rank %d" % (what, axis, rank))
+    axis %= rank
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    back = [perm.index(d) for d in range(rank)]
+    return ops.transpose(_out(op_type, [ops.transpose(logits, perm)]), back, name=name)
 
 
-def log_softmax(logits, name=None):
-    """log(softmax(logits)), computed stably."""
-    return _out("LogSoftmax", [logits], name=name)
+def softmax(logits, axis=None, name=None, dim=None):
+    """exp(logits) / sum(exp(logits)) along `axis` (default the last; TF1's older name:
+    dim)."""
+    return _along("Softmax", logits, axis, dim, name, "softmax")
 
 
-def bias_add(value, bias, name=None):
-    """`value` plus the vector `bias` along the last dimension."""
-    return _out("BiasAdd", [value, bias], name=name)
+def log_softmax(logits, axis=None, name=None, dim=None):
+    """log(softmax(logits)) along `axis` (default the last), computed stably."""
+    return _along("LogSoftmax", logits, axis, dim, name, "log_softmax")
+
+
+def bias_add(value, bias, data_format=None, name=None):
+    """`value` plus the vector `bias` along the last dimension (data_format "NHWC" or None),
+    or along dimension 1 ("NCHW", "NCW", "NCDHW")."""
+    if data_format is None or not str(data_format).startswith("NC"):
+        return _out("BiasAdd", [value, bias], name=name)
+    from shardflow import ops
+    from shardflow.framework import convert_to_tensor
+    value = convert_to_tensor(value)
+    rank = value.shape.ndims
+    if rank is None or rank < 2:
+        raise ValueError("bias_add(data_format=%r) needs a value of known rank >= 2"
+                         % (data_format,))
+    return ops.add(value, ops.reshape(bias, [-1] + [1] * (rank - 2)), name=name)
 
 
 def _four(v, what):
@@ -242,7 +272,8 @@ def _per_row(op_type, labels, logits, sparse, name):
     return out
 
 
-def softmax_cross_entropy_with_logits(labels, logits, name=None):
+def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=None, axis=None,
+                                      _sentinel=None):
     """Per-row cross-entropy between softmax(logits) and the distributions `labels`, both
     [batch, classes] (or [..., classes]); returns [batch] (the leading dimensions).
 
@@ -250,6 +281,21 @@ def softmax_cross_entropy_with_logits(labels, logits, name=None):
 
         loss = sf.reduce_mean(sf.nn.softmax_cross_entropy_with_logits(labels=onehot, logits=z))
     """
+    axis = dim if axis is None else axis
+    if labels is None or logits is None:
+        raise ValueError("softmax_cross_entropy_with_logits needs labels and logits")
+    from shardflow.framework import convert_to_tensor
+    logits = convert_to_tensor(logits)
+    rank = logits.shape.ndims
+    if axis not in (-1, None) and not (rank is not None and axis == rank - 1):
+        from shardflow import ops
+        if rank is None:
+            raise ValueError("softmax_cross_entropy_with_logits(dim=%r) needs logits of known "
+                             "rank" % (axis,))
+        axis %= rank
+        perm = [d for d in range(rank) if d != axis] + [axis]
+        labels = ops.transpose(labels, perm)
+        logits = ops.transpose(logits, perm)
     return _per_row("SoftmaxCrossEntropyWithLogits", labels, logits, False, name)
 
 

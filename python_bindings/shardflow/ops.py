@@ -425,8 +425,21 @@ is_finite = _unary("IsFinite", "Whether x is neither NaN nor infinite (bool).")
 logical_not = _unary("LogicalNot", "not x.")
 identity = _unary("Identity", "The same value (a new node; useful to name or place a value).")
 stop_gradient = _unary("StopGradient", "The same value; gradients do not flow through it.")
-zeros_like = _unary("ZerosLike", "Zeros of x's shape and dtype.")
-ones_like = _unary("OnesLike", "Ones of x's shape and dtype.")
+def zeros_like(tensor, dtype=None, name=None, optimize=True):
+    """Zeros of `tensor`'s shape, of its dtype or `dtype` (TF1's signature)."""
+    return _like("ZerosLike", tensor, dtype, name)
+
+
+def ones_like(tensor, dtype=None, name=None, optimize=True):
+    """Ones of `tensor`'s shape, of its dtype or `dtype` (TF1's signature)."""
+    return _like("OnesLike", tensor, dtype, name)
+
+
+def _like(op_type, tensor, dtype, name):
+    t = convert_to_tensor(tensor)
+    if dtype is None or dtypes.as_dtype(dtype) == t.dtype:
+        return _out(op_type, [t], name=name)
+    return cast(_out(op_type, [t]), dtype, name=name)
 
 
 def Print(input_, data, message=None, first_n=None, summarize=None, name=None):  # noqa: N802
@@ -490,14 +503,21 @@ def cast(x, dtype, name=None):
     return _out("Cast", [x], {"DstT": dtypes.as_dtype(dtype)._enum}, name)
 
 
-def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
-    """Matrix product of two rank-2 tensors (also ``a @ b``).
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, name=None):
+    """Matrix product of two rank-2 tensors (also ``a @ b``), batched for higher ranks. TF1's
+    signature: adjoint_a/b are transpose_a/b (no complex types here); the *_is_sparse hints
+    change nothing.
 
     Example::
 
         y = sf.matmul(x, w)                  # [batch, in] x [in, out]
         g = sf.matmul(x, x, transpose_a=True)
     """
+    if (transpose_a and adjoint_a) or (transpose_b and adjoint_b):
+        raise ValueError("matmul: only one of transpose_a and adjoint_a (and of transpose_b "
+                         "and adjoint_b) can be True")
+    transpose_a, transpose_b = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
     a_t, b_t = convert_to_tensor(a), convert_to_tensor(b)
     ra, rb = a_t.shape.ndims, b_t.shape.ndims
     if (ra or 2) > 2 or (rb or 2) > 2:
@@ -614,8 +634,9 @@ def reshape(tensor, shape, name=None):
     return _out("Reshape", [tensor, shape], name=name)
 
 
-def transpose(a, perm=None, name=None):
-    """Permutes the dimensions (reverses them when `perm` is None)."""
+def transpose(a, perm=None, name=None, conjugate=False):
+    """Permutes the dimensions (reverses them when `perm` is None). `conjugate` changes
+    nothing: there are no complex types."""
     if perm is None:
         rank = convert_to_tensor(a).shape.ndims
         if rank is None:
@@ -647,13 +668,27 @@ def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
     return _out("Shape", [input], {"out_type": dtypes.as_dtype(out_type)._enum}, name)
 
 
-def expand_dims(input, axis, name=None):  # noqa: A002
-    """`input` with a dimension of size 1 inserted at `axis`."""
+def _alias(value, old, old_name, new_name, what):
+    """An argument given under its TF1 name `new_name` or its older `old_name`."""
+    if old is not None:
+        if value is not None:
+            raise ValueError("%s: give %s or %s, not both" % (what, new_name, old_name))
+        return old
+    return value
+
+
+def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002
+    """`input` with a dimension of size 1 inserted at `axis` (TF1's older name: dim)."""
+    axis = _alias(axis, dim, "dim", "axis", "expand_dims")
+    if axis is None:
+        raise ValueError("expand_dims needs axis")
     return _out("ExpandDims", [input, np.int32(axis)], name=name)
 
 
-def squeeze(input, axis=None, name=None):  # noqa: A002
-    """`input` without dimensions of size 1 (only those in `axis`, when given)."""
+def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
+    """`input` without dimensions of size 1 (only those in `axis`, when given; TF1's older
+    name: squeeze_dims)."""
+    axis = _alias(axis, squeeze_dims, "squeeze_dims", "axis", "squeeze")
     if axis is None:
         axis = []
     elif isinstance(axis, int):

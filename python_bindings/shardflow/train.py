@@ -275,7 +275,7 @@ class GradientDescentOptimizer(Optimizer):
 
     _kind = "sgd"
 
-    def __init__(self, learning_rate, name="GradientDescent"):
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
         super().__init__(learning_rate, name)
 
 
@@ -288,7 +288,8 @@ class MomentumOptimizer(Optimizer):
     _kind = "momentum"
     _slot_suffixes = {"momentum": "Momentum"}
 
-    def __init__(self, learning_rate, momentum=0.9, use_nesterov=False, name="Momentum"):
+    def __init__(self, learning_rate, momentum=0.9, use_locking=False, name="Momentum",
+                 use_nesterov=False):
         super().__init__(learning_rate, name, momentum=float(momentum),
                          use_nesterov=bool(use_nesterov))
 
@@ -302,7 +303,8 @@ class AdamOptimizer(Optimizer):
     _kind = "adam"
     _slot_suffixes = {"m": "Adam_m", "v": "Adam_v"}
 
-    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, name="Adam"):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 use_locking=False, name="Adam"):
         super().__init__(learning_rate, name, beta1=float(beta1), beta2=float(beta2),
                          epsilon=float(epsilon))
 

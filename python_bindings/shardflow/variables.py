@@ -119,8 +119,20 @@ class Variable(_TensorOperators):
 
     constraint = None   # applied by optimizers after each update (TF1's `constraint`)
 
-    def __init__(self, initial_value, name=None, trainable=True, dtype=None, shape=None,
-                 collections=None, constraint=None):
+    def __init__(self, initial_value=None, trainable=None, collections=None,
+                 validate_shape=True, caching_device=None, name=None, variable_def=None,
+                 dtype=None, expected_shape=None, import_scope=None, constraint=None,
+                 use_resource=None, synchronization=None, aggregation=None, shape=None):
+        # TF1's signature and argument order (tf.Variable(0, False) is not trainable).
+        # Every variable is a resource variable (use_resource); caching_device,
+        # synchronization and aggregation change nothing in one process; validate_shape and
+        # expected_shape are accepted.
+        if variable_def is not None or import_scope is not None:
+            raise NotImplementedError("Variable(variable_def=...): re-create variables from a "
+                                      "MetaGraphDef with sf.train.import_meta_graph")
+        if initial_value is None:
+            raise ValueError("Variable needs an initial_value")
+        trainable = True if trainable is None else bool(trainable)
         if constraint is not None and not callable(constraint):
             raise ValueError("Variable: constraint must be a function of the variable, not %r"
                              % (constraint,))
@@ -131,8 +143,8 @@ class Variable(_TensorOperators):
             # Created inside a while_loop's function: the variable lives outside the loop (as
             # in TF1) and the function captures its value.
             with outermost().as_default():
-                self.__init__(initial_value, name, trainable, dtype, shape, collections,
-                              constraint)
+                self.__init__(initial_value, trainable=trainable, collections=collections,
+                              name=name, dtype=dtype, constraint=constraint, shape=shape)
             return
         # A device function (sf.train.replica_device_setter) places the variable as a whole:
         # its handle, initial value, read and every later user go where it says.

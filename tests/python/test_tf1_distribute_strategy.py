@@ -101,10 +101,11 @@ def test_estimator_with_run_config_train_distribute_trains(tmp_path):
     np.testing.assert_allclose(kernels[0], kernels[1], rtol=1e-6)
 
 
-def test_run_config_refuses_several_replicas_and_other_objects():
+def test_run_config_refuses_several_eval_replicas_and_other_objects():
+    # Training takes several replicas (test_tf1_estimator.py); evaluation one.
     with pytest.raises(NotImplementedError, match="one replica"):
-        estimator.RunConfig(train_distribute=tf.distribute.MirroredStrategy(["/cpu:0",
-                                                                             "/cpu:1"]))
+        estimator.RunConfig(eval_distribute=tf.distribute.MirroredStrategy(["/cpu:0",
+                                                                            "/cpu:1"]))
     with pytest.raises(ValueError, match="eval_distribute"):
         estimator.RunConfig(eval_distribute="mirrored")
 

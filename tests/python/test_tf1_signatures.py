@@ -1,0 +1,96 @@
+"""TF 1.15's signatures of common functions: argument names, older aliases (dim,
+squeeze_dims, keep_dims), positional order (tf.Variable(0, False), tf.nn.softmax(x, 1)). Each
+of these was a TypeError, or silently meant another argument, before."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def test_softmax_family_along_an_axis():
+    xv = np.random.RandomState(0).randn(2, 3, 4).astype(np.float32)
+    x = tf.constant(xv)
+    outs = [tf.nn.softmax(x, 1), tf.nn.softmax(x, dim=1), tf.nn.softmax(x, axis=-1),
+            tf.nn.log_softmax(x, axis=0),
+            tf.nn.softmax_cross_entropy_with_logits(labels=tf.nn.softmax(x, 1), logits=x,
+                                                    dim=1)]
+    with tf.Session() as s:
+        a, b, c, d, e = s.run(outs)
+    np.testing.assert_allclose(a, _softmax(xv, 1), atol=1e-6)
+    np.testing.assert_allclose(b, _softmax(xv, 1), atol=1e-6)
+    np.testing.assert_allclose(c, _softmax(xv, 2), atol=1e-6)
+    np.testing.assert_allclose(d, np.log(_softmax(xv, 0)), atol=1e-5)
+    p = _softmax(xv, 1)
+    np.testing.assert_allclose(e, -(p * np.log(p)).sum(1), atol=1e-5)
+    with pytest.raises(ValueError, match="not both"):
+        tf.nn.softmax(x, axis=1, dim=1)
+
+
+def test_shape_functions_take_their_older_names():
+    x = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    e = tf.expand_dims(x, dim=1)
+    assert e.shape.as_list() == [2, 1, 3]
+    assert tf.squeeze(e, squeeze_dims=[1]).shape.as_list() == [2, 3]
+    assert tf.transpose(x, conjugate=True).shape.as_list() == [3, 2]
+    assert tf.zeros_like(x, dtype=tf.int32).dtype == tf.int32
+    assert tf.ones_like(tensor=x).dtype == tf.float32
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(tf.one_hot([0, 2], 3, axis=0)),
+                                      [[1, 0], [0, 0], [0, 1]])
+        np.testing.assert_array_equal(s.run(tf.matmul(x, x, adjoint_b=True)),
+                                      s.run(x) @ s.run(x).T)
+        y = tf.constant(np.ones((1, 3, 2, 2), np.float32))
+        np.testing.assert_array_equal(
+            s.run(tf.nn.bias_add(y, [1.0, 2.0, 3.0], data_format="NCHW"))[0, :, 0, 0],
+            [2, 3, 4])
+        z = tf.constant(np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2))   # NCHW
+        np.testing.assert_array_equal(s.run(tf.layers.flatten(z, data_format="channels_first")),
+                                      [[0, 4, 1, 5, 2, 6, 3, 7]])
+    with pytest.raises(ValueError, match="only one of transpose_a and adjoint_a"):
+        tf.matmul(x, x, transpose_a=True, adjoint_a=True)
+
+
+def test_variable_and_optimizers_take_tf1_positional_order():
+    v = tf.Variable(0, False)                     # TF1: trainable is the second argument
+    assert v not in tf.trainable_variables()
+    w = tf.Variable(np.ones(2, np.float32), validate_shape=False, caching_device="/cpu:0",
+                    use_resource=True, name="w")
+    assert w.op.name == "w" and w in tf.trainable_variables()
+    with pytest.raises(NotImplementedError, match="import_meta_graph"):
+        tf.Variable(variable_def=object())
+    loss = tf.reduce_sum(w * w)
+    opts = [tf.train.GradientDescentOptimizer(0.1, use_locking=True),
+            tf.train.MomentumOptimizer(0.1, 0.9, False, "M", True),   # ..., name, use_nesterov
+            tf.train.AdamOptimizer(0.1, 0.9, 0.999, 1e-8, True, "A")]
+    assert opts[1]._params["use_nesterov"] is True and opts[1]._name == "M"
+    assert opts[2]._name == "A"
+    steps = [o.minimize(loss) for o in opts]
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        s.run(steps)
+        assert s.run(w)[0] < 1
+
+
+def test_batch_normalization_regularizers_and_unsupported_options():
+    x = tf.placeholder(tf.float32, [None, 4])
+    tf.layers.batch_normalization(x, gamma_regularizer=tf.contrib.layers.l2_regularizer(0.5),
+                                  beta_regularizer=tf.contrib.layers.l2_regularizer(0.5),
+                                  gamma_constraint=lambda g: tf.clip_by_value(g, 0, 2))
+    losses = tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES)
+    assert len(losses) == 2
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        assert sorted(s.run(losses)) == [0.0, 1.0]     # 0.5 * sum(1^2 * 4) / 2; beta zeros
+    with pytest.raises(NotImplementedError, match="renorm"):
+        tf.layers.batch_normalization(x, renorm=True)
