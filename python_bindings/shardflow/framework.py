@@ -993,9 +993,20 @@ def reset_default_graph():
     _global_default_graph[0] = Graph()
 
 
-def name_scope(name):
-    """``with sf.name_scope("dense"):`` — names ops 'dense/...' in the default graph."""
-    return get_default_graph().name_scope(name)
+def name_scope(name, default_name=None, values=None):
+    """``with sf.name_scope("dense"):`` — names ops 'dense/...' in the default graph. TF1's
+    signature: `default_name` when `name` is None (``with tf.name_scope(name, "MyOp", [x,
+    y]):``, as library functions write it); the graph is the one of the tensors in `values`
+    when they have one."""
+    if name is None and default_name is None and values is not None:
+        raise ValueError("name_scope: at least one of name and default_name must be given")
+    g = get_default_graph()
+    for v in values or ():
+        if isinstance(v, Tensor):
+            if not isinstance(g, _FuncGraph) and v.graph is not g:
+                g = v.graph
+            break
+    return g.name_scope(default_name if name is None else name)
 
 
 def get_name_scope():
@@ -1062,10 +1073,10 @@ def add_to_collections(names, value):
         add_to_collection(name, value)
 
 
-def get_collection(name, scope=None):
-    """The default graph's collection `name` (a list; empty when none); with `scope`, only the
+def get_collection(key, scope=None):
+    """The default graph's collection `key` (a list; empty when none); with `scope`, only the
     items whose name starts with a match of that regular expression (TF1's filter)."""
-    return get_default_graph().get_collection(name, scope)
+    return get_default_graph().get_collection(key, scope)
 
 
 # Collections whose members are the graph's variables (Graph.get_collection).

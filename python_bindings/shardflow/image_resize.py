@@ -90,7 +90,7 @@ def _separable(images, size, what, axis_fn, align_corners, half_pixel_centers, n
     return ops.identity(y, name=name)
 
 
-def resize_bilinear(images, size, align_corners=False, half_pixel_centers=False, name=None):
+def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """Bilinear resizing of NHWC images to size = [height, width]; float32 out."""
     return _separable(images, size, "resize_bilinear", _bilinear_axis, align_corners,
                       half_pixel_centers, name)
@@ -108,8 +108,8 @@ def _nearest_rows(n_in, n_out, align_corners, half_pixel_centers):
     return np.clip(pos, 0, n_in - 1).astype(np.int32)
 
 
-def resize_nearest_neighbor(images, size, align_corners=False, half_pixel_centers=False,
-                            name=None):
+def resize_nearest_neighbor(images, size, align_corners=False, name=None,
+                            half_pixel_centers=False):
     """Nearest-neighbour resizing of NHWC images to size = [height, width]; dtype kept."""
     x, unbatch, h, w = _as_nhwc(images, "resize_nearest_neighbor")
     out_h, out_w = _size(size, "resize_nearest_neighbor")
@@ -161,7 +161,7 @@ def _bicubic_axis(x, axis, n_in, n_out, align_corners, half_pixel_centers):
     return out
 
 
-def resize_bicubic(images, size, align_corners=False, half_pixel_centers=False, name=None):
+def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """Bicubic resizing of NHWC images to size = [height, width], as TF's ResizeBicubic
     (coordinates as resize_bilinear's); float32 out."""
     return _separable(images, size, "resize_bicubic", _bicubic_axis, align_corners,

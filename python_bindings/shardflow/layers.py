@@ -261,9 +261,9 @@ class Dense(Layer):
     _default_name = "dense"
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
-                 seed=0, name=None, device=None, bias_initializer=None,
-                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
-                 kernel_constraint=None, bias_constraint=None, trainable=True):
+                 bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 trainable=True, name=None, seed=0, device=None):
         super().__init__(name, device)
         self._set_tf_options(kernel_constraint, bias_constraint, trainable)
         self.units = int(units)

@@ -423,8 +423,14 @@ is_nan = _unary("IsNan", "Whether x is NaN (bool).")
 is_inf = _unary("IsInf", "Whether x is +Inf or -Inf (bool).")
 is_finite = _unary("IsFinite", "Whether x is neither NaN nor infinite (bool).")
 logical_not = _unary("LogicalNot", "not x.")
-identity = _unary("Identity", "The same value (a new node; useful to name or place a value).")
-stop_gradient = _unary("StopGradient", "The same value; gradients do not flow through it.")
+def identity(input, name=None):  # noqa: A002 (TF1's name)
+    """The same value (a new node; useful to name or place a value)."""
+    return _out("Identity", [input], name=name)
+
+
+def stop_gradient(input, name=None):  # noqa: A002 (TF1's name)
+    """The same value; gradients do not flow through it."""
+    return _out("StopGradient", [input], name=name)
 def zeros_like(tensor, dtype=None, name=None, optimize=True):
     """Zeros of `tensor`'s shape, of its dtype or `dtype` (TF1's signature)."""
     return _like("ZerosLike", tensor, dtype, name)

@@ -172,7 +172,14 @@ class FileWriter:
         writer.add_summary(sess.run(merged), global_step=step)
     """
 
-    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, filename_suffix=""):
+    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, graph_def=None,
+                 filename_suffix="", session=None):
+        if session is not None:
+            raise NotImplementedError("FileWriter(session=...) writes through a TF2 summary "
+                                      "writer; give logdir only")
+        if graph is None and graph_def is not None:
+            graph = graph_def     # TF 1.0's spelling: add_graph takes a GraphDef too
+        filename_suffix = filename_suffix or ""
         os.makedirs(logdir, exist_ok=True)
         self._path = os.path.join(logdir, "events.out.tfevents.%d.%s%s" % (
             int(time.time()), socket.gethostname(), filename_suffix))

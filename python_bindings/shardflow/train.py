@@ -451,9 +451,9 @@ class Saver:
         return SaverDef(max_to_keep=self._max_to_keep,
                         keep_checkpoint_every_n_hours=self._keep_every_secs / 3600.0)
 
-    def save(self, sess, save_path, global_step=None, write_state=True, latest_filename=None,
-             meta_graph_suffix="meta", write_meta_graph=True, strip_default_attrs=False,
-             save_debug_info=False):
+    def save(self, sess, save_path, global_step=None, latest_filename=None,
+             meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
+             strip_default_attrs=False, save_debug_info=False):
         """Writes every variable's value to `save_path` (with "-<global_step>" appended when
         given; a Variable or tensor is evaluated) and returns the path written. Beside it, with
         write_meta_graph, `<path>.meta`: the graph, its variables and collections, for

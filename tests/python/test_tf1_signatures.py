@@ -1,6 +1,8 @@
 """TF 1.15's signatures of common functions: argument names, older aliases (dim,
 squeeze_dims, keep_dims), positional order (tf.Variable(0, False), tf.nn.softmax(x, 1)). Each
 of these was a TypeError, or silently meant another argument, before."""
+import os
+
 import numpy as np
 import pytest
 
@@ -94,3 +96,26 @@ def test_batch_normalization_regularizers_and_unsupported_options():
         assert sorted(s.run(losses)) == [0.0, 1.0]     # 0.5 * sum(1^2 * 4) / 2; beta zeros
     with pytest.raises(NotImplementedError, match="renorm"):
         tf.layers.batch_normalization(x, renorm=True)
+
+
+def test_name_scope_collections_identity_and_writer_take_tf1_arguments(tmp_path):
+    x = tf.constant(1.0)
+    with tf.name_scope(None, "MyOp", [x]) as scope:      # library functions' idiom
+        y = tf.identity(input=x)
+    assert scope == "MyOp/" and y.name == "MyOp/Identity:0"
+    with tf.name_scope("given", "unused") as scope:
+        pass
+    assert scope == "given/"
+    with pytest.raises(ValueError, match="name and default_name"):
+        tf.name_scope(None, None, [x])
+    assert tf.stop_gradient(input=x).op.type == "StopGradient"
+    v = tf.Variable(1.0)
+    assert tf.get_collection(key=tf.GraphKeys.GLOBAL_VARIABLES) == [v]
+    writer = tf.summary.FileWriter(str(tmp_path), graph_def=tf.get_default_graph().as_graph_def())
+    writer.close()
+    assert any(name.startswith("events.out.tfevents") for name in os.listdir(str(tmp_path)))
+    dense = tf.layers.Dense(3, None, True, None, tf.ones_initializer())   # bias_initializer 5th
+    out = dense(tf.zeros([1, 2]))
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(s.run(out), [[1, 1, 1]])
