@@ -246,9 +246,14 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TF1's nam
     return _check(condition, "assertion failed: [%s]" % names, name, "Assert")
 
 
-def verify_tensor_all_finite(t, msg, name=None):
-    """`t`, after checking it holds no NaN or Inf (TF1's tf.verify_tensor_all_finite; the step
-    fails naming `msg`)."""
+def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):
+    """`t`, after checking it holds no NaN or Inf (TF1's tf.verify_tensor_all_finite and
+    tf.debugging.assert_all_finite, also with TF2's names x and message; the step fails naming
+    `msg`)."""
+    t = ops._alias(t, x, "x", "t", "verify_tensor_all_finite")
+    msg = ops._alias(msg, message, "message", "msg", "verify_tensor_all_finite")
+    if t is None or msg is None:
+        raise ValueError("verify_tensor_all_finite needs a tensor (t) and a message (msg)")
     return ops.check_numerics(t, msg, name=name)
 
 

@@ -831,10 +831,10 @@ def _sorted_columns(feature_columns):
 
 
 def input_layer(features, feature_columns, weight_collections=None, trainable=True,
-                cols_to_vars=None):
+                cols_to_vars=None, cols_to_output_tensors=None):
     """The dense columns' tensors for `features`, concatenated in the order of the columns'
     names (as TF1): float32 [batch, total width]. `cols_to_vars`, a dict, receives each
-    column's variables."""
+    column's variables; `cols_to_output_tensors` each column's tensor."""
     g = get_default_graph()
     outputs = []
     with g.name_scope("input_layer"):
@@ -846,6 +846,8 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
             outputs.append(column._dense(features, state))
             if cols_to_vars is not None:
                 cols_to_vars[column] = state
+            if cols_to_output_tensors is not None:
+                cols_to_output_tensors[column] = outputs[-1]
     return outputs[0] if len(outputs) == 1 else ops.concat(outputs, 1)
 
 

@@ -86,13 +86,16 @@ class RNNCell:
             return self.call(convert_to_tensor(inputs), state)
 
     def _linear(self, args, units, bias_start=0.0):
-        """concat(args) @ kernel + bias, with TF1's variable names."""
+        """concat(args) @ kernel + bias, with TF1's variable names (the cell's
+        kernel_initializer / bias_initializer when it has them)."""
         x = ops.concat(list(args), 1) if len(args) > 1 else args[0]
         depth = sum(_depth(a, type(self).__name__) for a in args)
-        kernel = get_variable("kernel", [depth, units], dtype=x.dtype)
-        bias = get_variable("bias", [units], dtype=x.dtype,
-                            initializer=constant_initializer(bias_start)
-                            if bias_start else zeros_initializer())
+        kernel = get_variable("kernel", [depth, units], dtype=x.dtype,
+                              initializer=getattr(self, "_kernel_initializer", None))
+        bias_init = getattr(self, "_bias_initializer", None)
+        if bias_init is None:
+            bias_init = constant_initializer(bias_start) if bias_start else zeros_initializer()
+        bias = get_variable("bias", [units], dtype=x.dtype, initializer=bias_init)
         return ops.add(ops.matmul(x, kernel), bias)
 
 
@@ -203,6 +206,12 @@ class GRUCell(RNNCell):
     h' = u * h + (1 - u) * c (variables gates/kernel, gates/bias, candidate/...)."""
 
     _default_name = "gru_cell"
+
+    def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
+                 bias_initializer=None, name=None, dtype=None):
+        super().__init__(num_units, activation, reuse, name, dtype)
+        self._kernel_initializer = kernel_initializer
+        self._bias_initializer = bias_initializer
 
     def call(self, inputs, state):
         with variable_scope("gates"):

@@ -670,9 +670,10 @@ def _write_checkpoint_state(directory, latest, kept):
     os.replace(tmp, os.path.join(directory, "checkpoint"))
 
 
-def latest_checkpoint(checkpoint_dir):
-    """The path of the newest checkpoint a Saver wrote in `checkpoint_dir`, or None."""
-    state = os.path.join(checkpoint_dir, "checkpoint")
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    """The path of the newest checkpoint a Saver wrote in `checkpoint_dir` (its state file
+    `latest_filename`, default "checkpoint"), or None."""
+    state = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
     try:
         with open(state) as f:
             for line in f:

@@ -470,3 +470,36 @@ def test_text_line_dataset_takes_a_single_filename(tmp_path):
         it = tf.data.TextLineDataset(str(path)).make_one_shot_iterator().get_next()
         with tf.Session() as sess:
             assert [sess.run(it), sess.run(it)] == [b"a", b"b"]
+
+
+def test_text_lines_compressed_and_read_in_parallel(tmp_path):
+    # TextLineDataset(compression_type="GZIP"/"ZLIB") was NotImplementedError;
+    # num_parallel_reads a TypeError.
+    import gzip
+    import zlib
+    lines = [b"line %d" % i for i in range(5)]
+    plain = tmp_path / "a.txt"
+    plain.write_bytes(b"\n".join(lines) + b"\n")
+    with gzip.open(str(tmp_path / "b.txt.gz"), "wb") as f:
+        f.write(b"\r\n".join(b"gz " + x for x in lines))
+    (tmp_path / "c.z").write_bytes(zlib.compress(b"\n".join(b"z " + x for x in lines)))
+    (tmp_path / "bad.gz").write_bytes(b"not gzip at all")
+
+    def read(*args, **kwargs):
+        with tf.Graph().as_default():
+            nxt = tf.data.TextLineDataset(*args, **kwargs).make_one_shot_iterator().get_next()
+            out = []
+            with tf.Session() as s:
+                try:
+                    while True:
+                        out.append(s.run(nxt).decode())
+                except tf.errors.OutOfRangeError:
+                    return out
+    assert read(str(plain)) == [x.decode() for x in lines]
+    assert read(str(tmp_path / "b.txt.gz"), compression_type="GZIP")[4] == "gz line 4"
+    assert read(str(tmp_path / "c.z"), compression_type="ZLIB") == \
+        ["z " + x.decode() for x in lines]
+    mixed = read([str(plain), str(plain)], num_parallel_reads=2)
+    assert mixed[:4] == ["line 0", "line 0", "line 1", "line 1"] and len(mixed) == 10
+    with pytest.raises(tf.errors.DataLossError, match="bad.gz: cannot decompress it as GZIP"):
+        read(str(tmp_path / "bad.gz"), compression_type="GZIP")

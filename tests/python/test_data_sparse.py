@@ -213,3 +213,4 @@ def test_canned_estimator_reads_sparse_features_from_its_input_fn(tmp_path):
     est.train(input_fn, steps=10)
     metrics = est.evaluate(input_fn, steps=2)
     assert metrics["global_step"] == 10 and np.isfinite(metrics["loss"])
+

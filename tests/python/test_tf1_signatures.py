@@ -119,3 +119,51 @@ def test_name_scope_collections_identity_and_writer_take_tf1_arguments(tmp_path)
     with tf.Session() as s:
         s.run(tf.global_variables_initializer())
         np.testing.assert_array_equal(s.run(out), [[1, 1, 1]])
+
+
+def test_estimator_run_config_and_cells_take_tf1_arguments(tmp_path):
+    calls = []
+
+    def device_fn(op):
+        calls.append(op.type)
+        return ""
+
+    config = tf.estimator.RunConfig(str(tmp_path), None, 100, None, 600,
+                                    None, 3, 2, device_fn=device_fn, protocol="grpc")
+    assert config.keep_checkpoint_max == 3 and config.keep_checkpoint_every_n_hours == 2
+    assert config.replace(keep_checkpoint_max=4).device_fn is device_fn
+    with pytest.raises(ValueError, match="protocol"):
+        tf.estimator.RunConfig(protocol="mpi")
+    chief_hook_ran = []
+
+    class Hook(tf.train.SessionRunHook):
+        def begin(self):
+            chief_hook_ran.append(True)
+
+    def model_fn(features, labels, mode):
+        loss = tf.reduce_sum(tf.layers.dense(features, 1))
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(loss,
+                                                               tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=step,
+                                          training_chief_hooks=[Hook()])
+    est = tf.estimator.Estimator(model_fn, config=config)
+    est.train(lambda: tf.data.Dataset.from_tensors(np.ones((2, 3), np.float32)).repeat(3))
+    assert chief_hook_ran and "MatMul" in calls   # the device function placed model_fn's ops
+    with pytest.raises(NotImplementedError, match="PREDICT"):
+        est.export_saved_model(str(tmp_path / "export"), None, experimental_mode="train")
+    tf.reset_default_graph()
+    cell = tf.nn.rnn_cell.GRUCell(3, kernel_initializer=tf.ones_initializer(),
+                                  bias_initializer=tf.zeros_initializer())
+    out, _ = tf.nn.dynamic_rnn(cell, tf.ones([1, 2, 2]), dtype=tf.float32)
+    cols = {}
+    numeric = tf.feature_column.numeric_column("x")
+    net = tf.feature_column.input_layer({"x": tf.ones([2, 1])}, [numeric],
+                                        cols_to_output_tensors=cols)
+    checked = tf.debugging.assert_all_finite(x=tf.ones([2]), message="finite")
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        kernels = [v for v in tf.global_variables() if v.op.name.endswith("kernel")]
+        assert all((s.run(k) == 1).all() for k in kernels)
+        assert s.run(cols[numeric]).tolist() == [[1.0], [1.0]] and s.run(net).shape == (2, 1)
+        assert s.run(checked).tolist() == [1.0, 1.0]
+        assert s.run(out).shape == (1, 2, 3)

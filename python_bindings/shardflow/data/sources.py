@@ -215,12 +215,17 @@ class TextLineDataset(Dataset):
     """The lines of text files (bytes, without the line end), file after file.
 
     Example: ``sf.data.TextLineDataset(["a.txt", "b.txt"]).map(...)``.
+
+    compression_type: None or "" (none), "ZLIB" or "GZIP"; a file that does not decompress is
+    DataLossError naming it. num_parallel_reads=k > 1 takes one line from each of k files in
+    turn, as TFRecordDataset's. buffer_size is accepted and ignored.
     """
 
-    def __init__(self, filenames, compression_type=None, buffer_size=None):
-        if compression_type not in (None, ""):
-            raise NotImplementedError("TextLineDataset reads plain text only, not "
-                                      "compression_type=%r" % (compression_type,))
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        self._compression = tfrecord.TFRecordOptions.get_compression_type_string(
+            compression_type)
+        self._cycle = _parallel_reads(num_parallel_reads, "TextLineDataset")
         self._filenames = nest.as_component(filenames, dtypes.string) \
             if not isinstance(filenames, Tensor) else filenames
         self._structure = 0
@@ -229,14 +234,91 @@ class TextLineDataset(Dataset):
     def _tensors(self):
         return [self._filenames] if isinstance(self._filenames, Tensor) else []
 
-    def _reader(self, ctx):
-        for name in np.asarray(ctx.value(self._filenames), dtype=object).reshape(-1):
-            path = os.fsdecode(name)
-            if not os.path.exists(path):
-                raise errors.NotFoundError("TextLineDataset: %s: no such file" % path)
-            with open(path, "rb") as f:
+    def _lines(self, path):
+        """The file's lines, read as they are needed (a ZLIB file is decompressed in
+        pieces)."""
+        if not os.path.exists(path):
+            raise errors.NotFoundError("TextLineDataset: %s: no such file" % path)
+        try:
+            if self._compression == "ZLIB":
+                for line in _zlib_lines(path):
+                    yield (np.array(line.rstrip(b"\n").rstrip(b"\r"), dtype=object),)
+                return
+            with (gzip.open if self._compression == "GZIP" else open)(path, "rb") as f:
                 for line in f:
                     yield (np.array(line.rstrip(b"\n").rstrip(b"\r"), dtype=object),)
+        except (OSError, EOFError, zlib.error) as e:
+            raise errors.DataLossError("TextLineDataset: %s: cannot decompress it as %s (%s)"
+                                       % (path, self._compression or "text", e)) from None
+
+    def _reader(self, ctx):
+        paths = (os.fsdecode(n) for n in
+                 np.asarray(ctx.value(self._filenames), dtype=object).reshape(-1))
+        return _round_robin(paths, self._cycle, self._lines)
+
+
+def _zlib_lines(path, chunk=1 << 20):
+    """The lines of a ZLIB-compressed file, decompressed a megabyte at a time."""
+    inflate = zlib.decompressobj()
+    rest = b""
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(chunk)
+            rest += inflate.decompress(data) if data else inflate.flush()
+            lines = rest.split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                yield line + b"\n"
+            if not data:
+                break
+    if not inflate.eof:
+        raise zlib.error("the compressed stream is truncated")
+    if rest:
+        yield rest
+
+
+def _parallel_reads(num_parallel_reads, what):
+    cycle = 1 if num_parallel_reads is None else _count_argument(num_parallel_reads,
+                                                                 "num_parallel_reads")
+    if isinstance(cycle, Tensor):
+        raise TypeError("%s: num_parallel_reads must be a Python int here, not the tensor %s"
+                        % (what, cycle.name))
+    if cycle <= 0:
+        raise ValueError("%s: num_parallel_reads must be positive, not %d" % (what, cycle))
+    return cycle
+
+
+def _round_robin(paths, cycle, elements_of):
+    """The elements of the files `paths`, `cycle` files at a time, one element from each in
+    turn (TF1's deterministic parallel reads)."""
+    pending = iter(paths)
+    active = []
+    while True:
+        while len(active) < cycle:
+            path = next(pending, None)
+            if path is None:
+                break
+            active.append(elements_of(path))
+        if not active:
+            return
+        for reader in list(active):
+            element = next(reader, None)
+            if element is None:
+                active.remove(reader)
+            else:
+                yield element
+
+
+def _decompressed(path, compression, what):
+    """The bytes of the file `path`, decompressed ("GZIP", "ZLIB" or "" for none)."""
+    opener = gzip.open if compression == "GZIP" else open
+    try:
+        with opener(path, "rb") as f:
+            data = f.read()
+        return zlib.decompress(data) if compression == "ZLIB" else data
+    except (OSError, EOFError, zlib.error) as e:
+        raise errors.DataLossError("%s: %s: cannot decompress it as %s (%s)"
+                                   % (what, path, compression, e)) from None
 
 
 def _filenames_component(filenames):
@@ -272,14 +354,7 @@ class TFRecordDataset(Dataset):
                  num_parallel_reads=None):
         self._compression = tfrecord.TFRecordOptions.get_compression_type_string(
             compression_type)
-        self._cycle = 1 if num_parallel_reads is None else _count_argument(
-            num_parallel_reads, "num_parallel_reads")
-        if isinstance(self._cycle, Tensor):
-            raise TypeError("TFRecordDataset: num_parallel_reads must be a Python int here, "
-                            "not the tensor %s" % self._cycle.name)
-        if self._cycle <= 0:
-            raise ValueError("TFRecordDataset: num_parallel_reads must be positive, not %d"
-                             % self._cycle)
+        self._cycle = _parallel_reads(num_parallel_reads, "TFRecordDataset")
         self._filenames = _filenames_component(filenames)
         self._structure = 0
         self._specs = [(dtypes.string, TensorShape([]))]
@@ -292,22 +367,7 @@ class TFRecordDataset(Dataset):
             yield (np.array(record, dtype=object),)
 
     def _reader(self, ctx):
-        pending = iter(_paths(ctx, self._filenames))
-        active = []
-        while True:
-            while len(active) < self._cycle:
-                path = next(pending, None)
-                if path is None:
-                    break
-                active.append(self._records(path))
-            if not active:
-                return
-            for reader in list(active):
-                element = next(reader, None)
-                if element is None:
-                    active.remove(reader)
-                else:
-                    yield element
+        return _round_robin(_paths(ctx, self._filenames), self._cycle, self._records)
 
 
 class FixedLengthRecordDataset(Dataset):
@@ -364,14 +424,7 @@ class FixedLengthRecordDataset(Dataset):
     def _read(self, path):
         if not os.path.exists(path):
             raise errors.NotFoundError("FixedLengthRecordDataset: %s: no such file" % path)
-        opener = gzip.open if self._compression == "GZIP" else open
-        try:
-            with opener(path, "rb") as f:
-                data = f.read()
-            return zlib.decompress(data) if self._compression == "ZLIB" else data
-        except (OSError, EOFError, zlib.error) as e:
-            raise errors.DataLossError("FixedLengthRecordDataset: %s: cannot decompress it as "
-                                       "%s (%s)" % (path, self._compression, e)) from None
+        return _decompressed(path, self._compression, "FixedLengthRecordDataset")
 
 
 def _shape_list(shapes):

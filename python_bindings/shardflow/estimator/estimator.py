@@ -277,6 +277,8 @@ class Estimator:
         from shardflow.framework import device
         from shardflow.ops import set_random_seed
         from shardflow.train import get_or_create_global_step
+        if device_fn is None:
+            device_fn = self._config.device_fn   # RunConfig(device_fn=...)
         g = Graph()
         with g.as_default(), (device(device_fn) if device_fn is not None
                               else contextlib.nullcontext()):
@@ -310,8 +312,10 @@ class Estimator:
             return spec.loss, spec.train_op
         loss, train_op = strategy.extended.call_for_each_replica(replica_fn, (features, labels))
         hooks = [h for spec in specs for h in spec.training_hooks]
+        chief_hooks = [h for spec in specs for h in spec.training_chief_hooks]
         return EstimatorSpec(mode, loss=strategy.reduce(ReduceOp.SUM, loss),
                              train_op=strategy.group(train_op), training_hooks=hooks,
+                             training_chief_hooks=chief_hooks,
                              scaffold=specs[0].scaffold if specs else None)
 
     def _call_model_fn(self, features, labels, mode):
@@ -342,8 +346,9 @@ class Estimator:
         path = checkpoint_path or self.latest_checkpoint()
         if warm_start and path is None and self._warm_start_from is not None:
             warm_start_variables(*self._warm_start_from)
-        saver = Saver(max_to_keep=self._config.keep_checkpoint_max) if global_variables() \
-            else None
+        saver = Saver(max_to_keep=self._config.keep_checkpoint_max,
+                      keep_checkpoint_every_n_hours=self._config.keep_checkpoint_every_n_hours) \
+            if global_variables() else None
         return saver, _RestoreHook(saver, path)
 
     # ---- train ----------------------------------------------------------------------------
@@ -388,6 +393,8 @@ class Estimator:
             if config.num_ps_replicas > 0 and strategy is None:
                 device_fn = replica_device_setter(cluster=config.cluster_spec,
                                                   worker_device=device_fn)
+            if config.device_fn is not None:
+                device_fn = config.device_fn    # RunConfig(device_fn=...) overrides, as TF's
         # Under ParameterServerStrategy too model_fn runs in its replica context (variables on
         # the ps as without it).
         g, global_step, spec = self._build(input_fn, ModeKeys.TRAIN, device_fn,
@@ -406,7 +413,7 @@ class Estimator:
             saver, restore = self._restore_hook(warm_start=True)
             if config.is_chief:
                 saver.recover_last_checkpoints(_kept_checkpoints(self._model_dir))
-            chief_hooks = [CheckpointSaverHook(
+            chief_hooks = list(spec.training_chief_hooks) + [CheckpointSaverHook(
                 self._model_dir, save_secs=self._config.save_checkpoints_secs,
                 save_steps=self._config.save_checkpoints_steps, saver=saver)]
             if self._config.save_summary_steps:
@@ -579,8 +586,12 @@ class Estimator:
         return os.fsencode(export_dir)
 
     def export_saved_model(self, export_dir_base, serving_input_receiver_fn, assets_extra=None,
-                           as_text=False, checkpoint_path=None):
-        """export_savedmodel's TF 1.13+ name."""
+                           as_text=False, checkpoint_path=None, experimental_mode="infer"):
+        """export_savedmodel's TF 1.13+ name (the PREDICT graph; other experimental_mode
+        values are not supported)."""
+        if experimental_mode != ModeKeys.PREDICT:
+            raise NotImplementedError("export_saved_model(experimental_mode=%r): only the "
+                                      "PREDICT graph is exported" % (experimental_mode,))
         return self.export_savedmodel(export_dir_base, serving_input_receiver_fn,
                                       assets_extra=assets_extra, as_text=as_text,
                                       checkpoint_path=checkpoint_path)

@@ -14,18 +14,21 @@ class ModeKeys:
     PREDICT = "infer"
 
 
+# TF 1.15's fields, in its order.
 _SPEC_FIELDS = ["mode", "predictions", "loss", "train_op", "eval_metric_ops", "export_outputs",
-                "training_hooks", "evaluation_hooks", "prediction_hooks", "scaffold"]
+                "training_chief_hooks", "training_hooks", "scaffold", "evaluation_hooks",
+                "prediction_hooks"]
 
 
 class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
     """The ops of a model for one mode. TRAIN needs loss and train_op, EVAL needs loss,
     PREDICT needs predictions (a tensor or a dict of them). eval_metric_ops maps a name to a
-    (value, update_op) pair, e.g. sf.metrics.accuracy(...)."""
+    (value, update_op) pair, e.g. sf.metrics.accuracy(...). training_chief_hooks run on the
+    chief only."""
 
     def __new__(cls, mode, predictions=None, loss=None, train_op=None, eval_metric_ops=None,
-                export_outputs=None, training_hooks=None, evaluation_hooks=None,
-                prediction_hooks=None, scaffold=None):
+                export_outputs=None, training_chief_hooks=None, training_hooks=None,
+                scaffold=None, evaluation_hooks=None, prediction_hooks=None):
         if mode not in (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT):
             raise ValueError("mode must be one of ModeKeys.TRAIN/EVAL/PREDICT, got %r" % (mode,))
         if mode == ModeKeys.TRAIN and (loss is None or train_op is None):
@@ -40,9 +43,9 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", _SPEC_FIELDS)):
                 raise TypeError("eval_metric_ops['%s'] must be a (value, update_op) pair, as "
                                 "sf.metrics.* return; got %r" % (name, pair))
         return super().__new__(cls, mode, predictions, loss, train_op, eval_metric_ops,
-                               export_outputs, tuple(training_hooks or ()),
-                               tuple(evaluation_hooks or ()), tuple(prediction_hooks or ()),
-                               scaffold)
+                               export_outputs, tuple(training_chief_hooks or ()),
+                               tuple(training_hooks or ()), scaffold,
+                               tuple(evaluation_hooks or ()), tuple(prediction_hooks or ()))
 
 
 _DEFAULT_SECS = object()
@@ -125,8 +128,25 @@ class RunConfig:
 
     def __init__(self, model_dir=None, tf_random_seed=None, save_summary_steps=100,
                  save_checkpoints_steps=None, save_checkpoints_secs=_DEFAULT_SECS,
-                 keep_checkpoint_max=5, log_step_count_steps=100, session_config=None,
-                 train_distribute=None, eval_distribute=None):
+                 session_config=None, keep_checkpoint_max=5,
+                 keep_checkpoint_every_n_hours=10000, log_step_count_steps=100,
+                 train_distribute=None, device_fn=None, protocol=None, eval_distribute=None,
+                 experimental_distribute=None, experimental_max_worker_delay_secs=None,
+                 session_creation_timeout_secs=7200):
+        # TF 1.15's signature and order. device_fn places model_fn's ops (a device function,
+        # as replica_device_setter returns); protocol is gRPC's; the experimental_* settings
+        # change nothing here.
+        if protocol not in (None, "grpc", "grpc+verbs"):
+            raise ValueError("RunConfig(protocol=%r): shardflow's tasks talk gRPC (None or "
+                             "'grpc')" % (protocol,))
+        if device_fn is not None and not callable(device_fn):
+            raise ValueError("RunConfig(device_fn=...) takes a function of an op returning its "
+                             "device, not %r" % (device_fn,))
+        self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
+        self.protocol = protocol
+        self.experimental_distribute = experimental_distribute
+        self.experimental_max_worker_delay_secs = experimental_max_worker_delay_secs
+        self.session_creation_timeout_secs = session_creation_timeout_secs
         if save_checkpoints_secs is _DEFAULT_SECS:
             save_checkpoints_secs = None if save_checkpoints_steps is not None else 600
         if save_checkpoints_steps is not None and save_checkpoints_secs is not None:
@@ -143,6 +163,8 @@ class RunConfig:
         self.train_distribute = _one_replica(train_distribute, "train_distribute")
         self.eval_distribute = _one_replica(eval_distribute, "eval_distribute")
         self._init_cluster()
+        if device_fn is not None:
+            self.device_fn = device_fn
 
     def _init_cluster(self):
         from shardflow.cluster import ClusterSpec
@@ -203,8 +225,10 @@ class RunConfig:
         """A copy with the given properties changed."""
         args = {k: getattr(self, k) for k in (
             "model_dir", "tf_random_seed", "save_summary_steps", "save_checkpoints_steps",
-            "save_checkpoints_secs", "keep_checkpoint_max", "log_step_count_steps",
-            "session_config", "train_distribute", "eval_distribute")}
+            "save_checkpoints_secs", "keep_checkpoint_max", "keep_checkpoint_every_n_hours",
+            "log_step_count_steps", "session_config", "train_distribute", "eval_distribute",
+            "device_fn", "protocol", "experimental_distribute",
+            "experimental_max_worker_delay_secs", "session_creation_timeout_secs")}
         if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" not in kwargs:
             args["save_checkpoints_secs"] = None
         if "save_checkpoints_secs" in kwargs and "save_checkpoints_steps" not in kwargs:
