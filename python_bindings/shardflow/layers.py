@@ -306,8 +306,12 @@ class Conv2D(Layer):
                  use_bias=True, kernel_initializer=None, seed=0, name=None, device=None,
                  bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
                  activity_regularizer=None, dilation_rate=1, kernel_constraint=None,
-                 bias_constraint=None, trainable=True):
+                 bias_constraint=None, trainable=True, data_format="channels_last"):
         super().__init__(name, device)
+        if data_format not in (None, "channels_last", "NHWC"):
+            raise ValueError("layers.Conv2D(data_format=%r): only channels_last (NHWC) is "
+                             "supported; transpose NCHW inputs with sf.transpose(x, [0, 2, 3, "
+                             "1])" % (data_format,))
         self._set_tf_options(kernel_constraint, bias_constraint, trainable)
         self.dilation_rate = dilation_rate
         self.bias_initializer = bias_initializer or initializers.zeros()
@@ -724,11 +728,21 @@ MaxPool1D, AvgPool1D, AvgPool2D = MaxPooling1D, AveragePooling1D, AveragePooling
 
 class Flatten(Layer):
     """[batch, d1, d2, ...] -> [batch, d1 * d2 * ...] (the dimensions after the first must be
-    known)."""
+    known); channels_first inputs are flattened in their channels-last order, as TF's."""
 
     _default_name = "flatten"
 
+    def __init__(self, data_format="channels_last", name=None, device=None):
+        super().__init__(name, device)
+        if data_format not in (None, "channels_last", "channels_first"):
+            raise ValueError("Flatten: data_format is channels_last or channels_first, not %r"
+                             % (data_format,))
+        self.data_format = data_format
+
     def call(self, x, training=False):
+        if self.data_format == "channels_first" and x.shape.ndims is not None \
+                and x.shape.ndims > 2:
+            x = ops.transpose(x, [0] + list(range(2, x.shape.ndims)) + [1])
         dims = x.shape.as_list()[1:] if x.shape.ndims is not None else [None]
         if any(d is None for d in dims):
             raise ValueError("Flatten needs known dimensions after the batch one, got %r"
@@ -742,17 +756,18 @@ class Dropout(Layer):
 
     _default_name = "dropout"
 
-    def __init__(self, rate, seed=0, name=None, device=None):
+    def __init__(self, rate=0.5, noise_shape=None, seed=None, name=None, device=None):
         super().__init__(name, device)
         if not 0 <= rate < 1:
             raise ValueError("Dropout rate must be in [0, 1), got %r" % (rate,))
         self.rate = rate
+        self.noise_shape = noise_shape
         self.seed = seed
 
     def call(self, x, training=False):
-        if not training or self.rate == 0:
-            return x
-        return nn.dropout(x, rate=self.rate, seed=self.seed)
+        # `training` may be a bool tensor (a placeholder fed True while training).
+        return dropout(x, rate=self.rate, noise_shape=self.noise_shape, seed=self.seed,
+                       training=training)
 
 
 class Sequential(Layer):

@@ -167,3 +167,23 @@ def test_estimator_run_config_and_cells_take_tf1_arguments(tmp_path):
         assert s.run(cols[numeric]).tolist() == [[1.0], [1.0]] and s.run(net).shape == (2, 1)
         assert s.run(checked).tolist() == [1.0, 1.0]
         assert s.run(out).shape == (1, 2, 3)
+
+
+def test_layer_classes_take_tf1_arguments():
+    x = tf.placeholder(tf.float32, [None, 2, 2, 2])
+    training = tf.placeholder_with_default(False, [])
+    drop = tf.layers.Dropout(0.5, noise_shape=[1, 1, 1, 2])(x, training=training)
+    flat = tf.layers.Flatten(data_format="channels_first")(x)
+    with pytest.raises(ValueError, match="channels_last"):
+        tf.layers.Conv2D(4, 3, data_format="channels_first")
+    conv = tf.layers.Conv2D(4, 1, data_format="channels_last")(x)
+    xv = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(s.run(drop, {x: xv}), xv)        # not training
+        masked = s.run(drop, {x: xv + 1, training: True})
+        kept = masked[0, :, :, :] != 0
+        assert (kept == kept[0, 0]).all()            # noise_shape: one draw per channel
+        np.testing.assert_array_equal(s.run(flat, {x: xv}),
+                                      [[0, 4, 1, 5, 2, 6, 3, 7]])
+        assert s.run(conv, {x: xv}).shape == (1, 2, 2, 4)
