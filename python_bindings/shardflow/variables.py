@@ -231,9 +231,19 @@ class Variable(_TensorOperators):
         count such reads too."""
         from shardflow.framework import get_default_graph
         g = get_default_graph()
-        if g is not self.graph or not g._control_inputs:
+        if not g._control_inputs:
             return self._read
         from shardflow.ops import _out
+        if g is not self.graph:
+            if not isinstance(g, _FuncGraph) or not g._encloses(self.graph):
+                return self._read
+            # In a loop body or cond branch: a read there, after the dependencies (an assign
+            # of the same body), through the captured handle; the body's own value, not
+            # differentiated with respect to the variable (Note [Recomputing a function for
+            # its gradient]).
+            value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum})
+            value.set_shape(self.shape)
+            return value
         with g._device_scope(self._device):
             value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
                          self._handle_op.name + "/read_value")

@@ -175,3 +175,20 @@ def test_a_variable_used_under_control_dependencies_is_read_after_them():
             assert [sess.run(plus)[0] for _ in range(20)] == list(range(1, 21))
             sess.run(train, {x: 1.0})             # d(w^2)/dw = 4: 2 - 0.4
             assert abs(sess.run(w) - 1.6) < 1e-6
+
+
+def test_a_loop_body_reads_the_variable_it_just_assigned():
+    # Inside a while_loop body, a read under the body's assign sees it (1 + 2 + 3), as TF1's;
+    # the value captured from outside the loop (0 each time) was read before.
+    g = tf.Graph()
+    with g.as_default():
+        v = tf.Variable(0.0)
+
+        def body(i, acc):
+            with tf.control_dependencies([v.assign_add(1.0)]):
+                return i + 1, acc + v.read_value()
+        _, acc = tf.while_loop(lambda i, a: i < 3, body, [0, 0.0])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(acc) == 6.0
+            assert sess.run(v.value()) == 3.0
