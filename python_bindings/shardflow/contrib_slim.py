@@ -28,7 +28,9 @@ Example::
                                              sf.train.AdamOptimizer(1e-3))
     final_loss = slim.learning.train(train_op, "/tmp/train", number_of_steps=100)
 
-evaluation_loop, prefetch_queue, slim.nets and slim.data are not carried.
+- slim.nets.vgg: vgg_a, vgg_16, vgg_19, vgg_arg_scope (shardflow/contrib_slim_nets.py).
+
+evaluation_loop, prefetch_queue, slim.data and the other nets are not carried.
 """
 
 import time
@@ -497,6 +499,8 @@ def evaluate_once(master, checkpoint_path, logdir, num_evals=1, initial_op=None,
     return final.final_ops_values
 
 
+from shardflow.contrib_slim_nets import nets  # noqa: E402,F401 (slim.nets.vgg)
+
 evaluation = types.ModuleType("shardflow.contrib_slim.evaluation",
                               "slim.evaluation: evaluate_once (no evaluation_loop).")
 evaluation.evaluate_once = evaluate_once
@@ -506,7 +510,8 @@ evaluation.__all__ = ["evaluate_once"]
 def __getattr__(name):
     raise AttributeError(
         "shardflow has no tf.contrib.slim.%s; it carries %s (evaluation_loop, "
-        "prefetch_queue, nets and data are not carried)" % (name, ", ".join(__all__)))
+        "prefetch_queue, data and nets other than vgg are not carried)"
+        % (name, ", ".join(__all__)))
 
 
 __all__ = ["add_arg_scope", "apply_regularization", "arg_scope", "arg_scoped_arguments",
@@ -519,7 +524,7 @@ __all__ = ["add_arg_scope", "apply_regularization", "arg_scope", "arg_scoped_arg
            "get_unique_variable", "get_variables", "get_variables_by_name",
            "get_variables_by_suffix", "get_variables_to_restore", "has_arg_scope",
            "l1_l2_regularizer", "l1_regularizer", "l2_regularizer", "layer_norm", "learning",
-           "local_variable", "losses", "max_pool2d", "metrics", "model_variable",
+           "local_variable", "losses", "max_pool2d", "metrics", "model_variable", "nets",
            "one_hot_encoding", "repeat", "separable_conv2d", "separable_convolution2d",
            "softmax", "stack", "sum_regularizer", "unit_norm", "variable",
            "variance_scaling_initializer", "xavier_initializer", "xavier_initializer_conv2d"]

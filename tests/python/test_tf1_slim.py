@@ -469,3 +469,33 @@ def test_train_hands_a_fresh_session_to_init_fn_and_multiplies_gradients():
         final = slim.learning.train(train_op, tempfile.mkdtemp(), number_of_steps=1,
                                     init_fn=init_fn)
     np.testing.assert_allclose(final, (3 * 0.9 ** 2) ** 2 + 1.0, rtol=1e-5)
+
+
+def test_slim_nets_vgg_builds_the_model_zoos_variables():
+    """slim.nets.vgg: the architecture and variable names of TF-slim's checkpoints (built
+    only: VGG-16's fc6 alone is 103 M parameters)."""
+    import shardflow as sf
+    slim = sf.contrib.slim
+    vgg = slim.nets.vgg
+    counts = {}
+    for name, fn in (("vgg_a", vgg.vgg_a), ("vgg_16", vgg.vgg_16), ("vgg_19", vgg.vgg_19)):
+        with sf.Graph().as_default():
+            images = sf.placeholder(sf.float32, [None, 224, 224, 3])
+            with slim.arg_scope(vgg.vgg_arg_scope(weight_decay=1e-4)):
+                logits, end_points = fn(images, num_classes=7, is_training=False)
+            names = [v.op.name for v in sf.trainable_variables()]
+            counts[name] = len(names) // 2
+            assert logits.shape.as_list() == [None, 7]
+            assert names[0] == name + "/conv1/conv1_1/weights"
+            assert names[-1] == name + "/fc8/biases"
+            shapes = {v.op.name: v.shape.as_list() for v in sf.trainable_variables()}
+            assert shapes[name + "/fc6/weights"] == [7, 7, 512, 4096]
+            assert list(end_points)[-1] == name + "/fc8"
+            assert end_points[name + "/pool5"].shape.as_list() == [None, 7, 7, 512]
+            assert len(sf.losses.get_regularization_losses()) == counts[name]
+    assert counts == {"vgg_a": 11, "vgg_16": 16, "vgg_19": 19}
+    with sf.Graph().as_default():
+        images = sf.placeholder(sf.float32, [None, 64, 64, 3])
+        features, _ = vgg.vgg_16(images, num_classes=None, fc_conv_padding="SAME",
+                                 global_pool=True)
+        assert features.shape.as_list() == [None, 1, 1, 4096]
