@@ -1138,7 +1138,7 @@ def _as_operation(x):
         return x.op
     from shardflow.variables import Variable
     if isinstance(x, Variable):
-        return x.value().op
+        return x._read.op
     raise TypeError("expected an Operation or Tensor, got %r" % (x,))
 
 

@@ -48,12 +48,12 @@ def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False
     # under control dependencies (variables.py).
     xs, owner = [], []
     for i, x in enumerate(given):
-        reads = [x.value()] + x.__dict__.get("_extra_reads", []) if isinstance(x, Variable) \
+        reads = [x._read] + x.__dict__.get("_extra_reads", []) if isinstance(x, Variable) \
             else [convert_to_tensor(x)]
         xs.extend(reads)
         owner.extend([i] * len(reads))
     gys = [] if grad_ys is None else [convert_to_tensor(g) for g in _as_list(grad_ys)]
-    stops = [s.value() if isinstance(s, Variable) else convert_to_tensor(s)
+    stops = [s._read if isinstance(s, Variable) else convert_to_tensor(s)
              for s in _as_list(stop_gradients or [])]
     unconnected = getattr(unconnected_gradients, "value", unconnected_gradients)
     if unconnected not in ("none", "zero"):

@@ -58,7 +58,7 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
             node.device = ""
     variables = []
     for v in global_variables(g) + local_variables(g):
-        variables.append({"name": v._shared_name, "handle": v.op.name, "read": v.value().name,
+        variables.append({"name": v._shared_name, "handle": v.op.name, "read": v._read.name,
                           "initializer": v.initializer.name, "trainable": bool(v.trainable),
                           "local": bool(v._local), "device": v._device or ""})
         info = v._get_save_slice_info()

@@ -192,3 +192,23 @@ def test_a_loop_body_reads_the_variable_it_just_assigned():
             sess.run(tf.global_variables_initializer())
             assert sess.run(acc) == 6.0
             assert sess.run(v.value()) == 3.0
+
+
+def test_compute_gradients_under_control_dependencies():
+    # The CIFAR-10 tutorial's pattern: gradients computed under the loss averages' update. The
+    # model's reads of the variables are the shared ones; the gradients must find them.
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.Variable(2.0)
+        loss = w * w
+        averages = tf.train.ExponentialMovingAverage(0.9)
+        update = averages.apply([loss])
+        with tf.control_dependencies([update]):
+            grads = tf.train.GradientDescentOptimizer(0.1).compute_gradients(loss)
+            dw = tf.gradients(loss, [w], stop_gradients=[w])[0]
+        step = tf.train.GradientDescentOptimizer(0.1).apply_gradients(grads)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            assert sess.run(grads[0][0]) == 4.0 and sess.run(dw) == 4.0
+            sess.run(step)
+            assert abs(sess.run(w.value()) - 1.6) < 1e-6
