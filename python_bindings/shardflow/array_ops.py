@@ -553,7 +553,8 @@ def scatter_nd(indices, updates, shape, name=None):
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     """`tensor` with paddings[i] = [before, after] values added along dimension i (Python
-    ints; the padded dimensions' sizes must be known), as TF1's tf.pad: mode CONSTANT
+    ints; the other dimensions may be known only when the step runs, a batch of None), as
+    TF1's tf.pad: mode CONSTANT
     (`constant_values`), REFLECT (mirrored without the edge row: [1 2 3] -> 2 1 2 3 2) or
     SYMMETRIC (with it: 1 1 2 3 3). Gradients flow through every mode."""
     mode = mode.upper()
@@ -570,17 +571,23 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
         if before == 0 and after == 0:
             continue
         shape = out.shape.as_list()
-        if any(d is None for i, d in enumerate(shape) if i != axis):
-            raise ValueError("pad needs the sizes of the other dimensions, got %r" % shape)
+        dynamic = any(d is None for i, d in enumerate(shape) if i != axis)
         parts = []
         for n in (before, after):
-            if n:
+            if not n:
+                parts.append(None)
+            elif dynamic:
+                # Sizes known only when the step runs (a batch of None): a fill of the run-time
+                # shape with this axis replaced by n.
+                run_shape = ops.shape(out)
+                block = ops.concat([ops.slice(run_shape, [0], [axis]), [int(n)],
+                                    ops.slice(run_shape, [axis + 1], [-1])], 0)
+                parts.append(ops.fill(block, ops.constant(constant_values, dtype=out.dtype)))
+            else:
                 block = list(shape)
                 block[axis] = int(n)
                 parts.append(ops.constant(np.full(block, constant_values,
                                                   out.dtype.as_numpy_dtype)))
-            else:
-                parts.append(None)
         pieces = [p for p in (parts[0], out, parts[1]) if p is not None]
         out = ops.concat(pieces, axis)
     return ops.identity(out, name=name)

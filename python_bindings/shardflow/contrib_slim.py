@@ -28,7 +28,7 @@ Example::
                                              sf.train.AdamOptimizer(1e-3))
     final_loss = slim.learning.train(train_op, "/tmp/train", number_of_steps=100)
 
-- slim.nets.vgg: vgg_a, vgg_16, vgg_19, vgg_arg_scope (shardflow/contrib_slim_nets.py).
+- slim.nets.vgg and slim.nets.resnet_v1 (shardflow/contrib_slim_nets.py).
 
 evaluation_loop, prefetch_queue, slim.data and the other nets are not carried.
 """
@@ -510,7 +510,7 @@ evaluation.__all__ = ["evaluate_once"]
 def __getattr__(name):
     raise AttributeError(
         "shardflow has no tf.contrib.slim.%s; it carries %s (evaluation_loop, "
-        "prefetch_queue, data and nets other than vgg are not carried)"
+        "prefetch_queue, data and nets other than vgg and resnet_v1 are not carried)"
         % (name, ", ".join(__all__)))
 
 

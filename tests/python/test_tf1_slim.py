@@ -499,3 +499,58 @@ def test_slim_nets_vgg_builds_the_model_zoos_variables():
         features, _ = vgg.vgg_16(images, num_classes=None, fc_conv_padding="SAME",
                                  global_pool=True)
         assert features.shape.as_list() == [None, 1, 1, 4096]
+
+
+def test_slim_nets_resnet_v1_is_the_model_zoos_network():
+    """resnet_v1_50: ResNet-50's 25,557,032 parameters with 1000 classes (the published
+    count), TF-slim's variable names, batch norm updates in UPDATE_OPS; it trains."""
+    import shardflow as sf
+    slim = sf.contrib.slim
+    rn = slim.nets.resnet_v1
+    with sf.Graph().as_default():
+        images = sf.placeholder(sf.float32, [None, 224, 224, 3])
+        with slim.arg_scope(rn.resnet_arg_scope()):
+            logits, end_points = rn.resnet_v1_50(images, num_classes=1000, is_training=False)
+        params = sum(int(np.prod(v.shape.as_list())) for v in sf.trainable_variables())
+        names = {v.op.name for v in sf.global_variables()}
+        assert params == 25557032 and len(sf.trainable_variables()) == 161
+        assert logits.shape.as_list() == [None, 1000]
+        assert end_points["resnet_v1_50/block4"].shape.as_list() == [None, 7, 7, 2048]
+        for name in ("resnet_v1_50/conv1/BatchNorm/moving_variance",
+                     "resnet_v1_50/block1/unit_1/bottleneck_v1/shortcut/weights",
+                     "resnet_v1_50/block3/unit_6/bottleneck_v1/conv2/weights",
+                     "resnet_v1_50/logits/biases"):
+            assert name in names, name
+    with sf.Graph().as_default():
+        images = sf.placeholder(sf.float32, [None, 32, 32, 3])
+        labels = sf.placeholder(sf.int32, [None])
+        with slim.arg_scope(rn.resnet_arg_scope()):
+            logits, _ = rn.resnet_v1_50(images, num_classes=3, is_training=True)
+        loss = sf.losses.sparse_softmax_cross_entropy(labels, logits)
+        with sf.control_dependencies(sf.get_collection(sf.GraphKeys.UPDATE_OPS)):
+            train = sf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
+        rng = np.random.RandomState(0)
+        xs, ys = rng.rand(4, 32, 32, 3).astype(np.float32), np.array([0, 1, 2, 0])
+        with sf.Session() as s:
+            s.run(sf.global_variables_initializer())
+            first = s.run(loss, {images: xs, labels: ys})
+            for _ in range(5):
+                s.run(train, {images: xs, labels: ys})
+            assert s.run(loss, {images: xs, labels: ys}) < first
+    with pytest.raises(NotImplementedError, match="output_stride"):
+        rn.resnet_v1_101(sf.zeros([1, 32, 32, 3]), output_stride=8)
+
+
+def test_pad_with_a_batch_known_only_when_the_step_runs():
+    import shardflow as sf
+    with sf.Graph().as_default():
+        x = sf.placeholder(sf.float32, [None, 2, 2, 1])
+        y = sf.pad(x, [[0, 0], [1, 2], [0, 1], [0, 0]], constant_values=7.0)
+        grad = sf.gradients(sf.reduce_sum(y * y), x)[0]
+        assert y.shape.as_list() == [None, 5, 3, 1]
+        xv = np.arange(8, dtype=np.float32).reshape(2, 2, 2, 1)
+        with sf.Session() as s:
+            yv, gv = s.run([y, grad], {x: xv})
+        np.testing.assert_array_equal(yv, np.pad(xv, [[0, 0], [1, 2], [0, 1], [0, 0]],
+                                                 constant_values=7))
+        np.testing.assert_array_equal(gv, 2 * xv)
