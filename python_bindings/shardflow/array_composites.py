@@ -161,10 +161,31 @@ def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=No
 
 
 def random_crop(value, size, seed=None, name=None):
-    """A slice of `value` of shape `size` (Python ints, one per dimension) at an offset drawn
-    uniformly where it fits, as TF1's tf.random_crop (tf.image.random_crop). The offsets are
-    drawn at run time; the crop has no gradient."""
+    """A slice of `value` of shape `size` (Python ints, one per dimension, or sizes known when
+    the step runs: a tensor, or a list holding some) at an offset drawn uniformly where it
+    fits, as TF1's tf.random_crop (tf.image.random_crop). The offsets are drawn at run time;
+    the crop has no gradient; a size that does not fit fails the step."""
     x = convert_to_tensor(value)
+    from shardflow.framework import _holds_tensor, _pack_list
+    if isinstance(size, Tensor) or (isinstance(size, (list, tuple)) and _holds_tensor(size)):
+        # Sizes known when the step runs ([tf.shape(x)[0], 24, 24, 3]).
+        size_t = size if isinstance(size, Tensor) else _pack_list(list(size), dtypes.int32)
+        size_t = ops.cast(size_t, dtypes.int32)
+        room = ops.cast(ops.add(ops.subtract(ops.shape(x), size_t), 1), dtypes.float32)
+        rank = x.shape.ndims
+        if rank is None:
+            raise ValueError("random_crop with a size tensor needs a value of known rank")
+        u = ops.random_uniform([rank], seed=seed)
+        offset = ops.cast(ops.floor(ops.multiply(u, room)), dtypes.int32)
+        offset = ops.minimum(offset, ops.cast(ops.subtract(room, 1.0), dtypes.int32))
+        from shardflow.check_ops import _check
+        from shardflow.framework import control_dependencies
+        check = _check(array_ops.reduce_all(ops.greater_equal(room, 1.0)),
+                       "random_crop: the size does not fit in the value's shape", None,
+                       "random_crop_fits")
+        with control_dependencies([check]):
+            offset = ops.identity(offset)
+        return ops._out("Slice", [x, offset, size_t], name=name)
     size = [int(s) for s in size]
     if x.shape.ndims is not None:
         if len(size) != x.shape.ndims:

@@ -183,9 +183,12 @@ def _op_seed(seed):
 
 
 def _shape_input(shape):
-    """A shape argument: a tensor (e.g. sf.shape(x)) as it is, else a list of ints."""
+    """A shape argument: a tensor (e.g. sf.shape(x)) as it is, a list holding tensors
+    ([sf.shape(x)[0], 10], as a VAE draws its noise) packed into one, else a list of ints."""
     if isinstance(shape, Tensor):
         return shape
+    if isinstance(shape, (list, tuple)) and _holds_tensor(shape):
+        return _pack_list(list(shape), dtypes.int32)
     return np.asarray(_plain_dims(shape), dtype=np.int32)
 
 

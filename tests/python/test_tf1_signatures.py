@@ -187,3 +187,20 @@ def test_layer_classes_take_tf1_arguments():
         np.testing.assert_array_equal(s.run(flat, {x: xv}),
                                       [[0, 4, 1, 5, 2, 6, 3, 7]])
         assert s.run(conv, {x: xv}).shape == (1, 2, 2, 4)
+
+
+def test_random_shapes_known_when_the_step_runs():
+    # A VAE's noise: tf.random_normal([tf.shape(mu)[0], latent]) was a TypeError; so was
+    # tf.random_crop(x, [tf.shape(x)[0], 5, 5, 8]).
+    mu = tf.placeholder(tf.float32, [None, 3])
+    x = tf.placeholder(tf.float32, [None, 7, 7, 8])
+    eps = tf.random_normal([tf.shape(mu)[0], 3])
+    uniform = tf.random_uniform((tf.shape(mu)[0], 2), maxval=5.0)
+    crop = tf.random_crop(x, [tf.shape(x)[0], 5, 5, 8])
+    too_big = tf.random_crop(x, [tf.shape(x)[0], 9, 5, 8])
+    with tf.Session() as s:
+        assert s.run(eps, {mu: np.zeros((4, 3))}).shape == (4, 3)
+        assert s.run(uniform, {mu: np.zeros((5, 3))}).max() < 5
+        assert s.run(crop, {x: np.ones((2, 7, 7, 8))}).shape == (2, 5, 5, 8)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="does not fit"):
+            s.run(too_big, {x: np.ones((2, 7, 7, 8))})
