@@ -256,8 +256,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     run on the loop's device unless they ask for another (a body may span devices), and
     gradients flow through the loop to its inputs and to the outer tensors (variables) the body
     uses. A loop variable keeps its dtype and shape unless `shape_invariants` relaxes it
-    (then, with back_prop, it must still keep one shape per run). `maximum_iterations` (an int)
-    bounds the loop. parallel_iterations and swap_memory are accepted and ignored: iterations
+    (then, with back_prop, it must still keep one shape per run). `maximum_iterations` (an int,
+    or a scalar tensor such as tf.shape(x)[1]) bounds the loop. parallel_iterations and swap_memory are accepted and ignored: iterations
     run one after another.
 
     Example::
@@ -267,6 +267,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                [0, sf.ones_like(x)])
     """
     single = not isinstance(loop_vars, (list, tuple))
+    if isinstance(maximum_iterations, Tensor):
+        return _bounded_by_tensor(cond, body, loop_vars, shape_invariants, back_prop, name,
+                                  maximum_iterations, single, return_same_structure)
     op, _, arrays = _build_while(cond, body, loop_vars, shape_invariants, back_prop, name,
                                  maximum_iterations)
     outputs = list(op.outputs[:len(_flatten(loop_vars))])
@@ -275,6 +278,36 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if len(outputs) == 1 and not arrays and not return_same_structure:
         return outputs[0]
     return _pack(loop_vars, outputs, arrays)
+
+
+def _bounded_by_tensor(cond, body, loop_vars, shape_invariants, back_prop, name, limit, single,
+                       return_same_structure):
+    """while_loop with a tensor maximum_iterations (tf.shape(x)[1], as decoders bound their
+    loops): a counter loop variable in front, `counter < limit` and-ed into cond."""
+    limit = ops.cast(ops.reshape(limit, []), dtypes.int32)
+
+    def call(fn, values):
+        return fn(*values) if not single else fn(values)
+
+    def bounded_cond(i, values):
+        return ops.logical_and(ops.less(i, limit), call(cond, values))
+
+    def bounded_body(i, values):
+        result = call(body, values)
+        if not single and isinstance(result, list):
+            result = type(loop_vars)(result) if isinstance(loop_vars, tuple) else result
+        return ops.add(i, 1), result
+
+    invariants = None if shape_invariants is None else ([], shape_invariants)
+    _, values = while_loop(bounded_cond, bounded_body, (ops.constant(0), loop_vars),
+                           shape_invariants=invariants, back_prop=back_prop, name=name,
+                           return_same_structure=True)
+    if single:
+        return values
+    flat = _flatten(values)
+    if len(flat) == 1 and not _growing_arrays(values) and not return_same_structure:
+        return flat[0]
+    return values
 
 
 def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, name=None,

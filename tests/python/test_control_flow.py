@@ -306,3 +306,34 @@ def test_a_gradient_through_stateful_random_ops_in_a_body_is_refused():
                              lambda i, v: (i + 1, v * tf.random_gamma([3], 2.0)), [0, x])
         with pytest.raises(ValueError, match="draw different numbers.*outside the loop"):
             tf.gradients(z, x)
+
+
+def test_maximum_iterations_as_a_tensor():
+    # Decoders bound their loops by a run-time length (tf.shape(x)[1]); it was a TypeError.
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, None])
+        n = tf.shape(x)[1]
+        single = tf.while_loop(lambda i: i < 100, lambda i: i + 1, tf.constant(0),
+                               maximum_iterations=n)
+        pair = tf.while_loop(lambda i, a: i < 100, lambda i, a: (i + 1, a * 2.0), [0, 1.0],
+                             maximum_iterations=n)
+        early = tf.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, a + 1.0),
+                              (0, tf.constant(0.0)), maximum_iterations=n)
+        w = tf.Variable(1.5)
+        power = tf.while_loop(lambda i, a: True, lambda i, a: (i + 1, a * w),
+                              [0, tf.constant(1.0)], maximum_iterations=n)[1]
+        dw = tf.gradients(power, w)[0]
+        array = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        _, array = tf.while_loop(lambda i, t: i < 100,
+                                 lambda i, t: (i + 1, t.write(i, tf.cast(i, tf.float32))),
+                                 [0, array], maximum_iterations=n)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            feed = {x: np.zeros((1, 5))}
+            assert s.run(single, feed) == 5
+            assert s.run(pair, feed) == [5, 32.0]
+            assert s.run(early, feed) == (2, 2.0)                 # cond ends it first
+            assert s.run([power, dw], feed) == [1.5 ** 5, 5 * 1.5 ** 4]
+            assert s.run(array.stack(), feed).tolist() == [0, 1, 2, 3, 4]
+            assert s.run(single, {x: np.zeros((1, 2))}) == 2
