@@ -167,17 +167,32 @@ def random_crop(value, size, seed=None, name=None):
     the crop has no gradient; a size that does not fit fails the step."""
     x = convert_to_tensor(value)
     from shardflow.framework import _holds_tensor, _pack_list
-    if isinstance(size, Tensor) or (isinstance(size, (list, tuple)) and _holds_tensor(size)):
+    dynamic = isinstance(size, Tensor) or (isinstance(size, (list, tuple)) and
+                                           _holds_tensor(size))
+    if dynamic:
         # Sizes known when the step runs ([tf.shape(x)[0], 24, 24, 3]).
-        size_t = size if isinstance(size, Tensor) else _pack_list(list(size), dtypes.int32)
-        size_t = ops.cast(size_t, dtypes.int32)
-        room = ops.cast(ops.add(ops.subtract(ops.shape(x), size_t), 1), dtypes.float32)
-        rank = x.shape.ndims
-        if rank is None:
+        if x.shape.ndims is None:
             raise ValueError("random_crop with a size tensor needs a value of known rank")
-        u = ops.random_uniform([rank], seed=seed)
-        offset = ops.cast(ops.floor(ops.multiply(u, room)), dtypes.int32)
-        offset = ops.minimum(offset, ops.cast(ops.subtract(room, 1.0), dtypes.int32))
+        rank = x.shape.ndims
+        size_in = ops.cast(size if isinstance(size, Tensor)
+                           else _pack_list(list(size), dtypes.int32), dtypes.int32)
+    else:
+        size = [int(s) for s in size]
+        rank = len(size)
+        if x.shape.ndims is not None:
+            if len(size) != x.shape.ndims:
+                raise ValueError("random_crop: size %r has %d dimensions, the value has %d"
+                                 % (size, len(size), x.shape.ndims))
+            for d, (n, s) in enumerate(zip(x.shape.as_list(), size)):
+                if n is not None and s > n:
+                    raise ValueError("random_crop: size %r does not fit in the value's shape "
+                                     "%s (dimension %d)" % (size, x.shape, d))
+        size_in = np.asarray(size, np.int32)
+    room = ops.cast(ops.add(ops.subtract(ops.shape(x), size_in), 1), dtypes.float32)
+    u = ops.random_uniform([rank], seed=seed)
+    offset = ops.cast(ops.floor(ops.multiply(u, room)), dtypes.int32)
+    offset = ops.minimum(offset, ops.cast(ops.subtract(room, 1.0), dtypes.int32))
+    if dynamic:   # checked when the graph is built otherwise
         from shardflow.check_ops import _check
         from shardflow.framework import control_dependencies
         check = _check(array_ops.reduce_all(ops.greater_equal(room, 1.0)),
@@ -185,22 +200,7 @@ def random_crop(value, size, seed=None, name=None):
                        "random_crop_fits")
         with control_dependencies([check]):
             offset = ops.identity(offset)
-        return ops._out("Slice", [x, offset, size_t], name=name)
-    size = [int(s) for s in size]
-    if x.shape.ndims is not None:
-        if len(size) != x.shape.ndims:
-            raise ValueError("random_crop: size %r has %d dimensions, the value has %d"
-                             % (size, len(size), x.shape.ndims))
-        for d, (n, s) in enumerate(zip(x.shape.as_list(), size)):
-            if n is not None and s > n:
-                raise ValueError("random_crop: size %r does not fit in the value's shape %s "
-                                 "(dimension %d)" % (size, x.shape, d))
-    room = ops.cast(ops.add(ops.subtract(ops.shape(x), np.asarray(size, np.int32)), 1),
-                    dtypes.float32)
-    u = ops.random_uniform([len(size)], seed=seed)
-    offset = ops.cast(ops.floor(ops.multiply(u, room)), dtypes.int32)
-    offset = ops.minimum(offset, ops.cast(ops.subtract(room, 1.0), dtypes.int32))
-    return ops._out("Slice", [x, offset, np.asarray(size, np.int32)], name=name)
+    return ops._out("Slice", [x, offset, size_in], name=name)
 
 
 def multinomial(logits, num_samples, seed=None, name=None, output_dtype=dtypes.int64):

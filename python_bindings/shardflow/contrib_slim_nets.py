@@ -89,10 +89,17 @@ vgg_16 = _make("vgg_16")
 vgg_19 = _make("vgg_19")
 vgg_d, vgg_e = vgg_16, vgg_19
 
-vgg = types.ModuleType("shardflow.contrib_slim.nets.vgg", __doc__)
-for _name in ("vgg_a", "vgg_16", "vgg_19", "vgg_d", "vgg_e", "vgg_arg_scope"):
-    setattr(vgg, _name, globals()[_name])
-vgg.__all__ = ["vgg_16", "vgg_19", "vgg_a", "vgg_arg_scope", "vgg_d", "vgg_e"]
+
+def _module(name, doc, names):
+    """A module slim.nets.<name> holding these functions of this file."""
+    module = types.ModuleType("shardflow.contrib_slim.nets." + name, doc)
+    for n in names:
+        setattr(module, n, globals()[n])
+    module.__all__ = sorted(names)
+    return module
+
+
+vgg = _module("vgg", __doc__, ["vgg_a", "vgg_16", "vgg_19", "vgg_d", "vgg_e", "vgg_arg_scope"])
 
 # ---- resnet_v1 ----------------------------------------------------------------------------
 # The bottleneck ResNets of "Deep Residual Learning" (He et al. 2015) as TF-slim lays them out:
@@ -208,13 +215,9 @@ resnet_v1_101 = _make_resnet("resnet_v1_101")
 resnet_v1_152 = _make_resnet("resnet_v1_152")
 resnet_v1_200 = _make_resnet("resnet_v1_200")
 
-resnet_v1 = types.ModuleType("shardflow.contrib_slim.nets.resnet_v1",
-                             "TF-slim's resnet_v1_50/101/152/200 and resnet_arg_scope.")
-for _name in ("resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v1_200",
-              "resnet_arg_scope"):
-    setattr(resnet_v1, _name, globals()[_name])
-resnet_v1.__all__ = ["resnet_arg_scope", "resnet_v1_101", "resnet_v1_152", "resnet_v1_200",
-                     "resnet_v1_50"]
+resnet_v1 = _module("resnet_v1", "TF-slim's resnet_v1_50/101/152/200 and resnet_arg_scope.",
+                    ["resnet_v1_50", "resnet_v1_101", "resnet_v1_152", "resnet_v1_200",
+                     "resnet_arg_scope"])
 
 nets = types.ModuleType("shardflow.contrib_slim.nets", "slim.nets: vgg and resnet_v1.")
 nets.vgg = vgg

@@ -46,12 +46,13 @@ def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False
     given = _as_list(xs)
     # A Variable's gradient is that of its read, plus those of the reads read_value() made
     # under control dependencies (variables.py).
-    xs, owner = [], []
+    xs, owner, primary = [], [], []
     for i, x in enumerate(given):
         reads = [x._read] + x.__dict__.get("_extra_reads", []) if isinstance(x, Variable) \
             else [convert_to_tensor(x)]
         xs.extend(reads)
         owner.extend([i] * len(reads))
+        primary.append(reads[0])
     gys = [] if grad_ys is None else [convert_to_tensor(g) for g in _as_list(grad_ys)]
     stops = [s._read if isinstance(s, Variable) else convert_to_tensor(s)
              for s in _as_list(stop_gradients or [])]
@@ -79,12 +80,9 @@ def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False
             from shardflow import ops
             with g.name_scope(name or "gradients"):
                 found[i] = ops.add(found[i], grad)
-    first = {}
-    for i, x in zip(owner, xs):
-        first.setdefault(i, x)
     return [grad if grad is not None else
-            (None if unconnected == "none" else _zeros_like(first[i]))
-            for i, grad in enumerate(found)]
+            (None if unconnected == "none" else _zeros_like(x))
+            for x, grad in zip(primary, found)]
 
 
 def _zeros_like(x):

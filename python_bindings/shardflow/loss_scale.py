@@ -161,12 +161,6 @@ def _as_loss_scale(loss_scale):
 # step, as TF's; an applied one costs a read and an assign more per state variable.
 
 
-def _fresh_read(v):
-    """A ReadVariableOp of its own (Variable.value() is one read shared by every user, so
-    control dependencies do not order it)."""
-    return ops._out("ReadVariableOp", [v.handle], {"dtype": v.dtype._enum})
-
-
 def _writers_of(g, applied, before_ops):
     """The ops built since `before_ops` (names) from which `applied` is reached and that
     write a variable."""
@@ -197,6 +191,8 @@ class _ScalingOptimizer:
         self._optimizer = opt
         self._name = name
 
+    _may_skip = True   # whether a step can be skipped (a fixed scale applies every step)
+
     def _scale(self):
         raise NotImplementedError
 
@@ -220,8 +216,7 @@ class _ScalingOptimizer:
         nothing: Note [Skipping a step]."""
         pairs = list(grads_and_vars)
         update_scale, should_apply = self._update([g for g, _ in pairs])
-        if isinstance(self, MixedPrecisionLossScaleOptimizer) and isinstance(
-                self._loss_scale, FixedLossScale):
+        if not self._may_skip:
             return ops.group(self._optimizer.apply_gradients(pairs, global_step, name),
                              update_scale)
         from shardflow.array_ops import where
@@ -238,12 +233,12 @@ class _ScalingOptimizer:
         writers = _writers_of(g, applied, before_ops)
         with g.as_default(), g.name_scope((name or self._name) + "_skip"):
             with g.control_dependencies(None):
-                snapshots = [_fresh_read(v) for v in state]
+                snapshots = [v._new_read() for v in state]
             for snap in snapshots:
                 for op_name in writers:
                     g._handle.add_control_edge(snap.op.name, op_name)
             with g.control_dependencies([applied]):
-                kept = [v.assign(where(should_apply, _fresh_read(v), snap), read_value=False)
+                kept = [v.assign(where(should_apply, v._new_read(), snap), read_value=False)
                         for v, snap in zip(state, snapshots)]
             step = ops.group(*kept)
             if global_step is not None:
@@ -277,6 +272,7 @@ class MixedPrecisionLossScaleOptimizer(_ScalingOptimizer):
     def __init__(self, opt, loss_scale):
         super().__init__(opt, "MixedPrecisionLossScaleOptimizer")
         self._loss_scale = _as_loss_scale(loss_scale)
+        self._may_skip = not isinstance(self._loss_scale, FixedLossScale)
 
     def _scale(self):
         return self._loss_scale()

@@ -29,8 +29,7 @@ from shardflow.variables import Variable, global_variables, trainable_variables
 
 def _fresh_read(v):
     """A new read of Variable `v`, so that it runs after the control dependencies open now."""
-    with v.graph._device_scope(v.device):
-        return ops._out("ReadVariableOp", [v.handle], {"dtype": v.dtype._enum})
+    return v._new_read(v.graph)
 
 
 def _colocated(g, v):

@@ -57,10 +57,15 @@ def _along(op_type, logits, axis, dim, name, what):
         raise ValueError("%s(axis=%r) needs logits of known rank" % (what, axis))
     if not -rank <= axis < rank:
         raise ValueError("%s: axis %r is out of range for rank %d" % (what, axis, rank))
-    axis %= rank
-    perm = [d for d in range(rank) if d != axis] + [axis]
+    perm = _axis_last(axis, rank)
     back = [perm.index(d) for d in range(rank)]
     return ops.transpose(_out(op_type, [ops.transpose(logits, perm)]), back, name=name)
+
+
+def _axis_last(axis, rank):
+    """The permutation that moves dimension `axis` last, the others in order."""
+    axis %= rank
+    return [d for d in range(rank) if d != axis] + [axis]
 
 
 def softmax(logits, axis=None, name=None, dim=None):
@@ -292,8 +297,7 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
         if rank is None:
             raise ValueError("softmax_cross_entropy_with_logits(dim=%r) needs logits of known "
                              "rank" % (axis,))
-        axis %= rank
-        perm = [d for d in range(rank) if d != axis] + [axis]
+        perm = _axis_last(axis, rank)
         labels = ops.transpose(labels, perm)
         logits = ops.transpose(logits, perm)
     return _per_row("SoftmaxCrossEntropyWithLogits", labels, logits, False, name)

@@ -233,7 +233,6 @@ class Variable(_TensorOperators):
         g = get_default_graph()
         if not g._control_inputs:
             return self._read
-        from shardflow.ops import _out
         if g is not self.graph:
             if not isinstance(g, _FuncGraph) or not g._encloses(self.graph):
                 return self._read
@@ -241,14 +240,21 @@ class Variable(_TensorOperators):
             # of the same body), through the captured handle; the body's own value, not
             # differentiated with respect to the variable (Note [Recomputing a function for
             # its gradient]).
-            value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum})
-            value.set_shape(self.shape)
-            return value
-        with g._device_scope(self._device):
-            value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
-                         self._handle_op.name + "/read_value")
-        value.set_shape(self.shape)
+            return self._new_read(g)
+        value = self._new_read(g, self._handle_op.name + "/read_value")
         self.__dict__.setdefault("_extra_reads", []).append(value)
+        return value
+
+    def _new_read(self, g=None, name=None):
+        """A ReadVariableOp of its own in `g` (default: the default graph), on the variable's
+        device and of its shape: it runs after the control dependencies open there (the
+        variable's own read is shared by every user, so no dependency orders it)."""
+        from shardflow.framework import get_default_graph
+        from shardflow.ops import _out
+        g = g or get_default_graph()
+        with g._device_scope(self._device):
+            value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum}, name)
+            value.set_shape(self.shape)  # (a Reshape: with the read, on its device)
         return value
 
     read_value = value
@@ -284,13 +290,9 @@ class Variable(_TensorOperators):
         return self.assign_add(ops.negative(delta), name=name, read_value=read_value)
 
     def _read_after(self, op):
-        from shardflow.ops import _out
         g = op.graph  # a cond branch or loop body when the update is made inside one
-        with g._device_scope(self._device), g.control_dependencies([op]):
-            value = _out("ReadVariableOp", [self.handle], {"dtype": self.dtype._enum},
-                         op.name + "/value")
-            value.set_shape(self.shape)  # the variable's shape, as its own read has
-        return value
+        with g.control_dependencies([op]):
+            return self._new_read(g, op.name + "/value")
 
     def is_initialized(self, name=None):
         """A bool tensor: whether the variable has a value (on its device)."""
