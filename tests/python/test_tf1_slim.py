@@ -522,6 +522,9 @@ def test_slim_nets_resnet_v1_is_the_model_zoos_network():
                      "resnet_v1_50/logits/biases"):
             assert name in names, name
     with sf.Graph().as_default():
+        # A fixed graph seed: five steps on four images from a random start went up for some
+        # initialisations (the test was a coin toss without it).
+        sf.set_random_seed(0)
         images = sf.placeholder(sf.float32, [None, 32, 32, 3])
         labels = sf.placeholder(sf.int32, [None])
         with slim.arg_scope(rn.resnet_arg_scope()):
