@@ -17,6 +17,7 @@ import collections
 
 from shardflow import array_ops, dtypes, ops
 from shardflow.framework import convert_to_tensor
+from shardflow.math_composites import count_nonzero, div_no_nan
 from shardflow.nn import sparse_softmax_cross_entropy_with_logits
 from shardflow.rnn_cell import dynamic_rnn
 from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
@@ -29,33 +30,51 @@ from shardflow.variable_scope import variable_scope
 
 
 def sequence_loss(logits, targets, weights, average_across_timesteps=True,
-                  average_across_batch=True, softmax_loss_function=None, name=None):
+                  average_across_batch=True, sum_over_timesteps=False, sum_over_batch=False,
+                  softmax_loss_function=None, name=None):
     """Weighted cross-entropy of `logits` [batch, time, classes] against int `targets`
-    [batch, time]: sum(weights * xent) / sum(weights) over the averaged dimensions (both by
-    default: a scalar; [time] or [batch] with one of them off; [batch, time] with neither)."""
+    [batch, time], as TF 1.15's. Averaging over a dimension divides the weighted sum by the
+    sum of the weights; summing over it (sum_over_*) divides by the number of non-zero
+    weights. Both dimensions reduced: a scalar; one: [time] or [batch]; none: [batch, time].
+    A dimension may be averaged or summed, not both."""
+    if average_across_timesteps and sum_over_timesteps:
+        raise ValueError("sequence_loss: average_across_timesteps and sum_over_timesteps "
+                         "cannot both be true")
+    if average_across_batch and sum_over_batch:
+        raise ValueError("sequence_loss: average_across_batch and sum_over_batch cannot both "
+                         "be true")
     logits = convert_to_tensor(logits)
     targets = convert_to_tensor(targets)
     weights = convert_to_tensor(weights, dtype=logits.dtype)
     if logits.shape.ndims not in (None, 3) or targets.shape.ndims not in (None, 2):
         raise ValueError("sequence_loss takes logits [batch, time, classes] and targets "
                          "[batch, time], got %s and %s" % (logits.shape, targets.shape))
+    if weights.shape.ndims not in (None, 2):
+        raise ValueError("sequence_loss takes weights [batch, time], got %s" % weights.shape)
     classes = logits.shape.as_list()[-1]
-    flat_logits = ops.reshape(logits, [-1, classes])
+    flat_logits = ops.reshape(logits, [-1, classes if classes is not None else
+                                       ops.shape(logits)[2]])
     flat_targets = ops.reshape(targets, [-1])
     if softmax_loss_function is None:
         xent = sparse_softmax_cross_entropy_with_logits(labels=flat_targets, logits=flat_logits)
     else:
         xent = softmax_loss_function(labels=flat_targets, logits=flat_logits)
     xent = ops.reshape(xent, ops.shape(targets)) * weights
-    eps = 1e-12
+
+    def count(axis):
+        return count_nonzero(weights, axis=axis, dtype=logits.dtype)
+
     if average_across_timesteps and average_across_batch:
-        return ops.divide(ops.reduce_sum(xent), ops.reduce_sum(weights) + eps, name=name)
-    if average_across_timesteps:
-        return ops.divide(ops.reduce_sum(xent, axis=1), ops.reduce_sum(weights, axis=1) + eps,
+        return div_no_nan(ops.reduce_sum(xent), ops.reduce_sum(weights), name=name)
+    if sum_over_timesteps and sum_over_batch:
+        return div_no_nan(ops.reduce_sum(xent), count(None), name=name)
+    if average_across_timesteps or average_across_batch:
+        axis = 0 if average_across_batch else 1
+        return div_no_nan(ops.reduce_sum(xent, axis=axis), ops.reduce_sum(weights, axis=axis),
                           name=name)
-    if average_across_batch:
-        return ops.divide(ops.reduce_sum(xent, axis=0), ops.reduce_sum(weights, axis=0) + eps,
-                          name=name)
+    if sum_over_timesteps or sum_over_batch:
+        axis = 0 if sum_over_batch else 1
+        return div_no_nan(ops.reduce_sum(xent, axis=axis), count(axis), name=name)
     return ops.identity(xent, name=name)
 
 

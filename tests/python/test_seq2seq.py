@@ -36,6 +36,41 @@ def test_sequence_loss_matches_numpy():
     np.testing.assert_allclose(none, xent, rtol=1e-5)
 
 
+def test_sequence_loss_sums_over_nonzero_weights():
+    """TF 1.15's sum_over_timesteps / sum_over_batch divide the weighted sum by the number of
+    non-zero weights, and softmax_loss_function is the eighth argument."""
+    rng = np.random.default_rng(3)
+    logits = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    targets = np.array([[1, 0, 3], [2, 2, 0]], np.int32)
+    weights = np.array([[1, 1, 0], [1, 0.5, 1]], np.float32)
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    xent = -np.log(np.take_along_axis(p, targets[..., None], -1))[..., 0] * weights
+    args = (tf.constant(logits), tf.constant(targets), tf.constant(weights))
+    calls = []
+
+    def custom(labels, logits):
+        calls.append(1)
+        return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+
+    with tf.Session() as sess:
+        both, per_step, per_seq, positional = sess.run([
+            seq2seq.sequence_loss(*args, False, False, True, True),
+            seq2seq.sequence_loss(*args, average_across_timesteps=False,
+                                  average_across_batch=False, sum_over_batch=True),
+            seq2seq.sequence_loss(*args, average_across_timesteps=False,
+                                  average_across_batch=False, sum_over_timesteps=True),
+            seq2seq.sequence_loss(*args, True, True, False, False, custom)])
+    nonzero = (weights != 0).astype(np.float32)
+    np.testing.assert_allclose(both, xent.sum() / nonzero.sum(), rtol=1e-5)
+    np.testing.assert_allclose(per_step, xent.sum(0) / nonzero.sum(0), rtol=1e-5)
+    np.testing.assert_allclose(per_seq, xent.sum(1) / nonzero.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(positional, xent.sum() / weights.sum(), rtol=1e-5)
+    assert calls == [1]
+    with pytest.raises(ValueError, match="sum_over_timesteps"):
+        seq2seq.sequence_loss(*args, sum_over_timesteps=True)
+
+
 def test_copy_task_trains_and_decodes_greedily():
     vocab, start, end, steps = 6, 0, 1, 3
     rng = np.random.default_rng(2)
