@@ -1,5 +1,6 @@
 // Gradient functions of the array ops (see ops/gradients.h for the contract).
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/platform/status.h"
@@ -83,7 +84,9 @@ absl::Status TransposeGrad(const Scope& s, const Operation& op, const Grads& dy,
   return absl::OkStatus();
 }
 
-// Concat: each input gets its slice of dy along the axis (axis sizes must be known).
+// Concat: each input gets its slice of dy along the axis. Offsets are constants while every
+// size before them is known when the graph is built; from the first unknown size on (a
+// padding known only when the step runs) they are summed from the inputs' run-time shapes.
 absl::Status ConcatGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
   int n = op.node()->num_inputs() - 1;
   const Tensor* axis_t = GradInput(op, n).node()->constant_value();
@@ -94,27 +97,63 @@ absl::Status ConcatGrad(const Scope& s, const Operation& op, const Grads& dy, Gr
   int64_t axis =
       axis_t->dtype() == DT_INT32 ? axis_t->data<int32_t>()[0] : axis_t->data<int64_t>()[0];
   if (axis < 0) axis += rank;
+  std::vector<int32_t> one_hot(rank, 0), rest(rank, -1);
+  one_hot[axis] = 1;
+  rest[axis] = 0;
   int32_t offset = 0;
+  std::optional<Output> run_offset;  // int32 [1], once an earlier size is unknown
   for (int i = 0; i < n; ++i) {
     Output x = GradInput(op, i);
     int64_t size = x.shape().dim(static_cast<int>(axis));
-    if (size < 0 && i == n - 1) {  // the last piece: the rest of dy, whatever its size
+    if (!run_offset && (size >= 0 || i == n - 1)) {
+      // Constant begin; the last piece takes the rest of dy, whatever its size.
       std::vector<int32_t> begin(rank, 0), sizes(rank, -1);
       begin[axis] = offset;
+      if (i < n - 1) sizes[axis] = static_cast<int32_t>(size);
       dx->push_back(ops::Slice(s, dy[0], Tensor::FromVector(begin), Tensor::FromVector(sizes)));
-      break;
+      offset += static_cast<int32_t>(size);
+      continue;
     }
-    if (size < 0) {
-      return absl::UnimplementedError(
-          absl::StrCat("the gradient of Concat needs every input's size along axis ", axis,
-                       " but the last one's at build time"));
-    }
-    std::vector<int32_t> begin(rank, 0), sizes(rank, -1);
-    begin[axis] = offset;
-    sizes[axis] = static_cast<int32_t>(size);
-    dx->push_back(ops::Slice(s, dy[0], Tensor::FromVector(begin), Tensor::FromVector(sizes)));
-    offset += static_cast<int32_t>(size);
+    Output start = run_offset ? *run_offset : ops::Const(s, Tensor::FromVector<int32_t>({offset}));
+    Output length =
+        size >= 0 ? ops::Const(s, Tensor::FromVector<int32_t>({static_cast<int32_t>(size)}))
+                  : ops::Slice(s, ops::Shape(s, x), Tensor::FromVector<int32_t>({int32_t(axis)}),
+                               Tensor::FromVector<int32_t>({1}));
+    Output begin = ops::Mul(s, Tensor::FromVector(one_hot), start);
+    Output sizes =
+        ops::Add(s, ops::Mul(s, Tensor::FromVector(one_hot), length), Tensor::FromVector(rest));
+    dx->push_back(ops::Slice(s, dy[0], begin, sizes));
+    run_offset = ops::Add(s, start, length);
   }
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+
+// Slice with a begin or size known only when the step runs: dy padded with zeros back to x's
+// run-time shape, one dimension at a time, the amounts computed by the step.
+absl::Status RunTimeSliceGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
+  Output x = GradInput(op, 0);
+  const int rank = x.shape().rank();
+  Tensor zero(dy[0].dtype(), TensorShape({}));
+  std::memset(zero.raw_data(), 0, zero.TotalBytes());
+  Output begin = ops::Cast(s, GradInput(op, 1), DT_INT32);
+  Output after = ops::Sub(s, ops::Sub(s, ops::Shape(s, x), begin), ops::Shape(s, dy[0]));
+  Output cur = dy[0];
+  for (int d = 0; d < rank; ++d) {
+    std::vector<int32_t> keep(rank, 1), one_hot(rank, 0);
+    keep[d] = 0;
+    one_hot[d] = 1;
+    auto zeros = [&](const Output& amounts) {
+      Output n = ops::Slice(s, amounts, Tensor::FromVector<int32_t>({d}),
+                            Tensor::FromVector<int32_t>({1}));
+      Output dims = ops::Add(s, ops::Mul(s, ops::Shape(s, cur), Tensor::FromVector(keep)),
+                             ops::Mul(s, Tensor::FromVector(one_hot), n));
+      return ops::Fill(s, dims, ops::Const(s, zero));
+    };
+    cur = ops::Concat(s, {zeros(begin), cur, zeros(after)}, d);
+  }
+  dx->push_back(cur);
+  dx->push_back(Output());
   dx->push_back(Output());
   return absl::OkStatus();
 }
@@ -136,9 +175,10 @@ absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Gra
     ok = at(size_t_, d) < 0 || shape.dim(d) >= 0 || at(begin_t, d) + at(size_t_, d) == 0;
   }
   if (!ok) {
-    return absl::UnimplementedError(
-        "the gradient of Slice needs a constant begin and size, and the size of each dimension "
-        "that the slice does not take to its end known when the graph is built");
+    if (shape.unknown_rank()) {
+      return absl::UnimplementedError("the gradient of Slice needs the input's rank");
+    }
+    return RunTimeSliceGrad(s, op, dy, dx);
   }
   Tensor zero(dy[0].dtype(), TensorShape({}));
   std::memset(zero.raw_data(), 0, zero.TotalBytes());

@@ -551,36 +551,69 @@ def scatter_nd(indices, updates, shape, name=None):
     return ops.reshape(out, dims, name=name)
 
 
+def _pad_amounts(paddings, rank):
+    """pad's paddings as [[before, after]] * rank: Python ints where the graph determines
+    them, scalar int32 tensors where only the step does."""
+    from shardflow.tensor_util import constant_value
+    if isinstance(paddings, Tensor):
+        known = constant_value(paddings)
+        if known is None:
+            if paddings.shape.ndims is not None and paddings.shape.as_list() not in (
+                    [rank, 2], [None, 2]):
+                raise ValueError("pad: paddings must be [%d, 2] for rank %d, got shape %s"
+                                 % (rank, rank, paddings.shape))
+            amounts = ops.cast(paddings, dtypes.int32)
+            return [[amounts[i, 0], amounts[i, 1]] for i in builtins.range(rank)]
+        paddings = known
+    rows = [list(row) for row in paddings] if isinstance(paddings, (list, tuple)) else \
+        np.asarray(paddings).tolist()
+    if len(rows) != rank or any(len(row) != 2 for row in rows):
+        raise ValueError("pad: paddings must be [%d, 2] for rank %d, got %r"
+                         % (rank, rank, paddings))
+    out = []
+    for row in rows:
+        pair = []
+        for n in row:
+            if isinstance(n, Tensor):
+                known = constant_value(n)
+                n = ops.cast(n, dtypes.int32) if known is None else known
+            pair.append(n if isinstance(n, Tensor) else int(n))
+        out.append(pair)
+    return out
+
+
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
-    """`tensor` with paddings[i] = [before, after] values added along dimension i (Python
-    ints; the other dimensions may be known only when the step runs, a batch of None), as
-    TF1's tf.pad: mode CONSTANT
-    (`constant_values`), REFLECT (mirrored without the edge row: [1 2 3] -> 2 1 2 3 2) or
-    SYMMETRIC (with it: 1 1 2 3 3). Gradients flow through every mode."""
+    """`tensor` with paddings[i] = [before, after] values added along dimension i, as TF1's
+    tf.pad: mode CONSTANT (`constant_values`), REFLECT (mirrored without the edge row: [1 2 3]
+    -> 2 1 2 3 2) or SYMMETRIC (with it: 1 1 2 3 3). Gradients flow through every mode. The
+    other dimensions may be known only when the step runs (a batch of None), and in CONSTANT
+    mode so may the paddings (a tensor, or tensors in the list)."""
     mode = mode.upper()
     if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
         raise ValueError("pad(mode=%r): one of CONSTANT, REFLECT, SYMMETRIC" % (mode,))
     value, dims = _static_dims(tensor, "pad")
+    paddings = _pad_amounts(paddings, len(dims))
     if mode != "CONSTANT":
-        return ops.identity(_mirror_pad(value, np.asarray(paddings).tolist(), mode), name=name)
-    paddings = np.asarray(paddings).tolist()
-    if len(paddings) != len(dims):
-        raise ValueError("pad: %d paddings for rank %d" % (len(paddings), len(dims)))
+        if any(isinstance(n, Tensor) for row in paddings for n in row):
+            raise ValueError("pad(mode=%r) needs paddings known when the graph is built" % mode)
+        return ops.identity(_mirror_pad(value, paddings, mode), name=name)
     out = value
     for axis, (before, after) in enumerate(paddings):
-        if before == 0 and after == 0:
+        if not isinstance(before, Tensor) and not isinstance(after, Tensor) and \
+                before == 0 and after == 0:
             continue
         shape = out.shape.as_list()
         dynamic = any(d is None for i, d in enumerate(shape) if i != axis)
         parts = []
         for n in (before, after):
-            if not n:
+            if not isinstance(n, Tensor) and not n:
                 parts.append(None)
-            elif dynamic:
-                # Sizes known only when the step runs (a batch of None): a fill of the run-time
-                # shape with this axis replaced by n.
+            elif dynamic or isinstance(n, Tensor):
+                # Sizes known only when the step runs (a batch of None, a padding tensor): a
+                # fill of the run-time shape with this axis replaced by n.
                 run_shape = ops.shape(out)
-                block = ops.concat([ops.slice(run_shape, [0], [axis]), [int(n)],
+                amount = ops.reshape(n, [1]) if isinstance(n, Tensor) else [int(n)]
+                block = ops.concat([ops.slice(run_shape, [0], [axis]), amount,
                                     ops.slice(run_shape, [axis + 1], [-1])], 0)
                 parts.append(ops.fill(block, ops.constant(constant_values, dtype=out.dtype)))
             else:

@@ -21,7 +21,7 @@ import numpy as np
 
 from shardflow import array_ops, dtypes, ops
 from shardflow.array_composites import random_crop  # noqa: F401 (tf.image.random_crop)
-from shardflow.framework import Tensor, convert_to_tensor
+from shardflow.framework import Tensor, control_dependencies, convert_to_tensor
 from shardflow.image_boxes import (crop_and_resize, draw_bounding_boxes,  # noqa: F401
                                    non_max_suppression, sample_distorted_bounding_box)
 from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  # noqa: F401
@@ -29,6 +29,8 @@ from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  #
                                    random_contrast, random_hue, random_saturation, rgb_to_hsv)
 from shardflow.image_quality import (image_gradients, psnr, sobel_edges, ssim,  # noqa: F401
                                      total_variation)
+from shardflow.check_ops import _check
+from shardflow.tensor_util import constant_value
 from shardflow.patch_ops import extract_image_patches  # noqa: F401 (tf.image.extract_...)
 from shardflow.image_resize import (ResizeMethod, resize, resize_area,  # noqa: F401
                                     resize_bicubic, resize_bilinear, resize_images,
@@ -154,50 +156,110 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
     return ops.cast(scaled, dt, name=name)
 
 
+def _hw_any(x, batched):
+    """The image's height and width: Python ints where the graph knows them, scalar int32
+    tensors where only the step does (a decoded JPEG)."""
+    dims = x.shape.as_list()[1:3] if batched else x.shape.as_list()[0:2]
+    if None not in dims:
+        return dims
+    run_shape = ops.shape(x)
+    first = 1 if batched else 0
+    return [d if d is not None else run_shape[first + k] for k, d in enumerate(dims)]
+
+
+def _is_tensor(v):
+    return isinstance(v, Tensor)
+
+
+def _sizes(values):
+    """Python ints, or scalar int32 tensors for those the graph does not determine."""
+    out = []
+    for v in values:
+        if _is_tensor(v):
+            known = constant_value(v)
+            v = ops.cast(v, dtypes.int32) if known is None else known
+        out.append(v if _is_tensor(v) else int(v))
+    return out
+
+
+def _max(a, b):
+    return ops.maximum(a, b) if _is_tensor(a) or _is_tensor(b) else max(a, b)
+
+
+def _min(a, b):
+    return ops.minimum(a, b) if _is_tensor(a) or _is_tensor(b) else min(a, b)
+
+
+def _f64(v):
+    return ops.cast(v, dtypes.float64)
+
+
+def _static(v):
+    return None if _is_tensor(v) else v
+
+
 def crop_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
     """The [target_height, target_width] window whose top-left corner is at (offset_height,
-    offset_width); Python ints that must fit the image."""
+    offset_width). Ints that must fit the image, checked when the graph is built; when the
+    image's size or the window is known only when the step runs (tensors), the step's slice
+    checks it."""
     x, batched = _image(image, "crop_to_bounding_box")
-    h, w = _hw(x, batched, "crop_to_bounding_box")
-    oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height,
-                                       target_width))
-    if oh < 0 or ow < 0 or th <= 0 or tw <= 0 or oh + th > h or ow + tw > w:
-        raise ValueError("crop_to_bounding_box: a %dx%d window at (%d, %d) does not fit a "
-                         "%dx%d image" % (th, tw, oh, ow, h, w))
+    h, w = _hw_any(x, batched)
+    oh, ow, th, tw = _sizes((offset_height, offset_width, target_height, target_width))
+    if not any(_is_tensor(v) for v in (h, w, oh, ow, th, tw)):
+        if oh < 0 or ow < 0 or th <= 0 or tw <= 0 or oh + th > h or ow + tw > w:
+            raise ValueError("crop_to_bounding_box: a %dx%d window at (%d, %d) does not fit a "
+                             "%dx%d image" % (th, tw, oh, ow, h, w))
     if batched:
-        return ops.slice(x, [0, oh, ow, 0], [-1, th, tw, -1])
-    return ops.slice(x, [oh, ow, 0], [th, tw, -1])
+        out = ops.slice(x, [0, oh, ow, 0], [-1, th, tw, -1])
+    else:
+        out = ops.slice(x, [oh, ow, 0], [th, tw, -1])
+    out.set_shape(x.shape.as_list()[:1] * batched + [_static(th), _static(tw)] +
+                  x.shape.as_list()[-1:])
+    return out
 
 
 def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
     """The image placed at (offset_height, offset_width) in a [target_height, target_width]
-    image of zeros; Python ints."""
+    image of zeros. Ints, checked when the graph is built; tensors (or an image whose size is
+    known only when the step runs) are checked by the step (a negative padding fails it)."""
     x, batched = _image(image, "pad_to_bounding_box")
-    h, w = _hw(x, batched, "pad_to_bounding_box")
-    oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height,
-                                       target_width))
+    h, w = _hw_any(x, batched)
+    oh, ow, th, tw = _sizes((offset_height, offset_width, target_height, target_width))
     after_h, after_w = th - oh - h, tw - ow - w
-    if oh < 0 or ow < 0 or after_h < 0 or after_w < 0:
+    if not any(_is_tensor(v) for v in (oh, ow, after_h, after_w)) and \
+            (oh < 0 or ow < 0 or after_h < 0 or after_w < 0):
         raise ValueError("pad_to_bounding_box: a %dx%d image at (%d, %d) does not fit in "
                          "%dx%d" % (h, w, oh, ow, th, tw))
+    known = x.shape.as_list()
     paddings = [[oh, after_h], [ow, after_w], [0, 0]]
     if batched:
         paddings = [[0, 0]] + paddings
-    return array_ops.pad(x, paddings)
+    if any(_is_tensor(v) for v in (oh, ow, after_h, after_w)):
+        fits = ops.greater_equal(ops.reduce_min(array_ops.stack(
+            [ops.cast(v, dtypes.int32) for v in (oh, ow, after_h, after_w)])), 0)
+        with control_dependencies([_check(fits, "pad_to_bounding_box: the image at its offset "
+                                          "does not fit in the target size", None,
+                                          "pad_to_bounding_box")]):
+            x = ops.identity(x)
+    out = array_ops.pad(x, paddings)
+    out.set_shape(known[:1] * batched + [_static(th), _static(tw)] + known[-1:])
+    return out
 
 
 def resize_image_with_crop_or_pad(image, target_height, target_width):
     """The image cropped (centrally) or padded with zeros (evenly) to [target_height,
-    target_width], as TF1's tf.image.resize_image_with_crop_or_pad."""
+    target_width], as TF1's tf.image.resize_image_with_crop_or_pad; the image's size may be
+    known only when the step runs."""
     x, batched = _image(image, "resize_image_with_crop_or_pad")
-    h, w = _hw(x, batched, "resize_image_with_crop_or_pad")
-    th, tw = int(target_height), int(target_width)
-    if th <= 0 or tw <= 0:
+    h, w = _hw_any(x, batched)
+    th, tw = _sizes((target_height, target_width))
+    if (not _is_tensor(th) and th <= 0) or (not _is_tensor(tw) and tw <= 0):
         raise ValueError("resize_image_with_crop_or_pad: the target size must be positive, "
-                         "got %dx%d" % (th, tw))
-    cropped = crop_to_bounding_box(x, max(h - th, 0) // 2, max(w - tw, 0) // 2, min(th, h),
-                                   min(tw, w))
-    return pad_to_bounding_box(cropped, max(th - h, 0) // 2, max(tw - w, 0) // 2, th, tw)
+                         "got %sx%s" % (th, tw))
+    cropped = crop_to_bounding_box(x, _max(h - th, 0) // 2, _max(w - tw, 0) // 2, _min(th, h),
+                                   _min(tw, w))
+    return pad_to_bounding_box(cropped, _max(th - h, 0) // 2, _max(tw - w, 0) // 2, th, tw)
 
 
 resize_with_crop_or_pad = resize_image_with_crop_or_pad
@@ -228,7 +290,7 @@ def resize_image_with_pad(image, target_height, target_width, method=ResizeMetho
 
 def central_crop(image, central_fraction):
     """The central `central_fraction` (in (0, 1]) of the image's height and width, as TF1's
-    tf.image.central_crop."""
+    tf.image.central_crop; the image's size may be known only when the step runs."""
     x, batched = _image(image, "central_crop")
     fraction = float(central_fraction)
     if not 0.0 < fraction <= 1.0:
@@ -236,9 +298,10 @@ def central_crop(image, central_fraction):
                          % (central_fraction,))
     if fraction == 1.0:
         return x
-    h, w = _hw(x, batched, "central_crop")
-    start_h = int((h - h * fraction) / 2)
-    start_w = int((w - w * fraction) / 2)
+    h, w = _hw_any(x, batched)
+    start_h, start_w = (
+        ops.cast((_f64(d) - _f64(d) * fraction) / 2, dtypes.int32)
+        if _is_tensor(d) else int((d - d * fraction) / 2) for d in (h, w))
     return crop_to_bounding_box(x, start_h, start_w, h - 2 * start_h, w - 2 * start_w)
 
 

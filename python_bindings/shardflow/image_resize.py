@@ -9,17 +9,24 @@ Example::
 
 The coordinate conventions are TF's: by default an output pixel i samples the input at
 i * in / out; `align_corners` maps the corner pixels onto each other ((in - 1) / (out - 1));
-`half_pixel_centers` (tf.image.resize's default, as in TF 2) samples at pixel centres. The input's
-height and width must be known when the graph is built; the batch may be unknown.
+`half_pixel_centers` (tf.image.resize's default, as in TF 2) samples at pixel centres.
 resize_bicubic (TF's kernel: a = -0.75, or Keys' a = -0.5 with half_pixel_centers) and
-resize_area are here as functions; resize_images / resize do not take BICUBIC or AREA yet.
+resize_area are here as functions too, and as resize_images' / resize's methods.
+
+Sizes known only when the step runs. Bilinear and nearest-neighbour resizing also take a size
+that is a tensor (`tf.shape(skip)[1:3]`, a segmentation decoder's upsampling to its skip
+connection) and images whose height and width are unknown (a decoded JPEG): the sample
+positions and weights are then computed in the graph, in float32 as TF's kernels do, instead
+of in NumPy when the graph is built. Bicubic and area resizing need both sizes known when the
+graph is built.
 """
 
 import numpy as np
 
-from shardflow import dtypes, ops
+from shardflow import array_ops, dtypes, ops
 from shardflow.array_ops import gather
 from shardflow.framework import convert_to_tensor
+from shardflow.tensor_util import constant_value
 
 
 class ResizeMethod:
@@ -39,15 +46,45 @@ def _scale(n_in, n_out, align_corners):
     return n_in / float(n_out)
 
 
-def _size(size, what):
-    size = np.asarray(size).tolist() if not hasattr(size, "op") else None
-    if size is None or len(size) != 2 or not all(isinstance(s, int) and s > 0 for s in size):
-        raise ValueError("%s: size must be two positive Python ints [height, width], got %r"
+def _known(size):
+    """`size` as a list of Python ints when the graph determines it, else None."""
+    parts = [size] if hasattr(size, "op") else list(size)
+    values = [constant_value(v) if hasattr(v, "op") else v for v in parts]
+    if any(v is None for v in values):
+        return None
+    return np.concatenate([np.reshape(v, [-1]) for v in values]).tolist()
+
+
+def _size(size, what, dynamic=False):
+    """[height, width] as Python ints when the graph determines them; otherwise, for
+    `dynamic` callers, an int32 [2] tensor."""
+    if hasattr(size, "op") or (isinstance(size, (list, tuple)) and
+                               any(hasattr(v, "op") for v in size)):
+        known = _known(size)
+        if known is None:
+            if not dynamic:
+                raise ValueError("%s: size must be known when the graph is built (two positive "
+                                 "ints [height, width]); only bilinear and nearest-neighbour "
+                                 "resizing take a tensor size" % what)
+            tensor = convert_to_tensor(size) if hasattr(size, "op") else array_ops.stack(
+                [ops.cast(convert_to_tensor(v), dtypes.int32) for v in size])
+            if not tensor.dtype.is_integer or tensor.shape.ndims not in (None, 1) or \
+                    tensor.shape.as_list() not in (None, [2], [None]):
+                raise ValueError("%s: size must be an int [2] tensor [height, width], got "
+                                 "%s %s" % (what, tensor.dtype.name, tensor.shape))
+            return ops.cast(tensor, dtypes.int32)
+        size = known
+    size = np.asarray(size).tolist()
+    if not isinstance(size, list) or len(size) != 2 or \
+            not all(isinstance(v, int) and v > 0 for v in size):
+        raise ValueError("%s: size must be two positive ints [height, width], got %r"
                          % (what, size))
     return size
 
 
-def _as_nhwc(images, what):
+def _as_nhwc(images, what, dynamic=False):
+    """The images as a batch, whether they were one image, and their height and width (None
+    where unknown: only `dynamic` callers accept that)."""
     images = convert_to_tensor(images)
     rank = images.shape.ndims
     if rank not in (3, 4):
@@ -55,10 +92,65 @@ def _as_nhwc(images, what):
                          "channels] images, got shape %s" % (what, images.shape))
     batched = images if rank == 4 else ops.expand_dims(images, 0)
     h, w = batched.shape.as_list()[1:3]
-    if h is None or w is None:
+    if (h is None or w is None) and not dynamic:
         raise ValueError("%s needs the images' height and width known when the graph is built, "
-                         "got shape %s" % (what, images.shape))
+                         "got shape %s (bilinear and nearest-neighbour resizing do not)"
+                         % (what, images.shape))
     return batched, rank == 3, h, w
+
+
+def _dynamic_scale(n_in, n_out, align_corners):
+    """_scale for scalar int32 tensors: a float32 tensor."""
+    f_in, f_out = ops.cast(n_in, dtypes.float32), ops.cast(n_out, dtypes.float32)
+    if not align_corners:
+        return f_in / f_out
+    return array_ops.where_v2(n_out > 1, (f_in - 1.0) / ops.maximum(f_out - 1.0, 1.0),
+                              f_in / f_out)
+
+
+def _axis_shape(axis):
+    shape = [1, 1, 1, 1]
+    shape[axis] = -1
+    return shape
+
+
+def _bilinear_axis_dynamic(x, axis, n_in, n_out, align_corners, half_pixel_centers):
+    scale = _dynamic_scale(n_in, n_out, align_corners)
+    i = ops.cast(array_ops.range(n_out), dtypes.float32)
+    pos = (i + 0.5) * scale - 0.5 if half_pixel_centers else i * scale
+    low = ops.floor(pos)
+    last = n_in - 1
+    lower = ops.clip_by_value(ops.cast(low, dtypes.int32), 0, last)
+    upper = ops.clip_by_value(ops.cast(ops.ceil(pos), dtypes.int32), 0, last)
+    w = ops.reshape(pos - low, _axis_shape(axis))
+    a, b = gather(x, lower, axis=axis), gather(x, upper, axis=axis)
+    return a + (b - a) * w
+
+
+def _nearest_axis_dynamic(x, axis, n_in, n_out, align_corners, half_pixel_centers):
+    scale = _dynamic_scale(n_in, n_out, align_corners)
+    i = ops.cast(array_ops.range(n_out), dtypes.float32)
+    if half_pixel_centers:
+        pos = ops.floor((i + 0.5) * scale)
+    elif align_corners:
+        pos = ops.floor(i * scale + 0.5)            # C's roundf: halves away from zero
+    else:
+        pos = ops.floor(i * scale)
+    rows = ops.clip_by_value(ops.cast(pos, dtypes.int32), 0, n_in - 1)
+    return gather(x, rows, axis=axis)
+
+
+def _resize_dynamic(x, size, axis_fn, align_corners, half_pixel_centers):
+    """x [batch, h, w, c] resized to `size` (ints or an int32 [2] tensor) with the sample
+    positions computed in the graph."""
+    shape = ops.shape(x)
+    static = isinstance(size, list)
+    out_h, out_w = (size if static else (size[0], size[1]))
+    y = axis_fn(x, 1, shape[1], out_h, align_corners, half_pixel_centers)
+    y = axis_fn(y, 2, shape[2], out_w, align_corners, half_pixel_centers)
+    batch, _, _, channels = x.shape.as_list()
+    y.set_shape([batch, out_h if static else None, out_w if static else None, channels])
+    return y
 
 
 def _bilinear_axis(x, axis, n_in, n_out, align_corners, half_pixel_centers):
@@ -79,15 +171,22 @@ def _bilinear_axis(x, axis, n_in, n_out, align_corners, half_pixel_centers):
 def _separable(images, size, what, axis_fn, align_corners, half_pixel_centers, name):
     """Resizing one axis after the other with axis_fn (_bilinear_axis, _bicubic_axis); float32
     out."""
-    x, unbatch, h, w = _as_nhwc(images, what)
-    out_h, out_w = _size(size, what)
+    dynamic_fn = _DYNAMIC.get(axis_fn)
+    x, unbatch, h, w = _as_nhwc(images, what, dynamic_fn is not None)
+    size = _size(size, what, dynamic_fn is not None)
     if x.dtype != dtypes.float32:
         x = ops.cast(x, dtypes.float32)
-    y = axis_fn(x, 1, h, out_h, align_corners, half_pixel_centers)
-    y = axis_fn(y, 2, w, out_w, align_corners, half_pixel_centers)
+    if h is None or w is None or not isinstance(size, list):
+        y = _resize_dynamic(x, size, dynamic_fn, align_corners, half_pixel_centers)
+    else:
+        y = axis_fn(x, 1, h, size[0], align_corners, half_pixel_centers)
+        y = axis_fn(y, 2, w, size[1], align_corners, half_pixel_centers)
     if unbatch:
         y = ops.squeeze(y, [0])
     return ops.identity(y, name=name)
+
+
+_DYNAMIC = {_bilinear_axis: _bilinear_axis_dynamic}
 
 
 def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
@@ -102,7 +201,7 @@ def _nearest_rows(n_in, n_out, align_corners, half_pixel_centers):
     if half_pixel_centers:
         pos = np.floor((i + 0.5) * scale)
     elif align_corners:
-        pos = np.round(i * scale)
+        pos = np.floor(i * scale + 0.5)             # C's roundf (TF's kernel), not half-even
     else:
         pos = np.floor(i * scale)
     return np.clip(pos, 0, n_in - 1).astype(np.int32)
@@ -111,10 +210,13 @@ def _nearest_rows(n_in, n_out, align_corners, half_pixel_centers):
 def resize_nearest_neighbor(images, size, align_corners=False, name=None,
                             half_pixel_centers=False):
     """Nearest-neighbour resizing of NHWC images to size = [height, width]; dtype kept."""
-    x, unbatch, h, w = _as_nhwc(images, "resize_nearest_neighbor")
-    out_h, out_w = _size(size, "resize_nearest_neighbor")
-    y = gather(x, _nearest_rows(h, out_h, align_corners, half_pixel_centers), axis=1)
-    y = gather(y, _nearest_rows(w, out_w, align_corners, half_pixel_centers), axis=2)
+    x, unbatch, h, w = _as_nhwc(images, "resize_nearest_neighbor", True)
+    size = _size(size, "resize_nearest_neighbor", True)
+    if h is None or w is None or not isinstance(size, list):
+        y = _resize_dynamic(x, size, _nearest_axis_dynamic, align_corners, half_pixel_centers)
+    else:
+        y = gather(x, _nearest_rows(h, size[0], align_corners, half_pixel_centers), axis=1)
+        y = gather(y, _nearest_rows(w, size[1], align_corners, half_pixel_centers), axis=2)
     if unbatch:
         y = ops.squeeze(y, [0])
     return ops.identity(y, name=name)
@@ -222,6 +324,9 @@ def _method(method):
     return method
 
 
+_DYNAMIC_METHODS = (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR)
+
+
 def _fit_aspect(images, size):
     h, w = convert_to_tensor(images).shape.as_list()[-3:-1]
     scale = min(size[0] / float(h), size[1] / float(w))
@@ -233,7 +338,7 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
     """TF1's tf.image.resize_images: bilinear, bicubic or area (float32 out) or nearest-neighbour
     (dtype kept)."""
     method = _method(method)
-    size = _size(size, "resize_images")
+    size = _size(size, "resize_images", method in _DYNAMIC_METHODS and not preserve_aspect_ratio)
     if preserve_aspect_ratio:
         _as_nhwc(images, "resize_images")
         size = _fit_aspect(images, size)
@@ -252,7 +357,7 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
     if antialias:
         raise ValueError("resize(antialias=True) is not available")
     method = _method(method)
-    size = _size(size, "resize")
+    size = _size(size, "resize", method in _DYNAMIC_METHODS and not preserve_aspect_ratio)
     if preserve_aspect_ratio:
         _as_nhwc(images, "resize")
         size = _fit_aspect(images, size)
