@@ -57,6 +57,40 @@ class Callback:
     def on_train_batch_end(self, batch, logs=None):
         self.on_batch_end(batch, logs)
 
+    # evaluate's (and fit's validation) and predict's hooks, as TF 1.14+.
+    def on_test_begin(self, logs=None):
+        pass
+
+    def on_test_end(self, logs=None):
+        pass
+
+    def on_test_batch_begin(self, batch, logs=None):
+        pass
+
+    def on_test_batch_end(self, batch, logs=None):
+        pass
+
+    def on_predict_begin(self, logs=None):
+        pass
+
+    def on_predict_end(self, logs=None):
+        pass
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        pass
+
+    def on_predict_batch_end(self, batch, logs=None):
+        pass
+
+
+def call_hooks(callbacks, hook, *args):
+    """Calls `hook` of each callback that has it (duck-typed callbacks may lack the newer
+    hooks)."""
+    for cb in callbacks or ():
+        fn = getattr(cb, hook, None)
+        if fn is not None:
+            fn(*args)
+
 
 class History(Callback):
     """Records each epoch's logs: ``history.history['loss']`` is a list, one per epoch;

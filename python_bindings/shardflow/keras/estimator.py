@@ -203,7 +203,7 @@ class _KerasModelFn:
         pairs = {}
         for head, target, y_pred in zip(heads, targets, outputs):
             for m in head.metric_ids if target is not None else []:
-                name, fn = keras_metrics.get(m, head.loss_fn, y_pred.shape.as_list())
+                name, fn = keras_metrics.named(m, head.loss_fn, y_pred.shape.as_list())
                 if len(heads) > 1:
                     name = "%s_%s" % (head.name, name)
                 if isinstance(fn, keras_metrics.Metric):

@@ -46,6 +46,55 @@ def _shape_tuple(t):
     return tuple(t.shape.as_list()) if t.shape.ndims is not None else None
 
 
+# Note [What layers add]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# A layer's call (or a model, after it is built) may add losses, updates and metrics, as TF
+# 1.15's Keras: a VAE's KL term (`self.add_loss(kl)` or `model.add_loss(kl)`), batch
+# statistics' moving averages (`self.add_update(assign)`), an activation's mean
+# (`self.add_metric(tf.reduce_mean(x), name="mean_act", aggregation="mean")`). They are kept
+# on the layer or model (losses, updates, _added_metrics); Model._make_functions sums the
+# losses into the loss fit minimizes, groups the updates with the training step and fetches
+# the metrics with the others (non-stateful: the epoch's value is the mean over its samples).
+# A layer called twice adds twice, as in TF 1.15's graph mode.
+
+
+def _added_losses(losses):
+    out = []
+    for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
+        if callable(loss) and not isinstance(loss, Tensor):
+            loss = loss()
+        if loss is None:
+            continue
+        loss = convert_to_tensor(loss)
+        if not loss.dtype.is_floating:
+            loss = ops.cast(loss, dtypes.float32)
+        out.append(loss)
+    return out
+
+
+def _added_updates(updates):
+    out = []
+    for update in updates if isinstance(updates, (list, tuple)) else [updates]:
+        if callable(update) and not isinstance(update, Tensor) and not hasattr(update, "type"):
+            update = update()
+        if update is not None:
+            out.append(update)
+    return out
+
+
+def _added_metric(value, aggregation, name):
+    if aggregation not in (None, "mean"):
+        raise ValueError("add_metric: aggregation must be 'mean' (TF 1.15 takes no other for "
+                         "tensors), got %r" % (aggregation,))
+    if not name:
+        raise ValueError("add_metric needs a name, e.g. add_metric(tf.reduce_mean(x), "
+                         "name='mean_activation', aggregation='mean')")
+    value = convert_to_tensor(value)
+    if value.shape.ndims not in (None, 0):
+        value = ops.reduce_mean(ops.cast(value, dtypes.float32))
+    return str(name), value
+
+
 class Layer(_tf.Layer):
     """Base class of Keras layers; subclass it with ``build(input_shape)`` (weights from
     ``add_weight``) and ``call(inputs)`` (optionally ``training=``).
@@ -140,6 +189,34 @@ class Layer(_tf.Layer):
         if constraint is not None:
             v._keras_constraint = constraint  # applied after each step
         return v
+
+    # ---- losses, updates and metrics a layer adds (Note [What layers add]) -------------------
+
+    @property
+    def built(self):
+        return self._built
+
+    @built.setter
+    def built(self, value):          # Keras layers' build() ends with self.built = True
+        self._built = bool(value)
+
+    def add_loss(self, losses, inputs=None):
+        """Adds loss tensors (or zero-argument callables returning them) to the layer's
+        `losses`; a model's fit adds them to the loss it minimizes (TF 1.15's Layer.add_loss;
+        `inputs` is accepted: every added loss counts)."""
+        self.losses.extend(_added_losses(losses))
+
+    def add_update(self, updates, inputs=None):
+        """Adds update ops (or tensors, or callables giving them) that a model's fit runs with
+        each training step, as batch normalization's moving averages."""
+        self.__dict__.setdefault("updates", [])
+        self.updates.extend(_added_updates(updates))
+
+    def add_metric(self, value, aggregation=None, name=None):
+        """Reports `value` (a tensor) under `name` in fit's and evaluate's logs, its mean over
+        the epoch's samples (aggregation 'mean', the only one TF 1.15 takes for tensors)."""
+        self.__dict__.setdefault("_added_metrics", [])
+        self._added_metrics.append(_added_metric(value, aggregation, name))
 
     @property
     def trainable_weights(self):

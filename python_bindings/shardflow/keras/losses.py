@@ -240,8 +240,8 @@ def _match_ranks(y_pred, y_true):
 
 def compute_weighted_loss(losses, sample_weight=None, reduction=Reduction.SUM_OVER_BATCH_SIZE):
     """losses * sample_weight reduced by `reduction` (TF 1.15's losses_utils): a weight of
-    rank one more (ending in 1) is squeezed, of rank one less is expanded at the end, then
-    it broadcasts; SUM_OVER_BATCH_SIZE divides the sum by the number of weighted elements."""
+    rank one more (ending in 1) is squeezed, of lower rank is expanded at the end (per-sample
+    weights of per-element losses), then it broadcasts; SUM_OVER_BATCH_SIZE divides the sum by the number of weighted elements."""
     Reduction.validate(reduction)
     if reduction == Reduction.AUTO:
         reduction = Reduction.SUM_OVER_BATCH_SIZE
@@ -256,8 +256,11 @@ def compute_weighted_loss(losses, sample_weight=None, reduction=Reduction.SUM_OV
         if rl is not None and rw is not None:
             if rw - rl == 1 and w.shape.as_list()[-1] == 1:
                 w = _squeeze_last(w)
-            elif rl - rw == 1:
-                w = ops.expand_dims(w, -1)
+            else:
+                # Per-sample weights of per-pixel losses (a segmentation or autoencoder's
+                # [batch, h, w] losses): each weight covers its sample's elements.
+                for _ in range(rl - rw):
+                    w = ops.expand_dims(w, -1)
         weighted = ops.multiply(losses, w)
     if reduction == Reduction.NONE:
         loss = weighted

@@ -81,29 +81,36 @@ def accuracy_for(loss_fn, output_shape):
     return categorical_accuracy
 
 
-def get(identifier, loss_fn=None, output_shape=None):
+def named(identifier, loss_fn=None, output_shape=None):
     """(history name, function) for a metric name, function or Metric object (whose name is
-    its `name`); 'accuracy' and 'acc' are both named 'acc', as TF 1.x's Keras names them."""
+    its `name`), as TF 1.15's Keras names them: 'accuracy' and 'acc' are 'acc'; other strings
+    are named by the function they stand for ('mae' is 'mean_absolute_error')."""
     if isinstance(identifier, Metric):
         return identifier.name, identifier
     if identifier in ("accuracy", "acc"):
         return "acc", accuracy_for(loss_fn, output_shape)
     if callable(identifier):
         return getattr(identifier, "__name__", "metric"), identifier
-    known = {"mse": mse, "mae": mae, "mean_squared_error": mse, "mean_absolute_error": mae,
-             "binary_accuracy": binary_accuracy, "categorical_accuracy": categorical_accuracy,
-             "sparse_categorical_accuracy": sparse_categorical_accuracy,
-             "categorical_crossentropy": categorical_crossentropy,
-             "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
-             "binary_crossentropy": binary_crossentropy,
-             "top_k_categorical_accuracy": top_k_categorical_accuracy,
-             "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
-             "kullback_leibler_divergence": kullback_leibler_divergence,
-             "cosine_proximity": cosine_proximity}
-    if identifier not in known:
+    fn = _BY_NAME.get(identifier)
+    if fn is None:
         raise ValueError("unknown metric %r; known: accuracy, acc, %s"
-                         % (identifier, ", ".join(sorted(known))))
-    return identifier, known[identifier]
+                         % (identifier, ", ".join(sorted(_BY_NAME))))
+    return fn.__name__, fn
+
+
+def get(identifier):
+    """The metric function (or Metric object) for `identifier`, as tf.keras.metrics.get:
+    'accuracy' is the `accuracy` function."""
+    if identifier in ("accuracy", "acc"):
+        return accuracy
+    return named(identifier)[1]
+
+
+def accuracy(y_true, y_pred):
+    """1.0 where y_pred equals y_true (element-wise; tf.keras.metrics.accuracy)."""
+    y_pred = ops.convert_to_tensor(y_pred)
+    y_true = ops.cast(ops.convert_to_tensor(y_true), y_pred.dtype)
+    return _as_float(ops.equal(y_true, y_pred))
 
 
 mean_absolute_percentage_error = mape = _losses.mean_absolute_percentage_error
@@ -130,14 +137,15 @@ def _div_no_nan(num, den):
 
 def _match_weight(values, sample_weight):
     """sample_weight made broadcastable to `values` as TF 1.15 does (a rank one more ending in
-    1 is squeezed, a rank one less is expanded at the end), then broadcast to its shape."""
+    1 is squeezed, a lower rank is expanded at the end), then broadcast to its shape."""
     w = ops.cast(ops.convert_to_tensor(sample_weight), values.dtype)
     rv, rw = values.shape.ndims, w.shape.ndims
     if rv is not None and rw is not None and rw > 0:
         if rw - rv == 1:
             w = ops.squeeze(w, [-1])
-        elif rv - rw == 1:
-            w = ops.expand_dims(w, -1)
+        else:
+            for _ in range(rv - rw):             # per-sample weights of per-pixel values
+                w = ops.expand_dims(w, -1)
     return ops.multiply(w, ops.ones_like(values))
 
 
@@ -619,3 +627,20 @@ class MeanIoU(Metric):
 
     def get_config(self):
         return dict(super().get_config(), num_classes=self.num_classes)
+
+
+_BY_NAME = {
+    "mse": mse, "mae": mae, "mean_squared_error": mse, "mean_absolute_error": mae,
+    "mape": mean_absolute_percentage_error, "mean_absolute_percentage_error":
+    mean_absolute_percentage_error, "msle": mean_squared_logarithmic_error,
+    "mean_squared_logarithmic_error": mean_squared_logarithmic_error,
+    "binary_accuracy": binary_accuracy, "categorical_accuracy": categorical_accuracy,
+    "sparse_categorical_accuracy": sparse_categorical_accuracy,
+    "categorical_crossentropy": categorical_crossentropy,
+    "sparse_categorical_crossentropy": sparse_categorical_crossentropy,
+    "binary_crossentropy": binary_crossentropy,
+    "top_k_categorical_accuracy": top_k_categorical_accuracy,
+    "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
+    "kullback_leibler_divergence": kullback_leibler_divergence, "kld": kld,
+    "cosine_proximity": cosine_proximity, "cosine": cosine_proximity, "hinge": hinge,
+    "squared_hinge": squared_hinge, "categorical_hinge": categorical_hinge, "logcosh": logcosh}

@@ -18,8 +18,10 @@ import os
 import numpy as np
 
 from shardflow import _shardflow, ops
+from shardflow.framework import get_default_graph
 from shardflow.keras import backend as K
 from shardflow.keras import callbacks as callbacks_module
+from shardflow.keras.callbacks import call_hooks
 from shardflow.keras import data_adapter as _data
 from shardflow.keras import layers as layers_module
 from shardflow.keras import losses as losses_module
@@ -114,6 +116,8 @@ class Model:
         self._compiled = None
         self._functions = None
         self.inputs, self.outputs, self._layers = [], [], []
+        # what model.add_loss / add_update / add_metric add (Note [What layers add])
+        self._model_losses, self._model_updates, self._model_metrics = [], [], []
         if isinstance(inputs, dict):   # inputs by feature name (fit takes a dict alike)
             inputs = list(inputs.values())
         if inputs is not None:
@@ -238,11 +242,45 @@ class Model:
 
     @property
     def losses(self):
-        return [p for layer in self.layers for p in getattr(layer, "losses", [])]
+        return [p for layer in self.layers for p in getattr(layer, "losses", [])] + \
+            list(self.__dict__.get("_model_losses", []))
 
     @property
     def updates(self):
-        return [u for layer in self.layers for u in getattr(layer, "updates", [])]
+        return [u for layer in self.layers for u in getattr(layer, "updates", [])] + \
+            list(self.__dict__.get("_model_updates", []))
+
+    def add_loss(self, losses, inputs=None):
+        """Adds loss tensors (or callables giving them) that fit minimizes with the compiled
+        loss (a VAE's KL term; Note [What layers add] in keras/layers.py). Before compile."""
+        self.__dict__.setdefault("_model_losses", []).extend(layers_module._added_losses(losses))
+        self._functions = None
+
+    def add_update(self, updates, inputs=None):
+        """Adds update ops that fit runs with each training step."""
+        self.__dict__.setdefault("_model_updates", []).extend(
+            layers_module._added_updates(updates))
+        self._functions = None
+
+    def add_metric(self, value, aggregation=None, name=None):
+        """Reports `value` under `name` in fit's and evaluate's logs (the epoch's mean)."""
+        self.__dict__.setdefault("_model_metrics", []).append(
+            layers_module._added_metric(value, aggregation, name))
+        self._functions = None
+
+    def _added_metrics(self):
+        """(name, tensor) of the metrics the layers and the model added, each name once."""
+        out, seen = [], set()
+        for layer in self.layers:
+            for name, value in getattr(layer, "_added_metrics", []):
+                if name not in seen:
+                    seen.add(name)
+                    out.append((name, value))
+        for name, value in self.__dict__.get("_model_metrics", []):
+            if name not in seen:
+                seen.add(name)
+                out.append((name, value))
+        return out
 
     def get_updates_for(self, inputs):
         """The updates computed from `inputs` (the tensor the model was called on), or with
@@ -346,12 +384,14 @@ class Model:
                 "train_distribute=strategy)), or build the model under tf.device(tf.train."
                 "replica_device_setter(cluster)) and fit it in a session on this worker's "
                 "server (tf.keras.backend.set_session)" % (strategy,))
-        if loss is None:
-            raise ValueError("compile() needs a loss")
         if weighted_metrics or target_tensors:
             raise ValueError("compile: weighted_metrics and target_tensors are not supported")
         self._session_kwargs = _session_kwargs(kwargs)
         self.optimizer = optimizers_module.get(optimizer)
+        if isinstance(self.optimizer, optimizers_module.Optimizer) and \
+                hasattr(self.optimizer, "_lr_var"):       # not a wrapped tf.train optimizer
+            self.optimizer._make_variables(self.outputs[0].graph if self.outputs
+                                           else get_default_graph())
         if multi_worker:  # one replica of the workers' group (shardflow/distribute/multi_worker)
             strategy._keras_compile(self)
         self._compile_call = (optimizer, loss, metrics)  # what model.save writes
@@ -376,12 +416,12 @@ class Model:
             return list(self._functions["names"])
         if not self.built:
             loss, metrics = self._compiled[:2]
-            names = [metrics_module.get(m, losses_module.get(loss))[0]
+            names = [metrics_module.named(m, losses_module.get(loss))[0]
                      for m in _as_list(metrics)] if not isinstance(loss, (dict, list)) else []
             return ["loss"] + names
         heads = _outputs.make_heads(self, *self._compiled_args())
         return _outputs.history_names(heads, [
-            [metrics_module.get(m, h.loss_fn, y.shape.as_list())[0] for m in h.metric_ids]
+            [metrics_module.named(m, h.loss_fn, y.shape.as_list())[0] for m in h.metric_ids]
             for h, y in zip(heads, self.outputs)])
 
     def _compiled_args(self):
@@ -406,6 +446,9 @@ class Model:
                         for h, loss in zip(heads, head_losses) if loss is not None]
             penalties = self.losses
             parts = weighted + penalties
+            if not parts:
+                raise ValueError("the model has no loss to minimize: compile it with a loss, or "
+                                 "add one with model.add_loss / a layer's add_loss")
             total = ops.add_n(parts) if len(parts) > 1 else parts[0]
             tensors = [loss for loss in head_losses if loss is not None] \
                 if len(heads) > 1 else []
@@ -417,6 +460,9 @@ class Model:
                 tensors += values
                 flags += head_flags
                 stateful += objects
+            added = self._added_metrics()
+            tensors += [value for _, value in added]
+            flags += [False] * len(added)
             params = self.trainable_weights
             train_op = None
             if params:
@@ -426,7 +472,8 @@ class Model:
         # which of [loss] + metrics are stateful (their value after the last batch is the
         # epoch's); their state is reset (and first set) by `reset`
         self._functions = {"heads": heads, "loss": total, "metrics": tensors,
-                           "names": _outputs.history_names(heads, metric_names),
+                           "names": _outputs.history_names(heads, metric_names) +
+                           [name for name, _ in added],
                            "train": train_op, "reset": reset, "stateful": [False] + flags}
         self.reset_metrics()
         return self._functions
@@ -679,8 +726,10 @@ class Model:
 
         history = callbacks_module.History()
         cbs = list(callbacks or []) + [history]
-        params = {"epochs": epochs, "steps": None, "samples": n, "verbose": verbose,
-                  "batch_size": batch_size, "do_validation": val is not None,
+        params = {"epochs": epochs, "steps": seq.steps if seq is not None else None,
+                  "samples": None if seq is not None else n, "verbose": verbose,
+                  "batch_size": None if seq is not None else batch_size,
+                  "do_validation": val is not None,
                   "metrics": f["names"] + ["val_" + m for m in f["names"]] if val else f["names"]}
         for cb in cbs:
             cb.set_model(self)
@@ -690,11 +739,11 @@ class Model:
         if getattr(self, "_multi_worker", None) is not None:
             self._multi_worker._keras_broadcast(sess)  # worker 0's variables, on every worker
         for cb in cbs:
-            cb.on_train_begin()
+            cb.on_train_begin(None)             # TF 1.15 passes logs=None to these two
         fetches = [f["train"], f["loss"]] + f["metrics"]
         for epoch in range(initial_epoch, epochs):
             for cb in cbs:
-                cb.on_epoch_begin(epoch)
+                cb.on_epoch_begin(epoch, {})
             totals = np.zeros(len(f["names"]))
             last = np.zeros(len(f["names"]))
             self.reset_metrics()
@@ -718,8 +767,10 @@ class Model:
                     break
             logs = dict(zip(f["names"], self._epoch_values(totals, last, n)))
             if val is not None and validate_after(epoch + 1):
-                results = self._stream_test_loop(val) if isinstance(val, _data.BatchStream) \
-                    else self._test_loop(val[0], val[1], batch_size, weights=val[2])
+                results = self._stream_test_loop(val, cbs) \
+                    if isinstance(val, _data.BatchStream) \
+                    else self._test_loop(val[0], val[1], batch_size, weights=val[2],
+                                         callbacks=cbs)
                 logs.update({"val_" + name: v for name, v in zip(f["names"], results)})
             if verbose:
                 print("Epoch %d/%d" % (epoch + 1, epochs))
@@ -731,7 +782,7 @@ class Model:
             if self.stop_training:
                 break
         for cb in cbs:
-            cb.on_train_end()
+            cb.on_train_end(None)
         self.history = history
         return history
 
@@ -769,14 +820,14 @@ class Model:
     def evaluate_generator(self, generator, steps=None, callbacks=None, max_queue_size=10,
                            workers=1, use_multiprocessing=False, verbose=0):
         """evaluate on a generator, Sequence or Dataset (see data_adapter.py)."""
-        return self.evaluate(generator, steps=steps, verbose=verbose)
+        return self.evaluate(generator, steps=steps, verbose=verbose, callbacks=callbacks)
 
     def predict_generator(self, generator, steps=None, callbacks=None, max_queue_size=10,
                           workers=1, use_multiprocessing=False, verbose=0):
         """predict on a generator, Sequence or Dataset (see data_adapter.py)."""
-        return self.predict(generator, steps=steps, verbose=verbose)
+        return self.predict(generator, steps=steps, verbose=verbose, callbacks=callbacks)
 
-    def _stream_test_loop(self, stream):
+    def _stream_test_loop(self, stream, callbacks=None):
         """_test_loop over the batches of one epoch of a BatchStream."""
         f = self._make_functions()
         sess = K.get_session()
@@ -784,21 +835,27 @@ class Model:
         last = np.zeros(len(f["names"]))
         n = 0
         self.reset_metrics()
-        for batch in stream.epoch():
+        call_hooks(callbacks, "on_test_begin", None)
+        for b, batch in enumerate(stream.epoch()):
             if len(batch) < 2:
                 raise ValueError("evaluate: a batch must hold (inputs, targets)")
             xs, ys = self._inputs_list(batch[0]), self._targets(batch[1])
             rows = _num_rows(xs + _given(ys))
             weights = self._sample_weights(ys, rows, batch[2] if len(batch) > 2 else None)
+            logs = {"batch": b, "size": rows}
+            call_hooks(callbacks, "on_test_batch_begin", b, logs)
             values = self._run(sess, [f["loss"]] + f["metrics"],
                               self._feed(xs, np.arange(rows), ys, weights=weights))
             totals += np.asarray(values, dtype=np.float64) * rows
             last = values
             n += rows
+            logs.update(zip(f["names"], (float(v) for v in values)))
+            call_hooks(callbacks, "on_test_batch_end", b, logs)
         stream.end_of_epoch()
+        call_hooks(callbacks, "on_test_end", None)
         return self._epoch_values(totals, last, n)
 
-    def _test_loop(self, xs, ys, batch_size, reset_metrics=True, weights=None):
+    def _test_loop(self, xs, ys, batch_size, reset_metrics=True, weights=None, callbacks=None):
         f = self._make_functions()
         sess = K.get_session()
         n = _num_rows(xs + _given(ys))
@@ -806,13 +863,25 @@ class Model:
         last = np.zeros(len(f["names"]))
         if reset_metrics:
             self.reset_metrics()
-        for start in range(0, n, batch_size):
+        call_hooks(callbacks, "on_test_begin", None)
+        for b, start in enumerate(range(0, n, batch_size)):
             rows = np.arange(start, min(start + batch_size, n))
+            logs = {"batch": b, "size": len(rows)}
+            call_hooks(callbacks, "on_test_batch_begin", b, logs)
             values = self._run(sess, [f["loss"]] + f["metrics"],
                               self._feed(xs, rows, ys, weights=weights))
             totals += np.asarray(values, dtype=np.float64) * len(rows)
             last = values
+            logs.update(zip(f["names"], (float(v) for v in values)))
+            call_hooks(callbacks, "on_test_batch_end", b, logs)
+        call_hooks(callbacks, "on_test_end", None)
         return self._epoch_values(totals, last, n)
+
+    def _set_callbacks(self, callbacks, params):
+        """evaluate's and predict's callbacks get the model and these params."""
+        for cb in callbacks or ():
+            cb.set_model(self)
+            cb.set_params(params)
 
     def _worker_share(self):
         """(rank, workers) when compiled in a MultiWorkerMirroredStrategy of several workers:
@@ -830,15 +899,20 @@ class Model:
         if _data.is_stream(x):
             stream = _data.BatchStream(x, steps, "evaluate", shard=self._worker_share())
             self._build_for(self._inputs_list(stream.peek()[0]))
-            results = self._stream_test_loop(stream)
+            self._set_callbacks(callbacks, {"steps": stream.steps, "samples": None,
+                                            "verbose": verbose})
+            results = self._stream_test_loop(stream, callbacks)
         else:
             xs = self._inputs_list(x)
             self._build_for(xs)
             self._make_functions()
             ys = self._targets(y)
+            self._set_callbacks(callbacks, {"steps": None, "samples": _num_rows(xs),
+                                            "verbose": verbose})
             results = self._test_loop(xs, ys, int(batch_size or 32),
                                       weights=self._sample_weights(ys, _num_rows(_given(ys)),
-                                                                   sample_weight))
+                                                                   sample_weight),
+                                      callbacks=callbacks)
         if verbose:
             names = self._functions["names"]
             print(" - ".join("%s: %.4f" % (k, v) for k, v in zip(names, results)))
@@ -849,13 +923,25 @@ class Model:
         may also be a tf.data.Dataset, a generator (with `steps`) or a Sequence whose batches
         are the inputs (or tuples starting with them)."""
         sess = K.get_session()
+
+        def run_batch(b, xs, rows):
+            logs = {"batch": b, "size": len(rows)}
+            call_hooks(callbacks, "on_predict_batch_begin", b, logs)
+            out = self._run(sess, self.outputs, self._feed(xs, rows))
+            logs["outputs"] = out
+            call_hooks(callbacks, "on_predict_batch_end", b, logs)
+            return out
+
         if _data.is_stream(x):
             stream = _data.BatchStream(x, steps, "predict", inputs_only=True)
             self._build_for(self._inputs_list(stream.peek()[0]))
+            self._set_callbacks(callbacks, {"steps": stream.steps, "samples": None,
+                                            "verbose": verbose})
+            call_hooks(callbacks, "on_predict_begin", None)
             parts = []
-            for batch in stream.epoch():
+            for b, batch in enumerate(stream.epoch()):
                 xs = self._inputs_list(batch[0])
-                parts.append(self._run(sess, self.outputs, self._feed(xs, np.arange(_num_rows(xs)))))
+                parts.append(run_batch(b, xs, np.arange(_num_rows(xs))))
             if not parts:
                 raise ValueError("predict: the data gave no batch")
         else:
@@ -863,8 +949,11 @@ class Model:
             self._build_for(xs)
             batch_size = int(batch_size or 32)
             n = _num_rows(xs)
-            parts = [self._run(sess, self.outputs, self._feed(xs, np.arange(s, min(s + batch_size, n))))
-                     for s in range(0, n, batch_size)]
+            self._set_callbacks(callbacks, {"steps": None, "samples": n, "verbose": verbose})
+            call_hooks(callbacks, "on_predict_begin", None)
+            parts = [run_batch(b, xs, np.arange(s, min(s + batch_size, n)))
+                     for b, s in enumerate(range(0, n, batch_size))]
+        call_hooks(callbacks, "on_predict_end", None)
         outs = [np.concatenate([p[i] for p in parts]) for i in range(len(self.outputs))]
         return outs[0] if len(outs) == 1 else outs
 

@@ -74,8 +74,8 @@ class Optimizer:
 
     @property
     def lr(self):
-        """The learning rate: a float before the training step is built, then the float32
-        Variable the step reads (keras.backend.get_value / set_value it)."""
+        """The learning rate: the float32 Variable the step reads once the model is compiled
+        (keras.backend.get_value / set_value it; a float before)."""
         return self._lr_var if self._lr_var is not None else self._lr_value
 
     @lr.setter
@@ -114,14 +114,19 @@ class Optimizer:
         """The steps taken: an int64 Variable once the training step is built, else None."""
         return self._iterations
 
-    def get_updates(self, loss, params):
-        g = loss.graph
+    def _make_variables(self, g):
+        """The learning rate and step count as variables of graph `g` (compile makes them, so
+        that K.set_value(model.optimizer.lr, ...) works before fit, as in TF 1.15)."""
         if self._lr_var is None or self._lr_var.graph is not g:
             with g.as_default(), g.control_dependencies(None), g.name_scope(None):
                 self._lr_var = Variable(np.float32(self._lr_value), trainable=False,
                                         name=type(self).__name__ + "_lr")
                 self._iterations = Variable(np.int64(0), trainable=False,
                                             name=type(self).__name__ + "_iterations")
+
+    def get_updates(self, loss, params):
+        g = loss.graph
+        self._make_variables(g)
         with g.as_default():
             t = self._iterations.value()
             lr = self._schedule(t) if self._schedule is not None else self._lr_var.value()

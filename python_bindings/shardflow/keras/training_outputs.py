@@ -128,8 +128,9 @@ def make_heads(model, loss, loss_weights, metrics, sample_weight_mode=None):
             raise ValueError("compile: sample_weight_mode is None or 'temporal', got %r"
                              % (mode,))
     losses = _per_output(loss, names, "loss", None)
-    if all(v is None for v in losses):
-        raise ValueError("compile: no output has a loss (outputs: %s)" % names)
+    if all(v is None for v in losses) and not model.losses:
+        raise ValueError("compile: no output has a loss (outputs: %s) and the model adds none "
+                         "(model.add_loss)" % names)
     weights = _per_output(loss_weights, names, "loss_weights", None) \
         if loss_weights is not None else [None] * len(names)
     per_metrics = _per_output(metrics, names, "metrics", None) if metrics is not None \
@@ -183,7 +184,7 @@ def metric_tensors(head, y_pred, graph):
     """(names, tensors, stateful flags, Metric objects) of head's metrics."""
     names, tensors, flags, stateful = [], [], [], []
     for m in head.metric_ids:
-        name, fn = metrics_module.get(m, head.loss_fn, y_pred.shape.as_list())
+        name, fn = metrics_module.named(m, head.loss_fn, y_pred.shape.as_list())
         names.append(name)
         flags.append(isinstance(fn, metrics_module.Metric))
         if flags[-1]:

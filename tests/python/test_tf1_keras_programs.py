@@ -1,0 +1,163 @@
+"""Keras programs as TF 1.15 users write them, each of which failed or differed before: a
+convolutional autoencoder (4-D outputs), a VAE whose loss comes from model.add_loss, custom
+layers adding losses / updates / metrics, callbacks' hooks and params, learning rates set
+after compile, and TF 1.15's history names."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+keras = tf.keras
+L = keras.layers
+K = keras.backend
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    K.clear_session()
+    tf.set_random_seed(3)
+    yield
+
+
+def test_conv_autoencoder_with_4d_outputs_trains_with_sample_weights():
+    rng = np.random.default_rng(0)
+    x = rng.random((16, 8, 8, 1)).astype(np.float32)
+    model = keras.Sequential([
+        L.Conv2D(4, 3, padding="same", activation="relu", input_shape=(8, 8, 1)),
+        L.MaxPooling2D(2), L.UpSampling2D(2),
+        L.Conv2D(1, 3, padding="same", activation="sigmoid")])
+    model.compile("adam", "binary_crossentropy", metrics=["mse"])
+    weights = np.ones(16, np.float32)
+    weights[8:] = 0.0          # per-sample weights of per-pixel losses
+    history = model.fit(x, x, batch_size=4, epochs=4, verbose=0, sample_weight=weights)
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert "mean_squared_error" in history.history
+    loss, mse = model.evaluate(x[:8], x[:8], verbose=0)
+    # half the weights zero: the weighted loss over all 16 is half the first 8's (Keras's
+    # sum over the number of elements)
+    assert model.evaluate(x, x, sample_weight=weights, verbose=0)[0] == pytest.approx(
+        loss / 2, rel=1e-4)
+    assert model.train_on_batch(x[:4], x[:4]) is not None
+
+
+def test_vae_loss_from_add_loss_and_compile_without_a_loss():
+    rng = np.random.default_rng(1)
+    dim = 12
+    inp = L.Input((dim,))
+    h = L.Dense(8, activation="relu")(inp)
+    z_mean, z_log_var = L.Dense(2)(h), L.Dense(2)(h)
+    z = L.Lambda(lambda a: a[0] + K.exp(0.5 * a[1]) * K.random_normal(K.shape(a[0])))(
+        [z_mean, z_log_var])
+    out = L.Dense(dim, activation="sigmoid")(L.Dense(8, activation="relu")(z))
+    vae = keras.Model(inp, out)
+    reconstruction = keras.losses.binary_crossentropy(inp, out) * dim
+    kl = -0.5 * K.sum(1 + z_log_var - K.square(z_mean) - K.exp(z_log_var), axis=-1)
+    vae.add_loss(K.mean(reconstruction + kl))
+    vae.compile(optimizer=keras.optimizers.Adam(0.01))
+    x = (rng.random((64, dim)) > 0.5).astype(np.float32)
+    history = vae.fit(x, epochs=6, batch_size=16, verbose=0, validation_data=(x, None))
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert len(history.history["val_loss"]) == 6
+    plain = keras.Sequential([L.Dense(1, input_shape=(3,))])
+    with pytest.raises(ValueError, match="add_loss"):
+        plain.compile("sgd")
+
+
+class _Scale(L.Layer):
+    """A custom layer adding a weight penalty, a counter update and a metric."""
+
+    def build(self, input_shape):
+        self.w = self.add_weight("w", (int(input_shape[-1]),), initializer="ones")
+        self.calls = self.add_weight("calls", (), initializer="zeros", trainable=False)
+        super(_Scale, self).build(input_shape)
+
+    def call(self, x):
+        self.add_loss(0.5 * tf.reduce_sum(tf.square(self.w)))
+        self.add_update(tf.assign_add(self.calls, 1.0))
+        self.add_metric(tf.reduce_mean(x), name="mean_in", aggregation="mean")
+        return x * self.w
+
+
+def test_custom_layer_add_loss_add_update_add_metric():
+    x = np.full((12, 3), 2.0, np.float32)
+    y = np.zeros((12, 1), np.float32)
+    inp = L.Input((3,))
+    scale = _Scale()
+    out = L.Dense(1, kernel_initializer="zeros", use_bias=False, trainable=False)(scale(inp))
+    model = keras.Model(inp, out)
+    assert scale.built and len(model.losses) == 1 and len(model.updates) == 1
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    # the prediction is 0 (frozen zero kernel): the loss is the penalty 0.5 * |w|^2 = 1.5
+    assert model.evaluate(x, y, verbose=0)[0] == pytest.approx(1.5)
+    history = model.fit(x, y, batch_size=4, epochs=1, verbose=0, shuffle=False)
+    assert history.history["mean_in"] == [pytest.approx(2.0)]
+    assert model.metrics_names == ["loss", "mean_in"]
+    # three steps of SGD on 0.5 |w|^2 with lr 0.1: w = 0.9^3; the update ran each step
+    np.testing.assert_allclose(K.get_value(scale.w), np.full(3, 0.9 ** 3), rtol=1e-5)
+    assert K.get_value(scale.calls) == 3.0
+    with pytest.raises(ValueError, match="name"):
+        scale.add_metric(tf.constant(1.0))
+
+
+def test_callback_hooks_logs_params_and_evaluate_predict_hooks():
+    seen = []
+    model = keras.Sequential([L.Dense(1, input_shape=(3,))])
+    model.compile("sgd", "mse", metrics=["mae"])
+    lam = keras.callbacks.LambdaCallback(
+        on_train_begin=lambda logs: seen.append(("train_begin", logs)),
+        on_epoch_begin=lambda epoch, logs: seen.append(("epoch_begin", logs)),
+        on_train_end=lambda logs: seen.append(("train_end", logs)))
+
+    class Hooks(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            seen.append(("params", dict(self.params)))
+
+        def on_test_batch_end(self, batch, logs=None):
+            seen.append(("test_batch", batch, sorted(logs)))
+
+        def on_test_end(self, logs=None):
+            seen.append(("test_end",))
+
+        def on_predict_batch_end(self, batch, logs=None):
+            seen.append(("predict_batch", batch))
+
+    x, y = np.ones((8, 3), np.float32), np.ones((8, 1), np.float32)
+    model.fit(x, y, batch_size=4, epochs=1, verbose=0, callbacks=[lam])
+    assert seen == [("train_begin", None), ("epoch_begin", {}), ("train_end", None)]
+    del seen[:]
+    model.evaluate(x, y, batch_size=4, verbose=0, callbacks=[Hooks()])
+    model.predict(x, batch_size=4, callbacks=[Hooks()])
+    assert seen == [("test_batch", 0, ["batch", "loss", "mean_absolute_error", "size"]),
+                    ("test_batch", 1, ["batch", "loss", "mean_absolute_error", "size"]),
+                    ("test_end",), ("predict_batch", 0), ("predict_batch", 1)]
+    del seen[:]
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(4).repeat()
+    model.fit(data, steps_per_epoch=3, epochs=1, verbose=0, callbacks=[Hooks()])
+    params = seen[0][1]
+    assert params["steps"] == 3 and params["samples"] is None
+
+
+def test_learning_rate_is_a_variable_after_compile():
+    model = keras.Sequential([L.Dense(1, input_shape=(3,))])
+    model.compile(keras.optimizers.Adam(0.01), "mse")
+    assert K.get_value(model.optimizer.lr) == pytest.approx(0.01)
+    K.set_value(model.optimizer.lr, 0.001)
+    model.fit(np.ones((8, 3)), np.ones((8, 1)), epochs=1, batch_size=8, verbose=0)
+    assert K.get_value(model.optimizer.lr) == pytest.approx(0.001)
+    assert K.get_value(model.optimizer.iterations) == 1
+
+
+def test_metric_names_and_get_as_tf_1_15():
+    model = keras.Sequential([L.Dense(1, input_shape=(2,))])
+    model.compile("sgd", "mse", metrics=["mae", "mse", "accuracy", "cosine"])
+    history = model.fit(np.ones((4, 2)), np.ones((4, 1)), epochs=1, verbose=0,
+                        validation_split=0.5)
+    assert sorted(history.history) == sorted([
+        "loss", "mean_absolute_error", "mean_squared_error", "acc", "cosine_proximity",
+        "val_loss", "val_mean_absolute_error", "val_mean_squared_error", "val_acc",
+        "val_cosine_proximity"])
+    assert keras.metrics.get("mae") is keras.metrics.mean_absolute_error
+    with tf.Session() as sess:
+        assert sess.run(keras.metrics.get("accuracy")(
+            tf.constant([1.0, 2.0]), tf.constant([1.0, 3.0]))).tolist() == [1.0, 0.0]
