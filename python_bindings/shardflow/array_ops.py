@@ -408,8 +408,9 @@ def where_v2(condition, x=None, y=None, name=None):
 
 def boolean_mask(tensor, mask, name=None, axis=None):
     """The elements (rows) of `tensor` where `mask` is true, as TF1's tf.boolean_mask: `mask`
-    (bool, known rank k) covers tensor's first k dimensions (or k dimensions from `axis`); the
-    result is [count] + tensor.shape[k:]. Gradients flow to the picked elements."""
+    (bool, known rank k) covers tensor's first k dimensions (or the k dimensions from `axis`);
+    the result is [count] + tensor.shape[k:] (tensor.shape[:axis] + [count] +
+    tensor.shape[axis + k:]). Gradients flow to the picked elements."""
     tensor = convert_to_tensor(tensor)
     mask = convert_to_tensor(mask)
     if mask.dtype != dtypes.bool_:
@@ -422,14 +423,26 @@ def boolean_mask(tensor, mask, name=None, axis=None):
     if rank is not None and axis + k > rank:
         raise ValueError("boolean_mask: a rank-%d mask from axis %d does not fit a rank-%d "
                          "tensor" % (k, axis, rank))
+    if axis < 0:
+        if rank is None:
+            raise ValueError("boolean_mask: a negative axis needs the tensor's rank")
+        axis += rank
+    picked = ops.reshape(ops._out("Where", [ops.reshape(mask, [-1])]), [-1])
     if axis != 0:
-        raise ValueError("boolean_mask: only axis=0 is supported")
+        # The k masked dimensions from `axis` merged into one, then the picked entries of it.
+        dims = tensor.shape.as_list() if rank is not None else None
+        if dims is not None and None not in dims:
+            merged = ops.reshape(tensor, dims[:axis] + [-1] + dims[axis + k:])
+        else:
+            run = ops.shape(tensor)
+            merged = ops.reshape(tensor, ops.concat([ops.slice(run, [0], [axis]), [-1],
+                                                     ops.slice(run, [axis + k], [-1])], 0))
+        return gather(merged, picked, axis=axis, name=name)
     rest = tensor.shape.as_list()[k:] if rank is not None else None
     if rest is not None and None not in rest:
         flat = ops.reshape(tensor, [-1] + rest)
     else:
         flat = ops.reshape(tensor, ops.concat([[-1], ops.slice(ops.shape(tensor), [k], [-1])], 0))
-    picked = ops.reshape(ops._out("Where", [ops.reshape(mask, [-1])]), [-1])
     return gather(flat, picked, name=name)
 
 
@@ -507,13 +520,16 @@ def gather_nd(params, indices, name=None):
 def scatter_nd(indices, updates, shape, name=None):
     """TF1's tf.scatter_nd: zeros of `shape` (a list of ints, or an int tensor such as
     tf.shape(x)) with each updates slice added at the position its index [..., D] names
-    (repeated indices add up). Floating updates; an index out of range fails the step.
-    Gradients flow to updates."""
+    (repeated indices add up). Floating or integer updates (integers are added in float64:
+    exact while the sums stay within 2**53); an index out of range fails the step. Gradients
+    flow to floating updates."""
     indices = convert_to_tensor(indices)
     updates = convert_to_tensor(updates)
+    if updates.dtype in (dtypes.int32, dtypes.int64, dtypes.uint8, dtypes.int8):
+        wide = scatter_nd(indices, ops.cast(updates, dtypes.float64), shape)
+        return ops.cast(wide, updates.dtype, name=name)
     if not updates.dtype.is_floating:
-        raise TypeError("scatter_nd: updates must be floating point, not %s"
-                        % updates.dtype.name)
+        raise TypeError("scatter_nd: updates must be numbers, not %s" % updates.dtype.name)
     depth = _nd_depth(indices, "scatter_nd")
     from shardflow.framework import control_dependencies
     if isinstance(shape, Tensor) or (isinstance(shape, (list, tuple)) and builtins.any(

@@ -14,6 +14,8 @@ Batch indices (in both operands and the output) become one MatMul per batch item
 sizes are known, else a broadcast product summed over the contracted size.
 """
 
+import string
+
 from shardflow import dtypes, ops
 from shardflow.array_composites import dim_size, shape_of
 from shardflow.framework import Tensor, convert_to_tensor
@@ -108,13 +110,48 @@ def tensordot(a, b, axes, name=None):
     return ops.identity(out, name=name)
 
 
+def _expand_ellipsis(equation, inputs):
+    """The equation with each '...' written out as letters it does not use: as many as the
+    operand's rank has beyond its named indices, the operands' ellipses aligned at the right
+    (as TF's broadcasting; their sizes must agree). The output's '...' (or, without '->', the
+    output's front) takes them all."""
+    eq = equation.replace(" ", "")
+    if "..." not in eq:
+        return equation
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(inputs) or any(t.count("...") > 1 for t in terms + [out]):
+        return equation                       # _parse names the problem
+    used = {c for c in eq if c.isalpha()}
+    fresh = [c for c in string.ascii_uppercase + string.ascii_lowercase if c not in used]
+    counts = []
+    for term, x in zip(terms, inputs):
+        if "..." in term:
+            rank = _known_rank(x, "einsum(%r)" % equation).shape.ndims
+            n = rank - (len(term) - 3)
+            if n < 0:
+                raise ValueError("einsum(%r): operand %r has rank %d, fewer dimensions than it "
+                                 "names" % (equation, term, rank))
+            counts.append(n)
+        else:
+            counts.append(0)
+    width = max(counts)
+    letters = "".join(fresh[:width])
+    terms = [t.replace("...", letters[width - n:]) for t, n in zip(terms, counts)]
+    if arrow:
+        out = out.replace("...", letters)
+    else:
+        named = "".join(c for t in terms for c in t if c not in letters)
+        out = letters + "".join(sorted(c for c in set(named) if named.count(c) == 1))
+    return ",".join(terms) + "->" + out
+
+
 def _parse(equation, count):
     """(input index strings, output index string) of an einsum equation; a ValueError naming
     it for what this lowering does not cover."""
     eq = equation.replace(" ", "")
     if "." in eq:
-        raise ValueError("einsum(%r): ellipsis ('...') is not supported; write the indices out"
-                         % equation)
+        raise ValueError("einsum(%r): an ellipsis ('...') at most once per operand" % equation)
     if "->" in eq:
         lhs, out = eq.split("->")
     else:
@@ -148,7 +185,7 @@ def einsum(equation, *inputs, **kwargs):
     name = kwargs.pop("name", None)
     if kwargs:
         raise TypeError("einsum: unexpected arguments %s" % ", ".join(sorted(kwargs)))
-    terms, out = _parse(equation, len(inputs))
+    terms, out = _parse(_expand_ellipsis(equation, inputs), len(inputs))
     operands = []
     for term, x in zip(terms, inputs):
         x = _known_rank(x, "einsum(%r)" % equation)

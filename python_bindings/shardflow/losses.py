@@ -170,8 +170,12 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
     """Cross-entropy of softmax(logits) against one-hot (or soft) labels, per row; weights
     (a scalar or [batch]) and reduction as compute_weighted_loss."""
     with _maybe_scope(scope):
+        logits = ops.convert_to_tensor(logits)
+        onehot_labels = ops.cast(onehot_labels, logits.dtype)
         if label_smoothing:
-            classes = float(logits.shape.as_list()[-1])
+            classes = logits.shape.as_list()[-1]
+            classes = float(classes) if classes is not None else \
+                ops.cast(ops.shape(logits)[-1], logits.dtype)
             onehot_labels = ops.add(ops.multiply(onehot_labels, 1.0 - label_smoothing),
                                     label_smoothing / classes)
         per_row = nn.softmax_cross_entropy_with_logits(labels=onehot_labels, logits=logits)
@@ -193,6 +197,7 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
     tf.losses.sigmoid_cross_entropy; label_smoothing moves them toward 1/2), weighted and
     reduced (compute_weighted_loss)."""
     with _maybe_scope(scope):
+        logits = ops.convert_to_tensor(logits)
         labels = ops.cast(multi_class_labels, logits.dtype)
         if label_smoothing:
             labels = ops.add(ops.multiply(labels, 1.0 - label_smoothing), 0.5 * label_smoothing)

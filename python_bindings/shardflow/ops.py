@@ -214,8 +214,10 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
     Example: ``w = sf.Variable(sf.random_uniform([784, 10], -0.1, 0.1))``.
     """
     dt = dtypes.as_dtype(dtype)
+    if dt in (dtypes.int32, dtypes.int64):
+        return _random_integers(shape, minval, maxval, dt, seed, name)
     if not dt.is_floating:
-        raise ValueError("random_uniform of %s is not supported; draw floats and sf.cast them"
+        raise ValueError("random_uniform: dtype must be a float or int32/int64, not %s"
                          % dt.name)
     if maxval is None:
         maxval = 1
@@ -224,6 +226,22 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
              else maxval - minval)
     return _scaled(lambda n: _out("RandomUniform", [_shape_input(shape)], attrs, n), width,
                    minval, 1, 0, name)
+
+
+def _random_integers(shape, minval, maxval, dt, seed, name):
+    """random_uniform of int32/int64: integers in [minval, maxval), as TF1's (maxval must be
+    given), from float64 uniforms scaled to the width and floored."""
+    if maxval is None:
+        raise ValueError("random_uniform: give maxval for an integer dtype (%s)" % dt.name)
+    lo, hi = cast(minval, dt), cast(maxval, dt)
+    if not isinstance(minval, Tensor) and not isinstance(maxval, Tensor) and \
+            not int(maxval) > int(minval):
+        raise ValueError("random_uniform: need minval < maxval, got [%r, %r)" % (minval, maxval))
+    u = _out("RandomUniform", [_shape_input(shape)],
+             {"dtype": dtypes.float64._enum, "seed": _op_seed(seed)}, None)
+    width = cast(subtract(hi, lo), dtypes.float64)
+    offset = minimum(cast(floor(multiply(u, width)), dt), subtract(subtract(hi, lo), cast(1, dt)))
+    return add(offset, lo, name=name)
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
@@ -350,7 +368,10 @@ def _unary(op_type, doc):
 
 def truediv(x, y, name=None):
     """x / y with true division, as Python 3 and TF1's ``/``: integer operands are converted to
-    float64 first (int32 / int32 is not truncated); floats divide as they are."""
+    float64 first (int32 / int32 is not truncated, also for two Python ints: 7 / 2 = 3.5);
+    floats divide as they are."""
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = convert_to_tensor(x)
     dt = x.dtype if isinstance(x, Tensor) else (y.dtype if isinstance(y, Tensor) else None)
     if dt is not None and dt.is_integer:
         x = cast(x, dtypes.float64) if isinstance(x, Tensor) else float(x)
@@ -711,12 +732,22 @@ def no_op(name=None):
 
 
 def group(*inputs, name=None):
-    """One op that runs all of `inputs` (ops or tensors).
+    """One op that runs all of `inputs` (ops or tensors, also in nested lists, tuples and
+    dicts, as TF1 flattens them: ``tf.group(train_op, [global_step.assign(n)])``).
 
     Example: ``train = sf.group(update_w, update_b)``.
     """
     from shardflow.framework import control_dependencies
-    with control_dependencies(inputs):
+
+    def flat(values):
+        for v in values:
+            if isinstance(v, dict):
+                yield from flat(v[k] for k in sorted(v))
+            elif isinstance(v, (list, tuple)):
+                yield from flat(v)
+            else:
+                yield v
+    with control_dependencies(list(flat(inputs))):
         return no_op(name=name)
 
 

@@ -54,6 +54,9 @@ def _call(token, args, aborted=None):
             "runs only in the process that built it (a GraphDef sent elsewhere, or imported, "
             "has no function behind its PyFunc nodes)" % (token,))
     func, tout = entry
+    # 0-d inputs arrive as NumPy scalars (a scalar string as bytes: `filename.decode()`), as
+    # TF1's PyFunc hands them over.
+    args = [a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args]
     previous, _local.aborted = getattr(_local, "aborted", None), aborted
     try:
         result = func(*args)

@@ -21,6 +21,8 @@ bincount and confusion_matrix (tf.math.bincount, tf.math.confusion_matrix) count
 unsorted_segment_sum.
 """
 
+import collections
+
 import numpy as np
 
 from shardflow import check_ops, dtypes, ops
@@ -305,14 +307,9 @@ def unique(x, out_idx=dtypes.int32, name=None):
     return UniqueResult(op.outputs[0], op.outputs[1])
 
 
-class UniqueResult(tuple):
-    """tf.unique's result: (y, idx), also as .y and .idx."""
-
-    def __new__(cls, y, idx):
-        return super().__new__(cls, (y, idx))
-
-    y = property(lambda self: self[0])
-    idx = property(lambda self: self[1])
+class UniqueResult(collections.namedtuple("Unique", ["y", "idx"])):
+    """tf.unique's result: (y, idx), also as .y and .idx (a named tuple, as TF1's: a session
+    fetches it as one)."""
 
 
 def _sparse_segment(reduce, data, indices, segment_ids, num_segments, name):

@@ -463,12 +463,16 @@ class _FetchPlan:
 
 
 def _feed_value(tensor, value):
-    """`value` as an array of the placeholder's dtype (ndarrays of that dtype pass as is)."""
+    """`value` as an array of the placeholder's dtype (ndarrays of that dtype pass as is).
+    Numbers convert as NumPy converts them, as TF1's session does (np.asarray(value, dtype):
+    float32 [1.0, 2.7] fed to an int32 placeholder is [1, 2]); text does not become numbers,
+    nor complex numbers real ones."""
     want = tensor.dtype.as_numpy_dtype
     if isinstance(value, np.ndarray):
         if value.dtype == want or tensor.dtype == dtypes.string:
             return value
-        if not np.can_cast(value.dtype, want, "same_kind"):
+        if value.dtype.kind not in "biufc" or np.dtype(want).kind not in "biufc" or \
+                (value.dtype.kind == "c" and np.dtype(want).kind != "c"):
             raise TypeError("feed for '%s' has dtype %s but the tensor is %s"
                             % (tensor.name, value.dtype, tensor.dtype.name))
         return value.astype(want)

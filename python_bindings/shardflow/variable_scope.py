@@ -205,6 +205,17 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
                          "Did you mean to set reuse=sf.AUTO_REUSE in variable_scope?" % full)
     dt = dtypes.as_dtype(dtype or dtypes.float32)
     init = initializer if initializer is not None else scope.initializer
+    from shardflow.framework import Tensor
+    if initializer is not None and (isinstance(initializer, Tensor) or
+                                    not callable(initializer)):
+        # A constant or tensor initializer: its value (and, for float32, the default, its
+        # dtype: TF1 makes an int32 variable from [1, 2]); no shape besides its own.
+        if shape is not None and isinstance(initializer, Tensor):
+            raise ValueError("get_variable('%s'): the initializer is a tensor, so do not give "
+                             "a shape" % full)
+        if dt == dtypes.float32:
+            dt = initializer.dtype if isinstance(initializer, Tensor) else \
+                dtypes.as_dtype(_constant_dtype(initializer))
     if init is None:
         init = glorot_uniform_initializer() if dt.is_floating else zeros_initializer()
     if callable(init) and not hasattr(init, "shape"):
@@ -213,6 +224,9 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         prefix = scope.name + "/" if scope.name else None
         with g.as_default(), g.name_scope(prefix):
             value = init(list(shape), dt)
+    elif isinstance(init, Tensor):
+        from shardflow import ops
+        value = init if init.dtype == dt else ops.cast(init, dt)
     else:
         value = np.asarray(init, dtype=dt.as_numpy_dtype)
         if shape is not None:
@@ -227,6 +241,19 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         from shardflow.regularizers import add_regularization_loss
         add_regularization_loss(v, regularizer)
     return v
+
+
+def _constant_dtype(value):
+    """The dtype TF1 gives a constant: NumPy's for arrays and NumPy scalars; int32 for Python
+    ints, float32 for Python floats."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype
+    array = np.asarray(value)
+    if array.dtype.kind in "iu":
+        return np.int32
+    if array.dtype.kind == "f":
+        return np.float32
+    return array.dtype
 
 
 def _get_partitioned(name, shape, dtype, initializer, regularizer, trainable, collections,

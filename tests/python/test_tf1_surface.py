@@ -168,7 +168,7 @@ def test_einsum_gradient_and_refusals():
     check_gradient(lambda x, y: tf.einsum("bij,bjk->bki", x, y), RNG.randn(2, 2, 3),
                    RNG.randn(2, 3, 2))
     assert tf.linalg.einsum is tf.einsum
-    for bad in ("ii->i", "...ij,jk->...ik", "ij,jk,kl->il"):
+    for bad in ("ii->i", "...i...j,jk->...ik", "ij,jk,kl->il"):
         with pytest.raises(ValueError, match=bad.replace(".", r"\.")):
             tf.einsum(bad, *[np.ones((2, 2))] * (bad.split("->")[0].count(",") + 1))
 

@@ -1,0 +1,129 @@
+"""Core TF 1.15 behaviour that BERT, the NMT tutorial, input pipelines and Transformer code
+rely on, each of which failed or differed before: tf.group of nested lists, py_func's scalar
+arguments, get_variable from a tensor or a typed constant, feeds converted to the placeholder's
+dtype, integer random_uniform, true division of Python ints, integer scatter_nd, label
+smoothing of NumPy logits, fetching tf.unique, boolean_mask with an axis, einsum with '...'."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+    yield
+
+
+def test_group_flattens_nested_lists_as_bert_calls_it():
+    a, b, c = tf.Variable(1.0), tf.Variable(2.0), tf.Variable(3.0)
+    train_op = tf.group(a.assign(10.0), [b.assign(20.0)], {"c": c.assign(30.0)})
+    both = tf.group([a.assign_add(1.0), b.assign_add(1.0)])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train_op)
+        assert sess.run([a, b, c]) == [10.0, 20.0, 30.0]
+        sess.run(both)
+        assert sess.run([a, b]) == [11.0, 21.0]
+
+
+def test_py_func_gets_scalars_as_bytes_and_numpy_scalars():
+    seen = []
+
+    def read(filename, label, row):
+        seen.append((type(filename), type(label), type(row)))
+        return np.float32(len(filename.decode()) + label + row.sum())
+
+    out = tf.py_func(read, [tf.constant("abc.png"), tf.constant(2.0), tf.constant([1.0, 1.0])],
+                     tf.float32)
+    with tf.Session() as sess:
+        assert sess.run(out) == 11.0
+    assert seen == [(bytes, np.float32, np.ndarray)]
+    data = tf.data.Dataset.from_tensor_slices(["a", "bcd"]).map(
+        lambda f: tf.py_func(lambda s: np.int32(len(s.decode())), [f], tf.int32))
+    value = data.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        assert [sess.run(value), sess.run(value)] == [1, 3]
+
+
+def test_get_variable_from_a_tensor_or_typed_constant():
+    from_tensor = tf.get_variable("e", initializer=tf.constant([1.0, 2.0]))
+    ints = tf.get_variable("i", initializer=np.array([1, 2], np.int32))
+    listed = tf.get_variable("l", initializer=[3, 4])
+    floats = tf.get_variable("f", initializer=[0.5, 1.5])
+    assert from_tensor.shape.as_list() == [2] and from_tensor.dtype == tf.float32
+    assert ints.dtype == tf.int32 and listed.dtype == tf.int32 and floats.dtype == tf.float32
+    with pytest.raises(ValueError, match="do not give a shape"):
+        tf.get_variable("bad", shape=[2], initializer=tf.constant([1.0, 2.0]))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(from_tensor).tolist() == [1.0, 2.0]
+        assert sess.run(listed).tolist() == [3, 4]
+
+
+def test_feeds_convert_to_the_placeholder_dtype():
+    ids = tf.placeholder(tf.int32, [3])
+    words = tf.placeholder(tf.string, [None])
+    with tf.Session() as sess:
+        assert sess.run(ids * 2, {ids: np.array([1.0, 2.7, -1.5])}).tolist() == [2, 4, -2]
+        with pytest.raises(TypeError, match="int32"):
+            sess.run(ids, {ids: np.array(["a", "b", "c"])})
+        assert sess.run(words, {words: ["x"]}).tolist() == [b"x"]
+
+
+def test_integer_random_uniform():
+    tf.set_random_seed(7)
+    draws = tf.random_uniform([4000], minval=-3, maxval=5, dtype=tf.int32)
+    wide = tf.random_uniform([10], 0, tf.constant(2, tf.int64), dtype=tf.int64)
+    with tf.Session() as sess:
+        values, w = sess.run([draws, wide])
+    assert values.dtype == np.int32 and w.dtype == np.int64
+    assert values.min() == -3 and values.max() == 4
+    assert abs(np.bincount(values + 3).min() - 500) < 120          # about uniform
+    assert set(w.tolist()) <= {0, 1}
+    with pytest.raises(ValueError, match="maxval"):
+        tf.random_uniform([3], dtype=tf.int32)
+
+
+def test_truediv_scatter_nd_label_smoothing_unique_fetch():
+    labels = np.eye(3, dtype=np.float32)
+    smoothed = tf.losses.softmax_cross_entropy(labels, np.zeros((3, 3), np.float32),
+                                               label_smoothing=0.1)
+    sig = tf.losses.sigmoid_cross_entropy(labels, np.zeros((3, 3), np.float32))
+    with tf.Session() as sess:
+        assert sess.run(tf.truediv(7, 2)) == 3.5
+        counts = sess.run(tf.scatter_nd([[1], [1], [3]], [5, 2, 1], [4]))
+        assert counts.dtype == np.int32 and counts.tolist() == [0, 7, 0, 1]
+        assert sess.run(smoothed) == pytest.approx(np.log(3.0), rel=1e-5)
+        assert sess.run(sig) == pytest.approx(np.log(2.0), rel=1e-5)
+        y, idx = sess.run(tf.unique(tf.constant([4, 4, 2, 4])))
+        fetched = sess.run(tf.unique(tf.constant([1, 1])))
+    assert y.tolist() == [4, 2] and idx.tolist() == [0, 0, 1, 0]
+    assert fetched.y.tolist() == [1] and fetched.idx.tolist() == [0, 0]
+
+
+def test_boolean_mask_with_an_axis():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    mask = np.array([[True, False, True, True], [False, True, False, False],
+                     [True, True, True, False]])
+    t = tf.constant(x)
+    last = tf.boolean_mask(t, [True, False, True, False], axis=-1)
+    grad = tf.gradients(tf.reduce_sum(tf.boolean_mask(t, [True, False, True], axis=1)), t)[0]
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(tf.boolean_mask(t, mask, axis=1)), x[:, mask])
+        np.testing.assert_array_equal(sess.run(last), x[..., [0, 2]])
+        np.testing.assert_array_equal(sess.run(grad)[0], [[1] * 4, [0] * 4, [1] * 4])
+
+
+def test_einsum_with_an_ellipsis():
+    rng = np.random.default_rng(0)
+    a = rng.random((2, 5, 3, 4)).astype(np.float32)
+    b = rng.random((2, 5, 4, 6)).astype(np.float32)
+    cases = [("...ij,...jk->...ik", (a, b)), ("...ij->...ji", (a,)),
+             ("bh...d,bh...e->bh...de", (a, a)), ("...j,jk", (a, b[0, 0])),
+             ("i...->...", (a,))]
+    with tf.Session() as sess:
+        for equation, operands in cases:
+            got = sess.run(tf.einsum(equation, *[tf.constant(o) for o in operands]))
+            np.testing.assert_allclose(got, np.einsum(equation, *operands), rtol=1e-4,
+                                       err_msg=equation)
