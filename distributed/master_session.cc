@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -25,6 +26,11 @@
 
 namespace shardflow {
 namespace {
+
+// Note [Bounded steps and plans] (in MasterSessionImpl).
+constexpr size_t kMaxRunNames = size_t{1} << 16;       // feeds + fetches + targets of a step
+constexpr size_t kMaxCachedPlans = 128;                // per session
+constexpr int64_t kMaxCachedNodes = int64_t{1} << 19;  // in a session's cached plans
 
 std::string TaskOf(const std::string& device) {
   auto parsed = DeviceName::Parse(device);
@@ -264,7 +270,7 @@ class MasterSessionImpl final : public MasterSession {
                 std::vector<Tensor>* outputs, RunMetadata* metadata, StepCall* call,
                 std::function<void(absl::Status)> done) override {
     Touch(+1);
-    auto finish = [this, done = std::move(done)](absl::Status s) {
+    std::function<void(absl::Status)> finish = [this, done = std::move(done)](absl::Status s) {
       Touch(-1);
       done(std::move(s));
     };
@@ -272,6 +278,41 @@ class MasterSessionImpl final : public MasterSession {
       finish(absl::InvalidArgumentError("Run needs at least one fetch or target"));
       return;
     }
+    // Note [Bounded steps and plans]: a step names a bounded number of things, each distinct
+    // fetch is computed once and its tensor shared by the repeats.
+    if (feeds.size() + fetches.size() + targets.size() > kMaxRunNames) {
+      finish(absl::InvalidArgumentError(
+          absl::StrCat("a step names ", feeds.size(), " feeds, ", fetches.size(), " fetches and ",
+                       targets.size(), " targets; at most ", kMaxRunNames, " in all")));
+      return;
+    }
+    std::vector<std::string> distinct;
+    std::vector<size_t> slot;
+    {
+      std::map<std::string_view, size_t> seen;
+      slot.reserve(fetches.size());
+      for (const std::string& f : fetches) {
+        auto [it, fresh] = seen.emplace(f, distinct.size());
+        if (fresh) distinct.push_back(f);
+        slot.push_back(it->second);
+      }
+    }
+    if (distinct.size() != fetches.size()) {
+      auto unique_outputs = std::make_shared<std::vector<Tensor>>();
+      std::vector<Tensor>* caller_outputs = outputs;
+      outputs = unique_outputs.get();
+      finish = [finish = std::move(finish), unique_outputs, caller_outputs,
+                slot = std::move(slot)](absl::Status s) {
+        if (s.ok()) {
+          caller_outputs->clear();
+          for (size_t i : slot) caller_outputs->push_back((*unique_outputs)[i]);
+        }
+        finish(std::move(s));
+      };
+    }
+    std::vector<std::string> run_targets = targets;
+    std::sort(run_targets.begin(), run_targets.end());
+    run_targets.erase(std::unique(run_targets.begin(), run_targets.end()), run_targets.end());
     // The step's time limit: the tightest of the options', the caller's and the master's.
     int64_t timeout_ms = run_options.timeout_in_ms() > 0 ? run_options.timeout_in_ms()
                                                          : config_.operation_timeout_in_ms();
@@ -294,7 +335,7 @@ class MasterSessionImpl final : public MasterSession {
       }
       tighten(left);
     }
-    auto prepared = GetOrPrepare(feeds, fetches, targets);
+    auto prepared = GetOrPrepare(feeds, distinct, run_targets);
     if (!prepared.ok()) {
       finish(prepared.status());
       return;
@@ -306,7 +347,7 @@ class MasterSessionImpl final : public MasterSession {
     }
     auto step = std::make_shared<Step>();
     step->prepared = *prepared;
-    step->fetches = fetches.size();
+    step->fetches = distinct.size();
     step->outputs = outputs;
     step->metadata = metadata;
     step->trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
@@ -372,6 +413,8 @@ class MasterSessionImpl final : public MasterSession {
         for (const auto& [task, handle] : prepared->handles) handles.emplace_back(task, handle);
       }
       cache_map_.clear();
+      cache_tick_.clear();
+      cached_nodes_ = 0;
     }
     if (handles.empty()) return;
     struct Pending {
@@ -426,6 +469,7 @@ class MasterSessionImpl final : public MasterSession {
     std::vector<GraphDef> partitions;
     std::map<std::string, std::string> placement;
     std::shared_ptr<const ExecutionPlan> plan;  // the optimized graph and its report
+    int64_t nodes = 0;                          // in all its partitions
   };
 
   // Note [Between-graph step ids]. The tasks of a between-graph collective group run their
@@ -458,7 +502,7 @@ class MasterSessionImpl final : public MasterSession {
     absl::MutexLock lock(&mu_);
     for (auto it = cache_map_.begin(); it != cache_map_.end(); ++it) {
       if (it->second == prepared) {
-        cache_map_.erase(it);
+        EraseLocked(it);
         return;
       }
     }
@@ -744,7 +788,10 @@ class MasterSessionImpl final : public MasterSession {
     absl::MutexLock lock(&mu_);
     SF_RETURN_IF_ERROR(CheckOpen());
     auto it = cache_map_.find(key);
-    if (it != cache_map_.end()) return it->second;
+    if (it != cache_map_.end()) {
+      cache_tick_[key] = ++tick_;
+      return it->second;
+    }
     SF_ASSIGN_OR_RETURN(std::shared_ptr<const ExecutionPlan> plan,
                         state_->BuildPlan(feed_names, fetches, targets));
     auto prepared = std::make_shared<Prepared>();
@@ -768,8 +815,49 @@ class MasterSessionImpl final : public MasterSession {
       SF_RETURN_IF_ERROR(tasks_.at(task).client->RegisterGraph(request, &response));
       prepared->handles[task] = response.graph_handle();
     }
+    for (const GraphDef& part : prepared->partitions) prepared->nodes += part.node_size();
     cache_map_[key] = prepared;
+    cache_tick_[key] = ++tick_;
+    cached_nodes_ += prepared->nodes;
+    EvictLocked(key);
     return std::shared_ptr<const Prepared>(prepared);
+  }
+
+  // Note [Bounded steps and plans]. Each distinct set of feeds, fetches and targets is a plan
+  // of its own: pruned, partitioned and registered on the tasks (a few KB a node), and kept
+  // for the next step like it. A client that fetches a different node each step (or a hostile
+  // one) would grow that cache without end, so a session keeps at most kMaxCachedPlans plans
+  // and kMaxCachedNodes of their nodes: past either, the least recently used plans that no
+  // step is running are dropped here and on their tasks (a later step like them registers
+  // its plan again). A step names at most kMaxRunNames feeds, fetches and targets, and a
+  // fetch named twice is computed once.
+  void EvictLocked(const std::string& keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::pair<std::string, std::string>> dropped;  // task, graph handle
+    while (cache_map_.size() > kMaxCachedPlans || cached_nodes_ > kMaxCachedNodes) {
+      auto oldest = cache_map_.end();
+      for (auto it = cache_map_.begin(); it != cache_map_.end(); ++it) {
+        if (it->first == keep || it->second.use_count() > 1) continue;  // a step holds it
+        if (oldest == cache_map_.end() || cache_tick_[it->first] < cache_tick_[oldest->first]) {
+          oldest = it;
+        }
+      }
+      if (oldest == cache_map_.end()) break;
+      for (const auto& [task, handle] : oldest->second->handles) dropped.emplace_back(task, handle);
+      EraseLocked(oldest);
+    }
+    for (const auto& [task, handle] : dropped) {
+      tasks_.at(task).client->CleanupGraphAsync(handle, [task = task](const absl::Status& s) {
+        LOG_IF(WARNING, !s.ok()) << "master: dropping a cached plan's graph on task " << task
+                                 << ": " << s.message();
+      });
+    }
+  }
+
+  void EraseLocked(std::map<std::string, std::shared_ptr<const Prepared>>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    cached_nodes_ -= it->second->nodes;
+    cache_tick_.erase(it->first);
+    cache_map_.erase(it);
   }
 
   const std::string handle_;
@@ -791,6 +879,9 @@ class MasterSessionImpl final : public MasterSession {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status lost_ ABSL_GUARDED_BY(mu_);  // Note [Restarted tasks]
   std::map<std::string, std::shared_ptr<const Prepared>> cache_map_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> cache_tick_ ABSL_GUARDED_BY(mu_);  // key -> last use
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t cached_nodes_ ABSL_GUARDED_BY(mu_) = 0;
   // Apart from mu_, which a new signature's registration holds for a while: the collector only
   // needs these.
   absl::Mutex use_mu_;

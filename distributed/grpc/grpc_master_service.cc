@@ -50,6 +50,28 @@ GrpcMasterService::GrpcMasterService(std::shared_ptr<Master> master, std::string
                                      int num_threads)
     : master_(std::move(master)), token_(std::move(token)), pool_("master", num_threads) {}
 
+namespace {
+
+// A RunStep reply is one protobuf message, which cannot pass 2 GiB; the fetched tensors are
+// checked before they are copied into it (a fetch named many times, or a huge tensor, would
+// otherwise be copied until the server ran out of memory).
+absl::Status CheckReplySize(const std::vector<Tensor>& outputs) {
+  constexpr uint64_t kMaxReplyBytes = (uint64_t{1} << 31) - (uint64_t{1} << 20);
+  uint64_t total = 0;
+  for (const Tensor& t : outputs) {
+    total += t.TotalBytes();
+    if (total > kMaxReplyBytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the step's ", outputs.size(),
+                       " fetched tensors pass the 2 GiB a RunStep reply can "
+                       "hold; fetch fewer or smaller tensors"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 template <typename Request>
 grpc::ServerUnaryReactor* GrpcMasterService::Dispatch(
     const char* method, grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
@@ -122,6 +144,7 @@ grpc::ServerUnaryReactor* GrpcMasterService::RunStep(grpc::CallbackServerContext
         master_->RunStepAsync(r.session_handle(), r.options(), std::move(feeds), fetches, targets,
                               &result->outputs, result->response.mutable_metadata(), call->step(),
                               [call, result](absl::Status s) {
+                                if (s.ok()) s = CheckReplySize(result->outputs);
                                 if (s.ok()) {
                                   for (const Tensor& t : result->outputs) {
                                     t.AsProto(result->response.add_tensors());

@@ -129,6 +129,10 @@ absl::StatusOr<std::unique_ptr<Server>> GrpcServer::Create(const ServerOptions& 
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(bind, *credentials, &port);
+  // gRPC sets SO_REUSEPORT by default: a second server on this address would start too and
+  // the kernel would split the connections between them (a worker started with the wrong
+  // task index silently taking another's port). One address, one server.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(-1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);

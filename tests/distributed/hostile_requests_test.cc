@@ -407,5 +407,81 @@ TEST_F(HostileRequestsTest, ASessionThatDoesNotTouchADeadTaskWorks) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("task:2"));
 }
 
+// Regression (session 26's probe): a 5 MB RunStep naming one fetch a million times made the
+// server build a million-output plan (1 GiB of memory); a fetch named twice is now computed once
+// and a step names at most 65,536 things.
+TEST_F(HostileRequestsTest, RepeatedFetchesAreComputedOnceAndStepsAreBounded) {
+  StartTasks(2);
+  auto stub = Stub();
+  grpc::ClientContext create_context;
+  CreateSessionRequest create;
+  *create.mutable_graph_def() = TinyGraph();
+  CreateSessionResponse created;
+  ASSERT_TRUE(stub->CreateSession(&create_context, create, &created).ok());
+  auto run_with = [&](int repeats, RunStepResponse* response) {
+    grpc::ClientContext context;
+    RunStepRequest run;
+    run.set_session_handle(created.session_handle());
+    for (int i = 0; i < repeats; ++i) run.add_fetches(i % 2 ? "y:0" : "y");
+    NamedTensor* feed = run.add_feeds();
+    feed->set_name("x");
+    Tensor::FromVector<float>({1, 2}).AsProto(feed->mutable_tensor());
+    return stub->RunStep(&context, run, response);
+  };
+  RunStepResponse response;
+  grpc::Status st = run_with(50, &response);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(response.tensors_size(), 50);
+  for (const TensorProto& p : response.tensors()) {
+    auto t = Tensor::FromProto(p);
+    ASSERT_TRUE(t.ok());
+    test::ExpectValues<float>(*t, {2, 3});
+  }
+  RunStepResponse refused;
+  st = run_with(70000, &refused);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+  EXPECT_THAT(st.error_message(), HasSubstr("at most 65536"));
+  for (auto& t : tasks_) EXPECT_TRUE(t->Alive());
+  ExpectStillServing();
+}
+
+// Regression: every distinct set of fetches was registered on the tasks and kept for the
+// session's life (a client fetching a different node each step grew a server to 14 GiB). A
+// session keeps at most 128 plans; older ones are dropped on the tasks too, so a worker that
+// keeps at most 140 graphs serves 300 distinct fetches, and an evicted one runs again.
+TEST_F(HostileRequestsTest, ASessionsCachedPlansAreBounded) {
+  StartTasks(2, {"--max-graphs", "140"});
+  Scope s = Scope::NewRootScope();
+  Output prev = ops::Const(s.WithDevice(Device(0)).WithOpName("c"), 0.0f);
+  for (int i = 0; i < 300; ++i) {
+    prev = ops::Add(s.WithDevice(Device(0)).WithOpName(absl::StrCat("n", i)), prev,
+                    ops::Const(s.WithDevice(Device(0)), 1.0f));
+  }
+  GraphDef def;
+  ASSERT_TRUE(s.ToGraphDef(&def).ok());
+  auto session = Connect();
+  ASSERT_TRUE(session->Create(def).ok());
+  for (int i : {0, 1, 2}) {
+    for (int k = 0; k < 300; k += (i == 1 ? 7 : 1)) {
+      std::vector<Tensor> out;
+      absl::Status st = session->Run({}, {absl::StrCat("n", k)}, {}, &out);
+      ASSERT_TRUE(st.ok()) << "fetch n" << k << ": " << st;
+      test::ExpectValues<float>(out[0], {static_cast<float>(k + 1)});
+    }
+  }
+  for (auto& t : tasks_) EXPECT_TRUE(t->Alive());
+  ExpectStillServing();
+}
+
+// Regression: gRPC's SO_REUSEPORT let a second server start on a port another was serving
+// (the kernel split the connections between them); it must fail naming the address.
+TEST_F(HostileRequestsTest, ASecondServerOnTheSameAddressFailsToStart) {
+  StartTasks(1);
+  test::ServerProcess second({"server", "--cluster", cluster_, "--task", "0"});
+  EXPECT_NE(second.Wait(20), 0) << second.output();
+  EXPECT_THAT(second.output(), HasSubstr("could not listen"));
+  ExpectStillServing("", 0);
+}
+
 }  // namespace
 }  // namespace shardflow
