@@ -263,8 +263,13 @@ class WorkerSessionCreator(SessionCreator):
 
 
 def _wait_until_ready(scaffold, sess, max_wait_secs):
-    deadline = time.monotonic() + max_wait_secs
+    """Polls until the model is ready; says every 10 s (INFO, as TF1's "Waiting for model to
+    be ready") what it still waits for, and once after a minute as a WARNING."""
+    from shardflow import tf_logging
+    start = time.monotonic()
+    deadline = start + max_wait_secs
     delay = 0.05
+    next_report, warned = start + 10.0, False
     ready_op = scaffold.ready_for_local_init_op
     while True:
         try:
@@ -273,7 +278,17 @@ def _wait_until_ready(scaffold, sess, max_wait_secs):
                 return
         except (errors.UnavailableError, errors.DeadlineExceededError) as e:
             missing = ["(a task did not answer: %s)" % e]
-        if time.monotonic() >= deadline:
+        now = time.monotonic()
+        if now >= next_report:
+            waited = "Waiting for model to be ready (%d s so far; the chief initialises or "
+            waited += "restores it): not ready: %s"
+            if not warned and now - start >= 60.0:
+                warned = True
+                tf_logging.warning(waited, now - start, ", ".join(missing[:10]))
+            else:
+                tf_logging.info(waited, now - start, ", ".join(missing[:10]))
+            next_report = now + 10.0
+        if now >= deadline:
             raise errors.DeadlineExceededError(
                 "waited %d s for the chief to initialise the model; still without a value: "
                 "%s. Start the chief (is_chief=True) or raise max_wait_secs"

@@ -127,3 +127,26 @@ def test_einsum_with_an_ellipsis():
             got = sess.run(tf.einsum(equation, *[tf.constant(o) for o in operands]))
             np.testing.assert_allclose(got, np.einsum(equation, *operands), rtol=1e-4,
                                        err_msg=equation)
+
+
+def test_a_waiting_worker_says_what_it_waits_for(monkeypatch, caplog):
+    """A non-chief worker whose chief has not initialised the model logs every 10 s what is
+    still missing (silent for minutes before), a warning after a minute, then times out naming
+    it."""
+    import logging
+
+    from shardflow import session_creators
+    clock = [0.0]
+    monkeypatch.setattr(session_creators.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(session_creators.time, "sleep",
+                        lambda s: clock.__setitem__(0, clock[0] + s))
+    tf.Variable(1.0, name="weights")
+    creator = tf.train.WorkerSessionCreator(max_wait_secs=75)
+    monkeypatch.setattr(logging.getLogger("shardflow"), "propagate", True)
+    with caplog.at_level(logging.INFO, logger="shardflow"):
+        with pytest.raises(tf.errors.DeadlineExceededError, match="weights"):
+            creator.create_session()
+    waits = [r for r in caplog.records if "Waiting for model to be ready" in r.getMessage()]
+    assert 6 <= len(waits) <= 8
+    assert all("weights" in r.getMessage() for r in waits)
+    assert [r.levelname for r in waits].count("WARNING") == 1
