@@ -331,6 +331,33 @@ with tempfile.TemporaryDirectory() as tmp:
     flag_wins = server_with("maybe", "--plaintext")
     check("...unless --plaintext is given", flag_wins[0] is None, str(flag_wins))
 
+# A bad flag given to a task of a multi-process job fails before the task serves (it printed
+# "serving on" and then failed, or waited for the rest of the cluster first).
+with tempfile.TemporaryDirectory() as tmp:
+    import json
+    import socket
+    ports = []
+    for _ in range(2):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    spec = os.path.join(tmp, "cluster.json")
+    json.dump({"worker": [f"127.0.0.1:{ports[0]}"], "ps": [f"127.0.0.1:{ports[1]}"]},
+              open(spec, "w"))
+    for flags, named in ((["--strategy", "ps-bogus"], "--strategy"),
+                         (["--strategy", "ps-sync", "--batch-size", "0"], "--batch-size"),
+                         (["--strategy", "averaging", "--average-every", "0"], "--average-every"),
+                         (["--strategy", "ps-async", "--epochs", "-1"], "--epochs")):
+        for job in ("worker", "ps"):
+            try:
+                r = subprocess.run([BINARY, "train", "--cluster", spec, "--job", job, "--task",
+                                    "0", *flags], capture_output=True, text=True, timeout=20)
+                out, code = r.stdout + r.stderr, r.returncode
+            except subprocess.TimeoutExpired as e:
+                out, code = str(e.stdout) + str(e.stderr), None
+            check(f"{' '.join(flags)} on the {job} fails before serving, naming {named}",
+                  code not in (0, None) and named in out and "serving on" not in out, out)
+
 # shardflow profile: a step split over 2 CPU devices gives a valid trace with a row per device and
 # a Send->Recv arrow per transfer, and a placement report listing both links.
 with tempfile.TemporaryDirectory() as tmp:

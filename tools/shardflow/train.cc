@@ -218,51 +218,9 @@ std::string DiagnoseNonFinite(Session* session, const TrainGraph& g,
                  : std::string(st.message());
 }
 
-absl::Status Train(TrainConfig c) {
-  // --cluster auto: this process is the task its launcher says (mpirun, srun, ...).
-  if (c.cluster.is_auto()) SF_RETURN_IF_ERROR(c.cluster.ResolveAuto(&c.job, &c.task));
-  SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
-  const bool ps_strategy = IsParameterServerStrategy(c.strategy);
-  if (ps_strategy) SF_RETURN_IF_ERROR(SetUpParameterServerWorker(&c));
-  if (c.replication != "in-graph" && c.replication != "between-graph") {
-    return absl::InvalidArgumentError(absl::StrCat("unknown --replication '", c.replication,
-                                                   "'; it takes in-graph or between-graph"));
-  }
-  // Every task trains its own replica from its own graph (Note [Between-graph groups]).
-  const bool between = c.replication == "between-graph";
-  if (between && (c.task < 0 || (c.strategy != "allreduce" && c.strategy != "averaging"))) {
-    return absl::InvalidArgumentError(
-        "--replication between-graph needs --strategy allreduce or averaging and --cluster with "
-        "--task N (one training process per task)");
-  }
-  // One process per task (--job/--task): serve this task. Only the chief (task 0) goes on, or
-  // with parameter servers every worker (a ps task serves until the workers are done).
-  std::unique_ptr<Server> own_task;  // declared first: it outlives the session below
-  // A task other than the chief serves until the chief says the job is done.
-  auto serve_until_chief_is_done = [&]() -> absl::Status {
-    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
-    return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
-                                absl::Minutes(5), absl::Seconds(3));
-  };
-  if (c.task >= 0) {
-    if (c.cluster.cluster.empty()) {
-      return absl::InvalidArgumentError("--task N needs --cluster FILE (the tasks' addresses)");
-    }
-    SF_ASSIGN_OR_RETURN(own_task,
-                        StartTaskServer(c.cluster, c.job, static_cast<int>(c.task),
-                                        static_cast<int>(c.threads), static_cast<int>(c.devices)));
-    // The other tasks' processes may start a little after this one (a launcher starts them
-    // all at once, not in order).
-    c.cluster.connect_timeout = absl::Seconds(60);
-    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
-    if (ps_strategy && c.job == "ps") {
-      std::vector<TaskId> workers;
-      for (int t = 0; t < spec.num_tasks("worker"); ++t) workers.push_back({"worker", t});
-      return ServeUntilTasksLeave(own_task.get(), spec, workers, c.cluster.Security(),
-                                  absl::Minutes(5), absl::Seconds(3));
-    }
-    if (!ps_strategy && !between && c.task != 0) return serve_until_chief_is_done();
-  }
+// The flags' values, checked before this process serves its task (a bad flag given to every
+// task of a job must not leave servers up that wait for a chief that already exited).
+absl::Status CheckTrainFlags(const TrainConfig& c, bool ps_strategy) {
   if (c.batch_size <= 0) return absl::InvalidArgumentError("--batch-size must be positive");
   if (c.epochs <= 0) return absl::InvalidArgumentError("--epochs must be positive");
   if (c.threads < 0) return absl::InvalidArgumentError("--threads must be >= 0 (0 = all cores)");
@@ -310,6 +268,55 @@ absl::Status Train(TrainConfig c) {
   if (c.compression != "none" && c.compression != "fp16" && c.compression != "bf16") {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown --compression '", c.compression, "'; it takes none, fp16 or bf16"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Train(TrainConfig c) {
+  // --cluster auto: this process is the task its launcher says (mpirun, srun, ...).
+  if (c.cluster.is_auto()) SF_RETURN_IF_ERROR(c.cluster.ResolveAuto(&c.job, &c.task));
+  SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
+  const bool ps_strategy = IsParameterServerStrategy(c.strategy);
+  if (ps_strategy) SF_RETURN_IF_ERROR(SetUpParameterServerWorker(&c));
+  if (c.replication != "in-graph" && c.replication != "between-graph") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown --replication '", c.replication,
+                                                   "'; it takes in-graph or between-graph"));
+  }
+  // Every task trains its own replica from its own graph (Note [Between-graph groups]).
+  const bool between = c.replication == "between-graph";
+  if (between && (c.task < 0 || (c.strategy != "allreduce" && c.strategy != "averaging"))) {
+    return absl::InvalidArgumentError(
+        "--replication between-graph needs --strategy allreduce or averaging and --cluster with "
+        "--task N (one training process per task)");
+  }
+  SF_RETURN_IF_ERROR(CheckTrainFlags(c, ps_strategy));
+  // One process per task (--job/--task): serve this task. Only the chief (task 0) goes on, or
+  // with parameter servers every worker (a ps task serves until the workers are done).
+  std::unique_ptr<Server> own_task;  // declared first: it outlives the session below
+  // A task other than the chief serves until the chief says the job is done.
+  auto serve_until_chief_is_done = [&]() -> absl::Status {
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
+    return ServeUntilTasksLeave(own_task.get(), spec, {{c.job, 0}}, c.cluster.Security(),
+                                absl::Minutes(5), absl::Seconds(3));
+  };
+  if (c.task >= 0) {
+    if (c.cluster.cluster.empty()) {
+      return absl::InvalidArgumentError("--task N needs --cluster FILE (the tasks' addresses)");
+    }
+    SF_ASSIGN_OR_RETURN(own_task,
+                        StartTaskServer(c.cluster, c.job, static_cast<int>(c.task),
+                                        static_cast<int>(c.threads), static_cast<int>(c.devices)));
+    // The other tasks' processes may start a little after this one (a launcher starts them
+    // all at once, not in order).
+    c.cluster.connect_timeout = absl::Seconds(60);
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
+    if (ps_strategy && c.job == "ps") {
+      std::vector<TaskId> workers;
+      for (int t = 0; t < spec.num_tasks("worker"); ++t) workers.push_back({"worker", t});
+      return ServeUntilTasksLeave(own_task.get(), spec, workers, c.cluster.Security(),
+                                  absl::Minutes(5), absl::Seconds(3));
+    }
+    if (!ps_strategy && !between && c.task != 0) return serve_until_chief_is_done();
   }
   if (c.synthetic) return TrainSynthetic(c);
   // Strategy allreduce: a replica per task of --cluster, else per device of --devices; each
