@@ -161,3 +161,22 @@ def test_metric_names_and_get_as_tf_1_15():
     with tf.Session() as sess:
         assert sess.run(keras.metrics.get("accuracy")(
             tf.constant([1.0, 2.0]), tf.constant([1.0, 3.0]))).tolist() == [1.0, 0.0]
+
+
+def test_save_weights_names_the_checkpoint_for_latest_checkpoint(tmp_path):
+    """The save/load tutorial: ModelCheckpoint(save_weights_only=True) into a directory, then
+    model.load_weights(tf.train.latest_checkpoint(directory))."""
+    x = np.random.default_rng(4).random((16, 3)).astype(np.float32)
+    y = x.sum(1, keepdims=True)
+    model = keras.Sequential([L.Dense(1, input_shape=(3,))])
+    model.compile("sgd", "mse")
+    path = str(tmp_path / "training_1" / "cp-{epoch:04d}.ckpt")
+    model.fit(x, y, epochs=2, verbose=0, callbacks=[
+        keras.callbacks.ModelCheckpoint(path, save_weights_only=True)])
+    latest = tf.train.latest_checkpoint(str(tmp_path / "training_1"))
+    assert latest is not None and latest.endswith("cp-0002.ckpt")
+    fresh = keras.Sequential([L.Dense(1, input_shape=(3,))])
+    fresh.load_weights(latest)
+    np.testing.assert_allclose(fresh.predict(x), model.predict(x), rtol=1e-6)
+    model.save_weights(str(tmp_path / "h5" / "w.h5"))
+    assert tf.train.latest_checkpoint(str(tmp_path / "h5")) is None    # .h5: no state file

@@ -309,7 +309,9 @@ class Model:
     def save_weights(self, filepath, overwrite=True, save_format=None):
         """Writes the weights to `filepath` in shardflow's checkpoint format (whatever its
         extension, '.h5' included), in the model's order: load_weights puts them back into
-        a model of the same architecture, whatever its layer names."""
+        a model of the same architecture, whatever its layer names. Without an .h5 extension
+        the directory's "checkpoint" file names it, as TF's format does, so
+        tf.train.latest_checkpoint(directory) finds it."""
         self._require_built("save_weights")
         if not overwrite and os.path.exists(filepath):
             raise FileExistsError("%s exists (overwrite=False)" % filepath)
@@ -319,6 +321,12 @@ class Model:
         entries = [("%05d/%s" % (i, v.op.name), value)
                    for i, (v, value) in enumerate(zip(self.weights, self.get_weights()))]
         _shardflow.save_checkpoint(filepath, entries)
+        h5 = filepath.endswith((".h5", ".keras", ".hdf5")) or save_format == "h5"
+        if not h5:
+            # TF's format also names the newest file in the directory's "checkpoint" state,
+            # which tf.train.latest_checkpoint(directory) reads (the save/load tutorial).
+            from shardflow.checkpoint_utils import update_checkpoint_state
+            update_checkpoint_state(directory or ".", os.path.basename(filepath))
 
     def save(self, filepath, overwrite=True, include_optimizer=True, save_format=None):
         """Writes the whole model (layers, weights, compile settings) to `filepath`, which
