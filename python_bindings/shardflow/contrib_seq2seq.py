@@ -15,6 +15,8 @@ Example::
 
 import collections
 
+import numpy as np
+
 from shardflow import array_ops, dtypes, ops
 from shardflow.framework import convert_to_tensor
 from shardflow.math_composites import count_nonzero, div_no_nan
@@ -105,7 +107,9 @@ class GreedyEmbeddingHelper:
             table = convert_to_tensor(embedding)
             self._embed = lambda ids: array_ops.gather(table, ids)
         self.start_tokens = ops.cast(convert_to_tensor(start_tokens), dtypes.int32)
-        self.end_token = int(end_token)
+        # A Python int, or a scalar tensor (the NMT tutorial looks it up in its vocabulary).
+        self.end_token = ops.cast(end_token, dtypes.int32) if hasattr(end_token, "op") \
+            else int(end_token)
 
 
 class BasicDecoder:
@@ -125,8 +129,11 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
                    scope=None):
     """Runs `decoder`; returns (BasicDecoderOutput, final_state, final_sequence_lengths), or
     for a BeamSearchDecoder (FinalBeamDecoderOutput, BeamSearchDecoderState, lengths [batch,
-    beam]). GreedyEmbeddingHelper and BeamSearchDecoder need maximum_iterations (the steps are
-    unrolled in the graph)."""
+    beam]). With GreedyEmbeddingHelper and maximum_iterations a Python int, the steps are
+    unrolled in the graph (maximum_iterations of them); with a tensor (the NMT tutorial's
+    round(2 * max source length)) or None, a while_loop decodes until every sequence has
+    emitted end_token or the bound is reached, as TF's. BeamSearchDecoder needs a Python
+    int."""
     if isinstance(decoder, BeamSearchDecoder):
         with variable_scope(scope or "decoder"):
             return beam_search_decode(decoder, maximum_iterations, output_time_major)
@@ -146,10 +153,9 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
                 outputs = decoder.output_layer(outputs)
             sample_id = ops.cast(ops.argmax(outputs, axis=2), dtypes.int32)
             lengths = ops.cast(helper.sequence_length, dtypes.int32)
+        elif maximum_iterations is None or hasattr(maximum_iterations, "op"):
+            outputs, sample_id, state, lengths = _greedy_loop(decoder, maximum_iterations)
         else:
-            if maximum_iterations is None:
-                raise ValueError("dynamic_decode with GreedyEmbeddingHelper needs "
-                                 "maximum_iterations (shardflow unrolls the steps)")
             state = decoder.initial_state
             inputs = helper._embed(helper.start_tokens)
             finished = ops.zeros_like(helper.start_tokens)  # 1 once end_token was emitted
@@ -173,6 +179,41 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
             outputs = ops.transpose(outputs, [1, 0, 2])
             sample_id = ops.transpose(sample_id, [1, 0])
     return BasicDecoderOutput(outputs, sample_id), state, lengths
+
+
+def _greedy_loop(decoder, maximum_iterations):
+    """GreedyEmbeddingHelper's decoding as a while_loop: (outputs [batch, time, depth],
+    sample ids [batch, time], final state, lengths), time being the steps it ran."""
+    from shardflow.control_flow import while_loop
+    from shardflow.tensor_array import TensorArray
+    helper = decoder.helper
+    start = helper.start_tokens
+    limit = ops.cast(maximum_iterations, dtypes.int32) if maximum_iterations is not None \
+        else ops.constant(np.iinfo(np.int32).max, dtypes.int32)
+    zeros = ops.zeros_like(start)
+
+    def cond(t, inputs, state, finished, lengths, outs, ids):
+        return ops.logical_and(ops.less(t, limit), ops.less(ops.reduce_min(finished), 1))
+
+    def body(t, inputs, state, finished, lengths, outs, ids):
+        out, state = decoder.cell(inputs, state)
+        if decoder.output_layer is not None:
+            out = decoder.output_layer(out)
+        sample = ops.cast(ops.argmax(out, axis=1), dtypes.int32)
+        lengths = lengths + (1 - finished)
+        finished = ops.maximum(finished, ops.cast(ops.equal(sample, helper.end_token),
+                                                  dtypes.int32))
+        return (t + 1, helper._embed(sample), state, finished, lengths, outs.write(t, out),
+                ids.write(t, sample))
+
+    first = helper._embed(start)
+    outs = TensorArray(dtypes.float32, size=0, dynamic_size=True)
+    ids = TensorArray(dtypes.int32, size=0, dynamic_size=True)
+    _, _, state, _, lengths, outs, ids = while_loop(
+        cond, body, (ops.constant(0), first, decoder.initial_state, zeros, zeros, outs, ids))
+    outputs = ops.transpose(outs.stack(), [1, 0, 2])
+    sample_id = ops.transpose(ids.stack(), [1, 0])
+    return outputs, sample_id, state, lengths
 
 
 __all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",

@@ -93,21 +93,33 @@ def test_copy_task_trains_and_decodes_greedily():
     infer, _, infer_len = seq2seq.dynamic_decode(
         seq2seq.BasicDecoder(cell, greedy, enc_state, output_layer=out_layer),
         maximum_iterations=steps + 1)
+    # The NMT tutorial's inference: end token and bound are tensors (a while_loop that stops
+    # once every sequence has emitted the end token, at most twice the source length).
+    bound = tf.cast(tf.round(tf.cast(tf.shape(src)[1], tf.float32) * 2.0), tf.int32)
+    looped = seq2seq.GreedyEmbeddingHelper(emb, tf.fill([64], start), tf.constant(end))
+    loop_out, _, loop_len = seq2seq.dynamic_decode(
+        seq2seq.BasicDecoder(cell, looped, enc_state, output_layer=out_layer),
+        maximum_iterations=bound)
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         first = sess.run(loss)
         for _ in range(300):
             sess.run(train)
         last, ids, n = sess.run([loss, infer.sample_id, infer_len])
+        loop_ids, loop_n, loop_logits = sess.run([loop_out.sample_id, loop_len,
+                                                  loop_out.rnn_output])
     assert last < 0.2 * first
     assert (ids == dec_out).mean() > 0.9
     assert (n == steps + 1).mean() > 0.9
+    # the same decoding, stopped when all are done (<= 2 * steps), not padded to the bound
+    assert steps + 1 <= loop_ids.shape[1] <= 2 * steps
+    assert loop_logits.shape == (64, loop_ids.shape[1], vocab)
+    np.testing.assert_array_equal(loop_ids[:, :steps + 1], ids)
+    np.testing.assert_array_equal(loop_n, n)
 
 
 def test_errors():
     with pytest.raises(TypeError):
         seq2seq.BasicDecoder(None, object(), None)
     helper = seq2seq.GreedyEmbeddingHelper(tf.zeros([3, 2]), [0, 0], 1)
-    dec = seq2seq.BasicDecoder(tf.nn.rnn_cell.GRUCell(2), helper, tf.zeros([2, 2]))
-    with pytest.raises(ValueError, match="maximum_iterations"):
-        seq2seq.dynamic_decode(dec)
+    seq2seq.BasicDecoder(tf.nn.rnn_cell.GRUCell(2), helper, tf.zeros([2, 2]))
