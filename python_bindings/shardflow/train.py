@@ -28,15 +28,31 @@ from shardflow.variables import Variable, global_variables, trainable_variables
 class Optimizer:
     """Base class; use GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer, ... (their
     updates are built by the engine; AdadeltaOptimizer, FtrlOptimizer and
-    ProximalGradientDescentOptimizer are composed in Python: composite_optimizers.py)."""
+    ProximalGradientDescentOptimizer are composed in Python: composite_optimizers.py).
+
+    Subclass it as TF1's (Note [Optimizers written in Python]): ``Optimizer.__init__(self,
+    use_locking, name)``, then ``_create_slots(var_list)`` (with ``_zeros_slot``,
+    ``_get_or_make_slot``, ``_create_non_slot_variable``), ``_prepare()``,
+    ``_apply_dense(grad, var)`` (or ``_resource_apply_dense``) and ``_finish(update_ops,
+    name)``; or override ``apply_gradients`` itself (BERT's AdamWeightDecayOptimizer)."""
 
     _kind = None
     # Slot name (TF1's) -> the suffix the engine names its variable with ("<var>/<suffix>").
     _slot_suffixes = {}
 
-    def __init__(self, learning_rate, name, **params):
+    def __init__(self, learning_rate=None, name=None, use_locking=None, **params):
         self._engine_variables = []  # what this optimizer's updates made (slots, step counts)
         self._lr_tensor = None
+        if isinstance(learning_rate, bool) or (learning_rate is None and self._kind is None):
+            # TF1's base-class signature Optimizer(use_locking, name): a subclass written in
+            # Python (Note [Optimizers written in Python]).
+            if not name:
+                raise ValueError("Must specify the optimizer name")
+            self._use_locking = bool(learning_rate if use_locking is None else use_locking)
+            self._params, self._name = dict(params), name
+            self._py_slots, self._non_slots = {}, {}
+            return
+        self._use_locking = bool(use_locking)
         if isinstance(learning_rate, Variable):
             learning_rate = learning_rate.value()  # read at every step (tf.assign(lr, ...))
         if isinstance(learning_rate, np.generic) and np.issubdtype(type(learning_rate),
@@ -83,7 +99,8 @@ class Optimizer:
         # those reads, the engine's minimize only the variable's own read.
         extra_reads = any(getattr(v, "__dict__", {}).get("_extra_reads") for v in (
             var_list if var_list is not None else trainable_variables(loss.graph)))
-        if _replica_context_of_many() is not None or grad_loss is not None or extra_reads:
+        if _replica_context_of_many() is not None or grad_loss is not None or extra_reads or \
+                self._kind is None:
             return self.apply_gradients(self.compute_gradients(loss, var_list,
                                                                grad_loss=grad_loss),
                                         global_step, name)
@@ -124,6 +141,8 @@ class Optimizer:
         pairs = [(g_, v) for g_, v in grads_and_vars if g_ is not None]
         if not pairs:
             raise ValueError("apply_gradients: no variable has a gradient")
+        if self._kind is None:
+            return self._apply_in_python(pairs, global_step, name)
         g = get_default_graph() if not pairs else pairs[0][1].graph
         before = self._variables_before(g)
         with g.name_scope(name or self._name):
@@ -135,6 +154,120 @@ class Optimizer:
                                               [v for _, v in pairs]), global_step)
 
 
+    # ---- Note [Optimizers written in Python] ---------------------------------------------------
+    # A subclass that calls Optimizer.__init__(self, use_locking, name) (TF1's base signature)
+    # has no engine kind: minimize and apply_gradients build its update in Python as TF1's
+    # base class does. Slots are created first, outside any control dependencies, beside their
+    # variable and named "<var>/<op_name>" (TF1's names, so a Saver stores them as TF does);
+    # then _prepare(), one _apply_dense (else _resource_apply_dense) per variable under
+    # "<name>/update_<var>", and _finish, after which global_step is incremented. Variables'
+    # constraints apply after the update, as for the engine's optimizers.
+
+    def _apply_in_python(self, pairs, global_step, name):
+        for _, v in pairs:
+            if not isinstance(v, Variable):
+                raise TypeError("%s.apply_gradients: the pairs are (gradient, Variable), not "
+                                "(..., %r)" % (type(self).__name__, v))
+        g = pairs[0][1].graph
+        var_list = [v for _, v in pairs]
+        dense = type(self)._apply_dense is not Optimizer._apply_dense
+        with g.as_default():
+            with g.control_dependencies(None):
+                self._create_slots(var_list)
+            scope = name or self._name
+            with g.name_scope(scope):
+                self._prepare()
+                updates = []
+                for grad, var in pairs:
+                    with g.device(var.device or None), g.name_scope("update_" + var.op.name):
+                        grad = convert_to_tensor(grad)
+                        updates.append(self._apply_dense(grad, var) if dense
+                                       else self._resource_apply_dense(grad, var))
+                update = self._finish(updates, scope)
+        return _count_step(_apply_constraints(update, var_list), global_step)
+
+    def _create_slots(self, var_list):
+        """Subclasses make their slots here (TF1's hook)."""
+
+    def _prepare(self):
+        """Subclasses turn their hyperparameters into tensors here (TF1's hook)."""
+
+    def _apply_dense(self, grad, var):
+        raise NotImplementedError("%s: define _apply_dense(grad, var) (or "
+                                  "_resource_apply_dense)" % type(self).__name__)
+
+    def _resource_apply_dense(self, grad, handle):
+        raise NotImplementedError("%s: define _apply_dense(grad, var) (or "
+                                  "_resource_apply_dense)" % type(self).__name__)
+
+    def _apply_sparse(self, grad, var):
+        raise NotImplementedError("gradients here are dense: define _apply_dense")
+
+    def _finish(self, update_ops, name_scope):
+        from shardflow.ops import group
+        return group(*update_ops, name=name_scope)
+
+    def _call_if_callable(self, param):
+        return param() if callable(param) else param
+
+    def _slot_dict(self, slot_name):
+        return self.__dict__.setdefault("_py_slots", {}).setdefault(slot_name, {})
+
+    def _get_or_make_slot(self, var, val, slot_name, op_name):
+        """The slot `slot_name` of `var`, made from the value `val` on first use."""
+        slots = self._slot_dict(slot_name)
+        if var not in slots:
+            g = var.graph
+            with g.as_default(), g.control_dependencies(None), g.name_scope(None), \
+                    g.device(var.device or None):
+                slots[var] = Variable(val, name="%s/%s" % (var.op.name, op_name),
+                                      trainable=False)
+        return slots[var]
+
+    def _get_or_make_slot_with_initializer(self, var, initializer, shape, dtype, slot_name,
+                                           op_name):
+        from shardflow.framework import TensorShape
+        if slot_name in self.__dict__.get("_py_slots", {}) and \
+                var in self._py_slots[slot_name]:
+            return self._py_slots[slot_name][var]
+        g = var.graph
+        with g.as_default(), g.control_dependencies(None):
+            dims = TensorShape(shape).as_list() if not isinstance(shape, list) else shape
+            value = initializer(dims, dtypes.as_dtype(dtype))
+        return self._get_or_make_slot(var, value, slot_name, op_name)
+
+    def _zeros_slot(self, var, slot_name, op_name):
+        """A slot of zeros shaped and typed as `var` (TF1's _zeros_slot)."""
+        if var in self._slot_dict(slot_name):
+            return self._slot_dict(slot_name)[var]
+        g = var.graph
+        with g.as_default(), g.control_dependencies(None), g.name_scope(None):
+            dims = var.shape.as_list()
+            if None in dims:        # shaped like its initial value, not read (maybe unset)
+                from shardflow.ops import zeros_like
+                value = zeros_like(var.initializer.inputs[1])
+            else:
+                value = np.zeros(dims, var.dtype.as_numpy_dtype)
+        return self._get_or_make_slot(var, value, slot_name, op_name)
+
+    def _create_non_slot_variable(self, initial_value, name, colocate_with):
+        """A variable of the optimizer itself (Adam's beta1_power), one per graph."""
+        g = colocate_with.graph if hasattr(colocate_with, "graph") else get_default_graph()
+        store = self.__dict__.setdefault("_non_slots", {})
+        key = (name, g)
+        if key not in store:
+            device = getattr(colocate_with, "device", None) or None
+            with g.as_default(), g.control_dependencies(None), g.name_scope(None), \
+                    g.device(device):
+                store[key] = Variable(initial_value, name=name, trainable=False)
+        return store[key]
+
+    def _get_non_slot_variable(self, name, graph=None):
+        return self.__dict__.get("_non_slots", {}).get((name, graph or get_default_graph()))
+
+    def _non_slot_variables(self):
+        return list(self.__dict__.get("_non_slots", {}).values())
+
     @staticmethod
     def _variables_before(g):
         return {v.name for v in global_variables(graph=g)}
@@ -145,12 +278,15 @@ class Optimizer:
     def get_slot_names(self):
         """TF1's names of this optimizer's slots ("m" and "v" for Adam, "momentum", "rms",
         "accumulator", ...), sorted."""
-        return sorted(self._slot_suffixes)
+        return sorted(set(self._slot_suffixes) | set(self.__dict__.get("_py_slots", {})))
 
     def get_slot(self, var, name):
         """The slot Variable `name` (see get_slot_names) the updates made for `var`, or None
         (e.g. before minimize). A variable updated by several minimize calls of this optimizer
         has a slot per call; the first is returned."""
+        own = self.__dict__.get("_py_slots", {}).get(name, {})
+        if var in own:
+            return own[var]
         suffix = self._slot_suffixes.get(name)
         if suffix is None:
             return None
@@ -165,7 +301,9 @@ class Optimizer:
         """Every variable this optimizer's updates made (slots and step counts), in creation
         order, as TF1's Optimizer.variables() (e.g. to re-initialise the optimizer's state:
         sf.variables_initializer(opt.variables()))."""
-        return list(self._engine_variables)
+        made = [v for slots in self.__dict__.get("_py_slots", {}).values()
+                for v in slots.values()] + self._non_slot_variables()
+        return list(self._engine_variables) + made
 
     def _apply_summed(self, strategy, grads_and_vars, global_step, name):
         """apply_gradients' merge_fn: each PerReplica gradient summed on its variable's

@@ -150,3 +150,112 @@ def test_a_waiting_worker_says_what_it_waits_for(monkeypatch, caplog):
     assert 6 <= len(waits) <= 8
     assert all("weights" in r.getMessage() for r in waits)
     assert [r.levelname for r in waits].count("WARNING") == 1
+
+
+class _Momentum(tf.train.Optimizer):
+    """A TF1-style optimizer subclass: the base's (use_locking, name), slots, _prepare,
+    _apply_dense."""
+
+    def __init__(self, lr, momentum, use_locking=False, name="MyMomentum"):
+        super(_Momentum, self).__init__(use_locking, name)
+        self._lr, self._momentum = lr, momentum
+
+    def _prepare(self):
+        self._lr_t = tf.convert_to_tensor(self._lr, name="learning_rate")
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            self._zeros_slot(v, "m", self._name)
+
+    def _apply_dense(self, grad, var):
+        m = self.get_slot(var, "m")
+        m_t = tf.assign(m, self._momentum * m + grad, use_locking=self._use_locking)
+        return tf.assign_sub(var, self._lr_t * m_t, use_locking=self._use_locking).op
+
+
+class _Adam(tf.train.Optimizer):
+    """Adam written as TF1's: keyword base arguments, non-slot beta powers, _finish."""
+
+    def __init__(self, lr=0.1, b1=0.9, b2=0.999, eps=1e-8, name="MyAdam"):
+        super().__init__(use_locking=False, name=name)
+        self.lr, self.b1, self.b2, self.eps = lr, b1, b2, eps
+
+    def _create_slots(self, var_list):
+        first = min(var_list, key=lambda x: x.name)
+        self._create_non_slot_variable(self.b1, "beta1_power", first)
+        self._create_non_slot_variable(self.b2, "beta2_power", first)
+        for v in var_list:
+            self._zeros_slot(v, "m", self._name)
+            self._zeros_slot(v, "v", self._name + "_1")
+
+    def _apply_dense(self, grad, var):
+        b1p = self._get_non_slot_variable("beta1_power", graph=var.graph)
+        b2p = self._get_non_slot_variable("beta2_power", graph=var.graph)
+        lr = self.lr * tf.sqrt(1 - b2p) / (1 - b1p)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_t = tf.assign(m, self.b1 * m + (1 - self.b1) * grad)
+        v_t = tf.assign(v, self.b2 * v + (1 - self.b2) * tf.square(grad))
+        return tf.assign_sub(var, lr * m_t / (tf.sqrt(v_t) + self.eps))
+
+    def _finish(self, update_ops, name_scope):
+        b1p, b2p = self._get_non_slot_variable("beta1_power"), \
+            self._get_non_slot_variable("beta2_power")
+        with tf.control_dependencies(update_ops):
+            powers = [b1p.assign(b1p * self.b1), b2p.assign(b2p * self.b2)]
+        return tf.group(*update_ops + powers, name=name_scope)
+
+
+@pytest.mark.parametrize("custom, builtin", [
+    (lambda: _Momentum(0.05, 0.9), lambda: tf.train.MomentumOptimizer(0.05, 0.9)),
+    (lambda: _Adam(0.1), lambda: tf.train.AdamOptimizer(0.1))])
+def test_optimizers_subclassed_as_tf1_match_the_builtin_ones(custom, builtin):
+    x = np.random.RandomState(0).randn(32, 3).astype(np.float32)
+    y = x @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+    results = []
+    for make in (custom, builtin):
+        tf.reset_default_graph()
+        w = tf.get_variable("w", initializer=np.ones((3, 1), np.float32))
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - y))
+        step = tf.train.get_or_create_global_step()
+        opt = make()
+        train = opt.minimize(loss, global_step=step)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(5):
+                sess.run(train)
+            results.append(sess.run(w))
+            assert sess.run(step) == 5
+        if make is custom:
+            names = sorted(v.op.name for v in tf.global_variables())
+            assert "w/%s" % opt._name in names          # TF1's slot names
+            assert opt.get_slot(w, "m") is not None and opt.variables()
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-5, atol=1e-6)
+
+
+def test_an_optimizer_overriding_apply_gradients_as_bert_does():
+    class AdamWeightDecay(tf.train.Optimizer):
+        def __init__(self, learning_rate, name="AdamWeightDecayOptimizer"):
+            super(AdamWeightDecay, self).__init__(False, name)
+            self.learning_rate = learning_rate
+
+        def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+            updates = []
+            for grad, param in grads_and_vars:
+                m = tf.get_variable(param.op.name + "/adam_m", param.shape.as_list(),
+                                    trainable=False, initializer=tf.zeros_initializer())
+                new_m = 0.9 * m + 0.1 * grad
+                updates += [param.assign(param - self.learning_rate * new_m), m.assign(new_m)]
+            return tf.group(*updates, name=name)
+
+    w = tf.get_variable("w", initializer=np.array([3.0], np.float32))
+    loss = tf.reduce_sum(tf.square(w))
+    step = tf.train.get_or_create_global_step()
+    train = tf.group(AdamWeightDecay(0.5).minimize(loss, global_step=step),
+                     [step.assign(step + 1)])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(train)
+        # grad 6, m = 0.6, w = 3 - 0.3
+        assert sess.run(w)[0] == pytest.approx(2.7) and sess.run(step) == 1
+    with pytest.raises(ValueError, match="name"):
+        tf.train.Optimizer(False, None)
