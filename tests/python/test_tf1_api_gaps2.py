@@ -182,11 +182,11 @@ def test_crf_forward_rnn_cell_step():
 # ---- keras.layers.Bidirectional and TimeDistributed -------------------------------------------
 
 
-def simple_rnn(x, kernel, bias):
+def simple_rnn(x, kernel, recurrent, bias):
     h = np.zeros((x.shape[0], bias.shape[0]), np.float32)
     outs = []
     for t in range(x.shape[1]):
-        h = np.tanh(np.concatenate([x[:, t], h], 1) @ kernel + bias)
+        h = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
         outs.append(h)
     return np.stack(outs, 1)
 
@@ -200,14 +200,15 @@ def test_bidirectional_matches_numpy(merge_mode):
                                            merge_mode=merge_mode)
         y = layer(inp)
         last = keras.layers.Bidirectional(keras.layers.SimpleRNN(5), merge_mode=merge_mode)(inp)
-        assert len(layer.trainable_weights) == 4
+        assert len(layer.trainable_weights) == 6
         assert layer.forward_layer.name.startswith("forward_simple_rnn")
         assert layer.backward_layer.go_backwards and not layer.forward_layer.go_backwards
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            (fk, fb, bk, bb), got, got_last = sess.run([layer.weights, y, last], {inp: x})
-    fwd = simple_rnn(x, fk, fb)
-    bwd = simple_rnn(x[:, ::-1], bk, bb)[:, ::-1]  # run backwards, put back in time order
+            (fk, fr, fb, bk, br, bb), got, got_last = sess.run([layer.weights, y, last],
+                                                               {inp: x})
+    fwd = simple_rnn(x, fk, fr, fb)
+    bwd = simple_rnn(x[:, ::-1], bk, br, bb)[:, ::-1]  # run backwards, put back in time order
     merged = {"concat": lambda a, b: np.concatenate([a, b], -1), "sum": np.add,
               "mul": np.multiply, "ave": lambda a, b: (a + b) / 2,
               None: lambda a, b: [a, b]}[merge_mode]

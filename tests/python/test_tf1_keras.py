@@ -236,7 +236,7 @@ def test_other_layers():
     summed = keras.layers.add([flat, doubled])
     act = keras.layers.Activation("sigmoid")(summed)
     model = keras.Model(ids, [seq, last, rnn, act])
-    assert len(model.get_layer("lstm").weights) == 2
+    assert len(model.get_layer("lstm").weights) == 3        # kernel, recurrent_kernel, bias
     data = np.random.RandomState(6).randint(0, 10, size=(3, 5))
     s, l_, r, a = model.predict(data)
     assert s.shape == (3, 5, 6) and l_.shape == (3, 3) and r.shape == (3, 2)

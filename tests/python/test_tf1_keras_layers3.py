@@ -142,29 +142,33 @@ def test_attention_gradient():
 # ---- recurrent ---------------------------------------------------------------------------------
 
 
-def np_lstm(x, kernel, bias, h=None, c=None, mask=None):
-    """TF1's LSTMCell (forget bias 1) over x [batch, time, depth]; with `mask` Keras's rule:
-    a masked step keeps the state and repeats the previous output."""
+def hard_sigmoid(x):
+    return np.clip(0.2 * x + 0.5, 0.0, 1.0)
+
+
+def np_lstm(x, kernel, recurrent, bias, h=None, c=None, mask=None):
+    """Keras's LSTM (gates i, f, c, o; hard_sigmoid) over x [batch, time, depth]; with `mask`
+    Keras's rule: a masked step keeps the state and repeats the previous output."""
     n = kernel.shape[1] // 4
     h = np.zeros((x.shape[0], n), np.float32) if h is None else h
     c = np.zeros((x.shape[0], n), np.float32) if c is None else c
     prev, outs = np.zeros_like(h), []
     for t in range(x.shape[1]):
-        i, j, f, o = np.split(np.concatenate([x[:, t], h], 1) @ kernel + bias, 4, axis=1)
-        c2 = c * sigmoid(f + 1.0) + sigmoid(i) * np.tanh(j)
-        h2 = np.tanh(c2) * sigmoid(o)
+        i, f, j, o = np.split(x[:, t] @ kernel + h @ recurrent + bias, 4, axis=1)
+        c2 = c * hard_sigmoid(f) + hard_sigmoid(i) * np.tanh(j)
+        h2 = np.tanh(c2) * hard_sigmoid(o)
         m = np.ones((x.shape[0], 1), bool) if mask is None else mask[:, t:t + 1]
         h, c, prev = np.where(m, h2, h), np.where(m, c2, c), np.where(m, h2, prev)
         outs.append(prev)
     return np.stack(outs, 1), h, c
 
 
-def np_simple(x, kernel, bias, mask=None):
+def np_simple(x, kernel, recurrent, bias, mask=None):
     n = kernel.shape[1]
     h = np.zeros((x.shape[0], n), np.float32)
     outs = []
     for t in range(x.shape[1]):
-        h2 = np.tanh(np.concatenate([x[:, t], h], 1) @ kernel + bias)
+        h2 = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
         h = h2 if mask is None else np.where(mask[:, t:t + 1], h2, h)
         outs.append(h)
     return np.stack(outs, 1), h
@@ -176,12 +180,13 @@ def test_rnn_lstm_cell_matches_lstm_and_numpy():
     lstm = L.LSTM(6, return_sequences=True, return_state=True)
     rnn = L.RNN(L.LSTMCell(6), return_sequences=True, return_state=True)
     ya, yb = lstm(inp), rnn(inp)
-    assert [w.shape.as_list() for w in rnn.weights] == [[10, 24], [24]]
-    kernel, bias = rand(10, 24, seed=4) * 0.5, rand(24, seed=5) * 0.5
-    lstm.set_weights([kernel, bias])
-    rnn.set_weights([kernel, bias])
+    assert [w.shape.as_list() for w in rnn.weights] == [[4, 24], [6, 24], [24]]
+    kernel, recurrent = rand(4, 24, seed=4) * 0.5, rand(6, 24, seed=6) * 0.5
+    bias = rand(24, seed=5) * 0.5
+    lstm.set_weights([kernel, recurrent, bias])
+    rnn.set_weights([kernel, recurrent, bias])
     ra, rb = run([ya, yb], {inp: x})
-    seq, h, c = np_lstm(x, kernel, bias)
+    seq, h, c = np_lstm(x, kernel, recurrent, bias)
     for got in (ra, rb):
         assert len(got) == 3
         np.testing.assert_allclose(got[0], seq, rtol=1e-5, atol=1e-6)
@@ -201,8 +206,9 @@ def test_rnn_gru_and_simple_cells_match_their_layers():
     got = run(outs, {inp: x})
     np.testing.assert_allclose(got[0], got[1], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(got[2], got[3], rtol=1e-6, atol=1e-7)
-    kernel, bias = pairs[1][0].get_weights()
-    np.testing.assert_allclose(got[3], np_simple(x[:, ::-1], kernel, bias)[1], rtol=1e-5,
+    kernel, recurrent, bias = pairs[1][0].get_weights()
+    np.testing.assert_allclose(got[3], np_simple(x[:, ::-1], kernel, recurrent, bias)[1],
+                               rtol=1e-5,
                                atol=1e-6)
 
 
@@ -229,9 +235,9 @@ def test_stacked_cells_and_a_custom_cell():
     ys, yc = stacked(inp), custom(inp)
     assert len(ys) == 4 and yc.shape.as_list() == [None, None, 2]
     got_s, got_c = run([ys, yc], {inp: x})
-    k1, b1, k2, b2 = stacked.get_weights()
-    seq1, h1 = np_simple(x, k1, b1)
-    _, h2, c2 = np_lstm(seq1, k2, b2)
+    k1, r1, b1, k2, r2, b2 = stacked.get_weights()
+    seq1, h1 = np_simple(x, k1, r1, b1)
+    _, h2, c2 = np_lstm(seq1, k2, r2, b2)
     for got, want in zip(got_s, [h2, h1, h2, c2]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     w, u = custom.get_weights()
@@ -258,12 +264,12 @@ def test_masking_skips_steps_in_lstm_and_bidirectional():
     y_bi = bi(masked)
     mask_got, *got = run([masked._keras_mask, seq, h, c, y_bi], {inp: x})
     np.testing.assert_array_equal(mask_got, mask)
-    kernel, bias = lstm.get_weights()
-    for g, w in zip(got[:3], np_lstm(x, kernel, bias, mask=mask)):
+    kernel, recurrent, bias = lstm.get_weights()
+    for g, w in zip(got[:3], np_lstm(x, kernel, recurrent, bias, mask=mask)):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
-    kf, bf, kb, bb = bi.get_weights()
-    fwd = np_simple(x, kf, bf, mask)[1]
-    bwd = np_simple(x[:, ::-1], kb, bb, mask[:, ::-1])[1]
+    kf, rf, bf, kb, rb, bb = bi.get_weights()
+    fwd = np_simple(x, kf, rf, bf, mask)[1]
+    bwd = np_simple(x[:, ::-1], kb, rb, bb, mask[:, ::-1])[1]
     np.testing.assert_allclose(got[3], np.concatenate([fwd, bwd], 1), rtol=1e-5, atol=1e-6)
 
 
@@ -276,8 +282,9 @@ def test_embedding_mask_zero_feeds_the_rnn():
     y = L.Dense(2)(layer(e))
     assert y._keras_mask is not None        # Dense passes the mask on, as Keras's
     got_e, got = run([e, layer.output], {inp: ids})
-    kernel, bias = layer.get_weights()
-    np.testing.assert_allclose(got, np_simple(got_e, kernel, bias, ids != 0)[0], rtol=1e-5,
+    kernel, recurrent, bias = layer.get_weights()
+    np.testing.assert_allclose(got, np_simple(got_e, kernel, recurrent, bias, ids != 0)[0],
+                               rtol=1e-5,
                                atol=1e-6)
 
 
@@ -309,11 +316,11 @@ def test_initial_state_and_a_seq2seq_model_trains():
     seq = dec(dec_in, initial_state=[h, c])
     out = L.TimeDistributed(L.Dense(1))(seq)
     model = keras.Model([enc_in, dec_in], out)
-    assert len(model.trainable_weights) == 6    # the encoder is found through the states
+    assert len(model.trainable_weights) == 8    # the encoder is found through the states
     xe, xd = rand(3, 4, 3, seed=1), rand(3, 5, 2, seed=2)
     he, ce = run([h, c], {enc_in: xe})
-    kernel, bias = dec.get_weights()
-    want = np_lstm(xd, kernel, bias, h=he, c=ce)[0]
+    kernel, recurrent, bias = dec.get_weights()
+    want = np_lstm(xd, kernel, recurrent, bias, h=he, c=ce)[0]
     np.testing.assert_allclose(run(seq, {enc_in: xe, dec_in: xd}), want, rtol=1e-5, atol=1e-6)
     model.compile(keras.optimizers.Adam(0.05), "mse")
     target = rand(3, 5, 1, seed=3)
@@ -321,7 +328,7 @@ def test_initial_state_and_a_seq2seq_model_trains():
     model.fit([xe, xd], target, epochs=40, verbose=0)
     assert model.evaluate([xe, xd], target, verbose=0) < 0.7 * before
     clone = keras.models.clone_model(model)   # its own weights, in the same graph
-    assert len(clone.weights) == 6 and not set(map(id, clone.weights)) & set(map(id,
+    assert len(clone.weights) == 8 and not set(map(id, clone.weights)) & set(map(id,
                                                                              model.weights))
     assert clone.predict([xe, xd]).shape == (3, 5, 1)
 

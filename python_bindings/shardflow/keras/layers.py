@@ -718,51 +718,75 @@ def minimum(inputs, **kwargs):
 
 
 class _RNN(Layer):
-    """A recurrent layer over [batch, time, features]: shardflow's rnn_cell cell run by
-    dynamic_rnn. Its weights are the cell's (TF1's cell layout: one kernel over [inputs,
-    state] and one bias, not Keras's kernel / recurrent_kernel / bias), so get_weights
-    values do not carry over from Keras models. With go_backwards the time steps are read
-    from the last to the first, and with return_sequences the outputs come in that reversed
-    order, as Keras's (Bidirectional puts them back in order). return_state adds the final
-    states in Keras's order (an LSTM's [h, c]); ``initial_state=`` (a list of tensors in that
-    order) starts from them; a mask (Masking, Embedding(mask_zero=True)) skips steps
-    (Note [Masked recurrence] in layers_recurrent.py)."""
+    """A recurrent layer over [batch, time, features] with Keras's arithmetic and weights
+    (kernel / recurrent_kernel / bias, Note [Keras recurrent weights] in
+    keras/recurrent_math.py), run by dynamic_rnn. Its arguments are Keras's (activation,
+    recurrent_activation (hard_sigmoid, TF 1.15's default), use_bias, the initializers,
+    regularizers and constraints, unit_forget_bias, dropout and recurrent_dropout in
+    training, GRU's reset_after). With go_backwards the time steps are read from the last to
+    the first, and with return_sequences the outputs come in that reversed order, as Keras's
+    (Bidirectional puts them back in order). return_state adds the final states in Keras's
+    order (an LSTM's [h, c]); ``initial_state=`` (a list of tensors in that order) starts from
+    them; a mask (Masking, Embedding(mask_zero=True)) skips steps (Note [Masked recurrence] in
+    layers_recurrent.py). stateful is not supported; unroll computes the same in the loop."""
+
+    _kind = None
 
     def __init__(self, units, activation="tanh", return_sequences=False, return_state=False,
-                 go_backwards=False, **kwargs):
-        for unsupported in ("stateful", "unroll"):
-            if kwargs.pop(unsupported, False):
-                raise ValueError("%s(%s=True) is not supported" % (type(self).__name__,
-                                                                  unsupported))
-        for ignored in ("use_bias", "kernel_initializer", "recurrent_initializer",
-                        "bias_initializer", "recurrent_activation", "unit_forget_bias",
-                        "dropout", "recurrent_dropout", "reset_after", "implementation"):
-            kwargs.pop(ignored, None)
+                 go_backwards=False, stateful=False, unroll=False, **kwargs):
+        from shardflow.keras.recurrent_math import RecurrentSpec
+        if stateful:
+            raise ValueError("%s(stateful=True) is not supported" % type(self).__name__)
+        spec_args = {k: kwargs.pop(k) for k in list(kwargs) if k in _RECURRENT_ARGS}
+        if self._kind != "lstm":
+            spec_args.pop("unit_forget_bias", None)
+        self.spec = RecurrentSpec(self._kind, units, activation, **spec_args)
         super().__init__(**kwargs)
-        self.units = int(units)
-        self.activation = activations.get(activation)
+        self.units = self.spec.units
+        self.activation = self.spec.activation
+        self.recurrent_activation = self.spec.recurrent_activation
+        self.use_bias = self.spec.use_bias
+        self.dropout, self.recurrent_dropout = self.spec.dropout, self.spec.recurrent_dropout
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.go_backwards = bool(go_backwards)
+        self.unroll = bool(unroll)
         self.cell = None
 
     def __call__(self, inputs, initial_state=None, **kwargs):
         from shardflow.keras.layers_recurrent import with_initial_state
         return Layer.__call__(self, with_initial_state(inputs, initial_state), **kwargs)
 
-    def call(self, inputs, mask=None):
+    def call(self, inputs, mask=None, training=None):
         from shardflow.keras.layers_recurrent import run_cell, split_initial_state
+        from shardflow.keras.recurrent_math import KerasRecurrentCell, make_masks
         x, mask, states = split_initial_state(inputs, mask)
         if self.cell is None:
-            self.cell = self._make_cell()
-        lstm = isinstance(self.cell, _rnn.BasicLSTMCell)
+            self.cell = KerasRecurrentCell(self.spec)
+        lstm = self._kind == "lstm"
         if states is not None:
             states = _rnn.LSTMStateTuple(states[1], states[0]) if lstm else states[0]
+        self.cell.masks = make_masks(self.spec, x, training)
+        made = self.cell.weights is None
         outputs, last, state = run_cell(self, self.cell, x, mask, states, self.go_backwards)
+        if made:
+            self.losses.extend(self.cell.penalties)
         y = outputs if self.return_sequences else last
         if self.return_state:
             return [y] + ([state.h, state.c] if lstm else [state])
         return y
+
+    @property
+    def kernel(self):
+        return self.cell.weights[0] if self.cell is not None and self.cell.weights else None
+
+    @property
+    def recurrent_kernel(self):
+        return self.cell.weights[1] if self.cell is not None and self.cell.weights else None
+
+    @property
+    def bias(self):
+        return self.cell.weights[2] if self.cell is not None and self.cell.weights else None
 
     def compute_mask(self, inputs, mask=None):
         from shardflow.keras.layers_recurrent import split_initial_state
@@ -773,22 +797,30 @@ class _RNN(Layer):
         return out
 
 
+_RECURRENT_ARGS = ("recurrent_activation", "use_bias", "kernel_initializer",
+                   "recurrent_initializer", "bias_initializer", "unit_forget_bias",
+                   "kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
+                   "kernel_constraint", "recurrent_constraint", "bias_constraint", "dropout",
+                   "recurrent_dropout", "implementation", "reset_after")
+
+
 class SimpleRNN(_RNN):
-    def _make_cell(self):
-        return _rnn.BasicRNNCell(self.units, activation=self.activation)
+    """Keras's SimpleRNN: h' = activation(x W + h U + b)."""
+
+    _kind = "simple"
 
 
 class GRU(_RNN):
-    def _make_cell(self):
-        return _rnn.GRUCell(self.units, activation=self.activation)
+    """Keras's GRU (TF 1.15: reset_after False, recurrent_activation hard_sigmoid)."""
+
+    _kind = "gru"
 
 
 class LSTM(_RNN):
-    """LSTM on TF1's LSTMCell (forget bias 1.0 added in the cell; recurrent activation
-    sigmoid, where TF 1.x Keras uses hard_sigmoid)."""
+    """Keras's LSTM (gates i, f, c, o; unit_forget_bias; recurrent_activation hard_sigmoid as
+    TF 1.15's)."""
 
-    def _make_cell(self):
-        return _rnn.LSTMCell(self.units, activation=self.activation)
+    _kind = "lstm"
 
 
 class CuDNNLSTM(LSTM):
@@ -797,13 +829,17 @@ class CuDNNLSTM(LSTM):
     puts it, so models written for a GPU also build and train on a CPU."""
 
     def __init__(self, units, **kwargs):
+        kwargs.setdefault("recurrent_activation", "sigmoid")
         super().__init__(units, **kwargs)
 
 
 class CuDNNGRU(GRU):
-    """TF1 Keras's CuDNNGRU: here the GRU above (sigmoid gates, as cuDNN's)."""
+    """TF1 Keras's CuDNNGRU: here the GRU above with cuDNN's gates (sigmoid, the reset gate
+    applied after the recurrent matmul)."""
 
     def __init__(self, units, **kwargs):
+        kwargs.setdefault("recurrent_activation", "sigmoid")
+        kwargs.setdefault("reset_after", True)
         super().__init__(units, **kwargs)
 
 

@@ -3,10 +3,10 @@ SimpleRNNCell, LSTMCell, GRUCell, StackedRNNCells or a cell of your own (a keras
 ``state_size`` and ``call(inputs, states) -> (output, new_states)``), and Masking. Re-exported
 by keras/layers.py, whose LSTM, GRU and SimpleRNN run through `run_cell` here too.
 
-The built-in cells are shardflow's rnn_cell cells (TF1's layouts: one kernel over [inputs,
-state] and one bias), so ``RNN(LSTMCell(n))`` computes what ``LSTM(n)`` does and their
-weights are interchangeable (not with Keras's kernel / recurrent_kernel / bias). States are in
-Keras's order: an LSTM's are [h, c].
+The built-in cells compute what the layers do, with Keras's weights (kernel /
+recurrent_kernel / bias; keras/recurrent_math.py), so ``RNN(LSTMCell(n))`` computes what
+``LSTM(n)`` does and their weights are interchangeable, with each other and with Keras models'.
+States are in Keras's order: an LSTM's are [h, c]. Dropout is the layers' argument only.
 
 Note [Masked recurrence]. A mask ([batch, time], Note [Keras masks] in layers.py) reaches the
 loop as one more input feature; the cell is wrapped so that at a masked step it keeps its
@@ -23,16 +23,8 @@ Example::
 from shardflow import array_ops as _array, ops
 from shardflow import rnn_cell as _rnn
 from shardflow.framework import convert_to_tensor
-from shardflow.keras import activations
 from shardflow.keras.layers import Layer
 from shardflow.variables import global_variables
-
-# Keras arguments of the cells whose defaults are taken as they are (initializers: shardflow's
-# cells start their kernel glorot_uniform and bias zeros, TF1's rnn_cell defaults).
-_ACCEPTED = ("kernel_initializer", "recurrent_initializer", "bias_initializer",
-             "unit_forget_bias", "implementation", "reset_after", "kernel_regularizer",
-             "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
-             "recurrent_constraint", "bias_constraint")
 
 
 def _map_states(fn, new, old):
@@ -142,18 +134,26 @@ def _flat_sizes(size):
     return [int(size)]
 
 
-def _check_cell_args(what, kwargs, recurrent_activation=None, default_recurrent="hard_sigmoid"):
+def _cell_spec(kind, what, units, activation, kwargs):
+    """The RecurrentSpec of a Keras cell; dropout, which needs masks drawn per sequence, is
+    the layers' (LSTM(dropout=...)) only here."""
+    from shardflow.keras.recurrent_math import RecurrentSpec
     for key in ("dropout", "recurrent_dropout"):
         if kwargs.pop(key, 0.0):
-            raise ValueError("%s: %s is not supported" % (what, key))
-    if not kwargs.pop("use_bias", True):
-        raise ValueError("%s(use_bias=False) is not supported" % what)
-    if recurrent_activation not in (None, "sigmoid", default_recurrent):
-        raise ValueError("%s: recurrent_activation is sigmoid (TF1's rnn_cell), not %r"
-                         % (what, recurrent_activation))
-    for key in _ACCEPTED:
-        kwargs.pop(key, None)
-    return kwargs
+            raise ValueError("%s: %s is not supported on a cell; give it to the layer "
+                             "(keras.layers.%s(units, %s=...))"
+                             % (what, key, {"lstm": "LSTM", "gru": "GRU"}.get(kind, "SimpleRNN"),
+                                key))
+    args = {k: kwargs.pop(k) for k in list(kwargs) if k in _SPEC_ARGS}
+    if kind != "lstm":
+        args.pop("unit_forget_bias", None)
+    return RecurrentSpec(kind, units, activation, **args), kwargs
+
+
+_SPEC_ARGS = ("recurrent_activation", "use_bias", "kernel_initializer", "recurrent_initializer",
+              "bias_initializer", "unit_forget_bias", "kernel_regularizer",
+              "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
+              "recurrent_constraint", "bias_constraint", "implementation", "reset_after")
 
 
 def _call_cell(cell, inputs, states):
@@ -167,13 +167,17 @@ def _call_cell(cell, inputs, states):
 
 
 class _BuiltinCell(Layer):
-    """A Keras cell on one of shardflow's rnn_cell cells (made by _make), whose variables
+    """A Keras cell (Keras's arithmetic and weights: keras/recurrent_math.py) whose variables
     live under <the RNN layer's name>/<this cell's name>."""
 
+    _kind = None
+
     def __init__(self, units, activation="tanh", **kwargs):
+        self.spec, kwargs = _cell_spec(self._kind, type(self).__name__, units, activation,
+                                       kwargs)
         super().__init__(**kwargs)
-        self.units = int(units)
-        self.activation = activations.get(activation)
+        self.units = self.spec.units
+        self.activation = self.spec.activation
         self._cell = None
 
     @property
@@ -181,27 +185,23 @@ class _BuiltinCell(Layer):
         return self.units
 
     def call(self, inputs, states):
+        from shardflow.keras.recurrent_math import KerasRecurrentCell
         if self._cell is None:
-            self._cell = self._make()
-            self._cell._name = self.name
+            self._cell = KerasRecurrentCell(self.spec, name=self.name)
             before = set(id(v) for v in global_variables(inputs.graph))
             out, new = self._step(inputs, states)
             self.variables.extend(v for v in global_variables(inputs.graph)
                                   if id(v) not in before)
+            self.losses.extend(self._cell.penalties)
             return out, new
         return self._step(inputs, states)
 
 
 class SimpleRNNCell(_BuiltinCell):
-    """h' = activation(W [x, h] + b) (rnn_cell.BasicRNNCell); states [h]."""
+    """Keras's SimpleRNNCell: h' = activation(x W + h U + b); states [h]."""
 
-    def __init__(self, units, activation="tanh", **kwargs):
-        super().__init__(units, activation, **_check_cell_args("SimpleRNNCell", kwargs))
-
+    _kind = "simple"
     state_size = property(lambda self: self.units)
-
-    def _make(self):
-        return _rnn.BasicRNNCell(self.units, activation=self.activation)
 
     def _step(self, inputs, states):
         out, h = self._cell(inputs, states[0])
@@ -209,17 +209,10 @@ class SimpleRNNCell(_BuiltinCell):
 
 
 class GRUCell(_BuiltinCell):
-    """TF1's GRUCell (rnn_cell.GRUCell: variables gates/..., candidate/...); states [h]."""
+    """Keras's GRUCell (gates z, r, h; recurrent_activation hard_sigmoid); states [h]."""
 
-    def __init__(self, units, activation="tanh", recurrent_activation="hard_sigmoid",
-                 **kwargs):
-        super().__init__(units, activation,
-                         **_check_cell_args("GRUCell", kwargs, recurrent_activation))
-
+    _kind = "gru"
     state_size = property(lambda self: self.units)
-
-    def _make(self):
-        return _rnn.GRUCell(self.units, activation=self.activation)
 
     def _step(self, inputs, states):
         out, h = self._cell(inputs, states[0])
@@ -227,18 +220,11 @@ class GRUCell(_BuiltinCell):
 
 
 class LSTMCell(_BuiltinCell):
-    """TF1's LSTMCell (rnn_cell.LSTMCell: gates i, j, f, o, forget bias 1.0 added, recurrent
-    activation sigmoid); states [h, c] in Keras's order."""
+    """Keras's LSTMCell (gates i, f, c, o; unit_forget_bias; recurrent_activation
+    hard_sigmoid); states [h, c] in Keras's order."""
 
-    def __init__(self, units, activation="tanh", recurrent_activation="hard_sigmoid",
-                 **kwargs):
-        super().__init__(units, activation,
-                         **_check_cell_args("LSTMCell", kwargs, recurrent_activation))
-
+    _kind = "lstm"
     state_size = property(lambda self: [self.units, self.units])
-
-    def _make(self):
-        return _rnn.LSTMCell(self.units, activation=self.activation)
 
     def _step(self, inputs, states):
         h, c = states
