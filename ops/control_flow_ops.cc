@@ -323,8 +323,37 @@ absl::Status WhileGrad(const Scope& s, const Operation& op, const std::vector<Ou
   }
   SF_ASSIGN_OR_RETURN(GraphFunction body_fn, Finish(root, layout.names, rets));
 
-  // The backward loop itself, in the gradient's scope.
+  // The backward loop itself, in the gradient's scope. A loop variable whose shape invariant
+  // lets it change shape has no rows of history when it did (runtime/while_op.cc): the step
+  // then fails here, naming it, rather than reading rows that are not there.
   Output iterations(const_cast<Node*>(fwd), n);
+  std::vector<TensorShape> invariants;
+  if (GetAttr(fwd->attrs(), "output_shapes", &invariants).ok() &&
+      static_cast<int>(invariants.size()) == n) {
+    std::vector<Operation> checks;
+    for (int j = 0; j < n; ++j) {
+      if (invariants[j].IsFullyDefined()) continue;
+      Output hist(const_cast<Node*>(fwd), n + 1 + j);
+      Output rows = ops::Slice(s, ops::Shape(s, hist), Tensor::FromVector<int32_t>({0}),
+                               Tensor::FromVector<int32_t>({1}));
+      Output same =
+          ops::Equal(s, ops::Reshape(s, rows, Tensor::FromVector<int32_t>({})), iterations);
+      Output poison = ops::Select(
+          s, same, ops::Const(s, Tensor::Scalar<float>(0.0f)),
+          ops::Const(s, Tensor::Scalar<float>(std::numeric_limits<float>::quiet_NaN())));
+      checks.push_back(Operation(
+          OpBuilder(s, "CheckNumerics")
+              .Input(poison)
+              .Attr("message",
+                    absl::StrCat("gradient of ", fwd->name(), ": loop variable ", j,
+                                 " changed shape between iterations (its shape invariant lets "
+                                 "it); gradients through while_loop need loop variables of one "
+                                 "shape per run, or build the loop with back_prop=False"))
+              .Finalize()
+              .node()));
+    }
+    if (!checks.empty()) iterations = ops::Identity(s.WithControlDependencies(checks), iterations);
+  }
   std::vector<Input> loop = {iterations};
   for (int j : float_vars) loop.push_back(dy[j]);
   for (int c : float_caps) loop.push_back(ops::ZerosLike(s, GradInput(op, n + c)));

@@ -239,21 +239,19 @@ void WhileOp::Finish(Loop* loop) {
     const std::vector<Tensor>& rows = loop->history[i];
     // With no iteration the history has no rows, of the shape the variable entered with.
     TensorShape row = rows.empty() ? ctx->input(i).shape() : rows[0].shape();
+    // A variable whose shape invariant let it change shape (a sequence that grows while it is
+    // decoded) cannot be stacked: its history has no rows, and the gradient, if one is asked
+    // for, fails naming it (WhileGrad checks the rows against the iterations).
+    const bool one_shape =
+        std::all_of(rows.begin(), rows.end(), [&row](const Tensor& r) { return r.shape() == row; });
+    const size_t kept = one_shape ? rows.size() : 0;
     TensorShape shape;
-    shape.AddDim(static_cast<int64_t>(rows.size()));
+    shape.AddDim(static_cast<int64_t>(kept));
     for (int d = 0; d < row.rank(); ++d) shape.AddDim(row.dim(d));
     Tensor* out = nullptr;
     s = ctx->allocate_output(n + 1 + i, shape, &out);
     const size_t bytes = static_cast<size_t>(row.num_elements()) * DataTypeSize(types_[i]);
-    for (size_t k = 0; s.ok() && k < rows.size(); ++k) {
-      if (rows[k].shape() != row) {
-        s = absl::InvalidArgumentError(absl::StrCat(
-            "loop variable ", i, " changed shape from ", row.DebugString(), " to ",
-            rows[k].shape().DebugString(), " in iteration ", k,
-            "; gradients through while_loop need loop variables of one shape (or build the loop "
-            "with back_prop=False)"));
-        break;
-      }
+    for (size_t k = 0; s.ok() && k < kept; ++k) {
       if (bytes > 0) {
         std::memcpy(static_cast<char*>(out->raw_data()) + k * bytes, rows[k].raw_data(), bytes);
       }

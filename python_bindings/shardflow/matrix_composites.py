@@ -8,13 +8,14 @@ Example::
     blocks = sf.space_to_depth(images, 2)               # [N, H, W, C] -> [N, H/2, W/2, 4C]
 
 The matrix helpers need the last two dimensions known when the graph is built (their masks
-are constants); gradients flow through all but random_shuffle.
+are constants), but for matrix_band_part, which computes its band in the graph when the size
+or the band is known only when the step runs; gradients flow through all but random_shuffle.
 """
 
 import numpy as np
 
 from shardflow import ops
-from shardflow.framework import convert_to_tensor
+from shardflow.framework import Tensor, convert_to_tensor
 
 
 def _last_two(x, what):
@@ -29,11 +30,33 @@ def matrix_band_part(input, num_lower, num_upper, name=None):  # noqa: A002
     """Each innermost matrix with the entries outside the band zeroed: kept where
     (num_lower < 0 or i - j <= num_lower) and (num_upper < 0 or j - i <= num_upper)."""
     x = convert_to_tensor(input)
-    m, n = _last_two(x, "matrix_band_part")
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    if dims is None or len(dims) < 2:
+        raise ValueError("matrix_band_part needs a tensor of rank >= 2, got %s" % x.shape)
+    if dims[-1] is None or dims[-2] is None or isinstance(num_lower, Tensor) or \
+            isinstance(num_upper, Tensor):
+        return _band_part_at_run_time(x, num_lower, num_upper, name)
+    m, n = dims[-2], dims[-1]
     i, j = np.arange(m)[:, None], np.arange(n)[None, :]
     lo, hi = int(num_lower), int(num_upper)
     keep = ((lo < 0) | (i - j <= lo)) & ((hi < 0) | (j - i <= hi))
     return ops.multiply(x, ops.constant(keep.astype(x.dtype.as_numpy_dtype)), name=name)
+
+
+def _band_part_at_run_time(x, num_lower, num_upper, name):
+    """matrix_band_part when the matrices' size (a Transformer's causal mask over tf.shape(x)[1]
+    steps) or the band is known only when the step runs: the band is computed in the graph and
+    the entries outside it set to zero (not multiplied: inf outside the band gives 0, as TF)."""
+    from shardflow import array_ops, dtypes
+    shape = ops.shape(x)
+    m, n = shape[-2], shape[-1]
+    i = ops.expand_dims(array_ops.range(m), 1)
+    j = ops.expand_dims(array_ops.range(n), 0)
+    lo = ops.cast(num_lower, dtypes.int32)
+    hi = ops.cast(num_upper, dtypes.int32)
+    keep = ops.logical_and(ops.logical_or(ops.less(lo, 0), ops.less_equal(i - j, lo)),
+                           ops.logical_or(ops.less(hi, 0), ops.less_equal(j - i, hi)))
+    return array_ops.where_v2(keep, x, ops.zeros_like(x), name=name)
 
 
 def matrix_diag_part(input, name=None):  # noqa: A002

@@ -259,3 +259,51 @@ def test_an_optimizer_overriding_apply_gradients_as_bert_does():
         assert sess.run(w)[0] == pytest.approx(2.7) and sess.run(step) == 1
     with pytest.raises(ValueError, match="name"):
         tf.train.Optimizer(False, None)
+
+
+def test_causal_mask_of_a_length_known_only_when_the_step_runs():
+    """A Transformer's decoder mask: tf.matrix_band_part(tf.ones([T, T]), -1, 0) with T =
+    tf.shape(x)[1] (it needed the size when the graph was built)."""
+    x = tf.placeholder(tf.float32, [None, None, 4])
+    t = tf.shape(x)[1]
+    causal = tf.matrix_band_part(tf.ones([t, t]), -1, 0)
+    band = tf.linalg.band_part(tf.fill([2, t, t], np.inf), 1, tf.constant(0))
+    scores = tf.matmul(x, x, transpose_b=True) * causal + (1.0 - causal) * -1e9
+    with tf.Session() as sess:
+        c, b, s = sess.run([causal, band, tf.nn.softmax(scores)], {x: np.ones((2, 3, 4))})
+    np.testing.assert_array_equal(c, np.tril(np.ones((3, 3))))
+    assert np.isinf(b[0, 1, 0]) and b[0, 0, 1] == 0 and b[0, 2, 0] == 0   # zeros, not inf * 0
+    np.testing.assert_allclose(s[0, 0], [1, 0, 0], atol=1e-6)
+
+
+def test_a_loop_variable_that_grows_under_its_shape_invariant():
+    """Greedy decoding that concatenates each step's token (a Transformer's inference loop)
+    runs with back_prop on (the default; it failed "loop variable changed shape"); a gradient
+    through such a loop (its backward pass replays every variable's rows) fails naming it."""
+    start = tf.placeholder(tf.int32, [None, 1])
+    w = tf.Variable(2.0)
+
+    def body(i, seq, acc):
+        nxt = seq[:, -1:] + 1
+        return i + 1, tf.concat([seq, nxt], 1), acc * w
+
+    _, seq, acc = tf.while_loop(
+        lambda i, s, a: i < 4, body, [tf.constant(0), start, tf.constant(1.0)],
+        shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, None]),
+                          tf.TensorShape([])])
+    grad = tf.gradients(acc, w)[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        out, value = sess.run([seq, acc], {start: [[5], [7]]})
+        np.testing.assert_array_equal(out, [[5, 6, 7, 8, 9], [7, 8, 9, 10, 11]])
+        assert value == 16.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="loop variable 1 changed shape"):
+            sess.run(grad, {start: [[5], [7]]})
+    # the same loop with a variable that keeps its shape under a loose invariant trains
+    _, kept = tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * w),
+                            [tf.constant(0), tf.ones([2])],
+                            shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])])
+    kept_grad = tf.gradients(tf.reduce_sum(kept), w)[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(kept_grad) == pytest.approx(2 * 3 * 2.0 ** 2)
