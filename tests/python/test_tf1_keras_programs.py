@@ -180,3 +180,66 @@ def test_save_weights_names_the_checkpoint_for_latest_checkpoint(tmp_path):
     np.testing.assert_allclose(fresh.predict(x), model.predict(x), rtol=1e-6)
     model.save_weights(str(tmp_path / "h5" / "w.h5"))
     assert tf.train.latest_checkpoint(str(tmp_path / "h5")) is None    # .h5: no state file
+
+
+class _Subclassed(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.hidden = L.Dense(4, activation="relu")
+        self.out = L.Dense(1)
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+
+def test_subclassed_predict_before_fit_and_dense_features_in_a_sequential():
+    """A subclassed model's predict before any fit failed 'variable not initialized'; a
+    Sequential starting with DenseFeatures (the structured-data tutorial) had IndexError."""
+    assert _Subclassed().predict(np.ones((3, 5), np.float32)).shape == (3, 1)
+    cols = [tf.feature_column.numeric_column("a"), tf.feature_column.numeric_column("b")]
+    model = keras.Sequential([keras.layers.DenseFeatures(cols), L.Dense(8, activation="relu"),
+                              L.Dense(1)])
+    model.compile(keras.optimizers.Adam(0.05), "mse")
+    rng = np.random.default_rng(5)
+    a, b = rng.random(64).astype(np.float32), rng.random(64).astype(np.float32)
+    target = (2 * a - b).astype(np.float32)
+    data = tf.data.Dataset.from_tensor_slices(({"a": a, "b": b}, target)).batch(16)
+    history = model.fit(data, epochs=10, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+    got = model.predict({"a": a[:4], "b": b[:4]})
+    assert got.shape == (4, 1)
+    assert model.evaluate({"a": a, "b": b}, target, verbose=0) < history.history["loss"][0]
+
+
+def test_load_weights_by_name_matches_layers_and_skips_the_others(tmp_path):
+    first = keras.Sequential([L.Dense(3, input_shape=(2,), name="shared"), L.Dense(1, name="x")])
+    path = str(tmp_path / "w.ckpt")
+    first.save_weights(path)
+    second = keras.Sequential([L.Dense(3, input_shape=(2,), name="shared"),
+                               L.Dense(2, name="y")])
+    before = second.layers[1].get_weights()
+    second.load_weights(path, by_name=True)
+    for a, b in zip(first.layers[0].get_weights(), second.layers[0].get_weights()):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(before, second.layers[1].get_weights()):      # no "y" in the file
+        np.testing.assert_array_equal(a, b)
+    third = keras.Sequential([L.Dense(3, input_shape=(2,), name="x")])
+    with pytest.raises(ValueError, match="shape"):
+        third.load_weights(path, by_name=True)
+
+
+def test_fit_on_an_iterator_or_on_pipeline_tensors_with_steps():
+    x = np.random.default_rng(6).random((64, 3)).astype(np.float32)
+    y = x.sum(1, keepdims=True)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).repeat()
+    model = keras.Sequential([L.Dense(1, input_shape=(3,))])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    history = model.fit(data.make_one_shot_iterator(), steps_per_epoch=4, epochs=5, verbose=0)
+    assert len(history.history["loss"]) == 5
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    features, labels = data.make_one_shot_iterator().get_next()
+    history = model.fit(features, labels, steps_per_epoch=4, epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2
+    assert model.evaluate(features, labels, steps=2, verbose=0) < history.history["loss"][0]
+    with pytest.raises(ValueError, match="steps"):
+        model.fit(features, labels, epochs=1, verbose=0)

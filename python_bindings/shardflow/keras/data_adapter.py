@@ -18,6 +18,7 @@ Example::
 import numpy as np
 
 from shardflow import errors
+from shardflow.data.iterator_ops import Iterator
 
 
 class BatchStream:
@@ -56,6 +57,16 @@ class BatchStream:
                 self._next = lambda: session.run(element)
             # Without steps an epoch is the whole dataset: it starts again each epoch.
             self._restart = lambda: session.run(iterator.initializer)
+        elif isinstance(source, Iterator) or isinstance(source, TensorSource):
+            # A tf.data Iterator (its get_next), or tensors a pipeline gives each run (fit(x,
+            # y) on get_next()'s tensors): TF 1.15 takes them with steps_per_epoch.
+            if self.steps is None:
+                raise ValueError("%s: an iterator or tensors give batches without end, so give "
+                                 "steps (steps_per_epoch, validation_steps or steps)" % what)
+            from shardflow.keras import backend as K
+            element = source.get_next() if isinstance(source, Iterator) else source.tensors
+            session = K.get_session()
+            self._next = lambda: session.run(element)
         elif hasattr(source, "__next__"):
             if self.steps is None:
                 raise ValueError("%s: a generator never ends, so give steps (steps_per_epoch, "
@@ -135,9 +146,27 @@ def _share(batch, index, count):
     return batch[index * rows // count:(index + 1) * rows // count]
 
 
+class TensorSource:
+    """fit/evaluate/predict's x (and y) given as tensors that yield a new batch each run
+    (an input pipeline's get_next()): one element, (x, y) or x."""
+
+    def __init__(self, x, y=None):
+        self.tensors = x if y is None else (x, y)
+
+
+def holds_tensors(x):
+    """Whether `x` is a graph tensor, or a list, tuple or dict of them."""
+    from shardflow.framework import Tensor
+    if isinstance(x, Tensor):
+        return True
+    if isinstance(x, dict):
+        return bool(x) and all(isinstance(v, Tensor) for v in x.values())
+    return isinstance(x, (list, tuple)) and bool(x) and all(isinstance(v, Tensor) for v in x)
+
+
 def is_stream(x):
     """Whether fit/evaluate/predict should read `x` as a BatchStream."""
     from shardflow.data.dataset_ops import Dataset
     from shardflow.keras.utils import Sequence
-    return isinstance(x, (Sequence, Dataset)) or (hasattr(x, "__next__") and
-                                                   not isinstance(x, np.ndarray))
+    return isinstance(x, (Sequence, Dataset, Iterator, TensorSource)) or \
+        (hasattr(x, "__next__") and not isinstance(x, np.ndarray))

@@ -318,7 +318,9 @@ class Model:
         directory = os.path.dirname(filepath)
         if directory:
             os.makedirs(directory, exist_ok=True)
-        entries = [("%05d/%s" % (i, v.op.name), value)
+        # "<index>/<layer>|<variable>": the order for load_weights, the layer for by_name.
+        owner = self._weight_owners()
+        entries = [("%05d/%s|%s" % (i, owner.get(id(v), ""), v.op.name), value)
                    for i, (v, value) in enumerate(zip(self.weights, self.get_weights()))]
         _shardflow.save_checkpoint(filepath, entries)
         h5 = filepath.endswith((".h5", ".keras", ".hdf5")) or save_format == "h5"
@@ -348,17 +350,35 @@ class Model:
         return json.dumps(self.get_config(), **kwargs)
 
     def load_weights(self, filepath, by_name=False):
-        """Sets the weights from a file save_weights wrote (matched by order; with by_name,
-        by the variable names)."""
+        """Sets the weights from a file save_weights wrote, matched by order; with by_name, as
+        Keras: each layer of the model whose name the file has takes that layer's weights (in
+        order; their number and shapes must agree), the others are left as they are."""
         self._require_built("load_weights")
         loaded = sorted(_shardflow.load_checkpoint(filepath), key=lambda e: e[0])
         weights = self.weights
         if by_name:
-            by = {key.split("/", 1)[1]: value for key, value in loaded}
-            missing = [v.op.name for v in weights if v.op.name not in by]
-            if missing:
-                raise ValueError("%s has no weights %s" % (filepath, ", ".join(missing)))
-            values = [by[v.op.name] for v in weights]
+            saved = {}   # layer name -> its values in order
+            for key, value in loaded:
+                layer = key.split("/", 1)[1].split("|", 1)[0] if "|" in key else \
+                    key.split("/", 2)[1]      # files of before: the variable's first scope
+                saved.setdefault(layer, []).append(value)
+            pairs = []
+            for layer in self.layers:
+                own = list(getattr(layer, "weights", []))
+                if not own or layer.name not in saved:
+                    continue
+                values = saved[layer.name]
+                if len(values) != len(own):
+                    raise ValueError("layer '%s' has %d weights; %s holds %d for it"
+                                     % (layer.name, len(own), filepath, len(values)))
+                pairs += list(zip(own, values))
+            for v, value in pairs:
+                if list(value.shape) != v.shape.as_list():
+                    raise ValueError("weight %s has shape %s in the model but %s in %s"
+                                     % (v.op.name, v.shape.as_list(), list(value.shape),
+                                        filepath))
+            K.batch_set_value(pairs)
+            return
         else:
             if len(loaded) != len(weights):
                 raise ValueError("%s holds %d weights; the model has %d"
@@ -369,6 +389,14 @@ class Model:
                 raise ValueError("weight %s has shape %s in the model but %s in %s"
                                  % (v.op.name, v.shape.as_list(), list(value.shape), filepath))
         self.set_weights(values)
+
+    def _weight_owners(self):
+        """id(weight) -> the name of the model's layer that holds it (the first one)."""
+        owner = {}
+        for layer in self.layers:
+            for v in getattr(layer, "weights", []):
+                owner.setdefault(id(v), layer.name)
+        return owner
 
     # ---- compile and the step functions ----------------------------------------------------
 
@@ -504,6 +532,8 @@ class Model:
 
     def _inputs_list(self, x):
         if isinstance(x, dict):
+            if not self.built and hasattr(self, "_build_from_dict"):
+                self._build_from_dict(x)        # a Sequential starting with DenseFeatures
             x = [self._input_from_dict(x, t) for t in self.inputs]
         xs = [np.asarray(a) for a in _as_list(x)]
         if self.built and len(xs) != len(self.inputs):
@@ -519,7 +549,7 @@ class Model:
 
     @staticmethod
     def _input_from_dict(arrays, t):
-        for key in (_input_name(t), t.op.name):
+        for key in (getattr(t, "_feature_key", None), _input_name(t), t.op.name):
             if key in arrays:
                 return arrays[key]
         raise ValueError("no data for input %r; the dict has %s" % (_input_name(t),
@@ -695,6 +725,8 @@ class Model:
         thread."""
         validate_after = _validation_epochs(validation_freq)
         batch_size = int(batch_size or 32)
+        if _data.holds_tensors(x):        # an input pipeline's tensors, with steps_per_epoch
+            x, y = _data.TensorSource(x, y), None
         seq = _data.BatchStream(x, steps_per_epoch, "fit", shard=self._worker_share()) \
             if _data.is_stream(x) else None
         if seq is None and steps_per_epoch:
@@ -904,6 +936,8 @@ class Model:
         """The loss (and metrics) over (x, y), learning phase off: a float when there are
         no metrics, else [loss, metric, ...] in the order of metrics_names. `x` may also be
         a tf.data.Dataset, a generator (with `steps`) or a Sequence of (inputs, targets)."""
+        if _data.holds_tensors(x):
+            x, y = _data.TensorSource(x, y), None
         if _data.is_stream(x):
             stream = _data.BatchStream(x, steps, "evaluate", shard=self._worker_share())
             self._build_for(self._inputs_list(stream.peek()[0]))
@@ -930,12 +964,17 @@ class Model:
         """The outputs for `x` as NumPy arrays (learning phase off), computed in batches. `x`
         may also be a tf.data.Dataset, a generator (with `steps`) or a Sequence whose batches
         are the inputs (or tuples starting with them)."""
-        sess = K.get_session()
+        if _data.holds_tensors(x):
+            x = _data.TensorSource(x)
+        sessions = []      # the session, once the model is built (a subclassed model's
+                           # variables exist only then: get_session initialises them)
 
         def run_batch(b, xs, rows):
+            if not sessions:
+                sessions.append(K.get_session())
             logs = {"batch": b, "size": len(rows)}
             call_hooks(callbacks, "on_predict_batch_begin", b, logs)
-            out = self._run(sess, self.outputs, self._feed(xs, rows))
+            out = self._run(sessions[0], self.outputs, self._feed(xs, rows))
             logs["outputs"] = out
             call_hooks(callbacks, "on_predict_batch_end", b, logs)
             return out
@@ -1092,6 +1131,29 @@ class Sequential(Model):
         self.outputs = list(self.inputs)
         for layer in self._stack:
             self._apply(layer)
+
+    def _build_from_dict(self, arrays):
+        """Builds a Sequential whose first layer takes a dict of features (DenseFeatures, as
+        TF's structured-data tutorial): an Input per feature, named by its key, shaped and
+        typed as the feature's batch; the dict goes to the first layer."""
+        features = {}
+        for key in sorted(arrays):
+            a = np.asarray(arrays[key])
+            if a.dtype.kind in "USO":
+                dtype = "string"
+            elif a.dtype.kind in "iu":
+                dtype = "int64"
+            else:
+                dtype = K.floatx()
+            t = layers_module.Input(shape=a.shape[1:], name=key, dtype=dtype)
+            t._feature_key = key
+            features[key] = t
+        self.inputs = [features[k] for k in sorted(features)]
+        out = features
+        for layer in self._stack:
+            out = layer(out)
+        self.outputs = [out]
+        self._single_input = False
 
     def build(self, input_shape=None):
         """Builds the model for inputs of `input_shape` (batch dimension first)."""
