@@ -243,3 +243,31 @@ def test_fit_on_an_iterator_or_on_pipeline_tensors_with_steps():
     assert model.evaluate(features, labels, steps=2, verbose=0) < history.history["loss"][0]
     with pytest.raises(ValueError, match="steps"):
         model.fit(features, labels, epochs=1, verbose=0)
+
+
+def test_a_model_used_as_a_layer_is_one_layer_and_freezes():
+    """Transfer learning: a base model called on the new model's input is one layer of it, and
+    base.trainable = False freezes its weights (they were flattened into the outer model and
+    kept training)."""
+    x = np.random.default_rng(7).random((16, 3)).astype(np.float32)
+    y = x.sum(1, keepdims=True)
+    base = keras.Sequential([L.Dense(4, input_shape=(3,)), L.Dense(2)], name="base")
+    inp = L.Input((3,))
+    model = keras.Model(inp, L.Dense(1, name="head")(base(inp)))
+    assert [layer.name for layer in model.layers] == [model.layers[0].name, "base", "head"]
+    assert model.get_layer("base") is base
+    base.trainable = False
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    assert len(model.trainable_weights) == 2 and len(model.weights) == 6
+    frozen = [w.copy() for w in base.get_weights()]
+    head = model.get_layer("head").get_weights()[0].copy()
+    model.fit(x, y, epochs=2, verbose=0)
+    for before, after in zip(frozen, base.get_weights()):
+        np.testing.assert_array_equal(before, after)
+    assert not np.array_equal(head, model.get_layer("head").get_weights()[0])
+    functional_in = L.Input((3,))
+    functional = keras.Model(functional_in, L.Dense(2)(functional_in), name="fbase")
+    outer_in = L.Input((3,))
+    outer = keras.Model(outer_in, L.Dense(1)(functional(outer_in)))
+    assert "fbase" in [layer.name for layer in outer.layers]
+    assert outer.predict(x).shape == (16, 1)

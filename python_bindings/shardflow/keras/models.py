@@ -210,7 +210,24 @@ class Model:
                 new[id(t)] = y[index] if isinstance(y, list) else y
             return new[id(t)]
         outs = [compute(t) for t in self.outputs]
-        return outs[0] if len(outs) == 1 else outs
+        out = outs[0] if len(outs) == 1 else outs
+        self._record_call(inputs, out)
+        return out
+
+    def _record_call(self, inputs, out):
+        """Note [Models as layers]: a model called on tensors of another model is one layer
+        of it, as in Keras: the outputs' history names this model, so the outer model lists it
+        among its layers (not its layers one by one) and takes its weights through it; its
+        `trainable` (False to freeze a pretrained base) decides whether they train."""
+        if _as_list(inputs) and all(getattr(t, "_keras_history", None) is not None
+                                    for t in _as_list(inputs)):
+            nodes = self.__dict__.setdefault("_inbound_nodes", [])
+            if getattr(self, "_order", None) is None:
+                self._order = next(layers_module._call_order)
+            index = len(nodes)
+            nodes.append((list(inputs) if isinstance(inputs, (list, tuple)) else inputs, out))
+            for i, t in enumerate(_as_list(out)):
+                t._keras_history = (self, index, i)
 
     # ---- weights ---------------------------------------------------------------------------
 
@@ -268,11 +285,13 @@ class Model:
             layers_module._added_metric(value, aggregation, name))
         self._functions = None
 
-    def _added_metrics(self):
+    def _collect_added_metrics(self):
         """(name, tensor) of the metrics the layers and the model added, each name once."""
         out, seen = [], set()
         for layer in self.layers:
-            for name, value in getattr(layer, "_added_metrics", []):
+            added = layer._collect_added_metrics() if isinstance(layer, Model) else \
+                getattr(layer, "_added_metrics", [])
+            for name, value in added:
                 if name not in seen:
                     seen.add(name)
                     out.append((name, value))
@@ -496,7 +515,7 @@ class Model:
                 tensors += values
                 flags += head_flags
                 stateful += objects
-            added = self._added_metrics()
+            added = self._collect_added_metrics()
             tensors += [value for _, value in added]
             flags += [False] * len(added)
             params = self.trainable_weights
@@ -1176,6 +1195,7 @@ class Sequential(Model):
         x = inputs
         for layer in self._stack:
             x = layer(x, training=training)
+        self._record_call(inputs, x)
         return x
 
 

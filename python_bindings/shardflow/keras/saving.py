@@ -195,7 +195,13 @@ def _decode_layer(entry):
 
 
 def _layer_entry(layer):
+    from shardflow.keras import layers as layers_module
     call = layer.__dict__.get("_init_call")
+    if call is None and not isinstance(layer, layers_module.Layer):
+        raise NotImplementedError("model.save: '%s' (%s) is a model used as a layer; saving "
+                                  "nested models is not supported: save_weights() and rebuild "
+                                  "the model in code" % (getattr(layer, "name", layer),
+                                                         type(layer).__name__))
     if call is None:
         raise NotImplementedError("model.save: layer %s (%s) is not a keras layer whose "
                                   "arguments were recorded" % (layer, type(layer).__name__))
