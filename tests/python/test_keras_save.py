@@ -197,3 +197,16 @@ def test_loaded_multi_input_model_takes_a_dict_by_input_name(tmp_path):
     np.testing.assert_allclose(loaded.predict(data), model.predict(data), rtol=1e-6)
     with pytest.raises(ValueError, match="no data for input 'b'"):
         loaded.predict({"a": data["a"]})
+
+
+def test_a_model_compiled_with_a_tf_train_optimizer_saves_without_compile_settings(tmp_path):
+    # TF 1.15 warns and saves the model without its training configuration (this raised).
+    model = keras.Sequential([keras.layers.Dense(1, input_shape=(3,))])
+    model.compile(tf.train.AdamOptimizer(0.01), "mse")
+    x = np.ones((4, 3), np.float32)
+    model.fit(x, np.ones((4, 1), np.float32), verbose=0)
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert loaded.optimizer is None
+    np.testing.assert_allclose(loaded.predict(x), model.predict(x), rtol=1e-6)

@@ -268,12 +268,26 @@ def model_config(model):
     return config
 
 
+def _is_tf_train_optimizer(optimizer):
+    from shardflow.train import Optimizer
+    return isinstance(optimizer, Optimizer)
+
+
 def save_model(model, filepath, overwrite=True, include_optimizer=True):
     model._require_built("save")
     if not overwrite and os.path.exists(filepath):
         raise FileExistsError("%s exists (overwrite=False)" % filepath)
     config = model_config(model)
     compiled = getattr(model, "_compile_call", None)
+    if include_optimizer and compiled is not None and _is_tf_train_optimizer(compiled[0]):
+        # As TF 1.15: a tf.train optimizer's state cannot be written; the model is saved
+        # without its training configuration (load_model gives it uncompiled).
+        from shardflow import tf_logging
+        tf_logging.warning(
+            "model.save: the model was compiled with a tf.train optimizer (%s), whose state "
+            "cannot be saved; it is saved without its compile settings: compile it again after "
+            "load_model (or use a keras.optimizers optimizer)" % type(compiled[0]).__name__)
+        compiled = None
     if include_optimizer and compiled is not None:
         optimizer, loss, metrics = compiled
         opt_call = optimizer.__dict__.get("_init_call") if not isinstance(optimizer, str) \
