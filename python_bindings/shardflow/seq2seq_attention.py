@@ -201,7 +201,10 @@ class AttentionWrapper(RNNCell):
             self._layers = [attention_layer] if not isinstance(attention_layer, (list, tuple)) \
                 else list(attention_layer)
         elif sizes is not None:
-            self._layers = [_Projection(s, "attention_layer") for s in sizes]
+            # One per mechanism, named as TF's layers are uniquified: attention_layer,
+            # attention_layer_1, ...
+            self._layers = [_Projection(s, "attention_layer" + ("_%d" % i if i else ""))
+                            for i, s in enumerate(sizes)]
         self._attention_size = (sum(layer.units for layer in self._layers) if self._layers
                                 else sum(m.values.shape.as_list()[-1] for m in self._mechanisms))
         self._alignment_history = alignment_history

@@ -144,3 +144,25 @@ def test_tile_batch_keeps_what_is_known_of_the_shape():
         v = np.arange(2 * 5 * 4, dtype=np.float32).reshape(2, 5, 4)
         with tf.Session() as sess:
             np.testing.assert_array_equal(sess.run(tiled, {memory: v}), np.repeat(v, 3, axis=0))
+
+
+def test_attention_wrapper_with_several_mechanisms():
+    """A list of mechanisms, each with its own attention layer (attention_layer,
+    attention_layer_1, as TF's uniquified layers; the second one's kernel already existed)."""
+    tf.reset_default_graph()
+    batch, steps = 4, 5
+    memory = tf.random_normal([batch, steps, 16], seed=1)
+    lengths = tf.fill([batch], steps)
+    mechanisms = [tf.contrib.seq2seq.LuongAttention(16, memory, memory_sequence_length=lengths),
+                  tf.contrib.seq2seq.BahdanauAttention(16, memory,
+                                                       memory_sequence_length=lengths)]
+    cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.GRUCell(16), mechanisms,
+                                               attention_layer_size=[8, 6])
+    out, _ = tf.nn.dynamic_rnn(cell, tf.random_normal([batch, 3, 6], seed=2),
+                               initial_state=cell.zero_state(batch, tf.float32))
+    names = [v.op.name for v in tf.global_variables()]
+    assert "rnn/attention_wrapper/attention_layer/kernel" in names
+    assert "rnn/attention_wrapper/attention_layer_1/kernel" in names
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(out).shape == (batch, 3, 14)
