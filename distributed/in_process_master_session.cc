@@ -39,7 +39,9 @@ class InProcessMasterSession final : public Session {
                    std::vector<Tensor>* outputs, RunMetadata* metadata) override {
     SF_ASSIGN_OR_RETURN(std::string handle, Handle());
     std::vector<Tensor> out;
-    SF_RETURN_IF_ERROR(master_->RunStep(handle, options, feeds, fetches, targets,
+    RunOptions asked = options;
+    if (metadata != nullptr) asked.set_report_placement(true);  // as a remote client asks
+    SF_RETURN_IF_ERROR(master_->RunStep(handle, asked, feeds, fetches, targets,
                                         outputs != nullptr ? outputs : &out, metadata));
     return absl::OkStatus();
   }

@@ -351,6 +351,7 @@ class MasterSessionImpl final : public MasterSession {
     step->outputs = outputs;
     step->metadata = metadata;
     step->trace = run_options.trace_level() == RunOptions::FULL_TRACE && metadata != nullptr;
+    step->report_placement = run_options.report_placement();
     step->step_id = step->prepared->plan->between_graph_signature.empty()
                         ? NewStepId()
                         : NextBetweenGraphStepId(step->prepared->plan->between_graph_signature);
@@ -524,6 +525,7 @@ class MasterSessionImpl final : public MasterSession {
     std::vector<Tensor>* outputs = nullptr;
     RunMetadata* metadata = nullptr;
     bool trace = false;
+    bool report_placement = false;  // RunOptions.report_placement
     int64_t step_id = 0;
     StepCall* caller = nullptr;
     // The end of the step's time limit (the tightest of the options', the caller's and the
@@ -648,8 +650,12 @@ class MasterSessionImpl final : public MasterSession {
           *metadata->mutable_optimized_graph() = prepared->plan->optimized_graph;
           *metadata->mutable_optimizer_report() = prepared->plan->optimizer_report;
         }
-        for (const auto& [node, device] : prepared->placement) {
-          (*metadata->mutable_placement())[node] = device;
+        // Every node's device: with a trace, or when the client asks (its caller gave a
+        // RunMetadata); a reply to every step would otherwise carry a map of the whole graph.
+        if (trace || report_placement) {
+          for (const auto& [node, device] : prepared->placement) {
+            (*metadata->mutable_placement())[node] = device;
+          }
         }
       }
       return absl::OkStatus();

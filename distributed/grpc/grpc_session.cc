@@ -77,6 +77,7 @@ class GrpcSession final : public Session {
     for (const std::string& f : fetches) request.add_fetches(f);
     for (const std::string& t : targets) request.add_targets(t);
     *request.mutable_options() = options;
+    if (metadata != nullptr) request.mutable_options()->set_report_placement(true);
     RunStepResponse response;
     grpc::ClientContext context;
     // The master enforces timeout_in_ms; the call's deadline leaves it time to say so.

@@ -432,10 +432,26 @@ TEST_F(HostileRequestsTest, RepeatedFetchesAreComputedOnceAndStepsAreBounded) {
   grpc::Status st = run_with(50, &response);
   ASSERT_TRUE(st.ok()) << st.error_message();
   ASSERT_EQ(response.tensors_size(), 50);
+  // Without a trace or RunOptions.report_placement a reply carries no node -> device map (it
+  // was a map of the whole graph on every step: 10 MB for a 200,000-node graph).
+  EXPECT_EQ(response.metadata().placement_size(), 0);
   for (const TensorProto& p : response.tensors()) {
     auto t = Tensor::FromProto(p);
     ASSERT_TRUE(t.ok());
     test::ExpectValues<float>(*t, {2, 3});
+  }
+  {
+    grpc::ClientContext context;
+    RunStepRequest run;
+    run.set_session_handle(created.session_handle());
+    run.add_fetches("y");
+    run.mutable_options()->set_report_placement(true);
+    NamedTensor* feed = run.add_feeds();
+    feed->set_name("x");
+    Tensor::FromVector<float>({1, 2}).AsProto(feed->mutable_tensor());
+    RunStepResponse placed;
+    ASSERT_TRUE(stub->RunStep(&context, run, &placed).ok());
+    EXPECT_GT(placed.metadata().placement_size(), 0);
   }
   RunStepResponse refused;
   st = run_with(70000, &refused);
