@@ -211,6 +211,7 @@ absl::Status SliceGrad(const Scope& s, const Operation& op, const Grads& dy, Gra
 
 REGISTER_GRADIENT("Identity", IdentityGrad);
 REGISTER_GRADIENT("CheckNumerics", IdentityGrad);
+REGISTER_GRADIENT("EnsureShape", IdentityGrad);
 REGISTER_GRADIENT("IdentityN", [](const Scope&, const Operation&, const Grads& dy, Grads* dx) {
   dx->insert(dx->end(), dy.begin(), dy.end());
   return absl::OkStatus();

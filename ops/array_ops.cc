@@ -281,7 +281,32 @@ absl::Status PlaceholderShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// EnsureShape: the input's shape merged with the attr's (an error when they disagree).
+absl::Status EnsureShapeShape(InferenceContext* c) {
+  TensorShape want;
+  SF_RETURN_IF_ERROR(c->GetAttr("shape", &want));
+  auto merged = c->input(0).Merge(want);
+  if (!merged.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("EnsureShape: the input has shape ",
+                                                   c->input(0).DebugString(), ", not ",
+                                                   want.DebugString()));
+  }
+  c->set_output(0, *merged);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+REGISTER_OP("EnsureShape")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("shape: shape")
+    .SetShapeFn(EnsureShapeShape)
+    .Doc(
+        "Passes `input` through, failing the step when its shape does not fit `shape` (a "
+        "partial shape: Tensor.set_shape tells the graph what it knows, as TF's "
+        "tf.ensure_shape).");
 
 REGISTER_OP("Const")
     .Output("output: dtype")

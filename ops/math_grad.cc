@@ -365,6 +365,49 @@ SF_GRAD(MaxMin) {
   return absl::OkStatus();
 }
 
+// Prod: each element's gradient is the product of the others, computed without dividing (so
+// zeros are exact, as TF): the reduced dimensions are moved first and flattened into one, and
+// the exclusive products from both ends multiplied.
+SF_GRAD(Prod) {
+  auto g = KeepDims(s, op, dy[0]);
+  if (!g.ok()) return g.status();
+  auto axes = ConstantAxes(op);
+  if (!axes.ok()) return axes.status();
+  Output x = GradInput(op, 0);
+  const int rank = x.shape().rank();
+  std::vector<int32_t> perm, inverse(rank);
+  for (int64_t a : *axes) perm.push_back(static_cast<int32_t>(a));
+  for (int d = 0; d < rank; ++d) {
+    if (std::find(axes->begin(), axes->end(), d) == axes->end()) perm.push_back(d);
+  }
+  for (int d = 0; d < rank; ++d) inverse[perm[d]] = d;
+  Output moved = ops::Transpose(s, x, Tensor::FromVector(perm));
+  Output moved_shape = ops::Shape(s, moved);
+  Output reduced =
+      ops::Prod(s,
+                ops::Slice(s, moved_shape, Tensor::FromVector<int32_t>({0}),
+                           Tensor::FromVector<int32_t>({static_cast<int32_t>(axes->size())})),
+                Tensor::FromVector<int32_t>({0}), true);
+  Output flat = ops::Reshape(
+      s, moved, ops::Concat(s, {reduced, ops::Const(s, Tensor::FromVector<int32_t>({-1}))}, 0));
+  auto products = [&](bool reverse) {
+    return Output(OpBuilder(s, "Cumprod")
+                      .Input(flat)
+                      .Input(ops::Const(s, Tensor::Scalar<int32_t>(0)))
+                      .Attr("exclusive", true)
+                      .Attr("reverse", reverse)
+                      .Finalize()
+                      .node(),
+                  0);
+  };
+  Output others = ops::Mul(s, products(false), products(true));
+  Output back =
+      ops::Transpose(s, ops::Reshape(s, others, moved_shape), Tensor::FromVector(inverse));
+  dx->push_back(ops::Mul(s, back, BroadcastLike(s, *g, x)));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("Add", AddGrad);
 REGISTER_GRADIENT("Sub", SubGrad);
 REGISTER_GRADIENT("Mul", MulGrad);
@@ -410,6 +453,7 @@ REGISTER_GRADIENT("Cast", CastGrad);
 REGISTER_GRADIENT("MatMul", MatMulGrad);
 REGISTER_GRADIENT("BatchMatMulV2", BatchMatMulV2Grad);
 REGISTER_GRADIENT("Sum", SumGrad);
+REGISTER_GRADIENT("Prod", ProdGrad);
 REGISTER_GRADIENT("Mean", MeanGrad);
 REGISTER_GRADIENT("Max", MaxMinGrad);
 REGISTER_GRADIENT("Min", MaxMinGrad);

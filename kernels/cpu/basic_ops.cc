@@ -140,6 +140,27 @@ class PrintOp : public OpKernel {
   int64_t printed_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// EnsureShape: the input, when its shape fits the partial shape `shape`.
+class EnsureShapeOp : public OpKernel {
+ public:
+  explicit EnsureShapeOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("shape", &shape_);
+    if (!s.ok()) c->SetStatus(s);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    OP_REQUIRES(ctx, shape_.IsCompatibleWith(x.shape()),
+                absl::InvalidArgumentError(absl::StrCat(
+                    "the value has shape ", x.shape().DebugString(), ", which does not fit ",
+                    shape_.DebugString(), " (its set_shape / ensure_shape)")));
+    ctx->set_output(0, x);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  TensorShape shape_;
+};
+
 class IdentityNOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -153,6 +174,7 @@ class IdentityNOp : public OpKernel {
 REGISTER_KERNEL(KernelDef("Const").Device(kDeviceCpu), ConstOp);
 REGISTER_KERNEL(KernelDef("Identity").Device(kDeviceCpu), IdentityOp);
 REGISTER_KERNEL(KernelDef("IdentityN").Device(kDeviceCpu), IdentityNOp);
+REGISTER_KERNEL(KernelDef("EnsureShape").Device(kDeviceCpu), EnsureShapeOp);
 REGISTER_KERNEL(KernelDef("StopGradient").Device(kDeviceCpu), IdentityOp);
 REGISTER_KERNEL(KernelDef("Print").Device(kDeviceCpu), PrintOp);
 REGISTER_KERNEL(KernelDef("NoOp").Device(kDeviceCpu), NoOp);

@@ -408,19 +408,23 @@ class Tensor(_TensorOperators):
 
     def set_shape(self, shape):
         """Merges `shape` into the static shape, as TF1's Tensor.set_shape (ValueError when they
-        disagree). The engine learns it through a Reshape this Tensor then stands for (when at
-        most one dimension stays unknown; the step fails if the value's shape differs); with
-        more unknown dimensions only this object's shape changes."""
+        disagree). The engine learns it through an op this Tensor then stands for: a Reshape
+        when at most one dimension stays unknown, else an EnsureShape of the partial shape
+        (image.set_shape([None, None, 3]) after decode_jpeg); the step fails if the value's
+        shape does not fit."""
         merged = self.shape.merge_with(shape)
         if merged == self.shape or merged.ndims is None:
             return
         dims = merged.as_list()
-        if sum(d is None for d in dims) <= 1:
-            from shardflow import ops
-            with self.graph.as_default(), self.graph.control_dependencies(None):
+        from shardflow import ops
+        with self.graph.as_default(), self.graph.control_dependencies(None):
+            if sum(d is None for d in dims) <= 1:
                 r = ops.reshape(self, [-1 if d is None else d for d in dims],
                                 name=self.op.name + "/set_shape")
-            self._ref, self.op, self.name, self.value_index = r._ref, r.op, r.name, 0
+            else:
+                r = ops._out("EnsureShape", [self], {"shape": dims},
+                             self.op.name + "/set_shape")
+        self._ref, self.op, self.name, self.value_index = r._ref, r.op, r.name, 0
         self.shape = merged
 
     @property

@@ -497,6 +497,11 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
 
     // Array ops: small fixed expectations.
     m["Identity"] = PassThrough();
+    // A partial shape the [2, 3] input fits passes it through (a misfit: python/unit's test).
+    m["EnsureShape"] = PassThrough();
+    m["EnsureShape"].attrs = [](DataType) {
+      return Attrs{{"shape", MakeAttr(TensorShape({-1, 3}))}};
+    };
     // A list of two dtypes passes through unchanged.
     m["IdentityN"].custom = [] {
       const Tensor a = D({1.5, -2, 3}, {3});

@@ -307,3 +307,35 @@ def test_a_loop_variable_that_grows_under_its_shape_invariant():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(kept_grad) == pytest.approx(2 * 3 * 2.0 ** 2)
+
+
+def test_reduce_prod_has_a_gradient_exact_at_zeros():
+    from grad_check import check_gradient
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0.5, 2.0, size=(2, 3, 4))
+    for axis, keepdims in ((None, False), (1, False), ([0, 2], True), (-1, False)):
+        check_gradient(lambda t: tf.reduce_prod(t, axis=axis, keepdims=keepdims), x, rng=rng,
+                       rtol=1e-4, atol=1e-6)
+    zeros = tf.constant([[0.0, 2.0, 3.0], [0.0, 0.0, 5.0]], tf.float64)
+    grad = tf.gradients(tf.reduce_sum(tf.reduce_prod(zeros, axis=1)), zeros)[0]
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(grad), [[6, 0, 0], [0, 0, 0]])
+
+
+def test_set_shape_with_several_unknown_dimensions_reaches_the_graph():
+    """decode_png's [?, ?, 3] (and x.set_shape([None, None, 3])) is known to the ops built on
+    it: resize_images after a cast no longer met a tensor of unknown rank."""
+    pixels = np.random.default_rng(9).integers(0, 255, (30, 40, 3)).astype(np.uint8)
+    image = tf.image.decode_png(tf.image.encode_png(tf.constant(pixels)), channels=3)
+    as_float = tf.cast(image, tf.float32)
+    assert as_float.shape.as_list() == [None, None, 3]
+    resized = tf.image.resize_images(as_float, [24, 24])
+    assert resized.shape.as_list() == [24, 24, 3]
+    x = tf.placeholder(tf.float32)
+    x.set_shape([None, None, 3])
+    assert tf.identity(x).shape.as_list() == [None, None, 3]
+    with tf.Session() as sess:
+        assert sess.run(resized).shape == (24, 24, 3)
+        assert sess.run(tf.identity(x), {x: np.ones((2, 5, 3))}).shape == (2, 5, 3)
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(tf.identity(x), {x: np.ones((2, 2, 4))})
