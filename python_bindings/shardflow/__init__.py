@@ -22,8 +22,8 @@ See docs/python.md for the whole API.
 from shardflow import _shardflow  # noqa: F401 (the C++ engine)
 from shardflow import (applications, collective_ops, datasets, distribute,  # noqa: F401
                        errors, graph_util, layers, losses, nn, profiler, summary, train)
-from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, float16, float32,  # noqa: F401
-                              float64, int8, int32, int64, string, uint8)
+from shardflow.dtypes import (DType, as_dtype, bfloat16, bool_, double, float16,  # noqa: F401
+                              float32, float64, half, int8, int32, int64, string, uint8)
 from shardflow.device_spec import DeviceSpec  # noqa: F401
 from shardflow.framework import (Dimension, Graph, GraphKeys,  # noqa: F401
                                  Operation, Tensor, TensorShape, add_to_collection,
@@ -74,7 +74,7 @@ from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
 from shardflow import python  # noqa: F401  (tf.python.client.timeline)
 from shardflow.tensor_util import (get_static_value, make_ndarray,  # noqa: F401
                                    make_tensor_proto)
-from shardflow.math_composites import (count_nonzero, div, div_no_nan, eye,  # noqa: F401
+from shardflow.math_composites import (count_nonzero, div, div_no_nan, divide, eye,  # noqa: F401,E501
                                        lbeta, lin_space, linspace, log_sigmoid, norm, rank,
                                        realdiv, reduce_logsumexp, size, to_double, to_float,
                                        to_int32, to_int64, truncatediv, truncatemod)

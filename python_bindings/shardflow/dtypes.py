@@ -59,6 +59,7 @@ float32 = _make("float32", np.float32)
 float64 = _make("float64", np.float64)
 float16 = _make("float16", np.float16)
 bfloat16 = _make("bfloat16", np.float32)  # NumPy has none; fetched as float32
+double, half = float64, float16   # TF1's other names
 int8 = _make("int8", np.int8)
 uint8 = _make("uint8", np.uint8)
 int32 = _make("int32", np.int32)

@@ -1170,6 +1170,12 @@ def _literal(value):
     if isinstance(value, np.ndarray):
         return value
     arr = np.asarray(value)
+    if arr.dtype.kind == "S":
+        # Python bytes as objects: NumPy's fixed-width bytes drop trailing NUL bytes (a
+        # serialized proto ending in 0 would lose them).
+        exact = np.empty(arr.shape, dtype=object)
+        exact[...] = value if arr.ndim == 0 else np.array(value, dtype=object).reshape(arr.shape)
+        return exact
     if arr.dtype == np.float64:
         return arr.astype(np.float32)
     if arr.dtype == np.int64:

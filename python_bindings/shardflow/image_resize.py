@@ -351,9 +351,17 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
     return resize_bilinear(images, size, align_corners, name=name)
 
 
-def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=False,
-           antialias=False, name=None):
-    """tf.image.resize (TF 1.14+, TF 2's conventions): pixel centres, float32 out."""
+def resize(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
+           preserve_aspect_ratio=False, name=None):
+    """tf.image.resize in TF 1.15: resize_images itself (TF 1.x's conventions: no half-pixel
+    centres, `align_corners`; nearest-neighbour keeps the dtype). TF 2's version is
+    resize_images_v2 (half-pixel centres, float32 out)."""
+    return resize_images(images, size, method, align_corners, preserve_aspect_ratio, name)
+
+
+def resize_images_v2(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=False,
+                     antialias=False, name=None):
+    """TF 2's tf.image.resize (tf.compat.v2): pixel centres, float32 out."""
     if antialias:
         raise ValueError("resize(antialias=True) is not available")
     method = _method(method)
@@ -372,4 +380,4 @@ def resize(images, size, method=ResizeMethod.BILINEAR, preserve_aspect_ratio=Fal
 
 
 __all__ = ["ResizeMethod", "resize", "resize_area", "resize_bicubic", "resize_bilinear",
-           "resize_images", "resize_nearest_neighbor"]
+           "resize_images", "resize_images_v2", "resize_nearest_neighbor"]

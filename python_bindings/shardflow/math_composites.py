@@ -254,6 +254,12 @@ def div_no_nan(x, y, name=None):
 divide_no_nan = div_no_nan
 
 
+def divide(x, y, name=None):
+    """x / y as Python 3 divides, as TF 1.15's tf.divide / tf.math.divide (x / y): integers
+    give float64 (tf.divide(-7, 2) is -3.5); floats divide as they are."""
+    return ops.truediv(x, y, name=name)
+
+
 # ---- TF1's integer-aware divisions: div, realdiv, truncatediv, truncatemod ------------------
 
 

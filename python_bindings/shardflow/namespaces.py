@@ -130,6 +130,7 @@ math = _namespace(  # noqa: A001 (sf.math, as tf.math; the package imports Pytho
     "shardflow.math", "TF1's tf.math: element-wise math, reductions and comparisons.",
     _MATH_NAMES, [ops, math_composites, array_ops, nn, array_composites, segment_ops,
                   check_ops, core_extras])
+math.divide = math_composites.divide   # true division (ops.divide is the engine's Div)
 linalg = _namespace(
     "shardflow.linalg", "TF1's tf.linalg: matmul, norm, eye, l2_normalize, matrix_transpose, "
     "inv, det, slogdet, logdet, solve, triangular_solve, cholesky, svd, qr.",

@@ -667,8 +667,8 @@ def in_top_k(predictions, targets, k, name=None):
     """A bool [batch]: whether targets[i] is among the k largest of predictions[i]
     ([batch, classes], float; the number of classes must be known), as TF1's tf.nn.in_top_k:
     classes tied with the target's value count as within the top k (the target is in when
-    fewer than k classes are strictly larger), and a non-finite prediction for the target or
-    a target outside [0, classes) is never in."""
+    fewer than k classes are strictly larger), and a row with a non-finite prediction or a
+    target outside [0, classes) is never in."""
     p = _float_tensor(predictions, "in_top_k")
     if p.shape.ndims != 2 or p.shape.as_list()[1] is None:
         raise ValueError("in_top_k: predictions must be [batch, classes] with classes known, "
@@ -684,7 +684,8 @@ def in_top_k(predictions, targets, k, name=None):
     larger = ops.reduce_sum(ops.cast(ops.greater(p, ops.expand_dims(target_value, 1)),
                                      dtypes.int32), axis=1)
     k = ops.cast(k, dtypes.int32) if isinstance(k, Tensor) else int(k)
-    finite = ops.equal(ops.subtract(target_value, target_value), 0)  # inf - inf, NaN: NaN
+    # TF's kernel: a row with any non-finite prediction is never in (inf - inf, NaN: NaN)
+    finite = array_ops.reduce_all(ops.equal(ops.subtract(p, p), 0), axis=1)
     in_range = array_ops.reduce_any(hot, axis=1)
     return ops.logical_and(ops.logical_and(ops.less(larger, k), finite), in_range, name=name)
 

@@ -179,14 +179,16 @@ def _dense(spec, found, n):
                     "Name: <unknown>, Feature: %s (data type: %s) is required but could not be "
                     "found (example %d); give it a default_value to make it optional"
                     % (spec.key, spec.dtype.name, i))
-            out[i] = spec.default
+            out[i, ...] = spec.default
         elif values.size != spec.size:
             raise errors.InvalidArgumentError(
                 "Key: %s, Index: %d. Number of %s values != expected. Values size: %d but "
                 "output shape: %s" % (spec.key, i, _KIND_NAMES[spec.list_kind], values.size,
                                       spec.shape))
         else:
-            out[i] = values.reshape(spec.shape)
+            # (out[i, ...]: for a scalar string feature, out[i] = <0-d array> would store the
+            # array object itself in the object array)
+            out[i, ...] = values.reshape(spec.shape)
     return [out]
 
 

@@ -739,8 +739,10 @@ def _batch(tensors_list, batch_size, capacity, enqueue_many, shapes, dynamic_pad
     out = out if isinstance(out, list) else [out]
     if keys is not None:
         return dict(zip(keys, out))
-    if isinstance(tensors_list[0], (list, tuple)):
+    if isinstance(tensors_list[0], (list, tuple)) and len(out) > 1:
         return out
+    # One tensor batched (also as a one-element list, tf.train.batch([image], n)) is one
+    # tensor, as TF1's: its queue's dequeue of one component is a Tensor.
     return out[0]
 
 

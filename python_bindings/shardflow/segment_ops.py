@@ -195,7 +195,9 @@ def dynamic_partition(data, partitions, num_partitions, name=None):
 
 
 def dynamic_stitch(indices, data, name=None):
-    """merged[indices[m][i...]] = data[m][i...]; merged has max(index) + 1 rows."""
+    """merged[indices[m][i...]] = data[m][i...]; merged has max(index) + 1 rows. An index
+    given more than once takes the value given last (in the order of the lists), as TF's;
+    an index given none is zeros. The gradient reaches the values that were kept."""
     if len(indices) != len(data) or not indices:
         raise ValueError("dynamic_stitch takes as many index tensors as data tensors (>= 1)")
     flat_ids, rows = [], []
@@ -207,7 +209,16 @@ def dynamic_stitch(indices, data, name=None):
         flat_ids.append(ops.reshape(idx, [-1]))
         rows.append(ops.reshape(d, [-1] + rest))
     ids = ops.concat(flat_ids, 0)
-    return unsorted_segment_sum(ops.concat(rows, 0), ids, ops.reduce_max(ids) + 1, name=name)
+    values = ops.concat(rows, 0)
+    from shardflow.array_ops import gather, range as _range
+    n = ops.reduce_max(ids) + 1
+    # The last position that writes each index (-2^31 for an index none writes).
+    last = unsorted_segment_max(_range(ops.shape(ids)[0]), ids, n)
+    present = ops.greater_equal(last, 0)
+    picked = gather(values, ops.maximum(last, 0))
+    mask = ops.reshape(present, ops.concat([ops.reshape(n, [1]),
+                                            ops.ones_like(ops.shape(picked)[1:])], 0))
+    return where_v2(mask, picked, ops.zeros_like(picked), name=name)
 
 
 def bincount(arr, weights=None, minlength=None, maxlength=None, dtype=dtypes.int32, name=None):

@@ -149,7 +149,10 @@ def test_fixed_length_and_whole_file_readers(tmp_path):
 def test_monitored_training_session_starts_and_stops_queue_runners(tmp_path):
     xs = np.arange(40, dtype=np.float32).reshape(40, 1)
     (x,) = tf.train.slice_input_producer([xs], num_epochs=1, shuffle=False)
-    (bx,) = tf.train.batch([x], batch_size=8)   # a list in, a list out (TF1)
+    # One tensor in a list gives one tensor, as TF1's (its queue's dequeue of one component
+    # is a Tensor; it was a one-element list here).
+    bx = tf.train.batch([x], batch_size=8)
+    assert bx.shape.as_list() == [8, 1]
     tf.train.get_or_create_global_step()
     total = tf.Variable(0.0, collections=[tf.GraphKeys.LOCAL_VARIABLES])
     add = tf.assign_add(total, tf.reduce_sum(bx))

@@ -132,7 +132,8 @@ def test_resize_known_values_and_pytorch():
     def ref(mode, size, **kw):
         return torch.nn.functional.interpolate(xt, size=size, mode=mode, **kw).permute(
             0, 2, 3, 1).numpy()
-    got = run(image_resize.resize(x, [9, 4]), image_resize.resize_bilinear(x, [3, 11], align_corners=True),
+    got = run(image_resize.resize_images_v2(x, [9, 4]),   # TF 2 pixel centres, as torch
+              image_resize.resize_bilinear(x, [3, 11], align_corners=True),
               image_resize.resize_nearest_neighbor(x, [9, 4]), image_resize.resize_images(x[0], [6, 6]))
     np.testing.assert_allclose(got[0], ref("bilinear", (9, 4), align_corners=False), atol=1e-5)
     np.testing.assert_allclose(got[1], ref("bilinear", (3, 11), align_corners=True), atol=1e-5)

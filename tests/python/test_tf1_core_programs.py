@@ -339,3 +339,59 @@ def test_set_shape_with_several_unknown_dimensions_reaches_the_graph():
         assert sess.run(tf.identity(x), {x: np.ones((2, 5, 3))}).shape == (2, 5, 3)
         with pytest.raises(tf.errors.InvalidArgumentError):
             sess.run(tf.identity(x), {x: np.ones((2, 2, 4))})
+
+
+def test_dynamic_stitch_divide_resize_and_in_top_k_values_as_tf_1_15():
+    """Silent differences a numerics sweep found: dynamic_stitch added repeated indices (the
+    later one wins in TF), tf.divide of ints truncated (TF 1.15: true division), tf.image.resize
+    used TF 2's half-pixel centres (TF 1.15: resize_images), in_top_k ignored NaN elsewhere in
+    the row."""
+    img = np.arange(4, dtype=np.float32).reshape(1, 1, 4, 1)
+    stitched = tf.dynamic_stitch([tf.constant([0, 1]), tf.constant([1, 2])],
+                                 [tf.constant([1.0, 2.0]), tf.constant([20.0, 30.0])])
+    holes = tf.dynamic_stitch([tf.constant([[0, 1]]), tf.constant([3])],
+                              [tf.constant([[[1, 2], [3, 4]]]), tf.constant([[7, 8]])])
+    values = tf.constant([5.0, 6.0])
+    grad = tf.gradients(tf.reduce_sum(tf.dynamic_stitch([tf.constant([0, 0])], [values])),
+                        values)[0]
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(stitched), [1, 20, 30])
+        np.testing.assert_array_equal(sess.run(holes), [[1, 2], [3, 4], [0, 0], [7, 8]])
+        np.testing.assert_array_equal(sess.run(grad), [0, 1])
+        quotient = sess.run(tf.divide(tf.constant([-7, 7]), tf.constant([2, 2])))
+        assert quotient.dtype == np.float64 and quotient.tolist() == [-3.5, 3.5]
+        assert sess.run(tf.math.divide(7, 2)) == 3.5
+        np.testing.assert_allclose(sess.run(tf.image.resize(img, [1, 8]))[0, 0, :, 0],
+                                   [0, 0.5, 1, 1.5, 2, 2.5, 3, 3])
+        assert sess.run(tf.image.resize(img.astype(np.int32), [1, 2],
+                                        method=tf.image.ResizeMethod.NEAREST_NEIGHBOR)
+                        ).dtype == np.int32
+        hits = sess.run(tf.nn.in_top_k(tf.constant([[np.nan, 2.0], [1.0, 2.0]]),
+                                       tf.constant([1, 1]), 1))
+        assert hits.tolist() == [False, True]
+
+
+def test_input_pipeline_details_as_tf_1_15():
+    """() is a scalar shape in from_generator / padded_batch / from_structure; bytes with
+    trailing NULs survive tf.constant; tf.double and tf.half; parse_example of a scalar string
+    feature."""
+    def gen():
+        for i in range(4):
+            yield i, list(range(i + 1))
+
+    data = tf.data.Dataset.from_generator(gen, (tf.int32, tf.int32), ((), (None,)))
+    batch = data.padded_batch(2, ((), (None,)), padding_values=(0, -1))
+    first = batch.make_one_shot_iterator().get_next()
+    assert tf.data.Iterator.from_structure((tf.int32, tf.int32), ((), (None,))
+                                           ).output_shapes[0].as_list() == []
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "s": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"hello"]))}))
+    parsed = tf.parse_example([example.SerializeToString()] * 2,
+                              {"s": tf.FixedLenFeature([], tf.string)})
+    assert tf.double is tf.float64 and tf.half is tf.float16
+    with tf.Session() as sess:
+        ids, rows = sess.run(first)
+        assert ids.tolist() == [0, 1] and rows.tolist() == [[0, -1], [0, 1]]
+        assert sess.run(tf.constant(b"a\x00")) == b"a\x00"
+        assert sess.run(tf.strings.length(tf.constant([b"a\x00", b"\n\x00"]))).tolist() == [2, 2]
+        assert sess.run(parsed)["s"].tolist() == [b"hello", b"hello"]

@@ -32,10 +32,10 @@ class PaddedBatchDataset(_UnaryDataset):
             raise TypeError("padded_batch does not pad SparseTensor components (as TF1's); "
                             "batch() them, or make them dense first (sf.sparse.to_dense in a "
                             "map)")
-        if not nest.same_structure(structure, padded_shapes):
+        self._padded = nest.shapes_up_to(structure, padded_shapes)
+        if self._padded is None:
             raise ValueError("padded_batch: padded_shapes %r does not have the structure of the "
                              "elements %r" % (padded_shapes, input_dataset.output_shapes))
-        self._padded = [nest.as_shape(s) for s in nest.flatten(padded_shapes)]
         for i, (padded, (_, shape)) in enumerate(zip(self._padded, input_dataset._specs)):
             if not _can_hold(padded, shape):
                 raise ValueError("padded_batch: component %d has shape %s, which padded shape %s "

@@ -161,11 +161,11 @@ class Iterator:
         types = [dtypes.as_dtype(t) for t in nest.flatten(output_types)]
         if output_shapes is None:
             shapes = [nest.as_shape(None)] * len(types)
-        elif not nest.same_structure(output_types, output_shapes):
-            raise TypeError("output_shapes %r does not have the structure of output_types %r"
-                            % (output_shapes, output_types))
         else:
-            shapes = [nest.as_shape(s) for s in nest.flatten(output_shapes)]
+            shapes = nest.shapes_up_to(output_types, output_shapes)
+            if shapes is None:
+                raise TypeError("output_shapes %r does not have the structure of output_types "
+                                "%r" % (output_shapes, output_types))
         specs = list(zip(types, shapes))
         structure = output_types
         if output_classes is not None:

@@ -172,10 +172,10 @@ class GeneratorDataset(Dataset):
         if output_shapes is None:
             shapes = [TensorShape(None)] * len(types)
         else:
-            if not nest.same_structure(output_types, output_shapes):
+            shapes = nest.shapes_up_to(output_types, output_shapes)
+            if shapes is None:
                 raise TypeError("from_generator: output_shapes %r does not have the structure "
                                 "of output_types %r" % (output_shapes, output_types))
-            shapes = [nest.as_shape(s) for s in nest.flatten(output_shapes)]
         self._specs = list(zip(types, shapes))
         self._args = [nest.as_component(a) for a in (args or ())]
 

@@ -252,6 +252,29 @@ def shape_of(component):
 # ---- shapes -------------------------------------------------------------------------------
 
 
+def shapes_up_to(structure, shapes):
+    """The TensorShapes of `shapes` (nested as `structure`, the types or the elements, are)
+    flat; where `structure` has a leaf, `shapes` holds one shape, which may itself be a
+    tuple or list (``()`` is a scalar, ``(None,)`` a vector), as TF's nest.map_structure_up_to
+    reads output_shapes. None when `shapes` does not nest as `structure`."""
+    if not _is_nested(structure):
+        return [as_shape(shapes)]
+    if not _is_nested(shapes) or isinstance(structure, dict) != isinstance(shapes, dict):
+        return None
+    if isinstance(structure, dict) and sorted(structure) != sorted(shapes):
+        return None
+    ca, cb = _children(structure), _children(shapes)
+    if len(ca) != len(cb):
+        return None
+    out = []
+    for a, b in zip(ca, cb):
+        flat = shapes_up_to(a, b)
+        if flat is None:
+            return None
+        out.extend(flat)
+    return out
+
+
 def as_shape(shape):
     """A TensorShape from a TensorShape, a list/tuple of dims (None or -1 unknown) or None."""
     if isinstance(shape, TensorShape):
