@@ -364,7 +364,18 @@ def test_run_config_reads_the_task_from_tf_config(monkeypatch):
                        ({"cluster": cluster, "task": {"type": "worker", "index": 5}},
                         "no task 5"),
                        ({"cluster": cluster, "task": {"type": "trainer", "index": 0}},
-                        "'trainer' is not a job")):
+                        "'trainer' is not a job"),
+                       # each was accepted and failed later, or named something else
+                       ({"cluster": {"worker": ["127.0.0.1:99999"]},
+                         "task": {"type": "worker", "index": 0}}, "port in 1-65535"),
+                       ({"cluster": {"wor/ker": ["127.0.0.1:1234"]},
+                         "task": {"type": "wor/ker", "index": 0}}, "is not a name"),
+                       ({"cluster": cluster, "task": {"type": "worker", "index": 1.5}},
+                        "not a whole number"),
+                       ({"cluster": {"worker": "127.0.0.1:1"},
+                         "task": {"type": "worker", "index": 0}}, "takes a list"),
+                       ({"cluster": {"chief": ["a:1", "b:2"]},
+                         "task": {"type": "chief", "index": 0}}, "2 chief tasks")):
         monkeypatch.setenv("TF_CONFIG", json.dumps(bad))
         with pytest.raises(ValueError, match=match):
             estimator.RunConfig()

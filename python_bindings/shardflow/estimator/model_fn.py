@@ -71,6 +71,32 @@ def _one_replica(strategy, what):
     return strategy
 
 
+def _check_cluster(cluster):
+    """TF_CONFIG's cluster: job names (letters, digits, _ and -) to lists of host:port
+    addresses (ports 1-65535), at most one chief, as TF's ClusterSpec requires."""
+    for job, tasks in cluster.items():
+        if not isinstance(job, str) or not job or \
+                not all(c.isalnum() or c in "_-" for c in job):
+            raise ValueError("TF_CONFIG: job name %r is not a name (letters, digits, _ and -)"
+                             % (job,))
+        if isinstance(tasks, dict):
+            addresses = list(tasks.values())
+        elif isinstance(tasks, list):
+            addresses = tasks
+        else:
+            raise ValueError("TF_CONFIG: job '%s' maps to %r; it takes a list of \"host:port\" "
+                             "addresses" % (job, tasks))
+        for address in addresses:
+            host, _, port = str(address).rpartition(":")
+            if not isinstance(address, str) or not host or not port.isdigit() or \
+                    not 0 < int(port) < 65536:
+                raise ValueError("TF_CONFIG: job '%s' has address %r; each is \"host:port\" "
+                                 "with a port in 1-65535" % (job, address))
+    if len(cluster.get("chief", [])) > 1:
+        raise ValueError("TF_CONFIG: the cluster has %d chief tasks; it has at most one"
+                         % len(cluster["chief"]))
+
+
 def _tf_config():
     """TF_CONFIG's cluster and task, checked: ({} , {}) when it is unset."""
     raw = os.environ.get("TF_CONFIG")
@@ -89,12 +115,13 @@ def _tf_config():
                          "{\"type\": ..., \"index\": ...}; got %r" % (cfg,))
     if not cluster:
         return {}, task
+    _check_cluster(cluster)
     task_type = task.get("type")
-    try:
-        task_id = int(task.get("index", 0))
-    except (TypeError, ValueError):
-        raise ValueError("TF_CONFIG: task index %r is not a number" % (task.get("index"),)) \
-            from None
+    index = task.get("index", 0)
+    if isinstance(index, bool) or not (isinstance(index, int) or
+                                       (isinstance(index, str) and index.isdigit())):
+        raise ValueError("TF_CONFIG: task index %r is not a whole number" % (index,))
+    task_id = int(index)
     if not task_type:
         raise ValueError("TF_CONFIG names a cluster but no task type: set "
                          "\"task\": {\"type\": \"worker\", \"index\": N} (or chief, ps, "
