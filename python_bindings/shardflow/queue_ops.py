@@ -701,11 +701,68 @@ def limit_epochs(tensor, num_epochs=None, name=None):
     return out
 
 
+def _component(t):
+    from shardflow.sparse_tensor import SparseTensor
+    return t if isinstance(t, SparseTensor) else convert_to_tensor(t)
+
+
 def _structure(tensors):
     if isinstance(tensors, dict):
         keys = sorted(tensors)
-        return keys, [convert_to_tensor(tensors[k]) for k in keys]
-    return None, [convert_to_tensor(t) for t in _as_list(tensors)]
+        return keys, [_component(tensors[k]) for k in keys]
+    return None, [_component(t) for t in _as_list(tensors)]
+
+
+# Note [Batching SparseTensors]. tf.train.batch of a SparseTensor element (a VarLenFeature's)
+# gives a SparseTensor batch, as TF1's. Its queue holds four components for it, the indices
+# [n, rank], the values [n], the dense shape [rank] and n, in a padding queue; after the
+# dequeue the padded rows are dropped and each entry's index gets its batch row first, the
+# batch's dense shape being [rows] + the largest of the elements'.
+
+def _split_sparse(flat):
+    """(components for the queue, for each item of `flat` None or its SparseTensor's dtype)."""
+    from shardflow import ops
+    from shardflow.sparse_tensor import SparseTensor
+    out, plan = [], []
+    for t in flat:
+        if isinstance(t, SparseTensor):
+            indices = ops.cast(t.indices, _dtypes.int64)
+            out += [indices, t.values, ops.cast(t.dense_shape, _dtypes.int64),
+                    ops.cast(ops.shape(indices)[0], _dtypes.int64)]
+            plan.append(t.values.dtype)
+        else:
+            out.append(t)
+            plan.append(None)
+    return out, plan
+
+
+def _join_sparse(out, plan):
+    """The dequeued components back as the elements' structure, SparseTensors rebuilt."""
+    if all(p is None for p in plan):
+        return out
+    from shardflow import array_ops, ops
+    from shardflow.sparse_tensor import SparseTensor
+    joined, k = [], 0
+    for p in plan:
+        if p is None:
+            joined.append(out[k])
+            k += 1
+            continue
+        indices, values, shapes, counts = out[k:k + 4]
+        k += 4
+        longest = ops.shape(values)[1]
+        rows = ops.shape(values)[0]
+        keep = ops.less(ops.cast(ops.expand_dims(array_ops.range(longest), 0), _dtypes.int64),
+                        ops.expand_dims(counts, 1))                       # [rows, longest]
+        row_of = ops.cast(array_ops.tile(ops.expand_dims(array_ops.range(rows), 1),
+                                         array_ops.stack([1, longest])), _dtypes.int64)
+        picked = array_ops.boolean_mask(indices, keep)                    # [n, rank]
+        batch_row = ops.expand_dims(array_ops.boolean_mask(row_of, keep), 1)
+        joined.append(SparseTensor(
+            ops.concat([batch_row, picked], 1), array_ops.boolean_mask(values, keep),
+            ops.concat([ops.reshape(ops.cast(rows, _dtypes.int64), [1]),
+                        ops.reduce_max(shapes, axis=0)], 0)))
+    return joined
 
 
 def _shapes(tensors, shapes, enqueue_many, dynamic_pad, what):
@@ -724,19 +781,28 @@ def _shapes(tensors, shapes, enqueue_many, dynamic_pad, what):
 
 
 def _batch(tensors_list, batch_size, capacity, enqueue_many, shapes, dynamic_pad,
-           allow_smaller_final_batch, name, queue_factory, threads_per_list):
+           allow_smaller_final_batch, name, queue_factory, threads_per_list,
+           padding_factory=None):
     keys, first = _structure(tensors_list[0])
-    shapes = _shapes(first, shapes, enqueue_many, dynamic_pad, name)
-    q = queue_factory([t.dtype for t in first], shapes)
+    first, plan = _split_sparse(first)
+    sparse = any(p is not None for p in plan)
+    if sparse and (enqueue_many or padding_factory is None or shapes is not None):
+        raise NotImplementedError(
+            "%s: a SparseTensor is batched by tf.train.batch / batch_join without "
+            "enqueue_many or shapes (Note [Batching SparseTensors]); Dataset.batch batches "
+            "them in every case" % name)
+    shapes = _shapes(first, shapes, enqueue_many, dynamic_pad or sparse, name)
+    q = (padding_factory if sparse else queue_factory)([t.dtype for t in first], shapes)
     enqueues = []
     for tensors in tensors_list:
         _, flat = _structure(tensors)
+        flat, _ = _split_sparse(flat)
         op = q.enqueue_many(flat) if enqueue_many else q.enqueue(flat)
         enqueues.extend([op] * threads_per_list)
     _runner(q, enqueues)
     out = q.dequeue_up_to(batch_size) if allow_smaller_final_batch else \
         q.dequeue_many(batch_size)
-    out = out if isinstance(out, list) else [out]
+    out = _join_sparse(out if isinstance(out, list) else [out], plan)
     if keys is not None:
         return dict(zip(keys, out))
     if isinstance(tensors_list[0], (list, tuple)) and len(out) > 1:
@@ -749,13 +815,18 @@ def _batch(tensors_list, batch_size, capacity, enqueue_many, shapes, dynamic_pad
 def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None,
           dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """Batches of batch_size from a FIFO queue that num_threads QueueRunner threads fill with
-    `tensors` (a list or dict of tensors), as TF1's tf.train.batch."""
+    `tensors` (a list or dict of tensors; SparseTensors batch to a SparseTensor, Note
+    [Batching SparseTensors]), as TF1's tf.train.batch."""
+    def padded(dts, shp):
+        return PaddingFIFOQueue(capacity, dts, shp, name=name or "batch/padding_fifo_queue")
+
     def factory(dts, shp):
         if dynamic_pad:
-            return PaddingFIFOQueue(capacity, dts, shp, name=name or "batch/padding_fifo_queue")
+            return padded(dts, shp)
         return FIFOQueue(capacity, dts, shp, name=name or "batch/fifo_queue")
     return _batch([tensors], batch_size, capacity, enqueue_many, shapes, dynamic_pad,
-                  allow_smaller_final_batch, name or "batch", factory, int(num_threads))
+                  allow_smaller_final_batch, name or "batch", factory, int(num_threads),
+                  padded)
 
 
 def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,

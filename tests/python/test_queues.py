@@ -201,3 +201,31 @@ def test_a_dequeue_whose_step_timed_out_takes_nothing_later():
         time.sleep(0.3)
         assert sess.run(dequeue) == 7.0
         assert sess.run(size) == 0
+
+
+def test_batch_of_a_var_len_feature_is_a_sparse_tensor():
+    """The VarLenFeature + tf.train.batch pattern (Note [Batching SparseTensors]): it was a
+    TypeError when the graph was built."""
+    def example(values):
+        return tf.train.Example(features=tf.train.Features(feature={
+            "v": tf.train.Feature(int64_list=tf.train.Int64List(value=values)),
+            "y": tf.train.Feature(float_list=tf.train.FloatList(value=[1.0]))
+        })).SerializeToString()
+
+    records = tf.constant([example([1, 2, 3]), example([4]), example([]), example([5, 6])])
+    record, = tf.train.slice_input_producer([records], shuffle=False)
+    parsed = tf.parse_single_example(record, {"v": tf.VarLenFeature(tf.int64),
+                                              "y": tf.FixedLenFeature([], tf.float32)})
+    batch = tf.train.batch(parsed, batch_size=2)
+    assert isinstance(batch["v"], tf.SparseTensor) and batch["y"].shape.as_list() == [2]
+    with tf.Session() as sess:
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        first = sess.run(batch["v"])
+        second = sess.run(batch["v"])
+        coord.request_stop()
+        coord.join(threads)
+    assert first.indices.tolist() == [[0, 0], [0, 1], [0, 2], [1, 0]]
+    assert first.values.tolist() == [1, 2, 3, 4] and first.dense_shape.tolist() == [2, 3]
+    assert second.indices.tolist() == [[1, 0], [1, 1]] and second.values.tolist() == [5, 6]
+    assert second.dense_shape.tolist() == [2, 2]
