@@ -832,10 +832,16 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
 def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
                dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """As batch, with one QueueRunner thread per list of tensors in tensors_list."""
+    def padded(dts, shp):
+        return PaddingFIFOQueue(capacity, dts, shp,
+                                name=name or "batch_join/padding_fifo_queue")
+
     def factory(dts, shp):
+        if dynamic_pad:
+            return padded(dts, shp)
         return FIFOQueue(capacity, dts, shp, name=name or "batch_join/fifo_queue")
     return _batch(list(tensors_list), batch_size, capacity, enqueue_many, shapes, dynamic_pad,
-                  allow_smaller_final_batch, name or "batch_join", factory, 1)
+                  allow_smaller_final_batch, name or "batch_join", factory, 1, padded)
 
 
 def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None,
