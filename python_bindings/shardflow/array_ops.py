@@ -35,7 +35,12 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     """[..., depth] with on_value where the last index equals the position, off_value
     elsewhere (TF1's tf.one_hot); `axis` puts the depth dimension elsewhere (indices [N] and
     axis 0 give [depth, N]). Indices out of [0, depth) give all off_value."""
-    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    if dtype is None:
+        # TF's rule: the dtype of on_value / off_value when given (tf.one_hot(labels, 10, 1, 0)
+        # is int32), else float32.
+        given = [v for v in (on_value, off_value) if v is not None]
+        dtype = convert_to_tensor(given[0]).dtype if given else dtypes.float32
+    dt = dtypes.as_dtype(dtype)
     indices = convert_to_tensor(indices)
     rank = indices.shape.ndims
     if axis not in (None, -1) and (rank is None or not 0 <= axis <= rank):
@@ -44,8 +49,8 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     positions = ops.constant(np.arange(int(depth), dtype=indices.dtype.as_numpy_dtype))
     hot = ops.cast(ops.equal(ops.expand_dims(indices, -1), positions), dt)
     if on_value is not None or off_value is not None:
-        on = 1 if on_value is None else on_value
-        off = 0 if off_value is None else off_value
+        on = ops.cast(1 if on_value is None else on_value, dt)
+        off = ops.cast(0 if off_value is None else off_value, dt)
         hot = ops.add(ops.multiply(hot, ops.subtract(on, off)), off)
     if axis not in (None, -1) and axis != rank:
         perm = list(builtins.range(axis)) + [rank] + list(builtins.range(axis, rank))

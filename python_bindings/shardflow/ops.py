@@ -392,7 +392,17 @@ multiply = _binary("Mul", "x * y, element-wise.")
 divide = _binary("Div", "x / y, element-wise.")
 maximum = _binary("Maximum", "max(x, y), element-wise.")
 minimum = _binary("Minimum", "min(x, y), element-wise.")
-pow = _binary("Pow", "x ** y, element-wise.")  # noqa: A001 (shadows the builtin, as in TF)
+_float_pow = _binary("Pow", "x ** y, element-wise.")
+
+
+def pow(x, y, name=None):  # noqa: A001 (shadows the builtin, as in TF)
+    """x ** y, element-wise; integers too, as TF's (computed in float64: exact while the
+    powers stay below 2**53)."""
+    dt = x.dtype if isinstance(x, Tensor) else (y.dtype if isinstance(y, Tensor) else None)
+    if dt is not None and dt.is_integer:
+        wide = _float_pow(cast(x, dtypes.float64), cast(y, dtypes.float64))
+        return cast(_unary("Round", "")(wide), dt, name=name)
+    return _float_pow(x, y, name=name)
 atan2 = _binary("Atan2", "atan2(y, x) of the arguments (y, x), element-wise: the angle in "
                 "[-pi, pi] of the point (x, y).")
 squared_difference = _binary("SquaredDifference", "(x - y) ** 2, element-wise.")
@@ -418,7 +428,15 @@ sigmoid = _unary("Sigmoid", "1 / (1 + exp(-x)).")
 reciprocal = _unary("Reciprocal", "1 / x.")
 floor = _unary("Floor", "The largest integer not above x (no gradient, as in TF1).")
 ceil = _unary("Ceil", "The smallest integer not below x (no gradient, as in TF1).")
-round = _unary("Round", "x rounded to the nearest integer, halves to even (no gradient).")  # noqa: A001
+_float_round = _unary("Round", "x rounded to the nearest integer, halves to even.")
+
+
+def round(x, name=None):  # noqa: A001 (shadows the builtin, as in TF)
+    """x rounded to the nearest integer, halves to even (no gradient); integers unchanged."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_integer:
+        return identity(x, name=name)
+    return _float_round(x, name=name)
 sin = _unary("Sin", "Sine.")
 cos = _unary("Cos", "Cosine.")
 log1p = _unary("Log1p", "log(1 + x), accurate for small x.")
@@ -549,6 +567,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
                          "and adjoint_b) can be True")
     transpose_a, transpose_b = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
     a_t, b_t = convert_to_tensor(a), convert_to_tensor(b)
+    if a_t.dtype.is_integer and a_t.dtype == b_t.dtype:
+        # Integer products as TF's CPU kernels give them, computed in float64 (exact while
+        # every sum stays below 2**53).
+        wide = matmul(cast(a_t, dtypes.float64), cast(b_t, dtypes.float64), transpose_a,
+                      transpose_b)
+        return cast(round(wide), a_t.dtype, name=name)
     ra, rb = a_t.shape.ndims, b_t.shape.ndims
     if (ra or 2) > 2 or (rb or 2) > 2:
         return _batch_matmul(a_t, b_t, transpose_a, transpose_b, name)

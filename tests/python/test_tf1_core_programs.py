@@ -395,3 +395,19 @@ def test_input_pipeline_details_as_tf_1_15():
         assert sess.run(tf.constant(b"a\x00")) == b"a\x00"
         assert sess.run(tf.strings.length(tf.constant([b"a\x00", b"\n\x00"]))).tolist() == [2, 2]
         assert sess.run(parsed)["s"].tolist() == [b"hello", b"hello"]
+
+
+def test_integer_one_hot_matmul_pow_round():
+    """tf.one_hot(labels, 10, 1, 0) is int32 (its on/off values' dtype; it failed 'Mul expects
+    float'); int32 matmul, pow and round work as on TF's CPU kernels."""
+    with tf.Session() as sess:
+        hot = sess.run(tf.one_hot([0, 2], 3, 1, 0))
+        assert hot.dtype == np.int32 and hot.tolist() == [[1, 0, 0], [0, 0, 1]]
+        assert sess.run(tf.one_hot([1], 2, on_value=5.0, off_value=-1.0)).tolist() == [[-1, 5]]
+        prod = sess.run(tf.matmul(tf.constant([[1, 2], [3, 4]]), tf.constant([[5], [6]])))
+        assert prod.dtype == np.int32 and prod.tolist() == [[17], [39]]
+        assert sess.run(tf.matmul(tf.constant([[1, 2]], tf.int64), tf.constant([[3, 4]], tf.int64),
+                                  transpose_b=True)).tolist() == [[11]]
+        powers = sess.run(tf.pow(tf.constant([2, 3, -2]), 3))
+        assert powers.dtype == np.int32 and powers.tolist() == [8, 27, -8]
+        assert sess.run(tf.round(tf.constant([2, -3]))).tolist() == [2, -3]
