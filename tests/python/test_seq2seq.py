@@ -14,8 +14,10 @@ def fresh_graph():
     yield
 
 
-def test_sequence_loss_matches_numpy():
-    rng = np.random.default_rng(1)
+def _weighted_xent(seed):
+    """(weights, NumPy's weighted cross-entropy [2, 3], sequence_loss's tensor arguments) of
+    random logits [2, 3, 4]."""
+    rng = np.random.default_rng(seed)
     logits = rng.standard_normal((2, 3, 4)).astype(np.float32)
     targets = np.array([[1, 0, 3], [2, 2, 0]], np.int32)
     weights = np.array([[1, 1, 0], [1, 0.5, 1]], np.float32)
@@ -23,6 +25,11 @@ def test_sequence_loss_matches_numpy():
     p /= p.sum(-1, keepdims=True)
     xent = -np.log(np.take_along_axis(p, targets[..., None], -1))[..., 0] * weights
     args = (tf.constant(logits), tf.constant(targets), tf.constant(weights))
+    return weights, xent, args
+
+
+def test_sequence_loss_matches_numpy():
+    weights, xent, args = _weighted_xent(1)
     with tf.Session() as sess:
         both, per_step, per_seq, none = sess.run([
             seq2seq.sequence_loss(*args), seq2seq.sequence_loss(*args,
@@ -39,14 +46,7 @@ def test_sequence_loss_matches_numpy():
 def test_sequence_loss_sums_over_nonzero_weights():
     """TF 1.15's sum_over_timesteps / sum_over_batch divide the weighted sum by the number of
     non-zero weights, and softmax_loss_function is the eighth argument."""
-    rng = np.random.default_rng(3)
-    logits = rng.standard_normal((2, 3, 4)).astype(np.float32)
-    targets = np.array([[1, 0, 3], [2, 2, 0]], np.int32)
-    weights = np.array([[1, 1, 0], [1, 0.5, 1]], np.float32)
-    p = np.exp(logits - logits.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    xent = -np.log(np.take_along_axis(p, targets[..., None], -1))[..., 0] * weights
-    args = (tf.constant(logits), tf.constant(targets), tf.constant(weights))
+    weights, xent, args = _weighted_xent(3)
     calls = []
 
     def custom(labels, logits):
