@@ -305,20 +305,20 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
 
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None):
     """TF1's tf.nn.softmax_cross_entropy_with_logits_v2: the per-row cross-entropy
-    -sum(labels * log_softmax(logits)) over `axis`, with gradients to the labels too (v1 stops
-    them). Where labels are a constant or fed, prefer softmax_cross_entropy_with_logits (one
+    -sum(labels * log_softmax(logits)) over `axis` (any dimension), with gradients to the
+    labels too (v1 stops them). Where labels are a constant or fed, prefer softmax_cross_entropy_with_logits (one
     fused kernel)."""
     from shardflow import ops as _ops
-    if axis not in (-1, None) and axis != len(logits.shape) - 1:
-        raise ValueError("softmax_cross_entropy_with_logits_v2: only the last axis is supported, "
-                         "got axis=%r" % (axis,))
     from shardflow.framework import Tensor, convert_to_tensor
+    logits = convert_to_tensor(logits)
     if not isinstance(labels, Tensor):
         labels = convert_to_tensor(np.asarray(labels, logits.dtype.as_numpy_dtype))
     elif labels.dtype != logits.dtype:
         labels = _ops.cast(labels, logits.dtype)
-    return _ops.negative(_ops.reduce_sum(_ops.multiply(labels, log_softmax(logits)), axis=-1),
-                         name=name)
+    if axis is None:
+        axis = -1
+    return _ops.negative(_ops.reduce_sum(_ops.multiply(labels, log_softmax(logits, axis=axis)),
+                                         axis=axis), name=name)
 
 
 def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):

@@ -509,7 +509,7 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None): 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     """Running sums along `axis` (TF1's tf.cumsum): exclusive leaves out the element itself,
     reverse sums from the end. Example: ``sf.cumsum([1, 2, 3]) -> [1, 3, 6]``."""
-    return _out("Cumsum", [x, np.int32(axis)],
+    return _out("Cumsum", [x, _axis_input(axis)],
                 {"exclusive": bool(exclusive), "reverse": bool(reverse)}, name)
 
 
@@ -518,7 +518,7 @@ def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
     the element itself (the first is 1), reverse multiplies from the end. Example:
     ``sf.cumprod([1, 2, 3]) -> [1, 2, 6]``. Its gradient divides by x, as TF's (not defined
     where x is 0)."""
-    return _out("Cumprod", [x, np.int32(axis)],
+    return _out("Cumprod", [x, _axis_input(axis)],
                 {"exclusive": bool(exclusive), "reverse": bool(reverse)}, name)
 
 
@@ -606,6 +606,23 @@ def _batch_matmul(a, b, transpose_a, transpose_b, name):
 # ---- reductions ---------------------------------------------------------------------------
 
 
+def _axis_value(axis):
+    """`axis` as Python ints when it is a tensor the graph determines (tf.constant(1)); a
+    tensor known only when the step runs stays one."""
+    if isinstance(axis, Tensor):
+        from shardflow.tensor_util import constant_value
+        value = constant_value(axis)
+        if value is not None:
+            return np.asarray(value).tolist()
+    return axis
+
+
+def _axis_input(axis):
+    """A single axis as an op input: an int32 scalar, or the run-time tensor cast to int32."""
+    axis = _axis_value(axis)
+    return cast(axis, dtypes.int32) if isinstance(axis, Tensor) else np.int32(axis)
+
+
 def _reduction(op_type, doc):
     def fn(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
            keep_dims=None):
@@ -619,9 +636,10 @@ def _reduction(op_type, doc):
                 raise ValueError("give keepdims or keep_dims (TF1's name for it), not both")
             keepdims = keep_dims
         keepdims = bool(keepdims)
-        if isinstance(axis, Tensor):
-            raise TypeError("reduce_*: axis must be an int or a list of ints, not a tensor")
+        axis = _axis_value(axis)
         x = convert_to_tensor(input_tensor)
+        if isinstance(axis, Tensor):       # known only when the step runs
+            return _out(op_type, [x, cast(axis, dtypes.int32)], {"keep_dims": keepdims}, name)
         if axis is None:
             if x.shape.ndims is None:
                 if keepdims:
@@ -659,7 +677,7 @@ def argmax(input, axis=None, name=None, dimension=None,  # noqa: A002
     axis = dimension if axis is None else axis
     if axis is None:
         axis = 0
-    return _out("ArgMax", [input, np.int32(axis)],
+    return _out("ArgMax", [input, _axis_input(axis)],
                 {"output_type": dtypes.as_dtype(output_type)._enum}, name)
 
 

@@ -146,10 +146,17 @@ def unsorted_segment_prod(data, segment_ids, num_segments, name=None):
 
 
 def _sorted_count(segment_ids):
+    """The last id + 1, once the step has checked that the ids do not decrease (TF's segment
+    kernels fail "segment ids are not increasing"; unsorted ids gave plausible sums here)."""
     ids = _int32(segment_ids)
     if ids.shape.ndims != 1:
         raise ValueError("segment_* ops take a vector of sorted segment ids")
-    return ops.reduce_max(ids) + 1
+    sorted_ok = check_ops._check(check_ops.is_non_decreasing(ids),
+                                 "segment ids are not increasing (segment_* take sorted ids; "
+                                 "use unsorted_segment_* for others)", None, "segment_ids")
+    from shardflow.framework import control_dependencies
+    with control_dependencies([sorted_ok]):
+        return ops.reduce_max(ids) + 1
 
 
 def segment_sum(data, segment_ids, name=None):

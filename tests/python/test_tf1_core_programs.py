@@ -411,3 +411,27 @@ def test_integer_one_hot_matmul_pow_round():
         powers = sess.run(tf.pow(tf.constant([2, 3, -2]), 3))
         assert powers.dtype == np.int32 and powers.tolist() == [8, 27, -8]
         assert sess.run(tf.round(tf.constant([2, -3]))).tolist() == [2, -3]
+
+
+def test_axes_as_tensors_xent_v2_axis_and_sorted_segment_ids():
+    """A reduction / argmax / cumsum axis given as a tensor (a TypeError or 'setting an array
+    element' before), softmax_cross_entropy_with_logits_v2 on axis 0, and segment_sum's check
+    that its ids are sorted (unsorted ids gave plausible sums)."""
+    axis = tf.placeholder(tf.int32, [])
+    x = tf.constant([[1.0, 5.0], [3.0, 0.0]])
+    labels = np.array([[1.0, 0.0], [0.0, 1.0]], np.float32)
+    logits = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    with tf.Session() as sess:
+        total, best, running, top = sess.run(
+            [tf.reduce_sum(x, axis=axis), tf.argmax(x, axis=axis), tf.cumsum(x, axis=axis),
+             tf.reduce_max(x, axis=tf.constant([0, 1]))], {axis: 1})
+        assert total.tolist() == [6, 3] and best.tolist() == [1, 0] and top == 5
+        assert running.tolist() == [[1, 6], [3, 3]]
+        by_column = sess.run(tf.nn.softmax_cross_entropy_with_logits_v2(
+            labels=labels, logits=logits, axis=0))
+        by_row = sess.run(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels.T,
+                                                                      logits=logits.T))
+        np.testing.assert_allclose(by_column, by_row, rtol=1e-6)
+        assert sess.run(tf.math.segment_sum([1.0, 2.0, 3.0], [0, 0, 1])).tolist() == [3, 3]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not increasing"):
+            sess.run(tf.math.segment_sum([1.0, 2.0, 3.0], [1, 0, 1]))
