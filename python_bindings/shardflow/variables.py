@@ -153,7 +153,8 @@ class Variable(_TensorOperators):
                 and not callable(initial_value):
             literal = np.asarray(initial_value)
             place_shape = literal.shape
-            place_dtype = dtype or dtypes.as_dtype(literal.dtype.name)
+            place_dtype = dtype or (dtypes.string if literal.dtype.kind in "SUO"
+                                    else dtypes.as_dtype(literal.dtype.name))
         elif shape is None and isinstance(initial_value, Tensor) and \
                 initial_value.shape.is_fully_defined():
             # get_variable's initializer output, tf.zeros([...]): the strategy balancing the

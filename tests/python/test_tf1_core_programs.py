@@ -435,3 +435,14 @@ def test_axes_as_tensors_xent_v2_axis_and_sorted_segment_ids():
         assert sess.run(tf.math.segment_sum([1.0, 2.0, 3.0], [0, 0, 1])).tolist() == [3, 3]
         with pytest.raises(tf.errors.InvalidArgumentError, match="not increasing"):
             sess.run(tf.math.segment_sum([1.0, 2.0, 3.0], [1, 0, 1]))
+
+
+def test_string_variables():
+    """tf.Variable(b'...') / tf.Variable('...') ('unknown data type bytes16' before)."""
+    word = tf.Variable(b"ab\x00")
+    words = tf.Variable(["a", "bc"])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(word) == b"ab\x00" and word.dtype == tf.string
+        sess.run(words.assign([b"q", b"r"]))
+        assert sess.run(words).tolist() == [b"q", b"r"]
