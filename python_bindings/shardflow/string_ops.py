@@ -58,15 +58,38 @@ def _map(fn, x, out_dtype, name, shape_same=True):
     return out
 
 
+_REQUIRED = object()   # a column without a default (record_defaults [] or an empty tensor)
+
+
 def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
                na_value="", select_cols=None):
     """One tensor per column of the CSV `records` (a string tensor of lines), typed and
-    defaulted by record_defaults: [[0.0], [0], [""], []] (an empty default: required)."""
+    defaulted by record_defaults: [[0.0], [0], [""], []] or typed constants such as
+    tf.constant([0], tf.int64) (an empty default, [] (float32) or tf.constant([], tf.int32):
+    the column is required, and a record without it fails the step)."""
     records = _strings(records)
     defaults = []
+    from shardflow.framework import Tensor
+    from shardflow.tensor_util import constant_value
     for i, d in enumerate(record_defaults):
+        if isinstance(d, Tensor):
+            # TF's form: a typed tensor, a scalar default or an empty vector for a required
+            # column (tf.constant([], tf.int32)).
+            known = constant_value(d)
+            if known is None:
+                raise ValueError("decode_csv: record_defaults[%d] must be known when the graph "
+                                 "is built (a constant), got %s" % (i, d.name))
+            known = np.asarray(known).reshape(-1)
+            if known.size == 0:
+                defaults.append((d.dtype, _REQUIRED))
+                continue
+            value = known[0]
+            dt = d.dtype
+            defaults.append((dt, _bytes(value) if dt == dtypes.string else
+                             (float(value) if dt.is_floating else int(value))))
+            continue
         if isinstance(d, (list, tuple)) and len(d) == 0:
-            defaults.append((None, None))
+            defaults.append((dtypes.float32, _REQUIRED))   # [] is an empty float32, as TF's
             continue
         value = d[0] if isinstance(d, (list, tuple)) else np.asarray(d).reshape(-1)[0]
         if isinstance(value, (bytes, str, np.bytes_, np.str_)):
@@ -81,9 +104,6 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
         else:
             raise TypeError("decode_csv: record_defaults[%d] = %r: a number, a string or []"
                             % (i, d))
-    if any(dt is None for dt, _ in defaults):
-        raise ValueError("decode_csv: a required column ([]) needs a dtype; give a default "
-                         "such as [0.0], [0] or [''] for every column")
     cols = list(select_cols) if select_cols is not None else None
     quote = '"' if use_quote_delim else None
     na = _bytes(na_value)
@@ -114,6 +134,10 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
                     % (len(defaults), len(fields), line))
             for c, (field, (dt, default)) in enumerate(zip(fields, defaults)):
                 if field == b"" or field == na:
+                    if default is _REQUIRED:
+                        raise errors.InvalidArgumentError(
+                            "decode_csv: field %d is required but missing in record %r"
+                            % (c, line))
                     outs[c][idx] = default
                 elif dt == dtypes.string:
                     outs[c][idx] = field

@@ -446,3 +446,17 @@ def test_string_variables():
         assert sess.run(word) == b"ab\x00" and word.dtype == tf.string
         sess.run(words.assign([b"q", b"r"]))
         assert sess.run(words).tolist() == [b"q", b"r"]
+
+
+def test_decode_csv_with_typed_tensor_defaults_and_required_columns():
+    """record_defaults as TF writes them: typed constants, an empty one (or []) for a required
+    column (a TypeError / ValueError before)."""
+    with tf.Session() as sess:
+        a, b, c = sess.run(tf.decode_csv(["1,2,x", "3,4,y"], [
+            tf.constant([], tf.int32), tf.constant([0], tf.int64), [""]]))
+        assert a.dtype == np.int32 and a.tolist() == [1, 3]
+        assert b.dtype == np.int64 and b.tolist() == [2, 4] and c.tolist() == [b"x", b"y"]
+        first, _ = sess.run(tf.decode_csv(["1.5,2"], [[], [0]]))
+        assert first.dtype == np.float32 and first.tolist() == [1.5]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="required"):
+            sess.run(tf.decode_csv([",2"], [[], [0]]))
