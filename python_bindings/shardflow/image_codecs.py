@@ -67,13 +67,18 @@ def _decode(contents, channels, dtype, formats, what, name):
     return out
 
 
+# TF 1.x's DecodeJpeg, DecodePng and DecodeGif are one kernel that decodes whichever of these
+# formats the bytes are (a PNG given to decode_jpeg decodes).
+_TF1_DECODABLE = ("JPEG", "PNG", "GIF")
+
+
 def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
     """A [h, w, channels] uint8 image from PNG bytes (16-bit PNGs scaled to 8 bits: shardflow
     has no uint16)."""
     if dtypes.as_dtype(dtype) != dtypes.uint8:
         raise ValueError("decode_png: dtype must be uint8 (shardflow has no uint16), got %r"
                          % (dtype,))
-    return _decode(contents, channels, dtypes.uint8, ("PNG",), "DecodePng", name)
+    return _decode(contents, channels, dtypes.uint8, _TF1_DECODABLE, "DecodePng", name)
 
 
 def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
@@ -81,7 +86,7 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
     """A [h, w, channels] uint8 image from JPEG bytes (ratio must be 1)."""
     if ratio != 1:
         raise ValueError("decode_jpeg: only ratio=1 is available, got %r" % (ratio,))
-    return _decode(contents, channels, dtypes.uint8, ("JPEG",), "DecodeJpeg", name)
+    return _decode(contents, channels, dtypes.uint8, _TF1_DECODABLE, "DecodeJpeg", name)
 
 
 def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None,
