@@ -109,15 +109,20 @@ class _Summary:
         return "<sf.summary %s>" % self.name
 
 
-def _tag(name):
+def _tag(name, family=None):
+    """The summary's tag: its name under the current name scope; with a family, TF 1.15's
+    summary_scope: the scope "<family>/<name>" prefixed by the family again, so that
+    TensorBoard files it under the family's tab ("fam/fam/loss")."""
     scope = get_default_graph()._name_scope
-    return scope + "/" + name if scope else name
+    base = name if family is None else "%s/%s" % (family, name)
+    scoped = scope + "/" + base if scope else base
+    return scoped if family is None else "%s/%s" % (family, scoped)
 
 
 def scalar(name, tensor, collections=None, family=None):
     """A summary of a scalar tensor's value (TensorBoard's scalars)."""
     tensor = convert_to_tensor(tensor)
-    tag = _tag(name)
+    tag = _tag(name, family)
     s = _Summary([tensor], lambda v: _bytes_field(1, _bytes_field(1, tag) + _float_field(
         2, float(np.asarray(v[0]).reshape(())))), tag)
     for c in collections or [SUMMARIES]:
@@ -128,7 +133,7 @@ def scalar(name, tensor, collections=None, family=None):
 def histogram(name, values, collections=None, family=None):
     """A histogram of a tensor's values (TensorBoard's histograms and distributions)."""
     values = convert_to_tensor(values)
-    tag = _tag(name)
+    tag = _tag(name, family)
     s = _Summary([values], lambda v: _bytes_field(1, _bytes_field(1, tag) + _bytes_field(
         5, _histogram(v[0]))), tag)
     for c in collections or [SUMMARIES]:

@@ -104,7 +104,7 @@ def image(name, tensor, max_outputs=3, collections=None, family=None):
     if shape.ndims is not None and shape.ndims != 4:
         raise ValueError("summary.image(%r): the tensor is [batch, height, width, channels], "
                          "not of rank %d" % (name, shape.ndims))
-    tag = _tag(name)
+    tag = _tag(name, family)
     bad_color = np.array([255, 0, 0, 255], np.uint8)
 
     def serialize(values):
@@ -127,7 +127,7 @@ def audio(name, tensor, sample_rate, max_outputs=3, collections=None, family=Non
     in [-1, 1], at `sample_rate` Hz (a number or scalar tensor): the first `max_outputs`, as
     WAV files tagged "<name>/audio" (one) or "<name>/audio/<i>"."""
     tensor = convert_to_tensor(tensor)
-    tag = _tag(name)
+    tag = _tag(name, family)
     fetches = [tensor]
     if not isinstance(sample_rate, (int, float)):
         fetches.append(convert_to_tensor(sample_rate))
@@ -169,7 +169,7 @@ def tensor_summary(name, tensor, summary_description=None, collections=None,
     """The whole value of `tensor` as a TensorProto, tagged `name`; `summary_metadata` (a
     SummaryMetadata) or display_name / summary_description describe it."""
     tensor = convert_to_tensor(tensor)
-    tag = _tag(name)
+    tag = _tag(name, family)
     metadata = SummaryMetadata()
     if summary_metadata is not None:
         metadata.CopyFrom(summary_metadata)

@@ -589,6 +589,8 @@ class Saver:
         return SaverDef(max_to_keep=self._max_to_keep,
                         keep_checkpoint_every_n_hours=self._keep_every_secs / 3600.0)
 
+    to_proto = as_saver_def     # TF1's other name
+
     def save(self, sess, save_path, global_step=None, latest_filename=None,
              meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
              strip_default_attrs=False, save_debug_info=False):
@@ -642,7 +644,8 @@ class Saver:
                 if os.path.exists(path):
                     os.remove(path)
         if write_state:
-            _write_checkpoint_state(directory or ".", save_path, self.last_checkpoints)
+            _write_checkpoint_state(directory or ".", save_path, self.last_checkpoints,
+                                    latest_filename)
         return save_path
 
     def restore(self, sess, save_path):
@@ -690,6 +693,11 @@ class Saver:
         """`value` from the checkpoint for variable `v`, reshaped when the Saver may; errors
         name a shape that does not fit."""
         from shardflow import errors
+        have = dtypes.as_dtype(value.dtype) if value.dtype.kind not in "SUO" else dtypes.string
+        if have != v.dtype and not (v.dtype == dtypes.bfloat16 and have == dtypes.float32):
+            raise errors.InvalidArgumentError(
+                "variable '%s' is %s in %s but %s in the model (a checkpoint's values are not "
+                "converted)" % (name, have.name, save_path, v.dtype.name))
         want = _dims(v)
         if self._reshape and want is not None and None not in want:
             if int(np.prod(want)) != value.size:
@@ -798,14 +806,15 @@ def _dims(v):
         return None
 
 
-def _write_checkpoint_state(directory, latest, kept):
-    """The "checkpoint" file TensorFlow writes beside checkpoints (text format)."""
+def _write_checkpoint_state(directory, latest, kept, latest_filename=None):
+    """The "checkpoint" file (or `latest_filename`) TensorFlow writes beside checkpoints (text
+    format)."""
     lines = ['model_checkpoint_path: "%s"' % os.path.basename(latest)]
     lines += ['all_model_checkpoint_paths: "%s"' % os.path.basename(p) for p in kept]
-    tmp = os.path.join(directory, "checkpoint.tmp")
-    with open(tmp, "w") as f:
+    state = os.path.join(directory, latest_filename or "checkpoint")
+    with open(state + ".tmp", "w") as f:
         f.write("\n".join(lines) + "\n")
-    os.replace(tmp, os.path.join(directory, "checkpoint"))
+    os.replace(state + ".tmp", state)
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

@@ -460,3 +460,25 @@ def test_decode_csv_with_typed_tensor_defaults_and_required_columns():
         assert first.dtype == np.float32 and first.tolist() == [1.5]
         with pytest.raises(tf.errors.InvalidArgumentError, match="required"):
             sess.run(tf.decode_csv([",2"], [[], [0]]))
+
+
+def test_saver_details_and_summary_family(tmp_path):
+    """Saver.save(latest_filename=) writes that state file (it overwrote 'checkpoint'),
+    to_proto, a restore into a variable of another dtype fails naming it (the values were
+    converted), and a summary's family prefixes its tag as TF 1.15's summary_scope."""
+    a = tf.Variable([1.5, 2.0], name="a")
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "m"), latest_filename="myckpt")
+    assert tf.train.get_checkpoint_state(str(tmp_path), "myckpt") is not None
+    assert not (tmp_path / "checkpoint").exists()
+    assert saver.to_proto().max_to_keep == 5
+    tf.reset_default_graph()
+    tf.Variable([0, 0], name="a")
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="float32 .* but int32"):
+            tf.train.Saver().restore(sess, path)
+    assert tf.summary.scalar("loss", tf.constant(1.0), family="train").name == \
+        "train/train/loss"
+    assert a is not None
