@@ -120,6 +120,10 @@ class Supervisor:
                 checkpoint_dir=self._logdir, wait_for_checkpoint=wait_for_checkpoint,
                 max_wait_secs=max_wait_secs, config=config,
                 init_feed_dict=self._init_feed_dict, init_fn=self._init_fn)
+            if self._logdir:
+                # As TF1's chief: the graph as logdir/graph.pbtxt.
+                from shardflow.graph_io import write_graph
+                write_graph(self._graph, self._logdir, "graph.pbtxt")
             if start_standard_services:
                 self.start_standard_services(sess)
         else:

@@ -104,6 +104,7 @@ def test_supervisor_trains_checkpoints_and_resumes(tmp_path):
         trained = sess.run(w)
         assert tf.train.global_step(sess, step) == 5
     assert tf.train.latest_checkpoint(logdir).endswith("model.ckpt-5")
+    assert os.path.exists(os.path.join(logdir, "graph.pbtxt"))   # the chief writes it, as TF1
     assert sv.should_stop()
     events = _events(logdir)
     logs = [e.session_log.status for e in events if e.HasField("session_log")]
