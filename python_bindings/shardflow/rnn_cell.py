@@ -303,8 +303,9 @@ class DropoutWrapper(_Wrapper):
     1 / keep_prob) on the cell's inputs, outputs and new state, each with its own keep
     probability (a float, or a tensor such as a placeholder fed 1.0 for evaluation). As in
     TF1, the c part of an LSTMStateTuple is never dropped, only h; a keep probability of
-    1.0 adds nothing to the graph. A fresh mask each step (variational_recurrent=True,
-    one mask for all steps, is not supported).
+    1.0 adds nothing to the graph. A fresh mask each step, or with variational_recurrent=True
+    (dtype, and input_size for input dropout, given) one mask per place for every step of a
+    run, as TF1's.
 
     Example::
 
@@ -317,41 +318,80 @@ class DropoutWrapper(_Wrapper):
                  variational_recurrent=False, input_size=None, dtype=None, seed=None,
                  dropout_state_filter_visitor=None):
         super().__init__(cell)
-        if variational_recurrent:
-            raise ValueError("DropoutWrapper(variational_recurrent=True) is not supported; "
-                             "masks are drawn afresh each step")
         self._input_keep_prob = _keep_prob(input_keep_prob, "input_keep_prob")
         self._output_keep_prob = _keep_prob(output_keep_prob, "output_keep_prob")
         self._state_keep_prob = _keep_prob(state_keep_prob, "state_keep_prob")
         self._seed = seed
         self._filter = dropout_state_filter_visitor
+        self._variational = bool(variational_recurrent)
+        if self._variational:
+            self._make_noise(input_size, dtype)
 
-    def _dropout(self, x, keep_prob, offset):
-        if isinstance(keep_prob, float) and keep_prob == 1.0:
+    def _make_noise(self, input_size, dtype):
+        """Variational dropout (Gal & Ghahramani, as TF1's): one uniform noise [1, size] per
+        place, drawn here, outside the loop the cell runs in, so that every time step (and
+        every example of the batch) of a run uses the same mask; each run draws anew."""
+        from shardflow import ops as _ops
+        if dtype is None:
+            raise ValueError("DropoutWrapper(variational_recurrent=True) needs dtype")
+        if not _is_one(self._input_keep_prob) and input_size is None:
+            raise ValueError("DropoutWrapper(variational_recurrent=True, input_keep_prob < 1) "
+                             "needs input_size (the depth of the inputs)")
+        offsets = iter(range(1, 1000))
+
+        def noise(size):
+            if isinstance(size, LSTMStateTuple):
+                return LSTMStateTuple(noise(size.c), noise(size.h))
+            if isinstance(size, (tuple, list)):
+                return type(size)(noise(part) for part in size)
+            seed = self._seed + next(offsets) if self._seed else None
+            return _ops.random_uniform([1, int(size)], dtype=dtype, seed=seed)
+        self._noise_in = None if _is_one(self._input_keep_prob) else noise(input_size)
+        self._noise_out = None if _is_one(self._output_keep_prob) else \
+            noise(self._cell.output_size)
+        self._noise_state = None if _is_one(self._state_keep_prob) else \
+            noise(self._cell.state_size)
+
+    def _dropout(self, x, keep_prob, offset, noise=None):
+        if _is_one(keep_prob):
             return x
+        if self._variational:
+            from shardflow import ops as _ops
+            keep = _ops.floor(_ops.add(noise, keep_prob))       # 1 with probability keep_prob
+            return _ops.multiply(_ops.divide(x, keep_prob), keep)
         from shardflow.nn import dropout  # nn imports this module
         # Distinct seeds for the three places, so that their masks differ.
         return dropout(x, keep_prob, seed=self._seed + offset if self._seed else None)
 
     def _drop_state(self, state):
-        def visit(s):
+        def visit(s, noise):
             if isinstance(s, LSTMStateTuple):
                 keep = LSTMStateTuple(False, True) if self._filter is None else self._filter(s)
-                return LSTMStateTuple(*[visit(part) if k else part
-                                        for part, k in zip(s, _flags(keep, 2))])
+                parts = noise if noise is not None else (None, None)
+                return LSTMStateTuple(*[visit(part, n) if k else part
+                                        for part, n, k in zip(s, parts, _flags(keep, 2))])
             if isinstance(s, (tuple, list)):
-                return type(s)(visit(part) for part in s)
+                parts = noise if noise is not None else [None] * len(s)
+                return type(s)(visit(part, n) for part, n in zip(s, parts))
             if self._filter is not None and not self._filter(s):
                 return s
-            return self._dropout(s, self._state_keep_prob, 2)
-        return visit(state)
+            return self._dropout(s, self._state_keep_prob, 2, noise)
+        return visit(state, self._noise_state if self._variational else None)
 
     def call(self, inputs, state, scope=None):
-        inputs = self._dropout(inputs, self._input_keep_prob, 0)
+        variational = self._variational
+        inputs = self._dropout(inputs, self._input_keep_prob, 0,
+                               self._noise_in if variational else None)
         output, new_state = self._cell(inputs, state, scope=scope)
-        if not (isinstance(self._state_keep_prob, float) and self._state_keep_prob == 1.0):
+        if not _is_one(self._state_keep_prob):
             new_state = self._drop_state(new_state)
-        return self._dropout(output, self._output_keep_prob, 1), new_state
+        return self._dropout(output, self._output_keep_prob, 1,
+                             self._noise_out if variational else None), new_state
+
+
+def _is_one(keep_prob):
+    """A keep probability of exactly 1.0 given as a number: no dropout at all."""
+    return isinstance(keep_prob, float) and keep_prob == 1.0
 
 
 def _flags(keep, n):

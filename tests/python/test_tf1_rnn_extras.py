@@ -137,3 +137,29 @@ def test_legacy_seq2seq_and_feeding_an_lstm_state_tuple():
     with pytest.raises(ValueError, match="tuple of the same structure"):
         with tf.Session(graph=g) as s:
             s.run(outs[0], {state0: first[0]})
+
+
+def test_variational_dropout_wrapper_keeps_one_mask_over_the_steps():
+    """DropoutWrapper(variational_recurrent=True) (was refused): the units an output mask drops
+    are the same at every step and for every example of a run, and differ between runs."""
+    tf.reset_default_graph()
+    tf.set_random_seed(3)
+    cell = tf.nn.rnn_cell.DropoutWrapper(
+        tf.nn.rnn_cell.BasicLSTMCell(16), input_keep_prob=0.7, output_keep_prob=0.5,
+        state_keep_prob=0.6, variational_recurrent=True, input_size=4, dtype=tf.float32)
+    x = tf.placeholder(tf.float32, [3, 6, 4])
+    out, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+    grads = tf.gradients(tf.reduce_sum(out), tf.trainable_variables())
+    feed = {x: np.ones((3, 6, 4), np.float32)}
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        masks = []
+        for _ in range(4):
+            dropped = sess.run(out, feed) == 0
+            np.testing.assert_array_equal(dropped.all(axis=(0, 1)), dropped.any(axis=(0, 1)))
+            masks.append(dropped.any(axis=(0, 1)))
+        assert any((m != masks[0]).any() for m in masks[1:])
+        assert all(g.shape for g in sess.run(grads, feed))
+    with pytest.raises(ValueError, match="input_size"):
+        tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.GRUCell(2), input_keep_prob=0.5,
+                                      variational_recurrent=True, dtype=tf.float32)
