@@ -271,3 +271,29 @@ def test_a_model_used_as_a_layer_is_one_layer_and_freezes():
     outer = keras.Model(outer_in, L.Dense(1)(functional(outer_in)))
     assert "fbase" in [layer.name for layer in outer.layers]
     assert outer.predict(x).shape == (16, 1)
+
+
+def test_layer_get_config_and_from_config():
+    """get_config gives a layer's constructor arguments by name (it gave only name and
+    trainable), and from_config builds a like layer, also for a custom layer's override."""
+    dense = L.Dense(3, activation="relu", name="d")
+    config = dense.get_config()
+    assert config["units"] == 3 and config["activation"] == "relu" and config["name"] == "d"
+    again = L.Dense.from_config(dict(config, name="d2"))
+    assert again.units == 3 and again.name == "d2"
+
+    class Scaled(L.Layer):
+        def __init__(self, factor=2.0, **kwargs):
+            super().__init__(**kwargs)
+            self.factor = factor
+
+        def call(self, x):
+            return x * self.factor
+
+        def get_config(self):
+            config = super().get_config()
+            config.update({"factor": self.factor})
+            return config
+
+    copy = Scaled.from_config(dict(Scaled(3.0, name="s").get_config(), name="s2"))
+    assert copy.factor == 3.0 and copy.name == "s2"

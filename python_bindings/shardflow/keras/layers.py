@@ -330,7 +330,34 @@ class Layer(_tf.Layer):
         return [_shape_tuple(t) for t in y] if isinstance(y, list) else _shape_tuple(y)
 
     def get_config(self):
-        return {"name": self.name, "trainable": self.trainable}
+        """The layer's constructor arguments by name (as it was built: what Keras's get_config
+        gives, so that from_config(get_config()) makes a like layer), with its name,
+        trainable and dtype."""
+        config = {}
+        call = self.__dict__.get("_init_call")
+        if call is not None:
+            init = type(self).__init__
+            init = getattr(init, "__wrapped__", init)
+            try:
+                bound = inspect.signature(init).bind(self, *call[0], **call[1])
+            except TypeError:
+                bound = None
+            if bound is not None:
+                for key, param in inspect.signature(init).parameters.items():
+                    if key not in bound.arguments or key == "self":
+                        continue
+                    if param.kind == param.VAR_KEYWORD:
+                        config.update(bound.arguments[key])
+                    elif param.kind != param.VAR_POSITIONAL:
+                        config[key] = bound.arguments[key]
+        config.update(name=self.name, trainable=self.trainable,
+                      dtype=getattr(self, "dtype", None))
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """A layer from get_config's dict (Keras's Layer.from_config)."""
+        return cls(**config)
 
 
 _saving.record_init(Layer)  # a subclass without an __init__ of its own (Add, a custom
