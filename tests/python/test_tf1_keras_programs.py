@@ -297,3 +297,21 @@ def test_layer_get_config_and_from_config():
 
     copy = Scaled.from_config(dict(Scaled(3.0, name="s").get_config(), name="s2"))
     assert copy.factor == 3.0 and copy.name == "s2"
+
+
+def test_regularizer_names_and_tensorboard_histograms(tmp_path):
+    """kernel_regularizer='l2' (Keras's names; a ValueError before) and TensorBoard(
+    histogram_freq=1) writing each weight's histogram (a ValueError before)."""
+    import glob
+    model = keras.Sequential([L.Dense(2, input_shape=(3,), kernel_regularizer="l2",
+                                      bias_regularizer="l1")])
+    assert len(model.losses) == 2
+    model.compile("sgd", "mse")
+    model.fit(np.ones((4, 3)), np.ones((4, 2)), epochs=2, verbose=0,
+              callbacks=[keras.callbacks.TensorBoard(log_dir=str(tmp_path), histogram_freq=1)])
+    seen = set()
+    for event in tf.train.summary_iterator(glob.glob(str(tmp_path / "events*"))[0]):
+        for value in event.summary.value:
+            if value.HasField("histo"):
+                seen.add((value.tag.split("/")[-1], event.step, value.histo.num))
+    assert seen == {("kernel_0", 0, 6), ("kernel_0", 1, 6), ("bias_0", 0, 2), ("bias_0", 1, 2)}

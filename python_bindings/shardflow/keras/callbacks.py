@@ -431,17 +431,22 @@ class TensorBoard(Callback):
     epoch, to an event file in `log_dir` through tf.summary.FileWriter (read them back with
     tf.train.summary_iterator or TensorBoard). With write_graph the graph is written too;
     with update_freq='batch' (or a number of batches) batch losses are written as
-    'batch_<name>' by step. Histograms, images and embeddings are not written (a
-    histogram_freq, write_images or embeddings_freq other than 0/False is a ValueError)."""
+    'batch_<name>' by step; with histogram_freq N, a histogram of every weight each N-th
+    epoch. Gradients, images and embeddings are not written (write_grads, write_images or
+    embeddings_freq other than 0/False is a ValueError)."""
 
     def __init__(self, log_dir="./logs", histogram_freq=0, batch_size=32, write_graph=True,
                  write_grads=False, write_images=False, embeddings_freq=0,
                  embeddings_layer_names=None, embeddings_metadata=None, embeddings_data=None,
                  update_freq="epoch", profile_batch=2, **kwargs):
         super().__init__()
-        if histogram_freq or write_grads or write_images or embeddings_freq:
-            raise ValueError("TensorBoard: histograms, gradients, images and embeddings are "
-                             "not written here; only scalars (and the graph)")
+        if write_grads or write_images or embeddings_freq:
+            raise ValueError("TensorBoard: gradients, images and embeddings are not written "
+                             "here; scalars, weight histograms (histogram_freq) and the graph")
+        if histogram_freq < 0:
+            raise ValueError("TensorBoard: histogram_freq must be >= 0, got %r"
+                             % (histogram_freq,))
+        self.histogram_freq = int(histogram_freq)
         self.log_dir = str(log_dir)
         self.write_graph = write_graph
         self.update_freq = 1 if update_freq == "batch" else update_freq
@@ -473,7 +478,23 @@ class TensorBoard(Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self._write(logs or {}, epoch)
+        if self.histogram_freq and (epoch + 1) % self.histogram_freq == 0:
+            self._write_histograms(epoch)
         self.writer.flush()
+
+    def _write_histograms(self, epoch):
+        """A histogram of each weight's values (tag: its variable's name), as TF 1.15's
+        callback writes with histogram_freq."""
+        from shardflow.keras import backend as K
+        from shardflow.summary import _bytes_field, _histogram
+        weights = [w for layer in self.model.layers for w in getattr(layer, "weights", [])]
+        if not weights:
+            return
+        values = K.batch_get_value(weights)
+        data = b"".join(_bytes_field(1, _bytes_field(1, w.name.replace(":", "_")) +
+                                     _bytes_field(5, _histogram(v)))
+                        for w, v in zip(weights, values))
+        self.writer.add_summary(data, global_step=epoch)
 
     def on_train_end(self, logs=None):
         if self.writer is not None:

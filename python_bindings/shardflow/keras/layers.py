@@ -163,7 +163,7 @@ class Layer(_tf.Layer):
         constraint = getattr(self, "_weight_constraints", {}).get(name)
         if constraint is not None:
             v._keras_constraint = constraint  # applied after each step (keras/constraints.py)
-        penalty = add_regularization_loss(v, regularizer)
+        penalty = add_regularization_loss(v, _regularizers.get(regularizer))  # 'l2' too
         if penalty is not None:
             self.losses.append(penalty)
         return v

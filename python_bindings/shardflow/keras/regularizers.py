@@ -46,7 +46,10 @@ def l1_l2(l1=0.01, l2=0.01):  # noqa: F811
 
 
 def get(identifier):
+    """A regularizer from a callable, or Keras's names 'l1', 'l2', 'l1_l2' (factor 0.01)."""
     if identifier is None or callable(identifier):
         return identifier
+    if isinstance(identifier, str) and identifier in ("l1", "l2", "l1_l2"):
+        return {"l1": l1, "l2": l2, "l1_l2": l1_l2}[identifier]()
     raise ValueError("a regularizer is a callable such as keras.regularizers.l2(1e-4), not %r"
                      % (identifier,))
