@@ -306,8 +306,8 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None):
     """TF1's tf.nn.softmax_cross_entropy_with_logits_v2: the per-row cross-entropy
     -sum(labels * log_softmax(logits)) over `axis` (any dimension), with gradients to the
-    labels too (v1 stops them). Where labels are a constant or fed, prefer softmax_cross_entropy_with_logits (one
-    fused kernel)."""
+    labels too (v1 stops them). Where labels are a constant or fed, prefer
+    softmax_cross_entropy_with_logits (one fused kernel)."""
     from shardflow import ops as _ops
     from shardflow.framework import Tensor, convert_to_tensor
     logits = convert_to_tensor(logits)

@@ -241,7 +241,8 @@ def _match_ranks(y_pred, y_true):
 def compute_weighted_loss(losses, sample_weight=None, reduction=Reduction.SUM_OVER_BATCH_SIZE):
     """losses * sample_weight reduced by `reduction` (TF 1.15's losses_utils): a weight of
     rank one more (ending in 1) is squeezed, of lower rank is expanded at the end (per-sample
-    weights of per-element losses), then it broadcasts; SUM_OVER_BATCH_SIZE divides the sum by the number of weighted elements."""
+    weights of per-element losses), then it broadcasts; SUM_OVER_BATCH_SIZE divides the sum
+    by the number of weighted elements."""
     Reduction.validate(reduction)
     if reduction == Reduction.AUTO:
         reduction = Reduction.SUM_OVER_BATCH_SIZE
