@@ -315,3 +315,22 @@ def test_regularizer_names_and_tensorboard_histograms(tmp_path):
             if value.HasField("histo"):
                 seen.add((value.tag.split("/")[-1], event.step, value.histo.num))
     assert seen == {("kernel_0", 0, 6), ("kernel_0", 1, 6), ("bias_0", 0, 2), ("bias_0", 1, 2)}
+
+
+def test_a_pretrained_application_as_the_base_of_a_sequential_trains():
+    """Sequential([MobileNetV2(include_top=False), pooling, Dense]) with the base frozen: the
+    step ran the batch-normalization updates of the base's first build too, which read the
+    base's own Input ('placeholder input is needed but not fed')."""
+    base = keras.applications.MobileNetV2(input_shape=(32, 32, 3), include_top=False,
+                                          weights=None, alpha=0.35)
+    base.trainable = False
+    model = keras.Sequential([base, L.GlobalAveragePooling2D(), L.Dense(3, activation="softmax")])
+    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    rng = np.random.default_rng(11)
+    x = rng.random((8, 32, 32, 3)).astype(np.float32)
+    frozen = base.get_weights()[0].copy()
+    history = model.fit(x, rng.integers(0, 3, 8), epochs=1, batch_size=4, verbose=0)
+    assert sorted(history.history) == ["acc", "loss"]
+    np.testing.assert_array_equal(frozen, base.get_weights()[0])
+    assert len(model.trainable_weights) == 2

@@ -199,16 +199,18 @@ class Model:
                 return self.outputs[0] if len(self.outputs) == 1 else list(self.outputs)
             return self._call_subclassed(inputs, training)
         self._require_built("call")
-        new = {id(t): x for t, x in zip(self.inputs, _as_list(inputs))}
+        # Keyed by tensor name: a model's graph may hold another Python object for its input
+        # tensor (a pretrained application's), which must map to the new input all the same.
+        new = {t.name: x for t, x in zip(self.inputs, _as_list(inputs))}
 
         def compute(t):
-            if id(t) not in new:
+            if t.name not in new:
                 layer, node, index = t._keras_history
                 xs = layer._inbound_nodes[node][0]
                 args = [compute(x) for x in xs] if isinstance(xs, list) else compute(xs)
                 y = layer(args, training=training)
-                new[id(t)] = y[index] if isinstance(y, list) else y
-            return new[id(t)]
+                new[t.name] = y[index] if isinstance(y, list) else y
+            return new[t.name]
         outs = [compute(t) for t in self.outputs]
         out = outs[0] if len(outs) == 1 else outs
         self._record_call(inputs, out)
@@ -522,7 +524,13 @@ class Model:
             train_op = None
             if params:
                 step = self.optimizer.get_updates(total, params)
-                train_op = ops.group(step, *self.updates) if self.updates else step
+                # The updates computed from this model's inputs (batch statistics of this
+                # model's own call of a nested pretrained model, not of that model's first
+                # build on its own Input, which nothing feeds here) and the unconditional ones.
+                updates = self.get_updates_for(self.inputs)
+                own = {id(u) for u in updates}
+                updates += [u for u in self.get_updates_for(None) if id(u) not in own]
+                train_op = ops.group(step, *updates) if updates else step
             reset = ops.group(*[m._reset_op() for m in stateful]) if stateful else None
         # which of [loss] + metrics are stateful (their value after the last batch is the
         # epoch's); their state is reset (and first set) by `reset`
