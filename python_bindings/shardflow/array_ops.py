@@ -575,7 +575,7 @@ def scatter_nd(indices, updates, shape, name=None):
 def _pad_amounts(paddings, rank):
     """pad's paddings as [[before, after]] * rank: Python ints where the graph determines
     them, scalar int32 tensors where only the step does."""
-    from shardflow.tensor_util import constant_value
+    from shardflow.tensor_util import constant_value, int_or_tensor
     if isinstance(paddings, Tensor):
         known = constant_value(paddings)
         if known is None:
@@ -591,16 +591,7 @@ def _pad_amounts(paddings, rank):
     if len(rows) != rank or any(len(row) != 2 for row in rows):
         raise ValueError("pad: paddings must be [%d, 2] for rank %d, got %r"
                          % (rank, rank, paddings))
-    out = []
-    for row in rows:
-        pair = []
-        for n in row:
-            if isinstance(n, Tensor):
-                known = constant_value(n)
-                n = ops.cast(n, dtypes.int32) if known is None else known
-            pair.append(n if isinstance(n, Tensor) else int(n))
-        out.append(pair)
-    return out
+    return [[int_or_tensor(n) for n in row] for row in rows]
 
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):

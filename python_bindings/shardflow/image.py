@@ -30,7 +30,7 @@ from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  #
 from shardflow.image_quality import (image_gradients, psnr, sobel_edges, ssim,  # noqa: F401
                                      total_variation)
 from shardflow.check_ops import _check
-from shardflow.tensor_util import constant_value
+from shardflow.tensor_util import int_or_tensor
 from shardflow.patch_ops import extract_image_patches  # noqa: F401 (tf.image.extract_...)
 from shardflow.image_resize import (ResizeMethod, resize, resize_area,  # noqa: F401
                                     resize_bicubic, resize_bilinear, resize_images,
@@ -173,13 +173,7 @@ def _is_tensor(v):
 
 def _sizes(values):
     """Python ints, or scalar int32 tensors for those the graph does not determine."""
-    out = []
-    for v in values:
-        if _is_tensor(v):
-            known = constant_value(v)
-            v = ops.cast(v, dtypes.int32) if known is None else known
-        out.append(v if _is_tensor(v) else int(v))
-    return out
+    return [int_or_tensor(v) for v in values]
 
 
 def _max(a, b):

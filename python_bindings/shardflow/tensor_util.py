@@ -91,6 +91,19 @@ def constant_value(tensor, partial=False):
     return None
 
 
+def int_or_tensor(value):
+    """A size or offset as a Python int when the graph determines it (a constant, a static
+    shape's Shape), else as a scalar int32 tensor the step computes."""
+    from shardflow.framework import Tensor
+    if isinstance(value, Tensor):
+        known = constant_value(value)
+        if known is None:
+            from shardflow import ops
+            return ops.cast(value, dtypes.int32)
+        value = known
+    return int(value)
+
+
 def get_static_value(tensor, partial=False):
     """tf.get_static_value: constant_value under TF 1.15's later name."""
     return constant_value(tensor, partial)

@@ -764,10 +764,7 @@ class _RNN(Layer):
         from shardflow.keras.recurrent_math import RecurrentSpec
         if stateful:
             raise ValueError("%s(stateful=True) is not supported" % type(self).__name__)
-        spec_args = {k: kwargs.pop(k) for k in list(kwargs) if k in _RECURRENT_ARGS}
-        if self._kind != "lstm":
-            spec_args.pop("unit_forget_bias", None)
-        self.spec = RecurrentSpec(self._kind, units, activation, **spec_args)
+        self.spec = RecurrentSpec.from_kwargs(self._kind, units, activation, kwargs)
         super().__init__(**kwargs)
         self.units = self.spec.units
         self.activation = self.spec.activation
@@ -822,13 +819,6 @@ class _RNN(Layer):
         if self.return_state:
             return [out] + [None] * (2 if isinstance(self, LSTM) else 1)
         return out
-
-
-_RECURRENT_ARGS = ("recurrent_activation", "use_bias", "kernel_initializer",
-                   "recurrent_initializer", "bias_initializer", "unit_forget_bias",
-                   "kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
-                   "kernel_constraint", "recurrent_constraint", "bias_constraint", "dropout",
-                   "recurrent_dropout", "implementation", "reset_after")
 
 
 class SimpleRNN(_RNN):

@@ -144,16 +144,7 @@ def _cell_spec(kind, what, units, activation, kwargs):
                              "(keras.layers.%s(units, %s=...))"
                              % (what, key, {"lstm": "LSTM", "gru": "GRU"}.get(kind, "SimpleRNN"),
                                 key))
-    args = {k: kwargs.pop(k) for k in list(kwargs) if k in _SPEC_ARGS}
-    if kind != "lstm":
-        args.pop("unit_forget_bias", None)
-    return RecurrentSpec(kind, units, activation, **args), kwargs
-
-
-_SPEC_ARGS = ("recurrent_activation", "use_bias", "kernel_initializer", "recurrent_initializer",
-              "bias_initializer", "unit_forget_bias", "kernel_regularizer",
-              "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
-              "recurrent_constraint", "bias_constraint", "implementation", "reset_after")
+    return RecurrentSpec.from_kwargs(kind, units, activation, kwargs), kwargs
 
 
 def _call_cell(cell, inputs, states):

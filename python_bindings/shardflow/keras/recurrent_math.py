@@ -17,6 +17,8 @@ kept over the time steps, as Keras's implementation 1. The masks are drawn by th
 the loop (make_masks) and read by every step.
 """
 
+import inspect
+
 from shardflow import array_ops as _array, dtypes, ops
 from shardflow import rnn_cell as _rnn
 from shardflow.keras import activations, constraints, initializers, regularizers
@@ -58,6 +60,17 @@ class RecurrentSpec:
         self.recurrent_dropout = float(recurrent_dropout)
         self.implementation = int(implementation)
         self.reset_after = bool(reset_after) and kind == "gru"
+
+    @classmethod
+    def from_kwargs(cls, kind, units, activation, kwargs):
+        """The spec of a layer or cell, its own arguments popped out of the layer's `kwargs`
+        (which keep the rest: name, input_shape, ...); unit_forget_bias is the LSTM's only."""
+        own = set(inspect.signature(cls.__init__).parameters) - {"self", "kind", "units",
+                                                                 "activation"}
+        args = {k: kwargs.pop(k) for k in list(kwargs) if k in own}
+        if kind != "lstm":
+            args.pop("unit_forget_bias", None)
+        return cls(kind, units, activation, **args)
 
 
 def _initial(initializer, shape, dtype):
