@@ -72,12 +72,6 @@ std::vector<std::pair<int64_t, bool>> MergeReducedGroups(const TensorShape& inpu
   return groups;
 }
 
-absl::Status EmptyReductionError(const std::string& op, const TensorShape& input) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(op, " over an empty set of values: input shape ", input.DebugString(),
-                   " has size 0 along a reduced axis; reduce only non-empty axes"));
-}
-
 absl::Status EmptyIntegerMeanError(const TensorShape& input) {
   return absl::InvalidArgumentError(
       absl::StrCat("Mean of an empty set of integers is undefined: input shape ",

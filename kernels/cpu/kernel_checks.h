@@ -38,8 +38,7 @@ absl::StatusOr<ReductionShape> PlanReduction(const TensorShape& input, const Ten
 // ReductionShape::groups of `input` reduced over the dimensions flagged in `reduce`.
 std::vector<std::pair<int64_t, bool>> MergeReducedGroups(const TensorShape& input,
                                                          const std::vector<bool>& reduce);
-// The errors of reductions over no values: Max/Min of nothing, and the Mean of no integers.
-absl::Status EmptyReductionError(const std::string& op, const TensorShape& input);
+// The error of a reduction over no values: the Mean of no integers.
 absl::Status EmptyIntegerMeanError(const TensorShape& input);
 
 // ---- matrix products --------------------------------------------------------------------------

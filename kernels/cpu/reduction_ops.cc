@@ -28,10 +28,10 @@ namespace {
 
 using cwise::ComputeType;
 
-// Reducers: Identity() is the value of an empty reduction, Combine() is associative.
+// Reducers: Identity() is the value of an empty reduction (as TensorFlow: 0 for Sum, 1 for Prod,
+// -inf or the lowest value for Max, +inf or the highest for Min), Combine() is associative.
 struct SumReducer {
   static constexpr bool kIsMean = false;
-  static constexpr bool kEmptyIsError = false;
   template <typename A>
   static A Identity() {
     return A(0);
@@ -46,7 +46,6 @@ struct MeanReducer : SumReducer {
 };
 struct ProdReducer {
   static constexpr bool kIsMean = false;
-  static constexpr bool kEmptyIsError = false;
   template <typename A>
   static A Identity() {
     return A(1);
@@ -59,7 +58,6 @@ struct ProdReducer {
 // Max and Min propagate NaN.
 struct MaxReducer {
   static constexpr bool kIsMean = false;
-  static constexpr bool kEmptyIsError = true;
   template <typename A>
   static A Identity() {
     if constexpr (std::numeric_limits<A>::has_infinity) {
@@ -75,7 +73,6 @@ struct MaxReducer {
 };
 struct MinReducer {
   static constexpr bool kIsMean = false;
-  static constexpr bool kEmptyIsError = true;
   template <typename A>
   static A Identity() {
     if constexpr (std::numeric_limits<A>::has_infinity) {
@@ -229,7 +226,6 @@ class ReductionOp : public OpKernel {
     if (out_count == 0) return;
     T* out_data = out->data<T>();
     if (reduced_count == 0) {
-      OP_REQUIRES(ctx, !R::kEmptyIsError, EmptyReductionError(type_string(), in.shape()));
       Acc empty = R::template Identity<Acc>();
       if constexpr (R::kIsMean) {
         OP_REQUIRES(ctx, !std::is_integral_v<Acc>, EmptyIntegerMeanError(in.shape()));

@@ -112,9 +112,10 @@ class ReductionOp : public OpKernel {
     T* out_data = out->data<T>();
     cudaStream_t stream = gpu::StreamOf(ctx);
     if (reduced_count == 0) {
-      constexpr bool kEmptyIsError = kFn == ReduceFn::kMax || kFn == ReduceFn::kMin;
-      OP_REQUIRES(ctx, !kEmptyIsError, EmptyReductionError(type_string(), in.shape()));
+      // As the CPU (and TensorFlow): the identity of the reduction.
       T empty = kFn == ReduceFn::kProd ? T(1) : T(0);
+      if constexpr (kFn == ReduceFn::kMax) empty = -std::numeric_limits<T>::infinity();
+      if constexpr (kFn == ReduceFn::kMin) empty = std::numeric_limits<T>::infinity();
       if constexpr (kMean) {
         OP_REQUIRES(ctx, !std::is_integral_v<T>, EmptyIntegerMeanError(in.shape()));
         empty = std::numeric_limits<T>::quiet_NaN();
