@@ -591,19 +591,13 @@ def flatten(inputs, outputs_collections=None, scope=None):
 
 
 def _unique_scope(default):
-    """`default`, or default_1, default_2, ...: the first that names no variable yet in the
-    current variable scope (TF1 numbers contrib layers' default scopes so)."""
-    from shardflow.variable_scope import get_variable_scope
+    """`default`, or default_1, default_2, ...: the first not yet entered in this entry of the
+    current variable scope, as TF1's default scope names (Note [Default scope names] in
+    shardflow/variable_scope.py)."""
+    from shardflow.variable_scope import _unique_scope_name, get_variable_scope
     g = get_default_graph()
-    g = g._outermost() if hasattr(g, "_outermost") else g
-    store = getattr(g, "_variable_store", {})
-    outer = get_variable_scope().name
-    prefix = outer + "/" if outer else ""
-    name, i = default, 0
-    while any(k.startswith(prefix + name + "/") for k in store):
-        i += 1
-        name = "%s_%d" % (default, i)
-    return name
+    return _unique_scope_name(get_variable_scope().name, default,
+                              g.__dict__.setdefault("_variable_scope_counts", {}))
 
 
 def _scope_name(scope, default, reuse):

@@ -245,7 +245,8 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gr
 def make_template(name_, func_, create_scope_now_=False, unique_name_=None,
                   custom_getter_=None, **kwargs):
     """A function calling func_(*args, **kwargs) inside variable_scope(name_): the first call
-    creates the variables (get_variable), later calls reuse them (TF1's tf.make_template)."""
+    creates the variables (get_variable), later calls reuse them (TF1's tf.make_template).
+    Templates named alike get scopes "t", "t_1", ... (unique_name_ names it exactly)."""
     from shardflow.variable_scope import variable_scope
     state = {"scope": None}
 
@@ -253,7 +254,7 @@ def make_template(name_, func_, create_scope_now_=False, unique_name_=None,
         merged = dict(kwargs)
         merged.update(more)
         if state["scope"] is None:
-            with variable_scope(unique_name_ or name_, default_name=name_) as scope:
+            with variable_scope(unique_name_, default_name=name_) as scope:
                 state["scope"] = scope
                 return func_(*args, **merged)
         with variable_scope(state["scope"], reuse=True):

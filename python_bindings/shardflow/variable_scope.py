@@ -17,7 +17,18 @@ As in TF1: inside ``variable_scope("s")`` a variable is named "s/<name>" whateve
 is open; ``reuse=True`` requires that it exists (and has the same shape), reuse False (the
 default, inherited from the enclosing scope) that it does not, ``reuse=sf.AUTO_REUSE`` either;
 ``scope.reuse_variables()`` turns reuse on for the rest of the block. The scope also opens a
-name scope of the same name for the ops built inside.
+name scope of the same name for the ops built inside (a new one, "s_1", when the name scope "s"
+was used before, also when a captured scope object is re-entered; none with
+``auxiliary_name_scope=False``).
+
+Note [Default scope names]. ``variable_scope(None, default_name="block")`` and the layers of
+tf.contrib.layers/slim without a ``scope`` name their scope as TF1 does: "block" the first time
+in an entry of the enclosing variable scope, then "block_1", "block_2", ... Each scope counts
+how often it was entered; leaving a scope entered by name sets the counts of the scopes inside
+it back to zero, so a function that opens ``variable_scope("D", reuse=sf.AUTO_REUSE)`` and
+builds unnamed layers finds the same layers (D/fully_connected, ...) on every call, while two
+unnamed blocks in one entry get two sets of variables. Re-entering a captured scope object
+restores the counts on leaving, as TF1's ``_pure_variable_scope``.
 """
 
 import contextlib
@@ -89,15 +100,21 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     g = get_default_graph()
     stack = _stack(g)
     outer = stack[-1]
+    counts = g.__dict__.setdefault("_variable_scope_counts", {})
     if isinstance(name_or_scope, VariableScope):
         full = name_or_scope.name
         inherit = name_or_scope.reuse
+        name_scope = full.rsplit("/", 1)[-1]
     else:
         name = name_or_scope if name_or_scope is not None else default_name
         if not name:
             raise ValueError("variable_scope needs a name (or default_name)")
+        if name_or_scope is None and reuse is not True:
+            name = _unique_scope_name(outer.name, default_name, counts)
         full = outer.name + "/" + name if outer.name else name
         inherit = outer.reuse
+        name_scope = (full.rsplit("/", 1)[-1] if name_or_scope is not None
+                      else default_name)
     if reuse is None or reuse is False:
         reuse = True if inherit is True else (inherit if inherit == AUTO_REUSE else False)
     if isinstance(name_or_scope, VariableScope):
@@ -122,13 +139,38 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     # Unnamed layers are counted afresh in each entry of a scope (Note [Layer variables and
     # variable scopes] in shardflow/layers.py).
     g.__dict__.setdefault("_layer_name_counts", {})[full] = {}
+    # Note [Default scope names]: how often each scope was entered, so that default names
+    # count up (block, block_1, ...) and start again inside each entry of the enclosing scope.
+    counts[full] = counts.get(full, 0) + 1
+    saved = dict(counts) if isinstance(name_or_scope, VariableScope) else None
+    if not auxiliary_name_scope:
+        name_scope = g._name_scope + "/" if g._name_scope else None
     stack.append(scope)
     try:
-        with g.name_scope(full.rsplit("/", 1)[-1] if not isinstance(name_or_scope,
-                                                                   VariableScope) else full + "/"):
+        with g.name_scope(name_scope) as opened:
+            if auxiliary_name_scope and not isinstance(name_or_scope, VariableScope):
+                scope.original_name_scope = opened
             yield scope
     finally:
         stack.pop()
+        if saved is not None:
+            counts.clear()
+            counts.update(saved)
+        else:
+            for k in counts:
+                if k.startswith(full + "/"):
+                    counts[k] = 0
+
+
+def _unique_scope_name(outer, default_name, counts):
+    """`default_name`, or default_name_1, _2, ...: the first not yet entered in this entry of
+    the variable scope `outer` (Note [Default scope names])."""
+    prefix = outer + "/" if outer else ""
+    name, i = default_name, 0
+    while counts.get(prefix + name, 0) > 0:
+        i += 1
+        name = "%s_%d" % (default_name, i)
+    return name
 
 
 def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
