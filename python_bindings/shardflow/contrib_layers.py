@@ -767,7 +767,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                batch_weights=None, fused=None, data_format="NHWC",
                zero_debias_moving_mean=False, scope=None, renorm=False, renorm_clipping=None,
                renorm_decay=0.99, adjustment=None):
-    """TF1's tf.contrib.layers.batch_norm over the last axis (NHWC), as its fused kernel:
+    """TF1's tf.contrib.layers.batch_norm over the channels (NHWC, or NCHW), as its fused kernel:
     model variables <scope>/beta (center), <scope>/gamma (scale; False by default),
     <scope>/moving_mean and moving_variance (scope 'BatchNorm'), made as TF1 makes them
     (param_initializers, param_regularizers for beta and gamma). With is_training (a bool or
@@ -775,8 +775,8 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
     (1 - decay) towards them (the variance unbiased); the updates go to
     `updates_collections` (UPDATE_OPS; run them with the train op) or, with
     updates_collections=None, run before the output is returned. Otherwise the moving
-    averages normalise. renorm, batch_weights, zero_debias_moving_mean and NCHW are not
-    supported."""
+    averages normalise. data_format="NCHW" normalises axis 1. renorm, batch_weights and
+    zero_debias_moving_mean are not supported."""
     from shardflow import nn
     from shardflow.variable_scope import variable_scope
     for what, value in (("batch_weights", batch_weights), ("renorm", renorm),
@@ -784,9 +784,9 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
                         ("adjustment", adjustment)):
         if value:
             raise ValueError("contrib.layers.batch_norm(%s=...) is not supported" % what)
-    if data_format != "NHWC":
-        raise ValueError("contrib.layers.batch_norm(data_format=%r): only NHWC (channels last) "
-                         "is supported" % (data_format,))
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("contrib.layers.batch_norm(data_format=%r): NHWC or NCHW"
+                         % (data_format,))
     inits = dict(param_initializers or {})
     unknown = set(inits) - {"beta", "gamma", "moving_mean", "moving_variance"}
     if unknown:
@@ -796,6 +796,12 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
     x = convert_to_tensor(inputs)
     if x.shape.ndims is None:
         raise ValueError("Inputs %s has undefined rank" % x.name)
+    if data_format == "NCHW":
+        # Channels moved last for the kernel, the output moved back; the variables are per
+        # channel either way.
+        x, restore = nn.channels_last(x, 1, "batch_norm")
+    else:
+        restore = None
     c = _last_dim(x, "batch_norm")
     g = get_default_graph()
 
@@ -836,6 +842,8 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         else:
             y = nn.fused_batch_norm(x, gamma, beta, mm, mv, epsilon=epsilon,
                                     is_training=False)[0]
+        if restore is not None:
+            y = restore(y)
         if activation_fn is not None:
             y = activation_fn(y)
     _add_to(outputs_collections, [y])

@@ -521,7 +521,8 @@ class SeparableConv2D(Layer):
 
 
 class BatchNormalization(Layer):
-    """Batch normalisation over the last axis (channels), as TF1's tf.layers.BatchNormalization.
+    """Batch normalisation over one axis (the channels: the last by default, `axis=1` for
+    NCHW), as TF1's tf.layers.BatchNormalization.
 
     Called with ``training=True`` it normalises with the batch's mean and variance and adds
     the updates of its moving averages (moving = momentum * moving + (1 - momentum) * batch) to
@@ -558,9 +559,12 @@ class BatchNormalization(Layer):
                                  "not %r" % (what, c))
         self.beta_regularizer, self.gamma_regularizer = beta_regularizer, gamma_regularizer
         self.beta_constraint, self.gamma_constraint = beta_constraint, gamma_constraint
-        if axis not in (-1, 3):
-            raise ValueError("BatchNormalization(axis=%r): only the last axis (channels, NHWC) "
-                             "is supported" % (axis,))
+        if isinstance(axis, (list, tuple)) and len(axis) == 1:
+            axis = axis[0]
+        if not isinstance(axis, (int, np.integer)):
+            raise ValueError("BatchNormalization(axis=%r): one axis (the channels: -1 for NHWC, "
+                             "1 for NCHW) is supported, not several" % (axis,))
+        self.axis = int(axis)
         if not 0 <= momentum < 1:
             raise ValueError("BatchNormalization momentum must be in [0, 1), got %r" % (momentum,))
         if not epsilon > 0:
@@ -578,7 +582,16 @@ class BatchNormalization(Layer):
         self.updates = []
 
     def build(self, input_shape):
-        c = _last_dim(input_shape, "BatchNormalization")
+        if input_shape.ndims is None:
+            raise ValueError("BatchNormalization needs inputs of known rank, got %r"
+                             % (input_shape,))
+        if not -input_shape.ndims <= self.axis < input_shape.ndims:
+            raise ValueError("BatchNormalization(axis=%d) for inputs of rank %d"
+                             % (self.axis, input_shape.ndims))
+        c = input_shape.as_list()[self.axis]
+        if c is None:
+            raise ValueError("BatchNormalization needs inputs whose axis %d is known, got %r"
+                             % (self.axis, input_shape))
         # As TF1's: scale=False makes no gamma (a constant 1), center=False no beta (0).
         self.gamma = self.add_variable("gamma", [c], self.gamma_initializer,
                                        trainable=self.trainable,
@@ -610,6 +623,11 @@ class BatchNormalization(Layer):
         return gamma, beta
 
     def call(self, x, training=False):
+        # The kernel normalises the last axis: another (NCHW's channels) is moved there and back.
+        x, restore = nn.channels_last(x, self.axis, "BatchNormalization")
+        return restore(self._normalize(x, training))
+
+    def _normalize(self, x, training):
         mean, var = self.moving_mean.value(), self.moving_variance.value()
         gamma, beta = self._scale_and_offset()
         if isinstance(training, Tensor):

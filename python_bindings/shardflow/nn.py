@@ -120,6 +120,22 @@ def _nhwc(data_format, what):
             % (what, data_format))
 
 
+def channels_last(x, axis, what):
+    """(x with dimension `axis` moved last, a function moving it back in a result of x's
+    shape): for layers that normalise over another axis than the last (NCHW's channels)."""
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError("%s over axis %r needs inputs of known rank, got %s" % (what, axis, x))
+    if not -rank <= axis < rank:
+        raise ValueError("%s: axis %r is out of range for inputs of rank %d" % (what, axis, rank))
+    axis %= rank
+    if axis == rank - 1:
+        return x, lambda y: y
+    perm = [d for d in range(rank) if d != axis] + [axis]
+    back = [perm.index(d) for d in range(rank)]
+    return ops.transpose(x, perm), lambda y: ops.transpose(y, back)
+
+
 def conv2d(input, filters=None, strides=1, padding="SAME", use_cudnn_on_gpu=True,  # noqa: A002
            data_format="NHWC", dilations=None, name=None, filter=None):  # noqa: A002
     """2-D convolution of NHWC `input` with [h, w, in, out] `filters`.
@@ -429,8 +445,8 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
 
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
                      data_format="NHWC", is_training=True, name=None):
-    """Batch normalisation over the last dimension (channels), as TF1's tf.nn.fused_batch_norm:
-    returns (y, mean, variance). In training the batch's statistics are used and returned (the
+    """Batch normalisation over the last dimension (channels; the second with
+    data_format="NCHW"), as TF1's tf.nn.fused_batch_norm: returns (y, mean, variance). In training the batch's statistics are used and returned (the
     variance unbiased, for moving averages); otherwise `mean` and `variance` are.
 
     Example::
@@ -438,6 +454,12 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
         y, batch_mean, batch_var = sf.nn.fused_batch_norm(x, gamma, beta)
     """
     from shardflow import ops
+    if data_format == "NCHW":
+        # Channels moved last for the kernel and back (the statistics are per channel alike).
+        x, restore = channels_last(ops.convert_to_tensor(x), 1, "fused_batch_norm")
+        y, m, v = fused_batch_norm(x, scale, offset, mean, variance, epsilon, "NHWC",
+                                   is_training, name)
+        return restore(y), m, v
     _nhwc(data_format, "fused_batch_norm")
     if is_training:
         empty = ops.constant(np.zeros([0], np.float32))

@@ -305,6 +305,21 @@ class Variable(_TensorOperators):
         """The current value (runs the read in `session` or the default session)."""
         return self._read.eval(session=session)
 
+    def load(self, value, session=None):
+        """Writes `value` (of the variable's shape) into the variable in `session` (or the
+        default session), as TF1's Variable.load. The first call adds one placeholder and an
+        assignment beside the variable, which later calls feed."""
+        from shardflow import ops
+        from shardflow.session import _session_for
+        if getattr(self, "_loader", None) is None:
+            g = self.graph
+            with g.as_default(), g.control_dependencies(None), g.name_scope(
+                    self.op.name + "/load/"):
+                fed = ops.placeholder(self.dtype, self.shape, name="value")
+                self._loader = (fed, self.assign(fed, read_value=False))
+        fed, assign = self._loader
+        _session_for(session).run(assign, {fed: value})
+
     class SaveSliceInfo:
         """Where a part of a partitioned variable lies in the whole (TF1's
         Variable.SaveSliceInfo): Savers write the whole under `full_name` and each part reads

@@ -78,8 +78,8 @@ def test_batch_normalization_layer_python_bool_and_errors():
         assert not np.allclose(a, b)
     with pytest.raises(ValueError, match="momentum must be in"):
         sf.layers.BatchNormalization(momentum=1.0)
-    with pytest.raises(ValueError, match="only the last axis"):
-        sf.layers.BatchNormalization(axis=1)
+    with pytest.raises(ValueError, match="not several"):
+        sf.layers.BatchNormalization(axis=[1, 2])
 
 
 def test_resnet50_graph():

@@ -534,22 +534,22 @@ class Dropout(Layer, _tf.Dropout):
 
 
 class BatchNormalization(Layer, _tf.BatchNormalization):
-    """Batch normalisation over the last axis; in training (the learning phase) it uses the
-    batch's statistics and updates the moving ones (Model.fit runs the updates)."""
+    """Batch normalisation over one axis (the last; `axis=1` for channels_first); in training
+    (the learning phase) it uses the batch's statistics and updates the moving ones (Model.fit runs the updates)."""
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
                  moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  beta_regularizer=None, gamma_regularizer=None, **kwargs):
-        if beta_regularizer is not None or gamma_regularizer is not None:
-            raise ValueError("BatchNormalization: beta/gamma regularizers are not supported")
         trainable = kwargs.pop("trainable", True)
         _tf.BatchNormalization.__init__(
             self, axis=axis, momentum=momentum, epsilon=epsilon, center=center, scale=scale,
             beta_initializer=initializers.get(beta_initializer),
             gamma_initializer=initializers.get(gamma_initializer),
             moving_mean_initializer=initializers.get(moving_mean_initializer),
-            moving_variance_initializer=initializers.get(moving_variance_initializer))
+            moving_variance_initializer=initializers.get(moving_variance_initializer),
+            beta_regularizer=_regularizers.get(beta_regularizer),
+            gamma_regularizer=_regularizers.get(gamma_regularizer))
         self._keras_init(dict(kwargs, trainable=trainable))
 
 
