@@ -183,7 +183,7 @@ absl::Status SliceShape(InferenceContext* c) {
     int64_t s = size[i];
     if (s == -1) {
       s = (dim >= 0 && b >= 0) ? dim - b : -1;
-    } else if (s < -1 || (dim >= 0 && b >= 0 && b + s > dim)) {
+    } else if (s < -1 || (dim >= 0 && b >= 0 && s > dim - b)) {
       return c->InvalidArgument(absl::StrCat(
           "slice [", b, ", ", b, "+", s, ") is out of bounds for dimension ", i, " of size ", dim));
     }

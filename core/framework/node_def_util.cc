@@ -54,15 +54,31 @@ absl::Status AddDefaultsAndValidate(const OpDef& op, NodeDef* node) {
 }
 
 namespace {
+// The most inputs or outputs one node may declare (Concat's N, Split's num_split, Unpack's
+// num, ...): a number attribute comes from the graph, which may come from the network, and is
+// expanded into a list here before anything compares it with the node's inputs.
+constexpr int64_t kMaxNodeArgs = int64_t{1} << 20;
+
+// `args` expanded to one dtype per tensor; a count above kMaxNodeArgs fails before anything
+// is allocated for it.
 absl::Status ExpandArgs(const OpDef& op, const NodeDef& node, const std::vector<ArgDef>& args,
-                        DataTypeVector* out) {
+                        const char* what, DataTypeVector* out) {
   out->clear();
+  auto too_many = [&](const std::string& attr, int64_t n) {
+    return absl::InvalidArgumentError(absl::StrCat(NodeErrorPrefix(node), "attr '", attr, "' = ", n,
+                                                   " makes more ", what, " than a node may have (",
+                                                   kMaxNodeArgs, ")"));
+  };
   for (const ArgDef& a : args) {
     if (!a.type_list_attr.empty()) {
       auto it = node.attr().find(a.type_list_attr);
       if (it == node.attr().end()) {
         return absl::InvalidArgumentError(
             absl::StrCat(NodeErrorPrefix(node), "attr '", a.type_list_attr, "' is missing"));
+      }
+      const int64_t count = it->second.list().type_size();
+      if (count > kMaxNodeArgs - static_cast<int64_t>(out->size())) {
+        return too_many(a.type_list_attr, count);
       }
       for (int t : it->second.list().type()) out->push_back(static_cast<DataType>(t));
       continue;
@@ -77,7 +93,12 @@ absl::Status ExpandArgs(const OpDef& op, const NodeDef& node, const std::vector<
       absl::Status s = GetAttr(node.attr(), a.number_attr, &n);
       if (!s.ok()) return WithContext(s, NodeErrorPrefix(node));
     }
-    for (int64_t i = 0; i < n; ++i) out->push_back(t);
+    if (n < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(NodeErrorPrefix(node), "attr '", a.number_attr, "' = ", n, " is negative"));
+    }
+    if (n > kMaxNodeArgs - static_cast<int64_t>(out->size())) return too_many(a.number_attr, n);
+    out->insert(out->end(), static_cast<size_t>(n), t);
   }
   return absl::OkStatus();
 }
@@ -85,9 +106,9 @@ absl::Status ExpandArgs(const OpDef& op, const NodeDef& node, const std::vector<
 
 absl::Status ComputeArgTypes(const OpDef& op, const NodeDef& node, DataTypeVector* inputs,
                              DataTypeVector* outputs) {
-  absl::Status s = ExpandArgs(op, node, op.inputs, inputs);
+  absl::Status s = ExpandArgs(op, node, op.inputs, "inputs", inputs);
   if (!s.ok()) return s;
-  return ExpandArgs(op, node, op.outputs, outputs);
+  return ExpandArgs(op, node, op.outputs, "outputs", outputs);
 }
 
 }  // namespace shardflow

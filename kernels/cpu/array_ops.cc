@@ -288,11 +288,18 @@ class SliceOp : public OpKernel {
                                                         x.shape().DebugString())));
     TensorShape out_shape;
     for (int d = 0; d < rank; ++d) {
-      int64_t s = size[d] == -1 ? x.dim_size(d) - begin[d] : size[d];
-      OP_REQUIRES(ctx, begin[d] >= 0 && s >= 0 && begin[d] + s <= x.dim_size(d),
-                  absl::InvalidArgumentError(absl::StrCat("slice [", begin[d], ", ", begin[d] + s,
-                                                          ") is out of bounds for dimension ", d,
-                                                          " of size ", x.dim_size(d))));
+      // Compared without adding: begin and size come from the graph or a feed, and a begin
+      // near INT64_MAX must not wrap the end around to a small number.
+      const int64_t dim = x.dim_size(d);
+      OP_REQUIRES(
+          ctx, begin[d] >= 0 && begin[d] <= dim,
+          absl::InvalidArgumentError(absl::StrCat(
+              "slice begin ", begin[d], " is out of bounds for dimension ", d, " of size ", dim)));
+      int64_t s = size[d] == -1 ? dim - begin[d] : size[d];
+      OP_REQUIRES(ctx, s >= 0 && s <= dim - begin[d],
+                  absl::InvalidArgumentError(
+                      absl::StrCat("slice of ", s, " elements from ", begin[d],
+                                   " is out of bounds for dimension ", d, " of size ", dim)));
       out_shape.AddDim(s);
     }
     Tensor* out;

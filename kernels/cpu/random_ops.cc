@@ -2,8 +2,11 @@
 // run of a node gives the same values in every process; both zero means a random seed. The
 // stateless ones (StatelessRandomUniform, StatelessRandomNormal, StatelessTruncatedNormal) draw
 // element i from counter-based bits keyed by their `seed` input: the same seed, the same values.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -81,6 +84,8 @@ class RandomOp : public OpKernel {
 // RandomGamma and RandomPoissonV2: `shape` + param.shape samples, each row of param.NumElements()
 // drawn from the distribution of the matching parameter (std::gamma_distribution,
 // std::poisson_distribution, in double). The sample count is checked before allocating.
+constexpr double kMaxExactPoissonRate = 1e18;
+
 template <typename P, typename Out, bool kGamma>
 class ParameterizedRandomOp : public OpKernel {
  public:
@@ -113,8 +118,23 @@ class ParameterizedRandomOp : public OpKernel {
     for (int d = 0; d < param.dims(); ++d) shape.AddDim(param.shape().dim(d));
     const P* p = param.data<P>();
     const int64_t params = param.NumElements();
+    // The largest rate whose samples the output type holds (a Poisson sample stays within a
+    // few square roots of its rate; half the type's range leaves room for them).
+    constexpr double kMaxRate = std::is_integral_v<Out>
+                                    ? static_cast<double>(std::numeric_limits<Out>::max()) / 2
+                                    : std::numeric_limits<double>::max();
     for (int64_t j = 0; j < params; ++j) {
       const double v = static_cast<double>(p[j]);
+      // std::gamma_distribution and std::poisson_distribution never return for infinite
+      // parameters: refused, as rates too large for the output type.
+      OP_REQUIRES(ctx, std::isfinite(v),
+                  absl::InvalidArgumentError(absl::StrCat(what, kGamma ? ": alpha" : ": rate",
+                                                          " must be finite, got ", v,
+                                                          " at flat index ", j)));
+      OP_REQUIRES(ctx, kGamma || v <= kMaxRate,
+                  absl::InvalidArgumentError(absl::StrCat(
+                      what, ": rate ", v, " at flat index ", j, " is above ", kMaxRate,
+                      ", too large for samples of the output type; use a wider dtype")));
       OP_REQUIRES(ctx, kGamma ? v > 0 : v >= 0,
                   absl::InvalidArgumentError(absl::StrCat(what,
                                                           kGamma ? ": alpha must be positive, got "
@@ -136,6 +156,15 @@ class ParameterizedRandomOp : public OpKernel {
       } else {
         if (v == 0) {
           for (int64_t r = 0; r < rows; ++r) o[r * params + j] = static_cast<Out>(0);
+          continue;
+        }
+        if (v > kMaxExactPoissonRate) {
+          // Beyond int64's range std::poisson_distribution<int64_t> never returns; at such
+          // rates the Poisson is a normal of mean and variance v to within 1e-9 (relative).
+          std::normal_distribution<double> normal(v, std::sqrt(v));
+          for (int64_t r = 0; r < rows; ++r) {
+            o[r * params + j] = static_cast<Out>(std::max(0.0, std::round(normal(gen_))));
+          }
           continue;
         }
         std::poisson_distribution<int64_t> dist(v);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -497,6 +498,91 @@ TEST_F(HostileRequestsTest, ASecondServerOnTheSameAddressFailsToStart) {
   EXPECT_NE(second.Wait(20), 0) << second.output();
   EXPECT_THAT(second.output(), HasSubstr("could not listen"));
   ExpectStillServing("", 0);
+}
+
+// Regressions (attacker's findings, 2026-11-30): a Concat whose N is 2^40 grew the master by
+// 4 GiB before anything compared N with its two inputs; a Slice whose begin is near INT64_MAX
+// passed the bounds check by wrapping around and returned the heap before the tensor (and
+// crashed the task for larger sizes); a Poisson rate of 1e30 never returned and wedged the task.
+TEST_F(HostileRequestsTest, NumberAttributesSliceBoundsAndRatesAreCheckedBeforeWork) {
+  StartTasks(2);
+  auto stub = Stub();
+  auto node = [](GraphDef* def, const std::string& name, const std::string& op,
+                 std::vector<std::string> inputs) {
+    NodeDef* n = def->add_node();
+    n->set_name(name);
+    n->set_op(op);
+    n->set_device(Device(1));
+    for (const std::string& in : inputs) n->add_input(in);
+    return n;
+  };
+  auto constant = [&](GraphDef* def, const std::string& name, const Tensor& value) {
+    NodeDef* c = node(def, name, "Const", {});
+    (*c->mutable_attr())["dtype"] = MakeAttr(value.dtype());
+    value.AsProto((*c->mutable_attr())["value"].mutable_tensor());
+  };
+  auto create_and_run = [&](const GraphDef& def, const std::string& fetch,
+                            const std::string& feed = "", const Tensor& value = Tensor()) {
+    grpc::ClientContext context;
+    CreateSessionRequest request;
+    *request.mutable_graph_def() = def;
+    CreateSessionResponse response;
+    grpc::Status st = stub->CreateSession(&context, request, &response);
+    if (!st.ok()) return st;
+    grpc::ClientContext run_context;
+    run_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    RunStepRequest run;
+    run.set_session_handle(response.session_handle());
+    run.add_fetches(fetch);
+    if (!feed.empty()) {
+      NamedTensor* fed = run.add_feeds();
+      fed->set_name(feed);
+      value.AsProto(fed->mutable_tensor());
+    }
+    RunStepResponse run_response;
+    return stub->RunStep(&run_context, run, &run_response);
+  };
+  {
+    GraphDef def;
+    constant(&def, "a", Tensor::FromVector<float>({1, 2, 3}));
+    constant(&def, "axis", Tensor::Scalar<int32_t>(0));
+    NodeDef* concat = node(&def, "concat", "Concat", {"a", "a", "axis"});
+    (*concat->mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+    (*concat->mutable_attr())["N"] = MakeAttr(int64_t{1} << 40);
+    grpc::Status st = create_and_run(def, "concat");
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_THAT(st.error_message(), HasSubstr("more inputs"));
+  }
+  {
+    GraphDef def;
+    constant(&def, "a", Tensor::FromVector<float>({1, 2, 3}));
+    // Fed, so that shape inference cannot see begin and the kernel's own check answers.
+    NodeDef* begin = node(&def, "begin", "Placeholder", {});
+    (*begin->mutable_attr())["dtype"] = MakeAttr(DT_INT64);
+    constant(&def, "size", Tensor::FromVector<int64_t>({16386}));
+    NodeDef* slice = node(&def, "slice", "Slice", {"a", "begin", "size"});
+    (*slice->mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+    (*slice->mutable_attr())["Index"] = MakeAttr(DT_INT64);
+    grpc::Status st =
+        create_and_run(def, "slice", "begin",
+                       Tensor::FromVector<int64_t>({std::numeric_limits<int64_t>::max() - 16383}));
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_THAT(st.error_message(), HasSubstr("out of bounds"));
+  }
+  {
+    GraphDef def;
+    constant(&def, "shape", Tensor::FromVector<int32_t>({4}));
+    constant(&def, "rate", Tensor::FromVector<float>({1e30f}));
+    NodeDef* poisson = node(&def, "poisson", "RandomPoissonV2", {"shape", "rate"});
+    (*poisson->mutable_attr())["S"] = MakeAttr(DT_INT32);
+    (*poisson->mutable_attr())["R"] = MakeAttr(DT_FLOAT);
+    (*poisson->mutable_attr())["dtype"] = MakeAttr(DT_INT64);
+    grpc::Status st = create_and_run(def, "poisson");
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_THAT(st.error_message(), HasSubstr("too large"));
+  }
+  for (auto& t : tasks_) EXPECT_TRUE(t->Alive());
+  ExpectStillServing();
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/framework/attr_value.h"
@@ -450,6 +452,46 @@ TEST(SliceTest, OutOfBoundsIsAnError) {
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->shape(), TensorShape({1, 0}));
   ExpectInvalid(RunKernelDirect("Slice", {x, Ints({0}), Ints({1})}), "must have 2 entries");
+}
+
+// Regression: begin near INT64_MAX wrapped begin + size around, so the check passed and the
+// kernel copied the bytes before the tensor (a fetched heap leak, and a crash for larger
+// sizes), from a graph or a feed that any client may send.
+TEST(SliceTest, BeginAndSizeThatOverflowAreErrorsNotReads) {
+  Tensor x = Iota<float>({3});
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  for (const auto& [begin, size] : std::vector<std::pair<int64_t, int64_t>>{
+           {max - 1, 4}, {max - 16383, 16386}, {1, max}, {max, -1}, {2, max - 1}}) {
+    ExpectInvalid(RunKernelDirect("Slice", {x, Longs({begin}), Longs({size})}), "out of bounds");
+    auto inferred = RunOp("Slice", {x, Longs({begin}), Longs({size})});
+    EXPECT_FALSE(inferred.ok()) << begin << " " << size;
+  }
+}
+
+// ---- number attributes ----------------------------------------------------------------------
+
+// Regression: Concat's N of 2^40 from a hand-made graph was expanded into a list of 2^40 dtypes
+// before anything compared it with the node's inputs (a 155-byte CreateSession grew the master
+// by 4 GiB in 9 s).
+TEST(ArgTypesTest, HugeNumberAttributesFailBeforeAnythingIsExpanded) {
+  for (const std::string op : {"Concat", "AddN"}) {
+    const OpDef* op_def = OpRegistry::Global()->LookUp(op);
+    ASSERT_NE(op_def, nullptr) << op;
+    NodeDef def;
+    def.set_name("n");
+    def.set_op(op);
+    def.add_input("a");
+    def.add_input("b");
+    (*def.mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+    for (int64_t n : {int64_t{1} << 40, int64_t{-3}}) {
+      (*def.mutable_attr())["N"] = MakeAttr(n);
+      DataTypeVector in_types, out_types;
+      absl::Status s = ComputeArgTypes(*op_def, def, &in_types, &out_types);
+      ASSERT_FALSE(s.ok()) << op << " " << n;
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+      EXPECT_NE(s.message().find(n > 0 ? "more inputs" : "negative"), std::string::npos) << s;
+    }
+  }
 }
 
 // ---- Cast -----------------------------------------------------------------------------------

@@ -577,3 +577,18 @@ def test_random_gamma_and_poisson_shapes_and_moments():
         run(tf.random_poisson(tf.constant([-2.0]), [2]))
     with pytest.raises(ValueError, match="dtype must be float32 or float64"):
         tf.random_gamma([2], 1.0, dtype=tf.int32)
+
+
+def test_random_poisson_of_huge_or_infinite_rates_answers():
+    # Regression: std::poisson_distribution never returned for rates beyond int64 (a 200-byte
+    # request wedged a server's task, which then ignored SIGTERM); infinite alphas likewise.
+    pv = run(tf.random.poisson([1e30, 5e18, 0.0], [3], seed=1))
+    np.testing.assert_allclose(pv[:, :2], [[1e30, 5e18]] * 3, rtol=1e-6)
+    np.testing.assert_array_equal(pv[:, 2], 0)
+    for lam, dtype, match in ((1e10, tf.int32, "too large"), (1e19, tf.int64, "too large"),
+                              (float("inf"), tf.float32, "finite"),
+                              (float("nan"), tf.float32, "finite")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=match):
+            run(tf.random.poisson([lam], [2], dtype=dtype))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="alpha must be finite"):
+        run(tf.random_gamma([2], float("inf")))
