@@ -176,7 +176,7 @@ class Operation:
     @property
     def inputs(self):
         """The tensors feeding this op, in order."""
-        return [self.graph.get_tensor_by_name(n) for n in self._info()["inputs"]]
+        return [self.graph._tensor_by_name(n) for n in self._info()["inputs"]]
 
     @property
     def control_inputs(self):
@@ -783,7 +783,18 @@ class Graph:
         return self._operation(name, refs)
 
     def get_tensor_by_name(self, name):
-        """The tensor 'op:index' (or 'op', meaning output 0)."""
+        """The tensor 'op:index' (or 'op', meaning output 0). A variable's name ("w:0") is its
+        value, as TF1's: the tensor that reads it (fetching it gives the value, feeding it
+        overrides the value for one step), not the handle its op outputs."""
+        t = self._tensor_by_name(name)
+        if t.value_index == 0 and t.op.type == "VarHandleOp":
+            for v in self._variables:
+                if v.op.name == t.op.name:
+                    return v._read
+        return t
+
+    def _tensor_by_name(self, name):
+        """The tensor 'op:index' itself (a variable's handle for "w:0")."""
         op_name, _, index = name.partition(":")
         op = self.get_operation_by_name(op_name)
         i = int(index) if index else 0

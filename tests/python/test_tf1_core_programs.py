@@ -482,3 +482,31 @@ def test_saver_details_and_summary_family(tmp_path):
     assert tf.summary.scalar("loss", tf.constant(1.0), family="train").name == \
         "train/train/loss"
     assert a is not None
+
+
+def test_a_variables_name_fetches_and_feeds_its_value(tmp_path):
+    # Regression: "w:0" named the handle (a string): sess.run("w:0") returned b'w', and a
+    # graph restored by import_meta_graph could not fetch 'dense/kernel:0'.
+    with tf.Graph().as_default() as g:
+        w = tf.get_variable("w", initializer=np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+        y = tf.reduce_sum(w, name="y")
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        tf.layers.dense(x, 3, name="dense")
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run("w:0"), [[1, 2], [3, 4]])
+            np.testing.assert_array_equal(sess.run(w.name), [[1, 2], [3, 4]])
+            t = g.get_tensor_by_name("w:0")
+            assert t.dtype == tf.float32 and t.shape.as_list() == [2, 2]
+            assert sess.run(tf.reduce_sum(t)) == 10.0
+            assert sess.run(y, {"w:0": np.zeros([2, 2], np.float32)}) == 0.0
+            assert sess.run(y) == 10.0  # the feed overrode one step only
+            kernel = sess.run("dense/kernel:0")
+            path = saver.save(sess, str(tmp_path / "model"))
+    with tf.Graph().as_default() as g:
+        restorer = tf.train.import_meta_graph(path + ".meta")
+        with tf.Session() as sess:
+            restorer.restore(sess, path)
+            np.testing.assert_array_equal(sess.run("dense/kernel:0"), kernel)
+            assert g.get_operation_by_name("w").type == "VarHandleOp"
