@@ -104,6 +104,16 @@ class LocalSession final : public Session {
   }
 
   absl::Status Close() override {
+    {
+      // As TF1's: closing cancels the steps still running (a queue runner blocked in an
+      // enqueue into a full queue would otherwise keep Close waiting forever).
+      absl::MutexLock lock(&steps_mu_);
+      for (auto& [id, running] : running_steps_) {
+        running.cancelled->store(true);
+        running.rendezvous->StartAbort(
+            absl::CancelledError("the session was closed while this step ran"));
+      }
+    }
     WaitForAbandonedSteps();  // they still use the executors dropped below
     absl::MutexLock lock(&mu_);
     closed_ = true;
@@ -161,15 +171,18 @@ class LocalSession final : public Session {
                        std::shared_ptr<StepState> step, int64_t timeout_ms) {
     auto rendezvous = std::make_shared<LocalRendezvous>();
     args.rendezvous = rendezvous.get();
+    const int64_t id = args.step_id;
     {
       absl::MutexLock lock(&steps_mu_);
       ++abandoned_steps_;  // counted until the step's last executor is done
+      running_steps_[id] = RunningStep{rendezvous, args.cancelled};
     }
-    auto done = [this, step, rendezvous](const absl::Status& s) {
+    auto done = [this, step, rendezvous, id](const absl::Status& s) {
       step->status = s;
       step->done.Notify();
       absl::MutexLock lock(&steps_mu_);
       --abandoned_steps_;
+      running_steps_.erase(id);
     };
     // Without a timeout to watch, the first executor starts on this thread.
     ExecutorBarrier::Run(prepared.executor_ptrs, args, rendezvous.get(), std::move(done),
@@ -236,6 +249,12 @@ class LocalSession final : public Session {
   std::map<std::string, std::unique_ptr<PreparedRun>> cache_ ABSL_GUARDED_BY(mu_);
   absl::Mutex steps_mu_;
   int abandoned_steps_ ABSL_GUARDED_BY(steps_mu_) = 0;
+  // The steps running now, by step id: what Close aborts.
+  struct RunningStep {
+    std::shared_ptr<LocalRendezvous> rendezvous;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+  };
+  std::map<int64_t, RunningStep> running_steps_ ABSL_GUARDED_BY(steps_mu_);
 };
 
 }  // namespace

@@ -229,3 +229,25 @@ def test_batch_of_a_var_len_feature_is_a_sparse_tensor():
     assert first.values.tolist() == [1, 2, 3, 4] and first.dense_shape.tolist() == [2, 3]
     assert second.indices.tolist() == [[1, 0], [1, 1]] and second.values.tolist() == [5, 6]
     assert second.dense_shape.tolist() == [2, 2]
+
+
+def test_closing_the_session_cancels_runners_blocked_on_a_full_queue():
+    # Regression: Session.close() waited forever for the runners' enqueue steps, blocked on
+    # full queues (the tutorial's `with tf.Session() as sess: start_queue_runners(sess)` hung
+    # leaving the block). As TF1's, close cancels the running steps.
+    with tf.Graph().as_default():
+        q = tf.train.string_input_producer(["a", "b", "c"])
+        batch = tf.train.batch([q.dequeue()], batch_size=2)
+        sess = tf.Session()
+        threads = tf.train.start_queue_runners(sess)
+        assert len(sess.run(batch)) == 2
+        time.sleep(0.5)  # the queues fill; the runners wait in their enqueues
+        closer = threading.Thread(target=sess.close, daemon=True)
+        start = time.time()
+        closer.start()
+        closer.join(30)
+        assert not closer.is_alive(), "Session.close() did not return"
+        assert time.time() - start < 10
+        for t in threads:
+            t.join(10)
+            assert not t.is_alive()
