@@ -53,24 +53,118 @@ class CheckpointState:
             self.model_checkpoint_path, self.all_model_checkpoint_paths)
 
 
+def _quote(path):
+    """`path` as a text-format string, escaped as TensorFlow's text_format writes it (C escapes,
+    bytes outside printable ASCII in octal)."""
+    out = []
+    for b in os.fsencode(path):
+        c = chr(b)
+        if c in _ESCAPES_OUT:
+            out.append(_ESCAPES_OUT[c])
+        elif 0x20 <= b < 0x7F:
+            out.append(c)
+        else:
+            out.append("\\%03o" % b)
+    return '"%s"' % "".join(out)
+
+
+_ESCAPES_OUT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "'": "\\'",
+                "\\": "\\\\"}
+_ESCAPES_IN = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, "'": 39,
+               '"': 34, "?": 63}
+
+
+def _unquote(token):
+    """The path a text-format string token ("..." or '...', C escapes, octal and hex bytes)
+    stands for; ValueError when it is not one."""
+    if len(token) < 2 or token[0] not in "\"'" or token[-1] != token[0]:
+        raise ValueError("not a quoted string: %s" % token)
+    body, out, i = token[1:-1].encode("latin-1", "surrogateescape"), bytearray(), 0
+    while i < len(body):
+        b = body[i]
+        if b != 92:  # a plain byte
+            out.append(b)
+            i += 1
+            continue
+        if i + 1 >= len(body):
+            raise ValueError("a string ends in a lone backslash: %s" % token)
+        c = chr(body[i + 1])
+        if c in "01234567":
+            j = i + 1
+            while j < len(body) and j < i + 4 and chr(body[j]) in "01234567":
+                j += 1
+            out.append(int(body[i + 1:j], 8) & 0xFF)
+            i = j
+        elif c in "xX":
+            j = i + 2
+            while j < len(body) and j < i + 4 and chr(body[j]) in "0123456789abcdefABCDEF":
+                j += 1
+            if j == i + 2:
+                raise ValueError("\\x without hex digits: %s" % token)
+            out.append(int(body[i + 2:j], 16))
+            i = j
+        elif c in _ESCAPES_IN:
+            out.append(_ESCAPES_IN[c])
+            i += 2
+        else:
+            raise ValueError("unknown escape \\%s: %s" % (c, token))
+    return os.fsdecode(bytes(out))
+
+
+def _write_state_file(path, latest, kept, timestamps=(), last_preserved=None):
+    """Writes a "checkpoint" state file at `path` as TensorFlow's text format (atomically: a
+    temporary file, renamed)."""
+    lines = ["model_checkpoint_path: %s" % _quote(latest)]
+    lines += ["all_model_checkpoint_paths: %s" % _quote(p) for p in kept]
+    lines += ["all_model_checkpoint_timestamps: %r" % float(t) for t in timestamps]
+    if last_preserved is not None:
+        lines.append("last_preserved_timestamp: %r" % float(last_preserved))
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(path + ".tmp", path)
+
+
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
     """The CheckpointState of `checkpoint_dir` (relative paths joined to it), or None when it
-    has no state file."""
+    has no state file, or one that cannot be read or parsed (a warning says why), as TF1's.
+    The file is TensorFlow's text format: quoted paths with C escapes (TF's own files read
+    the same)."""
     path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
     try:
-        with open(path) as f:
+        with open(path, encoding="latin-1") as f:
             lines = f.read().splitlines()
     except FileNotFoundError:
         return None
+    except OSError as e:  # a directory, unreadable
+        logging.warning("%s: %s; checkpoint state ignored", path, e)
+        return None
+    fields = {"model_checkpoint_path": [], "all_model_checkpoint_paths": [],
+              "all_model_checkpoint_timestamps": [], "last_preserved_timestamp": []}
+    try:
+        for line in lines:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, raw = line.partition(":")
+            key, raw = key.strip(), raw.strip()
+            if not sep or key not in fields:
+                raise ValueError("unexpected line %r" % line[:80])
+            fields[key].append(float(raw) if "timestamp" in key else _unquote(raw))
+    except ValueError as e:
+        logging.warning("%s: not a checkpoint state file (%s); checkpoint state ignored",
+                        path, e)
+        return None
+    if not fields["model_checkpoint_path"]:
+        raise ValueError("Invalid checkpoint state loaded from %s: it names no "
+                         "model_checkpoint_path" % checkpoint_dir)
 
-    def value(line):
-        name = line.split(":", 1)[1].strip().strip('"')
+    def joined(name):
         return name if os.path.isabs(name) else os.path.join(checkpoint_dir, name)
-    latest = [value(l) for l in lines if l.startswith("model_checkpoint_path:")]
-    kept = [value(l) for l in lines if l.startswith("all_model_checkpoint_paths:")]
-    if not latest:
-        raise errors.DataLossError("%s names no model_checkpoint_path" % path)
-    return CheckpointState(latest[0], kept)
+    preserved = fields["last_preserved_timestamp"]
+    return CheckpointState(joined(fields["model_checkpoint_path"][-1]),
+                           [joined(n) for n in fields["all_model_checkpoint_paths"]],
+                           fields["all_model_checkpoint_timestamps"],
+                           preserved[-1] if preserved else None)
 
 
 def _checkpoint_file(ckpt_dir_or_file):
@@ -177,17 +271,10 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
                                             all_model_checkpoint_paths,
                                             all_model_checkpoint_timestamps,
                                             last_preserved_timestamp)
-    lines = ['model_checkpoint_path: "%s"' % state.model_checkpoint_path]
-    lines += ['all_model_checkpoint_paths: "%s"' % p for p in state.all_model_checkpoint_paths]
-    lines += ["all_model_checkpoint_timestamps: %r" % float(t)
-              for t in state.all_model_checkpoint_timestamps]
-    if state.last_preserved_timestamp is not None:
-        lines.append("last_preserved_timestamp: %r" % float(state.last_preserved_timestamp))
     os.makedirs(save_dir, exist_ok=True)
-    path = os.path.join(save_dir, latest_filename or "checkpoint")
-    with open(path + ".tmp", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(path + ".tmp", path)
+    _write_state_file(os.path.join(save_dir, latest_filename or "checkpoint"),
+                      state.model_checkpoint_path, state.all_model_checkpoint_paths,
+                      state.all_model_checkpoint_timestamps, state.last_preserved_timestamp)
 
 
 def _checkpoint_files(prefix, meta_graph_suffix="meta"):

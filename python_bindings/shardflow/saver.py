@@ -38,12 +38,32 @@ class Saver:
         many elements. `keep_checkpoint_every_n_hours`: besides the newest max_to_keep, keep one
         checkpoint per that many hours instead of deleting it. `allow_empty`: with no variables,
         save and restore do nothing (else ValueError). `pad_step_number`: "-00000100" instead
-        of "-100". `filename`: the default save_path of save(). Accepted with no effect here:
+        of "-100". `filename`: the default save_path of save(). `defer_build`: see build().
+        Accepted with no effect here:
         `sharded` (one file per checkpoint: every variable's value comes to this process
-        anyway), `restore_sequentially`, `saver_def`, `builder`, `defer_build`,
+        anyway), `restore_sequentially`, `saver_def`, `builder`,
         `write_version` (one format), `save_relative_paths` (the state file always names
         checkpoints relative to its directory)."""
+        self._max_to_keep = int(max_to_keep or 0)
+        self._keep_every_secs = float(keep_checkpoint_every_n_hours) * 3600.0
+        self._next_keep_time = time.time() + self._keep_every_secs
+        self._reshape = bool(reshape)
+        self._pad_step_number = bool(pad_step_number)
+        self._filename = filename
+        self._kept = []   # (path, time written), oldest first
+        self._build_args = (var_list, name, allow_empty)
+        self._built = False
+        if not defer_build:
+            self.build()
+
+    def build(self):
+        """Makes the restore ops, resolving var_list (every global variable when None) now:
+        with ``defer_build=True`` variables made after the Saver are included (TF1's). save and
+        restore build a deferred Saver themselves if this was not called."""
+        if self._built:
+            return
         from shardflow.ops import group, placeholder
+        var_list, name, allow_empty = self._build_args
         g = get_default_graph()
         self._entries = _saver_entries(var_list, g)
         if not self._entries and not allow_empty:
@@ -57,18 +77,12 @@ class Saver:
         # Flat, one per engine variable (the parts of a partitioned one each count).
         self._names = [n for n, parts in self._entries for _ in parts]
         self._vars = [v for _, parts in self._entries for v in parts]
-        self._max_to_keep = int(max_to_keep or 0)
-        self._keep_every_secs = float(keep_checkpoint_every_n_hours) * 3600.0
-        self._next_keep_time = time.time() + self._keep_every_secs
-        self._reshape = bool(reshape)
-        self._pad_step_number = bool(pad_step_number)
-        self._filename = filename
-        self._kept = []   # (path, time written), oldest first
+        self._built = True
         if not self._entries:
             self._feeds, self._restore_op = [], None
             return
         with g.name_scope(name or "save"):
-            self._feeds = [placeholder(v.dtype, None if reshape else _dims(v),
+            self._feeds = [placeholder(v.dtype, None if self._reshape else _dims(v),
                                        name="restore_%d" % i)
                            for i, v in enumerate(self._vars)]
             self._restore_op = group(*[v.assign(p, read_value=False)
@@ -107,6 +121,7 @@ class Saver:
         """What the meta graph records of this Saver (meta_graph.py's "saver"): each
         checkpoint name and the handle op of its variable, so that import_meta_graph's Saver
         reads the checkpoint under the same names (a var_list dict renames variables)."""
+        self.build()
         return {"variables": [[name, v.op.name] for name, v in zip(self._names, self._vars)]}
 
     def as_saver_def(self):
@@ -128,6 +143,7 @@ class Saver:
             save_path = self._filename
         if save_path is None:
             raise ValueError("Saver.save: no save_path (and no filename given to the Saver)")
+        self.build()
         if not self._vars:
             return None  # allow_empty: nothing to save
         if global_step is not None:
@@ -183,6 +199,7 @@ class Saver:
         from shardflow.tf_checkpoint import read_checkpoint
         if save_path is None:
             raise ValueError("Saver.restore: save_path is None (latest_checkpoint found none?)")
+        self.build()
         if not self._vars:
             return  # allow_empty: nothing to restore
         loaded = dict(read_checkpoint(save_path))   # shardflow's format or TensorFlow's
@@ -333,27 +350,21 @@ def _dims(v):
 def _write_checkpoint_state(directory, latest, kept, latest_filename=None):
     """The "checkpoint" file (or `latest_filename`) TensorFlow writes beside checkpoints (text
     format)."""
-    lines = ['model_checkpoint_path: "%s"' % os.path.basename(latest)]
-    lines += ['all_model_checkpoint_paths: "%s"' % os.path.basename(p) for p in kept]
-    state = os.path.join(directory, latest_filename or "checkpoint")
-    with open(state + ".tmp", "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.replace(state + ".tmp", state)
+    from shardflow.checkpoint_utils import _write_state_file
+    _write_state_file(os.path.join(directory, latest_filename or "checkpoint"),
+                      os.path.basename(latest), [os.path.basename(p) for p in kept])
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
     """The path of the newest checkpoint a Saver wrote in `checkpoint_dir` (its state file
     `latest_filename`, default "checkpoint"), or None."""
-    state = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
+    from shardflow.checkpoint_utils import get_checkpoint_state
     try:
-        with open(state) as f:
-            for line in f:
-                if line.startswith("model_checkpoint_path:"):
-                    name = line.split(":", 1)[1].strip().strip('"')
-                    path = name if os.path.isabs(name) else os.path.join(checkpoint_dir, name)
-                    # TensorFlow's checkpoints are <path>.index and <path>.data-*.
-                    exists = os.path.exists(path) or os.path.exists(path + ".index")
-                    return path if exists else None
-    except FileNotFoundError:
+        state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    except ValueError:  # a state file naming no checkpoint
         return None
-    return None
+    if state is None:
+        return None
+    path = state.model_checkpoint_path
+    # TensorFlow's checkpoints are <path>.index and <path>.data-*.
+    return path if os.path.exists(path) or os.path.exists(path + ".index") else None

@@ -162,3 +162,53 @@ def test_tf1_saver_arguments(tmp_path):
         with sf.Session() as sess:
             assert empty_graph_saver.save(sess, str(tmp_path / "c" / "m")) is None
             empty_graph_saver.restore(sess, str(tmp_path / "c" / "m"))
+
+
+def test_checkpoint_state_files_are_tensorflows_text_format(tmp_path):
+    # Regression: TF writes the state file with text_format's C escapes (octal bytes for
+    # non-ASCII, \" and \\); they were read literally, so latest_checkpoint found nothing and a
+    # resumed job started from scratch. A garbage or unreadable state file is "no state" with a
+    # warning, as TF1's.
+    for name in ("modèle", 'a"b', "back\\slash", "sp ace"):
+        d = tmp_path / name
+        with sf.Graph().as_default():
+            v = sf.Variable([1.0, 2.0], name="v")
+            saver = sf.train.Saver()
+            with sf.Session() as sess:
+                sess.run(v.initializer)
+                path = saver.save(sess, str(d / "model.ckpt"), global_step=3)
+        assert sf.train.latest_checkpoint(str(d)) == path
+        assert sf.train.get_checkpoint_state(str(d)).all_model_checkpoint_paths == [path]
+    tf_written = tmp_path / "modèle"
+    (tf_written / "checkpoint").write_text(
+        'model_checkpoint_path: "%s/mod\\303\\250le/model.ckpt-3"\n'
+        "all_model_checkpoint_paths: '%s/mod\\xc3\\xa8le/model.ckpt-3'\n"
+        % (tmp_path, tmp_path))
+    state = sf.train.get_checkpoint_state(str(tf_written))
+    assert state.model_checkpoint_path == str(tf_written / "model.ckpt-3")
+    assert state.all_model_checkpoint_paths == [str(tf_written / "model.ckpt-3")]
+    assert sf.train.latest_checkpoint(str(tf_written)) == str(tf_written / "model.ckpt-3")
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "checkpoint").write_bytes(b"\x00\xff not a state file {")
+    assert sf.train.get_checkpoint_state(str(garbage)) is None
+    assert sf.train.latest_checkpoint(str(garbage)) is None
+    (tmp_path / "dir" / "checkpoint").mkdir(parents=True)
+    assert sf.train.get_checkpoint_state(str(tmp_path / "dir")) is None
+    (garbage / "checkpoint").write_text('all_model_checkpoint_paths: "x"\n')
+    with pytest.raises(ValueError, match="Invalid checkpoint state"):
+        sf.train.get_checkpoint_state(str(garbage))
+
+
+def test_a_deferred_saver_builds_later_and_takes_later_variables(tmp_path):
+    with sf.Graph().as_default():
+        a = sf.Variable(1.0, name="a")
+        saver = sf.train.Saver(defer_build=True)
+        b = sf.Variable(2.0, name="b")
+        saver.build()
+        with sf.Session() as sess:
+            sess.run(sf.global_variables_initializer())
+            path = saver.save(sess, str(tmp_path / "m"))
+            sess.run([a.assign(0.0), b.assign(0.0)])
+            saver.restore(sess, path)
+            assert sess.run([a, b]) == [1.0, 2.0]
