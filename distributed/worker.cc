@@ -83,6 +83,7 @@ void Worker::GetStatus(GetStatusResponse* response) const {
   for (const auto& [task, address] : options_.known_cluster) {
     (*response->mutable_cluster())[task] = address;
   }
+  for (const auto& [key, value] : options_.labels) (*response->mutable_labels())[key] = value;
   for (Device* d : devices_) {
     WorkerDevice* out = response->add_devices();
     out->set_name(d->name());

@@ -67,6 +67,8 @@ struct WorkerOptions {
   // Task name -> "host:port", as this task's server knows the cluster. When not empty, every
   // address a RegisterGraphRequest gives must be this map's address for that task.
   std::map<std::string, std::string> known_cluster;
+  // Published by GetStatus (GetStatusResponse.labels).
+  std::map<std::string, std::string> labels;
   // RegisterGraph beyond this many registered graphs is RESOURCE_EXHAUSTED.
   int max_registered_graphs = 4096;
   // A new step beyond this many steps in flight is RESOURCE_EXHAUSTED.

@@ -206,3 +206,46 @@ def test_bad_set_ups_are_clear_errors(tmp_path, flags, message):
     r = subprocess.run([BINARY, "train", "--model", "mlp", *flags], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode != 0 and message in r.stderr, r.stderr
+
+
+def _start_tasks(tmp_path, spec, per_task_flags):
+    """One `shardflow train` per (job, task) of per_task_flags; {(job, task): Popen}."""
+    cluster = tmp_path / "cluster.json"
+    cluster.write_text(json.dumps(spec))
+    procs = {}
+    for (job, task), flags in per_task_flags.items():
+        log = open(tmp_path / f"{job}{task}.log", "w")
+        procs[(job, task)] = subprocess.Popen(
+            [BINARY, "train", "--model", "mlp", "--cluster", str(cluster), "--job", job,
+             "--task", str(task), "--threads", "1", "--progress=false", "--max-steps", "20",
+             "--checkpoint-dir", str(tmp_path / "ckpt"), *flags],
+            stdout=log, stderr=subprocess.STDOUT, text=True)
+    return procs
+
+
+@pytest.mark.parametrize("second", [["--batch-size", "32"], ["--strategy", "averaging"],
+                                    ["--model", "cnn"]])
+def test_tasks_started_with_different_training_flags_fail_naming_the_flag(tmp_path, second):
+    # Regression: between-graph ranks with another --strategy or --model waited in a collective
+    # forever; another --batch-size trained silently on a wrong global batch and exited 0.
+    spec = {"worker": [f"127.0.0.1:{free_port()}" for _ in range(2)]}
+    base = ["--strategy", "allreduce", "--replication", "between-graph"]
+    procs = _start_tasks(tmp_path, spec, {("worker", 0): base, ("worker", 1): base + second})
+    start = time.monotonic()
+    results = finish(procs, tmp_path, timeout=120)
+    assert time.monotonic() - start < 90
+    for (job, task), (code, log) in results.items():
+        assert code not in (0, None), log
+        assert second[0] in log and "same training flags" in log, log
+
+
+def test_a_second_job_beside_the_workers_is_refused_for_allreduce(tmp_path):
+    # Regression: with TF_CONFIG's "chief" (or a "ps") job, task 0 of each job trained as a
+    # chief, two trainers writing one checkpoint directory.
+    spec = {"chief": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    procs = _start_tasks(tmp_path, spec, {("chief", 0): ["--strategy", "allreduce"],
+                                          ("worker", 0): ["--strategy", "allreduce"]})
+    for (job, task), (code, log) in finish(procs, tmp_path, timeout=60).items():
+        assert code not in (0, None), log
+        assert "has jobs [chief, worker]" in log and "serving on" not in log, log
+    assert not (tmp_path / "ckpt").exists() or not os.listdir(tmp_path / "ckpt")

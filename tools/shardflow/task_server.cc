@@ -2,10 +2,12 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/framework/resource_mgr.h"
 #include "core/platform/status.h"
@@ -17,9 +19,9 @@
 
 namespace shardflow {
 
-absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& cluster,
-                                                        const std::string& job, int task,
-                                                        int threads, int devices) {
+absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(
+    const ClusterFlags& cluster, const std::string& job, int task, int threads, int devices,
+    const std::map<std::string, std::string>& labels) {
   SF_ASSIGN_OR_RETURN(ClusterSpec spec, cluster.Spec());
   if (!spec.HasTask(job, task)) {
     return absl::InvalidArgumentError(
@@ -38,10 +40,81 @@ absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& clus
   options.security.plaintext = cluster.plaintext;
   options.transport = cluster.transport;
   options.host_master = false;  // the chief's training loop runs its own master
+  options.worker.labels = labels;
   SF_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Create(options));
   std::printf("task %s serving on %s\n", server->task_name().c_str(), server->address().c_str());
   std::fflush(stdout);
   return server;
+}
+
+absl::Status CheckPeersAgree(const ClusterFlags& cluster, const ClusterSpec& spec,
+                             const TaskId& self, const std::map<std::string, std::string>& labels,
+                             const std::vector<std::string>& across_jobs, absl::Duration wait) {
+  if (labels.empty()) return absl::OkStatus();
+  struct Peer {
+    std::string name, address;
+    bool same_job = false;
+    bool compared = false;
+  };
+  std::vector<Peer> peers;
+  for (const TaskId& t : spec.tasks()) {
+    if (t.job == self.job && t.task == self.task) continue;
+    Peer p;
+    p.name = ClusterSpec::TaskName(t.job, t.task);
+    p.same_job = t.job == self.job;
+    SF_ASSIGN_OR_RETURN(p.address, spec.TaskAddress(t.job, t.task));
+    peers.push_back(std::move(p));
+  }
+  const absl::Time deadline = absl::Now() + wait;
+  absl::Status disagreement;  // the first difference found
+  while (true) {
+    // Fresh channels each round: a channel that found a peer not yet listening backs off for
+    // seconds, longer than a peer that found a difference stays up to be seen.
+    SF_ASSIGN_OR_RETURN(auto probes, NewProbeCache(cluster.Security()));
+    bool all = true;
+    for (Peer& p : peers) {
+      if (p.compared) continue;
+      SF_ASSIGN_OR_RETURN(auto worker, probes->GetWorker(p.address, p.name));
+      GetStatusResponse status;
+      absl::Notification answered;
+      absl::Status probe;
+      worker->GetStatusAsync(
+          &status,
+          [&](const absl::Status& s) {
+            probe = s;
+            answered.Notify();
+          },
+          /*timeout_ms=*/1000);
+      answered.WaitForNotification();
+      if (!probe.ok()) {
+        all = false;
+        continue;
+      }
+      p.compared = true;
+      if (status.labels().empty()) continue;  // not started by `shardflow train`
+      for (const auto& [key, mine] : labels) {
+        if (!p.same_job &&
+            std::find(across_jobs.begin(), across_jobs.end(), key) == across_jobs.end()) {
+          continue;
+        }
+        auto it = status.labels().find(key);
+        const std::string theirs = it == status.labels().end() ? "(not given)" : it->second;
+        if (theirs == mine || !disagreement.ok()) continue;
+        disagreement = absl::FailedPreconditionError(
+            absl::StrCat("task ", p.name, " at ", p.address, " was started with ", key, " ", theirs,
+                         " and this task with ", key, " ", mine,
+                         ": start every task of the job with the same training flags"));
+      }
+    }
+    if (all || absl::Now() >= deadline) {
+      // Every peer that came up probes this task too; stay long enough for them to see the
+      // difference (they probe every 200 ms) and fail with it rather than wait for a task
+      // that is gone.
+      if (!disagreement.ok()) absl::SleepFor(absl::Seconds(2));
+      return disagreement;
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #ifndef SHARDFLOW_TOOLS_SHARDFLOW_TASK_SERVER_H_
 #define SHARDFLOW_TOOLS_SHARDFLOW_TASK_SERVER_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,12 +19,20 @@
 namespace shardflow {
 
 // This process's task (job, task) of the --cluster file, with `devices` CPU devices and
-// `threads` per device (0 = the cores) and the cluster flags' token and plaintext setting. Errors:
-// no such task in the file, its address cannot be bound, a non-loopback address without
-// --plaintext.
-absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(const ClusterFlags& cluster,
-                                                        const std::string& job, int task,
-                                                        int threads, int devices = 1);
+// `threads` per device (0 = the cores) and the cluster flags' token and plaintext setting;
+// `labels` are published to peers (GetStatusResponse.labels). Errors: no such task in the
+// file, its address cannot be bound, a non-loopback address without --plaintext.
+absl::StatusOr<std::unique_ptr<Server>> StartTaskServer(
+    const ClusterFlags& cluster, const std::string& job, int task, int threads, int devices = 1,
+    const std::map<std::string, std::string>& labels = {});
+
+// Checks that every other task of this task's job that answers within `wait` published the
+// same `labels` as this task, and the tasks of other jobs the same `across_jobs` labels (a
+// peer that publishes none, or never answers, is not compared: the steps fail on their own
+// then). Errors: FAILED_PRECONDITION naming the task, the label and both values.
+absl::Status CheckPeersAgree(const ClusterFlags& cluster, const ClusterSpec& spec,
+                             const TaskId& self, const std::map<std::string, std::string>& labels,
+                             const std::vector<std::string>& across_jobs, absl::Duration wait);
 
 // Tells `tasks` (serving in ServeUntilTasksLeave) that training is done, so they exit 0 (a
 // variable "shardflow_job_done" on each task's CPU:0). Errors: a task that cannot be reached.

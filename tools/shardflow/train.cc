@@ -272,6 +272,28 @@ absl::Status CheckTrainFlags(const TrainConfig& c, bool ps_strategy) {
   return absl::OkStatus();
 }
 
+// The flags every task of a job must share, as the labels its server publishes
+// (GetStatusResponse.labels): tasks started with different ones would hang in a collective
+// whose tensors disagree, or train different replicas without a word.
+std::map<std::string, std::string> SharedTrainFlags(const TrainConfig& c) {
+  return {{"--strategy", c.strategy},
+          {"--replication", c.replication},
+          {"--model", c.model},
+          {"--synthetic", c.synthetic ? "true" : "false"},
+          {"--batch-size", absl::StrCat(c.batch_size)},
+          {"--epochs", absl::StrCat(c.epochs)},
+          {"--max-steps", absl::StrCat(c.max_steps)},
+          {"--optimizer", c.optimizer},
+          {"--lr", absl::StrCat(c.lr)},
+          {"--lr-decay", c.lr_decay},
+          {"--seed", absl::StrCat(c.seed)},
+          {"--precision", c.precision},
+          {"--devices", absl::StrCat(c.devices)},
+          {"--average-every", absl::StrCat(c.average_every)},
+          {"--bucket-bytes", absl::StrCat(c.bucket_bytes)},
+          {"--compression", c.compression}};
+}
+
 absl::Status Train(TrainConfig c) {
   // --cluster auto: this process is the task its launcher says (mpirun, srun, ...).
   if (c.cluster.is_auto()) SF_RETURN_IF_ERROR(c.cluster.ResolveAuto(&c.job, &c.task));
@@ -290,6 +312,21 @@ absl::Status Train(TrainConfig c) {
         "--task N (one training process per task)");
   }
   SF_RETURN_IF_ERROR(CheckTrainFlags(c, ps_strategy));
+  if (!ps_strategy && c.task >= 0) {
+    // One job: its task 0 is the chief and the task index is the replica's rank. Task 0 of a
+    // second job (TF_CONFIG's "chief" or "ps") would train as a second chief beside it.
+    SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
+    if (spec.jobs().size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--strategy ", c.strategy,
+          " trains on the tasks of one job (task 0 is the chief), "
+          "but the cluster ",
+          c.cluster.is_auto() ? "the launcher gave" : c.cluster.cluster, " has jobs [",
+          absl::StrJoin(spec.jobs(), ", "),
+          "]: list every task in one job (the chief as task 0 of \"worker\", TF1's convention), "
+          "or use --strategy ps-sync|ps-async for a cluster with \"ps\" and \"worker\" jobs"));
+    }
+  }
   // One process per task (--job/--task): serve this task. Only the chief (task 0) goes on, or
   // with parameter servers every worker (a ps task serves until the workers are done).
   std::unique_ptr<Server> own_task;  // declared first: it outlives the session below
@@ -303,13 +340,18 @@ absl::Status Train(TrainConfig c) {
     if (c.cluster.cluster.empty()) {
       return absl::InvalidArgumentError("--task N needs --cluster FILE (the tasks' addresses)");
     }
-    SF_ASSIGN_OR_RETURN(own_task,
-                        StartTaskServer(c.cluster, c.job, static_cast<int>(c.task),
-                                        static_cast<int>(c.threads), static_cast<int>(c.devices)));
+    const std::map<std::string, std::string> shared = SharedTrainFlags(c);
+    SF_ASSIGN_OR_RETURN(own_task, StartTaskServer(c.cluster, c.job, static_cast<int>(c.task),
+                                                  static_cast<int>(c.threads),
+                                                  static_cast<int>(c.devices), shared));
     // The other tasks' processes may start a little after this one (a launcher starts them
     // all at once, not in order).
     c.cluster.connect_timeout = absl::Seconds(60);
     SF_ASSIGN_OR_RETURN(ClusterSpec spec, c.cluster.Spec());
+    // Before anything waits on a peer: its flags must be this task's (a ps task's only its
+    // --strategy).
+    SF_RETURN_IF_ERROR(CheckPeersAgree(c.cluster, spec, {c.job, static_cast<int>(c.task)}, shared,
+                                       {"train --strategy"}, absl::Seconds(60)));
     if (ps_strategy && c.job == "ps") {
       std::vector<TaskId> workers;
       for (int t = 0; t < spec.num_tasks("worker"); ++t) workers.push_back({"worker", t});
