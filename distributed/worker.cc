@@ -22,6 +22,9 @@
 namespace shardflow {
 namespace {
 
+// The most fed (_Arg) and fetched (_Retval) tensors a registered partition may index.
+constexpr int64_t kMaxStepArgs = int64_t{1} << 24;
+
 // The per-step state of one RunGraph call, alive until its last executor is done.
 struct RunState {
   RunState(std::map<int, Tensor> args, int num_retvals) : frame(std::move(args), num_retvals) {}
@@ -209,15 +212,21 @@ absl::Status Worker::RegisterGraph(const RegisterGraphRequest& request,
                            "address there"));
         }
       }
-      if (n->op() == kArgOp) {
-        int index = 0;
+      if (n->op() == kArgOp || n->op() == kRetvalOp) {
+        // Read whole and bounded: the partition comes from the network, and an index of 2^32
+        // read as an int would silently become 0.
+        int64_t index = 0;
         SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "index", &index));
-        arg_indices.insert(index);
-      }
-      if (n->op() == kRetvalOp) {
-        int index = 0;
-        SF_RETURN_IF_ERROR(GetAttr(n->attrs(), "index", &index));
-        graph->num_retvals = std::max(graph->num_retvals, index + 1);
+        if (index < 0 || index >= kMaxStepArgs) {
+          return absl::InvalidArgumentError(absl::StrCat("RegisterGraph: node '", n->name(), "' (",
+                                                         n->op(), ") has index ", index,
+                                                         ", outside [0, ", kMaxStepArgs, ")"));
+        }
+        if (n->op() == kArgOp) {
+          arg_indices.insert(static_cast<int>(index));
+        } else {
+          graph->num_retvals = std::max(graph->num_retvals, static_cast<int>(index) + 1);
+        }
       }
     }
     auto executor = Executor::Create(std::move(part), device, graph->shared_kernels.get());

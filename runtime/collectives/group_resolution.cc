@@ -195,6 +195,20 @@ absl::Status ResolveCollectiveGroups(
               inst, ": '", ops[0].node->name(), "' is ", DataTypeString(a), " but '",
               m.node->name(), "' is ", DataTypeString(b), ": the members must agree on T"));
         }
+        if (m.node->op() == kReduce) {
+          // Members reducing with different operations would each combine their chunks of
+          // the ring their own way: a result half max, half min.
+          for (const char* attr : {"merge_op", "final_op"}) {
+            std::string first, mine;
+            SF_RETURN_IF_ERROR(GetAttr(ops[0].node->attrs(), attr, &first));
+            SF_RETURN_IF_ERROR(GetAttr(m.node->attrs(), attr, &mine));
+            if (first != mine) {
+              return absl::InvalidArgumentError(absl::StrCat(
+                  inst, ": '", ops[0].node->name(), "' has ", attr, " ", first, " but '",
+                  m.node->name(), "' has ", mine, ": the members must agree on ", attr));
+            }
+          }
+        }
         if (m.node->op() == kBcastSend) ++senders;
       }
       if (ops.size() != local.size()) {

@@ -191,6 +191,32 @@ TEST_F(WorkerIsolationTest, RunGraphArgsMustBeTheGraphsOwn) {
   EXPECT_TRUE(RunWithArgs(*handle, 7, {{0, good}}).ok());
 }
 
+// Regression: an _Arg or _Retval index of 2^32 was read as an int (0: silently the first
+// fetch) and 2^31 became a negative index answered INTERNAL; both are the request's error.
+TEST_F(WorkerIsolationTest, ArgAndRetvalIndicesOutOfRangeAreRefusedAtRegistration) {
+  for (const char* op : {"_Arg", "_Retval"}) {
+    for (int64_t index : {int64_t{1} << 32, int64_t{1} << 31, int64_t{-1}}) {
+      GraphDef def = ArgGraph(DT_FLOAT);
+      if (std::string(op) == "_Arg") {
+        (*def.mutable_node(0)->mutable_attr())["index"] = MakeAttr(index);
+      } else {
+        NodeDef* ret = def.add_node();
+        ret->set_name("ret");
+        ret->set_op("_Retval");
+        ret->add_input("id");
+        (*ret->mutable_attr())["T"] = MakeAttr(DT_FLOAT);
+        (*ret->mutable_attr())["index"] = MakeAttr(index);
+      }
+      auto handle = Register(def, "s");
+      ASSERT_FALSE(handle.ok()) << op << " " << index;
+      EXPECT_EQ(handle.status().code(), absl::StatusCode::kInvalidArgument) << handle.status();
+      EXPECT_TRUE(
+          absl::StrContains(handle.status().message(), index < 0 ? "must be >= 0" : "outside [0, "))
+          << handle.status();
+    }
+  }
+}
+
 // Regression (findings 1 and 2): a shape whose element count overflows int64 was a 0-byte
 // tensor that kernels wrote past; a string tensor's values were allocated before they were
 // counted. Both are refused before anything is allocated, and the server keeps serving.

@@ -401,6 +401,23 @@ TEST(CollectiveOpsTest, GroupsThatCannotMeetAreRefusedBeforeTheStepRuns) {
     absl::Status st = RunGraph(s, {a.name(), b.name()}, 2);
     EXPECT_TRUE(absl::StrContains(st.message(), "needs exactly one source")) << st;
   }
+  {  // members disagree on merge_op or final_op (regression: a result half max, half min)
+    Scope s = Scope::NewRootScope();
+    auto a = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("a"), ops::Const(s, v), 2, 1, 1,
+                                   "Max");
+    auto b = ops::CollectiveReduce(s.WithDevice(Cpu(1)).WithOpName("b"), ops::Const(s, v), 2, 1, 1,
+                                   "Min");
+    absl::Status st = RunGraph(s, {a.name(), b.name()}, 2);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_TRUE(absl::StrContains(st.message(), "'a' has merge_op Max but 'b' has Min")) << st;
+    Scope t = Scope::NewRootScope();
+    auto c = ops::CollectiveReduce(t.WithDevice(Cpu(0)).WithOpName("c"), ops::Const(t, v), 2, 1, 1,
+                                   "Add", "Div");
+    auto d = ops::CollectiveReduce(t.WithDevice(Cpu(1)).WithOpName("d"), ops::Const(t, v), 2, 1, 1,
+                                   "Add", "Id");
+    st = RunGraph(t, {c.name(), d.name()}, 2);
+    EXPECT_TRUE(absl::StrContains(st.message(), "'c' has final_op Div but 'd' has Id")) << st;
+  }
   {  // a bad merge_op: the kernel says which
     Scope s = Scope::NewRootScope();
     auto a = ops::CollectiveReduce(s.WithDevice(Cpu(0)).WithOpName("a"), ops::Const(s, v), 1, 1, 1,
