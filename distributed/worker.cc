@@ -281,10 +281,23 @@ absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Worker::AcquireStep(
   }
   auto it = steps_.find(step_id);
   if (it == steps_.end()) {
-    if (static_cast<int>(steps_.size()) >= options_.max_active_steps) {
+    // Steps a RunGraph started here, and steps only peers' RecvTensor calls have asked for so
+    // far (the RunGraph may come later), are counted apart: anyone who reaches this task can
+    // ask for tensors of made-up steps, and those must not crowd out the steps it runs.
+    int started = 0;
+    for (const auto& [id, existing] : steps_) started += existing.cluster != nullptr;
+    const int asked_only = static_cast<int>(steps_.size()) - started;
+    if (run && started >= options_.max_active_steps) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "task ", task_, " has ", steps_.size(),
+          "task ", task_, " has ", started,
           " steps in flight, the most it runs at once; retry when some have finished"));
+    }
+    const int max_asked = std::max(16, options_.max_active_steps / 4);
+    if (!run && asked_only >= max_asked) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "task ", task_, " has ", asked_only,
+          " steps that peers asked tensors of before this task started them, the most it keeps; "
+          "retry when some have started"));
     }
     it = steps_.emplace(step_id, Step()).first;
   }

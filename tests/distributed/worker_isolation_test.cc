@@ -3,8 +3,11 @@
 // a step id cannot be joined by another session, RunGraph args must be the graph's, sizes in
 // requests that overflow or ask for more than they carry are refused before anything is
 // allocated, idle graphs are collected, and every refusal leaves the server serving.
+#include <atomic>
+
 #include "absl/strings/match.h"
 #include "core/framework/attr_value.h"
+#include "core/framework/rendezvous.h"
 #include "core/framework/tensor_util.h"
 #include "distributed/master.h"
 #include "gtest/gtest.h"
@@ -288,6 +291,46 @@ TEST_F(WorkerIsolationTest, AbandonedStepsAreAborted) {
   EXPECT_EQ(worker->num_active_steps(), 1);
   worker->CollectGarbage(absl::Now() + WorkerOptions().abandoned_step_timeout + absl::Seconds(1));
   EXPECT_EQ(worker->num_active_steps(), 0);
+}
+
+// Regression: RecvTensor calls for steps nobody started filled the worker's table of steps in
+// flight (4200 calls on one connection), and every real step failed RESOURCE_EXHAUSTED until
+// the caller gave up. They are counted apart and bounded on their own.
+TEST_F(WorkerIsolationTest, RecvTensorsForMadeUpStepsDoNotCrowdOutRealSteps) {
+  ServerOptions options;
+  options.address = "127.0.0.1:0";
+  options.worker.max_active_steps = 16;  // and 16 steps asked for by peers only
+  auto server = Server::Create(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  Worker* worker = (*server)->worker();
+  const std::string key =
+      RendezvousKey(kTask0Cpu, worker->incarnation(), kTask1Cpu, "never_sent:0");
+  std::atomic<int> exhausted{0}, answered{0};
+  for (int64_t step = 1000; step < 1040; ++step) {
+    worker->RecvTensorAsync(step, key, [&](const absl::Status& s, const Tensor&) {
+      exhausted += s.code() == absl::StatusCode::kResourceExhausted;
+      ++answered;
+    });
+  }
+  EXPECT_EQ(exhausted.load(), 40 - 16);  // the rest wait for steps that never come
+  auto client = *cache_->GetClient((*server)->address(), (*server)->task_name());
+  RegisterGraphRequest request;
+  (*request.mutable_partitions())[kTask0Cpu] = ArgGraph(DT_FLOAT);
+  RegisterGraphResponse registered;
+  ASSERT_TRUE(client->RegisterGraph(request, &registered).ok());
+  for (int64_t step = 1; step <= 20; ++step) {
+    RunGraphRequest run;
+    run.set_graph_handle(registered.graph_handle());
+    run.set_step_id(step);
+    IndexedTensor* arg = run.add_args();
+    arg->set_index(0);
+    *arg->mutable_tensor() = Proto(Tensor::FromVector<float>({1, 2}));
+    RunGraphResponse response;
+    absl::Status st = client->RunGraph(run, &response, 10000);
+    EXPECT_TRUE(st.ok()) << "step " << step << ": " << st;
+  }
+  (*server)->Shutdown();
+  EXPECT_EQ(answered.load(), 40);  // the waiting ones end with the server
 }
 
 TEST_F(WorkerIsolationTest, TooManyGraphsIsResourceExhausted) {
