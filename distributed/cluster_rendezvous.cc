@@ -55,6 +55,14 @@ absl::Status SplitHostPort(const std::string& address, std::string* host, std::s
   *host = address.substr(0, colon);
   *port = address.substr(colon + 1);
   if (host->size() > 2 && (*host)[0] == '[') *host = host->substr(1, host->size() - 2);
+  // A number in 1..65535: getaddrinfo takes 99999 as 34463 and 0 as a port of its choosing,
+  // where no other rank would look.
+  int number = 0;
+  if (!absl::SimpleAtoi(*port, &number) || number < 1 || number > 65535 ||
+      port->find_first_not_of("0123456789") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the coordinator '", address, "' does not end in a port in 1..65535"));
+  }
   return absl::OkStatus();
 }
 

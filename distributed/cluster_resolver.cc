@@ -254,6 +254,12 @@ absl::StatusOr<ClusterResolution> ResolveSlurm(const Environment& env,
   const char* counts_var = Find(env, "SLURM_STEP_TASKS_PER_NODE") != nullptr
                                ? "SLURM_STEP_TASKS_PER_NODE"
                                : "SLURM_TASKS_PER_NODE";
+  if (Find(env, nodes_var) == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source,
+                     ": none of SLURM_STEP_NODELIST, SLURM_JOB_NODELIST and SLURM_NODELIST is set "
+                     "(or each is empty): start the tasks with srun, which sets them"));
+  }
   SF_ASSIGN_OR_RETURN(std::string nodelist, Required(env, nodes_var, source));
   SF_ASSIGN_OR_RETURN(std::string counts_text, Required(env, counts_var, source));
   SF_ASSIGN_OR_RETURN(std::vector<std::string> nodes, ExpandHostlist(nodelist, nodes_var));
@@ -449,7 +455,24 @@ absl::StatusOr<ClusterResolution> ResolveKubernetes(const Environment& env,
 
 absl::StatusOr<ClusterResolution> ResolveCluster(const Environment& env,
                                                  const ResolveOptions& options) {
-  if (Find(env, "TF_CONFIG") != nullptr) return ResolveTfConfig(env);
+  if (Find(env, "TF_CONFIG") != nullptr) {
+    SF_ASSIGN_OR_RETURN(ClusterResolution r, ResolveTfConfig(env));
+    // TF_CONFIG comes first, but one exported in a shell outlives the job it was written for:
+    // a task mpirun or srun started with it would take TF_CONFIG's task, the same in every
+    // rank.
+    std::vector<std::string> others;
+    for (const char* v : {"OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "JOB_COMPLETION_INDEX", "RANK"}) {
+      if (Find(env, v) != nullptr) others.push_back(v);
+    }
+    if (!others.empty()) {
+      r.warning =
+          absl::StrCat("TF_CONFIG is set and so is ", absl::StrJoin(others, ", "),
+                       " of another launcher; TF_CONFIG decides this task (", r.job, ":", r.task,
+                       "). If that launcher started this task, unset "
+                       "TF_CONFIG");
+    }
+    return r;
+  }
   if (Find(env, "SLURM_PROCID") != nullptr && Find(env, "SLURM_STEP_ID") != nullptr) {
     return ResolveSlurm(env, options);
   }

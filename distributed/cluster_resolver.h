@@ -67,6 +67,9 @@ struct ClusterResolution {
   int num_tasks = 0;
   int port = 0;
   std::string coordinator;
+  // Said to the user when the choice may not be what they meant (a TF_CONFIG left in the
+  // environment of a task another launcher started); empty otherwise.
+  std::string warning;
   bool needs_rendezvous() const { return spec.tasks().empty(); }
 };
 

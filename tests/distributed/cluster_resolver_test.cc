@@ -258,6 +258,39 @@ ClusterResolution Rank(int rank, int size, int coordinator_port) {
   return r;
 }
 
+// Regressions (launcher probe, 2026-11-30): a coordinator port of 99999 listened on 34463 and
+// one of 0 on a port of the kernel's choosing, where no other rank looks; a TF_CONFIG left in
+// the environment of mpirun's ranks made every rank worker:0 without a word; empty Slurm node
+// lists named a variable nobody set.
+TEST(ClusterResolverTest, CoordinatorPortsTfConfigBesideALauncherAndEmptyNodeLists) {
+  for (const std::string port : {"99999", "0", "-5", "http", "22x"}) {
+    ClusterResolution r = Rank(0, 2, 1);
+    r.coordinator = "127.0.0.1:" + port;
+    auto spec = GatherClusterSpec(r, absl::Seconds(1));
+    ASSERT_FALSE(spec.ok()) << port;
+    EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << spec.status();
+    EXPECT_THAT(spec.status().message(), HasSubstr("port in 1..65535")) << spec.status();
+  }
+  Environment env = {{"TF_CONFIG", R"({"cluster": {"worker": ["w0:2222", "w1:2222"]},
+                                        "task": {"type": "worker", "index": 0}})"},
+                     {"OMPI_COMM_WORLD_RANK", "1"},
+                     {"OMPI_COMM_WORLD_SIZE", "2"}};
+  auto r = ResolveCluster(env, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->source, "TF_CONFIG");
+  EXPECT_THAT(r->warning, HasSubstr("OMPI_COMM_WORLD_RANK"));
+  env.erase("OMPI_COMM_WORLD_RANK");
+  env.erase("OMPI_COMM_WORLD_SIZE");
+  EXPECT_TRUE(ResolveCluster(env, {})->warning.empty());
+  Environment slurm = SlurmEnv(2, 1, 0);
+  for (const char* v : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}) {
+    slurm.erase(v);
+  }
+  auto empty = ResolveCluster(slurm, {});
+  ASSERT_FALSE(empty.ok());
+  EXPECT_THAT(empty.status().message(), HasSubstr("none of SLURM_STEP_NODELIST"));
+}
+
 TEST(ClusterResolverTest, RendezvousGathersEveryRanksAddress) {
   const int port = FreePort();
   std::vector<absl::StatusOr<ClusterSpec>> got(3, absl::UnknownError(""));

@@ -52,6 +52,7 @@ absl::Status ClusterFlags::ResolveAuto(std::string* job, int64_t* task) {
     }
     SF_ASSIGN_OR_RETURN(r.spec, GatherClusterSpec(r, absl::Seconds(rendezvous_timeout_secs)));
   }
+  if (!r.warning.empty()) std::fprintf(stderr, "warning: %s\n", r.warning.c_str());
   std::printf("cluster from %s: this is task %s:%d of %s\n", r.source.c_str(), r.job.c_str(),
               r.task, r.spec.ToJson().c_str());
   std::fflush(stdout);
