@@ -750,7 +750,9 @@ void AddTrainCommand(CommandLine* cli) {
              "step, batch order and learning rate); also reads model.ckpt of earlier versions");
   flags.Int("seed", &c.seed, "seed for the initial weights and the batch order");
   flags.String("data-dir", &c.data_dir, "folder with the four Fashion-MNIST idx(.gz) files");
-  flags.Int("max-steps", &c.max_steps, "stop after this many steps (0 = run every epoch)");
+  flags.Int("max-steps", &c.max_steps,
+            "stop after this many steps of this run (0 = run every epoch); a resumed run counts "
+            "its own steps, so a job restarted with --auto-resume is bounded by --epochs");
   flags.String("trace-dir", &c.trace_dir,
                "write initial weights, batches and losses as .npy files here (for parity checks)");
   flags.Bool("progress", &c.progress, "show the progress bar");
