@@ -281,6 +281,8 @@ def read(prefix):
         files = _DataFiles(prefix, max(1, header.get(1, [1])[-1]))
         out = []
         for name, entry in sorted(entries.items()):
+            if not isinstance(entry["dtype"], int):
+                raise _Corrupt("tensor %s's dtype field is not a number" % name)
             if entry["dtype"] not in _DTYPES:
                 logging.warning("TensorFlow checkpoint %s: tensor %s is of TensorFlow type %d, "
                                 "which has no NumPy equivalent; left out", prefix, name,
@@ -336,7 +338,11 @@ def _assembled(name, entry, parts, files):
         raise _Corrupt("the slices of %s hold %d of its %d elements"
                        % (name, sum(v.size for _, v in placed), count))
     whole = np.zeros(shape, dtype=placed[0][1].dtype if placed else np.float32)
+    covered = np.zeros(shape, dtype=bool)   # as many elements as the parts: two must not overlap
     for index, value in placed:
+        if covered[index].any():
+            raise _Corrupt("two slices of %s overlap (at %s)" % (name, index))
+        covered[index] = True
         whole[index] = value
     return whole
 
@@ -424,7 +430,17 @@ def write(prefix, items):
 def read_checkpoint(path):
     """[(name, array)] of the checkpoint at `path`: shardflow's format, or TensorFlow's when
     `path` is the prefix of one."""
-    if is_tf_checkpoint(path):
-        return read(path)
-    from shardflow import _shardflow
-    return _shardflow.load_checkpoint(str(path))
+    from shardflow import _shardflow, errors
+    try:
+        if is_tf_checkpoint(path):
+            return read(path)
+        return _shardflow.load_checkpoint(str(path))
+    except errors.OpError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, MemoryError,
+            UnicodeDecodeError, struct.error) as e:
+        # A crafted file can be well framed and checksummed and still describe something no
+        # array can be (a rank of 33, 2^62 elements, a name that is not UTF-8): its error, not
+        # the reader's.
+        raise errors.DataLossError("checkpoint %s is damaged or not a checkpoint: %s: %s"
+                                   % (path, type(e).__name__, e)) from None

@@ -212,3 +212,38 @@ def test_a_deferred_saver_builds_later_and_takes_later_variables(tmp_path):
             sess.run([a.assign(0.0), b.assign(0.0)])
             saver.restore(sess, path)
             assert sess.run([a, b]) == [1.0, 2.0]
+
+
+def _crafted(entries):
+    """A checkpoint in shardflow's format (runtime/checkpoint.h), well framed and checksummed,
+    holding `entries` [(name bytes, dtype enum, dims, data bytes)]."""
+    import struct
+    import zlib
+    body = []
+    for name, dtype, dims, data in entries:
+        b = struct.pack("<I", len(name)) + name + struct.pack("<II", dtype, len(dims))
+        b += b"".join(struct.pack("<q", d) for d in dims) + struct.pack("<Q", len(data)) + data
+        body.append(b + struct.pack("<I", zlib.crc32(b)))
+    head = b"SFCKPT01" + struct.pack("<IQ", 1, len(entries))
+    head += struct.pack("<I", zlib.crc32(head))
+    whole = head + b"".join(body)
+    return whole + b"SFCKTAIL" + struct.pack("<I", zlib.crc32(whole))
+
+
+def test_well_framed_checkpoints_describing_impossible_tensors_are_data_loss(tmp_path):
+    # Regression: a rank of 33, 2^62 elements of size 0 or a name that is not UTF-8 raised
+    # NumPy's ValueError or UnicodeDecodeError naming no file.
+    for case, entries in {"rank33": [(b"w", 1, [1] * 33, b"\0" * 4)],
+                          "huge_empty": [(b"w", 1, [2**62, 0], b"")],
+                          "name": [(b"\xff\xfe", 1, [1], b"\0" * 4)]}.items():
+        path = tmp_path / case
+        path.write_bytes(_crafted(entries))
+        with pytest.raises(sf.errors.DataLossError, match=case):
+            sf.train.NewCheckpointReader(str(path))
+        with sf.Graph().as_default():
+            v = sf.Variable([0.0], name="w")
+            saver = sf.train.Saver()
+            with sf.Session() as sess:
+                sess.run(v.initializer)
+                with pytest.raises(sf.errors.DataLossError, match=case):
+                    saver.restore(sess, str(path))

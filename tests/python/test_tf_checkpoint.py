@@ -81,11 +81,12 @@ def _slice_key(name, extents):
             b"".join(_signed(s) + _signed(n) for s, n in extents))
 
 
-def _write_sliced(prefix, name, whole, rows_per_part):
+def _write_sliced(prefix, name, whole, rows_per_part, starts=None):
     """A checkpoint of `whole` as TensorFlow writes a partitioned variable: a full entry
-    listing the slices, each slice under its encoded key."""
+    listing the slices, each slice under its encoded key (at `starts`, if given, instead of
+    every rows_per_part rows)."""
     data, entries, slices = bytearray(), [], b""
-    for start in range(0, whole.shape[0], rows_per_part):
+    for start in starts or range(0, whole.shape[0], rows_per_part):
         part = whole[start:start + rows_per_part]
         _, raw, crc = tc._tensor_bytes(part)
         dims = b"".join(tc._field(2, 2, tc._field(1, 0, d)) for d in part.shape)
@@ -126,6 +127,12 @@ def test_a_partitioned_variables_slices_restore_into_another_partitioning(tmp_pa
         with tf.Session() as sess:
             tf.train.Saver().restore(sess, prefix)
             np.testing.assert_array_equal(np.concatenate(sess.run(list(emb)), 0), whole)
+    # Regression: slices that overlap (rows 3-4 twice, rows 8-9 never) as many elements as the
+    # whole were read as a value with zeros in it.
+    overlap = str(tmp_path / "overlap")
+    _write_sliced(overlap, "emb", whole, rows_per_part=5, starts=[0, 3])
+    with pytest.raises(tf.errors.DataLossError, match="overlap"):
+        tc.read(overlap)
 
 
 def test_damaged_tensorflow_checkpoints_are_data_loss_naming_the_problem(tmp_path):
