@@ -166,13 +166,40 @@ def _load_record(export_dir):
     try:
         with open(path) as f:
             record = json.load(f)
-        record["tags"], record["meta_graph"]  # noqa: B018 (present?)
     except FileNotFoundError:
         raise errors.NotFoundError("saved_model: no %s in %s (export with simple_save or "
                                    "SavedModelBuilder)" % (_FILE, export_dir)) from None
-    except (ValueError, KeyError, TypeError) as e:
+    except OSError as e:  # a directory, unreadable
+        raise errors.DataLossError("saved_model: cannot read %s (%s)" % (path, e)) from None
+    except ValueError as e:
         raise errors.DataLossError("saved_model: %s is damaged (%s)" % (path, e)) from None
+    problem = _record_problem(record)
+    if problem:
+        raise errors.DataLossError("saved_model: %s is damaged (%s)" % (path, problem))
     return record
+
+
+def _record_problem(record):
+    """What is wrong with a saved_model.json's fields (the file may have been edited or
+    damaged and still be JSON), or None."""
+    def is_infos(x):
+        return isinstance(x, dict) and all(
+            isinstance(v, dict) and isinstance(v.get("name"), str) for v in x.values())
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    tags = record.get("tags")
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        return "'tags' is not a list of strings"
+    if not isinstance(record.get("meta_graph"), dict):
+        return "'meta_graph' is not an object"
+    if record.get("init_op") is not None and not isinstance(record["init_op"], str):
+        return "'init_op' is not an op name"
+    signatures = record.get("signature_def", {})
+    if not isinstance(signatures, dict) or not all(
+            isinstance(sig, dict) and is_infos(sig.get("inputs")) and is_infos(sig.get("outputs"))
+            for sig in signatures.values()):
+        return "'signature_def' is not a map of signatures with inputs and outputs"
+    return None
 
 
 def contains_saved_model(export_dir):
@@ -195,7 +222,8 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
         if record.get("init_op"):
             name = record["init_op"]
             sess.run((import_scope + "/" + name) if import_scope else name)
-    signatures = {k: SignatureDef._from_json(v) for k, v in record["signature_def"].items()}
+    signatures = {k: SignatureDef._from_json(v)
+                  for k, v in record.get("signature_def", {}).items()}
     if import_scope:
         for sig in signatures.values():
             for d in (sig.inputs, sig.outputs):

@@ -49,3 +49,29 @@ def test_errors(tmp_path):
             saved_model.loader.load(sess, ["train"], export_dir)
         with pytest.raises(tf.errors.NotFoundError, match="saved_model.json"):
             saved_model.loader.load(sess, ["serve"], str(tmp_path))
+
+
+def test_a_saved_model_json_with_wrong_fields_is_data_loss_naming_it(tmp_path):
+    # Regression: valid JSON with a null or missing field raised TypeError, KeyError or
+    # AttributeError (or "stat: path should be string"); a directory there IsADirectoryError.
+    import json
+    import os
+    import shutil
+    good = export(tmp_path)
+    record = json.load(open(os.path.join(good, "saved_model.json")))
+    cases = {"tags": None, "meta_graph": None, "signature_def": None, "init_op": 3}
+    for field, value in cases.items():
+        broken = str(tmp_path / ("broken_" + field))
+        shutil.copytree(good, broken)
+        with open(os.path.join(broken, "saved_model.json"), "w") as f:
+            json.dump(dict(record, **{field: value}), f)
+        with tf.Session(graph=tf.Graph()) as sess:
+            with pytest.raises(tf.errors.DataLossError, match="'%s'" % field):
+                saved_model.loader.load(sess, ["serve"], broken)
+    as_dir = str(tmp_path / "as_dir")
+    shutil.copytree(good, as_dir)
+    os.remove(os.path.join(as_dir, "saved_model.json"))
+    os.mkdir(os.path.join(as_dir, "saved_model.json"))
+    with tf.Session(graph=tf.Graph()) as sess:
+        with pytest.raises(tf.errors.DataLossError, match="cannot read"):
+            saved_model.loader.load(sess, ["serve"], as_dir)
