@@ -2,6 +2,7 @@
 #include <atomic>
 #include <map>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -66,6 +67,17 @@ class LocalSession final : public Session {
     if (fetches.empty() && targets.empty()) {
       return absl::InvalidArgumentError("Run needs at least one fetch or target");
     }
+    // Counted from here, so that Close waits for this call before it drops the executors
+    // GetOrPrepare hands out (a queue runner may start a step while another thread closes).
+    {
+      absl::MutexLock lock(&steps_mu_);
+      if (closing_) return absl::FailedPreconditionError("the session is closed");
+      ++runs_in_progress_;
+    }
+    absl::Cleanup counted = [this] {
+      absl::MutexLock lock(&steps_mu_);
+      --runs_in_progress_;
+    };
     SF_ASSIGN_OR_RETURN(PreparedRun * prepared, GetOrPrepare(feeds, fetches, targets));
     SF_RETURN_IF_ERROR(CheckFeeds(prepared->plan->feeds, feeds));
     std::map<int, Tensor> args;
@@ -108,6 +120,7 @@ class LocalSession final : public Session {
       // As TF1's: closing cancels the steps still running (a queue runner blocked in an
       // enqueue into a full queue would otherwise keep Close waiting forever).
       absl::MutexLock lock(&steps_mu_);
+      closing_ = true;  // no new Run starts
       for (auto& [id, running] : running_steps_) {
         running.cancelled->store(true);
         running.rendezvous->StartAbort(
@@ -145,8 +158,9 @@ class LocalSession final : public Session {
   }
   void WaitForAbandonedSteps() {
     absl::MutexLock lock(&steps_mu_);
-    auto drained = [this]()
-                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) { return abandoned_steps_ == 0; };
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) {
+      return abandoned_steps_ == 0 && runs_in_progress_ == 0;
+    };
     steps_mu_.Await(absl::Condition(&drained));
   }
 
@@ -174,6 +188,8 @@ class LocalSession final : public Session {
     const int64_t id = args.step_id;
     {
       absl::MutexLock lock(&steps_mu_);
+      // Close aborted the steps running when it began; this one would not be.
+      if (closing_) return absl::CancelledError("the session was closed before this step ran");
       ++abandoned_steps_;  // counted until the step's last executor is done
       running_steps_[id] = RunningStep{rendezvous, args.cancelled};
     }
@@ -249,6 +265,8 @@ class LocalSession final : public Session {
   std::map<std::string, std::unique_ptr<PreparedRun>> cache_ ABSL_GUARDED_BY(mu_);
   absl::Mutex steps_mu_;
   int abandoned_steps_ ABSL_GUARDED_BY(steps_mu_) = 0;
+  int runs_in_progress_ ABSL_GUARDED_BY(steps_mu_) = 0;  // Run calls not yet returned
+  bool closing_ ABSL_GUARDED_BY(steps_mu_) = false;
   // The steps running now, by step id: what Close aborts.
   struct RunningStep {
     std::shared_ptr<LocalRendezvous> rendezvous;

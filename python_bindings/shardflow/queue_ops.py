@@ -456,6 +456,12 @@ class ReaderBase:
     def _file_records(self, path):  # pragma: no cover (each reader overrides it)
         raise NotImplementedError
 
+    def _keyed_records(self, path):
+        """(key, value) of each record of `path`; the key as TF1's reader names it (by default
+        "<file>:<record number from 0>", FixedLengthRecordReader's)."""
+        for i, value in enumerate(self._file_records(path)):
+            yield "%s:%d" % (path, i), value
+
     def _next(self, queue_state):
         while True:
             if self._records is None:
@@ -463,18 +469,15 @@ class ReaderBase:
                 self._file = os.fsdecode(np.asarray(name).item())
                 if not os.path.exists(self._file):
                     raise errors.NotFoundError("%s: %s: no such file" % (self._name, self._file))
-                self._records = iter(self._file_records(self._file))
-                self._index = 0
+                self._records = iter(self._keyed_records(self._file))
             try:
-                value = next(self._records)
+                key, value = next(self._records)
             except StopIteration:
                 self._records = None
                 self._completed += 1
                 continue
-            key = ("%s:%d" % (self._file, self._index)).encode()
-            self._index += 1
             self._produced += 1
-            return key, value
+            return key.encode(), value
 
     def _queue_state(self, queue):
         state = getattr(queue, "_state", None)
@@ -540,10 +543,15 @@ class TextLineReader(ReaderBase):
         self._skip = int(skip_header_lines or 0)
 
     def _file_records(self, path):
+        for _, line in self._keyed_records(path):
+            yield line
+
+    def _keyed_records(self, path):
+        # TF1's key: "<file>:<line number from 1>", the skipped header lines counted.
         with open(path, "rb") as f:
             for i, line in enumerate(f):
                 if i >= self._skip:
-                    yield line.rstrip(b"\n").rstrip(b"\r")
+                    yield "%s:%d" % (path, i + 1), line.rstrip(b"\n").rstrip(b"\r")
 
 
 class WholeFileReader(ReaderBase):
@@ -552,6 +560,10 @@ class WholeFileReader(ReaderBase):
     def _file_records(self, path):
         with open(path, "rb") as f:
             yield f.read()
+
+    def _keyed_records(self, path):
+        for value in self._file_records(path):
+            yield path, value
 
 
 class FixedLengthRecordReader(ReaderBase):
@@ -592,6 +604,14 @@ class TFRecordReader(ReaderBase):
     def _file_records(self, path):
         from shardflow import tfrecord
         return tfrecord.tf_record_iterator(path, self._options)
+
+    def _keyed_records(self, path):
+        # TF1's key: "<file>:<byte offset of the record>" in the (uncompressed) record stream;
+        # each record is its length (8 bytes), the length's CRC, the data and the data's CRC.
+        offset = 0
+        for value in self._file_records(path):
+            yield "%s:%d" % (path, offset), value
+            offset += 16 + len(value)
 
 
 # ---- input producers and batchers (tf.train.*) ----------------------------------------------

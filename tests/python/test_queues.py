@@ -251,3 +251,33 @@ def test_closing_the_session_cancels_runners_blocked_on_a_full_queue():
         for t in threads:
             t.join(10)
             assert not t.is_alive()
+
+
+def test_reader_keys_are_tensorflows(tmp_path):
+    # Regression: every reader keyed its records "<file>:<record number>"; TF1's TFRecordReader
+    # keys by byte offset, TextLineReader by line number from 1 (header lines counted) and
+    # WholeFileReader by the file name.
+    records = str(tmp_path / "r.tfrecord")
+    with tf.python_io.TFRecordWriter(records) as w:
+        for payload in (b"ab", b"cdef", b""):
+            w.write(payload)
+    text = tmp_path / "t.csv"
+    text.write_text("header\na\nb\n")
+    with tf.Graph().as_default():
+        keys = []
+        for reader, path, count in ((tf.TFRecordReader(), records, 3),
+                                    (tf.TextLineReader(skip_header_lines=1), str(text), 2),
+                                    (tf.WholeFileReader(), str(text), 1)):
+            q = tf.train.string_input_producer([path], num_epochs=1, shuffle=False)
+            key, _ = reader.read(q)
+            keys.append((key, count))
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            got = [[sess.run(k) for _ in range(n)] for k, n in keys]
+            coord.request_stop()
+            coord.join(threads)
+    assert got[0] == [("%s:%d" % (records, o)).encode() for o in (0, 18, 38)]
+    assert got[1] == [("%s:%d" % (text, n)).encode() for n in (2, 3)]
+    assert got[2] == [str(text).encode()]
