@@ -338,6 +338,26 @@ absl::Status ReluGrad(const Scope& s, const Operation& op, const GradOutputs& dy
   return absl::OkStatus();
 }
 
+// ReluGrad(dy, x) is linear in dy: its gradient there is ReluGrad(g, x); x gets none (the
+// derivative of relu's step is zero almost everywhere). Second derivatives through relu
+// (gradient penalties, MAML) need it.
+absl::Status ReluGradGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                          GradOutputs* dx) {
+  dx->push_back(ops::ReluGrad(s, dy[0], GradInput(op, 1)));
+  dx->push_back(Output());
+  return absl::OkStatus();
+}
+
+// AvgPoolGrad(shape, dy) is linear in dy: its gradient there is AvgPool(g).
+absl::Status AvgPoolGradGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                             GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, true, &w));
+  dx->push_back(Output());  // orig_input_shape
+  dx->push_back(ops::AvgPool(s, dy[0], w.ksize, w.strides, w.padding));
+  return absl::OkStatus();
+}
+
 // dx = (dy - sum(dy * y)) * y, sums along the last dimension.
 absl::Status SoftmaxGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                          GradOutputs* dx) {
@@ -355,9 +375,18 @@ absl::Status LogSoftmaxGrad(const Scope& s, const Operation& op, const GradOutpu
   return absl::OkStatus();
 }
 
-// d(loss_i)/d(features_i) = backprop_i; labels get no gradient.
+// d(loss_i)/d(features_i) = backprop_i; labels get no gradient. backprop = softmax(x) - labels
+// is an output too: a gradient that flows into it (a second derivative: a gradient penalty,
+// MAML's meta-gradient) adds softmax's Jacobian times it, (g - sum(g * p)) * p. Where nothing
+// uses backprop its gradient is the zeros the gradient builder filled in, and is skipped.
 absl::Status XentGrad(const Scope& s, const Operation& op, const GradOutputs& dy, GradOutputs* dx) {
-  dx->push_back(ops::Mul(s, GradOutput(op, 1), ops::ExpandDims(s, dy[0], -1)));
+  Output grad = ops::Mul(s, GradOutput(op, 1), ops::ExpandDims(s, dy[0], -1));
+  if (dy[1].node()->op() != "ZerosLike") {
+    Output p = ops::Softmax(s, GradInput(op, 0));
+    Output dot = ops::Sum(s, ops::Mul(s, dy[1], p), -1, /*keep_dims=*/true);
+    grad = ops::Add(s, grad, ops::Mul(s, ops::Sub(s, dy[1], dot), p));
+  }
+  dx->push_back(grad);
   dx->push_back(Output());
   return absl::OkStatus();
 }
@@ -404,6 +433,8 @@ REGISTER_GRADIENT("AvgPool3D", AvgPool3DGrad);
 REGISTER_GRADIENT("AvgPool3DGrad", AvgPool3DGradGrad);
 REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
 REGISTER_GRADIENT("Relu", ReluGrad);
+REGISTER_GRADIENT("ReluGrad", ReluGradGrad);
+REGISTER_GRADIENT("AvgPoolGrad", AvgPoolGradGrad);
 REGISTER_GRADIENT("Softmax", SoftmaxGrad);
 REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
 REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGrad);

@@ -474,6 +474,51 @@ TEST(NnGradTest, SparseSoftmaxCrossEntropyWithLogits) {
   }
 }
 
+// Regression: the gradient flowing into the fused ops' backprop output (a second derivative:
+// a gradient penalty, MAML's meta-gradient) was dropped, so Hessian-vector products through
+// the losses were zero. The Jacobian of backprop = softmax(x) - labels is softmax's.
+TEST(NnGradTest, SecondDerivativesThroughTheFusedCrossEntropies) {
+  for (bool sparse : {false, true}) {
+    SCOPED_TRACE(sparse ? "sparse" : "dense");
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<double>({3, 5}, 70, -2, 2);
+    Output x = Placeholder(s, "x", xv);
+    Output backprop = sparse ? ops::SparseSoftmaxCrossEntropyWithLogits(
+                                   s, x, ops::Const(s, Tensor::FromVector<int32_t>({0, 4, 2})))
+                                   .backprop
+                             : ops::SoftmaxCrossEntropyWithLogits(
+                                   s, x, ops::Const(s, Random<double>({3, 5}, 71, 0, 1)))
+                                   .backprop;
+    auto err = test::MaxGradientError(s, {x}, {xv}, backprop, kDoubleDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kDoubleTol);
+  }
+}
+
+// ReluGrad and AvgPoolGrad are linear in the incoming gradient; their own gradients there make
+// second derivatives through relu and average pooling (WGAN-GP critics) possible.
+TEST(NnGradTest, ReluGradAndAvgPoolGradGradients) {
+  {
+    Scope s = Scope::NewRootScope();
+    Tensor dzv = Random<double>({2, 3}, 72, -1, 1);
+    Output dz = Placeholder(s, "dz", dzv);
+    Output features = ops::Const(s, Tensor::FromVector<double>({-1, 2, 0.5, -3, 1, -0.5}, {2, 3}));
+    auto err = test::MaxGradientError(s, {dz}, {dzv}, ops::ReluGrad(s, dz, features), kDoubleDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kDoubleTol);
+  }
+  {
+    Scope s = Scope::NewRootScope();
+    Tensor dzv = Random<float>({1, 2, 2, 2}, 73, -1, 1);
+    Output dz = Placeholder(s, "dz", dzv);
+    Output shape = ops::Const(s, Tensor::FromVector<int32_t>({1, 5, 5, 2}));
+    Output y = ops::AvgPoolGrad(s, shape, dz, {1, 3, 3, 1}, {1, 2, 2, 1}, "VALID");
+    auto err = test::MaxGradientError(s, {dz}, {dzv}, y, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
 TEST(NnGradTest, LabelsGetNoGradient) {
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));
