@@ -6,6 +6,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/shape_inference.h"
 #include "gtest/gtest.h"
+#include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "tests/util/gradient_checker.h"
 #include "tests/util/test_util.h"
@@ -505,13 +506,26 @@ TEST(GradientsTest, UnreachableAndMissingGradients) {
   ASSERT_TRUE(AddGradients(s, {y}, {x, z}, &grads).ok());
   EXPECT_TRUE(grads[0].valid());
   EXPECT_FALSE(grads[1].valid());  // y does not depend on z
-  // ReluGrad has no gradient function (no second derivatives of Relu): the error names the
-  // node and the way out.
-  Output p(OpBuilder(s.WithOpName("relu_grad"), "ReluGrad").Input(x).Input(x).Finalize().node(), 0);
-  absl::Status st = AddGradients(s, {p}, {x}, &grads);
+  // MaxPoolGrad has no gradient function (no second derivatives of max pooling): the error
+  // names the node and the way out.
+  auto image = ops::Placeholder(s.WithOpName("image"), DT_FLOAT, TensorShape({1, 2, 2, 1}));
+  auto pooled = ops::MaxPool(s, image, {1, 2, 2, 1}, {1, 1, 1, 1}, "VALID");
+  Output p(OpBuilder(s.WithOpName("max_pool_grad"), "MaxPoolGrad")
+               .Input(image)
+               .Input(pooled)
+               .Input(pooled)
+               .Attr("ksize", std::vector<int64_t>{1, 2, 2, 1})
+               .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
+               .Attr("padding", std::string("VALID"))
+               .Finalize()
+               .node(),
+           0);
+  ASSERT_TRUE(s.ok()) << s.status();
+  absl::Status st = AddGradients(s, {p}, {image}, &grads);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("no gradient is registered for op 'ReluGrad' (node 'relu_grad')"),
-            std::string::npos)
+  EXPECT_NE(
+      st.message().find("no gradient is registered for op 'MaxPoolGrad' (node 'max_pool_grad')"),
+      std::string::npos)
       << st;
 }
 
