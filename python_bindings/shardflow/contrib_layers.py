@@ -819,6 +819,7 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
         mm, mv = moving_mean.value(), moving_variance.value()
         if isinstance(is_training, Tensor) or is_training:
             y, batch_mean, batch_var = nn.fused_batch_norm(x, gamma, beta, epsilon=epsilon)
+            batch_var = nn.moving_variance_update(x, batch_var)
             # A scalar (tf.placeholder(tf.bool) has no shape), so that y keeps x's shape.
             weight = ops.reshape(ops.cast(is_training, x.dtype), []) \
                 if isinstance(is_training, Tensor) else None

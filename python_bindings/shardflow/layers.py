@@ -636,6 +636,7 @@ class BatchNormalization(Layer):
             t = ops.reshape(ops.cast(training, dtypes.float32), [])
             y_train, batch_mean, batch_var = nn.fused_batch_norm(
                 x, gamma, beta, epsilon=self.epsilon)
+            batch_var = nn.moving_variance_update(x, batch_var)
             y_eval, _, _ = nn.fused_batch_norm(x, gamma, beta, mean,
                                                var, epsilon=self.epsilon, is_training=False)
             self._add_update(self.moving_mean, batch_mean, t)
@@ -646,6 +647,7 @@ class BatchNormalization(Layer):
                                        epsilon=self.epsilon, is_training=False)[0]
         y, batch_mean, batch_var = nn.fused_batch_norm(x, gamma, beta,
                                                        epsilon=self.epsilon)
+        batch_var = nn.moving_variance_update(x, batch_var)
         self._add_update(self.moving_mean, batch_mean, None)
         self._add_update(self.moving_variance, batch_var, None)
         return y

@@ -120,6 +120,19 @@ def _nhwc(data_format, what):
             % (what, data_format))
 
 
+def moving_variance_update(x, batch_variance):
+    """The variance a batch-normalization layer's moving average takes from a batch of `x`
+    (channels last): the fused kernel's unbiased one for 4-D inputs, the biased one otherwise,
+    as TF1's layers, which use the fused kernel only for images and nn.moments elsewhere."""
+    from shardflow.math_composites import size
+    if x.shape.ndims == 4:
+        return batch_variance
+    count = ops.divide(ops.cast(size(x), batch_variance.dtype),
+                       ops.cast(ops.shape(x)[-1], batch_variance.dtype))
+    return ops.multiply(batch_variance, ops.divide(ops.subtract(count, 1.0),
+                                                   ops.maximum(count, 1.0)))
+
+
 def channels_last(x, axis, what):
     """(x with dimension `axis` moved last, a function moving it back in a result of x's
     shape): for layers that normalise over another axis than the last (NCHW's channels)."""

@@ -70,3 +70,22 @@ def test_variable_load_writes_a_value_in_the_session():
             np.testing.assert_array_equal(v.eval(), [5.0, 6.0])
         with pytest.raises(tf.errors.InvalidArgumentError, match="shape"):
             v.load([1.0, 2.0, 3.0], s)
+
+
+def test_moving_variance_of_dense_inputs_is_the_biased_one_as_tf1s():
+    # Regression: every batch norm updated moving_variance with the fused kernel's unbiased
+    # variance; TF1's layers use the fused kernel only for 4-D inputs and nn.moments' biased
+    # variance otherwise ([[0], [1], [2], [3]] with momentum 0: 1.25, not 1.667).
+    dense = tf.constant([[0.0], [1.0], [2.0], [3.0]])
+    image = tf.reshape(dense, [1, 2, 2, 1])
+    tf.layers.batch_normalization(dense, momentum=0.0, training=True, name="dense")
+    tf.layers.batch_normalization(image, momentum=0.0, training=True, name="image")
+    tf.contrib.layers.batch_norm(dense, decay=0.0, is_training=True, scope="contrib")
+    moving = {v.op.name.split("/")[0]: v for v in tf.global_variables()
+              if v.op.name.endswith("moving_variance")}
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        s.run(tf.get_collection(tf.GraphKeys.UPDATE_OPS))
+        np.testing.assert_allclose(s.run(moving["dense"]), [1.25], rtol=1e-6)
+        np.testing.assert_allclose(s.run(moving["contrib"]), [1.25], rtol=1e-6)
+        np.testing.assert_allclose(s.run(moving["image"]), [5.0 / 3.0], rtol=1e-6)
