@@ -20,6 +20,7 @@ import numpy as np
 from shardflow import array_ops, dtypes, ops
 from shardflow.framework import convert_to_tensor
 from shardflow.math_composites import count_nonzero, div_no_nan
+from shardflow.nest import map_structure
 from shardflow.nn import sparse_softmax_cross_entropy_with_logits
 from shardflow.rnn_cell import dynamic_rnn
 from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
@@ -130,7 +131,8 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     """Runs `decoder`; returns (BasicDecoderOutput, final_state, final_sequence_lengths), or
     for a BeamSearchDecoder (FinalBeamDecoderOutput, BeamSearchDecoderState, lengths [batch,
     beam]). With GreedyEmbeddingHelper and maximum_iterations a Python int, the steps are
-    unrolled in the graph (maximum_iterations of them); with a tensor (the NMT tutorial's
+    unrolled in the graph (maximum_iterations of them; the outputs end and the state stops at
+    the longest sequence, as TF's loop, which ends once all have finished); with a tensor (the NMT tutorial's
     round(2 * max source length)) or None, a while_loop decodes until every sequence has
     emitted end_token or the bound is reached, as TF's. BeamSearchDecoder needs a Python
     int."""
@@ -162,7 +164,12 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
             lengths = ops.zeros_like(helper.start_tokens)
             outs, ids = [], []
             for _ in range(int(maximum_iterations)):
-                out, state = decoder.cell(inputs, state)
+                # Unrolled, but as TF1's loop ends once every sequence has finished: the
+                # state stops there and the outputs end at the longest sequence.
+                all_done = ops.equal(ops.reduce_min(finished), 1)
+                out, new_state = decoder.cell(inputs, state)
+                state = map_structure(lambda old, new: array_ops.where_v2(all_done, old, new),
+                                      state, new_state)
                 if decoder.output_layer is not None:
                     out = decoder.output_layer(out)
                 sample = ops.cast(ops.argmax(out, axis=1), dtypes.int32)
@@ -173,8 +180,9 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
                 outs.append(out)
                 ids.append(sample)
                 inputs = helper._embed(sample)
-            outputs = array_ops.stack(outs, axis=1)
-            sample_id = array_ops.stack(ids, axis=1)
+            steps = ops.reduce_max(lengths)
+            outputs = array_ops.stack(outs, axis=1)[:, :steps]
+            sample_id = array_ops.stack(ids, axis=1)[:, :steps]
         if output_time_major:
             outputs = ops.transpose(outputs, [1, 0, 2])
             sample_id = ops.transpose(sample_id, [1, 0])

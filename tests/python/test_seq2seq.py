@@ -123,3 +123,27 @@ def test_errors():
         seq2seq.BasicDecoder(None, object(), None)
     helper = seq2seq.GreedyEmbeddingHelper(tf.zeros([3, 2]), [0, 0], 1)
     seq2seq.BasicDecoder(tf.nn.rnn_cell.GRUCell(2), helper, tf.zeros([2, 2]))
+
+
+def test_greedy_decoding_with_an_int_bound_ends_when_every_sequence_has():
+    # Regression: with maximum_iterations a Python int the unrolled decoder always returned
+    # that many steps; TF1's loop stops once every sequence emitted end_token.
+    with tf.Graph().as_default():
+        emb = tf.get_variable("emb", [10, 8])
+        cell = tf.nn.rnn_cell.LSTMCell(16)
+        bias = np.zeros(10, np.float32)
+        bias[2] = 100.0   # the end token wins every step
+        proj = tf.layers.Dense(10, kernel_initializer=tf.zeros_initializer(),
+                               bias_initializer=tf.constant_initializer(bias))
+        helper = tf.contrib.seq2seq.GreedyEmbeddingHelper(emb, tf.fill([3], 1), 2)
+        decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, cell.zero_state(3, tf.float32),
+                                                  output_layer=proj)
+        out, state, lengths = tf.contrib.seq2seq.dynamic_decode(decoder, maximum_iterations=5)
+        one_step, _ = cell(emb[1:2] * tf.ones([3, 1]), cell.zero_state(3, tf.float32))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            ids, logits, got, want, lens = sess.run([out.sample_id, out.rnn_output, state.h,
+                                                     one_step, lengths])
+    assert ids.shape == (3, 1) and logits.shape == (3, 1, 10)
+    np.testing.assert_array_equal(lens, [1, 1, 1])
+    np.testing.assert_allclose(got, want, rtol=1e-6)   # the state after the one step that ran
