@@ -4,6 +4,13 @@ dynamic_rnn, BasicDecoder or a hand-written loop drive it), AttentionWrapperStat
 tile_batch, with TF1's variable names (memory_layer, query_layer, attention_v, attention_g,
 attention_layer).
 
+Note [TF1's attention variable names]. So that checkpoints of TF 1.15 seq2seq models restore by
+name: a mechanism's memory_layer kernel is "<scope where it is made>/memory_layer/kernel";
+when the AttentionWrapper calls it, the scoring variables are made in a scope named by default
+"bahdanau_attention" or "luong_attention" inside the wrapper's ("<decoder>/attention_wrapper/
+bahdanau_attention/query_layer/kernel", ".../attention_v", ".../luong_attention/attention_g").
+The mechanism's `name` names its ops only, as TF1's.
+
 Example::
 
     attention = sf.contrib.seq2seq.LuongAttention(units, encoder_outputs,
@@ -25,7 +32,7 @@ import numpy as np
 
 from shardflow import array_ops, dtypes, ops
 from shardflow.array_composites import sequence_mask
-from shardflow.framework import convert_to_tensor
+from shardflow.framework import convert_to_tensor, get_default_graph
 from shardflow.rnn_cell import RNNCell
 from shardflow.tensor_array import TensorArray
 from shardflow.variable_scope import (constant_initializer, get_variable,
@@ -34,7 +41,8 @@ from shardflow.variable_scope import (constant_initializer, get_variable,
 
 class _Projection:
     """x @ kernel, no bias (TF1's memory_layer, query_layer and attention_layer); the kernel,
-    "<scope>/<name>/kernel" in the input's dtype, is made on the first call."""
+    "<scope>/<name>/kernel" in the input's dtype, is made on the first call, the name made
+    unique in its scope as TF1's layers' are (memory_layer, memory_layer_1, ...)."""
 
     def __init__(self, units, name):
         self.units, self._name, self._kernel = int(units), name, None
@@ -42,7 +50,7 @@ class _Projection:
     def __call__(self, x):
         if self._kernel is None:
             depth = x.shape.as_list()[-1]
-            with variable_scope(self._name):
+            with variable_scope(None, default_name=self._name):
                 self._kernel = get_variable("kernel", [depth, self.units], dtype=x.dtype)
         return ops.matmul(x, self._kernel)
 
@@ -70,7 +78,11 @@ class _BaseAttentionMechanism:
         self._probability_fn = probability_fn or (lambda score, _: _softmax(score))
         self._score_mask_value = score_mask_value
         self.query_layer = query_layer
-        with variable_scope(name):
+        # As TF1's: `name` names the ops only; memory_layer's kernel is "<scope>/memory_layer/
+        # kernel" in the variable scope the mechanism is made in, and the scoring variables
+        # live under "bahdanau_attention" / "luong_attention" where it is called (Note [TF1's
+        # attention variable names]).
+        with get_default_graph().name_scope(name):
             memory = convert_to_tensor(memory)
             if memory.shape.ndims != 3 or memory.shape.as_list()[-1] is None:
                 raise ValueError("%s: memory must be [batch, max_time, depth] with a known "
@@ -100,7 +112,7 @@ class _BaseAttentionMechanism:
 
     def __call__(self, query, state):
         """(alignments [batch, max_time], next state: the alignments)."""
-        with variable_scope(self._name):
+        with variable_scope(None, default_name=self._call_scope):
             score = self._score(query)
         if self._mask is not None:
             fill = ops.fill(ops.shape(score), ops.constant(self._score_mask_value, score.dtype))
@@ -116,6 +128,8 @@ def _softmax(score):
 
 class BahdanauAttention(_BaseAttentionMechanism):
     """score = v . tanh(keys + query_layer(query)) (normalize: v = g v / |v| with a bias b)."""
+
+    _call_scope = "bahdanau_attention"
 
     def __init__(self, num_units, memory, memory_sequence_length=None, normalize=False,
                  probability_fn=None, score_mask_value=None, dtype=None,
@@ -142,6 +156,8 @@ class BahdanauAttention(_BaseAttentionMechanism):
 class LuongAttention(_BaseAttentionMechanism):
     """score = keys . query (scale: times a learned scalar g); the query's depth must be
     num_units."""
+
+    _call_scope = "luong_attention"
 
     def __init__(self, num_units, memory, memory_sequence_length=None, scale=False,
                  probability_fn=None, score_mask_value=None, dtype=None,

@@ -166,3 +166,26 @@ def test_attention_wrapper_with_several_mechanisms():
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
         assert sess.run(out).shape == (batch, 3, 14)
+
+
+def test_variable_names_are_tf1s_so_its_checkpoints_restore():
+    # Regression: the mechanisms' variables lived under "BahdanauAttention/..." (their name);
+    # TF 1.15 names them memory_layer/kernel where the mechanism is made and
+    # attention_wrapper/bahdanau_attention/... (or luong_attention) where it is called.
+    tf.reset_default_graph()
+    memory = tf.random_normal([2, 5, 8], seed=1)
+    for kind in ("bahdanau", "luong"):
+        with tf.variable_scope("decoder_" + kind):
+            mechanism = (tf.contrib.seq2seq.BahdanauAttention(8, memory, normalize=True)
+                         if kind == "bahdanau" else
+                         tf.contrib.seq2seq.LuongAttention(8, memory, scale=True))
+            cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.GRUCell(8), mechanism,
+                                                       attention_layer_size=8)
+            tf.nn.dynamic_rnn(cell, tf.random_normal([2, 3, 4], seed=2),
+                              initial_state=cell.zero_state(2, tf.float32))
+    names = {v.op.name for v in tf.global_variables()}
+    inner = "decoder_bahdanau/rnn/attention_wrapper/bahdanau_attention/"
+    assert {"decoder_bahdanau/memory_layer/kernel", inner + "query_layer/kernel",
+            inner + "attention_v", inner + "attention_g", inner + "attention_b",
+            "decoder_luong/memory_layer/kernel",
+            "decoder_luong/rnn/attention_wrapper/luong_attention/attention_g"} <= names, names

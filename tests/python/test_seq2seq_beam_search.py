@@ -212,6 +212,9 @@ def test_attention_model_learns_to_reverse_and_decodes_greedily_and_with_beams()
         greedy_out, _, greedy_len = seq2seq.dynamic_decode(
             seq2seq.BasicDecoder(cell, greedy, initial, output_layer=proj),
             maximum_iterations=steps + 3, scope=scope)
+    # Each new mechanism in an entry of the decoder's scope of its own: as TF1's layers, a
+    # second memory_layer made in one entry would be memory_layer_1.
+    with tf.variable_scope("decoder", reuse=True) as scope:
         # Beam search: the memory and the encoder state tiled beam times, a new mechanism
         # over the tiled memory sharing the trained variables.
         tiled_cell, tiled_initial = _attention_decoder(
@@ -220,6 +223,7 @@ def test_attention_model_learns_to_reverse_and_decodes_greedily_and_with_beams()
             seq2seq.BeamSearchDecoder(tiled_cell, emb, tf.fill([batch], start), end,
                                       tiled_initial, beam, output_layer=proj),
             maximum_iterations=steps + 3, scope=scope)
+    with tf.variable_scope("decoder", reuse=True) as scope:
         one_cell, one_initial = _attention_decoder(memory, enc_state, units)
         one_out, _, _ = seq2seq.dynamic_decode(
             seq2seq.BeamSearchDecoder(one_cell, emb, tf.fill([batch], start), end,
