@@ -573,14 +573,13 @@ def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
     return _collect(value, update, metrics_collections, updates_collections)
 
 
-def _top_k_hits(labels, predictions, k, class_id, what):
+def _top_k_hits(labels, predictions, k, class_id, what, top=None):
     """Per batch row, (hits, misses_pred, misses_label) as float32 [batch]: the top-k classes
     of `predictions` [batch, classes] that are among the row's `labels` ([batch] or
     [batch, num_labels] class ids, distinct within a row), the top-k classes that are not,
     and the labels not in the top k; only class `class_id` counted when given."""
     from shardflow.array_ops import reduce_any
     from shardflow.nn import top_k
-    predictions = _tensor(predictions, dtypes.float32)
     labels = _tensor(labels)
     if not labels.dtype.is_integer:
         raise TypeError("%s: labels must be integer class ids, got %s"
@@ -588,7 +587,12 @@ def _top_k_hits(labels, predictions, k, class_id, what):
     labels = ops.cast(labels, dtypes.int32)
     if labels.shape.ndims == 1:
         labels = ops.expand_dims(labels, 1)
-    top = top_k(predictions, k).indices                                  # [batch, k]
+    if top is None:
+        top = top_k(_tensor(predictions, dtypes.float32), k).indices      # [batch, k]
+    else:   # the classes given, best first ([batch, >= k] ids; all of them without k)
+        top = ops.cast(_tensor(top), dtypes.int32)
+        if k is not None:
+            top = top[:, :k]
     match = ops.equal(ops.expand_dims(top, 2), ops.expand_dims(labels, 1))  # [b, k, labels]
     top_in_labels = reduce_any(match, axis=2)                            # [batch, k]
     label_in_top = reduce_any(match, axis=1)                             # [batch, labels]
@@ -609,16 +613,17 @@ def _top_k_hits(labels, predictions, k, class_id, what):
 
 
 def _at_k(labels, predictions, k, class_id, weights, other, what, name, metrics_collections,
-          updates_collections):
+          updates_collections, top=None):
     g = get_default_graph()
     with g.name_scope(name or what):
-        hits, false_pos, false_neg = _top_k_hits(labels, predictions, k, class_id, what)
+        hits, false_pos, false_neg = _top_k_hits(labels, predictions, k, class_id, what, top)
         misses = false_pos if other == "fp" else false_neg
         w = _weights_like(hits, None if weights is None
                           else ops.reshape(_tensor(weights, dtypes.float32), [-1]))
-        tp = _metric_variable([], "true_positive_at_%d" % k)
-        no = _metric_variable([], ("false_positive_at_%d" if other == "fp"
-                                   else "false_negative_at_%d") % k)
+        at = "at_%d" % k if k is not None else "at_k"
+        tp = _metric_variable([], "true_positive_" + at)
+        no = _metric_variable([], ("false_positive_" if other == "fp" else "false_negative_")
+                              + at)
         add_tp = tp.assign_add(ops.reduce_sum(ops.multiply(hits, w)))
         add_no = no.assign_add(ops.reduce_sum(ops.multiply(misses, w)))
         # TF1 divides plainly here: 0 / 0 is NaN (e.g. class_id never in the top k).
@@ -646,11 +651,27 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None,
     return _at_k(labels, predictions, k, class_id, weights, "fn", "recall_at_%d" % k,
                  name, metrics_collections, updates_collections)
 
+def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
+                       metrics_collections=None, updates_collections=None, name=None):
+    """precision_at_k of classes already ranked: `predictions_idx` [batch, >= k] class ids,
+    best first (the first k of each row, all of them without k), as TF1's."""
+    return _at_k(labels, None, k, class_id, weights, "fp", "precision_at_top_k", name,
+                 metrics_collections, updates_collections, top=predictions_idx)
+
+
+def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
+                    metrics_collections=None, updates_collections=None, name=None):
+    """recall_at_k of classes already ranked: `predictions_idx` [batch, >= k] class ids, best
+    first (the first k of each row, all of them without k), as TF1's."""
+    return _at_k(labels, None, k, class_id, weights, "fn", "recall_at_top_k", name,
+                 metrics_collections, updates_collections, top=predictions_idx)
+
+
 __all__ = ["accuracy", "auc", "false_negatives", "false_negatives_at_thresholds",
            "false_positives", "false_positives_at_thresholds", "mean", "mean_absolute_error",
            "mean_cosine_distance", "mean_iou", "mean_per_class_accuracy",
            "mean_relative_error", "mean_squared_error", "mean_tensor", "percentage_below",
-           "precision", "precision_at_k", "precision_at_thresholds", "recall",
-           "recall_at_k", "recall_at_thresholds", "root_mean_squared_error",
+           "precision", "precision_at_k", "precision_at_thresholds", "precision_at_top_k",
+           "recall", "recall_at_k", "recall_at_thresholds", "recall_at_top_k", "root_mean_squared_error",
            "sensitivity_at_specificity", "specificity_at_sensitivity", "true_negatives",
            "true_negatives_at_thresholds", "true_positives", "true_positives_at_thresholds"]

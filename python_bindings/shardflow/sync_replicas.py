@@ -146,6 +146,7 @@ class SyncReplicasOptimizer:
                 _step64(global_step.value()), name="local_step_init", read_value=False)
         self._global_step = global_step
         self._gradients_applied = True
+        self._train_op = train_op
         # TF1's Supervisor-era setup reads this: the workers' local init waits until the chief
         # has initialized every global variable.
         from shardflow.state_composites import report_uninitialized_variables
@@ -242,10 +243,12 @@ class _SyncReplicasHook(SessionRunHook):
     def after_create_session(self, session, coord=None):
         # A synchronous step waits for every worker: one that dies must fail the others' steps
         # (naming it) instead of leaving them waiting for its gradients.
+        # With backup workers (replicas_to_aggregate < total_num_replicas) a missing worker is
+        # what they are for: nothing is watched (_watch).
         from shardflow.cluster import _server_for_target
         self._server = _server_for_target(getattr(session, "target", ""))
-        if self._server is not None:
-            self._server._watch_other_tasks()
+        self._watching = False
+        self._watch(True)
         if self._is_chief:
             session.run(self._opt._chief_init_op)
             session.run(self._init_tokens)
@@ -266,16 +269,37 @@ class _SyncReplicasHook(SessionRunHook):
                     self._error = e
                 return
 
+    def _watch(self, on):
+        # Only training steps wait for the other workers: runs that do not train (the chief's
+        # evaluation after training, when the workers have left) are not failed by a lost one.
+        on = on and self._server is not None and (self._opt._replicas_to_aggregate >=
+                                                  self._opt._total_num_replicas)
+        if on and not self._watching:
+            self._server._watch_other_tasks()
+        elif not on and self._watching:
+            self._server._unwatch()
+        self._watching = on
+
     def before_run(self, run_context):
-        if self._error is not None:
+        # The update loop's failure (a worker lost) fails the next training step, which could
+        # not finish; other runs go on.
+        trains = self._trains(run_context.original_args.fetches)
+        self._watch(trains)
+        if self._error is not None and trains:
             error, self._error = self._error, None
             raise RuntimeError("the chief's synchronous update failed: %s" % error) from error
         return None
 
+    def _trains(self, fetches):
+        from shardflow.nest import flatten
+        train_op = getattr(self._opt, "_train_op", None)
+        names = {getattr(f, "name", f) for f in flatten(fetches)}
+        return train_op is None or getattr(train_op, "name", None) in names
+
     def end(self, session):
         # Training is over: the others may leave now without failing anyone.
         if getattr(self, "_server", None) is not None:
-            self._server._unwatch()
+            self._watch(False)
         if not self._is_chief:
             return
         self._stop.set()

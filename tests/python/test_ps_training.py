@@ -556,3 +556,63 @@ def test_monitored_training_session_recovers_when_a_task_restarts(tmp_path, thro
     resumed = seen.index(12) + 1
     assert seen[resumed] in (10, 11), seen
 
+
+
+_SYNC_PROGRAM = '''
+import sys, time
+import numpy as np
+import shardflow as tf
+job, task, ps, workers, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+cluster = tf.train.ClusterSpec({"ps": [ps], "worker": workers.split(",")})
+server = tf.train.Server(cluster, job_name=job, task_index=task)
+if job == "ps":
+    server.join()
+with tf.device(tf.train.replica_device_setter(cluster=cluster,
+                                              worker_device="/job:worker/task:%d" % task)):
+    x = tf.placeholder(tf.float32, [None, 4])
+    w = tf.get_variable("w", [4, 1], initializer=tf.zeros_initializer())
+    loss = tf.reduce_mean(tf.square(tf.matmul(x, w) - 1.0))
+    step = tf.train.get_or_create_global_step()
+    opt = tf.train.SyncReplicasOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                         replicas_to_aggregate=1 if mode == "backup" else 2,
+                                         total_num_replicas=2)
+    train_op = opt.minimize(loss, global_step=step)
+last = 20 if (mode == "backup" and task == 1) else (300 if mode == "backup" else 30)
+hooks = [opt.make_session_run_hook(task == 0), tf.train.StopAtStepHook(last_step=last)]
+with tf.train.MonitoredTrainingSession(master=server.target, is_chief=task == 0,
+                                       hooks=hooks) as sess:
+    while not sess.should_stop():
+        sess.run(train_op, {x: np.ones([8, 4], np.float32)})
+        if mode == "backup" and task == 0:
+            time.sleep(0.03)   # the chief goes on for seconds after worker 1 has left
+    if task == 0 and mode == "evaluate":
+        time.sleep(6)   # an evaluation that outlasts the other worker's exit
+    print("w=%s" % sess.run(w).ravel(), flush=True)
+'''
+
+
+@pytest.mark.parametrize("mode", ["backup", "evaluate"])
+def test_sync_chief_outlives_workers_that_finish_normally(tmp_path, mode):
+    # Regressions: with a backup worker (1 of 2 aggregated) a worker that stopped early failed
+    # the chief ("stopped answering ... the step cannot finish without it"); with 2 of 2, the
+    # chief's read after training failed once the other worker had exited normally.
+    program = tmp_path / "sync.py"
+    program.write_text(_SYNC_PROGRAM)
+    ports = [free_port() for _ in range(3)]
+    ps, workers = "127.0.0.1:%d" % ports[0], "127.0.0.1:%d,127.0.0.1:%d" % tuple(ports[1:])
+    procs = {}
+    for job, task in (("ps", 0), ("worker", 1), ("worker", 0)):
+        log = open(tmp_path / ("%s%d.log" % (job, task)), "w")
+        procs[(job, task)] = subprocess.Popen(
+            [sys.executable, str(program), job, str(task), ps, workers, mode], env=_env(),
+            stdout=log, stderr=subprocess.STDOUT, text=True)
+    try:
+        for task in (1, 0):
+            code = procs[("worker", task)].wait(timeout=120)
+            out = (tmp_path / ("worker%d.log" % task)).read_text()
+            assert code == 0 and "w=" in out, out
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+            p.wait(timeout=10)
