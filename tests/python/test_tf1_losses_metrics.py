@@ -406,3 +406,22 @@ def test_nn_composites_against_numpy():
     np.testing.assert_allclose(got["avg"], x.reshape(2, 2, 2, 3, 2, 3).mean((2, 4)),
                                rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["max1d"], x[:, 0].reshape(2, 3, 2, 3).max(2))
+
+
+def test_precision_and_recall_at_top_k_take_ranked_class_ids():
+    # Missing before (AttributeError): the at_k metrics of classes already ranked best first.
+    scores = np.random.RandomState(3).rand(6, 5).astype(np.float32)
+    labels = np.random.RandomState(4).randint(0, 5, size=(6, 1)).astype(np.int64)
+    ranked = np.argsort(-scores, axis=1).astype(np.int64)
+    with tf.Graph().as_default():
+        pairs = [(tf.metrics.recall_at_top_k(labels, ranked, k=2)[1],
+                  tf.metrics.recall_at_k(labels, scores, 2)[1]),
+                 (tf.metrics.precision_at_top_k(labels, ranked[:, :3])[1],
+                  tf.metrics.precision_at_k(labels, scores, 3)[1]),
+                 (tf.metrics.recall_at_top_k(labels, ranked, k=2, class_id=1)[1],
+                  tf.metrics.recall_at_k(labels, scores, 2, class_id=1)[1])]
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            for top, scored in pairs:
+                a, b = sess.run([top, scored])
+                np.testing.assert_allclose(a, b, equal_nan=True)
