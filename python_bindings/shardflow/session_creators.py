@@ -3,8 +3,8 @@ model is ready.
 
 A Scaffold holds the ops that prepare a model (init_op, local_init_op, saver, summary_op, ...);
 finalize() fills in those not given with the defaults, as TF1's does. ChiefSessionCreator
-opens a session, runs the init op, then restores the newest checkpoint of checkpoint_dir
-when there is one (else runs init_fn), then the local init op. WorkerSessionCreator waits
+opens a session and restores the newest checkpoint of checkpoint_dir when there is one (else
+runs the init op and init_fn), then the local init op. WorkerSessionCreator waits
 until the chief has initialised every variable, then runs the local init op.
 
 Example::
@@ -14,9 +14,11 @@ Example::
     with sf.train.MonitoredSession(session_creator=creator, hooks=hooks) as sess:
         ...
 
-Unlike TF1, the init op also runs before a restore, so that variables the checkpoint lacks
-(optimizer slots made after it was written) have a value too; init_fn runs only when nothing
-was restored, as in TF1. Graphs are not finalized.
+As TF1's, a restore comes first and the init op and init_fn run only when nothing was
+restored (so the workers, waiting until every variable has a value, never start from initial
+values, nor from scratch when the restore fails); beyond TF1, the variables the checkpoint gave
+no value (optimizer slots made after it was written) then get their initial values. Graphs are
+not finalized.
 """
 
 import time
@@ -196,9 +198,9 @@ class SessionCreator:
 
 
 class ChiefSessionCreator(SessionCreator):
-    """Initialises the model (module text): the init op, then the checkpoint at
-    `checkpoint_filename_with_path`, or the newest in `checkpoint_dir`, or else init_fn; then
-    the local init op. A model still not ready then is a RuntimeError naming the variables."""
+    """Initialises the model (module text): the checkpoint at `checkpoint_filename_with_path`,
+    or the newest in `checkpoint_dir` (then the variables it lacks), or else the init op and
+    init_fn; then the local init op. A model still not ready then is a RuntimeError naming the variables."""
 
     def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None,
                  checkpoint_filename_with_path=None):
@@ -214,14 +216,18 @@ class ChiefSessionCreator(SessionCreator):
         s = self._scaffold.finalize()
         sess = Session(self._master, graph=get_default_graph(), config=self._config)
         try:
-            if s.init_op is not None:
-                sess.run(s.init_op, feed_dict=s.init_feed_dict)
             path = self._checkpoint_filename_with_path or (
                 latest_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None)
             if path is not None and s.saver is not None:
+                # Restored first: the workers wait until every variable has a value, and must
+                # not start from initial values (or from nothing, if the restore fails).
                 s.saver.restore(sess, path)
-            elif s.init_fn is not None:
-                s.init_fn(sess)
+                _initialize_the_rest(s, sess)
+            else:
+                if s.init_op is not None:
+                    sess.run(s.init_op, feed_dict=s.init_feed_dict)
+                if s.init_fn is not None:
+                    s.init_fn(sess)
             if s.local_init_op is not None:
                 sess.run(s.local_init_op)
             missing = s._not_ready(sess)
@@ -235,6 +241,16 @@ class ChiefSessionCreator(SessionCreator):
             sess.close()
             raise
         return sess
+
+
+def _initialize_the_rest(scaffold, sess):
+    """After a restore: the initializers of the global variables the checkpoint gave no value
+    (optimizer slots made after it was written, a Saver of some variables only)."""
+    from shardflow.variables import global_variables
+    missing = set(scaffold._not_ready(sess))
+    rest = [v.initializer for v in global_variables(sess.graph) if v.op.name in missing]
+    if rest:
+        sess.run(rest, feed_dict=scaffold.init_feed_dict)
 
 
 class WorkerSessionCreator(SessionCreator):

@@ -8,9 +8,9 @@ Example::
                               checkpoint_dir="/tmp/train")   # restored when it has a checkpoint
 
 Built on the session creators (session_creators.py): prepare_session is a ChiefSessionCreator
-of a Scaffold holding the ops given, wait_for_session a WorkerSessionCreator. As there, the
-init op also runs before a restore (so that variables the checkpoint lacks get a value) and
-init_fn(sess) only when nothing was restored. An init_op or saver of None means none (not the
+of a Scaffold holding the ops given, wait_for_session a WorkerSessionCreator. As there, a
+restore comes first (then the variables the checkpoint lacks get their initial values), and
+the init op and init_fn(sess) run only when nothing was restored. An init_op or saver of None means none (not the
 default a Scaffold would choose).
 
 Thread safety: as a Session; make sessions from one thread at a time.
@@ -72,10 +72,10 @@ class SessionManager:
     def prepare_session(self, master, init_op=None, saver=None, checkpoint_dir=None,
                         checkpoint_filename_with_path=None, wait_for_checkpoint=False,
                         max_wait_secs=7200, config=None, init_feed_dict=None, init_fn=None):
-        """A session whose model is ready: `init_op` runs (with init_feed_dict), then `saver`
-        restores checkpoint_filename_with_path or the newest checkpoint of checkpoint_dir
-        (waiting up to max_wait_secs for one when wait_for_checkpoint), else init_fn(sess)
-        runs; then the local init op. RuntimeError naming the variables still without a
+        """A session whose model is ready: `saver` restores checkpoint_filename_with_path or the
+        newest checkpoint of checkpoint_dir (waiting up to max_wait_secs for one when
+        wait_for_checkpoint), else `init_op` (with init_feed_dict) and init_fn(sess) run; then
+        the local init op. RuntimeError naming the variables still without a
         value when the model is not ready."""
         from shardflow.session_creators import ChiefSessionCreator
         path = self._checkpoint_path(checkpoint_dir, checkpoint_filename_with_path,

@@ -466,3 +466,35 @@ def test_init_from_checkpoint_through_global_variables_initializer(tmp_path):
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             assert sess.run(b).tolist() == [7, 8, 9]
+
+
+def test_a_chief_restores_before_it_initialises_so_a_failed_restore_initialises_nothing(tmp_path):
+    # Regression: the chief ran the init op before restoring; when the restore then failed
+    # (the model gained a variable), the variables on the ps already had values and the
+    # non-chief workers, waiting for that, trained from scratch and exited 0.
+    server = tf.train.Server.create_local_server()
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, 2.0], name="w")
+        with tf.Session() as sess:   # in process: the server's variables stay without values
+            sess.run(w.initializer)
+            path = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+    with tf.Graph().as_default():
+        tf.Variable([0.0, 0.0], name="w")
+        tf.Variable(5.0, name="extra")
+        creator = tf.train.ChiefSessionCreator(master=server.target,
+                                               checkpoint_filename_with_path=path)
+        with pytest.raises(tf.errors.NotFoundError, match="extra"):
+            creator.create_session()
+        with tf.Session(server.target) as sess:
+            left = sorted(n.decode() for n in sess.run(tf.report_uninitialized_variables()))
+        assert left == ["extra", "w"]
+    with tf.Graph().as_default():
+        w = tf.Variable([0.0, 0.0], name="w")
+        slot = tf.Variable(7.0, name="made_after")   # not in the checkpoint: initialised
+        saver = tf.train.Saver([w])
+        scaffold = tf.train.Scaffold(saver=saver)
+        sess = tf.train.ChiefSessionCreator(scaffold=scaffold, master=server.target,
+                                            checkpoint_filename_with_path=path).create_session()
+        np.testing.assert_array_equal(sess.run(w), [1.0, 2.0])
+        assert sess.run(slot) == 7.0
+        sess.close()
