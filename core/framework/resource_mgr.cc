@@ -16,9 +16,23 @@ absl::StatusOr<std::shared_ptr<Variable>> ResourceMgr::LookupOrCreate(const std:
   absl::MutexLock lock(&mu_);
   auto it = vars_.find(name);
   if (it != vars_.end()) {
-    const Variable& v = *it->second;
+    Variable& v = *it->second;
     // Another graph (another worker of a between-graph job) declared it differently.
     if (v.dtype() != dtype || !v.declared_shape().IsCompatibleWith(shape)) {
+      // Declared only (a handle, a readiness check) and never given a value: as TF's
+      // VarHandleOp, a declaration alone does not fix the variable, so a worker with a wrong
+      // graph cannot block the job's variables until the ps restarts. The one that assigns
+      // it first decides; a graph that disagrees with a variable that has a value fails.
+      bool has_value;
+      {
+        absl::MutexLock value_lock(v.mu());
+        has_value = v.initialized();
+      }
+      if (!has_value) {
+        auto var = std::make_shared<Variable>(dtype, shape);
+        it->second = var;
+        return var;
+      }
       return absl::InvalidArgumentError(absl::StrCat(
           "variable '", name, "' exists on this device as ", DataTypeString(v.dtype()), " ",
           v.declared_shape().DebugString(), " but this graph declares it ", DataTypeString(dtype),

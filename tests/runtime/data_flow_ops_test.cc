@@ -264,8 +264,17 @@ TEST_F(DataFlowTest, AnEnqueueIntoAFullQueueWaitsForRoom) {
 
 TEST(ResourceMgrTest, AVariableDeclaredDifferentlyByAnotherGraphIsAnError) {
   ResourceMgr rm;
+  // Declared only, never given a value: another declaration replaces it (regression: a worker
+  // whose wrong graph only checked readiness left [20, 1] on the ps and blocked the job).
+  ASSERT_TRUE(rm.LookupOrCreate("w", DT_FLOAT, TensorShape({20, 1})).ok());
   ASSERT_TRUE(rm.LookupOrCreate("w", DT_FLOAT, TensorShape({784, 10})).ok());
-  ASSERT_TRUE(rm.LookupOrCreate("w", DT_FLOAT, TensorShape({784, 10})).ok());
+  auto declared = rm.LookupOrCreate("w", DT_FLOAT, TensorShape({784, 10}));
+  ASSERT_TRUE(declared.ok());
+  {
+    absl::MutexLock lock((*declared)->mu());
+    (*declared)->set_value(Tensor(DT_FLOAT, TensorShape({784, 10})));
+  }
+  // Once it has a value, a graph that disagrees with it fails, naming both.
   auto other = rm.LookupOrCreate("w", DT_FLOAT, TensorShape({784, 20}));
   ASSERT_FALSE(other.ok());
   EXPECT_TRUE(absl::StrContains(other.status().message(), "'w'")) << other.status();
