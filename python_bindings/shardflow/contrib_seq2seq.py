@@ -132,10 +132,10 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     for a BeamSearchDecoder (FinalBeamDecoderOutput, BeamSearchDecoderState, lengths [batch,
     beam]). With GreedyEmbeddingHelper and maximum_iterations a Python int, the steps are
     unrolled in the graph (maximum_iterations of them; the outputs end and the state stops at
-    the longest sequence, as TF's loop, which ends once all have finished); with a tensor (the NMT tutorial's
-    round(2 * max source length)) or None, a while_loop decodes until every sequence has
-    emitted end_token or the bound is reached, as TF's. BeamSearchDecoder needs a Python
-    int."""
+    the longest sequence, as TF's loop, which ends once all have finished); with a tensor
+    (the NMT tutorial's round(2 * max source length)) or None, a while_loop decodes until
+    every sequence has emitted end_token or the bound is reached, as TF's. BeamSearchDecoder
+    needs a Python int."""
     if isinstance(decoder, BeamSearchDecoder):
         with variable_scope(scope or "decoder"):
             return beam_search_decode(decoder, maximum_iterations, output_time_major)

@@ -672,6 +672,7 @@ __all__ = ["accuracy", "auc", "false_negatives", "false_negatives_at_thresholds"
            "mean_cosine_distance", "mean_iou", "mean_per_class_accuracy",
            "mean_relative_error", "mean_squared_error", "mean_tensor", "percentage_below",
            "precision", "precision_at_k", "precision_at_thresholds", "precision_at_top_k",
-           "recall", "recall_at_k", "recall_at_thresholds", "recall_at_top_k", "root_mean_squared_error",
+           "recall", "recall_at_k", "recall_at_thresholds", "recall_at_top_k",
+           "root_mean_squared_error",
            "sensitivity_at_specificity", "specificity_at_sensitivity", "true_negatives",
            "true_negatives_at_thresholds", "true_positives", "true_positives_at_thresholds"]

@@ -459,8 +459,9 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
 def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
                      data_format="NHWC", is_training=True, name=None):
     """Batch normalisation over the last dimension (channels; the second with
-    data_format="NCHW"), as TF1's tf.nn.fused_batch_norm: returns (y, mean, variance). In training the batch's statistics are used and returned (the
-    variance unbiased, for moving averages); otherwise `mean` and `variance` are.
+    data_format="NCHW"), as TF1's tf.nn.fused_batch_norm: returns (y, mean, variance). In
+    training the batch's statistics are used and returned (the variance unbiased, for moving
+    averages); otherwise `mean` and `variance` are.
 
     Example::
 

@@ -200,7 +200,8 @@ class SessionCreator:
 class ChiefSessionCreator(SessionCreator):
     """Initialises the model (module text): the checkpoint at `checkpoint_filename_with_path`,
     or the newest in `checkpoint_dir` (then the variables it lacks), or else the init op and
-    init_fn; then the local init op. A model still not ready then is a RuntimeError naming the variables."""
+    init_fn; then the local init op. A model still not ready then is a RuntimeError naming
+    the variables."""
 
     def __init__(self, scaffold=None, master="", config=None, checkpoint_dir=None,
                  checkpoint_filename_with_path=None):
@@ -223,6 +224,16 @@ class ChiefSessionCreator(SessionCreator):
                 # not start from initial values (or from nothing, if the restore fails).
                 s.saver.restore(sess, path)
                 _initialize_the_rest(s, sess)
+                # As TF1's: the Saver takes over the checkpoints listed beside it, so that
+                # max_to_keep deletes those of earlier runs too.
+                if self._checkpoint_dir and hasattr(s.saver, "recover_last_checkpoints"):
+                    from shardflow.checkpoint_utils import get_checkpoint_state
+                    try:
+                        state = get_checkpoint_state(self._checkpoint_dir)
+                    except ValueError:
+                        state = None
+                    if state is not None:
+                        s.saver.recover_last_checkpoints(state.all_model_checkpoint_paths)
             else:
                 if s.init_op is not None:
                     sess.run(s.init_op, feed_dict=s.init_feed_dict)

@@ -10,8 +10,8 @@ Example::
 Built on the session creators (session_creators.py): prepare_session is a ChiefSessionCreator
 of a Scaffold holding the ops given, wait_for_session a WorkerSessionCreator. As there, a
 restore comes first (then the variables the checkpoint lacks get their initial values), and
-the init op and init_fn(sess) run only when nothing was restored. An init_op or saver of None means none (not the
-default a Scaffold would choose).
+the init op and init_fn(sess) run only when nothing was restored. An init_op or saver of None
+means none (not the default a Scaffold would choose).
 
 Thread safety: as a Session; make sessions from one thread at a time.
 """

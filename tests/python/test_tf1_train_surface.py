@@ -498,3 +498,28 @@ def test_a_chief_restores_before_it_initialises_so_a_failed_restore_initialises_
         np.testing.assert_array_equal(sess.run(w), [1.0, 2.0])
         assert sess.run(slot) == 7.0
         sess.close()
+
+
+def test_a_restarted_job_keeps_max_to_keep_checkpoints_on_disk(tmp_path):
+    # Regression: a restarted chief's Saver did not take over the checkpoints listed beside the
+    # one it restored, so each restart left the earlier run's files behind for ever.
+    import glob
+    import os
+    d = str(tmp_path)
+    for last in (60, 120):
+        with tf.Graph().as_default():
+            step = tf.train.get_or_create_global_step()
+            w = tf.Variable(0.0)
+            train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.square(w - 1),
+                                                                    global_step=step)
+            with tf.train.MonitoredTrainingSession(
+                    checkpoint_dir=d, save_checkpoint_steps=10, save_summaries_steps=None,
+                    hooks=[tf.train.StopAtStepHook(last_step=last)]) as sess:
+                while not sess.should_stop():
+                    sess.run(train)
+    on_disk = sorted(int(f.rsplit("-", 1)[1].split(".")[0])
+                     for f in glob.glob(d + "/model.ckpt-*") if not f.endswith(".meta"))
+    listed = [os.path.basename(p)
+              for p in tf.train.get_checkpoint_state(d).all_model_checkpoint_paths]
+    assert on_disk == [80, 90, 100, 110, 120]
+    assert listed == ["model.ckpt-%d" % n for n in on_disk]

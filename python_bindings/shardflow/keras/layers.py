@@ -535,7 +535,8 @@ class Dropout(Layer, _tf.Dropout):
 
 class BatchNormalization(Layer, _tf.BatchNormalization):
     """Batch normalisation over one axis (the last; `axis=1` for channels_first); in training
-    (the learning phase) it uses the batch's statistics and updates the moving ones (Model.fit runs the updates)."""
+    (the learning phase) it uses the batch's statistics and updates the moving ones (Model.fit
+    runs the updates)."""
 
     def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                  beta_initializer="zeros", gamma_initializer="ones",
