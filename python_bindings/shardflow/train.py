@@ -154,6 +154,22 @@ class Optimizer:
         return _count_step(_apply_constraints(g.get_operation_by_name(op_name),
                                               [v for _, v in pairs]), global_step)
 
+    def _slice_slots_of_parts(self, variables):
+        """The slots of a partitioned variable's parts are parts too, as TF1's: "m/emb/Adagrad"
+        saved whole (a part's slot lies where the part does), so that a checkpoint restores
+        into another number of partitions, optimizer state included."""
+        for var in variables:
+            info = var._get_save_slice_info() if hasattr(var, "_get_save_slice_info") else None
+            if info is None:
+                continue
+            for name, suffix in self._slot_suffixes.items():
+                slot = self.get_slot(var, name)
+                if slot is not None and slot._get_save_slice_info() is None and \
+                        slot.shape.as_list() == info.var_shape:
+                    slot._set_save_slice_info(Variable.SaveSliceInfo(
+                        info.full_name + "/" + suffix, info.full_shape, info.var_offset,
+                        info.var_shape))
+
 
     # ---- Note [Optimizers written in Python] ---------------------------------------------------
     # A subclass that calls Optimizer.__init__(self, use_locking, name) (TF1's base signature)
@@ -275,6 +291,7 @@ class Optimizer:
 
     def _record_variables(self, g, before):
         self._engine_variables += [v for v in global_variables(graph=g) if v.name not in before]
+        self._slice_slots_of_parts(global_variables(graph=g))
 
     def get_slot_names(self):
         """TF1's names of this optimizer's slots ("m" and "v" for Adam, "momentum", "rms",

@@ -241,3 +241,39 @@ def test_checkpoints_of_parts_written_before_still_restore(tmp_path):
     with g.as_default(), tf.Session() as sess:
         tf.train.Saver().restore(sess, str(tmp_path / "old"))
         np.testing.assert_array_equal(_whole(sess, v), want)
+
+
+@pytest.mark.parametrize("make", [lambda: tf.train.AdagradOptimizer(0.1),
+                                  lambda: tf.train.AdamOptimizer(0.1),
+                                  lambda: tf.train.MomentumOptimizer(0.1, 0.9)])
+def test_slots_of_partitioned_variables_restore_into_another_partitioning(tmp_path, make):
+    # Regression: a part's slots were saved per part ("m/emb/part_0/Adagrad"), so a job
+    # restarted with another number of ps tasks failed to restore its optimizer state. As
+    # TF1's, they are parts too and saved whole ("m/emb/Adagrad").
+    def model(parts):
+        with tf.variable_scope("m"):
+            emb = tf.get_variable("emb", [10, 4], partitioner=tf.fixed_size_partitioner(parts),
+                                  initializer=tf.random_uniform_initializer(seed=1))
+        loss = tf.reduce_sum(tf.nn.embedding_lookup(emb, [1, 5, 9]) ** 2)
+        opt = make()
+        return emb, opt, opt.minimize(loss)
+
+    path = str(tmp_path / "model.ckpt")
+    with tf.Graph().as_default():
+        emb, opt, train = model(3)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(train)
+            slot = opt.get_slot_names()[0]
+            want = np.concatenate(sess.run([opt.get_slot(p, slot) for p in emb]), 0)
+            weights = np.concatenate(sess.run(list(emb)), 0)
+            tf.train.Saver().save(sess, path)
+    names = [n for n, _ in tf.train.list_variables(path)]
+    assert not any("part_" in n for n in names), names
+    with tf.Graph().as_default():
+        emb, opt, _ = model(2)
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, path)
+            got = np.concatenate(sess.run([opt.get_slot(p, slot) for p in emb]), 0)
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.concatenate(sess.run(list(emb)), 0), weights)
