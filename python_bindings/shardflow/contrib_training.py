@@ -243,4 +243,22 @@ def byte_size_load_fn(op):
     return _variable_bytes(op)
 
 
-__all__ = ["GreedyLoadBalancingStrategy", "HParams", "byte_size_load_fn", "parse_values"]
+class RandomStrategy:
+    """Puts each variable on a ps task chosen by a hash of its op's name and `seed`, as TF1's
+    tf.contrib.training.RandomStrategy: the same task in every process (the MD5 of
+    "<name>_<seed>"), whatever the order the variables are made in."""
+
+    def __init__(self, num_ps_tasks, seed=0):
+        if int(num_ps_tasks) < 1:
+            raise ValueError("RandomStrategy needs at least one ps task, got %r"
+                             % (num_ps_tasks,))
+        self._num_tasks, self._seed = int(num_ps_tasks), int(seed)
+
+    def __call__(self, op):
+        import hashlib
+        key = ("%s_%d" % (op.name, self._seed)).encode()
+        return int(hashlib.md5(key).hexdigest(), 16) % self._num_tasks
+
+
+__all__ = ["GreedyLoadBalancingStrategy", "HParams", "RandomStrategy", "byte_size_load_fn",
+           "parse_values"]

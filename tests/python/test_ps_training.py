@@ -616,3 +616,17 @@ def test_sync_chief_outlives_workers_that_finish_normally(tmp_path, mode):
             if p.poll() is None:
                 p.kill()
             p.wait(timeout=10)
+
+
+def test_random_strategy_places_by_a_hash_of_the_name_as_tf1():
+    import hashlib
+    cluster = sf.train.ClusterSpec({"ps": ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"],
+                                    "worker": ["127.0.0.1:4"]})
+    strategy = sf.contrib.training.RandomStrategy(3, seed=1)
+    with sf.Graph().as_default():
+        with sf.device(sf.train.replica_device_setter(cluster=cluster, ps_strategy=strategy)):
+            variables = [sf.get_variable("v%d" % i, [2]) for i in range(8)]
+    want = [int(hashlib.md5(("v%d_1" % i).encode()).hexdigest(), 16) % 3 for i in range(8)]
+    assert [v.device for v in variables] == ["/job:ps/task:%d" % t for t in want]
+    with pytest.raises(ValueError, match="at least one ps task"):
+        sf.contrib.training.RandomStrategy(0)
