@@ -249,3 +249,15 @@ def test_a_second_job_beside_the_workers_is_refused_for_allreduce(tmp_path):
         assert code not in (0, None), log
         assert "has jobs [chief, worker]" in log and "serving on" not in log, log
     assert not (tmp_path / "ckpt").exists() or not os.listdir(tmp_path / "ckpt")
+
+
+def test_ps_strategies_under_a_launcher_of_one_job_say_where_a_ps_job_comes_from():
+    # It said "the cluster file auto has jobs [worker]": mpirun/srun/torchrun give one job.
+    env = dict(os.environ, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="1",
+               OMPI_COMM_WORLD_LOCAL_RANK="0", OMPI_COMM_WORLD_LOCAL_SIZE="1")
+    env.pop("TF_CONFIG", None)
+    r = subprocess.run([BINARY, "train", "--cluster", "auto", "--strategy", "ps-async",
+                        "--port-base", str(free_port())], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode != 0
+    assert "the launcher gave has jobs [worker]" in r.stderr and "TF_CONFIG" in r.stderr, r.stderr

@@ -41,6 +41,18 @@ absl::Status SetUpParameterServerWorker(TrainConfig* c) {
   if (c->cluster.cluster.empty() || c->task < 0) return absl::InvalidArgumentError(how);
   SF_ASSIGN_OR_RETURN(ClusterSpec spec, c->cluster.Spec());
   if (spec.num_tasks("ps") == 0 || spec.num_tasks("worker") == 0) {
+    if (c->cluster.is_auto()) {
+      // mpirun, srun and torchrun give ranks of one job; only TF_CONFIG and the Kubernetes
+      // ps Job name a ps job.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--strategy ", c->strategy,
+          " needs a \"ps\" and a \"worker\" job, but the cluster "
+          "the launcher gave has jobs [",
+          absl::StrJoin(spec.jobs(), ", "),
+          "]: mpirun, srun and torchrun start the ranks of one job; give TF_CONFIG with both "
+          "jobs (or the Kubernetes ps Job, docs/deploy.md), or --cluster FILE with --job "
+          "ps|worker --task N, or use --strategy allreduce|averaging"));
+    }
     return absl::InvalidArgumentError(absl::StrCat("the cluster file ", c->cluster.cluster,
                                                    " has jobs [", absl::StrJoin(spec.jobs(), ", "),
                                                    "]; ", how));
