@@ -112,6 +112,33 @@ class GreedyEmbeddingHelper:
         self.end_token = ops.cast(end_token, dtypes.int32) if hasattr(end_token, "op") \
             else int(end_token)
 
+    def _sample(self, logits):
+        """Each row's next id: the argmax."""
+        return ops.cast(ops.argmax(logits, axis=1), dtypes.int32)
+
+
+class SampleEmbeddingHelper(GreedyEmbeddingHelper):
+    """As GreedyEmbeddingHelper, but each step's id is drawn from the softmax of the outputs
+    (divided by `softmax_temperature` when given: below 1 sharper, above 1 flatter), as TF1's;
+    `seed` makes the draws repeatable."""
+
+    def __init__(self, embedding, start_tokens, end_token, softmax_temperature=None,
+                 seed=None):
+        super().__init__(embedding, start_tokens, end_token)
+        self._temperature = softmax_temperature
+        self._seed = seed
+        self._draw_ops = 0
+
+    def _sample(self, logits):
+        from shardflow.array_composites import multinomial
+        if self._temperature is not None:
+            logits = logits / self._temperature
+        # An unrolled decoder makes a draw op per step: each its own seed, or they would all
+        # draw the same numbers (a loop runs one op, whose draws go on).
+        seed = None if self._seed is None else self._seed + self._draw_ops
+        self._draw_ops += 1
+        return ops.cast(ops.reshape(multinomial(logits, 1, seed=seed), [-1]), dtypes.int32)
+
 
 class BasicDecoder:
     """`cell` driven by `helper` from `initial_state`; `output_layer` (e.g. a Dense to the
@@ -119,8 +146,8 @@ class BasicDecoder:
 
     def __init__(self, cell, helper, initial_state, output_layer=None):
         if not isinstance(helper, (TrainingHelper, GreedyEmbeddingHelper)):
-            raise TypeError("BasicDecoder: shardflow has TrainingHelper and "
-                            "GreedyEmbeddingHelper, not %r" % (helper,))
+            raise TypeError("BasicDecoder: shardflow has TrainingHelper, GreedyEmbeddingHelper "
+                            "and SampleEmbeddingHelper, not %r" % (helper,))
         self.cell, self.helper = cell, helper
         self.initial_state, self.output_layer = initial_state, output_layer
 
@@ -172,7 +199,7 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
                                       state, new_state)
                 if decoder.output_layer is not None:
                     out = decoder.output_layer(out)
-                sample = ops.cast(ops.argmax(out, axis=1), dtypes.int32)
+                sample = helper._sample(out)
                 lengths = lengths + (1 - finished)
                 finished = ops.maximum(finished,
                                        ops.cast(ops.equal(sample, helper.end_token),
@@ -207,7 +234,7 @@ def _greedy_loop(decoder, maximum_iterations):
         out, state = decoder.cell(inputs, state)
         if decoder.output_layer is not None:
             out = decoder.output_layer(out)
-        sample = ops.cast(ops.argmax(out, axis=1), dtypes.int32)
+        sample = helper._sample(out)
         lengths = lengths + (1 - finished)
         finished = ops.maximum(finished, ops.cast(ops.equal(sample, helper.end_token),
                                                   dtypes.int32))
@@ -227,5 +254,5 @@ def _greedy_loop(decoder, maximum_iterations):
 __all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",
            "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput",
            "BeamSearchDecoderState", "FinalBeamDecoderOutput", "GreedyEmbeddingHelper",
-           "LuongAttention", "TrainingHelper", "dynamic_decode", "gather_tree", "sequence_loss",
+           "LuongAttention", "SampleEmbeddingHelper", "TrainingHelper", "dynamic_decode", "gather_tree", "sequence_loss",
            "tile_batch"]

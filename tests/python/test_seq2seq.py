@@ -147,3 +147,32 @@ def test_greedy_decoding_with_an_int_bound_ends_when_every_sequence_has():
     assert ids.shape == (3, 1) and logits.shape == (3, 1, 10)
     np.testing.assert_array_equal(lens, [1, 1, 1])
     np.testing.assert_allclose(got, want, rtol=1e-6)   # the state after the one step that ran
+
+
+def test_sample_embedding_helper_draws_from_the_softmax():
+    # Missing before (AttributeError): sampling decoders (text generation) draw each id.
+    with tf.Graph().as_default():
+        emb = tf.get_variable("emb", [6, 4])
+        cell = tf.nn.rnn_cell.GRUCell(8)
+        bias = np.array([0.0, 0.0, 3.0, 3.0, 0.0, -50.0], np.float32)   # 5 is never drawn
+        proj = tf.layers.Dense(6, kernel_initializer=tf.zeros_initializer(),
+                               bias_initializer=tf.constant_initializer(bias))
+        outs = {}
+        for kind, steps in (("sample", 40), ("cold", 40), ("loop", tf.constant(40))):
+            helper = tf.contrib.seq2seq.SampleEmbeddingHelper(
+                emb, tf.fill([50], 0), 5, softmax_temperature=0.01 if kind == "cold" else None,
+                seed=3)
+            decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, cell.zero_state(50, tf.float32),
+                                                      output_layer=proj)
+            with tf.variable_scope("d", reuse=tf.AUTO_REUSE):
+                outs[kind] = tf.contrib.seq2seq.dynamic_decode(decoder,
+                                                               maximum_iterations=steps)[0]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got = sess.run({k: v.sample_id for k, v in outs.items()})
+    for ids in got.values():
+        assert ids.shape == (50, 40) and ids.max() < 5
+    counts = np.bincount(got["sample"].ravel(), minlength=6) / got["sample"].size
+    want = np.exp(bias) / np.exp(bias).sum()
+    np.testing.assert_allclose(counts, want, atol=0.03)
+    assert set(np.unique(got["cold"])) <= {2, 3}   # nearly the argmax at a low temperature
