@@ -348,6 +348,34 @@ absl::Status ReluGradGrad(const Scope& s, const Operation& op, const GradOutputs
   return absl::OkStatus();
 }
 
+// MaxPoolGrad(x, y, dy) routes each dy to its window's maximum: its gradient there takes g
+// at each window's maximum, found again by MaxPoolWithArgmax (flat indices with the batch);
+// x and y get none (the routing is piecewise constant).
+absl::Status MaxPoolGradGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                             GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, true, &w));
+  Operation pooled = OpBuilder(s, "MaxPoolWithArgmax")
+                         .Input(GradInput(op, 0))
+                         .Attr("ksize", w.ksize)
+                         .Attr("strides", w.strides)
+                         .Attr("padding", w.padding)
+                         .Attr("include_batch_in_index", true)
+                         .Finalize();
+  if (!pooled.valid()) return s.status();
+  Output flat = ops::Reshape(s, dy[0], ops::Const(s, Tensor::FromVector<int32_t>({-1})));
+  Operation gathered = OpBuilder(s, "GatherV2")
+                           .Input(flat)
+                           .Input(Output(pooled.node(), 1))
+                           .Input(ops::Const(s, Tensor::Scalar<int32_t>(0)))
+                           .Finalize();
+  Output picked = gathered.valid() ? Output(gathered.node(), 0) : Output();
+  dx->push_back(Output());  // orig_input
+  dx->push_back(Output());  // orig_output
+  dx->push_back(picked);
+  return absl::OkStatus();
+}
+
 // AvgPoolGrad(shape, dy) is linear in dy: its gradient there is AvgPool(g).
 absl::Status AvgPoolGradGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                              GradOutputs* dx) {
@@ -435,6 +463,7 @@ REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
 REGISTER_GRADIENT("Relu", ReluGrad);
 REGISTER_GRADIENT("ReluGrad", ReluGradGrad);
 REGISTER_GRADIENT("AvgPoolGrad", AvgPoolGradGrad);
+REGISTER_GRADIENT("MaxPoolGrad", MaxPoolGradGrad);
 REGISTER_GRADIENT("Softmax", SoftmaxGrad);
 REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
 REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGrad);

@@ -6,7 +6,6 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/shape_inference.h"
 #include "gtest/gtest.h"
-#include "ops/nn_ops.h"
 #include "ops/ops.h"
 #include "tests/util/gradient_checker.h"
 #include "tests/util/test_util.h"
@@ -506,14 +505,15 @@ TEST(GradientsTest, UnreachableAndMissingGradients) {
   ASSERT_TRUE(AddGradients(s, {y}, {x, z}, &grads).ok());
   EXPECT_TRUE(grads[0].valid());
   EXPECT_FALSE(grads[1].valid());  // y does not depend on z
-  // MaxPoolGrad has no gradient function (no second derivatives of max pooling): the error
-  // names the node and the way out.
+  // MaxPoolGradWithArgmax has no gradient function (no second derivatives through
+  // max_pool_with_argmax): the error names the node and the way out.
   auto image = ops::Placeholder(s.WithOpName("image"), DT_FLOAT, TensorShape({1, 2, 2, 1}));
-  auto pooled = ops::MaxPool(s, image, {1, 2, 2, 1}, {1, 1, 1, 1}, "VALID");
-  Output p(OpBuilder(s.WithOpName("max_pool_grad"), "MaxPoolGrad")
+  auto pooled = ops::Placeholder(s.WithOpName("pooled"), DT_FLOAT, TensorShape({1, 1, 1, 1}));
+  auto argmax = ops::Placeholder(s.WithOpName("argmax"), DT_INT64, TensorShape({1, 1, 1, 1}));
+  Output p(OpBuilder(s.WithOpName("argmax_grad"), "MaxPoolGradWithArgmax")
                .Input(image)
                .Input(pooled)
-               .Input(pooled)
+               .Input(argmax)
                .Attr("ksize", std::vector<int64_t>{1, 2, 2, 1})
                .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
                .Attr("padding", std::string("VALID"))
@@ -521,11 +521,11 @@ TEST(GradientsTest, UnreachableAndMissingGradients) {
                .node(),
            0);
   ASSERT_TRUE(s.ok()) << s.status();
-  absl::Status st = AddGradients(s, {p}, {image}, &grads);
+  absl::Status st = AddGradients(s, {p}, {pooled}, &grads);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(
-      st.message().find("no gradient is registered for op 'MaxPoolGrad' (node 'max_pool_grad')"),
-      std::string::npos)
+  EXPECT_NE(st.message().find(
+                "no gradient is registered for op 'MaxPoolGradWithArgmax' (node 'argmax_grad')"),
+            std::string::npos)
       << st;
 }
 

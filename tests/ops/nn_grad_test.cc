@@ -495,9 +495,9 @@ TEST(NnGradTest, SecondDerivativesThroughTheFusedCrossEntropies) {
   }
 }
 
-// ReluGrad and AvgPoolGrad are linear in the incoming gradient; their own gradients there make
-// second derivatives through relu and average pooling (WGAN-GP critics) possible.
-TEST(NnGradTest, ReluGradAndAvgPoolGradGradients) {
+// ReluGrad, MaxPoolGrad and AvgPoolGrad are linear in the incoming gradient; their own gradients
+// there make second derivatives through relu and average pooling (WGAN-GP critics) possible.
+TEST(NnGradTest, ReluGradMaxPoolGradAndAvgPoolGradGradients) {
   {
     Scope s = Scope::NewRootScope();
     Tensor dzv = Random<double>({2, 3}, 72, -1, 1);
@@ -506,6 +506,28 @@ TEST(NnGradTest, ReluGradAndAvgPoolGradGradients) {
     auto err = test::MaxGradientError(s, {dz}, {dzv}, ops::ReluGrad(s, dz, features), kDoubleDelta);
     ASSERT_TRUE(err.ok()) << err.status();
     EXPECT_LT(*err, kDoubleTol);
+  }
+  {
+    // MaxPoolGrad routes dz to each window's maximum (x fixed, its maxima distinct).
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Separated(TensorShape({2, 4, 4, 2}), 74);
+    Output x = ops::Const(s, xv);
+    Output y = ops::MaxPool(s, x, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+    Tensor dzv = Random<float>({2, 2, 2, 2}, 75, -1, 1);
+    Output dz = Placeholder(s, "dz", dzv);
+    Output routed(OpBuilder(s.WithOpName("max_pool_grad"), "MaxPoolGrad")
+                      .Input(x)
+                      .Input(y)
+                      .Input(dz)
+                      .Attr("ksize", std::vector<int64_t>{1, 2, 2, 1})
+                      .Attr("strides", std::vector<int64_t>{1, 2, 2, 1})
+                      .Attr("padding", std::string("VALID"))
+                      .Finalize()
+                      .node(),
+                  0);
+    auto err = test::MaxGradientError(s, {dz}, {dzv}, routed, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
   }
   {
     Scope s = Scope::NewRootScope();
