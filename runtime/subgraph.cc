@@ -105,6 +105,10 @@ absl::Status RewriteForRun(Graph* graph, const std::vector<std::string>& feeds,
       return absl::NotFoundError(
           absl::StrCat("target '", t, "': no node named '", name, "' in the graph"));
     }
+    // A fed placeholder named as a target: what runs for it is its feed (it was reported as
+    // "needed but not fed").
+    auto fed = arg_for.find(TensorRefString(node->name(), 0));
+    if (node->op() == kPlaceholderOp && fed != arg_for.end()) node = fed->second;
     keep.push_back(node);
   }
   // Prune: keep what the fetches and targets reach backwards.

@@ -77,6 +77,12 @@ class Saver:
         # Flat, one per engine variable (the parts of a partitioned one each count).
         self._names = [n for n, parts in self._entries for _ in parts]
         self._vars = [v for _, parts in self._entries for v in parts]
+        seen = {}
+        for name, v in zip(self._names, self._vars):
+            other = seen.setdefault(id(v), name)
+            if other != name:   # as TF1's: restoring it twice would let one name win silently
+                raise ValueError("Saver: the same variable %s is saved under two names, %s and "
+                                 "%s; give it one" % (v.op.name, other, name))
         self._built = True
         if not self._entries:
             self._feeds, self._restore_op = [], None

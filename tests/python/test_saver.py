@@ -247,3 +247,18 @@ def test_well_framed_checkpoints_describing_impossible_tensors_are_data_loss(tmp
                 sess.run(v.initializer)
                 with pytest.raises(sf.errors.DataLossError, match=case):
                     saver.restore(sess, str(path))
+
+
+def test_one_variable_under_two_names_is_refused_and_a_fed_placeholder_may_be_a_target():
+    # Regressions: Saver({'a': v, 'b': v}) saved it twice (TF1 refuses); running a fed
+    # placeholder as a target said it was "needed but not fed".
+    with sf.Graph().as_default():
+        v = sf.Variable(1.0, name="v")
+        with pytest.raises(ValueError, match="under two names"):
+            sf.train.Saver({"a": v, "b": v})
+        x = sf.placeholder(sf.float32, [2], name="x")
+        with sf.Session() as sess:
+            assert sess.run(x.op, {x: [1.0, 2.0]}) is None
+            np.testing.assert_array_equal(sess.run([x.op, x * 2], {x: [1.0, 2.0]})[1], [2, 4])
+            with pytest.raises(sf.errors.InvalidArgumentError, match="not fed"):
+                sess.run(x.op)
