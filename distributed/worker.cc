@@ -284,12 +284,10 @@ absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Worker::AcquireStep(
     // Steps a RunGraph started here, and steps only peers' RecvTensor calls have asked for so
     // far (the RunGraph may come later), are counted apart: anyone who reaches this task can
     // ask for tensors of made-up steps, and those must not crowd out the steps it runs.
-    int started = 0;
-    for (const auto& [id, existing] : steps_) started += existing.cluster != nullptr;
-    const int asked_only = static_cast<int>(steps_.size()) - started;
-    if (run && started >= options_.max_active_steps) {
+    const int asked_only = static_cast<int>(steps_.size()) - started_steps_;
+    if (run && started_steps_ >= options_.max_active_steps) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "task ", task_, " has ", started,
+          "task ", task_, " has ", started_steps_,
           " steps in flight, the most it runs at once; retry when some have finished"));
     }
     const int max_asked = std::max(16, options_.max_active_steps / 4);
@@ -307,6 +305,7 @@ absl::StatusOr<std::shared_ptr<RemoteRendezvous>> Worker::AcquireStep(
     if (step.cluster == nullptr) {
       step.session_handle = graph->session_handle;
       step.cluster = graph->cluster;
+      ++started_steps_;
     } else if (step.session_handle != graph->session_handle) {
       return absl::FailedPreconditionError(
           absl::StrCat("RunGraph on task ", task_, ": step id ", step_id,
@@ -347,6 +346,7 @@ void Worker::MaybeRetireLocked(int64_t step_id) {
   if (step.running > 0) return;
   // A served tensor's waiter leaves the rendezvous before the serve is released.
   if (status.ok() && (step.serving > 0 || !step.rendezvous->Idle())) return;
+  if (step.cluster != nullptr) --started_steps_;
   steps_.erase(it);
   retired_[step_id] = status;
   retired_order_.push_back(step_id);

@@ -224,6 +224,8 @@ class Worker {
   // register.
   std::map<std::string, std::weak_ptr<SharedKernels>> session_kernels_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, Step> steps_ ABSL_GUARDED_BY(mu_);
+  // Those of steps_ a RunGraph started (cluster set); the others only peers asked for so far.
+  int started_steps_ ABSL_GUARDED_BY(mu_) = 0;
   // Retired steps, oldest first, with their final status.
   std::deque<int64_t> retired_order_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, absl::Status> retired_ ABSL_GUARDED_BY(mu_);

@@ -159,7 +159,7 @@ class LocalSession final : public Session {
   void WaitForAbandonedSteps() {
     absl::MutexLock lock(&steps_mu_);
     auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(steps_mu_) {
-      return abandoned_steps_ == 0 && runs_in_progress_ == 0;
+      return running_steps_.empty() && runs_in_progress_ == 0;
     };
     steps_mu_.Await(absl::Condition(&drained));
   }
@@ -190,14 +190,13 @@ class LocalSession final : public Session {
       absl::MutexLock lock(&steps_mu_);
       // Close aborted the steps running when it began; this one would not be.
       if (closing_) return absl::CancelledError("the session was closed before this step ran");
-      ++abandoned_steps_;  // counted until the step's last executor is done
+      // Until the step's last executor is done (after a timeout, past Run's return).
       running_steps_[id] = RunningStep{rendezvous, args.cancelled};
     }
     auto done = [this, step, rendezvous, id](const absl::Status& s) {
       step->status = s;
       step->done.Notify();
       absl::MutexLock lock(&steps_mu_);
-      --abandoned_steps_;
       running_steps_.erase(id);
     };
     // Without a timeout to watch, the first executor starts on this thread.
@@ -264,10 +263,10 @@ class LocalSession final : public Session {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::unique_ptr<PreparedRun>> cache_ ABSL_GUARDED_BY(mu_);
   absl::Mutex steps_mu_;
-  int abandoned_steps_ ABSL_GUARDED_BY(steps_mu_) = 0;
   int runs_in_progress_ ABSL_GUARDED_BY(steps_mu_) = 0;  // Run calls not yet returned
   bool closing_ ABSL_GUARDED_BY(steps_mu_) = false;
-  // The steps running now, by step id: what Close aborts.
+  // The steps running now, by step id (also those a timeout abandoned): what Close aborts and
+  // WaitForAbandonedSteps waits for.
   struct RunningStep {
     std::shared_ptr<LocalRendezvous> rendezvous;
     std::shared_ptr<std::atomic<bool>> cancelled;

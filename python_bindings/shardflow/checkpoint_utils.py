@@ -55,60 +55,18 @@ class CheckpointState:
 
 def _quote(path):
     """`path` as a text-format string, escaped as TensorFlow's text_format writes it (C escapes,
-    bytes outside printable ASCII in octal)."""
-    out = []
-    for b in os.fsencode(path):
-        c = chr(b)
-        if c in _ESCAPES_OUT:
-            out.append(_ESCAPES_OUT[c])
-        elif 0x20 <= b < 0x7F:
-            out.append(c)
-        else:
-            out.append("\\%03o" % b)
-    return '"%s"' % "".join(out)
-
-
-_ESCAPES_OUT = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "'": "\\'",
-                "\\": "\\\\"}
-_ESCAPES_IN = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, "'": 39,
-               '"': 34, "?": 63}
+    bytes outside printable ASCII in octal: protobuf's CEscape)."""
+    from google.protobuf import text_encoding
+    return '"%s"' % text_encoding.CEscape(os.fsencode(path), False)
 
 
 def _unquote(token):
     """The path a text-format string token ("..." or '...', C escapes, octal and hex bytes)
     stands for; ValueError when it is not one."""
+    from google.protobuf import text_encoding
     if len(token) < 2 or token[0] not in "\"'" or token[-1] != token[0]:
         raise ValueError("not a quoted string: %s" % token)
-    body, out, i = token[1:-1].encode("latin-1", "surrogateescape"), bytearray(), 0
-    while i < len(body):
-        b = body[i]
-        if b != 92:  # a plain byte
-            out.append(b)
-            i += 1
-            continue
-        if i + 1 >= len(body):
-            raise ValueError("a string ends in a lone backslash: %s" % token)
-        c = chr(body[i + 1])
-        if c in "01234567":
-            j = i + 1
-            while j < len(body) and j < i + 4 and chr(body[j]) in "01234567":
-                j += 1
-            out.append(int(body[i + 1:j], 8) & 0xFF)
-            i = j
-        elif c in "xX":
-            j = i + 2
-            while j < len(body) and j < i + 4 and chr(body[j]) in "0123456789abcdefABCDEF":
-                j += 1
-            if j == i + 2:
-                raise ValueError("\\x without hex digits: %s" % token)
-            out.append(int(body[i + 2:j], 16))
-            i = j
-        elif c in _ESCAPES_IN:
-            out.append(_ESCAPES_IN[c])
-            i += 2
-        else:
-            raise ValueError("unknown escape \\%s: %s" % (c, token))
-    return os.fsdecode(bytes(out))
+    return os.fsdecode(text_encoding.CUnescape(token[1:-1]))
 
 
 def _write_state_file(path, latest, kept, timestamps=(), last_preserved=None):
@@ -131,7 +89,7 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
     the same)."""
     path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
     try:
-        with open(path, encoding="latin-1") as f:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
             lines = f.read().splitlines()
     except FileNotFoundError:
         return None

@@ -542,10 +542,6 @@ class TextLineReader(ReaderBase):
         super().__init__(name)
         self._skip = int(skip_header_lines or 0)
 
-    def _file_records(self, path):
-        for _, line in self._keyed_records(path):
-            yield line
-
     def _keyed_records(self, path):
         # TF1's key: "<file>:<line number from 1>", the skipped header lines counted.
         with open(path, "rb") as f:
