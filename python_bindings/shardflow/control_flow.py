@@ -202,8 +202,9 @@ def _array_writes(arrays, inner, returned, body_g):
             continue
         if entered._loop.read:
             raise ValueError("while_loop: body reads and writes TensorArray %s, whose size "
-                             "is dynamic; give it a fixed size for that (Note [Growing "
-                             "TensorArrays] in shardflow/tensor_array.py)" % out._name)
+                             "is dynamic; give it a fixed size and a fully known "
+                             "element_shape for that (Note [Growing TensorArrays] in "
+                             "shardflow/tensor_array.py)" % out._name)
         index, row = out._pending
         index, row = [body_g._capture(t) if t.graph is not body_g else t for t in (index, row)]
         dims = _shape_or_none(row)

@@ -12,8 +12,10 @@ Example (a loop collecting one row per step)::
 
 Note [TensorArray as a buffer]. A fixed-size array (`size` a Python int, dynamic_size off) is
 one tensor of shape [size] + element_shape that a while_loop carries like any loop variable
-(control_flow.py flattens the array to it and rebuilds it inside the body); write(i, v) is a
-masked update of row i and read(i) a gather, so gradients are the ordinary ones of those ops.
+(control_flow.py flattens the array to it and rebuilds it inside the body); write(i, v) selects
+v for row i and the old rows elsewhere (SelectV2, so an inf or NaN written stays in its row:
+no multiplying by a mask) and read(i) is a gather, so gradients are the ordinary ones of those
+ops. Every element has one shape: a write of another static shape is a ValueError, as TF1's.
 Its element shape must be known (element_shape=): each write costs O(size x element), meant for
 the loop lengths of RNN-style code. Without element_shape a fixed size grows as below, padded to
 at least `size` rows (TF1 code often gives no element_shape).
@@ -26,7 +28,8 @@ carries the row written in the iteration and its index, two loop variables of fi
 after the loop the rows, read from the loop's history, are placed into the array as it entered
 the loop (control_flow._build_while). So inside a loop body such an array takes one write per
 iteration (of an element shape known when the body is traced), reads see the array as it
-entered the loop, and a body may not both read and write it; give a fixed size for that.
+entered the loop, and a body may not both read and write it; give a fixed size and an
+element_shape with every dimension for that (a fixed size alone still grows).
 `clear_after_read` and `infer_shape` are accepted: elements may be read more than once.
 """
 
@@ -47,6 +50,11 @@ def _count_up(n):
 
 def _known(dims):
     return dims is not None and all(d is not None for d in dims)
+
+
+def _rows_where(chosen, new, old, rank):
+    """new where the bool vector `chosen` is true, else old, row by row (rank: of one row)."""
+    return array_ops.where_v2(ops.reshape(chosen, [-1] + [1] * rank), new, old)
 
 
 class _LoopState:
@@ -144,8 +152,7 @@ class TensorArray:
         in_place = _count_up(size)
         placed = array_ops.gather(unsorted_segment_sum(rows, at, size + 1), in_place)
         hits = array_ops.gather(unsorted_segment_sum(ops.ones_like(at), at, size + 1), in_place)
-        keep = ops.reshape(ops.cast(ops.equal(hits, 0), self._dtype), [-1] + [1] * rank)
-        value = base * keep + placed
+        value = _rows_where(ops.greater(hits, 0), placed, base, rank)
         if _known(elem):
             value = ops.reshape(value, [-1] + elem)
         return self._with(value)
@@ -165,8 +172,9 @@ class TensorArray:
         if self._loop is not None:
             raise ValueError("TensorArray.%s inside a while_loop body: an array with "
                              "dynamic_size (or a tensor size) takes only one write per "
-                             "iteration there; give a fixed size to do more (Note [Growing "
-                             "TensorArrays] in shardflow/tensor_array.py)" % what)
+                             "iteration there; give a fixed size and a fully known "
+                             "element_shape to do more (Note [Growing TensorArrays] in "
+                             "shardflow/tensor_array.py)" % what)
 
     def _contents(self, what):
         if self._loop is not None:
@@ -216,10 +224,23 @@ class TensorArray:
 
     # ---- element access ---------------------------------------------------------------------
 
+    def _check_element(self, dims, what):
+        """Raises ValueError, as TF1's, where static shape `dims` cannot be an element's."""
+        if dims is None or self._element_shape is None:
+            return
+        want = self._element_shape
+        if len(dims) != len(want) or any(a is not None and b is not None and a != b
+                                         for a, b in zip(dims, want)):
+            raise ValueError("TensorArray.%s: inconsistent shapes: saw shape %s but expected %s "
+                             "(every element of TensorArray %s has one shape)"
+                             % (what, dims, want, self._name))
+
     def write(self, index, value, name=None):
         """A new TensorArray with element `index` set to `value`."""
         value = convert_to_tensor(value, dtype=self._dtype)
         index = _int32(index)
+        self._check_element(value.shape.as_list() if value.shape.ndims is not None else None,
+                            "write")
         if self._loop is not None:
             if self._pending is not None:
                 self._in_loop("write (a second one)")
@@ -231,9 +252,9 @@ class TensorArray:
         if self._dynamic:
             return self._place(ops.reshape(index, [1]), ops.expand_dims(value, 0))
         self._ensure(value, "write")
-        mask = ops.reshape(array_ops.one_hot(index, self._size, dtype=self._dtype),
-                           [self._size] + [1] * len(self._element_shape))
-        new = self._value * (1 - mask) + mask * ops.expand_dims(value, 0)
+        chosen = ops.equal(_count_up(ops.constant(np.int32(self._size))), index)
+        new = _rows_where(chosen, ops.expand_dims(value, 0), self._value,
+                          len(self._element_shape))
         return self._with(ops.identity(new, name=name))
 
     def read(self, index, name=None):
@@ -277,16 +298,17 @@ class TensorArray:
         self._in_loop("scatter")
         value = convert_to_tensor(value, dtype=self._dtype)
         idx = ops.reshape(_int32(indices), [-1])
+        if value.shape.ndims:
+            self._check_element(value.shape.as_list()[1:], "scatter")
         if self._dynamic:
             return self._place(idx, value)
         dims = value.shape.as_list()
         self._ensure(ops.zeros(dims[1:], dtype=self._dtype), "scatter")
         from shardflow.segment_ops import unsorted_segment_sum
         placed = unsorted_segment_sum(value, idx, self._size)
-        hit = unsorted_segment_sum(ops.ones_like(ops.cast(idx, self._dtype)), idx, self._size)
-        keep = ops.reshape(ops.cast(ops.equal(hit, 0), self._dtype),
-                           [self._size] + [1] * len(self._element_shape))
-        return self._with(ops.identity(self._value * keep + placed, name=name))
+        hit = unsorted_segment_sum(ops.ones_like(idx), idx, self._size)
+        new = _rows_where(ops.greater(hit, 0), placed, self._value, len(self._element_shape))
+        return self._with(ops.identity(new, name=name))
 
     def split(self, value, lengths, name=None):
         """A new TensorArray of value's pieces along dimension 0 (equal lengths only here)."""

@@ -1,0 +1,43 @@
+"""TF 1.15 control-flow semantics a probe found different in shardflow: exact TensorArray
+writes, dynamic_rnn's padding, tf.cond's checks, variables read in loop bodies, variables made
+under control_dependencies, gradients that TF1 cuts, and build-time shape errors."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+# ---- TensorArray: writes are exact, elements have one shape -------------------------------
+
+def test_tensor_array_write_of_inf_keeps_other_rows():
+    ta = tf.TensorArray(tf.float32, size=3, element_shape=[2])
+    ta = ta.write(0, [1.0, 2.0]).write(1, [-np.inf, np.nan]).write(2, [3.0, 4.0])
+    sc = tf.TensorArray(tf.float32, size=3, element_shape=[2])
+    sc = sc.scatter([1], [[np.inf, 0.0]]).scatter([0, 2], [[1.0, 1.0], [2.0, 2.0]])
+
+    def body(i, ta):
+        return i + 1, ta.write(i, tf.fill([2], tf.cast(i, tf.float32)) * np.inf)
+    _, looped = tf.while_loop(lambda i, ta: i < 3, body,
+                              [0, tf.TensorArray(tf.float32, size=3, element_shape=[2])])
+    with tf.Session() as s:
+        a, b, c = s.run([ta.stack(), sc.stack(), looped.stack()])
+    np.testing.assert_array_equal(a, [[1, 2], [-np.inf, np.nan], [3, 4]])
+    np.testing.assert_array_equal(b, [[1, 1], [np.inf, 0], [2, 2]])
+    # row 0 is 0 * inf = NaN, the rows after it stay inf
+    np.testing.assert_array_equal(c, [[np.nan, np.nan], [np.inf, np.inf], [np.inf, np.inf]])
+
+
+def test_tensor_array_write_of_another_shape_is_a_value_error():
+    fixed = tf.TensorArray(tf.float32, size=2, element_shape=[2])
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        fixed.write(1, 7.0)
+    inferred = tf.TensorArray(tf.float32, size=2).write(0, [1.0, 2.0])
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        inferred.write(1, [3.0])
+    with pytest.raises(ValueError, match="inconsistent shapes"):
+        fixed.scatter([0], [[1.0, 2.0, 3.0]])
