@@ -442,6 +442,17 @@ class DeviceWrapper(_Wrapper):
             return self._cell(inputs, state, scope=scope)
 
 
+def _select(chosen, new, old):
+    """`new` where `chosen` (a bool scalar, or a [batch] vector choosing rows) is true, else
+    `old`: as TF1's rnn steps, a select, so that a NaN or inf in the value not chosen stays
+    out."""
+    rank = new.shape.ndims
+    if chosen.shape.ndims == 1 and rank is not None:
+        chosen = ops.reshape(chosen, [-1] + [1] * (rank - 1))
+        return array_ops.where_v2(chosen, new, old)
+    return array_ops.where(chosen, new, old)
+
+
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
                 parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
     """Runs `cell` over the time steps of `inputs` ([batch, time, depth], or [time, batch,
@@ -475,22 +486,17 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
 
         def step(t, out, flat, new_out, new_state):
             """The loop variables after step t: the new ones, or the old ones where step t is
-            past the end of the input or of a sequence (outputs there are zeros)."""
-            dt = new_out.dtype
-            keep = ops.cast(ops.less(t, time), dt)
+            past the end of the input or of a sequence (outputs there are zeros). Selected,
+            as TF1's, not masked by multiplying: NaN or inf computed from the padding stays
+            out of the outputs and the state."""
+            in_time = ops.less(t, time)
+            valid = in_time
             if lengths is not None:
-                keep = ops.multiply(keep, ops.expand_dims(ops.cast(ops.less(t, lengths), dt), 1))
-            out = ops.add(ops.multiply(keep, new_out),
-                          ops.multiply(ops.subtract(1.0, ops.cast(ops.less(t, time), dt)), out))
-            # keep·n + (1 − keep)·o is exactly n or o for keep ∈ {0, 1}; o + keep·(n − o)
-            # was not (n − o + o can be an ulp off n), so a final state differed from the
-            # output it stopped at.
-            drop = ops.subtract(1.0, keep)
+                valid = ops.logical_and(in_time, ops.less(t, lengths))
+            out = _select(valid, new_out, _select(in_time, ops.zeros_like(new_out), out))
             # A step counter (AttentionWrapperState.time) stops at the end of the input.
-            state = [ops.add(ops.multiply(keep, n), ops.multiply(drop, o))
-                     if n.dtype.is_floating and n.shape.ndims != 0 else
-                     ops.add(o, ops.multiply(ops.cast(ops.less(t, time), n.dtype),
-                                             ops.subtract(n, o)))
+            state = [_select(valid if n.dtype.is_floating and n.shape.ndims != 0 else in_time,
+                             n, o)
                      for n, o in zip(_flatten(new_state), flat)]
             return out, _pack(new_state, state, _growing_arrays(new_state))
 
@@ -552,10 +558,9 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         for t, x in enumerate(inputs):
             out, new_state = cell(x, state)
             if lengths is not None:
-                keep = ops.expand_dims(ops.cast(ops.less(t, lengths), out.dtype), 1)
-                drop = ops.subtract(1.0, keep)
-                out = ops.multiply(keep, out)
-                state = _pack(state, [ops.add(ops.multiply(keep, n), ops.multiply(drop, o))
+                valid = ops.less(t, lengths)
+                out = _select(valid, out, ops.zeros_like(out))
+                state = _pack(state, [_select(valid, n, o)
                                       for n, o in zip(_flatten(new_state), _flatten(state))])
             else:
                 state = new_state

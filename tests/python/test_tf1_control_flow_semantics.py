@@ -41,3 +41,29 @@ def test_tensor_array_write_of_another_shape_is_a_value_error():
         inferred.write(1, [3.0])
     with pytest.raises(ValueError, match="inconsistent shapes"):
         fixed.scatter([0], [[1.0, 2.0, 3.0]])
+
+
+# ---- recurrent networks: padding is selected away, not multiplied by zero ------------------
+
+def test_rnn_padding_with_inf_leaves_outputs_zero_and_state_finite():
+    x = tf.placeholder(tf.float32, [2, 4, 2])
+    lengths = [2, 4]
+    cell = tf.nn.rnn_cell.BasicRNNCell(3)
+    out, state = tf.nn.dynamic_rnn(cell, x, sequence_length=lengths, dtype=tf.float32)
+    (fw, bw), (sfw, sbw) = tf.nn.bidirectional_dynamic_rnn(
+        tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.GRUCell(3), x, sequence_length=lengths,
+        dtype=tf.float32)
+    sout, sstate = tf.nn.static_rnn(tf.nn.rnn_cell.BasicRNNCell(3, name="static"),
+                                    tf.unstack(x, axis=1), sequence_length=lengths,
+                                    dtype=tf.float32)
+    xv = np.ones((2, 4, 2), np.float32)
+    xv[0, 2:] = np.inf                       # the padding of sequence 0
+    clean = xv.copy()
+    clean[0, 2:] = 0.0
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        got = s.run([out, state, fw, bw, sfw, sbw, sout, sstate], {x: xv})
+        want = s.run([out, state, fw, bw, sfw, sbw, sout, sstate], {x: clean})
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert np.all(got[0][0, 2:] == 0) and np.all(np.isfinite(got[1]))
