@@ -469,6 +469,14 @@ REGISTER_NO_GRADIENT("GreaterEqual");
 REGISTER_NO_GRADIENT("LogicalAnd");
 REGISTER_NO_GRADIENT("LogicalOr");
 REGISTER_NO_GRADIENT("LogicalNot");
+// Bitwise ops: integer in, integer out (TF1 registers them not differentiable too).
+REGISTER_NO_GRADIENT("BitwiseAnd");
+REGISTER_NO_GRADIENT("BitwiseOr");
+REGISTER_NO_GRADIENT("BitwiseXor");
+REGISTER_NO_GRADIENT("LeftShift");
+REGISTER_NO_GRADIENT("RightShift");
+REGISTER_NO_GRADIENT("Invert");
+REGISTER_NO_GRADIENT("PopulationCount");
 // Piecewise constant (TF1 gives them no gradient either) and predicates.
 REGISTER_NO_GRADIENT("Floor");
 REGISTER_NO_GRADIENT("Ceil");

@@ -40,6 +40,7 @@ namespace {
 #define SF_FLOAT_TYPES "{float, double, half, bfloat16}"
 #define SF_SIGNED_TYPES "{float, double, half, bfloat16, int32, int64}"
 #define SF_REAL_TYPES "{float, double, half, bfloat16, int8, uint8, int32, int64}"
+#define SF_INT_TYPES "{int8, uint8, int32, int64}"
 
 absl::Status ReductionShape(InferenceContext* c) {
   const TensorShape& in = c->input(0);
@@ -254,7 +255,23 @@ SF_BINARY_OP("FloorMod", SF_REAL_TYPES,
              "x - floor(x / y) * y: the remainder with the divisor's sign, as Python's %");
 SF_BINARY_OP("Maximum", SF_REAL_TYPES, "max(x, y)");
 SF_BINARY_OP("Minimum", SF_REAL_TYPES, "min(x, y)");
-SF_BINARY_OP("Pow", SF_FLOAT_TYPES, "x ^ y");
+SF_BINARY_OP("Pow", SF_SIGNED_TYPES,
+             "x ^ y (integers exact, wrapping on overflow; a negative integer exponent is an "
+             "error)");
+SF_BINARY_OP("BitwiseAnd", SF_INT_TYPES, "x & y");
+SF_BINARY_OP("BitwiseOr", SF_INT_TYPES, "x | y");
+SF_BINARY_OP("BitwiseXor", SF_INT_TYPES, "x ^ y (exclusive or)");
+SF_BINARY_OP("LeftShift", SF_INT_TYPES,
+             "x << y, the shift clamped to [0, bits - 1]; bits shifted out are lost");
+SF_BINARY_OP("RightShift", SF_INT_TYPES,
+             "x >> y, the shift clamped to [0, bits - 1]; arithmetic for signed types");
+SF_UNARY_OP("Invert", SF_INT_TYPES, "~x, every bit flipped");
+REGISTER_OP("PopulationCount")
+    .Input("x: T")
+    .Output("y: uint8")
+    .Attr("T: " SF_INT_TYPES)
+    .SetShapeFn(UnchangedShape)
+    .Doc("the number of bits set in each value");
 SF_BINARY_OP("Polygamma", SF_FLOAT_TYPES,
              "polygamma(x, y): the x-th derivative of digamma at y (tf.polygamma(a, x)); x must "
              "be a non-negative integer value, else NaN");
@@ -319,7 +336,7 @@ REGISTER_OP("MatMul")
     .Output("product: T")
     .Attr("transpose_a: bool = false")
     .Attr("transpose_b: bool = false")
-    .Attr("T: {float, double, bfloat16, half}")
+    .Attr("T: {float, double, bfloat16, half, int32, int64}")
     .SetShapeFn(MatMulShape)
     .SetFlopsFn(MatMulFlops)
     .Doc("Matrix product of rank-2 tensors, optionally transposing either.");
@@ -328,7 +345,7 @@ REGISTER_OP("BatchMatMulV2")
     .Input("x: T")
     .Input("y: T")
     .Output("output: T")
-    .Attr("T: {float, double}")
+    .Attr("T: {float, double, int32, int64}")
     .Attr("adj_x: bool = false")
     .Attr("adj_y: bool = false")
     .SetShapeFn(BatchMatMulShape)

@@ -1,13 +1,15 @@
 // BatchMatMulV2 on CPU (tf.matmul of rank > 2): one GEMM per item of the broadcast batch, float
-// through kernels/cpu/sgemm.h, double in a plain loop. The batch dimensions broadcast as NumPy's
-// (an item of a size-1 dimension is reused), so attention's [b, h, t, d] x [b, h, d, t] and a
-// batch times one matrix, [b, t, d] x [d, e], are both one kernel.
+// through kernels/cpu/sgemm.h, double and the integers in a plain loop (kernels/cpu/gemm_loop.h).
+// The batch dimensions broadcast as NumPy's (an item of a size-1 dimension is reused), so
+// attention's [b, h, t, d] x [b, h, d, t] and a batch times one matrix, [b, t, d] x [d, e], are
+// both one kernel.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/framework/kernel_registry.h"
+#include "kernels/cpu/gemm_loop.h"
 #include "kernels/cpu/onednn_util.h"
 #include "kernels/cpu/sgemm.h"
 
@@ -72,24 +74,6 @@ void ItemOffsets(const TensorShape& x, const TensorShape& y, const TensorShape& 
   }
 }
 
-// out[m x n] = op(a)[m x k] op(b)[k x n], row-major, lda / ldb the stored row lengths.
-void GemmDouble(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-                const double* b, int64_t ldb, double* out) {
-  std::fill(out, out + m * n, 0.0);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t p = 0; p < k; ++p) {
-      const double av = ta ? a[p * lda + i] : a[i * lda + p];
-      double* row = out + i * n;
-      if (tb) {
-        for (int64_t j = 0; j < n; ++j) row[j] += av * b[j * ldb + p];
-      } else {
-        const double* brow = b + p * ldb;
-        for (int64_t j = 0; j < n; ++j) row[j] += av * brow[j];
-      }
-    }
-  }
-}
-
 template <typename T>
 class BatchMatMulOp : public OpKernel {
  public:
@@ -144,7 +128,7 @@ class BatchMatMulOp : public OpKernel {
       if constexpr (std::is_same_v<T, float>) {
         OP_REQUIRES_OK(ctx, Sgemm(adj_x_, adj_y_, m, n, k, a, x_cols, b, y_cols, 0.0f, c, n));
       } else {
-        GemmDouble(adj_x_, adj_y_, m, n, k, a, x_cols, b, y_cols, c);
+        GemmLoop<T>(adj_x_, adj_y_, m, n, k, a, x_cols, b, y_cols, c);
       }
     }
   }
@@ -157,6 +141,10 @@ REGISTER_KERNEL(KernelDef("BatchMatMulV2").Device(kDeviceCpu).TypeConstraint<flo
                 BatchMatMulOp<float>);
 REGISTER_KERNEL(KernelDef("BatchMatMulV2").Device(kDeviceCpu).TypeConstraint<double>("T"),
                 BatchMatMulOp<double>);
+REGISTER_KERNEL(KernelDef("BatchMatMulV2").Device(kDeviceCpu).TypeConstraint<int32_t>("T"),
+                BatchMatMulOp<int32_t>);
+REGISTER_KERNEL(KernelDef("BatchMatMulV2").Device(kDeviceCpu).TypeConstraint<int64_t>("T"),
+                BatchMatMulOp<int64_t>);
 
 }  // namespace
 }  // namespace shardflow

@@ -6,7 +6,10 @@
 //   half, bfloat16, int32, int64, int8, uint8.
 // - Equal, NotEqual: the same plus bool.
 // - Div, SquaredDifference: float, double, half, bfloat16, int32, int64.
-// - Pow, Atan2, Polygamma: float, double, half, bfloat16.
+// - Pow: float, double, half, bfloat16, int32, int64 (integers exact, wrapping; a negative
+//   integer exponent is an error).
+// - Atan2, Polygamma: float, double, half, bfloat16.
+// - BitwiseAnd, BitwiseOr, BitwiseXor, LeftShift, RightShift: int8, uint8, int32, int64.
 // - LogicalAnd, LogicalOr: bool (no type attr).
 // Allowed by the op definitions but not registered:
 // - Div for int8 and uint8: narrow integers get only the cheap ops; division would need its own
@@ -128,11 +131,68 @@ struct MinimumFn {
     return (a < b || cwise::IsNan(a)) ? a : b;
   }
 };
+// Integer powers by repeated squaring, wrapping modulo 2^bits as TensorFlow's (the kernel
+// refuses negative exponents first).
 struct PowFn {
   static constexpr int kCostNs = 20;
   template <typename C>
   C operator()(C a, C b) const {
-    return std::pow(a, b);
+    if constexpr (std::is_integral_v<C>) {
+      using U = std::make_unsigned_t<C>;
+      U result = 1, base = static_cast<U>(a);
+      for (U e = static_cast<U>(b); e != 0; e >>= 1) {
+        if (e & 1) result = static_cast<U>(result * base);
+        base = static_cast<U>(base * base);
+      }
+      return static_cast<C>(result);
+    } else {
+      return std::pow(a, b);
+    }
+  }
+};
+// Bitwise ops on the integer types. Shifts clamp the shift amount to [0, bits - 1] as
+// TensorFlow's kernels do (a shift by the width or more is undefined in C++); LeftShift works on
+// the unsigned representation (so shifting a negative value is defined), RightShift of a signed
+// value is arithmetic.
+struct BitwiseAndFn {
+  static constexpr int kCostNs = 1;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a & b);
+  }
+};
+struct BitwiseOrFn {
+  static constexpr int kCostNs = 1;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a | b);
+  }
+};
+struct BitwiseXorFn {
+  static constexpr int kCostNs = 1;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a ^ b);
+  }
+};
+template <typename C>
+C ClampedShift(C b) {
+  constexpr C kMax = static_cast<C>(sizeof(C) * 8 - 1);
+  return b < C(0) ? C(0) : (b > kMax ? kMax : b);
+}
+struct LeftShiftFn {
+  static constexpr int kCostNs = 1;
+  template <typename C>
+  C operator()(C a, C b) const {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(static_cast<U>(a) << ClampedShift(b)));
+  }
+};
+struct RightShiftFn {
+  static constexpr int kCostNs = 1;
+  template <typename C>
+  C operator()(C a, C b) const {
+    return static_cast<C>(a >> ClampedShift(b));
   }
 };
 // polygamma(a, x): the a-th derivative of digamma (a a non-negative integer, else NaN).
@@ -235,6 +295,14 @@ bool ContainsZero(const T* p, int64_t n) {
   return false;
 }
 
+template <typename T>
+bool ContainsNegative(const T* p, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (p[i] < T(0)) return true;
+  }
+  return false;
+}
+
 // z = f(x, y) with broadcasting. The output is T, or bool when F compares.
 template <typename T, typename F>
 class BinaryOp : public OpKernel {
@@ -261,6 +329,14 @@ class BinaryOp : public OpKernel {
                       "integer division by zero: the divisor (input y, shape ",
                       y_shape.DebugString(), ", dtype ", DataTypeString(DataTypeToEnum<T>::value),
                       ") contains 0; mask the zeros or divide in a floating type")));
+    }
+    if constexpr (std::is_same_v<F, PowFn> && std::is_signed_v<T> && std::is_integral_v<T>) {
+      OP_REQUIRES(ctx, !ContainsNegative(y, y_count),
+                  absl::InvalidArgumentError(absl::StrCat(
+                      "Integers to negative integer powers are not allowed: the exponent (input "
+                      "y, shape ",
+                      y_shape.DebugString(), ", dtype ", DataTypeString(DataTypeToEnum<T>::value),
+                      ") has a negative value; cast to a floating type first")));
     }
     Tensor* z_out = nullptr;
     const TensorShape& out_shape = plan.out_shape();
@@ -337,7 +413,7 @@ SF_REGISTER_BINARY_REAL("FloorDiv", FloorDivFn);
 SF_REGISTER_BINARY_REAL("FloorMod", FloorModFn);
 SF_REGISTER_BINARY_REAL("Maximum", MaximumFn);
 SF_REGISTER_BINARY_REAL("Minimum", MinimumFn);
-SF_REGISTER_BINARY_FLOAT("Pow", PowFn);
+SF_REGISTER_BINARY_SIGNED("Pow", PowFn);
 SF_REGISTER_BINARY_FLOAT("Atan2", Atan2Fn);
 SF_REGISTER_BINARY_FLOAT("Polygamma", PolygammaFn);
 SF_REGISTER_BINARY_SIGNED("SquaredDifference", SquaredDifferenceFn);
@@ -350,6 +426,18 @@ SF_REGISTER_BINARY_REAL("Less", LessFn);
 SF_REGISTER_BINARY_REAL("LessEqual", LessEqualFn);
 SF_REGISTER_BINARY_REAL("Greater", GreaterFn);
 SF_REGISTER_BINARY_REAL("GreaterEqual", GreaterEqualFn);
+
+#define SF_REGISTER_BINARY_INT(NAME, FN) \
+  SF_REGISTER_BINARY(NAME, FN, int8_t);  \
+  SF_REGISTER_BINARY(NAME, FN, uint8_t); \
+  SF_REGISTER_BINARY(NAME, FN, int32_t); \
+  SF_REGISTER_BINARY(NAME, FN, int64_t)
+SF_REGISTER_BINARY_INT("BitwiseAnd", BitwiseAndFn);
+SF_REGISTER_BINARY_INT("BitwiseOr", BitwiseOrFn);
+SF_REGISTER_BINARY_INT("BitwiseXor", BitwiseXorFn);
+SF_REGISTER_BINARY_INT("LeftShift", LeftShiftFn);
+SF_REGISTER_BINARY_INT("RightShift", RightShiftFn);
+#undef SF_REGISTER_BINARY_INT
 
 REGISTER_KERNEL(KernelDef("LogicalAnd").Device(kDeviceCpu), BinaryOp<bool, LogicalAndFn>);
 REGISTER_KERNEL(KernelDef("LogicalOr").Device(kDeviceCpu), BinaryOp<bool, LogicalOrFn>);

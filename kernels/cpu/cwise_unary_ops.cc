@@ -128,6 +128,14 @@ SF_STD_UNARY_FN(AsinhFn, asinh);
 SF_STD_UNARY_FN(AcoshFn, acosh);
 SF_STD_UNARY_FN(AtanhFn, atanh);
 #undef SF_STD_UNARY_FN
+struct InvertFn {
+  static constexpr bool kEigen = false;
+  static constexpr int kCostNs = 1;
+  template <typename C>
+  C operator()(C a) const {
+    return static_cast<C>(~a);
+  }
+};
 struct LogicalNotFn {
   static constexpr bool kEigen = false;
   static constexpr int kCostNs = 1;
@@ -199,6 +207,27 @@ class UnaryOp : public OpKernel {
     T* y = y_out->data<T>();
     cwise::RunSharded(ctx, y_out->NumElements(), F::kCostNs,
                       [&](int64_t b, int64_t e) { ComputeUnary<T, F>(x + b, y + b, e - b); });
+  }
+};
+
+// The number of set bits of each value, as uint8 (tf.bitwise.population_count).
+template <typename T>
+class PopulationCountOp : public OpKernel {
+ public:
+  explicit PopulationCountOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x_in = ctx->input(0);
+    Tensor* y_out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x_in.shape(), &y_out));
+    const T* x = x_in.data<T>();
+    uint8_t* y = y_out->data<uint8_t>();
+    using U = std::make_unsigned_t<T>;
+    cwise::RunSharded(ctx, y_out->NumElements(), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        y[i] = static_cast<uint8_t>(__builtin_popcountll(static_cast<U>(x[i])));
+      }
+    });
   }
 };
 
@@ -289,6 +318,18 @@ SF_REGISTER_PREDICATE("IsNan", FloatClass::kNan);
 SF_REGISTER_PREDICATE("IsInf", FloatClass::kInf);
 SF_REGISTER_PREDICATE("IsFinite", FloatClass::kFinite);
 REGISTER_KERNEL(KernelDef("LogicalNot").Device(kDeviceCpu), UnaryOp<bool, LogicalNotFn>);
+SF_REGISTER_UNARY("Invert", InvertFn, int8_t);
+SF_REGISTER_UNARY("Invert", InvertFn, uint8_t);
+SF_REGISTER_UNARY("Invert", InvertFn, int32_t);
+SF_REGISTER_UNARY("Invert", InvertFn, int64_t);
+#define SF_REGISTER_POPCOUNT(T)                                                           \
+  REGISTER_KERNEL(KernelDef("PopulationCount").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+                  PopulationCountOp<T>)
+SF_REGISTER_POPCOUNT(int8_t);
+SF_REGISTER_POPCOUNT(uint8_t);
+SF_REGISTER_POPCOUNT(int32_t);
+SF_REGISTER_POPCOUNT(int64_t);
+#undef SF_REGISTER_POPCOUNT
 
 }  // namespace
 }  // namespace shardflow

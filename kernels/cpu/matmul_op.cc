@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/framework/fused_ops.h"
 #include "core/framework/kernel_registry.h"
+#include "kernels/cpu/gemm_loop.h"
 #include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/onednn_util.h"
 #include "kernels/cpu/sgemm.h"
@@ -221,6 +222,26 @@ class EigenMatMulOp : public OpKernel {
   bool ta_ = false, tb_ = false;
 };
 
+// MatMul of int32 / int64: exact, wrapping on overflow as TensorFlow's CPU kernel (a float64
+// detour loses the low bits of products above 2^53).
+template <typename T>
+class IntMatMulOp : public OpKernel {
+ public:
+  explicit IntMatMulOp(OpKernelConstruction* c) : OpKernel(c) { ReadTransposeAttrs(c, &ta_, &tb_); }
+  void Compute(OpKernelContext* ctx) override {
+    MatMulDims d;
+    Tensor* out;
+    if (!PrepareMatMul(ctx, ta_, tb_, &d, &out)) return;
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    GemmLoop<T>(ta_, tb_, d.m, d.n, ta_ ? a.dim_size(0) : a.dim_size(1), a.data<T>(), a.dim_size(1),
+                b.data<T>(), b.dim_size(1), out->data<T>());
+  }
+
+ private:
+  bool ta_ = false, tb_ = false;
+};
+
 // _FusedMatMul (float), made by the graph optimizer from MatMul + BiasAdd (+ activation): the
 // bias is broadcast into the output and the GEMM accumulates onto it (beta = 1), so the sum
 // costs no pass of its own; the activation then runs over the output while it is in cache.
@@ -288,6 +309,10 @@ REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<float>("T"
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<bfloat16>("T"),
                 OneDnnMatMulOp<bfloat16>);
 REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<double>("T"), EigenMatMulOp);
+REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<int32_t>("T"),
+                IntMatMulOp<int32_t>);
+REGISTER_KERNEL(KernelDef("MatMul").Device(kDeviceCpu).TypeConstraint<int64_t>("T"),
+                IntMatMulOp<int64_t>);
 
 }  // namespace
 }  // namespace shardflow

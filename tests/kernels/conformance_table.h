@@ -403,8 +403,47 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
         Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return std::max(a, b); });
     m["Minimum"] =
         Binary({1, 5, 2, 7, 3, 0}, {2, 2, 4}, [](double a, double b) { return std::min(a, b); });
-    m["Pow"] = Binary({0.5, 1, 2, 3, 1.5, 4}, {2, 0.5, -1},
-                      [](double a, double b) { return std::pow(a, b); });
+    // Integral values and non-negative exponents: Pow has int32 and int64 kernels too (negative
+    // exponents and wrapping: tests/kernels/cwise_ops_test.cc).
+    m["Pow"] =
+        Binary({1, 2, 3, 0, 4, 5}, {2, 0, 3}, [](double a, double b) { return std::pow(a, b); });
+    m["BitwiseAnd"] = Binary({1, 2, 3, 4, 5, 6}, {3, 5, 6}, [](double a, double b) {
+      return double(static_cast<int>(a) & static_cast<int>(b));
+    });
+    m["BitwiseOr"] = Binary({1, 2, 3, 4, 5, 6}, {3, 5, 6}, [](double a, double b) {
+      return double(static_cast<int>(a) | static_cast<int>(b));
+    });
+    m["BitwiseXor"] = Binary({1, 2, 3, 4, 5, 6}, {3, 5, 6}, [](double a, double b) {
+      return double(static_cast<int>(a) ^ static_cast<int>(b));
+    });
+    m["LeftShift"] = Binary({1, 2, 3, 4, 5, 6}, {0, 1, 2}, [](double a, double b) {
+      return double(static_cast<int>(a) << static_cast<int>(b));
+    });
+    m["RightShift"] = Binary({8, 9, 10, 12, 5, 6}, {0, 1, 2}, [](double a, double b) {
+      return double(static_cast<int>(a) >> static_cast<int>(b));
+    });
+    m["PopulationCount"] = Unary({0, 1, 3, 7, 8, 127}, [](double a) {
+      return double(__builtin_popcount(static_cast<unsigned>(a)));
+    });
+    // ~x depends on the width and signedness: every integer dtype by hand.
+    m["Invert"].custom = [] {
+      std::string summary;
+      const Tensor x = D({0, 1, 5, 127}, {4});
+      for (DataType dt : {DT_INT8, DT_UINT8, DT_INT32, DT_INT64}) {
+        auto out = RunOp("Invert", {*CastTensor(x, dt)}, {{"T", MakeAttr(dt)}});
+        if (!out.ok() || out->size() != 1) {
+          ADD_FAILURE() << "Invert " << DataTypeString(dt) << ": " << out.status();
+          continue;
+        }
+        const bool u = dt == DT_UINT8;
+        const std::vector<double> want =
+            u ? std::vector<double>{255, 254, 250, 128} : std::vector<double>{-1, -2, -6, -128};
+        EXPECT_EQ((*out)[0].dtype(), dt);
+        EXPECT_EQ(Values((*out)[0]), want) << DataTypeString(dt);
+        summary += (summary.empty() ? "" : " ") + DataTypeString(dt);
+      }
+      return summary;
+    };
     m["Atan2"] = Binary({1, -1, 0.5, -2, 3, 0}, {2, -0.5, 1},
                         [](double a, double b) { return std::atan2(a, b); });
     m["SquaredDifference"] =

@@ -642,6 +642,49 @@ TYPED_TEST(AddNTypedTest, SumsEveryInput) {
               "AddN of one input");
 }
 
+// Integer powers are exact and wrap as TensorFlow's (3^21 in int32 is 1870418611; the float64
+// detour saturated to INT32_MAX); a negative integer exponent is an error naming the way out.
+TEST(CwiseIntegerPowTest, ExactWrappingAndNegativeExponents) {
+  Tensor p = RunOne("Pow", {Tensor::FromVector<int32_t>({3, -2, 7, 0}),
+                            Tensor::FromVector<int32_t>({21, 3, 0, 0})});
+  ASSERT_EQ(p.NumElements(), 4);
+  EXPECT_EQ(p.data<int32_t>()[0], 1870418611);
+  EXPECT_EQ(p.data<int32_t>()[1], -8);
+  EXPECT_EQ(p.data<int32_t>()[2], 1);
+  EXPECT_EQ(p.data<int32_t>()[3], 1);
+  Tensor q = RunOne("Pow", {Tensor::FromVector<int64_t>({3}), Tensor::Scalar<int64_t>(39)});
+  EXPECT_EQ(q.data<int64_t>()[0], 4052555153018976267);  // exact: above 2^53
+  auto neg =
+      RunOp("Pow", {Tensor::FromVector<int32_t>({2, 1}), Tensor::FromVector<int32_t>({1, -1})});
+  ASSERT_FALSE(neg.ok());
+  EXPECT_EQ(neg.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(neg.status().message().find("negative integer powers"), std::string::npos)
+      << neg.status();
+}
+
+// Shifts clamp the amount to [0, bits - 1] as TensorFlow's kernels (never undefined shifts);
+// right shifts of signed values are arithmetic; left shifts of negative values are defined.
+TEST(CwiseBitwiseTest, ShiftsClampAndKeepSigns) {
+  Tensor l = RunOne("LeftShift", {Tensor::FromVector<int32_t>({1, 1, 1, -1}),
+                                  Tensor::FromVector<int32_t>({3, 40, -2, 1})});
+  EXPECT_EQ(l.data<int32_t>()[0], 8);
+  EXPECT_EQ(l.data<int32_t>()[1], std::numeric_limits<int32_t>::min());  // 1 << 31
+  EXPECT_EQ(l.data<int32_t>()[2], 1);
+  EXPECT_EQ(l.data<int32_t>()[3], -2);
+  Tensor r = RunOne("RightShift", {Tensor::FromVector<int8_t>({-128, -128, 64}),
+                                   Tensor::FromVector<int8_t>({1, 100, 2})});
+  EXPECT_EQ(r.data<int8_t>()[0], -64);
+  EXPECT_EQ(r.data<int8_t>()[1], -1);
+  EXPECT_EQ(r.data<int8_t>()[2], 16);
+  Tensor u = RunOne("LeftShift", {Tensor::FromVector<uint8_t>({255}), Tensor::Scalar<uint8_t>(4)});
+  EXPECT_EQ(u.data<uint8_t>()[0], 240);
+  Tensor pc = RunOne("PopulationCount", {Tensor::FromVector<int64_t>({-1, 0, 5})});
+  ASSERT_EQ(pc.dtype(), DT_UINT8);
+  EXPECT_EQ(pc.data<uint8_t>()[0], 64);
+  EXPECT_EQ(pc.data<uint8_t>()[1], 0);
+  EXPECT_EQ(pc.data<uint8_t>()[2], 2);
+}
+
 TEST(AddNTest, MismatchedShapesAreAnError) {
   auto out = RunKernelDirect(
       "AddN", {Tensor(DT_FLOAT, TensorShape({2, 3})), Tensor(DT_FLOAT, TensorShape({3, 2}))}, 1);

@@ -384,12 +384,45 @@ TEST(MatMulErrorTest, RankThreeInput) {
 }
 
 TEST(MatMulErrorTest, UnsupportedDtype) {
-  auto out = RunOp("MatMul",
-                   {Tensor(DT_INT32, TensorShape({2, 2})), Tensor(DT_INT32, TensorShape({2, 2}))});
-  EXPECT_FALSE(out.ok());
+  auto narrow =
+      RunOp("MatMul", {Tensor(DT_INT8, TensorShape({2, 2})), Tensor(DT_INT8, TensorShape({2, 2}))});
+  EXPECT_FALSE(narrow.ok());
   auto mixed = RunOp(
       "MatMul", {Tensor(DT_FLOAT, TensorShape({2, 2})), Tensor(DT_DOUBLE, TensorShape({2, 2}))});
   EXPECT_FALSE(mixed.ok());
+}
+
+// Integer products are exact (they went through float64, which lost the low bits above 2^53)
+// and wrap on overflow as TensorFlow's integer kernels; both transposes; BatchMatMulV2 too.
+TEST(MatMulIntegerTest, ExactAndWrapping) {
+  const int64_t big = (int64_t{1} << 53) + 1;
+  const Tensor a = Tensor::FromVector<int64_t>({big, 1, 2, 3}, TensorShape({2, 2}));
+  const Tensor b = Tensor::FromVector<int64_t>({3, 0, 1, 1}, TensorShape({2, 2}));
+  auto out = RunOp("MatMul", {a, b});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const int64_t* z = (*out)[0].data<int64_t>();
+  EXPECT_EQ(z[0], 3 * big + 1);  // 27021597764222979: odd, not representable in float64
+  EXPECT_EQ(z[1], 1);
+  EXPECT_EQ(z[2], 9);
+  EXPECT_EQ(z[3], 3);
+  auto tb =
+      RunOp("MatMul", {a, b}, {{"transpose_a", MakeAttr(true)}, {"transpose_b", MakeAttr(true)}});
+  ASSERT_TRUE(tb.ok()) << tb.status();
+  // a^T b^T = [[big*3 + 2*0, big + 2], [3, 1 + 3]].
+  EXPECT_EQ((*tb)[0].data<int64_t>()[0], 3 * big);
+  EXPECT_EQ((*tb)[0].data<int64_t>()[1], big + 2);
+  EXPECT_EQ((*tb)[0].data<int64_t>()[2], 3);
+  EXPECT_EQ((*tb)[0].data<int64_t>()[3], 4);
+  // int32: 65536 * 65536 + 3 wraps to 3.
+  auto w = RunOp("MatMul", {Tensor::FromVector<int32_t>({65536, 3}, TensorShape({1, 2})),
+                            Tensor::FromVector<int32_t>({65536, 1}, TensorShape({2, 1}))});
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ((*w)[0].data<int32_t>()[0], 3);
+  auto batch =
+      RunOp("BatchMatMulV2", {Tensor::FromVector<int64_t>({big, 1}, TensorShape({1, 1, 2})),
+                              Tensor::FromVector<int64_t>({3, 1}, TensorShape({2, 1}))});
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ((*batch)[0].data<int64_t>()[0], 3 * big + 1);
 }
 
 // ---- the session path -----------------------------------------------------------------------
