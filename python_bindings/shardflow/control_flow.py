@@ -79,11 +79,13 @@ def _merged_shape(a, b):
     return [x if x == y else None for x, y in zip(sa, sb)]
 
 
-def _trace_branch(g, prefix, fn, what):
+def _trace_branch(g, prefix, fn, what, strict):
     fg = _FuncGraph(g, prefix)
     fg._rng_mode = "branch"   # Note [Random ops in functions] in framework.py
     with fg.as_default():
         result = fn()
+        if not strict and isinstance(result, (list, tuple)) and len(result) == 1:
+            result = result[0]      # as TF1's: a singleton is unpacked unless strict
         flat = []
         for r in _flatten(result if isinstance(result, (list, tuple, dict)) else [result]):
             if r is None:
@@ -109,12 +111,17 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
 
     Example: ``h = tf.cond(is_training, lambda: tf.nn.dropout(h, 0.5), lambda: h)``.
     """
-    true_fn = true_fn or fn1
-    false_fn = false_fn or fn2
+    true_fn = fn1 if true_fn is None else true_fn
+    false_fn = fn2 if false_fn is None else false_fn
     if true_fn is None or false_fn is None:
         raise ValueError("cond needs true_fn and false_fn")
-    if not callable(true_fn) or not callable(false_fn):
-        raise TypeError("cond: true_fn and false_fn must be callables (lambda: ...)")
+    for fn, what in ((true_fn, "true_fn"), (false_fn, "false_fn")):
+        if not callable(fn):
+            raise TypeError("%s must be callable (a function or lambda: ..., got %r)"
+                            % (what, fn))
+    if isinstance(pred, bool):
+        raise TypeError("pred must not be a Python bool (a bool tensor, as TF1's cond; for a "
+                        "Python bool call the branch function directly)")
     pred = convert_to_tensor(pred)
     if pred.dtype != dtypes.bool_:
         raise TypeError("cond: pred must be a bool tensor, not %s" % pred.dtype.name)
@@ -125,8 +132,10 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         pred = g._capture(pred)
     with g.name_scope(name or "cond") as scope:
         prefix = scope[:-1]
-    then_g, structure, then_out = _trace_branch(g, prefix + "/true", true_fn, "true")
-    else_g, _, else_out = _trace_branch(g, prefix + "/false", false_fn, "false")
+    then_g, structure, then_out = _trace_branch(g, prefix + "/true", true_fn, "true", strict)
+    else_g, else_structure, else_out = _trace_branch(g, prefix + "/false", false_fn, "false",
+                                                     strict)
+    _check_same_structure(structure, else_structure)
     if len(then_out) != len(else_out):
         raise ValueError("cond: the branches return different structures (%d and %d values)"
                          % (len(then_out), len(else_out)))
@@ -152,6 +161,19 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
     return _pack(structure, outputs)
 
 
+def _check_same_structure(a, b):
+    """As TF1's cond: ValueError where the branches' results nest differently (dict keys,
+    nesting, lengths), TypeError where their sequence types differ (a list and a tuple)."""
+    from shardflow import nest
+    try:
+        nest.assert_same_structure(a, b)
+    except ValueError as e:
+        raise ValueError("true_fn and false_fn arguments to tf.cond must have the same number, "
+                         "type, and overall structure of return values. %s" % e) from None
+    except TypeError as e:
+        raise TypeError("Incompatible return types of true_fn and false_fn: %s" % e) from None
+
+
 def _flat_results(structure):
     return _flatten(structure if isinstance(structure, (list, tuple, dict)) else [structure])
 
@@ -165,9 +187,21 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
         if not pairs:
             raise ValueError("case needs pairs or a default")
         pairs, (_, default) = pairs[:-1], pairs[-1]
+    if exclusive and len(pairs) > 1:
+        # As TF1's: the step fails when more than one predicate holds.
+        from shardflow import check_ops
+        preds = [convert_to_tensor(p) for p, _ in pairs]
+        true_count = ops.add_n([ops.cast(p, dtypes.int32) for p in preds])
+        check = check_ops._check(ops.less_equal(true_count, 1),
+                                 "Input error: exclusive=True: more than 1 conditions (%s) "
+                                 "evaluated as True" % ", ".join(p.name for p in preds),
+                                 None, "case_exclusive")
+        with get_default_graph().control_dependencies([check]):
+            pairs[0] = (ops.identity(preds[0]), pairs[0][1])
     result_fn = default
     for pred, fn in reversed(pairs):
-        result_fn = (lambda p, f, rest: lambda: cond(p, f, rest))(pred, fn, result_fn)
+        result_fn = (lambda p, f, rest: lambda: cond(p, f, rest, strict=strict))(
+            pred, fn, result_fn)
     return result_fn()
 
 

@@ -67,3 +67,46 @@ def test_rnn_padding_with_inf_leaves_outputs_zero_and_state_finite():
     for a, b in zip(got, want):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
     assert np.all(got[0][0, 2:] == 0) and np.all(np.isfinite(got[1]))
+
+
+# ---- tf.cond and tf.case check what TF1 checks ---------------------------------------------
+
+def test_cond_branches_of_another_structure_are_a_value_error():
+    p = tf.placeholder(tf.bool, [])
+    a, b = tf.constant(1.0), tf.constant(2.0)
+    with pytest.raises(ValueError, match="same number, type, and overall structure"):
+        tf.cond(p, lambda: {"loss": a, "acc": b}, lambda: {"acc": a, "lr": b})
+    with pytest.raises(ValueError, match="same number, type, and overall structure"):
+        tf.cond(p, lambda: (a, (b,)), lambda: ((a,), b))
+    with pytest.raises(TypeError, match="true_fn must be callable"):
+        tf.cond(p, a, lambda: b)
+    with pytest.raises(TypeError, match="false_fn must be callable"):
+        tf.cond(p, lambda: a, b)
+    with pytest.raises(TypeError, match="pred must not be a Python bool"):
+        tf.cond(True, lambda: a, lambda: b)
+    same = tf.cond(p, lambda: {"x": a, "y": (b,)}, lambda: {"y": (a,), "x": b})
+    with tf.Session() as s:
+        assert s.run(same, {p: False}) == {"x": 2.0, "y": (1.0,)}
+
+
+def test_cond_unpacks_a_singleton_unless_strict():
+    p = tf.placeholder(tf.bool, [])
+    x = tf.constant(1.0)
+    loose = tf.cond(p, lambda: [x], lambda: [x + 1])
+    strict = tf.cond(p, lambda: [x], lambda: [x + 1], strict=True)
+    assert isinstance(loose, tf.Tensor)
+    assert isinstance(strict, list) and len(strict) == 1
+    with tf.Session() as s:
+        assert s.run(loose, {p: False}) == 2.0
+
+
+def test_case_exclusive_fails_the_step_when_two_predicates_hold():
+    x = tf.placeholder(tf.int32, [])
+    r = tf.case([(tf.less(x, 5), lambda: tf.constant(1)),
+                 (tf.less(x, 10), lambda: tf.constant(2))],
+                default=lambda: tf.constant(3), exclusive=True)
+    with tf.Session() as s:
+        assert s.run(r, {x: 7}) == 2
+        assert s.run(r, {x: 12}) == 3
+        with pytest.raises(tf.errors.InvalidArgumentError, match="exclusive=True"):
+            s.run(r, {x: 1})
