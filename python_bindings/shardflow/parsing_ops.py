@@ -427,6 +427,8 @@ _VAL_FIELDS = {5: ("float", "<f4"), 6: ("double", "<f8"), 7: ("int", None),
 # The most elements parse_tensor builds: a few bytes can declare any shape, and a lone value
 # fills it (TF repeats the last value), so the shape is bounded before anything is allocated.
 _MAX_PARSED_ELEMENTS = 1 << 31
+# The most elements it fills from fewer values: a 17-byte proto would otherwise ask for 8 GiB.
+_MAX_FILLED_ELEMENTS = 1 << 26
 
 
 def _parse_tensor_proto(data, out_type):
@@ -498,8 +500,22 @@ def _parse_tensor_proto(data, out_type):
     if len(values) == count:
         return np.array(values, dtype=np_type).reshape(dims)
     if values and len(values) < count:   # TF repeats the last value to fill the shape
-        values = list(values) + [values[-1]] * (count - len(values))
-        return np.array(values, dtype=np_type).reshape(dims)
+        if count > _MAX_FILLED_ELEMENTS:
+            raise errors.ResourceExhaustedError(
+                "parse_tensor: the bytes hold %d values for the %d elements of shape %s, more "
+                "than the %d parse_tensor fills by repeating the last value (a tensor "
+                "serialized by serialize_tensor holds all its values)"
+                % (len(values), count, dims, _MAX_FILLED_ELEMENTS))
+        try:
+            out = np.empty(count, dtype=np_type)
+        except MemoryError:
+            raise errors.ResourceExhaustedError(
+                "parse_tensor: out of memory for the %d elements of shape %s (the bytes hold "
+                "%d values; TF repeats the last to fill the shape)"
+                % (count, dims, len(values))) from None
+        out[:len(values)] = values
+        out[len(values):] = values[-1]
+        return out.reshape(dims)
     if not values and count == 0:
         return np.zeros(dims, dtype=np_type)
     raise errors.InvalidArgumentError("parse_tensor: %d values for shape %s"
@@ -533,7 +549,7 @@ def parse_tensor(serialized, out_type, name=None):
             return _parse_tensor_proto(memoryview(data).tobytes(), out_type)
         except errors.OpError:
             raise
-        except ValueError as e:
+        except (ValueError, TypeError) as e:   # TypeError: a field of the wrong wire type
             raise errors.InvalidArgumentError("Could not parse `serialized` as TensorProto: %s"
                                               % e) from None
     return py_func(run, [t], out_type, stateful=False, name=name or "ParseTensor")

@@ -18,6 +18,7 @@ its type and message.
 """
 
 import itertools
+import secrets
 import threading
 
 import numpy as np
@@ -28,6 +29,11 @@ from shardflow.framework import _InputList, convert_to_tensor, get_default_graph
 _funcs = {}
 _lock = threading.Lock()
 _counter = itertools.count()
+# Tokens carry a random per-process part, so that a hand-made GraphDef fed to import_graph_def
+# cannot guess one and call a function the program registered for another graph (with arguments
+# of its choosing: a write_file, say). A graph this process built and exported still finds its
+# functions when imported here.
+_NONCE = secrets.token_hex(8)
 
 
 # The running call's "was my step aborted?" function, per thread (each call has its own).
@@ -82,7 +88,7 @@ def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 (TF1's arg
     tout = [dtypes.as_dtype(t) for t in ([Tout] if single else Tout)]
     inputs = [convert_to_tensor(x) for x in (inp or [])]
     with _lock:
-        token = "pyfunc_%d" % next(_counter)
+        token = "pyfunc_%s_%d" % (_NONCE, next(_counter))
         _funcs[token] = (func, tout)
     graph = inputs[0].graph if inputs else get_default_graph()
     op = graph._add_op("PyFunc", [_InputList(inputs)],

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "python_bindings/src/status_exceptions.h"
 
 namespace shardflow {
 namespace python {
@@ -41,8 +42,19 @@ TensorShape ShapeOf(const py::array& a) {
   return shape;
 }
 
+// A tensor for `what`'s values; an allocation the allocator refuses (too large for its limit or
+// for the machine) is a ResourceExhaustedError naming `what`, never an uninitialized tensor.
+Tensor Allocate(DataType dtype, const TensorShape& shape, const char* what) {
+  auto t = Tensor::Create(CpuAllocator(), dtype, shape);
+  if (!t.ok()) {
+    throw python::StatusError(
+        absl::Status(t.status().code(), absl::StrCat(what, ": ", t.status().message())));
+  }
+  return std::move(t).value();
+}
+
 Tensor StringTensor(const py::array& a, const char* what) {
-  Tensor t(DT_STRING, ShapeOf(a));
+  Tensor t = Allocate(DT_STRING, ShapeOf(a), what);
   std::string* out = t.data<std::string>();
   py::list flat = a.attr("ravel")().attr("tolist")();
   for (size_t i = 0; i < flat.size(); ++i) {
@@ -124,9 +136,16 @@ Tensor ArrayToTensor(py::handle value, bool allow_zero_copy, bool* zero_copy, co
       Py_DECREF(owner);
     });
   }
+  // Checked before NumPy copies a non-contiguous array (a broadcast view of 2^40 elements).
+  Tensor t = Allocate(dtype, ShapeOf(a), what);
   py::array c = py::array::ensure(a, py::array::c_style);  // native order: numpy converts
+  if (!c) {
+    // ensure() clears NumPy's MemoryError and returns a null array.
+    throw python::StatusError(absl::ResourceExhaustedError(
+        absl::StrCat(what, ": out of memory copying a non-contiguous array of shape ",
+                     t.shape().DebugString(), " into contiguous memory")));
+  }
   if (!native) c = py::array(c.attr("astype")(dt.attr("newbyteorder")("=")));
-  Tensor t(dtype, ShapeOf(c));
   if (t.TotalBytes() > 0) std::memcpy(t.raw_data(), c.data(), t.TotalBytes());
   return t;
 }

@@ -66,3 +66,41 @@ def test_py_func_with_an_unknown_token_is_not_found():
     with tf.Session(graph=g) as sess:
         with pytest.raises(tf.errors.NotFoundError, match="registered under token"):
             sess.run(op.outputs[0])
+
+
+def test_an_imported_graph_cannot_guess_another_graphs_py_func_token(tmp_path):
+    # Regression: tokens were "pyfunc_0", "pyfunc_1", ...: a hand-made GraphDef given to
+    # import_graph_def could name one and call the program's own function (here one writing a
+    # file) with arguments of its choosing. Tokens now carry a random per-process part.
+    target = tmp_path / "written"
+
+    def write(data):
+        target.write_bytes(bytes(data))
+        return np.float32(0)
+
+    g = tf.Graph()
+    with g.as_default():
+        tf.py_func(write, [tf.constant(b"app")], tf.float32)
+        real = [op for op in g.get_operations() if op.type == "PyFunc"][0]
+        token = real.get_attr("token")
+        token = token.decode() if isinstance(token, bytes) else token
+        assert token.startswith("pyfunc_") and len(token) > len("pyfunc_0") + 8
+    for guess in ["pyfunc_%d" % i for i in range(4)]:
+        h = tf.Graph()
+        with h.as_default():
+            data = tf.constant(b"attacker")
+            op = h._add_op("PyFunc", [tf.framework._InputList([data])],
+                           {"token": guess, "Tout": [tf.float32._enum]})
+        with tf.Session(graph=h) as sess:
+            with pytest.raises(tf.errors.NotFoundError, match="registered under token"):
+                sess.run(op.outputs[0])
+    assert not target.exists()
+    # The program's own graph, exported and imported in this process, still runs its function.
+    gd = g.as_graph_def()
+    k = tf.Graph()
+    with k.as_default():
+        tf.import_graph_def(gd, name="copy")
+        out = k.get_tensor_by_name("copy/%s:0" % real.name)
+    with tf.Session(graph=k) as sess:
+        assert sess.run(out) == 0
+    assert target.read_bytes() == b"app"

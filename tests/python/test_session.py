@@ -324,3 +324,38 @@ def test_scalar_fetches_are_numpy_scalars_and_bytes_as_tf1():
     assert type(xv) is np.float32 and xv == 2.5
     assert type(nv) is np.int64 and nv == 3
     assert isinstance(vv, np.ndarray) and vv.shape == (2,)
+
+
+def test_feeds_too_large_to_copy_are_resource_exhausted_not_a_crash():
+    # Regression: a broadcast (non-contiguous) view of 2^40 elements made NumPy's copy fail,
+    # pybind's ensure() returned a null array and the conversion dereferenced it (SIGSEGV); a
+    # string feed whose tensor could not be allocated wrote through a null pointer. Both are
+    # checked against the allocator before anything is copied.
+    x = sf.placeholder(sf.float32, [None])
+    s = sf.placeholder(sf.string, [None])
+    with sf.Session() as sess:
+        with pytest.raises(sf.errors.ResourceExhaustedError, match="feed for 'Placeholder"):
+            sess.run(x, {x: np.broadcast_to(np.float32(1), (2 ** 40,))})
+        with pytest.raises(sf.errors.ResourceExhaustedError, match="string tensor"):
+            sess.run(s, {s: np.broadcast_to(np.array(b"a", object), (2 ** 40,))})
+        assert sess.run(x, {x: np.broadcast_to(np.float32(2), (3,))}).tolist() == [2, 2, 2]
+    f = sf.py_func(lambda: np.broadcast_to(np.float32(1), (2 ** 40,)), [], sf.float32)
+    with sf.Session() as sess:
+        with pytest.raises(sf.errors.OpError, match="could not allocate"):
+            sess.run(f)
+
+
+def test_parse_tensor_does_not_fill_a_huge_shape_from_a_few_bytes():
+    # Regression: 17 bytes (shape [2^31 - 1], one float_val) made parse_tensor build a Python
+    # list of 2^31 floats (tens of GB); a bytes field where the dtype varint belongs raised a
+    # bare TypeError.
+    bomb = b"\x08\x01\x12\x08\x12\x06\x08\xff\xff\xff\xff\x07\x2a\x04\x00\x00\x80\x3f"
+    data = sf.placeholder(sf.string, [])
+    out = sf.io.parse_tensor(data, sf.float32)
+    with sf.Session() as sess:
+        with pytest.raises(sf.errors.ResourceExhaustedError, match="repeating the last value"):
+            sess.run(out, {data: bomb})
+        with pytest.raises(sf.errors.InvalidArgumentError, match="Could not parse"):
+            sess.run(out, {data: b"\n\x03abc"})
+        small = b"\x08\x01\x12\x04\x12\x02\x08\x03\x2a\x04\x00\x00\x80\x3f"
+        assert sess.run(out, {data: small}).tolist() == [1, 1, 1]
