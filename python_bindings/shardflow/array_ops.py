@@ -391,6 +391,9 @@ def where(condition, x=None, y=None, name=None):
         raise ValueError("where: give both x and y, or neither (the coordinates of the true "
                          "elements)")
     condition, x, y = _select_operands(condition, x, y)
+    if x.dtype == dtypes.string:   # no string Select kernel: string_ops' PyFunc
+        from shardflow import string_ops
+        return string_ops.string_select(condition, x, y, rows=True, name=name)
     cs, xs, ys = (t.shape.as_list() if t.shape.ndims is not None else None
                   for t in (condition, x, y))
     row_vector = cs is not None and xs is not None and len(cs) == 1 and len(xs) > 1
@@ -408,6 +411,9 @@ def where_v2(condition, x=None, y=None, name=None):
         raise ValueError("where_v2(condition) (the indices of true elements) is not supported; "
                          "give where_v2(condition, x, y)")
     condition, x, y = _select_operands(condition, x, y)
+    if x.dtype == dtypes.string:
+        from shardflow import string_ops
+        return string_ops.string_select(condition, x, y, name=name)
     return ops._out("SelectV2", [condition, x, y], name=name)
 
 

@@ -111,8 +111,9 @@ def _check_int_range(value, want):
 
 def zeros(shape, dtype=dtypes.float32, name=None):
     """A constant of zeros; with a tensor shape, or a list holding tensors
-    (``sf.zeros([sf.shape(x)[0], 10])``), a Fill computed when the graph runs."""
-    return _filled(shape, 0, dtype, name)
+    (``sf.zeros([sf.shape(x)[0], 10])``), a Fill computed when the graph runs. String zeros
+    are empty strings, as TF1's."""
+    return _filled(shape, b"" if dtypes.as_dtype(dtype) == dtypes.string else 0, dtype, name)
 
 
 def ones(shape, dtype=dtypes.float32, name=None):
@@ -359,6 +360,18 @@ def _binary(op_type, doc):
     return fn
 
 
+def _with_strings(fn, string_fn):
+    """fn, or for string operands string_ops' PyFunc `string_fn` (the engine's kernels are
+    numeric; TF1 runs Add, Equal and NotEqual on strings too)."""
+    def dispatch(x, y, name=None):
+        from shardflow import string_ops
+        if string_ops.is_string_operand(x, y):
+            return getattr(string_ops, string_fn)(x, y, name=name)
+        return fn(x, y, name=name)
+    dispatch.__doc__ = fn.__doc__.replace("\n\n", " Strings too (concatenated, compared).\n\n", 1)
+    return dispatch
+
+
 def _unary(op_type, doc):
     def fn(x, name=None):
         return _out(op_type, [x], name=name)
@@ -386,7 +399,7 @@ def truediv(x, y, name=None):
 floordiv = _binary("FloorDiv", "floor(x / y), element-wise, as Python's // (TF1's tf.floordiv).")
 floormod = _binary("FloorMod", "x - floor(x / y) * y, element-wise, as Python's % (tf.floormod).")
 mod = floormod
-add = _binary("Add", "x + y, element-wise.")
+add = _with_strings(_binary("Add", "x + y, element-wise."), "string_add")
 subtract = _binary("Sub", "x - y, element-wise.")
 multiply = _binary("Mul", "x * y, element-wise.")
 divide = _binary("Div", "x / y, element-wise.")
@@ -406,8 +419,9 @@ def pow(x, y, name=None):  # noqa: A001 (shadows the builtin, as in TF)
 atan2 = _binary("Atan2", "atan2(y, x) of the arguments (y, x), element-wise: the angle in "
                 "[-pi, pi] of the point (x, y).")
 squared_difference = _binary("SquaredDifference", "(x - y) ** 2, element-wise.")
-equal = _binary("Equal", "x == y, element-wise (bool).")
-not_equal = _binary("NotEqual", "x != y, element-wise (bool).")
+equal = _with_strings(_binary("Equal", "x == y, element-wise (bool)."), "string_equal")
+not_equal = _with_strings(_binary("NotEqual", "x != y, element-wise (bool)."),
+                          "string_not_equal")
 less = _binary("Less", "x < y, element-wise (bool).")
 less_equal = _binary("LessEqual", "x <= y, element-wise (bool).")
 greater = _binary("Greater", "x > y, element-wise (bool).")
@@ -474,8 +488,13 @@ def stop_gradient(input, name=None):  # noqa: A002 (TF1's name)
     """The same value; gradients do not flow through it."""
     return _out("StopGradient", [input], name=name)
 def zeros_like(tensor, dtype=None, name=None, optimize=True):
-    """Zeros of `tensor`'s shape, of its dtype or `dtype` (TF1's signature)."""
-    return _like("ZerosLike", tensor, dtype, name)
+    """Zeros of `tensor`'s shape, of its dtype or `dtype` (TF1's signature); empty strings
+    for strings."""
+    t = convert_to_tensor(tensor)
+    if dtypes.string in (t.dtype, dtypes.as_dtype(dtype or t.dtype)):
+        from shardflow import string_ops
+        return string_ops.zeros_like_strings(t, dtype, name)
+    return _like("ZerosLike", t, dtype, name)
 
 
 def ones_like(tensor, dtype=None, name=None, optimize=True):

@@ -155,24 +155,44 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
     return out
 
 
+# AsString's fill characters: printf flags ("-" left-justifies, "0" pads with zeros after the
+# sign, "+" and " " put a sign or a space before non-negative numbers, "#" the alternate form).
+_AS_STRING_FILLS = ("", " ", "+", "-", "0", "#")
+
+
 def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="",
               name=None):  # noqa: A002
-    """Each number as a string (tf.as_string)."""
+    """Each number as a string (tf.as_string), formatted by printf as TF's AsString: the
+    format is "%" + fill + width (when width > -1) + "." + precision (when precision > -1) +
+    "d" for integers, or "g" (shortest) / "e" (scientific) / "f" for floats; bools are
+    "true"/"false". Example: as_string(-5, width=4, fill="0") is "-005", as_string(5,
+    width=3, fill="-") is "5  ", as_string(12.0, scientific=True) is "1.200000e+01".
+    Options TF refuses (precision, scientific or shortest for integers, both scientific and
+    shortest, a fill that is not one of "", " ", "+", "-", "0", "#") raise
+    InvalidArgumentError when the graph is built."""
     x = convert_to_tensor(input)
+    floating = x.dtype.is_floating
+    if not floating and (scientific or shortest):
+        raise errors.InvalidArgumentError("as_string: scientific and shortest format not "
+                                          "supported for datatype %s" % x.dtype.name)
+    if not floating and precision > -1:
+        raise errors.InvalidArgumentError("as_string: precision not supported for datatype %s"
+                                          % x.dtype.name)
+    if scientific and shortest:
+        raise errors.InvalidArgumentError("as_string: Cannot select both scientific and "
+                                          "shortest notation")
+    if fill not in _AS_STRING_FILLS:
+        raise errors.InvalidArgumentError(
+            "as_string: Fill argument not supported: %r; use one of %s (printf flags)"
+            % (fill, ", ".join(repr(f) for f in _AS_STRING_FILLS)))
+    spec = "%" + ("%s%d" % (fill, width) if width > -1 else "")
+    spec += ".%d" % precision if precision > -1 else ""
+    spec += ("g" if shortest else "e" if scientific else "f") if floating else "d"
 
     def fmt(v):
-        if isinstance(v, (float, np.floating)):
-            if precision >= 0:
-                s = ("%." + str(precision) + ("e" if scientific else "f")) % v
-            else:
-                s = "%g" % v if shortest else "%f" % v
-        elif isinstance(v, (bool, np.bool_)):
-            s = "true" if v else "false"
-        else:
-            s = str(v)
-        if width > 0:
-            s = s.rjust(width, fill or " ")
-        return s.encode()
+        if isinstance(v, (bool, np.bool_)):
+            return b"true" if v else b"false"
+        return (spec % (float(v) if floating else int(v))).encode()
 
     def run(a):
         a = np.asarray(a)
@@ -182,16 +202,49 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, f
     return out
 
 
+# What TF's StringToNumber accepts (tensorflow/core/platform/numbers.cc): integers are
+# safe_strto32/64 (ASCII whitespace around an optional "-" and decimal digits, no "+"); floats
+# are double-conversion's StringToDouble with leading/trailing whitespace, hex ("0x1A") and
+# case-insensitive "inf"/"nan", and strings of 32 bytes or more are refused.
+_INT_SYNTAX = re.compile(rb"\s*-?[0-9]+\s*")
+_FLOAT_SYNTAX = re.compile(
+    rb"\s*[+-]?(?:inf|nan|0x[0-9a-f]+|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[+-]?[0-9]+)?)\s*",
+    re.IGNORECASE)
+_FLOAT_MAX_BYTES = 31
+
+
+def _parse_number(text, out_type):
+    """`text` (bytes) as a Python number of out_type, or None where TF refuses it."""
+    if out_type.is_floating:
+        if not text or len(text) > _FLOAT_MAX_BYTES:
+            return None
+        if not text.strip():
+            return 0.0   # double-conversion's empty-string value, as TF
+        if not _FLOAT_SYNTAX.fullmatch(text):
+            return None
+        body = text.strip().lower()
+        sign = -1.0 if body.startswith(b"-") else 1.0
+        digits = body.lstrip(b"+-")
+        return sign * int(digits, 16) if digits.startswith(b"0x") else float(body)
+    if not _INT_SYNTAX.fullmatch(text):
+        return None
+    value = int(text)
+    info = np.iinfo(out_type.as_numpy_dtype)
+    return value if info.min <= value <= info.max else None
+
+
 def string_to_number(string_tensor, out_type=dtypes.float32, name=None):
-    """Each string parsed as a number of out_type (InvalidArgumentError when one is not)."""
+    """Each string parsed as a number of out_type, as TF's StringToNumber: a value outside
+    out_type's range ("3000000000" for int32), or Python-only syntax ("1_000", "+5" for ints,
+    "infinity"), fails the step with InvalidArgumentError."""
     out_type = dtypes.as_dtype(out_type)
 
     def parse(v):
-        try:
-            return float(v) if out_type.is_floating else int(v)
-        except ValueError:
+        value = _parse_number(_bytes(v), out_type)
+        if value is None:
             raise errors.InvalidArgumentError("StringToNumberOp could not correctly convert "
-                                              "string: %r" % (v,)) from None
+                                              "string: %r (to %s)" % (v, out_type.name))
+        return value
     return _map(parse, string_tensor, out_type, name or "StringToNumber")
 
 
@@ -228,10 +281,98 @@ def reduce_join(inputs, axis=None, keep_dims=False, separator="", name=None,
     return py_func(run, [x], dtypes.string, name=name or "ReduceJoin")
 
 
+def _is_trail_byte(b):
+    return b & 0xC0 == 0x80
+
+
+def _utf8_forward(s, count, at):
+    """(the byte position `count` UTF-8 characters after byte `at` of `s`, capped at its end;
+    whether it had that many), as TF's ForwardNUTF8CharPositions."""
+    counted = 0
+    while counted < count and at < len(s):
+        at += 1
+        while at < len(s) and _is_trail_byte(s[at]):
+            at += 1
+        counted += 1
+    return at, counted == count
+
+
+def _utf8_back(s, count, at):
+    """As _utf8_forward, backwards from byte `at` (BackNUTF8CharPositions)."""
+    counted = 0
+    while counted < count and at > 0:
+        at -= 1
+        while at > 0 and _is_trail_byte(s[at]):
+            at -= 1
+        counted += 1
+    return at, counted == count
+
+
+def _substr_one(s, pos, length, utf8):
+    """s[pos:pos + length] as TF's Substr kernel, or None where pos is out of range."""
+    if not utf8:
+        start = pos + len(s) if pos < 0 else pos
+        if not 0 <= start <= len(s):
+            return None
+        return s[start:] if length < 0 else s[start:start + length]   # size_t(length < 0)
+    if pos >= 0:
+        start, ok = _utf8_forward(s, pos, 0)
+        if not ok:
+            return None
+        return s[start:_utf8_forward(s, length, start)[0]]
+    skip = max(0, -pos - length)
+    end, ok = _utf8_back(s, skip, len(s))
+    if not ok:
+        return None
+    start, ok = _utf8_back(s, -pos - skip, end)
+    return s[start:end] if ok else None
+
+
 def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002
-    """input[pos:pos + len] of each string (Python ints pos and len)."""
-    p, n = int(pos), int(len)
-    return _map(lambda v: _bytes(v)[p:p + n], input, dtypes.string, name or "Substr")
+    """The substrings input[pos:pos + len] (tf.substr, tf.strings.substr), as TF's Substr:
+    `pos` and `len` are integers or integer tensors of one shape (scalars, the input's shape,
+    or one that broadcasts with it); a negative pos counts from the end; a pos outside
+    [-size, size] fails the step with InvalidArgumentError; unit "UTF8_CHAR" counts UTF-8
+    characters instead of bytes. Example: ``substr(s, 1, 2, unit="UTF8_CHAR")`` of "héllo" is
+    "él"."""
+    if unit not in ("BYTE", "UTF8_CHAR"):
+        raise ValueError("substr: unit must be 'BYTE' or 'UTF8_CHAR', got %r" % (unit,))
+    from shardflow.framework import Tensor
+    x = _strings(input)
+    given = [v.dtype for v in (pos, len) if isinstance(v, Tensor)]
+    pos_t, len_t = (v if isinstance(v, Tensor) else convert_to_tensor(
+        v, dtype=given[0] if given else None) for v in (pos, len))
+    for what, t in (("pos", pos_t), ("len", len_t)):
+        if not t.dtype.is_integer:
+            raise TypeError("substr: %s must be an integer tensor, got %s" % (what, t.dtype.name))
+    if not pos_t.shape.is_compatible_with(len_t.shape):
+        raise ValueError("substr: pos and len should have the same shape, got %s vs. %s"
+                         % (pos_t.shape, len_t.shape))
+    utf8 = unit == "UTF8_CHAR"
+
+    def run(a, p, n):
+        a, p, n = (np.asarray(v, dtype=object) for v in (a, p, n))
+        if p.shape != n.shape:
+            raise errors.InvalidArgumentError("substr: pos and len should have the same "
+                                              "shape, got %s vs. %s" % (p.shape, n.shape))
+        try:
+            a, p, n = np.broadcast_arrays(a, p, n)
+        except ValueError:
+            raise errors.InvalidArgumentError("substr: Incompatible shapes: %s vs. %s"
+                                              % (a.shape, p.shape)) from None
+        out = np.empty(a.shape, dtype=object)
+        for i, idx in enumerate(np.ndindex(*a.shape)):
+            piece = _substr_one(_bytes(a[idx]), int(p[idx]), int(n[idx]), utf8)
+            if piece is None:
+                raise errors.InvalidArgumentError(
+                    "substr: pos %d out of range for string %r at index %d"
+                    % (int(p[idx]), _bytes(a[idx]), i))
+            out[idx] = piece
+        return out
+    out = py_func(run, [x, pos_t, len_t], dtypes.string, name=name or "Substr")
+    from shardflow.core_extras import broadcast_static_shape
+    out.set_shape(broadcast_static_shape(x.shape, pos_t.shape))
+    return out
 
 
 def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
@@ -250,24 +391,16 @@ def regex_full_match(input, pattern, name=None):  # noqa: A002
                 name or "RegexFullMatch")
 
 
-def string_split(source, delimiter=" ", skip_empty=True, sep=None):
-    """The tokens of each string of the vector `source`, as a SparseTensor [rows, max tokens]
-    (tf.string_split; each character of `delimiter` splits, as TF1's)."""
+def _split_to_sparse(source, tokenize, name):
+    """A SparseTensor [rows, most tokens] of tokenize(bytes) of each string of `source`."""
     from shardflow.sparse_tensor import SparseTensor
     source = _strings(source)
-    delim = _bytes(sep if sep is not None else delimiter)
 
     def run(a):
         a = np.asarray(a, dtype=object).reshape(-1)
         indices, values, width = [], [], 0
         for r, s in enumerate(a):
-            s = _bytes(s)
-            if delim:
-                tokens = re.split(b"[" + re.escape(delim) + b"]", s)
-            else:
-                tokens = [s[i:i + 1] for i in range(len(s))]
-            if skip_empty:
-                tokens = [t for t in tokens if t]
+            tokens = tokenize(_bytes(s))
             for c, t in enumerate(tokens):
                 indices.append([r, c])
                 values.append(t)
@@ -275,25 +408,78 @@ def string_split(source, delimiter=" ", skip_empty=True, sep=None):
         return [np.array(indices, dtype=np.int64).reshape(-1, 2),
                 np.array(values, dtype=object), np.array([len(a), width], dtype=np.int64)]
     idx, vals, shape = py_func(run, [source], [dtypes.int64, dtypes.string, dtypes.int64],
-                               name="StringSplit")
+                               name=name)
     idx.set_shape([None, 2])
     vals.set_shape([None])
     shape.set_shape([2])
     return SparseTensor(idx, vals, shape)
 
 
+def string_split(source, delimiter=" ", skip_empty=True, sep=None):
+    """The tokens of each string of the vector `source`, as a SparseTensor [rows, max tokens]
+    (tf.string_split; each character of `delimiter` splits, as TF1's)."""
+    delim = _bytes(sep if sep is not None else delimiter)
+
+    def tokenize(s):
+        if delim:
+            tokens = re.split(b"[" + re.escape(delim) + b"]", s)
+        else:
+            tokens = [s[i:i + 1] for i in range(len(s))]
+        return [t for t in tokens if t] if skip_empty else tokens
+    return _split_to_sparse(source, tokenize, "StringSplit")
+
+
 def _length(input, name=None, unit="BYTE"):  # noqa: A002
+    """The length of each string in bytes, or in UTF-8 characters (the bytes that are not
+    continuation bytes, as TF: invalid UTF-8 is counted, not refused)."""
     if unit not in ("BYTE", "UTF8_CHAR"):
         raise ValueError("strings.length: unit BYTE or UTF8_CHAR")
-    fn = (lambda v: len(_bytes(v))) if unit == "BYTE" else (lambda v: len(_bytes(v).decode()))
-    return _map(fn, input, dtypes.int32, name or "StringLength")
+    if unit == "BYTE":
+        return _map(lambda v: len(_bytes(v)), input, dtypes.int32, name or "StringLength")
+    return _map(lambda v: sum(not _is_trail_byte(b) for b in _bytes(v)), input, dtypes.int32,
+                name or "StringLength")
 
 
-def _split_v2(input, sep=None, maxsplit=-1, name=None):  # noqa: A002
-    """tf.strings.split (TF 1.14+): whitespace runs when sep is None; a SparseTensor here."""
-    if sep is None:
-        return string_split(input, " \t\n\r", skip_empty=True)
-    return string_split(input, sep, skip_empty=False)
+_WHITESPACE = b" \t\n\v\f\r"
+
+
+def _split_v2_tokens(s, sep, maxsplit):
+    """The pieces of `s` as TF's StringSplitV2 (Python's str.split; at most maxsplit splits
+    when it is positive, none when it is 0)."""
+    if maxsplit == 0:
+        return [s]
+    if sep:
+        return s.split(sep, maxsplit if maxsplit > 0 else -1)
+    pieces = []
+    text = s.lstrip(_WHITESPACE)
+    while text:
+        end = next((i for i, b in enumerate(text) if b in _WHITESPACE), len(text))
+        pieces.append(text[:end])
+        text = text[end:].lstrip(_WHITESPACE)
+        if len(pieces) == maxsplit:
+            pieces.append(text)   # TF keeps the rest, an empty one too
+            break
+    return pieces
+
+
+def _split_v2(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # noqa: A002
+              source=None, name=None):
+    """tf.strings.split (TF 1.15's StringSplitV2, Python's str.split): `sep` is one whole
+    separator ("xabyabz" split on "ab" is x, y, z) and empty pieces stay ("a,,b" on ",": a, "",
+    b); without sep (None or "") runs of whitespace split and empty pieces go; at most
+    `maxsplit` splits ("a,b,c" with maxsplit=1: a, "b,c"). Returns a SparseTensor [rows, most
+    pieces] of a string vector; `source` is TF's other name for `input`."""
+    if source is not None:
+        if input is not None:
+            raise ValueError("strings.split: give input or source, not both")
+        input = source
+    if result_type != "SparseTensor":
+        raise NotImplementedError("strings.split: result_type %r; shardflow has no "
+                                  "RaggedTensor, use result_type='SparseTensor'" % (result_type,))
+    sep = _bytes(sep) if sep is not None else b""
+    maxsplit = int(maxsplit)
+    return _split_to_sparse(input, lambda s: _split_v2_tokens(s, sep, maxsplit),
+                            name or "StringSplitV2")
 
 
 def _hash_buckets(input, num_buckets, key, name):  # noqa: A002
@@ -348,6 +534,114 @@ def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None,
     return _hash_buckets(string_tensor, num_buckets, b"", name or "StringToHashBucket")
 
 
+def _change_case(input, encoding, method, name):  # noqa: A002
+    """tf.strings.lower/upper: ASCII letters only (encoding ""), or every letter of the UTF-8
+    text (encoding "utf-8"), as TF's StringLower/StringUpper."""
+    if encoding not in ("", "utf-8"):
+        raise ValueError("strings.%s: encoding must be '' or 'utf-8', got %r" % (method, encoding))
+    if encoding:
+        fn = (lambda v: getattr(_bytes(v).decode("utf-8"), method)().encode("utf-8"))
+    else:
+        fn = (lambda v: getattr(_bytes(v), method)())
+    return _map(fn, input, dtypes.string, name)
+
+
+# ---- string forms of TF1's generic ops (equal, add, where, zeros_like), which TF runs on
+# strings; ops.py and array_ops.py dispatch here for string operands.
+
+def is_string_operand(*values):
+    """Whether one of `values` is a string tensor, a str/bytes, or a NumPy array of them."""
+    for v in values:
+        if isinstance(v, (str, bytes, np.bytes_, np.str_)):
+            return True
+        if isinstance(v, np.ndarray) and v.dtype.kind in "SU":
+            return True
+        dt = getattr(v, "dtype", None)
+        if isinstance(dt, dtypes.DType) and dt == dtypes.string:
+            return True
+    return False
+
+
+def _broadcast_strings(fn, inputs, out_dtype, name):
+    """fn over the broadcast elements (bytes) of the string tensors `inputs`."""
+    from shardflow.core_extras import broadcast_static_shape
+    inputs = [_strings(v) for v in inputs]
+    np_dtype = object if out_dtype == dtypes.string else out_dtype.as_numpy_dtype
+    static = inputs[0].shape
+    for t in inputs[1:]:
+        static = broadcast_static_shape(static, t.shape)
+
+    def run(*arrays):
+        arrays = [np.asarray(a, dtype=object) for a in arrays]
+        try:
+            arrays = np.broadcast_arrays(*arrays)
+        except ValueError:
+            raise errors.InvalidArgumentError("%s: Incompatible shapes: %s" % (
+                name, " vs. ".join(str(list(a.shape)) for a in arrays))) from None
+        out = np.empty(arrays[0].shape, dtype=np_dtype)
+        for idx in np.ndindex(*out.shape):
+            out[idx] = fn(*[_bytes(a[idx]) for a in arrays])
+        return out
+    out = py_func(run, inputs, out_dtype, name=name)
+    out.set_shape(static)
+    return out
+
+
+def string_equal(x, y, name=None):
+    """x == y element-wise for strings (broadcast), as TF's Equal on strings."""
+    return _broadcast_strings(lambda a, b: a == b, [x, y], dtypes.bool_, name or "Equal")
+
+
+def string_not_equal(x, y, name=None):
+    """x != y element-wise for strings (broadcast), as TF's NotEqual on strings."""
+    return _broadcast_strings(lambda a, b: a != b, [x, y], dtypes.bool_, name or "NotEqual")
+
+
+def string_add(x, y, name=None):
+    """x + y for strings: their concatenation, element-wise (broadcast), as TF1's Add."""
+    return _broadcast_strings(lambda a, b: a + b, [x, y], dtypes.string, name or "Add")
+
+
+def string_select(condition, x, y, rows=False, name=None):
+    """x where the bool `condition` is true, else y, for string tensors (tf.where /
+    where_v2): broadcast, or with `rows` (TF1's Select) a vector condition picks whole rows
+    of higher-rank x and y."""
+    from shardflow.core_extras import broadcast_static_shape
+    x, y = _strings(x), _strings(y)
+    static = broadcast_static_shape(x.shape, y.shape)
+    if not (rows and condition.shape.ndims == 1 and static.ndims not in (None, 1)):
+        static = broadcast_static_shape(static, condition.shape)
+
+    def run(c, a, b):
+        c = np.asarray(c, dtype=bool)
+        a, b = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+        if rows and c.ndim == 1 and max(a.ndim, b.ndim) > 1:
+            c = c.reshape(c.shape + (1,) * (max(a.ndim, b.ndim) - 1))
+        try:
+            c, a, b = np.broadcast_arrays(c, a, b)
+        except ValueError:
+            raise errors.InvalidArgumentError(
+                "where: condition %s, x %s and y %s do not broadcast"
+                % (list(c.shape), list(a.shape), list(b.shape))) from None
+        out = np.empty(a.shape, dtype=object)
+        out[...] = np.where(c, a, b)
+        return out
+    out = py_func(run, [condition, x, y], dtypes.string, name=name or "Select")
+    out.set_shape(static)
+    return out
+
+
+def zeros_like_strings(tensor, dtype=None, name=None):
+    """tf.zeros_like where `tensor` or `dtype` is a string: empty strings (or zeros of a
+    numeric `dtype`) of `tensor`'s shape, as TF1's (the engine's ZerosLike is numeric)."""
+    from shardflow import ops
+    dtype = dtypes.as_dtype(dtype or tensor.dtype)
+    zero = b"" if dtype == dtypes.string else 0
+    out = ops.fill(ops.shape(tensor), np.asarray(zero, dtype=dtype.as_numpy_dtype), name=name)
+    out.set_shape(tensor.shape)
+    return out
+
+
 strings = types.ModuleType("shardflow.strings", "TF1's tf.strings (shardflow/string_ops.py).")
 strings.__dict__.update({
     "join": string_join, "length": _length, "reduce_join": reduce_join, "format": string_format,
@@ -355,10 +649,10 @@ strings.__dict__.update({
     "substr": substr, "to_number": string_to_number, "as_string": as_string,
     "to_hash_bucket": string_to_hash_bucket, "to_hash_bucket_fast": string_to_hash_bucket_fast,
     "to_hash_bucket_strong": string_to_hash_bucket_strong,
-    "lower": lambda input, name=None, encoding="": _map(  # noqa: A006
-        lambda v: _bytes(v).lower(), input, dtypes.string, name or "StringLower"),
-    "upper": lambda input, name=None, encoding="": _map(  # noqa: A006
-        lambda v: _bytes(v).upper(), input, dtypes.string, name or "StringUpper"),
+    "lower": lambda input, name=None, encoding="": _change_case(  # noqa: A006
+        input, encoding, "lower", name or "StringLower"),
+    "upper": lambda input, name=None, encoding="": _change_case(  # noqa: A006
+        input, encoding, "upper", name or "StringUpper"),
     "strip": lambda input, name=None: _map(  # noqa: A006
         lambda v: _bytes(v).strip(), input, dtypes.string, name or "StringStrip"),
 })
