@@ -1,8 +1,11 @@
 #include "core/framework/node_def_util.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/framework/attr_value.h"
+#include "core/framework/types.h"
 #include "core/platform/status.h"
 
 namespace shardflow {
@@ -31,6 +34,25 @@ absl::Status AddDefaultsAndValidate(const OpDef& op, NodeDef* node) {
     if (type != def.type && !list_ok) {
       return error(absl::StrCat("attr '", def.name, "' has type ", type.empty() ? "<unset>" : type,
                                 "; expected ", def.type));
+    }
+    // A dtype that names no type (a hand-made graph's 8 or 999) would pass until a kernel or
+    // the Python layer trips over it; refused here, naming the node and attr.
+    auto known = [](DataType t) {
+      const auto& all = AllDataTypes();
+      return std::find(all.begin(), all.end(), t) != all.end();
+    };
+    if (def.type == "type" && !known(v.type())) {
+      return error(absl::StrCat("attr '", def.name, "' is DataType ", static_cast<int>(v.type()),
+                                ", which is not a type shardflow has"));
+    }
+    if (def.type == "list(type)" && v.value_case() == AttrValue::kList) {
+      for (int i = 0; i < v.list().type_size(); ++i) {
+        if (!known(v.list().type(i))) {
+          return error(absl::StrCat("attr '", def.name, "'[", i, "] is DataType ",
+                                    static_cast<int>(v.list().type(i)),
+                                    ", which is not a type shardflow has"));
+        }
+      }
     }
     if (!def.allowed_types.empty()) {
       bool allowed = false;

@@ -116,6 +116,17 @@ TEST(GraphTest, AttrErrors) {
   EXPECT_NE(dup.find("used twice"), std::string::npos) << dup;
   std::string empty = ErrorOf(R"(node { op: "NoOp" })");
   EXPECT_NE(empty.find("empty name"), std::string::npos) << empty;
+  // Regression: a dtype number naming no type was accepted (a Placeholder of DataType 8 failed
+  // only later, in a kernel or in Python, naming no node).
+  std::string no_type = ErrorOf(R"(node { name: "x" op: "Placeholder"
+                                          attr { key: "dtype" value { type: 8 } } })");
+  EXPECT_NE(no_type.find("node 'x' (Placeholder): attr 'dtype' is DataType 8, which is not a type"),
+            std::string::npos)
+      << no_type;
+  std::string no_list_type = ErrorOf(std::string(kConsts) + R"(
+    node { name: "n" op: "IdentityN" input: "a" input: "b"
+           attr { key: "T" value { list { type: DT_FLOAT type: 999 } } } })");
+  EXPECT_NE(no_list_type.find("attr 'T'[1] is DataType 999"), std::string::npos) << no_list_type;
 }
 
 TEST(GraphTest, TensorRefParsing) {
