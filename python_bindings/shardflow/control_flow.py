@@ -143,10 +143,11 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         if a.dtype != b.dtype:
             raise ValueError("cond: the branches return %s and %s as value %d"
                              % (a.dtype.name, b.dtype.name, i))
+    then_fresh, else_fresh = _fresh_reads(then_g, else_g)
     captures = _union_captures(then_g, else_g)
     attrs = {
-        "then_branch": _function_attr(then_g, [], then_out, captures),
-        "else_branch": _function_attr(else_g, [], else_out, captures),
+        "then_branch": _function_attr(then_g, [], then_out, captures, then_fresh),
+        "else_branch": _function_attr(else_g, [], else_out, captures, else_fresh),
         "Tout": [t.dtype._enum for t in then_out],
         "output_shapes": [_merged_shape(a, b) for a, b in zip(then_out, else_out)],
     }
@@ -275,9 +276,68 @@ def _union_captures(*graphs):
     return captures
 
 
-def _function_attr(fg, args, results, captures):
+# Note [Variables read in a loop or branch]. A variable used in a body, a loop's cond or a
+# branch is captured as its one read of the step (Variable.value in shardflow/variables.py),
+# taken before the loop starts. That is TF1's value as long as nothing changes the variable
+# during the loop; where the loop (its cond or body, or a branch of the cond) assigns the
+# variable itself, TF1 reads it afresh in each iteration: `v.assign(v * 2.0)` in a body doubles
+# v each time, and `while_loop(lambda i: w < 5.0, ...)` whose body adds to w stops. So once cond
+# and body (or both branches) are traced, each function that captured the read of a variable
+# any of them assigns reads it afresh instead: a ReadVariableOp of the captured handle, wired in
+# the function's GraphDef where the captured value was (_function_attr). Those reads are not
+# differentiated: the gradient with respect to such a variable through the loop or cond is zero
+# there. Other variables keep the captured read (no copy per iteration, gradients flow).
+
+
+def _fresh_reads(*graphs):
+    """Captures the handle of each variable that `graphs` (the functions of one op) assign and
+    whose read one of them captured: Note [Variables read in a loop or branch]. Returns, per
+    graph, [(the captured read, the captured handle, the variable)]; before _union_captures."""
+    assigned = {}
+    for fg in graphs:
+        assigned.update(getattr(fg, "_assigned_variables", {}))
+    plan = []
+    for fg in graphs:
+        fresh = []
+        for v in assigned.values():
+            read = fg._capture_of.get((id(v.graph), v._read.name))
+            if read is not None:
+                fresh.append((read, fg._capture(v.handle), v))
+        plan.append(fresh)
+    return plan
+
+
+def _function_attr(fg, args, results, captures, fresh=()):
     names = [a.op.name for a in args] + [fg._capture(t).op.name for t in captures]
-    return (fg._as_graph_def_bytes(), names, [r.name for r in results])
+    graph_def = fg._as_graph_def_bytes()
+    rets = [r.name for r in results]
+    if fresh:
+        graph_def, rets = _read_afresh(graph_def, rets, fresh)
+    return (graph_def, names, rets)
+
+
+def _read_afresh(graph_def_bytes, rets, fresh):
+    """The function's GraphDef with each use of a captured read replaced by a ReadVariableOp
+    of the captured handle (Note [Variables read in a loop or branch])."""
+    from shardflow.graph_io import graph_def_from_bytes
+    graph_def = graph_def_from_bytes(graph_def_bytes)
+    taken = {n.name for n in graph_def.node}
+    renamed = {}
+    for read, handle, v in fresh:
+        node = graph_def.node.add()
+        node.name = read.op.name + "_afresh"
+        while node.name in taken:
+            node.name += "_"
+        node.op = "ReadVariableOp"
+        node.input.append(handle.name)
+        node.attr["dtype"].type = v.dtype._enum
+        node.device = v.device or ""
+        renamed[read.name] = node.name + ":0"
+    for node in graph_def.node:
+        for k, name in enumerate(node.input):
+            if name in renamed:
+                node.input[k] = renamed[name]
+    return graph_def.SerializeToString(), [renamed.get(r, r) for r in rets]
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,
@@ -292,8 +352,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     gradients flow through the loop to its inputs and to the outer tensors (variables) the body
     uses. A loop variable keeps its dtype and shape unless `shape_invariants` relaxes it
     (then, with back_prop, it must still keep one shape per run). `maximum_iterations` (an int,
-    or a scalar tensor such as tf.shape(x)[1]) bounds the loop. parallel_iterations and swap_memory are accepted and ignored: iterations
-    run one after another.
+    or a scalar tensor such as tf.shape(x)[1]) bounds the loop. parallel_iterations and
+    swap_memory are accepted and ignored: iterations run one after another.
 
     Example::
 
@@ -422,10 +482,11 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
             results.append(ops.add(body_g._rng_key, np.int64(1)))
         if invariants is not None:
             invariants.append([])
+    cond_fresh, body_fresh = _fresh_reads(cond_g, body_g)
     captures = _union_captures(cond_g, body_g)
     attrs = {
-        "cond": _function_attr(cond_g, cond_args, [pred], captures),
-        "body": _function_attr(body_g, body_args, results, captures),
+        "cond": _function_attr(cond_g, cond_args, [pred], captures, cond_fresh),
+        "body": _function_attr(body_g, body_args, results, captures, body_fresh),
         "Thistory": [v.dtype._enum for v in flat] if back_prop or writes else [],
         "maximum_iterations": -1 if maximum_iterations is None else int(maximum_iterations),
     }

@@ -273,6 +273,7 @@ class Variable(_TensorOperators):
         (fetching it runs the assignment and returns the value); with read_value=False, the
         assignment op itself."""
         from shardflow.ops import _op
+        self._note_assignment()
         with self.graph._device_scope(self._device):
             op = _op("AssignVariableOp", [self.handle, value], {"dtype": self.dtype._enum}, name)
         return self._read_after(op) if read_value else op
@@ -280,6 +281,7 @@ class Variable(_TensorOperators):
     def assign_add(self, delta, use_locking=None, name=None, read_value=True):
         """Adds `delta` to the variable; the result as for assign."""
         from shardflow.ops import _op
+        self._note_assignment()
         with self.graph._device_scope(self._device):
             op = _op("AssignAddVariableOp", [self.handle, delta], {"dtype": self.dtype._enum},
                      name)
@@ -289,6 +291,16 @@ class Variable(_TensorOperators):
         """Subtracts `delta` from the variable; the result as for assign."""
         from shardflow import ops
         return self.assign_add(ops.negative(delta), name=name, read_value=read_value)
+
+    def _note_assignment(self):
+        """Records on the loop bodies and branches being built that they change this variable:
+        their reads of it are then taken afresh each call (Note [Variables read in a loop or
+        branch] in shardflow/control_flow.py)."""
+        g = get_default_graph()
+        while isinstance(g, _FuncGraph):
+            assigned = g.__dict__.setdefault("_assigned_variables", {})
+            assigned[id(self)] = self
+            g = g._outer
 
     def _read_after(self, op):
         g = op.graph  # a cond branch or loop body when the update is made inside one

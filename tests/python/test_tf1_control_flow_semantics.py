@@ -110,3 +110,50 @@ def test_case_exclusive_fails_the_step_when_two_predicates_hold():
         assert s.run(r, {x: 12}) == 3
         with pytest.raises(tf.errors.InvalidArgumentError, match="exclusive=True"):
             s.run(r, {x: 1})
+
+
+# ---- a variable the loop or branch changes is read afresh each iteration -------------------
+
+def test_variable_assigned_in_a_loop_is_read_afresh_each_iteration():
+    v = tf.Variable(1.0)
+
+    def doubling(i):
+        with tf.control_dependencies([v.assign(v * 2.0)]):
+            return i + 1
+    doubled = tf.while_loop(lambda i: i < 3, doubling, [0])
+    w = tf.Variable(0.0)
+
+    def counting(i):
+        with tf.control_dependencies([w.assign_add(1.0)]):
+            return i + 1
+    counted = tf.while_loop(lambda i: w < 5.0, counting, [0], maximum_iterations=50)
+    u = tf.Variable(1.0)
+
+    def nested(i):
+        # a cond inside the body reads u; the body changes it after
+        bumped = tf.cond(i > 0, lambda: u + 100.0, lambda: u + 0.0)
+        with tf.control_dependencies([u.assign(bumped + 1.0)]):
+            return i + 1
+    nested_loop = tf.while_loop(lambda i: i < 3, nested, [0])
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        s.run(doubled)
+        assert s.run(v) == 8.0
+        assert s.run(counted) == 5 and s.run(w) == 5.0
+        s.run(nested_loop)
+        assert s.run(u) == 1.0 + 1.0 + 101.0 + 101.0
+
+
+def test_variable_assigned_in_a_branch_is_read_there():
+    v = tf.Variable(2.0)
+    p = tf.placeholder(tf.bool, [])
+    early = v * 1.0                          # the step's shared read, before the update
+    with tf.control_dependencies([early]):
+        bump = v.assign_add(1.0, read_value=False)
+    with tf.control_dependencies([bump]):
+        # the branch that changes v reads it itself, after the update the cond waits for
+        r = tf.cond(p, lambda: v.assign(v * 3.0), lambda: tf.identity(v.read_value()))
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        assert s.run([early, r], {p: True}) == [2.0, 9.0]
+        assert s.run([early, r], {p: False}) == [9.0, 10.0]
