@@ -37,6 +37,11 @@ def _colocated(g, v):
     return g.device(device) if device else contextlib.nullcontext()
 
 
+def _outermost(g):
+    """The graph variables are made in: `g`, or the one around a cond branch or loop body."""
+    return g._outermost() if hasattr(g, "_outermost") else g
+
+
 def moving_average_variables(graph=None):
     """The variables that ExponentialMovingAverage.apply() averages (TF1's
     tf.moving_average_variables)."""
@@ -100,9 +105,12 @@ class ExponentialMovingAverage:
                              "shape (its average is a variable), got %s" % (var.name, var.shape))
 
     def _make_shadow(self, g, var):
-        """The shadow variable "<var>/<name>", built outside any control dependencies (as
-        TF1's init_scope) so that initializing it runs nothing else."""
-        with g.control_dependencies(None), _colocated(g, var), g.name_scope(var.op.name + "/"):
+        """The shadow variable "<var>/<name>", built outside any control dependencies and in
+        the outermost graph (as TF1's init_scope, also when apply() is called in a cond
+        branch) so that initializing it runs nothing else."""
+        g = _outermost(g)
+        with g.as_default(), g.control_dependencies(None), _colocated(g, var), \
+                g.name_scope(var.op.name + "/"):
             if isinstance(var, Variable):
                 initial = var.initializer.inputs[1]
             else:
@@ -115,8 +123,9 @@ class ExponentialMovingAverage:
     def _debiased_update(self, g, shadow, value, one_minus_decay):
         """shadow = biased / (1 - decay ** t), biased = decay * biased + (1 - decay) * value,
         t counting the updates: TF1's zero debiasing."""
-        with g.control_dependencies(None), _colocated(g, shadow), \
-                g.name_scope(shadow.op.name + "/"):
+        outer = _outermost(g)
+        with outer.as_default(), outer.control_dependencies(None), _colocated(outer, shadow), \
+                outer.name_scope(shadow.op.name + "/"):
             biased = Variable(ops.zeros(shadow.shape.as_list(), dtype=shadow.dtype),
                               name="biased", trainable=False)
             step = Variable(ops.zeros([], dtype=shadow.dtype), name="local_step",

@@ -264,7 +264,8 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         if shape is None:
             raise ValueError("get_variable('%s') needs a shape to use its initializer" % full)
         prefix = scope.name + "/" if scope.name else None
-        with g.as_default(), g.name_scope(prefix):
+        # As TF1's init_scope: the initial value depends on no control_dependencies around.
+        with g.as_default(), g.control_dependencies(None), g.name_scope(prefix):
             value = init(list(shape), dt)
     elif isinstance(init, Tensor):
         from shardflow import ops
@@ -274,7 +275,7 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         if shape is not None:
             value = np.broadcast_to(value, list(shape)).copy()
     prefix = scope.name + "/" if scope.name else None
-    with g.as_default(), g.name_scope(prefix):
+    with g.as_default(), g.control_dependencies(None), g.name_scope(prefix):
         v = Variable(value, name=name, trainable=trainable, dtype=dt, collections=collections)
     store[full] = v
     if regularizer is None:

@@ -163,7 +163,9 @@ class Variable(_TensorOperators):
             place_dtype = dtype or initial_value.dtype
         device = g._device_for("VarHandleOp", name or "Variable", place_shape,
                                dtypes.as_dtype(place_dtype) if place_dtype is not None else None)
-        with g._device_scope(device):
+        # As TF1's init_scope: the initializer runs nothing of the control_dependencies open
+        # here (a variable made under them, by a layer or a cell, initializes on its own).
+        with g._device_scope(device), g.control_dependencies(None):
             self._build(g, initial_value, name, trainable, dtype, shape)
         self._device = device
         collections = list(collections) if collections is not None else [GraphKeys.GLOBAL_VARIABLES]

@@ -157,3 +157,41 @@ def test_variable_assigned_in_a_branch_is_read_there():
         s.run(tf.global_variables_initializer())
         assert s.run([early, r], {p: True}) == [2.0, 9.0]
         assert s.run([early, r], {p: False}) == [9.0, 10.0]
+
+
+# ---- variables made under control_dependencies or in a branch initialize on their own -----
+
+def test_variables_made_under_control_dependencies_initialize_alone():
+    x = tf.placeholder(tf.float32, [None, 3])
+    counter = tf.Variable(0, name="counter")
+    with tf.control_dependencies([tf.assert_non_negative(x), tf.assign_add(counter, 1)]):
+        y = tf.layers.dense(x, 4)
+        w = tf.get_variable("w", [2], initializer=tf.zeros_initializer())
+        v = tf.Variable(lambda: tf.ones([2]), name="v")   # called without the deps
+        z = tf.identity(w) + v
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())      # feeds nothing, bumps nothing
+        assert s.run(counter) == 0
+        assert s.run(y, {x: np.ones((2, 3))}).shape == (2, 4)
+        np.testing.assert_array_equal(s.run(z, {x: np.ones((1, 3))}), [1.0, 1.0])
+        assert s.run(counter) == 2                    # once per step that ran y or z
+
+
+def test_exponential_moving_average_applied_in_a_cond_branch():
+    x = tf.placeholder(tf.float32, [4, 3])
+    is_train = tf.placeholder(tf.bool, [])
+    batch_mean, _ = tf.nn.moments(x, [0])
+    ema = tf.train.ExponentialMovingAverage(decay=0.5)
+
+    def mean_with_update():                  # the classic TF1 batch-norm snippet
+        with tf.control_dependencies([ema.apply([batch_mean])]):
+            return tf.identity(batch_mean)
+    mean = tf.cond(is_train, mean_with_update, lambda: ema.average(batch_mean).value())
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        ones = np.ones((4, 3), np.float32)
+        np.testing.assert_array_equal(s.run(mean, {x: ones, is_train: True}), [1, 1, 1])
+        np.testing.assert_array_equal(s.run(mean, {x: 3 * ones, is_train: True}), [3, 3, 3])
+        # zero-debiased: (0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25)
+        np.testing.assert_allclose(s.run(mean, {x: ones, is_train: False}), [7 / 3.0] * 3,
+                                   rtol=1e-6)
