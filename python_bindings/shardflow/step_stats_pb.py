@@ -20,6 +20,9 @@ timeline_label the kernel's own label where it set one (collectives), else TF's
 its dtype, shape and bytes (as tensor_description.allocation_description.requested_bytes);
 memory_stats are not recorded.
 
+tf_run_metadata(md) is TF's RunMetadata of a sf.RunMetadata (those step stats and the partition
+graphs' nodes), which FileWriter.add_run_metadata writes for TensorBoard.
+
 The classes are made as summary_pb.py makes its messages (package "tensorflow", TF's field
 numbers, a descriptor pool of their own). They need python3-protobuf, loaded on first use.
 """
@@ -71,6 +74,17 @@ def _file_descriptor_proto():
     _field(m, "node_stats", 2, msg, rep, type_name=".tensorflow.NodeExecStats")
     m = fdp.message_type.add(name="StepStats")
     _field(m, "dev_stats", 1, msg, rep, type_name=".tensorflow.DeviceStepStats")
+    # graph.proto, node_def.proto (the fields a partition graph carries here), config.proto
+    m = fdp.message_type.add(name="NodeDef")
+    _field(m, "name", 1, _F.TYPE_STRING)
+    _field(m, "op", 2, _F.TYPE_STRING)
+    _field(m, "input", 3, _F.TYPE_STRING, rep)
+    _field(m, "device", 4, _F.TYPE_STRING)
+    m = fdp.message_type.add(name="GraphDef")
+    _field(m, "node", 1, msg, rep, type_name=".tensorflow.NodeDef")
+    m = fdp.message_type.add(name="RunMetadata")
+    _field(m, "step_stats", 1, msg, type_name=".tensorflow.StepStats")
+    _field(m, "partition_graphs", 3, msg, rep, type_name=".tensorflow.GraphDef")
     return fdp
 
 
@@ -83,6 +97,9 @@ NodeOutput = _classes["NodeOutput"]
 NodeExecStats = _classes["NodeExecStats"]
 DeviceStepStats = _classes["DeviceStepStats"]
 StepStats = _classes["StepStats"]
+NodeDef = _classes["NodeDef"]
+GraphDef = _classes["GraphDef"]
+RunMetadata = _classes["RunMetadata"]    # TF's tensorflow.RunMetadata, not sf.RunMetadata
 
 
 def _inputs_by_node(md):
@@ -130,6 +147,30 @@ def step_stats_from_run_metadata(run_metadata):
     return out
 
 
+def tf_run_metadata(run_metadata):
+    """TF's tensorflow.RunMetadata message for a sf.RunMetadata (a tensorflow.RunMetadata is
+    returned as it is): step_stats as step_stats_from_run_metadata makes them, and each
+    partition graph with its nodes' name, op, inputs and device (the assigned one). Attrs are
+    left out (shardflow's AttrValue numbers its fields differently), as are cost_graph and
+    function_graphs, which the engine does not record. FileWriter.add_run_metadata writes it,
+    so that TensorBoard, which reads it with TF's schema, can show the step."""
+    if isinstance(run_metadata, RunMetadata):
+        return run_metadata
+    if not hasattr(run_metadata, "node_stats"):
+        raise TypeError("expected a sf.RunMetadata (filled by a traced sess.run), not %r"
+                        % (run_metadata,))
+    from shardflow.protos import config_pb2
+    md = config_pb2.RunMetadata.FromString(run_metadata.SerializeToString())
+    out = RunMetadata()
+    out.step_stats.CopyFrom(step_stats_from_run_metadata(run_metadata))
+    for graph in md.partition_graphs:
+        tf_graph = out.partition_graphs.add()
+        for node in graph.node:
+            tf_graph.node.add(name=node.name, op=node.op, input=list(node.input),
+                              device=node.assigned_device or node.device)
+    return out
+
+
 __all__ = ["AllocationDescription", "DeviceStepStats", "NodeExecStats", "NodeOutput",
            "StepStats", "TensorDescription", "TensorShapeProto",
-           "step_stats_from_run_metadata"]
+           "step_stats_from_run_metadata", "tf_run_metadata"]

@@ -1,7 +1,7 @@
 """TF1's tf.summary: scalar and histogram summaries (image, audio, text and tensor summaries
 in summary_media.py), merge_all, and a FileWriter that writes TensorBoard's event files (the
-graph included, and run metadata such as device placement); summary_pb.py has the Summary and
-Event messages and summary_iterator, which reads event files back.
+graph included, and run metadata: TF's RunMetadata, with the step stats); summary_pb.py has the
+Summary and Event messages and summary_iterator, which reads event files back.
 
 Example::
 
@@ -20,12 +20,20 @@ same bytes TF1's summary ops return and FileWriter.add_summary takes them. Histo
 TensorFlow's default buckets (edges growing by 10% from 1e-12, mirrored for negatives). Event
 files are TFRecord files: per record, the length (uint64 little-endian), its masked CRC-32C, the
 serialized Event and its masked CRC-32C.
+
+Tags are made as TF 1.15's summary_scope makes them: the name cleaned (characters other than
+letters, digits and "-/_." become "_", leading "/" dropped), then made unique as a name scope
+(a second scalar("loss") is tagged "loss_1"). As TF's summary ops, a histogram of NaN or
+infinite values and a scalar summary of a non-scalar fail the step with InvalidArgumentError.
 """
 
 import os
+import re
 import socket
 import struct
+import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -109,33 +117,81 @@ class _Summary:
         return "<sf.summary %s>" % self.name
 
 
+_INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")
+
+
+def _clean_tag(name):
+    """TF 1.15's clean_tag: characters other than letters, digits, '_', '-', '/' and '.'
+    become '_', leading '/' are dropped (logged at INFO when the name changes)."""
+    if name is None:
+        return None
+    cleaned = _INVALID_TAG_CHARACTERS.sub("_", name).lstrip("/")
+    if cleaned != name:
+        from shardflow import tf_logging
+        tf_logging.info("Summary name %s is illegal; using %s instead.", name, cleaned)
+    return cleaned
+
+
 def _tag(name, family=None):
-    """The summary's tag: its name under the current name scope; with a family, TF 1.15's
-    summary_scope: the scope "<family>/<name>" prefixed by the family again, so that
-    TensorBoard files it under the family's tab ("fam/fam/loss")."""
-    scope = get_default_graph()._name_scope
+    """The summary's tag, as TF 1.15's summary_scope makes it: the cleaned name (or
+    "<family>/<name>") made unique as a name scope under the current one ("loss", then
+    "loss_1", as an op of that name would be); with a family, prefixed by the family again so
+    that TensorBoard files it under the family's tab ("fam/fam/loss")."""
+    name, family = _clean_tag(name), _clean_tag(family)
     base = name if family is None else "%s/%s" % (family, name)
-    scoped = scope + "/" + base if scope else base
+    scoped = get_default_graph().unique_name(base)
     return scoped if family is None else "%s/%s" % (family, scoped)
 
 
+_NOT_NUMERIC = ("string", "bool", "variant", "resource")
+
+
+def _check_numeric(kind, name, tensor):
+    """A TypeError naming the summary when `tensor` is not a number type (TF's scalar and
+    histogram summary ops take real numbers only)."""
+    if tensor.dtype.name in _NOT_NUMERIC or tensor.dtype.name.startswith("complex"):
+        raise TypeError("summary.%s(%r) takes a real number tensor, not %s (cast it first)"
+                         % (kind, name, tensor.dtype.name))
+
+
 def scalar(name, tensor, collections=None, family=None):
-    """A summary of a scalar tensor's value (TensorBoard's scalars)."""
+    """A summary of a scalar tensor's value (TensorBoard's scalars). A value that is not a
+    scalar (a [1]-shaped one too) fails the step with InvalidArgumentError, as TF's
+    ScalarSummary does; a string or bool tensor is a TypeError here."""
     tensor = convert_to_tensor(tensor)
+    _check_numeric("scalar", name, tensor)
     tag = _tag(name, family)
-    s = _Summary([tensor], lambda v: _bytes_field(1, _bytes_field(1, tag) + _float_field(
-        2, float(np.asarray(v[0]).reshape(())))), tag)
+
+    def serialize(values):
+        value = np.asarray(values[0])
+        if value.ndim != 0:
+            from shardflow import errors
+            raise errors.InvalidArgumentError(
+                "tags and values not the same shape: [] != %s (tag '%s'): summary.scalar "
+                "takes a scalar; reduce the tensor or use summary.histogram"
+                % (list(value.shape), tag))
+        return _bytes_field(1, _bytes_field(1, tag) + _float_field(2, float(value)))
+    s = _Summary([tensor], serialize, tag)
     for c in collections or [SUMMARIES]:
         get_default_graph().add_to_collection(c, s)
     return s
 
 
 def histogram(name, values, collections=None, family=None):
-    """A histogram of a tensor's values (TensorBoard's histograms and distributions)."""
+    """A histogram of a tensor's values (TensorBoard's histograms and distributions). A NaN or
+    infinite value fails the step with InvalidArgumentError "Nan in summary histogram for:
+    <tag>", as TF's HistogramSummary."""
     values = convert_to_tensor(values)
+    _check_numeric("histogram", name, values)
     tag = _tag(name, family)
-    s = _Summary([values], lambda v: _bytes_field(1, _bytes_field(1, tag) + _bytes_field(
-        5, _histogram(v[0]))), tag)
+
+    def serialize(fetched):
+        data = np.asarray(fetched[0], np.float64)
+        if not np.isfinite(data).all():
+            from shardflow import errors
+            raise errors.InvalidArgumentError("Nan in summary histogram for: %s" % tag)
+        return _bytes_field(1, _bytes_field(1, tag) + _bytes_field(5, _histogram(data)))
+    s = _Summary([values], serialize, tag)
     for c in collections or [SUMMARIES]:
         get_default_graph().add_to_collection(c, s)
     return s
@@ -169,7 +225,11 @@ def merge_all(key=SUMMARIES, scope=None, name=None):
 
 class FileWriter:
     """Writes TensorBoard event files into `logdir`: the graph (when given), summaries by step,
-    run metadata (placement, step stats) by tag.
+    run metadata (TF's RunMetadata: step stats, partition graphs) by tag.
+
+    As TF1's, events reach the file every `flush_secs` seconds (a daemon thread flushes), once
+    `max_queue` of them are waiting, and on flush() and close(). reopen() after close() goes on
+    in a new event file. Thread safety: the methods may be called from several threads.
 
     Example::
 
@@ -184,29 +244,62 @@ class FileWriter:
                                       "writer; give logdir only")
         if graph is None and graph_def is not None:
             graph = graph_def     # TF 1.0's spelling: add_graph takes a GraphDef too
-        filename_suffix = filename_suffix or ""
-        os.makedirs(logdir, exist_ok=True)
-        self._path = os.path.join(logdir, "events.out.tfevents.%d.%s%s" % (
-            int(time.time()), socket.gethostname(), filename_suffix))
-        self._file = open(self._path, "ab")
-        self._closed = False
-        self._write_event(_bytes_field(3, "brain.Event:2"))
+        self._logdir = logdir
+        self._filename_suffix = filename_suffix or ""
+        self._max_queue = max(int(max_queue), 1)
+        self._flush_secs = float(flush_secs)
+        self._lock = threading.Lock()
+        self._closed = True
+        self._open()
         if graph is not None:
             self.add_graph(graph)
+
+    def _open(self):
+        """A new event file with its file_version record, and the thread flushing it."""
+        os.makedirs(self._logdir, exist_ok=True)
+        self._path = os.path.join(self._logdir, "events.out.tfevents.%d.%s%s" % (
+            int(time.time()), socket.gethostname(), self._filename_suffix))
+        self._file = open(self._path, "ab")
+        self._pending = 0       # events written since the last flush
+        self._closed = False
+        self._write_event(_bytes_field(3, "brain.Event:2"))
+        self._stop_flushing = threading.Event()
+        self._flusher = threading.Thread(
+            target=_flush_every, args=(weakref.ref(self), self._stop_flushing, self._flush_secs),
+            name="FileWriter flush", daemon=True)
+        self._flusher.start()
+
+    def reopen(self):
+        """After close(): opens a new event file in the same directory (events go on there).
+        Does nothing while the writer is open."""
+        with self._lock:
+            if not self._closed:
+                return
+        self._open()
 
     def get_logdir(self):
         return os.path.dirname(self._path)
 
     def _write_event(self, fields, step=None):
-        if self._closed:
-            raise RuntimeError("the FileWriter is closed")
         event = _double_field(1, time.time())
         if step is not None:
             event += _int_field(2, step)
         event += fields
         header = struct.pack("<Q", len(event))
-        self._file.write(header + struct.pack("<I", masked_crc32c(header)) + event +
-                         struct.pack("<I", masked_crc32c(event)))
+        record = header + struct.pack("<I", masked_crc32c(header)) + event + \
+            struct.pack("<I", masked_crc32c(event))
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the FileWriter is closed (reopen() opens a new event file)")
+            self._file.write(record)
+            self._pending += 1
+            if self._pending >= self._max_queue:
+                self._flush_locked()
+
+    def _flush_locked(self):
+        if not self._closed and self._pending:
+            self._file.flush()
+            self._pending = 0
 
     def add_summary(self, summary, global_step=None):
         """`summary`: the bytes of a fetched summary (or merged summary)."""
@@ -233,24 +326,47 @@ class FileWriter:
         self._write_event(_bytes_field(4, data), global_step)
 
     def add_run_metadata(self, run_metadata, tag, global_step=None):
-        """A step's run metadata (device placement, step stats) under `tag`."""
-        tagged = _bytes_field(1, tag) + _bytes_field(2, run_metadata.SerializeToString())
+        """A step's run metadata under `tag` (TensorBoard's "Session runs"), as TF's
+        RunMetadata: step_stats (shardflow/step_stats_pb.py) and the partition graphs."""
+        from shardflow.step_stats_pb import tf_run_metadata
+        data = tf_run_metadata(run_metadata).SerializeToString()
+        tagged = _bytes_field(1, tag) + _bytes_field(2, data)
         self._write_event(_bytes_field(8, tagged), global_step)
 
     def flush(self):
-        self._file.flush()
+        """Writes what is waiting to the file."""
+        with self._lock:
+            self._flush_locked()
 
     def close(self):
-        if not self._closed:
+        """Flushes and closes the file and stops the flushing thread; reopen() opens a new
+        file."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stop_flushing.set()
             self._file.flush()
             self._file.close()
-            self._closed = True
+        if self._flusher is not threading.current_thread():
+            self._flusher.join()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _flush_every(writer_ref, stop, secs):
+    """FileWriter's flushing thread: flushes every `secs` seconds until `stop` is set or the
+    writer is gone (it holds the writer weakly, so that an unclosed writer is still freed)."""
+    while not stop.wait(secs):
+        writer = writer_ref()
+        if writer is None:
+            return
+        writer.flush()
+        del writer
 
 
 class FileWriterCache:

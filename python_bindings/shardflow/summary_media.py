@@ -90,15 +90,17 @@ def _register(summary, collections):
     return summary
 
 
-def _numbered(tag, kind, count):
-    return ["%s/%s" % (tag, kind)] if count == 1 else \
+def _numbered(tag, kind, max_outputs, count):
+    """The tags of `count` items, as TF's image and audio summary ops: "<tag>/<kind>" when
+    max_outputs is 1, else "<tag>/<kind>/<i>" (however many the batch holds)."""
+    return ["%s/%s" % (tag, kind)] if max_outputs == 1 else \
         ["%s/%s/%d" % (tag, kind, i) for i in range(count)]
 
 
 def image(name, tensor, max_outputs=3, collections=None, family=None):
     """Images of a 4-D tensor [batch, height, width, channels] (channels 1, 3 or 4; uint8, or
     float rescaled as the module says): the first `max_outputs`, as PNGs tagged
-    "<name>/image" (one) or "<name>/image/<i>"."""
+    "<name>/image" when max_outputs is 1, else "<name>/image/<i>" (as TF's)."""
     tensor = convert_to_tensor(tensor)
     shape = tensor.shape
     if shape.ndims is not None and shape.ndims != 4:
@@ -113,7 +115,7 @@ def image(name, tensor, max_outputs=3, collections=None, family=None):
             raise ValueError("summary.image(%r): got a value of shape %s; want [batch, height, "
                              "width, 1|3|4]" % (name, list(batch.shape)))
         out = Summary()
-        for t, img in zip(_numbered(tag, "image", len(batch)), batch):
+        for t, img in zip(_numbered(tag, "image", max_outputs, len(batch)), batch):
             pixels = _to_uint8(img, bad_color)
             out.value.add(tag=t, image=Summary.Image(
                 height=img.shape[0], width=img.shape[1], colorspace=img.shape[2],
@@ -125,7 +127,7 @@ def image(name, tensor, max_outputs=3, collections=None, family=None):
 def audio(name, tensor, sample_rate, max_outputs=3, collections=None, family=None):
     """Audio clips of a float tensor [batch, frames] or [batch, frames, channels] with values
     in [-1, 1], at `sample_rate` Hz (a number or scalar tensor): the first `max_outputs`, as
-    WAV files tagged "<name>/audio" (one) or "<name>/audio/<i>"."""
+    WAV files tagged "<name>/audio" when max_outputs is 1, else "<name>/audio/<i>"."""
     tensor = convert_to_tensor(tensor)
     tag = _tag(name, family)
     fetches = [tensor]
@@ -141,7 +143,7 @@ def audio(name, tensor, sample_rate, max_outputs=3, collections=None, family=Non
             raise ValueError("summary.audio(%r): the tensor is [batch, frames(, channels)], "
                              "not of shape %s" % (name, list(batch.shape)))
         out = Summary()
-        for t, clip in zip(_numbered(tag, "audio", len(batch)), batch):
+        for t, clip in zip(_numbered(tag, "audio", max_outputs, len(batch)), batch):
             out.value.add(tag=t, audio=Summary.Audio(
                 sample_rate=rate, num_channels=clip.shape[1], length_frames=clip.shape[0],
                 encoded_audio_string=encode_wav(clip, rate), content_type="audio/wav"))

@@ -218,7 +218,7 @@ def test_evaluate_once_restores_and_returns_the_final_metric():
     values = [(e.step, v.tag, v.simple_value)
               for e in tf.train.summary_iterator(os.path.join(evaldir, events[0]))
               for v in (e.summary.value if e.HasField("summary") else [])]
-    assert values == [(0, "accuracy", pytest.approx(want))]
+    assert values == [(0, "accuracy_1", pytest.approx(want))]  # TF: scope "accuracy" taken
 
 
 # ---- tf.contrib.layers functions against NumPy ---------------------------------------------

@@ -70,7 +70,7 @@ def test_uint8_image_pixels_and_text_audio(tmp_path):
     length = struct.unpack(">I", png[idat - 4:idat])[0]
     rows = zlib.decompress(png[idat + 4:idat + 4 + length])
     assert rows == b"\x00" + bytes(pixels[0, 0, :, 0]) + b"\x00" + bytes(pixels[0, 1, :, 0])
-    assert summary.value[0].tag == "gray/image"
+    assert summary.value[0].tag == "gray/image/0"   # max_outputs 3: numbered, as TF
     text = summary.value[1]
     assert text.metadata.plugin_data.plugin_name == "text"
     assert list(text.tensor.string_val) == [b"hello"]
