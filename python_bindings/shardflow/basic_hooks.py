@@ -272,7 +272,8 @@ class SummarySaverHook(SessionRunHook):
     """Writes the value of `summary_op` (a summary, e.g. sf.summary.merge_all(), or a list of
     them), or of the scaffold's summary_op, every `save_steps` global steps or `save_secs`
     seconds (first at the first step), into event files in `output_dir` (or through
-    `summary_writer`), at the global step after the step that computed it."""
+    `summary_writer`), at the global step after the step that computed it; a SessionLog START
+    first, as TF1's."""
 
     def __init__(self, save_steps=None, save_secs=None, output_dir=None, summary_writer=None,
                  scaffold=None, summary_op=None):
@@ -312,6 +313,9 @@ class SummarySaverHook(SessionRunHook):
         step = int(run_values.results["global_step"]) + 1
         if self._next_step is None or self._request_summary:
             step = int(run_context.session.run(self._global_step_tensor))
+        if self._next_step is None:
+            from shardflow.summary_pb import SessionLog
+            self._summary_writer.add_session_log(SessionLog(status=SessionLog.START), step)
         if self._request_summary:
             self._timer.update_last_triggered_step(step)
             for summary in run_values.results.get("summary", []):

@@ -26,7 +26,8 @@ from shardflow import errors
 
 
 class SessionRunArgs:
-    """What a hook adds to a step: fetches (any structure sess.run takes) and feeds."""
+    """What a hook adds to a step: fetches (any structure sess.run takes), feeds, and
+    `options` (a RunOptions) merged into the step's (see _merge_run_options)."""
 
     def __init__(self, fetches, feed_dict=None, options=None):
         self.fetches = fetches
@@ -52,7 +53,9 @@ class SessionRunContext:
 
 
 class SessionRunValues:
-    """The values of a hook's fetches for the step."""
+    """The values of a hook's fetches for the step; `options`, the step's RunOptions (the
+    caller's merged with every hook's), and `run_metadata`, the step's RunMetadata (traced when
+    the options asked for it)."""
 
     def __init__(self, results, options=None, run_metadata=None):
         self.results = results
@@ -136,7 +139,9 @@ class CheckpointSaverListener:
 class CheckpointSaverHook(SessionRunHook):
     """Saves a checkpoint every `save_secs` seconds or `save_steps` global steps, once the
     session is ready and at the end (files "<checkpoint_dir>/model.ckpt-<global step>"), with
-    `saver`, else the scaffold's, else a Saver of every global variable."""
+    `saver`, else the scaffold's, else a Saver of every global variable. As TF1's, it also
+    writes <checkpoint_dir>/graph.pbtxt and, in checkpoint_dir's event file, the graph and a
+    SessionLog CHECKPOINT for each save."""
 
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
                  checkpoint_basename="model.ckpt", scaffold=None, listeners=None):
@@ -165,6 +170,8 @@ class CheckpointSaverHook(SessionRunHook):
         self._read = self._global_step.value()
         for listener in self._listeners:
             listener.begin()
+        from shardflow.basic_hooks import _writer_for
+        self._summary_writer = _writer_for(self._dir)
 
     def _save(self, session, step):
         """Saves; True when a listener asks to end training."""
@@ -172,6 +179,9 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.before_save(session, step)
         saver.save(session, self._path, global_step=step)
+        from shardflow.summary_pb import SessionLog
+        self._summary_writer.add_session_log(
+            SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._path), step)
         self._last_time = time.monotonic()
         self._last_step = step
         stop = False
@@ -180,6 +190,13 @@ class CheckpointSaverHook(SessionRunHook):
         return stop
 
     def after_create_session(self, session, coord):
+        """As TF1's: the graph as <checkpoint_dir>/graph.pbtxt and as a graph event in the
+        directory's event file (the hooks have built their ops by now), then a first save."""
+        from shardflow.framework import get_default_graph
+        from shardflow.graph_io import write_graph
+        graph = getattr(session, "graph", None) or get_default_graph()
+        write_graph(graph, self._dir, "graph.pbtxt")
+        self._summary_writer.add_graph(graph)
         self._save(session, int(session.run(self._read)))
 
     def before_run(self, run_context):
@@ -199,6 +216,39 @@ class CheckpointSaverHook(SessionRunHook):
             self._save(session, step)
         for listener in self._listeners:
             listener.end(session, step)
+        self._summary_writer.flush()
+
+
+def _merge_run_options(options, hook_options):
+    """The step's RunOptions: the caller's `options` merged with the hooks' (Note [Hooks' run
+    options]); None when there are none. Neither is changed.
+
+    Note [Hooks' run options]. As TF1's _HookedSession, a hook's SessionRunArgs(options=...)
+    joins the step's options: the highest trace_level, timeout_in_ms and inter_op_thread_pool,
+    and output_partition_graphs, report_tensor_allocations_upon_oom and check_numerics when
+    any asks; debug_options from the first that gives them. When the caller or a hook gave
+    options, the step runs with a RunMetadata (the caller's, else a new one), and every hook's
+    after_run gets it as run_values.run_metadata (a traced step's stats when a hook asked for
+    FULL_TRACE: ProfilerHook traces so). Unlike TF1's, the caller's RunOptions is not
+    modified: the merge is a new one."""
+    if not hook_options:
+        return options
+    from shardflow.session import RunOptions
+    merged = RunOptions()
+    for o in ([options] if options is not None else []) + list(hook_options):
+        merged.trace_level = max(merged.trace_level, o.trace_level)
+        merged.timeout_in_ms = max(merged.timeout_in_ms, int(o.timeout_in_ms))
+        merged.inter_op_thread_pool = max(merged.inter_op_thread_pool,
+                                          int(o.inter_op_thread_pool))
+        merged.output_partition_graphs |= bool(o.output_partition_graphs)
+        merged.report_tensor_allocations_upon_oom |= bool(
+            o.report_tensor_allocations_upon_oom)
+        merged.check_numerics |= bool(getattr(o, "check_numerics", False))
+        if merged.debug_options is None:
+            merged.debug_options = o.debug_options
+        if merged.experimental is None:
+            merged.experimental = getattr(o, "experimental", None)
+    return merged
 
 
 class _StopRequested(Exception):
@@ -335,10 +385,12 @@ class MonitoredSession:
             return result
 
     def _run_once(self, fetches, feed_dict, options, run_metadata):
+        from shardflow.session import RunMetadata, RunOptions
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict, options), self._sess)
         hook_args = [h.before_run(context) for h in self._hooks]
         feeds = dict(feed_dict or {})
         hook_fetches = {}
+        hook_options = []
         for i, args in enumerate(hook_args):
             if args is None:
                 continue
@@ -349,10 +401,19 @@ class MonitoredSession:
                     raise RuntimeError("Same tensor is fed by a SessionRunHook and user (or "
                                        "two hooks): %r" % (k,))
                 feeds[k] = v
+            if args.options is not None:
+                hook_options.append(args.options)
+        # Note [Hooks' run options].
+        step_options = _merge_run_options(options, hook_options)
+        if run_metadata is None and (options is not None or hook_options):
+            run_metadata = RunMetadata()
         out = self._sess.run({"caller": fetches, "hooks": hook_fetches}, feed_dict=feeds,
-                             options=options, run_metadata=run_metadata)
+                             options=step_options, run_metadata=run_metadata)
+        values_options = step_options if step_options is not None else RunOptions()
+        values_metadata = run_metadata if run_metadata is not None else RunMetadata()
         for i, h in enumerate(self._hooks):
-            h.after_run(context, SessionRunValues(out["hooks"].get(i), options, run_metadata))
+            h.after_run(context, SessionRunValues(out["hooks"].get(i), values_options,
+                                                  values_metadata))
         if context.stop_requested:
             self._should_stop = True
         return out["caller"]

@@ -7,11 +7,12 @@ Example::
     with sf.train.MonitoredTrainingSession(hooks=[hook]) as sess:
         ...                    # open a timeline-*.json in chrome://tracing or ui.perfetto.dev
 
-Note [Tracing from a hook]. MonitoredSession runs each step with the caller's RunOptions and
-does not merge a hook's SessionRunArgs.options (TF1's does), so this hook traces its steps by
-wrapping the run method of the session it is given in after_create_session: on a step it
-chose, a call without options runs with RunOptions(trace_level=FULL_TRACE) and a RunMetadata
-the hook keeps. Steps where the caller passes options are not traced by the hook.
+Note [Tracing from a hook]. On a step it chose, the hook's before_run returns
+SessionRunArgs(options=RunOptions(trace_level=FULL_TRACE)); MonitoredSession merges those options
+with the caller's (Note [Hooks' run options] in monitored_session.py), so the step is traced
+whatever options the caller passed, and after_run writes run_values.run_metadata. (Before
+MonitoredSession merged hooks' options, this hook wrapped the session's run method and missed
+the steps the caller passed options to.)
 """
 
 import os
@@ -35,40 +36,24 @@ class ProfilerHook(SessionRunHook):
     def begin(self):
         self._next_step = None
         self._trace = False
-        self._metadata = None
         self._global_step_tensor = _global_step_read("ProfilerHook")
 
-    def after_create_session(self, session, coord):
-        """Note [Tracing from a hook]."""
-        from shardflow.session import RunMetadata, RunOptions
-        plain_run = session.run
-
-        def run(fetches, feed_dict=None, options=None, run_metadata=None):
-            if self._trace and options is None and run_metadata is None:
-                self._trace = False
-                self._metadata = RunMetadata()
-                return plain_run(fetches, feed_dict=feed_dict,
-                                 options=RunOptions(trace_level=RunOptions.FULL_TRACE),
-                                 run_metadata=self._metadata)
-            return plain_run(fetches, feed_dict=feed_dict, options=options,
-                             run_metadata=run_metadata)
-        session.run = run
-
     def before_run(self, run_context):
+        """Note [Tracing from a hook]."""
+        from shardflow.session import RunOptions
         self._trace = self._next_step is None or \
             self._timer.should_trigger_for_step(self._next_step)
-        self._metadata = None
-        return SessionRunArgs(self._global_step_tensor)
+        options = RunOptions(trace_level=RunOptions.FULL_TRACE) if self._trace else None
+        return SessionRunArgs(self._global_step_tensor, options=options)
 
     def after_run(self, run_context, run_values):
         from shardflow.profiler import write_chrome_trace
         step = int(run_values.results) + 1
-        self._trace = False
-        if self._metadata is not None:
+        if self._trace:
             self._timer.update_last_triggered_step(step)
             os.makedirs(os.path.dirname(self._output_file) or ".", exist_ok=True)
-            write_chrome_trace(self._metadata, self._output_file.format(step))
-            self._metadata = None
+            write_chrome_trace(run_values.run_metadata, self._output_file.format(step))
+        self._trace = False
         self._next_step = step + 1
 
 
