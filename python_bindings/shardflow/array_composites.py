@@ -237,40 +237,125 @@ def categorical(logits, num_samples, dtype=None, seed=None, name=None):
                        output_dtype=dtypes.int64 if dtype is None else dtype)
 
 
-def print_v2(*inputs, **kwargs):
-    """TF 1.13's tf.print: an op that, each time it runs, writes `inputs` (Python values and
-    tensors; tensors show their first `summarize` values, default 3) separated by `sep` to
-    standard error. Run it, or make other ops depend on it::
+def _print_writer(output_stream):
+    """How tf.print writes a line to `output_stream`: sys.stdout, sys.stderr (the streams as
+    they are when the line is written), "stdout", "stderr", a logging function or level of
+    sf.logging or Python's logging ("log(info)", "log(warning)", "log(error)" too), or
+    "file://<path>" (appended to). ValueError for others, as TF's."""
+    import logging
+    import sys
+    from shardflow import tf_logging
+    if isinstance(output_stream, str) and output_stream.startswith("file://"):
+        path = output_stream[len("file://"):]
 
-        with sf.control_dependencies([sf.print("step", step, "loss", loss)]):
+        def to_file(text):
+            with open(path, "a") as f:
+                f.write(text)
+        return to_file
+    levels = {"log(info)": logging.INFO, "log(warning)": logging.WARNING,
+              "log(error)": logging.ERROR}
+    named = {"stdout": "stdout", "stderr": "stderr"}
+    for func, level in ((tf_logging.info, logging.INFO), (tf_logging.warning, logging.WARNING),
+                        (getattr(tf_logging, "warn", None), logging.WARNING),
+                        (tf_logging.error, logging.ERROR), (logging.info, logging.INFO),
+                        (logging.warning, logging.WARNING), (logging.error, logging.ERROR)):
+        if func is not None and output_stream is func:
+            output_stream = level
+    if output_stream is sys.stdout or output_stream is sys.__stdout__:
+        output_stream = "stdout"
+    elif output_stream is sys.stderr or output_stream is sys.__stderr__:
+        output_stream = "stderr"
+    if isinstance(output_stream, str) and output_stream in levels:
+        output_stream = levels[output_stream]
+    if isinstance(output_stream, int) and output_stream in levels.values():
+        level = output_stream
+
+        def to_log(text):
+            tf_logging.log(level, "%s", text.rstrip("\n"))
+        return to_log
+    if isinstance(output_stream, str) and output_stream in named:
+        which = named[output_stream]
+
+        def to_stream(text):
+            stream = getattr(sys, which)
+            stream.write(text)
+            stream.flush()
+        return to_stream
+    raise ValueError("Unsupported output stream, logging level, or file. %s. Supported streams "
+                     "are sys.stdout, sys.stderr, tf.logging.info, tf.logging.warning, "
+                     "tf.logging.error. File needs to be in the form of 'file://<filepath>'."
+                     % (output_stream,))
+
+
+def print_v2(*inputs, **kwargs):
+    """TF 1.13's tf.print: an op that, each time it runs, writes `inputs` separated by `sep`
+    and followed by `end` (os.linesep) to `output_stream` (sys.stderr; sys.stdout, a logging
+    function or "file://<path>"). Run it, or make other ops depend on it::
+
+        with sf.control_dependencies([sf.print("step", step, "loss", {"l": loss})]):
             train = optimizer.minimize(loss)
 
-    Python strings before the first tensor form the line's message; later ones are printed as
-    string tensors. output_stream is accepted, but the line always goes to standard error (the
-    Print kernel's stream)."""
+    As TF's: a string prints as it is; a tensor as tf.strings.format prints it (its first and
+    last `summarize` elements of each dimension, "[0 1 2 ... 7 8 9]"; None or -1: all); any
+    other value, and lists, tuples and dicts holding tensors, as pprint.pformat writes them with
+    each tensor's value in its place. A PyFunc node (shardflow/script_ops.py): the line is
+    written by the client process."""
+    import os
+    import pprint
+    import sys
+    from shardflow import nest
+    from shardflow.script_ops import py_func
+    from shardflow.sparse_tensor import SparseTensor
+    from shardflow.string_format import summarize_value
+    from shardflow.variables import Variable
+    output_stream = kwargs.pop("output_stream", sys.stderr)
     summarize = kwargs.pop("summarize", 3)
     sep = kwargs.pop("sep", " ")
-    kwargs.pop("end", None)
-    kwargs.pop("output_stream", None)
+    end = kwargs.pop("end", os.linesep)
     name = kwargs.pop("name", None)
     if kwargs:
-        raise TypeError("print: unexpected arguments %s" % ", ".join(sorted(kwargs)))
-    from shardflow.variables import Variable
-    message, data = [], []
-    for value in inputs:
-        if isinstance(value, (Tensor, Variable)):
-            data.append(value)
-        elif not data:
-            message.append(value if isinstance(value, str) else repr(value))
-        else:
-            data.append(ops.constant(str(value)))
-    text = sep.join(message) + (sep if message and data else "")
-    anchor = ops.constant(0, dtype=dtypes.int32)
+        raise ValueError("Unrecognized keyword arguments for tf.print: %s" % kwargs)
+    write = _print_writer(output_stream)
     summarize = -1 if summarize is None or summarize < 0 else int(summarize)
-    printed = ops.Print(anchor, data, message=text,
-                        summarize=summarize if summarize >= 0 else 2 ** 31 - 1, name=name)
-    return printed.op
 
+    def is_tensor(x):
+        return isinstance(x, (Tensor, Variable, SparseTensor))
+    free_text = " ".join(pprint.pformat(x) for x in nest.map_structure(
+        lambda x: "" if is_tensor(x) else x, list(inputs)))
+    placeholder = "{}"
+    rng = np.random.RandomState(5)
+    while placeholder in free_text:
+        placeholder += str(rng.randint(0, 10))
+    tensors, templates = [], []
+    for value in inputs:
+        if isinstance(value, str):
+            templates.append(value)
+            continue
+        pieces = []
+        for x in nest.flatten(value):
+            if isinstance(x, SparseTensor):
+                tensors.extend([x.indices, x.values, x.dense_shape])
+                pieces.append("SparseTensor(indices={0}, values={0}, shape={0})".format(
+                    placeholder))
+            elif is_tensor(x):
+                tensors.append(x)
+                pieces.append(placeholder)
+            else:
+                pieces.append(x)
+        templates.append(pprint.pformat(nest.pack_sequence_as(value, pieces)))
+    template = sep.join(templates).replace("'" + placeholder + "'", placeholder)
+    parts = [p.encode() for p in template.split(placeholder)]
+    end = end.encode() if isinstance(end, str) else bytes(end)
+
+    def write_line(*values):
+        out = [parts[0]]
+        for value, part in zip(values, parts[1:]):
+            out.append(summarize_value(value, summarize))
+            out.append(part)
+        out.append(end)
+        write(b"".join(out).decode("utf-8", "replace"))
+        return []
+    return py_func(write_line, tensors, [], stateful=True, name=name or "PrintV2")
 
 __all__ = ["broadcast_to", "categorical", "meshgrid", "multinomial", "print_v2",
            "random_crop", "reverse_sequence", "sequence_mask"]
