@@ -368,6 +368,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     op, _, arrays = _build_while(cond, body, loop_vars, shape_invariants, back_prop, name,
                                  maximum_iterations)
     outputs = list(op.outputs[:len(_flatten(loop_vars))])
+    if not back_prop:
+        # As TF1's: no gradient flows back through the loop (it keeps no history); the
+        # gradient of a path through it is None, not an error.
+        outputs = [ops.stop_gradient(t) for t in outputs]
     if single:
         return _pack(loop_vars, outputs, arrays)   # a tensor, or a TensorArray
     if len(outputs) == 1 and not arrays and not return_same_structure:

@@ -50,9 +50,11 @@ def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False
     for i, x in enumerate(given):
         reads = [x._read] + x.__dict__.get("_extra_reads", []) if isinstance(x, Variable) \
             else [convert_to_tensor(x)]
+        primary.append(reads[0])
+        if not _differentiable(reads[0].dtype):
+            continue      # as TF1's: an integer (or bool, string) x gets no gradient
         xs.extend(reads)
         owner.extend([i] * len(reads))
-        primary.append(reads[0])
     gys = [] if grad_ys is None else [convert_to_tensor(g) for g in _as_list(grad_ys)]
     stops = [s._read if isinstance(s, Variable) else convert_to_tensor(s)
              for s in _as_list(stop_gradients or [])]
@@ -83,6 +85,10 @@ def gradients(ys, xs, grad_ys=None, name=None, colocate_gradients_with_ops=False
     return [grad if grad is not None else
             (None if unconnected == "none" else _zeros_like(x))
             for x, grad in zip(primary, found)]
+
+
+def _differentiable(dtype):
+    return dtype.is_floating or dtype.name.startswith("complex")
 
 
 def _zeros_like(x):

@@ -23,6 +23,7 @@ import threading
 
 import numpy as np
 
+from shardflow import _shardflow as _C
 from shardflow import dtypes
 from shardflow.framework import _InputList, convert_to_tensor, get_default_graph
 
@@ -77,6 +78,11 @@ def _call(token, args, aborted=None):
             value = np.asarray(value, dtype=dt)
         out.append(value)
     return out
+
+
+# As TF1's: a PyFunc has no gradient; the path through it is cut (its inputs get none), unless
+# gradient_override_map names one for the node.
+_C.register_no_gradient("PyFunc")
 
 
 def py_func(func, inp, Tout, stateful=True, name=None):  # noqa: N803 (TF1's argument name)

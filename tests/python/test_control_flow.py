@@ -162,8 +162,7 @@ def test_errors_say_what_to_change():
             tf.while_loop(lambda i: i, lambda i: i + 1, [0])
         x = tf.constant(2.0)
         y = tf.while_loop(lambda v: v < 10, lambda v: v * x, [x], back_prop=False)
-        with pytest.raises(Exception, match="back_prop=True"):
-            tf.gradients(y, [x])
+        assert tf.gradients(y, [x]) == [None]      # as TF1's: no path back through the loop
 
 
 def numpy_lstm(x, c, h, kernel, bias, forget_bias=1.0):

@@ -195,3 +195,23 @@ def test_exponential_moving_average_applied_in_a_cond_branch():
         # zero-debiased: (0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25)
         np.testing.assert_allclose(s.run(mean, {x: ones, is_train: False}), [7 / 3.0] * 3,
                                    rtol=1e-6)
+
+
+# ---- paths TF1 does not differentiate give None, not an error --------------------------------
+
+def test_py_func_back_prop_false_and_integers_cut_the_gradient():
+    x = tf.placeholder(tf.float32, [])
+
+    def step(y):
+        z = tf.py_func(lambda v: np.float32(v * 2), [y], tf.float32)
+        z.set_shape([])
+        return z + y * y
+    _, looped = tf.while_loop(lambda i, y: i < 1, lambda i, y: (i + 1, step(y)), [0, x])
+    _, frozen = tf.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, y * x), [0, x],
+                              back_prop=False)
+    xi = tf.placeholder(tf.int32, [])
+    assert tf.gradients(xi * 3, xi) == [None]
+    assert tf.gradients(frozen, x) == [None]
+    grads = tf.gradients([step(x), looped, frozen + x * x], x)
+    with tf.Session() as s:
+        assert s.run(grads, {x: 3.0}) == [6.0 + 6.0 + 6.0]
