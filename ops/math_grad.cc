@@ -477,6 +477,8 @@ REGISTER_NO_GRADIENT("LeftShift");
 REGISTER_NO_GRADIENT("RightShift");
 REGISTER_NO_GRADIENT("Invert");
 REGISTER_NO_GRADIENT("PopulationCount");
+REGISTER_NO_GRADIENT("RegexReplace");
+REGISTER_NO_GRADIENT("RegexFullMatch");
 // Piecewise constant (TF1 gives them no gradient either) and predicates.
 REGISTER_NO_GRADIENT("Floor");
 REGISTER_NO_GRADIENT("Ceil");

@@ -376,19 +376,21 @@ def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002
 
 
 def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
-    """Each string with the matches of `pattern` (RE2 syntax; Python's re here) replaced."""
-    rx = re.compile(_bytes(pattern))
-    rewrite = re.sub(rb"\\(\d)", rb"\\g<\1>", _bytes(rewrite))
-    count = 0 if replace_global else 1
-    return _map(lambda v: rx.sub(rewrite, _bytes(v), count=count), input, dtypes.string,
-                name or "RegexReplace")
+    """Each string with the matches of `pattern` replaced by `rewrite`, as TF1's: RE2 syntax
+    (a C++ kernel with RE2, linear in the string's length), ``\\1`` .. ``\\9`` in `rewrite`
+    name the groups and ``\\0`` the whole match; only the first match unless
+    `replace_global`. `pattern` and `rewrite` may be string tensors (scalars)."""
+    from shardflow.ops import _out
+    x = _strings(input)
+    return _out("RegexReplace", [x, _strings(pattern), _strings(rewrite)],
+                {"replace_global": bool(replace_global)}, name=name or "RegexReplace")
 
 
 def regex_full_match(input, pattern, name=None):  # noqa: A002
-    """Whether each whole string matches `pattern`."""
-    rx = re.compile(_bytes(pattern))
-    return _map(lambda v: rx.fullmatch(_bytes(v)) is not None, input, dtypes.bool_,
-                name or "RegexFullMatch")
+    """Whether each whole string matches `pattern` (RE2 syntax, a C++ kernel with RE2)."""
+    from shardflow.ops import _out
+    return _out("RegexFullMatch", [_strings(input), _strings(pattern)],
+                name=name or "RegexFullMatch")
 
 
 def _split_to_sparse(source, tokenize, name):

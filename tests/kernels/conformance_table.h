@@ -425,6 +425,29 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["PopulationCount"] = Unary({0, 1, 3, 7, 8, 127}, [](double a) {
       return double(__builtin_popcount(static_cast<unsigned>(a)));
     });
+    // Strings (the generic run casts through double): RE2 syntax, as TensorFlow's.
+    m["RegexReplace"].custom = [] {
+      const Tensor in = Tensor::FromVector<std::string>({"a1b22", "xyz"}, TensorShape({2}));
+      auto out = RunOp("RegexReplace", {in, Tensor::Scalar<std::string>("([0-9]+)"),
+                                        Tensor::Scalar<std::string>("<\\1>")});
+      if (!out.ok()) {
+        ADD_FAILURE() << "RegexReplace: " << out.status();
+        return std::string("failed");
+      }
+      EXPECT_EQ((*out)[0].data<std::string>()[0], "a<1>b<22>");
+      EXPECT_EQ((*out)[0].data<std::string>()[1], "xyz");
+      return std::string("string, every match");
+    };
+    m["RegexFullMatch"].custom = [] {
+      const Tensor in = Tensor::FromVector<std::string>({"ab12", "ab", "12"}, TensorShape({3}));
+      auto out = RunOp("RegexFullMatch", {in, Tensor::Scalar<std::string>("[a-z]+[0-9]+")});
+      if (!out.ok()) {
+        ADD_FAILURE() << "RegexFullMatch: " << out.status();
+        return std::string("failed");
+      }
+      EXPECT_EQ(Values((*out)[0]), (std::vector<double>{1, 0, 0}));
+      return std::string("string");
+    };
     // ~x depends on the width and signedness: every integer dtype by hand.
     m["Invert"].custom = [] {
       std::string summary;

@@ -67,3 +67,24 @@ def test_string_helpers():
     np.testing.assert_array_equal(got[11], [True, False])
     with pytest.raises(tf.errors.InvalidArgumentError, match="could not correctly convert"):
         run(tf.string_to_number(tf.constant(["x"])))
+
+
+def test_regex_ops_are_re2_linear_time_with_tf_rewrite_syntax():
+    # Regression: the regex ops ran Python's re in a py_func: (a+)+$ on 31 characters of a
+    # hostile string took 37 s (each further character doubles it) and no deadline stopped it.
+    # They are RE2 kernels now, as TF's: linear time, RE2 syntax, \\1 groups in the rewrite.
+    import time
+    s = tf.placeholder(tf.string, [None])
+    full = tf.strings.regex_full_match(s, "(a+)+$")
+    first = tf.strings.regex_replace(s, "([0-9]+)", r"<\1>", replace_global=False)
+    every = tf.strings.regex_replace(s, "([0-9]+)", r"<\1>")
+    bad = tf.strings.regex_full_match(s, "(unclosed")
+    with tf.Session() as sess:
+        start = time.monotonic()
+        got = sess.run(full, {s: ["a" * 4000 + "!", "aaa"]})
+        assert time.monotonic() - start < 5
+        assert got.tolist() == [False, True]
+        got = sess.run([first, every], {s: ["a1b22"]})
+        assert [v.tolist() for v in got] == [[b"a<1>b22"], [b"a<1>b<22>"]]
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"Invalid pattern: \(unclosed"):
+            sess.run(bad, {s: ["x"]})
