@@ -151,7 +151,9 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         "Tout": [t.dtype._enum for t in then_out],
         "output_shapes": [_merged_shape(a, b) for a, b in zip(then_out, else_out)],
     }
-    op = g._add_op("If", [pred, _InputList(captures)], attrs, name=prefix.rsplit("/", 1)[-1])
+    with g.control_dependencies(_hoisted(then_g, else_g)):
+        op = g._add_op("If", [pred, _InputList(captures)], attrs,
+                       name=prefix.rsplit("/", 1)[-1])
     flat_results = _flat_results(structure)
     outputs = [op if isinstance(r, Operation) else op.outputs[i]
                for i, r in enumerate(flat_results)]
@@ -261,6 +263,55 @@ def _array_writes(arrays, inner, returned, body_g):
         with body_g.as_default():
             writes.append((k, ops.reshape(index, []), row, init))
     return writes
+
+
+def _hoisted(*graphs):
+    """The outer ops that `graphs` named in control_dependencies (framework.py keeps them
+    aside): the op of these functions waits for them, as TF1's loop and cond do."""
+    return [op for fg in graphs for op in getattr(fg, "_hoisted_control_inputs", [])]
+
+
+def _compatible(a, b):
+    """Whether static shapes `a` and `b` (lists, None where unknown) can be one shape."""
+    if a is None or b is None:
+        return True
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+def _shape_text(dims):
+    return "(%s)" % ", ".join("?" if d is None else str(d) for d in dims) if len(dims) != 1 \
+        else "(%s,)" % ("?" if dims[0] is None else dims[0])
+
+
+def _check_loop_shapes(flat, results, invariants):
+    """As TF1's while_loop, when the graph is built: a shape invariant must fit the loop
+    variable's initial shape, and the body must return each variable in a shape that fits its
+    invariant (its initial shape without one)."""
+    for k, (v, r) in enumerate(zip(flat, results)):
+        entering = _shape_or_none(v)
+        if invariants is not None:
+            if not _compatible(entering, invariants[k]):
+                raise ValueError(
+                    "The shape invariant specified for %s is not compatible with the initial "
+                    "shape of the loop variable. It enters the loop with shape %s, but the "
+                    "specified shape invariant is %s."
+                    % (v.name, _shape_text(entering), _shape_text(invariants[k])))
+            allowed = invariants[k]
+        else:
+            allowed = entering
+        leaving = _shape_or_none(r)
+        if not _compatible(allowed, leaving):
+            if invariants is None:
+                raise ValueError(
+                    "Input tensor '%s' enters the loop with shape %s, but has shape %s after "
+                    "one iteration. To allow the shape to vary across iterations, use the "
+                    "`shape_invariants` argument of tf.while_loop to specify a less-specific "
+                    "shape." % (v.name, _shape_text(entering), _shape_text(leaving)))
+            raise ValueError(
+                "Input tensor '%s' enters the loop with shape %s, but has shape %s after one "
+                "iteration, which does not fit its shape invariant %s."
+                % (v.name, _shape_text(entering), _shape_text(leaving),
+                   _shape_text(allowed)))
 
 
 def _union_captures(*graphs):
@@ -463,6 +514,7 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
                 raise ValueError("while_loop: loop variable %s is %s but body returns %s"
                                  % (v.name, v.dtype.name, r.dtype.name))
             results.append(r)
+    _check_loop_shapes(flat, results, invariants)
     writes = _array_writes(arrays, inner, _growing_arrays(result), body_g)
     for k, index, row, row_init in writes:
         # Two more loop variables: the row written and its index (-1 before any iteration).
@@ -496,8 +548,9 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
     }
     if invariants is not None:
         attrs["output_shapes"] = [s if s is not None else None for s in invariants]
-    op = g._add_op("While", [_InputList(flat), _InputList(captures)], attrs,
-                   name=prefix.rsplit("/", 1)[-1])
+    with g.control_dependencies(_hoisted(cond_g, body_g)):
+        op = g._add_op("While", [_InputList(flat), _InputList(captures)], attrs,
+                       name=prefix.rsplit("/", 1)[-1])
     n = len(flat)
     leaving = list(arrays)
     first = n - 2 * len(writes) - (body_g._rng_key is not None)

@@ -634,6 +634,11 @@ class Graph:
             for c in control_inputs:
                 op = _as_operation(c)
                 if op.graph is not self:
+                    if isinstance(self, _FuncGraph) and self._encloses(op.graph):
+                        # An op around a loop body or branch: the While or If op waits for
+                        # it instead (control_flow._hoisted), as TF1 allows.
+                        self.__dict__.setdefault("_hoisted_control_inputs", []).append(op)
+                        continue
                     raise ValueError("control input %s is from another graph" % op.name)
                 names.append(op.name)
             self._control_inputs = old + names

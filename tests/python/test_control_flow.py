@@ -33,12 +33,17 @@ def test_shape_invariants_let_a_variable_grow():
                                [0, x], shape_invariants=[tf.TensorShape([]),
                                                          tf.TensorShape([None])],
                                back_prop=False)
-        bad = tf.while_loop(lambda x: tf.reduce_sum(x) < 10, lambda x: tf.concat([x, x], 0),
-                            [x])
+        # Without an invariant the change is refused when the graph is built, as TF1's; one
+        # known only when the step runs (a placeholder's) fails the step.
+        with pytest.raises(ValueError, match="shape_invariants"):
+            tf.while_loop(lambda x: tf.reduce_sum(x) < 10, lambda x: tf.concat([x, x], 0), [x])
+        n = tf.placeholder(tf.int32, [])
+        bad = tf.while_loop(lambda x: tf.reduce_sum(x) < 10,
+                            lambda x: tf.tile(x, tf.reshape(n, [1])), [x])
         with tf.Session() as s:
             assert s.run(out).tolist() == [1.0] * 8
             with pytest.raises(tf.errors.InvalidArgumentError, match="shape_invariants"):
-                s.run(bad)
+                s.run(bad, {n: 2})
 
 
 def rnn_graph(device_for_body=None):

@@ -215,3 +215,40 @@ def test_py_func_back_prop_false_and_integers_cut_the_gradient():
     grads = tf.gradients([step(x), looped, frozen + x * x], x)
     with tf.Session() as s:
         assert s.run(grads, {x: 3.0}) == [6.0 + 6.0 + 6.0]
+
+
+# ---- while_loop: outer control dependencies in the body, shapes checked when built ----------
+
+def test_control_dependency_on_an_outer_op_inside_body_and_branch():
+    x = tf.placeholder(tf.float32, [])
+    check = tf.assert_non_negative(x)            # built outside the loop and the cond
+
+    def body(i, acc):
+        with tf.control_dependencies([check]):
+            return i + 1, acc + x
+
+    def branch():
+        with tf.control_dependencies([check]):
+            return tf.identity(x)
+    r = tf.while_loop(lambda i, acc: i < 3, body, [0, 0.0])
+    c = tf.cond(x > 1.0, branch, lambda: x * 0.0)
+    with tf.Session() as s:
+        assert s.run(r, {x: 2.0}) == [3, 6.0]
+        assert s.run(c, {x: 2.0}) == 2.0
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            s.run(r, {x: -1.0})                  # the loop waits for the check
+
+
+def test_loop_variable_changing_shape_is_a_value_error_when_built():
+    with pytest.raises(ValueError, match="enters the loop with shape \\(2,\\), but has shape "
+                                         "\\(4,\\) after one iteration.*shape_invariants"):
+        tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, tf.concat([x, x], 0)),
+                      [0, tf.zeros([2])])
+    with pytest.raises(ValueError, match="shape invariant specified for .* is not compatible"):
+        tf.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x + 1.0), [0, tf.zeros([2])],
+                      shape_invariants=[tf.TensorShape([]), tf.TensorShape([3])])
+    grown = tf.while_loop(lambda i, x: i < 2, lambda i, x: (i + 1, tf.concat([x, x], 0)),
+                          [0, tf.zeros([2])],
+                          shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])])
+    with tf.Session() as s:
+        assert s.run(grown)[1].shape == (8,)
