@@ -679,6 +679,12 @@ class Graph:
             device = next((i.op.device for i in inputs if isinstance(i, Tensor)
                            and i.op.type in _RESOURCE_HANDLE_OPS), None)
         override = self._gradient_override_map.get(op_type)
+        outer = getattr(self, "_outer", None)
+        while override is None and outer is not None:
+            # A loop body or branch takes the overrides of the graphs around it (TF1 code
+            # enters gradient_override_map on the graph it got from get_default_graph()).
+            override = outer._gradient_override_map.get(op_type)
+            outer = getattr(outer, "_outer", None)
         if override is not None:
             attrs = dict(attrs or {}, _gradient_op_type=override)
         op_name, outputs = self._handle.add_op(op_type, refs, attrs or {},

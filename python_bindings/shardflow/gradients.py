@@ -114,7 +114,18 @@ class UnconnectedGradients:
 def _call_python_gradient(grad_name, node, grads):
     """Called by the C++ differentiation for a node whose gradient is `grad_name`."""
     g = getattr(_active, "graph", None) or get_default_graph()
-    op = g.get_operation_by_name(node)
+    try:
+        op = g.get_operation_by_name(node)
+    except Exception:
+        if "/forward/" not in node:
+            raise
+        raise NotImplementedError(
+            "the Python gradient '%s' is asked for inside the gradient of a while_loop body or "
+            "cond branch ('%s'), which the engine builds itself: Python gradients "
+            "(RegisterGradient, gradient_override_map, custom_gradient, ops whose gradient is "
+            "Python's) run only outside while_loop, cond and dynamic_rnn; move the op out of "
+            "the loop or cond, or give it a C++ gradient (docs/python.md, control flow)"
+            % (grad_name, node)) from None
     dys = [g.get_operation_by_name(n).outputs[i] for n, i in grads]
     out = _python_gradients[grad_name](op, *dys)
     if not isinstance(out, (list, tuple)):

@@ -252,3 +252,29 @@ def test_loop_variable_changing_shape_is_a_value_error_when_built():
                           shape_invariants=[tf.TensorShape([]), tf.TensorShape([None])])
     with tf.Session() as s:
         assert s.run(grown)[1].shape == (8,)
+
+
+# ---- Python gradients inside a loop or branch fail clearly rather than being ignored -------
+
+@tf.RegisterGradient("SemanticsTestReverse")
+def _reverse_gradient(op, grad):
+    return -grad
+
+
+def test_gradient_override_in_a_body_or_branch_is_not_silently_ignored():
+    g = tf.get_default_graph()
+    x = tf.placeholder(tf.float32, [])
+    p = tf.placeholder(tf.bool, [])
+
+    def flip(y):
+        with g.gradient_override_map({"Identity": "SemanticsTestReverse"}):
+            return tf.identity(y)
+    _, looped = tf.while_loop(lambda i, y: i < 1, lambda i, y: (i + 1, flip(y) * 2.0), [0, x])
+    branched = tf.cond(p, lambda: flip(x) * 2.0, lambda: x)
+    plain = tf.gradients(flip(x) * 2.0, x)[0]
+    with tf.Session() as s:
+        assert s.run(plain, {x: 1.0}) == -2.0
+    for y in (looped, branched):
+        # it gave +2.0, the override ignored; TF1 gives -2.0
+        with pytest.raises(Exception, match="SemanticsTestReverse.*while_loop body or cond"):
+            tf.gradients(y, x)
