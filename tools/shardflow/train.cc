@@ -664,13 +664,17 @@ absl::Status Train(TrainConfig c) {
   }
   if (at.global_step != saved_step) SF_RETURN_IF_ERROR(SaveTo(session.get(), *g, c, &series, at));
   SF_ASSIGN_OR_RETURN(double accuracy, Evaluate(session.get(), *g, test));
+  // The rate after the warm-up steps exists only when more steps than those ran.
+  const std::string warm = steps_this_run > kWarmupSteps
+                               ? absl::StrFormat("; %.0f examples/s after the first %lld steps",
+                                                 warm_rate, static_cast<long long>(kWarmupSteps))
+                               : std::string();
   std::printf(
-      "trained %lld steps in %s (%.0f examples/s; %.0f examples/s after the first %lld "
-      "steps)\ntest accuracy %.2f%% on %lld images; checkpoint %s\n",
+      "trained %lld steps in %s (%.0f examples/s%s)\ntest accuracy %.2f%% on %lld images; "
+      "checkpoint %s\n",
       static_cast<long long>(steps_this_run), Duration(train_secs).c_str(),
-      steps_this_run * c.batch_size / std::max(train_secs, 1e-9), warm_rate,
-      static_cast<long long>(kWarmupSteps), 100 * accuracy, static_cast<long long>(test.size()),
-      series.latest().c_str());
+      steps_this_run * c.batch_size / std::max(train_secs, 1e-9), warm.c_str(), 100 * accuracy,
+      static_cast<long long>(test.size()), series.latest().c_str());
   std::fflush(stdout);
   if (c.task >= 0) {
     // The tasks serving this job (the other replicas' tasks; the ps tasks) may leave now.
