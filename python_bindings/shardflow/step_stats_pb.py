@@ -21,7 +21,9 @@ its dtype, shape and bytes (as tensor_description.allocation_description.request
 memory_stats are not recorded.
 
 tf_run_metadata(md) is TF's RunMetadata of a sf.RunMetadata (those step stats and the partition
-graphs' nodes), which FileWriter.add_run_metadata writes for TensorBoard.
+graphs), which FileWriter.add_run_metadata writes for TensorBoard; tf_graph_def(g) is TF's
+GraphDef of a shardflow GraphDef (attrs translated to TF's AttrValue), which FileWriter.add_graph
+writes.
 
 The classes are made as summary_pb.py makes its messages (package "tensorflow", TF's field
 numbers, a descriptor pool of their own). They need python3-protobuf, loaded on first use.
@@ -74,12 +76,31 @@ def _file_descriptor_proto():
     _field(m, "node_stats", 2, msg, rep, type_name=".tensorflow.NodeExecStats")
     m = fdp.message_type.add(name="StepStats")
     _field(m, "dev_stats", 1, msg, rep, type_name=".tensorflow.DeviceStepStats")
-    # graph.proto, node_def.proto (the fields a partition graph carries here), config.proto
+    # attr_value.proto (the kinds translated here), graph.proto, node_def.proto, config.proto
+    m = fdp.message_type.add(name="AttrValue")
+    lst = m.nested_type.add(name="ListValue")
+    for name, number, kind in (("s", 2, _F.TYPE_BYTES), ("i", 3, i64), ("f", 4, _F.TYPE_FLOAT),
+                               ("b", 5, _F.TYPE_BOOL), ("type", 6, _F.TYPE_INT32)):
+        _field(lst, name, number, kind, rep)
+    _field(lst, "shape", 7, msg, rep, type_name=".tensorflow.TensorShapeProto")
+    m.oneof_decl.add(name="value")
+    for name, number, kind, type_name in (
+            ("list", 1, msg, ".tensorflow.AttrValue.ListValue"), ("s", 2, _F.TYPE_BYTES, None),
+            ("i", 3, i64, None), ("f", 4, _F.TYPE_FLOAT, None), ("b", 5, _F.TYPE_BOOL, None),
+            ("type", 6, _F.TYPE_INT32, None),
+            ("shape", 7, msg, ".tensorflow.TensorShapeProto")):
+        f = _field(m, name, number, kind, type_name=type_name)
+        f.oneof_index = 0
     m = fdp.message_type.add(name="NodeDef")
     _field(m, "name", 1, _F.TYPE_STRING)
     _field(m, "op", 2, _F.TYPE_STRING)
     _field(m, "input", 3, _F.TYPE_STRING, rep)
     _field(m, "device", 4, _F.TYPE_STRING)
+    entry = m.nested_type.add(name="AttrEntry")
+    entry.options.map_entry = True
+    _field(entry, "key", 1, _F.TYPE_STRING)
+    _field(entry, "value", 2, msg, type_name=".tensorflow.AttrValue")
+    _field(m, "attr", 5, msg, rep, type_name=".tensorflow.NodeDef.AttrEntry")
     m = fdp.message_type.add(name="GraphDef")
     _field(m, "node", 1, msg, rep, type_name=".tensorflow.NodeDef")
     m = fdp.message_type.add(name="RunMetadata")
@@ -97,6 +118,7 @@ NodeOutput = _classes["NodeOutput"]
 NodeExecStats = _classes["NodeExecStats"]
 DeviceStepStats = _classes["DeviceStepStats"]
 StepStats = _classes["StepStats"]
+AttrValue = _classes["AttrValue"]
 NodeDef = _classes["NodeDef"]
 GraphDef = _classes["GraphDef"]
 RunMetadata = _classes["RunMetadata"]    # TF's tensorflow.RunMetadata, not sf.RunMetadata
@@ -164,13 +186,62 @@ def tf_run_metadata(run_metadata):
     out = RunMetadata()
     out.step_stats.CopyFrom(step_stats_from_run_metadata(run_metadata))
     for graph in md.partition_graphs:
-        tf_graph = out.partition_graphs.add()
-        for node in graph.node:
-            tf_graph.node.add(name=node.name, op=node.op, input=list(node.input),
-                              device=node.assigned_device or node.device)
+        out.partition_graphs.add().CopyFrom(tf_graph_def(graph, assigned=True))
+    return out
+
+
+def _tf_shape(shape, out):
+    """Fills TF's TensorShapeProto `out` from shardflow's (dims; -1 unknown)."""
+    for size in shape.dim:
+        out.dim.add(size=size)
+    out.unknown_rank = shape.unknown_rank
+
+
+def _tf_attr(value, out):
+    """Fills TF's AttrValue `out` from shardflow's AttrValue `value` (graph.proto numbers its
+    fields differently); tensors and functions are left out. False when nothing was set."""
+    kind = value.WhichOneof("value")
+    if kind in ("s", "i", "f", "b"):
+        setattr(out, kind, getattr(value, kind))
+    elif kind == "type":
+        out.type = int(value.type)
+    elif kind == "shape":
+        _tf_shape(value.shape, out.shape)
+    elif kind == "list":
+        lst = value.list
+        out.list.SetInParent()
+        out.list.s.extend(lst.s)
+        out.list.i.extend(lst.i)
+        out.list.f.extend(lst.f)
+        out.list.b.extend(lst.b)
+        out.list.type.extend(int(t) for t in lst.type)
+        for shape in lst.shape:
+            _tf_shape(shape, out.list.shape.add())
+    else:
+        return False
+    return True
+
+
+def tf_graph_def(graph_def, assigned=False):
+    """TF's tensorflow.GraphDef for a shardflow GraphDef message (or its bytes): each node's
+    name, op, inputs, device (the assigned one when `assigned`) and its attrs translated to TF's
+    AttrValue (tensor values and functions left out). FileWriter writes it, so TensorBoard's
+    graph view, which reads TF's schema, can parse the graph."""
+    from shardflow.protos import graph_pb2
+    if isinstance(graph_def, (bytes, bytearray)):
+        graph_def = graph_pb2.GraphDef.FromString(bytes(graph_def))
+    out = GraphDef()
+    for node in graph_def.node:
+        device = (node.assigned_device or node.device) if assigned else node.device
+        inputs = [i[:-2] if i.endswith(":0") else i for i in node.input]   # TF's "x", not "x:0"
+        tf_node = out.node.add(name=node.name, op=node.op, input=inputs, device=device)
+        for key in sorted(node.attr):
+            attr = AttrValue()
+            if _tf_attr(node.attr[key], attr):
+                tf_node.attr[key].CopyFrom(attr)
     return out
 
 
 __all__ = ["AllocationDescription", "DeviceStepStats", "NodeExecStats", "NodeOutput",
            "StepStats", "TensorDescription", "TensorShapeProto",
-           "step_stats_from_run_metadata", "tf_run_metadata"]
+           "step_stats_from_run_metadata", "tf_graph_def", "tf_run_metadata"]

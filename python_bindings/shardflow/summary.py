@@ -320,10 +320,13 @@ class FileWriter:
         self._write_event(_bytes_field(7, session_log.SerializeToString()), global_step)
 
     def add_graph(self, graph, global_step=None):
-        """The graph (a sf.Graph, a GraphDef or its bytes), for TensorBoard's graph view."""
+        """The graph (a sf.Graph, a GraphDef or its bytes), for TensorBoard's graph view,
+        written as TF's GraphDef (step_stats_pb.tf_graph_def: shardflow's own numbers its
+        attrs' fields differently, and TensorBoard reads TF's schema)."""
         from shardflow.graph_io import _serialized
+        from shardflow.step_stats_pb import tf_graph_def
         data = _serialized(graph, "FileWriter.add_graph")
-        self._write_event(_bytes_field(4, data), global_step)
+        self._write_event(_bytes_field(4, tf_graph_def(data).SerializeToString()), global_step)
 
     def add_run_metadata(self, run_metadata, tag, global_step=None):
         """A step's run metadata under `tag` (TensorBoard's "Session runs"), as TF's

@@ -113,6 +113,31 @@ def test_run_metadata_event_parses_with_tfs_schema(tmp_path, tfpb):
     assert nodes["y"].op == "MatMul" and nodes["y"].device
 
 
+def test_graph_event_parses_with_tfs_schema_attrs_translated(tmp_path, tfpb):
+    # Regression: the graph event held shardflow's GraphDef, whose AttrValue numbers its fields
+    # differently from TF's (s is 1 there, TF's list): TensorBoard's parse of a graph with
+    # string attrs failed or read garbage. It is TF's GraphDef now, attrs translated.
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        y = tf.transpose(tf.nn.max_pool(tf.reshape(x, [-1, 3, 1, 1]), [1, 1, 1, 1],
+                                        [1, 1, 1, 1], "SAME", name="pool"), name="t")
+        del y
+    writer = tf.summary.FileWriter(str(tmp_path), g)
+    writer.close()
+    path = glob.glob(str(tmp_path / "events.out.tfevents.*"))[0]
+    graphs = [tfpb.Event.FromString(e.SerializeToString()).graph_def
+              for e in tf.train.summary_iterator(path) if e.HasField("graph_def")]
+    assert len(graphs) == 1
+    nodes = {n.name: n for n in tfpb.GraphDef.FromString(graphs[0]).node}
+    assert nodes["x"].op == "Placeholder"
+    assert nodes["x"].attr["dtype"].type == 1          # DT_FLOAT
+    assert [d.size for d in nodes["x"].attr["shape"].shape.dim] == [-1, 3]
+    assert list(nodes["pool"].attr["ksize"].list.i) == [1, 1, 1, 1]
+    assert nodes["pool"].attr["padding"].s == b"SAME"
+    assert nodes["t"].input[0] == "pool"
+
+
 # ---- 2. hooks' SessionRunArgs(options=...) ------------------------------------------------
 
 
