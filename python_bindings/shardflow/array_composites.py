@@ -140,6 +140,17 @@ def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, name=No
     front = ops.transpose(x, perm) if perm != list(builtins.range(rank)) else x
     batch, time = dim_size(front, 0), dim_size(front, 1)
     lengths = ops.reshape(ops.cast(seq_lengths, dtypes.int32), [-1, 1])
+    # TF's kernel fails the step on a length past the time dimension or below 0 (here a row
+    # read another batch entry's elements, or stayed as it was).
+    from shardflow.check_ops import _check
+    from shardflow.framework import control_dependencies
+    fits = array_ops.reduce_all(ops.logical_and(ops.greater_equal(lengths, 0),
+                                                ops.less_equal(lengths, time)))
+    check = _check(fits, "reverse_sequence: seq_lengths must lie in [0, input.dims(%d)] "
+                   "(TF: 'seq_lens(i) > input.dims(%d)' or '< 0')" % (seq_axis, seq_axis),
+                   None, "reverse_sequence")
+    with control_dependencies([check]):
+        lengths = ops.identity(lengths)
     t = ops.reshape(iota(time), [1, -1])
     source = array_ops.where_v2(ops.less(t, lengths), ops.subtract(ops.subtract(lengths, 1), t),
                                 ops.multiply(t, ops.ones_like(lengths)))

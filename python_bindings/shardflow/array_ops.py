@@ -15,7 +15,8 @@ import builtins
 import numpy as np
 
 from shardflow import dtypes, ops
-from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
+from shardflow.framework import (Tensor, _literal, check_no_python_float, convert_to_tensor,
+                                 get_default_graph)
 
 
 def _static_dims(x, what):
@@ -226,6 +227,27 @@ def _split_unknown(value, n, axis, rank):
     return out
 
 
+def _split_sizes_unknown(value, sizes, axis, rank):
+    """split into pieces of the given sizes along an axis whose size is known only when the step
+    runs: the Slices of the known-size case, after a check that the sizes add up to the
+    dimension (TF's SplitV fails the step; here the rest was dropped silently)."""
+    from shardflow.check_ops import assert_equal
+    check = assert_equal(ops.shape(value)[axis], int(builtins.sum(sizes)),
+                         message="split: size_splits %s must sum to dimension %d"
+                         % (sizes, axis))
+    with get_default_graph().control_dependencies([check]):
+        value = ops.identity(value)
+    out, offset = [], 0
+    for s in sizes:
+        begin = [0] * rank
+        begin[axis] = offset
+        size = [-1] * rank
+        size[axis] = s
+        out.append(ops.slice(value, begin, size))
+        offset += s
+    return out
+
+
 def split(value, num_or_size_splits, axis=0, num=None, name=None):
     """Pieces of `value` along `axis`: `num_or_size_splits` equal ones, or pieces of the given
     sizes (one may be -1), as TF1's tf.split."""
@@ -248,6 +270,11 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
             if total is None:
                 raise ValueError("split: a -1 size needs dimension %d to be known" % axis)
             sizes[sizes.index(-1)] = total - sum(s for s in sizes if s != -1)
+        elif total is not None and sum(sizes) != total:
+            raise ValueError("split: size_splits %s must sum to dimension %d (%d), they sum to "
+                             "%d" % (list(num_or_size_splits), axis, total, sum(sizes)))
+        elif total is None:
+            return _split_sizes_unknown(value, sizes, axis, len(dims))
     out, offset = [], 0
     for s in sizes:
         begin = [0] * len(dims)
@@ -316,14 +343,42 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
         start, limit = 0, start
     if any(isinstance(v, Tensor) for v in (start, limit, delta)):
         return _range_of_tensors(start, limit, delta, dtype, name)
-    values = np.arange(start, limit, delta)
+    return ops.constant(_range_values(start, limit, delta, dtype), name=name)
+
+
+def _range_values(start, limit, delta, dtype):
+    """range() of Python numbers as TF's Range kernel computes it, in the output dtype (float32
+    for floats, int32 for ints, int64 past int32): ceil(|(limit - start) / delta|) elements,
+    each the previous plus delta (np.arange counts in float64: range(1, 1.3, 0.1) had 1.3)."""
     if dtype is not None:
-        values = values.astype(dtypes.as_dtype(dtype).as_numpy_dtype)
-    elif values.dtype == np.int64:
-        values = values.astype(np.int32)
-    elif values.dtype == np.float64:
-        values = values.astype(np.float32)
-    return ops.constant(values, name=name)
+        dt = dtypes.as_dtype(dtype)
+        for v in (start, limit, delta):
+            check_no_python_float(v, dt)
+    else:   # TF's: the widest of the arguments' dtypes, int32 < int64 < float32 < float64
+        order = [np.int32, np.int64, np.float32, np.float64]
+        dt = dtypes.as_dtype(builtins.max(
+            (v.dtype.type if isinstance(v, np.generic) else _literal(v).dtype.type
+             for v in (start, limit, delta)),
+            key=lambda t: order.index(t) if t in order else 0))
+    kind = dt.as_numpy_dtype
+    start, limit, delta = kind(start), kind(limit), kind(delta)
+    if delta == 0:
+        raise ValueError("range: Requires delta != 0: %s" % delta)
+    if delta > 0 and start > limit:
+        raise ValueError("range: Requires start <= limit when delta > 0: %s/%s"
+                         % (start, limit))
+    if delta < 0 and start < limit:
+        raise ValueError("range: Requires start >= limit when delta < 0: %s/%s"
+                         % (start, limit))
+    if dt.is_integer:
+        size = (builtins.abs(int(limit) - int(start)) + builtins.abs(int(delta)) - 1) // \
+            builtins.abs(int(delta))
+        return (int(start) + int(delta) * np.arange(size, dtype=np.int64)).astype(kind)
+    size = int(np.ceil(np.abs((limit - start) / delta)))
+    steps = np.full(size, delta, dtype=kind)
+    if size:
+        steps[0] = start
+    return np.add.accumulate(steps, dtype=kind)
 
 
 def _range_of_tensors(start, limit, delta, dtype, name):

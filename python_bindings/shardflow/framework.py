@@ -667,6 +667,8 @@ class Graph:
         """Adds one op of a registered type; returns the Operation."""
         if self._rng_mode is not None and op_type in _STATELESS_TWIN:
             return _add_stateless_random(self, op_type, inputs, attrs, name)
+        if op_type in _ONE_DTYPE_OPS:
+            _refuse_float_literals(inputs)
         if any(_is_float64_tensor(i) for i in inputs):
             # Python floats beside a float64 tensor keep their float64 value (as TF converts
             # them to the tensor's dtype), rather than _literal's float32.
@@ -1166,6 +1168,46 @@ def _as_operation(x):
     if isinstance(x, Variable):
         return x._read.op
     raise TypeError("expected an Operation or Tensor, got %r" % (x,))
+
+
+# Ops whose inputs all have the one dtype T: a literal beside a tensor takes the tensor's dtype.
+_ONE_DTYPE_OPS = frozenset([
+    "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "FloorDiv", "FloorMod",
+    "TruncateDiv", "TruncateMod", "Maximum", "Minimum", "Pow", "SquaredDifference", "Atan2",
+    "Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual"])
+
+
+def _refuse_float_literals(inputs):
+    """A TypeError when a Python float literal (also 2.0) stands beside an integer tensor of
+    one of _ONE_DTYPE_OPS, as TF1's (x_int32 * 2.5 converts 2.5 to int32 and refuses): it was
+    silently truncated to the tensor's dtype."""
+    dtype = next((i.dtype for i in inputs if (isinstance(i, Tensor) or hasattr(i, "_read_after"))
+                  and i.dtype.is_integer), None)
+    if dtype is not None:
+        for i in inputs:
+            check_no_python_float(i, dtype)
+
+
+def check_no_python_float(value, dtype):
+    """TF1's make_tensor_proto rule: a Python float, or a list holding a non-integer, does not
+    become an integer tensor (TypeError "Expected int32, got 2.5 of type 'float' instead.").
+    NumPy arrays and scalars are cast, as TF's (np.asarray(value, dtype))."""
+    if not dtype.is_integer or isinstance(value, np.generic):
+        return
+    if isinstance(value, float):
+        bad = value
+    elif isinstance(value, (list, tuple)) and not _holds_tensor(value):
+        try:
+            flat = np.asarray(value, dtype=object).ravel()
+        except ValueError:   # ragged: the conversion reports it
+            return
+        bad = next((v for v in flat if isinstance(v, (float, np.floating))), None)
+        if bad is None:
+            return
+    else:
+        return
+    raise TypeError("Expected %s, got %r of type '%s' instead." % (dtype.name, bad,
+                                                                   type(bad).__name__))
 
 
 def _is_float64_tensor(value):

@@ -14,7 +14,8 @@ import numpy as np
 
 from shardflow import dtypes
 from shardflow.framework import (Tensor, TensorShape, _InputList, _holds_tensor, _literal,
-                                 _pack_list, _plain_dims, convert_to_tensor, get_default_graph)
+                                 _pack_list, _plain_dims, check_no_python_float,
+                                 convert_to_tensor, get_default_graph)
 
 
 def _graph_of(*values):
@@ -67,6 +68,7 @@ def constant(value, dtype=None, shape=None, name=None):
     """
     if dtype is not None:
         want = dtypes.as_dtype(dtype).as_numpy_dtype
+        check_no_python_float(value, dtypes.as_dtype(dtype))
         if np.issubdtype(want, np.integer) and not isinstance(value, (np.ndarray, np.generic)):
             _check_int_range(value, want)
         arr = np.asarray(value, dtype=want)
@@ -381,18 +383,18 @@ def _unary(op_type, doc):
 
 def truediv(x, y, name=None):
     """x / y with true division, as Python 3 and TF1's ``/``: integer operands are converted to
-    float64 first (int32 / int32 is not truncated, also for two Python ints: 7 / 2 = 3.5);
-    floats divide as they are."""
+    a float first, as TF1's table: int8 and uint8 to float32, int32 and int64 to float64
+    (int32 / int32 is not truncated, also for two Python ints: 7 / 2 = 3.5); floats divide as
+    they are. A Python float beside an integer tensor is a TypeError, as TF1's."""
+    x, y = (convert_to_tensor(v) if hasattr(v, "_read_after") else v for v in (x, y))  # Variables
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
         x = convert_to_tensor(x)
-    dt = x.dtype if isinstance(x, Tensor) else (y.dtype if isinstance(y, Tensor) else None)
-    if dt is not None and dt.is_integer:
-        x = cast(x, dtypes.float64) if isinstance(x, Tensor) else float(x)
-        y = cast(y, dtypes.float64) if isinstance(y, Tensor) else float(y)
-        if isinstance(x, float) and isinstance(y, Tensor):
-            x = constant(x, dtype=dtypes.float64)
-        if isinstance(y, float) and isinstance(x, Tensor):
-            y = constant(y, dtype=dtypes.float64)
+    dt = x.dtype if isinstance(x, Tensor) else y.dtype
+    if dt.is_integer:
+        check_no_python_float(y if isinstance(x, Tensor) else x, dt)
+        wide = dtypes.float32 if dt in (dtypes.int8, dtypes.uint8) else dtypes.float64
+        x, y = (cast(v if isinstance(v, Tensor) else constant(v, dtype=dt), wide)
+                for v in (x, y))
     return _out("Div", [x, y], name=name)
 
 
@@ -405,17 +407,34 @@ multiply = _binary("Mul", "x * y, element-wise.")
 divide = _binary("Div", "x / y, element-wise.")
 maximum = _binary("Maximum", "max(x, y), element-wise.")
 minimum = _binary("Minimum", "min(x, y), element-wise.")
-_float_pow = _binary("Pow", "x ** y, element-wise.")
+_pow_op = _binary("Pow", "x ** y, element-wise.")
 
 
 def pow(x, y, name=None):  # noqa: A001 (shadows the builtin, as in TF)
-    """x ** y, element-wise; integers too, as TF's (computed in float64: exact while the
-    powers stay below 2**53)."""
+    """x ** y, element-wise; integers too, as TF's kernel: exact, wrapping around on overflow
+    (3 ** 21 in int32 is 1870418611), a negative exponent failing the step."""
+    x, y = (convert_to_tensor(v) if hasattr(v, "_read_after") else v for v in (x, y))  # Variables
     dt = x.dtype if isinstance(x, Tensor) else (y.dtype if isinstance(y, Tensor) else None)
     if dt is not None and dt.is_integer:
-        wide = _float_pow(cast(x, dtypes.float64), cast(y, dtypes.float64))
-        return cast(_unary("Round", "")(wide), dt, name=name)
-    return _float_pow(x, y, name=name)
+        return _integer_pow(x, y, dt, name)
+    return _pow_op(x, y, name=name)
+
+
+def _integer_pow(x, y, dt, name):
+    """x ** y of integers: the Pow kernel of int32 / int64 (exact, wrapping as TF's; a negative
+    exponent fails the step 'Integers to negative integer powers are not allowed'); int8 and
+    uint8 through int32 (its wrap-around, cast back, is theirs). Python floats are refused."""
+    for v in (x, y):
+        check_no_python_float(v, dt)
+    x, y = (v if isinstance(v, Tensor) else constant(v, dtype=dt) for v in (x, y))
+    if x.dtype != y.dtype:
+        raise TypeError("pow: x (%s) and y (%s) must have one dtype" % (x.dtype.name,
+                                                                        y.dtype.name))
+    if dt in (dtypes.int32, dtypes.int64):
+        return _pow_op(x, y, name=name)
+    return cast(_pow_op(cast(x, dtypes.int32), cast(y, dtypes.int32)), dt, name=name)
+
+
 atan2 = _binary("Atan2", "atan2(y, x) of the arguments (y, x), element-wise: the angle in "
                 "[-pi, pi] of the point (x, y).")
 squared_difference = _binary("SquaredDifference", "(x - y) ** 2, element-wise.")
@@ -653,14 +672,13 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
                          "and adjoint_b) can be True")
     transpose_a, transpose_b = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
     a_t, b_t = convert_to_tensor(a), convert_to_tensor(b)
-    if a_t.dtype.is_integer and a_t.dtype == b_t.dtype:
-        # Integer products as TF's CPU kernels give them, computed in float64 (exact while
-        # every sum stays below 2**53).
-        wide = matmul(cast(a_t, dtypes.float64), cast(b_t, dtypes.float64), transpose_a,
+    if a_t.dtype in (dtypes.int8, dtypes.uint8) and a_t.dtype == b_t.dtype:
+        # Through the int32 kernel: exact, and its wrap-around, cast back, is theirs.
+        wide = matmul(cast(a_t, dtypes.int32), cast(b_t, dtypes.int32), transpose_a,
                       transpose_b)
-        return cast(round(wide), a_t.dtype, name=name)
+        return cast(wide, a_t.dtype, name=name)
     ra, rb = a_t.shape.ndims, b_t.shape.ndims
-    if (ra or 2) > 2 or (rb or 2) > 2:
+    if ra is None or rb is None or ra > 2 or rb > 2:
         return _batch_matmul(a_t, b_t, transpose_a, transpose_b, name)
     return _out("MatMul", [a, b], {"transpose_a": transpose_a, "transpose_b": transpose_b},
                 name)
@@ -669,9 +687,11 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
 def _batch_matmul(a, b, transpose_a, transpose_b, name):
     """matmul of rank-3 (or higher) tensors, TF1's batched matmul: [..., n, k] x [..., k, m],
     the batch dimensions broadcast (BatchMatMulV2). A batch times one matrix is one reshaped
-    product (one GEMM instead of one per item)."""
+    product (one GEMM instead of one per item). An input of unknown rank goes to
+    BatchMatMulV2, which takes any rank >= 2 when the step runs, as TF1's."""
     if a.shape.ndims is None or b.shape.ndims is None:
-        raise ValueError("batched matmul needs inputs of known rank")
+        return _out("BatchMatMulV2", [a, b], {"adj_x": bool(transpose_a),
+                                              "adj_y": bool(transpose_b)}, name)
     da, db = a.shape.as_list(), b.shape.as_list()
     if len(db) == 2 and not transpose_a:
         k = da[-1]

@@ -26,14 +26,24 @@ import collections
 import numpy as np
 
 from shardflow import check_ops, dtypes, ops
-from shardflow.array_ops import boolean_mask, where_v2
-from shardflow.framework import convert_to_tensor
+from shardflow.array_ops import boolean_mask, reduce_all, where_v2
+from shardflow.framework import control_dependencies, convert_to_tensor
 
 
 def _int32(x):
+    """x as int32 (the kernels' ids). int64 values past int32's range fail the step rather than
+    wrap around onto a valid id (2^40 became segment 0)."""
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
         return convert_to_tensor(int(x), dtype=dtypes.int32)   # out of range: ValueError
     x = convert_to_tensor(x)
+    if x.dtype == dtypes.int64:
+        low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+        fits = ops.logical_and(reduce_all(ops.greater_equal(x, np.int64(low))),
+                               reduce_all(ops.less_equal(x, np.int64(high))))
+        check = check_ops._check(fits, "an int64 id or index is out of range: ids must lie in "
+                                 "[0, num_segments) (num_segments < 2^31)", None, "ids")
+        with control_dependencies([check]):
+            x = ops.identity(x)
     return x if x.dtype == dtypes.int32 else ops.cast(x, dtypes.int32)
 
 
@@ -154,7 +164,6 @@ def _sorted_count(segment_ids):
     sorted_ok = check_ops._check(check_ops.is_non_decreasing(ids),
                                  "segment ids are not increasing (segment_* take sorted ids; "
                                  "use unsorted_segment_* for others)", None, "segment_ids")
-    from shardflow.framework import control_dependencies
     with control_dependencies([sorted_ok]):
         return ops.reduce_max(ids) + 1
 
@@ -196,9 +205,16 @@ def dynamic_partition(data, partitions, num_partitions, name=None):
     """num_partitions tensors: the rows of `data` whose partition id is 0, 1, ... in order."""
     data = convert_to_tensor(data)
     partitions = _int32(partitions)
+    n = int(num_partitions)
+    fits = reduce_all(ops.logical_and(ops.greater_equal(partitions, 0), ops.less(partitions, n)))
+    check = check_ops._check(fits, "dynamic_partition: a partition id is not in [0, %d) (TF: "
+                             "'partitions[i] = p is not in [0, %d)')" % (n, n), None,
+                             "partitions")
+    with control_dependencies([check]):
+        partitions = ops.identity(partitions)
     return [boolean_mask(data, ops.equal(partitions, p),
                          name=None if name is None else "%s_%d" % (name, p))
-            for p in range(int(num_partitions))]
+            for p in range(n)]
 
 
 def dynamic_stitch(indices, data, name=None):
@@ -273,7 +289,6 @@ def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32, 
 
         sf.confusion_matrix([1, 2, 4], [2, 2, 4])    # 5x5: [1, 2] = [2, 2] = [4, 4] = 1
     """
-    from shardflow.framework import control_dependencies
     labels = ops.reshape(_int32(labels), [-1])
     predictions = ops.reshape(_int32(predictions), [-1])
     n_labels, n_predictions = _static_size(labels), _static_size(predictions)

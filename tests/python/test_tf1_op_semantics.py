@@ -1,0 +1,137 @@
+"""TF 1.15 op semantics a probe found different in shardflow: Python floats truncated into
+integer tensors, integer pow and matmul, range's element count, out-of-range lengths, ids and
+split sizes, true division of small integers."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def run(fetches, feed=None):
+    with tf.Session() as s:
+        return s.run(fetches, feed)
+
+
+# ---- silent wrong values ------------------------------------------------------------------
+
+def test_python_float_into_an_int_tensor_is_a_type_error():
+    x = tf.placeholder(tf.int32, [2])
+    builders = [
+        lambda: x * 2.5, lambda: 2.5 * x, lambda: tf.add(x, 1.5), lambda: tf.maximum(x, 0.5),
+        lambda: tf.clip_by_value(x, 0.5, 1.5), lambda: x < 2.5, lambda: x ** 2.0,
+        lambda: x / 2.5, lambda: x - [1, 2.0], lambda: tf.constant(1.5, tf.int32),
+        lambda: tf.constant([1, 2.0], tf.int64), lambda: tf.convert_to_tensor(1.5, tf.int32)]
+    for build in builders:
+        with pytest.raises(TypeError, match="Expected int(32|64), got .* of type 'float'"):
+            build()
+    # NumPy floats are cast, as TF's; Python ints convert
+    ys = [x * 2, tf.constant(np.array([1.7, 2.2]), tf.int32), x + np.float64(3.9),
+          tf.cast(1.5, tf.int32), tf.zeros([2], tf.int32) + 1]
+    out = run(ys, {x: [1, 2]})
+    for got, want in zip(out, [[2, 4], [1, 2], [4, 5], 1, [1, 1]]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_integer_pow_wraps_and_refuses_negative_exponents():
+    b = tf.placeholder(tf.int32, [3])
+    e = tf.placeholder(tf.int32, [3])
+    wide = tf.placeholder(tf.int64, [1])
+    assert run(tf.pow(tf.constant([3]), 21))[0] == 1870418611
+    assert run(wide ** 41, {wide: [3]})[0] == (3 ** 41 + 2 ** 63) % 2 ** 64 - 2 ** 63
+    np.testing.assert_array_equal(run(tf.pow(b, e), {b: [2, -3, 5], e: [10, 3, 0]}),
+                                  [1024, -27, 1])
+    assert run(tf.pow(tf.constant([3], tf.uint8), 5))[0] == 3 ** 5 % 256
+    for y in (tf.pow(b, e), b ** -2):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Integers to negative integer powers are not allowed"):
+            run(y, {b: [2, 1, -1], e: [-1, 1, 1]})
+
+
+def test_integer_matmul_is_exact_and_wraps():
+    a = tf.placeholder(tf.int64, [1, 1])
+    c = tf.placeholder(tf.int32, [1, 2])
+    d = tf.placeholder(tf.int32, [2, 1])
+    wrapped = ((2 ** 40 + 1) ** 2 + 2 ** 63) % 2 ** 64 - 2 ** 63   # int64 wrap-around
+    assert run(tf.matmul(a, a), {a: [[2 ** 40 + 1]]})[0, 0] == wrapped
+    assert run(tf.matmul(a, tf.constant([[2 ** 20 + 1]], tf.int64)),
+               {a: [[2 ** 40 + 1]]})[0, 0] == (2 ** 40 + 1) * (2 ** 20 + 1)
+    assert run(tf.matmul(c, d), {c: [[65536, 1]], d: [[65536], [3]]})[0, 0] == 3
+
+
+def test_range_counts_in_the_output_dtype():
+    got = run([tf.range(1, 1.3, 0.1), tf.range(0.1, 0.4, 0.1), tf.range(0, 2.1, 0.7),
+               tf.range(10, 1, -3), tf.range(5, 5)])
+    np.testing.assert_allclose(got[0], [1.0, 1.1, 1.2], rtol=1e-6)
+    np.testing.assert_allclose(got[1], [0.1, 0.2, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(got[2], [0.0, 0.7, 1.4], rtol=1e-6)
+    np.testing.assert_array_equal(got[3], [10, 7, 4])
+    assert got[0].dtype == np.float32 and got[3].dtype == np.int32 and got[4].size == 0
+    for bad in [lambda: tf.range(5, 1), lambda: tf.range(0, 5, -1), lambda: tf.range(0, 1, 0)]:
+        with pytest.raises(ValueError, match="Requires"):
+            bad()
+    with pytest.raises(TypeError, match="Expected int32"):
+        tf.range(0, 5.5, dtype=tf.int32)
+
+
+def test_reverse_sequence_lengths_out_of_range_fail_the_step():
+    x = tf.placeholder(tf.int32, [2, 4])
+    lengths = tf.placeholder(tf.int32, [2])
+    y = tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+    rows = [[1, 2, 3, 4], [5, 6, 7, 8]]
+    np.testing.assert_array_equal(run(y, {x: rows, lengths: [4, 2]}),
+                                  [[4, 3, 2, 1], [6, 5, 7, 8]])
+    for bad in ([5, 1], [-1, 1]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="seq_lengths must lie in"):
+            run(y, {x: rows, lengths: bad})
+
+
+def test_split_sizes_must_sum_to_the_dimension():
+    with pytest.raises(ValueError, match="must sum to dimension 0 \\(5\\)"):
+        tf.split(tf.placeholder(tf.float32, [5]), [1, 2])
+    x = tf.placeholder(tf.float32, [None])
+    parts = tf.split(x, [1, 2])
+    np.testing.assert_array_equal(run(parts, {x: [0, 1, 2]})[1], [1, 2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="must sum to dimension 0"):
+        run(parts, {x: np.arange(5)})
+
+
+def test_dynamic_partition_id_out_of_range_fails_the_step():
+    d = tf.placeholder(tf.int32, [2])
+    p = tf.placeholder(tf.int32, [2])
+    parts = tf.dynamic_partition(d, p, 2)
+    got = run(parts, {d: [10, 20], p: [1, 0]})
+    assert got[0].tolist() == [20] and got[1].tolist() == [10]
+    for bad in ([2, 0], [-1, 0]):
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not in \\[0, 2\\)"):
+            run(parts, {d: [10, 20], p: bad})
+
+
+def test_int64_segment_ids_past_int32_fail_rather_than_wrap():
+    ids = tf.placeholder(tf.int64, [2])
+    total = tf.unsorted_segment_sum(tf.ones([2]), ids, 3)
+    np.testing.assert_array_equal(run(total, {ids: [0, 2]}), [1, 0, 1])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="out of range"):
+        run(total, {ids: [0, 2 ** 40]})
+
+
+def test_true_division_of_small_ints_is_float32():
+    a = tf.placeholder(tf.uint8, [1])
+    b = tf.placeholder(tf.int8, [1])
+    c = tf.placeholder(tf.int32, [1])
+    assert (a / a).dtype == tf.float32 and (b / 2).dtype == tf.float32
+    assert (c / c).dtype == tf.float64 and (tf.cast(c, tf.int64) / 2).dtype == tf.float64
+    np.testing.assert_allclose(run(b / 2, {b: [-7]}), [-3.5])
+
+
+def test_matmul_of_unknown_rank_is_batched_when_run():
+    a = tf.placeholder(tf.float32, None)
+    b = tf.placeholder(tf.float32, None)
+    got = run(tf.matmul(a, b), {a: np.ones((4, 2, 3)), b: np.ones((4, 3, 5))})
+    np.testing.assert_array_equal(got, np.full((4, 2, 5), 3.0))
+    got = run(tf.matmul(a, b), {a: np.ones((2, 3)), b: np.ones((3, 5))})
+    np.testing.assert_array_equal(got, np.full((2, 5), 3.0))
