@@ -47,7 +47,13 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     if axis not in (None, -1) and (rank is None or not 0 <= axis <= rank):
         raise ValueError("one_hot(axis=%r): the axis must be -1 or in [0, %s] for indices of "
                          "rank %s" % (axis, rank, rank))
-    positions = ops.constant(np.arange(int(depth), dtype=indices.dtype.as_numpy_dtype))
+    depth = ops._axis_value(depth)   # a tensor known only when the step runs stays one
+    if isinstance(depth, Tensor):
+        positions = range(ops.cast(depth, indices.dtype))
+    elif int(depth) < 0:
+        raise ValueError("one_hot: depth must be non-negative, got: %d" % int(depth))
+    else:
+        positions = ops.constant(np.arange(int(depth), dtype=indices.dtype.as_numpy_dtype))
     hot = ops.cast(ops.equal(ops.expand_dims(indices, -1), positions), dt)
     if on_value is not None or off_value is not None:
         on = ops.cast(1 if on_value is None else on_value, dt)
@@ -437,10 +443,11 @@ def where(condition, x=None, y=None, name=None):
     With only `condition`: the coordinates of its true elements, [count, rank] int64 in
     row-major order (the Where op)."""
     if x is None and y is None:
+        # Numbers too, as TF 1.15's: the coordinates of the non-zero elements.
         condition = convert_to_tensor(condition)
-        if condition.dtype != dtypes.bool_:
-            raise TypeError("where(condition): condition must be bool, got %s (%s)"
-                            % (condition.name, condition.dtype.name))
+        if condition.dtype not in (dtypes.bool_, dtypes.float32, dtypes.float64, dtypes.int8,
+                                   dtypes.uint8, dtypes.int32, dtypes.int64):
+            condition = ops.not_equal(condition, ops.zeros_like(condition))
         return ops._out("Where", [condition], None, name)
     if x is None or y is None:
         raise ValueError("where: give both x and y, or neither (the coordinates of the true "

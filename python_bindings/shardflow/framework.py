@@ -268,7 +268,36 @@ def _attr_value(attr):
 
 
 class _TensorOperators:
-    """Operators shared by Tensor and Variable: ``+ - * / // @ ** -x abs(x) < <= > >=``."""
+    """Operators shared by Tensor and Variable: ``+ - * / // @ ** -x abs(x) < <= > >=``, and
+    on bools ``& | ^ ~`` (logical_and / or / xor / not, as TF 1.15's; not bitwise on ints)."""
+
+    def __and__(self, other):
+        from shardflow import ops
+        return ops.logical_and(self, other)
+
+    def __rand__(self, other):
+        from shardflow import ops
+        return ops.logical_and(other, self)
+
+    def __or__(self, other):
+        from shardflow import ops
+        return ops.logical_or(self, other)
+
+    def __ror__(self, other):
+        from shardflow import ops
+        return ops.logical_or(other, self)
+
+    def __xor__(self, other):
+        from shardflow.core_extras import logical_xor
+        return logical_xor(self, other)
+
+    def __rxor__(self, other):
+        from shardflow.core_extras import logical_xor
+        return logical_xor(other, self)
+
+    def __invert__(self):
+        from shardflow import ops
+        return ops.logical_not(self)
 
     def __add__(self, other):
         from shardflow import ops

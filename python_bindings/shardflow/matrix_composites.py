@@ -39,6 +39,10 @@ def matrix_band_part(input, num_lower, num_upper, name=None):  # noqa: A002
     m, n = dims[-2], dims[-1]
     i, j = np.arange(m)[:, None], np.arange(n)[None, :]
     lo, hi = int(num_lower), int(num_upper)
+    if lo > m or hi > n:   # TF's kernel refuses them
+        raise ValueError("matrix_band_part: num_lower must be negative or less or equal to "
+                         "number of rows (%d) got: %d; num_upper likewise for the columns "
+                         "(%d) got: %d" % (m, lo, n, hi))
     keep = ((lo < 0) | (i - j <= lo)) & ((hi < 0) | (j - i <= hi))
     return ops.multiply(x, ops.constant(keep.astype(x.dtype.as_numpy_dtype)), name=name)
 

@@ -85,10 +85,23 @@ def constant(value, dtype=None, shape=None, name=None):
                 return _fill_static(shape, arr.reshape(()), name)
             arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
         else:
-            arr = arr.reshape(shape)
+            arr = _padded_to(arr, shape)
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a scalar 1-d)
         arr = arr.copy(order="C")
     return _out("Const", [], {"value": arr, "dtype": dtypes.as_dtype(arr.dtype)._enum}, name)
+
+
+def _padded_to(arr, shape):
+    """`arr` in `shape`: as TF1's, fewer elements than the shape holds are padded with the last
+    one (constant([1, 2], shape=[4]) is [1 2 2 2]); more are a ValueError."""
+    size = int(np.prod(shape, dtype=np.int64))
+    if 0 < arr.size < size:
+        flat = arr.ravel()
+        arr = np.concatenate([flat, np.full(size - arr.size, flat[-1], dtype=arr.dtype)])
+    elif arr.size > size:
+        raise ValueError("Too many elements provided. Needed at most %d, but received %d"
+                         % (size, arr.size))
+    return arr.reshape(shape)
 
 
 def _check_int_range(value, want):
@@ -729,6 +742,20 @@ def _axis_input(axis):
     return cast(axis, dtypes.int32) if isinstance(axis, Tensor) else np.int32(axis)
 
 
+def _refuse_repeated_axes(axis, rank):
+    """A ValueError for an axis given twice (also as i and i - rank), as TF1's 'Axis 1
+    specified more than once' (the reduction summed over it once)."""
+    if rank is None:
+        return
+    seen = set()
+    for a in np.asarray(axis).ravel().tolist():
+        a = int(a)
+        if -rank <= a < rank:
+            if a % rank in seen:
+                raise ValueError("Axis %d specified more than once" % a)
+            seen.add(a % rank)
+
+
 def _reduction(op_type, doc):
     def fn(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None,
            keep_dims=None):
@@ -756,6 +783,7 @@ def _reduction(op_type, doc):
                 axis = list(range(x.shape.ndims))
         elif isinstance(axis, (int, np.integer)):
             axis = [int(axis)]
+        _refuse_repeated_axes(axis, x.shape.ndims)
         return _out(op_type, [x, np.asarray(axis, dtype=np.int32)], {"keep_dims": keepdims},
                     name)
     fn.__doc__ = (doc + " over `axis` (an int, a list, or None for all dimensions).\n\n"
@@ -820,12 +848,16 @@ def transpose(a, perm=None, name=None, conjugate=False):
         if rank is None:
             raise ValueError("transpose without perm needs a known rank")
         perm = list(reversed(range(rank)))
+    perm = _axis_value(perm)   # a tensor known only when the step runs stays one
+    if isinstance(perm, Tensor):
+        return _out("Transpose", [a, perm], name=name)
     return _out("Transpose", [a, np.asarray(perm, dtype=np.int32)], name=name)
 
 
 def concat(values, axis, name=None):
-    """Joins tensors along `axis`. Example: ``sf.concat([a, b], axis=1)``."""
-    return _graph_of(*values)._add_op("Concat", [_InputList(values), np.int32(axis)], None,
+    """Joins tensors along `axis` (an int, or a scalar tensor). Example:
+    ``sf.concat([a, b], axis=1)``."""
+    return _graph_of(*values)._add_op("Concat", [_InputList(values), _axis_input(axis)], None,
                                       name).outputs[0]
 
 
@@ -846,6 +878,9 @@ def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
     return _out("Shape", [input], {"out_type": dtypes.as_dtype(out_type)._enum}, name)
 
 
+shape_of = shape   # for functions whose argument is called shape
+
+
 def _alias(value, old, old_name, new_name, what):
     """An argument given under its TF1 name `new_name` or its older `old_name`."""
     if old is not None:
@@ -860,7 +895,7 @@ def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002
     axis = _alias(axis, dim, "dim", "axis", "expand_dims")
     if axis is None:
         raise ValueError("expand_dims needs axis")
-    return _out("ExpandDims", [input, np.int32(axis)], name=name)
+    return _out("ExpandDims", [input, _axis_input(axis)], name=name)
 
 
 def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
@@ -905,11 +940,21 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002
     Example: ``keep_prob = sf.placeholder_with_default(1.0, [])`` (feed 0.5 when training).
     """
     value = convert_to_tensor(input)
-    if shape is not None and value.shape.ndims is not None and \
-            value.shape != TensorShape(list(shape)):
+    if shape is None:
+        return identity(value, name=name)
+    want = TensorShape(list(shape))
+    if not want.is_compatible_with(value.shape):
         raise ValueError("placeholder_with_default: the default has shape %s, not %s"
                          % (value.shape.as_list(), list(shape)))
-    return identity(value, name=name)
+    # A Reshape to the default's own shape, that shape hidden from the graph's inference (and
+    # from tensor_util.constant_value, which looks through an Identity: a fed value would be
+    # folded away); then the shape given, which may be less specific than the default's
+    # ([None, 3] for a default of [2, 3]): a feed of any shape that fits it is taken.
+    hidden = reshape(value, stop_gradient(shape_of(value)))
+    dims = want.as_list()
+    if sum(d is None for d in dims) <= 1:
+        return reshape(hidden, [-1 if d is None else d for d in dims], name=name)
+    return _out("EnsureShape", [hidden], {"shape": dims}, name)
 
 
 def clip_by_value(t, clip_value_min, clip_value_max, name=None):

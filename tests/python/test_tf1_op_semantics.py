@@ -1,6 +1,8 @@
 """TF 1.15 op semantics a probe found different in shardflow: Python floats truncated into
 integer tensors, integer pow and matmul, range's element count, out-of-range lengths, ids and
-split sizes, true division of small integers."""
+split sizes, true division of small integers, and TF1 code that was refused (a partial
+placeholder_with_default shape, & | ^ ~ on bools, tensor axes, numeric tf.where, a constant
+padded to its shape)."""
 import numpy as np
 import pytest
 
@@ -135,3 +137,64 @@ def test_matmul_of_unknown_rank_is_batched_when_run():
     np.testing.assert_array_equal(got, np.full((4, 2, 5), 3.0))
     got = run(tf.matmul(a, b), {a: np.ones((2, 3)), b: np.ones((3, 5))})
     np.testing.assert_array_equal(got, np.full((2, 5), 3.0))
+
+
+# ---- refused valid TF1 code ---------------------------------------------------------------
+
+def test_placeholder_with_default_takes_a_less_specific_shape():
+    x = tf.placeholder_with_default(np.zeros((2, 3), np.float32), shape=[None, 3])
+    assert x.shape.as_list() == [None, 3]
+    y = x + 1
+    assert run(y).shape == (2, 3)
+    np.testing.assert_array_equal(run(y, {x: np.ones((5, 3))}), np.full((5, 3), 2.0))
+    # a fed value is not folded away as a constant
+    perm = tf.placeholder_with_default([0, 1], [2])
+    z = tf.transpose(tf.reshape(tf.range(6), [2, 3]), tf.concat([perm, [2]], 0)[:2])
+    assert run(z, {perm: [1, 0]}).shape == (3, 2)
+    with pytest.raises(ValueError, match="the default has shape"):
+        tf.placeholder_with_default(np.zeros((2, 3)), shape=[None, 4])
+
+
+def test_bool_operators_are_logical_ops():
+    a = tf.placeholder(tf.bool, [2])
+    b = tf.placeholder(tf.bool, [2])
+    got = run([a & b, a | b, a ^ b, ~a, True & a], {a: [True, False], b: [True, True]})
+    assert [g.tolist() for g in got] == [[True, False], [True, True], [False, True],
+                                         [False, True], [True, False]]
+
+
+def test_tensor_valued_axis_perm_and_depth():
+    x = tf.placeholder(tf.float32, [2, 3])
+    axis = tf.placeholder_with_default(1, [])
+    feed = {x: np.arange(6).reshape(2, 3)}
+    assert run(tf.concat([x, x], axis), feed).shape == (2, 6)
+    assert run(tf.concat([x, x], axis), {x: feed[x], axis: 0}).shape == (4, 3)
+    assert run(tf.transpose(x, tf.placeholder_with_default([1, 0], [2])), feed).shape == (3, 2)
+    assert run(tf.expand_dims(x, tf.placeholder_with_default(0, [])), feed).shape == (1, 2, 3)
+    depth = tf.placeholder_with_default(3, [])
+    np.testing.assert_array_equal(run(tf.one_hot([1, 2], depth)), [[0, 1, 0], [0, 0, 1]])
+    with pytest.raises(ValueError, match="depth must be non-negative"):
+        tf.one_hot([0], -1)
+
+
+def test_where_of_numbers_gives_the_nonzero_coordinates():
+    np.testing.assert_array_equal(run(tf.where(tf.constant([0., 3., 0., -1.]))), [[1], [3]])
+    np.testing.assert_array_equal(run(tf.where(tf.constant([[0, 2], [1, 0]]))),
+                                  [[0, 1], [1, 0]])
+
+
+def test_constant_pads_a_short_list_with_its_last_element():
+    np.testing.assert_array_equal(run(tf.constant([1, 2], shape=[4])), [1, 2, 2, 2])
+    np.testing.assert_array_equal(run(tf.constant([1., 2., 3.], shape=[2, 2])),
+                                  [[1, 2], [3, 3]])
+    with pytest.raises(ValueError, match="Too many elements provided"):
+        tf.constant([1, 2, 3], shape=[2])
+
+
+def test_minor_argument_errors():
+    with pytest.raises(ValueError, match="Axis 1 specified more than once"):
+        tf.reduce_sum(tf.ones([2, 3]), axis=[1, 1])
+    with pytest.raises(ValueError, match="specified more than once"):
+        tf.reduce_sum(tf.ones([2, 3]), axis=[1, -1])
+    with pytest.raises(ValueError, match="num_lower must be negative or less or equal"):
+        tf.matrix_band_part(tf.ones([2, 2]), 10, -5)
