@@ -37,6 +37,12 @@ absl::StatusOr<Node*> Graph::AddNode(NodeDef def) {
     return absl::InvalidArgumentError(
         absl::StrCat("a node of op '", def.op(), "' has an empty name; every node needs a name"));
   }
+  if (def.name().find_first_of(":^") != std::string::npos) {
+    // "x:1" names output 1 of x and "^x" a control input: such a node could never be named.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "node name '", def.name(), "' (op '", def.op(),
+        "') contains ':' or '^', which tensor and control-input references use; rename it"));
+  }
   if (by_name_.contains(def.name())) {
     return absl::InvalidArgumentError(
         absl::StrCat("node name '", def.name(), "' is used twice; node names must be unique"));

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -40,6 +41,12 @@ absl::Status WriteGraphDef(const std::string& path, const GraphDef& def, GraphFo
 }
 
 absl::StatusOr<GraphDef> ReadGraphDef(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // An ifstream opens a directory and reads nothing: an empty graph, silently.
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is a directory, not a GraphDef file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(

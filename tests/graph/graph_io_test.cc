@@ -61,6 +61,10 @@ TEST(GraphIoTest, MissingAndCorruptFilesAreClearErrors) {
   auto garbage = ReadGraphDef(path);
   ASSERT_FALSE(garbage.ok());
   EXPECT_NE(garbage.status().message().find("not a GraphDef"), std::string::npos);
+  // Regression: a directory read as an empty graph, OK.
+  auto dir = ReadGraphDef(::testing::TempDir());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().message().find("is a directory"), std::string::npos) << dir.status();
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "core/graph/graph.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/framework/attr_value.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -116,6 +117,11 @@ TEST(GraphTest, AttrErrors) {
   EXPECT_NE(dup.find("used twice"), std::string::npos) << dup;
   std::string empty = ErrorOf(R"(node { op: "NoOp" })");
   EXPECT_NE(empty.find("empty name"), std::string::npos) << empty;
+  // Regression: names with ':' or '^' were accepted and could never be fetched or referenced.
+  for (const char* name : {"a:1", "^b", "c:d"}) {
+    std::string bad_name = ErrorOf(absl::StrCat(R"(node { name: ")", name, R"(" op: "NoOp" })"));
+    EXPECT_NE(bad_name.find("contains ':' or '^'"), std::string::npos) << bad_name;
+  }
   // Regression: a dtype number naming no type was accepted (a Placeholder of DataType 8 failed
   // only later, in a kernel or in Python, naming no node).
   std::string no_type = ErrorOf(R"(node { name: "x" op: "Placeholder"
