@@ -120,7 +120,14 @@ absl::Status MakeGeometry(const TensorShape& in, const TensorShape& filter, int6
                     0};
   SF_RETURN_IF_ERROR(
       WindowedOutputSize(g->h, g->kh, sh, padding, &g->oh, &g->pad_top, &g->pad_bottom));
-  return WindowedOutputSize(g->w, g->kw, sw, padding, &g->ow, &g->pad_left, &g->pad_right);
+  SF_RETURN_IF_ERROR(
+      WindowedOutputSize(g->w, g->kw, sw, padding, &g->ow, &g->pad_left, &g->pad_right));
+  // With one output position along a dimension its stride is never used; oneDNN refuses strides
+  // beyond int32 (a stride of 2^40 failed "could not create a descriptor" where TF's output is
+  // one position), so it is given the smallest stride that still makes one position.
+  if (g->oh == 1) g->sh = std::max<int64_t>(1, g->h + g->pad_top + g->pad_bottom - g->kh + 1);
+  if (g->ow == 1) g->sw = std::max<int64_t>(1, g->w + g->pad_left + g->pad_right - g->kw + 1);
+  return absl::OkStatus();
 }
 
 // A shape from an int32 vector input of 4 sizes (input_sizes, filter_sizes).
