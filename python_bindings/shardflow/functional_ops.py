@@ -122,8 +122,10 @@ def scan(fn, elems, initializer=None, parallel_iterations=None, back_prop=True,
             results.sort(key=lambda r: r[0])
             return _stack([r for _, r in results])
         if reverse:
-            raise ValueError("scan(reverse=True) needs elems whose first dimension is known "
-                             "when the graph is built")
+            # Over the elements reversed, the results reversed back into elems' order.
+            backwards = _pack(elems, [ops.reverse(e, [0]) for e in flat])
+            result = scan(fn, backwards, initializer, back_prop=back_prop, name="reverse")
+            return _pack(result, [ops.reverse(r, [0]) for r in _flatten(result)])
         size = _leading(flat)
         first = _slice(elems, flat, 0) if initializer is None \
             else fn(initializer, _slice(elems, flat, 0))

@@ -278,3 +278,14 @@ def test_gradient_override_in_a_body_or_branch_is_not_silently_ignored():
         # it gave +2.0, the override ignored; TF1 gives -2.0
         with pytest.raises(Exception, match="SemanticsTestReverse.*while_loop body or cond"):
             tf.gradients(y, x)
+
+
+def test_scan_in_reverse_over_a_length_known_when_the_step_runs():
+    x = tf.placeholder(tf.float32, [None])
+    running = tf.scan(lambda acc, v: acc + v, x, reverse=True)
+    seeded = tf.scan(lambda acc, v: acc * 10.0 + v, x, initializer=tf.constant(0.0),
+                     reverse=True)
+    with tf.Session() as s:
+        a, b = s.run([running, seeded], {x: [1.0, 2.0, 3.0]})
+    np.testing.assert_array_equal(a, [6.0, 5.0, 3.0])
+    np.testing.assert_array_equal(b, [321.0, 32.0, 3.0])
