@@ -217,6 +217,7 @@ REGISTER_GRADIENT("IdentityN", [](const Scope&, const Operation&, const Grads& d
   return absl::OkStatus();
 });
 REGISTER_NO_GRADIENT("Where");   // integer coordinates
+REGISTER_NO_GRADIENT("Assert");  // no outputs
 REGISTER_NO_GRADIENT("Unique");  // picks values; TF1 has no gradient either
 REGISTER_GRADIENT("ReverseV2", [](const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
   dx->push_back(

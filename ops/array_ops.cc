@@ -357,6 +357,18 @@ REGISTER_OP("Print")
         "of each `data` tensor to standard error (TF1's tf.Print); only the first `first_n` "
         "runs print when first_n >= 0.");
 
+REGISTER_OP("Assert")
+    .Input("condition: bool")
+    .Input("data: T")
+    .Attr("T: list(type) = []")
+    .Attr("summarize: int = 3")
+    .SetIsStateful()
+    .Doc(
+        "Fails the step (InvalidArgumentError \"assertion failed: [..] [..]\", each `data` "
+        "tensor's "
+        "first `summarize` values) unless the scalar `condition` is true (TF1's tf.Assert); no "
+        "outputs: run it as a target or a control input.");
+
 REGISTER_OP("Where")
     .Input("input: T")
     .Output("index: int64")

@@ -1,10 +1,11 @@
 // Kernels that move tensors without computing: Const, Identity, NoOp, _Arg, _Retval,
-// Placeholder, and Print (Identity that also writes a line to stderr). All are cheap and run
+// Placeholder, Print (Identity that also writes a line to stderr) and Assert. All are cheap and run
 // inline in the executor.
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "core/framework/kernel_registry.h"
@@ -94,6 +95,72 @@ class RetvalOp : public OpKernel {
   int index_ = 0;
 };
 
+// One value as TF1's Print and Assert write it: strings C-escaped, bools 1 / 0, the narrow
+// floats as float, the 8-bit integers as numbers.
+template <typename T>
+void AppendLegacy(std::string* out, const T& v) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    absl::StrAppend(out, absl::CEscape(v));
+  } else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+    absl::StrAppend(out, static_cast<float>(v));
+  } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
+                       std::is_same_v<T, bool>) {
+    absl::StrAppend(out, static_cast<int>(v));
+  } else {
+    absl::StrAppend(out, v);
+  }
+}
+
+// The first `limit` values of `data` (row-major, dimension `dim` on) as TF1's
+// Tensor::SummarizeValue writes them for Print and Assert: the innermost rows space-separated,
+// every outer dimension's rows in brackets, "..." where the values stop inside a row.
+template <typename T>
+void AppendDims(const TensorShape& shape, int dim, int64_t limit, const T* data, int64_t* at,
+                std::string* out) {
+  if (*at >= limit) return;
+  const int64_t count = shape.dim(dim);
+  if (dim == shape.rank() - 1) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (*at >= limit) {
+        if (dim != 0) *out += "...";
+        return;
+      }
+      if (i > 0) *out += " ";
+      AppendLegacy(out, data[(*at)++]);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const bool open = *at < limit;
+    if (open) *out += "[";
+    AppendDims(shape, dim + 1, limit, data, at, out);
+    if (open) *out += "]";
+  }
+}
+
+// Note [TF1's value summaries]. tf.Print's and tf.Assert's text for a tensor: "1 2 3..." for a
+// vector of more than `summarize` values and "[1 2][3 4]" for a matrix ("[1 2][3...]..." when
+// the values stop), as TF 1.15's Tensor::SummarizeValue(summarize) (PrintOneDim); the callers
+// put each tensor in brackets.
+std::string LegacySummary(const Tensor& t, int64_t summarize) {
+  std::string out;
+  const int64_t n = t.NumElements(), limit = std::min(n, summarize);
+  SF_SWITCH_ALL(
+      t.dtype(), T,
+      {
+        const T* data = t.data<T>();
+        if (t.shape().rank() == 0) {
+          if (limit > 0) AppendLegacy(&out, data[0]);
+        } else {
+          int64_t at = 0;
+          AppendDims(t.shape(), 0, limit, data, &at, &out);
+        }
+      },
+      return "<invalid>");
+  if (n > limit) out += "...";
+  return out;
+}
+
 // Print: forwards input 0 and writes the message and a summary of inputs 1.. to stderr, one
 // line per run (the first first_n runs when first_n >= 0).
 class PrintOp : public OpKernel {
@@ -120,10 +187,7 @@ class PrintOp : public OpKernel {
       std::string line = message_;
       for (int i = 1; i < ctx->num_inputs(); ++i) {
         const Tensor& t = ctx->input(i);
-        absl::StrAppend(&line, "[",
-                        t.SummarizeValue(static_cast<int>(
-                            std::min<int64_t>(summarize_, std::numeric_limits<int>::max()))),
-                        "]");
+        absl::StrAppend(&line, "[", LegacySummary(t, summarize_), "]");
       }
       line += "\n";
       std::fwrite(line.data(), 1, line.size(), stderr);
@@ -138,6 +202,38 @@ class PrintOp : public OpKernel {
   int64_t summarize_ = 3;
   absl::Mutex mu_;
   int64_t printed_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Assert: fails the step unless the scalar `condition` is true, with TF1's message: "assertion
+// failed: " and each `data` tensor summarized in brackets (Note [TF1's value summaries]).
+class AssertOp : public OpKernel {
+ public:
+  explicit AssertOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::Status s = c->GetAttr("summarize", &summarize_);
+    if (s.ok() && summarize_ < 0) {
+      s = absl::InvalidArgumentError(
+          absl::StrCat("Assert's summarize must be >= 0, got ", summarize_));
+    }
+    if (!s.ok()) c->SetStatus(s);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& cond = ctx->input(0);
+    OP_REQUIRES(
+        ctx, cond.NumElements() == 1 && cond.dims() <= 1,
+        absl::InvalidArgumentError(absl::StrCat(
+            "Assert's condition must be a scalar bool, got shape ", cond.shape().DebugString())));
+    if (cond.data<bool>()[0]) return;
+    std::string msg = "assertion failed: ";
+    for (int i = 1; i < ctx->num_inputs(); ++i) {
+      absl::StrAppend(&msg, i > 1 ? " [" : "[", LegacySummary(ctx->input(i), summarize_), "]");
+    }
+    ctx->SetStatus(absl::InvalidArgumentError(msg));
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int64_t summarize_ = 3;
 };
 
 // EnsureShape: the input, when its shape fits the partial shape `shape`.
@@ -177,6 +273,7 @@ REGISTER_KERNEL(KernelDef("IdentityN").Device(kDeviceCpu), IdentityNOp);
 REGISTER_KERNEL(KernelDef("EnsureShape").Device(kDeviceCpu), EnsureShapeOp);
 REGISTER_KERNEL(KernelDef("StopGradient").Device(kDeviceCpu), IdentityOp);
 REGISTER_KERNEL(KernelDef("Print").Device(kDeviceCpu), PrintOp);
+REGISTER_KERNEL(KernelDef("Assert").Device(kDeviceCpu), AssertOp);
 REGISTER_KERNEL(KernelDef("NoOp").Device(kDeviceCpu), NoOp);
 REGISTER_KERNEL(KernelDef("Placeholder").Device(kDeviceCpu), PlaceholderOp);
 REGISTER_KERNEL(KernelDef("_Arg").Device(kDeviceCpu), ArgOp);

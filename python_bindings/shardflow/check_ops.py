@@ -7,30 +7,35 @@ Example::
     with sf.control_dependencies([check]):
         loss = sf.identity(loss)
 
-Note [Asserts through CheckNumerics]. The engine has no Assert kernel, so an assertion is a
-CheckNumerics of a scalar that is 0.0 when the condition holds and NaN when it does not: the
-step then fails with InvalidArgumentError carrying the assertion's message, followed by
-CheckNumerics' own words ("tensor of shape [] holds NaN ..."). Unlike TF1 the error does not
-print the tensors' values (`data` and `summarize` are accepted and not printed), and a
-condition is not evaluated when the graph is built, only when the op runs.
+Each is an Assert op (kernels/cpu/basic_ops.cc), as TF1's: when the condition does not hold
+the step fails with InvalidArgumentError "assertion failed: [message] [Condition x == y did not
+hold element-wise:] [x (x:0) = ] [1 2] [y (y:0) = ] [1 3]", each piece of `data` in brackets
+and each tensor's first `summarize` values (default 3). A condition is evaluated when the op
+runs, not when the graph is built.
 """
 
 import numpy as np
 
 from shardflow import array_ops, dtypes, ops
-from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
+from shardflow.framework import Tensor, _InputList, convert_to_tensor, get_default_graph
 
 
-def _check(condition, message, name, default_name):
-    """The op that fails the step with `message` unless the bool scalar `condition` holds."""
+def _check(condition, message, name, default_name, data=(), summarize=None):
+    """The Assert op that fails the step unless the bool scalar `condition` holds, printing
+    `message` (when given) and then each item of `data` (strings and tensors)."""
     condition = convert_to_tensor(condition)
     if condition.dtype != dtypes.bool_:
         raise TypeError("%s: the condition must be bool, not %s" % (default_name,
                                                                      condition.dtype.name))
     g = condition.graph if isinstance(condition, Tensor) else get_default_graph()
+    summarize = 3 if summarize is None else int(summarize)
+    if summarize < 0:
+        raise ValueError("%s: summarize must be >= 0, got %d" % (default_name, summarize))
     with g.name_scope(name or default_name):
-        poison = array_ops.where(condition, 0.0, float("nan"))
-        return ops.check_numerics(poison, message).op
+        items = ([message] if message else []) + list(data or ())
+        tensors = [d if isinstance(d, Tensor) else convert_to_tensor(d) for d in items]
+        return g._add_op("Assert", [condition, _InputList(tensors)],
+                         {"summarize": summarize}, "Assert")
 
 
 def _operands(x, y, what):
@@ -49,13 +54,14 @@ def _comparison(compare, symbol, default_name):
     def fn(x, y, data=None, summarize=None, message=None, name=None):
         x, y = _operands(x, y, default_name)
         holds = array_ops.reduce_all(compare(x, y))
-        return _check(holds, _message(message, "Condition x %s y did not hold element-wise: "
-                                      "x (%s), y (%s)" % (symbol, x.name, y.name)),
-                      name, default_name)
+        if data is None:   # TF1's default data
+            data = ["Condition x %s y did not hold element-wise:" % symbol,
+                    "x (%s) = " % x.name, x, "y (%s) = " % y.name, y]
+        return _check(holds, message, name, default_name, data, summarize)
     fn.__name__ = default_name
-    fn.__doc__ = ("An op that fails the step (InvalidArgumentError naming `message`) unless "
-                  "x %s y for every element (broadcasting), as TF1's tf.%s. See Note [Asserts "
-                  "through CheckNumerics]." % (symbol, default_name))
+    fn.__doc__ = ("An Assert op that fails the step (InvalidArgumentError with `message`, x "
+                  "and y) unless x %s y for every element (broadcasting), as TF1's tf.%s."
+                  % (symbol, default_name))
     return fn
 
 
@@ -71,12 +77,12 @@ def _sign_check(compare, text, default_name):
     def fn(x, data=None, summarize=None, message=None, name=None):
         x = convert_to_tensor(x)
         holds = array_ops.reduce_all(compare(x, 0))
-        return _check(holds, _message(message, "Condition x %s did not hold element-wise: x (%s)"
-                                      % (text, x.name)), name, default_name)
+        if data is None:   # TF1's default data
+            data = ["Condition x %s did not hold element-wise:" % text, "x (%s) = " % x.name, x]
+        return _check(holds, message, name, default_name, data, summarize)
     fn.__name__ = default_name
-    fn.__doc__ = ("An op that fails the step (InvalidArgumentError naming `message`) unless "
-                  "every element of x is %s, as TF1's tf.%s. See Note [Asserts through "
-                  "CheckNumerics]." % (text, default_name))
+    fn.__doc__ = ("An Assert op that fails the step (InvalidArgumentError with `message` and "
+                  "x) unless every element of x is %s, as TF1's tf.%s." % (text, default_name))
     return fn
 
 
@@ -147,9 +153,10 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
     atol = eps if atol is None else atol
     tolerance = ops.cast(atol, x.dtype) + ops.cast(rtol, x.dtype) * ops.abs(y)
     holds = array_ops.reduce_all(ops.less_equal(ops.abs(x - y), tolerance))
-    return _check(holds, _message(message, "x (%s) and y (%s) not equal to tolerance rtol = "
-                                  "%s, atol = %s" % (x.name, y.name, rtol, atol)),
-                  name, "assert_near")
+    if data is None:   # TF1's default data
+        data = ["x and y not equal to tolerance rtol = %s, atol = %s" % (rtol, atol),
+                "x (%s) = " % x.name, x, "y (%s) = " % y.name, y]
+    return _check(holds, message, name, "assert_near", data, summarize)
 
 
 def assert_type(tensor, tf_type, message=None, name=None):
@@ -240,10 +247,9 @@ def is_strictly_increasing(x, name=None):
 
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TF1's name)
     """An op that fails the step unless the bool scalar `condition` is true, as TF1's
-    tf.Assert. The error names the tensors of `data` but does not print their values (Note
-    [Asserts through CheckNumerics])."""
-    names = ", ".join(getattr(d, "name", repr(d)) for d in (data or []))
-    return _check(condition, "assertion failed: [%s]" % names, name, "Assert")
+    tf.Assert: InvalidArgumentError "assertion failed: [..] [..]" with each item of `data`
+    (strings and tensors; a tensor's first `summarize` values, default 3) in brackets."""
+    return _check(condition, None, name, "Assert", list(data or ()), summarize)
 
 
 def verify_tensor_all_finite(t=None, msg=None, name=None, x=None, message=None):

@@ -550,78 +550,15 @@ def Print(input_, data, message=None, first_n=None, summarize=None, name=None): 
         x = sf.Print(x, [sf.reduce_mean(x), sf.shape(x)], "x mean, shape: ")
 
     Each tensor prints in brackets as TF1's does: "[1 2 3...]", and a matrix row by row,
-    "[[1 2][3 4]]" ("[[1 2...]]..." past `summarize` values). Scalars and vectors print in the
-    Print kernel; when a tensor of `data` may have two or more dimensions, the line is written
-    by a PyFunc node (shardflow/script_ops.py) in the client process, and the result is
-    `input_` through an Identity that runs after it."""
+    "[[1 2][3 4]]" ("[[1 2][3...]...]" past `summarize` values) (Note [TF1's value summaries]
+    in kernels/cpu/basic_ops.cc). The Print kernel writes the line, in the task that runs it."""
     message = "" if message is None else str(message)
     first_n = -1 if first_n is None else int(first_n)
     summarize = 3 if summarize is None else int(summarize)
     data = list(data) if isinstance(data, (list, tuple)) else [data]
-
-    def rank(d):
-        shape = getattr(d, "shape", None)
-        if shape is None:
-            return np.ndim(d)
-        return shape.ndims if hasattr(shape, "ndims") else len(shape)
     graph = _graph_of(input_, *data)
-    if all(rank(d) is not None and rank(d) <= 1 for d in data):
-        attrs = {"message": message, "first_n": first_n, "summarize": summarize}
-        return graph._add_op("Print", [input_, _InputList(data)], attrs, name).outputs[0]
-    import sys
-    import threading
-    from shardflow.framework import control_dependencies
-    from shardflow.script_ops import py_func
-    from shardflow.string_format import _element_text
-    if summarize < 0:
-        raise ValueError("Print's summarize must be >= 0, got %d" % summarize)
-
-    def legacy_summary(array):
-        # TF1's Tensor::SummarizeValue(summarize) for tf.Print (PrintOneDim): the first
-        # `summarize` values in row-major order, each dimension's rows in brackets.
-        array = np.asarray(array)
-        flat, limit, out, at = array.ravel(), min(summarize, array.size), [], [0]
-
-        def one_dim(d):
-            if at[0] >= limit:
-                return
-            if d == array.ndim - 1:
-                for i in range(array.shape[d]):
-                    if at[0] >= limit:
-                        out.append(b"..." if d != 0 else b"")
-                        return
-                    out.append(b" " if i > 0 else b"")
-                    out.append(_element_text(flat[at[0]]))
-                    at[0] += 1
-                return
-            for _ in range(array.shape[d]):
-                if at[0] >= limit:
-                    break
-                out.append(b"[")
-                one_dim(d + 1)
-                out.append(b"]")
-        if array.ndim == 0:
-            out.append(_element_text(flat[0]) if limit else b"")
-        else:
-            one_dim(0)
-        return b"".join(out) + (b"..." if array.size > limit else b"")
-
-    lock, printed = threading.Lock(), [0]
-
-    def write_line(*values):
-        with lock:
-            if 0 <= first_n <= printed[0]:
-                return []
-            printed[0] += 1
-        line = message.encode() + b"".join(b"[" + legacy_summary(v) + b"]" for v in values)
-        sys.stderr.write(line.decode("utf-8", "replace") + "\n")
-        sys.stderr.flush()
-        return []
-    with graph.as_default():
-        tensors = [convert_to_tensor(d) for d in data]
-        printer = py_func(write_line, tensors, [], stateful=True, name="Print")
-        with control_dependencies([printer]):
-            return identity(input_, name=name)
+    attrs = {"message": message, "first_n": first_n, "summarize": summarize}
+    return graph._add_op("Print", [input_, _InputList(data)], attrs, name).outputs[0]
 
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):

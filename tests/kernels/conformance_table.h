@@ -564,6 +564,23 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
     m["EnsureShape"].attrs = [](DataType) {
       return Attrs{{"shape", MakeAttr(TensorShape({-1, 3}))}};
     };
+    // No outputs: passes when the condition holds, else fails with TF1's message (each data
+    // tensor summarized in brackets, matrices row by row, "..." past `summarize` values).
+    m["Assert"].custom = [] {
+      const Tensor text = Tensor::Scalar<std::string>("x:0 =");
+      const Tensor x = Tensor::FromVector<int32_t>({1, 2, 3, 4}, TensorShape({2, 2}));
+      const Attrs attrs = {{"T", MakeAttr(std::vector<DataType>{DT_STRING, DT_INT32})},
+                           {"summarize", MakeAttr(int64_t{3})}};
+      auto ok = RunOp("Assert", {Tensor::Scalar<bool>(true), text, x}, attrs);
+      EXPECT_TRUE(ok.ok()) << ok.status();
+      auto failed = RunOp("Assert", {Tensor::Scalar<bool>(false), text, x}, attrs);
+      EXPECT_FALSE(failed.ok());
+      EXPECT_EQ(failed.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(failed.status().message().find("assertion failed: [x:0 =] [[1 2][3...]...]"),
+                std::string::npos)
+          << failed.status();
+      return std::string("passes and fails");
+    };
     // A list of two dtypes passes through unchanged.
     m["IdentityN"].custom = [] {
       const Tensor a = D({1.5, -2, 3}, {3});

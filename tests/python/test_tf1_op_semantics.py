@@ -198,3 +198,30 @@ def test_minor_argument_errors():
         tf.reduce_sum(tf.ones([2, 3]), axis=[1, -1])
     with pytest.raises(ValueError, match="num_lower must be negative or less or equal"):
         tf.matrix_band_part(tf.ones([2, 2]), 10, -5)
+
+
+def test_asserts_fail_with_tf1s_message_and_the_values():
+    # Regression: asserts were CheckNumerics of a NaN, so every failure ended "tensor of shape []
+    # holds NaN at element 0" and printed no values. They are Assert ops now, as TF1's.
+    x = tf.placeholder(tf.int32, [None], name="x")
+    y = tf.constant([1, 3], name="y")
+    eq = tf.assert_equal(x, y, message="shapes differ")
+    pos = tf.assert_positive(x)
+    big = tf.Assert(tf.reduce_all(x < 3), ["x is", x, tf.reshape(tf.range(6), [2, 3])],
+                    summarize=4)
+    lengths = tf.placeholder(tf.int32, [1])
+    rev = tf.reverse_sequence(tf.ones([1, 2]), lengths, seq_axis=1, batch_axis=0)
+    with tf.Session() as sess:
+        sess.run([eq, pos], {x: [1, 3]})
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(eq, {x: [1, 2]})
+        assert ("assertion failed: [shapes differ] [Condition x == y did not hold element-wise:]"
+                " [x (x:0) = ] [1 2] [y (y:0) = ] [1 3]") in str(e.value)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"\[x \(x:0\) = \] \[0 -1 5\]"):
+            sess.run(pos, {x: [0, -1, 5]})
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(big, {x: [1, 2, 3, 4, 5]})
+        assert "assertion failed: [x is] [1 2 3 4...] [[0 1 2][3...]...]" in str(e.value)
+        with pytest.raises(tf.errors.InvalidArgumentError) as e:
+            sess.run(rev, {lengths: [3]})
+        assert "reverse_sequence" in str(e.value) and "NaN" not in str(e.value)
