@@ -484,16 +484,16 @@ REGISTER_OP("ReverseV2")
     .SetShapeFn(UnchangedShape)
     .Doc("`tensor` with the order of elements reversed along each dimension in `axis`.");
 
-#define SF_CUMULATIVE_OP(NAME, DOC)                             \
-  REGISTER_OP(NAME)                                             \
-      .Input("x: T")                                            \
-      .Input("axis: Tidx")                                      \
-      .Output("out: T")                                         \
-      .Attr("T: {float, double, half, bfloat16, int32, int64}") \
-      .Attr("Tidx: {int32, int64} = int32")                     \
-      .Attr("exclusive: bool = false")                          \
-      .Attr("reverse: bool = false")                            \
-      .SetShapeFn(UnchangedShape)                               \
+#define SF_CUMULATIVE_OP(NAME, DOC)                                          \
+  REGISTER_OP(NAME)                                                          \
+      .Input("x: T")                                                         \
+      .Input("axis: Tidx")                                                   \
+      .Output("out: T")                                                      \
+      .Attr("T: {float, double, half, bfloat16, int32, int64, int8, uint8}") \
+      .Attr("Tidx: {int32, int64} = int32")                                  \
+      .Attr("exclusive: bool = false")                                       \
+      .Attr("reverse: bool = false")                                         \
+      .SetShapeFn(UnchangedShape)                                            \
       .Doc(DOC)
 SF_CUMULATIVE_OP("Cumsum",
                  "Running sums along `axis`: out[i] = x[0] + ... + x[i] (exclusive: up to "

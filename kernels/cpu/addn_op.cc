@@ -1,8 +1,7 @@
 // CPU kernel for AddN: the element-wise sum of N tensors of one shape.
 //
-// Registered for T in {float, double, int32, int64, half, bfloat16}. Types the op definition
-// allows that have no CPU kernel here:
-// - int8, uint8: narrow integer sums overflow; cast to int32 first.
+// Registered for T in {float, double, int32, int64, half, bfloat16, int8, uint8} (narrow
+// integer sums wrap in their type, as TensorFlow's).
 //
 // The sum runs in blocks that stay in L1: each block adds all N inputs before moving on, so the
 // output is written once. Half and bfloat16 accumulate in float.
@@ -82,6 +81,8 @@ SF_REGISTER_ADDN(int32_t);
 SF_REGISTER_ADDN(int64_t);
 SF_REGISTER_ADDN(half);
 SF_REGISTER_ADDN(bfloat16);
+SF_REGISTER_ADDN(int8_t);
+SF_REGISTER_ADDN(uint8_t);
 
 }  // namespace
 }  // namespace shardflow

@@ -1,9 +1,8 @@
 // CPU kernels for the reductions Sum, Mean, Max, Min and Prod over an `axis` input, and ArgMax.
 //
-// Registered for T in {float, double, int32, int64, half, bfloat16}, any Tidx and (ArgMax) any
-// output_type. Types the op definitions allow that have no CPU kernel here:
-// - Sum, Mean, Max, Min, Prod, ArgMax for int8 and uint8: narrow integers overflow almost any
-//   sum or product; cast to int32 first.
+// Registered for T in {float, double, int32, int64, half, bfloat16, int8, uint8}, any Tidx and
+// (ArgMax) any output_type. Sums and products of the narrow integers wrap in their own type, as
+// TensorFlow's (tf.reduce_max of a uint8 image is the common use; cast to int32 to sum one).
 //
 // A reduction views the input, with adjacent dimensions merged, as [outer, reduced, inner] and
 // reduces the middle one; several separate reduced groups (axes {0, 2} of a rank-3 input) take
@@ -440,6 +439,8 @@ SF_REGISTER_REDUCTIONS(int32_t);
 SF_REGISTER_REDUCTIONS(int64_t);
 SF_REGISTER_REDUCTIONS(half);
 SF_REGISTER_REDUCTIONS(bfloat16);
+SF_REGISTER_REDUCTIONS(int8_t);
+SF_REGISTER_REDUCTIONS(uint8_t);
 
 // int32 reductions on a GPU device are shape arithmetic, in host memory (cwise_binary_ops.cc).
 #define SF_REGISTER_HOST_INT32_REDUCTION(NAME, REDUCER) \
