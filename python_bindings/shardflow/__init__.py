@@ -129,7 +129,7 @@ from shardflow.segment_ops import (bincount, confusion_matrix, dynamic_partition
 from shardflow import app, flags, tf_logging as logging  # noqa: F401 (tf.app, tf.flags, tf.logging)
 from shardflow.namespaces import (compat, disable_eager_execution,  # noqa: F401,A004
                                   disable_v2_behavior, enable_eager_execution,
-                                  executing_eagerly, linalg, math, random)
+                                  executing_eagerly, linalg, math, random, bitwise)
 # TF 1.15 core names composed from the engine's ops (core_extras.py), tf.nest and tf.sets.
 from shardflow.core_extras import *  # noqa: F401,F403,E402 (sort, roll, IndexedSlices, ...)
 from shardflow import nest  # noqa: F401,E402 (tf.nest; also tf.contrib.framework.nest)

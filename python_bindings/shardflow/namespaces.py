@@ -136,6 +136,9 @@ linalg = _namespace(
     "inv, det, slogdet, logdet, solve, triangular_solve, cholesky, svd, qr.",
     _LINALG_NAMES, [_EXTRA, ops, math_composites, contractions, nn, matrix_composites,
                     linalg_ops])
+bitwise = _namespace(
+    "shardflow.bitwise", "TF1's tf.bitwise: and, or, xor, invert and shifts of integers.",
+    ["bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift"], [ops])
 random = _namespace(
     "shardflow.random", "TF1's tf.random: uniform, normal, truncated_normal, set_random_seed "
     "(and set_seed, its TF2 name), categorical.", _RANDOM_NAMES,

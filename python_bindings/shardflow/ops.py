@@ -458,9 +458,19 @@ less = _binary("Less", "x < y, element-wise (bool).")
 less_equal = _binary("LessEqual", "x <= y, element-wise (bool).")
 greater = _binary("Greater", "x > y, element-wise (bool).")
 greater_equal = _binary("GreaterEqual", "x >= y, element-wise (bool).")
+bitwise_and = _binary("BitwiseAnd", "x & y on integers, element-wise (tf.bitwise.bitwise_and).")
+bitwise_or = _binary("BitwiseOr", "x | y on integers, element-wise (tf.bitwise.bitwise_or).")
+bitwise_xor = _binary("BitwiseXor", "x ^ y on integers, element-wise (tf.bitwise.bitwise_xor).")
+left_shift = _binary("LeftShift", "x << y on integers, element-wise, the shift clamped to "
+                     "[0, bits - 1] (tf.bitwise.left_shift).")
+right_shift = _binary("RightShift", "x >> y on integers (arithmetic for signed types), the "
+                      "shift clamped to [0, bits - 1] (tf.bitwise.right_shift).")
 logical_and = _binary("LogicalAnd", "x and y, element-wise.")
 logical_or = _binary("LogicalOr", "x or y, element-wise.")
 
+invert = _unary("Invert", "~x on integers: every bit flipped (tf.bitwise.invert).")
+population_count = _unary("PopulationCount", "The number of bits set in each integer, as uint8 "
+                          "(TF's PopulationCount).")
 negative = _unary("Neg", "-x.")
 abs = _unary("Abs", "|x|.")  # noqa: A001
 square = _unary("Square", "x * x.")

@@ -225,3 +225,21 @@ def test_asserts_fail_with_tf1s_message_and_the_values():
         with pytest.raises(tf.errors.InvalidArgumentError) as e:
             sess.run(rev, {lengths: [3]})
         assert "reverse_sequence" in str(e.value) and "NaN" not in str(e.value)
+
+
+def test_bitwise_namespace_and_integer_kernels():
+    # tf.bitwise was missing (AttributeError); integer pow and matmul were computed in float64
+    # (saturating, inexact above 2^53). All are engine kernels now.
+    a = tf.constant([12, -1, 5], tf.int32)
+    b = tf.constant([10, 3, 1], tf.int32)
+    big = tf.constant([[2 ** 53 + 1, 1]], tf.int64)
+    with tf.Session() as sess:
+        got = sess.run([tf.bitwise.bitwise_and(a, b), tf.bitwise.bitwise_or(a, b),
+                        tf.bitwise.bitwise_xor(a, b), tf.bitwise.invert(a),
+                        tf.bitwise.left_shift(a, b), tf.bitwise.right_shift(a, b)])
+        assert [g.tolist() for g in got] == [[8, 3, 1], [14, -1, 5], [6, -4, 4],
+                                             [-13, 0, -6], [12288, -8, 10], [0, -1, 2]]
+        assert sess.run(tf.bitwise.invert(tf.constant([0, 5], tf.uint8))).tolist() == [255, 250]
+        assert sess.run(tf.pow(tf.constant(3), 21)) == 1870418611
+        assert sess.run(tf.matmul(big, tf.constant([[3], [1]], tf.int64)))[0, 0] == \
+            3 * (2 ** 53 + 1) + 1
