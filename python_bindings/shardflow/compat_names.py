@@ -20,10 +20,11 @@ tensor_scatter_*, grad_pass_through's identity).
 
 import functools
 import logging
+import re
 
 import numpy as np
 
-from shardflow import array_ops, check_ops, dtypes, ops
+from shardflow import array_ops, check_ops, dtypes, errors, ops
 from shardflow.array_composites import sequence_mask
 from shardflow.array_ops import boolean_mask
 from shardflow.framework import (Tensor, TensorShape, _UnknownDimension, control_dependencies,
@@ -457,6 +458,9 @@ def _b64_encode(input, pad=False, name=None):  # noqa: A002
     return string_ops._map(encode, input, dtypes.string, name or "EncodeBase64")
 
 
+_B64_WEB_SAFE = re.compile(rb"[A-Za-z0-9_-]*")
+
+
 def _b64_decode(input, name=None):  # noqa: A002
     """tf.io.decode_base64: web-safe base64, padded or not."""
     import base64
@@ -465,12 +469,20 @@ def _b64_decode(input, name=None):  # noqa: A002
     from shardflow import string_ops
 
     def decode(v):
+        # As TF's DecodeBase64: only the web-safe alphabet, '=' padding only at the end (and
+        # optional); anything else is an error (Python's decoder skipped stray characters).
         v = v if isinstance(v, bytes) else str(v).encode()
+        body = v.rstrip(b"=")
+        if (len(v) - len(body) > 2 or _B64_WEB_SAFE.fullmatch(body) is None
+                or len(body) % 4 == 1 or (len(v) != len(body) and len(v) % 4)):
+            raise errors.InvalidArgumentError(
+                "decode_base64: %r is not web-safe base64 (A-Z, a-z, 0-9, '-', '_', '=' "
+                "padding at the end): Invalid character found in base64" % (v[:40],))
         try:
-            return base64.urlsafe_b64decode(v + b"=" * (-len(v) % 4))
+            return base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
         except (binascii.Error, ValueError) as e:
-            raise ValueError("decode_base64: %r is not web-safe base64: %s" % (v[:40], e)) \
-                from None
+            raise errors.InvalidArgumentError("decode_base64: %r is not web-safe base64: %s"
+                                              % (v[:40], e)) from None
     return string_ops._map(decode, input, dtypes.string, name or "DecodeBase64")
 
 

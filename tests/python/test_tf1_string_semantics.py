@@ -124,3 +124,18 @@ def test_generic_ops_on_strings():
     assert run(tf.zeros_like(tf.constant([["a", "b"]]))).tolist() == [[b"", b""]]
     assert list(run(tf.fill([2], "s"))) == [b"s", b"s"]
     np.testing.assert_array_equal(run(tf.equal(tf.constant([1, 2]), 1)), [True, False])
+
+
+def test_decode_base64_refuses_what_tf_refuses():
+    # Regression: Python's decoder skipped characters outside the alphabet, so garbage
+    # (b'a"b,c', standard base64's '+/') decoded to made-up bytes. TF refuses them.
+    s = tf.placeholder(tf.string, [None])
+    out = tf.io.decode_base64(s)
+    with tf.Session() as sess:
+        good = sess.run(out, {s: ["YWJj", "YWI", "YWI=", "", "_-8"]}).tolist()
+        assert good == [b"abc", b"ab", b"ab", b"", b"\xff\xef"]
+        for bad in ['a"b,c', "+/+/", "YWJjZ", "YW=I", "YWI===", "ab cd"]:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="not web-safe base64"):
+                sess.run(out, {s: [bad]})
+        text = sess.run(tf.io.decode_base64(tf.io.encode_base64(["héllo wörld?>"])))
+        assert text.tolist() == ["héllo wörld?>".encode()]
