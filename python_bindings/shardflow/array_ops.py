@@ -78,7 +78,9 @@ def gather(params, indices, axis=None, name=None, validate_indices=None, batch_d
         raise TypeError("gather: indices must be int32 or int64, not %s" % indices.dtype.name)
     if batch_dims:
         return _batch_gather(params, indices, batch_dims, axis, name)
-    return ops._out("GatherV2", [params, indices, int(axis or 0)], None, name)
+    # A tensor axis (known only when the step runs) is an input as it is.
+    return ops._out("GatherV2", [params, indices, ops._axis_input(0 if axis is None else axis)],
+                    None, name)
 
 
 def _batch_gather(params, indices, batch_dims, axis, name):
@@ -398,11 +400,32 @@ def _range_of_tensors(start, limit, delta, dtype, name):
             dtype = dtypes.int64
     dt = dtypes.as_dtype(dtype)
     start, limit, delta = [ops.cast(v, dt) for v in values]
+    # TF's Range checks, when the step runs (a zero delta divided by zero; an infinite bound
+    # asked Fill for 2^63 elements).
+    from shardflow import check_ops
+    zero = ops.constant(0, dt)
+    checks = [
+        check_ops._check(ops.not_equal(delta, zero), "range: Requires delta != 0", None,
+                         "range_delta", [delta]),
+        check_ops._check(ops.logical_or(ops.less_equal(delta, zero),
+                                        ops.less_equal(start, limit)),
+                         "range: Requires start <= limit when delta > 0", None, "range_order",
+                         [start, limit]),
+        check_ops._check(ops.logical_or(ops.greater_equal(delta, zero),
+                                        ops.greater_equal(start, limit)),
+                         "range: Requires start >= limit when delta < 0", None, "range_order",
+                         [start, limit])]
     if dt.is_floating:
         count = ops.ceil(ops.divide(ops.subtract(limit, start), delta))
+        checks.append(check_ops._check(
+            ops.less(ops.abs(count), ops.constant(2.0 ** 62, dt)),
+            "range: Requires ((limit - start) / delta) <= 2^62 (a finite range)", None,
+            "range_size", [start, limit, delta]))
     else:   # ceil of the integer division, for either sign of delta
-        count = ops.negative(ops.floordiv(ops.subtract(start, limit), delta))
-    count = ops.maximum(ops.cast(count, dtypes.int64), 0)   # int32 would wrap past 2^31
+        with get_default_graph().control_dependencies(checks[:1]):
+            count = ops.negative(ops.floordiv(ops.subtract(start, limit), delta))
+    with get_default_graph().control_dependencies(checks):
+        count = ops.maximum(ops.cast(count, dtypes.int64), 0)   # int32 would wrap past 2^31
     positions = ops.cumsum(ops.fill(ops.reshape(count, [1]), ops.constant(1, dt)),
                            exclusive=True)
     return ops.add(start, ops.multiply(delta, positions), name=name)

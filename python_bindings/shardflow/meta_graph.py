@@ -99,7 +99,7 @@ def _read(meta_graph_or_file):
             meta = json.load(f)
     except FileNotFoundError:
         raise errors.NotFoundError("import_meta_graph: no file %s" % path) from None
-    except (ValueError, UnicodeDecodeError) as e:
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:   # nested past the limit
         raise errors.DataLossError("import_meta_graph: %s is not a shardflow meta graph (%s); "
                                    "it is written by tf.train.Saver.save or export_meta_graph"
                                    % (path, e)) from None

@@ -508,7 +508,7 @@ def read_op_log(path):
     with open(path) as f:
         try:
             record = json.load(f)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise ValueError("read_op_log: %s is not JSON (%s)" % (path, e)) from None
     entries = record.get("log_entries") if isinstance(record, dict) else None
     if record.get("format") != "shardflow-tfprof-log" or not isinstance(entries, list):

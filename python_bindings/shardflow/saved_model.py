@@ -171,7 +171,7 @@ def _load_record(export_dir):
                                    "SavedModelBuilder)" % (_FILE, export_dir)) from None
     except OSError as e:  # a directory, unreadable
         raise errors.DataLossError("saved_model: cannot read %s (%s)" % (path, e)) from None
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:   # RecursionError: nested past the limit
         raise errors.DataLossError("saved_model: %s is damaged (%s)" % (path, e)) from None
     problem = _record_problem(record)
     if problem:

@@ -67,6 +67,10 @@ def test_import_under_a_scope_and_bad_files(tmp_path):
     bad.write_text(json.dumps({"format": "other"}))
     with pytest.raises(tf.errors.DataLossError, match="format"):
         meta_graph.import_meta_graph(str(bad))
+    # Regression: JSON nested past Python's recursion limit raised a bare RecursionError.
+    bad.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(tf.errors.DataLossError, match="not a shardflow meta graph"):
+        meta_graph.import_meta_graph(str(bad))
     with pytest.raises(tf.errors.NotFoundError):
         meta_graph.import_meta_graph(str(tmp_path / "missing.meta"))
 

@@ -258,14 +258,19 @@ def test_range_zeros_and_top_k_the_decoder_builds_on():
     x = tf.placeholder(tf.float32, [None, 3])
     scores = tf.constant([[1.0, -np.inf, 3.0, 3.0, -np.inf, 0.0]])
     with tf.Session() as sess:
+        r = sess.run([tf.range(n), tf.range(n, -1, -3), tf.range(tf.cast(n, tf.float32) / 2),
+                      tf.range(-n)], {n: 0})
+        assert [v.tolist() for v in r] == [[], [0], [], []]
         r = sess.run([tf.range(n), tf.range(2, n), tf.range(n, -1, -3), tf.range(1, n, 2),
-                      tf.range(tf.cast(n, tf.float32) / 2), tf.range(-n)], {n: 7})
+                      tf.range(tf.cast(n, tf.float32) / 2)], {n: 7})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Requires start <= limit"):
+            sess.run(tf.range(-n), {n: 7})   # as TF's Range: not an empty range
         z, o = sess.run([tf.zeros(tf.shape(x)), tf.ones([tf.shape(x)[0], 2], tf.int64)],
                         {x: np.ones([4, 3])})
         top = sess.run(tf.nn.top_k(scores, 6))
         top_int = sess.run(tf.nn.top_k(tf.constant([[5, 1, 5, -2]]), 3))
     for got, want in zip(r, [np.arange(7), np.arange(2, 7), np.arange(7, -1, -3),
-                             np.arange(1, 7, 2), np.arange(3.5), np.arange(-7)]):
+                             np.arange(1, 7, 2), np.arange(3.5)]):
         np.testing.assert_array_equal(got, want)
     assert r[4].dtype == np.float32 and r[0].dtype == np.int32
     np.testing.assert_array_equal(z, np.zeros([4, 3]))

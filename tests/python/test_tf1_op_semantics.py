@@ -243,3 +243,24 @@ def test_bitwise_namespace_and_integer_kernels():
         assert sess.run(tf.pow(tf.constant(3), 21)) == 1870418611
         assert sess.run(tf.matmul(big, tf.constant([[3], [1]], tf.int64)))[0, 0] == \
             3 * (2 ** 53 + 1) + 1
+
+
+def test_range_of_tensors_checks_as_tf_and_gather_takes_a_tensor_axis():
+    # Regression: a zero delta fed at run time failed as an integer division by zero (or asked
+    # Fill for 2^63 floats), bounds in the wrong order gave an empty range silently, and
+    # gather(axis=<tensor>) raised "a symbolic tensor has no truth value".
+    a, b, d = (tf.placeholder(tf.int32, []) for _ in range(3))
+    f = tf.placeholder(tf.float32, [])
+    r, rf = tf.range(a, b, d), tf.range(0.0, f, 1.0)
+    axis = tf.placeholder(tf.int32, [])
+    g = tf.gather(tf.constant([[0, 1, 2], [3, 4, 5]]), [2, 0], axis=axis)
+    with tf.Session() as sess:
+        assert sess.run(r, {a: 10, b: 0, d: -4}).tolist() == [10, 6, 2]
+        for feed, text in [((0, 5, 0), "Requires delta != 0"),
+                           ((5, 1, 1), "Requires start <= limit when delta > 0"),
+                           ((0, 5, -1), "Requires start >= limit when delta < 0")]:
+            with pytest.raises(tf.errors.InvalidArgumentError, match=text):
+                sess.run(r, dict(zip((a, b, d), feed)))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="a finite range"):
+            sess.run(rf, {f: np.inf})
+        assert sess.run(g, {axis: 1}).tolist() == [[2, 0], [5, 3]]
