@@ -143,9 +143,23 @@ def _nearest_axis_dynamic(x, axis, n_in, n_out, align_corners, half_pixel_center
 def _resize_dynamic(x, size, axis_fn, align_corners, half_pixel_centers):
     """x [batch, h, w, c] resized to `size` (ints or an int32 [2] tensor) with the sample
     positions computed in the graph."""
+    from shardflow import check_ops
     shape = ops.shape(x)
     static = isinstance(size, list)
     out_h, out_w = (size if static else (size[0], size[1]))
+    # TF's resize kernels' checks (an empty image gathered at index -1 and named GatherV2).
+    checks = [check_ops._check(ops.logical_and(shape[1] > 0, shape[2] > 0),
+                               "resize: input image must be of non-zero size", None,
+                               "resize_input", [shape])]
+    if not static:
+        checks.append(check_ops._check(ops.logical_and(out_h > 0, out_w > 0),
+                                       "resize: output dimensions must be positive", None,
+                                       "resize_size", [size]))
+    with x.graph.control_dependencies(checks):
+        x = ops.identity(x)
+        if not static:
+            size = ops.identity(size)
+            out_h, out_w = size[0], size[1]
     y = axis_fn(x, 1, shape[1], out_h, align_corners, half_pixel_centers)
     y = axis_fn(y, 2, shape[2], out_w, align_corners, half_pixel_centers)
     batch, _, _, channels = x.shape.as_list()

@@ -166,3 +166,18 @@ def test_gradient_of_slices_and_crops_at_run_time_offsets():
         # rows of joined: v[:1] (row weight 1), ones (2-4), v (5-7), v[1:] (8-9)
         got = sess.run(join_grad, {v: np.zeros((3, 2)), top: 1})
         np.testing.assert_array_equal(got[:, 0], [1 + 5, 6 + 8, 7 + 9])
+
+
+def test_resizing_an_empty_image_or_to_a_negative_size_names_the_problem():
+    # Regression: an empty image failed "GatherV2 indices[0] = -1 is not in [0, 0)" and a fed
+    # size of [-1, 3] as a range error; TF's kernels name both.
+    x = tf.placeholder(tf.float32, [None, None, None, 3])
+    size = tf.placeholder(tf.int32, [2])
+    with tf.Session() as sess:
+        for resize in (tf.image.resize_bilinear, tf.image.resize_nearest_neighbor):
+            y = resize(x, size)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="non-zero size"):
+                sess.run(y, {x: np.ones((1, 0, 2, 3)), size: [3, 3]})
+            with pytest.raises(tf.errors.InvalidArgumentError, match="must be positive"):
+                sess.run(y, {x: np.ones((1, 2, 2, 3)), size: [-1, 3]})
+            assert sess.run(y, {x: np.ones((1, 2, 2, 3)), size: [3, 1]}).shape == (1, 3, 1, 3)
