@@ -408,6 +408,16 @@ SF_GRAD(Prod) {
   return absl::OkStatus();
 }
 
+// SumToShape sums a broadcast gradient back to an operand's shape (ops/gradients.cc, when shapes
+// are known only at run time); its own gradient broadcasts back: a second derivative through any
+// broadcasting op with a None dimension (a gradient penalty over a placeholder batch) needs it.
+absl::Status SumToShapeGrad(const Scope& s, const Operation& op, const Grads& dy, Grads* dx) {
+  dx->push_back(ops::Add(s, ops::ZerosLike(s, GradInput(op, 0)), dy[0]));
+  dx->push_back(Output());  // shape
+  return absl::OkStatus();
+}
+
+REGISTER_GRADIENT("SumToShape", SumToShapeGrad);
 REGISTER_GRADIENT("Add", AddGrad);
 REGISTER_GRADIENT("Sub", SubGrad);
 REGISTER_GRADIENT("Mul", MulGrad);

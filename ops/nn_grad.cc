@@ -64,6 +64,20 @@ absl::Status Conv2DBackpropInputGrad(const Scope& s, const Operation& op, const 
   return absl::OkStatus();
 }
 
+// The filter gradient is linear in the input and in dz: <BackpropFilter(x, dz), D> =
+// <Conv2D(x, D), dz> = <x, BackpropInput(D, dz)> (second derivatives through a convolution's
+// weights: MAML, gradient penalties).
+absl::Status Conv2DBackpropFilterGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                      GradOutputs* dx) {
+  WindowAttrs w;
+  SF_RETURN_IF_ERROR(GetWindowAttrs(op, false, &w));
+  Output x = GradInput(op, 0), dz = GradInput(op, 2);
+  dx->push_back(ops::Conv2DBackpropInput(s, ShapeOf(s, x), dy[0], dz, w.strides, w.padding));
+  dx->push_back(Output());  // filter_sizes
+  dx->push_back(ops::Conv2D(s, x, dy[0], w.strides, w.padding));
+  return absl::OkStatus();
+}
+
 absl::Status LrnGrad(const Scope& s, const Operation& op, const GradOutputs& dy, GradOutputs* dx) {
   const AttrMap& a = op.node()->attrs();
   int64_t radius;
@@ -246,6 +260,28 @@ absl::Status DepthwiseConv2dGrad(const Scope& s, const Operation& op, const Grad
       WithWindowOf(s, op, "DepthwiseConv2dNativeBackpropInput", {ShapeOf(s, x), filter, dy[0]}));
   dx->push_back(
       WithWindowOf(s, op, "DepthwiseConv2dNativeBackpropFilter", {x, ShapeOf(s, filter), dy[0]}));
+  return absl::OkStatus();
+}
+
+// The depthwise backprops are linear in their two tensor inputs, as Conv2D's (second
+// derivatives through depthwise and separable convolutions).
+absl::Status DepthwiseBackpropInputGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                        GradOutputs* dx) {
+  Output filter = GradInput(op, 1), dz = GradInput(op, 2);
+  dx->push_back(Output());  // input_sizes
+  dx->push_back(
+      WithWindowOf(s, op, "DepthwiseConv2dNativeBackpropFilter", {dy[0], ShapeOf(s, filter), dz}));
+  dx->push_back(WithWindowOf(s, op, "DepthwiseConv2dNative", {dy[0], filter}));
+  return absl::OkStatus();
+}
+
+absl::Status DepthwiseBackpropFilterGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                         GradOutputs* dx) {
+  Output x = GradInput(op, 0), dz = GradInput(op, 2);
+  dx->push_back(
+      WithWindowOf(s, op, "DepthwiseConv2dNativeBackpropInput", {ShapeOf(s, x), dy[0], dz}));
+  dx->push_back(Output());  // filter_sizes
+  dx->push_back(WithWindowOf(s, op, "DepthwiseConv2dNative", {x, dy[0]}));
   return absl::OkStatus();
 }
 
@@ -435,6 +471,69 @@ absl::Status FusedBatchNormGrad(const Scope& s, const Operation& op, const GradO
   return absl::OkStatus();
 }
 
+// Note [The second derivative of batch norm]. FusedBatchNormGrad's own gradient (MAML's
+// meta-gradient and gradient penalties through a batch-normalised network), from its formulas:
+// per channel over the M positions, with a = y_backprop, xh = (x - mean) * r (the reserve spaces
+// hold mean and r = 1 / sqrt(var + eps)) and the means m(.) over positions,
+//   x_backprop = scale * r * (a - m(a) - xh * m(a * xh)),  scale_bp = sum(a * xh),  offset_bp =
+//   sum(a).
+// For incoming gradients u (of x_backprop), p (of scale_bp) and q (of offset_bp):
+//   d/da     = scale * r * (u - m(u) - xh * m(u * xh)) + p * xh + q
+//   d/dscale = sum(u * r * (a - m(a) - xh * m(a * xh)))
+//   d/dx     = -scale * r^2 * (xh * (m(u * (a - m(a))) - 3 m(a * xh) m(u * xh))
+//                               + m(u * xh) (a - m(a)) + m(a * xh) (u - m(u)))
+//              + p * r * (a - m(a) - xh * m(a * xh))
+// in training, where mean and r are the batch's own statistics and so functions of x (the reserve
+// spaces get no gradient: this is the whole derivative, as TF's _FusedBatchNormGradGrad, which
+// recomputes them from x). In inference mean and r are given: x_backprop = scale * r * a, so
+//   d/da = scale * r * u + p * xh + q,  d/dscale = sum(u * r * a),  d/dx = p * r * a.
+// Checked against finite differences in tests/ops/nn_grad_test.cc.
+absl::Status FusedBatchNormGradGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
+                                    GradOutputs* dx) {
+  bool is_training;
+  SF_RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "is_training", &is_training));
+  const Output a_in = GradInput(op, 0), x_in = GradInput(op, 1), scale = GradInput(op, 2);
+  const Output mean = GradInput(op, 3), r = GradInput(op, 4);
+  // [..., C] as [M, C]: the statistics are over axis 0.
+  const Output shape = ops::Shape(s, x_in);
+  const Output flat =
+      ops::Concat(s, {ops::Const(s, Tensor::FromVector<int32_t>({-1})), ops::Shape(s, scale)},
+                  ops::Const(s, Tensor::Scalar<int32_t>(0)));
+  auto as_rows = [&](const Output& t) { return ops::Reshape(s, t, flat); };
+  auto m = [&](const Output& t) { return ops::Mean(s, t, 0); };
+  const Output a = as_rows(a_in), x = as_rows(x_in), u = as_rows(dy[0]);
+  const Output p = dy[1], q = dy[2];
+  const Output xh = ops::Mul(s, ops::Sub(s, x, mean), r);
+  const Output sr = ops::Mul(s, scale, r);
+  Output g_a, g_scale, g_x;
+  if (is_training) {
+    const Output a_c = ops::Sub(s, a, m(a)), u_c = ops::Sub(s, u, m(u));
+    const Output m_axh = m(ops::Mul(s, a, xh)), m_uxh = m(ops::Mul(s, u, xh));
+    const Output x_bp_unit = ops::Sub(s, a_c, ops::Mul(s, xh, m_axh));  // x_backprop / (scale*r)
+    g_a = ops::AddN(s, {ops::Mul(s, sr, ops::Sub(s, u_c, ops::Mul(s, xh, m_uxh))),
+                        ops::Mul(s, p, xh), ops::Mul(s, q, ops::OnesLike(s, a))});
+    g_scale = ops::Sum(s, ops::Mul(s, ops::Mul(s, u, r), x_bp_unit), 0);
+    const Output coeff = ops::Sub(
+        s, m(ops::Mul(s, u, a_c)),
+        ops::Mul(s, ops::Const(s, Tensor::Scalar<float>(3.0f)), ops::Mul(s, m_axh, m_uxh)));
+    const Output bracket =
+        ops::AddN(s, {ops::Mul(s, xh, coeff), ops::Mul(s, m_uxh, a_c), ops::Mul(s, m_axh, u_c)});
+    g_x = ops::Sub(s, ops::Mul(s, ops::Mul(s, p, r), x_bp_unit),
+                   ops::Mul(s, ops::Mul(s, sr, r), bracket));
+  } else {
+    g_a =
+        ops::AddN(s, {ops::Mul(s, sr, u), ops::Mul(s, p, xh), ops::Mul(s, q, ops::OnesLike(s, a))});
+    g_scale = ops::Sum(s, ops::Mul(s, ops::Mul(s, u, r), a), 0);
+    g_x = ops::Mul(s, ops::Mul(s, p, r), a);
+  }
+  dx->push_back(ops::Reshape(s, g_a, shape));
+  dx->push_back(ops::Reshape(s, g_x, shape));
+  dx->push_back(g_scale);
+  dx->push_back(Output());  // reserve_space_1: the statistics' dependence on x is in d/dx
+  dx->push_back(Output());  // reserve_space_2
+  return absl::OkStatus();
+}
+
 absl::Status DropoutGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                          GradOutputs* dx) {
   dx->push_back(ops::Mul(s, dy[0], GradOutput(op, 1)));
@@ -449,6 +548,9 @@ REGISTER_GRADIENT("_FusedMatMul", FusedMatMulGrad);
 REGISTER_GRADIENT("Conv2D", Conv2DGrad);
 REGISTER_GRADIENT("LRN", LrnGrad);
 REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
+REGISTER_GRADIENT("Conv2DBackpropFilter", Conv2DBackpropFilterGrad);
+REGISTER_GRADIENT("DepthwiseConv2dNativeBackpropInput", DepthwiseBackpropInputGrad);
+REGISTER_GRADIENT("DepthwiseConv2dNativeBackpropFilter", DepthwiseBackpropFilterGrad);
 REGISTER_GRADIENT("MaxPool", MaxPoolGrad);
 REGISTER_GRADIENT("AvgPool", AvgPoolGrad);
 REGISTER_GRADIENT("MaxPoolWithArgmax", MaxPoolWithArgmaxGrad);
@@ -469,6 +571,7 @@ REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
 REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGrad);
 REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
 REGISTER_GRADIENT("FusedBatchNorm", FusedBatchNormGrad);
+REGISTER_GRADIENT("FusedBatchNormGrad", FusedBatchNormGradGrad);
 REGISTER_GRADIENT("_FusedConv2DBatchNorm", FusedConv2DBatchNormGrad);
 REGISTER_GRADIENT("_FusedConv2DBatchNormAdd", FusedConv2DBatchNormGrad);
 REGISTER_GRADIENT("_FusedConv2DAdd", FusedConv2DAddGrad);

@@ -541,6 +541,78 @@ TEST(NnGradTest, ReluGradMaxPoolGradAndAvgPoolGradGradients) {
   }
 }
 
+// Second derivatives through the convolutions' filter gradients (MAML through conv weights): the
+// backprops are linear in their two tensor inputs.
+TEST(NnGradTest, ConvolutionFilterGradientsHaveGradients) {
+  {
+    Scope s = Scope::NewRootScope();
+    Tensor xv = Random<float>({2, 5, 5, 3}, 90, -1, 1),
+           dzv = Random<float>({2, 3, 3, 4}, 91, -1, 1);
+    Output x = Placeholder(s, "x", xv), dz = Placeholder(s, "dz", dzv);
+    Output shape = ops::Const(s, Tensor::FromVector<int32_t>({3, 3, 3, 4}));
+    Output df = ops::Conv2DBackpropFilter(s, x, shape, dz, {1, 2, 2, 1}, "SAME");
+    auto err = test::MaxGradientError(s, {x, dz}, {xv, dzv}, df, kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+  for (const char* type :
+       {"DepthwiseConv2dNativeBackpropInput", "DepthwiseConv2dNativeBackpropFilter"}) {
+    SCOPED_TRACE(type);
+    Scope s = Scope::NewRootScope();
+    const bool input = std::string(type).find("Input") != std::string::npos;
+    // x [1, 5, 5, 2], filter [3, 3, 2, 2], dz [1, 3, 3, 4] (VALID, stride 1).
+    Tensor av =
+        input ? Random<float>({3, 3, 2, 2}, 92, -1, 1) : Random<float>({1, 5, 5, 2}, 93, -1, 1);
+    Tensor dzv = Random<float>({1, 3, 3, 4}, 94, -1, 1);
+    Output a = Placeholder(s, "a", av), dz = Placeholder(s, "dz", dzv);
+    Output sizes = ops::Const(s, input ? Tensor::FromVector<int32_t>({1, 5, 5, 2})
+                                       : Tensor::FromVector<int32_t>({3, 3, 2, 2}));
+    OpBuilder b(s, type);
+    if (input) {
+      b.Input(sizes).Input(a);
+    } else {
+      b.Input(a).Input(sizes);
+    }
+    Operation op = b.Input(dz)
+                       .Attr("strides", std::vector<int64_t>{1, 1, 1, 1})
+                       .Attr("dilations", std::vector<int64_t>{1, 1, 1, 1})
+                       .Attr("padding", std::string("VALID"))
+                       .Finalize();
+    ASSERT_TRUE(s.ok()) << s.status();
+    auto err = test::MaxGradientError(s, {a, dz}, {av, dzv}, Output(op.node(), 0), kFloatDelta);
+    ASSERT_TRUE(err.ok()) << err.status();
+    EXPECT_LT(*err, kFloatTol);
+  }
+}
+
+// Note [The second derivative of batch norm]: each output of FusedBatchNormGrad against finite
+// differences of the whole graph (in training the reserve spaces are the batch's statistics of
+// x, recomputed by the forward op as x moves).
+TEST(NnGradTest, FusedBatchNormGradGradients) {
+  for (bool training : {true, false}) {
+    for (int out = 0; out < 3; ++out) {
+      SCOPED_TRACE(absl::StrCat(training ? "training" : "inference", " output ", out));
+      Scope s = Scope::NewRootScope();
+      Tensor xv = Random<float>({2, 3, 2, 2}, 95, -2, 2),
+             dyv = Random<float>({2, 3, 2, 2}, 96, -1, 1);
+      Tensor scale_v = Tensor::FromVector<float>({1.5f, -0.75f});
+      Output x = Placeholder(s, "x", xv), dy = Placeholder(s, "dy", dyv),
+             scale = Placeholder(s, "scale", scale_v);
+      Output mean = ops::Const(s, Tensor::FromVector<float>({0.2f, -0.1f}));
+      Output var = ops::Const(s, Tensor::FromVector<float>({1.5f, 0.5f}));
+      auto bn = ops::FusedBatchNorm(s, x, scale, ops::Const(s, Tensor::FromVector<float>({0, 0})),
+                                    mean, var, 0.001f, training);
+      auto g = ops::FusedBatchNormGrad(s, dy, x, scale, bn.reserve_space_1, bn.reserve_space_2,
+                                       0.001f, training);
+      const Output outs[] = {g.x_backprop, g.scale_backprop, g.offset_backprop};
+      auto err =
+          test::MaxGradientError(s, {x, dy, scale}, {xv, dyv, scale_v}, outs[out], kFloatDelta);
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, kFloatTol);
+    }
+  }
+}
+
 TEST(NnGradTest, LabelsGetNoGradient) {
   Scope s = Scope::NewRootScope();
   Output x = ops::Placeholder(s.WithOpName("x"), DT_DOUBLE, TensorShape({2, 3}));

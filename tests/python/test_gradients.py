@@ -151,3 +151,36 @@ def test_variable_assign_and_assign_add():
         np.testing.assert_array_equal(sess.run(v), [2.0, 3.0, 4.0])
     # the fed array became no variable's memory: it is unchanged
     np.testing.assert_array_equal(fed, [1.0, 2.0, 3.0])
+
+
+def test_second_derivatives_through_shapes_known_only_at_run_time():
+    # Regression: with a None dimension the first gradient sums broadcasts with SumToShape,
+    # which had no gradient: gradients of gradients (a WGAN-GP penalty over a placeholder
+    # batch, a Hessian-vector product) failed "no gradient is registered for op 'SumToShape'".
+    x = sf.placeholder(sf.float64, [None, 4])
+    w = sf.constant(np.linspace(-1, 1, 4), sf.float64)
+    y = sf.reduce_sum(sf.sin(x) * x * w + sf.maximum(x, 0.5) * 2.0)
+    (g,) = sf.gradients(y, [x])
+    penalty = sf.reduce_mean(sf.square(sf.sqrt(sf.reduce_sum(sf.square(g), axis=1)) - 1.0))
+    (gg,) = sf.gradients(penalty, [x])
+    (hv,) = sf.gradients(sf.reduce_sum(g * sf.ones_like(x)), [x])
+    xv = np.random.RandomState(0).uniform(-2, 2, (3, 4))
+    with sf.Session() as sess:
+        got_hv, got_gg = sess.run([hv, gg], {x: xv})
+    # d/dx of sum_j dy/dx_j: the Hessian is diagonal, w * (2 cos x - x sin x).
+    np.testing.assert_allclose(got_hv, w_np(4) * (2 * np.cos(xv) - xv * np.sin(xv)), rtol=1e-9)
+    eps = 1e-6
+
+    def penalty_np(v):
+        grad = np.sin(v) * w_np(4) + v * np.cos(v) * w_np(4) + 2.0 * (v > 0.5)
+        return np.mean((np.sqrt((grad ** 2).sum(axis=1)) - 1.0) ** 2)
+    numeric = np.zeros_like(xv)
+    for idx in np.ndindex(*xv.shape):
+        d = np.zeros_like(xv)
+        d[idx] = eps
+        numeric[idx] = (penalty_np(xv + d) - penalty_np(xv - d)) / (2 * eps)
+    np.testing.assert_allclose(got_gg, numeric, rtol=1e-5, atol=1e-7)
+
+
+def w_np(n):
+    return np.linspace(-1, 1, n)
