@@ -918,9 +918,15 @@ def global_norm(t_list, name=None):
 
 def clip_by_norm(t, clip_norm, axes=None, name=None):
     """`t` scaled down so that its L2 norm (over `axes`, default all) is at most clip_norm."""
+    from shardflow.array_ops import where_v2
     t = convert_to_tensor(t)
-    norm = sqrt(reduce_sum(square(t), axis=axes, keepdims=True))
-    return multiply(t, divide(clip_norm, maximum(norm, clip_norm)), name=name)
+    # As TF's: the square root only of positive sums, so that an all-zero t (or row) has the
+    # gradient 1, not NaN (sqrt's derivative at 0).
+    l2sum = reduce_sum(square(t), axis=axes, keepdims=True)
+    positive = greater(l2sum, 0)
+    norm = where_v2(positive, sqrt(where_v2(positive, l2sum, ones_like(l2sum))), l2sum)
+    clip_norm = cast(clip_norm, t.dtype) if isinstance(clip_norm, Tensor) else clip_norm
+    return divide(multiply(t, clip_norm), maximum(norm, clip_norm), name=name)
 
 
 def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):

@@ -1,5 +1,6 @@
-"""tf.test (this module, also importable as shardflow.test): TestCase, main, and the device
-queries is_gpu_available, gpu_device_name, is_built_with_cuda.
+"""tf.test (this module, also importable as shardflow.test): TestCase, main, the gradient checks
+compute_gradient and compute_gradient_error, and the device queries is_gpu_available,
+gpu_device_name, is_built_with_cuda.
 
 Example::
 
@@ -252,10 +253,96 @@ def _holds_arrays(x):
     return any(isinstance(e, (np.ndarray, list, tuple, dict)) or _is_tensor_like(e) for e in x)
 
 
+# ---- gradient checks (TF1's tf.test.compute_gradient, tensorflow/python/ops/gradient_checker) --
+
+
+def _default_session():
+    from shardflow.session import get_default_session
+    sess = get_default_session()
+    if sess is None:
+        raise ValueError("compute_gradient needs a default session: call it inside "
+                         "`with tf.Session():` (or a TestCase's self.session())")
+    return sess
+
+
+def _jacobians(x, x_shape, x_init, y, y_shape, delta, feeds):
+    """(theoretical, numerical) Jacobians of y by x, each [x size, y size] (row i: dy / dx_i):
+    the first from tf.gradients with one-hot grad_ys, the second by central differences."""
+    from shardflow import ops
+    from shardflow.gradients import gradients
+    sess = _default_session()
+    x_size, y_size = int(np.prod(x_shape, dtype=np.int64)), int(np.prod(y_shape, dtype=np.int64))
+    dtype = x.dtype.as_numpy_dtype
+    x0 = np.asarray(x_init, dtype=dtype).reshape(x_shape)
+    theoretical = np.zeros((x_size, y_size), dtype=dtype)
+    numerical = np.zeros((x_size, y_size), dtype=dtype)
+    if y_size == 0 or x_size == 0:
+        return theoretical, numerical
+    dy = ops.placeholder(y.dtype, y_shape)
+    (dx,) = gradients(y, [x], grad_ys=[dy])
+    one_hot = np.zeros(y_shape, dtype=y.dtype.as_numpy_dtype)
+    for j in range(y_size):
+        one_hot.flat[j] = 1
+        if dx is not None:
+            got = sess.run(dx, {**feeds, x: x0, dy: one_hot})
+            theoretical[:, j] = np.asarray(got).reshape(x_size)
+        one_hot.flat[j] = 0
+    for i in range(x_size):
+        plus, minus = x0.copy(), x0.copy()
+        plus.flat[i] += delta
+        minus.flat[i] -= delta
+        y_plus = np.asarray(sess.run(y, {**feeds, x: plus}), dtype=np.float64)
+        y_minus = np.asarray(sess.run(y, {**feeds, x: minus}), dtype=np.float64)
+        numerical[i, :] = ((y_plus - y_minus) / (2 * delta)).reshape(y_size)
+    return theoretical, numerical
+
+
+def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init_targets=None,
+                     extra_feed_dict=None):
+    """TF1's tf.test.compute_gradient: the theoretical (tf.gradients) and numerical (central
+    differences of step `delta`) Jacobians of `y` by `x`, each of shape [x size, y size], run in
+    the default session with x fed its value (x_init_value, or uniform in [0, 1)). `x` may be a
+    list, with x_shape and x_init_value lists too: then a list of (theoretical, numerical)
+    pairs. init_targets run first (initializers)."""
+    sess = _default_session()
+    if init_targets is not None:
+        sess.run(init_targets)
+    feeds = dict(extra_feed_dict or {})
+    xs = list(x) if isinstance(x, (list, tuple)) else [x]
+    shapes = list(x_shape) if isinstance(x, (list, tuple)) else [x_shape]
+    inits = (list(x_init_value) if isinstance(x, (list, tuple)) and x_init_value is not None
+             else [x_init_value] * len(xs) if x_init_value is None else [x_init_value])
+    values = []
+    for t, shape, init in zip(xs, shapes, inits):
+        if init is None:
+            init = np.random.random_sample(shape).astype(t.dtype.as_numpy_dtype)
+        values.append(np.asarray(init, dtype=t.dtype.as_numpy_dtype).reshape(shape))
+    out = []
+    for i, (t, shape) in enumerate(zip(xs, shapes)):
+        others = {xs[k]: values[k] for k in range(len(xs)) if k != i}
+        out.append(_jacobians(t, shape, values[i], y, y_shape, delta, {**feeds, **others}))
+    return out if isinstance(x, (list, tuple)) else out[0]
+
+
+def compute_gradient_error(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3,
+                           init_targets=None, extra_feed_dict=None):
+    """TF1's tf.test.compute_gradient_error: the largest absolute difference between the
+    theoretical and numerical Jacobians of compute_gradient (over every x of a list)."""
+    grads = compute_gradient(x, x_shape, y, y_shape, x_init_value, delta, init_targets,
+                             extra_feed_dict)
+    if not isinstance(grads, list):
+        grads = [grads]
+    error = 0.0
+    for theoretical, numerical in grads:
+        if theoretical.size:
+            error = max(error, float(np.max(np.abs(theoretical - numerical))))
+    return error
+
+
 # tf.test is this module: ``import shardflow.test`` and ``from shardflow.test import TestCase``
 # find it.
 sys.modules.setdefault("shardflow.test", sys.modules[__name__])
 
-__all__ = ["TestCase", "get_temp_dir", "gpu_device_name", "is_built_with_cuda",
+__all__ = ["TestCase", "compute_gradient", "compute_gradient_error", "get_temp_dir", "gpu_device_name", "is_built_with_cuda",
            "is_built_with_gpu_support", "is_built_with_rocm", "is_gpu_available", "main"]
 

@@ -184,3 +184,39 @@ def test_second_derivatives_through_shapes_known_only_at_run_time():
 
 def w_np(n):
     return np.linspace(-1, 1, n)
+
+
+def test_compute_gradient_and_error_as_tf1s_gradient_checker():
+    # tf.test.compute_gradient / compute_gradient_error were missing (AttributeError): TF1 test
+    # code checks gradients with them. Jacobians are [x size, y size], row i = dy / dx_i.
+    x = sf.constant([[1.0, 2.0], [3.0, 4.0]], dtype=sf.float64)
+    w = sf.constant([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=sf.float64)
+    y = sf.matmul(sf.square(x), w)
+    with sf.Session():
+        theoretical, numerical = sf.test.compute_gradient(x, [2, 2], y, [2, 3],
+                                                          x_init_value=np.ones((2, 2)))
+        assert theoretical.shape == (4, 6)
+        # dy[0, j] / dx[0, 0] = 2 * x00 * w[0, j] with x = 1.
+        np.testing.assert_allclose(theoretical[0, :3], [1.0, -2.0, 4.0])
+        np.testing.assert_allclose(theoretical[0, 3:], 0.0)
+        np.testing.assert_allclose(theoretical, numerical, atol=1e-6)
+        err = sf.test.compute_gradient_error([x, w], [[2, 2], [2, 3]], y, [2, 3])
+        assert err < 1e-6
+        wrong = sf.stop_gradient(y) + sf.matmul(x, w)   # gradient says x, values say x^2
+        assert sf.test.compute_gradient_error(x, [2, 2], wrong, [2, 3]) > 0.1
+    with pytest.raises(ValueError, match="default session"):
+        sf.test.compute_gradient(x, [2, 2], y, [2, 3])
+
+
+def test_clip_by_norm_of_zeros_has_gradient_one_not_nan():
+    # Regression: the norm was sqrt(sum(t * t)), whose derivative at 0 is inf, so an all-zero
+    # tensor (or row) got NaN gradients; TF's clip_by_norm guards the root and gives 1.
+    t = sf.constant([[0.0, 0.0], [3.0, 4.0]], dtype=sf.float64)
+    clipped = sf.clip_by_norm(t, 1.0, axes=[1])
+    (g,) = sf.gradients(sf.reduce_sum(clipped * sf.constant([[1.0, 1.0], [1.0, 0.0]],
+                                                             dtype=sf.float64)), [t])
+    with sf.Session() as sess:
+        c, gv = sess.run([clipped, g])
+    np.testing.assert_allclose(c, [[0, 0], [0.6, 0.8]])
+    np.testing.assert_allclose(gv[0], [1.0, 1.0])
+    assert np.all(np.isfinite(gv))
