@@ -186,7 +186,8 @@ class Layer:
             # variable scopes]); the regularizer's penalty is added on creation only.
             v = get_variable(name, shape=list(shape), initializer=initializer,
                              regularizer=regularizer, trainable=trainable,
-                             constraint=constraint)
+                             constraint=constraint,
+                             dtype=getattr(self, "_variable_dtype", None) or dtypes.float32)
         self.variables.append(v)
         return v
 
@@ -225,6 +226,10 @@ class Layer:
         g = x.graph if hasattr(x, "graph") else get_default_graph()
         with self._context(g), self._inside_variable_scope(g):
             if not self._built:
+                # As TF1's layers: variables take the floating dtype of the first input
+                # (float64 inputs make float64 kernels), float32 otherwise.
+                if getattr(x, "dtype", None) is not None and x.dtype.is_floating:
+                    self._variable_dtype = x.dtype
                 self.build(x.shape)
                 self._built = True
             y = self.call(x, training=training)
@@ -617,7 +622,8 @@ class BatchNormalization(Layer):
         add_to_collection(GraphKeys.UPDATE_OPS, update)
 
     def _scale_and_offset(self):
-        ones = np.ones([self._channels], np.float32)
+        dtype = getattr(self, "_variable_dtype", None) or dtypes.float32
+        ones = np.ones([self._channels], dtype.as_numpy_dtype)
         gamma = self.gamma.value() if self.gamma is not None else ops.constant(ones)
         beta = self.beta.value() if self.beta is not None else ops.constant(0 * ones)
         return gamma, beta

@@ -475,6 +475,13 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
                                    is_training, name)
         return restore(y), m, v
     _nhwc(data_format, "fused_batch_norm")
+    x = ops.convert_to_tensor(x)
+    if x.dtype != dtypes.float32:
+        # The kernel is float32's; other floating types (float64 gradient checks, float16)
+        # take the same formulas composed from element-wise ops and reductions, as TF1's
+        # non-fused batch norm.
+        return _composed_batch_norm(x, scale, offset, mean, variance, epsilon, is_training,
+                                    name)
     if is_training:
         empty = ops.constant(np.zeros([0], np.float32))
         mean = empty if mean is None else mean
@@ -484,6 +491,29 @@ def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001,
     op = _op("FusedBatchNorm", [x, scale, offset, mean, variance],
              {"epsilon": float(epsilon), "is_training": bool(is_training)}, name)
     return op.outputs[0], op.outputs[1], op.outputs[2]
+
+
+def _composed_batch_norm(x, scale, offset, mean, variance, epsilon, is_training, name):
+    """fused_batch_norm's (y, mean, variance) from element-wise ops and reductions over every
+    axis but the last; in training the returned variance is the unbiased one, as the kernel's."""
+    from shardflow import ops
+    if x.shape.ndims is None:
+        raise ValueError("fused_batch_norm of %s needs an input of known rank" % x.dtype.name)
+    axes = list(range(x.shape.ndims - 1))
+    scale, offset = (ops.cast(v, x.dtype) for v in (scale, offset))
+    if is_training:
+        mean = ops.reduce_mean(x, axis=axes)
+        biased = ops.reduce_mean(ops.square(ops.subtract(x, mean)), axis=axes)
+        count = ops.cast(ops.reduce_prod(ops.shape(x)[:-1]), x.dtype)
+        variance = ops.multiply(biased, ops.divide(count, ops.maximum(count - 1.0, 1.0)))
+    else:
+        if mean is None or variance is None:
+            raise ValueError("fused_batch_norm(is_training=False) needs mean and variance")
+        mean, variance = ops.cast(mean, x.dtype), ops.cast(variance, x.dtype)
+        biased = variance
+    inv = ops.multiply(ops.rsqrt(ops.add(biased, epsilon)), scale)
+    y = ops.add(ops.multiply(ops.subtract(x, mean), inv), offset, name=name)
+    return y, mean, variance
 
 
 def sigmoid(x, name=None):

@@ -220,3 +220,22 @@ def test_clip_by_norm_of_zeros_has_gradient_one_not_nan():
     np.testing.assert_allclose(c, [[0, 0], [0.6, 0.8]])
     np.testing.assert_allclose(gv[0], [1.0, 1.0])
     assert np.all(np.isfinite(gv))
+
+
+def test_float64_layers_and_batch_norm_for_gradient_checks():
+    # Regression: tf.layers made float32 variables whatever the input (a float64 dense failed
+    # "expects double but ... is float") and batch norm always used the float32-only fused
+    # kernel; TF1's layers take the input's dtype and its non-fused batch norm takes float64.
+    x = sf.placeholder(sf.float64, [4, 3])
+    h = sf.layers.dense(x, 3, kernel_initializer=sf.constant_initializer(0.5))
+    y = sf.layers.batch_normalization(h * sf.constant([1.0, 2.0, 3.0], sf.float64) + x,
+                                      training=True)
+    assert y.dtype == sf.float64
+    assert all(v.dtype == sf.float64 for v in sf.global_variables())
+    xv = np.random.RandomState(3).uniform(-1, 1, (4, 3))
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        out = sess.run(y, {x: xv})
+        np.testing.assert_allclose(out.mean(axis=0), 0.0, atol=1e-9)
+        err = sf.test.compute_gradient_error(x, [4, 3], y, [4, 3], x_init_value=xv, delta=1e-6)
+    assert err < 1e-5
