@@ -239,3 +239,28 @@ def test_float64_layers_and_batch_norm_for_gradient_checks():
         np.testing.assert_allclose(out.mean(axis=0), 0.0, atol=1e-9)
         err = sf.test.compute_gradient_error(x, [4, 3], y, [4, 3], x_init_value=xv, delta=1e-6)
     assert err < 1e-5
+
+
+def test_float64_convolution_and_pooling_for_gradient_checks():
+    # Conv2D, its backprops, MaxPool, AvgPool and their gradients had float32 kernels only
+    # (oneDNN); a float64 CNN gradient check failed "attr 'T' is double; allowed: float".
+    x = sf.placeholder(sf.float64, [2, 6, 5, 3])
+    h = sf.layers.conv2d(x, 4, 3, strides=2, padding="same",
+                         kernel_initializer=sf.constant_initializer(0.1))
+    w = sf.constant(np.random.RandomState(1).randn(2, 2, 3, 2))
+    v = sf.nn.max_pool(sf.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"), [1, 2, 2, 1], [1, 1, 1, 1],
+                       "SAME")
+    a = sf.nn.avg_pool(x, [1, 3, 2, 1], [1, 2, 2, 1], "SAME")
+    xv = np.random.RandomState(0).randn(2, 6, 5, 3)
+    with sf.Session() as sess:
+        sess.run(sf.global_variables_initializer())
+        for y, shape in ((h, [2, 3, 3, 4]), (v, [2, 5, 4, 2]), (a, [2, 3, 3, 3])):
+            err = sf.test.compute_gradient_error(x, [2, 6, 5, 3], y, shape, x_init_value=xv,
+                                                 delta=1e-6)
+            assert err < 1e-6, (y.name, err)
+        # The float64 kernels agree with the float32 ones.
+        x32 = sf.cast(x, sf.float32)
+        v32 = sf.nn.max_pool(sf.nn.conv2d(x32, sf.cast(w, sf.float32), [1, 1, 1, 1], "VALID"),
+                             [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+        got64, got32 = sess.run([v, v32], {x: xv})
+    np.testing.assert_allclose(got64, got32, rtol=1e-4, atol=1e-4)
