@@ -341,3 +341,24 @@ def test_between_graph_a_killed_worker_fails_the_chief_naming_it_within_10_s(tmp
             if p.poll() is None:
                 p.kill()
             p.wait()
+
+
+def test_strategy_none_with_devices_splits_the_model_by_layer(tmp_path):
+    # Regression: --strategy none --devices 2 (documented as one model split over the devices by
+    # layer) put every node on CPU:0 and only halved the threads. The layers now go to both
+    # devices, and the losses equal those of one device (the same model and batches).
+    if not os.access(BINARY, os.X_OK):
+        pytest.skip(f"{BINARY} is not built")
+    out = str(tmp_path / "split")
+    r = subprocess.run([BINARY, "train", "--model", "mlp", "--max-steps", "20", "--progress=false",
+                        "--threads", "1", "--optimizer", "sgd", "--lr", "0.05", "--devices", "2",
+                        "--log-placement", "--checkpoint-dir", out, "--trace-dir", out],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr + r.stdout
+    split = np.load(os.path.join(out, "losses.npy"))
+    _, single = train(tmp_path, "single", "--devices", "1")
+    log = r.stdout + r.stderr
+    assert "/device:CPU:1" in log, log[-2000:]
+    placed = [line for line in log.splitlines() if "MatMul (" in line]
+    assert {line.rsplit(":", 1)[-1] for line in placed} == {"0", "1"}, placed
+    np.testing.assert_allclose(split, single, rtol=1e-5)

@@ -298,6 +298,11 @@ absl::Status Train(TrainConfig c) {
   // --cluster auto: this process is the task its launcher says (mpirun, srun, ...).
   if (c.cluster.is_auto()) SF_RETURN_IF_ERROR(c.cluster.ResolveAuto(&c.job, &c.task));
   SF_ASSIGN_OR_RETURN(c.layer_devices, c.cluster.Tasks());
+  if (c.layer_devices.empty() && c.strategy == "none") {
+    // One model split by layer over this process's --devices N (as `shardflow profile`); it
+    // halved the threads and put every node on device 0.
+    c.layer_devices = TaskDevices("", c.devices, ComputeDeviceType(c));
+  }
   const bool ps_strategy = IsParameterServerStrategy(c.strategy);
   if (ps_strategy) SF_RETURN_IF_ERROR(SetUpParameterServerWorker(&c));
   if (c.replication != "in-graph" && c.replication != "between-graph") {
