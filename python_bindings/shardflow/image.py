@@ -34,7 +34,7 @@ from shardflow.tensor_util import int_or_tensor
 from shardflow.patch_ops import extract_image_patches  # noqa: F401 (tf.image.extract_...)
 from shardflow.image_resize import (ResizeMethod, resize, resize_area,  # noqa: F401
                                     resize_bicubic, resize_bilinear, resize_images,
-                                    resize_nearest_neighbor)
+                                    resize_images_v2, resize_nearest_neighbor)
 
 
 def _image(image, what):
@@ -384,7 +384,7 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down",
            "random_hue", "random_saturation", "resize", "resize_area", "resize_bicubic",
            "resize_bilinear", "resize_image_with_crop_or_pad", "resize_image_with_pad",
-           "resize_images",
+           "resize_images", "resize_images_v2",
            "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv",
            "rot90", "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",
            "transpose", "transpose_image"] + _CODECS

@@ -318,8 +318,15 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
     axis = dim if axis is None else axis
     if labels is None or logits is None:
         raise ValueError("softmax_cross_entropy_with_logits needs labels and logits")
-    from shardflow.framework import convert_to_tensor
+    from shardflow import ops as _ops
+    from shardflow.framework import Tensor, convert_to_tensor
     logits = convert_to_tensor(logits)
+    # As TF's: labels are taken in the logits' dtype (NumPy float64 one-hots with float32
+    # logits were refused "insert a Cast").
+    if not isinstance(labels, Tensor):
+        labels = convert_to_tensor(np.asarray(labels, logits.dtype.as_numpy_dtype))
+    elif labels.dtype != logits.dtype:
+        labels = _ops.cast(labels, logits.dtype)
     rank = logits.shape.ndims
     if axis not in (-1, None) and not (rank is not None and axis == rank - 1):
         from shardflow import ops

@@ -264,3 +264,17 @@ def test_float64_convolution_and_pooling_for_gradient_checks():
                              [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
         got64, got32 = sess.run([v, v32], {x: xv})
     np.testing.assert_allclose(got64, got32, rtol=1e-4, atol=1e-4)
+
+
+def test_v1_softmax_cross_entropy_takes_labels_in_the_logits_dtype():
+    # Regression: NumPy float64 one-hot labels with float32 logits were refused ("insert a
+    # Cast"); TF converts the labels to the logits' dtype. Also tf.image.resize_images_v2.
+    logits = sf.constant([[1.0, 2.0, 3.0], [1.0, 1.0, 1.0]])
+    loss = sf.nn.softmax_cross_entropy_with_logits(labels=np.eye(3)[[0, 2]], logits=logits)
+    loss64 = sf.nn.softmax_cross_entropy_with_logits(
+        labels=sf.constant(np.eye(3)[[0, 2]]), logits=logits)
+    assert loss.dtype == sf.float32 and callable(sf.image.resize_images_v2)
+    with sf.Session() as sess:
+        got, got64 = sess.run([loss, loss64])
+    np.testing.assert_allclose(got, [2.407606, np.log(3.0)], rtol=1e-5)
+    np.testing.assert_allclose(got64, got)
