@@ -202,12 +202,19 @@ class CheckpointSaverHook(SessionRunHook):
     def before_run(self, run_context):
         return SessionRunArgs(self._read)
 
-    def after_run(self, run_context, run_values):
-        step = int(run_values.results)
-        due = (self._save_steps is not None and step >= self._last_step + self._save_steps) or \
+    def _due(self, step):
+        if step == self._last_step:
+            return False
+        return (self._save_steps is not None and step >= self._last_step + self._save_steps) or \
             (self._save_secs is not None and time.monotonic() - self._last_time >= self._save_secs)
-        if due and step != self._last_step:
-            if self._save(run_context.session, step):
+
+    def after_run(self, run_context, run_values):
+        # As TF1's: the step read beside the train op may be stale (read before its update),
+        # so when a save may be due the step is read again, after the update, and saved under
+        # that number: model.ckpt-N holds the variables after exactly N steps.
+        if self._due(int(run_values.results) + 1):
+            step = int(run_context.session.run(self._read))
+            if self._due(step) and self._save(run_context.session, step):
                 run_context.request_stop()
 
     def end(self, session):

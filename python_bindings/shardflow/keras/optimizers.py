@@ -193,15 +193,65 @@ class Adam(Optimizer):
         return train.AdamOptimizer(lr, self.beta_1, self.beta_2, self.epsilon, name="Adam")
 
 
+class _RMSpropUpdate(_CompositeOptimizer):
+    """TF 1.15's Keras RMSprop (OptimizerV2); every slot starts at 0, unlike tf.train's."""
+
+    def __init__(self, lr, rho, momentum, epsilon, centered):
+        super().__init__(lr, "RMSprop")
+        self._rho, self._momentum, self._epsilon = rho, momentum, epsilon
+        self._centered = centered
+        # TF 1.15's slot order and names: "<var>/rms", "<var>/momentum", "<var>/mg"
+        self._slot_specs = (("rms", "rms", None),) + \
+            ((("momentum", "momentum", None),) if momentum > 0 else ()) + \
+            ((("mg", "mg", None),) if centered else ())
+
+    def _apply_dense(self, grad, var):
+        rho, eps = self._rho, self._epsilon
+        rms = self.get_slot(var, "rms")
+        rms_new = ops.add(ops.multiply(rms.value(), rho), ops.multiply(ops.square(grad), 1 - rho))
+        slots = [rms.assign(rms_new, read_value=False)]
+        denom = rms_new
+        if self._centered:
+            mg = self.get_slot(var, "mg")
+            mg_new = ops.add(ops.multiply(mg.value(), rho), ops.multiply(grad, 1 - rho))
+            slots.append(mg.assign(mg_new, read_value=False))
+            denom = ops.subtract(rms_new, ops.square(mg_new))
+        lr = self._lr(var.dtype)
+        if self._momentum > 0:
+            # the ApplyRMSProp / ApplyCenteredRMSProp kernels: epsilon inside the square root
+            mom = self.get_slot(var, "momentum")
+            mom_new = ops.add(ops.multiply(mom.value(), self._momentum),
+                              ops.multiply(lr, ops.multiply(grad, ops.rsqrt(
+                                  ops.add(denom, eps)))))
+            slots.append(mom.assign(mom_new, read_value=False))
+            return _group_after(slots, var, delta=ops.negative(mom_new))
+        # without momentum, composed: epsilon outside the square root
+        step = ops.divide(ops.multiply(lr, grad), ops.add(ops.sqrt(denom), eps))
+        return _group_after(slots, var, delta=ops.negative(step))
+
+
 class RMSprop(Optimizer):
-    def __init__(self, lr=None, rho=0.9, epsilon=None, decay=0.0, learning_rate=None, **kwargs):
+    """RMSprop as TF 1.15's tf.keras (OptimizerV2); "rms" (and "momentum", "mg") start at 0::
+
+        rms = rho * rms + (1 - rho) * g^2
+        mg  = rho * mg + (1 - rho) * g                  (centered=True only)
+        denom = rms - mg^2 if centered else rms
+        momentum == 0:  var -= lr * g / (sqrt(denom) + epsilon)
+        momentum > 0:   mom = momentum * mom + lr * g / sqrt(denom + epsilon);  var -= mom
+    """
+
+    def __init__(self, lr=None, rho=0.9, momentum=0.0, epsilon=None, centered=False,
+                 decay=0.0, learning_rate=None, **kwargs):
         super().__init__(lr, learning_rate, decay, 0.001, **kwargs)
         self.rho = float(rho)
+        self.momentum = float(momentum)
+        if not 0 <= self.momentum <= 1:
+            raise ValueError("RMSprop(momentum=%r): a number in [0, 1]" % (momentum,))
         self.epsilon = 1e-7 if epsilon is None else float(epsilon)
+        self.centered = bool(centered)
 
     def _tf_optimizer(self, lr):
-        return train.RMSPropOptimizer(lr, decay=self.rho, epsilon=self.epsilon,
-                                      name="RMSprop")
+        return _RMSpropUpdate(lr, self.rho, self.momentum, self.epsilon, self.centered)
 
 
 class Adagrad(Optimizer):
