@@ -50,6 +50,7 @@
 #include "core/framework/kernel_registry.h"
 #include "core/framework/windowed_output.h"
 #include "core/platform/status.h"
+#include "kernels/cpu/kernel_checks.h"
 #include "kernels/cpu/onednn_util.h"
 
 namespace shardflow {
@@ -90,19 +91,7 @@ struct ConvGeometry {
 
 absl::Status MakeGeometry(const TensorShape& in, const TensorShape& filter, int64_t sh, int64_t sw,
                           const std::string& padding, ConvGeometry* g) {
-  if (in.rank() != 4) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input must be 4-D NHWC, got shape ", in.DebugString()));
-  }
-  if (filter.rank() != 4) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "filter must be 4-D [height, width, in, out], got shape ", filter.DebugString()));
-  }
-  if (in.dim(3) != filter.dim(2)) {
-    return absl::InvalidArgumentError(absl::StrCat("input ", in.DebugString(), " has ", in.dim(3),
-                                                   " channels but filter ", filter.DebugString(),
-                                                   " expects ", filter.dim(2)));
-  }
+  SF_RETURN_IF_ERROR(CheckConv2DShapes(in, filter));
   *g = ConvGeometry{in.dim(0),
                     in.dim(1),
                     in.dim(2),
@@ -127,21 +116,6 @@ absl::Status MakeGeometry(const TensorShape& in, const TensorShape& filter, int6
   // one position), so it is given the smallest stride that still makes one position.
   if (g->oh == 1) g->sh = std::max<int64_t>(1, g->h + g->pad_top + g->pad_bottom - g->kh + 1);
   if (g->ow == 1) g->sw = std::max<int64_t>(1, g->w + g->pad_left + g->pad_right - g->kw + 1);
-  return absl::OkStatus();
-}
-
-// A shape from an int32 vector input of 4 sizes (input_sizes, filter_sizes).
-absl::Status ShapeFromSizes(const Tensor& t, const char* what, TensorShape* shape) {
-  if (t.dtype() != DT_INT32 || t.dims() != 1 || t.NumElements() != 4) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " must be an int32 vector of 4 sizes, got ", t.DebugString()));
-  }
-  *shape = TensorShape();
-  for (int i = 0; i < 4; ++i) {
-    const int32_t d = t.data<int32_t>()[i];
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative size"));
-    shape->AddDim(d);
-  }
   return absl::OkStatus();
 }
 
@@ -275,22 +249,11 @@ template <typename Entry>
 class ConvOpBase : public OpKernel {
  public:
   explicit ConvOpBase(OpKernelConstruction* c) : OpKernel(c) {
-    std::vector<int64_t> strides;
-    absl::Status s = c->GetAttr("strides", &strides);
-    if (s.ok()) s = c->GetAttr("padding", &padding_);
-    if (s.ok()) s = CheckPadding(padding_);
-    if (s.ok() && (strides.size() != 4 || strides[0] != 1 || strides[3] != 1 || strides[1] < 1 ||
-                   strides[2] < 1)) {
-      s = absl::InvalidArgumentError(
-          "strides must be [1, height, width, 1] with entries >= 1 (NHWC; no striding over "
-          "batch or channels)");
-    }
+    absl::Status s = ReadConv2DStrides(c, &sh_, &sw_, &padding_);
     if (!s.ok()) {
       c->SetStatus(s);
       return;
     }
-    sh_ = strides[1];
-    sw_ = strides[2];
     // Set by the remapping pass when the filter is a Const (absent: false).
     if (!c->GetAttr("_filter_is_constant", &constant_filter_).ok()) constant_filter_ = false;
     if (!c->GetAttr(kBf16ProductsAttr, &bf16_).ok()) bf16_ = false;

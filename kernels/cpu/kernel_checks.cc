@@ -1,6 +1,7 @@
 #include "kernels/cpu/kernel_checks.h"
 
 #include "core/framework/types.h"
+#include "core/framework/windowed_output.h"
 #include "core/platform/status.h"
 
 namespace shardflow {
@@ -95,6 +96,54 @@ absl::StatusOr<MatMulDims> MatMulShape(const Tensor& a, const Tensor& b, bool ta
         ", b is ", b.shape().DebugString(), tb ? " (transposed)" : "", "; ", d.k, " vs ", kb));
   }
   return d;
+}
+
+absl::Status CheckConv2DShapes(const TensorShape& input, const TensorShape& filter) {
+  if (input.rank() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input must be 4-D NHWC, got shape ", input.DebugString()));
+  }
+  if (filter.rank() != 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "filter must be 4-D [height, width, in, out], got shape ", filter.DebugString()));
+  }
+  if (input.dim(3) != filter.dim(2)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", input.DebugString(), " has ", input.dim(3), " channels but filter ",
+                     filter.DebugString(), " expects ", filter.dim(2)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShapeFromSizes(const Tensor& t, const char* what, TensorShape* shape) {
+  if (t.dtype() != DT_INT32 || t.dims() != 1 || t.NumElements() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must be an int32 vector of 4 sizes, got ", t.DebugString()));
+  }
+  *shape = TensorShape();
+  for (int i = 0; i < 4; ++i) {
+    const int32_t d = t.data<int32_t>()[i];
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative size"));
+    shape->AddDim(d);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadConv2DStrides(OpKernelConstruction* c, int64_t* sh, int64_t* sw,
+                               std::string* padding) {
+  std::vector<int64_t> strides;
+  SF_RETURN_IF_ERROR(c->GetAttr("strides", &strides));
+  SF_RETURN_IF_ERROR(c->GetAttr("padding", padding));
+  SF_RETURN_IF_ERROR(CheckPadding(*padding));
+  if (strides.size() != 4 || strides[0] != 1 || strides[3] != 1 || strides[1] < 1 ||
+      strides[2] < 1) {
+    return absl::InvalidArgumentError(
+        "strides must be [1, height, width, 1] with entries >= 1 (NHWC; no striding over "
+        "batch or channels)");
+  }
+  *sh = strides[1];
+  *sw = strides[2];
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> BiasAddChannels(const Tensor& value, const Tensor& bias) {

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "core/framework/op_kernel.h"
 #include "core/framework/tensor.h"
 #include "core/framework/tensor_shape.h"
 
@@ -51,6 +52,13 @@ absl::StatusOr<MatMulDims> MatMulShape(const Tensor& a, const Tensor& b, bool ta
 
 // ---- nn ---------------------------------------------------------------------------------------
 
+// Conv2D(input, filter): input 4-D NHWC, filter 4-D [height, width, in, out], in = channels.
+absl::Status CheckConv2DShapes(const TensorShape& input, const TensorShape& filter);
+// input_sizes / filter_sizes / orig_input_shape: an int32 vector of 4 non-negative sizes.
+absl::Status ShapeFromSizes(const Tensor& t, const char* what, TensorShape* shape);
+// A 2-D window op's "strides" ([1, height, width, 1], entries >= 1) and "padding" attrs.
+absl::Status ReadConv2DStrides(OpKernelConstruction* c, int64_t* sh, int64_t* sw,
+                               std::string* padding);
 // BiasAdd(value, bias): value has rank >= 2 and bias its last dimension's size, which is returned.
 absl::StatusOr<int64_t> BiasAddChannels(const Tensor& value, const Tensor& bias);
 // BiasAddGrad(out_backprop): rank >= 2; returns the last dimension's size.

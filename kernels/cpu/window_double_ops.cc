@@ -19,6 +19,7 @@
 #include "core/framework/op_kernel.h"
 #include "core/framework/windowed_output.h"
 #include "core/platform/status.h"
+#include "kernels/cpu/kernel_checks.h"
 
 namespace shardflow {
 namespace {
@@ -53,50 +54,14 @@ struct Geometry {
 
 class DoubleConvBase : public OpKernel {
  public:
-  // input_sizes / filter_sizes / orig_input_shape: an int32 vector of four non-negative sizes.
-  static absl::Status ShapeFromSizes(const Tensor& t, const char* what, TensorShape* shape) {
-    if (t.dtype() != DT_INT32 || t.dims() != 1 || t.NumElements() != 4) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " must be an int32 vector of 4 sizes, got ", t.DebugString()));
-    }
-    *shape = TensorShape();
-    for (int i = 0; i < 4; ++i) {
-      const int32_t d = t.data<int32_t>()[i];
-      if (d < 0) return absl::InvalidArgumentError(absl::StrCat(what, " has a negative size"));
-      shape->AddDim(d);
-    }
-    return absl::OkStatus();
-  }
-
   explicit DoubleConvBase(OpKernelConstruction* c) : OpKernel(c) {
-    std::vector<int64_t> strides;
-    absl::Status s = c->GetAttr("strides", &strides);
-    if (s.ok()) s = c->GetAttr("padding", &padding_);
-    if (s.ok()) s = CheckPadding(padding_);
-    if (s.ok() && (strides.size() != 4 || strides[0] != 1 || strides[3] != 1 || strides[1] < 1 ||
-                   strides[2] < 1)) {
-      s = absl::InvalidArgumentError(
-          "strides must be [1, height, width, 1] with entries >= 1 (NHWC; no striding over "
-          "batch or channels)");
-    }
-    if (s.ok()) {
-      sh_ = strides[1];
-      sw_ = strides[2];
-    }
+    absl::Status s = ReadConv2DStrides(c, &sh_, &sw_, &padding_);
     if (!s.ok()) c->SetStatus(s);
   }
 
  protected:
   absl::Status MakeGeometry(const TensorShape& in, const TensorShape& filter, Geometry* g) const {
-    if (in.rank() != 4 || filter.rank() != 4) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", in.DebugString(), " and filter ",
-                                                     filter.DebugString(), " must be 4-D"));
-    }
-    if (in.dim(3) != filter.dim(2)) {
-      return absl::InvalidArgumentError(absl::StrCat("input ", in.DebugString(), " has ", in.dim(3),
-                                                     " channels but filter ", filter.DebugString(),
-                                                     " expects ", filter.dim(2)));
-    }
+    SF_RETURN_IF_ERROR(CheckConv2DShapes(in, filter));
     *g = Geometry{in.dim(0),
                   in.dim(1),
                   in.dim(2),
@@ -364,8 +329,7 @@ class AvgPoolGradDoubleOp : public DoublePoolBase {
   using DoublePoolBase::DoublePoolBase;
   void Compute(OpKernelContext* ctx) override {
     TensorShape in_shape;
-    OP_REQUIRES_OK(ctx,
-                   DoubleConvBase::ShapeFromSizes(ctx->input(0), "orig_input_shape", &in_shape));
+    OP_REQUIRES_OK(ctx, ShapeFromSizes(ctx->input(0), "orig_input_shape", &in_shape));
     const Tensor& grad = ctx->input(1);
     Geometry g;
     OP_REQUIRES_OK(ctx, MakeGeometry(in_shape, &g));
