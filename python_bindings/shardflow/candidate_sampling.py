@@ -195,16 +195,13 @@ def fixed_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique,
 
 def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_classes,
                             num_true, sampled_values, subtract_log_q, remove_accidental_hits,
-                            seed, what):
+                            seed, what, partition_strategy="mod"):
     """TF1's _compute_sampled_logits: (logits [batch, num_true + num_sampled], labels of the
-    same shape, 1 / num_true for the true classes and 0 for the sampled ones)."""
-    if isinstance(weights, (list, tuple)):
-        if len(weights) != 1:
-            raise ValueError("%s: sharded weights are not supported; give one [num_classes, "
-                             "dim] tensor" % what)
-        weights = weights[0]
-    if isinstance(biases, (list, tuple)):
-        biases = biases[0] if len(biases) == 1 else ops.concat(list(biases), 0)
+    same shape, 1 / num_true for the true classes and 0 for the sampled ones). `weights` and
+    `biases` may be sharded (lists or PartitionedVariables), their rows found with
+    embedding_lookup's `partition_strategy`, as TF1's."""
+    def rows(table, ids):
+        return array_ops.embedding_lookup(table, ids, partition_strategy=partition_strategy)
     inputs = convert_to_tensor(inputs)
     labels = ops.cast(convert_to_tensor(labels), dtypes.int64)
     if labels.shape.ndims == 1:
@@ -222,13 +219,13 @@ def _compute_sampled_logits(weights, biases, labels, inputs, num_sampled, num_cl
         raise ValueError("%s needs the depth of inputs (their last dimension) to be known" % what)
 
     # The true classes' logits: the row-wise dot of each input with its num_true weight rows.
-    true_w = ops.reshape(array_ops.gather(weights, labels_flat), [-1, num_true, dim])
+    true_w = ops.reshape(rows(weights, labels_flat), [-1, num_true, dim])
     true_logits = ops.reduce_sum(ops.multiply(ops.expand_dims(inputs, 1), true_w), axis=2)
     true_logits = ops.add(true_logits,
-                          ops.reshape(array_ops.gather(biases, labels_flat), [-1, num_true]))
+                          ops.reshape(rows(biases, labels_flat), [-1, num_true]))
     # The sampled classes' logits: every input against every sampled row.
-    sampled_logits = ops.matmul(inputs, array_ops.gather(weights, sampled), transpose_b=True)
-    sampled_logits = ops.add(sampled_logits, array_ops.gather(biases, sampled))
+    sampled_logits = ops.matmul(inputs, rows(weights, sampled), transpose_b=True)
+    sampled_logits = ops.add(sampled_logits, rows(biases, sampled))
 
     if remove_accidental_hits:
         # A sampled class equal to one of the row's true classes gets a logit far below.
@@ -267,7 +264,7 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
     with ops.get_default_graph().name_scope(name):
         logits, targets = _compute_sampled_logits(
             weights, biases, labels, inputs, num_sampled, num_classes, num_true, sampled_values,
-            True, remove_accidental_hits, None, "nce_loss")
+            True, remove_accidental_hits, None, "nce_loss", partition_strategy)
         losses = sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)
         return ops.reduce_sum(losses, axis=1)
 
@@ -291,7 +288,7 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_class
     with ops.get_default_graph().name_scope(name):
         logits, targets = _compute_sampled_logits(
             weights, biases, labels, inputs, num_sampled, num_classes, num_true, sampled_values,
-            True, remove_accidental_hits, seed, "sampled_softmax_loss")
+            True, remove_accidental_hits, seed, "sampled_softmax_loss", partition_strategy)
         return softmax_cross_entropy_with_logits_v2(labels=ops.stop_gradient(targets),
                                                     logits=logits)
 

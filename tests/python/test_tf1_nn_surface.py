@@ -421,3 +421,26 @@ def test_max_pool_with_argmax_and_segnet_unpooling():
     np.testing.assert_array_equal(u[u != 0], x[u != 0])
     assert (u != 0).sum() == p.size
     np.testing.assert_allclose(g, r)
+
+
+def test_sampled_losses_take_sharded_weights_as_tf1():
+    # Regression: a list of weight shards (a PartitionedVariable, word2vec over several ps
+    # tasks) was refused "sharded weights are not supported"; TF looks the rows up with
+    # embedding_lookup's partition_strategy. Sharded and whole tables give the same losses.
+    rng = np.random.RandomState(0)
+    w, b = rng.randn(10, 4).astype(np.float32), rng.randn(10).astype(np.float32)
+    inputs = tf.constant(rng.randn(3, 4).astype(np.float32))
+    labels = tf.constant([[1], [7], [4]], tf.int64)
+    sampled = (tf.constant([0, 3, 9], tf.int64), tf.ones([3, 1]), tf.ones([3]))
+    shards = {"mod": ([w[0::2], w[1::2]], [b[0::2], b[1::2]]),
+              "div": ([w[:5], w[5:]], [b[:5], b[5:]])}
+    with tf.Session() as sess:
+        for fn in (tf.nn.nce_loss, tf.nn.sampled_softmax_loss):
+            whole = fn(tf.constant(w), tf.constant(b), labels, inputs, 3, 10,
+                       sampled_values=sampled)
+            want = sess.run(whole)
+            for strategy, (ws, bs) in shards.items():
+                got = sess.run(fn([tf.constant(s) for s in ws], [tf.constant(s) for s in bs],
+                                  labels, inputs, 3, 10, sampled_values=sampled,
+                                  partition_strategy=strategy))
+                np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=strategy)
