@@ -96,3 +96,77 @@ def test_checkpoints_saved_while_training_hold_the_step_they_are_named_after(tmp
     assert steps == [0, 3, 6, 9, 10]
     for path, step in zip(state.all_model_checkpoint_paths, steps):
         assert tf.train.load_variable(path, "global_step") == step
+
+
+def test_keras_layer_names_are_numbered_per_graph(tmp_path):
+    """Keras's default layer names counted across graphs ('dense_2' in the second graph), so an
+    Estimator whose model_fn builds Keras layers could not evaluate after train ('checkpoint
+    has no variable dense_2/kernel'). As TF 1.15's, each graph starts again at 'dense'."""
+    x = np.random.RandomState(0).rand(20, 4).astype(np.float32)
+    y = (x[:, 0] > 0.5).astype(np.int32)
+
+    def model_fn(features, labels, mode):
+        logits = keras.layers.Dense(2)(keras.layers.Dense(8, activation="relu")(features["x"]))
+        loss = tf.losses.sparse_softmax_cross_entropy(labels, logits)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    est = tf.estimator.Estimator(model_fn, str(tmp_path))
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(5), steps=2)
+    assert "dense_1/kernel" in est.get_variable_names()
+    assert "dense_2/kernel" not in est.get_variable_names()
+    got = est.evaluate(lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).batch(5))
+    assert got["global_step"] == 2
+    for _ in range(2):
+        with tf.Graph().as_default():
+            assert [keras.layers.Dense(1).name for _ in range(2)] == ["dense", "dense_1"]
+            assert K.get_uid("dense") == 3
+    tf.reset_default_graph()
+    assert keras.layers.Dense(1).name == "dense"
+    assert keras.layers.Dense(1).name == "dense_1"
+    K.clear_session()
+    assert keras.layers.Dense(1).name == "dense"
+
+
+@pytest.mark.parametrize("shape", [(32,), (32, 1)])
+def test_a_user_defined_loss_takes_integer_class_targets(shape):
+    """A user's loss wrapping sparse_categorical_crossentropy fed int labels failed at fit
+    ('expected float of shape [?,3] but got [32,1]'): the target was shaped for the output.
+    As TF 1.15's, a user-defined loss's target is any [None, None] and any dtype converts."""
+    rng = np.random.RandomState(1)
+    x = rng.rand(32, 6).astype(np.float32)
+    y = rng.randint(0, 3, 32)
+
+    def my_loss(y_true, y_pred):
+        return keras.losses.sparse_categorical_crossentropy(y_true, y_pred)
+
+    model = keras.Sequential([keras.layers.Dense(3, activation="softmax", input_shape=(6,))])
+    model.compile("sgd", loss=my_loss, metrics=["sparse_categorical_accuracy"])
+    history = model.fit(x, y.reshape(shape), batch_size=8, epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
+    p = model.predict(x).astype(np.float64)
+    want = -np.log(p[np.arange(32), y]).mean()
+    loss, acc = model.evaluate(x, y.reshape(shape), batch_size=32, verbose=0)
+    np.testing.assert_allclose(loss, want, rtol=1e-5)
+    np.testing.assert_allclose(acc, (p.argmax(1) == y).mean())
+    dataset = tf.data.Dataset.from_tensor_slices((x, y.reshape(shape))).batch(8)
+    np.testing.assert_allclose(model.evaluate(dataset, verbose=0)[0], want, rtol=1e-5)
+
+
+def test_a_sequentials_input_is_named_after_its_first_layer(tmp_path):
+    """Sequential's implicit input was 'input_1'; TF 1.15 names it '<first layer>_input', the
+    key the 'Estimators from Keras models' tutorial feeds by."""
+    rng = np.random.RandomState(2)
+    x, y = rng.rand(16, 4).astype(np.float32), rng.randint(0, 3, 16)
+    model = keras.Sequential([keras.layers.Dense(8, activation="relu", input_shape=(4,)),
+                              keras.layers.Dense(3)])
+    model.compile(loss="sparse_categorical_crossentropy", optimizer="sgd")
+    assert model.input_names == ["dense_input"]
+    assert model.input.name == "dense_input:0"
+    model.fit({"dense_input": x}, y, epochs=1, verbose=0)
+    est = keras.estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    est.train(lambda: tf.data.Dataset.from_tensor_slices(({"dense_input": x}, y)).batch(8),
+              steps=2)
+    flat = keras.Sequential([keras.layers.Flatten(input_shape=(2, 2)), keras.layers.Dense(1)])
+    assert flat.input_names == ["flatten_input"]

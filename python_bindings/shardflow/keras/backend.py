@@ -22,6 +22,7 @@ Not thread safe: the shared session and the name counters are module state, as i
 
 import builtins
 import collections
+import weakref
 
 import numpy as np
 
@@ -37,7 +38,7 @@ _session = None
 _initialized = set()            # names of the variables the shared session has initialised
 _learning_phase = {}            # graph -> the bool placeholder_with_default(False)
 _fixed_learning_phase = {}      # graph -> 0 or 1 (set_learning_phase)
-_name_counts = collections.defaultdict(int)
+_name_counts = weakref.WeakKeyDictionary()   # graph -> {prefix: names given}, as TF 1.15's
 _assign_ops = {}                # variable name -> (placeholder, assign op) for set_value
 
 
@@ -71,10 +72,21 @@ def set_image_data_format(data_format):
                          "Keras layers take channels_last images")
 
 
+def _graph_name_counts():
+    """The default graph's name counters (TF 1.15's PER_GRAPH_OBJECT_NAME_UIDS)."""
+    g = get_default_graph()
+    counts = _name_counts.get(g)
+    if counts is None:
+        counts = _name_counts[g] = collections.defaultdict(int)
+    return counts
+
+
 def unique_name(prefix):
-    """'dense', then 'dense_1', 'dense_2', ...: Keras's layer names, reset by clear_session."""
-    n = _name_counts[prefix]
-    _name_counts[prefix] += 1
+    """'dense', then 'dense_1', 'dense_2', ...: Keras's layer names, counted per graph as TF
+    1.15's (a new graph starts again at 'dense'), and reset by clear_session."""
+    counts = _graph_name_counts()
+    n = counts[prefix]
+    counts[prefix] += 1
     return prefix if n == 0 else "%s_%d" % (prefix, n)
 
 

@@ -15,8 +15,6 @@ import numpy as np
 
 from shardflow import dtypes, ops
 
-_uids = {}
-
 
 def _backend():
     from shardflow.keras import backend
@@ -433,13 +431,15 @@ def set_floatx(value):
 
 
 def get_uid(prefix=""):
-    """1, 2, 3, ... for each call with the same prefix (Keras's layer-name counters)."""
-    _uids[prefix] = _uids.get(prefix, 0) + 1
-    return _uids[prefix]
+    """1, 2, 3, ... for each call with the same prefix in the default graph (the counters of
+    Keras's layer names: after Dense() is 'dense', get_uid('dense') is 2)."""
+    counts = _backend()._graph_name_counts()
+    counts[prefix] += 1
+    return counts[prefix]
 
 
 def reset_uids():
-    _uids.clear()
+    _backend()._name_counts.clear()
 
 
 def name_scope(name):

@@ -1141,19 +1141,21 @@ class Sequential(Model):
             self._apply(layer)
         elif len(self._stack) == 1 and getattr(layer, "_batch_input_shape", None):
             shape = layer._batch_input_shape
-            self._build_input(shape[1:], layer.dtype, batch=shape[0])
+            # TF 1.15's name: "<first layer>_input" ("dense_input"), the key of a dict of inputs
+            self._build_input(shape[1:], layer.dtype, batch=shape[0],
+                              name=getattr(layer, "name", None) and layer.name + "_input")
 
     def _apply(self, layer):
         y = layer(self.outputs[0])
         self.outputs = [y]
         self._single_input = True
 
-    def _build_input(self, shape, dtype, batch=None):
+    def _build_input(self, shape, dtype, batch=None, name=None):
         dtype = np.dtype(dtype).name if not isinstance(dtype, str) else dtype
         if dtype not in ("float32", "int32", "int64"):
             dtype = K.floatx()
         self._input_layer = layers_module.InputLayer(
-            batch_input_shape=(batch,) + tuple(shape), dtype=dtype)
+            batch_input_shape=(batch,) + tuple(shape), dtype=dtype, name=name)
         self.inputs = [self._input_layer.output]
         self.outputs = list(self.inputs)
         for layer in self._stack:

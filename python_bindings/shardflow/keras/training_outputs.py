@@ -65,6 +65,7 @@ class Head:
                                        else [metrics]) if m is not None]
         self.target = self.weights = self.loss = None
         self.sparse = False
+        self.user_defined = False
         self.out_rank = None
 
     def build(self, y_pred, index):
@@ -73,6 +74,7 @@ class Head:
         self.out_rank = len(out_shape)
         self.sparse = self.loss_fn is not None and getattr(self.loss_fn, "fn", self.loss_fn) \
             is losses_module.sparse_categorical_crossentropy
+        self.user_defined = _user_defined(self.loss_fn)
         suffix = "" if index == 0 else "_%d" % index
         if self.temporal and self.out_rank < 3:
             raise ValueError("compile: sample_weight_mode='temporal' needs an output of rank 3 "
@@ -80,6 +82,9 @@ class Head:
                              % (self.name, y_pred.shape))
         if self.sparse:  # class indices: the output's shape without its class axis
             self.target = ops.placeholder(dtypes.int32, [None] + out_shape[1:-1],
+                                          name="target" + suffix)
+        elif self.user_defined:  # TF 1.15: no assumption on its targets' shape
+            self.target = ops.placeholder(y_pred.dtype, [None] * self.out_rank,
                                           name="target" + suffix)
         else:
             self.target = ops.placeholder(dtypes.float32, [None] + out_shape[1:],
@@ -113,10 +118,25 @@ class Head:
                                  "targets are class indices of rank %d, got shape %s"
                                  % (self.name, self.out_rank, self.out_rank - 1, y.shape))
             return y.astype(np.int32)
+        if self.user_defined:  # as TF 1.15's: any dtype converts, a vector becomes [n, 1]
+            y = y.astype(self.target.dtype.as_numpy_dtype, copy=False)
+            return y[:, None] if y.ndim == 1 and self.out_rank != 1 else y
         y = y.astype(np.float32, copy=False)
         if y.ndim == self.out_rank - 1:
             y = y[..., None]
         return y
+
+
+def _user_defined(loss_fn):
+    """Whether compile's loss is the user's own function (TF 1.15's test: not a Loss object,
+    or a LossFunctionWrapper of a function keras.losses does not have)."""
+    if loss_fn is None:
+        return False
+    if isinstance(loss_fn, losses_module.LossFunctionWrapper):
+        loss_fn = loss_fn.fn
+    elif isinstance(loss_fn, losses_module.Loss):
+        return False
+    return getattr(losses_module, getattr(loss_fn, "__name__", ""), None) is not loss_fn
 
 
 def make_heads(model, loss, loss_weights, metrics, sample_weight_mode=None):
