@@ -170,3 +170,35 @@ def test_a_sequentials_input_is_named_after_its_first_layer(tmp_path):
               steps=2)
     flat = keras.Sequential([keras.layers.Flatten(input_shape=(2, 2)), keras.layers.Dense(1)])
     assert flat.input_names == ["flatten_input"]
+
+
+def test_tf_estimator_has_tf115s_hook_names_and_parse_specs():
+    """The session-run hooks TF 1.15 exports under tf.estimator were only under tf.train;
+    classifier/regressor_parse_example_spec, make_early_stopping_hook and Model.reset_states
+    were missing; tf.estimator.experimental showed os, glob and operator."""
+    for name in ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
+                 "LoggingTensorHook", "StopAtStepHook", "CheckpointSaverHook",
+                 "CheckpointSaverListener", "SummarySaverHook", "StepCounterHook",
+                 "NanTensorHook", "NanLossDuringTrainingError", "ProfilerHook", "FinalOpsHook",
+                 "FeedFnHook", "GlobalStepWaiterHook", "SecondOrStepTimer"]:
+        assert getattr(tf.estimator, name) is getattr(tf.train, name), name
+    public = [n for n in dir(tf.estimator.experimental) if not n.startswith("_")]
+    assert not {"os", "glob", "operator"} & set(public)
+    assert callable(tf.estimator.experimental.make_early_stopping_hook)
+    with pytest.raises(ValueError, match="Only one of"):
+        tf.estimator.experimental.make_early_stopping_hook(None, lambda: True, 10, 10)
+
+    columns = [tf.feature_column.numeric_column("age"),
+               tf.feature_column.numeric_column("xy", shape=(2,))]
+    spec = tf.estimator.classifier_parse_example_spec(columns, "clicked", weight_column="w")
+    assert sorted(spec) == ["age", "clicked", "w", "xy"]
+    assert spec["clicked"] == tf.FixedLenFeature((1,), tf.int64)
+    assert spec["w"] == tf.FixedLenFeature((1,), tf.float32)
+    spec = tf.estimator.regressor_parse_example_spec(columns, "price", label_dimension=3,
+                                                     label_default=0.0)
+    assert spec["price"] == tf.FixedLenFeature((3,), tf.float32, 0.0)
+    with pytest.raises(ValueError, match="label should not be used as feature"):
+        tf.estimator.classifier_parse_example_spec(columns, "age")
+
+    model = keras.Sequential([keras.layers.Dense(1, input_shape=(2,))])
+    model.reset_states()   # no stateful layers: nothing to do, as TF 1.15's

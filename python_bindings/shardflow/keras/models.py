@@ -548,6 +548,13 @@ class Model:
         if f is not None and f["reset"] is not None:
             K.get_session().run(f["reset"])
 
+    def reset_states(self):
+        """Resets the state of each stateful layer, as TF 1.15's (the recurrent layers here are
+        not stateful, so for them this does nothing)."""
+        for layer in self.layers:
+            if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
+                layer.reset_states()
+
     def _epoch_values(self, totals, last, n):
         """The epoch's [loss, metrics...]: size-weighted batch means, but for stateful metrics
         their result after the last batch."""
