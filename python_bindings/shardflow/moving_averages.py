@@ -15,8 +15,8 @@ GLOBAL_VARIABLES and, for Variables, MOVING_AVERAGE_VARIABLES) that starts at th
 initial value; the returned op does shadow -= (1 - decay) * (shadow - value), with decay
 min(decay, (1 + num_updates) / (10 + num_updates)) when num_updates is given. The value is read
 when the op runs, after whatever the caller's control_dependencies name (the train step), as
-TF1's. A Tensor's shadow starts at zero and is zero-debiased (biased / (1 - decay ** t)), as
-TF1 does for tensors (and for variables with zero_debias=True).
+TF1's. A Tensor's shadow starts at zero; with zero_debias=True it is zero-debiased (biased /
+(1 - decay ** t)), as TF1 does (only for tensors: a variable's shadow is never debiased).
 """
 
 import contextlib
@@ -46,6 +46,40 @@ def moving_average_variables(graph=None):
     """The variables that ExponentialMovingAverage.apply() averages (TF1's
     tf.moving_average_variables)."""
     return (graph or get_default_graph()).get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES)
+
+
+def _debiased_update(g, shadow, value, one_minus_decay):
+    """shadow = biased / (1 - decay ** t), biased = decay * biased + (1 - decay) * value,
+    t counting the updates: TF1's zero debiasing (the variables "<shadow>/biased" and
+    "<shadow>/local_step" beside the shadow)."""
+    outer = _outermost(g)
+    with outer.as_default(), outer.control_dependencies(None), _colocated(outer, shadow), \
+            outer.name_scope(shadow.op.name + "/"):
+        biased = Variable(ops.zeros(shadow.shape.as_list(), dtype=shadow.dtype),
+                          name="biased", trainable=False)
+        step = Variable(ops.zeros([], dtype=shadow.dtype), name="local_step",
+                        trainable=False)
+    new_biased = biased.assign_sub(ops.multiply(ops.subtract(biased.value(), value),
+                                                one_minus_decay))
+    new_step = step.assign_add(ops.ones([], dtype=shadow.dtype))
+    decay = ops.subtract(1.0, one_minus_decay)
+    return shadow.assign(ops.divide(new_biased, ops.subtract(1.0, ops.pow(decay, new_step))),
+                         read_value=False)
+
+
+def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
+    """TF1's moving_averages.assign_moving_average (tensorflow.python.training): an op making
+    variable -= (variable - value) * (1 - decay), or with zero_debias (the default, as TF1's)
+    variable = biased / (1 - decay ** t) from a zero-started biased average, which hand-written
+    batch norms use for their moving statistics."""
+    g = variable.graph
+    with g.name_scope(name or "AssignMovingAvg"):
+        one_minus_decay = ops.subtract(1.0, ops.cast(decay, variable.dtype))
+        value = ops.cast(value, variable.dtype)
+        if zero_debias:
+            return variable._read_after(_debiased_update(g, variable, value, one_minus_decay))
+        delta = ops.multiply(ops.subtract(variable.value(), value), one_minus_decay)
+        return variable.assign_sub(delta)
 
 
 class ExponentialMovingAverage:
@@ -121,21 +155,7 @@ class ExponentialMovingAverage:
         return shadow
 
     def _debiased_update(self, g, shadow, value, one_minus_decay):
-        """shadow = biased / (1 - decay ** t), biased = decay * biased + (1 - decay) * value,
-        t counting the updates: TF1's zero debiasing."""
-        outer = _outermost(g)
-        with outer.as_default(), outer.control_dependencies(None), _colocated(outer, shadow), \
-                outer.name_scope(shadow.op.name + "/"):
-            biased = Variable(ops.zeros(shadow.shape.as_list(), dtype=shadow.dtype),
-                              name="biased", trainable=False)
-            step = Variable(ops.zeros([], dtype=shadow.dtype), name="local_step",
-                            trainable=False)
-        new_biased = biased.assign_sub(ops.multiply(ops.subtract(biased.value(), value),
-                                                    one_minus_decay))
-        new_step = step.assign_add(ops.ones([], dtype=shadow.dtype))
-        decay = ops.subtract(1.0, one_minus_decay)
-        return shadow.assign(ops.divide(new_biased, ops.subtract(1.0, ops.pow(decay, new_step))),
-                             read_value=False)
+        return _debiased_update(g, shadow, value, one_minus_decay)
 
     def apply(self, var_list=None):
         """Creates the shadow variables of `var_list` (default: the trainable variables) and
@@ -159,7 +179,9 @@ class ExponentialMovingAverage:
                 value = _fresh_read(var) if isinstance(var, Variable) else var
                 one_minus_decay = ops.subtract(1.0, ops.cast(decay, var.dtype))
                 with _colocated(g, shadow):
-                    if self._zero_debias or isinstance(var, Tensor):
+                    # As TF1's: only a Tensor's zero-started shadow is debiased, and only with
+                    # zero_debias=True; a Variable's starts at its value and never is.
+                    if self._zero_debias and isinstance(var, Tensor):
                         updates.append(self._debiased_update(g, shadow, value,
                                                              one_minus_decay))
                     else:
@@ -196,4 +218,4 @@ class ExponentialMovingAverage:
         return name_map
 
 
-__all__ = ["ExponentialMovingAverage", "moving_average_variables"]
+__all__ = ["assign_moving_average", "ExponentialMovingAverage", "moving_average_variables"]

@@ -192,8 +192,8 @@ def test_exponential_moving_average_applied_in_a_cond_branch():
         ones = np.ones((4, 3), np.float32)
         np.testing.assert_array_equal(s.run(mean, {x: ones, is_train: True}), [1, 1, 1])
         np.testing.assert_array_equal(s.run(mean, {x: 3 * ones, is_train: True}), [3, 3, 3])
-        # zero-debiased: (0.5 * 0.5 * 1 + 0.5 * 3) / (1 - 0.25)
-        np.testing.assert_allclose(s.run(mean, {x: ones, is_train: False}), [7 / 3.0] * 3,
+        # TF1's default zero_debias=False: the shadow starts at 0, 0.5 * (0.5 * 1) + 0.5 * 3
+        np.testing.assert_allclose(s.run(mean, {x: ones, is_train: False}), [1.75] * 3,
                                    rtol=1e-6)
 
 

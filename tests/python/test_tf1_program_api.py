@@ -192,12 +192,12 @@ def test_ema_with_num_updates_reads_values_after_the_train_step():
                 np.testing.assert_allclose(s.run(ema.average(v)), shadow, rtol=1e-6)
 
 
-def test_ema_of_a_tensor_is_zero_debiased_and_num_updates_may_be_fed():
+def test_ema_of_a_tensor_is_zero_debiased_with_zero_debias_and_num_updates_may_be_fed():
     g = tf.Graph()
     with g.as_default():
         loss = tf.placeholder(tf.float32, [], name="loss")
         n = tf.placeholder(tf.int32, [])
-        ema = tf.train.ExponentialMovingAverage(0.9, num_updates=n, name="avg")
+        ema = tf.train.ExponentialMovingAverage(0.9, num_updates=n, zero_debias=True, name="avg")
         update = ema.apply([loss])
         assert ema.average_name(loss) == "loss/avg"
         with tf.Session() as s:
@@ -212,6 +212,36 @@ def test_ema_of_a_tensor_is_zero_debiased_and_num_updates_may_be_fed():
                                            rtol=1e-5)
                 if step == 0:
                     assert abs(s.run(ema.average(loss)) - 4.0) < 1e-5   # debiased: the value
+
+
+def test_ema_debiases_only_tensors_and_only_when_asked_as_tf1():
+    # Regression: tensors were always zero-debiased (TF1's default zero_debias=False leaves
+    # their zero-started shadow biased: 0.02 after one step of 0.2 at decay 0.9, not 0.2) and
+    # variables were debiased with zero_debias=True (TF1 never debiases a variable's shadow,
+    # which starts at its value).
+    from shardflow.python.training import moving_averages
+    with tf.Graph().as_default():
+        t = tf.placeholder(tf.float32, [])
+        w = tf.Variable([1.0, -2.0])
+        plain = tf.train.ExponentialMovingAverage(0.9)
+        asked = tf.train.ExponentialMovingAverage(0.9, zero_debias=True, name="asked")
+        step = tf.group(plain.apply([t]), asked.apply([w]))
+        with tf.control_dependencies([step]):
+            bump = w.assign_add([1.0, 1.0])
+        v = tf.Variable(0.0)
+        mv = moving_averages.assign_moving_average(v, t, 0.9)             # debiased (default)
+        mv_plain = moving_averages.assign_moving_average(tf.Variable(0.0), t, 0.9,
+                                                         zero_debias=False)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(bump, {t: 0.2})
+            assert abs(s.run(plain.average(t)) - 0.02) < 1e-7
+            np.testing.assert_allclose(s.run(asked.average(w)), [1.0, -2.0])   # started at w
+            assert not [x for x in tf.global_variables() if "biased" in x.op.name and
+                        x.op.name.startswith("Variable/asked")]
+            assert abs(s.run(mv, {t: 4.0}) - 4.0) < 1e-5
+            assert abs(s.run(mv, {t: 2.0}) - 0.56 / 0.19) < 1e-5
+            assert abs(s.run(mv_plain, {t: 4.0}) - 0.4) < 1e-6
 
 
 def test_ema_variables_to_restore_loads_the_averages(tmp_path):
