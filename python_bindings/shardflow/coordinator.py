@@ -305,7 +305,41 @@ class QueueRunner:
                 coord.register_thread(t)
             if start:
                 t.start()
+        _note_runner_threads(sess, threads)
         return threads
+
+
+# Note [Runner threads at exit]. A script that starts queue runners and ends without closing its
+# session or joining them (TF1's daemon runner threads let it) would leave the interpreter's
+# finalization racing threads still inside a step (SIGABRT, "PyThreadState_Get: the function
+# must be called with the GIL held"). At exit their sessions are closed first, which cancels
+# the steps they wait in, and they are given a moment to return.
+_runner_threads = []
+_runner_lock = threading.Lock()
+
+
+def _note_runner_threads(sess, threads):
+    import weakref
+    with _runner_lock:
+        if not _runner_threads:
+            import atexit
+            atexit.register(_stop_runner_threads)
+        _runner_threads.extend((weakref.ref(sess), t) for t in threads)
+
+
+def _stop_runner_threads():
+    with _runner_lock:
+        entries = list(_runner_threads)
+        _runner_threads.clear()
+    live = [(ref(), t) for ref, t in entries if t.is_alive()]
+    for sess in {id(sess): sess for sess, _ in live if sess is not None}.values():
+        try:
+            sess.close()
+        except Exception:  # noqa: BLE001 (closed already, or its server is gone)
+            pass
+    deadline = time.monotonic() + 5.0
+    for _, t in live:
+        t.join(max(0.0, deadline - time.monotonic()))
 
 
 def add_queue_runner(qr, collection=_QUEUE_RUNNERS):

@@ -281,3 +281,28 @@ def test_reader_keys_are_tensorflows(tmp_path):
     assert got[0] == [("%s:%d" % (records, o)).encode() for o in (0, 18, 38)]
     assert got[1] == [("%s:%d" % (text, n)).encode() for n in (2, 3)]
     assert got[2] == [str(text).encode()]
+
+
+def test_a_script_ending_with_queue_runners_still_running_exits_cleanly(tmp_path):
+    # Regression: ending without closing the session (or joining the runners) aborted the
+    # interpreter at exit (SIGABRT / SIGSEGV, rc 134 or 139) while TF1's exits 0. Note [Runner
+    # threads at exit] in shardflow/coordinator.py.
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import sys, shardflow as tf\n"
+        "x = tf.train.range_input_producer(1000, shuffle=False).dequeue()\n"
+        "b = tf.train.batch([x], batch_size=4)\n"
+        "s = tf.Session()\n"
+        "c = tf.train.Coordinator() if sys.argv[1] == 'coord' else None\n"
+        "tf.train.start_queue_runners(s, c)\n"
+        "print(s.run(b).tolist())\n"
+        "if c is not None: c.request_stop()\n")
+    env = dict(os.environ)
+    for variant in ("plain", "coord"):
+        r = subprocess.run([sys.executable, str(script), variant], capture_output=True, text=True,
+                           timeout=120, env=env)
+        assert r.returncode == 0, (variant, r.returncode, r.stderr[-2000:])
+        assert r.stdout.strip() == "[0, 1, 2, 3]"
