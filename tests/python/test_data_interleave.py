@@ -192,3 +192,28 @@ def test_contrib_data_spellings():
             lambda x: Dataset.from_tensors(x).repeat(2), cycle_length=3))
         assert _ints(_all(ds)) == [0, 1, 2, 0, 1, 2]
         assert tf.contrib.data.shuffle_and_repeat is tf.data.experimental.shuffle_and_repeat
+
+
+def test_window_with_a_shift_past_its_span_and_group_flush_order():
+    # Regression: window(2, shift=4) gave [0,1],[2,3],... (elements never read were taken as
+    # the next window's start); TF's window k starts at element k * shift. Groups still open
+    # at the end of group_by_window's input went on in the order they opened; TF's in
+    # ascending key order.
+    def windows(ds):
+        rows = []
+        it = ds.make_one_shot_iterator().get_next()
+        with tf.Session() as sess:
+            while True:
+                try:
+                    rows.append(sess.run(it).tolist())
+                except tf.errors.OutOfRangeError:
+                    return rows
+    base = tf.data.Dataset.range(10)
+    assert windows(base.window(2, shift=4).flat_map(lambda w: w.batch(2))) == \
+        [[0, 1], [4, 5], [8, 9]]
+    assert windows(base.window(1, shift=3).flat_map(lambda w: w.batch(1))) == \
+        [[0], [3], [6], [9]]
+    keys = tf.data.Dataset.from_tensor_slices(np.array([2, 0, 1, 2, 0], np.int64))
+    grouped = keys.apply(tf.data.experimental.group_by_window(
+        lambda k: k, lambda key, ds: ds.batch(5), window_size=5))
+    assert windows(grouped) == [[0, 0], [1], [2, 2]]

@@ -9,7 +9,7 @@ Example (batches of sentences of similar length, padded to the longest in each b
         bucket_batch_sizes=[64, 32, 16]))
 
 As in TF, a group is handed on as soon as it holds its window size of elements, and the groups
-still open when the input ends are handed on then, in the order they were opened.
+still open when the input ends are handed on then, in ascending order of their keys.
 """
 
 import collections
@@ -55,8 +55,9 @@ class _GroupingDataset(dataset_ops._UnaryDataset):
             if len(group) >= sizes[key]:
                 del groups[key]
                 yield from self._reduce(key, group, ctx)
-        for key, group in groups.items():
-            yield from self._reduce(key, group, ctx)
+        # As TF's kernel (its groups in a std::map): the open groups in ascending key order.
+        for key in sorted(groups):
+            yield from self._reduce(key, groups[key], ctx)
 
 
 class GroupByWindowDataset(_GroupingDataset):

@@ -199,7 +199,16 @@ class WindowDataset(dataset_ops._UnaryDataset):
             yield tuple([e[c] for e in picked] for c in range(len(self._specs)))
             start += self._shift
             if start > first:
-                del buffer[:start - first]
+                drop = start - first
+                if drop > len(buffer):
+                    # A shift past the window's span: the elements between are skipped unread
+                    # (window k starts at input element k * shift).
+                    skip, buffer = drop - len(buffer), []
+                    while skip and not done:
+                        done = next(elements, None) is None
+                        skip -= 1
+                else:
+                    del buffer[:drop]
                 first = start
 
     def _not_here(self, *args, **kwargs):
