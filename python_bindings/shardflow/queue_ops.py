@@ -58,6 +58,40 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+# Note [Queues per session]. TF1's queues, readers and epoch counters are resources of the
+# session that runs them: a second session on the same graph (evaluating each new checkpoint in
+# a fresh session, as TF1's eval loops do) starts with empty, open queues. Here they are Python
+# objects, so each keeps one state per session: every queue PyFunc takes the graph's int64
+# "session token" placeholder, which Session.run feeds with the session's own number.
+def _session_token(graph):
+    """The graph's session-token placeholder (made once, outside any control dependencies and
+    device scope)."""
+    token = graph.__dict__.get("_sf_session_token")
+    if token is None:
+        from shardflow import ops
+        with graph.as_default(), graph.control_dependencies(None), graph.device(None):
+            token = ops.placeholder(_dtypes.int64, [], name="queue_session_token")
+        graph._sf_session_token = token
+    return token
+
+
+class _PerSession:
+    """One state per session token, made by `make()` when a session first uses it."""
+
+    def __init__(self, make):
+        self._make = make
+        self._states = {}
+        self._lock = threading.Lock()
+
+    def get(self, token):
+        token = int(token)
+        with self._lock:
+            state = self._states.get(token)
+            if state is None:
+                state = self._states[token] = self._make()
+            return state
+
+
 class _State:
     """The Python side of one queue: elements (tuples of arrays) under a condition variable."""
 
@@ -169,8 +203,12 @@ class QueueBase:
         self._name = _unique(name)
         self._engine = _engine_queue(self, capacity, shared_name)
         if self._engine is None:
-            self._state = _State(self._name, capacity, self._dtypes, shapes, self._shuffle_min,
-                                 seed)
+            from shardflow.framework import get_default_graph
+            self._token = _session_token(get_default_graph())
+            self._states = _PerSession(lambda: self._new_state(capacity, shapes, seed))
+
+    def _new_state(self, capacity, shapes, seed):
+        return _State(self._name, capacity, self._dtypes, shapes, self._shuffle_min, seed)
 
     @property
     def name(self):
@@ -205,9 +243,9 @@ class QueueBase:
         if self._engine is not None:
             return self._engine.enqueue("QueueEnqueueV2", vals[0], name or self._name +
                                         "_enqueue")
-        state = self._state
-        return py_func(lambda *v: state.enqueue([v]), vals, [], name=name or self._name +
-                       "_enqueue")
+        states = self._states
+        return py_func(lambda token, *v: states.get(token).enqueue([v]), [self._token] + vals,
+                       [], name=name or self._name + "_enqueue")
 
     def enqueue_many(self, vals, name=None):
         """An op adding each slice along dimension 0 of the values as an element."""
@@ -215,16 +253,17 @@ class QueueBase:
         if self._engine is not None:
             return self._engine.enqueue("QueueEnqueueManyV2", vals[0], name or self._name +
                                         "_enqueue_many")
-        state = self._state
+        states = self._states
 
-        def run(*v):
+        def run(token, *v):
+            state = states.get(token)
             n = {len(x) for x in v}
             if len(n) != 1:
                 raise errors.InvalidArgumentError(
                     "enqueue_many into '%s': components of different lengths %s"
                     % (state.name, sorted(n)))
             state.enqueue(list(zip(*v)))
-        return py_func(run, vals, [], name=name or self._name + "_enqueue_many")
+        return py_func(run, [self._token] + vals, [], name=name or self._name + "_enqueue_many")
 
     def _outputs(self, tensors, batch):
         for i, t in enumerate(tensors):
@@ -237,17 +276,18 @@ class QueueBase:
     def _dequeue_op(self, n, allow_smaller, name):
         if self._engine is not None:
             return self._outputs([self._engine.dequeue(n, name)], False)
-        state = self._state
+        states = self._states
         single = n is None
 
-        def run():
+        def run(token):
+            state = states.get(token)
             taken = state.dequeue(1 if single else int(n), allow_smaller)
             if single:
                 return list(taken[0])
             return [np.stack([e[i] for e in taken]) if taken else
                     np.zeros([0] + list(state.shapes[i] or []), d.as_numpy_dtype)
                     for i, d in enumerate(state.dtypes)]
-        out = py_func(run, [], list(self._dtypes), name=name)
+        out = py_func(run, [self._token], list(self._dtypes), name=name)
         return self._outputs(out, False if single else (None if allow_smaller else int(n)))
 
     def dequeue(self, name=None):
@@ -267,8 +307,8 @@ class QueueBase:
         without cancel_pending_enqueues), fail; dequeues drain what is left."""
         if self._engine is not None:
             return self._engine.simple("QueueCloseV2", name or self._name + "_close")
-        state = self._state
-        return py_func(lambda: state.close(), [], [],
+        states = self._states
+        return py_func(lambda token: states.get(token).close(), [self._token], [],
                        name=name or self._name + "_close")
 
     def size(self, name=None):
@@ -277,18 +317,18 @@ class QueueBase:
             out = self._engine.simple("QueueSizeV2", name or self._name + "_size").outputs[0]
             out.set_shape([])
             return out
-        state = self._state
-        out = py_func(lambda: np.int32(state.size()), [], _dtypes.int32,
-                      name=name or self._name + "_size")
+        states = self._states
+        out = py_func(lambda token: np.int32(states.get(token).size()), [self._token],
+                      _dtypes.int32, name=name or self._name + "_size")
         out.set_shape([])
         return out
 
     def is_closed(self, name=None):
         if self._engine is not None:
             self._engine.refuse("is_closed()")
-        state = self._state
-        out = py_func(lambda: np.bool_(state.closed), [], _dtypes.bool_,
-                      name=name or self._name + "_is_closed")
+        states = self._states
+        out = py_func(lambda token: np.bool_(states.get(token).closed), [self._token],
+                      _dtypes.bool_, name=name or self._name + "_is_closed")
         out.set_shape([])
         return out
 
@@ -387,7 +427,11 @@ class PaddingFIFOQueue(QueueBase):
     def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
                  name="padding_fifo_queue"):
         super().__init__(capacity, dtypes, shapes, names, shared_name, name)
-        self._state._check = self._check_rank
+
+    def _new_state(self, capacity, shapes, seed):
+        state = super()._new_state(capacity, shapes, seed)
+        state._check = self._check_rank
+        return state
 
     def _check_rank(self, element):
         out = []
@@ -404,9 +448,10 @@ class PaddingFIFOQueue(QueueBase):
     def _dequeue_op(self, n, allow_smaller, name):
         if n is None:
             return super()._dequeue_op(n, allow_smaller, name)
-        state = self._state
+        states = self._states
 
-        def run():
+        def run(token):
+            state = states.get(token)
             taken = state.dequeue(int(n), allow_smaller)
             out = []
             for i, d in enumerate(state.dtypes):
@@ -417,7 +462,7 @@ class PaddingFIFOQueue(QueueBase):
                     batch[(j,) + tuple(slice(0, s) for s in p.shape)] = p
                 out.append(batch)
             return out
-        out = py_func(run, [], list(self._dtypes), name=name)
+        out = py_func(run, [self._token], list(self._dtypes), name=name)
         for i, t in enumerate(out):
             t.set_shape([None if allow_smaller else int(n)] + list(self._shapes[i]))
         if self._names is not None:
@@ -441,17 +486,27 @@ class RandomShuffleQueue(QueueBase):
 # ---- readers --------------------------------------------------------------------------------
 
 
+class _ReaderState:
+    """One session's position in a reader's files."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.records = None   # the iterator over the current file's records
+        self.file = None
+        self.produced = 0
+        self.completed = 0
+
+
 class ReaderBase:
     """A reader takes filenames from a queue and yields (key, value) records: read, read_up_to,
-    num_records_produced, num_work_units_completed, reset (TF1's tf.ReaderBase)."""
+    num_records_produced, num_work_units_completed, reset (TF1's tf.ReaderBase). Its position
+    is per session (Note [Queues per session])."""
 
     def __init__(self, name=None):
+        from shardflow.framework import get_default_graph
         self._name = name or _unique(type(self).__name__)
-        self._lock = threading.Lock()
-        self._records = None   # the iterator over the current file's records
-        self._file = None
-        self._produced = 0
-        self._completed = 0
+        self._token = _session_token(get_default_graph())
+        self._states = _PerSession(_ReaderState)
 
     def _file_records(self, path):  # pragma: no cover (each reader overrides it)
         raise NotImplementedError
@@ -462,53 +517,56 @@ class ReaderBase:
         for i, value in enumerate(self._file_records(path)):
             yield "%s:%d" % (path, i), value
 
-    def _next(self, queue_state):
+    def _next(self, rs, queue_state):
         while True:
-            if self._records is None:
+            if rs.records is None:
                 (name,) = queue_state.dequeue(1, False)[0]
-                self._file = os.fsdecode(np.asarray(name).item())
-                if not os.path.exists(self._file):
-                    raise errors.NotFoundError("%s: %s: no such file" % (self._name, self._file))
-                self._records = iter(self._keyed_records(self._file))
+                rs.file = os.fsdecode(np.asarray(name).item())
+                if not os.path.exists(rs.file):
+                    raise errors.NotFoundError("%s: %s: no such file" % (self._name, rs.file))
+                rs.records = iter(self._keyed_records(rs.file))
             try:
-                key, value = next(self._records)
+                key, value = next(rs.records)
             except StopIteration:
-                self._records = None
-                self._completed += 1
+                rs.records = None
+                rs.completed += 1
                 continue
-            self._produced += 1
+            rs.produced += 1
             return key.encode(), value
 
-    def _queue_state(self, queue):
-        state = getattr(queue, "_state", None)
-        if state is None:
+    def _queue_states(self, queue):
+        states = getattr(queue, "_states", None)
+        if states is None:
             raise TypeError("%s.read takes a queue of filenames (tf.train.string_input_producer "
                             "or tf.FIFOQueue), got %r" % (type(self).__name__, queue))
-        return state
+        return states
 
     def read(self, queue, name=None):
         """(key, value) string scalars: the next record, from the next file when one ends."""
-        state = self._queue_state(queue)
+        queue_states = self._queue_states(queue)
 
-        def run():
-            with self._lock:
-                key, value = self._next(state)
+        def run(token):
+            rs = self._states.get(token)
+            with rs.lock:
+                key, value = self._next(rs, queue_states.get(token))
             return [np.array(key, dtype=object), np.array(value, dtype=object)]
-        key, value = py_func(run, [], [dtypes.string, dtypes.string], name=name or self._name)
+        key, value = py_func(run, [self._token], [dtypes.string, dtypes.string],
+                             name=name or self._name)
         key.set_shape([])
         value.set_shape([])
         return key, value
 
     def read_up_to(self, queue, num_records, name=None):
         """Up to num_records (key, value) pairs as two string vectors."""
-        state = self._queue_state(queue)
+        queue_states = self._queue_states(queue)
 
-        def run():
+        def run(token):
+            rs, queue_state = self._states.get(token), queue_states.get(token)
             keys, values = [], []
-            with self._lock:
+            with rs.lock:
                 for _ in range(int(num_records)):
                     try:
-                        k, v = self._next(state)
+                        k, v = self._next(rs, queue_state)
                     except errors.OutOfRangeError:
                         if keys:
                             break
@@ -516,23 +574,26 @@ class ReaderBase:
                     keys.append(k)
                     values.append(v)
             return [np.array(keys, dtype=object), np.array(values, dtype=object)]
-        keys, values = py_func(run, [], [dtypes.string, dtypes.string],
+        keys, values = py_func(run, [self._token], [dtypes.string, dtypes.string],
                                name=name or self._name + "_up_to")
         keys.set_shape([None])
         values.set_shape([None])
         return keys, values
 
     def num_records_produced(self, name=None):
-        return py_func(lambda: np.int64(self._produced), [], dtypes.int64, name=name)
+        return py_func(lambda token: np.int64(self._states.get(token).produced), [self._token],
+                       dtypes.int64, name=name)
 
     def num_work_units_completed(self, name=None):
-        return py_func(lambda: np.int64(self._completed), [], dtypes.int64, name=name)
+        return py_func(lambda token: np.int64(self._states.get(token).completed),
+                       [self._token], dtypes.int64, name=name)
 
     def reset(self, name=None):
-        def run():
-            with self._lock:
-                self._records, self._produced, self._completed = None, 0, 0
-        return py_func(run, [], [], name=name)
+        def run(token):
+            rs = self._states.get(token)
+            with rs.lock:
+                rs.records, rs.produced, rs.completed = None, 0, 0
+        return py_func(run, [self._token], [], name=name)
 
 
 class TextLineReader(ReaderBase):
@@ -631,20 +692,23 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
         shape = TensorShape(element_shape).as_list()
     q = FIFOQueue(capacity, [input_tensor.dtype], [shape] if shape is not None else None,
                   name=name or "input_producer")
-    rng = np.random.RandomState(seed)
-    epochs = {"done": 0}
-    lock = threading.Lock()
+    # The epochs done and the shuffling's generator, per session (Note [Queues per session]).
+    counters = _PerSession(lambda: {"done": 0, "rng": np.random.RandomState(seed),
+                                    "lock": threading.Lock()})
 
-    def one_epoch(rows):
-        with lock:
+    def one_epoch(token, rows):
+        epochs = counters.get(token)
+        with epochs["lock"]:
             if num_epochs is not None and epochs["done"] >= num_epochs:
                 raise errors.OutOfRangeError("input_producer '%s': %d epoch(s) done"
                                              % (q.name, num_epochs))
             epochs["done"] += 1
-            order = rng.permutation(len(rows)) if shuffle else np.arange(len(rows))
+            order = (epochs["rng"].permutation(len(rows)) if shuffle
+                     else np.arange(len(rows)))
         return np.asarray(rows)[order]
 
-    epoch = py_func(one_epoch, [input_tensor], input_tensor.dtype, name=q.name + "_epoch")
+    epoch = py_func(one_epoch, [q._token, input_tensor], input_tensor.dtype,
+                    name=q.name + "_epoch")
     _runner(q, [q.enqueue_many([epoch])])
     return q
 

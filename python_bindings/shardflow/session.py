@@ -15,6 +15,7 @@ The engine runs the step with the GIL released, so other Python threads keep run
 """
 
 import collections
+import itertools
 import os
 import threading
 
@@ -506,6 +507,15 @@ def _expand_feed(key, value):
 
 
 _default_session = threading.local()
+_session_numbers = itertools.count(1)
+
+
+def _session_number(sess):
+    """A number of its own for each session (the queues' session token)."""
+    number = sess.__dict__.get("_number")
+    if number is None:
+        number = sess.__dict__.setdefault("_number", next(_session_numbers))
+    return number
 
 
 def get_default_session():
@@ -615,6 +625,9 @@ class Session:
                         "(build it in the session's graph, or open the session with "
                         "graph=that graph)" % key.name)
                 feeds.append((key.name, _feed_value(key, value)))
+        token = self.graph.__dict__.get("_sf_session_token")
+        if token is not None:  # Note [Queues per session] (shardflow/queue_ops.py)
+            feeds.append((token.name, np.int64(_session_number(self))))
         data_iterators = self.graph.__dict__.get("_data_iterators")
         if data_iterators is not None:  # tf.data get_next() tensors (shardflow/data/iterator_ops)
             feeds = data_iterators.feeds_for_step(self, plan, feeds, feed_dict)

@@ -306,3 +306,36 @@ def test_a_script_ending_with_queue_runners_still_running_exits_cleanly(tmp_path
                            timeout=120, env=env)
         assert r.returncode == 0, (variant, r.returncode, r.stderr[-2000:])
         assert r.stdout.strip() == "[0, 1, 2, 3]"
+
+
+def test_queues_readers_and_epochs_are_per_session(tmp_path):
+    # Regression: queues, readers and input producers' epoch counts were shared by every
+    # session on a graph, so the classic "evaluate each checkpoint in a fresh session" loop saw
+    # 0 examples in its second session (the first had used the epochs up and closed the
+    # queues). Note [Queues per session] in shardflow/queue_ops.py.
+    path = tmp_path / "lines.txt"
+    path.write_text("".join("%d\n" % i for i in range(6)))
+    names = tf.train.string_input_producer([str(path)], num_epochs=1, shuffle=False)
+    _, line = tf.TextLineReader().read(names)
+    batch = tf.train.batch([line], batch_size=2, allow_smaller_final_batch=True)
+    q = tf.FIFOQueue(5, [tf.int32], shapes=[[]])
+    fill, close = q.enqueue_many([[1, 2]]), q.close()
+    for _ in range(2):
+        with tf.Session() as sess:
+            sess.run(tf.local_variables_initializer())
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            seen = []
+            try:
+                while True:
+                    seen.extend(sess.run(batch).tolist())
+            except tf.errors.OutOfRangeError:
+                pass
+            finally:
+                coord.request_stop()
+                coord.join(threads)
+            assert sorted(int(v) for v in seen) == list(range(6))
+            assert sess.run(q.size()) == 0        # a fresh queue in each session
+            sess.run(fill)
+            sess.run(close)
+            assert sess.run(q.size()) == 2
