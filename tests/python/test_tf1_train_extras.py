@@ -280,3 +280,20 @@ def test_file_writer_cache():
     tf.summary.FileWriterCache.clear()
     assert a._closed and tf.summary.FileWriterCache.get(d) is not a
     tf.summary.FileWriterCache.clear()
+
+
+def test_decay_schedules_take_a_float64_rate_and_tensor_decay_steps():
+    # Regression: a float64 learning rate failed "insert a Cast" in every *_decay schedule and
+    # a tensor decay_steps raised "float() argument must be ... not 'Tensor'".
+    step = tf.constant(5)
+    rate = tf.constant(0.1, tf.float64)
+    steps = tf.placeholder(tf.int32, [])
+    schedules = [tf.train.exponential_decay(rate, step, 10, 0.5),
+                 tf.train.polynomial_decay(rate, step, steps, 0.01),
+                 tf.train.cosine_decay(rate, step, steps),
+                 tf.train.exponential_decay(0.1, step, steps, 0.5, staircase=True)]
+    assert [s.dtype for s in schedules[:3]] == [tf.float64] * 3
+    with tf.Session() as sess:
+        got = sess.run(schedules, {steps: 10})
+    np.testing.assert_allclose(got, [0.1 * 0.5 ** 0.5, (0.1 - 0.01) * 0.5 + 0.01,
+                                     0.1 * 0.5 * (1 + np.cos(np.pi * 0.5)), 0.1], rtol=1e-6)
