@@ -184,12 +184,12 @@ def test_model_to_estimator_starts_from_the_keras_weights_and_trains(tmp_path):
     assert before["loss"] == pytest.approx(ref_loss, rel=1e-5)
     assert before["acc"] == pytest.approx(ref_acc)
     np.testing.assert_allclose(est.get_variable_value("dense/kernel"), model.get_weights()[0])
-    est.train(inputs.numpy_input_fn({"input": x}, y, batch_size=16, shuffle=True,
+    est.train(inputs.numpy_input_fn({"dense_input": x}, y, batch_size=16, shuffle=True,
                                     num_epochs=None), steps=40)
-    after = est.evaluate(eval_fn("input"))
+    after = est.evaluate(eval_fn("dense_input"))
     assert after["global_step"] == 40 and after["loss"] < 0.5 * before["loss"]
     assert after["acc"] > 0.9
-    preds = list(est.predict(inputs.numpy_input_fn({"input": x}, batch_size=64,
+    preds = list(est.predict(inputs.numpy_input_fn({"dense_input": x}, batch_size=64,
                                                    shuffle=False, num_epochs=1)))
     assert len(preds) == 64 and set(preds[0]) == {"dense_1"}
     probs = np.stack([p["dense_1"] for p in preds])

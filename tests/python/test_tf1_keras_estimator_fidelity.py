@@ -202,3 +202,39 @@ def test_tf_estimator_has_tf115s_hook_names_and_parse_specs():
 
     model = keras.Sequential([keras.layers.Dense(1, input_shape=(2,))])
     model.reset_states()   # no stateful layers: nothing to do, as TF 1.15's
+
+
+def test_fit_on_a_dataset_counts_steps_in_its_epoch_line(capsys):
+    """fit(verbose=2) on a Dataset printed the samples seen ('16/16'); TF 1.15's progress bar
+    counts the steps of a Dataset ('4/4'), the samples of arrays."""
+    model = keras.Sequential([keras.layers.Dense(1, input_shape=(3,))])
+    model.compile("sgd", "mse")
+    x, y = np.ones((16, 3), np.float32), np.ones((16, 1), np.float32)
+    dataset = tf.data.Dataset.from_tensor_slices((x, y)).batch(4).repeat()
+    model.fit(dataset, steps_per_epoch=4, epochs=1, verbose=2)
+    assert "\n4/4 - loss:" in capsys.readouterr().out
+    model.fit(x, y, batch_size=4, epochs=1, verbose=2)
+    assert "\n16/16 - loss:" in capsys.readouterr().out
+
+
+def test_baseline_estimators_learn_the_label_mean_and_class_distribution(tmp_path):
+    """BaselineClassifier / BaselineRegressor (missing): one bias 'baseline/bias' for every
+    example, whatever its features, as TF 1.15's."""
+    rng = np.random.RandomState(3)
+    x = rng.rand(100, 2).astype(np.float32)
+    y_reg = (3.0 + 0.1 * rng.randn(100, 1)).astype(np.float32)
+    y_cls = (np.arange(100) % 10 < 7).astype(np.int64)
+
+    def input_fn(y, epochs=None):
+        return lambda: tf.data.Dataset.from_tensor_slices(({"x": x}, y)).repeat(epochs).batch(10)
+
+    reg = tf.estimator.BaselineRegressor(model_dir=str(tmp_path / "reg"))
+    reg.train(input_fn(y_reg), steps=300)
+    assert reg.get_variable_value("baseline/bias").shape == (1,)
+    preds = [p["predictions"] for p in reg.predict(input_fn(y_reg, 1))]
+    np.testing.assert_allclose(np.ravel(preds), y_reg.mean(), atol=0.05)
+
+    clf = tf.estimator.BaselineClassifier(model_dir=str(tmp_path / "cls"))
+    clf.train(input_fn(y_cls), steps=300)
+    probs = [p["probabilities"] for p in clf.predict(input_fn(y_cls, 1))]
+    np.testing.assert_allclose(np.asarray(probs)[:, 1], 0.7, atol=0.05)

@@ -6,7 +6,8 @@ hooks under the names TF 1.15 gives them here. estimator.py says how a call runs
 "tf.estimator", what is supported."""
 
 from shardflow.estimator import experimental, export, inputs  # noqa: F401
-from shardflow.estimator.canned import (DNNClassifier, DNNRegressor,  # noqa: F401
+from shardflow.estimator.canned import (BaselineClassifier, BaselineRegressor,  # noqa: F401
+                                        DNNClassifier, DNNRegressor,
                                         DNNLinearCombinedClassifier,
                                         DNNLinearCombinedRegressor, LinearClassifier,
                                         LinearRegressor)

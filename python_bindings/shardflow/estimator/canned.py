@@ -1,5 +1,6 @@
 """TF1's canned estimators: DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor,
-and the wide & deep DNNLinearCombinedClassifier / DNNLinearCombinedRegressor.
+BaselineClassifier, BaselineRegressor, and the wide & deep DNNLinearCombinedClassifier /
+DNNLinearCombinedRegressor.
 
 A canned estimator is an Estimator whose model_fn is written for you: feature columns ->
 logits (a DNN or a linear model) -> a head (binary logistic, multi-class softmax or
@@ -277,6 +278,63 @@ class LinearRegressor(_Linear):
             raise NotImplementedError("weight_column is not supported")
         super().__init__(_Head("regression", label_dimension=label_dimension), feature_columns,
                          model_dir, optimizer, config, warm_start_from)
+
+
+# ---- baseline ---------------------------------------------------------------------------------
+
+def _batch_size(features):
+    """The batch size: the first dimension of the first feature by sorted name, as TF's."""
+    from shardflow.sparse_tensor import SparseTensor
+    if isinstance(features, dict):
+        if not features:
+            raise ValueError("a baseline estimator needs at least one feature for the batch "
+                             "size")
+        features = features[sorted(features)[0]]
+    if isinstance(features, SparseTensor):
+        return ops.cast(features.dense_shape[0], dtypes.int32)
+    return ops.shape(convert_to_tensor(features))[0]
+
+
+class _Baseline(Estimator):
+    """TF1's baseline: the logits are one trained bias ("baseline/bias", [logits_dimension],
+    from zeros) for every example, whatever its features; default optimizer Ftrl at 0.3."""
+
+    def __init__(self, head, model_dir, optimizer, config):
+        from shardflow.array_ops import stack
+        from shardflow.variable_scope import get_variable, variable_scope, zeros_initializer
+
+        def model_fn(features, labels, mode):
+            with variable_scope("baseline"):
+                bias = get_variable("bias", [head.logits_dimension],
+                                    initializer=zeros_initializer())
+            logits = ops.multiply(bias, ops.ones(stack(
+                [_batch_size(features), head.logits_dimension])))
+            opt = _optimizer(optimizer, 0.3) if mode == ModeKeys.TRAIN else None
+            return head.create_spec(features, mode, logits, labels, opt)
+
+        super().__init__(model_fn, model_dir=model_dir, config=config)
+
+
+class BaselineClassifier(_Baseline):
+    """Predicts the class distribution of the training labels (learns only a bias);
+    predictions and metrics as DNNClassifier's."""
+
+    def __init__(self, model_dir=None, n_classes=2, weight_column=None, label_vocabulary=None,
+                 optimizer="Ftrl", config=None):
+        if weight_column is not None or label_vocabulary is not None:
+            raise NotImplementedError("weight_column and label_vocabulary are not supported")
+        super().__init__(_classification_head(n_classes), model_dir, optimizer, config)
+
+
+class BaselineRegressor(_Baseline):
+    """Predicts the mean of the training labels (learns only a bias)."""
+
+    def __init__(self, model_dir=None, label_dimension=1, weight_column=None, optimizer="Ftrl",
+                 config=None):
+        if weight_column is not None:
+            raise NotImplementedError("weight_column is not supported")
+        super().__init__(_Head("regression", label_dimension=label_dimension), model_dir,
+                         optimizer, config)
 
 
 # ---- wide & deep ------------------------------------------------------------------------------

@@ -823,6 +823,7 @@ class Model:
             self.reset_metrics()
             if seq is not None:
                 n = 0
+            b = -1
             for b, (bxs, bys, bsw, rows) in enumerate(self._batches(
                     seq, xs, ys, batch_size, shuffle, sw, class_weight)):
                 batch_logs = {"batch": b, "size": len(rows)}
@@ -847,8 +848,12 @@ class Model:
                                          callbacks=cbs)
                 logs.update({"val_" + name: v for name, v in zip(f["names"], results)})
             if verbose:
+                # as TF 1.15's progress bar: samples for arrays, steps for a Dataset, generator
+                # or Sequence
+                done = n if seq is None else b + 1
                 print("Epoch %d/%d" % (epoch + 1, epochs))
-                print("%d/%d - %s" % (n, n, " - ".join("%s: %.4f" % kv for kv in logs.items())))
+                print("%d/%d - %s" % (done, done,
+                                      " - ".join("%s: %.4f" % kv for kv in logs.items())))
             for cb in cbs:
                 cb.on_epoch_end(epoch, logs)
             if seq is not None:
