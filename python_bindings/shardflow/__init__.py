@@ -112,6 +112,7 @@ from shardflow.tensor_array import TensorArray  # noqa: F401
 newaxis = None  # tf.newaxis: x[:, sf.newaxis] adds a dimension
 from shardflow import testing as test  # noqa: F401 (tf.test)
 from shardflow.extra_namespaces import debugging, sysconfig  # noqa: F401
+from shardflow.device_config import config  # noqa: F401 (tf.config.experimental)
 from shardflow import tfrecord as python_io  # noqa: F401 (tf.python_io: TFRecordWriter, ...)
 from shardflow.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature,  # noqa: F401
                                    VarLenFeature, decode_raw, parse_example,

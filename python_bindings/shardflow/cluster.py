@@ -22,6 +22,7 @@ import os
 import weakref
 
 from shardflow import _shardflow as _C
+from shardflow.device_spec import DeviceSpec
 
 
 class JobDef:
@@ -299,19 +300,36 @@ def _server_for_target(target):
     return _SERVERS.get(target)
 
 
-class _ReplicaDeviceSetter:
-    """The device function of replica_device_setter (see there)."""
+# Ops that make a variable, in TF1 spellings and shardflow's: a ps_ops list naming any of them
+# (TF1 code lists ["Variable", "VariableV2"]) sends shardflow's variables (VarHandleOp) to the ps.
+_VARIABLE_OPS = frozenset(("Variable", "VariableV2", "VarHandleOp", "AutoReloadVariable"))
 
-    def __init__(self, ps_devices, worker_device, ps_ops, strategy):
-        self._ps_devices = ps_devices
+
+class _ReplicaDeviceSetter:
+    """The device function of replica_device_setter (see there), as TF1's _ReplicaDeviceChooser:
+    the op's device from the scopes inside (op.device) is merged into the ps or worker device,
+    its parts winning."""
+
+    def __init__(self, ps_device, worker_device, merge_devices, ps_ops, strategy):
+        self._ps_device = ps_device
         self._worker_device = worker_device
-        self._ps_ops = ps_ops
+        self._merge_devices = merge_devices
+        self._ps_ops = set(ps_ops)
+        if self._ps_ops & _VARIABLE_OPS:
+            self._ps_ops |= _VARIABLE_OPS
         self._strategy = strategy
 
     def __call__(self, op):
-        if self._ps_devices and op.type in self._ps_ops:
-            return self._ps_devices[self._strategy(op)]
-        return self._worker_device
+        if not self._merge_devices and op.device:
+            return op.device
+        current = DeviceSpec.from_string(op.device or "")
+        if self._ps_device and op.type in self._ps_ops:
+            ps_device = DeviceSpec.from_string(self._ps_device)
+            if ps_device.job and (not current.job or current.job == ps_device.job):
+                ps_device = ps_device.replace(task=self._strategy(op))
+            return ps_device.make_merged_spec(current).to_string()
+        worker_device = DeviceSpec.from_string(self._worker_device or "")
+        return worker_device.make_merged_spec(current).to_string()
 
 
 class _RoundRobin:
@@ -368,22 +386,27 @@ def replica_device_setter(ps_tasks=0, ps_device="/job:ps", worker_device="/job:w
             y = x @ w + b                 # /job:worker/task:<task_index>
 
     `cluster` (a ClusterSpec or dict) gives the number of ps tasks; without it, `ps_tasks`.
-    With no ps task, every op goes to `worker_device`.
+    With no ps task it returns None, as TF1's (so sf.device(None): no device scope at all).
+    A device from a scope inside (``with sf.device("/cpu:0")`` around a variable) is merged
+    into the ps or worker device, its parts winning ("/job:ps/task:0/device:CPU:0").
+    `ps_ops` (default: variables) are the op types sent to the ps; naming any variable op
+    ("Variable", "VariableV2", "VarHandleOp", "AutoReloadVariable") names them all.
     """
     if cluster is not None:
         cluster = ClusterSpec(cluster)
-        ps_job = ps_device.split("/job:")[1].split("/")[0] if "/job:" in ps_device else "ps"
-        ps_tasks = cluster.num_tasks(ps_job) if ps_job in cluster.jobs else 0
+        ps_job = DeviceSpec.from_string(ps_device).job
+        if ps_job not in cluster.jobs:
+            return None
+        ps_tasks = cluster.num_tasks(ps_job)
     ps_tasks = int(ps_tasks)
     if ps_tasks < 0:
         raise ValueError("replica_device_setter: ps_tasks is %d; it is >= 0" % ps_tasks)
-    ps_ops = set(ps_ops or ("VarHandleOp", "Variable", "VariableV2"))
-    from shardflow.device_spec import DeviceSpec
-    # "/job:ps/cpu:0" and task 1 -> "/job:ps/task:1/device:CPU:0"
-    ps_devices = [DeviceSpec.from_string(ps_device).replace(task=i).to_string()
-                  for i in range(ps_tasks)]
+    if ps_tasks == 0:
+        return None
+    ps_ops = list(ps_ops) if ps_ops is not None else ["VarHandleOp", "Variable", "VariableV2"]
     if ps_strategy is None:
-        ps_strategy = _RoundRobin(max(ps_tasks, 1))
+        ps_strategy = _RoundRobin(ps_tasks)
     elif not callable(ps_strategy):
         raise TypeError("ps_strategy is a function of the op that returns a ps task index")
-    return _ReplicaDeviceSetter(ps_devices, worker_device or "", ps_ops, ps_strategy)
+    return _ReplicaDeviceSetter(ps_device, worker_device or "", merge_devices, ps_ops,
+                                ps_strategy)

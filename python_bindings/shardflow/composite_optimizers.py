@@ -39,7 +39,7 @@ def _number(owner, name, value):
 
 
 def _colocated(g, v):
-    return g.device(v.device) if v.device else contextlib.nullcontext()
+    return g._device_scope(v.device) if v.device else contextlib.nullcontext()  # colocate_with
 
 
 class _CompositeOptimizer(Optimizer):

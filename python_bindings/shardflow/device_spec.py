@@ -25,31 +25,35 @@ class DeviceSpec:
         return spec_
 
     def parse_from_string(self, spec):
-        """Sets the parts `spec` names ("/job:ps/replica:0/task:1/device:CPU:0", "/cpu:0",
-        "GPU:1", ...); a malformed one is a ValueError naming it. Returns self."""
+        """Sets every part from `spec` ("/job:ps/replica:0/task:1/device:CPU:0", "/cpu:0",
+        "gpu:1", "/job:worker", ...), the parts it does not name to None, as TF1's; a malformed
+        one, or one naming two device types ("/cpu:0/gpu:0"), is a ValueError naming it.
+        Returns self."""
+        parts = dict(job=None, replica=None, task=None, device_type=None, device_index=None)
         for part in (p for p in (spec or "").split("/") if p):
             fields = part.split(":")
             key = fields[0].lower()
             try:
                 if key == "job" and len(fields) == 2 and fields[1]:
-                    self.job = fields[1]
+                    parts["job"] = fields[1]
                 elif key in ("replica", "task") and len(fields) == 2:
-                    setattr(self, key, int(fields[1]))
+                    parts[key] = int(fields[1])
                 elif key == "device" and len(fields) == 3:
-                    self.device_type = _canonical_type(fields[1])
-                    self.device_index = None if fields[2] == "*" else int(fields[2])
-                elif key in ("cpu", "gpu") and len(fields) == 2:
-                    self.device_type = key.upper()
-                    self.device_index = None if fields[1] == "*" else int(fields[1])
+                    _set_type(parts, spec, fields[1], fields[2])
                 elif len(fields) == 2 and fields[0] and key not in ("job", "replica", "task"):
-                    self.device_type = _canonical_type(fields[0])
-                    self.device_index = None if fields[1] == "*" else int(fields[1])
+                    _set_type(parts, spec, fields[0], fields[1])    # "/gpu:1", "TPU:0"
+                elif len(fields) == 1 and key in ("cpu", "gpu"):
+                    _set_type(parts, spec, fields[0], "*")          # "/cpu"
                 else:
                     raise ValueError(part)
-            except ValueError:
+            except ValueError as e:
+                if str(e).startswith("Cannot specify"):
+                    raise
                 raise ValueError("DeviceSpec: cannot parse %r (at %r); devices look like "
                                  "'/job:ps/replica:0/task:1/device:CPU:0' or '/gpu:0'"
                                  % (spec, part)) from None
+        for k, v in parts.items():
+            setattr(self, k, v)
         return self
 
     def merge_from(self, dev):
@@ -95,6 +99,13 @@ class DeviceSpec:
 
     def __hash__(self):
         return hash(self.to_string())
+
+
+def _set_type(parts, spec, device_type, index):
+    if parts["device_type"] is not None:
+        raise ValueError("Cannot specify multiple device types: %s" % spec)
+    parts["device_type"] = _canonical_type(device_type)
+    parts["device_index"] = None if index == "*" else int(index)
 
 
 def _canonical_type(device_type):

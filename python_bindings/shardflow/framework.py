@@ -562,21 +562,37 @@ class Graph:
             self._name_scope = old
 
     def device(self, device_name_or_function):
-        """Ops built inside request a device: a name ('/device:CPU:1',
-        '/job:worker/task:1/...') or a DeviceSpec, or a function of the op being built that
-        returns one (as sf.train.replica_device_setter does; it gets an object with the op's
-        `type`, `name` and, for a variable, `shape` and `dtype`). None clears the request."""
-        if isinstance(device_name_or_function, DeviceSpec):
-            device_name_or_function = device_name_or_function.to_string()
-        if callable(device_name_or_function):
-            return self._device_scope("", device_name_or_function)
-        if device_name_or_function is not None and not isinstance(device_name_or_function, str):
-            raise TypeError("device takes a device name string, a function or None, not %r"
-                            % (device_name_or_function,))
-        return self._device_scope(device_name_or_function)
+        """Ops built inside request a device: a name ('/device:CPU:1', '/job:worker/task:1',
+        'gpu:0') or a DeviceSpec, merged with the scopes around it as TF1's (the inner one's
+        parts win, the others are inherited: '/job:worker/task:1' then '/cpu:0' is
+        '/job:worker/task:1/device:CPU:0'; '' changes nothing), or a function of the op being
+        built that returns one (a string or DeviceSpec; sf.train.replica_device_setter). None
+        clears every scope around it. Note [Device scopes]."""
+        d = device_name_or_function
+        if d is None:
+            return self._device_scope("")
+        if callable(d):
+            outer = self._device_fn
+            if outer is None and self._device:
+                outer = _DeviceScopes(None, spec=DeviceSpec.from_string(self._device))
+            return self._device_scope("", _DeviceScopes(outer, fn=d))
+        if isinstance(d, DeviceSpec):
+            spec = d.replace()
+        elif isinstance(d, str):
+            spec = DeviceSpec.from_string(d)
+        else:
+            raise TypeError("device takes a device name string, a DeviceSpec, a function or "
+                            "None, not %r" % (d,))
+        if not spec.to_string():
+            return self._device_scope(self._device, self._device_fn)   # TF1's null merge
+        if self._device_fn is not None:
+            return self._device_scope("", _DeviceScopes(self._device_fn, spec=spec))
+        merged = DeviceSpec.from_string(self._device).make_merged_spec(spec)
+        return self._device_scope(merged.to_string())
 
     @contextlib.contextmanager
     def _device_scope(self, device_name, device_fn=None):
+        """Replaces the device scopes (not merged): what colocation with a variable uses."""
         old = self._device, self._device_fn
         self._device = device_name or ""
         self._device_fn = device_fn
@@ -585,15 +601,26 @@ class Graph:
         finally:
             self._device, self._device_fn = old
 
-    def _device_for(self, op_type, name="", shape=None, dtype=None):
+    def _device_for(self, op_type, name="", shape=None, dtype=None, inputs=(), attrs=None):
         """The device an op of `op_type` built now requests."""
         if self._device_fn is None:
             return _on_base_device(self._device)
-        device = self._device_fn(_OpToPlace(op_type, name, shape, dtype))
-        if device is not None and not isinstance(device, str):
-            raise TypeError("a device function returned %r; it returns a device name string"
-                            % (device,))
-        return _on_base_device(device or "")
+        op = _OpToPlace(op_type, self._next_op_name(name or op_type), shape, dtype, inputs,
+                        attrs, self)
+        return _on_base_device(self._device_fn(op))
+
+    def _next_op_name(self, name):
+        """The name the engine will give an op named `name` built now (scoped, made unique as
+        Graph::UniqueName does), for device functions."""
+        if not name:
+            return ""
+        full = self._name_scope + "/" + name if self._name_scope else name
+        if not self._handle.has_node(full):
+            return full
+        k = 1
+        while self._handle.has_node("%s_%d" % (full, k)):
+            k += 1
+        return "%s_%d" % (full, k)
 
     # ---- finalizing (TF1's: no op may be added afterwards) ---------------------------------
 
@@ -676,7 +703,7 @@ class Graph:
         finally:
             self._control_inputs = old
 
-    def _ctx(self, name=None, op_type="", device=None):
+    def _ctx(self, name=None, op_type="", device=None, inputs=(), attrs=None):
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified (adding %s%s); build "
                                "every op before the graph is finalized (MonitoredSession, "
@@ -685,7 +712,7 @@ class Graph:
         if name is not None and not isinstance(name, str):
             raise TypeError("name must be a string, not %r" % (name,))
         if device is None:
-            device = self._device_for(op_type, name or "")
+            device = self._device_for(op_type, name or "", inputs=inputs, attrs=attrs)
         return _C.BuildContext(name or "", self._name_scope, device, list(self._control_inputs))
 
     # ---- building -------------------------------------------------------------------------
@@ -719,7 +746,7 @@ class Graph:
         if override is not None:
             attrs = dict(attrs or {}, _gradient_op_type=override)
         op_name, outputs = self._handle.add_op(op_type, refs, attrs or {},
-                                               self._ctx(name, op_type, device))
+                                               self._ctx(name, op_type, device, inputs, attrs))
         op = Operation(self, op_name, outputs)
         self._ops[op_name] = op
         return op
@@ -1076,17 +1103,116 @@ _RESOURCE_HANDLE_OPS = ("VarHandleOp", "ResourceConditionalAccumulator", "FIFOQu
 
 
 class _OpToPlace:
-    """What a device function is told about the op being built."""
+    """What a device function is told about the op being built, as TF1's Operation: its full
+    `name` ('tower1/MatMul', 'dense_1/kernel', 'Add_1'), `type`, `device` (what the scopes
+    inside this one asked for), `inputs`, `graph`, `node_def` (name, op, device, input and the
+    attrs of simple types) and, for a variable, `shape` and `dtype`."""
 
-    def __init__(self, op_type, name, shape=None, dtype=None):
+    def __init__(self, op_type, name, shape=None, dtype=None, inputs=(), attrs=None,
+                 graph=None):
         self.type = op_type
         self.name = name
         self.shape = shape
         self.dtype = dtype
+        self.inputs = [t for t in _flat(inputs) if isinstance(t, Tensor)]
+        self.graph = graph
         self.device = ""
+        self._attrs = attrs or {}
+
+    @property
+    def node_def(self):
+        from shardflow.graph_io import _protos
+        node = _protos().NodeDef(name=self.name, op=self.type, device=self.device,
+                                 input=[t.name for t in self.inputs])
+        for key, value in self._attrs.items():
+            _set_simple_attr(node.attr[key], value, key)
+        return node
+
+    def get_attr(self, name):
+        if name not in self._attrs:
+            raise ValueError("No attr named '%s' in NodeDef %s" % (name, self.name))
+        return self._attrs[name]
 
     def __repr__(self):
         return "<op to place: %s %r>" % (self.type or "?", self.name)
+
+
+def _flat(items):
+    for i in items:
+        if isinstance(i, _InputList):
+            yield from _flat(i.items)
+        elif isinstance(i, (list, tuple)):
+            yield from _flat(i)
+        else:
+            yield i
+
+
+# Attrs that hold a dtype, which the op builders pass as its enum number.
+_TYPE_ATTRS = frozenset(("T", "dtype", "DstT", "SrcT", "out_type", "output_type", "Tidx",
+                         "Tindices", "Tparams", "Tout", "index_type"))
+
+
+def _set_simple_attr(attr, value, name=""):
+    """Fills AttrValue `attr` from a Python attr value of a simple type (others stay empty)."""
+    if isinstance(value, bool):
+        attr.b = value
+    elif isinstance(value, int) and name in _TYPE_ATTRS:
+        attr.type = value
+    elif isinstance(value, int):
+        attr.i = value
+    elif isinstance(value, float):
+        attr.f = value
+    elif isinstance(value, str):
+        attr.s = value.encode()
+    elif hasattr(value, "_enum"):
+        attr.type = value._enum
+    elif isinstance(value, (list, tuple)) and all(type(v) is int for v in value):
+        attr.list.i.extend(value)
+
+
+class _DeviceScopes:
+    """The tf.device scopes open now that hold a function, innermost first (Note [Device
+    scopes]): each a merge of `spec` or a device function `fn`, and the scopes around it."""
+
+    __slots__ = ("outer", "spec", "fn")
+
+    def __init__(self, outer, spec=None, fn=None):
+        self.outer, self.spec, self.fn = outer, spec, fn
+
+    def __call__(self, op):
+        """The device of `op` (an _OpToPlace); sets op.device scope by scope on the way."""
+        scope = self
+        while scope is not None:
+            if scope.fn is None:
+                merged = scope.spec.make_merged_spec(DeviceSpec.from_string(op.device))
+                op.device = merged.to_string()
+            else:
+                op.device = _device_string(scope.fn(op))
+            scope = scope.outer
+        return op.device
+
+
+def _device_string(device):
+    if device is None:
+        return ""
+    if isinstance(device, DeviceSpec):
+        return device.to_string()
+    if not isinstance(device, str):
+        raise TypeError("a device function returned %r; it returns a device name string or a "
+                        "DeviceSpec" % (device,))
+    return device
+
+
+# Note [Device scopes]
+# As TF 1.15's device function stack: tf.device(None) starts afresh; a string or DeviceSpec scope
+# merges (DeviceSpec.make_merged_spec: the inner scope's parts win, unspecified parts come from
+# outside); a function scope is called with the op, whose .device holds what the scopes inside
+# it gave, and its result (a string, kept as it is, or a DeviceSpec) replaces that
+# (replica_device_setter merges it itself, so an inner '/cpu:0' only sets the device type of a
+# variable it sends to '/job:ps/task:0'). While only strings are open, Graph._device holds their
+# merged canonical spelling ('/job:worker/task:1/device:CPU:0'); once a function is open,
+# Graph._device_fn is the chain of _DeviceScopes that runs for every op. Graph._device_scope
+# replaces all of it, as TF1's colocate_with does (a variable's own ops, optimizer slots).
 
 
 # A task every op built without a job requests (shardflow.horovod's init: this rank's task), or

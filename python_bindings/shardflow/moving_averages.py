@@ -34,7 +34,7 @@ def _fresh_read(v):
 
 def _colocated(g, v):
     device = getattr(v, "device", "")
-    return g.device(device) if device else contextlib.nullcontext()
+    return g._device_scope(device) if device else contextlib.nullcontext()  # colocate_with
 
 
 def _outermost(g):

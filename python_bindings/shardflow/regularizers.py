@@ -135,7 +135,8 @@ def add_regularization_loss(variable, regularizer):
         raise TypeError("a regularizer is a function of the weights (e.g. "
                         "sf.contrib.layers.l2_regularizer(1e-4)), not %r" % (regularizer,))
     g = variable.graph
-    device = g.device(variable.device) if variable.device else contextlib.nullcontext()
+    device = g._device_scope(variable.device) if variable.device else \
+        contextlib.nullcontext()   # as TF1's colocate_with(variable)
     with g.as_default(), device, g.name_scope(variable.op.name + "/Regularizer/"):
         loss = regularizer(variable)
     if loss is not None:

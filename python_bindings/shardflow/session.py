@@ -272,10 +272,8 @@ class ConfigProto:
         if intra_op_parallelism_threads is not None:
             intra_op_threads = intra_op_parallelism_threads
         if device_count is not None:
-            unknown = set(device_count) - {"CPU", "GPU"}
-            if unknown:
-                raise ValueError("ConfigProto(device_count=...) takes 'CPU' and 'GPU' counts, "
-                                 "not %s" % sorted(unknown))
+            # Other device types ({"TPU": 2}) are ignored, as TF1's sessions ignore counts of
+            # types no device factory makes.
             if "GPU" in device_count:
                 gpus = int(device_count["GPU"])
                 if gpus < 0:

@@ -22,7 +22,7 @@ import contextlib
 import numpy as np
 
 from shardflow import dtypes, ops
-from shardflow.framework import (GraphKeys, Tensor, convert_to_tensor, device,
+from shardflow.framework import (GraphKeys, Tensor, convert_to_tensor,
                                  get_default_graph)
 from shardflow.array_ops import stack
 from shardflow.segment_ops import unsorted_segment_sum
@@ -164,10 +164,12 @@ def get_seed(op_seed):
 @contextlib.contextmanager
 def colocate_with(op, ignore_existing=False):
     """Ops made inside run on the device of `op` (an Operation, Tensor or Variable), when it has
-    one; otherwise placement is left to the placer."""
+    one, whatever the device scopes around say (as TF1's, which replaces them); otherwise the
+    scopes around stay (TF1 writes a '_class' colocation attr here, which the Python layer
+    cannot write yet: docs/placement.md)."""
     dev = getattr(op, "device", "") or ""
     if dev:
-        with device(dev):
+        with get_default_graph()._device_scope(dev):
             yield
     else:
         yield

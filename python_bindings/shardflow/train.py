@@ -236,7 +236,7 @@ class Optimizer:
         if var not in slots:
             g = var.graph
             with g.as_default(), g.control_dependencies(None), g.name_scope(None), \
-                    g.device(var.device or None):
+                    g._device_scope(var.device):   # colocated with var, as TF1's slots
                 slots[var] = Variable(val, name="%s/%s" % (var.op.name, op_name),
                                       trainable=False)
         return slots[var]
@@ -275,7 +275,7 @@ class Optimizer:
         if key not in store:
             device = getattr(colocate_with, "device", None) or None
             with g.as_default(), g.control_dependencies(None), g.name_scope(None), \
-                    g.device(device):
+                    g._device_scope(device):   # as TF1's colocate_with
                 store[key] = Variable(initial_value, name=name, trainable=False)
         return store[key]
 

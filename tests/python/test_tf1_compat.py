@@ -187,7 +187,10 @@ def test_error_texts_speak_to_python_users():
             with pytest.raises(tf.errors.FailedPreconditionError,
                                match=r"sf\.global_variables_initializer\(\)"):
                 s.run(v.value())
-        with tf.device("/bogus:x"):
+        with pytest.raises(ValueError, match="cannot parse '/bogus:x'"):
+            with tf.device("/bogus:x"):     # as TF1's DeviceSpec, when the scope is entered
+                pass
+        with tf.device(lambda op: "/bogus:x"):     # a device function's string is kept as is
             c = tf.constant(1.0)
         with tf.Session() as s:
             with pytest.raises(tf.errors.InvalidArgumentError,
