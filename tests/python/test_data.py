@@ -503,3 +503,26 @@ def test_text_lines_compressed_and_read_in_parallel(tmp_path):
     assert mixed[:4] == ["line 0", "line 0", "line 1", "line 1"] and len(mixed) == 10
     with pytest.raises(tf.errors.DataLossError, match="bad.gz: cannot decompress it as GZIP"):
         read(str(tmp_path / "bad.gz"), compression_type="GZIP")
+
+
+def test_generator_errors_are_op_errors_and_unbatch_is_a_method():
+    # Regression: a generator that raised, or yielded a value of the wrong type, let a bare
+    # ValueError/TypeError escape sess.run (TF1's is InvalidArgumentError, an OpError, through
+    # its py_func); Dataset.unbatch() was only tf.data.experimental.unbatch().
+    def raises():
+        yield 1
+        raise ValueError("gen failed")
+
+    def bad():
+        yield "abc"
+    for gen, text in ((raises, "gen failed"), (bad, "could not be converted")):
+        it = Dataset.from_generator(gen, tf.int32, []).make_one_shot_iterator().get_next()
+        with tf.Session() as sess:
+            if gen is raises:
+                assert sess.run(it) == 1
+            with pytest.raises(tf.errors.InvalidArgumentError, match=text):
+                sess.run(it)
+    rows = Dataset.from_tensor_slices(np.arange(6).reshape(3, 2)).unbatch()
+    it = rows.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        assert [int(sess.run(it)) for _ in range(6)] == list(range(6))

@@ -301,6 +301,12 @@ class Dataset:
         """Every num_shards-th element, starting at `index` (one worker's part)."""
         return ShardDataset(self, num_shards, index)
 
+    def unbatch(self):
+        """Each element split into its rows along dimension 0 (TF 1.15's Dataset.unbatch, as
+        tf.data.experimental.unbatch)."""
+        from shardflow.data.batching import UnbatchDataset
+        return UnbatchDataset(self)
+
     def concatenate(self, dataset):
         """This dataset's elements, then `dataset`'s (same structure and types)."""
         return ConcatenateDataset(self, dataset)

@@ -185,23 +185,46 @@ class GeneratorDataset(Dataset):
     def _reader(self, ctx):
         args = [ctx.value(a) for a in self._args]
         args = [a.item() if a.ndim == 0 and a.dtype.kind != "O" else a for a in args]
-        for value in self._generator(*args):
+        # As TF1's (its generator runs in a py_func): what the generator raises, and an element
+        # it yields that does not fit, fail the step with InvalidArgumentError, an OpError.
+        values = iter(self._call_generator(args))
+        while True:
+            try:
+                value = next(values)
+            except StopIteration:
+                return
+            except errors.OpError:
+                raise
+            except Exception as e:  # noqa: BLE001 (the user's generator: any exception)
+                raise errors.InvalidArgumentError(
+                    "from_generator: the generator raised %s: %s" % (type(e).__name__, e)) from e
             yield self._element(value)
+
+    def _call_generator(self, args):
+        try:
+            return self._generator(*args)
+        except errors.OpError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise errors.InvalidArgumentError(
+                "from_generator: calling the generator raised %s: %s" % (type(e).__name__, e)
+            ) from e
 
     def _element(self, value):
         if isinstance(self._structure, tuple) and isinstance(value, list):
             value = tuple(value)
         if not nest.same_structure(self._structure, value):
-            raise TypeError("`generator` yielded an element that did not match the expected "
-                            "structure %r: %r" % (self._structure, value))
+            raise errors.InvalidArgumentError(
+                "`generator` yielded an element that did not match the expected structure "
+                "%r: %r" % (self._structure, value))
         out = []
         for component, (dtype, shape) in zip(nest.flatten(value), self._specs):
             try:
                 array = nest.to_array(component, dtype)
             except (TypeError, ValueError) as e:
-                raise TypeError("`generator` yielded an element that could not be converted to "
-                                "the expected type %s: %r (%s)" % (dtype.name, component, e)
-                                ) from None
+                raise errors.InvalidArgumentError(
+                    "`generator` yielded an element that could not be converted to the expected "
+                    "type %s: %r (%s)" % (dtype.name, component, e)) from None
             if not nest.is_compatible(shape, array.shape):
                 raise errors.InvalidArgumentError(
                     "`generator` yielded an element of shape %s where an element of shape %s "
