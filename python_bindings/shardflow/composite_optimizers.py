@@ -70,11 +70,14 @@ class _CompositeOptimizer(Optimizer):
         owner = type(self).__name__
         pairs = [(gr, v) for gr, v in grads_and_vars if gr is not None]
         if not pairs:
-            raise ValueError("%s.apply_gradients: no variable has a gradient" % owner)
+            raise ValueError("%s.apply_gradients: No gradients provided for any variable "
+                             "(no variable has a gradient)" % owner)
         for _, v in pairs:
             if not isinstance(v, Variable):
                 raise TypeError("%s.apply_gradients: the pairs are (gradient, Variable), not "
                                 "(..., %r)" % (owner, v))
+        from shardflow.train import _check_gradient_shapes
+        _check_gradient_shapes(pairs)
         g = pairs[0][1].graph
         with g.as_default():
             for _, var in pairs:

@@ -47,7 +47,8 @@ class DecoupledWeightDecayExtension:
                         decay_var_list=None):
         pairs = [(convert_to_tensor(gr), v) for gr, v in grads_and_vars if gr is not None]
         if not pairs:
-            raise ValueError("apply_gradients: no variable has a gradient")
+            raise ValueError("apply_gradients: No gradients provided for any variable "
+                             "(no variable has a gradient)")
         decayed = None if decay_var_list is None else {id(v) for v in decay_var_list}
         g = pairs[0][1].graph
         decays = []

@@ -223,7 +223,8 @@ class _ScalingOptimizer:
         from shardflow.variables import Variable, global_variables
         pairs = [(g, v) for g, v in pairs if g is not None]
         if not pairs:
-            raise ValueError("%s.apply_gradients: no variable has a gradient" % self._name)
+            raise ValueError("%s.apply_gradients: No gradients provided for any variable "
+                             "(no variable has a gradient)" % self._name)
         g = pairs[0][1].graph
         before_vars = {v.name for v in global_variables(graph=g)}
         before_ops = set(g._handle.node_names())

@@ -87,7 +87,8 @@ class SyncReplicasOptimizer:
             raise ValueError("SyncReplicasOptimizer.apply_gradients may be called only once")
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if not pairs:
-            raise ValueError("SyncReplicasOptimizer: no variable has a gradient")
+            raise ValueError("SyncReplicasOptimizer: No gradients provided for any variable "
+                             "(no variable has a gradient)")
         g = global_step.graph
         worker_device = g._device_for("NoOp")
         with g.name_scope(name or self._name):

@@ -26,6 +26,20 @@ from shardflow.gradients import gradients
 from shardflow.variables import Variable, global_variables, trainable_variables
 
 
+def _check_gradient_shapes(pairs):
+    """A gradient whose static shape cannot be its variable's is a ValueError naming both, as
+    TF1's update ops' shape functions (some update kernels would broadcast a scalar or [1]
+    gradient over every element)."""
+    for grad, var in pairs:
+        shape = getattr(grad, "shape", None)
+        if shape is None or not hasattr(shape, "is_compatible_with"):
+            continue
+        if not shape.is_compatible_with(var.shape):
+            raise ValueError("apply_gradients: the gradient of %s has shape %s, which is not the "
+                             "variable's %s (Shapes %s and %s are incompatible)"
+                             % (var.op.name, shape, var.shape, shape, var.shape))
+
+
 class Optimizer:
     """Base class; use GradientDescentOptimizer, MomentumOptimizer, AdamOptimizer, ... (their
     updates are built by the engine; AdadeltaOptimizer, FtrlOptimizer and
@@ -141,7 +155,9 @@ class Optimizer:
                                       args=(list(grads_and_vars), global_step, name))
         pairs = [(g_, v) for g_, v in grads_and_vars if g_ is not None]
         if not pairs:
-            raise ValueError("apply_gradients: no variable has a gradient")
+            raise ValueError("apply_gradients: No gradients provided for any variable (no "
+                             "variable has a gradient)")
+        _check_gradient_shapes(pairs)
         if self._kind is None:
             return self._apply_in_python(pairs, global_step, name)
         g = get_default_graph() if not pairs else pairs[0][1].graph

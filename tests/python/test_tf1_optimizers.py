@@ -214,7 +214,7 @@ def test_apply_gradients_and_compute_gradients():
             np.testing.assert_allclose(s.run(w.value()), np_trajectory(np_ftrl(0.5), 1)[0],
                                        rtol=1e-5)
             assert s.run(step) == 1
-        with pytest.raises(ValueError, match="no variable has a gradient"):
+        with pytest.raises(ValueError, match="No gradients provided for any variable"):
             opt.apply_gradients([(None, w)])
 
 
@@ -421,3 +421,18 @@ def test_engine_optimizers_give_their_slots_and_variables(make, slots):
         assert not np.allclose(sess.run(first), fresh)
         sess.run(tf.variables_initializer(opt.variables()))
         np.testing.assert_allclose(sess.run(first), fresh)
+
+
+def test_a_gradient_of_another_shape_is_refused_by_every_optimizer():
+    # Regression: RMSProp, Ftrl, Adadelta, ProximalGD, ProximalAdagrad and LazyAdam broadcast a
+    # scalar or [1] gradient over a [2] variable and updated every element; TF1's update ops'
+    # shape functions refuse it (GD, Adam, Momentum and Adagrad here already did).
+    for make in (lambda: tf.train.RMSPropOptimizer(0.1), lambda: tf.train.FtrlOptimizer(0.1),
+                 lambda: tf.train.AdadeltaOptimizer(0.1),
+                 lambda: tf.train.ProximalAdagradOptimizer(0.1),
+                 lambda: tf.contrib.opt.LazyAdamOptimizer(0.1),
+                 lambda: tf.train.GradientDescentOptimizer(0.1)):
+        with tf.Graph().as_default():
+            v = tf.Variable([1.0, 2.0])
+            with pytest.raises(ValueError, match="incompatible"):
+                make().apply_gradients([(tf.constant([0.5]), v)])
