@@ -130,6 +130,12 @@ class LazyAdamOptimizer(_CompositeOptimizer):
                                           read_value=False))
         return _count_step(advance, global_step)
 
+    def variables(self):
+        """The slots and the shared beta1_power / beta2_power, as TF1's: re-initializing them
+        resets the optimizer completely (the powers were left out, keeping the old bias
+        correction)."""
+        return sorted(super().variables() + list(self._powers or ()), key=lambda v: v.name)
+
     def _apply_dense(self, grad, var):
         rank = var.shape.ndims
         if rank is None:

@@ -436,3 +436,22 @@ def test_a_gradient_of_another_shape_is_refused_by_every_optimizer():
             v = tf.Variable([1.0, 2.0])
             with pytest.raises(ValueError, match="incompatible"):
                 make().apply_gradients([(tf.constant([0.5]), v)])
+
+
+def test_lazy_adam_variables_include_its_beta_powers():
+    # Regression: variables() left out beta1_power/beta2_power, so re-initializing it (the
+    # documented way to reset an optimizer) kept the old bias correction.
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, -2.0], name="w")
+        opt = tf.contrib.opt.LazyAdamOptimizer(0.1)
+        step = opt.minimize(tf.reduce_sum(w))
+        names = sorted(v.op.name for v in opt.variables())
+        assert names == ["beta1_power", "beta2_power", "w/LazyAdam", "w/LazyAdam_1"]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(step)
+            first = sess.run(w)
+            sess.run(step)
+            sess.run([tf.variables_initializer(opt.variables()), w.initializer])
+            sess.run(step)
+            np.testing.assert_allclose(sess.run(w), first, rtol=1e-6)
