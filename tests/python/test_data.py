@@ -526,3 +526,32 @@ def test_generator_errors_are_op_errors_and_unbatch_is_a_method():
     it = rows.make_one_shot_iterator().get_next()
     with tf.Session() as sess:
         assert [int(sess.run(it)) for _ in range(6)] == list(range(6))
+
+
+def test_readers_take_a_dataset_of_filenames(tmp_path):
+    # Regression: TFRecordDataset/TextLineDataset of a Dataset of filenames (TF 1.15's
+    # Dataset.list_files(...) pipelines) raised TypeError / "needs eager execution".
+    names = []
+    for i in range(2):
+        path = tmp_path / ("part%d.txt" % i)
+        path.write_text("a%d\nb%d\n" % (i, i))
+        names.append(str(path))
+        with tf.python_io.TFRecordWriter(str(tmp_path / ("part%d.rec" % i))) as w:
+            w.write(b"r%d0" % i)
+            w.write(b"r%d1" % i)
+    files = Dataset.from_tensor_slices(names)
+    recs = Dataset.list_files(str(tmp_path / "*.rec"), shuffle=False)
+
+    def read_all(ds):
+        it = ds.make_one_shot_iterator().get_next()
+        out = []
+        with tf.Session() as sess:
+            while True:
+                try:
+                    out.append(sess.run(it))
+                except tf.errors.OutOfRangeError:
+                    return out
+    assert read_all(tf.data.TextLineDataset(files)) == [b"a0", b"b0", b"a1", b"b1"]
+    assert read_all(tf.data.TextLineDataset(files, num_parallel_reads=2)) == \
+        [b"a0", b"a1", b"b0", b"b1"]
+    assert read_all(tf.data.TFRecordDataset(recs)) == [b"r00", b"r01", b"r10", b"r11"]

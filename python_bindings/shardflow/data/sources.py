@@ -234,6 +234,17 @@ class GeneratorDataset(Dataset):
         return tuple(out)
 
 
+def _read_each_file(cls, filenames, compression_type, buffer_size, num_parallel_reads):
+    """`cls`'s records of each filename a Dataset of filenames yields, as TF 1.15's readers
+    take one: file after file (flat_map), or num_parallel_reads files interleaved a record at a
+    time."""
+    def read(name):
+        return cls(name, compression_type, buffer_size)
+    if num_parallel_reads is None or int(num_parallel_reads) <= 1:
+        return filenames.flat_map(read)
+    return filenames.interleave(read, cycle_length=int(num_parallel_reads), block_length=1)
+
+
 class TextLineDataset(Dataset):
     """The lines of text files (bytes, without the line end), file after file.
 
@@ -243,6 +254,13 @@ class TextLineDataset(Dataset):
     DataLossError naming it. num_parallel_reads=k > 1 takes one line from each of k files in
     turn, as TFRecordDataset's. buffer_size is accepted and ignored.
     """
+
+    def __new__(cls, filenames=None, compression_type=None, buffer_size=None,
+                num_parallel_reads=None):
+        if isinstance(filenames, Dataset):
+            return _read_each_file(cls, filenames, compression_type, buffer_size,
+                                   num_parallel_reads)
+        return super().__new__(cls)
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None):
@@ -372,6 +390,13 @@ class TFRecordDataset(Dataset):
     each in turn (as TF1, deterministically); reads happen in the client, so it changes the
     order, not the speed.
     """
+
+    def __new__(cls, filenames=None, compression_type=None, buffer_size=None,
+                num_parallel_reads=None):
+        if isinstance(filenames, Dataset):
+            return _read_each_file(cls, filenames, compression_type, buffer_size,
+                                   num_parallel_reads)
+        return super().__new__(cls)
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None):
