@@ -265,12 +265,11 @@ def _default_session():
     return sess
 
 
-def _jacobians(x, x_shape, x_init, y, y_shape, delta, feeds):
+def _jacobians(sess, x, x_shape, x_init, y, y_shape, delta, feeds):
     """(theoretical, numerical) Jacobians of y by x, each [x size, y size] (row i: dy / dx_i):
     the first from tf.gradients with one-hot grad_ys, the second by central differences."""
     from shardflow import ops
     from shardflow.gradients import gradients
-    sess = _default_session()
     x_size, y_size = int(np.prod(x_shape, dtype=np.int64)), int(np.prod(y_shape, dtype=np.int64))
     dtype = x.dtype.as_numpy_dtype
     x0 = np.asarray(x_init, dtype=dtype).reshape(x_shape)
@@ -320,7 +319,8 @@ def compute_gradient(x, x_shape, y, y_shape, x_init_value=None, delta=1e-3, init
     out = []
     for i, (t, shape) in enumerate(zip(xs, shapes)):
         others = {xs[k]: values[k] for k in range(len(xs)) if k != i}
-        out.append(_jacobians(t, shape, values[i], y, y_shape, delta, {**feeds, **others}))
+        out.append(_jacobians(sess, t, shape, values[i], y, y_shape, delta,
+                              {**feeds, **others}))
     return out if isinstance(x, (list, tuple)) else out[0]
 
 

@@ -245,7 +245,19 @@ def _read_each_file(cls, filenames, compression_type, buffer_size, num_parallel_
     return filenames.interleave(read, cycle_length=int(num_parallel_reads), block_length=1)
 
 
-class TextLineDataset(Dataset):
+class _FilesDataset(Dataset):
+    """A reader of files (TextLineDataset, TFRecordDataset): given a Dataset of filenames
+    instead of names, it is _read_each_file's dataset of one reader per file."""
+
+    def __new__(cls, filenames=None, compression_type=None, buffer_size=None,
+                num_parallel_reads=None):
+        if isinstance(filenames, Dataset):
+            return _read_each_file(cls, filenames, compression_type, buffer_size,
+                                   num_parallel_reads)
+        return super().__new__(cls)
+
+
+class TextLineDataset(_FilesDataset):
     """The lines of text files (bytes, without the line end), file after file.
 
     Example: ``sf.data.TextLineDataset(["a.txt", "b.txt"]).map(...)``.
@@ -254,13 +266,6 @@ class TextLineDataset(Dataset):
     DataLossError naming it. num_parallel_reads=k > 1 takes one line from each of k files in
     turn, as TFRecordDataset's. buffer_size is accepted and ignored.
     """
-
-    def __new__(cls, filenames=None, compression_type=None, buffer_size=None,
-                num_parallel_reads=None):
-        if isinstance(filenames, Dataset):
-            return _read_each_file(cls, filenames, compression_type, buffer_size,
-                                   num_parallel_reads)
-        return super().__new__(cls)
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None):
@@ -376,7 +381,7 @@ def _paths(ctx, filenames):
             np.asarray(ctx.value(filenames), dtype=object).reshape(-1)]
 
 
-class TFRecordDataset(Dataset):
+class TFRecordDataset(_FilesDataset):
     """The records (bytes) of TFRecord files, file after file (shardflow/tfrecord.py has the
     format); each record's CRCs are checked and a damaged file is DataLossError.
 
@@ -390,13 +395,6 @@ class TFRecordDataset(Dataset):
     each in turn (as TF1, deterministically); reads happen in the client, so it changes the
     order, not the speed.
     """
-
-    def __new__(cls, filenames=None, compression_type=None, buffer_size=None,
-                num_parallel_reads=None):
-        if isinstance(filenames, Dataset):
-            return _read_each_file(cls, filenames, compression_type, buffer_size,
-                                   num_parallel_reads)
-        return super().__new__(cls)
 
     def __init__(self, filenames, compression_type=None, buffer_size=None,
                  num_parallel_reads=None):
