@@ -66,16 +66,17 @@ def _sparse_rows(features, key, values_fn, default):
     return sparse_tensor_to_dense(mapped, default_value=default, validate_indices=False)
 
 
-def _raw_ids(features, key, to_ids, missing=None):
+def _raw_ids(features, key, to_ids):
     """int64 ids [batch, n] (-1: missing) of the categorical feature `key`: `to_ids` maps raw
-    values to ids element-wise. A dense feature's `missing` entries (TF1: -1 or "") and a
-    SparseTensor's absent positions are -1."""
+    values to ids element-wise. A dense feature's missing entries ("" for strings, -1 for
+    integers) and a SparseTensor's absent positions are -1: as TF1, which drops them before
+    the lookup, so they reach neither a default_value nor an out-of-vocabulary bucket."""
     if key in features and _is_sparse(features[key]):
         return _sparse_rows(features, key, to_ids, -1)
     x = _as_rows(_feature(features, key))
     ids = to_ids(x)
-    if missing is not None:
-        ids = where(_is_missing(x, missing), _full(ids, -1), ids)
+    if x.dtype == dtypes.string or x.dtype.is_integer:
+        ids = where(_is_missing(x, -1), _full(ids, -1), ids)
     return ids
 
 
@@ -448,8 +449,7 @@ class HashedCategoricalColumn(_Column):
         return self.hash_bucket_size
 
     def _ids(self, features):
-        return _raw_ids(features, self.key, self._ids_of,
-                        "" if self.dtype == dtypes.string else -1)
+        return _raw_ids(features, self.key, self._ids_of)
 
     def _ids_of(self, x):
         from shardflow.string_ops import as_string, string_to_hash_bucket_fast

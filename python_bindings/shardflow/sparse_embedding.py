@@ -8,8 +8,9 @@ Example::
     sp_ids = sf.SparseTensor([[0, 0], [0, 1], [1, 0]], np.array([1, 3, 0], np.int64), [2, 2])
     emb = sf.nn.embedding_lookup_sparse(table, sp_ids, None, combiner="mean")   # [2, dim]
 
-Built as gather(params, ids) and a segment sum by each entry's row (shardflow/segment_ops.py),
-so the gradient reaches params as the gather's (a dense tensor of params' shape). One
+Built as embedding_lookup(params, ids) and a segment sum by each entry's row
+(shardflow/segment_ops.py), so the gradient reaches params as the gather's (a dense tensor of
+params' shape). One
 difference from TF1: the result has one row per row of sp_ids' dense shape (TF1's
 embedding_lookup_sparse stops at the last row that has an id); rows without ids are zeros.
 """
@@ -24,16 +25,21 @@ from shardflow.sparse_tensor import convert_to_sparse
 _COMBINERS = ("sum", "mean", "sqrtn")
 
 
-def _one_table(params, what):
+def _table(params, what):
+    """(params, first): `params` as embedding_lookup takes it (one table, or the list of shards
+    of a table split along its rows: a list or a PartitionedVariable), and its first shard as
+    a tensor (for the rank and dtype, which every shard shares)."""
+    from shardflow.partitioned_variables import PartitionedVariable
+    if isinstance(params, PartitionedVariable):
+        params = list(params)
     if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise ValueError("%s over a sharded table (%d parts) is not supported; give one "
-                             "table" % (what, len(params)))
-        params = params[0]
-    params = convert_to_tensor(params)
-    if params.shape.ndims is None or params.shape.ndims < 1:
-        raise ValueError("%s needs params of known rank >= 1, got %r" % (what, params))
-    return params
+        if not params:
+            raise ValueError("%s: params is an empty list" % what)
+        params = list(params) if len(params) > 1 else params[0]
+    first = convert_to_tensor(params[0] if isinstance(params, list) else params)
+    if first.shape.ndims is None or first.shape.ndims < 1:
+        raise ValueError("%s needs params of known rank >= 1, got %r" % (what, first))
+    return params, first
 
 
 def _rows_of(sp, what):
@@ -51,28 +57,28 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
     the square root of the sum of the squared weights. A row without ids gives zeros.
     max_norm clips each embedding to that L2 norm first. The result is
     [sp_ids' rows] + params.shape[1:]; gradients flow to params (and the weights).
-    partition_strategy is accepted for one table (sharded tables are not supported)."""
+    `params` may be a table sharded along its rows (a list of tensors or variables, or a
+    PartitionedVariable), laid out by `partition_strategy` as in sf.nn.embedding_lookup."""
     if combiner is None:
         combiner = "mean"
     if combiner not in _COMBINERS:
         raise ValueError("embedding_lookup_sparse: combiner must be one of %s, not %r"
                          % (", ".join(_COMBINERS), combiner))
-    params = _one_table(params, "embedding_lookup_sparse")
+    params, first = _table(params, "embedding_lookup_sparse")
     sp_ids = convert_to_sparse(sp_ids, "sp_ids")
     rows, num_rows = _rows_of(sp_ids, "embedding_lookup_sparse")
-    embeddings = array_ops.gather(params, sp_ids.values)
-    rank = params.shape.ndims
-    if max_norm is not None:
-        embeddings = ops.clip_by_norm(embeddings, max_norm, axes=list(range(1, rank)) or None)
+    embeddings = array_ops.embedding_lookup(params, sp_ids.values, partition_strategy,
+                                            max_norm=max_norm)
+    rank = first.shape.ndims
     if sp_weights is None:
         reduce = {"sum": segment_ops.unsorted_segment_sum,
                   "mean": segment_ops.unsorted_segment_mean,
                   "sqrtn": segment_ops.unsorted_segment_sqrt_n}[combiner]
         return reduce(embeddings, rows, num_rows, name=name)
     weights = convert_to_sparse(sp_weights, "sp_weights").values
-    if weights.dtype != params.dtype:
+    if weights.dtype != first.dtype:
         raise TypeError("embedding_lookup_sparse: sp_weights are %s but params are %s"
-                        % (weights.dtype.name, params.dtype.name))
+                        % (weights.dtype.name, first.dtype.name))
     column = [-1] + [1] * (rank - 1)
     total = segment_ops.unsorted_segment_sum(
         ops.multiply(embeddings, ops.reshape(weights, column)), rows, num_rows)
@@ -95,7 +101,7 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
     without ids params[default_id] (zeros when default_id is None), as TF1's
     tf.nn.safe_embedding_lookup_sparse. sparse_ids of rank > 2 ([d0, ..., dk, ids]) give
     [d0, ..., dk] + params.shape[1:]."""
-    params = _one_table(embedding_weights, "safe_embedding_lookup_sparse")
+    params, first = _table(embedding_weights, "safe_embedding_lookup_sparse")
     sp_ids = convert_to_sparse(sparse_ids, "sparse_ids")
     sp_weights = None if sparse_weights is None else convert_to_sparse(sparse_weights,
                                                                         "sparse_weights")
@@ -117,18 +123,19 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
                                                  ops.zeros_like(sp_weights.values)))
         sp_weights = sparse_retain(sp_weights, keep)
     sp_ids = sparse_retain(sp_ids, keep)
-    out = embedding_lookup_sparse(params, sp_ids, sp_weights, combiner=combiner,
-                                  max_norm=max_norm)
+    out = embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy,
+                                  combiner=combiner, max_norm=max_norm)
     if default_id is not None:
         rows, num_rows = _rows_of(sp_ids, "safe_embedding_lookup_sparse")
         counts = segment_ops.unsorted_segment_sum(ops.ones_like(ops.cast(rows, dtypes.float32)),
                                                   rows, num_rows)
-        empty = ops.reshape(ops.equal(counts, 0.0), [-1] + [1] * (params.shape.ndims - 1))
-        fallback = array_ops.gather(params, np.asarray(int(default_id), np.int32))
+        empty = ops.reshape(ops.equal(counts, 0.0), [-1] + [1] * (first.shape.ndims - 1))
+        fallback = array_ops.embedding_lookup(params, np.asarray(int(default_id), np.int64),
+                                              partition_strategy, max_norm=max_norm)
         out = array_ops.where_v2(empty, fallback, out)
     if batch_shape is not None:
         shape = ops.concat([ops.cast(batch_shape, dtypes.int32),
-                            ops.slice(ops.shape(params), [1], [-1])], 0)
+                            ops.slice(ops.shape(first), [1], [-1])], 0)
         out = ops.reshape(out, shape)
     return ops.identity(out, name=name)
 

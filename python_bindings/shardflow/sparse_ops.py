@@ -259,14 +259,18 @@ def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, k
 
 
 def _coalesce(indices, values, like):
-    """A SparseTensor of `like`'s dense shape with one entry per distinct coordinate of
-    `indices` (the values of repeats added)."""
+    """(sp, repeats): a SparseTensor of `like`'s dense shape with one entry per distinct
+    coordinate of `indices` (the values of repeats added), and a bool vector, true for its
+    entries that more than one of `indices` gave."""
     dims = _dims(like)
     linear = _linear_index(indices, dims, list(range(len(dims))))
     unique, idx = segment_ops.unique(linear)
-    summed = segment_ops.unsorted_segment_sum(values, idx, ops.shape(unique)[0])
-    return SparseTensor(_unravel(unique, dims), summed, like.dense_shape,
-                        _static_dims=like.shape.as_list())
+    count = ops.shape(unique)[0]
+    summed = segment_ops.unsorted_segment_sum(values, idx, count)
+    hits = segment_ops.unsorted_segment_sum(ops.ones_like(ops.cast(idx, dtypes.float32)), idx,
+                                            count)
+    return (SparseTensor(_unravel(unique, dims), summed, like.dense_shape,
+                         _static_dims=like.shape.as_list()), ops.greater(hits, 1.5))
 
 
 def _unravel(linear, dims):
@@ -286,8 +290,9 @@ def _unravel(linear, dims):
 def sparse_add(a, b, thresh=0, threshold=None, name=None):
     """a + b (TF1's tf.sparse_add / tf.sparse.add). A SparseTensor plus a dense tensor is the
     dense sum. Two SparseTensors (of one dense shape) give a SparseTensor with one entry per
-    coordinate either has (in row-major order), dropping entries whose sum has a magnitude
-    below `thresh`. Gradients flow to the values and the dense operand."""
+    coordinate either has (in row-major order), dropping the sums (coordinates both have)
+    whose magnitude is below `thresh`; an entry only one operand has stays, however small (as
+    TF1). Gradients flow to the values and the dense operand."""
     thresh = threshold if threshold is not None else thresh
     a_sparse = isinstance(a, (SparseTensor, SparseTensorValue))
     b_sparse = isinstance(b, (SparseTensor, SparseTensorValue))
@@ -305,11 +310,13 @@ def sparse_add(a, b, thresh=0, threshold=None, name=None):
     static = [x if x is not None else y for x, y in zip(a.shape.as_list(), b.shape.as_list())] \
         if b.rank is not None else a.shape.as_list()
     like = SparseTensor(a.indices, a.values, a.dense_shape, _static_dims=static)
-    summed = _coalesce(ops.concat([a.indices, b.indices], 0),
-                       ops.concat([a.values, b.values], 0), like)
-    if thresh:
-        summed = sparse_retain(summed, ops.greater_equal(ops.abs(summed.values),
-                                                         ops.cast(thresh, summed.dtype)))
+    summed, both = _coalesce(ops.concat([a.indices, b.indices], 0),
+                             ops.concat([a.values, b.values], 0), like)
+    if isinstance(thresh, Tensor) or thresh:
+        # As TF1's SparseAdd kernel: only a sum (a coordinate both operands have) is dropped
+        # for a magnitude below thresh; an entry of one operand alone is kept as it is.
+        big = ops.greater_equal(ops.abs(summed.values), ops.cast(thresh, summed.dtype))
+        summed = sparse_retain(summed, ops.logical_or(ops.logical_not(both), big))
     return reorder(summed, name=name)
 
 
