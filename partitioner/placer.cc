@@ -217,6 +217,27 @@ std::string FormatNodePlacement(const NodePlacement& p) {
   return out;
 }
 
+void DropColocationWithMissingNodes(Graph* graph) {
+  for (Node* n : graph->nodes()) {
+    auto it = n->attrs().find(kColocationAttr);
+    if (it == n->attrs().end()) continue;
+    AttrValue kept;
+    kept.mutable_list();
+    bool dropped = false;
+    for (const std::string& entry : it->second.list().s()) {
+      bool missing =
+          absl::StartsWith(entry, kColocationPrefix) &&
+          graph->FindNode(entry.substr(std::string(kColocationPrefix).size())) == nullptr;
+      if (missing) {
+        dropped = true;
+      } else {
+        kept.mutable_list()->add_s(entry);
+      }
+    }
+    if (dropped) n->SetAttr(kColocationAttr, std::move(kept));
+  }
+}
+
 absl::Status PlaceGraph(Graph* graph, const std::vector<DeviceAttributes>& devices,
                         const PlacerOptions& options, std::vector<NodePlacement>* report) {
   if (devices.empty()) return absl::FailedPreconditionError("no devices to place the graph on");

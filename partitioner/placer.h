@@ -64,6 +64,11 @@ struct NodePlacement {
 // A readable multi-line account of a NodePlacement.
 std::string FormatNodePlacement(const NodePlacement& placement);
 
+// Removes the colocation entries that name a node no longer in `graph` (a run's graph pruned
+// to its fetches, or rewritten by the optimizer): the whole graph was placed with them, and a
+// request with a node that does not run binds nothing.
+void DropColocationWithMissingNodes(Graph* graph);
+
 // Assigns every node of `graph` a device of `devices`. `report`, when given, receives one entry
 // per node in graph order.
 absl::Status PlaceGraph(Graph* graph, const std::vector<DeviceAttributes>& devices,

@@ -116,7 +116,9 @@ absl::StatusOr<std::shared_ptr<const ExecutionPlan>> GraphExecutionState::BuildP
     }
   }
   // What the whole-graph placement does not cover (the new _Arg/_Retval nodes it could not
-  // place) gets the constraints policy.
+  // place) gets the constraints policy; colocation with a node this run prunes was honoured
+  // there.
+  DropColocationWithMissingNodes(graph.get());
   PlacerOptions placer;
   placer.allow_soft_placement = options_.config.allow_soft_placement();
   SF_RETURN_IF_ERROR(PlaceGraph(graph.get(), options_.devices, placer));

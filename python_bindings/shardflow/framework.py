@@ -217,7 +217,11 @@ class Operation:
         return []
 
     def colocation_groups(self):
-        """TF1's colocation group names of this op: its own (b"loc:@<name>")."""
+        """TF1's colocation group names of this op: those its `_class` attr lists (what
+        tf.colocate_with writes), else its own (b"loc:@<name>")."""
+        node = self.node_def
+        if "_class" in node.attr and node.attr["_class"].list.s:
+            return sorted(set(node.attr["_class"].list.s))
         return [("loc:@" + self.name).encode()]
 
     def run(self, feed_dict=None, session=None):
@@ -713,11 +717,13 @@ class Graph:
             raise TypeError("name must be a string, not %r" % (name,))
         if device is None:
             device = self._device_for(op_type, name or "", inputs=inputs, attrs=attrs)
-        return _C.BuildContext(name or "", self._name_scope, device, list(self._control_inputs))
+        return _C.BuildContext(name or "", self._name_scope, device, list(self._control_inputs),
+                               list(self._colocation_stack))
 
     # ---- building -------------------------------------------------------------------------
 
     _rng_mode = None   # Note [Random ops in functions]: set on cond branches and loop bodies
+    _colocation_stack = ()   # names of the ops tf.colocate_with asks new ops to join (_class)
 
     def _add_op(self, op_type, inputs, attrs=None, name=None):
         """Adds one op of a registered type; returns the Operation."""

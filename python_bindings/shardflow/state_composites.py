@@ -163,16 +163,30 @@ def get_seed(op_seed):
 
 @contextlib.contextmanager
 def colocate_with(op, ignore_existing=False):
-    """Ops made inside run on the device of `op` (an Operation, Tensor or Variable), when it has
-    one, whatever the device scopes around say (as TF1's, which replaces them); otherwise the
-    scopes around stay (TF1 writes a '_class' colocation attr here, which the Python layer
-    cannot write yet: docs/placement.md)."""
-    dev = getattr(op, "device", "") or ""
-    if dev:
-        with get_default_graph()._device_scope(dev):
-            yield
-    else:
-        yield
+    """Ops made inside join `op`'s colocation group (an Operation, Tensor or Variable; None with
+    ignore_existing=True leaves every group): they get TF1's `_class` attr ["loc:@<op>"], which
+    the placer honours, and `op`'s device when it has one. The device scopes around do not
+    apply inside, as TF1's (a device scope opened inside still does). ignore_existing=True
+    drops the colocations of the colocate_with blocks around."""
+    g = get_default_graph()
+    if op is None and not ignore_existing:
+        raise ValueError("Trying to reset colocation (op is None) but ignore_existing is not "
+                         "True")
+    target = getattr(op, "op", op)   # a Tensor's or a Variable's op
+    names = [] if ignore_existing else list(g._colocation_stack)
+    if target is not None and getattr(target, "graph", None) is g and target.name not in names:
+        names.append(target.name)
+    dev = getattr(op, "device", "") or "" if op is not None else ""
+    saved = g._colocation_stack
+    g._colocation_stack = names
+    try:
+        if dev or names:
+            with g._device_scope(dev):
+                yield
+        else:
+            yield   # a target in an enclosing graph (a loop body's): the scopes around stay
+    finally:
+        g._colocation_stack = saved
 
 
 @contextlib.contextmanager

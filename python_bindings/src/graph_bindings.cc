@@ -294,9 +294,11 @@ void RegisterGraphBindings(py::module_& m) {
       .def("__repr__", [](const OutputRef& r) { return "<OutputRef " + r.name() + ">"; });
 
   py::class_<BuildContext>(m, "BuildContext")
-      .def(py::init<std::string, std::string, std::string, std::vector<std::string>>(),
+      .def(py::init<std::string, std::string, std::string, std::vector<std::string>,
+                    std::vector<std::string>>(),
            py::arg("name") = "", py::arg("name_scope") = "", py::arg("device") = "",
-           py::arg("control_inputs") = std::vector<std::string>{});
+           py::arg("control_inputs") = std::vector<std::string>{},
+           py::arg("colocate_with") = std::vector<std::string>{});
 
   py::class_<GraphHandle, GraphPtr>(m, "GraphHandle", "The C++ graph behind shardflow.Graph.")
       .def(py::init<>())

@@ -4,8 +4,10 @@
 #include <memory>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/graph/graph.h"
+#include "partitioner/placer.h"
 
 namespace shardflow {
 namespace python {
@@ -48,6 +50,7 @@ Scope GraphHandle::ScopeFor(const BuildContext& ctx) const {
     for (const std::string& name : ctx.control_inputs) deps.emplace_back(FindNode(name));
     s = s.WithControlDependencies(deps);
   }
+  for (const std::string& name : ctx.colocate_with) s = s.ColocateWith(Operation(FindNode(name)));
   if (!ctx.name.empty()) s = s.WithOpName(ctx.name);
   return s;
 }
@@ -112,6 +115,21 @@ std::vector<std::string> GraphHandle::ImportGraphDef(
     }
     nd.set_name(name);
     nd.clear_input();
+    // Colocation requests name nodes of the GraphDef: they move under the prefix with them (a
+    // TF GraphDef's save/Assign nodes carry _class = ["loc:@w"]).
+    auto classes = nd.mutable_attr()->find(kColocationAttr);
+    if (classes != nd.mutable_attr()->end()) {
+      for (std::string& entry : *classes->second.mutable_list()->mutable_s()) {
+        if (!absl::StartsWith(entry, kColocationPrefix)) continue;
+        std::string target = entry.substr(std::string(kColocationPrefix).size());
+        if ((*alone)->FindNode(target) == nullptr) {
+          fail(absl::InvalidArgumentError(absl::StrCat(
+              "node '", source->name(), "' asks to be colocated with '", target,
+              "', which is not in the GraphDef; fix or remove its ", kColocationAttr, " attr")));
+        }
+        entry = absl::StrCat(kColocationPrefix, renamed(target));
+      }
+    }
     absl::StatusOr<Node*> n = g->AddNode(nd);
     if (!n.ok()) fail(n.status());
     added.push_back(*n);

@@ -45,6 +45,7 @@ struct BuildContext {
   std::string name_scope;                   // "a/b" or ""
   std::string device;                       // requested device, "" = any
   std::vector<std::string> control_inputs;  // node names
+  std::vector<std::string> colocate_with;   // node names (tf.colocate_with): attr _class
 };
 
 class GraphHandle {
