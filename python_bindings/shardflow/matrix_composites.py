@@ -44,7 +44,14 @@ def matrix_band_part(input, num_lower, num_upper, name=None):  # noqa: A002
                          "number of rows (%d) got: %d; num_upper likewise for the columns "
                          "(%d) got: %d" % (m, lo, n, hi))
     keep = ((lo < 0) | (i - j <= lo)) & ((hi < 0) | (j - i <= hi))
-    return ops.multiply(x, ops.constant(keep.astype(x.dtype.as_numpy_dtype)), name=name)
+    return _masked(x, keep, name)
+
+
+def _masked(x, keep, name=None):
+    """x where the constant boolean [M, N] mask `keep` holds, zero elsewhere: a Select, not a
+    multiply, so an inf or NaN outside the mask gives 0 as TF's kernels do (inf * 0 is NaN)."""
+    from shardflow.array_ops import where_v2
+    return where_v2(ops.constant(keep), x, ops.zeros_like(x), name=name)
 
 
 def _band_part_at_run_time(x, num_lower, num_upper, name):
@@ -68,9 +75,7 @@ def matrix_diag_part(input, name=None):  # noqa: A002
     x = convert_to_tensor(input)
     m, n = _last_two(x, "matrix_diag_part")
     k = min(m, n)
-    eye = np.zeros((m, n), x.dtype.as_numpy_dtype)
-    eye[np.arange(k), np.arange(k)] = 1
-    out = ops.reduce_sum(ops.multiply(x, ops.constant(eye)), axis=-1)
+    out = ops.reduce_sum(_masked(x, np.eye(m, n, dtype=bool)), axis=-1)
     if k < m:
         from shardflow.array_ops import getitem
         out = getitem(out, (Ellipsis, slice(0, k)))
@@ -83,8 +88,8 @@ def matrix_diag(diagonal, name=None):
     dims = d.shape.as_list() if d.shape.ndims is not None else None
     if not dims or dims[-1] is None:
         raise ValueError("matrix_diag needs the size of the last dimension, got %s" % d.shape)
-    eye = np.eye(dims[-1], dtype=d.dtype.as_numpy_dtype)
-    return ops.multiply(ops.expand_dims(d, -1), ops.constant(eye), name=name)
+    # [..., 1, N] broadcast over the rows: row i, column j holds diagonal[j], kept where i == j.
+    return _masked(ops.expand_dims(d, -2), np.eye(dims[-1], dtype=bool), name)
 
 
 def diag(diagonal, name=None):
@@ -191,15 +196,20 @@ def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A
 
 
 def random_shuffle(value, seed=None, name=None):
-    """`value` with its rows (dimension 0) in a random order, a new one each run (a PyFunc
-    node: it runs in the client process)."""
-    from shardflow.script_ops import py_func
+    """`value` with its rows (dimension 0) in a random order, a new one each run. As TF1's: a
+    seed (the op's, or the graph's from set_random_seed) gives the same sequence of orders in
+    every session. The order is that of float64 uniform keys drawn by the engine's seeded
+    RandomUniform (per session, as TF's kernels), sorted by top_k."""
+    from shardflow import array_ops, dtypes, nn
     x = convert_to_tensor(value)
-    rng = np.random.RandomState(ops._op_seed(seed) or None)  # 0: no seed set, random
-    out = py_func(lambda v: v[rng.permutation(len(v))] if v.ndim else v, [x], x.dtype,
-                  name=name or "RandomShuffle")
-    out.set_shape(x.shape)
-    return out
+    if x.shape.ndims == 0:
+        return ops.identity(x, name=name)
+    rows = x.shape.as_list()[0] if x.shape.ndims is not None else None
+    count = rows if rows is not None else ops.shape(x)[0]
+    keys = ops.random_uniform(ops.reshape(count, [1]) if rows is None else [rows],
+                              dtype=dtypes.float64, seed=seed)
+    order = nn.top_k(keys, k=count, sorted=True).indices
+    return array_ops.gather(x, order, name=name or "RandomShuffle")
 
 
 __all__ = ["cross", "depth_to_space", "diag", "diag_part", "matrix_band_part", "matrix_diag",

@@ -1,0 +1,79 @@
+"""TF 1.15 fidelity of tf.image, the seeded random ops, tf.linalg's helpers and
+tf.distributions: values a TF1 program computes, against hand-computed or NumPy references
+(each test is a regression for a difference that was found)."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+def run(*fetches, feed=None):
+    with tf.Session() as sess:
+        out = sess.run(list(fetches), feed)
+    return out[0] if len(out) == 1 else out
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+# ---- matrix helpers: an inf or NaN outside the band or diagonal stays out (TF's kernels copy
+# or zero entries; they do not multiply by a 0/1 mask) ---------------------------------------
+
+def test_band_part_diag_part_diag_trace_ignore_inf_and_nan_off_the_band():
+    m = np.array([[1.0, np.inf], [-np.inf, 2.0]], np.float32)
+    nan = np.array([[1.0, np.nan], [3.0, 2.0]], np.float32)
+    band, diag_part, trace, diag, lower = run(
+        tf.matrix_band_part(m, 0, 0), tf.matrix_diag_part(m), tf.trace(nan),
+        tf.matrix_diag(tf.constant([1.0, np.inf])), tf.linalg.band_part(nan, -1, 0))
+    np.testing.assert_array_equal(band, [[1, 0], [0, 2]])
+    np.testing.assert_array_equal(diag_part, [1, 2])
+    assert trace == 3.0
+    np.testing.assert_array_equal(diag, [[1, 0], [0, np.inf]])
+    np.testing.assert_array_equal(lower, [[1, 0], [3, 2]])
+
+
+def test_matrix_diag_and_diag_part_keep_shapes_and_gradients():
+    d = tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4))
+    md, dp = tf.matrix_diag(d), tf.matrix_diag_part(x)
+    assert md.shape.as_list() == [2, 3, 3] and dp.shape.as_list() == [3]
+    g_d, g_x = tf.gradients(tf.reduce_sum(md * 2.0) + tf.reduce_sum(dp * 3.0), [d, x])
+    vals = run(md, dp, g_d, g_x)
+    np.testing.assert_array_equal(vals[0][1], np.diag([4, 5, 6]))
+    np.testing.assert_array_equal(vals[1], [0, 5, 10])
+    np.testing.assert_array_equal(vals[2], np.full([2, 3], 2.0))
+    np.testing.assert_array_equal(vals[3], 3.0 * np.eye(3, 4))
+
+
+# ---- random_shuffle: a seed repeats its sequence in every session, as TF's kernel ------------
+
+def test_random_shuffle_with_a_seed_repeats_across_sessions():
+    tf.set_random_seed(3)
+    graph_seeded = tf.random_shuffle(tf.range(10))
+    op_seeded = tf.random_shuffle(tf.constant([[1, 2], [3, 4], [5, 6], [7, 8]]), seed=5)
+    seqs = []
+    for _ in range(2):
+        with tf.Session() as sess:
+            seqs.append([sess.run([graph_seeded, op_seeded]) for _ in range(3)])
+    for (a1, b1), (a2, b2) in zip(*seqs):
+        np.testing.assert_array_equal(a1, a2)
+        np.testing.assert_array_equal(b1, b2)
+    firsts = [tuple(a) for a, _ in seqs[0]]
+    assert len(set(firsts)) > 1                       # each run draws a new order
+    for a, b in seqs[0]:
+        np.testing.assert_array_equal(np.sort(a), np.arange(10))
+        np.testing.assert_array_equal(sorted(b.tolist()), [[1, 2], [3, 4], [5, 6], [7, 8]])
+
+
+def test_random_shuffle_dynamic_rows_strings_scalars():
+    p = tf.placeholder(tf.float32, [None, 2])
+    r = tf.random_shuffle(p, seed=1)
+    assert r.shape.as_list() == [None, 2]
+    rows, strings, scalar, empty = run(
+        r, tf.random_shuffle(tf.constant([b"a", b"b", b"c"])), tf.random_shuffle(5.0),
+        tf.random_shuffle(tf.zeros([0, 3])), feed={p: np.arange(10.0).reshape(5, 2)})
+    np.testing.assert_array_equal(rows[np.argsort(rows[:, 0])], np.arange(10.0).reshape(5, 2))
+    assert sorted(strings.tolist()) == [b"a", b"b", b"c"]
+    assert scalar == 5.0 and empty.shape == (0, 3)
