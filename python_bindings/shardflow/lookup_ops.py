@@ -2,7 +2,9 @@
 StaticHashTable, StaticVocabularyTable, KeyValueTensorInitializer, TextFileInitializer,
 TextFileIndex) and tf.contrib.lookup (HashTable, IdTableWithHashBuckets, index_table_from_tensor,
 index_table_from_file, index_to_string_table_from_tensor, index_to_string_table_from_file,
-string_to_index, index_to_string, the TextFile*TableInitializers and the hasher specs).
+string_to_index, index_to_string, the TextFile*TableInitializers and the hasher specs), and
+the tables ops change: tf.contrib.lookup.MutableHashTable and MutableDenseHashTable
+(tf.lookup.experimental.DenseHashTable).
 
 Example (words to ids, two buckets for the words not in the vocabulary)::
 
@@ -674,6 +676,195 @@ class StaticVocabularyTable(IdTableWithHashBuckets):
         self._name = table.name
 
 
+# ---- mutable tables -------------------------------------------------------------------------
+
+def _py_key(key):
+    """A NumPy key as the Python value a mutable table's dict is keyed by."""
+    return key.item() if isinstance(key, np.generic) else key
+
+
+def _with_width(keys, width):
+    """The static shape (a list, None when unknown) of values for `keys`: keys' + `width`."""
+    return None if keys.shape.ndims is None else keys.shape.as_list() + list(width)
+
+
+class MutableHashTable(LookupInterface):
+    """A table changed by ops, not filled by an initializer (TF1's
+    tf.contrib.lookup.MutableHashTable): insert(keys, values) and remove(keys) are ops that
+    change it when they run, lookup(keys) gives each key's value (`default_value` for a key
+    not in it), export() all its (keys, values), size() their number. `default_value` fixes
+    the values' shape: a scalar, or a vector for tables of vectors (lookup of keys of shape S
+    gives S + value_shape). It starts empty; there is nothing for sf.tables_initializer().
+
+    Example::
+
+        table = sf.contrib.lookup.MutableHashTable(sf.string, sf.int64, default_value=-1)
+        add = table.insert(sf.constant(["a", "b"]), sf.constant([1, 2], sf.int64))
+        ids = table.lookup(sf.constant(["b", "x"]))      # after add ran: [2, -1]
+
+    Differences from TF1 (Note [Table state]): the entries belong to the table object, so every
+    session of the graph sees them and a new session does not start with an empty table; and
+    Saver checkpoints do not hold them (TF1's checkpoint=True).
+    """
+
+    def __init__(self, key_dtype, value_dtype, default_value, shared_name=None,
+                 name="MutableHashTable", checkpoint=True):
+        super().__init__(key_dtype, value_dtype, None)
+        _check_key_dtype(self._key_dtype, type(self).__name__)
+        graph = get_default_graph()
+        with graph.name_scope(name) as scope:
+            self._name = scope.rstrip("/").split("/")[-1]
+            self._default_value = convert_to_tensor(default_value, dtype=self._value_dtype)
+        value_shape = self._default_value.shape
+        if value_shape.ndims is None or value_shape.ndims > 1 or \
+                None in value_shape.as_list():
+            raise ValueError("%s: default_value must be a scalar or a vector of known size, got "
+                             "shape %s" % (self._name, value_shape))
+        self._value_shape = tuple(value_shape.as_list())
+        self._entries = {}
+        self._graph = graph
+
+    default_value = property(lambda self: self._default_value,
+                             doc="The value of missing keys (a scalar or vector tensor).")
+
+    def _check_keys(self, flat):
+        """Hook for the keys a lookup, insert or remove gets (flat NumPy array)."""
+
+    def _values(self, values, keys, what):
+        """`values` as a tensor of this table's dtype whose shape must be keys' + value_shape."""
+        values = convert_to_tensor(values, dtype=self._value_dtype)
+        if values.dtype != self._value_dtype:
+            raise TypeError("Signature mismatch. Values must be dtype %s, got %s."
+                            % (self._value_dtype.name, values.dtype.name))
+        want = _with_width(keys, self._value_shape)
+        got = None if values.shape.ndims is None else values.shape.as_list()
+        if want is not None and got is not None and (len(got) != len(want) or any(
+                a is not None and b is not None and a != b for a, b in zip(got, want))):
+            raise ValueError("%s.%s: values of shape %s do not fit keys of shape %s and values "
+                             "of shape %s" % (self._name, what, values.shape, keys.shape,
+                                              list(self._value_shape)))
+        return values
+
+    def insert(self, keys, values, name=None):
+        """The op that sets the value of each of `keys` (a key already there gets the new
+        value); `values` has keys' shape + the value shape."""
+        keys = self._keys(keys)
+        values = self._values(values, keys, "insert")
+        width = self._value_shape
+
+        def run(k, v):
+            k = np.asarray(k).reshape(-1)
+            v = np.asarray(v).reshape((k.size,) + width)
+            if v.shape[0] != k.size:
+                raise errors.InvalidArgumentError(
+                    "%s: %d keys but values for %d" % (self._name, k.size, v.shape[0]))
+            self._check_keys(k)
+            for key, value in zip(k.tolist(), v):
+                self._entries[_py_key(key)] = value.copy()
+            return []
+        with self._graph.as_default():
+            return py_func(run, [keys, values], [], name=name or "%s_insert" % self._name)
+
+    def remove(self, keys, name=None):
+        """The op that removes `keys` from the table (keys not in it are ignored)."""
+        keys = self._keys(keys)
+
+        def run(k):
+            k = np.asarray(k).reshape(-1)
+            self._check_keys(k)
+            for key in k.tolist():
+                self._entries.pop(_py_key(key), None)
+            return []
+        with self._graph.as_default():
+            return py_func(run, [keys], [], name=name or "%s_remove" % self._name)
+
+    def lookup(self, keys, name=None):
+        """The values of `keys` (a tensor of any shape S, or a SparseTensor): S + the value
+        shape, `default_value` for a key not in the table."""
+        if _is_sparse(keys):
+            if self._value_shape:
+                raise ValueError("%s: a SparseTensor of keys needs scalar values" % self._name)
+            return self._sparse_lookup(keys, name)
+        keys = self._keys(keys)
+        width, np_dtype = self._value_shape, _np_dtype(self._value_dtype)
+
+        def run(k, default):
+            k = np.asarray(k)
+            flat = k.reshape(-1)
+            self._check_keys(flat)
+            out = np.empty((flat.size,) + width, dtype=np_dtype)
+            default = np.asarray(default, dtype=np_dtype)
+            for i, key in enumerate(flat.tolist()):
+                out[i] = self._entries.get(_py_key(key), default)
+            return out.reshape(k.shape + width)
+        shape = _with_width(keys, width)
+        with self._graph.as_default():
+            out = py_func(run, [keys, self._default_value], self._value_dtype,
+                          name=name or "%s_lookup_table_find" % self._name)
+        out.set_shape(shape)
+        return out
+
+    def export(self, name=None):
+        """(keys, values): every entry, keys [n] and values [n] + the value shape."""
+        width = self._value_shape
+        key_np, value_np = _np_dtype(self._key_dtype), _np_dtype(self._value_dtype)
+
+        def run():
+            items = list(self._entries.items())
+            keys = np.empty(len(items), dtype=key_np)
+            keys[:] = [k for k, _ in items]
+            values = np.empty((len(items),) + width, dtype=value_np)
+            for i, (_, v) in enumerate(items):
+                values[i] = v
+            return keys, values
+        with self._graph.as_default():
+            keys, values = py_func(run, [], [self._key_dtype, self._value_dtype],
+                                   name=name or "%s_lookup_table_export_values" % self._name)
+        keys.set_shape([None])
+        values.set_shape([None] + list(width))
+        return keys, values
+
+    def size(self, name=None):
+        """The number of entries, an int64 scalar tensor."""
+        def run():
+            return np.int64(len(self._entries))
+        with self._graph.as_default():
+            out = py_func(run, [], dtypes.int64, name=name or "%s_Size" % self._name)
+        out.set_shape([])
+        return out
+
+
+class MutableDenseHashTable(MutableHashTable):
+    """TF1's tf.contrib.lookup.MutableDenseHashTable (tf.lookup.experimental.DenseHashTable):
+    a MutableHashTable whose keys may not be `empty_key` or `deleted_key` (TF's open
+    addressing reserves them; using one fails the step with InvalidArgumentError, as TF1).
+    initial_num_buckets is accepted and has no effect here."""
+
+    def __init__(self, key_dtype, value_dtype, default_value, empty_key, deleted_key=None,
+                 initial_num_buckets=None, shared_name=None, name="MutableDenseHashTable",
+                 checkpoint=True):
+        super().__init__(key_dtype, value_dtype, default_value, name=name)
+        reserved = []
+        for what, key in (("empty_key", empty_key), ("deleted_key", deleted_key)):
+            if key is None:
+                continue
+            value = constant_value(convert_to_tensor(key, dtype=self._key_dtype))
+            if value is None:
+                raise ValueError("%s: %s must be a constant" % (self._name, what))
+            value = np.asarray(value).item()
+            reserved.append((what, value.encode() if isinstance(value, str) else value))
+        if len(reserved) == 2 and reserved[0][1] == reserved[1][1]:
+            raise ValueError("%s: empty_key and deleted_key cannot be the same" % self._name)
+        self._reserved = reserved
+
+    def _check_keys(self, flat):
+        for what, key in self._reserved:
+            if np.any(flat == key):
+                raise errors.InvalidArgumentError(
+                    "Using the %s as a table key is not allowed (%s)"
+                    % (what.replace("_", " "), self._name))
+
+
 # ---- tf.contrib.lookup's functions ------------------------------------------------------
 
 def _mapping_tensor(mapping, dtype, what):
@@ -829,24 +1020,32 @@ def _namespace(name, doc, names, missing):
     return module
 
 
+DenseHashTable = MutableDenseHashTable   # tf.lookup.experimental's name
+
+experimental = _namespace(
+    "shardflow.lookup.experimental", "TF 1.15's tf.lookup.experimental.", ["DenseHashTable"],
+    "it has DenseHashTable")
+
 lookup = _namespace(
     "shardflow.lookup", "TF 1.15's tf.lookup (shardflow/lookup_ops.py).",
     ["KeyValueTensorInitializer", "StaticHashTable", "StaticVocabularyTable", "TextFileIndex",
-     "TextFileInitializer"],
+     "TextFileInitializer", "experimental"],
     "it has StaticHashTable, StaticVocabularyTable, KeyValueTensorInitializer, "
-    "TextFileInitializer and TextFileIndex (tf.contrib.lookup has the index_table_* functions)")
+    "TextFileInitializer, TextFileIndex and experimental.DenseHashTable (tf.contrib.lookup "
+    "has the index_table_* functions and MutableHashTable)")
 
 contrib_lookup = _namespace(
     "shardflow.contrib.lookup", "TF1's tf.contrib.lookup (shardflow/lookup_ops.py).",
     ["FastHashSpec", "HashTable", "HasherSpec", "IdTableWithHashBuckets",
      "InitializableLookupTableBase", "KeyValueTensorInitializer", "LookupInterface",
+     "MutableDenseHashTable", "MutableHashTable",
      "StrongHashSpec", "TextFileIdTableInitializer", "TextFileIndex", "TextFileInitializer",
      "TextFileStringTableInitializer", "index_table_from_file", "index_table_from_tensor",
      "index_to_string", "index_to_string_table_from_file",
      "index_to_string_table_from_tensor", "string_to_index",
      "string_to_index_table_from_file", "string_to_index_table_from_tensor"],
-    "shardflow carries its static tables (HashTable, IdTableWithHashBuckets, the "
-    "index_table_* and index_to_string_table_* functions, string_to_index, index_to_string); "
-    "MutableHashTable and MutableDenseHashTable are not provided")
+    "shardflow carries its tables (HashTable, IdTableWithHashBuckets, MutableHashTable, "
+    "MutableDenseHashTable, the index_table_* and index_to_string_table_* functions, "
+    "string_to_index, index_to_string)")
 
 __all__ = ["lookup"]

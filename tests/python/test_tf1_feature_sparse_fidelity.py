@@ -132,3 +132,49 @@ def test_embedding_lookup_sparse_over_partitioned_variable():
     np.testing.assert_allclose(got, [full[1] + full[9], full[4]], rtol=1e-6)
     grads = tf.gradients(tf.reduce_sum(out), list(table))
     assert all(g is not None for g in grads)
+
+
+# ---- mutable tables -------------------------------------------------------------------------
+
+def test_mutable_hash_table_insert_lookup_remove_export():
+    table = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, default_value=-1)
+    insert = table.insert(tf.constant(["a", "b"]), tf.constant([1, 2], tf.int64))
+    found = table.lookup(tf.constant([["b", "x"], ["a", "a"]]))
+    assert found.shape.as_list() == [2, 2]
+    keys, values = table.export()
+    with tf.Session() as s:
+        np.testing.assert_array_equal(s.run(found), [[-1, -1], [-1, -1]])
+        assert s.run(table.size()) == 0
+        s.run(insert)
+        np.testing.assert_array_equal(s.run(found), [[2, -1], [1, 1]])
+        k, v = s.run([keys, values])
+        assert dict(zip(k.tolist(), v.tolist())) == {b"a": 1, b"b": 2}
+        s.run(table.remove(tf.constant(["a"])))
+        s.run(table.insert(tf.constant(["b"]), tf.constant([5], tf.int64)))
+        np.testing.assert_array_equal(s.run(found), [[5, -1], [-1, -1]])
+        assert s.run(table.size()) == 1
+
+
+def test_mutable_hash_table_of_vectors():
+    table = tf.contrib.lookup.MutableHashTable(tf.int64, tf.float32, [0.0, -1.0])
+    insert = table.insert(tf.constant([3, 4], tf.int64), tf.constant([[1., 2.], [3., 4.]]))
+    found = table.lookup(tf.constant([4, 9], tf.int64))
+    assert found.shape.as_list() == [2, 2]
+    with tf.Session() as s:
+        s.run(insert)
+        np.testing.assert_array_equal(s.run(found), [[3, 4], [0, -1]])
+    with pytest.raises(ValueError):
+        table.insert(tf.constant([3], tf.int64), tf.constant([1.0]))
+
+
+def test_dense_hash_table_refuses_its_empty_key():
+    table = tf.lookup.experimental.DenseHashTable(tf.int64, tf.int64, default_value=-1,
+                                                  empty_key=0, deleted_key=-1)
+    assert isinstance(table, tf.contrib.lookup.MutableDenseHashTable)
+    insert = table.insert(tf.constant([5, 6], tf.int64), tf.constant([50, 60], tf.int64))
+    with tf.Session() as s:
+        s.run(insert)
+        np.testing.assert_array_equal(s.run(table.lookup(tf.constant([6, 7], tf.int64))),
+                                      [60, -1])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="empty key"):
+            s.run(table.insert(tf.constant([0], tf.int64), tf.constant([1], tf.int64)))
