@@ -342,17 +342,25 @@ _DYNAMIC_METHODS = (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR)
 
 
 def _fit_aspect(images, size):
-    h, w = convert_to_tensor(images).shape.as_list()[-3:-1]
-    scale = min(size[0] / float(h), size[1] / float(w))
-    return [max(1, int(round(h * scale))), max(1, int(round(w * scale)))]
+    """The size that fits in `size` keeping the images' aspect ratio, computed as TF's
+    resize_images does: in float32, rounded half to even (a 7x14 image fit to 29x29 is 14x29:
+    7 * (29 / 14) is 14.5 in float32)."""
+    h, w = (np.float32(d) for d in convert_to_tensor(images).shape.as_list()[-3:-1])
+    scale = min(np.float32(size[0]) / h, np.float32(size[1]) / w)
+    return [max(1, int(np.round(h * scale))), max(1, int(np.round(w * scale)))]
 
 
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
                   preserve_aspect_ratio=False, name=None):
     """TF1's tf.image.resize_images: bilinear, bicubic or area (float32 out) or nearest-neighbour
-    (dtype kept)."""
+    (dtype kept). As TF1's, images whose height and width the graph knows to be `size` already
+    are returned as they are (their dtype kept: uint8 stays uint8)."""
     method = _method(method)
     size = _size(size, "resize_images", method in _DYNAMIC_METHODS and not preserve_aspect_ratio)
+    if not preserve_aspect_ratio and isinstance(size, list):
+        x = convert_to_tensor(images)
+        if x.shape.ndims in (3, 4) and x.shape.as_list()[-3:-1] == size:
+            return ops.identity(x, name=name)
     if preserve_aspect_ratio:
         _as_nhwc(images, "resize_images")
         size = _fit_aspect(images, size)

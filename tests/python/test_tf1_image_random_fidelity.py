@@ -77,3 +77,25 @@ def test_random_shuffle_dynamic_rows_strings_scalars():
     np.testing.assert_array_equal(rows[np.argsort(rows[:, 0])], np.arange(10.0).reshape(5, 2))
     assert sorted(strings.tolist()) == [b"a", b"b", b"c"]
     assert scalar == 5.0 and empty.shape == (0, 3)
+
+
+# ---- resize_images --------------------------------------------------------------------------
+
+def test_resize_images_to_the_same_size_returns_the_images_dtype_kept():
+    img = np.arange(48, dtype=np.uint8).reshape(4, 4, 3)
+    same = tf.image.resize_images(img, [4, 4])
+    batch = tf.image.resize(tf.constant(img[None]), tf.constant([4, 4]), align_corners=True)
+    other = tf.image.resize_images(img, [2, 2])
+    assert same.dtype == tf.uint8 and batch.dtype == tf.uint8 and other.dtype == tf.float32
+    got_same, got_batch = run(same, batch)
+    np.testing.assert_array_equal(got_same, img)
+    np.testing.assert_array_equal(got_batch, img[None])
+
+
+def test_resize_images_preserve_aspect_ratio_rounds_in_float32_half_to_even():
+    # 7 * float32(29 / 14) is exactly 14.5 in float32: TF rounds it to 14 (float64 gives 15).
+    out = tf.image.resize_images(tf.zeros([7, 14, 1]), [29, 29], preserve_aspect_ratio=True)
+    assert out.shape.as_list() == [14, 29, 1]
+    out = tf.image.resize_images(tf.zeros([2, 10, 15, 1]), [21, 43], preserve_aspect_ratio=True)
+    assert out.shape.as_list() == [2, 21, 31, 1]
+    assert run(out).shape == (2, 21, 31, 1)
