@@ -524,6 +524,206 @@ def sparse_slice(sp_input, start, size, name=None):
                         _static_dims=None if sp.rank is None else [None] * sp.rank)
 
 
+# ---- reductions and element-wise ops over the stored entries ------------------------------
+
+
+def _groups(sp, axes):
+    """(group, count): each entry's group (int64 [N], the row-major position of its
+    coordinates along `axes`; all 0 when `axes` is empty) and the number of groups."""
+    if not axes:
+        return ops.zeros_like(_column(sp.indices, 0)), 1
+    dims = _dims(sp)
+    return _linear_index(sp.indices, dims, axes), _product([dims[a] for a in axes])
+
+
+def sparse_reduce_max(sp_input, axis=None, keepdims=None, reduction_axes=None, keep_dims=None,
+                      name=None):
+    """The maximum of `sp_input`'s stored entries over `axis` (Python ints; None: all), as a
+    dense tensor (TF1's tf.sparse_reduce_max / tf.sparse.reduce_max): the implicit zeros take no
+    part (all-negative entries give a negative maximum), and a group without entries gives 0,
+    as TF1's kernel. keepdims keeps the reduced dimensions as size 1."""
+    sp = convert_to_sparse(sp_input)
+    axis = reduction_axes if axis is None else axis
+    keep = bool(keepdims or keep_dims)
+    rank = _rank(sp, "sparse_reduce_max")
+    axes = list(range(rank)) if axis is None else _axes_list(axis, rank, "sparse_reduce_max")
+    kept = [d for d in range(rank) if d not in axes]
+    group, count = _groups(sp, kept)
+    top = segment_ops.unsorted_segment_max(sp.values, group, count)
+    hits = _scatter(ops.ones_like(ops.cast(sp.values, dtypes.float32)), group, count)
+    top = array_ops.where_v2(ops.greater(hits, 0.0), top, ops.zeros_like(top))
+    dims = _dims(sp)
+    out_dims = [1 if d in axes else dims[d] for d in range(rank)] if keep else \
+        [dims[d] for d in kept]
+    return ops.reshape(top, _shape_of(out_dims), name=name)
+
+
+def sparse_softmax(sp_input, name=None):
+    """The softmax of `sp_input` (rank >= 2) over its last dimension, over the stored entries
+    only (the implicit zeros take no part), as TF1's tf.sparse_softmax / tf.sparse.softmax:
+    a SparseTensor with sp_input's indices. Gradients flow to the values."""
+    sp = convert_to_sparse(sp_input)
+    rank = _rank(sp, "sparse_softmax")
+    if rank < 2:
+        raise ValueError("sparse_softmax: sp_input must have rank >= 2, not %d" % rank)
+    if not sp.dtype.is_floating:
+        raise TypeError("sparse_softmax takes float values, not %s" % sp.dtype.name)
+    group, count = _groups(sp, list(range(rank - 1)))
+    top = ops.stop_gradient(segment_ops.unsorted_segment_max(sp.values, group, count))
+    e = ops.exp(ops.subtract(sp.values, array_ops.gather(top, group)))
+    total = _scatter(e, group, count)
+    values = ops.divide(e, array_ops.gather(total, group), name=name)
+    return SparseTensor(sp.indices, values, sp.dense_shape, _static_dims=_static(sp))
+
+
+def _elementwise(a, b, pick, what):
+    """A SparseTensor of the union of a's and b's coordinates (row-major order), `pick` of the
+    two values at each (0 for a coordinate one of them lacks)."""
+    a, b = convert_to_sparse(a, "sp_a"), convert_to_sparse(b, "sp_b")
+    if a.dtype != b.dtype:
+        raise TypeError("%s: sp_a is %s but sp_b is %s" % (what, a.dtype.name, b.dtype.name))
+    rank = _rank(a, what)
+    if b.rank is not None and b.rank != rank:
+        raise ValueError("%s: sp_a has rank %d but sp_b has rank %d" % (what, rank, b.rank))
+    like = SparseTensor(a.indices, a.values, a.dense_shape, _static_dims=_static(a))
+    indices = ops.concat([a.indices, b.indices], 0)
+    only_a, _ = _coalesce(indices, ops.concat([a.values, ops.zeros_like(b.values)], 0), like)
+    only_b, _ = _coalesce(indices, ops.concat([ops.zeros_like(a.values), b.values], 0), like)
+    both = SparseTensor(only_a.indices, pick(only_a.values, only_b.values), a.dense_shape,
+                        _static_dims=_static(a))
+    return reorder(both)
+
+
+def sparse_maximum(sp_a, sp_b, name=None):
+    """The element-wise maximum of two SparseTensors of one shape (TF1's tf.sparse_maximum /
+    tf.sparse.maximum): an entry at each coordinate either has, a missing one counting as 0."""
+    return _elementwise(sp_a, sp_b, lambda x, y: ops.maximum(x, y, name=name), "sparse_maximum")
+
+
+def sparse_minimum(sp_a, sp_b, name=None):
+    """The element-wise minimum of two SparseTensors of one shape (TF1's tf.sparse_minimum /
+    tf.sparse.minimum), a missing entry counting as 0."""
+    return _elementwise(sp_a, sp_b, lambda x, y: ops.minimum(x, y, name=name), "sparse_minimum")
+
+
+# ---- splitting, merging, indicators -----------------------------------------------------------
+
+
+def sparse_split(keyword_required=None, sp_input=None, num_split=None, axis=None, name=None,
+                 split_dim=None):
+    """`sp_input` cut along `axis` into `num_split` SparseTensors (TF1's tf.sparse_split /
+    tf.sparse.split, keyword arguments only): the first size % num_split pieces are one
+    longer; each keeps its entries (indices shifted) in their order."""
+    if keyword_required is not None:
+        raise ValueError("Keyword arguments are required for this function.")
+    if sp_input is None:
+        raise ValueError("sp_input is required")
+    if num_split is None:
+        raise ValueError("num_split is required")
+    axis = split_dim if axis is None else axis
+    if axis is None:
+        raise ValueError("axis is required")
+    sp = convert_to_sparse(sp_input)
+    rank = _rank(sp, "sparse_split")
+    axis = _axes_list(axis, rank, "sparse_split")[0]
+    n = int(num_split)
+    size = _dims(sp)[axis]
+    statics = sp.shape.as_list()
+    pieces = []
+    for i in range(n):
+        if isinstance(size, Tensor):
+            base, extra = ops.floordiv(size, _i64(n)), ops.floormod(size, _i64(n))
+            start = ops.add(ops.multiply(base, _i64(i)), ops.minimum(extra, _i64(i)))
+            length = ops.add(base, ops.cast(ops.less(_i64(i), extra), dtypes.int64))
+            static_len = None
+        else:
+            base, extra = divmod(size, n)
+            start, length = i * base + min(i, extra), base + (1 if i < extra else 0)
+            static_len = length
+        axis_hot = [1 if d == axis else 0 for d in range(rank)]
+        begin = ops.multiply(_as_i64_tensor(start), _i64(axis_hot))
+        sizes = array_ops.where_v2(ops.cast(_i64(axis_hot), dtypes.bool_),
+                                   _as_i64_tensor(length), sp.dense_shape)
+        piece = sparse_slice(sp, begin, sizes)
+        static = list(statics)
+        static[axis] = static_len
+        pieces.append(SparseTensor(piece.indices, piece.values, piece.dense_shape,
+                                   _static_dims=static))
+    return pieces
+
+
+def sparse_to_indicator(sp_input, vocab_size, name=None):
+    """A dense bool tensor: sp_input's shape with its last dimension replaced by `vocab_size`,
+    true at [i..., id] for each stored id (an integer value in [0, vocab_size)) of row i...
+    (TF1's tf.sparse_to_indicator / tf.sparse.to_indicator); an id out of range fails the
+    step."""
+    sp = convert_to_sparse(sp_input)
+    if not sp.dtype.is_integer:
+        raise TypeError("sparse_to_indicator takes integer ids, not %s" % sp.dtype.name)
+    merged = sparse_merge(sp, None, vocab_size, already_sorted=True)
+    hits = sparse_tensor_to_dense(merged, validate_indices=True)
+    out = ops.greater(hits, 0.0, name=name)
+    out.set_shape(merged.shape.as_list())
+    return out
+
+
+def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False):
+    """The SparseTensor whose last dimension is indexed by ids (TF1's tf.sparse_merge): entry
+    k of `sp_ids`, at [i..., j] with id v, becomes [i..., v] with value sp_values.values[k]
+    (sp_values: a SparseTensor of sp_ids' indices; None: 1.0). The dense shape is sp_ids'
+    with the last size `vocab_size` (an int or an int64 scalar). Sorted into row-major order
+    unless already_sorted."""
+    ids = convert_to_sparse(sp_ids, "sp_ids")
+    rank = _rank(ids, "sparse_merge")
+    if not ids.dtype.is_integer:
+        raise TypeError("sparse_merge: sp_ids must hold integer ids, not %s" % ids.dtype.name)
+    if isinstance(vocab_size, (list, tuple)):
+        raise NotImplementedError("sparse_merge: a list of vocab_size (several sp_ids) is not "
+                                  "supported; give one sp_ids and one vocab_size")
+    values = ops.ones_like(ops.cast(ids.values, dtypes.float32)) if sp_values is None else \
+        convert_to_sparse(sp_values, "sp_values").values
+    column = ops.expand_dims(ops.cast(ids.values, dtypes.int64), 1)
+    indices = ops.concat([ids.indices[:, :rank - 1], column], 1) if rank > 1 else column
+    vocab = ops.reshape(_as_i64_tensor(vocab_size), [1])
+    dense_shape = ops.concat([ops.slice(ids.dense_shape, [0], [rank - 1]), vocab], 0)
+    static = ids.shape.as_list()[:-1] + [None if isinstance(vocab_size, Tensor)
+                                         else int(vocab_size)]
+    merged = SparseTensor(indices, values, dense_shape, _static_dims=static)
+    if already_sorted:
+        return merged
+    return reorder(merged, name=name)
+
+
+def sparse_expand_dims(sp_input, axis=None, name=None):
+    """`sp_input` with a dimension of size 1 inserted at `axis` (a Python int in
+    [-rank - 1, rank]; None: -1, the end), as TF's tf.sparse.expand_dims."""
+    sp = convert_to_sparse(sp_input)
+    rank = _rank(sp, "sparse.expand_dims")
+    axis = -1 if axis is None else int(axis)
+    if not -rank - 1 <= axis <= rank:
+        raise ValueError("sparse.expand_dims: axis %d is out of range for rank %d"
+                         % (axis, rank))
+    axis %= rank + 1
+    zero = ops.zeros_like(sp.indices[:, :1])
+    indices = ops.concat([sp.indices[:, :axis], zero, sp.indices[:, axis:]], 1)
+    dense_shape = ops.concat([ops.slice(sp.dense_shape, [0], [axis]), _i64([1]),
+                              ops.slice(sp.dense_shape, [axis], [rank - axis])], 0)
+    static = sp.shape.as_list()
+    return SparseTensor(ops.identity(indices, name=name), sp.values, dense_shape,
+                        _static_dims=static[:axis] + [1] + static[axis:])
+
+
+def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
+    """The [num_rows, num_columns] identity matrix as a SparseTensor (Python ints), as TF's
+    tf.sparse.eye."""
+    rows = int(num_rows)
+    cols = rows if num_columns is None else int(num_columns)
+    diag = np.arange(min(rows, cols), dtype=np.int64)
+    return SparseTensor(np.stack([diag, diag], 1).reshape(-1, 2),
+                        ops.constant(np.ones(diag.size, dtypes.as_dtype(dtype).as_numpy_dtype),
+                                     name=name), [rows, cols])
+
+
 # ---- the tf.sparse namespace ------------------------------------------------------------------
 
 # TF 1.15's tf.sparse names: those shardflow has, and the others (named in the error).
@@ -534,12 +734,16 @@ _SPARSE_NAMES = {
     "reduce_sum": sparse_reduce_sum, "reorder": reorder, "reshape": sparse_reshape,
     "retain": sparse_retain, "sparse_dense_matmul": sparse_tensor_dense_matmul,
     "to_dense": sparse_tensor_to_dense, "transpose": sparse_transpose,
+    "reduce_max": sparse_reduce_max, "softmax": sparse_softmax, "maximum": sparse_maximum,
+    "minimum": sparse_minimum, "split": sparse_split, "to_indicator": sparse_to_indicator,
+    "merge": sparse_merge, "expand_dims": sparse_expand_dims, "eye": sparse_eye,
+    "segment_sum": segment_ops.sparse_segment_sum,
+    "segment_mean": segment_ops.sparse_segment_mean,
+    "segment_sqrt_n": segment_ops.sparse_segment_sqrt_n,
 }
 _SPARSE_MISSING = (
-    "SparseConditionalAccumulator", "cross", "cross_hashed", "expand_dims", "eye", "mask",
-    "maximum", "merge", "minimum", "reduce_max", "reduce_max_sparse", "reduce_sum_sparse",
-    "reset_shape", "segment_mean", "segment_sqrt_n", "segment_sum", "softmax", "split",
-    "to_indicator",
+    "SparseConditionalAccumulator", "cross", "cross_hashed", "mask", "reduce_max_sparse",
+    "reduce_sum_sparse", "reset_shape",
 )
 
 
@@ -565,7 +769,9 @@ sparse = _sparse_namespace()
 sparse_reorder = reorder  # TF1's top-level spelling
 
 __all__ = ["SparseTensor", "SparseTensorValue", "from_dense", "reorder", "sparse", "sparse_add",
-           "sparse_concat", "sparse_fill_empty_rows", "sparse_placeholder", "sparse_reduce_sum",
+           "sparse_concat", "sparse_fill_empty_rows", "sparse_maximum", "sparse_merge",
+           "sparse_minimum", "sparse_placeholder", "sparse_reduce_max", "sparse_reduce_sum",
            "sparse_reorder", "sparse_reshape", "sparse_retain", "sparse_slice",
-           "sparse_tensor_dense_matmul", "sparse_tensor_to_dense", "sparse_to_dense",
+           "sparse_softmax", "sparse_split", "sparse_tensor_dense_matmul",
+           "sparse_tensor_to_dense", "sparse_to_dense", "sparse_to_indicator",
            "sparse_transpose"]

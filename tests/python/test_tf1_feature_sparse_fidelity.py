@@ -178,3 +178,76 @@ def test_dense_hash_table_refuses_its_empty_key():
                                       [60, -1])
         with pytest.raises(tf.errors.InvalidArgumentError, match="empty key"):
             s.run(table.insert(tf.constant([0], tf.int64), tf.constant([1], tf.int64)))
+
+
+# ---- tf.sparse ops TF1 programs reach -------------------------------------------------------
+
+SP = ([[0, 0], [0, 2], [1, 1], [2, 0], [2, 3]], [1.0, 2.0, -3.0, 0.5, -1.0], [4, 4])
+
+
+def test_sparse_reduce_max_ignores_implicit_zeros():
+    sp = tf.SparseTensor(*SP)
+    got = run([tf.sparse.reduce_max(sp), tf.sparse.reduce_max(sp, 1),
+               tf.sparse.reduce_max(sp, 0, keepdims=True)])
+    assert got[0] == 2.0
+    np.testing.assert_array_equal(got[1], [2.0, -3.0, 0.5, 0.0])   # an empty row: 0
+    np.testing.assert_array_equal(got[2], [[1.0, -3.0, 2.0, -1.0]])
+
+
+def test_sparse_softmax_over_stored_entries_and_its_gradient():
+    values = tf.constant(SP[1])
+    out = tf.sparse.softmax(tf.SparseTensor(SP[0], values, SP[2]))
+    grad = tf.gradients(tf.reduce_sum(out.values * tf.constant([1., 0., 0., 0., 0.])),
+                        values)[0]
+    got, g = run([out, grad])
+    row0 = np.exp([1., 2.]) / np.exp([1., 2.]).sum()
+    row2 = np.exp([.5, -1.]) / np.exp([.5, -1.]).sum()
+    assert got.indices.tolist() == SP[0]
+    np.testing.assert_allclose(got.values, np.concatenate([row0, [1.0], row2]), rtol=1e-6)
+    np.testing.assert_allclose(g, [row0[0] * row0[1], -row0[0] * row0[1], 0, 0, 0],
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_sparse_maximum_minimum_count_missing_entries_as_zero():
+    a = tf.SparseTensor([[0], [2]], [-1.0, 5.0], [4])
+    b = tf.SparseTensor([[1], [2]], [3.0, 2.0], [4])
+    hi, lo = run([tf.sparse.maximum(a, b), tf.sparse.minimum(a, b)])
+    assert hi.indices.tolist() == [[0], [1], [2]] and hi.values.tolist() == [0.0, 3.0, 5.0]
+    assert lo.indices.tolist() == [[0], [1], [2]] and lo.values.tolist() == [-1.0, 0.0, 2.0]
+
+
+def test_sparse_split_gives_the_first_pieces_the_extra_entries():
+    pieces = tf.sparse.split(sp_input=tf.SparseTensor(*SP), num_split=3, axis=1)
+    assert [p.shape.as_list() for p in pieces] == [[4, 2], [4, 1], [4, 1]]
+    got = [values_of(p) for p in run(pieces)]
+    assert got[0] == ([[0, 0], [1, 1], [2, 0]], [1.0, -3.0, 0.5], [4, 2])
+    assert got[1] == ([[0, 0]], [2.0], [4, 1])
+    assert got[2] == ([[2, 0]], [-1.0], [4, 1])
+    ph = tf.sparse_placeholder(tf.float32, [None, None])
+    second = tf.sparse.split(sp_input=ph, num_split=2, axis=0)[1]
+    got = run(second, {ph: tf.SparseTensorValue([[0, 0], [2, 1], [4, 0]], [1., 2., 3.],
+                                                [5, 2])})
+    assert values_of(got) == ([[1, 0]], [3.0], [2, 2])
+    with pytest.raises(ValueError, match="Keyword arguments"):
+        tf.sparse.split(tf.SparseTensor(*SP), 2, 1)
+
+
+def test_sparse_to_indicator_and_merge():
+    ids = tf.SparseTensor([[0, 0], [0, 1], [2, 0]], tf.constant([3, 1, 0], tf.int64), [3, 2])
+    weights = tf.SparseTensor([[0, 0], [0, 1], [2, 0]], [.5, .25, 2.], [3, 2])
+    merged = tf.sparse.merge(ids, weights, 5)
+    assert merged.shape.as_list() == [3, 5]
+    indicator, merged = run([tf.sparse.to_indicator(ids, 4), merged])
+    np.testing.assert_array_equal(indicator, [[0, 1, 0, 1], [0, 0, 0, 0], [1, 0, 0, 0]])
+    assert indicator.dtype == bool
+    assert values_of(merged) == ([[0, 1], [0, 3], [2, 0]], [0.25, 0.5, 2.0], [3, 5])
+
+
+def test_sparse_expand_dims_and_eye():
+    ids = tf.SparseTensor([[0, 0], [0, 1], [2, 0]], [3, 1, 0], [3, 2])
+    front, back, eye = run([tf.sparse.expand_dims(ids, 0), tf.sparse.expand_dims(ids, -1),
+                            tf.sparse.eye(2, 3)])
+    assert values_of(front)[0] == [[0, 0, 0], [0, 0, 1], [0, 2, 0]]
+    assert values_of(front)[2] == [1, 3, 2]
+    assert values_of(back)[0] == [[0, 0, 0], [0, 1, 0], [2, 0, 0]]
+    assert values_of(eye) == ([[0, 0], [1, 1]], [1.0, 1.0], [2, 3])
