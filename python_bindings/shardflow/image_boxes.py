@@ -147,39 +147,86 @@ def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
     return out
 
 
-def _covered(crop, box):
-    """The fraction of `box` (y0, x0, y1, x1) inside `crop`."""
-    area = (box[2] - box[0]) * (box[3] - box[1])
-    if area <= 0:
-        return 0.0
-    inter = (max(0.0, min(crop[2], box[2]) - max(crop[0], box[0])) *
-             max(0.0, min(crop[3], box[3]) - max(crop[1], box[1])))
-    return inter / area
+def _lrint(v):
+    """C's lrintf: float32 rounded half to even."""
+    return int(np.rint(np.float32(v)))
+
+
+def _random_crop(rng, h, w, min_area, max_area, ratio):
+    """TF's GenerateRandomCrop: a (y, x, height, width) crop whose height is drawn uniformly
+    between the smallest and largest that fit the area range at this aspect ratio (width =
+    round(height * ratio)), or None. Float32 arithmetic, as the kernel's."""
+    min_area = np.float32(min_area) * np.float32(w) * np.float32(h)
+    max_area = np.float32(max_area) * np.float32(w) * np.float32(h)
+    height = _lrint(np.sqrt(min_area / ratio))
+    max_height = _lrint(np.sqrt(max_area / ratio))
+    if _lrint(max_height * ratio) > w:
+        max_height = int((w + 0.5 - 1e-7) / ratio)
+        if _lrint(max_height * ratio) > w:
+            max_height -= 1
+    max_height = min(max_height, h)
+    height = min(height, max_height)
+    if height < max_height:
+        height += rng.randint(max_height - height + 1)
+    width = _lrint(height * ratio)
+    area = np.float32(width * height)
+    if area < min_area:
+        height += 1
+        width = _lrint(height * ratio)
+        area = np.float32(width * height)
+    if area > max_area:
+        height -= 1
+        width = _lrint(height * ratio)
+        area = np.float32(width * height)
+    if area < min_area or area > max_area or width > w or height > h or width <= 0 or \
+            height <= 0:
+        return None
+    # The kernel draws in [0, h - height): a crop never touches the bottom or right edge.
+    y = rng.randint(h - height) if height < h else 0
+    x = rng.randint(w - width) if width < w else 0
+    return y, x, height, width
+
+
+def _covers(crop, boxes, min_covered):
+    """TF's SatisfiesOverlapConstraints: the crop (y, x, h, w) covers at least min_covered of
+    one of the pixel boxes (y0, x0, y1, x1) that are not empty."""
+    y, x, ch, cw = crop
+    if ch * cw < 1:
+        return False
+    for y0, x0, y1, x1 in boxes:
+        area = (y1 - y0) * (x1 - x0)
+        if area < 1:
+            continue
+        iy0, ix0, iy1, ix1 = max(y, y0), max(x, x0), min(y + ch, y1), min(x + cw, x1)
+        inter = (iy1 - iy0) * (ix1 - ix0) if iy0 <= iy1 and ix0 <= ix1 else 0
+        if np.float32(inter) / np.float32(area) >= min_covered:
+            return True
+    return False
 
 
 def _distorted_box(rng, size, boxes, min_covered, aspect_range, area_range, attempts,
                    use_image):
+    """TF's SampleDistortedBoundingBox kernel: up to `attempts` crops, each with an aspect
+    ratio drawn uniformly from aspect_range, until one covers enough of a box; else the
+    whole image. (y, x, height, width)."""
     h, w = int(size[0]), int(size[1])
-    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
-    if boxes.shape[0] == 0:
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
+    if boxes.size and (boxes.min() < 0.0 or boxes.max() > 1.0):
+        raise ValueError("sample_distorted_bounding_box: all bounding box coordinates must be "
+                         "in [0.0, 1.0], got %s" % boxes.tolist())
+    pixel = [(int(b[0] * np.float32(h)), int(b[1] * np.float32(w)), int(b[2] * np.float32(h)),
+              int(b[3] * np.float32(w))) for b in boxes]
+    if not pixel:
         if not use_image:
             raise ValueError("sample_distorted_bounding_box: no bounding boxes given; pass some "
                              "or use_image_if_no_bounding_boxes=True")
-        boxes = np.array([[0.0, 0.0, 1.0, 1.0]])
+        pixel = [(0, 0, h, w)]
+    lo, hi = np.float32(aspect_range[0]), np.float32(aspect_range[1])
     for _ in range(int(attempts)):
-        box = boxes[rng.randint(boxes.shape[0])] * [h, w, h, w]
-        ratio = rng.uniform(*aspect_range)
-        area = rng.uniform(*area_range) * h * w
-        ch = int(round(np.sqrt(area / ratio)))
-        cw = int(round(ch * ratio))
-        if not (0 < ch <= h and 0 < cw <= w):
-            continue
-        area_frac = ch * cw / float(h * w)
-        if not area_range[0] <= area_frac <= area_range[1]:
-            continue
-        y0, x0 = rng.randint(h - ch + 1), rng.randint(w - cw + 1)
-        if _covered((y0, x0, y0 + ch, x0 + cw), box) >= min_covered:
-            return y0, x0, ch, cw
+        ratio = np.float32(rng.random_sample()) * (hi - lo) + lo
+        crop = _random_crop(rng, h, w, area_range[0], area_range[1], ratio)
+        if crop is not None and _covers(crop, pixel, min_covered):
+            return crop
     return 0, 0, h, w
 
 
@@ -190,29 +237,40 @@ def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=N
     """A random crop of an image of image_size [h, w, c] that covers at least
     min_object_covered of one of bounding_boxes ([batch, n, 4] normalized), with aspect
     ratio (w / h) and area fraction in the given ranges; after max_attempts the whole image.
-    Returns (begin [3], size [3], bboxes [1, 1, 4]) for tf.slice, as TF1. Each run draws anew;
-    seeded runs repeat their sequence, but not TF's exact crops (another generator)."""
-    rng = np.random.RandomState(None if seed is None and seed2 is None
-                                else [int(seed or 0) & 0x7fffffff, int(seed2 or 0) & 0x7fffffff])
-    aspect = tuple(float(v) for v in aspect_ratio_range)
-    areas = tuple(float(v) for v in area_range)
+    Returns (begin [3], size [3], bboxes [1, 1, 4]) for tf.slice, as TF1. The crops are drawn
+    as TF's kernel draws them (the height uniform for each aspect ratio, the offset uniform);
+    a seed (the op's or the graph's) repeats its sequence in each session, but not TF's exact
+    crops (another generator)."""
+    # None is the kernel's default, as TF1's wrapper passes it on.
+    aspect = tuple(float(v) for v in (aspect_ratio_range or (0.75, 1.33)))
+    areas = tuple(float(v) for v in (area_range or (0.05, 1.0)))
+    max_attempts = 100 if max_attempts is None else max_attempts
+    use_image_if_no_bounding_boxes = bool(use_image_if_no_bounding_boxes)
     if aspect[0] <= 0 or aspect[1] < aspect[0] or not 0 < areas[0] <= areas[1] <= 1:
         raise ValueError("sample_distorted_bounding_box: need 0 < aspect_ratio_range[0] <= [1] "
                          "and 0 < area_range[0] <= area_range[1] <= 1, got %r and %r"
                          % (aspect_ratio_range, area_range))
+    if int(max_attempts) <= 0:
+        raise ValueError("sample_distorted_bounding_box: max_attempts must be positive, got %r"
+                         % (max_attempts,))
+    op_seed = seed if seed2 is None else (int(seed or 0) * 1000003 + int(seed2)) % (2 ** 31 - 1)
+    # Each run's generator is seeded by a draw of the engine's seeded (per session) stream.
+    key = ops.random_uniform([2], 0, 2 ** 31 - 1, dtype=dtypes.int64, seed=op_seed or None)
 
-    def run(size, boxes, covered):
-        y0, x0, ch, cw = _distorted_box(rng, size, boxes, float(covered), aspect, areas,
+    def run(size, boxes, covered, key):
+        rng = np.random.RandomState([int(k) for k in key])
+        y0, x0, ch, cw = _distorted_box(rng, size, boxes, np.float32(covered), aspect, areas,
                                         max_attempts, use_image_if_no_bounding_boxes)
-        h, w = float(size[0]), float(size[1])
+        h, w = np.float32(size[0]), np.float32(size[1])
+        box = np.array([y0, x0, y0 + ch, x0 + cw], np.float32) / np.array([h, w, h, w])
         return (np.array([y0, x0, 0], np.int32), np.array([ch, cw, -1], np.int32),
-                np.array([[[y0 / h, x0 / w, (y0 + ch) / h, (x0 + cw) / w]]], np.float32))
+                box.reshape(1, 1, 4).astype(np.float32))
     covered = min_object_covered if isinstance(min_object_covered, Tensor) else \
         np.float32(min_object_covered)
     begin, size, bboxes = py_func(
         run, [ops.cast(convert_to_tensor(image_size), dtypes.int32),
               convert_to_tensor(bounding_boxes, dtype=dtypes.float32),
-              ops.cast(convert_to_tensor(covered), dtypes.float32)],
+              ops.cast(convert_to_tensor(covered), dtypes.float32), key],
         [dtypes.int32, dtypes.int32, dtypes.float32], name=name or "SampleDistortedBoundingBox")
     begin.set_shape([3])
     size.set_shape([3])

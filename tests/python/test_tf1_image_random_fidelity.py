@@ -99,3 +99,41 @@ def test_resize_images_preserve_aspect_ratio_rounds_in_float32_half_to_even():
     out = tf.image.resize_images(tf.zeros([2, 10, 15, 1]), [21, 43], preserve_aspect_ratio=True)
     assert out.shape.as_list() == [2, 21, 31, 1]
     assert run(out).shape == (2, 21, 31, 1)
+
+
+# ---- sample_distorted_bounding_box: TF's kernel's crop distribution, seeded per session ------
+
+def test_sample_distorted_bounding_box_draws_heights_uniformly_as_tf():
+    # Inception preprocessing's call. TF draws the crop's height uniformly between the least
+    # and the most the area range allows (the area is not uniform): the mean area fraction is
+    # E[u^2], u ~ U[sqrt(0.05), 1], about 0.425 (a uniform area would give 0.525).
+    tf.set_random_seed(7)
+    begin, size, _ = tf.image.sample_distorted_bounding_box(
+        [224, 224, 3], tf.zeros([1, 0, 4]), min_object_covered=0.1,
+        aspect_ratio_range=(0.75, 1.33), area_range=(0.05, 1.0), max_attempts=100,
+        use_image_if_no_bounding_boxes=True)
+    with tf.Session() as sess:
+        draws = [sess.run([begin, size]) for _ in range(600)]
+    areas = np.array([s[0] * s[1] for _, s in draws]) / 224.0 ** 2
+    assert 0.39 < areas.mean() < 0.46
+    for b, s in draws:   # TF's offsets are drawn in [0, 224 - size): never at the far edge
+        assert (b[0] + s[0] < 224 or s[0] == 224) and (b[1] + s[1] < 224 or s[1] == 224)
+
+
+def test_sample_distorted_bounding_box_seeded_repeats_and_none_defaults():
+    bbox = np.array([[[0.2, 0.3, 0.6, 0.8]]], np.float32)
+    begin, size, boxes = tf.image.sample_distorted_bounding_box(
+        [40, 60, 3], bbox, seed=3, min_object_covered=0.5, area_range=(0.2, 1.0))
+    runs = []
+    for _ in range(2):
+        with tf.Session() as sess:
+            runs.append([sess.run([begin, size, boxes]) for _ in range(3)])
+    for a, b in zip(*runs):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+    # TF1's wrapper passes None on as the kernel's defaults.
+    begin, size, _ = tf.image.sample_distorted_bounding_box(
+        [10, 10, 3], bbox, aspect_ratio_range=None, area_range=None, max_attempts=None,
+        use_image_if_no_bounding_boxes=None)
+    b, s = run(begin, size)
+    assert b[2] == 0 and s[2] == -1 and b[0] + s[0] <= 10 and b[1] + s[1] <= 10
