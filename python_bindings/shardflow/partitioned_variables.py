@@ -184,7 +184,7 @@ def _convert(value, dtype=None, name=None, as_ref=False):
 
 def create_partitioned_variable(make_part, name, shape, dtype, partitioner, initializer):
     """The PartitionedVariable `name` of `shape`, its parts made by make_part(part_name,
-    part_shape, part_initializer)."""
+    part_shape, part_initializer, part_offset)."""
     dims = _dims(shape)
     parts = list(partitioner(dims, dtypes.as_dtype(dtype)))
     if len(parts) != len(dims) or any(int(p) < 1 for p in parts):
@@ -213,9 +213,10 @@ def create_partitioned_variable(make_part, name, shape, dtype, partitioner, init
             part_init = np.ascontiguousarray(full[tuple(index)])
         else:
             part_init = initializer
-        part = make_part("%s/part_%d" % (name.rsplit("/", 1)[-1], i), part_shape, part_init)
         offsets = [0] * len(dims)
         offsets[axis] = offset
+        part = make_part("%s/part_%d" % (name.rsplit("/", 1)[-1], i), part_shape, part_init,
+                         offsets)
         part._set_save_slice_info(part.SaveSliceInfo(name, dims, offsets, part_shape))
         variables.append(part)
         offset += size

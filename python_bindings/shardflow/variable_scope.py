@@ -214,8 +214,10 @@ def _constrained(variable, constraint):
 
 
 def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
-                  trainable=True, collections=None, partitioner=None, _part=False):
-    """get_variable's work; `_part`: a part of a partitioned variable (never partitioned)."""
+                  trainable=True, collections=None, partitioner=None, _part=False,
+                  _partition_info=None):
+    """get_variable's work; `_part`: a part of a partitioned variable (never partitioned),
+    `_partition_info` (a _PartitionInfo) where it lies in the whole, for its initializer."""
     from shardflow.variables import Variable
     g = get_default_graph()
     scope = _stack(g)[-1]
@@ -223,7 +225,8 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         dtype = scope.dtype
     if partitioner is None and not _part:
         partitioner = scope.partitioner
-    if partitioner is not None and not _part:
+    if partitioner is not None and not _part and not (shape is not None and
+                                                     len(shape) == 0):   # TF1: no scalars
         return _get_partitioned(name, shape, dtype, initializer, regularizer, trainable,
                                 collections, partitioner)
     full = scope.name + "/" + name if scope.name else name
@@ -241,6 +244,9 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         if shape is not None and v.shape.as_list() != list(shape):
             raise ValueError("Trying to share variable %s, but specified shape %s and found "
                              "shape %s." % (full, list(shape), v.shape.as_list()))
+        if dtype is not None and dtypes.as_dtype(dtype) != v.dtype:
+            raise ValueError("Trying to share variable %s, but specified dtype %s and found "
+                             "dtype %s." % (full, dtypes.as_dtype(dtype).name, v.dtype.name))
         return v
     if scope.reuse is True:
         raise ValueError("Variable %s does not exist, or was not created with get_variable(). "
@@ -260,13 +266,16 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
                 dtypes.as_dtype(_constant_dtype(initializer))
     if init is None:
         init = glorot_uniform_initializer() if dt.is_floating else zeros_initializer()
+    if isinstance(init, type):   # initializer=sf.zeros_initializer: TF1 makes one
+        init = init()
     if callable(init) and not hasattr(init, "shape"):
         if shape is None:
             raise ValueError("get_variable('%s') needs a shape to use its initializer" % full)
         prefix = scope.name + "/" if scope.name else None
+        dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
         # As TF1's init_scope: the initial value depends on no control_dependencies around.
         with g.as_default(), g.control_dependencies(None), g.name_scope(prefix):
-            value = init(list(shape), dt)
+            value = _call_initializer(init, dims, dt, _partition_info)
     elif isinstance(init, Tensor):
         from shardflow import ops
         value = init if init.dtype == dt else ops.cast(init, dt)
@@ -284,6 +293,23 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         from shardflow.regularizers import add_regularization_loss
         add_regularization_loss(v, regularizer)
     return v
+
+
+def _call_initializer(init, shape, dtype, partition_info):
+    """init(shape, dtype), with partition_info=... for a part of a partitioned variable, as
+    TF1 calls initializers, when `init` takes it (a function of (shape, dtype) still works)."""
+    if partition_info is not None and _takes_partition_info(init):
+        return init(shape, dtype, partition_info=partition_info)
+    return init(shape, dtype)
+
+
+def _takes_partition_info(function):
+    import inspect
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "partition_info" or p.kind == p.VAR_KEYWORD for p in parameters)
 
 
 def _constant_dtype(value):
@@ -321,71 +347,145 @@ def _get_partitioned(name, shape, dtype, initializer, regularizer, trainable, co
     dt = dtypes.as_dtype(dtype or dtypes.float32)
     prefix = name.rsplit("/", 1)[0] + "/" if "/" in name else ""
 
-    def make_part(part_name, part_shape, part_init):
+    def make_part(part_name, part_shape, part_init, part_offset):
         return _get_variable(prefix + part_name, shape=part_shape, dtype=dt,
                              initializer=part_init, regularizer=regularizer,
-                             trainable=trainable, collections=collections, _part=True)
+                             trainable=trainable, collections=collections, _part=True,
+                             _partition_info=_PartitionInfo(shape, part_offset))
     # The parts live under the variable's own name: "<scope>/<name>/part_<i>".
     pv = create_partitioned_variable(make_part, full, shape, dt, partitioner, initializer)
     partitioned[full] = pv
     return pv
 
 
-# ---- initializers: callables (shape, dtype) -> tensor, as TF1's ------------------------------
+# ---- initializers: TF1's init_ops classes ------------------------------------------------
 
 
-def _initializer(build):
-    def make(*args, **kwargs):
-        def init(shape, dtype=dtypes.float32, partition_info=None):
-            return build(list(shape), dtypes.as_dtype(dtype), *args, **kwargs)
-        return init
-    return make
+class _PartitionInfo:
+    """What get_variable tells the initializer of one part of a partitioned variable (TF1's
+    _PartitionInfo): the whole's shape and the part's offset in it. Fan-scaled initializers
+    (Glorot, variance scaling) scale by the whole's shape, as TF1's."""
+
+    def __init__(self, full_shape, var_offset):
+        if hasattr(full_shape, "as_list"):
+            full_shape = full_shape.as_list()
+        self.full_shape = [int(d) for d in full_shape]
+        self.var_offset = [int(d) for d in var_offset]
+
+    def single_offset(self, shape):
+        """The offset along the one split dimension."""
+        axis = self.single_slice_dim(shape)
+        return 0 if axis is None else self.var_offset[axis]
+
+    def single_slice_dim(self, shape):
+        """The dimension along which the part is a slice (None when it is the whole)."""
+        for i, (d, full) in enumerate(zip(shape, self.full_shape)):
+            if int(d) != full:
+                return i
+        return None
 
 
-@_initializer
-def zeros_initializer(shape, dtype):
-    from shardflow import ops
-    return ops.zeros(shape, dtype=dtype)
+class _Initializer:
+    """TF1's init_ops.Initializer: made with its options and a default dtype, called as
+    ``init(shape, dtype=None, partition_info=None)`` for the initial value (a tensor).
+    get_variable also takes the class itself (``initializer=sf.zeros_initializer``)."""
+
+    def __init__(self, dtype=dtypes.float32):
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
+        return self._build([int(d) for d in dims], dtypes.as_dtype(dtype or self.dtype),
+                           partition_info)
+
+    def _build(self, shape, dtype, partition_info):
+        raise NotImplementedError
+
+    def get_config(self):
+        return {k: (v.name if isinstance(v, dtypes.DType) else v)
+                for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
 
 
-@_initializer
-def ones_initializer(shape, dtype):
-    from shardflow import ops
-    return ops.ones(shape, dtype=dtype)
+class Zeros(_Initializer):
+    """TF1's tf.zeros_initializer."""
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        return ops.zeros(shape, dtype=dtype)
 
 
-@_initializer
-def constant_initializer(shape, dtype, value=0):
-    from shardflow import ops
-    value = np.asarray(value, dtype.as_numpy_dtype)
-    if value.size == 1:   # a large shape is a Fill (ops.constant), not every element
-        return ops.constant(value.reshape(()), dtype=dtype, shape=shape)
-    n = int(np.prod(shape))
-    if 0 < value.size <= n:
-        # TF1's: the values in order, the last one repeated to fill the shape.
-        flat = np.concatenate([value.ravel(), np.repeat(value.ravel()[-1:], n - value.size)])
-        return ops.constant(flat.reshape(shape))
-    raise ValueError("constant_initializer: %d values do not fit shape %s (at most %d)"
-                     % (value.size, list(shape), n))
+class Ones(_Initializer):
+    """TF1's tf.ones_initializer."""
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        return ops.ones(shape, dtype=dtype)
 
 
-@_initializer
-def truncated_normal_initializer(shape, dtype, mean=0.0, stddev=1.0, seed=None):
-    from shardflow import ops
-    return ops.truncated_normal(shape, mean=mean, stddev=stddev, dtype=dtype, seed=seed)
+class Constant(_Initializer):
+    """TF1's tf.constant_initializer: `value` (a scalar fills the shape; a list gives the
+    values in order, the last one repeated to fill it, unless verify_shape)."""
+
+    def __init__(self, value=0, dtype=dtypes.float32, verify_shape=False):
+        super().__init__(dtype)
+        self.value = value
+        self.verify_shape = bool(verify_shape)
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        value = np.asarray(self.value, dtype.as_numpy_dtype)
+        if self.verify_shape and list(value.shape) != list(shape):
+            raise TypeError("constant_initializer: expected a value of shape %s, got %s "
+                            "(verify_shape=True)" % (list(shape), list(value.shape)))
+        if value.size == 1:   # a large shape is a Fill (ops.constant), not every element
+            return ops.constant(value.reshape(()), dtype=dtype, shape=shape)
+        n = int(np.prod(shape))
+        if 0 < value.size <= n:
+            # TF1's: the values in order, the last one repeated to fill the shape.
+            flat = np.concatenate([value.ravel(),
+                                   np.repeat(value.ravel()[-1:], n - value.size)])
+            return ops.constant(flat.reshape(shape))
+        raise ValueError("constant_initializer: %d values do not fit shape %s (at most %d)"
+                         % (value.size, list(shape), n))
 
 
-@_initializer
-def random_normal_initializer(shape, dtype, mean=0.0, stddev=1.0, seed=None):
-    from shardflow import ops
-    return ops.random_normal(shape, mean=mean, stddev=stddev, dtype=dtype, seed=seed)
+class RandomUniform(_Initializer):
+    """TF1's tf.random_uniform_initializer: uniform in [minval, maxval) (maxval None: 1)."""
+
+    def __init__(self, minval=0, maxval=None, seed=None, dtype=dtypes.float32):
+        super().__init__(dtype)
+        self.minval, self.maxval, self.seed = minval, maxval, seed
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        return ops.random_uniform(shape, self.minval, 1.0 if self.maxval is None else
+                                  self.maxval, dtype=dtype, seed=self.seed)
 
 
-@_initializer
-def random_uniform_initializer(shape, dtype, minval=0.0, maxval=None, seed=None):
-    from shardflow import ops
-    return ops.random_uniform(shape, minval, 1.0 if maxval is None else maxval, dtype=dtype,
-                              seed=seed)
+class RandomNormal(_Initializer):
+    """TF1's tf.random_normal_initializer."""
+
+    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=dtypes.float32):
+        super().__init__(dtype)
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        return ops.random_normal(shape, mean=self.mean, stddev=self.stddev, dtype=dtype,
+                                 seed=self.seed)
+
+
+class TruncatedNormal(RandomNormal):
+    """TF1's tf.truncated_normal_initializer: normal, redrawn beyond two stddevs."""
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        return ops.truncated_normal(shape, mean=self.mean, stddev=self.stddev, dtype=dtype,
+                                    seed=self.seed)
 
 
 def _fans(shape):
@@ -395,57 +495,102 @@ def _fans(shape):
     return shape[-2] * receptive, shape[-1] * receptive
 
 
-@_initializer
-def glorot_uniform_initializer(shape, dtype, seed=None):
-    from shardflow import ops
-    fan_in, fan_out = _fans(shape)
-    limit = float(np.sqrt(6.0 / (fan_in + fan_out)))
-    return ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=seed)
+# scipy.stats.truncnorm.std(a=-2, b=2): a normal cut at two stddevs has this stddev.
+_TRUNCATED_STDDEV = 0.87962566103423978
 
 
-@_initializer
-def glorot_normal_initializer(shape, dtype, seed=None):
-    from shardflow import ops
-    fan_in, fan_out = _fans(shape)
-    return ops.truncated_normal(shape, stddev=float(np.sqrt(2.0 / (fan_in + fan_out))),
-                                dtype=dtype, seed=seed)
+class VarianceScaling(_Initializer):
+    """TF1's tf.variance_scaling_initializer: variance scale / n, n the fan in, out or their
+    mean ("fan_avg") of the shape (of the whole, for a part of a partitioned variable);
+    "truncated_normal" (or "normal") draws a truncated normal whose stddev after truncation is
+    sqrt(scale / n), "untruncated_normal" a normal, "uniform" uniform in +-sqrt(3 scale / n)."""
+
+    def __init__(self, scale=1.0, mode="fan_in", distribution="truncated_normal", seed=None,
+                 dtype=dtypes.float32):
+        if scale <= 0.0:
+            raise ValueError("`scale` must be positive float.")
+        if mode not in ("fan_in", "fan_out", "fan_avg"):
+            raise ValueError("Invalid `mode` argument: %r" % (mode,))
+        distribution = distribution.lower()
+        if distribution not in ("normal", "uniform", "truncated_normal", "untruncated_normal"):
+            raise ValueError("Invalid `distribution` argument: %r" % (distribution,))
+        super().__init__(dtype)
+        self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        fan_in, fan_out = _fans(partition_info.full_shape if partition_info is not None
+                                else shape)
+        n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[
+            self.mode]
+        scale = float(self.scale) / max(1.0, n)
+        if self.distribution in ("normal", "truncated_normal"):
+            return ops.truncated_normal(shape, stddev=float(np.sqrt(scale)) / _TRUNCATED_STDDEV,
+                                        dtype=dtype, seed=self.seed)
+        if self.distribution == "untruncated_normal":
+            return ops.random_normal(shape, stddev=float(np.sqrt(scale)), dtype=dtype,
+                                     seed=self.seed)
+        limit = float(np.sqrt(3.0 * scale))
+        return ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
 
 
-@_initializer
-def variance_scaling_initializer(shape, dtype, scale=1.0, mode="fan_in",
-                                 distribution="truncated_normal", seed=None):
-    from shardflow import ops
-    fan_in, fan_out = _fans(shape)
-    n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[mode]
-    if distribution in ("uniform",):
-        limit = float(np.sqrt(3.0 * scale / n))
-        return ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=seed)
-    stddev = float(np.sqrt(scale / n)) / (0.87962566103423978
-                                          if distribution == "truncated_normal" else 1.0)
-    return ops.truncated_normal(shape, stddev=stddev, dtype=dtype, seed=seed)
+class GlorotUniform(VarianceScaling):
+    """TF1's tf.glorot_uniform_initializer: uniform in +-sqrt(6 / (fan_in + fan_out))."""
+
+    def __init__(self, seed=None, dtype=dtypes.float32):
+        super().__init__(1.0, "fan_avg", "uniform", seed, dtype)
+
+    def get_config(self):
+        return {"seed": self.seed, "dtype": self.dtype.name}
 
 
-@_initializer
-def orthogonal_initializer(shape, dtype, gain=1.0, seed=None):
+class GlorotNormal(VarianceScaling):
+    """TF1's tf.glorot_normal_initializer: a truncated normal of stddev (after truncation)
+    sqrt(2 / (fan_in + fan_out))."""
+
+    def __init__(self, seed=None, dtype=dtypes.float32):
+        super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
+
+    def get_config(self):
+        return {"seed": self.seed, "dtype": self.dtype.name}
+
+
+class Orthogonal(_Initializer):
     """TF1's tf.orthogonal_initializer (tf.initializers.orthogonal): a random orthogonal
     matrix times `gain`; a shape of rank > 2 is [..., n] flattened to [prod(...), n], whose
     rows (or columns, if fewer) are orthonormal. The matrix is drawn with NumPy (QR of a
     normal matrix, signs fixed as TF does) when the graph is built, from `seed` when given,
     and kept in the graph as a constant: every run of the initializer gives the same value."""
-    from shardflow import ops
-    if len(shape) < 2:
-        raise ValueError("orthogonal_initializer needs a shape of rank >= 2, got %r" % (shape,))
-    if not dtype.is_floating:
-        raise TypeError("orthogonal_initializer: dtype must be floating, not %s" % dtype.name)
-    rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
-    rng = np.random.RandomState(seed)
-    a = rng.normal(size=(max(rows, cols), min(rows, cols)))
-    q, r = np.linalg.qr(a)
-    q *= np.sign(np.diag(r))
-    if rows < cols:
-        q = q.T
-    value = (float(gain) * q).reshape(shape).astype(dtype.as_numpy_dtype)
-    return ops.constant(value)
+
+    def __init__(self, gain=1.0, seed=None, dtype=dtypes.float32):
+        super().__init__(dtype)
+        self.gain, self.seed = gain, seed
+
+    def _build(self, shape, dtype, partition_info):
+        from shardflow import ops
+        if len(shape) < 2:
+            raise ValueError("orthogonal_initializer needs a shape of rank >= 2, got %r"
+                             % (shape,))
+        if not dtype.is_floating:
+            raise TypeError("orthogonal_initializer: dtype must be floating, not %s"
+                            % dtype.name)
+        rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
+        rng = np.random.RandomState(self.seed)
+        a = rng.normal(size=(max(rows, cols), min(rows, cols)))
+        q, r = np.linalg.qr(a)
+        q *= np.sign(np.diag(r))
+        if rows < cols:
+            q = q.T
+        value = (float(self.gain) * q).reshape(shape).astype(dtype.as_numpy_dtype)
+        return ops.constant(value)
+
+
+# TF1's names (tf.zeros_initializer and the others are these classes).
+zeros_initializer, ones_initializer, constant_initializer = Zeros, Ones, Constant
+random_uniform_initializer, random_normal_initializer = RandomUniform, RandomNormal
+truncated_normal_initializer, variance_scaling_initializer = TruncatedNormal, VarianceScaling
+glorot_uniform_initializer, glorot_normal_initializer = GlorotUniform, GlorotNormal
+orthogonal_initializer = Orthogonal
 
 
 __all__ = [

@@ -18,31 +18,56 @@ from shardflow.framework import (GraphKeys, Tensor, _FuncGraph, _TensorOperators
 
 
 class Initializer:
-    """An initial value computed in the graph from a shape and dtype (see sf.initializers)."""
+    """An initial value computed in the graph from a shape and dtype (see sf.initializers).
+    Called as TF1's initializers: ``init(shape, dtype=None, partition_info=None)``; `dtype`
+    defaults to the one it was made with."""
 
-    def __init__(self, kind, seed=0, value=0.0):
+    # The variance-scaling form of the fan-scaled kinds: (scale, mode, distribution).
+    _SCALING = {"glorot_uniform": (1.0, "fan_avg", "uniform"),
+                "glorot_normal": (1.0, "fan_avg", "truncated_normal"),
+                "he_uniform": (2.0, "fan_in", "uniform"),
+                "he_normal": (2.0, "fan_in", "truncated_normal")}
+
+    def __init__(self, kind, seed=0, value=0.0, dtype=dtypes.float32, mean=0.0):
         self.kind = kind
-        self.seed = int(seed)
-        self.value = float(value)
+        self.seed = int(seed or 0)
+        array = np.asarray(value)
+        # A list of values (tf.initializers.constant([1, 2, 3])) is built in Python.
+        self.value = float(value) if array.size == 1 and array.dtype.kind in "biuf" else value
+        self.dtype = dtypes.as_dtype(dtype)
+        self.mean = float(mean)
 
-    def __call__(self, shape, dtype=dtypes.float32, name=None):
+    def __call__(self, shape, dtype=None, name=None, partition_info=None):
+        from shardflow import ops
         from shardflow.ops import _op_seed
+        from shardflow.variable_scope import Constant, VarianceScaling
         g = get_default_graph()
+        dtype = dtypes.as_dtype(dtype or self.dtype)
+        if self.kind == "constant" and not isinstance(self.value, float):
+            with g.name_scope(name or self.kind):
+                return Constant(self.value)(shape, dtype)
+        if partition_info is not None and self.kind in self._SCALING:
+            # A part of a partitioned variable: scaled by the whole's fans, as TF1's.
+            scaling = VarianceScaling(*self._SCALING[self.kind], seed=self.seed or None)
+            with g.name_scope(name or self.kind):
+                return scaling(shape, dtype, partition_info=partition_info)
         # Without a seed of its own, one derived from the graph's (tf.set_random_seed), as
         # every random op: the same program starts from the same weights.
         seed = self.seed if self.kind in ("zeros", "constant") else _op_seed(self.seed)
         with g.name_scope(name or self.kind):
-            ref = g._handle.initializer(self.kind, _plain_dims(shape), seed,
-                                        dtypes.as_dtype(dtype)._enum, self.value, g._ctx())
-        op = g.get_operation_by_name(ref.node)
-        return op.outputs[ref.index]
+            ref = g._handle.initializer(self.kind, _plain_dims(shape), seed, dtype._enum,
+                                        self.value, g._ctx())
+            value = g.get_operation_by_name(ref.node).outputs[ref.index]
+            if self.mean:
+                value = ops.add(value, ops.constant(self.mean, dtype=dtype))
+        return value
 
     def __repr__(self):
         return "sf.initializers.%s(seed=%d)" % (self.kind, self.seed)
 
 
 class initializers:  # noqa: N801 (a namespace, spelled like TensorFlow's module)
-    """Initial values for variables and layers.
+    """Initial values for variables and layers, with TF 1.15's tf.initializers signatures.
 
     Example::
 
@@ -50,32 +75,36 @@ class initializers:  # noqa: N801 (a namespace, spelled like TensorFlow's module
     """
 
     @staticmethod
-    def zeros():
-        return Initializer("zeros")
+    def zeros(dtype=dtypes.float32):
+        return Initializer("zeros", dtype=dtype)
 
     @staticmethod
-    def constant(value):
-        return Initializer("constant", value=value)
+    def constant(value=0, dtype=dtypes.float32, verify_shape=False):
+        if verify_shape:
+            from shardflow.variable_scope import Constant
+            return Constant(value, dtype=dtype, verify_shape=True)
+        return Initializer("constant", value=value, dtype=dtype)
 
     @staticmethod
-    def glorot_uniform(seed=0):
-        return Initializer("glorot_uniform", seed)
+    def glorot_uniform(seed=None, dtype=dtypes.float32):
+        return Initializer("glorot_uniform", seed, dtype=dtype)
 
     @staticmethod
-    def glorot_normal(seed=0):
-        return Initializer("glorot_normal", seed)
+    def glorot_normal(seed=None, dtype=dtypes.float32):
+        return Initializer("glorot_normal", seed, dtype=dtype)
 
     @staticmethod
-    def he_uniform(seed=0):
+    def he_uniform(seed=None):
         return Initializer("he_uniform", seed)
 
     @staticmethod
-    def he_normal(seed=0):
+    def he_normal(seed=None):
         return Initializer("he_normal", seed)
 
     @staticmethod
-    def truncated_normal(stddev=1.0, seed=0):
-        return Initializer("truncated_normal", seed, value=stddev)
+    def truncated_normal(mean=0.0, stddev=1.0, seed=None, dtype=dtypes.float32):
+        """TF1's argument order: mean first (tf.initializers.truncated_normal(0.0, 0.02))."""
+        return Initializer("truncated_normal", seed, value=stddev, dtype=dtype, mean=mean)
 
     @staticmethod
     def orthogonal(gain=1.0, seed=None, dtype=dtypes.float32):
@@ -314,6 +343,75 @@ class Variable(_TensorOperators):
         from shardflow.ops import _out
         with self.graph._device_scope(self._device):
             return _out("VarIsInitializedOp", [self.handle], None, name)
+
+    @property
+    def initial_value(self):
+        """The tensor the initializer assigns."""
+        return self.initializer.inputs[1]
+
+    def initialized_value(self):
+        """The value once the variable is initialized, else its initial value, as TF1's (to
+        start one variable from another: ``tf.Variable(w.initialized_value() * 2.0)``; both
+        initializers can run in one global_variables_initializer run)."""
+        from shardflow.control_flow import cond
+        from shardflow.core_extras import init_scope
+        with init_scope():
+            return cond(self.is_initialized(), self._new_read, lambda: self.initial_value)
+
+    def count_up_to(self, limit):
+        """tf.count_up_to(self, limit): the value before an atomic increment (OutOfRange at
+        `limit`)."""
+        from shardflow.state_composites import count_up_to
+        return count_up_to(self, limit)
+
+    def sparse_read(self, indices, name=None):
+        """The rows `indices` of the variable (tf.gather of its value)."""
+        from shardflow.array_ops import gather
+        return gather(self.value(), indices, name=name)
+
+    def gather_nd(self, indices, name=None):
+        from shardflow.array_ops import gather_nd
+        return gather_nd(self.value(), indices, name=name)
+
+    def _scatter(self, what, *args, **kwargs):
+        import shardflow.state_composites as state
+        return getattr(state, what)(self, *args, **kwargs)
+
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """self[sparse_delta.indices] += sparse_delta.values (an IndexedSlices)."""
+        return self._scatter("scatter_add", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_sub", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_update", sparse_delta.indices, sparse_delta.values,
+                             name=name)
+
+    def scatter_mul(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_mul", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_div(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_div", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_max(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_max", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_min(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_min", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def batch_scatter_update(self, sparse_delta, use_locking=True, name=None):
+        return self._scatter("batch_scatter_update", sparse_delta.indices, sparse_delta.values,
+                             name=name)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        return self._scatter("scatter_nd_add", indices, updates, name=name)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        return self._scatter("scatter_nd_sub", indices, updates, name=name)
+
+    def scatter_nd_update(self, indices, updates, name=None):
+        return self._scatter("scatter_nd_update", indices, updates, name=name)
 
     def eval(self, session=None):
         """The current value (runs the read in `session` or the default session)."""

@@ -1,0 +1,124 @@
+"""TF 1.15 fidelity of variable scopes, initializers, partitioned variables, the Saver, meta
+graphs and checkpoint utilities (shardflow/variable_scope.py, variables.py,
+partitioned_variables.py, saver.py, meta_graph.py, checkpoint_utils.py): programs as TF1 users
+write them, checked against TF 1.15's documented values."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    tf.reset_default_graph()
+
+
+def _values(*variables):
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run([tf.convert_to_tensor(v) for v in variables])
+
+
+# ---- initializers ---------------------------------------------------------------------------
+
+
+def test_initializer_constructors_take_tf1_dtype_arguments():
+    # TF1's init_ops classes all take dtype (and Constant verify_shape); these raised TypeError.
+    a = tf.get_variable("a", [3], initializer=tf.zeros_initializer(dtype=tf.float32))
+    b = tf.get_variable("b", [3], initializer=tf.ones_initializer(dtype=tf.float32))
+    c = tf.get_variable("c", [3], initializer=tf.constant_initializer(0.5, dtype=tf.float32,
+                                                                      verify_shape=False))
+    d = tf.get_variable("d", [3], initializer=tf.truncated_normal_initializer(
+        stddev=0.02, dtype=tf.float32))
+    e = tf.get_variable("e", [3], initializer=tf.random_uniform_initializer(-1, 1,
+                                                                            dtype=tf.float32))
+    f = tf.get_variable("f", [3], initializer=tf.glorot_uniform_initializer(dtype=tf.float32))
+    g = tf.get_variable("g", [3], initializer=tf.variance_scaling_initializer(2.0,
+                                                                              dtype=tf.float32))
+    h = tf.get_variable("h", [2], dtype=tf.int32, initializer=tf.zeros_initializer)
+    va, vb, vc, vd, ve, _, _, vh = _values(a, b, c, d, e, f, g, h)
+    np.testing.assert_array_equal(va, [0, 0, 0])
+    np.testing.assert_array_equal(vb, [1, 1, 1])
+    np.testing.assert_array_equal(vc, [0.5, 0.5, 0.5])
+    assert np.abs(vd).max() <= 0.04 and np.abs(ve).max() <= 1.0
+    assert vh.dtype == np.int32 and list(vh) == [0, 0]
+
+
+def test_initializer_class_itself_as_initializer():
+    # TF1 instantiates an initializer class given as it is (initializer=tf.ones_initializer).
+    v = tf.get_variable("v", [2, 2], initializer=tf.ones_initializer)
+    with tf.variable_scope("s", initializer=tf.zeros_initializer):
+        w = tf.get_variable("w", [2])
+    vv, vw = _values(v, w)
+    np.testing.assert_array_equal(vv, np.ones([2, 2]))
+    np.testing.assert_array_equal(vw, [0, 0])
+
+
+def test_variance_scaling_distributions_as_tf1():
+    # fan_in 1000: "untruncated_normal" is a normal of stddev sqrt(1/1000); "normal" is TF1's
+    # alias of "truncated_normal", whose stddev *after* truncation is sqrt(1/1000). Shardflow
+    # drew a truncated normal of stddev sqrt(1/1000) for both (12% too narrow).
+    tf.set_random_seed(3)
+    want = np.sqrt(1.0 / 1000)
+    un = tf.get_variable("un", [1000, 400], initializer=tf.variance_scaling_initializer(
+        1.0, distribution="untruncated_normal"))
+    tr = tf.get_variable("tr", [1000, 400], initializer=tf.variance_scaling_initializer(
+        1.0, distribution="normal"))
+    gn = tf.get_variable("gn", [600, 400], initializer=tf.glorot_normal_initializer())
+    vun, vtr, vgn = _values(un, tr, gn)
+    assert abs(vun.std() / want - 1) < 0.02
+    assert np.abs(vun).max() > 3.5 * want            # not truncated
+    assert abs(vtr.std() / want - 1) < 0.02
+    assert np.abs(vtr).max() <= 2 * want / 0.87962566103423978 + 1e-6
+    assert abs(vgn.std() / np.sqrt(2.0 / 1000) - 1) < 0.02
+    with pytest.raises(ValueError, match="distribution"):
+        tf.variance_scaling_initializer(distribution="gaussian")
+
+
+def test_tf_initializers_namespace_signatures():
+    # tf.initializers.truncated_normal(mean, stddev): its first argument is the mean (the
+    # call below made an all-zero variable: stddev 0.0).
+    tf.set_random_seed(1)
+    a = tf.get_variable("a", [200, 200], initializer=tf.initializers.truncated_normal(0.0, 0.1))
+    b = tf.get_variable("b", [200, 200],
+                        initializer=tf.initializers.truncated_normal(mean=1.0, stddev=0.1))
+    c = tf.get_variable("c", [4], initializer=tf.initializers.constant([1., 2., 3.]))
+    d = tf.get_variable("d", [2], dtype=tf.int32,
+                        initializer=tf.initializers.zeros(dtype=tf.int32))
+    e = tf.get_variable("e", [20, 30], initializer=tf.initializers.glorot_uniform(seed=None))
+    va, vb, vc, vd, ve = _values(a, b, c, d, e)
+    assert abs(va.std() / (0.1 * 0.87962566103423978) - 1) < 0.03
+    assert abs(vb.mean() - 1.0) < 0.01 and np.abs(vb - 1.0).max() <= 0.2 + 1e-6
+    np.testing.assert_array_equal(vc, [1, 2, 3, 3])
+    np.testing.assert_array_equal(vd, [0, 0])
+    assert np.abs(ve).max() <= np.sqrt(6.0 / 50) + 1e-6
+
+
+def test_partitioned_variable_initializers_scale_by_the_whole_shape():
+    # TF1 passes partition_info to each part's initializer: Glorot / He scale by the fans of
+    # the whole [1000, 10], not of a [100, 10] part (limit sqrt(6/1010), not sqrt(6/110)).
+    tf.set_random_seed(5)
+    with tf.variable_scope("p", partitioner=tf.fixed_size_partitioner(10)):
+        default = tf.get_variable("default", [1000, 10])
+        glorot = tf.get_variable("glorot", [1000, 10],
+                                 initializer=tf.initializers.glorot_uniform())
+        he = tf.get_variable("he", [1000, 10], initializer=tf.initializers.he_normal())
+        scalar = tf.get_variable("scalar", [])     # TF1 does not partition a scalar
+    assert isinstance(scalar, tf.Variable) and scalar.name == "p/scalar:0"
+    vd, vg, vh = _values(default, glorot, he)
+    limit = np.sqrt(6.0 / 1010)
+    for v in (vd, vg):
+        assert limit * 0.95 < np.abs(v).max() <= limit + 1e-6
+    assert abs(vh.std() / np.sqrt(2.0 / 1000) - 1) < 0.05
+
+
+# ---- get_variable sharing ---------------------------------------------------------------------
+
+
+def test_reusing_with_another_dtype_is_an_error():
+    with tf.variable_scope("s"):
+        tf.get_variable("v", [2], dtype=tf.float32)
+    with tf.variable_scope("s", reuse=True):
+        with pytest.raises(ValueError, match="specified dtype int32 and found dtype float32"):
+            tf.get_variable("v", [2], dtype=tf.int32)
+        assert tf.get_variable("v", [2]).name == "s/v:0"
