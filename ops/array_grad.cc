@@ -256,6 +256,7 @@ REGISTER_NO_GRADIENT("StatelessRandomNormal");
 REGISTER_NO_GRADIENT("StatelessTruncatedNormal");
 REGISTER_NO_GRADIENT("VarHandleOp");
 REGISTER_NO_GRADIENT("VarIsInitializedOp");
+REGISTER_NO_GRADIENT("ResourceCountUpTo");
 
 }  // namespace
 }  // namespace shardflow

@@ -70,6 +70,17 @@ REGISTER_OP("AssignAddVariableOp")
     .SetShapeFn(HandleIsScalar)
     .Doc("var += value.");
 
+REGISTER_OP("ResourceCountUpTo")
+    .Input("resource: string")
+    .Output("output: T")
+    .Attr("limit: int")
+    .Attr("T: {int32, int64}")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape)
+    .Doc(
+        "Increments the scalar variable and returns its value before; OutOfRange once that "
+        "value has reached `limit` (the variable is then left as it is).");
+
 REGISTER_OP("VarIsInitializedOp")
     .Input("resource: string")
     .Output("is_initialized: bool")

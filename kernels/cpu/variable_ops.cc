@@ -176,6 +176,48 @@ class AssignVariableOp : public OpKernel {
   }
 };
 
+// TF's count_up_to: an atomic "take the next number below `limit`" (old input producers).
+class ResourceCountUpTo : public OpKernel {
+ public:
+  explicit ResourceCountUpTo(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("limit", &limit_));
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    auto var = LookupVariable(ctx, 0);
+    OP_REQUIRES_OK(ctx, var.status());
+    const std::string& name = ctx->input(0).data<std::string>()[0];
+    absl::MutexLock lock((*var)->mu());
+    OP_REQUIRES(ctx, (*var)->initialized(),
+                absl::FailedPreconditionError(UninitializedMessage(name)));
+    OP_REQUIRES(ctx, (*var)->dtype() == output_type(0) && (*var)->value().NumElements() == 1,
+                absl::InvalidArgumentError(
+                    absl::StrCat("count_up_to needs a scalar ", DataTypeString(output_type(0)),
+                                 " variable; '", name, "' holds ", DataTypeString((*var)->dtype()),
+                                 " of shape ", (*var)->value().shape().DebugString())));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
+    Tensor* v = (*var)->mutable_value();
+    auto step = [&](auto* value, auto* old) {
+      *old = *value;
+      if (*old >= limit_) {
+        ctx->SetStatus(absl::OutOfRangeError(
+            absl::StrCat("Reached limit of ", limit_, " (variable '", name, "')")));
+        return;
+      }
+      *value = *old + 1;
+    };
+    if (output_type(0) == DT_INT32) {
+      step(v->data<int32_t>(), out->data<int32_t>());
+    } else {
+      step(v->data<int64_t>(), out->data<int64_t>());
+    }
+  }
+
+ private:
+  int64_t limit_ = 0;
+};
+
 class VarIsInitializedOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -198,6 +240,7 @@ REGISTER_KERNEL(KernelDef("ReadVariableOp").Device(kDeviceCpu), ReadVariableOp);
 REGISTER_KERNEL(KernelDef("AssignVariableOp").Device(kDeviceCpu), AssignVariableOp<false>);
 REGISTER_KERNEL(KernelDef("AssignAddVariableOp").Device(kDeviceCpu), AssignVariableOp<true>);
 REGISTER_KERNEL(KernelDef("VarIsInitializedOp").Device(kDeviceCpu), VarIsInitializedOp);
+REGISTER_KERNEL(KernelDef("ResourceCountUpTo").Device(kDeviceCpu), ResourceCountUpTo);
 // Handles, reads and assignments never touch a variable's values: the same kernels keep a GPU's
 // variables (in device memory, its resource manager), with the handles in host memory.
 // AssignAddVariableOp computes, so its GPU kernel is in kernels/gpu/.

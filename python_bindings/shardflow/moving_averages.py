@@ -146,7 +146,7 @@ class ExponentialMovingAverage:
         with g.as_default(), g.control_dependencies(None), _colocated(g, var), \
                 g.name_scope(var.op.name + "/"):
             if isinstance(var, Variable):
-                initial = var.initializer.inputs[1]
+                initial = var.initialized_value()   # as TF1: restored values carry over
             else:
                 initial = ops.zeros(var.shape.as_list(), dtype=var.dtype)
             shadow = Variable(initial, name=self._name, trainable=False)

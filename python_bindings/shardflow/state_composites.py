@@ -14,7 +14,8 @@ Example::
 
 The scatter updates are read-modify-write composites (a scatter-add of the updates into zeros of
 the variable's shape, then one assignment), so like TF1's they are not atomic across concurrent
-steps; scatter_update with an index repeated takes the sum of its rows (TF1: one of them).
+steps; scatter_update with an index repeated takes its last row (TF1: one of them), and
+scatter_nd_update the sum. tf.count_up_to is an atomic kernel (ResourceCountUpTo).
 """
 
 import contextlib
@@ -78,13 +79,94 @@ def scatter_sub(ref, indices, updates, use_locking=None, name=None):
 
 
 def scatter_update(ref, indices, updates, use_locking=None, name=None):
-    """ref[indices[i], ...] = updates[i, ...]; other rows keep their values."""
+    """ref[indices[i], ...] = updates[i, ...]; other rows keep their values (also inf or NaN
+    ones); an index given twice takes its last row."""
     ids, rows, n = _rows(ref, indices, updates, "scatter_update")
-    new_rows = unsorted_segment_sum(rows, ids, n)
-    hit = unsorted_segment_sum(ops.ones_like(ops.cast(ids, ref.dtype)), ids, n)
-    mask = ops.reshape(ops.greater(hit, 0), [-1] + [1] * (ref.shape.ndims - 1))
-    keep = ops.multiply(ref.value(), ops.cast(ops.logical_not(mask), ref.dtype))
-    return ref.assign(keep + new_rows, name=name)
+    from shardflow.array_ops import gather, where
+    from shardflow.segment_ops import unsorted_segment_max
+    from shardflow.array_ops import range as range_
+    position = range_(ops.shape(ids)[0])
+    last = unsorted_segment_max(position, ids, n)     # untouched rows: the lowest int32
+    hit = ops.greater_equal(last, 0)
+    return ref.assign(where(hit, gather(rows, ops.maximum(last, 0)), ref.value()), name=name)
+
+
+def scatter_mul(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i], ...] *= updates[i, ...] (an index given twice multiplies twice)."""
+    from shardflow.segment_ops import unsorted_segment_prod
+    ids, rows, n = _rows(ref, indices, updates, "scatter_mul")
+    return ref.assign(ops.multiply(ref.value(), unsorted_segment_prod(rows, ids, n)), name=name)
+
+
+def scatter_div(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i], ...] /= updates[i, ...]."""
+    from shardflow.segment_ops import unsorted_segment_prod
+    ids, rows, n = _rows(ref, indices, updates, "scatter_div")
+    return ref.assign(ops.divide(ref.value(), unsorted_segment_prod(rows, ids, n)), name=name)
+
+
+def _scatter_extreme(ref, indices, updates, name, what, segment_fn, pick):
+    from shardflow.array_ops import where
+    ids, rows, n = _rows(ref, indices, updates, what)
+    hit = ops.greater(unsorted_segment_sum(ops.ones_like(ids), ids, n), 0)
+    best = segment_fn(rows, ids, n)
+    return ref.assign(where(hit, pick(ref.value(), best), ref.value()), name=name)
+
+
+def scatter_max(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i], ...] = max(ref[indices[i], ...], updates[i, ...])."""
+    from shardflow.segment_ops import unsorted_segment_max
+    return _scatter_extreme(ref, indices, updates, name, "scatter_max", unsorted_segment_max,
+                            ops.maximum)
+
+
+def scatter_min(ref, indices, updates, use_locking=None, name=None):
+    """ref[indices[i], ...] = min(ref[indices[i], ...], updates[i, ...])."""
+    from shardflow.segment_ops import unsorted_segment_min
+    return _scatter_extreme(ref, indices, updates, name, "scatter_min", unsorted_segment_min,
+                            ops.minimum)
+
+
+def batch_scatter_update(ref, indices, updates, use_locking=True, name=None):
+    """TF1's tf.batch_scatter_update: ref[b, indices[b, j]] = updates[b, j] for a variable of
+    shape [B, N, ...], indices [B, J] and updates [B, J, ...]."""
+    ref = _var(ref, "batch_scatter_update")
+    dims = ref.shape.as_list()
+    if len(dims) < 2 or dims[0] is None or dims[1] is None:
+        raise ValueError("batch_scatter_update needs a variable of known shape [batch, n, ...], "
+                         "got %s" % ref.shape)
+    ids = ops.cast(convert_to_tensor(indices), dtypes.int32)
+    if ids.shape.ndims != 2:
+        raise ValueError("batch_scatter_update: indices must be [batch, count], got shape %s"
+                         % ids.shape)
+    from shardflow.array_ops import range as range_
+    flat = ops.add(ids, ops.reshape(range_(dims[0]) * dims[1], [-1, 1]))
+    updates = ops.reshape(ops.cast(convert_to_tensor(updates), ref.dtype), [-1] + dims[2:])
+    from shardflow.array_ops import gather, where
+    from shardflow.segment_ops import unsorted_segment_max
+    flat = ops.reshape(flat, [-1])
+    last = unsorted_segment_max(range_(ops.shape(flat)[0]), flat, dims[0] * dims[1])
+    hit = ops.greater_equal(last, 0)
+    value = ops.reshape(ref.value(), [-1] + dims[2:])
+    new = where(hit, gather(updates, ops.maximum(last, 0)), value)
+    return ref.assign(ops.reshape(new, dims), name=name)
+
+
+def count_up_to(ref, limit, name=None):
+    """TF1's tf.count_up_to: atomically increments the scalar int32/int64 variable `ref` and
+    returns its value before; once that value has reached `limit` the run fails with
+    OutOfRangeError (what ends a queue runner's loop) and `ref` stays as it is."""
+    ref = _var(ref, "count_up_to")
+    if ref.dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError("count_up_to needs an int32 or int64 variable, got %s (%s)"
+                        % (ref.name, ref.dtype.name))
+    if ref.shape.ndims not in (None, 0):
+        raise ValueError("count_up_to needs a scalar variable, got %s of shape %s"
+                         % (ref.name, ref.shape))
+    g = ref.graph
+    with g._device_scope(ref.device):
+        return ops._out("ResourceCountUpTo", [ref.handle], {"limit": int(limit),
+                                                             "T": ref.dtype._enum}, name)
 
 
 def _nd(ref, indices, updates, what):
@@ -110,11 +192,12 @@ def scatter_nd_sub(ref, indices, updates, use_locking=None, name=None):
 
 
 def scatter_nd_update(ref, indices, updates, use_locking=None, name=None):
-    """ref[indices[i]] = updates[i]; the other elements keep their values."""
+    """ref[indices[i]] = updates[i]; the other elements keep their values (also inf or NaN
+    ones)."""
+    from shardflow.array_ops import where
     ref, _, scatter = _nd(ref, indices, updates, "scatter_nd_update")
     hit = scatter(ops.ones_like(ops.cast(convert_to_tensor(updates), ref.dtype)))
-    keep = ops.multiply(ref.value(), ops.cast(ops.equal(hit, 0), ref.dtype))
-    return ref.assign(keep + scatter(updates), name=name)
+    return ref.assign(where(ops.not_equal(hit, 0), scatter(updates), ref.value()), name=name)
 
 
 def tuple(tensors, name=None, control_inputs=None):  # noqa: A001 (TF1's name)
@@ -280,8 +363,9 @@ def make_template(name_, func_, create_scope_now_=False, unique_name_=None,
     return template
 
 
-__all__ = ["add_check_numerics_ops", "assign", "assign_add", "assign_sub", "colocate_with",
-           "container", "get_collection_ref", "get_seed", "hessians", "identity_n",
-           "is_variable_initialized", "make_template", "model_variables",
-           "report_uninitialized_variables", "scatter_add", "scatter_nd_add", "scatter_nd_sub",
-           "scatter_nd_update", "scatter_sub", "scatter_update", "tuple"]
+__all__ = ["add_check_numerics_ops", "assign", "assign_add", "assign_sub",
+           "batch_scatter_update", "colocate_with", "container", "count_up_to",
+           "get_collection_ref", "get_seed", "hessians", "identity_n", "is_variable_initialized",
+           "make_template", "model_variables", "report_uninitialized_variables", "scatter_add",
+           "scatter_div", "scatter_max", "scatter_min", "scatter_mul", "scatter_nd_add",
+           "scatter_nd_sub", "scatter_nd_update", "scatter_sub", "scatter_update", "tuple"]

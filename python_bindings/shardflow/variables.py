@@ -412,6 +412,74 @@ class Variable(_TensorOperators):
 
     def scatter_nd_update(self, indices, updates, name=None):
         return self._scatter("scatter_nd_update", indices, updates, name=name)
+    @property
+    def initial_value(self):
+        """The tensor the initializer assigns."""
+        return self.initializer.inputs[1]
+
+    def initialized_value(self):
+        """The value once the variable is initialized, else its initial value, as TF1's (to
+        start one variable from another: ``tf.Variable(w.initialized_value() * 2.0)``; both
+        initializers can run in one global_variables_initializer run)."""
+        from shardflow.control_flow import cond
+        from shardflow.core_extras import init_scope
+        with init_scope():
+            return cond(self.is_initialized(), self._new_read, lambda: self.initial_value)
+
+    def count_up_to(self, limit):
+        """tf.count_up_to(self, limit): the value before an atomic increment (OutOfRange at
+        `limit`)."""
+        from shardflow.state_composites import count_up_to
+        return count_up_to(self, limit)
+
+    def sparse_read(self, indices, name=None):
+        """The rows `indices` of the variable (tf.gather of its value)."""
+        from shardflow.array_ops import gather
+        return gather(self.value(), indices, name=name)
+
+    def gather_nd(self, indices, name=None):
+        from shardflow.array_ops import gather_nd
+        return gather_nd(self.value(), indices, name=name)
+
+    def _scatter(self, what, *args, **kwargs):
+        import shardflow.state_composites as state
+        return getattr(state, what)(self, *args, **kwargs)
+
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """self[sparse_delta.indices] += sparse_delta.values (an IndexedSlices)."""
+        return self._scatter("scatter_add", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_sub", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_update(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_update", sparse_delta.indices, sparse_delta.values,
+                             name=name)
+
+    def scatter_mul(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_mul", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_div(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_div", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_max(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_max", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def scatter_min(self, sparse_delta, use_locking=False, name=None):
+        return self._scatter("scatter_min", sparse_delta.indices, sparse_delta.values, name=name)
+
+    def batch_scatter_update(self, sparse_delta, use_locking=True, name=None):
+        return self._scatter("batch_scatter_update", sparse_delta.indices, sparse_delta.values,
+                             name=name)
+
+    def scatter_nd_add(self, indices, updates, name=None):
+        return self._scatter("scatter_nd_add", indices, updates, name=name)
+
+    def scatter_nd_sub(self, indices, updates, name=None):
+        return self._scatter("scatter_nd_sub", indices, updates, name=name)
+
+    def scatter_nd_update(self, indices, updates, name=None):
+        return self._scatter("scatter_nd_update", indices, updates, name=name)
 
     def eval(self, session=None):
         """The current value (runs the read in `session` or the default session)."""

@@ -803,6 +803,19 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
       EXPECT_TRUE(r2.ok() && !(*r2)[0].scalar<bool>());
       return std::string("string handle (true and false cases)");
     };
+    m["ResourceCountUpTo"].custom = [=] {
+      for (DataType dt : {DT_INT32, DT_INT64}) {
+        Tensor h = make_var("conformance/count_" + DataTypeString(dt), dt, D({1}, {}));
+        Attrs attrs = {{"limit", MakeAttr(2)}, {"T", MakeAttr(dt)}};
+        auto first = RunOp("ResourceCountUpTo", {h}, attrs);
+        EXPECT_TRUE(first.ok()) << first.status();
+        if (first.ok()) expect_near(*CastTensor((*first)[0], DT_DOUBLE), {1}, "count_up_to");
+        auto limit = RunOp("ResourceCountUpTo", {h}, attrs);
+        EXPECT_EQ(limit.status().code(), absl::StatusCode::kOutOfRange) << limit.status();
+        expect_near(read_var(h, dt), {2}, "count_up_to at its limit");
+      }
+      return std::string("int32 int64 (increments, then OutOfRange at the limit)");
+    };
     m["ResourceApplyGradientDescent"].custom = [=] {
       for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
         Tensor h = make_var("conformance/sgd_" + DataTypeString(dt), dt, D({1, 2}, {2}));
