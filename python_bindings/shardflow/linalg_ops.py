@@ -133,6 +133,45 @@ def _cholesky_grad(op, grad):
     return [0.5 * (grad_a + _t(grad_a))]
 
 
+def _eigh_grad_from(e, v, grad_e, grad_v):
+    """d loss / d A of a symmetric eigendecomposition A = v diag(e) v^T (the standard formula
+    TF1 uses: v (diag(grad_e) + F * v^T grad_v) v^T with F_ij = 1 / (e_j - e_i) off the
+    diagonal), returned as TF1 does: symmetrized, on the lower triangle the op reads (the
+    diagonal halved)."""
+    middle = matrix_diag(grad_e) if grad_e is not None else ops.zeros_like(v)
+    if grad_v is not None:
+        gap = ops.expand_dims(e, -2) - ops.expand_dims(e, -1)
+        n = v.shape.as_list()[-1]
+        off = ops.constant(~np.eye(n, dtype=bool))
+        from shardflow.array_ops import where_v2
+        safe = where_v2(off, gap, ops.ones_like(gap))
+        f = where_v2(ops.logical_and(off, ops.not_equal(gap, 0.0)), 1.0 / safe,
+                     ops.zeros_like(gap))
+        middle = middle + f * ops.matmul(_t(v), grad_v)
+    grad_a = ops.matmul(v, ops.matmul(middle, _t(v)))
+    grad_a = matrix_band_part(grad_a + _t(grad_a), -1, 0)
+    n = v.shape.as_list()[-1]
+    half = ops.constant(np.where(np.eye(n, dtype=bool), 0.5, 1.0).astype(
+        v.dtype.as_numpy_dtype))
+    return grad_a * half
+
+
+@RegisterGradient("SfSelfAdjointEig")
+def _self_adjoint_eig_grad(op, grad_e, grad_v):
+    a = op.inputs[0]
+    e, v = _out(op, 0, a.shape.as_list()[:-1]), _out(op, 1, a.shape)
+    grad_e = _shaped(grad_e, a.shape.as_list()[:-1]) if grad_e is not None else None
+    grad_v = _shaped(grad_v, a.shape) if grad_v is not None else None
+    return [_eigh_grad_from(e, v, grad_e, grad_v)]
+
+
+@RegisterGradient("SfSelfAdjointEigvals")
+def _self_adjoint_eigvals_grad(op, grad_e):
+    a = op.inputs[0]
+    e, v = self_adjoint_eig(ops.stop_gradient(a))
+    return [_eigh_grad_from(e, v, _shaped(grad_e, a.shape.as_list()[:-1]), None)]
+
+
 @RegisterGradient("SfNoGradient")
 def _no_gradient(op, *grads):
     raise ValueError("%s (a NumPy factorization: svd or qr) has no gradient; "
@@ -210,6 +249,14 @@ def cholesky(input, name=None):  # noqa: A002
                      name or "Cholesky")[0]
 
 
+def cholesky_solve(chol, rhs, name=None):
+    """X with A X = rhs, given A's Cholesky factor `chol` (lower triangular, A = chol chol^T),
+    as TF1's tf.cholesky_solve / tf.linalg.cholesky_solve: two triangular solves, so
+    differentiable."""
+    y = matrix_triangular_solve(chol, rhs, lower=True, adjoint=False)
+    return ops.identity(matrix_triangular_solve(chol, y, lower=True, adjoint=True), name=name)
+
+
 def svd(tensor, full_matrices=False, compute_uv=True, name=None):
     """Singular values s [..., K] (descending) and, with compute_uv, u [..., M, K'] and
     v [..., N, K'] with A = u diag(s) v^T, as TF1's tf.svd (returns s, u, v). No gradient."""
@@ -281,21 +328,23 @@ def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
 def self_adjoint_eig(tensor, name=None):
     """(e, v): the eigenvalues (ascending) and eigenvectors (columns) of each symmetric
     [..., N, N] matrix, reading its lower triangle (TF1's tf.self_adjoint_eig /
-    tf.linalg.eigh). No gradient here (TF has one)."""
+    tf.linalg.eigh). Differentiable as TF1's (the gradient lands on the lower triangle)."""
     a = _square(tensor, "self_adjoint_eig")
     dims = a.shape.as_list()
-    e, v = _numpy_op(lambda x: np.linalg.eigh(x, UPLO="L"), [a], [a.dtype, a.dtype],
-                     [dims[:-1], dims], "SfNoGradient", name or "SelfAdjointEigV2")
+    e, v = _numpy_op(lambda x: tuple(np.linalg.eigh(x, UPLO="L")), [a], [a.dtype, a.dtype],
+                     [dims[:-1], dims], "SfSelfAdjointEig", name or "SelfAdjointEigV2")
     return e, v
 
 
 def self_adjoint_eigvals(tensor, name=None):
-    """The eigenvalues (ascending) of each symmetric matrix (tf.linalg.eigvalsh)."""
+    """The eigenvalues (ascending) of each symmetric matrix (tf.linalg.eigvalsh);
+    differentiable."""
     a = _square(tensor, "self_adjoint_eigvals")
     return _numpy_op(lambda x: np.linalg.eigvalsh(x, UPLO="L"), [a], [a.dtype],
-                     [a.shape.as_list()[:-1]], "SfNoGradient", name or "SelfAdjointEigV2")[0]
+                     [a.shape.as_list()[:-1]], "SfSelfAdjointEigvals",
+                     name or "SelfAdjointEigV2")[0]
 
 
-__all__ = ["cholesky", "log_matrix_determinant", "logdet", "matrix_determinant",
+__all__ = ["cholesky", "cholesky_solve", "log_matrix_determinant", "logdet", "matrix_determinant",
            "matrix_inverse", "matrix_solve", "matrix_solve_ls", "matrix_triangular_solve", "qr",
            "self_adjoint_eig", "self_adjoint_eigvals", "svd"]

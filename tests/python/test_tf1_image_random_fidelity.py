@@ -137,3 +137,46 @@ def test_sample_distorted_bounding_box_seeded_repeats_and_none_defaults():
         use_image_if_no_bounding_boxes=None)
     b, s = run(begin, size)
     assert b[2] == 0 and s[2] == -1 and b[0] + s[0] <= 10 and b[1] + s[1] <= 10
+
+
+# ---- linalg ---------------------------------------------------------------------------------
+
+def _numeric_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        g[i] = (f(hi) - f(lo)) / (2 * eps)
+    return g
+
+
+def test_self_adjoint_eig_and_eigvalsh_have_tf1s_gradient():
+    # TF1 registers one (SelfAdjointEigV2): it lands on the lower triangle the op reads.
+    rs = np.random.RandomState(1)
+    m = rs.randn(3, 3)
+    a0 = np.tril(m @ m.T + 3 * np.eye(3)) + np.triu(rs.randn(3, 3), 1)   # upper ignored
+    w = rs.randn(3, 3)
+    a = tf.constant(a0)
+    e, v = tf.self_adjoint_eig(a)
+    loss = tf.reduce_sum(e * w[0]) + tf.reduce_sum(tf.abs(v) * w)
+    g_eig = tf.gradients(loss, a)[0]
+    g_vals = tf.gradients(tf.reduce_sum(tf.linalg.eigvalsh(a) ** 2), a)[0]
+    got_eig, got_vals = run(g_eig, g_vals)
+
+    def ref_loss(x):
+        ev, vv = np.linalg.eigh(x, UPLO="L")
+        return np.sum(ev * w[0]) + np.sum(np.abs(vv) * w)
+    np.testing.assert_allclose(got_eig, _numeric_grad(ref_loss, a0), atol=1e-5)
+    np.testing.assert_allclose(
+        got_vals, _numeric_grad(lambda x: np.sum(np.linalg.eigvalsh(x, UPLO="L") ** 2), a0),
+        atol=1e-5)
+
+
+def test_cholesky_solve():
+    rs = np.random.RandomState(2)
+    m = rs.randn(2, 4, 4).astype(np.float32)
+    spd = m @ m.transpose(0, 2, 1) + 4 * np.eye(4, dtype=np.float32)
+    rhs = rs.randn(2, 4, 3).astype(np.float32)
+    x = tf.cholesky_solve(tf.cholesky(spd), rhs)
+    np.testing.assert_allclose(run(x), np.linalg.solve(spd, rhs), rtol=1e-4, atol=1e-5)
