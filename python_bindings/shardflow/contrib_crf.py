@@ -126,7 +126,7 @@ class CrfForwardRnnCell(RNNCell):
         if num_tags is None:
             raise ValueError("CrfForwardRnnCell: transition_params needs a known shape "
                              "[num_tags, num_tags], got %s" % transition_params.shape)
-        super().__init__(num_tags)
+        super().__init__()
         self._transition_params = ops.expand_dims(transition_params, 0)
         self._num_tags = num_tags
 

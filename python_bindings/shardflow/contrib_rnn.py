@@ -23,8 +23,6 @@ class LayerNormBasicLSTMCell(BasicLSTMCell):
     dropout_keep_prob on the candidate j (recurrent dropout without memory loss, Semeniuta
     et al. 2016)."""
 
-    _default_name = "layer_norm_basic_lstm_cell"
-
     def __init__(self, num_units, forget_bias=1.0, input_size=None, activation=None,
                  layer_norm=True, norm_gain=1.0, norm_shift=0.0, dropout_keep_prob=1.0,
                  dropout_prob_seed=None, reuse=None):

@@ -16,6 +16,7 @@ outputs are read from the loop's history of the output variable, so nothing grow
 """
 
 import collections
+import re
 
 from shardflow import array_ops, dtypes, ops
 from shardflow.control_flow import _build_while, _flatten, _growing_arrays, _pack
@@ -48,18 +49,43 @@ def _depth(inputs, what):
     return int(d)
 
 
+def _snake_case(name):
+    """A class's name as TF1's layers name their scopes: BasicLSTMCell -> basic_lstm_cell
+    (a private class's gets "private": _MyCell -> private__my_cell)."""
+    name = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    name = re.sub("([a-z])([A-Z])", r"\1_\2", name).lower()
+    return "private" + name if name.startswith("_") else name
+
+
 class RNNCell:
     """The interface: ``output, new_state = cell(inputs, state)``; state_size, output_size,
-    zero_state(batch_size, dtype)."""
+    zero_state(batch_size, dtype), get_initial_state.
 
-    _default_name = "rnn_cell"
+    A cell of one's own subclasses it as in TF1: ``super().__init__(name=name)`` (or
+    ``_reuse=reuse``), the state_size and output_size properties, and ``call(inputs,
+    state)``; variables made there with get_variable, or in ``build(inputs_shape)`` with
+    self.add_variable / self.add_weight, live in the cell's variable scope (the first call's:
+    ``scope`` when given, else `name` or the class's default name, made unique in the
+    enclosing scope as TF1's layers: lstm_cell, lstm_cell_1, ...). Later calls reuse them.
+    A cell that overrides __call__ itself (TF 1.0's style) makes its variables as it likes;
+    dynamic_rnn and static_rnn reuse them after the first step, as TF1's."""
 
-    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
-        self._num_units = int(num_units)
-        self._activation = activation or ops.tanh
-        self._reuse = reuse
+    def __init__(self, trainable=True, name=None, dtype=None, **kwargs):
+        if isinstance(trainable, int) and not isinstance(trainable, bool):
+            # shardflow's Keras cells (keras/recurrent_math.py) pass num_units first.
+            self._init_units(trainable, None, kwargs.pop("_reuse", None), name)
+            return
+        self._reuse = kwargs.pop("_reuse", None)
         self._name = name
         self._scope = None
+        self.trainable = trainable
+        self.built = False
+
+    def _init_units(self, num_units, activation, reuse, name):
+        """The constructor of the cells with `num_units` (BasicRNNCell, LSTMCell, ...)."""
+        RNNCell.__init__(self, True, name, _reuse=reuse)
+        self._num_units = int(num_units)
+        self._activation = activation or ops.tanh
 
     @property
     def state_size(self):
@@ -76,14 +102,71 @@ class RNNCell:
                 if hasattr(size, "_fields") else tuple(_zeros(batch_size, s, dtype) for s in size)
         return _zeros(batch_size, size, dtype)
 
+    def get_initial_state(self, inputs=None, batch_size=None, dtype=None):
+        """zero_state, its batch size and dtype taken from `inputs` when given (TF 1.15's)."""
+        if inputs is not None:
+            inputs = convert_to_tensor(inputs)
+            batch_size = inputs.shape.as_list()[0] if inputs.shape.ndims else None
+            if batch_size is None:
+                batch_size = ops.shape(inputs)[0]
+            dtype = dtype or inputs.dtype
+        if batch_size is None or dtype is None:
+            raise ValueError("get_initial_state needs inputs, or batch_size and dtype")
+        return self.zero_state(batch_size, dtype)
+
+    def build(self, inputs_shape):
+        """Makes the cell's variables (add_variable) before its first call; by default none:
+        the built-in cells make theirs in call with get_variable."""
+
+    def add_variable(self, name, shape=None, dtype=None, initializer=None, regularizer=None,
+                     trainable=None, **kwargs):
+        """get_variable `name` in the cell's scope (call it from build or call)."""
+        return get_variable(name, shape, dtype=dtype or getattr(self, "_dtype_hint", None),
+                            initializer=initializer, regularizer=regularizer,
+                            trainable=getattr(self, "trainable", True) if trainable is None
+                            else trainable)
+
+    add_weight = add_variable
+
+    @property
+    def variables(self):
+        """The variables made in the cell's scope (empty before its first call)."""
+        scope = getattr(self, "_scope", None)
+        if scope is None:
+            return []
+        from shardflow.variables import global_variables
+        prefix = scope.name + "/"
+        return [v for v in global_variables() if v.name.startswith(prefix)]
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
+
+    trainable_weights = trainable_variables
+
+    def _build_and_call(self, inputs, state):
+        if not getattr(self, "built", False):
+            self._dtype_hint = inputs.dtype
+            self.build(inputs.shape)
+            self.built = True
+        return self.call(inputs, state)
+
     def __call__(self, inputs, state, scope=None):
         # The first call fixes the scope; later calls (every time step) reuse its variables.
-        if self._scope is None:
-            with variable_scope(scope or self._name or self._default_name) as vs:
+        inputs = convert_to_tensor(inputs)
+        if getattr(self, "_scope", None) is None:
+            name = getattr(self, "_name", None)
+            if scope is not None:
+                opened = variable_scope(scope)
+            elif getattr(self, "_reuse", None):
+                opened = variable_scope(name or _snake_case(type(self).__name__))
+            else:
+                opened = variable_scope(None, default_name=name or _snake_case(type(self).__name__))
+            with opened as vs:
                 self._scope = vs
-                return self.call(convert_to_tensor(inputs), state)
+                return self._build_and_call(inputs, state)
         with variable_scope(self._scope, reuse=True):
-            return self.call(convert_to_tensor(inputs), state)
+            return self._build_and_call(inputs, state)
 
     def _linear(self, args, units, bias_start=0.0):
         """concat(args) @ kernel + bias, with TF1's variable names (the cell's
@@ -98,11 +181,11 @@ class RNNCell:
         bias = get_variable("bias", [units], dtype=x.dtype, initializer=bias_init)
         return ops.add(ops.matmul(x, kernel), bias)
 
-
 class BasicRNNCell(RNNCell):
     """h' = activation(W [x, h] + b)."""
 
-    _default_name = "basic_rnn_cell"
+    def __init__(self, num_units, activation=None, reuse=None, name=None, dtype=None):
+        self._init_units(num_units, activation, reuse, name)
 
     def call(self, inputs, state):
         out = self._activation(self._linear([inputs, state], self._num_units))
@@ -114,11 +197,9 @@ class BasicLSTMCell(RNNCell):
     forget_bias) + sigmoid(i) * tanh(j); h' = tanh(c') * sigmoid(o). State LSTMStateTuple(c, h)
     (state_is_tuple=False is not supported)."""
 
-    _default_name = "basic_lstm_cell"
-
     def __init__(self, num_units, forget_bias=1.0, state_is_tuple=True, activation=None,
                  reuse=None, name=None, dtype=None):
-        super().__init__(num_units, activation, reuse, name, dtype)
+        self._init_units(num_units, activation, reuse, name)
         if not state_is_tuple:
             raise ValueError("BasicLSTMCell(state_is_tuple=False) is deprecated in TF1 and not "
                              "supported; use the LSTMStateTuple state")
@@ -144,8 +225,6 @@ class LSTMCell(BasicLSTMCell):
     cell state clipped to [-cell_clip, cell_clip]), `num_proj` (the output h projected to
     num_proj units by projection/kernel, so state = LSTMStateTuple(c [num_units], h
     [num_proj])) and `proj_clip`. `initializer` is the default of its variables."""
-
-    _default_name = "lstm_cell"
 
     def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None,
                  num_proj=None, proj_clip=None, num_unit_shards=None, num_proj_shards=None,
@@ -205,11 +284,9 @@ class GRUCell(RNNCell):
     """TF1's GRUCell: r, u = sigmoid(W_g [x, h] + b_g); c = tanh(W_c [x, r * h] + b_c);
     h' = u * h + (1 - u) * c (variables gates/kernel, gates/bias, candidate/...)."""
 
-    _default_name = "gru_cell"
-
     def __init__(self, num_units, activation=None, reuse=None, kernel_initializer=None,
                  bias_initializer=None, name=None, dtype=None):
-        super().__init__(num_units, activation, reuse, name, dtype)
+        self._init_units(num_units, activation, reuse, name)
         self._kernel_initializer = kernel_initializer
         self._bias_initializer = bias_initializer
 
@@ -243,8 +320,6 @@ class MultiRNNCell(RNNCell):
 
     def zero_state(self, batch_size, dtype):
         return tuple(c.zero_state(batch_size, dtype) for c in self._cells)
-
-    _default_name = "multi_rnn_cell"
 
     def call(self, inputs, state):
         x, new_states = inputs, []
@@ -462,7 +537,7 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     x = convert_to_tensor(inputs)
     if x.shape.ndims is not None and x.shape.ndims != 3:
         raise ValueError("dynamic_rnn takes [batch, time, depth] inputs, got shape %s" % x.shape)
-    with variable_scope(scope or "rnn"):
+    with variable_scope(scope or "rnn") as varscope:
         dims = x.shape.as_list() if x.shape.ndims else [None] * 3
         if not time_major:
             x = ops.transpose(x, [1, 0, 2])
@@ -505,6 +580,9 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         # outputs[0..time), with no slicing. The last iteration's step is past the end and
         # discarded by step()'s mask. So `time` must be at least 1.
         first_out, first_state = cell(read(0), initial_state)
+        # The loop's calls reuse what the first made (a cell overriding __call__ makes its
+        # variables with get_variable on every call), as TF1's one call in its loop does.
+        varscope.reuse_variables()
         zero = ops.zeros_like(first_out)
         out0, state0 = step(0, zero, flat_init, first_out, first_state)
 
@@ -547,7 +625,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         raise TypeError("static_rnn: inputs must be a non-empty list of [batch, depth] "
                         "tensors (use dynamic_rnn for one [batch, time, depth] tensor)")
     inputs = [convert_to_tensor(x) for x in inputs]
-    with variable_scope(scope or "rnn"):
+    with variable_scope(scope or "rnn") as varscope:
         first = inputs[0]
         batch = first.shape.as_list()[0] if first.shape.ndims else None
         if batch is None:
@@ -556,6 +634,8 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
         lengths = None if sequence_length is None else ops.cast(sequence_length, dtypes.int32)
         outputs = []
         for t, x in enumerate(inputs):
+            if t > 0:
+                varscope.reuse_variables()          # as TF1's static_rnn
             out, new_state = cell(x, state)
             if lengths is not None:
                 valid = ops.less(t, lengths)

@@ -198,8 +198,6 @@ class AttentionWrapper(RNNCell):
     Luong's concat(cell output, context) @ W). The output is the attention (output_attention)
     or the cell's output."""
 
-    _default_name = "attention_wrapper"
-
     def __init__(self, cell, attention_mechanism, attention_layer_size=None,
                  alignment_history=False, cell_input_fn=None, output_attention=True,
                  initial_cell_state=None, name=None, attention_layer=None):

@@ -1,0 +1,131 @@
+"""TF 1.15 fidelity of the recurrent API: cells of one's own (RNNCell subclasses as TF1 programs
+write them), cell scope names, and values against NumPy references of TF1's equations."""
+import numpy as np
+
+import shardflow as tf
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _run(fetches, feed=None):
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        return sess.run(fetches, feed)
+
+
+class TanhCell(tf.nn.rnn_cell.RNNCell):
+    """A TF1-style cell of one's own: h' = tanh([x, h] @ w)."""
+
+    def __init__(self, num_units, reuse=None):
+        super(TanhCell, self).__init__(_reuse=reuse)
+        self._n = num_units
+
+    @property
+    def state_size(self):
+        return self._n
+
+    @property
+    def output_size(self):
+        return self._n
+
+    def call(self, inputs, state):
+        w = tf.get_variable("w", [inputs.shape[1].value + self._n, self._n],
+                            initializer=tf.constant_initializer(0.1))
+        out = tf.tanh(tf.matmul(tf.concat([inputs, state], 1), w))
+        return out, out
+
+
+class BuiltCell(TanhCell):
+    """The same cell making its variable in build() with add_variable (TF 1.15's style)."""
+
+    def __init__(self, num_units, name=None):
+        tf.nn.rnn_cell.RNNCell.__init__(self, name=name)
+        self._n = num_units
+
+    def build(self, inputs_shape):
+        self._w = self.add_variable("kernel", [inputs_shape[-1].value + self._n, self._n],
+                                    initializer=tf.constant_initializer(0.1))
+        self.built = True
+
+    def call(self, inputs, state):
+        out = tf.tanh(tf.matmul(tf.concat([inputs, state], 1), self._w))
+        return out, out
+
+
+class OldStyleCell(tf.nn.rnn_cell.RNNCell):
+    """TF 1.0's style: __call__ overridden, variables made with get_variable on every call."""
+
+    def __init__(self, num_units):
+        self._n = num_units
+
+    @property
+    def state_size(self):
+        return self._n
+
+    @property
+    def output_size(self):
+        return self._n
+
+    def __call__(self, inputs, state, scope=None):
+        with tf.variable_scope(scope or "old_cell"):
+            w = tf.get_variable("w", [inputs.shape[1].value + self._n, self._n],
+                                initializer=tf.constant_initializer(0.1))
+            out = tf.tanh(tf.matmul(tf.concat([inputs, state], 1), w))
+        return out, out
+
+
+def _numpy_tanh_rnn(x, units):
+    h = np.zeros((x.shape[0], units))
+    w = np.full((x.shape[2] + units, units), 0.1)
+    outs = []
+    for t in range(x.shape[1]):
+        h = np.tanh(np.concatenate([x[:, t], h], 1) @ w)
+        outs.append(h)
+    return np.stack(outs, 1), h
+
+
+def test_cells_of_ones_own_run_in_dynamic_and_static_rnn():
+    x_val = np.random.RandomState(0).randn(2, 3, 4).astype(np.float32)
+    want_out, want_state = _numpy_tanh_rnn(x_val, 5)
+    for make, name in ((lambda: TanhCell(5), "rnn/tanh_cell/w:0"),
+                       (lambda: BuiltCell(5), "rnn/built_cell/kernel:0"),
+                       (lambda: OldStyleCell(5), "rnn/old_cell/w:0")):
+        tf.reset_default_graph()
+        x = tf.constant(x_val)
+        out, state = tf.nn.dynamic_rnn(make(), x, dtype=tf.float32)
+        assert [v.name for v in tf.trainable_variables()] == [name]
+        got_out, got_state = _run([out, state])
+        np.testing.assert_allclose(got_out, want_out, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_state, want_state, rtol=1e-5, atol=1e-6)
+        tf.reset_default_graph()
+        outs, state = tf.nn.static_rnn(make(), tf.unstack(tf.constant(x_val), axis=1),
+                                       dtype=tf.float32)
+        assert [v.name for v in tf.trainable_variables()] == [name]
+        np.testing.assert_allclose(_run(state), want_state, rtol=1e-5, atol=1e-6)
+
+
+def test_two_cells_in_one_scope_get_unique_scopes_and_cells_list_their_variables():
+    tf.reset_default_graph()
+    x = tf.ones([2, 4])
+    c1, c2 = tf.nn.rnn_cell.BasicLSTMCell(3), tf.nn.rnn_cell.BasicLSTMCell(3)
+    c1(x, c1.zero_state(2, tf.float32))
+    c2(x, c2.get_initial_state(inputs=x))
+    assert [v.name for v in tf.trainable_variables()] == [
+        "basic_lstm_cell/kernel:0", "basic_lstm_cell/bias:0",
+        "basic_lstm_cell_1/kernel:0", "basic_lstm_cell_1/bias:0"]
+    assert [v.name for v in c2.trainable_variables] == ["basic_lstm_cell_1/kernel:0",
+                                                        "basic_lstm_cell_1/bias:0"]
+    assert [v.name for v in c1.variables] == ["basic_lstm_cell/kernel:0",
+                                              "basic_lstm_cell/bias:0"]
+    # A scope re-entered with reuse=True and a new cell finds the first cell's variables.
+    tf.reset_default_graph()
+    x = tf.ones([2, 3, 4])
+    with tf.variable_scope("enc"):
+        a, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(3), x, dtype=tf.float32)
+    with tf.variable_scope("enc", reuse=True):
+        b, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(3), x, dtype=tf.float32)
+    assert len(tf.trainable_variables()) == 2
+    got_a, got_b = _run([a, b])
+    np.testing.assert_array_equal(got_a, got_b)
