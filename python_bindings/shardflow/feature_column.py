@@ -144,7 +144,7 @@ class NumericColumn(_Column):
             x = self.normalizer_fn(x)
         return ops.reshape(x, [-1, self.dimension])
 
-    def _dense(self, features, state):
+    def _dense(self, features, state, trainable=True, weight_collections=None):
         return self._values(features)
 
     def _parse_example_spec(self):
@@ -284,7 +284,7 @@ class BucketizedColumn(_Column):
         offsets = np.arange(self.source_column.dimension, dtype=np.int64) * width
         return ops.add(self._bucket(features), ops.constant(offsets.reshape(1, -1)))
 
-    def _dense(self, features, state):
+    def _dense(self, features, state, trainable=True, weight_collections=None):
         width = len(self.boundaries) + 1
         hot = one_hot(self._bucket(features), width, dtype=dtypes.float32)
         return ops.reshape(hot, [-1, self.source_column.dimension * width])
@@ -318,7 +318,7 @@ class IndicatorColumn(_Column):
     def name(self):
         return "%s_indicator" % self.categorical_column.name
 
-    def _dense(self, features, state):
+    def _dense(self, features, state, trainable=True, weight_collections=None):
         c = self.categorical_column
         hot = one_hot(c._ids(features), c.num_buckets, dtype=dtypes.float32)   # [b, n, buckets]
         weights = _weights(c, features)
@@ -343,21 +343,26 @@ def _weights(column, features):
     return column._weights(features) if hasattr(column, "_weights") else None
 
 
-def _combine(ids, table, combiner, weights=None):
+def _combine(ids, table, combiner, weights=None, max_norm=None):
     """The rows of `table` at `ids` ([batch, n], -1 missing) combined per example: "sum" is
     sum(w * row), "mean" that / sum(w), "sqrtn" that / sqrt(sum(w^2)); w = `weights` (a
-    weighted column's, float32 [batch, n]) or 1. Works on the flattened ids with a segment
-    sum per example, so `n` (and even the rank's static knowledge) may be known only when
-    the step runs (crossed columns, sparse features)."""
+    weighted column's, float32 [batch, n]; an id of weight <= 0 takes no part, as TF1's
+    safe_embedding_lookup_sparse) or 1. `max_norm`: each row scaled down to that L2 norm
+    first. Works on the flattened ids with a segment sum per example, so `n` (and even the
+    rank's static knowledge) may be known only when the step runs (crossed columns, sparse
+    features)."""
     from shardflow.array_ops import gather, range as _range
     from shardflow.segment_ops import unsorted_segment_sum
     shape = ops.shape(ids)
     flat = ops.reshape(ids, [-1])
     present = ops.greater_equal(flat, ops.zeros_like(flat))
     rows = gather(table, where(present, flat, ops.zeros_like(flat)))           # [b * n, d]
+    if max_norm is not None:
+        rows = ops.clip_by_norm(rows, max_norm, axes=[1])
     w = ops.cast(present, dtypes.float32)
     if weights is not None:
-        w = ops.multiply(w, ops.reshape(weights, [-1]))
+        weights = ops.reshape(weights, [-1])
+        w = ops.multiply(w, ops.maximum(weights, ops.zeros_like(weights)))
     example = ops.floordiv(_range(ops.shape(flat)[0]), ops.maximum(shape[1], 1))
     batch = shape[0]
     total = unsorted_segment_sum(ops.multiply(rows, ops.expand_dims(w, 1)), example, batch)
@@ -371,40 +376,63 @@ def _combine(ids, table, combiner, weights=None):
     return ops.divide(total, ops.expand_dims(ops.maximum(count, 1e-12), 1))
 
 
-def _embedding_table(column, num_buckets, seed):
+def _add_to_collections(variable, collections):
+    """Puts `variable` in each of `collections` (TF1's weight_collections) it is not in."""
+    g = get_default_graph()
+    for collection in collections or ():
+        if not any(v is variable for v in g.get_collection(collection)):
+            g.add_to_collection(collection, variable)
+
+
+def _embedding_table(column, num_buckets, seed, trainable, weight_collections):
     """The [num_buckets, dimension] table Variable of an embedding column: its initializer
     is a sf.initializers one or a TF1-style function (shape, dtype) -> value (such as
-    sf.constant_initializer's); default truncated normal, stddev 1/sqrt(dimension)."""
+    sf.constant_initializer's); default truncated normal, stddev 1/sqrt(dimension). It is
+    trainable when the column and the caller (input_layer's `trainable`) both say so, is
+    added to `weight_collections`, and with ckpt_to_load_from its initializer loads the
+    checkpoint's tensor_name_in_ckpt (as TF1's init_from_checkpoint)."""
     shape = [num_buckets, column.dimension]
     init = column.initializer or initializers.truncated_normal(
         stddev=1.0 / math.sqrt(column.dimension), seed=seed)
     if not isinstance(init, Initializer) and callable(init):
         init = init(shape, dtype=dtypes.float32)
-    return Variable(init, shape=shape, name="embedding_weights", trainable=column.trainable)
+    table = Variable(init, shape=shape, name="embedding_weights",
+                     trainable=column.trainable and trainable)
+    _add_to_collections(table, weight_collections)
+    if column.ckpt_to_load_from is not None:
+        from shardflow.checkpoint_utils import init_from_checkpoint
+        init_from_checkpoint(column.ckpt_to_load_from, {column.tensor_name_in_ckpt: table})
+    return table
 
 
 class EmbeddingColumn(_Column):
     is_dense = True
 
-    def __init__(self, categorical_column, dimension, combiner, initializer, trainable):
+    def __init__(self, categorical_column, dimension, combiner, initializer, trainable,
+                 ckpt_to_load_from=None, tensor_name_in_ckpt=None, max_norm=None):
         self.categorical_column = categorical_column
         self.dimension = int(dimension)
         self.combiner = combiner
         self.initializer = initializer
         self.trainable = trainable
+        self.ckpt_to_load_from = ckpt_to_load_from
+        self.tensor_name_in_ckpt = tensor_name_in_ckpt
+        self.max_norm = max_norm
 
     @property
     def name(self):
         return "%s_embedding" % self.categorical_column.name
 
-    def _dense(self, features, state):
+    def _dense(self, features, state, trainable=True, weight_collections=None):
         from shardflow.ops import _op_seed
         c = self.categorical_column
         g = get_default_graph()
         with g.name_scope(self.name):
-            table = _embedding_table(self, c.num_buckets, _op_seed(0))
+            table = _embedding_table(self, c.num_buckets, _op_seed(0), trainable,
+                                     weight_collections)
         state.append(table)
-        return _combine(c._ids(features), table, self.combiner, _weights(c, features))
+        return _combine(c._ids(features), table, self.combiner, _weights(c, features),
+                        self.max_norm)
 
     def _parse_example_spec(self):
         return self.categorical_column._parse_example_spec()
@@ -415,14 +443,23 @@ def embedding_column(categorical_column, dimension, combiner="mean", initializer
                      trainable=True):
     """A categorical column as a trained dense vector of `dimension` per id, combined over an
     example's ids by `combiner` ("mean", "sum" or "sqrtn"). `initializer`: a sf.initializers
-    one (default truncated normal, stddev 1/sqrt(dimension))."""
+    one (default truncated normal, stddev 1/sqrt(dimension)). `ckpt_to_load_from` and
+    `tensor_name_in_ckpt`: the table starts from that checkpoint tensor. `max_norm`: each
+    embedding is scaled down to that L2 norm before it is combined."""
     _check_categorical(categorical_column, "embedding_column")
     if combiner not in ("mean", "sum", "sqrtn"):
         raise ValueError("combiner must be 'mean', 'sum' or 'sqrtn', got %r" % (combiner,))
-    if ckpt_to_load_from is not None or max_norm is not None:
-        raise NotImplementedError("embedding_column: ckpt_to_load_from and max_norm are not "
-                                  "supported; use warm_start_from on the Estimator")
-    return EmbeddingColumn(categorical_column, dimension, combiner, initializer, trainable)
+    _check_embedding_args(dimension, ckpt_to_load_from, tensor_name_in_ckpt)
+    return EmbeddingColumn(categorical_column, dimension, combiner, initializer, trainable,
+                           ckpt_to_load_from, tensor_name_in_ckpt, max_norm)
+
+
+def _check_embedding_args(dimension, ckpt_to_load_from, tensor_name_in_ckpt):
+    if dimension is None or dimension < 1:
+        raise ValueError("Invalid dimension %r." % (dimension,))
+    if (ckpt_to_load_from is None) != (tensor_name_in_ckpt is None):
+        raise ValueError("Must specify both `ckpt_to_load_from` and `tensor_name_in_ckpt` or "
+                         "none of them.")
 
 
 def _var_len(dtype):
@@ -742,15 +779,16 @@ def crossed_column(keys, hash_bucket_size, hash_key=None):
 
 class SharedEmbeddingColumn(EmbeddingColumn):
     def __init__(self, categorical_column, dimension, combiner, initializer, trainable,
-                 collection_name):
-        super().__init__(categorical_column, dimension, combiner, initializer, trainable)
+                 collection_name, ckpt_to_load_from, tensor_name_in_ckpt, max_norm):
+        super().__init__(categorical_column, dimension, combiner, initializer, trainable,
+                         ckpt_to_load_from, tensor_name_in_ckpt, max_norm)
         self.shared_embedding_collection_name = collection_name
 
     @property
     def name(self):
         return "%s_shared_embedding" % self.categorical_column.name
 
-    def _dense(self, features, state):
+    def _dense(self, features, state, trainable=True, weight_collections=None):
         from shardflow.ops import _op_seed
         c = self.categorical_column
         g = get_default_graph()
@@ -764,10 +802,12 @@ class SharedEmbeddingColumn(EmbeddingColumn):
                                     [c.num_buckets, self.dimension]))
         else:
             with g.name_scope(self.shared_embedding_collection_name):
-                table = _embedding_table(self, c.num_buckets, _op_seed(0))
+                table = _embedding_table(self, c.num_buckets, _op_seed(0), trainable,
+                                         weight_collections)
             g.add_to_collection(self.shared_embedding_collection_name, table)
         state.append(table)
-        return _combine(c._ids(features), table, self.combiner, _weights(c, features))
+        return _combine(c._ids(features), table, self.combiner, _weights(c, features),
+                        self.max_norm)
 
 
 def shared_embedding_columns(categorical_columns, dimension, combiner="mean", initializer=None,
@@ -784,11 +824,7 @@ def shared_embedding_columns(categorical_columns, dimension, combiner="mean", in
         _check_categorical(c, "shared_embedding_columns")
     if combiner not in ("mean", "sum", "sqrtn"):
         raise ValueError("combiner must be 'mean', 'sum' or 'sqrtn', got %r" % (combiner,))
-    if ckpt_to_load_from is not None or max_norm is not None:
-        raise NotImplementedError("shared_embedding_columns: ckpt_to_load_from and max_norm "
-                                  "are not supported")
-    if dimension is None or dimension < 1:
-        raise ValueError("Invalid dimension %r." % (dimension,))
+    _check_embedding_args(dimension, ckpt_to_load_from, tensor_name_in_ckpt)
     sizes = {c.num_buckets for c in columns}
     if len(sizes) != 1:
         raise ValueError("To use shared_embedding_column, all sharing categorical_columns must "
@@ -796,7 +832,8 @@ def shared_embedding_columns(categorical_columns, dimension, combiner="mean", in
                          % [(c.name, c.num_buckets) for c in columns])
     name = shared_embedding_collection_name or \
         "_".join(sorted(c.name for c in columns)) + "_shared_embedding"
-    return [SharedEmbeddingColumn(c, dimension, combiner, initializer, trainable, name)
+    return [SharedEmbeddingColumn(c, dimension, combiner, initializer, trainable, name,
+                                  ckpt_to_load_from, tensor_name_in_ckpt, max_norm)
             for c in columns]
 
 
@@ -833,8 +870,10 @@ def _sorted_columns(feature_columns):
 def input_layer(features, feature_columns, weight_collections=None, trainable=True,
                 cols_to_vars=None, cols_to_output_tensors=None):
     """The dense columns' tensors for `features`, concatenated in the order of the columns'
-    names (as TF1): float32 [batch, total width]. `cols_to_vars`, a dict, receives each
-    column's variables; `cols_to_output_tensors` each column's tensor."""
+    names (as TF1): float32 [batch, total width]. The variables (embedding tables) are
+    trainable only with `trainable` (and the column's own), and are also put in the
+    `weight_collections`. `cols_to_vars`, a dict, receives each column's variables;
+    `cols_to_output_tensors` each column's tensor."""
     g = get_default_graph()
     outputs = []
     with g.name_scope("input_layer"):
@@ -843,7 +882,7 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
                 raise ValueError("input_layer takes dense columns; wrap %r in indicator_column "
                                  "or embedding_column" % (column,))
             state = []
-            outputs.append(column._dense(features, state))
+            outputs.append(column._dense(features, state, trainable, weight_collections))
             if cols_to_vars is not None:
                 cols_to_vars[column] = state
             if cols_to_output_tensors is not None:
@@ -876,9 +915,11 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
                     terms.append(ops.matmul(x, w))
                 else:
                     raise ValueError("linear_model cannot use %r" % (column,))
+            _add_to_collections(w, weight_collections)
             if cols_to_vars is not None:
                 cols_to_vars[column] = [w]
         bias = Variable(np.zeros((units,), np.float32), name="bias_weights", trainable=trainable)
+        _add_to_collections(bias, weight_collections)
         out = terms[0]
         for t in terms[1:]:
             out = ops.add(out, t)

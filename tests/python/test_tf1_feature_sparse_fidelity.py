@@ -251,3 +251,67 @@ def test_sparse_expand_dims_and_eye():
     assert values_of(front)[2] == [1, 3, 2]
     assert values_of(back)[0] == [[0, 0, 0], [0, 1, 0], [2, 0, 0]]
     assert values_of(eye) == ([[0, 0], [1, 1]], [1.0, 1.0], [2, 3])
+
+
+# ---- embedding columns: input_layer's trainable / weight_collections, max_norm, checkpoints ---
+
+TABLE = np.array([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]], np.float32)
+
+
+def test_input_layer_trainable_false_freezes_embedding_tables():
+    col = fc.embedding_column(fc.categorical_column_with_identity("a", 3), 2)
+    fc.input_layer({"a": tf.constant([[0]], tf.int64)}, [col], trainable=False,
+                   weight_collections=["mine"])
+    assert tf.trainable_variables() == []
+    assert [v.name for v in tf.get_collection("mine")] == \
+        ["input_layer/a_embedding/embedding_weights:0"]
+    assert len(tf.global_variables()) == 1
+
+
+def test_linear_model_weight_collections():
+    fc.linear_model({"x": tf.constant([[1.0]])}, [fc.numeric_column("x")],
+                    weight_collections=["lin"])
+    assert [v.name for v in tf.get_collection("lin")] == \
+        ["linear_model/x/weights:0", "linear_model/bias_weights:0"]
+
+
+def test_embedding_column_max_norm():
+    col = fc.embedding_column(fc.categorical_column_with_identity("a", 3), 2, combiner="sum",
+                              initializer=tf.constant_initializer(TABLE), max_norm=1.0)
+    out = fc.input_layer({"a": tf.constant([[0, 1], [2, -1]], tf.int64)}, [col])
+    # Rows of norm 5 and 10 are scaled to norm 1; the row of norm 0.5 stays.
+    np.testing.assert_allclose(run(out), [[0.6 + 0.3, 0.8 + 0.4], [0.6, 0.8]], rtol=1e-6)
+
+
+def test_shared_embedding_columns_max_norm():
+    a, b = fc.shared_embedding_columns(
+        [fc.categorical_column_with_identity("a", 3), fc.categorical_column_with_identity("b", 3)],
+        2, initializer=tf.constant_initializer(TABLE), max_norm=1.0)
+    out = fc.input_layer({"a": tf.constant([[0]], tf.int64), "b": tf.constant([[1]], tf.int64)},
+                         [a, b])
+    np.testing.assert_allclose(run(out), [[0.6, 0.8, 0.3, 0.4]], rtol=1e-6)
+
+
+def test_embedding_column_ckpt_to_load_from(tmp_path):
+    with tf.Graph().as_default():
+        tf.Variable(TABLE, name="old/emb")
+        saver = tf.train.Saver()
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            path = saver.save(s, str(tmp_path / "model.ckpt"))
+    col = fc.embedding_column(fc.categorical_column_with_identity("a", 3), 2, combiner="sum",
+                              ckpt_to_load_from=path, tensor_name_in_ckpt="old/emb")
+    out = fc.input_layer({"a": tf.constant([[2], [0]], tf.int64)}, [col])
+    np.testing.assert_allclose(run(out), TABLE[[2, 0]])
+    with pytest.raises(ValueError, match="both"):
+        fc.embedding_column(fc.categorical_column_with_identity("a", 3), 2,
+                            ckpt_to_load_from=path)
+
+
+def test_weighted_embedding_ignores_non_positive_weights():
+    # TF1's safe_embedding_lookup_sparse drops ids whose weight is <= 0: T0, not 2*T0 - T2.
+    ids = fc.weighted_categorical_column(fc.categorical_column_with_identity("a", 3), "w")
+    col = fc.embedding_column(ids, 2, combiner="mean", initializer=tf.constant_initializer(TABLE))
+    out = fc.input_layer({"a": tf.constant([[0, 2]], tf.int64),
+                          "w": tf.constant([[2.0, -1.0]])}, [col])
+    np.testing.assert_allclose(run(out), [TABLE[0]], rtol=1e-6)
