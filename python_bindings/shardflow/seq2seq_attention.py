@@ -75,7 +75,9 @@ class _BaseAttentionMechanism:
                  score_mask_value, query_layer, name):
         self._num_units = int(num_units)
         self._name = name
-        self._probability_fn = probability_fn or (lambda score, _: _softmax(score))
+        # As TF1's, probability_fn maps the scores alone (tf.nn.softmax, sparsemax, ...).
+        probability_fn = probability_fn or _softmax
+        self._probability_fn = lambda score, _: probability_fn(score)
         self._score_mask_value = score_mask_value
         self.query_layer = query_layer
         # As TF1's: `name` names the ops only; memory_layer's kernel is "<scope>/memory_layer/

@@ -129,3 +129,25 @@ def test_two_cells_in_one_scope_get_unique_scopes_and_cells_list_their_variables
     assert len(tf.trainable_variables()) == 2
     got_a, got_b = _run([a, b])
     np.testing.assert_array_equal(got_a, got_b)
+
+
+def test_attention_probability_fn_takes_the_scores_alone():
+    """TF1 calls probability_fn(score) (tf.nn.softmax, sparsemax, a lambda of one argument);
+    it was called with (score, previous alignments) and softmax took those as its axis."""
+    memory_val = np.random.RandomState(1).randn(2, 5, 4).astype(np.float32)
+    got = {}
+    for key, fn in (("default", None), ("softmax", tf.nn.softmax),
+                    ("hard", lambda s: tf.one_hot(tf.argmax(s, -1), 5))):
+        tf.reset_default_graph()
+        memory = tf.constant(memory_val)
+        with tf.variable_scope("s", initializer=tf.random_normal_initializer(seed=3)):
+            mechanism = tf.contrib.seq2seq.LuongAttention(
+                4, memory, memory_sequence_length=[5, 3], probability_fn=fn)
+            cell = tf.contrib.seq2seq.AttentionWrapper(tf.nn.rnn_cell.GRUCell(4), mechanism)
+            _, state = tf.nn.dynamic_rnn(cell, tf.ones([2, 3, 2]),
+                                         initial_state=cell.zero_state(2, tf.float32))
+        got[key] = _run(state.alignments)
+    np.testing.assert_allclose(got["softmax"], got["default"], rtol=1e-6)
+    np.testing.assert_allclose(got["default"].sum(1), [1, 1], rtol=1e-5)
+    assert (got["default"][1, 3:] == 0).all()
+    np.testing.assert_array_equal(got["hard"], np.eye(5)[got["default"].argmax(1)])
