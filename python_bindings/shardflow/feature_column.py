@@ -175,6 +175,9 @@ class IdentityCategoricalColumn(_Column):
         return _raw_ids(features, self.key, self._ids_of)
 
     def _ids_of(self, ids):
+        if not ids.dtype.is_integer:
+            raise ValueError("Invalid input, not integer. key: %s dtype: %s"
+                             % (self.key, ids.dtype.name))
         if ids.dtype != dtypes.int64:
             ids = ops.cast(ids, dtypes.int64)
         if self.default_value is not None:
@@ -235,6 +238,10 @@ class VocabularyListCategoricalColumn(_Column):
 
     def _ids_of(self, x):
         from shardflow.script_ops import py_func
+        if not (x.dtype == self.dtype or (x.dtype.is_integer and self.dtype.is_integer)):
+            raise ValueError("Column dtype and SparseTensors dtype must be compatible. key: %s, "
+                             "column dtype: %s, tensor dtype: %s"
+                             % (self.key, self.dtype.name, x.dtype.name))
         ids = py_func(self._lookup, [x], dtypes.int64, stateful=False,
                       name="%s_lookup" % self.key)
         return ops.reshape(ids, ops.shape(x))

@@ -315,3 +315,17 @@ def test_weighted_embedding_ignores_non_positive_weights():
     out = fc.input_layer({"a": tf.constant([[0, 2]], tf.int64),
                           "w": tf.constant([[2.0, -1.0]])}, [col])
     np.testing.assert_allclose(run(out), [TABLE[0]], rtol=1e-6)
+
+
+def test_categorical_columns_refuse_features_of_another_dtype():
+    # TF1 raises; a float feature was cast to ids, an int feature of a string vocabulary
+    # matched nothing.
+    ident = fc.categorical_column_with_identity("a", 3)
+    with pytest.raises(ValueError, match="not integer"):
+        fc.input_layer({"a": tf.constant([[1.7]])}, [fc.indicator_column(ident)])
+    vocab = fc.categorical_column_with_vocabulary_list("s", ["1", "2"])
+    with pytest.raises(ValueError, match="must be compatible"):
+        fc.input_layer({"s": tf.constant([[1]], tf.int64)}, [fc.indicator_column(vocab)])
+    ints = fc.categorical_column_with_vocabulary_list("i", [3, 4])
+    out = fc.input_layer({"i": tf.constant([[4]], tf.int32)}, [fc.indicator_column(ints)])
+    np.testing.assert_array_equal(run(out), [[0, 1]])
