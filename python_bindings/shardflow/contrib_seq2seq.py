@@ -23,6 +23,7 @@ from shardflow.math_composites import count_nonzero, div_no_nan
 from shardflow.nest import map_structure
 from shardflow.nn import sparse_softmax_cross_entropy_with_logits
 from shardflow.rnn_cell import dynamic_rnn
+from shardflow.tensor_util import constant_value
 from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
                                          BahdanauAttention, LuongAttention, tile_batch)
 from shardflow.seq2seq_beam_search import (BeamSearchDecoder,  # noqa: F401
@@ -172,16 +173,11 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     helper = decoder.helper
     with variable_scope(scope or "decoder") as decoder_scope:
         if isinstance(helper, TrainingHelper):
-            # In the decoder's own scope (no "rnn" level), as TF1 names the cell's variables:
-            # "decoder/<cell>/kernel" whichever helper drives it.
-            outputs, state = dynamic_rnn(decoder.cell, helper.inputs,
-                                         sequence_length=helper.sequence_length,
-                                         initial_state=decoder.initial_state,
-                                         scope=decoder_scope)
+            outputs, state, lengths = _teacher_forced(decoder, maximum_iterations,
+                                                      impute_finished, decoder_scope)
             if decoder.output_layer is not None:
                 outputs = decoder.output_layer(outputs)
             sample_id = ops.cast(ops.argmax(outputs, axis=2), dtypes.int32)
-            lengths = ops.cast(helper.sequence_length, dtypes.int32)
         elif maximum_iterations is None or hasattr(maximum_iterations, "op"):
             outputs, sample_id, state, lengths = _greedy_loop(decoder, maximum_iterations)
         else:
@@ -214,6 +210,36 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
             outputs = ops.transpose(outputs, [1, 0, 2])
             sample_id = ops.transpose(sample_id, [1, 0])
     return BasicDecoderOutput(outputs, sample_id), state, lengths
+
+
+def _teacher_forced(decoder, maximum_iterations, impute_finished, scope):
+    """TrainingHelper's decoding as TF1's loop runs it: (outputs [batch, time, depth], final
+    state, lengths), time = max(sequence_length), at most maximum_iterations. Past a
+    sequence's length the cell goes on reading the inputs there (its outputs are kept and its
+    state moves on, as TF1's with impute_finished=False), or, with impute_finished, the
+    outputs are zeros and the state stays (dynamic_rnn's sequence_length)."""
+    helper = decoder.helper
+    inputs = helper.inputs
+    lengths = ops.cast(helper.sequence_length, dtypes.int32)
+    known = constant_value(helper.sequence_length)
+    steps = int(np.max(known)) if known is not None and np.size(known) else None
+    if maximum_iterations is not None:
+        lengths = ops.minimum(lengths, ops.cast(maximum_iterations, dtypes.int32))
+        if hasattr(maximum_iterations, "op"):
+            steps = None
+        elif steps is not None:
+            steps = min(steps, int(maximum_iterations))
+    time = inputs.shape.as_list()[1] if inputs.shape.ndims else None
+    if steps is None:
+        inputs = inputs[:, :ops.reduce_max(lengths)]
+    elif steps != time:
+        inputs = inputs[:, :steps]
+    # In the decoder's own scope (no "rnn" level), as TF1 names the cell's variables:
+    # "decoder/<cell>/kernel" whichever helper drives it.
+    outputs, state = dynamic_rnn(decoder.cell, inputs,
+                                 sequence_length=lengths if impute_finished else None,
+                                 initial_state=decoder.initial_state, scope=scope)
+    return outputs, state, lengths
 
 
 def _greedy_loop(decoder, maximum_iterations):

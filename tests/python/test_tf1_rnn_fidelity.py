@@ -151,3 +151,51 @@ def test_attention_probability_fn_takes_the_scores_alone():
     np.testing.assert_allclose(got["default"].sum(1), [1, 1], rtol=1e-5)
     assert (got["default"][1, 3:] == 0).all()
     np.testing.assert_array_equal(got["hard"], np.eye(5)[got["default"].argmax(1)])
+
+
+def _numpy_basic_rnn(x, units, w=0.1, steps=None):
+    h = np.zeros((x.shape[0], units))
+    outs, states = [], []
+    for t in range(steps or x.shape[1]):
+        h = np.tanh(np.concatenate([x[:, t], h], 1) @ np.full((x.shape[2] + units, units), w))
+        outs.append(h)
+        states.append(h)
+    return np.stack(outs, 1), states
+
+
+def test_training_helper_decodes_max_length_steps_and_imputes_only_when_asked():
+    """TF1's dynamic_decode with TrainingHelper runs max(sequence_length) steps (at most
+    maximum_iterations), whatever the padded input length; past a sequence's length the cell
+    keeps reading its inputs (impute_finished=False: real outputs, the state moves on) unless
+    impute_finished=True (zeros, the state kept at the length)."""
+    x_val = np.random.RandomState(3).randn(2, 5, 3).astype(np.float32)
+    outs, states = _numpy_basic_rnn(x_val, 4)
+    lengths_val = np.array([3, 2], np.int32)
+    for impute in (False, True):
+        for lengths_feed in (False, True):
+            for max_iter in (None, 2):
+                tf.reset_default_graph()
+                lengths = (tf.placeholder(tf.int32, [2]) if lengths_feed
+                           else tf.constant(lengths_val))
+                helper = tf.contrib.seq2seq.TrainingHelper(tf.constant(x_val), lengths)
+                cell = tf.nn.rnn_cell.BasicRNNCell(4)
+                decoder = tf.contrib.seq2seq.BasicDecoder(cell, helper, cell.zero_state(
+                    2, tf.float32))
+                with tf.variable_scope("d", initializer=tf.constant_initializer(0.1)):
+                    out, state, final_len = tf.contrib.seq2seq.dynamic_decode(
+                        decoder, impute_finished=impute, maximum_iterations=max_iter)
+                got_out, got_state, got_len = _run(
+                    [out.rnn_output, state, final_len],
+                    {lengths: lengths_val} if lengths_feed else None)
+                n = 3 if max_iter is None else 2
+                want_len = np.minimum(lengths_val, n)
+                np.testing.assert_array_equal(got_len, want_len)
+                want = outs[:, :n].copy()
+                want_state = states[n - 1].copy()
+                if impute:
+                    for b, k in enumerate(want_len):
+                        want[b, k:] = 0
+                        want_state[b] = states[k - 1][b]
+                assert got_out.shape == (2, n, 4)
+                np.testing.assert_allclose(got_out, want, rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(got_state, want_state, rtol=1e-5, atol=1e-6)
