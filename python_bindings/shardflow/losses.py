@@ -94,6 +94,21 @@ def _weights_as(weights, losses):
     return ops.cast(w, losses.dtype) if w.dtype != losses.dtype else w
 
 
+def _check_broadcastable(weights, losses, what):
+    """ValueError unless tensor `weights` has rank 0, or losses' rank with each dimension 1 or
+    losses' (TF1's weights_broadcast_ops.assert_broadcastable on static shapes): weights
+    [batch, 1] against per-row losses [batch] would otherwise make [batch, batch]."""
+    w_rank, l_rank = weights.shape.ndims, losses.shape.ndims
+    if w_rank is None or l_rank is None or w_rank == 0:
+        return
+    w_dims, l_dims = weights.shape.as_list(), losses.shape.as_list()
+    if w_rank != l_rank or any(w is not None and v is not None and w != 1 and w != v
+                               for w, v in zip(w_dims, l_dims)):
+        raise ValueError("%s: weights can not be broadcast to values: weights %s, losses %s "
+                         "(weights must be a scalar or of the losses' rank, each dimension 1 "
+                         "or the losses')" % (what, w_dims, l_dims))
+
+
 class _maybe_scope(object):
     """name_scope(scope) when a scope is given; else names stay as they are."""
 
@@ -117,13 +132,16 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=LOSSE
         return _weighted_loss(losses, weights, loss_collection, reduction, name)
 
 
-def _weighted_loss(losses, weights, loss_collection, reduction, name):
-    """compute_weighted_loss inside the caller's scope."""
+def _weighted_loss(losses, weights, loss_collection, reduction, name,
+                   what="compute_weighted_loss"):
+    """compute_weighted_loss inside the caller's scope; `what` names the loss in errors."""
     Reduction.validate(reduction)
     losses = _float_input(losses, "losses")
     if weights is None:
         weights = 1.0
     w = _weights_as(weights, losses)
+    if not _is_python_scalar(w):
+        _check_broadcastable(w, losses, what)
     weighted = losses if _is_python_scalar(w) and w == 1.0 else ops.multiply(losses, w)
     if reduction == Reduction.NONE:
         loss = ops.identity(weighted, name=name) if name else weighted
@@ -151,18 +169,24 @@ _DEFAULT = Reduction.SUM_BY_NONZERO_WEIGHTS
 
 def mean_squared_error(labels, predictions, weights=1.0, scope=None,
                        loss_collection=LOSSES, reduction=_DEFAULT, name=None):
-    """(predictions - labels) ** 2, weighted and reduced (compute_weighted_loss)."""
+    """(predictions - labels) ** 2, weighted and reduced (compute_weighted_loss); labels and
+    predictions must have one shape, as TF1's."""
     with _maybe_scope(scope):
+        labels, predictions = _pair(labels, predictions, "mean_squared_error")
         per_element = ops.squared_difference(predictions, labels)
-        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name,
+                              "mean_squared_error")
 
 
 def absolute_difference(labels, predictions, weights=1.0, scope=None,
                         loss_collection=LOSSES, reduction=_DEFAULT, name=None):
-    """|predictions - labels|, weighted and reduced (compute_weighted_loss)."""
+    """|predictions - labels|, weighted and reduced (compute_weighted_loss); labels and
+    predictions must have one shape, as TF1's."""
     with _maybe_scope(scope):
+        labels, predictions = _pair(labels, predictions, "absolute_difference")
         per_element = ops.abs(ops.subtract(predictions, labels))
-        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name,
+                              "absolute_difference")
 
 
 def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0, scope=None,
@@ -179,16 +203,40 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
             onehot_labels = ops.add(ops.multiply(onehot_labels, 1.0 - label_smoothing),
                                     label_smoothing / classes)
         per_row = nn.softmax_cross_entropy_with_logits(labels=onehot_labels, logits=logits)
-        return _weighted_loss(per_row, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_row, weights, loss_collection, reduction, name,
+                              "softmax_cross_entropy")
+
+
+def _squeeze_class_ids(labels, logits, weights):
+    """TF1's losses _remove_squeezable_dimensions(expected_rank_diff=1): class ids of
+    logits' rank ([batch, 1] against [batch, classes]) lose their last dimension of size 1,
+    then weights one rank above them lose theirs. Static ranks only."""
+    labels, logits = convert_to_tensor(labels), convert_to_tensor(logits)
+    l_rank, x_rank = labels.shape.ndims, logits.shape.ndims
+    if l_rank is not None and x_rank is not None:
+        if x_rank == l_rank and labels.shape.as_list()[-1] in (None, 1):
+            labels = ops.squeeze(labels, [-1])
+        elif x_rank == l_rank + 2 and logits.shape.as_list()[-1] in (None, 1):
+            logits = ops.squeeze(logits, [-1])
+    if weights is None or _is_python_scalar(weights):
+        return labels, logits, weights
+    weights = convert_to_tensor(weights)
+    l_rank, w_rank = labels.shape.ndims, weights.shape.ndims
+    if l_rank is not None and w_rank is not None and w_rank == l_rank + 1:
+        weights = ops.squeeze(weights, [-1])
+    return labels, logits, weights
 
 
 def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
                                  loss_collection=LOSSES, reduction=_DEFAULT, name=None):
     """Cross-entropy of softmax(logits) against class indices, per row; weights and
-    reduction as compute_weighted_loss."""
+    reduction as compute_weighted_loss. As TF1's, labels [batch, 1] and weights [batch, 1]
+    lose their last dimension."""
     with _maybe_scope(scope):
+        labels, logits, weights = _squeeze_class_ids(labels, logits, weights)
         per_row = nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
-        return _weighted_loss(per_row, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_row, weights, loss_collection, reduction, name,
+                              "sparse_softmax_cross_entropy")
 
 
 def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothing=0,
@@ -202,7 +250,8 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
         if label_smoothing:
             labels = ops.add(ops.multiply(labels, 1.0 - label_smoothing), 0.5 * label_smoothing)
         per_element = nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name,
+                              "sigmoid_cross_entropy")
 
 
 def _pair(labels, predictions, what):
@@ -232,7 +281,8 @@ def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,
         linear = ops.subtract(abs_error, quadratic)
         per_element = ops.add(ops.multiply(ops.square(quadratic), 0.5),
                               ops.multiply(linear, float(delta)))
-        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name,
+                              "huber_loss")
 
 
 def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
@@ -250,7 +300,8 @@ def cosine_distance(labels, predictions, axis=None, weights=1.0, scope=None,
         labels, predictions = _pair(labels, predictions, "cosine_distance")
         dots = ops.reduce_sum(ops.multiply(labels, predictions), axis=[axis], keepdims=True)
         per_vector = ops.subtract(1.0, dots)
-        return _weighted_loss(per_vector, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_vector, weights, loss_collection, reduction, name,
+                              "cosine_distance")
 
 
 def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=LOSSES,
@@ -261,7 +312,8 @@ def hinge_loss(labels, logits, weights=1.0, scope=None, loss_collection=LOSSES,
         labels, logits = _pair(labels, logits, "hinge_loss")
         signs = ops.subtract(ops.multiply(labels, 2.0), 1.0)
         per_element = nn.relu(ops.subtract(1.0, ops.multiply(signs, logits)))
-        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name,
+                              "hinge_loss")
 
 
 def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
@@ -276,7 +328,8 @@ def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None,
         negative = ops.multiply(ops.subtract(1.0, labels),
                                 ops.log(ops.add(ops.subtract(1.0, predictions), eps)))
         per_element = ops.negative(ops.add(positive, negative))
-        return _weighted_loss(per_element, weights, loss_collection, reduction, name)
+        return _weighted_loss(per_element, weights, loss_collection, reduction, name,
+                              "log_loss")
 
 
 def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,

@@ -48,10 +48,71 @@ def _div_no_nan(num, den):
     return where(ops.greater(den, 0.0), ops.divide(num, safe), ops.zeros_like(num))
 
 
-def _weights_like(values, weights):
+def _last_dim_may_be_one(x):
+    dims = x.shape.as_list()
+    return not dims or dims[-1] is None or dims[-1] == 1
+
+
+def _squeeze_labels_or_predictions(labels, predictions):
+    """labels and predictions, the one whose rank is one more than the other's losing its last
+    dimension when that is 1 (labels [batch, 1] against predictions [batch]), as TF1's
+    confusion_matrix.remove_squeezable_dimensions; static ranks only."""
+    labels_rank, predictions_rank = labels.shape.ndims, predictions.shape.ndims
+    if labels_rank is None or predictions_rank is None:
+        return labels, predictions
+    if predictions_rank == labels_rank + 1 and _last_dim_may_be_one(predictions):
+        predictions = ops.squeeze(predictions, [-1])
+    elif labels_rank == predictions_rank + 1 and _last_dim_may_be_one(labels):
+        labels = ops.squeeze(labels, [-1])
+    return labels, predictions
+
+
+def _remove_squeezable_dimensions(predictions, labels, weights):
+    """TF1's metrics_impl._remove_squeezable_dimensions: labels or predictions lose a trailing
+    dimension of size 1 when their ranks differ by one; then weights lose their last dimension
+    when their rank is one more than predictions' (weights [batch, 1] against [batch]) or gain
+    one when it is one less (weights [batch] against values [batch, d] weigh whole rows).
+    Returns (predictions, labels, weights), tensors (labels and weights may be None)."""
+    predictions = _tensor(predictions)
+    if labels is not None:
+        labels, predictions = _squeeze_labels_or_predictions(_tensor(labels), predictions)
+    if weights is None:
+        return predictions, labels, None
+    weights = _tensor(weights)
+    weights_rank, predictions_rank = weights.shape.ndims, predictions.shape.ndims
+    if weights_rank is None or predictions_rank is None or weights_rank == 0:
+        return predictions, labels, weights
+    if weights_rank == predictions_rank + 1 and _last_dim_may_be_one(weights):
+        weights = ops.squeeze(weights, [-1])
+    elif weights_rank == predictions_rank - 1:
+        weights = ops.expand_dims(weights, -1)
+    return predictions, labels, weights
+
+
+def _check_broadcastable(weights, values, what):
+    """ValueError unless `weights` has rank 0, or values' rank with each dimension 1 or
+    values' (TF1's weights_broadcast_ops.assert_broadcastable, on static shapes): weights
+    never enlarge the values they weigh."""
+    w_rank, v_rank = weights.shape.ndims, values.shape.ndims
+    if w_rank is None or v_rank is None or w_rank == 0:
+        return
+    w_dims, v_dims = weights.shape.as_list(), values.shape.as_list()
+    ok = w_rank == v_rank and all(w is None or v is None or w == 1 or w == v
+                                  for w, v in zip(w_dims, v_dims))
+    if not ok:
+        raise ValueError("%s: weights can not be broadcast to values: weights %s, values %s "
+                         "(weights must be a scalar or of the values' rank, each dimension 1 "
+                         "or the values')" % (what, w_dims, v_dims))
+
+
+def _weights_like(values, weights, what="metric"):
+    """weights (None: 1) broadcast to values' shape, as values' dtype (TF1's
+    broadcast_weights)."""
     if weights is None:
         return ops.ones_like(values)
-    return ops.multiply(ops.ones_like(values), _tensor(weights, values.dtype))
+    weights = _tensor(weights, values.dtype)
+    _check_broadcastable(weights, values, what)
+    return ops.multiply(ops.ones_like(values), weights)
 
 
 def _collect(value, update, metrics_collections, updates_collections):
@@ -77,7 +138,8 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
     g = get_default_graph()
     with g.name_scope(name or "mean"):
         values = _tensor(values, dtypes.float32)
-        w = _weights_like(values, weights)
+        values, _, weights = _remove_squeezable_dimensions(values, None, weights)
+        w = _weights_like(values, weights, "mean")
         total = _metric_variable([], "total")
         count = _metric_variable([], "count")
         add_total = total.assign_add(ops.reduce_sum(ops.multiply(values, w)))
@@ -91,8 +153,7 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
 def accuracy(labels, predictions, weights=None, metrics_collections=None,
              updates_collections=None, name=None):
     """The share of elements where predictions equal labels (e.g. class indices from argmax)."""
-    labels = _tensor(labels)
-    predictions = _tensor(predictions)
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
     _check_same_shape(labels, predictions, "accuracy")
     if labels.dtype != predictions.dtype:
         predictions = ops.cast(predictions, labels.dtype)
@@ -100,18 +161,25 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
     return mean(hits, weights, metrics_collections, updates_collections, name or "accuracy")
 
 
+def _float_pair(labels, predictions, weights, what):
+    """(labels, predictions, weights) as float32 labels and predictions of one shape, after
+    TF1's _remove_squeezable_dimensions."""
+    labels, predictions = _tensor(labels, dtypes.float32), _tensor(predictions, dtypes.float32)
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
+    _check_same_shape(labels, predictions, what)
+    return labels, predictions, weights
+
+
 def mean_squared_error(labels, predictions, weights=None, metrics_collections=None,
                        updates_collections=None, name=None):
-    labels, predictions = _tensor(labels, dtypes.float32), _tensor(predictions, dtypes.float32)
-    _check_same_shape(labels, predictions, "mean_squared_error")
+    labels, predictions, weights = _float_pair(labels, predictions, weights, "mean_squared_error")
     return mean(ops.squared_difference(labels, predictions), weights, metrics_collections,
                 updates_collections, name or "mean_squared_error")
 
 
 def mean_absolute_error(labels, predictions, weights=None, metrics_collections=None,
                         updates_collections=None, name=None):
-    labels, predictions = _tensor(labels, dtypes.float32), _tensor(predictions, dtypes.float32)
-    _check_same_shape(labels, predictions, "mean_absolute_error")
+    labels, predictions, weights = _float_pair(labels, predictions, weights, "mean_absolute_error")
     return mean(ops.abs(ops.subtract(labels, predictions)), weights, metrics_collections,
                 updates_collections, name or "mean_absolute_error")
 
@@ -132,8 +200,9 @@ def _counts(labels, predictions, weights, kinds, name):
     """Running weighted counts of true/false positives/negatives for binary labels and
     predictions (non-zero is true); returns {kind: (value, update)}."""
     labels, predictions = _as_bool(_tensor(labels)), _as_bool(_tensor(predictions))
+    predictions, labels, weights = _remove_squeezable_dimensions(predictions, labels, weights)
     _check_same_shape(labels, predictions, name)
-    w = _weights_like(ops.cast(labels, dtypes.float32), weights)
+    w = _weights_like(ops.cast(labels, dtypes.float32), weights, name)
     out = {}
     g = get_default_graph()
     with g.name_scope(name):
@@ -201,14 +270,23 @@ _COUNT_NAMES = {"tp": "true_positives", "fp": "false_positives", "fn": "false_ne
                 "tn": "true_negatives"}
 
 
-def _counts_at_thresholds(labels, predictions, weights, thresholds, kinds):
+def _counts_at_thresholds(labels, predictions, weights, thresholds, kinds, what):
     """Running weighted counts, one per threshold, of the true/false positives/negatives of
     binary labels against scores `predictions` (positive: score > threshold), in the caller's
     name scope; returns ({kind: value [T]}, {kind: update [T]})."""
-    labels = _as_bool(_tensor(labels))
-    scores = ops.reshape(_tensor(predictions, dtypes.float32), [-1, 1])
+    from shardflow import check_ops
+    scores = _tensor(predictions, dtypes.float32)
+    in_range = [check_ops.assert_greater_equal(scores, 0.0,
+                                               message="predictions must be in [0, 1]"),
+                check_ops.assert_less_equal(scores, 1.0, message="predictions must be in [0, 1]")]
+    with control_dependencies(in_range):
+        scores = ops.identity(scores)
+    scores, labels, weights = _remove_squeezable_dimensions(scores, _as_bool(_tensor(labels)),
+                                                            weights)
+    _check_same_shape(labels, scores, what)
+    w = ops.reshape(_weights_like(scores, weights, what), [-1, 1])
+    scores = ops.reshape(scores, [-1, 1])
     positive = ops.reshape(ops.cast(labels, dtypes.float32), [-1, 1])
-    w = ops.reshape(_weights_like(ops.cast(labels, dtypes.float32), weights), [-1, 1])
     thresholds = np.asarray(thresholds, np.float32).reshape(-1)
     above = ops.cast(ops.greater(scores, ops.constant(thresholds.reshape(1, -1))),
                      dtypes.float32)                                   # [n, thresholds]
@@ -250,24 +328,32 @@ def interpolated_pr_auc(tp, fp, fn, num_thresholds):
 
 
 def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collections=None,
-        updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal"):
-    """Area under the ROC (or PR) curve of scores `predictions` in [0, 1] against binary
-    labels, from counts at `num_thresholds` thresholds, with TF1's tf.metrics.auc formulas:
-    rates are (tp + 1e-7) / (tp + fn + 1e-7) and fp / (fp + tn + 1e-7) (precision as recall),
-    summed by "trapezoidal", "minoring" or "majoring" rectangles; "careful_interpolation"
-    interpolates the PR curve as TF1 does (the ROC curve by trapezoids)."""
+        updates_collections=None, curve="ROC", name=None, summation_method="trapezoidal",
+        thresholds=None):
+    """Area under the ROC (or PR) curve of scores `predictions` in [0, 1] (others fail the
+    step) against binary labels, from counts at `num_thresholds` thresholds evenly spaced in
+    [0, 1] (or at the sorted `thresholds` given, with -1e-7 and 1 + 1e-7 added), with TF1's
+    tf.metrics.auc formulas: rates are (tp + 1e-6) / (tp + fn + 1e-6) and
+    fp / (fp + tn + 1e-6) (precision as recall), summed by "trapezoidal", "minoring" or
+    "majoring" rectangles; "careful_interpolation" interpolates the PR curve as TF1 does (the
+    ROC curve by trapezoids)."""
     if curve not in ("ROC", "PR"):
         raise ValueError("auc: curve must be 'ROC' or 'PR', got %r" % (curve,))
     if summation_method not in ("trapezoidal", "careful_interpolation", "minoring",
                                 "majoring"):
         raise ValueError("auc: summation_method is 'trapezoidal', 'careful_interpolation', "
                          "'minoring' or 'majoring', not %r" % (summation_method,))
-    thresholds = np.array(_default_thresholds(num_thresholds, "auc"), np.float32)
-    n, eps = num_thresholds, 1e-7
+    if thresholds is not None:
+        thresholds = [-1e-7] + sorted(float(t) for t in thresholds) + [1.0 + 1e-7]
+        num_thresholds = len(thresholds)
+    else:
+        thresholds = _default_thresholds(num_thresholds, "auc")
+    thresholds = np.array(thresholds, np.float32)
+    n, eps = num_thresholds, 1e-6   # TF1's auc: 1e-7 beyond [0, 1], 1e-6 in the rates
     g = get_default_graph()
     with g.name_scope(name or "auc"):
         values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
-                                                ("tp", "fp", "fn", "tn"))
+                                                ("tp", "fp", "fn", "tn"), "auc")
 
         def head(v):
             return ops.slice(v, [0], [n - 1])
@@ -308,7 +394,7 @@ def _at_thresholds(kind, labels, predictions, thresholds, weights, metrics_colle
     g = get_default_graph()
     with g.name_scope(name or _COUNT_NAMES[kind] + "_at_thresholds"):
         values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
-                                                (kind,))
+                                                (kind,), _COUNT_NAMES[kind] + "_at_thresholds")
     return _collect(values[kind], updates[kind], metrics_collections, updates_collections)
 
 
@@ -346,7 +432,7 @@ def _ratio_at_thresholds(other, labels, predictions, thresholds, weights, metric
     """tp / (tp + `other` + 1e-7) for each threshold (precision: other "fp"; recall: "fn")."""
     with get_default_graph().name_scope(scope):
         values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
-                                                ("tp", other))
+                                                ("tp", other), scope)
 
         def compute(c):
             return ops.divide(c["tp"], ops.add(ops.add(c["tp"], c[other]), 1e-7))
@@ -405,7 +491,8 @@ def sensitivity_at_specificity(labels, predictions, specificity, weights=None,
     g = get_default_graph()
     with g.name_scope(name or "sensitivity_at_specificity"):
         values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
-                                                ("tp", "fn", "tn", "fp"))
+                                                ("tp", "fn", "tn", "fp"),
+                                                "sensitivity_at_specificity")
         value, update = compute(values), compute(updates)
     return _collect(value, update, metrics_collections, updates_collections)
 
@@ -436,7 +523,8 @@ def specificity_at_sensitivity(labels, predictions, sensitivity, weights=None,
     g = get_default_graph()
     with g.name_scope(name or "specificity_at_sensitivity"):
         values, updates = _counts_at_thresholds(labels, predictions, weights, thresholds,
-                                                ("tp", "fn", "tn", "fp"))
+                                                ("tp", "fn", "tn", "fp"),
+                                                "specificity_at_sensitivity")
         value, update = compute(values), compute(updates)
     return _collect(value, update, metrics_collections, updates_collections)
 
@@ -454,10 +542,13 @@ def mean_relative_error(labels, predictions, normalizer, weights=None,
                         metrics_collections=None, updates_collections=None, name=None):
     """The (weighted) mean of |labels - predictions| / normalizer, an element counting 0
     where normalizer is 0 (TF1's tf.metrics.mean_relative_error)."""
-    labels, predictions = _tensor(labels, dtypes.float32), _tensor(predictions, dtypes.float32)
-    _check_same_shape(labels, predictions, "mean_relative_error")
+    labels, predictions, weights = _float_pair(labels, predictions, weights,
+                                               "mean_relative_error")
     abs_error = ops.abs(ops.subtract(labels, predictions))
-    normalizer = ops.multiply(_tensor(normalizer, dtypes.float32), ops.ones_like(abs_error))
+    normalizer, _ = _squeeze_labels_or_predictions(_tensor(normalizer, dtypes.float32),
+                                                   predictions)
+    _check_broadcastable(normalizer, abs_error, "mean_relative_error (normalizer)")
+    normalizer = ops.multiply(normalizer, ops.ones_like(abs_error))
     zero = ops.equal(normalizer, 0.0)
     safe = where(zero, ops.ones_like(normalizer), normalizer)
     relative = where(zero, ops.zeros_like(abs_error), ops.divide(abs_error, safe))
@@ -470,8 +561,8 @@ def mean_cosine_distance(labels, predictions, dim, weights=None, metrics_collect
     """1 - the (weighted) mean over the vectors along `dim` of sum(labels * predictions, dim),
     for unit-normalized labels and predictions (TF1's tf.metrics.mean_cosine_distance;
     weights broadcast to the sums, which keep `dim` as a dimension of size 1)."""
-    labels, predictions = _tensor(labels, dtypes.float32), _tensor(predictions, dtypes.float32)
-    _check_same_shape(labels, predictions, "mean_cosine_distance")
+    labels, predictions, weights = _float_pair(labels, predictions, weights,
+                                               "mean_cosine_distance")
     dots = ops.reduce_sum(ops.multiply(labels, predictions), axis=[dim], keepdims=True)
     value, update = mean(dots, weights, None, None, name or "mean_cosine_distance")
     return _collect(ops.subtract(1.0, value), ops.subtract(1.0, update), metrics_collections,
@@ -501,25 +592,25 @@ def mean_tensor(values, weights=None, metrics_collections=None, updates_collecti
 
 
 def _flat_class_ids(x, what):
+    """x flattened to int32 class ids; other numbers are cast (truncated), as TF1's casts."""
     x = _tensor(x)
-    if not x.dtype.is_integer:
-        raise TypeError("%s: labels and predictions must be integer class ids, got %s"
-                        % (what, x.dtype.name))
+    if x.dtype == dtypes.string:
+        raise TypeError("%s: labels and predictions must be class ids, got strings" % what)
     return ops.reshape(ops.cast(x, dtypes.int32), [-1])
 
 
 def _confusion_update(labels, predictions, num_classes, weights, what):
     """This batch's [num_classes, num_classes] weighted confusion counts (rows: labels,
-    columns: predictions) as float64."""
-    from shardflow.segment_ops import unsorted_segment_sum
+    columns: predictions) as float64; a class id outside [0, num_classes) fails the step, as
+    TF1's confusion_matrix."""
+    from shardflow.segment_ops import confusion_matrix
     labels = _flat_class_ids(labels, what)
     predictions = _flat_class_ids(predictions, what)
     w = ops.cast(_weights_like(ops.cast(labels, dtypes.float32),
                                None if weights is None else ops.reshape(
-                                   _tensor(weights, dtypes.float32), [-1])), dtypes.float64)
-    cell = ops.add(ops.multiply(labels, num_classes), predictions)
-    counts = unsorted_segment_sum(w, cell, num_classes * num_classes)
-    return ops.reshape(counts, [num_classes, num_classes])
+                                   _tensor(weights, dtypes.float32), [-1]), what),
+                 dtypes.float64)
+    return confusion_matrix(labels, predictions, num_classes, dtype=dtypes.float64, weights=w)
 
 
 def mean_iou(labels, predictions, num_classes, weights=None, metrics_collections=None,

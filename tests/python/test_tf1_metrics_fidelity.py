@@ -1,0 +1,215 @@
+"""tf.metrics, tf.losses and tf.contrib.metrics against NumPy written from TF 1.15's documented
+definitions: shapes TF1 squeezes or refuses (labels / weights [batch, 1]), TF1's epsilons."""
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+LABELS = np.array([1, 0, 1, 1, 0, 1], np.int64)
+PREDS = np.array([1, 1, 1, 0, 0, 0], np.int64)
+W = np.array([1.0, 2.0, 3.0, 4.0, 0.0, 0.5], np.float32)
+
+
+def _updates_then_values(pairs, feeds=(None,)):
+    """Runs every update_op once per feed, then returns the values."""
+    with tf.Session() as s:
+        s.run(tf.local_variables_initializer())
+        for feed in feeds:
+            s.run([u for _, u in pairs], feed)
+        return s.run([v for v, _ in pairs])
+
+
+def _weighted_mean(x, w):
+    w = np.broadcast_to(w, x.shape)
+    return float((x * w).sum() / w.sum())
+
+
+def test_weights_of_shape_batch_1_weigh_each_row():
+    # They were broadcast against [batch] values to [batch, batch]: every metric came out
+    # unweighted (or counted each row batch times).
+    col = W.reshape(-1, 1)
+    hit = (LABELS == PREDS).astype(np.float64)
+    y = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
+    p = np.array([1.5, 2.0, 2.0, 5.0, 5.0, 3.0], np.float32)
+    with tf.Graph().as_default():
+        pairs = [tf.metrics.accuracy(LABELS, PREDS, weights=col),
+                 tf.metrics.mean(y, weights=col),
+                 tf.metrics.recall(LABELS, PREDS, weights=col),
+                 tf.metrics.precision(LABELS, PREDS, weights=col),
+                 tf.metrics.false_negatives(LABELS, PREDS, weights=col),
+                 tf.metrics.mean_squared_error(y, p, weights=col),
+                 tf.metrics.mean_absolute_error(y, p, weights=col)]
+        got = _updates_then_values(pairs)
+    tp = W[(LABELS == 1) & (PREDS == 1)].sum()
+    fn = W[(LABELS == 1) & (PREDS == 0)].sum()
+    fp = W[(LABELS == 0) & (PREDS == 1)].sum()
+    want = [_weighted_mean(hit, W), _weighted_mean(y, W), tp / (tp + fn), tp / (tp + fp), fn,
+            _weighted_mean((y - p) ** 2, W), _weighted_mean(np.abs(y - p), W)]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_labels_of_shape_batch_1_against_predictions_of_shape_batch():
+    # TF1 squeezes the trailing 1 (labels from a [None, 1] placeholder against argmax
+    # predictions); shardflow refused them as 'different shapes'.
+    scores = np.array([0.9, 0.2, 0.6, 0.4, 0.3, 0.1], np.float32)
+    with tf.Graph().as_default():
+        labels = tf.placeholder(tf.int64, [None, 1])
+        pairs = [tf.metrics.accuracy(labels, PREDS),
+                 tf.metrics.precision(labels, PREDS),
+                 tf.metrics.mean_squared_error(labels, PREDS.astype(np.float32)),
+                 tf.metrics.auc(labels, scores, num_thresholds=11)]
+        got = _updates_then_values(pairs, [{labels: LABELS.reshape(-1, 1)}])
+    with tf.Graph().as_default():
+        want = _updates_then_values([tf.metrics.accuracy(LABELS, PREDS),
+                                     tf.metrics.precision(LABELS, PREDS),
+                                     tf.metrics.mean_squared_error(LABELS, PREDS),
+                                     tf.metrics.auc(LABELS, scores, num_thresholds=11)])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got[0] == pytest.approx(np.mean(LABELS == PREDS))
+
+
+def test_weights_of_shape_batch_weigh_rows_of_batch_by_d_values():
+    values = np.arange(12, dtype=np.float32).reshape(4, 3)
+    w = np.array([1.0, 0.0, 2.0, 3.0], np.float32)
+    with tf.Graph().as_default():
+        (got,) = _updates_then_values([tf.metrics.mean(values, weights=w)])
+    assert got == pytest.approx(_weighted_mean(values, w[:, None]))
+
+
+def test_weights_that_would_enlarge_the_values_are_a_value_error():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="weights can not be broadcast"):
+            tf.metrics.mean(np.ones(3, np.float32), weights=np.ones((3, 3), np.float32))
+        with pytest.raises(ValueError, match="weights can not be broadcast"):
+            tf.metrics.accuracy(np.ones((4, 3)), np.ones((4, 3)), weights=np.ones(3))
+
+
+def _np_auc(labels, scores, weights, num_thresholds=200, curve="ROC",
+            summation_method="trapezoidal", thresholds=None):
+    """TF 1.15's tf.metrics.auc: thresholds in [0, 1] widened by 1e-7, rates with 1e-6."""
+    if thresholds is None:
+        inner = [(i + 1) / (num_thresholds - 1.0) for i in range(num_thresholds - 2)]
+    else:
+        inner = sorted(thresholds)
+    th = np.array([-1e-7] + inner + [1 + 1e-7], np.float32).astype(np.float64)
+    above = scores[None, :].astype(np.float64) > th[:, None]
+    pos = labels.astype(bool)[None, :]
+    w = np.broadcast_to(weights, scores.shape)[None, :].astype(np.float64)
+    tp = (above & pos) @ w[0]
+    fp = (above & ~pos) @ w[0]
+    fn = (~above & pos) @ w[0]
+    tn = (~above & ~pos) @ w[0]
+    eps = 1e-6
+    rec = (tp + eps) / (tp + fn + eps)
+    if curve == "ROC":
+        x, y = fp / (fp + tn + eps), rec
+    else:
+        x, y = rec, (tp + eps) / (tp + fp + eps)
+    if summation_method == "minoring":
+        h = np.minimum(y[:-1], y[1:])
+    elif summation_method == "majoring":
+        h = np.maximum(y[:-1], y[1:])
+    else:
+        h = (y[:-1] + y[1:]) / 2
+    return float(((x[:-1] - x[1:]) * h).sum())
+
+
+def test_auc_epsilons_and_thresholds_as_tf1():
+    # Rates used 1e-7 where TF1's auc adds 1e-6 (visible with small weights); `thresholds`
+    # was missing.
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 40)
+    scores = rng.random(40).astype(np.float32)
+    w = (rng.random(40) * 1e-4).astype(np.float32)
+    cases = [dict(num_thresholds=50), dict(curve="PR", num_thresholds=50),
+             dict(summation_method="minoring"), dict(summation_method="majoring"),
+             dict(thresholds=[0.25, 0.5, 0.75])]
+    with tf.Graph().as_default():
+        lab = tf.placeholder(tf.int64, [None])
+        sc = tf.placeholder(tf.float32, [None])
+        wt = tf.placeholder(tf.float32, [None])
+        pairs = [tf.metrics.auc(lab, sc, weights=wt, **kw) for kw in cases]
+        feeds = [{lab: labels[:20], sc: scores[:20], wt: w[:20]},
+                 {lab: labels[20:], sc: scores[20:], wt: w[20:]}]
+        got = _updates_then_values(pairs, feeds)
+    want = [_np_auc(labels, scores, w, **kw) for kw in cases]
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+def test_auc_of_scores_outside_0_1_fails_the_step():
+    # TF1 asserts predictions in [0, 1]; logits gave a silent, meaningless area.
+    with tf.Graph().as_default():
+        _, update = tf.metrics.auc([1, 0, 1], [2.5, -1.0, 0.3])
+        with tf.Session() as s:
+            s.run(tf.local_variables_initializer())
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"predictions must be in"):
+                s.run(update)
+
+
+def test_mean_iou_casts_float_ids_and_refuses_ids_out_of_range():
+    labels = np.array([0, 1, 2, 2, 1], np.float32)
+    preds = np.array([0.0, 2.0, 2.0, 1.0, 1.0], np.float32)
+    with tf.Graph().as_default():
+        (got,) = _updates_then_values([tf.metrics.mean_iou(labels, preds, 3)])
+    cm = np.zeros((3, 3))
+    for a, b in zip(labels.astype(int), preds.astype(int)):
+        cm[a, b] += 1
+    diag = np.diag(cm)
+    union = cm.sum(0) + cm.sum(1) - diag
+    assert got == pytest.approx(np.mean(diag / union))
+    # Label 0 predicted 5 of 3 classes was counted silently as label 1 predicted 2.
+    with tf.Graph().as_default():
+        _, update = tf.metrics.mean_iou([0, 1], [5, 1], 3)
+        with tf.Session() as s:
+            s.run(tf.local_variables_initializer())
+            with pytest.raises(tf.errors.InvalidArgumentError, match="out of bound"):
+                s.run(update)
+
+
+def test_mean_relative_error_normalizer_of_shape_batch_1():
+    y = np.array([1.0, 2.0, 4.0], np.float32)
+    p = np.array([2.0, 2.0, 1.0], np.float32)
+    norm = np.array([2.0, 0.0, 3.0], np.float32)
+    with tf.Graph().as_default():
+        (got,) = _updates_then_values(
+            [tf.metrics.mean_relative_error(y, p, norm.reshape(-1, 1))])
+    assert got == pytest.approx(np.mean([0.5, 0.0, 1.0]))
+
+
+# ---- tf.losses ------------------------------------------------------------------------------
+
+
+def test_losses_refuse_shapes_tf1_refuses():
+    # labels [batch, 1] against predictions [batch] were broadcast to [batch, batch]; weights
+    # [batch, 1] against per-row losses likewise: silently wrong losses.
+    y = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    p = np.array([1.5, 2.0, 2.0, 5.0], np.float32)
+    logits = np.zeros((4, 3), np.float32)
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="same shape"):
+            tf.losses.mean_squared_error(y.reshape(-1, 1), p)
+        with pytest.raises(ValueError, match="same shape"):
+            tf.losses.absolute_difference(y.reshape(-1, 1), p)
+        with pytest.raises(ValueError, match="mean_squared_error: weights can not be broadcast"):
+            tf.losses.mean_squared_error(y, p, weights=np.ones((4, 1), np.float32))
+        with pytest.raises(ValueError, match="softmax_cross_entropy: weights can not be"):
+            tf.losses.softmax_cross_entropy(np.eye(3)[[0, 1, 2, 0]], logits,
+                                            weights=np.ones((4, 1), np.float32))
+        with pytest.raises(ValueError, match="weights can not be broadcast"):
+            tf.losses.sigmoid_cross_entropy(np.ones((3, 3)), np.zeros((3, 3), np.float32),
+                                            weights=np.ones(3, np.float32))
+
+
+def test_sparse_softmax_cross_entropy_squeezes_labels_and_weights_of_shape_batch_1():
+    logits = np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3], [1.0, 1.0, 1.0], [0.0, 0.0, 3.0]],
+                      np.float32)
+    labels = np.array([0, 1, 2, 0])
+    w = np.array([1.0, 0.0, 2.0, 3.0], np.float32)
+    lse = np.log(np.exp(logits).sum(1))
+    per_row = lse - logits[np.arange(4), labels]
+    with tf.Graph().as_default():
+        ids = tf.placeholder(tf.int64, [None, 1])
+        loss = tf.losses.sparse_softmax_cross_entropy(ids, logits, weights=w.reshape(-1, 1))
+        with tf.Session() as s:
+            got = s.run(loss, {ids: labels.reshape(-1, 1)})
+    assert got == pytest.approx((per_row * w).sum() / np.count_nonzero(w), rel=1e-5)
