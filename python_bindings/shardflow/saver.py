@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from shardflow import dtypes
+from shardflow import dtypes, errors
 from shardflow.framework import get_default_graph
 from shardflow.variables import Variable, global_variables
 
@@ -180,7 +180,10 @@ class Saver:
             export_meta_graph(save_path + "." + meta_graph_suffix, graph=sess.graph,
                               saver_def=self._variable_names())
         self._kept = [(p, t) for p, t in self._kept if p != save_path]
-        self._kept.append((save_path, time.time()))
+        if self._max_to_keep > 0:
+            # max_to_keep 0 or None: TF1 deletes nothing and manages nothing (the state file
+            # names only the newest checkpoint).
+            self._kept.append((save_path, time.time()))
         while self._max_to_keep > 0 and len(self._kept) > self._max_to_keep:
             old, written = self._kept.pop(0)
             if written >= self._next_keep_time:
@@ -197,17 +200,18 @@ class Saver:
 
     def restore(self, sess, save_path):
         """Sets every variable from the checkpoint at `save_path`: one shardflow wrote, or one
-        TensorFlow wrote (`save_path`.index beside it; shardflow/tf_checkpoint.py). Errors:
-        NotFoundError (no file, or a variable missing from it, naming them),
+        TensorFlow wrote (`save_path`.index beside it, or that index file itself;
+        shardflow/tf_checkpoint.py). Errors: NotFoundError (no checkpoint: also the ValueError
+        "not a valid checkpoint" of TF 1.15; or a variable missing from it, naming them),
         InvalidArgumentError (a dtype or shape that is not the variable's), DataLossError (a
         damaged file)."""
-        from shardflow import errors
         from shardflow.tf_checkpoint import read_checkpoint
         if save_path is None:
             raise ValueError("Saver.restore: save_path is None (latest_checkpoint found none?)")
         self.build()
         if not self._vars:
             return  # allow_empty: nothing to restore
+        save_path = _checkpoint_prefix(save_path)
         loaded = dict(read_checkpoint(save_path))   # shardflow's format or TensorFlow's
         missing = [name for name, parts in self._entries if name not in loaded and not (
             parts[0]._get_save_slice_info() is not None and
@@ -240,7 +244,6 @@ class Saver:
     def _checked(self, name, v, value, save_path):
         """`value` from the checkpoint for variable `v`, reshaped when the Saver may; errors
         name a shape that does not fit."""
-        from shardflow import errors
         have = dtypes.as_dtype(value.dtype) if value.dtype.kind not in "SUO" else dtypes.string
         if have != v.dtype and not (v.dtype == dtypes.bfloat16 and have == dtypes.float32):
             raise errors.InvalidArgumentError(
@@ -259,6 +262,24 @@ class Saver:
                 "variable '%s' has shape %s in %s but %s in the model"
                 % (name, list(value.shape), save_path, want))
         return value
+
+
+class _CheckpointNotFoundError(errors.NotFoundError, ValueError):
+    """No checkpoint at a path given to restore: NotFoundError, and the ValueError TF 1.15
+    raises there."""
+
+
+def _checkpoint_prefix(save_path):
+    """The checkpoint `save_path` names: itself, or the prefix of "<prefix>.index" (a TF
+    checkpoint's index file, as a file dialog or glob finds it). _CheckpointNotFoundError when there
+    is none."""
+    from shardflow.tf_checkpoint import is_tf_checkpoint
+    save_path = os.fspath(save_path)
+    if save_path.endswith(".index") and is_tf_checkpoint(save_path[:-len(".index")]):
+        return save_path[:-len(".index")]
+    if os.path.isfile(save_path) or os.path.isfile(save_path + ".index"):
+        return save_path
+    raise _CheckpointNotFoundError("The passed save_path is not a valid checkpoint: %s" % save_path)
 
 
 def _saver_entries(var_list, g):
@@ -357,8 +378,11 @@ def _write_checkpoint_state(directory, latest, kept, latest_filename=None):
     """The "checkpoint" file (or `latest_filename`) TensorFlow writes beside checkpoints (text
     format)."""
     from shardflow.checkpoint_utils import _write_state_file
+    kept = [os.path.basename(p) for p in kept]
+    if not kept or kept[-1] != os.path.basename(latest):
+        kept.append(os.path.basename(latest))   # as TF1's (max_to_keep=0 keeps none)
     _write_state_file(os.path.join(directory, latest_filename or "checkpoint"),
-                      os.path.basename(latest), [os.path.basename(p) for p in kept])
+                      os.path.basename(latest), kept)
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

@@ -122,3 +122,44 @@ def test_reusing_with_another_dtype_is_an_error():
         with pytest.raises(ValueError, match="specified dtype int32 and found dtype float32"):
             tf.get_variable("v", [2], dtype=tf.int32)
         assert tf.get_variable("v", [2]).name == "s/v:0"
+
+
+# ---- Saver ----------------------------------------------------------------------------------
+
+
+def test_saver_max_to_keep_zero_manages_nothing(tmp_path):
+    # TF1: max_to_keep 0 or None deletes nothing and keeps no list; the state file names the
+    # newest checkpoint only (shardflow listed every checkpoint ever written).
+    tf.Variable(1.0, name="v")
+    for max_to_keep in (0, None):
+        directory = tmp_path / str(max_to_keep)
+        saver = tf.train.Saver(max_to_keep=max_to_keep)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for step in range(3):
+                saver.save(sess, str(directory / "m"), global_step=step)
+        assert saver.last_checkpoints == []
+        assert all((directory / ("m-%d" % i)).exists() for i in range(3))
+        state = tf.train.get_checkpoint_state(str(directory))
+        assert state.model_checkpoint_path == str(directory / "m-2")
+        assert state.all_model_checkpoint_paths == [str(directory / "m-2")]
+
+
+def test_saver_restore_missing_checkpoint_and_index_path(tmp_path):
+    v = tf.Variable([1.0, 2.0], name="v")
+    saver = tf.train.Saver()
+    path = str(tmp_path / "model.ckpt")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        saver.save(sess, path, write_meta_graph=False)
+        # TF 1.15 raises ValueError for a path with no checkpoint (shardflow: also NotFound).
+        with pytest.raises(ValueError, match="not a valid checkpoint"):
+            saver.restore(sess, str(tmp_path / "nothing"))
+        with pytest.raises(tf.errors.NotFoundError):
+            saver.restore(sess, str(tmp_path / "nothing"))
+    # A TensorFlow checkpoint named by its index file restores as its prefix.
+    from shardflow import tf_checkpoint
+    tf_checkpoint.write(str(tmp_path / "tf_model"), [("v", np.array([5.0, 6.0], np.float32))])
+    with tf.Session() as sess:
+        saver.restore(sess, str(tmp_path / "tf_model.index"))
+        np.testing.assert_array_equal(sess.run(v), [5.0, 6.0])
