@@ -122,6 +122,39 @@ class SparseTensor:
         return [(self._indices, indices), (self._values, values),
                 (self._dense_shape, np.asarray(dense_shape, dtype=np.int64))]
 
+    def _cwise(self, y, op, what):
+        """A SparseTensor of these indices whose values are `op`(values, y at each entry's
+        coordinates), `y` a dense tensor broadcast to the dense shape (TF1's
+        sparse_dense_cwise_mul / _div behind ``sp * y`` and ``sp / y``)."""
+        from shardflow.array_ops import gather_nd
+        y = convert_to_tensor(y, dtype=self.dtype)
+        rank, y_rank = self.rank, y.shape.ndims
+        if y_rank == 0:
+            picked = y
+        else:
+            if rank is None or y_rank is None:
+                raise ValueError("SparseTensor %s a dense tensor needs both ranks known" % what)
+            if y_rank > rank:
+                raise ValueError("SparseTensor %s: the dense operand (rank %d) must broadcast "
+                                 "to the SparseTensor's rank %d" % (what, y_rank, rank))
+            cols = self._indices[:, rank - y_rank:]
+            # Right-aligned broadcasting: a size-1 dimension of y is read at 0.
+            wide = ops.cast(ops.not_equal(ops.shape(y), 1), dtypes.int64)
+            picked = gather_nd(y, ops.multiply(cols, ops.expand_dims(wide, 0)))
+        return SparseTensor(self._indices, op(self._values, picked), self._dense_shape,
+                            _static_dims=None if rank is None else self._shape.as_list())
+
+    def __mul__(self, y):
+        """``sp * y``: each stored value times y there (y dense, broadcast to sp's shape), a
+        SparseTensor of sp's indices, as TF1."""
+        return self._cwise(y, ops.multiply, "*")
+
+    def __truediv__(self, y):
+        """``sp / y``: each stored value divided by y there (y dense, broadcast), as TF1."""
+        return self._cwise(y, ops.divide, "/")
+
+    __div__ = __truediv__
+
     def __repr__(self):
         return "SparseTensor(indices=%r, values=%r, dense_shape=%r)" % (
             self._indices, self._values, self._dense_shape)

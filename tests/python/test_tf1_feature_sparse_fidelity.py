@@ -329,3 +329,18 @@ def test_categorical_columns_refuse_features_of_another_dtype():
     ints = fc.categorical_column_with_vocabulary_list("i", [3, 4])
     out = fc.input_layer({"i": tf.constant([[4]], tf.int32)}, [fc.indicator_column(ints)])
     np.testing.assert_array_equal(run(out), [[0, 1]])
+
+
+def test_sparse_tensor_times_and_divided_by_a_dense_tensor():
+    # TF1's SparseTensor.__mul__ / __truediv__ (sparse_dense_cwise_mul/div): y broadcast to
+    # the dense shape, read at each stored entry; the result keeps sp's indices.
+    values = tf.constant([2.0, 4.0])
+    sp = tf.SparseTensor([[0, 0], [1, 2]], values, [2, 3])
+    outs = [sp * 3.0, sp * tf.constant([[1., 2., 3.]]), sp * np.array([[10.], [100.]], np.float32),
+            sp / 2.0, sp / tf.constant([[1., 2., 8.], [1., 1., 2.]])]
+    got = run(outs)
+    assert [g.values.tolist() for g in got] == [[6, 12], [2, 12], [20, 400], [1, 2], [2, 2]]
+    assert all(g.indices.tolist() == [[0, 0], [1, 2]] for g in got)
+    assert outs[0].shape.as_list() == [2, 3]
+    grad = tf.gradients(tf.reduce_sum((sp * 3.0).values), values)[0]
+    np.testing.assert_array_equal(run(grad), [3.0, 3.0])
