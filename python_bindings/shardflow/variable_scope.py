@@ -65,9 +65,40 @@ class VariableScope:
     def set_regularizer(self, regularizer):
         self.regularizer = regularizer
 
+    def set_dtype(self, dtype):
+        self.dtype = dtype
+
+    def set_custom_getter(self, custom_getter):
+        self.custom_getter = custom_getter
+
+    def set_caching_device(self, caching_device):
+        """Accepted (no caching devices here)."""
+
+    def set_use_resource(self, use_resource):
+        """Accepted (every variable is a resource variable)."""
+
     def reuse_variables(self):
         """Reuse variables for the rest of this scope's block."""
         self.reuse = True
+
+    def get_collection(self, name):
+        """The collection `name`'s items under this scope ("<scope>/..."), as TF1's."""
+        from shardflow.framework import get_collection
+        return get_collection(name, self.name + "/" if self.name else None)
+
+    def global_variables(self):
+        """The global variables made under this scope (``scope.trainable_variables()`` for a
+        GAN's discriminator, say)."""
+        from shardflow.framework import GraphKeys
+        return self.get_collection(GraphKeys.GLOBAL_VARIABLES)
+
+    def trainable_variables(self):
+        from shardflow.framework import GraphKeys
+        return self.get_collection(GraphKeys.TRAINABLE_VARIABLES)
+
+    def local_variables(self):
+        from shardflow.framework import GraphKeys
+        return self.get_collection(GraphKeys.LOCAL_VARIABLES)
 
     def __repr__(self):
         return "<sf.VariableScope '%s' reuse=%r>" % (self.name, self.reuse)

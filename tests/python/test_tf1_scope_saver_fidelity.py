@@ -163,3 +163,19 @@ def test_saver_restore_missing_checkpoint_and_index_path(tmp_path):
     with tf.Session() as sess:
         saver.restore(sess, str(tmp_path / "tf_model.index"))
         np.testing.assert_array_equal(sess.run(v), [5.0, 6.0])
+
+
+def test_variable_scope_object_lists_its_variables():
+    # TF1's VariableScope.trainable_variables() / global_variables() / get_collection(), as
+    # GAN programs take a network's variables (AttributeError before).
+    with tf.variable_scope("D") as d_scope:
+        tf.get_variable("w", [2])
+        tf.get_variable("count", [], trainable=False)
+    with tf.variable_scope("D_extra"):
+        tf.get_variable("w", [2])
+    assert [v.name for v in d_scope.trainable_variables()] == ["D/w:0"]
+    assert [v.name for v in d_scope.global_variables()] == ["D/w:0", "D/count:0"]
+    assert d_scope.local_variables() == []
+    d_scope.set_dtype(tf.float64)
+    with tf.variable_scope(d_scope):
+        assert tf.get_variable("x", [1]).dtype == tf.float64
