@@ -1,7 +1,9 @@
 """TF1's tf.distributions (also tf.contrib.distributions' core): Normal, Categorical, Bernoulli,
-Uniform, Independent and MultivariateNormalDiag, and kl_divergence between two of a kind, composed from the engine's ops (sampling
-through random_normal, random_uniform and multinomial; densities and their gradients through
-ordinary ops, so they train as in TF1: policy gradients, VAEs).
+Uniform, Gamma, Exponential, Beta, Dirichlet, Laplace, Independent and MultivariateNormalDiag,
+and kl_divergence (with TF1's RegisterKL registry) between two of a kind, composed from the
+engine's ops (sampling through random_normal, random_uniform, random_gamma and multinomial;
+densities and their gradients through ordinary ops, so they train as in TF1: policy gradients,
+VAEs).
 
 Example::
 
@@ -25,8 +27,15 @@ _HALF_LOG_TWO_PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _float(x, dtype=None):
-    t = convert_to_tensor(x) if not isinstance(x, (int, float)) else convert_to_tensor(
-        float(x), dtype=dtype or dtypes.float32)
+    """`x` as a floating tensor. A Python number, list or NumPy array takes `dtype` (float32
+    by default), as TF1's preferred_dtype conversion gives float64 NumPy data to a float32
+    distribution's log_prob; a tensor keeps its floating dtype (integers are cast)."""
+    from shardflow.framework import Tensor
+    if not isinstance(x, Tensor):
+        arr = np.asarray(x)
+        if arr.dtype.kind in "biuf":
+            return convert_to_tensor(arr.astype((dtype or dtypes.float32).as_numpy_dtype))
+    t = convert_to_tensor(x)
     if not t.dtype.is_floating:
         t = ops.cast(t, dtype or dtypes.float32)
     return t
@@ -38,6 +47,20 @@ def _sample_shape(sample_shape):
     if isinstance(sample_shape, (int, np.integer)):
         return [int(sample_shape)]
     return [int(d) for d in sample_shape]
+
+
+class ReparameterizationType:
+    """TF1's tag for whether a distribution's samples carry gradients to its parameters."""
+
+    def __init__(self, rep_type):
+        self._rep_type = rep_type
+
+    def __repr__(self):
+        return "<Reparameterization Type: %s>" % self._rep_type
+
+
+FULLY_REPARAMETERIZED = ReparameterizationType("FULLY_REPARAMETERIZED")
+NOT_REPARAMETERIZED = ReparameterizationType("NOT_REPARAMETERIZED")
 
 
 class Distribution:
@@ -58,14 +81,43 @@ class Distribution:
     def dtype(self):
         return self._dtype
 
+    # TF1's reparameterization_type: whether samples carry gradients to the parameters.
+    reparameterization_type = NOT_REPARAMETERIZED     # each class sets its own
+
     def prob(self, value, name="prob"):
         return ops.exp(self.log_prob(value), name=name)
+
+    def log_cdf(self, value, name="log_cdf"):
+        return ops.log(self.cdf(value), name=name)
+
+    def survival_function(self, value, name="survival_function"):
+        return ops.subtract(1.0, self.cdf(value), name=name)
+
+    def log_survival_function(self, value, name="log_survival_function"):
+        return ops.log(self.survival_function(value), name=name)
 
     def stddev(self, name="stddev"):
         return ops.sqrt(self.variance(), name=name)
 
-    def batch_shape_tensor(self):
+    def kl_divergence(self, other, name="kl_divergence"):
+        """KL(self || other), as tf.distributions.kl_divergence(self, other)."""
+        return kl_divergence(self, other, name=name)
+
+    def cross_entropy(self, other, name="cross_entropy"):
+        """-E_self[log other(x)] = entropy(self) + KL(self || other), as TF1's."""
+        return ops.add(self.entropy(), kl_divergence(self, other), name=name)
+
+    def batch_shape_tensor(self, name="batch_shape_tensor"):
         return ops.shape(self.mean())
+
+    def event_shape_tensor(self, name="event_shape_tensor"):
+        return ops.constant(np.asarray(self.event_shape.as_list(), np.int32), name=name)
+
+    def is_scalar_batch(self, name="is_scalar_batch"):
+        return self.batch_shape.ndims == 0
+
+    def is_scalar_event(self, name="is_scalar_event"):
+        return self.event_shape.ndims == 0
 
     @property
     def batch_shape(self):
@@ -84,6 +136,8 @@ class Distribution:
 
 class Normal(Distribution):
     """The normal distribution N(loc, scale^2)."""
+
+    reparameterization_type = FULLY_REPARAMETERIZED
 
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Normal"):
         self.loc = _float(loc)
@@ -104,10 +158,27 @@ class Normal(Distribution):
         return ops.subtract(ops.multiply(-0.5, ops.square(z)),
                             ops.add(_HALF_LOG_TWO_PI, ops.log(self.scale)), name=name)
 
+    def _z(self, value):
+        return ops.divide(ops.subtract(_float(value, self.dtype), self.loc), self.scale)
+
     def cdf(self, value, name="cdf"):
-        z = ops.divide(ops.subtract(_float(value, self.dtype), self.loc), self.scale)
-        return ops.multiply(0.5, ops.add(1.0, ops.erf(ops.multiply(z, 1.0 / math.sqrt(2.0)))),
-                            name=name)
+        return ops.identity(_ndtr(self._z(value)), name=name)
+
+    def log_cdf(self, value, name="log_cdf"):
+        return ops.identity(_log_ndtr(self._z(value)), name=name)
+
+    def survival_function(self, value, name="survival_function"):
+        return ops.identity(_ndtr(ops.negative(self._z(value))), name=name)
+
+    def log_survival_function(self, value, name="log_survival_function"):
+        return ops.identity(_log_ndtr(ops.negative(self._z(value))), name=name)
+
+    def quantile(self, value, name="quantile"):
+        from shardflow import math as sf_math
+        p = _float(value, self.dtype)
+        ndtri = ops.multiply(math.sqrt(2.0),
+                             sf_math.erfinv(ops.subtract(ops.multiply(2.0, p), 1.0)))
+        return ops.add(self._loc_b, ops.multiply(self._scale_b, ndtri), name=name)
 
     def entropy(self, name="entropy"):
         return ops.add(0.5 + _HALF_LOG_TWO_PI, ops.log(self._scale_b), name=name)
@@ -127,6 +198,8 @@ class Normal(Distribution):
 
 class Uniform(Distribution):
     """The uniform distribution on [low, high)."""
+
+    reparameterization_type = FULLY_REPARAMETERIZED
 
     def __init__(self, low=0.0, high=1.0, validate_args=False, allow_nan_stats=True,
                  name="Uniform"):
@@ -160,6 +233,38 @@ class Uniform(Distribution):
         return ops.divide(ops.square(self.range()), 12.0, name=name)
 
 
+def _ndtr(z):
+    """The standard normal CDF, accurate in both tails (TF's special_math.ndtr: erfc where
+    1 + erf would cancel)."""
+    from shardflow.array_ops import where_v2
+    from shardflow.core_extras import erfc
+    w = ops.multiply(z, 0.5 * math.sqrt(2.0))
+    a = ops.abs(w)
+    y = where_v2(ops.less(a, 0.5 * math.sqrt(2.0)), ops.add(1.0, ops.erf(w)),
+                 where_v2(ops.greater(w, 0.0), ops.subtract(2.0, erfc(a)), erfc(a)))
+    return ops.multiply(0.5, y)
+
+
+def _log_ndtr(z):
+    """log of the standard normal CDF, as TF's special_math.log_ndtr: the asymptotic series
+    -z^2/2 - log(-z) - log(2 pi)/2 + log(1 - 1/z^2 + 3/z^4 - 15/z^6) below -20 (float64) or
+    -10 (float32), -ndtr(-z) above 8 or 5, log(ndtr(z)) between."""
+    from shardflow.array_ops import where_v2
+    lower = -20.0 if z.dtype == dtypes.float64 else -10.0
+    upper = 8.0 if z.dtype == dtypes.float64 else 5.0
+    tail = ops.less(z, lower)
+    safe_z = where_v2(tail, z, ops.fill(ops.shape(z), ops.cast(lower - 1.0, z.dtype)))
+    inv2 = ops.reciprocal(ops.square(safe_z))
+    series = ops.add(1.0, ops.multiply(inv2, ops.add(-1.0, ops.multiply(inv2, ops.add(
+        3.0, ops.multiply(inv2, -15.0))))))
+    asym = ops.subtract(ops.subtract(ops.multiply(-0.5, ops.square(safe_z)),
+                                     ops.log(ops.negative(safe_z))),
+                        ops.subtract(_HALF_LOG_TWO_PI, ops.log(series)))
+    near = where_v2(tail, ops.zeros_like(z), z)
+    high = ops.negative(_ndtr(ops.negative(z)))        # log(1 - t) ~ -t for the upper tail
+    return where_v2(tail, asym, where_v2(ops.greater(z, upper), high, ops.log(_ndtr(near))))
+
+
 def _where(condition, values, name):
     from shardflow.array_ops import where_v2
     return where_v2(condition, values, ops.fill(ops.shape(values), -np.inf), name=name)
@@ -168,6 +273,8 @@ def _where(condition, values, name):
 class Categorical(Distribution):
     """A distribution over 0..k-1 from `logits` (or `probs`) on the last axis; samples are
     `dtype` (int32)."""
+
+    reparameterization_type = NOT_REPARAMETERIZED
 
     def __init__(self, logits=None, probs=None, dtype=dtypes.int32, validate_args=False,
                  allow_nan_stats=True, name="Categorical"):
@@ -241,6 +348,8 @@ class Bernoulli(Distribution):
     """A distribution over {0, 1} with P(1) = sigmoid(logits) (or `probs`); samples are
     `dtype` (int32)."""
 
+    reparameterization_type = NOT_REPARAMETERIZED
+
     def __init__(self, logits=None, probs=None, dtype=dtypes.int32, validate_args=False,
                  allow_nan_stats=True, name="Bernoulli"):
         if (logits is None) == (probs is None):
@@ -286,6 +395,10 @@ class Independent(Distribution):
     event (tf.contrib.distributions.Independent): log_prob and entropy sum over them, so an
     image of independent Bernoullis has one log-probability per image. The default reads all
     batch dimensions but the first."""
+
+    @property
+    def reparameterization_type(self):
+        return self.distribution.reparameterization_type
 
     def __init__(self, distribution, reinterpreted_batch_ndims=None, validate_args=False,
                  name=None):
@@ -370,49 +483,408 @@ class MultivariateNormalDiag(Independent):
         super().__init__(Normal(loc, scale, validate_args, allow_nan_stats), 1,
                          validate_args, name)
 
+    def covariance(self, name="covariance"):
+        """diag(scale_diag^2) for each batch member: [..., k, k]."""
+        from shardflow.matrix_composites import matrix_diag
+        return matrix_diag(self.distribution.variance(), name=name)
+
+
+def _broadcast(*params):
+    """The parameters broadcast against each other (each the batch shape)."""
+    zero = ops.zeros_like(params[0])
+    for p in params[1:]:
+        zero = ops.add(zero, ops.zeros_like(p))
+    return [ops.add(p, zero) for p in params]
+
+
+def _nan_unless(condition, value, allow_nan_stats, what):
+    """`value` where `condition`, NaN elsewhere (TF1's allow_nan_stats=True statistics)."""
+    from shardflow.array_ops import where_v2
+    if not allow_nan_stats:
+        raise ValueError("%s is undefined for some parameters; allow_nan_stats=False checks are "
+                         "not available here" % what)
+    return where_v2(condition, value, ops.fill(ops.shape(value), ops.cast(np.nan, value.dtype)))
+
+
+def _lbeta(x):
+    """log B(x) over the last axis: sum(lgamma(x)) - lgamma(sum(x))."""
+    return ops.subtract(ops.reduce_sum(ops.lgamma(x), axis=-1),
+                        ops.lgamma(ops.reduce_sum(x, axis=-1)))
+
+
+def _seed_for(seed, salt):
+    """A second op seed derived from `seed` (TF's distribution_util.gen_new_seed)."""
+    return None if seed is None else (int(seed) * 7919 + salt) % (2 ** 31 - 1) or 1
+
+
+class Gamma(Distribution):
+    """Gamma(concentration, rate): density x^(c-1) e^(-rate x) rate^c / Gamma(c), x > 0.
+    Samples come from tf.random_gamma; no gradient reaches `concentration` through them here
+    (TF1's has implicit reparameterization), so this reports NOT_REPARAMETERIZED."""
+
+    reparameterization_type = NOT_REPARAMETERIZED
+
+    def __init__(self, concentration, rate, validate_args=False, allow_nan_stats=True,
+                 name="Gamma"):
+        self.concentration = _float(concentration)
+        self.rate = _float(rate, self.concentration.dtype)
+        self._c_b, self._rate_b = _broadcast(self.concentration, self.rate)
+        super().__init__(self.concentration.dtype, validate_args, allow_nan_stats, name)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        draws = ops.random_gamma(_sample_shape(sample_shape), self._c_b, dtype=self.dtype,
+                                 seed=seed)
+        return ops.divide(draws, self._rate_b, name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = _float(value, self.dtype)
+        c, rate = self.concentration, self.rate
+        return ops.subtract(
+            ops.subtract(ops.multiply(ops.subtract(c, 1.0), ops.log(x)), ops.multiply(rate, x)),
+            ops.subtract(ops.lgamma(c), ops.multiply(c, ops.log(rate))), name=name)
+
+    def cdf(self, value, name="cdf"):
+        from shardflow import math as sf_math
+        x = _float(value, self.dtype)
+        return sf_math.igamma(self.concentration, ops.multiply(self.rate, x), name=name)
+
+    def entropy(self, name="entropy"):
+        c = self._c_b
+        return ops.add(ops.subtract(c, ops.log(self._rate_b)),
+                       ops.add(ops.lgamma(c), ops.multiply(ops.subtract(1.0, c), ops.digamma(c))),
+                       name=name)
+
+    def mean(self, name="mean"):
+        return ops.divide(self._c_b, self._rate_b, name=name)
+
+    def variance(self, name="variance"):
+        return ops.divide(self._c_b, ops.square(self._rate_b), name=name)
+
+    def mode(self, name="mode"):
+        value = ops.divide(ops.subtract(self._c_b, 1.0), self._rate_b)
+        return ops.identity(_nan_unless(ops.greater(self._c_b, 1.0), value,
+                                        self.allow_nan_stats, "Gamma.mode"), name=name)
+
+
+class Exponential(Gamma):
+    """Exponential(rate): Gamma(1, rate), density rate e^(-rate x). Samples -log(u) / rate
+    (u uniform in (0, 1)), reparameterized as TF1's."""
+
+    reparameterization_type = FULLY_REPARAMETERIZED
+
+    def __init__(self, rate, validate_args=False, allow_nan_stats=True, name="Exponential"):
+        rate = _float(rate)
+        super().__init__(ops.ones_like(rate), rate, validate_args, allow_nan_stats, name)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        from shardflow.ops import random_uniform
+        tiny = float(np.finfo(self.dtype.as_numpy_dtype).tiny)
+        u = random_uniform(self._full(sample_shape, self._rate_b), tiny, 1.0, dtype=self.dtype,
+                           seed=seed)
+        return ops.divide(ops.negative(ops.log(u)), self._rate_b, name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = _float(value, self.dtype)
+        return ops.subtract(ops.log(self.rate), ops.multiply(self.rate, x), name=name)
+
+    def cdf(self, value, name="cdf"):
+        x = _float(value, self.dtype)
+        return ops.negative(ops.expm1(ops.negative(ops.multiply(self.rate, x))), name=name)
+
+    def log_survival_function(self, value, name="log_survival_function"):
+        return ops.negative(ops.multiply(self.rate, _float(value, self.dtype)), name=name)
+
+    def survival_function(self, value, name="survival_function"):
+        return ops.exp(self.log_survival_function(value), name=name)
+
+
+class Beta(Distribution):
+    """Beta(concentration1, concentration0) on (0, 1): density x^(a-1) (1-x)^(b-1) / B(a, b)
+    with a = concentration1, b = concentration0. Samples are Ga / (Ga + Gb) of two gamma
+    draws (no gradient to the concentrations here: NOT_REPARAMETERIZED)."""
+
+    reparameterization_type = NOT_REPARAMETERIZED
+
+    def __init__(self, concentration1=None, concentration0=None, validate_args=False,
+                 allow_nan_stats=True, name="Beta"):
+        self.concentration1 = _float(concentration1)
+        self.concentration0 = _float(concentration0, self.concentration1.dtype)
+        self._a, self._b = _broadcast(self.concentration1, self.concentration0)
+        self.total_concentration = ops.add(self._a, self._b)
+        super().__init__(self.concentration1.dtype, validate_args, allow_nan_stats, name)
+
+    def _log_normalization(self):
+        return ops.subtract(ops.add(ops.lgamma(self._a), ops.lgamma(self._b)),
+                            ops.lgamma(self.total_concentration))
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        shape = _sample_shape(sample_shape)
+        ga = ops.random_gamma(shape, self._a, dtype=self.dtype, seed=seed)
+        gb = ops.random_gamma(shape, self._b, dtype=self.dtype, seed=_seed_for(seed, 1))
+        return ops.divide(ga, ops.add(ga, gb), name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = _float(value, self.dtype)
+        a, b = self.concentration1, self.concentration0
+        unnormalized = ops.add(ops.multiply(ops.subtract(a, 1.0), ops.log(x)),
+                               ops.multiply(ops.subtract(b, 1.0), ops.log1p(ops.negative(x))))
+        return ops.subtract(unnormalized, ops.subtract(
+            ops.add(ops.lgamma(a), ops.lgamma(b)), ops.lgamma(ops.add(a, b))), name=name)
+
+    def entropy(self, name="entropy"):
+        a, b, total = self._a, self._b, self.total_concentration
+        return ops.add(
+            ops.subtract(ops.subtract(self._log_normalization(),
+                                      ops.multiply(ops.subtract(a, 1.0), ops.digamma(a))),
+                         ops.multiply(ops.subtract(b, 1.0), ops.digamma(b))),
+            ops.multiply(ops.subtract(total, 2.0), ops.digamma(total)), name=name)
+
+    def mean(self, name="mean"):
+        return ops.divide(self._a, self.total_concentration, name=name)
+
+    def variance(self, name="variance"):
+        total = self.total_concentration
+        return ops.divide(ops.multiply(self._a, self._b),
+                          ops.multiply(ops.square(total), ops.add(total, 1.0)), name=name)
+
+    def mode(self, name="mode"):
+        value = ops.divide(ops.subtract(self._a, 1.0), ops.subtract(self.total_concentration, 2.0))
+        defined = ops.logical_and(ops.greater(self._a, 1.0), ops.greater(self._b, 1.0))
+        return ops.identity(_nan_unless(defined, value, self.allow_nan_stats, "Beta.mode"),
+                            name=name)
+
+
+class Dirichlet(Distribution):
+    """Dirichlet(concentration [..., k]) over the k-simplex: the event is the last dimension.
+    Samples are normalized gamma draws (NOT_REPARAMETERIZED here)."""
+
+    reparameterization_type = NOT_REPARAMETERIZED
+
+    def __init__(self, concentration, validate_args=False, allow_nan_stats=True,
+                 name="Dirichlet"):
+        self.concentration = _float(concentration)
+        self.total_concentration = ops.reduce_sum(self.concentration, axis=-1)
+        super().__init__(self.concentration.dtype, validate_args, allow_nan_stats, name)
+
+    @property
+    def batch_shape(self):
+        from shardflow.framework import TensorShape
+        dims = self.concentration.shape
+        return TensorShape(None if dims.ndims is None else dims.as_list()[:-1])
+
+    @property
+    def event_shape(self):
+        from shardflow.framework import TensorShape
+        dims = self.concentration.shape
+        return TensorShape(None if dims.ndims is None else dims.as_list()[-1:])
+
+    def batch_shape_tensor(self, name="batch_shape_tensor"):
+        return ops.shape(self.total_concentration)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        g = ops.random_gamma(_sample_shape(sample_shape), self.concentration, dtype=self.dtype,
+                             seed=seed)
+        return ops.divide(g, ops.reduce_sum(g, axis=-1, keepdims=True), name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = _float(value, self.dtype)
+        unnormalized = ops.reduce_sum(ops.multiply(ops.subtract(self.concentration, 1.0),
+                                                   ops.log(x)), axis=-1)
+        return ops.subtract(unnormalized, _lbeta(self.concentration), name=name)
+
+    def entropy(self, name="entropy"):
+        alpha, total = self.concentration, self.total_concentration
+        k = ops.cast(ops.shape(alpha)[-1], self.dtype)
+        return ops.subtract(
+            ops.add(_lbeta(alpha), ops.multiply(ops.subtract(total, k), ops.digamma(total))),
+            ops.reduce_sum(ops.multiply(ops.subtract(alpha, 1.0), ops.digamma(alpha)), axis=-1),
+            name=name)
+
+    def mean(self, name="mean"):
+        return ops.divide(self.concentration, ops.expand_dims(self.total_concentration, -1),
+                          name=name)
+
+    def variance(self, name="variance"):
+        total = ops.expand_dims(self.total_concentration, -1)
+        mean = ops.divide(self.concentration, total)
+        return ops.divide(ops.multiply(mean, ops.subtract(1.0, mean)), ops.add(total, 1.0),
+                          name=name)
+
+    def covariance(self, name="covariance"):
+        total = ops.expand_dims(ops.expand_dims(self.total_concentration, -1), -1)
+        mean = self.mean()
+        outer = ops.multiply(ops.expand_dims(mean, -1), ops.expand_dims(mean, -2))
+        from shardflow.matrix_composites import matrix_diag
+        return ops.divide(ops.subtract(matrix_diag(mean), outer), ops.add(total, 1.0), name=name)
+
+    def mode(self, name="mode"):
+        k = ops.cast(ops.shape(self.concentration)[-1], self.dtype)
+        value = ops.divide(ops.subtract(self.concentration, 1.0),
+                           ops.expand_dims(ops.subtract(self.total_concentration, k), -1))
+        defined = ops.reduce_all(ops.greater(self.concentration, 1.0), axis=-1, keepdims=True)
+        defined = ops.logical_and(defined, ops.ones_like(value, dtype=dtypes.bool))
+        return ops.identity(_nan_unless(defined, value, self.allow_nan_stats, "Dirichlet.mode"),
+                            name=name)
+
+
+class Laplace(Distribution):
+    """Laplace(loc, scale): density exp(-|x - loc| / scale) / (2 scale); samples
+    loc - scale sign(u) log1p(-|u|), u uniform in (-1, 1) (reparameterized, as TF1's)."""
+
+    reparameterization_type = FULLY_REPARAMETERIZED
+
+    def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Laplace"):
+        self.loc = _float(loc)
+        self.scale = _float(scale, self.loc.dtype)
+        self._loc_b, self._scale_b = _broadcast(self.loc, self.scale)
+        super().__init__(self.loc.dtype, validate_args, allow_nan_stats, name)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        from shardflow.ops import random_uniform
+        low = float(np.nextafter(self.dtype.as_numpy_dtype(-1.0), self.dtype.as_numpy_dtype(0)))
+        u = random_uniform(self._full(sample_shape, self._loc_b), low, 1.0, dtype=self.dtype,
+                           seed=seed)
+        return ops.subtract(self._loc_b, ops.multiply(
+            self._scale_b, ops.multiply(ops.sign(u), ops.log1p(ops.negative(ops.abs(u))))),
+            name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = _float(value, self.dtype)
+        z = ops.divide(ops.abs(ops.subtract(x, self.loc)), self.scale)
+        return ops.subtract(ops.negative(z), ops.log(ops.multiply(2.0, self.scale)), name=name)
+
+    def cdf(self, value, name="cdf"):
+        from shardflow.array_ops import where_v2
+        z = ops.divide(ops.subtract(_float(value, self.dtype), self.loc), self.scale)
+        return where_v2(ops.less(z, 0.0), ops.multiply(0.5, ops.exp(ops.minimum(z, 0.0))),
+                        ops.subtract(1.0, ops.multiply(0.5, ops.exp(ops.negative(
+                            ops.maximum(z, 0.0))))), name=name)
+
+    def entropy(self, name="entropy"):
+        return ops.add(math.log(2.0) + 1.0, ops.log(self._scale_b), name=name)
+
+    def mean(self, name="mean"):
+        return ops.identity(self._loc_b, name=name)
+
+    def mode(self, name="mode"):
+        return ops.identity(self._loc_b, name=name)
+
+    def variance(self, name="variance"):
+        return ops.multiply(2.0, ops.square(self._scale_b), name=name)
+
+    def stddev(self, name="stddev"):
+        return ops.multiply(math.sqrt(2.0), self._scale_b, name=name)
+
+
+# ---- KL divergences: TF1's registry (tf.distributions.RegisterKL) ---------------------------
+
+_KL = {}
+
+
+class RegisterKL:
+    """Decorator registering fn(a, b, name=None) as KL(a || b) for a pair of distribution
+    classes (their subclasses too, the nearest registered pair winning), as TF1's."""
+
+    def __init__(self, dist_cls_a, dist_cls_b):
+        self._key = (dist_cls_a, dist_cls_b)
+
+    def __call__(self, fn):
+        if self._key in _KL:
+            raise ValueError("KL(%s || %s) has already been registered"
+                             % (self._key[0].__name__, self._key[1].__name__))
+        _KL[self._key] = fn
+        return fn
+
+
+def _registered_kl(type_a, type_b):
+    best, best_distance = None, None
+    for i, a in enumerate(type_a.__mro__):
+        for j, b in enumerate(type_b.__mro__):
+            fn = _KL.get((a, b))
+            if fn is not None and (best_distance is None or i + j < best_distance):
+                best, best_distance = fn, i + j
+    return best
+
 
 def kl_divergence(distribution_a, distribution_b, allow_nan_stats=True, name=None):
-    """KL(a || b) for two Normals, two Categoricals or two Bernoullis (TF1's registered
-    pairs), and two Independents (MultivariateNormalDiag) of such a pair with the same event
-    rank (the sum over the event); other pairs raise NotImplementedError naming them."""
-    a, b = distribution_a, distribution_b
-    if isinstance(a, Independent) and isinstance(b, Independent):
-        if a.reinterpreted_batch_ndims != b.reinterpreted_batch_ndims:
-            raise ValueError("kl_divergence: the two Independent distributions read %d and %d "
-                             "dimensions as their event" % (a.reinterpreted_batch_ndims,
-                                                            b.reinterpreted_batch_ndims))
-        return a._sum_event(kl_divergence(a.distribution, b.distribution, allow_nan_stats),
-                            name)
-    if isinstance(a, Normal) and isinstance(b, Normal):
-        ratio = ops.square(ops.divide(a.scale, b.scale))
-        diff = ops.square(ops.divide(ops.subtract(a.loc, b.loc), b.scale))
-        return ops.multiply(0.5, ops.subtract(ops.add(ratio, diff),
-                                              ops.add(1.0, ops.log(ratio))), name=name)
-    if isinstance(a, Categorical) and isinstance(b, Categorical):
-        return ops.reduce_sum(ops.multiply(a.probs, ops.subtract(a._log_probs, b._log_probs)),
-                              axis=-1, name=name)
-    if isinstance(a, Bernoulli) and isinstance(b, Bernoulli):
-        from shardflow import nn
-        # sum over x in {0, 1} of p_a(x) (log p_a(x) - log p_b(x)).
-        ce_b = nn.sigmoid_cross_entropy_with_logits(labels=a.probs, logits=b.logits)
-        ce_a = nn.sigmoid_cross_entropy_with_logits(labels=a.probs, logits=a.logits)
-        return ops.subtract(ce_b, ce_a, name=name)
-    raise NotImplementedError("kl_divergence(%s, %s) is not implemented (Normal, Categorical, "
-                              "Bernoulli and Independent pairs are)" % (type(a).__name__,
-                                                            type(b).__name__))
+    """KL(a || b) for a registered pair (TF1's: Normal, Categorical, Bernoulli, Gamma (and
+    Exponential), Beta and Dirichlet pairs; here also two Independents, as
+    MultivariateNormalDiag, of such a pair with one event rank: the sum over the event);
+    other pairs raise NotImplementedError naming them."""
+    fn = _registered_kl(type(distribution_a), type(distribution_b))
+    if fn is None:
+        pairs = ", ".join(a.__name__ if a is b else "%s/%s" % (a.__name__, b.__name__)
+                          for a, b in _KL)
+        raise NotImplementedError("No KL(distribution_a || distribution_b) registered for "
+                                  "distribution_a type %s and distribution_b type %s (pairs "
+                                  "registered: %s)" % (type(distribution_a).__name__,
+                                                       type(distribution_b).__name__, pairs))
+    out = fn(distribution_a, distribution_b, name=None)
+    return ops.identity(out, name=name) if name else out
 
 
-class ReparameterizationType:
-    def __init__(self, rep_type):
-        self._rep_type = rep_type
+@RegisterKL(Normal, Normal)
+def _kl_normal(a, b, name=None):
+    ratio = ops.square(ops.divide(a.scale, b.scale))
+    diff = ops.square(ops.divide(ops.subtract(a.loc, b.loc), b.scale))
+    return ops.multiply(0.5, ops.subtract(ops.add(ratio, diff), ops.add(1.0, ops.log(ratio))),
+                        name=name)
 
-    def __repr__(self):
-        return "<Reparameterization Type: %s>" % self._rep_type
+
+@RegisterKL(Categorical, Categorical)
+def _kl_categorical(a, b, name=None):
+    return ops.reduce_sum(ops.multiply(a.probs, ops.subtract(a._log_probs, b._log_probs)),
+                          axis=-1, name=name)
 
 
-FULLY_REPARAMETERIZED = ReparameterizationType("FULLY_REPARAMETERIZED")
-NOT_REPARAMETERIZED = ReparameterizationType("NOT_REPARAMETERIZED")
+@RegisterKL(Bernoulli, Bernoulli)
+def _kl_bernoulli(a, b, name=None):
+    from shardflow import nn
+    # sum over x in {0, 1} of p_a(x) (log p_a(x) - log p_b(x)).
+    ce_b = nn.sigmoid_cross_entropy_with_logits(labels=a.probs, logits=b.logits)
+    ce_a = nn.sigmoid_cross_entropy_with_logits(labels=a.probs, logits=a.logits)
+    return ops.subtract(ce_b, ce_a, name=name)
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "FULLY_REPARAMETERIZED", "Independent",
-           "MultivariateNormalDiag", "NOT_REPARAMETERIZED", "Normal", "ReparameterizationType",
-           "Uniform", "kl_divergence"]
+
+@RegisterKL(Gamma, Gamma)
+def _kl_gamma(a, b, name=None):
+    c0, c1, r0, r1 = a.concentration, b.concentration, a.rate, b.rate
+    shape_terms = ops.add(ops.multiply(ops.subtract(c0, c1), ops.digamma(c0)),
+                          ops.subtract(ops.lgamma(c1), ops.lgamma(c0)))
+    rate_terms = ops.add(ops.multiply(c1, ops.subtract(ops.log(r0), ops.log(r1))),
+                         ops.multiply(c0, ops.subtract(ops.divide(r1, r0), 1.0)))
+    return ops.add(shape_terms, rate_terms, name=name)
+
+
+@RegisterKL(Beta, Beta)
+def _kl_beta(a, b, name=None):
+    return ops.add(
+        ops.subtract(ops.subtract(ops.subtract(b._log_normalization(), a._log_normalization()),
+                                  ops.multiply(ops.digamma(a._a), ops.subtract(b._a, a._a))),
+                     ops.multiply(ops.digamma(a._b), ops.subtract(b._b, a._b))),
+        ops.multiply(ops.digamma(a.total_concentration),
+                     ops.subtract(b.total_concentration, a.total_concentration)), name=name)
+
+
+@RegisterKL(Dirichlet, Dirichlet)
+def _kl_dirichlet(a, b, name=None):
+    digamma_diff = ops.subtract(ops.digamma(a.concentration), ops.digamma(
+        ops.reduce_sum(a.concentration, axis=-1, keepdims=True)))
+    return ops.add(ops.subtract(ops.reduce_sum(ops.multiply(
+        ops.subtract(a.concentration, b.concentration), digamma_diff), axis=-1),
+        _lbeta(a.concentration)), _lbeta(b.concentration), name=name)
+
+
+@RegisterKL(Independent, Independent)
+def _kl_independent(a, b, name=None):
+    if a.reinterpreted_batch_ndims != b.reinterpreted_batch_ndims:
+        raise ValueError("kl_divergence: the two Independent distributions read %d and %d "
+                         "dimensions as their event" % (a.reinterpreted_batch_ndims,
+                                                        b.reinterpreted_batch_ndims))
+    return a._sum_event(kl_divergence(a.distribution, b.distribution), name)
+
+
+__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential",
+           "FULLY_REPARAMETERIZED", "Gamma", "Independent", "Laplace", "MultivariateNormalDiag",
+           "NOT_REPARAMETERIZED", "Normal", "RegisterKL", "ReparameterizationType", "Uniform",
+           "kl_divergence"]

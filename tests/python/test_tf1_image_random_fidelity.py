@@ -1,6 +1,8 @@
 """TF 1.15 fidelity of tf.image, the seeded random ops, tf.linalg's helpers and
 tf.distributions: values a TF1 program computes, against hand-computed or NumPy references
 (each test is a regression for a difference that was found)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -180,3 +182,124 @@ def test_cholesky_solve():
     rhs = rs.randn(2, 4, 3).astype(np.float32)
     x = tf.cholesky_solve(tf.cholesky(spd), rhs)
     np.testing.assert_allclose(run(x), np.linalg.solve(spd, rhs), rtol=1e-4, atol=1e-5)
+
+
+# ---- tf.distributions -----------------------------------------------------------------------
+
+def _digamma(x, h=1e-5):
+    return (math.lgamma(x + h) - math.lgamma(x - h)) / (2 * h)
+
+
+def _lbeta(*a):
+    return sum(math.lgamma(v) for v in a) - math.lgamma(sum(a))
+
+
+def test_log_prob_takes_float64_numpy_data_as_the_distributions_dtype():
+    # TF1 converts values with preferred_dtype=self.dtype: float64 NumPy data (a feed's usual
+    # type) works with a float32 distribution; here it raised 'expects float but is double'.
+    d = tf.distributions.Normal(0.0, 1.0)
+    x = np.array([0.5, -1.0])
+    lp = d.log_prob(x)
+    assert lp.dtype == tf.float32
+    np.testing.assert_allclose(run(lp), -0.5 * x ** 2 - 0.5 * math.log(2 * math.pi), rtol=1e-6)
+
+
+def test_normal_cdf_tails_log_cdf_survival_and_quantile_as_tf_special_math():
+    n = tf.distributions.Normal(0.0, 1.0)
+    z = np.array([-12.0, -7.0, 0.0, 7.0], np.float32)
+    cdf, log_cdf, sf, log_sf, q = run(n.cdf(z), n.log_cdf(z), n.survival_function(z),
+                                      n.log_survival_function(z), n.quantile([0.025, 0.5]))
+    ndtr = [0.5 * math.erfc(-v / math.sqrt(2)) for v in z.astype(float)]
+    # 0.5 * (1 + erf(z / sqrt(2))) is 0 at z = -7 in float32; TF's ndtr uses erfc there.
+    np.testing.assert_allclose(cdf, ndtr, rtol=1e-5, atol=0)
+    upper = [0.5 * math.erfc(v / math.sqrt(2)) for v in z.astype(float)]
+    np.testing.assert_allclose(sf, upper, rtol=1e-5, atol=0)
+    np.testing.assert_allclose(log_cdf[1:], np.log(ndtr[1:]), rtol=1e-4)
+    assert abs(log_cdf[0] - (-72.0 - math.log(12.0) - 0.5 * math.log(2 * math.pi)
+                             + math.log(1 - 1 / 144.0 + 3 / 144.0 ** 2))) < 1e-3
+    np.testing.assert_allclose(log_sf, np.log(upper), rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(q, [-1.959964, 0.0], atol=1e-5)
+
+
+def test_gamma_exponential_beta_dirichlet_laplace_against_closed_forms():
+    tfd = tf.distributions
+    g = tfd.Gamma(concentration=[2.0, 0.5], rate=[3.0, 1.5])
+    e = tfd.Exponential(rate=[0.5, 2.0])
+    b = tfd.Beta(concentration1=[2.0, 0.5], concentration0=[3.0, 0.5])
+    d = tfd.Dirichlet([[1.0, 2.0, 3.0], [0.5, 0.5, 2.0]])
+    lap = tfd.Laplace(loc=[0.0, 1.0], scale=[1.0, 2.0])
+    x = np.array([0.2, 0.3, 0.5])
+    got = run(g.log_prob([0.7, 1.3]), g.entropy(), tfd.kl_divergence(g, tfd.Gamma(1.5, 2.0)),
+              e.log_prob([1.0, 1.0]), e.cdf([1.0, 1.0]), b.log_prob([0.3, 0.9]), b.entropy(),
+              b.mode(), tfd.kl_divergence(b, tfd.Beta(1.0, 1.0)), d.log_prob(x), d.entropy(),
+              tfd.kl_divergence(d, tfd.Dirichlet([1.0, 1.0, 1.0])), lap.log_prob([0.5, -1.0]),
+              lap.cdf([0.5, -1.0]), lap.entropy())
+    c, r = [2.0, 0.5], [3.0, 1.5]
+    want_g = [(cc - 1) * math.log(xx) - rr * xx + cc * math.log(rr) - math.lgamma(cc)
+              for cc, rr, xx in zip(c, r, [0.7, 1.3])]
+    np.testing.assert_allclose(got[0], want_g, rtol=1e-5)
+    np.testing.assert_allclose(got[1], [cc - math.log(rr) + math.lgamma(cc) +
+                                        (1 - cc) * _digamma(cc) for cc, rr in zip(c, r)],
+                               rtol=1e-4)
+    np.testing.assert_allclose(got[2], [(cc - 1.5) * _digamma(cc) + math.lgamma(1.5) -
+                                        math.lgamma(cc) + 1.5 * math.log(rr / 2.0) +
+                                        cc * (2.0 / rr - 1) for cc, rr in zip(c, r)],
+                               rtol=1e-4)
+    np.testing.assert_allclose(got[3], np.log([0.5, 2.0]) - [0.5, 2.0], rtol=1e-6)
+    np.testing.assert_allclose(got[4], 1 - np.exp([-0.5, -2.0]), rtol=1e-6)
+    a1, a0 = [2.0, 0.5], [3.0, 0.5]
+    np.testing.assert_allclose(got[5], [(p - 1) * math.log(v) + (q - 1) * math.log(1 - v) -
+                                        _lbeta(p, q) for p, q, v in zip(a1, a0, [0.3, 0.9])],
+                               rtol=1e-5)
+    want_ent = [_lbeta(p, q) - (p - 1) * _digamma(p) - (q - 1) * _digamma(q) +
+                (p + q - 2) * _digamma(p + q) for p, q in zip(a1, a0)]
+    np.testing.assert_allclose(got[6], want_ent, rtol=1e-4, atol=1e-5)
+    assert got[7][0] == pytest.approx(1 / 3.0) and np.isnan(got[7][1])
+    np.testing.assert_allclose(got[8], -np.array(want_ent), rtol=1e-4, atol=1e-5)
+    al = [[1.0, 2.0, 3.0], [0.5, 0.5, 2.0]]
+    np.testing.assert_allclose(got[9], [np.sum((np.array(a) - 1) * np.log(x)) - _lbeta(*a)
+                                        for a in al], rtol=1e-5)
+    want_dent = [_lbeta(*a) + (sum(a) - 3) * _digamma(sum(a)) -
+                 sum((v - 1) * _digamma(v) for v in a) for a in al]
+    np.testing.assert_allclose(got[10], want_dent, rtol=1e-4)
+    # The flat Dirichlet's density is Gamma(3) = 2: KL(d || flat) = -H(d) - log 2.
+    np.testing.assert_allclose(got[11], -np.array(want_dent) - math.log(2.0), rtol=1e-4)
+    np.testing.assert_allclose(got[12], [-math.log(2) - 0.5, -math.log(4) - 1], rtol=1e-6)
+    np.testing.assert_allclose(got[13], [1 - 0.5 * math.exp(-0.5), 0.5 * math.exp(-1)],
+                               rtol=1e-6)
+    np.testing.assert_allclose(got[14], [math.log(2) + 1, math.log(4) + 1], rtol=1e-6)
+    assert d.batch_shape.as_list() == [2] and d.event_shape.as_list() == [3]
+    samples = run(g.sample(20000, seed=1), b.sample(20000, seed=2), d.sample(20000, seed=3),
+                  lap.sample(20000, seed=4), e.sample(20000, seed=5))
+    np.testing.assert_allclose(samples[0].mean(0), np.divide(c, r), rtol=0.05)
+    np.testing.assert_allclose(samples[1].mean(0), [0.4, 0.5], atol=0.01)
+    np.testing.assert_allclose(samples[2].mean(0), np.array(al) / np.sum(al, 1, keepdims=True),
+                               atol=0.01)
+    np.testing.assert_allclose(samples[3].var(0), [2.0, 8.0], rtol=0.1)
+    np.testing.assert_allclose(samples[4].mean(0), [2.0, 0.5], rtol=0.05)
+
+
+def test_distribution_methods_tf1_programs_call():
+    tfd = tf.distributions
+    n, m = tfd.Normal(0.0, 1.0), tfd.Normal(1.0, 2.0)
+    assert n.reparameterization_type == tfd.FULLY_REPARAMETERIZED
+    assert tfd.Bernoulli(probs=0.3).reparameterization_type == tfd.NOT_REPARAMETERIZED
+    mvn = tf.contrib.distributions.MultivariateNormalDiag(loc=[[0.0, 1.0]], scale_diag=[1.0, 2.0])
+    assert mvn.reparameterization_type == tfd.FULLY_REPARAMETERIZED
+
+    @tfd.RegisterKL(tfd.Uniform, tfd.Uniform)
+    def _kl_uniform(a, b, name=None):
+        return tf.log((b.high - b.low) / (a.high - a.low))
+    try:
+        kl, ce, cov, event, kl_u = run(
+            n.kl_divergence(m), n.cross_entropy(m), mvn.covariance(), mvn.event_shape_tensor(),
+            tfd.kl_divergence(tfd.Uniform(0.0, 1.0), tfd.Uniform(0.0, 2.0)))
+    finally:
+        from shardflow import distributions
+        del distributions._KL[(tfd.Uniform, tfd.Uniform)]
+    assert kl == pytest.approx(math.log(2.0) + 2 / 8.0 - 0.5, rel=1e-5)
+    assert ce == pytest.approx(0.5 * math.log(2 * math.pi * 4) + 2 / 8.0, rel=1e-5)
+    np.testing.assert_allclose(cov, [[[1.0, 0.0], [0.0, 4.0]]])
+    np.testing.assert_array_equal(event, [2])
+    assert kl_u == pytest.approx(math.log(2.0))
+    assert n.is_scalar_batch() and n.is_scalar_event() and not mvn.is_scalar_event()
