@@ -23,7 +23,9 @@ entries, except:
   known length) take a rank known only at run time (tf.sparse_placeholder(dtype) with no
   shape); reduce_sum over given axes, add of two SparseTensors and transpose need it when the
   graph is built. Sizes may be known only at run time everywhere.
-- values must be numbers or bool (the scatter-add is not defined for strings).
+- values must be numbers or bool where they are added (the scatter-add is not defined for
+  strings); to_dense gathers strings instead, and the ops that only move entries (reorder,
+  retain, slice, concat, split, reshape, transpose, fill_empty_rows) take any dtype.
 """
 
 import sys
@@ -149,19 +151,36 @@ def _scatter(values, linear, total):
 
 def sparse_tensor_to_dense(sp_input, default_value=0, validate_indices=True, name=None):
     """The dense tensor of `sp_input`: its values at its indices, `default_value` elsewhere
-    (TF1's tf.sparse_tensor_to_dense / tf.sparse.to_dense). Repeated indices add up; with
-    validate_indices an index outside dense_shape fails the step. Gradients flow to values."""
+    (TF1's tf.sparse_tensor_to_dense / tf.sparse.to_dense). Repeated indices add up (strings:
+    the last one wins); with validate_indices an index outside dense_shape fails the step.
+    Gradients flow to values. Strings (tf.string_split's) are gathered, not added: their
+    default_value 0 means ""."""
     sp = convert_to_sparse(sp_input)
     linear, total, shape = _full_linear(sp)
     if validate_indices:
         with control_dependencies([_bounds_check(sp, "sparse_tensor_to_dense")]):
             linear = ops.identity(linear)
+    if sp.dtype == dtypes.string:
+        return ops.reshape(_gather_dense(sp, default_value, linear, total), shape, name=name)
     dense = _scatter(sp.values, linear, total)
     if not (isinstance(default_value, (int, float, np.number)) and default_value == 0):
         hit = _scatter(ops.ones_like(ops.cast(sp.values, dtypes.float32)), linear, total)
         default = ops.cast(convert_to_tensor(default_value), sp.dtype)
         dense = array_ops.where_v2(ops.greater(hit, 0.0), dense, default)
     return ops.reshape(dense, shape, name=name)
+
+
+def _gather_dense(sp, default_value, linear, total):
+    """The flat dense vector of a SparseTensor of strings (which cannot be added): each
+    position takes the value of the last entry there, else `default_value` (a gather from
+    [default, values...] by the entry number each position got, 0 for none)."""
+    count = ops.shape(sp.values)[0]
+    number = ops.add(array_ops.range(count), np.int32(1))
+    slot = ops.maximum(segment_ops.unsorted_segment_max(number, linear, total), np.int32(0))
+    if isinstance(default_value, (int, float)) and default_value == 0:
+        default_value = b""   # the default's 0 (TF 2's None): the empty string
+    default = ops.reshape(convert_to_tensor(default_value, dtype=dtypes.string), [1])
+    return array_ops.gather(ops.concat([default, sp.values], 0), slot)
 
 
 def sparse_to_dense(sparse_indices, output_shape, sparse_values, default_value=0,

@@ -344,3 +344,18 @@ def test_sparse_tensor_times_and_divided_by_a_dense_tensor():
     assert outs[0].shape.as_list() == [2, 3]
     grad = tf.gradients(tf.reduce_sum((sp * 3.0).values), values)[0]
     np.testing.assert_array_equal(run(grad), [3.0, 3.0])
+
+
+def test_string_sparse_tensor_to_dense():
+    # The TF1 text pipeline: string_split -> to_dense (-> a lookup table).
+    words = tf.string_split(tf.constant(["a b c", "d", ""]))
+    padded = tf.sparse_tensor_to_dense(words, default_value="")
+    marked = tf.sparse.to_dense(words, default_value=b"<pad>")
+    table = tf.contrib.lookup.index_table_from_tensor(["a", "b", "c", "d"])
+    ids = table.lookup(tf.sparse.to_dense(words))
+    got = run([padded, marked, ids,
+               tf.sparse_to_dense([[0, 1]], [2, 2], ["x"], default_value="?")])
+    assert got[0].tolist() == [[b"a", b"b", b"c"], [b"d", b"", b""], [b"", b"", b""]]
+    assert got[1].tolist()[1] == [b"d", b"<pad>", b"<pad>"]
+    np.testing.assert_array_equal(got[2], [[0, 1, 2], [3, -1, -1], [-1, -1, -1]])
+    assert got[3].tolist() == [[b"?", b"x"], [b"?", b"?"]]
