@@ -194,29 +194,39 @@ class BasicRNNCell(RNNCell):
 
 class BasicLSTMCell(RNNCell):
     """TF1's BasicLSTMCell: gates i, j, f, o = split(W [x, h] + b, 4); c' = c * sigmoid(f +
-    forget_bias) + sigmoid(i) * tanh(j); h' = tanh(c') * sigmoid(o). State LSTMStateTuple(c, h)
-    (state_is_tuple=False is not supported)."""
+    forget_bias) + sigmoid(i) * tanh(j); h' = tanh(c') * sigmoid(o). State LSTMStateTuple(c, h),
+    or with state_is_tuple=False (deprecated in TF1) one tensor concat([c, h], 1)."""
 
     def __init__(self, num_units, forget_bias=1.0, state_is_tuple=True, activation=None,
                  reuse=None, name=None, dtype=None):
         self._init_units(num_units, activation, reuse, name)
-        if not state_is_tuple:
-            raise ValueError("BasicLSTMCell(state_is_tuple=False) is deprecated in TF1 and not "
-                             "supported; use the LSTMStateTuple state")
+        self._state_is_tuple = bool(state_is_tuple)
         self._forget_bias = float(forget_bias)
 
     @property
     def state_size(self):
-        return LSTMStateTuple(self._num_units, self._num_units)
+        return self._state(self._num_units, self.output_size)
+
+    def _state(self, c, h):
+        """LSTMStateTuple(c, h), or concat([c, h], 1) when not state_is_tuple (sizes too)."""
+        if self._state_is_tuple:
+            return LSTMStateTuple(c, h)
+        return c + h if isinstance(c, int) else ops.concat([c, h], 1)
+
+    def _c_and_h(self, state):
+        if self._state_is_tuple:
+            return state
+        state = convert_to_tensor(state)
+        return state[:, :self._num_units], state[:, self._num_units:]
 
     def call(self, inputs, state):
-        c, h = state
+        c, h = self._c_and_h(state)
         gates = self._linear([inputs, h], 4 * self._num_units)
         i, j, f, o = array_ops.split(gates, 4, axis=1)
         new_c = ops.add(ops.multiply(c, ops.sigmoid(ops.add(f, self._forget_bias))),
                         ops.multiply(ops.sigmoid(i), self._activation(j)))
         new_h = ops.multiply(self._activation(new_c), ops.sigmoid(o))
-        return new_h, LSTMStateTuple(new_c, new_h)
+        return new_h, self._state(new_c, new_h)
 
 
 class LSTMCell(BasicLSTMCell):
@@ -238,10 +248,6 @@ class LSTMCell(BasicLSTMCell):
         self._proj_clip = proj_clip
 
     @property
-    def state_size(self):
-        return LSTMStateTuple(self._num_units, self._num_proj or self._num_units)
-
-    @property
     def output_size(self):
         return self._num_proj or self._num_units
 
@@ -252,7 +258,7 @@ class LSTMCell(BasicLSTMCell):
             return self._call(inputs, state)
 
     def _call(self, inputs, state):
-        c, h = state
+        c, h = self._c_and_h(state)
         gates = self._linear([inputs, h], 4 * self._num_units)
         i, j, f, o = array_ops.split(gates, 4, axis=1)
         f = ops.add(f, self._forget_bias)
@@ -277,7 +283,7 @@ class LSTMCell(BasicLSTMCell):
             new_h = ops.matmul(new_h, kernel)
             if self._proj_clip is not None:
                 new_h = ops.clip_by_value(new_h, -float(self._proj_clip), float(self._proj_clip))
-        return new_h, LSTMStateTuple(new_c, new_h)
+        return new_h, self._state(new_c, new_h)
 
 
 class GRUCell(RNNCell):
@@ -301,17 +307,28 @@ class GRUCell(RNNCell):
 
 
 class MultiRNNCell(RNNCell):
-    """Cells stacked: each one's output is the next one's input (variables cell_0/..., ...)."""
+    """Cells stacked: each one's output is the next one's input (variables cell_0/..., ...).
+    The state is the tuple of the cells' states, or with state_is_tuple=False (deprecated in
+    TF1; each cell's state one tensor) their concatenation along axis 1."""
 
     def __init__(self, cells, state_is_tuple=True):
+        RNNCell.__init__(self)
         self._cells = list(cells)
-        self._scope = None
-        self._name = None
+        if not self._cells:
+            raise ValueError("MultiRNNCell needs at least one cell")
+        self._state_is_tuple = bool(state_is_tuple)
         if not state_is_tuple:
-            raise ValueError("MultiRNNCell(state_is_tuple=False) is not supported")
+            for cell in self._cells:
+                if not isinstance(cell.state_size, int):
+                    raise ValueError("MultiRNNCell(state_is_tuple=False) needs cells whose "
+                                     "state is one tensor, but a cell's state_size is %s "
+                                     "(make it with state_is_tuple=False too)"
+                                     % (cell.state_size,))
 
     @property
     def state_size(self):
+        if not self._state_is_tuple:
+            return sum(c.state_size for c in self._cells)
         return tuple(c.state_size for c in self._cells)
 
     @property
@@ -319,14 +336,25 @@ class MultiRNNCell(RNNCell):
         return self._cells[-1].output_size
 
     def zero_state(self, batch_size, dtype):
+        if not self._state_is_tuple:
+            return _zeros(batch_size, self.state_size, dtype)
         return tuple(c.zero_state(batch_size, dtype) for c in self._cells)
 
     def call(self, inputs, state):
+        if self._state_is_tuple:
+            states = state
+        else:
+            state, states, start = convert_to_tensor(state), [], 0
+            for cell in self._cells:
+                states.append(state[:, start:start + cell.state_size])
+                start += cell.state_size
         x, new_states = inputs, []
-        for k, (cell, s) in enumerate(zip(self._cells, state)):
+        for k, (cell, s) in enumerate(zip(self._cells, states)):
             with variable_scope("cell_%d" % k):
                 x, s2 = cell(x, s)
             new_states.append(s2)
+        if not self._state_is_tuple:
+            return x, ops.concat(new_states, 1)
         return x, tuple(new_states)
 
 

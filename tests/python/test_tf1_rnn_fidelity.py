@@ -199,3 +199,25 @@ def test_training_helper_decodes_max_length_steps_and_imputes_only_when_asked():
                 assert got_out.shape == (2, n, 4)
                 np.testing.assert_allclose(got_out, want, rtol=1e-5, atol=1e-6)
                 np.testing.assert_allclose(got_state, want_state, rtol=1e-5, atol=1e-6)
+
+
+def test_lstm_state_is_tuple_false_concatenates_c_and_h():
+    """TF1's deprecated state_is_tuple=False (old tutorials): the LSTM state is
+    concat([c, h], 1), MultiRNNCell's the concatenation of its cells' states; the values are
+    the tuple state's (it raised ValueError)."""
+    x_val = np.random.RandomState(5).randn(2, 3, 4).astype(np.float32)
+    got = {}
+    for as_tuple in (True, False):
+        tf.reset_default_graph()
+        with tf.variable_scope("m", initializer=tf.random_normal_initializer(seed=7)):
+            cells = [tf.nn.rnn_cell.BasicLSTMCell(3, state_is_tuple=as_tuple),
+                     tf.nn.rnn_cell.LSTMCell(5, num_proj=2, use_peepholes=True,
+                                             state_is_tuple=as_tuple)]
+            cell = tf.nn.rnn_cell.MultiRNNCell(cells, state_is_tuple=as_tuple)
+            assert cell.state_size == (((3, 3), (5, 2)) if as_tuple else 3 + 3 + 5 + 2)
+            out, state = tf.nn.dynamic_rnn(cell, tf.constant(x_val), dtype=tf.float32)
+        got[as_tuple] = _run([out, state])
+    np.testing.assert_allclose(got[False][0], got[True][0], rtol=1e-6)
+    (c1, h1), (c2, h2) = got[True][1]
+    np.testing.assert_allclose(got[False][1], np.concatenate([c1, h1, c2, h2], 1), rtol=1e-6)
+    assert got[False][1].shape == (2, 13)
