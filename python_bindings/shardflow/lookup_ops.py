@@ -455,6 +455,8 @@ class LookupInterface:
         deps = [op for op in self._init_ops() if op.graph is graph]
         with graph.as_default(), graph.control_dependencies(deps):
             out = py_func(fn, inputs, dtype, name=name)
+        if isinstance(out, list):   # several outputs: the caller shapes them
+            return out
         out.set_shape(shape)
         return out
 
@@ -538,6 +540,29 @@ class StaticHashTable(InitializableLookupTableBase):
 
     def __init__(self, initializer, default_value, name=None):
         super().__init__(default_value, initializer, name or "hash_table")
+
+    def export(self, name=None):
+        """(keys, values): the table's entries as two vectors (TF1's HashTable.export); fails
+        the step with FailedPreconditionError before initialization."""
+        key_np, value_np = _np_dtype(self._key_dtype), _np_dtype(self._value_dtype)
+
+        def run():
+            contents = self._contents
+            if contents is None:
+                raise _not_initialized(self)
+            if contents._dict is not None:
+                items = list(contents._dict.items())
+                keys = np.empty(len(items), dtype=key_np)
+                keys[:] = [k for k, _ in items]
+                values = np.empty(len(items), dtype=value_np)
+                values[:] = [v for _, v in items]
+                return keys, values
+            return contents._keys.astype(key_np), contents._values.astype(value_np)
+        keys, values = self._op(run, [], [self._key_dtype, self._value_dtype],
+                                name or "%s_Export" % self._name, None)
+        keys.set_shape([None])
+        values.set_shape([None])
+        return keys, values
 
 
 class HashTable(StaticHashTable):

@@ -359,3 +359,13 @@ def test_string_sparse_tensor_to_dense():
     assert got[1].tolist()[1] == [b"d", b"<pad>", b"<pad>"]
     np.testing.assert_array_equal(got[2], [[0, 1, 2], [3, -1, -1], [-1, -1, -1]])
     assert got[3].tolist() == [[b"?", b"x"], [b"?", b"?"]]
+
+
+def test_hash_table_export():
+    strings = tf.contrib.lookup.HashTable(tf.contrib.lookup.KeyValueTensorInitializer(
+        ["b", "a"], tf.constant([2, 1], tf.int64)), -1)
+    ints = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(
+        tf.constant([7, 3], tf.int64), [0.5, 1.5]), -1.0)
+    (sk, sv), (ik, iv) = run([strings.export(), ints.export()])
+    assert dict(zip(sk.tolist(), sv.tolist())) == {b"a": 1, b"b": 2}
+    assert dict(zip(ik.tolist(), iv.tolist())) == {3: 1.5, 7: 0.5}
