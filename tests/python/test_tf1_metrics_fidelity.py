@@ -213,3 +213,84 @@ def test_sparse_softmax_cross_entropy_squeezes_labels_and_weights_of_shape_batch
         with tf.Session() as s:
             got = s.run(loss, {ids: labels.reshape(-1, 1)})
     assert got == pytest.approx((per_row * w).sum() / np.count_nonzero(w), rel=1e-5)
+
+
+# ---- tf.contrib.metrics ---------------------------------------------------------------------
+
+
+def test_contrib_streaming_auc_takes_tf1_positional_arguments():
+    # streaming_auc(p, l, None, 3) put 3 in metrics_collections (TypeError); TF1 contrib's
+    # order is (predictions, labels, weights, num_thresholds, ...).
+    scores = np.array([0.9, 0.2, 0.6, 0.4], np.float32)
+    labels = np.array([1, 0, 1, 1])
+    with tf.Graph().as_default():
+        got = _updates_then_values([tf.contrib.metrics.streaming_auc(scores, labels, None, 3)])
+    assert got[0] == pytest.approx(_np_auc(labels, scores, 1.0, num_thresholds=3), abs=1e-6)
+
+
+def test_contrib_covariance_and_pearson_over_batches_match_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=30).astype(np.float32)
+    y = (0.5 * x + rng.normal(size=30) + 100.0).astype(np.float32)
+    w = rng.random(30).astype(np.float32)
+    cm = tf.contrib.metrics
+    with tf.Graph().as_default():
+        px, py, pw = (tf.placeholder(tf.float32, [None]) for _ in range(3))
+        pairs = [cm.streaming_covariance(px, py), cm.streaming_pearson_correlation(px, py),
+                 cm.streaming_covariance(px, py, weights=pw),
+                 cm.streaming_pearson_correlation(px, py, weights=pw)]
+        with tf.Session() as s:
+            s.run(tf.local_variables_initializer())
+            assert np.isnan(s.run(pairs[0][0]))     # NaN until the count passes 1
+            for part in (slice(0, 10), slice(10, 11), slice(11, 30)):
+                s.run([u for _, u in pairs], {px: x[part], py: y[part], pw: w[part]})
+            got = s.run([v for v, _ in pairs])
+    mx, my = (w * x).sum() / w.sum(), (w * y).sum() / w.sum()
+
+    def wcov(a, ma, b, mb):
+        return (w * (a - ma) * (b - mb)).sum() / (w.sum() - 1)
+    want = [np.cov(x, y)[0, 1], np.corrcoef(x, y)[0, 1], wcov(x, mx, y, my),
+            wcov(x, mx, y, my) / np.sqrt(wcov(x, mx, x, mx) * wcov(y, my, y, my))]
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_contrib_rates_f1_and_recall_at_k_match_numpy():
+    cm = tf.contrib.metrics
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 50)
+    scores = rng.random(50).astype(np.float32)
+    hard = (scores > 0.5).astype(np.int64)
+    logits = rng.normal(size=(50, 5)).astype(np.float32)
+    ids = rng.integers(0, 5, 50)
+    with tf.Graph().as_default():
+        got = _updates_then_values([
+            cm.streaming_false_positive_rate(hard, labels),
+            cm.streaming_false_negative_rate(hard, labels),
+            cm.f1_score(labels, scores, num_thresholds=21),
+            cm.streaming_recall_at_k(logits, ids, 2),
+            cm.streaming_sparse_recall_at_k(logits, ids, 2),
+            cm.streaming_precision_at_thresholds(scores, labels, [0.3, 0.7])])
+    pos, pred = labels == 1, hard == 1
+    fp, tn = np.sum(pred & ~pos), np.sum(~pred & ~pos)
+    fn, tp = np.sum(~pred & pos), np.sum(pred & pos)
+    th = np.array([-1e-7] + [(i + 1) / 20.0 for i in range(19)] + [1 + 1e-7], np.float32)
+    above = scores[None, :] > th[:, None]
+    tps, fps, fns = (above & pos).sum(1), (above & ~pos).sum(1), (~above & pos).sum(1)
+    p, r = tps / (tps + fps + 1e-7), tps / (tps + fns + 1e-7)
+    top2 = np.argsort(-logits, axis=1)[:, :2]
+    in_top = np.mean([ids[i] in top2[i] for i in range(50)])
+    prec_at = [np.sum((scores > t) & pos) / (np.sum(scores > t) + 1e-7) for t in (0.3, 0.7)]
+    np.testing.assert_allclose(got[:5], [fp / (fp + tn), fn / (fn + tp),
+                                         np.max(2 * p * r / (p + r + 1e-7)), in_top, in_top],
+                               rtol=1e-5)
+    np.testing.assert_allclose(got[5], prec_at, rtol=1e-5)
+
+
+def test_contrib_accuracy_refuses_mismatched_dtypes_as_tf1():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="dtypes of predictions and labels"):
+            tf.contrib.metrics.accuracy(tf.constant([1, 0], tf.int64), tf.constant([1, 1]))
+        acc = tf.contrib.metrics.accuracy(tf.constant([1, 0, 1]), tf.constant([1, 1, 1]),
+                                          weights=tf.constant([1.0, 3.0, 0.0]))
+        with tf.Session() as s:
+            assert s.run(acc) == pytest.approx(0.25)
