@@ -94,6 +94,69 @@ def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear
                     name=name)
 
 
+def extract_glimpse(input, size, offsets, centered=True, normalized=True,  # noqa: A002
+                    uniform_noise=True, name=None, noise=None):
+    """A [glimpse_h, glimpse_w] window of each image of [batch, h, w, c] `input` around
+    offsets [batch, 2] (y, x), as TF1's tf.image.extract_glimpse: with `normalized` the offsets
+    are fractions of the image's size, with `centered` they run from -1 to 1 about its centre
+    (otherwise from its top-left corner); the window's top-left pixel is the offset less half
+    the glimpse, truncated toward zero. Pixels off the image are noise: uniform between the
+    image's min and max ('uniform', the default), per-channel Gaussian ('gaussian', with
+    uniform_noise=False) or 'zero'. float32 [batch, glimpse_h, glimpse_w, c]."""
+    from shardflow import array_ops
+    x = convert_to_tensor(input)
+    if x.shape.ndims not in (None, 4):
+        raise ValueError("extract_glimpse takes 4-D [batch, height, width, channels] images, got "
+                         "shape %s" % x.shape)
+    x = ops.cast(x, dtypes.float32) if x.dtype != dtypes.float32 else x
+    glimpse = [int(v) for v in np.asarray(size).reshape(-1).tolist()]
+    if len(glimpse) != 2 or min(glimpse) <= 0:
+        raise ValueError("extract_glimpse: size must be two positive ints [height, width], got "
+                         "%r" % (size,))
+    mode = noise or ("uniform" if uniform_noise else "gaussian")
+    if mode not in ("uniform", "gaussian", "zero"):
+        raise ValueError("extract_glimpse: noise is 'uniform', 'gaussian' or 'zero', got %r"
+                         % (noise,))
+    gh, gw = glimpse
+    shape = ops.shape(x)
+    h_f, w_f = ops.cast(shape[1], dtypes.float32), ops.cast(shape[2], dtypes.float32)
+    offsets = ops.cast(convert_to_tensor(offsets), dtypes.float32)
+    y, xo = offsets[:, 0], offsets[:, 1]
+    if normalized:
+        y, xo = y * h_f, xo * w_f
+    if centered:
+        y, xo = y / 2.0 + h_f / 2.0, xo / 2.0 + w_f / 2.0
+    top = ops.cast(y - gh / 2.0, dtypes.int32)                     # C's truncation toward 0
+    left = ops.cast(xo - gw / 2.0, dtypes.int32)
+    rows = ops.expand_dims(top, 1) + np.arange(gh, dtype=np.int32)  # [batch, gh]
+    cols = ops.expand_dims(left, 1) + np.arange(gw, dtype=np.int32)  # [batch, gw]
+    valid = ops.logical_and(
+        ops.expand_dims(ops.logical_and(rows >= 0, rows < shape[1]), 2),
+        ops.expand_dims(ops.logical_and(cols >= 0, cols < shape[2]), 1))
+    batch_base = ops.expand_dims(array_ops.range(shape[0]) * shape[1], 1)
+    lin = (ops.expand_dims(ops.clip_by_value(rows, 0, shape[1] - 1) + batch_base, 2) *
+           shape[2] + ops.expand_dims(ops.clip_by_value(cols, 0, shape[2] - 1), 1))
+    flat = ops.reshape(x, array_ops.stack([-1, shape[3]]))
+    picked = gather(flat, lin)                                      # [batch, gh, gw, c]
+    out_shape = array_ops.stack([shape[0], gh, gw, shape[3]])
+    if mode == "zero":
+        fill = ops.zeros(out_shape, dtypes.float32)
+    elif mode == "uniform":
+        lo = ops.reduce_min(x, axis=[1, 2, 3], keepdims=True)
+        hi = ops.reduce_max(x, axis=[1, 2, 3], keepdims=True)
+        fill = lo + ops.random_uniform(out_shape) * (hi - lo)
+    else:
+        mean = ops.reduce_mean(x, axis=[1, 2], keepdims=True)
+        std = ops.sqrt(ops.reduce_mean(ops.square(x - mean), axis=[1, 2], keepdims=True))
+        fill = ops.clip_by_value(mean + ops.random_normal(out_shape) * std,
+                                 ops.reduce_min(x, axis=[1, 2], keepdims=True),
+                                 ops.reduce_max(x, axis=[1, 2], keepdims=True))
+    out = where_v2(ops.expand_dims(valid, 3), picked, fill, name=name)
+    out.set_shape([x.shape.as_list()[0] if x.shape.ndims else None, gh, gw,
+                   x.shape.as_list()[3] if x.shape.ndims else None])
+    return out
+
+
 def _iou(box, others):
     """Intersection over union of one [4] box with [k, 4] boxes (TF's corner handling)."""
     def corners(b):
@@ -323,5 +386,5 @@ def draw_bounding_boxes(images, boxes, name=None, colors=None):
     return out
 
 
-__all__ = ["crop_and_resize", "draw_bounding_boxes", "non_max_suppression",
+__all__ = ["crop_and_resize", "draw_bounding_boxes", "extract_glimpse", "non_max_suppression",
            "sample_distorted_bounding_box"]

@@ -303,3 +303,26 @@ def test_distribution_methods_tf1_programs_call():
     np.testing.assert_array_equal(event, [2])
     assert kl_u == pytest.approx(math.log(2.0))
     assert n.is_scalar_batch() and n.is_scalar_event() and not mvn.is_scalar_event()
+
+
+# ---- extract_glimpse (was missing) ----------------------------------------------------------
+
+def test_extract_glimpse_windows_as_tf1s_kernel():
+    img = np.arange(2 * 6 * 8, dtype=np.float32).reshape(2, 6, 8, 1)
+    # Centred, normalized (the defaults): (0, 0) is the centre; the window's corner is
+    # (6/2 - 3/2, 8/2 - 4/2) = (1.5, 2) -> (1, 2). (0.5, -0.5): (4.5 - 1.5, 2 - 2) = (3, 0).
+    centred = tf.image.extract_glimpse(img, [3, 4], [[0.0, 0.0], [0.5, -0.5]])
+    # Pixel offsets from the top-left corner; (5, 7) runs off the image: zeros with 'zero'.
+    corner = tf.image.extract_glimpse(img, [2, 2], [[1.0, 2.0], [5.0, 7.0]], centered=False,
+                                      normalized=False, noise="zero")
+    noisy = tf.image.extract_glimpse(img, [2, 2], [[5.0, 7.0], [5.0, 7.0]], centered=False,
+                                     normalized=False)
+    assert centred.shape.as_list() == [2, 3, 4, 1]
+    a, b, c = run(centred, corner, noisy)
+    np.testing.assert_array_equal(a[0], img[0, 1:4, 2:6])
+    np.testing.assert_array_equal(a[1], img[1, 3:6, 0:4])
+    np.testing.assert_array_equal(b[0], img[0, 1:3, 2:4])
+    np.testing.assert_array_equal(b[1, :, :, 0], [[img[1, 5, 7, 0], 0.0], [0.0, 0.0]])
+    assert c[0, 0, 0, 0] == img[0, 5, 7, 0]
+    off = c[0].reshape(-1)[1:]          # uniform noise between the image's min and max
+    assert off.min() >= img[0].min() and off.max() <= img[0].max()
