@@ -312,16 +312,17 @@ def test_extract_glimpse_windows_as_tf1s_kernel():
     # Centred, normalized (the defaults): (0, 0) is the centre; the window's corner is
     # (6/2 - 3/2, 8/2 - 4/2) = (1.5, 2) -> (1, 2). (0.5, -0.5): (4.5 - 1.5, 2 - 2) = (3, 0).
     centred = tf.image.extract_glimpse(img, [3, 4], [[0.0, 0.0], [0.5, -0.5]])
-    # Pixel offsets from the top-left corner; (5, 7) runs off the image: zeros with 'zero'.
-    corner = tf.image.extract_glimpse(img, [2, 2], [[1.0, 2.0], [5.0, 7.0]], centered=False,
+    # Pixel offsets from the top-left corner, less half the glimpse as well: (1, 2) is the
+    # window at (0, 1); (6, 8) at (5, 7) runs off the image: zeros with noise='zero'.
+    corner = tf.image.extract_glimpse(img, [2, 2], [[1.0, 2.0], [6.0, 8.0]], centered=False,
                                       normalized=False, noise="zero")
-    noisy = tf.image.extract_glimpse(img, [2, 2], [[5.0, 7.0], [5.0, 7.0]], centered=False,
+    noisy = tf.image.extract_glimpse(img, [2, 2], [[6.0, 8.0], [6.0, 8.0]], centered=False,
                                      normalized=False)
     assert centred.shape.as_list() == [2, 3, 4, 1]
     a, b, c = run(centred, corner, noisy)
     np.testing.assert_array_equal(a[0], img[0, 1:4, 2:6])
     np.testing.assert_array_equal(a[1], img[1, 3:6, 0:4])
-    np.testing.assert_array_equal(b[0], img[0, 1:3, 2:4])
+    np.testing.assert_array_equal(b[0], img[0, 0:2, 1:3])
     np.testing.assert_array_equal(b[1, :, :, 0], [[img[1, 5, 7, 0], 0.0], [0.0, 0.0]])
     assert c[0, 0, 0, 0] == img[0, 5, 7, 0]
     off = c[0].reshape(-1)[1:]          # uniform noise between the image's min and max
