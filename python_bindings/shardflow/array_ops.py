@@ -65,8 +65,10 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
     return ops.identity(hot, name=name)
 
 
-def gather(params, indices, axis=None, name=None, validate_indices=None, batch_dims=0):
-    """Slices of `params` along `axis` at `indices`, as TF1's tf.gather (the GatherV2 op):
+def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
+    """Slices of `params` along `axis` at `indices`, as TF1's tf.gather (the GatherV2 op) with
+    TF1's parameter order (params, indices, validate_indices, name, axis, batch_dims): give the
+    axis by name, tf.gather(x, i, axis=1); validate_indices is ignored, as TF1 ignores it.
     the result's shape is params.shape[:axis] + indices.shape + params.shape[axis+1:];
     gradients flow to params (an index picked twice gets both). An index out of range is an
     error when the step runs. With `batch_dims` b (TF 1.14), the first b dimensions of params
@@ -591,13 +593,16 @@ def _rows(value, dims, depth):
     return ops.reshape(value, ops.concat([[-1], tail], 0))
 
 
-def gather_nd(params, indices, name=None):
+def gather_nd(params, indices, name=None, batch_dims=0):
     """TF1's tf.gather_nd: `indices` [..., D] picks slices params[i0, ..., iD-1], giving
     indices.shape[:-1] + params.shape[D:]. params needs a known rank of at least D; its sizes
     may be known only when the step runs. An index out of range fails the step. Gradients flow
-    to params."""
+    to params. With `batch_dims` b, the first b dimensions of params and indices are batch
+    dimensions: each batch entry indexes its own slice of params (TF 1.14's batch_dims)."""
     params = convert_to_tensor(params)
     indices = convert_to_tensor(indices)
+    if batch_dims:
+        indices = _with_batch_coordinates(indices, batch_dims, params)
     depth = _nd_depth(indices, "gather_nd")
     dims = params.shape.as_list() if params.shape.ndims is not None else None
     if dims is None or len(dims) < depth:
@@ -611,6 +616,28 @@ def gather_nd(params, indices, name=None):
     with control_dependencies([check]):
         linear = ops.identity(linear)
     return gather(_rows(params, dims, depth), linear, name=name)
+
+
+def _with_batch_coordinates(indices, batch_dims, params):
+    """`indices` [B1..Bb, ..., D] with each entry's batch position (i1..ib) put before its
+    index, [B1..Bb, ..., b + D]: gather_nd of that on params reads the entry's own batch slice.
+    """
+    rank = indices.shape.ndims
+    b = int(batch_dims)
+    if rank is None or params.shape.ndims is None:
+        raise ValueError("gather_nd(batch_dims=...) needs params and indices of known rank")
+    if b < 0 or b >= rank or b >= params.shape.ndims:
+        raise ValueError("gather_nd: batch_dims=%d must be at least 0 and less than the rank of "
+                         "indices (%d) and of params (%d)" % (b, rank, params.shape.ndims))
+    sizes = ops.shape(indices, out_type=indices.dtype)
+    zeros = ops.expand_dims(ops.zeros_like(ops.reduce_sum(indices, -1)), -1)  # [..., 1]
+    coordinates = []
+    for d in builtins.range(b):
+        along = [1] * rank
+        along[d] = -1
+        steps = range(0, sizes[d], 1, dtype=indices.dtype)
+        coordinates.append(ops.add(zeros, ops.reshape(steps, along)))
+    return ops.concat(coordinates + [indices], -1)
 
 
 def scatter_nd(indices, updates, shape, name=None):

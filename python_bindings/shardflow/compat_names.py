@@ -32,13 +32,14 @@ from shardflow.framework import (Tensor, TensorShape, _UnknownDimension, control
 from shardflow.math_composites import rank, size
 
 
-def arg_max(input, dimension=None, name=None, output_type=dtypes.int64):  # noqa: A002
-    """TF1's old name of argmax (the axis called `dimension`)."""
+def arg_max(input, dimension=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    """TF1's old name of argmax (the axis called `dimension`); its third parameter is
+    output_type, as TF1's tf.arg_max(input, dimension, output_type, name)."""
     return ops.argmax(input, dimension=dimension, name=name, output_type=output_type)
 
 
-def arg_min(input, dimension=None, name=None, output_type=dtypes.int64):  # noqa: A002
-    """TF1's old name of argmin."""
+def arg_min(input, dimension=None, output_type=dtypes.int64, name=None):  # noqa: A002
+    """TF1's old name of argmin: tf.arg_min(input, dimension, output_type, name)."""
     return array_ops.argmin(input, dimension=dimension, name=name, output_type=output_type)
 
 
@@ -297,8 +298,66 @@ def load_op_library(library_filename):
         % (library_filename,))
 
 
-load_library = load_op_library
+def load_library(library_location):
+    """As load_op_library: a TensorFlow plugin library cannot load here."""
+    return load_op_library(library_location)
+
+
 load_file_system_library = load_op_library
+
+
+def op_scope(values, name, default_name=None):
+    """TF 0.x's spelling of name_scope(name, default_name, values)."""
+    from shardflow.framework import name_scope
+    return name_scope(name, default_name, values)
+
+
+def variable_op_scope(values, name_or_scope, default_name=None, initializer=None,
+                      regularizer=None, caching_device=None, partitioner=None,
+                      custom_getter=None, reuse=None, dtype=None, use_resource=None,
+                      constraint=None):
+    """TF 0.x's spelling of variable_scope(name_or_scope, default_name, values, ...)."""
+    import shardflow as sf
+    return sf.variable_scope(name_or_scope, default_name=default_name, values=values,
+                             initializer=initializer, regularizer=regularizer,
+                             caching_device=caching_device, partitioner=partitioner,
+                             custom_getter=custom_getter, reuse=reuse, dtype=dtype,
+                             use_resource=use_resource, constraint=constraint)
+
+
+def no_regularizer(_):
+    """The regularizer that adds no loss (TF1's tf.no_regularizer): returns None."""
+    return None
+
+
+def sparse_matmul(a, b, transpose_a=False, transpose_b=False, a_is_sparse=False,
+                  b_is_sparse=False, name=None):
+    """TF1's tf.sparse_matmul: the product of two dense matrices, a_is_sparse / b_is_sparse
+    being hints of mostly-zero operands; the value is matmul's."""
+    return ops.matmul(a, b, transpose_a=transpose_a, transpose_b=transpose_b, name=name)
+
+
+def _real_only(what, x):
+    x = convert_to_tensor(x)
+    if not (x.dtype.is_floating or x.dtype.is_integer):
+        raise TypeError("%s: shardflow has no complex dtypes; got a %s tensor"
+                        % (what, x.dtype.name))
+    return x
+
+
+def real(input, name=None):  # noqa: A002
+    """The real part: for a real tensor, the tensor itself (as TF1's tf.real)."""
+    return ops.identity(_real_only("real", input), name=name)
+
+
+def imag(input, name=None):  # noqa: A002
+    """The imaginary part: for a real tensor, zeros of its shape (as TF1's tf.imag)."""
+    return ops.zeros_like(_real_only("imag", input), name=name)
+
+
+def conj(x, name=None):
+    """The complex conjugate: for a real tensor, the tensor itself (as TF1's tf.conj)."""
+    return ops.identity(_real_only("conj", x), name=name)
 
 
 def enable_v2_behavior():
@@ -331,7 +390,8 @@ __all__ = ["arg_max", "arg_min", "assert_variables_initialized",
            "load_op_library", "parallel_stack", "repeat", "scalar_mul", "switch_case",
            "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
            "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update",
-           "to_bfloat16", "unravel_index", "vectorized_map"]
+           "to_bfloat16", "unravel_index", "vectorized_map", "op_scope", "variable_op_scope",
+           "no_regularizer", "sparse_matmul", "real", "imag", "conj"]
 
 
 def string_strip(input, name=None):  # noqa: A002
@@ -594,16 +654,31 @@ def _attach_aliases():
                 "match_filenames_once": sf.train.match_filenames_once,
                 "is_tensor": sf.is_tensor, "encode_base64": _b64_encode,
                 "decode_base64": _b64_decode},
-        sf: {"encode_base64": _b64_encode, "decode_base64": _b64_decode},
+        sf: {"encode_base64": _b64_encode, "decode_base64": _b64_decode,
+             "OpError": errors.OpError,
+             "manip": types.SimpleNamespace(
+                 batch_to_space_nd=sf.batch_to_space_nd, gather_nd=sf.gather_nd,
+                 reshape=sf.reshape, reverse=sf.reverse, roll=sf.roll, scatter_nd=sf.scatter_nd,
+                 space_to_batch_nd=sf.space_to_batch_nd, tile=sf.tile),
+             "queue": types.SimpleNamespace(
+                 FIFOQueue=sf.FIFOQueue, PaddingFIFOQueue=sf.PaddingFIFOQueue,
+                 RandomShuffleQueue=sf.RandomShuffleQueue, QueueBase=sf.QueueBase)},
         sf.math: {"multiply_no_nan": _multiply_no_nan, "reciprocal_no_nan": _reciprocal_no_nan,
-                  "scalar_mul": scalar_mul},
+                  "scalar_mul": scalar_mul, "real": real, "imag": imag, "conj": conj},
         sf.linalg: {"global_norm": sf.global_norm, "matvec": _matvec, "adjoint": _adjoint,
                     "normalize": _normalize, "tensor_diag": sf.diag,
                     "tensor_diag_part": sf.diag_part},
         sf.contrib.framework: {"is_tensor": sf.is_tensor,
                                "local_variable": _local_variable},
     }
+    # TF1's top-level sparse_* spellings of tf.sparse's functions
+    for name in ("maximum", "minimum", "merge", "reduce_max", "reduce_max_sparse",
+                 "reduce_sum_sparse", "reset_shape", "softmax", "split", "to_indicator", "mask"):
+        if hasattr(sf.sparse, name):
+            additions[sf]["sparse_" + name] = getattr(sf.sparse, name)
     for namespace, names in additions.items():
         for name, value in names.items():
             if not hasattr(namespace, name):
                 setattr(namespace, name, value)
+    if not hasattr(sf, "newaxis"):
+        sf.newaxis = None                    # x[:, tf.newaxis] inserts a dimension of size 1

@@ -339,11 +339,15 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
     return _per_row("SoftmaxCrossEntropyWithLogits", labels, logits, False, name)
 
 
-def softmax_cross_entropy_with_logits_v2(labels, logits, axis=-1, name=None):
+def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None):
     """TF1's tf.nn.softmax_cross_entropy_with_logits_v2: the per-row cross-entropy
-    -sum(labels * log_softmax(logits)) over `axis` (any dimension), with gradients to the
-    labels too (v1 stops them). Where labels are a constant or fed, prefer
-    softmax_cross_entropy_with_logits (one fused kernel)."""
+    -sum(labels * log_softmax(logits)) over `axis` (any dimension; `dim` is its older name,
+    default -1), with gradients to the labels too (v1 stops them). Where labels are a constant
+    or fed, prefer softmax_cross_entropy_with_logits (one fused kernel)."""
+    if dim is not None:
+        if axis is not None and axis != dim:
+            raise ValueError("softmax_cross_entropy_with_logits_v2: give axis or dim, not both")
+        axis = dim
     from shardflow import ops as _ops
     from shardflow.framework import Tensor, convert_to_tensor
     logits = convert_to_tensor(logits)

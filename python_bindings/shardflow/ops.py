@@ -57,9 +57,10 @@ def placeholder(dtype, shape=None, name=None):
     return _out("Placeholder", [], attrs, name)
 
 
-def constant(value, dtype=None, shape=None, name=None):
+def constant(value, dtype=None, shape=None, name=None, verify_shape=False):
     """A tensor with a fixed value. Python floats become float32, ints int32; NumPy arrays and
-    scalars (np.float64(1.5)) keep their dtype, as TF1's.
+    scalars (np.float64(1.5)) keep their dtype, as TF1's. With verify_shape=True, a value whose
+    shape is not `shape` is TF1's TypeError (no broadcast, no padding).
 
     Example::
 
@@ -80,6 +81,9 @@ def constant(value, dtype=None, shape=None, name=None):
         arr = _literal(value)
     if shape is not None:
         shape = _plain_dims(shape)
+        if verify_shape and tuple(arr.shape) != tuple(shape):
+            raise TypeError("constant: expected a value of shape %s (verify_shape=True), got %s"
+                            % (list(shape), list(arr.shape)))
         if arr.size == 1:
             if _is_large(shape):
                 return _fill_static(shape, arr.reshape(()), name)
@@ -448,8 +452,14 @@ def _integer_pow(x, y, dt, name):
     return cast(_pow_op(cast(x, dtypes.int32), cast(y, dtypes.int32)), dt, name=name)
 
 
-atan2 = _binary("Atan2", "atan2(y, x) of the arguments (y, x), element-wise: the angle in "
-                "[-pi, pi] of the point (x, y).")
+def atan2(y, x, name=None):
+    """atan2(y, x), element-wise: the angle in [-pi, pi] of the point (x, y). The parameters are
+    named (y, x) as TF1's, so tf.atan2(y=a, x=b) is the angle of the point (b, a).
+
+    Broadcasts like NumPy. Example: ``sf.atan2(sin_t, cos_t)``."""
+    return _out("Atan2", [y, x], name=name)
+
+
 squared_difference = _binary("SquaredDifference", "(x - y) ** 2, element-wise.")
 equal = _with_strings(_binary("Equal", "x == y, element-wise (bool)."), "string_equal")
 not_equal = _with_strings(_binary("NotEqual", "x != y, element-wise (bool)."),
@@ -820,8 +830,9 @@ def slice(input_, begin, size, name=None):  # noqa: A001
     return _out("Slice", [input_, vector(begin), vector(size)], name=name)
 
 
-def shape(input, out_type=dtypes.int32, name=None):  # noqa: A002
-    """The run-time shape of `input` as a 1-D tensor."""
+def shape(input, name=None, out_type=dtypes.int32):  # noqa: A002
+    """The run-time shape of `input` as a 1-D tensor. As TF1's tf.shape(input, name=None,
+    out_type=tf.int32): a second positional argument is the name."""
     return _out("Shape", [input], {"out_type": dtypes.as_dtype(out_type)._enum}, name)
 
 

@@ -1,0 +1,186 @@
+"""TF 1.15's public API as its golden files (tensorflow/tools/api/golden/v1/*.pbtxt) list it:
+parameter order of the functions TF1 programs call positionally, keyword names they pass, and
+names of the core namespaces that were missing. Each test asserts values."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+def _run(fetches, feed_dict=None):
+    with tf.Session() as sess:
+        return sess.run(fetches, feed_dict)
+
+
+def _positional(fn):
+    return [p.name for p in inspect.signature(fn).parameters.values()
+            if p.kind == p.POSITIONAL_OR_KEYWORD]
+
+
+# --- parameter order and names (golden argspecs) ------------------------------------------
+
+GOLDEN_ORDER = [
+    (lambda: tf.atan2, ["y", "x", "name"]),
+    (lambda: tf.math.atan2, ["y", "x", "name"]),
+    (lambda: tf.shape, ["input", "name", "out_type"]),
+    (lambda: tf.arg_max, ["input", "dimension", "output_type", "name"]),
+    (lambda: tf.arg_min, ["input", "dimension", "output_type", "name"]),
+    (lambda: tf.gather, ["params", "indices", "validate_indices", "name", "axis", "batch_dims"]),
+    (lambda: tf.gather_nd, ["params", "indices", "name", "batch_dims"]),
+    (lambda: tf.constant, ["value", "dtype", "shape", "name", "verify_shape"]),
+    (lambda: tf.nn.softmax_cross_entropy_with_logits_v2, ["labels", "logits", "axis", "name",
+                                                          "dim"]),
+    (lambda: tf.concat, ["values", "axis", "name"]),
+    (lambda: tf.split, ["value", "num_or_size_splits", "axis", "num", "name"]),
+    (lambda: tf.reduce_sum, ["input_tensor", "axis", "keepdims", "name", "reduction_indices",
+                             "keep_dims"]),
+    (lambda: tf.nn.moments, ["x", "axes", "shift", "name", "keep_dims"]),
+    (lambda: tf.layers.dense, ["inputs", "units", "activation", "use_bias"]),
+    (lambda: tf.nn.max_pool, ["value", "ksize", "strides", "padding", "data_format", "name"]),
+    (lambda: tf.nn.conv2d, ["input"]),
+]
+
+
+@pytest.mark.parametrize("get_fn,want", GOLDEN_ORDER)
+def test_parameter_order_is_tf1s(get_fn, want):
+    assert _positional(get_fn())[:len(want)] == want
+
+
+def test_atan2_takes_y_then_x_by_keyword_too():
+    y, x = np.float32([1.0, -1.0, 0.5]), np.float32([0.0, 2.0, -3.0])
+    got = _run([tf.atan2(y, x), tf.atan2(y=y, x=x), tf.atan2(x=x, y=y)])
+    for g in got:
+        np.testing.assert_allclose(g, np.arctan2(y, x), rtol=1e-6)
+
+
+def test_shape_second_positional_is_the_name():
+    with tf.Graph().as_default():
+        x = tf.zeros([2, 3])
+        s = tf.shape(x, "batch_shape")
+        assert s.name.startswith("batch_shape")
+        assert s.dtype == tf.int32
+        np.testing.assert_array_equal(_run(s), [2, 3])
+        np.testing.assert_array_equal(_run(tf.shape(x, out_type=tf.int64)), [2, 3])
+
+
+def test_arg_max_third_positional_is_output_type():
+    x = np.float32([[1, 5, 2], [7, 0, 3]])
+    with tf.Graph().as_default():
+        a, b = tf.arg_max(x, 1, tf.int32), tf.arg_min(x, 1, tf.int32)
+        assert a.dtype == tf.int32 and b.dtype == tf.int32
+        np.testing.assert_array_equal(_run(a), [1, 0])
+        np.testing.assert_array_equal(_run(b), [0, 1])
+
+
+def test_gather_keeps_axis_as_a_keyword():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(_run(tf.gather(x, [2, 0], axis=1)), x[:, [2, 0]])
+    np.testing.assert_array_equal(_run(tf.gather(x, [2, 0])), x[[2, 0]])
+    # TF1's third positional parameter is validate_indices (ignored), not axis
+    np.testing.assert_array_equal(_run(tf.gather(x, [2, 0], True)), x[[2, 0]])
+
+
+def test_gather_nd_batch_dims():
+    p = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    i = np.array([[[0, 1], [2, 3]], [[1, 0], [0, 2]]], np.int32)
+    want = np.array([[p[0, 0, 1], p[0, 2, 3]], [p[1, 1, 0], p[1, 0, 2]]])
+    np.testing.assert_array_equal(_run(tf.gather_nd(p, i, batch_dims=1)), want)
+    j = np.array([[1], [2]], np.int64)
+    np.testing.assert_array_equal(_run(tf.gather_nd(p, j, batch_dims=1)), p[[0, 1], [1, 2]])
+    with tf.Graph().as_default():
+        pp = tf.placeholder(tf.float32, [None, 3, 4])
+        ii = tf.placeholder(tf.int32, [None, 2, 2])
+        out = tf.gather_nd(pp, ii, batch_dims=1)
+        np.testing.assert_array_equal(_run(out, {pp: p, ii: i}), want)
+        g = tf.gradients(tf.reduce_sum(out), pp)[0]
+        grad = _run(g, {pp: p, ii: i})
+        want_grad = np.zeros_like(p)
+        for b in range(2):
+            for r in range(2):
+                want_grad[b, i[b, r, 0], i[b, r, 1]] += 1
+        np.testing.assert_array_equal(grad, want_grad)
+
+
+def test_constant_verify_shape():
+    with pytest.raises(TypeError, match="verify_shape"):
+        tf.constant([1.0, 2.0], shape=[3], verify_shape=True)
+    with pytest.raises(TypeError):
+        tf.constant(1.0, shape=[2], verify_shape=True)
+    np.testing.assert_array_equal(
+        _run(tf.constant([[1, 2]], shape=[1, 2], verify_shape=True)), [[1, 2]])
+    np.testing.assert_array_equal(_run(tf.constant([1, 2], shape=[4])), [1, 2, 2, 2])
+
+
+def test_softmax_cross_entropy_v2_dim():
+    logits = np.float32([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]])      # [3, 2]; classes on axis 0
+    labels = np.float32([[0.2, 1.0], [0.3, 0.0], [0.5, 0.0]])
+    e = np.exp(logits - logits.max(0))
+    want = -(labels * np.log(e / e.sum(0))).sum(0)
+    got = _run(tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits, dim=0))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+# --- missing names ------------------------------------------------------------------------
+
+def test_newaxis():
+    x = np.float32([[1, 2], [3, 4]])
+    assert tf.newaxis is None
+    with tf.Graph().as_default():
+        t = tf.constant(x)
+        np.testing.assert_array_equal(_run(t[:, tf.newaxis]), x[:, np.newaxis])
+        np.testing.assert_array_equal(_run(t[tf.newaxis, ..., tf.newaxis]),
+                                      x[np.newaxis, ..., np.newaxis])
+
+
+def test_real_imag_conj_of_real_tensors():
+    x = np.float32([[1.5, -2.0]])
+    got = _run([tf.real(x), tf.imag(x), tf.conj(x), tf.math.real(x), tf.math.imag(x),
+                tf.math.conj(x)])
+    for g, w in zip(got, [x, 0 * x, x, x, 0 * x, x]):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_sparse_matmul_is_matmul():
+    a = np.float32([[1, 0], [0, 2], [3, 0]])
+    b = np.float32([[1, 2, 0], [0, 0, 4]])
+    np.testing.assert_allclose(_run(tf.sparse_matmul(a, b, a_is_sparse=True)), a @ b)
+    np.testing.assert_allclose(_run(tf.sparse_matmul(a, a, transpose_a=True)), a.T @ a)
+
+
+def test_old_scope_spellings_and_no_regularizer():
+    with tf.Graph().as_default():
+        x = tf.constant(1.0)
+        with tf.op_scope([x], "outer", "default"):
+            y = tf.identity(x, name="y")
+        assert y.name == "outer/y:0"
+        with tf.variable_op_scope([x], None, "vs"):
+            v = tf.get_variable("w", [2], initializer=tf.ones_initializer())
+        assert v.name == "vs/w:0"
+        assert tf.no_regularizer(v) is None
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run(v), [1, 1])
+
+
+def test_manip_queue_and_operror_namespaces():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(_run(tf.manip.roll(x, 1, 1)), np.roll(x, 1, 1))
+    np.testing.assert_array_equal(_run(tf.manip.tile(x, [1, 2])), np.tile(x, [1, 2]))
+    assert tf.OpError is tf.errors.OpError
+    with tf.Graph().as_default():
+        q = tf.queue.FIFOQueue(3, tf.float32, shapes=[[]])
+        with tf.Session() as sess:
+            sess.run(q.enqueue_many([[1.0, 2.0]]))
+            assert sess.run(q.dequeue()) == 1.0
+
+
+def test_top_level_sparse_spellings():
+    sp = tf.SparseTensorValue(indices=[[0, 0], [0, 2], [1, 1]], values=np.float32([1, 5, 3]),
+                              dense_shape=[2, 3])
+    np.testing.assert_array_equal(_run(tf.sparse_reduce_max(sp, 1)), [5, 3])
+    soft = _run(tf.sparse_tensor_to_dense(tf.sparse_softmax(sp)))
+    e = np.exp([1.0, 5.0])
+    np.testing.assert_allclose(soft, [[e[0] / e.sum(), 0, e[1] / e.sum()], [0, 1, 0]], rtol=1e-6)
