@@ -22,8 +22,10 @@ import numpy as np
 from shardflow import array_ops, dtypes, ops
 from shardflow.array_composites import random_crop  # noqa: F401 (tf.image.random_crop)
 from shardflow.framework import Tensor, control_dependencies, convert_to_tensor
-from shardflow.image_boxes import (crop_and_resize, draw_bounding_boxes,  # noqa: F401
-                                   extract_glimpse, non_max_suppression,
+from shardflow.image_boxes import (combined_non_max_suppression,  # noqa: F401
+                                   crop_and_resize, draw_bounding_boxes, extract_glimpse,
+                                   non_max_suppression, non_max_suppression_overlaps,
+                                   non_max_suppression_padded, non_max_suppression_with_scores,
                                    sample_distorted_bounding_box)
 from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  # noqa: F401
                                    adjust_saturation, grayscale_to_rgb, hsv_to_rgb,
@@ -378,10 +380,13 @@ def __getattr__(name):  # noqa: N807 (PEP 562)
 
 
 __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma", "adjust_hue",
-           "adjust_saturation", "central_crop", "convert_image_dtype", "crop_and_resize",
+           "adjust_saturation", "central_crop", "combined_non_max_suppression",
+           "convert_image_dtype", "crop_and_resize",
            "crop_to_bounding_box", "draw_bounding_boxes", "extract_glimpse", "flip_left_right",
            "flip_up_down",
            "grayscale_to_rgb", "hsv_to_rgb", "image_gradients", "non_max_suppression",
+           "non_max_suppression_overlaps", "non_max_suppression_padded",
+           "non_max_suppression_with_scores",
            "pad_to_bounding_box", "per_image_standardization", "psnr", "random_brightness",
            "random_contrast", "random_crop", "random_flip_left_right", "random_flip_up_down",
            "random_hue", "random_saturation", "resize", "resize_area", "resize_bicubic",

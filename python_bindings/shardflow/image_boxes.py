@@ -174,20 +174,66 @@ def _iou(box, others):
     return iou
 
 
-def _greedy_nms(boxes, scores, max_out, iou_threshold, score_threshold):
-    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
-    scores = np.asarray(scores, np.float64).reshape(-1)
-    if boxes.shape[0] != scores.shape[0]:
-        raise ValueError("non_max_suppression: %d boxes but %d scores"
-                         % (boxes.shape[0], scores.shape[0]))
-    order = [i for i in np.argsort(-scores, kind="stable") if scores[i] > score_threshold]
-    keep = []
-    for i in order:
-        if len(keep) >= int(max_out):
-            break
-        if not keep or np.all(_iou(boxes[i], boxes[keep]) <= iou_threshold):
-            keep.append(i)
-    return np.asarray(keep, np.int32)
+def _nms(similarity, scores, max_out, threshold, score_threshold, soft_sigma=0.0):
+    """TF's NonMaxSuppression kernel (V3 to V5 and the overlaps variant): candidates above
+    score_threshold by decreasing score (ties: the lower index); one whose similarity with a
+    pick exceeds `threshold` is dropped or, with soft_sigma > 0 (Soft-NMS), has its score
+    scaled by exp(-0.5 sim^2 / soft_sigma) and goes back to the queue. `similarity(i, picks)`
+    gives candidate i's similarity with each pick. Returns (indices, scores)."""
+    import heapq
+    scores = np.asarray(scores, np.float32).reshape(-1)
+    soft = soft_sigma > 0
+    scale = np.float32(-0.5 / soft_sigma) if soft else np.float32(0.0)
+    queue = [(-scores[i], i, scores[i], 0) for i in range(scores.shape[0])
+             if scores[i] > score_threshold]
+    heapq.heapify(queue)
+    picks, picked_scores = [], []
+    while len(picks) < int(max_out) and queue:
+        _, i, score, begin = heapq.heappop(queue)
+        original, hard = score, False
+        sims = similarity(i, picks[begin:]) if len(picks) > begin else []
+        for sim in list(sims)[::-1]:                 # the latest picks first, as the kernel
+            weight = np.exp(scale * np.float32(sim) * np.float32(sim))
+            if not soft and sim > threshold:
+                hard = True
+                break
+            score = np.float32(score * (weight if soft or sim <= threshold else 0.0))
+            if score <= score_threshold:
+                break
+        if hard:
+            continue
+        if score == original:
+            picks.append(i)
+            picked_scores.append(score)
+        elif score > score_threshold:
+            heapq.heappush(queue, (-score, i, score, len(picks)))
+    return np.asarray(picks, np.int32), np.asarray(picked_scores, np.float32)
+
+
+def _box_similarity(boxes, count):
+    boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
+    if boxes.shape[0] != count:
+        raise ValueError("non_max_suppression: %d boxes but %d scores" % (boxes.shape[0], count))
+    boxes = boxes.astype(np.float64)
+    return lambda i, picks: _iou(boxes[i], boxes[np.asarray(picks, np.int64)])
+
+
+def _greedy_nms(boxes, scores, max_out, iou_threshold, score_threshold, soft_sigma=0.0):
+    scores = np.asarray(scores, np.float32).reshape(-1)
+    return _nms(_box_similarity(boxes, scores.shape[0]), scores, max_out, iou_threshold,
+                score_threshold, soft_sigma)
+
+
+def _thresholds(iou_threshold, score_threshold, what):
+    if not 0.0 <= float(iou_threshold) <= 1.0:
+        raise ValueError("%s: iou_threshold must be in [0, 1], got %r" % (what, iou_threshold))
+    return float(iou_threshold), float(np.float32(score_threshold))
+
+
+def _nms_inputs(boxes, scores, max_output_size):
+    return [convert_to_tensor(boxes, dtype=dtypes.float32),
+            convert_to_tensor(scores, dtype=dtypes.float32),
+            ops.cast(convert_to_tensor(max_output_size), dtypes.int32)]
 
 
 def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
@@ -195,19 +241,132 @@ def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
     """Indices (int32, at most max_output_size) of boxes [n, 4] picked greedily by decreasing
     score, dropping any whose IoU with one already picked exceeds iou_threshold, and any whose
     score is not above score_threshold."""
-    if not 0.0 <= float(iou_threshold) <= 1.0:
-        raise ValueError("non_max_suppression: iou_threshold must be in [0, 1], got %r"
-                         % (iou_threshold,))
-    iou, floor = float(iou_threshold), float(score_threshold)
+    iou, floor = _thresholds(iou_threshold, score_threshold, "non_max_suppression")
 
     def run(b, s, m):
-        return _greedy_nms(b, s, m, iou, floor)
-    out = py_func(run, [convert_to_tensor(boxes, dtype=dtypes.float32),
-                        convert_to_tensor(scores, dtype=dtypes.float32),
-                        ops.cast(convert_to_tensor(max_output_size), dtypes.int32)],
-                  dtypes.int32, stateful=False, name=name or "NonMaxSuppression")
+        return _greedy_nms(b, s, m, iou, floor)[0]
+    out = py_func(run, _nms_inputs(boxes, scores, max_output_size), dtypes.int32,
+                  stateful=False, name=name or "NonMaxSuppression")
     out.set_shape([None])
     return out
+
+
+def non_max_suppression_with_scores(boxes, scores, max_output_size, iou_threshold=0.5,
+                                    score_threshold=float("-inf"), soft_nms_sigma=0.0,
+                                    name=None):
+    """(indices, scores) of non_max_suppression, or of Soft-NMS (Bodla et al.) with
+    soft_nms_sigma > 0: an overlapping box's score decays by exp(-0.5 iou^2 / sigma) instead
+    of the box being dropped, as TF1's NonMaxSuppressionV5; the scores are the decayed ones."""
+    iou, floor = _thresholds(iou_threshold, score_threshold, "non_max_suppression_with_scores")
+    sigma = float(soft_nms_sigma)
+    if sigma < 0:
+        raise ValueError("non_max_suppression_with_scores: soft_nms_sigma must be >= 0, got %r"
+                         % (soft_nms_sigma,))
+
+    def run(b, s, m):
+        return _greedy_nms(b, s, m, iou, floor, sigma)
+    picks, picked = py_func(run, _nms_inputs(boxes, scores, max_output_size),
+                            [dtypes.int32, dtypes.float32], stateful=False,
+                            name=name or "NonMaxSuppressionV5")
+    picks.set_shape([None])
+    picked.set_shape([None])
+    return picks, picked
+
+
+def non_max_suppression_padded(boxes, scores, max_output_size, iou_threshold=0.5,
+                               score_threshold=float("-inf"), pad_to_max_output_size=False,
+                               name=None):
+    """(indices, valid_count) of non_max_suppression; with pad_to_max_output_size the
+    indices are padded with zeros to max_output_size (TF1's NonMaxSuppressionV4)."""
+    iou, floor = _thresholds(iou_threshold, score_threshold, "non_max_suppression_padded")
+    pad = bool(pad_to_max_output_size)
+
+    def run(b, s, m):
+        picks = _greedy_nms(b, s, m, iou, floor)[0]
+        valid = np.int32(picks.shape[0])
+        if pad:
+            picks = np.concatenate([picks, np.zeros(int(m) - picks.shape[0], np.int32)])
+        return picks, valid
+    picks, valid = py_func(run, _nms_inputs(boxes, scores, max_output_size),
+                           [dtypes.int32, dtypes.int32], stateful=False,
+                           name=name or "NonMaxSuppressionV4")
+    static = np.asarray(max_output_size) if not isinstance(max_output_size, Tensor) else None
+    picks.set_shape([int(static)] if pad and static is not None else [None])
+    valid.set_shape([])
+    return picks, valid
+
+
+def non_max_suppression_overlaps(overlaps, scores, max_output_size, overlap_threshold=0.5,
+                                 score_threshold=float("-inf"), name=None):
+    """non_max_suppression with the similarity of boxes i and j given as overlaps[i, j]
+    ([n, n]) instead of their IoU."""
+    floor = float(np.float32(score_threshold))
+    threshold = float(overlap_threshold)
+
+    def run(o, s, m):
+        o = np.asarray(o, np.float32)
+        s = np.asarray(s, np.float32).reshape(-1)
+        if o.shape != (s.shape[0], s.shape[0]):
+            raise ValueError("non_max_suppression_overlaps: overlaps must be [%d, %d], got %s"
+                             % (s.shape[0], s.shape[0], list(o.shape)))
+        return _nms(lambda i, picks: o[i, picks], s, m, threshold, floor)[0]
+    out = py_func(run, _nms_inputs(overlaps, scores, max_output_size), dtypes.int32,
+                  stateful=False, name=name or "NonMaxSuppressionWithOverlaps")
+    out.set_shape([None])
+    return out
+
+
+def combined_non_max_suppression(boxes, scores, max_output_size_per_class, max_total_size,
+                                 iou_threshold=0.5, score_threshold=float("-inf"),
+                                 pad_per_class=False, clip_boxes=True, name=None):
+    """TF1's CombinedNonMaxSuppression: for each image of boxes [batch, n, q, 4] (q 1: one
+    box for every class, or one per class) and scores [batch, n, classes], NMS within each
+    class (at most max_output_size_per_class), then the best max_total_size of all classes by
+    score. Returns (nmsed_boxes [batch, d, 4], nmsed_scores [batch, d], nmsed_classes
+    [batch, d] float32, valid_detections [batch] int32), padded with zeros, d =
+    max_total_size (min(per_class * classes, max_total_size) with pad_per_class); boxes
+    clipped to [0, 1] with clip_boxes."""
+    iou, floor = _thresholds(iou_threshold, score_threshold, "combined_non_max_suppression")
+    per_class, total = int(max_output_size_per_class), int(max_total_size)
+    b = convert_to_tensor(boxes, dtype=dtypes.float32)
+    sc = convert_to_tensor(scores, dtype=dtypes.float32)
+    if b.shape.ndims != 4 or sc.shape.ndims != 3:
+        raise ValueError("combined_non_max_suppression: boxes must be [batch, num_boxes, q, 4] "
+                         "and scores [batch, num_boxes, num_classes], got %s and %s"
+                         % (b.shape, sc.shape))
+    num_classes = sc.shape.as_list()[2]
+    if pad_per_class and num_classes is None:
+        raise ValueError("combined_non_max_suppression(pad_per_class=True) needs the number of "
+                         "classes known when the graph is built")
+    detections = min(per_class * num_classes, total) if pad_per_class else total
+
+    def run(all_boxes, all_scores):
+        batch, _, q, _ = all_boxes.shape
+        out_boxes = np.zeros([batch, detections, 4], np.float32)
+        out_scores = np.zeros([batch, detections], np.float32)
+        out_classes = np.zeros([batch, detections], np.float32)
+        valid = np.zeros([batch], np.int32)
+        for i in range(batch):
+            found = []
+            for c in range(all_scores.shape[2]):
+                class_boxes = all_boxes[i, :, c if q > 1 else 0]
+                picks, picked = _greedy_nms(class_boxes, all_scores[i, :, c], per_class, iou,
+                                            floor)
+                found += [(-sv, c, k, class_boxes[k]) for k, sv in zip(picks, picked)]
+            found.sort(key=lambda t: (t[0], t[1], t[2]))
+            found = found[:detections]
+            valid[i] = len(found)
+            for j, (neg, c, _, box) in enumerate(found):
+                out_boxes[i, j] = np.clip(box, 0.0, 1.0) if clip_boxes else box
+                out_scores[i, j], out_classes[i, j] = -neg, c
+        return out_boxes, out_scores, out_classes, valid
+    outs = py_func(run, [b, sc], [dtypes.float32, dtypes.float32, dtypes.float32, dtypes.int32],
+                   stateful=False, name=name or "CombinedNonMaxSuppression")
+    batch = b.shape.as_list()[0]
+    for out, shape in zip(outs, ([batch, detections, 4], [batch, detections],
+                                 [batch, detections], [batch])):
+        out.set_shape(shape)
+    return tuple(outs)
 
 
 def _lrint(v):
@@ -386,5 +545,7 @@ def draw_bounding_boxes(images, boxes, name=None, colors=None):
     return out
 
 
-__all__ = ["crop_and_resize", "draw_bounding_boxes", "extract_glimpse", "non_max_suppression",
+__all__ = ["combined_non_max_suppression", "crop_and_resize", "draw_bounding_boxes",
+           "extract_glimpse", "non_max_suppression", "non_max_suppression_overlaps",
+           "non_max_suppression_padded", "non_max_suppression_with_scores",
            "sample_distorted_bounding_box"]

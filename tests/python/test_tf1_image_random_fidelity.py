@@ -327,3 +327,47 @@ def test_extract_glimpse_windows_as_tf1s_kernel():
     assert c[0, 0, 0, 0] == img[0, 5, 7, 0]
     off = c[0].reshape(-1)[1:]          # uniform noise between the image's min and max
     assert off.min() >= img[0].min() and off.max() <= img[0].max()
+
+
+# ---- TF1's other non-max suppressions (were missing) ----------------------------------------
+
+_BOXES = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                   [0, 10.1, 1, 11.1], [0, 100, 1, 101]], np.float32)
+_SCORES = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
+
+
+def test_non_max_suppression_padded_with_scores_and_overlaps():
+    picks, valid = tf.image.non_max_suppression_padded(_BOXES, _SCORES, 5, 0.5,
+                                                       pad_to_max_output_size=True)
+    assert picks.shape.as_list() == [5]
+    soft_picks, soft_scores = tf.image.non_max_suppression_with_scores(
+        _BOXES, _SCORES, 6, 1.0, soft_nms_sigma=0.5)
+    overlaps = np.array([[1, 0.7, 0], [0.7, 1, 0.2], [0, 0.2, 1]], np.float32)
+    by_overlap = tf.image.non_max_suppression_overlaps(overlaps, [0.9, 0.8, 0.7], 3, 0.5)
+    got = run(picks, valid, soft_picks, soft_scores, by_overlap)
+    np.testing.assert_array_equal(got[0], [3, 0, 5, 0, 0])
+    assert got[1] == 3
+    # Soft-NMS: a score decays by exp(-0.5 iou^2 / sigma) for each pick it overlaps.
+    iou01, iou12 = 0.9 / 1.1, 0.8 / 1.2
+    np.testing.assert_array_equal(got[2], [3, 0, 1, 5, 4, 2])
+    np.testing.assert_allclose(got[3], [0.95, 0.9, 0.75 * np.exp(-iou01 ** 2), 0.3,
+                                        0.5 * np.exp(-iou01 ** 2),
+                                        0.6 * np.exp(-iou01 ** 2) * np.exp(-iou12 ** 2)],
+                               rtol=1e-5)
+    np.testing.assert_array_equal(got[4], [0, 2])
+
+
+def test_combined_non_max_suppression():
+    boxes = np.array([[[[0, 0, 1, 1]], [[0, 0.1, 1, 1.1]], [[0, 0.5, 1, 1.5]],
+                       [[-0.2, 0, 0.5, 0.5]]]], np.float32)                  # [1, 4, 1, 4]
+    scores = np.array([[[0.9, 0.1], [0.8, 0.7], [0.3, 0.85], [0.6, 0.2]]], np.float32)
+    out = tf.image.combined_non_max_suppression(boxes, scores, 2, 5, 0.5, 0.15)
+    assert [o.shape.as_list() for o in out] == [[1, 5, 4], [1, 5], [1, 5], [1]]
+    nmsed_boxes, nmsed_scores, classes, valid = run(*out)
+    np.testing.assert_allclose(nmsed_scores, [[0.9, 0.85, 0.7, 0.6, 0.0]])
+    np.testing.assert_array_equal(classes, [[0, 1, 1, 0, 0]])
+    np.testing.assert_allclose(nmsed_boxes[0], [[0, 0, 1, 1], [0, 0.5, 1, 1], [0, 0.1, 1, 1],
+                                                [0, 0, 0.5, 0.5], [0, 0, 0, 0]])   # clipped
+    assert valid.tolist() == [4]
+    padded = tf.image.combined_non_max_suppression(boxes, scores, 1, 5, 0.5, pad_per_class=True)
+    assert padded[1].shape.as_list() == [1, 2]
