@@ -57,8 +57,9 @@ def fixed_size_partitioner(num_shards, axis=0):
 
 def min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256 << 10,
                                  bytes_per_string_element=16):
-    """A partitioner giving each part at least `min_slice_size` bytes, with at most
-    `max_partitions` parts (TF1's tf.min_max_variable_partitioner)."""
+    """A partitioner splitting dimension `axis` into ceil(bytes / min_slice_size) parts, at
+    most `max_partitions` (TF1's tf.min_max_variable_partitioner: a [1024, 1024] float32
+    variable is 16 parts of 256K with the default min_slice_size)."""
     if int(max_partitions) < 1 or int(min_slice_size) < 1:
         raise ValueError("min_max_variable_partitioner: max_partitions and min_slice_size must "
                          "be positive")
@@ -66,7 +67,10 @@ def min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256 <<
     def partitioner(shape, dtype):
         dims = _dims(shape)
         total = int(np.prod(dims)) * _element_bytes(dtype, bytes_per_string_element)
-        n = min(int(max_partitions), dims[axis], max(1, total // int(min_slice_size)))
+        if axis >= len(dims):
+            raise ValueError("Can not partition variable along axis %d when shape is only %s"
+                             % (axis, dims))
+        n = min(int(max_partitions), dims[axis], int(math.ceil(total / float(min_slice_size))))
         parts = [1] * len(dims)
         parts[axis] = max(1, n)
         return parts
@@ -185,8 +189,11 @@ def _convert(value, dtype=None, name=None, as_ref=False):
 def create_partitioned_variable(make_part, name, shape, dtype, partitioner, initializer):
     """The PartitionedVariable `name` of `shape`, its parts made by make_part(part_name,
     part_shape, part_initializer, part_offset)."""
+    from shardflow.framework import TensorShape
     dims = _dims(shape)
-    parts = list(partitioner(dims, dtypes.as_dtype(dtype)))
+    # As TF1 calls it: keywords, a TensorShape (a partitioner of its own may use
+    # shape[0].value or shape.num_elements()).
+    parts = [int(p) for p in partitioner(shape=TensorShape(dims), dtype=dtypes.as_dtype(dtype))]
     if len(parts) != len(dims) or any(int(p) < 1 for p in parts):
         raise ValueError("partitioner for %s returned %s: one positive count per dimension of "
                          "%s" % (name, parts, dims))

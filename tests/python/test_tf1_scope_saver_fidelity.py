@@ -179,3 +179,34 @@ def test_variable_scope_object_lists_its_variables():
     d_scope.set_dtype(tf.float64)
     with tf.variable_scope(d_scope):
         assert tf.get_variable("x", [1]).dtype == tf.float64
+
+
+# ---- partitioners ---------------------------------------------------------------------------
+
+
+def test_min_max_variable_partitioner_rounds_up_as_tf1():
+    # TF1: ceil(total bytes / min_slice_size) parts, at most max_partitions and the dimension
+    # (shardflow rounded down: 160 bytes / 64 made 2 parts, TF1 makes 3).
+    partitioner = tf.min_max_variable_partitioner(max_partitions=4, min_slice_size=64)
+    assert list(partitioner(tf.TensorShape([10, 4]), tf.float32)) == [3, 1]
+    assert list(partitioner(tf.TensorShape([100, 4]), tf.float32)) == [4, 1]
+    assert list(tf.min_max_variable_partitioner(max_partitions=32)(
+        tf.TensorShape([1024, 1024]), tf.float32)) == [16, 1]
+    v = tf.get_variable("v", [10, 4], partitioner=partitioner)
+    assert [p.shape.as_list() for p in v] == [[4, 4], [3, 4], [3, 4]]
+    with pytest.raises(ValueError, match="along axis 2"):
+        tf.min_max_variable_partitioner(axis=2)(tf.TensorShape([4, 4]), tf.float32)
+
+
+def test_custom_partitioner_is_called_as_tf1_calls_it():
+    # TF1 calls partitioner(shape=<TensorShape>, dtype=<DType>); a partitioner written for it
+    # reads shape[0].value or shape.num_elements() (a plain list was passed positionally).
+    seen = []
+
+    def by_rows(shape, dtype):
+        seen.append((shape.num_elements(), dtype))
+        return [shape[0].value // 2, 1]
+    v = tf.get_variable("v", [6, 2], partitioner=by_rows,
+                        initializer=np.arange(12.0, dtype=np.float32).reshape(6, 2))
+    assert seen == [(12, tf.float32)] and len(list(v)) == 3
+    np.testing.assert_array_equal(_values(v)[0], np.arange(12.0).reshape(6, 2))
