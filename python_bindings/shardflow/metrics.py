@@ -139,7 +139,7 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
     with g.name_scope(name or "mean"):
         values = _tensor(values, dtypes.float32)
         values, _, weights = _remove_squeezable_dimensions(values, None, weights)
-        w = _weights_like(values, weights, "mean")
+        w = _weights_like(values, weights, name or "mean")
         total = _metric_variable([], "total")
         count = _metric_variable([], "count")
         add_total = total.assign_add(ops.reduce_sum(ops.multiply(values, w)))
@@ -580,7 +580,8 @@ def mean_tensor(values, weights=None, metrics_collections=None, updates_collecti
         if shape is None or any(d is None for d in shape):
             raise ValueError("mean_tensor needs values of a fully known shape, got %s"
                              % (values.shape,))
-        w = _weights_like(values, weights)
+        values, _, weights = _remove_squeezable_dimensions(values, None, weights)
+        w = _weights_like(values, weights, "mean_tensor")
         total = _metric_variable(shape, "total_tensor")
         count = _metric_variable(shape, "count_tensor")
         add_total = total.assign_add(ops.multiply(values, w))
@@ -653,7 +654,8 @@ def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
         predictions = _flat_class_ids(predictions, "mean_per_class_accuracy")
         w = _weights_like(ops.cast(labels, dtypes.float32),
                           None if weights is None
-                          else ops.reshape(_tensor(weights, dtypes.float32), [-1]))
+                          else ops.reshape(_tensor(weights, dtypes.float32), [-1]),
+                          "mean_per_class_accuracy")
         correct = ops.multiply(ops.cast(ops.equal(labels, predictions), dtypes.float32), w)
         total = _metric_variable([num_classes], "total")
         count = _metric_variable([num_classes], "count")
@@ -709,12 +711,14 @@ def _at_k(labels, predictions, k, class_id, weights, other, what, name, metrics_
     with g.name_scope(name or what):
         hits, false_pos, false_neg = _top_k_hits(labels, predictions, k, class_id, what, top)
         misses = false_pos if other == "fp" else false_neg
+        # As TF1's, the counts and the value are float64.
+        hits, misses = ops.cast(hits, dtypes.float64), ops.cast(misses, dtypes.float64)
         w = _weights_like(hits, None if weights is None
-                          else ops.reshape(_tensor(weights, dtypes.float32), [-1]))
+                          else ops.reshape(_tensor(weights, dtypes.float64), [-1]), what)
         at = "at_%d" % k if k is not None else "at_k"
-        tp = _metric_variable([], "true_positive_" + at)
+        tp = _metric_variable([], "true_positive_" + at, dtypes.float64)
         no = _metric_variable([], ("false_positive_" if other == "fp" else "false_negative_")
-                              + at)
+                              + at, dtypes.float64)
         add_tp = tp.assign_add(ops.reduce_sum(ops.multiply(hits, w)))
         add_no = no.assign_add(ops.reduce_sum(ops.multiply(misses, w)))
         # TF1 divides plainly here: 0 / 0 is NaN (e.g. class_id never in the top k).
@@ -728,9 +732,13 @@ def precision_at_k(labels, predictions, k, class_id=None, weights=None,
     """Of the k highest-scoring classes of each row of `predictions` [batch, classes], the
     (weighted) share that are among the row's labels ([batch] or [batch, num_labels] class
     ids); with class_id, of the rows that have it in their top k, the share labelled with it.
-    As TF1's tf.metrics.precision_at_k: `weights` per row; NaN before anything counts."""
+    As TF1's tf.metrics.precision_at_k (also sparse_precision_at_k): `weights` per row; a
+    float64 value, NaN before anything counts."""
     return _at_k(labels, predictions, k, class_id, weights, "fp", "precision_at_%d" % k,
                  name, metrics_collections, updates_collections)
+
+
+sparse_precision_at_k = precision_at_k    # TF1's deprecated name
 
 
 def recall_at_k(labels, predictions, k, class_id=None, weights=None,
@@ -738,9 +746,11 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None,
     """Of the labels of each row ([batch] or [batch, num_labels] class ids), the (weighted)
     share that are among the row's k highest-scoring classes of `predictions`; with class_id,
     of the rows labelled with it, the share that have it in their top k. As TF1's
-    tf.metrics.recall_at_k: `weights` per row; NaN before anything counts."""
+    tf.metrics.recall_at_k: `weights` per row; a float64 value, NaN before anything
+    counts."""
     return _at_k(labels, predictions, k, class_id, weights, "fn", "recall_at_%d" % k,
                  name, metrics_collections, updates_collections)
+
 
 def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
                        metrics_collections=None, updates_collections=None, name=None):
@@ -764,6 +774,6 @@ __all__ = ["accuracy", "auc", "false_negatives", "false_negatives_at_thresholds"
            "mean_relative_error", "mean_squared_error", "mean_tensor", "percentage_below",
            "precision", "precision_at_k", "precision_at_thresholds", "precision_at_top_k",
            "recall", "recall_at_k", "recall_at_thresholds", "recall_at_top_k",
-           "root_mean_squared_error",
+           "root_mean_squared_error", "sparse_precision_at_k",
            "sensitivity_at_specificity", "specificity_at_sensitivity", "true_negatives",
            "true_negatives_at_thresholds", "true_positives", "true_positives_at_thresholds"]

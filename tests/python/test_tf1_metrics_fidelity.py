@@ -176,6 +176,35 @@ def test_mean_relative_error_normalizer_of_shape_batch_1():
     assert got == pytest.approx(np.mean([0.5, 0.0, 1.0]))
 
 
+def test_mean_tensor_weights_of_shape_batch_weigh_rows():
+    # TF1 expands weights [batch] against values [batch, d] to [batch, 1]; it was a
+    # broadcast error (or, with d == batch, a silent per-column weighting).
+    a = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    b = np.array([[3.0, 0.0], [1.0, 1.0], [7.0, 2.0]], np.float32)
+    wa, wb = np.array([1.0, 0.0, 3.0], np.float32), np.array([1.0, 2.0, 1.0], np.float32)
+    with tf.Graph().as_default():
+        values = tf.placeholder(tf.float32, [3, 2])
+        w = tf.placeholder(tf.float32, [3])
+        got = _updates_then_values([tf.metrics.mean_tensor(values, weights=w)],
+                                   [{values: a, w: wa}, {values: b, w: wb}])[0]
+    want = (a * wa[:, None] + b * wb[:, None]) / (wa + wb)[:, None]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_precision_and_recall_at_k_are_float64_as_tf1():
+    labels = np.array([[0, 1], [1, 2], [2, -1]], np.int64)
+    scores = np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.3, 0.2, 0.5]], np.float32)
+    with tf.Graph().as_default():
+        pairs = [tf.metrics.precision_at_k(labels, scores, 1, weights=[1.0, 2.0, 0.5]),
+                 tf.metrics.recall_at_k(labels, scores, 1, weights=[1.0, 2.0, 0.5]),
+                 tf.metrics.sparse_precision_at_k(labels, scores, 2)]
+        assert all(v.dtype == tf.float64 and u.dtype == tf.float64 for v, u in pairs)
+        got = _updates_then_values(pairs)
+    # top-1 is 0, 1, 2: all hits; each row's other label (the -1 pad too) is a recall miss;
+    # the top-2 of row 2 is (2, 0): 0 is a miss.
+    np.testing.assert_allclose(got, [1.0, 3.5 / (3.5 + 3.5), 5.0 / 6.0])
+
+
 # ---- tf.losses ------------------------------------------------------------------------------
 
 
