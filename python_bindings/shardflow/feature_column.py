@@ -33,7 +33,7 @@ import numpy as np
 from shardflow import dtypes, ops
 from shardflow.array_ops import one_hot, where
 from shardflow.framework import Tensor, convert_to_tensor, get_default_graph
-from shardflow.variables import Initializer, Variable, initializers
+from shardflow.variables import initializers
 
 
 def _feature(features, key):
@@ -358,12 +358,14 @@ def _combine(ids, table, combiner, weights=None, max_norm=None):
     first. Works on the flattened ids with a segment sum per example, so `n` (and even the
     rank's static knowledge) may be known only when the step runs (crossed columns, sparse
     features)."""
-    from shardflow.array_ops import gather, range as _range
+    from shardflow.array_ops import embedding_lookup, range as _range
     from shardflow.segment_ops import unsorted_segment_sum
     shape = ops.shape(ids)
     flat = ops.reshape(ids, [-1])
     present = ops.greater_equal(flat, ops.zeros_like(flat))
-    rows = gather(table, where(present, flat, ops.zeros_like(flat)))           # [b * n, d]
+    # A PartitionedVariable table (a scope partitioner) is split as TF1's "div" layout.
+    rows = embedding_lookup(table, where(present, flat, ops.zeros_like(flat)),
+                            partition_strategy="div")                        # [b * n, d]
     if max_norm is not None:
         rows = ops.clip_by_norm(rows, max_norm, axes=[1])
     w = ops.cast(present, dtypes.float32)
@@ -373,7 +375,7 @@ def _combine(ids, table, combiner, weights=None, max_norm=None):
     example = ops.floordiv(_range(ops.shape(flat)[0]), ops.maximum(shape[1], 1))
     batch = shape[0]
     total = unsorted_segment_sum(ops.multiply(rows, ops.expand_dims(w, 1)), example, batch)
-    total.set_shape([None, table.shape.as_list()[1]])
+    total.set_shape([None, _table_shape(table)[1]])
     if combiner == "sum":
         return total
     count = unsorted_segment_sum(ops.multiply(w, w) if combiner == "sqrtn" else w, example,
@@ -392,24 +394,51 @@ def _add_to_collections(variable, collections):
 
 
 def _embedding_table(column, num_buckets, seed, trainable, weight_collections):
-    """The [num_buckets, dimension] table Variable of an embedding column: its initializer
-    is a sf.initializers one or a TF1-style function (shape, dtype) -> value (such as
-    sf.constant_initializer's); default truncated normal, stddev 1/sqrt(dimension). It is
-    trainable when the column and the caller (input_layer's `trainable`) both say so, is
-    added to `weight_collections`, and with ckpt_to_load_from its initializer loads the
-    checkpoint's tensor_name_in_ckpt (as TF1's init_from_checkpoint)."""
+    """The [num_buckets, dimension] table of an embedding column: get_variable
+    "embedding_weights" in the current variable scope, so a scope that reuses (towers,
+    train and eval graphs built under one reuse=AUTO_REUSE scope) shares it, as TF1 (a
+    scope partitioner makes it a PartitionedVariable). Its initializer is a sf.initializers
+    one or a TF1-style function (shape, dtype) -> value (such as sf.constant_initializer's);
+    default truncated normal, stddev 1/sqrt(dimension). It is trainable when the column and
+    the caller (input_layer's `trainable`) both say so, is added to `weight_collections`, and
+    with ckpt_to_load_from its initializer loads the checkpoint's tensor_name_in_ckpt (as
+    TF1's init_from_checkpoint)."""
+    from shardflow.variable_scope import get_variable
     shape = [num_buckets, column.dimension]
     init = column.initializer or initializers.truncated_normal(
         stddev=1.0 / math.sqrt(column.dimension), seed=seed)
-    if not isinstance(init, Initializer) and callable(init):
-        init = init(shape, dtype=dtypes.float32)
-    table = Variable(init, shape=shape, name="embedding_weights",
-                     trainable=column.trainable and trainable)
-    _add_to_collections(table, weight_collections)
-    if column.ckpt_to_load_from is not None:
+    table = get_variable("embedding_weights", shape=shape, dtype=dtypes.float32,
+                         initializer=init, trainable=column.trainable and trainable)
+    for part in _parts(table):
+        _add_to_collections(part, weight_collections)
+    if column.ckpt_to_load_from is not None and not getattr(table, "_fc_from_ckpt", False):
         from shardflow.checkpoint_utils import init_from_checkpoint
         init_from_checkpoint(column.ckpt_to_load_from, {column.tensor_name_in_ckpt: table})
+        table._fc_from_ckpt = True
     return table
+
+
+def _parts(variable):
+    """The Variables of `variable` (the parts of a PartitionedVariable, else itself)."""
+    from shardflow.partitioned_variables import PartitionedVariable
+    return list(variable) if isinstance(variable, PartitionedVariable) else [variable]
+
+
+def _whole(variable):
+    """A Variable, or a PartitionedVariable's parts joined along their first dimension."""
+    parts = _parts(variable)
+    return parts[0] if len(parts) == 1 else ops.concat(parts, 0)
+
+
+def _table_shape(table):
+    """The static shape (a list) of a table Variable or PartitionedVariable."""
+    shape = table.shape
+    return shape.as_list() if hasattr(shape, "as_list") else list(shape)
+
+
+def _scope_name(column):
+    """The variable scope a column's variables live in (TF1's _var_scope_name)."""
+    return getattr(column, "shared_embedding_collection_name", None) or column.name
 
 
 class EmbeddingColumn(_Column):
@@ -433,11 +462,9 @@ class EmbeddingColumn(_Column):
     def _dense(self, features, state, trainable=True, weight_collections=None):
         from shardflow.ops import _op_seed
         c = self.categorical_column
-        g = get_default_graph()
-        with g.name_scope(self.name):
-            table = _embedding_table(self, c.num_buckets, _op_seed(0), trainable,
-                                     weight_collections)
-        state.append(table)
+        table = _embedding_table(self, c.num_buckets, _op_seed(0), trainable,
+                                 weight_collections)
+        state.extend(_parts(table))
         return _combine(c._ids(features), table, self.combiner, _weights(c, features),
                         self.max_norm)
 
@@ -802,17 +829,16 @@ class SharedEmbeddingColumn(EmbeddingColumn):
         shared = g.get_collection(self.shared_embedding_collection_name)
         if shared:
             table = shared[0]
-            if table.shape.as_list() != [c.num_buckets, self.dimension]:
+            if _table_shape(table) != [c.num_buckets, self.dimension]:
                 raise ValueError("shared embedding %s has shape %s; %s needs %s"
                                  % (self.shared_embedding_collection_name,
-                                    table.shape.as_list(), self.name,
+                                    _table_shape(table), self.name,
                                     [c.num_buckets, self.dimension]))
         else:
-            with g.name_scope(self.shared_embedding_collection_name):
-                table = _embedding_table(self, c.num_buckets, _op_seed(0), trainable,
-                                         weight_collections)
+            table = _embedding_table(self, c.num_buckets, _op_seed(0), trainable,
+                                     weight_collections)
             g.add_to_collection(self.shared_embedding_collection_name, table)
-        state.append(table)
+        state.extend(_parts(table))
         return _combine(c._ids(features), table, self.combiner, _weights(c, features),
                         self.max_norm)
 
@@ -878,18 +904,21 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
                 cols_to_vars=None, cols_to_output_tensors=None):
     """The dense columns' tensors for `features`, concatenated in the order of the columns'
     names (as TF1): float32 [batch, total width]. The variables (embedding tables) are
-    trainable only with `trainable` (and the column's own), and are also put in the
-    `weight_collections`. `cols_to_vars`, a dict, receives each column's variables;
-    `cols_to_output_tensors` each column's tensor."""
-    g = get_default_graph()
+    get_variable ones in variable scopes "input_layer/<column>" (each scope's default name,
+    as TF1), so a reusing enclosing scope shares them; they are trainable only with
+    `trainable` (and the column's own), and are also put in the `weight_collections`.
+    `cols_to_vars`, a dict, receives each column's variables; `cols_to_output_tensors` each
+    column's tensor."""
+    from shardflow.variable_scope import variable_scope
     outputs = []
-    with g.name_scope("input_layer"):
+    with variable_scope(None, default_name="input_layer"):
         for column in _sorted_columns(feature_columns):
             if not column.is_dense:
                 raise ValueError("input_layer takes dense columns; wrap %r in indicator_column "
                                  "or embedding_column" % (column,))
             state = []
-            outputs.append(column._dense(features, state, trainable, weight_collections))
+            with variable_scope(None, default_name=_scope_name(column)):
+                outputs.append(column._dense(features, state, trainable, weight_collections))
             if cols_to_vars is not None:
                 cols_to_vars[column] = state
             if cols_to_output_tensors is not None:
@@ -901,38 +930,42 @@ def linear_model(features, feature_columns, units=1, sparse_combiner="sum",
                  weight_collections=None, trainable=True, cols_to_vars=None):
     """A linear function of the columns: float32 [batch, units]. Numeric columns get a weight
     matrix, categorical ones (bucketized included) a weight per id summed by
-    `sparse_combiner`; plus a bias. Variables: linear_model/<column>/weights and
-    linear_model/bias_weights."""
-    g = get_default_graph()
+    `sparse_combiner`; plus a bias. Variables (zeros at first): get_variable
+    linear_model/<column>/weights and linear_model/bias_weights (the scopes' default names,
+    as TF1), so a reusing enclosing scope shares them."""
+    from shardflow.variable_scope import get_variable, variable_scope
     terms = []
-    with g.name_scope("linear_model"):
+    with variable_scope(None, default_name="linear_model"):
         for column in _sorted_columns(feature_columns):
-            with g.name_scope(column.name):
+            with variable_scope(None, default_name=_scope_name(column)):
                 if column.is_categorical:
-                    w = Variable(np.zeros((column.num_buckets, units), np.float32),
-                                 name="weights", trainable=trainable)
+                    w = get_variable("weights", [column.num_buckets, units], dtypes.float32,
+                                     initializers.zeros(), trainable=trainable)
                     terms.append(_combine(column._ids(features), w, sparse_combiner,
                                           _weights(column, features)))
                 elif column.is_dense:
                     x = column._dense(features, [])
                     width = column.dimension if isinstance(column, NumericColumn) \
                         else int(x.shape.as_list()[-1])
-                    w = Variable(np.zeros((width, units), np.float32), name="weights",
-                                 trainable=trainable)
-                    terms.append(ops.matmul(x, w))
+                    w = get_variable("weights", [width, units], dtypes.float32,
+                                     initializers.zeros(), trainable=trainable)
+                    terms.append(ops.matmul(x, _whole(w)))
                 else:
                     raise ValueError("linear_model cannot use %r" % (column,))
-            _add_to_collections(w, weight_collections)
+            for part in _parts(w):
+                _add_to_collections(part, weight_collections)
             if cols_to_vars is not None:
-                cols_to_vars[column] = [w]
-        bias = Variable(np.zeros((units,), np.float32), name="bias_weights", trainable=trainable)
-        _add_to_collections(bias, weight_collections)
+                cols_to_vars[column] = _parts(w)
+        bias = get_variable("bias_weights", [units], dtypes.float32, initializers.zeros(),
+                            trainable=trainable)
+        for part in _parts(bias):
+            _add_to_collections(part, weight_collections)
         out = terms[0]
         for t in terms[1:]:
             out = ops.add(out, t)
-        out = ops.add(out, bias)
+        out = ops.add(out, _whole(bias))
     if cols_to_vars is not None:
-        cols_to_vars["bias"] = [bias]
+        cols_to_vars["bias"] = _parts(bias)
     return out
 
 

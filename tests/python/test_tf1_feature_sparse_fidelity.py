@@ -369,3 +369,54 @@ def test_hash_table_export():
     (sk, sv), (ik, iv) = run([strings.export(), ints.export()])
     assert dict(zip(sk.tolist(), sv.tolist())) == {b"a": 1, b"b": 2}
     assert dict(zip(ik.tolist(), iv.tolist())) == {3: 1.5, 7: 0.5}
+
+
+# ---- feature-column variables are get_variable ones: reuse and partitioners --------------------
+
+def test_input_layer_and_linear_model_share_variables_under_reuse():
+    # TF1 builds them with get_variable in default-named scopes: two towers built under one
+    # reuse=AUTO_REUSE scope share the embedding and the linear weights.
+    ids = fc.categorical_column_with_identity("a", 3)
+    emb = fc.embedding_column(ids, 2, initializer=tf.constant_initializer(TABLE))
+    features = {"a": tf.constant([[1]], tf.int64)}
+    outs = []
+    for _ in range(2):
+        with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
+            outs.append((fc.input_layer(features, [emb]), fc.linear_model(features, [ids])))
+    assert sorted(v.name for v in tf.global_variables()) == [
+        "model/input_layer/a_embedding/embedding_weights:0",
+        "model/linear_model/a/weights:0", "model/linear_model/bias_weights:0"]
+    emb_var = tf.global_variables()[0]
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        s.run(tf.assign(emb_var, TABLE * 2))
+        first, second = s.run([outs[0][0], outs[1][0]])
+    np.testing.assert_allclose(first, [TABLE[1] * 2])
+    np.testing.assert_allclose(second, first)
+
+
+def test_input_layer_without_reuse_makes_new_variables():
+    col = fc.embedding_column(fc.categorical_column_with_identity("a", 3), 2)
+    features = {"a": tf.constant([[1]], tf.int64)}
+    fc.input_layer(features, [col])
+    fc.input_layer(features, [col])
+    assert [v.name for v in tf.global_variables()] == [
+        "input_layer/a_embedding/embedding_weights:0",
+        "input_layer_1/a_embedding/embedding_weights:0"]
+
+
+def test_embedding_and_linear_model_under_a_scope_partitioner():
+    ids = fc.categorical_column_with_identity("a", 5)
+    emb = fc.embedding_column(ids, 2, combiner="sum")
+    features = {"a": tf.constant([[0, 4], [3, -1]], tf.int64), "x": tf.constant([[1.0, 2.0]])}
+    cols = {}
+    with tf.variable_scope("m", partitioner=tf.fixed_size_partitioner(2)):
+        out = fc.input_layer(features, [emb], cols_to_vars=cols)
+        lin = fc.linear_model({"x": features["x"]}, [fc.numeric_column("x", shape=(2,))])
+    assert [v.shape.as_list() for v in cols[emb]] == [[3, 2], [2, 2]]
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        got_full = s.run(tf.concat(cols[emb], 0))
+        got, got_lin = s.run([out, lin])
+    np.testing.assert_allclose(got, [got_full[0] + got_full[4], got_full[3]])
+    np.testing.assert_allclose(got_lin, [[0.0]])
