@@ -720,8 +720,10 @@ class Dirichlet(Distribution):
         k = ops.cast(ops.shape(self.concentration)[-1], self.dtype)
         value = ops.divide(ops.subtract(self.concentration, 1.0),
                            ops.expand_dims(ops.subtract(self.total_concentration, k), -1))
-        defined = ops.reduce_all(ops.greater(self.concentration, 1.0), axis=-1, keepdims=True)
-        defined = ops.logical_and(defined, ops.ones_like(value, dtype=dtypes.bool))
+        from shardflow import array_ops
+        defined = array_ops.reduce_all(ops.greater(self.concentration, 1.0), axis=-1,
+                                       keepdims=True)
+        defined = ops.logical_and(defined, ops.ones_like(value, dtype=dtypes.bool_))
         return ops.identity(_nan_unless(defined, value, self.allow_nan_stats, "Dirichlet.mode"),
                             name=name)
 

@@ -360,21 +360,25 @@ def rot90(image, k=1, name=None):
 
 try:
     import PIL  # noqa: F401
-    from shardflow.image_codecs import (decode_image, decode_jpeg, decode_png,  # noqa: F401
-                                        encode_jpeg, encode_png)
-    _CODECS = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"]
+    from shardflow.image_codecs import (decode_and_crop_jpeg, decode_bmp,  # noqa: F401
+                                        decode_gif, decode_image, decode_jpeg, decode_png,
+                                        encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
+    _CODECS = ["decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image",
+               "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape",
+               "is_jpeg"]
 except ImportError:
     _CODECS = []
 
 
-_NOT_HERE = ("decode_jpeg", "decode_png",
-             "decode_image", "encode_jpeg", "encode_png")
+_NOT_HERE = ("decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg",
+             "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg")
 
 
 def __getattr__(name):  # noqa: N807 (PEP 562)
     if name.startswith("__"):
         raise AttributeError(name)
-    known = " (TF1 has it; shardflow does not yet)" if name in _NOT_HERE else ""
+    known = (" (TF1 has it; shardflow's image codecs need Pillow: pip install Pillow)"
+             if name in _NOT_HERE else "")
     raise AttributeError("module 'shardflow.image' has no attribute '%s'%s; it has: %s"
                          % (name, known, ", ".join(__all__)))
 

@@ -17,7 +17,7 @@ import io
 
 import numpy as np
 
-from shardflow import dtypes
+from shardflow import dtypes, ops
 from shardflow.framework import convert_to_tensor
 from shardflow.script_ops import py_func
 
@@ -40,7 +40,7 @@ def _as_bytes(contents):
 def _to_array(img, channels, dtype):
     if channels:
         img = img.convert(_MODES[channels])
-    elif img.mode not in ("L", "RGB", "RGBA", "I;16", "I"):
+    elif img.mode not in ("L", "LA", "RGB", "RGBA", "I;16", "I"):   # LA: 2 channels, as TF
         img = img.convert("RGBA" if "A" in img.mode or "transparency" in img.info else "RGB")
     arr = np.asarray(img)
     if arr.ndim == 2:
@@ -102,6 +102,82 @@ def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None,
     return convert_image_dtype(image, dt, name=name)
 
 
+def decode_and_crop_jpeg(contents, crop_window, channels=0, ratio=1, fancy_upscaling=True,
+                         try_recover_truncated=False, acceptable_fraction=1, dct_method="",
+                         name=None):
+    """decode_jpeg of the crop_window [y, x, height, width] of the image only (TF1's fused op
+    that ResNet-style preprocessing feeds sample_distorted_bounding_box's crop); the window
+    must lie in the image."""
+    from shardflow import array_ops
+    image = decode_jpeg(contents, channels=channels, ratio=ratio)
+    window = ops.cast(convert_to_tensor(crop_window), dtypes.int32)
+    shape = ops.shape(image)
+    fits = array_ops.reduce_all(ops.logical_and(
+        ops.greater_equal(window[:2], 0),
+        ops.less_equal(window[:2] + window[2:], shape[:2])))
+    from shardflow.check_ops import _check
+    check = _check(ops.logical_and(fits, array_ops.reduce_all(ops.greater(window[2:], 0))),
+                   "decode_and_crop_jpeg: the crop window must lie within the image",
+                   None, "DecodeAndCropJpeg", [window, shape])
+    with image.graph.control_dependencies([check]):
+        begin = ops.concat([window[:2], [0]], 0)
+        size = ops.concat([window[2:], [-1]], 0)
+        out = ops.slice(image, begin, size, name=name)
+    out.set_shape([None, None, channels or None])
+    return out
+
+
+def extract_jpeg_shape(contents, output_type=dtypes.int32, name=None):
+    """The [height, width, channels] of a JPEG image without decoding it all."""
+    image_mod = _pil()
+    out_type = dtypes.as_dtype(output_type)
+
+    def run(raw):
+        img = image_mod.open(io.BytesIO(_as_bytes(raw)))
+        if img.format != "JPEG":
+            raise ValueError("extract_jpeg_shape: the contents are %s, not JPEG" % img.format)
+        return np.array([img.height, img.width, len(img.getbands())],
+                        out_type.as_numpy_dtype)
+    out = py_func(run, [convert_to_tensor(contents, dtype=dtypes.string)], out_type,
+                  stateful=False, name=name or "ExtractJpegShape")
+    out.set_shape([3])
+    return out
+
+
+def is_jpeg(contents, name=None):
+    """Whether the bytes start with JPEG's marker (FF D8 FF), as TF1's tf.image.is_jpeg."""
+    def run(raw):
+        return np.array(_as_bytes(raw)[:3] == b"\xff\xd8\xff")
+    out = py_func(run, [convert_to_tensor(contents, dtype=dtypes.string)], dtypes.bool_,
+                  stateful=False, name=name or "is_jpeg")
+    out.set_shape([])
+    return out
+
+
+def decode_bmp(contents, channels=0, name=None):
+    """A [h, w, channels] uint8 image from BMP bytes."""
+    return _decode(contents, channels, dtypes.uint8, ("BMP",), "DecodeBmp", name)
+
+
+def decode_gif(contents, name=None):
+    """Every frame of a GIF: uint8 [num_frames, h, w, 3], as TF1's tf.image.decode_gif."""
+    image_mod = _pil()
+
+    def run(raw):
+        img = image_mod.open(io.BytesIO(_as_bytes(raw)))
+        if img.format != "GIF":
+            raise ValueError("decode_gif: the contents are %s, not GIF" % img.format)
+        frames = []
+        for k in range(getattr(img, "n_frames", 1)):
+            img.seek(k)
+            frames.append(np.asarray(img.convert("RGB")))
+        return np.stack(frames).astype(np.uint8)
+    out = py_func(run, [convert_to_tensor(contents, dtype=dtypes.string)], dtypes.uint8,
+                  stateful=False, name=name or "DecodeGif")
+    out.set_shape([None, None, None, 3])
+    return out
+
+
 def _encode(image, fmt, options, what, name):
     image_mod = _pil()
     x = convert_to_tensor(image)
@@ -138,4 +214,5 @@ def encode_jpeg(image, format="", quality=95, progressive=False,  # noqa: A002
     return _encode(image, "JPEG", options, "EncodeJpeg", name)
 
 
-__all__ = ["decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png"]
+__all__ = ["decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg",
+           "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg"]

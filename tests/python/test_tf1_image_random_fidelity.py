@@ -371,3 +371,49 @@ def test_combined_non_max_suppression():
     assert valid.tolist() == [4]
     padded = tf.image.combined_non_max_suppression(boxes, scores, 1, 5, 0.5, pad_per_class=True)
     assert padded[1].shape.as_list() == [1, 2]
+
+
+# ---- codecs TF1 preprocessing reaches (were missing) ----------------------------------------
+
+def _encoded(arr, fmt, mode=None, **options):
+    import io
+    from PIL import Image
+    buf = io.BytesIO()
+    img = Image.fromarray(arr)
+    (img.convert(mode) if mode else img).save(buf, format=fmt, **options)
+    return buf.getvalue()
+
+
+def test_decode_and_crop_jpeg_shape_is_jpeg_bmp_gif_and_gray_alpha_png():
+    pytest.importorskip("PIL")
+    from PIL import Image
+    import io
+    img = (np.random.RandomState(0).rand(12, 10, 3) * 255).astype(np.uint8)
+    jpg, png, bmp = _encoded(img, "JPEG", quality=95), _encoded(img, "PNG"), _encoded(img, "BMP")
+    gray_alpha = _encoded(img[..., 0], "PNG", mode="LA")
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format="GIF", save_all=True,
+                              append_images=[Image.fromarray(255 - img)])
+    full, crop, shape, yes, no, bmp_img, gif, la = run(
+        tf.image.decode_jpeg(jpg), tf.image.decode_and_crop_jpeg(jpg, [2, 3, 5, 4]),
+        tf.image.extract_jpeg_shape(jpg), tf.image.is_jpeg(jpg), tf.image.is_jpeg(png),
+        tf.image.decode_bmp(bmp), tf.image.decode_gif(buf.getvalue()),
+        tf.image.decode_png(gray_alpha))
+    np.testing.assert_array_equal(crop, full[2:7, 3:7])
+    np.testing.assert_array_equal(shape, [12, 10, 3])
+    assert yes and not no
+    np.testing.assert_array_equal(bmp_img, img)
+    assert gif.shape == (2, 12, 10, 3)
+    assert la.shape == (12, 10, 2)       # TF's channels=0: the file's 2 (gray, alpha)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="crop window"):
+        run(tf.image.decode_and_crop_jpeg(jpg, [10, 3, 5, 4]))
+
+
+def test_dirichlet_mode_and_variance():
+    d = tf.distributions.Dirichlet([[1.5, 2.0, 3.0], [0.5, 2.0, 2.0]])
+    mode, var = run(d.mode(), d.variance())
+    np.testing.assert_allclose(mode[0], np.array([0.5, 1.0, 2.0]) / 3.5, rtol=1e-6)
+    assert np.isnan(mode[1]).all()
+    a = np.array([[1.5, 2.0, 3.0], [0.5, 2.0, 2.0]])
+    a0 = a.sum(1, keepdims=True)
+    np.testing.assert_allclose(var, a * (a0 - a) / (a0 ** 2 * (a0 + 1)), rtol=1e-5)
