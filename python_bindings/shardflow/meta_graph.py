@@ -135,11 +135,15 @@ def _variable(g, info, prefix):
     return v
 
 
-def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None, **kwargs):
+def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None,
+                      input_map=None, **kwargs):
     """Adds the meta graph's nodes to the default graph (under `import_scope`), restores its
     variables and collections, and returns a tf.train.Saver over its variables (None when it
     has none), as TF1's tf.train.import_meta_graph: where the meta graph was written by a
-    Saver (Saver.save, Saver.export_meta_graph), one with that Saver's variables and names."""
+    Saver (Saver.save, Saver.export_meta_graph), one with that Saver's variables and names.
+    `input_map` ({"x:0": tensor}, names as in the meta graph) replaces tensors of the meta
+    graph by tensors of this graph, as tf.import_graph_def's (a restored model reading from a
+    new input pipeline)."""
     from shardflow.graph_io import graph_def_from_bytes, import_graph_def
     meta = _read(meta_graph_or_file)
     g = get_default_graph()
@@ -152,7 +156,7 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     if clear_devices:
         for node in gd.node:
             node.device = ""
-    import_graph_def(gd, name=import_scope or "")
+    import_graph_def(gd, input_map=input_map, name=import_scope or "")
     prefix = import_scope or ""
     full = (lambda n: prefix + "/" + n) if prefix else (lambda n: n)
     by_handle = {}

@@ -137,6 +137,11 @@ class Saver:
 
     to_proto = as_saver_def     # TF1's other name
 
+    @property
+    def saver_def(self):
+        """This Saver's SaverDef (TF1's Saver.saver_def)."""
+        return self.as_saver_def()
+
     def save(self, sess, save_path, global_step=None, latest_filename=None,
              meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
              strip_default_attrs=False, save_debug_info=False):

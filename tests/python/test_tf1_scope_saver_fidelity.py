@@ -210,3 +210,28 @@ def test_custom_partitioner_is_called_as_tf1_calls_it():
                         initializer=np.arange(12.0, dtype=np.float32).reshape(6, 2))
     assert seen == [(12, tf.float32)] and len(list(v)) == 3
     np.testing.assert_array_equal(_values(v)[0], np.arange(12.0).reshape(6, 2))
+
+
+# ---- meta graphs ----------------------------------------------------------------------------
+
+
+def test_import_meta_graph_input_map_feeds_the_restored_model(tmp_path):
+    # TF1's import_meta_graph passes input_map to import_graph_def: a restored model reads a
+    # new input pipeline's tensor instead of its placeholder (the argument was dropped, and
+    # running the model asked for the placeholder).
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    w = tf.get_variable("w", initializer=[[1.0], [2.0]])
+    tf.add_to_collection("y", tf.matmul(x, w, name="y"))
+    saver = tf.train.Saver()
+    assert saver.saver_def.max_to_keep == 5
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = saver.save(sess, str(tmp_path / "model"))
+    for scope in (None, "restored"):
+        with tf.Graph().as_default():
+            data = tf.constant([[3.0, 4.0]])
+            restorer = tf.train.import_meta_graph(path + ".meta", input_map={"x:0": data},
+                                                  import_scope=scope)
+            with tf.Session() as sess:
+                restorer.restore(sess, path)
+                np.testing.assert_allclose(sess.run(tf.get_collection("y")[0]), [[11.0]])
