@@ -156,6 +156,15 @@ def streaming_sparse_recall_at_k(predictions, labels, k, class_id=None, weights=
                                updates_collections=updates_collections, name=name)
 
 
+def streaming_sparse_average_precision_at_k(predictions, labels, k, weights=None,
+                                            metrics_collections=None,
+                                            updates_collections=None, name=None):
+    """tf.metrics.average_precision_at_k with (predictions, labels, k)."""
+    return metrics.average_precision_at_k(labels, predictions, k, weights=weights,
+                                          metrics_collections=metrics_collections,
+                                          updates_collections=updates_collections, name=name)
+
+
 def streaming_sparse_precision_at_top_k(top_k_predictions, labels, class_id=None, weights=None,
                                         metrics_collections=None, updates_collections=None,
                                         name=None):
@@ -364,7 +373,8 @@ __all__ = ["accuracy", "aggregate_metric_map", "aggregate_metrics", "confusion_m
            "streaming_percentage_less", "streaming_precision",
            "streaming_precision_at_thresholds", "streaming_recall", "streaming_recall_at_k",
            "streaming_recall_at_thresholds", "streaming_root_mean_squared_error",
-           "streaming_sensitivity_at_specificity", "streaming_sparse_precision_at_k",
+           "streaming_sensitivity_at_specificity", "streaming_sparse_average_precision_at_k",
+           "streaming_sparse_precision_at_k",
            "streaming_sparse_precision_at_top_k", "streaming_sparse_recall_at_k",
            "streaming_specificity_at_sensitivity", "streaming_true_negatives",
            "streaming_true_positives"]

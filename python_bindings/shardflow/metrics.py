@@ -752,6 +752,58 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None,
                  name, metrics_collections, updates_collections)
 
 
+def _average_precision(labels, top, what):
+    """Per batch row, as float64 [batch]: the sum over the ranks i <= k where the i-th class of
+    `top` [batch, k] is among the row's labels of (labels among the first i) / i, divided by
+    min(k, labels per row) (TF1's AveP: the labels' last dimension, pads included)."""
+    from shardflow.array_ops import reduce_any
+    labels = _tensor(labels)
+    if not labels.dtype.is_integer:
+        raise TypeError("%s: labels must be integer class ids, got %s"
+                        % (what, labels.dtype.name))
+    labels = ops.cast(labels, dtypes.int32)
+    if labels.shape.ndims == 1:
+        labels = ops.expand_dims(labels, 1)
+    k = top.shape.as_list()[-1]
+    match = ops.equal(ops.expand_dims(top, 2), ops.expand_dims(labels, 1))   # [b, k, labels]
+    relevant = ops.cast(reduce_any(match, axis=2), dtypes.float64)           # [b, k]
+    ranks = ops.constant(np.arange(1, k + 1, dtype=np.float64))
+    precision_sum = ops.reduce_sum(
+        ops.multiply(ops.divide(ops.cumsum(relevant, axis=1), ranks), relevant), axis=1)
+    num_labels = ops.cast(ops.shape(labels)[-1], dtypes.float64)
+    return ops.divide(precision_sum, ops.minimum(num_labels, float(k)))
+
+
+def average_precision_at_k(labels, predictions, k, weights=None, metrics_collections=None,
+                           updates_collections=None, name=None):
+    """The running (weighted) mean over rows of the average precision of the k
+    highest-scoring classes of `predictions` [batch, classes] against the row's labels
+    ([batch] or [batch, num_labels] class ids), as TF1's tf.metrics.average_precision_at_k
+    (also sparse_average_precision_at_k): per row, the sum of precision@i over the ranks i
+    that hit a label, divided by min(k, num_labels); `weights` per row; float64, 0 before
+    anything counts."""
+    from shardflow.nn import top_k
+    if k < 1:
+        raise ValueError("average_precision_at_k: k must be at least 1, got %r" % (k,))
+    g = get_default_graph()
+    with g.name_scope(name or "average_precision_at_%d" % k):
+        top = top_k(_tensor(predictions, dtypes.float32), k).indices
+        ap = _average_precision(labels, top, "average_precision_at_k")
+        w = _weights_like(ap, None if weights is None
+                          else ops.reshape(_tensor(weights, dtypes.float64), [-1]),
+                          "average_precision_at_k")
+        total = _metric_variable([], "total", dtypes.float64)
+        count = _metric_variable([], "max", dtypes.float64)
+        add_total = total.assign_add(ops.reduce_sum(ops.multiply(ap, w)))
+        add_count = count.assign_add(ops.reduce_sum(w))
+        value = _div_no_nan(total.value(), count.value())
+        update = _div_no_nan(add_total, add_count)
+    return _collect(value, update, metrics_collections, updates_collections)
+
+
+sparse_average_precision_at_k = average_precision_at_k    # TF1's deprecated name
+
+
 def precision_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None,
                        metrics_collections=None, updates_collections=None, name=None):
     """precision_at_k of classes already ranked: `predictions_idx` [batch, >= k] class ids,
@@ -768,12 +820,13 @@ def recall_at_top_k(labels, predictions_idx, k=None, class_id=None, weights=None
                  metrics_collections, updates_collections, top=predictions_idx)
 
 
-__all__ = ["accuracy", "auc", "false_negatives", "false_negatives_at_thresholds",
-           "false_positives", "false_positives_at_thresholds", "mean", "mean_absolute_error",
-           "mean_cosine_distance", "mean_iou", "mean_per_class_accuracy",
-           "mean_relative_error", "mean_squared_error", "mean_tensor", "percentage_below",
-           "precision", "precision_at_k", "precision_at_thresholds", "precision_at_top_k",
-           "recall", "recall_at_k", "recall_at_thresholds", "recall_at_top_k",
-           "root_mean_squared_error", "sparse_precision_at_k",
-           "sensitivity_at_specificity", "specificity_at_sensitivity", "true_negatives",
-           "true_negatives_at_thresholds", "true_positives", "true_positives_at_thresholds"]
+__all__ = ["accuracy", "auc", "average_precision_at_k", "false_negatives",
+           "false_negatives_at_thresholds", "false_positives", "false_positives_at_thresholds",
+           "mean", "mean_absolute_error", "mean_cosine_distance", "mean_iou",
+           "mean_per_class_accuracy", "mean_relative_error", "mean_squared_error", "mean_tensor",
+           "percentage_below", "precision", "precision_at_k", "precision_at_thresholds",
+           "precision_at_top_k", "recall", "recall_at_k", "recall_at_thresholds",
+           "recall_at_top_k", "root_mean_squared_error", "sensitivity_at_specificity",
+           "sparse_average_precision_at_k", "sparse_precision_at_k",
+           "specificity_at_sensitivity", "true_negatives", "true_negatives_at_thresholds",
+           "true_positives", "true_positives_at_thresholds"]

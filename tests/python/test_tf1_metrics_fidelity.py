@@ -205,6 +205,32 @@ def test_precision_and_recall_at_k_are_float64_as_tf1():
     np.testing.assert_allclose(got, [1.0, 3.5 / (3.5 + 3.5), 5.0 / 6.0])
 
 
+def _np_average_precision(labels, scores, k):
+    top = np.argsort(-scores, kind="stable")[:k]
+    relevant = np.array([t in labels for t in top], np.float64)
+    return (np.cumsum(relevant) / np.arange(1, k + 1) * relevant).sum() / min(k, len(labels))
+
+
+def test_average_precision_at_k_against_numpy():
+    # tf.metrics.average_precision_at_k (and its sparse_ name, and contrib's streaming_sparse_
+    # average_precision_at_k) were missing.
+    labels = np.array([[0, 2], [1, -1], [3, 2]], np.int64)
+    scores = np.array([[0.5, 0.1, 0.3, 0.1], [0.2, 0.1, 0.6, 0.1], [0.1, 0.2, 0.3, 0.4]],
+                      np.float32)
+    w = np.array([1.0, 2.0, 0.5])
+    with tf.Graph().as_default():
+        pairs = [tf.metrics.average_precision_at_k(labels, scores, 2),
+                 tf.metrics.sparse_average_precision_at_k(labels, scores, 3, weights=w),
+                 tf.contrib.metrics.streaming_sparse_average_precision_at_k(
+                     scores, labels[:, 0], 1)]
+        assert pairs[0][0].dtype == tf.float64
+        got = _updates_then_values(pairs)
+    ap2 = [_np_average_precision(a, b, 2) for a, b in zip(labels, scores)]
+    ap3 = [_np_average_precision(a, b, 3) for a, b in zip(labels, scores)]
+    ap1 = [_np_average_precision(a[:1], b, 1) for a, b in zip(labels, scores)]
+    np.testing.assert_allclose(got, [np.mean(ap2), np.dot(ap3, w) / w.sum(), np.mean(ap1)])
+
+
 # ---- tf.losses ------------------------------------------------------------------------------
 
 
