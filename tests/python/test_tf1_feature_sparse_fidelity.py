@@ -420,3 +420,13 @@ def test_embedding_and_linear_model_under_a_scope_partitioner():
         got, got_lin = s.run([out, lin])
     np.testing.assert_allclose(got, [got_full[0] + got_full[4], got_full[3]])
     np.testing.assert_allclose(got_lin, [[0.0]])
+
+
+def test_mutable_hash_table_lookup_in_a_dataset_map():
+    table = tf.contrib.lookup.MutableHashTable(tf.string, tf.int64, default_value=-1)
+    insert = table.insert(tf.constant(["a", "b"]), tf.constant([1, 2], tf.int64))
+    words = tf.data.Dataset.from_tensor_slices(tf.constant(["a", "z", "b"]))
+    ids = words.map(table.lookup).make_one_shot_iterator().get_next()
+    with tf.Session() as s:
+        s.run(insert)
+        assert [s.run(ids) for _ in range(3)] == [1, -1, 2]
