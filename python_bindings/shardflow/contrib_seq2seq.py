@@ -1,8 +1,10 @@
 """tf.contrib.seq2seq, the part TF1 sequence-to-sequence programs use most: sequence_loss, and
 decoding with BasicDecoder + TrainingHelper (teacher forcing, one dynamic_rnn) or
 GreedyEmbeddingHelper (feeding back the argmax's embedding until end_token, unrolled up to
-maximum_iterations), through dynamic_decode. The attention mechanisms and AttentionWrapper are
-in seq2seq_attention.py; beam search is not here.
+maximum_iterations), through dynamic_decode. Any other Decoder (one's own, or BasicDecoder with
+CustomHelper, InferenceHelper or a Helper of one's own) runs TF1's generic loop: a while_loop
+of decoder.step. The attention mechanisms and AttentionWrapper are in seq2seq_attention.py;
+beam search in seq2seq_beam_search.py.
 
 Example::
 
@@ -18,11 +20,12 @@ import collections
 import numpy as np
 
 from shardflow import array_ops, dtypes, ops
-from shardflow.framework import convert_to_tensor
-from shardflow.math_composites import count_nonzero, div_no_nan
+from shardflow.framework import TensorShape, convert_to_tensor
+from shardflow.math_composites import count_nonzero, div_no_nan, size
 from shardflow.nest import map_structure
 from shardflow.nn import sparse_softmax_cross_entropy_with_logits
 from shardflow.rnn_cell import dynamic_rnn
+from shardflow.tensor_array import TensorArray
 from shardflow.tensor_util import constant_value
 from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
                                          BahdanauAttention, LuongAttention, tile_batch)
@@ -87,7 +90,127 @@ class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput",
     """rnn_output [batch, time, depth] (after the output layer), sample_id [batch, time]."""
 
 
-class TrainingHelper:
+class Helper:
+    """TF1's tf.contrib.seq2seq.Helper, what BasicDecoder asks at each step: batch_size,
+    sample_ids_shape, sample_ids_dtype; initialize() -> (finished [batch] bool, first
+    inputs); sample(time, outputs, state) -> sample ids; next_inputs(time, outputs, state,
+    sample_ids) -> (finished, next inputs, next state)."""
+
+    @property
+    def batch_size(self):
+        raise NotImplementedError
+
+    @property
+    def sample_ids_shape(self):
+        return TensorShape([])
+
+    @property
+    def sample_ids_dtype(self):
+        return dtypes.int32
+
+    def initialize(self, name=None):
+        raise NotImplementedError
+
+    def sample(self, time, outputs, state, name=None):
+        raise NotImplementedError
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        raise NotImplementedError
+
+
+class CustomHelper(Helper):
+    """TF1's tf.contrib.seq2seq.CustomHelper: the Helper of three functions, initialize_fn()
+    -> (finished, inputs), sample_fn(time, outputs, state) and next_inputs_fn(time, outputs,
+    state, sample_ids) -> (finished, next inputs, next state)."""
+
+    def __init__(self, initialize_fn, sample_fn, next_inputs_fn, sample_ids_shape=None,
+                 sample_ids_dtype=None):
+        self._initialize_fn, self._sample_fn = initialize_fn, sample_fn
+        self._next_inputs_fn = next_inputs_fn
+        self._sample_ids_shape = TensorShape(sample_ids_shape or [])
+        self._sample_ids_dtype = sample_ids_dtype or dtypes.int32
+        self._batch_size = None
+
+    @property
+    def batch_size(self):
+        if self._batch_size is None:
+            raise ValueError("CustomHelper: batch_size is known once initialize has run")
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return self._sample_ids_shape
+
+    @property
+    def sample_ids_dtype(self):
+        return self._sample_ids_dtype
+
+    def initialize(self, name=None):
+        finished, inputs = self._initialize_fn()
+        if self._batch_size is None:
+            self._batch_size = size(finished)
+        return finished, inputs
+
+    def sample(self, time, outputs, state, name=None):
+        return self._sample_fn(time=time, outputs=outputs, state=state)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        return self._next_inputs_fn(time=time, outputs=outputs, state=state,
+                                    sample_ids=sample_ids)
+
+
+class InferenceHelper(Helper):
+    """TF1's tf.contrib.seq2seq.InferenceHelper: starts from `start_inputs`; each step's
+    sample is sample_fn(outputs) (of sample_shape and sample_dtype), the next inputs
+    next_inputs_fn(sample) (the sample itself without it), finished where end_fn(sample)."""
+
+    def __init__(self, sample_fn, sample_shape, sample_dtype, start_inputs, end_fn,
+                 next_inputs_fn=None):
+        self._sample_fn, self._end_fn = sample_fn, end_fn
+        self._sample_shape = TensorShape(sample_shape)
+        self._sample_dtype = sample_dtype
+        self._next_inputs_fn = next_inputs_fn
+        self._start_inputs = convert_to_tensor(start_inputs)
+        self._batch_size = _rows(self._start_inputs)
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def sample_ids_shape(self):
+        return self._sample_shape
+
+    @property
+    def sample_ids_dtype(self):
+        return self._sample_dtype
+
+    def initialize(self, name=None):
+        return _all_false(self._batch_size), self._start_inputs
+
+    def sample(self, time, outputs, state, name=None):
+        return self._sample_fn(outputs)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        inputs = sample_ids if self._next_inputs_fn is None else self._next_inputs_fn(sample_ids)
+        return self._end_fn(sample_ids), inputs, state
+
+
+def _rows(x):
+    """The batch size (dimension 0) of x: an int when known, else a tensor."""
+    rows = x.shape.as_list()[0] if x.shape.ndims else None
+    return rows if rows is not None else ops.shape(x)[0]
+
+
+def _all_false(batch_size):
+    return ops.cast(ops.fill(array_ops.stack([convert_to_tensor(batch_size)]), 0), dtypes.bool_)
+
+
+def _argmax_ids(outputs):
+    return ops.cast(ops.argmax(outputs, axis=-1), dtypes.int32)
+
+
+class TrainingHelper(Helper):
     """Teacher forcing: the decoder reads `inputs` [batch, time, depth] (time_major: [time,
     batch, depth]) for `sequence_length` [batch] steps."""
 
@@ -97,8 +220,30 @@ class TrainingHelper:
             self.inputs = ops.transpose(self.inputs, [1, 0, 2])
         self.sequence_length = convert_to_tensor(sequence_length)
 
+    @property
+    def batch_size(self):
+        return size(self.sequence_length)
 
-class GreedyEmbeddingHelper:
+    def _read(self, time):
+        """The inputs of step `time` [batch, depth], zeros once every sequence has ended."""
+        finished = ops.greater_equal(time, ops.cast(self.sequence_length, dtypes.int32))
+        steps = ops.shape(self.inputs)[1]
+        step = array_ops.gather(self.inputs, ops.minimum(time, steps - 1), axis=1)
+        done = ops.logical_or(array_ops.reduce_all(finished), ops.greater_equal(time, steps))
+        return finished, array_ops.where_v2(done, ops.zeros_like(step), step)
+
+    def initialize(self, name=None):
+        return self._read(ops.constant(0))
+
+    def sample(self, time, outputs, state, name=None):
+        return _argmax_ids(outputs)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished, inputs = self._read(time + 1)
+        return finished, inputs, state
+
+
+class GreedyEmbeddingHelper(Helper):
     """Inference: starts from `embedding`[start_tokens] and feeds back the embedding of each
     step's argmax; a sequence finishes at `end_token`."""
 
@@ -116,6 +261,23 @@ class GreedyEmbeddingHelper:
     def _sample(self, logits):
         """Each row's next id: the argmax."""
         return ops.cast(ops.argmax(logits, axis=1), dtypes.int32)
+
+    @property
+    def batch_size(self):
+        return _rows(self.start_tokens)
+
+    def initialize(self, name=None):
+        return _all_false(self.batch_size), self._embed(self.start_tokens)
+
+    def sample(self, time, outputs, state, name=None):
+        return self._sample(outputs)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished = ops.equal(sample_ids, self.end_token)
+        start = self._embed(self.start_tokens)
+        inputs = array_ops.where_v2(array_ops.reduce_all(finished), start,
+                                    self._embed(sample_ids))
+        return finished, inputs, state
 
 
 class SampleEmbeddingHelper(GreedyEmbeddingHelper):
@@ -141,16 +303,80 @@ class SampleEmbeddingHelper(GreedyEmbeddingHelper):
         return ops.cast(ops.reshape(multinomial(logits, 1, seed=seed), [-1]), dtypes.int32)
 
 
-class BasicDecoder:
-    """`cell` driven by `helper` from `initial_state`; `output_layer` (e.g. a Dense to the
-    vocabulary) maps each output."""
+class Decoder:
+    """TF1's tf.contrib.seq2seq.Decoder, what dynamic_decode runs: batch_size, output_size,
+    output_dtype (structures of the step outputs), initialize() -> (finished, inputs,
+    state), step(time, inputs, state) -> (outputs, next state, next inputs, finished), and
+    optionally finalize(outputs, final_state, sequence_lengths) -> (outputs, final_state);
+    tracks_own_finished when step's finished already holds the earlier steps'."""
+
+    @property
+    def batch_size(self):
+        raise NotImplementedError
+
+    @property
+    def output_size(self):
+        raise NotImplementedError
+
+    @property
+    def output_dtype(self):
+        raise NotImplementedError
+
+    def initialize(self, name=None):
+        raise NotImplementedError
+
+    def step(self, time, inputs, state, name=None):
+        raise NotImplementedError
+
+    def finalize(self, outputs, final_state, sequence_lengths):
+        raise NotImplementedError
+
+    @property
+    def tracks_own_finished(self):
+        return False
+
+
+class BasicDecoder(Decoder):
+    """`cell` driven by `helper` (a Helper: TrainingHelper, GreedyEmbeddingHelper,
+    SampleEmbeddingHelper, InferenceHelper, CustomHelper or one's own) from
+    `initial_state`; `output_layer` (e.g. a Dense to the vocabulary) maps each output."""
 
     def __init__(self, cell, helper, initial_state, output_layer=None):
-        if not isinstance(helper, (TrainingHelper, GreedyEmbeddingHelper)):
-            raise TypeError("BasicDecoder: shardflow has TrainingHelper, GreedyEmbeddingHelper "
-                            "and SampleEmbeddingHelper, not %r" % (helper,))
+        if not all(hasattr(helper, m) for m in ("initialize", "sample", "next_inputs")):
+            raise TypeError("BasicDecoder: helper must be a tf.contrib.seq2seq.Helper "
+                            "(initialize, sample, next_inputs), not %r" % (helper,))
         self.cell, self.helper = cell, helper
         self.initial_state, self.output_layer = initial_state, output_layer
+
+    @property
+    def batch_size(self):
+        return self.helper.batch_size
+
+    @property
+    def output_size(self):
+        size = self.cell.output_size
+        if self.output_layer is not None:
+            size = getattr(self.output_layer, "units", size)
+        return BasicDecoderOutput(size, self.helper.sample_ids_shape)
+
+    @property
+    def output_dtype(self):
+        from shardflow.control_flow import _flatten
+        dtype = convert_to_tensor(_flatten(self.initial_state)[0]).dtype
+        return BasicDecoderOutput(dtype, self.helper.sample_ids_dtype)
+
+    def initialize(self, name=None):
+        finished, inputs = self.helper.initialize()
+        return finished, inputs, self.initial_state
+
+    def step(self, time, inputs, state, name=None):
+        cell_outputs, cell_state = self.cell(inputs, state)
+        if self.output_layer is not None:
+            cell_outputs = self.output_layer(cell_outputs)
+        sample_ids = self.helper.sample(time=time, outputs=cell_outputs, state=cell_state)
+        finished, next_inputs, next_state = self.helper.next_inputs(
+            time=time, outputs=cell_outputs, state=cell_state, sample_ids=sample_ids)
+        return BasicDecoderOutput(cell_outputs, sample_ids), next_state, next_inputs, finished
 
 
 def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
@@ -167,10 +393,15 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     if isinstance(decoder, BeamSearchDecoder):
         with variable_scope(scope or "decoder"):
             return beam_search_decode(decoder, maximum_iterations, output_time_major)
-    if not isinstance(decoder, BasicDecoder):
-        raise TypeError("dynamic_decode takes a BasicDecoder or a BeamSearchDecoder, got %r"
-                        % (decoder,))
-    helper = decoder.helper
+    if not all(hasattr(decoder, m) for m in ("initialize", "step", "output_dtype")):
+        raise TypeError("dynamic_decode takes a tf.contrib.seq2seq.Decoder (BasicDecoder, "
+                        "BeamSearchDecoder or one's own), got %r" % (decoder,))
+    helper = getattr(decoder, "helper", None)
+    if type(decoder) is not BasicDecoder or type(helper) not in (
+            TrainingHelper, GreedyEmbeddingHelper, SampleEmbeddingHelper):
+        with variable_scope(scope or "decoder"):
+            return _decode_loop(decoder, output_time_major, impute_finished,
+                                maximum_iterations)
     with variable_scope(scope or "decoder") as decoder_scope:
         if isinstance(helper, TrainingHelper):
             outputs, state, lengths = _teacher_forced(decoder, maximum_iterations,
@@ -242,11 +473,79 @@ def _teacher_forced(decoder, maximum_iterations, impute_finished, scope):
     return outputs, state, lengths
 
 
+def _keep_finished(finished, new, old):
+    """`old` in the rows that had finished, else `new`; TensorArrays and scalars (a step
+    counter) take the new value, as TF1's dynamic_decode copies state."""
+    if isinstance(new, TensorArray) or convert_to_tensor(new).shape.ndims == 0:
+        return new
+    new, old = convert_to_tensor(new), convert_to_tensor(old)
+    rank = new.shape.ndims
+    rows = ops.reshape(finished, [-1] + [1] * (rank - 1)) if rank else finished
+    return array_ops.where_v2(rows, old, new)
+
+
+def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations):
+    """TF1's dynamic_decode for any Decoder: a while_loop of decoder.step until every row has
+    finished (or maximum_iterations steps); each step's outputs are written to TensorArrays
+    (zeros in the rows already finished, and the state kept there, with impute_finished).
+    A row's length is the number of steps up to and including the one it finished at."""
+    from shardflow.control_flow import while_loop
+    finished, inputs, state = decoder.initialize()
+    finished = ops.cast(convert_to_tensor(finished), dtypes.bool_)
+    limit = None
+    if maximum_iterations is not None:
+        limit = ops.cast(convert_to_tensor(maximum_iterations), dtypes.int32)
+        finished = ops.logical_or(finished, ops.greater_equal(0, limit))
+    lengths = ops.zeros_like(ops.cast(finished, dtypes.int32))
+    arrays = map_structure(lambda dtype: TensorArray(dtype, size=0, dynamic_size=True),
+                           decoder.output_dtype)
+    own_finished = getattr(decoder, "tracks_own_finished", False)
+
+    def cond(time, arrays, state, inputs, finished, lengths):
+        return ops.logical_not(array_ops.reduce_all(finished))
+
+    def body(time, arrays, state, inputs, finished, lengths):
+        outputs, next_state, next_inputs, step_finished = decoder.step(time, inputs, state)
+        step_finished = ops.cast(convert_to_tensor(step_finished), dtypes.bool_)
+        next_finished = step_finished if own_finished else ops.logical_or(step_finished,
+                                                                          finished)
+        next_lengths = array_ops.where_v2(finished, lengths,
+                                          ops.zeros_like(lengths) + (time + 1))
+        if limit is not None:
+            next_finished = ops.logical_or(next_finished, ops.greater_equal(time + 1, limit))
+        if impute_finished:
+            outputs = map_structure(
+                lambda out: _keep_finished(finished, out, ops.zeros_like(out)), outputs)
+            next_state = map_structure(lambda new, old: _keep_finished(finished, new, old),
+                                       next_state, state)
+        arrays = map_structure(lambda array, out: array.write(time, out), arrays, outputs)
+        return time + 1, arrays, next_state, next_inputs, next_finished, next_lengths
+
+    _, arrays, state, _, _, lengths = while_loop(
+        cond, body, (ops.constant(0), arrays, state, inputs, finished, lengths))
+    outputs = map_structure(lambda array: array.stack(), arrays)
+    try:
+        outputs, state = decoder.finalize(outputs, state, lengths)
+    except (NotImplementedError, AttributeError):
+        pass
+    if not output_time_major:
+        outputs = map_structure(_batch_major, outputs)
+    return outputs, state, lengths
+
+
+def _batch_major(x):
+    """[time, batch, ...] -> [batch, time, ...]."""
+    x = convert_to_tensor(x)
+    rank = x.shape.ndims
+    if rank is None or rank < 2:
+        return x
+    return ops.transpose(x, [1, 0] + list(range(2, rank)))
+
+
 def _greedy_loop(decoder, maximum_iterations):
     """GreedyEmbeddingHelper's decoding as a while_loop: (outputs [batch, time, depth],
     sample ids [batch, time], final state, lengths), time being the steps it ran."""
     from shardflow.control_flow import while_loop
-    from shardflow.tensor_array import TensorArray
     helper = decoder.helper
     start = helper.start_tokens
     limit = ops.cast(maximum_iterations, dtypes.int32) if maximum_iterations is not None \
@@ -279,6 +578,7 @@ def _greedy_loop(decoder, maximum_iterations):
 
 __all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",
            "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput",
-           "BeamSearchDecoderState", "FinalBeamDecoderOutput", "GreedyEmbeddingHelper",
-           "LuongAttention", "SampleEmbeddingHelper", "TrainingHelper", "dynamic_decode", "gather_tree", "sequence_loss",
-           "tile_batch"]
+           "BeamSearchDecoderState", "CustomHelper", "Decoder", "FinalBeamDecoderOutput",
+           "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "LuongAttention",
+           "SampleEmbeddingHelper", "TrainingHelper", "dynamic_decode", "gather_tree",
+           "sequence_loss", "tile_batch"]

@@ -221,3 +221,78 @@ def test_lstm_state_is_tuple_false_concatenates_c_and_h():
     (c1, h1), (c2, h2) = got[True][1]
     np.testing.assert_allclose(got[False][1], np.concatenate([c1, h1, c2, h2], 1), rtol=1e-6)
     assert got[False][1].shape == (2, 13)
+
+
+class _LoopedDecoder(tf.contrib.seq2seq.BasicDecoder):
+    """A Decoder of one's own (here BasicDecoder's steps): dynamic_decode runs its
+    initialize/step protocol in a while_loop, as TF1's does for every decoder."""
+
+
+def test_dynamic_decode_runs_any_decoder_and_helper_as_tf1():
+    """Custom Decoder subclasses, CustomHelper and InferenceHelper (Tacotron-style decoders)
+    were refused with TypeError; dynamic_decode now runs TF1's loop for them, with the same
+    outputs, state, lengths and gradients as the built-in paths."""
+    s2s = tf.contrib.seq2seq
+    x_val = np.random.RandomState(6).randn(2, 5, 3).astype(np.float32)
+    for impute in (False, True):
+        tf.reset_default_graph()
+        cell = tf.nn.rnn_cell.GRUCell(4)
+        init = cell.zero_state(2, tf.float32)
+        with tf.variable_scope("v", initializer=tf.random_normal_initializer(seed=1)):
+            layer = tf.layers.Dense(6)
+            helper = s2s.TrainingHelper(tf.constant(x_val), [4, 2])
+            runs = [s2s.dynamic_decode(make(cell, helper, init, layer), impute_finished=impute)
+                    for make in (s2s.BasicDecoder, _LoopedDecoder)]
+        grads = [tf.gradients(tf.reduce_sum(out.rnn_output ** 2), tf.trainable_variables())
+                 for out, _, _ in runs]
+        (fast, looped), (fast_g, looped_g) = _run([runs, grads])
+        np.testing.assert_allclose(looped[0].rnn_output, fast[0].rnn_output, rtol=1e-5)
+        np.testing.assert_array_equal(looped[0].sample_id, fast[0].sample_id)
+        np.testing.assert_allclose(looped[1], fast[1], rtol=1e-5)
+        np.testing.assert_array_equal(looped[2], [4, 2])
+        np.testing.assert_array_equal(fast[2], [4, 2])
+        for a, b in zip(looped_g, fast_g):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+        if impute:
+            assert (looped[0].rnn_output[1, 2:] == 0).all()
+    # CustomHelper feeding each output back in, finished after 3 steps.
+    tf.reset_default_graph()
+    cell = tf.nn.rnn_cell.BasicRNNCell(3)
+    helper = s2s.CustomHelper(
+        lambda: (tf.tile([False], [2]), tf.constant([[0.5, 0.1, 0.0], [0.1, 0.1, 0.1]])),
+        lambda time, outputs, state: tf.tile([0], [2]),
+        lambda time, outputs, state, sample_ids: (tf.tile([time + 1 >= 3], [2]), outputs,
+                                                  state))
+    with tf.variable_scope("v", initializer=tf.constant_initializer(0.2)):
+        out, _, lengths = s2s.dynamic_decode(
+            s2s.BasicDecoder(cell, helper, cell.zero_state(2, tf.float32)))
+    got, got_len = _run([out.rnn_output, lengths])
+    h, x, want = np.zeros((2, 3)), np.array([[0.5, 0.1, 0.0], [0.1, 0.1, 0.1]]), []
+    for _ in range(3):
+        h = np.tanh(np.concatenate([x, h], 1) @ np.full((6, 3), 0.2))
+        x = h
+        want.append(h)
+    np.testing.assert_allclose(got, np.stack(want, 1), rtol=1e-5)
+    np.testing.assert_array_equal(got_len, [3, 3])
+    # InferenceHelper: the sample is the output itself; a row ends when its first unit > 0.1.
+    tf.reset_default_graph()
+    cell = tf.nn.rnn_cell.BasicRNNCell(3)
+    helper = s2s.InferenceHelper(lambda o: o, [3], tf.float32,
+                                 tf.constant([[0.5, 0.1, 0.0], [0.1, 0.1, 0.1]]),
+                                 lambda sample: sample[:, 0] > 0.1)
+    with tf.variable_scope("v", initializer=tf.constant_initializer(0.2)):
+        out, _, lengths = s2s.dynamic_decode(
+            s2s.BasicDecoder(cell, helper, cell.zero_state(2, tf.float32)),
+            maximum_iterations=4)
+    got, ids, got_len = _run([out.rnn_output, out.sample_id, lengths])
+    h, x, want = np.zeros((2, 3)), np.array([[0.5, 0.1, 0.0], [0.1, 0.1, 0.1]]), []
+    for _ in range(4):
+        h = np.tanh(np.concatenate([x, h], 1) @ np.full((6, 3), 0.2))
+        x = h
+        want.append(h)
+    want = np.stack(want, 1)
+    ends = [int(np.argmax(want[b, :, 0] > 0.1)) + 1 if (want[b, :, 0] > 0.1).any() else 4
+            for b in range(2)]
+    np.testing.assert_array_equal(got_len, ends)
+    np.testing.assert_allclose(got[:, :max(ends)], want[:, :max(ends)], rtol=1e-5)
+    np.testing.assert_allclose(ids, got, rtol=0)
