@@ -84,6 +84,30 @@ class Distribution:
     # TF1's reparameterization_type: whether samples carry gradients to the parameters.
     reparameterization_type = NOT_REPARAMETERIZED     # each class sets its own
 
+    def _not_implemented(self, what):
+        raise NotImplementedError("%s is not implemented: %s" % (what, type(self).__name__))
+
+    def mean(self, name="mean"):
+        self._not_implemented("mean")
+
+    def mode(self, name="mode"):
+        self._not_implemented("mode")
+
+    def variance(self, name="variance"):
+        self._not_implemented("variance")
+
+    def covariance(self, name="covariance"):
+        self._not_implemented("covariance")
+
+    def entropy(self, name="entropy"):
+        self._not_implemented("entropy")
+
+    def cdf(self, value, name="cdf"):
+        self._not_implemented("cdf")
+
+    def quantile(self, value, name="quantile"):
+        self._not_implemented("quantile")
+
     def prob(self, value, name="prob"):
         return ops.exp(self.log_prob(value), name=name)
 
@@ -223,6 +247,11 @@ class Uniform(Distribution):
         density = ops.subtract(ops.zeros_like(ops.add(x, self.low)), ops.log(self.range()))
         return _where(inside, density, name)
 
+    def cdf(self, value, name="cdf"):
+        x = _float(value, self.dtype)
+        inside = ops.divide(ops.subtract(x, self.low), self.range())
+        return ops.clip_by_value(inside, 0.0, 1.0, name=name)
+
     def entropy(self, name="entropy"):
         return ops.log(self.range(), name=name)
 
@@ -343,6 +372,9 @@ class Categorical(Distribution):
         dims = self.logits.shape.as_list() if self.logits.shape.ndims is not None else None
         return TensorShape(dims[:-1] if dims is not None else None)
 
+    def batch_shape_tensor(self, name="batch_shape_tensor"):
+        return ops.shape(self.logits)[:-1]
+
 
 class Bernoulli(Distribution):
     """A distribution over {0, 1} with P(1) = sigmoid(logits) (or `probs`); samples are
@@ -454,6 +486,18 @@ class Independent(Distribution):
             return TensorShape(None)
         return TensorShape(dims.as_list()[:dims.ndims - self.reinterpreted_batch_ndims])
 
+    def batch_shape_tensor(self, name="batch_shape_tensor"):
+        full = self.distribution.batch_shape_tensor()
+        if self.reinterpreted_batch_ndims == 0:
+            return full
+        return full[:-self.reinterpreted_batch_ndims]
+
+    def event_shape_tensor(self, name="event_shape_tensor"):
+        if self.reinterpreted_batch_ndims == 0:
+            return self.distribution.event_shape_tensor()
+        return ops.concat([self.distribution.batch_shape_tensor()[
+            -self.reinterpreted_batch_ndims:], self.distribution.event_shape_tensor()], 0)
+
     @property
     def event_shape(self):
         from shardflow.framework import TensorShape
@@ -544,8 +588,9 @@ class Gamma(Distribution):
             ops.subtract(ops.lgamma(c), ops.multiply(c, ops.log(rate))), name=name)
 
     def cdf(self, value, name="cdf"):
-        raise NotImplementedError("Gamma.cdf needs the regularized incomplete gamma function "
-                                  "(tf.math.igamma), which shardflow does not have")
+        raise NotImplementedError("cdf is not implemented: Gamma (it needs the regularized "
+                                  "incomplete gamma function, tf.math.igamma, which shardflow "
+                                  "does not have)")
 
     def entropy(self, name="entropy"):
         c = self._c_b

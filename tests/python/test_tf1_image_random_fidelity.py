@@ -417,3 +417,21 @@ def test_dirichlet_mode_and_variance():
     a = np.array([[1.5, 2.0, 3.0], [0.5, 2.0, 2.0]])
     a0 = a.sum(1, keepdims=True)
     np.testing.assert_allclose(var, a * (a0 - a) / (a0 ** 2 * (a0 + 1)), rtol=1e-5)
+
+
+def test_distribution_shapes_uniform_cdf_and_not_implemented_methods():
+    tfd = tf.distributions
+    cat = tfd.Categorical(logits=[[0.0, 1.0], [1.0, 0.0]])
+    ind = tf.contrib.distributions.Independent(tfd.Bernoulli(probs=[[0.3, 0.6]]), 1)
+    cat_batch, ind_batch, ind_event, ucdf = run(
+        cat.batch_shape_tensor(), ind.batch_shape_tensor(), ind.event_shape_tensor(),
+        tfd.Uniform(1.0, 3.0).cdf([0.0, 2.0, 4.0]))
+    np.testing.assert_array_equal(cat_batch, [2])
+    np.testing.assert_array_equal(ind_batch, [1])     # was [1, 2]: the base's whole shape
+    np.testing.assert_array_equal(ind_event, [2])
+    np.testing.assert_allclose(ucdf, [0.0, 0.5, 1.0])
+    # TF1 raises NotImplementedError naming the method and the class (not AttributeError).
+    for call in (lambda: tfd.Bernoulli(probs=0.3).cdf(1), lambda: tfd.Normal(0.0, 1.0).covariance(),
+                 lambda: tfd.Uniform().mode(), lambda: tfd.Gamma(2.0, 1.0).cdf(1.0)):
+        with pytest.raises(NotImplementedError, match="is not implemented"):
+            call()
