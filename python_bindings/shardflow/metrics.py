@@ -666,13 +666,21 @@ def mean_per_class_accuracy(labels, predictions, num_classes, weights=None,
     return _collect(value, update, metrics_collections, updates_collections)
 
 
-def _top_k_hits(labels, predictions, k, class_id, what, top=None):
-    """Per batch row, (hits, misses_pred, misses_label) as float32 [batch]: the top-k classes
-    of `predictions` [batch, classes] that are among the row's `labels` ([batch] or
-    [batch, num_labels] class ids, distinct within a row), the top-k classes that are not,
-    and the labels not in the top k; only class `class_id` counted when given."""
-    from shardflow.array_ops import reduce_any
-    from shardflow.nn import top_k
+def _class_id_labels(labels, what):
+    """Labels as int32 class ids [batch, num_labels] ([batch] gains a dimension), and None; or,
+    for a SparseTensor [batch, num_labels] (rows of different lengths, as TF1 takes), its
+    dense form padded with -1 and the bool [batch, num_labels] mask of the ids it holds."""
+    from shardflow.sparse_ops import sparse_tensor_to_dense
+    from shardflow.sparse_tensor import SparseTensor
+    present = None
+    if isinstance(labels, SparseTensor):
+        if not labels.dtype.is_integer:
+            raise TypeError("%s: labels must be integer class ids, got %s"
+                            % (what, labels.dtype.name))
+        ones = SparseTensor(labels.indices, ops.ones_like(ops.cast(labels.values, dtypes.int32)),
+                            labels.dense_shape)
+        present = ops.cast(sparse_tensor_to_dense(ones, 0), dtypes.bool_)
+        labels = sparse_tensor_to_dense(labels, -1)
     labels = _tensor(labels)
     if not labels.dtype.is_integer:
         raise TypeError("%s: labels must be integer class ids, got %s"
@@ -680,6 +688,18 @@ def _top_k_hits(labels, predictions, k, class_id, what, top=None):
     labels = ops.cast(labels, dtypes.int32)
     if labels.shape.ndims == 1:
         labels = ops.expand_dims(labels, 1)
+        present = None if present is None else ops.expand_dims(present, 1)
+    return labels, present
+
+
+def _top_k_hits(labels, predictions, k, class_id, what, top=None):
+    """Per batch row, (hits, misses_pred, misses_label) as float32 [batch]: the top-k classes
+    of `predictions` [batch, classes] that are among the row's `labels` ([batch] or
+    [batch, num_labels] class ids, distinct within a row), the top-k classes that are not,
+    and the labels not in the top k; only class `class_id` counted when given."""
+    from shardflow.array_ops import reduce_any
+    from shardflow.nn import top_k
+    labels, present = _class_id_labels(labels, what)
     if top is None:
         top = top_k(_tensor(predictions, dtypes.float32), k).indices      # [batch, k]
     else:   # the classes given, best first ([batch, >= k] ids; all of them without k)
@@ -695,6 +715,8 @@ def _top_k_hits(labels, predictions, k, class_id, what, top=None):
     else:
         top_is = ops.equal(top, top)
         label_is = ops.equal(labels, labels)
+    if present is not None:
+        label_is = ops.logical_and(label_is, present)
 
     def count(mask):
         return ops.reduce_sum(ops.cast(mask, dtypes.float32), axis=1)
@@ -731,9 +753,9 @@ def precision_at_k(labels, predictions, k, class_id=None, weights=None,
                    metrics_collections=None, updates_collections=None, name=None):
     """Of the k highest-scoring classes of each row of `predictions` [batch, classes], the
     (weighted) share that are among the row's labels ([batch] or [batch, num_labels] class
-    ids); with class_id, of the rows that have it in their top k, the share labelled with it.
-    As TF1's tf.metrics.precision_at_k (also sparse_precision_at_k): `weights` per row; a
-    float64 value, NaN before anything counts."""
+    ids, or a SparseTensor [batch, num_labels]); with class_id, of the rows that have it in
+    their top k, the share labelled with it. As TF1's tf.metrics.precision_at_k (also
+    sparse_precision_at_k): `weights` per row; a float64 value, NaN before anything counts."""
     return _at_k(labels, predictions, k, class_id, weights, "fp", "precision_at_%d" % k,
                  name, metrics_collections, updates_collections)
 
@@ -743,11 +765,11 @@ sparse_precision_at_k = precision_at_k    # TF1's deprecated name
 
 def recall_at_k(labels, predictions, k, class_id=None, weights=None,
                 metrics_collections=None, updates_collections=None, name=None):
-    """Of the labels of each row ([batch] or [batch, num_labels] class ids), the (weighted)
-    share that are among the row's k highest-scoring classes of `predictions`; with class_id,
-    of the rows labelled with it, the share that have it in their top k. As TF1's
-    tf.metrics.recall_at_k: `weights` per row; a float64 value, NaN before anything
-    counts."""
+    """Of the labels of each row ([batch] or [batch, num_labels] class ids, or a SparseTensor
+    [batch, num_labels]), the (weighted) share that are among the row's k highest-scoring
+    classes of `predictions`; with class_id, of the rows labelled with it, the share that have
+    it in their top k. As TF1's tf.metrics.recall_at_k: `weights` per row; a float64 value,
+    NaN before anything counts."""
     return _at_k(labels, predictions, k, class_id, weights, "fn", "recall_at_%d" % k,
                  name, metrics_collections, updates_collections)
 
@@ -755,22 +777,20 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None,
 def _average_precision(labels, top, what):
     """Per batch row, as float64 [batch]: the sum over the ranks i <= k where the i-th class of
     `top` [batch, k] is among the row's labels of (labels among the first i) / i, divided by
-    min(k, labels per row) (TF1's AveP: the labels' last dimension, pads included)."""
+    min(k, labels per row) (TF1's AveP: a dense tensor's last dimension, pads included; the
+    ids a SparseTensor's row holds)."""
     from shardflow.array_ops import reduce_any
-    labels = _tensor(labels)
-    if not labels.dtype.is_integer:
-        raise TypeError("%s: labels must be integer class ids, got %s"
-                        % (what, labels.dtype.name))
-    labels = ops.cast(labels, dtypes.int32)
-    if labels.shape.ndims == 1:
-        labels = ops.expand_dims(labels, 1)
+    labels, present = _class_id_labels(labels, what)
     k = top.shape.as_list()[-1]
     match = ops.equal(ops.expand_dims(top, 2), ops.expand_dims(labels, 1))   # [b, k, labels]
     relevant = ops.cast(reduce_any(match, axis=2), dtypes.float64)           # [b, k]
     ranks = ops.constant(np.arange(1, k + 1, dtype=np.float64))
     precision_sum = ops.reduce_sum(
         ops.multiply(ops.divide(ops.cumsum(relevant, axis=1), ranks), relevant), axis=1)
-    num_labels = ops.cast(ops.shape(labels)[-1], dtypes.float64)
+    if present is None:
+        num_labels = ops.cast(ops.shape(labels)[-1], dtypes.float64)
+    else:   # a SparseTensor's: the ids each row holds
+        num_labels = ops.reduce_sum(ops.cast(present, dtypes.float64), axis=1)
     return ops.divide(precision_sum, ops.minimum(num_labels, float(k)))
 
 

@@ -231,6 +231,27 @@ def test_average_precision_at_k_against_numpy():
     np.testing.assert_allclose(got, [np.mean(ap2), np.dot(ap3, w) / w.sum(), np.mean(ap1)])
 
 
+def test_at_k_metrics_take_sparse_labels():
+    # Rows with different numbers of labels come as a SparseTensor in TF1 programs; it was a
+    # TypeError. Only the ids a row holds count (no padding).
+    rows = [[0, 2], [1], [3, 1, 0]]
+    scores = np.array([[0.5, 0.1, 0.3, 0.1], [0.2, 0.7, 0.1, 0.0], [0.1, 0.2, 0.3, 0.4]],
+                      np.float32)
+    indices = [[r, j] for r, row in enumerate(rows) for j in range(len(row))]
+    with tf.Graph().as_default():
+        sparse = tf.SparseTensor(indices, tf.constant([c for row in rows for c in row],
+                                                      tf.int64), [3, 3])
+        got = _updates_then_values([tf.metrics.recall_at_k(sparse, scores, 1),
+                                    tf.metrics.precision_at_k(sparse, scores, 2),
+                                    tf.metrics.recall_at_k(sparse, scores, 2, class_id=1),
+                                    tf.metrics.average_precision_at_k(sparse, scores, 2)])
+    tops = [np.argsort(-row, kind="stable") for row in scores]
+    recall1 = sum(t[0] in r for t, r in zip(tops, rows)) / sum(map(len, rows))
+    precision2 = sum(c in r for t, r in zip(tops, rows) for c in t[:2]) / 6.0
+    ap2 = np.mean([_np_average_precision(r, c, 2) for r, c in zip(rows, scores)])
+    np.testing.assert_allclose(got, [recall1, precision2, 1.0 / 2.0, ap2])
+
+
 # ---- tf.losses ------------------------------------------------------------------------------
 
 
