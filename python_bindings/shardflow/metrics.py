@@ -129,8 +129,10 @@ def _check_same_shape(a, b, what):
         la, lb = sa.as_list(), sb.as_list()
         ok = len(la) == len(lb) and all(x is None or y is None or x == y for x, y in zip(la, lb))
         if not ok:
-            raise ValueError("%s: labels %s and predictions %s have different shapes"
-                             % (what, la, lb))
+            hint = (" (for class scores [batch, classes], pass tf.argmax(scores, 1) as the "
+                    "predictions)" if what == "accuracy" and len(lb) == len(la) + 1 else "")
+            raise ValueError("%s: labels %s and predictions %s have different shapes%s"
+                             % (what, la, lb, hint))
 
 
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):

@@ -84,6 +84,12 @@ def test_weights_that_would_enlarge_the_values_are_a_value_error():
             tf.metrics.accuracy(np.ones((4, 3)), np.ones((4, 3)), weights=np.ones(3))
 
 
+def test_accuracy_of_class_scores_says_to_take_the_argmax():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match=r"different shapes.*tf.argmax\(scores, 1\)"):
+            tf.metrics.accuracy(np.array([1, 0]), np.zeros((2, 3), np.float32))
+
+
 def _np_auc(labels, scores, weights, num_thresholds=200, curve="ROC",
             summation_method="trapezoidal", thresholds=None):
     """TF 1.15's tf.metrics.auc: thresholds in [0, 1] widened by 1e-7, rates with 1e-6."""
