@@ -123,6 +123,7 @@ def _variable(g, info, prefix):
     v.initializer = g.get_operation_by_name(full(info["initializer"]))
     v._device = v._handle_op.device or ""
     v._local = bool(info["local"])
+    v._imported = True   # global_variables_initializer adds its initializer
     part = info.get("slice")
     if part is not None:
         try:

@@ -560,9 +560,16 @@ def global_variables_initializer(name=None):
     """
     g = get_default_graph()
     op_name = g._handle.initialize_all_variables(g._ctx(name))
+    op = g.get_operation_by_name(op_name)
+    # Variables tf.train.import_meta_graph brought in are unknown to the engine's op: their
+    # initializers run with it, as TF1's (import, initialize, then restore a part).
+    imported = [v.initializer for v in global_variables(g) if getattr(v, "_imported", False)]
+    if imported:
+        from shardflow.ops import group
+        op = group(op, *imported, name=op.name + "_with_imported")
     # Variables tf.train.init_from_checkpoint maps load the checkpoint after their initializer.
     from shardflow.checkpoint_utils import with_checkpoint_initializers
-    return with_checkpoint_initializers(g.get_operation_by_name(op_name), g)
+    return with_checkpoint_initializers(op, g)
 
 
 def initialize_all_variables():

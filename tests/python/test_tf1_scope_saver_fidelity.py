@@ -235,3 +235,23 @@ def test_import_meta_graph_input_map_feeds_the_restored_model(tmp_path):
             with tf.Session() as sess:
                 restorer.restore(sess, path)
                 np.testing.assert_allclose(sess.run(tf.get_collection("y")[0]), [[11.0]])
+
+
+def test_global_variables_initializer_initializes_imported_variables(tmp_path):
+    # TF1: after import_meta_graph, tf.global_variables_initializer() initializes the
+    # imported variables too (import, initialize, then fine-tune or restore a part). It ran
+    # nothing for them: reading one failed 'not initialized', training failed on Adam's state.
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    w = tf.get_variable("w", initializer=[[1.0], [2.0]])
+    train_op = tf.train.AdamOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))
+    tf.add_to_collection("train_op", train_op)
+    path = str(tmp_path / "model.meta")
+    tf.train.export_meta_graph(path)
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(path)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run("w:0"), [[1.0], [2.0]])
+            assert list(sess.run(tf.report_uninitialized_variables())) == []
+            sess.run(tf.get_collection("train_op")[0], {"x:0": [[1.0, 1.0]]})
+            np.testing.assert_allclose(sess.run("w:0"), [[0.9], [1.9]], rtol=1e-6)
