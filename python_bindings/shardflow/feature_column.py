@@ -136,13 +136,25 @@ class NumericColumn(_Column):
         return int(np.prod(self.shape))
 
     def _values(self, features):
-        """The feature as float32 [batch, dimension], after normalizer_fn."""
+        """The feature as float32 [batch, dimension], after normalizer_fn. batch is the
+        feature's first dimension (as TF1's input_layer), so a feature of another shape than
+        the column's fails the step rather than being regrouped into other examples."""
+        from shardflow.array_ops import stack
         x = _feature(features, self.key)
         if x.dtype != dtypes.float32:
             x = ops.cast(x, dtypes.float32)
         if self.normalizer_fn is not None:
             x = self.normalizer_fn(x)
-        return ops.reshape(x, [-1, self.dimension])
+        batch = x.shape.as_list()[0] if x.shape.ndims else None
+        if batch is not None and x.shape.is_fully_defined():
+            if x.shape.num_elements() != batch * self.dimension:
+                raise ValueError("numeric_column '%s' of shape %s: the feature's shape %s is "
+                                 "not [batch] + %s" % (self.key, list(self.shape),
+                                                       x.shape.as_list(), list(self.shape)))
+            return ops.reshape(x, [batch, self.dimension])
+        out = ops.reshape(x, stack([ops.shape(x)[0], self.dimension]))
+        out.set_shape([batch, self.dimension])
+        return out
 
     def _dense(self, features, state, trainable=True, weight_collections=None):
         return self._values(features)

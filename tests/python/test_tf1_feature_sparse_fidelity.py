@@ -430,3 +430,19 @@ def test_mutable_hash_table_lookup_in_a_dataset_map():
     with tf.Session() as s:
         s.run(insert)
         assert [s.run(ids) for _ in range(3)] == [1, -1, 2]
+
+
+def test_numeric_column_keeps_the_batch_dimension():
+    # TF1's input_layer reshapes to (batch, n) with batch the feature's first dimension: a
+    # [4] feature for a shape-(2,) column fails instead of becoming two examples.
+    col = fc.numeric_column("x", shape=(2,))
+    with pytest.raises(ValueError, match="not \\[batch\\]"):
+        fc.input_layer({"x": tf.constant([1., 2., 3., 4.])}, [col])
+    ph = tf.placeholder(tf.float32, [None])
+    out = fc.input_layer({"x": ph}, [col])
+    assert out.shape.as_list() == [None, 2]
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        run(out, {ph: [1., 2., 3., 4.]})
+    grid = tf.placeholder(tf.float32, [None, 2, 3])
+    out = fc.input_layer({"g": grid}, [fc.numeric_column("g", shape=(2, 3))])
+    np.testing.assert_array_equal(run(out, {grid: np.ones((1, 2, 3))}), np.ones((1, 6)))
