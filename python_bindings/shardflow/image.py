@@ -29,9 +29,10 @@ from shardflow.image_boxes import (combined_non_max_suppression,  # noqa: F401
                                    sample_distorted_bounding_box)
 from shardflow.image_color import (adjust_contrast, adjust_gamma, adjust_hue,  # noqa: F401
                                    adjust_saturation, grayscale_to_rgb, hsv_to_rgb,
-                                   random_contrast, random_hue, random_saturation, rgb_to_hsv)
+                                   random_contrast, random_hue, random_saturation, rgb_to_hsv,
+                                   rgb_to_yiq, rgb_to_yuv, yiq_to_rgb, yuv_to_rgb)
 from shardflow.image_quality import (image_gradients, psnr, sobel_edges, ssim,  # noqa: F401
-                                     total_variation)
+                                     ssim_multiscale, total_variation)
 from shardflow.check_ops import _check
 from shardflow.tensor_util import int_or_tensor
 from shardflow.patch_ops import extract_image_patches  # noqa: F401 (tf.image.extract_...)
@@ -397,8 +398,9 @@ __all__ = ["ResizeMethod", "adjust_brightness", "adjust_contrast", "adjust_gamma
            "resize_bilinear", "resize_image_with_crop_or_pad", "resize_image_with_pad",
            "resize_images", "resize_images_v2",
            "resize_nearest_neighbor", "resize_with_crop_or_pad", "rgb_to_grayscale", "rgb_to_hsv",
-           "rot90", "sample_distorted_bounding_box", "sobel_edges", "ssim", "total_variation",
-           "transpose", "transpose_image"] + _CODECS
+           "rgb_to_yiq", "rgb_to_yuv", "rot90", "sample_distorted_bounding_box", "sobel_edges",
+           "ssim", "ssim_multiscale", "total_variation", "transpose", "transpose_image",
+           "yiq_to_rgb", "yuv_to_rgb"] + _CODECS
 
 
 extract_patches = extract_image_patches  # TF 1.15's tf.image.extract_patches

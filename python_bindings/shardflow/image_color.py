@@ -86,6 +86,42 @@ def hsv_to_rgb(images, name=None):
                  name=name)
 
 
+# TF1's colour-space matrices: out[..., j] = sum_i images[..., i] * K[i][j].
+_RGB_TO_YIQ = [[0.299, 0.59590059, 0.2115], [0.587, -0.27455667, -0.52273617],
+               [0.114, -0.32134392, 0.31119955]]
+_YIQ_TO_RGB = [[1, 1, 1], [0.95598634, -0.27201283, -1.10674021],
+               [0.6208248, -0.64720424, 1.70423049]]
+_RGB_TO_YUV = [[0.299, -0.14714119, 0.61497538], [0.587, -0.28886916, -0.51496512],
+               [0.114, 0.43601035, -0.10001026]]
+_YUV_TO_RGB = [[1, 1, 1], [0, -0.394642334, 2.03206185], [1.13988303, -0.58062185, 0]]
+
+
+def _mix_channels(images, kernel, what, name):
+    x = _rgb(images, what)
+    k = ops.constant(kernel, dtype=x.dtype)                      # [3 in, 3 out]
+    return ops.reduce_sum(ops.multiply(ops.expand_dims(x, -1), k), axis=-2, name=name)
+
+
+def rgb_to_yiq(images, name=None):
+    """Float RGB images to YIQ (NTSC: luma, in-phase, quadrature), TF1's matrix."""
+    return _mix_channels(images, _RGB_TO_YIQ, "rgb_to_yiq", name)
+
+
+def yiq_to_rgb(images, name=None):
+    """YIQ images back to RGB (TF1's inverse matrix)."""
+    return _mix_channels(images, _YIQ_TO_RGB, "yiq_to_rgb", name)
+
+
+def rgb_to_yuv(images, name=None):
+    """Float RGB images to YUV (BT.601 luma and chroma), TF1's matrix."""
+    return _mix_channels(images, _RGB_TO_YUV, "rgb_to_yuv", name)
+
+
+def yuv_to_rgb(images, name=None):
+    """YUV images back to RGB (TF1's inverse matrix)."""
+    return _mix_channels(images, _YUV_TO_RGB, "yuv_to_rgb", name)
+
+
 def grayscale_to_rgb(images, name=None):
     """The single channel of `images` (last dimension 1) repeated into 3."""
     x = convert_to_tensor(images)
@@ -169,4 +205,5 @@ def adjust_gamma(image, gamma=1, gain=1):
 
 __all__ = ["adjust_contrast", "adjust_gamma", "adjust_hue", "adjust_saturation",
            "grayscale_to_rgb", "hsv_to_rgb", "random_contrast", "random_hue",
-           "random_saturation", "rgb_to_hsv"]
+           "random_saturation", "rgb_to_hsv", "rgb_to_yiq", "rgb_to_yuv", "yiq_to_rgb",
+           "yuv_to_rgb"]

@@ -78,14 +78,9 @@ def _per_channel_filter(x, window, channels):
     return ops.concat([nn.conv2d(p, w, strides=1, padding="VALID") for p in parts], 3)
 
 
-def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03):
-    """Structural similarity (single scale) of two images, averaged over positions and
-    channels: a scalar for [h, w, c] images, [batch] for [batch, h, w, c] (TF1's
-    tf.image.ssim). 1 for identical images."""
-    a, b, max_val = _float_pair(img1, img2, max_val, "ssim")
-    unbatch = a.shape.ndims == 3
-    if unbatch:
-        a, b = ops.expand_dims(a, 0), ops.expand_dims(b, 0)
+def _ssim_per_channel(a, b, max_val, filter_size, filter_sigma, k1, k2):
+    """(ssim, cs) per image and channel ([batch, channels]) of NHWC float32 a and b: TF1's
+    _ssim_per_channel (11x11 Gaussian window, VALID; cs the contrast-structure term)."""
     dims = a.shape.as_list()
     if dims[3] is None or None in dims[1:3]:
         raise ValueError("ssim needs the images' height, width and channels known when the graph "
@@ -108,8 +103,53 @@ def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03
     num1 = reducer(a * b) * 2.0
     den1 = reducer(ops.square(a) + ops.square(b))
     cs = (num1 - num0 + c2) / (den1 - den0 + c2)
-    per_channel = ops.reduce_mean(luminance * cs, axis=[1, 2])
+    return (ops.reduce_mean(luminance * cs, axis=[1, 2]), ops.reduce_mean(cs, axis=[1, 2]))
+
+
+def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03):
+    """Structural similarity (single scale) of two images, averaged over positions and
+    channels: a scalar for [h, w, c] images, [batch] for [batch, h, w, c] (TF1's
+    tf.image.ssim). 1 for identical images."""
+    a, b, max_val = _float_pair(img1, img2, max_val, "ssim")
+    unbatch = a.shape.ndims == 3
+    if unbatch:
+        a, b = ops.expand_dims(a, 0), ops.expand_dims(b, 0)
+    per_channel, _ = _ssim_per_channel(a, b, max_val, filter_size, filter_sigma, k1, k2)
     out = ops.reduce_mean(per_channel, axis=[-1])
+    return ops.squeeze(out, [0]) if unbatch else out
+
+
+_MSSSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)   # Wang et al.'s
+
+
+def ssim_multiscale(img1, img2, max_val, power_factors=_MSSSIM_WEIGHTS, filter_size=11,
+                    filter_sigma=1.5, k1=0.01, k2=0.03):
+    """Multi-scale SSIM (Wang, Simoncelli and Bovik 2003) as TF1's tf.image.ssim_multiscale:
+    at each of len(power_factors) scales (the images halved by 2x2 average pooling between
+    them, an odd height or width first padded by mirroring its last row or column), the
+    contrast-structure term, and SSIM at the last; their relu'd weighted geometric mean,
+    averaged over channels. [batch] (a scalar for one [h, w, c] image). The smallest scale
+    must still be filter_size high and wide."""
+    a, b, max_val = _float_pair(img1, img2, max_val, "ssim_multiscale")
+    unbatch = a.shape.ndims == 3
+    if unbatch:
+        a, b = ops.expand_dims(a, 0), ops.expand_dims(b, 0)
+    factors = [float(f) for f in power_factors]
+    terms = []
+    for k in range(len(factors)):
+        if k > 0:
+            h, w = a.shape.as_list()[1:3]
+            if h % 2 or w % 2:
+                pad = [[0, 0], [0, h % 2], [0, w % 2], [0, 0]]
+                a = array_ops.pad(a, pad, mode="SYMMETRIC")
+                b = array_ops.pad(b, pad, mode="SYMMETRIC")
+            a = nn.avg_pool(a, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+            b = nn.avg_pool(b, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        per_channel, cs = _ssim_per_channel(a, b, max_val, filter_size, filter_sigma, k1, k2)
+        terms.append(nn.relu(cs) if k < len(factors) - 1 else nn.relu(per_channel))
+    stacked = array_ops.stack(terms, axis=-1)                       # [batch, channels, scales]
+    weighted = ops.reduce_prod(ops.pow(stacked, np.asarray(factors, np.float32)), axis=[-1])
+    out = ops.reduce_mean(weighted, axis=[-1])
     return ops.squeeze(out, [0]) if unbatch else out
 
 
@@ -148,4 +188,4 @@ def sobel_edges(image):
                            axis=3)
 
 
-__all__ = ["image_gradients", "psnr", "sobel_edges", "ssim", "total_variation"]
+__all__ = ["image_gradients", "psnr", "sobel_edges", "ssim", "ssim_multiscale", "total_variation"]

@@ -435,3 +435,50 @@ def test_distribution_shapes_uniform_cdf_and_not_implemented_methods():
                  lambda: tfd.Uniform().mode(), lambda: tfd.Gamma(2.0, 1.0).cdf(1.0)):
         with pytest.raises(NotImplementedError, match="is not implemented"):
             call()
+
+
+# ---- colour spaces and MS-SSIM (were missing) -----------------------------------------------
+
+def test_yiq_and_yuv_as_tf1s_matrices():
+    x = np.array([[[1.0, 2.0, 3.0]]], np.float32)
+    yiq, yuv, rgb = run(tf.image.rgb_to_yiq(x), tf.image.rgb_to_yuv(x),
+                        tf.image.yuv_to_rgb(tf.image.rgb_to_yuv(x)))
+    np.testing.assert_allclose(yiq, [[[1.815, -0.91724455, 0.09962624]]], rtol=1e-6)  # TF's doc
+    np.testing.assert_allclose(yuv, [[[1.815, 0.5831516, -0.7149856]]], rtol=1e-5)
+    np.testing.assert_allclose(rgb, x, rtol=1e-5)
+
+
+def _np_ssim_terms(a, b, max_val=1.0):
+    """NumPy SSIM and cs per image and channel: 11x11 Gaussian (sigma 1.5) VALID windows."""
+    g = np.exp(-0.5 * (np.arange(11) - 5.0) ** 2 / 1.5 ** 2)
+    w = np.outer(g, g) / np.outer(g, g).sum()
+
+    def filt(x):                       # [n, h, w, c] -> [n, h - 10, w - 10, c]
+        win = np.lib.stride_tricks.sliding_window_view(x, (11, 11), axis=(1, 2))
+        return np.einsum("nhwcij,ij->nhwc", win, w)
+    c1, c2 = (0.01 * max_val) ** 2, (0.03 * max_val) ** 2
+    ma, mb = filt(a), filt(b)
+    lum = (2 * ma * mb + c1) / (ma ** 2 + mb ** 2 + c1)
+    cs = (2 * (filt(a * b) - ma * mb) + c2) / (filt(a * a) - ma ** 2 + filt(b * b) - mb ** 2 + c2)
+    return (lum * cs).mean((1, 2)), cs.mean((1, 2))
+
+
+def test_ssim_multiscale_against_numpy():
+    rs = np.random.RandomState(3)
+    a = rs.rand(2, 177, 181, 2).astype(np.float64)          # odd sizes: mirrored padding
+    b = np.clip(a + 0.1 * rs.randn(*a.shape), 0, 1)
+    weights = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
+    terms, x, y = [], a, b
+    for k in range(5):
+        if k:
+            x, y = (np.pad(t, [[0, 0], [0, t.shape[1] % 2], [0, t.shape[2] % 2], [0, 0]],
+                           mode="symmetric") for t in (x, y))
+            x, y = (t.reshape(t.shape[0], t.shape[1] // 2, 2, t.shape[2] // 2, 2,
+                              t.shape[3]).mean((2, 4)) for t in (x, y))
+        s, cs = _np_ssim_terms(x, y)
+        terms.append(np.maximum(cs if k < 4 else s, 0))
+    want = np.prod(np.stack(terms, -1) ** np.array(weights), -1).mean(-1)
+    got, same = run(tf.image.ssim_multiscale(a.astype(np.float32), b.astype(np.float32), 1.0),
+                    tf.image.ssim_multiscale(a.astype(np.float32), a.astype(np.float32), 1.0))
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    np.testing.assert_allclose(same, [1.0, 1.0], rtol=1e-5)
