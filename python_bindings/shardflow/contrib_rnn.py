@@ -11,6 +11,7 @@ Example::
 from shardflow import array_ops, nn, ops, rnn_cell
 from shardflow.contrib_layers import layer_norm
 from shardflow.rnn_cell import *  # noqa: F401,F403 (tf.contrib.rnn's cells are rnn_cell's)
+from shardflow.framework import TensorShape
 from shardflow.rnn_cell import BasicLSTMCell, LSTMStateTuple, _depth
 from shardflow.variable_scope import constant_initializer, get_variable, variable_scope
 
@@ -132,6 +133,88 @@ class OutputProjectionWrapper(rnn_cell._Wrapper):
         return ops.add(ops.matmul(output, kernel), bias)
 
 
+class ConvLSTMCell(rnn_cell.RNNCell):
+    """TF1's tf.contrib.rnn.ConvLSTMCell (Shi et al. 2015) and its Conv1D/2D/3DLSTMCell: an
+    LSTM whose gates are a "SAME" convolution of [x, h] (variables kernel, of shape
+    kernel_shape + [input channels + output_channels, 4 * output_channels], and biases);
+    i, j, f, o split along the channels, c' = sigmoid(f + forget_bias) * c + sigmoid(i) *
+    tanh(j), h' = tanh(c') * sigmoid(o) (with skip_connection, h' concatenated with the
+    inputs is the output and h). `input_shape` is one step's shape without the batch.
+
+    Example (frames [batch, time, 16, 16, 1])::
+
+        cell = sf.contrib.rnn.ConvLSTMCell(2, [16, 16, 1], 8, [3, 3])
+        outputs, state = sf.nn.dynamic_rnn(cell, frames, dtype=sf.float32)
+    """
+
+    def __init__(self, conv_ndims, input_shape, output_channels, kernel_shape, use_bias=True,
+                 skip_connection=False, forget_bias=1.0, initializers=None,
+                 name="conv_lstm_cell"):
+        super().__init__(name=name)
+        if conv_ndims != len(input_shape) - 1:
+            raise ValueError("ConvLSTMCell: input_shape %s must have %d dimensions (conv_ndims "
+                             "+ 1 for the channels)" % (list(input_shape), conv_ndims + 1))
+        self._conv_ndims = int(conv_ndims)
+        self._input_shape = [int(d) for d in input_shape]
+        self._output_channels = int(output_channels)
+        self._kernel_shape = [int(k) for k in kernel_shape]
+        self._use_bias = use_bias
+        self._forget_bias = float(forget_bias)
+        self._skip_connection = skip_connection
+        self._initializer = initializers
+        channels = self._output_channels + (self._input_shape[-1] if skip_connection else 0)
+        self._state_shape = TensorShape(self._input_shape[:-1] + [self._output_channels])
+        self._output_shape = TensorShape(self._input_shape[:-1] + [channels])
+
+    @property
+    def output_size(self):
+        return self._output_shape
+
+    @property
+    def state_size(self):
+        return LSTMStateTuple(self._state_shape, self._output_shape)
+
+    def call(self, inputs, state):
+        cell, hidden = state
+        args = ops.concat([inputs, hidden], self._conv_ndims + 1)
+        depth = _depth(args, "ConvLSTMCell")
+        kernel = get_variable("kernel", self._kernel_shape + [depth, 4 * self._output_channels],
+                              dtype=args.dtype, initializer=self._initializer)
+        gates = nn.convolution(args, kernel, padding="SAME")
+        if self._use_bias:
+            gates = ops.add(gates, get_variable("biases", [4 * self._output_channels],
+                                                dtype=args.dtype,
+                                                initializer=constant_initializer(0.0)))
+        i, j, f, o = array_ops.split(gates, 4, axis=self._conv_ndims + 1)
+        new_cell = ops.add(ops.multiply(ops.sigmoid(ops.add(f, self._forget_bias)), cell),
+                           ops.multiply(ops.sigmoid(i), ops.tanh(j)))
+        output = ops.multiply(ops.tanh(new_cell), ops.sigmoid(o))
+        if self._skip_connection:
+            output = ops.concat([output, inputs], self._conv_ndims + 1)
+        return output, LSTMStateTuple(new_cell, output)
+
+
+class Conv1DLSTMCell(ConvLSTMCell):
+    """TF1's tf.contrib.rnn.Conv1DLSTMCell: ConvLSTMCell(conv_ndims=1, ...)."""
+
+    def __init__(self, name="conv_1d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=1, name=name, **kwargs)
+
+
+class Conv2DLSTMCell(ConvLSTMCell):
+    """TF1's tf.contrib.rnn.Conv2DLSTMCell: ConvLSTMCell(conv_ndims=2, ...)."""
+
+    def __init__(self, name="conv_2d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=2, name=name, **kwargs)
+
+
+class Conv3DLSTMCell(ConvLSTMCell):
+    """TF1's tf.contrib.rnn.Conv3DLSTMCell: ConvLSTMCell(conv_ndims=3, ...)."""
+
+    def __init__(self, name="conv_3d_lstm_cell", **kwargs):
+        super().__init__(conv_ndims=3, name=name, **kwargs)
+
+
 def stack_bidirectional_dynamic_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None,
                                     initial_states_bw=None, dtype=None, sequence_length=None,
                                     parallel_iterations=None, time_major=False, scope=None,
@@ -169,6 +252,8 @@ def __getattr__(name):
         "shardflow has no tf.contrib.rnn.%s; it has %s" % (name, ", ".join(__all__)))
 
 
-__all__ = sorted(rnn_cell.__all__ + ["GRUBlockCell", "GRUBlockCellV2", "LSTMBlockCell",
+__all__ = sorted(rnn_cell.__all__ + ["Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell",
+                                     "ConvLSTMCell", "GRUBlockCell", "GRUBlockCellV2",
+                                     "LSTMBlockCell",
                                      "LayerNormBasicLSTMCell", "OutputProjectionWrapper",
                                      "stack_bidirectional_dynamic_rnn"])

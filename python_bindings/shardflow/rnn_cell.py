@@ -33,12 +33,21 @@ class LSTMStateTuple(collections.namedtuple("LSTMStateTuple", ("c", "h"))):
         return self.c.dtype
 
 
+def _size_dims(size):
+    """A state or output size as its dimensions: 5 -> [5]; TensorShape([4, 4, 8]) -> [4, 4, 8]."""
+    if isinstance(size, int):
+        return [size]
+    dims = size.as_list() if hasattr(size, "as_list") else list(size)
+    return [int(d) for d in dims]
+
+
 def _zeros(batch_size, units, dtype):
+    units = _size_dims(units)
     if isinstance(batch_size, int):
-        return ops.zeros([batch_size, units], dtype)
-    dims = array_ops.stack([convert_to_tensor(batch_size), convert_to_tensor(units)])
+        return ops.zeros([batch_size] + units, dtype)
+    dims = array_ops.stack([convert_to_tensor(batch_size)] + [convert_to_tensor(u) for u in units])
     # The reshape gives the result its static depth (fill's shape is known only at run time).
-    return ops.reshape(ops.fill(dims, ops.cast(0, dtype)), [-1, units])
+    return ops.reshape(ops.fill(dims, ops.cast(0, dtype)), [-1] + units)
 
 
 def _depth(inputs, what):
@@ -563,13 +572,16 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
     With `sequence_length` ([batch] ints), a sequence's outputs past its length are zeros and
     its state stops changing there."""
     x = convert_to_tensor(inputs)
-    if x.shape.ndims is not None and x.shape.ndims != 3:
-        raise ValueError("dynamic_rnn takes [batch, time, depth] inputs, got shape %s" % x.shape)
+    if x.shape.ndims is None or x.shape.ndims < 3:
+        raise ValueError("dynamic_rnn takes [batch, time, depth...] inputs of a known rank, "
+                         "got shape %s" % x.shape)
+    rank = x.shape.ndims
     with variable_scope(scope or "rnn") as varscope:
-        dims = x.shape.as_list() if x.shape.ndims else [None] * 3
+        dims = x.shape.as_list()
+        swap = [1, 0] + list(range(2, rank))       # batch-major <-> time-major
         if not time_major:
-            x = ops.transpose(x, [1, 0, 2])
-            dims = [dims[1], dims[0], dims[2]]
+            x = ops.transpose(x, swap)
+            dims = [dims[1], dims[0]] + dims[2:]
 
         def read(t):
             """Step t's inputs [batch, depth], with the dimensions known of `inputs` (a shape
@@ -578,8 +590,8 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             x_t.set_shape(dims[1:])
             return x_t
 
-        batch = dims[1] if dims[1] is not None else array_ops.unstack(ops.shape(x), 3)[1]
-        time = dims[0] if dims[0] is not None else array_ops.unstack(ops.shape(x), 3)[0]
+        batch = dims[1] if dims[1] is not None else ops.shape(x)[1]
+        time = dims[0] if dims[0] is not None else ops.shape(x)[0]
         if initial_state is None:
             if dtype is None:
                 raise ValueError("dynamic_rnn needs initial_state or dtype")
@@ -625,11 +637,15 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
 
         op, n, arrays = _build_while(cond, body, [ops.constant(0), out0, state0], name="while")
         outputs = op.outputs[n + 1 + 1]          # history of the output variable: [time, ...]
-        if isinstance(time, int):
-            outputs = ops.reshape(outputs, [time, dims[1] if dims[1] is not None else -1,
-                                            cell.output_size])
+        out_dims = first_out.shape.as_list()[1:] if first_out.shape.ndims else None
+        if (out_dims is None or None in out_dims) and isinstance(cell.output_size, int):
+            out_dims = [cell.output_size]
+        if isinstance(time, int) and out_dims is not None and None not in out_dims:
+            outputs = ops.reshape(outputs, [time, dims[1] if dims[1] is not None else -1]
+                                  + out_dims)
         if not time_major:
-            outputs = ops.transpose(outputs, [1, 0, 2])
+            out_rank = 2 + len(out_dims) if out_dims is not None else 3
+            outputs = ops.transpose(outputs, [1, 0] + list(range(2, out_rank)))
         # A TensorArray in the state (AttentionWrapper's alignment_history) was written by
         # the discarded last step too: it keeps its first `time` elements.
         state = _pack(state0, list(op.outputs[2:n]), [a._first(time) for a in arrays])

@@ -296,3 +296,60 @@ def test_dynamic_decode_runs_any_decoder_and_helper_as_tf1():
     np.testing.assert_array_equal(got_len, ends)
     np.testing.assert_allclose(got[:, :max(ends)], want[:, :max(ends)], rtol=1e-5)
     np.testing.assert_allclose(ids, got, rtol=0)
+
+
+def _conv_same(x, kernel):
+    """A stride-1 "SAME" 2-D convolution in NumPy: x [b, h, w, c], kernel [kh, kw, c, o]."""
+    kh, kw = kernel.shape[:2]
+    xp = np.pad(x, ((0, 0), ((kh - 1) // 2, kh // 2), ((kw - 1) // 2, kw // 2), (0, 0)))
+    out = np.zeros(x.shape[:3] + kernel.shape[3:])
+    for i in range(x.shape[1]):
+        for j in range(x.shape[2]):
+            out[:, i, j] = np.einsum("bhwc,hwco->bo", xp[:, i:i + kh, j:j + kw], kernel)
+    return out
+
+
+def test_conv_lstm_cell_in_dynamic_rnn_over_frames():
+    """tf.contrib.rnn.ConvLSTMCell (missing) over [batch, time, h, w, c] frames: dynamic_rnn
+    refused inputs of rank > 3; TF1 runs any rank, with sequence_length."""
+    rng = np.random.RandomState(7)
+    x_val = rng.randn(2, 3, 5, 4, 2).astype(np.float32)
+    for skip in (False, True):
+        tf.reset_default_graph()
+        cell = tf.contrib.rnn.ConvLSTMCell(2, [5, 4, 2], 3, [3, 3], skip_connection=skip)
+        out, state = tf.nn.dynamic_rnn(cell, tf.constant(x_val), sequence_length=[3, 2],
+                                       dtype=tf.float32)
+        assert out.shape.as_list() == [2, 3, 5, 4, 5 if skip else 3]
+        grads = tf.gradients(tf.reduce_sum(out), tf.trainable_variables())
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            params = {}
+            for v in tf.global_variables():
+                params[v.name] = (rng.randn(*v.shape.as_list()) * 0.3).astype(np.float32)
+                v.load(params[v.name], sess)
+            got_out, got_state, got_grads = sess.run([out, state, grads])
+        assert sorted(params) == ["rnn/conv_lstm_cell/biases:0", "rnn/conv_lstm_cell/kernel:0"]
+        assert all(np.abs(g).sum() > 0 for g in got_grads)
+        c, h = np.zeros((2, 5, 4, 3)), np.zeros((2, 5, 4, 5 if skip else 3))
+        outs = []
+        for t in range(3):
+            gates = (_conv_same(np.concatenate([x_val[:, t], h], -1),
+                                params["rnn/conv_lstm_cell/kernel:0"])
+                     + params["rnn/conv_lstm_cell/biases:0"])
+            i, j, f, o = np.split(gates, 4, -1)
+            new_c = sigmoid(f + 1) * c + sigmoid(i) * np.tanh(j)
+            new_h = np.tanh(new_c) * sigmoid(o)
+            if skip:
+                new_h = np.concatenate([new_h, x_val[:, t]], -1)
+            live = (t < np.array([3, 2]))[:, None, None, None]
+            c, h = np.where(live, new_c, c), np.where(live, new_h, h)
+            outs.append(np.where(live, new_h, 0))
+        np.testing.assert_allclose(got_out, np.stack(outs, 1), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got_state.c, c, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(got_state.h, h, rtol=1e-4, atol=1e-5)
+    tf.reset_default_graph()
+    cell = tf.contrib.rnn.Conv2DLSTMCell(input_shape=[5, 4, 2], output_channels=3,
+                                         kernel_shape=[3, 3])
+    tf.nn.dynamic_rnn(cell, tf.constant(x_val), dtype=tf.float32)
+    assert [v.name for v in tf.trainable_variables()] == [
+        "rnn/conv_2d_lstm_cell/kernel:0", "rnn/conv_2d_lstm_cell/biases:0"]
