@@ -210,20 +210,21 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
 def _squeeze_class_ids(labels, logits, weights):
     """TF1's losses _remove_squeezable_dimensions(expected_rank_diff=1): class ids of
     logits' rank ([batch, 1] against [batch, classes]) lose their last dimension of size 1,
-    then weights one rank above them lose theirs. Static ranks only."""
-    labels, logits = convert_to_tensor(labels), convert_to_tensor(logits)
-    l_rank, x_rank = labels.shape.ndims, logits.shape.ndims
-    if l_rank is not None and x_rank is not None:
-        if x_rank == l_rank and labels.shape.as_list()[-1] in (None, 1):
-            labels = ops.squeeze(labels, [-1])
-        elif x_rank == l_rank + 2 and logits.shape.as_list()[-1] in (None, 1):
-            logits = ops.squeeze(logits, [-1])
+    then weights one rank above them lose theirs; where a rank is unknown until the step runs,
+    the step decides, as TF1."""
+    from shardflow.metrics import (_last_dim_may_be_one, _rank_difference, _squeeze_last_if,
+                                   _squeeze_labels_or_predictions)
+    labels, logits = _squeeze_labels_or_predictions(convert_to_tensor(labels),
+                                                    convert_to_tensor(logits), 1)
     if weights is None or _is_python_scalar(weights):
         return labels, logits, weights
     weights = convert_to_tensor(weights)
     l_rank, w_rank = labels.shape.ndims, weights.shape.ndims
-    if l_rank is not None and w_rank is not None and w_rank == l_rank + 1:
-        weights = ops.squeeze(weights, [-1])
+    if l_rank is not None and w_rank is not None:
+        if w_rank == l_rank + 1:
+            weights = ops.squeeze(weights, [-1])
+    elif _last_dim_may_be_one(weights):
+        weights = _squeeze_last_if(ops.equal(_rank_difference(weights, labels), 1), weights)
     return labels, logits, weights
 
 

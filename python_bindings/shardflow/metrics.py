@@ -49,21 +49,44 @@ def _div_no_nan(num, den):
 
 
 def _last_dim_may_be_one(x):
+    """Whether x may have a last dimension of size 1 (its rank or that dimension unknown)."""
+    if x.shape.ndims is None:
+        return True
     dims = x.shape.as_list()
-    return not dims or dims[-1] is None or dims[-1] == 1
+    return bool(dims) and dims[-1] in (None, 1)
 
 
-def _squeeze_labels_or_predictions(labels, predictions):
-    """labels and predictions, the one whose rank is one more than the other's losing its last
-    dimension when that is 1 (labels [batch, 1] against predictions [batch]), as TF1's
-    confusion_matrix.remove_squeezable_dimensions; static ranks only."""
+def _rank_difference(a, b):
+    """rank(a) - rank(b) as an int32 tensor, known when the step runs."""
+    from shardflow.math_composites import rank
+    return ops.subtract(rank(a), rank(b))
+
+
+def _squeeze_last_if(condition, x):
+    """x without its last dimension where `condition` (a bool scalar tensor) holds."""
+    from shardflow.control_flow import cond
+    return cond(condition, lambda: ops.squeeze(x, [-1]), lambda: x)
+
+
+def _squeeze_labels_or_predictions(labels, predictions, expected_rank_diff=0):
+    """labels and predictions, the one whose rank is one more than expected (rank(predictions)
+    - rank(labels) is expected_rank_diff) losing its last dimension when that is 1 (labels
+    [batch, 1] against predictions [batch]), as TF1's
+    confusion_matrix.remove_squeezable_dimensions; when a rank is unknown until the step runs,
+    the step decides (tf.cond), as in TF1."""
     labels_rank, predictions_rank = labels.shape.ndims, predictions.shape.ndims
-    if labels_rank is None or predictions_rank is None:
+    if labels_rank is not None and predictions_rank is not None:
+        diff = predictions_rank - labels_rank
+        if diff == expected_rank_diff + 1 and _last_dim_may_be_one(predictions):
+            predictions = ops.squeeze(predictions, [-1])
+        elif diff == expected_rank_diff - 1 and _last_dim_may_be_one(labels):
+            labels = ops.squeeze(labels, [-1])
         return labels, predictions
-    if predictions_rank == labels_rank + 1 and _last_dim_may_be_one(predictions):
-        predictions = ops.squeeze(predictions, [-1])
-    elif labels_rank == predictions_rank + 1 and _last_dim_may_be_one(labels):
-        labels = ops.squeeze(labels, [-1])
+    diff = _rank_difference(predictions, labels)
+    if _last_dim_may_be_one(predictions):
+        predictions = _squeeze_last_if(ops.equal(diff, expected_rank_diff + 1), predictions)
+    if _last_dim_may_be_one(labels):
+        labels = _squeeze_last_if(ops.equal(diff, expected_rank_diff - 1), labels)
     return labels, predictions
 
 
@@ -71,8 +94,11 @@ def _remove_squeezable_dimensions(predictions, labels, weights):
     """TF1's metrics_impl._remove_squeezable_dimensions: labels or predictions lose a trailing
     dimension of size 1 when their ranks differ by one; then weights lose their last dimension
     when their rank is one more than predictions' (weights [batch, 1] against [batch]) or gain
-    one when it is one less (weights [batch] against values [batch, d] weigh whole rows).
-    Returns (predictions, labels, weights), tensors (labels and weights may be None)."""
+    one when it is one less (weights [batch] against values [batch, d] weigh whole rows); the
+    step decides where a rank is unknown. Returns (predictions, labels, weights), tensors
+    (labels and weights may be None)."""
+    from shardflow.control_flow import cond
+    from shardflow.math_composites import rank
     predictions = _tensor(predictions)
     if labels is not None:
         labels, predictions = _squeeze_labels_or_predictions(_tensor(labels), predictions)
@@ -80,12 +106,25 @@ def _remove_squeezable_dimensions(predictions, labels, weights):
         return predictions, labels, None
     weights = _tensor(weights)
     weights_rank, predictions_rank = weights.shape.ndims, predictions.shape.ndims
-    if weights_rank is None or predictions_rank is None or weights_rank == 0:
+    if weights_rank == 0:
         return predictions, labels, weights
-    if weights_rank == predictions_rank + 1 and _last_dim_may_be_one(weights):
-        weights = ops.squeeze(weights, [-1])
-    elif weights_rank == predictions_rank - 1:
-        weights = ops.expand_dims(weights, -1)
+    if weights_rank is not None and predictions_rank is not None:
+        if weights_rank == predictions_rank + 1 and _last_dim_may_be_one(weights):
+            weights = ops.squeeze(weights, [-1])
+        elif weights_rank == predictions_rank - 1:
+            weights = ops.expand_dims(weights, -1)
+        return predictions, labels, weights
+    w = weights
+    diff = _rank_difference(w, predictions)
+
+    def expand():
+        return cond(ops.equal(diff, -1), lambda: ops.expand_dims(w, -1), lambda: w)
+
+    def adjust():
+        if not _last_dim_may_be_one(w):
+            return expand()
+        return cond(ops.equal(diff, 1), lambda: ops.squeeze(w, [-1]), expand)
+    weights = cond(ops.equal(rank(w), 0), lambda: w, adjust)
     return predictions, labels, weights
 
 

@@ -68,6 +68,20 @@ def test_labels_of_shape_batch_1_against_predictions_of_shape_batch():
     assert got[0] == pytest.approx(np.mean(LABELS == PREDS))
 
 
+def test_shapes_of_unknown_rank_are_squeezed_when_the_step_runs():
+    # Placeholders without a shape fed [batch, 1] labels and weights: TF1 squeezes them with
+    # tf.cond; they were broadcast to [batch, batch].
+    with tf.Graph().as_default():
+        labels, preds = tf.placeholder(tf.int64), tf.placeholder(tf.int64)
+        weights = tf.placeholder(tf.float32)
+        pairs = [tf.metrics.accuracy(labels, preds, weights=weights),
+                 tf.metrics.mean(tf.cast(preds, tf.float32), weights=weights)]
+        got = _updates_then_values(pairs, [{labels: LABELS.reshape(-1, 1), preds: PREDS,
+                                            weights: W.reshape(-1, 1)}])
+    np.testing.assert_allclose(got, [_weighted_mean((LABELS == PREDS).astype(float), W),
+                                     _weighted_mean(PREDS.astype(float), W)], rtol=1e-6)
+
+
 def test_weights_of_shape_batch_weigh_rows_of_batch_by_d_values():
     values = np.arange(12, dtype=np.float32).reshape(4, 3)
     w = np.array([1.0, 0.0, 2.0, 3.0], np.float32)
@@ -295,6 +309,19 @@ def test_sparse_softmax_cross_entropy_squeezes_labels_and_weights_of_shape_batch
         with tf.Session() as s:
             got = s.run(loss, {ids: labels.reshape(-1, 1)})
     assert got == pytest.approx((per_row * w).sum() / np.count_nonzero(w), rel=1e-5)
+
+
+def test_sparse_softmax_cross_entropy_squeezes_shapes_of_unknown_rank():
+    logits = np.array([[2.0, 1.0, 0.1], [0.5, 2.5, 0.3], [0.0, 0.0, 3.0]], np.float32)
+    labels = np.array([0, 1, 0])
+    w = np.array([1.0, 0.0, 3.0], np.float32)
+    per_row = np.log(np.exp(logits).sum(1)) - logits[np.arange(3), labels]
+    with tf.Graph().as_default():
+        ids, weights = tf.placeholder(tf.int64), tf.placeholder(tf.float32)
+        loss = tf.losses.sparse_softmax_cross_entropy(ids, logits, weights=weights)
+        with tf.Session() as s:
+            got = s.run(loss, {ids: labels.reshape(-1, 1), weights: w.reshape(-1, 1)})
+    assert got == pytest.approx((per_row * w).sum() / 2, rel=1e-5)
 
 
 # ---- tf.contrib.metrics ---------------------------------------------------------------------
