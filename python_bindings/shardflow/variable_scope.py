@@ -424,10 +424,17 @@ class _Initializer:
     def __init__(self, dtype=dtypes.float32):
         self.dtype = dtypes.as_dtype(dtype)
 
+    _random = True   # draws random numbers (Zeros, Ones, Constant and Orthogonal do not)
+
     def __call__(self, shape, dtype=None, partition_info=None):
-        dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
-        return self._build([int(d) for d in dims], dtypes.as_dtype(dtype or self.dtype),
-                           partition_info)
+        dims = [int(d) for d in (shape.as_list() if hasattr(shape, "as_list") else shape)]
+        dtype = dtypes.as_dtype(dtype or self.dtype)
+        if self._random and dtype in (dtypes.float16, dtypes.bfloat16):
+            # The engine's random ops draw float32 and float64: a half-precision variable's
+            # initial value is drawn in float32 and cast (TF1 draws in half directly).
+            from shardflow import ops
+            return ops.cast(self._build(dims, dtypes.float32, partition_info), dtype)
+        return self._build(dims, dtype, partition_info)
 
     def _build(self, shape, dtype, partition_info):
         raise NotImplementedError
@@ -444,6 +451,8 @@ class _Initializer:
 class Zeros(_Initializer):
     """TF1's tf.zeros_initializer."""
 
+    _random = False
+
     def _build(self, shape, dtype, partition_info):
         from shardflow import ops
         return ops.zeros(shape, dtype=dtype)
@@ -451,6 +460,8 @@ class Zeros(_Initializer):
 
 class Ones(_Initializer):
     """TF1's tf.ones_initializer."""
+
+    _random = False
 
     def _build(self, shape, dtype, partition_info):
         from shardflow import ops
@@ -460,6 +471,8 @@ class Ones(_Initializer):
 class Constant(_Initializer):
     """TF1's tf.constant_initializer: `value` (a scalar fills the shape; a list gives the
     values in order, the last one repeated to fill it, unless verify_shape)."""
+
+    _random = False
 
     def __init__(self, value=0, dtype=dtypes.float32, verify_shape=False):
         super().__init__(dtype)
@@ -592,6 +605,8 @@ class Orthogonal(_Initializer):
     rows (or columns, if fewer) are orthonormal. The matrix is drawn with NumPy (QR of a
     normal matrix, signs fixed as TF does) when the graph is built, from `seed` when given,
     and kept in the graph as a constant: every run of the initializer gives the same value."""
+
+    _random = False
 
     def __init__(self, gain=1.0, seed=None, dtype=dtypes.float32):
         super().__init__(dtype)

@@ -53,13 +53,18 @@ class Initializer:
                 return scaling(shape, dtype, partition_info=partition_info)
         # Without a seed of its own, one derived from the graph's (tf.set_random_seed), as
         # every random op: the same program starts from the same weights.
-        seed = self.seed if self.kind in ("zeros", "constant") else _op_seed(self.seed)
+        random = self.kind not in ("zeros", "constant")
+        seed = _op_seed(self.seed) if random else self.seed
+        # The engine's random ops draw float32 and float64: half precision is drawn in float32.
+        draw = dtypes.float32 if random and dtype in (dtypes.float16, dtypes.bfloat16) else dtype
         with g.name_scope(name or self.kind):
-            ref = g._handle.initializer(self.kind, _plain_dims(shape), seed, dtype._enum,
+            ref = g._handle.initializer(self.kind, _plain_dims(shape), seed, draw._enum,
                                         self.value, g._ctx())
             value = g.get_operation_by_name(ref.node).outputs[ref.index]
             if self.mean:
-                value = ops.add(value, ops.constant(self.mean, dtype=dtype))
+                value = ops.add(value, ops.constant(self.mean, dtype=draw))
+            if draw != dtype:
+                value = ops.cast(value, dtype)
         return value
 
     def __repr__(self):

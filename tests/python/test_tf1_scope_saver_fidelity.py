@@ -255,3 +255,19 @@ def test_global_variables_initializer_initializes_imported_variables(tmp_path):
             assert list(sess.run(tf.report_uninitialized_variables())) == []
             sess.run(tf.get_collection("train_op")[0], {"x:0": [[1.0, 1.0]]})
             np.testing.assert_allclose(sess.run("w:0"), [[0.9], [1.9]], rtol=1e-6)
+
+
+def test_half_precision_variables_get_random_initial_values():
+    # get_variable(dtype=tf.float16) with the default Glorot or a random initializer failed:
+    # the engine's random ops draw float32/float64 only; the value is drawn in float32 and cast.
+    tf.set_random_seed(2)
+    a = tf.get_variable("a", [200, 100], dtype=tf.float16)
+    b = tf.get_variable("b", [200, 100], dtype=tf.float16,
+                        initializer=tf.truncated_normal_initializer(stddev=0.1))
+    c = tf.get_variable("c", [200, 100], dtype=tf.float16,
+                        initializer=tf.initializers.he_normal())
+    va, vb, vc = _values(a, b, c)
+    assert va.dtype == vb.dtype == vc.dtype == np.float16
+    assert 0.9 * np.sqrt(6.0 / 300) < np.abs(va).max() <= np.sqrt(6.0 / 300) + 1e-3
+    assert abs(vb.std() / (0.1 * 0.87962566103423978) - 1) < 0.05
+    assert abs(vc.std() / np.sqrt(2.0 / 200) - 1) < 0.05
