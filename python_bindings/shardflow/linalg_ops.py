@@ -6,8 +6,8 @@ float32/float64 tensors.
 The factorizations and solves are NumPy (LAPACK) in PyFunc nodes, so, like tf.py_func, they run
 in the client's process; their gradients are graph ops (TF's formulas: d inv(A) = -A^-T dY A^-T,
 d det = det * A^-T, the Cholesky gradient of Murray 2016, ...) attached with
-gradient_override_map, so models that use them train. svd and qr have no gradient (an error
-says so).
+gradient_override_map, so models that use them train. svd, qr and eigh have TF1's gradients
+too, with TF1's limits (qr: not for wide matrices; svd with full_matrices: |M - N| <= 1).
 
 Example::
 
@@ -172,10 +172,105 @@ def _self_adjoint_eigvals_grad(op, grad_e):
     return [_eigh_grad_from(e, v, _shaped(grad_e, a.shape.as_list()[:-1]), None)]
 
 
-@RegisterGradient("SfNoGradient")
-def _no_gradient(op, *grads):
-    raise ValueError("%s (a NumPy factorization: svd or qr) has no gradient; "
-                     "wrap it in sf.stop_gradient" % op.name)
+def _safe_reciprocal(x):
+    """1 / x, and 0 where x is 0 (the singular-value gaps of repeated values)."""
+    from shardflow.array_ops import where_v2
+    nonzero = ops.not_equal(x, 0.0)
+    return where_v2(nonzero, 1.0 / where_v2(nonzero, x, ops.ones_like(x)), ops.zeros_like(x))
+
+
+def _zeros_if_none(grad, like):
+    return ops.zeros_like(like) if grad is None else _shaped(grad, like.shape)
+
+
+@RegisterGradient("SfSvdValues")
+def _svd_values_grad(op, grad_s):
+    """d s: u diag(grad_s) v^T, as TF1's (compute_uv=False)."""
+    a = op.inputs[0]
+    grad_s = _shaped(grad_s, a.shape.as_list()[:-2] + [min(a.shape.as_list()[-2:])])
+    _, u, v = svd(ops.stop_gradient(a), full_matrices=False)
+    return [ops.matmul(u, ops.matmul(matrix_diag(grad_s), _t(v)))]
+
+
+def _svd_grad(full_matrices):
+    """TF1's SVD gradient (Giles 2008; Townsend's derivation for thin factors), for real
+    matrices whose sizes the graph knows; computed for A^T when A is taller than wide."""
+    def grad_fn(op, grad_s, grad_u, grad_v):
+        a = op.inputs[0]
+        m, n = a.shape.as_list()[-2:]
+        batch, k = a.shape.as_list()[:-2], min(m, n)
+        s = _out(op, 0, batch + [k])
+        u = _out(op, 1, batch + [m, m if full_matrices else k])
+        v = _out(op, 2, batch + [n, n if full_matrices else k])
+        grad_s = _zeros_if_none(grad_s, s)
+        grad_u, grad_v = _zeros_if_none(grad_u, u), _zeros_if_none(grad_v, v)
+        transposed = m > n
+        if transposed:                      # A^T = V S U^T
+            m, n = n, m
+            u, v, grad_u, grad_v = v, u, grad_v, grad_u
+        if full_matrices and abs(m - n) > 1:
+            raise NotImplementedError("svd gradient is not implemented for abs(m - n) > 1 "
+                                      "when full_matrices is True (nor in TF1)")
+        s_mat = matrix_diag(s)
+        s2 = ops.square(s)
+        f = matrix_set_diag_zero(_safe_reciprocal(ops.expand_dims(s2, -2) -
+                                                  ops.expand_dims(s2, -1)))
+        v1, grad_v1 = v[..., :, :m], grad_v[..., :, :m]
+        f_u = f * ops.matmul(_t(u), grad_u)
+        f_v = f * ops.matmul(_t(v1), grad_v1)
+        middle = (matrix_diag(grad_s) + ops.matmul(f_u + _t(f_u), s_mat) +
+                  ops.matmul(s_mat, f_v + _t(f_v)))
+        grad_a = ops.matmul(u, ops.matmul(middle, _t(v1)))
+        if m != n:
+            gv1t = _t(grad_v1)
+            rest = gv1t - ops.matmul(ops.matmul(gv1t, v1), _t(v1))
+            if full_matrices:
+                v2, grad_v2 = v[..., :, m:n], grad_v[..., :, m:n]
+                rest = rest - ops.matmul(ops.matmul(_t(v1), grad_v2), _t(v2))
+            grad_a = grad_a + ops.matmul(ops.matmul(u, matrix_diag(_safe_reciprocal(s))), rest)
+        return [_t(grad_a) if transposed else grad_a]
+    return grad_fn
+
+
+def matrix_set_diag_zero(x):
+    """x with the diagonal of each innermost square matrix set to 0."""
+    n = x.shape.as_list()[-1]
+    from shardflow.array_ops import where_v2
+    return where_v2(ops.constant(np.eye(n, dtype=bool)), ops.zeros_like(x), x)
+
+
+RegisterGradient("SfSvd-0")(_svd_grad(False))
+RegisterGradient("SfSvd-1")(_svd_grad(True))
+
+
+def _qr_grad(full_matrices):
+    return lambda op, grad_q, grad_r: _qr_grad_fn(op, grad_q, grad_r, full_matrices)
+
+
+def _qr_grad_fn(op, grad_q, grad_r, full_matrices):
+    """TF1's QR gradient, for square or tall matrices with reduced factors (R square)."""
+    a = op.inputs[0]
+    m, n = a.shape.as_list()[-2:]
+    k = m if full_matrices else min(m, n)
+    q = _out(op, 0, a.shape.as_list()[:-2] + [m, k])
+    r = _out(op, 1, a.shape.as_list()[:-2] + [k, n])
+    if k != n:
+        raise NotImplementedError("qr gradient is not implemented when the matrix is wider than "
+                                  "tall, or for full_matrices=True with more rows than "
+                                  "columns (nor in TF1)")
+    grad_q, grad_r = _zeros_if_none(grad_q, q), _zeros_if_none(grad_r, r)
+    qdq = ops.matmul(_t(q), grad_q)
+    rdr = ops.matmul(r, _t(grad_r))
+    tril = matrix_band_part(qdq - _t(qdq) + rdr - _t(rdr), -1, 0)
+
+    def times_r_inverse_t(x):        # x R^-T, R upper triangular
+        return _t(matrix_triangular_solve(r, _t(x), lower=False, adjoint=False))
+    return [ops.matmul(q, grad_r + times_r_inverse_t(tril)) +
+            times_r_inverse_t(grad_q - ops.matmul(q, qdq))]
+
+
+RegisterGradient("SfQr-0")(_qr_grad(False))
+RegisterGradient("SfQr-1")(_qr_grad(True))
 
 
 # ---- the ops --------------------------------------------------------------------------------
@@ -259,7 +354,8 @@ def cholesky_solve(chol, rhs, name=None):
 
 def svd(tensor, full_matrices=False, compute_uv=True, name=None):
     """Singular values s [..., K] (descending) and, with compute_uv, u [..., M, K'] and
-    v [..., N, K'] with A = u diag(s) v^T, as TF1's tf.svd (returns s, u, v). No gradient."""
+    v [..., N, K'] with A = u diag(s) v^T, as TF1's tf.svd (returns s, u, v). Differentiable
+    as TF1's."""
     a = convert_to_tensor(tensor)
     dims = a.shape.as_list() if a.shape.ndims is not None else None
     if dims is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
@@ -269,7 +365,7 @@ def svd(tensor, full_matrices=False, compute_uv=True, name=None):
     batch = dims[:-2]
     if not compute_uv:
         return _numpy_op(lambda x: np.linalg.svd(x, compute_uv=False), [a], [a.dtype],
-                         [batch + [k]], "SfNoGradient", name or "Svd")[0]
+                         [batch + [k]], "SfSvdValues", name or "Svd")[0]
 
     def run(x):
         u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
@@ -277,13 +373,13 @@ def svd(tensor, full_matrices=False, compute_uv=True, name=None):
 
     ku, kv = (m, n) if full_matrices else (k, k)
     s, u, v = _numpy_op(run, [a], [a.dtype] * 3, [batch + [k], batch + [m, ku], batch + [n, kv]],
-                        "SfNoGradient", name or "Svd")
+                        "SfSvd-%d" % bool(full_matrices), name or "Svd")
     return s, u, v
 
 
 def qr(input, full_matrices=False, name=None):  # noqa: A002
-    """(q, r) with A = q r, q orthonormal columns, r upper triangular, as TF1's tf.qr. No
-    gradient."""
+    """(q, r) with A = q r, q orthonormal columns, r upper triangular, as TF1's tf.qr.
+    Differentiable as TF1's (square or tall matrices, reduced factors)."""
     a = convert_to_tensor(input)
     dims = a.shape.as_list() if a.shape.ndims is not None else None
     if dims is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
@@ -294,7 +390,7 @@ def qr(input, full_matrices=False, name=None):  # noqa: A002
     return tuple(_numpy_op(lambda x: tuple(np.linalg.qr(x, "complete" if full_matrices
                                                            else "reduced")),
                            [a], [a.dtype] * 2, [batch + [m, k], batch + [k, n]],
-                           "SfNoGradient", name or "Qr"))
+                           "SfQr-%d" % bool(full_matrices), name or "Qr"))
 
 
 def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):

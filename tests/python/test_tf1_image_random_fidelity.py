@@ -482,3 +482,42 @@ def test_ssim_multiscale_against_numpy():
                     tf.image.ssim_multiscale(a.astype(np.float32), a.astype(np.float32), 1.0))
     np.testing.assert_allclose(got, want, rtol=1e-4)
     np.testing.assert_allclose(same, [1.0, 1.0], rtol=1e-5)
+
+
+def test_svd_and_qr_have_tf1s_gradients():
+    # TF1 registers gradients for Svd and Qr; tf.gradients raised 'has no gradient' here.
+    rs = np.random.RandomState(5)
+    cases = []
+    for shape, full in (((4, 3), False), ((3, 5), False), ((4, 3), True), ((3, 3), True)):
+        x0 = rs.randn(*shape)
+        m, n = shape
+        k = min(m, n)
+        w_s, w_u, w_v = rs.randn(k), rs.randn(m, m), rs.randn(n, n)
+        a = tf.constant(x0)
+        s, u, v = tf.svd(a, full_matrices=full)
+        # Sign-free functions of the factors: the singular values and the projectors u u^T,
+        # v v^T onto the leading singular vectors.
+        uk, vk = u[:, :k], v[:, :k]
+        loss = (tf.reduce_sum(s * w_s) + tf.reduce_sum(tf.matmul(uk, uk, transpose_b=True) * w_u) +
+                tf.reduce_sum(tf.matmul(vk, vk, transpose_b=True) * w_v))
+
+        def ref(x, full=full, k=k, w_s=w_s, w_u=w_u, w_v=w_v):
+            uu, ss, vh = np.linalg.svd(x, full_matrices=full)
+            vv = vh.T
+            return (np.sum(ss * w_s) + np.sum(uu[:, :k] @ uu[:, :k].T * w_u) +
+                    np.sum(vv[:, :k] @ vv[:, :k].T * w_v))
+        cases.append((tf.gradients(loss, a)[0], ref, x0))
+    x0 = rs.randn(5, 3)
+    w_q, w_r = rs.randn(5, 3), rs.randn(3, 3)
+    a = tf.constant(x0)
+    q, r = tf.qr(a)
+    cases.append((tf.gradients(tf.reduce_sum(q * w_q) + tf.reduce_sum(r * w_r), a)[0],
+                  lambda x: np.sum(np.linalg.qr(x)[0] * w_q) + np.sum(np.linalg.qr(x)[1] * w_r),
+                  x0))
+    x1 = rs.randn(4, 3)
+    a1 = tf.constant(x1)
+    cases.append((tf.gradients(tf.reduce_sum(tf.svd(a1, compute_uv=False) ** 2), a1)[0],
+                  lambda x: np.sum(np.linalg.svd(x, compute_uv=False) ** 2), x1))
+    got = run(*[c[0] for c in cases])
+    for g, (_, ref, x) in zip(got, cases):
+        np.testing.assert_allclose(g, _numeric_grad(ref, x), atol=1e-5)
