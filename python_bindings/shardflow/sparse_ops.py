@@ -16,9 +16,9 @@ entries, except:
 - to_dense / sparse_to_dense build the dense result (as in TF1). Repeated indices add up
   (TF1 with validate_indices=True rejects them); an index outside dense_shape fails the step
   when validate_indices is true.
-- reorder sorts by comparing every pair of entries: O(N^2) time and memory (the engine has no
-  sort), fine for the thousands of entries of a batch, not for millions; concat and
-  fill_empty_rows sort their result with it.
+- reorder sorts the entries' row-major positions with a stable top_k over all of them
+  (O(N log N)); concat, fill_empty_rows, add, transpose and merge sort their result
+  with it.
 - to_dense, sparse_dense_matmul (rank 2), reorder, retain and reshape (to a new shape of
   known length) take a rank known only at run time (tf.sparse_placeholder(dtype) with no
   shape); reduce_sum over given axes, add of two SparseTensors and transpose need it when the
@@ -344,19 +344,17 @@ def sparse_add(a, b, thresh=0, threshold=None, name=None):
 
 def reorder(sp_input, name=None):
     """`sp_input` with its entries in row-major order of their indices, as TF1's
-    tf.sparse.reorder / tf.sparse_reorder (entries with one coordinate keep their order).
-    Sorting compares every pair of entries: O(N^2) time and memory (Note [Sparse ops as
+    tf.sparse.reorder / tf.sparse_reorder (entries with one coordinate keep their order): a
+    stable sort of their row-major positions, O(N log N) (Note [Sparse ops as
     compositions]). Gradients flow to values."""
+    from shardflow.nn import top_k
     sp = convert_to_sparse(sp_input)
     linear = _full_linear(sp)[0]
-    position = ops.cumsum(ops.ones_like(ops.cast(linear, dtypes.float64))) - np.asarray(1.0)
-    lin_i, lin_j = ops.expand_dims(linear, 1), ops.expand_dims(linear, 0)
-    pos_i, pos_j = ops.expand_dims(position, 1), ops.expand_dims(position, 0)
-    before = ops.logical_or(ops.less(lin_j, lin_i),
-                            ops.logical_and(ops.equal(lin_j, lin_i), ops.less(pos_j, pos_i)))
-    place = ops.reduce_sum(ops.cast(before, dtypes.int32), axis=1)  # where entry i goes
-    order = ops.cast(segment_ops.unsorted_segment_sum(position, place, ops.shape(linear)[0]),
-                     dtypes.int32)
+    # top_k of -position - 1 (no overflow: positions are >= 0) puts the smallest position
+    # first, and ties in their order: a stable ascending sort, as sf.argsort (which an
+    # empty vector trips up).
+    flipped = ops.expand_dims(ops.subtract(ops.negative(linear), _i64(1)), 0)
+    order = ops.reshape(top_k(flipped, ops.shape(linear)[0])[1], [-1])
     return SparseTensor(array_ops.gather(sp.indices, order),
                         array_ops.gather(sp.values, order, name=name),
                         sp.dense_shape, _static_dims=_static(sp))
@@ -437,7 +435,7 @@ def sparse_concat(axis, sp_inputs, name=None, expand_nonconcat_dim=False, concat
     `axis` (TF1's tf.sparse_concat / tf.sparse.concat): each input's entries shift along axis
     by the sizes of the inputs before it; the result is in row-major order. The other
     dimensions must agree, unless expand_nonconcat_dim(s), which takes their maximum.
-    Gradients flow to the values. The ordering is reorder's (O(N^2), Note [Sparse ops as
+    Gradients flow to the values. The ordering is reorder's (Note [Sparse ops as
     compositions])."""
     if concat_dim is not None:
         axis = concat_dim
@@ -505,7 +503,7 @@ def sparse_fill_empty_rows(sp_input, default_value, name=None):
     """(output, empty_row_indicator) as TF1's tf.sparse.fill_empty_rows: each row (index
     along dimension 0) of `sp_input` without entries gets one, `default_value` at
     [row, 0, ..., 0]; empty_row_indicator is bool [rows], true for those. Output in row-major
-    order (sorted by reorder: O(N^2)). Gradients flow to the values."""
+    order (sorted by reorder). Gradients flow to the values."""
     sp = convert_to_sparse(sp_input)
     rank = _rank(sp, "sparse_fill_empty_rows")
     rows = sp.dense_shape[0]

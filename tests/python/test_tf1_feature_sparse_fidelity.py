@@ -446,3 +446,26 @@ def test_numeric_column_keeps_the_batch_dimension():
     grid = tf.placeholder(tf.float32, [None, 2, 3])
     out = fc.input_layer({"g": grid}, [fc.numeric_column("g", shape=(2, 3))])
     np.testing.assert_array_equal(run(out, {grid: np.ones((1, 2, 3))}), np.ones((1, 6)))
+
+
+# ---- reorder is a sort, not a pairwise comparison -----------------------------------------------
+
+def test_reorder_sorts_many_entries_stably():
+    rng = np.random.RandomState(0)
+    n = 50000   # the pairwise comparison this replaces needed N^2 (2.5e9) entries of memory
+    linear = rng.choice(1000 * 1000, n, replace=False)
+    idx = np.stack([linear // 1000, linear % 1000], 1)
+    values = tf.constant(rng.rand(n).astype(np.float32))
+    out = tf.sparse_reorder(tf.SparseTensor(idx, values, [1000, 1000]))
+    grad = tf.gradients(tf.reduce_sum(out.values * tf.range(n, dtype=tf.float32)), values)[0]
+    got, g = run([out, grad])
+    order = np.argsort(linear)
+    np.testing.assert_array_equal(got.indices, idx[order])
+    np.testing.assert_array_equal(g[order], np.arange(n))
+    # Repeated coordinates keep their order; an empty SparseTensor stays empty.
+    dup = tf.SparseTensor([[1, 0], [0, 1], [1, 0], [0, 1]], [1., 2., 3., 4.], [2, 2])
+    empty = tf.sparse_placeholder(tf.float32)
+    got, none = run([tf.sparse.reorder(dup), tf.sparse.reorder(empty)],
+                    {empty: tf.SparseTensorValue(np.zeros((0, 3), np.int64), [], [2, 2, 2])})
+    assert got.values.tolist() == [2., 4., 1., 3.]
+    assert none.indices.shape == (0, 3) and none.values.size == 0
