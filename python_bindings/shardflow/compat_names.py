@@ -621,6 +621,12 @@ def _stateless_categorical(logits, num_samples, seed, dtype=dtypes.int64, name=N
     return out
 
 
+def _stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64, name=None):
+    """TF1's tf.random.stateless_multinomial: stateless_categorical with its dtype called
+    output_dtype."""
+    return _stateless_categorical(logits, num_samples, seed, dtype=output_dtype, name=name)
+
+
 def _attach_aliases():
     """Adds the names above, and TF1's other spellings of existing ones, to the namespaces
     that lacked them. Called once by shardflow/__init__.py."""
@@ -644,7 +650,8 @@ def _attach_aliases():
                     "stateless_normal": ops.stateless_random_normal,
                     "stateless_truncated_normal": ops.stateless_truncated_normal,
                     "stateless_categorical": _stateless_categorical,
-                    "stateless_multinomial": _stateless_categorical,
+                    "stateless_multinomial": _stateless_multinomial,
+                    "get_seed": sf.get_seed,
                     "multinomial": sf.multinomial,
                     "fixed_unigram_candidate_sampler": sf.nn.fixed_unigram_candidate_sampler,
                     "log_uniform_candidate_sampler": sf.nn.log_uniform_candidate_sampler,
@@ -667,7 +674,9 @@ def _attach_aliases():
                   "scalar_mul": scalar_mul, "real": real, "imag": imag, "conj": conj},
         sf.linalg: {"global_norm": sf.global_norm, "matvec": _matvec, "adjoint": _adjoint,
                     "normalize": _normalize, "tensor_diag": sf.diag,
-                    "tensor_diag_part": sf.diag_part},
+                    "tensor_diag_part": sf.diag_part,
+                    "cholesky_solve": getattr(sf, "cholesky_solve", None)},
+        sf.debugging: {"assert_proper_iterable": sf.assert_proper_iterable},
         sf.contrib.framework: {"is_tensor": sf.is_tensor,
                                "local_variable": _local_variable},
     }
@@ -678,7 +687,7 @@ def _attach_aliases():
             additions[sf]["sparse_" + name] = getattr(sf.sparse, name)
     for namespace, names in additions.items():
         for name, value in names.items():
-            if not hasattr(namespace, name):
+            if value is not None and not hasattr(namespace, name):
                 setattr(namespace, name, value)
     if not hasattr(sf, "newaxis"):
         sf.newaxis = None                    # x[:, tf.newaxis] inserts a dimension of size 1

@@ -298,20 +298,24 @@ class Dense(Layer):
 
 
 class Conv2D(Layer):
-    """2-D convolution of NHWC inputs, plus a bias and an optional activation.
+    """2-D convolution of NHWC inputs, plus a bias and an optional activation; TF1's
+    tf.layers.Conv2D, with its parameter order (filters, kernel_size, strides, padding,
+    data_format, dilation_rate, activation, use_bias, ...) and its default padding 'valid'.
 
     Regularizers as for Dense.
 
-    Example: ``h = sf.layers.Conv2D(32, 5, activation=sf.nn.relu)(images)``.
+    Example: ``h = sf.layers.Conv2D(32, 5, padding="same", activation=sf.nn.relu)(images)``.
     """
 
     _default_name = "conv2d"
 
-    def __init__(self, filters, kernel_size, strides=1, padding="SAME", activation=None,
-                 use_bias=True, kernel_initializer=None, seed=0, name=None, device=None,
-                 bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
-                 activity_regularizer=None, dilation_rate=1, kernel_constraint=None,
-                 bias_constraint=None, trainable=True, data_format="channels_last"):
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", dilation_rate=(1, 1), activation=None,
+                 use_bias=True, kernel_initializer=None, bias_initializer=None,
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
+                 seed=0, device=None, **kwargs):
+        _layer_kwargs(kwargs, type(self).__name__)
         super().__init__(name, device)
         if data_format not in (None, "channels_last", "NHWC"):
             raise ValueError("layers.Conv2D(data_format=%r): only channels_last (NHWC) is "
@@ -327,7 +331,7 @@ class Conv2D(Layer):
         self.kernel_size = ((kernel_size, kernel_size) if isinstance(kernel_size, int)
                             else tuple(kernel_size))
         self.strides = strides
-        self.padding = padding
+        self.padding = padding.upper() if isinstance(padding, str) else padding
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer or initializers.glorot_uniform(seed)
@@ -421,6 +425,23 @@ class Conv2DTranspose(Conv2D):
     """
 
     _default_name = "conv2d_transpose"
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", activation=None, use_bias=True,
+                 kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+                 bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, seed=0, device=None,
+                 **kwargs):
+        """TF1's tf.layers.Conv2DTranspose parameters, in its order (no dilation_rate)."""
+        super().__init__(filters, kernel_size, strides=strides, padding=padding,
+                         data_format=data_format, activation=activation, use_bias=use_bias,
+                         kernel_initializer=kernel_initializer,
+                         bias_initializer=bias_initializer,
+                         kernel_regularizer=kernel_regularizer,
+                         bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer,
+                         kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                         trainable=trainable, name=name, seed=seed, device=device, **kwargs)
 
     def build(self, input_shape):
         c_in = _last_dim(input_shape, "Conv2DTranspose")
@@ -662,7 +683,12 @@ class BatchNormalization(Layer):
 class _Pool2D(Layer):
     """A pooling window over NHWC inputs; subclasses name the nn function."""
 
-    def __init__(self, pool_size=2, strides=None, padding="VALID", name=None, device=None):
+    def __init__(self, pool_size=2, strides=None, padding="VALID",
+                 data_format="channels_last", name=None, device=None, **kwargs):
+        _layer_kwargs(kwargs, type(self).__name__)
+        _channels_last(data_format, type(self).__name__)
+        if isinstance(padding, str):
+            padding = padding.upper()
         super().__init__(name, device)
         self.pool_size = pool_size
         self.strides = pool_size if strides is None else strides
@@ -706,8 +732,7 @@ class MaxPooling2D(MaxPool2D):
     def __init__(self, pool_size, strides=None, padding="valid", data_format="channels_last",
                  name=None, device=None, **kwargs):
         _layer_kwargs(kwargs, "MaxPooling2D")
-        _channels_last(data_format, "MaxPooling2D")
-        super().__init__(pool_size, strides, padding.upper(), name, device)
+        super().__init__(pool_size, strides, padding, data_format, name, device)
 
 
 class _Pool1D(Layer):

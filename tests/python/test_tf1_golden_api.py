@@ -184,3 +184,77 @@ def test_top_level_sparse_spellings():
     soft = _run(tf.sparse_tensor_to_dense(tf.sparse_softmax(sp)))
     e = np.exp([1.0, 5.0])
     np.testing.assert_allclose(soft, [[e[0] / e.sum(), 0, e[1] / e.sum()], [0, 1, 0]], rtol=1e-6)
+
+
+# --- tf.layers classes: TF1's parameter order and defaults ---------------------------------
+
+def _conv_valid(x, k):
+    """NHWC 'VALID' cross-correlation in NumPy."""
+    n, h, w, _ = x.shape
+    kh, kw, _, co = k.shape
+    out = np.zeros((n, h - kh + 1, w - kw + 1, co), np.float32)
+    for i in range(h - kh + 1):
+        for j in range(w - kw + 1):
+            out[:, i, j, :] = np.tensordot(x[:, i:i + kh, j:j + kw, :], k, axes=3)
+    return out
+
+
+def test_layers_conv2d_defaults_to_valid_padding_as_tf1():
+    rng = np.random.RandomState(0)
+    x = rng.rand(2, 6, 5, 2).astype(np.float32)
+    with tf.Graph().as_default():
+        layer = tf.layers.Conv2D(3, 3)
+        y = layer(tf.constant(x))
+        assert y.shape.as_list() == [2, 4, 3, 3]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got, kernel, bias = sess.run([y, layer.kernel, layer.bias])
+    np.testing.assert_allclose(got, _conv_valid(x, kernel) + bias, rtol=1e-5, atol=1e-6)
+
+
+def test_layers_conv2d_positional_parameters():
+    x = np.zeros((1, 7, 7, 2), np.float32)
+    with tf.Graph().as_default():
+        # (filters, kernel_size, strides, padding, data_format, dilation_rate, activation)
+        y = tf.layers.Conv2D(4, 3, (1, 1), "valid", "channels_last", (2, 2), tf.nn.relu)(x)
+        assert y.shape.as_list() == [1, 3, 3, 4]
+        z = tf.layers.Conv2D(4, 3, 2, "same")(x)
+        assert z.shape.as_list() == [1, 4, 4, 4]
+        t = tf.layers.Conv2DTranspose(3, 3)(x)                     # 'valid': (7 - 1) + 3
+        assert t.shape.as_list() == [1, 9, 9, 3]
+        u = tf.layers.Conv2DTranspose(3, 3, 2, "same", "channels_last", tf.nn.relu)(x)
+        assert u.shape.as_list() == [1, 14, 14, 3]
+        with pytest.raises(ValueError, match="channels_last"):
+            tf.layers.Conv2D(4, 3, data_format="channels_first")
+
+
+def test_layers_pooling_takes_data_format():
+    x = np.arange(32, dtype=np.float32).reshape(1, 4, 4, 2)
+    with tf.Graph().as_default():
+        avg = tf.layers.AveragePooling2D(2, 2, "valid", "channels_last")(x)
+        mx = tf.layers.MaxPooling2D(2, 2, data_format="channels_last")(x)
+        got_avg, got_max = _run([avg, mx])
+        with pytest.raises(ValueError, match="channels_last"):
+            tf.layers.AveragePooling2D(2, 2, data_format="channels_first")
+    blocks = x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 3, 2, 4, 5).reshape(1, 2, 2, 4, 2)
+    np.testing.assert_allclose(got_avg, blocks.mean(3))
+    np.testing.assert_allclose(got_max, blocks.max(3))
+
+
+# --- names of tf.random, tf.linalg and tf.debugging ------------------------------------------
+
+def test_random_linalg_debugging_names():
+    assert tf.random.get_seed(5) == tf.get_seed(5)
+    with tf.Graph().as_default():
+        s = tf.random.stateless_multinomial([[0.0, 50.0], [50.0, 0.0]], 3, [1, 2],
+                                            output_dtype=tf.int32)
+        assert s.dtype == tf.int32
+        np.testing.assert_array_equal(_run(s), [[1, 1, 1], [0, 0, 0]])
+    a = np.float64([[4.0, 2.0], [2.0, 3.0]])
+    rhs = np.float64([[1.0], [2.0]])
+    chol = np.linalg.cholesky(a)
+    np.testing.assert_allclose(_run(tf.linalg.cholesky_solve(chol, rhs)),
+                               np.linalg.solve(a, rhs), rtol=1e-10)
+    tf.debugging.assert_proper_iterable([1, 2])
+    with pytest.raises(TypeError):
+        tf.debugging.assert_proper_iterable("abc")
