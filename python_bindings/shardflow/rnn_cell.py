@@ -155,14 +155,16 @@ class RNNCell:
 
     def _build_and_call(self, inputs, state):
         if not getattr(self, "built", False):
-            self._dtype_hint = inputs.dtype
-            self.build(inputs.shape)
+            flat = _flatten(inputs)
+            self._dtype_hint = flat[0].dtype if flat else None
+            self.build(_pack(inputs, [x.shape for x in flat]))
             self.built = True
         return self.call(inputs, state)
 
     def __call__(self, inputs, state, scope=None):
         # The first call fixes the scope; later calls (every time step) reuse its variables.
-        inputs = convert_to_tensor(inputs)
+        # Nested inputs (a tuple of tensors) stay nested, as TF1's.
+        inputs = _pack(inputs, [convert_to_tensor(x) for x in _flatten(inputs)])
         if getattr(self, "_scope", None) is None:
             name = getattr(self, "_name", None)
             if scope is not None:
@@ -397,7 +399,8 @@ class _Wrapper(RNNCell):
         return self._cell.zero_state(batch_size, dtype)
 
     def __call__(self, inputs, state, scope=None):
-        return self.call(convert_to_tensor(inputs), state, scope)
+        return self.call(_pack(inputs, [convert_to_tensor(x) for x in _flatten(inputs)]), state,
+                         scope)
 
 
 def _keep_prob(value, what):
@@ -567,28 +570,38 @@ def _select(chosen, new, old):
 
 def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
                 parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
-    """Runs `cell` over the time steps of `inputs` ([batch, time, depth], or [time, batch,
-    depth] with time_major) in one while_loop; returns (outputs, final state) as TF1 does.
-    With `sequence_length` ([batch] ints), a sequence's outputs past its length are zeros and
-    its state stops changing there."""
-    x = convert_to_tensor(inputs)
-    if x.shape.ndims is None or x.shape.ndims < 3:
-        raise ValueError("dynamic_rnn takes [batch, time, depth...] inputs of a known rank, "
-                         "got shape %s" % x.shape)
-    rank = x.shape.ndims
+    """Runs `cell` over the time steps of `inputs` ([batch, time, depth...], or [time, batch,
+    depth...] with time_major; or a nested tuple of such tensors) in one while_loop; returns
+    (outputs, final state) as TF1 does, the outputs nested as the cell's. With
+    `sequence_length` ([batch] ints), a sequence's outputs past its length are zeros and its
+    state stops changing there."""
+    nested_in = isinstance(inputs, (list, tuple))
+    flat_in = [convert_to_tensor(v) for v in _flatten(inputs)]
+    for v in flat_in:
+        if v.shape.ndims is None or v.shape.ndims < 3:
+            raise ValueError("dynamic_rnn takes [batch, time, depth...] inputs of a known "
+                             "rank, got shape %s" % v.shape)
     with variable_scope(scope or "rnn") as varscope:
-        dims = x.shape.as_list()
-        swap = [1, 0] + list(range(2, rank))       # batch-major <-> time-major
-        if not time_major:
-            x = ops.transpose(x, swap)
-            dims = [dims[1], dims[0]] + dims[2:]
+        xs, in_dims = [], []
+        for v in flat_in:
+            d = v.shape.as_list()
+            if not time_major:
+                v = ops.transpose(v, [1, 0] + list(range(2, len(d))))
+                d = [d[1], d[0]] + d[2:]
+            xs.append(v)
+            in_dims.append(d)
+        x, dims = xs[0], in_dims[0]
 
         def read(t):
-            """Step t's inputs [batch, depth], with the dimensions known of `inputs` (a shape
-            only Python knew, e.g. after set_shape, is not carried through the transpose)."""
-            x_t = array_ops.gather(x, t)
-            x_t.set_shape(dims[1:])
-            return x_t
+            """Step t's inputs [batch, depth...], with the dimensions known of `inputs` (a
+            shape only Python knew, e.g. after set_shape, is not carried through the
+            transpose)."""
+            steps = []
+            for v, d in zip(xs, in_dims):
+                v_t = array_ops.gather(v, t)
+                v_t.set_shape(d[1:])
+                steps.append(v_t)
+            return _pack(inputs, steps) if nested_in else steps[0]
 
         batch = dims[1] if dims[1] is not None else ops.shape(x)[1]
         time = dims[0] if dims[0] is not None else ops.shape(x)[0]
@@ -608,7 +621,8 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             valid = in_time
             if lengths is not None:
                 valid = ops.logical_and(in_time, ops.less(t, lengths))
-            out = _select(valid, new_out, _select(in_time, ops.zeros_like(new_out), out))
+            out = _pack(new_out, [_select(valid, n, _select(in_time, ops.zeros_like(n), o))
+                                  for n, o in zip(_flatten(new_out), _flatten(out))])
             # A step counter (AttentionWrapperState.time) stops at the end of the input.
             state = [_select(valid if n.dtype.is_floating and n.shape.ndims != 0 else in_time,
                              n, o)
@@ -623,7 +637,8 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         # The loop's calls reuse what the first made (a cell overriding __call__ makes its
         # variables with get_variable on every call), as TF1's one call in its loop does.
         varscope.reuse_variables()
-        zero = ops.zeros_like(first_out)
+        flat_first = [convert_to_tensor(o) for o in _flatten(first_out)]
+        zero = _pack(first_out, [ops.zeros_like(o) for o in flat_first])
         out0, state0 = step(0, zero, flat_init, first_out, first_state)
 
         def cond(t, out, state):
@@ -636,19 +651,26 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
             return [nxt] + list(step(nxt, out, _flatten(state), new_out, new_state))
 
         op, n, arrays = _build_while(cond, body, [ops.constant(0), out0, state0], name="while")
-        outputs = op.outputs[n + 1 + 1]          # history of the output variable: [time, ...]
-        out_dims = first_out.shape.as_list()[1:] if first_out.shape.ndims else None
-        if (out_dims is None or None in out_dims) and isinstance(cell.output_size, int):
-            out_dims = [cell.output_size]
-        if isinstance(time, int) and out_dims is not None and None not in out_dims:
-            outputs = ops.reshape(outputs, [time, dims[1] if dims[1] is not None else -1]
-                                  + out_dims)
-        if not time_major:
-            out_rank = 2 + len(out_dims) if out_dims is not None else 3
-            outputs = ops.transpose(outputs, [1, 0] + list(range(2, out_rank)))
+        # The history of each output variable (loop variables 1..k): [time, batch, ...].
+        k = len(flat_first)
+        sizes = _flatten(cell.output_size) if k > 1 else [cell.output_size]
+        outputs = []
+        for j, (first, size) in enumerate(zip(flat_first, sizes + [None] * k)):
+            history = op.outputs[n + 1 + 1 + j]
+            out_dims = first.shape.as_list()[1:] if first.shape.ndims else None
+            if (out_dims is None or None in out_dims) and isinstance(size, int):
+                out_dims = [size]
+            if isinstance(time, int) and out_dims is not None and None not in out_dims:
+                history = ops.reshape(history, [time, dims[1] if dims[1] is not None else -1]
+                                      + out_dims)
+            if not time_major:
+                out_rank = 2 + len(out_dims) if out_dims is not None else 3
+                history = ops.transpose(history, [1, 0] + list(range(2, out_rank)))
+            outputs.append(history)
+        outputs = _pack(first_out, outputs)
         # A TensorArray in the state (AttentionWrapper's alignment_history) was written by
         # the discarded last step too: it keeps its first `time` elements.
-        state = _pack(state0, list(op.outputs[2:n]), [a._first(time) for a in arrays])
+        state = _pack(state0, list(op.outputs[1 + k:n]), [a._first(time) for a in arrays])
     return outputs, state
 
 

@@ -353,3 +353,40 @@ def test_conv_lstm_cell_in_dynamic_rnn_over_frames():
     tf.nn.dynamic_rnn(cell, tf.constant(x_val), dtype=tf.float32)
     assert [v.name for v in tf.trainable_variables()] == [
         "rnn/conv_2d_lstm_cell/kernel:0", "rnn/conv_2d_lstm_cell/biases:0"]
+
+
+class PairCell(tf.nn.rnn_cell.RNNCell):
+    """Reads a pair of inputs and emits a pair of outputs: h' = tanh([a, b, h] @ w),
+    outputs (h', sum(h'))."""
+
+    @property
+    def state_size(self):
+        return 3
+
+    @property
+    def output_size(self):
+        return (3, 1)
+
+    def call(self, inputs, state):
+        a, b = inputs
+        w = tf.get_variable("w", [5 + 3, 3], initializer=tf.constant_initializer(0.1))
+        h = tf.tanh(tf.matmul(tf.concat([a, b, state], 1), w))
+        return (h, tf.reduce_sum(h, 1, keepdims=True)), h
+
+
+def test_dynamic_rnn_nested_inputs_and_outputs():
+    """TF1's dynamic_rnn flattens nested inputs and outputs; a cell emitting a tuple failed
+    with a Concat error and tuple inputs were read as one stacked tensor."""
+    rng = np.random.RandomState(9)
+    a_val = rng.randn(2, 4, 2).astype(np.float32)
+    b_val = rng.randn(2, 4, 3).astype(np.float32)
+    tf.reset_default_graph()
+    (out, total), state = tf.nn.dynamic_rnn(PairCell(), (tf.constant(a_val), tf.constant(b_val)),
+                                            sequence_length=[4, 2], dtype=tf.float32)
+    assert out.shape.as_list() == [2, 4, 3] and total.shape.as_list() == [2, 4, 1]
+    got_out, got_total, got_state = _run([out, total, state])
+    want, _ = _numpy_tanh_rnn(np.concatenate([a_val, b_val], 2), 3)
+    want[1, 2:] = 0
+    np.testing.assert_allclose(got_out, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_total[..., 0], want.sum(2), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_state, [want[0, 3], want[1, 1]], rtol=1e-5, atol=1e-6)
