@@ -132,6 +132,11 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=LOSSE
         return _weighted_loss(losses, weights, loss_collection, reduction, name)
 
 
+def _known_nonempty(x):
+    dims = x.shape.as_list() if x.shape.ndims is not None else None
+    return dims is not None and all(d is not None and d > 0 for d in dims)
+
+
 def _weighted_loss(losses, weights, loss_collection, reduction, name,
                    what="compute_weighted_loss"):
     """compute_weighted_loss inside the caller's scope; `what` names the loss in errors."""
@@ -147,11 +152,11 @@ def _weighted_loss(losses, weights, loss_collection, reduction, name,
         loss = ops.identity(weighted, name=name) if name else weighted
     elif reduction == Reduction.SUM:
         loss = ops.reduce_sum(weighted, name=name)
-    elif _is_python_scalar(w) and w != 0 and reduction in (
-            Reduction.SUM_OVER_BATCH_SIZE, Reduction.SUM_BY_NONZERO_WEIGHTS):
+    elif (_is_python_scalar(w) and w != 0 and _known_nonempty(losses) and reduction in (
+            Reduction.SUM_OVER_BATCH_SIZE, Reduction.SUM_BY_NONZERO_WEIGHTS)):
         # Every element counts: the plain mean (the graph unweighted losses always had).
         loss = ops.reduce_mean(weighted, name=name)
-    else:
+    else:   # as TF1, a sum over no elements (an empty batch) is 0, not NaN
         if reduction == Reduction.MEAN:
             den = ops.reduce_sum(ops.multiply(ops.ones_like(losses), w))
         elif reduction == Reduction.SUM_OVER_BATCH_SIZE:

@@ -324,6 +324,19 @@ def test_sparse_softmax_cross_entropy_squeezes_shapes_of_unknown_rank():
     assert got == pytest.approx((per_row * w).sum() / 2, rel=1e-5)
 
 
+def test_losses_of_an_empty_batch_are_zero_not_nan():
+    # TF1 divides with div_no_nan; the plain mean of a batch of unknown size gave NaN.
+    R = tf.losses.Reduction
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None])
+        losses = [tf.losses.mean_squared_error(x, x + 1.0),
+                  tf.losses.absolute_difference(x, x, weights=2.0,
+                                                reduction=R.SUM_OVER_BATCH_SIZE)]
+        with tf.Session() as s:
+            assert s.run(losses, {x: np.zeros(0, np.float32)}) == [0.0, 0.0]
+            assert s.run(losses, {x: np.zeros(3, np.float32)}) == [1.0, 0.0]
+
+
 # ---- tf.contrib.metrics ---------------------------------------------------------------------
 
 
