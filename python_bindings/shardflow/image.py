@@ -361,18 +361,20 @@ def rot90(image, k=1, name=None):
 
 try:
     import PIL  # noqa: F401
-    from shardflow.image_codecs import (decode_and_crop_jpeg, decode_bmp,  # noqa: F401
-                                        decode_gif, decode_image, decode_jpeg, decode_png,
-                                        encode_jpeg, encode_png, extract_jpeg_shape, is_jpeg)
-    _CODECS = ["decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image",
-               "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape",
-               "is_jpeg"]
+    from shardflow.image_codecs import (adjust_jpeg_quality, decode_and_crop_jpeg,  # noqa
+                                        decode_bmp, decode_gif, decode_image, decode_jpeg,
+                                        decode_png, encode_jpeg, encode_png, extract_jpeg_shape,
+                                        is_jpeg, random_jpeg_quality)
+    _CODECS = ["adjust_jpeg_quality", "decode_and_crop_jpeg", "decode_bmp", "decode_gif",
+               "decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png",
+               "extract_jpeg_shape", "is_jpeg", "random_jpeg_quality"]
 except ImportError:
     _CODECS = []
 
 
-_NOT_HERE = ("decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg",
-             "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg")
+_NOT_HERE = ("adjust_jpeg_quality", "decode_and_crop_jpeg", "decode_bmp", "decode_gif",
+             "decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png",
+             "extract_jpeg_shape", "is_jpeg", "random_jpeg_quality")
 
 
 def __getattr__(name):  # noqa: N807 (PEP 562)

@@ -178,6 +178,48 @@ def decode_gif(contents, name=None):
     return out
 
 
+def adjust_jpeg_quality(image, jpeg_quality, name=None):
+    """The [h, w, channels] image after a JPEG round trip at jpeg_quality (0 to 100, an int or
+    an int32 scalar tensor), in its own dtype, as TF1's: converted to uint8
+    (convert_image_dtype), encoded, decoded and converted back."""
+    from shardflow.image import convert_image_dtype
+    image_mod = _pil()
+    x = convert_to_tensor(image)
+    if x.shape.ndims not in (None, 3):
+        raise ValueError("adjust_jpeg_quality takes a [height, width, channels] image, got shape "
+                         "%s" % x.shape)
+    quality = ops.cast(convert_to_tensor(jpeg_quality), dtypes.int32)
+
+    def run(arr, q):
+        arr = np.asarray(arr)
+        if not 0 <= int(q) <= 100:
+            raise ValueError("adjust_jpeg_quality: jpeg_quality must be in [0, 100], got %d"
+                             % int(q))
+        gray = arr.shape[2] == 1
+        buf = io.BytesIO()
+        image_mod.fromarray(arr[:, :, 0] if gray else arr).save(buf, format="JPEG",
+                                                                quality=int(q))
+        out = np.asarray(image_mod.open(io.BytesIO(buf.getvalue())))
+        return (out[:, :, None] if gray else out).astype(np.uint8)
+    as_uint8 = convert_image_dtype(x, dtypes.uint8)
+    out = py_func(run, [as_uint8, quality], dtypes.uint8, stateful=False,
+                  name=name or "AdjustJpegQuality")
+    out.set_shape(x.shape)
+    return convert_image_dtype(out, x.dtype)
+
+
+def random_jpeg_quality(image, min_jpeg_quality, max_jpeg_quality, seed=None):
+    """adjust_jpeg_quality at a quality drawn uniformly from [min_jpeg_quality,
+    max_jpeg_quality) each run (TF1's; 0 <= min < max <= 100)."""
+    if not (0 <= min_jpeg_quality <= 100 and 0 <= max_jpeg_quality <= 100):
+        raise ValueError("jpeg encoding range must be between 0 and 100.")
+    if min_jpeg_quality >= max_jpeg_quality:
+        raise ValueError("`min_jpeg_quality` must be less than `max_jpeg_quality`.")
+    quality = ops.random_uniform([], int(min_jpeg_quality), int(max_jpeg_quality),
+                                 dtype=dtypes.int32, seed=seed)
+    return adjust_jpeg_quality(image, quality)
+
+
 def _encode(image, fmt, options, what, name):
     image_mod = _pil()
     x = convert_to_tensor(image)
@@ -214,5 +256,6 @@ def encode_jpeg(image, format="", quality=95, progressive=False,  # noqa: A002
     return _encode(image, "JPEG", options, "EncodeJpeg", name)
 
 
-__all__ = ["decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg",
-           "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg"]
+__all__ = ["adjust_jpeg_quality", "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg",
+           "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg",
+           "random_jpeg_quality"]

@@ -521,3 +521,21 @@ def test_svd_and_qr_have_tf1s_gradients():
     got = run(*[c[0] for c in cases])
     for g, (_, ref, x) in zip(got, cases):
         np.testing.assert_allclose(g, _numeric_grad(ref, x), atol=1e-5)
+
+
+def test_adjust_and_random_jpeg_quality():
+    pytest.importorskip("PIL")
+    import io
+    from PIL import Image
+    img = (np.random.RandomState(0).rand(16, 16, 3) * 255).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(img).save(buf, format="JPEG", quality=30)
+    want = np.asarray(Image.open(io.BytesIO(buf.getvalue())))
+    as_float = tf.image.adjust_jpeg_quality(tf.image.convert_image_dtype(img, tf.float32), 30)
+    randomized = tf.image.random_jpeg_quality(img, 10, 90, seed=3)
+    assert as_float.dtype == tf.float32 and randomized.shape.as_list() == [16, 16, 3]
+    got, got_float, _ = run(tf.image.adjust_jpeg_quality(img, 30), as_float, randomized)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got_float, want / 255.0, atol=1e-6)
+    with pytest.raises(ValueError, match="less than"):
+        tf.image.random_jpeg_quality(img, 50, 50)
