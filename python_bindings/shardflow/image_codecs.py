@@ -256,6 +256,6 @@ def encode_jpeg(image, format="", quality=95, progressive=False,  # noqa: A002
     return _encode(image, "JPEG", options, "EncodeJpeg", name)
 
 
-__all__ = ["adjust_jpeg_quality", "decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image", "decode_jpeg",
-           "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape", "is_jpeg",
-           "random_jpeg_quality"]
+__all__ = ["adjust_jpeg_quality", "decode_and_crop_jpeg", "decode_bmp", "decode_gif",
+           "decode_image", "decode_jpeg", "decode_png", "encode_jpeg", "encode_png",
+           "extract_jpeg_shape", "is_jpeg", "random_jpeg_quality"]
