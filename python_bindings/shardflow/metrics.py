@@ -154,10 +154,17 @@ def _weights_like(values, weights, what="metric"):
     return ops.multiply(ops.ones_like(values), weights)
 
 
+def _collection_names(names):
+    """A collection name, or several (TF1's add_to_collections: a string is one name)."""
+    if not names:
+        return ()
+    return (names,) if isinstance(names, str) else tuple(dict.fromkeys(names))
+
+
 def _collect(value, update, metrics_collections, updates_collections):
-    for c in metrics_collections or ():
+    for c in _collection_names(metrics_collections):
         add_to_collection(c, value)
-    for c in updates_collections or ():
+    for c in _collection_names(updates_collections):
         add_to_collection(c, update)
     return value, update
 

@@ -104,6 +104,16 @@ def test_accuracy_of_class_scores_says_to_take_the_argmax():
             tf.metrics.accuracy(np.array([1, 0]), np.zeros((2, 3), np.float32))
 
 
+def test_a_collection_name_given_as_a_string_is_one_collection():
+    # It was iterated letter by letter ('m', 'y', ...), as TF1's add_to_collections does not.
+    with tf.Graph().as_default() as g:
+        value, update = tf.metrics.mean([1.0, 2.0], metrics_collections="my_values",
+                                        updates_collections=["my_updates", "my_updates"])
+        assert g.get_collection("my_values") == [value]
+        assert g.get_collection("my_updates") == [update]
+        assert g.get_collection("m") == []
+
+
 def _np_auc(labels, scores, weights, num_thresholds=200, curve="ROC",
             summation_method="trapezoidal", thresholds=None):
     """TF 1.15's tf.metrics.auc: thresholds in [0, 1] widened by 1e-7, rates with 1e-6."""
