@@ -18,6 +18,7 @@ Each is made of existing ops, so gradients flow where TF's do (ensure_shape, rep
 tensor_scatter_*, grad_pass_through's identity).
 """
 
+import enum
 import functools
 import logging
 import re
@@ -452,6 +453,46 @@ def _conv2d_backprop_input(input_sizes, filter=None, out_backprop=None,  # noqa:
                                name=name)
 
 
+def _conv2d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,  # noqa: A002
+                            use_cudnn_on_gpu=True, data_format="NHWC", dilations=(1, 1, 1, 1),
+                            name=None):
+    """tf.nn.conv2d_backprop_filter: the gradient of conv2d(input, filter) with respect to a
+    filter of shape `filter_sizes` [kh, kw, in, out], given the output's gradient."""
+    from shardflow import nn
+    if list(dilations) != [1, 1, 1, 1]:
+        raise ValueError("conv2d_backprop_filter: dilations other than 1 are not supported")
+    if data_format not in ("NHWC", None):
+        raise ValueError("conv2d_backprop_filter: only data_format='NHWC' is supported")
+    sizes = filter_sizes
+    if not isinstance(sizes, Tensor):
+        sizes = np.asarray(sizes, np.int32)
+    out = ops._out("Conv2DBackpropFilter", [input, sizes, out_backprop],
+                   {"strides": nn._four(strides, "strides"), "padding": nn._padding(padding)},
+                   name)
+    if not isinstance(filter_sizes, Tensor):
+        out.set_shape([int(d) for d in filter_sizes])
+    return out
+
+
+class VariableSynchronization(enum.Enum):
+    """TF1's tf.VariableSynchronization: when a distributed variable's copies are synced
+    (accepted by get_variable / Variable; one process has one copy)."""
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+class VariableAggregation(enum.Enum):
+    """TF1's tf.VariableAggregation: how a distributed variable's updates combine (accepted
+    by get_variable / Variable; one process has one copy)."""
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3       # TF1's older name of ONLY_FIRST_REPLICA (an alias)
+
+
 def _num_replicas():
     from shardflow.distribute import get_replica_context
     context = get_replica_context()
@@ -637,6 +678,7 @@ def _attach_aliases():
         sf.nn: {"avg_pool2d": sf.nn.avg_pool, "max_pool2d": sf.nn.max_pool,
                 "max_pool_v2": sf.nn.max_pool, "space_to_batch": sf.space_to_batch,
                 "conv2d_backprop_input": _conv2d_backprop_input,
+                "conv2d_backprop_filter": _conv2d_backprop_filter,
                 "compute_average_loss": _compute_average_loss,
                 "scale_regularization_loss": _scale_regularization_loss},
         sf.train: {"piecewise_constant_decay": sf.train.piecewise_constant,
@@ -663,6 +705,8 @@ def _attach_aliases():
                 "decode_base64": _b64_decode},
         sf: {"encode_base64": _b64_encode, "decode_base64": _b64_decode,
              "OpError": errors.OpError,
+             "VariableSynchronization": VariableSynchronization,
+             "VariableAggregation": VariableAggregation,
              "manip": types.SimpleNamespace(
                  batch_to_space_nd=sf.batch_to_space_nd, gather_nd=sf.gather_nd,
                  reshape=sf.reshape, reverse=sf.reverse, roll=sf.roll, scatter_nd=sf.scatter_nd,

@@ -258,3 +258,27 @@ def test_random_linalg_debugging_names():
     tf.debugging.assert_proper_iterable([1, 2])
     with pytest.raises(TypeError):
         tf.debugging.assert_proper_iterable("abc")
+
+
+def test_nn_conv2d_backprop_filter():
+    rng = np.random.RandomState(1)
+    x = rng.rand(2, 5, 6, 3).astype(np.float32)
+    dy = rng.rand(2, 2, 2, 4).astype(np.float32)                   # VALID, strides 2, 2x3 kernel
+    want = np.zeros((2, 3, 3, 4), np.float32)
+    for a in range(2):
+        for b in range(3):
+            patch = x[:, a:a + 3:2, b:b + 4:2, :]                   # [2, 2, 2, 3]
+            want[a, b] = np.tensordot(patch, dy, axes=([0, 1, 2], [0, 1, 2]))
+    got = _run(tf.nn.conv2d_backprop_filter(x, [2, 3, 3, 4], dy, [1, 2, 2, 1], "VALID"))
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_variable_synchronization_and_aggregation_enums():
+    assert tf.VariableAggregation.ONLY_FIRST_TOWER is tf.VariableAggregation.ONLY_FIRST_REPLICA
+    with tf.Graph().as_default():
+        v = tf.get_variable("v", [2], initializer=tf.zeros_initializer(),
+                            synchronization=tf.VariableSynchronization.ON_READ,
+                            aggregation=tf.VariableAggregation.SUM)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run(v), [0, 0])
