@@ -243,6 +243,99 @@ class TrainingHelper(Helper):
         return finished, inputs, state
 
 
+def _coin_flips(probability, batch_size, seed):
+    """[batch] bools, each true with `probability` (a scalar, or one per row)."""
+    shape = array_ops.stack([convert_to_tensor(batch_size)])
+    draws = ops.random_uniform(shape, seed=seed)
+    return ops.less(draws, ops.cast(probability, draws.dtype))
+
+
+def _rows_where(chosen, new, old):
+    """Row b of `new` where chosen[b], else of `old`."""
+    rank = new.shape.ndims
+    if rank is not None and rank > 1:
+        chosen = ops.reshape(chosen, [-1] + [1] * (rank - 1))
+    return array_ops.where_v2(chosen, new, old)
+
+
+class ScheduledEmbeddingTrainingHelper(TrainingHelper):
+    """TF1's tf.contrib.seq2seq.ScheduledEmbeddingTrainingHelper (scheduled sampling, Bengio
+    et al. 2015): as TrainingHelper, but with `sampling_probability` a row's next input is the
+    embedding of an id drawn from the softmax of its outputs instead of the given input.
+    sample_ids are the drawn ids, -1 where the row was not sampled."""
+
+    def __init__(self, inputs, sequence_length, embedding, sampling_probability,
+                 time_major=False, seed=None, scheduling_seed=None, name=None):
+        super().__init__(inputs, sequence_length, time_major, name)
+        if callable(embedding):
+            self._embed = embedding
+        else:
+            table = convert_to_tensor(embedding)
+            self._embed = lambda ids: array_ops.gather(table, ids)
+        self._sampling_probability = convert_to_tensor(sampling_probability)
+        if self._sampling_probability.shape.ndims not in (0, 1):
+            raise ValueError("sampling_probability must be a scalar or a vector [batch], got "
+                             "shape %s" % self._sampling_probability.shape)
+        self._seed, self._scheduling_seed = seed, scheduling_seed
+
+    def sample(self, time, outputs, state, name=None):
+        from shardflow.array_composites import multinomial
+        chosen = _coin_flips(self._sampling_probability, self.batch_size,
+                             self._scheduling_seed)
+        drawn = ops.cast(ops.reshape(multinomial(outputs, 1, seed=self._seed), [-1]),
+                         dtypes.int32)
+        return array_ops.where_v2(chosen, drawn, ops.zeros_like(drawn) - 1)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished, base, state = super().next_inputs(time, outputs, state, sample_ids)
+        sampled = ops.greater(sample_ids, -1)
+        embedded = self._embed(ops.maximum(sample_ids, 0))
+        inputs = _rows_where(ops.logical_and(sampled, ops.logical_not(
+            array_ops.reduce_all(finished))), embedded, base)
+        return finished, inputs, state
+
+
+class ScheduledOutputTrainingHelper(TrainingHelper):
+    """TF1's tf.contrib.seq2seq.ScheduledOutputTrainingHelper: as TrainingHelper, but with
+    `sampling_probability` a row's next input is its own output (through next_inputs_fn when
+    given, then concatenated with auxiliary_inputs of the next step when given). sample_ids
+    are the [batch] bools of the rows sampled."""
+
+    def __init__(self, inputs, sequence_length, sampling_probability, time_major=False,
+                 seed=None, next_inputs_fn=None, auxiliary_inputs=None, name=None):
+        inputs = convert_to_tensor(inputs)
+        self._auxiliary = None
+        if auxiliary_inputs is not None:
+            auxiliary_inputs = convert_to_tensor(auxiliary_inputs)
+            inputs = ops.concat([inputs, auxiliary_inputs], -1)
+            self._auxiliary = (ops.transpose(auxiliary_inputs, [1, 0, 2]) if time_major
+                               else auxiliary_inputs)
+        super().__init__(inputs, sequence_length, time_major, name)
+        self._sampling_probability = convert_to_tensor(sampling_probability)
+        if self._sampling_probability.shape.ndims not in (0, 1):
+            raise ValueError("sampling_probability must be a scalar or a vector [batch], got "
+                             "shape %s" % self._sampling_probability.shape)
+        self._seed, self._next_inputs_fn = seed, next_inputs_fn
+
+    @property
+    def sample_ids_dtype(self):
+        return dtypes.bool_
+
+    def sample(self, time, outputs, state, name=None):
+        return _coin_flips(self._sampling_probability, self.batch_size, self._seed)
+
+    def next_inputs(self, time, outputs, state, sample_ids, name=None):
+        finished, base, state = super().next_inputs(time, outputs, state, sample_ids)
+        fed = outputs if self._next_inputs_fn is None else self._next_inputs_fn(outputs)
+        if self._auxiliary is not None:
+            steps = ops.shape(self._auxiliary)[1]
+            aux = array_ops.gather(self._auxiliary, ops.minimum(time + 1, steps - 1), axis=1)
+            fed = ops.concat([fed, aux], -1)
+        chosen = ops.logical_and(ops.cast(sample_ids, dtypes.bool_),
+                                 ops.logical_not(array_ops.reduce_all(finished)))
+        return finished, _rows_where(chosen, fed, base), state
+
+
 class GreedyEmbeddingHelper(Helper):
     """Inference: starts from `embedding`[start_tokens] and feeds back the embedding of each
     step's argmax; a sequence finishes at `end_token`."""
@@ -580,5 +673,6 @@ __all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "Ba
            "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput",
            "BeamSearchDecoderState", "CustomHelper", "Decoder", "FinalBeamDecoderOutput",
            "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "LuongAttention",
-           "SampleEmbeddingHelper", "TrainingHelper", "dynamic_decode", "gather_tree",
+           "SampleEmbeddingHelper", "ScheduledEmbeddingTrainingHelper",
+           "ScheduledOutputTrainingHelper", "TrainingHelper", "dynamic_decode", "gather_tree",
            "sequence_loss", "tile_batch"]

@@ -390,3 +390,56 @@ def test_dynamic_rnn_nested_inputs_and_outputs():
     np.testing.assert_allclose(got_out, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_total[..., 0], want.sum(2), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_state, [want[0, 3], want[1, 1]], rtol=1e-5, atol=1e-6)
+
+
+def test_scheduled_sampling_helpers():
+    """ScheduledEmbeddingTrainingHelper / ScheduledOutputTrainingHelper (missing): with
+    probability 0 they are TrainingHelper; with 1 every next input is the embedding of the
+    drawn id / the output itself."""
+    s2s = tf.contrib.seq2seq
+    rng = np.random.RandomState(10)
+    x_val = rng.randn(2, 4, 3).astype(np.float32)
+    emb_val = rng.randn(5, 3).astype(np.float32)
+
+    def decode(make_helper, inputs, output_layer=None, units=4, scope="d"):
+        cell = tf.nn.rnn_cell.BasicRNNCell(units)
+        with tf.variable_scope(scope, initializer=tf.constant_initializer(0.1)):
+            out, _, lengths = s2s.dynamic_decode(s2s.BasicDecoder(
+                cell, make_helper(tf.constant(inputs)), cell.zero_state(2, tf.float32),
+                output_layer))
+        return out, lengths
+
+    # A layer whose logits always pick id 1: its embedding is every sampled next input.
+    def picker():
+        return tf.layers.Dense(5, kernel_initializer=tf.zeros_initializer(),
+                               bias_initializer=tf.constant_initializer([0, 50, 0, 0, 0]))
+
+    for prob in (0.0, 1.0):
+        tf.reset_default_graph()
+        out, _ = decode(lambda x: s2s.ScheduledEmbeddingTrainingHelper(
+            x, [4, 3], tf.constant(emb_val), prob, seed=1), x_val, picker())
+        fed = x_val.copy()
+        if prob:
+            fed[:, 1:] = emb_val[1]
+        want, _ = decode(lambda x: s2s.TrainingHelper(x, [4, 3]), fed, picker(), scope="e")
+        got_out, want_out = _run([out, want])
+        np.testing.assert_allclose(got_out.rnn_output, want_out.rnn_output, rtol=1e-5)
+        np.testing.assert_array_equal(got_out.sample_id,
+                                      np.full([2, 4], 1 if prob else -1))
+    for prob in (0.0, 1.0):
+        tf.reset_default_graph()
+        out, lengths = decode(lambda x: s2s.ScheduledOutputTrainingHelper(x, [4, 3], prob),
+                              x_val, units=3)
+        got, got_len = _run([out, lengths])
+        if prob:
+            h, x, want = np.zeros((2, 3)), x_val[:, 0], []
+            for _ in range(4):
+                h = np.tanh(np.concatenate([x, h], 1) @ np.full((6, 3), 0.1))
+                x = h
+                want.append(h)
+            want = np.stack(want, 1)
+        else:
+            want, _ = _numpy_basic_rnn(x_val, 3)
+        np.testing.assert_allclose(got.rnn_output, want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(got.sample_id, np.full([2, 4], bool(prob)))
+        np.testing.assert_array_equal(got_len, [4, 3])
