@@ -230,8 +230,11 @@ class VocabularyListCategoricalColumn(_Column):
         return len(self.vocabulary_list) + self.num_oov_buckets
 
     def _lookup(self, values):
-        table = {(v.encode() if isinstance(v, str) else v): i
-                 for i, v in enumerate(self.vocabulary_list)}
+        table = self.__dict__.get("_table")
+        if table is None:   # built once, not at every step (a vocabulary may be large)
+            table = {(v.encode() if isinstance(v, str) else v): i
+                     for i, v in enumerate(self.vocabulary_list)}
+            self._table = table
         n, oov, default = len(self.vocabulary_list), self.num_oov_buckets, self.default_value
         out = np.empty(values.shape, np.int64)
         for index, v in np.ndenumerate(values):
