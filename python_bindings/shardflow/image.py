@@ -345,9 +345,21 @@ transpose = transpose_image
 
 
 def rot90(image, k=1, name=None):
-    """The image rotated counter-clockwise by k (a Python int) quarter turns, as np.rot90 on
-    its height and width."""
+    """The image rotated counter-clockwise by k quarter turns, as np.rot90 on its height and
+    width. k is a Python int or, as in TF1 (random rotation augmentation), an int32 scalar
+    tensor: then the rotation is chosen when the step runs."""
     x, batched = _image(image, "rot90")
+    if isinstance(k, Tensor):
+        from shardflow.control_flow import case
+        turns = ops.floormod(ops.cast(k, dtypes.int32), 4)
+        out = case([(ops.equal(turns, j), lambda j=j: rot90(x, j)) for j in range(1, 4)],
+                   default=lambda: ops.identity(x), exclusive=True)
+        dims = x.shape.as_list()
+        h_axis = 1 if batched else 0
+        if dims[h_axis] != dims[h_axis + 1]:
+            dims[h_axis] = dims[h_axis + 1] = None
+        out.set_shape(dims)
+        return ops.identity(out, name=name)
     k = int(k) % 4
     h_axis = 1 if batched else 0
     if k == 0:

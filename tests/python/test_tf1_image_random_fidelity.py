@@ -539,3 +539,18 @@ def test_adjust_and_random_jpeg_quality():
     np.testing.assert_allclose(got_float, want / 255.0, atol=1e-6)
     with pytest.raises(ValueError, match="less than"):
         tf.image.random_jpeg_quality(img, 50, 50)
+
+
+def test_rot90_takes_a_tensor_k_as_tf1():
+    # Random rotation augmentation: tf.image.rot90(image, tf.random_uniform([], 0, 4, tf.int32))
+    # raised TypeError (int() of a Tensor).
+    x = np.arange(4 * 5 * 2, dtype=np.float32).reshape(4, 5, 2)
+    k = tf.placeholder(tf.int32, [])
+    one, batch = tf.image.rot90(x, k), tf.image.rot90(np.stack([x, x]), k)
+    assert one.shape.as_list() == [None, None, 2] and batch.shape.as_list() == [2, None, None, 2]
+    assert tf.image.rot90(tf.zeros([3, 3, 1]), k).shape.as_list() == [3, 3, 1]
+    with tf.Session() as sess:
+        for turns in (-1, 0, 1, 2, 3, 5):
+            a, b = sess.run([one, batch], {k: turns})
+            np.testing.assert_array_equal(a, np.rot90(x, turns, (0, 1)))
+            np.testing.assert_array_equal(b[1], np.rot90(x, turns, (0, 1)))
