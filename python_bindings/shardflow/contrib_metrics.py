@@ -316,6 +316,46 @@ def f1_score(labels, predictions, weights=None, num_thresholds=200, metrics_coll
     return metrics._collect(value, update, metrics_collections, updates_collections)
 
 
+def count(values, weights=None, metrics_collections=None, updates_collections=None,
+          name=None):
+    """The running number of elements of `values` (the sum of their weights, when given), as
+    TF1's tf.contrib.metrics.count; (value, update_op)."""
+    with get_default_graph().name_scope(name or "count"):
+        values = metrics._tensor(values, dtypes.float32)
+        values, _, weights = metrics._remove_squeezable_dimensions(values, None, weights)
+        w = metrics._weights_like(values, weights, "count")
+        total = metrics._metric_variable([], "count")
+        update = total.assign_add(ops.reduce_sum(w))
+    return metrics._collect(total.value(), update, metrics_collections, updates_collections)
+
+
+def cohen_kappa(labels, predictions_idx, num_classes, weights=None, metrics_collections=None,
+                updates_collections=None, name=None):
+    """Cohen's kappa (po - pe) / (n - pe) of class ids `labels` and `predictions_idx` in
+    [0, num_classes) over every batch so far: po the (weighted) agreements, n all of them, pe
+    the agreements expected by chance, sum over the classes of row total * column total / n
+    (TF1's tf.contrib.metrics.cohen_kappa; float64, 0 before anything counts)."""
+    num_classes = int(num_classes)
+    if num_classes < 2:
+        raise ValueError("cohen_kappa: num_classes must be at least 2, got %d" % num_classes)
+    with get_default_graph().name_scope(name or "cohen_kappa"):
+        cm = metrics._metric_variable([num_classes, num_classes], "counts_in_table",
+                                      dtypes.float64)
+        update_cm = cm.assign_add(metrics._confusion_update(labels, predictions_idx,
+                                                            num_classes, weights,
+                                                            "cohen_kappa"))
+
+        def kappa(table):
+            n = ops.reduce_sum(table)
+            agree = ops.reduce_sum(ops.multiply(table, np.eye(num_classes)))
+            chance = metrics._div_no_nan(
+                ops.reduce_sum(ops.multiply(ops.reduce_sum(table, axis=0),
+                                            ops.reduce_sum(table, axis=1))), n)
+            return metrics._div_no_nan(ops.subtract(agree, chance), ops.subtract(n, chance))
+        value, update = kappa(cm.value()), kappa(update_cm)
+    return metrics._collect(value, update, metrics_collections, updates_collections)
+
+
 def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32, name=None,
                      weights=None):
     """tf.confusion_matrix (TF1's tf.contrib.metrics.confusion_matrix)."""
@@ -363,8 +403,9 @@ def __getattr__(name):
                          % (name, ", ".join(__all__)))
 
 
-__all__ = ["accuracy", "aggregate_metric_map", "aggregate_metrics", "confusion_matrix",
-           "f1_score", "streaming_accuracy", "streaming_auc", "streaming_covariance",
+__all__ = ["accuracy", "aggregate_metric_map", "aggregate_metrics", "cohen_kappa",
+           "confusion_matrix", "count", "f1_score", "streaming_accuracy", "streaming_auc",
+           "streaming_covariance",
            "streaming_false_negative_rate", "streaming_false_negatives",
            "streaming_false_positive_rate", "streaming_false_positives", "streaming_mean",
            "streaming_mean_absolute_error", "streaming_mean_cosine_distance",

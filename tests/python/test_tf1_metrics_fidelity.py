@@ -426,3 +426,25 @@ def test_contrib_accuracy_refuses_mismatched_dtypes_as_tf1():
                                           weights=tf.constant([1.0, 3.0, 0.0]))
         with tf.Session() as s:
             assert s.run(acc) == pytest.approx(0.25)
+
+
+def test_contrib_cohen_kappa_and_count_match_numpy():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, 40)
+    b = np.where(rng.random(40) < 0.6, a, rng.integers(0, 3, 40))
+    w = rng.random(40).astype(np.float32)
+
+    def kappa(weights):
+        cm = np.zeros((3, 3))
+        np.add.at(cm, (a, b), weights)
+        n = cm.sum()
+        chance = (cm.sum(0) * cm.sum(1)).sum() / n
+        return (np.trace(cm) - chance) / (n - chance)
+    with tf.Graph().as_default():
+        pairs = [tf.contrib.metrics.cohen_kappa(a[:20], b[:20], 3),
+                 tf.contrib.metrics.cohen_kappa(a, b, 3, weights=w),
+                 tf.contrib.metrics.count(np.ones((4, 2)), weights=np.array([1.0, 0.0, 2.0, 1.0]))]
+        assert pairs[0][0].dtype == tf.float64
+        got = _updates_then_values(pairs)
+    np.testing.assert_allclose(got, [kappa(np.r_[np.ones(20), np.zeros(20)]), kappa(w), 8.0],
+                               rtol=1e-6)
