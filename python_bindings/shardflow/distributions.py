@@ -42,10 +42,19 @@ def _float(x, dtype=None):
 
 
 def _sample_shape(sample_shape):
+    """sample_shape as a list of ints, or, when it is a tensor (a scalar or a vector: TF1 takes
+    `dist.sample(tf.shape(x)[0])`), as an int32 vector tensor."""
+    from shardflow.framework import Tensor
+    if isinstance(sample_shape, Tensor):
+        return ops.reshape(ops.cast(sample_shape, dtypes.int32), [-1])
     if sample_shape is None or sample_shape == ():
         return []
     if isinstance(sample_shape, (int, np.integer)):
         return [int(sample_shape)]
+    if any(isinstance(d, Tensor) for d in sample_shape):       # [tf.shape(x)[0], 2]
+        from shardflow.array_ops import stack
+        return stack([ops.cast(d, dtypes.int32) if isinstance(d, Tensor) else int(d)
+                      for d in sample_shape])
     return [int(d) for d in sample_shape]
 
 
@@ -154,8 +163,10 @@ class Distribution:
 
     def _full(self, sample_shape, like):
         """sample_shape + batch_shape (the batch shape from the broadcast parameters)."""
-        return ops.concat([np.asarray(_sample_shape(sample_shape), np.int32),
-                           ops.shape(like)], 0)
+        shape = _sample_shape(sample_shape)
+        if isinstance(shape, list):
+            shape = np.asarray(shape, np.int32)
+        return ops.concat([shape, ops.shape(like)], 0)
 
 
 class Normal(Distribution):
@@ -327,6 +338,8 @@ class Categorical(Distribution):
         """Draws with tf.multinomial over the flattened batch, shaped sample_shape + batch."""
         from shardflow.array_composites import multinomial
         shape = _sample_shape(sample_shape)
+        if not isinstance(shape, list):
+            return self._sample_gumbel(shape, seed, name)
         n = int(np.prod(shape)) if shape else 1
         k = self.event_size
         if k is None:
@@ -343,6 +356,15 @@ class Categorical(Distribution):
             out_shape = ops.concat([np.asarray(shape, np.int32),
                                     ops.shape(self.logits)[:-1]], 0)
         return ops.cast(ops.reshape(draws, out_shape), self.dtype, name=name)
+
+    def _sample_gumbel(self, shape, seed, name):
+        """Draws for a sample shape known only when the step runs: argmax of the logits plus
+        Gumbel noise (the Gumbel-max trick tf.multinomial uses too)."""
+        full = ops.concat([shape, ops.shape(self.logits)], 0)
+        tiny = float(np.finfo(self.logits.dtype.as_numpy_dtype).tiny)
+        u = ops.random_uniform(full, tiny, 1.0, dtype=self.logits.dtype, seed=seed)
+        scores = ops.subtract(ops.stop_gradient(self.logits), ops.log(ops.negative(ops.log(u))))
+        return ops.cast(ops.argmax(scores, -1), self.dtype, name=name)
 
     def log_prob(self, value, name="log_prob"):
         from shardflow import nn

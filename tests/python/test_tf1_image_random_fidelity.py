@@ -554,3 +554,19 @@ def test_rot90_takes_a_tensor_k_as_tf1():
             a, b = sess.run([one, batch], {k: turns})
             np.testing.assert_array_equal(a, np.rot90(x, turns, (0, 1)))
             np.testing.assert_array_equal(b[1], np.rot90(x, turns, (0, 1)))
+
+
+def test_sample_shape_may_be_a_tensor():
+    # dist.sample(tf.shape(x)[0]) raised TypeError (int() of a Tensor); TF1 takes it.
+    tfd = tf.distributions
+    x = tf.placeholder(tf.float32, [None, 3])
+    n = tf.shape(x)[0]
+    normal = tfd.Normal([0.0, 1.0], [1.0, 2.0]).sample(n, seed=1)
+    gamma = tfd.Gamma([2.0, 3.0], [1.0, 2.0]).sample([n, 2])
+    cat = tfd.Categorical(logits=np.log([[0.2, 0.3, 0.5]]).astype(np.float32))
+    draws = cat.sample(n * 4000, seed=2)
+    a, b, c = run(normal, gamma, draws, feed={x: np.zeros([5, 3])})
+    assert normal.shape.as_list() == [None, 2]
+    assert a.shape == (5, 2) and b.shape == (5, 2, 2) and c.shape == (20000, 1)
+    np.testing.assert_allclose(np.bincount(c[:, 0], minlength=3) / 20000.0, [0.2, 0.3, 0.5],
+                               atol=0.02)
