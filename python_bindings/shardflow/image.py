@@ -268,14 +268,27 @@ def resize_image_with_pad(image, target_height, target_width, method=ResizeMetho
     """The image resized (resize_images with `method`) to fit [target_height, target_width]
     keeping its aspect ratio, then padded with zeros to that size (centred; TF1's
     tf.image.resize_image_with_pad, whose float64 arithmetic this follows: the scale is
-    max(width / target_width, height / target_height), sizes and offsets floored). Python-int
-    targets; the image's height and width known when the graph is built."""
+    max(width / target_width, height / target_height), sizes and offsets floored). The image's
+    size and the targets may be known only when the step runs (then bilinear or
+    nearest-neighbour only)."""
     x, batched = _image(image, "resize_image_with_pad")
-    h, w = _hw(x, batched, "resize_image_with_pad")
-    th, tw = int(target_height), int(target_width)
-    if th <= 0 or tw <= 0:
-        raise ValueError("resize_image_with_pad: the target size must be positive, got %dx%d"
+    h, w = _hw_any(x, batched)
+    th, tw = _sizes((target_height, target_width))
+    if (not _is_tensor(th) and th <= 0) or (not _is_tensor(tw) and tw <= 0):
+        raise ValueError("resize_image_with_pad: the target size must be positive, got %sx%s"
                          % (th, tw))
+    if any(_is_tensor(v) for v in (h, w, th, tw)):
+        # A decoded JPEG (size known when the step runs) or tensor targets: the same float64
+        # arithmetic in the graph; bilinear or nearest-neighbour resizing.
+        f_h, f_w, f_th, f_tw = (_f64(v) for v in (h, w, th, tw))
+        ratio = ops.maximum(f_w / f_tw, f_h / f_th)
+        rh, rw = f_h / ratio, f_w / ratio
+        size = array_ops.stack([ops.cast(ops.floor(rh), dtypes.int32),
+                                ops.cast(ops.floor(rw), dtypes.int32)])
+        pad_h, pad_w = (ops.maximum(ops.cast(ops.floor((t - r) / 2.0), dtypes.int32), 0)
+                        for t, r in ((f_th, rh), (f_tw, rw)))
+        resized = resize_images(x, size, method, align_corners=align_corners)
+        return pad_to_bounding_box(resized, pad_h, pad_w, th, tw)
     ratio = max(float(w) / tw, float(h) / th)
     resized_h, resized_w = float(h) / ratio, float(w) / ratio
     pad_h = max(0, int(np.floor((th - resized_h) / 2)))

@@ -570,3 +570,20 @@ def test_sample_shape_may_be_a_tensor():
     assert a.shape == (5, 2) and b.shape == (5, 2, 2) and c.shape == (20000, 1)
     np.testing.assert_allclose(np.bincount(c[:, 0], minlength=3) / 20000.0, [0.2, 0.3, 0.5],
                                atol=0.02)
+
+
+def test_resize_image_with_pad_on_a_decoded_size_image():
+    # A decoded JPEG's height and width are known only when the step runs: letterboxing it
+    # raised 'needs the image's height and width known' here; TF1 computes the fit in the graph.
+    img = np.random.RandomState(6).rand(17, 9, 3).astype(np.float32)
+    p = tf.placeholder(tf.float32, [None, None, 3])
+    dynamic = tf.image.resize_image_with_pad(p, 32, 32)
+    tensor_targets = tf.image.resize_image_with_pad(p, tf.constant(32), tf.constant(32))
+    static = tf.image.resize_image_with_pad(tf.constant(img), 32, 32)
+    assert dynamic.shape.as_list() == [32, 32, 3]
+    a, b, c = run(dynamic, tensor_targets, static, feed={p: img})
+    np.testing.assert_allclose(a, c, atol=1e-6)
+    np.testing.assert_allclose(b, c, atol=1e-6)
+    # ratio 17/32: resized to 32 x floor(9 * 32 / 17) = 16, padded left by floor(15.06 / 2) = 7.
+    cols = np.nonzero(np.abs(a).sum(axis=(0, 2)))[0]
+    assert cols.min() == 7 and cols.max() == 22
