@@ -733,27 +733,62 @@ def _class_id_labels(labels, what):
     if not labels.dtype.is_integer:
         raise TypeError("%s: labels must be integer class ids, got %s"
                         % (what, labels.dtype.name))
-    labels = ops.cast(labels, dtypes.int32)
-    if labels.shape.ndims == 1:
-        labels = ops.expand_dims(labels, 1)
-        present = None if present is None else ops.expand_dims(present, 1)
-    return labels, present
+    return ops.cast(labels, dtypes.int32), present
 
 
-def _top_k_hits(labels, predictions, k, class_id, what, top=None):
-    """Per batch row, (hits, misses_pred, misses_label) as float32 [batch]: the top-k classes
-    of `predictions` [batch, classes] that are among the row's `labels` ([batch] or
-    [batch, num_labels] class ids, distinct within a row), the top-k classes that are not,
-    and the labels not in the top k; only class `class_id` counted when given."""
-    from shardflow.array_ops import reduce_any
+def _flatten_rows(x, last):
+    """x [D1, ..., DN, last] as [D1 * ... * DN, last]."""
+    if x.shape.ndims == 2:
+        return x
+    return ops.reshape(x, ops.concat([[-1], ops.shape(x)[-1:]], 0) if last is None
+                       else [-1, last])
+
+
+def _ranked_rows(labels, predictions, k, what, top=None):
+    """The k best classes and the labels of each row (every dimension but the last):
+    (top [rows, k], labels [rows, num_labels], the mask [rows, num_labels] of a SparseTensor's
+    ids or None, float64 ones [D1, ..., DN]). `predictions` are scores [D1, ..., DN, classes]
+    or, given as `top`, class ids best first [D1, ..., DN, >= k]; `labels` are class ids
+    [D1, ..., DN] or [D1, ..., DN, num_labels], or a SparseTensor of the latter."""
     from shardflow.nn import top_k
     labels, present = _class_id_labels(labels, what)
     if top is None:
-        top = top_k(_tensor(predictions, dtypes.float32), k).indices      # [batch, k]
-    else:   # the classes given, best first ([batch, >= k] ids; all of them without k)
+        top = top_k(_tensor(predictions, dtypes.float32), k).indices
+    else:   # the classes given, best first (the first k of each row, all of them without k)
         top = ops.cast(_tensor(top), dtypes.int32)
         if k is not None:
-            top = top[:, :k]
+            top = top[..., :k]
+    rank = top.shape.ndims
+    if rank is None or rank < 2:
+        raise ValueError("%s needs predictions [batch, ..., classes] of known rank, got %s"
+                         % (what, top.shape))
+    if labels.shape.ndims == rank - 1:
+        labels = ops.expand_dims(labels, -1)
+        present = None if present is None else ops.expand_dims(present, -1)
+    rows = ops.ones_like(ops.reduce_sum(ops.cast(top, dtypes.float64), axis=-1))
+    width = labels.shape.as_list()[-1] if labels.shape.ndims is not None else None
+    top = _flatten_rows(top, top.shape.as_list()[-1])
+    labels = _flatten_rows(labels, width)
+    present = None if present is None else _flatten_rows(present, width)
+    return top, labels, present, rows
+
+
+def _row_weights(rows, weights, what):
+    """Per-row weights (None: 1) broadcast to the rows' shape [D1, ..., DN] and flattened, as
+    float64 (a trailing dimension of 1 is dropped, a missing one added, as TF1's)."""
+    if weights is None:
+        return ops.reshape(rows, [-1])
+    _, _, weights = _remove_squeezable_dimensions(rows, None, _tensor(weights, dtypes.float64))
+    return ops.reshape(_weights_like(rows, weights, what), [-1])
+
+
+def _top_k_hits(labels, predictions, k, class_id, what, top=None):
+    """Per row (_ranked_rows), (hits, misses_pred, misses_label, rows) as float32 [rows]:
+    the top-k classes of `predictions` that are among the row's `labels` (distinct within a
+    row), the top-k classes that are not, and the labels not in the top k; only class
+    `class_id` counted when given."""
+    from shardflow.array_ops import reduce_any
+    top, labels, present, rows = _ranked_rows(labels, predictions, k, what, top)
     match = ops.equal(ops.expand_dims(top, 2), ops.expand_dims(labels, 1))  # [b, k, labels]
     top_in_labels = reduce_any(match, axis=2)                            # [batch, k]
     label_in_top = reduce_any(match, axis=1)                             # [batch, labels]
@@ -772,19 +807,19 @@ def _top_k_hits(labels, predictions, k, class_id, what, top=None):
     hits = count(ops.logical_and(top_in_labels, top_is))
     false_pos = count(ops.logical_and(ops.logical_not(top_in_labels), top_is))
     false_neg = count(ops.logical_and(ops.logical_not(label_in_top), label_is))
-    return hits, false_pos, false_neg
+    return hits, false_pos, false_neg, rows
 
 
 def _at_k(labels, predictions, k, class_id, weights, other, what, name, metrics_collections,
           updates_collections, top=None):
     g = get_default_graph()
     with g.name_scope(name or what):
-        hits, false_pos, false_neg = _top_k_hits(labels, predictions, k, class_id, what, top)
+        hits, false_pos, false_neg, rows = _top_k_hits(labels, predictions, k, class_id,
+                                                       what, top)
         misses = false_pos if other == "fp" else false_neg
         # As TF1's, the counts and the value are float64.
         hits, misses = ops.cast(hits, dtypes.float64), ops.cast(misses, dtypes.float64)
-        w = _weights_like(hits, None if weights is None
-                          else ops.reshape(_tensor(weights, dtypes.float64), [-1]), what)
+        w = _row_weights(rows, weights, what)
         at = "at_%d" % k if k is not None else "at_k"
         tp = _metric_variable([], "true_positive_" + at, dtypes.float64)
         no = _metric_variable([], ("false_positive_" if other == "fp" else "false_negative_")
@@ -822,13 +857,12 @@ def recall_at_k(labels, predictions, k, class_id=None, weights=None,
                  name, metrics_collections, updates_collections)
 
 
-def _average_precision(labels, top, what):
-    """Per batch row, as float64 [batch]: the sum over the ranks i <= k where the i-th class of
-    `top` [batch, k] is among the row's labels of (labels among the first i) / i, divided by
-    min(k, labels per row) (TF1's AveP: a dense tensor's last dimension, pads included; the
-    ids a SparseTensor's row holds)."""
+def _average_precision(top, labels, present):
+    """Per row, as float64 [rows]: the sum over the ranks i <= k where the i-th class of
+    `top` [rows, k] is among the row's `labels` [rows, num_labels] of (labels among the first
+    i) / i, divided by min(k, labels per row) (TF1's AveP: a dense tensor's last dimension,
+    pads included; the ids a SparseTensor's row holds, `present`)."""
     from shardflow.array_ops import reduce_any
-    labels, present = _class_id_labels(labels, what)
     k = top.shape.as_list()[-1]
     match = ops.equal(ops.expand_dims(top, 2), ops.expand_dims(labels, 1))   # [b, k, labels]
     relevant = ops.cast(reduce_any(match, axis=2), dtypes.float64)           # [b, k]
@@ -850,16 +884,14 @@ def average_precision_at_k(labels, predictions, k, weights=None, metrics_collect
     (also sparse_average_precision_at_k): per row, the sum of precision@i over the ranks i
     that hit a label, divided by min(k, num_labels); `weights` per row; float64, 0 before
     anything counts."""
-    from shardflow.nn import top_k
     if k < 1:
         raise ValueError("average_precision_at_k: k must be at least 1, got %r" % (k,))
+    what = "average_precision_at_k"
     g = get_default_graph()
     with g.name_scope(name or "average_precision_at_%d" % k):
-        top = top_k(_tensor(predictions, dtypes.float32), k).indices
-        ap = _average_precision(labels, top, "average_precision_at_k")
-        w = _weights_like(ap, None if weights is None
-                          else ops.reshape(_tensor(weights, dtypes.float64), [-1]),
-                          "average_precision_at_k")
+        top, labels, present, rows = _ranked_rows(labels, predictions, k, what)
+        ap = _average_precision(top, labels, present)
+        w = _row_weights(rows, weights, what)
         total = _metric_variable([], "total", dtypes.float64)
         count = _metric_variable([], "max", dtypes.float64)
         add_total = total.assign_add(ops.reduce_sum(ops.multiply(ap, w)))

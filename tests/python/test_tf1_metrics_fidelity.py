@@ -282,6 +282,29 @@ def test_at_k_metrics_take_sparse_labels():
     np.testing.assert_allclose(got, [recall1, precision2, 1.0 / 2.0, ap2])
 
 
+def test_at_k_metrics_of_batch_time_classes_scores():
+    # TF1 takes predictions [D1, ..., DN, classes] (per-timestep recall@k); they failed the
+    # step (broadcast error) for rank 3.
+    rng = np.random.default_rng(0)
+    scores = rng.random((2, 3, 5)).astype(np.float32)
+    labels = rng.integers(0, 5, (2, 3))
+    w = np.array([[1.0, 2.0, 0.0], [3.0, 1.0, 1.0]])
+    top = np.argsort(-scores, axis=-1, kind="stable")[..., :2]
+    hit = np.array([[labels[i, j] in top[i, j] for j in range(3)] for i in range(2)], float)
+    ap = np.array([[_np_average_precision(labels[i, j:j + 1], scores[i, j], 2)
+                    for j in range(3)] for i in range(2)])
+    with tf.Graph().as_default():
+        got = _updates_then_values([
+            tf.metrics.recall_at_k(labels, scores, 2),
+            tf.metrics.precision_at_k(labels[..., None], scores, 2, weights=w),
+            tf.metrics.recall_at_k(labels, scores, 2, weights=w[:, :1]),
+            tf.metrics.recall_at_top_k(labels, top, weights=w),
+            tf.metrics.average_precision_at_k(labels, scores, 2)])
+    np.testing.assert_allclose(got, [hit.mean(), (hit * w).sum() / (2 * w.sum()),
+                                     (hit * w[:, :1]).sum() / (3 * w[:, 0].sum()),
+                                     (hit * w).sum() / w.sum(), ap.mean()])
+
+
 # ---- tf.losses ------------------------------------------------------------------------------
 
 
