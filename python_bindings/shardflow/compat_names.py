@@ -21,6 +21,7 @@ tensor_scatter_*, grad_pass_through's identity).
 import enum
 import functools
 import logging
+import numbers
 import re
 
 import numpy as np
@@ -668,6 +669,14 @@ def _stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64,
     return _stateless_categorical(logits, num_samples, seed, dtype=output_dtype, name=name)
 
 
+def _path_to_str(path):
+    """TF1's tf.compat.path_to_str: a PathLike object as its str, anything else unchanged."""
+    if hasattr(path, "__fspath__"):
+        path = path.__fspath__()
+        return path.decode("utf-8") if isinstance(path, bytes) else path
+    return path
+
+
 def _attach_aliases():
     """Adds the names above, and TF1's other spellings of existing ones, to the namespaces
     that lacked them. Called once by shardflow/__init__.py."""
@@ -721,9 +730,22 @@ def _attach_aliases():
                     "tensor_diag_part": sf.diag_part,
                     "cholesky_solve": getattr(sf, "cholesky_solve", None)},
         sf.debugging: {"assert_proper_iterable": sf.assert_proper_iterable},
+        sf.compat: {"dimension_value": dimension_value,
+                    "dimension_at_index": dimension_at_index, "path_to_str": _path_to_str,
+                    "bytes_or_text_types": (bytes, str),
+                    "integral_types": (numbers.Integral, np.integer),
+                    "real_types": (numbers.Real, np.integer, np.floating),
+                    "complex_types": (numbers.Complex, np.number)},
+        sf.dtypes: {"cast": sf.cast, "saturate_cast": sf.saturate_cast,
+                    "as_string": sf.as_string},
         sf.contrib.framework: {"is_tensor": sf.is_tensor,
                                "local_variable": _local_variable},
     }
+    # TF 1.14's tf.io spellings of tf.image's codecs
+    for name in ("decode_and_crop_jpeg", "decode_bmp", "decode_gif", "decode_image",
+                 "decode_jpeg", "decode_png", "encode_jpeg", "encode_png", "extract_jpeg_shape",
+                 "is_jpeg"):
+        additions[sf.io][name] = getattr(sf.image, name, None)
     # TF1's top-level sparse_* spellings of tf.sparse's functions
     for name in ("maximum", "minimum", "merge", "reduce_max", "reduce_max_sparse",
                  "reduce_sum_sparse", "reset_shape", "softmax", "split", "to_indicator", "mask"):

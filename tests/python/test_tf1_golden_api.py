@@ -282,3 +282,21 @@ def test_variable_synchronization_and_aggregation_enums():
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             np.testing.assert_array_equal(sess.run(v), [0, 0])
+
+
+def test_io_codecs_dtypes_and_compat_names():
+    import pathlib
+    assert tf.io.decode_jpeg is tf.image.decode_jpeg
+    assert tf.io.encode_png is tf.image.encode_png
+    # (tf.dtypes.bool is not set: it would shadow the builtin bool inside dtypes.py)
+    np.testing.assert_array_equal(_run(tf.dtypes.cast(np.float32([1.7, -2.2]), tf.int32)),
+                                  [1, -2])
+    np.testing.assert_array_equal(
+        _run(tf.dtypes.saturate_cast(np.float32([300.0, -5.0]), tf.uint8)), [255, 0])
+    assert tf.compat.path_to_str(pathlib.Path("/a/b")) == "/a/b"
+    assert tf.compat.path_to_str("x") == "x"
+    assert tf.compat.dimension_value(tf.Dimension(3)) == 3
+    assert tf.compat.dimension_at_index(tf.TensorShape([2, None]), 0) == 2
+    assert isinstance(np.int64(3), tf.compat.integral_types)
+    assert isinstance(2.5, tf.compat.real_types)
+    assert isinstance(b"x", tf.compat.bytes_or_text_types)
