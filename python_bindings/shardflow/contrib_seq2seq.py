@@ -483,7 +483,8 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     (the NMT tutorial's round(2 * max source length)) or None, a while_loop decodes until
     every sequence has emitted end_token or the bound is reached, as TF's. BeamSearchDecoder
     needs a Python int."""
-    if isinstance(decoder, BeamSearchDecoder):
+    if isinstance(decoder, BeamSearchDecoder) and isinstance(maximum_iterations,
+                                                             (int, np.integer)):
         with variable_scope(scope or "decoder"):
             return beam_search_decode(decoder, maximum_iterations, output_time_major)
     if not all(hasattr(decoder, m) for m in ("initialize", "step", "output_dtype")):
@@ -602,8 +603,12 @@ def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations
         step_finished = ops.cast(convert_to_tensor(step_finished), dtypes.bool_)
         next_finished = step_finished if own_finished else ops.logical_or(step_finished,
                                                                           finished)
-        next_lengths = array_ops.where_v2(finished, lengths,
-                                          ops.zeros_like(lengths) + (time + 1))
+        if own_finished and getattr(next_state, "lengths", None) is not None:
+            # The decoder counts its lengths (BeamSearchDecoderState.lengths), as TF1's.
+            next_lengths = ops.cast(next_state.lengths, dtypes.int32)
+        else:
+            next_lengths = array_ops.where_v2(finished, lengths,
+                                              ops.zeros_like(lengths) + (time + 1))
         if limit is not None:
             next_finished = ops.logical_or(next_finished, ops.greater_equal(time + 1, limit))
         if impute_finished:

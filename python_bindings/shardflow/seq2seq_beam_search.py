@@ -12,9 +12,10 @@ Example::
     outputs, state, lengths = sf.contrib.seq2seq.dynamic_decode(decoder, maximum_iterations=20)
     best = outputs.predicted_ids[:, :, 0]                  # [batch, time], the best beam
 
-The steps are unrolled in the graph up to maximum_iterations (which must be a Python int), as
+With maximum_iterations a Python int the steps are unrolled in the graph, as
 GreedyEmbeddingHelper's are; the outputs keep the steps TF1's loop would have run (up to the
-one at which every beam had finished). TensorArrays in the cell state (AttentionWrapper's
+one at which every beam had finished). With a tensor (the NMT tutorial's bound) or None,
+dynamic_decode runs the decoder's step in a while_loop, as TF1's. TensorArrays in the cell state (AttentionWrapper's
 alignment_history) are left in the order of the beam slots (TF1 reorders them to follow each
 final beam back: reorder_tensor_arrays); coverage_penalty_weight is not supported.
 """
@@ -234,15 +235,7 @@ class BeamSearchDecoder:
     def _decode(self, maximum_iterations):
         """All the steps: (BeamSearchDecoderOutput [time, batch, beam] each, the last state).
         Time is trimmed to the steps TF1's loop would have run."""
-        if maximum_iterations is None:
-            raise ValueError("dynamic_decode with BeamSearchDecoder needs maximum_iterations "
-                             "(shardflow unrolls the steps)")
-        try:
-            steps = int(maximum_iterations)
-        except TypeError:
-            raise TypeError("dynamic_decode with BeamSearchDecoder: maximum_iterations must be "
-                            "a Python int (the steps are unrolled), got %r"
-                            % (maximum_iterations,)) from None
+        steps = int(maximum_iterations)
         beam = self._beam_width
         state, inputs = self._initial()
         outputs, all_done = [], []
@@ -262,13 +255,42 @@ class BeamSearchDecoder:
         keep = array_ops.range(ran)
         stacked = BeamSearchDecoderOutput(
             *[array_ops.gather(array_ops.stack(list(field)), keep) for field in zip(*outputs)])
+        return stacked, state
+
+    # The Decoder protocol (tf.contrib.seq2seq.Decoder), which dynamic_decode runs in a
+    # while_loop when maximum_iterations is a tensor or None: the cell state stays
+    # [batch * beam, ...] in the loop; finalize splits it.
+
+    @property
+    def tracks_own_finished(self):
+        return True
+
+    @property
+    def output_dtype(self):
+        return BeamSearchDecoderOutput(dtypes.float32, dtypes.int32, dtypes.int32)
+
+    def initialize(self, name=None):
+        state, inputs = self._initial()
+        return state.finished, inputs, state
+
+    def step(self, time, inputs, state, name=None):
+        beam = self._beam_width
+        cell_out, cell_state = self._cell(inputs, state.cell_state)
+        if self._output_layer is not None:
+            cell_out = self._output_layer(cell_out)
+        logits = ops.reshape(cell_out, [-1, beam, cell_out.shape.as_list()[-1]])
+        out, next_state = _beam_search_step(logits, cell_state, state, beam, self._end_token,
+                                            self._length_penalty_weight)
+        return out, next_state, self._embed_merged(out.predicted_ids), next_state.finished
+
+    def finalize(self, outputs, final_state, sequence_lengths=None):
+        """(FinalBeamDecoderOutput, final_state) from the time-major step outputs; the cell
+        state's tensors split to [batch, beam, ...]."""
+        beam = self._beam_width
         split = _map_cell_state(
             lambda s: ops.reshape(s, ops.concat([[-1, beam], ops.shape(s)[1:]], 0)),
-            state.cell_state)
-        return stacked, state._replace(cell_state=split)
-
-    def finalize(self, outputs, final_state):
-        """(FinalBeamDecoderOutput, final_state) from the time-major step outputs."""
+            final_state.cell_state)
+        final_state = final_state._replace(cell_state=split)
         lengths = ops.cast(ops.reduce_max(final_state.lengths, axis=1), dtypes.int32)
         ids = gather_tree(outputs.predicted_ids, outputs.parent_ids, lengths, self._end_token)
         return FinalBeamDecoderOutput(ids, outputs), final_state

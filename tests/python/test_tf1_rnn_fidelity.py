@@ -443,3 +443,42 @@ def test_scheduled_sampling_helpers():
         np.testing.assert_allclose(got.rnn_output, want, rtol=1e-5, atol=1e-6)
         np.testing.assert_array_equal(got.sample_id, np.full([2, 4], bool(prob)))
         np.testing.assert_array_equal(got_len, [4, 3])
+
+
+def test_beam_search_with_a_tensor_bound_runs_in_a_loop():
+    """The NMT tutorial bounds beam search with a tensor (round(2 * source length));
+    dynamic_decode refused it (Python ints only) and now runs TF1's while_loop, matching the
+    unrolled decode: ids, scores, final log probs and lengths, with and without attention,
+    also when every beam ends before the bound."""
+    s2s = tf.contrib.seq2seq
+    rng = np.random.RandomState(12)
+    vocab, units, batch, beam = 6, 4, 2, 3
+    emb = rng.randn(vocab, units).astype(np.float32)
+    memory = rng.randn(batch, 5, units).astype(np.float32)
+    for attention, end_bias in ((False, 0.0), (True, 0.0), (False, 8.0)):
+        tf.reset_default_graph()
+        with tf.variable_scope("x", initializer=tf.random_normal_initializer(seed=3)):
+            cell = tf.nn.rnn_cell.LSTMCell(units)
+            if attention:
+                mechanism = s2s.LuongAttention(
+                    units, s2s.tile_batch(tf.constant(memory), beam),
+                    memory_sequence_length=s2s.tile_batch(tf.constant([5, 3]), beam))
+                cell = s2s.AttentionWrapper(cell, mechanism, attention_layer_size=units)
+            layer = tf.layers.Dense(vocab, bias_initializer=tf.constant_initializer(
+                [0, 0, 0, 0, 0, end_bias]))
+            runs = []
+            for bound in (6, tf.constant(6)):
+                decoder = s2s.BeamSearchDecoder(
+                    cell, tf.constant(emb), tf.constant([0, 1]), 5,
+                    cell.zero_state(batch * beam, tf.float32), beam, output_layer=layer,
+                    length_penalty_weight=0.7)
+                out, state, lengths = s2s.dynamic_decode(decoder, maximum_iterations=bound)
+                runs.append((out, state.log_probs, lengths))
+        (unrolled, looped) = _run(runs)
+        np.testing.assert_array_equal(looped[0].predicted_ids, unrolled[0].predicted_ids)
+        np.testing.assert_allclose(looped[0].beam_search_decoder_output.scores,
+                                   unrolled[0].beam_search_decoder_output.scores, rtol=1e-5)
+        np.testing.assert_allclose(looped[1], unrolled[1], rtol=1e-5)
+        np.testing.assert_array_equal(looped[2], unrolled[2])
+        if end_bias:
+            assert looped[0].predicted_ids.shape[1] < 6
