@@ -104,9 +104,12 @@ def _check_broadcastable(weights, losses, what):
     w_dims, l_dims = weights.shape.as_list(), losses.shape.as_list()
     if w_rank != l_rank or any(w is not None and v is not None and w != 1 and w != v
                                for w, v in zip(w_dims, l_dims)):
+        hint = ("; to weigh whole rows give weights of shape %s"
+                % ([w_dims[0] if w_dims else None] + [1] * (l_rank - 1))
+                if w_rank == l_rank - 1 and l_rank > 1 else "")
         raise ValueError("%s: weights can not be broadcast to values: weights %s, losses %s "
                          "(weights must be a scalar or of the losses' rank, each dimension 1 "
-                         "or the losses')" % (what, w_dims, l_dims))
+                         "or the losses'%s)" % (what, w_dims, l_dims, hint))
 
 
 class _maybe_scope(object):
