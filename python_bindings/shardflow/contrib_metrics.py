@@ -364,6 +364,30 @@ def confusion_matrix(labels, predictions, num_classes=None, dtype=dtypes.int32, 
                 weights=weights)
 
 
+def set_difference(a, b, aminusb=True, validate_indices=True):
+    """tf.sets.difference (TF1's tf.contrib.metrics.set_difference)."""
+    from shardflow import sets_ops
+    return sets_ops.difference(a, b, aminusb=aminusb, validate_indices=validate_indices)
+
+
+def set_intersection(a, b, validate_indices=True):
+    """tf.sets.intersection (TF1's tf.contrib.metrics.set_intersection)."""
+    from shardflow import sets_ops
+    return sets_ops.intersection(a, b, validate_indices=validate_indices)
+
+
+def set_union(a, b, validate_indices=True):
+    """tf.sets.union (TF1's tf.contrib.metrics.set_union)."""
+    from shardflow import sets_ops
+    return sets_ops.union(a, b, validate_indices=validate_indices)
+
+
+def set_size(a, validate_indices=True):
+    """tf.sets.size (TF1's tf.contrib.metrics.set_size)."""
+    from shardflow import sets_ops
+    return sets_ops.size(a, validate_indices=validate_indices)
+
+
 def accuracy(predictions, labels, weights=None, name=None):
     """The fraction of predictions equal to labels in this batch (not streaming), weighted by
     `weights` when given, as TF1's: labels bool, integer or string, of predictions' dtype."""
@@ -404,7 +428,8 @@ def __getattr__(name):
 
 
 __all__ = ["accuracy", "aggregate_metric_map", "aggregate_metrics", "cohen_kappa",
-           "confusion_matrix", "count", "f1_score", "streaming_accuracy", "streaming_auc",
+           "confusion_matrix", "count", "f1_score", "set_difference", "set_intersection",
+           "set_size", "set_union", "streaming_accuracy", "streaming_auc",
            "streaming_covariance",
            "streaming_false_negative_rate", "streaming_false_negatives",
            "streaming_false_positive_rate", "streaming_false_positives", "streaming_mean",

@@ -472,3 +472,16 @@ def test_contrib_cohen_kappa_and_count_match_numpy():
         got = _updates_then_values(pairs)
     np.testing.assert_allclose(got, [kappa(np.r_[np.ones(20), np.zeros(20)]), kappa(w), 8.0],
                                rtol=1e-6)
+
+
+def test_contrib_set_operations_are_tf_sets():
+    cm = tf.contrib.metrics
+    with tf.Graph().as_default():
+        a = tf.constant([[1, 2, 3], [4, 5, 6]], tf.int64)
+        b = tf.constant([[2, 3, 9], [4, 7, 8]], tf.int64)
+        with tf.Session() as s:
+            sizes = s.run([cm.set_size(cm.set_intersection(a, b)),
+                           cm.set_size(cm.set_union(a, b)),
+                           cm.set_size(cm.set_difference(a, b)),
+                           cm.set_size(cm.set_difference(a, b, aminusb=False))])
+    np.testing.assert_array_equal(sizes, [[2, 1], [4, 5], [1, 2], [1, 2]])
