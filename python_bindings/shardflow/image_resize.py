@@ -13,12 +13,12 @@ i * in / out; `align_corners` maps the corner pixels onto each other ((in - 1) /
 resize_bicubic (TF's kernel: a = -0.75, or Keys' a = -0.5 with half_pixel_centers) and
 resize_area are here as functions too, and as resize_images' / resize's methods.
 
-Sizes known only when the step runs. Bilinear and nearest-neighbour resizing also take a size
-that is a tensor (`tf.shape(skip)[1:3]`, a segmentation decoder's upsampling to its skip
-connection) and images whose height and width are unknown (a decoded JPEG): the sample
+Sizes known only when the step runs. Bilinear, nearest-neighbour and bicubic resizing also
+take a size that is a tensor (`tf.shape(skip)[1:3]`, a segmentation decoder's upsampling to its
+skip connection) and images whose height and width are unknown (a decoded JPEG): the sample
 positions and weights are then computed in the graph, in float32 as TF's kernels do, instead
-of in NumPy when the graph is built. Bicubic and area resizing need both sizes known when the
-graph is built.
+of in NumPy when the graph is built. Area resizing needs both sizes known when the graph is
+built.
 """
 
 import numpy as np
@@ -65,7 +65,7 @@ def _size(size, what, dynamic=False):
             if not dynamic:
                 raise ValueError("%s: size must be known when the graph is built (two positive "
                                  "ints [height, width]); only bilinear and nearest-neighbour "
-                                 "resizing take a tensor size" % what)
+                                 "resizing, and bicubic, take a tensor size" % what)
             tensor = convert_to_tensor(size) if hasattr(size, "op") else array_ops.stack(
                 [ops.cast(convert_to_tensor(v), dtypes.int32) for v in size])
             if not tensor.dtype.is_integer or tensor.shape.ndims not in (None, 1) or \
@@ -94,7 +94,8 @@ def _as_nhwc(images, what, dynamic=False):
     h, w = batched.shape.as_list()[1:3]
     if (h is None or w is None) and not dynamic:
         raise ValueError("%s needs the images' height and width known when the graph is built, "
-                         "got shape %s (bilinear and nearest-neighbour resizing do not)"
+                         "got shape %s (bilinear and nearest-neighbour resizing, and bicubic, do "
+                         "not)"
                          % (what, images.shape))
     return batched, rank == 3, h, w
 
@@ -277,6 +278,40 @@ def _bicubic_axis(x, axis, n_in, n_out, align_corners, half_pixel_centers):
     return out
 
 
+def _bicubic_axis_dynamic(x, axis, n_in, n_out, align_corners, half_pixel_centers):
+    """_bicubic_axis with the sizes scalar int32 tensors: the same float32 positions and
+    1/1024-quantized Keys weights, computed in the graph."""
+    scale = _dynamic_scale(n_in, n_out, align_corners)
+    i = ops.cast(array_ops.range(n_out), dtypes.float32)
+    pos = (i + 0.5) * scale - 0.5 if half_pixel_centers else i * scale
+    base = ops.floor(pos)
+    t = ops.round((pos - base) * float(_CUBIC_TABLE_SIZE)) / float(_CUBIC_TABLE_SIZE)
+    a = -0.5 if half_pixel_centers else -0.75
+
+    def near(v):
+        return ((a + 2) * v - (a + 3)) * v * v + 1.0
+
+    def far(v):
+        return ((a * v - 5 * a) * v + 8 * a) * v - 4 * a
+    weights = [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)]
+    taps = [ops.cast(base, dtypes.int32) + k for k in (-1, 0, 1, 2)]
+    if half_pixel_centers:
+        weights = [w * ops.cast(ops.logical_and(tap >= 0, tap < n_in), dtypes.float32)
+                   for tap, w in zip(taps, weights)]
+        total = weights[0] + weights[1] + weights[2] + weights[3]
+        total = array_ops.where_v2(ops.abs(total) > 0, total, ops.ones_like(total))
+        weights = [w / total for w in weights]
+    out = None
+    for tap, w in zip(taps, weights):
+        term = gather(x, ops.clip_by_value(tap, 0, n_in - 1), axis=axis) * \
+            ops.reshape(w, _axis_shape(axis))
+        out = term if out is None else out + term
+    return out
+
+
+_DYNAMIC[_bicubic_axis] = _bicubic_axis_dynamic
+
+
 def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
     """Bicubic resizing of NHWC images to size = [height, width], as TF's ResizeBicubic
     (coordinates as resize_bilinear's); float32 out."""
@@ -338,7 +373,7 @@ def _method(method):
     return method
 
 
-_DYNAMIC_METHODS = (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR)
+_DYNAMIC_METHODS = (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR, ResizeMethod.BICUBIC)
 
 
 def _fit_aspect(images, size):

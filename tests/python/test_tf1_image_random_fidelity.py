@@ -587,3 +587,24 @@ def test_resize_image_with_pad_on_a_decoded_size_image():
     # ratio 17/32: resized to 32 x floor(9 * 32 / 17) = 16, padded left by floor(15.06 / 2) = 7.
     cols = np.nonzero(np.abs(a).sum(axis=(0, 2)))[0]
     assert cols.min() == 7 and cols.max() == 22
+
+
+def test_resize_bicubic_with_sizes_known_only_at_run_time():
+    # EfficientNet-style preprocessing: tf.image.resize(crop, [s, s], method=BICUBIC) of a crop
+    # whose size the graph does not know raised 'size must be known when the graph is built'.
+    rs = np.random.RandomState(7)
+    x = rs.rand(2, 7, 9, 2).astype(np.float32)
+    p = tf.placeholder(tf.float32, [None, None, None, 2])
+    size = tf.placeholder(tf.int32, [2])
+    pairs = []
+    for align, half in ((False, False), (True, False), (False, True)):
+        pairs.append((tf.image.resize_bicubic(p, size, align_corners=align,
+                                              half_pixel_centers=half),
+                      tf.image.resize_bicubic(x, [13, 4], align_corners=align,
+                                              half_pixel_centers=half)))
+    v1 = tf.image.resize_images(p, [5, 6], method=tf.image.ResizeMethod.BICUBIC)
+    assert v1.shape.as_list() == [None, 5, 6, 2]
+    got = run(*[t for pair in pairs for t in pair], v1, feed={p: x, size: [13, 4]})
+    for dynamic, static in zip(got[0:6:2], got[1:6:2]):
+        np.testing.assert_allclose(dynamic, static, atol=2e-6)
+    np.testing.assert_allclose(got[6], run(tf.image.resize_bicubic(x, [5, 6])), atol=2e-6)
