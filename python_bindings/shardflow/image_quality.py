@@ -82,11 +82,19 @@ def _ssim_per_channel(a, b, max_val, filter_size, filter_sigma, k1, k2):
     """(ssim, cs) per image and channel ([batch, channels]) of NHWC float32 a and b: TF1's
     _ssim_per_channel (11x11 Gaussian window, VALID; cs the contrast-structure term)."""
     dims = a.shape.as_list()
-    if dims[3] is None or None in dims[1:3]:
-        raise ValueError("ssim needs the images' height, width and channels known when the graph "
-                         "is built, got shape %s" % a.shape)
+    if dims[3] is None:
+        raise ValueError("ssim needs the images' channels known when the graph is built, got "
+                         "shape %s" % a.shape)
     size = int(filter_size)
-    if dims[1] < size or dims[2] < size:
+    if None in dims[1:3]:       # known when the step runs: checked then, as TF1 does
+        from shardflow.check_ops import _check
+        shape = ops.shape(a)
+        fits = ops.logical_and(shape[1] >= size, shape[2] >= size)
+        with a.graph.control_dependencies([_check(
+                fits, "ssim: the images must be at least filter_size=%d high and wide" % size,
+                None, "ssim", [shape])]):
+            a, b = ops.identity(a), ops.identity(b)
+    elif dims[1] < size or dims[2] < size:
         raise ValueError("ssim: the images (%dx%d) must be at least filter_size=%d high and wide"
                          % (dims[1], dims[2], size))
     window = _gaussian_window(size, float(filter_sigma))

@@ -608,3 +608,18 @@ def test_resize_bicubic_with_sizes_known_only_at_run_time():
     for dynamic, static in zip(got[0:6:2], got[1:6:2]):
         np.testing.assert_allclose(dynamic, static, atol=2e-6)
     np.testing.assert_allclose(got[6], run(tf.image.resize_bicubic(x, [5, 6])), atol=2e-6)
+
+
+def test_ssim_of_images_sized_at_run_time():
+    # TF1's ssim checks the size when the step runs; it raised 'needs the images' height,
+    # width and channels known' here for [None, None, None, 3] placeholders.
+    rs = np.random.RandomState(8)
+    a = rs.rand(2, 20, 24, 3).astype(np.float32)
+    b = np.clip(a + 0.1 * rs.randn(*a.shape), 0, 1).astype(np.float32)
+    p = tf.placeholder(tf.float32, [None, None, None, 3])
+    q = tf.placeholder(tf.float32, [None, None, None, 3])
+    dynamic = tf.image.ssim(p, q, 1.0)
+    np.testing.assert_allclose(run(dynamic, feed={p: a, q: b}), run(tf.image.ssim(a, b, 1.0)),
+                               rtol=1e-6)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="filter_size=11"):
+        run(dynamic, feed={p: a[:, :5], q: b[:, :5]})
