@@ -1,6 +1,7 @@
-"""TF1's image codecs for tf.image (decode_jpeg, decode_png, decode_image, encode_png,
-encode_jpeg) as PyFunc nodes backed by Pillow; they run in the process that built the graph
-(shardflow/script_ops.py) and have no gradient, as in TF1.
+"""TF1's image codecs for tf.image (decode_jpeg, decode_png, decode_bmp, decode_gif,
+decode_image, decode_and_crop_jpeg, extract_jpeg_shape, is_jpeg, encode_png, encode_jpeg,
+adjust_jpeg_quality, random_jpeg_quality) as PyFunc nodes backed by Pillow; they run in the
+process that built the graph (shardflow/script_ops.py) and have no gradient, as in TF1.
 
 Example::
 
