@@ -1,6 +1,7 @@
 """tf.contrib.rnn: the cells, wrappers and RNN functions of shardflow.rnn_cell (the same
-objects as sf.nn.rnn_cell's), and LayerNormBasicLSTMCell, TF1's contrib LSTM with layer
-normalization (Ba et al. 2016).
+objects as sf.nn.rnn_cell's), and TF1's contrib cells: LayerNormBasicLSTMCell (layer
+normalization, Ba et al. 2016), LSTMBlockCell / GRUBlockCell, the convolutional
+ConvLSTMCell, and the fused LSTMBlockFusedCell (a whole time-major sequence per call).
 
 Example::
 
@@ -8,10 +9,10 @@ Example::
     outputs, state = sf.nn.dynamic_rnn(cell, x, dtype=sf.float32)
 """
 
-from shardflow import array_ops, nn, ops, rnn_cell
+from shardflow import array_ops, dtypes, nn, ops, rnn_cell
 from shardflow.contrib_layers import layer_norm
 from shardflow.rnn_cell import *  # noqa: F401,F403 (tf.contrib.rnn's cells are rnn_cell's)
-from shardflow.framework import TensorShape
+from shardflow.framework import TensorShape, convert_to_tensor
 from shardflow.rnn_cell import BasicLSTMCell, LSTMStateTuple, _depth
 from shardflow.variable_scope import constant_initializer, get_variable, variable_scope
 
@@ -79,6 +80,158 @@ class LSTMBlockCell(rnn_cell.LSTMCell):
         cell_clip = None if cell_clip is None or cell_clip < 0 else cell_clip
         super().__init__(num_units, use_peepholes=use_peephole, cell_clip=cell_clip,
                          forget_bias=forget_bias, reuse=reuse, name=name, dtype=dtype)
+
+
+class _FusedLSTMStep(rnn_cell.RNNCell):
+    """One step of LSTMBlockFusedCell from its variables (made by it, outside the loop)."""
+
+    def __init__(self, kernel, bias, diagonals, forget_bias, cell_clip):
+        super().__init__()
+        self._kernel, self._bias, self._diagonals = kernel, bias, diagonals
+        self._forget_bias, self._cell_clip = forget_bias, cell_clip
+        self._units = bias.shape.as_list()[0] // 4
+
+    @property
+    def state_size(self):
+        return LSTMStateTuple(self._units, self._units)
+
+    @property
+    def output_size(self):
+        return self._units
+
+    def __call__(self, inputs, state, scope=None):
+        c, h = state
+        gates = ops.add(ops.matmul(ops.concat([inputs, h], 1), self._kernel), self._bias)
+        i, j, f, o = array_ops.split(gates, 4, axis=1)
+        f = ops.add(f, self._forget_bias)
+        if self._diagonals:
+            w_i, w_f, w_o = self._diagonals
+            i = ops.add(i, ops.multiply(w_i, c))
+            f = ops.add(f, ops.multiply(w_f, c))
+        new_c = ops.add(ops.multiply(c, ops.sigmoid(f)),
+                        ops.multiply(ops.sigmoid(i), ops.tanh(j)))
+        if self._cell_clip is not None:
+            new_c = ops.clip_by_value(new_c, -self._cell_clip, self._cell_clip)
+        if self._diagonals:
+            o = ops.add(o, ops.multiply(self._diagonals[2], new_c))
+        new_h = ops.multiply(ops.tanh(new_c), ops.sigmoid(o))
+        return new_h, LSTMStateTuple(new_c, new_h)
+
+
+def _fused_inputs(inputs):
+    """(time-major inputs [time, batch, depth], whether they came as a list of steps)."""
+    if isinstance(inputs, list):
+        return array_ops.stack([convert_to_tensor(x) for x in inputs]), True
+    return convert_to_tensor(inputs), False
+
+
+class LSTMBlockFusedCell:
+    """TF1's tf.contrib.rnn.LSTMBlockFusedCell (the fused BlockLSTM kernel in TF): the whole
+    sequence in one call, ``outputs, state = cell(inputs, initial_state=None, dtype=None,
+    sequence_length=None)`` with time-major inputs [time, batch, depth] (or a list of
+    steps); LSTMCell's gates (i, j, f, o), optional peepholes and cell clipping; variables
+    <name>/kernel, bias (and w_i_diag, w_f_diag, w_o_diag). Past a sequence's length the
+    outputs are zeros and the state is the one at its length, as TF1's.
+
+    Example (DeepSpeech's layer)::
+
+        cell = sf.contrib.rnn.LSTMBlockFusedCell(2048)
+        outputs, state = cell(x_time_major, dtype=sf.float32, sequence_length=lengths)
+    """
+
+    def __init__(self, num_units, forget_bias=1.0, cell_clip=None, use_peephole=False,
+                 reuse=None, dtype=None, name="lstm_fused_cell"):
+        self._num_units = int(num_units)
+        self._forget_bias = float(forget_bias)
+        self._cell_clip = float(cell_clip) if cell_clip is not None and cell_clip > 0 else None
+        self._use_peephole = bool(use_peephole)
+        self._reuse, self._name, self._scope = reuse, name, None
+
+    @property
+    def num_units(self):
+        return self._num_units
+
+    def _variables(self, depth, dtype):
+        n = self._num_units
+        kernel = get_variable("kernel", [depth + n, 4 * n], dtype=dtype)
+        bias = get_variable("bias", [4 * n], dtype=dtype, initializer=constant_initializer(0.0))
+        diagonals = None
+        if self._use_peephole:
+            diagonals = tuple(get_variable(name, [n], dtype=dtype)
+                              for name in ("w_i_diag", "w_f_diag", "w_o_diag"))
+        return kernel, bias, diagonals
+
+    def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None,
+                 scope=None):
+        inputs, as_list = _fused_inputs(inputs)
+        if initial_state is None and dtype is None:
+            raise ValueError("LSTMBlockFusedCell needs initial_state or dtype")
+        dtype = dtype or convert_to_tensor(initial_state[0]).dtype
+        depth = _depth(inputs, "LSTMBlockFusedCell")
+        if self._scope is None:
+            opened = (variable_scope(scope) if scope is not None else
+                      variable_scope(self._name) if self._reuse else
+                      variable_scope(None, default_name=self._name))
+        else:
+            opened = variable_scope(self._scope, reuse=True)
+        with opened as vs:
+            self._scope = self._scope or vs
+            kernel, bias, diagonals = self._variables(depth, dtype)
+            step = _FusedLSTMStep(kernel, bias, diagonals, self._forget_bias, self._cell_clip)
+            if initial_state is not None:
+                initial_state = LSTMStateTuple(*initial_state)
+            outputs, state = rnn_cell.dynamic_rnn(step, inputs, sequence_length,
+                                                  initial_state, dtype, time_major=True)
+        if as_list:
+            outputs = array_ops.unstack(outputs)
+        return outputs, state
+
+
+class TimeReversedFusedRNN:
+    """TF1's tf.contrib.rnn.TimeReversedFusedRNN: a fused cell (LSTMBlockFusedCell,
+    FusedRNNCellAdaptor) run over each sequence reversed (its first sequence_length steps,
+    or the whole time dimension), the outputs reversed back: the backward half of a
+    bidirectional layer."""
+
+    def __init__(self, cell):
+        self._cell = cell
+
+    def _reverse(self, x, lengths):
+        if lengths is None:
+            return ops.reverse(x, [0])
+        from shardflow.array_composites import reverse_sequence
+        return reverse_sequence(x, ops.cast(lengths, dtypes.int64), seq_axis=0, batch_axis=1)
+
+    def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None,
+                 scope=None):
+        inputs, as_list = _fused_inputs(inputs)
+        outputs, state = self._cell(self._reverse(inputs, sequence_length), initial_state,
+                                    dtype, sequence_length, scope)
+        outputs = self._reverse(outputs, sequence_length)
+        return (array_ops.unstack(outputs) if as_list else outputs), state
+
+
+class FusedRNNCellAdaptor:
+    """TF1's tf.contrib.rnn.FusedRNNCellAdaptor: an RNN cell with the fused cells' call,
+    ``outputs, state = adaptor(time-major inputs, initial_state, dtype, sequence_length)``,
+    run by dynamic_rnn (use_dynamic_rnn) or static_rnn (scope "rnn" for both)."""
+
+    def __init__(self, cell, use_dynamic_rnn=False):
+        self._cell, self._use_dynamic_rnn = cell, use_dynamic_rnn
+
+    def __call__(self, inputs, initial_state=None, dtype=None, sequence_length=None,
+                 scope=None):
+        if self._use_dynamic_rnn:
+            stacked, as_list = _fused_inputs(inputs)
+            outputs, state = rnn_cell.dynamic_rnn(self._cell, stacked, sequence_length,
+                                                  initial_state, dtype, time_major=True,
+                                                  scope=scope)
+            return (array_ops.unstack(outputs) if as_list else outputs), state
+        as_list = isinstance(inputs, list)
+        steps = inputs if as_list else array_ops.unstack(convert_to_tensor(inputs))
+        outputs, state = rnn_cell.static_rnn(self._cell, steps, initial_state, dtype,
+                                             sequence_length, scope)
+        return (outputs if as_list else array_ops.stack(outputs)), state
 
 
 class GRUBlockCell(rnn_cell.GRUCell):
@@ -253,7 +406,8 @@ def __getattr__(name):
 
 
 __all__ = sorted(rnn_cell.__all__ + ["Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell",
-                                     "ConvLSTMCell", "GRUBlockCell", "GRUBlockCellV2",
-                                     "LSTMBlockCell",
+                                     "ConvLSTMCell", "FusedRNNCellAdaptor", "GRUBlockCell",
+                                     "GRUBlockCellV2", "LSTMBlockCell", "LSTMBlockFusedCell",
+                                     "TimeReversedFusedRNN",
                                      "LayerNormBasicLSTMCell", "OutputProjectionWrapper",
                                      "stack_bidirectional_dynamic_rnn"])

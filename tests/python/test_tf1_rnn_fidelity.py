@@ -482,3 +482,51 @@ def test_beam_search_with_a_tensor_bound_runs_in_a_loop():
         np.testing.assert_array_equal(looped[2], unrolled[2])
         if end_bias:
             assert looped[0].predicted_ids.shape[1] < 6
+
+
+def test_lstm_block_fused_cell_is_lstm_cell_over_time_major_inputs():
+    """tf.contrib.rnn.LSTMBlockFusedCell, TimeReversedFusedRNN and FusedRNNCellAdaptor
+    (DeepSpeech's layers; missing): the fused cell equals LSTMCell run by dynamic_rnn
+    (time-major, sequence_length, peepholes, cell_clip) with the same weights, its
+    variables named <lstm_fused_cell>/kernel, bias, w_*_diag as TF1's."""
+    x_val = np.random.RandomState(13).randn(4, 3, 2).astype(np.float32)
+    lengths = [4, 2, 0]
+    for peep, clip in ((False, None), (True, 0.3)):
+        tf.reset_default_graph()
+        x = tf.constant(x_val)
+        with tf.variable_scope("m", initializer=tf.random_normal_initializer(seed=5)):
+            fw = tf.contrib.rnn.LSTMBlockFusedCell(3, use_peephole=peep, cell_clip=clip)
+            fused = fw(x, dtype=tf.float32, sequence_length=lengths)
+            bw = tf.contrib.rnn.TimeReversedFusedRNN(
+                tf.contrib.rnn.LSTMBlockFusedCell(3, use_peephole=peep, cell_clip=clip))
+            fused_bw = bw(x, dtype=tf.float32, sequence_length=lengths)
+        fused_names = [v.name for v in tf.trainable_variables()]
+        assert fused_names[:2] == ["m/lstm_fused_cell/kernel:0", "m/lstm_fused_cell/bias:0"]
+        assert ("m/lstm_fused_cell_1/w_o_diag:0" in fused_names) == peep
+
+        def cell():
+            return tf.nn.rnn_cell.LSTMCell(3, use_peepholes=peep, cell_clip=clip)
+
+        with tf.variable_scope("r"):
+            ref = tf.nn.dynamic_rnn(cell(), x, sequence_length=lengths, dtype=tf.float32,
+                                    time_major=True)
+            (_, ref_bw_out), (_, ref_bw_state) = tf.nn.bidirectional_dynamic_rnn(
+                cell(), cell(), x, sequence_length=lengths, dtype=tf.float32, time_major=True)
+            adaptor = tf.contrib.rnn.FusedRNNCellAdaptor(cell(), use_dynamic_rnn=True)
+            adapted = adaptor(x, dtype=tf.float32, sequence_length=lengths, scope="adapted")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            values = {v.name: sess.run(v) for v in tf.trainable_variables()}
+            for v in tf.trainable_variables():
+                leaf = v.name.split("/")[-1]
+                if v.name.startswith(("r/rnn/", "r/adapted/")):
+                    v.load(values["m/lstm_fused_cell/" + leaf], sess)
+                elif v.name.startswith("r/bidirectional_rnn/bw/"):
+                    v.load(values["m/lstm_fused_cell_1/" + leaf], sess)
+            got, want, got_bw, want_bw, got_adapted = sess.run(
+                [fused, ref, fused_bw, (ref_bw_out, ref_bw_state), adapted])
+        for a, b in ((got, want), (got_bw, want_bw), (got_adapted, want)):
+            np.testing.assert_allclose(a[0], b[0], rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(a[1].c, b[1].c, rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(a[1].h, b[1].h, rtol=1e-6, atol=1e-7)
+        assert (got[0][2:, 1] == 0).all() and (got[1].h[2] == 0).all()
