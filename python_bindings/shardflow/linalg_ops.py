@@ -269,6 +269,12 @@ def _qr_grad_fn(op, grad_q, grad_r, full_matrices):
             times_r_inverse_t(grad_q - ops.matmul(q, qdq))]
 
 
+@RegisterGradient("SfLstsqRobust")
+def _lstsq_robust_grad(op, grad):
+    raise NotImplementedError("matrix_solve_ls(fast=False) has no gradient (nor in TF1); use "
+                              "fast=True to train through it")
+
+
 RegisterGradient("SfQr-0")(_qr_grad(False))
 RegisterGradient("SfQr-1")(_qr_grad(True))
 
@@ -397,11 +403,10 @@ def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
     """The least-squares X minimizing ||matrix X - rhs||^2 + l2_regularizer ||X||^2 for each
     [M, N] matrix and [M, K] rhs (TF1's tf.matrix_solve_ls / tf.linalg.lstsq, its fast path:
     the normal equations, (A^T A + l2 I)^-1 A^T B when M >= N, A^T (A A^T + l2 I)^-1 B
-    otherwise). Differentiable (through matmul and matrix_solve). fast=False is refused: the
-    complete orthogonal factorization is not here."""
-    if not fast:
-        raise NotImplementedError("matrix_solve_ls(fast=False) is not supported; the normal "
-                                  "equations (fast=True) are")
+    otherwise). Differentiable (through matmul and matrix_solve). fast=False is TF1's robust
+    path: the minimum-norm least-squares solution (LAPACK's, here NumPy's lstsq), right for
+    rank-deficient matrices too; l2_regularizer is ignored there and, as in TF1, it has no
+    gradient."""
     a = convert_to_tensor(matrix)
     dims = a.shape.as_list() if a.shape.ndims is not None else None
     if dims is None or len(dims) < 2 or dims[-1] is None or dims[-2] is None:
@@ -412,6 +417,18 @@ def matrix_solve_ls(matrix, rhs, l2_regularizer=0.0, fast=True, name=None):
                         % a.dtype.name)
     b = convert_to_tensor(rhs, dtype=a.dtype)
     m, n = dims[-2], dims[-1]
+    if not fast:
+        def solve(x, y):
+            if x.ndim == 2:
+                return np.linalg.lstsq(x, y, rcond=None)[0]
+            flat_x, flat_y = x.reshape((-1,) + x.shape[-2:]), y.reshape((-1,) + y.shape[-2:])
+            out = np.stack([np.linalg.lstsq(p, q, rcond=None)[0]
+                            for p, q in zip(flat_x, flat_y)])
+            return out.reshape(x.shape[:-2] + out.shape[-2:])
+        shape = b.shape.as_list()[:-2] + [n] + b.shape.as_list()[-1:] \
+            if b.shape.ndims is not None else [None]
+        return _numpy_op(solve, [a, b], [a.dtype], [shape], "SfLstsqRobust",
+                         name or "MatrixSolveLs")[0]
     reg = ops.multiply(ops.cast(l2_regularizer, a.dtype),
                        ops.constant(np.eye(min(m, n)), dtype=a.dtype))
     if m >= n:

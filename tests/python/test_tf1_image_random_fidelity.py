@@ -623,3 +623,18 @@ def test_ssim_of_images_sized_at_run_time():
                                rtol=1e-6)
     with pytest.raises(tf.errors.InvalidArgumentError, match="filter_size=11"):
         run(dynamic, feed={p: a[:, :5], q: b[:, :5]})
+
+
+def test_matrix_solve_ls_fast_false_is_the_minimum_norm_solution():
+    # fast=False raised NotImplementedError; TF1 gives the minimum-norm least-squares solution
+    # (right for rank-deficient matrices, where the normal equations are singular).
+    rs = np.random.RandomState(9)
+    a = rs.randn(5, 3)
+    a[:, 2] = a[:, 0] + a[:, 1]
+    b = rs.randn(5, 2)
+    x, batched, wide = run(tf.matrix_solve_ls(a, b, fast=False),
+                           tf.linalg.lstsq(np.stack([a, a]), np.stack([b, b]), fast=False),
+                           tf.matrix_solve_ls(a.T, b[:3], fast=False))
+    np.testing.assert_allclose(x, np.linalg.pinv(a) @ b, atol=1e-10)
+    np.testing.assert_allclose(batched[1], x, atol=1e-10)
+    np.testing.assert_allclose(wide, np.linalg.pinv(a.T) @ b[:3], atol=1e-10)
