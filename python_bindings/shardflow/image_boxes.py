@@ -23,13 +23,16 @@ from shardflow.script_ops import py_func
 
 def _crop_axis(lo, hi, n_in, n_out, method):
     """Sample positions along one axis for every box ([num_boxes, n_out]), their validity and
-    the (index_low, index_high, lerp) of each position."""
+    the (index_low, index_high, lerp) of each position. n_in is an int, or a scalar int32
+    tensor when the image's size is known only when the step runs."""
+    extent = (ops.cast(n_in - 1, dtypes.float32) if isinstance(n_in, Tensor)
+              else float(n_in - 1))
     if n_out > 1:
-        step = (hi - lo) * float(n_in - 1) / float(n_out - 1)
-        pos = lo * float(n_in - 1) + step * np.arange(n_out, dtype=np.float32)[None, :]
+        step = (hi - lo) * extent / float(n_out - 1)
+        pos = lo * extent + step * np.arange(n_out, dtype=np.float32)[None, :]
     else:
-        pos = (lo + hi) * (0.5 * (n_in - 1))
-    valid = ops.logical_and(ops.greater_equal(pos, 0.0), ops.less_equal(pos, float(n_in - 1)))
+        pos = (lo + hi) * (0.5 * extent)
+    valid = ops.logical_and(ops.greater_equal(pos, 0.0), ops.less_equal(pos, extent))
     fixed = ops.stop_gradient(pos)
     if method == "nearest":
         low = ops.floor(fixed + 0.5)
@@ -37,8 +40,8 @@ def _crop_axis(lo, hi, n_in, n_out, method):
     else:
         low, high = ops.floor(fixed), ops.ceil(fixed)
         lerp = pos - low
-    low = ops.cast(ops.clip_by_value(low, 0.0, float(n_in - 1)), dtypes.int32)
-    high = ops.cast(ops.clip_by_value(high, 0.0, float(n_in - 1)), dtypes.int32)
+    low = ops.cast(ops.clip_by_value(low, 0.0, extent), dtypes.int32)
+    high = ops.cast(ops.clip_by_value(high, 0.0, extent), dtypes.int32)
     return valid, low, high, lerp
 
 
@@ -54,15 +57,23 @@ def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear
         raise ValueError("crop_and_resize needs box_ind (box_indices) and crop_size")
     if method not in ("bilinear", "nearest"):
         raise ValueError("crop_and_resize: method is 'bilinear' or 'nearest', got %r" % (method,))
+    from shardflow.tensor_util import constant_value
     x = convert_to_tensor(image)
     dims = x.shape.as_list() if x.shape.ndims is not None else None
-    if dims is None or len(dims) != 4 or None in dims[1:]:
-        raise ValueError("crop_and_resize takes a 4-D [batch, height, width, channels] image with "
-                         "height, width and channels known, got shape %s" % x.shape)
-    crop_h, crop_w = (int(v) for v in np.asarray(crop_size).tolist())
+    if dims is None or len(dims) != 4:
+        raise ValueError("crop_and_resize takes a 4-D [batch, height, width, channels] image, "
+                         "got shape %s" % x.shape)
+    sizes = constant_value(crop_size) if isinstance(crop_size, Tensor) else crop_size
+    if sizes is None:
+        raise ValueError("crop_and_resize: crop_size must be known when the graph is built (two "
+                         "ints, or a constant)")
+    crop_h, crop_w = (int(v) for v in np.asarray(sizes).reshape(-1).tolist())
     if crop_h <= 0 or crop_w <= 0:
         raise ValueError("crop_and_resize: crop_size must be positive, got %r" % (crop_size,))
-    _, h, w, c = dims
+    # A feature map whose size is known only when the step runs (Faster R-CNN on images of
+    # any size): the sizes are scalar tensors.
+    run_shape = ops.shape(x)
+    h, w, c = (d if d is not None else run_shape[k + 1] for k, d in enumerate(dims[1:]))
     x = ops.cast(x, dtypes.float32) if x.dtype != dtypes.float32 else x
     boxes = convert_to_tensor(boxes, dtype=dtypes.float32)
     if boxes.shape.ndims != 2 or boxes.shape.as_list()[1] not in (None, 4):
@@ -72,7 +83,8 @@ def crop_and_resize(image, boxes, box_ind=None, crop_size=None, method="bilinear
     y1, x1, y2, x2 = (boxes[:, i:i + 1] for i in range(4))
     valid_y, top, bottom, y_lerp = _crop_axis(y1, y2, h, crop_h, method)
     valid_x, left, right, x_lerp = _crop_axis(x1, x2, w, crop_w, method)
-    flat = ops.reshape(x, [-1, c])
+    from shardflow.array_ops import stack
+    flat = ops.reshape(x, stack([-1, c]) if isinstance(c, Tensor) else [-1, c])
     row_base = ops.reshape(box_ind * h, [-1, 1])                    # [n, 1]
 
     def pick(rows, cols):

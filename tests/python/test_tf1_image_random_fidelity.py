@@ -638,3 +638,24 @@ def test_matrix_solve_ls_fast_false_is_the_minimum_norm_solution():
     np.testing.assert_allclose(x, np.linalg.pinv(a) @ b, atol=1e-10)
     np.testing.assert_allclose(batched[1], x, atol=1e-10)
     np.testing.assert_allclose(wide, np.linalg.pinv(a.T) @ b[:3], atol=1e-10)
+
+
+def test_crop_and_resize_on_a_feature_map_sized_at_run_time():
+    # Faster R-CNN on images of any size: crop_and_resize of a [1, None, None, C] feature map
+    # raised 'needs height, width and channels known'; crop_size may be a constant tensor.
+    rs = np.random.RandomState(10)
+    img = rs.rand(2, 9, 11, 4).astype(np.float32)
+    boxes = np.array([[0.1, 0.2, 0.8, 0.9], [-0.2, 0.0, 0.5, 1.2], [0.9, 0.9, 0.1, 0.1]],
+                     np.float32)
+    ind = np.array([0, 1, 1], np.int32)
+    p = tf.placeholder(tf.float32, [None, None, None, 4])
+    outs = []
+    for method in ("bilinear", "nearest"):
+        outs += [tf.image.crop_and_resize(img, boxes, ind, [5, 6], method=method),
+                 tf.image.crop_and_resize(p, boxes, ind, tf.constant([5, 6]), method=method)]
+    assert outs[1].shape.as_list() == [3, 5, 6, 4]
+    grad = tf.gradients(tf.reduce_sum(outs[1]), p)[0]
+    got = run(*outs, grad, feed={p: img})
+    np.testing.assert_array_equal(got[0], got[1])
+    np.testing.assert_array_equal(got[2], got[3])
+    assert got[4].shape == img.shape
