@@ -1,8 +1,8 @@
-"""A small layer API: Dense, Conv1D, Conv2D, Conv2DTranspose, SeparableConv2D,
+"""A small layer API: Dense, Conv1D, Conv2D, Conv2DTranspose, SeparableConv1D, SeparableConv2D,
 BatchNormalization, MaxPool2D (MaxPooling2D), AveragePooling2D, MaxPooling1D, AveragePooling1D,
 GlobalAveragePooling2D, Flatten, Dropout and Sequential (ResNets built from them:
-shardflow.applications), and TF1's functional forms (dense, conv1d, conv2d, separable_conv2d,
-max_pooling1d, ...).
+shardflow.applications), and TF1's functional forms (dense, conv1d, conv2d, separable_conv1d,
+separable_conv2d, max_pooling1d, ...).
 
 Each layer creates its variables on its first call, under its own name scope, and on the device
 given to it (``device=``), so a model can be spread over devices layer by layer.
@@ -546,6 +546,66 @@ class SeparableConv2D(Layer):
         return self.activation(y) if self.activation else y
 
 
+class SeparableConv1D(SeparableConv2D):
+    """Depthwise-separable 1-D convolution of [batch, width, channels] inputs (TF1's
+    tf.layers.SeparableConv1D): depthwise_kernel [kernel_size, in, depth_multiplier],
+    pointwise_kernel [1, in * depth_multiplier, filters] and bias [filters], as TF1's, run as
+    SeparableConv2D over a height of 1.
+
+    Example: ``h = sf.layers.SeparableConv1D(32, 3, padding="same")(seq)``.
+    """
+
+    _default_name = "separable_conv1d"
+
+    def __init__(self, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", dilation_rate=1, depth_multiplier=1,
+                 activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=None, depthwise_regularizer=None,
+                 pointwise_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                 trainable=True, name=None, seed=0, device=None, **kwargs):
+        _layer_kwargs(kwargs, "SeparableConv1D")
+        _channels_last(data_format, "SeparableConv1D")
+        super().__init__(
+            filters, (1, _one(kernel_size, "SeparableConv1D kernel_size")),
+            strides=(1, _one(strides, "SeparableConv1D strides")), padding=padding,
+            dilation_rate=(1, _one(dilation_rate, "SeparableConv1D dilation_rate")),
+            depth_multiplier=depth_multiplier, activation=activation, use_bias=use_bias,
+            depthwise_initializer=depthwise_initializer,
+            pointwise_initializer=pointwise_initializer, bias_initializer=bias_initializer,
+            depthwise_regularizer=depthwise_regularizer,
+            pointwise_regularizer=pointwise_regularizer, bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            depthwise_constraint=depthwise_constraint,
+            pointwise_constraint=pointwise_constraint, bias_constraint=bias_constraint,
+            trainable=trainable, name=name, seed=seed, device=device)
+
+    def build(self, input_shape):
+        c_in = _last_dim(input_shape, "SeparableConv1D")
+        self.depthwise_kernel = self.add_variable(
+            "depthwise_kernel", [self.kernel_size[1], c_in, self.depth_multiplier],
+            self.depthwise_initializer, trainable=self.trainable,
+            regularizer=self.depthwise_regularizer)
+        self.pointwise_kernel = self.add_variable(
+            "pointwise_kernel", [1, c_in * self.depth_multiplier, self.filters],
+            self.pointwise_initializer, trainable=self.trainable,
+            regularizer=self.pointwise_regularizer)
+        if self.use_bias:
+            self.bias = self.add_variable("bias", [self.filters], self.bias_initializer,
+                                          trainable=self.trainable,
+                                          regularizer=self.bias_regularizer)
+
+    def call(self, x, training=False):
+        y = nn.separable_conv2d(ops.expand_dims(x, 1), ops.expand_dims(self.depthwise_kernel, 0),
+                                ops.expand_dims(self.pointwise_kernel, 0),
+                                strides=self.strides, padding=self.padding,
+                                rate=self.dilation_rate)
+        y = ops.squeeze(y, [1])
+        if self.use_bias:
+            y = nn.bias_add(y, self.bias)
+        return self.activation(y) if self.activation else y
+
+
 class BatchNormalization(Layer):
     """Batch normalisation over one axis (the channels: the last by default, `axis=1` for
     NCHW), as TF1's tf.layers.BatchNormalization.
@@ -950,6 +1010,34 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                             activity_regularizer=activity_regularizer, name=name,
                             kernel_constraint=kernel_constraint,
                             bias_constraint=bias_constraint, trainable=trainable)
+    layer._reuse = reuse
+    return layer(inputs)
+
+
+def separable_conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
+                     data_format="channels_last", dilation_rate=1, depth_multiplier=1,
+                     activation=None, use_bias=True, depthwise_initializer=None,
+                     pointwise_initializer=None, bias_initializer=None,
+                     depthwise_regularizer=None, pointwise_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None,
+                     depthwise_constraint=None, pointwise_constraint=None, bias_constraint=None,
+                     trainable=True, name=None, reuse=None):
+    """TF1's tf.layers.separable_conv1d over [batch, width, channels]: variables
+    <name>/depthwise_kernel [k, in, depth_multiplier], <name>/pointwise_kernel
+    [1, in * depth_multiplier, filters] and <name>/bias; see SeparableConv1D."""
+    layer = SeparableConv1D(filters, kernel_size, strides=strides, padding=padding,
+                            data_format=data_format, dilation_rate=dilation_rate,
+                            depth_multiplier=depth_multiplier, activation=activation,
+                            use_bias=use_bias, depthwise_initializer=depthwise_initializer,
+                            pointwise_initializer=pointwise_initializer,
+                            bias_initializer=bias_initializer,
+                            depthwise_regularizer=depthwise_regularizer,
+                            pointwise_regularizer=pointwise_regularizer,
+                            bias_regularizer=bias_regularizer,
+                            activity_regularizer=activity_regularizer,
+                            depthwise_constraint=depthwise_constraint,
+                            pointwise_constraint=pointwise_constraint,
+                            bias_constraint=bias_constraint, trainable=trainable, name=name)
     layer._reuse = reuse
     return layer(inputs)
 

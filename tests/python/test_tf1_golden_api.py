@@ -300,3 +300,24 @@ def test_io_codecs_dtypes_and_compat_names():
     assert isinstance(np.int64(3), tf.compat.integral_types)
     assert isinstance(2.5, tf.compat.real_types)
     assert isinstance(b"x", tf.compat.bytes_or_text_types)
+
+
+def test_layers_separable_conv1d():
+    rng = np.random.RandomState(0)
+    x = rng.rand(2, 7, 3).astype(np.float32)
+    with tf.Graph().as_default():
+        y = tf.layers.separable_conv1d(x, 4, 3, 2, "valid", depth_multiplier=2, name="sep")
+        shapes = {v.name: v.shape.as_list() for v in tf.global_variables()}
+        assert shapes == {"sep/depthwise_kernel:0": [3, 3, 2],
+                          "sep/pointwise_kernel:0": [1, 6, 4], "sep/bias:0": [4]}
+        assert isinstance(tf.layers.SeparableConv1D(2, 3), tf.layers.Layer)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got, dk, pk, b = sess.run([y] + tf.global_variables())
+    depthwise = np.zeros((2, 3, 6), np.float32)
+    for i in range(3):
+        patch = x[:, 2 * i:2 * i + 3, :]
+        for c in range(3):
+            for m in range(2):
+                depthwise[:, i, c * 2 + m] = (patch[:, :, c] * dk[:, c, m]).sum(1)
+    np.testing.assert_allclose(got, depthwise @ pk[0] + b, rtol=1e-5, atol=1e-6)
