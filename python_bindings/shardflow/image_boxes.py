@@ -236,16 +236,23 @@ def _greedy_nms(boxes, scores, max_out, iou_threshold, score_threshold, soft_sig
                 score_threshold, soft_sigma)
 
 
-def _thresholds(iou_threshold, score_threshold, what):
-    if not 0.0 <= float(iou_threshold) <= 1.0:
-        raise ValueError("%s: iou_threshold must be in [0, 1], got %r" % (what, iou_threshold))
-    return float(iou_threshold), float(np.float32(score_threshold))
+def _check_iou(value, what):
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError("%s: iou_threshold must be in [0, 1], got %r" % (what, float(value)))
+    return float(value)
 
 
-def _nms_inputs(boxes, scores, max_output_size):
+def _nms_inputs(boxes, scores, max_output_size, iou_threshold, score_threshold, what):
+    """The py_func inputs: boxes, scores, max_output_size and the two thresholds (Python
+    numbers, or scalar tensors as TF1 takes: checked when the step runs). `what` None: the
+    first threshold is not an IoU (overlaps), no [0, 1] check."""
+    if what is not None and not isinstance(iou_threshold, Tensor):
+        _check_iou(iou_threshold, what)
     return [convert_to_tensor(boxes, dtype=dtypes.float32),
             convert_to_tensor(scores, dtype=dtypes.float32),
-            ops.cast(convert_to_tensor(max_output_size), dtypes.int32)]
+            ops.cast(convert_to_tensor(max_output_size), dtypes.int32),
+            ops.cast(convert_to_tensor(iou_threshold), dtypes.float32),
+            ops.cast(convert_to_tensor(score_threshold), dtypes.float32)]
 
 
 def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
@@ -253,11 +260,10 @@ def non_max_suppression(boxes, scores, max_output_size, iou_threshold=0.5,
     """Indices (int32, at most max_output_size) of boxes [n, 4] picked greedily by decreasing
     score, dropping any whose IoU with one already picked exceeds iou_threshold, and any whose
     score is not above score_threshold."""
-    iou, floor = _thresholds(iou_threshold, score_threshold, "non_max_suppression")
-
-    def run(b, s, m):
-        return _greedy_nms(b, s, m, iou, floor)[0]
-    out = py_func(run, _nms_inputs(boxes, scores, max_output_size), dtypes.int32,
+    def run(b, s, m, iou, floor):
+        return _greedy_nms(b, s, m, _check_iou(iou, "non_max_suppression"), float(floor))[0]
+    out = py_func(run, _nms_inputs(boxes, scores, max_output_size, iou_threshold,
+                                   score_threshold, "non_max_suppression"), dtypes.int32,
                   stateful=False, name=name or "NonMaxSuppression")
     out.set_shape([None])
     return out
@@ -269,15 +275,16 @@ def non_max_suppression_with_scores(boxes, scores, max_output_size, iou_threshol
     """(indices, scores) of non_max_suppression, or of Soft-NMS (Bodla et al.) with
     soft_nms_sigma > 0: an overlapping box's score decays by exp(-0.5 iou^2 / sigma) instead
     of the box being dropped, as TF1's NonMaxSuppressionV5; the scores are the decayed ones."""
-    iou, floor = _thresholds(iou_threshold, score_threshold, "non_max_suppression_with_scores")
+    what = "non_max_suppression_with_scores"
     sigma = float(soft_nms_sigma)
     if sigma < 0:
         raise ValueError("non_max_suppression_with_scores: soft_nms_sigma must be >= 0, got %r"
                          % (soft_nms_sigma,))
 
-    def run(b, s, m):
-        return _greedy_nms(b, s, m, iou, floor, sigma)
-    picks, picked = py_func(run, _nms_inputs(boxes, scores, max_output_size),
+    def run(b, s, m, iou, floor):
+        return _greedy_nms(b, s, m, _check_iou(iou, what), float(floor), sigma)
+    picks, picked = py_func(run, _nms_inputs(boxes, scores, max_output_size, iou_threshold,
+                                             score_threshold, what),
                             [dtypes.int32, dtypes.float32], stateful=False,
                             name=name or "NonMaxSuppressionV5")
     picks.set_shape([None])
@@ -290,16 +297,17 @@ def non_max_suppression_padded(boxes, scores, max_output_size, iou_threshold=0.5
                                name=None):
     """(indices, valid_count) of non_max_suppression; with pad_to_max_output_size the
     indices are padded with zeros to max_output_size (TF1's NonMaxSuppressionV4)."""
-    iou, floor = _thresholds(iou_threshold, score_threshold, "non_max_suppression_padded")
+    what = "non_max_suppression_padded"
     pad = bool(pad_to_max_output_size)
 
-    def run(b, s, m):
-        picks = _greedy_nms(b, s, m, iou, floor)[0]
+    def run(b, s, m, iou, floor):
+        picks = _greedy_nms(b, s, m, _check_iou(iou, what), float(floor))[0]
         valid = np.int32(picks.shape[0])
         if pad:
             picks = np.concatenate([picks, np.zeros(int(m) - picks.shape[0], np.int32)])
         return picks, valid
-    picks, valid = py_func(run, _nms_inputs(boxes, scores, max_output_size),
+    picks, valid = py_func(run, _nms_inputs(boxes, scores, max_output_size, iou_threshold,
+                                            score_threshold, what),
                            [dtypes.int32, dtypes.int32], stateful=False,
                            name=name or "NonMaxSuppressionV4")
     static = np.asarray(max_output_size) if not isinstance(max_output_size, Tensor) else None
@@ -312,17 +320,16 @@ def non_max_suppression_overlaps(overlaps, scores, max_output_size, overlap_thre
                                  score_threshold=float("-inf"), name=None):
     """non_max_suppression with the similarity of boxes i and j given as overlaps[i, j]
     ([n, n]) instead of their IoU."""
-    floor = float(np.float32(score_threshold))
-    threshold = float(overlap_threshold)
-
-    def run(o, s, m):
+    def run(o, s, m, threshold, floor):
         o = np.asarray(o, np.float32)
         s = np.asarray(s, np.float32).reshape(-1)
         if o.shape != (s.shape[0], s.shape[0]):
             raise ValueError("non_max_suppression_overlaps: overlaps must be [%d, %d], got %s"
                              % (s.shape[0], s.shape[0], list(o.shape)))
-        return _nms(lambda i, picks: o[i, picks], s, m, threshold, floor)[0]
-    out = py_func(run, _nms_inputs(overlaps, scores, max_output_size), dtypes.int32,
+        return _nms(lambda i, picks: o[i, picks], s, m, float(threshold), float(floor))[0]
+    inputs = _nms_inputs(overlaps, scores, max_output_size, overlap_threshold, score_threshold,
+                         None)
+    out = py_func(run, inputs, dtypes.int32,
                   stateful=False, name=name or "NonMaxSuppressionWithOverlaps")
     out.set_shape([None])
     return out
@@ -338,7 +345,8 @@ def combined_non_max_suppression(boxes, scores, max_output_size_per_class, max_t
     [batch, d] float32, valid_detections [batch] int32), padded with zeros, d =
     max_total_size (min(per_class * classes, max_total_size) with pad_per_class); boxes
     clipped to [0, 1] with clip_boxes."""
-    iou, floor = _thresholds(iou_threshold, score_threshold, "combined_non_max_suppression")
+    iou = _check_iou(iou_threshold, "combined_non_max_suppression")
+    floor = float(np.float32(score_threshold))
     per_class, total = int(max_output_size_per_class), int(max_total_size)
     b = convert_to_tensor(boxes, dtype=dtypes.float32)
     sc = convert_to_tensor(scores, dtype=dtypes.float32)

@@ -659,3 +659,17 @@ def test_crop_and_resize_on_a_feature_map_sized_at_run_time():
     np.testing.assert_array_equal(got[0], got[1])
     np.testing.assert_array_equal(got[2], got[3])
     assert got[4].shape == img.shape
+
+
+def test_non_max_suppression_thresholds_may_be_tensors():
+    # TF1 converts iou_threshold / score_threshold to tensors; float() of a tensor raised here.
+    iou = tf.placeholder(tf.float32, [])
+    floor = tf.placeholder(tf.float32, [])
+    picks = tf.image.non_max_suppression(_BOXES, _SCORES, 6, iou, score_threshold=floor)
+    padded, valid = tf.image.non_max_suppression_padded(_BOXES, _SCORES, 6, iou, floor)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(picks, {iou: 0.5, floor: 0.4}), [3, 0])
+        np.testing.assert_array_equal(sess.run(picks, {iou: 1.0, floor: 0.0}), [3, 0, 1, 2, 4, 5])
+        assert sess.run(valid, {iou: 0.5, floor: -1.0}) == 3
+        with pytest.raises(tf.errors.InvalidArgumentError, match="iou_threshold"):
+            sess.run(picks, {iou: 1.5, floor: 0.0})
