@@ -204,6 +204,8 @@ def softmax_cross_entropy(onehot_labels, logits, weights=1.0, label_smoothing=0,
     with _maybe_scope(scope):
         logits = ops.convert_to_tensor(logits)
         onehot_labels = ops.cast(onehot_labels, logits.dtype)
+        _check_same_shape(onehot_labels, logits, "softmax_cross_entropy",
+                          ("onehot_labels", "logits"))
         if label_smoothing:
             classes = logits.shape.as_list()[-1]
             classes = float(classes) if classes is not None else \
@@ -269,13 +271,19 @@ def _pair(labels, predictions, what):
     labels = _float_input(labels, what)
     if labels.dtype != predictions.dtype:
         labels = ops.cast(labels, predictions.dtype)
+    _check_same_shape(labels, predictions, what)
+    return labels, predictions
+
+
+def _check_same_shape(labels, predictions, what, names=("labels", "predictions")):
+    """ValueError unless the static shapes of labels and predictions may be one, as TF1's
+    assert_is_compatible_with."""
     a, b = labels.shape, predictions.shape
     if a.ndims is not None and b.ndims is not None and (
             a.ndims != b.ndims or any(p is not None and q is not None and p != q
                                       for p, q in zip(a.as_list(), b.as_list()))):
-        raise ValueError("%s: labels %s and predictions %s must have the same shape"
-                         % (what, a.as_list(), b.as_list()))
-    return labels, predictions
+        raise ValueError("%s: %s %s and %s %s must have the same shape"
+                         % (what, names[0], a.as_list(), names[1], b.as_list()))
 
 
 def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None,

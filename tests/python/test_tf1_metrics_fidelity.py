@@ -321,6 +321,8 @@ def test_losses_refuse_shapes_tf1_refuses():
             tf.losses.absolute_difference(y.reshape(-1, 1), p)
         with pytest.raises(ValueError, match="mean_squared_error: weights can not be broadcast"):
             tf.losses.mean_squared_error(y, p, weights=np.ones((4, 1), np.float32))
+        with pytest.raises(ValueError, match=r"onehot_labels \[4, 3\] and logits \[4, 4\]"):
+            tf.losses.softmax_cross_entropy(np.eye(3)[[0, 1, 2, 0]], np.zeros((4, 4)))
         with pytest.raises(ValueError, match="softmax_cross_entropy: weights can not be"):
             tf.losses.softmax_cross_entropy(np.eye(3)[[0, 1, 2, 0]], logits,
                                             weights=np.ones((4, 1), np.float32))
