@@ -142,7 +142,8 @@ class SessionHandle {
             "dependency_optimization, remapping, auto_mixed_precision_onednn_bfloat16")));
       }
     }
-    SF_PY_ASSIGN_OR_THROW(session_, NewSession(options));
+    SF_PY_ASSIGN_OR_THROW(std::unique_ptr<Session> session, NewSession(options));
+    session_ = std::move(session);
   }
   ~SessionHandle() {
     // Executor threads may need the GIL to drop the last reference to a fed array.
@@ -154,10 +155,8 @@ class SessionHandle {
   py::list Run(const py::list& feeds, const std::vector<std::string>& fetches,
                const std::vector<std::string>& targets, int trace_level, int64_t timeout_in_ms,
                bool check_numerics, RunMetadata* metadata) {
-    if (!session_) {
-      throw StatusError(absl::FailedPreconditionError("the session was closed"));
-    }
-    SyncGraph();
+    std::shared_ptr<Session> session = Open();
+    SyncGraph(*session);
     std::vector<std::pair<std::string, Tensor>> inputs;
     inputs.reserve(feeds.size());
     g_last_run = LastRunStats();
@@ -179,7 +178,8 @@ class SessionHandle {
     absl::Status status;
     {
       py::gil_scoped_release release;
-      status = session_->Run(options, inputs, fetches, targets, &outputs, metadata);
+      status = session->Run(options, inputs, fetches, targets, &outputs, metadata);
+      session.reset();  // the last reference when the session was closed meanwhile
     }
     // `inputs` is destroyed with the GIL held, so releasing the fed arrays is cheap.
     ThrowIfError(status);
@@ -193,19 +193,19 @@ class SessionHandle {
   }
 
   void Reset(const std::vector<std::string>& containers) {
-    if (!session_) throw StatusError(absl::FailedPreconditionError("the session was closed"));
+    std::shared_ptr<Session> session = Open();
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = session_->Reset(containers);
+      s = session->Reset(containers);
+      session.reset();
     }
     if (!s.ok()) throw StatusError(s);
   }
 
   std::vector<std::string> ListDevices() const {
-    if (!session_) throw StatusError(absl::FailedPreconditionError("the session was closed"));
     std::vector<std::string> names;
-    auto devices = session_->ListDevices();
+    auto devices = Open()->ListDevices();
     if (!devices.ok()) throw StatusError(devices.status());
     for (const DeviceAttributes& d : *devices) names.push_back(d.name);
     return names;
@@ -213,18 +213,24 @@ class SessionHandle {
 
   void Close() {
     if (!session_) return;
+    std::shared_ptr<Session> session = std::move(session_);  // with the GIL: no step sees half
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = session_->Close();
-      session_.reset();
+      s = session->Close();  // cancels the steps in flight
+      session.reset();
     }
     ThrowIfError(s);
   }
 
  private:
   // Sends the nodes added to the Python graph since the last step (Create, then Extend).
-  void SyncGraph() {
+  std::shared_ptr<Session> Open() const {
+    if (!session_) throw StatusError(absl::FailedPreconditionError("the session was closed"));
+    return session_;
+  }
+
+  void SyncGraph(Session& session) {
     if (created_ && graph_->generation() == synced_generation_) return;
     GraphDef full;
     graph_->graph()->ToGraphDef(&full);
@@ -233,10 +239,10 @@ class SessionHandle {
       if (sent_.insert(n.name()).second) *delta.add_node() = n;
     }
     if (!created_) {
-      ThrowIfError(session_->Create(full));
+      ThrowIfError(session.Create(full));
       created_ = true;
     } else if (delta.node_size() > 0) {
-      ThrowIfError(session_->Extend(delta));
+      ThrowIfError(session.Extend(delta));
     }
     synced_generation_ = graph_->generation();
     feed_may_be_kept_.clear();
@@ -251,7 +257,9 @@ class SessionHandle {
   }
 
   GraphPtr graph_;
-  std::unique_ptr<Session> session_;
+  // Shared with the steps in flight: Close (another thread, a queue runner's session at exit)
+  // lets go of it while they still run, and the last step to return destroys it.
+  std::shared_ptr<Session> session_;
   bool created_ = false;
   int64_t synced_generation_ = -1;
   std::unordered_set<std::string> sent_;
