@@ -50,6 +50,9 @@ class DType:
     def __repr__(self):
         return "sf." + self.name
 
+    def __str__(self):
+        return "<dtype: %r>" % self.name   # as TF1's
+
 
 def _make(name, numpy_dtype):
     return DType(_C.parse_dtype(name), name, numpy_dtype)

@@ -151,6 +151,13 @@ class TensorShape:
     def __repr__(self):
         return "TensorShape(%s)" % ("<unknown>" if self._dims is None else self._dims)
 
+    def __str__(self):
+        """As TF1 prints shapes: "(?, 3)", "(3,)", "()", "<unknown>"."""
+        if self._dims is None:
+            return "<unknown>"
+        dims = ["?" if d is None else str(d) for d in self._dims]
+        return "(%s,)" % dims[0] if len(dims) == 1 else "(%s)" % ", ".join(dims)
+
 
 class Operation:
     """A node of the graph. Run it as a target: ``sess.run(train_op)``."""
@@ -230,7 +237,11 @@ class Operation:
         _session_for(session).run(self, feed_dict)
 
     def __repr__(self):
-        return "<sf.Operation '%s'>" % self.name
+        return "<sf.Operation '%s' type=%s>" % (self.name, self.type)
+
+    def __str__(self):
+        """The op's NodeDef in text form, as TF1 prints an Operation."""
+        return str(self.node_def)
 
 
 def _shape_of_proto(shape):
@@ -273,31 +284,33 @@ def _attr_value(attr):
 
 class _TensorOperators:
     """Operators shared by Tensor and Variable: ``+ - * / // @ ** -x abs(x) < <= > >=``, and
-    on bools ``& | ^ ~`` (logical_and / or / xor / not, as TF 1.15's; not bitwise on ints)."""
+    on bools ``& | ^ ~`` (logical_and / or / xor / not, as TF 1.15's; not bitwise on ints). The
+    binary operators name their op as TF1's do ("add", "mul", "truediv", ...: ``x * 2`` is
+    "mul:0")."""
 
     def __and__(self, other):
         from shardflow import ops
-        return ops.logical_and(self, other)
+        return ops.logical_and(self, other, name="and")
 
     def __rand__(self, other):
         from shardflow import ops
-        return ops.logical_and(other, self)
+        return ops.logical_and(other, self, name="and")
 
     def __or__(self, other):
         from shardflow import ops
-        return ops.logical_or(self, other)
+        return ops.logical_or(self, other, name="or")
 
     def __ror__(self, other):
         from shardflow import ops
-        return ops.logical_or(other, self)
+        return ops.logical_or(other, self, name="or")
 
     def __xor__(self, other):
         from shardflow.core_extras import logical_xor
-        return logical_xor(self, other)
+        return logical_xor(self, other, name="xor")
 
     def __rxor__(self, other):
         from shardflow.core_extras import logical_xor
-        return logical_xor(other, self)
+        return logical_xor(other, self, name="xor")
 
     def __invert__(self):
         from shardflow import ops
@@ -305,51 +318,51 @@ class _TensorOperators:
 
     def __add__(self, other):
         from shardflow import ops
-        return ops.add(self, other)
+        return ops.add(self, other, name="add")
 
     def __radd__(self, other):
         from shardflow import ops
-        return ops.add(other, self)
+        return ops.add(other, self, name="add")
 
     def __sub__(self, other):
         from shardflow import ops
-        return ops.subtract(self, other)
+        return ops.subtract(self, other, name="sub")
 
     def __rsub__(self, other):
         from shardflow import ops
-        return ops.subtract(other, self)
+        return ops.subtract(other, self, name="sub")
 
     def __mul__(self, other):
         from shardflow import ops
-        return ops.multiply(self, other)
+        return ops.multiply(self, other, name="mul")
 
     def __rmul__(self, other):
         from shardflow import ops
-        return ops.multiply(other, self)
+        return ops.multiply(other, self, name="mul")
 
     def __truediv__(self, other):
         from shardflow import ops
-        return ops.truediv(self, other)
+        return ops.truediv(self, other, name="truediv")
 
     def __rtruediv__(self, other):
         from shardflow import ops
-        return ops.truediv(other, self)
+        return ops.truediv(other, self, name="truediv")
 
     def __matmul__(self, other):
         from shardflow import ops
-        return ops.matmul(self, other)
+        return ops.matmul(self, other, name="matmul")
 
     def __rmatmul__(self, other):
         from shardflow import ops
-        return ops.matmul(other, self)
+        return ops.matmul(other, self, name="matmul")
 
     def __pow__(self, other):
         from shardflow import ops
-        return ops.pow(self, other)
+        return ops.pow(self, other, name="pow")
 
     def __rpow__(self, other):
         from shardflow import ops
-        return ops.pow(other, self)
+        return ops.pow(other, self, name="pow")
 
     def __neg__(self):
         from shardflow import ops
@@ -375,19 +388,19 @@ class _TensorOperators:
 
     def __floordiv__(self, other):
         from shardflow import ops
-        return ops.floordiv(self, other)
+        return ops.floordiv(self, other, name="floordiv")
 
     def __rfloordiv__(self, other):
         from shardflow import ops
-        return ops.floordiv(other, self)
+        return ops.floordiv(other, self, name="floordiv")
 
     def __mod__(self, other):
         from shardflow import ops
-        return ops.floormod(self, other)
+        return ops.floormod(self, other, name="mod")
 
     def __rmod__(self, other):
         from shardflow import ops
-        return ops.floormod(other, self)
+        return ops.floormod(other, self, name="mod")
 
     def __abs__(self):
         from shardflow import ops
@@ -476,9 +489,13 @@ class Tensor(_TensorOperators):
         return _session_for(session).run(self, feed_dict)
 
     def __repr__(self):
-        return "<sf.Tensor '%s' shape=%s dtype=%s>" % (
-            self.name, "<unknown>" if self.shape.ndims is None else self.shape.as_list(),
-            self.dtype.name)
+        return "<sf.Tensor '%s' shape=%s dtype=%s>" % (self.name, self.shape, self.dtype.name)
+
+    def __str__(self):
+        """As TF1 prints a tensor: Tensor("mul:0", shape=(?, 3), dtype=float32)."""
+        return "Tensor(\"%s\"%s, dtype=%s%s)" % (
+            self.name, ", shape=%s" % self.shape if self.shape.ndims is not None else "",
+            self.dtype.name, ", device=%s" % self.device if self.device else "")
 
 
 class Graph:
