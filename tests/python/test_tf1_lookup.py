@@ -242,8 +242,6 @@ def test_errors():
     with pytest.raises(ValueError, match="Keys must be dtype int64"):
         tf.lookup.TextFileInitializer("v.txt", tf.string, tf.lookup.TextFileIndex.LINE_NUMBER,
                                       tf.int64, 0)
-    with pytest.raises(AttributeError, match="MutableHashTable"):
-        tf.contrib.lookup.MutableHashTable  # noqa: B018
 
 
 def test_file_format_errors(tmp_path):
