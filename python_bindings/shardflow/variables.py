@@ -152,6 +152,7 @@ class Variable(_TensorOperators):
     """
 
     constraint = None   # applied by optimizers after each update (TF1's `constraint`)
+    _hidden = False     # in no collection of variables (see __init__)
 
     def __init__(self, initial_value=None, trainable=None, collections=None,
                  validate_shape=True, caching_device=None, name=None, variable_def=None,
@@ -204,6 +205,10 @@ class Variable(_TensorOperators):
         self._device = device
         collections = list(collections) if collections is not None else [GraphKeys.GLOBAL_VARIABLES]
         self._local = GraphKeys.LOCAL_VARIABLES in collections
+        # collections=[] (or only collections of one's own): in neither GLOBAL_VARIABLES nor
+        # LOCAL_VARIABLES, so no Saver, global_variables_initializer() or global_variables()
+        # sees it, as in TF1 (its preloaded-data pattern feeds the initializer itself).
+        self._hidden = not self._local and GraphKeys.GLOBAL_VARIABLES not in collections
         for c in collections:
             if c != GraphKeys.GLOBAL_VARIABLES:
                 g.add_to_collection(c, self)
@@ -510,7 +515,7 @@ def global_variables(scope=None, graph=None):
     g = graph or get_default_graph()
     if not isinstance(g, _FuncGraph):
         _adopt_engine_variables(g)
-    return _in_scope([v for v in g._variables if not v._local], scope)
+    return _in_scope([v for v in g._variables if not v._local and not v._hidden], scope)
 
 
 def local_variables(scope=None, graph=None):
@@ -553,7 +558,10 @@ def trainable_variables(scope=None, graph=None):
     """The trainable Variables of the graph, filtered by `scope` as global_variables
     (``sf.trainable_variables("discriminator")``)."""
     scope, graph = _scope_and_graph(scope, graph)
-    return [v for v in global_variables(scope, graph) if v.trainable]
+    g = graph or get_default_graph()
+    global_variables(None, g)   # adopts the engine's variables
+    # TF1 adds a trainable variable to TRAINABLE_VARIABLES whatever collections it names.
+    return _in_scope([v for v in g._variables if v.trainable and not v._local], scope)
 
 
 def global_variables_initializer(name=None):
@@ -564,8 +572,15 @@ def global_variables_initializer(name=None):
         sess.run(sf.global_variables_initializer())
     """
     g = get_default_graph()
-    op_name = g._handle.initialize_all_variables(g._ctx(name))
-    op = g.get_operation_by_name(op_name)
+    global_variables(g)   # adopts the engine's variables
+    if any(v._hidden for v in g._variables):
+        # The engine's op runs every variable's initializer; leave out those in no
+        # collection of variables (collections=[]), as TF1's.
+        from shardflow.ops import group
+        op = group(*[v.initializer for v in g._variables if not v._hidden],
+                   name=name or "init")
+    else:
+        op = g.get_operation_by_name(g._handle.initialize_all_variables(g._ctx(name)))
     # Variables tf.train.import_meta_graph brought in are unknown to the engine's op: their
     # initializers run with it, as TF1's (import, initialize, then restore a part).
     imported = [v.initializer for v in global_variables(g) if getattr(v, "_imported", False)]

@@ -271,3 +271,27 @@ def test_half_precision_variables_get_random_initial_values():
     assert 0.9 * np.sqrt(6.0 / 300) < np.abs(va).max() <= np.sqrt(6.0 / 300) + 1e-3
     assert abs(vb.std() / (0.1 * 0.87962566103423978) - 1) < 0.05
     assert abs(vc.std() / np.sqrt(2.0 / 200) - 1) < 0.05
+
+
+# ---- variables ------------------------------------------------------------------------------
+
+
+def test_variable_in_no_variable_collection_is_left_alone(tmp_path):
+    # TF1's "preloaded data" pattern: tf.Variable(placeholder, trainable=False,
+    # collections=[]) is initialized by feeding its initializer; global_variables_initializer()
+    # and Savers do not see it (it ran it, asking for the placeholder). A variable given only
+    # collections of its own is still trainable, as TF1 adds it to TRAINABLE_VARIABLES.
+    data = np.arange(6, dtype=np.float32)
+    fed = tf.placeholder(tf.float32, shape=data.shape)
+    preloaded = tf.Variable(fed, trainable=False, collections=[])
+    w = tf.Variable(2.0, name="w")
+    mine = tf.Variable(3.0, name="mine", collections=["mine"])
+    assert tf.global_variables() == [w]
+    assert tf.trainable_variables() == [w, mine]
+    assert tf.get_collection("mine") == [mine]
+    with tf.Session() as sess:
+        sess.run(preloaded.initializer, feed_dict={fed: data})
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(preloaded * w), data * 2)
+        path = tf.train.Saver().save(sess, str(tmp_path / "m"), write_meta_graph=False)
+    assert [name for name, _ in tf.train.list_variables(path)] == ["w"]
