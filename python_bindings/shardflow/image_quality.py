@@ -181,19 +181,28 @@ _SOBEL = np.stack([np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], np.float32),
 
 def sobel_edges(image):
     """The Sobel responses (dy, dx) of each channel of [batch, h, w, c] float images, edges
-    reflected: [batch, h, w, c, 2]."""
+    reflected: [batch, h, w, c, 2]. The channels (and the batch) may be known only when the
+    step runs: they are folded together for one convolution; float16 is convolved in float32.
+    The height and width must be known when the graph is built (the mirrored padding)."""
     x = convert_to_tensor(image)
-    if x.shape.ndims != 4 or x.shape.as_list()[3] is None:
-        raise ValueError("sobel_edges takes 4-D [batch, height, width, channels] images with the "
-                         "channels known, got shape %s" % x.shape)
-    if not x.dtype.is_floating:
+    if x.shape.ndims != 4:
+        raise ValueError("sobel_edges takes 4-D [batch, height, width, channels] images, got "
+                         "shape %s" % x.shape)
+    out_dtype = x.dtype if x.dtype.is_floating else dtypes.float32
+    if x.dtype not in (dtypes.float32, dtypes.float64):   # the engine convolves these two
         x = ops.cast(x, dtypes.float32)
-    channels = x.shape.as_list()[3]
     padded = array_ops.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+    shape = ops.shape(padded)
+    planes = ops.reshape(ops.transpose(padded, [0, 3, 1, 2]),
+                         array_ops.stack([-1, shape[1], shape[2], 1]))
     kernel = _SOBEL[:, :, None, :].astype(x.dtype.as_numpy_dtype)
-    parts = array_ops.split(padded, channels, axis=3) if channels > 1 else [padded]
-    return array_ops.stack([nn.conv2d(p, kernel, strides=1, padding="VALID") for p in parts],
-                           axis=3)
+    edges = nn.conv2d(planes, kernel, strides=1, padding="VALID")        # [b * c, h, w, 2]
+    out_shape = ops.shape(x)
+    edges = ops.reshape(edges, array_ops.stack([out_shape[0], out_shape[3], out_shape[1],
+                                                out_shape[2], 2]))
+    out = ops.transpose(edges, [0, 2, 3, 1, 4])
+    out.set_shape(x.shape.as_list() + [2])
+    return ops.cast(out, out_dtype) if out.dtype != out_dtype else out
 
 
 __all__ = ["image_gradients", "psnr", "sobel_edges", "ssim", "ssim_multiscale", "total_variation"]

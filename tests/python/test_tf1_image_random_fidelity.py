@@ -673,3 +673,23 @@ def test_non_max_suppression_thresholds_may_be_tensors():
         assert sess.run(valid, {iou: 0.5, floor: -1.0}) == 3
         with pytest.raises(tf.errors.InvalidArgumentError, match="iou_threshold"):
             sess.run(picks, {iou: 1.5, floor: 0.0})
+
+
+def test_sobel_edges_unknown_channels_and_float16():
+    # Unknown channels raised at graph build; float16 (TF1 takes it) failed in Conv2D.
+    rs = np.random.RandomState(11)
+    img = rs.rand(2, 5, 6, 3).astype(np.float32)
+    padded = np.pad(img, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="reflect")
+    ky = np.array([[-1, -2, -1], [0, 0, 0], [1, 2, 1]], np.float64)
+    want = np.zeros(img.shape + (2,))
+    for i in range(5):
+        for j in range(6):
+            window = padded[:, i:i + 3, j:j + 3, :]
+            want[:, i, j, :, 0] = np.einsum("bijc,ij->bc", window, ky)
+            want[:, i, j, :, 1] = np.einsum("bijc,ij->bc", window, ky.T)
+    p = tf.placeholder(tf.float32, [None, 5, 6, None])
+    half = tf.image.sobel_edges(tf.constant(img.astype(np.float16)))
+    assert half.dtype == tf.float16
+    got, got_half = run(tf.image.sobel_edges(p), half, feed={p: img})
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(got_half, want, atol=2e-2)
