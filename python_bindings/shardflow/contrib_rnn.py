@@ -9,12 +9,15 @@ Example::
     outputs, state = sf.nn.dynamic_rnn(cell, x, dtype=sf.float32)
 """
 
+import numpy as np
+
 from shardflow import array_ops, dtypes, nn, ops, rnn_cell
 from shardflow.contrib_layers import layer_norm
 from shardflow.rnn_cell import *  # noqa: F401,F403 (tf.contrib.rnn's cells are rnn_cell's)
 from shardflow.framework import TensorShape, convert_to_tensor
 from shardflow.rnn_cell import BasicLSTMCell, LSTMStateTuple, _depth
-from shardflow.variable_scope import constant_initializer, get_variable, variable_scope
+from shardflow.variable_scope import (constant_initializer, get_variable, get_variable_scope,
+                                      random_uniform_initializer, variable_scope)
 
 
 class LayerNormBasicLSTMCell(BasicLSTMCell):
@@ -247,43 +250,103 @@ class GRUBlockCell(rnn_cell.GRUCell):
 GRUBlockCellV2 = GRUBlockCell
 
 
-class OutputProjectionWrapper(rnn_cell._Wrapper):
+class _ScopedWrapper(rnn_cell.RNNCell):
+    """TF1's core_rnn_cell wrappers (EmbeddingWrapper, InputProjectionWrapper,
+    OutputProjectionWrapper): cells with a variable scope of their own, the wrapped cell's
+    variables inside it (<wrapper>/<cell>/kernel, ...); state sizes are the cell's."""
+
+    def __init__(self, cell, reuse):
+        super().__init__(_reuse=reuse)
+        if not callable(cell) or not hasattr(cell, "zero_state"):
+            raise TypeError("%s wraps an RNN cell (output, state = cell(inputs, state)), not %r"
+                            % (type(self).__name__, cell))
+        self._cell = cell
+
+    @property
+    def state_size(self):
+        return self._cell.state_size
+
+    @property
+    def output_size(self):
+        return self._cell.output_size
+
+    def zero_state(self, batch_size, dtype):
+        return self._cell.zero_state(batch_size, dtype)
+
+
+def _projection(x, units):
+    """x @ kernel + bias in the current scope (TF1's _Linear: bias initialized to 0)."""
+    depth = _depth(x, "projection")
+    kernel = get_variable("kernel", [depth, units], dtype=x.dtype)
+    bias = get_variable("bias", [units], dtype=x.dtype, initializer=constant_initializer(0.0))
+    return ops.add(ops.matmul(x, kernel), bias)
+
+
+class OutputProjectionWrapper(_ScopedWrapper):
     """TF1's tf.contrib.rnn.OutputProjectionWrapper: the cell's output projected to
-    `output_size` units (kernel and bias under output_projection_wrapper/), then
-    `activation` if given; the state is the cell's."""
+    `output_size` units, then `activation` if given; the state is the cell's. Variables, as
+    TF1's: output_projection_wrapper/kernel and bias, the cell's under
+    output_projection_wrapper/."""
 
     def __init__(self, cell, output_size, activation=None, reuse=None):
-        super().__init__(cell)
+        super().__init__(cell, reuse)
         if int(output_size) < 1:
             raise ValueError("OutputProjectionWrapper: output_size must be positive, got %r"
                              % (output_size,))
         self._output_size = int(output_size)
         self._proj_activation = activation
-        self._proj_scope = None
 
     @property
     def output_size(self):
         return self._output_size
 
-    def call(self, inputs, state, scope=None):
-        output, new_state = self._cell(inputs, state, scope=scope)
-        if self._proj_scope is None:
-            with variable_scope("output_projection_wrapper") as vs:
-                self._proj_scope = vs
-                projected = self._project(output)
-        else:
-            with variable_scope(self._proj_scope, reuse=True):
-                projected = self._project(output)
+    def call(self, inputs, state):
+        output, new_state = self._cell(inputs, state)
+        projected = _projection(output, self._output_size)
         if self._proj_activation is not None:
             projected = self._proj_activation(projected)
         return projected, new_state
 
-    def _project(self, output):
-        depth = _depth(output, "OutputProjectionWrapper")
-        kernel = get_variable("kernel", [depth, self._output_size], dtype=output.dtype)
-        bias = get_variable("bias", [self._output_size], dtype=output.dtype,
-                            initializer=constant_initializer(0.0))
-        return ops.add(ops.matmul(output, kernel), bias)
+
+class InputProjectionWrapper(_ScopedWrapper):
+    """TF1's tf.contrib.rnn.InputProjectionWrapper: the inputs projected to `num_proj`
+    units (then `activation` if given) before the cell (variables
+    input_projection_wrapper/kernel and bias)."""
+
+    def __init__(self, cell, num_proj, activation=None, input_size=None, reuse=None):
+        super().__init__(cell, reuse)
+        self._num_proj = int(num_proj)
+        self._proj_activation = activation
+
+    def call(self, inputs, state):
+        projected = _projection(inputs, self._num_proj)
+        if self._proj_activation is not None:
+            projected = self._proj_activation(projected)
+        return self._cell(projected, state)
+
+
+class EmbeddingWrapper(_ScopedWrapper):
+    """TF1's tf.contrib.rnn.EmbeddingWrapper: int ids [batch] (or [batch, 1]) looked up in
+    embedding_wrapper/embedding [embedding_classes, embedding_size] before the cell; its
+    initializer `initializer`, else the scope's, else uniform(-sqrt(3), sqrt(3))."""
+
+    def __init__(self, cell, embedding_classes, embedding_size, initializer=None, reuse=None):
+        super().__init__(cell, reuse)
+        if embedding_classes <= 0 or embedding_size <= 0:
+            raise ValueError("EmbeddingWrapper: embedding_classes and embedding_size must be "
+                             "positive, got %d and %d" % (embedding_classes, embedding_size))
+        self._classes, self._size = int(embedding_classes), int(embedding_size)
+        self._initializer = initializer
+
+    def call(self, inputs, state):
+        initializer = self._initializer or get_variable_scope().initializer
+        if initializer is None:
+            initializer = random_uniform_initializer(-np.sqrt(3.0), np.sqrt(3.0))
+        dtype = convert_to_tensor(rnn_cell._flatten(state)[0]).dtype
+        embedding = get_variable("embedding", [self._classes, self._size], dtype=dtype,
+                                 initializer=initializer)
+        embedded = array_ops.gather(embedding, ops.reshape(inputs, [-1]))
+        return self._cell(embedded, state)
 
 
 class ConvLSTMCell(rnn_cell.RNNCell):
@@ -406,7 +469,8 @@ def __getattr__(name):
 
 
 __all__ = sorted(rnn_cell.__all__ + ["Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3DLSTMCell",
-                                     "ConvLSTMCell", "FusedRNNCellAdaptor", "GRUBlockCell",
+                                     "ConvLSTMCell", "EmbeddingWrapper", "FusedRNNCellAdaptor",
+                                     "GRUBlockCell", "InputProjectionWrapper",
                                      "GRUBlockCellV2", "LSTMBlockCell", "LSTMBlockFusedCell",
                                      "TimeReversedFusedRNN",
                                      "LayerNormBasicLSTMCell", "OutputProjectionWrapper",

@@ -530,3 +530,113 @@ def test_lstm_block_fused_cell_is_lstm_cell_over_time_major_inputs():
             np.testing.assert_allclose(a[1].c, b[1].c, rtol=1e-6, atol=1e-7)
             np.testing.assert_allclose(a[1].h, b[1].h, rtol=1e-6, atol=1e-7)
         assert (got[0][2:, 1] == 0).all() and (got[1].h[2] == 0).all()
+
+
+def _numpy_gru(params, prefix, x, h):
+    r, u = np.split(sigmoid(np.concatenate([x, h], 1) @ params[prefix + "gates/kernel"]
+                            + params[prefix + "gates/bias"]), 2, 1)
+    c = np.tanh(np.concatenate([x, r * h], 1) @ params[prefix + "candidate/kernel"]
+                + params[prefix + "candidate/bias"])
+    return u * h + (1 - u) * c
+
+
+def _load_random(sess, rng):
+    params = {}
+    for v in tf.trainable_variables():
+        params[v.name[:-2]] = np.asarray(rng.randn(*v.shape.as_list()) * 0.4, np.float32)
+        v.load(params[v.name[:-2]], sess)
+    return params
+
+
+def test_legacy_embedding_attention_seq2seq_and_buckets_as_tf1():
+    """tf.contrib.legacy_seq2seq's models (the translate tutorial's embedding_attention_seq2seq
+    and model_with_buckets; missing) against NumPy, with TF1's variable names; the
+    OutputProjectionWrapper's cell lives under its scope, as TF1's core_rnn_cell."""
+    ls = tf.contrib.legacy_seq2seq
+    rng = np.random.RandomState(14)
+    batch, enc_steps, dec_steps, enc_vocab, dec_vocab, emb, units = 2, 3, 2, 5, 6, 4, 3
+    enc_ids = rng.randint(0, enc_vocab, (enc_steps, batch))
+    dec_ids = rng.randint(0, dec_vocab, (dec_steps, batch))
+    tf.reset_default_graph()
+    enc = [tf.constant(i, tf.int32) for i in enc_ids]
+    dec = [tf.constant(i, tf.int32) for i in dec_ids]
+    outs, state = ls.embedding_attention_seq2seq(enc, dec, tf.nn.rnn_cell.GRUCell(units),
+                                                 enc_vocab, dec_vocab, emb)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        p = _load_random(sess, rng)
+        got, got_state = sess.run([outs, state])
+    top, dec_scope = "embedding_attention_seq2seq/", \
+        "embedding_attention_seq2seq/embedding_attention_decoder/"
+    att = dec_scope + "attention_decoder/"
+    h, enc_outs = np.zeros((batch, units)), []
+    for ids in enc_ids:
+        h = _numpy_gru(p, top + "rnn/embedding_wrapper/gru_cell/",
+                       p[top + "rnn/embedding_wrapper/embedding"][ids], h)
+        enc_outs.append(h)
+    states = np.stack(enc_outs, 1)
+    features = states @ p[att + "AttnW_0"].reshape(units, units)
+    reads, want = np.zeros((batch, units)), []
+    for ids in dec_ids:
+        x = (np.concatenate([p[dec_scope + "embedding"][ids], reads], 1) @ p[att + "kernel"]
+             + p[att + "bias"])
+        h = _numpy_gru(p, att + "output_projection_wrapper/gru_cell/", x, h)
+        cell_out = (h @ p[att + "output_projection_wrapper/kernel"]
+                    + p[att + "output_projection_wrapper/bias"])
+        y = h @ p[att + "Attention_0/kernel"] + p[att + "Attention_0/bias"]
+        score = (p[att + "AttnV_0"] * np.tanh(features + y[:, None])).sum(2)
+        weights = np.exp(score - score.max(1, keepdims=True))
+        weights /= weights.sum(1, keepdims=True)
+        reads = (weights[..., None] * states).sum(1)
+        want.append(np.concatenate([cell_out, reads], 1) @ p[att + "AttnOutputProjection/kernel"]
+                    + p[att + "AttnOutputProjection/bias"])
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got_state, h, rtol=1e-4, atol=1e-5)
+    # Buckets share one set of weights; a decoding graph (feed_previous) reuses them.
+    tf.reset_default_graph()
+    enc = [tf.constant(i, tf.int32) for i in rng.randint(0, enc_vocab, (3, batch))]
+    dec = [tf.constant(i, tf.int32) for i in rng.randint(0, dec_vocab, (3, batch))]
+    weights = [tf.ones([batch]) for _ in range(3)]
+    cell = tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.GRUCell(units) for _ in range(2)])
+    losses = {}
+    for feed_previous in (False, True):
+        with tf.variable_scope("m", reuse=True if feed_previous else None):
+            _, losses[feed_previous] = ls.model_with_buckets(
+                enc, dec, dec, weights, [(2, 2), (3, 3)],
+                lambda x, y: ls.embedding_attention_seq2seq(
+                    x, y, cell, enc_vocab, dec_vocab, emb, feed_previous=feed_previous))
+    names = [v.name for v in tf.trainable_variables()]
+    assert len(names) == 28 and len(set(names)) == 28
+    assert "m/embedding_attention_seq2seq/rnn/embedding_wrapper/multi_rnn_cell/cell_1/" \
+        "gru_cell/gates/kernel:0" in names
+    got = _run([losses[False], losses[True]])
+    assert all(np.isfinite(v) and v > 0 for v in np.ravel(got))
+
+
+def test_legacy_basic_and_tied_rnn_seq2seq():
+    ls = tf.contrib.legacy_seq2seq
+    rng = np.random.RandomState(15)
+    enc_val = rng.randn(3, 2, 2).astype(np.float32)
+    dec_val = rng.randn(2, 2, 2).astype(np.float32)
+    for fn, enc_prefix, dec_prefix in (
+            (ls.basic_rnn_seq2seq, "basic_rnn_seq2seq/rnn/gru_cell/",
+             "basic_rnn_seq2seq/rnn_decoder/gru_cell/"),
+            (ls.tied_rnn_seq2seq, "combined_tied_rnn_seq2seq/tied_rnn_seq2seq/gru_cell/",
+             "combined_tied_rnn_seq2seq/tied_rnn_seq2seq/gru_cell/")):
+        tf.reset_default_graph()
+        outs, state = fn([tf.constant(x) for x in enc_val], [tf.constant(x) for x in dec_val],
+                         tf.nn.rnn_cell.GRUCell(3))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            p = _load_random(sess, rng)
+            got, got_state = sess.run([outs, state])
+        assert len(p) == (4 if fn is ls.tied_rnn_seq2seq else 8)
+        h = np.zeros((2, 3))
+        for x in enc_val:
+            h = _numpy_gru(p, enc_prefix, x, h)
+        want = []
+        for x in dec_val:
+            h = _numpy_gru(p, dec_prefix, x, h)
+            want.append(h)
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got_state, h, rtol=1e-5, atol=1e-6)
