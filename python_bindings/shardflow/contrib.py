@@ -37,7 +37,7 @@ from shardflow import contrib_training as training  # noqa: F401
 from shardflow import tensor_util as util  # noqa: F401  (tf.contrib.util.constant_value)
 from shardflow.namespaces import _namespace as _ns
 from shardflow import loss_scale as _loss_scale
-from shardflow import losses as losses  # noqa: F401 (TF 1.0's tf.contrib.losses: tf.losses)
+losses = slim.losses   # TF1's tf.contrib.losses: predictions or logits first (slim.losses)
 from shardflow import ops as _ops
 
 mixed_precision = _ns("shardflow.contrib.mixed_precision", "TF1's tf.contrib.mixed_precision: "
@@ -72,7 +72,7 @@ def __getattr__(name):
         "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy, "
         "CollectiveAllReduceStrategy, ParameterServerStrategy), tf.contrib.cluster_resolver, "
         "tf.contrib.learn.datasets.mnist (read_data_sets), tf.contrib.stateless, "
-        "tf.contrib.mixed_precision, tf.contrib.losses (tf.losses), "
+        "tf.contrib.mixed_precision, tf.contrib.losses (predictions first, as slim.losses), "
         "tf.contrib.legacy_seq2seq "
         "(sequence_loss(_by_example), rnn_decoder). Use "
         "the core API (sf.layers, sf.losses, sf.train) instead" % name)
