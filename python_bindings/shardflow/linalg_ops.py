@@ -269,6 +269,11 @@ def _qr_grad_fn(op, grad_q, grad_r, full_matrices):
             times_r_inverse_t(grad_q - ops.matmul(q, qdq))]
 
 
+@RegisterGradient("SfLu")
+def _lu_grad(op, *grads):
+    raise NotImplementedError("lu has no gradient (nor in TF 1.15)")
+
+
 @RegisterGradient("SfLstsqRobust")
 def _lstsq_robust_grad(op, grad):
     raise NotImplementedError("matrix_solve_ls(fast=False) has no gradient (nor in TF1); use "
@@ -348,6 +353,39 @@ def cholesky(input, name=None):  # noqa: A002
     a = _square(input, "cholesky")
     return _numpy_op(np.linalg.cholesky, [a], [a.dtype], [a.shape.as_list()], "SfCholesky",
                      name or "Cholesky")[0]
+
+
+def _lu_numpy(a):
+    """Partial-pivoting LU of each [N, N] matrix (the largest magnitude in each column's
+    remaining rows becomes the pivot, as LAPACK getrf and Eigen's PartialPivLU): the combined
+    factors and the row permutation p with a[p] = L U."""
+    a = np.array(a, copy=True)
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    perms = np.tile(np.arange(n, dtype=np.int64), (flat.shape[0], 1))
+    for m, perm in zip(flat, perms):
+        for k in range(n):
+            pivot = k + int(np.argmax(np.abs(m[k:, k])))
+            if pivot != k:
+                m[[k, pivot]] = m[[pivot, k]]
+                perm[[k, pivot]] = perm[[pivot, k]]
+            if m[k, k] == 0:
+                raise ValueError("lu: the input is not invertible")
+            m[k + 1:, k] /= m[k, k]
+            m[k + 1:, k + 1:] -= np.outer(m[k + 1:, k], m[k, k + 1:])
+    return flat.reshape(a.shape), perms.reshape(a.shape[:-1])
+
+
+def lu(input, output_idx_type=dtypes.int32, name=None):  # noqa: A002
+    """(lu, p): the LU decomposition with partial pivoting of each invertible [N, N] matrix,
+    as TF's tf.linalg.lu: `lu` holds U on and above the diagonal and L's strict lower part
+    (its diagonal is ones), and input[..., p, :] = L U. No gradient (nor in TF 1.15)."""
+    a = _square(input, "lu")
+    idx = dtypes.as_dtype(output_idx_type)
+    dims = a.shape.as_list()
+    factors, perm = _numpy_op(lambda x: _lu_numpy(x), [a], [a.dtype, idx], [dims, dims[:-1]],
+                              "SfLu", name or "Lu")
+    return factors, perm
 
 
 def cholesky_solve(chol, rhs, name=None):
@@ -458,6 +496,7 @@ def self_adjoint_eigvals(tensor, name=None):
                      name or "SelfAdjointEigV2")[0]
 
 
-__all__ = ["cholesky", "cholesky_solve", "log_matrix_determinant", "logdet", "matrix_determinant",
-           "matrix_inverse", "matrix_solve", "matrix_solve_ls", "matrix_triangular_solve", "qr",
-           "self_adjoint_eig", "self_adjoint_eigvals", "svd"]
+# lu is tf.linalg.lu only (namespaces.py finds it here), as in TF 1.15.
+__all__ = ["cholesky", "cholesky_solve", "log_matrix_determinant", "logdet",
+           "matrix_determinant", "matrix_inverse", "matrix_solve", "matrix_solve_ls",
+           "matrix_triangular_solve", "qr", "self_adjoint_eig", "self_adjoint_eigvals", "svd"]

@@ -693,3 +693,16 @@ def test_sobel_edges_unknown_channels_and_float16():
     got, got_half = run(tf.image.sobel_edges(p), half, feed={p: img})
     np.testing.assert_allclose(got, want, atol=1e-5)
     np.testing.assert_allclose(got_half, want, atol=2e-2)
+
+
+def test_linalg_lu():
+    # tf.linalg.lu was listed but missing (AttributeError).
+    a = np.random.RandomState(12).randn(2, 4, 4)
+    factors, perm = tf.linalg.lu(a)
+    assert perm.dtype == tf.int32 and factors.shape.as_list() == [2, 4, 4]
+    f, p = run(factors, perm)
+    for k in range(2):
+        lower = np.tril(f[k], -1) + np.eye(4)
+        np.testing.assert_allclose(a[k][p[k]], lower @ np.triu(f[k]), atol=1e-12)
+        # Partial pivoting: every multiplier is at most 1 in magnitude.
+        assert np.abs(np.tril(f[k], -1)).max() <= 1.0
