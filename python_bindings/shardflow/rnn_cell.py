@@ -170,7 +170,9 @@ class RNNCell:
             if scope is not None:
                 opened = variable_scope(scope)
             elif getattr(self, "_reuse", None):
-                opened = variable_scope(name or _snake_case(type(self).__name__))
+                # reuse=True (or AUTO_REUSE): the variables of that name, as TF1's layers.
+                opened = variable_scope(name or _snake_case(type(self).__name__),
+                                        reuse=self._reuse)
             else:
                 opened = variable_scope(None, default_name=name or _snake_case(type(self).__name__))
             with opened as vs:

@@ -640,3 +640,26 @@ def test_legacy_basic_and_tied_rnn_seq2seq():
             want.append(h)
         np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(got_state, h, rtol=1e-5, atol=1e-6)
+
+
+def test_cell_reuse_argument_shares_the_variables_of_that_name():
+    """BasicLSTMCell(reuse=True) (the PTB model's eval cell) and reuse=tf.AUTO_REUSE find the
+    variables a first cell made, as TF1's layers (reuse=True raised 'already exists')."""
+    tf.reset_default_graph()
+    x = tf.constant(np.random.RandomState(16).randn(2, 3, 4).astype(np.float32))
+    with tf.variable_scope("Model"):
+        a, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(3, reuse=False), x,
+                                 dtype=tf.float32)
+    with tf.variable_scope("Model"):
+        b, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.BasicLSTMCell(3, reuse=True), x,
+                                 dtype=tf.float32)
+        c, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(3, reuse=tf.AUTO_REUSE), x,
+                                 dtype=tf.float32, scope="other")
+        d, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(3, reuse=tf.AUTO_REUSE), x,
+                                 dtype=tf.float32, scope="other")
+    assert [v.name for v in tf.trainable_variables()] == [
+        "Model/rnn/basic_lstm_cell/kernel:0", "Model/rnn/basic_lstm_cell/bias:0",
+        "Model/other/lstm_cell/kernel:0", "Model/other/lstm_cell/bias:0"]
+    got = _run([a, b, c, d])
+    np.testing.assert_array_equal(got[0], got[1])
+    np.testing.assert_array_equal(got[2], got[3])
