@@ -49,7 +49,11 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
                       clear_devices=False, clear_extraneous_savers=False,
                       strip_default_attrs=False, **kwargs):
     """Writes the default graph (or `graph`) to `filename` as a meta graph and returns its
-    contents as a dict. `collection_list` limits which collections are kept (default: all)."""
+    contents as a dict. `collection_list` limits which collections are kept (default: all).
+    `export_scope` ("tower_0"): only the nodes, variables and collection items under that
+    name scope, with it taken off their names, as TF1's (import them under another
+    import_scope). A tensor outside the scope that a node reads becomes an unbound input,
+    "$unbound_inputs_<name>", which import_meta_graph's input_map must give, as TF1's."""
     from shardflow.variables import global_variables, local_variables
     g = graph or get_default_graph()
     gd = g.as_graph_def()
@@ -72,11 +76,20 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
         items = [x for x in items if x is not None]
         if items:
             collections[key] = items
+    saver = None
+    if isinstance(saver_def, dict) and "variables" in saver_def:
+        saver = {"variables": saver_def["variables"]}  # Saver._variable_names
+    unbound = []
+    if export_scope:
+        gd, variables, collections, saver, unbound = _scoped(g, gd, variables, collections,
+                                                             saver, export_scope)
     meta = {"format": _FORMAT,
             "graph_def": base64.b64encode(gd.SerializeToString()).decode("ascii"),
             "variables": variables, "collections": collections}
-    if isinstance(saver_def, dict) and "variables" in saver_def:
-        meta["saver"] = {"variables": saver_def["variables"]}  # Saver._variable_names
+    if unbound:
+        meta["unbound_inputs"] = unbound
+    if saver is not None:
+        meta["saver"] = saver
     if filename:
         directory = os.path.dirname(filename)
         if directory:
@@ -86,6 +99,82 @@ def export_meta_graph(filename=None, meta_info_def=None, graph_def=None, saver_d
             json.dump(meta, f, indent=1 if as_text else None)
         os.replace(tmp, filename)
     return meta
+
+
+def _scoped(g, gd, variables, collections, saver, export_scope):
+    """What export_meta_graph writes for `export_scope`: the GraphDef's nodes under it and
+    the variables and collection items of those nodes, the scope taken off their names, and
+    the unbound inputs ([name, dtype enum]: tensors outside that the nodes read). The Saver's
+    checkpoint names stay (the checkpoint holds the variables as they were named)."""
+    scope = export_scope.rstrip("/") + "/"
+    unbound = {}
+
+    def strip(name):
+        return name[len(scope):] if name.startswith(scope) else None
+    out = type(gd)()
+    out.CopyFrom(gd)
+    del out.node[:]
+    for node in gd.node:
+        if strip(node.name) is None:
+            continue
+        kept = out.node.add()
+        kept.CopyFrom(node)
+        kept.name = strip(node.name)
+        del kept.input[:]
+        for name in node.input:
+            control = name.startswith("^")
+            inside = strip(name[1:] if control else name)
+            if inside is not None:
+                kept.input.append("^" + inside if control else inside)
+            elif not control:   # (a control input outside the scope is dropped, as TF1's)
+                tensor = name if ":" in name else name + ":0"
+                key = "$unbound_inputs_" + (name[:-2] if name.endswith(":0") else name)
+                node_name = key.replace(":", "_")   # its placeholder when imported
+                unbound[key] = [g.get_tensor_by_name(tensor).dtype._enum, node_name]
+                kept.input.append(node_name)
+    kept_variables = []
+    for info in variables:
+        names = {k: strip(info[k]) for k in ("handle", "read", "initializer")}
+        if None in names.values():
+            continue   # a variable outside the scope
+        info = dict(info, name=strip(info["name"]) or info["name"], **names)
+        if "slice" in info:
+            part = info["slice"]
+            info["slice"] = dict(part, full_name=strip(part["full_name"]) or part["full_name"])
+        kept_variables.append(info)
+    kept_collections = {}
+    for key, items in collections.items():
+        kept = []
+        for item in items:
+            field = next((f for f in ("variable", "tensor", "op") if f in item), None)
+            if field is None:
+                kept.append(item)
+            elif strip(item[field]) is not None:
+                kept.append({field: strip(item[field])})
+        if kept:
+            kept_collections[key] = kept
+    if saver is not None:
+        saver = {"variables": [[name, strip(handle)] for name, handle in saver["variables"]
+                               if strip(handle) is not None]}
+    return out, kept_variables, kept_collections, saver, sorted(
+        [key] + value for key, value in unbound.items())
+
+
+def _bind_inputs(gd, unbound, input_map):
+    """A placeholder in `gd` for each unbound input of a scoped meta graph ([key, dtype enum,
+    node name]), and input_map giving it the tensor input_map has for its key
+    ("$unbound_inputs_x", TF1's); ValueError (TF1's words) when input_map lacks one."""
+    input_map = dict(input_map or {})
+    missing = [key for key, _, _ in unbound if key not in input_map]
+    if missing:
+        raise ValueError("Graph contains unbound inputs: %s. Must provide these inputs "
+                         "through input_map." % ",".join(missing))
+    for key, dtype, node_name in unbound:
+        node = gd.node.add()
+        node.name, node.op = node_name, "Placeholder"
+        node.attr["dtype"].type = int(dtype)
+        input_map[node_name + ":0"] = input_map.pop(key)
+    return input_map
 
 
 def _read(meta_graph_or_file):
@@ -157,6 +246,8 @@ def import_meta_graph(meta_graph_or_file, clear_devices=False, import_scope=None
     if clear_devices:
         for node in gd.node:
             node.device = ""
+    if meta.get("unbound_inputs"):
+        input_map = _bind_inputs(gd, meta["unbound_inputs"], input_map)
     import_graph_def(gd, input_map=input_map, name=import_scope or "")
     prefix = import_scope or ""
     full = (lambda n: prefix + "/" + n) if prefix else (lambda n: n)

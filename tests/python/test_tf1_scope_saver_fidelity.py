@@ -295,3 +295,32 @@ def test_variable_in_no_variable_collection_is_left_alone(tmp_path):
         np.testing.assert_array_equal(sess.run(preloaded * w), data * 2)
         path = tf.train.Saver().save(sess, str(tmp_path / "m"), write_meta_graph=False)
     assert [name for name, _ in tf.train.list_variables(path)] == ["w"]
+
+
+def test_export_scope_exports_the_scope_alone_with_unbound_inputs(tmp_path):
+    # TF1's export_meta_graph(export_scope="hidden1"): the nodes, variables and collection
+    # items under hidden1/, the scope taken off their names; what they read from outside is an
+    # unbound input that import_meta_graph's input_map must give. The scope was ignored (the
+    # whole graph, names unchanged: new_hidden1/hidden1/...).
+    images = tf.placeholder(tf.float32, [None, 2], name="images")
+    with tf.variable_scope("hidden1"):
+        w = tf.get_variable("weights", initializer=[[1.0], [2.0]])
+        b = tf.get_variable("biases", initializer=[0.5])
+        tf.add_to_collection("out", tf.nn.relu(tf.matmul(images, w) + b, name="y"))
+    tf.Variable(7.0, name="elsewhere")
+    path = str(tmp_path / "hidden1.meta")
+    tf.train.export_meta_graph(path, export_scope="hidden1")
+    with tf.Graph().as_default():
+        new_images = tf.constant([[1.0, 1.0]], name="images")
+        with pytest.raises(ValueError, match="unbound inputs: \\$unbound_inputs_images"):
+            tf.train.import_meta_graph(path, import_scope="new_hidden1",
+                                       input_map={"images:0": new_images})
+        tf.train.import_meta_graph(path, import_scope="new_hidden1",
+                                   input_map={"$unbound_inputs_images": new_images})
+        assert sorted(v.name for v in tf.global_variables()) == [
+            "new_hidden1/biases:0", "new_hidden1/weights:0"]
+        (out,) = tf.get_collection("out")
+        assert out.name == "new_hidden1/y:0"
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_allclose(sess.run(out), [[3.5]])
