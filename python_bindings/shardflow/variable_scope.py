@@ -214,7 +214,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     `regularizer` (else the scope's): a function of the new variable whose result, unless
     None, goes to GraphKeys.REGULARIZATION_LOSSES, as in TF1 (on creation only, not on reuse).
     `partitioner` (else the scope's): a PartitionedVariable of parts "<name>/part_<i>"
-    (shardflow/partitioned_variables.py). `custom_getter` (and the scopes'): called as
+    (shardflow/partitioned_variables.py). `custom_getter` (else the scopes'): called as
     getter(get_variable, name, shape=..., ...) instead. `caching_device`, `validate_shape`,
     `synchronization`, `aggregation` are accepted (no effect here). `constraint`: a function
     of the variable's value giving its projected value, which optimizers assign after each
@@ -225,15 +225,11 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     scope = _stack(get_default_graph())[-1]
     kwargs = dict(shape=shape, dtype=dtype, initializer=initializer, regularizer=regularizer,
                   trainable=trainable, collections=collections, partitioner=partitioner)
-    getters = [g for g in (scope.custom_getter, custom_getter) if g is not None]
-    if not getters:
+    # The call's own custom_getter replaces the scopes', as TF1's VariableScope.get_variable.
+    getter = custom_getter if custom_getter is not None else scope.custom_getter
+    if getter is None:
         return _constrained(_get_variable(name, **kwargs), constraint)
-    get = _get_variable
-    for getter in getters:  # the call's own getter innermost, the scopes' around it
-
-        def get(n, *args, _getter=getter, _get=get, **kw):
-            return _getter(_get, n, *args, **kw)
-    return _constrained(get(name, **kwargs), constraint)
+    return _constrained(getter(_get_variable, name, **kwargs), constraint)
 
 
 def _constrained(variable, constraint):

@@ -324,3 +324,22 @@ def test_export_scope_exports_the_scope_alone_with_unbound_inputs(tmp_path):
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             np.testing.assert_allclose(sess.run(out), [[3.5]])
+
+
+def test_custom_getters_nest_and_the_calls_own_replaces_the_scopes():
+    # TF1: a scope's custom_getter wraps the enclosing scope's (inner first); a
+    # get_variable(custom_getter=...) of its own replaces the scopes' (both ran before).
+    calls = []
+
+    def named(tag):
+        def getter(get, name, *args, **kwargs):
+            calls.append(tag)
+            return get(name, *args, **kwargs)
+        return getter
+    with tf.variable_scope("outer", custom_getter=named("outer")):
+        with tf.variable_scope("inner", custom_getter=named("inner")):
+            tf.get_variable("a", [1])
+            assert calls == ["inner", "outer"]
+            del calls[:]
+            tf.get_variable("b", [1], custom_getter=named("own"))
+            assert calls == ["own"]
