@@ -16,7 +16,7 @@ Example::
 
 import numpy as np
 
-from shardflow import dtypes, ops
+from shardflow import array_ops, dtypes, ops
 from shardflow.framework import convert_to_tensor, get_default_graph
 from shardflow.gradients import RegisterGradient
 from shardflow.script_ops import py_func
@@ -55,7 +55,7 @@ def _ctc_one(logp, label, blank, merge_repeated):
     for t in range(1, steps):
         prev = alpha[t - 1]
         terms = [np.where(stay, prev, neg), np.concatenate([[neg], prev[:-1]]),
-                 np.where(skip, np.concatenate([[neg, neg], prev[:-2]]), neg)]
+                 np.where(skip, np.concatenate([[neg, neg], prev[:-2]])[:u], neg)]
         alpha[t] = np.logaddexp.reduce(terms, axis=0) + logp[t, ext]
     beta = np.full((steps, u), neg)                 # excluding step t's own emission
     beta[-1, -1] = 0.0
@@ -65,7 +65,7 @@ def _ctc_one(logp, label, blank, merge_repeated):
         nxt = beta[t + 1] + logp[t + 1, ext]
         after_skip = np.where(skip, nxt, neg)
         terms = [np.where(stay, nxt, neg), np.concatenate([nxt[1:], [neg]]),
-                 np.concatenate([after_skip[2:], [neg, neg]])]
+                 np.concatenate([after_skip[2:], [neg, neg]])[:u]]
         beta[t] = np.logaddexp.reduce(terms, axis=0)
     log_p = np.logaddexp.reduce(alpha[-1, -2:] if u > 1 else alpha[-1, -1:])
     if not np.isfinite(log_p):
@@ -102,7 +102,7 @@ def _ctc_loss_numpy(indices, values, dense_shape, logits, seq_len, collapse, mer
         if collapse:
             label = _collapse(label)
         need = _required_steps(label, merge_repeated)
-        if need > n:
+        if need > n and ignore_longer != "inf":
             if ignore_longer:
                 continue
             raise ValueError("ctc_loss: not enough time for the labels of batch row %d "
@@ -110,6 +110,7 @@ def _ctc_loss_numpy(indices, values, dense_shape, logits, seq_len, collapse, mer
                              "ignore_longer_outputs_than_inputs=True to skip such rows"
                              % (b, need, n))
         if n == 0:
+            losses[b] = np.inf if need > 0 else 0.0
             continue
         losses[b], grad[:n, b] = _ctc_one(_log_softmax(logits[:n, b].astype(np.float64)),
                                           label, blank, merge_repeated)
@@ -145,6 +146,14 @@ def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repe
     inputs = inputs if inputs is not None else logits
     if inputs is None or sequence_length is None:
         raise ValueError("ctc_loss needs inputs and sequence_length")
+    return _ctc_loss(labels, inputs, sequence_length, preprocess_collapse_repeated,
+                     ctc_merge_repeated, ignore_longer_outputs_than_inputs, time_major)
+
+
+def _ctc_loss(labels, inputs, sequence_length, preprocess_collapse_repeated,
+              ctc_merge_repeated, ignore_longer_outputs_than_inputs, time_major):
+    """ctc_loss's work; ignore_longer_outputs_than_inputs may also be "inf": a row whose
+    labels do not fit its steps gets an infinite loss (ctc_loss_v2's dense labels)."""
     if not isinstance(labels, SparseTensor):
         labels = convert_to_sparse(labels, "labels")
     inputs = _time_major(inputs, time_major)
@@ -164,6 +173,51 @@ def ctc_loss(labels, inputs=None, sequence_length=None, preprocess_collapse_repe
     if dims[1] is not None:
         loss = ops.reshape(loss, [dims[1]])
     return loss
+
+
+def ctc_loss_v2(labels, logits, label_length, logit_length, logits_time_major=True,
+                unique=None, blank_index=None, name=None):
+    """TF 1.15's tf.nn.ctc_loss_v2 (TF2's tf.nn.ctc_loss): -log p(labels | logits) per batch
+    row. `labels` is a dense int [batch, max_label_len] with `label_length` [batch] (blank
+    class blank_index, default 0), or a SparseTensor (blank_index required; ctc_loss's rules,
+    label_length unused); logits [frames, batch, classes] (logits_time_major=False: [batch,
+    frames, classes]) with `logit_length` [batch]. Dense labels that cannot fit their frames
+    get an infinite loss, as TF's. blank_index < 0 counts from num_classes; a blank other
+    than the last class is moved there (and the labels above it shifted down), as TF's."""
+    logits = convert_to_tensor(logits)
+    classes = logits.shape.as_list()[2] if logits.shape.ndims == 3 else None
+    sparse = isinstance(labels, SparseTensor) or type(labels).__name__ == "SparseTensorValue"
+    if sparse and blank_index is None:
+        raise ValueError("ctc_loss_v2: blank_index must be given with SparseTensor labels")
+    if blank_index is None:
+        blank_index = 0
+    if blank_index < 0:
+        if classes is None:
+            raise ValueError("ctc_loss_v2: a negative blank_index needs the number of classes "
+                             "(logits' last dimension) known, got shape %s" % logits.shape)
+        blank_index += classes
+    if sparse:
+        labels = convert_to_sparse(labels, "labels")
+    else:
+        labels = convert_to_tensor(labels)
+        lengths = ops.cast(convert_to_tensor(label_length), dtypes.int32)
+        from shardflow.array_composites import sequence_mask
+        where = array_ops.where(sequence_mask(lengths, ops.shape(labels)[1]))
+        labels = SparseTensor(where, ops.cast(array_ops.gather_nd(labels, where), dtypes.int32),
+                              ops.cast(ops.shape(labels), dtypes.int64))
+    if classes is None or blank_index != classes - 1:
+        if classes is None:
+            raise ValueError("ctc_loss_v2: moving the blank (class %d) last needs the number "
+                             "of classes known, got logits of shape %s"
+                             % (blank_index, logits.shape))
+        logits = ops.concat([logits[:, :, :blank_index], logits[:, :, blank_index + 1:],
+                             logits[:, :, blank_index:blank_index + 1]], 2)
+        values = ops.cast(labels.values, dtypes.int32)
+        labels = SparseTensor(labels.indices,
+                              array_ops.where(ops.less(values, blank_index), values,
+                                              values - 1), labels.dense_shape)
+    return _ctc_loss(labels, logits, logit_length, False, True,
+                     False if sparse else "inf", logits_time_major)
 
 
 def _decoded_sparse(paths, batch):
@@ -334,4 +388,5 @@ def edit_distance(hypothesis, truth, normalize=True, name="edit_distance"):
     return out
 
 
-__all__ = ["ctc_beam_search_decoder", "ctc_greedy_decoder", "ctc_loss", "edit_distance"]
+__all__ = ["ctc_beam_search_decoder", "ctc_greedy_decoder", "ctc_loss", "ctc_loss_v2",
+           "edit_distance"]

@@ -663,3 +663,57 @@ def test_cell_reuse_argument_shares_the_variables_of_that_name():
     got = _run([a, b, c, d])
     np.testing.assert_array_equal(got[0], got[1])
     np.testing.assert_array_equal(got[2], got[3])
+
+
+def _log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _brute_ctc(logits, label, blank):
+    """-log of the summed probability of every path of `logits` [time, classes] that
+    collapses (repeats merged, blanks dropped) to `label`."""
+    import itertools
+    logp, total = _log_softmax(logits.astype(np.float64)), -np.inf
+    for path in itertools.product(range(logits.shape[1]), repeat=logits.shape[0]):
+        seq = [c for k, c in enumerate(path) if (k == 0 or c != path[k - 1]) and c != blank]
+        if seq == list(label):
+            total = np.logaddexp(total, sum(logp[t, c] for t, c in enumerate(path)))
+    return -total
+
+
+def test_ctc_loss_empty_labels_and_ctc_loss_v2():
+    """A batch row with no labels made ctc_loss's step fail (a NumPy shape error); TF1 scores
+    it as all blanks. ctc_loss_v2 (TF 1.15's, dense labels with label_length and a blank
+    index, or sparse labels) against a brute-force sum over the paths."""
+    rng = np.random.RandomState(17)
+    lg = rng.randn(3, 4, 4).astype(np.float32)              # [batch, time, classes]
+    tf.reset_default_graph()
+    labels = tf.SparseTensor(np.array([[0, 0], [0, 1]], np.int64), np.array([1, 2], np.int32),
+                             [3, 2])
+    loss = tf.nn.ctc_loss(labels, tf.constant(lg), [4, 3, 2], time_major=False)
+    want = [_brute_ctc(lg[0], [1, 2], 3), _brute_ctc(lg[1, :3], [], 3),
+            _brute_ctc(lg[2, :2], [], 3)]
+    np.testing.assert_allclose(_run(loss), want, rtol=1e-5)
+    from shardflow.ctc_ops import ctc_loss_v2     # tf.nn.ctc_loss_v2 once nn.py imports it
+    for blank, dense in ((0, [[1, 2, 0], [3, 3, 0], [2, 1, 3]]),
+                         (-1, [[1, 2, 0], [0, 0, 1], [2, 1, 0]])):
+        tf.reset_default_graph()
+        x = tf.constant(lg)
+        loss = ctc_loss_v2(tf.constant(dense), x, [2, 2, 3], [4, 3, 2],
+                           logits_time_major=False, blank_index=blank)
+        finite = tf.where(tf.is_finite(loss), loss, tf.zeros_like(loss))
+        got, grad = _run([loss, tf.gradients(tf.reduce_sum(finite), x)[0]])
+        lengths = [2, 2, 3]
+        want = [_brute_ctc(lg[b, :[4, 3, 2][b]], dense[b][:lengths[b]], blank % 4)
+                for b in range(3)]
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+        assert np.isinf(got[2]) and (grad[2] == 0).all() and np.isfinite(grad).all()
+    tf.reset_default_graph()
+    sparse = tf.SparseTensor(np.array([[0, 0], [0, 1], [1, 0]], np.int64),
+                             np.array([1, 2, 3], np.int64), [3, 2])
+    loss = ctc_loss_v2(sparse, tf.constant(lg.transpose(1, 0, 2)), None, [4, 3, 2],
+                       blank_index=0)
+    np.testing.assert_allclose(_run(loss), [_brute_ctc(lg[0], [1, 2], 0),
+                                            _brute_ctc(lg[1, :3], [3], 0),
+                                            _brute_ctc(lg[2, :2], [], 0)], rtol=1e-5)
