@@ -26,15 +26,29 @@ from shardflow.framework import convert_to_tensor
 _HALF_LOG_TWO_PI = 0.5 * math.log(2.0 * math.pi)
 
 
+def _common_dtype(*params):
+    """The parameters' dtype, as TF1's common_dtype: the first floating tensor's or NumPy
+    array's (a float64 array makes a float64 distribution), else float32."""
+    from shardflow.framework import Tensor
+    for p in params:
+        if isinstance(p, Tensor) and p.dtype.is_floating:
+            return p.dtype
+        if isinstance(p, np.ndarray) and p.dtype.kind == "f":
+            return dtypes.as_dtype(p.dtype)
+    return dtypes.float32
+
+
 def _float(x, dtype=None):
-    """`x` as a floating tensor. A Python number, list or NumPy array takes `dtype` (float32
-    by default), as TF1's preferred_dtype conversion gives float64 NumPy data to a float32
-    distribution's log_prob; a tensor keeps its floating dtype (integers are cast)."""
+    """`x` as a floating tensor. A Python number, list or NumPy array takes `dtype` (without
+    one: a NumPy float array keeps its own, anything else is float32), as TF1's
+    preferred_dtype conversion gives float64 NumPy data to a float32 distribution's log_prob;
+    a tensor keeps its floating dtype (integers are cast)."""
     from shardflow.framework import Tensor
     if not isinstance(x, Tensor):
         arr = np.asarray(x)
         if arr.dtype.kind in "biuf":
-            return convert_to_tensor(arr.astype((dtype or dtypes.float32).as_numpy_dtype))
+            target = dtype or _common_dtype(arr)
+            return convert_to_tensor(arr.astype(target.as_numpy_dtype))
     t = convert_to_tensor(x)
     if not t.dtype.is_floating:
         t = ops.cast(t, dtype or dtypes.float32)
@@ -175,8 +189,9 @@ class Normal(Distribution):
     reparameterization_type = FULLY_REPARAMETERIZED
 
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Normal"):
-        self.loc = _float(loc)
-        self.scale = _float(scale, self.loc.dtype)
+        dt = _common_dtype(loc, scale)
+        self.loc = _float(loc, dt)
+        self.scale = _float(scale, dt)
         # Broadcast both to the batch shape.
         zero = ops.zeros_like(ops.add(self.loc, self.scale))
         self._loc_b, self._scale_b = ops.add(self.loc, zero), ops.add(self.scale, zero)
@@ -238,8 +253,9 @@ class Uniform(Distribution):
 
     def __init__(self, low=0.0, high=1.0, validate_args=False, allow_nan_stats=True,
                  name="Uniform"):
-        self.low = _float(low)
-        self.high = _float(high, self.low.dtype)
+        dt = _common_dtype(low, high)
+        self.low = _float(low, dt)
+        self.high = _float(high, dt)
         zero = ops.zeros_like(ops.add(self.low, self.high))
         self._low_b, self._high_b = ops.add(self.low, zero), ops.add(self.high, zero)
         super().__init__(self.low.dtype, validate_args, allow_nan_stats, name)
@@ -538,8 +554,9 @@ class MultivariateNormalDiag(Independent):
                  validate_args=False, allow_nan_stats=True, name="MultivariateNormalDiag"):
         if loc is None and scale_diag is None:
             raise ValueError("MultivariateNormalDiag needs loc or scale_diag")
-        loc = _float(loc) if loc is not None else None
-        scale = _float(scale_diag, loc.dtype if loc is not None else None) \
+        dt = _common_dtype(loc, scale_diag, scale_identity_multiplier)
+        loc = _float(loc, dt) if loc is not None else None
+        scale = _float(scale_diag, dt) \
             if scale_diag is not None else ops.ones_like(loc)
         if scale_identity_multiplier is not None:
             scale = ops.multiply(scale, _float(scale_identity_multiplier, scale.dtype))
@@ -592,8 +609,9 @@ class Gamma(Distribution):
 
     def __init__(self, concentration, rate, validate_args=False, allow_nan_stats=True,
                  name="Gamma"):
-        self.concentration = _float(concentration)
-        self.rate = _float(rate, self.concentration.dtype)
+        dt = _common_dtype(concentration, rate)
+        self.concentration = _float(concentration, dt)
+        self.rate = _float(rate, dt)
         self._c_b, self._rate_b = _broadcast(self.concentration, self.rate)
         super().__init__(self.concentration.dtype, validate_args, allow_nan_stats, name)
 
@@ -673,8 +691,9 @@ class Beta(Distribution):
 
     def __init__(self, concentration1=None, concentration0=None, validate_args=False,
                  allow_nan_stats=True, name="Beta"):
-        self.concentration1 = _float(concentration1)
-        self.concentration0 = _float(concentration0, self.concentration1.dtype)
+        dt = _common_dtype(concentration1, concentration0)
+        self.concentration1 = _float(concentration1, dt)
+        self.concentration0 = _float(concentration0, dt)
         self._a, self._b = _broadcast(self.concentration1, self.concentration0)
         self.total_concentration = ops.add(self._a, self._b)
         super().__init__(self.concentration1.dtype, validate_args, allow_nan_stats, name)
@@ -802,8 +821,9 @@ class Laplace(Distribution):
     reparameterization_type = FULLY_REPARAMETERIZED
 
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Laplace"):
-        self.loc = _float(loc)
-        self.scale = _float(scale, self.loc.dtype)
+        dt = _common_dtype(loc, scale)
+        self.loc = _float(loc, dt)
+        self.scale = _float(scale, dt)
         self._loc_b, self._scale_b = _broadcast(self.loc, self.scale)
         super().__init__(self.loc.dtype, validate_args, allow_nan_stats, name)
 
@@ -842,6 +862,253 @@ class Laplace(Distribution):
 
     def stddev(self, name="stddev"):
         return ops.multiply(math.sqrt(2.0), self._scale_b, name=name)
+
+
+class StudentT(Distribution):
+    """Student's t with df degrees of freedom, location loc and scale: heavier tails than
+    Normal. Samples loc + scale * N(0, 1) / sqrt(Gamma(df/2, rate df/2)) (no gradient to df
+    through the gamma draw here: NOT_REPARAMETERIZED)."""
+
+    reparameterization_type = NOT_REPARAMETERIZED
+
+    def __init__(self, df, loc, scale, validate_args=False, allow_nan_stats=True,
+                 name="StudentT"):
+        dt = _common_dtype(df, loc, scale)
+        self.df, self.loc, self.scale = (_float(v, dt) for v in (df, loc, scale))
+        self._df_b, self._loc_b, self._scale_b = _broadcast(self.df, self.loc, self.scale)
+        super().__init__(self.df.dtype, validate_args, allow_nan_stats, name)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        from shardflow.ops import random_normal
+        normal = random_normal(self._full(sample_shape, self._loc_b), dtype=self.dtype, seed=seed)
+        gamma = ops.random_gamma(_sample_shape(sample_shape), 0.5 * self._df_b, beta=0.5,
+                                 dtype=self.dtype, seed=_seed_for(seed, 2))
+        t = ops.multiply(normal, ops.rsqrt(ops.divide(gamma, self._df_b)))
+        return ops.add(self._loc_b, ops.multiply(self._scale_b, t), name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = _float(value, self.dtype)
+        df = self.df
+        z2 = ops.square(ops.divide(ops.subtract(x, self.loc), self.scale))
+        half = ops.multiply(0.5, ops.add(df, 1.0))
+        norm = ops.add(ops.subtract(ops.lgamma(ops.multiply(0.5, df)), ops.lgamma(half)),
+                       ops.add(ops.multiply(0.5, ops.log(ops.multiply(df, math.pi))),
+                               ops.log(ops.abs(self.scale))))
+        return ops.subtract(ops.negative(ops.multiply(half, ops.log1p(ops.divide(z2, df)))),
+                            norm, name=name)
+
+    def entropy(self, name="entropy"):
+        df = self._df_b
+        half = ops.multiply(0.5, ops.add(df, 1.0))
+        lbeta = ops.subtract(ops.add(ops.lgamma(ops.multiply(0.5, df)), math.lgamma(0.5)),
+                             ops.lgamma(half))
+        spread = ops.add(ops.log(ops.abs(self._scale_b)), ops.multiply(0.5, ops.log(df)))
+        tail = ops.multiply(half, ops.subtract(ops.digamma(half),
+                                               ops.digamma(ops.multiply(0.5, df))))
+        return ops.add(ops.add(spread, lbeta), tail, name=name)
+
+    def mean(self, name="mean"):
+        return ops.identity(_nan_unless(ops.greater(self._df_b, 1.0), self._loc_b,
+                                        self.allow_nan_stats, "StudentT.mean"), name=name)
+
+    def mode(self, name="mode"):
+        return ops.identity(self._loc_b, name=name)
+
+    def variance(self, name="variance"):
+        """scale^2 df / (df - 2) for df > 2, inf for 1 < df <= 2, NaN for df <= 1 (TF1's)."""
+        from shardflow.array_ops import where_v2
+        df = self._df_b
+        finite = ops.divide(ops.multiply(ops.square(self._scale_b), df), ops.subtract(df, 2.0))
+        value = where_v2(ops.greater(df, 2.0), finite,
+                         ops.fill(ops.shape(df), ops.cast(np.inf, self.dtype)))
+        return ops.identity(_nan_unless(ops.greater(df, 1.0), value, self.allow_nan_stats,
+                                        "StudentT.variance"), name=name)
+
+
+class OneHotCategorical(Categorical):
+    """Categorical whose samples and values are one-hot vectors over the last dimension
+    (tf.contrib.distributions.OneHotCategorical); the event shape is [k]."""
+
+    def __init__(self, logits=None, probs=None, dtype=dtypes.int32, validate_args=False,
+                 allow_nan_stats=True, name="OneHotCategorical"):
+        super().__init__(logits, probs, dtype, validate_args, allow_nan_stats, name)
+
+    @property
+    def event_shape(self):
+        from shardflow.framework import TensorShape
+        return TensorShape([self.event_size])
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        from shardflow import array_ops
+        index = Categorical.sample(self, sample_shape, seed=seed)
+        return array_ops.one_hot(index, self.event_size, dtype=self.dtype, name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = ops.cast(convert_to_tensor(value), self.logits.dtype)
+        return ops.reduce_sum(ops.multiply(x, self._log_probs), axis=-1, name=name)
+
+    def mode(self, name="mode"):
+        from shardflow import array_ops
+        return array_ops.one_hot(ops.argmax(self.logits, -1), self.event_size, dtype=self.dtype,
+                                 name=name)
+
+    def mean(self, name="mean"):
+        return ops.identity(self.probs, name=name)
+
+
+class RelaxedOneHotCategorical(Distribution):
+    """The Concrete / Gumbel-softmax distribution over the simplex (Maddison et al. 2016, Jang
+    et al. 2016; tf.contrib.distributions.RelaxedOneHotCategorical): samples
+    softmax((logits + Gumbel noise) / temperature), reparameterized; log_prob is the Concrete
+    density."""
+
+    reparameterization_type = FULLY_REPARAMETERIZED
+
+    def __init__(self, temperature, logits=None, probs=None, validate_args=False,
+                 allow_nan_stats=True, name="RelaxedOneHotCategorical"):
+        if (logits is None) == (probs is None):
+            raise ValueError("RelaxedOneHotCategorical takes exactly one of logits and probs")
+        from shardflow import nn
+        self.logits = _float(logits) if logits is not None else ops.log(_float(probs))
+        self.probs = nn.softmax(self.logits)
+        self.temperature = _float(temperature, self.logits.dtype)
+        self._log_probs = nn.log_softmax(self.logits)
+        super().__init__(self.logits.dtype, validate_args, allow_nan_stats, name)
+
+    @property
+    def event_size(self):
+        return self.logits.shape.as_list()[-1]
+
+    @property
+    def batch_shape(self):
+        from shardflow.framework import TensorShape
+        dims = self.logits.shape
+        return TensorShape(None if dims.ndims is None else dims.as_list()[:-1])
+
+    @property
+    def event_shape(self):
+        from shardflow.framework import TensorShape
+        return TensorShape([self.event_size])
+
+    def batch_shape_tensor(self, name="batch_shape_tensor"):
+        return ops.shape(self.logits)[:-1]
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        from shardflow import nn
+        full = self._full(sample_shape, self.logits)
+        tiny = float(np.finfo(self.dtype.as_numpy_dtype).tiny)
+        u = ops.random_uniform(full, tiny, 1.0, dtype=self.dtype, seed=seed)
+        gumbel = ops.negative(ops.log(ops.negative(ops.log(u))))
+        t = ops.expand_dims(self.temperature, -1) if self.temperature.shape.ndims else \
+            self.temperature
+        return nn.softmax(ops.divide(ops.add(self.logits, gumbel), t), name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        """log((k-1)!) + (k-1) log t + sum(log p_i - (t+1) log x_i) - k log sum(p_i x_i^-t)."""
+        x = _float(value, self.dtype)
+        k = self.event_size
+        t = self.temperature
+        t_e = ops.expand_dims(t, -1) if t.shape.ndims else t
+        log_x = ops.log(x)
+        scores = ops.subtract(self._log_probs, ops.multiply(t_e, log_x))
+        from shardflow.math_composites import reduce_logsumexp
+        constant = ops.add(float(math.lgamma(k)), ops.multiply(float(k - 1), ops.log(t)))
+        density = ops.subtract(ops.reduce_sum(ops.subtract(scores, log_x), axis=-1),
+                               ops.multiply(float(k), reduce_logsumexp(scores, axis=-1)))
+        return ops.add(constant, density, name=name)
+
+
+class MultivariateNormalTriL(Distribution):
+    """N(loc, scale_tril scale_tril^T) over the last dimension, scale_tril lower triangular
+    [..., k, k] (tf.contrib.distributions.MultivariateNormalTriL): samples loc + L eps."""
+
+    reparameterization_type = FULLY_REPARAMETERIZED
+
+    def __init__(self, loc=None, scale_tril=None, validate_args=False, allow_nan_stats=True,
+                 name="MultivariateNormalTriL"):
+        from shardflow.matrix_composites import matrix_band_part
+        if scale_tril is None:
+            raise ValueError("MultivariateNormalTriL needs scale_tril")
+        dt = _common_dtype(loc, scale_tril)
+        self.scale_tril = matrix_band_part(_float(scale_tril, dt), -1, 0)
+        k = self.scale_tril.shape.as_list()[-1]
+        if k is None:
+            raise ValueError("MultivariateNormalTriL needs the event size known when the graph "
+                             "is built, got scale_tril %s" % self.scale_tril.shape)
+        self.loc = _float(loc, self.scale_tril.dtype) if loc is not None else \
+            ops.zeros_like(self.scale_tril[..., 0])
+        self._k = k
+        # loc broadcast against the batch of scale_tril: [..., k].
+        self._loc_b = ops.add(self.loc, ops.zeros_like(self.scale_tril[..., 0]))
+        super().__init__(self.scale_tril.dtype, validate_args, allow_nan_stats, name)
+
+    @property
+    def batch_shape(self):
+        from shardflow.framework import TensorShape
+        dims = self._loc_b.shape
+        return TensorShape(None if dims.ndims is None else dims.as_list()[:-1])
+
+    @property
+    def event_shape(self):
+        from shardflow.framework import TensorShape
+        return TensorShape([self._k])
+
+    def batch_shape_tensor(self, name="batch_shape_tensor"):
+        return ops.shape(self._loc_b)[:-1]
+
+    def _log_det_scale(self):
+        from shardflow.matrix_composites import matrix_diag_part
+        return ops.reduce_sum(ops.log(ops.abs(matrix_diag_part(self.scale_tril))), axis=-1)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        from shardflow.ops import random_normal
+        eps = random_normal(self._full(sample_shape, self._loc_b), dtype=self.dtype, seed=seed)
+        # L eps for each sample: eps [..., k] -> sum_j L[i, j] eps[j].
+        mixed = ops.reduce_sum(ops.multiply(self.scale_tril, ops.expand_dims(eps, -2)), axis=-1)
+        return ops.add(self._loc_b, mixed, name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        from shardflow.linalg_ops import matrix_triangular_solve
+        x = _float(value, self.dtype)
+        # Solve L z = x - loc for every sample and batch member: both broadcast to
+        # sample + batch + [k], flattened to [-1, k, k] and [-1, k, 1].
+        diff = ops.add(ops.subtract(x, self.loc), ops.zeros_like(self._loc_b))
+        tril = ops.add(self.scale_tril, ops.zeros_like(ops.expand_dims(diff, -1)))
+        z = matrix_triangular_solve(ops.reshape(tril, [-1, self._k, self._k]),
+                                    ops.reshape(diff, [-1, self._k, 1]), lower=True)
+        maha = ops.reshape(ops.reduce_sum(ops.square(z), axis=[-2, -1]), ops.shape(diff)[:-1])
+        return ops.negative(ops.add(ops.add(ops.multiply(0.5, maha), self._log_det_scale()),
+                                    self._k * _HALF_LOG_TWO_PI), name=name)
+
+    def entropy(self, name="entropy"):
+        return ops.add(self._k * (0.5 + _HALF_LOG_TWO_PI), self._log_det_scale(), name=name)
+
+    def mean(self, name="mean"):
+        return ops.identity(self._loc_b, name=name)
+
+    def mode(self, name="mode"):
+        return ops.identity(self._loc_b, name=name)
+
+    def covariance(self, name="covariance"):
+        return ops.matmul(self.scale_tril, self.scale_tril, transpose_b=True, name=name)
+
+    def variance(self, name="variance"):
+        return ops.reduce_sum(ops.square(self.scale_tril), axis=-1, name=name)
+
+    def stddev(self, name="stddev"):
+        return ops.sqrt(self.variance(), name=name)
+
+
+class MultivariateNormalFullCovariance(MultivariateNormalTriL):
+    """N(loc, covariance_matrix), through the covariance's Cholesky factor."""
+
+    def __init__(self, loc=None, covariance_matrix=None, validate_args=False,
+                 allow_nan_stats=True, name="MultivariateNormalFullCovariance"):
+        from shardflow.linalg_ops import cholesky
+        if covariance_matrix is None:
+            raise ValueError("MultivariateNormalFullCovariance needs covariance_matrix")
+        super().__init__(loc, cholesky(_float(covariance_matrix)), validate_args,
+                         allow_nan_stats, name)
 
 
 # ---- KL divergences: TF1's registry (tf.distributions.RegisterKL) ---------------------------
@@ -954,5 +1221,6 @@ def _kl_independent(a, b, name=None):
 
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential",
            "FULLY_REPARAMETERIZED", "Gamma", "Independent", "Laplace", "MultivariateNormalDiag",
-           "NOT_REPARAMETERIZED", "Normal", "RegisterKL", "ReparameterizationType", "Uniform",
-           "kl_divergence"]
+           "MultivariateNormalFullCovariance", "MultivariateNormalTriL", "NOT_REPARAMETERIZED",
+           "Normal", "OneHotCategorical", "RegisterKL", "RelaxedOneHotCategorical",
+           "ReparameterizationType", "StudentT", "Uniform", "kl_divergence"]

@@ -706,3 +706,69 @@ def test_linalg_lu():
         np.testing.assert_allclose(a[k][p[k]], lower @ np.triu(f[k]), atol=1e-12)
         # Partial pivoting: every multiplier is at most 1 in magnitude.
         assert np.abs(np.tril(f[k], -1)).max() <= 1.0
+
+
+def test_student_t_one_hot_relaxed_and_full_covariance_normals():
+    tfd, tcd = tf.distributions, tf.contrib.distributions
+    df, loc, scale = np.array([3.0, 1.5, 5.0]), np.array([0.0, 1.0, -1.0]), np.array([1, 2, 0.5])
+    t = tfd.StudentT(df, loc, scale)
+    x = np.array([0.5, -2.0, 3.0])
+    probs = np.array([[0.2, 0.3, 0.5]], np.float32)
+    onehot = tcd.OneHotCategorical(logits=np.log(probs))
+    relaxed = tcd.RelaxedOneHotCategorical(0.5, logits=np.log(probs))
+    tril = np.array([[1.0, 0, 0], [0.5, 2.0, 0], [-0.3, 0.2, 0.7]])
+    mu = np.array([0.1, -0.2, 0.3])
+    mu_var = tf.Variable(mu)
+    mvn = tcd.MultivariateNormalTriL(loc=mu_var, scale_tril=tril)
+    full = tcd.MultivariateNormalFullCovariance(loc=mu, covariance_matrix=tril @ tril.T)
+    xs = np.random.RandomState(13).randn(4, 3)
+    point = np.array([[0.1, 0.3, 0.6]], np.float32)
+    grad = tf.gradients(tf.reduce_sum(mvn.log_prob(xs)), mu_var)[0]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        got = sess.run([t.log_prob(x), t.entropy(), t.variance(), onehot.log_prob([[0, 1, 0]]),
+                        onehot.sample(4000, seed=1), relaxed.log_prob(point),
+                        relaxed.sample(3, seed=2), mvn.log_prob(xs), full.log_prob(xs),
+                        mvn.entropy(), mvn.covariance(), grad])
+    want_t = [math.lgamma((d + 1) / 2) - math.lgamma(d / 2) - 0.5 * math.log(d * math.pi) -
+              math.log(s) - (d + 1) / 2 * math.log1p(((v - m) / s) ** 2 / d)
+              for v, d, m, s in zip(x, df, loc, scale)]
+    np.testing.assert_allclose(got[0], want_t, rtol=1e-5)
+    want_ent = [math.log(s) + 0.5 * math.log(d) + _lbeta(d / 2, 0.5) +
+                (d + 1) / 2 * (_digamma((d + 1) / 2) - _digamma(d / 2))
+                for d, s in zip(df, scale)]
+    np.testing.assert_allclose(got[1], want_ent, rtol=1e-4)
+    np.testing.assert_allclose(got[2], [3.0, np.inf, 0.25 * 5 / 3], rtol=1e-6)
+    np.testing.assert_allclose(got[3], np.log([0.3]), rtol=1e-6)
+    assert got[4].shape == (4000, 1, 3) and (got[4].sum(-1) == 1).all()
+    np.testing.assert_allclose(got[4].mean(0)[0], probs[0], atol=0.03)
+    # The Concrete density (Maddison et al.): log (k-1)! + (k-1) log t + sum(log p - (t+1) log x)
+    # - k log sum(p x^-t).
+    p0, x0 = probs[0].astype(np.float64), point[0].astype(np.float64)
+    want_concrete = (math.lgamma(3) + 2 * math.log(0.5) + np.sum(np.log(p0) - 1.5 * np.log(x0)) -
+                     3 * np.log(np.sum(p0 * x0 ** -0.5)))
+    np.testing.assert_allclose(got[5], [want_concrete], rtol=1e-5)
+    np.testing.assert_allclose(got[6].sum(-1), 1.0, rtol=1e-6)
+    cov = tril @ tril.T
+    d = xs - mu
+    want_mvn = (-0.5 * np.einsum("ni,ij,nj->n", d, np.linalg.inv(cov), d) -
+                0.5 * np.log(np.linalg.det(cov)) - 1.5 * np.log(2 * np.pi))
+    np.testing.assert_allclose(got[7], want_mvn, rtol=1e-10)
+    np.testing.assert_allclose(got[8], want_mvn, rtol=1e-10)
+    np.testing.assert_allclose(got[9], 0.5 * np.log(np.linalg.det(2 * np.pi * np.e * cov)))
+    np.testing.assert_allclose(got[10], cov)
+    np.testing.assert_allclose(got[11], np.linalg.inv(cov) @ d.sum(0), rtol=1e-8)
+
+
+def test_distribution_dtype_follows_numpy_parameters_as_tf1():
+    # TF1's common_dtype: a float64 NumPy parameter makes a float64 distribution; Python
+    # numbers and lists make float32; a float32 tensor wins over a float64 array.
+    tfd = tf.distributions
+    assert tfd.Normal(np.zeros(2), 1.0).dtype == tf.float64
+    assert tfd.Normal(0.0, np.ones(2)).dtype == tf.float64
+    assert tfd.Normal([0.0], [1.0]).dtype == tf.float32
+    assert tfd.Normal(tf.constant(0.0), np.ones(2)).dtype == tf.float32
+    lp = tfd.Normal(np.zeros(2), np.ones(2)).log_prob(np.array([0.0, 1.0], np.float32))
+    assert lp.dtype == tf.float64
+    np.testing.assert_allclose(run(lp), [-0.5 * math.log(2 * math.pi),
+                                         -0.5 - 0.5 * math.log(2 * math.pi)], rtol=1e-12)
