@@ -1210,6 +1210,44 @@ def _kl_dirichlet(a, b, name=None):
         _lbeta(a.concentration)), _lbeta(b.concentration), name=name)
 
 
+def _mvn_parts(d):
+    """(loc [..., k], lower-triangular scale [..., k, k]) of a multivariate normal."""
+    if isinstance(d, MultivariateNormalTriL):
+        return d._loc_b, d.scale_tril
+    from shardflow.matrix_composites import matrix_diag
+    scale = d.distribution._scale_b
+    return d.distribution._loc_b, matrix_diag(scale)
+
+
+def _kl_mvn(a, b, name=None):
+    """KL between two multivariate normals (TF1 registers it for every pair of them):
+    0.5 (||Lb^-1 La||_F^2 + ||Lb^-1 (mu_b - mu_a)||^2 - k) + log|det Lb| - log|det La|."""
+    from shardflow.linalg_ops import matrix_triangular_solve
+    from shardflow.matrix_composites import matrix_diag_part
+    loc_a, tril_a = _mvn_parts(a)
+    loc_b, tril_b = _mvn_parts(b)
+    k = tril_a.shape.as_list()[-1]
+    zero = ops.zeros_like(ops.add(tril_a, tril_b))                 # the common batch shape
+    la, lb = ops.add(tril_a, zero), ops.add(tril_b, zero)
+    diff = ops.add(ops.subtract(loc_b, loc_a), ops.zeros_like(zero[..., 0]))
+    flat_lb = ops.reshape(lb, [-1, k, k])
+    rhs = ops.concat([ops.reshape(la, [-1, k, k]), ops.reshape(diff, [-1, k, 1])], -1)
+    solved = matrix_triangular_solve(flat_lb, rhs, lower=True)      # [n, k, k + 1]
+    batch = ops.shape(diff)[:-1]
+    terms = ops.reshape(ops.reduce_sum(ops.square(solved), axis=[-2, -1]), batch)
+
+    def log_det(t):
+        return ops.reduce_sum(ops.log(ops.abs(matrix_diag_part(t))), axis=-1)
+    return ops.add(ops.multiply(0.5, ops.subtract(terms, float(k))),
+                   ops.subtract(log_det(lb), log_det(la)), name=name)
+
+
+for _pair in ((MultivariateNormalTriL, MultivariateNormalTriL),
+              (MultivariateNormalTriL, MultivariateNormalDiag),
+              (MultivariateNormalDiag, MultivariateNormalTriL)):
+    RegisterKL(*_pair)(_kl_mvn)
+
+
 @RegisterKL(Independent, Independent)
 def _kl_independent(a, b, name=None):
     if a.reinterpreted_batch_ndims != b.reinterpreted_batch_ndims:

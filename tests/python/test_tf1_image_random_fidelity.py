@@ -772,3 +772,28 @@ def test_distribution_dtype_follows_numpy_parameters_as_tf1():
     assert lp.dtype == tf.float64
     np.testing.assert_allclose(run(lp), [-0.5 * math.log(2 * math.pi),
                                          -0.5 - 0.5 * math.log(2 * math.pi)], rtol=1e-12)
+
+
+def test_kl_between_full_and_diagonal_multivariate_normals():
+    # A VAE with a full-covariance posterior and a diagonal prior: TF1 registers the KL of
+    # every pair of multivariate normals.
+    tcd = tf.contrib.distributions
+    la = np.array([[1.0, 0, 0], [0.5, 2.0, 0], [-0.3, 0.2, 0.7]])
+    lb = np.array([[2.0, 0, 0], [0.1, 1.0, 0], [0.3, -0.2, 1.5]])
+    ma, mb = np.array([0.1, -0.2, 0.3]), np.array([1.0, 0.0, -1.0])
+    diag = np.array([1.0, 2.0, 0.5])
+
+    def want(m0, s0, m1, s1):
+        inv = np.linalg.inv(s1)
+        d = m1 - m0
+        return 0.5 * (np.trace(inv @ s0) + d @ inv @ d - 3 +
+                      np.log(np.linalg.det(s1) / np.linalg.det(s0)))
+    a = tcd.MultivariateNormalTriL(ma, la)
+    b = tcd.MultivariateNormalTriL(mb, lb)
+    c = tcd.MultivariateNormalDiag(mb, diag)
+    got = run(tf.distributions.kl_divergence(a, b), tf.distributions.kl_divergence(a, c),
+              tf.distributions.kl_divergence(c, a), a.kl_divergence(a))
+    np.testing.assert_allclose(got[0], want(ma, la @ la.T, mb, lb @ lb.T), rtol=1e-10)
+    np.testing.assert_allclose(got[1], want(ma, la @ la.T, mb, np.diag(diag ** 2)), rtol=1e-10)
+    np.testing.assert_allclose(got[2], want(mb, np.diag(diag ** 2), ma, la @ la.T), rtol=1e-10)
+    assert abs(got[3]) < 1e-12
