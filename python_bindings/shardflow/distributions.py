@@ -1,9 +1,11 @@
 """TF1's tf.distributions (also tf.contrib.distributions' core): Normal, Categorical, Bernoulli,
-Uniform, Gamma, Exponential, Beta, Dirichlet, Laplace, Independent and MultivariateNormalDiag,
-and kl_divergence (with TF1's RegisterKL registry) between two of a kind, composed from the
-engine's ops (sampling through random_normal, random_uniform, random_gamma and multinomial;
-densities and their gradients through ordinary ops, so they train as in TF1: policy gradients,
-VAEs).
+Uniform, Gamma, Exponential, Beta, Dirichlet, Laplace, StudentT, Independent, and contrib's
+OneHotCategorical, RelaxedOneHotCategorical, MultivariateNormalDiag, MultivariateNormalTriL
+and MultivariateNormalFullCovariance; kl_divergence through TF1's RegisterKL registry. They
+are composed from the engine's ops (sampling through random_normal, random_uniform,
+random_gamma and multinomial; densities and their gradients through ordinary ops, so they
+train as in TF1: policy gradients, VAEs). The file runs in this order: the base class, the
+univariate distributions, the multivariate ones, then the KL registry.
 
 Example::
 
