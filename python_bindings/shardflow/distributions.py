@@ -1,11 +1,11 @@
 """TF1's tf.distributions (also tf.contrib.distributions' core): Normal, Categorical, Bernoulli,
 Uniform, Gamma, Exponential, Beta, Dirichlet, Laplace, StudentT, Independent, and contrib's
-OneHotCategorical, RelaxedOneHotCategorical, MultivariateNormalDiag, MultivariateNormalTriL
-and MultivariateNormalFullCovariance; kl_divergence through TF1's RegisterKL registry. They
-are composed from the engine's ops (sampling through random_normal, random_uniform,
-random_gamma and multinomial; densities and their gradients through ordinary ops, so they
-train as in TF1: policy gradients, VAEs). The file runs in this order: the base class, the
-univariate distributions, the multivariate ones, then the KL registry.
+OneHotCategorical, RelaxedOneHotCategorical, MultivariateNormalDiag, MultivariateNormalTriL,
+MultivariateNormalFullCovariance and MixtureSameFamily; kl_divergence through TF1's RegisterKL
+registry. They are composed from the engine's ops (sampling through random_normal,
+random_uniform, random_gamma and multinomial; densities and their gradients through ordinary
+ops, so they train as in TF1: policy gradients, VAEs). The file runs in this order: the base
+class, the univariate distributions, the multivariate ones and mixtures, then the KL registry.
 
 Example::
 
@@ -35,7 +35,7 @@ def _common_dtype(*params):
     for p in params:
         if isinstance(p, Tensor) and p.dtype.is_floating:
             return p.dtype
-        if isinstance(p, np.ndarray) and p.dtype.kind == "f":
+        if isinstance(p, (np.ndarray, np.floating)) and p.dtype.kind == "f":
             return dtypes.as_dtype(p.dtype)
     return dtypes.float32
 
@@ -49,7 +49,7 @@ def _float(x, dtype=None):
     if not isinstance(x, Tensor):
         arr = np.asarray(x)
         if arr.dtype.kind in "biuf":
-            target = dtype or _common_dtype(arr)
+            target = dtype or _common_dtype(x)            # a list's float64 is not a choice
             return convert_to_tensor(arr.astype(target.as_numpy_dtype))
     t = convert_to_tensor(x)
     if not t.dtype.is_floating:
@@ -1113,6 +1113,71 @@ class MultivariateNormalFullCovariance(MultivariateNormalTriL):
                          allow_nan_stats, name)
 
 
+class MixtureSameFamily(Distribution):
+    """A mixture of K components of one family (tf.contrib.distributions.MixtureSameFamily,
+    the mixture density network's output): `mixture_distribution` a Categorical over K with
+    batch shape B, `components_distribution` with batch shape B + [K]. Not reparameterized."""
+
+    reparameterization_type = NOT_REPARAMETERIZED
+
+    def __init__(self, mixture_distribution, components_distribution, validate_args=False,
+                 allow_nan_stats=True, name="MixtureSameFamily"):
+        self.mixture_distribution = mixture_distribution
+        self.components_distribution = components_distribution
+        event = components_distribution.event_shape
+        if event.ndims is None:
+            raise ValueError("MixtureSameFamily needs the components' event rank")
+        self._event_ndims = event.ndims
+        super().__init__(components_distribution.dtype, validate_args, allow_nan_stats, name)
+
+    @property
+    def batch_shape(self):
+        return self.mixture_distribution.batch_shape
+
+    @property
+    def event_shape(self):
+        return self.components_distribution.event_shape
+
+    def batch_shape_tensor(self, name="batch_shape_tensor"):
+        return self.mixture_distribution.batch_shape_tensor()
+
+    def _weights(self, probs):
+        """Mixture weights [..., K] shaped to broadcast with the components' event."""
+        for _ in range(self._event_ndims):
+            probs = ops.expand_dims(probs, -1)
+        return probs
+
+    def log_prob(self, value, name="log_prob"):
+        from shardflow.math_composites import reduce_logsumexp
+        x = _float(value, self.dtype)
+        x = ops.expand_dims(x, -1 - self._event_ndims)                # a K axis to broadcast
+        component = self.components_distribution.log_prob(x)          # [..., K]
+        return reduce_logsumexp(ops.add(component, self.mixture_distribution._log_probs),
+                                axis=-1, name=name)
+
+    def mean(self, name="mean"):
+        weights = self._weights(ops.cast(self.mixture_distribution.probs, self.dtype))
+        return ops.reduce_sum(ops.multiply(weights, self.components_distribution.mean()),
+                              axis=-1 - self._event_ndims, name=name)
+
+    def variance(self, name="variance"):
+        """The law of total variance: E[var] + Var[mean] over the components."""
+        weights = self._weights(ops.cast(self.mixture_distribution.probs, self.dtype))
+        means = self.components_distribution.mean()
+        axis = -1 - self._event_ndims
+        second = ops.reduce_sum(ops.multiply(weights, ops.add(
+            self.components_distribution.variance(), ops.square(means))), axis=axis)
+        return ops.subtract(second, ops.square(self.mean()), name=name)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        from shardflow import array_ops
+        draws = self.components_distribution.sample(sample_shape, seed=seed)   # S+B+[K]+E
+        k = self.mixture_distribution.event_size
+        pick = self.mixture_distribution.sample(sample_shape, seed=_seed_for(seed, 3))  # S+B
+        mask = self._weights(array_ops.one_hot(pick, k, dtype=self.dtype))
+        return ops.reduce_sum(ops.multiply(draws, mask), axis=-1 - self._event_ndims, name=name)
+
+
 # ---- KL divergences: TF1's registry (tf.distributions.RegisterKL) ---------------------------
 
 _KL = {}
@@ -1260,7 +1325,8 @@ def _kl_independent(a, b, name=None):
 
 
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential",
-           "FULLY_REPARAMETERIZED", "Gamma", "Independent", "Laplace", "MultivariateNormalDiag",
-           "MultivariateNormalFullCovariance", "MultivariateNormalTriL", "NOT_REPARAMETERIZED",
-           "Normal", "OneHotCategorical", "RegisterKL", "RelaxedOneHotCategorical",
-           "ReparameterizationType", "StudentT", "Uniform", "kl_divergence"]
+           "FULLY_REPARAMETERIZED", "Gamma", "Independent", "Laplace", "MixtureSameFamily",
+           "MultivariateNormalDiag", "MultivariateNormalFullCovariance", "MultivariateNormalTriL",
+           "NOT_REPARAMETERIZED", "Normal", "OneHotCategorical", "RegisterKL",
+           "RelaxedOneHotCategorical", "ReparameterizationType", "StudentT", "Uniform",
+           "kl_divergence"]

@@ -767,6 +767,13 @@ def test_distribution_dtype_follows_numpy_parameters_as_tf1():
     assert tfd.Normal(np.zeros(2), 1.0).dtype == tf.float64
     assert tfd.Normal(0.0, np.ones(2)).dtype == tf.float64
     assert tfd.Normal([0.0], [1.0]).dtype == tf.float32
+    for one_parameter in (tfd.Categorical(probs=[0.4, 0.6]), tfd.Bernoulli(probs=[0.3]),
+                          tfd.Exponential([1.0]), tfd.Dirichlet([1.0, 2.0]),
+                          tf.contrib.distributions.RelaxedOneHotCategorical(0.5, probs=[0.5])):
+        assert one_parameter.dtype == tf.float32 or one_parameter.dtype == tf.int32
+        params = getattr(one_parameter, "logits", None)
+        params = params if params is not None else getattr(one_parameter, "concentration", None)
+        assert params.dtype == tf.float32
     assert tfd.Normal(tf.constant(0.0), np.ones(2)).dtype == tf.float32
     lp = tfd.Normal(np.zeros(2), np.ones(2)).log_prob(np.array([0.0, 1.0], np.float32))
     assert lp.dtype == tf.float64
@@ -797,3 +804,32 @@ def test_kl_between_full_and_diagonal_multivariate_normals():
     np.testing.assert_allclose(got[1], want(ma, la @ la.T, mb, np.diag(diag ** 2)), rtol=1e-10)
     np.testing.assert_allclose(got[2], want(mb, np.diag(diag ** 2), ma, la @ la.T), rtol=1e-10)
     assert abs(got[3]) < 1e-12
+
+
+def test_mixture_same_family():
+    # A mixture density network's output distribution (was missing).
+    tfd, tcd = tf.distributions, tf.contrib.distributions
+    w = np.array([[0.3, 0.7], [0.5, 0.5]], np.float32)
+    mu = np.array([[-1.0, 2.0], [0.0, 0.5]], np.float32)
+    sd = np.array([[0.5, 1.0], [1.0, 2.0]], np.float32)
+    mix = tcd.MixtureSameFamily(mixture_distribution=tfd.Categorical(probs=w),
+                                components_distribution=tfd.Normal(loc=mu, scale=sd))
+    mv = tcd.MixtureSameFamily(tfd.Categorical(probs=[0.4, 0.6]), tcd.MultivariateNormalDiag(
+        loc=[[0.0, 0.0], [3.0, 3.0]], scale_diag=[[1.0, 1.0], [0.5, 0.5]]))
+    x = np.array([0.3, -0.4], np.float32)
+    lp, mean, var, draws, mv_lp = run(mix.log_prob(x), mix.mean(), mix.variance(),
+                                      mix.sample(100000, seed=1), mv.log_prob([0.1, 0.2]))
+
+    def pdf(v, m, s):
+        return np.exp(-0.5 * ((v - m) / s) ** 2) / (s * np.sqrt(2 * np.pi))
+    np.testing.assert_allclose(lp, np.log([np.sum(w[i] * pdf(x[i], mu[i], sd[i]))
+                                           for i in range(2)]), rtol=1e-5)
+    want_mean = (w * mu).sum(1)
+    want_var = (w * (sd ** 2 + mu ** 2)).sum(1) - want_mean ** 2
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-6)
+    np.testing.assert_allclose(var, want_var, rtol=1e-5)
+    np.testing.assert_allclose(draws.mean(0), want_mean, atol=0.03)
+    np.testing.assert_allclose(draws.var(0), want_var, rtol=0.03)
+    p0 = np.array([0.1, 0.2])
+    want_mv = np.log(0.4 * np.prod(pdf(p0, 0.0, 1.0)) + 0.6 * np.prod(pdf(p0, 3.0, 0.5)))
+    np.testing.assert_allclose(mv_lp, want_mv, rtol=1e-5)
