@@ -248,6 +248,7 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
     from shardflow.variables import Variable
     g = get_default_graph()
     scope = _stack(g)[-1]
+    explicit_dtype = None if _part else dtype   # the caller's, not the scope's
     if dtype is None:
         dtype = scope.dtype
     if partitioner is None and not _part:
@@ -255,7 +256,7 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
     if partitioner is not None and not _part and not (shape is not None and
                                                      len(shape) == 0):   # TF1: no scalars
         return _get_partitioned(name, shape, dtype, initializer, regularizer, trainable,
-                                collections, partitioner)
+                                collections, partitioner, explicit_dtype)
     full = scope.name + "/" + name if scope.name else name
     # In a while_loop's function the variable is made (or found) in the outermost graph, as
     # TF1 lifts a loop's variables out of it.
@@ -283,14 +284,13 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
     from shardflow.framework import Tensor
     if initializer is not None and (isinstance(initializer, Tensor) or
                                     not callable(initializer)):
-        # A constant or tensor initializer: its value (and, for float32, the default, its
-        # dtype: TF1 makes an int32 variable from [1, 2]); no shape besides its own.
+        # A constant or tensor initializer: its value and its dtype (TF1 makes an int32
+        # variable from [1, 2]); no shape besides its own.
         if shape is not None and isinstance(initializer, Tensor):
             raise ValueError("get_variable('%s'): the initializer is a tensor, so do not give "
                              "a shape" % full)
-        if dt == dtypes.float32:
-            dt = initializer.dtype if isinstance(initializer, Tensor) else \
-                dtypes.as_dtype(_constant_dtype(initializer))
+        if not _part:   # (a part takes its partitioned variable's dtype)
+            dt = _value_dtype(full, initializer, explicit_dtype)
     if init is None:
         init = glorot_uniform_initializer() if dt.is_floating else zeros_initializer()
     if isinstance(init, type):   # initializer=sf.zeros_initializer: TF1 makes one
@@ -339,6 +339,20 @@ def _takes_partition_info(function):
     return any(p.name == "partition_info" or p.kind == p.VAR_KEYWORD for p in parameters)
 
 
+def _value_dtype(full, initializer, explicit_dtype):
+    """The dtype of a variable made from a value (a constant or a tensor): the value's, as
+    TF1's; a dtype given with it must be that one (TF1's ValueError: np.zeros(3) is float64,
+    [1, 2] int32)."""
+    from shardflow.framework import Tensor
+    have = initializer.dtype if isinstance(initializer, Tensor) else \
+        dtypes.as_dtype(_constant_dtype(initializer))
+    if explicit_dtype is not None and dtypes.as_dtype(explicit_dtype) != have:
+        raise ValueError("Initializer type '%s' and explicit dtype '%s' don't match (variable "
+                         "%s; convert the value, e.g. np.asarray(value, np.float32))"
+                         % (have.name, dtypes.as_dtype(explicit_dtype).name, full))
+    return have
+
+
 def _constant_dtype(value):
     """The dtype TF1 gives a constant: NumPy's for arrays and NumPy scalars; int32 for Python
     ints, float32 for Python floats."""
@@ -353,7 +367,7 @@ def _constant_dtype(value):
 
 
 def _get_partitioned(name, shape, dtype, initializer, regularizer, trainable, collections,
-                     partitioner):
+                     partitioner, explicit_dtype=None):
     """get_variable with a partitioner: the parts are ordinary variables (made or reused as
     above), the PartitionedVariable is kept in the graph's store beside them."""
     from shardflow.partitioned_variables import create_partitioned_variable
@@ -372,6 +386,8 @@ def _get_partitioned(name, shape, dtype, initializer, regularizer, trainable, co
     if shape is None:
         raise ValueError("get_variable('%s') with a partitioner needs a shape" % full)
     dt = dtypes.as_dtype(dtype or dtypes.float32)
+    if initializer is not None and not callable(initializer):
+        dt = _value_dtype(full, initializer, explicit_dtype)
     prefix = name.rsplit("/", 1)[0] + "/" if "/" in name else ""
 
     def make_part(part_name, part_shape, part_init, part_offset):

@@ -343,3 +343,23 @@ def test_custom_getters_nest_and_the_calls_own_replaces_the_scopes():
             del calls[:]
             tf.get_variable("b", [1], custom_getter=named("own"))
             assert calls == ["own"]
+
+
+def test_value_initializer_dtype_and_explicit_dtype():
+    # TF1: a variable made from a value has the value's dtype, and a dtype given with it must
+    # match ("Initializer type 'float64' and explicit dtype 'float32' don't match"); the
+    # explicit float32 was overridden by the value's float64, silently.
+    with pytest.raises(ValueError, match="Initializer type 'float64' and explicit dtype "
+                                         "'float32' don't match"):
+        tf.get_variable("a", initializer=np.zeros(3), dtype=tf.float32)
+    with pytest.raises(ValueError, match="'int32' and explicit dtype 'float32'"):
+        tf.get_variable("b", initializer=[1, 2], dtype=tf.float32)
+    assert tf.get_variable("c", initializer=np.zeros(3)).dtype == tf.float64
+    assert tf.get_variable("d", initializer=np.zeros(3, np.float32),
+                           dtype=tf.float32).dtype == tf.float32
+    with tf.variable_scope("half", dtype=tf.float16):
+        # Without a dtype of its own the value's dtype wins over the scope's, as TF1's.
+        assert tf.get_variable("e", initializer=0.5).dtype == tf.float32
+    with pytest.raises(ValueError, match="don't match"):
+        tf.get_variable("p", [4, 2], initializer=np.ones([4, 2]), dtype=tf.float32,
+                        partitioner=tf.fixed_size_partitioner(2))
