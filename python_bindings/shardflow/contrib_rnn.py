@@ -238,16 +238,40 @@ class FusedRNNCellAdaptor:
 
 
 class GRUBlockCell(rnn_cell.GRUCell):
-    """TF1's tf.contrib.rnn.GRUBlockCell / GRUBlockCellV2: GRUCell's gates and variables."""
+    """TF1's tf.contrib.rnn.GRUBlockCell: GRUCell's gates, with the variable names of TF1's
+    block kernel (under <name>/, default gru_cell): the gates' kernel "w_c" [depth + units,
+    2 * units] and bias "b_ru" (initialized to 1), the candidate's kernel "w_ru" [depth +
+    units, units] and bias "b_c" (TF1's own swapped names, kept so its checkpoints load)."""
 
     def __init__(self, num_units=None, cell_size=None, reuse=None, name="gru_cell"):
-        units = num_units if num_units is not None else cell_size
-        if units is None:
-            raise ValueError("GRUBlockCell needs num_units (or cell_size)")
-        super().__init__(units, reuse=reuse, name=name)
+        if (num_units is None) == (cell_size is None):
+            raise ValueError("GRUBlockCell needs exactly one of num_units or cell_size")
+        super().__init__(num_units if num_units is not None else cell_size, reuse=reuse,
+                         name=name)
+
+    def call(self, inputs, state):
+        n = self._num_units
+        depth = _depth(inputs, "GRUBlockCell") + n
+        dtype = inputs.dtype
+        gates_kernel = get_variable("w_c", [depth, 2 * n], dtype=dtype)
+        gates_bias = get_variable("b_ru", [2 * n], dtype=dtype,
+                                  initializer=constant_initializer(1.0))
+        candidate_kernel = get_variable("w_ru", [depth, n], dtype=dtype)
+        candidate_bias = get_variable("b_c", [n], dtype=dtype,
+                                      initializer=constant_initializer(0.0))
+        gates = ops.add(ops.matmul(ops.concat([inputs, state], 1), gates_kernel), gates_bias)
+        r, u = array_ops.split(ops.sigmoid(gates), 2, axis=1)
+        candidate = ops.tanh(ops.add(ops.matmul(ops.concat([inputs, ops.multiply(r, state)], 1),
+                                                candidate_kernel), candidate_bias))
+        new_h = ops.add(ops.multiply(u, state), ops.multiply(ops.subtract(1.0, u), candidate))
+        return new_h, new_h
 
 
-GRUBlockCellV2 = GRUBlockCell
+class GRUBlockCellV2(GRUBlockCell):
+    """TF1's tf.contrib.rnn.GRUBlockCellV2: GRUBlockCell with GRUCell's variable names
+    (gates/kernel, gates/bias, candidate/kernel, candidate/bias)."""
+
+    call = rnn_cell.GRUCell.call
 
 
 class _ScopedWrapper(rnn_cell.RNNCell):

@@ -717,3 +717,36 @@ def test_ctc_loss_empty_labels_and_ctc_loss_v2():
     np.testing.assert_allclose(_run(loss), [_brute_ctc(lg[0], [1, 2], 0),
                                             _brute_ctc(lg[1, :3], [3], 0),
                                             _brute_ctc(lg[2, :2], [], 0)], rtol=1e-5)
+
+
+def test_gru_block_cell_variable_names_and_values():
+    """TF1's GRUBlockCell names its variables after its kernel's arguments (gru_cell/w_c is
+    the gates' kernel, w_ru the candidate's: TF1's own swap) and GRUBlockCellV2 as GRUCell;
+    both compute GRUCell's values (GRUBlockCell had GRUCell's names, so TF1 checkpoints of
+    it did not load)."""
+    tf.reset_default_graph()
+    x = tf.constant(np.random.RandomState(21).randn(2, 3, 4).astype(np.float32))
+    outs = {}
+    for make, scope in ((tf.contrib.rnn.GRUBlockCell, "v1"),
+                        (tf.contrib.rnn.GRUBlockCellV2, "v2"), (tf.nn.rnn_cell.GRUCell, "ref")):
+        outs[scope] = tf.nn.dynamic_rnn(make(5), x, dtype=tf.float32, scope=scope)[0]
+    shapes = {v.name: v.shape.as_list() for v in tf.trainable_variables()}
+    assert {k: v for k, v in shapes.items() if k.startswith("v1/")} == {
+        "v1/gru_cell/w_c:0": [9, 10], "v1/gru_cell/b_ru:0": [10],
+        "v1/gru_cell/w_ru:0": [9, 5], "v1/gru_cell/b_c:0": [5]}
+    assert "v2/gru_cell/gates/kernel:0" in shapes
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        ref = {v.name.split("/", 1)[1]: sess.run(v) for v in tf.trainable_variables()
+               if v.name.startswith("ref/")}
+        block_names = {"gru_cell/w_c:0": "gru_cell/gates/kernel:0",
+                       "gru_cell/b_ru:0": "gru_cell/gates/bias:0",
+                       "gru_cell/w_ru:0": "gru_cell/candidate/kernel:0",
+                       "gru_cell/b_c:0": "gru_cell/candidate/bias:0"}
+        for v in tf.trainable_variables():
+            leaf = v.name.split("/", 1)[1]
+            if not v.name.startswith("ref/"):
+                v.load(ref[block_names.get(leaf, leaf)], sess)
+        got = sess.run(outs)
+    np.testing.assert_allclose(got["v1"], got["ref"], rtol=1e-6)
+    np.testing.assert_allclose(got["v2"], got["ref"], rtol=1e-6)
