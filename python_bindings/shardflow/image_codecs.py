@@ -51,7 +51,7 @@ def _to_array(img, channels, dtype):
     return arr
 
 
-def _decode(contents, channels, dtype, formats, what, name):
+def _decode(contents, channels, dtype, formats, what, name, ratio=1):
     if channels not in (0, None, 1, 3, 4):
         raise ValueError("%s: channels must be 0, 1, 3 or 4, got %r" % (what, channels))
     image_mod = _pil()
@@ -61,6 +61,11 @@ def _decode(contents, channels, dtype, formats, what, name):
         if formats and img.format not in formats:
             raise ValueError("%s: the contents are %s, not %s" % (what, img.format,
                                                                   "/".join(formats)))
+        if ratio > 1 and img.format == "JPEG":
+            # libjpeg's own downscaling while decoding (scale 1/ratio, sizes rounded up), as
+            # TF's DecodeJpeg does with `ratio`.
+            w, h = img.size     # (Pillow picks the largest scale whose size is >= asked)
+            img.draft(img.mode, (max(1, w // ratio), max(1, h // ratio)))
         return _to_array(img, channels or 0, dtype)
     out = py_func(run, [convert_to_tensor(contents, dtype=dtypes.string)], dtype,
                   stateful=False, name=name or what)
@@ -84,10 +89,12 @@ def decode_png(contents, channels=0, dtype=dtypes.uint8, name=None):
 
 def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True,
                 try_recover_truncated=False, acceptable_fraction=1, dct_method="", name=None):
-    """A [h, w, channels] uint8 image from JPEG bytes (ratio must be 1)."""
-    if ratio != 1:
-        raise ValueError("decode_jpeg: only ratio=1 is available, got %r" % (ratio,))
-    return _decode(contents, channels, dtypes.uint8, _TF1_DECODABLE, "DecodeJpeg", name)
+    """A [h, w, channels] uint8 image from JPEG bytes; `ratio` 2, 4 or 8 downscales while
+    decoding (libjpeg's scaled IDCT: ceil(h / ratio) x ceil(w / ratio)), as TF1's."""
+    if ratio not in (1, 2, 4, 8):
+        raise ValueError("decode_jpeg: ratio must be 1, 2, 4 or 8, got %r" % (ratio,))
+    return _decode(contents, channels, dtypes.uint8, _TF1_DECODABLE, "DecodeJpeg", name,
+                   int(ratio))
 
 
 def decode_image(contents, channels=None, dtype=dtypes.uint8, name=None,

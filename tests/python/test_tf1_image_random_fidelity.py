@@ -833,3 +833,16 @@ def test_mixture_same_family():
     p0 = np.array([0.1, 0.2])
     want_mv = np.log(0.4 * np.prod(pdf(p0, 0.0, 1.0)) + 0.6 * np.prod(pdf(p0, 3.0, 0.5)))
     np.testing.assert_allclose(mv_lp, want_mv, rtol=1e-5)
+
+
+def test_decode_jpeg_ratio_downscales_while_decoding():
+    # ratio 2/4/8 raised ValueError; TF1 decodes at 1/ratio (libjpeg: sizes rounded up).
+    pytest.importorskip("PIL")
+    img = (np.random.RandomState(15).rand(37, 50, 3) * 255).astype(np.uint8)
+    jpg = _encoded(img, "JPEG", quality=95)
+    shapes = [run(tf.image.decode_jpeg(jpg, ratio=r)).shape for r in (1, 2, 4, 8)]
+    assert shapes == [(37, 50, 3), (19, 25, 3), (10, 13, 3), (5, 7, 3)]
+    half = run(tf.image.decode_jpeg(jpg, ratio=2)).astype(np.float64)
+    assert abs(half.mean() - img.mean()) < 2.0
+    with pytest.raises(ValueError, match="ratio"):
+        tf.image.decode_jpeg(jpg, ratio=3)
