@@ -777,6 +777,75 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
     return (out_fw, out_bw), (state_fw, state_bw)
 
 
+def raw_rnn(cell, loop_fn, parallel_iterations=None, swap_memory=False, scope=None):
+    """TF1's tf.nn.raw_rnn: `cell` in a while_loop driven by ``loop_fn(time, cell_output,
+    cell_state, loop_state) -> (finished [batch] bool, next_input, next_cell_state,
+    emit_output, next_loop_state)``, called first with cell_output None (it returns the
+    initial state and, as emit_output, the structure of what is emitted, or None for the
+    cell's output). Each step's emit_output (zeros in the rows already finished, whose state
+    is kept) is written to TensorArrays. Returns (emit TensorArrays, final state, final
+    loop_state)."""
+    from shardflow.control_flow import while_loop
+    from shardflow.nest import map_structure
+    from shardflow.tensor_array import TensorArray
+    with variable_scope(scope or "rnn"):
+        time = ops.constant(0)
+        finished, next_input, initial_state, emit_structure, loop_state = loop_fn(
+            time, None, None, None)
+        init_loop_state = loop_state
+        if loop_state is None:
+            loop_state = ops.constant(0)
+        flat_input = [convert_to_tensor(x) for x in _flatten(next_input)]
+        batch = flat_input[0].shape.as_list()[0] if flat_input[0].shape.ndims else None
+        if batch is None:
+            batch = ops.shape(flat_input[0])[0]
+        state = _pack(initial_state, [convert_to_tensor(x) for x in _flatten(initial_state)])
+        if emit_structure is not None:
+            flat_emit = [convert_to_tensor(e) for e in _flatten(emit_structure)]
+            zero_emit = _pack(emit_structure, [ops.zeros_like(e) for e in flat_emit])
+            emit_dtypes = [e.dtype for e in flat_emit]
+        else:
+            emit_structure = cell.output_size
+            dtype = convert_to_tensor(_flatten(state)[0]).dtype
+            sizes = _flatten(emit_structure) if isinstance(emit_structure, (list, tuple)) \
+                else [emit_structure]
+            zero_emit = _pack(emit_structure, [_zeros(batch, size, dtype) for size in sizes])
+            emit_dtypes = [dtype] * len(sizes)
+        arrays = _pack(emit_structure, [TensorArray(dtype, size=0, dynamic_size=True)
+                                        for dtype in emit_dtypes])
+
+        def keep_finished(done, old, new):
+            """`old` in the rows that had finished, else `new`; TensorArrays and scalars take
+            the new value, as TF1's."""
+            if isinstance(new, TensorArray) or convert_to_tensor(new).shape.ndims == 0:
+                return new
+            return _select(done, convert_to_tensor(old), convert_to_tensor(new))
+
+        def cond(time, finished, inputs, arrays, state, loop_state):
+            return ops.logical_not(array_ops.reduce_all(finished))
+
+        def body(time, finished, inputs, arrays, state, loop_state):
+            output, cell_state = cell(inputs, state)
+            next_time = time + 1
+            next_finished, next_inputs, next_state, emit, next_loop_state = loop_fn(
+                next_time, output, cell_state, loop_state)
+            if next_loop_state is None:
+                next_loop_state = loop_state
+            emit = map_structure(lambda zero, e: keep_finished(finished, zero, e),
+                                 zero_emit, emit)
+            next_state = map_structure(lambda old, new: keep_finished(finished, old, new),
+                                       state, next_state)
+            arrays = map_structure(lambda array, e: array.write(time, e), arrays, emit)
+            return (next_time, ops.logical_or(finished, next_finished), next_inputs, arrays,
+                    next_state, next_loop_state)
+
+        _, _, _, arrays, state, loop_state = while_loop(
+            cond, body, (time, convert_to_tensor(finished), next_input, arrays, state,
+                         loop_state))
+    return arrays, state, (None if init_loop_state is None else loop_state)
+
+
 __all__ = ["BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper", "GRUCell",
            "LSTMCell", "LSTMStateTuple", "MultiRNNCell", "RNNCell", "ResidualWrapper",
-           "bidirectional_dynamic_rnn", "dynamic_rnn", "static_bidirectional_rnn", "static_rnn"]
+           "bidirectional_dynamic_rnn", "dynamic_rnn", "raw_rnn", "static_bidirectional_rnn",
+           "static_rnn"]

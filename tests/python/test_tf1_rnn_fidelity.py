@@ -750,3 +750,34 @@ def test_gru_block_cell_variable_names_and_values():
         got = sess.run(outs)
     np.testing.assert_allclose(got["v1"], got["ref"], rtol=1e-6)
     np.testing.assert_allclose(got["v2"], got["ref"], rtol=1e-6)
+
+
+def test_raw_rnn_matches_dynamic_rnn():
+    """raw_rnn (TF1's tf.nn.raw_rnn, missing) driven by TF1's documented loop_fn reading a
+    TensorArray of inputs: outputs (zeros past each length) and final state as
+    dynamic_rnn's with sequence_length."""
+    from shardflow.rnn_cell import raw_rnn           # tf.nn.raw_rnn once nn.py imports it
+    x_val = np.random.RandomState(22).randn(5, 3, 2).astype(np.float32)
+    tf.reset_default_graph()
+    with tf.variable_scope("s", initializer=tf.random_normal_initializer(seed=1)):
+        inputs, lengths = tf.constant(x_val), tf.constant([5, 2, 3])
+        inputs_ta = tf.TensorArray(tf.float32, size=5).unstack(inputs)
+        cell = tf.nn.rnn_cell.LSTMCell(4)
+
+        def loop_fn(time, cell_output, cell_state, loop_state):
+            state = cell.zero_state(3, tf.float32) if cell_output is None else cell_state
+            finished = time >= lengths
+            next_input = tf.cond(tf.reduce_all(finished), lambda: tf.zeros([3, 2]),
+                                 lambda: inputs_ta.read(time))
+            return finished, next_input, state, cell_output, None
+
+        outputs_ta, final_state, loop_state = raw_rnn(cell, loop_fn)
+        outputs = outputs_ta.stack()
+    assert loop_state is None
+    with tf.variable_scope("s", reuse=True):
+        want = tf.nn.dynamic_rnn(tf.nn.rnn_cell.LSTMCell(4), inputs, sequence_length=lengths,
+                                 dtype=tf.float32, time_major=True)
+    got, got_state, (want_out, want_state) = _run([outputs, final_state, want])
+    np.testing.assert_allclose(got, want_out, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got_state.c, want_state.c, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got_state.h, want_state.h, rtol=1e-6, atol=1e-7)
