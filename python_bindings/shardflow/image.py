@@ -41,9 +41,14 @@ from shardflow.image_resize import (ResizeMethod, resize, resize_area,  # noqa: 
                                     resize_images_v2, resize_nearest_neighbor)
 
 
-def _image(image, what):
-    """`image` as a tensor of rank 3 or 4, and whether it is a batch."""
+def _image(image, what, unknown_rank_as_3d=False):
+    """`image` as a tensor of rank 3 or 4, and whether it is a batch. With
+    `unknown_rank_as_3d` (TF1's flips, transpose and rot90), a tensor of unknown rank (a
+    py_func's output) is taken as one [height, width, channels] image, as TF1 does."""
     x = convert_to_tensor(image)
+    if x.shape.ndims is None and unknown_rank_as_3d:
+        x = ops.identity(x)
+        x.set_shape([None, None, None])
     if x.shape.ndims not in (3, 4):
         raise ValueError("%s takes a 3-D [height, width, channels] or 4-D [batch, height, "
                          "width, channels] image, got shape %s" % (what, x.shape))
@@ -61,18 +66,18 @@ def _hw(x, batched, what):
 
 def flip_left_right(image):
     """The image mirrored horizontally (along its width)."""
-    x, batched = _image(image, "flip_left_right")
+    x, batched = _image(image, "flip_left_right", True)
     return ops.reverse(x, [2 if batched else 1])
 
 
 def flip_up_down(image):
     """The image mirrored vertically (along its height)."""
-    x, batched = _image(image, "flip_up_down")
+    x, batched = _image(image, "flip_up_down", True)
     return ops.reverse(x, [1 if batched else 0])
 
 
 def _random_flip(image, seed, axis_in_image, what):
-    x, batched = _image(image, what)
+    x, batched = _image(image, what, True)
     if batched:
         draw = ops.random_uniform(ops.reshape(ops.shape(x)[0], [1]), seed=seed)
         flip = ops.reshape(ops.less(draw, 0.5), [-1, 1, 1, 1])
@@ -350,7 +355,7 @@ def random_brightness(image, max_delta, seed=None):
 
 def transpose_image(image):
     """The image with its height and width swapped."""
-    x, batched = _image(image, "transpose_image")
+    x, batched = _image(image, "transpose_image", True)
     return ops.transpose(x, [0, 2, 1, 3] if batched else [1, 0, 2])
 
 
@@ -361,7 +366,7 @@ def rot90(image, k=1, name=None):
     """The image rotated counter-clockwise by k quarter turns, as np.rot90 on its height and
     width. k is a Python int or, as in TF1 (random rotation augmentation), an int32 scalar
     tensor: then the rotation is chosen when the step runs."""
-    x, batched = _image(image, "rot90")
+    x, batched = _image(image, "rot90", True)
     if isinstance(k, Tensor):
         from shardflow.control_flow import case
         turns = ops.floormod(ops.cast(k, dtypes.int32), 4)

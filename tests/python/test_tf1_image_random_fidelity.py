@@ -846,3 +846,20 @@ def test_decode_jpeg_ratio_downscales_while_decoding():
     assert abs(half.mean() - img.mean()) < 2.0
     with pytest.raises(ValueError, match="ratio"):
         tf.image.decode_jpeg(jpg, ratio=3)
+
+
+def test_flips_transpose_rot90_take_an_image_of_unknown_rank_as_tf1():
+    # A py_func's output has unknown rank; TF1's flips, transpose and rot90 take it as one
+    # [h, w, c] image (they raised 'takes a 3-D or 4-D image' here).
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    u = tf.py_func(lambda a: a, [tf.constant(x)], tf.float32)
+    outs = [tf.image.flip_left_right(u), tf.image.flip_up_down(u),
+            tf.image.transpose_image(u), tf.image.rot90(u),
+            tf.image.random_flip_up_down(u, seed=1)]
+    assert outs[0].shape.as_list() == [None, None, None]
+    got = run(*outs)
+    np.testing.assert_array_equal(got[0], x[:, ::-1])
+    np.testing.assert_array_equal(got[1], x[::-1])
+    np.testing.assert_array_equal(got[2], x.transpose(1, 0, 2))
+    np.testing.assert_array_equal(got[3], np.rot90(x))
+    assert got[4].shape == x.shape
