@@ -248,6 +248,7 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
     from shardflow.variables import Variable
     g = get_default_graph()
     scope = _stack(g)[-1]
+    shape = _as_dims(shape)
     explicit_dtype = None if _part else dtype   # the caller's, not the scope's
     if dtype is None:
         dtype = scope.dtype
@@ -269,7 +270,7 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
                 "Variable %s already exists, disallowed. Did you mean to set reuse=True or "
                 "reuse=sf.AUTO_REUSE in variable_scope?" % full)
         v = store[full]
-        if shape is not None and v.shape.as_list() != list(shape):
+        if shape is not None and not _compatible(shape, v.shape.as_list()):
             raise ValueError("Trying to share variable %s, but specified shape %s and found "
                              "shape %s." % (full, list(shape), v.shape.as_list()))
         if dtype is not None and dtypes.as_dtype(dtype) != v.dtype:
@@ -298,6 +299,9 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
     if callable(init) and not hasattr(init, "shape"):
         if shape is None:
             raise ValueError("get_variable('%s') needs a shape to use its initializer" % full)
+        if None in shape:
+            raise ValueError("Shape of a new variable (%s) must be fully defined, but instead "
+                             "was %s." % (full, shape))
         prefix = scope.name + "/" if scope.name else None
         dims = shape.as_list() if hasattr(shape, "as_list") else list(shape)
         # As TF1's init_scope: the initial value depends on no control_dependencies around.
@@ -320,6 +324,30 @@ def _get_variable(name, shape=None, dtype=None, initializer=None, regularizer=No
         from shardflow.regularizers import add_regularization_loss
         add_regularization_loss(v, regularizer)
     return v
+
+
+def _as_dims(shape):
+    """get_variable's shape as a list of ints and Nones (None: no shape; an int: [int], as
+    TF1's TensorShape(3)); ValueError for a shape of unknown rank."""
+    if shape is None:
+        return None
+    if hasattr(shape, "as_list"):
+        if getattr(shape, "ndims", 0) is None:
+            raise ValueError("get_variable: the shape has an unknown rank")
+        shape = shape.as_list()
+    if isinstance(shape, (int, np.integer)):
+        return [int(shape)]
+    dims = []
+    for d in shape:
+        d = getattr(d, "value", d)   # a Dimension
+        dims.append(None if d is None else int(d))
+    return dims
+
+
+def _compatible(given, found):
+    """Whether the shape given to get_variable fits the variable's (None: any size)."""
+    return len(given) == len(found) and all(
+        a is None or b is None or a == b for a, b in zip(given, found))
 
 
 def _call_initializer(init, shape, dtype, partition_info):
@@ -379,7 +407,7 @@ def _get_partitioned(name, shape, dtype, initializer, regularizer, trainable, co
     partitioned = outer.__dict__.setdefault("_partitioned_store", {})
     if full in partitioned and scope.reuse is not False:
         pv = partitioned[full]
-        if shape is not None and list(shape) != pv.shape.as_list():
+        if shape is not None and not _compatible(shape, pv.shape.as_list()):
             raise ValueError("Trying to share partitioned variable %s, but specified shape %s "
                              "and found shape %s." % (full, list(shape), pv.shape.as_list()))
         return pv

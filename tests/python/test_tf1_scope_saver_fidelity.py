@@ -363,3 +363,20 @@ def test_value_initializer_dtype_and_explicit_dtype():
     with pytest.raises(ValueError, match="don't match"):
         tf.get_variable("p", [4, 2], initializer=np.ones([4, 2]), dtype=tf.float32,
                         partitioner=tf.fixed_size_partitioner(2))
+
+
+def test_get_variable_shapes_as_tf1():
+    # An int shape is [int] (TF1's TensorShape(3)); a new variable's shape must be fully
+    # defined (TF1's ValueError; a TypeError from int(None) before); reusing with a partly
+    # known shape is fine when it is compatible (it was a 'Trying to share' error).
+    assert tf.get_variable("n", shape=3).shape.as_list() == [3]
+    with pytest.raises(ValueError, match="must be fully defined"):
+        tf.get_variable("u", shape=[None, 3])
+    x = tf.placeholder(tf.float32, [None, 5])
+    with tf.variable_scope("s"):
+        w = tf.get_variable("w", [5, 4])
+    with tf.variable_scope("s", reuse=True):
+        assert tf.get_variable("w", [None, 4]) is w
+        assert tf.get_variable("w", tf.TensorShape([x.shape[1], 4])) is w
+        with pytest.raises(ValueError, match="specified shape \\[None, 3\\]"):
+            tf.get_variable("w", [None, 3])
