@@ -41,7 +41,7 @@ def _scalar(value, like):
 
 def _rgb(images, what):
     x = convert_to_tensor(images)
-    if x.shape.ndims is None or x.shape.as_list()[-1] != 3:
+    if x.shape.ndims is not None and x.shape.as_list()[-1] not in (None, 3):
         raise ValueError("%s: the last dimension must be the 3 channels (RGB or HSV), got shape "
                          "%s" % (what, x.shape))
     if not x.dtype.is_floating:
@@ -50,10 +50,31 @@ def _rgb(images, what):
     return x
 
 
+def _per_pixel(x, fn, what, name):
+    """fn (on [..., 3] with the 3 known) applied to x; when x's rank or last dimension is
+    known only when the step runs (a py_func's output, as TF1's kernels take), on x as
+    [pixels, 3], the last dimension checked to be 3 then."""
+    if x.shape.ndims is not None and x.shape.as_list()[-1] == 3:
+        return fn(x, name)
+    from shardflow.check_ops import _check
+    shape = ops.shape(x)
+    last = shape[-1]
+    with x.graph.control_dependencies([_check(
+            ops.equal(last, 3), "%s: the last dimension must be the 3 channels" % what, None,
+            what, [shape])]):
+        flat = ops.reshape(x, [-1, 3])
+    out = ops.reshape(fn(flat, None), shape, name=name)
+    out.set_shape(x.shape)
+    return out
+
+
 def rgb_to_hsv(images, name=None):
     """Hue, saturation and value in [0, 1] of float RGB images in [0, 1] (TF1's kernel: hue
     is 0 where the pixel is gray, saturation 0 where it is black)."""
-    x = _rgb(images, "rgb_to_hsv")
+    return _per_pixel(_rgb(images, "rgb_to_hsv"), _rgb_to_hsv, "rgb_to_hsv", name)
+
+
+def _rgb_to_hsv(x, name):
     r, g, b = unstack(x, axis=-1)
     value = ops.reduce_max(x, axis=-1)
     chroma = ops.subtract(value, ops.reduce_min(x, axis=-1))
@@ -72,7 +93,10 @@ def rgb_to_hsv(images, name=None):
 
 def hsv_to_rgb(images, name=None):
     """Float RGB images from hue, saturation and value in [0, 1] (TF1's kernel)."""
-    x = _rgb(images, "hsv_to_rgb")
+    return _per_pixel(_rgb(images, "hsv_to_rgb"), _hsv_to_rgb, "hsv_to_rgb", name)
+
+
+def _hsv_to_rgb(x, name):
     h, s, v = unstack(x, axis=-1)
     dh = h * 6.0
 
@@ -135,7 +159,7 @@ def adjust_contrast(images, contrast_factor, name=None):
     """(x - mean) * contrast_factor + mean, with the mean taken over each image's height and
     width, per channel ([..., height, width, channels])."""
     x, orig = _to_float(images)
-    if x.shape.ndims is None or x.shape.ndims < 3:
+    if x.shape.ndims is not None and x.shape.ndims < 3:
         raise ValueError("adjust_contrast takes images of rank 3 or more, got shape %s"
                          % x.shape)
     mean = ops.reduce_mean(x, axis=[-3, -2], keepdims=True)
@@ -159,10 +183,13 @@ def random_contrast(image, lower, upper, seed=None):
 def adjust_saturation(image, saturation_factor, name=None):
     """The image with its HSV saturation multiplied by saturation_factor (clipped to [0, 1])."""
     x, orig = _to_float(image)
-    hsv = rgb_to_hsv(x)
-    h, s, v = unstack(hsv, axis=-1)
-    s = ops.clip_by_value(s * _scalar(saturation_factor, s), 0.0, 1.0)
-    return _from_float(hsv_to_rgb(stack([h, s, v], axis=-1)), orig, name=name)
+
+    def saturate(pixels, _):
+        h, s, v = unstack(_rgb_to_hsv(pixels, None), axis=-1)
+        s = ops.clip_by_value(s * _scalar(saturation_factor, s), 0.0, 1.0)
+        return _hsv_to_rgb(stack([h, s, v], axis=-1), None)
+    return _from_float(_per_pixel(_rgb(x, "adjust_saturation"), saturate, "adjust_saturation",
+                                  None), orig, name=name)
 
 
 def random_saturation(image, lower, upper, seed=None):
@@ -176,11 +203,14 @@ def adjust_hue(image, delta, name=None):
     if not isinstance(delta, Tensor) and not -1.0 <= float(delta) <= 1.0:
         raise ValueError("adjust_hue: delta must be in [-1, 1], got %r" % (delta,))
     x, orig = _to_float(image)
-    hsv = rgb_to_hsv(x)
-    h, s, v = unstack(hsv, axis=-1)
-    h = h + _scalar(delta, h)
-    h = h - ops.floor(ops.stop_gradient(h))
-    return _from_float(hsv_to_rgb(stack([h, s, v], axis=-1)), orig, name=name)
+
+    def rotate(pixels, _):
+        h, s, v = unstack(_rgb_to_hsv(pixels, None), axis=-1)
+        h = h + _scalar(delta, h)
+        h = h - ops.floor(ops.stop_gradient(h))
+        return _hsv_to_rgb(stack([h, s, v], axis=-1), None)
+    return _from_float(_per_pixel(_rgb(x, "adjust_hue"), rotate, "adjust_hue", None), orig,
+                       name=name)
 
 
 def random_hue(image, max_delta, seed=None):

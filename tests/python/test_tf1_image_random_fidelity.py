@@ -863,3 +863,24 @@ def test_flips_transpose_rot90_take_an_image_of_unknown_rank_as_tf1():
     np.testing.assert_array_equal(got[2], x.transpose(1, 0, 2))
     np.testing.assert_array_equal(got[3], np.rot90(x))
     assert got[4].shape == x.shape
+
+
+def test_colour_ops_take_images_of_unknown_rank_as_tf1():
+    # py_func-loaded images (unknown rank) through TF1's colour jitter raised ValueError.
+    x = np.random.RandomState(16).rand(2, 3, 3).astype(np.float32)
+    u = tf.py_func(lambda a: a, [tf.constant(x)], tf.float32)
+    unknown = [tf.image.rgb_to_hsv(u), tf.image.hsv_to_rgb(tf.image.rgb_to_hsv(u)),
+               tf.image.adjust_saturation(u, 0.5), tf.image.adjust_hue(u, 0.2),
+               tf.image.adjust_contrast(u, 1.5), tf.image.random_hue(u, 0.1, seed=1)]
+    known = [tf.image.rgb_to_hsv(x), tf.image.adjust_saturation(x, 0.5),
+             tf.image.adjust_hue(x, 0.2), tf.image.adjust_contrast(x, 1.5)]
+    got = run(*(unknown + known))
+    np.testing.assert_allclose(got[0], got[6], atol=1e-6)
+    np.testing.assert_allclose(got[1], x, atol=1e-6)
+    np.testing.assert_allclose(got[2], got[7], atol=1e-6)
+    np.testing.assert_allclose(got[3], got[8], atol=1e-6)
+    np.testing.assert_allclose(got[4], got[9], atol=1e-6)
+    assert got[5].shape == x.shape
+    six = tf.py_func(lambda a: a, [tf.zeros([2, 6])], tf.float32)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="3 channels"):
+        run(tf.image.rgb_to_hsv(six))
