@@ -28,7 +28,9 @@ from shardflow.rnn_cell import dynamic_rnn
 from shardflow.tensor_array import TensorArray
 from shardflow.tensor_util import constant_value
 from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
-                                         BahdanauAttention, LuongAttention, tile_batch)
+                                         BahdanauAttention, BahdanauMonotonicAttention,
+                                         LuongAttention, LuongMonotonicAttention, hardmax,
+                                         monotonic_attention, safe_cumprod, tile_batch)
 from shardflow.seq2seq_beam_search import (BeamSearchDecoder,  # noqa: F401
                                            BeamSearchDecoderOutput, BeamSearchDecoderState,
                                            FinalBeamDecoderOutput, beam_search_decode,
@@ -674,7 +676,9 @@ def _greedy_loop(decoder, maximum_iterations):
     return outputs, sample_id, state, lengths
 
 
-__all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "BasicDecoder",
+__all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention",
+           "BahdanauMonotonicAttention", "LuongMonotonicAttention", "hardmax",
+           "monotonic_attention", "safe_cumprod", "BasicDecoder",
            "BasicDecoderOutput", "BeamSearchDecoder", "BeamSearchDecoderOutput",
            "BeamSearchDecoderState", "CustomHelper", "Decoder", "FinalBeamDecoderOutput",
            "GreedyEmbeddingHelper", "Helper", "InferenceHelper", "LuongAttention",

@@ -181,6 +181,120 @@ class LuongAttention(_BaseAttentionMechanism):
         return score
 
 
+def hardmax(logits, name=None):
+    """TF1's tf.contrib.seq2seq.hardmax: one-hot of the argmax along the last axis."""
+    logits = convert_to_tensor(logits)
+    depth = logits.shape.as_list()[-1]
+    if depth is None:
+        depth = ops.shape(logits)[-1]
+    return array_ops.one_hot(ops.argmax(logits, -1), depth, dtype=logits.dtype, name=name)
+
+
+def safe_cumprod(x, *args, **kwargs):
+    """TF1's tf.contrib.seq2seq.safe_cumprod: cumprod as exp(cumsum(log(x))), x clipped to
+    [tiny, 1] so that the log and its gradient stay finite."""
+    x = convert_to_tensor(x)
+    tiny = np.finfo(x.dtype.as_numpy_dtype).tiny
+    return ops.exp(ops.cumsum(ops.log(ops.clip_by_value(x, tiny, 1.0)), *args, **kwargs))
+
+
+def monotonic_attention(p_choose_i, previous_attention, mode):
+    """TF1's tf.contrib.seq2seq.monotonic_attention (Raffel et al. 2017): the expected
+    monotonic alignments [batch, memory_time] from the probabilities p_choose_i of stopping
+    at each memory entry and the previous step's alignments. mode "recursive" (exact, a scan
+    over the memory), "parallel" (cumulative products; exact up to rounding) or "hard"
+    (p_choose_i 0 or 1: the first chosen entry at or after the previous one)."""
+    p_choose_i = convert_to_tensor(p_choose_i)
+    previous_attention = convert_to_tensor(previous_attention)
+    if mode == "recursive":
+        from shardflow.functional_ops import scan
+        one_minus = ops.concat([ops.ones_like(p_choose_i[:, :1]), 1.0 - p_choose_i[:, :-1]],
+                               1)
+        # q_j = (1 - p_{j-1}) q_{j-1} + previous_j, scanned along the memory.
+        q = scan(lambda acc, elems: elems[0] * acc + elems[1],
+                 (ops.transpose(one_minus, [1, 0]), ops.transpose(previous_attention, [1, 0])),
+                 initializer=ops.zeros_like(previous_attention[:, 0]))
+        return p_choose_i * ops.transpose(q, [1, 0])
+    if mode == "parallel":
+        cumprod_1mp = safe_cumprod(1.0 - p_choose_i, axis=1, exclusive=True)
+        return p_choose_i * cumprod_1mp * ops.cumsum(
+            previous_attention / ops.clip_by_value(cumprod_1mp, 1e-10, 1.0), axis=1)
+    if mode == "hard":
+        p_choose_i = ops.cast(ops.greater(p_choose_i, 0.5), p_choose_i.dtype)
+        p_choose_i = p_choose_i * ops.cumsum(previous_attention, axis=1)
+        return p_choose_i * ops.cumprod(1.0 - p_choose_i, axis=1, exclusive=True)
+    raise ValueError("monotonic_attention: mode must be 'recursive', 'parallel' or 'hard', "
+                     "got %r" % (mode,))
+
+
+class _Monotonic:
+    """The monotonic mechanisms' shared parts: a learned scalar score bias, the probability
+    of stopping at each entry sigmoid(score (+ noise)) (a step function in "hard" mode),
+    monotonic_attention for the alignments, all mass on entry 0 initially."""
+
+    def _monotonic_init(self, sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode):
+        self._sigmoid_noise, self._noise_seed = float(sigmoid_noise), sigmoid_noise_seed
+        self._score_bias_init, self._mode = float(score_bias_init), mode
+        self._probability_fn = self._monotonic_probability
+
+    def _score_bias(self, score):
+        bias = get_variable("attention_score_bias", [], dtype=score.dtype,
+                            initializer=constant_initializer(self._score_bias_init))
+        return score + bias
+
+    def _monotonic_probability(self, score, previous_alignments):
+        if self._sigmoid_noise > 0:
+            noise = ops.random_normal(ops.shape(score), dtype=score.dtype, seed=self._noise_seed)
+            score = score + self._sigmoid_noise * noise
+        if self._mode == "hard":
+            p_choose_i = ops.cast(ops.greater(score, 0), score.dtype)
+        else:
+            p_choose_i = ops.sigmoid(score)
+        return monotonic_attention(p_choose_i, previous_alignments, self._mode)
+
+    def initial_alignments(self, batch_size, dtype):
+        zeros = ops.fill(array_ops.stack([convert_to_tensor(batch_size)]), 0)
+        return array_ops.one_hot(zeros, self.alignments_size, dtype=dtype)
+
+
+class BahdanauMonotonicAttention(_Monotonic, BahdanauAttention):
+    """TF1's tf.contrib.seq2seq.BahdanauMonotonicAttention: BahdanauAttention's score plus a
+    scalar attention_score_bias (scope "bahdanau_monotonic_attention"), turned into
+    alignments by monotonic_attention."""
+
+    _call_scope = "bahdanau_monotonic_attention"
+
+    def __init__(self, num_units, memory, memory_sequence_length=None, normalize=False,
+                 score_mask_value=None, sigmoid_noise=0.0, sigmoid_noise_seed=None,
+                 score_bias_init=0.0, mode="parallel", dtype=None,
+                 name="BahdanauMonotonicAttention"):
+        super().__init__(num_units, memory, memory_sequence_length, normalize=normalize,
+                         score_mask_value=score_mask_value, name=name)
+        self._monotonic_init(sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode)
+
+    def _score(self, query):
+        return self._score_bias(super()._score(query))
+
+
+class LuongMonotonicAttention(_Monotonic, LuongAttention):
+    """TF1's tf.contrib.seq2seq.LuongMonotonicAttention: LuongAttention's score plus a scalar
+    attention_score_bias (scope "luong_monotonic_attention"), turned into alignments by
+    monotonic_attention."""
+
+    _call_scope = "luong_monotonic_attention"
+
+    def __init__(self, num_units, memory, memory_sequence_length=None, scale=False,
+                 score_mask_value=None, sigmoid_noise=0.0, sigmoid_noise_seed=None,
+                 score_bias_init=0.0, mode="parallel", dtype=None,
+                 name="LuongMonotonicAttention"):
+        super().__init__(num_units, memory, memory_sequence_length, scale=scale,
+                         score_mask_value=score_mask_value, name=name)
+        self._monotonic_init(sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode)
+
+    def _score(self, query):
+        return self._score_bias(super()._score(query))
+
+
 class AttentionWrapperState(collections.namedtuple(
         "AttentionWrapperState", ("cell_state", "attention", "time", "alignments",
                                   "alignment_history", "attention_state"))):
@@ -314,5 +428,6 @@ def tile_batch(t, multiplier, name=None):
     return ops.identity(out, name=name) if name else out
 
 
-__all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention", "LuongAttention",
-           "tile_batch"]
+__all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention",
+           "BahdanauMonotonicAttention", "LuongAttention", "LuongMonotonicAttention", "hardmax",
+           "monotonic_attention", "safe_cumprod", "tile_batch"]

@@ -781,3 +781,52 @@ def test_raw_rnn_matches_dynamic_rnn():
     np.testing.assert_allclose(got, want_out, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(got_state.c, want_state.c, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(got_state.h, want_state.h, rtol=1e-6, atol=1e-7)
+
+
+def test_monotonic_attention():
+    """tf.contrib.seq2seq's monotonic attention (missing): monotonic_attention against the
+    recurrence q_j = (1 - p_{j-1}) q_{j-1} + prev_j, a_j = p_j q_j; hard mode; hardmax; the
+    Bahdanau/Luong monotonic mechanisms in an AttentionWrapper (recursive == parallel, TF1's
+    variable names, all mass on entry 0 at first)."""
+    s2s = tf.contrib.seq2seq
+    rng = np.random.RandomState(23)
+    p, prev = rng.rand(2, 5), rng.dirichlet(np.ones(5), 2)
+    want = np.zeros_like(p)
+    for b in range(2):
+        q = 0.0
+        for j in range(5):
+            q = (1 - p[b, j - 1]) * q + prev[b, j] if j else prev[b, 0]
+            want[b, j] = p[b, j] * q
+    tf.reset_default_graph()
+    hard_p = np.array([[1., 1., 0., 0., 1.], [0., 0., 0., 1., 0.]])
+    got = _run([s2s.monotonic_attention(tf.constant(p), tf.constant(prev), "recursive"),
+                s2s.monotonic_attention(tf.constant(p), tf.constant(prev), "parallel"),
+                s2s.monotonic_attention(tf.constant(hard_p), tf.constant(np.eye(5)[[1, 3]]),
+                                        "hard"),
+                s2s.hardmax(tf.constant([[1., 3., 2.], [0., -1., -2.]]))])
+    np.testing.assert_allclose(got[0], want, rtol=1e-12)
+    np.testing.assert_allclose(got[1], want, rtol=1e-9)
+    np.testing.assert_array_equal(got[2], np.eye(5)[[1, 3]])
+    np.testing.assert_array_equal(got[3], [[0, 1, 0], [1, 0, 0]])
+    memory = rng.randn(2, 5, 3).astype(np.float32)
+    for cls, kwargs, scope in ((s2s.BahdanauMonotonicAttention, {"normalize": True},
+                                "bahdanau_monotonic_attention"),
+                               (s2s.LuongMonotonicAttention, {"scale": True},
+                                "luong_monotonic_attention")):
+        histories = []
+        for mode in ("parallel", "recursive"):
+            tf.reset_default_graph()
+            with tf.variable_scope("m", initializer=tf.random_normal_initializer(seed=2)):
+                mechanism = cls(4, tf.constant(memory), memory_sequence_length=[5, 3],
+                                mode=mode, score_bias_init=-1.0, **kwargs)
+                cell = s2s.AttentionWrapper(tf.nn.rnn_cell.GRUCell(4), mechanism,
+                                            alignment_history=True)
+                initial = cell.zero_state(2, tf.float32)
+                _, state = tf.nn.dynamic_rnn(cell, tf.ones([2, 3, 2]), initial_state=initial)
+            names = [v.name for v in tf.trainable_variables()]
+            assert "m/rnn/attention_wrapper/%s/attention_score_bias:0" % scope in names
+            first, history = _run([initial.alignments, state.alignment_history.stack()])
+            np.testing.assert_array_equal(first, np.eye(5)[[0, 0]])
+            assert (history[:, 1, 3:] == 0).all() and (history.sum(-1) <= 1 + 1e-6).all()
+            histories.append(history)
+        np.testing.assert_allclose(histories[0], histories[1], rtol=1e-4, atol=1e-6)
