@@ -487,6 +487,31 @@ def stack_bidirectional_dynamic_rnn(cells_fw, cells_bw, inputs, initial_states_f
     return layer_input, tuple(states_fw), tuple(states_bw)
 
 
+def stack_bidirectional_rnn(cells_fw, cells_bw, inputs, initial_states_fw=None,
+                            initial_states_bw=None, dtype=None, sequence_length=None,
+                            scope=None):
+    """TF1's tf.contrib.rnn.stack_bidirectional_rnn: stack_bidirectional_dynamic_rnn over a
+    Python list of [batch, depth] steps, each layer a static_bidirectional_rnn in scope
+    stack_bidirectional_rnn/cell_<i> (variables .../cell_<i>/fw/<cell>/..., as TF1's).
+    Returns (the list of outputs, forward states, backward states)."""
+    if not cells_fw or len(cells_fw) != len(cells_bw):
+        raise ValueError("stack_bidirectional_rnn needs as many forward as backward cells (at "
+                         "least one), got %d and %d" % (len(cells_fw or []), len(cells_bw or [])))
+    states_fw, states_bw = [], []
+    layer = inputs
+    with variable_scope(scope or "stack_bidirectional_rnn"):
+        for i, (cell_fw, cell_bw) in enumerate(zip(cells_fw, cells_bw)):
+            with variable_scope("cell_%d" % i) as cell_scope:
+                layer, state_fw, state_bw = rnn_cell.static_bidirectional_rnn(
+                    cell_fw, cell_bw, layer,
+                    initial_state_fw=initial_states_fw[i] if initial_states_fw else None,
+                    initial_state_bw=initial_states_bw[i] if initial_states_bw else None,
+                    dtype=dtype, sequence_length=sequence_length, scope=cell_scope)
+            states_fw.append(state_fw)
+            states_bw.append(state_bw)
+    return layer, tuple(states_fw), tuple(states_bw)
+
+
 def __getattr__(name):
     raise AttributeError(
         "shardflow has no tf.contrib.rnn.%s; it has %s" % (name, ", ".join(__all__)))
@@ -498,4 +523,5 @@ __all__ = sorted(rnn_cell.__all__ + ["Conv1DLSTMCell", "Conv2DLSTMCell", "Conv3D
                                      "GRUBlockCellV2", "LSTMBlockCell", "LSTMBlockFusedCell",
                                      "TimeReversedFusedRNN",
                                      "LayerNormBasicLSTMCell", "OutputProjectionWrapper",
-                                     "stack_bidirectional_dynamic_rnn"])
+                                     "stack_bidirectional_dynamic_rnn",
+                                     "stack_bidirectional_rnn"])

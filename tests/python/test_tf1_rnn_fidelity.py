@@ -830,3 +830,35 @@ def test_monotonic_attention():
             assert (history[:, 1, 3:] == 0).all() and (history.sum(-1) <= 1 + 1e-6).all()
             histories.append(history)
         np.testing.assert_allclose(histories[0], histories[1], rtol=1e-4, atol=1e-6)
+
+
+def test_stack_bidirectional_rnn_static_equals_dynamic():
+    """tf.contrib.rnn.stack_bidirectional_rnn (the static version; missing): TF1's names
+    (stack_bidirectional_rnn/cell_<i>/fw/...) and the dynamic version's values."""
+    x_val = np.random.RandomState(24).randn(3, 4, 2).astype(np.float32)
+    lengths = [4, 2, 3]
+    tf.reset_default_graph()
+
+    def cells():
+        return [tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.GRUCell(2)]
+
+    with tf.variable_scope("a"):
+        static_out, _, static_bw = tf.contrib.rnn.stack_bidirectional_rnn(
+            cells(), cells(), tf.unstack(tf.constant(x_val), axis=1), dtype=tf.float32,
+            sequence_length=lengths)
+    with tf.variable_scope("b"):
+        dynamic_out, _, dynamic_bw = tf.contrib.rnn.stack_bidirectional_dynamic_rnn(
+            cells(), cells(), tf.constant(x_val), dtype=tf.float32, sequence_length=lengths)
+    names = [v.name for v in tf.trainable_variables() if v.name.startswith("a/")]
+    assert names[0] == "a/stack_bidirectional_rnn/cell_0/fw/gru_cell/gates/kernel:0"
+    assert names[-1] == "a/stack_bidirectional_rnn/cell_1/bw/gru_cell/candidate/bias:0"
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        dynamic_vars = {v.name[2:].replace("/bidirectional_rnn", ""): v
+                        for v in tf.trainable_variables() if v.name.startswith("b/")}
+        for v in tf.trainable_variables():
+            if v.name.startswith("a/"):
+                dynamic_vars[v.name[2:]].load(sess.run(v), sess)
+        got = sess.run([tf.stack(static_out, 1), dynamic_out, static_bw, dynamic_bw])
+    np.testing.assert_allclose(got[0], got[1], rtol=1e-6)
+    np.testing.assert_allclose(np.array(got[2][1]), np.array(got[3][1]), rtol=1e-6)
