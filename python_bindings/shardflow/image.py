@@ -101,13 +101,14 @@ def random_flip_up_down(image, seed=None):
 def per_image_standardization(image):
     """(x - mean) / max(stddev, 1 / sqrt(N)) over each image's N values, as float32: zero
     mean and unit variance per image (TF1's tf.image.per_image_standardization)."""
-    x, batched = _image(image, "per_image_standardization")
+    x = convert_to_tensor(image)
+    if x.shape.ndims is not None:       # unknown rank (a py_func's output): each image's last 3
+        x, batched = _image(x, "per_image_standardization")
     x = ops.cast(x, dtypes.float32) if x.dtype != dtypes.float32 else x
     axes = [-3, -2, -1]
-    dims = x.shape.as_list()[-3:]
+    dims = x.shape.as_list()[-3:] if x.shape.ndims is not None else [None]
     if None in dims:
-        count = ops.cast(ops.reduce_prod(ops.slice(ops.shape(x), [x.shape.ndims - 3], [3])),
-                         dtypes.float32)
+        count = ops.cast(ops.reduce_prod(ops.shape(x)[-3:]), dtypes.float32)
         floor = ops.rsqrt(count)
     else:
         floor = float(1.0 / np.sqrt(np.prod(dims)))

@@ -881,6 +881,12 @@ def test_colour_ops_take_images_of_unknown_rank_as_tf1():
     np.testing.assert_allclose(got[3], got[8], atol=1e-6)
     np.testing.assert_allclose(got[4], got[9], atol=1e-6)
     assert got[5].shape == x.shape
+    # per_image_standardization of an unknown-rank batch: each image's last three dimensions.
+    batch = np.random.RandomState(17).rand(2, 3, 4, 3).astype(np.float32)
+    ub = tf.py_func(lambda a: a, [tf.constant(batch)], tf.float32)
+    std_unknown, std_known = run(tf.image.per_image_standardization(ub),
+                                 tf.image.per_image_standardization(batch))
+    np.testing.assert_allclose(std_unknown, std_known, atol=1e-6)
     six = tf.py_func(lambda a: a, [tf.zeros([2, 6])], tf.float32)
     with pytest.raises(tf.errors.InvalidArgumentError, match="3 channels"):
         run(tf.image.rgb_to_hsv(six))
