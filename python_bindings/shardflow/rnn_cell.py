@@ -400,6 +400,17 @@ class _Wrapper(RNNCell):
     def zero_state(self, batch_size, dtype):
         return self._cell.zero_state(batch_size, dtype)
 
+    @property
+    def variables(self):
+        """The wrapped cell's variables (a wrapper has none of its own)."""
+        return list(getattr(self._cell, "variables", []))
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
+
+    trainable_weights = trainable_variables
+
     def __call__(self, inputs, state, scope=None):
         return self.call(_pack(inputs, [convert_to_tensor(x) for x in _flatten(inputs)]), state,
                          scope)

@@ -119,6 +119,9 @@ def test_two_cells_in_one_scope_get_unique_scopes_and_cells_list_their_variables
                                                         "basic_lstm_cell_1/bias:0"]
     assert [v.name for v in c1.variables] == ["basic_lstm_cell/kernel:0",
                                               "basic_lstm_cell/bias:0"]
+    wrapped = tf.nn.rnn_cell.DropoutWrapper(c1, output_keep_prob=0.5)
+    assert [v.name for v in wrapped.trainable_variables] == ["basic_lstm_cell/kernel:0",
+                                                             "basic_lstm_cell/bias:0"]
     # A scope re-entered with reuse=True and a new cell finds the first cell's variables.
     tf.reset_default_graph()
     x = tf.ones([2, 3, 4])
