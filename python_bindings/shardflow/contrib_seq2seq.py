@@ -493,8 +493,11 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
         raise TypeError("dynamic_decode takes a tf.contrib.seq2seq.Decoder (BasicDecoder, "
                         "BeamSearchDecoder or one's own), got %r" % (decoder,))
     helper = getattr(decoder, "helper", None)
+    # impute_finished with the inference helpers: the loop zeroes finished rows' outputs
+    # and keeps their state (the unrolled path below does neither).
     if type(decoder) is not BasicDecoder or type(helper) not in (
-            TrainingHelper, GreedyEmbeddingHelper, SampleEmbeddingHelper):
+            TrainingHelper, GreedyEmbeddingHelper, SampleEmbeddingHelper) or (
+            impute_finished and type(helper) is not TrainingHelper):
         with variable_scope(scope or "decoder"):
             return _decode_loop(decoder, output_time_major, impute_finished,
                                 maximum_iterations)

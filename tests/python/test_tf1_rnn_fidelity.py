@@ -865,3 +865,46 @@ def test_stack_bidirectional_rnn_static_equals_dynamic():
         got = sess.run([tf.stack(static_out, 1), dynamic_out, static_bw, dynamic_bw])
     np.testing.assert_allclose(got[0], got[1], rtol=1e-6)
     np.testing.assert_allclose(np.array(got[2][1]), np.array(got[3][1]), rtol=1e-6)
+
+
+def test_greedy_decode_impute_finished():
+    """GreedyEmbeddingHelper with impute_finished=True (ignored before): as TF1's loop, a
+    finished row's later outputs and sample ids are zeros and its state stays at its
+    finishing step; without it the row decodes on. Checked against a NumPy greedy decoder."""
+    s2s = tf.contrib.seq2seq
+    rng = np.random.RandomState(84)
+    emb = rng.randn(5, 3)
+    params = [rng.randn(7, 8) * 0.5, rng.randn(8) * 0.5, rng.randn(7, 4) * 0.5,
+              rng.randn(4) * 0.5, rng.randn(4, 5), rng.randn(5)]
+    h, x, logits, states, ids = np.zeros((3, 4)), emb[[0, 1, 2]], [], [], []
+    for _ in range(5):
+        r, u = np.split(sigmoid(np.concatenate([x, h], 1) @ params[0] + params[1]), 2, 1)
+        c = np.tanh(np.concatenate([x, r * h], 1) @ params[2] + params[3])
+        h = u * h + (1 - u) * c
+        logits.append(h @ params[4] + params[5])
+        states.append(h)
+        ids.append(logits[-1].argmax(1))
+        x = emb[ids[-1]]
+    logits, ids, lengths = np.stack(logits, 1), np.stack(ids, 1), [5, 1, 2]
+    for impute in (False, True):
+        tf.reset_default_graph()
+        cell = tf.nn.rnn_cell.GRUCell(4)
+        helper = s2s.GreedyEmbeddingHelper(tf.constant(emb, tf.float32), tf.constant([0, 1, 2]),
+                                           3)
+        decoder = s2s.BasicDecoder(cell, helper, cell.zero_state(3, tf.float32),
+                                   tf.layers.Dense(5))
+        out, state, got_len = s2s.dynamic_decode(decoder, maximum_iterations=6,
+                                                 impute_finished=impute)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for v, value in zip(tf.trainable_variables(), params):
+                v.load(value, sess)
+            got_out, got_state, got_lengths = sess.run([out, state, got_len])
+        want_out, want_ids, want_state = logits.copy(), ids.copy(), states[-1].copy()
+        if impute:
+            for b, n in enumerate(lengths):
+                want_out[b, n:], want_ids[b, n:], want_state[b] = 0, 0, states[n - 1][b]
+        np.testing.assert_array_equal(got_lengths, lengths)
+        np.testing.assert_allclose(got_out.rnn_output, want_out, rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(got_out.sample_id, want_ids)
+        np.testing.assert_allclose(got_state, want_state, rtol=1e-4, atol=1e-5)
