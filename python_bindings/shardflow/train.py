@@ -571,7 +571,7 @@ from shardflow.example_pb import (BytesList, Example, Feature, FeatureList,  # n
 from shardflow.supervisor import Supervisor, basic_train_loop  # noqa: E402,F401
 from shardflow.session_manager import SessionManager  # noqa: E402,F401
 from shardflow.profiler_hook import ProfilerHook  # noqa: E402,F401
-from shardflow.training_util import assert_global_step, maybe_batch  # noqa: E402,F401
+from shardflow.training_util import assert_global_step  # noqa: E402,F401
 from shardflow.checkpoint_utils import (generate_checkpoint_state_proto,  # noqa: E402,F401
                                         get_checkpoint_mtimes, remove_checkpoint,
                                         update_checkpoint_state)
@@ -584,6 +584,84 @@ from shardflow import mixed_precision as _mixed_precision  # noqa: E402
 from shardflow.warm_starting_util import VocabInfo, warm_start  # noqa: E402,F401
 
 from shardflow import loss_scale as _loss_scale  # noqa: E402
+
+
+def _kept(tensors, keep_input, enqueue_many, what):
+    """`tensors` (a tensor, or a list, tuple or dict of them) cut to the examples that
+    `keep_input` keeps, as a batch of 0 or more examples for enqueue_many: with
+    enqueue_many=False keep_input is a scalar bool (is this example kept?), else a bool
+    vector with one entry per example, as TF1's tf.train.maybe_batch."""
+    from shardflow import array_ops, ops
+    keep = ops.cast(convert_to_tensor(keep_input), dtypes.bool_)
+    if keep.shape.ndims not in (None, 1 if enqueue_many else 0):
+        raise ValueError("%s: keep_input must be a %s bool, got shape %s"
+                         % (what, "vector" if enqueue_many else "scalar", keep.shape))
+
+    def cut(t):
+        if not isinstance(t, Tensor):
+            try:
+                t = convert_to_tensor(t)
+            except (TypeError, ValueError):
+                raise NotImplementedError("%s: only dense tensors can be filtered by a "
+                                          "keep_input tensor, got %r" % (what, t))
+        if enqueue_many:
+            return array_ops.boolean_mask(t, keep)
+        return array_ops.boolean_mask(ops.expand_dims(t, 0), ops.reshape(keep, [1]))
+    if isinstance(tensors, dict):
+        return {k: cut(v) for k, v in tensors.items()}
+    if isinstance(tensors, (list, tuple)):
+        return type(tensors)(cut(t) for t in tensors)
+    return cut(tensors)
+
+
+def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32,
+                enqueue_many=False, shapes=None, dynamic_pad=False,
+                allow_smaller_final_batch=False, shared_name=None, name=None):
+    """TF1's tf.train.maybe_batch: tf.train.batch of the examples `keep_input` keeps (a
+    Python bool, a scalar bool tensor, or with enqueue_many a bool vector per example)."""
+    if keep_input is not True:
+        tensors = _kept(tensors, keep_input, enqueue_many, "maybe_batch")
+        enqueue_many = True
+    return batch(tensors, batch_size, num_threads, capacity, enqueue_many, shapes, dynamic_pad,
+                 allow_smaller_final_batch, shared_name, name)
+
+
+def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32, enqueue_many=False,
+                     shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
+                     shared_name=None, name=None):
+    """TF1's tf.train.maybe_batch_join: batch_join of the examples `keep_input` keeps."""
+    if keep_input is not True:
+        tensors_list = [_kept(t, keep_input, enqueue_many, "maybe_batch_join")
+                        for t in tensors_list]
+        enqueue_many = True
+    return batch_join(tensors_list, batch_size, capacity, enqueue_many, shapes, dynamic_pad,
+                      allow_smaller_final_batch, shared_name, name)
+
+
+def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
+                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
+                        allow_smaller_final_batch=False, shared_name=None, name=None):
+    """TF1's tf.train.maybe_shuffle_batch: shuffle_batch of the examples `keep_input`
+    keeps."""
+    if keep_input is not True:
+        tensors = _kept(tensors, keep_input, enqueue_many, "maybe_shuffle_batch")
+        enqueue_many = True
+    return shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads, seed,
+                         enqueue_many, shapes, allow_smaller_final_batch, shared_name, name)
+
+
+def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, keep_input,
+                             seed=None, enqueue_many=False, shapes=None,
+                             allow_smaller_final_batch=False, shared_name=None, name=None):
+    """TF1's tf.train.maybe_shuffle_batch_join: shuffle_batch_join of the examples
+    `keep_input` keeps."""
+    if keep_input is not True:
+        tensors_list = [_kept(t, keep_input, enqueue_many, "maybe_shuffle_batch_join")
+                        for t in tensors_list]
+        enqueue_many = True
+    return shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed,
+                              enqueue_many, shapes, allow_smaller_final_batch, shared_name,
+                              name)
 
 # tf.train.experimental (TF 1.14, 1.15): the mixed-precision graph rewrite's switch and loss
 # scaling (shardflow/loss_scale.py).

@@ -321,3 +321,51 @@ def test_layers_separable_conv1d():
             for m in range(2):
                 depthwise[:, i, c * 2 + m] = (patch[:, :, c] * dk[:, c, m]).sum(1)
     np.testing.assert_allclose(got, depthwise @ pk[0] + b, rtol=1e-5, atol=1e-6)
+
+
+def _drain(fetch, setup=None):
+    """Every batch of a queue pipeline with num_epochs=1, until OutOfRange."""
+    out = []
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(sess, coord)
+        try:
+            while True:
+                out.append(sess.run(fetch))
+        except tf.errors.OutOfRangeError:
+            pass
+        finally:
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    return out
+
+
+def test_train_maybe_batch_family_filters_examples():
+    with tf.Graph().as_default():
+        x = tf.train.range_input_producer(10, num_epochs=1, shuffle=False).dequeue()
+        even = tf.equal(tf.mod(x, 2), 0)
+        got = _drain(tf.train.maybe_batch([x], even, 2, allow_smaller_final_batch=True))
+        assert [b.tolist() for b in got] == [[0, 2], [4, 6], [8]]
+    with tf.Graph().as_default():
+        rows = tf.constant(np.arange(6, dtype=np.float32).reshape(6, 1))
+        kept = tf.train.maybe_batch({"v": rows}, [True, False, True, True, False, True], 4,
+                                    enqueue_many=True)
+        with tf.Session() as sess:
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(sess, coord)
+            np.testing.assert_array_equal(sess.run(kept)["v"].ravel(), [0, 2, 3, 5])
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    with tf.Graph().as_default():
+        x = tf.train.range_input_producer(10, num_epochs=1, shuffle=False).dequeue()
+        got = _drain(tf.train.maybe_shuffle_batch([x * 10], 3, 20, 0, tf.less(x, 5), seed=1,
+                                                  allow_smaller_final_batch=True))
+        assert sorted(np.concatenate(got).tolist()) == [0, 10, 20, 30, 40]
+    with tf.Graph().as_default():
+        # each list's enqueue runs the producer's dequeue: the lists share its 6 elements
+        x = tf.train.range_input_producer(6, num_epochs=1, shuffle=False).dequeue()
+        got = _drain(tf.train.maybe_batch_join([[x], [x + 100]], tf.greater(x, 3), 2,
+                                               allow_smaller_final_batch=True))
+        assert sorted(v % 100 for v in np.concatenate(got).tolist()) == [4, 5]
+        assert tf.train.maybe_shuffle_batch_join is not None
