@@ -1,7 +1,10 @@
 """tf.contrib.legacy_seq2seq: the list-of-steps sequence helpers of TF1's early tutorials
 (the PTB language model, char-rnn): sequence_loss_by_example and sequence_loss over lists of
 per-step logits, targets and weights, and rnn_decoder (optionally feeding each output back
-through loop_function, as char-rnn's sampling does).
+through loop_function, as char-rnn's sampling does); and the translate tutorial's models:
+basic/tied/embedding RNN seq2seq, attention_decoder, embedding_attention_seq2seq and
+model_with_buckets, with TF1's variable names (their encoders copy the cell, as TF1's
+copy.deepcopy: _fresh_copy).
 
 Example (char-rnn)::
 
