@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc libabsl-dev
   libdnnl-dev libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libgoogle-glog-dev
-  libcli11-dev nlohmann-json3-dev libre2-dev bazel-bootstrap
+  libcli11-dev nlohmann-json3-dev libre2-dev libfarmhash-dev libhighwayhash-dev bazel-bootstrap
   dataset-fashion-mnist python3-numpy pybind11-dev python3-dev python3-pytest python3-protobuf
   python3-torch python3-torchvision libopenblas0-openmp python3-pil
   openmpi-bin slurmctld slurmd slurm-client

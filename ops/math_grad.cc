@@ -489,6 +489,9 @@ REGISTER_NO_GRADIENT("Invert");
 REGISTER_NO_GRADIENT("PopulationCount");
 REGISTER_NO_GRADIENT("RegexReplace");
 REGISTER_NO_GRADIENT("RegexFullMatch");
+REGISTER_NO_GRADIENT("StringToHashBucketFast");
+REGISTER_NO_GRADIENT("StringToHashBucketStrong");
+REGISTER_NO_GRADIENT("StringToHashBucket");
 // Piecewise constant (TF1 gives them no gradient either) and predicates.
 REGISTER_NO_GRADIENT("Floor");
 REGISTER_NO_GRADIENT("Ceil");

@@ -1,6 +1,7 @@
 // String ops with C++ kernels: regular expressions in RE2's syntax, as TensorFlow's (RE2 runs
-// in time linear in the input, so a pattern cannot make a step backtrack for hours). The other
-// string ops are Python composites (python_bindings/shardflow/string_ops.py).
+// in time linear in the input, so a pattern cannot make a step backtrack for hours), and the
+// hash buckets with TensorFlow's hash functions. The other string ops are Python composites
+// (python_bindings/shardflow/string_ops.py).
 #include "absl/strings/str_cat.h"
 #include "core/framework/op_def.h"
 #include "core/framework/shape_inference.h"
@@ -41,5 +42,33 @@ REGISTER_OP("RegexFullMatch")
     .Output("output: bool")
     .SetShapeFn(RegexShape)
     .Doc("Whether each whole string matches `pattern` (RE2 syntax)");
+
+// `input` any shape; the int64 buckets have its shape.
+absl::Status SameShape(InferenceContext* c) {
+  c->set_output(0, c->input(0));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("StringToHashBucketFast")
+    .Input("input: string")
+    .Output("output: int64")
+    .Attr("num_buckets: int >= 1")
+    .SetShapeFn(SameShape)
+    .Doc("FarmHash Fingerprint64 of each string modulo num_buckets (TensorFlow's buckets)");
+
+REGISTER_OP("StringToHashBucketStrong")
+    .Input("input: string")
+    .Output("output: int64")
+    .Attr("num_buckets: int >= 1")
+    .Attr("key: list(int)")
+    .SetShapeFn(SameShape)
+    .Doc("SipHash-2-4 of each string keyed by the two words of `key`, modulo num_buckets");
+
+REGISTER_OP("StringToHashBucket")
+    .Input("string_tensor: string")
+    .Output("output: int64")
+    .Attr("num_buckets: int >= 1")
+    .SetShapeFn(SameShape)
+    .Doc("TensorFlow's legacy Hash64 of each string modulo num_buckets");
 
 }  // namespace shardflow

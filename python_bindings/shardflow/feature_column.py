@@ -18,15 +18,14 @@ Categorical features are dense int/string tensors of shape [batch] or [batch, n]
 missing) or rank-2 SparseTensors (as parse_example makes from make_parse_example_spec's
 VarLenFeatures); columns turn both into dense int64 ids [batch, n], -1 where missing.
 
-Differences from TF1: an id outside [0, num_buckets) counts as missing rather than being an
-error; out-of-vocabulary buckets of vocabulary columns hash with CRC32 and hashed columns with
-sf.string_to_hash_bucket_fast (BLAKE2b), not TF's Fingerprint64, so those ids differ from TF's
-(the model behaves the same). crossed_column combines with TF's FingerprintCat64, so crosses of
-integers, ids and bucketized columns give TF's bucket ids; crosses with raw strings do not.
+Hashing is TF's: out-of-vocabulary buckets of vocabulary columns, hashed columns and the
+strings of crossed columns use FarmHash's Fingerprint64 (as sf.string_to_hash_bucket_fast) and
+crossed_column combines with TF's FingerprintCat64, so every id is the one TF gives and a
+TF-trained checkpoint's rows mean the same. Difference from TF1: an id outside
+[0, num_buckets) counts as missing rather than being an error.
 """
 
 import math
-import zlib
 
 import numpy as np
 
@@ -243,7 +242,7 @@ class VocabularyListCategoricalColumn(_Column):
             if v in table:
                 out[index] = table[v]
             elif oov:
-                out[index] = n + zlib.crc32(v if isinstance(v, bytes) else str(v).encode()) % oov
+                out[index] = n + _string_hash64(v) % oov   # TF's fast hash of the text
             else:
                 out[index] = default
         return out
@@ -552,8 +551,8 @@ class HashedCategoricalColumn(_Column):
 
 def categorical_column_with_hash_bucket(key, hash_bucket_size, dtype=dtypes.string):
     """Strings (or integers, as their decimal strings) hashed to ids in [0, hash_bucket_size)
-    with sf.string_to_hash_bucket_fast (shardflow's hash, not TF's Fingerprint64: ids differ
-    from TF's). A dense feature's "" (or -1) is missing."""
+    with sf.string_to_hash_bucket_fast (TF's Fingerprint64: TF's ids). A dense feature's ""
+    (or -1) is missing."""
     if hash_bucket_size is None or hash_bucket_size < 1:
         raise ValueError("hash_bucket_size must be at least 1, got %r" % (hash_bucket_size,))
     dtype = dtypes.as_dtype(dtype)
@@ -677,10 +676,10 @@ def _fingerprint_cat64(fp1, fp2):
 
 
 def _string_hash64(value):
-    """The 64-bit hash string_to_hash_bucket_fast takes modulo the bucket count."""
-    import hashlib
-    data = value if isinstance(value, bytes) else str(value).encode()
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+    """The 64-bit hash string_to_hash_bucket_fast takes modulo the bucket count: TF's
+    Fingerprint64 of the bytes (of an integer's decimal text, as TF's as_string)."""
+    from shardflow import _shardflow
+    return _shardflow.string_hash64(value if isinstance(value, bytes) else str(value).encode())
 
 
 def _cross_rows(hash_key, num_buckets, *parts):
@@ -801,9 +800,8 @@ def crossed_column(keys, hash_bucket_size, hash_key=None):
     to ids in [0, hash_bucket_size). `keys`: feature keys (raw string or integer features)
     and categorical columns other than hashed ones (crossed as their ids). Hashing is TF's
     sparse_cross_hashed: FingerprintCat64 chained from `hash_key` (default TF's
-    0xDECAFCAFFE) over the integer values / ids, the last key varying fastest, so crosses of
-    integers and ids match TF's bucket ids; a string's own hash is shardflow's
-    string_to_hash_bucket_fast one (not Fingerprint64), so crosses with raw strings differ.
+    0xDECAFCAFFE) over the integer values / ids and the strings' Fingerprint64, the last key
+    varying fastest: TF's bucket ids.
     """
     keys = list(keys)
     if len(keys) < 2:

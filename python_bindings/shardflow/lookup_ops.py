@@ -35,10 +35,10 @@ naming the file. Lookups take keys of any shape (or a SparseTensor, whose values
 and give values of the same shape; an int64 table takes keys of any integer dtype.
 
 Out-of-vocabulary buckets (StaticVocabularyTable, IdTableWithHashBuckets, num_oov_buckets=) are
-``vocab_size + H(key) % num_oov_buckets`` with H the first 8 bytes, little-endian, of BLAKE2b of
-the key's bytes (an integer key: its decimal digits, as TF's as_string), keyed with the 16 bytes
-of StrongHashSpec's two integers when given: stable across runs and processes, but not TF's
-Fingerprint64/SipHash, so the bucket a word lands in differs from TensorFlow's.
+``vocab_size + H(key) % num_oov_buckets`` with H TensorFlow's hash of the key's bytes (an integer
+key: its decimal digits, as TF's as_string): FarmHash's Fingerprint64 (FastHashSpec, the
+default), TF's legacy Hash64 (HasherSpec("legacy", None)) or SipHash-2-4 keyed by
+StrongHashSpec's two integers; a word lands in the bucket TensorFlow puts it in.
 
 Note [Table state]: TF keeps a table's contents in each session's resources. A PyFunc cannot tell
 which session runs it (and lookups in tf.data map functions run in the pipeline's private
@@ -50,8 +50,6 @@ function is initialized by its first lookup there.
 """
 
 import collections
-import hashlib
-import struct
 import sys
 import types
 
@@ -78,7 +76,7 @@ FastHashSpec = HasherSpec("fasthash", None)
 
 
 class StrongHashSpec(HasherSpec):
-    """A keyed hash: `key` is two integers (TF's SipHash key), used here as BLAKE2b's key."""
+    """A keyed hash: `key` is two integers, TF's SipHash-2-4 key."""
     __slots__ = ()
 
     def __new__(cls, key):
@@ -90,22 +88,27 @@ class StrongHashSpec(HasherSpec):
 
 
 def _hash_key(hasher_spec):
-    """The BLAKE2b key of `hasher_spec` (b"" for an unkeyed hash)."""
+    """TF's hash for `hasher_spec`: (kind, k0, k1) of _shardflow.string_hash64 (FastHashSpec:
+    Fingerprint64, "legacy": TF's Hash64, StrongHashSpec(key): SipHash-2-4 keyed by key)."""
     if not isinstance(hasher_spec, HasherSpec):
         raise TypeError("hasher_spec must be of type HasherSpec, got %r" % (hasher_spec,))
-    if hasher_spec.hasher in ("fasthash", "legacy"):
-        return b""
+    if hasher_spec.hasher == "fasthash":
+        return ("fast", 0, 0)
+    if hasher_spec.hasher == "legacy":
+        return ("legacy", 0, 0)
     if hasher_spec.hasher == "stronghash":
         mask = (1 << 64) - 1
-        return struct.pack("<QQ", int(hasher_spec.key[0]) & mask, int(hasher_spec.key[1]) & mask)
-    raise ValueError("%s is not a supported hasher (fasthash or stronghash)" % hasher_spec.hasher)
+        return ("strong", int(hasher_spec.key[0]) & mask, int(hasher_spec.key[1]) & mask)
+    raise ValueError("%s is not a supported hasher (fasthash, legacy or stronghash)"
+                     % hasher_spec.hasher)
 
 
 def _bucket(key, num_buckets, hash_key):
-    """The out-of-vocabulary bucket of `key` (bytes, or an integer hashed as its digits)."""
+    """The out-of-vocabulary bucket of `key` (bytes, or an integer hashed as its digits, as
+    TF's as_string), with TF's hash: TF's bucket."""
+    from shardflow import _shardflow
     data = key if isinstance(key, bytes) else str(int(key)).encode()
-    digest = hashlib.blake2b(data, digest_size=8, key=hash_key).digest()
-    return int.from_bytes(digest, "little") % num_buckets
+    return _shardflow.string_hash64(data, *hash_key) % num_buckets
 
 
 def _text(value):

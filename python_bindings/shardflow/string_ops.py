@@ -19,9 +19,7 @@ field that is not a number, a wrong number of columns) fails the step with
 InvalidArgumentError naming the field.
 """
 
-import hashlib
 import re
-import struct
 import types
 
 import numpy as np
@@ -484,32 +482,31 @@ def _split_v2(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # 
                             name or "StringSplitV2")
 
 
-def _hash_buckets(input, num_buckets, key, name):  # noqa: A002
+def _hash_buckets(op_type, input, num_buckets, name, **attrs):  # noqa: A002
+    """One of the engine's hash-bucket ops (TensorFlow's hash functions, kernels/cpu/
+    string_hash_ops.cc) on a string tensor of any shape."""
     num_buckets = int(num_buckets)
     if num_buckets < 1:
         raise ValueError("string_to_hash_bucket: num_buckets must be >= 1, got %d" % num_buckets)
-
-    def bucket(v):
-        digest = hashlib.blake2b(_bytes(v), digest_size=8, key=key).digest()
-        return int.from_bytes(digest, "little") % num_buckets
-    return _map(bucket, input, dtypes.int64, name)
+    input = convert_to_tensor(input)  # noqa: A001
+    if input.dtype != dtypes.string:
+        raise TypeError("%s needs a string tensor, got %s" % (op_type, input.dtype.name))
+    from shardflow import ops
+    return ops._out(op_type, [input], dict(attrs, num_buckets=num_buckets), name)
 
 
 def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
     """Each string hashed to an int64 bucket in [0, num_buckets), of the input's shape (TF1's
-    tf.string_to_hash_bucket_fast, tf.strings.to_hash_bucket_fast). The hash is the first 8
-    bytes, little-endian, of the BLAKE2b digest of the string's bytes, modulo num_buckets: the
-    same for a string in every run and process (and the bucket sf.lookup tables put an
-    out-of-vocabulary string in), but not TensorFlow's FarmHash Fingerprint64, so bucket
-    numbers differ from TensorFlow's."""
-    return _hash_buckets(input, num_buckets, b"", name or "StringToHashBucketFast")
+    tf.string_to_hash_bucket_fast, tf.strings.to_hash_bucket_fast): FarmHash's
+    Fingerprint64 of its bytes modulo num_buckets, TensorFlow's hash, so the buckets are
+    TensorFlow's (["Hello", "TensorFlow", "2.x"] in 3 buckets: [0, 2, 2])."""
+    return _hash_buckets("StringToHashBucketFast", input, num_buckets, name)
 
 
 def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A002
-    """As string_to_hash_bucket_fast with a keyed hash (TF1's tf.string_to_hash_bucket_strong,
-    tf.strings.to_hash_bucket_strong): `key` is two non-negative integers (TF's SipHash key),
-    whose 16 bytes (little-endian uint64s) key BLAKE2b here, so that the buckets cannot be
-    predicted without the key. Bucket numbers differ from TensorFlow's SipHash ones."""
+    """As string_to_hash_bucket_fast with TensorFlow's keyed hash (TF1's
+    tf.string_to_hash_bucket_strong, tf.strings.to_hash_bucket_strong): SipHash-2-4 keyed by
+    `key`, two non-negative integers (["Hello", "TF"], 3 buckets, key [1, 2]: [2, 0])."""
     if len(key) != 2:
         raise ValueError("string_to_hash_bucket_strong: key must have size 2, got %d"
                          % len(key))
@@ -517,23 +514,23 @@ def string_to_hash_bucket_strong(input, num_buckets, key, name=None):  # noqa: A
                for k in key):
         raise ValueError("string_to_hash_bucket_strong: key must be two non-negative "
                          "integers, got %r" % (key,))
-    packed = struct.pack("<QQ", int(key[0]) & (2 ** 64 - 1), int(key[1]) & (2 ** 64 - 1))
-    return _hash_buckets(input, num_buckets, packed, name or "StringToHashBucketStrong")
+    # The attr holds int64s: a key word at or above 2^63 keeps its bits.
+    words = [int(np.array(int(k) & (2 ** 64 - 1), np.uint64).view(np.int64)) for k in key]
+    return _hash_buckets("StringToHashBucketStrong", input, num_buckets, name, key=words)
 
 
 def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None,
                           input=None):  # noqa: A002
-    """TF1's tf.string_to_hash_bucket (tf.strings.to_hash_bucket), which TF computes with an
-    older hash than the _fast version: here the same hash as string_to_hash_bucket_fast (see
-    there; bucket numbers differ from TensorFlow's). `input` is TF 1.15's other name for
-    string_tensor."""
+    """TF1's tf.string_to_hash_bucket (tf.strings.to_hash_bucket): TensorFlow's older Hash64
+    of each string modulo num_buckets (["Hello", "TensorFlow", "2.x"] in 3: [2, 0, 1]).
+    `input` is TF 1.15's other name for string_tensor."""
     if input is not None:
         if string_tensor is not None:
             raise ValueError("string_to_hash_bucket: give string_tensor or input, not both")
         string_tensor = input
     if string_tensor is None or num_buckets is None:
         raise TypeError("string_to_hash_bucket needs string_tensor and num_buckets")
-    return _hash_buckets(string_tensor, num_buckets, b"", name or "StringToHashBucket")
+    return _hash_buckets("StringToHashBucket", string_tensor, num_buckets, name)
 
 
 def _change_case(input, encoding, method, name):  # noqa: A002

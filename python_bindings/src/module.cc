@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "datasets/fashion_mnist.h"
+#include "kernels/cpu/string_hash.h"
 #include "python_bindings/src/status_exceptions.h"
 #include "python_bindings/src/tensor_conversion.h"
 #include "runtime/checkpoint.h"
@@ -135,6 +136,18 @@ PYBIND11_MODULE(_shardflow, m) {
         return Crc32c(static_cast<const uint8_t*>(info.ptr), n);
       },
       py::arg("data"), "The CRC32C (Castagnoli) of a bytes-like object (TFRecord checksums).");
+  m.def(
+      "string_hash64",
+      [](const py::bytes& data, const std::string& kind, uint64_t k0, uint64_t k1) {
+        std::string s(data);
+        if (kind == "fast") return Fingerprint64(s);
+        if (kind == "legacy") return LegacyHash64(s);
+        if (kind == "strong") return StrongKeyedHash64(k0, k1, s);
+        throw py::value_error("string_hash64: kind is fast, legacy or strong, not " + kind);
+      },
+      py::arg("data"), py::arg("kind") = "fast", py::arg("k0") = 0, py::arg("k1") = 0,
+      "TensorFlow's 64-bit string hashes: 'fast' FarmHash Fingerprint64, 'legacy' Hash64, "
+      "'strong' SipHash-2-4 keyed by (k0, k1) (feature crosses, vocabulary buckets).");
   m.def("save_checkpoint", &SaveCheckpointArrays, py::arg("path"), py::arg("items"));
   m.def("load_checkpoint", &LoadCheckpointArrays, py::arg("path"));
   m.def("_raise_status", [](int code, const std::string& message) {

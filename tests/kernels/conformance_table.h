@@ -438,6 +438,32 @@ inline const std::map<std::string, ConformanceCase>& ConformanceTable() {
       EXPECT_EQ((*out)[0].data<std::string>()[1], "xyz");
       return std::string("string, every match");
     };
+    // TensorFlow's documented examples (tf.strings.to_hash_bucket*): the same buckets.
+    auto hash_case = [](const char* op, Attrs attrs, std::vector<std::string> words,
+                        std::vector<int64_t> want) {
+      Tensor in(DT_STRING, TensorShape({static_cast<int64_t>(words.size())}));
+      for (size_t i = 0; i < words.size(); ++i) in.data<std::string>()[i] = words[i];
+      attrs["num_buckets"] = MakeAttr(3);
+      auto out = RunOp(op, {in}, attrs);
+      if (!out.ok()) {
+        ADD_FAILURE() << op << ": " << out.status();
+        return std::string("failed");
+      }
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ((*out)[0].data<int64_t>()[i], want[i]) << op << " of '" << words[i] << "'";
+      }
+      return std::string("string (TensorFlow's documented buckets)");
+    };
+    m["StringToHashBucketFast"].custom = [=] {
+      return hash_case("StringToHashBucketFast", {}, {"Hello", "TensorFlow", "2.x"}, {0, 2, 2});
+    };
+    m["StringToHashBucket"].custom = [=] {
+      return hash_case("StringToHashBucket", {}, {"Hello", "TensorFlow", "2.x"}, {2, 0, 1});
+    };
+    m["StringToHashBucketStrong"].custom = [=] {
+      Attrs key = {{"key", MakeAttr(std::vector<int64_t>{1, 2})}};
+      return hash_case("StringToHashBucketStrong", key, {"Hello", "TF"}, {2, 0});
+    };
     m["RegexFullMatch"].custom = [] {
       const Tensor in = Tensor::FromVector<std::string>({"ab12", "ab", "12"}, TensorShape({3}));
       auto out = RunOp("RegexFullMatch", {in, Tensor::Scalar<std::string>("[a-z]+[0-9]+")});

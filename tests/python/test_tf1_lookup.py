@@ -1,7 +1,6 @@
 """TF1's lookup tables (shardflow/lookup_ops.py): tf.lookup.StaticHashTable,
 StaticVocabularyTable and their initializers, tf.contrib.lookup's index_table_* and
 index_to_string_table_* functions, tables_initializer, tables in tf.data pipelines, errors."""
-import hashlib
 
 import numpy as np
 import pytest
@@ -15,9 +14,9 @@ def fresh_graph():
 
 
 def _bucket(word, vocab_size, num_buckets):
-    """The documented out-of-vocabulary id: vocab_size + BLAKE2b-64(key) % num_buckets."""
-    digest = hashlib.blake2b(word, digest_size=8).digest()
-    return vocab_size + int.from_bytes(digest, "little") % num_buckets
+    """The documented out-of-vocabulary id: vocab_size + Fingerprint64(key) % num_buckets."""
+    from shardflow import _shardflow
+    return vocab_size + _shardflow.string_hash64(word) % num_buckets
 
 
 def test_static_hash_table_default_shape_and_properties():
@@ -74,6 +73,14 @@ def test_index_table_from_tensor_default_and_oov_buckets():
     strong = tf.contrib.lookup.index_table_from_tensor(
         vocab, num_oov_buckets=1000, hasher_spec=tf.contrib.lookup.StrongHashSpec((1, 2)))
     assert strong.lookup(tf.constant(["dog"])).dtype == tf.int64
+    # TensorFlow's buckets: its documented to_hash_bucket_fast(["Hello", "TensorFlow"], 3) is
+    # [0, 2], so after a vocabulary of 2 they are ids 2 and 4.
+    with tf.Graph().as_default():
+        two = tf.contrib.lookup.index_table_from_tensor(["a", "b"], num_oov_buckets=3)
+        ids = two.lookup(tf.constant(["Hello", "TensorFlow", "b"]))
+        with tf.Session() as sess:
+            sess.run(tf.tables_initializer())
+            assert sess.run(ids).tolist() == [2, 4, 1]
 
 
 def test_static_vocabulary_table_and_int64_keys():
