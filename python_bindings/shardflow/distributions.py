@@ -1,8 +1,8 @@
 """TF1's tf.distributions (also tf.contrib.distributions' core): Normal, Categorical, Bernoulli,
 Uniform, Gamma, Exponential, Beta, Dirichlet, Laplace, StudentT, Independent, and contrib's
-OneHotCategorical, RelaxedOneHotCategorical, MultivariateNormalDiag, MultivariateNormalTriL,
-MultivariateNormalFullCovariance and MixtureSameFamily; kl_divergence through TF1's RegisterKL
-registry. They are composed from the engine's ops (sampling through random_normal,
+Poisson, OneHotCategorical, RelaxedOneHotCategorical, MultivariateNormalDiag,
+MultivariateNormalTriL, MultivariateNormalFullCovariance and MixtureSameFamily; kl_divergence
+through TF1's RegisterKL registry. They are composed from the engine's ops (sampling through random_normal,
 random_uniform, random_gamma and multinomial; densities and their gradients through ordinary
 ops, so they train as in TF1: policy gradients, VAEs). The file runs in this order: the base
 class, the univariate distributions, the multivariate ones and mixtures, then the KL registry.
@@ -927,6 +927,44 @@ class StudentT(Distribution):
                                         "StudentT.variance"), name=name)
 
 
+class Poisson(Distribution):
+    """Poisson(rate) over the counts 0, 1, 2, ... (tf.contrib.distributions.Poisson; or
+    log_rate): log_prob x log(rate) - rate - lgamma(x + 1); samples from tf.random_poisson in
+    the distribution's dtype."""
+
+    reparameterization_type = NOT_REPARAMETERIZED
+
+    def __init__(self, rate=None, log_rate=None, validate_args=False, allow_nan_stats=True,
+                 name="Poisson"):
+        if (rate is None) == (log_rate is None):
+            raise ValueError("Poisson takes exactly one of rate and log_rate")
+        if rate is not None:
+            self.rate = _float(rate)
+            self.log_rate = ops.log(self.rate)
+        else:
+            self.log_rate = _float(log_rate)
+            self.rate = ops.exp(self.log_rate)
+        super().__init__(self.rate.dtype, validate_args, allow_nan_stats, name)
+
+    def sample(self, sample_shape=(), seed=None, name="sample"):
+        return ops.random_poisson(self.rate, _sample_shape(sample_shape), dtype=self.dtype,
+                                  seed=seed, name=name)
+
+    def log_prob(self, value, name="log_prob"):
+        x = _float(value, self.dtype)
+        return ops.subtract(ops.subtract(ops.multiply(x, self.log_rate), self.rate),
+                            ops.lgamma(ops.add(x, 1.0)), name=name)
+
+    def mean(self, name="mean"):
+        return ops.identity(self.rate, name=name)
+
+    def variance(self, name="variance"):
+        return ops.identity(self.rate, name=name)
+
+    def mode(self, name="mode"):
+        return ops.floor(self.rate, name=name)
+
+
 class OneHotCategorical(Categorical):
     """Categorical whose samples and values are one-hot vectors over the last dimension
     (tf.contrib.distributions.OneHotCategorical); the event shape is [k]."""
@@ -1327,6 +1365,6 @@ def _kl_independent(a, b, name=None):
 __all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential",
            "FULLY_REPARAMETERIZED", "Gamma", "Independent", "Laplace", "MixtureSameFamily",
            "MultivariateNormalDiag", "MultivariateNormalFullCovariance", "MultivariateNormalTriL",
-           "NOT_REPARAMETERIZED", "Normal", "OneHotCategorical", "RegisterKL",
+           "NOT_REPARAMETERIZED", "Normal", "OneHotCategorical", "Poisson", "RegisterKL",
            "RelaxedOneHotCategorical", "ReparameterizationType", "StudentT", "Uniform",
            "kl_divergence"]

@@ -890,3 +890,13 @@ def test_colour_ops_take_images_of_unknown_rank_as_tf1():
     six = tf.py_func(lambda a: a, [tf.zeros([2, 6])], tf.float32)
     with pytest.raises(tf.errors.InvalidArgumentError, match="3 channels"):
         run(tf.image.rgb_to_hsv(six))
+
+
+def test_poisson():
+    p = tf.contrib.distributions.Poisson(rate=[0.5, 3.0])
+    x = np.array([2.0, 4.0])
+    lp, draws, mode = run(p.log_prob(x), p.sample(20000, seed=1), p.mode())
+    np.testing.assert_allclose(lp, [v * math.log(r) - r - math.lgamma(v + 1)
+                                    for v, r in zip(x, [0.5, 3.0])], rtol=1e-6)
+    np.testing.assert_allclose(draws.mean(0), [0.5, 3.0], rtol=0.05)
+    np.testing.assert_array_equal(mode, [0.0, 3.0])
