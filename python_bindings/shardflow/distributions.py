@@ -4,8 +4,9 @@ Poisson, OneHotCategorical, RelaxedOneHotCategorical, MultivariateNormalDiag,
 MultivariateNormalTriL, MultivariateNormalFullCovariance and MixtureSameFamily; kl_divergence
 through TF1's RegisterKL registry. They are composed from the engine's ops (sampling through
 random_normal, random_uniform, random_gamma and multinomial; densities and their gradients
-through ordinary ops, so they train as in TF1: policy gradients, VAEs). The file runs in this order: the base
-class, the univariate distributions, the multivariate ones and mixtures, then the KL registry.
+through ordinary ops, so they train as in TF1: policy gradients, VAEs). The file runs in this
+order: the base class, the univariate distributions, the multivariate ones and mixtures, then
+the KL registry.
 
 Example::
 
