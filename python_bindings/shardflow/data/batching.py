@@ -82,7 +82,8 @@ class PaddedBatchDataset(_UnaryDataset):
                     "padded_batch: element %d has shape %s in component %d, larger than the "
                     "padded shape %s" % (k, nest.describe(TensorShape(p.shape)), i,
                                          nest.describe(TensorShape(target))))
-            out[(k,) + tuple(slice(0, s) for s in p.shape)] = p
+            # (a 0-d object array assigned to one cell would be stored as the array itself)
+            out[(k,) + tuple(slice(0, s) for s in p.shape)] = p if p.ndim else p[()]
         return out
 
 

@@ -23,6 +23,8 @@ Thread safety: calls may come from several threads (Session.run is thread safe).
 
 import threading
 
+import numpy as np
+
 from shardflow import ops
 from shardflow.data import structure as nest
 from shardflow.framework import Operation, Tensor, _FuncGraph, convert_to_tensor, \
@@ -107,7 +109,10 @@ class TracedFunction:
         feeds = dict(zip(self._args, flat_element))
         for name, ph in self._captured:
             feeds[ph] = captured_values[name]
-        return tuple(self._run(feeds))
+        # A scalar string comes back from Session.run as `bytes`; elements hold arrays (an
+        # object array for strings, as the readers yield them), which batch() stacks.
+        return tuple(np.array(v, dtype=object) if isinstance(v, (bytes, str)) else v
+                     for v in self._run(feeds))
 
     # ---- Note [Vectorised map] ----------------------------------------------------------
 
