@@ -204,6 +204,12 @@ def _nms(similarity, scores, max_out, threshold, score_threshold, soft_sigma=0.0
         _, i, score, begin = heapq.heappop(queue)
         original, hard = score, False
         sims = similarity(i, picks[begin:]) if len(picks) > begin else []
+        if not soft:          # hard NMS: one vectorized test (thousands of proposals)
+            if len(sims) and np.max(sims) > threshold:
+                continue
+            picks.append(i)
+            picked_scores.append(score)
+            continue
         for sim in list(sims)[::-1]:                 # the latest picks first, as the kernel
             weight = np.exp(scale * np.float32(sim) * np.float32(sim))
             if not soft and sim > threshold:
