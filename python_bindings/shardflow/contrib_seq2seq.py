@@ -24,7 +24,7 @@ from shardflow.framework import TensorShape, convert_to_tensor
 from shardflow.math_composites import count_nonzero, div_no_nan, size
 from shardflow.nest import map_structure
 from shardflow.nn import sparse_softmax_cross_entropy_with_logits
-from shardflow.rnn_cell import dynamic_rnn
+from shardflow.rnn_cell import _zeros, dynamic_rnn
 from shardflow.tensor_array import TensorArray
 from shardflow.tensor_util import constant_value
 from shardflow.seq2seq_attention import (AttentionWrapper, AttentionWrapperState,  # noqa: F401
@@ -483,8 +483,8 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     unrolled in the graph (maximum_iterations of them; the outputs end and the state stops at
     the longest sequence, as TF's loop, which ends once all have finished); with a tensor
     (the NMT tutorial's round(2 * max source length)) or None, a while_loop decodes until
-    every sequence has emitted end_token or the bound is reached, as TF's. BeamSearchDecoder
-    needs a Python int."""
+    every sequence has emitted end_token or the bound is reached, as TF's (so does a
+    BeamSearchDecoder). Any other decoder runs that loop too (_decode_loop)."""
     if isinstance(decoder, BeamSearchDecoder) and isinstance(maximum_iterations,
                                                              (int, np.integer)):
         with variable_scope(scope or "decoder"):
@@ -495,9 +495,11 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
     helper = getattr(decoder, "helper", None)
     # impute_finished with the inference helpers: the loop zeroes finished rows' outputs
     # and keeps their state (the unrolled path below does neither).
+    inference = type(helper) in (GreedyEmbeddingHelper, SampleEmbeddingHelper)
     if type(decoder) is not BasicDecoder or type(helper) not in (
             TrainingHelper, GreedyEmbeddingHelper, SampleEmbeddingHelper) or (
-            impute_finished and type(helper) is not TrainingHelper):
+            inference and (impute_finished or not isinstance(maximum_iterations,
+                                                             (int, np.integer)))):
         with variable_scope(scope or "decoder"):
             return _decode_loop(decoder, output_time_major, impute_finished,
                                 maximum_iterations)
@@ -508,8 +510,6 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
             if decoder.output_layer is not None:
                 outputs = decoder.output_layer(outputs)
             sample_id = ops.cast(ops.argmax(outputs, axis=2), dtypes.int32)
-        elif maximum_iterations is None or hasattr(maximum_iterations, "op"):
-            outputs, sample_id, state, lengths = _greedy_loop(decoder, maximum_iterations)
         else:
             state = decoder.initial_state
             inputs = helper._embed(helper.start_tokens)
@@ -521,7 +521,8 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
                 # state stops there and the outputs end at the longest sequence.
                 all_done = ops.equal(ops.reduce_min(finished), 1)
                 out, new_state = decoder.cell(inputs, state)
-                state = map_structure(lambda old, new: array_ops.where_v2(all_done, old, new),
+                state = map_structure(lambda old, new: new if isinstance(new, TensorArray)
+                                      else array_ops.where_v2(all_done, old, new),
                                       state, new_state)
                 if decoder.output_layer is not None:
                     out = decoder.output_layer(out)
@@ -585,10 +586,14 @@ def _keep_finished(finished, new, old):
 
 def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations):
     """TF1's dynamic_decode for any Decoder: a while_loop of decoder.step until every row has
-    finished (or maximum_iterations steps); each step's outputs are written to TensorArrays
-    (zeros in the rows already finished, and the state kept there, with impute_finished).
-    A row's length is the number of steps up to and including the one it finished at."""
-    from shardflow.control_flow import while_loop
+    finished (or maximum_iterations steps); the outputs of each step (zeros in the rows
+    already finished, whose state is kept, with impute_finished) are stacked along time. A
+    row's length is the number of steps up to and including the one it finished at.
+
+    The outputs are loop variables (starting as zeros of decoder.output_size, as TF1's
+    zero outputs) read back from the loop's history, so the batch size need not be known
+    when the graph is built (a growing TensorArray would need its rows' shape)."""
+    from shardflow.control_flow import _build_while, _flatten, _pack
     finished, inputs, state = decoder.initialize()
     finished = ops.cast(convert_to_tensor(finished), dtypes.bool_)
     limit = None
@@ -596,14 +601,15 @@ def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations
         limit = ops.cast(convert_to_tensor(maximum_iterations), dtypes.int32)
         finished = ops.logical_or(finished, ops.greater_equal(0, limit))
     lengths = ops.zeros_like(ops.cast(finished, dtypes.int32))
-    arrays = map_structure(lambda dtype: TensorArray(dtype, size=0, dynamic_size=True),
-                           decoder.output_dtype)
+    batch = decoder.batch_size
+    zero_outputs = map_structure(lambda size, dtype: _zeros(batch, size, dtype),
+                                 decoder.output_size, decoder.output_dtype)
     own_finished = getattr(decoder, "tracks_own_finished", False)
 
-    def cond(time, arrays, state, inputs, finished, lengths):
+    def cond(time, outputs, state, inputs, finished, lengths):
         return ops.logical_not(array_ops.reduce_all(finished))
 
-    def body(time, arrays, state, inputs, finished, lengths):
+    def body(time, outputs, state, inputs, finished, lengths):
         outputs, next_state, next_inputs, step_finished = decoder.step(time, inputs, state)
         step_finished = ops.cast(convert_to_tensor(step_finished), dtypes.bool_)
         next_finished = step_finished if own_finished else ops.logical_or(step_finished,
@@ -621,12 +627,20 @@ def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations
                 lambda out: _keep_finished(finished, out, ops.zeros_like(out)), outputs)
             next_state = map_structure(lambda new, old: _keep_finished(finished, new, old),
                                        next_state, state)
-        arrays = map_structure(lambda array, out: array.write(time, out), arrays, outputs)
-        return time + 1, arrays, next_state, next_inputs, next_finished, next_lengths
+        return [time + 1, outputs, next_state, next_inputs, next_finished, next_lengths]
 
-    _, arrays, state, _, _, lengths = while_loop(
-        cond, body, (ops.constant(0), arrays, state, inputs, finished, lengths))
-    outputs = map_structure(lambda array: array.stack(), arrays)
+    loop_vars = [ops.constant(0), zero_outputs, state, inputs, finished, lengths]
+    op, n, arrays = _build_while(cond, body, loop_vars, name="decoder_while")
+    final = _pack(loop_vars, list(op.outputs[:n]), arrays)
+    steps = op.outputs[n]
+    # History row i is the outputs entering iteration i: those of step i - 1 (row 0 the
+    # zeros); with the final value, exactly the `steps` steps' outputs.
+    stacked = []
+    for j, last in enumerate(_flatten(final[1])):
+        history = op.outputs[n + 2 + j]
+        stacked.append(ops.concat([history[1:], ops.expand_dims(last, 0)], 0)[:steps])
+    outputs = _pack(zero_outputs, stacked)
+    state, lengths = final[2], final[5]
     try:
         outputs, state = decoder.finalize(outputs, state, lengths)
     except (NotImplementedError, AttributeError):
@@ -643,40 +657,6 @@ def _batch_major(x):
     if rank is None or rank < 2:
         return x
     return ops.transpose(x, [1, 0] + list(range(2, rank)))
-
-
-def _greedy_loop(decoder, maximum_iterations):
-    """GreedyEmbeddingHelper's decoding as a while_loop: (outputs [batch, time, depth],
-    sample ids [batch, time], final state, lengths), time being the steps it ran."""
-    from shardflow.control_flow import while_loop
-    helper = decoder.helper
-    start = helper.start_tokens
-    limit = ops.cast(maximum_iterations, dtypes.int32) if maximum_iterations is not None \
-        else ops.constant(np.iinfo(np.int32).max, dtypes.int32)
-    zeros = ops.zeros_like(start)
-
-    def cond(t, inputs, state, finished, lengths, outs, ids):
-        return ops.logical_and(ops.less(t, limit), ops.less(ops.reduce_min(finished), 1))
-
-    def body(t, inputs, state, finished, lengths, outs, ids):
-        out, state = decoder.cell(inputs, state)
-        if decoder.output_layer is not None:
-            out = decoder.output_layer(out)
-        sample = helper._sample(out)
-        lengths = lengths + (1 - finished)
-        finished = ops.maximum(finished, ops.cast(ops.equal(sample, helper.end_token),
-                                                  dtypes.int32))
-        return (t + 1, helper._embed(sample), state, finished, lengths, outs.write(t, out),
-                ids.write(t, sample))
-
-    first = helper._embed(start)
-    outs = TensorArray(dtypes.float32, size=0, dynamic_size=True)
-    ids = TensorArray(dtypes.int32, size=0, dynamic_size=True)
-    _, _, state, _, lengths, outs, ids = while_loop(
-        cond, body, (ops.constant(0), first, decoder.initial_state, zeros, zeros, outs, ids))
-    outputs = ops.transpose(outs.stack(), [1, 0, 2])
-    sample_id = ops.transpose(ids.stack(), [1, 0])
-    return outputs, sample_id, state, lengths
 
 
 __all__ = ["AttentionWrapper", "AttentionWrapperState", "BahdanauAttention",

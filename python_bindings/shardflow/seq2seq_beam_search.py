@@ -25,7 +25,7 @@ import collections
 import numpy as np
 
 from shardflow import array_ops, dtypes, ops
-from shardflow.framework import convert_to_tensor
+from shardflow.framework import TensorShape, convert_to_tensor
 from shardflow.nn import log_softmax, top_k
 from shardflow.script_ops import py_func
 from shardflow.tensor_array import TensorArray
@@ -268,6 +268,11 @@ class BeamSearchDecoder:
     @property
     def output_dtype(self):
         return BeamSearchDecoderOutput(dtypes.float32, dtypes.int32, dtypes.int32)
+
+    @property
+    def output_size(self):
+        beams = TensorShape([self._beam_width])
+        return BeamSearchDecoderOutput(beams, beams, beams)
 
     def initialize(self, name=None):
         state, inputs = self._initial()

@@ -908,3 +908,49 @@ def test_greedy_decode_impute_finished():
         np.testing.assert_allclose(got_out.rnn_output, want_out, rtol=1e-4, atol=1e-5)
         np.testing.assert_array_equal(got_out.sample_id, want_ids)
         np.testing.assert_allclose(got_state, want_state, rtol=1e-4, atol=1e-5)
+
+
+def test_inference_decoding_with_an_unknown_batch_size():
+    """The NMT tutorial's inference graphs: a placeholder batch and a tensor bound
+    (round(2 * max source length)). Greedy and beam-search dynamic_decode failed when the
+    graph was built ('TensorArray ... row of shape (?, 7) ... element shape must be known');
+    they now match the unrolled decode (a Python int bound) of the same weights."""
+    s2s = tf.contrib.seq2seq
+    rng = np.random.RandomState(27)
+    vocab, units = 7, 4
+    tf.reset_default_graph()
+    src = tf.placeholder(tf.int32, [None, None])
+    src_len = tf.placeholder(tf.int32, [None])
+    emb = tf.get_variable("emb", [vocab, units])
+    enc_out, enc_state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(units),
+                                           tf.nn.embedding_lookup(emb, src),
+                                           sequence_length=src_len, dtype=tf.float32)
+    bound = tf.cast(tf.round(tf.cast(tf.reduce_max(src_len), tf.float32) * 2.0), tf.int32)
+    batch = tf.shape(src)[0]
+    results = []
+    for beam in (None, 3):
+        for max_iter in (bound, 10):
+            with tf.variable_scope("decoder", reuse=tf.AUTO_REUSE):
+                memory, lengths, state = enc_out, src_len, enc_state
+                if beam:
+                    memory, lengths, state = [s2s.tile_batch(t, beam)
+                                              for t in (enc_out, src_len, enc_state)]
+                mechanism = s2s.LuongAttention(units, memory, memory_sequence_length=lengths)
+                cell = s2s.AttentionWrapper(tf.nn.rnn_cell.GRUCell(units), mechanism,
+                                            attention_layer_size=units)
+                initial = cell.zero_state(batch * (beam or 1), tf.float32).clone(
+                    cell_state=state)
+                layer = tf.layers.Dense(vocab, name="proj")
+                if beam:
+                    decoder = s2s.BeamSearchDecoder(cell, emb, tf.fill([batch], 1), 2, initial,
+                                                    beam, output_layer=layer)
+                else:
+                    decoder = s2s.BasicDecoder(cell, s2s.GreedyEmbeddingHelper(
+                        emb, tf.fill([batch], 1), 2), initial, output_layer=layer)
+                out, _, out_len = s2s.dynamic_decode(decoder, maximum_iterations=max_iter)
+            results.append((out.predicted_ids if beam else out.sample_id, out_len))
+    feed = {src: rng.randint(3, vocab, (2, 5)), src_len: [5, 3]}
+    greedy_loop, greedy_unrolled, beam_loop, beam_unrolled = _run(results, feed)
+    for looped, unrolled in ((greedy_loop, greedy_unrolled), (beam_loop, beam_unrolled)):
+        np.testing.assert_array_equal(looped[0], unrolled[0])
+        np.testing.assert_array_equal(looped[1], unrolled[1])
