@@ -174,13 +174,18 @@ def conv2d(input, filters=None, strides=1, padding="SAME", use_cudnn_on_gpu=True
                 {"strides": _four(strides, "strides"), "padding": _padding(padding)}, name)
 
 
-def conv2d_transpose(value, filter=None, output_shape=None, strides=None,  # noqa: A002
-                     padding="SAME", data_format="NHWC", name=None, filters=None, input=None):
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  # noqa: A002
+                     padding="SAME", data_format="NHWC", name=None, input=None, filters=None,
+                     dilations=None):
     """TF1's tf.nn.conv2d_transpose (the gradient of conv2d with respect to its input, used to
     upsample): `value` [N, h, w, in] with `filter` [kh, kw, out, in] to `output_shape`
-    [N, H, W, out] (a list or an int32 tensor). Trains through both (docs/python.md)."""
+    [N, H, W, out] (a list or an int32 tensor). Trains through both (docs/python.md). TF 1.15's
+    other names input= / filters= are accepted; dilations other than 1 are refused."""
     filter = filter if filter is not None else filters  # noqa: A001
     value = value if value is not None else input
+    if dilations is not None and any(int(d) != 1 for d in _four(dilations, "dilations")):
+        raise NotImplementedError("conv2d_transpose: dilations other than 1 are not supported "
+                                  "(got %r)" % (dilations,))
     if filter is None or output_shape is None or strides is None:
         raise ValueError("conv2d_transpose needs value, filter, output_shape and strides")
     _nhwc(data_format, "conv2d_transpose")
@@ -215,11 +220,24 @@ def lrn(input, depth_radius=5, bias=1.0, alpha=1.0, beta=0.5, name=None):  # noq
 local_response_normalization = lrn
 
 
-def max_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=None):
+def _pool_input(value, input, ksize, strides, what):  # noqa: A002
+    """TF 1.15's max_pool / avg_pool take the input as value= or input=."""
+    if value is None:
+        value = input
+    elif input is not None:
+        raise ValueError("%s: give value or input, not both" % what)
+    if value is None or ksize is None or strides is None:
+        raise ValueError("%s needs value (or input), ksize and strides" % what)
+    return value
+
+
+def max_pool(value=None, ksize=None, strides=None, padding="VALID", data_format="NHWC",
+             name=None, input=None):  # noqa: A002
     """Max pooling; `ksize` and `strides` are ints, [h, w] or [1, h, w, 1].
 
     Example: ``p = sf.nn.max_pool(h, ksize=2, strides=2, padding="VALID")``.
     """
+    value = _pool_input(value, input, ksize, strides, "max_pool")
     _nhwc(data_format, "max_pool")
     return _out("MaxPool", [value], {"ksize": _four(ksize, "ksize"),
                                      "strides": _four(strides, "strides"),
@@ -278,8 +296,10 @@ def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None):  #
     return _pool1d(avg_pool, input, ksize, strides, padding, data_format, name)
 
 
-def avg_pool(value, ksize, strides, padding="VALID", data_format="NHWC", name=None):
+def avg_pool(value=None, ksize=None, strides=None, padding="VALID", data_format="NHWC",
+             name=None, input=None):  # noqa: A002
     """Average pooling; arguments as in max_pool."""
+    value = _pool_input(value, input, ksize, strides, "avg_pool")
     _nhwc(data_format, "avg_pool")
     return _out("AvgPool", [value], {"ksize": _four(ksize, "ksize"),
                                      "strides": _four(strides, "strides"),
@@ -872,8 +892,9 @@ def convolution(input, filter=None, padding=None, strides=None,  # noqa: A002
                 dilation_rate=None, name=None, data_format=None, filters=None,
                 dilations=None):
     """TF1's tf.nn.convolution for 1-D ([batch, width, in] with [k, in, out] filters), 2-D
-    (NHWC with [h, w, in, out]) and 3-D (NDHWC) input: conv1d, conv2d or conv3d, with `strides` and `dilation_rate`
-    one int per spatial dimension (dilations need strides 1, as TF)."""
+    (NHWC with [h, w, in, out]) and 3-D (NDHWC) input: conv1d, conv2d or conv3d, with
+    `strides` and `dilation_rate` one int per spatial dimension (dilations need strides 1, as
+    TF)."""
     filters = filters if filters is not None else filter
     if filters is None or padding is None:
         raise ValueError("convolution needs filter and padding")
@@ -929,11 +950,16 @@ def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A
 
 
 def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa: A002
-         strides=None, name=None, data_format=None):
+         strides=None, name=None, data_format=None, dilations=None):
     """TF1's tf.nn.pool for 1-D ([batch, width, channels]), 2-D (NHWC) and 3-D (NDHWC) input,
-    by max_pool / avg_pool (max_pool3d / avg_pool3d): `pooling_type` 'MAX' or 'AVG', `window_shape` and `strides` one int per
-    spatial dimension (strides default 1). Dilated pooling (dilation_rate > 1) is not
-    supported."""
+    by max_pool / avg_pool (max_pool3d / avg_pool3d): `pooling_type` 'MAX' or 'AVG',
+    `window_shape` and `strides` one int per spatial dimension (strides default 1).
+    `dilations` is TF 1.15's other name of dilation_rate; dilated pooling (a rate above 1) is
+    not supported."""
+    if dilations is not None:          # TF 1.15's other name of dilation_rate
+        if dilation_rate is not None:
+            raise ValueError("pool: give dilation_rate or dilations, not both")
+        dilation_rate = dilations
     x = ops.convert_to_tensor(input)
     window_shape = [int(d) for d in window_shape]
     n = len(window_shape)

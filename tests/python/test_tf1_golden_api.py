@@ -369,3 +369,23 @@ def test_train_maybe_batch_family_filters_examples():
                                                allow_smaller_final_batch=True))
         assert sorted(v % 100 for v in np.concatenate(got).tolist()) == [4, 5]
         assert tf.train.maybe_shuffle_batch_join is not None
+
+
+def test_nn_tf115_keyword_spellings():
+    x = np.arange(32, dtype=np.float32).reshape(1, 4, 4, 2)
+    blocks = x.reshape(1, 2, 2, 2, 2, 2).transpose(0, 1, 3, 2, 4, 5).reshape(1, 2, 2, 4, 2)
+    got = _run([tf.nn.max_pool(input=x, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1],
+                               padding="VALID"),
+                tf.nn.avg_pool(input=x, ksize=2, strides=2, padding="VALID"),
+                tf.nn.max_pool(x, [1, 2, 2, 1], [1, 2, 2, 1], "VALID"),
+                tf.nn.pool(x, [2, 2], "MAX", "VALID", strides=[2, 2], dilations=[1, 1])])
+    for g, w in zip(got, [blocks.max(3), blocks.mean(3), blocks.max(3), blocks.max(3)]):
+        np.testing.assert_allclose(g, w)
+    with pytest.raises(ValueError, match="not both"):
+        tf.nn.max_pool(x, 2, 2, input=x)
+    w = np.ones((2, 2, 3, 2), np.float32)
+    up = tf.nn.conv2d_transpose(input=x, filters=w, output_shape=[1, 8, 8, 3],
+                                strides=[1, 2, 2, 1], dilations=[1, 1, 1, 1])
+    np.testing.assert_allclose(_run(up)[0, ::2, ::2, 0], x.sum(-1)[0])
+    with pytest.raises(NotImplementedError, match="dilations"):
+        tf.nn.conv2d_transpose(x, w, [1, 8, 8, 3], [1, 2, 2, 1], dilations=2)
