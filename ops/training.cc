@@ -8,7 +8,8 @@
 
 namespace shardflow {
 
-Var Var::Create(const Scope& outer, const Input& initial_value, bool trainable) {
+Var Var::Create(const Scope& outer, const Input& initial_value, bool trainable,
+                bool validate_shape) {
   // A variable's nodes never inherit control dependencies: initialising it must not need
   // anything but its initial value.
   const Scope scope = outer.WithNoControlDependencies();
@@ -25,9 +26,10 @@ Var Var::Create(const Scope& outer, const Input& initial_value, bool trainable) 
         absl::StrCat("variable '", name, "': the initial value is invalid")));
     return Var();
   }
+  const TensorShape shape = validate_shape ? value.shape() : TensorShape::Unknown();
   Operation handle = OpBuilder(scope.WithAbsoluteOpName(name), "VarHandleOp")
                          .Attr("dtype", value.dtype())
-                         .Attr("shape", value.shape())
+                         .Attr("shape", shape)
                          .Attr("shared_name", name)
                          .Finalize();
   if (!handle.valid()) return Var();
@@ -35,7 +37,7 @@ Var Var::Create(const Scope& outer, const Input& initial_value, bool trainable) 
                              "ReadVariableOp")
                        .Input(Output(handle.node(), 0))
                        .Attr("dtype", value.dtype())
-                       .Attr("_shape", value.shape())
+                       .Attr("_shape", shape)
                        .Finalize();
   Operation assign = OpBuilder(scope.WithAbsoluteOpName(name + "/Assign"), "AssignVariableOp")
                          .Input(Output(handle.node(), 0))

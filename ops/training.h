@@ -28,9 +28,11 @@ class Var {
   Var() = default;
   explicit Var(const VariableInfo& info) : info_(info) {}
   // A variable named by the scope's op name (or "Variable"), initialised to `initial_value`,
-  // whose dtype and shape it takes. Registered with the scope (InitializeAllVariables,
-  // Optimizer::Minimize, checkpoints find it there).
-  static Var Create(const Scope& scope, const Input& initial_value, bool trainable = true);
+  // whose dtype and shape it takes (without validate_shape, its shape is unknown: assignments
+  // may change it, as TF1's validate_shape=False). Registered with the scope
+  // (InitializeAllVariables, Optimizer::Minimize, checkpoints find it there).
+  static Var Create(const Scope& scope, const Input& initial_value, bool trainable = true,
+                    bool validate_shape = true);
 
   bool valid() const { return info_.handle != nullptr; }
   std::string name() const;  // the variable's shared name

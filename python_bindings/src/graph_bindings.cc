@@ -222,9 +222,10 @@ std::vector<std::optional<OutputRef>> Gradients(GraphHandle& g, const std::vecto
 }
 
 py::tuple CreateVariable(GraphHandle& g, py::handle initial_value, bool trainable,
-                         const BuildContext& ctx) {
+                         const BuildContext& ctx, bool validate_shape) {
   Input init = ToInput(g, initial_value, "initial value of variable '" + ctx.name + "'");
-  Var v = g.Build(ctx, [&](const Scope& s) { return Var::Create(s, init, trainable); });
+  Var v =
+      g.Build(ctx, [&](const Scope& s) { return Var::Create(s, init, trainable, validate_shape); });
   return py::make_tuple(g.MakeRef(v.handle()), g.MakeRef(v.value()), v.initializer().name(),
                         v.name());
 }
@@ -307,7 +308,8 @@ void RegisterGraphBindings(py::module_& m) {
                              [](const GraphHandle& g) { return g.graph()->num_nodes(); })
       .def("add_op", &AddOp, py::arg("op_type"), py::arg("inputs"), py::arg("attrs"),
            py::arg("ctx"))
-      .def("create_variable", &CreateVariable)
+      .def("create_variable", &CreateVariable, py::arg("initial_value"), py::arg("trainable"),
+           py::arg("ctx"), py::arg("validate_shape") = true)
       .def("initializer", &Initializer)
       .def("initialize_all_variables",
            [](GraphHandle& g, const BuildContext& ctx) {

@@ -54,6 +54,24 @@ TEST(VariableTest, InitializeReadAssignAndErrors) {
       << shape;
 }
 
+TEST(VariableTest, WithoutValidateShapeAssignmentsMayChangeTheShape) {
+  Scope s = Scope::NewRootScope();
+  Var acc = Var::Create(s.WithOpName("acc"), {1.0f, 2.0f}, /*trainable=*/false,
+                        /*validate_shape=*/false);
+  auto grow = OpBuilder(s.WithOpName("grow"), "AssignVariableOp")
+                  .Input(acc.handle())
+                  .Input({1.0f, 2.0f, 3.0f})
+                  .Finalize();
+  Operation init = InitializeAllVariables(s);
+  EXPECT_TRUE(acc.shape().unknown_rank()) << acc.shape().DebugString();
+  auto session = Open(s);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {init.name()}, &out).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"grow"}, &out).ok());
+  ASSERT_TRUE(session->Run({}, {acc.value().name()}, {}, &out).ok());
+  test::ExpectValues<float>(out[0], {1, 2, 3});
+}
+
 TEST(VariableTest, VariablesPersistAcrossRunSignatures) {
   Scope s = Scope::NewRootScope();
   Var v = Var::Create(s.WithOpName("counter"), Tensor::Scalar(0.0f));
