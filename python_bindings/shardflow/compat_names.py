@@ -393,7 +393,8 @@ __all__ = ["arg_max", "arg_min", "assert_variables_initialized",
            "tensor_scatter_add", "tensor_scatter_nd_add", "tensor_scatter_nd_sub",
            "tensor_scatter_nd_update", "tensor_scatter_sub", "tensor_scatter_update",
            "to_bfloat16", "unravel_index", "vectorized_map", "op_scope", "variable_op_scope",
-           "no_regularizer", "sparse_matmul", "real", "imag", "conj"]
+           "no_regularizer", "sparse_matmul", "real", "imag", "conj",
+           "required_space_to_batch_paddings"]
 
 
 def string_strip(input, name=None):  # noqa: A002
@@ -667,6 +668,28 @@ def _stateless_multinomial(logits, num_samples, seed, output_dtype=dtypes.int64,
     """TF1's tf.random.stateless_multinomial: stateless_categorical with its dtype called
     output_dtype."""
     return _stateless_categorical(logits, num_samples, seed, dtype=output_dtype, name=name)
+
+
+def required_space_to_batch_paddings(input_shape, block_shape, base_paddings=None,
+                                     name=None):
+    """TF1's tf.required_space_to_batch_paddings: (paddings, crops), both [N, 2] int32, such
+    that input_shape + base_paddings plus the extra end padding is divisible by block_shape;
+    crops [[0, extra], ...] undo that extra padding after batch_to_space_nd."""
+    from shardflow.framework import name_scope
+    with name_scope(name, "required_space_to_batch_paddings",
+                    [input_shape, block_shape, base_paddings]):
+        input_shape = ops.cast(convert_to_tensor(input_shape), dtypes.int32)
+        block_shape = ops.cast(convert_to_tensor(block_shape), dtypes.int32)
+        if base_paddings is None:
+            base_paddings = ops.zeros(array_ops.stack([ops.shape(block_shape)[0], 2]),
+                                      dtypes.int32)
+        base_paddings = ops.cast(convert_to_tensor(base_paddings), dtypes.int32)
+        pad_start, pad_end = base_paddings[:, 0], base_paddings[:, 1]
+        full = input_shape + pad_start + pad_end
+        extra = ops.floormod(block_shape - ops.floormod(full, block_shape), block_shape)
+        paddings = array_ops.stack([pad_start, pad_end + extra], axis=1, name="paddings")
+        crops = array_ops.stack([ops.zeros_like(extra), extra], axis=1, name="crops")
+        return paddings, crops
 
 
 def _path_to_str(path):

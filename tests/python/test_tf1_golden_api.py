@@ -389,3 +389,13 @@ def test_nn_tf115_keyword_spellings():
     np.testing.assert_allclose(_run(up)[0, ::2, ::2, 0], x.sum(-1)[0])
     with pytest.raises(NotImplementedError, match="dilations"):
         tf.nn.conv2d_transpose(x, w, [1, 8, 8, 3], [1, 2, 2, 1], dilations=2)
+
+
+def test_required_space_to_batch_paddings():
+    paddings, crops = _run(tf.required_space_to_batch_paddings([5, 7], [2, 3], [[1, 0], [0, 2]]))
+    # 5 + 1 = 6 divides by 2: no extra; 7 + 2 = 9 divides by 3: none; check an uneven case too
+    np.testing.assert_array_equal(paddings, [[1, 0], [0, 2]])
+    np.testing.assert_array_equal(crops, [[0, 0], [0, 0]])
+    paddings, crops = _run(tf.required_space_to_batch_paddings([5, 7], [2, 3]))
+    np.testing.assert_array_equal(paddings, [[0, 1], [0, 2]])
+    np.testing.assert_array_equal(crops, [[0, 1], [0, 2]])
