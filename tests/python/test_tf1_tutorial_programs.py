@@ -696,3 +696,43 @@ def test_text_pipeline_batches_strings_made_by_map(tmp_path):
     np.testing.assert_array_equal(batches[0][0], [[1, 2, 3], [0, 4, 0]])
     np.testing.assert_array_equal(batches[1][0], [[1, 4, 3, 0, 1, 0], [2, 0, 0, 0, 0, 0]])
     np.testing.assert_array_equal(batches[1][1], [6, 1])
+
+
+# (o) The Keras GAN: a compiled discriminator frozen inside the combined model ---------------
+
+def test_keras_gan_discriminator_frozen_after_compile_still_trains_on_its_own():
+    keras, L = tf.keras, tf.keras.layers
+    rng = np.random.RandomState(0)
+    gen = keras.Sequential([L.Dense(16, activation="relu", input_shape=(4,)), L.Dense(2)])
+    disc = keras.Sequential([L.Dense(16, activation="relu", input_shape=(2,)),
+                             L.Dense(1, activation="sigmoid")])
+    disc.compile(keras.optimizers.Adam(0.01, 0.5), "binary_crossentropy")
+    disc.trainable = False
+    z = L.Input(shape=(4,))
+    combined = keras.Model(z, disc(gen(z)))
+    combined.compile(keras.optimizers.Adam(0.01, 0.5), "binary_crossentropy")
+    assert disc.trainable_weights == [] and len(combined.trainable_weights) == 4
+
+    def changed(model, before):
+        return [not np.array_equal(a, b) for a, b in zip(model.get_weights(), before)]
+
+    center = np.array([2.0, -1.0], np.float32)
+    d0, g0 = disc.get_weights(), gen.get_weights()
+    combined.train_on_batch(rng.randn(8, 4), np.ones((8, 1)))
+    assert not any(changed(disc, d0)) and all(changed(gen, g0))
+    # The discriminator keeps the weights it was compiled with, as TF 1.15's (its step had no
+    # train op: "fetch None is not allowed").
+    d0, g0 = disc.get_weights(), gen.get_weights()
+    real = center + 0.1 * rng.randn(8, 2)
+    disc.train_on_batch(np.concatenate([real, gen.predict(rng.randn(8, 4))]),
+                        np.r_[np.ones(8), np.zeros(8)])
+    assert all(changed(disc, d0)) and not any(changed(gen, g0))
+    start = np.linalg.norm(gen.predict(rng.randn(256, 4)).mean(0) - center)
+    for _ in range(200):
+        real = center + 0.1 * rng.randn(32, 2)
+        disc.train_on_batch(np.concatenate([real, gen.predict(rng.randn(32, 4))]),
+                            np.r_[np.ones(32), np.zeros(32)])
+        combined.train_on_batch(rng.randn(32, 4), np.ones((32, 1)))
+    # From ~2.2 away to within 0.5 of the target's mean (observed ~0.2 after 300 steps).
+    assert start > 1.5
+    assert np.linalg.norm(gen.predict(rng.randn(256, 4)).mean(0) - center) < 0.5

@@ -457,6 +457,10 @@ class Model:
         self.sample_weight_mode = sample_weight_mode
         self._compiled = (loss, metrics, loss_weights, sample_weight_mode)
         self._functions = None
+        # What training updates is fixed here, as TF 1.15's _collected_trainable_weights: a
+        # GAN's discriminator compiled, then frozen (trainable = False) for the combined model,
+        # still trains through its own train_on_batch. A model built later collects them then.
+        self._collected_trainable_weights = self.trainable_weights if self.built else None
         if self.built:
             _outputs.make_heads(self, *self._compiled_args())  # per-output arguments checked
 
@@ -520,7 +524,9 @@ class Model:
             added = self._collect_added_metrics()
             tensors += [value for _, value in added]
             flags += [False] * len(added)
-            params = self.trainable_weights
+            if self.__dict__.get("_collected_trainable_weights") is None:
+                self._collected_trainable_weights = self.trainable_weights
+            params = self._collected_trainable_weights
             train_op = None
             if params:
                 step = self.optimizer.get_updates(total, params)
@@ -1049,6 +1055,8 @@ class Model:
         xs = self._inputs_list(x)
         self._build_for(xs)
         f = self._make_functions()
+        if f["train"] is None:
+            raise ValueError("the model has no trainable weights (it was compiled with none)")
         ys = self._targets(y)
         n = _num_rows(xs + _given(ys))
         weights = self._sample_weights(ys, n, sample_weight, class_weight)
