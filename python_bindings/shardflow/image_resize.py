@@ -11,7 +11,9 @@ The coordinate conventions are TF's: by default an output pixel i samples the in
 i * in / out; `align_corners` maps the corner pixels onto each other ((in - 1) / (out - 1));
 `half_pixel_centers` (tf.image.resize's default, as in TF 2) samples at pixel centres.
 resize_bicubic (TF's kernel: a = -0.75, or Keys' a = -0.5 with half_pixel_centers) and
-resize_area are here as functions too, and as resize_images' / resize's methods.
+resize_area are here as functions too, and as resize_images' / resize's methods. At the end:
+tf.contrib.image's projective resampling (transform, rotate, translate,
+angles_to_projective_transforms).
 
 Sizes known only when the step runs. Bilinear, nearest-neighbour and bicubic resizing also
 take a size that is a tensor (`tf.shape(skip)[1:3]`, a segmentation decoder's upsampling to its
@@ -436,5 +438,117 @@ def resize_images_v2(images, size, method=ResizeMethod.BILINEAR, preserve_aspect
     return resize_bilinear(images, size, half_pixel_centers=True, name=name)
 
 
-__all__ = ["ResizeMethod", "resize", "resize_area", "resize_bicubic", "resize_bilinear",
-           "resize_images", "resize_images_v2", "resize_nearest_neighbor"]
+# ---- tf.contrib.image's projective transforms (rotate, translate, transform) ---------------
+
+
+def _round_half_away(x):
+    """C's std::round: halves away from zero."""
+    return ops.sign(x) * ops.floor(ops.abs(x) + 0.5)
+
+
+def transform(images, transforms, interpolation="NEAREST", output_shape=None, name=None):
+    """tf.contrib.image.transform: each output pixel (x, y) of NHWC (or HWC, or HW) images
+    samples the input at ((a0 x + a1 y + a2) / k, (b0 x + b1 y + b2) / k), k = c0 x + c1 y + 1,
+    for transforms [a0, a1, a2, b0, b1, b2, c0, c1] ([8], or [batch, 8]); pixels off the
+    image are 0. NEAREST rounds halves away from zero; BILINEAR weighs the 4 neighbours. The
+    images' dtype is kept (TF1's ImageProjectiveTransform kernel)."""
+    x = convert_to_tensor(images)
+    rank = x.shape.ndims
+    if rank not in (2, 3, 4):
+        raise ValueError("transform takes [height, width], [height, width, channels] or [batch, "
+                         "height, width, channels] images, got shape %s" % x.shape)
+    mode = str(interpolation).upper()
+    if mode not in ("NEAREST", "BILINEAR"):
+        raise ValueError("transform: interpolation is 'NEAREST' or 'BILINEAR', got %r"
+                         % (interpolation,))
+    if output_shape is not None:
+        raise ValueError("transform: output_shape (TF 2's) is not supported; the output has "
+                         "the images' size")
+    batch = x if rank == 4 else (ops.expand_dims(x, 0) if rank == 3 else
+                                 ops.expand_dims(ops.expand_dims(x, 0), -1))
+    t = ops.cast(convert_to_tensor(transforms), dtypes.float32)
+    t = ops.reshape(t, [-1, 8])
+    shape = ops.shape(batch)
+    n, h, w, c = shape[0], shape[1], shape[2], shape[3]
+    xs = ops.reshape(ops.cast(array_ops.range(w), dtypes.float32), [1, 1, -1])   # [1, 1, W]
+    ys = ops.reshape(ops.cast(array_ops.range(h), dtypes.float32), [1, -1, 1])   # [1, H, 1]
+
+    def col(k):
+        return ops.reshape(t[:, k], [-1, 1, 1])                                   # [N|1, 1, 1]
+    k = col(6) * xs + col(7) * ys + 1.0
+    defined = ops.not_equal(k, 0.0)
+    k = array_ops.where_v2(defined, k, ops.ones_like(k))
+    in_x = (col(0) * xs + col(1) * ys + col(2)) / k                                # [N|1, H, W]
+    in_y = (col(3) * xs + col(4) * ys + col(5)) / k
+    in_x = in_x + ops.zeros(array_ops.stack([n, h, w]), dtypes.float32)           # one per image
+    in_y = in_y + ops.zeros(array_ops.stack([n, h, w]), dtypes.float32)
+    defined = ops.logical_and(defined, ops.ones(array_ops.stack([n, h, w]), dtypes.bool_))
+    flat = ops.reshape(batch, array_ops.stack([-1, c]))
+    base = ops.reshape(array_ops.range(n) * h * w, [-1, 1, 1])
+
+    def read(iy, ix):
+        """Pixels at integer (iy, ix) [N, H, W], 0 off the image: [N, H, W, C]."""
+        iy, ix = ops.cast(iy, dtypes.int32), ops.cast(ix, dtypes.int32)
+        inside = ops.logical_and(ops.logical_and(iy >= 0, iy < h),
+                                 ops.logical_and(ix >= 0, ix < w))
+        inside = ops.logical_and(inside, defined)
+        lin = base + ops.clip_by_value(iy, 0, h - 1) * w + ops.clip_by_value(ix, 0, w - 1)
+        values = gather(flat, lin)
+        return array_ops.where_v2(ops.expand_dims(inside, -1), values, ops.zeros_like(values))
+    if mode == "NEAREST":
+        out = read(_round_half_away(in_y), _round_half_away(in_x))
+    else:
+        y0, x0 = ops.floor(in_y), ops.floor(in_x)
+        wy, wx = ops.expand_dims(in_y - y0, -1), ops.expand_dims(in_x - x0, -1)
+
+        def f(v):
+            return ops.cast(v, dtypes.float32)
+        top = f(read(y0, x0)) * (1.0 - wx) + f(read(y0, x0 + 1.0)) * wx
+        bottom = f(read(y0 + 1.0, x0)) * (1.0 - wx) + f(read(y0 + 1.0, x0 + 1.0)) * wx
+        out = top * (1.0 - wy) + bottom * wy
+        out = ops.cast(out, x.dtype) if x.dtype != dtypes.float32 else out
+    out.set_shape(batch.shape)
+    if rank == 3:
+        out = ops.squeeze(out, [0])
+    elif rank == 2:
+        out = ops.squeeze(out, [0, 3])
+    return ops.identity(out, name=name)
+
+
+def angles_to_projective_transforms(angles, image_height, image_width, name=None):
+    """The transforms ([N, 8]) that rotate images counter-clockwise by `angles` (radians, a
+    scalar or [N]) about their centre (tf.contrib.image.angles_to_projective_transforms)."""
+    a = ops.cast(convert_to_tensor(angles), dtypes.float32)
+    a = ops.reshape(a, [-1])
+    h = ops.cast(convert_to_tensor(image_height), dtypes.float32)
+    w = ops.cast(convert_to_tensor(image_width), dtypes.float32)
+    cos, sin = ops.cos(a), ops.sin(a)
+    x_offset = ((w - 1.0) - (cos * (w - 1.0) - sin * (h - 1.0))) / 2.0
+    y_offset = ((h - 1.0) - (sin * (w - 1.0) + cos * (h - 1.0))) / 2.0
+    zeros = ops.zeros_like(a)
+    return array_ops.stack([cos, -sin, x_offset, sin, cos, y_offset, zeros, zeros], axis=1,
+                           name=name)
+
+
+def rotate(images, angles, interpolation="NEAREST", name=None):
+    """tf.contrib.image.rotate: images rotated counter-clockwise by `angles` radians (one, or
+    one per image) about their centres; pixels from off the image are 0."""
+    x = convert_to_tensor(images)
+    shape = ops.shape(x)
+    rank = x.shape.ndims
+    h, w = (shape[0], shape[1]) if rank in (2, 3) else (shape[1], shape[2])
+    return transform(x, angles_to_projective_transforms(angles, h, w), interpolation, name=name)
+
+
+def translate(images, translations, interpolation="NEAREST", name=None):
+    """tf.contrib.image.translate: images shifted by translations [dx, dy] (or one per image);
+    pixels from off the image are 0."""
+    d = ops.reshape(ops.cast(convert_to_tensor(translations), dtypes.float32), [-1, 2])
+    ones, zeros = ops.ones_like(d[:, 0]), ops.zeros_like(d[:, 0])
+    t = array_ops.stack([ones, zeros, -d[:, 0], zeros, ones, -d[:, 1], zeros, zeros], axis=1)
+    return transform(images, t, interpolation, name=name)
+
+
+__all__ = ["ResizeMethod", "angles_to_projective_transforms", "resize", "resize_area",
+           "resize_bicubic", "resize_bilinear", "resize_images", "resize_images_v2",
+           "resize_nearest_neighbor", "rotate", "transform", "translate"]

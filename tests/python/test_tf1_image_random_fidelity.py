@@ -900,3 +900,55 @@ def test_poisson():
                                     for v, r in zip(x, [0.5, 3.0])], rtol=1e-6)
     np.testing.assert_allclose(draws.mean(0), [0.5, 3.0], rtol=0.05)
     np.testing.assert_array_equal(mode, [0.0, 3.0])
+
+
+# ---- tf.contrib.image's projective transforms (in image_resize; tf.contrib.image wiring is
+# contrib.py's) -----------------------------------------------------------------------------
+
+def _np_projective(img, transforms, mode):
+    """TF's ImageProjectiveTransform kernel in NumPy, float32 positions."""
+    n, h, w, c = img.shape
+    f = np.float32
+    out = np.zeros(img.shape, np.float64)
+
+    def read(b, y, x):
+        return img[b, y, x].astype(np.float64) if 0 <= y < h and 0 <= x < w else np.zeros(c)
+    for b in range(n):
+        a = [f(v) for v in transforms[b if len(transforms) > 1 else 0]]
+        for oy in range(h):
+            for ox in range(w):
+                k = a[6] * f(ox) + a[7] * f(oy) + f(1)
+                ix = (a[0] * f(ox) + a[1] * f(oy) + a[2]) / k
+                iy = (a[3] * f(ox) + a[4] * f(oy) + a[5]) / k
+                if mode == "NEAREST":
+                    def rnd(v):
+                        return int(math.copysign(math.floor(abs(float(v)) + 0.5), float(v)))
+                    out[b, oy, ox] = read(b, rnd(iy), rnd(ix))
+                else:
+                    y0, x0 = math.floor(iy), math.floor(ix)
+                    wy, wx = float(iy) - y0, float(ix) - x0
+                    top = (1 - wx) * read(b, y0, x0) + wx * read(b, y0, x0 + 1)
+                    bottom = (1 - wx) * read(b, y0 + 1, x0) + wx * read(b, y0 + 1, x0 + 1)
+                    out[b, oy, ox] = (1 - wy) * top + wy * bottom
+    return out
+
+
+def test_contrib_image_transform_rotate_translate():
+    from shardflow import image_resize
+    rs = np.random.RandomState(18)
+    img = rs.rand(2, 5, 7, 3).astype(np.float32)
+    t = np.array([[0.9, -0.2, 1.3, 0.3, 1.1, -0.7, 0.01, -0.02],
+                  [1, 0, 0.5, 0, 1, -1.5, 0, 0]], np.float32)
+    square = rs.rand(1, 6, 6, 1).astype(np.float32)
+    u8 = (rs.rand(4, 4, 3) * 255).astype(np.uint8)
+    p = tf.placeholder(tf.float32, [None, None, None, 3])
+    got = run(image_resize.transform(img, t, "NEAREST"), image_resize.transform(img, t, "BILINEAR"),
+              image_resize.rotate(square, math.pi / 2), image_resize.translate(square[0], [2, 1]),
+              image_resize.rotate(u8, 0.3), image_resize.rotate(p, tf.constant([0.1, 0.2])),
+              feed={p: img})
+    np.testing.assert_allclose(got[0], _np_projective(img, t, "NEAREST"), atol=1e-6)
+    np.testing.assert_allclose(got[1], _np_projective(img, t, "BILINEAR"), atol=1e-5)
+    np.testing.assert_allclose(got[2][0, ..., 0], np.rot90(square[0, ..., 0]), atol=1e-6)
+    np.testing.assert_array_equal(got[3][1:, 2:], square[0, :-1, :-2])
+    assert (got[3][:1] == 0).all() and (got[3][:, :2] == 0).all()
+    assert got[4].dtype == np.uint8 and got[5].shape == img.shape
