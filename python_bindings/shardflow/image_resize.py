@@ -13,7 +13,7 @@ i * in / out; `align_corners` maps the corner pixels onto each other ((in - 1) /
 resize_bicubic (TF's kernel: a = -0.75, or Keys' a = -0.5 with half_pixel_centers) and
 resize_area are here as functions too, and as resize_images' / resize's methods. At the end:
 tf.contrib.image's projective resampling (transform, rotate, translate,
-angles_to_projective_transforms).
+angles_to_projective_transforms) and dense_image_warp.
 
 Sizes known only when the step runs. Bilinear, nearest-neighbour and bicubic resizing also
 take a size that is a tensor (`tf.shape(skip)[1:3]`, a segmentation decoder's upsampling to its
@@ -549,6 +549,42 @@ def translate(images, translations, interpolation="NEAREST", name=None):
     return transform(images, t, interpolation, name=name)
 
 
-__all__ = ["ResizeMethod", "angles_to_projective_transforms", "resize", "resize_area",
-           "resize_bicubic", "resize_bilinear", "resize_images", "resize_images_v2",
-           "resize_nearest_neighbor", "rotate", "transform", "translate"]
+def dense_image_warp(image, flow, name=None):
+    """tf.contrib.image.dense_image_warp: output[b, y, x] = image sampled bilinearly at
+    (y - flow[b, y, x, 0], x - flow[b, y, x, 1]) for [batch, h, w, c] float images (h, w >= 2)
+    and flow [batch, h, w, 2]; queries off the image take the edge's cells (the floor clamped
+    to [0, size - 2] and the weights to [0, 1], as TF's interpolate_bilinear). Differentiable
+    in the image and the flow."""
+    x = convert_to_tensor(image)
+    if x.shape.ndims != 4:
+        raise ValueError("dense_image_warp takes [batch, height, width, channels] images, got "
+                         "shape %s" % x.shape)
+    fl = ops.cast(convert_to_tensor(flow), x.dtype)
+    shape = ops.shape(x)
+    n, h, w, c = shape[0], shape[1], shape[2], shape[3]
+    rows = ops.reshape(ops.cast(array_ops.range(h), x.dtype), [1, -1, 1])
+    cols = ops.reshape(ops.cast(array_ops.range(w), x.dtype), [1, 1, -1])
+    flat = ops.reshape(x, array_ops.stack([-1, c]))
+    base = ops.reshape(array_ops.range(n) * h * w, [-1, 1, 1])
+
+    def axis(query, size):
+        low = ops.minimum(ops.maximum(ops.floor(query), 0.0), ops.cast(size - 2, x.dtype))
+        alpha = ops.minimum(ops.maximum(query - low, 0.0), 1.0)
+        return ops.cast(low, dtypes.int32), ops.expand_dims(alpha, -1)
+    y0, ay = axis(rows - fl[..., 0], h)
+    x0, ax = axis(cols - fl[..., 1], w)
+
+    def pick(yy, xx):
+        return gather(flat, base + yy * w + xx)                         # [n, h, w, c]
+    top_left, top_right = pick(y0, x0), pick(y0, x0 + 1)
+    bottom_left, bottom_right = pick(y0 + 1, x0), pick(y0 + 1, x0 + 1)
+    top = ax * (top_right - top_left) + top_left
+    bottom = ax * (bottom_right - bottom_left) + bottom_left
+    out = ay * (bottom - top) + top
+    out.set_shape(x.shape)
+    return ops.identity(out, name=name)
+
+
+__all__ = ["ResizeMethod", "angles_to_projective_transforms", "dense_image_warp", "resize",
+           "resize_area", "resize_bicubic", "resize_bilinear", "resize_images",
+           "resize_images_v2", "resize_nearest_neighbor", "rotate", "transform", "translate"]

@@ -952,3 +952,29 @@ def test_contrib_image_transform_rotate_translate():
     np.testing.assert_array_equal(got[3][1:, 2:], square[0, :-1, :-2])
     assert (got[3][:1] == 0).all() and (got[3][:, :2] == 0).all()
     assert got[4].dtype == np.uint8 and got[5].shape == img.shape
+
+
+def test_contrib_image_dense_image_warp():
+    from shardflow import image_resize
+    rs = np.random.RandomState(19)
+    img = rs.rand(2, 5, 6, 3).astype(np.float32)
+    flow = (rs.randn(2, 5, 6, 2) * 2).astype(np.float32)
+    want = np.zeros(img.shape)
+    for b in range(2):
+        for y in range(5):
+            for x in range(6):
+                qy, qx = y - flow[b, y, x, 0], x - flow[b, y, x, 1]
+                fy, fx = min(max(np.floor(qy), 0), 3), min(max(np.floor(qx), 0), 4)
+                ay, ax = min(max(qy - fy, 0), 1), min(max(qx - fx, 0), 1)
+                fy, fx = int(fy), int(fx)
+                top = ax * (img[b, fy, fx + 1] - img[b, fy, fx]) + img[b, fy, fx]
+                bottom = ax * (img[b, fy + 1, fx + 1] - img[b, fy + 1, fx]) + img[b, fy + 1, fx]
+                want[b, y, x] = ay * (bottom - top) + top
+    image, field = tf.constant(img), tf.constant(flow)
+    warped = image_resize.dense_image_warp(image, field)
+    grads = tf.gradients(tf.reduce_sum(warped), [image, field])
+    got, identity, g_image, g_flow = run(warped, image_resize.dense_image_warp(
+        image, tf.zeros_like(field)), *grads)
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_allclose(identity, img, atol=1e-6)
+    assert g_image.shape == img.shape and g_flow.shape == flow.shape
