@@ -736,3 +736,83 @@ def test_keras_gan_discriminator_frozen_after_compile_still_trains_on_its_own():
     # From ~2.2 away to within 0.5 of the target's mean (observed ~0.2 after 300 steps).
     assert start > 1.5
     assert np.linalg.norm(gen.predict(rng.randn(256, 4)).mean(0) - center) < 0.5
+
+
+# (p) tf.keras on tf.data: multi-output heads, custom loss and metric, dataset validation ----
+
+def _focal(y_true, y_pred):
+    p = tf.clip_by_value(y_pred, 1e-7, 1 - 1e-7)
+    return -tf.reduce_mean(y_true * (1 - p) ** 2 * tf.log(p) +
+                           (1 - y_true) * p ** 2 * tf.log(1 - p), axis=-1)
+
+
+def _mean_abs(y_true, y_pred):
+    return tf.reduce_mean(tf.abs(y_true - y_pred))
+
+
+def test_keras_multi_output_fit_on_datasets_with_validation_steps(tmp_path):
+    keras, L = tf.keras, tf.keras.layers
+    rng = np.random.RandomState(0)
+    X = rng.randn(200, 5).astype(np.float32)
+    y_cls = (X[:, 0] + X[:, 1] > 0).astype(np.float32)[:, None]
+    y_reg = (X @ np.arange(5)).astype(np.float32)[:, None]
+    inp = L.Input((5,))
+    hidden = L.Dense(16, activation="relu")(inp)
+    model = keras.Model(inp, [L.Dense(1, activation="sigmoid", name="cls")(hidden),
+                              L.Dense(1, name="reg")(hidden)])
+    model.compile(keras.optimizers.Adam(0.01), loss={"cls": _focal, "reg": "mse"},
+                  loss_weights={"cls": 2.0, "reg": 0.1},
+                  metrics={"cls": ["accuracy"], "reg": [_mean_abs]})
+    train = tf.data.Dataset.from_tensor_slices(
+        (X, {"cls": y_cls, "reg": y_reg})).shuffle(200, seed=0).repeat().batch(20)
+    # Not repeated: TF 1.15 starts the validation iterator again after each validation (the
+    # second epoch's validation found it empty: OutOfRangeError).
+    val = tf.data.Dataset.from_tensor_slices((X[:40], {"cls": y_cls[:40], "reg": y_reg[:40]}))
+    history = model.fit(train, steps_per_epoch=10, epochs=5, validation_data=val.batch(20),
+                        validation_steps=2, verbose=0)
+    h = history.history
+    assert sorted(h) == sorted(["loss", "cls_loss", "reg_loss", "cls_acc", "reg__mean_abs"] +
+                               ["val_loss", "val_cls_loss", "val_reg_loss", "val_cls_acc",
+                                "val_reg__mean_abs"])
+    assert h["loss"][-1] < 0.3 * h["loss"][0]          # observed 2.80 -> 0.25
+    assert h["val_cls_acc"][-1] > 0.85                   # chance 0.5
+    # The last validation in NumPy from the model's predictions (the same 40 rows each time).
+    p_cls, p_reg = model.predict(X[:40])
+    p = np.clip(p_cls, 1e-7, 1 - 1e-7)
+    t = y_cls[:40]
+    focal = np.mean(-np.mean(t * (1 - p) ** 2 * np.log(p) + (1 - t) * p ** 2 * np.log(1 - p),
+                             axis=-1))
+    mse = np.mean((p_reg - y_reg[:40]) ** 2)
+    assert h["val_cls_loss"][-1] == pytest.approx(focal, rel=1e-4)
+    assert h["val_reg_loss"][-1] == pytest.approx(mse, rel=1e-4)
+    assert h["val_loss"][-1] == pytest.approx(2 * focal + 0.1 * mse, rel=1e-4)
+    assert h["val_reg__mean_abs"][-1] == pytest.approx(np.mean(np.abs(p_reg - y_reg[:40])),
+                                                      rel=1e-4)
+    model.save(str(tmp_path / "m.h5"))
+    restored = keras.models.load_model(str(tmp_path / "m.h5"), custom_objects={
+        "_focal": _focal, "_mean_abs": _mean_abs})
+    np.testing.assert_allclose(restored.evaluate(X[:40], [y_cls[:40], y_reg[:40]], verbose=0),
+                               model.evaluate(X[:40], [y_cls[:40], y_reg[:40]], verbose=0),
+                               rtol=1e-5)
+
+
+def test_keras_fit_on_a_dataset_that_runs_out_stops_training_as_tf_1_15():
+    keras = tf.keras
+    rng = np.random.RandomState(0)
+    X = rng.randn(100, 5).astype(np.float32)
+    Y = (X[:, 0] > 0).astype(np.float32)[:, None]
+    model = keras.Sequential([keras.layers.Dense(1, activation="sigmoid", input_shape=(5,))])
+    model.compile("sgd", "binary_crossentropy")
+    before = model.get_weights()
+    # Five batches for 8 steps x 3 epochs: TF 1.15 trains on the five, warns, and stops
+    # (OutOfRangeError escaped fit before).
+    history = model.fit(tf.data.Dataset.from_tensor_slices((X, Y)).batch(20),
+                        steps_per_epoch=8, epochs=3, verbose=0)
+    assert history.epoch == [0] and len(history.history["loss"]) == 1
+    w, b = before
+    for start in range(0, 100, 20):       # five SGD steps (lr 0.01) in NumPy
+        x, y = X[start:start + 20], Y[start:start + 20]
+        p = _sigmoid(x @ w + b)
+        w = w - 0.01 * x.T @ (p - y) / 20
+        b = b - 0.01 * (p - y).mean(0)
+    np.testing.assert_allclose(model.get_weights()[0], w, rtol=1e-4, atol=1e-6)

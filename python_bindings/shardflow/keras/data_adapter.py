@@ -24,12 +24,21 @@ from shardflow.data.iterator_ops import Iterator
 class BatchStream:
     """Batches (a tuple: inputs, targets, and maybe sample weights) of one source."""
 
-    def __init__(self, source, steps, what, inputs_only=False, shard=None):
+    def __init__(self, source, steps, what, inputs_only=False, shard=None, restart=False,
+                 stop_when_short=False):
         """`inputs_only` (predict): a batch may be the inputs alone (not a tuple). `shard`:
         (index, count) of a worker among `count` (MultiWorkerMirroredStrategy): a Dataset's
         batches are global ones, and this worker takes its share of each, rows [index * b //
-        count, (index + 1) * b // count), as TF's auto-sharding of a Dataset across workers."""
+        count, (index + 1) * b // count), as TF's auto-sharding of a Dataset across workers.
+        `restart` (fit's validation data): a Dataset starts again each epoch even with steps,
+        as TF 1.15 reinitializes the validation iterator after each validation. With
+        `stop_when_short` (fit's training data) a Dataset that ends before `steps` batches ends
+        the epoch and sets `ran_out` (TF 1.15 then stops training with a warning); otherwise
+        that raises OutOfRangeError."""
         from shardflow.data.dataset_ops import Dataset
+        self._restart_always = bool(restart)
+        self._stop_when_short = bool(stop_when_short) and isinstance(source, Dataset)
+        self.ran_out = False
         from shardflow.keras.utils import Sequence
         self._sequence = source if isinstance(source, Sequence) else None
         self._next = self._restart = None
@@ -113,13 +122,23 @@ class BatchStream:
             for i in order:
                 yield tuple(self._sequence[int(i)])
             return
-        if self.steps is None and self._started and self._restart is not None:
+        if self._started and self._restart is not None and (self.steps is None or
+                                                            self._restart_always):
             self._restart()
         self._started = True
         count = 0
         while self.steps is None or count < self.steps:
             batch = self._pending.pop(0) if self._pending else self._read()
             if batch is None:
+                if self.steps is not None and self._stop_when_short and count > 0:
+                    from shardflow import tf_logging
+                    tf_logging.warning(
+                        "Your dataset ran out of data; interrupting training. Make sure that "
+                        "your dataset can generate at least `steps_per_epoch * epochs` "
+                        "batches. You may need to use the repeat() function when building "
+                        "your dataset.")
+                    self.ran_out = True
+                    return
                 if self.steps is not None:
                     raise errors.OutOfRangeError(
                         None, None, "%s: the data ended after %d of %d steps; repeat() the "

@@ -767,8 +767,8 @@ class Model:
         batch_size = int(batch_size or 32)
         if _data.holds_tensors(x):        # an input pipeline's tensors, with steps_per_epoch
             x, y = _data.TensorSource(x, y), None
-        seq = _data.BatchStream(x, steps_per_epoch, "fit", shard=self._worker_share()) \
-            if _data.is_stream(x) else None
+        seq = _data.BatchStream(x, steps_per_epoch, "fit", shard=self._worker_share(),
+                                stop_when_short=True) if _data.is_stream(x) else None
         if seq is None and steps_per_epoch:
             raise ValueError("fit: steps_per_epoch is taken with a tf.data.Dataset, a "
                              "generator or a keras.utils.Sequence; with arrays give batch_size")
@@ -787,7 +787,7 @@ class Model:
         val = None
         if validation_data is not None and _data.is_stream(validation_data):
             val = _data.BatchStream(validation_data, validation_steps, "fit's validation_data",
-                                    shard=self._worker_share())
+                                    shard=self._worker_share(), restart=True)
         elif validation_data is not None:
             vx, vy = validation_data[0], validation_data[1]
             vys = self._targets(vy)
@@ -847,7 +847,10 @@ class Model:
                 if self.stop_training:  # TerminateOnNaN: stop within the epoch, as Keras
                     break
             logs = dict(zip(f["names"], self._epoch_values(totals, last, n)))
-            if val is not None and validate_after(epoch + 1):
+            if seq is not None and seq.ran_out:    # as TF 1.15: a warning, then no more epochs
+                self.stop_training = True
+            # (TF 1.15 skips the validation of an epoch that stopped training)
+            if val is not None and validate_after(epoch + 1) and not self.stop_training:
                 results = self._stream_test_loop(val, cbs) \
                     if isinstance(val, _data.BatchStream) \
                     else self._test_loop(val[0], val[1], batch_size, weights=val[2],
