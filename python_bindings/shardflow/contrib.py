@@ -38,12 +38,18 @@ from shardflow import tensor_util as util  # noqa: F401  (tf.contrib.util.consta
 from shardflow.namespaces import _namespace as _ns
 from shardflow import loss_scale as _loss_scale
 losses = slim.losses   # TF1's tf.contrib.losses: predictions or logits first (slim.losses)
+from shardflow import image_resize as _image_resize
 from shardflow import ops as _ops
 
 mixed_precision = _ns("shardflow.contrib.mixed_precision", "TF1's tf.contrib.mixed_precision: "
                       "loss scaling for float16 training (shardflow/loss_scale.py).",
                       ["LossScaleOptimizer", "LossScaleManager", "FixedLossScaleManager",
                        "ExponentialUpdateLossScaleManager"], [_loss_scale])
+
+image = _ns("shardflow.contrib.image", "TF1's tf.contrib.image: projective transforms of "
+            "images (shardflow/image_resize.py).",
+            ["transform", "rotate", "translate", "angles_to_projective_transforms",
+             "dense_image_warp"], [_image_resize])
 
 stateless = _ns("shardflow.contrib.stateless", "TF1's tf.contrib.stateless: random numbers "
                 "that are a function of a seed.",
@@ -72,6 +78,7 @@ def __getattr__(name):
         "tf.contrib.distribute (MirroredStrategy, OneDeviceStrategy, "
         "CollectiveAllReduceStrategy, ParameterServerStrategy), tf.contrib.cluster_resolver, "
         "tf.contrib.learn.datasets.mnist (read_data_sets), tf.contrib.stateless, "
+        "tf.contrib.image (transform, rotate, translate, dense_image_warp), "
         "tf.contrib.mixed_precision, tf.contrib.losses (predictions first, as slim.losses), "
         "tf.contrib.legacy_seq2seq "
         "(sequence_loss(_by_example), rnn_decoder). Use "
@@ -79,6 +86,6 @@ def __getattr__(name):
 
 
 __all__ = ["cluster_resolver", "crf", "data", "distribute", "distributions", "framework",
-           "layers", "learn", "legacy_seq2seq", "lookup", "losses", "metrics",
+           "image", "layers", "learn", "legacy_seq2seq", "lookup", "losses", "metrics",
            "mixed_precision", "opt", "predictor", "rnn",
            "seq2seq", "slim", "stateless", "training", "util"]

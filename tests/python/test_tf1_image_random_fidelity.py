@@ -978,3 +978,17 @@ def test_contrib_image_dense_image_warp():
     np.testing.assert_allclose(got, want, atol=1e-6)
     np.testing.assert_allclose(identity, img, atol=1e-6)
     assert g_image.shape == img.shape and g_flow.shape == flow.shape
+
+
+def test_contrib_image_namespace_rotates_and_translates():
+    # tf.contrib.image was missing (AttributeError); it is image_resize's transforms.
+    img = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    with tf.Graph().as_default():
+        r = tf.contrib.image.rotate(tf.constant(img), np.pi / 2)
+        t = tf.contrib.image.translate(tf.constant(img), [[1.0, 0.0]])
+        with tf.Session() as sess:
+            rv, tv = sess.run([r, t])
+    np.testing.assert_allclose(rv[0, :, :, 0], np.rot90(img[0, :, :, 0]))   # counter-clockwise
+    want = np.zeros((4, 4), np.float32)
+    want[:, 1:] = img[0, :, :3, 0]
+    np.testing.assert_allclose(tv[0, :, :, 0], want)
