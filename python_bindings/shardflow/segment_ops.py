@@ -7,9 +7,11 @@ Example::
     sf.unsorted_segment_sum(data, [0, 1, 0], num_segments=2)   # [[6, 8], [3, 4]]
     sf.dynamic_partition(data, [1, 0, 1], 2)                    # [[[3, 4]], [[1, 2], [5, 6]]]
 
-Segment ids must lie in [0, num_segments): unlike TF1, a negative id is an error when the step
-runs rather than a row silently dropped. dynamic_stitch adds rows that two indices send to the
-same place (TF1 keeps the last); with distinct indices, as after dynamic_partition, they agree.
+Segment ids must be less than num_segments (an error when the step runs otherwise); a row whose
+id is negative is dropped by the unsorted reductions, as TF1's (sf.unsorted_segment_sum(x,
+[0, -1, 1], 2) sums rows 0 and 2 only; its gradient is 0). dynamic_stitch adds rows that two
+indices send to the same place (TF1 keeps the last); with distinct indices, as after
+dynamic_partition, they agree.
 
 unsorted_segment_max / min / prod (and the sorted segment_max / min / prod) are kernels
 (UnsortedSegmentMax/Min/Prod, ops/segment_ops.cc): one pass over the data, gradients as TF's
@@ -27,7 +29,7 @@ import numpy as np
 
 from shardflow import check_ops, dtypes, ops
 from shardflow.array_ops import boolean_mask, reduce_all, where_v2
-from shardflow.framework import control_dependencies, convert_to_tensor
+from shardflow.framework import Tensor, control_dependencies, convert_to_tensor
 
 
 def _int32(x):
@@ -47,10 +49,31 @@ def _int32(x):
     return x if x.dtype == dtypes.int32 else ops.cast(x, dtypes.int32)
 
 
+def _drop_negative_ids(data, segment_ids, identity):
+    """(data, ids) with each row whose id is negative replaced by the reduction's `identity`
+    and sent to segment 0, which it leaves unchanged: TF1's unsorted segment reductions drop
+    such rows. Constant ids with no negative one are returned as they are."""
+    if not isinstance(segment_ids, Tensor):
+        arr = np.asarray(segment_ids)
+        if arr.dtype.kind in "iu" and (arr.size == 0 or arr.min() >= 0):
+            return data, segment_ids
+    ids = _int32(segment_ids)
+    k = ids.shape.ndims
+    if k is None or data.shape.ndims is None:
+        return data, ids         # unknown ranks: out-of-range ids fail in the kernel
+    dropped = ops.less(ids, 0)
+    rows = ops.reshape(dropped, ops.concat([ops.shape(ids),
+                                            np.ones([data.shape.ndims - k], np.int32)], 0))
+    fill = ops.cast(ops.constant(identity), data.dtype)
+    data = where_v2(rows, ops.zeros_like(data) + fill, data)
+    return data, where_v2(dropped, ops.zeros_like(ids), ids)
+
+
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
     """out[i] = sum of data[j...] over the j with segment_ids[j...] == i; out has shape
-    [num_segments] + data.shape[segment_ids.ndim:]."""
+    [num_segments] + data.shape[segment_ids.ndim:]. Rows with a negative id are dropped."""
     data = convert_to_tensor(data)
+    data, segment_ids = _drop_negative_ids(data, segment_ids, 0)
     ids = _int32(segment_ids)
     k = ids.shape.ndims
     if k is None:
@@ -109,6 +132,10 @@ def _segment_kernel(op_type, data, segment_ids, num_segments, what, name):
     dtype = data.dtype
     if dtype in (dtypes.int8, dtypes.uint8):
         data = ops.cast(data, dtypes.int32)
+    info = np.finfo if data.dtype.is_floating else np.iinfo
+    identity = {"UnsortedSegmentMax": info(data.dtype.as_numpy_dtype).min,
+                "UnsortedSegmentMin": info(data.dtype.as_numpy_dtype).max}.get(op_type, 1)
+    data, segment_ids = _drop_negative_ids(data, segment_ids, identity)
     out = ops._out(op_type, [data, _int32(segment_ids), _int32(num_segments)], None,
                    None if data.dtype != dtype else name)
     if data.dtype == dtype:
@@ -164,7 +191,10 @@ def _sorted_count(segment_ids):
     sorted_ok = check_ops._check(check_ops.is_non_decreasing(ids),
                                  "segment ids are not increasing (segment_* take sorted ids; "
                                  "use unsorted_segment_* for others)", None, "segment_ids")
-    with control_dependencies([sorted_ok]):
+    # (the unsorted reductions drop rows of negative ids; the sorted ones refuse them, as TF1)
+    non_negative = check_ops._check(reduce_all(ops.greater_equal(ids, 0)),
+                                    "segment ids must be >= 0", None, "segment_ids")
+    with control_dependencies([sorted_ok, non_negative]):
         return ops.reduce_max(ids) + 1
 
 

@@ -399,3 +399,29 @@ def test_required_space_to_batch_paddings():
     paddings, crops = _run(tf.required_space_to_batch_paddings([5, 7], [2, 3]))
     np.testing.assert_array_equal(paddings, [[0, 1], [0, 2]])
     np.testing.assert_array_equal(crops, [[0, 1], [0, 2]])
+
+
+def test_unsorted_segment_reductions_drop_negative_ids():
+    d = np.float32([[1, 2], [3, -4], [5, 6], [-7, 8]])
+    fmax = np.finfo(np.float32).max
+    with tf.Graph().as_default():
+        ids = tf.placeholder(tf.int32, [4])
+        data = tf.constant(d)
+        outs = [tf.unsorted_segment_sum(data, ids, 3), tf.unsorted_segment_max(data, ids, 3),
+                tf.unsorted_segment_min(data, ids, 3), tf.unsorted_segment_prod(data, ids, 3),
+                tf.unsorted_segment_mean(data, ids, 3),
+                tf.unsorted_segment_sqrt_n(data, ids, 3)]
+        grad = tf.gradients(tf.reduce_sum(outs[0]) + tf.reduce_sum(outs[1]), data)[0]
+        const_ids = tf.unsorted_segment_sum(d, [0, -1, 1, 1], 2)
+        with tf.Session() as sess:
+            got = sess.run(outs + [grad, const_ids], {ids: [2, -1, 0, -5]})
+            with pytest.raises(tf.errors.InvalidArgumentError, match=">= 0"):
+                sess.run(tf.segment_sum(data, ids), {ids: [-1, 0, 0, 1]})
+            with pytest.raises(tf.errors.InvalidArgumentError):
+                sess.run(outs[0], {ids: [0, 3, 0, 0]})            # >= num_segments: an error
+    want = [[[5, 6], [0, 0], [1, 2]], [[5, 6], [-fmax, -fmax], [1, 2]],
+            [[5, 6], [fmax, fmax], [1, 2]], [[5, 6], [1, 1], [1, 2]],
+            [[5, 6], [0, 0], [1, 2]], [[5, 6], [0, 0], [1, 2]],
+            [[2, 2], [0, 0], [2, 2], [0, 0]], [[1, 2], [-2, 14]]]
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w)
