@@ -422,12 +422,37 @@ class _TensorOperators:
         from shardflow import ops
         return ops.greater_equal(self, other)
 
+    def experimental_ref(self):
+        """A hashable reference to this tensor (or variable) whose deref() gives it back (TF
+        1.15's Tensor.experimental_ref, for dict keys and sets)."""
+        return _Reference(self)
+
     # Tensors are graph nodes: == and hash stay identity-based (use sf.equal for values).
     __eq__ = object.__eq__
     __hash__ = object.__hash__
 
     def __bool__(self):
         raise TypeError("a symbolic tensor has no truth value; run it in a Session first")
+
+
+class _Reference:
+    """What experimental_ref() returns: equal for the same tensor, hashable, deref()."""
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def deref(self):
+        return self._obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Reference) and other._obj is self._obj
+
+    def __hash__(self):
+        return id(self._obj)
+
+    def __repr__(self):
+        return "<Reference wrapping %r>" % (self._obj,)
 
 
 class Tensor(_TensorOperators):
@@ -782,6 +807,12 @@ class Graph:
         return op
 
     # ---- TF1's other Graph members ---------------------------------------------------------
+
+    @contextlib.contextmanager
+    def container(self, container_name):
+        """Accepted for TF1 compatibility (Graph.container): shardflow keeps one resource
+        container per session."""
+        yield container_name
 
     def colocate_with(self, op, ignore_existing=False):
         """Ops built inside go where `op` is (tf.colocate_with)."""
@@ -1523,6 +1554,24 @@ def _registered_conversion(value, dtype, name):
     return None
 
 
+def _preferred(value, preferred_dtype):
+    """preferred_dtype, or TypeError when a Python/NumPy `value` would lose its value in it."""
+    preferred = dtypes.as_dtype(preferred_dtype)
+    if _holds_tensor(value) or getattr(value, "dtype", None) is not None and \
+            not isinstance(value, np.ndarray) and not isinstance(value, np.generic):
+        return preferred
+    array = np.asarray(value)
+    if array.dtype.kind in "fc" and not preferred.is_floating:
+        raise TypeError("a float value is not %s" % preferred.name)
+    if array.dtype.kind in "iub" and preferred.is_integer:
+        info = np.iinfo(preferred.as_numpy_dtype)
+        if array.size and (array.min() < info.min or array.max() > info.max):
+            raise TypeError("out of %s's range" % preferred.name)
+    if array.dtype.kind in "SUO" and preferred != dtypes.string:
+        raise TypeError("a string is not %s" % preferred.name)
+    return preferred
+
+
 def _holds_tensor(value):
     """Whether `value` is a (nested) list or tuple with a Tensor or Variable in it."""
     from shardflow.variables import Variable
@@ -1549,13 +1598,22 @@ class _InputList:
         self.items = list(items)
 
 
-def convert_to_tensor(value, dtype=None, name=None):
+def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
     """A Tensor for `value`: tensors pass through, anything else becomes a constant.
+    `preferred_dtype` (TF2's name: `dtype_hint`) is tried when no dtype is given, and left
+    when `value` cannot be that type without loss (TF1's rule: 1 becomes float32 with
+    preferred_dtype=float32, 1.5 stays float32 with preferred_dtype=int32).
 
     Example::
 
         t = sf.convert_to_tensor([1.0, 2.0])   # float32 [2]
     """
+    preferred_dtype = preferred_dtype if preferred_dtype is not None else dtype_hint
+    if dtype is None and preferred_dtype is not None and not isinstance(value, Tensor):
+        try:
+            return convert_to_tensor(value, _preferred(value, preferred_dtype), name)
+        except (TypeError, ValueError):
+            pass
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != dtypes.as_dtype(dtype):
             raise ValueError("tensor %s has dtype %s, not %s"

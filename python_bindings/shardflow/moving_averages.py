@@ -42,10 +42,10 @@ def _outermost(g):
     return g._outermost() if hasattr(g, "_outermost") else g
 
 
-def moving_average_variables(graph=None):
-    """The variables that ExponentialMovingAverage.apply() averages (TF1's
-    tf.moving_average_variables)."""
-    return (graph or get_default_graph()).get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES)
+def moving_average_variables(scope=None):
+    """The variables that ExponentialMovingAverage.apply() averages, those whose names match
+    `scope` (a regex, from the start) when given (TF1's tf.moving_average_variables)."""
+    return get_default_graph().get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
 
 def _debiased_update(g, shadow, value, one_minus_decay):

@@ -38,3 +38,29 @@ def test_tensors_shapes_and_dtypes_print_as_in_tf1():
         with tf.device("/cpu:0"):
             c = tf.identity(a, name="c")
         assert str(c).endswith("dtype=float32, device=/device:CPU:0)")
+
+
+def test_small_framework_members_tf1_programs_use():
+    import contextlib
+    with tf.Graph().as_default() as g:
+        # convert_to_tensor's preferred_dtype / dtype_hint: tried, left when it would lose.
+        assert tf.convert_to_tensor(1, preferred_dtype=tf.float32).dtype == tf.float32
+        assert tf.convert_to_tensor(1.5, preferred_dtype=tf.int32).dtype == tf.float32
+        assert tf.convert_to_tensor([1, 2], dtype_hint=tf.int64).dtype == tf.int64
+        assert tf.convert_to_tensor("a", preferred_dtype=tf.float32).dtype == tf.string
+        x = tf.constant(1.0)
+        assert tf.convert_to_tensor(x, preferred_dtype=tf.int32) is x
+        refs = {x.experimental_ref(): "x"}
+        assert refs[x.experimental_ref()] == "x" and x.experimental_ref().deref() is x
+        assert x.experimental_ref() != tf.constant(1.0).experimental_ref()
+        with g.container("experiment"):
+            pass
+        assert isinstance(g.container("c"), contextlib.AbstractContextManager)
+        with tf.variable_scope("a"):
+            va = tf.Variable(1.0, name="v")
+        with tf.variable_scope("b"):
+            vb = tf.Variable(2.0, name="v")
+        ema = tf.train.ExponentialMovingAverage(0.9)
+        ema.apply([va, vb])
+        assert tf.moving_average_variables() == [va, vb]
+        assert tf.moving_average_variables("b") == [vb]
