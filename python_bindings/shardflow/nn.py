@@ -343,6 +343,9 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
     logits = convert_to_tensor(logits)
     # As TF's: labels are taken in the logits' dtype (NumPy float64 one-hots with float32
     # logits were refused "insert a Cast").
+    from shardflow.variables import Variable
+    if isinstance(labels, Variable):
+        labels = labels.value()
     if not isinstance(labels, Tensor):
         labels = convert_to_tensor(np.asarray(labels, logits.dtype.as_numpy_dtype))
     elif labels.dtype != logits.dtype:
@@ -371,6 +374,9 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
     from shardflow import ops as _ops
     from shardflow.framework import Tensor, convert_to_tensor
     logits = convert_to_tensor(logits)
+    from shardflow.variables import Variable
+    if isinstance(labels, Variable):
+        labels = labels.value()
     if not isinstance(labels, Tensor):
         labels = convert_to_tensor(np.asarray(labels, logits.dtype.as_numpy_dtype))
     elif labels.dtype != logits.dtype:
@@ -616,7 +622,8 @@ def _float_tensor(x, what):
 def _like(value, x):
     """A Python number as a scalar of x's dtype (a float64 graph keeps all its digits)."""
     from shardflow.framework import Tensor
-    if isinstance(value, Tensor):
+    from shardflow.variables import Variable
+    if isinstance(value, (Tensor, Variable)):
         return value
     return np.asarray(value, dtype=x.dtype.as_numpy_dtype)
 
