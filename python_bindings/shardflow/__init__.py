@@ -76,8 +76,8 @@ from shardflow.tensor_util import (get_static_value, make_ndarray,  # noqa: F401
                                    make_tensor_proto)
 from shardflow.math_composites import (count_nonzero, div, div_no_nan, divide,  # noqa: F401
                                        eye, lbeta, lin_space, linspace, log_sigmoid, norm, rank,
-                                       realdiv, reduce_logsumexp, size, to_double, to_float,
-                                       to_int32, to_int64, truncatediv, truncatemod)
+                                       realdiv, reduce_logsumexp, shape, size, to_double,
+                                       to_float, to_int32, to_int64, truncatediv, truncatemod)
 from shardflow.array_composites import (broadcast_to, meshgrid, multinomial,  # noqa: F401
                                         random_crop, reverse_sequence, sequence_mask)
 from shardflow.array_composites import print_v2 as print  # noqa: F401,A001 (tf.print)
@@ -105,7 +105,9 @@ from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa
                                   sparse_reshape, sparse_retain, sparse_tensor_dense_matmul,
                                   sparse_tensor_to_dense, sparse_to_dense, sparse_transpose)
 from shardflow.sparse_ops import (sparse_concat, sparse_fill_empty_rows,  # noqa: F401
-                                  sparse_slice)
+                                  sparse_slice, sparse_maximum, sparse_merge, sparse_minimum,
+                                  sparse_reduce_max, sparse_softmax, sparse_split,
+                                  sparse_to_indicator)
 from shardflow import estimator, feature_column  # noqa: F401 (tf.estimator, tf.feature_column)
 from shardflow import keras  # noqa: F401 (tf.keras)
 from shardflow.tensor_array import TensorArray  # noqa: F401

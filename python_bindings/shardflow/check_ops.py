@@ -17,7 +17,8 @@ runs, not when the graph is built.
 import numpy as np
 
 from shardflow import array_ops, dtypes, ops
-from shardflow.framework import Tensor, _InputList, convert_to_tensor, get_default_graph
+from shardflow.framework import (Tensor, _InputList, control_dependencies, convert_to_tensor,
+                                 get_default_graph, name_scope)
 
 
 def _check(condition, message, name, default_name, data=(), summarize=None):
@@ -92,9 +93,10 @@ assert_non_negative = _sign_check(ops.greater_equal, ">= 0", "assert_non_negativ
 assert_non_positive = _sign_check(ops.less_equal, "<= 0", "assert_non_positive")
 
 
-def assert_rank(x, rank, message=None, name=None):
+def assert_rank(x, rank, data=None, summarize=None, message=None, name=None):
     """TF1's tf.assert_rank: a ValueError now when x's rank is known and differs; an op that
-    checks at run time when it is not known (a no-op when it is and matches)."""
+    checks at run time when it is not known (a no-op when it is and matches). `data` and
+    `summarize`: what the run-time check prints when it fails (TF1's default: the message)."""
     from shardflow.math_composites import rank as rank_of
     x = convert_to_tensor(x)
     if isinstance(rank, Tensor):
@@ -106,10 +108,10 @@ def assert_rank(x, rank, message=None, name=None):
         return ops.no_op(name=name)
     return _check(ops.equal(rank_of(x), int(rank)),
                   _message(message, "%s must have rank %d" % (x.name, int(rank))),
-                  name, "assert_rank")
+                  name, "assert_rank", data, summarize)
 
 
-def _rank_check(x, holds_for, text, message, name, default_name):
+def _rank_check(x, holds_for, text, message, name, default_name, data=None, summarize=None):
     """A ValueError now when x's rank is known and `holds_for(rank)` is false, a no-op when it
     is true, and a run-time check when the rank is unknown."""
     from shardflow.math_composites import rank as rank_of
@@ -120,17 +122,18 @@ def _rank_check(x, holds_for, text, message, name, default_name):
                                       % (x.name, text, x.shape)))
         return ops.no_op(name=name)
     return _check(holds_for(rank_of(x)), _message(message, "%s must have rank %s"
-                                                  % (x.name, text)), name, default_name)
+                                                  % (x.name, text)), name, default_name,
+                  data, summarize)
 
 
-def assert_rank_at_least(x, rank, message=None, name=None):
+def assert_rank_at_least(x, rank, data=None, summarize=None, message=None, name=None):
     """TF1's tf.assert_rank_at_least (checked now when x's rank is known, else at run time)."""
     rank = int(rank)
     return _rank_check(x, lambda r: r >= rank, "at least %d" % rank, message, name,
-                       "assert_rank_at_least")
+                       "assert_rank_at_least", data, summarize)
 
 
-def assert_rank_in(x, ranks, message=None, name=None):
+def assert_rank_in(x, ranks, data=None, summarize=None, message=None, name=None):
     """TF1's tf.assert_rank_in: x's rank is one of `ranks` (Python ints)."""
     ranks = [int(r) for r in ranks]
 
@@ -138,7 +141,77 @@ def assert_rank_in(x, ranks, message=None, name=None):
         if isinstance(r, int):
             return r in ranks
         return array_ops.reduce_any(ops.equal(r, ranks))
-    return _rank_check(x, holds_for, "in %s" % ranks, message, name, "assert_rank_in")
+    return _rank_check(x, holds_for, "in %s" % ranks, message, name, "assert_rank_in", data,
+                       summarize)
+
+
+def _is_size(entry):
+    return isinstance(entry, (int, np.integer)) and not isinstance(entry, bool)
+
+
+def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
+    """TF 1.15's tf.debugging.assert_shapes: each (tensor, shape) of `shapes` (a list of pairs
+    or a dict) has that shape. A shape's entries are sizes (ints), None or '.' (any size), or
+    other hashable names (a symbolic size: every entry of that name, over all tensors, must
+    be one size). A first entry `...` or '*' leaves the outer dimensions free (only the inner
+    ones are checked). A scalar and a shape () both count as one dimension of size 1.
+
+    What the static shapes already contradict is a ValueError now; the rest is checked when
+    the returned op runs (InvalidArgumentError), as TF1."""
+    from shardflow.math_composites import rank as rank_of
+    pairs = list(shapes.items()) if isinstance(shapes, dict) else list(shapes)
+    checks = []
+    known = {}   # symbol -> (size: int or int32 scalar, tensor name)
+    with name_scope(name or "assert_shapes"):
+        for x, spec in pairs:
+            x = convert_to_tensor(x)
+            spec = list(spec)
+            inner = bool(spec) and (spec[0] is Ellipsis or (isinstance(spec[0], str)
+                                                           and spec[0] == "*"))
+            if inner:
+                spec = spec[1:]
+            if not spec and not inner:
+                spec = [1]
+            text = ", ".join(["..."] * inner + ["." if e is None else str(e) for e in spec])
+            what = _message(message, "%s must have shape (%s)" % (x.name, text))
+            ndims = x.shape.ndims
+            deps = []
+            if ndims is not None:
+                ndims = max(ndims, 1)
+                if (ndims < len(spec)) if inner else (ndims != len(spec)):
+                    raise ValueError("%s, its shape is %s" % (what, x.shape))
+                static = x.shape.as_list() or [1]
+                dims = static[ndims - len(spec):]
+                dims = [d if d is not None else ops.shape(x)[ndims - len(spec) + i]
+                        for i, d in enumerate(dims)]
+            else:
+                r = ops.maximum(rank_of(x), 1)
+                holds = ops.greater_equal(r, len(spec)) if inner else ops.equal(r, len(spec))
+                deps = [_check(holds, what, None, "rank", data, summarize)]
+                with control_dependencies(deps):
+                    padded = ops.concat([ops.constant([1], dtypes.int32), ops.shape(x)], 0)
+                    dims = [padded[i - len(spec)] for i in range(len(spec))]
+            checks.extend(deps)
+            for entry, d in zip(spec, dims):
+                if entry is None or (isinstance(entry, str) and entry == "."):
+                    continue
+                if _is_size(entry):
+                    want = int(entry)
+                elif entry in known:
+                    want = known[entry][0]
+                else:
+                    known[entry] = (d, x.name)
+                    continue
+                if not isinstance(want, Tensor) and not isinstance(d, Tensor):
+                    if want != d:
+                        raise ValueError("%s, its shape is %s (dimension %s is %d, not %d)"
+                                         % (what, x.shape, entry, d, want))
+                    continue
+                checks.append(_check(ops.equal(d, want), "%s (dimension %s)" % (what, entry),
+                                     None, "dimension", data, summarize))
+        if not checks:
+            return ops.no_op(name="no_checks")
+        return ops.group(*checks)
 
 
 def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=None,
@@ -267,5 +340,6 @@ __all__ = ["Assert", "assert_equal", "assert_greater", "assert_greater_equal", "
            "assert_less", "assert_less_equal", "assert_near", "assert_negative",
            "assert_non_negative", "assert_non_positive", "assert_none_equal", "assert_positive",
            "assert_proper_iterable", "assert_rank", "assert_rank_at_least", "assert_rank_in",
+           "assert_shapes",
            "assert_same_float_dtype", "assert_scalar", "assert_type", "is_non_decreasing",
            "is_numeric_tensor", "is_strictly_increasing", "verify_tensor_all_finite"]

@@ -283,7 +283,15 @@ def _rows(x, axis, what):
     perm = [d for d in range(rank) if d != axis] + [axis]
     moved = x if axis == rank - 1 else ops.transpose(x, perm)
     n = array_composites.dim_size(moved, -1)
-    return ops.reshape(moved, array_composites.shape_of([-1, n])), moved, perm
+    # The row count is the product of the other sizes, not -1: with n == 0 (an empty axis)
+    # reshape cannot infer a -1.
+    lead = [array_composites.dim_size(moved, d) for d in range(rank - 1)]
+    rows = 1
+    if any(isinstance(d, Tensor) for d in lead):
+        rows = ops.reduce_prod(ops.shape(moved)[:-1])
+    else:
+        rows = int(np.prod(lead, dtype=np.int64))
+    return ops.reshape(moved, array_composites.shape_of([rows, n])), moved, perm
 
 
 def _back(rows, moved, perm, name):

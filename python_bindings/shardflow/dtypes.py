@@ -7,6 +7,8 @@ Example::
     x.dtype.name       # 'float32'
 """
 
+import builtins
+
 import numpy as np
 
 from shardflow import _shardflow as _C
@@ -78,17 +80,20 @@ _BY_NUMPY = {np.dtype(np.float32): float32, np.dtype(np.float64): float64,
              np.dtype(np.int64): int64, np.dtype(np.bool_): bool_}
 
 
-def as_dtype(value):
-    """Converts a DType, a name ('float32'), a NumPy dtype or a Python type to a DType.
+def as_dtype(type_value):
+    """Converts a DType, a name ('float32'), a NumPy dtype or a Python type to a DType
+    (`type_value`, TF1's parameter name).
 
     Example::
 
         sf.as_dtype("float32") == sf.float32
         sf.as_dtype(np.int64) == sf.int64
     """
+    value = type_value
+    # builtins.bool: this module's own `bool` (tf.dtypes.bool, defined below) is a DType.
     if isinstance(value, DType):
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, builtins.bool):
         if value in _BY_ENUM:
             return _BY_ENUM[value]
         raise ValueError("%d is not a dtype enum value" % value)
@@ -100,7 +105,7 @@ def as_dtype(value):
         return float32
     if value is int:
         return int32
-    if value is bool:
+    if value is builtins.bool:
         return bool_
     if value in (str, bytes):
         return string
@@ -113,3 +118,6 @@ def as_dtype(value):
     if npd in _BY_NUMPY:
         return _BY_NUMPY[npd]
     raise TypeError("NumPy dtype %s has no shardflow dtype" % npd)
+
+
+bool = bool_  # noqa: A001 (tf.dtypes.bool; as_dtype uses builtins.bool)

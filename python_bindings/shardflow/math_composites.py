@@ -82,9 +82,30 @@ to_float.__name__, to_double.__name__ = "to_float", "to_double"
 to_int32.__name__, to_int64.__name__ = "to_int32", "to_int64"
 
 
+def _sparse(value):
+    """`value` as a SparseTensor when it is one (or a SparseTensorValue), else None."""
+    from shardflow.sparse_tensor import SparseTensor, SparseTensorValue, convert_to_sparse
+    if isinstance(value, (SparseTensor, SparseTensorValue)):
+        return convert_to_sparse(value, "input")
+    return None
+
+
+def shape(input, name=None, out_type=dtypes.int32):  # noqa: A002
+    """The run-time shape of `input` as a 1-D tensor of `out_type`, as TF1's tf.shape: a
+    SparseTensor's is its dense_shape (cast to `out_type`)."""
+    sp = _sparse(input)
+    if sp is not None:
+        return ops.cast(sp.dense_shape, dtypes.as_dtype(out_type), name=name)
+    return ops.shape(input, name=name, out_type=out_type)
+
+
 def size(input, name=None, out_type=dtypes.int32):  # noqa: A002
     """The number of elements of `input` as a scalar of `out_type`, as TF1's tf.size: a
-    constant when the shape is known when the graph is built, else computed at run time."""
+    constant when the shape is known when the graph is built, else computed at run time. A
+    SparseTensor's is the product of its dense_shape (every element, not the stored ones)."""
+    sp = _sparse(input)
+    if sp is not None:
+        return ops.cast(ops.reduce_prod(sp.dense_shape), dtypes.as_dtype(out_type), name=name)
     x = convert_to_tensor(input)
     out_type = dtypes.as_dtype(out_type)
     if x.shape.is_fully_defined():
@@ -98,7 +119,12 @@ def size(input, name=None, out_type=dtypes.int32):  # noqa: A002
 
 def rank(input, name=None):  # noqa: A002
     """The number of dimensions of `input` as an int32 scalar, as TF1's tf.rank (a constant
-    when the rank is known when the graph is built)."""
+    when the rank is known when the graph is built; a SparseTensor's is its dense rank)."""
+    sp = _sparse(input)
+    if sp is not None:
+        if sp.shape.ndims is not None:
+            return ops.constant(sp.shape.ndims, dtype=dtypes.int32, name=name)
+        return ops.reshape(ops.shape(sp.dense_shape), [], name=name)
     x = convert_to_tensor(input)
     if x.shape.ndims is not None:
         return ops.constant(x.shape.ndims, dtype=dtypes.int32, name=name)

@@ -51,7 +51,8 @@ _LINALG_NAMES = (
     "adjoint", "band_part", "cholesky", "cross", "det", "diag", "diag_part", "einsum", "eye",
     "inv", "l2_normalize", "logdet", "lu", "matmul", "matrix_transpose", "matvec", "norm",
     "qr", "set_diag", "slogdet", "solve", "svd", "tensordot", "trace", "transpose",
-    "triangular_solve", "lstsq", "eigh", "eigvalsh",
+    "triangular_solve", "lstsq", "eigh", "eigvalsh", "cholesky_solve", "expm", "logm",
+    "sqrtm",
 )
 
 # tf.random's name -> the name shardflow (as TF1's top level) has it under.

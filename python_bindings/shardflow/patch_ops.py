@@ -120,14 +120,29 @@ def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002
                      name=name)
 
 
-def space_to_batch(input, paddings, block_size, name=None):  # noqa: A002
-    """TF1's tf.space_to_batch: space_to_batch_nd with a square block."""
-    return space_to_batch_nd(input, [block_size, block_size], paddings, name=name)
+def _block_size(block_size, block_shape, what):
+    """TF1's block_size, or block_shape (its newer name, also an int: a square block)."""
+    if block_shape is not None:
+        if block_size is not None:
+            raise ValueError("%s: give block_size or block_shape, not both" % what)
+        block_size = block_shape
+    if block_size is None:
+        raise ValueError("%s needs block_size (or block_shape)" % what)
+    return int(block_size)
 
 
-def batch_to_space(input, crops, block_size, name=None):  # noqa: A002
-    """TF1's tf.batch_to_space: batch_to_space_nd with a square block."""
-    return batch_to_space_nd(input, [block_size, block_size], crops, name=name)
+def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """TF1's tf.space_to_batch: space_to_batch_nd with a square block of side block_size
+    (block_shape: its newer name)."""
+    size = _block_size(block_size, block_shape, "space_to_batch")
+    return space_to_batch_nd(input, [size, size], paddings, name=name)
+
+
+def batch_to_space(input, crops, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """TF1's tf.batch_to_space: batch_to_space_nd with a square block of side block_size
+    (block_shape: its newer name)."""
+    size = _block_size(block_size, block_shape, "batch_to_space")
+    return batch_to_space_nd(input, [size, size], crops, name=name)
 
 
 def setdiff1d(x, y, index_dtype=dtypes.int32, name=None):

@@ -231,10 +231,18 @@ def _parse_number(text, out_type):
     return value if info.min <= value <= info.max else None
 
 
-def string_to_number(string_tensor, out_type=dtypes.float32, name=None):
+def string_to_number(string_tensor=None, out_type=dtypes.float32, name=None,
+                     input=None):  # noqa: A002
     """Each string parsed as a number of out_type, as TF's StringToNumber: a value outside
     out_type's range ("3000000000" for int32), or Python-only syntax ("1_000", "+5" for ints,
-    "infinity"), fails the step with InvalidArgumentError."""
+    "infinity"), fails the step with InvalidArgumentError. `input`: TF1's other name for
+    string_tensor."""
+    if input is not None:
+        if string_tensor is not None:
+            raise ValueError("string_to_number: give string_tensor or input, not both")
+        string_tensor = input
+    if string_tensor is None:
+        raise ValueError("string_to_number needs string_tensor (or input)")
     out_type = dtypes.as_dtype(out_type)
 
     def parse(v):
@@ -415,10 +423,19 @@ def _split_to_sparse(source, tokenize, name):
     return SparseTensor(idx, vals, shape)
 
 
-def string_split(source, delimiter=" ", skip_empty=True, sep=None):
+def string_split(source, sep=None, skip_empty=True, delimiter=None,
+                 result_type="SparseTensor", name=None):
     """The tokens of each string of the vector `source`, as a SparseTensor [rows, max tokens]
-    (tf.string_split; each character of `delimiter` splits, as TF1's)."""
-    delim = _bytes(sep if sep is not None else delimiter)
+    (TF1's tf.string_split: each character of `sep` splits, a space by default; `delimiter`
+    is its older name). result_type='RaggedTensor' is refused: shardflow has no
+    RaggedTensor."""
+    if sep is not None and delimiter is not None:
+        raise ValueError("string_split: give sep or delimiter, not both")
+    if result_type != "SparseTensor":
+        raise NotImplementedError("string_split: result_type %r; shardflow has no "
+                                  "RaggedTensor, use result_type='SparseTensor'" % (result_type,))
+    sep = sep if sep is not None else delimiter
+    delim = _bytes(sep if sep is not None else " ")
 
     def tokenize(s):
         if delim:
@@ -426,7 +443,7 @@ def string_split(source, delimiter=" ", skip_empty=True, sep=None):
         else:
             tokens = [s[i:i + 1] for i in range(len(s))]
         return [t for t in tokens if t] if skip_empty else tokens
-    return _split_to_sparse(source, tokenize, "StringSplit")
+    return _split_to_sparse(source, tokenize, name or "StringSplit")
 
 
 def _length(input, name=None, unit="BYTE"):  # noqa: A002

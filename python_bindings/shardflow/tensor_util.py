@@ -34,15 +34,40 @@ def make_ndarray(tensor):
         .reshape(shape)
 
 
-def make_tensor_proto(values, dtype=None, shape=None):
-    """A TensorProto holding `values` (converted with NumPy; `dtype` and `shape` as in TF1)."""
+def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False,
+                      allow_broadcast=False):
+    """A TensorProto holding `values` (converted with NumPy; `dtype` and `shape` as in TF1).
+
+    With `shape`, fewer values than the shape holds are padded with the last value (as TF1's
+    proto, whose reader repeats the last value); more values are a ValueError. verify_shape:
+    the values' own shape must be `shape` (TypeError otherwise). allow_broadcast: a scalar or
+    one-element vector fills `shape`, other values must have its number of elements (TypeError
+    otherwise), as TF1."""
     from shardflow.graph_io import TensorProto
     array = np.asarray(values, dtype=dtypes.as_dtype(dtype).as_numpy_dtype if dtype else None)
     if shape is not None:
         shape = [int(d) for d in shape]
-        if array.size == 1 and int(np.prod(shape, dtype=np.int64)) != 1:
-            array = np.full(shape, array.reshape(()), dtype=array.dtype)
-        array = array.reshape(shape)
+        size = int(np.prod(shape, dtype=np.int64))
+        if allow_broadcast:
+            if array.shape not in ((1,), ()) and array.size != size:
+                raise TypeError("Expected Tensor's shape: %s, got %s."
+                                % (tuple(shape), array.shape))
+        else:
+            if verify_shape and array.shape != tuple(shape):
+                raise TypeError("Expected Tensor's shape: %s, got %s."
+                                % (tuple(shape), array.shape))
+            if array.size > size:
+                raise ValueError("Too many elements provided. Needed at most %d, but received "
+                                 "%d" % (size, array.size))
+        flat = array.reshape(-1)
+        if size == 0:
+            array = flat[:0].reshape(shape)
+        elif flat.size == 0:
+            raise ValueError("make_tensor_proto: no values to fill shape %s" % (tuple(shape),))
+        elif flat.size < size:
+            array = np.concatenate([flat, np.repeat(flat[-1:], size - flat.size)]).reshape(shape)
+        else:
+            array = flat.reshape(shape)
     proto = TensorProto()
     proto.dtype = dtypes.as_dtype(array.dtype)._enum
     proto.shape.dim.extend(array.shape)

@@ -1,0 +1,171 @@
+"""TF 1.15 API gaps found by other helpers, checked by hand or against NumPy: the sparse names
+at the top level, tf.shape / size / rank of a SparseTensor, sort of an empty vector,
+tf.linalg.cholesky_solve, padding of run-time sizes, assert_rank's data / summarize and
+tf.debugging.assert_shapes, block_shape of space_to_batch, string_split's sep / result_type,
+string_to_number(input=), as_dtype(type_value=) and tf.dtypes.bool, make_tensor_proto's
+verify_shape / allow_broadcast."""
+
+import numpy as np
+import pytest
+
+import shardflow as tf
+
+
+def run(fetches, feed=None):
+    with tf.Session() as sess:
+        return sess.run(fetches, feed)
+
+
+# ---- top-level names --------------------------------------------------------------------------
+
+def test_sparse_names_at_the_top_level():
+    for name in ("sparse_softmax", "sparse_maximum", "sparse_minimum", "sparse_split",
+                 "sparse_reduce_max", "sparse_to_indicator", "sparse_merge"):
+        assert getattr(tf, name) is getattr(tf.sparse, name.replace("sparse_", "", 1))
+    sp = tf.SparseTensor([[0, 0], [0, 2], [1, 1]], [1.0, 3.0, 2.0], [2, 3])
+    soft, top = run([tf.sparse_tensor_to_dense(tf.sparse_softmax(sp)),
+                     tf.sparse_reduce_max(sp, axis=1)])
+    e = np.exp([1.0, 3.0])
+    np.testing.assert_allclose(soft, [[e[0] / e.sum(), 0, e[1] / e.sum()], [0, 1, 0]], rtol=1e-6)
+    np.testing.assert_allclose(top, [3.0, 2.0])
+
+
+def test_linalg_cholesky_solve():
+    a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    rhs = np.array([[1.0], [2.0]])
+    x = run(tf.linalg.cholesky_solve(tf.cholesky(tf.constant(a)), tf.constant(rhs)))
+    np.testing.assert_allclose(x, np.linalg.solve(a, rhs), rtol=1e-10)
+
+
+# ---- shape, size and rank of a SparseTensor ---------------------------------------------------
+
+def test_shape_size_rank_of_a_sparse_tensor():
+    sp = tf.SparseTensor([[0, 1], [2, 3]], [1.0, 2.0], [3, 5])
+    shape, shape64, size, rank = run([tf.shape(sp), tf.shape(sp, out_type=tf.int64),
+                                      tf.size(sp), tf.rank(sp)])
+    assert shape.dtype == np.int32 and shape.tolist() == [3, 5]
+    assert shape64.dtype == np.int64 and shape64.tolist() == [3, 5]
+    assert size == 15 and rank == 2
+    ph = tf.sparse_placeholder(tf.float32)
+    value = tf.SparseTensorValue([[0, 1, 1]], [1.0], [2, 3, 4])
+    shape, size, rank = run([tf.shape(ph), tf.size(ph), tf.rank(ph)], {ph: value})
+    assert shape.tolist() == [2, 3, 4] and size == 24 and rank == 3
+    assert run(tf.shape(tf.zeros([2, 3]))).tolist() == [2, 3]
+
+
+# ---- sort ---------------------------------------------------------------------------------------
+
+def test_sort_and_argsort_of_empty_tensors():
+    x = tf.placeholder(tf.float32, [None])
+    m = tf.placeholder(tf.float32, [None, None])
+    empty = np.zeros(0, np.float32)
+    s, a = run([tf.sort(tf.constant(empty)), tf.argsort(tf.constant(empty))])
+    assert s.shape == (0,) and a.shape == (0,) and a.dtype == np.int32
+    s, a = run([tf.sort(x), tf.argsort(x)], {x: empty})
+    assert s.shape == (0,) and a.shape == (0,)
+    assert run(tf.sort(m, axis=0), {m: np.zeros((0, 3), np.float32)}).shape == (0, 3)
+    assert run(tf.sort(m, axis=1), {m: np.zeros((2, 0), np.float32)}).shape == (2, 0)
+    s, a = run([tf.sort(x), tf.argsort(x, direction="DESCENDING")], {x: [3.0, 1.0, 2.0]})
+    assert s.tolist() == [1.0, 2.0, 3.0] and a.tolist() == [0, 2, 1]
+    np.testing.assert_array_equal(run(tf.sort(m, axis=1), {m: [[3.0, 1.0], [0.0, -1.0]]}),
+                                  [[1.0, 3.0], [-1.0, 0.0]])
+
+
+# ---- check_ops ----------------------------------------------------------------------------------
+
+def test_assert_rank_takes_data_and_summarize():
+    u = tf.placeholder(tf.float32)
+    check = tf.assert_rank(u, 2, data=["rank is wrong", u], summarize=2)
+    at_least = tf.assert_rank_at_least(u, 1, None, 3, "m")
+    rank_in = tf.debugging.assert_rank_in(u, [2, 3], data=[u])
+    with tf.Session() as sess:
+        sess.run([check, at_least, rank_in], {u: np.zeros((2, 2))})
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"rank is wrong\] \[0 0\.\.\.\]"):
+            sess.run(check, {u: np.zeros(4)})
+    with pytest.raises(ValueError):
+        tf.assert_rank(tf.zeros([2]), 2, data=["x"], summarize=1)
+
+
+def test_assert_shapes():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.placeholder(tf.float32, [None, 4])
+    u = tf.placeholder(tf.float32)
+    ok = tf.debugging.assert_shapes([(x, ("N", 3)), (y, ("N", "D")), (tf.constant(1.0), ())])
+    inner = tf.debugging.assert_shapes({u: (..., "N", 4), y: ("N", ".")})
+    with tf.Session() as sess:
+        sess.run(ok, {x: np.zeros((2, 3)), y: np.zeros((2, 4))})
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"must have shape \(N, D\) \(dimension N\)"):
+            sess.run(ok, {x: np.zeros((2, 3)), y: np.zeros((3, 4))})
+        sess.run(inner, {u: np.zeros((5, 2, 4)), y: np.zeros((2, 4))})
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(inner, {u: np.zeros((5, 3, 4)), y: np.zeros((2, 4))})
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(inner, {u: np.zeros(4), y: np.zeros((2, 4))})
+    with pytest.raises(ValueError, match="dimension 4 is 3"):
+        tf.debugging.assert_shapes([(x, ("N", 4))])
+    with pytest.raises(ValueError, match="dimension N is 3, not 2"):
+        tf.debugging.assert_shapes([(tf.zeros([2, 3]), ("N", "Q")), (tf.zeros([3]), ("N",))])
+    with pytest.raises(ValueError):
+        tf.debugging.assert_shapes([(tf.zeros([2, 3]), ("N",))])
+
+
+# ---- space_to_batch -----------------------------------------------------------------------------
+
+def test_space_to_batch_block_shape():
+    x = np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1)
+    a = tf.space_to_batch(x, [[0, 0], [0, 0]], block_shape=2)
+    back = tf.batch_to_space(a, [[0, 0], [0, 0]], block_shape=2)
+    old = tf.space_to_batch(x, [[0, 0], [0, 0]], 2)
+    ra, rb, rold = run([a, back, old])
+    assert ra[:, :, :, 0].tolist() == [[[0, 2], [8, 10]], [[1, 3], [9, 11]],
+                                       [[4, 6], [12, 14]], [[5, 7], [13, 15]]]
+    np.testing.assert_array_equal(rb, x)
+    np.testing.assert_array_equal(rold, ra)
+
+
+# ---- strings ------------------------------------------------------------------------------------
+
+def test_string_split_sep_result_type_name():
+    a = tf.string_split(["a b,c", "d"], sep=", ", name="split")
+    b = tf.string_split(["a,,b"], ",", False)
+    c = tf.string_split(["x y"], result_type="SparseTensor")
+    ra, rb, rc = run([a, b, c])
+    assert ra.values.tolist() == [b"a", b"b", b"c", b"d"] and ra.dense_shape.tolist() == [2, 3]
+    assert rb.values.tolist() == [b"a", b"", b"b"]
+    assert rc.values.tolist() == [b"x", b"y"]
+    with pytest.raises(NotImplementedError, match="RaggedTensor"):
+        tf.string_split(["a"], result_type="RaggedTensor")
+
+
+def test_string_to_number_input():
+    np.testing.assert_allclose(run(tf.string_to_number(input=["1.5", "2"])), [1.5, 2.0])
+    assert run(tf.string_to_number(["7"], tf.int32)).tolist() == [7]
+
+
+# ---- dtypes and tensor_util ---------------------------------------------------------------------
+
+def test_as_dtype_type_value_and_dtypes_bool():
+    assert tf.dtypes.bool == tf.bool
+    assert tf.as_dtype(type_value=bool) == tf.bool
+    assert tf.as_dtype(np.bool_) == tf.bool and tf.as_dtype("bool") == tf.bool
+    assert tf.as_dtype(3) == tf.int32 and tf.as_dtype(int) == tf.int32
+    assert tf.dtypes.as_dtype(float) == tf.float32
+    with pytest.raises(TypeError):
+        tf.as_dtype(object())
+
+
+def test_make_tensor_proto_verify_shape_allow_broadcast():
+    assert tf.make_ndarray(tf.make_tensor_proto([1, 2], shape=[4])).tolist() == [1, 2, 2, 2]
+    np.testing.assert_array_equal(
+        tf.make_ndarray(tf.make_tensor_proto(5.0, shape=[2, 2], allow_broadcast=True)),
+        np.full((2, 2), 5.0))
+    with pytest.raises(TypeError, match="Expected Tensor's shape"):
+        tf.make_tensor_proto([1, 2], shape=[4], verify_shape=True)
+    with pytest.raises(TypeError, match="Expected Tensor's shape"):
+        tf.make_tensor_proto([1, 2], shape=[4], allow_broadcast=True)
+    with pytest.raises(ValueError, match="Too many elements"):
+        tf.make_tensor_proto([1, 2, 3], shape=[2])
+    assert tf.make_ndarray(tf.make_tensor_proto([[1, 2]], shape=[2], allow_broadcast=True))\
+        .tolist() == [1, 2]
