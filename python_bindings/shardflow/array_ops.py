@@ -758,7 +758,7 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
 
 def _mirror_pad(value, paddings, mode):
     """pad's REFLECT and SYMMETRIC modes: per dimension, the mirrored rows gathered and
-    concatenated on each side."""
+    concatenated on each side (sizes may be known only when the step runs)."""
     dims = value.shape.as_list()
     if len(paddings) != len(dims):
         raise ValueError("pad: %d paddings for rank %d" % (len(paddings), len(dims)))
@@ -768,14 +768,25 @@ def _mirror_pad(value, paddings, mode):
         before, after = int(before), int(after)
         if before == 0 and after == 0:
             continue
+        if before < 0 or after < 0:
+            raise ValueError("pad(mode=%r): paddings %r for dimension %d must be >= 0"
+                             % (mode, [before, after], axis))
         n = out.shape.as_list()[axis]
+        left = np.arange(before, 0, -1) - 1 + skip
         if n is None:
-            raise ValueError("pad(mode=%r) needs dimension %d to be known" % (mode, axis))
-        if before < 0 or after < 0 or max(before, after) > n - skip:
-            raise ValueError("pad(mode=%r): paddings %r for dimension %d of size %d must be in "
-                             "[0, %d]" % (mode, [before, after], axis, n, n - skip))
-        rows = np.concatenate([np.arange(before, 0, -1) - 1 + skip, np.arange(n),
-                               n - 1 - skip - np.arange(after)]).astype(np.int32)
+            # A size known only when the step runs: the mirrored rows from a run-time range.
+            # Paddings beyond the size (above n - 1 for REFLECT) fail the step in the gather.
+            n = ops.shape(out)[axis]
+            rows = ops.concat([ops.constant(left.astype(np.int32)), range(n),
+                               ops.subtract(n - 1 - skip,
+                                            ops.constant(np.arange(after, dtype=np.int32)))],
+                              0)
+        else:
+            if max(before, after) > n - skip:
+                raise ValueError("pad(mode=%r): paddings %r for dimension %d of size %d must "
+                                 "be in [0, %d]" % (mode, [before, after], axis, n, n - skip))
+            rows = np.concatenate([left, np.arange(n),
+                                   n - 1 - skip - np.arange(after)]).astype(np.int32)
         out = gather(out, rows, axis=axis)
     return out
 

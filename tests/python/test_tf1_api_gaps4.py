@@ -169,3 +169,26 @@ def test_make_tensor_proto_verify_shape_allow_broadcast():
         tf.make_tensor_proto([1, 2, 3], shape=[2])
     assert tf.make_ndarray(tf.make_tensor_proto([[1, 2]], shape=[2], allow_broadcast=True))\
         .tolist() == [1, 2]
+
+
+# ---- pad ----------------------------------------------------------------------------------------
+
+def test_mirror_pad_of_run_time_sizes():
+    x = tf.placeholder(tf.float32, [None, None, None, 3])
+    v = np.random.RandomState(0).rand(2, 4, 5, 3).astype(np.float32)
+    p = [[0, 0], [2, 1], [1, 2], [0, 0]]
+    reflect, symmetric = tf.pad(x, p, "REFLECT"), tf.pad(x, p, "SYMMETRIC")
+    assert reflect.shape.as_list() == [None, None, None, 3]
+    grad = tf.gradients(tf.reduce_sum(reflect * reflect), x)[0]
+    static = tf.constant(v)
+    grad_static = tf.gradients(tf.reduce_sum(tf.pad(static, p, "REFLECT") ** 2), static)[0]
+    edges = tf.image.sobel_edges(x)
+    with tf.Session() as sess:
+        r, s, g, gs, e, es = sess.run([reflect, symmetric, grad, grad_static, edges,
+                                       tf.image.sobel_edges(static)], {x: v})
+        with pytest.raises(tf.errors.InvalidArgumentError):
+            sess.run(reflect, {x: v[:, :2]})   # REFLECT by 2 needs a size of at least 3
+    np.testing.assert_array_equal(r, np.pad(v, p, "reflect"))
+    np.testing.assert_array_equal(s, np.pad(v, p, "symmetric"))
+    np.testing.assert_allclose(g, gs, rtol=1e-6)
+    np.testing.assert_allclose(e, es, rtol=1e-5, atol=1e-6)
