@@ -816,3 +816,73 @@ def test_keras_fit_on_a_dataset_that_runs_out_stops_training_as_tf_1_15():
         w = w - 0.01 * x.T @ (p - y) / 20
         b = b - 0.01 * (p - y).mean(0)
     np.testing.assert_allclose(model.get_weights()[0], w, rtol=1e-4, atol=1e-6)
+
+
+# (q) DCGAN: conv2d_transpose, batch norm per network, UPDATE_OPS chosen by scope ------------
+
+@needs_fashion
+def test_dcgan_two_optimizers_update_only_their_scope():
+    images, labels = _fashion(1000)
+    real_np = images[labels == 1][:64].reshape(-1, 28, 28, 1)[:, ::2, ::2] * 2 - 1   # 14x14
+
+    def generator(z):
+        with tf.variable_scope("generator"):
+            h = tf.layers.dense(z, 7 * 7 * 8)
+            h = tf.nn.relu(tf.layers.batch_normalization(h, training=True))
+            h = tf.reshape(h, [-1, 7, 7, 8])
+            return tf.tanh(tf.layers.conv2d_transpose(h, 1, 4, strides=2, padding="same"))
+
+    def discriminator(x, reuse=False):
+        with tf.variable_scope("discriminator", reuse=reuse):
+            h = tf.layers.conv2d(x, 8, 4, strides=2, padding="same")
+            h = tf.nn.leaky_relu(tf.layers.batch_normalization(h, training=True), 0.2)
+            return tf.layers.dense(tf.layers.flatten(h), 1)
+
+    real = tf.placeholder(tf.float32, [None, 14, 14, 1])
+    z = tf.placeholder(tf.float32, [None, 8])
+    fake = generator(z)
+    assert fake.shape.as_list() == [None, 14, 14, 1]
+    d_real, d_fake = discriminator(real), discriminator(fake, reuse=True)
+    xent = tf.nn.sigmoid_cross_entropy_with_logits
+    d_loss = tf.reduce_mean(xent(labels=tf.ones_like(d_real), logits=d_real)) + \
+        tf.reduce_mean(xent(labels=tf.zeros_like(d_fake), logits=d_fake))
+    g_loss = tf.reduce_mean(xent(labels=tf.ones_like(d_fake), logits=d_fake))
+    d_vars = [v for v in tf.trainable_variables() if v.name.startswith("discriminator/")]
+    g_vars = [v for v in tf.trainable_variables() if v.name.startswith("generator/")]
+    d_updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS, scope="discriminator")
+    g_updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS, scope="generator")
+    # One batch norm in G (2 updates); D's is called twice, on real and on fake (4 updates).
+    assert (len(g_updates), len(d_updates)) == (2, 4)
+    with tf.control_dependencies(d_updates):
+        d_opt = tf.train.AdamOptimizer(2e-3, beta1=0.5).minimize(d_loss, var_list=d_vars)
+    with tf.control_dependencies(g_updates):
+        g_opt = tf.train.AdamOptimizer(2e-3, beta1=0.5).minimize(g_loss, var_list=g_vars)
+    g_all = tf.global_variables("generator")
+    d_all = tf.global_variables("discriminator")
+    # Six weights, two moving statistics and Adam's two slots of each weight (named under the
+    # weight, so in its scope, as TF's).
+    assert len(g_all) == 20 and len(d_all) == 20
+    rng = np.random.RandomState(0)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+
+        def step(op, feed):
+            g0, d0 = sess.run(g_all), sess.run(d_all)
+            sess.run(op, feed)
+            return ([not np.array_equal(a, b) for a, b in zip(g0, sess.run(g_all))],
+                    [not np.array_equal(a, b) for a, b in zip(d0, sess.run(d_all))])
+
+        zb = rng.uniform(-1, 1, (32, 8)).astype(np.float32)
+        g_moved, d_moved = step(d_opt, {real: real_np[:32], z: zb})
+        assert not any(g_moved) and all(d_moved)    # D's weights and its moving statistics
+        g_moved, d_moved = step(g_opt, {z: zb})
+        assert all(g_moved) and not any(d_moved)
+        losses = []
+        for it in range(30):
+            zb = rng.uniform(-1, 1, (32, 8)).astype(np.float32)
+            k = (it % 2) * 32
+            losses.append(sess.run([d_opt, d_loss], {real: real_np[k:k + 32], z: zb})[1])
+            sess.run(g_opt, {z: zb})
+        assert np.all(np.isfinite(losses))
+        # D's first losses are near 2 ln 2 (it cannot tell yet) and fall as it learns.
+        assert abs(losses[0] - 2 * np.log(2)) < 0.5 and min(losses) < losses[0]
