@@ -886,3 +886,51 @@ def test_dcgan_two_optimizers_update_only_their_scope():
         assert np.all(np.isfinite(losses))
         # D's first losses are near 2 ln 2 (it cannot tell yet) and fall as it learns.
         assert abs(losses[0] - 2 * np.log(2)) < 0.5 and min(losses) < losses[0]
+
+
+# (r) A stateful LSTM (the time-series tutorials'): states kept between batches -------------
+
+def test_stateful_lstm_keeps_its_states_between_batches_and_resets():
+    keras, L = tf.keras, tf.keras.layers
+    rng = np.random.RandomState(0)
+    model = keras.Sequential([L.LSTM(4, stateful=True, batch_input_shape=(2, 3, 1)),
+                              L.Dense(1)])
+    model.compile(keras.optimizers.Adam(0.01), "mse")     # (ValueError: "not supported")
+    first, second = rng.rand(2, 3, 1), rng.rand(2, 3, 1)
+    a = model.predict(first, batch_size=2)
+    assert not np.allclose(model.predict(first, batch_size=2), a)   # it went on from a's state
+    model.reset_states()
+    np.testing.assert_array_equal(model.predict(first, batch_size=2), a)
+    # Two chunks in a row are one sequence of six steps for a non-stateful twin.
+    model.reset_states()
+    twin = keras.Sequential([L.LSTM(4, batch_input_shape=(2, 6, 1)), L.Dense(1)])
+    twin.set_weights(model.get_weights())          # the kept states are not weights
+    model.predict(first, batch_size=2)
+    np.testing.assert_allclose(model.predict(second, batch_size=2),
+                               twin.predict(np.concatenate([first, second], 1)), rtol=1e-5,
+                               atol=1e-6)
+    # fit and evaluate move the states too; reset_states() zeroes them.
+    model.reset_states()
+    states = model.layers[0].states
+    assert [keras.backend.get_value(s).shape for s in states] == [(2, 4), (2, 4)]
+    t = np.linspace(0, 8 * np.pi, 2 * 3 * 40)
+    series = np.sin(t).reshape(2, 40, 3, 1).transpose(1, 0, 2, 3)  # 40 batches in time order
+    x = series[:-1].reshape(-1, 3, 1)
+    y = series[1:, :, 0, 0].reshape(-1, 1)                          # the next chunk's start
+    losses = []
+    for _ in range(6):
+        losses.append(model.fit(x, y, batch_size=2, epochs=1, shuffle=False,
+                                verbose=0).history["loss"][0])
+        assert np.abs(keras.backend.get_value(states[0])).max() > 0
+        model.reset_states()
+    # Predicting 0 scores 0.5 (the mean of sin^2); observed 0.15 in the first epoch, then
+    # 0.02-0.06.
+    assert losses[0] < 0.4 and min(losses[-3:]) < 0.3 * losses[0]
+    model.evaluate(x[:2], y[:2], batch_size=2, verbose=0)
+    assert np.abs(keras.backend.get_value(states[1])).max() > 0
+    model.reset_states()
+    assert not np.any(keras.backend.get_value(states[1]))
+    with pytest.raises(ValueError, match="needs to know its batch size"):
+        keras.Sequential([L.GRU(4, stateful=True, input_shape=(3, 1))])
+    with pytest.raises(AttributeError, match="must be stateful"):
+        L.SimpleRNN(2).reset_states()

@@ -756,15 +756,21 @@ class _RNN(Layer):
     (Bidirectional puts them back in order). return_state adds the final states in Keras's
     order (an LSTM's [h, c]); ``initial_state=`` (a list of tensors in that order) starts from
     them; a mask (Masking, Embedding(mask_zero=True)) skips steps (Note [Masked recurrence] in
-    layers_recurrent.py). stateful is not supported; unroll computes the same in the loop."""
+    layers_recurrent.py). unroll computes the same in the loop.
+
+    stateful=True (the batch size fixed by batch_input_shape / batch_size): the final states
+    of each batch are kept in Variables (`states`, not weights) and are the initial states of
+    the next batch; fit, evaluate and predict update them (TF 1.15's state_updates), and
+    reset_states() (the layer's or the model's) sets them to zeros."""
 
     _kind = None
 
     def __init__(self, units, activation="tanh", return_sequences=False, return_state=False,
                  go_backwards=False, stateful=False, unroll=False, **kwargs):
         from shardflow.keras.recurrent_math import RecurrentSpec
-        if stateful:
-            raise ValueError("%s(stateful=True) is not supported" % type(self).__name__)
+        self.stateful = bool(stateful)
+        self.states = None
+        self.state_updates = []
         self.spec = RecurrentSpec.from_kwargs(self._kind, units, activation, kwargs)
         super().__init__(**kwargs)
         self.units = self.spec.units
@@ -789,6 +795,9 @@ class _RNN(Layer):
         if self.cell is None:
             self.cell = KerasRecurrentCell(self.spec)
         lstm = self._kind == "lstm"
+        kept = None
+        if self.stateful and states is None:
+            kept = states = self._state_variables(x, 2 if lstm else 1)
         if states is not None:
             states = _rnn.LSTMStateTuple(states[1], states[0]) if lstm else states[0]
         self.cell.masks = make_masks(self.spec, x, training)
@@ -796,10 +805,44 @@ class _RNN(Layer):
         outputs, last, state = run_cell(self, self.cell, x, mask, states, self.go_backwards)
         if made:
             self.losses.extend(self.cell.penalties)
+        if kept is not None:
+            finals = [state.h, state.c] if lstm else [state]
+            updates = [v.assign(f) for v, f in zip(kept, finals)]
+            self.state_updates.extend(updates)
+            self.add_update(updates)
         y = outputs if self.return_sequences else last
         if self.return_state:
             return [y] + ([state.h, state.c] if lstm else [state])
         return y
+
+    def _state_variables(self, x, count):
+        """The Variables (zeros) that carry a stateful layer's states between batches."""
+        if self.states is not None:
+            return self.states
+        batch = x.shape.as_list()[0]
+        if batch is None:
+            raise ValueError(
+                "If a RNN is stateful, it needs to know its batch size. Specify the batch size "
+                "of your input tensors: for a Sequential model, pass batch_input_shape=(batch, "
+                "timesteps, features) (or batch_size=) to the first layer; for a functional "
+                "model, Input(batch_shape=(...)) or Input(batch_size=...).")
+        self.states = [K.zeros((batch, self.units), dtype=x.dtype.base_dtype.name,
+                               name="%s_state_%d" % (self.name, i)) for i in range(count)]
+        return self.states
+
+    def reset_states(self, states=None):
+        """Sets the kept states of a stateful layer to zeros (or to `states`, Keras's order:
+        an LSTM's [h, c])."""
+        if not self.stateful:
+            raise AttributeError("Layer must be stateful.")
+        if self.states is None:
+            return
+        values = [np.zeros(v.shape.as_list()) for v in self.states] if states is None else (
+            list(states) if isinstance(states, (list, tuple)) else [states])
+        if len(values) != len(self.states):
+            raise ValueError("Layer %s expects %d states, got %d" % (self.name, len(self.states),
+                                                                      len(values)))
+        K.batch_set_value(list(zip(self.states, values)))
 
     @property
     def kernel(self):

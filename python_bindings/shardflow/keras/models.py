@@ -303,6 +303,26 @@ class Model:
                 out.append((name, value))
         return out
 
+    @property
+    def state_updates(self):
+        """The updates of the stateful layers' kept states (TF 1.15's Network.state_updates):
+        evaluate and predict run them with each batch, as fit does."""
+        return [u for layer in self.layers for u in getattr(layer, "state_updates", [])]
+
+    def _with_state_updates(self, fetches):
+        """`fetches` plus, when the model has stateful layers, one op running their updates
+        (last; callers drop its value)."""
+        updates = self.state_updates
+        if not updates:
+            return list(fetches)
+        key = tuple(id(u) for u in updates)
+        cached = self.__dict__.get("_state_group")
+        if cached is None or cached[0] != key:      # one op, made once (not one per batch)
+            g = updates[0].graph
+            with g.as_default(), g.name_scope(None):
+                cached = self._state_group = (key, ops.group(*updates))
+        return list(fetches) + [cached[1]]
+
     def get_updates_for(self, inputs):
         """The updates computed from `inputs` (the tensor the model was called on), or with
         inputs=None the unconditional ones, as TF1's Network.get_updates_for."""
@@ -932,8 +952,10 @@ class Model:
             weights = self._sample_weights(ys, rows, batch[2] if len(batch) > 2 else None)
             logs = {"batch": b, "size": rows}
             call_hooks(callbacks, "on_test_batch_begin", b, logs)
-            values = self._run(sess, [f["loss"]] + f["metrics"],
+            fetches = [f["loss"]] + f["metrics"]
+            values = self._run(sess, self._with_state_updates(fetches),
                               self._feed(xs, np.arange(rows), ys, weights=weights))
+            values = values[:len(fetches)]
             totals += np.asarray(values, dtype=np.float64) * rows
             last = values
             n += rows
@@ -956,8 +978,9 @@ class Model:
             rows = np.arange(start, min(start + batch_size, n))
             logs = {"batch": b, "size": len(rows)}
             call_hooks(callbacks, "on_test_batch_begin", b, logs)
-            values = self._run(sess, [f["loss"]] + f["metrics"],
-                              self._feed(xs, rows, ys, weights=weights))
+            fetches = [f["loss"]] + f["metrics"]
+            values = self._run(sess, self._with_state_updates(fetches),
+                              self._feed(xs, rows, ys, weights=weights))[:len(fetches)]
             totals += np.asarray(values, dtype=np.float64) * len(rows)
             last = values
             logs.update(zip(f["names"], (float(v) for v in values)))
@@ -1022,7 +1045,8 @@ class Model:
                 sessions.append(K.get_session())
             logs = {"batch": b, "size": len(rows)}
             call_hooks(callbacks, "on_predict_batch_begin", b, logs)
-            out = self._run(sessions[0], self.outputs, self._feed(xs, rows))
+            out = self._run(sessions[0], self._with_state_updates(self.outputs),
+                            self._feed(xs, rows))[:len(self.outputs)]
             logs["outputs"] = out
             call_hooks(callbacks, "on_predict_batch_end", b, logs)
             return out
