@@ -592,8 +592,12 @@ def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations
 
     The outputs are loop variables (starting as zeros of decoder.output_size, as TF1's
     zero outputs) read back from the loop's history, so the batch size need not be known
-    when the graph is built (a growing TensorArray would need its rows' shape)."""
-    from shardflow.control_flow import _build_while, _flatten, _pack
+    when the graph is built (a growing TensorArray would need its rows' shape). A
+    TensorArray in the state (AttentionWrapper's alignment_history) needs a row written
+    before the loop for that: then step 0 runs before it, the loop's steps reusing its
+    variables, as dynamic_rnn does."""
+    from shardflow.control_flow import _build_while, _flatten, _growing_arrays, _pack
+    from shardflow.variable_scope import get_variable_scope
     finished, inputs, state = decoder.initialize()
     finished = ops.cast(convert_to_tensor(finished), dtypes.bool_)
     limit = None
@@ -610,6 +614,7 @@ def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations
         return ops.logical_not(array_ops.reduce_all(finished))
 
     def body(time, outputs, state, inputs, finished, lengths):
+        time = convert_to_tensor(time)
         outputs, next_state, next_inputs, step_finished = decoder.step(time, inputs, state)
         step_finished = ops.cast(convert_to_tensor(step_finished), dtypes.bool_)
         next_finished = step_finished if own_finished else ops.logical_or(step_finished,
@@ -630,15 +635,21 @@ def _decode_loop(decoder, output_time_major, impute_finished, maximum_iterations
         return [time + 1, outputs, next_state, next_inputs, next_finished, next_lengths]
 
     loop_vars = [ops.constant(0), zero_outputs, state, inputs, finished, lengths]
+    first = 1
+    if _growing_arrays(state):
+        loop_vars = body(*loop_vars)
+        get_variable_scope().reuse_variables()
+        first = 0
     op, n, arrays = _build_while(cond, body, loop_vars, name="decoder_while")
     final = _pack(loop_vars, list(op.outputs[:n]), arrays)
-    steps = op.outputs[n]
-    # History row i is the outputs entering iteration i: those of step i - 1 (row 0 the
-    # zeros); with the final value, exactly the `steps` steps' outputs.
+    steps = op.outputs[n] + (1 - first)
+    # History row i is the outputs entering iteration i: those of the step before (row 0
+    # the zeros, or step 0's when it ran before the loop); with the final value, exactly
+    # the `steps` steps' outputs.
     stacked = []
     for j, last in enumerate(_flatten(final[1])):
         history = op.outputs[n + 2 + j]
-        stacked.append(ops.concat([history[1:], ops.expand_dims(last, 0)], 0)[:steps])
+        stacked.append(ops.concat([history[first:], ops.expand_dims(last, 0)], 0)[:steps])
     outputs = _pack(zero_outputs, stacked)
     state, lengths = final[2], final[5]
     try:

@@ -912,9 +912,10 @@ def test_greedy_decode_impute_finished():
 
 def test_inference_decoding_with_an_unknown_batch_size():
     """The NMT tutorial's inference graphs: a placeholder batch and a tensor bound
-    (round(2 * max source length)). Greedy and beam-search dynamic_decode failed when the
-    graph was built ('TensorArray ... row of shape (?, 7) ... element shape must be known');
-    they now match the unrolled decode (a Python int bound) of the same weights."""
+    (round(2 * max source length)), greedy decoding keeping the alignment history. Greedy
+    and beam-search dynamic_decode failed when the graph was built ('TensorArray ... row of
+    shape (?, 7) ... element shape must be known'); they now match the unrolled decode (a
+    Python int bound) of the same weights."""
     s2s = tf.contrib.seq2seq
     rng = np.random.RandomState(27)
     vocab, units = 7, 4
@@ -937,7 +938,8 @@ def test_inference_decoding_with_an_unknown_batch_size():
                                               for t in (enc_out, src_len, enc_state)]
                 mechanism = s2s.LuongAttention(units, memory, memory_sequence_length=lengths)
                 cell = s2s.AttentionWrapper(tf.nn.rnn_cell.GRUCell(units), mechanism,
-                                            attention_layer_size=units)
+                                            attention_layer_size=units,
+                                            alignment_history=not beam)
                 initial = cell.zero_state(batch * (beam or 1), tf.float32).clone(
                     cell_state=state)
                 layer = tf.layers.Dense(vocab, name="proj")
@@ -947,10 +949,17 @@ def test_inference_decoding_with_an_unknown_batch_size():
                 else:
                     decoder = s2s.BasicDecoder(cell, s2s.GreedyEmbeddingHelper(
                         emb, tf.fill([batch], 1), 2), initial, output_layer=layer)
-                out, _, out_len = s2s.dynamic_decode(decoder, maximum_iterations=max_iter)
+                out, state, out_len = s2s.dynamic_decode(decoder, maximum_iterations=max_iter)
             results.append((out.predicted_ids if beam else out.sample_id, out_len))
+            if not beam and max_iter is bound:
+                history = state.alignment_history.stack()
     feed = {src: rng.randint(3, vocab, (2, 5)), src_len: [5, 3]}
-    greedy_loop, greedy_unrolled, beam_loop, beam_unrolled = _run(results, feed)
+    (greedy_loop, greedy_unrolled, beam_loop, beam_unrolled), alignments = _run(
+        [results, history], feed)
+    steps = greedy_loop[0].shape[1]
+    assert alignments.shape == (steps, 2, 5)
+    np.testing.assert_allclose(alignments.sum(-1), np.ones((steps, 2)), rtol=1e-5)
+    assert (alignments[:, 1, 3:] == 0).all()
     for looped, unrolled in ((greedy_loop, greedy_unrolled), (beam_loop, beam_unrolled)):
         np.testing.assert_array_equal(looped[0], unrolled[0])
         np.testing.assert_array_equal(looped[1], unrolled[1])
