@@ -107,7 +107,10 @@ from shardflow.sparse_ops import (sparse, sparse_add, sparse_reduce_sum,  # noqa
 from shardflow.sparse_ops import (sparse_concat, sparse_fill_empty_rows,  # noqa: F401
                                   sparse_slice, sparse_maximum, sparse_merge, sparse_minimum,
                                   sparse_reduce_max, sparse_softmax, sparse_split,
-                                  sparse_to_indicator)
+                                  sparse_to_indicator, sparse_mask, sparse_reduce_max_sparse,
+                                  sparse_reduce_sum_sparse, sparse_reset_shape,
+                                  serialize_sparse, serialize_many_sparse,
+                                  deserialize_many_sparse)
 from shardflow import estimator, feature_column  # noqa: F401 (tf.estimator, tf.feature_column)
 from shardflow import keras  # noqa: F401 (tf.keras)
 from shardflow.tensor_array import TensorArray  # noqa: F401

@@ -306,13 +306,16 @@ def _unravel(linear, dims):
     return array_ops.stack(cols, axis=1)
 
 
-def sparse_add(a, b, thresh=0, threshold=None, name=None):
-    """a + b (TF1's tf.sparse_add / tf.sparse.add). A SparseTensor plus a dense tensor is the
-    dense sum. Two SparseTensors (of one dense shape) give a SparseTensor with one entry per
-    coordinate either has (in row-major order), dropping the sums (coordinates both have)
-    whose magnitude is below `thresh`; an entry only one operand has stays, however small (as
-    TF1). Gradients flow to the values and the dense operand."""
-    thresh = threshold if threshold is not None else thresh
+def sparse_add(a, b, threshold=None, thresh=None, name=None):
+    """a + b (TF1's tf.sparse_add / tf.sparse.add, (a, b, threshold, thresh): `thresh` is the
+    older name of `threshold`, default 0). A SparseTensor plus a dense tensor is the dense sum.
+    Two SparseTensors (of one dense shape) give a SparseTensor with one entry per coordinate
+    either has (in row-major order), dropping the sums (coordinates both have) whose magnitude
+    is below `threshold`; an entry only one operand has stays, however small (as TF1).
+    Gradients flow to the values and the dense operand."""
+    if threshold is not None and thresh is not None:
+        raise ValueError("sparse_add: give threshold or thresh, not both")
+    thresh = threshold if threshold is not None else (thresh if thresh is not None else 0)
     a_sparse = isinstance(a, (SparseTensor, SparseTensorValue))
     b_sparse = isinstance(b, (SparseTensor, SparseTensorValue))
     if not a_sparse and not b_sparse:
@@ -741,6 +744,353 @@ def sparse_eye(num_rows, num_columns=None, dtype=dtypes.float32, name=None):
                                      name=name), [rows, cols])
 
 
+# ---- reductions to a SparseTensor, reset_shape, mask -------------------------------------------
+
+
+def _reduce_to_sparse(sp_input, axis, keepdims, reduction_axes, keep_dims, name, what, combine):
+    """`combine` (an unsorted segment reduction) of the stored entries of each group of
+    coordinates outside `axis`, as a SparseTensor with one entry per group that has entries
+    (row-major order), as TF1's SparseReduce{Max,Sum}Sparse."""
+    sp = convert_to_sparse(sp_input)
+    axis = reduction_axes if axis is None else axis
+    keep = bool(keepdims or keep_dims)
+    rank = _rank(sp, what)
+    axes = list(range(rank)) if axis is None else _axes_list(axis, rank, what)
+    kept = [d for d in range(rank) if d not in axes]
+    dims = _dims(sp)
+    group, _ = _groups(sp, kept)
+    unique, idx = segment_ops.unique(group)
+    values = combine(sp.values, idx, ops.shape(unique)[0])
+    if kept:
+        coords = _unravel(unique, [dims[d] for d in kept])
+    else:
+        coords = ops.expand_dims(unique, 1)[:, :0]
+    if keep:
+        zero = ops.zeros_like(ops.expand_dims(unique, 1))
+        columns, k = [], 0
+        for d in range(rank):
+            if d in axes:
+                columns.append(zero)
+            else:
+                columns.append(coords[:, k:k + 1])
+                k += 1
+        coords = ops.concat(columns, 1)
+    out_dims = [1 if d in axes else dims[d] for d in range(rank)] if keep else \
+        [dims[d] for d in kept]
+    shape = array_ops.stack([_as_i64_tensor(d) for d in out_dims]) if out_dims else \
+        ops.constant(np.zeros(0, np.int64))
+    static = [None if isinstance(d, Tensor) else int(d) for d in out_dims]
+    out = SparseTensor(coords, values, shape, _static_dims=static)
+    if not kept:   # one group at most: nothing to order
+        return SparseTensor(ops.identity(coords), ops.identity(values, name=name), shape,
+                            _static_dims=static)
+    return reorder(out, name=name)
+
+
+def sparse_reduce_max_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None,
+                             keep_dims=None, name=None):
+    """The maximum of `sp_input`'s stored entries over `axis` (None: all) as a SparseTensor
+    with an entry for each group that has entries (TF1's tf.sparse_reduce_max_sparse /
+    tf.sparse.reduce_max_sparse; the implicit zeros take no part)."""
+    return _reduce_to_sparse(sp_input, axis, keepdims, reduction_axes, keep_dims, name,
+                             "sparse_reduce_max_sparse", segment_ops.unsorted_segment_max)
+
+
+def sparse_reduce_sum_sparse(sp_input, axis=None, keepdims=None, reduction_axes=None,
+                             keep_dims=None, name=None):
+    """The sum of `sp_input`'s entries over `axis` (None: all) as a SparseTensor with an entry
+    for each group that has entries, a zero sum too (TF1's tf.sparse_reduce_sum_sparse /
+    tf.sparse.reduce_sum_sparse). Gradients flow to the values."""
+    return _reduce_to_sparse(sp_input, axis, keepdims, reduction_axes, keep_dims, name,
+                             "sparse_reduce_sum_sparse", segment_ops.unsorted_segment_sum)
+
+
+def sparse_reset_shape(sp_input, new_shape=None):
+    """`sp_input` with dense_shape `new_shape` (TF1's tf.sparse.reset_shape /
+    tf.sparse_reset_shape): of the same rank and no smaller in any dimension (checked when the
+    step runs, InvalidArgumentError). Without new_shape, the tight bounding box of the stored
+    entries: each index's largest value + 1 (0 for no entries)."""
+    from shardflow.check_ops import _check
+    sp = convert_to_sparse(sp_input)
+    if new_shape is None:
+        ones = ops.ones_like(sp.indices[:1])
+        tight = ops.reduce_max(ops.concat([ops.add(sp.indices, ones),
+                                           ops.subtract(ones, ones)], 0), axis=0)
+        return SparseTensor(sp.indices, sp.values, tight,
+                            _static_dims=None if sp.rank is None else [None] * sp.rank)
+    static = None
+    if not isinstance(new_shape, Tensor):
+        static = [int(d) for d in np.asarray(new_shape).reshape(-1)]
+    shape = _int64_vector(new_shape)
+    if shape.shape.ndims is not None and shape.shape.ndims != 1:
+        raise ValueError("sparse_reset_shape: new_shape must be a vector, got shape %s"
+                         % (shape.shape,))
+    n = shape.shape.as_list()[0]
+    if sp.rank is not None and n is not None and n != sp.rank:
+        raise ValueError("sparse_reset_shape: new_shape has %d dimensions but sp_input has "
+                         "rank %d" % (n, sp.rank))
+    if static is not None and sp.rank is not None:
+        for d, (old, new) in enumerate(zip(sp.shape.as_list(), static)):
+            if old is not None and new < old:
+                raise ValueError("sparse_reset_shape: new_shape %s is smaller than the dense "
+                                 "shape %s in dimension %d" % (static, sp.shape, d))
+    check = _check(array_ops.reduce_all(ops.greater_equal(shape, sp.dense_shape)),
+                   "sparse_reset_shape: new_shape must be >= sp_input.dense_shape in every "
+                   "dimension", None, "sparse_reset_shape",
+                   ["new_shape: ", shape, "dense_shape: ", sp.dense_shape])
+    with control_dependencies([check]):
+        shape = ops.identity(shape)
+    return SparseTensor(sp.indices, sp.values, shape, _static_dims=static)
+
+
+def _int64_vector(value):
+    if isinstance(value, Tensor):
+        return value if value.dtype == dtypes.int64 else ops.cast(value, dtypes.int64)
+    return ops.constant(_i64(value).reshape(-1))
+
+
+def sparse_mask(a, mask_indices, name=None):
+    """The IndexedSlices `a` without its slices whose index is in `mask_indices` (TF1's
+    tf.sparse.mask / tf.sparse_mask), in a's order."""
+    from shardflow.core_extras import IndexedSlices
+    from shardflow.patch_ops import setdiff1d
+    if not isinstance(a, IndexedSlices):
+        raise TypeError("sparse_mask: a must be an IndexedSlices, not %r" % (a,))
+    indices, kept = setdiff1d(a.indices, mask_indices)
+    values = array_ops.gather(a.values, kept, name=name)
+    return IndexedSlices(values, indices, a.dense_shape)
+
+
+# ---- serialization ----------------------------------------------------------------------------
+
+
+def _serialize_parts(*arrays):
+    """Each array as a serialized TensorProto (bytes)."""
+    from shardflow.tensor_util import make_tensor_proto
+    return [make_tensor_proto(np.asarray(a)).SerializeToString() for a in arrays]
+
+
+def _parse_proto(data):
+    from shardflow.graph_io import TensorProto
+    from shardflow.tensor_util import make_ndarray
+    proto = TensorProto()
+    proto.ParseFromString(bytes(data))
+    return make_ndarray(proto)
+
+
+def _string_only(out_type, what):
+    if dtypes.as_dtype(out_type) != dtypes.string:
+        raise NotImplementedError("%s: out_type %s; shardflow has no variant tensors, use "
+                                  "out_type=tf.string" % (what, dtypes.as_dtype(out_type).name))
+
+
+def serialize_sparse(sp_input, name=None, out_type=dtypes.string):
+    """`sp_input` as a string vector [3]: its indices, values and dense_shape, each a
+    serialized TensorProto (TF1's tf.serialize_sparse / tf.io.serialize_sparse)."""
+    from shardflow.script_ops import py_func
+    _string_only(out_type, "serialize_sparse")
+    sp = convert_to_sparse(sp_input)
+
+    def run(indices, values, shape):
+        return np.array(_serialize_parts(indices, values, shape), dtype=object)
+    out = py_func(run, [sp.indices, sp.values, sp.dense_shape], dtypes.string,
+                  name=name or "SerializeSparse")
+    out.set_shape([3])
+    return out
+
+
+def serialize_many_sparse(sp_input, name=None, out_type=dtypes.string):
+    """`sp_input` (rank >= 2) as a string matrix [N, 3], N its first size: row i holds the
+    SparseTensor sp_input[i] (rank one less) as serialize_sparse does (TF1's
+    tf.serialize_many_sparse); deserialize_many_sparse joins the rows back."""
+    from shardflow.script_ops import py_func
+    _string_only(out_type, "serialize_many_sparse")
+    sp = convert_to_sparse(sp_input)
+    if sp.rank is not None and sp.rank < 2:
+        raise ValueError("serialize_many_sparse: sp_input must have rank >= 2, not %d"
+                         % sp.rank)
+
+    def run(indices, values, shape):
+        indices, values = np.asarray(indices).reshape(-1, len(shape)), np.asarray(values)
+        out = np.empty([int(shape[0]), 3], dtype=object)
+        for row in range(int(shape[0])):
+            mine = indices[:, 0] == row
+            out[row] = _serialize_parts(indices[mine][:, 1:], values[mine],
+                                        np.asarray(shape[1:], np.int64))
+        return out
+    out = py_func(run, [sp.indices, sp.values, sp.dense_shape], dtypes.string,
+                  name=name or "SerializeManySparse")
+    out.set_shape([sp.shape.as_list()[0] if sp.rank is not None else None, 3])
+    return out
+
+
+def deserialize_many_sparse(serialized_sparse, dtype, rank=None, name=None):
+    """The SparseTensor of the [N, 3] SparseTensors `serialized_sparse` (serialize_many_sparse's
+    or serialize_sparse's rows stacked), each row one index of the new first dimension; the
+    other sizes are the largest over the rows (TF1's tf.deserialize_many_sparse). `rank`: the
+    rank of the result (that of the serialized ones + 1)."""
+    from shardflow.script_ops import py_func
+    dtype = dtypes.as_dtype(dtype)
+    serialized = convert_to_tensor(serialized_sparse)
+
+    def run(data):
+        data = np.asarray(data, dtype=object).reshape(-1, 3)
+        indices, values, shapes = [], [], []
+        for row in range(data.shape[0]):
+            idx, val, shape = (_parse_proto(d) for d in data[row])
+            if dtypes.as_dtype(val.dtype) != dtype:
+                raise ValueError("deserialize_many_sparse: row %d holds %s values, not %s"
+                                 % (row, dtypes.as_dtype(val.dtype).name, dtype.name))
+            if rank is not None and len(shape) + 1 != int(rank):
+                raise ValueError("deserialize_many_sparse: row %d has rank %d, not %d"
+                                 % (row, len(shape), int(rank) - 1))
+            if shapes and len(shape) != len(shapes[0]):
+                raise ValueError("deserialize_many_sparse: row %d has rank %d, row 0 %d"
+                                 % (row, len(shape), len(shapes[0])))
+            idx = np.asarray(idx, np.int64).reshape(-1, len(shape))
+            indices.append(np.concatenate([np.full([len(idx), 1], row, np.int64), idx], 1))
+            values.append(val.reshape(-1))
+            shapes.append(np.asarray(shape, np.int64))
+        r = (int(rank) - 1) if rank is not None else (len(shapes[0]) if shapes else 0)
+        dense = np.concatenate([[data.shape[0]], np.max(shapes, 0) if shapes
+                                else np.zeros(r, np.int64)]).astype(np.int64)
+        idx = np.concatenate(indices, 0) if indices else np.zeros([0, r + 1], np.int64)
+        val = np.concatenate(values) if values else \
+            np.zeros(0, dtype.as_numpy_dtype)
+        return idx, val.astype(dtype.as_numpy_dtype), dense
+    idx, val, shape = py_func(run, [serialized], [dtypes.int64, dtype, dtypes.int64],
+                              name=name or "DeserializeManySparse")
+    idx.set_shape([None, None if rank is None else int(rank)])
+    val.set_shape([None])
+    shape.set_shape([None if rank is None else int(rank)])
+    return SparseTensor(idx, val, shape,
+                        _static_dims=None if rank is None else [None] * int(rank))
+
+
+# ---- crosses ------------------------------------------------------------------------------------
+
+
+def _cross_columns(inputs, what):
+    """The py_func inputs and a layout for `inputs` (SparseTensors and dense [batch, k]
+    tensors of int64 or strings), the SparseTensors first, then the dense ones (as TF's
+    SparseCross kernel takes them)."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("%s: inputs must be a non-empty list of SparseTensors and tensors"
+                        % what)
+    sparse_in, dense_in = [], []
+    for x in inputs:
+        if isinstance(x, (SparseTensor, SparseTensorValue)):
+            sparse_in.append(convert_to_sparse(x, "inputs"))
+        else:
+            dense_in.append(convert_to_tensor(x))
+    tensors, layout = [], []
+    for sp in sparse_in:
+        if sp.rank not in (None, 2):
+            raise ValueError("%s: SparseTensor inputs must have rank 2, not %d" % (what, sp.rank))
+        values = sp.values
+        if values.dtype.is_integer and values.dtype != dtypes.int64:
+            values = ops.cast(values, dtypes.int64)
+        if values.dtype not in (dtypes.int64, dtypes.string):
+            raise TypeError("%s: values must be int64 or string, not %s"
+                            % (what, values.dtype.name))
+        tensors += [sp.indices, values, sp.dense_shape]
+        layout.append("sparse")
+    for x in dense_in:
+        if x.shape.ndims not in (None, 2):
+            raise ValueError("%s: dense inputs must be [batch, k], got %s" % (what, x.shape))
+        if x.dtype.is_integer and x.dtype != dtypes.int64:
+            x = ops.cast(x, dtypes.int64)
+        if x.dtype not in (dtypes.int64, dtypes.string):
+            raise TypeError("%s: values must be int64 or string, not %s" % (what, x.dtype.name))
+        tensors.append(x)
+        layout.append("dense")
+    return tensors, layout
+
+
+def _cross_rows(arrays, layout):
+    """Per batch row, the list of each column's features (bytes or ints), in order."""
+    columns, k, batch = [], 0, None
+    for kind in layout:
+        if kind == "sparse":
+            indices, values, shape = arrays[k:k + 3]
+            k += 3
+            n = int(shape[0])
+            rows = [[] for _ in range(n)]
+            for (r, _), v in zip(np.asarray(indices).reshape(-1, 2), np.asarray(values)):
+                rows[int(r)].append(v)
+        else:
+            dense = np.asarray(arrays[k])
+            k += 1
+            n = dense.shape[0]
+            rows = [list(dense[r]) for r in range(n)]
+        if batch is not None and n != batch:
+            raise ValueError("sparse cross: the inputs have batch sizes %d and %d" % (batch, n))
+        batch = n
+        columns.append(rows)
+    return columns, batch
+
+
+def _run_cross(inputs, what, feature, combine, out_dtype, name):
+    import itertools
+    from shardflow.script_ops import py_func
+    tensors, layout = _cross_columns(inputs, what)
+
+    def run(*arrays):
+        columns, batch = _cross_rows(arrays, layout)
+        indices, values, width = [], [], 0
+        for r in range(batch):
+            crosses = [combine([feature(v) for v in combo])
+                       for combo in itertools.product(*[col[r] for col in columns])]
+            indices += [[r, j] for j in range(len(crosses))]
+            values += crosses
+            width = max(width, len(crosses))
+        return (np.array(indices, np.int64).reshape(-1, 2),
+                np.array(values, dtype=object if out_dtype == dtypes.string else np.int64),
+                np.array([batch, width], np.int64))
+    idx, val, shape = py_func(run, tensors, [dtypes.int64, out_dtype, dtypes.int64],
+                              name=name or "SparseCross")
+    idx.set_shape([None, 2])
+    val.set_shape([None])
+    shape.set_shape([2])
+    return SparseTensor(idx, val, shape)
+
+
+def _as_text(v):
+    return v if isinstance(v, bytes) else str(int(v)).encode()
+
+
+def sparse_cross(inputs, name=None):
+    """The crosses of `inputs` (SparseTensors and dense [batch, k] tensors, int64 or string)
+    per batch row: every combination of one feature of each input, joined by "_X_" (integers
+    in decimal), as TF1's tf.sparse.cross. A SparseTensor [batch, most crosses] of strings;
+    the SparseTensor inputs come first in each cross, then the dense ones (as TF's kernel),
+    the last input varying fastest; a row where an input has no feature has no crosses."""
+    return _run_cross(inputs, "sparse_cross", _as_text, lambda parts: b"_X_".join(parts),
+                      dtypes.string, name)
+
+
+def sparse_cross_hashed(inputs, num_buckets=0, hash_key=None, name=None):
+    """sparse_cross's crosses as int64 hashes (TF1's tf.sparse.cross_hashed, the hashing of
+    tf.feature_column.crossed_column): FingerprintCat64 of hash_key (TF's 0xDECAFCAFFE by
+    default) with each feature's hash in turn (a string's FarmHash Fingerprint64, an
+    integer's own value), then modulo num_buckets when it is positive (else modulo 2^63 - 1)."""
+    from shardflow.feature_column import (_DEFAULT_HASH_KEY, _MASK, _fingerprint_cat64,
+                                          _string_hash64)
+    key = _DEFAULT_HASH_KEY if hash_key is None else int(hash_key)
+    modulo = int(num_buckets) if num_buckets and int(num_buckets) > 0 else (1 << 63) - 1
+
+    def feature(v):
+        return _string_hash64(v) if isinstance(v, bytes) else int(v) & _MASK
+
+    def combine(hashes):
+        h = key
+        for v in hashes:
+            h = _fingerprint_cat64(h, v)
+        return h % modulo
+    return _run_cross(inputs, "sparse_cross_hashed", feature, combine, dtypes.int64,
+                      name or "SparseCrossHashed")
+
+
 # ---- the tf.sparse namespace ------------------------------------------------------------------
 
 # TF 1.15's tf.sparse names: those shardflow has, and the others (named in the error).
@@ -757,11 +1107,11 @@ _SPARSE_NAMES = {
     "segment_sum": segment_ops.sparse_segment_sum,
     "segment_mean": segment_ops.sparse_segment_mean,
     "segment_sqrt_n": segment_ops.sparse_segment_sqrt_n,
+    "reduce_max_sparse": sparse_reduce_max_sparse, "reduce_sum_sparse": sparse_reduce_sum_sparse,
+    "reset_shape": sparse_reset_shape, "mask": sparse_mask, "cross": sparse_cross,
+    "cross_hashed": sparse_cross_hashed,
 }
-_SPARSE_MISSING = (
-    "SparseConditionalAccumulator", "cross", "cross_hashed", "mask", "reduce_max_sparse",
-    "reduce_sum_sparse", "reset_shape",
-)
+_SPARSE_MISSING = ("SparseConditionalAccumulator",)
 
 
 def _sparse_namespace():
@@ -785,9 +1135,12 @@ sparse = _sparse_namespace()
 
 sparse_reorder = reorder  # TF1's top-level spelling
 
-__all__ = ["SparseTensor", "SparseTensorValue", "from_dense", "reorder", "sparse", "sparse_add",
-           "sparse_concat", "sparse_fill_empty_rows", "sparse_maximum", "sparse_merge",
-           "sparse_minimum", "sparse_placeholder", "sparse_reduce_max", "sparse_reduce_sum",
+__all__ = ["SparseTensor", "SparseTensorValue", "deserialize_many_sparse", "from_dense",
+           "reorder", "serialize_many_sparse", "serialize_sparse", "sparse", "sparse_add",
+           "sparse_concat", "sparse_fill_empty_rows", "sparse_mask", "sparse_maximum",
+           "sparse_merge", "sparse_minimum", "sparse_placeholder", "sparse_reduce_max",
+           "sparse_reduce_max_sparse", "sparse_reduce_sum", "sparse_reduce_sum_sparse",
+           "sparse_reset_shape",
            "sparse_reorder", "sparse_reshape", "sparse_retain", "sparse_slice",
            "sparse_softmax", "sparse_split", "sparse_tensor_dense_matmul",
            "sparse_tensor_to_dense", "sparse_to_dense", "sparse_to_indicator",

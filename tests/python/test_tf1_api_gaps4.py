@@ -192,3 +192,112 @@ def test_mirror_pad_of_run_time_sizes():
     np.testing.assert_array_equal(s, np.pad(v, p, "symmetric"))
     np.testing.assert_allclose(g, gs, rtol=1e-6)
     np.testing.assert_allclose(e, es, rtol=1e-5, atol=1e-6)
+
+
+# ---- sparse -------------------------------------------------------------------------------------
+
+SP_INDICES = [[0, 0], [0, 2], [1, 1], [2, 0], [2, 2]]
+SP_VALUES = [1.0, -3.0, 2.0, 4.0, -4.0]
+
+
+def sp_example():
+    return tf.SparseTensor(SP_INDICES, SP_VALUES, [4, 3])
+
+
+def test_sparse_add_threshold_order():
+    a = tf.SparseTensor([[0, 0], [0, 1]], [1.0, 0.25], [1, 2])
+    b = tf.SparseTensor([[0, 0], [0, 1]], [1.0, -0.2], [1, 2])
+    # TF1's third argument is threshold: the sum 0.05 at (0, 1) is dropped.
+    out = run(tf.sparse_add(a, b, 0.1))
+    assert out.indices.tolist() == [[0, 0]] and out.values.tolist() == [2.0]
+    assert run(tf.sparse.add(a, b, thresh=0.1)).values.tolist() == [2.0]
+    assert len(run(tf.sparse_add(a, b)).values) == 2
+    with pytest.raises(ValueError):
+        tf.sparse_add(a, b, threshold=0.1, thresh=0.1)
+
+
+def test_sparse_reduce_to_sparse():
+    sp = sp_example()
+    mx, sm, sm_keep, sm0, total = run([
+        tf.sparse.reduce_max_sparse(sp, axis=1), tf.sparse_reduce_sum_sparse(sp, 1),
+        tf.sparse.reduce_sum_sparse(sp, 1, keepdims=True),
+        tf.sparse.reduce_sum_sparse(sp, 0), tf.sparse.reduce_sum_sparse(sp)])
+    # Row 3 has no entries, so no output entry (not a 0); the sum 0 of row 2 is kept.
+    assert mx.indices.tolist() == [[0], [1], [2]] and mx.values.tolist() == [1.0, 2.0, 4.0]
+    assert mx.dense_shape.tolist() == [4]
+    assert sm.values.tolist() == [-2.0, 2.0, 0.0]
+    assert sm_keep.indices.tolist() == [[0, 0], [1, 0], [2, 0]]
+    assert sm_keep.dense_shape.tolist() == [4, 1]
+    assert sm0.indices.tolist() == [[0], [1], [2]] and sm0.values.tolist() == [5.0, 2.0, -7.0]
+    assert total.values.tolist() == [0.0] and total.dense_shape.tolist() == []
+    assert tf.sparse_reduce_max_sparse is tf.sparse.reduce_max_sparse
+
+
+def test_sparse_reset_shape():
+    sp = sp_example()
+    tight, bigger = run([tf.sparse.reset_shape(sp), tf.sparse_reset_shape(sp, [5, 6])])
+    assert tight.dense_shape.tolist() == [3, 3] and tight.indices.tolist() == SP_INDICES
+    assert bigger.dense_shape.tolist() == [5, 6]
+    smaller = tf.sparse.reset_shape(sp, tf.constant([3, 3], tf.int64))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="new_shape must be >="):
+        run(smaller)
+    with pytest.raises(ValueError):
+        tf.sparse.reset_shape(sp, [3, 3])
+    with pytest.raises(ValueError):
+        tf.sparse.reset_shape(sp, [5, 5, 5])
+
+
+def test_sparse_mask():
+    slices = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
+                              tf.constant([12, 26, 37]), tf.constant([40, 2]))
+    masked = tf.sparse.mask(slices, [12, 37])
+    assert isinstance(masked, tf.IndexedSlices)
+    values, indices = run([masked.values, masked.indices])
+    assert values.tolist() == [[3.0, 4.0]] and indices.tolist() == [26]
+    assert tf.sparse_mask is tf.sparse.mask
+
+
+def test_serialize_and_deserialize_sparse():
+    sp = sp_example()
+    one = tf.serialize_sparse(sp)
+    many = tf.serialize_many_sparse(sp)
+    assert one.shape.as_list() == [3] and many.shape.as_list() == [4, 3]
+    back = tf.deserialize_many_sparse(many, tf.float32, rank=2)
+    twice = tf.deserialize_many_sparse(tf.stack([one, one]), tf.float32)
+    strings = tf.serialize_many_sparse(tf.SparseTensor([[0, 1], [1, 0]], ["a", "b"], [2, 2]))
+    b, t, s = run([back, twice, tf.deserialize_many_sparse(strings, tf.string)])
+    assert b.indices.tolist() == SP_INDICES and b.values.tolist() == SP_VALUES
+    assert b.dense_shape.tolist() == [4, 3]
+    assert t.dense_shape.tolist() == [2, 4, 3]
+    assert t.indices.tolist() == [[0] + i for i in SP_INDICES] + [[1] + i for i in SP_INDICES]
+    assert s.indices.tolist() == [[0, 1], [1, 0]] and s.values.tolist() == [b"a", b"b"]
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        run(tf.deserialize_many_sparse(many, tf.int64))
+
+
+def test_sparse_cross():
+    st = tf.SparseTensor([[0, 0], [1, 0], [1, 1]], ["a", "b", "c"], [2, 2])
+    it = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], tf.constant([1, 2, 3], tf.int64), [2, 2])
+    dense = tf.constant([["x"], ["y"]])
+    empty_row = tf.SparseTensor([[0, 0]], ["z"], [2, 1])
+    crossed, hashed, partial = run([tf.sparse.cross([dense, st, it]),
+                                    tf.sparse.cross_hashed([st, it], num_buckets=100),
+                                    tf.sparse.cross([st, empty_row])])
+    # The SparseTensors come first (as TF's kernel), the last input varies fastest.
+    assert crossed.values.tolist() == [b"a_X_1_X_x", b"a_X_2_X_x", b"b_X_3_X_y", b"c_X_3_X_y"]
+    assert crossed.indices.tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    assert crossed.dense_shape.tolist() == [2, 2]
+    assert hashed.indices.tolist() == crossed.indices.tolist()
+    assert all(0 <= v < 100 for v in hashed.values)
+    assert partial.values.tolist() == [b"a_X_z"] and partial.dense_shape.tolist() == [2, 1]
+
+
+def test_sparse_cross_hashed_matches_tensorflow():
+    def one(value):
+        return tf.SparseTensor([[0, 0]], [value], [1, 1])
+    inputs = [one("batch1-FC1-F1"), one("batch1-FC2-F1"), one("batch1-FC3-F1")]
+    default, keyed = run([tf.sparse.cross_hashed(inputs).values,
+                          tf.sparse.cross_hashed(inputs, hash_key=0xDECAFCAFFE + 1).values])
+    # TF's sparse_cross_op_test: the values that guard against hashing changes.
+    assert default.tolist() == [1971693436396284976]
+    assert keyed.tolist() == [4847552627144134031]

@@ -270,7 +270,7 @@ def test_sparse_namespace_module():
     if hasattr(tf, "SparseTensor"):  # once __init__.py imports the names
         assert tf.sparse.SparseTensor is tf.SparseTensor
     with pytest.raises(AttributeError, match="TF1 has it; shardflow does not yet"):
-        sparse_ops.sparse.cross_hashed  # noqa: B018
+        sparse_ops.sparse.SparseConditionalAccumulator  # noqa: B018
 
 
 # ---- embedding_lookup_sparse ------------------------------------------------------------------
