@@ -137,6 +137,104 @@ def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range
     return _sampler_outputs(sampled, prob_of, true_classes, num_sampled, unique, name)
 
 
+def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None, name=None):
+    """Every class: sampled_candidates = [0, 1, ..., num_sampled - 1] (int64) and expected
+    counts of 1.0 for the true and the sampled classes, as TF1's tf.nn.all_candidate_sampler
+    (for testing; `unique` and `seed` change nothing)."""
+    true_classes = _check_sampler_args("all_candidate_sampler", true_classes, num_true,
+                                       num_sampled, False, num_sampled)
+    sampled = ops.constant(np.arange(int(num_sampled), dtype=np.int64))
+    true_count = ops.ones_like(ops.cast(true_classes, dtypes.float32))
+    return (ops.identity(sampled, name=name), true_count,
+            ops.constant(np.ones(int(num_sampled), np.float32)))
+
+
+def _draw(rng, p, num_sampled, unique):
+    """(ids, tries): num_sampled ids drawn from the probabilities p, without repeats when
+    unique (rejecting repeats, as TF's RangeSampler), and the number of draws made."""
+    if not unique:
+        return rng.choice(len(p), size=num_sampled, p=p), num_sampled
+    ids, seen, tries = [], set(), 0
+    while len(ids) < num_sampled:
+        for k in rng.choice(len(p), size=num_sampled, p=p):
+            tries += 1
+            if k not in seen:
+                seen.add(k)
+                ids.append(k)
+                if len(ids) == num_sampled:
+                    break
+    return np.asarray(ids), tries
+
+
+def _counts(p, tries, unique):
+    """Expected counts: tries * p, or 1 - (1 - p) ** tries for unique samples (TF's)."""
+    p = np.asarray(p, np.float64)
+    if not unique:
+        return (tries * p).astype(np.float32)
+    return (-np.expm1(tries * np.log1p(-np.minimum(p, 1.0 - 1e-12)))).astype(np.float32)
+
+
+def learned_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
+                                      seed=None, name=None):
+    """Class ids in [0, range_max) drawn from the unigram distribution of the true classes
+    this op has seen, as TF1's tf.nn.learned_unigram_candidate_sampler: each class starts
+    with a count of 1, every run draws from the counts so far and then adds 1 for each of
+    true_classes. The counts live in the op (as TF's kernel), not in a variable. Outputs as
+    log_uniform_candidate_sampler's; unique samples are drawn by rejecting repeats, and their
+    expected counts use the number of draws made, as TF1's."""
+    from shardflow.script_ops import py_func
+    true_classes = _check_sampler_args("learned_unigram_candidate_sampler", true_classes,
+                                       num_true, num_sampled, unique, range_max)
+    num_sampled, range_max = int(num_sampled), int(range_max)
+    counts = np.ones(range_max, np.float64)
+    rng = np.random.RandomState(seed)
+
+    def run(true):
+        true = np.asarray(true, np.int64)
+        if true.size and (true.min() < 0 or true.max() >= range_max):
+            raise ValueError("learned_unigram_candidate_sampler: a true class is outside "
+                             "[0, %d)" % range_max)
+        p = counts / counts.sum()
+        ids, tries = _draw(rng, p, num_sampled, unique)
+        out = (ids.astype(np.int64), _counts(p[true], tries, unique),
+               _counts(p[ids], tries, unique))
+        np.add.at(counts, true.reshape(-1), 1.0)
+        return out
+    sampled, true_count, sampled_count = py_func(
+        run, [true_classes], [dtypes.int64, dtypes.float32, dtypes.float32],
+        name=name or "LearnedUnigramCandidateSampler")
+    sampled.set_shape([num_sampled])
+    true_count.set_shape(true_classes.shape)
+    sampled_count.set_shape([num_sampled])
+    return sampled, true_count, sampled_count
+
+
+def compute_accidental_hits(true_classes, sampled_candidates, num_true, seed=None, name=None):
+    """Where a sampled candidate equals one of a row's true classes, as TF1's
+    tf.nn.compute_accidental_hits: (indices int32, ids int64, weights float32), one entry per
+    (row i, true class j) found among sampled_candidates, in that order: the row, the
+    position of the (last) equal sampled candidate, and -FLT_MAX (to add to that logit)."""
+    from shardflow.script_ops import py_func
+    true_classes = ops.cast(convert_to_tensor(true_classes), dtypes.int64)
+    sampled_candidates = ops.cast(convert_to_tensor(sampled_candidates), dtypes.int64)
+    num_true = int(num_true)
+
+    def run(true, sampled):
+        true = np.asarray(true, np.int64).reshape(-1, num_true)
+        position = {int(v): k for k, v in enumerate(np.asarray(sampled).reshape(-1))}
+        hits = [(i, position[int(c)]) for i in range(true.shape[0]) for c in true[i]
+                if int(c) in position]
+        rows = np.array([h[0] for h in hits], np.int32)
+        ids = np.array([h[1] for h in hits], np.int64)
+        return rows, ids, np.full(len(hits), -np.finfo(np.float32).max, np.float32)
+    indices, ids, weights = py_func(run, [true_classes, sampled_candidates],
+                                    [dtypes.int32, dtypes.int64, dtypes.float32],
+                                    name=name or "ComputeAccidentalHits")
+    for t in (indices, ids, weights):
+        t.set_shape([None])
+    return indices, ids, weights
+
+
 def _read_unigrams(vocab_file):
     """The counts of a vocabulary file: the last comma-separated field of each line."""
     with open(vocab_file) as f:
@@ -293,5 +391,6 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_class
                                                     logits=logits)
 
 
-__all__ = ["fixed_unigram_candidate_sampler", "log_uniform_candidate_sampler", "nce_loss",
+__all__ = ["all_candidate_sampler", "compute_accidental_hits", "fixed_unigram_candidate_sampler",
+           "learned_unigram_candidate_sampler", "log_uniform_candidate_sampler", "nce_loss",
            "sampled_softmax_loss", "uniform_candidate_sampler"]

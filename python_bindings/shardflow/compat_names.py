@@ -706,13 +706,18 @@ def _attach_aliases():
     import types
 
     import shardflow as sf
+    from shardflow import candidate_sampling
     additions = {
         sf.nn: {"avg_pool2d": sf.nn.avg_pool, "max_pool2d": sf.nn.max_pool,
                 "max_pool_v2": sf.nn.max_pool, "space_to_batch": sf.space_to_batch,
                 "conv2d_backprop_input": _conv2d_backprop_input,
                 "conv2d_backprop_filter": _conv2d_backprop_filter,
                 "compute_average_loss": _compute_average_loss,
-                "scale_regularization_loss": _scale_regularization_loss},
+                "scale_regularization_loss": _scale_regularization_loss,
+                "all_candidate_sampler": candidate_sampling.all_candidate_sampler,
+                "learned_unigram_candidate_sampler":
+                    candidate_sampling.learned_unigram_candidate_sampler,
+                "compute_accidental_hits": candidate_sampling.compute_accidental_hits},
         sf.train: {"piecewise_constant_decay": sf.train.piecewise_constant,
                    "checkpoints_iterator": _checkpoints_iterator,
                    "queue_runner": types.SimpleNamespace(

@@ -301,3 +301,39 @@ def test_sparse_cross_hashed_matches_tensorflow():
     # TF's sparse_cross_op_test: the values that guard against hashing changes.
     assert default.tolist() == [1971693436396284976]
     assert keyed.tolist() == [4847552627144134031]
+
+
+# ---- candidate sampling -------------------------------------------------------------------------
+
+def test_all_candidate_sampler():
+    true = tf.constant([[1, 3], [0, 2]], tf.int64)
+    sampled, true_count, sampled_count = run(tf.nn.all_candidate_sampler(true, 2, 5, True))
+    assert sampled.tolist() == [0, 1, 2, 3, 4]
+    assert true_count.tolist() == [[1.0, 1.0], [1.0, 1.0]] and sampled_count.tolist() == [1.0] * 5
+
+
+def test_learned_unigram_candidate_sampler_learns_the_true_classes():
+    true = tf.constant([[1, 1], [1, 1]], tf.int64)
+    sampler = tf.nn.learned_unigram_candidate_sampler(true, 2, 3, False, 4, seed=1)
+    unique = tf.nn.learned_unigram_candidate_sampler(true, 2, 3, True, 4, seed=2)
+    with tf.Session() as sess:
+        first = sess.run(sampler)
+        second = sess.run(sampler)   # class 1 now counts 1 + 4 of 8
+        draws = [sess.run(unique)[0] for _ in range(5)]
+        many = np.concatenate([sess.run(sampler)[0] for _ in range(300)])
+    np.testing.assert_allclose(first[1], np.full((2, 2), 3 * 0.25))
+    np.testing.assert_allclose(second[1], np.full((2, 2), 3 * 5 / 8))
+    expected = [3 * (5 / 8 if k == 1 else 1 / 8) for k in second[0]]
+    np.testing.assert_allclose(second[2], expected)
+    assert all(len(set(d.tolist())) == 3 for d in draws)
+    assert all(0 <= k < 4 for k in many) and np.mean(many == 1) > 0.9
+
+
+def test_compute_accidental_hits():
+    true = tf.constant([[1, 3], [0, 2]], tf.int64)
+    indices, ids, weights = run(tf.nn.compute_accidental_hits(
+        true, tf.constant([3, 0, 5, 3], tf.int64), num_true=2))
+    # (row, position of the last equal sampled candidate), in row-major order of true.
+    assert indices.tolist() == [0, 1] and indices.dtype == np.int32
+    assert ids.tolist() == [3, 1]
+    assert weights.tolist() == [-np.finfo(np.float32).max] * 2
