@@ -496,7 +496,164 @@ def self_adjoint_eigvals(tensor, name=None):
                      name or "SelfAdjointEigV2")[0]
 
 
+# ---- matrix functions: expm, sqrtm, logm --------------------------------------------------------
+
+# The [13/13] Pade coefficients of exp (Higham 2005, "The scaling and squaring method for the
+# matrix exponential revisited"); exact for norms up to _THETA_13 after scaling by 2^-s.
+_PADE_13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
+            1187353796428800.0, 129060195264000.0, 10559470521600.0, 670442572800.0,
+            33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA_13 = 5.371920351148152
+
+
+def _each_matrix(fn, a):
+    """fn applied (in float64) to each [N, N] matrix of the [..., N, N] array a."""
+    a = np.asarray(a)
+    flat = a.reshape((-1,) + a.shape[-2:]).astype(np.float64)
+    out = np.stack([fn(m) for m in flat]) if len(flat) else flat
+    return out.reshape(a.shape)
+
+
+def _expm_numpy(a):
+    norm = np.abs(a).sum(axis=0).max() if a.size else 0.0
+    s = max(0, int(np.ceil(np.log2(norm / _THETA_13)))) if norm > _THETA_13 else 0
+    a = a / 2.0 ** s
+    b, eye = _PADE_13, np.eye(len(a))
+    a2 = a @ a
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = a @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+             + b[1] * eye)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 \
+        + b[0] * eye
+    r = np.linalg.solve(v - u, v + u)
+    for _ in range(s):
+        r = r @ r
+    return r
+
+
+def _sqrtm_numpy(a):
+    """The principal square root by the scaled Denman-Beavers iteration (a must have no
+    eigenvalue on the closed negative real axis: otherwise NaN, or no real root)."""
+    n = len(a)
+    if n == 0:
+        return a
+    y, z = a.copy(), np.eye(n)
+    for _ in range(100):
+        det = abs(np.linalg.det(y) * np.linalg.det(z))
+        gamma = det ** (-1.0 / (2 * n)) if 0 < det < np.inf else 1.0
+        y_inv, z_inv = np.linalg.inv(y), np.linalg.inv(z)
+        y_next = 0.5 * (gamma * y + z_inv / gamma)
+        z = 0.5 * (gamma * z + y_inv / gamma)
+        done = np.linalg.norm(y_next - y, 1) <= 1e-14 * np.linalg.norm(y_next, 1)
+        y = y_next
+        if done:
+            break
+    return y
+
+
+def _logm_numpy(a):
+    """The principal logarithm by inverse scaling and squaring: square roots until a is near
+    I, then the series of 2 atanh((a - I)(a + I)^-1), times 2^k."""
+    n = len(a)
+    if n == 0:
+        return a
+    eye, k = np.eye(n), 0
+    while np.linalg.norm(a - eye, 1) > 0.1 and k < 60:
+        a = _sqrtm_numpy(a)
+        k += 1
+    z = np.linalg.solve((a + eye).T, (a - eye).T).T
+    z2, term, total = z @ z, z, z.copy()
+    for j in range(3, 60, 2):
+        term = term @ z2
+        total += term / j
+        if np.abs(term).max() < 1e-18:
+            break
+    return 2.0 ** (k + 1) * total
+
+
+def _slice_block(x, n):
+    """x[..., :n, n:] of [..., 2n, 2n] matrices."""
+    lead = x.shape.ndims - 2
+    return ops.slice(x, [0] * lead + [0, n], [-1] * lead + [n, n])
+
+
+@RegisterGradient("SfMatrixExponential")
+def _expm_grad(op, grad):
+    # The Frechet derivative of exp at A^T in the direction grad: the top right block of
+    # exp([[A^T, grad], [0, A^T]]) (Mathias 1996), so the gradient is itself differentiable.
+    a = op.inputs[0]
+    grad = _shaped(grad, a.shape)
+    at = _t(a)
+    top = ops.concat([at, grad], -1)
+    bottom = ops.concat([ops.zeros_like(at), at], -1)
+    return [_slice_block(expm(ops.concat([top, bottom], -2)), a.shape.as_list()[-1])]
+
+
+def _sylvester_numpy(y, g):
+    """X with y^T X + X y^T = g, for each matrix of the batch (a Kronecker-product solve,
+    O(N^6): meant for small matrices)."""
+    def one(pair):
+        yt, gm = pair
+        n = len(yt)
+        system = np.kron(yt, np.eye(n)) + np.kron(np.eye(n), yt.T)
+        return np.linalg.solve(system, gm.reshape(-1)).reshape(n, n)
+    y = np.asarray(y, np.float64)
+    g = np.asarray(g, np.float64)
+    flat_y = y.reshape((-1,) + y.shape[-2:])
+    flat_g = g.reshape((-1,) + g.shape[-2:])
+    out = [one((m.T, gm)) for m, gm in zip(flat_y, flat_g)]
+    return np.stack(out).reshape(y.shape) if out else flat_g.reshape(y.shape)
+
+
+@RegisterGradient("SfMatrixSquareRoot")
+def _sqrtm_grad(op, grad):
+    # Y = sqrtm(A): dA = Y dY + dY Y, so the gradient X solves Y^T X + X Y^T = grad (TF's
+    # MatrixSquareRoot gradient). Not differentiable again (a NumPy solve).
+    a = op.inputs[0]
+    y = _out(op, 0, a.shape)
+    grad = _shaped(grad, a.shape)
+    x = py_func(lambda ym, gm: _sylvester_numpy(ym, gm).astype(a.dtype.as_numpy_dtype),
+                [y, grad], a.dtype, stateful=False, name="MatrixSquareRootGrad")
+    return [_shaped(x, a.shape)]
+
+
+@RegisterGradient("SfMatrixLogarithm")
+def _logm_grad(op, grad):
+    raise NotImplementedError("logm has no gradient (nor in TF 1.15)")
+
+
+def expm(input, name=None):  # noqa: A002
+    """The matrix exponential of each [..., N, N] matrix, as TF 1.15's tf.linalg.expm (scaling
+    and squaring with the [13/13] Pade approximant, in float64). Differentiable (again and
+    again): the gradient is an expm of a [2N, 2N] block matrix."""
+    a = _square(input, "expm")
+    return _numpy_op(lambda x: _each_matrix(_expm_numpy, x), [a], [a.dtype],
+                     [a.shape.as_list()], "SfMatrixExponential", name or "MatrixExponential")[0]
+
+
+def matrix_square_root(input, name=None):  # noqa: A002
+    """The principal square root of each [..., N, N] real matrix (no eigenvalue on the closed
+    negative real axis; else NaN), as TF's tf.linalg.sqrtm / tf.matrix_square_root: the
+    Denman-Beavers iteration in float64. Differentiable once (TF's Sylvester-equation
+    gradient, an O(N^6) NumPy solve), not twice."""
+    a = _square(input, "sqrtm")
+    return _numpy_op(lambda x: _each_matrix(_sqrtm_numpy, x), [a], [a.dtype],
+                     [a.shape.as_list()], "SfMatrixSquareRoot", name or "MatrixSquareRoot")[0]
+
+
+def logm(input, name=None):  # noqa: A002
+    """The principal logarithm of each [..., N, N] real matrix that has one (no eigenvalue
+    on the closed negative real axis; else NaN), as tf.linalg.logm: inverse scaling and
+    squaring in float64. TF's logm takes complex matrices only (shardflow has no complex
+    types, so this takes real ones); no gradient, as TF's."""
+    a = _square(input, "logm")
+    return _numpy_op(lambda x: _each_matrix(_logm_numpy, x), [a], [a.dtype],
+                     [a.shape.as_list()], "SfMatrixLogarithm", name or "MatrixLogarithm")[0]
+
+
 # lu is tf.linalg.lu only (namespaces.py finds it here), as in TF 1.15.
 __all__ = ["cholesky", "cholesky_solve", "log_matrix_determinant", "logdet",
            "matrix_determinant", "matrix_inverse", "matrix_solve", "matrix_solve_ls",
+           "matrix_square_root",
            "matrix_triangular_solve", "qr", "self_adjoint_eig", "self_adjoint_eigvals", "svd"]

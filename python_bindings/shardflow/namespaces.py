@@ -90,6 +90,7 @@ _EXTRA = {"matrix_transpose": _matrix_transpose, "transpose": _matrix_transpose,
           "slogdet": linalg_ops.log_matrix_determinant, "solve": linalg_ops.matrix_solve,
           "triangular_solve": linalg_ops.matrix_triangular_solve,
           "lstsq": linalg_ops.matrix_solve_ls, "eigh": linalg_ops.self_adjoint_eig,
+          "sqrtm": linalg_ops.matrix_square_root,
           "eigvalsh": linalg_ops.self_adjoint_eigvals}
 
 

@@ -337,3 +337,70 @@ def test_compute_accidental_hits():
     assert indices.tolist() == [0, 1] and indices.dtype == np.int32
     assert ids.tolist() == [3, 1]
     assert weights.tolist() == [-np.finfo(np.float32).max] * 2
+
+
+# ---- linalg: expm, sqrtm, logm ------------------------------------------------------------------
+
+def expm_taylor(m, squarings=8, terms=60):
+    m = m / 2.0 ** squarings
+    out, term = np.eye(len(m)), np.eye(len(m))
+    for k in range(1, terms):
+        term = term @ m / k
+        out = out + term
+    for _ in range(squarings):
+        out = out @ out
+    return out
+
+
+def numeric_grad(sess, loss, x, at, eps=1e-6):
+    out = np.zeros_like(at)
+    for i in np.ndindex(*at.shape):
+        d = np.zeros_like(at)
+        d[i] = eps
+        out[i] = (sess.run(loss, {x: at + d}) - sess.run(loss, {x: at - d})) / (2 * eps)
+    return out
+
+
+def test_linalg_expm_values_and_gradients():
+    rs = np.random.RandomState(0)
+    a = rs.randn(3, 3)
+    batch = np.stack([a, 8 * a, np.zeros((3, 3))])
+    out = run(tf.linalg.expm(tf.constant(batch)))
+    for m, e in zip(batch, out):
+        np.testing.assert_allclose(e, expm_taylor(m), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(run(tf.linalg.expm(tf.constant(a, tf.float32))),
+                               expm_taylor(a), rtol=1e-5)
+    x = tf.placeholder(tf.float64, [3, 3])
+    w = rs.randn(3, 3)
+    loss = tf.reduce_sum(tf.linalg.expm(x) * w)
+    grad = tf.gradients(loss, x)[0]
+    second = tf.gradients(tf.reduce_sum(grad * w), x)[0]
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(grad, {x: a}), numeric_grad(sess, loss, x, a),
+                                   rtol=1e-6, atol=1e-6)
+        assert sess.run(second, {x: a}).shape == (3, 3)   # differentiable again
+
+
+def test_linalg_sqrtm_and_logm():
+    rs = np.random.RandomState(1)
+    a = rs.randn(3, 3)
+    spd = a @ a.T + 3 * np.eye(3)
+    root, log = run([tf.linalg.sqrtm(tf.constant(spd)), tf.linalg.logm(tf.constant(spd))])
+    np.testing.assert_allclose(root @ root, spd, rtol=1e-12, atol=1e-12)
+    e, v = np.linalg.eigh(spd)
+    np.testing.assert_allclose(root, (v * np.sqrt(e)) @ v.T, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(log, (v * np.log(e)) @ v.T, rtol=1e-10, atol=1e-12)
+    # A non-symmetric matrix with positive eigenvalues: expm(logm(b)) == b.
+    b = np.array([[2.0, 1.0, 0.0], [0.0, 3.0, 1.0], [0.5, 0.0, 1.5]])
+    back = run(tf.linalg.expm(tf.linalg.logm(tf.constant(b))))
+    np.testing.assert_allclose(back, b, rtol=1e-10, atol=1e-12)
+    assert tf.matrix_square_root is tf.linalg.sqrtm
+    x = tf.placeholder(tf.float64, [3, 3])
+    w = rs.randn(3, 3)
+    loss = tf.reduce_sum(tf.linalg.sqrtm(x) * w)
+    grad = tf.gradients(loss, x)[0]
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(grad, {x: spd}), numeric_grad(sess, loss, x, spd),
+                                   rtol=1e-5, atol=1e-7)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="logm has no gradient"):
+            sess.run(tf.gradients(tf.reduce_sum(tf.linalg.logm(x)), x)[0], {x: spd})
