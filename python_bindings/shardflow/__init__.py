@@ -74,7 +74,8 @@ from shardflow import data  # noqa: F401  (tf.data: Dataset, Iterator)
 from shardflow import python  # noqa: F401  (tf.python.client.timeline)
 from shardflow.tensor_util import (get_static_value, make_ndarray,  # noqa: F401
                                    make_tensor_proto)
-from shardflow.math_composites import (count_nonzero, div, div_no_nan, divide,  # noqa: F401
+from shardflow.math_composites import (betainc, igamma, igammac,  # noqa: F401
+                                       count_nonzero, div, div_no_nan, divide,
                                        eye, lbeta, lin_space, linspace, log_sigmoid, norm, rank,
                                        realdiv, reduce_logsumexp, shape, size, to_double,
                                        to_float, to_int32, to_int64, truncatediv, truncatemod)

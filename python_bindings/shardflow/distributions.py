@@ -631,9 +631,11 @@ class Gamma(Distribution):
             ops.subtract(ops.lgamma(c), ops.multiply(c, ops.log(rate))), name=name)
 
     def cdf(self, value, name="cdf"):
-        raise NotImplementedError("cdf is not implemented: Gamma (it needs the regularized "
-                                  "incomplete gamma function, tf.math.igamma, which shardflow "
-                                  "does not have)")
+        """P(concentration, rate x): the regularized lower incomplete gamma function
+        (tf.math.igamma, as TF1's: NaN for x < 0)."""
+        from shardflow.math_composites import igamma
+        x = _float(value, self.dtype)
+        return ops.identity(igamma(self._c_b, ops.multiply(self._rate_b, x)), name=name)
 
     def entropy(self, name="entropy"):
         c = self._c_b
@@ -704,6 +706,13 @@ class Beta(Distribution):
     def _log_normalization(self):
         return ops.subtract(ops.add(ops.lgamma(self._a), ops.lgamma(self._b)),
                             ops.lgamma(self.total_concentration))
+
+    def cdf(self, value, name="cdf"):
+        """I_x(concentration1, concentration0): the regularized incomplete beta function
+        (tf.math.betainc, as TF1's: NaN for x outside [0, 1])."""
+        from shardflow.math_composites import betainc
+        x = _float(value, self.dtype)
+        return ops.identity(betainc(self._a, self._b, x), name=name)
 
     def sample(self, sample_shape=(), seed=None, name="sample"):
         shape = _sample_shape(sample_shape)

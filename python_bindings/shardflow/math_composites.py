@@ -14,6 +14,8 @@ kernels would take at run time where their composition must: eye's sizes and lin
 are Python ints.
 """
 
+import math as _math
+
 import numpy as np
 
 from shardflow import array_ops, dtypes, ops
@@ -413,7 +415,171 @@ def xdivy(x, y, name=None):
     quotient = ops.divide(x, safe_y)
     return array_ops.where_v2(zero, ops.zeros_like(quotient), quotient, name=name)
 
-__all__ = ["count_nonzero", "div", "div_no_nan", "eye", "lbeta", "lin_space", "linspace",
-           "log_sigmoid", "norm", "rank", "realdiv", "reduce_logsumexp", "reduce_std",
-           "reduce_variance", "size", "to_double", "to_float", "to_int32", "to_int64",
+# ---- regularized incomplete gamma and beta functions --------------------------------------------
+# Note [Incomplete gamma and beta]. NumPy in a PyFunc node, in float64: the power series of P(a,
+# x) for x < a + 1 and the (modified Lentz) continued fraction of Q(a, x) otherwise; I_x(a, b)
+# from its continued fraction, on x or (by symmetry) 1 - x, whichever converges fast (Numerical
+# Recipes, 6.2 and 6.4). Arguments outside the domain (a <= 0, x < 0, x outside [0, 1]) give NaN,
+# as TF's kernels. Gradients flow to x (the density), not to a or b.
+
+_TINY = 1e-300
+_EPS = 1e-16
+_MAX_TERMS = 100000
+
+
+def _gamma_prefix(a, x):
+    return np.exp(a * np.log(x) - x - _math.lgamma(a))
+
+
+def _igamma_one(a, x, upper):
+    """P(a, x) (upper=False) or Q(a, x) of Python floats."""
+    if not (a > 0) or not (x >= 0) or np.isnan(a) or np.isnan(x):
+        return np.nan
+    if x == 0:
+        return 1.0 if upper else 0.0
+    if np.isinf(x):
+        return 0.0 if upper else 1.0
+    if x < a + 1:
+        term = total = 1.0 / a
+        n = a
+        for _ in range(_MAX_TERMS):
+            n += 1
+            term *= x / n
+            total += term
+            if abs(term) < abs(total) * _EPS:
+                break
+        p = total * _gamma_prefix(a, x)
+        return 1.0 - p if upper else p
+    b = x + 1 - a
+    c, d = 1 / _TINY, 1 / b
+    h = d
+    for i in range(1, _MAX_TERMS):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = _TINY if abs(d) < _TINY else d
+        c = b + an / c
+        c = _TINY if abs(c) < _TINY else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < _EPS:
+            break
+    q = _gamma_prefix(a, x) * h
+    return q if upper else 1.0 - q
+
+
+def _beta_fraction(a, b, x):
+    qab, qap, qam = a + b, a + 1, a - 1
+    c, d = 1.0, 1 - qab * x / qap
+    d = 1 / (_TINY if abs(d) < _TINY else d)
+    h = d
+    for m in range(1, _MAX_TERMS):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1 + aa * d
+            d = 1 / (_TINY if abs(d) < _TINY else d)
+            c = 1 + aa / c
+            c = _TINY if abs(c) < _TINY else c
+            delta = d * c
+            h *= delta
+        if abs(delta - 1) < _EPS:
+            break
+    return h
+
+
+def _betainc_one(a, b, x):
+    if not (a > 0 and b > 0 and 0 <= x <= 1):
+        return np.nan
+    if x == 0 or x == 1:
+        return float(x)
+    log_front = (_math.lgamma(a + b) - _math.lgamma(a) - _math.lgamma(b) + a * np.log(x)
+                 + b * np.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return np.exp(log_front) * _beta_fraction(a, b, x) / a
+    return 1.0 - np.exp(log_front) * _beta_fraction(b, a, 1 - x) / b
+
+
+def _special(what, fn, args, name, grad_x):
+    """fn of the broadcast float tensors `args` (the last one x), element-wise in NumPy, as a
+    PyFunc whose gradient to x is grad_x(*args) (None to the others)."""
+    from shardflow.framework import get_default_graph
+    from shardflow.gradients import RegisterGradient
+    from shardflow.script_ops import py_func
+    # The dtype of the tensors given, else of the NumPy float arrays given, else float32;
+    # Python numbers and lists follow it.
+    dtype = next((t.dtype for t in args if isinstance(t, Tensor) and t.dtype.is_floating),
+                 None)
+    if dtype is None:
+        dtype = next((dtypes.as_dtype(np.asarray(t).dtype) for t in args
+                      if isinstance(t, (np.ndarray, np.floating))
+                      and np.asarray(t).dtype in (np.float32, np.float64)), dtypes.float32)
+    tensors = [t if isinstance(t, Tensor) else convert_to_tensor(np.asarray(
+        t, dtype.as_numpy_dtype)) for t in args]
+    if dtype not in (dtypes.float32, dtypes.float64):
+        raise TypeError("%s takes float32 or float64, not %s" % (what, dtype.name))
+    tensors = [ops.cast(t, dtype) if t.dtype != dtype else t for t in tensors]
+    # The result's shape: the arguments broadcast (as a + b + ... of zeros).
+    like = tensors[0]
+    for t in tensors[1:]:
+        like = ops.add(ops.multiply(like, 0.0), ops.multiply(t, 0.0))
+    full = [ops.add(t, ops.zeros_like(like)) for t in tensors]
+
+    def run(*arrays):
+        out = np.vectorize(fn, otypes=[np.float64])(*[np.asarray(v, np.float64)
+                                                      for v in arrays])
+        return np.asarray(out, dtype.as_numpy_dtype)
+    grad_name = "Sf%sGrad" % what.capitalize()
+    if grad_name not in _REGISTERED:
+        _REGISTERED.add(grad_name)
+
+        @RegisterGradient(grad_name)
+        def _grad(op, grad):
+            inputs = list(op.inputs)
+            return [None] * (len(inputs) - 1) + [ops.multiply(grad, grad_x(*inputs))]
+    with get_default_graph().gradient_override_map({"PyFunc": grad_name}):
+        out = py_func(run, full, dtype, stateful=False, name=name or what.capitalize())
+    out.set_shape(like.shape)
+    return out
+
+
+_REGISTERED = set()
+
+
+def _gamma_density(a, x):
+    return ops.exp(ops.subtract(ops.subtract(ops.multiply(ops.subtract(a, 1.0), ops.log(x)), x),
+                                ops.lgamma(a)))
+
+
+def igamma(a, x, name=None):
+    """The regularized lower incomplete gamma function P(a, x) = gamma(a, x) / Gamma(a),
+    element-wise with broadcasting, as TF1's tf.math.igamma / tf.igamma (Note [Incomplete
+    gamma and beta]; the gradient flows to x only)."""
+    return _special("igamma", lambda av, xv: _igamma_one(av, xv, False), [a, x], name,
+                    _gamma_density)
+
+
+def igammac(a, x, name=None):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x), as TF1's
+    tf.math.igammac / tf.igammac (the gradient flows to x only)."""
+    return _special("igammac", lambda av, xv: _igamma_one(av, xv, True), [a, x], name,
+                    lambda av, xv: ops.negative(_gamma_density(av, xv)))
+
+
+def betainc(a, b, x, name=None):
+    """The regularized incomplete beta function I_x(a, b), element-wise with broadcasting, as
+    TF1's tf.math.betainc / tf.betainc (the gradient flows to x only: x^(a-1) (1-x)^(b-1) /
+    B(a, b))."""
+    def density(av, bv, xv):
+        log_b = ops.subtract(ops.add(ops.lgamma(av), ops.lgamma(bv)), ops.lgamma(av + bv))
+        return ops.exp(ops.subtract(
+            ops.add(ops.multiply(ops.subtract(av, 1.0), ops.log(xv)),
+                    ops.multiply(ops.subtract(bv, 1.0), ops.log1p(ops.negative(xv)))), log_b))
+    return _special("betainc", _betainc_one, [a, b, x], name, density)
+
+
+__all__ = ["betainc", "count_nonzero", "div", "div_no_nan", "eye", "igamma", "igammac", "lbeta",
+           "lin_space", "linspace", "log_sigmoid", "norm", "rank", "realdiv", "reduce_logsumexp",
+           "reduce_std", "reduce_variance", "size", "to_double", "to_float", "to_int32", "to_int64",
            "truncatediv", "truncatemod", "xdivy", "xlogy"]

@@ -28,10 +28,10 @@ from shardflow import (array_composites, array_ops, check_ops, contractions, cor
 # TF 1.15's tf.math (and the names TF1 also spells there), looked up in this order of modules.
 _MATH_NAMES = (
     "abs", "accumulate_n", "acos", "acosh", "add", "add_n", "argmax", "argmin", "asin", "asinh",
-    "atan", "atan2", "atanh", "bincount", "ceil", "confusion_matrix", "cos", "cosh",
+    "atan", "atan2", "atanh", "betainc", "bincount", "ceil", "confusion_matrix", "cos", "cosh",
     "count_nonzero", "cumprod", "cumsum", "digamma", "divide", "divide_no_nan", "equal", "erf",
     "erfc", "erfinv", "exp", "expm1", "floor", "floordiv", "floormod", "greater",
-    "greater_equal", "in_top_k", "invert_permutation",
+    "greater_equal", "igamma", "igammac", "in_top_k", "invert_permutation",
     "is_finite", "is_inf", "is_nan", "is_non_decreasing", "is_strictly_increasing",
     "l2_normalize", "lbeta", "less", "less_equal", "lgamma", "log",
     "log1p", "log_sigmoid", "log_softmax", "logical_and", "logical_not", "logical_or",

@@ -5,6 +5,8 @@ tf.debugging.assert_shapes, block_shape of space_to_batch, string_split's sep / 
 string_to_number(input=), as_dtype(type_value=) and tf.dtypes.bool, make_tensor_proto's
 verify_shape / allow_broadcast."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -404,3 +406,57 @@ def test_linalg_sqrtm_and_logm():
                                    rtol=1e-5, atol=1e-7)
         with pytest.raises(tf.errors.InvalidArgumentError, match="logm has no gradient"):
             sess.run(tf.gradients(tf.reduce_sum(tf.linalg.logm(x)), x)[0], {x: spd})
+
+
+# ---- igamma, igammac, betainc -------------------------------------------------------------------
+
+def poisson_tail(n, x):
+    """Q(n, x) for an integer n: the probability of fewer than n Poisson(x) events."""
+    return sum(np.exp(k * np.log(x) - x - math.lgamma(k + 1)) for k in range(n))
+
+
+def test_igamma_igammac():
+    a = np.array([1.0, 0.5, 3.0, 10.0, 100.0, 100.0, 0.1])
+    x = np.array([2.0, 0.7, 4.5, 3.0, 110.0, 80.0, 20.0])
+    p, q = run([tf.igamma(a, x), tf.math.igammac(a, x)])
+    expected_q = [np.exp(-2.0), math.erfc(math.sqrt(0.7)), poisson_tail(3, 4.5),
+                  poisson_tail(10, 3.0), poisson_tail(100, 110.0), poisson_tail(100, 80.0)]
+    np.testing.assert_allclose(q[:6], expected_q, rtol=1e-10)
+    np.testing.assert_allclose(p + q, np.ones(7), rtol=1e-12)
+    assert q[6] < 1e-9
+    assert tf.math.igamma is tf.igamma and tf.math.igammac is tf.igammac
+    edge = run(tf.igamma([-1.0, 1.0, 1.0, 2.0], [1.0, -1.0, 0.0, np.inf]))
+    assert np.isnan(edge[0]) and np.isnan(edge[1]) and edge[2] == 0.0 and edge[3] == 1.0
+    broadcast = run(tf.igamma(tf.constant([[1.0], [2.0]]), tf.constant([1.0, 2.0, 3.0])))
+    assert broadcast.shape == (2, 3) and broadcast.dtype == np.float32
+    np.testing.assert_allclose(broadcast[0], 1 - np.exp(-np.array([1.0, 2.0, 3.0])), rtol=1e-6)
+    xs = tf.placeholder(tf.float64, [3])
+    grad = tf.gradients(tf.reduce_sum(tf.igamma(2.0, xs) - tf.igammac(2.0, xs)), xs)[0]
+    v = np.array([0.5, 1.0, 2.0])
+    np.testing.assert_allclose(run(grad, {xs: v}), 2 * v * np.exp(-v), rtol=1e-10)
+
+
+def test_betainc():
+    out = run(tf.math.betainc([2.0, 0.5, 5.0, 30.0], [3.0, 0.5, 1.0, 40.0],
+                              [0.3, 0.25, 0.9, 0.45]))
+    x = 0.3
+    i23 = sum(math.comb(4, j) * x ** j * (1 - x) ** (4 - j) for j in range(2, 5))
+    # I_x(30, 40) = P(at least 30 successes of 69 trials of probability x).
+    big = sum(math.comb(69, j) * 0.45 ** j * 0.55 ** (69 - j) for j in range(30, 70))
+    np.testing.assert_allclose(out, [i23, 1 / 3, 0.9 ** 5, big], rtol=1e-6)
+    edge = run(tf.betainc(1.0, 1.0, [1.5, 0.0, 1.0]))
+    assert np.isnan(edge[0]) and edge[1:].tolist() == [0.0, 1.0]
+    assert tf.betainc is tf.math.betainc
+
+
+def test_gamma_and_beta_cdf():
+    gamma = tf.distributions.Gamma(concentration=[1.0, 3.0], rate=[2.0, 0.5])
+    beta = tf.distributions.Beta([2.0, 0.5], [3.0, 0.5])
+    x = tf.placeholder(tf.float32, [2])
+    with tf.Session() as sess:
+        np.testing.assert_allclose(sess.run(gamma.cdf([1.0, 4.0])),
+                                   [1 - np.exp(-2.0), 1 - 5 * np.exp(-2.0)], rtol=1e-6)
+        np.testing.assert_allclose(sess.run(beta.cdf([0.3, 0.25])), [0.3483, 1 / 3], rtol=1e-6)
+        grad = tf.gradients(tf.reduce_sum(gamma.cdf(x)), x)[0]
+        np.testing.assert_allclose(sess.run(grad, {x: [1.0, 4.0]}),
+                                   sess.run(gamma.prob([1.0, 4.0])), rtol=1e-5)
