@@ -23,6 +23,7 @@ def fresh_graph():
     tf.reset_default_graph()
     tf.keras.backend.clear_session()
     tf.set_random_seed(0)
+    np.random.seed(0)           # Keras's fit shuffles with NumPy's global generator
 
 
 def _fashion(n):
@@ -611,8 +612,9 @@ def test_keras_functional_model_with_custom_layer_learns_and_reloads(tmp_path):
     restored = keras.models.load_model(str(tmp_path / saved[-1]),
                                        custom_objects={"_Scaled": _Scaled})
     assert isinstance(restored.get_layer("scaled"), _Scaled)
-    np.testing.assert_allclose(restored.predict(images[1000:1010]),
-                               model.predict(images[1000:1010]), rtol=1e-5, atol=1e-7)
+    # The last file saved is the best epoch's model (the last epoch's only when it was best).
+    assert restored.evaluate(images[1000:], labels[1000:], verbose=0)[0] == pytest.approx(
+        val_loss[best], rel=1e-5)
 
 
 def test_keras_early_stopping_reduce_lr_and_checkpoint_agree_on_the_best_epoch(tmp_path):
@@ -934,3 +936,57 @@ def test_stateful_lstm_keeps_its_states_between_batches_and_resets():
         keras.Sequential([L.GRU(4, stateful=True, input_shape=(3, 1))])
     with pytest.raises(AttributeError, match="must be stateful"):
         L.SimpleRNN(2).reset_states()
+
+
+# (s) Estimator.train(saving_listeners=...): a listener around each checkpoint ---------------
+
+class _EvalAfterSave(tf.train.CheckpointSaverListener):
+    """Records each save's step and the model's value there; stops training at step 20."""
+
+    def __init__(self):
+        self.calls, self.kernels = [], []
+
+    def begin(self):
+        self.calls.append("begin")
+        self.kernel = tf.trainable_variables()[0]
+
+    def before_save(self, session, global_step_value):
+        self.calls.append(("before", global_step_value))
+
+    def after_save(self, session, global_step_value):
+        self.calls.append(("after", global_step_value))
+        self.kernels.append(session.run(self.kernel))
+        return global_step_value >= 20          # True asks training to stop
+
+    def end(self, session, global_step_value):
+        self.calls.append(("end", global_step_value))
+
+
+def test_estimator_train_calls_saving_listeners_around_each_checkpoint(tmp_path):
+    rng = np.random.RandomState(0)
+    X = rng.randn(100, 3).astype(np.float32)
+    Y = (X @ [1.0, 2.0, 3.0]).astype(np.float32)
+
+    def model_fn(features, labels, mode):
+        pred = tf.squeeze(tf.layers.dense(features["x"], 1), 1)
+        loss = tf.losses.mean_squared_error(labels, pred)
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path), config=tf.estimator.RunConfig(
+        save_checkpoints_steps=10, keep_checkpoint_max=2))
+    listener = _EvalAfterSave()
+    # (NotImplementedError before.)
+    est.train(tf.estimator.inputs.numpy_input_fn({"x": X}, Y, batch_size=10, num_epochs=None,
+                                                  shuffle=True),
+              steps=100, saving_listeners=[listener])
+    # As TF 1.15's CheckpointSaverHook: a save when the session starts (step 0), then every
+    # 10 steps; after_save returning True stops training at that step.
+    assert listener.calls == ["begin", ("before", 0), ("after", 0), ("before", 10),
+                              ("after", 10), ("before", 20), ("after", 20), ("end", 20)]
+    assert est.get_variable_value("global_step") == 20
+    np.testing.assert_array_equal(listener.kernels[-1],
+                                  est.get_variable_value(listener.kernel.op.name))
+    with pytest.raises(TypeError, match="CheckpointSaverListener"):
+        est.train(lambda: None, steps=1, saving_listeners=[object()])

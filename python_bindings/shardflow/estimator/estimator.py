@@ -355,15 +355,21 @@ class Estimator:
 
     def train(self, input_fn, hooks=None, steps=None, max_steps=None, saving_listeners=None):
         """Trains until input_fn's data runs out (OutOfRangeError), `steps` more steps, or the
-        global step reaches `max_steps`; checkpoints go to model_dir. Returns self."""
+        global step reaches `max_steps`; checkpoints go to model_dir, and each
+        CheckpointSaverListener of `saving_listeners` is called around each save (on the
+        chief). Returns self."""
         if steps is not None and max_steps is not None:
             raise ValueError("train takes steps or max_steps, not both")
         if steps is not None and steps <= 0:
             raise ValueError("steps must be positive, got %r" % (steps,))
         if max_steps is not None and max_steps <= 0:
             raise ValueError("max_steps must be positive, got %r" % (max_steps,))
-        if saving_listeners:
-            raise NotImplementedError("train(saving_listeners=...) is not supported")
+        from shardflow.monitored_session import CheckpointSaverListener
+        saving_listeners = list(saving_listeners or [])
+        for listener in saving_listeners:
+            if not isinstance(listener, CheckpointSaverListener):
+                raise TypeError("saving_listeners should be a list of CheckpointSaverListener, "
+                                "given: %r" % (listener,))
         if max_steps is not None:
             path = self.latest_checkpoint()
             if path is not None and int(_checkpoint_values(path).get("global_step", 0)) >= \
@@ -415,7 +421,8 @@ class Estimator:
                 saver.recover_last_checkpoints(_kept_checkpoints(self._model_dir))
             chief_hooks = list(spec.training_chief_hooks) + [CheckpointSaverHook(
                 self._model_dir, save_secs=self._config.save_checkpoints_secs,
-                save_steps=self._config.save_checkpoints_steps, saver=saver)]
+                save_steps=self._config.save_checkpoints_steps, saver=saver,
+                listeners=saving_listeners)]
             if self._config.save_summary_steps:
                 summary.scalar("loss", spec.loss)
                 chief_hooks.append(SummarySaverHook(save_steps=self._config.save_summary_steps,
