@@ -909,6 +909,17 @@ class StudentT(Distribution):
         return ops.subtract(ops.negative(ops.multiply(half, ops.log1p(ops.divide(z2, df)))),
                             norm, name=name)
 
+    def cdf(self, value, name="cdf"):
+        """As TF1's: with y = (x - loc) / scale, half of betainc(df / 2, 1 / 2, df / (y^2 +
+        df)) below the mean, one minus it above."""
+        from shardflow.array_ops import where_v2
+        from shardflow.math_composites import betainc
+        y = ops.divide(ops.subtract(_float(value, self.dtype), self.loc), self.scale)
+        df = ops.add(self.df, ops.zeros_like(y))
+        tail = ops.multiply(0.5, betainc(ops.multiply(0.5, df), ops.multiply(0.5, ops.ones_like(
+            df)), ops.divide(df, ops.add(ops.square(y), df))))
+        return where_v2(ops.less(y, 0.0), tail, ops.subtract(1.0, tail), name=name)
+
     def entropy(self, name="entropy"):
         df = self._df_b
         half = ops.multiply(0.5, ops.add(df, 1.0))
@@ -964,6 +975,12 @@ class Poisson(Distribution):
         x = _float(value, self.dtype)
         return ops.subtract(ops.subtract(ops.multiply(x, self.log_rate), self.rate),
                             ops.lgamma(ops.add(x, 1.0)), name=name)
+
+    def cdf(self, value, name="cdf"):
+        """P(X <= x) = igammac(floor(x) + 1, rate), as TF1's (NaN for x < 0)."""
+        from shardflow.math_composites import igammac
+        k = ops.floor(_float(value, self.dtype))
+        return ops.identity(igammac(ops.add(k, 1.0), self.rate), name=name)
 
     def mean(self, name="mean"):
         return ops.identity(self.rate, name=name)

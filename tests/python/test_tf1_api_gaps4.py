@@ -460,3 +460,13 @@ def test_gamma_and_beta_cdf():
         grad = tf.gradients(tf.reduce_sum(gamma.cdf(x)), x)[0]
         np.testing.assert_allclose(sess.run(grad, {x: [1.0, 4.0]}),
                                    sess.run(gamma.prob([1.0, 4.0])), rtol=1e-5)
+
+
+def test_student_t_and_poisson_cdf():
+    student = tf.distributions.StudentT(df=[1.0, 1.0, 3.0], loc=0.0, scale=[1.0, 2.0, 1.0])
+    poisson = tf.contrib.distributions.Poisson(rate=[2.0, 2.0])
+    t, p = run([student.cdf([1.0, -2.0, 0.5]), poisson.cdf([1.0, 2.5])])
+    s = 0.5 / math.sqrt(3.0)   # df = 3: 1/2 + (s / (1 + s^2) + atan(s)) / pi at x = 0.5
+    np.testing.assert_allclose(t, [0.75, 0.25, 0.5 + (s / (1 + s * s) + math.atan(s)) / math.pi],
+                               rtol=1e-6)
+    np.testing.assert_allclose(p, [3 * math.exp(-2.0), 5 * math.exp(-2.0)], rtol=1e-6)

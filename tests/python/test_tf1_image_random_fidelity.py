@@ -432,7 +432,7 @@ def test_distribution_shapes_uniform_cdf_and_not_implemented_methods():
     np.testing.assert_allclose(ucdf, [0.0, 0.5, 1.0])
     # TF1 raises NotImplementedError naming the method and the class (not AttributeError).
     for call in (lambda: tfd.Bernoulli(probs=0.3).cdf(1), lambda: tfd.Normal(0.0, 1.0).covariance(),
-                 lambda: tfd.Uniform().mode(), lambda: tfd.Gamma(2.0, 1.0).cdf(1.0)):
+                 lambda: tfd.Uniform().mode(), lambda: tfd.Dirichlet([1.0, 2.0]).cdf([0.3, 0.7])):
         with pytest.raises(NotImplementedError, match="is not implemented"):
             call()
 
