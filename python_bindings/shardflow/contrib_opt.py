@@ -1,6 +1,7 @@
 """tf.contrib.opt's decoupled weight decay (Loshchilov & Hutter, "Decoupled Weight Decay
-Regularization"), as TF 1.15's DecoupledWeightDecayExtension: AdamWOptimizer and
-MomentumWOptimizer.
+Regularization"), as TF 1.15's DecoupledWeightDecayExtension: AdamWOptimizer,
+MomentumWOptimizer and extend_with_decoupled_weight_decay(any sf.train optimizer class); and
+LazyAdamOptimizer, NadamOptimizer and ModelAverageOptimizer.
 
 Each step first shrinks every decayed variable, var -= weight_decay * var, then applies the
 wrapped optimizer's update with the gradients computed from the variables' values before the
@@ -158,6 +159,50 @@ class LazyAdamOptimizer(_CompositeOptimizer):
                              v.assign(v_new, read_value=False)], var, delta=delta)
 
 
+class NadamOptimizer(LazyAdamOptimizer):
+    """TF1's tf.contrib.opt.NadamOptimizer: Adam with Nesterov momentum (TF's ApplyAdam with
+    use_nesterov), every row updated. Slots "m" (<var>/Adam) and "v" (<var>/Adam_1) and the
+    shared beta1_power / beta2_power, as TF's (it subclasses AdamOptimizer there)::
+
+        lr_t = learning_rate * sqrt(1 - beta2^t) / (1 - beta1^t)
+        m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+        var -= lr_t (beta1 m + (1 - beta1) g) / (sqrt(v) + epsilon)
+    """
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 use_locking=False, name="Adam"):
+        super().__init__(learning_rate, beta1, beta2, epsilon, use_locking, name)
+
+    def _apply_dense(self, grad, var):
+        b1p, b2p = (ops.cast(p.value(), var.dtype) for p in self._powers)
+        lr = ops.divide(ops.multiply(self._lr(var.dtype), ops.sqrt(ops.subtract(1.0, b2p))),
+                        ops.subtract(1.0, b1p))
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_new = ops.add(ops.multiply(m.value(), self._beta1),
+                        ops.multiply(grad, 1.0 - self._beta1))
+        v_new = ops.add(ops.multiply(v.value(), self._beta2),
+                        ops.multiply(ops.square(grad), 1.0 - self._beta2))
+        m_bar = ops.add(ops.multiply(m_new, self._beta1), ops.multiply(grad, 1.0 - self._beta1))
+        step = ops.divide(ops.multiply(lr, m_bar), ops.add(ops.sqrt(v_new), self._epsilon))
+        return _group_after([m.assign(m_new, read_value=False),
+                             v.assign(v_new, read_value=False)], var,
+                            delta=ops.negative(step))
+
+
+def extend_with_decoupled_weight_decay(base_optimizer):
+    """A subclass of `base_optimizer` (an sf.train optimizer class) with decoupled weight
+    decay, as TF 1.15's: its constructor takes weight_decay first, then the base's keyword
+    arguments; minimize and apply_gradients take decay_var_list."""
+
+    class OptimizerWithDecoupledWeightDecay(DecoupledWeightDecayExtension, base_optimizer):
+        def __init__(self, weight_decay, *args, **kwargs):
+            super().__init__(weight_decay, *args, **kwargs)
+
+    OptimizerWithDecoupledWeightDecay.__name__ = \
+        "%sWithDecoupledWeightDecay" % base_optimizer.__name__
+    return OptimizerWithDecoupledWeightDecay
+
+
 class ModelAverageCustomGetter:
     """TF1's ModelAverageCustomGetter, for ``variable_scope(custom_getter=...)``: each worker's
     variables are its own, on `worker_device`, and local (each worker initialises them; the
@@ -230,4 +275,5 @@ def __getattr__(name):
 
 
 __all__ = ["AdamWOptimizer", "DecoupledWeightDecayExtension", "LazyAdamOptimizer",
-           "ModelAverageCustomGetter", "ModelAverageOptimizer", "MomentumWOptimizer"]
+           "ModelAverageCustomGetter", "ModelAverageOptimizer", "MomentumWOptimizer",
+           "NadamOptimizer", "extend_with_decoupled_weight_decay"]

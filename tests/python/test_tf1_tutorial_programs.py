@@ -990,3 +990,36 @@ def test_estimator_train_calls_saving_listeners_around_each_checkpoint(tmp_path)
                                   est.get_variable_value(listener.kernel.op.name))
     with pytest.raises(TypeError, match="CheckpointSaverListener"):
         est.train(lambda: None, steps=1, saving_listeners=[object()])
+
+
+# (t) tf.contrib.opt.NadamOptimizer and extend_with_decoupled_weight_decay ------------------
+
+def test_contrib_nadam_and_extended_decoupled_weight_decay_match_numpy():
+    start = np.array([1.0, -2.0, 3.0], np.float32)
+    w = tf.Variable(start)
+    u = tf.Variable(start)
+    nadam = tf.contrib.opt.NadamOptimizer(0.1).minimize(tf.reduce_sum(tf.square(w)))
+    AdagradW = tf.contrib.opt.extend_with_decoupled_weight_decay(tf.train.AdagradOptimizer)
+    adagradw = AdagradW(weight_decay=0.01, learning_rate=0.1).minimize(
+        tf.reduce_sum(tf.square(u)))
+    assert AdagradW.__name__ == "AdagradOptimizerWithDecoupledWeightDecay"
+    assert sorted(v.op.name for v in tf.global_variables() if "Adam" in v.op.name) == [
+        "Variable/Adam", "Variable/Adam_1"]
+    x, m, v = start.astype(np.float64), np.zeros(3), np.zeros(3)
+    y, acc = start.astype(np.float64), np.full(3, 0.1)
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        for t in range(1, 6):
+            sess.run([nadam, adagradw])
+            g = 2 * x          # Nadam: Adam's step with the Nesterov look-ahead moment
+            m = 0.9 * m + 0.1 * g
+            v = 0.999 * v + 0.001 * g * g
+            lr = 0.1 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t)
+            x = x - lr * (0.9 * m + 0.1 * g) / (np.sqrt(v) + 1e-8)
+            g = 2 * y          # decay first (gradient from the old value), then Adagrad
+            y = y - 0.01 * y
+            acc = acc + g * g
+            y = y - 0.1 * g / np.sqrt(acc)
+            # (float32 steps: ~1e-5 apart after five; plain Adam's are 8% or more away)
+            np.testing.assert_allclose(sess.run(w), x, rtol=1e-4)
+            np.testing.assert_allclose(sess.run(u), y, rtol=1e-4)
