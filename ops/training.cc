@@ -173,13 +173,16 @@ absl::StatusOr<Operation> Optimizer::Minimize(const Scope& scope, const Output& 
 
 absl::StatusOr<Operation> Optimizer::ApplyGradients(
     const Scope& scope, const std::vector<std::pair<Output, Var>>& grads) {
-  Scope s = scope.NewSubScope("train");
-  // Shared state (Adam's step count) lives with the first variable, as TF1 colocates its beta
-  // powers with it: under replica_device_setter that is a ps task, so the workers share one
-  // count and the chief's initialisation covers it (on a worker's own device, a non-chief
-  // worker waited forever for the chief to initialise it).
-  SF_RETURN_IF_ERROR(
-      Prepare(grads.empty() ? s : s.WithDevice(grads[0].second.info().handle->requested_device())));
+  Scope s = (name_.empty() ? scope : scope.NewSubScope(name_)).NewSubScope("train");
+  // Shared state (Adam's beta powers) lives with the first variable, as TF1 colocates it: under
+  // replica_device_setter that is a ps task, so the workers share one count and the chief's
+  // initialisation covers it (on a worker's own device, a non-chief worker waited forever for
+  // the chief to initialise it).
+  auto first = [&](const Scope& at) {
+    return grads.empty() ? at : at.WithDevice(grads[0].second.info().handle->requested_device());
+  };
+  first_dtype_ = grads.empty() ? DT_FLOAT : grads[0].second.dtype();
+  SF_RETURN_IF_ERROR(Prepare(first(s), first(scope)));
   std::vector<Operation> updates;
   for (const auto& [grad, var] : grads) {
     Scope vs = s.WithDevice(var.info().handle->requested_device());
@@ -259,39 +262,58 @@ absl::StatusOr<Operation> MomentumOptimizer::ApplyDense(const Scope& s, const Ou
   return Done(s, op);
 }
 
-absl::Status AdamOptimizer::Prepare(const Scope& s) {
-  step_ = Var::Create(s.WithOpName("adam_step"), Tensor::Scalar(0.0f), /*trainable=*/false);
-  next_step_ = ops::Add(s, step_.value(), 1.0f);
-  return s.status();
+absl::Status AdamOptimizer::Prepare(const Scope& s, const Scope& outer) {
+  // In the first variable's precision, as TF1's (float64 models keep beta^t exact); float
+  // for the half types.
+  const Scope vars = outer.WithNoControlDependencies();
+  auto power = [&](const char* name, double beta) {
+    Tensor start = first_dtype() == DT_DOUBLE ? Tensor::Scalar(beta)
+                                              : Tensor::Scalar(static_cast<float>(beta));
+    return Var::Create(vars.WithOpName(name), start, /*trainable=*/false);
+  };
+  beta1_power_ = power("beta1_power", beta1_);
+  beta2_power_ = power("beta2_power", beta2_);
+  return outer.status();
 }
 
 absl::StatusOr<Operation> AdamOptimizer::Finish(const Scope& s,
                                                 const std::vector<Operation>& updates) {
-  // t += 1 after every variable was updated with this step's t, where t lives.
-  Operation bump = OpBuilder(s.WithDevice(step_.info().handle->requested_device())
-                                 .WithControlDependencies(updates)
-                                 .WithOpName("adam_step_increment"),
-                             "AssignAddVariableOp")
-                       .Input(step_.handle())
-                       .Input(Tensor::Scalar(1.0f))
-                       .Finalize();
+  // beta^t *= beta after every variable was updated with this step's, where the powers live.
+  const Scope at = s.WithDevice(beta1_power_.info().handle->requested_device());
+  Operation done = ops::NoOp(at.WithControlDependencies(updates).WithOpName("updates_done"));
+  std::vector<Operation> steps;
+  for (auto [power, beta] : {std::pair{&beta1_power_, beta1_}, std::pair{&beta2_power_, beta2_}}) {
+    const DataType dt = power->dtype();
+    Output read(
+        OpBuilder(at.WithControlDependencies(std::vector<Operation>{done}), "ReadVariableOp")
+            .Input(power->handle())
+            .Attr("dtype", dt)
+            .Finalize(),
+        0);
+    steps.push_back(OpBuilder(at.WithOpName("update_" + power->name()), "AssignVariableOp")
+                        .Input(power->handle())
+                        .Input(ops::Mul(at, read, Scalar(beta, dt)))
+                        .Finalize());
+  }
   SF_RETURN_IF_ERROR(s.status());
-  return ops::NoOp(s.WithControlDependencies(std::vector<Operation>{bump}).WithOpName("step"));
+  return ops::NoOp(s.WithControlDependencies(steps).WithOpName("step"));
 }
 
 absl::StatusOr<Operation> AdamOptimizer::ApplyDense(const Scope& s, const Output& grad,
                                                     const Var& var) {
-  Var m = ZerosSlot(s, var, "Adam_m");
-  Var v = ZerosSlot(s, var, "Adam_v");
+  Var m = ZerosSlot(s, var, "Adam");
+  Var v = ZerosSlot(s, var, "Adam_1");
   DataType t = grad.dtype();
   // beta^t in the variable's precision.
-  Output step = t == DT_FLOAT ? next_step_ : ops::Cast(s, next_step_, t);
+  auto power = [&](const Var& p) {
+    return p.dtype() == t ? p.value() : ops::Cast(s, p.value(), t);
+  };
   Operation op = OpBuilder(s, "ResourceApplyAdam")
                      .Input(var.handle())
                      .Input(m.handle())
                      .Input(v.handle())
-                     .Input(ops::Pow(s, Scalar(beta1_, t), step))
-                     .Input(ops::Pow(s, Scalar(beta2_, t), step))
+                     .Input(power(beta1_power_))
+                     .Input(power(beta2_power_))
                      .Input(LearningRate(s, lr_, t))
                      .Input(Scalar(beta1_, t))
                      .Input(Scalar(beta2_, t))
@@ -320,7 +342,7 @@ absl::StatusOr<Operation> RMSPropOptimizer::ApplyDense(const Scope& s, const Out
                                                        const Var& var) {
   const DataType dt = grad.dtype();
   Var ms = ConstantSlot(s, var, "RMSProp", 1.0);
-  Var mom = ZerosSlot(s, var, "Momentum");
+  Var mom = ZerosSlot(s, var, "RMSProp_1");
   Output ms_new = ops::Add(s, ops::Mul(s, ms.value(), Scalar(decay_, dt)),
                            ops::Mul(s, ops::Square(s, grad), Scalar(1 - decay_, dt)));
   Operation set_ms = AssignTo(s, ms, ms_new, "AssignVariableOp");

@@ -81,10 +81,14 @@ class Optimizer {
   // Takes the learning rate from a float scalar tensor (e.g. a Placeholder fed every step, for a
   // schedule) instead of the constant given at construction. Call before Minimize.
   void set_learning_rate(const Output& lr) { lr_tensor_ = lr; }
+  // The update ops go under this sub-scope of the caller's scope (TF1's optimizer name, "Adam");
+  // gradients and shared state (Adam's beta powers) are named in the caller's scope, as TF1's.
+  void set_name(std::string name) { name_ = std::move(name); }
 
  protected:
-  // Called once per ApplyGradients before any ApplyDense (e.g. to create shared state).
-  virtual absl::Status Prepare(const Scope& scope) { return absl::OkStatus(); }
+  // Called once per ApplyGradients before any ApplyDense (e.g. to create shared state), with the
+  // update scope and the caller's (both on the first variable's device).
+  virtual absl::Status Prepare(const Scope& scope, const Scope& outer) { return absl::OkStatus(); }
   virtual absl::StatusOr<Operation> ApplyDense(const Scope& scope, const Output& grad,
                                                const Var& var) = 0;
   // Groups the updates into the returned op; may add work that runs after all of them.
@@ -97,9 +101,13 @@ class Optimizer {
                           double value);
   // The learning rate as an input of `dtype`: the tensor from set_learning_rate, else `value`.
   Input LearningRate(const Scope& scope, double value, DataType dtype) const;
+  // The first variable's dtype in this ApplyGradients (TF1 makes shared state of that type).
+  DataType first_dtype() const { return first_dtype_; }
 
  private:
   Output lr_tensor_;
+  std::string name_;
+  DataType first_dtype_ = DT_FLOAT;
 };
 
 class GradientDescentOptimizer : public Optimizer {
@@ -133,15 +141,15 @@ class AdamOptimizer : public Optimizer {
       : lr_(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
 
  protected:
-  absl::Status Prepare(const Scope& s) override;
+  absl::Status Prepare(const Scope& s, const Scope& outer) override;
   absl::StatusOr<Operation> ApplyDense(const Scope& s, const Output& grad, const Var& var) override;
   absl::StatusOr<Operation> Finish(const Scope& s, const std::vector<Operation>& updates) override;
 
  private:
   double lr_, beta1_, beta2_, epsilon_;
-  // The step count (a float variable, so checkpoints keep it) and this step's t = count + 1.
-  Var step_;
-  Output next_step_;
+  // TF1's beta1^t and beta2^t (float variables "beta1_power", "beta2_power", so checkpoints keep
+  // them and TF1's restore into them), multiplied by beta1 and beta2 after each step's updates.
+  Var beta1_power_, beta2_power_;
 };
 
 // TF1's tf.train.RMSPropOptimizer (not centered): ms = decay * ms + (1 - decay) * grad^2;

@@ -121,10 +121,9 @@ class Optimizer:
                                         global_step, name)
         g = loss.graph
         before = self._variables_before(g)
-        with g.name_scope(name or self._name):
-            op_name = g._handle.minimize(
-                self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
-                loss._ref, self._var_handles(var_list), g._ctx())
+        op_name = g._handle.minimize(
+            self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
+            loss._ref, self._var_handles(var_list), g._ctx(), self._update_scope(g, name))
         self._record_variables(g, before)
         variables = trainable_variables(g) if var_list is None else list(var_list)
         return _count_step(_apply_constraints(g.get_operation_by_name(op_name), variables),
@@ -162,10 +161,10 @@ class Optimizer:
             return self._apply_in_python(pairs, global_step, name)
         g = get_default_graph() if not pairs else pairs[0][1].graph
         before = self._variables_before(g)
-        with g.name_scope(name or self._name):
-            op_name = g._handle.apply_gradients(
-                self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
-                [(convert_to_tensor(gr)._ref, v.handle.op.name) for gr, v in pairs], g._ctx())
+        op_name = g._handle.apply_gradients(
+            self._kind, self._params, self._lr_tensor._ref if self._lr_tensor is not None else None,
+            [(convert_to_tensor(gr)._ref, v.handle.op.name) for gr, v in pairs], g._ctx(),
+            self._update_scope(g, name))
         self._record_variables(g, before)
         return _count_step(_apply_constraints(g.get_operation_by_name(op_name),
                                               [v for _, v in pairs]), global_step)
@@ -301,6 +300,14 @@ class Optimizer:
     def _non_slot_variables(self):
         return list(self.__dict__.get("_non_slots", {}).values())
 
+    def _update_scope(self, g, name):
+        """The unique name scope ("Adam", "Adam_1", ...) the engine builds this call's updates
+        under, as TF1's apply_gradients does; its gradients and shared state (Adam's
+        beta1_power / beta2_power) go in the scope around, as TF1's."""
+        with g.name_scope(name or self._name) as scope:
+            pass
+        return scope.rstrip("/").rsplit("/", 1)[-1]
+
     @staticmethod
     def _variables_before(g):
         return {v.name for v in global_variables(graph=g)}
@@ -326,8 +333,12 @@ class Optimizer:
             return None
         base = "%s/%s" % (var.op.name, suffix)
         for v in self._engine_variables:
+            if v.op.name == base:
+                return v
+        taken = {"%s/%s" % (var.op.name, other) for other in self._slot_suffixes.values()}
+        for v in self._engine_variables:    # a later minimize call's: "<var>/Adam_2"
             op = v.op.name
-            if op == base or (op.startswith(base + "_") and op[len(base) + 1:].isdigit()):
+            if op.startswith(base + "_") and op[len(base) + 1:].isdigit() and op not in taken:
                 return v
         return None
 
@@ -473,12 +484,23 @@ class AdamOptimizer(Optimizer):
     """
 
     _kind = "adam"
-    _slot_suffixes = {"m": "Adam_m", "v": "Adam_v"}
+    _slot_suffixes = {"m": "Adam", "v": "Adam_1"}
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
                  use_locking=False, name="Adam"):
         super().__init__(learning_rate, name, beta1=float(beta1), beta2=float(beta2),
                          epsilon=float(epsilon))
+
+    def _get_beta_accumulators(self):
+        """(beta1_power, beta2_power): TF1's variables holding beta1^t and beta2^t (None
+        before minimize)."""
+        found = {}
+        for v in self._engine_variables:
+            base = v.op.name.rsplit("/", 1)[-1]
+            for key in ("beta1_power", "beta2_power"):
+                if key not in found and (base == key or base.startswith(key + "_")):
+                    found[key] = v
+        return found.get("beta1_power"), found.get("beta2_power")
 
 
 class RMSPropOptimizer(Optimizer):
@@ -489,7 +511,7 @@ class RMSPropOptimizer(Optimizer):
     """
 
     _kind = "rmsprop"
-    _slot_suffixes = {"rms": "RMSProp", "momentum": "Momentum"}
+    _slot_suffixes = {"rms": "RMSProp", "momentum": "RMSProp_1"}
 
     def __new__(cls, *args, **kwargs):
         if cls is RMSPropOptimizer and kwargs.get("centered", len(args) > 5 and args[5]):

@@ -173,9 +173,11 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& kind, const py::dict
 
 std::string Minimize(GraphHandle& g, const std::string& kind, const py::dict& params,
                      const std::optional<OutputRef>& lr_tensor, const OutputRef& loss,
-                     const std::vector<std::string>& var_handles, const BuildContext& ctx) {
+                     const std::vector<std::string>& var_handles, const BuildContext& ctx,
+                     const std::string& name) {
   std::unique_ptr<Optimizer> opt = MakeOptimizer(kind, params);
   if (lr_tensor) opt->set_learning_rate(g.ResolveOutput(*lr_tensor));
+  opt->set_name(name);
   std::vector<Var> vars;
   for (const std::string& h : var_handles) vars.push_back(g.FindVariable(h));
   Output loss_out = g.ResolveOutput(loss);
@@ -188,9 +190,10 @@ std::string Minimize(GraphHandle& g, const std::string& kind, const py::dict& pa
 std::string ApplyGradients(GraphHandle& g, const std::string& kind, const py::dict& params,
                            const std::optional<OutputRef>& lr_tensor,
                            const std::vector<std::pair<OutputRef, std::string>>& grads_and_vars,
-                           const BuildContext& ctx) {
+                           const BuildContext& ctx, const std::string& name) {
   std::unique_ptr<Optimizer> opt = MakeOptimizer(kind, params);
   if (lr_tensor) opt->set_learning_rate(g.ResolveOutput(*lr_tensor));
+  opt->set_name(name);
   std::vector<std::pair<Output, Var>> pairs;
   for (const auto& [grad, handle] : grads_and_vars) {
     pairs.emplace_back(g.ResolveOutput(grad), g.FindVariable(handle));

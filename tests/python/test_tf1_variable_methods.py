@@ -98,3 +98,54 @@ def test_moving_average_starts_from_a_restored_value(tmp_path):
             sess.run(w.assign([0.0, 0.0]))
             sess.run(update)
             np.testing.assert_allclose(sess.run(ema.average(w)), [9, 18], rtol=1e-6)
+
+
+def _numpy_adam(w, grad_fn, steps, lr=0.1, b1=0.9, b2=0.999, eps=1e-8, m=None, v=None, t0=0):
+    m = np.zeros_like(w) if m is None else m
+    v = np.zeros_like(w) if v is None else v
+    for t in range(t0 + 1, t0 + steps + 1):
+        g = grad_fn(w)
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        w = w - lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t) * m / (np.sqrt(v) + eps)
+    return w, m, v
+
+
+def test_adam_and_rmsprop_state_has_tf1_names_and_values(tmp_path):
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, 2.0], name="w")
+        adam = tf.train.AdamOptimizer(0.1)
+        step = adam.minimize(tf.reduce_sum(w * w))
+        names = sorted(v.op.name for v in tf.global_variables())
+        assert names == ["beta1_power", "beta2_power", "w", "w/Adam", "w/Adam_1"]
+        b1, b2 = adam._get_beta_accumulators()
+        assert (adam.get_slot(w, "m").op.name, adam.get_slot(w, "v").op.name) == \
+            ("w/Adam", "w/Adam_1")
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            for _ in range(3):
+                sess.run(step)
+            got_w, got_m, got_v, p1, p2 = sess.run([w, adam.get_slot(w, "m"),
+                                                    adam.get_slot(w, "v"), b1, b2])
+            tf.train.Saver().save(sess, str(tmp_path / "tf1"))
+    want_w, want_m, want_v = _numpy_adam(np.float32([1, 2]), lambda x: 2 * x, 3)
+    np.testing.assert_allclose(got_w, want_w, rtol=1e-5)
+    np.testing.assert_allclose([got_m, got_v], [want_m, want_v], rtol=1e-4)
+    np.testing.assert_allclose([p1, p2], [0.9 ** 4, 0.999 ** 4], rtol=1e-6)   # TF1's beta^(t+1)
+    # A checkpoint with TF1's names (w, w/Adam, w/Adam_1, beta1_power, beta2_power) resumes
+    # the optimizer where it was: three more steps equal six in one go.
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, 2.0], name="w")
+        step = tf.train.AdamOptimizer(0.1).minimize(tf.reduce_sum(w * w))
+        with tf.Session() as sess:
+            tf.train.Saver().restore(sess, str(tmp_path / "tf1"))
+            for _ in range(3):
+                sess.run(step)
+            np.testing.assert_allclose(sess.run(w), _numpy_adam(np.float32([1, 2]),
+                                                                lambda x: 2 * x, 6)[0], rtol=1e-5)
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, 2.0], name="w")
+        tf.train.RMSPropOptimizer(0.1, momentum=0.9).minimize(tf.reduce_sum(w * w))
+        assert sorted(v.op.name for v in tf.global_variables()) == \
+            ["w", "w/RMSProp", "w/RMSProp_1"]
+

@@ -52,7 +52,7 @@ TEST(SaverTest, RoundTripIncludingOptimizerSlotsAndMeta) {
   GraphDef def = m.def;
   auto saver = Saver::AddToGraph(&def);
   ASSERT_TRUE(saver.ok()) << saver.status();
-  EXPECT_EQ(saver->variables().size(), 7u);  // w, b, their Adam m and v, the Adam step
+  EXPECT_EQ(saver->variables().size(), 8u);  // w, b, their Adam m and v, the beta powers
   EXPECT_EQ(saver->variables()[0].name, "w");
   EXPECT_EQ(saver->variables()[0].shape, TensorShape({3, 4}));
   EXPECT_EQ(saver->restore_op(), "save/restore_all");
@@ -70,7 +70,7 @@ TEST(SaverTest, RoundTripIncludingOptimizerSlotsAndMeta) {
   ASSERT_EQ(meta->size(), 1u);
   EXPECT_EQ((*meta)[0].second.scalar<int64_t>(), 3);
   EXPECT_TRUE(TensorsEqual(Read(fresh.get(), "w/read"), trained_w));
-  // Training continues identically from the restored state (slots and step count included).
+  // Training continues identically from the restored state (slots and beta powers included).
   ASSERT_TRUE(session->Run({{"x", kX}}, {}, {m.train.name()}, &out).ok());
   ASSERT_TRUE(fresh->Run({{"x", kX}}, {}, {m.train.name()}, &out).ok());
   EXPECT_TRUE(TensorsEqual(Read(fresh.get(), "w/read"), Read(session.get(), "w/read")));
