@@ -258,6 +258,10 @@ class QueueRunner:
             while coord is None or not coord.should_stop():
                 try:
                     sess.run(enqueue_op)
+                except (RuntimeError, errors.FailedPreconditionError) as e:
+                    if "session was closed" not in str(e) and "closed Session" not in str(e):
+                        raise
+                    return   # the session was closed under the runner (a script ending)
                 except self._closed_types:
                     with self._lock:
                         self._runs -= 1

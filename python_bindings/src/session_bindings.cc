@@ -5,8 +5,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -218,6 +220,11 @@ class SessionHandle {
     {
       py::gil_scoped_release release;
       s = session->Close();  // cancels the steps in flight
+      // They return and let go of it: the engine session is destroyed here, not in a step's
+      // thread, which would then still be in C++ (wanting the GIL back) as a script ends.
+      for (int i = 0; i < 2000 && session.use_count() > 1; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
       session.reset();
     }
     ThrowIfError(s);
