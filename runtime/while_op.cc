@@ -239,11 +239,19 @@ void WhileOp::Finish(Loop* loop) {
     const std::vector<Tensor>& rows = loop->history[i];
     // With no iteration the history has no rows, of the shape the variable entered with.
     TensorShape row = rows.empty() ? ctx->input(i).shape() : rows[0].shape();
+    // A variable that enters empty and then keeps one shape (the row a growing TensorArray is
+    // written in the body, whose element shape is known only when the step runs: Note [Growing
+    // TensorArrays] in python_bindings/shardflow/tensor_array.py) keeps its history, with its
+    // empty entering value as a row of zeros.
+    const bool empty_first = rows.size() > 1 && rows[0].NumElements() == 0 &&
+                             rows[0].shape().rank() == rows[1].shape().rank() &&
+                             rows[1].NumElements() > 0;
+    if (empty_first) row = rows[1].shape();
     // A variable whose shape invariant let it change shape (a sequence that grows while it is
     // decoded) cannot be stacked: its history has no rows, and the gradient, if one is asked
     // for, fails naming it (WhileGrad checks the rows against the iterations).
-    const bool one_shape =
-        std::all_of(rows.begin(), rows.end(), [&row](const Tensor& r) { return r.shape() == row; });
+    const bool one_shape = std::all_of(rows.begin() + (empty_first ? 1 : 0), rows.end(),
+                                       [&row](const Tensor& r) { return r.shape() == row; });
     const size_t kept = one_shape ? rows.size() : 0;
     TensorShape shape;
     shape.AddDim(static_cast<int64_t>(kept));
@@ -252,8 +260,11 @@ void WhileOp::Finish(Loop* loop) {
     s = ctx->allocate_output(n + 1 + i, shape, &out);
     const size_t bytes = static_cast<size_t>(row.num_elements()) * DataTypeSize(types_[i]);
     for (size_t k = 0; s.ok() && k < kept; ++k) {
-      if (bytes > 0) {
-        std::memcpy(static_cast<char*>(out->raw_data()) + k * bytes, rows[k].raw_data(), bytes);
+      char* dst = static_cast<char*>(out->raw_data()) + k * bytes;
+      if (k == 0 && empty_first) {
+        std::memset(dst, 0, bytes);
+      } else if (bytes > 0) {
+        std::memcpy(dst, rows[k].raw_data(), bytes);
       }
     }
   }

@@ -255,11 +255,15 @@ def _array_writes(arrays, inner, returned, body_g):
         elif arrays[k]._value is not None:
             # The rows before the loop give the element shape when the step runs.
             init = ops.fill(ops.shape(arrays[k]._value)[1:], ops.constant(0, dtype=row.dtype))
+        elif dims is not None:
+            # Known only when the step runs (a batch of rows): the row enters empty, unknown
+            # dimensions 0, and the loop keeps the history of the rows after it (While's
+            # kernel, runtime/while_op.cc).
+            init = ops.zeros([0 if d is None else d for d in dims], dtype=row.dtype)
         else:
-            raise ValueError("while_loop: TensorArray %s is written a row of shape %s in the "
-                             "body; its element shape must be known there (give "
-                             "element_shape= with every dimension, or write an element before "
-                             "the loop)" % (out._name, row.shape))
+            raise ValueError("while_loop: TensorArray %s is written a row of unknown rank in "
+                             "the body; give element_shape=, or write an element before the "
+                             "loop" % out._name)
         with body_g.as_default():
             writes.append((k, ops.reshape(index, []), row, init))
     return writes
@@ -516,6 +520,11 @@ def _build_while(cond, body, loop_vars, shape_invariants=None, back_prop=True, n
             results.append(r)
     _check_loop_shapes(flat, results, invariants)
     writes = _array_writes(arrays, inner, _growing_arrays(result), body_g)
+    if invariants is None and any(None in (_shape_or_none(row) or [None])
+                                  for _, _, row, _ in writes):
+        # A row known only when the step runs enters empty and then takes its shape: the
+        # loop's variables keep the shapes they entered with, as far as they are known.
+        invariants = [_shape_or_none(v) for v in flat]
     for k, index, row, row_init in writes:
         # Two more loop variables: the row written and its index (-1 before any iteration).
         for value, init in ((index, ops.constant(-1)), (row, row_init)):

@@ -27,7 +27,8 @@ variable's history must keep one shape, Note [While as a function call]); instea
 carries the row written in the iteration and its index, two loop variables of fixed shape, and
 after the loop the rows, read from the loop's history, are placed into the array as it entered
 the loop (control_flow._build_while). So inside a loop body such an array takes one write per
-iteration (of an element shape known when the body is traced), reads see the array as it
+iteration (of one element shape, which may be known only when the step runs: the row then
+enters the loop empty and the While kernel keeps the history after it), reads see the array as it
 entered the loop, and a body may not both read and write it; give a fixed size and an
 element_shape with every dimension for that (a fixed size alone still grows).
 `clear_after_read` and `infer_shape` are accepted: elements may be read more than once.

@@ -159,10 +159,17 @@ def test_dynamic_size_array_in_a_loop_is_refused_where_it_cannot_work():
         tf.while_loop(lambda i, ta: i < 3,
                       lambda i, ta: (i + 1, ta.write(i, [1.0, 2.0]).write(i, [3.0, 4.0])),
                       [0, ta])
+    # Rows of a size known only when the step runs are taken (as TF1's); of unknown rank not.
     unknown = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
     x = tf.placeholder(tf.float32, [None])
+    _, grown = tf.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i, x)),
+                             [0, unknown])
+    with tf.Session() as s:
+        np.testing.assert_allclose(s.run(grown.stack(), {x: [1.0, 2.0]}), [[1, 2]] * 3)
+    anything = tf.placeholder(tf.float32)
     with pytest.raises(ValueError, match="element_shape"):
-        tf.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i, x)), [0, unknown])
+        tf.while_loop(lambda i, ta: i < 3, lambda i, ta: (i + 1, ta.write(i, anything)),
+                      [0, tf.TensorArray(tf.float32, size=0, dynamic_size=True)])
 
 
 def test_fixed_size_array_without_element_shape_in_a_loop():

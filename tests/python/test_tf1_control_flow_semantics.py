@@ -289,3 +289,22 @@ def test_scan_in_reverse_over_a_length_known_when_the_step_runs():
         a, b = s.run([running, seeded], {x: [1.0, 2.0, 3.0]})
     np.testing.assert_array_equal(a, [6.0, 5.0, 3.0])
     np.testing.assert_array_equal(b, [321.0, 32.0, 3.0])
+
+
+def test_a_growing_tensor_array_takes_rows_of_a_batch_known_only_at_run_time():
+    # Regression: 'element shape must be known' for rows of shape (?, 3) (TF1 runs it).
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        ta = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        _, ta = tf.while_loop(lambda i, ta: i < 3,
+                              lambda i, ta: (i + 1, ta.write(i, x * tf.cast(i, tf.float32))),
+                              (0, ta))
+        stacked = ta.stack()
+        loss = tf.reduce_sum(stacked)
+        grad, = tf.gradients(loss, [x])
+        with tf.Session() as sess:
+            feed = {x: np.arange(6, dtype=np.float32).reshape(2, 3)}
+            got, g = sess.run([stacked, grad], feed)
+    want = np.stack([feed[x] * i for i in range(3)])
+    np.testing.assert_allclose(got, want)
+    np.testing.assert_allclose(g, np.full((2, 3), 0.0 + 1.0 + 2.0))
