@@ -374,13 +374,15 @@ absl::Status ReluGrad(const Scope& s, const Operation& op, const GradOutputs& dy
   return absl::OkStatus();
 }
 
-// ReluGrad(dy, x) is linear in dy: its gradient there is ReluGrad(g, x); x gets none (the
+// ReluGrad(dy, x) is linear in dy: its gradient there is ReluGrad(g, x); x gets zeros (the
 // derivative of relu's step is zero almost everywhere). Second derivatives through relu
 // (gradient penalties, MAML) need it.
 absl::Status ReluGradGrad(const Scope& s, const Operation& op, const GradOutputs& dy,
                           GradOutputs* dx) {
   dx->push_back(ops::ReluGrad(s, dy[0], GradInput(op, 1)));
-  dx->push_back(Output());
+  // Zeros, not none, for the features, as TF1's: a gradient penalty's gradient with respect
+  // to a bias in front of a relu is a zero tensor (tf.gradients gave None).
+  dx->push_back(ops::ZerosLike(s, GradInput(op, 1)));
   return absl::OkStatus();
 }
 

@@ -264,3 +264,16 @@ def test_range_of_tensors_checks_as_tf_and_gather_takes_a_tensor_axis():
         with pytest.raises(tf.errors.InvalidArgumentError, match="a finite range"):
             sess.run(rf, {f: np.inf})
         assert sess.run(g, {axis: 1}).tolist() == [[2, 0], [5, 3]]
+
+
+def test_second_derivative_through_relu_is_zeros_not_none():
+    # As TF1's ReluGrad gradient: zeros for the features (WGAN-GP's penalty through a relu).
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [3])
+        b = tf.Variable([0.5, -0.5, 1.0])
+        g = tf.gradients(tf.reduce_sum(tf.nn.relu(x * 2.0 + b)), x)[0]
+        gb, = tf.gradients(tf.reduce_sum(tf.square(g)), [b])
+        assert gb is not None
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run(gb, {x: [1.0, -1.0, 0.0]}), [0, 0, 0])
