@@ -148,7 +148,10 @@ class Layer:
                     if not any(k.startswith(prefix) for k in taken):
                         break
             full = outer.name + "/" + base if outer.name else base
-            self._var_scope = VariableScope(full, reuse, outer.initializer, outer.regularizer)
+            # As TF1's nested variable scopes, the layer's inherits the custom getter (a
+            # float32-storage getter for float16 layers) and the partitioner around it.
+            self._var_scope = VariableScope(full, reuse, outer.initializer, outer.regularizer,
+                                            outer.partitioner, outer.custom_getter)
         return self._var_scope
 
     @contextlib.contextmanager

@@ -229,7 +229,14 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     getter = custom_getter if custom_getter is not None else scope.custom_getter
     if getter is None:
         return _constrained(_get_variable(name, **kwargs), constraint)
-    return _constrained(getter(_get_variable, name, **kwargs), constraint)
+    # As TF1's, a custom getter sees the variable's full name ("net/fc/kernel") and hands a
+    # full name to the getter it wraps.
+    prefix = scope.name + "/" if scope.name else ""
+
+    def true_getter(full_name, *args, **kw):
+        relative = full_name[len(prefix):] if full_name.startswith(prefix) else full_name
+        return _get_variable(relative, *args, **kw)
+    return _constrained(getter(true_getter, prefix + name, **kwargs), constraint)
 
 
 def _constrained(variable, constraint):

@@ -106,7 +106,7 @@ def test_custom_getters_wrap_get_variable_and_nest():
             with tf.variable_scope("b", custom_getter=inner):
                 v = tf.get_variable("v", [2])
         assert v.name == "a/b/v:0" and v not in tf.trainable_variables()
-        assert calls == [("inner", "v"), ("outer", "v")]
+        assert calls == [("inner", "a/b/v"), ("outer", "a/b/v")]   # full names, as TF1's
         with pytest.raises(ValueError, match="callable"):
             with tf.variable_scope("c", custom_getter=3):
                 pass

@@ -149,3 +149,19 @@ def test_adam_and_rmsprop_state_has_tf1_names_and_values(tmp_path):
         assert sorted(v.op.name for v in tf.global_variables()) == \
             ["w", "w/RMSProp", "w/RMSProp_1"]
 
+
+def test_layers_inherit_the_custom_getter_and_partitioner_of_their_variable_scope():
+    seen = []
+
+    def float32_storage(getter, name, *args, **kwargs):
+        seen.append(name)
+        return getter(name, *args, **kwargs)
+
+    with tf.Graph().as_default():
+        with tf.variable_scope("net", custom_getter=float32_storage):
+            tf.layers.dense(tf.zeros([2, 3]), 4, name="fc")
+        with tf.variable_scope("emb", partitioner=tf.fixed_size_partitioner(2)):
+            tf.layers.dense(tf.zeros([2, 6]), 4, name="proj")
+        parts = [v.op.name for v in tf.global_variables() if v.op.name.startswith("emb/")]
+    assert seen == ["net/fc/kernel", "net/fc/bias"]
+    assert "emb/proj/kernel/part_0" in parts and "emb/proj/kernel/part_1" in parts, parts
