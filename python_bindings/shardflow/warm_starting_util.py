@@ -13,7 +13,7 @@ checkpoint (checkpoint_utils' Note [Checkpoint initializers]), so a variable res
 later checkpoint of its own keeps that. A partitioned variable is warm-started whole (each part
 its slice, whatever the partitioning of the old model). With a VocabInfo, the rows (axis 0) or
 columns (axis 1) of the words both vocabularies hold come from the checkpoint, by word; the
-others keep their initializer's value, or `backup_initializer`'s when given.
+others start at zeros, or at `backup_initializer`'s value when given (TF1's VocabInfo).
 """
 
 import collections
@@ -143,8 +143,9 @@ def _remapped(old, vocab_info, full_shape, name, tensor_name):
 
 
 def _remap_initializer(var, values, found, backup_initializer, ckpt_file, tensor_name):
-    """The variable's initializer becomes: its own (or backup_initializer's) value, with the
-    found entries taken from `values`."""
+    """The variable's initializer becomes: backup_initializer's value (zeros without one, as
+    TF1's VocabInfo: new words and OOV rows start at zero), with the found entries taken from
+    `values`."""
     from shardflow import ops
     from shardflow.array_ops import where
     g = var.graph
@@ -154,7 +155,7 @@ def _remap_initializer(var, values, found, backup_initializer, ckpt_file, tensor
             if backup_initializer is not None:
                 current = backup_initializer(var.shape.as_list(), var.dtype)
             else:
-                current = var._read_after(var.initializer)
+                current = ops.zeros(var.shape.as_list(), dtype=var.dtype)
             new = where(ops.constant(found, name=base + "/found"),
                         ops.constant(values, name=base + "/values"), current)
             restore = var.assign(new, read_value=False, name=base + "/initializer")
