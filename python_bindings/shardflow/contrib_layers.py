@@ -851,6 +851,22 @@ def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001,
     return y
 
 
+def dense_to_sparse(tensor, eos_token=0, outputs_collections=None, scope=None):
+    """TF1's tf.contrib.layers.dense_to_sparse: a SparseTensor of the entries of `tensor` that
+    are not `eos_token` (CTC programs turn padded label matrices into sparse labels with it)."""
+    from shardflow.sparse_tensor import SparseTensor
+    from shardflow import array_ops
+    g = get_default_graph()
+    with g.name_scope(scope or "dense_to_sparse"):
+        tensor = convert_to_tensor(tensor)
+        eos = ops.cast(convert_to_tensor(eos_token), tensor.dtype) if tensor.dtype != \
+            dtypes.string else convert_to_tensor(eos_token)
+        indices = array_ops.where(ops.not_equal(tensor, eos))
+        values = array_ops.gather_nd(tensor, indices)
+        shape = ops.cast(ops.shape(tensor), dtypes.int64)
+        return SparseTensor(indices, values, shape)
+
+
 def embed_sequence(ids, vocab_size=None, embed_dim=None, unique=False, initializer=None,
                    regularizer=None, trainable=True, scope=None, reuse=None):
     """TF1's tf.contrib.layers.embed_sequence: [batch, time] ids -> [batch, time, embed_dim]
@@ -1005,7 +1021,8 @@ def __getattr__(name):
 
 __all__ = ["ACTIVATIONS", "apply_regularization", "avg_pool2d", "batch_norm", "bias_add",
            "conv1d", "conv2d", "conv2d_transpose", "convolution", "convolution1d",
-           "convolution2d", "convolution2d_transpose", "dropout", "embed_sequence",
+           "convolution2d", "convolution2d_transpose", "dense_to_sparse", "dropout",
+           "embed_sequence",
            "flatten", "fully_connected", "group_norm", "instance_norm", "l1_l2_regularizer",
            "l1_regularizer", "l2_regularizer", "layer_norm", "max_pool2d", "maxout", "one_hot_encoding", "optimize_loss",
            "repeat", "separable_conv2d", "separable_convolution2d", "softmax", "stack",

@@ -24,12 +24,12 @@ from shardflow import array_ops, dtypes, ops
 from shardflow import rnn_cell  # noqa: F401 (sf.nn.rnn_cell.BasicLSTMCell, ...)
 from shardflow.ops import _op, _out, sigmoid, tanh  # noqa: F401 (re-exported)
 from shardflow.rnn_cell import (bidirectional_dynamic_rnn, dynamic_rnn,  # noqa: F401
-                                static_bidirectional_rnn, static_rnn)
+                                raw_rnn, static_bidirectional_rnn, static_rnn)
 from shardflow.candidate_sampling import (fixed_unigram_candidate_sampler,  # noqa: F401
                                           log_uniform_candidate_sampler, nce_loss,
                                           sampled_softmax_loss, uniform_candidate_sampler)
 from shardflow.ctc_ops import (ctc_beam_search_decoder, ctc_greedy_decoder,  # noqa: F401
-                               ctc_loss)
+                               ctc_loss, ctc_loss_v2)
 from shardflow.nn3d import (avg_pool3d, conv3d, conv3d_transpose,  # noqa: F401
                             max_pool3d)
 from shardflow.conv_composites import (_rates, atrous_conv2d, dilated_conv2d,  # noqa: F401

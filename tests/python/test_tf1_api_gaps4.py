@@ -470,3 +470,17 @@ def test_student_t_and_poisson_cdf():
     np.testing.assert_allclose(t, [0.75, 0.25, 0.5 + (s / (1 + s * s) + math.atan(s)) / math.pi],
                                rtol=1e-6)
     np.testing.assert_allclose(p, [3 * math.exp(-2.0), 5 * math.exp(-2.0)], rtol=1e-6)
+
+
+def test_dense_to_sparse_and_nn_names_for_ctc_programs():
+    # tf.contrib.layers.dense_to_sparse (padded labels to CTC's SparseTensor), tf.nn.ctc_loss_v2
+    # and tf.nn.raw_rnn were missing (AttributeError).
+    with tf.Graph().as_default():
+        labels = tf.constant([[1, 0, 2], [0, 0, 3]])
+        sp = tf.contrib.layers.dense_to_sparse(labels)
+        words = tf.contrib.layers.dense_to_sparse(tf.constant([["a", "<eos>"]]), eos_token="<eos>")
+        with tf.Session() as sess:
+            v, w = sess.run([sp, words])
+    assert v.indices.tolist() == [[0, 0], [0, 2], [1, 2]] and v.values.tolist() == [1, 2, 3]
+    assert v.dense_shape.tolist() == [2, 3] and w.values.tolist() == [b"a"]
+    assert callable(tf.nn.ctc_loss_v2) and callable(tf.nn.raw_rnn)
