@@ -1023,3 +1023,57 @@ def test_contrib_nadam_and_extended_decoupled_weight_decay_match_numpy():
             # (float32 steps: ~1e-5 apart after five; plain Adam's are 8% or more away)
             np.testing.assert_allclose(sess.run(w), x, rtol=1e-4)
             np.testing.assert_allclose(sess.run(u), y, rtol=1e-4)
+
+
+# (q) ImageDataGenerator(validation_split=...) with subset='training' / 'validation' --------
+
+@needs_fashion
+def test_image_data_generator_validation_split_trains_on_augmented_fashion():
+    keras, L = tf.keras, tf.keras.layers
+    images, labels = _fashion(600)
+    x, y = images.reshape(-1, 28, 28, 1), keras.utils.to_categorical(labels, 10)
+    # As Keras's: validation is the first fraction of the rows (ValueError before: "not
+    # supported").
+    plain = keras.preprocessing.image.ImageDataGenerator(validation_split=0.25)
+    val = plain.flow(x, y, batch_size=50, shuffle=False, subset="validation")
+    train = plain.flow(x, y, batch_size=50, shuffle=False, subset="training")
+    assert (len(val), len(train)) == (3, 9)
+    np.testing.assert_array_equal(val[0][0], x[:50])
+    np.testing.assert_array_equal(train[0][1], y[150:200])
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        keras.preprocessing.image.ImageDataGenerator(validation_split=1.5)
+    with pytest.raises(ValueError, match="different number of classes"):
+        plain.flow(x[:8], np.arange(8), subset="training")
+    augment = keras.preprocessing.image.ImageDataGenerator(
+        rotation_range=10, width_shift_range=0.1, height_shift_range=0.1, horizontal_flip=True,
+        validation_split=0.25)
+    model = keras.Sequential([L.Conv2D(8, 3, activation="relu", input_shape=(28, 28, 1)),
+                              L.MaxPooling2D(), L.Flatten(), L.Dense(10, activation="softmax")])
+    model.compile(keras.optimizers.Adam(3e-3), "categorical_crossentropy", ["accuracy"])
+    history = model.fit_generator(
+        augment.flow(x, y, batch_size=50, seed=0, subset="training"), epochs=3,
+        validation_data=plain.flow(x, y, batch_size=50, subset="validation"), verbose=0)
+    # Chance is 0.1 and ln 10 = 2.30; observed val_acc ~0.6 after three epochs.
+    assert history.history["val_acc"][-1] > 0.4
+    assert history.history["val_loss"][-1] < 0.75 * np.log(10)
+
+
+def test_flow_from_directory_subsets_split_each_class(tmp_path):
+    from PIL import Image
+    for name, count in (("cat", 4), ("dog", 8)):
+        (tmp_path / name).mkdir()
+        for i in range(count):
+            Image.fromarray(np.full((4, 4, 3), 10 * i, np.uint8)).save(
+                str(tmp_path / name / ("%02d.png" % i)))
+    gen = tf.keras.preprocessing.image.ImageDataGenerator(validation_split=0.25)
+    val = gen.flow_from_directory(str(tmp_path), target_size=(4, 4), subset="validation",
+                                  shuffle=False, batch_size=4)
+    train = gen.flow_from_directory(str(tmp_path), target_size=(4, 4), subset="training",
+                                    shuffle=False, batch_size=16)
+    # The first quarter of each class's sorted files is validation.
+    assert val.filenames == [os.path.join("cat", "00.png"), os.path.join("dog", "00.png"),
+                             os.path.join("dog", "01.png")]
+    assert train.samples == 9 and list(train.classes) == [0] * 3 + [1] * 6
+    batch_x, batch_y = val[0]
+    np.testing.assert_array_equal(batch_x[:, 0, 0, 0], [0, 0, 10])
+    np.testing.assert_array_equal(batch_y, [[1, 0], [0, 1], [0, 1]])

@@ -12,8 +12,10 @@ Rotations, shifts, shears and zooms are Keras's affine transform about the centr
 uses (transform_matrix_offset_center), resampled in NumPy the way
 scipy.ndimage.affine_transform (which Keras calls) samples, so no scipy is needed. Images in
 files: load_img, img_to_array, array_to_img, save_img and flow_from_directory (with Pillow;
-image_files.py). Not supported (an error says so): brightness_range, zca_whitening
-(scipy.linalg), validation_split and flow_from_dataframe.
+image_files.py). validation_split with flow's and flow_from_directory's subset='training' /
+'validation' (the first fraction of the arrays, or of each class's files, is validation, as
+Keras's). Not supported (an error says so): brightness_range, zca_whitening (scipy.linalg) and
+flow_from_dataframe.
 
 Example::
 
@@ -227,8 +229,7 @@ class ImageDataGenerator:
     fill_mode, cval and interpolation_order (0 or 1); then a channel shift and flips.
     `*_shift_range`: a float below 1 is a fraction of the height / width (uniform in
     [-r, r)), an int a number of pixels (one of -r+1 .. r-1), a list the pixel shifts to
-    choose from. brightness_range (PIL), zca_whitening (scipy.linalg) and validation_split
-    are refused."""
+    choose from. brightness_range (PIL) and zca_whitening (scipy.linalg) are refused."""
 
     def __init__(self, featurewise_center=False, samplewise_center=False,
                  featurewise_std_normalization=False, samplewise_std_normalization=False,
@@ -242,8 +243,10 @@ class ImageDataGenerator:
         if zca_whitening:
             raise ValueError("ImageDataGenerator: zca_whitening needs scipy.linalg; not "
                              "supported")
-        if validation_split:
-            raise ValueError("ImageDataGenerator: validation_split is not supported")
+        if validation_split and not 0 < validation_split < 1:
+            raise ValueError("`validation_split` must be strictly between 0 and 1. Received: "
+                             "%s" % (validation_split,))
+        self._validation_split = validation_split
         if fill_mode not in _FILL_MODES:
             raise ValueError("ImageDataGenerator: fill_mode must be one of %s, not %r"
                              % (", ".join(_FILL_MODES), fill_mode))
@@ -287,9 +290,22 @@ class ImageDataGenerator:
     def flow(self, x, y=None, batch_size=32, shuffle=True, sample_weight=None, seed=None,
              save_to_dir=None, save_prefix="", save_format="png", subset=None):
         """A NumpyArrayIterator over (x, y): batches of transformed, standardised images
-        (and their labels; and sample weights when given)."""
-        if save_to_dir is not None or subset is not None:
-            raise ValueError("ImageDataGenerator.flow: save_to_dir and subset are not supported")
+        (and their labels; and sample weights when given). `subset` 'validation' takes the
+        first validation_split of the rows, 'training' the others, as Keras's."""
+        if save_to_dir is not None:
+            raise ValueError("ImageDataGenerator.flow: save_to_dir is not supported")
+        split = subset_split(self, subset)
+        if split is not None:
+            rows = int(len(x) * split[1]) if split[0] == 0 else int(len(x) * split[0])
+            part = slice(0, rows) if split[0] == 0 else slice(rows, None)
+            if y is not None and not np.array_equal(np.unique(np.asarray(y)[:rows]),
+                                                    np.unique(np.asarray(y)[rows:])):
+                raise ValueError("Training and validation subsets have different number of "
+                                 "classes after the split. If your numpy arrays are sorted by "
+                                 "the label, you might want to shuffle them.")
+            x = np.asarray(x)[part]
+            y = None if y is None else np.asarray(y)[part]
+            sample_weight = None if sample_weight is None else np.asarray(sample_weight)[part]
         return NumpyArrayIterator(x, y, self, batch_size=batch_size, shuffle=shuffle,
                                   sample_weight=sample_weight, seed=seed,
                                   data_format=self.data_format, dtype=self.dtype)
@@ -537,7 +553,7 @@ class NumpyArrayIterator(Iterator):
 # Images from files (image_files.py): load_img & co., flow_from_directory's DirectoryIterator.
 from shardflow.keras.preprocessing.image_files import (  # noqa: E402
     _directory_iterator_class, array_to_img, flow_from_directory, img_to_array, load_img,
-    save_img)
+    save_img, subset_split)
 
 ImageDataGenerator.flow_from_directory = flow_from_directory
 DirectoryIterator = _directory_iterator_class()

@@ -115,17 +115,35 @@ def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
     img.save(path, format=file_format, **kwargs)
 
 
-def _list_files(directory, classes, follow_links):
-    """[(path relative to directory, class index)] in Keras's order."""
+def _list_files(directory, classes, follow_links, split=None):
+    """[(path relative to directory, class index)] in Keras's order; with `split` (start,
+    stop) fractions, only that part of each class's files (validation_split's subsets)."""
     found = []
     for index, name in enumerate(classes):
         root = os.path.join(directory, name)
         walked = sorted(os.walk(root, followlinks=follow_links), key=lambda t: t[0])
-        for folder, _, files in walked:
-            for f in sorted(files):
-                if f.lower().rsplit(".", 1)[-1] in WHITE_LIST_FORMATS:
-                    found.append((os.path.relpath(os.path.join(folder, f), directory), index))
+        files_of_class = [os.path.relpath(os.path.join(folder, f), directory)
+                          for folder, _, files in walked for f in sorted(files)
+                          if f.lower().rsplit(".", 1)[-1] in WHITE_LIST_FORMATS]
+        if split is not None:
+            n = len(files_of_class)
+            files_of_class = files_of_class[int(split[0] * n):int(split[1] * n)]
+        found.extend((f, index) for f in files_of_class)
     return found
+
+
+def subset_split(image_data_generator, subset):
+    """The (start, stop) fractions of the data in `subset` ('training', 'validation' or None)
+    for the generator's validation_split, as Keras's: validation is the first part."""
+    if subset is None:
+        return None
+    if subset not in ("training", "validation"):
+        raise ValueError('Invalid subset name: %s; expected "training" or "validation"'
+                         % (subset,))
+    fraction = getattr(image_data_generator, "_validation_split", 0.0)
+    if not fraction:
+        raise ValueError("subset=%r needs ImageDataGenerator(validation_split=...)" % (subset,))
+    return (0.0, fraction) if subset == "validation" else (fraction, 1.0)
 
 
 _DIRECTORY_ITERATOR = []   # the class, made once (it subclasses image.Iterator)
@@ -152,9 +170,7 @@ def _directory_iterator_class():
             if class_mode not in _CLASS_MODES:
                 raise ValueError('Invalid class_mode: %s; expected one of "categorical", '
                                  '"binary", "sparse", "input" or None.' % (class_mode,))
-            if subset is not None:
-                raise ValueError("flow_from_directory: subset needs validation_split, which is "
-                                 "not supported")
+            split = subset_split(image_data_generator, subset)
             if not os.path.isdir(directory):
                 raise ValueError("flow_from_directory: %s is not a directory" % (directory,))
             _resample(interpolation)   # an unknown method fails now, not at the first batch
@@ -177,7 +193,7 @@ def _directory_iterator_class():
                                  if os.path.isdir(os.path.join(directory, d)))
             self.num_classes = len(classes)
             self.class_indices = dict(zip(classes, range(len(classes))))
-            files = _list_files(directory, classes, follow_links)
+            files = _list_files(directory, classes, follow_links, split)
             self.filenames = [f for f, _ in files]
             self.classes = np.array([c for _, c in files], dtype="int32")
             self.samples = len(files)
