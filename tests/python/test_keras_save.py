@@ -151,6 +151,38 @@ def test_untrusted_archives_are_refused(tmp_path):
     keras.models.load_model(write("again", config))  # the untouched archive still loads
 
 
+def test_initializer_objects_round_trip_and_hostile_ones_are_refused(tmp_path):
+    # Regression: keras.initializers.RandomNormal(...) made model.save raise
+    # NotImplementedError (TF1 saves it by class name and config).
+    model = keras.Sequential([keras.layers.Dense(
+        3, input_shape=(4,), kernel_initializer=keras.initializers.RandomNormal(stddev=0.01),
+        bias_initializer=keras.initializers.Constant(0.5))])
+    path = str(tmp_path / "init")
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    init = loaded.layers[0].kernel_initializer
+    assert type(init).__name__ == "RandomNormal" and init.get_config()["stddev"] == 0.01
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(loaded.predict(x), model.predict(x))
+    with zipfile.ZipFile(path) as z:
+        config = json.loads(z.read("model.json"))
+        files = {n: z.read(n) for n in z.namelist() if n != "model.json"}
+    for cls, cfg in (("get_variable", {}), ("RandomNormal", {"stddev": {"__dict__": {}}}),
+                     ("RandomNormal", {"no_such_argument": 1})):
+        bad = json.loads(json.dumps(config))
+        bad["layers"][0]["kwargs"]["kernel_initializer"] = {
+            "__init_class__": {"class": cls, "config": {"__dict__": cfg}}}
+        hostile = str(tmp_path / "hostile")
+        with zipfile.ZipFile(hostile, "w") as z:
+            z.writestr("model.json", json.dumps(bad))
+            for n, data in files.items():
+                z.writestr(n, data)
+        tf.reset_default_graph()
+        keras.backend.clear_session()
+        with pytest.raises(ValueError, match="initializer"):
+            keras.models.load_model(hostile)
+
+
 class _Net(keras.Model):
     def __init__(self):
         super(_Net, self).__init__()

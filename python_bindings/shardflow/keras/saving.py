@@ -85,6 +85,10 @@ def _encode(value, where):
     if isinstance(value, Initializer):  # keras.initializers.he_normal(), Constant(0.1), ...
         return {"__initializer__": {"kind": value.kind, "seed": value.seed,
                                     "value": value.value}}
+    from shardflow.variable_scope import _Initializer
+    if isinstance(value, _Initializer):  # keras.initializers.RandomNormal(stddev=0.01), ...
+        return {"__init_class__": {"class": type(value).__name__,
+                                   "config": _encode(value.get_config(), where)}}
     name = getattr(value, "__name__", None)
     module = getattr(value, "__module__", None) or ""
     # keras.activations.relu, and shardflow's own functions of an activation's name (sf.nn.relu)
@@ -128,7 +132,7 @@ def _decode(value):
                 {"class_name": entry.get("class_name"), "config": _decode(entry.get("config"))},
                 custom_objects=objects)
         if "__regularizer__" in value or "__constraint__" in value or \
-                "__initializer__" in value:
+                "__initializer__" in value or "__init_class__" in value:
             return _decode_object(value)
         raise ValueError("load_model: unknown value %r in model.json" % (value,))
     return value
@@ -151,6 +155,29 @@ def _decode_function(name):
                      "function?); pass it in custom_objects={%r: ...}" % (name, name))
 
 
+def _decode_initializer_class(entry):
+    """One of TF1's initializer classes (RandomNormal, TruncatedNormal, Constant, ...) from
+    model.json: only shardflow.variable_scope's, with plain values as arguments."""
+    import importlib
+    variable_scope = importlib.import_module("shardflow.variable_scope")  # (sf.variable_scope
+    name = entry.get("class") if isinstance(entry, dict) else None        # is the function)
+    cls = getattr(variable_scope, name, None) if isinstance(name, str) and \
+        name.isidentifier() and not name.startswith("_") else None
+    config = _decode(entry.get("config")) if isinstance(entry, dict) else None
+
+    def plain(v):
+        return v is None or isinstance(v, (bool, int, float, str)) or (
+            isinstance(v, (list, tuple)) and all(plain(x) for x in v))
+    if not (isinstance(cls, type) and issubclass(cls, variable_scope._Initializer)) or \
+            not isinstance(config, dict) or not all(plain(v) for v in config.values()):
+        raise ValueError("load_model: unknown initializer %r in model.json" % (entry,))
+    try:
+        return cls.from_config(config)
+    except (TypeError, ValueError) as e:
+        raise ValueError("load_model: initializer %s with arguments %r: %s"
+                         % (name, config, e)) from None
+
+
 def _decode_object(value):
     """A regularizer, constraint or initializer model.json names (only keras's own classes,
     with number arguments)."""
@@ -165,6 +192,8 @@ def _decode_object(value):
         return config
     if "__regularizer__" in value:
         return regularizers.L1L2(**numbers(value["__regularizer__"], ("l1", "l2")))
+    if "__init_class__" in value:
+        return _decode_initializer_class(value["__init_class__"])
     if "__initializer__" in value:
         entry = value["__initializer__"]
         kind = entry.get("kind") if isinstance(entry, dict) else None
