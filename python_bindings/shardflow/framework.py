@@ -86,6 +86,14 @@ class TensorShape:
 
     rank = ndims
 
+    @property
+    def dims(self):
+        """TF1's TensorShape.dims: a list of Dimension objects (Dimension(None) for unknown
+        ones), or None for an unknown rank."""
+        if self._dims is None:
+            return None
+        return [_UnknownDimension() if d is None else Dimension(d) for d in self._dims]
+
     def as_list(self):
         """The dimensions as a list (None for unknown ones); ValueError for an unknown rank."""
         if self._dims is None:

@@ -19,6 +19,7 @@ scatter_nd_update the sum. tf.count_up_to is an atomic kernel (ResourceCountUpTo
 """
 
 import contextlib
+import re
 
 import numpy as np
 
@@ -341,26 +342,99 @@ def hessians(ys, xs, name="hessians", colocate_gradients_with_ops=False, gate_gr
     return out
 
 
+class Template:
+    """What make_template returns (TF1's Template): calling it runs func_ inside its variable
+    scope, creating the variables the first time and reusing them after. ``variables`` and
+    ``trainable_variables`` list the variables under that scope; ``variable_scope`` is None
+    until the scope exists (the first call, or construction with create_scope_now_)."""
+
+    def __init__(self, name, func, create_scope_now=False, unique_name=None,
+                 custom_getter=None, kwargs=None):
+        if custom_getter is not None and not callable(custom_getter):
+            raise ValueError("make_template: custom_getter_ must be callable, got %r"
+                             % (custom_getter,))
+        self._name = name
+        self._func = func
+        self._unique_name = unique_name
+        self._custom_getter = custom_getter
+        self._kwargs = dict(kwargs or {})
+        self._variable_scope = None
+        self.__name__ = name
+        if create_scope_now:
+            from shardflow.variable_scope import variable_scope
+            with variable_scope(unique_name, default_name=name,
+                                custom_getter=custom_getter) as scope:
+                self._variable_scope = scope
+
+    def __call__(self, *args, **more):
+        from shardflow.variable_scope import variable_scope
+        merged = dict(self._kwargs)
+        merged.update(more)
+        if self._variable_scope is None:
+            with variable_scope(self._unique_name, default_name=self._name,
+                                custom_getter=self._custom_getter) as scope:
+                self._variable_scope = scope
+                self._called = True
+                return self._func(*args, **merged)
+        # A scope made at construction (create_scope_now_) has no variables yet: the first
+        # call creates them there; later calls reuse them.
+        reuse = True if self._called else None
+        self._called = True
+        with variable_scope(self._variable_scope, reuse=reuse,
+                            custom_getter=self._custom_getter):
+            return self._func(*args, **merged)
+
+    _called = False
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def func(self):
+        return self._func
+
+    @property
+    def variable_scope(self):
+        return self._variable_scope
+
+    @property
+    def variable_scope_name(self):
+        return None if self._variable_scope is None else self._variable_scope.name
+
+    def _scope_collection(self, key):
+        if self._variable_scope is None:
+            return []
+        return get_default_graph().get_collection(key, re.escape(self.variable_scope_name + "/"))
+
+    @property
+    def variables(self):
+        """The global variables under the template's scope (TF1's Template.variables)."""
+        return self._scope_collection(GraphKeys.GLOBAL_VARIABLES)
+
+    global_variables = variables
+
+    @property
+    def trainable_variables(self):
+        return self._scope_collection(GraphKeys.TRAINABLE_VARIABLES)
+
+    @property
+    def non_trainable_variables(self):
+        trainable = self.trainable_variables
+        return [v for v in self.variables if not any(v is t for t in trainable)]
+
+    @property
+    def local_variables(self):
+        return self._scope_collection(GraphKeys.LOCAL_VARIABLES)
+
+
 def make_template(name_, func_, create_scope_now_=False, unique_name_=None,
                   custom_getter_=None, **kwargs):
-    """A function calling func_(*args, **kwargs) inside variable_scope(name_): the first call
+    """A Template calling func_(*args, **kwargs) inside variable_scope(name_): the first call
     creates the variables (get_variable), later calls reuse them (TF1's tf.make_template).
-    Templates named alike get scopes "t", "t_1", ... (unique_name_ names it exactly)."""
-    from shardflow.variable_scope import variable_scope
-    state = {"scope": None}
-
-    def template(*args, **more):
-        merged = dict(kwargs)
-        merged.update(more)
-        if state["scope"] is None:
-            with variable_scope(unique_name_, default_name=name_) as scope:
-                state["scope"] = scope
-                return func_(*args, **merged)
-        with variable_scope(state["scope"], reuse=True):
-            return func_(*args, **merged)
-
-    template.__name__ = name_
-    return template
+    Templates named alike get scopes "t", "t_1", ... (unique_name_ names it exactly);
+    custom_getter_ is the scope's custom getter on every call."""
+    return Template(name_, func_, create_scope_now_, unique_name_, custom_getter_, kwargs)
 
 
 __all__ = ["add_check_numerics_ops", "assign", "assign_add", "assign_sub",
