@@ -23,7 +23,9 @@ previous one, so the last mapping wins.
 
 import glob
 import os
+import re
 
+import numpy as np
 
 from shardflow import dtypes, errors
 from shardflow import tf_logging as logging
@@ -192,6 +194,34 @@ def list_variables(ckpt_dir_or_file):
     """[(name, shape)] of every variable in the checkpoint, sorted by name."""
     shapes = load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map()
     return [(name, shapes[name]) for name in sorted(shapes)]
+
+
+def print_tensors_in_checkpoint_file(file_name, tensor_name, all_tensors,
+                                     all_tensor_names=False, count_exclude_pattern=""):
+    """Prints a checkpoint's tensors, as TF1's tensorflow.python.tools.inspect_checkpoint:
+    with all_tensors or all_tensor_names, every name ("tensor_name:  w") and, with all_tensors,
+    its value; else with no tensor_name the names, dtypes and shapes; else that tensor. Then
+    "# Total number of params: N" (the elements of the tensors whose names
+    count_exclude_pattern, a regular expression, does not match)."""
+    reader = NewCheckpointReader(file_name)
+    if all_tensors or all_tensor_names:
+        for key in sorted(reader.get_variable_to_shape_map()):
+            print("tensor_name: ", key)
+            if all_tensors:
+                print(reader.get_tensor(key))
+    elif not tensor_name:
+        print(reader.debug_string().decode("utf-8"))
+    elif not reader.has_tensor(tensor_name):
+        print("Tensor %s not found in checkpoint" % tensor_name)
+        return
+    else:
+        print("tensor_name: ", tensor_name)
+        print(reader.get_tensor(tensor_name))
+    exclude = re.compile(count_exclude_pattern) if count_exclude_pattern else None
+    total = sum(int(np.prod(shape, dtype=np.int64))
+                for name, shape in reader.get_variable_to_shape_map().items()
+                if exclude is None or not exclude.search(name))
+    print("# Total number of params: %d" % total)
 
 
 # ---- writing the state file, removing checkpoints ------------------------------------------
@@ -393,4 +423,5 @@ def with_checkpoint_initializers(init_op, graph=None):
 __all__ = ["CheckpointReader", "CheckpointState", "NewCheckpointReader", "checkpoint_exists",
            "generate_checkpoint_state_proto", "get_checkpoint_mtimes", "get_checkpoint_state",
            "remove_checkpoint", "update_checkpoint_state", "init_from_checkpoint",
-           "list_variables", "load_checkpoint", "load_variable", "with_checkpoint_initializers"]
+           "list_variables", "load_checkpoint", "load_variable", "print_tensors_in_checkpoint_file",
+           "with_checkpoint_initializers"]

@@ -230,6 +230,34 @@ def create_partitioned_variable(make_part, name, shape, dtype, partitioner, init
     return PartitionedVariable(name, dims, dtype, variables, [int(p) for p in parts])
 
 
+def create_partitioned_variables(shape, slicing, initializer, dtype=dtypes.float32,
+                                 trainable=True, collections=None, name=None, reuse=None):
+    """TF1's deprecated tf.create_partitioned_variables: the parts (a list of Variables
+    "<name>/part_<i>") of a variable of `shape` cut `slicing[d]` ways along one dimension d;
+    `name` defaults to a unique "PartitionedVariable"; `reuse` as variable_scope's."""
+    import contextlib
+    from shardflow.variable_scope import get_variable, get_variable_scope, variable_scope
+    dims = _dims(shape)
+    slicing = [int(s) for s in slicing]
+    if len(dims) != len(slicing):
+        raise ValueError("create_partitioned_variables: the 'shape' and 'slicing' must have the "
+                         "same number of dimensions: shape=%s, slicing=%s" % (dims, slicing))
+    if not dims:
+        raise ValueError("create_partitioned_variables: a partitioned variable must have rank "
+                         "at least 1: shape=%s" % (dims,))
+    if name is None:
+        # Only to take a unique name: PartitionedVariable, PartitionedVariable_1, ...
+        with variable_scope(None, default_name="PartitionedVariable") as scope:
+            name = scope.name.rsplit("/", 1)[-1]
+    reusing = (variable_scope(get_variable_scope(), reuse=reuse) if reuse
+               else contextlib.nullcontext())
+    with reusing:
+        pv = get_variable(name, shape=dims, dtype=dtype, initializer=initializer,
+                          trainable=trainable, collections=collections,
+                          partitioner=lambda **_: slicing)
+    return list(pv)
+
+
 def _register():
     from shardflow.framework import register_tensor_conversion_function
     register_tensor_conversion_function(PartitionedVariable, _convert)
@@ -237,5 +265,5 @@ def _register():
 
 _register()
 
-__all__ = ["PartitionedVariable", "fixed_size_partitioner", "min_max_variable_partitioner",
-           "variable_axis_size_partitioner"]
+__all__ = ["PartitionedVariable", "create_partitioned_variables", "fixed_size_partitioner",
+           "min_max_variable_partitioner", "variable_axis_size_partitioner"]

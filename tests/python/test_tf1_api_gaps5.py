@@ -1,7 +1,9 @@
 """TF 1.15 API gaps, checked by hand or against NumPy: make_template's custom_getter_ and
-Template's variables / variable_scope, TensorShape.dims."""
+Template's variables / variable_scope, TensorShape.dims, tf.create_partitioned_variables,
+inspect_checkpoint's print_tensors_in_checkpoint_file."""
 
 import numpy as np
+import pytest
 
 import shardflow as tf
 
@@ -72,3 +74,54 @@ def test_tensor_shape_dims_are_dimensions():
     assert tf.TensorShape([4, 5]).dims[0].value == 4
     assert tf.placeholder(tf.float32).shape.dims is None
     assert tf.TensorShape([]).dims == []
+
+
+def test_create_partitioned_variables_names_shapes_values_and_reuse():
+    from shardflow.partitioned_variables import create_partitioned_variables
+    tf.reset_default_graph()
+    value = np.arange(15, dtype=np.float32).reshape(5, 3)
+    parts = create_partitioned_variables([5, 3], [2, 1], value, name="v")
+    assert [p.name for p in parts] == ["v/part_0:0", "v/part_1:0"]
+    assert [p.shape.as_list() for p in parts] == [[3, 3], [2, 3]]
+    again = create_partitioned_variables([5, 3], [2, 1], value, name="v", reuse=True)
+    assert all(a is b for a, b in zip(parts, again))
+    unnamed = create_partitioned_variables([4], [2], tf.zeros_initializer())
+    unnamed2 = create_partitioned_variables([4], [2], tf.zeros_initializer())
+    assert [p.name for p in unnamed + unnamed2] == [
+        "PartitionedVariable/part_0:0", "PartitionedVariable/part_1:0",
+        "PartitionedVariable_1/part_0:0", "PartitionedVariable_1/part_1:0"]
+    with tf.variable_scope("s"):
+        frozen = create_partitioned_variables([6], [3], tf.ones_initializer(), trainable=False,
+                                              name="w")
+    assert [p.name for p in frozen] == ["s/w/part_0:0", "s/w/part_1:0", "s/w/part_2:0"]
+    assert not any(p in tf.trainable_variables() for p in frozen)
+    first, second, ones = run([parts[0], parts[1], frozen[2]])
+    np.testing.assert_array_equal(first, value[:3])
+    np.testing.assert_array_equal(second, value[3:])
+    np.testing.assert_array_equal(ones, [1.0, 1.0])
+    with pytest.raises(ValueError, match="same number of dimensions"):
+        create_partitioned_variables([4, 2], [2], tf.zeros_initializer())
+
+
+def test_print_tensors_in_checkpoint_file(tmp_path, capsys):
+    from shardflow.checkpoint_utils import print_tensors_in_checkpoint_file
+    tf.reset_default_graph()
+    tf.Variable(np.ones([2, 3], np.float32), name="a")
+    tf.Variable(np.arange(4, dtype=np.float32), name="b")
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "model"))
+    capsys.readouterr()
+    print_tensors_in_checkpoint_file(path, tensor_name="b", all_tensors=False)
+    out = capsys.readouterr().out
+    assert out.splitlines() == ["tensor_name:  b", "[0. 1. 2. 3.]",
+                                "# Total number of params: 10"]
+    print_tensors_in_checkpoint_file(path, "", False, all_tensor_names=True,
+                                     count_exclude_pattern="^a")
+    assert capsys.readouterr().out.splitlines() == [
+        "tensor_name:  a", "tensor_name:  b", "# Total number of params: 4"]
+    print_tensors_in_checkpoint_file(path, "", True)
+    out = capsys.readouterr().out
+    assert "tensor_name:  a\n[[1. 1. 1.]\n [1. 1. 1.]]\ntensor_name:  b" in out
+    print_tensors_in_checkpoint_file(path, "missing", False)
+    assert capsys.readouterr().out == "Tensor missing not found in checkpoint\n"
