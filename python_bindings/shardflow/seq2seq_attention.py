@@ -237,6 +237,10 @@ class _Monotonic:
         self._score_bias_init, self._mode = float(score_bias_init), mode
         self._probability_fn = self._monotonic_probability
 
+    def _score(self, query):
+        """The attention mechanism's score (the next class in the MRO) plus the bias."""
+        return self._score_bias(super()._score(query))
+
     def _score_bias(self, score):
         bias = get_variable("attention_score_bias", [], dtype=score.dtype,
                             initializer=constant_initializer(self._score_bias_init))
@@ -272,9 +276,6 @@ class BahdanauMonotonicAttention(_Monotonic, BahdanauAttention):
                          score_mask_value=score_mask_value, name=name)
         self._monotonic_init(sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode)
 
-    def _score(self, query):
-        return self._score_bias(super()._score(query))
-
 
 class LuongMonotonicAttention(_Monotonic, LuongAttention):
     """TF1's tf.contrib.seq2seq.LuongMonotonicAttention: LuongAttention's score plus a scalar
@@ -290,9 +291,6 @@ class LuongMonotonicAttention(_Monotonic, LuongAttention):
         super().__init__(num_units, memory, memory_sequence_length, scale=scale,
                          score_mask_value=score_mask_value, name=name)
         self._monotonic_init(sigmoid_noise, sigmoid_noise_seed, score_bias_init, mode)
-
-    def _score(self, query):
-        return self._score_bias(super()._score(query))
 
 
 class AttentionWrapperState(collections.namedtuple(
