@@ -1,6 +1,7 @@
 """TF 1.15 API gaps, checked by hand or against NumPy: make_template's custom_getter_ and
 Template's variables / variable_scope, TensorShape.dims, tf.create_partitioned_variables,
-inspect_checkpoint's print_tensors_in_checkpoint_file."""
+inspect_checkpoint's print_tensors_in_checkpoint_file, tf.io's sparse serialization and
+FIFOQueue."""
 
 import numpy as np
 import pytest
@@ -125,3 +126,21 @@ def test_print_tensors_in_checkpoint_file(tmp_path, capsys):
     assert "tensor_name:  a\n[[1. 1. 1.]\n [1. 1. 1.]]\ntensor_name:  b" in out
     print_tensors_in_checkpoint_file(path, "missing", False)
     assert capsys.readouterr().out == "Tensor missing not found in checkpoint\n"
+
+
+def test_io_sparse_serialization_and_fifo_queue():
+    tf.reset_default_graph()
+    assert tf.io.serialize_sparse is tf.serialize_sparse
+    assert tf.io.deserialize_many_sparse is tf.deserialize_many_sparse
+    sp = tf.SparseTensor([[0, 1], [1, 0], [1, 2]], [1.0, 2.0, 3.0], [2, 3])
+    one = tf.io.serialize_sparse(sp)
+    back = tf.io.deserialize_many_sparse(tf.io.serialize_many_sparse(sp), tf.float32)
+    queue = tf.io.FIFOQueue(2, tf.int32)
+    with tf.Session() as sess:
+        serialized, value = sess.run([one, back])
+        sess.run(queue.enqueue(5))
+        assert sess.run(queue.dequeue()) == 5
+    assert serialized.shape == (3,)
+    np.testing.assert_array_equal(value.indices, [[0, 1], [1, 0], [1, 2]])
+    np.testing.assert_array_equal(value.values, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(value.dense_shape, [2, 3])
