@@ -127,6 +127,13 @@ def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03
     return ops.squeeze(out, [0]) if unbatch else out
 
 
+def _repeat_last(x, axis):
+    """NHWC `x` with its last row (axis 1) or column (axis 2) repeated once: a SYMMETRIC pad
+    of 1 at the end of that axis."""
+    last = x[:, -1:, :, :] if axis == 1 else x[:, :, -1:, :]
+    return ops.concat([x, last], axis)
+
+
 _MSSSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)   # Wang et al.'s
 
 
@@ -146,11 +153,13 @@ def ssim_multiscale(img1, img2, max_val, power_factors=_MSSSIM_WEIGHTS, filter_s
     terms = []
     for k in range(len(factors)):
         if k > 0:
+            # TF1 mirrors the last row (column) of an odd height (width) before pooling. A
+            # size known only when the step runs gets its last row mirrored always: for an
+            # even size, the VALID 2x2 pooling leaves that extra row out.
             h, w = a.shape.as_list()[1:3]
-            if h % 2 or w % 2:
-                pad = [[0, 0], [0, h % 2], [0, w % 2], [0, 0]]
-                a = array_ops.pad(a, pad, mode="SYMMETRIC")
-                b = array_ops.pad(b, pad, mode="SYMMETRIC")
+            for axis, size in ((1, h), (2, w)):
+                if size is None or size % 2:
+                    a, b = _repeat_last(a, axis), _repeat_last(b, axis)
             a = nn.avg_pool(a, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
             b = nn.avg_pool(b, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
         per_channel, cs = _ssim_per_channel(a, b, max_val, filter_size, filter_sigma, k1, k2)

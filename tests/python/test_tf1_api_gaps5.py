@@ -1,7 +1,7 @@
 """TF 1.15 API gaps, checked by hand or against NumPy: make_template's custom_getter_ and
 Template's variables / variable_scope, TensorShape.dims, tf.create_partitioned_variables,
 inspect_checkpoint's print_tensors_in_checkpoint_file, tf.io's sparse serialization and
-FIFOQueue."""
+FIFOQueue, ssim_multiscale of images sized at run time."""
 
 import numpy as np
 import pytest
@@ -144,3 +144,24 @@ def test_io_sparse_serialization_and_fifo_queue():
     np.testing.assert_array_equal(value.indices, [[0, 1], [1, 0], [1, 2]])
     np.testing.assert_array_equal(value.values, [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(value.dense_shape, [2, 3])
+
+
+def test_ssim_multiscale_of_images_whose_size_is_known_at_run_time():
+    # TF1 pads an odd height or width at run time; a [None, None, None, 3] placeholder failed
+    # here ('h % 2' of None). The scores must equal those of the same images as constants.
+    tf.reset_default_graph()
+    rng = np.random.RandomState(0)
+    pa = tf.placeholder(tf.float32, [None, None, None, 3])
+    pb = tf.placeholder(tf.float32, [None, None, None, 3])
+    score = tf.image.ssim_multiscale(pa, pb, 1.0)
+    for h, w in ((181, 177), (176, 192)):
+        x = rng.rand(2, h, w, 3).astype(np.float32)
+        y = np.clip(x + 0.1 * rng.randn(*x.shape), 0, 1).astype(np.float32)
+        static = tf.image.ssim_multiscale(tf.constant(x), tf.constant(y), 1.0)
+        with tf.Session() as sess:
+            fed = sess.run(score, {pa: x, pb: y})
+            same = sess.run(score, {pa: x, pb: x})
+            expected = sess.run(static)
+        np.testing.assert_allclose(fed, expected, rtol=1e-5)
+        assert np.all(fed < 0.99) and np.all(fed > 0.5)
+        np.testing.assert_allclose(same, [1.0, 1.0], rtol=1e-5)
