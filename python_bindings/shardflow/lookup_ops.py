@@ -730,9 +730,11 @@ class MutableHashTable(LookupInterface):
         add = table.insert(sf.constant(["a", "b"]), sf.constant([1, 2], sf.int64))
         ids = table.lookup(sf.constant(["b", "x"]))      # after add ran: [2, -1]
 
+    With checkpoint=True (the default), tf.train.Saver saves the entries as TF1 does, under
+    "<table name>-keys" and "<table name>-values", and restore puts them back.
+
     Differences from TF1 (Note [Table state]): the entries belong to the table object, so every
-    session of the graph sees them and a new session does not start with an empty table; and
-    Saver checkpoints do not hold them (TF1's checkpoint=True).
+    session of the graph sees them and a new session does not start with an empty table.
     """
 
     def __init__(self, key_dtype, value_dtype, default_value, shared_name=None,
@@ -743,6 +745,8 @@ class MutableHashTable(LookupInterface):
         with graph.name_scope(name) as scope:
             self._name = scope.rstrip("/").split("/")[-1]
             self._default_value = convert_to_tensor(default_value, dtype=self._value_dtype)
+        # The name of TF1's table op ("outer/MutableHashTable"): its checkpoint entries' prefix.
+        self._checkpoint_name = scope.rstrip("/")
         value_shape = self._default_value.shape
         if value_shape.ndims is None or value_shape.ndims > 1 or \
                 None in value_shape.as_list():
@@ -751,6 +755,8 @@ class MutableHashTable(LookupInterface):
         self._value_shape = tuple(value_shape.as_list())
         self._entries = {}
         self._graph = graph
+        if checkpoint:   # saved by a Saver of every global variable (TF1's SAVEABLE_OBJECTS)
+            graph.__dict__.setdefault("_checkpointed_tables", []).append(self)
 
     default_value = property(lambda self: self._default_value,
                              doc="The value of missing keys (a scalar or vector tensor).")
@@ -835,22 +841,42 @@ class MutableHashTable(LookupInterface):
     def export(self, name=None):
         """(keys, values): every entry, keys [n] and values [n] + the value shape."""
         width = self._value_shape
-        key_np, value_np = _np_dtype(self._key_dtype), _np_dtype(self._value_dtype)
-
-        def run():
-            items = list(self._entries.items())
-            keys = np.empty(len(items), dtype=key_np)
-            keys[:] = [k for k, _ in items]
-            values = np.empty((len(items),) + width, dtype=value_np)
-            for i, (_, v) in enumerate(items):
-                values[i] = v
-            return keys, values
         with self._graph.as_default():
-            keys, values = py_func(run, [], [self._key_dtype, self._value_dtype],
+            keys, values = py_func(self._entry_arrays, [], [self._key_dtype, self._value_dtype],
                                    name=name or "%s_lookup_table_export_values" % self._name)
         keys.set_shape([None])
         values.set_shape([None] + list(width))
         return keys, values
+
+    def _entry_arrays(self):
+        """(keys [n], values [n] + value shape): the entries as NumPy arrays."""
+        items = list(self._entries.items())
+        keys = np.empty(len(items), dtype=_np_dtype(self._key_dtype))
+        keys[:] = [k for k, _ in items]
+        values = np.empty((len(items),) + self._value_shape, dtype=_np_dtype(self._value_dtype))
+        for i, (_, v) in enumerate(items):
+            values[i] = v
+        return keys, values
+
+    def _checkpoint_tensors(self):
+        """[(checkpoint name, ndarray)]: what a Saver writes of this table, as TF1's
+        MutableHashTable saveable ("<name>-keys", "<name>-values")."""
+        keys, values = self._entry_arrays()
+        return [(self._checkpoint_name + "-keys", keys),
+                (self._checkpoint_name + "-values", values)]
+
+    def _restore_checkpoint_tensors(self, keys, values, save_path):
+        """Replaces the entries by those a checkpoint holds (_checkpoint_tensors' arrays)."""
+        keys = np.asarray(keys).reshape(-1)
+        values = np.asarray(values)
+        if values.shape != (keys.size,) + self._value_shape:
+            raise errors.InvalidArgumentError(
+                "table %s: %s holds %d keys and values of shape %s; the table's values have "
+                "shape %s" % (self._checkpoint_name, save_path, keys.size, list(values.shape),
+                              list(self._value_shape)))
+        values = values.astype(_np_dtype(self._value_dtype), copy=False)
+        self._check_keys(keys)
+        self._entries = {_py_key(k): v.copy() for k, v in zip(keys.tolist(), values)}
 
     def size(self, name=None):
         """The number of entries, an int64 scalar tensor."""
@@ -871,7 +897,8 @@ class MutableDenseHashTable(MutableHashTable):
     def __init__(self, key_dtype, value_dtype, default_value, empty_key, deleted_key=None,
                  initial_num_buckets=None, shared_name=None, name="MutableDenseHashTable",
                  checkpoint=True):
-        super().__init__(key_dtype, value_dtype, default_value, name=name)
+        super().__init__(key_dtype, value_dtype, default_value, name=name,
+                         checkpoint=checkpoint)
         reserved = []
         for what, key in (("empty_key", empty_key), ("deleted_key", deleted_key)):
             if key is None:

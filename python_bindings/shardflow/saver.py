@@ -65,8 +65,9 @@ class Saver:
         from shardflow.ops import group, placeholder
         var_list, name, allow_empty = self._build_args
         g = get_default_graph()
+        var_list, self._tables = _split_tables(var_list, g)
         self._entries = _saver_entries(var_list, g)
-        if not self._entries and not allow_empty:
+        if not self._entries and not self._tables and not allow_empty:
             raise ValueError("Saver: no variables to save (allow_empty=True for a Saver that "
                              "does nothing)")
         names = [n for n, _ in self._entries]
@@ -155,14 +156,14 @@ class Saver:
         if save_path is None:
             raise ValueError("Saver.save: no save_path (and no filename given to the Saver)")
         self.build()
-        if not self._vars:
+        if not self._vars and not self._tables:
             return None  # allow_empty: nothing to save
         if global_step is not None:
             if not isinstance(global_step, (int, np.integer)):
                 global_step = sess.run(global_step)
             save_path = ("%s-%08d" if self._pad_step_number else "%s-%d") % (save_path,
                                                                            int(global_step))
-        values = iter(sess.run([v.value() for v in self._vars]))
+        values = iter(sess.run([v.value() for v in self._vars]) if self._vars else [])
         tensors = []
         for name, parts in self._entries:
             info = parts[0]._get_save_slice_info()
@@ -176,6 +177,8 @@ class Saver:
                     whole = np.empty(info.full_shape, dtype=value.dtype)
                 whole[part._get_save_slice_info().index()] = value
             tensors.append((name, whole))
+        for table in self._tables:
+            tensors.extend(table._checkpoint_tensors())
         directory = os.path.dirname(save_path)
         if directory:
             os.makedirs(directory, exist_ok=True)
@@ -214,13 +217,15 @@ class Saver:
         if save_path is None:
             raise ValueError("Saver.restore: save_path is None (latest_checkpoint found none?)")
         self.build()
-        if not self._vars:
+        if not self._vars and not self._tables:
             return  # allow_empty: nothing to restore
         save_path = _checkpoint_prefix(save_path)
         loaded = dict(read_checkpoint(save_path))   # shardflow's format or TensorFlow's
         missing = [name for name, parts in self._entries if name not in loaded and not (
             parts[0]._get_save_slice_info() is not None and
             all(part._shared_name in loaded for part in parts))]
+        missing += [name for table in self._tables for name, _ in table._checkpoint_tensors()
+                     if name not in loaded]
         if missing:
             raise errors.NotFoundError(
                 "checkpoint %s has no variable(s) %s" % (save_path, ", ".join(missing)))
@@ -244,7 +249,11 @@ class Saver:
                 for part, p in zip(parts, placeholders):
                     feed[p] = self._checked(part._shared_name, part, loaded[part._shared_name],
                                             save_path)
-        sess.run(self._restore_op, feed_dict=feed)
+        if self._restore_op is not None:
+            sess.run(self._restore_op, feed_dict=feed)
+        for table in self._tables:
+            (keys, _), (values, _) = table._checkpoint_tensors()
+            table._restore_checkpoint_tensors(loaded[keys], loaded[values], save_path)
 
     def _checked(self, name, v, value, save_path):
         """`value` from the checkpoint for variable `v`, reshaped when the Saver may; errors
@@ -285,6 +294,19 @@ def _checkpoint_prefix(save_path):
     if os.path.isfile(save_path) or os.path.isfile(save_path + ".index"):
         return save_path
     raise _CheckpointNotFoundError("The passed save_path is not a valid checkpoint: %s" % save_path)
+
+
+def _split_tables(var_list, g):
+    """(var_list without its lookup tables, the tables a Saver saves): those in var_list (a
+    list), or with var_list None every table of the graph made with checkpoint=True (TF1's
+    SAVEABLE_OBJECTS: MutableHashTable, MutableDenseHashTable; lookup_ops.py)."""
+    if var_list is None:
+        return None, list(g.__dict__.get("_checkpointed_tables", []))
+    if isinstance(var_list, dict):
+        return var_list, []
+    var_list = list(var_list)
+    tables = [v for v in var_list if hasattr(v, "_checkpoint_tensors")]
+    return [v for v in var_list if not hasattr(v, "_checkpoint_tensors")], tables
 
 
 def _saver_entries(var_list, g):
