@@ -1,7 +1,8 @@
 """TF 1.15 API gaps, checked by hand or against NumPy: make_template's custom_getter_ and
 Template's variables / variable_scope, TensorShape.dims, tf.create_partitioned_variables,
 inspect_checkpoint's print_tensors_in_checkpoint_file, tf.io's sparse serialization and
-FIFOQueue, ssim_multiscale of images sized at run time, Saver of MutableHashTable contents."""
+FIFOQueue, ssim_multiscale of images sized at run time, Saver of MutableHashTable contents,
+Keras fit on a generator that runs out."""
 
 import numpy as np
 import pytest
@@ -228,3 +229,30 @@ def test_saver_var_list_with_a_table_and_an_empty_table(tmp_path):
         path = plain.save(sess, str(tmp_path / "no_table"))
         with pytest.raises(tf.errors.NotFoundError, match="outer/MutableHashTable-keys"):
             tf.train.Saver().restore(sess, path)
+
+
+def test_keras_fit_on_a_generator_that_runs_out_warns_and_stops(monkeypatch):
+    # TF 1.15: "Your dataset iterator ran out of data; interrupting training" and no more
+    # epochs (it raised OutOfRangeError here); the batches it had were trained on.
+    from shardflow import tf_logging
+    tf.reset_default_graph()
+    tf.keras.backend.clear_session()
+    warnings = []
+    monkeypatch.setattr(tf_logging, "warning", lambda msg, *a, **k: warnings.append(msg))
+    rng = np.random.RandomState(0)
+    x = rng.rand(50, 4).astype(np.float32)
+    y = rng.rand(50, 1).astype(np.float32)
+    model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(4,))])
+    model.compile(tf.keras.optimizers.SGD(0.1), "mse")
+    seen = []
+
+    def batches():
+        for start in range(0, 50, 10):     # 5 batches; fit asks for 3 * 2
+            seen.append(start)
+            yield x[start:start + 10], y[start:start + 10]
+
+    history = model.fit(batches(), steps_per_epoch=3, epochs=2, verbose=0)
+    assert len(history.history["loss"]) == 2 and seen == [0, 10, 20, 30, 40]
+    assert len(warnings) == 1 and "iterator ran out of data" in warnings[0]
+    history = model.fit(batches(), steps_per_epoch=2, epochs=5, verbose=0)
+    assert len(history.history["loss"]) == 3

@@ -32,12 +32,15 @@ class BatchStream:
         count, (index + 1) * b // count), as TF's auto-sharding of a Dataset across workers.
         `restart` (fit's validation data): a Dataset starts again each epoch even with steps,
         as TF 1.15 reinitializes the validation iterator after each validation. With
-        `stop_when_short` (fit's training data) a Dataset that ends before `steps` batches ends
-        the epoch and sets `ran_out` (TF 1.15 then stops training with a warning); otherwise
-        that raises OutOfRangeError."""
+        `stop_when_short` (fit's training data) a Dataset or Python generator that ends before
+        `steps` batches ends the epoch and sets `ran_out` (TF 1.15 then stops training with a
+        warning); otherwise that raises OutOfRangeError."""
         from shardflow.data.dataset_ops import Dataset
         self._restart_always = bool(restart)
-        self._stop_when_short = bool(stop_when_short) and isinstance(source, Dataset)
+        self._generator = hasattr(source, "__next__") and not isinstance(
+            source, (Dataset, Iterator, TensorSource))
+        self._stop_when_short = bool(stop_when_short) and (isinstance(source, Dataset) or
+                                                           self._generator)
         self.ran_out = False
         from shardflow.keras.utils import Sequence
         self._sequence = source if isinstance(source, Sequence) else None
@@ -132,11 +135,12 @@ class BatchStream:
             if batch is None:
                 if self.steps is not None and self._stop_when_short and count > 0:
                     from shardflow import tf_logging
+                    what = "dataset iterator" if self._generator else "dataset"
                     tf_logging.warning(
-                        "Your dataset ran out of data; interrupting training. Make sure that "
-                        "your dataset can generate at least `steps_per_epoch * epochs` "
+                        "Your %s ran out of data; interrupting training. Make sure that "
+                        "your %s can generate at least `steps_per_epoch * epochs` "
                         "batches. You may need to use the repeat() function when building "
-                        "your dataset.")
+                        "your dataset." % (what, "iterator" if self._generator else "dataset"))
                     self.ran_out = True
                     return
                 if self.steps is not None:
