@@ -62,6 +62,7 @@ from shardflow.variable_scope import (AUTO_REUSE, VariableScope,  # noqa: F401
                                       variable_scope, variance_scaling_initializer,
                                       zeros_initializer)
 from shardflow.partitioned_variables import (PartitionedVariable,  # noqa: F401
+                                             create_partitioned_variables,
                                              fixed_size_partitioner,
                                              min_max_variable_partitioner,
                                              variable_axis_size_partitioner)

@@ -256,3 +256,11 @@ def test_keras_fit_on_a_generator_that_runs_out_warns_and_stops(monkeypatch):
     assert len(warnings) == 1 and "iterator ran out of data" in warnings[0]
     history = model.fit(batches(), steps_per_epoch=2, epochs=5, verbose=0)
     assert len(history.history["loss"]) == 3
+
+
+def test_partitioned_variables_and_inspect_checkpoint_are_where_tf1_programs_import_them(tmp_path):
+    from shardflow.python.tools import inspect_checkpoint
+    assert callable(inspect_checkpoint.print_tensors_in_checkpoint_file)
+    with tf.Graph().as_default():
+        parts = tf.create_partitioned_variables([4], [2], tf.zeros_initializer())
+        assert len(parts) == 2
