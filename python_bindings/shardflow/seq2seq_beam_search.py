@@ -15,9 +15,10 @@ Example::
 With maximum_iterations a Python int the steps are unrolled in the graph, as
 GreedyEmbeddingHelper's are; the outputs keep the steps TF1's loop would have run (up to the
 one at which every beam had finished). With a tensor (the NMT tutorial's bound) or None,
-dynamic_decode runs the decoder's step in a while_loop, as TF1's. TensorArrays in the cell state (AttentionWrapper's
-alignment_history) are left in the order of the beam slots (TF1 reorders them to follow each
-final beam back: reorder_tensor_arrays); coverage_penalty_weight is not supported.
+dynamic_decode runs the decoder's step in a while_loop, as TF1's. TensorArrays in the cell
+state (AttentionWrapper's alignment_history) are left in the order of the beam slots (TF1
+reorders them to follow each final beam back: reorder_tensor_arrays); coverage_penalty_weight
+is not supported.
 """
 
 import collections

@@ -68,7 +68,7 @@ def test_import_graph_def_prefixes_the_colocation_entries():
     with g.as_default():
         v = tf.Variable(3.0, name="v")
         with tf.colocate_with(v):
-            twice = tf.multiply(v.read_value(), 2.0, name="twice")
+            tf.multiply(v.read_value(), 2.0, name="twice")
         gd = g.as_graph_def()
     g2 = tf.Graph()
     with g2.as_default():

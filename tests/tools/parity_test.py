@@ -70,7 +70,6 @@ def replay(layers, images, labels, optimizer, lr):
         y = labels[step * 64:(step + 1) * 64]
         loss, grads = forward_backward(params, x, y)
         losses.append(loss)
-        t = step + 1
         for i, layer in enumerate(params):
             for j in range(2):
                 g = grads[i][j]
