@@ -338,18 +338,9 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
     axis = dim if axis is None else axis
     if labels is None or logits is None:
         raise ValueError("softmax_cross_entropy_with_logits needs labels and logits")
-    from shardflow import ops as _ops
-    from shardflow.framework import Tensor, convert_to_tensor
+    from shardflow.framework import convert_to_tensor
     logits = convert_to_tensor(logits)
-    # As TF's: labels are taken in the logits' dtype (NumPy float64 one-hots with float32
-    # logits were refused "insert a Cast").
-    from shardflow.variables import Variable
-    if isinstance(labels, Variable):
-        labels = labels.value()
-    if not isinstance(labels, Tensor):
-        labels = convert_to_tensor(np.asarray(labels, logits.dtype.as_numpy_dtype))
-    elif labels.dtype != logits.dtype:
-        labels = _ops.cast(labels, logits.dtype)
+    labels = _labels_in_dtype_of(labels, logits)
     rank = logits.shape.ndims
     if axis not in (-1, None) and not (rank is not None and axis == rank - 1):
         from shardflow import ops
@@ -362,6 +353,19 @@ def softmax_cross_entropy_with_logits(labels=None, logits=None, dim=-1, name=Non
     return _per_row("SoftmaxCrossEntropyWithLogits", labels, logits, False, name)
 
 
+def _labels_in_dtype_of(labels, logits):
+    """Dense labels in the logits' dtype, as TF's (NumPy float64 one-hots with float32 logits
+    were refused "insert a Cast"); a Variable's value is read."""
+    from shardflow import ops as _ops
+    from shardflow.framework import Tensor, convert_to_tensor
+    from shardflow.variables import Variable
+    if isinstance(labels, Variable):
+        labels = labels.value()
+    if not isinstance(labels, Tensor):
+        return convert_to_tensor(np.asarray(labels, logits.dtype.as_numpy_dtype))
+    return labels if labels.dtype == logits.dtype else _ops.cast(labels, logits.dtype)
+
+
 def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, dim=None):
     """TF1's tf.nn.softmax_cross_entropy_with_logits_v2: the per-row cross-entropy
     -sum(labels * log_softmax(logits)) over `axis` (any dimension; `dim` is its older name,
@@ -372,15 +376,9 @@ def softmax_cross_entropy_with_logits_v2(labels, logits, axis=None, name=None, d
             raise ValueError("softmax_cross_entropy_with_logits_v2: give axis or dim, not both")
         axis = dim
     from shardflow import ops as _ops
-    from shardflow.framework import Tensor, convert_to_tensor
+    from shardflow.framework import convert_to_tensor
     logits = convert_to_tensor(logits)
-    from shardflow.variables import Variable
-    if isinstance(labels, Variable):
-        labels = labels.value()
-    if not isinstance(labels, Tensor):
-        labels = convert_to_tensor(np.asarray(labels, logits.dtype.as_numpy_dtype))
-    elif labels.dtype != logits.dtype:
-        labels = _ops.cast(labels, logits.dtype)
+    labels = _labels_in_dtype_of(labels, logits)
     if axis is None:
         axis = -1
     return _ops.negative(_ops.reduce_sum(_ops.multiply(labels, log_softmax(logits, axis=axis)),
