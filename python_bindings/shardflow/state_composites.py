@@ -83,13 +83,17 @@ def scatter_update(ref, indices, updates, use_locking=None, name=None):
     """ref[indices[i], ...] = updates[i, ...]; other rows keep their values (also inf or NaN
     ones); an index given twice takes its last row."""
     ids, rows, n = _rows(ref, indices, updates, "scatter_update")
+    return ref.assign(_overwrite_rows(ref.value(), ids, rows, n), name=name)
+
+
+def _overwrite_rows(value, ids, rows, n):
+    """`value` (n rows) with row ids[i] replaced by rows[i], the last i for an id given twice;
+    selected, not masked, so untouched inf or NaN rows stay as they are."""
     from shardflow.array_ops import gather, where
-    from shardflow.segment_ops import unsorted_segment_max
     from shardflow.array_ops import range as range_
-    position = range_(ops.shape(ids)[0])
-    last = unsorted_segment_max(position, ids, n)     # untouched rows: the lowest int32
-    hit = ops.greater_equal(last, 0)
-    return ref.assign(where(hit, gather(rows, ops.maximum(last, 0)), ref.value()), name=name)
+    from shardflow.segment_ops import unsorted_segment_max
+    last = unsorted_segment_max(range_(ops.shape(ids)[0]), ids, n)   # untouched: lowest int32
+    return where(ops.greater_equal(last, 0), gather(rows, ops.maximum(last, 0)), value)
 
 
 def scatter_mul(ref, indices, updates, use_locking=None, name=None):
@@ -141,15 +145,10 @@ def batch_scatter_update(ref, indices, updates, use_locking=True, name=None):
         raise ValueError("batch_scatter_update: indices must be [batch, count], got shape %s"
                          % ids.shape)
     from shardflow.array_ops import range as range_
-    flat = ops.add(ids, ops.reshape(range_(dims[0]) * dims[1], [-1, 1]))
+    flat = ops.reshape(ops.add(ids, ops.reshape(range_(dims[0]) * dims[1], [-1, 1])), [-1])
     updates = ops.reshape(ops.cast(convert_to_tensor(updates), ref.dtype), [-1] + dims[2:])
-    from shardflow.array_ops import gather, where
-    from shardflow.segment_ops import unsorted_segment_max
-    flat = ops.reshape(flat, [-1])
-    last = unsorted_segment_max(range_(ops.shape(flat)[0]), flat, dims[0] * dims[1])
-    hit = ops.greater_equal(last, 0)
     value = ops.reshape(ref.value(), [-1] + dims[2:])
-    new = where(hit, gather(updates, ops.maximum(last, 0)), value)
+    new = _overwrite_rows(value, flat, updates, dims[0] * dims[1])
     return ref.assign(ops.reshape(new, dims), name=name)
 
 
